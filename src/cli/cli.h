@@ -1,0 +1,53 @@
+/* Shared pieces of the command-line client: option parsing, thread settings and the
+ * subcommands' entry points (each returns the process exit code). */
+#ifndef CDL_CLI_H
+#define CDL_CLI_H
+
+#include "util/error.h"
+
+#define ARGS_MAX 256
+
+/* One option a subcommand accepts: "--name VALUE" (or "--name=VALUE") when takes_value,
+ * else a flag. repeat options (--set) collect every occurrence. */
+typedef struct OptSpec {
+    const char *name;
+    int takes_value;
+    int repeat;
+    const char *help;
+} OptSpec;
+
+typedef struct Args {
+    const OptSpec *specs;
+    int n_specs;
+    const char *values[64]; /* per spec: last value, or "1" for a present flag */
+    const char *repeats[ARGS_MAX];
+    int n_repeats;
+    const char *positional[ARGS_MAX];
+    int n_positional;
+} Args;
+
+/* Parses argv[1..argc); unknown options are a usage error naming them. */
+int args_parse(int argc, char **argv, const OptSpec *specs, int n_specs, Args *a, Error *e);
+const char *args_get(const Args *a, const char *name);
+/* Integer option with default; a malformed value is a usage error. */
+int args_get_int(const Args *a, const char *name, long def, long min, long max, long *out,
+                 Error *e);
+/* Prints "usage: cdl CMD SYNOPSIS" and the options table to stdout. */
+void args_print_help(const char *cmd, const char *synopsis, const char *about,
+                     const OptSpec *specs, int n_specs);
+
+/* Sets the OpenMP and OpenBLAS thread counts (0: all cores). */
+void cli_set_threads(int threads);
+/* Prints "cdl: MESSAGE" to stderr and returns e->code. */
+int cli_fail(const Error *e);
+/* True when path starts with the checkpoint magic. */
+int cli_is_checkpoint(const char *path);
+
+#define CDL_DEFAULT_MODEL "weights/latest.cdl"
+
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,267 @@
+/* cdl train: builds a net from a cfg (or resumes a checkpoint), trains it on a dataset
+ * and writes a checkpoint after every epoch. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "data/data_config.h"
+#include "io/model_io.h"
+#include "train/trainer.h"
+
+static const OptSpec train_opts[] = {
+    {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data)"},
+    {"--weights", 1, 0, "initialise parameters from this checkpoint (same architecture)"},
+    {"--resume", 1, 0, "continue the run saved in this checkpoint"},
+    {"--out", 1, 0, "checkpoint path (default weights/CFGNAME.cdl)"},
+    {"--epochs", 1, 0, "train until this many epochs are done"},
+    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--seed", 1, 0, "random seed for init, order and dropout (default 1)"},
+    {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--log", 1, 0, "append JSON Lines records (steps, epochs) to this file"},
+    {"--log-every", 1, 0, "steps between plain progress lines and log records"},
+    {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
+    {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
+    {"--help", 0, 0, "show this help"},
+};
+#define N_TRAIN_OPTS (int)(sizeof train_opts / sizeof train_opts[0])
+
+/* "cfg/x.cfg" -> "cfg/x.data" */
+static void default_data_path(const char *cfg_path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", cfg_path);
+    char *dot = strrchr(out, '.');
+    char *slash = strrchr(out, '/');
+    if (dot && (!slash || dot > slash))
+        *dot = '\0';
+    strncat(out, ".data", size - strlen(out) - 1);
+}
+
+/* "cfg/x.cfg" -> "weights/x.cdl" */
+static void default_out_path(const char *cfg_path, char *out, size_t size)
+{
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", cfg_path);
+    char *base = basename(copy);
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        *dot = '\0';
+    snprintf(out, size, "weights/%s.cdl", base);
+}
+
+static int ensure_parent_dir(const char *path, Error *e)
+{
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir,
+                         strerror(errno));
+    return CDL_OK;
+}
+
+/* Points weights/latest.cdl at checkpoint (atomically, via a renamed symlink). */
+static int update_latest_link(const char *checkpoint, Error *e)
+{
+    char target[PATH_MAX];
+    if (!strncmp(checkpoint, "weights/", 8) && !strchr(checkpoint + 8, '/'))
+        snprintf(target, sizeof target, "%.4000s", checkpoint + 8);
+    else if (!realpath(checkpoint, target))
+        return error_set(e, CDL_ERUNTIME, "%s: %s", checkpoint, strerror(errno));
+    if (!strcmp(target, "latest.cdl"))
+        return CDL_OK;
+    if (mkdir("weights", 0777) && errno != EEXIST)
+        return error_set(e, CDL_ERUNTIME, "weights: cannot create directory: %s", strerror(errno));
+    const char *tmp = CDL_DEFAULT_MODEL ".tmp";
+    unlink(tmp);
+    if (symlink(target, tmp) || rename(tmp, CDL_DEFAULT_MODEL))
+        return error_set(e, CDL_ERUNTIME, "%s: cannot update link: %s", CDL_DEFAULT_MODEL,
+                         strerror(errno));
+    return CDL_OK;
+}
+
+/* Copies every tensor of the checkpoint at path into net, which must match it exactly. */
+static int load_initial_weights(Net *net, const char *path, Error *e)
+{
+    Net init;
+    ModelMeta meta;
+    int st = model_load(path, &init, 0, NULL, &meta, e);
+    if (st)
+        return st;
+    model_meta_free(&meta);
+    if (init.n_params != net->n_params || init.n_state != net->n_state) {
+        net_free(&init);
+        return error_set(e, CDL_EUSAGE,
+                         "%s: its architecture differs from the cfg (%zu parameters, cfg has %zu)",
+                         path, init.n_params, net->n_params);
+    }
+    memcpy(net->params, init.params, net->n_params * sizeof *net->params);
+    memcpy(net->state, init.state, net->n_state * sizeof *net->state);
+    net_free(&init);
+    return CDL_OK;
+}
+
+typedef struct TrainSetup {
+    Net net;
+    float *velocity;
+    ModelMeta meta;
+    int meta_owns_names;
+    char data_path[PATH_MAX], out_path[PATH_MAX];
+    long epochs;
+} TrainSetup;
+
+static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
+{
+    if (a->n_positional != 1)
+        return error_set(e, CDL_EUSAGE, "train needs one CFG file (or --resume CKPT); see --help");
+    const char *cfg_path = a->positional[0];
+    long seed;
+    int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
+    if (st)
+        return st;
+    Cfg cfg;
+    st = cfg_load(cfg_path, &cfg, e);
+    if (st)
+        return st;
+    for (int i = 0; i < a->n_repeats && !st; i++)
+        st = cfg_apply_override(&cfg, a->repeats[i], e);
+    st = st ? st : net_build(&t->net, &cfg, 1, (uint64_t)seed, e);
+    if (st) {
+        cfg_free(&cfg);
+        return st;
+    }
+    t->meta.seed = (uint64_t)seed;
+    t->meta.valid_accuracy = t->meta.valid_loss = -1;
+    t->velocity = calloc(t->net.n_params + 1, sizeof *t->velocity);
+    if (!t->velocity)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    const char *init = args_get(a, "--weights");
+    if (init && (st = load_initial_weights(&t->net, init, e)))
+        return st;
+    const char *data = args_get(a, "--data");
+    if (data)
+        snprintf(t->data_path, sizeof t->data_path, "%s", data);
+    else
+        default_data_path(cfg_path, t->data_path, sizeof t->data_path);
+    const char *out = args_get(a, "--out");
+    if (out)
+        snprintf(t->out_path, sizeof t->out_path, "%s", out);
+    else
+        default_out_path(cfg_path, t->out_path, sizeof t->out_path);
+    return CDL_OK;
+}
+
+static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error *e)
+{
+    if (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") || args_get(a, "--seed"))
+        return error_set(e, CDL_EUSAGE,
+                         "--resume continues a run as it was: it takes no CFG, --set, --weights "
+                         "or --seed");
+    int st = model_load(resume, &t->net, 1, &t->velocity, &t->meta, e);
+    if (st)
+        return st;
+    t->meta_owns_names = 1;
+    const char *data = args_get(a, "--data");
+    snprintf(t->data_path, sizeof t->data_path, "%s", data ? data : t->meta.data_path);
+    if (!t->data_path[0])
+        return error_set(e, CDL_EUSAGE, "%s: the checkpoint names no dataset; pass --data",
+                         resume);
+    const char *out = args_get(a, "--out");
+    snprintf(t->out_path, sizeof t->out_path, "%s", out ? out : resume);
+    return CDL_OK;
+}
+
+static int run_training(TrainSetup *t, const Args *a, Error *e)
+{
+    long threads, log_every;
+    int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
+    st = st ? st : args_get_int(a, "--log-every", 0, 0, LONG_MAX, &log_every, e);
+    if (st)
+        return st;
+    if (args_get(a, "--gpu"))
+        return error_set(e, CDL_EUSAGE, "--gpu: this cdl was built without GPU support (make GPU=1)");
+    cli_set_threads((int)threads);
+    DataConfig dc;
+    Dataset train = {0}, valid = {0};
+    st = data_config_load(t->data_path, &dc, e);
+    if (st)
+        return st;
+    FILE *log = NULL;
+    st = data_config_load_sets(&dc, &train, &valid, e);
+    if (st)
+        goto done;
+    if (!t->meta_owns_names) {
+        t->meta.names = dc.names;
+        t->meta.n_names = dc.n_names;
+    }
+    snprintf(t->meta.data_path, sizeof t->meta.data_path, "%s", t->data_path);
+    const int steps_per_epoch = train.n / t->net.hyper.batch;
+    const Hyper *h = &t->net.hyper;
+    long def_epochs = t->meta_owns_names && t->meta.epochs_planned > 0 ? t->meta.epochs_planned
+                      : h->epochs > 0                                  ? h->epochs
+                      : h->max_batches > 0 && steps_per_epoch > 0
+                          ? (h->max_batches + steps_per_epoch - 1) / steps_per_epoch
+                          : 1;
+    st = args_get_int(a, "--epochs", def_epochs, 1, 1000000, &t->epochs, e);
+    st = st ? st : ensure_parent_dir(t->out_path, e);
+    st = st ? st : net_resize(&t->net, h->batch / h->subdivisions, 0, e);
+    if (st)
+        goto done;
+    const char *log_path = args_get(a, "--log");
+    if (log_path && !(log = fopen(log_path, "a"))) {
+        st = error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
+        goto done;
+    }
+    Progress progress = {isatty(2), (int)log_every, (int)t->epochs, log, t->meta.names, -1};
+    if (progress.log_every <= 0)
+        progress.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
+    TrainCallbacks cb = {progress_on_step, progress_on_epoch, &progress};
+    TrainPlan plan = {(int)t->epochs, t->out_path};
+    if (t->meta.step >= (uint64_t)t->epochs * (uint64_t)(steps_per_epoch ? steps_per_epoch : 1))
+        fprintf(stderr, "cdl: %s already has %d epochs; nothing to do (raise --epochs)\n",
+                t->out_path, t->meta.epochs_done);
+    st = train_run(&t->net, t->velocity, &train, valid.n ? &valid : NULL, &plan, &t->meta, &cb,
+                   e);
+    st = st ? st : update_latest_link(t->out_path, e);
+done:
+    if (log)
+        fclose(log);
+    if (!t->meta_owns_names) {
+        t->meta.names = NULL;
+        t->meta.n_names = 0;
+    }
+    dataset_free(&train);
+    dataset_free(&valid);
+    data_config_free(&dc);
+    return st;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    Args a;
+    Error e = {0};
+    if (args_parse(argc, argv, train_opts, N_TRAIN_OPTS, &a, &e))
+        return cli_fail(&e);
+    if (args_get(&a, "--help")) {
+        args_print_help("train", "CFG [options]  |  cdl train --resume CKPT [options]",
+                        "Trains the network a cfg file defines on the dataset a .data file names.",
+                        train_opts, N_TRAIN_OPTS);
+        return 0;
+    }
+    TrainSetup t;
+    memset(&t, 0, sizeof t);
+    const char *resume = args_get(&a, "--resume");
+    int st = resume ? setup_resume(&t, &a, resume, &e) : setup_fresh(&t, &a, &e);
+    st = st ? st : run_training(&t, &a, &e);
+    net_free(&t.net);
+    free(t.velocity);
+    if (t.meta_owns_names)
+        model_meta_free(&t.meta);
+    return st ? cli_fail(&e) : 0;
+}

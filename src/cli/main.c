@@ -1,0 +1,41 @@
+/* cdl: the command-line entry point, dispatching to one subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *about;
+} commands[] = {
+    {"train", cmd_train, "train a network from a cfg (or resume a checkpoint)"},
+    {"eval", cmd_eval, "evaluate a model on a dataset: loss, accuracy, confusion matrix"},
+    {"predict", cmd_predict, "classify image files (PNG, JPEG) with a model"},
+    {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
+};
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: cdl COMMAND [options]   (cdl COMMAND --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(to, "  %-8s %s\n", commands[i].name, commands[i].about);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CDL_EUSAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "cdl: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CDL_EUSAGE;
+}

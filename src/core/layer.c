@@ -1,0 +1,54 @@
+/* Helpers shared by every layer family: parameters and activations. */
+#include "core/layer.h"
+
+#include <string.h>
+
+Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay)
+{
+    Param *p = &l->params[l->n_params++];
+    memset(p, 0, sizeof *p);
+    p->name = name;
+    p->count = count;
+    p->trainable = trainable;
+    p->decay = decay;
+    return p;
+}
+
+Param *layer_param(Layer *l, const char *name)
+{
+    for (int i = 0; i < l->n_params; i++)
+        if (!strcmp(l->params[i].name, name))
+            return &l->params[i];
+    return NULL;
+}
+
+int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def,
+                           Error *e)
+{
+    const char *name = cfg_get_str(s, "activation", NULL);
+    l->activation = def;
+    if (name && activation_from_name(name, &l->activation)) {
+        const CfgEntry *en = cfg_find(s, "activation");
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%s' for key 'activation' in [%s]: expected one of %s",
+                         cfg->path, en->line, name, s->name, activation_valid_names());
+    }
+    return CDL_OK;
+}
+
+void layer_activate(Layer *l, int batch)
+{
+    if (l->activation == CDL_ACT_LINEAR)
+        return;
+    size_t n = (size_t)batch * shape_size(l->out_shape);
+    memcpy(l->pre, l->out, n * sizeof *l->out);
+    activation_forward(l->pre, l->out, n, l->activation);
+}
+
+void layer_activation_backward(Layer *l, int batch)
+{
+    if (l->activation == CDL_ACT_LINEAR)
+        return;
+    activation_backward(l->pre, l->out, l->delta, (size_t)batch * shape_size(l->out_shape),
+                        l->activation);
+}

@@ -1,0 +1,99 @@
+/* The layer contract: every layer family fills a Layer at parse time and provides
+ * the functions of a LayerType, registered by section name in layers/registry.c. */
+#ifndef CDL_LAYER_H
+#define CDL_LAYER_H
+
+#include <stddef.h>
+
+#include "io/cfg.h"
+#include "ops/activation.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+typedef struct Net Net;
+
+/* Per-sample shape; tensors passed between layers are [batch][c][h][w]. */
+typedef struct Shape {
+    int c, h, w;
+} Shape;
+
+static inline size_t shape_size(Shape s)
+{
+    return (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
+
+/* A named parameter tensor. Trainable ones live in the net's parameter slab and have a
+ * gradient in the gradient slab; the others (batch-norm running statistics) live in the
+ * state slab, are saved in checkpoints and are not touched by the optimizer. */
+typedef struct Param {
+    const char *name; /* "weights", "biases", "scales", "rolling_mean", "rolling_variance" */
+    size_t count;
+    int trainable;
+    int decay; /* weight decay applies (convolution and connected weights only) */
+    float *data;
+    float *grad; /* NULL unless trainable */
+} Param;
+
+#define LAYER_MAX_PARAMS 6
+#define LAYER_MAX_INPUTS 16
+
+typedef struct Layer {
+    const struct LayerType *type;
+    int index; /* 0-based position among layers ([net] excluded) */
+    int line;  /* cfg line of the section header */
+    Shape in_shape, out_shape;
+    /* Absolute indices of the layers this one reads; -1 means the net input. A plain
+     * layer reads its predecessor; route and shortcut read several. */
+    int inputs[LAYER_MAX_INPUTS];
+    int n_inputs;
+    ActivationKind activation;
+    Param params[LAYER_MAX_PARAMS];
+    int n_params;
+    double flops; /* forward multiply-adds x2, per sample */
+    /* Buffers owned by the net, sized [batch][out_shape]: */
+    float *out;   /* activations */
+    float *delta; /* dL/d(out); layers add into their inputs' deltas */
+    float *pre;   /* pre-activation values, only when activation is not linear */
+    /* Floats of the net's shared scratch buffer this layer needs per batch sample
+     * (im2col columns and the like); the net allocates the maximum once. */
+    size_t scratch_per_sample;
+    void *priv; /* family-specific state, owned by the layer */
+} Layer;
+
+typedef struct LayerType {
+    const char *name; /* cfg section name */
+    /* Reads the section's keys, sets out_shape, activation, params (counts, flags),
+     * inputs, flops, scratch_per_sample and priv. in_shape and inputs are preset to
+     * the previous layer. Returns CDL_EUSAGE with "FILE:LINE: ..." on a bad cfg. */
+    int (*parse)(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e);
+    /* Initialises parameter values once slabs are assigned (may be NULL). */
+    void (*init)(Layer *l, Rng *rng);
+    /* (Re)allocates private per-batch buffers; never called inside the training step
+     * (may be NULL). */
+    int (*resize)(Layer *l, int batch, Error *e);
+    void (*forward)(Layer *l, Net *net);
+    /* Reads l->delta, adds parameter gradients into params[].grad and input
+     * gradients into the inputs' delta buffers (skipped when those are NULL). */
+    void (*backward)(Layer *l, Net *net);
+    void (*destroy)(Layer *l); /* frees priv (may be NULL) */
+} LayerType;
+
+/* Looks a family up by section name; NULL when unknown. */
+const LayerType *layer_type_find(const char *name);
+/* "convolutional, connected, ..." for error messages. */
+const char *layer_type_names(void);
+
+/* Declares a parameter during parse; returns its Param. */
+Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay);
+/* The Param named name, or NULL. */
+Param *layer_param(Layer *l, const char *name);
+
+/* Shared parse helper for layers with an `activation=` key (default def). */
+int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def,
+                           Error *e);
+/* Applies l->activation to l->out in place, saving pre-activations in l->pre. */
+void layer_activate(Layer *l, int batch);
+/* Turns l->delta from dL/d(out) into dL/d(pre) in place. */
+void layer_activation_backward(Layer *l, int batch);
+
+#endif

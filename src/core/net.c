@@ -1,0 +1,330 @@
+/* Network construction from a cfg, slab allocation, and the forward/backward passes. */
+#include "core/net.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    LrPolicy policy;
+} policies[] = {{"constant", CDL_LR_CONSTANT}, {"step", CDL_LR_STEP}, {"steps", CDL_LR_STEPS},
+                {"exp", CDL_LR_EXP},           {"poly", CDL_LR_POLY}};
+
+static int parse_policy(const Cfg *cfg, CfgSection *s, LrPolicy *out, Error *e)
+{
+    const char *name = cfg_get_str(s, "policy", "constant");
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        if (!strcmp(name, policies[i].name)) {
+            *out = policies[i].policy;
+            return CDL_OK;
+        }
+    }
+    return error_set(e, CDL_EUSAGE,
+                     "%s:%d: bad value '%s' for key 'policy' in [%s]: expected one of constant, "
+                     "step, steps, exp, poly",
+                     cfg->path, cfg_find(s, "policy")->line, name, s->name);
+}
+
+/* Fails with FILE:LINE when key's value is below min. */
+static int require_min(const Cfg *cfg, CfgSection *s, const char *key, double value, double min,
+                       Error *e)
+{
+    if (value >= min)
+        return CDL_OK;
+    CfgEntry *en = cfg_find(s, key);
+    if (!en)
+        return error_set(e, CDL_EUSAGE, "%s:%d: [%s] needs key '%s' (a value >= %g)", cfg->path,
+                         s->line, s->name, key, min);
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: must be >= %g",
+                     cfg->path, en->line, en->value, key, s->name, min);
+}
+
+static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
+{
+    Hyper *h = &net->hyper;
+    int st = CDL_OK;
+    int n_scales = 0;
+    st = st ? st : cfg_get_int(cfg, s, "batch", 1, &h->batch, e);
+    st = st ? st : cfg_get_int(cfg, s, "subdivisions", 1, &h->subdivisions, e);
+    st = st ? st : cfg_get_int(cfg, s, "width", 0, &net->in_shape.w, e);
+    st = st ? st : cfg_get_int(cfg, s, "height", 0, &net->in_shape.h, e);
+    st = st ? st : cfg_get_int(cfg, s, "channels", 0, &net->in_shape.c, e);
+    st = st ? st : cfg_get_float(cfg, s, "learning_rate", 0.001f, &h->learning_rate, e);
+    st = st ? st : cfg_get_float(cfg, s, "momentum", 0.9f, &h->momentum, e);
+    st = st ? st : cfg_get_float(cfg, s, "decay", 0.0001f, &h->decay, e);
+    st = st ? st : parse_policy(cfg, s, &h->policy, e);
+    st = st ? st : cfg_get_int(cfg, s, "step", 1, &h->step, e);
+    st = st ? st : cfg_get_float(cfg, s, "scale", 1.0f, &h->scale, e);
+    st = st ? st : cfg_get_float(cfg, s, "gamma", 1.0f, &h->gamma, e);
+    st = st ? st : cfg_get_float(cfg, s, "power", 4.0f, &h->power, e);
+    st = st ? st : cfg_get_int_list(cfg, s, "steps", h->steps, NET_MAX_STEPS, &h->n_steps, e);
+    st = st ? st : cfg_get_float_list(cfg, s, "scales", h->scales, NET_MAX_STEPS, &n_scales, e);
+    st = st ? st : cfg_get_int(cfg, s, "burn_in", 0, &h->burn_in, e);
+    st = st ? st : cfg_get_int(cfg, s, "max_batches", 0, &h->max_batches, e);
+    st = st ? st : cfg_get_int(cfg, s, "epochs", 0, &h->epochs, e);
+    st = st ? st : cfg_get_float(cfg, s, "bn_momentum", 0.1f, &h->bn_momentum, e);
+    st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
+    st = st ? st : cfg_check_unused(cfg, s, e);
+    st = st ? st : require_min(cfg, s, "batch", h->batch, 1, e);
+    st = st ? st : require_min(cfg, s, "subdivisions", h->subdivisions, 1, e);
+    st = st ? st : require_min(cfg, s, "width", net->in_shape.w, 1, e);
+    st = st ? st : require_min(cfg, s, "height", net->in_shape.h, 1, e);
+    st = st ? st : require_min(cfg, s, "channels", net->in_shape.c, 1, e);
+    st = st ? st : require_min(cfg, s, "learning_rate", h->learning_rate, 0, e);
+    st = st ? st : require_min(cfg, s, "step", h->step, 1, e);
+    st = st ? st : require_min(cfg, s, "bn_eps", h->bn_eps, 0, e);
+    if (st)
+        return st;
+    if (h->batch % h->subdivisions)
+        return error_set(e, CDL_EUSAGE, "%s:%d: batch=%d is not divisible by subdivisions=%d",
+                         cfg->path, s->line, h->batch, h->subdivisions);
+    if (h->policy == CDL_LR_STEPS && n_scales != h->n_steps)
+        return error_set(e, CDL_EUSAGE, "%s:%d: policy=steps needs as many scales (%d) as steps (%d)",
+                         cfg->path, s->line, n_scales, h->n_steps);
+    if (h->policy == CDL_LR_POLY && h->max_batches < 1)
+        return error_set(e, CDL_EUSAGE, "%s:%d: policy=poly needs max_batches", cfg->path,
+                         s->line);
+    return CDL_OK;
+}
+
+static int parse_layers(Net *net, Cfg *cfg, Error *e)
+{
+    net->n_layers = cfg->n_sections - 1;
+    if (net->n_layers < 1)
+        return error_set(e, CDL_EUSAGE, "%s:%d: the cfg defines no layers after [%s]", cfg->path,
+                         cfg->sections[0].line, cfg->sections[0].name);
+    net->layers = calloc((size_t)net->n_layers, sizeof *net->layers);
+    if (!net->layers)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Shape prev = net->in_shape;
+    for (int i = 0; i < net->n_layers; i++) {
+        CfgSection *s = &cfg->sections[i + 1];
+        Layer *l = &net->layers[i];
+        l->index = i;
+        l->line = s->line;
+        l->type = layer_type_find(s->name);
+        if (!l->type)
+            return error_set(e, CDL_EUSAGE, "%s:%d: unknown section [%s] (valid: net, %s)",
+                             cfg->path, s->line, s->name, layer_type_names());
+        l->in_shape = prev;
+        l->inputs[0] = i - 1;
+        l->n_inputs = 1;
+        l->activation = CDL_ACT_LINEAR;
+        int st = l->type->parse(l, cfg, s, net, e);
+        if (st)
+            return st;
+        st = cfg_check_unused(cfg, s, e);
+        if (st)
+            return st;
+        if (l->out_shape.c < 1 || l->out_shape.h < 1 || l->out_shape.w < 1)
+            return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] has an empty output", cfg->path,
+                             s->line, i, s->name);
+        if (!strcmp(l->type->name, "softmax") && i != net->n_layers - 1)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: layer %d: [softmax] is the loss and must be the last layer",
+                             cfg->path, s->line, i);
+        prev = l->out_shape;
+    }
+    return CDL_OK;
+}
+
+/* Assigns every Param its place in the parameter, gradient or state slab. */
+static int allocate_params(Net *net, int want_grads, Error *e)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        for (int p = 0; p < net->layers[i].n_params; p++) {
+            Param *pa = &net->layers[i].params[p];
+            *(pa->trainable ? &net->n_params : &net->n_state) += pa->count;
+        }
+    net->params = calloc(net->n_params + 1, sizeof *net->params);
+    net->state = calloc(net->n_state + 1, sizeof *net->state);
+    net->grads = want_grads ? calloc(net->n_params + 1, sizeof *net->grads) : NULL;
+    if (!net->params || !net->state || (want_grads && !net->grads))
+        return error_set(e, CDL_ERUNTIME, "out of memory for %zu parameters", net->n_params);
+    size_t param_at = 0, state_at = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        for (int p = 0; p < net->layers[i].n_params; p++) {
+            Param *pa = &net->layers[i].params[p];
+            if (pa->trainable) {
+                pa->data = net->params + param_at;
+                pa->grad = net->grads ? net->grads + param_at : NULL;
+                param_at += pa->count;
+            } else {
+                pa->data = net->state + state_at;
+                state_at += pa->count;
+            }
+        }
+    return CDL_OK;
+}
+
+int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+{
+    memset(net, 0, sizeof *net);
+    net->seed = seed;
+    net->want_grads = want_grads;
+    const char *first = cfg->sections[0].name;
+    if (strcmp(first, "net") && strcmp(first, "network"))
+        return error_set(e, CDL_EUSAGE, "%s:%d: the first section must be [net], found [%s]",
+                         cfg->path, cfg->sections[0].line, first);
+    int st = parse_net_section(net, cfg, &cfg->sections[0], e);
+    st = st ? st : parse_layers(net, cfg, e);
+    st = st ? st : allocate_params(net, want_grads, e);
+    if (st) {
+        net_free(net);
+        return st;
+    }
+    Rng rng;
+    rng_seed(&rng, seed, 0x1417);
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type->init)
+            net->layers[i].type->init(&net->layers[i], &rng);
+    net->classes = (int)shape_size(net->layers[net->n_layers - 1].out_shape);
+    net->loss_divisor = (float)net->hyper.batch;
+    net->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    return CDL_OK;
+}
+
+static void free_activations(Net *net)
+{
+    free(net->activations);
+    free(net->input);
+    free(net->input_delta);
+    free(net->labels);
+    free(net->scratch);
+    net->activations = net->input = net->input_delta = net->scratch = NULL;
+    net->labels = NULL;
+    net->batch = 0;
+}
+
+void net_free(Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type && net->layers[i].type->destroy)
+            net->layers[i].type->destroy(&net->layers[i]);
+    free_activations(net);
+    free(net->layers);
+    free(net->params);
+    free(net->grads);
+    free(net->state);
+    cfg_free(&net->cfg);
+    memset(net, 0, sizeof *net);
+}
+
+int net_resize(Net *net, int batch, int want_input_delta, Error *e)
+{
+    free_activations(net);
+    size_t total = 0, scratch = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        size_t n = (size_t)batch * shape_size(l->out_shape);
+        total += n * (1 + (net->want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
+        size_t need = l->scratch_per_sample * (size_t)batch;
+        scratch = need > scratch ? need : scratch;
+    }
+    size_t in_n = (size_t)batch * shape_size(net->in_shape);
+    net->activations = calloc(total + 1, sizeof *net->activations);
+    net->input = calloc(in_n, sizeof *net->input);
+    net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
+    net->labels = calloc((size_t)batch, sizeof *net->labels);
+    net->scratch = calloc(scratch + 1, sizeof *net->scratch);
+    net->scratch_floats = scratch;
+    if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
+        !net->labels || !net->scratch) {
+        free_activations(net);
+        return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
+    }
+    float *at = net->activations;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        size_t n = (size_t)batch * shape_size(l->out_shape);
+        l->out = at;
+        at += n;
+        l->delta = net->want_grads ? at : NULL;
+        at += net->want_grads ? n : 0;
+        l->pre = l->activation != CDL_ACT_LINEAR ? at : NULL;
+        at += l->activation != CDL_ACT_LINEAR ? n : 0;
+    }
+    net->batch = batch;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        if (l->type->resize) {
+            int st = l->type->resize(l, batch, e);
+            if (st)
+                return st;
+        }
+    }
+    return CDL_OK;
+}
+
+void net_forward(Net *net)
+{
+    net->loss = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].type->forward(&net->layers[i], net);
+}
+
+void net_backward(Net *net)
+{
+    /* The last layer's delta is the caller's seed (the softmax loss ignores it). */
+    for (int i = 0; i < net->n_layers - 1; i++) {
+        Layer *l = &net->layers[i];
+        memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
+    }
+    if (net->input_delta)
+        memset(net->input_delta, 0,
+               (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
+    for (int i = net->n_layers - 1; i >= 0; i--)
+        net->layers[i].type->backward(&net->layers[i], net);
+}
+
+void net_zero_grads(Net *net)
+{
+    if (net->grads)
+        memset(net->grads, 0, net->n_params * sizeof *net->grads);
+}
+
+const float *net_layer_input(const Net *net, const Layer *l, int k)
+{
+    int from = l->inputs[k];
+    return from < 0 ? net->input : net->layers[from].out;
+}
+
+float *net_layer_input_delta(Net *net, const Layer *l, int k)
+{
+    int from = l->inputs[k];
+    return from < 0 ? net->input_delta : net->layers[from].delta;
+}
+
+const float *net_output(const Net *net)
+{
+    return net->layers[net->n_layers - 1].out;
+}
+
+float net_learning_rate(const Hyper *h, uint64_t t)
+{
+    if (t < (uint64_t)h->burn_in)
+        return h->learning_rate * powf((float)t / (float)h->burn_in, h->power);
+    float rate = h->learning_rate;
+    switch (h->policy) {
+    case CDL_LR_CONSTANT:
+        return rate;
+    case CDL_LR_STEP:
+        return rate * powf(h->scale, (float)(t / (uint64_t)h->step));
+    case CDL_LR_STEPS:
+        for (int i = 0; i < h->n_steps; i++) {
+            if ((uint64_t)h->steps[i] > t)
+                return rate;
+            rate *= h->scales[i];
+        }
+        return rate;
+    case CDL_LR_EXP:
+        return rate * powf(h->gamma, (float)t);
+    case CDL_LR_POLY: {
+        float left = 1.0f - (float)t / (float)h->max_batches;
+        return left > 0 ? rate * powf(left, h->power) : 0.0f;
+    }
+    }
+    return rate;
+}

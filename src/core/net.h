@@ -1,0 +1,102 @@
+/* A network: the ordered layers built from a cfg, the hyper-parameters of its [net]
+ * section, and the slabs holding parameters, gradients, state and activations. */
+#ifndef CDL_NET_H
+#define CDL_NET_H
+
+#include <stdint.h>
+
+#include "core/layer.h"
+#include "io/cfg.h"
+
+typedef enum LrPolicy {
+    CDL_LR_CONSTANT,
+    CDL_LR_STEP,
+    CDL_LR_STEPS,
+    CDL_LR_EXP,
+    CDL_LR_POLY,
+} LrPolicy;
+
+#define NET_MAX_STEPS 32
+
+/* The [net] section's training settings (documented defaults in README). */
+typedef struct Hyper {
+    int batch;        /* images per optimizer step */
+    int subdivisions; /* batch is processed as `subdivisions` mini-batches */
+    float learning_rate, momentum, decay;
+    LrPolicy policy;
+    int step;    /* policy=step: multiply by scale every `step` batches */
+    float scale; /* policy=step */
+    float gamma; /* policy=exp: lr * gamma^t */
+    float power; /* policy=poly: lr * (1 - t/max_batches)^power */
+    int steps[NET_MAX_STEPS];
+    float scales[NET_MAX_STEPS];
+    int n_steps;
+    int burn_in; /* lr * (t/burn_in)^4 for t < burn_in, as darknet */
+    int max_batches;
+    int epochs; /* default run length for `cdl train` (0: from max_batches, else 1) */
+    float bn_momentum, bn_eps;
+} Hyper;
+
+typedef struct Net {
+    Cfg cfg; /* kept for error messages and checkpoints */
+    Hyper hyper;
+    Shape in_shape;
+    Layer *layers;
+    int n_layers;
+    int classes; /* output size of the last layer */
+
+    /* Slabs: one allocation each. */
+    float *params; /* trainable parameters */
+    float *grads;  /* gradients, same layout as params */
+    size_t n_params;
+    float *state; /* non-trainable (running statistics) */
+    size_t n_state;
+
+    int batch;     /* mini-batch the activations are sized for (0: none yet) */
+    int train;     /* 1: training mode (batch statistics, dropout) */
+    int want_grads; /* gradient slab and delta buffers exist */
+    float *activations; /* slab holding every layer's out/delta/pre */
+    float *input;       /* [batch][in_shape] */
+    float *input_delta; /* [batch][in_shape] dL/d(input), only when requested */
+    int *labels;        /* [batch] */
+    float *scratch;     /* shared workspace */
+    size_t scratch_floats;
+
+    /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
+     * optimizer batch, so accumulated mini-batch gradients equal the full batch's. */
+    float loss_divisor;
+    float loss; /* summed over the last forward's mini-batch, already divided */
+    uint64_t seed;
+    uint64_t step; /* optimizer steps taken */
+    /* Identifies the current forward pass (step * subdivisions + mini-batch): with seed
+     * it fixes every random draw (dropout masks), whatever the thread count. */
+    uint64_t draw_id;
+} Net;
+
+/* Builds layers from a parsed cfg (takes ownership of *cfg on success). Parameters are
+ * initialised from seed. want_grads allocates the gradient slab (training). */
+int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e);
+void net_free(Net *net);
+
+/* Sizes activations for a mini-batch of `batch` samples (allocates; not in the step).
+ * want_input_delta also allocates net->input_delta (gradient checks). */
+int net_resize(Net *net, int batch, int want_input_delta, Error *e);
+
+/* Runs every layer's forward on net->input (and net->labels for the loss when
+ * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
+void net_forward(Net *net);
+/* Zeroes deltas, then runs every layer's backward in reverse; adds into grads. */
+void net_backward(Net *net);
+void net_zero_grads(Net *net);
+
+/* The output buffer of layer i's k-th input, or net->input for -1. */
+const float *net_layer_input(const Net *net, const Layer *l, int k);
+/* The delta buffer of layer i's k-th input (NULL when gradients are not needed). */
+float *net_layer_input_delta(Net *net, const Layer *l, int k);
+/* The output [batch][classes] of the last layer. */
+const float *net_output(const Net *net);
+
+/* Learning rate at optimizer step t (0-based) under the [net] policy. */
+float net_learning_rate(const Hyper *h, uint64_t t);
+
+#endif

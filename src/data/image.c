@@ -1,0 +1,431 @@
+/* Photos for `cdl predict`: PNG (libpng) and JPEG (libjpeg-turbo) decoding into float [c][h][w],
+   channel conversion plus bilinear resize to a net's input, and an 8-bit PNG writer. Codec
+   errors and warnings are caught (setjmp/longjmp), never printed. */
+#include "data/image.h"
+
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+void image_free(Image *img)
+{
+    if (img) {
+        free(img->data);
+        memset(img, 0, sizeof *img);
+    }
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *e)
+{
+    *out = NULL;
+    *out_bytes = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return error_set(e, CDL_ERUNTIME, "cannot open '%s': %s", path, strerror(errno));
+    }
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) {
+            break;
+        }
+        uint8_t *grown = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    int failed = ferror(f), saved_errno = errno;
+    fclose(f);
+    if (!buf) {
+        return error_set(e, CDL_ERUNTIME, "'%s': out of memory reading the file", path);
+    }
+    if (failed) {
+        free(buf);
+        return error_set(e, CDL_ERUNTIME, "cannot read '%s': %s", path, strerror(saved_errno));
+    }
+    *out = buf;
+    *out_bytes = len;
+    return CDL_OK;
+}
+
+static int check_size(const char *path, unsigned long w, unsigned long h, Error *e)
+{
+    if (w == 0 || h == 0) {
+        return error_set(e, CDL_ERUNTIME, "'%s': image has no pixels (%lux%lu)", path, w, h);
+    }
+    if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (uint64_t)w * h > IMAGE_MAX_PIXELS) {
+        return error_set(e, CDL_ERUNTIME,
+                         "'%s': image too large (%lux%lu; at most %d per side, %d "
+                         "pixels)",
+                         path, w, h, IMAGE_MAX_SIDE, IMAGE_MAX_PIXELS);
+    }
+    return CDL_OK;
+}
+
+/* ---- PNG ---- */
+
+typedef struct PngSource {
+    const uint8_t *data;
+    size_t bytes, pos;
+    char msg[256];
+} PngSource;
+
+static void png_on_error(png_structp png, png_const_charp msg)
+{
+    PngSource *src = png_get_error_ptr(png);
+    snprintf(src->msg, sizeof src->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+/* Warnings (benign ancillary-chunk issues such as an odd iCCP profile) are dropped silently:
+   libpng reports real damage to the image data as errors. */
+static void png_on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+static void png_read_memory(png_structp png, png_bytep out, size_t bytes)
+{
+    PngSource *src = png_get_io_ptr(png);
+    if (bytes > src->bytes - src->pos) {
+        png_error(png, "unexpected end of file (truncated)");
+    }
+    memcpy(out, src->data + src->pos, bytes);
+    src->pos += bytes;
+}
+
+static int png_decode(const char *path, const uint8_t *data, size_t bytes, Image *img, Error *e)
+{
+    PngSource src = {.data = data, .bytes = bytes};
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return error_set(e, CDL_ERUNTIME, "'%s': out of memory for the PNG decoder", path);
+    }
+    uint8_t *volatile pixels = NULL;
+    png_bytep *volatile rows = NULL;
+    if (setjmp(png_jmpbuf(png))) {
+        free(pixels);
+        free(rows);
+        png_destroy_read_struct(&png, &info, NULL);
+        image_free(img);
+        return error_set(e, CDL_ERUNTIME, "'%s': corrupt or truncated PNG: %s", path, src.msg);
+    }
+    png_set_read_fn(png, &src, png_read_memory);
+    png_read_info(png, info);
+    png_uint_32 w, h;
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    int rc = check_size(path, w, h, e);
+    if (rc) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return rc;
+    }
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_set_palette_to_rgb(png);
+    }
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8) {
+        png_set_expand_gray_1_2_4_to_8(png);
+    }
+    if (color & PNG_COLOR_MASK_ALPHA) {
+        png_set_strip_alpha(png);
+    }
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    int channels = png_get_channels(png, info), depth_out = png_get_bit_depth(png, info);
+    size_t row_bytes = png_get_rowbytes(png, info);
+    pixels = malloc(row_bytes * h);
+    rows = malloc(h * sizeof *rows);
+    img->data = malloc((size_t)channels * h * w * sizeof *img->data);
+    if (!pixels || !rows || !img->data) {
+        png_error(png, "out of memory");
+    }
+    for (png_uint_32 y = 0; y < h; y++) {
+        rows[y] = pixels + y * row_bytes;
+    }
+    png_read_image(png, rows);
+    img->c = channels;
+    img->h = (int)h;
+    img->w = (int)w;
+    size_t plane = (size_t)h * w;
+    for (size_t y = 0; y < h; y++) {
+        const uint8_t *row = rows[y];
+        for (size_t x = 0; x < w; x++) {
+            for (int ch = 0; ch < channels; ch++) {
+                size_t k = x * channels + ch;
+                float v = depth_out == 16 ? (float)(row[2 * k] << 8 | row[2 * k + 1]) / 65535.0f
+                                          : (float)row[k] / 255.0f;
+                img->data[ch * plane + y * w + x] = v;
+            }
+        }
+    }
+    free(pixels);
+    free(rows);
+    png_destroy_read_struct(&png, &info, NULL);
+    return CDL_OK;
+}
+
+/* ---- JPEG ---- */
+
+typedef struct JpegErrors {
+    struct jpeg_error_mgr mgr; /* first, so libjpeg's pointer converts to ours */
+    jmp_buf jump;
+    char msg[JMSG_LENGTH_MAX];
+} JpegErrors;
+
+static void jpeg_on_error(j_common_ptr cinfo)
+{
+    JpegErrors *err = (JpegErrors *)cinfo->err;
+    cinfo->err->format_message(cinfo, err->msg);
+    longjmp(err->jump, 1);
+}
+
+/* Level -1 is a warning about damaged data (premature end, corrupt markers): fail on it
+   rather than return a half-grey image. Higher levels are trace messages. */
+static void jpeg_on_message(j_common_ptr cinfo, int level)
+{
+    if (level < 0) {
+        jpeg_on_error(cinfo);
+    }
+}
+
+static void jpeg_output_nothing(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Image *img, Error *e)
+{
+    struct jpeg_decompress_struct cinfo;
+    JpegErrors err;
+    cinfo.err = jpeg_std_error(&err.mgr);
+    err.mgr.error_exit = jpeg_on_error;
+    err.mgr.emit_message = jpeg_on_message;
+    err.mgr.output_message = jpeg_output_nothing;
+    err.msg[0] = 0;
+    uint8_t *volatile row = NULL;
+    if (setjmp(err.jump)) {
+        free(row);
+        jpeg_destroy_decompress(&cinfo);
+        image_free(img);
+        return error_set(e, CDL_ERUNTIME, "'%s': corrupt or truncated JPEG: %s", path, err.msg);
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, (unsigned long)bytes);
+    jpeg_read_header(&cinfo, TRUE);
+    int rc = check_size(path, cinfo.image_width, cinfo.image_height, e);
+    if (rc) {
+        jpeg_destroy_decompress(&cinfo);
+        return rc;
+    }
+    int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+    cinfo.out_color_space = cinfo.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE
+                            : cmyk                                  ? JCS_CMYK
+                                                                    : JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    int in_ch = cinfo.output_components, channels = cmyk ? 3 : in_ch;
+    size_t w = cinfo.output_width, h = cinfo.output_height, plane = w * h;
+    /* Adobe writes CMYK inverted (0 = full ink); PIL and browsers read it that way. */
+    int inverted = cinfo.saw_Adobe_marker;
+    row = malloc(w * (size_t)in_ch);
+    img->data = malloc((size_t)channels * plane * sizeof *img->data);
+    if (!row || !img->data) {
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        longjmp(err.jump, 1);
+    }
+    img->c = channels;
+    img->h = (int)h;
+    img->w = (int)w;
+    while (cinfo.output_scanline < cinfo.output_height) {
+        size_t y = cinfo.output_scanline;
+        JSAMPROW rowp = row;
+        jpeg_read_scanlines(&cinfo, &rowp, 1);
+        for (size_t x = 0; x < w; x++) {
+            const uint8_t *p = row + x * in_ch;
+            if (cmyk) {
+                float k = inverted ? p[3] / 255.0f : 1.0f - p[3] / 255.0f;
+                for (int ch = 0; ch < 3; ch++) {
+                    float ink = inverted ? p[ch] / 255.0f : 1.0f - p[ch] / 255.0f;
+                    img->data[ch * plane + y * w + x] = ink * k;
+                }
+            } else {
+                for (int ch = 0; ch < in_ch; ch++) {
+                    img->data[ch * plane + y * w + x] = p[ch] / 255.0f;
+                }
+            }
+        }
+    }
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    free(row);
+    return CDL_OK;
+}
+
+int image_load(const char *path, Image *img, Error *e)
+{
+    static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memset(img, 0, sizeof *img);
+    uint8_t *data;
+    size_t bytes;
+    int rc = read_file(path, &data, &bytes, e);
+    if (rc) {
+        return rc;
+    }
+    if (bytes == 0) {
+        rc = error_set(e, CDL_ERUNTIME, "'%s' is empty", path);
+    } else if (bytes >= 8 && !memcmp(data, png_magic, 8)) {
+        rc = png_decode(path, data, bytes, img, e);
+    } else if (bytes >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) {
+        rc = jpeg_decode(path, data, bytes, img, e);
+    } else {
+        rc = error_set(e, CDL_ERUNTIME, "'%s': not a PNG or JPEG image", path);
+    }
+    free(data);
+    return rc;
+}
+
+/* ---- resize ---- */
+
+/* The bilinear (triangle) filter of one output coordinate along one axis: input indices
+   [first, last) with weight tri((i + 0.5 - center) / stretch) / norm. */
+typedef struct Taps {
+    int first, last;
+    double center, stretch, norm;
+} Taps;
+
+static Taps taps_for(int out_index, int in_size, int out_size)
+{
+    double scale = (double)in_size / out_size;
+    Taps t;
+    t.stretch = scale > 1.0 ? scale : 1.0;
+    t.center = (out_index + 0.5) * scale;
+    int first = (int)(t.center - t.stretch + 0.5), last = (int)(t.center + t.stretch + 0.5);
+    t.first = first < 0 ? 0 : first;
+    t.last = last > in_size ? in_size : last;
+    t.norm = 0;
+    for (int i = t.first; i < t.last; i++) {
+        double d = fabs((i + 0.5 - t.center) / t.stretch);
+        t.norm += d < 1.0 ? 1.0 - d : 0.0;
+    }
+    return t;
+}
+
+static double tap_weight(const Taps *t, int i)
+{
+    double d = fabs((i + 0.5 - t->center) / t->stretch);
+    return d < 1.0 ? (1.0 - d) / t->norm : 0.0;
+}
+
+/* out [h][w] += coef * resize(src [ih][iw]). */
+static void resize_plane_add(const float *src, int ih, int iw, float coef, int h, int w, float *out)
+{
+    for (int oy = 0; oy < h; oy++) {
+        Taps ty = taps_for(oy, ih, h);
+        for (int ox = 0; ox < w; ox++) {
+            Taps tx = taps_for(ox, iw, w);
+            double sum = 0;
+            for (int y = ty.first; y < ty.last; y++) {
+                double wy = tap_weight(&ty, y), row = 0;
+                if (wy == 0) {
+                    continue;
+                }
+                for (int x = tx.first; x < tx.last; x++) {
+                    row += tap_weight(&tx, x) * src[(size_t)y * iw + x];
+                }
+                sum += wy * row;
+            }
+            out[(size_t)oy * w + ox] += coef * (float)sum;
+        }
+    }
+}
+
+void image_to_input(const Image *img, int c, int h, int w, float *out)
+{
+    static const float luma[3] = {0.299f, 0.587f, 0.114f};
+    size_t in_plane = (size_t)img->h * img->w, plane = (size_t)h * w;
+    for (int k = 0; k < c; k++) {
+        float *dst = out + k * plane;
+        memset(dst, 0, plane * sizeof *dst);
+        if (c == 1 && img->c >= 3) {
+            for (int ch = 0; ch < 3; ch++) {
+                resize_plane_add(img->data + ch * in_plane, img->h, img->w, luma[ch], h, w, dst);
+            }
+        } else {
+            int ch = k < img->c ? k : img->c - 1;
+            resize_plane_add(img->data + ch * in_plane, img->h, img->w, 1.0f, h, w, dst);
+        }
+    }
+}
+
+/* ---- PNG writer ---- */
+
+int image_write_png(const char *path, const Image *img, Error *e)
+{
+    static const int color_types[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                       PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
+    if (img->c < 1 || img->c > 4 || img->h < 1 || img->w < 1) {
+        return error_set(e, CDL_EUSAGE, "'%s': cannot write a %dx%dx%d image as PNG", path, img->c,
+                         img->h, img->w);
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        return error_set(e, CDL_ERUNTIME, "cannot create '%s': %s", path, strerror(errno));
+    }
+    PngSource status = {0};
+    png_structp png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, &status, png_on_error, png_on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    uint8_t *volatile row = malloc((size_t)img->w * img->c);
+    if (!info || !row) {
+        png_destroy_write_struct(&png, NULL);
+        free(row);
+        fclose(f);
+        remove(path);
+        return error_set(e, CDL_ERUNTIME, "'%s': out of memory for the PNG encoder", path);
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        free(row);
+        fclose(f);
+        remove(path);
+        return error_set(e, CDL_ERUNTIME, "cannot write '%s': %s", path, status.msg);
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, color_types[img->c],
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    size_t plane = (size_t)img->h * img->w;
+    for (int y = 0; y < img->h; y++) {
+        for (int x = 0; x < img->w; x++) {
+            for (int ch = 0; ch < img->c; ch++) {
+                float v = img->data[ch * plane + (size_t)y * img->w + x];
+                v = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f; /* NaN -> 0 */
+                row[(size_t)x * img->c + ch] = (uint8_t)lrintf(v * 255.0f);
+            }
+        }
+        png_write_row(png, row);
+    }
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    free(row);
+    if (fclose(f) != 0) {
+        remove(path);
+        return error_set(e, CDL_ERUNTIME, "cannot write '%s': %s", path, strerror(errno));
+    }
+    return CDL_OK;
+}

@@ -1,0 +1,36 @@
+/* Photos for `cdl predict`: PNG/JPEG decoding, channel conversion and bilinear resize to a net's
+   input, and an 8-bit PNG writer. */
+#ifndef CDL_IMAGE_H
+#define CDL_IMAGE_H
+
+#include "util/error.h"
+
+typedef struct Image {
+    int c, h, w;
+    float *data; /* [c][h][w] in [0,1] */
+} Image;
+
+/* Largest image accepted: each side and the pixel count. */
+enum { IMAGE_MAX_SIDE = 16384, IMAGE_MAX_PIXELS = 1 << 28 };
+
+/* Decodes a PNG (8/16-bit, gray, palette; alpha dropped; c = 1 or 3) or a JPEG (gray -> c = 1;
+   RGB/YCbCr/CMYK -> c = 3), chosen by magic bytes, not by extension. Corrupt or truncated data
+   (including libjpeg warnings such as a premature end of data) is an error naming the file;
+   nothing is printed. On failure img is left zeroed. */
+int image_load(const char *path, Image *img, Error *e);
+
+/* Frees the pixels and zeroes img; safe on a zeroed Image. */
+void image_free(Image *img);
+
+/* Converts channels (to 1: ITU-R 601 luma 0.299 R + 0.587 G + 0.114 B; 1 to 3: replication)
+   and resizes with bilinear interpolation into out [c][h][w]. Sample positions follow the
+   align_corners=False convention (src = (dst + 0.5) * in / out - 0.5, clamped at the edges),
+   so upscaling matches PyTorch F.interpolate(mode="bilinear"); downscaling widens the triangle
+   filter by the scale factor as PIL and F.interpolate(antialias=True) do. No allocation. */
+void image_to_input(const Image *img, int c, int h, int w, float *out);
+
+/* Writes img (c = 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) as an 8-bit PNG, values clamped to [0,1]
+   and rounded. */
+int image_write_png(const char *path, const Image *img, Error *e);
+
+#endif

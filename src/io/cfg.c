@@ -1,0 +1,389 @@
+/* Parser for darknet-style INI config files. */
+#include "io/cfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *strip(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+static int add_section(Cfg *cfg, const char *name, int line)
+{
+    CfgSection *grown = realloc(cfg->sections, (size_t)(cfg->n_sections + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    cfg->sections = grown;
+    CfgSection *s = &cfg->sections[cfg->n_sections++];
+    memset(s, 0, sizeof *s);
+    s->name = strdup(name);
+    s->line = line;
+    return s->name ? 0 : -1;
+}
+
+static int add_entry(CfgSection *s, const char *key, const char *value, int line)
+{
+    CfgEntry *grown = realloc(s->entries, (size_t)(s->n_entries + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    s->entries = grown;
+    CfgEntry *en = &s->entries[s->n_entries++];
+    en->key = strdup(key);
+    en->value = strdup(value);
+    en->line = line;
+    en->used = 0;
+    return (en->key && en->value) ? 0 : -1;
+}
+
+int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->path = strdup(path);
+    cfg->text = strdup(text);
+    char *copy = strdup(text);
+    if (!cfg->path || !cfg->text || !copy) {
+        free(copy);
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    }
+    int status = CDL_OK;
+    int line_no = 0;
+    char *save = NULL;
+    for (char *raw = copy; raw && status == CDL_OK; raw = save) {
+        save = strchr(raw, '\n');
+        if (save)
+            *save++ = '\0';
+        line_no++;
+        char *hash = strpbrk(raw, "#;");
+        if (hash)
+            *hash = '\0';
+        char *line = strip(raw);
+        if (!*line)
+            continue;
+        if (*line == '[') {
+            char *close = strchr(line, ']');
+            if (!close || close[1] != '\0' || close == line + 1) {
+                status = error_set(e, CDL_EUSAGE, "%s:%d: malformed section header '%s'", path,
+                                   line_no, line);
+                break;
+            }
+            *close = '\0';
+            if (add_section(cfg, strip(line + 1), line_no))
+                status = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+            continue;
+        }
+        char *eq = strchr(line, '=');
+        if (!eq) {
+            status = error_set(e, CDL_EUSAGE, "%s:%d: expected key=value, got '%s'", path,
+                               line_no, line);
+            break;
+        }
+        *eq = '\0';
+        char *key = strip(line), *value = strip(eq + 1);
+        if (!*key) {
+            status = error_set(e, CDL_EUSAGE, "%s:%d: missing key before '='", path, line_no);
+        } else if (cfg->n_sections == 0) {
+            status = error_set(e, CDL_EUSAGE, "%s:%d: key '%s' before the first [section]",
+                               path, line_no, key);
+        } else {
+            CfgSection *s = &cfg->sections[cfg->n_sections - 1];
+            CfgEntry *existing = cfg_find(s, key);
+            if (existing) {
+                char *v = strdup(value);
+                if (!v) {
+                    status = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+                } else {
+                    free(existing->value);
+                    existing->value = v;
+                    existing->line = line_no;
+                }
+            } else if (add_entry(s, key, value, line_no)) {
+                status = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+            }
+        }
+    }
+    free(copy);
+    if (status == CDL_OK && cfg->n_sections == 0)
+        status = error_set(e, CDL_EUSAGE, "%s:1: empty config: expected a [net] section", path);
+    if (status != CDL_OK)
+        cfg_free(cfg);
+    return status;
+}
+
+int cfg_load(const char *path, Cfg *cfg, Error *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return error_set(e, CDL_EUSAGE, "%s: cannot open config: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        if (len + got + 1 > cap) {
+            cap = (len + got + 1) * 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+            }
+            text = grown;
+        }
+        memcpy(text + len, buf, got);
+        len += got;
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (read_error) {
+        free(text);
+        return error_set(e, CDL_EUSAGE, "%s: cannot read config", path);
+    }
+    if (!text) {
+        text = strdup("");
+        if (!text)
+            return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    }
+    text[len] = '\0';
+    if (strlen(text) != len) {
+        free(text);
+        return error_set(e, CDL_EUSAGE, "%s: not a text config file (contains NUL bytes)", path);
+    }
+    int status = cfg_parse_text(text, path, cfg, e);
+    free(text);
+    return status;
+}
+
+void cfg_free(Cfg *cfg)
+{
+    for (int i = 0; i < cfg->n_sections; i++) {
+        CfgSection *s = &cfg->sections[i];
+        for (int j = 0; j < s->n_entries; j++) {
+            free(s->entries[j].key);
+            free(s->entries[j].value);
+        }
+        free(s->entries);
+        free(s->name);
+    }
+    free(cfg->sections);
+    free(cfg->path);
+    free(cfg->text);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+char *cfg_to_text(const Cfg *cfg)
+{
+    size_t bytes = 1;
+    for (int i = 0; i < cfg->n_sections; i++) {
+        const CfgSection *s = &cfg->sections[i];
+        bytes += strlen(s->name) + 4;
+        for (int j = 0; j < s->n_entries; j++)
+            bytes += strlen(s->entries[j].key) + strlen(s->entries[j].value) + 2;
+    }
+    char *text = malloc(bytes), *at = text;
+    if (!text)
+        return NULL;
+    for (int i = 0; i < cfg->n_sections; i++) {
+        const CfgSection *s = &cfg->sections[i];
+        at += sprintf(at, "%s[%s]\n", i ? "\n" : "", s->name);
+        for (int j = 0; j < s->n_entries; j++)
+            at += sprintf(at, "%s=%s\n", s->entries[j].key, s->entries[j].value);
+    }
+    *at = '\0';
+    return text;
+}
+
+int cfg_apply_override(Cfg *cfg, const char *assignment, Error *e)
+{
+    const char *dot = strchr(assignment, '.');
+    const char *eq = strchr(assignment, '=');
+    if (!dot || !eq || dot > eq || dot == assignment || eq == dot + 1)
+        return error_set(e, CDL_EUSAGE,
+                         "--set '%s': expected SECTION.key=value (SECTION is net or a layer index)",
+                         assignment);
+    char section[64], key[128];
+    size_t section_len = (size_t)(dot - assignment), key_len = (size_t)(eq - dot - 1);
+    if (section_len >= sizeof section || key_len >= sizeof key)
+        return error_set(e, CDL_EUSAGE, "--set '%s': name too long", assignment);
+    memcpy(section, assignment, section_len);
+    section[section_len] = '\0';
+    memcpy(key, dot + 1, key_len);
+    key[key_len] = '\0';
+    CfgSection *s = NULL;
+    if (!strcmp(section, "net")) {
+        s = &cfg->sections[0];
+    } else {
+        char *end;
+        long index = strtol(section, &end, 10);
+        if (*end || index < 0 || index >= cfg->n_sections - 1)
+            return error_set(e, CDL_EUSAGE,
+                             "--set '%s': no layer %s (the cfg has layers 0..%d, or use net)",
+                             assignment, section, cfg->n_sections - 2);
+        s = &cfg->sections[index + 1];
+    }
+    CfgEntry *en = cfg_find(s, key);
+    if (en) {
+        char *v = strdup(eq + 1);
+        if (!v)
+            return error_set(e, CDL_ERUNTIME, "out of memory");
+        free(en->value);
+        en->value = v;
+        return CDL_OK;
+    }
+    if (add_entry(s, key, eq + 1, s->line))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    return CDL_OK;
+}
+
+CfgEntry *cfg_find(CfgSection *s, const char *key)
+{
+    for (int i = 0; i < s->n_entries; i++)
+        if (!strcmp(s->entries[i].key, key))
+            return &s->entries[i];
+    return NULL;
+}
+
+/* Records that the section's parser reads key, and returns its entry marked used. */
+static CfgEntry *ask(CfgSection *s, const char *key)
+{
+    int known = 0;
+    for (int i = 0; i < s->n_asked; i++)
+        known |= !strcmp(s->asked[i], key);
+    if (!known && s->n_asked < (int)(sizeof s->asked / sizeof s->asked[0]))
+        s->asked[s->n_asked++] = key;
+    CfgEntry *en = cfg_find(s, key);
+    if (en)
+        en->used = 1;
+    return en;
+}
+
+static int bad_value(const Cfg *cfg, const CfgSection *s, const CfgEntry *en, const char *expected,
+                     Error *e)
+{
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: expected %s",
+                     cfg->path, en->line, en->value, en->key, s->name, expected);
+}
+
+static int parse_int(const char *text, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *strip(end) || errno || v < -2147483647L || v > 2147483647L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_float(const char *text, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *strip(end) || errno || !isfinite(v))
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
+int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e)
+{
+    CfgEntry *en = ask(s, key);
+    *out = def;
+    if (en && parse_int(en->value, out))
+        return bad_value(cfg, s, en, "an integer", e);
+    return CDL_OK;
+}
+
+int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, float *out, Error *e)
+{
+    CfgEntry *en = ask(s, key);
+    *out = def;
+    if (en && parse_float(en->value, out))
+        return bad_value(cfg, s, en, "a number", e);
+    return CDL_OK;
+}
+
+const char *cfg_get_str(CfgSection *s, const char *key, const char *def)
+{
+    CfgEntry *en = ask(s, key);
+    return en ? en->value : def;
+}
+
+/* Splits a comma-separated list, parsing each item with parse (int or float). */
+static int get_list(const Cfg *cfg, CfgSection *s, const char *key, void *out, size_t item_bytes,
+                    int (*parse)(const char *, void *), int max, int *n, const char *expected,
+                    Error *e)
+{
+    CfgEntry *en = ask(s, key);
+    *n = 0;
+    if (!en)
+        return CDL_OK;
+    char item[64];
+    const char *p = en->value;
+    while (1) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len >= sizeof item || *n >= max)
+            return bad_value(cfg, s, en, expected, e);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (parse(strip(item), (char *)out + (size_t)*n * item_bytes))
+            return bad_value(cfg, s, en, expected, e);
+        (*n)++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return CDL_OK;
+}
+
+static int parse_int_item(const char *text, void *out)
+{
+    return parse_int(text, out);
+}
+
+static int parse_float_item(const char *text, void *out)
+{
+    return parse_float(text, out);
+}
+
+int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, int max, int *n,
+                     Error *e)
+{
+    return get_list(cfg, s, key, out, sizeof *out, parse_int_item, max, n,
+                    "a comma-separated list of integers", e);
+}
+
+int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max,
+                       int *n, Error *e)
+{
+    return get_list(cfg, s, key, out, sizeof *out, parse_float_item, max, n,
+                    "a comma-separated list of numbers", e);
+}
+
+int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e)
+{
+    for (int i = 0; i < s->n_entries; i++) {
+        const CfgEntry *en = &s->entries[i];
+        if (en->used)
+            continue;
+        char valid[1024] = "";
+        size_t len = 0;
+        for (int k = 0; k < s->n_asked && len + 2 < sizeof valid; k++)
+            len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s", k ? ", " : "",
+                                    s->asked[k]);
+        return error_set(e, CDL_EUSAGE, "%s:%d: unknown key '%s' in [%s] (valid keys: %s)",
+                         cfg->path, en->line, en->key, s->name, valid);
+    }
+    return CDL_OK;
+}

@@ -1,0 +1,62 @@
+/* darknet-style INI config files: sections of key=value lines, with line numbers
+ * kept for error messages and "used" marks so unread keys can be reported. */
+#ifndef CDL_CFG_H
+#define CDL_CFG_H
+
+#include "util/error.h"
+
+#define CFG_MAX_LIST 64
+
+typedef struct CfgEntry {
+    char *key;
+    char *value;
+    int line;
+    int used;
+} CfgEntry;
+
+typedef struct CfgSection {
+    char *name;
+    int line;
+    CfgEntry *entries;
+    int n_entries;
+    /* Keys that a parser asked for, whether present or not: the valid-key list
+     * printed when an entry was never read. */
+    const char *asked[64];
+    int n_asked;
+} CfgSection;
+
+typedef struct Cfg {
+    char *path;
+    char *text; /* the file's text as read, kept for checkpoints */
+    CfgSection *sections;
+    int n_sections;
+} Cfg;
+
+int cfg_load(const char *path, Cfg *cfg, Error *e);
+int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e);
+void cfg_free(Cfg *cfg);
+
+/* The config as text again, overrides included (malloc'd; NULL when out of memory). */
+char *cfg_to_text(const Cfg *cfg);
+
+/* Applies "SECTION.key=value" where SECTION is `net` or a 0-based layer index. */
+int cfg_apply_override(Cfg *cfg, const char *assignment, Error *e);
+
+/* Typed getters: return CDL_OK and the default when absent; a malformed value is a
+ * CDL_EUSAGE error "FILE:LINE: bad value 'v' for key 'k' in [s]: expected ...". */
+int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e);
+int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, float *out,
+                  Error *e);
+/* String value or def (not copied; valid while cfg lives). */
+const char *cfg_get_str(CfgSection *s, const char *key, const char *def);
+/* Comma-separated ints; *n = count (0 when absent). */
+int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, int max, int *n,
+                     Error *e);
+int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max,
+                       int *n, Error *e);
+/* Fails on the first entry no getter read, listing the keys this section takes. */
+int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e);
+/* The entry for key, or NULL (marks nothing). */
+CfgEntry *cfg_find(CfgSection *s, const char *key);
+
+#endif

@@ -1,0 +1,43 @@
+/* The on-disk container of a checkpoint: a JSON header plus one zstd-compressed blob, checksummed
+ * and written atomically. It knows nothing about networks; the caller decides what the header and
+ * blob hold.
+ *
+ * Layout, all integers little-endian:
+ *
+ *   offset  size  field
+ *   0       8     magic "CDLCKPT\0"
+ *   8       4     uint32 format version (1)
+ *   12      4     uint32 flags (0)
+ *   16      8     uint64 header_bytes
+ *   24      H     header: compact JSON text (cJSON_PrintUnformatted), no terminating NUL
+ *   24+H    8     uint64 raw blob bytes (before compression)
+ *   32+H    8     uint64 compressed bytes
+ *   40+H    C     blob as one zstd frame (level 3); a 0-byte blob is still one (empty) frame
+ *   40+H+C  4     uint32 CRC-32 (zlib crc32) over bytes [0, 40+H+C)
+ *   44+H+C  8     end magic "CDLEND\0\0"
+ *
+ * The file is exactly 52+H+C bytes; anything else is refused. */
+#ifndef CDL_IO_CHECKPOINT_FILE_H
+#define CDL_IO_CHECKPOINT_FILE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "util/error.h"
+
+#define CHECKPOINT_FILE_VERSION 1
+
+/* Writes atomically: to PATH.tmp.<pid> in the same directory, fflush+fsync, then rename() over
+ * path (and fsync the directory). On any failure the temp file is removed and path is untouched.
+ * blob may be NULL when blob_bytes is 0. */
+int checkpoint_file_write(const char *path, const cJSON *header, const void *blob,
+                          size_t blob_bytes, Error *e);
+
+/* Reads and verifies; on success *header (cJSON_Delete by caller) and *blob (free by caller),
+ * *blob_bytes set. *blob is non-NULL even for a 0-byte blob. On failure all three outputs are
+ * NULL/0 and nothing needs freeing. */
+int checkpoint_file_read(const char *path, cJSON **header, void **blob, size_t *blob_bytes,
+                         Error *e);
+
+#endif

@@ -1,0 +1,203 @@
+/* Saving and loading whole models as checkpoints. */
+#include "io/model_io.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint_file.h"
+
+static cJSON *tensor_table(const Net *net)
+{
+    cJSON *table = cJSON_CreateArray();
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_params; k++) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddNumberToObject(t, "layer", i);
+            cJSON_AddStringToObject(t, "type", l->type->name);
+            cJSON_AddStringToObject(t, "name", l->params[k].name);
+            cJSON_AddNumberToObject(t, "count", (double)l->params[k].count);
+            cJSON_AddBoolToObject(t, "trainable", l->params[k].trainable);
+            cJSON_AddItemToArray(table, t);
+        }
+    }
+    return table;
+}
+
+int model_save(const char *path, const Net *net, const float *velocity, const ModelMeta *meta,
+               Error *e)
+{
+    char *cfg_text = cfg_to_text(&net->cfg);
+    cJSON *h = cJSON_CreateObject();
+    size_t floats = net->n_params + net->n_state + (velocity ? net->n_params : 0);
+    float *blob = malloc((floats + 1) * sizeof *blob);
+    if (!cfg_text || !h || !blob) {
+        free(cfg_text);
+        cJSON_Delete(h);
+        free(blob);
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    }
+    cJSON_AddStringToObject(h, "format", "cdl-model");
+    cJSON_AddStringToObject(h, "cfg", cfg_text);
+    cJSON_AddItemToObject(h, "tensors", tensor_table(net));
+    cJSON_AddNumberToObject(h, "n_params", (double)net->n_params);
+    cJSON_AddNumberToObject(h, "n_state", (double)net->n_state);
+    cJSON_AddBoolToObject(h, "has_velocity", velocity != NULL);
+    /* uint64 values as strings: JSON numbers are doubles. */
+    char number[32];
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->seed);
+    cJSON_AddStringToObject(h, "seed", number);
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->step);
+    cJSON_AddStringToObject(h, "step", number);
+    cJSON_AddNumberToObject(h, "epochs_done", meta->epochs_done);
+    cJSON_AddNumberToObject(h, "steps_per_epoch", meta->steps_per_epoch);
+    cJSON_AddNumberToObject(h, "epochs_planned", meta->epochs_planned);
+    cJSON_AddNumberToObject(h, "valid_accuracy", meta->valid_accuracy);
+    cJSON_AddNumberToObject(h, "valid_loss", meta->valid_loss);
+    cJSON_AddStringToObject(h, "data", meta->data_path);
+    cJSON *names = cJSON_AddArrayToObject(h, "names");
+    for (int i = 0; i < meta->n_names; i++)
+        cJSON_AddItemToArray(names, cJSON_CreateString(meta->names[i]));
+    memcpy(blob, net->params, net->n_params * sizeof *blob);
+    memcpy(blob + net->n_params, net->state, net->n_state * sizeof *blob);
+    if (velocity)
+        memcpy(blob + net->n_params + net->n_state, velocity, net->n_params * sizeof *blob);
+    int st = checkpoint_file_write(path, h, blob, floats * sizeof *blob, e);
+    free(cfg_text);
+    cJSON_Delete(h);
+    free(blob);
+    return st;
+}
+
+static uint64_t json_u64(const cJSON *h, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, key);
+    return cJSON_IsString(v) ? strtoull(v->valuestring, NULL, 10) : 0;
+}
+
+static double json_number(const cJSON *h, const char *key, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e)
+{
+    memset(meta, 0, sizeof *meta);
+    meta->seed = json_u64(h, "seed");
+    meta->step = json_u64(h, "step");
+    meta->epochs_done = (int)json_number(h, "epochs_done", 0);
+    meta->steps_per_epoch = (int)json_number(h, "steps_per_epoch", 0);
+    meta->epochs_planned = (int)json_number(h, "epochs_planned", 0);
+    meta->valid_accuracy = json_number(h, "valid_accuracy", -1);
+    meta->valid_loss = json_number(h, "valid_loss", -1);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(h, "data");
+    if (cJSON_IsString(data))
+        snprintf(meta->data_path, sizeof meta->data_path, "%s", data->valuestring);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(h, "names");
+    int n = cJSON_IsArray(names) ? cJSON_GetArraySize(names) : 0;
+    if (n > 0) {
+        meta->names = calloc((size_t)n, sizeof *meta->names);
+        if (!meta->names)
+            return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+        const cJSON *name;
+        cJSON_ArrayForEach(name, names)
+        {
+            meta->names[meta->n_names] = strdup(cJSON_IsString(name) ? name->valuestring : "?");
+            if (!meta->names[meta->n_names++])
+                return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+        }
+    }
+    return CDL_OK;
+}
+
+/* Checks that the checkpoint's tensor table matches the net rebuilt from its cfg. */
+static int check_tensor_table(const char *path, const cJSON *h, const Net *net, Error *e)
+{
+    const cJSON *table = cJSON_GetObjectItemCaseSensitive(h, "tensors");
+    const cJSON *t = cJSON_IsArray(table) ? table->child : NULL;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_params; k++, t = t ? t->next : NULL) {
+            const cJSON *name = t ? cJSON_GetObjectItemCaseSensitive(t, "name") : NULL;
+            if (!t || json_number(t, "layer", -1) != i || !cJSON_IsString(name) ||
+                strcmp(name->valuestring, l->params[k].name) ||
+                json_number(t, "count", -1) != (double)l->params[k].count)
+                return error_set(e, CDL_ERUNTIME,
+                                 "%s: tensor table does not match its cfg at layer %d (%s)", path,
+                                 i, l->params[k].name);
+        }
+    }
+    if (t)
+        return error_set(e, CDL_ERUNTIME, "%s: tensor table has more tensors than its cfg", path);
+    return CDL_OK;
+}
+
+int model_load(const char *path, Net *net, int want_grads, float **velocity, ModelMeta *meta,
+               Error *e)
+{
+    cJSON *h = NULL;
+    void *blob = NULL;
+    size_t blob_bytes = 0;
+    memset(meta, 0, sizeof *meta);
+    int st = checkpoint_file_read(path, &h, &blob, &blob_bytes, e);
+    if (st)
+        return st;
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(h, "format");
+    const cJSON *cfg_text = cJSON_GetObjectItemCaseSensitive(h, "cfg");
+    Cfg cfg;
+    if (!cJSON_IsString(format) || strcmp(format->valuestring, "cdl-model") ||
+        !cJSON_IsString(cfg_text)) {
+        st = error_set(e, CDL_ERUNTIME, "%s: checkpoint header lacks the model's cfg", path);
+        goto done;
+    }
+    char label[1100];
+    snprintf(label, sizeof label, "%s(cfg)", path);
+    st = cfg_parse_text(cfg_text->valuestring, label, &cfg, e);
+    if (st)
+        goto done;
+    st = net_build(net, &cfg, want_grads, json_u64(h, "seed"), e);
+    if (st) {
+        cfg_free(&cfg);
+        goto done;
+    }
+    st = check_tensor_table(path, h, net, e);
+    int has_velocity = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "has_velocity"));
+    size_t floats = net->n_params + net->n_state + (has_velocity ? net->n_params : 0);
+    if (!st && blob_bytes != floats * sizeof(float))
+        st = error_set(e, CDL_ERUNTIME, "%s: tensor data holds %zu bytes, the model needs %zu",
+                       path, blob_bytes, floats * sizeof(float));
+    st = st ? st : read_meta(path, h, meta, e);
+    if (!st) {
+        const float *data = blob;
+        memcpy(net->params, data, net->n_params * sizeof *data);
+        memcpy(net->state, data + net->n_params, net->n_state * sizeof *data);
+        if (velocity) {
+            *velocity = calloc(net->n_params + 1, sizeof **velocity);
+            if (!*velocity)
+                st = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+            else if (has_velocity)
+                memcpy(*velocity, data + net->n_params + net->n_state,
+                       net->n_params * sizeof *data);
+        }
+    }
+    if (st) {
+        net_free(net);
+        model_meta_free(meta);
+    }
+done:
+    cJSON_Delete(h);
+    free(blob);
+    return st;
+}
+
+void model_meta_free(ModelMeta *meta)
+{
+    for (int i = 0; i < meta->n_names; i++)
+        free(meta->names[i]);
+    free(meta->names);
+    meta->names = NULL;
+    meta->n_names = 0;
+}

@@ -1,0 +1,58 @@
+/* [avgpool]: global average pooling, as darknet's avgpool layer.
+ *
+ *   in  [batch][c][h][w]
+ *   out [batch][c][1][1]   out[b][k] = mean over h*w of in[b][k]
+ */
+#include "core/net.h"
+
+/* Below this many input values a parallel region costs more than it saves. */
+#define AVGPOOL_PARALLEL_MIN 65536
+
+static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    (void)cfg, (void)s, (void)net, (void)e;
+    l->out_shape = (Shape){l->in_shape.c, 1, 1};
+    l->flops = (double)shape_size(l->in_shape);
+    return CDL_OK;
+}
+
+static void avgpool_forward(Layer *l, Net *net)
+{
+    const float *in = net_layer_input(net, l, 0);
+    int planes = net->batch * l->in_shape.c;
+    size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
+    float inv = 1.0f / (float)spatial;
+#pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++) {
+        const float *x = in + p * spatial;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (size_t k = 0; k < spatial; k++)
+            sum += x[k];
+        l->out[p] = sum * inv;
+    }
+}
+
+static void avgpool_backward(Layer *l, Net *net)
+{
+    float *in_delta = net_layer_input_delta(net, l, 0);
+    if (!in_delta)
+        return;
+    int planes = net->batch * l->in_shape.c;
+    size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
+    float inv = 1.0f / (float)spatial;
+#pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++) {
+        float *dx = in_delta + p * spatial;
+        float d = l->delta[p] * inv;
+        for (size_t k = 0; k < spatial; k++)
+            dx[k] += d;
+    }
+}
+
+const LayerType avgpool_layer = {
+    .name = "avgpool",
+    .parse = avgpool_parse,
+    .forward = avgpool_forward,
+    .backward = avgpool_backward,
+};

@@ -1,0 +1,156 @@
+/* [maxpool]: max over size x size windows, darknet semantics.
+ *
+ *   in  [batch][c][h][w]
+ *   out [batch][c][(h + padding - size)/stride + 1][(w + padding - size)/stride + 1]
+ *
+ * Output (i, j) looks at rows i*stride - padding/2 .. + size-1 (columns likewise);
+ * positions outside the input count as -infinity. padding defaults to size-1, which
+ * with stride 1 keeps the spatial size. The argmax of each output is kept for backward. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/net.h"
+
+/* Below this many window reads a parallel region costs more than it saves. */
+#define MAXPOOL_PARALLEL_MIN 32768
+
+typedef struct Maxpool {
+    int size, stride, padding;
+    int *argmax; /* [batch][c][out_h][out_w]: index into the input plane */
+} Maxpool;
+
+static int bad_key(const Cfg *cfg, CfgSection *s, const char *key, int value, const char *why,
+                   Error *e)
+{
+    const CfgEntry *en = cfg_find(s, key);
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%d' for key '%s' in [%s]: %s", cfg->path,
+                     en ? en->line : s->line, value, key, s->name, why);
+}
+
+static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    (void)net;
+    int stride, size, padding;
+    int st = cfg_get_int(cfg, s, "stride", 1, &stride, e);
+    st = st ? st : cfg_get_int(cfg, s, "size", stride, &size, e);
+    st = st ? st : cfg_get_int(cfg, s, "padding", size - 1, &padding, e);
+    if (st)
+        return st;
+    if (stride < 1)
+        return bad_key(cfg, s, "stride", stride, "must be >= 1", e);
+    if (size < 1)
+        return bad_key(cfg, s, "size", size, "must be >= 1", e);
+    if (padding < 0)
+        return bad_key(cfg, s, "padding", padding, "must be >= 0", e);
+    /* Beyond 2*(size-1) the first or last window would lie wholly outside the input. */
+    if (padding > 2 * (size - 1))
+        return bad_key(cfg, s, "padding", padding,
+                       "must be at most 2*(size-1), or a window lies outside the input", e);
+    Shape in = l->in_shape;
+    if (in.h + padding < size || in.w + padding < size)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s]: empty output: the %dx%d input plus padding %d is "
+                         "smaller than the window size %d",
+                         cfg->path, s->line, l->index, s->name, in.h, in.w, padding, size);
+    l->out_shape.c = in.c;
+    l->out_shape.h = (in.h + padding - size) / stride + 1;
+    l->out_shape.w = (in.w + padding - size) / stride + 1;
+    l->flops = (double)shape_size(l->out_shape) * size * size;
+    Maxpool *m = calloc(1, sizeof *m);
+    if (!m)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    m->size = size;
+    m->stride = stride;
+    m->padding = padding;
+    l->priv = m;
+    return CDL_OK;
+}
+
+static int maxpool_resize(Layer *l, int batch, Error *e)
+{
+    Maxpool *m = l->priv;
+    free(m->argmax);
+    m->argmax = malloc((size_t)batch * shape_size(l->out_shape) * sizeof *m->argmax);
+    if (!m->argmax)
+        return error_set(e, CDL_ERUNTIME, "out of memory for maxpool layer %d", l->index);
+    return CDL_OK;
+}
+
+/* One input plane to one output plane. */
+static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, float *out,
+                          int *argmax, int oh, int ow)
+{
+    int offset = m->padding / 2;
+    for (int i = 0; i < oh; i++) {
+        int y0 = i * m->stride - offset;
+        int ys = y0 > 0 ? y0 : 0, ye = y0 + m->size < ih ? y0 + m->size : ih;
+        for (int j = 0; j < ow; j++) {
+            int x0 = j * m->stride - offset;
+            int xs = x0 > 0 ? x0 : 0, xe = x0 + m->size < iw ? x0 + m->size : iw;
+            float best = -INFINITY;
+            int best_at = ys * iw + xs;
+            for (int y = ys; y < ye; y++)
+                for (int x = xs; x < xe; x++) {
+                    float v = in[y * iw + x];
+                    if (v > best) {
+                        best = v;
+                        best_at = y * iw + x;
+                    }
+                }
+            out[i * ow + j] = best;
+            argmax[i * ow + j] = best_at;
+        }
+    }
+}
+
+static void maxpool_forward(Layer *l, Net *net)
+{
+    const Maxpool *m = l->priv;
+    const float *in = net_layer_input(net, l, 0);
+    int planes = net->batch * l->in_shape.c;
+    int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
+    size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
+    double work = (double)planes * (double)out_plane * m->size * m->size;
+#pragma omp parallel for schedule(static) if (work > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++)
+        maxpool_plane(m, in + p * in_plane, ih, iw, l->out + p * out_plane,
+                      m->argmax + p * out_plane, oh, ow);
+}
+
+static void maxpool_backward(Layer *l, Net *net)
+{
+    const Maxpool *m = l->priv;
+    float *in_delta = net_layer_input_delta(net, l, 0);
+    if (!in_delta)
+        return;
+    int planes = net->batch * l->in_shape.c;
+    size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
+    size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
+    /* Windows overlap within a plane, never across planes: one thread per plane. */
+#pragma omp parallel for schedule(static) if (planes * out_plane > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++) {
+        float *dst = in_delta + p * in_plane;
+        const float *src = l->delta + p * out_plane;
+        const int *at = m->argmax + p * out_plane;
+        for (size_t k = 0; k < out_plane; k++)
+            dst[at[k]] += src[k];
+    }
+}
+
+static void maxpool_destroy(Layer *l)
+{
+    Maxpool *m = l->priv;
+    if (m)
+        free(m->argmax);
+    free(m);
+    l->priv = NULL;
+}
+
+const LayerType maxpool_layer = {
+    .name = "maxpool",
+    .parse = maxpool_parse,
+    .resize = maxpool_resize,
+    .forward = maxpool_forward,
+    .backward = maxpool_backward,
+    .destroy = maxpool_destroy,
+};

@@ -1,0 +1,36 @@
+/* The table of layer families, keyed by cfg section name. */
+#include "core/layer.h"
+
+#include <string.h>
+
+extern const LayerType convolutional_layer, connected_layer, batchnorm_layer, maxpool_layer,
+    avgpool_layer, dropout_layer, shortcut_layer, route_layer, softmax_layer;
+
+static const LayerType *const layer_types[] = {
+    &convolutional_layer, &connected_layer, &batchnorm_layer, &maxpool_layer, &avgpool_layer,
+    &dropout_layer,       &shortcut_layer,  &route_layer,     &softmax_layer,
+};
+
+#define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
+
+/* darknet spellings that name the same family. */
+static const struct {
+    const char *alias, *name;
+} aliases[] = {{"conv", "convolutional"}, {"connected", "connected"}, {"fc", "connected"}};
+
+const LayerType *layer_type_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcmp(name, aliases[i].alias))
+            name = aliases[i].name;
+    for (size_t i = 0; i < N_LAYER_TYPES; i++)
+        if (!strcmp(layer_types[i]->name, name))
+            return layer_types[i];
+    return NULL;
+}
+
+const char *layer_type_names(void)
+{
+    return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
+           "softmax";
+}

@@ -1,0 +1,101 @@
+/* [route]: concatenates earlier layers' outputs along channels, in the listed order.
+ *
+ *   inputs k [batch][c_k][h][w]   all with the same h and w
+ *   out      [batch][sum c_k][h][w]
+ *
+ * layers= takes indices: negative ones count back from this layer, others are absolute. */
+#include <string.h>
+
+#include "core/net.h"
+
+/* Below this many values a parallel region costs more than it saves. */
+#define ROUTE_PARALLEL_MIN 65536
+
+static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    int listed[LAYER_MAX_INPUTS], n;
+    int st = cfg_get_int_list(cfg, s, "layers", listed, LAYER_MAX_INPUTS, &n, e);
+    if (st)
+        return st;
+    const CfgEntry *en = cfg_find(s, "layers");
+    if (n == 0)
+        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] needs key 'layers'", cfg->path,
+                         s->line, l->index, s->name);
+    for (int k = 0; k < n; k++) {
+        int index = listed[k] < 0 ? l->index + listed[k] : listed[k];
+        if (index >= 0 && index < l->index) {
+            l->inputs[k] = index;
+            continue;
+        }
+        if (l->index == 0)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: layer 0 [%s]: layers=%d: there is no earlier layer to route",
+                             cfg->path, en->line, s->name, listed[k]);
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s]: layers entry %d names layer %d, not an earlier "
+                         "layer (0..%d, or -1..-%d)",
+                         cfg->path, en->line, l->index, s->name, listed[k], index, l->index - 1,
+                         l->index);
+    }
+    l->n_inputs = n;
+    Shape first = net->layers[l->inputs[0]].out_shape;
+    Shape out = {0, first.h, first.w};
+    for (int k = 0; k < n; k++) {
+        Shape in = net->layers[l->inputs[k]].out_shape;
+        if (in.h != first.h || in.w != first.w)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: layer %d [%s]: inputs must have the same height and width: "
+                             "layer %d is %dx%dx%d, layer %d is %dx%dx%d (CxHxW)",
+                             cfg->path, en->line, l->index, s->name, l->inputs[0], first.c, first.h,
+                             first.w, l->inputs[k], in.c, in.h, in.w);
+        out.c += in.c;
+    }
+    l->in_shape = first;
+    l->out_shape = out;
+    l->flops = 0;
+    return CDL_OK;
+}
+
+static void route_forward(Layer *l, Net *net)
+{
+    size_t out_sample = shape_size(l->out_shape);
+    int batch = net->batch;
+#pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
+    for (int b = 0; b < batch; b++) {
+        float *dst = l->out + b * out_sample;
+        for (int k = 0; k < l->n_inputs; k++) {
+            size_t n = shape_size(net->layers[l->inputs[k]].out_shape);
+            memcpy(dst, net_layer_input(net, l, k) + b * n, n * sizeof *dst);
+            dst += n;
+        }
+    }
+}
+
+static void route_backward(Layer *l, Net *net)
+{
+    size_t out_sample = shape_size(l->out_shape);
+    int batch = net->batch;
+    size_t offset = 0;
+    for (int k = 0; k < l->n_inputs; k++) {
+        size_t n = shape_size(net->layers[l->inputs[k]].out_shape);
+        float *in_delta = net_layer_input_delta(net, l, k);
+        if (in_delta) {
+            /* Two listed entries may name the same layer: the inputs go one at a time. */
+#pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
+            for (int b = 0; b < batch; b++) {
+                float *dst = in_delta + b * n;
+                const float *src = l->delta + b * out_sample + offset;
+                for (size_t i = 0; i < n; i++)
+                    dst[i] += src[i];
+            }
+        }
+        offset += n;
+    }
+}
+
+const LayerType route_layer = {
+    .name = "route",
+    .parse = route_parse,
+    .forward = route_forward,
+    .backward = route_backward,
+};

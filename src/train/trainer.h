@@ -1,0 +1,47 @@
+/* The training loop: epochs of shuffled mini-batches, gradient accumulation over
+ * subdivisions, SGD steps, per-epoch evaluation and checkpoints. */
+#ifndef CDL_TRAINER_H
+#define CDL_TRAINER_H
+
+#include "core/net.h"
+#include "data/dataset.h"
+#include "io/model_io.h"
+#include "train/evaluate.h"
+
+typedef struct StepReport {
+    uint64_t step, total_steps; /* step just finished (1-based) and the run's total */
+    int epoch;                  /* 0-based epoch the step belongs to */
+    int step_in_epoch, steps_per_epoch; /* 1-based position */
+    float loss, lr;
+    double images_per_s; /* over the steps since the run (or resume) started */
+    double eta_s;        /* estimated seconds until the last step */
+    double elapsed_s;
+} StepReport;
+
+typedef struct EpochReport {
+    int epoch; /* 1-based number of epochs now done */
+    uint64_t step;
+    double train_loss; /* mean over the epoch's steps */
+    const EvalResult *valid; /* NULL when there is no validation set */
+    double images_per_s, elapsed_s;
+    const char *checkpoint; /* path just written */
+} EpochReport;
+
+typedef struct TrainCallbacks {
+    void (*on_step)(void *ctx, const StepReport *r);
+    void (*on_epoch)(void *ctx, const EpochReport *r);
+    void *ctx;
+} TrainCallbacks;
+
+typedef struct TrainPlan {
+    int epochs;           /* run until this many epochs are done */
+    const char *out_path; /* checkpoint written after every epoch */
+} TrainPlan;
+
+/* Trains net (built with gradients) from meta->step up to plan->epochs epochs of
+ * train (the last partial batch of each epoch is dropped). velocity: n_params floats.
+ * meta is updated and saved with every checkpoint. */
+int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *valid,
+              const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e);
+
+#endif

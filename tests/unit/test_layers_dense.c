@@ -1,0 +1,505 @@
+/* Dense layers ([convolutional], [connected], [batchnorm]) and their kernels (im2col,
+ * col2im, batch norm): gradient checks, hand-derived values, shapes and cfg errors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+#include "ops/im2col.h"
+
+/* ---- helpers ---- */
+
+/* Builds text as "t.cfg" and sizes it for its [net] batch; returns the status, leaving
+ * the message in e. */
+static int build(const char *text, Net *net, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
+    if (st)
+        return st;
+    st = net_build(net, &cfg, 1, 1, e);
+    if (st) {
+        cfg_free(&cfg);
+        return st;
+    }
+    st = net_resize(net, net->hyper.batch, 0, e);
+    if (st)
+        net_free(net);
+    return st;
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    Net net;
+    Error e = {0};
+    int st = build(text, &net, &e);
+    CHECK(st == CDL_EUSAGE);
+    if (st == CDL_OK) {
+        fprintf(stderr, "  built, but expected the error '%s'\n", needle);
+        net_free(&net);
+    } else {
+        CHECK_CONTAINS(e.msg, needle);
+    }
+}
+
+static void set_param(Layer *l, const char *name, const float *values, size_t n)
+{
+    Param *p = layer_param(l, name);
+    CHECK(p != NULL && p->count == n);
+    if (p && p->count == n)
+        memcpy(p->data, values, n * sizeof *values);
+}
+
+static void check_values(const float *got, const float *want, size_t n, double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK_NEAR(got[i], want[i], tol);
+}
+
+/* ---- gradient checks ---- */
+
+#define NET(batch, c, h, w)                                                                        \
+    "[net]\nbatch=" #batch "\nwidth=" #w "\nheight=" #h "\nchannels=" #c "\n"
+
+static void test_gradcheck_convolutions(void)
+{
+    gradcheck_cfg("conv 3x3 pad 1",
+                  NET(2, 3, 5, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=linear\n");
+    gradcheck_cfg("conv 3x3 pad 1 + bn", NET(2, 3, 5, 5) "[convolutional]\nfilters=4\nsize=3\n"
+                                                         "pad=1\nbatch_normalize=1\n"
+                                                         "activation=linear\n");
+    gradcheck_cfg("conv stride 2", NET(2, 2, 7, 6) "[convolutional]\nfilters=3\nsize=3\n"
+                                                   "stride=2\npad=1\nactivation=linear\n");
+    gradcheck_cfg("conv groups=2", NET(2, 4, 5, 5) "[convolutional]\nfilters=6\nsize=3\n"
+                                                   "pad=1\ngroups=2\nactivation=linear\n");
+    gradcheck_cfg("conv depthwise", NET(2, 3, 5, 5) "[convolutional]\nfilters=3\nsize=3\n"
+                                                    "pad=1\ngroups=3\nbatch_normalize=1\n"
+                                                    "activation=linear\n");
+    gradcheck_cfg("conv 1x1 direct", NET(2, 3, 4, 5) "[convolutional]\nfilters=5\nsize=1\n"
+                                                     "activation=linear\n");
+    gradcheck_cfg("conv 1x1 direct groups + bn",
+                  NET(2, 4, 3, 3) "[convolutional]\nfilters=2\nsize=1\ngroups=2\n"
+                                  "batch_normalize=1\nactivation=linear\n");
+    gradcheck_cfg("conv 1x1 stride 2", NET(2, 3, 5, 5) "[convolutional]\nfilters=2\nsize=1\n"
+                                                       "stride=2\nactivation=linear\n");
+    gradcheck_cfg("conv 5x5 padding=0", NET(2, 2, 7, 8) "[convolutional]\nfilters=3\nsize=5\n"
+                                                        "padding=0\nactivation=linear\n");
+    gradcheck_cfg("conv 3x3 padding=2 stride 3",
+                  NET(2, 2, 7, 7) "[convolutional]\nfilters=2\nsize=3\npadding=2\nstride=3\n"
+                                  "activation=linear\n");
+    gradcheck_cfg("conv stack", NET(2, 2, 6, 6) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                                "batch_normalize=1\nactivation=leaky\n"
+                                                "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
+                                                "pad=1\nactivation=tanh\n");
+}
+
+static void test_gradcheck_activations_through_conv(void)
+{
+    static const char *const names[] = {"linear", "relu",  "leaky", "logistic", "tanh",
+                                        "elu",    "relu6", "gelu",  "swish",    "mish"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char text[512], label[64];
+        snprintf(text, sizeof text,
+                 NET(2, 2, 4, 4) "[convolutional]\nfilters=3\nsize=3\npad=1\nactivation=%s\n",
+                 names[i]);
+        snprintf(label, sizeof label, "conv activation=%s", names[i]);
+        gradcheck_cfg(label, text);
+        snprintf(text, sizeof text,
+                 NET(3, 2, 3, 3) "[convolutional]\nfilters=2\nsize=3\npad=1\n"
+                                 "batch_normalize=1\nactivation=%s\n",
+                 names[i]);
+        snprintf(label, sizeof label, "conv+bn activation=%s", names[i]);
+        gradcheck_cfg(label, text);
+    }
+}
+
+static void test_gradcheck_connected_and_batchnorm(void)
+{
+    gradcheck_cfg("connected", NET(3, 2, 3, 3) "[connected]\noutput=5\nactivation=linear\n");
+    gradcheck_cfg("connected logistic", NET(3, 2, 2, 2) "[connected]\noutput=4\n");
+    gradcheck_cfg("connected + bn", NET(4, 3, 2, 2) "[connected]\noutput=5\nbatch_normalize=1\n"
+                                                    "activation=linear\n");
+    gradcheck_cfg("connected after conv",
+                  NET(2, 2, 4, 4) "[convolutional]\nfilters=3\nsize=3\nstride=2\npad=1\n"
+                                  "activation=leaky\n[connected]\noutput=4\nactivation=tanh\n");
+    gradcheck_cfg("batchnorm", NET(3, 3, 4, 5) "[batchnorm]\n");
+    gradcheck_cfg("conv + batchnorm", NET(2, 2, 4, 4) "[convolutional]\nfilters=3\nsize=3\n"
+                                                      "pad=1\nactivation=linear\n[batchnorm]\n");
+}
+
+/* ---- exact values ---- */
+
+static void test_conv_1x1_is_a_weighted_channel_sum(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(2, 2, 1, 3) "[convolutional]\nfilters=2\nsize=1\nactivation=linear\n", &net,
+                &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *l = &net.layers[0];
+    const float w[] = {1, 2, -1, 0.5f}, b[] = {0.25f, -3};
+    set_param(l, "weights", w, 4);
+    set_param(l, "biases", b, 2);
+    /* sample 0: channel 0 = {1, 2, 3}, channel 1 = {4, 5, 6}; sample 1: {-1, 0, 1}, {2, 2, 2} */
+    const float x[] = {1, 2, 3, 4, 5, 6, -1, 0, 1, 2, 2, 2};
+    memcpy(net.input, x, sizeof x);
+    net.train = 0;
+    net_forward(&net);
+    /* filter 0: x0 + 2*x1 + 0.25; filter 1: -x0 + 0.5*x1 - 3 */
+    const float want[] = {9.25f, 12.25f, 15.25f, -2, -2.5f, -3, 3.25f, 4.25f, 5.25f, -1, -2, -3};
+    check_values(l->out, want, 12, 1e-6);
+    net_free(&net);
+}
+
+/* X = [[1,2,3],[4,5,6],[7,8,9]], kernel taps: 1 at top-left, 10 at the centre, 100 at
+ * bottom-right, so out[i][j] = X[i-1][j-1] + 10*X[i][j] + 100*X[i+1][j+1] (0 outside);
+ * each digit of the result tells which taps landed. */
+static const float sample_image[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+static const float sample_kernel[9] = {1, 0, 0, 0, 10, 0, 0, 0, 100};
+
+static void test_conv_3x3_pad_1_matches_hand_computation(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nactivation=linear\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *l = &net.layers[0];
+    const float bias = 1;
+    set_param(l, "weights", sample_kernel, 9);
+    set_param(l, "biases", &bias, 1);
+    memcpy(net.input, sample_image, sizeof sample_image);
+    net.train = 0;
+    net_forward(&net);
+    const float want[] = {511, 621, 31, 841, 952, 63, 71, 85, 96};
+    check_values(l->out, want, 9, 1e-4);
+    net_free(&net);
+}
+
+static void test_conv_stride_2_keeps_every_other_position(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nstride=2\n"
+                                "activation=relu\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *l = &net.layers[0];
+    const float bias = -40;
+    set_param(l, "weights", sample_kernel, 9);
+    set_param(l, "biases", &bias, 1);
+    memcpy(net.input, sample_image, sizeof sample_image);
+    net.train = 0;
+    net_forward(&net);
+    CHECK(l->out_shape.h == 2 && l->out_shape.w == 2);
+    /* positions (0,0), (0,2), (2,0), (2,2) of the stride-1 result 510, 30, 70, 95, minus
+     * 40, through relu */
+    const float want[] = {470, 0, 30, 55};
+    check_values(l->out, want, 4, 1e-4);
+    net_free(&net);
+}
+
+static void test_conv_groups_see_only_their_channels(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(1, 4, 1, 1) "[convolutional]\nfilters=2\nsize=1\ngroups=2\n"
+                                "activation=linear\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *l = &net.layers[0];
+    CHECK(layer_param(l, "weights")->count == 4);
+    const float w[] = {1, 10, 100, 1000};
+    set_param(l, "weights", w, 4);
+    const float x[] = {1, 2, 3, 4};
+    memcpy(net.input, x, sizeof x);
+    net.train = 0;
+    net_forward(&net);
+    /* filter 0 reads channels 0-1, filter 1 channels 2-3 */
+    const float want[] = {1 + 20, 300 + 4000};
+    check_values(l->out, want, 2, 1e-4);
+    net_free(&net);
+}
+
+static void test_connected_is_a_matrix_product(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(2, 1, 1, 3) "[connected]\noutput=2\nactivation=linear\n", &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *l = &net.layers[0];
+    CHECK(l->out_shape.c == 2 && l->out_shape.h == 1 && l->out_shape.w == 1);
+    const float w[] = {1, 2, 3, -1, 0, 1}, b[] = {0.5f, -0.5f};
+    set_param(l, "weights", w, 6);
+    set_param(l, "biases", b, 2);
+    const float x[] = {1, 1, 1, 2, 0, -1};
+    memcpy(net.input, x, sizeof x);
+    net.train = 0;
+    net_forward(&net);
+    const float want[] = {6.5f, -0.5f, -0.5f, -3.5f};
+    check_values(l->out, want, 4, 1e-6);
+    net_free(&net);
+}
+
+/* Eval mode uses the running statistics: y = (x - mean) / sqrt(var + eps) * scale + bias.
+ * With var = 3 and eps = 1 the divisor is exactly 2. */
+static void test_batchnorm_eval_uses_running_stats(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build("[net]\nbatch=1\nwidth=2\nheight=1\nchannels=2\nbn_eps=1\n[batchnorm]\n"
+                "[convolutional]\nfilters=2\nsize=1\nbatch_normalize=1\nactivation=linear\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *bn = &net.layers[0], *conv = &net.layers[1];
+    const float scales[] = {2, -1}, biases[] = {0.5f, 1}, mean[] = {1, -2}, var[] = {3, 15};
+    set_param(bn, "scales", scales, 2);
+    set_param(bn, "biases", biases, 2);
+    set_param(bn, "rolling_mean", mean, 2);
+    set_param(bn, "rolling_variance", var, 2);
+    const float eye[] = {1, 0, 0, 1};
+    set_param(conv, "weights", eye, 4);
+    set_param(conv, "scales", scales, 2);
+    set_param(conv, "biases", biases, 2);
+    set_param(conv, "rolling_mean", mean, 2);
+    set_param(conv, "rolling_variance", var, 2);
+    const float x[] = {3, -1, 2, 6};
+    memcpy(net.input, x, sizeof x);
+    net.train = 0;
+    net_forward(&net);
+    /* channel 0: (x - 1) / 2 * 2 + 0.5; channel 1: (x + 2) / 4 * -1 + 1 */
+    const float want_bn[] = {2.5f, -1.5f, 0, -1};
+    check_values(bn->out, want_bn, 4, 1e-6);
+    /* the conv is the identity, so its BN sees want_bn */
+    const float want_conv[] = {(2.5f - 1) + 0.5f, (-1.5f - 1) + 0.5f, -(0 + 2) / 4.0f + 1,
+                               -(-1 + 2) / 4.0f + 1};
+    check_values(conv->out, want_conv, 4, 1e-6);
+    /* eval mode leaves the running statistics alone */
+    CHECK(layer_param(bn, "rolling_mean")->data[0] == 1);
+    CHECK(layer_param(bn, "rolling_variance")->data[1] == 15);
+    net_free(&net);
+}
+
+/* Training mode, channel 0 over two samples of 1x2: {1, 3} and {5, 7}. Batch mean 4,
+ * biased variance (9+1+1+9)/4 = 5 normalises, unbiased 20/3 feeds the running variance:
+ * mean 0.9*0 + 0.1*4 = 0.4, var 0.9*1 + 0.1*20/3. Channel 1 is constant 2: variance 0, so
+ * y = 0 * scale + bias. */
+static void test_batchnorm_train_uses_batch_stats_and_moves_running_stats(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build("[net]\nbatch=2\nwidth=2\nheight=1\nchannels=2\nbn_eps=0.001\n"
+                "bn_momentum=0.1\n[batchnorm]\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *bn = &net.layers[0];
+    const float biases[] = {0, 0.75f};
+    set_param(bn, "biases", biases, 2);
+    const float x[] = {1, 3, 2, 2, 5, 7, 2, 2};
+    memcpy(net.input, x, sizeof x);
+    net.train = 1;
+    net_forward(&net);
+    const double s = sqrt(5.001);
+    const float want[] = {(float)(-3 / s), (float)(-1 / s), 0.75f, 0.75f,
+                          (float)(1 / s),  (float)(3 / s),  0.75f, 0.75f};
+    check_values(bn->out, want, 8, 1e-6);
+    CHECK_NEAR(layer_param(bn, "rolling_mean")->data[0], 0.4, 1e-6);
+    CHECK_NEAR(layer_param(bn, "rolling_mean")->data[1], 0.2, 1e-6);
+    CHECK_NEAR(layer_param(bn, "rolling_variance")->data[0], 0.9 + 0.1 * 20.0 / 3.0, 1e-6);
+    CHECK_NEAR(layer_param(bn, "rolling_variance")->data[1], 0.9, 1e-6);
+    net_free(&net);
+}
+
+/* ---- parameters, shapes, flops ---- */
+
+static void test_conv_params_and_init(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(1, 8, 6, 6) "[convolutional]\nfilters=64\nsize=3\npad=1\n"
+                                "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\n"
+                                "batch_normalize=1\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    Layer *a = &net.layers[0], *b = &net.layers[1];
+    CHECK(a->n_params == 2 && b->n_params == 5);
+    CHECK(a->activation == CDL_ACT_LOGISTIC);
+    Param *w = layer_param(a, "weights");
+    CHECK(w->count == 64 * 8 * 9 && w->trainable && w->decay);
+    CHECK(layer_param(a, "biases")->count == 64 && !layer_param(a, "biases")->decay);
+    CHECK(layer_param(a, "scales") == NULL);
+    /* He init: sample std of 4608 N(0, 2/72) draws within a few percent of sqrt(2/72) */
+    double sum = 0, sum_sq = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        sum += w->data[i];
+        sum_sq += (double)w->data[i] * w->data[i];
+    }
+    double mean = sum / w->count, sd = sqrt(sum_sq / w->count - mean * mean);
+    CHECK_NEAR(sd, sqrt(2.0 / 72.0), 0.06 * sqrt(2.0 / 72.0));
+    CHECK_NEAR(mean, 0, 0.01);
+    CHECK(layer_param(a, "biases")->data[0] == 0);
+
+    CHECK(layer_param(b, "weights")->count == 4 * 32 * 9);
+    Param *sc = layer_param(b, "scales"), *rm = layer_param(b, "rolling_mean"),
+          *rv = layer_param(b, "rolling_variance");
+    CHECK(sc && sc->trainable && !sc->decay && sc->data[3] == 1);
+    CHECK(rm && !rm->trainable && rm->data[0] == 0);
+    CHECK(rv && !rv->trainable && rv->data[2] == 1);
+    CHECK(layer_param(b, "biases")->trainable && layer_param(b, "biases")->data[1] == 0);
+    net_free(&net);
+}
+
+static void test_shapes_and_flops(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build(NET(1, 3, 9, 7) "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
+                                "[convolutional]\nfilters=6\nsize=3\nstride=2\npad=1\n"  /* 6x3x2 */
+                                "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x5x4 */
+                                "[batchnorm]\n"
+                                "[connected]\noutput=7\nbatch_normalize=1\n",
+                &net, &e) == CDL_OK);
+    if (e.code)
+        return;
+    const Shape want[] = {{4, 5, 3}, {6, 3, 2}, {2, 5, 4}, {2, 5, 4}, {7, 1, 1}};
+    for (int i = 0; i < 5; i++)
+        CHECK(net.layers[i].out_shape.c == want[i].c && net.layers[i].out_shape.h == want[i].h &&
+              net.layers[i].out_shape.w == want[i].w);
+    CHECK_NEAR(net.layers[0].flops, 2.0 * 15 * 4 * 3 * 25, 0);
+    CHECK_NEAR(net.layers[1].flops, 2.0 * 6 * 6 * 4 * 9, 0);
+    CHECK_NEAR(net.layers[4].flops, 2.0 * 40 * 7, 0);
+    CHECK(layer_param(&net.layers[4], "weights")->count == 7 * 40);
+    CHECK(layer_param(&net.layers[3], "scales")->count == 2);
+    CHECK(net.layers[3].n_params == 4);
+    CHECK(net.layers[0].scratch_per_sample == 3 * 25 * 15);
+    net_free(&net);
+
+    /* A 1x1 stride-1 convolution reads its input directly: no scratch. */
+    CHECK(build(NET(1, 3, 4, 4) "[convolutional]\nfilters=2\nsize=1\n", &net, &e) == CDL_OK);
+    if (!e.code) {
+        CHECK(net.layers[0].scratch_per_sample == 0);
+        net_free(&net);
+    }
+}
+
+static void test_cfg_errors_name_file_and_line(void)
+{
+    expect_error(NET(1, 3, 8, 8) "[convolutional]\nfilters=4\ngroups=2\n",
+                 "t.cfg:8: layer 0: [convolutional] groups=2 must divide both the input "
+                 "channels (3) and filters (4)");
+    expect_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=3\ngroups=2\n",
+                 "t.cfg:8: layer 0: [convolutional] groups=2 must divide");
+    expect_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=4\ngroups=0\n", "t.cfg:8: layer 0:");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=1\nsize=3\n"
+                                 "[convolutional]\nfilters=1\nsize=3\n",
+                 "t.cfg:9: layer 1: [convolutional] output would be empty");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nsize=5\nstride=2\n",
+                 "t.cfg:6: layer 0: [convolutional] output would be empty");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=0\n",
+                 "t.cfg:7: layer 0: [convolutional] filters=0");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nsize=0\n",
+                 "t.cfg:7: layer 0: [convolutional] size=0");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nstride=0\n",
+                 "t.cfg:7: layer 0: [convolutional] stride=0");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\npadding=-1\n",
+                 "t.cfg:7: layer 0: [convolutional] padding=-1");
+    expect_error(NET(1, 1, 4, 4) "[convolutional]\nactivation=sigmund\n",
+                 "t.cfg:7: bad value 'sigmund' for key 'activation' in [convolutional]");
+    expect_error(NET(1, 1, 4, 4) "[connected]\noutput=0\n",
+                 "t.cfg:7: layer 0: [connected] output=0");
+    expect_error(NET(1, 1, 4, 4) "[batchnorm]\nactivation=relu\n",
+                 "t.cfg:7: unknown key 'activation' in [batchnorm]");
+}
+
+/* ---- kernels ---- */
+
+/* col2im is the adjoint of im2col: <im2col(x), y> = <x, col2im(y)>. */
+static void check_im2col_adjoint(int c, int h, int w, int size, int stride, int pad)
+{
+    const int oh = conv_out_size(h, size, stride, pad), ow = conv_out_size(w, size, stride, pad);
+    const size_t n_im = (size_t)c * h * w, n_col = (size_t)c * size * size * oh * ow;
+    float *x = malloc(n_im * sizeof *x), *back = calloc(n_im, sizeof *back);
+    float *col = malloc(n_col * sizeof *col), *y = malloc(n_col * sizeof *y);
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    for (size_t i = 0; i < n_im; i++)
+        x[i] = rng_normal(&rng);
+    for (size_t i = 0; i < n_col; i++)
+        y[i] = rng_normal(&rng);
+    im2col(x, c, h, w, size, stride, pad, col, (size_t)oh * ow);
+    col2im(y, c, h, w, size, stride, pad, (size_t)oh * ow, back);
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < n_col; i++)
+        lhs += (double)col[i] * y[i];
+    for (size_t i = 0; i < n_im; i++)
+        rhs += (double)x[i] * back[i];
+    CHECK_NEAR(lhs, rhs, 1e-4 * (1 + fabs(lhs)));
+    free(x);
+    free(back);
+    free(col);
+    free(y);
+}
+
+static void test_col2im_is_the_adjoint_of_im2col(void)
+{
+    check_im2col_adjoint(3, 7, 6, 3, 1, 1);
+    check_im2col_adjoint(2, 9, 8, 3, 2, 1);
+    check_im2col_adjoint(2, 8, 9, 5, 3, 2);
+    check_im2col_adjoint(1, 5, 5, 4, 2, 0);
+    check_im2col_adjoint(64, 20, 20, 3, 1, 1); /* large enough to run threaded */
+}
+
+static void test_im2col_rows_are_shifted_images(void)
+{
+    /* 3x3 image, 3x3 kernel, pad 1: row (ki=0, kj=0) is the image shifted down-right */
+    float col[81];
+    im2col(sample_image, 1, 3, 3, 3, 1, 1, col, 9);
+    const float top_left[] = {0, 0, 0, 0, 1, 2, 0, 4, 5};
+    const float centre[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const float right[] = {2, 3, 0, 5, 6, 0, 8, 9, 0};
+    check_values(col, top_left, 9, 0);
+    check_values(col + 4 * 9, centre, 9, 0);
+    check_values(col + 5 * 9, right, 9, 0);
+    /* col2im adds into the image rather than overwriting it */
+    float im[9];
+    for (int i = 0; i < 9; i++)
+        im[i] = 100;
+    float ones[81];
+    for (int i = 0; i < 81; i++)
+        ones[i] = 1;
+    col2im(ones, 1, 3, 3, 3, 1, 1, 9, im);
+    /* each pixel receives one count per window covering it: 4 in corners, 6 on edges, 9 in
+     * the middle */
+    const float counts[] = {104, 106, 104, 106, 109, 106, 104, 106, 104};
+    check_values(im, counts, 9, 0);
+}
+
+int main(void)
+{
+    test_im2col_rows_are_shifted_images();
+    test_col2im_is_the_adjoint_of_im2col();
+    test_conv_1x1_is_a_weighted_channel_sum();
+    test_conv_3x3_pad_1_matches_hand_computation();
+    test_conv_stride_2_keeps_every_other_position();
+    test_conv_groups_see_only_their_channels();
+    test_connected_is_a_matrix_product();
+    test_batchnorm_eval_uses_running_stats();
+    test_batchnorm_train_uses_batch_stats_and_moves_running_stats();
+    test_conv_params_and_init();
+    test_shapes_and_flops();
+    test_cfg_errors_name_file_and_line();
+    test_gradcheck_convolutions();
+    test_gradcheck_activations_through_conv();
+    test_gradcheck_connected_and_batchnorm();
+    return check_report("test_layers_dense");
+}

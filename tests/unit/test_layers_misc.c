@@ -1,0 +1,746 @@
+/* Activations and the parameter-free layers: maxpool, avgpool, dropout, shortcut, route,
+ * softmax. Exact values derived by hand or from the defining formulas, error messages,
+ * and finite-difference gradient checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+
+/* ---- helpers ---- */
+
+/* Parses and builds text as "t.cfg" (training net); returns the status, message in e. */
+static int build(const char *text, Net *net, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
+    if (st)
+        return st;
+    st = net_build(net, &cfg, 1, 1, e);
+    if (st)
+        cfg_free(&cfg);
+    return st;
+}
+
+/* Builds text and sizes it for batch with an input delta; 0 on success. */
+static int build_sized(const char *text, int batch, Net *net)
+{
+    Error e = {0};
+    int st = build(text, net, &e);
+    if (st == CDL_OK && (st = net_resize(net, batch, 1, &e)) != CDL_OK)
+        net_free(net);
+    if (st)
+        fprintf(stderr, "cannot build test net: %s\n", e.msg);
+    CHECK(st == CDL_OK);
+    return st;
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    Net net;
+    Error e = {0};
+    int st = build(text, &net, &e);
+    CHECK(st == CDL_EUSAGE);
+    if (st == CDL_OK)
+        net_free(&net);
+    else
+        CHECK_CONTAINS(e.msg, needle);
+}
+
+static int same_shape(Shape s, int c, int h, int w)
+{
+    return s.c == c && s.h == h && s.w == w;
+}
+
+/* ---- activations ---- */
+
+static double ref_sigmoid(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static double ref_softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+/* f(x) from the definitions, in double. */
+static double ref_activation(ActivationKind a, double x)
+{
+    switch (a) {
+    case CDL_ACT_LINEAR:
+        return x;
+    case CDL_ACT_RELU:
+        return x > 0 ? x : 0;
+    case CDL_ACT_LEAKY:
+        return x > 0 ? x : 0.1 * x;
+    case CDL_ACT_LOGISTIC:
+        return ref_sigmoid(x);
+    case CDL_ACT_TANH:
+        return tanh(x);
+    case CDL_ACT_ELU:
+        return x > 0 ? x : exp(x) - 1;
+    case CDL_ACT_RELU6:
+        return x < 0 ? 0 : x > 6 ? 6 : x;
+    case CDL_ACT_GELU:
+        return x * 0.5 * (1 + erf(x / sqrt(2.0)));
+    case CDL_ACT_SWISH:
+        return x * ref_sigmoid(x);
+    case CDL_ACT_MISH:
+        return x * tanh(ref_softplus(x));
+    case CDL_ACT_COUNT:
+        break;
+    }
+    return NAN;
+}
+
+/* f'(x) derived by hand from the definitions, in double. */
+static double ref_derivative(ActivationKind a, double x)
+{
+    double s = ref_sigmoid(x), t = tanh(ref_softplus(x));
+    switch (a) {
+    case CDL_ACT_LINEAR:
+        return 1;
+    case CDL_ACT_RELU:
+        return x > 0;
+    case CDL_ACT_LEAKY:
+        return x > 0 ? 1 : 0.1;
+    case CDL_ACT_LOGISTIC:
+        return s * (1 - s);
+    case CDL_ACT_TANH:
+        return 1 - tanh(x) * tanh(x);
+    case CDL_ACT_ELU:
+        return x > 0 ? 1 : exp(x);
+    case CDL_ACT_RELU6:
+        return x > 0 && x < 6;
+    case CDL_ACT_GELU:
+        return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-x * x / 2) / sqrt(2 * M_PI);
+    case CDL_ACT_SWISH:
+        return s + x * s * (1 - s);
+    case CDL_ACT_MISH:
+        return t + x * (1 - t * t) * s;
+    case CDL_ACT_COUNT:
+        break;
+    }
+    return NAN;
+}
+
+static float act1(ActivationKind a, float x)
+{
+    float y;
+    activation_forward(&x, &y, 1, a);
+    return y;
+}
+
+static float act1_derivative(ActivationKind a, float x)
+{
+    float y = act1(a, x), d = 1.0f;
+    activation_backward(&x, &y, &d, 1, a);
+    return d;
+}
+
+static void test_activation_names(void)
+{
+    ActivationKind a;
+    CHECK(activation_from_name("leaky", &a) == 0 && a == CDL_ACT_LEAKY);
+    CHECK(activation_from_name("sigmoid", &a) == 0 && a == CDL_ACT_LOGISTIC);
+    CHECK(activation_from_name("silu", &a) == 0 && a == CDL_ACT_SWISH);
+    CHECK(activation_from_name("mish", &a) == 0 && a == CDL_ACT_MISH);
+    CHECK(activation_from_name("softsign", &a) == -1);
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        CHECK(activation_from_name(activation_name((ActivationKind)k), &a) == 0 &&
+              a == (ActivationKind)k);
+        CHECK_CONTAINS(activation_valid_names(), activation_name((ActivationKind)k));
+    }
+}
+
+/* Values match the formulas to float precision, and the backward derivative matches
+ * both the hand-derived one and a central difference of the forward (h = 1e-2: the
+ * O(h^2) truncation is < 1e-4 for these functions, float round-off ~1e-5). */
+static void test_activation_values_and_derivatives(void)
+{
+    const float points[] = {-7.5f, -3.0f, -0.5f, 0.0f, 0.3f, 2.5f, 7.0f};
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        ActivationKind a = (ActivationKind)k;
+        for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+            float x = points[i];
+            double want = ref_activation(a, x);
+            CHECK_NEAR(act1(a, x), want, 1e-6 * fmax(1.0, fabs(want)));
+            if (x == 0.0f && (a == CDL_ACT_RELU || a == CDL_ACT_LEAKY || a == CDL_ACT_RELU6))
+                continue; /* kink */
+            double slope = ref_derivative(a, x);
+            CHECK_NEAR(act1_derivative(a, x), slope, 1e-6 * fmax(1.0, fabs(slope)));
+            float h = 1e-2f;
+            double fd = ((double)act1(a, x + h) - act1(a, x - h)) / (2.0 * h);
+            CHECK_NEAR(act1_derivative(a, x), fd, 2e-4);
+        }
+    }
+}
+
+/* Far tails: no overflow to inf or NaN, and the right limits. */
+static void test_activation_extremes(void)
+{
+    CHECK(act1(CDL_ACT_LOGISTIC, 100.0f) == 1.0f);
+    CHECK(act1(CDL_ACT_LOGISTIC, -100.0f) >= 0.0f && act1(CDL_ACT_LOGISTIC, -100.0f) < 1e-30f);
+    CHECK(act1(CDL_ACT_SWISH, 100.0f) == 100.0f);
+    CHECK(fabsf(act1(CDL_ACT_SWISH, -100.0f)) < 1e-30f);
+    CHECK(act1(CDL_ACT_MISH, 100.0f) == 100.0f);
+    CHECK(act1(CDL_ACT_MISH, 1000.0f) == 1000.0f);
+    CHECK(fabsf(act1(CDL_ACT_MISH, -100.0f)) < 1e-30f);
+    CHECK(act1(CDL_ACT_TANH, 50.0f) == 1.0f);
+    CHECK(act1(CDL_ACT_ELU, -100.0f) == -1.0f);
+    CHECK(act1(CDL_ACT_GELU, 50.0f) == 50.0f);
+    /* GELU(-8) = -8 Phi(-8) = -4.9e-15: the erfc form keeps its relative precision. */
+    CHECK_NEAR(act1(CDL_ACT_GELU, -8.0f) / ref_activation(CDL_ACT_GELU, -8.0), 1.0, 1e-5);
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        const float xs[] = {-1000.0f, -90.0f, 90.0f, 1000.0f};
+        for (int i = 0; i < 4; i++) {
+            float d = act1_derivative((ActivationKind)k, xs[i]);
+            CHECK(isfinite(act1((ActivationKind)k, xs[i])) && isfinite(d));
+        }
+    }
+}
+
+/* The threaded path (large n) computes exactly what the serial one does, in place too. */
+static void test_activation_large_arrays_match_elementwise(void)
+{
+    size_t n = 40009;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *d = malloc(n * sizeof *d);
+    Rng r;
+    rng_seed(&r, 5, 5);
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        ActivationKind a = (ActivationKind)k;
+        for (size_t i = 0; i < n; i++)
+            x[i] = 4.0f * rng_normal(&r);
+        activation_forward(x, y, n, a);
+        for (size_t i = 0; i < n; i++)
+            d[i] = 1.0f;
+        activation_backward(x, y, d, n, a);
+        int bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += y[i] != act1(a, x[i]) || d[i] != act1_derivative(a, x[i]);
+        CHECK(bad == 0);
+        activation_forward(x, x, n, a);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += x[i] != y[i];
+        CHECK(bad == 0);
+    }
+    free(x);
+    free(y);
+    free(d);
+}
+
+/* ---- maxpool ---- */
+
+/* darknet's default padding size-1 = 1 with offset 0: windows run off the right and
+ * bottom edges, where missing values count as -infinity (the corner is -4, not 0). */
+static void test_maxpool_default_padding_edges(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nstride=1\n", 1,
+                    &net))
+        return;
+    const float in[16] = {1, 5, 2, 0, 3, -1, 4, 6, -2, 8, 7, 1, 0, 9, -3, -4};
+    const float want[16] = {5, 5, 6, 6, 8, 8, 7, 6, 9, 9, 7, 1, 9, 9, -3, -4};
+    CHECK(same_shape(net.layers[0].out_shape, 1, 4, 4));
+    memcpy(net.input, in, sizeof in);
+    net_forward(&net);
+    for (int i = 0; i < 16; i++)
+        CHECK_NEAR(net.layers[0].out[i], want[i], 0);
+    /* Backward sends each output's delta to its window's maximum. */
+    for (int i = 0; i < 16; i++)
+        net.layers[0].delta[i] = 1.0f;
+    net_backward(&net);
+    const float wins[16] = {0, 2, 0, 1, 0, 0, 0, 2, 0, 2, 2, 1, 0, 2, 1, 1};
+    for (int i = 0; i < 16; i++)
+        CHECK_NEAR(net.input_delta[i], wins[i], 0);
+    net_free(&net);
+}
+
+/* size 3 stride 2 on 5x5: padding 2, offset 1, out (5+2-3)/2+1 = 3; window (i,j) covers
+ * rows 2i-1..2i+1. With in[y][x] = 10y + x the maximum is the window's bottom-right
+ * in-bounds corner. */
+static void test_maxpool_size3_stride2(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=5\nheight=5\nchannels=2\n[maxpool]\nsize=3\nstride=2\n", 2,
+                    &net))
+        return;
+    CHECK(same_shape(net.layers[0].out_shape, 2, 3, 3));
+    for (int p = 0; p < 4; p++)
+        for (int y = 0; y < 5; y++)
+            for (int x = 0; x < 5; x++)
+                net.input[p * 25 + y * 5 + x] = (float)(10 * y + x + 100 * p);
+    net_forward(&net);
+    for (int p = 0; p < 4; p++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                int y = 2 * i + 1 < 4 ? 2 * i + 1 : 4, x = 2 * j + 1 < 4 ? 2 * j + 1 : 4;
+                CHECK_NEAR(net.layers[0].out[p * 9 + i * 3 + j], 10 * y + x + 100 * p, 0);
+            }
+    net_free(&net);
+}
+
+static void test_maxpool_shapes_and_errors(void)
+{
+    Net net;
+    /* size defaults to stride: size 2 stride 2 padding 1 on 7 -> (7+1-2)/2+1 = 4 */
+    if (!build_sized("[net]\nwidth=7\nheight=6\nchannels=3\n[maxpool]\nstride=2\n", 1, &net)) {
+        CHECK(same_shape(net.layers[0].out_shape, 3, 3, 4));
+        net_free(&net);
+    }
+    if (!build_sized("[net]\nwidth=6\nheight=6\nchannels=1\n[maxpool]\nsize=3\nstride=3\n"
+                     "padding=0\n",
+                     1, &net)) {
+        CHECK(same_shape(net.layers[0].out_shape, 1, 2, 2));
+        net_free(&net);
+    }
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=0\n",
+                 "t.cfg:6: bad value '0' for key 'size' in [maxpool]: must be >= 1");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nstride=0\n",
+                 "t.cfg:7: bad value '0' for key 'stride' in [maxpool]: must be >= 1");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=-1\n",
+                 "t.cfg:7: bad value '-1' for key 'padding' in [maxpool]");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=3\n",
+                 "t.cfg:7: bad value '3' for key 'padding' in [maxpool]");
+    expect_error("[net]\nwidth=2\nheight=2\nchannels=1\n[maxpool]\nsize=5\npadding=0\n",
+                 "t.cfg:5: layer 0 [maxpool]: empty output");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nfilters=3\n",
+                 "t.cfg:7: unknown key 'filters' in [maxpool] (valid keys: stride, size, "
+                 "padding)");
+}
+
+/* ---- avgpool ---- */
+
+static void test_avgpool_is_global_mean(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=3\nheight=2\nchannels=2\n[avgpool]\n", 1, &net))
+        return;
+    CHECK(same_shape(net.layers[0].out_shape, 2, 1, 1));
+    const float in[12] = {1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, 11};
+    memcpy(net.input, in, sizeof in);
+    net_forward(&net);
+    CHECK_NEAR(net.layers[0].out[0], 3.5, 1e-6);
+    CHECK_NEAR(net.layers[0].out[1], 1.0, 1e-6);
+    net.layers[0].delta[0] = 6.0f;
+    net.layers[0].delta[1] = -3.0f;
+    net_backward(&net);
+    CHECK_NEAR(net.input_delta[0], 1.0, 1e-6);
+    CHECK_NEAR(net.input_delta[11], -0.5, 1e-6);
+    net_free(&net);
+}
+
+/* ---- dropout ---- */
+
+static const char *dropout_cfg =
+    "[net]\nwidth=100\nheight=100\nchannels=10\n[dropout]\nprobability=0.3\n";
+
+static void test_dropout_eval_is_identity(void)
+{
+    Net net;
+    if (build_sized(dropout_cfg, 2, &net))
+        return;
+    size_t n = 2 * 100000;
+    for (size_t i = 0; i < n; i++)
+        net.input[i] = (float)i * 0.25f - 7.0f;
+    net.train = 0;
+    net_forward(&net);
+    CHECK(memcmp(net.layers[0].out, net.input, n * sizeof *net.input) == 0);
+    net_free(&net);
+}
+
+/* P(keep) = 0.7: over 1e5 values the kept fraction has sd 0.0015, so 0.7 +- 0.008 is
+ * over 5 sd; kept values are scaled by exactly 1/(1-p). */
+static void test_dropout_training_mask(void)
+{
+    Net net;
+    if (build_sized(dropout_cfg, 1, &net))
+        return;
+    size_t n = 100000;
+    for (size_t i = 0; i < n; i++)
+        net.input[i] = 1.0f;
+    net.train = 1;
+    net.draw_id = 3;
+    net_forward(&net);
+    float scale = 1.0f / (1.0f - 0.3f);
+    size_t kept = 0, other = 0;
+    for (size_t i = 0; i < n; i++) {
+        float v = net.layers[0].out[i];
+        kept += v == scale;
+        other += v != scale && v != 0.0f;
+    }
+    CHECK(other == 0);
+    CHECK_NEAR((double)kept / (double)n, 0.7, 0.008);
+    /* Backward passes the delta through the same mask. */
+    for (size_t i = 0; i < n; i++)
+        net.layers[0].delta[i] = 2.0f;
+    net_backward(&net);
+    size_t agree = 0;
+    for (size_t i = 0; i < n; i++)
+        agree += net.input_delta[i] == 2.0f * net.layers[0].out[i];
+    CHECK(agree == n);
+    /* The same pass id redraws the same mask; another draws a different one. */
+    float *first = malloc(n * sizeof *first);
+    memcpy(first, net.layers[0].out, n * sizeof *first);
+    net_forward(&net);
+    CHECK(memcmp(first, net.layers[0].out, n * sizeof *first) == 0);
+    net.draw_id = 4;
+    net_forward(&net);
+    CHECK(memcmp(first, net.layers[0].out, n * sizeof *first) != 0);
+    free(first);
+    net_free(&net);
+}
+
+static void test_dropout_errors(void)
+{
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=1\n",
+                 "t.cfg:6: bad value '1' for key 'probability' in [dropout]: expected a number "
+                 "in [0, 1)");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=-0.1\n",
+                 "t.cfg:6: bad value '-0.1' for key 'probability'");
+}
+
+/* ---- shortcut ---- */
+
+/* 0: identity 1x4x4, 1: 1x2x2, 2: copy of 0 (1x4x4), then the case under test. */
+#define SHORTCUT_BASE                                                                          \
+    "[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=2\n"   \
+    "[route]\nlayers=0\n"
+
+static void test_shortcut_same_shape_alpha_beta(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=2\nheight=2\nchannels=1\n[maxpool]\nsize=1\n[maxpool]\n"
+                    "size=2\nstride=1\n[shortcut]\nfrom=0\nalpha=0.5\nbeta=2\n",
+                    1, &net))
+        return;
+    const float in[4] = {1, -2, 3, 5};
+    /* layer 1 (size 2, stride 1, padding 1): {5, 5, 5, 5}; out = 0.5*layer1 + 2*in */
+    memcpy(net.input, in, sizeof in);
+    net_forward(&net);
+    CHECK(same_shape(net.layers[2].out_shape, 1, 2, 2));
+    CHECK(net.layers[2].n_inputs == 2 && net.layers[2].inputs[0] == 1 &&
+          net.layers[2].inputs[1] == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_NEAR(net.layers[2].out[i], 2.5 + 2.0 * in[i], 1e-6);
+    net_free(&net);
+}
+
+/* from is 4x4, output 2x2: stride 2, out[j][i] = prev[j][i] + from[2j][2i]. */
+static void test_shortcut_from_larger_is_strided(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[maxpool]\n"
+                    "size=2\nstride=2\n[shortcut]\nfrom=-2\n",
+                    1, &net))
+        return;
+    for (int i = 0; i < 16; i++)
+        net.input[i] = (float)i;
+    net_forward(&net);
+    CHECK(same_shape(net.layers[2].out_shape, 1, 2, 2));
+    /* maxpool 2x2 of in[y][x] = 4y + x: {5, 7, 13, 15}; from[2j][2i]: {0, 2, 8, 10} */
+    const float want[4] = {5 + 0, 7 + 2, 13 + 8, 15 + 10};
+    for (int i = 0; i < 4; i++)
+        CHECK_NEAR(net.layers[2].out[i], want[i], 0);
+    net_free(&net);
+}
+
+/* from is 2x2, output 4x4: sample 2, out[2j][2i] = prev + from[j][i], others prev. */
+static void test_shortcut_from_smaller_is_sampled(void)
+{
+    Net net;
+    if (build_sized(SHORTCUT_BASE "[shortcut]\nfrom=1\n", 1, &net))
+        return;
+    for (int i = 0; i < 16; i++)
+        net.input[i] = (float)i;
+    net_forward(&net);
+    CHECK(same_shape(net.layers[3].out_shape, 1, 4, 4));
+    const float from[4] = {5, 7, 13, 15};
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) {
+            float want = (float)(4 * y + x);
+            if (y % 2 == 0 && x % 2 == 0)
+                want += from[(y / 2) * 2 + x / 2];
+            CHECK_NEAR(net.layers[3].out[y * 4 + x], want, 0);
+        }
+    net_free(&net);
+}
+
+/* Only the first min(c1, c2) channels are summed. */
+static void test_shortcut_channel_mismatch(void)
+{
+    Net net;
+    /* 0: 2x2x2 identity, 1: 4x2x2 (0 twice), 2: out 4 channels += 2 channels of 0 */
+    if (build_sized("[net]\nwidth=2\nheight=2\nchannels=2\n[maxpool]\nsize=1\n[route]\n"
+                    "layers=0,0\n[shortcut]\nfrom=0\n",
+                    1, &net))
+        return;
+    for (int i = 0; i < 8; i++)
+        net.input[i] = (float)(i + 1);
+    net_forward(&net);
+    CHECK(same_shape(net.layers[1].out_shape, 4, 2, 2));
+    CHECK(same_shape(net.layers[2].out_shape, 4, 2, 2));
+    for (int i = 0; i < 16; i++) {
+        float prev = (float)(i % 8 + 1);
+        CHECK_NEAR(net.layers[2].out[i], i < 8 ? 2 * prev : prev, 0);
+    }
+    net_free(&net);
+}
+
+static void test_shortcut_errors(void)
+{
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[shortcut]\nfrom=-1\n",
+                 "t.cfg:6: layer 0 [shortcut]: from=-1: there is no earlier layer");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                 "from=1\n",
+                 "t.cfg:8: layer 1 [shortcut]: from=1 names layer 1, not an earlier layer "
+                 "(0..0, or -1..-1)");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                 "from=-3\n",
+                 "t.cfg:8: layer 1 [shortcut]: from=-3 names layer -2, not an earlier layer");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                 "activation=leaky\n",
+                 "t.cfg:7: layer 1 [shortcut] needs key 'from'");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                 "from=0\nactivation=leakyy\n",
+                 "t.cfg:9: bad value 'leakyy' for key 'activation' in [shortcut]");
+}
+
+/* ---- route ---- */
+
+static void test_route_concatenates_in_order(void)
+{
+    Net net;
+    /* 0: 2x2x2 identity, 1: 1x2x2 via... the input has 2 channels; route -1,0 of
+     * layer 1 (a 2x2x2 maxpool with size 2 stride 1) and layer 0. */
+    if (build_sized("[net]\nwidth=2\nheight=2\nchannels=2\n[maxpool]\nsize=1\n[maxpool]\n"
+                    "size=2\nstride=1\n[route]\nlayers=-1,0\n",
+                    2, &net))
+        return;
+    CHECK(same_shape(net.layers[2].out_shape, 4, 2, 2));
+    CHECK(net.layers[2].n_inputs == 2 && net.layers[2].inputs[0] == 1 &&
+          net.layers[2].inputs[1] == 0);
+    for (int i = 0; i < 16; i++)
+        net.input[i] = (float)i;
+    net_forward(&net);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 8; k++) {
+            CHECK_NEAR(net.layers[2].out[b * 16 + k], net.layers[1].out[b * 8 + k], 0);
+            CHECK_NEAR(net.layers[2].out[b * 16 + 8 + k], (float)(b * 8 + k), 0);
+        }
+    /* Backward splits the delta: layer 0 gets the second half of each sample. */
+    for (int i = 0; i < 32; i++)
+        net.layers[2].delta[i] = (float)i;
+    net_backward(&net);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 8; k++) {
+            CHECK_NEAR(net.layers[0].delta[b * 8 + k], b * 16 + 8 + k, 0);
+            CHECK_NEAR(net.layers[1].delta[b * 8 + k], b * 16 + k, 0);
+        }
+    net_free(&net);
+}
+
+static void test_route_errors(void)
+{
+    expect_error(SHORTCUT_BASE "[route]\nlayers=-1,1\n",
+                 "t.cfg:12: layer 3 [route]: inputs must have the same height and width: layer "
+                 "2 is 1x4x4, layer 1 is 1x2x2 (CxHxW)");
+    expect_error(SHORTCUT_BASE "[route]\nlayers=3\n",
+                 "t.cfg:12: layer 3 [route]: layers entry 3 names layer 3, not an earlier layer "
+                 "(0..2, or -1..-3)");
+    expect_error(SHORTCUT_BASE "[route]\nlayers=0,-4\n",
+                 "t.cfg:12: layer 3 [route]: layers entry -4 names layer -1, not an earlier");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[route]\nlayers=-1\n",
+                 "t.cfg:6: layer 0 [route]: layers=-1: there is no earlier layer");
+    expect_error(SHORTCUT_BASE "[route]\n", "t.cfg:11: layer 3 [route] needs key 'layers'");
+    expect_error(SHORTCUT_BASE "[route]\nlayers=0,x\n",
+                 "t.cfg:12: bad value '0,x' for key 'layers' in [route]");
+}
+
+/* ---- softmax ---- */
+
+static void test_softmax_probabilities_and_loss(void)
+{
+    Net net;
+    if (build_sized("[net]\nbatch=2\nwidth=1\nheight=1\nchannels=4\n[softmax]\n", 2, &net))
+        return;
+    /* Sample 1 is sample 0 shifted by 1000: the max subtraction keeps it finite and equal. */
+    const double logits[2][4] = {{1, 2, 3, 4}, {1001, 1002, 1003, 1004}};
+    const int labels[2] = {3, 0};
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            net.input[b * 4 + i] = (float)logits[b][i];
+    net.labels[0] = labels[0];
+    net.labels[1] = labels[1];
+    net_forward(&net);
+    double sum = exp(-3.0) + exp(-2.0) + exp(-1.0) + 1.0, want_loss = 0;
+    for (int b = 0; b < 2; b++) {
+        for (int i = 0; i < 4; i++)
+            CHECK_NEAR(net.layers[0].out[b * 4 + i], exp(i - 3.0) / sum, 1e-6);
+        want_loss -= log(exp(labels[b] - 3.0) / sum);
+    }
+    /* loss_divisor is the [net] batch (2). */
+    CHECK_NEAR(net.loss_divisor, 2.0, 0);
+    CHECK_NEAR(net.loss, want_loss / 2, 1e-5);
+    /* Backward: (p - onehot) / 2, whatever the seed delta holds. */
+    for (int i = 0; i < 8; i++)
+        net.layers[0].delta[i] = 100.0f;
+    net_backward(&net);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            CHECK_NEAR(net.input_delta[b * 4 + i],
+                       (exp(i - 3.0) / sum - (i == labels[b])) / 2, 1e-6);
+    net_free(&net);
+}
+
+/* p underflows to 0 in float: the loss clamps it to 1e-30 (-log = 69.08). */
+static void test_softmax_loss_clamps_probability(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=1\nheight=1\nchannels=2\n[softmax]\n", 1, &net))
+        return;
+    net.input[0] = 0.0f;
+    net.input[1] = -200.0f;
+    net.labels[0] = 1;
+    net_forward(&net);
+    CHECK(net.layers[0].out[1] == 0.0f);
+    CHECK_NEAR(net.loss, -log(1e-30), 1e-3);
+    net_free(&net);
+}
+
+/* Without labels backward applies the softmax Jacobian to the delta: compare with a
+ * central difference of L = sum p * r. */
+static void test_softmax_without_labels_backpropagates_delta(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=3\nheight=1\nchannels=2\n[softmax]\n", 1, &net))
+        return;
+    int *labels = net.labels;
+    net.labels = NULL;
+    const float r[6] = {0.3f, -1.2f, 2.0f, 0.7f, -0.4f, 1.1f};
+    for (int i = 0; i < 6; i++)
+        net.input[i] = 0.5f * (float)i - 1.0f;
+    net_forward(&net);
+    CHECK(net.loss == 0.0f);
+    memcpy(net.layers[0].delta, r, sizeof r);
+    net_backward(&net);
+    for (int i = 0; i < 6; i++) {
+        double l[2];
+        for (int s = 0; s < 2; s++) {
+            float saved = net.input[i];
+            net.input[i] += s ? -1e-2f : 1e-2f;
+            net_forward(&net);
+            l[s] = 0;
+            for (int k = 0; k < 6; k++)
+                l[s] += (double)net.layers[0].out[k] * r[k];
+            net.input[i] = saved;
+        }
+        CHECK_NEAR(net.input_delta[i], (l[0] - l[1]) / 2e-2, 1e-4);
+    }
+    net.labels = labels;
+    net_free(&net);
+}
+
+static void test_softmax_errors(void)
+{
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\ngroups=2\n",
+                 "t.cfg:6: bad value '2' for key 'groups' in [softmax]: only groups=1");
+    Net net;
+    if (!build_sized("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\ngroups=1\n", 1, &net)) {
+        CHECK(net.classes == 16);
+        net_free(&net);
+    }
+}
+
+/* ---- gradient checks ---- */
+
+#define NET_HEAD(w, h, c) "[net]\nbatch=2\nwidth=" #w "\nheight=" #h "\nchannels=" #c "\n"
+
+static void test_gradients(void)
+{
+    /* maxpool: darknet default padding (even and odd sizes), explicit padding, stride
+     * larger than size, and overlapping windows. */
+    gradcheck_cfg("maxpool 2/2", NET_HEAD(5, 5, 2) "[maxpool]\nsize=2\nstride=2\n");
+    gradcheck_cfg("maxpool 3/2", NET_HEAD(6, 7, 2) "[maxpool]\nsize=3\nstride=2\n");
+    gradcheck_cfg("maxpool 2/1", NET_HEAD(4, 4, 3) "[maxpool]\nsize=2\nstride=1\n");
+    gradcheck_cfg("maxpool 3/1 pad 0",
+                  NET_HEAD(6, 5, 2) "[maxpool]\nsize=3\nstride=1\npadding=0\n");
+    gradcheck_cfg("maxpool 2/3 pad 1",
+                  NET_HEAD(8, 8, 1) "[maxpool]\nsize=2\nstride=3\npadding=1\n");
+    gradcheck_cfg("maxpool 5/1", NET_HEAD(6, 6, 1) "[maxpool]\nsize=5\nstride=1\n");
+
+    gradcheck_cfg("avgpool", NET_HEAD(3, 4, 3) "[avgpool]\n");
+    gradcheck_cfg("dropout", NET_HEAD(6, 6, 3) "[dropout]\nprobability=0.3\n");
+
+    gradcheck_cfg("shortcut same shape",
+                  NET_HEAD(4, 4, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=3\nstride=1\n"
+                                    "[shortcut]\nfrom=0\nalpha=0.7\nbeta=1.3\n");
+    gradcheck_cfg("shortcut from fewer channels",
+                  NET_HEAD(3, 3, 2) "[maxpool]\nsize=1\n[route]\nlayers=0,0,0\n"
+                                    "[shortcut]\nfrom=0\nbeta=0.5\n");
+    gradcheck_cfg("shortcut from more channels",
+                  NET_HEAD(3, 3, 2) "[route]\nlayers=-1\n[maxpool]\nsize=1\n[route]\n"
+                                    "layers=0,1\n[maxpool]\nsize=1\n[shortcut]\nfrom=2\n");
+    gradcheck_cfg("shortcut from larger",
+                  NET_HEAD(6, 6, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=2\n"
+                                    "[shortcut]\nfrom=0\nalpha=2\nbeta=-0.5\n");
+    gradcheck_cfg("shortcut from smaller",
+                  NET_HEAD(6, 6, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=2\n"
+                                    "[route]\nlayers=0\n[shortcut]\nfrom=1\nbeta=0.5\n");
+
+    gradcheck_cfg("route 2", NET_HEAD(4, 4, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\n"
+                                               "stride=1\n[route]\nlayers=-1,0\n");
+    gradcheck_cfg("route 3 with a repeat",
+                  NET_HEAD(4, 4, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=1\n"
+                                    "[route]\nlayers=0,1,0\n[shortcut]\nfrom=1\nalpha=0.5\n");
+
+    gradcheck_cfg("softmax", NET_HEAD(3, 2, 2) "[softmax]\n");
+    gradcheck_cfg("avgpool softmax", NET_HEAD(3, 3, 5) "[avgpool]\n[softmax]\n");
+    gradcheck_cfg("dropout softmax",
+                  NET_HEAD(2, 2, 3) "[dropout]\nprobability=0.3\n[softmax]\n");
+
+    /* Every activation through a shortcut: pre-activation = 3 x, x ~ N(0, 1), which
+     * reaches relu6's upper clip and the far tails. */
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        char cfg[512], label[64];
+        const char *name = activation_name((ActivationKind)k);
+        snprintf(cfg, sizeof cfg,
+                 NET_HEAD(4, 4, 2) "[maxpool]\nsize=1\n[shortcut]\nfrom=0\nalpha=2\n"
+                                   "activation=%s\n",
+                 name);
+        snprintf(label, sizeof label, "activation %s", name);
+        gradcheck_cfg(label, cfg);
+    }
+}
+
+int main(void)
+{
+    test_activation_names();
+    test_activation_values_and_derivatives();
+    test_activation_extremes();
+    test_activation_large_arrays_match_elementwise();
+    test_maxpool_default_padding_edges();
+    test_maxpool_size3_stride2();
+    test_maxpool_shapes_and_errors();
+    test_avgpool_is_global_mean();
+    test_dropout_eval_is_identity();
+    test_dropout_training_mask();
+    test_dropout_errors();
+    test_shortcut_same_shape_alpha_beta();
+    test_shortcut_from_larger_is_strided();
+    test_shortcut_from_smaller_is_sampled();
+    test_shortcut_channel_mismatch();
+    test_shortcut_errors();
+    test_route_concatenates_in_order();
+    test_route_errors();
+    test_softmax_probabilities_and_loss();
+    test_softmax_loss_clamps_probability();
+    test_softmax_without_labels_backpropagates_delta();
+    test_softmax_errors();
+    test_gradients();
+    return check_report("test_layers_misc");
+}

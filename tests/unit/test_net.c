@@ -1,0 +1,131 @@
+/* Net construction: [net] parsing, learning-rate policies, cfg errors and overrides. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/net.h"
+
+/* Parses and builds text; returns the status and leaves the message in e. */
+static int build(const char *text, Net *net, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
+    if (st)
+        return st;
+    st = net_build(net, &cfg, 1, 1, e);
+    if (st)
+        cfg_free(&cfg);
+    return st;
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    Net net;
+    Error e = {0};
+    int st = build(text, &net, &e);
+    CHECK(st == CDL_EUSAGE);
+    if (st == CDL_OK)
+        net_free(&net);
+    else
+        CHECK_CONTAINS(e.msg, needle);
+}
+
+static void test_errors_name_file_line_and_choices(void)
+{
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutoinal]\nfilters=2\n",
+                 "t.cfg:5: unknown section [convolutoinal] (valid: net, convolutional");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfliters=2\n",
+                 "t.cfg:6: unknown key 'fliters' in [convolutional] (valid keys: filters");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=two\n",
+                 "t.cfg:6: bad value 'two' for key 'filters' in [convolutional]: expected an "
+                 "integer");
+    expect_error("[convolutional]\nfilters=2\n", "t.cfg:1: the first section must be [net]");
+    expect_error("[net]\nwidth=4\nheight=4\n[softmax]\n", "t.cfg:1: [net] needs key 'channels'");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\nbatch=3\nsubdivisions=2\n[softmax]\n",
+                 "t.cfg:1: batch=3 is not divisible by subdivisions=2");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n", "t.cfg:1: the cfg defines no layers");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\npolicy=cosine\n[softmax]\n",
+                 "t.cfg:5: bad value 'cosine' for key 'policy'");
+    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\n[softmax]\n",
+                 "t.cfg:5: layer 0: [softmax] is the loss and must be the last layer");
+    expect_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
+}
+
+static void test_override_sets_net_and_layer_keys(void)
+{
+    Cfg cfg;
+    Error e = {0};
+    CHECK(cfg_parse_text("[net]\nbatch=2\n[convolutional]\nfilters=3\n[softmax]\n", "t.cfg", &cfg,
+                         &e) == CDL_OK);
+    CHECK(cfg_apply_override(&cfg, "net.batch=8", &e) == CDL_OK);
+    CHECK(cfg_apply_override(&cfg, "0.filters=64", &e) == CDL_OK);
+    CHECK(cfg_apply_override(&cfg, "0.size=3", &e) == CDL_OK);
+    CHECK(!strcmp(cfg_find(&cfg.sections[0], "batch")->value, "8"));
+    CHECK(!strcmp(cfg_find(&cfg.sections[1], "filters")->value, "64"));
+    CHECK(!strcmp(cfg_find(&cfg.sections[1], "size")->value, "3"));
+    CHECK(cfg_apply_override(&cfg, "5.filters=1", &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "no layer 5");
+    CHECK(cfg_apply_override(&cfg, "filters=1", &e) == CDL_EUSAGE);
+    cfg_free(&cfg);
+}
+
+static void test_learning_rate_policies(void)
+{
+    Hyper h = {0};
+    h.learning_rate = 0.1f;
+    h.power = 4;
+    h.policy = CDL_LR_CONSTANT;
+    CHECK_NEAR(net_learning_rate(&h, 1000), 0.1, 1e-7);
+    h.burn_in = 10;
+    CHECK_NEAR(net_learning_rate(&h, 5), 0.1 * 0.0625, 1e-7); /* (5/10)^4 */
+    h.burn_in = 0;
+    h.policy = CDL_LR_STEPS;
+    h.n_steps = 2;
+    h.steps[0] = 10;
+    h.steps[1] = 20;
+    h.scales[0] = 0.1f;
+    h.scales[1] = 0.5f;
+    CHECK_NEAR(net_learning_rate(&h, 9), 0.1, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 10), 0.01, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 25), 0.005, 1e-7);
+    h.policy = CDL_LR_STEP;
+    h.step = 10;
+    h.scale = 0.5f;
+    CHECK_NEAR(net_learning_rate(&h, 25), 0.025, 1e-7);
+    h.policy = CDL_LR_EXP;
+    h.gamma = 0.9f;
+    CHECK_NEAR(net_learning_rate(&h, 2), 0.081, 1e-7);
+    h.policy = CDL_LR_POLY;
+    h.max_batches = 100;
+    h.power = 2;
+    CHECK_NEAR(net_learning_rate(&h, 50), 0.025, 1e-7);
+}
+
+static void test_slabs_hold_every_parameter(void)
+{
+    Net net;
+    Error e = {0};
+    int st = build("[net]\nwidth=4\nheight=4\nchannels=2\n[convolutional]\nfilters=3\nsize=3\n"
+                   "pad=1\nbatch_normalize=1\n[connected]\noutput=5\n[softmax]\n",
+                   &net, &e);
+    CHECK(st == CDL_OK);
+    if (st) {
+        fprintf(stderr, "%s\n", e.msg);
+        return;
+    }
+    /* conv: 3*2*3*3 weights + 3 scales + 3 biases; connected: 5*48 + 5 */
+    CHECK(net.n_params == 54 + 6 + 245);
+    CHECK(net.n_state == 6);
+    CHECK(net.classes == 5);
+    CHECK(net.layers[0].out_shape.c == 3 && net.layers[0].out_shape.h == 4);
+    net_free(&net);
+}
+
+int main(void)
+{
+    test_errors_name_file_line_and_choices();
+    test_override_sets_net_and_layer_keys();
+    test_learning_rate_policies();
+    test_slabs_hold_every_parameter();
+    return check_report("test_net");
+}
