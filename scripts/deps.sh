@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     build-essential libopenblas-dev libopenblas0-openmp libcjson-dev libpng-dev
     libjpeg62-turbo-dev libzstd-dev zlib1g-dev bats
-    dataset-fashion-mnist python3-torch python3-numpy python3-sklearn
+    dataset-fashion-mnist python3-torch python3-numpy python3-sklearn python3-pil python3-skimage
 )
 
 missing=()

@@ -13,6 +13,7 @@ static const struct {
     {"eval", cmd_eval, "evaluate a model on a dataset: loss, accuracy, confusion matrix"},
     {"predict", cmd_predict, "classify image files (PNG, JPEG) with a model"},
     {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
+    {"bench", cmd_bench, "time training steps of a cfg on random data (images/s)"},
 };
 
 static void usage(FILE *to)

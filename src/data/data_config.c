@@ -97,13 +97,13 @@ static int load_names(const char *path, const char *where, DataConfig *dc, Error
             cap_names = cap_names ? 2 * cap_names : 16;
             char **grown = realloc(dc->names, (size_t)cap_names * sizeof *grown);
             if (!grown) {
-                rc = error_set(e, CDL_ERUNTIME, "'%s': out of memory", path);
+                rc = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
                 break;
             }
             dc->names = grown;
         }
         if (!(dc->names[dc->n_names] = strdup(name))) {
-            rc = error_set(e, CDL_ERUNTIME, "'%s': out of memory", path);
+            rc = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
             break;
         }
         dc->n_names++;
@@ -261,7 +261,7 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
     memset(dc, 0, sizeof *dc);
     FILE *f = fopen(path, "r");
     if (!f) {
-        return error_set(e, CDL_EUSAGE, "cannot open data file '%s': %s", path, strerror(errno));
+        return error_set(e, CDL_EUSAGE, "%s: cannot open data file: %s", path, strerror(errno));
     }
     if (!(dc->path = strdup(path))) {
         fclose(f);
@@ -270,7 +270,7 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
     int names_line = 0;
     int rc = parse_lines(f, dc, &names_line, e);
     if (!rc && ferror(f)) {
-        rc = error_set(e, CDL_ERUNTIME, "cannot read data file '%s'", path);
+        rc = error_set(e, CDL_ERUNTIME, "%s: cannot read data file", path);
     }
     fclose(f);
     if (!rc) {

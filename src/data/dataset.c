@@ -33,7 +33,7 @@ static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, E
     errno = 0;
     gzFile f = gzopen(path, "rb");
     if (!f) {
-        return error_set(e, CDL_ERUNTIME, "cannot open '%s': %s", path,
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path,
                          errno ? strerror(errno) : "out of memory");
     }
     gzbuffer(f, 1 << 17);
@@ -42,13 +42,13 @@ static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, E
     for (;;) {
         if (!buf) {
             gzclose(f);
-            return error_set(e, CDL_ERUNTIME, "'%s': out of memory reading the file", path);
+            return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
         }
         if (len == cap) {
             if (cap > ((size_t)1 << 40)) {
                 free(buf);
                 gzclose(f);
-                return error_set(e, CDL_ERUNTIME, "'%s': file too large", path);
+                return error_set(e, CDL_ERUNTIME, "%s: file too large", path);
             }
             cap *= 2;
             uint8_t *grown = realloc(buf, cap + 1);
@@ -73,11 +73,11 @@ static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, E
         int code;
         if (errnum == Z_BUF_ERROR) {
             code =
-                error_set(e, CDL_ERUNTIME, "'%s' is truncated (compressed data ends early)", path);
+                error_set(e, CDL_ERUNTIME, "%s: truncated (compressed data ends early)", path);
         } else if (errnum == Z_ERRNO) {
-            code = error_set(e, CDL_ERUNTIME, "cannot read '%s': %s", path, strerror(saved_errno));
+            code = error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(saved_errno));
         } else {
-            code = error_set(e, CDL_ERUNTIME, "'%s' is corrupt: %s", path, zmsg);
+            code = error_set(e, CDL_ERUNTIME, "%s: corrupt: %s", path, zmsg);
         }
         free(buf);
         gzclose(f);
@@ -102,17 +102,17 @@ static int idx_check(const char *path, const uint8_t *buf, size_t bytes, uint32_
 {
     size_t header = 4 + 4 * (size_t)ndim;
     if (bytes < 4) {
-        return error_set(e, CDL_ERUNTIME, "'%s' is truncated: %zu bytes, no IDX header", path,
+        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, no IDX header", path,
                          bytes);
     }
     uint32_t got = read_be32(buf);
     if (got != magic) {
-        return error_set(e, CDL_ERUNTIME, "'%s': IDX magic 0x%08x, expected 0x%08x (%s)", path,
+        return error_set(e, CDL_ERUNTIME, "%s: IDX magic 0x%08x, expected 0x%08x (%s)", path,
                          (unsigned)got, (unsigned)magic,
                          magic == IDX_MAGIC_IMAGES ? "ubyte images" : "ubyte labels");
     }
     if (bytes < header) {
-        return error_set(e, CDL_ERUNTIME, "'%s' is truncated: %zu bytes, header needs %zu", path,
+        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, header needs %zu", path,
                          bytes, header);
     }
     uint64_t payload = 1;
@@ -120,20 +120,20 @@ static int idx_check(const char *path, const uint8_t *buf, size_t bytes, uint32_
         dims[i] = read_be32(buf + 4 + 4 * i);
         uint32_t limit = i == 0 ? (uint32_t)INT32_MAX : MAX_SIDE;
         if (dims[i] == 0 || dims[i] > limit) {
-            return error_set(e, CDL_ERUNTIME, "'%s': IDX dimension %d is %u (expected 1..%u)", path,
+            return error_set(e, CDL_ERUNTIME, "%s: IDX dimension %d is %u (expected 1..%u)", path,
                              i, (unsigned)dims[i], (unsigned)limit);
         }
         payload *= dims[i];
     }
     if (bytes - header < payload) {
         return error_set(e, CDL_ERUNTIME,
-                         "'%s' is truncated: the header announces %llu data bytes, the file "
+                         "%s: truncated: the header announces %llu data bytes, the file "
                          "holds %zu",
                          path, (unsigned long long)payload, bytes - header);
     }
     if (bytes - header > payload) {
         return error_set(e, CDL_ERUNTIME,
-                         "'%s' has %llu unexpected bytes after the %llu data bytes its header "
+                         "%s: %llu unexpected bytes after the %llu data bytes its header "
                          "announces",
                          path, (unsigned long long)(bytes - header - payload),
                          (unsigned long long)payload);
@@ -152,7 +152,7 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
         return rc;
     }
     if (!labels_path) {
-        return error_set(e, CDL_EUSAGE, "'%s' holds IDX images: give its IDX labels file too",
+        return error_set(e, CDL_EUSAGE, "%s: holds IDX images: give its IDX labels file too",
                          images_path);
     }
     uint8_t *lbuf;
@@ -165,7 +165,7 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
     size_t loffset;
     rc = idx_check(labels_path, lbuf, lbytes, IDX_MAGIC_LABELS, 1, &n_labels, &loffset, e);
     if (!rc && n_labels != dims[0]) {
-        rc = error_set(e, CDL_ERUNTIME, "'%s' holds %u labels but '%s' holds %u images",
+        rc = error_set(e, CDL_ERUNTIME, "%s: holds %u labels but '%s' holds %u images",
                        labels_path, (unsigned)n_labels, images_path, (unsigned)dims[0]);
     }
     size_t plane = (size_t)dims[1] * dims[2];
@@ -178,7 +178,7 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
         d->pixels = malloc((size_t)d->n * plane);
         d->labels = malloc((size_t)d->n * sizeof *d->labels);
         if (!d->pixels || !d->labels) {
-            rc = error_set(e, CDL_ERUNTIME, "'%s': out of memory for %d images", images_path, d->n);
+            rc = error_set(e, CDL_ERUNTIME, "%s: out of memory for %d images", images_path, d->n);
         }
     }
     if (!rc) {
@@ -263,7 +263,7 @@ static int load_csv(const char *path, const char *text, size_t bytes, Dataset *d
     for (size_t i = 0; i < bytes && i < 512; i++) {
         unsigned char ch = (unsigned char)text[i];
         if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
-            return error_set(e, CDL_ERUNTIME, "'%s' is neither an IDX nor a CSV file", path);
+            return error_set(e, CDL_ERUNTIME, "%s: neither an IDX nor a CSV file", path);
         }
     }
     CsvRows rows = {0};
@@ -328,7 +328,7 @@ static int load_csv(const char *path, const char *text, size_t bytes, Dataset *d
         p = eol + 1;
     }
     if (!rc && n == 0) {
-        rc = error_set(e, CDL_ERUNTIME, "'%s' holds no samples", path);
+        rc = error_set(e, CDL_ERUNTIME, "%s: holds no samples", path);
     }
     if (rc) {
         free(rows.pixels);
@@ -354,7 +354,7 @@ int dataset_load(const char *images_path, const char *labels_path, Dataset *d, E
         return rc;
     }
     if (bytes == 0) {
-        rc = error_set(e, CDL_ERUNTIME, "'%s' is empty", images_path);
+        rc = error_set(e, CDL_ERUNTIME, "%s: the file is empty", images_path);
     } else if (buf[0] == 0) {
         rc = load_idx(images_path, buf, bytes, labels_path, d, e);
     } else if (labels_path) {

@@ -28,7 +28,7 @@ static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *
     *out_bytes = 0;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        return error_set(e, CDL_ERUNTIME, "cannot open '%s': %s", path, strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
     }
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
@@ -49,11 +49,11 @@ static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *
     int failed = ferror(f), saved_errno = errno;
     fclose(f);
     if (!buf) {
-        return error_set(e, CDL_ERUNTIME, "'%s': out of memory reading the file", path);
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
     }
     if (failed) {
         free(buf);
-        return error_set(e, CDL_ERUNTIME, "cannot read '%s': %s", path, strerror(saved_errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(saved_errno));
     }
     *out = buf;
     *out_bytes = len;
@@ -63,11 +63,11 @@ static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *
 static int check_size(const char *path, unsigned long w, unsigned long h, Error *e)
 {
     if (w == 0 || h == 0) {
-        return error_set(e, CDL_ERUNTIME, "'%s': image has no pixels (%lux%lu)", path, w, h);
+        return error_set(e, CDL_ERUNTIME, "%s: image has no pixels (%lux%lu)", path, w, h);
     }
     if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (uint64_t)w * h > IMAGE_MAX_PIXELS) {
         return error_set(e, CDL_ERUNTIME,
-                         "'%s': image too large (%lux%lu; at most %d per side, %d "
+                         "%s: image too large (%lux%lu; at most %d per side, %d "
                          "pixels)",
                          path, w, h, IMAGE_MAX_SIDE, IMAGE_MAX_PIXELS);
     }
@@ -115,7 +115,7 @@ static int png_decode(const char *path, const uint8_t *data, size_t bytes, Image
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);
-        return error_set(e, CDL_ERUNTIME, "'%s': out of memory for the PNG decoder", path);
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory for the PNG decoder", path);
     }
     uint8_t *volatile pixels = NULL;
     png_bytep *volatile rows = NULL;
@@ -124,7 +124,7 @@ static int png_decode(const char *path, const uint8_t *data, size_t bytes, Image
         free(rows);
         png_destroy_read_struct(&png, &info, NULL);
         image_free(img);
-        return error_set(e, CDL_ERUNTIME, "'%s': corrupt or truncated PNG: %s", path, src.msg);
+        return error_set(e, CDL_ERUNTIME, "%s: corrupt or truncated PNG: %s", path, src.msg);
     }
     png_set_read_fn(png, &src, png_read_memory);
     png_read_info(png, info);
@@ -223,7 +223,7 @@ static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Imag
         free(row);
         jpeg_destroy_decompress(&cinfo);
         image_free(img);
-        return error_set(e, CDL_ERUNTIME, "'%s': corrupt or truncated JPEG: %s", path, err.msg);
+        return error_set(e, CDL_ERUNTIME, "%s: corrupt or truncated JPEG: %s", path, err.msg);
     }
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, data, (unsigned long)bytes);
@@ -287,13 +287,13 @@ int image_load(const char *path, Image *img, Error *e)
         return rc;
     }
     if (bytes == 0) {
-        rc = error_set(e, CDL_ERUNTIME, "'%s' is empty", path);
+        rc = error_set(e, CDL_ERUNTIME, "%s: the file is empty", path);
     } else if (bytes >= 8 && !memcmp(data, png_magic, 8)) {
         rc = png_decode(path, data, bytes, img, e);
     } else if (bytes >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) {
         rc = jpeg_decode(path, data, bytes, img, e);
     } else {
-        rc = error_set(e, CDL_ERUNTIME, "'%s': not a PNG or JPEG image", path);
+        rc = error_set(e, CDL_ERUNTIME, "%s: not a PNG or JPEG image", path);
     }
     free(data);
     return rc;
@@ -379,12 +379,12 @@ int image_write_png(const char *path, const Image *img, Error *e)
     static const int color_types[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
                                        PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
     if (img->c < 1 || img->c > 4 || img->h < 1 || img->w < 1) {
-        return error_set(e, CDL_EUSAGE, "'%s': cannot write a %dx%dx%d image as PNG", path, img->c,
+        return error_set(e, CDL_EUSAGE, "%s: cannot write a %dx%dx%d image as PNG", path, img->c,
                          img->h, img->w);
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
-        return error_set(e, CDL_ERUNTIME, "cannot create '%s': %s", path, strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot create: %s", path, strerror(errno));
     }
     PngSource status = {0};
     png_structp png =
@@ -396,14 +396,14 @@ int image_write_png(const char *path, const Image *img, Error *e)
         free(row);
         fclose(f);
         remove(path);
-        return error_set(e, CDL_ERUNTIME, "'%s': out of memory for the PNG encoder", path);
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory for the PNG encoder", path);
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(row);
         fclose(f);
         remove(path);
-        return error_set(e, CDL_ERUNTIME, "cannot write '%s': %s", path, status.msg);
+        return error_set(e, CDL_ERUNTIME, "%s: cannot write: %s", path, status.msg);
     }
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, color_types[img->c],
@@ -425,7 +425,7 @@ int image_write_png(const char *path, const Image *img, Error *e)
     free(row);
     if (fclose(f) != 0) {
         remove(path);
-        return error_set(e, CDL_ERUNTIME, "cannot write '%s': %s", path, strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot write: %s", path, strerror(errno));
     }
     return CDL_OK;
 }

@@ -8,9 +8,18 @@
  *
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
- * unpadded convolution). */
+ * unpadded convolution). Depthwise convolutions (one input channel per group) use direct
+ * loops instead: their gemms would be a single row each.
+ *
+ * Threading: when the batch spreads evenly over the threads, each thread takes whole images
+ * (its own im2col slice of the scratch buffer and a single-threaded gemm, since OpenBLAS
+ * runs serially inside a parallel region); otherwise images go one by one with threaded
+ * im2col and gemm. Weight gradients of an image-parallel backward are summed per thread and
+ * reduced in thread order, so results depend on the thread count but not on timing. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/layer.h"
 #include "core/net.h"
@@ -21,12 +30,23 @@
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES, P_SCALES, P_ROLLING_MEAN, P_ROLLING_VARIANCE };
 
+/* Threads that accumulate weight gradients in private copies: each copy costs one weight
+ * tensor, so beyond this many the images of a backward run one by one instead. */
+#define CONV_MAX_GRAD_THREADS 4
+
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define CONV_PARALLEL_MIN 32768
+
 typedef struct Conv {
     int filters, size, stride, padding, groups, batch_normalize;
-    int direct;     /* 1x1, stride 1, no padding: the input is its own column matrix */
-    int batch;      /* batch the buffers below are sized for */
-    float *x_hat;   /* [batch][filters][out_hw], batch norm only */
-    float *inv_std; /* [filters] */
+    int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
+    int depthwise;      /* one input channel per group: direct loops, no gemm */
+    size_t cols_floats; /* im2col columns of one image and group (the scratch per sample) */
+    int batch;          /* batch the BN buffers are sized for */
+    float *x_hat;       /* [batch][filters][out_hw], batch norm only */
+    float *inv_std;     /* [filters] */
+    float *dw_partial;  /* [n_partial][weights]: weight gradients of threads 1.. */
+    int n_partial;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -95,6 +115,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->groups = groups;
     cv->batch_normalize = bn != 0;
     cv->direct = size == 1 && stride == 1 && padding == 0;
+    cv->depthwise = in.c == groups && !cv->direct;
     l->priv = cv;
 
     l->out_shape = (Shape){filters, out_h, out_w};
@@ -107,8 +128,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         layer_add_param(l, "rolling_mean", (size_t)filters, 0, 0);
         layer_add_param(l, "rolling_variance", (size_t)filters, 0, 0);
     }
+    cv->cols_floats = cv->direct || cv->depthwise ? 0 : kdim * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
-    l->scratch_per_sample = cv->direct ? 0 : kdim * out_hw;
+    l->scratch_per_sample = cv->cols_floats;
     return CDL_OK;
 }
 
@@ -134,6 +156,18 @@ static void conv_init(Layer *l, Rng *rng)
 static int conv_resize(Layer *l, int batch, Error *e)
 {
     Conv *cv = l->priv;
+    int want = omp_get_max_threads();
+    want = (want < CONV_MAX_GRAD_THREADS ? want : CONV_MAX_GRAD_THREADS) - 1;
+    /* Only a backward needs them; inference nets have no gradient slab. */
+    if (cv->depthwise || !l->params[P_WEIGHTS].grad || cv->n_partial >= want)
+        want = cv->n_partial;
+    if (want != cv->n_partial) {
+        free(cv->dw_partial);
+        cv->dw_partial = malloc((size_t)want * l->params[P_WEIGHTS].count * sizeof(float));
+        cv->n_partial = cv->dw_partial ? want : 0;
+        if (!cv->dw_partial)
+            return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
+    }
     if (!cv->batch_normalize || batch == cv->batch)
         return CDL_OK;
     free(cv->x_hat);
@@ -148,30 +182,189 @@ static int conv_resize(Layer *l, int batch, Error *e)
     return CDL_OK;
 }
 
+/* Threads to spread the batch's images over, or 1 to run images one by one with threaded
+ * kernels (when there are fewer images than threads, or they would split unevenly). */
+static int image_threads(int batch)
+{
+    const int nt = omp_get_max_threads();
+    if (nt < 2 || batch < nt || (batch % nt && batch < 4 * nt))
+        return 1;
+    return nt;
+}
+
+/* out_b[filters][out_hw] for one image x_b [c][h][w]; cols is this image's scratch slice. */
+static void forward_image(const Layer *l, const Conv *cv, const float *x_b, float *out_b,
+                          float *cols)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const float *w = l->params[P_WEIGHTS].data;
+    for (int g = 0; g < cv->groups; g++) {
+        const float *xg = x_b + (size_t)g * cg * in.h * in.w;
+        if (!cv->direct)
+            im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
+        gemm(0, 0, fg, out_hw, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, cv->direct ? xg : cols,
+             out_hw, 0.0f, out_b + (size_t)g * fg * out_hw, out_hw);
+    }
+}
+
+/* dW[filters][kdim] = beta * dW + delta_b * cols_b^T for one image, group by group. */
+static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
+                               const float *delta_b, float beta, float *dw, float *cols)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    for (int g = 0; g < cv->groups; g++) {
+        const float *xg = x_b + (size_t)g * cg * in.h * in.w;
+        if (!cv->direct)
+            im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
+        gemm(0, 1, fg, kdim, out_hw, 1.0f, delta_b + (size_t)g * fg * out_hw, out_hw,
+             cv->direct ? xg : cols, out_hw, beta, dw + (size_t)g * fg * kdim, kdim);
+    }
+}
+
+/* dx_b += W^T * delta_b folded back onto the image (col2im), group by group. */
+static void input_grads_image(const Layer *l, const Conv *cv, const float *delta_b, float *dx_b,
+                              float *cols)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const float *w = l->params[P_WEIGHTS].data;
+    for (int g = 0; g < cv->groups; g++) {
+        const float *wg = w + (size_t)g * fg * kdim, *dg = delta_b + (size_t)g * fg * out_hw;
+        float *dxg = dx_b + (size_t)g * cg * in.h * in.w;
+        if (cv->direct) {
+            gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 1.0f, dxg, out_hw);
+        } else {
+            gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 0.0f, cols, out_hw);
+            col2im(cols, cg, in.h, in.w, cv->size, cv->stride, cv->padding, (size_t)out_hw, dxg);
+        }
+    }
+}
+
+/* ---- depthwise: filter f reads input channel f / (filters/groups) only ---- */
+
+/* The range [lo, hi) of output columns ox whose tap ox*stride + off lies inside [0, w). */
+static void valid_columns(int off, int w, int stride, int out_w, int *lo, int *hi)
+{
+    int a = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    int b = w - off <= 0 ? 0 : (w - 1 - off) / stride + 1;
+    if (b > out_w)
+        b = out_w;
+    *lo = a < b ? a : b;
+    *hi = b;
+}
+
+static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, int batch)
+{
+    const Shape in = l->in_shape;
+    const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
+    const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
+    const float *w = l->params[P_WEIGHTS].data;
+    const int planes = batch * cv->filters;
+
+#pragma omp parallel for schedule(static) if (l->flops * batch >= CONV_PARALLEL_MIN)
+    for (int bf = 0; bf < planes; bf++) {
+        const int b = bf / cv->filters, f = bf % cv->filters;
+        const float *restrict src = x + ((size_t)b * in.c + f / fg) * in.h * in.w;
+        const float *restrict wf = w + (size_t)f * size * size;
+        float *restrict dst = l->out + (size_t)bf * out_h * out_w;
+        for (int oy = 0; oy < out_h; oy++) {
+            float *restrict o = dst + (size_t)oy * out_w;
+            for (int ox = 0; ox < out_w; ox++)
+                o[ox] = 0.0f;
+            for (int ki = 0; ki < size; ki++) {
+                const int iy = oy * stride - pad + ki;
+                if (iy < 0 || iy >= in.h)
+                    continue;
+                const float *restrict row = src + (size_t)iy * in.w;
+                for (int kj = 0; kj < size; kj++) {
+                    const int off = kj - pad;
+                    const float wv = wf[ki * size + kj];
+                    int lo, hi;
+                    valid_columns(off, in.w, stride, out_w, &lo, &hi);
+                    if (stride == 1) {
+                        for (int ox = lo; ox < hi; ox++)
+                            o[ox] += wv * row[ox + off];
+                    } else {
+                        for (int ox = lo; ox < hi; ox++)
+                            o[ox] += wv * row[ox * stride + off];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Weight and input gradients; parallel over input channels, each of which owns its
+ * filters' weight gradients and its slice of dx, so no two threads touch one value. */
+static void depthwise_backward(const Layer *l, const Conv *cv, const float *x, float *dx, int batch)
+{
+    const Shape in = l->in_shape;
+    const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
+    const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
+    const size_t in_hw = (size_t)in.h * in.w, out_hw = (size_t)out_h * out_w;
+    const float *w = l->params[P_WEIGHTS].data;
+    float *dw = l->params[P_WEIGHTS].grad;
+
+#pragma omp parallel for schedule(static) if (l->flops * batch >= CONV_PARALLEL_MIN)
+    for (int ch = 0; ch < in.c; ch++) {
+        for (int f = ch * fg; f < (ch + 1) * fg; f++) {
+            for (int ki = 0; ki < size; ki++) {
+                for (int kj = 0; kj < size; kj++) {
+                    const int off = kj - pad;
+                    const float wv = w[((size_t)f * size + ki) * size + kj];
+                    int lo, hi;
+                    valid_columns(off, in.w, stride, out_w, &lo, &hi);
+                    double acc = 0.0;
+                    for (int b = 0; b < batch; b++) {
+                        const float *src = x + ((size_t)b * in.c + ch) * in_hw;
+                        const float *d = l->delta + ((size_t)b * cv->filters + f) * out_hw;
+                        float *dxc = dx ? dx + ((size_t)b * in.c + ch) * in_hw : NULL;
+                        for (int oy = 0; oy < out_h; oy++) {
+                            const int iy = oy * stride - pad + ki;
+                            if (iy < 0 || iy >= in.h)
+                                continue;
+                            const float *restrict row = src + (size_t)iy * in.w;
+                            const float *restrict drow = d + (size_t)oy * out_w;
+                            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                            for (int ox = lo; ox < hi; ox++)
+                                sum += drow[ox] * row[ox * stride + off];
+                            acc += sum;
+                            if (!dxc)
+                                continue;
+                            float *restrict dxrow = dxc + (size_t)iy * in.w;
+                            for (int ox = lo; ox < hi; ox++)
+                                dxrow[ox * stride + off] += wv * drow[ox];
+                        }
+                    }
+                    dw[((size_t)f * size + ki) * size + kj] += (float)acc;
+                }
+            }
+        }
+    }
+}
+
 static void conv_forward(Layer *l, Net *net)
 {
     const Conv *cv = l->priv;
-    const int batch = net->batch, groups = cv->groups;
-    const Shape in = l->in_shape;
-    const int cg = in.c / groups, fg = cv->filters / groups;
+    const int batch = net->batch;
     const int out_hw = l->out_shape.h * l->out_shape.w;
-    const int kdim = cg * cv->size * cv->size;
-    const size_t in_size = shape_size(in), out_size = shape_size(l->out_shape);
+    const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const float *x = net_layer_input(net, l, 0);
-    const float *w = l->params[P_WEIGHTS].data;
 
-    for (int b = 0; b < batch; b++) {
-        for (int g = 0; g < groups; g++) {
-            const float *xg = x + b * in_size + (size_t)g * cg * in.h * in.w;
-            const float *cols = xg;
-            if (!cv->direct) {
-                im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, net->scratch,
-                       (size_t)out_hw);
-                cols = net->scratch;
-            }
-            gemm(0, 0, fg, out_hw, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, cols, out_hw, 0.0f,
-                 l->out + b * out_size + (size_t)g * fg * out_hw, out_hw);
-        }
+    if (cv->depthwise) {
+        depthwise_forward(l, cv, x, batch);
+    } else {
+        const int nt = image_threads(batch);
+#pragma omp parallel for schedule(static) if (nt > 1)
+        for (int b = 0; b < batch; b++)
+            forward_image(l, cv, x + b * in_size, l->out + b * out_size,
+                          net->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
     }
 
     const float *bias = l->params[P_BIASES].data;
@@ -215,16 +408,53 @@ static void add_bias_grads(const float *delta, float *dbias, int batch, int filt
     }
 }
 
+/* Weight gradients of the whole batch. Image-parallel: thread t takes a fixed contiguous
+ * range of images and sums them into its own copy (thread 0 straight into the gradient);
+ * the copies are then added in thread order. */
+static void weight_grads(Layer *l, Conv *cv, Net *net, int nt)
+{
+    const int batch = net->batch;
+    const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
+    const size_t count = l->params[P_WEIGHTS].count;
+    const float *x = net_layer_input(net, l, 0);
+    float *dw = l->params[P_WEIGHTS].grad;
+    int threads = nt < cv->n_partial + 1 ? nt : cv->n_partial + 1;
+
+    if (threads < 2) {
+        for (int b = 0; b < batch; b++)
+            weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
+                               net->scratch);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        const int b0 = (int)((long)batch * t / n), b1 = (int)((long)batch * (t + 1) / n);
+        float *acc = t ? cv->dw_partial + (size_t)(t - 1) * count : dw;
+        if (t == 0)
+            threads = n;
+        if (t && b0 == b1)
+            memset(acc, 0, count * sizeof *acc);
+        for (int b = b0; b < b1; b++)
+            weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
+                               t == 0 || b > b0 ? 1.0f : 0.0f, acc,
+                               net->scratch + (size_t)b * cv->cols_floats);
+    }
+#pragma omp parallel for simd schedule(static) if (count >= 16384)
+    for (size_t i = 0; i < count; i++) {
+        float sum = dw[i];
+        for (int t = 1; t < threads; t++)
+            sum += cv->dw_partial[(size_t)(t - 1) * count + i];
+        dw[i] = sum;
+    }
+}
+
 static void conv_backward(Layer *l, Net *net)
 {
-    const Conv *cv = l->priv;
-    const int batch = net->batch, groups = cv->groups;
-    const Shape in = l->in_shape;
-    const int cg = in.c / groups, fg = cv->filters / groups;
+    Conv *cv = l->priv;
+    const int batch = net->batch;
     const int out_hw = l->out_shape.h * l->out_shape.w;
-    const int kdim = cg * cv->size * cv->size;
-    const size_t in_size = shape_size(in), out_size = shape_size(l->out_shape);
-    const size_t in_group = (size_t)cg * in.h * in.w;
+    const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
     layer_activation_backward(l, batch);
     if (cv->batch_normalize)
@@ -234,38 +464,19 @@ static void conv_backward(Layer *l, Net *net)
     else
         add_bias_grads(l->delta, l->params[P_BIASES].grad, batch, cv->filters, out_hw);
 
-    const float *x = net_layer_input(net, l, 0);
     float *dx = net_layer_input_delta(net, l, 0);
-    const float *w = l->params[P_WEIGHTS].data;
-    float *dw = l->params[P_WEIGHTS].grad;
-    for (int b = 0; b < batch; b++) {
-        for (int g = 0; g < groups; g++) {
-            const float *xg = x + b * in_size + g * in_group;
-            const float *dg = l->delta + b * out_size + (size_t)g * fg * out_hw;
-            const float *wg = w + (size_t)g * fg * kdim;
-            const float *cols = xg;
-            if (!cv->direct) {
-                im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, net->scratch,
-                       (size_t)out_hw);
-                cols = net->scratch;
-            }
-            /* dW_g[fg][kdim] += delta_g[fg][out_hw] * cols^T */
-            gemm(0, 1, fg, kdim, out_hw, 1.0f, dg, out_hw, cols, out_hw, 1.0f,
-                 dw + (size_t)g * fg * kdim, kdim);
-            if (!dx)
-                continue;
-            float *dxg = dx + b * in_size + g * in_group;
-            /* dcols[kdim][out_hw] = W_g^T * delta_g, folded back onto the input */
-            if (cv->direct) {
-                gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 1.0f, dxg, out_hw);
-            } else {
-                gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 0.0f, net->scratch,
-                     out_hw);
-                col2im(net->scratch, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
-                       (size_t)out_hw, dxg);
-            }
-        }
+    if (cv->depthwise) {
+        depthwise_backward(l, cv, net_layer_input(net, l, 0), dx, batch);
+        return;
     }
+    const int nt = image_threads(batch);
+    weight_grads(l, cv, net, nt);
+    if (!dx)
+        return;
+#pragma omp parallel for schedule(static) if (nt > 1)
+    for (int b = 0; b < batch; b++)
+        input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
+                          net->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
 }
 
 static void conv_destroy(Layer *l)
@@ -275,6 +486,7 @@ static void conv_destroy(Layer *l)
         return;
     free(cv->x_hat);
     free(cv->inv_std);
+    free(cv->dw_partial);
     free(cv);
     l->priv = NULL;
 }

@@ -12,6 +12,10 @@
 
 /* Below this many values a parallel region costs more than it saves. */
 #define DROPOUT_PARALLEL_MIN 65536
+/* Mask chunks: at least DROPOUT_CHUNK values each (one generator per chunk), and at
+ * most DROPOUT_MAX_CHUNKS of them. */
+#define DROPOUT_CHUNK 16384
+#define DROPOUT_MAX_CHUNKS 1024
 
 typedef struct Dropout {
     float probability;
@@ -66,16 +70,30 @@ static void dropout_forward(Layer *l, Net *net)
         memcpy(l->out, in, n * sizeof *l->out);
         return;
     }
-    /* One sequential stream: the draws do not depend on the thread count. */
-    Rng r;
-    rng_seed(&r, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
-    float *mask = d->mask;
-    for (size_t i = 0; i < n; i++)
-        mask[i] = rng_uniform(&r) < d->probability ? 0.0f : d->scale;
-    float *out = l->out;
-#pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
-    for (size_t i = 0; i < n; i++)
-        out[i] = in[i] * mask[i];
+    /* The layer's stream seeds one generator per fixed-size chunk, so the chunks can be
+     * drawn in parallel while the mask depends only on (seed, draw_id, layer). */
+    Rng master;
+    rng_seed(&master, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
+    uint64_t chunk_seeds[DROPOUT_MAX_CHUNKS];
+    size_t chunk = n / DROPOUT_MAX_CHUNKS + 1;
+    chunk = chunk > DROPOUT_CHUNK ? chunk : DROPOUT_CHUNK;
+    int chunks = (int)((n + chunk - 1) / chunk);
+    for (int k = 0; k < chunks; k++) {
+        uint64_t high = rng_u32(&master);
+        chunk_seeds[k] = high << 32 | rng_u32(&master);
+    }
+    float *mask = d->mask, *out = l->out;
+    float p = d->probability, scale = d->scale;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int k = 0; k < chunks; k++) {
+        Rng r;
+        rng_seed(&r, chunk_seeds[k], (uint64_t)k);
+        size_t end = (size_t)(k + 1) * chunk < n ? (size_t)(k + 1) * chunk : n;
+        for (size_t i = (size_t)k * chunk; i < end; i++) {
+            mask[i] = rng_uniform(&r) < p ? 0.0f : scale;
+            out[i] = in[i] * mask[i];
+        }
+    }
 }
 
 static void dropout_backward(Layer *l, Net *net)

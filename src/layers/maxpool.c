@@ -76,31 +76,55 @@ static int maxpool_resize(Layer *l, int batch, Error *e)
     return CDL_OK;
 }
 
-/* One input plane to one output plane. */
-static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, float *out,
-                          int *argmax, int oh, int ow)
+/* One input plane to one output plane. Inlined with a constant `size` for the common
+ * 2x2 and 3x3 windows, so that the loops over a window that lies wholly inside the
+ * input unroll; windows crossing the border are clipped. */
+static inline __attribute__((always_inline)) void
+maxpool_plane_sized(const float *in, int ih, int iw, float *out, int *argmax, int oh, int ow,
+                    int size, int stride, int offset)
 {
-    int offset = m->padding / 2;
     for (int i = 0; i < oh; i++) {
-        int y0 = i * m->stride - offset;
-        int ys = y0 > 0 ? y0 : 0, ye = y0 + m->size < ih ? y0 + m->size : ih;
+        int y0 = i * stride - offset;
+        int ys = y0 > 0 ? y0 : 0, ye = y0 + size < ih ? y0 + size : ih;
+        int rows_inside = ys == y0 && ye == y0 + size;
         for (int j = 0; j < ow; j++) {
-            int x0 = j * m->stride - offset;
-            int xs = x0 > 0 ? x0 : 0, xe = x0 + m->size < iw ? x0 + m->size : iw;
+            int x0 = j * stride - offset;
             float best = -INFINITY;
-            int best_at = ys * iw + xs;
-            for (int y = ys; y < ye; y++)
-                for (int x = xs; x < xe; x++) {
-                    float v = in[y * iw + x];
-                    if (v > best) {
-                        best = v;
-                        best_at = y * iw + x;
+            int best_at;
+            if (rows_inside && x0 >= 0 && x0 + size <= iw) {
+                best_at = y0 * iw + x0;
+                for (int y = y0; y < y0 + size; y++)
+                    for (int x = x0; x < x0 + size; x++) {
+                        float v = in[y * iw + x];
+                        best_at = v > best ? y * iw + x : best_at;
+                        best = v > best ? v : best;
                     }
-                }
+            } else {
+                int xs = x0 > 0 ? x0 : 0, xe = x0 + size < iw ? x0 + size : iw;
+                best_at = ys * iw + xs;
+                for (int y = ys; y < ye; y++)
+                    for (int x = xs; x < xe; x++) {
+                        float v = in[y * iw + x];
+                        best_at = v > best ? y * iw + x : best_at;
+                        best = v > best ? v : best;
+                    }
+            }
             out[i * ow + j] = best;
             argmax[i * ow + j] = best_at;
         }
     }
+}
+
+static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, float *out,
+                          int *argmax, int oh, int ow)
+{
+    int offset = m->padding / 2;
+    if (m->size == 2)
+        maxpool_plane_sized(in, ih, iw, out, argmax, oh, ow, 2, m->stride, offset);
+    else if (m->size == 3)
+        maxpool_plane_sized(in, ih, iw, out, argmax, oh, ow, 3, m->stride, offset);
+    else
+        maxpool_plane_sized(in, ih, iw, out, argmax, oh, ow, m->size, m->stride, offset);
 }
 
 static void maxpool_forward(Layer *l, Net *net)

@@ -20,8 +20,8 @@ static void valid_range(int off, int w, int stride, int out_w, int *lo, int *hi)
     *hi = h;
 }
 
-void im2col(const float *im, int c, int h, int w, int size, int stride, int pad, float *col,
-            size_t ldcol)
+void im2col(const float *restrict im, int c, int h, int w, int size, int stride, int pad,
+            float *restrict col, size_t ldcol)
 {
     const int out_h = conv_out_size(h, size, stride, pad);
     const int out_w = conv_out_size(w, size, stride, pad);
@@ -32,18 +32,18 @@ void im2col(const float *im, int c, int h, int w, int size, int stride, int pad,
     for (int r = 0; r < rows; r++) {
         const int kj = r % size, ki = (r / size) % size, ch = r / (size * size);
         const int off = kj - pad;
-        const float *src = im + (size_t)ch * h * w;
-        float *dst = col + (size_t)r * ldcol;
+        const float *restrict src = im + (size_t)ch * h * w;
+        float *restrict dst = col + (size_t)r * ldcol;
         int lo, hi;
         valid_range(off, w, stride, out_w, &lo, &hi);
         for (int oy = 0; oy < out_h; oy++) {
-            float *d = dst + (size_t)oy * out_w;
+            float *restrict d = dst + (size_t)oy * out_w;
             const int iy = oy * stride - pad + ki;
             if (iy < 0 || iy >= h) {
                 memset(d, 0, (size_t)out_w * sizeof *d);
                 continue;
             }
-            const float *s = src + (size_t)iy * w;
+            const float *restrict s = src + (size_t)iy * w;
             for (int ox = 0; ox < lo; ox++)
                 d[ox] = 0.0f;
             if (stride == 1) {
@@ -58,8 +58,8 @@ void im2col(const float *im, int c, int h, int w, int size, int stride, int pad,
     }
 }
 
-void col2im(const float *col, int c, int h, int w, int size, int stride, int pad, size_t ldcol,
-            float *im)
+void col2im(const float *restrict col, int c, int h, int w, int size, int stride, int pad,
+            size_t ldcol, float *restrict im)
 {
     const int out_h = conv_out_size(h, size, stride, pad);
     const int out_w = conv_out_size(w, size, stride, pad);
@@ -70,7 +70,7 @@ void col2im(const float *col, int c, int h, int w, int size, int stride, int pad
 #pragma omp parallel for schedule(static) if (work >= IM2COL_PARALLEL_MIN)
     for (int row = 0; row < c * h; row++) {
         const int ch = row / h, iy = row % h;
-        float *dst = im + (size_t)row * w;
+        float *restrict dst = im + (size_t)row * w;
         for (int ki = 0; ki < size; ki++) {
             const int t = iy + pad - ki;
             if (t < 0 || t % stride)
@@ -81,7 +81,7 @@ void col2im(const float *col, int c, int h, int w, int size, int stride, int pad
             for (int kj = 0; kj < size; kj++) {
                 const int off = kj - pad;
                 const size_t r = ((size_t)ch * size + ki) * size + kj;
-                const float *s = col + r * ldcol + (size_t)oy * out_w;
+                const float *restrict s = col + r * ldcol + (size_t)oy * out_w;
                 int lo, hi;
                 valid_range(off, w, stride, out_w, &lo, &hi);
                 if (stride == 1) {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
@@ -89,6 +91,11 @@ static void test_gradcheck_convolutions(void)
     gradcheck_cfg("conv 3x3 padding=2 stride 3",
                   NET(2, 2, 7, 7) "[convolutional]\nfilters=2\nsize=3\npadding=2\nstride=3\n"
                                   "activation=linear\n");
+    gradcheck_cfg("conv batch 6", NET(6, 2, 4, 4) "[convolutional]\nfilters=3\nsize=3\n"
+                                                  "pad=1\nactivation=linear\n");
+    gradcheck_cfg("depthwise x2 stride 2",
+                  NET(2, 2, 6, 5) "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\n"
+                                  "groups=2\nactivation=linear\n");
     gradcheck_cfg("conv stack", NET(2, 2, 6, 6) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
                                                 "batch_normalize=1\nactivation=leaky\n"
                                                 "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
@@ -127,6 +134,82 @@ static void test_gradcheck_connected_and_batchnorm(void)
     gradcheck_cfg("batchnorm", NET(3, 3, 4, 5) "[batchnorm]\n");
     gradcheck_cfg("conv + batchnorm", NET(2, 2, 4, 4) "[convolutional]\nfilters=3\nsize=3\n"
                                                       "pad=1\nactivation=linear\n[batchnorm]\n");
+}
+
+/* Runs forward and backward of text at `threads` OpenMP threads with a fixed input and
+ * output gradient; returns the weight gradients followed by dL/d(input) (malloc'd). */
+static float *grads_at_threads(const char *text, int threads, size_t *n)
+{
+    Net net;
+    Error e = {0};
+    Cfg cfg;
+    *n = 0;
+    omp_set_num_threads(threads); /* before net_resize, which sizes per-thread buffers */
+    if (cfg_parse_text(text, "t.cfg", &cfg, &e)) {
+        fprintf(stderr, "cannot parse: %s\n", e.msg);
+        return NULL;
+    }
+    if (net_build(&net, &cfg, 1, 3, &e)) {
+        fprintf(stderr, "cannot build: %s\n", e.msg);
+        cfg_free(&cfg);
+        return NULL;
+    }
+    if (net_resize(&net, net.hyper.batch, 1, &e)) {
+        fprintf(stderr, "cannot resize: %s\n", e.msg);
+        net_free(&net);
+        return NULL;
+    }
+    const size_t in_n = (size_t)net.batch * shape_size(net.in_shape);
+    Layer *last = &net.layers[net.n_layers - 1];
+    const size_t out_n = (size_t)net.batch * shape_size(last->out_shape);
+    Rng rng;
+    rng_seed(&rng, 9, 0);
+    for (size_t i = 0; i < in_n; i++)
+        net.input[i] = rng_normal(&rng);
+    net.train = 1;
+    net_zero_grads(&net);
+    net_forward(&net);
+    for (size_t i = 0; i < out_n; i++)
+        last->delta[i] = rng_normal(&rng);
+    net_backward(&net);
+    float *all = malloc((net.n_params + in_n + out_n) * sizeof *all);
+    memcpy(all, net.grads, net.n_params * sizeof *all);
+    memcpy(all + net.n_params, net.input_delta, in_n * sizeof *all);
+    memcpy(all + net.n_params + in_n, last->out, out_n * sizeof *all);
+    *n = net.n_params + in_n + out_n;
+    net_free(&net);
+    return all;
+}
+
+/* The image-parallel paths (per-thread weight gradients, one scratch slice per image) and
+ * the image-by-image path agree to float round-off. */
+static void test_conv_results_do_not_depend_on_thread_count(void)
+{
+    static const char *const cfgs[] = {
+        NET(6, 3, 7, 7) "[convolutional]\nfilters=6\nsize=3\npad=1\nbatch_normalize=1\n"
+                        "activation=leaky\n[convolutional]\nfilters=4\nsize=3\nstride=2\n"
+                        "groups=2\nactivation=linear\n",
+        NET(8, 4, 5, 5) "[convolutional]\nfilters=4\nsize=1\nactivation=linear\n"
+                        "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=4\n"
+                        "activation=linear\n",
+    };
+    const int saved = omp_get_max_threads();
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        size_t n1, n;
+        float *ref = grads_at_threads(cfgs[c], 1, &n1);
+        CHECK(ref != NULL);
+        for (int threads = 2; ref && threads <= 4; threads++) {
+            float *got = grads_at_threads(cfgs[c], threads, &n);
+            CHECK(got != NULL && n == n1);
+            double worst = 0;
+            for (size_t i = 0; got && i < n; i++)
+                worst = fmax(worst, fabs(got[i] - ref[i]) / (1 + fabs(ref[i])));
+            CHECK_NEAR(worst, 0, 1e-5);
+            free(got);
+        }
+        free(ref);
+    }
+    omp_set_num_threads(saved);
 }
 
 /* ---- exact values ---- */
@@ -498,6 +581,7 @@ int main(void)
     test_conv_params_and_init();
     test_shapes_and_flops();
     test_cfg_errors_name_file_and_line();
+    test_conv_results_do_not_depend_on_thread_count();
     test_gradcheck_convolutions();
     test_gradcheck_activations_through_conv();
     test_gradcheck_connected_and_batchnorm();

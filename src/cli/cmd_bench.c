@@ -1,0 +1,180 @@
+/* cdl bench: times training steps of a cfg's net on random data (no dataset needed), so
+ * scripts/bench*.sh can compare cdl with a peer on the same architecture and batch. */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "core/net.h"
+#include "train/sgd.h"
+#include "util/rng.h"
+
+/* Fixed so that every run times the same data and the same initial weights. */
+#define BENCH_SEED 1
+
+static const OptSpec bench_opts[] = {
+    {"--batch", 1, 0, "images per step (default: the cfg's batch; sets subdivisions=1)"},
+    {"--steps", 1, 0, "timed training steps (default 20)"},
+    {"--warmup", 1, 0, "untimed steps before timing (default 3)"},
+    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--json", 0, 0, "print one JSON object instead of a line"},
+    {"--help", 0, 0, "show this help"},
+};
+#define N_BENCH_OPTS (int)(sizeof bench_opts / sizeof bench_opts[0])
+
+typedef struct BenchSettings {
+    const char *cfg_path;
+    long batch; /* 0: the cfg's */
+    long steps, warmup, threads;
+    int json;
+} BenchSettings;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int read_settings(const Args *a, BenchSettings *b, Error *e)
+{
+    if (a->n_positional != 1)
+        return error_set(e, CDL_EUSAGE, "bench needs one CFG file; see --help");
+    b->cfg_path = a->positional[0];
+    b->json = args_get(a, "--json") != NULL;
+    int st = args_get_int(a, "--batch", 0, 1, INT_MAX, &b->batch, e);
+    st = st ? st : args_get_int(a, "--steps", 20, 1, INT_MAX, &b->steps, e);
+    st = st ? st : args_get_int(a, "--warmup", 3, 0, INT_MAX, &b->warmup, e);
+    st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &b->threads, e);
+    return st;
+}
+
+/* Builds the training net from the cfg, the --set overrides and --batch (applied last, so
+ * it wins over a --set of net.batch or net.subdivisions). */
+static int build_net(const Args *a, const BenchSettings *b, Net *net, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_load(b->cfg_path, &cfg, e);
+    if (st)
+        return st;
+    for (int i = 0; i < a->n_repeats && !st; i++)
+        st = cfg_apply_override(&cfg, a->repeats[i], e);
+    if (!st && b->batch) {
+        char batch[64];
+        snprintf(batch, sizeof batch, "net.batch=%ld", b->batch);
+        st = cfg_apply_override(&cfg, batch, e);
+        st = st ? st : cfg_apply_override(&cfg, "net.subdivisions=1", e);
+    }
+    st = st ? st : net_build(net, &cfg, 1, BENCH_SEED, e);
+    if (st) {
+        cfg_free(&cfg);
+        return st;
+    }
+    return net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
+}
+
+/* N(0,1) images and uniform labels; every mini-batch of a step reuses them. */
+static void fill_random_batch(Net *net)
+{
+    Rng rng;
+    rng_seed(&rng, BENCH_SEED, 0xbe4c0000u);
+    const size_t n = (size_t)net->batch * shape_size(net->in_shape);
+    for (size_t i = 0; i < n; i++)
+        net->input[i] = rng_normal(&rng);
+    for (int i = 0; i < net->batch; i++)
+        net->labels[i] = (int)rng_below(&rng, (uint32_t)net->classes);
+}
+
+/* One optimizer step as the trainer takes it: forward and backward per subdivision, then
+ * the SGD update. */
+static void bench_step(Net *net, float *velocity)
+{
+    const int subdivisions = net->hyper.subdivisions;
+    for (int sub = 0; sub < subdivisions; sub++) {
+        net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
+        net_forward(net);
+        net_backward(net);
+    }
+    sgd_step(net, velocity, net_learning_rate(&net->hyper, net->step));
+    net->step++;
+}
+
+static void print_result(const BenchSettings *b, int batch, int threads, double images_per_s,
+                         double ms_per_step)
+{
+    if (!b->json) {
+        printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step)\n", b->cfg_path,
+               batch, threads, b->steps, images_per_s, ms_per_step);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "cfg", b->cfg_path);
+    cJSON_AddNumberToObject(o, "batch", batch);
+    cJSON_AddNumberToObject(o, "threads", threads);
+    cJSON_AddNumberToObject(o, "steps", (double)b->steps);
+    cJSON_AddNumberToObject(o, "images_per_s", images_per_s);
+    cJSON_AddNumberToObject(o, "ms_per_step", ms_per_step);
+    char *text = cJSON_PrintUnformatted(o);
+    if (text)
+        puts(text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+static int run_bench(const Args *a, Error *e)
+{
+    BenchSettings b;
+    int st = read_settings(a, &b, e);
+    if (st)
+        return st;
+    cli_set_threads((int)b.threads);
+    const int threads = omp_get_max_threads();
+    Net net = {0};
+    float *velocity = NULL;
+    st = build_net(a, &b, &net, e);
+    if (!st && !(velocity = calloc(net.n_params + 1, sizeof *velocity)))
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    if (st)
+        goto done;
+    net.train = 1;
+    net.loss_divisor = (float)net.hyper.batch;
+    fill_random_batch(&net);
+    for (long i = 0; i < b.warmup; i++)
+        bench_step(&net, velocity);
+    const double start = now_s();
+    for (long i = 0; i < b.steps; i++)
+        bench_step(&net, velocity);
+    const double elapsed_s = now_s() - start;
+    if (!isfinite(net.loss))
+        fprintf(stderr,
+                "cdl: warning: the loss became %g; timings of non-finite values may not "
+                "be representative\n",
+                net.loss);
+    const double ms_per_step = 1e3 * elapsed_s / (double)b.steps;
+    const double images_per_s = (double)net.hyper.batch * (double)b.steps / elapsed_s;
+    print_result(&b, net.hyper.batch, threads, images_per_s, ms_per_step);
+done:
+    net_free(&net);
+    free(velocity);
+    return st;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    Args a;
+    Error e = {0};
+    if (args_parse(argc, argv, bench_opts, N_BENCH_OPTS, &a, &e))
+        return cli_fail(&e);
+    if (args_get(&a, "--help")) {
+        args_print_help("bench", "CFG [options]",
+                        "Times training steps of the cfg's network on random data.", bench_opts,
+                        N_BENCH_OPTS);
+        return 0;
+    }
+    return run_bench(&a, &e) ? cli_fail(&e) : 0;
+}

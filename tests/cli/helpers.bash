@@ -1,0 +1,47 @@
+# Shared setup for the CLI tests: $CDL is the binary under test, $REPO the checkout;
+# each test runs in its own empty directory so weights/ never leaks between tests.
+REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+CDL="${CDL_BIN:-$REPO/cdl}"
+
+setup() {
+    WORK="$(mktemp -d)"
+    cd "$WORK"
+}
+
+teardown() {
+    cd /
+    rm -rf "$WORK"
+}
+
+# Writes a cfg file named $1 from stdin.
+write_cfg() {
+    cat > "$1"
+}
+
+# A trained digits model at $WORK/digits.cdl (2 epochs, a few seconds).
+train_digits() {
+    "$CDL" train "$REPO/cfg/digits.cfg" --epochs "${1:-2}" --out digits.cdl --threads 1 \
+        --log-every 1000 2>/dev/null
+}
+
+# Writes an 8-bit grayscale PNG: gray_png FILE SIDE PYTHON_EXPR_OF_x_y (0..255), or
+# gray_png FILE digit ROW to draw row ROW of the bundled digits (prints its label).
+gray_png() {
+    /usr/bin/python3 - "$@" "$REPO" <<'PY'
+import gzip, struct, sys, zlib
+out, kind, arg, repo = sys.argv[1:5]
+if kind == "digit":
+    rows = gzip.open(repo + "/data/digits.csv.gz", "rt").read().split()
+    v = [int(float(t)) for t in rows[int(arg)].split(",")]
+    side, pix = 8, [[v[y * 8 + x] * 255 // 16 for x in range(8)] for y in range(8)]
+    print(v[64])
+else:
+    side = int(kind)
+    pix = [[int(eval(arg, {"x": x, "y": y})) & 255 for x in range(side)] for y in range(side)]
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+raw = b"".join(b"\0" + bytes(r) for r in pix)
+head = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+open(out, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+PY
+}
