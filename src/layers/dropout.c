@@ -12,10 +12,6 @@
 
 /* Below this many values a parallel region costs more than it saves. */
 #define DROPOUT_PARALLEL_MIN 65536
-/* Mask chunks: at least DROPOUT_CHUNK values each (one generator per chunk), and at
- * most DROPOUT_MAX_CHUNKS of them. */
-#define DROPOUT_CHUNK 16384
-#define DROPOUT_MAX_CHUNKS 1024
 
 typedef struct Dropout {
     float probability;
@@ -23,6 +19,16 @@ typedef struct Dropout {
     float *mask;       /* [batch][c][h][w]: 0 or scale */
     int mask_is_valid; /* the last forward applied the mask (training) */
 } Dropout;
+
+/* Output i of SplitMix64 (Steele, Lea, Flood 2014) seeded with key: a strong 64-bit
+ * mix of key + (i+1) * golden ratio. */
+static inline uint64_t splitmix64(uint64_t key, uint64_t i)
+{
+    uint64_t z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 
 static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -70,29 +76,20 @@ static void dropout_forward(Layer *l, Net *net)
         memcpy(l->out, in, n * sizeof *l->out);
         return;
     }
-    /* The layer's stream seeds one generator per fixed-size chunk, so the chunks can be
-     * drawn in parallel while the mask depends only on (seed, draw_id, layer). */
-    Rng master;
-    rng_seed(&master, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
-    uint64_t chunk_seeds[DROPOUT_MAX_CHUNKS];
-    size_t chunk = n / DROPOUT_MAX_CHUNKS + 1;
-    chunk = chunk > DROPOUT_CHUNK ? chunk : DROPOUT_CHUNK;
-    int chunks = (int)((n + chunk - 1) / chunk);
-    for (int k = 0; k < chunks; k++) {
-        uint64_t high = rng_u32(&master);
-        chunk_seeds[k] = high << 32 | rng_u32(&master);
-    }
+    /* The layer's stream gives a 64-bit key; value i's draw is the i-th output of the
+     * SplitMix64 sequence started at that key, computed directly from i, so the loop
+     * vectorises and splits across threads with the same mask for any thread count. */
+    Rng r;
+    rng_seed(&r, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
+    uint64_t high = rng_u32(&r);
+    uint64_t key = high << 32 | rng_u32(&r);
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-    for (int k = 0; k < chunks; k++) {
-        Rng r;
-        rng_seed(&r, chunk_seeds[k], (uint64_t)k);
-        size_t end = (size_t)(k + 1) * chunk < n ? (size_t)(k + 1) * chunk : n;
-        for (size_t i = (size_t)k * chunk; i < end; i++) {
-            mask[i] = rng_uniform(&r) < p ? 0.0f : scale;
-            out[i] = in[i] * mask[i];
-        }
+#pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float u = (float)(splitmix64(key, i) >> 40) * (1.0f / 16777216.0f);
+        mask[i] = u < p ? 0.0f : scale;
+        out[i] = in[i] * mask[i];
     }
 }
 

@@ -176,7 +176,7 @@ static void forward_range(const float *x, float *y, size_t n, ActivationKind a)
         break;
     case CDL_ACT_ELU:
         for (i = 0; i < n; i++)
-            y[i] = x[i] > 0 ? x[i] : expm1_neg_vec(x[i] < 0 ? x[i] : 0.0f);
+            y[i] = x[i] > 0 ? x[i] : expm1_neg_vec(x[i]);
         break;
     case CDL_ACT_RELU6:
         for (i = 0; i < n; i++) {
