@@ -6,11 +6,11 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "core/net.h"
-#include "train/sgd.h"
+#include "train/trainer.h"
+#include "util/timer.h"
 #include "util/rng.h"
 
 /* Fixed so that every run times the same data and the same initial weights. */
@@ -33,13 +33,6 @@ typedef struct BenchSettings {
     long steps, warmup, threads;
     int json;
 } BenchSettings;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int read_settings(const Args *a, BenchSettings *b, Error *e)
 {
@@ -78,30 +71,27 @@ static int build_net(const Args *a, const BenchSettings *b, Net *net, Error *e)
     return net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
 }
 
-/* N(0,1) images and uniform labels; every mini-batch of a step reuses them. */
-static void fill_random_batch(Net *net)
+/* A dataset of one batch of random images and labels, shaped for net. */
+static int make_random_dataset(const Net *net, Dataset *d, Error *e)
 {
     Rng rng;
     rng_seed(&rng, BENCH_SEED, 0xbe4c0000u);
-    const size_t n = (size_t)net->batch * shape_size(net->in_shape);
+    d->n = net->hyper.batch;
+    d->c = net->in_shape.c;
+    d->h = net->in_shape.h;
+    d->w = net->in_shape.w;
+    d->scale = 1.0f / 255.0f;
+    d->classes = net->classes;
+    const size_t n = (size_t)d->n * shape_size(net->in_shape);
+    d->pixels = malloc(n);
+    d->labels = malloc((size_t)d->n * sizeof *d->labels);
+    if (!d->pixels || !d->labels)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
     for (size_t i = 0; i < n; i++)
-        net->input[i] = rng_normal(&rng);
-    for (int i = 0; i < net->batch; i++)
-        net->labels[i] = (int)rng_below(&rng, (uint32_t)net->classes);
-}
-
-/* One optimizer step as the trainer takes it: forward and backward per subdivision, then
- * the SGD update. */
-static void bench_step(Net *net, float *velocity)
-{
-    const int subdivisions = net->hyper.subdivisions;
-    for (int sub = 0; sub < subdivisions; sub++) {
-        net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
-        net_forward(net);
-        net_backward(net);
-    }
-    sgd_step(net, velocity, net_learning_rate(&net->hyper, net->step));
-    net->step++;
+        d->pixels[i] = (uint8_t)rng_below(&rng, 256);
+    for (int i = 0; i < d->n; i++)
+        d->labels[i] = (int)rng_below(&rng, (uint32_t)net->classes);
+    return CDL_OK;
 }
 
 static void print_result(const BenchSettings *b, int batch, int threads, double images_per_s,
@@ -135,21 +125,26 @@ static int run_bench(const Args *a, Error *e)
     cli_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
     Net net = {0};
+    Dataset data = {0};
     float *velocity = NULL;
+    int *order = NULL;
     st = build_net(a, &b, &net, e);
-    if (!st && !(velocity = calloc(net.n_params + 1, sizeof *velocity)))
+    st = st ? st : make_random_dataset(&net, &data, e);
+    if (!st && (!(velocity = calloc(net.n_params + 1, sizeof *velocity)) ||
+                !(order = malloc((size_t)data.n * sizeof *order))))
         st = error_set(e, CDL_ERUNTIME, "out of memory");
     if (st)
         goto done;
+    for (int i = 0; i < data.n; i++)
+        order[i] = i;
     net.train = 1;
     net.loss_divisor = (float)net.hyper.batch;
-    fill_random_batch(&net);
     for (long i = 0; i < b.warmup; i++)
-        bench_step(&net, velocity);
-    const double start = now_s();
+        trainer_step(&net, velocity, &data, order, net_learning_rate(&net.hyper, net.step));
+    const double start = time_now_s();
     for (long i = 0; i < b.steps; i++)
-        bench_step(&net, velocity);
-    const double elapsed_s = now_s() - start;
+        trainer_step(&net, velocity, &data, order, net_learning_rate(&net.hyper, net.step));
+    const double elapsed_s = time_now_s() - start;
     if (!isfinite(net.loss))
         fprintf(stderr,
                 "cdl: warning: the loss became %g; timings of non-finite values may not "
@@ -160,7 +155,9 @@ static int run_bench(const Args *a, Error *e)
     print_result(&b, net.hyper.batch, threads, images_per_s, ms_per_step);
 done:
     net_free(&net);
+    dataset_free(&data);
     free(velocity);
+    free(order);
     return st;
 }
 

@@ -5,16 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "train/sgd.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util/timer.h"
 
 /* The sample order of one epoch. */
 static void epoch_order(int *perm, int n, uint64_t seed, int epoch)
@@ -26,9 +19,7 @@ static void epoch_order(int *perm, int n, uint64_t seed, int epoch)
     rng_shuffle(&rng, perm, n);
 }
 
-/* One optimizer step over batch samples perm[0..batch): returns the batch's mean loss. */
-static float train_step(Net *net, float *velocity, const Dataset *train, const int *perm,
-                        float lr)
+float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr)
 {
     const int subdivisions = net->hyper.subdivisions, mini = net->batch;
     float loss = 0;
@@ -98,7 +89,7 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
     net->loss_divisor = (float)batch;
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
-    const double start = now_s();
+    const double start = time_now_s();
     double loss_sum = 0;
     int loss_steps = 0, st = CDL_OK, ordered_epoch = -1;
     while (net->step < total && !st) {
@@ -109,7 +100,7 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
             ordered_epoch = epoch;
         }
         const float lr = net_learning_rate(&net->hyper, net->step);
-        const float loss = train_step(net, velocity, train, perm + (size_t)pos * (size_t)batch, lr);
+        const float loss = trainer_step(net, velocity, train, perm + (size_t)pos * (size_t)batch, lr);
         if (!isfinite(loss)) {
             st = error_set(e, CDL_ERUNTIME,
                            "step %llu: the loss is not finite (%g); stopped, the last checkpoint "
@@ -119,7 +110,7 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
         }
         loss_sum += loss;
         loss_steps++;
-        const double elapsed = now_s() - start;
+        const double elapsed = time_now_s() - start;
         const double steps_per_s = (double)(net->step - first) / (elapsed > 0 ? elapsed : 1e-9);
         if (cb && cb->on_step) {
             StepReport r = {net->step,   total, epoch, pos + 1, steps_per_epoch,

@@ -38,6 +38,11 @@ typedef struct TrainPlan {
     const char *out_path; /* checkpoint written after every epoch */
 } TrainPlan;
 
+/* One optimizer step on samples perm[0..batch) of train: for each subdivision, fill the
+ * input, forward, backward (gradients accumulate); then the SGD update. Returns the
+ * batch's mean loss. Allocates nothing. */
+float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr);
+
 /* Trains net (built with gradients) from meta->step up to plan->epochs epochs of
  * train (the last partial batch of each epoch is dropped). velocity: n_params floats.
  * meta is updated and saved with every checkpoint. */

@@ -1,0 +1,11 @@
+/* Monotonic wall-clock time. */
+#include "util/timer.h"
+
+#include <time.h>
+
+double time_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
