@@ -5,18 +5,19 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/rel}
 SAN=${SAN:-0}
+mkdir -p "$BUILD/logs"
 passed=0
 failed=0
 
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
-    if "$t" > "$BUILD/tests/$(basename "$t").log" 2>&1; then
+    if "$t" > "$BUILD/logs/$(basename "$t").log" 2>&1; then
         passed=$((passed + 1))
-        echo "ok   $(basename "$t"): $(tail -n 1 "$BUILD/tests/$(basename "$t").log")"
+        echo "ok   $(basename "$t"): $(tail -n 1 "$BUILD/logs/$(basename "$t").log")"
     else
         failed=$((failed + 1))
         echo "FAIL $(basename "$t"):"
-        sed 's/^/    /' "$BUILD/tests/$(basename "$t").log" | tail -n 40
+        sed 's/^/    /' "$BUILD/logs/$(basename "$t").log" | tail -n 40
     fi
 done
 

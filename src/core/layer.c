@@ -40,9 +40,7 @@ void layer_activate(Layer *l, int batch)
 {
     if (l->activation == CDL_ACT_LINEAR)
         return;
-    size_t n = (size_t)batch * shape_size(l->out_shape);
-    memcpy(l->pre, l->out, n * sizeof *l->out);
-    activation_forward(l->pre, l->out, n, l->activation);
+    activation_forward(l->pre, l->out, (size_t)batch * shape_size(l->out_shape), l->activation);
 }
 
 void layer_activation_backward(Layer *l, int batch)

@@ -91,7 +91,13 @@ Param *layer_param(Layer *l, const char *name);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def,
                            Error *e);
-/* Applies l->activation to l->out in place, saving pre-activations in l->pre. */
+/* Where a layer with an activation writes its pre-activation values: l->pre when the
+ * activation is not linear, else l->out. layer_activate then fills l->out. */
+static inline float *layer_activation_input(Layer *l)
+{
+    return l->pre ? l->pre : l->out;
+}
+/* l->out = f(l->pre) when the activation is not linear (nothing to do otherwise). */
 void layer_activate(Layer *l, int batch);
 /* Turns l->delta from dL/d(out) into dL/d(pre) in place. */
 void layer_activation_backward(Layer *l, int batch);

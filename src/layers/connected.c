@@ -108,21 +108,23 @@ static void connected_forward(Layer *l, Net *net)
          l->out, outputs);
 
     const float *bias = l->params[P_BIASES].data;
+    float *pre = layer_activation_input(l);
     if (fc->batch_normalize) {
         const float *scale = l->params[P_SCALES].data;
         float *mean = l->params[P_ROLLING_MEAN].data, *var = l->params[P_ROLLING_VARIANCE].data;
         if (net->train)
-            batchnorm_forward_train(l->out, l->out, fc->x_hat, fc->inv_std, scale, bias, mean, var,
+            batchnorm_forward_train(l->out, pre, fc->x_hat, fc->inv_std, scale, bias, mean, var,
                                     batch, outputs, 1, net->hyper.bn_momentum, net->hyper.bn_eps);
         else
-            batchnorm_forward_eval(l->out, l->out, scale, bias, mean, var, batch, outputs, 1,
+            batchnorm_forward_eval(l->out, pre, scale, bias, mean, var, batch, outputs, 1,
                                    net->hyper.bn_eps);
     } else {
         for (int b = 0; b < batch; b++) {
-            float *o = l->out + (size_t)b * outputs;
+            const float *o = l->out + (size_t)b * outputs;
+            float *p = pre + (size_t)b * outputs;
 #pragma omp simd
             for (int i = 0; i < outputs; i++)
-                o[i] += bias[i];
+                p[i] = o[i] + bias[i];
         }
     }
     layer_activate(l, batch);

@@ -115,7 +115,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->groups = groups;
     cv->batch_normalize = bn != 0;
     cv->direct = size == 1 && stride == 1 && padding == 0;
-    cv->depthwise = in.c == groups && !cv->direct;
+    cv->depthwise = in.c == groups && groups > 1 && !cv->direct;
     l->priv = cv;
 
     l->out_shape = (Shape){filters, out_h, out_w};
@@ -368,25 +368,27 @@ static void conv_forward(Layer *l, Net *net)
     }
 
     const float *bias = l->params[P_BIASES].data;
+    float *pre = layer_activation_input(l);
     if (cv->batch_normalize) {
         const float *scale = l->params[P_SCALES].data;
         float *mean = l->params[P_ROLLING_MEAN].data, *var = l->params[P_ROLLING_VARIANCE].data;
         if (net->train)
-            batchnorm_forward_train(l->out, l->out, cv->x_hat, cv->inv_std, scale, bias, mean, var,
+            batchnorm_forward_train(l->out, pre, cv->x_hat, cv->inv_std, scale, bias, mean, var,
                                     batch, cv->filters, out_hw, net->hyper.bn_momentum,
                                     net->hyper.bn_eps);
         else
-            batchnorm_forward_eval(l->out, l->out, scale, bias, mean, var, batch, cv->filters,
-                                   out_hw, net->hyper.bn_eps);
+            batchnorm_forward_eval(l->out, pre, scale, bias, mean, var, batch, cv->filters, out_hw,
+                                   net->hyper.bn_eps);
     } else {
         const int rows = batch * cv->filters;
 #pragma omp parallel for schedule(static) if ((size_t)rows * out_hw >= 16384)
         for (int r = 0; r < rows; r++) {
-            float *o = l->out + (size_t)r * out_hw;
+            const float *o = l->out + (size_t)r * out_hw;
+            float *p = pre + (size_t)r * out_hw;
             const float bv = bias[r % cv->filters];
 #pragma omp simd
             for (int i = 0; i < out_hw; i++)
-                o[i] += bv;
+                p[i] = o[i] + bv;
         }
     }
     layer_activate(l, batch);

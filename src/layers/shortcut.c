@@ -109,7 +109,7 @@ static void shortcut_forward(Layer *l, Net *net)
     const Shortcut *sc = l->priv;
     const float *prev = net_layer_input(net, l, 0);
     const float *from = net_layer_input(net, l, 1);
-    float *out = l->out;
+    float *out = layer_activation_input(l);
     float alpha = sc->alpha, beta = sc->beta;
     size_t n = (size_t)net->batch * shape_size(l->out_shape);
     Shape fs = from_shape(l, net);
