@@ -66,8 +66,7 @@ const char *args_get(const Args *a, const char *name)
     return k < 0 ? NULL : a->values[k];
 }
 
-int args_get_int(const Args *a, const char *name, long def, long min, long max, long *out,
-                 Error *e)
+int args_get_int(const Args *a, const char *name, long def, long min, long max, long *out, Error *e)
 {
     const char *v = args_get(a, name);
     *out = def;
@@ -77,14 +76,14 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
     errno = 0;
     long n = strtol(v, &end, 10);
     if (end == v || *end || errno || n < min || n > max)
-        return error_set(e, CDL_EUSAGE, "bad value '%s' for %s: expected an integer in %ld..%ld",
-                         v, name, min, max);
+        return error_set(e, CDL_EUSAGE, "bad value '%s' for %s: expected an integer in %ld..%ld", v,
+                         name, min, max);
     *out = n;
     return CDL_OK;
 }
 
-void args_print_help(const char *cmd, const char *synopsis, const char *about,
-                     const OptSpec *specs, int n_specs)
+void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
+                     int n_specs)
 {
     printf("usage: cdl %s %s\n\n%s\n\noptions:\n", cmd, synopsis, about);
     for (int i = 0; i < n_specs; i++) {

@@ -10,8 +10,8 @@
 #include "cli/cli.h"
 #include "core/net.h"
 #include "train/trainer.h"
-#include "util/timer.h"
 #include "util/rng.h"
+#include "util/timer.h"
 
 /* Fixed so that every run times the same data and the same initial weights. */
 #define BENCH_SEED 1

@@ -26,8 +26,7 @@ static const char *class_name(const ModelMeta *m, int c, char *buf, size_t size)
     return buf;
 }
 
-static void print_json(const EvalResult *r, const ModelMeta *m, const char *model,
-                       const char *data)
+static void print_json(const EvalResult *r, const ModelMeta *m, const char *model, const char *data)
 {
     cJSON *o = cJSON_CreateObject();
     char buf[32];
@@ -114,10 +113,10 @@ int cmd_eval(int argc, char **argv)
     if (!st && valid.n == 0)
         st = error_set(&e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)", data);
     st = st ? st : net_resize(&net, net.hyper.batch / net.hyper.subdivisions, 0, &e);
-    if (!st && (valid.c != net.in_shape.c || valid.h != net.in_shape.h || valid.w != net.in_shape.w))
-        st = error_set(&e, CDL_EUSAGE, "%s: images are %dx%dx%d but the model takes %dx%dx%d",
-                       data, valid.c, valid.h, valid.w, net.in_shape.c, net.in_shape.h,
-                       net.in_shape.w);
+    if (!st &&
+        (valid.c != net.in_shape.c || valid.h != net.in_shape.h || valid.w != net.in_shape.w))
+        st = error_set(&e, CDL_EUSAGE, "%s: images are %dx%dx%d but the model takes %dx%dx%d", data,
+                       valid.c, valid.h, valid.w, net.in_shape.c, net.in_shape.h, net.in_shape.w);
     st = st ? st : evaluate(&net, &valid, &r, &e);
     if (!st) {
         if (args_get(&a, "--json"))

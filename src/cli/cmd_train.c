@@ -61,8 +61,7 @@ static int ensure_parent_dir(const char *path, Error *e)
     snprintf(copy, sizeof copy, "%s", path);
     const char *dir = dirname(copy);
     if (mkdir(dir, 0777) && errno != EEXIST)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir,
-                         strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir, strerror(errno));
     return CDL_OK;
 }
 
@@ -170,8 +169,7 @@ static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error 
     const char *data = args_get(a, "--data");
     snprintf(t->data_path, sizeof t->data_path, "%s", data ? data : t->meta.data_path);
     if (!t->data_path[0])
-        return error_set(e, CDL_EUSAGE, "%s: the checkpoint names no dataset; pass --data",
-                         resume);
+        return error_set(e, CDL_EUSAGE, "%s: the checkpoint names no dataset; pass --data", resume);
     const char *out = args_get(a, "--out");
     snprintf(t->out_path, sizeof t->out_path, "%s", out ? out : resume);
     return CDL_OK;
@@ -185,7 +183,8 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     if (st)
         return st;
     if (args_get(a, "--gpu"))
-        return error_set(e, CDL_EUSAGE, "--gpu: this cdl was built without GPU support (make GPU=1)");
+        return error_set(e, CDL_EUSAGE,
+                         "--gpu: this cdl was built without GPU support (make GPU=1)");
     cli_set_threads((int)threads);
     DataConfig dc;
     Dataset train = {0}, valid = {0};
@@ -226,8 +225,7 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     if (t->meta.step >= (uint64_t)t->epochs * (uint64_t)(steps_per_epoch ? steps_per_epoch : 1))
         fprintf(stderr, "cdl: %s already has %d epochs; nothing to do (raise --epochs)\n",
                 t->out_path, t->meta.epochs_done);
-    st = train_run(&t->net, t->velocity, &train, valid.n ? &valid : NULL, &plan, &t->meta, &cb,
-                   e);
+    st = train_run(&t->net, t->velocity, &train, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
     st = st ? st : update_latest_link(t->out_path, e);
 done:
     if (log)

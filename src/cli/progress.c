@@ -52,8 +52,8 @@ void progress_on_step(void *ctx, const StepReport *r)
             bar[i] = i < filled ? '#' : '.';
         bar[width] = '\0';
         fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f lr %.4g %.0f img/s ETA %s",
-                r->epoch + 1, p->epochs, bar, r->step_in_epoch, r->steps_per_epoch, r->loss,
-                r->lr, r->images_per_s, eta);
+                r->epoch + 1, p->epochs, bar, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr,
+                r->images_per_s, eta);
         fflush(stderr);
     } else if (logged) {
         fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f img/s ETA %s\n",

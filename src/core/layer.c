@@ -22,8 +22,7 @@ Param *layer_param(Layer *l, const char *name)
     return NULL;
 }
 
-int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def,
-                           Error *e)
+int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)
 {
     const char *name = cfg_get_str(s, "activation", NULL);
     l->activation = def;

@@ -89,8 +89,7 @@ Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, 
 Param *layer_param(Layer *l, const char *name);
 
 /* Shared parse helper for layers with an `activation=` key (default def). */
-int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def,
-                           Error *e);
+int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
 /* Where a layer with an activation writes its pre-activation values: l->pre when the
  * activation is not linear, else l->out. layer_activate then fills l->out. */
 static inline float *layer_activation_input(Layer *l)

@@ -8,8 +8,11 @@
 static const struct {
     const char *name;
     LrPolicy policy;
-} policies[] = {{"constant", CDL_LR_CONSTANT}, {"step", CDL_LR_STEP}, {"steps", CDL_LR_STEPS},
-                {"exp", CDL_LR_EXP},           {"poly", CDL_LR_POLY}};
+} policies[] = {{"constant", CDL_LR_CONSTANT},
+                {"step", CDL_LR_STEP},
+                {"steps", CDL_LR_STEPS},
+                {"exp", CDL_LR_EXP},
+                {"poly", CDL_LR_POLY}};
 
 static int parse_policy(const Cfg *cfg, CfgSection *s, LrPolicy *out, Error *e)
 {
@@ -80,11 +83,11 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
         return error_set(e, CDL_EUSAGE, "%s:%d: batch=%d is not divisible by subdivisions=%d",
                          cfg->path, s->line, h->batch, h->subdivisions);
     if (h->policy == CDL_LR_STEPS && n_scales != h->n_steps)
-        return error_set(e, CDL_EUSAGE, "%s:%d: policy=steps needs as many scales (%d) as steps (%d)",
-                         cfg->path, s->line, n_scales, h->n_steps);
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: policy=steps needs as many scales (%d) as steps (%d)", cfg->path,
+                         s->line, n_scales, h->n_steps);
     if (h->policy == CDL_LR_POLY && h->max_batches < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: policy=poly needs max_batches", cfg->path,
-                         s->line);
+        return error_set(e, CDL_EUSAGE, "%s:%d: policy=poly needs max_batches", cfg->path, s->line);
     return CDL_OK;
 }
 

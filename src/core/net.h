@@ -52,9 +52,9 @@ typedef struct Net {
     float *state; /* non-trainable (running statistics) */
     size_t n_state;
 
-    int batch;     /* mini-batch the activations are sized for (0: none yet) */
-    int train;     /* 1: training mode (batch statistics, dropout) */
-    int want_grads; /* gradient slab and delta buffers exist */
+    int batch;          /* mini-batch the activations are sized for (0: none yet) */
+    int train;          /* 1: training mode (batch statistics, dropout) */
+    int want_grads;     /* gradient slab and delta buffers exist */
     float *activations; /* slab holding every layer's out/delta/pre */
     float *input;       /* [batch][in_shape] */
     float *input_delta; /* [batch][in_shape] dL/d(input), only when requested */

@@ -45,15 +45,14 @@ int cfg_apply_override(Cfg *cfg, const char *assignment, Error *e);
 /* Typed getters: return CDL_OK and the default when absent; a malformed value is a
  * CDL_EUSAGE error "FILE:LINE: bad value 'v' for key 'k' in [s]: expected ...". */
 int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e);
-int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, float *out,
-                  Error *e);
+int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, float *out, Error *e);
 /* String value or def (not copied; valid while cfg lives). */
 const char *cfg_get_str(CfgSection *s, const char *key, const char *def);
 /* Comma-separated ints; *n = count (0 when absent). */
 int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, int max, int *n,
                      Error *e);
-int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max,
-                       int *n, Error *e);
+int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,
+                       Error *e);
 /* Fails on the first entry no getter read, listing the keys this section takes. */
 int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e);
 /* The entry for key, or NULL (marks nothing). */

@@ -11,14 +11,14 @@
 /* What a checkpoint records besides the tensors. */
 typedef struct ModelMeta {
     uint64_t seed;
-    uint64_t step;      /* optimizer steps taken */
-    int epochs_done;    /* whole epochs finished (informational) */
+    uint64_t step;   /* optimizer steps taken */
+    int epochs_done; /* whole epochs finished (informational) */
     int steps_per_epoch;
     int epochs_planned; /* total epochs of the run that wrote it (for --resume) */
     char **names;       /* class names (may be NULL) */
     int n_names;
     double valid_accuracy, valid_loss; /* last evaluation (-1 when none) */
-    char data_path[1024]; /* the .data file the run trained on ("" when unknown) */
+    char data_path[4096];              /* the .data file the run trained on ("" when unknown) */
 } ModelMeta;
 
 /* Writes atomically. velocity may be NULL (then a resume restarts momentum at 0). */

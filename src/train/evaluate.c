@@ -18,7 +18,8 @@ int evaluate(Net *net, const Dataset *d, EvalResult *r, Error *e)
 {
     memset(r, 0, sizeof *r);
     if (d->classes > net->classes)
-        return error_set(e, CDL_EUSAGE, "dataset has labels up to %d but the model outputs %d classes",
+        return error_set(e, CDL_EUSAGE,
+                         "dataset has labels up to %d but the model outputs %d classes",
                          d->classes - 1, net->classes);
     r->classes = net->classes;
     r->confusion = calloc((size_t)r->classes * (size_t)r->classes, sizeof *r->confusion);

@@ -8,9 +8,9 @@
 
 typedef struct EvalResult {
     int samples, classes;
-    double loss;      /* mean cross-entropy */
+    double loss;       /* mean cross-entropy */
     double top1, top5; /* fractions in [0,1] */
-    int *confusion;   /* [classes][classes]: row = true class, column = predicted */
+    int *confusion;    /* [classes][classes]: row = true class, column = predicted */
 } EvalResult;
 
 /* Runs net (eval mode, sized by net_resize) over every sample of d in chunks of

@@ -24,8 +24,7 @@ float trainer_step(Net *net, float *velocity, const Dataset *train, const int *p
     const int subdivisions = net->hyper.subdivisions, mini = net->batch;
     float loss = 0;
     for (int sub = 0; sub < subdivisions; sub++) {
-        dataset_fill_batch(train, perm + (size_t)sub * (size_t)mini, mini, net->input,
-                           net->labels);
+        dataset_fill_batch(train, perm + (size_t)sub * (size_t)mini, mini, net->input, net->labels);
         net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
         net_forward(net);
         loss += net->loss;
@@ -53,8 +52,13 @@ static int end_epoch(Net *net, const float *velocity, const Dataset *valid, cons
     meta->epochs_done = epoch + 1;
     st = model_save(plan->out_path, net, velocity, meta, e);
     if (!st && cb && cb->on_epoch) {
-        EpochReport r = {epoch + 1,   net->step,   steps ? loss_sum / steps : 0,
-                         valid ? &result : NULL, images_per_s, elapsed_s, plan->out_path};
+        EpochReport r = {epoch + 1,
+                         net->step,
+                         steps ? loss_sum / steps : 0,
+                         valid ? &result : NULL,
+                         images_per_s,
+                         elapsed_s,
+                         plan->out_path};
         cb->on_epoch(cb->ctx, &r);
     }
     eval_result_free(&result);
@@ -69,12 +73,10 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
     if (steps_per_epoch < 1)
         return error_set(e, CDL_EUSAGE, "the training set has %d samples, fewer than batch=%d",
                          train->n, batch);
-    if (train->c != net->in_shape.c || train->h != net->in_shape.h ||
-        train->w != net->in_shape.w)
-        return error_set(e, CDL_EUSAGE,
-                         "the training images are %dx%dx%d (CxHxW) but the net takes %dx%dx%d",
-                         train->c, train->h, train->w, net->in_shape.c, net->in_shape.h,
-                         net->in_shape.w);
+    if (train->c != net->in_shape.c || train->h != net->in_shape.h || train->w != net->in_shape.w)
+        return error_set(
+            e, CDL_EUSAGE, "the training images are %dx%dx%d (CxHxW) but the net takes %dx%dx%d",
+            train->c, train->h, train->w, net->in_shape.c, net->in_shape.h, net->in_shape.w);
     if (train->classes > net->classes)
         return error_set(e, CDL_EUSAGE,
                          "the training labels go up to %d but the net outputs %d classes",
@@ -100,7 +102,8 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
             ordered_epoch = epoch;
         }
         const float lr = net_learning_rate(&net->hyper, net->step);
-        const float loss = trainer_step(net, velocity, train, perm + (size_t)pos * (size_t)batch, lr);
+        const float loss =
+            trainer_step(net, velocity, train, perm + (size_t)pos * (size_t)batch, lr);
         if (!isfinite(loss)) {
             st = error_set(e, CDL_ERUNTIME,
                            "step %llu: the loss is not finite (%g); stopped, the last checkpoint "
@@ -113,9 +116,16 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
         const double elapsed = time_now_s() - start;
         const double steps_per_s = (double)(net->step - first) / (elapsed > 0 ? elapsed : 1e-9);
         if (cb && cb->on_step) {
-            StepReport r = {net->step,   total, epoch, pos + 1, steps_per_epoch,
-                            loss,        lr,    steps_per_s * batch,
-                            (double)(total - net->step) / steps_per_s, elapsed};
+            StepReport r = {net->step,
+                            total,
+                            epoch,
+                            pos + 1,
+                            steps_per_epoch,
+                            loss,
+                            lr,
+                            steps_per_s * batch,
+                            (double)(total - net->step) / steps_per_s,
+                            elapsed};
             cb->on_step(cb->ctx, &r);
         }
         if (pos + 1 == steps_per_epoch) {

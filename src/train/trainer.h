@@ -9,8 +9,8 @@
 #include "train/evaluate.h"
 
 typedef struct StepReport {
-    uint64_t step, total_steps; /* step just finished (1-based) and the run's total */
-    int epoch;                  /* 0-based epoch the step belongs to */
+    uint64_t step, total_steps;         /* step just finished (1-based) and the run's total */
+    int epoch;                          /* 0-based epoch the step belongs to */
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
     double images_per_s; /* over the steps since the run (or resume) started */
@@ -21,7 +21,7 @@ typedef struct StepReport {
 typedef struct EpochReport {
     int epoch; /* 1-based number of epochs now done */
     uint64_t step;
-    double train_loss; /* mean over the epoch's steps */
+    double train_loss;       /* mean over the epoch's steps */
     const EvalResult *valid; /* NULL when there is no validation set */
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
