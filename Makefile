@@ -37,6 +37,8 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libcdl.a
 
 .PHONY: all deps test unit demo clean bench format
+# Keep test objects: deleting them as intermediates would print after the test summary.
+.SECONDARY:
 all: deps $(CDL) libcdl.a
 
 deps:
