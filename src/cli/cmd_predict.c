@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
-#include "data/image.h"
-#include "io/model_io.h"
 
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
@@ -53,31 +52,31 @@ int cmd_predict(int argc, char **argv)
     if (a.n_positional - first < 1)
         return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
                cli_fail(&e);
-    Net net;
-    ModelMeta meta;
-    if (model_load(model, &net, 0, NULL, &meta, &e))
-        return cli_fail(&e);
-    int status = 0;
-    if (net_resize(&net, 1, 0, &e)) {
-        status = cli_fail(&e);
-        goto done;
+    cdl_model *m;
+    char err[1024];
+    int status = cdl_model_load(model, &m, err, sizeof err);
+    if (status) {
+        fprintf(stderr, "cdl: %s\n", err);
+        return status;
     }
-    const int k = top < net.classes ? (int)top : net.classes;
-    int *best = malloc((size_t)k * sizeof *best);
+    const int classes = cdl_model_classes(m);
+    const int k = top < classes ? (int)top : classes;
     const int json = args_get(&a, "--json") != NULL;
+    int *best = malloc((size_t)k * sizeof *best);
+    float *probs = malloc((size_t)classes * sizeof *probs);
     cJSON *results = cJSON_CreateArray();
-    for (int i = first; i < a.n_positional && best; i++) {
+    if (!best || !probs) {
+        fprintf(stderr, "cdl: out of memory\n");
+        status = CDL_ERUNTIME;
+    }
+    for (int i = first; i < a.n_positional && best && probs; i++) {
         const char *path = a.positional[i];
-        Image img;
-        if (image_load(path, &img, &e)) {
-            status = cli_fail(&e);
+        if (cdl_model_predict_file(m, path, probs, err, sizeof err)) {
+            fprintf(stderr, "cdl: %s\n", err);
+            status = CDL_ERUNTIME;
             continue;
         }
-        image_to_input(&img, net.in_shape.c, net.in_shape.h, net.in_shape.w, net.input);
-        image_free(&img);
-        net_forward(&net);
-        const float *p = net_output(&net);
-        top_k(p, net.classes, k, best);
+        top_k(probs, classes, k, best);
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "file", path);
         cJSON *list = cJSON_AddArrayToObject(item, "top");
@@ -86,13 +85,14 @@ int cmd_predict(int argc, char **argv)
         for (int j = 0; j < k; j++) {
             char number[16];
             snprintf(number, sizeof number, "%d", best[j]);
-            const char *name = best[j] < meta.n_names ? meta.names[best[j]] : number;
+            const char *name = cdl_model_class_name(m, best[j]);
+            name = name ? name : number;
             if (!json)
-                printf("  %6.2f%%  %s\n", 100.0 * p[best[j]], name);
+                printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]], name);
             cJSON *entry = cJSON_CreateObject();
             cJSON_AddStringToObject(entry, "class", name);
             cJSON_AddNumberToObject(entry, "index", best[j]);
-            cJSON_AddNumberToObject(entry, "probability", p[best[j]]);
+            cJSON_AddNumberToObject(entry, "probability", probs[best[j]]);
             cJSON_AddItemToArray(list, entry);
         }
         cJSON_AddItemToArray(results, item);
@@ -105,8 +105,7 @@ int cmd_predict(int argc, char **argv)
     }
     cJSON_Delete(results);
     free(best);
-done:
-    model_meta_free(&meta);
-    net_free(&net);
+    free(probs);
+    cdl_model_free(m);
     return status;
 }

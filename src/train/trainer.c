@@ -19,12 +19,12 @@ static void epoch_order(int *perm, int n, uint64_t seed, int epoch)
     rng_shuffle(&rng, perm, n);
 }
 
-float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr)
+float trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr)
 {
-    const int subdivisions = net->hyper.subdivisions, mini = net->batch;
+    const int subdivisions = net->hyper.subdivisions;
     float loss = 0;
     for (int sub = 0; sub < subdivisions; sub++) {
-        dataset_fill_batch(train, perm + (size_t)sub * (size_t)mini, mini, net->input, net->labels);
+        fill(net, sub, ctx);
         net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
         net_forward(net);
         loss += net->loss;
@@ -33,6 +33,24 @@ float trainer_step(Net *net, float *velocity, const Dataset *train, const int *p
     sgd_step(net, velocity, lr);
     net->step++;
     return loss;
+}
+
+typedef struct DatasetBatches {
+    const Dataset *data;
+    const int *order;
+} DatasetBatches;
+
+static void fill_from_dataset(Net *net, int sub, void *ctx)
+{
+    const DatasetBatches *b = ctx;
+    dataset_fill_batch(b->data, b->order + (size_t)sub * (size_t)net->batch, net->batch, net->input,
+                       net->labels);
+}
+
+float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr)
+{
+    DatasetBatches batches = {train, perm};
+    return trainer_step_with(net, velocity, fill_from_dataset, &batches, lr);
 }
 
 static int end_epoch(Net *net, const float *velocity, const Dataset *valid, const TrainPlan *plan,

@@ -38,6 +38,13 @@ typedef struct TrainPlan {
     const char *out_path; /* checkpoint written after every epoch */
 } TrainPlan;
 
+/* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step. */
+typedef void (*BatchFill)(Net *net, int sub, void *ctx);
+
+/* One optimizer step: for each subdivision, fill, forward, backward (gradients
+ * accumulate); then the SGD update at rate lr. Returns the batch's mean loss. */
+float trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr);
+
 /* One optimizer step on samples perm[0..batch) of train: for each subdivision, fill the
  * input, forward, backward (gradients accumulate); then the SGD update. Returns the
  * batch's mean loss. Allocates nothing. */

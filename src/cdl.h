@@ -1,0 +1,42 @@
+/* cdl's public C API (libcdl.a): load a model and classify images, or build a network
+ * from a cfg and train it step by step. Handles are opaque, so this header does not
+ * change with build flags. Functions that can fail return 0 on success, 1 for a runtime
+ * failure or 2 for a usage/config error, and write a one-line message into err. */
+#ifndef CDL_H
+#define CDL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cdl_model cdl_model;
+
+/* Loads a checkpoint written by `cdl train` (inference only: no gradient memory). */
+int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size);
+void cdl_model_free(cdl_model *model);
+
+/* Per-image input shape: channels, height, width. */
+void cdl_model_input_shape(const cdl_model *model, int *c, int *h, int *w);
+int cdl_model_classes(const cdl_model *model);
+/* The class name stored in the checkpoint, or NULL when it has none for index. */
+const char *cdl_model_class_name(const cdl_model *model, int index);
+
+/* probs [classes] = the model's output for one image input [c][h][w] in [0,1]. */
+void cdl_model_predict(cdl_model *model, const float *input, float *probs);
+/* Decodes a PNG or JPEG file, converts it to the model's channels and size, predicts. */
+int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
+                           size_t err_size);
+
+/* A network being trained: SGD with the cfg's [net] settings. */
+typedef struct cdl_trainer cdl_trainer;
+
+int cdl_trainer_from_cfg(const char *cfg_path, uint64_t seed, cdl_trainer **trainer, char *err,
+                         size_t err_size);
+void cdl_trainer_free(cdl_trainer *trainer);
+/* Images per optimizer step (the cfg's batch). */
+int cdl_trainer_batch(const cdl_trainer *trainer);
+/* One optimizer step on images [batch][c][h][w] with labels [batch]; returns the mean loss. */
+float cdl_trainer_step(cdl_trainer *trainer, const float *images, const int *labels);
+/* Writes a checkpoint that cdl_model_load (and every cdl command) reads. */
+int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, size_t err_size);
+
+#endif
