@@ -95,14 +95,11 @@ int cdl_trainer_from_cfg(const char *cfg_path, uint64_t seed, cdl_trainer **trai
                          size_t err_size)
 {
     Error e = {0};
-    Cfg cfg;
     *trainer = NULL;
     cdl_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
-    int st = cfg_load(cfg_path, &cfg, &e);
-    if (!st && (st = net_build(&t->net, &cfg, 1, seed, &e)))
-        cfg_free(&cfg);
+    int st = net_build_from_file(&t->net, cfg_path, NULL, 0, 1, seed, &e);
     st = st ? st : net_resize(&t->net, t->net.hyper.batch / t->net.hyper.subdivisions, 0, &e);
     if (!st && !(t->velocity = calloc(t->net.n_params + 1, sizeof *t->velocity)))
         st = error_set(&e, CDL_ERUNTIME, "out of memory");

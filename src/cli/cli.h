@@ -33,8 +33,8 @@ const char *args_get(const Args *a, const char *name);
 int args_get_int(const Args *a, const char *name, long def, long min, long max, long *out,
                  Error *e);
 /* Prints "usage: cdl CMD SYNOPSIS" and the options table to stdout. */
-void args_print_help(const char *cmd, const char *synopsis, const char *about,
-                     const OptSpec *specs, int n_specs);
+void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
+                     int n_specs);
 
 /* Sets the OpenMP and OpenBLAS thread counts (0: all cores). */
 void cli_set_threads(int threads);

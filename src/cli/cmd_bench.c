@@ -51,24 +51,18 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
  * it wins over a --set of net.batch or net.subdivisions). */
 static int build_net(const Args *a, const BenchSettings *b, Net *net, Error *e)
 {
-    Cfg cfg;
-    int st = cfg_load(b->cfg_path, &cfg, e);
-    if (st)
-        return st;
-    for (int i = 0; i < a->n_repeats && !st; i++)
-        st = cfg_apply_override(&cfg, a->repeats[i], e);
-    if (!st && b->batch) {
-        char batch[64];
+    const char *overrides[ARGS_MAX + 2];
+    int n = 0;
+    for (int i = 0; i < a->n_repeats; i++)
+        overrides[n++] = a->repeats[i];
+    char batch[64];
+    if (b->batch) {
         snprintf(batch, sizeof batch, "net.batch=%ld", b->batch);
-        st = cfg_apply_override(&cfg, batch, e);
-        st = st ? st : cfg_apply_override(&cfg, "net.subdivisions=1", e);
+        overrides[n++] = batch;
+        overrides[n++] = "net.subdivisions=1";
     }
-    st = st ? st : net_build(net, &cfg, 1, BENCH_SEED, e);
-    if (st) {
-        cfg_free(&cfg);
-        return st;
-    }
-    return net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
+    int st = net_build_from_file(net, b->cfg_path, overrides, n, 1, BENCH_SEED, e);
+    return st ? st : net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
 }
 
 /* A dataset of one batch of random images and labels, shaped for net. */

@@ -31,14 +31,7 @@ static int load_net(const Args *a, const char *path, Net *net, Error *e)
         model_meta_free(&meta);
         return st;
     }
-    Cfg cfg;
-    int st = cfg_load(path, &cfg, e);
-    for (int i = 0; i < a->n_repeats && !st; i++)
-        st = cfg_apply_override(&cfg, a->repeats[i], e);
-    st = st ? st : net_build(net, &cfg, 0, 1, e);
-    if (st)
-        cfg_free(&cfg);
-    return st;
+    return net_build_from_file(net, path, a->repeats, a->n_repeats, 0, 1, e);
 }
 
 static void print_json(const Net *net, const char *path)

@@ -124,17 +124,9 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     if (st)
         return st;
-    Cfg cfg;
-    st = cfg_load(cfg_path, &cfg, e);
+    st = net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, (uint64_t)seed, e);
     if (st)
         return st;
-    for (int i = 0; i < a->n_repeats && !st; i++)
-        st = cfg_apply_override(&cfg, a->repeats[i], e);
-    st = st ? st : net_build(&t->net, &cfg, 1, (uint64_t)seed, e);
-    if (st) {
-        cfg_free(&cfg);
-        return st;
-    }
     t->meta.seed = (uint64_t)seed;
     t->meta.valid_accuracy = t->meta.valid_loss = -1;
     t->velocity = calloc(t->net.n_params + 1, sizeof *t->velocity);

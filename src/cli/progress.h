@@ -8,11 +8,11 @@
 #include "train/trainer.h"
 
 typedef struct Progress {
-    int tty;          /* draw a bar (stderr is a terminal) */
-    int log_every;    /* plain line / JSONL record every N steps */
-    int epochs;       /* total, for display */
-    FILE *jsonl;      /* NULL: no log */
-    char **names;     /* class names for per-epoch output (may be NULL) */
+    int tty;       /* draw a bar (stderr is a terminal) */
+    int log_every; /* plain line / JSONL record every N steps */
+    int epochs;    /* total, for display */
+    FILE *jsonl;   /* NULL: no log */
+    char **names;  /* class names for per-epoch output (may be NULL) */
     double last_draw_s;
 } Progress;
 

@@ -189,6 +189,39 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     return CDL_OK;
 }
 
+/* Builds from a parsed cfg, freeing it when the build fails (net_build owns it otherwise). */
+static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+{
+    int st = net_build(net, cfg, want_grads, seed, e);
+    if (st)
+        cfg_free(cfg);
+    return st;
+}
+
+int net_build_from_text(Net *net, const char *text, const char *path, int want_grads, uint64_t seed,
+                        Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, path, &cfg, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, e);
+}
+
+int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
+                        int want_grads, uint64_t seed, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_load(path, &cfg, e);
+    if (st)
+        return st;
+    for (int i = 0; i < n_overrides && !st; i++)
+        st = cfg_apply_override(&cfg, overrides[i], e);
+    if (st) {
+        cfg_free(&cfg);
+        return st;
+    }
+    return build_owning(net, &cfg, want_grads, seed, e);
+}
+
 static void free_activations(Net *net)
 {
     free(net->activations);

@@ -77,6 +77,12 @@ typedef struct Net {
  * initialised from seed. want_grads allocates the gradient slab (training). */
 int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e);
 void net_free(Net *net);
+/* Parses cfg text (path names it in messages) and builds the net. */
+int net_build_from_text(Net *net, const char *text, const char *path, int want_grads, uint64_t seed,
+                        Error *e);
+/* Loads the cfg file at path, applies the "SECTION.key=value" overrides in order, builds. */
+int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
+                        int want_grads, uint64_t seed, Error *e);
 
 /* Sizes activations for a mini-batch of `batch` samples (allocates; not in the step).
  * want_input_delta also allocates net->input_delta (gradient checks). */

@@ -72,8 +72,7 @@ static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, E
     if (errnum != Z_OK) {
         int code;
         if (errnum == Z_BUF_ERROR) {
-            code =
-                error_set(e, CDL_ERUNTIME, "%s: truncated (compressed data ends early)", path);
+            code = error_set(e, CDL_ERUNTIME, "%s: truncated (compressed data ends early)", path);
         } else if (errnum == Z_ERRNO) {
             code = error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(saved_errno));
         } else {
@@ -102,8 +101,7 @@ static int idx_check(const char *path, const uint8_t *buf, size_t bytes, uint32_
 {
     size_t header = 4 + 4 * (size_t)ndim;
     if (bytes < 4) {
-        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, no IDX header", path,
-                         bytes);
+        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, no IDX header", path, bytes);
     }
     uint32_t got = read_be32(buf);
     if (got != magic) {
@@ -112,8 +110,8 @@ static int idx_check(const char *path, const uint8_t *buf, size_t bytes, uint32_
                          magic == IDX_MAGIC_IMAGES ? "ubyte images" : "ubyte labels");
     }
     if (bytes < header) {
-        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, header needs %zu", path,
-                         bytes, header);
+        return error_set(e, CDL_ERUNTIME, "%s: truncated: %zu bytes, header needs %zu", path, bytes,
+                         header);
     }
     uint64_t payload = 1;
     for (int i = 0; i < ndim; i++) {
@@ -165,8 +163,8 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
     size_t loffset;
     rc = idx_check(labels_path, lbuf, lbytes, IDX_MAGIC_LABELS, 1, &n_labels, &loffset, e);
     if (!rc && n_labels != dims[0]) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: holds %u labels but '%s' holds %u images",
-                       labels_path, (unsigned)n_labels, images_path, (unsigned)dims[0]);
+        rc = error_set(e, CDL_ERUNTIME, "%s: holds %u labels but '%s' holds %u images", labels_path,
+                       (unsigned)n_labels, images_path, (unsigned)dims[0]);
     }
     size_t plane = (size_t)dims[1] * dims[2];
     if (!rc) {

@@ -83,8 +83,8 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
         }
         char *eq = strchr(line, '=');
         if (!eq) {
-            status = error_set(e, CDL_EUSAGE, "%s:%d: expected key=value, got '%s'", path,
-                               line_no, line);
+            status = error_set(e, CDL_EUSAGE, "%s:%d: expected key=value, got '%s'", path, line_no,
+                               line);
             break;
         }
         *eq = '\0';
@@ -92,8 +92,8 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
         if (!*key) {
             status = error_set(e, CDL_EUSAGE, "%s:%d: missing key before '='", path, line_no);
         } else if (cfg->n_sections == 0) {
-            status = error_set(e, CDL_EUSAGE, "%s:%d: key '%s' before the first [section]",
-                               path, line_no, key);
+            status = error_set(e, CDL_EUSAGE, "%s:%d: key '%s' before the first [section]", path,
+                               line_no, key);
         } else {
             CfgSection *s = &cfg->sections[cfg->n_sections - 1];
             CfgEntry *existing = cfg_find(s, key);
@@ -364,8 +364,8 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                     "a comma-separated list of integers", e);
 }
 
-int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max,
-                       int *n, Error *e)
+int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,
+                       Error *e)
 {
     return get_list(cfg, s, key, out, sizeof *out, parse_float_item, max, n,
                     "a comma-separated list of numbers", e);

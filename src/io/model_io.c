@@ -147,7 +147,6 @@ int model_load(const char *path, Net *net, int want_grads, float **velocity, Mod
         return st;
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(h, "format");
     const cJSON *cfg_text = cJSON_GetObjectItemCaseSensitive(h, "cfg");
-    Cfg cfg;
     if (!cJSON_IsString(format) || strcmp(format->valuestring, "cdl-model") ||
         !cJSON_IsString(cfg_text)) {
         st = error_set(e, CDL_ERUNTIME, "%s: checkpoint header lacks the model's cfg", path);
@@ -155,14 +154,9 @@ int model_load(const char *path, Net *net, int want_grads, float **velocity, Mod
     }
     char label[1100];
     snprintf(label, sizeof label, "%s(cfg)", path);
-    st = cfg_parse_text(cfg_text->valuestring, label, &cfg, e);
+    st = net_build_from_text(net, cfg_text->valuestring, label, want_grads, json_u64(h, "seed"), e);
     if (st)
         goto done;
-    st = net_build(net, &cfg, want_grads, json_u64(h, "seed"), e);
-    if (st) {
-        cfg_free(&cfg);
-        goto done;
-    }
     st = check_tensor_table(path, h, net, e);
     int has_velocity = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "has_velocity"));
     size_t floats = net->n_params + net->n_state + (has_velocity ? net->n_params : 0);

@@ -8,33 +8,20 @@
 
 #include "core/layer.h"
 #include "core/net.h"
-#include "ops/batchnorm.h"
-
-/* Positions in l->params, in the order parse declares them. */
-enum { P_SCALES, P_BIASES, P_ROLLING_MEAN, P_ROLLING_VARIANCE };
-
-typedef struct Batchnorm {
-    int batch;      /* batch the buffers below are sized for */
-    float *x_hat;   /* [batch][c][h][w] */
-    float *inv_std; /* [c] */
-} Batchnorm;
+#include "layers/bias_norm.h"
 
 static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)cfg;
     (void)s;
     (void)net;
-    Batchnorm *bn = calloc(1, sizeof *bn);
+    BiasNorm *bn = calloc(1, sizeof *bn);
     if (!bn)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     l->priv = bn;
     l->out_shape = l->in_shape;
     l->activation = CDL_ACT_LINEAR;
-    const size_t c = (size_t)l->in_shape.c;
-    layer_add_param(l, "scales", c, 1, 0);
-    layer_add_param(l, "biases", c, 1, 0);
-    layer_add_param(l, "rolling_mean", c, 0, 0);
-    layer_add_param(l, "rolling_variance", c, 0, 0);
+    bias_norm_declare(bn, l, 1, l->in_shape.c, l->in_shape.h * l->in_shape.w);
     l->flops = 2.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
 }
@@ -42,54 +29,23 @@ static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
 static void bn_layer_init(Layer *l, Rng *rng)
 {
     (void)rng;
-    for (int i = 0; i < l->in_shape.c; i++) {
-        l->params[P_SCALES].data[i] = 1.0f;
-        l->params[P_BIASES].data[i] = 0.0f;
-        l->params[P_ROLLING_MEAN].data[i] = 0.0f;
-        l->params[P_ROLLING_VARIANCE].data[i] = 1.0f;
-    }
+    bias_norm_init(l->priv, l);
 }
 
 static int bn_layer_resize(Layer *l, int batch, Error *e)
 {
-    Batchnorm *bn = l->priv;
-    if (batch == bn->batch)
-        return CDL_OK;
-    free(bn->x_hat);
-    free(bn->inv_std);
-    bn->x_hat = malloc((size_t)batch * shape_size(l->in_shape) * sizeof *bn->x_hat);
-    bn->inv_std = malloc((size_t)l->in_shape.c * sizeof *bn->inv_std);
-    bn->batch = batch;
-    if (!bn->x_hat || !bn->inv_std) {
-        bn->batch = 0;
-        return error_set(e, CDL_ERUNTIME, "layer %d: out of memory for batch %d", l->index, batch);
-    }
-    return CDL_OK;
+    return bias_norm_resize(l->priv, l, batch, e);
 }
 
 static void bn_layer_forward(Layer *l, Net *net)
 {
-    const Batchnorm *bn = l->priv;
-    const int c = l->in_shape.c, spatial = l->in_shape.h * l->in_shape.w;
-    const float *x = net_layer_input(net, l, 0);
-    const float *scale = l->params[P_SCALES].data, *bias = l->params[P_BIASES].data;
-    float *mean = l->params[P_ROLLING_MEAN].data, *var = l->params[P_ROLLING_VARIANCE].data;
-    if (net->train)
-        batchnorm_forward_train(x, l->out, bn->x_hat, bn->inv_std, scale, bias, mean, var,
-                                net->batch, c, spatial, net->hyper.bn_momentum, net->hyper.bn_eps);
-    else
-        batchnorm_forward_eval(x, l->out, scale, bias, mean, var, net->batch, c, spatial,
-                               net->hyper.bn_eps);
+    bias_norm_forward(l->priv, l, net, net_layer_input(net, l, 0), l->out);
 }
 
 static void bn_layer_backward(Layer *l, Net *net)
 {
-    const Batchnorm *bn = l->priv;
-    const int c = l->in_shape.c, spatial = l->in_shape.h * l->in_shape.w;
     /* dL/dx is computed in place in l->delta, then added into the input's delta. */
-    batchnorm_backward(l->delta, bn->x_hat, bn->inv_std, l->params[P_SCALES].data,
-                       l->params[P_SCALES].grad, l->params[P_BIASES].grad, l->delta, net->batch, c,
-                       spatial);
+    bias_norm_backward(l->priv, l, net, l->delta);
     float *dx = net_layer_input_delta(net, l, 0);
     if (!dx)
         return;
@@ -101,12 +57,10 @@ static void bn_layer_backward(Layer *l, Net *net)
 
 static void bn_layer_destroy(Layer *l)
 {
-    Batchnorm *bn = l->priv;
-    if (!bn)
+    if (!l->priv)
         return;
-    free(bn->x_hat);
-    free(bn->inv_std);
-    free(bn);
+    bias_norm_free(l->priv);
+    free(l->priv);
     l->priv = NULL;
 }
 

@@ -10,17 +10,15 @@
 
 #include "core/layer.h"
 #include "core/net.h"
-#include "ops/batchnorm.h"
+#include "layers/bias_norm.h"
 #include "ops/gemm.h"
 
 /* Positions in l->params, in the order parse declares them. */
-enum { P_WEIGHTS, P_BIASES, P_SCALES, P_ROLLING_MEAN, P_ROLLING_VARIANCE };
+enum { P_WEIGHTS, P_BIASES };
 
 typedef struct Connected {
-    int inputs, outputs, batch_normalize;
-    int batch;      /* batch the buffers below are sized for */
-    float *x_hat;   /* [batch][outputs], batch norm only */
-    float *inv_std; /* [outputs] */
+    int inputs, outputs;
+    BiasNorm stage; /* bias, or batch norm over the batch */
 } Connected;
 
 static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -45,17 +43,11 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return error_set(e, CDL_ERUNTIME, "out of memory");
     fc->inputs = (int)shape_size(l->in_shape);
     fc->outputs = outputs;
-    fc->batch_normalize = bn != 0;
     l->priv = fc;
 
     l->out_shape = (Shape){outputs, 1, 1};
     layer_add_param(l, "weights", (size_t)outputs * fc->inputs, 1, 1);
-    layer_add_param(l, "biases", (size_t)outputs, 1, 0);
-    if (fc->batch_normalize) {
-        layer_add_param(l, "scales", (size_t)outputs, 1, 0);
-        layer_add_param(l, "rolling_mean", (size_t)outputs, 0, 0);
-        layer_add_param(l, "rolling_variance", (size_t)outputs, 0, 0);
-    }
+    bias_norm_declare(&fc->stage, l, bn != 0, outputs, 1);
     l->flops = 2.0 * (double)fc->inputs * outputs;
     return CDL_OK;
 }
@@ -69,37 +61,21 @@ static void connected_init(Layer *l, Rng *rng)
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[P_BIASES];
     for (size_t i = 0; i < w->count; i++)
         w->data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
-    for (int i = 0; i < fc->outputs; i++)
-        b->data[i] = fc->batch_normalize ? 0.0f : bound * (2.0f * rng_uniform(rng) - 1.0f);
-    if (fc->batch_normalize) {
-        for (int i = 0; i < fc->outputs; i++) {
-            l->params[P_SCALES].data[i] = 1.0f;
-            l->params[P_ROLLING_MEAN].data[i] = 0.0f;
-            l->params[P_ROLLING_VARIANCE].data[i] = 1.0f;
-        }
-    }
+    bias_norm_init(&fc->stage, l);
+    if (!fc->stage.batch_normalize)
+        for (int i = 0; i < fc->outputs; i++)
+            b->data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
 }
 
 static int connected_resize(Layer *l, int batch, Error *e)
 {
     Connected *fc = l->priv;
-    if (!fc->batch_normalize || batch == fc->batch)
-        return CDL_OK;
-    free(fc->x_hat);
-    free(fc->inv_std);
-    fc->x_hat = malloc((size_t)batch * fc->outputs * sizeof *fc->x_hat);
-    fc->inv_std = malloc((size_t)fc->outputs * sizeof *fc->inv_std);
-    fc->batch = batch;
-    if (!fc->x_hat || !fc->inv_std) {
-        fc->batch = 0;
-        return error_set(e, CDL_ERUNTIME, "layer %d: out of memory for batch %d", l->index, batch);
-    }
-    return CDL_OK;
+    return bias_norm_resize(&fc->stage, l, batch, e);
 }
 
 static void connected_forward(Layer *l, Net *net)
 {
-    const Connected *fc = l->priv;
+    Connected *fc = l->priv;
     const int batch = net->batch, inputs = fc->inputs, outputs = fc->outputs;
     const float *x = net_layer_input(net, l, 0);
 
@@ -107,49 +83,17 @@ static void connected_forward(Layer *l, Net *net)
     gemm(0, 1, batch, outputs, inputs, 1.0f, x, inputs, l->params[P_WEIGHTS].data, inputs, 0.0f,
          l->out, outputs);
 
-    const float *bias = l->params[P_BIASES].data;
-    float *pre = layer_activation_input(l);
-    if (fc->batch_normalize) {
-        const float *scale = l->params[P_SCALES].data;
-        float *mean = l->params[P_ROLLING_MEAN].data, *var = l->params[P_ROLLING_VARIANCE].data;
-        if (net->train)
-            batchnorm_forward_train(l->out, pre, fc->x_hat, fc->inv_std, scale, bias, mean, var,
-                                    batch, outputs, 1, net->hyper.bn_momentum, net->hyper.bn_eps);
-        else
-            batchnorm_forward_eval(l->out, pre, scale, bias, mean, var, batch, outputs, 1,
-                                   net->hyper.bn_eps);
-    } else {
-        for (int b = 0; b < batch; b++) {
-            const float *o = l->out + (size_t)b * outputs;
-            float *p = pre + (size_t)b * outputs;
-#pragma omp simd
-            for (int i = 0; i < outputs; i++)
-                p[i] = o[i] + bias[i];
-        }
-    }
+    bias_norm_forward(&fc->stage, l, net, l->out, layer_activation_input(l));
     layer_activate(l, batch);
 }
 
 static void connected_backward(Layer *l, Net *net)
 {
-    const Connected *fc = l->priv;
+    Connected *fc = l->priv;
     const int batch = net->batch, inputs = fc->inputs, outputs = fc->outputs;
 
     layer_activation_backward(l, batch);
-    if (fc->batch_normalize) {
-        batchnorm_backward(l->delta, fc->x_hat, fc->inv_std, l->params[P_SCALES].data,
-                           l->params[P_SCALES].grad, l->params[P_BIASES].grad, l->delta, batch,
-                           outputs, 1);
-    } else {
-        /* Batch rows in a fixed order: deterministic, and contiguous in memory. */
-        float *db = l->params[P_BIASES].grad;
-        for (int b = 0; b < batch; b++) {
-            const float *d = l->delta + (size_t)b * outputs;
-#pragma omp simd
-            for (int i = 0; i < outputs; i++)
-                db[i] += d[i];
-        }
-    }
+    bias_norm_backward(&fc->stage, l, net, l->delta);
 
     const float *x = net_layer_input(net, l, 0);
     /* dW[outputs][inputs] += delta^T * x */
@@ -167,8 +111,7 @@ static void connected_destroy(Layer *l)
     Connected *fc = l->priv;
     if (!fc)
         return;
-    free(fc->x_hat);
-    free(fc->inv_std);
+    bias_norm_free(&fc->stage);
     free(fc);
     l->priv = NULL;
 }

@@ -23,12 +23,12 @@
 
 #include "core/layer.h"
 #include "core/net.h"
-#include "ops/batchnorm.h"
+#include "layers/bias_norm.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 
 /* Positions in l->params, in the order parse declares them. */
-enum { P_WEIGHTS, P_BIASES, P_SCALES, P_ROLLING_MEAN, P_ROLLING_VARIANCE };
+enum { P_WEIGHTS, P_BIASES };
 
 /* Threads that accumulate weight gradients in private copies: each copy costs one weight
  * tensor, so beyond this many the images of a backward run one by one instead. */
@@ -38,13 +38,11 @@ enum { P_WEIGHTS, P_BIASES, P_SCALES, P_ROLLING_MEAN, P_ROLLING_VARIANCE };
 #define CONV_PARALLEL_MIN 32768
 
 typedef struct Conv {
-    int filters, size, stride, padding, groups, batch_normalize;
+    int filters, size, stride, padding, groups;
     int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
     int depthwise;      /* one input channel per group: direct loops, no gemm */
     size_t cols_floats; /* im2col columns of one image and group (the scratch per sample) */
-    int batch;          /* batch the BN buffers are sized for */
-    float *x_hat;       /* [batch][filters][out_hw], batch norm only */
-    float *inv_std;     /* [filters] */
+    BiasNorm stage;     /* bias, or batch norm over batch and positions */
     float *dw_partial;  /* [n_partial][weights]: weight gradients of threads 1.. */
     int n_partial;
 } Conv;
@@ -113,7 +111,6 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->stride = stride;
     cv->padding = padding;
     cv->groups = groups;
-    cv->batch_normalize = bn != 0;
     cv->direct = size == 1 && stride == 1 && padding == 0;
     cv->depthwise = in.c == groups && groups > 1 && !cv->direct;
     l->priv = cv;
@@ -122,12 +119,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const size_t out_hw = (size_t)out_h * out_w;
     const size_t kdim = (size_t)(in.c / groups) * size * size;
     layer_add_param(l, "weights", (size_t)filters * kdim, 1, 1);
-    layer_add_param(l, "biases", (size_t)filters, 1, 0);
-    if (cv->batch_normalize) {
-        layer_add_param(l, "scales", (size_t)filters, 1, 0);
-        layer_add_param(l, "rolling_mean", (size_t)filters, 0, 0);
-        layer_add_param(l, "rolling_variance", (size_t)filters, 0, 0);
-    }
+    bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
     cv->cols_floats = cv->direct || cv->depthwise ? 0 : kdim * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
@@ -142,15 +134,7 @@ static void conv_init(Layer *l, Rng *rng)
     const float std = sqrtf(2.0f / (float)fan_in);
     for (size_t i = 0; i < w->count; i++)
         w->data[i] = std * rng_normal(rng);
-    for (size_t i = 0; i < l->params[P_BIASES].count; i++)
-        l->params[P_BIASES].data[i] = 0.0f;
-    if (cv->batch_normalize) {
-        for (int i = 0; i < cv->filters; i++) {
-            l->params[P_SCALES].data[i] = 1.0f;
-            l->params[P_ROLLING_MEAN].data[i] = 0.0f;
-            l->params[P_ROLLING_VARIANCE].data[i] = 1.0f;
-        }
-    }
+    bias_norm_init(&cv->stage, l);
 }
 
 static int conv_resize(Layer *l, int batch, Error *e)
@@ -168,18 +152,7 @@ static int conv_resize(Layer *l, int batch, Error *e)
         if (!cv->dw_partial)
             return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
     }
-    if (!cv->batch_normalize || batch == cv->batch)
-        return CDL_OK;
-    free(cv->x_hat);
-    free(cv->inv_std);
-    cv->x_hat = malloc((size_t)batch * shape_size(l->out_shape) * sizeof *cv->x_hat);
-    cv->inv_std = malloc((size_t)cv->filters * sizeof *cv->inv_std);
-    cv->batch = batch;
-    if (!cv->x_hat || !cv->inv_std) {
-        cv->batch = 0;
-        return error_set(e, CDL_ERUNTIME, "layer %d: out of memory for batch %d", l->index, batch);
-    }
-    return CDL_OK;
+    return bias_norm_resize(&cv->stage, l, batch, e);
 }
 
 /* Threads to spread the batch's images over, or 1 to run images one by one with threaded
@@ -351,9 +324,8 @@ static void depthwise_backward(const Layer *l, const Conv *cv, const float *x, f
 
 static void conv_forward(Layer *l, Net *net)
 {
-    const Conv *cv = l->priv;
+    Conv *cv = l->priv;
     const int batch = net->batch;
-    const int out_hw = l->out_shape.h * l->out_shape.w;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const float *x = net_layer_input(net, l, 0);
 
@@ -367,47 +339,8 @@ static void conv_forward(Layer *l, Net *net)
                           net->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
     }
 
-    const float *bias = l->params[P_BIASES].data;
-    float *pre = layer_activation_input(l);
-    if (cv->batch_normalize) {
-        const float *scale = l->params[P_SCALES].data;
-        float *mean = l->params[P_ROLLING_MEAN].data, *var = l->params[P_ROLLING_VARIANCE].data;
-        if (net->train)
-            batchnorm_forward_train(l->out, pre, cv->x_hat, cv->inv_std, scale, bias, mean, var,
-                                    batch, cv->filters, out_hw, net->hyper.bn_momentum,
-                                    net->hyper.bn_eps);
-        else
-            batchnorm_forward_eval(l->out, pre, scale, bias, mean, var, batch, cv->filters, out_hw,
-                                   net->hyper.bn_eps);
-    } else {
-        const int rows = batch * cv->filters;
-#pragma omp parallel for schedule(static) if ((size_t)rows * out_hw >= 16384)
-        for (int r = 0; r < rows; r++) {
-            const float *o = l->out + (size_t)r * out_hw;
-            float *p = pre + (size_t)r * out_hw;
-            const float bv = bias[r % cv->filters];
-#pragma omp simd
-            for (int i = 0; i < out_hw; i++)
-                p[i] = o[i] + bv;
-        }
-    }
+    bias_norm_forward(&cv->stage, l, net, l->out, layer_activation_input(l));
     layer_activate(l, batch);
-}
-
-/* dbias[f] += sum over the batch and positions of delta[b][f][.] */
-static void add_bias_grads(const float *delta, float *dbias, int batch, int filters, int out_hw)
-{
-#pragma omp parallel for schedule(static) if ((size_t)batch * filters * out_hw >= 16384)
-    for (int f = 0; f < filters; f++) {
-        double sum = 0.0;
-        for (int b = 0; b < batch; b++) {
-            const float *d = delta + ((size_t)b * filters + f) * out_hw;
-#pragma omp simd reduction(+ : sum)
-            for (int i = 0; i < out_hw; i++)
-                sum += d[i];
-        }
-        dbias[f] += (float)sum;
-    }
 }
 
 /* Weight gradients of the whole batch. Image-parallel: thread t takes a fixed contiguous
@@ -455,16 +388,10 @@ static void conv_backward(Layer *l, Net *net)
 {
     Conv *cv = l->priv;
     const int batch = net->batch;
-    const int out_hw = l->out_shape.h * l->out_shape.w;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
     layer_activation_backward(l, batch);
-    if (cv->batch_normalize)
-        batchnorm_backward(l->delta, cv->x_hat, cv->inv_std, l->params[P_SCALES].data,
-                           l->params[P_SCALES].grad, l->params[P_BIASES].grad, l->delta, batch,
-                           cv->filters, out_hw);
-    else
-        add_bias_grads(l->delta, l->params[P_BIASES].grad, batch, cv->filters, out_hw);
+    bias_norm_backward(&cv->stage, l, net, l->delta);
 
     float *dx = net_layer_input_delta(net, l, 0);
     if (cv->depthwise) {
@@ -486,8 +413,7 @@ static void conv_destroy(Layer *l)
     Conv *cv = l->priv;
     if (!cv)
         return;
-    free(cv->x_hat);
-    free(cv->inv_std);
+    bias_norm_free(&cv->stage);
     free(cv->dw_partial);
     free(cv);
     l->priv = NULL;

@@ -9,35 +9,35 @@
 
 extern int check_failures, check_count;
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        check_count++;                                                                         \
-        if (!(cond)) {                                                                         \
-            check_failures++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                    \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        check_count++;                                                                             \
+        if (!(cond)) {                                                                             \
+            check_failures++;                                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                                  \
-    do {                                                                                       \
-        double check_a_ = (a), check_b_ = (b);                                                 \
-        check_count++;                                                                         \
-        if (!(fabs(check_a_ - check_b_) <= (tol))) {                                           \
-            check_failures++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s = %.9g, expected %s = %.9g (tol %g)\n", __FILE__,  \
-                    __LINE__, #a, check_a_, #b, check_b_, (double)(tol));                      \
-        }                                                                                      \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double check_a_ = (a), check_b_ = (b);                                                     \
+        check_count++;                                                                             \
+        if (!(fabs(check_a_ - check_b_) <= (tol))) {                                               \
+            check_failures++;                                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s = %.9g, expected %s = %.9g (tol %g)\n", __FILE__,      \
+                    __LINE__, #a, check_a_, #b, check_b_, (double)(tol));                          \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_CONTAINS(haystack, needle)                                                       \
-    do {                                                                                       \
-        const char *check_h_ = (haystack);                                                     \
-        check_count++;                                                                         \
-        if (!strstr(check_h_, (needle))) {                                                     \
-            check_failures++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__,    \
-                    check_h_, (needle));                                                       \
-        }                                                                                      \
+#define CHECK_CONTAINS(haystack, needle)                                                           \
+    do {                                                                                           \
+        const char *check_h_ = (haystack);                                                         \
+        check_count++;                                                                             \
+        if (!strstr(check_h_, (needle))) {                                                         \
+            check_failures++;                                                                      \
+            fprintf(stderr, "FAIL %s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__,        \
+                    check_h_, (needle));                                                           \
+        }                                                                                          \
     } while (0)
 
 /* Prints "NAME: N checks, N failed" and returns the exit status for main. */

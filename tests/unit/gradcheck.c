@@ -66,8 +66,8 @@ static int check_tensor(const Probe *p, const char *label, const char *what, flo
             continue;
         }
         if (failures < 5)
-            fprintf(stderr, "FAIL gradcheck %s: d/d %s[%zu]: analytic %.6g, numeric %.6g\n",
-                    label, what, i, a, num);
+            fprintf(stderr, "FAIL gradcheck %s: d/d %s[%zu]: analytic %.6g, numeric %.6g\n", label,
+                    what, i, a, num);
         failures++;
     }
     return failures;
@@ -75,13 +75,11 @@ static int check_tensor(const Probe *p, const char *label, const char *what, flo
 
 int gradcheck_cfg(const char *label, const char *cfg_text)
 {
-    Cfg cfg;
     Error e = {0};
     Net net;
     check_count++;
-    if (cfg_parse_text(cfg_text, label, &cfg, &e) || net_build(&net, &cfg, 1, 42, &e)) {
+    if (net_build_from_text(&net, cfg_text, label, 1, 42, &e)) {
         fprintf(stderr, "FAIL gradcheck %s: cannot build: %s\n", label, e.msg);
-        cfg_free(&cfg);
         check_failures++;
         return 1;
     }
@@ -117,8 +115,8 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
     memcpy(analytic + net.n_params, net.input_delta, in_n * sizeof *analytic);
 
     int failures = 0, skipped = 0;
-    failures += check_tensor(&probe, label, "input", net.input, analytic + net.n_params, in_n,
-                             &skipped);
+    failures +=
+        check_tensor(&probe, label, "input", net.input, analytic + net.n_params, in_n, &skipped);
     for (int i = 0; i < net.n_layers; i++) {
         Layer *l = &net.layers[i];
         for (int k = 0; k < l->n_params; k++) {

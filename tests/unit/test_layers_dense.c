@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
@@ -17,33 +18,13 @@
  * the message in e. */
 static int build(const char *text, Net *net, Error *e)
 {
-    Cfg cfg;
-    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
+    int st = net_build_from_text(net, text, "t.cfg", 1, 1, e);
     if (st)
         return st;
-    st = net_build(net, &cfg, 1, 1, e);
-    if (st) {
-        cfg_free(&cfg);
-        return st;
-    }
     st = net_resize(net, net->hyper.batch, 0, e);
     if (st)
         net_free(net);
     return st;
-}
-
-static void expect_error(const char *text, const char *needle)
-{
-    Net net;
-    Error e = {0};
-    int st = build(text, &net, &e);
-    CHECK(st == CDL_EUSAGE);
-    if (st == CDL_OK) {
-        fprintf(stderr, "  built, but expected the error '%s'\n", needle);
-        net_free(&net);
-    } else {
-        CHECK_CONTAINS(e.msg, needle);
-    }
 }
 
 static void set_param(Layer *l, const char *name, const float *values, size_t n)
@@ -142,16 +123,10 @@ static float *grads_at_threads(const char *text, int threads, size_t *n)
 {
     Net net;
     Error e = {0};
-    Cfg cfg;
     *n = 0;
     omp_set_num_threads(threads); /* before net_resize, which sizes per-thread buffers */
-    if (cfg_parse_text(text, "t.cfg", &cfg, &e)) {
-        fprintf(stderr, "cannot parse: %s\n", e.msg);
-        return NULL;
-    }
-    if (net_build(&net, &cfg, 1, 3, &e)) {
+    if (net_build_from_text(&net, text, "t.cfg", 1, 3, &e)) {
         fprintf(stderr, "cannot build: %s\n", e.msg);
-        cfg_free(&cfg);
         return NULL;
     }
     if (net_resize(&net, net.hyper.batch, 1, &e)) {
@@ -477,31 +452,31 @@ static void test_shapes_and_flops(void)
 
 static void test_cfg_errors_name_file_and_line(void)
 {
-    expect_error(NET(1, 3, 8, 8) "[convolutional]\nfilters=4\ngroups=2\n",
-                 "t.cfg:8: layer 0: [convolutional] groups=2 must divide both the input "
-                 "channels (3) and filters (4)");
-    expect_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=3\ngroups=2\n",
-                 "t.cfg:8: layer 0: [convolutional] groups=2 must divide");
-    expect_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=4\ngroups=0\n", "t.cfg:8: layer 0:");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=1\nsize=3\n"
-                                 "[convolutional]\nfilters=1\nsize=3\n",
-                 "t.cfg:9: layer 1: [convolutional] output would be empty");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nsize=5\nstride=2\n",
-                 "t.cfg:6: layer 0: [convolutional] output would be empty");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=0\n",
-                 "t.cfg:7: layer 0: [convolutional] filters=0");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nsize=0\n",
-                 "t.cfg:7: layer 0: [convolutional] size=0");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nstride=0\n",
-                 "t.cfg:7: layer 0: [convolutional] stride=0");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\npadding=-1\n",
-                 "t.cfg:7: layer 0: [convolutional] padding=-1");
-    expect_error(NET(1, 1, 4, 4) "[convolutional]\nactivation=sigmund\n",
-                 "t.cfg:7: bad value 'sigmund' for key 'activation' in [convolutional]");
-    expect_error(NET(1, 1, 4, 4) "[connected]\noutput=0\n",
-                 "t.cfg:7: layer 0: [connected] output=0");
-    expect_error(NET(1, 1, 4, 4) "[batchnorm]\nactivation=relu\n",
-                 "t.cfg:7: unknown key 'activation' in [batchnorm]");
+    expect_cfg_error(NET(1, 3, 8, 8) "[convolutional]\nfilters=4\ngroups=2\n",
+                     "t.cfg:8: layer 0: [convolutional] groups=2 must divide both the input "
+                     "channels (3) and filters (4)");
+    expect_cfg_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=3\ngroups=2\n",
+                     "t.cfg:8: layer 0: [convolutional] groups=2 must divide");
+    expect_cfg_error(NET(1, 4, 8, 8) "[convolutional]\nfilters=4\ngroups=0\n", "t.cfg:8: layer 0:");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=1\nsize=3\n"
+                                     "[convolutional]\nfilters=1\nsize=3\n",
+                     "t.cfg:9: layer 1: [convolutional] output would be empty");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=5\nstride=2\n",
+                     "t.cfg:6: layer 0: [convolutional] output would be empty");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=0\n",
+                     "t.cfg:7: layer 0: [convolutional] filters=0");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=0\n",
+                     "t.cfg:7: layer 0: [convolutional] size=0");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nstride=0\n",
+                     "t.cfg:7: layer 0: [convolutional] stride=0");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\npadding=-1\n",
+                     "t.cfg:7: layer 0: [convolutional] padding=-1");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nactivation=sigmund\n",
+                     "t.cfg:7: bad value 'sigmund' for key 'activation' in [convolutional]");
+    expect_cfg_error(NET(1, 1, 4, 4) "[connected]\noutput=0\n",
+                     "t.cfg:7: layer 0: [connected] output=0");
+    expect_cfg_error(NET(1, 1, 4, 4) "[batchnorm]\nactivation=relu\n",
+                     "t.cfg:7: unknown key 'activation' in [batchnorm]");
 }
 
 /* ---- kernels ---- */

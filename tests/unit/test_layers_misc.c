@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
@@ -14,14 +15,7 @@
 /* Parses and builds text as "t.cfg" (training net); returns the status, message in e. */
 static int build(const char *text, Net *net, Error *e)
 {
-    Cfg cfg;
-    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
-    if (st)
-        return st;
-    st = net_build(net, &cfg, 1, 1, e);
-    if (st)
-        cfg_free(&cfg);
-    return st;
+    return net_build_from_text(net, text, "t.cfg", 1, 1, e);
 }
 
 /* Builds text and sizes it for batch with an input delta; 0 on success. */
@@ -35,18 +29,6 @@ static int build_sized(const char *text, int batch, Net *net)
         fprintf(stderr, "cannot build test net: %s\n", e.msg);
     CHECK(st == CDL_OK);
     return st;
-}
-
-static void expect_error(const char *text, const char *needle)
-{
-    Net net;
-    Error e = {0};
-    int st = build(text, &net, &e);
-    CHECK(st == CDL_EUSAGE);
-    if (st == CDL_OK)
-        net_free(&net);
-    else
-        CHECK_CONTAINS(e.msg, needle);
 }
 
 static int same_shape(Shape s, int c, int h, int w)
@@ -301,19 +283,19 @@ static void test_maxpool_shapes_and_errors(void)
         CHECK(same_shape(net.layers[0].out_shape, 1, 2, 2));
         net_free(&net);
     }
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=0\n",
-                 "t.cfg:6: bad value '0' for key 'size' in [maxpool]: must be >= 1");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nstride=0\n",
-                 "t.cfg:7: bad value '0' for key 'stride' in [maxpool]: must be >= 1");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=-1\n",
-                 "t.cfg:7: bad value '-1' for key 'padding' in [maxpool]");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=3\n",
-                 "t.cfg:7: bad value '3' for key 'padding' in [maxpool]");
-    expect_error("[net]\nwidth=2\nheight=2\nchannels=1\n[maxpool]\nsize=5\npadding=0\n",
-                 "t.cfg:5: layer 0 [maxpool]: empty output");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nfilters=3\n",
-                 "t.cfg:7: unknown key 'filters' in [maxpool] (valid keys: stride, size, "
-                 "padding)");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=0\n",
+                     "t.cfg:6: bad value '0' for key 'size' in [maxpool]: must be >= 1");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nstride=0\n",
+                     "t.cfg:7: bad value '0' for key 'stride' in [maxpool]: must be >= 1");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=-1\n",
+                     "t.cfg:7: bad value '-1' for key 'padding' in [maxpool]");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\npadding=3\n",
+                     "t.cfg:7: bad value '3' for key 'padding' in [maxpool]");
+    expect_cfg_error("[net]\nwidth=2\nheight=2\nchannels=1\n[maxpool]\nsize=5\npadding=0\n",
+                     "t.cfg:5: layer 0 [maxpool]: empty output");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nfilters=3\n",
+                     "t.cfg:7: unknown key 'filters' in [maxpool] (valid keys: stride, size, "
+                     "padding)");
 }
 
 /* ---- avgpool ---- */
@@ -400,11 +382,11 @@ static void test_dropout_training_mask(void)
 
 static void test_dropout_errors(void)
 {
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=1\n",
-                 "t.cfg:6: bad value '1' for key 'probability' in [dropout]: expected a number "
-                 "in [0, 1)");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=-0.1\n",
-                 "t.cfg:6: bad value '-0.1' for key 'probability'");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=1\n",
+                     "t.cfg:6: bad value '1' for key 'probability' in [dropout]: expected a number "
+                     "in [0, 1)");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[dropout]\nprobability=-0.1\n",
+                     "t.cfg:6: bad value '-0.1' for key 'probability'");
 }
 
 /* ---- shortcut ---- */
@@ -496,21 +478,21 @@ static void test_shortcut_channel_mismatch(void)
 
 static void test_shortcut_errors(void)
 {
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[shortcut]\nfrom=-1\n",
-                 "t.cfg:6: layer 0 [shortcut]: from=-1: there is no earlier layer");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
-                 "from=1\n",
-                 "t.cfg:8: layer 1 [shortcut]: from=1 names layer 1, not an earlier layer "
-                 "(0..0, or -1..-1)");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
-                 "from=-3\n",
-                 "t.cfg:8: layer 1 [shortcut]: from=-3 names layer -2, not an earlier layer");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
-                 "activation=leaky\n",
-                 "t.cfg:7: layer 1 [shortcut] needs key 'from'");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
-                 "from=0\nactivation=leakyy\n",
-                 "t.cfg:9: bad value 'leakyy' for key 'activation' in [shortcut]");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[shortcut]\nfrom=-1\n",
+                     "t.cfg:6: layer 0 [shortcut]: from=-1: there is no earlier layer");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                     "from=1\n",
+                     "t.cfg:8: layer 1 [shortcut]: from=1 names layer 1, not an earlier layer "
+                     "(0..0, or -1..-1)");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                     "from=-3\n",
+                     "t.cfg:8: layer 1 [shortcut]: from=-3 names layer -2, not an earlier layer");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                     "activation=leaky\n",
+                     "t.cfg:7: layer 1 [shortcut] needs key 'from'");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=1\n[shortcut]\n"
+                     "from=0\nactivation=leakyy\n",
+                     "t.cfg:9: bad value 'leakyy' for key 'activation' in [shortcut]");
 }
 
 /* ---- route ---- */
@@ -555,19 +537,20 @@ static void test_route_concatenates_in_order(void)
 
 static void test_route_errors(void)
 {
-    expect_error(SHORTCUT_BASE "[route]\nlayers=-1,1\n",
-                 "t.cfg:13: layer 3 [route]: inputs must have the same height and width: layer "
-                 "2 is 1x4x4, layer 1 is 1x2x2 (CxHxW)");
-    expect_error(SHORTCUT_BASE "[route]\nlayers=3\n",
-                 "t.cfg:13: layer 3 [route]: layers entry 3 names layer 3, not an earlier layer "
-                 "(0..2, or -1..-3)");
-    expect_error(SHORTCUT_BASE "[route]\nlayers=0,-4\n",
-                 "t.cfg:13: layer 3 [route]: layers entry -4 names layer -1, not an earlier");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[route]\nlayers=-1\n",
-                 "t.cfg:6: layer 0 [route]: layers=-1: there is no earlier layer");
-    expect_error(SHORTCUT_BASE "[route]\n", "t.cfg:12: layer 3 [route] needs key 'layers'");
-    expect_error(SHORTCUT_BASE "[route]\nlayers=0,x\n",
-                 "t.cfg:13: bad value '0,x' for key 'layers' in [route]");
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=-1,1\n",
+                     "t.cfg:13: layer 3 [route]: inputs must have the same height and width: layer "
+                     "2 is 1x4x4, layer 1 is 1x2x2 (CxHxW)");
+    expect_cfg_error(
+        SHORTCUT_BASE "[route]\nlayers=3\n",
+        "t.cfg:13: layer 3 [route]: layers entry 3 names layer 3, not an earlier layer "
+        "(0..2, or -1..-3)");
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=0,-4\n",
+                     "t.cfg:13: layer 3 [route]: layers entry -4 names layer -1, not an earlier");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[route]\nlayers=-1\n",
+                     "t.cfg:6: layer 0 [route]: layers=-1: there is no earlier layer");
+    expect_cfg_error(SHORTCUT_BASE "[route]\n", "t.cfg:12: layer 3 [route] needs key 'layers'");
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=0,x\n",
+                     "t.cfg:13: bad value '0,x' for key 'layers' in [route]");
 }
 
 /* ---- softmax ---- */
@@ -656,8 +639,8 @@ static void test_softmax_without_labels_backpropagates_delta(void)
 
 static void test_softmax_errors(void)
 {
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\ngroups=2\n",
-                 "t.cfg:6: bad value '2' for key 'groups' in [softmax]: only groups=1");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\ngroups=2\n",
+                     "t.cfg:6: bad value '2' for key 'groups' in [softmax]: only groups=1");
     Net net;
     if (!build_sized("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\ngroups=1\n", 1, &net)) {
         CHECK(net.classes == 16);

@@ -16,9 +16,8 @@ static const char *cfg_text = "[net]\nbatch=4\nwidth=6\nheight=6\nchannels=2\n"
 
 static int build(Net *net, uint64_t seed)
 {
-    Cfg cfg;
     Error e = {0};
-    if (cfg_parse_text(cfg_text, "m.cfg", &cfg, &e) || net_build(net, &cfg, 1, seed, &e)) {
+    if (net_build_from_text(net, cfg_text, "m.cfg", 1, seed, &e)) {
         fprintf(stderr, "build: %s\n", e.msg);
         return -1;
     }

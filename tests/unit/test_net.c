@@ -2,53 +2,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 
 /* Parses and builds text; returns the status and leaves the message in e. */
 static int build(const char *text, Net *net, Error *e)
 {
-    Cfg cfg;
-    int st = cfg_parse_text(text, "t.cfg", &cfg, e);
-    if (st)
-        return st;
-    st = net_build(net, &cfg, 1, 1, e);
-    if (st)
-        cfg_free(&cfg);
-    return st;
-}
-
-static void expect_error(const char *text, const char *needle)
-{
-    Net net;
-    Error e = {0};
-    int st = build(text, &net, &e);
-    CHECK(st == CDL_EUSAGE);
-    if (st == CDL_OK)
-        net_free(&net);
-    else
-        CHECK_CONTAINS(e.msg, needle);
+    return net_build_from_text(net, text, "t.cfg", 1, 1, e);
 }
 
 static void test_errors_name_file_line_and_choices(void)
 {
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutoinal]\nfilters=2\n",
-                 "t.cfg:5: unknown section [convolutoinal] (valid: net, convolutional");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfliters=2\n",
-                 "t.cfg:6: unknown key 'fliters' in [convolutional] (valid keys: filters");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=two\n",
-                 "t.cfg:6: bad value 'two' for key 'filters' in [convolutional]: expected an "
-                 "integer");
-    expect_error("[convolutional]\nfilters=2\n", "t.cfg:1: the first section must be [net]");
-    expect_error("[net]\nwidth=4\nheight=4\n[softmax]\n", "t.cfg:1: [net] needs key 'channels'");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\nbatch=3\nsubdivisions=2\n[softmax]\n",
-                 "t.cfg:1: batch=3 is not divisible by subdivisions=2");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n", "t.cfg:1: the cfg defines no layers");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\npolicy=cosine\n[softmax]\n",
-                 "t.cfg:5: bad value 'cosine' for key 'policy'");
-    expect_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\n[softmax]\n",
-                 "t.cfg:5: layer 0: [softmax] is the loss and must be the last layer");
-    expect_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutoinal]\nfilters=2\n",
+                     "t.cfg:5: unknown section [convolutoinal] (valid: net, convolutional");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfliters=2\n",
+                     "t.cfg:6: unknown key 'fliters' in [convolutional] (valid keys: filters");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=two\n",
+                     "t.cfg:6: bad value 'two' for key 'filters' in [convolutional]: expected an "
+                     "integer");
+    expect_cfg_error("[convolutional]\nfilters=2\n", "t.cfg:1: the first section must be [net]");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\n[softmax]\n",
+                     "t.cfg:1: [net] needs key 'channels'");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\nbatch=3\nsubdivisions=2\n[softmax]\n",
+                     "t.cfg:1: batch=3 is not divisible by subdivisions=2");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n",
+                     "t.cfg:1: the cfg defines no layers");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\npolicy=cosine\n[softmax]\n",
+                     "t.cfg:5: bad value 'cosine' for key 'policy'");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\n[softmax]\n",
+                     "t.cfg:5: layer 0: [softmax] is the loss and must be the last layer");
+    expect_cfg_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
 }
 
 static void test_override_sets_net_and_layer_keys(void)

@@ -48,11 +48,9 @@ static const char *cfg_text =
 
 static void test_training_step_allocates_nothing(void)
 {
-    Cfg cfg;
     Net net;
     Error e = {0};
-    if (cfg_parse_text(cfg_text, "t.cfg", &cfg, &e) || net_build(&net, &cfg, 1, 3, &e) ||
-        net_resize(&net, 4, 0, &e)) {
+    if (net_build_from_text(&net, cfg_text, "t.cfg", 1, 3, &e) || net_resize(&net, 4, 0, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
         return;

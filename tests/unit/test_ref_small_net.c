@@ -76,13 +76,12 @@ static void train_step(Net *net, float *velocity)
 int main(void)
 {
     RefFixture f;
-    Cfg cfg;
     Net net;
     Error e = {0};
     if (ref_fixture_load("tests/ref/small_net.ref", &f))
         return 1;
     fixture = &f;
-    if (cfg_load("tests/ref/small_net.cfg", &cfg, &e) || net_build(&net, &cfg, 1, 1, &e) ||
+    if (net_build_from_file(&net, "tests/ref/small_net.cfg", NULL, 0, 1, 1, &e) ||
         net_resize(&net, 4, 1, &e) || load_params(&net)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         return 1;

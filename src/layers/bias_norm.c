@@ -1,0 +1,115 @@
+/* Bias or batch-norm stage shared by [convolutional], [connected] and [batchnorm]. */
+#include "layers/bias_norm.h"
+
+#include <stdlib.h>
+
+#include "ops/batchnorm.h"
+
+enum { BIASES, SCALES, ROLLING_MEAN, ROLLING_VARIANCE };
+
+static Param *param(const BiasNorm *bn, Layer *l, int which)
+{
+    return &l->params[bn->first_param + which];
+}
+
+void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial)
+{
+    bn->batch_normalize = batch_normalize;
+    bn->channels = channels;
+    bn->spatial = spatial;
+    bn->first_param = l->n_params;
+    layer_add_param(l, "biases", (size_t)channels, 1, 0);
+    if (batch_normalize) {
+        layer_add_param(l, "scales", (size_t)channels, 1, 0);
+        layer_add_param(l, "rolling_mean", (size_t)channels, 0, 0);
+        layer_add_param(l, "rolling_variance", (size_t)channels, 0, 0);
+    }
+}
+
+void bias_norm_init(const BiasNorm *bn, Layer *l)
+{
+    for (int i = 0; i < bn->channels; i++) {
+        param(bn, l, BIASES)->data[i] = 0.0f;
+        if (bn->batch_normalize) {
+            param(bn, l, SCALES)->data[i] = 1.0f;
+            param(bn, l, ROLLING_MEAN)->data[i] = 0.0f;
+            param(bn, l, ROLLING_VARIANCE)->data[i] = 1.0f;
+        }
+    }
+}
+
+int bias_norm_resize(BiasNorm *bn, const Layer *l, int batch, Error *e)
+{
+    if (!bn->batch_normalize || batch == bn->batch)
+        return CDL_OK;
+    free(bn->x_hat);
+    free(bn->inv_std);
+    bn->x_hat = malloc((size_t)batch * bn->channels * bn->spatial * sizeof *bn->x_hat);
+    bn->inv_std = malloc((size_t)bn->channels * sizeof *bn->inv_std);
+    bn->batch = batch;
+    if (!bn->x_hat || !bn->inv_std) {
+        bn->batch = 0;
+        return error_set(e, CDL_ERUNTIME, "layer %d: out of memory for batch %d", l->index, batch);
+    }
+    return CDL_OK;
+}
+
+void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, float *y)
+{
+    const int batch = net->batch, channels = bn->channels, spatial = bn->spatial;
+    const float *bias = param(bn, l, BIASES)->data;
+    if (bn->batch_normalize) {
+        const float *scale = param(bn, l, SCALES)->data;
+        float *mean = param(bn, l, ROLLING_MEAN)->data;
+        float *var = param(bn, l, ROLLING_VARIANCE)->data;
+        if (net->train)
+            batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias, mean, var, batch,
+                                    channels, spatial, net->hyper.bn_momentum, net->hyper.bn_eps);
+        else
+            batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
+                                   net->hyper.bn_eps);
+        return;
+    }
+    const int rows = batch * channels;
+#pragma omp parallel for schedule(static) if ((size_t)rows * spatial >= 16384)
+    for (int r = 0; r < rows; r++) {
+        const float *in = x + (size_t)r * spatial;
+        float *out = y + (size_t)r * spatial;
+        const float b = bias[r % channels];
+#pragma omp simd
+        for (int i = 0; i < spatial; i++)
+            out[i] = in[i] + b;
+    }
+}
+
+void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *delta)
+{
+    const int batch = net->batch, channels = bn->channels, spatial = bn->spatial;
+    Param *biases = param(bn, l, BIASES);
+    if (bn->batch_normalize) {
+        Param *scales = param(bn, l, SCALES);
+        batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
+                           delta, batch, channels, spatial);
+        return;
+    }
+    /* dbias[c] += sum over the batch and positions of delta[b][c][.], in a fixed order. */
+#pragma omp parallel for schedule(static) if ((size_t)batch * channels * spatial >= 16384)
+    for (int c = 0; c < channels; c++) {
+        double sum = 0.0;
+        for (int b = 0; b < batch; b++) {
+            const float *d = delta + ((size_t)b * channels + c) * spatial;
+#pragma omp simd reduction(+ : sum)
+            for (int i = 0; i < spatial; i++)
+                sum += d[i];
+        }
+        biases->grad[c] += (float)sum;
+    }
+}
+
+void bias_norm_free(BiasNorm *bn)
+{
+    free(bn->x_hat);
+    free(bn->inv_std);
+    bn->x_hat = bn->inv_std = NULL;
+    bn->batch = 0;
+}

@@ -1,0 +1,33 @@
+/* The per-channel stage that follows a convolution or connected product: a bias, or (with
+ * batch_normalize=1) batch normalisation whose shift is that bias. It is also the whole
+ * [batchnorm] layer. Tensors are [batch][channels][spatial]. */
+#ifndef CDL_BIAS_NORM_H
+#define CDL_BIAS_NORM_H
+
+#include "core/layer.h"
+#include "core/net.h"
+
+typedef struct BiasNorm {
+    int batch_normalize;
+    int first_param;       /* index of "biases" in l->params; with batch norm "scales",
+                              "rolling_mean" and "rolling_variance" follow it */
+    int channels, spatial; /* per sample */
+    int batch;             /* batch the buffers below are sized for */
+    float *x_hat;          /* [batch][channels][spatial], batch norm only */
+    float *inv_std;        /* [channels] */
+} BiasNorm;
+
+/* Declares the parameters on l (biases; with batch norm also scales and the running
+ * statistics). */
+void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial);
+/* biases 0, scales 1, running mean 0, running variance 1. */
+void bias_norm_init(const BiasNorm *bn, Layer *l);
+int bias_norm_resize(BiasNorm *bn, const Layer *l, int batch, Error *e);
+/* y = x + bias, or batch norm in the net's mode (training: batch statistics, moving the
+ * running ones). y may equal x. */
+void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, float *y);
+/* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
+void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *delta);
+void bias_norm_free(BiasNorm *bn);
+
+#endif
