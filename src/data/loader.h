@@ -1,0 +1,38 @@
+/* The data loader: worker threads read and augment samples into a bounded queue of ready
+ * mini-batches ahead of training (like PyTorch's DataLoader with num_workers and
+ * prefetch_factor). The batches of an epoch, their sample order and every augmentation
+ * draw depend only on (seed, epoch, position), never on the number of workers. */
+#ifndef CDL_LOADER_H
+#define CDL_LOADER_H
+
+#include <stdint.h>
+
+#include "data/augment.h"
+#include "data/source.h"
+
+typedef struct LoaderOptions {
+    int batch;    /* samples per mini-batch */
+    int workers;  /* decode/augment threads; 0 = in the caller's thread */
+    int prefetch; /* ready mini-batches kept ahead (bounded memory) */
+    uint64_t seed;
+    int train;     /* 1: shuffle each epoch and augment_train; 0: in order, augment_eval */
+    int drop_last; /* drop the last partial mini-batch of an epoch */
+    int skip_bad;  /* replace an unreadable sample (counted) instead of failing */
+} LoaderOptions;
+
+typedef struct Loader Loader;
+
+int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
+                const LoaderOptions *opt, Error *e);
+void loader_close(Loader *l);
+int loader_batches_per_epoch(const Loader *l);
+/* Positions the loader at mini-batch `first` of `epoch` (resume) and starts producing. */
+int loader_start_epoch(Loader *l, int epoch, int first, Error *e);
+/* Blocks until the next mini-batch is ready and copies it into x [n][c][h][w] and y [n];
+ * *n is the batch size (smaller only for a last partial batch without drop_last). A
+ * sample that cannot be read fails with its file's name unless skip_bad is set. */
+int loader_next(Loader *l, float *x, int *y, int *n, Error *e);
+/* Samples replaced because they could not be read, since the epoch started. */
+int loader_skipped(const Loader *l);
+
+#endif

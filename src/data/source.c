@@ -1,0 +1,59 @@
+/* SampleSource over an in-memory Dataset, and the common destructor. */
+#include "data/source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int dataset_read(const SampleSource *s, int i, Image *img, int *label, Error *e)
+{
+    const Dataset *d = s->impl;
+    const size_t n = (size_t)d->c * d->h * d->w;
+    img->data = malloc(n * sizeof *img->data);
+    if (!img->data)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    img->c = d->c;
+    img->h = d->h;
+    img->w = d->w;
+    dataset_fill_batch(d, &i, 1, img->data, label);
+    return CDL_OK;
+}
+
+static const char *dataset_path(const SampleSource *s, int i)
+{
+    (void)s;
+    (void)i;
+    return NULL;
+}
+
+static void dataset_destroy(SampleSource *s)
+{
+    dataset_free(s->impl);
+    free(s->impl);
+}
+
+int source_from_dataset(SampleSource *s, Dataset *d, Error *e)
+{
+    memset(s, 0, sizeof *s);
+    Dataset *owned = malloc(sizeof *owned);
+    if (!owned)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    *owned = *d;
+    memset(d, 0, sizeof *d);
+    s->n = owned->n;
+    s->classes = owned->classes;
+    s->c = owned->c;
+    s->h = owned->h;
+    s->w = owned->w;
+    s->read = dataset_read;
+    s->path = dataset_path;
+    s->destroy = dataset_destroy;
+    s->impl = owned;
+    return CDL_OK;
+}
+
+void source_free(SampleSource *s)
+{
+    if (s->destroy)
+        s->destroy(s);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,33 @@
+/* A labelled image dataset read one sample at a time, whatever its storage: in-memory
+ * arrays (IDX, scikit-learn digits CSV, CIFAR binary batches) or image files (a folder of
+ * class folders, a darknet list, a CSV of path,label lines). The loader decodes samples
+ * through this interface from several threads at once, so read must be thread-safe. */
+#ifndef CDL_SOURCE_H
+#define CDL_SOURCE_H
+
+#include "data/dataset.h"
+#include "data/image.h"
+#include "util/error.h"
+
+typedef struct SampleSource SampleSource;
+
+struct SampleSource {
+    int n;       /* samples */
+    int classes; /* labels are in [0, classes) */
+    /* Shape every sample has, or 0s when samples are image files of their own sizes. */
+    int c, h, w;
+    /* Decodes sample i (0 <= i < n) into img (allocated here; the caller image_frees it)
+     * and its label. A corrupt or unreadable file is CDL_ERUNTIME naming the file. */
+    int (*read)(const SampleSource *s, int i, Image *img, int *label, Error *e);
+    /* The file a sample comes from (for messages), or NULL for in-memory samples. */
+    const char *(*path)(const SampleSource *s, int i);
+    void (*destroy)(SampleSource *s);
+    void *impl;
+};
+
+/* Wraps an in-memory Dataset (taking ownership of its buffers; *d is zeroed). */
+int source_from_dataset(SampleSource *s, Dataset *d, Error *e);
+/* Calls s->destroy and zeroes s; safe on a zeroed source. */
+void source_free(SampleSource *s);
+
+#endif
