@@ -66,7 +66,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     if (!rc)
         rc = cfg_get_int(cfg, s, "pad", 0, &pad, e);
     if (!rc)
-        rc = cfg_get_int(cfg, s, "padding", pad ? size / 2 : 0, &padding, e);
+        rc = cfg_get_int(cfg, s, "padding", 0, &padding, e);
+    if (pad) /* as darknet: pad=1 means size/2 whatever padding= says */
+        padding = size / 2;
     if (!rc)
         rc = cfg_get_int(cfg, s, "groups", 1, &groups, e);
     if (!rc)

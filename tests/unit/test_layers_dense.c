@@ -423,20 +423,20 @@ static void test_shapes_and_flops(void)
     Error e = {0};
     CHECK(build(NET(1, 3, 9, 7) "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
                                 "[convolutional]\nfilters=6\nsize=3\nstride=2\npad=1\n"  /* 6x3x2 */
-                                "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x5x4 */
+                                "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x3x2 */
                                 "[batchnorm]\n"
                                 "[connected]\noutput=7\nbatch_normalize=1\n",
                 &net, &e) == CDL_OK);
     if (e.code)
         return;
-    const Shape want[] = {{4, 5, 3}, {6, 3, 2}, {2, 5, 4}, {2, 5, 4}, {7, 1, 1}};
+    const Shape want[] = {{4, 5, 3}, {6, 3, 2}, {2, 3, 2}, {2, 3, 2}, {7, 1, 1}};
     for (int i = 0; i < 5; i++)
         CHECK(net.layers[i].out_shape.c == want[i].c && net.layers[i].out_shape.h == want[i].h &&
               net.layers[i].out_shape.w == want[i].w);
     CHECK_NEAR(net.layers[0].flops, 2.0 * 15 * 4 * 3 * 25, 0);
     CHECK_NEAR(net.layers[1].flops, 2.0 * 6 * 6 * 4 * 9, 0);
-    CHECK_NEAR(net.layers[4].flops, 2.0 * 40 * 7, 0);
-    CHECK(layer_param(&net.layers[4], "weights")->count == 7 * 40);
+    CHECK_NEAR(net.layers[4].flops, 2.0 * 12 * 7, 0);
+    CHECK(layer_param(&net.layers[4], "weights")->count == 7 * 12);
     CHECK(layer_param(&net.layers[3], "scales")->count == 2);
     CHECK(net.layers[3].n_params == 4);
     CHECK(net.layers[0].scratch_per_sample == 3 * 25 * 15);
