@@ -7,7 +7,20 @@ packages=(
     build-essential libopenblas-dev libopenblas0-openmp libcjson-dev libpng-dev
     libjpeg62-turbo-dev libzstd-dev zlib1g-dev bats
     dataset-fashion-mnist python3-torch python3-numpy python3-sklearn python3-pil python3-skimage
+    darknet python3-onnx graphviz python3-torchvision
 )
+
+# PyPI packages for the pyenv python3 on PATH, as MODULE or MODULE=PACKAGE (tests read
+# TensorBoard files, and run exported ONNX models in onnxruntime).
+pip_packages=(tensorboard onnx onnxruntime numpy PIL=pillow)
+pip_missing=$(python3 -c 'import importlib.util as u, sys
+print(*(p.split("=")[-1] for p in sys.argv[1:] if not u.find_spec(p.split("=")[0])))' \
+    "${pip_packages[@]}")
+if [ -n "$pip_missing" ]; then
+    echo "deps: pip installing $pip_missing"
+    # shellcheck disable=SC2086 # one word per package
+    python3 -m pip install -q $pip_missing
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/augment.h"
 #include "data/image.h"
 #include "io/model_io.h"
 #include "train/trainer.h"
@@ -12,6 +13,8 @@
 struct cdl_model {
     Net net;
     ModelMeta meta;
+    int capacity; /* samples the activations hold, as cdl_model_predict_batch sized them */
+    AugmentScratch scratch; /* preprocessing workspace */
 };
 
 struct cdl_trainer {
@@ -42,12 +45,30 @@ int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_si
     return CDL_OK;
 }
 
+int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
+                       size_t err_size)
+{
+    Error e = {0};
+    cdl_model *m = calloc(1, sizeof *m);
+    *model = NULL;
+    if (!m)
+        return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
+    if (net_build_from_file(&m->net, cfg_path, NULL, 0, 0, seed, &e) ||
+        net_resize(&m->net, 1, 0, &e)) {
+        cdl_model_free(m);
+        return report(&e, err, err_size);
+    }
+    *model = m;
+    return CDL_OK;
+}
+
 void cdl_model_free(cdl_model *model)
 {
     if (!model)
         return;
     model_meta_free(&model->meta);
     net_free(&model->net);
+    augment_scratch_free(&model->scratch);
     free(model);
 }
 
@@ -71,23 +92,58 @@ const char *cdl_model_class_name(const cdl_model *model, int index)
 void cdl_model_predict(cdl_model *model, const float *input, float *probs)
 {
     Net *net = &model->net;
+    net->batch = 1; /* activations always hold at least one sample */
     memcpy(net->input, input, shape_size(net->in_shape) * sizeof *input);
     net_forward(net);
     memcpy(probs, net_output(net), (size_t)net->classes * sizeof *probs);
 }
 
-int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
-                           size_t err_size)
+int cdl_model_load_image(cdl_model *model, const char *image_path, float *input, char *err,
+                         size_t err_size)
 {
     Error e = {0};
     Image img;
     if (image_load(image_path, &img, &e))
         return report(&e, err, err_size);
-    Net *net = &model->net;
-    image_to_input(&img, net->in_shape.c, net->in_shape.h, net->in_shape.w, net->input);
+    int st = augment_eval(&model->net.augment, &img, &model->scratch, input);
     image_free(&img);
+    if (st)
+        return error_set(&e, st, "%s: out of memory preprocessing the image", image_path),
+               report(&e, err, err_size);
+    return CDL_OK;
+}
+
+int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
+                           size_t err_size)
+{
+    Net *net = &model->net;
+    int st = cdl_model_load_image(model, image_path, net->input, err, err_size);
+    if (st)
+        return st;
+    net->batch = 1;
     net_forward(net);
     memcpy(probs, net_output(net), (size_t)net->classes * sizeof *probs);
+    return CDL_OK;
+}
+
+int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
+                            size_t err_size)
+{
+    Error e = {0};
+    Net *net = &model->net;
+    if (n < 1)
+        return error_set(&e, CDL_EUSAGE, "predict: a batch needs at least one image (got %d)", n),
+               report(&e, err, err_size);
+    if (n > model->capacity) {
+        model->capacity = 0;
+        if (net_resize(net, n, 0, &e))
+            return report(&e, err, err_size);
+        model->capacity = n;
+    }
+    net->batch = n;
+    memcpy(net->input, inputs, (size_t)n * shape_size(net->in_shape) * sizeof *inputs);
+    net_forward(net);
+    memcpy(probs, net_output(net), (size_t)n * (size_t)net->classes * sizeof *probs);
     return CDL_OK;
 }
 
@@ -133,21 +189,25 @@ typedef struct ArrayBatches {
 } ArrayBatches;
 
 /* Copies mini-batch sub of the caller's arrays into the net. */
-static void fill_from_arrays(Net *net, int sub, void *ctx)
+static int fill_from_arrays(Net *net, int sub, void *ctx, Error *e)
 {
+    (void)e;
     const ArrayBatches *b = ctx;
     const size_t per_image = shape_size(net->in_shape), first = (size_t)sub * (size_t)net->batch;
     memcpy(net->input, b->images + first * per_image,
            (size_t)net->batch * per_image * sizeof *net->input);
     memcpy(net->labels, b->labels + first, (size_t)net->batch * sizeof *net->labels);
+    return CDL_OK;
 }
 
 float cdl_trainer_step(cdl_trainer *trainer, const float *images, const int *labels)
 {
     Net *net = &trainer->net;
     ArrayBatches batches = {images, labels};
-    return trainer_step_with(net, trainer->velocity, fill_from_arrays, &batches,
-                             net_learning_rate(&net->hyper, net->step));
+    float loss;
+    trainer_step_with(net, trainer->velocity, fill_from_arrays, &batches,
+                      net_learning_rate(&net->hyper, net->step), &loss, NULL);
+    return loss;
 }
 
 int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, size_t err_size)

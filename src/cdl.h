@@ -12,6 +12,10 @@ typedef struct cdl_model cdl_model;
 
 /* Loads a checkpoint written by `cdl train` (inference only: no gradient memory). */
 int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size);
+/* Builds a model from a cfg with parameters initialised from seed, as `cdl train` starts:
+ * for testing an architecture (no class names). */
+int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
+                       size_t err_size);
 void cdl_model_free(cdl_model *model);
 
 /* Per-image input shape: channels, height, width. */
@@ -20,11 +24,21 @@ int cdl_model_classes(const cdl_model *model);
 /* The class name stored in the checkpoint, or NULL when it has none for index. */
 const char *cdl_model_class_name(const cdl_model *model, int index);
 
-/* probs [classes] = the model's output for one image input [c][h][w] in [0,1]. */
+/* probs [classes] = the model's output for one input [c][h][w], preprocessed as
+ * cdl_model_load_image does. */
 void cdl_model_predict(cdl_model *model, const float *input, float *probs);
-/* Decodes a PNG or JPEG file, converts it to the model's channels and size, predicts. */
+/* Decodes a PNG or JPEG file into input [c][h][w] with the model's eval-time preprocessing:
+ * channel conversion, resize (center crop or letterbox when its cfg says so) and
+ * normalisation, as `cdl eval` feeds images to it. */
+int cdl_model_load_image(cdl_model *model, const char *image_path, float *input, char *err,
+                         size_t err_size);
+/* cdl_model_load_image, then predict. */
 int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
                            size_t err_size);
+/* probs [n][classes] = the model's outputs for n inputs [n][c][h][w] in one forward pass (the
+ * first call with a larger n than before allocates). */
+int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
+                            size_t err_size);
 
 /* A network being trained: SGD with the cfg's [net] settings. */
 typedef struct cdl_trainer cdl_trainer;

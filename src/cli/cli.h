@@ -42,6 +42,13 @@ void cli_set_threads(int threads);
 int cli_fail(const Error *e);
 /* True when path starts with the checkpoint magic. */
 int cli_is_checkpoint(const char *path);
+struct Net; /* core/net.h */
+/* Builds the net of a CFG|MODEL argument: a checkpoint (a's --set options are refused), or
+ * a cfg with a's --set overrides and parameters from seed 1 (src/cli/model_arg.c).
+ * want_grads as net_build; *velocity (velocity may be NULL) receives the checkpoint's SGD
+ * velocity, or zeros for a cfg. */
+int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
+                   float **velocity, Error *e);
 
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
 
@@ -49,6 +56,12 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_bench_loader(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_augment(int argc, char **argv);
 
 #endif

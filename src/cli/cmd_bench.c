@@ -7,14 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/cli.h"
-#include "core/net.h"
-#include "train/trainer.h"
-#include "util/rng.h"
+#include "cli/timing.h"
 #include "util/timer.h"
-
-/* Fixed so that every run times the same data and the same initial weights. */
-#define BENCH_SEED 1
 
 static const OptSpec bench_opts[] = {
     {"--batch", 1, 0, "images per step (default: the cfg's batch; sets subdivisions=1)"},
@@ -47,47 +41,6 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     return st;
 }
 
-/* Builds the training net from the cfg, the --set overrides and --batch (applied last, so
- * it wins over a --set of net.batch or net.subdivisions). */
-static int build_net(const Args *a, const BenchSettings *b, Net *net, Error *e)
-{
-    const char *overrides[ARGS_MAX + 2];
-    int n = 0;
-    for (int i = 0; i < a->n_repeats; i++)
-        overrides[n++] = a->repeats[i];
-    char batch[64];
-    if (b->batch) {
-        snprintf(batch, sizeof batch, "net.batch=%ld", b->batch);
-        overrides[n++] = batch;
-        overrides[n++] = "net.subdivisions=1";
-    }
-    int st = net_build_from_file(net, b->cfg_path, overrides, n, 1, BENCH_SEED, e);
-    return st ? st : net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
-}
-
-/* A dataset of one batch of random images and labels, shaped for net. */
-static int make_random_dataset(const Net *net, Dataset *d, Error *e)
-{
-    Rng rng;
-    rng_seed(&rng, BENCH_SEED, 0xbe4c0000u);
-    d->n = net->hyper.batch;
-    d->c = net->in_shape.c;
-    d->h = net->in_shape.h;
-    d->w = net->in_shape.w;
-    d->scale = 1.0f / 255.0f;
-    d->classes = net->classes;
-    const size_t n = (size_t)d->n * shape_size(net->in_shape);
-    d->pixels = malloc(n);
-    d->labels = malloc((size_t)d->n * sizeof *d->labels);
-    if (!d->pixels || !d->labels)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        d->pixels[i] = (uint8_t)rng_below(&rng, 256);
-    for (int i = 0; i < d->n; i++)
-        d->labels[i] = (int)rng_below(&rng, (uint32_t)net->classes);
-    return CDL_OK;
-}
-
 static void print_result(const BenchSettings *b, int batch, int threads, double images_per_s,
                          double ms_per_step)
 {
@@ -118,40 +71,26 @@ static int run_bench(const Args *a, Error *e)
         return st;
     cli_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
-    Net net = {0};
-    Dataset data = {0};
-    float *velocity = NULL;
-    int *order = NULL;
-    st = build_net(a, &b, &net, e);
-    st = st ? st : make_random_dataset(&net, &data, e);
-    if (!st && (!(velocity = calloc(net.n_params + 1, sizeof *velocity)) ||
-                !(order = malloc((size_t)data.n * sizeof *order))))
-        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    TimingRun t;
+    st = timing_run_setup(&t, b.cfg_path, a, b.batch, e);
     if (st)
         goto done;
-    for (int i = 0; i < data.n; i++)
-        order[i] = i;
-    net.train = 1;
-    net.loss_divisor = (float)net.hyper.batch;
     for (long i = 0; i < b.warmup; i++)
-        trainer_step(&net, velocity, &data, order, net_learning_rate(&net.hyper, net.step));
+        timing_run_step(&t);
     const double start = time_now_s();
     for (long i = 0; i < b.steps; i++)
-        trainer_step(&net, velocity, &data, order, net_learning_rate(&net.hyper, net.step));
+        timing_run_step(&t);
     const double elapsed_s = time_now_s() - start;
-    if (!isfinite(net.loss))
+    if (!isfinite(t.net.loss))
         fprintf(stderr,
                 "cdl: warning: the loss became %g; timings of non-finite values may not "
                 "be representative\n",
-                net.loss);
+                t.net.loss);
     const double ms_per_step = 1e3 * elapsed_s / (double)b.steps;
-    const double images_per_s = (double)net.hyper.batch * (double)b.steps / elapsed_s;
-    print_result(&b, net.hyper.batch, threads, images_per_s, ms_per_step);
+    const double images_per_s = (double)t.net.hyper.batch * (double)b.steps / elapsed_s;
+    print_result(&b, t.net.hyper.batch, threads, images_per_s, ms_per_step);
 done:
-    net_free(&net);
-    dataset_free(&data);
-    free(velocity);
-    free(order);
+    timing_run_free(&t);
     return st;
 }
 

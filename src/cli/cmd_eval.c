@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "data/data_config.h"
+#include "data/loader.h"
 #include "io/model_io.h"
 #include "train/evaluate.h"
 
@@ -14,6 +15,8 @@ static const OptSpec eval_opts[] = {
     {"--data", 1, 0, "dataset .data file (default: the one the model trained on)"},
     {"--json", 0, 0, "print one JSON object instead of tables"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
+    {"--skip-bad", 0, 0, "replace unreadable images by the next readable one (counted)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_EVAL_OPTS (int)(sizeof eval_opts / sizeof eval_opts[0])
@@ -33,6 +36,7 @@ static void print_json(const EvalResult *r, const ModelMeta *m, const char *mode
     cJSON_AddStringToObject(o, "model", model);
     cJSON_AddStringToObject(o, "data", data);
     cJSON_AddNumberToObject(o, "samples", r->samples);
+    cJSON_AddNumberToObject(o, "skipped", r->skipped);
     cJSON_AddNumberToObject(o, "loss", r->loss);
     cJSON_AddNumberToObject(o, "accuracy", r->top1);
     cJSON_AddNumberToObject(o, "top5", r->top5);
@@ -56,6 +60,8 @@ static void print_tables(const EvalResult *r, const ModelMeta *m, const char *mo
 {
     char buf[32];
     printf("%s on %s: %d samples\n", model, data, r->samples);
+    if (r->skipped)
+        printf("skipped %d unreadable samples (replaced by the next readable ones)\n", r->skipped);
     printf("loss %.4f  top-1 %.2f%%", r->loss, 100 * r->top1);
     if (r->classes > 5)
         printf("  top-5 %.2f%%", 100 * r->top5);
@@ -102,22 +108,22 @@ int cmd_eval(int argc, char **argv)
     const char *data = args_get(&a, "--data");
     data = data ? data : meta.data_path;
     DataConfig dc = {0};
-    Dataset train = {0}, valid = {0};
+    SampleSource train = {0}, valid = {0};
     EvalResult r = {0};
+    EvalOptions opt = {0, args_get(&a, "--skip-bad") != NULL};
+    long workers = 0;
     if (!data[0]) {
         st = error_set(&e, CDL_EUSAGE, "%s: the model names no dataset; pass --data", model);
         goto done;
     }
     st = data_config_load(data, &dc, &e);
-    st = st ? st : data_config_load_sets(&dc, &train, &valid, &e);
+    st = st ? st : data_config_open_sources(&dc, &train, &valid, &e);
     if (!st && valid.n == 0)
         st = error_set(&e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)", data);
     st = st ? st : net_resize(&net, net.hyper.batch / net.hyper.subdivisions, 0, &e);
-    if (!st &&
-        (valid.c != net.in_shape.c || valid.h != net.in_shape.h || valid.w != net.in_shape.w))
-        st = error_set(&e, CDL_EUSAGE, "%s: images are %dx%dx%d but the model takes %dx%dx%d", data,
-                       valid.c, valid.h, valid.w, net.in_shape.c, net.in_shape.h, net.in_shape.w);
-    st = st ? st : evaluate(&net, &valid, &r, &e);
+    st = st ? st : args_get_int(&a, "--workers", LOADER_DEFAULT_WORKERS, 0, 256, &workers, &e);
+    opt.workers = (int)workers;
+    st = st ? st : evaluate(&net, &valid, &opt, &r, &e);
     if (!st) {
         if (args_get(&a, "--json"))
             print_json(&r, &meta, model, data);
@@ -126,8 +132,8 @@ int cmd_eval(int argc, char **argv)
     }
 done:
     eval_result_free(&r);
-    dataset_free(&train);
-    dataset_free(&valid);
+    source_free(&train);
+    source_free(&valid);
     data_config_free(&dc);
     model_meta_free(&meta);
     net_free(&net);

@@ -21,19 +21,6 @@ static size_t layer_params(const Layer *l, int trainable_only)
     return n;
 }
 
-static int load_net(const Args *a, const char *path, Net *net, Error *e)
-{
-    if (cli_is_checkpoint(path)) {
-        ModelMeta meta;
-        if (a->n_repeats)
-            return error_set(e, CDL_EUSAGE, "--set applies to cfg files, not checkpoints");
-        int st = model_load(path, net, 0, NULL, &meta, e);
-        model_meta_free(&meta);
-        return st;
-    }
-    return net_build_from_file(net, path, a->repeats, a->n_repeats, 0, 1, e);
-}
-
 static void print_json(const Net *net, const char *path)
 {
     cJSON *o = cJSON_CreateObject();
@@ -99,7 +86,7 @@ int cmd_info(int argc, char **argv)
     if (a.n_positional != 1)
         return error_set(&e, CDL_EUSAGE, "info takes one CFG or MODEL; see --help"), cli_fail(&e);
     Net net;
-    if (load_net(&a, a.positional[0], &net, &e))
+    if (cli_load_model(&a, a.positional[0], 0, &net, NULL, &e))
         return cli_fail(&e);
     if (args_get(&a, "--json"))
         print_json(&net, a.positional[0]);

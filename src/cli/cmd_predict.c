@@ -1,7 +1,9 @@
 /* cdl predict: classifies image files with a model and prints the top-k classes. */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cdl.h"
 #include "cli/cli.h"
@@ -10,9 +12,18 @@ static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
     {"--json", 0, 0, "print one JSON array instead of text"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--batch", 1, 0, "images per forward pass (default 16)"},
+    {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_PREDICT_OPTS (int)(sizeof predict_opts / sizeof predict_opts[0])
+
+/* True when path names a cfg file (a model to build rather than load). */
+static int is_cfg(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 4 && !strcmp(path + n - 4, ".cfg");
+}
 
 /* Indices of the k largest probabilities, in descending order. */
 static void top_k(const float *p, int classes, int k, int *out)
@@ -30,6 +41,32 @@ static void top_k(const float *p, int classes, int k, int *out)
     }
 }
 
+/* Prints (or, with json, appends to results) the top k classes of one image; best: [k]. */
+static void report_image(const cdl_model *m, const char *path, const float *probs, int k, int *best,
+                         int json, cJSON *results)
+{
+    top_k(probs, cdl_model_classes(m), k, best);
+    cJSON *item = cJSON_CreateObject();
+    cJSON_AddStringToObject(item, "file", path);
+    cJSON *list = cJSON_AddArrayToObject(item, "top");
+    if (!json)
+        printf("%s:\n", path);
+    for (int j = 0; j < k; j++) {
+        char number[16];
+        snprintf(number, sizeof number, "%d", best[j]);
+        const char *name = cdl_model_class_name(m, best[j]);
+        name = name ? name : number;
+        if (!json)
+            printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]], name);
+        cJSON *entry = cJSON_CreateObject();
+        cJSON_AddStringToObject(entry, "class", name);
+        cJSON_AddNumberToObject(entry, "index", best[j]);
+        cJSON_AddNumberToObject(entry, "probability", probs[best[j]]);
+        cJSON_AddItemToArray(list, entry);
+    }
+    cJSON_AddItemToArray(results, item);
+}
+
 int cmd_predict(int argc, char **argv)
 {
     Args a;
@@ -37,65 +74,77 @@ int cmd_predict(int argc, char **argv)
     if (args_parse(argc, argv, predict_opts, N_PREDICT_OPTS, &a, &e))
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
-        args_print_help("predict", "[MODEL] IMAGE... [options]",
-                        "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL ".",
+        args_print_help("predict", "[MODEL|CFG] IMAGE... [options]",
+                        "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
+                        ".\nA CFG builds the network with freshly initialised parameters (--seed), "
+                        "for testing an architecture.",
                         predict_opts, N_PREDICT_OPTS);
         return 0;
     }
-    long top, threads;
+    long top, threads, seed;
     if (args_get_int(&a, "--top", 5, 1, 100000, &top, &e) ||
-        args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e))
+        args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
+        args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e))
         return cli_fail(&e);
     cli_set_threads((int)threads);
-    int first = a.n_positional > 0 && cli_is_checkpoint(a.positional[0]) ? 1 : 0;
+    const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
+    int first = a.n_positional > 0 && (cfg || cli_is_checkpoint(a.positional[0])) ? 1 : 0;
     const char *model = first ? a.positional[0] : CDL_DEFAULT_MODEL;
     if (a.n_positional - first < 1)
         return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
                cli_fail(&e);
     cdl_model *m;
     char err[1024];
-    int status = cdl_model_load(model, &m, err, sizeof err);
+    int status = cfg ? cdl_model_from_cfg(model, (uint64_t)seed, &m, err, sizeof err)
+                     : cdl_model_load(model, &m, err, sizeof err);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;
     }
+    long batch;
+    if (args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
+        cdl_model_free(m);
+        return cli_fail(&e);
+    }
     const int classes = cdl_model_classes(m);
     const int k = top < classes ? (int)top : classes;
     const int json = args_get(&a, "--json") != NULL;
+    int c, h, w;
+    cdl_model_input_shape(m, &c, &h, &w);
+    const size_t per_image = (size_t)c * (size_t)h * (size_t)w;
     int *best = malloc((size_t)k * sizeof *best);
-    float *probs = malloc((size_t)classes * sizeof *probs);
+    float *probs = malloc((size_t)batch * (size_t)classes * sizeof *probs);
+    float *inputs = malloc((size_t)batch * per_image * sizeof *inputs);
+    const char **decoded = malloc((size_t)batch * sizeof *decoded);
     cJSON *results = cJSON_CreateArray();
-    if (!best || !probs) {
+    int stop = !best || !probs || !inputs || !decoded;
+    if (stop) {
         fprintf(stderr, "cdl: out of memory\n");
         status = CDL_ERUNTIME;
     }
-    for (int i = first; i < a.n_positional && best && probs; i++) {
-        const char *path = a.positional[i];
-        if (cdl_model_predict_file(m, path, probs, err, sizeof err)) {
+    /* Chunks of --batch files: decode each (a bad file reports its error and is left out),
+     * one forward pass over the rest, then their results in argument order. */
+    for (int start = first; start < a.n_positional && !stop; start += (int)batch) {
+        const int end = start + (int)batch < a.n_positional ? start + (int)batch : a.n_positional;
+        int n = 0;
+        for (int i = start; i < end; i++) {
+            if (cdl_model_load_image(m, a.positional[i], inputs + (size_t)n * per_image, err,
+                                     sizeof err)) {
+                fprintf(stderr, "cdl: %s\n", err);
+                status = CDL_ERUNTIME;
+                continue;
+            }
+            decoded[n++] = a.positional[i];
+        }
+        const int st = n ? cdl_model_predict_batch(m, inputs, n, probs, err, sizeof err) : 0;
+        if (st) {
             fprintf(stderr, "cdl: %s\n", err);
-            status = CDL_ERUNTIME;
-            continue;
+            status = st;
+            stop = 1;
         }
-        top_k(probs, classes, k, best);
-        cJSON *item = cJSON_CreateObject();
-        cJSON_AddStringToObject(item, "file", path);
-        cJSON *list = cJSON_AddArrayToObject(item, "top");
-        if (!json)
-            printf("%s:\n", path);
-        for (int j = 0; j < k; j++) {
-            char number[16];
-            snprintf(number, sizeof number, "%d", best[j]);
-            const char *name = cdl_model_class_name(m, best[j]);
-            name = name ? name : number;
-            if (!json)
-                printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]], name);
-            cJSON *entry = cJSON_CreateObject();
-            cJSON_AddStringToObject(entry, "class", name);
-            cJSON_AddNumberToObject(entry, "index", best[j]);
-            cJSON_AddNumberToObject(entry, "probability", probs[best[j]]);
-            cJSON_AddItemToArray(list, entry);
-        }
-        cJSON_AddItemToArray(results, item);
+        for (int j = 0; j < n && !st; j++)
+            report_image(m, decoded[j], probs + (size_t)j * (size_t)classes, k, best, json,
+                         results);
     }
     if (json) {
         char *text = cJSON_PrintUnformatted(results);
@@ -106,6 +155,8 @@ int cmd_predict(int argc, char **argv)
     cJSON_Delete(results);
     free(best);
     free(probs);
+    free(inputs);
+    free(decoded);
     cdl_model_free(m);
     return status;
 }

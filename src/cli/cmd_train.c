@@ -11,7 +11,9 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/step_trace.h"
 #include "data/data_config.h"
+#include "data/loader.h"
 #include "io/model_io.h"
 #include "train/trainer.h"
 
@@ -26,6 +28,11 @@ static const OptSpec train_opts[] = {
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--log", 1, 0, "append JSON Lines records (steps, epochs) to this file"},
     {"--log-every", 1, 0, "steps between plain progress lines and log records"},
+    {"--workers", 1, 0, "data loader threads (default 2; 0: load in the training thread)"},
+    {"--skip-bad", 0, 0, "replace unreadable images by the next readable one (counted per epoch)"},
+    {"--tensorboard", 1, 0, "write TensorBoard scalars (loss, lr, accuracy) into this directory"},
+    {"--profile-steps", 1, 0, "write a Chrome trace of these steps: A-B or A,B,... (1-based)"},
+    {"--trace", 1, 0, "trace file of --profile-steps (default: the checkpoint's, .trace.json)"},
     {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
     {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
     {"--help", 0, 0, "show this help"},
@@ -167,6 +174,25 @@ static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error 
     return CDL_OK;
 }
 
+/* Opens the training loader (--workers, --skip-bad); validation reads its set alike. */
+static int open_train_loader(const TrainSetup *t, const Args *a, const SampleSource *train,
+                             Loader **loader, EvalOptions *valid_opt, Error *e)
+{
+    long workers;
+    int st = args_get_int(a, "--workers", LOADER_DEFAULT_WORKERS, 0, 256, &workers, e);
+    if (st)
+        return st;
+    valid_opt->workers = (int)workers;
+    const LoaderOptions opt = {.batch = t->net.batch,
+                               .workers = (int)workers,
+                               .prefetch = LOADER_PREFETCH_PER_WORKER * (int)workers,
+                               .seed = t->meta.seed,
+                               .train = 1,
+                               .drop_last = 1,
+                               .skip_bad = valid_opt->skip_bad};
+    return loader_open(loader, train, &t->net.augment, &opt, e);
+}
+
 static int run_training(TrainSetup *t, const Args *a, Error *e)
 {
     long threads, log_every;
@@ -179,12 +205,15 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
                          "--gpu: this cdl was built without GPU support (make GPU=1)");
     cli_set_threads((int)threads);
     DataConfig dc;
-    Dataset train = {0}, valid = {0};
+    SampleSource train = {0}, valid = {0};
+    Loader *loader = NULL;
     st = data_config_load(t->data_path, &dc, e);
     if (st)
         return st;
     FILE *log = NULL;
-    st = data_config_load_sets(&dc, &train, &valid, e);
+    StepTrace trace = {0};
+    TfEvents *tb = NULL;
+    st = data_config_open_sources(&dc, &train, &valid, e);
     if (st)
         goto done;
     if (!t->meta_owns_names) {
@@ -200,8 +229,13 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
                           ? (h->max_batches + steps_per_epoch - 1) / steps_per_epoch
                           : 1;
     st = args_get_int(a, "--epochs", def_epochs, 1, 1000000, &t->epochs, e);
+    if (!st && steps_per_epoch < 1) /* before net_resize allocates for the whole batch */
+        st = error_set(e, CDL_EUSAGE, "%s: the training set has %d samples, fewer than batch=%d",
+                       t->data_path, train.n, h->batch);
     st = st ? st : ensure_parent_dir(t->out_path, e);
     st = st ? st : net_resize(&t->net, h->batch / h->subdivisions, 0, e);
+    TrainPlan plan = {(int)t->epochs, t->out_path, {0, args_get(a, "--skip-bad") != NULL}};
+    st = st ? st : open_train_loader(t, a, &train, &loader, &plan.valid, e);
     if (st)
         goto done;
     const char *log_path = args_get(a, "--log");
@@ -209,25 +243,39 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
         st = error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
         goto done;
     }
-    Progress progress = {isatty(2), (int)log_every, (int)t->epochs, log, t->meta.names, -1};
+    const char *tb_dir = args_get(a, "--tensorboard");
+    if (tb_dir && (st = tfevents_open(tb_dir, &tb, e)))
+        goto done;
+    Progress progress = {isatty(2), (int)log_every, (int)t->epochs, log, t->meta.names, -1, tb};
     if (progress.log_every <= 0)
         progress.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
     TrainCallbacks cb = {progress_on_step, progress_on_epoch, &progress};
-    TrainPlan plan = {(int)t->epochs, t->out_path};
-    if (t->meta.step >= (uint64_t)t->epochs * (uint64_t)(steps_per_epoch ? steps_per_epoch : 1))
+    st = step_trace_begin(&trace, args_get(a, "--profile-steps"), args_get(a, "--trace"),
+                          t->out_path, &t->net, t->meta.step,
+                          (uint64_t)t->epochs * (uint64_t)steps_per_epoch, &cb, e);
+    if (st)
+        goto done;
+    const int done_already =
+        t->meta.step >= (uint64_t)t->epochs * (uint64_t)(steps_per_epoch ? steps_per_epoch : 1);
+    if (done_already)
         fprintf(stderr, "cdl: %s already has %d epochs; nothing to do (raise --epochs)\n",
                 t->out_path, t->meta.epochs_done);
-    st = train_run(&t->net, t->velocity, &train, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
-    st = st ? st : update_latest_link(t->out_path, e);
+    st = train_run(&t->net, t->velocity, loader, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
+    /* Nothing trained means nothing written: --out may not exist to link to. */
+    st = st || done_already ? st : update_latest_link(t->out_path, e);
 done:
+    st = step_trace_end(&trace, st, e);
     if (log)
         fclose(log);
+    const int tb_st = tfevents_close(tb, st ? NULL : e);
+    st = st ? st : tb_st;
     if (!t->meta_owns_names) {
         t->meta.names = NULL;
         t->meta.n_names = 0;
     }
-    dataset_free(&train);
-    dataset_free(&valid);
+    loader_close(loader);
+    source_free(&train);
+    source_free(&valid);
     data_config_free(&dc);
     return st;
 }

@@ -13,14 +13,20 @@ static const struct {
     {"eval", cmd_eval, "evaluate a model on a dataset: loss, accuracy, confusion matrix"},
     {"predict", cmd_predict, "classify image files (PNG, JPEG) with a model"},
     {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
+    {"export", cmd_export, "write a model as ONNX, or its tensors as .npy files"},
     {"bench", cmd_bench, "time training steps of a cfg on random data (images/s)"},
+    {"bench-loader", cmd_bench_loader, "time the data loader alone: decode + augment (images/s)"},
+    {"profile", cmd_profile, "time each layer's forward and backward; Chrome trace (--trace)"},
+    {"graph", cmd_graph, "draw a model's layer graph (Graphviz DOT, PNG or SVG)"},
+    {"plot", cmd_plot, "draw training curves (loss, accuracy) from --log files as a PNG"},
+    {"augment", cmd_augment, "draw training samples as the net sees them (PNG grid)"},
 };
 
 static void usage(FILE *to)
 {
     fprintf(to, "usage: cdl COMMAND [options]   (cdl COMMAND --help for its options)\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(to, "  %-8s %s\n", commands[i].name, commands[i].about);
+        fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].about);
 }
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <time.h>
 
 static void format_duration(char *out, size_t size, double s)
 {
@@ -24,6 +25,28 @@ static void write_json_line(FILE *f, cJSON *o)
     cJSON_Delete(o);
 }
 
+/* Writes n scalars at step to the TensorBoard file; on failure warns once and stops. */
+static void write_scalars(Progress *p, uint64_t step, const char *const *tags, const double *values,
+                          int n)
+{
+    if (!p->tensorboard)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const double wall_time = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+    Error e = {0};
+    int st = CDL_OK;
+    for (int i = 0; i < n && !st; i++)
+        st = tfevents_add_scalar(p->tensorboard, tags[i], (int64_t)step, (float)values[i],
+                                 wall_time, &e);
+    st = st ? st : tfevents_flush(p->tensorboard, &e);
+    if (st) {
+        fprintf(stderr, "%scdl: warning: %s; TensorBoard logging stopped\n",
+                p->tty ? "\r\033[K" : "", e.msg);
+        p->tensorboard = NULL;
+    }
+}
+
 void progress_on_step(void *ctx, const StepReport *r)
 {
     Progress *p = ctx;
@@ -38,6 +61,11 @@ void progress_on_step(void *ctx, const StepReport *r)
         cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         write_json_line(p->jsonl, o);
+    }
+    if (logged) {
+        const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};
+        const double values[] = {r->loss, r->lr, r->images_per_s};
+        write_scalars(p, r->step, tags, values, 3);
     }
     char eta[32];
     format_duration(eta, sizeof eta, r->eta_s);
@@ -73,6 +101,10 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
     if (r->valid)
         fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid->loss,
                 100.0 * r->valid->top1);
+    if (r->skipped)
+        fprintf(stderr, ", skipped %d unreadable samples", r->skipped);
+    if (r->valid && r->valid->skipped)
+        fprintf(stderr, ", skipped %d unreadable validation samples", r->valid->skipped);
     fprintf(stderr, ", %.0f img/s, %s, saved %s\n", r->images_per_s, took, r->checkpoint);
     if (p->jsonl) {
         cJSON *o = cJSON_CreateObject();
@@ -80,13 +112,20 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
         cJSON_AddNumberToObject(o, "step", (double)r->step);
         cJSON_AddNumberToObject(o, "epoch", r->epoch);
         cJSON_AddNumberToObject(o, "loss", r->train_loss);
+        cJSON_AddNumberToObject(o, "skipped", r->skipped);
         cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         if (r->valid) {
             cJSON_AddNumberToObject(o, "valid_loss", r->valid->loss);
             cJSON_AddNumberToObject(o, "accuracy", r->valid->top1);
             cJSON_AddNumberToObject(o, "top5", r->valid->top5);
+            cJSON_AddNumberToObject(o, "valid_skipped", r->valid->skipped);
         }
         write_json_line(p->jsonl, o);
+    }
+    if (r->valid) {
+        const char *const tags[] = {"valid/loss", "valid/accuracy", "valid/top5"};
+        const double values[] = {r->valid->loss, r->valid->top1, r->valid->top5};
+        write_scalars(p, r->step, tags, values, 3);
     }
 }

@@ -1,10 +1,11 @@
-/* Training output: a progress bar on a terminal, plain lines otherwise, and an
- * optional JSON Lines log; plugs into the trainer's callbacks. */
+/* Training output: a progress bar on a terminal, plain lines otherwise, an optional JSON
+ * Lines log and optional TensorBoard scalars; plugs into the trainer's callbacks. */
 #ifndef CDL_PROGRESS_H
 #define CDL_PROGRESS_H
 
 #include <stdio.h>
 
+#include "io/tfevents.h"
 #include "train/trainer.h"
 
 typedef struct Progress {
@@ -14,6 +15,10 @@ typedef struct Progress {
     FILE *jsonl;   /* NULL: no log */
     char **names;  /* class names for per-epoch output (may be NULL) */
     double last_draw_s;
+    /* NULL: no TensorBoard events. Logged steps get train/loss, train/lr and
+     * train/images_per_s; epochs get valid/loss, valid/accuracy and valid/top5. After a
+     * failed write a warning is printed and this is set to NULL (the owner closes it). */
+    TfEvents *tensorboard;
 } Progress;
 
 void progress_on_step(void *ctx, const StepReport *r);

@@ -11,6 +11,7 @@
 #include "util/rng.h"
 
 typedef struct Net Net;
+typedef struct OnnxGraph OnnxGraph;
 
 /* Per-sample shape; tensors passed between layers are [batch][c][h][w]. */
 typedef struct Shape {
@@ -76,6 +77,12 @@ typedef struct LayerType {
      * gradients into the inputs' delta buffers (skipped when those are NULL). */
     void (*backward)(Layer *l, Net *net);
     void (*destroy)(Layer *l); /* frees priv (may be NULL) */
+    /* Appends the layer's inference graph to g (io/onnx.h): reads its inputs with
+     * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
+     * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
+     * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX
+     * cannot express. */
+    int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
 } LayerType;
 
 /* Looks a family up by section name; NULL when unknown. */

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/profiler.h"
+#include "util/timer.h"
+
 static const struct {
     const char *name;
     LrPolicy policy;
@@ -68,6 +71,9 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "epochs", 0, &h->epochs, e);
     st = st ? st : cfg_get_float(cfg, s, "bn_momentum", 0.1f, &h->bn_momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
+    st = st ? st
+            : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
+                                   &net->augment, e);
     st = st ? st : cfg_check_unused(cfg, s, e);
     st = st ? st : require_min(cfg, s, "batch", h->batch, 1, e);
     st = st ? st : require_min(cfg, s, "subdivisions", h->subdivisions, 1, e);
@@ -79,6 +85,10 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : require_min(cfg, s, "bn_eps", h->bn_eps, 0, e);
     if (st)
         return st;
+    if ((double)net->in_shape.c * net->in_shape.h * net->in_shape.w > (double)NET_MAX_FLOATS)
+        return error_set(
+            e, CDL_EUSAGE, "%s:%d: the input %dx%dx%d (CxHxW) is too large: more than %zu values",
+            cfg->path, s->line, net->in_shape.c, net->in_shape.h, net->in_shape.w, NET_MAX_FLOATS);
     if (h->batch % h->subdivisions)
         return error_set(e, CDL_EUSAGE, "%s:%d: batch=%d is not divisible by subdivisions=%d",
                          cfg->path, s->line, h->batch, h->subdivisions);
@@ -101,6 +111,7 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
     if (!net->layers)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     Shape prev = net->in_shape;
+    double param_values = 0;
     for (int i = 0; i < net->n_layers; i++) {
         CfgSection *s = &cfg->sections[i + 1];
         Layer *l = &net->layers[i];
@@ -123,6 +134,18 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         if (l->out_shape.c < 1 || l->out_shape.h < 1 || l->out_shape.w < 1)
             return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] has an empty output", cfg->path,
                              s->line, i, s->name);
+        if ((double)l->out_shape.c * l->out_shape.h * l->out_shape.w > (double)NET_MAX_FLOATS)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: layer %d [%s] is too large: its output %dx%dx%d (CxHxW) is "
+                             "more than %zu values",
+                             cfg->path, s->line, i, s->name, l->out_shape.c, l->out_shape.h,
+                             l->out_shape.w, NET_MAX_FLOATS);
+        for (int p = 0; p < l->n_params; p++)
+            param_values += (double)l->params[p].count;
+        if (param_values > (double)NET_MAX_FLOATS)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: layer %d [%s]: the net would have more than %zu parameters",
+                             cfg->path, s->line, i, s->name, NET_MAX_FLOATS);
         if (!strcmp(l->type->name, "softmax") && i != net->n_layers - 1)
             return error_set(e, CDL_EUSAGE,
                              "%s:%d: layer %d: [softmax] is the loss and must be the last layer",
@@ -252,7 +275,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
     size_t total = 0, scratch = 0;
-    for (int i = 0; i < net->n_layers; i++) {
+    for (int i = 0; i < net->n_layers && total <= NET_MAX_BATCH_FLOATS; i++) {
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
         total += n * (1 + (net->want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
@@ -260,6 +283,12 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         scratch = need > scratch ? need : scratch;
     }
     size_t in_n = (size_t)batch * shape_size(net->in_shape);
+    if (total > NET_MAX_BATCH_FLOATS || scratch > NET_MAX_BATCH_FLOATS ||
+        in_n > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu activation values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     net->activations = calloc(total + 1, sizeof *net->activations);
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
@@ -297,8 +326,12 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 void net_forward(Net *net)
 {
     net->loss = 0;
-    for (int i = 0; i < net->n_layers; i++)
+    for (int i = 0; i < net->n_layers; i++) {
+        const double start_s = net->profiler ? time_now_s() : 0;
         net->layers[i].type->forward(&net->layers[i], net);
+        if (net->profiler)
+            profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
+    }
 }
 
 void net_backward(Net *net)
@@ -311,8 +344,12 @@ void net_backward(Net *net)
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
-    for (int i = net->n_layers - 1; i >= 0; i--)
+    for (int i = net->n_layers - 1; i >= 0; i--) {
+        const double start_s = net->profiler ? time_now_s() : 0;
         net->layers[i].type->backward(&net->layers[i], net);
+        if (net->profiler)
+            profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s, time_now_s());
+    }
 }
 
 void net_zero_grads(Net *net)

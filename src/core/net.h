@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/layer.h"
+#include "data/augment.h"
 #include "io/cfg.h"
 
 typedef enum LrPolicy {
@@ -17,6 +18,15 @@ typedef enum LrPolicy {
 } LrPolicy;
 
 #define NET_MAX_STEPS 32
+
+/* Size limits that keep index arithmetic in range and refuse absurd allocations: the values of
+ * one image in any layer (input included), a convolution's weights or im2col columns, and all
+ * parameters together are at most NET_MAX_FLOATS floats; the activations of a mini-batch at
+ * most NET_MAX_BATCH_FLOATS. */
+#define NET_MAX_FLOATS ((size_t)1 << 28)
+#define NET_MAX_BATCH_FLOATS ((size_t)1 << 30)
+
+struct Profiler; /* util/profiler.h */
 
 /* The [net] section's training settings (documented defaults in README). */
 typedef struct Hyper {
@@ -40,6 +50,9 @@ typedef struct Hyper {
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
     Hyper hyper;
+    /* The [net] augmentation keys (data/augment.h): how the loader turns a decoded sample into
+     * the input, in training and in eval/predict. */
+    AugmentConfig augment;
     Shape in_shape;
     Layer *layers;
     int n_layers;
@@ -71,6 +84,9 @@ typedef struct Net {
     /* Identifies the current forward pass (step * subdivisions + mini-batch): with seed
      * it fixes every random draw (dropout masks), whatever the thread count. */
     uint64_t draw_id;
+    /* When set, net_forward and net_backward time every layer into it (util/profiler.h);
+     * NULL (the default): no profiling. Not owned by the net. */
+    struct Profiler *profiler;
 } Net;
 
 /* Builds layers from a parsed cfg (takes ownership of *cfg on success). Parameters are

@@ -4,6 +4,9 @@
 #ifndef CDL_AUGMENT_H
 #define CDL_AUGMENT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "data/image.h"
 #include "io/cfg.h"
 #include "util/rng.h"
@@ -14,24 +17,31 @@ typedef struct AugmentConfig {
     int random_resized_crop;              /* crop a random area and aspect ratio, then resize */
     float crop_scale_min, crop_scale_max; /* area fraction range */
     float crop_ratio_min, crop_ratio_max; /* aspect ratio range */
-    int pad;                              /* pad by this many pixels, then random crop to size */
-    int flip, flip_vertical;              /* random horizontal / vertical flips (p = 0.5) */
-    float angle;                          /* random rotation in [-angle, angle] degrees */
-    float hue, saturation, exposure;      /* HSV jitter, darknet's meaning */
-    float brightness, contrast;           /* torchvision ColorJitter meaning */
-    float mean[3], std[3];                /* per-channel normalisation (0 and 1: none) */
-    float erasing;                        /* probability of random erasing */
-    int letterbox;                        /* eval/predict: fit inside, pad with 0.5 (darknet) */
-    int center_crop;                      /* eval: resize the short side then center crop */
+    int min_crop, max_crop;  /* darknet: random short side in [min, max], then crop (0: off) */
+    float aspect;            /* darknet: random horizontal squeeze in [1/x, x] with min/max_crop */
+    int pad;                 /* pad by this many pixels, then random crop to size */
+    int flip, flip_vertical; /* random horizontal / vertical flips (p = 0.5) */
+    float angle;             /* random rotation in [-angle, angle] degrees */
+    float hue, saturation, exposure; /* HSV jitter, darknet's meaning */
+    float brightness, contrast;      /* torchvision ColorJitter meaning */
+    float mean[3], std[3];           /* per-channel normalisation (0 and 1: none) */
+    float erasing;                   /* probability of random erasing */
+    int letterbox;                   /* eval/predict: fit inside, pad with 0.5 (darknet) */
+    int center_crop;                 /* eval: resize the short side then center crop */
 } AugmentConfig;
 
 /* Reads the augmentation keys of the [net] section (so cfg_check_unused knows them) and
  * validates their ranges (FILE:LINE errors, CDL_EUSAGE). out_* come from the net's shape. */
 int augment_config_parse(const Cfg *cfg, CfgSection *net, int c, int h, int w, AugmentConfig *a,
                          Error *e);
-/* True when training needs no transform beyond copying (same-size in-memory samples and no
- * random draws configured): the loader's fast path. */
+/* True when both augment_train and augment_eval reduce to copying a sample of shape
+ * [c][h][w] (no random draws, no resize, no normalisation): the loader's fast path. */
 int augment_is_identity(const AugmentConfig *a, int c, int h, int w);
+
+/* Seeds the generator of one sample's augmentation: the draws depend only on (seed, epoch,
+ * sample_index), where sample_index is the sample's index in its SampleSource, so they do
+ * not depend on the shuffled order or on which loader thread augments the sample. */
+void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index);
 
 /* Per-thread workspace so that augmenting allocates nothing after the first calls. */
 typedef struct AugmentScratch {
@@ -46,5 +56,60 @@ void augment_scratch_free(AugmentScratch *s);
 int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out);
 /* Eval-time: resize (+ center crop or letterbox) and normalise; deterministic. */
 int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out);
+
+/* ---- The steps, exposed for tests. Images are planar [c][h][w]. ---- */
+
+/* A rectangle of pixels: columns [x, x + w), rows [y, y + h). */
+typedef struct CropBox {
+    int x, y, w, h;
+} CropBox;
+
+/* torchvision RandomResizedCrop.get_params on a w x h image: up to 10 tries of an area
+ * fraction uniform in scale[0..1] and a log-uniform aspect ratio (w/h) in ratio[0..1], each
+ * drawing rng_uniform twice; the first box that fits draws its top row then its left column
+ * (rng_below). When none fits, the largest centered box whose ratio is within range. */
+void augment_resized_crop_box(int w, int h, const float scale[2], const float ratio[2], Rng *rng,
+                              CropBox *box);
+/* torchvision RandomErasing.get_params (scale 0.02..0.33, ratio 0.3..3.3) on a w x h image:
+ * returns 0 (no erasing) when 10 tries find no box smaller than the image. */
+int augment_erasing_box(int w, int h, Rng *rng, CropBox *box);
+
+/* Maps output pixel (x, y) to the input position (sx, sy), pixel centers at integers:
+ * sx = xx*x + xy*y + x0, sy = yx*x + yy*y + y0. */
+typedef struct Affine {
+    float xx, xy, x0, yx, yy, y0;
+} Affine;
+/* Rotation of a w x h image about its center by degrees (counter-clockwise as displayed). */
+Affine augment_rotation(int w, int h, float degrees);
+/* darknet's random_augment_image: the short side scaled to a random size in [min_crop,
+ * max_crop], squeezed horizontally by rand_scale(aspect), rotated by a random angle in
+ * [-angle, angle] degrees and shifted randomly, sampled at ow x oh. Draws, in order: two for
+ * the aspect (value, reciprocal coin), the size, the angle, the x then y shift. */
+Affine augment_darknet_crop(int iw, int ih, int ow, int oh, int min_crop, int max_crop,
+                            float aspect, float angle, Rng *rng);
+/* dst [src.c][dst->h][dst->w] = bilinear samples of src at m's positions; a neighbour outside
+ * src counts as fill, or as the nearest edge pixel when clamp_edges. */
+void augment_warp(const Image *src, const Affine *m, int clamp_edges, float fill, Image *dst);
+
+/* dst [c][h][w] = src [c][h][w] padded by pad zeros on every side, cropped at (ox, oy) of the
+ * padded image (0 <= ox, oy <= 2*pad): ox = oy = pad is the identity. */
+void augment_pad_crop(const float *src, int c, int h, int w, int pad, int ox, int oy, float *dst);
+/* Mirrors img [c][h][w] in place, left-right or (vertical) top-bottom. */
+void augment_flip(float *img, int c, int h, int w, int vertical);
+
+/* In place on img [3][plane] between RGB in [0,1] and darknet's HSV (all in [0,1]; hue as a
+ * fraction of the circle, 0 for grays). */
+void augment_rgb_to_hsv(float *img, size_t plane);
+void augment_hsv_to_rgb(float *img, size_t plane);
+/* darknet's distort_image on img [c][plane]: hue + dhue (wrapped), saturation * dsat, value *
+ * dexp, clamped to [0,1]. A gray image (c != 3) has no hue or saturation: value * dexp. */
+void augment_distort_hsv(float *img, int c, size_t plane, float dhue, float dsat, float dexp);
+/* torchvision adjust_brightness: clamp(img * factor) on n values. */
+void augment_brightness(float *img, size_t n, float factor);
+/* torchvision adjust_contrast: clamp(factor * img + (1 - factor) * m), m the mean luma
+ * (0.299 R + 0.587 G + 0.114 B) when c == 3, else the mean of all values. */
+void augment_contrast(float *img, int c, size_t plane, float factor);
+/* img [c][plane] = (img - mean[k]) / std[k] per channel k. */
+void augment_normalize(float *img, int c, size_t plane, const float *mean, const float *std);
 
 #endif

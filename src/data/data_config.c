@@ -1,16 +1,35 @@
-/* The darknet-style `.data` file: parsing, path resolution, class names, and loading the sets. */
+/* The darknet-style `.data` file: parsing, path resolution, dataset kinds, class names, and
+   opening the sets as sample sources (or loading in-memory ones). */
 #include "data/data_config.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "data/cifar.h"
+#include "data/source_files.h"
 
 enum { MAX_CLASSES = 1 << 16 };
 
-static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names (or "
-                                 "labels), valid_split, backup, top";
+static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names, "
+                                 "labels, type, valid_split, backup, top";
+
+static const char *const KIND_NAMES[] = {
+    [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
+    [DATA_CIFAR100] = "CIFAR-100",       [DATA_FOLDER] = "an image folder",
+    [DATA_LIST] = "a darknet list",      [DATA_CSV] = "a CSV of image paths",
+};
+
+static void free_strings(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
 
 void data_config_free(DataConfig *dc)
 {
@@ -23,23 +42,11 @@ void data_config_free(DataConfig *dc)
     free(dc->valid);
     free(dc->valid_labels);
     free(dc->names_path);
-    for (int i = 0; i < dc->n_names; i++) {
-        free(dc->names[i]);
-    }
-    free(dc->names);
+    free(dc->labels_path);
+    free(dc->type);
+    free_strings(dc->names, dc->n_names);
+    free_strings(dc->match_names, dc->n_names);
     memset(dc, 0, sizeof *dc);
-}
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t') {
-        s++;
-    }
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) {
-        s[--n] = 0;
-    }
-    return s;
 }
 
 /* Cuts a comment: # or ; at the start of the line or after a space or tab. */
@@ -53,32 +60,41 @@ static void strip_comment(char *s)
     }
 }
 
-/* Resolves a path named in the .data file: as given if it exists (or is absolute), else
-   relative to the .data file's directory if it exists there, else as given. *found tells
-   whether the returned path exists. Returns NULL when out of memory. */
-static char *resolve_path(const char *data_path, const char *value, int *found)
+/* Resolves a dataset path; a comma-separated list (CIFAR batches) part by part unless the whole
+   value names a file. NULL when out of memory. */
+static char *resolve_dataset_path(const char *data_path, const char *value)
 {
-    *found = access(value, F_OK) == 0;
-    const char *slash = strrchr(data_path, '/');
-    if (!*found && value[0] != '/' && slash) {
-        size_t dir_len = (size_t)(slash - data_path) + 1;
-        char *joined = malloc(dir_len + strlen(value) + 1);
-        if (!joined) {
+    int found;
+    char *whole = path_resolve(data_path, value, &found);
+    if (!whole || found || !strchr(value, ',')) {
+        return whole;
+    }
+    free(whole);
+    size_t cap = 1, len = 0;
+    char *joined = calloc(1, 1);
+    for (const char *p = value; joined && *p;) {
+        size_t n = strcspn(p, ",");
+        char *part = strndup(p, n);
+        char *resolved = part ? path_resolve(data_path, part, &found) : NULL;
+        free(part);
+        size_t add = resolved ? strlen(resolved) : 0;
+        char *grown = resolved ? realloc(joined, cap + add + 1) : NULL;
+        if (!grown) {
+            free(resolved);
+            free(joined);
             return NULL;
         }
-        memcpy(joined, data_path, dir_len);
-        strcpy(joined + dir_len, value);
-        if (access(joined, F_OK) == 0) {
-            *found = 1;
-            return joined;
-        }
-        free(joined);
+        joined = grown;
+        cap += add + 1;
+        len += (size_t)sprintf(joined + len, "%s%s", len ? "," : "", resolved);
+        free(resolved);
+        p += n + (p[n] == ',');
     }
-    return strdup(value);
+    return joined;
 }
 
-/* Reads one name per non-blank line (surrounding whitespace trimmed). */
-static int load_names(const char *path, const char *where, DataConfig *dc, Error *e)
+/* Reads one name per non-blank line (surrounding whitespace trimmed) into *names / *n_names. */
+static int load_names(const char *path, const char *where, char ***names, int *n_names, Error *e)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -89,29 +105,29 @@ static int load_names(const char *path, const char *where, DataConfig *dc, Error
     size_t cap = 0;
     int cap_names = 0, rc = CDL_OK;
     while (getline(&line, &cap, f) >= 0) {
-        char *name = trim(line);
+        char *name = text_trim(line);
         if (!*name) {
             continue;
         }
-        if (dc->n_names == cap_names) {
+        if (*n_names == cap_names) {
             cap_names = cap_names ? 2 * cap_names : 16;
-            char **grown = realloc(dc->names, (size_t)cap_names * sizeof *grown);
+            char **grown = realloc(*names, (size_t)cap_names * sizeof *grown);
             if (!grown) {
                 rc = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
                 break;
             }
-            dc->names = grown;
+            *names = grown;
         }
-        if (!(dc->names[dc->n_names] = strdup(name))) {
+        if (!((*names)[*n_names] = strdup(name))) {
             rc = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
             break;
         }
-        dc->n_names++;
+        (*n_names)++;
     }
     if (!rc && ferror(f)) {
         rc = error_set(e, CDL_ERUNTIME, "cannot read names file '%s'", path);
     }
-    if (!rc && dc->n_names == 0) {
+    if (!rc && *n_names == 0) {
         rc = error_set(e, CDL_EUSAGE, "%s: names file '%s' holds no names", where, path);
     }
     free(line);
@@ -135,32 +151,71 @@ static int default_names(DataConfig *dc, Error *e)
     return CDL_OK;
 }
 
+/* Lines of the keys that later checks name. */
+typedef struct KeyLines {
+    int names, labels, type;
+} KeyLines;
+
+static int parse_type(const char *value, DataKind *kind)
+{
+    static const struct {
+        const char *name;
+        DataKind kind;
+    } types[] = {{"cifar10", DATA_CIFAR10}, {"cifar100", DATA_CIFAR100}, {"folder", DATA_FOLDER},
+                 {"list", DATA_LIST},       {"csv", DATA_CSV},           {"idx", DATA_ARRAYS},
+                 {"digits", DATA_ARRAYS}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        if (!strcmp(value, types[i].name)) {
+            *kind = types[i].kind;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Stores one key=value; line is for messages. */
-static int set_key(DataConfig *dc, const char *key, const char *value, int line, int *names_line,
+static int set_key(DataConfig *dc, const char *key, const char *value, int line, KeyLines *lines,
                    Error *e)
 {
     char **slot = NULL;
-    if (!strcmp(key, "train")) {
-        slot = &dc->train;
+    int *slot_line = NULL, dataset = 0;
+    if (!strcmp(key, "train") || !strcmp(key, "valid")) {
+        slot = key[0] == 't' ? &dc->train : &dc->valid;
+        dataset = 1;
     } else if (!strcmp(key, "train_labels")) {
         slot = &dc->train_labels;
-    } else if (!strcmp(key, "valid")) {
-        slot = &dc->valid;
     } else if (!strcmp(key, "valid_labels")) {
         slot = &dc->valid_labels;
-    } else if (!strcmp(key, "names") || !strcmp(key, "labels")) {
+    } else if (!strcmp(key, "names")) {
         slot = &dc->names_path;
+        slot_line = &lines->names;
+    } else if (!strcmp(key, "labels")) {
+        slot = &dc->labels_path;
+        slot_line = &lines->labels;
+    } else if (!strcmp(key, "type")) {
+        DataKind kind;
+        if (!parse_type(value, &kind)) {
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: type=%s: expected cifar10, cifar100, folder, list, csv, idx "
+                             "or digits",
+                             dc->path, line, value);
+        }
+        slot = &dc->type;
+        slot_line = &lines->type;
     }
     if (slot) {
         if (*slot) {
             return error_set(e, CDL_EUSAGE, "%s:%d: duplicate key '%s'", dc->path, line, key);
         }
         int found;
-        if (!(*slot = resolve_path(dc->path, value, &found))) {
+        *slot = slot == &dc->type ? strdup(value)
+                : dataset         ? resolve_dataset_path(dc->path, value)
+                                  : path_resolve(dc->path, value, &found);
+        if (!*slot) {
             return error_set(e, CDL_ERUNTIME, "%s:%d: out of memory", dc->path, line);
         }
-        if (slot == &dc->names_path) {
-            *names_line = line;
+        if (slot_line) {
+            *slot_line = line;
         }
         return CDL_OK;
     }
@@ -194,14 +249,14 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
                      VALID_KEYS);
 }
 
-static int parse_lines(FILE *f, DataConfig *dc, int *names_line, Error *e)
+static int parse_lines(FILE *f, DataConfig *dc, KeyLines *lines, Error *e)
 {
     char *buf = NULL;
     size_t cap = 0;
     int rc = CDL_OK;
     for (int line = 1; !rc && getline(&buf, &cap, f) >= 0; line++) {
         strip_comment(buf);
-        char *s = trim(buf);
+        char *s = text_trim(buf);
         if (!*s) {
             continue;
         }
@@ -211,19 +266,170 @@ static int parse_lines(FILE *f, DataConfig *dc, int *names_line, Error *e)
             break;
         }
         *eq = 0;
-        char *key = trim(s), *value = trim(eq + 1);
+        char *key = text_trim(s), *value = text_trim(eq + 1);
         if (!*value) {
             rc = error_set(e, CDL_EUSAGE, "%s:%d: key '%s' has no value", dc->path, line, key);
             break;
         }
-        rc = set_key(dc, key, value, line, names_line, e);
+        rc = set_key(dc, key, value, line, lines, e);
     }
     free(buf);
     return rc;
 }
 
-/* Cross-key checks and the class names, once every line is read. */
-static int finish(DataConfig *dc, int names_line, Error *e)
+/* ---- dataset kinds ---- */
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Whether the first part of path (up to a comma) ends in ext, any case. */
+static int has_extension(const char *path, const char *ext)
+{
+    size_t len = strcspn(path, ","), n = strlen(ext);
+    return len > n && !strncasecmp(path + len - n, ext, n);
+}
+
+/* Whether a CSV's first field is not a number (so its lines are path,label), as far as the file
+   can be read; an unreadable file is left to dataset_load to report. */
+static int csv_holds_paths(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return 0;
+    }
+    char *buf = NULL, *field = NULL;
+    size_t cap = 0;
+    while (getline(&buf, &cap, f) >= 0 && !*(field = text_trim(buf))) {
+    }
+    int paths = 0;
+    if (field && *field) {
+        field[strcspn(field, ",")] = 0;
+        field = text_trim(field);
+        char *end;
+        strtod(field, &end);
+        paths = end == field || *end;
+    }
+    free(buf);
+    fclose(f);
+    return paths;
+}
+
+/* The kind of one dataset path (see data_config.h); role is for messages. */
+static int detect_kind(const DataConfig *dc, const char *path, const char *role, DataKind *kind,
+                       Error *e)
+{
+    if (dc->type) {
+        parse_type(dc->type, kind);
+        return CDL_OK;
+    }
+    int cifar = 0;
+    if (is_dir(path)) {
+        cifar = cifar_detect(path);
+        *kind = cifar ? DATA_ARRAYS : DATA_FOLDER;
+    } else if (has_extension(path, ".txt") || has_extension(path, ".list")) {
+        *kind = DATA_LIST;
+    } else if (has_extension(path, ".csv")) {
+        *kind = csv_holds_paths(path) ? DATA_CSV : DATA_ARRAYS;
+    } else if (has_extension(path, ".bin")) {
+        if (!(cifar = cifar_detect(path))) {
+            return error_set(e, CDL_EUSAGE,
+                             "%s: %s=%s: cannot tell CIFAR-10 from CIFAR-100 batches; add "
+                             "type=cifar10 or type=cifar100",
+                             dc->path, role, path);
+        }
+    } else {
+        *kind = DATA_ARRAYS;
+    }
+    if (cifar) {
+        *kind = cifar == 10 ? DATA_CIFAR10 : DATA_CIFAR100;
+    }
+    return CDL_OK;
+}
+
+/* ---- class names ---- */
+
+/* Prefixes e's message with the .data path, so a dataset error says which config named it. */
+static int with_config_path(const DataConfig *dc, int rc, Error *e)
+{
+    if (e) {
+        char inner[sizeof e->msg];
+        memcpy(inner, e->msg, sizeof inner);
+        error_set(e, rc, "%s: %.900s", dc->path, inner);
+    }
+    return rc;
+}
+
+/* names= and labels=: one of them is the class names; with both, labels= strings are what a
+   darknet list matches (darknet's imagenet .data names wordnet ids there). */
+static int load_name_files(DataConfig *dc, const KeyLines *lines, Error *e)
+{
+    if (!dc->names_path) {
+        dc->names_path = dc->labels_path;
+        dc->labels_path = NULL;
+    }
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%d", dc->path, lines->names ? lines->names : lines->labels);
+    int rc = load_names(dc->names_path, where, &dc->names, &dc->n_names, e);
+    if (rc) {
+        return rc;
+    }
+    if (dc->classes && dc->n_names != dc->classes) {
+        return error_set(e, CDL_EUSAGE, "%s: names file '%s' holds %d names but classes=%d", where,
+                         dc->names_path, dc->n_names, dc->classes);
+    }
+    dc->classes = dc->n_names;
+    if (!dc->labels_path) {
+        return CDL_OK;
+    }
+    snprintf(where, sizeof where, "%s:%d", dc->path, lines->labels);
+    int n_match = 0;
+    rc = load_names(dc->labels_path, where, &dc->match_names, &n_match, e);
+    if (!rc && n_match != dc->n_names) {
+        rc = error_set(e, CDL_EUSAGE, "%s: labels file '%s' holds %d labels but names= holds %d",
+                       where, dc->labels_path, n_match, dc->n_names);
+    }
+    if (rc) {
+        free_strings(dc->match_names, n_match);
+        dc->match_names = NULL;
+    }
+    return rc;
+}
+
+/* Without names=: the train folder's class folders, else CIFAR's class count, else classes=. */
+static int implied_names(DataConfig *dc, Error *e)
+{
+    if (dc->train && dc->train_kind == DATA_FOLDER) {
+        char **folders;
+        int n;
+        int rc = folder_list_classes(dc->train, &folders, &n, e);
+        if (rc) {
+            return with_config_path(dc, rc, e);
+        }
+        if (dc->classes && n != dc->classes) {
+            free_strings(folders, n);
+            return error_set(e, CDL_EUSAGE, "%s: train=%s holds %d class folders but classes=%d",
+                             dc->path, dc->train, n, dc->classes);
+        }
+        dc->names = folders;
+        dc->n_names = dc->classes = n;
+        return CDL_OK;
+    }
+    if (!dc->classes && dc->train && dc->train_kind != DATA_ARRAYS) {
+        dc->classes = dc->train_kind == DATA_CIFAR10    ? 10
+                      : dc->train_kind == DATA_CIFAR100 ? 100
+                                                        : 0;
+    }
+    if (!dc->classes) {
+        return error_set(e, CDL_EUSAGE, "%s: needs classes= or names=", dc->path);
+    }
+    return default_names(dc, e);
+}
+
+/* Cross-key checks, dataset kinds and the class names, once every line is read. */
+static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
 {
     if (dc->valid && dc->valid_split > 0) {
         return error_set(e, CDL_EUSAGE, "%s: give either valid= or valid_split=, not both",
@@ -235,25 +441,25 @@ static int finish(DataConfig *dc, int names_line, Error *e)
     if (dc->valid_labels && !dc->valid) {
         return error_set(e, CDL_EUSAGE, "%s: valid_labels= given without valid=", dc->path);
     }
-    if (!dc->names_path) {
-        if (!dc->classes) {
-            return error_set(e, CDL_EUSAGE, "%s: needs classes= or names=", dc->path);
-        }
-        return default_names(dc, e);
+    int rc = dc->train ? detect_kind(dc, dc->train, "train", &dc->train_kind, e) : CDL_OK;
+    if (!rc && dc->valid) {
+        rc = detect_kind(dc, dc->valid, "valid", &dc->valid_kind, e);
     }
-    char where[1100];
-    snprintf(where, sizeof where, "%s:%d", dc->path, names_line);
-    int rc = load_names(dc->names_path, where, dc, e);
     if (rc) {
         return rc;
     }
-    if (!dc->classes) {
-        dc->classes = dc->n_names;
-    } else if (dc->n_names != dc->classes) {
-        return error_set(e, CDL_EUSAGE, "%s: names file '%s' holds %d names but classes=%d", where,
-                         dc->names_path, dc->n_names, dc->classes);
+    if ((dc->train && dc->train_kind == DATA_LIST) || (dc->valid && dc->valid_kind == DATA_LIST)) {
+        if (!dc->names_path && !dc->labels_path) {
+            return error_set(e, CDL_EUSAGE,
+                             "%s: a darknet list (%s) needs names= (the class names its paths "
+                             "hold)",
+                             dc->path, dc->train_kind == DATA_LIST ? dc->train : dc->valid);
+        }
     }
-    return CDL_OK;
+    if (dc->names_path || dc->labels_path) {
+        return load_name_files(dc, lines, e);
+    }
+    return implied_names(dc, e);
 }
 
 int data_config_load(const char *path, DataConfig *dc, Error *e)
@@ -267,14 +473,14 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
         fclose(f);
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
-    int names_line = 0;
-    int rc = parse_lines(f, dc, &names_line, e);
+    KeyLines lines = {0};
+    int rc = parse_lines(f, dc, &lines, e);
     if (!rc && ferror(f)) {
         rc = error_set(e, CDL_ERUNTIME, "%s: cannot read data file", path);
     }
     fclose(f);
     if (!rc) {
-        rc = finish(dc, names_line, e);
+        rc = finish(dc, &lines, e);
     }
     if (rc) {
         data_config_free(dc);
@@ -282,71 +488,170 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
     return rc;
 }
 
-/* Prefixes e's message with the .data path, so a dataset error says which config named it. */
-static int with_config_path(const DataConfig *dc, int rc, Error *e)
+/* ---- opening the sets ---- */
+
+static int is_in_memory(DataKind kind)
 {
-    if (e) {
-        char inner[sizeof e->msg];
-        memcpy(inner, e->msg, sizeof inner);
-        error_set(e, rc, "%s: %.900s", dc->path, inner);
+    return kind == DATA_ARRAYS || kind == DATA_CIFAR10 || kind == DATA_CIFAR100;
+}
+
+/* Loads an in-memory set (IDX, digits, CIFAR; the CIFAR test batch for valid) and checks its
+   labels against classes. */
+static int load_arrays(const DataConfig *dc, DataKind kind, const char *role, const char *path,
+                       const char *labels_path, Dataset *d, Error *e)
+{
+    int test = !strcmp(role, "valid");
+    int rc = kind == DATA_ARRAYS ? dataset_load(path, labels_path, d, e)
+                                 : cifar_load(path, kind == DATA_CIFAR10 ? 10 : 100, test, d, e);
+    if (rc) {
+        return with_config_path(dc, rc, e);
+    }
+    for (int i = 0; i < d->n; i++) {
+        if (d->labels[i] >= dc->classes) {
+            return error_set(e, CDL_EUSAGE, "%s: %s '%s' sample %d has label %d but classes=%d",
+                             dc->path, role, path, i, d->labels[i], dc->classes);
+        }
+    }
+    d->classes = dc->classes;
+    return CDL_OK;
+}
+
+/* Opens an image-file set; folder_classes are the class folders a folder's labels index. */
+static int open_files(const DataConfig *dc, DataKind kind, const char *path,
+                      char *const *folder_classes, SampleSource *s, Error *e)
+{
+    char *const *match = dc->match_names ? dc->match_names : dc->names;
+    int rc = kind == DATA_FOLDER ? source_folder_open(s, path, folder_classes, dc->classes, e)
+             : kind == DATA_LIST ? source_list_open(s, path, match, dc->classes, e)
+                                 : source_csv_open(s, path, dc->names, dc->classes, e);
+    return rc ? with_config_path(dc, rc, e) : CDL_OK;
+}
+
+/* Opens one set as a source; for train with valid_split and no valid=, held_out receives the
+   split-off samples. folders: the train folder's class folders, or NULL. */
+static int open_set(const DataConfig *dc, DataKind kind, const char *role, const char *path,
+                    const char *labels_path, char *const *folders, SampleSource *s,
+                    SampleSource *held_out, Error *e)
+{
+    if (!is_in_memory(kind)) {
+        int rc = open_files(dc, kind, path, folders ? folders : dc->names, s, e);
+        if (!rc && held_out) {
+            rc = source_files_split(s, dc->valid_split, held_out, e);
+            rc = rc ? with_config_path(dc, rc, e) : CDL_OK;
+        }
+        return rc;
+    }
+    Dataset d, tail = {0};
+    int rc = load_arrays(dc, kind, role, path, labels_path, &d, e);
+    if (!rc && held_out && (rc = dataset_split_tail(&d, dc->valid_split, &tail, e))) {
+        rc = with_config_path(dc, rc, e);
+    }
+    if (!rc) {
+        rc = source_from_dataset(s, &d, e);
+    }
+    if (!rc && held_out) {
+        rc = source_from_dataset(held_out, &tail, e);
+    }
+    dataset_free(&d);
+    dataset_free(&tail);
+    return rc;
+}
+
+static int open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
+                        char *const *folders, Error *e)
+{
+    int split = !dc->valid && dc->valid_split > 0;
+    int rc = open_set(dc, dc->train_kind, "train", dc->train, dc->train_labels, folders, train,
+                      split ? valid : NULL, e);
+    if (rc || split) {
+        return rc;
+    }
+    if (!dc->valid) {
+        valid->classes = dc->classes;
+        valid->c = train->c;
+        valid->h = train->h;
+        valid->w = train->w;
+        return CDL_OK;
+    }
+    rc =
+        open_set(dc, dc->valid_kind, "valid", dc->valid, dc->valid_labels, folders, valid, NULL, e);
+    if (!rc && train->c && valid->c &&
+        (valid->c != train->c || valid->h != train->h || valid->w != train->w)) {
+        rc = error_set(e, CDL_EUSAGE, "%s: valid samples are %dx%dx%d, train are %dx%dx%d",
+                       dc->path, valid->c, valid->h, valid->w, train->c, train->h, train->w);
     }
     return rc;
 }
 
-static int check_labels(const DataConfig *dc, const char *role, const char *file, const Dataset *d,
-                        Error *e)
+int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
+                             Error *e)
 {
-    for (int i = 0; i < d->n; i++) {
-        if (d->labels[i] >= dc->classes) {
-            return error_set(e, CDL_EUSAGE, "%s: %s '%s' sample %d has label %d but classes=%d",
-                             dc->path, role, file, i, d->labels[i], dc->classes);
-        }
-    }
-    return CDL_OK;
-}
-
-static int load_sets(const DataConfig *dc, Dataset *train, Dataset *valid, Error *e)
-{
+    memset(train, 0, sizeof *train);
+    memset(valid, 0, sizeof *valid);
     if (!dc->train) {
         return error_set(e, CDL_EUSAGE, "%s: no train= entry", dc->path);
     }
-    int rc = dataset_load(dc->train, dc->train_labels, train, e);
+    /* Class folders index the labels of folder sets: the train folder's own when train is one. */
+    char **folders = NULL;
+    int n_folders = 0, rc = CDL_OK;
+    if (dc->train_kind == DATA_FOLDER) {
+        rc = folder_list_classes(dc->train, &folders, &n_folders, e);
+        if (rc) {
+            rc = with_config_path(dc, rc, e);
+        } else if (n_folders != dc->classes) {
+            rc = error_set(e, CDL_EUSAGE,
+                           "%s: train=%s holds %d class folders but there are %d "
+                           "classes",
+                           dc->path, dc->train, n_folders, dc->classes);
+        }
+    }
+    if (!rc) {
+        rc = open_sources(dc, train, valid, folders, e);
+    }
+    free_strings(folders, n_folders);
     if (rc) {
-        return with_config_path(dc, rc, e);
-    }
-    if ((rc = check_labels(dc, "train", dc->train, train, e))) {
-        return rc;
-    }
-    if (dc->valid) {
-        if ((rc = dataset_load(dc->valid, dc->valid_labels, valid, e))) {
-            return with_config_path(dc, rc, e);
-        }
-        if ((rc = check_labels(dc, "valid", dc->valid, valid, e))) {
-            return rc;
-        }
-        if (valid->c != train->c || valid->h != train->h || valid->w != train->w) {
-            return error_set(e, CDL_EUSAGE, "%s: valid samples are %dx%dx%d, train are %dx%dx%d",
-                             dc->path, valid->c, valid->h, valid->w, train->c, train->h, train->w);
-        }
-    } else if (dc->valid_split > 0) {
-        if ((rc = dataset_split_tail(train, dc->valid_split, valid, e))) {
-            return with_config_path(dc, rc, e);
-        }
+        source_free(train);
+        source_free(valid);
     } else {
-        *valid = *train;
-        valid->n = 0;
-        valid->pixels = NULL;
-        valid->labels = NULL;
+        train->classes = valid->classes = dc->classes;
     }
-    train->classes = valid->classes = dc->classes;
-    return CDL_OK;
+    return rc;
 }
 
 int data_config_load_sets(const DataConfig *dc, Dataset *train, Dataset *valid, Error *e)
 {
     memset(train, 0, sizeof *train);
     memset(valid, 0, sizeof *valid);
-    int rc = load_sets(dc, train, valid, e);
+    if (!dc->train) {
+        return error_set(e, CDL_EUSAGE, "%s: no train= entry", dc->path);
+    }
+    const char *files = !is_in_memory(dc->train_kind)                ? dc->train
+                        : dc->valid && !is_in_memory(dc->valid_kind) ? dc->valid
+                                                                     : NULL;
+    if (files) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s: '%s' is %s, which this command cannot read yet (it reads IDX, "
+                         "digits CSV and CIFAR)",
+                         dc->path, files,
+                         KIND_NAMES[files == dc->train ? dc->train_kind : dc->valid_kind]);
+    }
+    int rc = load_arrays(dc, dc->train_kind, "train", dc->train, dc->train_labels, train, e);
+    if (!rc && dc->valid) {
+        rc = load_arrays(dc, dc->valid_kind, "valid", dc->valid, dc->valid_labels, valid, e);
+        if (!rc && (valid->c != train->c || valid->h != train->h || valid->w != train->w)) {
+            rc = error_set(e, CDL_EUSAGE, "%s: valid samples are %dx%dx%d, train are %dx%dx%d",
+                           dc->path, valid->c, valid->h, valid->w, train->c, train->h, train->w);
+        }
+    } else if (!rc && dc->valid_split > 0) {
+        if ((rc = dataset_split_tail(train, dc->valid_split, valid, e))) {
+            rc = with_config_path(dc, rc, e);
+        }
+    } else if (!rc) {
+        *valid = *train;
+        valid->n = 0;
+        valid->pixels = NULL;
+        valid->labels = NULL;
+    }
     if (rc) {
         dataset_free(train);
         dataset_free(valid);

@@ -1,41 +1,84 @@
-/* The darknet-style `.data` file: class count, dataset paths, class names, validation split. */
+/* The darknet-style `.data` file: class count, datasets and their kinds, class names, validation
+   split, and opening the sets it names. */
 #ifndef CDL_DATA_CONFIG_H
 #define CDL_DATA_CONFIG_H
 
 #include "data/dataset.h"
+#include "data/source.h"
 #include "util/error.h"
 
 /* Keys (one `key=value` per line; lines starting with # or ; and text after a whitespace-led
    # or ; are comments):
-     classes=N            number of classes (may be omitted when names= is given)
-     train=PATH           training images (IDX or CSV, .gz or raw)
+     classes=N            number of classes (may be omitted when names= is given, when train= is
+                          an image folder or CIFAR)
+     train=PATH           training set, any of the kinds below
      train_labels=PATH    training labels (IDX images only)
-     valid=PATH           validation images; valid_labels=PATH their labels
-     names=PATH           one class name per line (alias: labels=)
-     valid_split=F        without valid=, hold out this tail fraction of train (0 <= F < 1)
+     valid=PATH           validation set; valid_labels=PATH its labels (IDX)
+     names=PATH           one class name per line
+     labels=PATH          alias of names=; when both are given (darknet's imagenet .data), labels=
+                          holds the strings a darknet list's paths are matched against and names=
+                          the names shown, class by class
+     type=KIND            forces the kind of train= and valid=: cifar10, cifar100, folder, list,
+                          csv, idx or digits (idx and digits both mean dataset_load's formats)
+     valid_split=F        without valid=, hold out this fraction of train (0 <= F < 1): the tail
+                          for in-memory sets (IDX, digits, CIFAR), every (1/F)-th sample for image
+                          files (source_files_split), so a folder keeps each class's share
      backup=, top=        darknet keys, accepted and ignored
+   Without type=, a dataset's kind follows its path: a directory is CIFAR when it holds the
+   downloaded batches (cifar_detect) and else an image folder (root/<class>/<image>); *.txt and
+   *.list are darknet lists (names= required); *.csv is a CSV of path,label lines when its first
+   field is not a number, else digits pixels; *.bin (a comma-separated list of batches allowed) is
+   CIFAR-10 or -100 by file name or size; anything else is IDX or digits CSV by content.
+   Class names: from names= when given, else the train folder's class folders, else "0".."N-1".
    Relative paths are tried as given (from the current directory, as darknet does), then
-   relative to the .data file's directory; paths are stored resolved. */
+   relative to the .data file's directory; paths are stored resolved (each part of a comma list
+   separately). */
+typedef enum DataKind {
+    DATA_ARRAYS,   /* IDX images + labels or digits CSV, loaded by dataset_load */
+    DATA_CIFAR10,  /* CIFAR-10 binary batches, in memory */
+    DATA_CIFAR100, /* CIFAR-100 binary batches (fine labels), in memory */
+    DATA_FOLDER,   /* image folder, decoded when read */
+    DATA_LIST,     /* darknet list of image paths, decoded when read */
+    DATA_CSV,      /* CSV of path,label lines, decoded when read */
+} DataKind;
+
 typedef struct DataConfig {
     char *path; /* the .data file */
     int classes;
     char *train, *train_labels, *valid, *valid_labels, *names_path; /* NULL when absent */
+    char *labels_path; /* labels= when names= is given too, else NULL */
+    char *type;        /* type= or NULL */
+    DataKind train_kind, valid_kind;
     float valid_split;
-    char **names; /* [n_names]; "0".."classes-1" when names= is absent */
+    char **names; /* [n_names]; "0".."classes-1" when neither names= nor class folders give them */
     int n_names;  /* == classes */
+    char **match_names; /* [n_names] labels= strings when both labels= and names= are given */
 } DataConfig;
 
-/* Parses path and loads the class names. Errors (code CDL_EUSAGE) name FILE:LINE: unknown key
-   (listing the valid ones), bad value, duplicate key, names count != classes; a missing .data
-   file is CDL_EUSAGE naming it. On failure dc is left zeroed. */
+/* Parses path, tells the kinds of train= and valid= and loads the class names. Errors (code
+   CDL_EUSAGE) name FILE:LINE: unknown key (listing the valid ones), bad value, duplicate key,
+   names count != classes, a darknet list without names=, CIFAR batches of unknown variant; a
+   missing .data file is CDL_EUSAGE naming it. On failure dc is left zeroed. */
 int data_config_load(const char *path, DataConfig *dc, Error *e);
 
 /* Frees everything and zeroes dc; safe on a zeroed DataConfig. */
 void data_config_free(DataConfig *dc);
 
-/* Loads the train set and the valid set: from valid=, else the valid_split tail of train, else
-   an empty set (n = 0). Checks every label < classes and that both sets share one sample shape;
-   both get classes = dc->classes. On failure both are left zeroed. */
+/* Opens the train and valid sample sources, whatever their kind: valid from valid=, else split
+   off train by valid_split (see above; deterministic), else an empty source (n = 0, no read,
+   train's shape). An image-folder valid= set maps its class folders by name onto train's class
+   folders (or onto names= when train is not a folder). Checks labels < classes and, for
+   in-memory sets, that both share one sample shape; both get classes = dc->classes. Errors start
+   with the .data path. On failure both are left zeroed. A darknet list's ambiguous labels are
+   left for the caller to report (source_ambiguous_labels in data/source_files.h). */
+int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
+                             Error *e);
+
+/* Loads the train set and the valid set into memory, for in-memory kinds only (IDX, digits,
+   CIFAR; image files are CDL_EUSAGE: use data_config_open_sources): from valid=, else the
+   valid_split tail of train, else an empty set (n = 0). Checks every label < classes and that
+   both sets share one sample shape; both get classes = dc->classes. On failure both are left
+   zeroed. */
 int data_config_load_sets(const DataConfig *dc, Dataset *train, Dataset *valid, Error *e);
 
 #endif

@@ -1,12 +1,13 @@
-/* Photos for `cdl predict`: PNG (libpng) and JPEG (libjpeg-turbo) decoding into float [c][h][w],
-   channel conversion plus bilinear resize to a net's input, and an 8-bit PNG writer. Codec
-   errors and warnings are caught (setjmp/longjmp), never printed. */
+/* Images: PNG (libpng) and JPEG (libjpeg-turbo) decoding into float [c][h][w] with JPEG EXIF
+   orientation applied, channel conversion plus bilinear resize to a net's input, and an 8-bit
+   PNG writer. Codec errors and warnings are caught (setjmp/longjmp), never printed. */
 #include "data/image.h"
 
 #include <errno.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,9 +143,8 @@ static int png_decode(const char *path, const uint8_t *data, size_t bytes, Image
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) {
         png_set_expand_gray_1_2_4_to_8(png);
     }
-    if (color & PNG_COLOR_MASK_ALPHA) {
-        png_set_strip_alpha(png);
-    }
+    /* Unconditional: palette expansion turns a tRNS chunk into an alpha channel too. */
+    png_set_strip_alpha(png);
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     int channels = png_get_channels(png, info), depth_out = png_get_bit_depth(png, info);
@@ -180,7 +180,7 @@ static int png_decode(const char *path, const uint8_t *data, size_t bytes, Image
     return CDL_OK;
 }
 
-/* ---- JPEG ---- */
+/* ---- JPEG errors ---- */
 
 typedef struct JpegErrors {
     struct jpeg_error_mgr mgr; /* first, so libjpeg's pointer converts to ours */
@@ -209,6 +209,106 @@ static void jpeg_output_nothing(j_common_ptr cinfo)
     (void)cinfo;
 }
 
+/* ---- EXIF orientation ---- */
+
+enum { EXIF_TAG_ORIENTATION = 0x0112, EXIF_TYPE_SHORT = 3 };
+
+static unsigned exif_u16(const uint8_t *p, int big_endian)
+{
+    return big_endian ? (unsigned)p[0] << 8 | p[1] : (unsigned)p[1] << 8 | p[0];
+}
+
+static uint32_t exif_u32(const uint8_t *p, int big_endian)
+{
+    return big_endian ? (uint32_t)exif_u16(p, 1) << 16 | exif_u16(p + 2, 1)
+                      : (uint32_t)exif_u16(p + 2, 0) << 16 | exif_u16(p, 0);
+}
+
+/* The Orientation tag (1..8) of IFD0 in an APP1 payload ("Exif\0\0" then a TIFF header: byte
+   order "II" or "MM", 42, the IFD0 offset; IFD0: a 16-bit entry count, then 12-byte entries of
+   tag, type, count, value). 1 (as stored) when the payload is not Exif, is malformed or has no
+   valid tag. */
+static int exif_orientation(const uint8_t *app1, size_t bytes)
+{
+    static const uint8_t exif_id[6] = {'E', 'x', 'i', 'f', 0, 0};
+    if (bytes < 6 + 8 || memcmp(app1, exif_id, 6) != 0) {
+        return 1;
+    }
+    const uint8_t *tiff = app1 + 6;
+    size_t tiff_bytes = bytes - 6;
+    int big_endian = tiff[0] == 'M' && tiff[1] == 'M';
+    if (!big_endian && !(tiff[0] == 'I' && tiff[1] == 'I')) {
+        return 1;
+    }
+    if (exif_u16(tiff + 2, big_endian) != 42) {
+        return 1;
+    }
+    uint32_t ifd = exif_u32(tiff + 4, big_endian);
+    if (ifd > tiff_bytes - 2) {
+        return 1;
+    }
+    unsigned entries = exif_u16(tiff + ifd, big_endian);
+    for (unsigned i = 0; i < entries; i++) {
+        size_t at = ifd + 2 + (size_t)i * 12;
+        if (at + 12 > tiff_bytes) {
+            return 1;
+        }
+        const uint8_t *entry = tiff + at;
+        if (exif_u16(entry, big_endian) == EXIF_TAG_ORIENTATION) {
+            unsigned value = exif_u16(entry + 8, big_endian);
+            int valid = exif_u16(entry + 2, big_endian) == EXIF_TYPE_SHORT &&
+                        exif_u32(entry + 4, big_endian) == 1 && value >= 1 && value <= 8;
+            return valid ? (int)value : 1;
+        }
+    }
+    return 1;
+}
+
+/* Where decoded pixel (x, y) of a w x h picture lands in the upright plane: index origin +
+   x * step_x + y * step_y of an out_w x out_h plane. Orientations as EXIF numbers them (and
+   PIL's ImageOps.exif_transpose undoes them): 1 as stored, 2 mirrored left-right, 3 rotated
+   180, 4 mirrored top-bottom, 5 transposed, 6 stored rotated 90 counter-clockwise (so turned
+   clockwise here), 7 transversed, 8 stored rotated 90 clockwise. */
+typedef struct Placement {
+    ptrdiff_t origin, step_x, step_y;
+    int out_w, out_h;
+} Placement;
+
+static Placement placement_for(int orientation, int w, int h)
+{
+    ptrdiff_t W = w, H = h;
+    switch (orientation) {
+    case 2: /* (w-1-x, y) */
+        return (Placement){W - 1, -1, W, w, h};
+    case 3: /* (w-1-x, h-1-y) */
+        return (Placement){H * W - 1, -1, -W, w, h};
+    case 4: /* (x, h-1-y) */
+        return (Placement){(H - 1) * W, 1, -W, w, h};
+    case 5: /* (y, x) */
+        return (Placement){0, H, 1, h, w};
+    case 6: /* (h-1-y, x) */
+        return (Placement){H - 1, H, -1, h, w};
+    case 7: /* (h-1-y, w-1-x) */
+        return (Placement){W * H - 1, -H, -1, h, w};
+    case 8: /* (y, w-1-x) */
+        return (Placement){(W - 1) * H, -H, 1, h, w};
+    default: /* (x, y) */
+        return (Placement){0, 1, W, w, h};
+    }
+}
+
+static int jpeg_orientation(const struct jpeg_decompress_struct *cinfo)
+{
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m; m = m->next) {
+        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && !memcmp(m->data, "Exif", 4)) {
+            return exif_orientation(m->data, m->data_length);
+        }
+    }
+    return 1;
+}
+
+/* ---- JPEG decoding ---- */
+
 static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Image *img, Error *e)
 {
     struct jpeg_decompress_struct cinfo;
@@ -227,6 +327,7 @@ static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Imag
     }
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, data, (unsigned long)bytes);
+    jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(&cinfo, TRUE);
     int rc = check_size(path, cinfo.image_width, cinfo.image_height, e);
     if (rc) {
@@ -240,6 +341,7 @@ static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Imag
     jpeg_start_decompress(&cinfo);
     int in_ch = cinfo.output_components, channels = cmyk ? 3 : in_ch;
     size_t w = cinfo.output_width, h = cinfo.output_height, plane = w * h;
+    Placement at = placement_for(jpeg_orientation(&cinfo), (int)w, (int)h);
     /* Adobe writes CMYK inverted (0 = full ink); PIL and browsers read it that way. */
     int inverted = cinfo.saw_Adobe_marker;
     row = malloc(w * (size_t)in_ch);
@@ -249,23 +351,24 @@ static int jpeg_decode(const char *path, const uint8_t *data, size_t bytes, Imag
         longjmp(err.jump, 1);
     }
     img->c = channels;
-    img->h = (int)h;
-    img->w = (int)w;
+    img->h = at.out_h;
+    img->w = at.out_w;
     while (cinfo.output_scanline < cinfo.output_height) {
-        size_t y = cinfo.output_scanline;
+        ptrdiff_t y = cinfo.output_scanline;
         JSAMPROW rowp = row;
         jpeg_read_scanlines(&cinfo, &rowp, 1);
-        for (size_t x = 0; x < w; x++) {
+        for (ptrdiff_t x = 0; x < (ptrdiff_t)w; x++) {
             const uint8_t *p = row + x * in_ch;
+            float *dst = img->data + at.origin + x * at.step_x + y * at.step_y;
             if (cmyk) {
                 float k = inverted ? p[3] / 255.0f : 1.0f - p[3] / 255.0f;
                 for (int ch = 0; ch < 3; ch++) {
                     float ink = inverted ? p[ch] / 255.0f : 1.0f - p[ch] / 255.0f;
-                    img->data[ch * plane + y * w + x] = ink * k;
+                    dst[ch * plane] = ink * k;
                 }
             } else {
                 for (int ch = 0; ch < in_ch; ch++) {
-                    img->data[ch * plane + y * w + x] = p[ch] / 255.0f;
+                    dst[ch * plane] = p[ch] / 255.0f;
                 }
             }
         }

@@ -1,5 +1,5 @@
-/* Photos for `cdl predict`: PNG/JPEG decoding, channel conversion and bilinear resize to a net's
-   input, and an 8-bit PNG writer. */
+/* Images for datasets and `cdl predict`: PNG/JPEG decoding, channel conversion and bilinear resize
+   to a net's input, and an 8-bit PNG writer. */
 #ifndef CDL_IMAGE_H
 #define CDL_IMAGE_H
 
@@ -13,10 +13,13 @@ typedef struct Image {
 /* Largest image accepted: each side and the pixel count. */
 enum { IMAGE_MAX_SIDE = 16384, IMAGE_MAX_PIXELS = 1 << 28 };
 
-/* Decodes a PNG (8/16-bit, gray, palette; alpha dropped; c = 1 or 3) or a JPEG (gray -> c = 1;
-   RGB/YCbCr/CMYK -> c = 3), chosen by magic bytes, not by extension. Corrupt or truncated data
-   (including libjpeg warnings such as a premature end of data) is an error naming the file;
-   nothing is printed. On failure img is left zeroed. */
+/* Decodes a PNG (8/16-bit, gray, palette; alpha dropped; c = 1 or 3) or a JPEG (baseline or
+   progressive; gray -> c = 1; RGB/YCbCr/CMYK -> c = 3), chosen by magic bytes, not by extension.
+   A JPEG's EXIF Orientation tag (APP1, IFD0) is applied, so the image comes out upright as
+   viewers and PIL's ImageOps.exif_transpose show it (orientations 5-8 swap h and w). Sizes are
+   checked against IMAGE_MAX_* from the header, before any pixel memory is allocated. Corrupt or
+   truncated data (including libjpeg warnings such as a premature end of data) is an error
+   naming the file; nothing is printed. On failure img is left zeroed. */
 int image_load(const char *path, Image *img, Error *e);
 
 /* Frees the pixels and zeroes img; safe on a zeroed Image. */

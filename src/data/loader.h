@@ -20,6 +20,10 @@ typedef struct LoaderOptions {
     int skip_bad;  /* replace an unreadable sample (counted) instead of failing */
 } LoaderOptions;
 
+/* The command line's defaults: worker threads (in-memory data without augmentation measured
+ * no faster with 0), and ready mini-batches per worker (PyTorch's prefetch_factor). */
+enum { LOADER_DEFAULT_WORKERS = 2, LOADER_PREFETCH_PER_WORKER = 2 };
+
 typedef struct Loader Loader;
 
 int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
@@ -32,7 +36,10 @@ int loader_start_epoch(Loader *l, int epoch, int first, Error *e);
  * *n is the batch size (smaller only for a last partial batch without drop_last). A
  * sample that cannot be read fails with its file's name unless skip_bad is set. */
 int loader_next(Loader *l, float *x, int *y, int *n, Error *e);
-/* Samples replaced because they could not be read, since the epoch started. */
+/* Samples replaced because they could not be read, in the mini-batches taken since the
+ * epoch started. */
 int loader_skipped(const Loader *l);
+/* The source the loader reads. */
+const SampleSource *loader_source(const Loader *l);
 
 #endif

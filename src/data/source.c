@@ -51,6 +51,11 @@ int source_from_dataset(SampleSource *s, Dataset *d, Error *e)
     return CDL_OK;
 }
 
+const Dataset *source_dataset(const SampleSource *s)
+{
+    return s->read == dataset_read ? s->impl : NULL;
+}
+
 void source_free(SampleSource *s)
 {
     if (s->destroy)

@@ -27,6 +27,9 @@ struct SampleSource {
 
 /* Wraps an in-memory Dataset (taking ownership of its buffers; *d is zeroed). */
 int source_from_dataset(SampleSource *s, Dataset *d, Error *e);
+/* The Dataset behind a source_from_dataset source, or NULL for any other source (the loader
+ * copies such samples straight from their pixels). */
+const Dataset *source_dataset(const SampleSource *s);
 /* Calls s->destroy and zeroes s; safe on a zeroed source. */
 void source_free(SampleSource *s);
 

@@ -14,6 +14,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "util/atomic_file.h"
+
 static const unsigned char checkpoint_magic[8] = "CDLCKPT";
 static const unsigned char checkpoint_end_magic[8] = "CDLEND\0";
 
@@ -88,29 +90,6 @@ static void writer_put(CheckpointWriter *w, const void *data, size_t bytes, int 
         w->crc = crc32_update(w->crc, data, bytes);
 }
 
-/* Best effort: by now the new file is complete and renamed into place, so a failure here cannot
- * leave a half file; it only widens the window in which a power loss reverts to the old one.
- * Reporting it as a failed write would misstate what is on disk. */
-static void sync_parent_directory(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash)
-        dir = strdup(".");
-    else if (slash == path)
-        dir = strdup("/");
-    else
-        dir = strndup(path, (size_t)(slash - path));
-    if (!dir)
-        return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 int checkpoint_file_write(const char *path, const cJSON *header, const void *blob,
                           size_t blob_bytes, Error *e)
 {
@@ -120,10 +99,10 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
         return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoint: blob is NULL", path);
 
     int rc = CDL_OK;
-    char *json = NULL, *tmp_path = NULL;
+    char *json = NULL;
     unsigned char *packed = NULL;
-    FILE *file = NULL;
-    int tmp_created = 0;
+    AtomicFile out;
+    int opened = 0;
 
     json = cJSON_PrintUnformatted(header);
     if (!json) {
@@ -152,30 +131,10 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
         goto done;
     }
 
-    size_t tmp_path_bytes = strlen(path) + 32;
-    tmp_path = malloc(tmp_path_bytes);
-    if (!tmp_path) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    rc = atomic_file_open(&out, path, e);
+    if (rc)
         goto done;
-    }
-    snprintf(tmp_path, tmp_path_bytes, "%s.tmp.%ld", path, (long)getpid());
-
-    file = fopen(tmp_path, "wbx");
-    if (!file && errno == EEXIST) {
-        /* A leftover from a crashed run that had our pid: only a regular file is ours to
-         * replace; anything else (a directory, a link) is left alone and reported. */
-        struct stat st;
-        if (lstat(tmp_path, &st) == 0 && S_ISREG(st.st_mode) && unlink(tmp_path) == 0)
-            file = fopen(tmp_path, "wbx");
-        else
-            errno = EEXIST;
-    }
-    if (!file) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot create temporary file %s: %s", path, tmp_path,
-                       strerror(errno));
-        goto done;
-    }
-    tmp_created = 1;
+    opened = 1;
 
     unsigned char prefix[PREFIX_BYTES], sizes[SIZES_BYTES], trailer[TRAILER_BYTES];
     memcpy(prefix, checkpoint_magic, 8);
@@ -185,7 +144,7 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
     put_u64le(sizes, blob_bytes);
     put_u64le(sizes + 8, packed_bytes);
 
-    CheckpointWriter w = {.file = file, .crc = crc32(0L, Z_NULL, 0), .write_errno = 0};
+    CheckpointWriter w = {.file = out.file, .crc = crc32(0L, Z_NULL, 0), .write_errno = 0};
     writer_put(&w, prefix, sizeof prefix, 1);
     writer_put(&w, json, json_bytes, 1);
     writer_put(&w, sizes, sizeof sizes, 1);
@@ -194,34 +153,16 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
     memcpy(trailer + 4, checkpoint_end_magic, 8);
     writer_put(&w, trailer, sizeof trailer, 0);
     if (w.write_errno) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot write %s: %s", path, tmp_path,
+        rc = error_set(e, CDL_ERUNTIME, "%s: cannot write %s: %s", path, out.tmp_path,
                        strerror(w.write_errno));
         goto done;
     }
-    if (fflush(file) != 0 || fsync(fileno(file)) != 0) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot flush %s: %s", path, tmp_path, strerror(errno));
-        goto done;
-    }
-    int close_status = fclose(file);
-    file = NULL;
-    if (close_status != 0) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot close %s: %s", path, tmp_path, strerror(errno));
-        goto done;
-    }
-    if (rename(tmp_path, path) != 0) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot replace with %s: %s", path, tmp_path,
-                       strerror(errno));
-        goto done;
-    }
-    tmp_created = 0;
-    sync_parent_directory(path);
+    opened = 0;
+    rc = atomic_file_commit(&out, e);
 
 done:
-    if (file)
-        fclose(file);
-    if (tmp_created)
-        unlink(tmp_path);
-    free(tmp_path);
+    if (opened)
+        atomic_file_abort(&out);
     free(packed);
     cJSON_free(json);
     return rc;

@@ -2,6 +2,7 @@
 #include "io/model_io.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,14 +84,21 @@ static double json_number(const cJSON *h, const char *key, double def)
     return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
+/* A JSON number as an int in 0..INT_MAX (casting an out-of-range double is undefined). */
+static int json_count(const cJSON *h, const char *key)
+{
+    double v = json_number(h, key, 0);
+    return v >= 0 && v <= INT_MAX ? (int)v : 0;
+}
+
 static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e)
 {
     memset(meta, 0, sizeof *meta);
     meta->seed = json_u64(h, "seed");
     meta->step = json_u64(h, "step");
-    meta->epochs_done = (int)json_number(h, "epochs_done", 0);
-    meta->steps_per_epoch = (int)json_number(h, "steps_per_epoch", 0);
-    meta->epochs_planned = (int)json_number(h, "epochs_planned", 0);
+    meta->epochs_done = json_count(h, "epochs_done");
+    meta->steps_per_epoch = json_count(h, "steps_per_epoch");
+    meta->epochs_planned = json_count(h, "epochs_planned");
     meta->valid_accuracy = json_number(h, "valid_accuracy", -1);
     meta->valid_loss = json_number(h, "valid_loss", -1);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(h, "data");

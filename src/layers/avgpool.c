@@ -4,6 +4,7 @@
  *   out [batch][c][1][1]   out[b][k] = mean over h*w of in[b][k]
  */
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many input values a parallel region costs more than it saves. */
 #define AVGPOOL_PARALLEL_MIN 65536
@@ -50,9 +51,19 @@ static void avgpool_backward(Layer *l, Net *net)
     }
 }
 
+static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    char x[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    onnx_node(g, "GlobalAveragePool", 1, (const char *[]){x}, onnx_output(g, l, 0), 0, NULL);
+    return CDL_OK;
+}
+
 const LayerType avgpool_layer = {
     .name = "avgpool",
     .parse = avgpool_parse,
     .forward = avgpool_forward,
     .backward = avgpool_backward,
+    .export_onnx = avgpool_export_onnx,
 };

@@ -64,6 +64,15 @@ static void bn_layer_destroy(Layer *l)
     l->priv = NULL;
 }
 
+static int bn_layer_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)e;
+    char x[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    bias_norm_onnx_batchnorm(l->priv, l, net, g, x, onnx_output(g, l, 0));
+    return CDL_OK;
+}
+
 const LayerType batchnorm_layer = {
     .name = "batchnorm",
     .parse = bn_layer_parse,
@@ -72,4 +81,5 @@ const LayerType batchnorm_layer = {
     .forward = bn_layer_forward,
     .backward = bn_layer_backward,
     .destroy = bn_layer_destroy,
+    .export_onnx = bn_layer_export_onnx,
 };

@@ -106,6 +106,27 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *del
     }
 }
 
+void bias_norm_onnx_biases(const BiasNorm *bn, const Layer *l, OnnxGraph *g,
+                           char name[ONNX_NAME_MAX])
+{
+    const int64_t dims[] = {bn->channels};
+    onnx_param(g, l, bn->first_param + BIASES, 1, dims, name);
+}
+
+void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net, OnnxGraph *g,
+                              const char *x, const char *y)
+{
+    const int64_t dims[] = {bn->channels};
+    char scale[ONNX_NAME_MAX], bias[ONNX_NAME_MAX], mean[ONNX_NAME_MAX], var[ONNX_NAME_MAX];
+    onnx_param(g, l, bn->first_param + SCALES, 1, dims, scale);
+    onnx_param(g, l, bn->first_param + BIASES, 1, dims, bias);
+    onnx_param(g, l, bn->first_param + ROLLING_MEAN, 1, dims, mean);
+    onnx_param(g, l, bn->first_param + ROLLING_VARIANCE, 1, dims, var);
+    const char *in[] = {x, scale, bias, mean, var};
+    const OnnxAttr eps = onnx_attr_float("epsilon", net->hyper.bn_eps);
+    onnx_node(g, "BatchNormalization", 5, in, y, 1, &eps);
+}
+
 void bias_norm_free(BiasNorm *bn)
 {
     free(bn->x_hat);

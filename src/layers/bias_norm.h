@@ -6,6 +6,7 @@
 
 #include "core/layer.h"
 #include "core/net.h"
+#include "io/onnx.h"
 
 typedef struct BiasNorm {
     int batch_normalize;
@@ -29,5 +30,12 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, f
 /* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *delta);
 void bias_norm_free(BiasNorm *bn);
+/* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's
+ * Conv B or Gemm C input (name receives it); with batch norm, y = BatchNormalization(x) in
+ * inference mode (running statistics, epsilon bn_eps). */
+void bias_norm_onnx_biases(const BiasNorm *bn, const Layer *l, OnnxGraph *g,
+                           char name[ONNX_NAME_MAX]);
+void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net, OnnxGraph *g,
+                              const char *x, const char *y);
 
 #endif

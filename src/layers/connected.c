@@ -116,6 +116,32 @@ static void connected_destroy(Layer *l)
     l->priv = NULL;
 }
 
+/* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and
+ * BatchNormalization), then the activation; the output stays flat [N][output]. */
+static int connected_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)e;
+    const Connected *fc = l->priv;
+    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], gemm[ONNX_NAME_MAX];
+    char pre[ONNX_NAME_MAX];
+    onnx_input_flat(g, l, 0, x);
+    const int64_t dims[] = {fc->outputs, fc->inputs};
+    onnx_param(g, l, P_WEIGHTS, 2, dims, w);
+    const char *out = onnx_output(g, l, 1);
+    onnx_activation_input(pre, l->activation, out);
+    const OnnxAttr trans_b = onnx_attr_int("transB", 1);
+    if (fc->stage.batch_normalize) {
+        onnx_name(gemm, l, "gemm");
+        onnx_node(g, "Gemm", 2, (const char *[]){x, w}, gemm, 1, &trans_b);
+        bias_norm_onnx_batchnorm(&fc->stage, l, net, g, gemm, pre);
+    } else {
+        bias_norm_onnx_biases(&fc->stage, l, g, b);
+        onnx_node(g, "Gemm", 3, (const char *[]){x, w, b}, pre, 1, &trans_b);
+    }
+    onnx_activation(g, l->activation, pre, out);
+    return CDL_OK;
+}
+
 const LayerType connected_layer = {
     .name = "connected",
     .parse = connected_parse,
@@ -124,4 +150,5 @@ const LayerType connected_layer = {
     .forward = connected_forward,
     .backward = connected_backward,
     .destroy = connected_destroy,
+    .export_onnx = connected_export_onnx,
 };

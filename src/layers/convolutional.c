@@ -67,7 +67,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         rc = cfg_get_int(cfg, s, "pad", 0, &pad, e);
     if (!rc)
         rc = cfg_get_int(cfg, s, "padding", 0, &padding, e);
-    if (pad) /* as darknet: pad=1 means size/2 whatever padding= says */
+    if (!rc && pad) /* as darknet: pad=1 means size/2 whatever padding= says */
         padding = size / 2;
     if (!rc)
         rc = cfg_get_int(cfg, s, "groups", 1, &groups, e);
@@ -92,6 +92,10 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     if (padding < 0)
         return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] padding=%d: expected 0 or more",
                          path, key_line(s, "padding"), l->index, s->name, padding);
+    if ((size_t)size > NET_MAX_FLOATS || (size_t)padding > NET_MAX_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] size=%d, padding=%d: expected at most %zu", path,
+                         s->line, l->index, s->name, size, padding, NET_MAX_FLOATS);
     if (groups < 1 || in.c % groups || filters % groups)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] groups=%d must divide both the input channels "
@@ -104,6 +108,14 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                          "%s:%d: layer %d: [%s] output would be empty: input %dx%d, size=%d, "
                          "stride=%d, padding=%d",
                          path, s->line, l->index, s->name, in.h, in.w, size, stride, padding);
+    const double kdim_values = (double)(in.c / groups) * size * size;
+    if (kdim_values * filters > (double)NET_MAX_FLOATS ||
+        kdim_values * out_h * out_w > (double)NET_MAX_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] is too large: %.0f weights and %.0f im2col values "
+                         "per image (at most %zu each)",
+                         path, s->line, l->index, s->name, kdim_values * filters,
+                         kdim_values * out_h * out_w, NET_MAX_FLOATS);
 
     Conv *cv = calloc(1, sizeof *cv);
     if (!cv)
@@ -421,6 +433,38 @@ static void conv_destroy(Layer *l)
     l->priv = NULL;
 }
 
+/* Conv (bias as its B input, or no bias and BatchNormalization), then the activation. */
+static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)e;
+    const Conv *cv = l->priv;
+    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], conv[ONNX_NAME_MAX];
+    char pre[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    const int64_t dims[] = {cv->filters, l->in_shape.c / cv->groups, cv->size, cv->size};
+    onnx_param(g, l, P_WEIGHTS, 4, dims, w);
+    const char *out = onnx_output(g, l, 0);
+    onnx_activation_input(pre, l->activation, out);
+    const int64_t kernel[] = {cv->size, cv->size}, strides[] = {cv->stride, cv->stride};
+    const int64_t pads[] = {cv->padding, cv->padding, cv->padding, cv->padding};
+    const OnnxAttr attrs[] = {
+        onnx_attr_ints("kernel_shape", kernel, 2),
+        onnx_attr_ints("strides", strides, 2),
+        onnx_attr_ints("pads", pads, 4),
+        onnx_attr_int("group", cv->groups),
+    };
+    if (cv->stage.batch_normalize) {
+        onnx_name(conv, l, "conv");
+        onnx_node(g, "Conv", 2, (const char *[]){x, w}, conv, 4, attrs);
+        bias_norm_onnx_batchnorm(&cv->stage, l, net, g, conv, pre);
+    } else {
+        bias_norm_onnx_biases(&cv->stage, l, g, b);
+        onnx_node(g, "Conv", 3, (const char *[]){x, w, b}, pre, 4, attrs);
+    }
+    onnx_activation(g, l->activation, pre, out);
+    return CDL_OK;
+}
+
 const LayerType convolutional_layer = {
     .name = "convolutional",
     .parse = conv_parse,
@@ -429,4 +473,5 @@ const LayerType convolutional_layer = {
     .forward = conv_forward,
     .backward = conv_backward,
     .destroy = conv_destroy,
+    .export_onnx = conv_export_onnx,
 };

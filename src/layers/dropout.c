@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define DROPOUT_PARALLEL_MIN 65536
@@ -121,6 +122,17 @@ static void dropout_destroy(Layer *l)
     l->priv = NULL;
 }
 
+/* Inference is the identity (the kept values were scaled during training); the input keeps
+ * its layout. */
+static int dropout_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    const OnnxLayer *in = onnx_input(g, l, 0);
+    const char *x = in->name;
+    onnx_node(g, "Identity", 1, &x, onnx_output(g, l, in->flat), 0, NULL);
+    return CDL_OK;
+}
+
 const LayerType dropout_layer = {
     .name = "dropout",
     .parse = dropout_parse,
@@ -128,4 +140,5 @@ const LayerType dropout_layer = {
     .forward = dropout_forward,
     .backward = dropout_backward,
     .destroy = dropout_destroy,
+    .export_onnx = dropout_export_onnx,
 };

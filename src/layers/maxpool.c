@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many window reads a parallel region costs more than it saves. */
 #define MAXPOOL_PARALLEL_MIN 32768
@@ -42,6 +43,8 @@ static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
         return bad_key(cfg, s, "size", size, "must be >= 1", e);
     if (padding < 0)
         return bad_key(cfg, s, "padding", padding, "must be >= 0", e);
+    if ((size_t)size > NET_MAX_FLOATS)
+        return bad_key(cfg, s, "size", size, "too large", e);
     /* Beyond 2*(size-1) the first or last window would lie wholly outside the input. */
     if (padding > 2 * (size - 1))
         return bad_key(cfg, s, "padding", padding,
@@ -170,6 +173,26 @@ static void maxpool_destroy(Layer *l)
     l->priv = NULL;
 }
 
+/* MaxPool with darknet's uneven padding made explicit: padding/2 before, the rest after
+ * (ONNX pads are [top, left, bottom, right]). */
+static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    const Maxpool *m = l->priv;
+    char x[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    const int64_t begin = m->padding / 2, end = m->padding - m->padding / 2;
+    const int64_t kernel[] = {m->size, m->size}, strides[] = {m->stride, m->stride};
+    const int64_t pads[] = {begin, begin, end, end};
+    const OnnxAttr attrs[] = {
+        onnx_attr_ints("kernel_shape", kernel, 2),
+        onnx_attr_ints("strides", strides, 2),
+        onnx_attr_ints("pads", pads, 4),
+    };
+    onnx_node(g, "MaxPool", 1, (const char *[]){x}, onnx_output(g, l, 0), 3, attrs);
+    return CDL_OK;
+}
+
 const LayerType maxpool_layer = {
     .name = "maxpool",
     .parse = maxpool_parse,
@@ -177,4 +200,5 @@ const LayerType maxpool_layer = {
     .forward = maxpool_forward,
     .backward = maxpool_backward,
     .destroy = maxpool_destroy,
+    .export_onnx = maxpool_export_onnx,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define ROUTE_PARALLEL_MIN 65536
@@ -48,6 +49,9 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
                              "layer %d is %dx%dx%d, layer %d is %dx%dx%d (CxHxW)",
                              cfg->path, en->line, l->index, s->name, l->inputs[0], first.c, first.h,
                              first.w, l->inputs[k], in.c, in.h, in.w);
+        if ((size_t)out.c + (size_t)in.c > NET_MAX_FLOATS)
+            return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s]: more than %zu channels",
+                             cfg->path, en->line, l->index, s->name, NET_MAX_FLOATS);
         out.c += in.c;
     }
     l->in_shape = first;
@@ -93,9 +97,24 @@ static void route_backward(Layer *l, Net *net)
     }
 }
 
+static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    char names[LAYER_MAX_INPUTS][ONNX_NAME_MAX];
+    const char *in[LAYER_MAX_INPUTS];
+    for (int k = 0; k < l->n_inputs; k++) {
+        onnx_input_nchw(g, l, k, names[k]);
+        in[k] = names[k];
+    }
+    const OnnxAttr axis = onnx_attr_int("axis", 1);
+    onnx_node(g, "Concat", l->n_inputs, in, onnx_output(g, l, 0), 1, &axis);
+    return CDL_OK;
+}
+
 const LayerType route_layer = {
     .name = "route",
     .parse = route_parse,
     .forward = route_forward,
     .backward = route_backward,
+    .export_onnx = route_export_onnx,
 };

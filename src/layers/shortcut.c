@@ -9,9 +9,12 @@
  * min(c1, c2) channels are summed. Unlike darknet, alpha scales every output value,
  * not only those that receive a `from` value (the same when alpha = 1, the default),
  * and each axis has its own ratio where darknet asserts they agree. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SHORTCUT_PARALLEL_MIN 65536
@@ -181,10 +184,96 @@ static void shortcut_destroy(Layer *l)
     l->priv = NULL;
 }
 
+/* ONNX: value = op(value, int64 vector), the result named "layer<i>.<suffix>" and the
+ * vector "layer<i>.<suffix>.arg". */
+static void shortcut_onnx_op(OnnxGraph *g, const Layer *l, const char *op, const char *suffix,
+                             int n, const int64_t *arg, char value[ONNX_NAME_MAX])
+{
+    char out[ONNX_NAME_MAX], konst[ONNX_NAME_MAX + 4];
+    onnx_name(out, l, suffix);
+    snprintf(konst, sizeof konst, "%s.arg", out);
+    onnx_int64s(g, konst, n, arg);
+    onnx_node(g, op, 2, (const char *[]){value, konst}, out, 0, NULL);
+    memcpy(value, out, ONNX_NAME_MAX);
+}
+
+/* ONNX: value = factor * value, named "layer<i>.<suffix>". */
+static void shortcut_onnx_scale(OnnxGraph *g, const Layer *l, const char *suffix, float factor,
+                                char value[ONNX_NAME_MAX])
+{
+    char out[ONNX_NAME_MAX], konst[ONNX_NAME_MAX + 7];
+    onnx_name(out, l, suffix);
+    snprintf(konst, sizeof konst, "%s.factor", out);
+    onnx_scalar(g, konst, factor);
+    onnx_node(g, "Mul", 2, (const char *[]){value, konst}, out, 0, NULL);
+    memcpy(value, out, ONNX_NAME_MAX);
+}
+
+/* ONNX for the shape-changing mapping: value, `from` [N][c1][h1][w1], becomes beta * from
+ * mapped onto the output [N][c2][h2][w2] with zeros elsewhere. Slice with steps takes the
+ * strided channels, rows and columns; a Reshape to rank 6, Pad and Reshape back spread them
+ * every sample_h rows and sample_w columns; a last Pad adds the missing channels, rows and
+ * columns. */
+static void shortcut_onnx_mapping(OnnxGraph *g, const Layer *l, Mapping m, float beta,
+                                  char value[ONNX_NAME_MAX])
+{
+    char out[ONNX_NAME_MAX], arg[4][ONNX_NAME_MAX + 7];
+    const int64_t starts[] = {0, 0, 0}, axes[] = {1, 2, 3}, steps[] = {1, m.stride_h, m.stride_w};
+    const int64_t ends[] = {m.channels, (int64_t)m.rows * m.stride_h, (int64_t)m.cols * m.stride_w};
+    const int64_t *const args[] = {starts, ends, axes, steps};
+    const char *const arg_names[] = {"starts", "ends", "axes", "steps"};
+    onnx_name(out, l, "from_sliced");
+    for (int k = 0; k < 4; k++) {
+        snprintf(arg[k], sizeof arg[k], "%s.%s", out, arg_names[k]);
+        onnx_int64s(g, arg[k], 3, args[k]);
+    }
+    onnx_node(g, "Slice", 5, (const char *[]){value, arg[0], arg[1], arg[2], arg[3]}, out, 0, NULL);
+    memcpy(value, out, ONNX_NAME_MAX);
+    if (beta != 1.0f)
+        shortcut_onnx_scale(g, l, "from_scaled", beta, value);
+
+    const int64_t spread_h = (int64_t)m.rows * m.sample_h, spread_w = (int64_t)m.cols * m.sample_w;
+    if (m.sample_h > 1 || m.sample_w > 1) {
+        const int64_t rank6[] = {0, m.channels, m.rows, 1, m.cols, 1};
+        const int64_t gaps[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, m.sample_h - 1, 0, m.sample_w - 1};
+        const int64_t spread[] = {0, m.channels, spread_h, spread_w};
+        shortcut_onnx_op(g, l, "Reshape", "from_rank6", 6, rank6, value);
+        shortcut_onnx_op(g, l, "Pad", "from_gapped", 12, gaps, value);
+        shortcut_onnx_op(g, l, "Reshape", "from_spread", 4, spread, value);
+    }
+    const Shape o = l->out_shape;
+    const int64_t fill[] = {0, 0, 0, 0, 0, o.c - m.channels, o.h - spread_h, o.w - spread_w};
+    if (fill[5] || fill[6] || fill[7])
+        shortcut_onnx_op(g, l, "Pad", "from_mapped", 8, fill, value);
+}
+
+/* out = act(alpha * prev + beta * from), from mapped as darknet when the shapes differ. */
+static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)e;
+    const Shortcut *sc = l->priv;
+    char prev[ONNX_NAME_MAX], from[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, prev);
+    onnx_input_nchw(g, l, 1, from);
+    const Shape fs = from_shape(l, net);
+    if (!same_shape(fs, l->out_shape))
+        shortcut_onnx_mapping(g, l, mapping_of(fs, l->out_shape), sc->beta, from);
+    else if (sc->beta != 1.0f)
+        shortcut_onnx_scale(g, l, "from_scaled", sc->beta, from);
+    if (sc->alpha != 1.0f)
+        shortcut_onnx_scale(g, l, "prev_scaled", sc->alpha, prev);
+    const char *out = onnx_output(g, l, 0);
+    onnx_activation_input(pre, l->activation, out);
+    onnx_node(g, "Add", 2, (const char *[]){prev, from}, pre, 0, NULL);
+    onnx_activation(g, l->activation, pre, out);
+    return CDL_OK;
+}
+
 const LayerType shortcut_layer = {
     .name = "shortcut",
     .parse = shortcut_parse,
     .forward = shortcut_forward,
     .backward = shortcut_backward,
     .destroy = shortcut_destroy,
+    .export_onnx = shortcut_export_onnx,
 };

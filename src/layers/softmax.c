@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "core/net.h"
+#include "io/onnx.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768
@@ -97,9 +98,22 @@ static void softmax_backward(Layer *l, Net *net)
     }
 }
 
+/* Softmax over each sample's c*h*w values: Flatten, then Softmax along axis 1; the
+ * output is [N][c*h*w]. */
+static int softmax_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    char x[ONNX_NAME_MAX];
+    onnx_input_flat(g, l, 0, x);
+    const OnnxAttr axis = onnx_attr_int("axis", 1);
+    onnx_node(g, "Softmax", 1, (const char *[]){x}, onnx_output(g, l, 1), 1, &axis);
+    return CDL_OK;
+}
+
 const LayerType softmax_layer = {
     .name = "softmax",
     .parse = softmax_parse,
     .forward = softmax_forward,
     .backward = softmax_backward,
+    .export_onnx = softmax_export_onnx,
 };

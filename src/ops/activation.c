@@ -67,6 +67,7 @@ static inline float exp_vec(float x)
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
+    n = n == n ? n : 0.0f; /* NaN in, NaN out (through p), but no NaN-to-int conversion */
     int32_t bits = ((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/loader.h"
+
 /* Rank of the true class among the outputs (0 = predicted). */
 static int rank_of(const float *p, int classes, int truth)
 {
@@ -14,19 +16,44 @@ static int rank_of(const float *p, int classes, int truth)
     return rank;
 }
 
-int evaluate(Net *net, const Dataset *d, EvalResult *r, Error *e)
+/* Adds the mini-batch of n samples whose outputs the net just computed into r's counts. */
+static void tally(const Net *net, int n, EvalResult *r, int *top1, int *top5)
+{
+    const float *out = net_output(net);
+    for (int i = 0; i < n; i++) {
+        const float *p = out + (size_t)i * (size_t)net->classes;
+        int truth = net->labels[i], best = 0;
+        for (int k = 1; k < net->classes; k++)
+            best = p[k] > p[best] ? k : best;
+        r->confusion[truth * r->classes + best]++;
+        int rank = rank_of(p, net->classes, truth);
+        *top1 += rank == 0;
+        *top5 += rank < 5;
+    }
+}
+
+int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResult *r, Error *e)
 {
     memset(r, 0, sizeof *r);
-    if (d->classes > net->classes)
+    if (src->classes > net->classes)
         return error_set(e, CDL_EUSAGE,
                          "dataset has labels up to %d but the model outputs %d classes",
-                         d->classes - 1, net->classes);
+                         src->classes - 1, net->classes);
+    const LoaderOptions lo = {.batch = net->batch,
+                              .workers = opt->workers,
+                              .prefetch = LOADER_PREFETCH_PER_WORKER * opt->workers,
+                              .skip_bad = opt->skip_bad};
+    Loader *loader;
+    int st = loader_open(&loader, src, &net->augment, &lo, e);
+    st = st ? st : loader_start_epoch(loader, 0, 0, e);
+    if (st) {
+        loader_close(loader);
+        return st;
+    }
     r->classes = net->classes;
     r->confusion = calloc((size_t)r->classes * (size_t)r->classes, sizeof *r->confusion);
-    int *idx = malloc((size_t)net->batch * sizeof *idx);
-    if (!r->confusion || !idx) {
-        free(idx);
-        eval_result_free(r);
+    if (!r->confusion) {
+        loader_close(loader);
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
     const int saved_train = net->train, saved_batch = net->batch;
@@ -35,34 +62,29 @@ int evaluate(Net *net, const Dataset *d, EvalResult *r, Error *e)
     net->loss_divisor = 1;
     double loss = 0;
     int top1 = 0, top5 = 0;
-    for (int start = 0; start < d->n; start += saved_batch) {
-        int n = d->n - start < saved_batch ? d->n - start : saved_batch;
-        for (int i = 0; i < n; i++)
-            idx[i] = start + i;
+    for (int b = 0; b < loader_batches_per_epoch(loader) && !st; b++) {
+        int n;
+        st = loader_next(loader, net->input, net->labels, &n, e);
+        if (st)
+            break;
         net->batch = n;
-        dataset_fill_batch(d, idx, n, net->input, net->labels);
         net_forward(net);
         loss += net->loss;
-        const float *out = net_output(net);
-        for (int i = 0; i < n; i++) {
-            const float *p = out + (size_t)i * (size_t)net->classes;
-            int truth = net->labels[i], best = 0;
-            for (int k = 1; k < net->classes; k++)
-                best = p[k] > p[best] ? k : best;
-            r->confusion[truth * r->classes + best]++;
-            int rank = rank_of(p, net->classes, truth);
-            top1 += rank == 0;
-            top5 += rank < 5;
-        }
+        tally(net, n, r, &top1, &top5);
     }
+    r->skipped = loader_skipped(loader);
+    loader_close(loader);
     net->train = saved_train;
     net->batch = saved_batch;
     net->loss_divisor = saved_divisor;
-    free(idx);
-    r->samples = d->n;
-    r->loss = d->n ? loss / d->n : 0;
-    r->top1 = d->n ? (double)top1 / d->n : 0;
-    r->top5 = d->n ? (double)top5 / d->n : 0;
+    if (st) {
+        eval_result_free(r);
+        return st;
+    }
+    r->samples = src->n;
+    r->loss = loss / src->n;
+    r->top1 = (double)top1 / src->n;
+    r->top5 = (double)top5 / src->n;
     return CDL_OK;
 }
 

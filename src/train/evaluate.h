@@ -1,21 +1,29 @@
 /* Evaluation of a classifier on a labelled dataset: loss, top-1/top-5 accuracy,
- * per-class accuracy and the confusion matrix. */
+ * per-class accuracy and the confusion matrix. Samples go through the net's eval-time
+ * preprocessing (augment_eval) in a Loader. */
 #ifndef CDL_EVALUATE_H
 #define CDL_EVALUATE_H
 
 #include "core/net.h"
-#include "data/dataset.h"
+#include "data/source.h"
 
 typedef struct EvalResult {
     int samples, classes;
     double loss;       /* mean cross-entropy */
     double top1, top5; /* fractions in [0,1] */
     int *confusion;    /* [classes][classes]: row = true class, column = predicted */
+    int skipped;       /* unreadable samples replaced (skip_bad) */
 } EvalResult;
 
-/* Runs net (eval mode, sized by net_resize) over every sample of d in chunks of
- * net->batch; restores net->train and net->batch afterwards. */
-int evaluate(Net *net, const Dataset *d, EvalResult *r, Error *e);
+typedef struct EvalOptions {
+    int workers;  /* loader threads (0: read in the caller's thread) */
+    int skip_bad; /* replace unreadable samples (counted) instead of failing */
+} EvalOptions;
+
+/* Runs net (eval mode, sized by net_resize) over every sample of src, in order, in
+ * mini-batches of net->batch (the last one may be partial); restores net->train and
+ * net->batch afterwards. */
+int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResult *r, Error *e);
 void eval_result_free(EvalResult *r);
 /* Fraction of class c's samples predicted as c (0 when the class has none). */
 double eval_class_accuracy(const EvalResult *r, int c);

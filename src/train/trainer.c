@@ -3,36 +3,29 @@
 #include "train/trainer.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "train/sgd.h"
 #include "util/timer.h"
 
-/* The sample order of one epoch. */
-static void epoch_order(int *perm, int n, uint64_t seed, int epoch)
-{
-    Rng rng;
-    rng_seed(&rng, seed, 0x5eed0000u + (uint64_t)epoch);
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    rng_shuffle(&rng, perm, n);
-}
-
-float trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr)
+int trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr, float *loss,
+                      Error *e)
 {
     const int subdivisions = net->hyper.subdivisions;
-    float loss = 0;
+    *loss = 0;
     for (int sub = 0; sub < subdivisions; sub++) {
-        fill(net, sub, ctx);
+        const int st = fill(net, sub, ctx, e);
+        if (st) {
+            net_zero_grads(net);
+            return st;
+        }
         net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
         net_forward(net);
-        loss += net->loss;
+        *loss += net->loss;
         net_backward(net);
     }
     sgd_step(net, velocity, lr);
     net->step++;
-    return loss;
+    return CDL_OK;
 }
 
 typedef struct DatasetBatches {
@@ -40,68 +33,77 @@ typedef struct DatasetBatches {
     const int *order;
 } DatasetBatches;
 
-static void fill_from_dataset(Net *net, int sub, void *ctx)
+static int fill_from_dataset(Net *net, int sub, void *ctx, Error *e)
 {
+    (void)e;
     const DatasetBatches *b = ctx;
     dataset_fill_batch(b->data, b->order + (size_t)sub * (size_t)net->batch, net->batch, net->input,
                        net->labels);
+    return CDL_OK;
 }
 
 float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr)
 {
     DatasetBatches batches = {train, perm};
-    return trainer_step_with(net, velocity, fill_from_dataset, &batches, lr);
+    float loss;
+    trainer_step_with(net, velocity, fill_from_dataset, &batches, lr, &loss, NULL);
+    return loss;
 }
 
-static int end_epoch(Net *net, const float *velocity, const Dataset *valid, const TrainPlan *plan,
-                     ModelMeta *meta, int epoch, double loss_sum, int steps,
-                     const TrainCallbacks *cb, double images_per_s, double elapsed_s, Error *e)
+/* Takes the next mini-batch of the loader (ctx) into the net. */
+static int fill_from_loader(Net *net, int sub, void *ctx, Error *e)
+{
+    (void)sub;
+    int n;
+    const int st = loader_next(ctx, net->input, net->labels, &n, e);
+    if (!st && n != net->batch)
+        return error_set(e, CDL_EUSAGE,
+                         "the loader gives mini-batches of %d samples but the net takes %d", n,
+                         net->batch);
+    return st;
+}
+
+/* Evaluates valid (when given), saves the checkpoint and reports the epoch; r arrives with
+ * the epoch's training figures filled in. */
+static int end_epoch(Net *net, const float *velocity, const SampleSource *valid,
+                     const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb,
+                     EpochReport *r, Error *e)
 {
     EvalResult result = {0};
     int st = CDL_OK;
     if (valid) {
-        st = evaluate(net, valid, &result, e);
+        st = evaluate(net, valid, &plan->valid, &result, e);
         if (st)
             return st;
         meta->valid_accuracy = result.top1;
         meta->valid_loss = result.loss;
+        r->valid = &result;
     }
     meta->step = net->step;
-    meta->epochs_done = epoch + 1;
+    meta->epochs_done = r->epoch;
     st = model_save(plan->out_path, net, velocity, meta, e);
-    if (!st && cb && cb->on_epoch) {
-        EpochReport r = {epoch + 1,
-                         net->step,
-                         steps ? loss_sum / steps : 0,
-                         valid ? &result : NULL,
-                         images_per_s,
-                         elapsed_s,
-                         plan->out_path};
-        cb->on_epoch(cb->ctx, &r);
-    }
+    r->step = net->step;
+    r->checkpoint = plan->out_path;
+    if (!st && cb && cb->on_epoch)
+        cb->on_epoch(cb->ctx, r);
+    r->valid = NULL;
     eval_result_free(&result);
     return st;
 }
 
-int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *valid,
+int train_run(Net *net, float *velocity, Loader *train, const SampleSource *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {
-    const int batch = net->hyper.batch;
-    const int steps_per_epoch = train->n / batch;
+    const int batch = net->hyper.batch, subdivisions = net->hyper.subdivisions;
+    const SampleSource *src = loader_source(train);
+    const int steps_per_epoch = loader_batches_per_epoch(train) / subdivisions;
     if (steps_per_epoch < 1)
         return error_set(e, CDL_EUSAGE, "the training set has %d samples, fewer than batch=%d",
-                         train->n, batch);
-    if (train->c != net->in_shape.c || train->h != net->in_shape.h || train->w != net->in_shape.w)
-        return error_set(
-            e, CDL_EUSAGE, "the training images are %dx%dx%d (CxHxW) but the net takes %dx%dx%d",
-            train->c, train->h, train->w, net->in_shape.c, net->in_shape.h, net->in_shape.w);
-    if (train->classes > net->classes)
+                         src->n, batch);
+    if (src->classes > net->classes)
         return error_set(e, CDL_EUSAGE,
                          "the training labels go up to %d but the net outputs %d classes",
-                         train->classes - 1, net->classes);
-    int *perm = malloc((size_t)train->n * sizeof *perm);
-    if (!perm)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+                         src->classes - 1, net->classes);
     meta->steps_per_epoch = steps_per_epoch;
     meta->epochs_planned = plan->epochs;
     net->train = 1;
@@ -111,17 +113,21 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
     const uint64_t first = net->step;
     const double start = time_now_s();
     double loss_sum = 0;
-    int loss_steps = 0, st = CDL_OK, ordered_epoch = -1;
+    int loss_steps = 0, st = CDL_OK, started_epoch = -1;
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
-        if (epoch != ordered_epoch) {
-            epoch_order(perm, train->n, meta->seed, epoch);
-            ordered_epoch = epoch;
+        if (epoch != started_epoch) {
+            st = loader_start_epoch(train, epoch, pos * subdivisions, e);
+            if (st)
+                break;
+            started_epoch = epoch;
         }
         const float lr = net_learning_rate(&net->hyper, net->step);
-        const float loss =
-            trainer_step(net, velocity, train, perm + (size_t)pos * (size_t)batch, lr);
+        float loss;
+        st = trainer_step_with(net, velocity, fill_from_loader, train, lr, &loss, e);
+        if (st)
+            break;
         if (!isfinite(loss)) {
             st = error_set(e, CDL_ERUNTIME,
                            "step %llu: the loss is not finite (%g); stopped, the last checkpoint "
@@ -147,12 +153,18 @@ int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *va
             cb->on_step(cb->ctx, &r);
         }
         if (pos + 1 == steps_per_epoch) {
-            st = end_epoch(net, velocity, valid, plan, meta, epoch, loss_sum, loss_steps, cb,
-                           steps_per_s * batch, elapsed, e);
+            EpochReport r = {.epoch = epoch + 1,
+                             .train_loss = loss_sum / loss_steps,
+                             .skipped = loader_skipped(train),
+                             .images_per_s = steps_per_s * batch,
+                             .elapsed_s = elapsed};
+            /* The workers prepare the next epoch while this one is evaluated and saved. */
+            if (net->step < total && !(st = loader_start_epoch(train, epoch + 1, 0, e)))
+                started_epoch = epoch + 1;
+            st = st ? st : end_epoch(net, velocity, valid, plan, meta, cb, &r, e);
             loss_sum = 0;
             loss_steps = 0;
         }
     }
-    free(perm);
     return st;
 }

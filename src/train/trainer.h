@@ -1,10 +1,11 @@
-/* The training loop: epochs of shuffled mini-batches, gradient accumulation over
- * subdivisions, SGD steps, per-epoch evaluation and checkpoints. */
+/* The training loop: epochs of shuffled mini-batches from a Loader, gradient accumulation
+ * over subdivisions, SGD steps, per-epoch evaluation and checkpoints. */
 #ifndef CDL_TRAINER_H
 #define CDL_TRAINER_H
 
 #include "core/net.h"
 #include "data/dataset.h"
+#include "data/loader.h"
 #include "io/model_io.h"
 #include "train/evaluate.h"
 
@@ -22,6 +23,7 @@ typedef struct EpochReport {
     int epoch; /* 1-based number of epochs now done */
     uint64_t step;
     double train_loss;       /* mean over the epoch's steps */
+    int skipped;             /* unreadable training samples replaced this epoch (skip_bad) */
     const EvalResult *valid; /* NULL when there is no validation set */
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
@@ -36,24 +38,31 @@ typedef struct TrainCallbacks {
 typedef struct TrainPlan {
     int epochs;           /* run until this many epochs are done */
     const char *out_path; /* checkpoint written after every epoch */
+    EvalOptions valid;    /* how the validation set is read */
 } TrainPlan;
 
-/* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step. */
-typedef void (*BatchFill)(Net *net, int sub, void *ctx);
+/* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;
+ * a non-zero status (with e filled) abandons the step. */
+typedef int (*BatchFill)(Net *net, int sub, void *ctx, Error *e);
 
 /* One optimizer step: for each subdivision, fill, forward, backward (gradients
- * accumulate); then the SGD update at rate lr. Returns the batch's mean loss. */
-float trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr);
+ * accumulate); then the SGD update at rate lr, and *loss = the batch's mean loss. When a
+ * fill fails the step is abandoned before the update (gradients zeroed) with its status. */
+int trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr, float *loss,
+                      Error *e);
 
 /* One optimizer step on samples perm[0..batch) of train: for each subdivision, fill the
  * input, forward, backward (gradients accumulate); then the SGD update. Returns the
  * batch's mean loss. Allocates nothing. */
 float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr);
 
-/* Trains net (built with gradients) from meta->step up to plan->epochs epochs of
- * train (the last partial batch of each epoch is dropped). velocity: n_params floats.
+/* Trains net (built with gradients, sized for mini-batches of hyper.batch/subdivisions)
+ * from meta->step up to plan->epochs epochs. train: a training loader (train=1, drop_last,
+ * mini-batches of net->batch) over a source whose labels the net can output; a step takes
+ * `subdivisions` of its mini-batches, and mini-batches left over at the end of an epoch are
+ * dropped. valid (may be NULL) is evaluated after every epoch. velocity: n_params floats.
  * meta is updated and saved with every checkpoint. */
-int train_run(Net *net, float *velocity, const Dataset *train, const Dataset *valid,
+int train_run(Net *net, float *velocity, Loader *train, const SampleSource *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e);
 
 #endif

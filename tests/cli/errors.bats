@@ -143,3 +143,18 @@ expect_error() {
 @test "--gpu on a CPU build is a usage error" {
     expect_error 2 "built without GPU support" train "$REPO/cfg/digits.cfg" --gpu 0
 }
+
+@test "absurd sizes are refused before allocating" {
+    expect_error 2 "fewer than batch=2147483647" train "$REPO/cfg/digits.cfg" --set net.batch=2147483647
+    expect_error 2 "layer 3 [connected] is too large" info "$REPO/cfg/digits.cfg" --set 3.output=2147483647
+    expect_error 2 "[convolutional] size=2147483647, padding=1073741823: expected at most" info "$REPO/cfg/digits.cfg" --set 0.size=2147483647
+}
+
+@test "resume with nothing to do into a new --out is a notice, not an error" {
+    train_digits 1
+    run "$CDL" train --resume digits.cdl --epochs 1 --out other.cdl
+    echo "status $status, output: $output"
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "${lines[0]}" == "cdl: other.cdl already has 1 epochs; nothing to do"* ]]
+}

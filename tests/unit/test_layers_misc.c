@@ -181,6 +181,9 @@ static void test_activation_extremes(void)
     /* GELU(-8) = -8 Phi(-8) = -5.0e-15 keeps its relative precision (to 1e-5: the
      * function's own condition number there is x^2 = 64 times float's 6e-8). */
     CHECK_NEAR(act1(CDL_ACT_GELU, -8.0f) / ref_activation(CDL_ACT_GELU, -8.0), 1.0, 1e-5);
+    /* A diverged net feeds NaN: it comes out NaN (no undefined NaN-to-int conversion). */
+    CHECK(isnan(act1(CDL_ACT_LOGISTIC, NAN)) && isnan(act1(CDL_ACT_MISH, NAN)));
+    CHECK(isnan(act1(CDL_ACT_SWISH, NAN)));
     for (int k = 0; k < CDL_ACT_COUNT; k++) {
         const float xs[] = {-1000.0f, -90.0f, 90.0f, 1000.0f};
         for (int i = 0; i < 4; i++) {

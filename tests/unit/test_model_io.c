@@ -131,6 +131,34 @@ static void test_tensor_table_mismatch_is_refused(const char *dir)
     unlink(path);
 }
 
+/* Out-of-range header counts (a hand-edited header) load as 0, not as an undefined cast. */
+static void test_out_of_range_counts_load_as_zero(const char *dir)
+{
+    Net net, back;
+    Error e = {0};
+    CHECK(build(&net, 1) == 0);
+    ModelMeta meta = {.epochs_done = 2, .steps_per_epoch = 3, .epochs_planned = 4};
+    char path[512];
+    snprintf(path, sizeof path, "%s/counts.cdl", dir);
+    CHECK(model_save(path, &net, NULL, &meta, &e) == CDL_OK);
+    cJSON *h;
+    void *blob;
+    size_t bytes;
+    CHECK(checkpoint_file_read(path, &h, &blob, &bytes, &e) == CDL_OK);
+    cJSON_ReplaceItemInObject(h, "epochs_done", cJSON_CreateNumber(1e300));
+    cJSON_ReplaceItemInObject(h, "steps_per_epoch", cJSON_CreateNumber(-1e300));
+    cJSON_ReplaceItemInObject(h, "epochs_planned", cJSON_CreateNumber(4294967296.0));
+    CHECK(checkpoint_file_write(path, h, blob, bytes, &e) == CDL_OK);
+    CHECK(model_load(path, &back, 0, NULL, &meta, &e) == CDL_OK);
+    CHECK(meta.epochs_done == 0 && meta.steps_per_epoch == 0 && meta.epochs_planned == 0);
+    model_meta_free(&meta);
+    net_free(&back);
+    free(blob);
+    cJSON_Delete(h);
+    net_free(&net);
+    unlink(path);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/cdl-model-io-XXXXXX";
@@ -139,6 +167,7 @@ int main(void)
     test_round_trip_keeps_tensors_velocity_and_meta(dir);
     test_checkpoint_without_velocity_resumes_from_zero(dir);
     test_tensor_table_mismatch_is_refused(dir);
+    test_out_of_range_counts_load_as_zero(dir);
     rmdir(dir);
     return check_report("test_model_io");
 }

@@ -105,11 +105,47 @@ static void test_slabs_hold_every_parameter(void)
     net_free(&net);
 }
 
+/* Absurd sizes are refused with a message, before any int overflows or huge allocation. */
+static void test_huge_sizes_are_refused(void)
+{
+    const char *head = "[net]\nwidth=8\nheight=8\nchannels=1\n";
+    char text[512];
+    expect_cfg_error("[net]\nwidth=100000\nheight=100000\nchannels=100000\n[softmax]\n",
+                     "t.cfg:1: the input 100000x100000x100000 (CxHxW) is too large");
+    snprintf(text, sizeof text, "%s[convolutional]\npadding=2147483647\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] size=1, padding=2147483647: "
+                           "expected at most");
+    snprintf(text, sizeof text, "%s[convolutional]\nsize=2147483647\npadding=1073741823\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] size=2147483647");
+    snprintf(text, sizeof text, "%s[convolutional]\nfilters=100000000\nsize=3\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] is too large: 900000000 weights");
+    snprintf(text, sizeof text, "%s[connected]\noutput=2147483647\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0 [connected] is too large: its output 2147483647x1x1");
+    snprintf(text, sizeof text, "%s[connected]\noutput=4000000\n[connected]\noutput=100\n", head);
+    expect_cfg_error(text, "t.cfg:7: layer 1 [connected]: the net would have more than");
+    snprintf(text, sizeof text, "%s[maxpool]\nsize=2147483647\n", head);
+    expect_cfg_error(text,
+                     "t.cfg:6: bad value '2147483647' for key 'size' in [maxpool]: too large");
+    expect_cfg_error("[net]\nwidth=1\nheight=1\nchannels=134217728\n[dropout]\n[route]\n"
+                     "layers=-1,-1,-1\n",
+                     "t.cfg:7: layer 1 [route]: more than 268435456 channels");
+    /* A batch whose activations would not fit is refused by net_resize, not attempted. */
+    Net net;
+    Error e = {0};
+    snprintf(text, sizeof text, "%s[connected]\noutput=4\n[softmax]\n", head);
+    CHECK(build(text, &net, &e) == CDL_OK);
+    CHECK(net_resize(&net, 2147483647, 0, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "t.cfg: a mini-batch of 2147483647 images needs more than");
+    CHECK(net_resize(&net, 2, 0, &e) == CDL_OK);
+    net_free(&net);
+}
+
 int main(void)
 {
     test_errors_name_file_line_and_choices();
     test_override_sets_net_and_layer_keys();
     test_learning_rate_policies();
     test_slabs_hold_every_parameter();
+    test_huge_sizes_are_refused();
     return check_report("test_net");
 }

@@ -1,12 +1,15 @@
 /* The training step allocates nothing: malloc, calloc and realloc are counted (through
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
- * let OpenMP and OpenBLAS set up their own buffers. Skipped under AddressSanitizer, which
- * owns malloc. */
+ * let OpenMP and OpenBLAS set up their own buffers, then again with a profiler recording a
+ * trace, and across the steps of train_run fed by a data loader. Skipped under
+ * AddressSanitizer, which owns malloc. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "train/trainer.h"
+#include "util/profiler.h"
 
 #ifndef __SANITIZE_ADDRESS__
 extern void *__libc_malloc(size_t bytes);
@@ -74,9 +77,74 @@ static void test_training_step_allocates_nothing(void)
         trainer_step(&net, velocity, &data, order, 0.01f);
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
     CHECK(allocations == 0);
+    /* Profiling and tracing record into buffers allocated up front. */
+    Profiler prof;
+    CHECK(profiler_init(&prof, net.n_layers, 1000, &e) == CDL_OK);
+    prof.tracing = 1;
+    net.profiler = &prof;
+    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+    for (int step = 0; step < 3; step++)
+        trainer_step(&net, velocity, &data, order, 0.01f);
+    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+    CHECK(allocations == 0 && prof.n_events == 3 * 2 * 2 * (size_t)net.n_layers);
+    net.profiler = NULL;
+    profiler_free(&prof);
     free(velocity);
     dataset_free(&data);
     net_free(&net);
+}
+
+/* Counts allocations between the end of one step and the end of the next, from the third step
+ * on, except across epoch ends (evaluation and checkpoints may allocate). */
+static void count_step_allocations(void *ctx, const StepReport *r)
+{
+    long *measured = ctx;
+    if (r->step >= 3)
+        *measured += __atomic_exchange_n(&allocations, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&counting, r->step >= 2 && r->step_in_epoch < r->steps_per_epoch,
+                     __ATOMIC_RELAXED);
+}
+
+static void test_loader_fed_training_steps_allocate_nothing(void)
+{
+    for (int workers = 0; workers <= 2; workers += 2) {
+        Net net;
+        Error e = {0};
+        if (net_build_from_text(&net, cfg_text, "t.cfg", 1, 3, &e) || net_resize(&net, 4, 0, &e)) {
+            fprintf(stderr, "FAIL setup: %s\n", e.msg);
+            check_failures++;
+            return;
+        }
+        Dataset data = {.n = 40, .c = 3, .h = 8, .w = 8, .scale = 1.0f / 255, .classes = 5};
+        data.pixels = malloc(40 * 3 * 64);
+        data.labels = malloc(40 * sizeof *data.labels);
+        for (int i = 0; i < 40 * 3 * 64; i++)
+            data.pixels[i] = (uint8_t)(i * 37);
+        for (int i = 0; i < 40; i++)
+            data.labels[i] = i % 5;
+        SampleSource src;
+        source_from_dataset(&src, &data, &e);
+        /* In-memory samples without augmentation: copied, whatever the worker count. */
+        LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0};
+        Loader *loader;
+        CHECK(loader_open(&loader, &src, &net.augment, &opt, &e) == CDL_OK);
+        float *velocity = calloc(net.n_params, sizeof *velocity);
+        char out[] = "/tmp/cdl_no_alloc_XXXXXX";
+        close(mkstemp(out));
+        ModelMeta meta = {.seed = 3};
+        TrainPlan plan = {2, out, {0, 0}};
+        long measured = 0;
+        TrainCallbacks cb = {count_step_allocations, NULL, &measured};
+        allocations = 0;
+        CHECK(train_run(&net, velocity, loader, NULL, &plan, &meta, &cb, &e) == CDL_OK);
+        __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+        CHECK(net.step == 10 && measured == 0);
+        unlink(out);
+        loader_close(loader);
+        source_free(&src);
+        free(velocity);
+        net_free(&net);
+    }
 }
 #endif
 
@@ -87,6 +155,7 @@ int main(void)
     return 0;
 #else
     test_training_step_allocates_nothing();
+    test_loader_fed_training_steps_allocate_nothing();
     return check_report("test_no_alloc");
 #endif
 }

@@ -1,0 +1,71 @@
+/* Timing runs: a net and a batch of random data that bench and profile time steps on. */
+#include "cli/timing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer.h"
+#include "util/rng.h"
+
+/* Fixed so that every run times the same data (cli_load_model fixes the weights). */
+#define TIMING_SEED 1
+
+/* One optimizer batch of random images and labels, shaped for net. */
+static int make_random_dataset(const Net *net, Dataset *d, Error *e)
+{
+    Rng rng;
+    rng_seed(&rng, TIMING_SEED, 0xbe4c0000u);
+    d->n = net->hyper.batch;
+    d->c = net->in_shape.c;
+    d->h = net->in_shape.h;
+    d->w = net->in_shape.w;
+    d->scale = 1.0f / 255.0f;
+    d->classes = net->classes;
+    const size_t n = (size_t)d->n * shape_size(net->in_shape);
+    d->pixels = malloc(n);
+    d->labels = malloc((size_t)d->n * sizeof *d->labels);
+    if (!d->pixels || !d->labels)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        d->pixels[i] = (uint8_t)rng_below(&rng, 256);
+    for (int i = 0; i < d->n; i++)
+        d->labels[i] = (int)rng_below(&rng, (uint32_t)net->classes);
+    return CDL_OK;
+}
+
+int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, Error *e)
+{
+    memset(t, 0, sizeof *t);
+    int st = cli_load_model(a, path, 1, &t->net, &t->velocity, e);
+    if (st)
+        return st;
+    Hyper *h = &t->net.hyper;
+    if (batch > 0) {
+        h->batch = (int)batch;
+        h->subdivisions = 1;
+    }
+    t->net.train = 1;
+    t->net.loss_divisor = (float)h->batch;
+    st = net_resize(&t->net, h->batch / h->subdivisions, 0, e);
+    st = st ? st : make_random_dataset(&t->net, &t->data, e);
+    if (!st && !(t->order = malloc((size_t)t->data.n * sizeof *t->order)))
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    for (int i = 0; !st && i < t->data.n; i++)
+        t->order[i] = i;
+    return st;
+}
+
+float timing_run_step(TimingRun *t)
+{
+    return trainer_step(&t->net, t->velocity, &t->data, t->order,
+                        net_learning_rate(&t->net.hyper, t->net.step));
+}
+
+void timing_run_free(TimingRun *t)
+{
+    net_free(&t->net);
+    free(t->velocity);
+    dataset_free(&t->data);
+    free(t->order);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,101 @@
+/* NumPy .npy writer and the per-tensor export of a net (see npy.h). Format 1.0: the magic
+ * "\x93NUMPY", version 1.0, a little-endian uint16 header length, then a Python dict literal
+ * padded with spaces and a newline so that the data starts at a multiple of 64 bytes. */
+#include "io/npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/onnx.h"
+#include "util/atomic_file.h"
+
+#define NPY_ALIGN 64
+
+/* header = the padded dict, terminated by '\n'; returns its length. */
+static size_t npy_header(char *header, size_t cap, int n_dims, const int64_t *dims)
+{
+    char shape[256] = "";
+    size_t used = 0;
+    for (int k = 0; k < n_dims; k++)
+        used += (size_t)snprintf(shape + used, sizeof shape - used, "%lld,%s", (long long)dims[k],
+                                 k + 1 < n_dims ? " " : "");
+    if (n_dims > 1)
+        shape[used - 1] = '\0'; /* "(3, 4)" but "(5,)" */
+    size_t len = (size_t)snprintf(header, cap,
+                                  "{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (%s), }",
+                                  shape);
+    const size_t preamble = 10; /* magic, version, header length */
+    while ((preamble + len + 1) % NPY_ALIGN)
+        header[len++] = ' ';
+    header[len++] = '\n';
+    return len;
+}
+
+int npy_write(const char *path, const float *data, int n_dims, const int64_t *dims, Error *e)
+{
+    char header[512];
+    const size_t header_len = npy_header(header, sizeof header - NPY_ALIGN, n_dims, dims);
+    const unsigned char preamble[10] = {0x93,
+                                        'N',
+                                        'U',
+                                        'M',
+                                        'P',
+                                        'Y',
+                                        1,
+                                        0,
+                                        (unsigned char)(header_len & 0xff),
+                                        (unsigned char)(header_len >> 8)};
+    size_t count = 1;
+    for (int k = 0; k < n_dims; k++)
+        count *= (size_t)dims[k];
+    AtomicFile f;
+    int st = atomic_file_open(&f, path, e);
+    if (st)
+        return st;
+    fwrite(preamble, 1, sizeof preamble, f.file);
+    fwrite(header, 1, header_len, f.file);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &data[i], sizeof bits);
+        const unsigned char le[4] = {(unsigned char)bits, (unsigned char)(bits >> 8),
+                                     (unsigned char)(bits >> 16), (unsigned char)(bits >> 24)};
+        fwrite(le, 1, sizeof le, f.file);
+    }
+    return atomic_file_commit(&f, e);
+}
+
+int npy_export_net(const Net *net, const char *dir, Error *e)
+{
+    struct stat st_dir;
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir, strerror(errno));
+    if (stat(dir, &st_dir) || !S_ISDIR(st_dir.st_mode))
+        return error_set(e, CDL_ERUNTIME, "%s: not a directory", dir);
+    /* The layers declare their parameters' natural shapes while exporting to ONNX; a layer
+     * that cannot export (or refuses) leaves its shapes undeclared, hence 1-D here. */
+    OnnxGraph g;
+    int st = onnx_graph_init(&g, net, e);
+    for (int i = 0; !st && i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        Error ignored;
+        if (l->type->export_onnx)
+            (void)l->type->export_onnx(l, net, &g, &ignored);
+    }
+    for (int i = 0; !st && i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        const OnnxLayer *rec = &g.layers[i];
+        for (int k = 0; !st && k < l->n_params; k++) {
+            const int64_t flat[] = {(int64_t)l->params[k].count};
+            char path[4096];
+            snprintf(path, sizeof path, "%s/layer%d.%s.npy", dir, i, l->params[k].name);
+            st = rec->n_dims[k]
+                     ? npy_write(path, l->params[k].data, rec->n_dims[k], rec->dims[k], e)
+                     : npy_write(path, l->params[k].data, 1, flat, e);
+        }
+    }
+    onnx_graph_free(&g);
+    return st;
+}

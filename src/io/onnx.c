@@ -1,0 +1,310 @@
+/* ONNX graph builder: GraphProto nodes, initializers and value bookkeeping (see onnx.h).
+ * Field numbers are those of onnx/onnx.proto (stable since IR version 3). */
+#include "io/onnx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { GRAPH_NODE = 1, GRAPH_NAME = 2, GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11, GRAPH_OUTPUT = 12 };
+enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5 };
+enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_INTS = 8, ATTR_TYPE = 20 };
+enum { TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_FLOAT_DATA = 4, TENSOR_INT64_DATA = 7 };
+enum { TENSOR_NAME = 8 };
+enum { VALUE_NAME = 1, VALUE_TYPE = 2, TYPE_TENSOR = 1, TENSOR_TYPE_ELEM = 1 };
+enum { TENSOR_TYPE_SHAPE = 2, SHAPE_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
+
+int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
+{
+    memset(g, 0, sizeof *g);
+    pb_init(&g->body);
+    g->layers = calloc((size_t)net->n_layers, sizeof *g->layers);
+    if (!g->layers)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    g->n_layers = net->n_layers;
+    snprintf(g->input.name, sizeof g->input.name, "input");
+    g->input.shape = net->in_shape;
+    for (int i = 0; i < net->n_layers; i++) {
+        onnx_name(g->layers[i].name, &net->layers[i], NULL);
+        g->layers[i].shape = net->layers[i].out_shape;
+    }
+    return CDL_OK;
+}
+
+void onnx_graph_free(OnnxGraph *g)
+{
+    pb_free(&g->body);
+    free(g->layers);
+    g->layers = NULL;
+    g->n_layers = 0;
+}
+
+static void put_attr(PbBuf *node, const OnnxAttr *a)
+{
+    PbBuf m;
+    pb_init(&m);
+    pb_string(&m, ATTR_NAME, a->name);
+    pb_int(&m, ATTR_TYPE, a->type);
+    switch (a->type) {
+    case ONNX_ATTR_FLOAT:
+        pb_float(&m, ATTR_F, a->f);
+        break;
+    case ONNX_ATTR_INT:
+        pb_int(&m, ATTR_I, a->i);
+        break;
+    case ONNX_ATTR_INTS:
+        for (int k = 0; k < a->n_ints; k++)
+            pb_int(&m, ATTR_INTS, a->ints[k]);
+        break;
+    }
+    pb_message(node, NODE_ATTRIBUTE, &m);
+    pb_free(&m);
+}
+
+void onnx_node(OnnxGraph *g, const char *op, int n_in, const char *const *in, const char *output,
+               int n_attrs, const OnnxAttr *attrs)
+{
+    PbBuf m;
+    pb_init(&m);
+    for (int k = 0; k < n_in; k++)
+        pb_string(&m, NODE_INPUT, in[k]);
+    pb_string(&m, NODE_OUTPUT, output);
+    pb_string(&m, NODE_NAME, output);
+    pb_string(&m, NODE_OP_TYPE, op);
+    for (int k = 0; k < n_attrs; k++)
+        put_attr(&m, &attrs[k]);
+    pb_message(&g->body, GRAPH_NODE, &m);
+    pb_free(&m);
+}
+
+void onnx_initializer(OnnxGraph *g, const char *name, int data_type, int n_dims,
+                      const int64_t *dims, const void *data)
+{
+    PbBuf m;
+    pb_init(&m);
+    size_t count = 1;
+    for (int k = 0; k < n_dims; k++) {
+        pb_int(&m, TENSOR_DIMS, dims[k]);
+        count *= (size_t)dims[k];
+    }
+    pb_int(&m, TENSOR_DATA_TYPE, data_type);
+    pb_string(&m, TENSOR_NAME, name);
+    if (data_type == ONNX_FLOAT)
+        pb_packed_floats(&m, TENSOR_FLOAT_DATA, data, count);
+    else
+        pb_packed_ints(&m, TENSOR_INT64_DATA, data, count);
+    pb_message(&g->body, GRAPH_INITIALIZER, &m);
+    pb_free(&m);
+}
+
+void onnx_scalar(OnnxGraph *g, const char *name, float v)
+{
+    onnx_initializer(g, name, ONNX_FLOAT, 0, NULL, &v);
+}
+
+void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v)
+{
+    const int64_t dims[] = {n};
+    onnx_initializer(g, name, ONNX_INT64, 1, dims, v);
+}
+
+void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix)
+{
+    if (suffix)
+        snprintf(name, ONNX_NAME_MAX, "layer%d.%s", l->index, suffix);
+    else
+        snprintf(name, ONNX_NAME_MAX, "layer%d", l->index);
+}
+
+void onnx_param(OnnxGraph *g, const Layer *l, int param, int n_dims, const int64_t *dims,
+                char name[ONNX_NAME_MAX])
+{
+    OnnxLayer *rec = &g->layers[l->index];
+    onnx_name(name, l, l->params[param].name);
+    onnx_initializer(g, name, ONNX_FLOAT, n_dims, dims, l->params[param].data);
+    rec->n_dims[param] = n_dims;
+    memcpy(rec->dims[param], dims, (size_t)n_dims * sizeof *dims);
+}
+
+const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k)
+{
+    return l->inputs[k] < 0 ? &g->input : &g->layers[l->inputs[k]];
+}
+
+void onnx_input_nchw(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX])
+{
+    const OnnxLayer *src = onnx_input(g, l, k);
+    if (!src->flat) {
+        snprintf(name, ONNX_NAME_MAX, "%s", src->name);
+        return;
+    }
+    char suffix[16], shape_name[ONNX_NAME_MAX];
+    snprintf(suffix, sizeof suffix, "in%d", k);
+    onnx_name(name, l, suffix);
+    snprintf(shape_name, sizeof shape_name, "%s.shape", name);
+    /* 0 keeps the batch dimension as it is. */
+    const int64_t shape[] = {0, src->shape.c, src->shape.h, src->shape.w};
+    onnx_int64s(g, shape_name, 4, shape);
+    const char *in[] = {src->name, shape_name};
+    onnx_node(g, "Reshape", 2, in, name, 0, NULL);
+}
+
+void onnx_input_flat(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX])
+{
+    const OnnxLayer *src = onnx_input(g, l, k);
+    if (src->flat) {
+        snprintf(name, ONNX_NAME_MAX, "%s", src->name);
+        return;
+    }
+    char suffix[16];
+    snprintf(suffix, sizeof suffix, "in%d", k);
+    onnx_name(name, l, suffix);
+    const char *in[] = {src->name};
+    const OnnxAttr axis = onnx_attr_int("axis", 1);
+    onnx_node(g, "Flatten", 1, in, name, 1, &axis);
+}
+
+const char *onnx_output(OnnxGraph *g, const Layer *l, int flat)
+{
+    g->layers[l->index].flat = flat;
+    return g->layers[l->index].name;
+}
+
+void onnx_activation_input(char x[ONNX_NAME_MAX], ActivationKind a, const char *y)
+{
+    snprintf(x, ONNX_NAME_MAX, a == CDL_ACT_LINEAR ? "%s" : "%s.pre", y);
+}
+
+/* y = x * op(x), with op one unary operator (or two chained, for mish). */
+static void times_x(OnnxGraph *g, const char *x, const char *op1, const char *op2, const char *y)
+{
+    char t1[ONNX_NAME_MAX], t2[ONNX_NAME_MAX];
+    snprintf(t1, sizeof t1, "%s.%s", y, op1);
+    onnx_node(g, op1, 1, &x, t1, 0, NULL);
+    const char *last = t1;
+    if (op2) {
+        snprintf(t2, sizeof t2, "%s.%s", y, op2);
+        onnx_node(g, op2, 1, (const char *[]){t1}, t2, 0, NULL);
+        last = t2;
+    }
+    onnx_node(g, "Mul", 2, (const char *[]){x, last}, y, 0, NULL);
+}
+
+/* y = 0.5 * x * (1 + erf(x / sqrt(2))), the exact GELU (Gelu is an operator only from
+ * opset 20). */
+static void gelu(OnnxGraph *g, const char *x, const char *y)
+{
+    char sqrt2[ONNX_NAME_MAX], one[ONNX_NAME_MAX], half[ONNX_NAME_MAX];
+    char scaled[ONNX_NAME_MAX], erf[ONNX_NAME_MAX], plus1[ONNX_NAME_MAX], xhalf[ONNX_NAME_MAX];
+    snprintf(sqrt2, sizeof sqrt2, "%s.sqrt2", y);
+    snprintf(one, sizeof one, "%s.one", y);
+    snprintf(half, sizeof half, "%s.half", y);
+    snprintf(scaled, sizeof scaled, "%s.scaled", y);
+    snprintf(erf, sizeof erf, "%s.erf", y);
+    snprintf(plus1, sizeof plus1, "%s.erf_plus_one", y);
+    snprintf(xhalf, sizeof xhalf, "%s.half_x", y);
+    onnx_scalar(g, sqrt2, (float)M_SQRT2);
+    onnx_scalar(g, one, 1.0f);
+    onnx_scalar(g, half, 0.5f);
+    onnx_node(g, "Div", 2, (const char *[]){x, sqrt2}, scaled, 0, NULL);
+    onnx_node(g, "Erf", 1, (const char *[]){scaled}, erf, 0, NULL);
+    onnx_node(g, "Add", 2, (const char *[]){erf, one}, plus1, 0, NULL);
+    onnx_node(g, "Mul", 2, (const char *[]){x, half}, xhalf, 0, NULL);
+    onnx_node(g, "Mul", 2, (const char *[]){xhalf, plus1}, y, 0, NULL);
+}
+
+/* y = min(max(x, 0), 6): Clip takes its bounds as inputs since opset 11. */
+static void relu6(OnnxGraph *g, const char *x, const char *y)
+{
+    char lo[ONNX_NAME_MAX], hi[ONNX_NAME_MAX];
+    snprintf(lo, sizeof lo, "%s.min", y);
+    snprintf(hi, sizeof hi, "%s.max", y);
+    onnx_scalar(g, lo, 0.0f);
+    onnx_scalar(g, hi, 6.0f);
+    onnx_node(g, "Clip", 3, (const char *[]){x, lo, hi}, y, 0, NULL);
+}
+
+void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y)
+{
+    const OnnxAttr leaky = onnx_attr_float("alpha", 0.1f), elu = onnx_attr_float("alpha", 1.0f);
+    switch (a) {
+    case CDL_ACT_LINEAR:
+    case CDL_ACT_COUNT:
+        break;
+    case CDL_ACT_RELU:
+        onnx_node(g, "Relu", 1, &x, y, 0, NULL);
+        break;
+    case CDL_ACT_LEAKY:
+        onnx_node(g, "LeakyRelu", 1, &x, y, 1, &leaky);
+        break;
+    case CDL_ACT_LOGISTIC:
+        onnx_node(g, "Sigmoid", 1, &x, y, 0, NULL);
+        break;
+    case CDL_ACT_TANH:
+        onnx_node(g, "Tanh", 1, &x, y, 0, NULL);
+        break;
+    case CDL_ACT_ELU:
+        onnx_node(g, "Elu", 1, &x, y, 1, &elu);
+        break;
+    case CDL_ACT_RELU6:
+        relu6(g, x, y);
+        break;
+    case CDL_ACT_GELU:
+        gelu(g, x, y);
+        break;
+    case CDL_ACT_SWISH:
+        times_x(g, x, "Sigmoid", NULL, y);
+        break;
+    case CDL_ACT_MISH:
+        times_x(g, x, "Softplus", "Tanh", y);
+        break;
+    }
+}
+
+/* A ValueInfoProto: a float tensor named name of rank 2 ([batch][c*h*w], flat) or 4. */
+static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batch)
+{
+    PbBuf shape, tensor, type, info;
+    pb_init(&shape);
+    pb_init(&tensor);
+    pb_init(&type);
+    pb_init(&info);
+    const int64_t dims[] = {batch, v->shape.c, v->shape.h, v->shape.w};
+    const int64_t flat_dims[] = {batch, (int64_t)shape_size(v->shape)};
+    const int64_t *d = v->flat ? flat_dims : dims;
+    for (int k = 0; k < (v->flat ? 2 : 4); k++) {
+        PbBuf dim;
+        pb_init(&dim);
+        if (k == 0 && batch == 0)
+            pb_string(&dim, DIM_PARAM, "N");
+        else
+            pb_int(&dim, DIM_VALUE, d[k]);
+        pb_message(&shape, SHAPE_DIM, &dim);
+        pb_free(&dim);
+    }
+    pb_int(&tensor, TENSOR_TYPE_ELEM, ONNX_FLOAT);
+    pb_message(&tensor, TENSOR_TYPE_SHAPE, &shape);
+    pb_message(&type, TYPE_TENSOR, &tensor);
+    pb_string(&info, VALUE_NAME, v->name);
+    pb_message(&info, VALUE_TYPE, &type);
+    pb_message(graph, field, &info);
+    pb_free(&shape);
+    pb_free(&tensor);
+    pb_free(&type);
+    pb_free(&info);
+}
+
+int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e)
+{
+    pb_string(graph, GRAPH_NAME, name);
+    /* body already holds tagged node and initializer fields: it is spliced in as is. */
+    if (g->body.failed)
+        graph->failed = 1;
+    pb_raw(graph, g->body.data, g->body.len);
+    put_value_info(graph, GRAPH_INPUT, &g->input, batch);
+    put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch);
+    if (graph->failed)
+        return error_set(e, CDL_ERUNTIME, "out of memory building the ONNX graph");
+    return CDL_OK;
+}

@@ -1,0 +1,114 @@
+/* ONNX graph builder: the nodes and initializers of a GraphProto, appended in order as
+ * layers export themselves (LayerType.export_onnx), plus the bookkeeping layers share:
+ * the ONNX value holding each layer's output and the shapes of the parameters.
+ *
+ * Values are float tensors with a batch axis first. A layer's output is [N][c][h][w]
+ * (its out_shape) or, when the layer says so, "flat" [N][c*h*w] (Gemm and Softmax
+ * outputs); onnx_input_nchw / onnx_input_flat convert when the consumer wants the other.
+ * Names: the graph input is "input", layer i's output "layer<i>", its parameters
+ * "layer<i>.<param name>" and its intermediate values "layer<i>.<suffix>". Each node is
+ * named after its output, which is unique. */
+#ifndef CDL_ONNX_H
+#define CDL_ONNX_H
+
+#include <stdint.h>
+
+#include "core/net.h"
+#include "io/protobuf.h"
+
+#define ONNX_NAME_MAX 64
+
+/* TensorProto.DataType values used here. */
+enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+
+/* AttributeProto.AttributeType values used here. */
+typedef enum OnnxAttrType {
+    ONNX_ATTR_FLOAT = 1,
+    ONNX_ATTR_INT = 2,
+    ONNX_ATTR_INTS = 7
+} OnnxAttrType;
+
+typedef struct OnnxAttr {
+    const char *name;
+    OnnxAttrType type;
+    float f;
+    int64_t i;
+    const int64_t *ints; /* ONNX_ATTR_INTS: n_ints values */
+    int n_ints;
+} OnnxAttr;
+
+static inline OnnxAttr onnx_attr_float(const char *name, float v)
+{
+    return (OnnxAttr){.name = name, .type = ONNX_ATTR_FLOAT, .f = v};
+}
+static inline OnnxAttr onnx_attr_int(const char *name, int64_t v)
+{
+    return (OnnxAttr){.name = name, .type = ONNX_ATTR_INT, .i = v};
+}
+static inline OnnxAttr onnx_attr_ints(const char *name, const int64_t *v, int n)
+{
+    return (OnnxAttr){.name = name, .type = ONNX_ATTR_INTS, .ints = v, .n_ints = n};
+}
+
+#define ONNX_MAX_DIMS 4
+
+/* What the graph knows about one layer. */
+typedef struct OnnxLayer {
+    char name[ONNX_NAME_MAX]; /* the value holding its output */
+    Shape shape;              /* out_shape */
+    int flat;                 /* the value is [N][c*h*w] rather than [N][c][h][w] */
+    /* The natural shape of each parameter, as onnx_param declared it (n_dims 0: not yet). */
+    int n_dims[LAYER_MAX_PARAMS];
+    int64_t dims[LAYER_MAX_PARAMS][ONNX_MAX_DIMS];
+} OnnxLayer;
+
+typedef struct OnnxGraph {
+    PbBuf body;        /* GraphProto fields 1 (node) and 5 (initializer) so far */
+    OnnxLayer input;   /* the graph input "input" [N][c][h][w] */
+    OnnxLayer *layers; /* [n_layers] */
+    int n_layers;
+} OnnxGraph;
+
+/* Prepares an empty graph for net's layers. */
+int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e);
+void onnx_graph_free(OnnxGraph *g);
+
+/* Appends a node: op_type op reading n_in values (an empty name skips an optional input)
+ * and writing output. */
+void onnx_node(OnnxGraph *g, const char *op, int n_in, const char *const *in, const char *output,
+               int n_attrs, const OnnxAttr *attrs);
+/* Appends an initializer of data_type ONNX_FLOAT (data: float[]) or ONNX_INT64 (int64_t[])
+ * with n_dims dims (0: a scalar), stored as little-endian raw_data. */
+void onnx_initializer(OnnxGraph *g, const char *name, int data_type, int n_dims,
+                      const int64_t *dims, const void *data);
+/* Shorthands: a float scalar, and a vector of int64 (shapes, pads, slice bounds). */
+void onnx_scalar(OnnxGraph *g, const char *name, float v);
+void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v);
+
+/* name = "layer<i>" or "layer<i>.<suffix>" (suffix NULL for the former). */
+void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
+/* Adds l->params[param] as the initializer "layer<i>.<param name>" with its natural shape
+ * (the dims' product is its count) and records the shape; name receives the value name. */
+void onnx_param(OnnxGraph *g, const Layer *l, int param, int n_dims, const int64_t *dims,
+                char name[ONNX_NAME_MAX]);
+/* What the graph knows about l's k-th input (the graph input for -1). */
+const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k);
+/* name = l's k-th input as [N][c][h][w] (adding a Reshape when it is flat) or as
+ * [N][c*h*w] (adding a Flatten when it is not). */
+void onnx_input_nchw(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX]);
+void onnx_input_flat(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX]);
+/* Records whether l's output is flat and returns the name its last node must write. */
+const char *onnx_output(OnnxGraph *g, const Layer *l, int flat);
+
+/* The value an activation reads: y itself for linear (which adds no node), else
+ * "<y>.pre". */
+void onnx_activation_input(char x[ONNX_NAME_MAX], ActivationKind a, const char *y);
+/* y = a(x) from standard operators (nothing for linear). */
+void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y);
+
+/* graph = the whole GraphProto: name, the nodes and initializers, the input "input" and the
+ * last layer's output as graph output, with batch axis "N" when batch is 0, else batch.
+ * Returns CDL_ERUNTIME when memory ran out while building. */
+int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e);
+
+#endif

@@ -1,0 +1,75 @@
+/* ONNX export driver: builds the graph layer by layer and wraps it in a ModelProto.
+ *
+ * The protobuf bytes are written by hand (io/protobuf.h) rather than with protobuf-c and a
+ * generated onnx.pb-c.c: the messages needed are few (ModelProto, GraphProto, NodeProto,
+ * AttributeProto, TensorProto, ValueInfoProto and the type/shape messages) and write-only,
+ * so the wire format takes ~130 lines and the ONNX builder and this driver ~500, against
+ * a new build dependency and thousands of lines of generated code to keep in step with
+ * onnx.proto. */
+#include "io/onnx_export.h"
+
+#include "util/atomic_file.h"
+
+enum { MODEL_IR_VERSION = 1, MODEL_PRODUCER_NAME = 2, MODEL_GRAPH = 7, MODEL_OPSET_IMPORT = 8 };
+enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2 };
+
+int onnx_ir_version(int opset)
+{
+    return opset <= 14 ? 7 : 8;
+}
+
+int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (!l->type->export_onnx)
+            return error_set(e, CDL_EUSAGE, "layer %d [%s]: not exportable to ONNX", i,
+                             l->type->name);
+        int st = l->type->export_onnx(l, net, g, e);
+        if (st)
+            return st;
+    }
+    return CDL_OK;
+}
+
+/* model = the ModelProto of net's graph. */
+static int build_model(const Net *net, const char *graph_name, int batch, int opset, PbBuf *model,
+                       Error *e)
+{
+    OnnxGraph g;
+    PbBuf graph, opset_id;
+    pb_init(&graph);
+    pb_init(&opset_id);
+    int st = onnx_graph_init(&g, net, e);
+    st = st ? st : onnx_build_graph(net, &g, e);
+    st = st ? st : onnx_graph_finish(&g, graph_name, batch, &graph, e);
+    if (!st) {
+        pb_string(&opset_id, OPSET_DOMAIN, ""); /* the default ai.onnx domain */
+        pb_int(&opset_id, OPSET_VERSION, opset);
+        pb_int(model, MODEL_IR_VERSION, onnx_ir_version(opset));
+        pb_string(model, MODEL_PRODUCER_NAME, "cdl");
+        pb_message(model, MODEL_OPSET_IMPORT, &opset_id);
+        pb_message(model, MODEL_GRAPH, &graph);
+        if (model->failed)
+            st = error_set(e, CDL_ERUNTIME, "out of memory building the ONNX model");
+    }
+    onnx_graph_free(&g);
+    pb_free(&graph);
+    pb_free(&opset_id);
+    return st;
+}
+
+int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
+                Error *e)
+{
+    PbBuf model;
+    pb_init(&model);
+    int st = build_model(net, graph_name, batch, opset, &model, e);
+    AtomicFile f;
+    if (!st && !(st = atomic_file_open(&f, path, e))) {
+        fwrite(model.data, 1, model.len, f.file);
+        st = atomic_file_commit(&f, e);
+    }
+    pb_free(&model);
+    return st;
+}

@@ -1,0 +1,27 @@
+/* `cdl export onnx`: a whole net as an ONNX ModelProto file (inference graph: batch norm
+ * with running statistics, dropout as identity). */
+#ifndef CDL_ONNX_EXPORT_H
+#define CDL_ONNX_EXPORT_H
+
+#include "io/onnx.h"
+
+/* Opsets the exporter writes: every operator it uses has one definition across them, and
+ * both onnx 1.12 (Debian's python3-onnx) and current onnx/onnxruntime accept them. */
+#define ONNX_OPSET_MIN 13
+#define ONNX_OPSET_MAX 17
+#define ONNX_OPSET_DEFAULT 13
+
+/* The IR version written with an opset: the one of the onnx release that introduced it
+ * (opset 13, 14: IR 7; 15..17: IR 8), so that older runtimes load the file. */
+int onnx_ir_version(int opset);
+
+/* Fills g (onnx_graph_init'ed for net) with every layer's nodes. A layer type without
+ * export_onnx fails with "layer N [type]: not exportable to ONNX". */
+int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e);
+
+/* Writes net to path atomically (nothing is left at path on failure). graph_name names the
+ * graph; batch 0 makes the batch axis symbolic ("N"). */
+int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
+                Error *e);
+
+#endif
