@@ -15,6 +15,29 @@ enum { TENSOR_NAME = 8 };
 enum { VALUE_NAME = 1, VALUE_TYPE = 2, TYPE_TENSOR = 1, TENSOR_TYPE_ELEM = 1 };
 enum { TENSOR_TYPE_SHAPE = 2, SHAPE_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
 
+/* The [net] mean/std normalisation that cdl applies before the first layer, as graph nodes:
+ * the graph input stays the image in [0,1] at the net's size, as `cdl predict` reads it. */
+static void add_normalization(OnnxGraph *g, const Net *net)
+{
+    const int c = net->in_shape.c;
+    float mean[3], inv_std[3];
+    int identity = 1;
+    for (int k = 0; k < c && k < 3; k++) {
+        mean[k] = net->augment.mean[k];
+        inv_std[k] = 1.0f / net->augment.std[k];
+        identity &= mean[k] == 0.0f && net->augment.std[k] == 1.0f;
+    }
+    if (identity || c > 3)
+        return;
+    const int64_t dims[] = {1, c, 1, 1};
+    onnx_initializer(g, "input.mean", ONNX_FLOAT, 4, dims, mean);
+    onnx_initializer(g, "input.inv_std", ONNX_FLOAT, 4, dims, inv_std);
+    const char *sub[] = {"input", "input.mean"}, *mul[] = {"input.centered", "input.inv_std"};
+    onnx_node(g, "Sub", 2, sub, "input.centered", 0, NULL);
+    onnx_node(g, "Mul", 2, mul, "input.normalized", 0, NULL);
+    snprintf(g->input.name, sizeof g->input.name, "input.normalized");
+}
+
 int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
 {
     memset(g, 0, sizeof *g);
@@ -29,6 +52,7 @@ int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
         onnx_name(g->layers[i].name, &net->layers[i], NULL);
         g->layers[i].shape = net->layers[i].out_shape;
     }
+    add_normalization(g, net);
     return CDL_OK;
 }
 
@@ -302,7 +326,9 @@ int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *gr
     if (g->body.failed)
         graph->failed = 1;
     pb_raw(graph, g->body.data, g->body.len);
-    put_value_info(graph, GRAPH_INPUT, &g->input, batch);
+    OnnxLayer input = g->input; /* layers may read the normalised input; the graph takes this */
+    snprintf(input.name, sizeof input.name, "input");
+    put_value_info(graph, GRAPH_INPUT, &input, batch);
     put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch);
     if (graph->failed)
         return error_set(e, CDL_ERUNTIME, "out of memory building the ONNX graph");

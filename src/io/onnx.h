@@ -64,7 +64,8 @@ typedef struct OnnxLayer {
 
 typedef struct OnnxGraph {
     PbBuf body;        /* GraphProto fields 1 (node) and 5 (initializer) so far */
-    OnnxLayer input;   /* the graph input "input" [N][c][h][w] */
+    OnnxLayer input;   /* what layers read as the net input: the graph input "input"
+                          [N][c][h][w], or "input.normalized" when [net] sets mean/std */
     OnnxLayer *layers; /* [n_layers] */
     int n_layers;
 } OnnxGraph;

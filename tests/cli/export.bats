@@ -314,3 +314,12 @@ assert np.load("tensors/layer13.rolling_variance.npy").shape == (16,)
     [ "$a" = "$b" ]
     [ "$a" != "$c" ]
 }
+
+@test "export onnx folds the [net] mean/std normalisation into the graph" {
+    sed 's/^channels=1$/channels=3\nmean=0.485,0.456,0.406\nstd=0.229,0.224,0.225/' \
+        "$REPO/cfg/digits.cfg" > norm.cfg
+    grep -q '^mean=' norm.cfg
+    run "$CDL" export onnx norm.cfg -o norm.onnx --seed 3
+    [ "$status" -eq 0 ]
+    expect_same_as_predict norm.onnx norm.cfg --seed 3
+}
