@@ -14,6 +14,7 @@
 #include "cli/step_trace.h"
 #include "data/data_config.h"
 #include "data/loader.h"
+#include "data/source_files.h"
 #include "io/model_io.h"
 #include "train/trainer.h"
 
@@ -62,14 +63,35 @@ static void default_out_path(const char *cfg_path, char *out, size_t size)
     snprintf(out, size, "weights/%s.cdl", base);
 }
 
-static int ensure_parent_dir(const char *path, Error *e)
+/* Creates the checkpoint's directory and checks that the checkpoint can be written there,
+ * so that a bad --out fails before training rather than after the first epoch. */
+static int prepare_output(const char *path, Error *e)
 {
     char copy[PATH_MAX];
     snprintf(copy, sizeof copy, "%s", path);
     const char *dir = dirname(copy);
+    struct stat st;
+    if (!path[0] || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return error_set(e, CDL_EUSAGE, "%s: --out must name a checkpoint file, not a directory",
+                         path);
     if (mkdir(dir, 0777) && errno != EEXIST)
         return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir, strerror(errno));
+    if (access(dir, W_OK))
+        return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoints there: %s", dir,
+                         strerror(errno));
     return CDL_OK;
+}
+
+/* darknet matches class names as substrings of image paths: say when that was ambiguous. */
+static void warn_ambiguous_labels(const SampleSource *s, const char *which)
+{
+    const char *first = NULL;
+    int n = source_ambiguous_labels(s, &first);
+    if (n)
+        fprintf(stderr,
+                "cdl: warning: %d %s image paths contain more than one class name (first: %s); "
+                "the name ending last was used\n",
+                n, which, first ? first : "?");
 }
 
 /* Points weights/latest.cdl at checkpoint (atomically, via a renamed symlink). */
@@ -216,6 +238,8 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     st = data_config_open_sources(&dc, &train, &valid, e);
     if (st)
         goto done;
+    warn_ambiguous_labels(&train, "training");
+    warn_ambiguous_labels(&valid, "validation");
     if (!t->meta_owns_names) {
         t->meta.names = dc.names;
         t->meta.n_names = dc.n_names;
@@ -232,7 +256,7 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     if (!st && steps_per_epoch < 1) /* before net_resize allocates for the whole batch */
         st = error_set(e, CDL_EUSAGE, "%s: the training set has %d samples, fewer than batch=%d",
                        t->data_path, train.n, h->batch);
-    st = st ? st : ensure_parent_dir(t->out_path, e);
+    st = st ? st : prepare_output(t->out_path, e);
     st = st ? st : net_resize(&t->net, h->batch / h->subdivisions, 0, e);
     TrainPlan plan = {(int)t->epochs, t->out_path, {0, args_get(a, "--skip-bad") != NULL}};
     st = st ? st : open_train_loader(t, a, &train, &loader, &plan.valid, e);

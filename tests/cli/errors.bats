@@ -158,3 +158,24 @@ expect_error() {
     [ "${#lines[@]}" -eq 1 ]
     [[ "${lines[0]}" == "cdl: other.cdl already has 1 epochs; nothing to do"* ]]
 }
+
+@test "--out naming a directory fails before any training" {
+    mkdir outdir
+    run "$CDL" train "$REPO/cfg/digits.cfg" --out outdir
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == "cdl: outdir: --out must name a checkpoint file, not a directory" ]]
+}
+
+@test "darknet list labels found twice in a path are reported" {
+    mkdir -p img/cat_dog img/dog
+    gray_png img/cat_dog/a.png 8 "x * 9"
+    gray_png img/dog/b.png 8 "y * 9"
+    printf 'img/cat_dog/a.png\nimg/dog/b.png\n' > train.list
+    printf 'cat\ndog\n' > pets.names
+    printf 'classes=2\ntrain=train.list\nnames=pets.names\n' > pets.data
+    sed 's/^batch=32/batch=2/; s/^output=10/output=2/' "$REPO/cfg/digits.cfg" > pets.cfg
+    run "$CDL" train pets.cfg --data pets.data --epochs 1 --out pets.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: warning: 1 training image paths contain more than one class name (first: img/cat_dog/a.png)"* ]]
+}
