@@ -27,6 +27,8 @@ static void two_layer_net(Net *net, Layer layers[2], const LayerType *type)
     net->layers = layers;
     net->n_layers = 2;
     net->in_shape = (Shape){1, 2, 2};
+    for (int k = 0; k < 3; k++)
+        net->augment.std[k] = 1.0f; /* no [net] normalisation, as augment_config_parse sets */
     for (int i = 0; i < 2; i++) {
         layers[i].type = type;
         layers[i].index = i;
