@@ -7,6 +7,7 @@
 
 #include "data/augment.h"
 #include "data/image.h"
+#include "io/darknet_weights.h"
 #include "io/model_io.h"
 #include "train/trainer.h"
 
@@ -19,7 +20,7 @@ struct cdl_model {
 
 struct cdl_trainer {
     Net net;
-    float *velocity;
+    Optimizer opt;
     uint64_t seed;
 };
 
@@ -62,6 +63,19 @@ int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, c
     return CDL_OK;
 }
 
+int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, char *err,
+                                   size_t err_size)
+{
+    Error e = {0};
+    int st = darknet_weights_load(&model->net, weights_path, NULL, &e);
+    return st ? report(&e, err, err_size) : CDL_OK;
+}
+
+const char *cdl_model_warnings(const cdl_model *model)
+{
+    return model->net.cfg.warnings;
+}
+
 void cdl_model_free(cdl_model *model)
 {
     if (!model)
@@ -96,6 +110,12 @@ void cdl_model_predict(cdl_model *model, const float *input, float *probs)
     memcpy(net->input, input, shape_size(net->in_shape) * sizeof *input);
     net_forward(net);
     memcpy(probs, net_output(net), (size_t)net->classes * sizeof *probs);
+}
+
+void cdl_model_skip_crop(cdl_model *model)
+{
+    model->net.augment.center_crop = 0;
+    model->net.augment.letterbox = 0;
 }
 
 int cdl_model_load_image(cdl_model *model, const char *image_path, float *input, char *err,
@@ -157,8 +177,7 @@ int cdl_trainer_from_cfg(const char *cfg_path, uint64_t seed, cdl_trainer **trai
         return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
     int st = net_build_from_file(&t->net, cfg_path, NULL, 0, 1, seed, &e);
     st = st ? st : net_resize(&t->net, t->net.hyper.batch / t->net.hyper.subdivisions, 0, &e);
-    if (!st && !(t->velocity = calloc(t->net.n_params + 1, sizeof *t->velocity)))
-        st = error_set(&e, CDL_ERUNTIME, "out of memory");
+    st = st ? st : optimizer_init(&t->opt, &t->net, &e);
     if (st) {
         cdl_trainer_free(t);
         return report(&e, err, err_size);
@@ -174,7 +193,7 @@ void cdl_trainer_free(cdl_trainer *trainer)
     if (!trainer)
         return;
     net_free(&trainer->net);
-    free(trainer->velocity);
+    optimizer_free(&trainer->opt);
     free(trainer);
 }
 
@@ -205,8 +224,8 @@ float cdl_trainer_step(cdl_trainer *trainer, const float *images, const int *lab
     Net *net = &trainer->net;
     ArrayBatches batches = {images, labels};
     float loss;
-    trainer_step_with(net, trainer->velocity, fill_from_arrays, &batches,
-                      net_learning_rate(&net->hyper, net->step), &loss, NULL);
+    trainer_step_with(net, &trainer->opt, fill_from_arrays, &batches,
+                      net_learning_rate(&net->hyper, net->step, 0), &loss, NULL);
     return loss;
 }
 
@@ -215,7 +234,7 @@ int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, si
     Error e = {0};
     ModelMeta meta = {
         .seed = trainer->seed, .step = trainer->net.step, .valid_accuracy = -1, .valid_loss = -1};
-    if (model_save(path, &trainer->net, trainer->velocity, &meta, &e))
+    if (model_save(path, &trainer->net, &trainer->opt, &meta, &e))
         return report(&e, err, err_size);
     return CDL_OK;
 }

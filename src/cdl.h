@@ -17,6 +17,13 @@ int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_si
 int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
                        size_t err_size);
 void cdl_model_free(cdl_model *model);
+/* Loads darknet .weights into a model built by cdl_model_from_cfg from the cfg they belong to
+ * (sizes are checked; batch norm then normalises as darknet's, bn_darknet=1). */
+int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, char *err,
+                                   size_t err_size);
+/* Warnings about the model's cfg (darknet keys cdl ignores), "FILE:LINE: warning: ..." one per
+ * line, or NULL. */
+const char *cdl_model_warnings(const cdl_model *model);
 
 /* Per-image input shape: channels, height, width. */
 void cdl_model_input_shape(const cdl_model *model, int *c, int *h, int *w);
@@ -32,6 +39,10 @@ void cdl_model_predict(cdl_model *model, const float *input, float *probs);
  * normalisation, as `cdl eval` feeds images to it. */
 int cdl_model_load_image(cdl_model *model, const char *image_path, float *input, char *err,
                          size_t err_size);
+/* Makes cdl_model_load_image resize straight to the net's size, without the cfg's center
+ * crop or letterbox (normalisation still applies): for images already framed as the net's
+ * input, e.g. to compare with an ONNX export, whose graph starts after that framing. */
+void cdl_model_skip_crop(cdl_model *model);
 /* cdl_model_load_image, then predict. */
 int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
                            size_t err_size);
@@ -40,7 +51,8 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
 int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
                             size_t err_size);
 
-/* A network being trained: SGD with the cfg's [net] settings. */
+/* A network being trained with the optimizer and schedule of its cfg's [net] settings (a cosine
+ * schedule spans max_batches; without it the rate stays at learning_rate). */
 typedef struct cdl_trainer cdl_trainer;
 
 int cdl_trainer_from_cfg(const char *cfg_path, uint64_t seed, cdl_trainer **trainer, char *err,

@@ -13,7 +13,9 @@ static const OptSpec predict_opts[] = {
     {"--json", 0, 0, "print one JSON array instead of text"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
     {"--batch", 1, 0, "images per forward pass (default 16)"},
+    {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
+    {"--weights", 1, 0, "with a CFG: load these darknet .weights (instead of --seed)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_PREDICT_OPTS (int)(sizeof predict_opts / sizeof predict_opts[0])
@@ -77,7 +79,7 @@ int cmd_predict(int argc, char **argv)
         args_print_help("predict", "[MODEL|CFG] IMAGE... [options]",
                         "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
                         ".\nA CFG builds the network with freshly initialised parameters (--seed), "
-                        "for testing an architecture.",
+                        "for testing an architecture,\nor with darknet .weights (--weights).",
                         predict_opts, N_PREDICT_OPTS);
         return 0;
     }
@@ -93,14 +95,25 @@ int cmd_predict(int argc, char **argv)
     if (a.n_positional - first < 1)
         return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
                cli_fail(&e);
+    const char *weights = args_get(&a, "--weights");
+    if (weights && (!cfg || args_get(&a, "--seed")))
+        return error_set(&e, CDL_EUSAGE, "--weights goes with a CFG, and replaces --seed"),
+               cli_fail(&e);
     cdl_model *m;
     char err[1024];
     int status = cfg ? cdl_model_from_cfg(model, (uint64_t)seed, &m, err, sizeof err)
                      : cdl_model_load(model, &m, err, sizeof err);
+    if (!status && cfg)
+        cli_print_warnings(cdl_model_warnings(m));
+    if (!status && weights &&
+        (status = cdl_model_load_darknet_weights(m, weights, err, sizeof err)))
+        cdl_model_free(m);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;
     }
+    if (args_get(&a, "--no-crop"))
+        cdl_model_skip_crop(m);
     long batch;
     if (args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
         cdl_model_free(m);

@@ -24,7 +24,8 @@ expect_same_as_predict() {
     read -r c h w < <("$CDL" info "$model" --json |
         python3 -c 'import json, sys; print(*json.load(sys.stdin)["input"])')
     random_png image.png "$w" "$h" "$c"
-    "$CDL" predict "$model" image.png --top 100000 --json "$@" > predict.json
+    # --no-crop: the graph starts after the cfg's framing (center crop, letterbox).
+    "$CDL" predict "$model" image.png --top 100000 --json --no-crop "$@" > predict.json
     run /usr/bin/python3 "$REPO/scripts/ref/onnx_check.py" "$onnx"
     echo "$output"
     [ "$status" -eq 0 ]
@@ -233,17 +234,17 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
 @test "export usage errors exit 2: no or unknown format, opset out of range, --seed on a checkpoint" {
     run "$CDL" export
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: export needs a format, onnx or npy; see --help" ]
+    [ "$output" = "cdl: export needs a format, onnx, npy or darknet; see --help" ]
     run "$CDL" export tflite
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: export needs a format, onnx or npy (not 'tflite'); see --help" ]
+    [ "$output" = "cdl: export needs a format, onnx, npy or darknet (not 'tflite'); see --help" ]
     run "$CDL" export onnx "$REPO/cfg/digits.cfg" --opset 12
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: bad value '12' for --opset: expected an integer in 13..17" ]
     train_digits 1
     run "$CDL" export onnx digits.cdl --seed 3
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: --seed applies to cfg files, not checkpoints" ]
+    [ "$output" = "cdl: --seed and --weights apply to cfg files, not checkpoints" ]
     run "$CDL" export npy digits.cdl out -o x.onnx
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: option -o applies to export onnx, not npy" ]
