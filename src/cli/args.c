@@ -107,6 +107,16 @@ int cli_fail(const Error *e)
     return e->code ? e->code : CDL_ERUNTIME;
 }
 
+void cli_print_warnings(const char *warnings)
+{
+    for (const char *at = warnings; at && *at;) {
+        const char *end = strchr(at, '\n');
+        const int len = end ? (int)(end - at) : (int)strlen(at);
+        fprintf(stderr, "cdl: %.*s\n", len, at);
+        at += len + (end != NULL);
+    }
+}
+
 int cli_is_checkpoint(const char *path)
 {
     FILE *f = fopen(path, "rb");

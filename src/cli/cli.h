@@ -40,15 +40,18 @@ void args_print_help(const char *cmd, const char *synopsis, const char *about, c
 void cli_set_threads(int threads);
 /* Prints "cdl: MESSAGE" to stderr and returns e->code. */
 int cli_fail(const Error *e);
+/* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
+void cli_print_warnings(const char *warnings);
 /* True when path starts with the checkpoint magic. */
 int cli_is_checkpoint(const char *path);
-struct Net; /* core/net.h */
+struct Net;       /* core/net.h */
+struct Optimizer; /* train/optimizer.h */
 /* Builds the net of a CFG|MODEL argument: a checkpoint (a's --set options are refused), or
  * a cfg with a's --set overrides and parameters from seed 1 (src/cli/model_arg.c).
- * want_grads as net_build; *velocity (velocity may be NULL) receives the checkpoint's SGD
- * velocity, or zeros for a cfg. */
+ * want_grads as net_build; opt (may be NULL; needs want_grads) receives the checkpoint's
+ * optimizer state, or a fresh one for a cfg (free with optimizer_free, even after a failure). */
 int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
-                   float **velocity, Error *e);
+                   struct Optimizer *opt, Error *e);
 
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
 

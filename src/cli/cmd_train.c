@@ -15,12 +15,16 @@
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "data/source_files.h"
+#include "io/darknet_weights.h"
 #include "io/model_io.h"
+#include "train/finetune.h"
 #include "train/trainer.h"
 
 static const OptSpec train_opts[] = {
     {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data)"},
-    {"--weights", 1, 0, "initialise parameters from this checkpoint (same architecture)"},
+    {"--weights", 1, 0,
+     "initialise the layers that match from this checkpoint (fine-tuning), or all from darknet "
+     ".weights for the cfg"},
     {"--resume", 1, 0, "continue the run saved in this checkpoint"},
     {"--out", 1, 0, "checkpoint path (default weights/CFGNAME.cdl)"},
     {"--epochs", 1, 0, "train until this many epochs are done"},
@@ -114,30 +118,30 @@ static int update_latest_link(const char *checkpoint, Error *e)
     return CDL_OK;
 }
 
-/* Copies every tensor of the checkpoint at path into net, which must match it exactly. */
+/* Loads the layers of the model at path that match net (train/finetune.h) and says which
+ * layers it skipped; a file that is not a checkpoint is read as darknet .weights for the cfg. */
 static int load_initial_weights(Net *net, const char *path, Error *e)
 {
-    Net init;
-    ModelMeta meta;
-    int st = model_load(path, &init, 0, NULL, &meta, e);
-    if (st)
+    if (!cli_is_checkpoint(path)) {
+        DarknetHeader h;
+        int st = darknet_weights_load(net, path, &h, e);
+        if (!st)
+            fprintf(stderr, "cdl: --weights %s: darknet %d.%d.%d weights (seen %llu images)\n",
+                    path, h.major, h.minor, h.revision, (unsigned long long)h.seen);
         return st;
-    model_meta_free(&meta);
-    if (init.n_params != net->n_params || init.n_state != net->n_state) {
-        net_free(&init);
-        return error_set(e, CDL_EUSAGE,
-                         "%s: its architecture differs from the cfg (%zu parameters, cfg has %zu)",
-                         path, init.n_params, net->n_params);
     }
-    memcpy(net->params, init.params, net->n_params * sizeof *net->params);
-    memcpy(net->state, init.state, net->n_state * sizeof *net->state);
-    net_free(&init);
-    return CDL_OK;
+    WeightsMatch m;
+    int st = finetune_load_weights(net, path, &m, e);
+    if (!st)
+        fprintf(stderr, "cdl: --weights %s: loaded %d layer%s%s%s\n", path, m.loaded,
+                m.loaded == 1 ? "" : "s", m.skipped ? ", skipped layers " : "", m.skipped_list);
+    weights_match_free(&m);
+    return st;
 }
 
 typedef struct TrainSetup {
     Net net;
-    float *velocity;
+    Optimizer opt;
     ModelMeta meta;
     int meta_owns_names;
     char data_path[PATH_MAX], out_path[PATH_MAX];
@@ -156,13 +160,14 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
     st = net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, (uint64_t)seed, e);
     if (st)
         return st;
+    cli_print_warnings(t->net.cfg.warnings);
     t->meta.seed = (uint64_t)seed;
     t->meta.valid_accuracy = t->meta.valid_loss = -1;
-    t->velocity = calloc(t->net.n_params + 1, sizeof *t->velocity);
-    if (!t->velocity)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
     const char *init = args_get(a, "--weights");
     if (init && (st = load_initial_weights(&t->net, init, e)))
+        return st;
+    /* After --weights: the EMA starts from the weights training starts from. */
+    if ((st = optimizer_init(&t->opt, &t->net, e)))
         return st;
     const char *data = args_get(a, "--data");
     if (data)
@@ -183,7 +188,7 @@ static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error 
         return error_set(e, CDL_EUSAGE,
                          "--resume continues a run as it was: it takes no CFG, --set, --weights "
                          "or --seed");
-    int st = model_load(resume, &t->net, 1, &t->velocity, &t->meta, e);
+    int st = model_load(resume, &t->net, 1, &t->opt, &t->meta, e);
     if (st)
         return st;
     t->meta_owns_names = 1;
@@ -284,7 +289,7 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     if (done_already)
         fprintf(stderr, "cdl: %s already has %d epochs; nothing to do (raise --epochs)\n",
                 t->out_path, t->meta.epochs_done);
-    st = train_run(&t->net, t->velocity, loader, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
+    st = train_run(&t->net, &t->opt, loader, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
     /* Nothing trained means nothing written: --out may not exist to link to. */
     st = st || done_already ? st : update_latest_link(t->out_path, e);
 done:
@@ -322,7 +327,7 @@ int cmd_train(int argc, char **argv)
     int st = resume ? setup_resume(&t, &a, resume, &e) : setup_fresh(&t, &a, &e);
     st = st ? st : run_training(&t, &a, &e);
     net_free(&t.net);
-    free(t.velocity);
+    optimizer_free(&t.opt);
     if (t.meta_owns_names)
         model_meta_free(&t.meta);
     return st ? cli_fail(&e) : 0;

@@ -36,7 +36,7 @@ static int make_random_dataset(const Net *net, Dataset *d, Error *e)
 int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int st = cli_load_model(a, path, 1, &t->net, &t->velocity, e);
+    int st = cli_load_model(a, path, 1, &t->net, &t->opt, e);
     if (st)
         return st;
     Hyper *h = &t->net.hyper;
@@ -57,14 +57,14 @@ int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, 
 
 float timing_run_step(TimingRun *t)
 {
-    return trainer_step(&t->net, t->velocity, &t->data, t->order,
-                        net_learning_rate(&t->net.hyper, t->net.step));
+    return trainer_step(&t->net, &t->opt, &t->data, t->order,
+                        net_learning_rate(&t->net.hyper, t->net.step, 0));
 }
 
 void timing_run_free(TimingRun *t)
 {
     net_free(&t->net);
-    free(t->velocity);
+    optimizer_free(&t->opt);
     dataset_free(&t->data);
     free(t->order);
     memset(t, 0, sizeof *t);

@@ -7,19 +7,20 @@
 #include "cli/cli.h"
 #include "core/net.h"
 #include "data/dataset.h"
+#include "train/optimizer.h"
 
 typedef struct TimingRun {
-    Net net;         /* built with gradients, in training mode, activations sized */
-    float *velocity; /* [n_params] SGD momentum */
-    Dataset data;    /* [net.hyper.batch] random images and labels: one optimizer batch */
-    int *order;      /* [data.n] the identity sample order */
+    Net net;       /* built with gradients, in training mode, activations sized */
+    Optimizer opt; /* the cfg's optimizer state */
+    Dataset data;  /* [net.hyper.batch] random images and labels: one optimizer batch */
+    int *order;    /* [data.n] the identity sample order */
 } TimingRun;
 
 /* Builds the net of the cfg (with a's --set overrides) or the checkpoint at path. batch > 0
  * makes every step `batch` images in one mini-batch; 0 keeps the model's batch and
  * subdivisions. t is zeroed first; free it with timing_run_free even on failure. */
 int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, Error *e);
-/* One training step (forward, backward, SGD update at the schedule's rate) on the random
+/* One training step (forward, backward, optimizer update at the schedule's rate) on the random
  * batch, as trainer_step; returns the loss. Allocates nothing. */
 float timing_run_step(TimingRun *t);
 void timing_run_free(TimingRun *t);

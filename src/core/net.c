@@ -2,34 +2,40 @@
 #include "core/net.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/darknet_compat.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
-static const struct {
-    const char *name;
-    LrPolicy policy;
-} policies[] = {{"constant", CDL_LR_CONSTANT},
-                {"step", CDL_LR_STEP},
-                {"steps", CDL_LR_STEPS},
-                {"exp", CDL_LR_EXP},
-                {"poly", CDL_LR_POLY}};
+/* The names a key takes; a table's index is the enum value it names. */
+static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
+static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
+#define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
-static int parse_policy(const Cfg *cfg, CfgSection *s, LrPolicy *out, Error *e)
+/* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
+static int parse_named(const Cfg *cfg, CfgSection *s, const char *key, const char *const *names,
+                       int n, int *out, Error *e)
 {
-    const char *name = cfg_get_str(s, "policy", "constant");
-    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
-        if (!strcmp(name, policies[i].name)) {
-            *out = policies[i].policy;
+    const char *name = cfg_get_str(s, key, names[0]);
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(name, names[i])) {
+            *out = i;
             return CDL_OK;
         }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
     }
     return error_set(e, CDL_EUSAGE,
-                     "%s:%d: bad value '%s' for key 'policy' in [%s]: expected one of constant, "
-                     "step, steps, exp, poly",
-                     cfg->path, cfg_find(s, "policy")->line, name, s->name);
+                     "%s:%d: bad value '%s' for key '%s' in [%s]: expected one of %s", cfg->path,
+                     cfg_find(s, key)->line, name, key, s->name, list);
+}
+
+const char *net_optimizer_name(OptimizerKind kind)
+{
+    return optimizer_names[kind];
 }
 
 /* Fails with FILE:LINE when key's value is below min. */
@@ -46,11 +52,55 @@ static int require_min(const Cfg *cfg, CfgSection *s, const char *key, double va
                      cfg->path, en->line, en->value, key, s->name, min);
 }
 
-static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
+/* Fails with FILE:LINE when key's value is above max (or equal to it unless inclusive); only
+ * a value from the cfg can be, so the key exists. */
+static int require_max(const Cfg *cfg, CfgSection *s, const char *key, double value, double max,
+                       int inclusive, Error *e)
+{
+    if (value < max || (inclusive && value == max))
+        return CDL_OK;
+    CfgEntry *en = cfg_find(s, key);
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: must be %s %g",
+                     cfg->path, en->line, en->value, key, s->name, inclusive ? "<=" : "<", max);
+}
+
+/* The optimizer keys: optimizer, nesterov, beta1, beta2, eps, decay_bn_bias, clip_grad_norm and
+ * ema (defaults in README). */
+static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
+{
+    int kind = 0;
+    int st = parse_named(cfg, s, "optimizer", optimizer_names, N_NAMES(optimizer_names), &kind, e);
+    h->optimizer = (OptimizerKind)kind;
+    st = st ? st : cfg_get_int(cfg, s, "nesterov", 0, &h->nesterov, e);
+    st = st ? st : cfg_get_float(cfg, s, "beta1", 0.9f, &h->beta1, e);
+    st = st ? st : cfg_get_float(cfg, s, "beta2", 0.999f, &h->beta2, e);
+    st = st ? st : cfg_get_float(cfg, s, "eps", 1e-8f, &h->eps, e);
+    st = st ? st : cfg_get_int(cfg, s, "decay_bn_bias", 0, &h->decay_bn_bias, e);
+    st = st ? st : cfg_get_float(cfg, s, "clip_grad_norm", 0.0f, &h->clip_grad_norm, e);
+    st = st ? st : cfg_get_float(cfg, s, "ema", 0.0f, &h->ema, e);
+    st = st ? st : require_min(cfg, s, "nesterov", h->nesterov, 0, e);
+    st = st ? st : require_max(cfg, s, "nesterov", h->nesterov, 1, 1, e);
+    st = st ? st : require_min(cfg, s, "beta1", h->beta1, 0, e);
+    st = st ? st : require_max(cfg, s, "beta1", h->beta1, 1, 0, e);
+    st = st ? st : require_min(cfg, s, "beta2", h->beta2, 0, e);
+    st = st ? st : require_max(cfg, s, "beta2", h->beta2, 1, 0, e);
+    st = st ? st : require_min(cfg, s, "eps", h->eps, 0, e);
+    st = st ? st : require_min(cfg, s, "decay_bn_bias", h->decay_bn_bias, 0, e);
+    st = st ? st : require_max(cfg, s, "decay_bn_bias", h->decay_bn_bias, 1, 1, e);
+    st = st ? st : require_min(cfg, s, "clip_grad_norm", h->clip_grad_norm, 0, e);
+    st = st ? st : require_min(cfg, s, "ema", h->ema, 0, e);
+    st = st ? st : require_max(cfg, s, "ema", h->ema, 1, 0, e);
+    if (!st && h->nesterov && (h->optimizer != CDL_OPT_SGD || h->momentum <= 0))
+        st = error_set(e, CDL_EUSAGE, "%s:%d: nesterov=1 needs optimizer=sgd and momentum > 0",
+                       cfg->path, cfg_find(s, "nesterov")->line);
+    return st;
+}
+
+static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
 {
     Hyper *h = &net->hyper;
     int st = CDL_OK;
-    int n_scales = 0;
+    int n_scales = 0, policy = 0;
     st = st ? st : cfg_get_int(cfg, s, "batch", 1, &h->batch, e);
     st = st ? st : cfg_get_int(cfg, s, "subdivisions", 1, &h->subdivisions, e);
     st = st ? st : cfg_get_int(cfg, s, "width", 0, &net->in_shape.w, e);
@@ -59,7 +109,8 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_float(cfg, s, "learning_rate", 0.001f, &h->learning_rate, e);
     st = st ? st : cfg_get_float(cfg, s, "momentum", 0.9f, &h->momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "decay", 0.0001f, &h->decay, e);
-    st = st ? st : parse_policy(cfg, s, &h->policy, e);
+    st = st ? st : parse_named(cfg, s, "policy", policy_names, N_NAMES(policy_names), &policy, e);
+    h->policy = (LrPolicy)policy;
     st = st ? st : cfg_get_int(cfg, s, "step", 1, &h->step, e);
     st = st ? st : cfg_get_float(cfg, s, "scale", 1.0f, &h->scale, e);
     st = st ? st : cfg_get_float(cfg, s, "gamma", 1.0f, &h->gamma, e);
@@ -67,13 +118,18 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int_list(cfg, s, "steps", h->steps, NET_MAX_STEPS, &h->n_steps, e);
     st = st ? st : cfg_get_float_list(cfg, s, "scales", h->scales, NET_MAX_STEPS, &n_scales, e);
     st = st ? st : cfg_get_int(cfg, s, "burn_in", 0, &h->burn_in, e);
+    st = st ? st : cfg_get_int(cfg, s, "warmup", 0, &h->warmup, e);
+    st = st ? st : cfg_get_float(cfg, s, "lr_min", 0.0f, &h->lr_min, e);
     st = st ? st : cfg_get_int(cfg, s, "max_batches", 0, &h->max_batches, e);
     st = st ? st : cfg_get_int(cfg, s, "epochs", 0, &h->epochs, e);
     st = st ? st : cfg_get_float(cfg, s, "bn_momentum", 0.1f, &h->bn_momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
+    st = st ? st : cfg_get_int(cfg, s, "bn_darknet", 0, &h->bn_darknet, e);
+    st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
+    st = st ? st : darknet_check_keys(cfg, s, e);
     st = st ? st : cfg_check_unused(cfg, s, e);
     st = st ? st : require_min(cfg, s, "batch", h->batch, 1, e);
     st = st ? st : require_min(cfg, s, "subdivisions", h->subdivisions, 1, e);
@@ -83,6 +139,11 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : require_min(cfg, s, "learning_rate", h->learning_rate, 0, e);
     st = st ? st : require_min(cfg, s, "step", h->step, 1, e);
     st = st ? st : require_min(cfg, s, "bn_eps", h->bn_eps, 0, e);
+    st = st ? st : require_min(cfg, s, "bn_darknet", h->bn_darknet, 0, e);
+    st = st ? st : require_max(cfg, s, "bn_darknet", h->bn_darknet, 1, 1, e);
+    st = st ? st : require_min(cfg, s, "burn_in", h->burn_in, 0, e);
+    st = st ? st : require_min(cfg, s, "warmup", h->warmup, 0, e);
+    st = st ? st : require_min(cfg, s, "lr_min", h->lr_min, 0, e);
     if (st)
         return st;
     if ((double)net->in_shape.c * net->in_shape.h * net->in_shape.w > (double)NET_MAX_FLOATS)
@@ -98,6 +159,42 @@ static int parse_net_section(Net *net, const Cfg *cfg, CfgSection *s, Error *e)
                          s->line, n_scales, h->n_steps);
     if (h->policy == CDL_LR_POLY && h->max_batches < 1)
         return error_set(e, CDL_EUSAGE, "%s:%d: policy=poly needs max_batches", cfg->path, s->line);
+    return CDL_OK;
+}
+
+/* Reads the keys every layer takes, whatever its family: freeze=1 and its darknet name
+ * stopbackward=1 freeze layer i and all before it (net->train_from). */
+static int parse_common_keys(Net *net, const Cfg *cfg, CfgSection *s, int i, Error *e)
+{
+    static const char *const keys[] = {"freeze", "stopbackward"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        int on;
+        int st = cfg_get_int(cfg, s, keys[k], 0, &on, e);
+        if (st)
+            return st;
+        if (on != 0 && on != 1)
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: bad value '%d' for key '%s' in [%s]: expected 0 or 1",
+                             cfg->path, cfg_find(s, keys[k])->line, on, keys[k], s->name);
+        if (on)
+            net->train_from = i + 1;
+    }
+    return CDL_OK;
+}
+
+/* Fails on the first section after [net] that names no layer family, before anything is
+ * parsed, so a darknet detector or recurrent net is refused for its layers, not its [net]. */
+static int check_sections(const Cfg *cfg, Error *e)
+{
+    for (int i = 1; i < cfg->n_sections; i++) {
+        const CfgSection *s = &cfg->sections[i];
+        if (layer_type_find(s->name))
+            continue;
+        int st = darknet_check_section(cfg, s, e);
+        return st ? st
+                  : error_set(e, CDL_EUSAGE, "%s:%d: unknown section [%s] (valid: net, %s)",
+                              cfg->path, s->line, s->name, layer_type_names());
+    }
     return CDL_OK;
 }
 
@@ -117,18 +214,18 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         Layer *l = &net->layers[i];
         l->index = i;
         l->line = s->line;
-        l->type = layer_type_find(s->name);
-        if (!l->type)
-            return error_set(e, CDL_EUSAGE, "%s:%d: unknown section [%s] (valid: net, %s)",
-                             cfg->path, s->line, s->name, layer_type_names());
+        l->type = layer_type_find(s->name); /* known: check_sections */
         l->in_shape = prev;
         l->inputs[0] = i - 1;
         l->n_inputs = 1;
         l->activation = CDL_ACT_LINEAR;
+        /* The family's keys first: they lead the valid-key list of an unknown key. */
         int st = l->type->parse(l, cfg, s, net, e);
+        st = st ? st : parse_common_keys(net, cfg, s, i, e);
         if (st)
             return st;
-        st = cfg_check_unused(cfg, s, e);
+        st = darknet_check_keys(cfg, s, e);
+        st = st ? st : cfg_check_unused(cfg, s, e);
         if (st)
             return st;
         if (l->out_shape.c < 1 || l->out_shape.h < 1 || l->out_shape.w < 1)
@@ -146,9 +243,12 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
             return error_set(e, CDL_EUSAGE,
                              "%s:%d: layer %d [%s]: the net would have more than %zu parameters",
                              cfg->path, s->line, i, s->name, NET_MAX_FLOATS);
-        if (!strcmp(l->type->name, "softmax") && i != net->n_layers - 1)
+        if (!strcmp(l->type->name, "softmax") && i != net->n_layers - 1 &&
+            !(i == net->n_layers - 2 &&
+              !strcmp(layer_type_find(cfg->sections[i + 2].name)->name, "cost")))
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer %d: [softmax] is the loss and must be the last layer",
+                             "%s:%d: layer %d: [softmax] is the loss and must be the last layer "
+                             "(or be followed by darknet's [cost] alone)",
                              cfg->path, s->line, i);
         prev = l->out_shape;
     }
@@ -193,7 +293,8 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     if (strcmp(first, "net") && strcmp(first, "network"))
         return error_set(e, CDL_EUSAGE, "%s:%d: the first section must be [net], found [%s]",
                          cfg->path, cfg->sections[0].line, first);
-    int st = parse_net_section(net, cfg, &cfg->sections[0], e);
+    int st = check_sections(cfg, e);
+    st = st ? st : parse_net_section(net, cfg, &cfg->sections[0], e);
     st = st ? st : parse_layers(net, cfg, e);
     st = st ? st : allocate_params(net, want_grads, e);
     if (st) {
@@ -325,26 +426,30 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 
 void net_forward(Net *net)
 {
+    const int train = net->train;
     net->loss = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const double start_s = net->profiler ? time_now_s() : 0;
+        net->train = train && i >= net->train_from; /* frozen layers run as in inference */
         net->layers[i].type->forward(&net->layers[i], net);
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
     }
+    net->train = train;
 }
 
 void net_backward(Net *net)
 {
-    /* The last layer's delta is the caller's seed (the softmax loss ignores it). */
-    for (int i = 0; i < net->n_layers - 1; i++) {
+    /* The last layer's delta is the caller's seed (the softmax loss ignores it). Frozen
+     * layers' deltas are never handed out (net_layer_input_delta), so they stay as they are. */
+    for (int i = net->train_from; i < net->n_layers - 1; i++) {
         Layer *l = &net->layers[i];
         memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
     }
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
-    for (int i = net->n_layers - 1; i >= 0; i--) {
+    for (int i = net->n_layers - 1; i >= net->train_from; i--) {
         const double start_s = net->profiler ? time_now_s() : 0;
         net->layers[i].type->backward(&net->layers[i], net);
         if (net->profiler)
@@ -367,7 +472,9 @@ const float *net_layer_input(const Net *net, const Layer *l, int k)
 float *net_layer_input_delta(Net *net, const Layer *l, int k)
 {
     int from = l->inputs[k];
-    return from < 0 ? net->input_delta : net->layers[from].delta;
+    if (from >= net->train_from)
+        return net->layers[from].delta;
+    return from < 0 && !net->train_from ? net->input_delta : NULL;
 }
 
 const float *net_output(const Net *net)
@@ -375,10 +482,29 @@ const float *net_output(const Net *net)
     return net->layers[net->n_layers - 1].out;
 }
 
-float net_learning_rate(const Hyper *h, uint64_t t)
+static int all_finite(const float *x, size_t n)
 {
-    if (t < (uint64_t)h->burn_in)
-        return h->learning_rate * powf((float)t / (float)h->burn_in, h->power);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+int net_first_nonfinite_output(const Net *net)
+{
+    const size_t batch = (size_t)net->batch;
+    if (!all_finite(net->input, batch * shape_size(net->in_shape)))
+        return -1;
+    int i = 0;
+    while (i < net->n_layers &&
+           all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
+        i++;
+    return i;
+}
+
+/* The rate of the policy alone (burn_in and warmup aside) at step t. */
+static float policy_rate(const Hyper *h, uint64_t t, uint64_t total_steps)
+{
     float rate = h->learning_rate;
     switch (h->policy) {
     case CDL_LR_CONSTANT:
@@ -398,6 +524,27 @@ float net_learning_rate(const Hyper *h, uint64_t t)
         float left = 1.0f - (float)t / (float)h->max_batches;
         return left > 0 ? rate * powf(left, h->power) : 0.0f;
     }
+    case CDL_LR_COSINE: {
+        /* torch.optim.lr_scheduler.CosineAnnealingLR's closed form with T_max = span, held at
+         * lr_min from then on. */
+        const uint64_t span = h->max_batches > 0 ? (uint64_t)h->max_batches : total_steps;
+        if (!span)
+            return rate;
+        if (t >= span)
+            return h->lr_min;
+        const double half_cos = 0.5 * (1.0 + cos(M_PI * (double)t / (double)span));
+        return (float)(h->lr_min + ((double)rate - h->lr_min) * half_cos);
     }
+    }
+    return rate;
+}
+
+float net_learning_rate(const Hyper *h, uint64_t t, uint64_t total_steps)
+{
+    float rate = t < (uint64_t)h->burn_in
+                     ? h->learning_rate * powf((float)t / (float)h->burn_in, h->power)
+                     : policy_rate(h, t, total_steps);
+    if (t < (uint64_t)h->warmup)
+        rate *= (float)(t + 1) / (float)h->warmup;
     return rate;
 }

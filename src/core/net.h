@@ -15,7 +15,15 @@ typedef enum LrPolicy {
     CDL_LR_STEPS,
     CDL_LR_EXP,
     CDL_LR_POLY,
+    CDL_LR_COSINE,
 } LrPolicy;
+
+/* The [net] optimizer= values; train/optimizer.h implements them. */
+typedef enum OptimizerKind {
+    CDL_OPT_SGD,
+    CDL_OPT_ADAM,
+    CDL_OPT_ADAMW,
+} OptimizerKind;
 
 #define NET_MAX_STEPS 32
 
@@ -41,10 +49,19 @@ typedef struct Hyper {
     int steps[NET_MAX_STEPS];
     float scales[NET_MAX_STEPS];
     int n_steps;
-    int burn_in; /* lr * (t/burn_in)^4 for t < burn_in, as darknet */
+    int burn_in;  /* lr * (t/burn_in)^4 for t < burn_in, as darknet */
+    int warmup;   /* lr * (t+1)/warmup for t < warmup, on top of the policy */
+    float lr_min; /* policy=cosine: the rate reached at the last step */
     int max_batches;
     int epochs; /* default run length for `cdl train` (0: from max_batches, else 1) */
     float bn_momentum, bn_eps;
+    int bn_darknet; /* 1: inference batch norm divides by sqrt(var) + 1e-6, as darknet */
+    OptimizerKind optimizer;
+    int nesterov;            /* SGD: Nesterov momentum */
+    float beta1, beta2, eps; /* Adam, AdamW */
+    int decay_bn_bias;       /* 1: weight decay on every trainable tensor, not only weights */
+    float clip_grad_norm;    /* clip the gradient's global L2 norm to this (0: off) */
+    float ema;               /* decay of the weights' exponential moving average (0: off) */
 } Hyper;
 
 typedef struct Net {
@@ -65,8 +82,14 @@ typedef struct Net {
     float *state; /* non-trainable (running statistics) */
     size_t n_state;
 
-    int batch;          /* mini-batch the activations are sized for (0: none yet) */
-    int train;          /* 1: training mode (batch statistics, dropout) */
+    int batch; /* mini-batch the activations are sized for (0: none yet) */
+    int train; /* 1: training mode (batch statistics, dropout) */
+    /* Layers [0, train_from) are frozen: freeze=1 (or darknet's stopbackward=1) on layer
+     * train_from-1, the last such key wins. They run in inference mode even in training
+     * (net_forward clears `train` for them: batch norm uses and keeps its running
+     * statistics, dropout passes through), net_backward neither runs nor feeds them (their
+     * deltas stay unused) and the optimizer leaves their parameters alone. 0: none. */
+    int train_from;
     int want_grads;     /* gradient slab and delta buffers exist */
     float *activations; /* slab holding every layer's out/delta/pre */
     float *input;       /* [batch][in_shape] */
@@ -107,18 +130,28 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e);
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
 void net_forward(Net *net);
-/* Zeroes deltas, then runs every layer's backward in reverse; adds into grads. */
+/* Zeroes deltas, then runs the backward of layers n_layers-1 down to train_from; adds into
+ * grads. */
 void net_backward(Net *net);
 void net_zero_grads(Net *net);
 
 /* The output buffer of layer i's k-th input, or net->input for -1. */
 const float *net_layer_input(const Net *net, const Layer *l, int k);
-/* The delta buffer of layer i's k-th input (NULL when gradients are not needed). */
+/* The delta buffer of layer i's k-th input (NULL when gradients are not needed: no
+ * gradients, a frozen input layer, or the net input without input_delta). */
 float *net_layer_input_delta(Net *net, const Layer *l, int k);
 /* The output [batch][classes] of the last layer. */
 const float *net_output(const Net *net);
+/* After a forward: the first layer, in order, whose output [batch][out_shape] holds a NaN or
+ * an infinity; -1 when the input [batch][in_shape] already does; n_layers when all is
+ * finite. Reads every activation: for diagnosis, not for the training step. */
+int net_first_nonfinite_output(const Net *net);
 
-/* Learning rate at optimizer step t (0-based) under the [net] policy. */
-float net_learning_rate(const Hyper *h, uint64_t t);
+/* Learning rate at optimizer step t (0-based) under the [net] policy. total_steps is the run's
+ * length, the span of policy=cosine when max_batches is 0 (callers that do not know it pass 0:
+ * cosine then holds learning_rate). */
+float net_learning_rate(const Hyper *h, uint64_t t, uint64_t total_steps);
+/* "sgd", "adam" or "adamw". */
+const char *net_optimizer_name(OptimizerKind kind);
 
 #endif

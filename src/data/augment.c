@@ -23,7 +23,8 @@
  *                             (one value, or one per channel)
  *   erasing [0]               torchvision RandomErasing probability (scale 0.02..0.33, ratio
  *                             0.3..3.3, value 0, on the normalised image)
- *   letterbox [0]             eval/predict: fit inside keeping the aspect, fill 0.5 (darknet)
+ *   letterbox [0]             eval/predict: fit inside keeping the aspect, fill 0.5, resized
+ *                             with darknet's own bilinear (data/resize_darknet.h), as darknet
  *   center_crop [0]           eval: short side to size/0.875, center crop (torchvision's eval);
  *                             0: plain resize to the net's size
  * Train-time order: crop (random resized, darknet, or the eval framing when neither is set),
@@ -35,6 +36,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "data/resize_darknet.h"
 
 static const float default_scale[2] = {0.08f, 1.0f};
 static const float default_ratio[2] = {3.0f / 4.0f, 4.0f / 3.0f};
@@ -521,6 +524,7 @@ void augment_scratch_free(AugmentScratch *s)
         s->buf[k] = NULL;
         s->floats[k] = 0;
     }
+    image_scratch_free(&s->image);
 }
 
 /* Scratch buffer k with room for at least floats values (grows, never shrinks). */
@@ -559,13 +563,15 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
             rh = (int)((double)tw * in->h / in->w);
         }
     } else {
-        image_to_input(in, c, oh, ow, dst);
-        return CDL_OK;
+        return image_resize(in, NULL, c, oh, ow, &s->image, dst);
     }
     float *resized = reserve(s, 0, (size_t)c * rh * rw);
     if (!resized)
         return CDL_ERUNTIME;
-    image_to_input(in, c, rh, rw, resized);
+    if (a->letterbox) /* darknet's own resize: the same input as darknet's predict */
+        resize_darknet(in, c, rh, rw, resized);
+    else if (image_resize(in, NULL, c, rh, rw, &s->image, resized))
+        return CDL_ERUNTIME;
     if (a->letterbox) {
         fill_values(dst, (size_t)c * oh * ow, 0.5f);
         copy_block(resized, c, rh, rw, 0, 0, dst, oh, ow, (ow - rw) / 2, (oh - rh) / 2, rw, rh);
@@ -601,13 +607,7 @@ static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratc
         const float ratio[2] = {a->crop_ratio_min, a->crop_ratio_max};
         CropBox b;
         augment_resized_crop_box(in->w, in->h, scale, ratio, rng, &b);
-        float *box = reserve(s, 0, (size_t)c * b.h * b.w);
-        if (!box)
-            return CDL_ERUNTIME;
-        copy_block(in->data, c, in->h, in->w, b.x, b.y, box, b.h, b.w, 0, 0, b.w, b.h);
-        Image boxed = {c, b.h, b.w, box};
-        image_to_input(&boxed, c, a->out_h, a->out_w, dst);
-        return CDL_OK;
+        return image_resize(in, &b, c, a->out_h, a->out_w, &s->image, dst);
     }
     if (a->max_crop) {
         Affine m = augment_darknet_crop(in->w, in->h, a->out_w, a->out_h, a->min_crop, a->max_crop,
@@ -622,7 +622,8 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
 {
     const int c = in->c, oh = a->out_h, ow = a->out_w;
     const size_t plane = (size_t)oh * ow;
-    float *cur = reserve(s, 1, (size_t)c * plane);
+    /* The steps work in out itself when it has the decoded channels (no copy at the end). */
+    float *cur = c == a->out_c ? out : reserve(s, 1, (size_t)c * plane);
     if (!cur || crop(a, in, rng, s, cur))
         return CDL_ERUNTIME;
     float *other = reserve(s, 0, (size_t)c * plane);
@@ -658,10 +659,12 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
         augment_distort_hsv(cur, c, plane, dhue, dsat, dexp);
     }
     if (c == a->out_c) {
-        memcpy(out, cur, (size_t)c * plane * sizeof *out);
+        if (cur != out)
+            memcpy(out, cur, (size_t)c * plane * sizeof *out);
     } else {
         const Image converted = {c, oh, ow, cur};
-        image_to_input(&converted, a->out_c, oh, ow, out);
+        if (image_resize(&converted, NULL, a->out_c, oh, ow, &s->image, out))
+            return CDL_ERUNTIME;
     }
     finish(a, rng, out);
     return CDL_OK;

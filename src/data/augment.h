@@ -47,6 +47,7 @@ void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index);
 typedef struct AugmentScratch {
     float *buf[2];
     size_t floats[2];
+    ImageScratch image; /* image_resize's */
 } AugmentScratch;
 void augment_scratch_free(AugmentScratch *s);
 
@@ -58,11 +59,6 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
 int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out);
 
 /* ---- The steps, exposed for tests. Images are planar [c][h][w]. ---- */
-
-/* A rectangle of pixels: columns [x, x + w), rows [y, y + h). */
-typedef struct CropBox {
-    int x, y, w, h;
-} CropBox;
 
 /* torchvision RandomResizedCrop.get_params on a w x h image: up to 10 tries of an area
  * fraction uniform in scale[0..1] and a log-uniform aspect ratio (w/h) in ratio[0..1], each

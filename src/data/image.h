@@ -3,6 +3,8 @@
 #ifndef CDL_IMAGE_H
 #define CDL_IMAGE_H
 
+#include <stddef.h>
+
 #include "util/error.h"
 
 typedef struct Image {
@@ -25,12 +27,37 @@ int image_load(const char *path, Image *img, Error *e);
 /* Frees the pixels and zeroes img; safe on a zeroed Image. */
 void image_free(Image *img);
 
+/* A rectangle of pixels: columns [x, x + w), rows [y, y + h). */
+typedef struct CropBox {
+    int x, y, w, h;
+} CropBox;
+
+/* Work memory for image_resize, kept between calls by its owner (one per thread; zero-initialise
+   it). It is sized for the largest box of the image, so once any box of an image has been
+   resized to some output size, resizing boxes of images no larger to that size allocates
+   nothing: a loader's random crops allocate only while image sizes grow. */
+typedef struct ImageScratch {
+    float *mem;
+    size_t floats;
+} ImageScratch;
+
+/* Frees the memory and zeroes s; safe on a zeroed ImageScratch. */
+void image_scratch_free(ImageScratch *s);
+
 /* Converts channels (to 1: ITU-R 601 luma 0.299 R + 0.587 G + 0.114 B; 1 to 3: replication)
-   and resizes with bilinear interpolation into out [c][h][w]. Sample positions follow the
-   align_corners=False convention (src = (dst + 0.5) * in / out - 0.5, clamped at the edges),
-   so upscaling matches PyTorch F.interpolate(mode="bilinear"); downscaling widens the triangle
-   filter by the scale factor as PIL and F.interpolate(antialias=True) do. No allocation. */
-void image_to_input(const Image *img, int c, int h, int w, float *out);
+   and resizes box of img (NULL: all of it; else inside img and not empty) with bilinear
+   interpolation into out [c][h][w]. Sample positions follow the align_corners=False convention
+   (src = (dst + 0.5) * in / out - 0.5, clamped at the edges), so upscaling matches PyTorch
+   F.interpolate(mode="bilinear"); downscaling widens the triangle filter by the scale factor as
+   PIL and F.interpolate(antialias=True) do. Separable: each filter is computed once per output
+   row and column, one pass runs along rows and the other along columns (in the cheaper order),
+   in float. Allocates only when s must grow; CDL_ERUNTIME when that fails (out untouched). */
+int image_resize(const Image *img, const CropBox *box, int c, int h, int w, ImageScratch *s,
+                 float *out);
+
+/* image_resize of all of img with scratch memory of its own, allocated and freed in the call:
+   for one-off conversions (loops keep an ImageScratch). */
+int image_to_input(const Image *img, int c, int h, int w, float *out);
 
 /* Writes img (c = 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) as an 8-bit PNG, values clamped to [0,1]
    and rounded. */

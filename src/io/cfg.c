@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,7 @@ void cfg_free(Cfg *cfg)
     free(cfg->sections);
     free(cfg->path);
     free(cfg->text);
+    free(cfg->warnings);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -369,6 +371,22 @@ int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *ou
 {
     return get_list(cfg, s, key, out, sizeof *out, parse_float_item, max, n,
                     "a comma-separated list of numbers", e);
+}
+
+void cfg_warn(Cfg *cfg, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t have = cfg->warnings ? strlen(cfg->warnings) : 0, add = strlen(line);
+    char *grown = realloc(cfg->warnings, have + add + 2);
+    if (!grown)
+        return;
+    memcpy(grown + have, line, add);
+    memcpy(grown + have + add, "\n", 2);
+    cfg->warnings = grown;
 }
 
 int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e)

@@ -30,6 +30,8 @@ typedef struct Cfg {
     char *text; /* the file's text as read, kept for checkpoints */
     CfgSection *sections;
     int n_sections;
+    /* Lines "FILE:LINE: warning: ...\n" for the user (darknet keys cdl ignores), or NULL. */
+    char *warnings;
 } Cfg;
 
 int cfg_load(const char *path, Cfg *cfg, Error *e);
@@ -53,6 +55,8 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                      Error *e);
 int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,
                        Error *e);
+/* Appends one warning line (a newline is added) to cfg->warnings; dropped when out of memory. */
+void cfg_warn(Cfg *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Fails on the first entry no getter read, listing the keys this section takes. */
 int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e);
 /* The entry for key, or NULL (marks nothing). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/checkpoint_file.h"
+#include "train/ema.h"
 
 static cJSON *tensor_table(const Net *net)
 {
@@ -27,12 +28,26 @@ static cJSON *tensor_table(const Net *net)
     return table;
 }
 
-int model_save(const char *path, const Net *net, const float *velocity, const ModelMeta *meta,
+/* The header's "optimizer" record of o. */
+static cJSON *optimizer_record(const Optimizer *o)
+{
+    cJSON *r = cJSON_CreateObject();
+    char steps[32];
+    snprintf(steps, sizeof steps, "%llu", (unsigned long long)o->steps);
+    cJSON_AddStringToObject(r, "kind", net_optimizer_name(o->kind));
+    cJSON_AddNumberToObject(r, "floats", (double)o->slab_floats);
+    cJSON_AddStringToObject(r, "steps", steps);
+    return r;
+}
+
+int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
                Error *e)
 {
     char *cfg_text = cfg_to_text(&net->cfg);
     cJSON *h = cJSON_CreateObject();
-    size_t floats = net->n_params + net->n_state + (velocity ? net->n_params : 0);
+    const size_t opt_floats = opt ? opt->slab_floats : 0;
+    const size_t shadow_floats = opt && opt->ema ? ema_floats(net) : 0;
+    size_t floats = net->n_params + net->n_state + opt_floats + shadow_floats;
     float *blob = malloc((floats + 1) * sizeof *blob);
     if (!cfg_text || !h || !blob) {
         free(cfg_text);
@@ -45,7 +60,9 @@ int model_save(const char *path, const Net *net, const float *velocity, const Mo
     cJSON_AddItemToObject(h, "tensors", tensor_table(net));
     cJSON_AddNumberToObject(h, "n_params", (double)net->n_params);
     cJSON_AddNumberToObject(h, "n_state", (double)net->n_state);
-    cJSON_AddBoolToObject(h, "has_velocity", velocity != NULL);
+    if (opt)
+        cJSON_AddItemToObject(h, "optimizer", optimizer_record(opt));
+    cJSON_AddNumberToObject(h, "ema_floats", (double)shadow_floats);
     /* uint64 values as strings: JSON numbers are doubles. */
     char number[32];
     snprintf(number, sizeof number, "%llu", (unsigned long long)meta->seed);
@@ -63,8 +80,11 @@ int model_save(const char *path, const Net *net, const float *velocity, const Mo
         cJSON_AddItemToArray(names, cJSON_CreateString(meta->names[i]));
     memcpy(blob, net->params, net->n_params * sizeof *blob);
     memcpy(blob + net->n_params, net->state, net->n_state * sizeof *blob);
-    if (velocity)
-        memcpy(blob + net->n_params + net->n_state, velocity, net->n_params * sizeof *blob);
+    float *at = blob + net->n_params + net->n_state;
+    if (opt_floats)
+        memcpy(at, opt->slab, opt_floats * sizeof *blob);
+    if (shadow_floats)
+        memcpy(at + opt_floats, opt->ema, shadow_floats * sizeof *blob);
     int st = checkpoint_file_write(path, h, blob, floats * sizeof *blob, e);
     free(cfg_text);
     cJSON_Delete(h);
@@ -143,13 +163,93 @@ static int check_tensor_table(const char *path, const cJSON *h, const Net *net, 
     return CDL_OK;
 }
 
-int model_load(const char *path, Net *net, int want_grads, float **velocity, ModelMeta *meta,
+/* What the blob holds after the weights, as the header describes it. */
+typedef struct SavedTraining {
+    int has_optimizer;
+    OptimizerKind kind;
+    uint64_t steps;
+    size_t optimizer_floats, shadow_floats;
+} SavedTraining;
+
+/* Reads the "optimizer" record (or the "has_velocity" flag of older checkpoints) and
+ * "ema_floats", and checks their sizes against net. */
+static int read_saved_training(const char *path, const cJSON *h, const Net *net, SavedTraining *s,
+                               Error *e)
+{
+    memset(s, 0, sizeof *s);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(h, "optimizer");
+    if (r) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "kind");
+        const char *name = cJSON_IsString(kind) ? kind->valuestring : "";
+        int k = CDL_OPT_SGD;
+        while (k <= CDL_OPT_ADAMW && strcmp(name, net_optimizer_name((OptimizerKind)k)))
+            k++;
+        if (k > CDL_OPT_ADAMW)
+            return error_set(e, CDL_ERUNTIME, "%s: unknown optimizer '%s' in the header", path,
+                             name);
+        s->has_optimizer = 1;
+        s->kind = (OptimizerKind)k;
+        s->steps = json_u64(r, "steps");
+        s->optimizer_floats = (size_t)json_count(r, "floats");
+        const size_t need = optimizer_state_floats(s->kind, net->n_params);
+        if (s->optimizer_floats != need)
+            return error_set(e, CDL_ERUNTIME,
+                             "%s: the %s state holds %zu values, the model needs %zu", path, name,
+                             s->optimizer_floats, need);
+    } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "has_velocity"))) {
+        /* Written before the optimizer record: SGD velocity, as many updates as steps. */
+        s->has_optimizer = 1;
+        s->kind = CDL_OPT_SGD;
+        s->steps = json_u64(h, "step");
+        s->optimizer_floats = net->n_params;
+    }
+    s->shadow_floats = (size_t)json_count(h, "ema_floats");
+    if (s->shadow_floats && s->shadow_floats != ema_floats(net))
+        return error_set(e, CDL_ERUNTIME, "%s: the EMA holds %zu values, the model needs %zu", path,
+                         s->shadow_floats, ema_floats(net));
+    return CDL_OK;
+}
+
+/* Fills net's weights from the blob (the EMA for inference, when there is one) and, for
+ * training, sets up *opt from the saved state. */
+static int restore_tensors(const char *path, const float *data, const SavedTraining *saved,
+                           Net *net, Optimizer *opt, Error *e)
+{
+    const float *after_weights = data + net->n_params + net->n_state;
+    const float *shadow = saved->shadow_floats ? after_weights + saved->optimizer_floats : NULL;
+    const float *weights = shadow && !opt ? shadow : data;
+    memcpy(net->params, weights, net->n_params * sizeof *data);
+    memcpy(net->state, weights + net->n_params, net->n_state * sizeof *data);
+    if (!opt)
+        return CDL_OK;
+    if (saved->has_optimizer && saved->kind != net->hyper.optimizer)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: its optimizer state is %s's but its cfg says optimizer=%s; resume "
+                         "with the optimizer it was trained with, or start a new run from it "
+                         "with --weights",
+                         path, net_optimizer_name(saved->kind),
+                         net_optimizer_name(net->hyper.optimizer));
+    int st = optimizer_init(opt, net, e);
+    if (st)
+        return st;
+    if (saved->has_optimizer) {
+        memcpy(opt->slab, after_weights, saved->optimizer_floats * sizeof *data);
+        opt->steps = saved->steps;
+    }
+    if (opt->ema && shadow)
+        memcpy(opt->ema, shadow, saved->shadow_floats * sizeof *data);
+    return CDL_OK;
+}
+
+int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e)
 {
     cJSON *h = NULL;
     void *blob = NULL;
     size_t blob_bytes = 0;
     memset(meta, 0, sizeof *meta);
+    if (opt)
+        memset(opt, 0, sizeof *opt);
     int st = checkpoint_file_read(path, &h, &blob, &blob_bytes, e);
     if (st)
         return st;
@@ -165,29 +265,21 @@ int model_load(const char *path, Net *net, int want_grads, float **velocity, Mod
     st = net_build_from_text(net, cfg_text->valuestring, label, want_grads, json_u64(h, "seed"), e);
     if (st)
         goto done;
+    SavedTraining saved;
     st = check_tensor_table(path, h, net, e);
-    int has_velocity = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "has_velocity"));
-    size_t floats = net->n_params + net->n_state + (has_velocity ? net->n_params : 0);
+    st = st ? st : read_saved_training(path, h, net, &saved, e);
+    const size_t floats =
+        st ? 0 : net->n_params + net->n_state + saved.optimizer_floats + saved.shadow_floats;
     if (!st && blob_bytes != floats * sizeof(float))
         st = error_set(e, CDL_ERUNTIME, "%s: tensor data holds %zu bytes, the model needs %zu",
                        path, blob_bytes, floats * sizeof(float));
     st = st ? st : read_meta(path, h, meta, e);
-    if (!st) {
-        const float *data = blob;
-        memcpy(net->params, data, net->n_params * sizeof *data);
-        memcpy(net->state, data + net->n_params, net->n_state * sizeof *data);
-        if (velocity) {
-            *velocity = calloc(net->n_params + 1, sizeof **velocity);
-            if (!*velocity)
-                st = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
-            else if (has_velocity)
-                memcpy(*velocity, data + net->n_params + net->n_state,
-                       net->n_params * sizeof *data);
-        }
-    }
+    st = st ? st : restore_tensors(path, blob, &saved, net, opt, e);
     if (st) {
         net_free(net);
         model_meta_free(meta);
+        if (opt)
+            optimizer_free(opt);
     }
 done:
     cJSON_Delete(h);

@@ -1,12 +1,19 @@
 /* Checkpoints of a whole model: the cfg text, the tensor table, class names, training
- * progress and the slabs (parameters, state and, when training, SGD velocity), stored
- * in the checkpoint container (io/checkpoint_file.h). */
+ * progress and the slabs (parameters, state and, when training, the optimizer's state and the
+ * EMA of the weights), stored in the checkpoint container (io/checkpoint_file.h).
+ *
+ * The blob holds, as float32: the parameter slab [n_params], the state slab [n_state], then,
+ * when the header has an "optimizer" record {"kind": "sgd|adam|adamw", "floats": N, "steps":
+ * "T"}, the optimizer's slab [N] (train/optimizer.h; older checkpoints flag SGD velocity
+ * [n_params] with "has_velocity": true instead), then, when "ema_floats" is not 0, the EMA
+ * shadow [n_params + n_state] (train/ema.h). */
 #ifndef CDL_MODEL_IO_H
 #define CDL_MODEL_IO_H
 
 #include <stdint.h>
 
 #include "core/net.h"
+#include "train/optimizer.h"
 
 /* What a checkpoint records besides the tensors. */
 typedef struct ModelMeta {
@@ -21,14 +28,18 @@ typedef struct ModelMeta {
     char data_path[4096];              /* the .data file the run trained on ("" when unknown) */
 } ModelMeta;
 
-/* Writes atomically. velocity may be NULL (then a resume restarts momentum at 0). */
-int model_save(const char *path, const Net *net, const float *velocity, const ModelMeta *meta,
+/* Writes atomically. opt adds the optimizer's state and the EMA; NULL leaves them out (a resume
+ * then starts the optimizer afresh). */
+int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
                Error *e);
 
-/* Rebuilds the net from the checkpoint's own cfg and loads its tensors. With want_grads
- * (training) *velocity receives a malloc'd copy of the saved velocity (zeros if none);
- * pass velocity NULL otherwise. meta->names is malloc'd: free with model_meta_free. */
-int model_load(const char *path, Net *net, int want_grads, float **velocity, ModelMeta *meta,
+/* Rebuilds the net from the checkpoint's own cfg and loads its tensors. Without opt (inference)
+ * the weights are the EMA's when the checkpoint has one, else the raw ones. With opt (training;
+ * want_grads): the raw weights, and *opt set up by optimizer_init, then given the checkpoint's
+ * optimizer state, step count and EMA where it has them; a checkpoint whose optimizer state is
+ * of another kind than its cfg's optimizer= is refused. Free *opt with optimizer_free, even
+ * after a failure. meta->names is malloc'd: free with model_meta_free. */
+int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e);
 
 void model_meta_free(ModelMeta *meta);

@@ -67,7 +67,7 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, f
                                     channels, spatial, net->hyper.bn_momentum, net->hyper.bn_eps);
         else
             batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
-                                   net->hyper.bn_eps);
+                                   net->hyper.bn_eps, net->hyper.bn_darknet);
         return;
     }
     const int rows = batch * channels;
@@ -123,7 +123,9 @@ void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net
     onnx_param(g, l, bn->first_param + ROLLING_MEAN, 1, dims, mean);
     onnx_param(g, l, bn->first_param + ROLLING_VARIANCE, 1, dims, var);
     const char *in[] = {x, scale, bias, mean, var};
-    const OnnxAttr eps = onnx_attr_float("epsilon", net->hyper.bn_eps);
+    /* bn_darknet's sqrt(var) + 1e-6 is within 1e-6/sqrt(var) (relative) of epsilon 0. */
+    const OnnxAttr eps =
+        onnx_attr_float("epsilon", net->hyper.bn_darknet ? 0.0f : net->hyper.bn_eps);
     onnx_node(g, "BatchNormalization", 5, in, y, 1, &eps);
 }
 

@@ -32,7 +32,7 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *del
 void bias_norm_free(BiasNorm *bn);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's
  * Conv B or Gemm C input (name receives it); with batch norm, y = BatchNormalization(x) in
- * inference mode (running statistics, epsilon bn_eps). */
+ * inference mode (running statistics, epsilon bn_eps; 0 with bn_darknet). */
 void bias_norm_onnx_biases(const BiasNorm *bn, const Layer *l, OnnxGraph *g,
                            char name[ONNX_NAME_MAX]);
 void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net, OnnxGraph *g,

@@ -4,11 +4,13 @@
 #include <string.h>
 
 extern const LayerType convolutional_layer, connected_layer, batchnorm_layer, maxpool_layer,
-    avgpool_layer, dropout_layer, shortcut_layer, route_layer, softmax_layer;
+    avgpool_layer, dropout_layer, shortcut_layer, route_layer, softmax_layer, crop_layer,
+    cost_layer, reorg_layer, upsample_layer;
 
 static const LayerType *const layer_types[] = {
     &convolutional_layer, &connected_layer, &batchnorm_layer, &maxpool_layer, &avgpool_layer,
-    &dropout_layer,       &shortcut_layer,  &route_layer,     &softmax_layer,
+    &dropout_layer,       &shortcut_layer,  &route_layer,     &softmax_layer, &crop_layer,
+    &cost_layer,          &reorg_layer,     &upsample_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
@@ -16,7 +18,9 @@ static const LayerType *const layer_types[] = {
 /* darknet spellings that name the same family. */
 static const struct {
     const char *alias, *name;
-} aliases[] = {{"conv", "convolutional"}, {"connected", "connected"}, {"fc", "connected"}};
+} aliases[] = {{"conv", "convolutional"}, {"connected", "connected"}, {"fc", "connected"},
+               {"conn", "connected"},     {"max", "maxpool"},         {"avg", "avgpool"},
+               {"soft", "softmax"}};
 
 const LayerType *layer_type_find(const char *name)
 {
@@ -32,5 +36,5 @@ const LayerType *layer_type_find(const char *name)
 const char *layer_type_names(void)
 {
     return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
-           "softmax";
+           "softmax, crop, cost, reorg, upsample";
 }

@@ -1,13 +1,19 @@
-/* [softmax]: softmax over each sample's c*h*w values, and the cross-entropy loss.
+/* [softmax]: softmax over each sample's n = c*h*w values, and the cross-entropy loss.
  *
  *   in, out [batch][c][h][w]   out[b] = exp(in[b] - max) / sum exp(in[b] - max)
  *
- * With labels, forward adds sum_b -log(max(p[b][label_b], 1e-30)) / loss_divisor to
- * net->loss and backward adds the fused gradient (p - onehot(label)) / loss_divisor
- * into the input delta, ignoring l->delta. A sample whose label is outside [0, c*h*w)
- * contributes neither loss nor gradient. Without labels, backward applies the softmax
- * Jacobian to l->delta. */
+ * With labels, forward adds sum_b loss_b / loss_divisor to net->loss, where with
+ * e = label_smoothing in training (0 in eval mode, which measures the plain cross-entropy)
+ *
+ *   loss_b = (1 - e) * -log p[b][label_b] + e * mean_i -log p[b][i]
+ *
+ * as torch.nn.CrossEntropyLoss(label_smoothing=e), with log p from the log-sum-exp of the
+ * inputs in double. Backward adds the fused gradient (p - (1 - e) onehot(label) - e/n) /
+ * loss_divisor into the input delta, ignoring l->delta. A sample whose label is outside [0, n)
+ * contributes neither loss nor gradient. Without labels, backward applies the softmax Jacobian
+ * to l->delta. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/net.h"
 #include "io/onnx.h"
@@ -15,11 +21,17 @@
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768
 
+typedef struct Softmax {
+    float label_smoothing;
+} Softmax;
+
 static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
     int groups;
+    float smoothing;
     int st = cfg_get_int(cfg, s, "groups", 1, &groups, e);
+    st = st ? st : cfg_get_float(cfg, s, "label_smoothing", 0.0f, &smoothing, e);
     if (st)
         return st;
     if (groups != 1)
@@ -27,9 +39,47 @@ static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
                          "%s:%d: bad value '%d' for key 'groups' in [%s]: only groups=1 is "
                          "supported",
                          cfg->path, cfg_find(s, "groups")->line, groups, s->name);
+    if (!(smoothing >= 0 && smoothing <= 1))
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%s' for key 'label_smoothing' in [%s]: expected a "
+                         "value in [0, 1]",
+                         cfg->path, cfg_find(s, "label_smoothing")->line,
+                         cfg_find(s, "label_smoothing")->value, s->name);
+    Softmax *sm = malloc(sizeof *sm);
+    if (!sm)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    sm->label_smoothing = smoothing;
+    l->priv = sm;
     l->out_shape = l->in_shape;
     l->flops = 3.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
+}
+
+static void softmax_destroy(Layer *l)
+{
+    free(l->priv);
+    l->priv = NULL;
+}
+
+/* The label smoothing in effect: the cfg's in training, none in eval mode. */
+static float smoothing_of(const Layer *l, const Net *net)
+{
+    return net->train ? ((const Softmax *)l->priv)->label_smoothing : 0.0f;
+}
+
+/* One sample's loss from its inputs x [n] (see the top of the file). */
+static double sample_loss(const float *x, size_t n, int label, double smoothing)
+{
+    double max = x[0], sum = 0, total = 0;
+    for (size_t i = 1; i < n; i++)
+        max = x[i] > max ? x[i] : max;
+    for (size_t i = 0; i < n; i++) {
+        sum += exp(x[i] - max);
+        total += x[i];
+    }
+    const double log_sum_exp = max + log(sum);
+    return (1 - smoothing) * (log_sum_exp - x[label]) +
+           smoothing * (log_sum_exp - total / (double)n);
 }
 
 static void softmax_forward(Layer *l, Net *net)
@@ -55,13 +105,12 @@ static void softmax_forward(Layer *l, Net *net)
     }
     if (!net->labels)
         return;
+    const double smoothing = smoothing_of(l, net);
     double loss = 0;
     for (int b = 0; b < batch; b++) {
         int label = net->labels[b];
-        if (label < 0 || (size_t)label >= n)
-            continue;
-        float p = l->out[b * n + (size_t)label];
-        loss -= log(p > 1e-30f ? p : 1e-30f);
+        if (label >= 0 && (size_t)label < n)
+            loss += sample_loss(in + b * n, n, label, smoothing);
     }
     net->loss += (float)(loss / net->loss_divisor);
 }
@@ -74,7 +123,10 @@ static void softmax_backward(Layer *l, Net *net)
     size_t n = shape_size(l->out_shape);
     int batch = net->batch;
     const int *labels = net->labels;
-    float inv_divisor = 1.0f / net->loss_divisor;
+    const float inv_divisor = 1.0f / net->loss_divisor, smoothing = smoothing_of(l, net);
+    /* The smoothed target's weights: every class, and the label on top. */
+    const float all_weight = smoothing / (float)n * inv_divisor;
+    const float label_weight = (1.0f - smoothing) * inv_divisor;
 #pragma omp parallel for schedule(static) if (batch * n > SOFTMAX_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
         const float *p = l->out + b * n;
@@ -84,8 +136,8 @@ static void softmax_backward(Layer *l, Net *net)
             if (label < 0 || (size_t)label >= n)
                 continue;
             for (size_t i = 0; i < n; i++)
-                dx[i] += p[i] * inv_divisor;
-            dx[label] -= inv_divisor;
+                dx[i] += p[i] * inv_divisor - all_weight;
+            dx[label] -= label_weight;
         } else {
             /* dL/dx_i = p_i (dL/dp_i - sum_j p_j dL/dp_j) */
             const float *dy = l->delta + b * n;
@@ -115,5 +167,6 @@ const LayerType softmax_layer = {
     .parse = softmax_parse,
     .forward = softmax_forward,
     .backward = softmax_backward,
+    .destroy = softmax_destroy,
     .export_onnx = softmax_export_onnx,
 };

@@ -55,14 +55,16 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
 
 void batchnorm_forward_eval(const float *x, float *y, const float *scale, const float *bias,
                             const float *running_mean, const float *running_var, int batch, int c,
-                            int spatial, float eps)
+                            int spatial, float eps, int darknet)
 {
     const size_t sp = (size_t)spatial;
 
 #pragma omp parallel for schedule(static) if ((size_t)batch * c * sp >= 16384)
     for (int bc = 0; bc < batch * c; bc++) {
         const int ch = bc % c;
-        const float a = scale[ch] / sqrtf(running_var[ch] + eps);
+        const float std =
+            darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
+        const float a = scale[ch] / std;
         const float b = bias[ch] - running_mean[ch] * a;
         const float *xs = x + (size_t)bc * sp;
         float *ys = y + (size_t)bc * sp;

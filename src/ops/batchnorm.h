@@ -13,10 +13,11 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
                              float *running_var, int batch, int c, int spatial, float momentum,
                              float eps);
 
-/* Inference mode: normalises with the running statistics. y may equal x. */
+/* Inference mode: normalises with the running statistics, dividing by sqrt(var + eps), or with
+ * darknet set by darknet's sqrt(var) + 1e-6 (eps unused). y may equal x. */
 void batchnorm_forward_eval(const float *x, float *y, const float *scale, const float *bias,
                             const float *running_mean, const float *running_var, int batch, int c,
-                            int spatial, float eps);
+                            int spatial, float eps, int darknet);
 
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
  * dscale and dbias [c], and WRITES dL/dx into dx. dx may equal dy. */

@@ -3,11 +3,40 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
-#include "train/sgd.h"
+#include "train/ema.h"
 #include "util/timer.h"
 
-int trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr, float *loss,
+static int params_finite(const Layer *l)
+{
+    for (int k = 0; k < l->n_params; k++)
+        for (size_t j = 0; j < l->params[k].count; j++)
+            if (!isfinite(l->params[k].data[j]))
+                return 0;
+    return 1;
+}
+
+/* The error of a forward whose loss is not finite: which layer's output went first. */
+static int nonfinite_loss(const Net *net, Error *e)
+{
+    const int i = net_first_nonfinite_output(net);
+    char where[160];
+    if (i < 0)
+        snprintf(where, sizeof where, "the input batch holds non-finite values");
+    else if (i == net->n_layers)
+        snprintf(where, sizeof where, "every layer's output is finite");
+    else
+        snprintf(where, sizeof where, "layer %d [%s] produced the first non-finite output%s", i,
+                 net->layers[i].type->name,
+                 params_finite(&net->layers[i]) ? "" : " (its parameters are not finite)");
+    return error_set(e, CDL_ERUNTIME, "step %llu: the loss is not finite; %s",
+                     (unsigned long long)net->step + 1, where);
+}
+
+int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
                       Error *e)
 {
     const int subdivisions = net->hyper.subdivisions;
@@ -21,9 +50,13 @@ int trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, floa
         net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
         net_forward(net);
         *loss += net->loss;
+        if (!isfinite(net->loss)) {
+            net_zero_grads(net);
+            return nonfinite_loss(net, e);
+        }
         net_backward(net);
     }
-    sgd_step(net, velocity, lr);
+    optimizer_step(opt, net, lr);
     net->step++;
     return CDL_OK;
 }
@@ -42,11 +75,11 @@ static int fill_from_dataset(Net *net, int sub, void *ctx, Error *e)
     return CDL_OK;
 }
 
-float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr)
+float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *perm, float lr)
 {
     DatasetBatches batches = {train, perm};
     float loss;
-    trainer_step_with(net, velocity, fill_from_dataset, &batches, lr, &loss, NULL);
+    trainer_step_with(net, opt, fill_from_dataset, &batches, lr, &loss, NULL);
     return loss;
 }
 
@@ -65,14 +98,19 @@ static int fill_from_loader(Net *net, int sub, void *ctx, Error *e)
 
 /* Evaluates valid (when given), saves the checkpoint and reports the epoch; r arrives with
  * the epoch's training figures filled in. */
-static int end_epoch(Net *net, const float *velocity, const SampleSource *valid,
+static int end_epoch(Net *net, const Optimizer *opt, const SampleSource *valid,
                      const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb,
                      EpochReport *r, Error *e)
 {
     EvalResult result = {0};
     int st = CDL_OK;
     if (valid) {
+        /* The EMA is what eval and predict will use: measure it. */
+        if (opt->ema)
+            ema_swap(opt->ema, net);
         st = evaluate(net, valid, &plan->valid, &result, e);
+        if (opt->ema)
+            ema_swap(opt->ema, net);
         if (st)
             return st;
         meta->valid_accuracy = result.top1;
@@ -81,7 +119,7 @@ static int end_epoch(Net *net, const float *velocity, const SampleSource *valid,
     }
     meta->step = net->step;
     meta->epochs_done = r->epoch;
-    st = model_save(plan->out_path, net, velocity, meta, e);
+    st = model_save(plan->out_path, net, opt, meta, e);
     r->step = net->step;
     r->checkpoint = plan->out_path;
     if (!st && cb && cb->on_epoch)
@@ -91,7 +129,21 @@ static int end_epoch(Net *net, const float *velocity, const SampleSource *valid,
     return st;
 }
 
-int train_run(Net *net, float *velocity, Loader *train, const SampleSource *valid,
+/* Ends e's message with what became of the checkpoint at path, which training stopped before
+ * overwriting. */
+static void say_checkpoint_kept(const char *path, Error *e)
+{
+    if (!e)
+        return;
+    struct stat sb;
+    const size_t len = strlen(e->msg);
+    snprintf(e->msg + len, sizeof e->msg - len,
+             stat(path, &sb) ? "; stopped before writing a checkpoint (%s)"
+                             : "; stopped, the last checkpoint (%s) is kept",
+             path);
+}
+
+int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {
     const int batch = net->hyper.batch, subdivisions = net->hyper.subdivisions;
@@ -123,18 +175,13 @@ int train_run(Net *net, float *velocity, Loader *train, const SampleSource *vali
                 break;
             started_epoch = epoch;
         }
-        const float lr = net_learning_rate(&net->hyper, net->step);
+        const float lr = net_learning_rate(&net->hyper, net->step, total);
         float loss;
-        st = trainer_step_with(net, velocity, fill_from_loader, train, lr, &loss, e);
+        st = trainer_step_with(net, opt, fill_from_loader, train, lr, &loss, e);
+        if (st && !isfinite(loss))
+            say_checkpoint_kept(plan->out_path, e);
         if (st)
             break;
-        if (!isfinite(loss)) {
-            st = error_set(e, CDL_ERUNTIME,
-                           "step %llu: the loss is not finite (%g); stopped, the last checkpoint "
-                           "(%s) is kept",
-                           (unsigned long long)net->step, loss, plan->out_path);
-            break;
-        }
         loss_sum += loss;
         loss_steps++;
         const double elapsed = time_now_s() - start;
@@ -161,7 +208,7 @@ int train_run(Net *net, float *velocity, Loader *train, const SampleSource *vali
             /* The workers prepare the next epoch while this one is evaluated and saved. */
             if (net->step < total && !(st = loader_start_epoch(train, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
-            st = st ? st : end_epoch(net, velocity, valid, plan, meta, cb, &r, e);
+            st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
             loss_sum = 0;
             loss_steps = 0;
         }

@@ -1,5 +1,5 @@
 /* The training loop: epochs of shuffled mini-batches from a Loader, gradient accumulation
- * over subdivisions, SGD steps, per-epoch evaluation and checkpoints. */
+ * over subdivisions, optimizer steps, per-epoch evaluation and checkpoints. */
 #ifndef CDL_TRAINER_H
 #define CDL_TRAINER_H
 
@@ -8,6 +8,7 @@
 #include "data/loader.h"
 #include "io/model_io.h"
 #include "train/evaluate.h"
+#include "train/optimizer.h"
 
 typedef struct StepReport {
     uint64_t step, total_steps;         /* step just finished (1-based) and the run's total */
@@ -46,23 +47,29 @@ typedef struct TrainPlan {
 typedef int (*BatchFill)(Net *net, int sub, void *ctx, Error *e);
 
 /* One optimizer step: for each subdivision, fill, forward, backward (gradients
- * accumulate); then the SGD update at rate lr, and *loss = the batch's mean loss. When a
- * fill fails the step is abandoned before the update (gradients zeroed) with its status. */
-int trainer_step_with(Net *net, float *velocity, BatchFill fill, void *ctx, float lr, float *loss,
+ * accumulate); then opt's update at rate lr, and *loss = the batch's mean loss. When a
+ * fill fails the step is abandoned before the update (gradients zeroed) with its status.
+ * So is it when a mini-batch's loss is not finite (*loss then is not finite either), with
+ * CDL_ERUNTIME "step N: the loss is not finite; layer I [TYPE] produced the first non-finite
+ * output" (the 1-based step; the layer found by scanning the activations only then). */
+int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
                       Error *e);
 
 /* One optimizer step on samples perm[0..batch) of train: for each subdivision, fill the
- * input, forward, backward (gradients accumulate); then the SGD update. Returns the
+ * input, forward, backward (gradients accumulate); then opt's update. Returns the
  * batch's mean loss. Allocates nothing. */
-float trainer_step(Net *net, float *velocity, const Dataset *train, const int *perm, float lr);
+float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *perm, float lr);
 
 /* Trains net (built with gradients, sized for mini-batches of hyper.batch/subdivisions)
  * from meta->step up to plan->epochs epochs. train: a training loader (train=1, drop_last,
  * mini-batches of net->batch) over a source whose labels the net can output; a step takes
  * `subdivisions` of its mini-batches, and mini-batches left over at the end of an epoch are
- * dropped. valid (may be NULL) is evaluated after every epoch. velocity: n_params floats.
- * meta is updated and saved with every checkpoint. */
-int train_run(Net *net, float *velocity, Loader *train, const SampleSource *valid,
+ * dropped. The learning rate follows net_learning_rate over the run's plan->epochs epochs.
+ * valid (may be NULL) is evaluated after every epoch, with the EMA of the weights when opt
+ * keeps one. opt: set up for net (optimizer_init or model_load). meta is updated and saved with
+ * every checkpoint. A non-finite loss stops the run with trainer_step_with's error, followed by
+ * "; stopped, the last checkpoint (OUT) is kept" (the file as the last epoch wrote it). */
+int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e);
 
 #endif

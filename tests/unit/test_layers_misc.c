@@ -298,7 +298,7 @@ static void test_maxpool_shapes_and_errors(void)
                      "t.cfg:5: layer 0 [maxpool]: empty output");
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nfilters=3\n",
                      "t.cfg:7: unknown key 'filters' in [maxpool] (valid keys: stride, size, "
-                     "padding)");
+                     "padding, freeze, stopbackward)");
 }
 
 /* ---- avgpool ---- */
@@ -592,8 +592,9 @@ static void test_softmax_probabilities_and_loss(void)
     net_free(&net);
 }
 
-/* p underflows to 0 in float: the loss clamps it to 1e-30 (-log = 69.08). */
-static void test_softmax_loss_clamps_probability(void)
+/* p underflows to 0 in float, yet the loss, from the log-sum-exp of the inputs, is exact:
+ * -log p = log(1 + e^-200) + 200 = 200, as PyTorch's cross-entropy. */
+static void test_softmax_loss_is_exact_when_probability_underflows(void)
 {
     Net net;
     if (build_sized("[net]\nwidth=1\nheight=1\nchannels=2\n[softmax]\n", 1, &net))
@@ -603,7 +604,7 @@ static void test_softmax_loss_clamps_probability(void)
     net.labels[0] = 1;
     net_forward(&net);
     CHECK(net.layers[0].out[1] == 0.0f);
-    CHECK_NEAR(net.loss, -log(1e-30), 1e-3);
+    CHECK_NEAR(net.loss, 200.0, 1e-3);
     net_free(&net);
 }
 
@@ -732,7 +733,7 @@ int main(void)
     test_route_concatenates_in_order();
     test_route_errors();
     test_softmax_probabilities_and_loss();
-    test_softmax_loss_clamps_probability();
+    test_softmax_loss_is_exact_when_probability_underflows();
     test_softmax_without_labels_backpropagates_delta();
     test_softmax_errors();
     test_gradients();

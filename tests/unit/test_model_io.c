@@ -1,5 +1,6 @@
-/* Model checkpoints: every tensor, the velocity and the metadata survive a round trip;
- * a checkpoint whose tensor table disagrees with its cfg is refused. */
+/* Model checkpoints: every tensor, the optimizer state, the EMA and the metadata survive a round
+ * trip; inference loads the EMA; a checkpoint whose tensor table disagrees with its cfg, or
+ * whose optimizer state is of another kind than its cfg's optimizer, is refused. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +15,43 @@ static const char *cfg_text = "[net]\nbatch=4\nwidth=6\nheight=6\nchannels=2\n"
                               "activation=leaky\n[maxpool]\nsize=2\nstride=2\n"
                               "[connected]\noutput=4\nactivation=linear\n[softmax]\n";
 
-static int build(Net *net, uint64_t seed)
+/* Builds cfg_text with net_keys ("key=value\n" lines) added to its [net] section. */
+static int build_with(Net *net, const char *net_keys, uint64_t seed)
 {
     Error e = {0};
-    if (net_build_from_text(net, cfg_text, "m.cfg", 1, seed, &e)) {
+    char text[1024];
+    snprintf(text, sizeof text, "[net]\n%s%s", net_keys, cfg_text + strlen("[net]\n"));
+    if (net_build_from_text(net, text, "m.cfg", 1, seed, &e)) {
         fprintf(stderr, "build: %s\n", e.msg);
         return -1;
     }
     return 0;
 }
 
-static void test_round_trip_keeps_tensors_velocity_and_meta(const char *dir)
+static int build(Net *net, uint64_t seed)
+{
+    return build_with(net, "", seed);
+}
+
+/* Fills v [n] with distinct values from first on. */
+static void fill_distinct(float *v, size_t n, float first)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = first + 0.25f * (float)i;
+}
+
+static void test_round_trip_keeps_tensors_optimizer_ema_and_meta(const char *dir)
 {
     Net net, back;
     Error e = {0};
-    CHECK(build(&net, 5) == 0);
-    for (size_t i = 0; i < net.n_state; i++)
-        net.state[i] = 0.25f * (float)i;
-    float *velocity = malloc(net.n_params * sizeof *velocity);
-    for (size_t i = 0; i < net.n_params; i++)
-        velocity[i] = (float)i - 7.5f;
+    Optimizer opt, opt_back;
+    CHECK(build_with(&net, "optimizer=adam\nema=0.5\n", 5) == 0);
+    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
+    CHECK(opt.slab_floats == 2 * net.n_params && opt.ema != NULL);
+    fill_distinct(net.state, net.n_state, 1);
+    fill_distinct(opt.slab, opt.slab_floats, -7.5f);
+    fill_distinct(opt.ema, net.n_params + net.n_state, 100);
+    opt.steps = 77;
     char *names[] = {"cat", "dog", "bird", "fish"};
     ModelMeta meta = {.seed = 5,
                       .step = 123,
@@ -47,15 +65,17 @@ static void test_round_trip_keeps_tensors_velocity_and_meta(const char *dir)
     strcpy(meta.data_path, "x.data");
     char path[512];
     snprintf(path, sizeof path, "%s/m.cdl", dir);
-    CHECK(model_save(path, &net, velocity, &meta, &e) == CDL_OK);
+    CHECK(model_save(path, &net, &opt, &meta, &e) == CDL_OK);
 
-    float *velocity_back = NULL;
     ModelMeta meta_back;
-    CHECK(model_load(path, &back, 1, &velocity_back, &meta_back, &e) == CDL_OK);
+    CHECK(model_load(path, &back, 1, &opt_back, &meta_back, &e) == CDL_OK);
     CHECK(back.n_params == net.n_params && back.n_state == net.n_state);
     CHECK(!memcmp(back.params, net.params, net.n_params * sizeof *net.params));
     CHECK(!memcmp(back.state, net.state, net.n_state * sizeof *net.state));
-    CHECK(!memcmp(velocity_back, velocity, net.n_params * sizeof *velocity));
+    CHECK(opt_back.kind == CDL_OPT_ADAM && opt_back.steps == 77);
+    CHECK(opt_back.slab_floats == opt.slab_floats &&
+          !memcmp(opt_back.slab, opt.slab, opt.slab_floats * sizeof *opt.slab));
+    CHECK(opt_back.ema && !memcmp(opt_back.ema, opt.ema, (net.n_params + net.n_state) * 4));
     CHECK(meta_back.seed == 5 && meta_back.step == 123 && meta_back.epochs_done == 3);
     CHECK(meta_back.steps_per_epoch == 41 && meta_back.epochs_planned == 9);
     CHECK(meta_back.n_names == 4 && !strcmp(meta_back.names[2], "bird"));
@@ -63,41 +83,138 @@ static void test_round_trip_keeps_tensors_velocity_and_meta(const char *dir)
     CHECK(!strcmp(meta_back.data_path, "x.data"));
     CHECK(back.n_layers == 4 && back.layers[0].out_shape.c == 3);
 
-    /* Inference loads need no velocity and no gradients. */
-    Net infer;
-    ModelMeta meta_infer;
-    CHECK(model_load(path, &infer, 0, NULL, &meta_infer, &e) == CDL_OK);
-    CHECK(infer.grads == NULL);
-    CHECK(!memcmp(infer.params, net.params, net.n_params * sizeof *net.params));
-    model_meta_free(&meta_infer);
-    net_free(&infer);
-
     model_meta_free(&meta_back);
-    free(velocity_back);
+    optimizer_free(&opt_back);
     net_free(&back);
-    free(velocity);
+    optimizer_free(&opt);
     net_free(&net);
     unlink(path);
 }
 
-static void test_checkpoint_without_velocity_resumes_from_zero(const char *dir)
+static void test_inference_load_takes_the_ema_weights(const char *dir)
+{
+    Net net, infer;
+    Error e = {0};
+    Optimizer opt;
+    CHECK(build_with(&net, "ema=0.9\n", 2) == 0);
+    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
+    fill_distinct(opt.ema, net.n_params + net.n_state, 3);
+    ModelMeta meta = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/ema.cdl", dir);
+    CHECK(model_save(path, &net, &opt, &meta, &e) == CDL_OK);
+    CHECK(model_load(path, &infer, 0, NULL, &meta, &e) == CDL_OK);
+    CHECK(infer.grads == NULL);
+    CHECK(!memcmp(infer.params, opt.ema, net.n_params * sizeof *net.params));
+    CHECK(!memcmp(infer.state, opt.ema + net.n_params, net.n_state * sizeof *net.state));
+    model_meta_free(&meta);
+    net_free(&infer);
+    optimizer_free(&opt);
+    net_free(&net);
+    unlink(path);
+}
+
+static void test_inference_load_without_ema_takes_the_weights(const char *dir)
+{
+    Net net, infer;
+    Error e = {0};
+    Optimizer opt;
+    CHECK(build(&net, 4) == 0);
+    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
+    CHECK(opt.kind == CDL_OPT_SGD && opt.slab_floats == net.n_params && opt.ema == NULL);
+    fill_distinct(opt.slab, opt.slab_floats, 3);
+    ModelMeta meta = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/plain.cdl", dir);
+    CHECK(model_save(path, &net, &opt, &meta, &e) == CDL_OK);
+    CHECK(model_load(path, &infer, 0, NULL, &meta, &e) == CDL_OK);
+    CHECK(!memcmp(infer.params, net.params, net.n_params * sizeof *net.params));
+    model_meta_free(&meta);
+    net_free(&infer);
+    optimizer_free(&opt);
+    net_free(&net);
+    unlink(path);
+}
+
+static void test_checkpoint_without_optimizer_state_resumes_from_zero(const char *dir)
 {
     Net net, back;
     Error e = {0};
-    CHECK(build(&net, 1) == 0);
+    CHECK(build_with(&net, "optimizer=adamw\n", 1) == 0);
     ModelMeta meta = {0};
     char path[512];
     snprintf(path, sizeof path, "%s/nv.cdl", dir);
     CHECK(model_save(path, &net, NULL, &meta, &e) == CDL_OK);
-    float *velocity = NULL;
-    CHECK(model_load(path, &back, 1, &velocity, &meta, &e) == CDL_OK);
+    Optimizer opt;
+    CHECK(model_load(path, &back, 1, &opt, &meta, &e) == CDL_OK);
+    CHECK(opt.kind == CDL_OPT_ADAMW && opt.steps == 0 && opt.slab_floats == 2 * back.n_params);
     int zeros = 1;
-    for (size_t i = 0; i < back.n_params; i++)
-        zeros &= velocity[i] == 0.0f;
+    for (size_t i = 0; i < opt.slab_floats; i++)
+        zeros &= opt.slab[i] == 0.0f;
     CHECK(zeros);
-    free(velocity);
+    optimizer_free(&opt);
     model_meta_free(&meta);
     net_free(&back);
+    net_free(&net);
+    unlink(path);
+}
+
+/* Checkpoints from before the optimizer record flagged SGD velocity with "has_velocity". */
+static void test_older_checkpoint_with_velocity_resumes_its_sgd_state(const char *dir)
+{
+    Net net, back;
+    Error e = {0};
+    CHECK(build(&net, 1) == 0);
+    Optimizer sgd;
+    CHECK(optimizer_init(&sgd, &net, &e) == CDL_OK);
+    fill_distinct(sgd.slab, sgd.slab_floats, 2);
+    ModelMeta meta = {.step = 9};
+    char path[512];
+    snprintf(path, sizeof path, "%s/old.cdl", dir);
+    CHECK(model_save(path, &net, &sgd, &meta, &e) == CDL_OK);
+    cJSON *h;
+    void *blob;
+    size_t bytes;
+    CHECK(checkpoint_file_read(path, &h, &blob, &bytes, &e) == CDL_OK);
+    cJSON_DeleteItemFromObject(h, "optimizer");
+    cJSON_DeleteItemFromObject(h, "ema_floats");
+    cJSON_AddBoolToObject(h, "has_velocity", 1);
+    CHECK(checkpoint_file_write(path, h, blob, bytes, &e) == CDL_OK);
+    Optimizer opt;
+    CHECK(model_load(path, &back, 1, &opt, &meta, &e) == CDL_OK);
+    CHECK(opt.kind == CDL_OPT_SGD && opt.steps == 9);
+    CHECK(opt.slab && !memcmp(opt.slab, sgd.slab, sgd.slab_floats * sizeof *sgd.slab));
+    optimizer_free(&opt);
+    model_meta_free(&meta);
+    net_free(&back);
+    free(blob);
+    cJSON_Delete(h);
+    optimizer_free(&sgd);
+    net_free(&net);
+    unlink(path);
+}
+
+static void test_optimizer_state_of_another_kind_is_refused(const char *dir)
+{
+    Net net, back;
+    Error e = {0};
+    CHECK(build_with(&net, "optimizer=adam\n", 1) == 0);
+    /* SGD state (n_params floats) saved beside a cfg that says adam. */
+    Optimizer sgd = {.kind = CDL_OPT_SGD, .slab_floats = net.n_params};
+    sgd.slab = calloc(net.n_params, sizeof *sgd.slab);
+    ModelMeta meta = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/kind.cdl", dir);
+    CHECK(model_save(path, &net, &sgd, &meta, &e) == CDL_OK);
+    Optimizer opt;
+    CHECK(model_load(path, &back, 1, &opt, &meta, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "kind.cdl: its optimizer state is sgd's but its cfg says optimizer=adam");
+    CHECK(opt.slab == NULL);
+    /* Inference needs no optimizer state: it loads. */
+    CHECK(model_load(path, &back, 0, NULL, &meta, &e) == CDL_OK);
+    model_meta_free(&meta);
+    net_free(&back);
+    free(sgd.slab);
     net_free(&net);
     unlink(path);
 }
@@ -164,8 +281,12 @@ int main(void)
     char dir[] = "/tmp/cdl-model-io-XXXXXX";
     if (!mkdtemp(dir))
         return 1;
-    test_round_trip_keeps_tensors_velocity_and_meta(dir);
-    test_checkpoint_without_velocity_resumes_from_zero(dir);
+    test_round_trip_keeps_tensors_optimizer_ema_and_meta(dir);
+    test_inference_load_takes_the_ema_weights(dir);
+    test_inference_load_without_ema_takes_the_weights(dir);
+    test_checkpoint_without_optimizer_state_resumes_from_zero(dir);
+    test_older_checkpoint_with_velocity_resumes_its_sgd_state(dir);
+    test_optimizer_state_of_another_kind_is_refused(dir);
     test_tensor_table_mismatch_is_refused(dir);
     test_out_of_range_counts_load_as_zero(dir);
     rmdir(dir);

@@ -28,8 +28,9 @@ static void test_errors_name_file_line_and_choices(void)
                      "t.cfg:1: batch=3 is not divisible by subdivisions=2");
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n",
                      "t.cfg:1: the cfg defines no layers");
-    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\npolicy=cosine\n[softmax]\n",
-                     "t.cfg:5: bad value 'cosine' for key 'policy'");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\npolicy=linear\n[softmax]\n",
+                     "t.cfg:5: bad value 'linear' for key 'policy' in [net]: expected one of "
+                     "constant, step, steps, exp, poly, cosine");
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[softmax]\n[softmax]\n",
                      "t.cfg:5: layer 0: [softmax] is the loss and must be the last layer");
     expect_cfg_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
@@ -59,9 +60,9 @@ static void test_learning_rate_policies(void)
     h.learning_rate = 0.1f;
     h.power = 4;
     h.policy = CDL_LR_CONSTANT;
-    CHECK_NEAR(net_learning_rate(&h, 1000), 0.1, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 1000, 0), 0.1, 1e-7);
     h.burn_in = 10;
-    CHECK_NEAR(net_learning_rate(&h, 5), 0.1 * 0.0625, 1e-7); /* (5/10)^4 */
+    CHECK_NEAR(net_learning_rate(&h, 5, 0), 0.1 * 0.0625, 1e-7); /* (5/10)^4 */
     h.burn_in = 0;
     h.policy = CDL_LR_STEPS;
     h.n_steps = 2;
@@ -69,20 +70,20 @@ static void test_learning_rate_policies(void)
     h.steps[1] = 20;
     h.scales[0] = 0.1f;
     h.scales[1] = 0.5f;
-    CHECK_NEAR(net_learning_rate(&h, 9), 0.1, 1e-7);
-    CHECK_NEAR(net_learning_rate(&h, 10), 0.01, 1e-7);
-    CHECK_NEAR(net_learning_rate(&h, 25), 0.005, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 9, 0), 0.1, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 10, 0), 0.01, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 25, 0), 0.005, 1e-7);
     h.policy = CDL_LR_STEP;
     h.step = 10;
     h.scale = 0.5f;
-    CHECK_NEAR(net_learning_rate(&h, 25), 0.025, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 25, 0), 0.025, 1e-7);
     h.policy = CDL_LR_EXP;
     h.gamma = 0.9f;
-    CHECK_NEAR(net_learning_rate(&h, 2), 0.081, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 2, 0), 0.081, 1e-7);
     h.policy = CDL_LR_POLY;
     h.max_batches = 100;
     h.power = 2;
-    CHECK_NEAR(net_learning_rate(&h, 50), 0.025, 1e-7);
+    CHECK_NEAR(net_learning_rate(&h, 50, 0), 0.025, 1e-7);
 }
 
 static void test_slabs_hold_every_parameter(void)

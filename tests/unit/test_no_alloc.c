@@ -1,6 +1,7 @@
 /* The training step allocates nothing: malloc, calloc and realloc are counted (through
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
- * let OpenMP and OpenBLAS set up their own buffers, then again with a profiler recording a
+ * let OpenMP and OpenBLAS set up their own buffers (the net uses AdamW with gradient clipping,
+ * an EMA and label smoothing: every part of the step), then again with a profiler recording a
  * trace, and across the steps of train_run fed by a data loader. Skipped under
  * AddressSanitizer, which owns malloc. */
 #include <stdio.h>
@@ -41,13 +42,14 @@ void *realloc(void *p, size_t bytes)
 }
 
 static const char *cfg_text =
-    "[net]\nbatch=8\nsubdivisions=2\nwidth=8\nheight=8\nchannels=3\nmomentum=0.9\n"
+    "[net]\nbatch=8\nsubdivisions=2\nwidth=8\nheight=8\nchannels=3\noptimizer=adamw\n"
+    "clip_grad_norm=0.1\nema=0.9\npolicy=cosine\nwarmup=2\n"
     "[convolutional]\nfilters=4\nsize=3\npad=1\nbatch_normalize=1\nactivation=mish\n"
     "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\nactivation=leaky\n"
     "[shortcut]\nfrom=-2\n[maxpool]\nsize=2\nstride=2\n"
     "[convolutional]\nfilters=2\nsize=1\nactivation=relu\n[route]\nlayers=-1,-2\n"
     "[dropout]\nprobability=0.3\n[connected]\noutput=5\nbatch_normalize=1\nactivation=linear\n"
-    "[softmax]\n";
+    "[softmax]\nlabel_smoothing=0.1\n";
 
 static void test_training_step_allocates_nothing(void)
 {
@@ -68,13 +70,14 @@ static void test_training_step_allocates_nothing(void)
         data.labels[i] = i % 5;
         order[i] = 7 - i;
     }
-    float *velocity = calloc(net.n_params, sizeof *velocity);
+    Optimizer opt;
+    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
     net.train = 1;
     for (int step = 0; step < 2; step++)
-        trainer_step(&net, velocity, &data, order, 0.01f);
+        trainer_step(&net, &opt, &data, order, 0.01f);
     __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
     for (int step = 0; step < 3; step++)
-        trainer_step(&net, velocity, &data, order, 0.01f);
+        trainer_step(&net, &opt, &data, order, 0.01f);
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
     CHECK(allocations == 0);
     /* Profiling and tracing record into buffers allocated up front. */
@@ -84,12 +87,12 @@ static void test_training_step_allocates_nothing(void)
     net.profiler = &prof;
     __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
     for (int step = 0; step < 3; step++)
-        trainer_step(&net, velocity, &data, order, 0.01f);
+        trainer_step(&net, &opt, &data, order, 0.01f);
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
     CHECK(allocations == 0 && prof.n_events == 3 * 2 * 2 * (size_t)net.n_layers);
     net.profiler = NULL;
     profiler_free(&prof);
-    free(velocity);
+    optimizer_free(&opt);
     dataset_free(&data);
     net_free(&net);
 }
@@ -128,7 +131,8 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0};
         Loader *loader;
         CHECK(loader_open(&loader, &src, &net.augment, &opt, &e) == CDL_OK);
-        float *velocity = calloc(net.n_params, sizeof *velocity);
+        Optimizer optimizer;
+        CHECK(optimizer_init(&optimizer, &net, &e) == CDL_OK);
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";
         close(mkstemp(out));
         ModelMeta meta = {.seed = 3};
@@ -136,13 +140,13 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         long measured = 0;
         TrainCallbacks cb = {count_step_allocations, NULL, &measured};
         allocations = 0;
-        CHECK(train_run(&net, velocity, loader, NULL, &plan, &meta, &cb, &e) == CDL_OK);
+        CHECK(train_run(&net, &optimizer, loader, NULL, &plan, &meta, &cb, &e) == CDL_OK);
         __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
         CHECK(net.step == 10 && measured == 0);
         unlink(out);
         loader_close(loader);
         source_free(&src);
-        free(velocity);
+        optimizer_free(&optimizer);
         net_free(&net);
     }
 }

@@ -7,69 +7,14 @@
 #include "check.h"
 #include "core/net.h"
 #include "ref_fixture.h"
-#include "train/sgd.h"
+#include "ref_net.h"
+#include "train/optimizer.h"
 
-#define REF_TOLERANCE 1e-4
-
-static const RefFixture *fixture;
-
-static void expect_close(const char *name, const float *got, size_t count)
-{
-    const RefTensor *t = ref_fixture_get(fixture, name);
-    check_count++;
-    if (!t || t->count != count) {
-        check_failures++;
-        fprintf(stderr, "FAIL %s: fixture tensor missing or %zu values, cdl has %zu\n", name,
-                t ? t->count : 0, count);
-        return;
-    }
-    double err = ref_max_rel_error(got, t->data, count);
-    if (!(err <= REF_TOLERANCE)) {
-        check_failures++;
-        fprintf(stderr, "FAIL %s: relative error %.3g > %g\n", name, err, REF_TOLERANCE);
-    }
-}
-
-enum { ALL_PARAMS, TRAINABLE_ONLY, STATE_ONLY };
-
-/* Compares the parameters picked by which (under prefix "step1." / "step3.") or their
- * gradients ("grad."). */
-static void expect_params(Net *net, const char *prefix, int gradients, int which)
-{
-    for (int i = 0; i < net->n_layers; i++)
-        for (int k = 0; k < net->layers[i].n_params; k++) {
-            Param *p = &net->layers[i].params[k];
-            if ((which == TRAINABLE_ONLY && !p->trainable) || (which == STATE_ONLY && p->trainable))
-                continue;
-            char name[96];
-            snprintf(name, sizeof name, "%slayer%d.%s", prefix, i, p->name);
-            expect_close(name, gradients ? p->grad : p->data, p->count);
-        }
-}
-
-static int load_params(Net *net)
-{
-    for (int i = 0; i < net->n_layers; i++)
-        for (int k = 0; k < net->layers[i].n_params; k++) {
-            Param *p = &net->layers[i].params[k];
-            char name[96];
-            snprintf(name, sizeof name, "layer%d.%s", i, p->name);
-            const RefTensor *t = ref_fixture_get(fixture, name);
-            if (!t || t->count != p->count) {
-                fprintf(stderr, "FAIL fixture lacks %s\n", name);
-                return -1;
-            }
-            for (size_t j = 0; j < p->count; j++)
-                p->data[j] = t->data[j];
-        }
-    return 0;
-}
-
-static void train_step(Net *net, float *velocity)
+static void train_step(Net *net, Optimizer *opt)
 {
     net_forward(net);
     net_backward(net);
-    sgd_step(net, velocity, net_learning_rate(&net->hyper, net->step));
+    optimizer_step(opt, net, net_learning_rate(&net->hyper, net->step, 0));
     net->step++;
 }
 
@@ -80,9 +25,8 @@ int main(void)
     Error e = {0};
     if (ref_fixture_load("tests/ref/small_net.ref", &f))
         return 1;
-    fixture = &f;
     if (net_build_from_file(&net, "tests/ref/small_net.cfg", NULL, 0, 1, 1, &e) ||
-        net_resize(&net, 4, 1, &e) || load_params(&net)) {
+        net_resize(&net, 4, 1, &e) || ref_load_params(&f, &net)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         return 1;
     }
@@ -91,36 +35,42 @@ int main(void)
         net.input[i] = input->data[i];
     for (int b = 0; b < 4; b++)
         net.labels[b] = (int)labels->data[b];
-    float *velocity = calloc(net.n_params, sizeof *velocity);
+    Optimizer opt;
+    if (optimizer_init(&opt, &net, &e)) {
+        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+        return 1;
+    }
     net.train = 1;
 
     net_forward(&net);
     for (int i = 0; i < net.n_layers; i++) {
         char name[16];
         snprintf(name, sizeof name, "out%d", i);
-        expect_close(name, net.layers[i].out, (size_t)4 * shape_size(net.layers[i].out_shape));
+        ref_expect_close(&f, name, net.layers[i].out,
+                         (size_t)4 * shape_size(net.layers[i].out_shape));
     }
-    expect_close("loss", &net.loss, 1);
-    expect_params(&net, "step1.", 0, STATE_ONLY); /* running statistics after one forward */
+    ref_expect_close(&f, "loss", &net.loss, 1);
+    /* Running statistics after one forward. */
+    ref_expect_params(&f, &net, "step1.", 0, REF_STATE_ONLY);
     net_zero_grads(&net);
     net_backward(&net);
-    expect_params(&net, "grad.", 1, TRAINABLE_ONLY);
-    expect_close("grad.input", net.input_delta, input->count);
+    ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
+    ref_expect_close(&f, "grad.input", net.input_delta, input->count);
 
-    sgd_step(&net, velocity, net_learning_rate(&net.hyper, 0));
+    optimizer_step(&opt, &net, net_learning_rate(&net.hyper, 0, 0));
     net.step = 1;
-    train_step(&net, velocity);
+    train_step(&net, &opt);
     net_forward(&net);
-    expect_close("step3.loss", &net.loss, 1);
+    ref_expect_close(&f, "step3.loss", &net.loss, 1);
     net_backward(&net);
-    sgd_step(&net, velocity, net_learning_rate(&net.hyper, net.step));
-    expect_params(&net, "step3.", 0, ALL_PARAMS);
+    optimizer_step(&opt, &net, net_learning_rate(&net.hyper, net.step, 0));
+    ref_expect_params(&f, &net, "step3.", 0, REF_ALL_PARAMS);
 
     net.train = 0;
     net_forward(&net);
-    expect_close("eval.out7", net_output(&net), 20);
+    ref_expect_close(&f, "eval.out7", net_output(&net), 20);
 
-    free(velocity);
+    optimizer_free(&opt);
     net_free(&net);
     ref_fixture_free(&f);
     return check_report("test_ref_small_net");

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Prints the README's model zoo table: every cfg in cfg/ with its input, trainable
+# parameters and forward MFLOPs per image as `cdl info --json` reports them, and what it is
+# for. --write replaces the table under "## Model zoo" in README.md instead.
+# Usage: scripts/zoo-table.sh [--write]     (CDL=path overrides ./cdl)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CDL=${CDL:-./cdl}
+
+purpose() {
+    case "$1" in
+    cifar_darknet) echo "darknet's CIFAR-10 classifier (random 28x28 crops)" ;;
+    cifar_small) echo "CIFAR-shaped speed benchmark (scripts/bench-cpu.sh)" ;;
+    darknet19) echo "darknet's ImageNet classifier, the YOLOv2 backbone" ;;
+    digits) echo "tiny default: 8x8 digits, trains in seconds" ;;
+    fashion) echo "Fashion-MNIST demo (make demo): ~90% in 2 epochs" ;;
+    lenet) echo "LeNet-5 for MNIST / Fashion-MNIST" ;;
+    mobilenetv2) echo "torchvision mobilenet_v2: depthwise, inverted residuals" ;;
+    resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
+    resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;
+    resnet_fashion) echo "Fashion-MNIST ResNet: 93% on 2 cores (acceptance run)" ;;
+    vgg16) echo "torchvision vgg16 (ImageNet, no batch norm)" ;;
+    *) sed -n '1s/^#[[:space:]]*//p' "cfg/$1.cfg" ;;
+    esac
+}
+
+table() {
+    echo "| cfg | input CxHxW | parameters | MFLOPs | for |"
+    echo "| --- | --- | ---: | ---: | --- |"
+    for cfg in cfg/*.cfg; do
+        name=$(basename "$cfg" .cfg)
+        info=$("$CDL" info "$cfg" --json)
+        python3 - "$name" "$(purpose "$name")" "$info" <<'PY'
+import json, sys
+name, purpose, info = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+shape = "x".join(map(str, info["input"]))
+print(f"| `{name}` | {shape} | {info['params']:,} | {info['flops'] / 1e6:,.1f} | {purpose} |")
+PY
+    done
+}
+
+if [ "${1:-}" = "--write" ]; then
+    table | python3 -c '
+import sys
+table = sys.stdin.read().splitlines()
+lines = open("README.md").read().splitlines()
+section = lines.index("## Model zoo")
+start = next(i for i in range(section, len(lines)) if lines[i].startswith("| cfg |"))
+end = start
+while end < len(lines) and lines[end].startswith("|"):
+    end += 1
+open("README.md", "w").write("\n".join(lines[:start] + table + lines[end:]) + "\n")'
+else
+    table
+fi

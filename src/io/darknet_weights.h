@@ -1,0 +1,41 @@
+/* darknet's .weights files, read into and written from a net built from the matching cfg.
+ *
+ * Layout (native byte order, float32 tensors, no checksum and no sizes):
+ *   int32 major, minor, revision
+ *   seen: uint64 when major*10 + minor >= 2 (and both < 1000), else int32 (images trained on)
+ *   then, for every layer in order:
+ *     [convolutional]  biases [n]; with batch_normalize: scales, rolling_mean,
+ *                      rolling_variance [n]; weights [n][c/groups][size][size]
+ *     [connected]      biases [out]; weights [out][in] ([in][out] when major or minor > 1000);
+ *                      with batch_normalize: scales, rolling_mean, rolling_variance [out]
+ *     [batchnorm]      scales, rolling_mean, rolling_variance [c] (no shift: darknet keeps
+ *                      a [batchnorm]'s biases at 0)
+ *     other layers     nothing
+ * cdl writes version 0.2.0 with a uint64 `seen`, as darknet does. */
+#ifndef CDL_DARKNET_WEIGHTS_H
+#define CDL_DARKNET_WEIGHTS_H
+
+#include <stdint.h>
+
+#include "core/net.h"
+
+typedef struct DarknetHeader {
+    int32_t major, minor, revision;
+    uint64_t seen;
+} DarknetHeader;
+
+/* Loads the tensors of the .weights file at path into net (built from the cfg the weights
+ * belong to) and sets net->hyper.bn_darknet = 1, so that inference normalises as darknet does.
+ * The file's size is checked against the net's layers before anything is read: a file that
+ * ends inside a layer, or goes on after the last one, is refused (CDL_EUSAGE) naming the file,
+ * the cfg and the layer; so is a non-finite value or a negative variance (the mark of a
+ * mismatched layout). header (may be NULL) receives the file's header. On failure the net's
+ * tensors are unspecified. */
+int darknet_weights_load(Net *net, const char *path, DarknetHeader *header, Error *e);
+
+/* Writes net's tensors as a darknet .weights file (atomically), with `seen` images. A layer
+ * whose tensors darknet cannot hold (a family darknet lacks, or a [batchnorm] with a non-zero
+ * shift) is refused (CDL_EUSAGE) naming it. */
+int darknet_weights_save(const Net *net, const char *path, uint64_t seen, Error *e);
+
+#endif

@@ -1,0 +1,62 @@
+/* [cost]: darknet's loss layer, accepted only where it adds nothing to cdl: as the last layer,
+ * right after [softmax], whose cross-entropy is already the loss (darknet's resnet101 ends so).
+ * It passes the probabilities through, forward and backward. Its keys (type, scale, ...) are
+ * ignored with a warning (io/darknet_compat.c); anywhere else it would be a loss of its own
+ * (darknet's default type=sse: squared error), which cdl does not have, and it is refused.
+ *
+ *   in, out [batch][c][h][w] */
+#include <string.h>
+
+#include "core/net.h"
+#include "io/onnx.h"
+
+static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    const int after_softmax =
+        l->index > 0 && !strcmp(net->layers[l->index - 1].type->name, "softmax");
+    if (!after_softmax || l->index != net->n_layers - 1) {
+        const CfgEntry *type = cfg_find(s, "type");
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: unsupported section [%s] (a type=%s loss) here: cdl "
+                         "accepts [cost] only as the last layer, right after [softmax], whose "
+                         "cross-entropy is the loss",
+                         cfg->path, s->line, l->index, s->name, type ? type->value : "sse");
+    }
+    l->out_shape = l->in_shape;
+    return CDL_OK;
+}
+
+static void cost_forward(Layer *l, Net *net)
+{
+    memcpy(l->out, net_layer_input(net, l, 0),
+           (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->out);
+}
+
+/* The softmax before computes its gradient from the labels; without labels this is the
+ * identity's gradient. */
+static void cost_backward(Layer *l, Net *net)
+{
+    float *in_delta = net_layer_input_delta(net, l, 0);
+    if (!in_delta)
+        return;
+    const size_t n = (size_t)net->batch * shape_size(l->out_shape);
+    for (size_t i = 0; i < n; i++)
+        in_delta[i] += l->delta[i];
+}
+
+static int cost_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    const OnnxLayer *in = onnx_input(g, l, 0);
+    const char *x = in->name;
+    onnx_node(g, "Identity", 1, &x, onnx_output(g, l, in->flat), 0, NULL);
+    return CDL_OK;
+}
+
+const LayerType cost_layer = {
+    .name = "cost",
+    .parse = cost_parse,
+    .forward = cost_forward,
+    .backward = cost_backward,
+    .export_onnx = cost_export_onnx,
+};

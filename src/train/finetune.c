@@ -1,0 +1,165 @@
+/* Partial loading of a model's tensors into a net, layer by layer where they match. */
+#include "train/finetune.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/model_io.h"
+#include "io/onnx.h"
+
+/* The longest text one skipped layer adds to the list (longer reasons are cut). */
+#define SKIP_TEXT_MAX 240
+
+/* Fills g with the natural shapes of net's tensors: the layers declare them while exporting
+ * to ONNX (as for `cdl export npy`); a layer that cannot export leaves them undeclared. */
+static int declare_shapes(const Net *net, OnnxGraph *g, Error *e)
+{
+    int st = onnx_graph_init(g, net, e);
+    for (int i = 0; !st && i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        Error ignored;
+        if (l->type->export_onnx)
+            (void)l->type->export_onnx(l, net, g, &ignored);
+    }
+    return st;
+}
+
+/* "5x96": tensor k of layer i as declared in g, or its count when undeclared. */
+static void shape_text(const OnnxGraph *g, const Layer *l, int k, char *out, size_t size)
+{
+    const OnnxLayer *rec = &g->layers[l->index];
+    if (!rec->n_dims[k]) {
+        snprintf(out, size, "%zu", l->params[k].count);
+        return;
+    }
+    size_t used = 0;
+    for (int d = 0; d < rec->n_dims[k] && used < size; d++)
+        used += (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "",
+                                 (long long)rec->dims[k][d]);
+}
+
+static int same_shape(const OnnxGraph *ga, const Layer *a, const OnnxGraph *gb, const Layer *b,
+                      int k)
+{
+    const OnnxLayer *ra = &ga->layers[a->index], *rb = &gb->layers[b->index];
+    if (a->params[k].count != b->params[k].count || ra->n_dims[k] != rb->n_dims[k])
+        return 0;
+    for (int d = 0; d < ra->n_dims[k]; d++)
+        if (ra->dims[k][d] != rb->dims[k][d])
+            return 0;
+    return 1;
+}
+
+/* "weights,biases" */
+static void names_text(const Layer *l, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < l->n_params && used < size; k++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s", k ? "," : "", l->params[k].name);
+}
+
+/* Why layer d of dst cannot take the tensors of src's layer at its index; "" when it can. */
+static void mismatch(const Net *src, const OnnxGraph *gs, const Layer *d, const OnnxGraph *gd,
+                     char *why, size_t size)
+{
+    why[0] = '\0';
+    if (d->index >= src->n_layers) {
+        snprintf(why, size, "not in the base: it has %d layers", src->n_layers);
+        return;
+    }
+    const Layer *s = &src->layers[d->index];
+    if (s->type != d->type) {
+        snprintf(why, size, "the base has [%s] there", s->type->name);
+        return;
+    }
+    int same_names = s->n_params == d->n_params;
+    for (int k = 0; same_names && k < d->n_params; k++)
+        same_names = !strcmp(s->params[k].name, d->params[k].name);
+    if (!same_names) {
+        char mine[80], theirs[80];
+        names_text(d, mine, sizeof mine);
+        names_text(s, theirs, sizeof theirs);
+        snprintf(why, size, "tensors %s vs %s", mine, theirs);
+        return;
+    }
+    for (int k = 0; k < d->n_params; k++)
+        if (!same_shape(gd, d, gs, s, k)) {
+            char mine[64], theirs[64];
+            shape_text(gd, d, k, mine, sizeof mine);
+            shape_text(gs, s, k, theirs, sizeof theirs);
+            snprintf(why, size, "shape %s vs %s", mine, theirs);
+            return;
+        }
+}
+
+/* Copies the tensors of every matching layer; appends the others to m->skipped_list, which has
+ * room for SKIP_TEXT_MAX characters per layer. */
+static void copy_matching_layers(Net *dst, const Net *src, const OnnxGraph *gd, const OnnxGraph *gs,
+                                 WeightsMatch *m)
+{
+    size_t used = 0;
+    m->skipped_list[0] = '\0';
+    for (int i = 0; i < dst->n_layers; i++) {
+        Layer *d = &dst->layers[i];
+        if (!d->n_params)
+            continue;
+        char why[SKIP_TEXT_MAX - 64], entry[SKIP_TEXT_MAX];
+        mismatch(src, gs, d, gd, why, sizeof why);
+        if (why[0]) {
+            snprintf(entry, sizeof entry, "%s%d [%s] (%s)", m->skipped ? ", " : "", i,
+                     d->type->name, why);
+            memcpy(m->skipped_list + used, entry, strlen(entry) + 1);
+            used += strlen(entry);
+            m->skipped++;
+            continue;
+        }
+        const Layer *s = &src->layers[i];
+        for (int k = 0; k < d->n_params; k++)
+            memcpy(d->params[k].data, s->params[k].data,
+                   d->params[k].count * sizeof *d->params[k].data);
+        m->loaded++;
+    }
+}
+
+int finetune_copy_matching(Net *dst, const Net *src, WeightsMatch *m, Error *e)
+{
+    memset(m, 0, sizeof *m);
+    const size_t cap = 1 + (size_t)dst->n_layers * SKIP_TEXT_MAX;
+    OnnxGraph gd = {0}, gs = {0};
+    int st = declare_shapes(dst, &gd, e);
+    st = st ? st : declare_shapes(src, &gs, e);
+    if (!st && !(m->skipped_list = malloc(cap)))
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    if (!st)
+        copy_matching_layers(dst, src, &gd, &gs, m);
+    onnx_graph_free(&gd);
+    onnx_graph_free(&gs);
+    return st;
+}
+
+int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
+{
+    memset(m, 0, sizeof *m);
+    Net base;
+    ModelMeta meta;
+    int st = model_load(path, &base, 0, NULL, &meta, e);
+    if (st)
+        return st;
+    model_meta_free(&meta);
+    st = finetune_copy_matching(net, &base, m, e);
+    net_free(&base);
+    if (!st && !m->loaded)
+        st = error_set(e, CDL_EUSAGE,
+                       "%s: its architecture differs from the cfg: no layer matches (skipped "
+                       "layers %s)",
+                       path, m->skipped_list);
+    return st;
+}
+
+void weights_match_free(WeightsMatch *m)
+{
+    free(m->skipped_list);
+    memset(m, 0, sizeof *m);
+}

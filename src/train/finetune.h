@@ -1,0 +1,32 @@
+/* Fine-tuning: starting a net from another model's tensors wherever its layers match, so that a
+ * changed head (or any changed layer) keeps its fresh initialisation while the rest is loaded. */
+#ifndef CDL_FINETUNE_H
+#define CDL_FINETUNE_H
+
+#include "core/net.h"
+
+/* What a partial load did. */
+typedef struct WeightsMatch {
+    int loaded;  /* layers whose tensors were copied */
+    int skipped; /* layers with tensors that kept their initial values */
+    /* malloc'd, "" when none: "7 [connected] (shape 5x96 vs 10x96), 8 [convolutional] (not in
+     * the base: it has 8 layers)"; shapes read cfg vs base. */
+    char *skipped_list;
+} WeightsMatch;
+
+/* Copies from src into dst the tensors (parameters and running statistics) of every layer
+ * whose index and type are the same in both and whose tensors have the same names and shapes
+ * (the shapes `cdl export npy` writes); dst's other layers keep their values. Layers without
+ * tensors count neither as loaded nor as skipped. m is overwritten; free with
+ * weights_match_free, even after a failure (only out of memory). */
+int finetune_copy_matching(Net *dst, const Net *src, WeightsMatch *m, Error *e);
+
+/* finetune_copy_matching from the cdl checkpoint at path. Fails with CDL_EUSAGE "PATH: its
+ * architecture differs from the cfg: no layer matches (skipped layers ...)" when nothing could
+ * be loaded. (darknet .weights hold no shapes to match layers by: io/darknet_weights.h loads
+ * them into the whole net.) */
+int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e);
+
+void weights_match_free(WeightsMatch *m);
+
+#endif

@@ -1,0 +1,46 @@
+/* The optimizers of [net] optimizer=, with torch.optim's update rules, over the parameter slab.
+ * Weight decay applies to tensors flagged for it (convolution and connected weights), or to every
+ * trainable tensor with decay_bn_bias=1; g is the accumulated gradient, after clipping.
+ *
+ *   sgd    (torch.optim.SGD, dampening 0):  g += decay*w;  v = momentum*v + g;
+ *          w -= lr * (nesterov ? g + momentum*v : v)
+ *   adam   (torch.optim.Adam, L2 decay):    g += decay*w;  m = b1*m + (1-b1)*g;
+ *          v = b2*v + (1-b2)*g*g;  w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+ *   adamw  (torch.optim.AdamW):             w *= 1 - lr*decay; then adam's step without decay
+ *
+ * t counts the updates from 1. A step first scales the gradients by
+ * min(1, clip_grad_norm / (norm + 1e-6)) when clip_grad_norm > 0, norm being their global L2 norm
+ * (torch.nn.utils.clip_grad_norm_, summed in double); after the update it zeroes them and moves
+ * the EMA of the weights (train/ema.h) when ema > 0. Layers before net->train_from (frozen) are
+ * left alone. */
+#ifndef CDL_OPTIMIZER_H
+#define CDL_OPTIMIZER_H
+
+#include <stdint.h>
+
+#include "core/net.h"
+
+typedef struct Optimizer {
+    OptimizerKind kind;
+    /* The kind's state, one allocation: sgd: velocity [n_params]; adam, adamw: m [n_params]
+     * then v [n_params]. Same layout as the parameter slab. */
+    float *slab;
+    size_t slab_floats;
+    uint64_t steps; /* updates applied (t of the bias correction) */
+    float *ema;     /* [ema_floats(net)] the weights' EMA (train/ema.h); NULL when ema=0 */
+} Optimizer;
+
+/* Floats of state an optimizer of kind keeps for n_params parameters. */
+size_t optimizer_state_floats(OptimizerKind kind, size_t n_params);
+
+/* Sets o up for net->hyper's optimizer: zeroed state, steps 0, and the EMA (when asked for)
+ * starting from the net's current weights. o is overwritten; free with optimizer_free, even
+ * after a failure. */
+int optimizer_init(Optimizer *o, const Net *net, Error *e);
+void optimizer_free(Optimizer *o);
+
+/* One update of net's parameters at rate lr from the gradients accumulated in net->grads (see
+ * the top of this file); leaves the gradients zeroed. Allocates nothing. */
+void optimizer_step(Optimizer *o, Net *net, float lr);
+
+#endif

@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# Every cfg of Debian's darknet package (/usr/share/darknet/cfg): cdl either builds it and runs a
+# forward pass on a photo, or refuses it with exit code 2 and a message naming the section or key
+# it does not support. scripts/darknet-compat.sh tries them all once (cdl info, then cdl predict
+# CFG PHOTO) and its table is what the tests read; README.md shows the same table.
+load helpers
+
+DARKNET_CFGS=/usr/share/darknet/cfg
+
+setup_file() {
+    "$BATS_TEST_DIRNAME/../../scripts/darknet-compat.sh" > "$BATS_FILE_TMPDIR/table.md"
+}
+
+# The table row of one cfg, "| NAME | OUTCOME | DETAILS |".
+row() {
+    grep "^| $1 |" "$BATS_FILE_TMPDIR/table.md"
+}
+
+@test "each darknet cfg runs a forward pass, or is refused with exit 2 naming a section or key" {
+    local n=0
+    for cfg in "$DARKNET_CFGS"/*.cfg; do
+        name=$(basename "$cfg")
+        line=$(row "$name")
+        echo "$line"
+        n=$((n + 1))
+        case "$line" in
+        "| $name | runs | "*) ;;
+        "| $name | refused (exit 2) | $name:"[0-9]*": "*\[[a-z]*\]*) ;;
+        *) false ;;
+        esac
+    done
+    [ "$n" -gt 40 ]
+    [ "$(grep -c '^| [^-]' "$BATS_FILE_TMPDIR/table.md")" -eq $((n + 1)) ]
+}
+
+@test "darknet's classifiers run" {
+    for name in alexnet cifar darknet darknet19 darknet19_448 darknet53 darknet53_448 \
+        densenet201 extraction extraction.conv extraction22k jnet-conv resnet18 resnet34 resnet50 \
+        resnet101 resnet152 resnext50 resnext101-32x4d resnext152-32x4d tiny vgg-16 vgg-conv; do
+        run row "$name.cfg"
+        echo "$output"
+        [[ "$output" == "| $name.cfg | runs | "* ]]
+    done
+}
+
+@test "darknet's detectors and recurrent nets are refused by their section" {
+    for pair in yolov3:yolo yolov3-tiny:yolo yolov3-spp:yolo yolov2:region yolov2-tiny:region \
+        yolo9000:region yolov1:local yolov1-tiny:detection t1.test:detection rnn:rnn gru:gru; do
+        run row "${pair%%:*}.cfg"
+        echo "$output"
+        [[ "$output" == *"unsupported section [${pair##*:}]: "* ]]
+    done
+}
+
+@test "resnet101's [cost] after [softmax] is accepted and its sse type reported as ignored" {
+    run row resnet101.cfg
+    [[ "$output" == *"| runs | "*"; ignored: 'type' in [cost] |" ]]
+}
+
+@test "README's darknet table is scripts/darknet-compat.sh's output" {
+    tail -n +3 "$BATS_FILE_TMPDIR/table.md" > rows.md
+    grep -F -x -f rows.md "$REPO/README.md" > in_readme.md
+    diff rows.md in_readme.md
+}
