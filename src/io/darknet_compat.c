@@ -45,7 +45,7 @@ static const struct {
      "darknet transposes such weights when loading them; cdl does not"},
     {"convolutional", "dilation", "1", KEY_REFUSE, "dilated convolutions are not supported"},
     {"convolutional", "dot", "0", KEY_IGNORE,
-     "darknet's filter-similarity penalty (GPU training only) is not implemented"},
+     "cdl has no darknet filter-similarity penalty (a GPU-training-only regulariser)"},
     {"softmax", "temperature", "1", KEY_REFUSE, "a softmax temperature is not supported"},
     {"softmax", "tree", NULL, KEY_REFUSE, "hierarchical (tree) softmax is not supported"},
     {"softmax", "spatial", "0", KEY_REFUSE, "a softmax per position is not supported"},
