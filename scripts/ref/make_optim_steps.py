@@ -31,6 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ref_format import write_ref
+
 CFG = """[net]
 batch=4
 subdivisions=1
@@ -182,20 +184,6 @@ def cosine_lrs():
               min(1.0, (t + 1) / warmup) for t in range(span + 1)]
     assert np.allclose(rates, closed, rtol=1e-12), "CosineAnnealingLR left its closed form"
     return [("lr", torch.tensor(rates, dtype=DT))]
-
-
-def write_ref(path, tensors):
-    names = set()
-    with open(path, "wb") as f:
-        f.write(b"CDLREF 1\n")
-        for name, t in tensors:
-            assert name not in names and len(name) < 64 and " " not in name, name
-            names.add(name)
-            a = np.ascontiguousarray(t.detach().cpu().numpy().astype("<f4"))
-            assert 1 <= a.ndim <= 8
-            assert np.all(np.isfinite(a)), name
-            f.write(("%s %d %s\n" % (name, a.ndim, " ".join(str(d) for d in a.shape))).encode())
-            f.write(a.tobytes(order="C"))
 
 
 def main():

@@ -33,6 +33,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ref_format import write_ref
+
 CFG = """[net]
 batch=4
 subdivisions=1
@@ -153,20 +155,6 @@ def forward(x, p, s, training):
                       p["layer6.biases"])
     out[7] = F.softmax(out[6], dim=1)
     return out
-
-
-def write_ref(path, tensors):
-    names = set()
-    with open(path, "wb") as f:
-        f.write(b"CDLREF 1\n")
-        for name, t in tensors:
-            assert name not in names and len(name) < 64 and " " not in name, name
-            names.add(name)
-            a = np.ascontiguousarray(t.detach().cpu().numpy().astype("<f4"))
-            assert 1 <= a.ndim <= 8
-            assert np.all(np.isfinite(a)), name
-            f.write(("%s %d %s\n" % (name, a.ndim, " ".join(str(d) for d in a.shape))).encode())
-            f.write(a.tobytes(order="C"))
 
 
 def compute(x, labels, params, stats):
