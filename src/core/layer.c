@@ -42,6 +42,17 @@ void layer_activate(Layer *l, int batch)
     activation_forward(l->pre, l->out, (size_t)batch * shape_size(l->out_shape), l->activation);
 }
 
+void layer_activate_row(Layer *l, int batch, int t)
+{
+    if (l->activation == CDL_ACT_LINEAR)
+        return;
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    for (int b = 0; b < batch; b++) {
+        const size_t at = (size_t)b * sample + (size_t)t * row;
+        activation_forward(l->pre + at, l->out + at, row, l->activation);
+    }
+}
+
 void layer_activation_backward(Layer *l, int batch)
 {
     if (l->activation == CDL_ACT_LINEAR)

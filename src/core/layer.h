@@ -13,7 +13,9 @@
 typedef struct Net Net;
 typedef struct OnnxGraph OnnxGraph;
 
-/* Per-sample shape; tensors passed between layers are [batch][c][h][w]. */
+/* Per-sample shape; tensors passed between layers are [batch][c][h][w]. In a sequence net
+ * ([net] seq=T, see core/net.h) they are [batch][1][T][features]: c = 1, one row per token
+ * (h = T), the token's features along w. */
 typedef struct Shape {
     int c, h, w;
 } Shape;
@@ -83,6 +85,12 @@ typedef struct LayerType {
      * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX
      * cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
+    /* Sequence layers (NULL elsewhere): computes row t of l->out for every sample of the batch,
+     * in inference mode, from row t of its inputs and what the forward or forward_at calls
+     * before left in the layer (its outputs and caches for rows < t): generation extends a
+     * sequence one token at a time with it (attention's key/value cache, a recurrent layer's
+     * state). Must give the same row as forward. */
+    void (*forward_at)(Layer *l, Net *net, int t);
 } LayerType;
 
 /* Looks a family up by section name; NULL when unknown. */
@@ -105,6 +113,8 @@ static inline float *layer_activation_input(Layer *l)
 }
 /* l->out = f(l->pre) when the activation is not linear (nothing to do otherwise). */
 void layer_activate(Layer *l, int batch);
+/* Sequence layers' forward_at: layer_activate on row t ([h = t][w values]) of each sample. */
+void layer_activate_row(Layer *l, int batch, int t);
 /* Turns l->delta from dL/d(out) into dL/d(pre) in place. */
 void layer_activation_backward(Layer *l, int batch);
 

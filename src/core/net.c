@@ -103,9 +103,21 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     int n_scales = 0, policy = 0;
     st = st ? st : cfg_get_int(cfg, s, "batch", 1, &h->batch, e);
     st = st ? st : cfg_get_int(cfg, s, "subdivisions", 1, &h->subdivisions, e);
-    st = st ? st : cfg_get_int(cfg, s, "width", 0, &net->in_shape.w, e);
-    st = st ? st : cfg_get_int(cfg, s, "height", 0, &net->in_shape.h, e);
-    st = st ? st : cfg_get_int(cfg, s, "channels", 0, &net->in_shape.c, e);
+    int inputs = 1;
+    st = st ? st : cfg_get_int(cfg, s, "seq", 0, &net->seq, e);
+    if (!st && !cfg_find(s, "seq")) /* darknet's name; its recurrent cfgs use 1 */
+        st = cfg_get_int(cfg, s, "time_steps", 0, &net->seq, e);
+    st = st ? st : cfg_get_int(cfg, s, "vocab", 0, &net->vocab, e);
+    st = st ? st : cfg_get_int(cfg, s, "inputs", 1, &inputs, e);
+    st = st ? st : require_min(cfg, s, "seq", net->seq, 0, e);
+    st = st ? st : require_min(cfg, s, "time_steps", net->seq, 0, e);
+    st = st ? st : require_min(cfg, s, "vocab", net->vocab, 0, e);
+    st = st ? st : require_min(cfg, s, "inputs", inputs, 1, e);
+    if (!st && net->seq > 0) /* a sequence of `inputs` values per token; no image keys */
+        net->in_shape = (Shape){1, net->seq, inputs};
+    st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
+    st = st ? st : cfg_get_int(cfg, s, "height", net->in_shape.h, &net->in_shape.h, e);
+    st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);
     st = st ? st : cfg_get_float(cfg, s, "learning_rate", 0.001f, &h->learning_rate, e);
     st = st ? st : cfg_get_float(cfg, s, "momentum", 0.9f, &h->momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "decay", 0.0001f, &h->decay, e);
@@ -306,8 +318,9 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     for (int i = 0; i < net->n_layers; i++)
         if (net->layers[i].type->init)
             net->layers[i].type->init(&net->layers[i], &rng);
-    net->classes = (int)shape_size(net->layers[net->n_layers - 1].out_shape);
-    net->loss_divisor = (float)net->hyper.batch;
+    const Shape out = net->layers[net->n_layers - 1].out_shape;
+    net->classes = net->seq > 0 ? out.w : (int)shape_size(out);
+    net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
     net->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     return CDL_OK;
@@ -393,7 +406,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->activations = calloc(total + 1, sizeof *net->activations);
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
-    net->labels = calloc((size_t)batch, sizeof *net->labels);
+    net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
     net->scratch = calloc(scratch + 1, sizeof *net->scratch);
     net->scratch_floats = scratch;
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
@@ -435,6 +448,23 @@ void net_forward(Net *net)
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
     }
+    net->train = train;
+}
+
+int net_can_forward_at(const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        if (!net->layers[i].type->forward_at)
+            return 0;
+    return net->n_layers > 0;
+}
+
+void net_forward_at(Net *net, int t)
+{
+    const int train = net->train;
+    net->train = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].type->forward_at(&net->layers[i], net, t);
     net->train = train;
 }
 

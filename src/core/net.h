@@ -71,9 +71,14 @@ typedef struct Net {
      * the input, in training and in eval/predict. */
     AugmentConfig augment;
     Shape in_shape;
+    /* Sequence nets ([net] seq=T, darknet's time_steps): tokens per sample, 0 for image nets.
+     * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
+     * [embedding]) and there is one label per token, the id of the token that follows. */
+    int seq;
+    int vocab; /* [net] vocab=: distinct tokens (0: not set; training on text sets it) */
     Layer *layers;
     int n_layers;
-    int classes; /* output size of the last layer */
+    int classes; /* output size of the last layer (per token in a sequence net) */
 
     /* Slabs: one allocation each. */
     float *params; /* trainable parameters */
@@ -94,7 +99,7 @@ typedef struct Net {
     float *activations; /* slab holding every layer's out/delta/pre */
     float *input;       /* [batch][in_shape] */
     float *input_delta; /* [batch][in_shape] dL/d(input), only when requested */
-    int *labels;        /* [batch] */
+    int *labels;        /* [batch][net_labels_per_sample] */
     float *scratch;     /* shared workspace */
     size_t scratch_floats;
 
@@ -146,6 +151,17 @@ const float *net_output(const Net *net);
  * an infinity; -1 when the input [batch][in_shape] already does; n_layers when all is
  * finite. Reads every activation: for diagnosis, not for the training step. */
 int net_first_nonfinite_output(const Net *net);
+
+/* Labels per sample: seq in a sequence net, else 1. */
+static inline int net_labels_per_sample(const Net *net)
+{
+    return net->seq > 0 ? net->seq : 1;
+}
+/* 1 when every layer has forward_at (token-by-token generation with caches). */
+int net_can_forward_at(const Net *net);
+/* Runs every layer's forward_at for row t (inference; see LayerType.forward_at): after a
+ * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */
+void net_forward_at(Net *net, int t);
 
 /* Learning rate at optimizer step t (0-based) under the [net] policy. total_steps is the run's
  * length, the span of policy=cosine when max_batches is 0 (callers that do not know it pass 0:

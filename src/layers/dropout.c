@@ -94,6 +94,17 @@ static void dropout_forward(Layer *l, Net *net)
     }
 }
 
+/* Inference: row t passes through (sequence nets). */
+static void dropout_forward_at(Layer *l, Net *net, int t)
+{
+    const float *in = net_layer_input(net, l, 0);
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    for (int b = 0; b < net->batch; b++) {
+        const size_t at = (size_t)b * sample + (size_t)t * row;
+        memcpy(l->out + at, in + at, row * sizeof *l->out);
+    }
+}
+
 static void dropout_backward(Layer *l, Net *net)
 {
     const Dropout *d = l->priv;
@@ -138,6 +149,7 @@ const LayerType dropout_layer = {
     .parse = dropout_parse,
     .resize = dropout_resize,
     .forward = dropout_forward,
+    .forward_at = dropout_forward_at,
     .backward = dropout_backward,
     .destroy = dropout_destroy,
     .export_onnx = dropout_export_onnx,

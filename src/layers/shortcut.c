@@ -57,6 +57,11 @@ static Mapping mapping_of(Shape a, Shape o)
     return m;
 }
 
+static int same_shape(Shape a, Shape b)
+{
+    return a.c == b.c && a.h == b.h && a.w == b.w;
+}
+
 static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int from;
@@ -86,6 +91,13 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
     l->inputs[1] = index;
     l->n_inputs = 2;
     l->out_shape = l->in_shape;
+    const Shape fs = net->layers[index].out_shape;
+    if (net->seq > 0 && !same_shape(fs, l->out_shape))
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s]: in a sequence net the layers added must have one "
+                         "shape (layer %d is %dx%dx%d, the input %dx%dx%d)",
+                         cfg->path, en->line, l->index, s->name, index, fs.c, fs.h, fs.w,
+                         l->out_shape.c, l->out_shape.h, l->out_shape.w);
     l->flops = 2.0 * (double)shape_size(l->out_shape);
     Shortcut *sc = calloc(1, sizeof *sc);
     if (!sc)
@@ -93,18 +105,12 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
     sc->alpha = alpha;
     sc->beta = beta;
     l->priv = sc;
-    (void)net;
     return CDL_OK;
 }
 
 static Shape from_shape(const Layer *l, const Net *net)
 {
     return net->layers[l->inputs[1]].out_shape;
-}
-
-static int same_shape(Shape a, Shape b)
-{
-    return a.c == b.c && a.h == b.h && a.w == b.w;
 }
 
 static void shortcut_forward(Layer *l, Net *net)
@@ -138,6 +144,20 @@ static void shortcut_forward(Layer *l, Net *net)
         }
     }
     layer_activate(l, net->batch);
+}
+
+/* Row t of every sample, for sequence nets, whose shortcuts join equal shapes (parse checks). */
+static void shortcut_forward_at(Layer *l, Net *net, int t)
+{
+    const Shortcut *sc = l->priv;
+    const float *prev = net_layer_input(net, l, 0);
+    const float *from = net_layer_input(net, l, 1);
+    float *out = layer_activation_input(l);
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    for (int b = 0; b < net->batch; b++)
+        for (size_t i = (size_t)b * sample + (size_t)t * row, end = i + row; i < end; i++)
+            out[i] = sc->alpha * prev[i] + sc->beta * from[i];
+    layer_activate_row(l, net->batch, t);
 }
 
 static void shortcut_backward(Layer *l, Net *net)
@@ -276,4 +296,5 @@ const LayerType shortcut_layer = {
     .backward = shortcut_backward,
     .destroy = shortcut_destroy,
     .export_onnx = shortcut_export_onnx,
+    .forward_at = shortcut_forward_at,
 };

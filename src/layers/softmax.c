@@ -1,7 +1,10 @@
-/* [softmax]: softmax over each sample's n = c*h*w values, and the cross-entropy loss.
+/* [softmax]: softmax over each of a sample's `groups` runs of n = c*h*w/groups values, and the
+ * cross-entropy loss. groups is 1 in an image net; in a sequence net it is T, one softmax per
+ * token row (darknet's key, with its meaning), each with its label.
  *
- *   in, out [batch][c][h][w]   out[b] = exp(in[b] - max) / sum exp(in[b] - max)
+ *   in, out [batch][groups][n]   out[b][g] = exp(in[b][g] - max) / sum exp(in[b][g] - max)
  *
+ * Below, "sample" means one (b, g) with its label labels[b * groups + g].
  * With labels, forward adds sum_b loss_b / loss_divisor to net->loss, where with
  * e = label_smoothing in training (0 in eval mode, which measures the plain cross-entropy)
  *
@@ -23,22 +26,24 @@
 
 typedef struct Softmax {
     float label_smoothing;
+    int groups;
 } Softmax;
 
 static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    (void)net;
     int groups;
     float smoothing;
-    int st = cfg_get_int(cfg, s, "groups", 1, &groups, e);
+    const int rows = net->seq > 0 ? l->in_shape.h : 1; /* the labels each sample has */
+    int st = cfg_get_int(cfg, s, "groups", rows, &groups, e);
     st = st ? st : cfg_get_float(cfg, s, "label_smoothing", 0.0f, &smoothing, e);
     if (st)
         return st;
-    if (groups != 1)
+    if (groups != rows)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%d' for key 'groups' in [%s]: only groups=1 is "
+                         "%s:%d: bad value '%d' for key 'groups' in [%s]: only groups=%d (%s) is "
                          "supported",
-                         cfg->path, cfg_find(s, "groups")->line, groups, s->name);
+                         cfg->path, cfg_find(s, "groups")->line, groups, s->name, rows,
+                         net->seq > 0 ? "one softmax per token" : "one softmax per image");
     if (!(smoothing >= 0 && smoothing <= 1))
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: bad value '%s' for key 'label_smoothing' in [%s]: expected a "
@@ -49,6 +54,7 @@ static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     if (!sm)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     sm->label_smoothing = smoothing;
+    sm->groups = groups;
     l->priv = sm;
     l->out_shape = l->in_shape;
     l->flops = 3.0 * (double)shape_size(l->in_shape);
@@ -82,37 +88,53 @@ static double sample_loss(const float *x, size_t n, int label, double smoothing)
            smoothing * (log_sum_exp - total / (double)n);
 }
 
+/* y[n] = softmax(x[n]). */
+static void softmax_row(const float *x, float *y, size_t n)
+{
+    float max = x[0];
+    for (size_t i = 1; i < n; i++)
+        max = x[i] > max ? x[i] : max;
+    float sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = expf(x[i] - max);
+        sum += y[i];
+    }
+    float inv = 1.0f / sum;
+    for (size_t i = 0; i < n; i++)
+        y[i] *= inv;
+}
+
 static void softmax_forward(Layer *l, Net *net)
 {
     const float *in = net_layer_input(net, l, 0);
-    size_t n = shape_size(l->out_shape);
-    int batch = net->batch;
-#pragma omp parallel for schedule(static) if (batch * n > SOFTMAX_PARALLEL_MIN)
-    for (int b = 0; b < batch; b++) {
-        const float *x = in + b * n;
-        float *y = l->out + b * n;
-        float max = x[0];
-        for (size_t i = 1; i < n; i++)
-            max = x[i] > max ? x[i] : max;
-        float sum = 0;
-        for (size_t i = 0; i < n; i++) {
-            y[i] = expf(x[i] - max);
-            sum += y[i];
-        }
-        float inv = 1.0f / sum;
-        for (size_t i = 0; i < n; i++)
-            y[i] *= inv;
-    }
+    const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
+    const size_t n = shape_size(l->out_shape) / groups;
+    const int rows = net->batch * (int)groups;
+#pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++)
+        softmax_row(in + r * n, l->out + r * n, n);
     if (!net->labels)
         return;
     const double smoothing = smoothing_of(l, net);
     double loss = 0;
-    for (int b = 0; b < batch; b++) {
-        int label = net->labels[b];
+    for (int r = 0; r < rows; r++) {
+        int label = net->labels[r];
         if (label >= 0 && (size_t)label < n)
-            loss += sample_loss(in + b * n, n, label, smoothing);
+            loss += sample_loss(in + r * n, n, label, smoothing);
     }
     net->loss += (float)(loss / net->loss_divisor);
+}
+
+/* Row t of every sample (sequence nets; no loss). */
+static void softmax_forward_at(Layer *l, Net *net, int t)
+{
+    const float *in = net_layer_input(net, l, 0);
+    const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
+    const size_t n = shape_size(l->out_shape) / groups;
+    for (int b = 0; b < net->batch; b++) {
+        const size_t at = ((size_t)b * groups + (size_t)t) * n;
+        softmax_row(in + at, l->out + at, n);
+    }
 }
 
 static void softmax_backward(Layer *l, Net *net)
@@ -120,19 +142,20 @@ static void softmax_backward(Layer *l, Net *net)
     float *in_delta = net_layer_input_delta(net, l, 0);
     if (!in_delta)
         return;
-    size_t n = shape_size(l->out_shape);
-    int batch = net->batch;
+    const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
+    const size_t n = shape_size(l->out_shape) / groups;
+    const int rows = net->batch * (int)groups;
     const int *labels = net->labels;
     const float inv_divisor = 1.0f / net->loss_divisor, smoothing = smoothing_of(l, net);
     /* The smoothed target's weights: every class, and the label on top. */
     const float all_weight = smoothing / (float)n * inv_divisor;
     const float label_weight = (1.0f - smoothing) * inv_divisor;
-#pragma omp parallel for schedule(static) if (batch * n > SOFTMAX_PARALLEL_MIN)
-    for (int b = 0; b < batch; b++) {
-        const float *p = l->out + b * n;
-        float *dx = in_delta + b * n;
+#pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) {
+        const float *p = l->out + r * n;
+        float *dx = in_delta + r * n;
         if (labels) {
-            int label = labels[b];
+            int label = labels[r];
             if (label < 0 || (size_t)label >= n)
                 continue;
             for (size_t i = 0; i < n; i++)
@@ -140,7 +163,7 @@ static void softmax_backward(Layer *l, Net *net)
             dx[label] -= label_weight;
         } else {
             /* dL/dx_i = p_i (dL/dp_i - sum_j p_j dL/dp_j) */
-            const float *dy = l->delta + b * n;
+            const float *dy = l->delta + r * n;
             float dot = 0;
             for (size_t i = 0; i < n; i++)
                 dot += p[i] * dy[i];
@@ -154,7 +177,10 @@ static void softmax_backward(Layer *l, Net *net)
  * output is [N][c*h*w]. */
 static int softmax_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net, (void)e;
+    (void)net;
+    if (((const Softmax *)l->priv)->groups != 1)
+        return error_set(e, CDL_EUSAGE, "layer %d [softmax]: a softmax per token is not exported",
+                         l->index);
     char x[ONNX_NAME_MAX];
     onnx_input_flat(g, l, 0, x);
     const OnnxAttr axis = onnx_attr_int("axis", 1);
@@ -169,4 +195,5 @@ const LayerType softmax_layer = {
     .backward = softmax_backward,
     .destroy = softmax_destroy,
     .export_onnx = softmax_export_onnx,
+    .forward_at = softmax_forward_at,
 };
