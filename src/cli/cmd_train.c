@@ -15,6 +15,7 @@
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "data/source_files.h"
+#include "data/text_data.h"
 #include "io/darknet_weights.h"
 #include "io/model_io.h"
 #include "train/finetune.h"
@@ -28,6 +29,9 @@ static const OptSpec train_opts[] = {
     {"--resume", 1, 0, "continue the run saved in this checkpoint"},
     {"--out", 1, 0, "checkpoint path (default weights/CFGNAME.cdl)"},
     {"--epochs", 1, 0, "train until this many epochs are done"},
+    {"--time-limit", 1, 0,
+     "stop after the step during which this many seconds of training passed, then evaluate "
+     "and save"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
     {"--seed", 1, 0, "random seed for init, order and dropout (default 1)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
@@ -143,10 +147,66 @@ typedef struct TrainSetup {
     Net net;
     Optimizer opt;
     ModelMeta meta;
-    int meta_owns_names;
+    int meta_owns_names; /* meta's names and vocabulary are its own (a resumed checkpoint's) */
     char data_path[PATH_MAX], out_path[PATH_MAX];
     long epochs;
+    DataConfig dc;
+    TextData text; /* a sequence net's token streams (vocab.n = 0 otherwise) */
 } TrainSetup;
+
+/* A sequence net's text: the .data file must be type=text; the vocabulary is the resumed
+ * model's, else built from the text. The net's vocab and one-hot inputs must agree with it. */
+static int load_text(TrainSetup *t, const TextVocab *vocab, Error *e)
+{
+    int st = data_config_load(t->data_path, &t->dc, e);
+    if (st)
+        return st;
+    if (t->dc.train_kind != DATA_TEXT)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a sequence net ([net] seq=%d) trains on text: the .data file needs "
+                         "type=text",
+                         t->data_path, t->net.seq);
+    return text_data_load(&t->dc, vocab, &t->text, e);
+}
+
+static int check_vocab(const TrainSetup *t, Error *e)
+{
+    const Net *net = &t->net;
+    const int v = t->text.vocab.n;
+    if (net->vocab != v || net->classes != v)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the text has %d distinct tokens but the net has vocab=%d and %d "
+                         "outputs per token",
+                         t->data_path, v, net->vocab, net->classes);
+    if (net->in_shape.w != 1 && net->in_shape.w != v)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: [net] inputs=%d: a text net takes token ids (inputs=1) or one-hot "
+                         "tokens (inputs=%d, the vocabulary)",
+                         t->data_path, net->in_shape.w, v);
+    return CDL_OK;
+}
+
+/* Builds the cfg's net; a sequence net without [net] vocab= is built again with the text's. */
+static int build_fresh(TrainSetup *t, const Args *a, const char *cfg_path, uint64_t seed, Error *e)
+{
+    int st = net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, seed, e);
+    if (st || t->net.seq <= 0)
+        return st;
+    if ((st = load_text(t, NULL, e)) || t->net.vocab)
+        return st;
+    char vocab[48];
+    snprintf(vocab, sizeof vocab, "net.vocab=%d", t->text.vocab.n);
+    const char **overrides = malloc(((size_t)a->n_repeats + 1) * sizeof *overrides);
+    if (!overrides)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (int i = 0; i < a->n_repeats; i++)
+        overrides[i] = a->repeats[i];
+    overrides[a->n_repeats] = vocab;
+    net_free(&t->net);
+    st = net_build_from_file(&t->net, cfg_path, overrides, a->n_repeats + 1, 1, seed, e);
+    free(overrides);
+    return st;
+}
 
 static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
 {
@@ -157,23 +217,25 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     if (st)
         return st;
-    st = net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, (uint64_t)seed, e);
+    const char *data = args_get(a, "--data");
+    if (data)
+        snprintf(t->data_path, sizeof t->data_path, "%s", data);
+    else
+        default_data_path(cfg_path, t->data_path, sizeof t->data_path);
+    st = build_fresh(t, a, cfg_path, (uint64_t)seed, e);
+    st = st ? st : t->net.seq > 0 ? check_vocab(t, e) : CDL_OK;
     if (st)
         return st;
     cli_print_warnings(t->net.cfg.warnings);
     t->meta.seed = (uint64_t)seed;
     t->meta.valid_accuracy = t->meta.valid_loss = -1;
+    t->meta.vocab = t->text.vocab; /* borrowed: run_training hands it back */
     const char *init = args_get(a, "--weights");
     if (init && (st = load_initial_weights(&t->net, init, e)))
         return st;
     /* After --weights: the EMA starts from the weights training starts from. */
     if ((st = optimizer_init(&t->opt, &t->net, e)))
         return st;
-    const char *data = args_get(a, "--data");
-    if (data)
-        snprintf(t->data_path, sizeof t->data_path, "%s", data);
-    else
-        default_data_path(cfg_path, t->data_path, sizeof t->data_path);
     const char *out = args_get(a, "--out");
     if (out)
         snprintf(t->out_path, sizeof t->out_path, "%s", out);
@@ -198,7 +260,12 @@ static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error 
         return error_set(e, CDL_EUSAGE, "%s: the checkpoint names no dataset; pass --data", resume);
     const char *out = args_get(a, "--out");
     snprintf(t->out_path, sizeof t->out_path, "%s", out ? out : resume);
-    return CDL_OK;
+    if (t->net.seq > 0 && !t->meta.vocab.n)
+        return error_set(e, CDL_EUSAGE, "%s: a sequence net's checkpoint without a vocabulary",
+                         resume);
+    if (t->net.seq > 0 && (st = load_text(t, &t->meta.vocab, e)))
+        return st;
+    return t->net.seq > 0 ? check_vocab(t, e) : CDL_OK;
 }
 
 /* Opens the training loader (--workers, --skip-bad); validation reads its set alike. */
@@ -220,38 +287,67 @@ static int open_train_loader(const TrainSetup *t, const Args *a, const SampleSou
     return loader_open(loader, train, &t->net.augment, &opt, e);
 }
 
+/* What one run reads: images through a Loader, or a sequence net's text. */
+typedef struct RunData {
+    SampleSource train, valid;
+    Loader *loader;
+    TextBatches text;
+    TrainSource source;
+    ValidSet valid_set;
+} RunData;
+
+/* Opens the image sources (and class names) or wraps the loaded text; *samples is the
+ * training set's size in samples (windows of a text). */
+static int open_run_data(TrainSetup *t, RunData *d, long *samples, Error *e)
+{
+    if (t->net.seq > 0) {
+        d->text = (TextBatches){&t->text.train, t->meta.seed};
+        *samples = (long)text_windows(&t->text.train, t->net.seq);
+        d->valid_set.tokens = t->text.valid.n ? &t->text.valid : NULL;
+        return CDL_OK;
+    }
+    int st = data_config_load(t->data_path, &t->dc, e);
+    st = st ? st : data_config_open_sources(&t->dc, &d->train, &d->valid, e);
+    if (st)
+        return st;
+    warn_ambiguous_labels(&d->train, "training");
+    warn_ambiguous_labels(&d->valid, "validation");
+    if (d->train.classes > t->net.classes)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the training labels go up to %d but the net outputs %d classes",
+                         t->data_path, d->train.classes - 1, t->net.classes);
+    if (!t->meta_owns_names) {
+        t->meta.names = t->dc.names;
+        t->meta.n_names = t->dc.n_names;
+    }
+    *samples = d->train.n;
+    d->valid_set.images = d->valid.n ? &d->valid : NULL;
+    return CDL_OK;
+}
+
 static int run_training(TrainSetup *t, const Args *a, Error *e)
 {
-    long threads, log_every;
+    long threads, log_every, time_limit;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : args_get_int(a, "--log-every", 0, 0, LONG_MAX, &log_every, e);
+    st = st ? st : args_get_int(a, "--time-limit", 0, 0, LONG_MAX, &time_limit, e);
     if (st)
         return st;
     if (args_get(a, "--gpu"))
         return error_set(e, CDL_EUSAGE,
                          "--gpu: this cdl was built without GPU support (make GPU=1)");
     cli_set_threads((int)threads);
-    DataConfig dc;
-    SampleSource train = {0}, valid = {0};
-    Loader *loader = NULL;
-    st = data_config_load(t->data_path, &dc, e);
-    if (st)
-        return st;
+    RunData d = {0};
     FILE *log = NULL;
     StepTrace trace = {0};
     TfEvents *tb = NULL;
-    st = data_config_open_sources(&dc, &train, &valid, e);
+    long samples = 0;
+    st = open_run_data(t, &d, &samples, e);
     if (st)
         goto done;
-    warn_ambiguous_labels(&train, "training");
-    warn_ambiguous_labels(&valid, "validation");
-    if (!t->meta_owns_names) {
-        t->meta.names = dc.names;
-        t->meta.n_names = dc.n_names;
-    }
     snprintf(t->meta.data_path, sizeof t->meta.data_path, "%s", t->data_path);
-    const int steps_per_epoch = train.n / t->net.hyper.batch;
     const Hyper *h = &t->net.hyper;
+    const int steps_per_epoch = (int)(samples / h->batch);
     long def_epochs = t->meta_owns_names && t->meta.epochs_planned > 0 ? t->meta.epochs_planned
                       : h->epochs > 0                                  ? h->epochs
                       : h->max_batches > 0 && steps_per_epoch > 0
@@ -259,12 +355,17 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
                           : 1;
     st = args_get_int(a, "--epochs", def_epochs, 1, 1000000, &t->epochs, e);
     if (!st && steps_per_epoch < 1) /* before net_resize allocates for the whole batch */
-        st = error_set(e, CDL_EUSAGE, "%s: the training set has %d samples, fewer than batch=%d",
-                       t->data_path, train.n, h->batch);
+        st = error_set(e, CDL_EUSAGE, "%s: the training set has %ld %s, fewer than batch=%d",
+                       t->data_path, samples,
+                       t->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch);
     st = st ? st : prepare_output(t->out_path, e);
     st = st ? st : net_resize(&t->net, h->batch / h->subdivisions, 0, e);
-    TrainPlan plan = {(int)t->epochs, t->out_path, {0, args_get(a, "--skip-bad") != NULL}};
-    st = st ? st : open_train_loader(t, a, &train, &loader, &plan.valid, e);
+    TrainPlan plan = {
+        (int)t->epochs, t->out_path, {0, args_get(a, "--skip-bad") != NULL}, (double)time_limit};
+    if (!st && t->net.seq > 0)
+        d.source = train_source_text(&d.text, &t->net);
+    else if (!st && !(st = open_train_loader(t, a, &d.train, &d.loader, &plan.valid, e)))
+        d.source = train_source_loader(d.loader);
     if (st)
         goto done;
     const char *log_path = args_get(a, "--log");
@@ -275,7 +376,8 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     const char *tb_dir = args_get(a, "--tensorboard");
     if (tb_dir && (st = tfevents_open(tb_dir, &tb, e)))
         goto done;
-    Progress progress = {isatty(2), (int)log_every, (int)t->epochs, log, t->meta.names, -1, tb};
+    Progress progress = {isatty(2), (int)log_every, (int)t->epochs,    log, t->meta.names, -1,
+                         tb,        t->net.seq,     (double)time_limit};
     if (progress.log_every <= 0)
         progress.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
     TrainCallbacks cb = {progress_on_step, progress_on_epoch, &progress};
@@ -289,7 +391,7 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     if (done_already)
         fprintf(stderr, "cdl: %s already has %d epochs; nothing to do (raise --epochs)\n",
                 t->out_path, t->meta.epochs_done);
-    st = train_run(&t->net, &t->opt, loader, valid.n ? &valid : NULL, &plan, &t->meta, &cb, e);
+    st = train_run(&t->net, &t->opt, &d.source, &d.valid_set, &plan, &t->meta, &cb, e);
     /* Nothing trained means nothing written: --out may not exist to link to. */
     st = st || done_already ? st : update_latest_link(t->out_path, e);
 done:
@@ -301,11 +403,11 @@ done:
     if (!t->meta_owns_names) {
         t->meta.names = NULL;
         t->meta.n_names = 0;
+        memset(&t->meta.vocab, 0, sizeof t->meta.vocab);
     }
-    loader_close(loader);
-    source_free(&train);
-    source_free(&valid);
-    data_config_free(&dc);
+    loader_close(d.loader);
+    source_free(&d.train);
+    source_free(&d.valid);
     return st;
 }
 
@@ -330,5 +432,7 @@ int cmd_train(int argc, char **argv)
     optimizer_free(&t.opt);
     if (t.meta_owns_names)
         model_meta_free(&t.meta);
+    text_data_free(&t.text);
+    data_config_free(&t.dc);
     return st ? cli_fail(&e) : 0;
 }

@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -59,6 +60,8 @@ void progress_on_step(void *ctx, const StepReport *r)
         cJSON_AddNumberToObject(o, "loss", r->loss);
         cJSON_AddNumberToObject(o, "lr", r->lr);
         cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
+        if (p->tokens_per_sample)
+            cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         write_json_line(p->jsonl, o);
     }
@@ -68,7 +71,12 @@ void progress_on_step(void *ctx, const StepReport *r)
         write_scalars(p, r->step, tags, values, 3);
     }
     char eta[32];
-    format_duration(eta, sizeof eta, r->eta_s);
+    const double left_s = p->time_limit_s > 0 && p->time_limit_s - r->elapsed_s < r->eta_s
+                              ? p->time_limit_s - r->elapsed_s
+                              : r->eta_s;
+    format_duration(eta, sizeof eta, left_s > 0 ? left_s : 0);
+    const double rate = r->images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1);
+    const char *unit = p->tokens_per_sample ? "tok/s" : "img/s";
     if (p->tty) {
         if (r->elapsed_s - p->last_draw_s < 0.1 && r->step_in_epoch != r->steps_per_epoch)
             return;
@@ -79,14 +87,13 @@ void progress_on_step(void *ctx, const StepReport *r)
         for (int i = 0; i < width; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[width] = '\0';
-        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f lr %.4g %.0f img/s ETA %s",
+        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f lr %.4g %.0f %s ETA %s",
                 r->epoch + 1, p->epochs, bar, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr,
-                r->images_per_s, eta);
+                rate, unit, eta);
         fflush(stderr);
     } else if (logged) {
-        fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f img/s ETA %s\n",
-                r->epoch + 1, p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr,
-                r->images_per_s, eta);
+        fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f %s ETA %s\n", r->epoch + 1,
+                p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr, rate, unit, eta);
     }
 }
 
@@ -97,15 +104,21 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
         fprintf(stderr, "\r\033[K");
     char took[32];
     format_duration(took, sizeof took, r->elapsed_s);
-    fprintf(stderr, "epoch %d/%d: train loss %.4f", r->epoch, p->epochs, r->train_loss);
-    if (r->valid)
+    fprintf(stderr, "epoch %d/%d%s: train loss %.4f", r->epoch, p->epochs,
+            r->stopped ? " (stopped at the time limit)" : "", r->train_loss);
+    if (r->valid && r->valid->per_token)
+        fprintf(stderr, ", valid loss %.4f (%.3f bits/token), next-token accuracy %.2f%%",
+                r->valid->loss, r->valid->loss / M_LN2, 100.0 * r->valid->top1);
+    else if (r->valid)
         fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid->loss,
                 100.0 * r->valid->top1);
     if (r->skipped)
         fprintf(stderr, ", skipped %d unreadable samples", r->skipped);
     if (r->valid && r->valid->skipped)
         fprintf(stderr, ", skipped %d unreadable validation samples", r->valid->skipped);
-    fprintf(stderr, ", %.0f img/s, %s, saved %s\n", r->images_per_s, took, r->checkpoint);
+    fprintf(stderr, ", %.0f %s, %s, saved %s\n",
+            r->images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1),
+            p->tokens_per_sample ? "tok/s" : "img/s", took, r->checkpoint);
     if (p->jsonl) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "epoch");
@@ -114,9 +127,15 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
         cJSON_AddNumberToObject(o, "loss", r->train_loss);
         cJSON_AddNumberToObject(o, "skipped", r->skipped);
         cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
+        if (p->tokens_per_sample)
+            cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
+        if (r->stopped)
+            cJSON_AddBoolToObject(o, "time_limit", 1);
         if (r->valid) {
             cJSON_AddNumberToObject(o, "valid_loss", r->valid->loss);
+            if (r->valid->per_token)
+                cJSON_AddNumberToObject(o, "bits_per_token", r->valid->loss / M_LN2);
             cJSON_AddNumberToObject(o, "accuracy", r->valid->top1);
             cJSON_AddNumberToObject(o, "top5", r->valid->top5);
             cJSON_AddNumberToObject(o, "valid_skipped", r->valid->skipped);

@@ -19,6 +19,8 @@ typedef struct Progress {
      * train/images_per_s; epochs get valid/loss, valid/accuracy and valid/top5. After a
      * failed write a warning is printed and this is set to NULL (the owner closes it). */
     TfEvents *tensorboard;
+    int tokens_per_sample; /* sequence nets: seq, and rates are shown in tokens/s; 0: images */
+    double time_limit_s;   /* > 0: the run stops then (the ETA says so) */
 } Progress;
 
 void progress_on_step(void *ctx, const StepReport *r);

@@ -319,7 +319,7 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
         if (net->layers[i].type->init)
             net->layers[i].type->init(&net->layers[i], &rng);
     const Shape out = net->layers[net->n_layers - 1].out_shape;
-    net->classes = net->seq > 0 ? out.w : (int)shape_size(out);
+    net->classes = (int)(shape_size(out) / (size_t)net_labels_per_sample(net));
     net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
     net->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);

@@ -15,12 +15,13 @@
 enum { MAX_CLASSES = 1 << 16 };
 
 static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names, "
-                                 "labels, type, valid_split, backup, top";
+                                 "labels, type, tokens, valid_split, backup, top";
 
 static const char *const KIND_NAMES[] = {
     [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
     [DATA_CIFAR100] = "CIFAR-100",       [DATA_FOLDER] = "an image folder",
     [DATA_LIST] = "a darknet list",      [DATA_CSV] = "a CSV of image paths",
+    [DATA_TEXT] = "a text file",
 };
 
 static void free_strings(char **v, int n)
@@ -153,7 +154,7 @@ static int default_names(DataConfig *dc, Error *e)
 
 /* Lines of the keys that later checks name. */
 typedef struct KeyLines {
-    int names, labels, type;
+    int names, labels, type, tokens;
 } KeyLines;
 
 static int parse_type(const char *value, DataKind *kind)
@@ -163,7 +164,7 @@ static int parse_type(const char *value, DataKind *kind)
         DataKind kind;
     } types[] = {{"cifar10", DATA_CIFAR10}, {"cifar100", DATA_CIFAR100}, {"folder", DATA_FOLDER},
                  {"list", DATA_LIST},       {"csv", DATA_CSV},           {"idx", DATA_ARRAYS},
-                 {"digits", DATA_ARRAYS}};
+                 {"digits", DATA_ARRAYS},   {"text", DATA_TEXT}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         if (!strcmp(value, types[i].name)) {
             *kind = types[i].kind;
@@ -196,8 +197,8 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
         DataKind kind;
         if (!parse_type(value, &kind)) {
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: type=%s: expected cifar10, cifar100, folder, list, csv, idx "
-                             "or digits",
+                             "%s:%d: type=%s: expected cifar10, cifar100, folder, list, csv, idx, "
+                             "digits or text",
                              dc->path, line, value);
         }
         slot = &dc->type;
@@ -240,6 +241,15 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
                              dc->path, line, value);
         }
         dc->valid_split = (float)v;
+        return CDL_OK;
+    }
+    if (!strcmp(key, "tokens")) {
+        if (strcmp(value, "char") && strcmp(value, "byte")) {
+            return error_set(e, CDL_EUSAGE, "%s:%d: tokens=%s: expected char or byte", dc->path,
+                             line, value);
+        }
+        dc->tokens_bytes = !strcmp(value, "byte");
+        lines->tokens = line;
         return CDL_OK;
     }
     if (!strcmp(key, "backup") || !strcmp(key, "top")) {
@@ -448,6 +458,15 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
     if (rc) {
         return rc;
     }
+    if (dc->train_kind == DATA_TEXT) { /* the vocabulary comes from the text (data/text_data.h) */
+        return dc->train
+                   ? CDL_OK
+                   : error_set(e, CDL_EUSAGE, "%s: type=text needs train= (a text file)", dc->path);
+    }
+    if (lines->tokens) {
+        return error_set(e, CDL_EUSAGE, "%s:%d: tokens= applies to type=text only", dc->path,
+                         lines->tokens);
+    }
     if ((dc->train && dc->train_kind == DATA_LIST) || (dc->valid && dc->valid_kind == DATA_LIST)) {
         if (!dc->names_path && !dc->labels_path) {
             return error_set(e, CDL_EUSAGE,
@@ -590,6 +609,12 @@ int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSo
     memset(valid, 0, sizeof *valid);
     if (!dc->train) {
         return error_set(e, CDL_EUSAGE, "%s: no train= entry", dc->path);
+    }
+    if (dc->train_kind == DATA_TEXT) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a text dataset (type=text) is for sequence nets ([net] seq=), not "
+                         "for image classifiers",
+                         dc->path);
     }
     /* Class folders index the labels of folder sets: the train folder's own when train is one. */
     char **folders = NULL;

@@ -19,7 +19,9 @@
                           holds the strings a darknet list's paths are matched against and names=
                           the names shown, class by class
      type=KIND            forces the kind of train= and valid=: cifar10, cifar100, folder, list,
-                          csv, idx or digits (idx and digits both mean dataset_load's formats)
+                          csv, idx or digits (idx and digits both mean dataset_load's formats), or
+                          text (plain text for sequence nets: data/text_data.h; no classes)
+     tokens=char|byte     type=text: tokens are characters (UTF-8 code points) or bytes [char]
      valid_split=F        without valid=, hold out this fraction of train (0 <= F < 1): the tail
                           for in-memory sets (IDX, digits, CIFAR), every (1/F)-th sample for image
                           files (source_files_split), so a folder keeps each class's share
@@ -40,6 +42,7 @@ typedef enum DataKind {
     DATA_FOLDER,   /* image folder, decoded when read */
     DATA_LIST,     /* darknet list of image paths, decoded when read */
     DATA_CSV,      /* CSV of path,label lines, decoded when read */
+    DATA_TEXT,     /* plain text, read by data/text_data.h */
 } DataKind;
 
 typedef struct DataConfig {
@@ -50,6 +53,7 @@ typedef struct DataConfig {
     char *type;        /* type= or NULL */
     DataKind train_kind, valid_kind;
     float valid_split;
+    int tokens_bytes; /* type=text: 1 for tokens=byte, 0 for char */
     char **names; /* [n_names]; "0".."classes-1" when neither names= nor class folders give them */
     int n_names;  /* == classes */
     char **match_names; /* [n_names] labels= strings when both labels= and names= are given */

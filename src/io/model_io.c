@@ -78,6 +78,17 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
     cJSON *names = cJSON_AddArrayToObject(h, "names");
     for (int i = 0; i < meta->n_names; i++)
         cJSON_AddItemToArray(names, cJSON_CreateString(meta->names[i]));
+    if (meta->vocab.n) {
+        char *vocab = text_vocab_to_string(&meta->vocab);
+        if (!vocab) {
+            free(cfg_text);
+            cJSON_Delete(h);
+            free(blob);
+            return error_set(e, CDL_ERUNTIME, "out of memory");
+        }
+        cJSON_AddStringToObject(h, "vocab", vocab);
+        free(vocab);
+    }
     memcpy(blob, net->params, net->n_params * sizeof *blob);
     memcpy(blob + net->n_params, net->state, net->n_state * sizeof *blob);
     float *at = blob + net->n_params + net->n_state;
@@ -138,6 +149,9 @@ static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e
                 return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
         }
     }
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(h, "vocab");
+    if (cJSON_IsString(vocab))
+        return text_vocab_from_string(&meta->vocab, vocab->valuestring, path, e);
     return CDL_OK;
 }
 
@@ -294,4 +308,5 @@ void model_meta_free(ModelMeta *meta)
     free(meta->names);
     meta->names = NULL;
     meta->n_names = 0;
+    text_vocab_free(&meta->vocab);
 }

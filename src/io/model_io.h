@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/net.h"
+#include "data/text_vocab.h"
 #include "train/optimizer.h"
 
 /* What a checkpoint records besides the tensors. */
@@ -26,6 +27,7 @@ typedef struct ModelMeta {
     int n_names;
     double valid_accuracy, valid_loss; /* last evaluation (-1 when none) */
     char data_path[4096];              /* the .data file the run trained on ("" when unknown) */
+    TextVocab vocab; /* a text model's tokens (header "vocab": text_vocab_to_string); n = 0 else */
 } ModelMeta;
 
 /* Writes atomically. opt adds the optimizer's state and the EMA; NULL leaves them out (a resume
@@ -38,7 +40,7 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
  * want_grads): the raw weights, and *opt set up by optimizer_init, then given the checkpoint's
  * optimizer state, step count and EMA where it has them; a checkpoint whose optimizer state is
  * of another kind than its cfg's optimizer= is refused. Free *opt with optimizer_free, even
- * after a failure. meta->names is malloc'd: free with model_meta_free. */
+ * after a failure. meta->names and meta->vocab are malloc'd: free with model_meta_free. */
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e);
 

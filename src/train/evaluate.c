@@ -88,6 +88,46 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
     return CDL_OK;
 }
 
+int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
+{
+    memset(r, 0, sizeof *r);
+    const size_t windows = text_windows(valid, net->seq);
+    if (!windows)
+        return error_set(e, CDL_EUSAGE, "the validation text holds %zu tokens, fewer than seq=%d+1",
+                         valid->n, net->seq);
+    const int one_hot = net->in_shape.w > 1 ? net->in_shape.w : 0;
+    const int saved_train = net->train;
+    const float saved_divisor = net->loss_divisor;
+    net->train = 0;
+    net->loss_divisor = 1;
+    double loss = 0;
+    long tokens = 0, top1 = 0, top5 = 0;
+    const float *out = net_output(net);
+    for (size_t first = 0; first < windows; first += (size_t)net->batch) {
+        text_fill_in_order(valid, first, net->batch, net->seq, one_hot, net->input, net->labels);
+        net_forward(net);
+        loss += net->loss;
+        for (int i = 0; i < net->batch * net->seq; i++) {
+            const int truth = net->labels[i];
+            if (truth < 0 || truth >= net->classes)
+                continue;
+            const int rank = rank_of(out + (size_t)i * (size_t)net->classes, net->classes, truth);
+            tokens++;
+            top1 += rank == 0;
+            top5 += rank < 5;
+        }
+    }
+    net->train = saved_train;
+    net->loss_divisor = saved_divisor;
+    r->per_token = 1;
+    r->classes = net->classes;
+    r->samples = (int)tokens;
+    r->loss = loss / (double)tokens;
+    r->top1 = (double)top1 / (double)tokens;
+    r->top5 = (double)top5 / (double)tokens;
+    return CDL_OK;
+}
+
 double eval_class_accuracy(const EvalResult *r, int c)
 {
     int total = 0;

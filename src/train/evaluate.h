@@ -6,13 +6,16 @@
 
 #include "core/net.h"
 #include "data/source.h"
+#include "data/text_data.h"
 
 typedef struct EvalResult {
-    int samples, classes;
-    double loss;       /* mean cross-entropy */
-    double top1, top5; /* fractions in [0,1] */
-    int *confusion;    /* [classes][classes]: row = true class, column = predicted */
-    int skipped;       /* unreadable samples replaced (skip_bad) */
+    int samples, classes; /* samples are predicted tokens when per_token */
+    int per_token;        /* 1: a sequence net's next-token figures (evaluate_text) */
+    double loss;          /* mean cross-entropy (nats per token when per_token) */
+    double top1, top5;    /* fractions in [0,1] */
+    int *confusion;       /* [classes][classes]: row = true class, column = predicted; NULL
+                             when per_token */
+    int skipped;          /* unreadable samples replaced (skip_bad) */
 } EvalResult;
 
 typedef struct EvalOptions {
@@ -24,6 +27,10 @@ typedef struct EvalOptions {
  * mini-batches of net->batch (the last one may be partial); restores net->train and
  * net->batch afterwards. */
 int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResult *r, Error *e);
+/* A sequence net (sized by net_resize) over the windows of valid side by side (text_data.h), in
+ * mini-batches of net->batch: the mean cross-entropy per predicted token and the next-token
+ * top-1/top-5 accuracy; no confusion matrix. Restores net->train. */
+int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e);
 void eval_result_free(EvalResult *r);
 /* Fraction of class c's samples predicted as c (0 when the class has none). */
 double eval_class_accuracy(const EvalResult *r, int c);

@@ -96,19 +96,52 @@ static int fill_from_loader(Net *net, int sub, void *ctx, Error *e)
     return st;
 }
 
+static int loader_start(void *ctx, int epoch, int first, Error *e)
+{
+    return loader_start_epoch(ctx, epoch, first, e);
+}
+
+static int loader_skipped_count(const void *ctx)
+{
+    return loader_skipped(ctx);
+}
+
+TrainSource train_source_loader(Loader *loader)
+{
+    return (TrainSource){loader_batches_per_epoch(loader), loader_start, fill_from_loader,
+                         loader_skipped_count, loader};
+}
+
+static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
+{
+    (void)e;
+    const TextBatches *b = ctx;
+    const uint64_t draw = net->step * (uint64_t)net->hyper.subdivisions + (uint64_t)sub;
+    text_fill_random(b->stream, b->seed, draw, net->batch, net->seq,
+                     net->in_shape.w > 1 ? net->in_shape.w : 0, net->input, net->labels);
+    return CDL_OK;
+}
+
+TrainSource train_source_text(TextBatches *batches, const Net *net)
+{
+    const size_t batches_per_epoch = text_windows(batches->stream, net->seq) / (size_t)net->batch;
+    return (TrainSource){batches_per_epoch > INT32_MAX ? INT32_MAX : (int)batches_per_epoch, NULL,
+                         fill_from_text, NULL, batches};
+}
+
 /* Evaluates valid (when given), saves the checkpoint and reports the epoch; r arrives with
  * the epoch's training figures filled in. */
-static int end_epoch(Net *net, const Optimizer *opt, const SampleSource *valid,
-                     const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb,
-                     EpochReport *r, Error *e)
+static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, const TrainPlan *plan,
+                     ModelMeta *meta, const TrainCallbacks *cb, EpochReport *r, Error *e)
 {
     EvalResult result = {0};
     int st = CDL_OK;
-    if (valid) {
+    if (valid && (valid->images || valid->tokens)) {
         /* The EMA is what eval and predict will use: measure it. */
         if (opt->ema)
             ema_swap(opt->ema, net);
-        st = evaluate(net, valid, &plan->valid, &result, e);
+        st = valid->images ? evaluate(net, valid->images, &plan->valid, &result, e)
+                           : evaluate_text(net, valid->tokens, &result, e);
         if (opt->ema)
             ema_swap(opt->ema, net);
         if (st)
@@ -118,7 +151,7 @@ static int end_epoch(Net *net, const Optimizer *opt, const SampleSource *valid,
         r->valid = &result;
     }
     meta->step = net->step;
-    meta->epochs_done = r->epoch;
+    meta->epochs_done = r->stopped ? r->epoch - 1 : r->epoch;
     st = model_save(plan->out_path, net, opt, meta, e);
     r->step = net->step;
     r->checkpoint = plan->out_path;
@@ -143,24 +176,19 @@ static void say_checkpoint_kept(const char *path, Error *e)
              path);
 }
 
-int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid,
+int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {
     const int batch = net->hyper.batch, subdivisions = net->hyper.subdivisions;
-    const SampleSource *src = loader_source(train);
-    const int steps_per_epoch = loader_batches_per_epoch(train) / subdivisions;
+    const int steps_per_epoch = train->batches_per_epoch / subdivisions;
     if (steps_per_epoch < 1)
-        return error_set(e, CDL_EUSAGE, "the training set has %d samples, fewer than batch=%d",
-                         src->n, batch);
-    if (src->classes > net->classes)
-        return error_set(e, CDL_EUSAGE,
-                         "the training labels go up to %d but the net outputs %d classes",
-                         src->classes - 1, net->classes);
+        return error_set(e, CDL_EUSAGE, "the training set holds fewer samples than batch=%d",
+                         batch);
     meta->steps_per_epoch = steps_per_epoch;
     meta->epochs_planned = plan->epochs;
     net->train = 1;
     net->step = meta->step;
-    net->loss_divisor = (float)batch;
+    net->loss_divisor = (float)batch * (float)net_labels_per_sample(net);
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
     const double start = time_now_s();
@@ -170,14 +198,15 @@ int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
         if (epoch != started_epoch) {
-            st = loader_start_epoch(train, epoch, pos * subdivisions, e);
+            st = train->start_epoch ? train->start_epoch(train->ctx, epoch, pos * subdivisions, e)
+                                    : CDL_OK;
             if (st)
                 break;
             started_epoch = epoch;
         }
         const float lr = net_learning_rate(&net->hyper, net->step, total);
         float loss;
-        st = trainer_step_with(net, opt, fill_from_loader, train, lr, &loss, e);
+        st = trainer_step_with(net, opt, train->fill, train->ctx, lr, &loss, e);
         if (st && !isfinite(loss))
             say_checkpoint_kept(plan->out_path, e);
         if (st)
@@ -199,18 +228,23 @@ int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }
-        if (pos + 1 == steps_per_epoch) {
+        const int out_of_time = plan->time_limit_s > 0 && elapsed >= plan->time_limit_s;
+        if (pos + 1 == steps_per_epoch || out_of_time) {
             EpochReport r = {.epoch = epoch + 1,
                              .train_loss = loss_sum / loss_steps,
-                             .skipped = loader_skipped(train),
+                             .skipped = train->skipped ? train->skipped(train->ctx) : 0,
                              .images_per_s = steps_per_s * batch,
-                             .elapsed_s = elapsed};
+                             .elapsed_s = elapsed,
+                             .stopped = pos + 1 < steps_per_epoch};
             /* The workers prepare the next epoch while this one is evaluated and saved. */
-            if (net->step < total && !(st = loader_start_epoch(train, epoch + 1, 0, e)))
+            if (!out_of_time && net->step < total && train->start_epoch &&
+                !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
             st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
             loss_sum = 0;
             loss_steps = 0;
+            if (out_of_time)
+                break;
         }
     }
     return st;

@@ -28,6 +28,7 @@ typedef struct EpochReport {
     const EvalResult *valid; /* NULL when there is no validation set */
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
+    int stopped;            /* 1: the run stopped inside this epoch at plan->time_limit_s */
 } EpochReport;
 
 typedef struct TrainCallbacks {
@@ -40,6 +41,9 @@ typedef struct TrainPlan {
     int epochs;           /* run until this many epochs are done */
     const char *out_path; /* checkpoint written after every epoch */
     EvalOptions valid;    /* how the validation set is read */
+    /* > 0: stop after the step during which this many seconds of training passed, then
+     * evaluate and save as at the end of an epoch (the schedule keeps its planned length). */
+    double time_limit_s;
 } TrainPlan;
 
 /* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;
@@ -60,16 +64,42 @@ int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float
  * batch's mean loss. Allocates nothing. */
 float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *perm, float lr);
 
+/* Where the training mini-batches of an epoch come from. */
+typedef struct TrainSource {
+    int batches_per_epoch; /* mini-batches of net->batch samples */
+    /* Positions the source at mini-batch `first` of `epoch` (NULL: nothing to do). */
+    int (*start_epoch)(void *ctx, int epoch, int first, Error *e);
+    BatchFill fill;
+    int (*skipped)(const void *ctx); /* unreadable samples replaced this epoch (NULL: none) */
+    void *ctx;
+} TrainSource;
+
+/* A Loader (train=1, drop_last, mini-batches of the net's) as a TrainSource. */
+TrainSource train_source_loader(Loader *loader);
+
+/* Random windows of a token stream (text_data.h) for a sequence net: mini-batch `sub` of step s
+ * draws its windows from (seed, s * subdivisions + sub), so a resumed run draws the same. */
+typedef struct TextBatches {
+    const TokenStream *stream;
+    uint64_t seed;
+} TextBatches;
+TrainSource train_source_text(TextBatches *batches, const Net *net);
+
+/* The validation set evaluated after every epoch: images, tokens (a sequence net) or neither. */
+typedef struct ValidSet {
+    const SampleSource *images;
+    const TokenStream *tokens;
+} ValidSet;
+
 /* Trains net (built with gradients, sized for mini-batches of hyper.batch/subdivisions)
- * from meta->step up to plan->epochs epochs. train: a training loader (train=1, drop_last,
- * mini-batches of net->batch) over a source whose labels the net can output; a step takes
- * `subdivisions` of its mini-batches, and mini-batches left over at the end of an epoch are
- * dropped. The learning rate follows net_learning_rate over the run's plan->epochs epochs.
- * valid (may be NULL) is evaluated after every epoch, with the EMA of the weights when opt
- * keeps one. opt: set up for net (optimizer_init or model_load). meta is updated and saved with
- * every checkpoint. A non-finite loss stops the run with trainer_step_with's error, followed by
- * "; stopped, the last checkpoint (OUT) is kept" (the file as the last epoch wrote it). */
-int train_run(Net *net, Optimizer *opt, Loader *train, const SampleSource *valid,
+ * from meta->step up to plan->epochs epochs. A step takes `subdivisions` mini-batches of train,
+ * and mini-batches left over at the end of an epoch are dropped. The learning rate follows
+ * net_learning_rate over the run's plan->epochs epochs. valid (may be NULL) is evaluated after
+ * every epoch, with the EMA of the weights when opt keeps one. opt: set up for net
+ * (optimizer_init or model_load). meta is updated and saved with every checkpoint. A non-finite
+ * loss stops the run with trainer_step_with's error, followed by "; stopped, the last checkpoint
+ * (OUT) is kept" (the file as the last epoch wrote it). */
+int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e);
 
 #endif

@@ -144,8 +144,10 @@ static void test_validation_during_training_measures_the_ema(void)
     char out[] = "/tmp/cdl_ema_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 7};
-    TrainPlan plan = {2, out, {0, 0}};
-    CHECK(train_run(&net, &opt, loader, &src, &plan, &meta, NULL, &e) == CDL_OK);
+    TrainPlan plan = {2, out, {0, 0}, 0};
+    const TrainSource train = train_source_loader(loader);
+    const ValidSet valid = {&src, NULL};
+    CHECK(train_run(&net, &opt, &train, &valid, &plan, &meta, NULL, &e) == CDL_OK);
     EvalOptions eo = {0, 0};
     EvalResult raw, averaged;
     CHECK(evaluate(&net, &src, &eo, &raw, &e) == CDL_OK);

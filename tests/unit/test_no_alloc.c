@@ -136,11 +136,12 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";
         close(mkstemp(out));
         ModelMeta meta = {.seed = 3};
-        TrainPlan plan = {2, out, {0, 0}};
+        TrainPlan plan = {2, out, {0, 0}, 0};
+        const TrainSource train = train_source_loader(loader);
         long measured = 0;
         TrainCallbacks cb = {count_step_allocations, NULL, &measured};
         allocations = 0;
-        CHECK(train_run(&net, &optimizer, loader, NULL, &plan, &meta, &cb, &e) == CDL_OK);
+        CHECK(train_run(&net, &optimizer, &train, NULL, &plan, &meta, &cb, &e) == CDL_OK);
         __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
         CHECK(net.step == 10 && measured == 0);
         unlink(out);

@@ -1,0 +1,150 @@
+/* Reading and tokenising text datasets; training and validation windows. */
+#include "data/text_data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/rng.h"
+
+/* The whole file at path (malloc'd, *len bytes). */
+static int read_whole(const char *path, char **text, size_t *len, Error *e)
+{
+    *text = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return error_set(e, CDL_EUSAGE, "%s: cannot open text: %s", path, strerror(errno));
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + *len, 1, cap - *len, f)) > 0) {
+        *len += got;
+        if (*len == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+    }
+    const int failed = !buf || ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return error_set(e, CDL_ERUNTIME, "%s: %s", path, buf ? "cannot read" : "out of memory");
+    }
+    *text = buf;
+    return CDL_OK;
+}
+
+static int encode(const TextVocab *v, const char *text, size_t len, const char *path,
+                  TokenStream *s, Error *e)
+{
+    if (!(s->ids = malloc((len + 1) * sizeof *s->ids)))
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    return text_vocab_encode(v, text, len, s->ids, &s->n, path, e);
+}
+
+int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e)
+{
+    memset(td, 0, sizeof *td);
+    char *texts[2] = {NULL, NULL};
+    size_t lens[2] = {0, 0};
+    const char *paths[2] = {dc->train, dc->valid};
+    const int n_texts = dc->valid ? 2 : 1;
+    int st = CDL_OK;
+    for (int i = 0; i < n_texts && !st; i++)
+        st = read_whole(paths[i], &texts[i], &lens[i], e);
+    if (!st && vocab && !vocab->bytes) {
+        td->vocab = *vocab;
+        td->vocab.code_points = malloc((size_t)vocab->n * sizeof *vocab->code_points);
+        if (td->vocab.code_points)
+            memcpy(td->vocab.code_points, vocab->code_points,
+                   (size_t)vocab->n * sizeof *vocab->code_points);
+        else
+            st = error_set(e, CDL_ERUNTIME, "out of memory");
+    } else if (!st && (vocab || dc->tokens_bytes)) {
+        text_vocab_bytes(&td->vocab);
+    } else if (!st) {
+        st =
+            text_vocab_build_chars(&td->vocab, (const char *const *)texts, lens, paths, n_texts, e);
+    }
+    st = st ? st : encode(&td->vocab, texts[0], lens[0], paths[0], &td->train, e);
+    if (!st && dc->valid)
+        st = encode(&td->vocab, texts[1], lens[1], paths[1], &td->valid, e);
+    if (!st && !dc->valid && dc->valid_split > 0) {
+        const size_t held = (size_t)((double)td->train.n * dc->valid_split + 0.5);
+        td->valid.ids = malloc((held + 1) * sizeof *td->valid.ids);
+        if (!td->valid.ids)
+            st = error_set(e, CDL_ERUNTIME, "out of memory");
+        else {
+            td->train.n -= held;
+            memcpy(td->valid.ids, td->train.ids + td->train.n, held * sizeof *td->valid.ids);
+            td->valid.n = held;
+        }
+    }
+    free(texts[0]);
+    free(texts[1]);
+    if (st)
+        text_data_free(td);
+    return st;
+}
+
+void text_data_free(TextData *td)
+{
+    if (!td)
+        return;
+    text_vocab_free(&td->vocab);
+    free(td->train.ids);
+    free(td->valid.ids);
+    memset(td, 0, sizeof *td);
+}
+
+size_t text_windows(const TokenStream *s, int seq)
+{
+    return s->n > 0 ? (s->n - 1) / (size_t)seq : 0;
+}
+
+/* Sample b of x/y from the seq+1 tokens at ids. */
+static void fill_window(const int32_t *ids, int b, int seq, int one_hot_vocab, float *x, int *y)
+{
+    const size_t width = one_hot_vocab ? (size_t)one_hot_vocab : 1;
+    float *xb = x + (size_t)b * (size_t)seq * width;
+    int *yb = y + (size_t)b * (size_t)seq;
+    if (one_hot_vocab)
+        memset(xb, 0, (size_t)seq * width * sizeof *xb);
+    for (int t = 0; t < seq; t++) {
+        if (one_hot_vocab)
+            xb[(size_t)t * width + (size_t)ids[t]] = 1.0f;
+        else
+            xb[t] = (float)ids[t];
+        yb[t] = ids[t + 1];
+    }
+}
+
+void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int batch, int seq,
+                      int one_hot_vocab, float *x, int *y)
+{
+    Rng r;
+    rng_seed(&r, seed, 0x7e47000000000000ull ^ draw);
+    const uint32_t offsets = (uint32_t)(s->n - (size_t)seq); /* starts 0 .. n-seq-1 */
+    for (int b = 0; b < batch; b++)
+        fill_window(s->ids + rng_below(&r, offsets), b, seq, one_hot_vocab, x, y);
+}
+
+void text_fill_in_order(const TokenStream *s, size_t first, int batch, int seq, int one_hot_vocab,
+                        float *x, int *y)
+{
+    const size_t windows = text_windows(s, seq);
+    const size_t width = one_hot_vocab ? (size_t)one_hot_vocab : 1;
+    for (int b = 0; b < batch; b++) {
+        if (first + (size_t)b < windows) {
+            fill_window(s->ids + (first + (size_t)b) * (size_t)seq, b, seq, one_hot_vocab, x, y);
+            continue;
+        }
+        memset(x + (size_t)b * (size_t)seq * width, 0, (size_t)seq * width * sizeof *x);
+        for (int t = 0; t < seq; t++)
+            y[(size_t)b * (size_t)seq + (size_t)t] = -1;
+    }
+}

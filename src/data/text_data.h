@@ -1,0 +1,47 @@
+/* Text datasets for sequence nets: the token streams of a `.data` file with type=text, training
+ * windows at random offsets and validation windows in order.
+ *
+ * A window of T+1 consecutive tokens gives one sample: its first T tokens are the input
+ * [1][T][1] (token ids as floats; or [1][T][V] one-hot when the net's inputs equal the vocabulary
+ * V, as darknet's recurrent cfgs take bytes), its last T the labels [T], each the token after the
+ * input token at the same position. */
+#ifndef CDL_TEXT_DATA_H
+#define CDL_TEXT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/data_config.h"
+#include "data/text_vocab.h"
+
+typedef struct TokenStream {
+    int32_t *ids; /* [n] */
+    size_t n;
+} TokenStream;
+
+typedef struct TextData {
+    TextVocab vocab;
+    TokenStream train, valid; /* valid.n = 0 when there is no validation text */
+} TextData;
+
+/* Reads train= (and valid=) of a type=text DataConfig. vocab NULL: the vocabulary is built from
+ * the text (dc->tokens_bytes: bytes, else the characters of train and valid); otherwise the text
+ * is encoded with a copy of *vocab (a resumed model's) and a character outside it is an error.
+ * valid_split=F holds out the last F of the training tokens. Errors name the file. */
+int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e);
+void text_data_free(TextData *td);
+
+/* Training windows per epoch: as many as fit in the stream side by side, (n - 1) / seq. */
+size_t text_windows(const TokenStream *s, int seq);
+
+/* Fills x and y with `batch` windows of seq+1 tokens at offsets drawn uniformly from the stream,
+ * from (seed, draw) only: x [batch][seq][one_hot ? vocab : 1], y [batch][seq]. The stream must
+ * hold more than seq tokens. No allocation. */
+void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int batch, int seq,
+                      int one_hot_vocab, float *x, int *y);
+/* Fills x and y with windows first .. first+batch-1 of the stream side by side (window k starts at
+ * token k*seq); the samples past the last window get labels -1 (no loss) and zero input. */
+void text_fill_in_order(const TokenStream *s, size_t first, int batch, int seq, int one_hot_vocab,
+                        float *x, int *y);
+
+#endif

@@ -1,0 +1,43 @@
+/* The token vocabulary of a text model: bytes (256 ids) or the distinct characters (Unicode code
+ * points) of a corpus in code-point order. It is stored in the model's checkpoint, so encoding a
+ * prompt and decoding generated tokens need nothing but the model. */
+#ifndef CDL_TEXT_VOCAB_H
+#define CDL_TEXT_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct TextVocab {
+    int bytes;             /* 1: token i is byte value i (n = 256) */
+    int n;                 /* tokens (0: no vocabulary) */
+    uint32_t *code_points; /* [n] ascending; NULL for bytes */
+} TextVocab;
+
+/* Longest UTF-8 encoding of one token. */
+enum { TEXT_TOKEN_MAX_BYTES = 4 };
+
+/* The byte vocabulary (allocates nothing). */
+void text_vocab_bytes(TextVocab *v);
+/* The characters of texts[0..n_texts) (UTF-8, lengths lens): every distinct code point, in order.
+ * Invalid UTF-8 or a NUL character is CDL_EUSAGE naming paths[i] and the byte offset. */
+int text_vocab_build_chars(TextVocab *v, const char *const *texts, const size_t *lens,
+                           const char *const *paths, int n_texts, Error *e);
+/* Token ids of text[0..len) into ids (room for len ids; *n_ids set). A character outside the
+ * vocabulary (or invalid UTF-8) is CDL_EUSAGE "WHAT: the character 'X' (U+XXXX) at byte N is not
+ * in the vocabulary". */
+int text_vocab_encode(const TextVocab *v, const char *text, size_t len, int32_t *ids, size_t *n_ids,
+                      const char *what, Error *e);
+/* The text of token id into out (not NUL-terminated); returns its byte count (0 for an id
+ * outside the vocabulary). */
+int text_vocab_decode(const TextVocab *v, int id, char out[TEXT_TOKEN_MAX_BYTES]);
+/* The checkpoint form: "byte", or every character in order as one UTF-8 string (malloc'd; NULL
+ * when out of memory). */
+char *text_vocab_to_string(const TextVocab *v);
+/* Reads text_vocab_to_string's form; CDL_EUSAGE naming what when it is malformed. */
+int text_vocab_from_string(TextVocab *v, const char *s, const char *what, Error *e);
+/* Frees and zeroes v; safe on a zeroed vocabulary. */
+void text_vocab_free(TextVocab *v);
+
+#endif
