@@ -9,6 +9,7 @@
 #include "data/image.h"
 #include "io/darknet_weights.h"
 #include "io/model_io.h"
+#include "train/generate.h"
 #include "train/trainer.h"
 
 struct cdl_model {
@@ -237,4 +238,56 @@ int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, si
     if (model_save(path, &trainer->net, &trainer->opt, &meta, &e))
         return report(&e, err, err_size);
     return CDL_OK;
+}
+
+int cdl_model_is_text(const cdl_model *model)
+{
+    return model->net.seq > 0 && model->meta.vocab.n > 0;
+}
+
+int cdl_model_has_cache(const cdl_model *model)
+{
+    return net_can_forward_at(&model->net);
+}
+
+typedef struct TextSink {
+    const TextVocab *vocab;
+    void (*on_text)(void *ctx, const char *text, size_t len);
+    void *ctx;
+} TextSink;
+
+static void emit_token(void *ctx, int id)
+{
+    const TextSink *s = ctx;
+    char text[TEXT_TOKEN_MAX_BYTES];
+    const int n = text_vocab_decode(s->vocab, id, text);
+    s->on_text(s->ctx, text, (size_t)n);
+}
+
+int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_options *options,
+                       void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
+                       char *err, size_t err_size)
+{
+    Error e = {0};
+    if (!cdl_model_is_text(model))
+        return error_set(&e, CDL_EUSAGE,
+                         "the model is not a text model (no [net] seq= and "
+                         "vocabulary)"),
+               report(&e, err, err_size);
+    if (model->net.batch != 1) {
+        if (net_resize(&model->net, 1, 0, &e))
+            return report(&e, err, err_size);
+        model->capacity = 1;
+    }
+    const size_t len = strlen(prompt);
+    int32_t *ids = malloc((len + 1) * sizeof *ids);
+    size_t n_ids = 0;
+    int st = ids ? text_vocab_encode(&model->meta.vocab, prompt, len, ids, &n_ids, "--prompt", &e)
+                 : error_set(&e, CDL_ERUNTIME, "out of memory");
+    const GenerateOptions o = {options->tokens, options->temperature, options->top_k, options->seed,
+                               !options->no_cache};
+    TextSink sink = {&model->meta.vocab, on_text, ctx};
+    st = st ? st : generate_tokens(&model->net, ids, n_ids, &o, emit_token, &sink, &e);
+    free(ids);
+    return st ? report(&e, err, err_size) : CDL_OK;
 }

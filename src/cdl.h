@@ -51,6 +51,26 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
 int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
                             size_t err_size);
 
+/* Text models (sequence nets trained on text; their vocabulary is in the checkpoint). */
+int cdl_model_is_text(const cdl_model *model);
+
+typedef struct cdl_generate_options {
+    int tokens;        /* how many tokens to produce */
+    float temperature; /* 0: greedy and deterministic */
+    int top_k;         /* > 0: sample among the k most probable tokens */
+    uint64_t seed;     /* the same seed, prompt and options give the same text */
+    int no_cache;      /* 1: recompute the whole context for every token (no key/value cache) */
+} cdl_generate_options;
+
+/* 1 when every layer of a text model has a cached step, so generation without no_cache
+ * computes one position per token (else it recomputes the context, cached or not). */
+int cdl_model_has_cache(const cdl_model *model);
+/* Continues prompt (UTF-8) with generated tokens, handing each token's text to on_text as it
+ * is produced. A prompt character outside the model's vocabulary is a usage error naming it. */
+int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_options *options,
+                       void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
+                       char *err, size_t err_size);
+
 /* A network being trained with the optimizer and schedule of its cfg's [net] settings (a cosine
  * schedule spans max_batches; without it the rate stays at learning_rate). */
 typedef struct cdl_trainer cdl_trainer;

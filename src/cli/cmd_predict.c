@@ -1,4 +1,5 @@
-/* cdl predict: classifies image files with a model and prints the top-k classes. */
+/* cdl predict: classifies image files with a model and prints the top-k classes, or continues
+ * a text prompt with a text model. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "cdl.h"
 #include "cli/cli.h"
+#include "util/timer.h"
 
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
@@ -16,6 +18,11 @@ static const OptSpec predict_opts[] = {
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
     {"--weights", 1, 0, "with a CFG: load these darknet .weights (instead of --seed)"},
+    {"--prompt", 1, 0, "text models: generate text that continues this prompt"},
+    {"--tokens", 1, 0, "text models: how many tokens to generate (default 200)"},
+    {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
+    {"--top-k", 1, 0, "text models: sample among the K most probable tokens (default: all)"},
+    {"--no-cache", 0, 0, "text models: recompute the whole context for every token"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_PREDICT_OPTS (int)(sizeof predict_opts / sizeof predict_opts[0])
@@ -69,6 +76,108 @@ static void report_image(const cdl_model *m, const char *path, const float *prob
     cJSON_AddItemToArray(results, item);
 }
 
+/* Streams generated text to stdout (or collects it for --json). */
+typedef struct TextOut {
+    int json;
+    char *text;
+    size_t len, cap;
+    long tokens;
+} TextOut;
+
+static void on_text(void *ctx, const char *text, size_t len)
+{
+    TextOut *o = ctx;
+    o->tokens++;
+    if (!o->json) {
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+        return;
+    }
+    if (o->len + len + 1 > o->cap) {
+        size_t cap = 2 * (o->len + len + 1);
+        char *grown = realloc(o->text, cap);
+        if (!grown)
+            return;
+        o->text = grown;
+        o->cap = cap;
+    }
+    memcpy(o->text + o->len, text, len);
+    o->len += len;
+    o->text[o->len] = 0;
+}
+
+/* --temperature: a number >= 0. */
+static int parse_temperature(const Args *a, float *out, Error *e)
+{
+    const char *v = args_get(a, "--temperature");
+    *out = 1.0f;
+    if (!v)
+        return CDL_OK;
+    char *end;
+    const double t = strtod(v, &end);
+    if (end == v || *end || !(t >= 0 && t <= 1000))
+        return error_set(e, CDL_EUSAGE, "--temperature %s: expected a number in [0, 1000]", v);
+    *out = (float)t;
+    return CDL_OK;
+}
+
+/* cdl predict MODEL --prompt TEXT: generation with a text model. */
+static int generate_text(const Args *a, Error *e)
+{
+    long tokens, top_k, seed, threads;
+    float temperature;
+    int st = args_get_int(a, "--tokens", 200, 1, 100000000, &tokens, e);
+    st = st ? st : args_get_int(a, "--top-k", 0, 0, INT_MAX, &top_k, e);
+    st = st ? st : args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
+    st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
+    st = st ? st : parse_temperature(a, &temperature, e);
+    if (!st && a->n_positional > 1)
+        st = error_set(e, CDL_EUSAGE, "predict --prompt takes one MODEL and no image files");
+    if (st)
+        return cli_fail(e);
+    cli_set_threads((int)threads);
+    const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
+    cdl_model *m;
+    char err[1024];
+    int status = cdl_model_load(model, &m, err, sizeof err);
+    if (status) {
+        fprintf(stderr, "cdl: %s\n", err);
+        return status;
+    }
+    const char *prompt = args_get(a, "--prompt");
+    const cdl_generate_options o = {(int)tokens, temperature, (int)top_k, (uint64_t)seed,
+                                    args_get(a, "--no-cache") != NULL};
+    TextOut out = {.json = args_get(a, "--json") != NULL};
+    if (!out.json) {
+        fputs(prompt, stdout);
+        fflush(stdout);
+    }
+    const double start = time_now_s();
+    status = cdl_model_generate(m, prompt, &o, on_text, &out, err, sizeof err);
+    const double seconds = time_now_s() - start;
+    if (status) {
+        fprintf(stderr, "%scdl: %s\n", out.json ? "" : "\n", err);
+    } else if (out.json) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "prompt", prompt);
+        cJSON_AddStringToObject(r, "text", out.text ? out.text : "");
+        cJSON_AddNumberToObject(r, "tokens", (double)out.tokens);
+        cJSON_AddNumberToObject(r, "seconds", seconds);
+        cJSON_AddNumberToObject(r, "tokens_per_s", (double)out.tokens / seconds);
+        cJSON_AddBoolToObject(r, "cache", !o.no_cache && cdl_model_has_cache(m));
+        char *text = cJSON_PrintUnformatted(r);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        cJSON_Delete(r);
+    } else {
+        printf("\n");
+    }
+    free(out.text);
+    cdl_model_free(m);
+    return status;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     Args a;
@@ -76,13 +185,17 @@ int cmd_predict(int argc, char **argv)
     if (args_parse(argc, argv, predict_opts, N_PREDICT_OPTS, &a, &e))
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
-        args_print_help("predict", "[MODEL|CFG] IMAGE... [options]",
+        args_print_help("predict", "[MODEL|CFG] IMAGE... [options]  |  [MODEL] --prompt TEXT",
                         "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
                         ".\nA CFG builds the network with freshly initialised parameters (--seed), "
-                        "for testing an architecture,\nor with darknet .weights (--weights).",
+                        "for testing an architecture,\nor with darknet .weights (--weights).\n"
+                        "With --prompt, a text model continues the prompt, printing tokens as "
+                        "they come\n(--seed then seeds the sampling).",
                         predict_opts, N_PREDICT_OPTS);
         return 0;
     }
+    if (args_get(&a, "--prompt"))
+        return generate_text(&a, &e);
     long top, threads, seed;
     if (args_get_int(&a, "--top", 5, 1, 100000, &top, &e) ||
         args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||

@@ -1,0 +1,123 @@
+/* Token-by-token generation: context bookkeeping, the cached and uncached forward, sampling. */
+#include "train/generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/rng.h"
+
+/* Writes token id at row t of the net's input: its id, or a one-hot row when the net takes
+ * one-hot tokens (inputs = vocabulary). */
+static void set_input_token(Net *net, int t, int id)
+{
+    const int width = net->in_shape.w;
+    float *row = net->input + (size_t)t * (size_t)width;
+    if (width == 1) {
+        row[0] = (float)id;
+        return;
+    }
+    memset(row, 0, (size_t)width * sizeof *row);
+    if (id >= 0 && id < width)
+        row[id] = 1.0f;
+}
+
+/* Full forward over ctx[0..len): the rows past len keep whatever they hold (causal layers never
+ * read them for rows < len). */
+static void forward_context(Net *net, const int32_t *ctx, int len)
+{
+    for (int t = 0; t < len; t++)
+        set_input_token(net, t, ctx[t]);
+    net_forward(net);
+}
+
+/* The next token from the probabilities p[n] (the net's softmax output at one position). */
+static int sample_token(const float *p, int n, const GenerateOptions *o, Rng *rng)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = p[i] > p[best] ? i : best;
+    if (o->temperature <= 0)
+        return best;
+    /* The k-th largest probability: tokens below it are left out. */
+    float floor_p = 0;
+    if (o->top_k > 0 && o->top_k < n) {
+        int above = 0;
+        floor_p = p[best];
+        for (;;) {
+            float next = -1;
+            above = 0;
+            for (int i = 0; i < n; i++) {
+                above += p[i] >= floor_p;
+                if (p[i] < floor_p && p[i] > next)
+                    next = p[i];
+            }
+            if (above >= o->top_k || next < 0)
+                break;
+            floor_p = next;
+        }
+    }
+    /* p^(1/T) renormalised is softmax(logits / T). */
+    const double inv_t = 1.0 / o->temperature;
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        total += p[i] >= floor_p && p[i] > 0 ? exp(inv_t * log((double)p[i] / p[best])) : 0;
+    double u = rng_uniform(rng) * total;
+    for (int i = 0; i < n; i++) {
+        if (!(p[i] >= floor_p && p[i] > 0))
+            continue;
+        u -= exp(inv_t * log((double)p[i] / p[best]));
+        if (u < 0)
+            return i;
+    }
+    return best;
+}
+
+int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
+                    TokenSink sink, void *sink_ctx, Error *e)
+{
+    const int seq = net->seq;
+    if (seq <= 0 || net->batch != 1)
+        return error_set(e, CDL_EUSAGE, "generation needs a sequence net sized for one sample");
+    if (!n_prompt)
+        return error_set(e, CDL_EUSAGE, "the prompt is empty: it needs at least one token");
+    const int cached = o->use_cache && net_can_forward_at(net);
+    int32_t *ctx = malloc((size_t)seq * sizeof *ctx);
+    if (!ctx)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    int len = n_prompt < (size_t)seq ? (int)n_prompt : seq;
+    memcpy(ctx, prompt + n_prompt - (size_t)len, (size_t)len * sizeof *ctx);
+    const int saved_train = net->train;
+    net->train = 0;
+    int *saved_labels = net->labels;
+    net->labels = NULL; /* no loss */
+    forward_context(net, ctx, len);
+    const size_t row = (size_t)net->classes;
+    for (int i = 0; i < o->tokens; i++) {
+        Rng rng;
+        rng_seed(&rng, o->seed, 0x6e0000000000ull ^ (uint64_t)i);
+        const int id =
+            sample_token(net_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng);
+        sink(sink_ctx, id);
+        if (i + 1 == o->tokens)
+            break;
+        if (len == seq) { /* full: keep the last half (cached) or the last seq-1 tokens */
+            const int keep = cached ? seq / 2 : seq - 1;
+            memmove(ctx, ctx + (seq - keep), (size_t)keep * sizeof *ctx);
+            len = keep;
+            if (cached)
+                forward_context(net, ctx, len);
+        }
+        ctx[len++] = id;
+        if (cached) {
+            set_input_token(net, len - 1, id);
+            net_forward_at(net, len - 1);
+        } else {
+            forward_context(net, ctx, len);
+        }
+    }
+    net->labels = saved_labels;
+    net->train = saved_train;
+    free(ctx);
+    return CDL_OK;
+}

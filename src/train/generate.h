@@ -1,0 +1,32 @@
+/* Text generation with a sequence net: extends a prompt token by token, sampling each next token
+ * from the net's output for the last position (temperature, top-k), with or without the layers'
+ * caches (LayerType.forward_at: attention's keys and values, recurrent state). */
+#ifndef CDL_GENERATE_H
+#define CDL_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/net.h"
+
+typedef struct GenerateOptions {
+    int tokens;        /* how many tokens to produce */
+    float temperature; /* 0: greedy (the most probable token, the lowest id on ties) */
+    int top_k;         /* > 0: sample among the k most probable tokens only */
+    uint64_t seed;     /* the sampling draws come from (seed, position) */
+    int use_cache;     /* 1: forward_at per new token when every layer has it
+                          (net_can_forward_at); else, or 0: a full forward over the context for
+                          every token */
+} GenerateOptions;
+
+/* Receives each generated token id as it is produced. */
+typedef void (*TokenSink)(void *ctx, int id);
+
+/* net: a sequence net in inference mode sized for batch 1 (net_resize(net, 1, ...)); prompt:
+ * n_prompt >= 1 token ids below net->classes. The context is the last seq tokens: when it is
+ * full, the cached path restarts from its last seq/2 tokens with one full forward (positions
+ * are learned per index, so the cache cannot slide). Allocates only the context buffer. */
+int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
+                    TokenSink sink, void *ctx, Error *e);
+
+#endif
