@@ -1,4 +1,5 @@
-/* cdl bench: times training steps of a cfg's net on random data (no dataset needed), so
+/* cdl bench: times training steps of a cfg's net on random data (random tokens for a sequence
+ * net; no dataset needed), so
  * scripts/bench*.sh can compare cdl with a peer on the same architecture and batch. */
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -41,9 +42,15 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     return st;
 }
 
-static void print_result(const BenchSettings *b, int batch, int threads, double images_per_s,
-                         double ms_per_step)
+/* seq: a sequence net's tokens per sample (its rate is also given in tokens/s), else 0. */
+static void print_result(const BenchSettings *b, int batch, int threads, int seq,
+                         double images_per_s, double ms_per_step)
 {
+    if (!b->json && seq) {
+        printf("%s: batch %d x %d tokens, threads %d, %ld steps: %.0f tokens/s (%.2f ms/step)\n",
+               b->cfg_path, batch, seq, threads, b->steps, images_per_s * seq, ms_per_step);
+        return;
+    }
     if (!b->json) {
         printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step)\n", b->cfg_path,
                batch, threads, b->steps, images_per_s, ms_per_step);
@@ -55,6 +62,10 @@ static void print_result(const BenchSettings *b, int batch, int threads, double 
     cJSON_AddNumberToObject(o, "threads", threads);
     cJSON_AddNumberToObject(o, "steps", (double)b->steps);
     cJSON_AddNumberToObject(o, "images_per_s", images_per_s);
+    if (seq) {
+        cJSON_AddNumberToObject(o, "seq", seq);
+        cJSON_AddNumberToObject(o, "tokens_per_s", images_per_s * seq);
+    }
     cJSON_AddNumberToObject(o, "ms_per_step", ms_per_step);
     char *text = cJSON_PrintUnformatted(o);
     if (text)
@@ -88,7 +99,7 @@ static int run_bench(const Args *a, Error *e)
                 t.net.loss);
     const double ms_per_step = 1e3 * elapsed_s / (double)b.steps;
     const double images_per_s = (double)t.net.hyper.batch * (double)b.steps / elapsed_s;
-    print_result(&b, t.net.hyper.batch, threads, images_per_s, ms_per_step);
+    print_result(&b, t.net.hyper.batch, threads, t.net.seq, images_per_s, ms_per_step);
 done:
     timing_run_free(&t);
     return st;

@@ -33,6 +33,20 @@ static int make_random_dataset(const Net *net, Dataset *d, Error *e)
     return CDL_OK;
 }
 
+/* Random token ids below the net's outputs: as many as windows for a few batches. */
+static int make_random_tokens(TimingRun *t, Error *e)
+{
+    Rng rng;
+    rng_seed(&rng, TIMING_SEED, 0x7e4c0000u);
+    t->tokens.n = 4 * (size_t)t->net.hyper.batch * (size_t)(t->net.seq + 1);
+    if (!(t->tokens.ids = malloc(t->tokens.n * sizeof *t->tokens.ids)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (size_t i = 0; i < t->tokens.n; i++)
+        t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net.classes);
+    t->text = (TextBatches){&t->tokens, TIMING_SEED};
+    return CDL_OK;
+}
+
 int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, Error *e)
 {
     memset(t, 0, sizeof *t);
@@ -45,8 +59,10 @@ int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, 
         h->subdivisions = 1;
     }
     t->net.train = 1;
-    t->net.loss_divisor = (float)h->batch;
+    t->net.loss_divisor = (float)h->batch * (float)net_labels_per_sample(&t->net);
     st = net_resize(&t->net, h->batch / h->subdivisions, 0, e);
+    if (t->net.seq > 0)
+        return st ? st : make_random_tokens(t, e);
     st = st ? st : make_random_dataset(&t->net, &t->data, e);
     if (!st && !(t->order = malloc((size_t)t->data.n * sizeof *t->order)))
         st = error_set(e, CDL_ERUNTIME, "out of memory");
@@ -57,6 +73,13 @@ int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, 
 
 float timing_run_step(TimingRun *t)
 {
+    if (t->net.seq > 0) {
+        const TrainSource text = train_source_text(&t->text, &t->net);
+        float loss;
+        trainer_step_with(&t->net, &t->opt, text.fill, text.ctx,
+                          net_learning_rate(&t->net.hyper, t->net.step, 0), &loss, NULL);
+        return loss;
+    }
     return trainer_step(&t->net, &t->opt, &t->data, t->order,
                         net_learning_rate(&t->net.hyper, t->net.step, 0));
 }
@@ -67,5 +90,6 @@ void timing_run_free(TimingRun *t)
     optimizer_free(&t->opt);
     dataset_free(&t->data);
     free(t->order);
+    free(t->tokens.ids);
     memset(t, 0, sizeof *t);
 }

@@ -1,6 +1,7 @@
 /* What the timing commands (bench, profile) share: a training net built for a chosen
- * batch, one batch of random images and labels (no dataset needed), and the training
- * step on it. Weights and data come from a fixed seed, so every run times the same work. */
+ * batch, one batch of random images and labels (random tokens for a sequence net; no dataset
+ * needed), and the training step on it. Weights and data come from a fixed seed, so every run times
+ * the same work. */
 #ifndef CDL_TIMING_H
 #define CDL_TIMING_H
 
@@ -8,12 +9,16 @@
 #include "core/net.h"
 #include "data/dataset.h"
 #include "train/optimizer.h"
+#include "train/trainer.h"
 
 typedef struct TimingRun {
     Net net;       /* built with gradients, in training mode, activations sized */
     Optimizer opt; /* the cfg's optimizer state */
     Dataset data;  /* [net.hyper.batch] random images and labels: one optimizer batch */
     int *order;    /* [data.n] the identity sample order */
+    /* Sequence nets instead: random token ids below the vocabulary, drawn as training windows. */
+    TokenStream tokens;
+    TextBatches text;
 } TimingRun;
 
 /* Builds the net of the cfg (with a's --set overrides) or the checkpoint at path. batch > 0
