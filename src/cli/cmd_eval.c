@@ -1,13 +1,16 @@
 /* cdl eval: loss, top-1/top-5 accuracy, per-class accuracy and the confusion matrix of a
- * model on the validation set of a .data file. */
+ * model on the validation set of a .data file; for a text model, the validation loss, bits per
+ * token and next-token accuracy. */
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "data/data_config.h"
 #include "data/loader.h"
+#include "data/text_data.h"
 #include "io/model_io.h"
 #include "train/evaluate.h"
 
@@ -27,6 +30,52 @@ static const char *class_name(const ModelMeta *m, int c, char *buf, size_t size)
         return m->names[c];
     snprintf(buf, size, "%d", c);
     return buf;
+}
+
+/* A text model's figures: text, or one JSON object. */
+static void print_text_result(const EvalResult *r, const char *model, const char *data, int json)
+{
+    if (!json) {
+        printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  next-token accuracy %.2f%%  "
+               "top-5 %.2f%%\n",
+               model, data, r->samples, r->loss, r->loss / M_LN2, 100 * r->top1, 100 * r->top5);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", model);
+    cJSON_AddStringToObject(o, "data", data);
+    cJSON_AddNumberToObject(o, "tokens", r->samples);
+    cJSON_AddNumberToObject(o, "loss", r->loss);
+    cJSON_AddNumberToObject(o, "bits_per_token", r->loss / M_LN2);
+    cJSON_AddNumberToObject(o, "accuracy", r->top1);
+    cJSON_AddNumberToObject(o, "top5", r->top5);
+    char *text = cJSON_PrintUnformatted(o);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* cdl eval of a text model: the validation text of a type=text .data file. */
+static int eval_text(Net *net, const ModelMeta *meta, const char *model, const char *data, int json,
+                     Error *e)
+{
+    DataConfig dc = {0};
+    TextData td = {0};
+    EvalResult r = {0};
+    int st = data_config_load(data, &dc, e);
+    if (!st && dc.train_kind != DATA_TEXT)
+        st = error_set(e, CDL_EUSAGE, "%s: a text model evaluates on a type=text dataset", data);
+    st = st ? st : text_data_load(&dc, &meta->vocab, &td, e);
+    if (!st && !td.valid.n)
+        st = error_set(e, CDL_EUSAGE, "%s: no validation text (set valid= or valid_split=)", data);
+    st = st ? st : net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
+    st = st ? st : evaluate_text(net, &td.valid, &r, e);
+    if (!st)
+        print_text_result(&r, model, data, json);
+    text_data_free(&td);
+    data_config_free(&dc);
+    return st;
 }
 
 static void print_json(const EvalResult *r, const ModelMeta *m, const char *model, const char *data)
@@ -114,6 +163,10 @@ int cmd_eval(int argc, char **argv)
     long workers = 0;
     if (!data[0]) {
         st = error_set(&e, CDL_EUSAGE, "%s: the model names no dataset; pass --data", model);
+        goto done;
+    }
+    if (net.seq > 0) {
+        st = eval_text(&net, &meta, model, data, args_get(&a, "--json") != NULL, &e);
         goto done;
     }
     st = data_config_load(data, &dc, &e);
