@@ -45,6 +45,7 @@ static void test_char_vocabulary(void)
     TextVocab back;
     CHECK(stored && text_vocab_from_string(&back, stored, "ckpt", &e) == CDL_OK);
     CHECK(back.n == v.n && !memcmp(back.code_points, v.code_points, 4 * sizeof *v.code_points));
+    text_vocab_free(&back);
     CHECK(text_vocab_from_string(&back, "ba", "ckpt", &e) == CDL_EUSAGE); /* not ascending */
     CHECK_CONTAINS(e.msg, "ckpt: the vocabulary is malformed");
     free(stored);
