@@ -154,25 +154,29 @@ typedef struct TrainSetup {
     TextData text; /* a sequence net's token streams (vocab.n = 0 otherwise) */
 } TrainSetup;
 
-/* A sequence net's text: the .data file must be type=text; the vocabulary is the resumed
- * model's, else built from the text. The net's vocab and one-hot inputs must agree with it. */
-static int load_text(TrainSetup *t, const TextVocab *vocab, Error *e)
+/* Reads the .data file, and the text when it is type=text: a sequence net must train on text, an
+ * image net on images (data_config_open_sources says so); the vocabulary is the resumed model's
+ * (vocab), else built from the text. */
+static int load_data(TrainSetup *t, const TextVocab *vocab, Error *e)
 {
     int st = data_config_load(t->data_path, &t->dc, e);
-    if (st)
+    if (st || t->dc.train_kind != DATA_TEXT)
         return st;
+    return text_data_load(&t->dc, vocab, &t->text, e);
+}
+
+/* A sequence net's vocab, outputs and inputs must agree with its text. */
+static int check_text_net(const TrainSetup *t, Error *e)
+{
+    const Net *net = &t->net;
+    const int v = t->text.vocab.n;
+    if (net->seq <= 0)
+        return CDL_OK;
     if (t->dc.train_kind != DATA_TEXT)
         return error_set(e, CDL_EUSAGE,
                          "%s: a sequence net ([net] seq=%d) trains on text: the .data file needs "
                          "type=text",
-                         t->data_path, t->net.seq);
-    return text_data_load(&t->dc, vocab, &t->text, e);
-}
-
-static int check_vocab(const TrainSetup *t, Error *e)
-{
-    const Net *net = &t->net;
-    const int v = t->text.vocab.n;
+                         t->data_path, net->seq);
     if (net->vocab != v || net->classes != v)
         return error_set(e, CDL_EUSAGE,
                          "%s: the text has %d distinct tokens but the net has vocab=%d and %d "
@@ -186,14 +190,11 @@ static int check_vocab(const TrainSetup *t, Error *e)
     return CDL_OK;
 }
 
-/* Builds the cfg's net; a sequence net without [net] vocab= is built again with the text's. */
+/* Builds the cfg's net; with text data, [net] vocab= is the text's vocabulary size. */
 static int build_fresh(TrainSetup *t, const Args *a, const char *cfg_path, uint64_t seed, Error *e)
 {
-    int st = net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, seed, e);
-    if (st || t->net.seq <= 0)
-        return st;
-    if ((st = load_text(t, NULL, e)) || t->net.vocab)
-        return st;
+    if (!t->text.vocab.n)
+        return net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, seed, e);
     char vocab[48];
     snprintf(vocab, sizeof vocab, "net.vocab=%d", t->text.vocab.n);
     const char **overrides = malloc(((size_t)a->n_repeats + 1) * sizeof *overrides);
@@ -202,8 +203,7 @@ static int build_fresh(TrainSetup *t, const Args *a, const char *cfg_path, uint6
     for (int i = 0; i < a->n_repeats; i++)
         overrides[i] = a->repeats[i];
     overrides[a->n_repeats] = vocab;
-    net_free(&t->net);
-    st = net_build_from_file(&t->net, cfg_path, overrides, a->n_repeats + 1, 1, seed, e);
+    int st = net_build_from_file(&t->net, cfg_path, overrides, a->n_repeats + 1, 1, seed, e);
     free(overrides);
     return st;
 }
@@ -222,8 +222,9 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
         snprintf(t->data_path, sizeof t->data_path, "%s", data);
     else
         default_data_path(cfg_path, t->data_path, sizeof t->data_path);
-    st = build_fresh(t, a, cfg_path, (uint64_t)seed, e);
-    st = st ? st : t->net.seq > 0 ? check_vocab(t, e) : CDL_OK;
+    st = load_data(t, NULL, e);
+    st = st ? st : build_fresh(t, a, cfg_path, (uint64_t)seed, e);
+    st = st ? st : check_text_net(t, e);
     if (st)
         return st;
     cli_print_warnings(t->net.cfg.warnings);
@@ -263,9 +264,8 @@ static int setup_resume(TrainSetup *t, const Args *a, const char *resume, Error 
     if (t->net.seq > 0 && !t->meta.vocab.n)
         return error_set(e, CDL_EUSAGE, "%s: a sequence net's checkpoint without a vocabulary",
                          resume);
-    if (t->net.seq > 0 && (st = load_text(t, &t->meta.vocab, e)))
-        return st;
-    return t->net.seq > 0 ? check_vocab(t, e) : CDL_OK;
+    st = load_data(t, t->net.seq > 0 ? &t->meta.vocab : NULL, e);
+    return st ? st : check_text_net(t, e);
 }
 
 /* Opens the training loader (--workers, --skip-bad); validation reads its set alike. */
@@ -306,8 +306,7 @@ static int open_run_data(TrainSetup *t, RunData *d, long *samples, Error *e)
         d->valid_set.tokens = t->text.valid.n ? &t->text.valid : NULL;
         return CDL_OK;
     }
-    int st = data_config_load(t->data_path, &t->dc, e);
-    st = st ? st : data_config_open_sources(&t->dc, &d->train, &d->valid, e);
+    int st = data_config_open_sources(&t->dc, &d->train, &d->valid, e);
     if (st)
         return st;
     warn_ambiguous_labels(&d->train, "training");

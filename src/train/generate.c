@@ -101,8 +101,8 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         sink(sink_ctx, id);
         if (i + 1 == o->tokens)
             break;
-        if (len == seq) { /* full: keep the last half (cached) or the last seq-1 tokens */
-            const int keep = cached ? seq / 2 : seq - 1;
+        if (len == seq) { /* full: keep the last half, with or without the cache alike */
+            const int keep = seq / 2 > 0 ? seq / 2 : 1;
             memmove(ctx, ctx + (seq - keep), (size_t)keep * sizeof *ctx);
             len = keep;
             if (cached)

@@ -24,8 +24,9 @@ typedef void (*TokenSink)(void *ctx, int id);
 
 /* net: a sequence net in inference mode sized for batch 1 (net_resize(net, 1, ...)); prompt:
  * n_prompt >= 1 token ids below net->classes. The context is the last seq tokens: when it is
- * full, the cached path restarts from its last seq/2 tokens with one full forward (positions
- * are learned per index, so the cache cannot slide). Allocates only the context buffer. */
+ * full, it restarts from its last seq/2 tokens with one full forward (positions are learned per
+ * index, so a cache cannot slide); both paths keep the same context, so they give the same
+ * tokens. Allocates only the context buffer. */
 int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
                     TokenSink sink, void *ctx, Error *e);
 
