@@ -213,6 +213,13 @@ static void softmax_masked_row(float *row, int n, int width)
         row[j] = 0.0f;
 }
 
+/* 1 when the (sample, head) pairs of a forward or backward are worth a parallel region. */
+static int pairs_in_parallel(const Attention *a, int pairs)
+{
+    const double work = (double)pairs * a->seq * a->seq * a->head_size;
+    return pairs > 1 && work > ATTENTION_PARALLEL_MIN;
+}
+
 /* The threads a parallel loop may use: no more than there are workspaces. */
 static int loop_threads(const Attention *a)
 {
@@ -289,7 +296,8 @@ static void attention_forward(Layer *l, Net *net)
     const uint64_t key =
         a->mask_is_valid ? rng_key(net->seed, (net->draw_id << 16) ^ (uint64_t)l->index) : 0;
     const size_t ws_floats = workspace_floats(a);
-#pragma omp parallel for schedule(static) num_threads(loop_threads(a)) if (pairs > 1)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
         head_forward(a, head_view(a, pair / a->heads, pair % a->heads), pair, key,
                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
@@ -402,7 +410,8 @@ static void attention_backward(Layer *l, Net *net)
 
     memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
     const size_t ws_floats = workspace_floats(a);
-#pragma omp parallel for schedule(static) num_threads(loop_threads(a)) if (pairs > 1)
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads, h = pair % a->heads;
         const size_t col = (size_t)h * a->head_size;
