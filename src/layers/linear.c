@@ -1,0 +1,186 @@
+/* [linear]: a dense layer applied to every token (row) on its own, as torch.nn.Linear on
+ * [B][T][C], with an optional activation.
+ *
+ *   in  [batch][rows][inputs]  (rows = c*h: the T tokens of a sequence net; inputs = w)
+ *   out [batch][rows][output]  out[b][r] = act(in[b][r] W^T + biases)
+ *   weights [output][inputs], biases [output]: U(-1/sqrt(inputs), 1/sqrt(inputs)) as nn.Linear
+ *
+ * With tie=1 the layer has no weights of its own: W is the [embedding] weights [vocab][C] of
+ * layer 0 (weight tying, as GPT-2's output projection), so output = vocab and inputs = C; the
+ * forward reads them and the backward adds into their gradient. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/net.h"
+#include "ops/gemm.h"
+#include "ops/sum_rows.h"
+
+/* Below this many values a parallel region costs more than it saves. */
+#define LINEAR_PARALLEL_MIN 32768
+
+typedef struct Linear {
+    int inputs, outputs; /* values per row */
+    int tied;            /* 1: W is layer 0's [embedding] weights */
+    int has_biases;
+} Linear;
+
+/* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
+static int check_tie(const Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, int outputs,
+                     Error *e)
+{
+    const int line = cfg_find(s, "tie")->line;
+    if (l->index == 0 || strcmp(net->layers[0].type->name, "embedding"))
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s] tie=1 uses the weights of an [embedding] first "
+                         "layer, and this net has none",
+                         cfg->path, line, l->index, s->name);
+    const Layer *emb = &net->layers[0];
+    const int channels = emb->out_shape.w;
+    const int vocab = (int)(emb->params[0].count / (size_t)channels);
+    if (outputs != vocab || l->in_shape.w != channels)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s] tie=1 needs output=%d (the [embedding]'s vocab) "
+                         "and an input of %d values per token (its output), not output=%d and "
+                         "%d inputs",
+                         cfg->path, line, l->index, s->name, vocab, channels, outputs,
+                         l->in_shape.w);
+    return CDL_OK;
+}
+
+/* A key that must be 0 or 1. */
+static int get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e)
+{
+    int st = cfg_get_int(cfg, s, key, def, out, e);
+    if (st || *out == 0 || *out == 1)
+        return st;
+    const CfgEntry *en = cfg_find(s, key);
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: expected 0 or 1",
+                     cfg->path, en->line, en->value, key, s->name);
+}
+
+static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    int outputs, has_biases, tied;
+    int st = cfg_get_int(cfg, s, "output", net->vocab, &outputs, e);
+    st = st ? st : get_flag(cfg, s, "bias", 1, &has_biases, e);
+    st = st ? st : get_flag(cfg, s, "tie", 0, &tied, e);
+    st = st ? st : layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
+    if (st)
+        return st;
+    const CfgEntry *out_en = cfg_find(s, "output");
+    if (!out_en && outputs < 1)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d [%s] needs key 'output' (its default, [net] vocab=, is "
+                         "not set)",
+                         cfg->path, s->line, l->index, s->name);
+    if (outputs < 1)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%s' for key 'output' in [%s]: must be >= 1", cfg->path,
+                         out_en->line, out_en->value, s->name);
+    if (tied && (st = check_tie(l, cfg, s, net, outputs, e)))
+        return st;
+
+    Linear *li = calloc(1, sizeof *li);
+    if (!li)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    li->inputs = l->in_shape.w;
+    li->outputs = outputs;
+    li->tied = tied;
+    li->has_biases = has_biases;
+    l->priv = li;
+    l->out_shape = (Shape){l->in_shape.c, l->in_shape.h, outputs};
+    if (!tied)
+        layer_add_param(l, "weights", (size_t)outputs * (size_t)li->inputs, 1, 1);
+    if (has_biases)
+        layer_add_param(l, "biases", (size_t)outputs, 1, 0);
+    l->flops = 2.0 * l->in_shape.c * l->in_shape.h * (double)li->inputs * outputs;
+    return CDL_OK;
+}
+
+static void linear_destroy(Layer *l)
+{
+    free(l->priv);
+    l->priv = NULL;
+}
+
+/* The weights W [output][inputs]: the layer's own, or the tied [embedding]'s. */
+static Param *weights_of(Layer *l, Net *net)
+{
+    return ((const Linear *)l->priv)->tied ? layer_param(&net->layers[0], "weights")
+                                           : layer_param(l, "weights");
+}
+
+static void linear_init(Layer *l, Rng *rng)
+{
+    const Linear *li = l->priv;
+    const float bound = 1.0f / sqrtf((float)li->inputs);
+    /* weights (unless tied), then biases, in declaration order */
+    for (int p = 0; p < l->n_params; p++)
+        for (size_t i = 0; i < l->params[p].count; i++)
+            l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
+/* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride. */
+static void linear_rows(Layer *l, Net *net, const float *x, int x_stride, float *y, int y_stride,
+                        int rows)
+{
+    const Linear *li = l->priv;
+    const Param *biases = layer_param(l, "biases");
+    if (biases) {
+#pragma omp parallel for schedule(static) if ((long)rows * li->outputs > LINEAR_PARALLEL_MIN)
+        for (int r = 0; r < rows; r++)
+            memcpy(y + (size_t)r * y_stride, biases->data, (size_t)li->outputs * sizeof *y);
+    }
+    gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l, net)->data,
+         li->inputs, biases ? 1.0f : 0.0f, y, y_stride);
+}
+
+static void linear_forward(Layer *l, Net *net)
+{
+    const Linear *li = l->priv;
+    const int rows = net->batch * l->in_shape.c * l->in_shape.h;
+    linear_rows(l, net, net_layer_input(net, l, 0), li->inputs, layer_activation_input(l),
+                li->outputs, rows);
+    layer_activate(l, net->batch);
+}
+
+static void linear_forward_at(Layer *l, Net *net, int t)
+{
+    const Linear *li = l->priv;
+    const int in_sample = (int)shape_size(l->in_shape), out_sample = (int)shape_size(l->out_shape);
+    linear_rows(l, net, net_layer_input(net, l, 0) + (size_t)t * li->inputs, in_sample,
+                layer_activation_input(l) + (size_t)t * li->outputs, out_sample, net->batch);
+    layer_activate_row(l, net->batch, t);
+}
+
+static void linear_backward(Layer *l, Net *net)
+{
+    const Linear *li = l->priv;
+    const int rows = net->batch * l->in_shape.c * l->in_shape.h;
+    const int inputs = li->inputs, outputs = li->outputs;
+    layer_activation_backward(l, net->batch);
+
+    const Param *biases = layer_param(l, "biases"), *weights = weights_of(l, net);
+    if (biases)
+        sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
+    const float *x = net_layer_input(net, l, 0);
+    /* dW[outputs][inputs] += delta^T x */
+    gemm(1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, x, inputs, 1.0f, weights->grad,
+         inputs);
+    /* dx[rows][inputs] += delta W */
+    float *dx = net_layer_input_delta(net, l, 0);
+    if (dx)
+        gemm(0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs, weights->data, inputs, 1.0f, dx,
+             inputs);
+}
+
+const LayerType linear_layer = {
+    .name = "linear",
+    .parse = linear_parse,
+    .init = linear_init,
+    .forward = linear_forward,
+    .backward = linear_backward,
+    .destroy = linear_destroy,
+    .forward_at = linear_forward_at,
+};

@@ -1,0 +1,72 @@
+/* [positional]: a learned positional embedding added to each token (GPT-2's wpe).
+ *
+ *   in, out [batch][T][C]   out[b][t] = in[b][t] + weights[t]
+ *   weights [T][C] (one value per value of a sample), N(0, 1) as torch.nn.Embedding */
+#include <stddef.h>
+
+#include "core/net.h"
+#include "ops/sum_rows.h"
+
+/* Below this many values a parallel region costs more than it saves. */
+#define POSITIONAL_PARALLEL_MIN 32768
+
+static int positional_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    (void)cfg, (void)s, (void)net, (void)e;
+    l->out_shape = l->in_shape;
+    layer_add_param(l, "weights", shape_size(l->in_shape), 1, 1);
+    l->flops = (double)shape_size(l->in_shape);
+    return CDL_OK;
+}
+
+static void positional_init(Layer *l, Rng *rng)
+{
+    Param *w = &l->params[0];
+    for (size_t i = 0; i < w->count; i++)
+        w->data[i] = rng_normal(rng);
+}
+
+static void positional_forward(Layer *l, Net *net)
+{
+    const float *in = net_layer_input(net, l, 0), *w = l->params[0].data;
+    const size_t sample = shape_size(l->out_shape);
+#pragma omp parallel for collapse(2)                                                               \
+    schedule(static) if (net->batch * sample > POSITIONAL_PARALLEL_MIN)
+    for (int b = 0; b < net->batch; b++)
+        for (size_t i = 0; i < sample; i++)
+            l->out[b * sample + i] = in[b * sample + i] + w[i];
+}
+
+static void positional_forward_at(Layer *l, Net *net, int t)
+{
+    const float *in = net_layer_input(net, l, 0);
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    const float *w = l->params[0].data + (size_t)t * row;
+    for (int b = 0; b < net->batch; b++) {
+        const size_t at = (size_t)b * sample + (size_t)t * row;
+        for (size_t j = 0; j < row; j++)
+            l->out[at + j] = in[at + j] + w[j];
+    }
+}
+
+/* dweights[t] += sum_b delta[b][t]; the input delta gets delta unchanged. */
+static void positional_backward(Layer *l, Net *net)
+{
+    const size_t sample = shape_size(l->out_shape), n = (size_t)net->batch * sample;
+    sum_rows_add(l->params[0].grad, l->delta, (size_t)net->batch, sample);
+    float *dx = net_layer_input_delta(net, l, 0);
+    if (!dx)
+        return;
+#pragma omp parallel for schedule(static) if (n > POSITIONAL_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++)
+        dx[i] += l->delta[i];
+}
+
+const LayerType positional_layer = {
+    .name = "positional",
+    .parse = positional_parse,
+    .init = positional_init,
+    .forward = positional_forward,
+    .backward = positional_backward,
+    .forward_at = positional_forward_at,
+};
