@@ -28,6 +28,7 @@
 #include "core/layer.h"
 #include "core/net.h"
 #include "ops/gemm.h"
+#include "ops/sum_rows.h"
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
@@ -178,22 +179,6 @@ static void linear_rows(const float *x, int x_stride, int rows, int k, int n, co
     for (int r = 0; r < rows; r++)
         memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
     gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
-}
-
-/* grad[n] += sum over rows of d[rows][n]; each column summed in row order. */
-static void add_column_sums(const float *d, int rows, int n, float *grad)
-{
-    const int chunk = 64, chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
-    for (int c = 0; c < chunks; c++) {
-        const int j0 = c * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
-        for (int r = 0; r < rows; r++) {
-            const float *row = d + (size_t)r * n;
-#pragma omp simd
-            for (int j = j0; j < j1; j++)
-                grad[j] += row[j];
-        }
-    }
 }
 
 /* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
@@ -405,7 +390,7 @@ static void attention_backward(Layer *l, Net *net)
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
     gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
-    add_column_sums(l->delta, rows, c, l->params[P_OUT_BIASES].grad);
+    sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)rows, (size_t)c);
     gemm(0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
 
     memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
@@ -422,7 +407,7 @@ static void attention_backward(Layer *l, Net *net)
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
     const float *x = net_layer_input(net, l, 0);
     gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
-    add_column_sums(dqkv, rows, 3 * c, l->params[P_BIASES].grad);
+    sum_rows_add(l->params[P_BIASES].grad, dqkv, (size_t)rows, 3 * (size_t)c);
     float *dx = net_layer_input_delta(net, l, 0);
     if (dx)
         gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c, 1.0f, dx, c);
