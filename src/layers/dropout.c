@@ -21,16 +21,6 @@ typedef struct Dropout {
     int mask_is_valid; /* the last forward applied the mask (training) */
 } Dropout;
 
-/* Output i of SplitMix64 (Steele, Lea, Flood 2014) seeded with key: a strong 64-bit
- * mix of key + (i+1) * golden ratio. */
-static inline uint64_t splitmix64(uint64_t key, uint64_t i)
-{
-    uint64_t z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
@@ -77,19 +67,14 @@ static void dropout_forward(Layer *l, Net *net)
         memcpy(l->out, in, n * sizeof *l->out);
         return;
     }
-    /* The layer's stream gives a 64-bit key; value i's draw is the i-th output of the
-     * SplitMix64 sequence started at that key, computed directly from i, so the loop
-     * vectorises and splits across threads with the same mask for any thread count. */
-    Rng r;
-    rng_seed(&r, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
-    uint64_t high = rng_u32(&r);
-    uint64_t key = high << 32 | rng_u32(&r);
+    /* Value i's draw is computed directly from i, so the loop vectorises and splits across
+     * threads with the same mask for any thread count. */
+    const uint64_t key = rng_key(net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) {
-        float u = (float)(splitmix64(key, i) >> 40) * (1.0f / 16777216.0f);
-        mask[i] = u < p ? 0.0f : scale;
+        mask[i] = rng_uniform_at(key, i) < p ? 0.0f : scale;
         out[i] = in[i] * mask[i];
     }
 }

@@ -47,3 +47,11 @@ void rng_shuffle(Rng *r, int *idx, int n)
         idx[j] = t;
     }
 }
+
+uint64_t rng_key(uint64_t seed, uint64_t stream)
+{
+    Rng r;
+    rng_seed(&r, seed, stream);
+    uint64_t high = rng_u32(&r);
+    return high << 32 | rng_u32(&r);
+}

@@ -22,4 +22,25 @@ uint32_t rng_below(Rng *r, uint32_t n);
 /* Fisher-Yates shuffle of idx[0..n). */
 void rng_shuffle(Rng *r, int *idx, int n);
 
+/* Counter-based draws for parallel loops (dropout masks): rng_key(seed, stream) gives a
+ * 64-bit key, and draw i of that key is computed directly from i, so a loop split over any
+ * number of threads draws the same values. */
+uint64_t rng_key(uint64_t seed, uint64_t stream);
+
+/* Output i of SplitMix64 (Steele, Lea, Flood 2014) seeded with key: a strong 64-bit mix of
+ * key + (i+1) * golden ratio. */
+static inline uint64_t rng_splitmix64(uint64_t key, uint64_t i)
+{
+    uint64_t z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Draw i of key, uniform in [0, 1). */
+static inline float rng_uniform_at(uint64_t key, uint64_t i)
+{
+    return (float)(rng_splitmix64(key, i) >> 40) * (1.0f / 16777216.0f);
+}
+
 #endif

@@ -1,0 +1,434 @@
+/* [attention]: multi-head self-attention, as nanoGPT's CausalSelfAttention.
+ *
+ *   in, out [batch][T][C] (Shape {1, T, C}); H = heads, D = C / H
+ *   weights [3C][C], biases [3C]: the fused projection, query rows, then key, then value rows
+ *   out_weights [C][C], out_biases [C]: the output projection
+ *
+ *   qkv = x weights^T + biases                                         [batch][T][3C]
+ *   for each sample b and head h, with Q, K, V the head's D columns of the q, k, v thirds:
+ *     P = softmax(Q K^T / sqrt(D)), row i over the keys j <= i (causal=1) or all j  [T][T]
+ *     Y = dropout(P) V, the head's D columns of heads                  [batch][T][C]
+ *   out = heads out_weights^T + out_biases
+ *
+ * Queries go in blocks of ATTENTION_ROW_BLOCK rows: with the causal mask a block needs only
+ * the keys up to its last row, so the score gemms skip most of the masked upper triangle.
+ * The (sample, head) pairs run in parallel, each writing only its own columns, so results do
+ * not depend on the thread count. The dropout mask is drawn from (net seed, draw_id, layer
+ * index) as [dropout] draws its own.
+ *
+ * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
+ * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
+ * (causal=0) attends to all T rows in forward, which a token-by-token pass cannot know: its
+ * forward_at sees rows <= t only and so differs from forward. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/layer.h"
+#include "core/net.h"
+#include "ops/gemm.h"
+#include "ops/sum_rows.h"
+
+/* Positions in l->params, in the order parse declares them. */
+enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
+
+/* Query rows per score gemm: small enough to skip most of the causal mask's zeros, large
+ * enough for efficient gemms. */
+#define ATTENTION_ROW_BLOCK 64
+
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define ATTENTION_PARALLEL_MIN 32768
+
+typedef struct Attention {
+    int seq, channels;    /* T, C */
+    int heads, head_size; /* H, D */
+    int causal;
+    float dropout;     /* probability of dropping an attention weight in training */
+    int block;         /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
+    int threads;       /* workspaces allocated */
+    float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
+    float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
+    float *probs;      /* [batch][H][T][T]: P, zero above the diagonal when causal */
+    float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
+    int mask_is_valid; /* the last forward applied the mask (training) */
+    float *workspace;  /* [threads][2][block][T] */
+} Attention;
+
+/* The line of key when the section sets it, else the section header's. */
+static int key_line(CfgSection *s, const char *key)
+{
+    const CfgEntry *en = cfg_find(s, key);
+    return en ? en->line : s->line;
+}
+
+static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    int heads, causal;
+    float dropout;
+    int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
+    st = st ? st : cfg_get_int(cfg, s, "causal", 1, &causal, e);
+    st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
+    if (st)
+        return st;
+    const int channels = l->in_shape.w;
+    if (net->seq <= 0 || l->in_shape.c != 1)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] needs a sequence net ([net] seq=T) and an input "
+                         "of one row per token",
+                         cfg->path, s->line, l->index, s->name);
+    if (heads < 1 || channels % heads)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%d' for key 'heads' in [%s]: the %d features per "
+                         "token must split evenly over the heads",
+                         cfg->path, key_line(s, "heads"), heads, s->name, channels);
+    if (causal != 0 && causal != 1)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%d' for key 'causal' in [%s]: expected 0 or 1",
+                         cfg->path, key_line(s, "causal"), causal, s->name);
+    if (!(dropout >= 0.0f && dropout < 1.0f))
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: bad value '%s' for key 'dropout' in [%s]: expected a number in "
+                         "[0, 1)",
+                         cfg->path, key_line(s, "dropout"), cfg_find(s, "dropout")->value, s->name);
+
+    Attention *a = calloc(1, sizeof *a);
+    if (!a)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    a->seq = l->in_shape.h;
+    a->channels = channels;
+    a->heads = heads;
+    a->head_size = channels / heads;
+    a->causal = causal;
+    a->dropout = dropout;
+    a->block = a->seq < ATTENTION_ROW_BLOCK ? a->seq : ATTENTION_ROW_BLOCK;
+    l->priv = a;
+
+    const size_t c = (size_t)channels;
+    l->out_shape = l->in_shape;
+    layer_add_param(l, "weights", 3 * c * c, 1, 1);
+    layer_add_param(l, "biases", 3 * c, 1, 0);
+    layer_add_param(l, "out_weights", c * c, 1, 1);
+    layer_add_param(l, "out_biases", c, 1, 0);
+    /* backward's dL/d(heads) [T][C] and dL/d(qkv) [T][3C] */
+    l->scratch_per_sample = 4 * (size_t)a->seq * c;
+    const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;
+    l->flops = 8.0 * t * (double)c * (double)c + 4.0 * pairs * (double)c;
+    return CDL_OK;
+}
+
+/* As PyTorch's nn.Linear, for both projections (C inputs each): weights and biases
+ * ~ U(-1/sqrt(C), 1/sqrt(C)). */
+static void attention_init(Layer *l, Rng *rng)
+{
+    const Attention *a = l->priv;
+    const float bound = 1.0f / sqrtf((float)a->channels);
+    for (int k = 0; k < l->n_params; k++)
+        for (size_t i = 0; i < l->params[k].count; i++)
+            l->params[k].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
+static void attention_free_buffers(Attention *a)
+{
+    free(a->qkv);
+    free(a->heads_out);
+    free(a->probs);
+    free(a->mask);
+    free(a->workspace);
+    a->qkv = a->heads_out = a->probs = a->mask = a->workspace = NULL;
+}
+
+static size_t workspace_floats(const Attention *a)
+{
+    return 2 * (size_t)a->block * (size_t)a->seq;
+}
+
+static int attention_resize(Layer *l, int batch, Error *e)
+{
+    Attention *a = l->priv;
+    attention_free_buffers(a);
+    const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
+    const size_t probs = (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)a->seq;
+    if (probs > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention]: a mini-batch of %d needs more than %zu attention "
+                         "weights; lower batch or raise subdivisions",
+                         l->index, batch, NET_MAX_BATCH_FLOATS);
+    a->threads = omp_get_max_threads();
+    a->qkv = malloc(rows * 3 * c * sizeof *a->qkv);
+    a->heads_out = malloc(rows * c * sizeof *a->heads_out);
+    a->probs = malloc(probs * sizeof *a->probs);
+    /* Dropout acts in training only, which needs gradients (l->delta). */
+    const int want_mask = a->dropout > 0 && l->delta;
+    a->mask = want_mask ? malloc(probs * sizeof *a->mask) : NULL;
+    a->mask_is_valid = 0;
+    a->workspace = malloc((size_t)a->threads * workspace_floats(a) * sizeof *a->workspace);
+    if (!a->qkv || !a->heads_out || !a->probs || (want_mask && !a->mask) || !a->workspace) {
+        attention_free_buffers(a);
+        return error_set(e, CDL_ERUNTIME, "out of memory for attention layer %d", l->index);
+    }
+    return CDL_OK;
+}
+
+/* y[rows][n] = x[rows][k] w^T + bias for w [n][k]; row r of x starts at r * x_stride and of
+ * y at r * y_stride. */
+static void linear_rows(const float *x, int x_stride, int rows, int k, int n, const float *w,
+                        const float *bias, float *y, int y_stride)
+{
+#pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++)
+        memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
+    gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
+}
+
+/* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
+static void softmax_masked_row(float *row, int n, int width)
+{
+    float max = row[0], sum = 0;
+    for (int j = 1; j < n; j++)
+        max = row[j] > max ? row[j] : max;
+    for (int j = 0; j < n; j++) {
+        row[j] = expf(row[j] - max);
+        sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < n; j++)
+        row[j] *= inv;
+    for (int j = n; j < width; j++)
+        row[j] = 0.0f;
+}
+
+/* 1 when the (sample, head) pairs of a forward or backward are worth a parallel region. */
+static int pairs_in_parallel(const Attention *a, int pairs)
+{
+    const double work = (double)pairs * a->seq * a->seq * a->head_size;
+    return pairs > 1 && work > ATTENTION_PARALLEL_MIN;
+}
+
+/* The threads a parallel loop may use: no more than there are workspaces. */
+static int loop_threads(const Attention *a)
+{
+    const int nt = omp_get_max_threads();
+    return nt < a->threads ? nt : a->threads;
+}
+
+/* Where one (sample, head) pair's tensors start; q, k, v and their gradients have row stride
+ * 3C, y and dy C, p and mask T. */
+typedef struct HeadView {
+    const float *q, *k, *v;
+    float *p, *mask, *y;
+} HeadView;
+
+static HeadView head_view(const Attention *a, int b, int h)
+{
+    const size_t t = (size_t)a->seq, c = (size_t)a->channels, ph = (size_t)b * a->heads + h;
+    const float *q = a->qkv + (size_t)b * t * 3 * c + (size_t)h * a->head_size;
+    return (HeadView){q,
+                      q + c,
+                      q + 2 * c,
+                      a->probs + ph * t * t,
+                      a->mask ? a->mask + ph * t * t : NULL,
+                      a->heads_out + (size_t)b * t * c + (size_t)h * a->head_size};
+}
+
+/* The keys a block of queries ending before row `end` attends to. */
+static int keys_of_block(const Attention *a, int end)
+{
+    return a->causal ? end : a->seq;
+}
+
+/* One (sample, head) pair: P and Y from its q, k, v; with a dropout key, draws the mask.
+ * ws holds [block][T] floats. */
+static void head_forward(const Attention *a, HeadView hv, int pair, uint64_t dropout_key, float *ws)
+{
+    const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
+    const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
+    for (int r0 = 0; r0 < t; r0 += a->block) {
+        const int rows = r0 + a->block < t ? a->block : t - r0;
+        const int keys = keys_of_block(a, r0 + rows);
+        float *p = hv.p + (size_t)r0 * t;
+        /* scores[rows][keys] = scale * Q[r0 .. r0+rows) K[0 .. keys)^T */
+        gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
+        for (int i = 0; i < rows; i++)
+            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t);
+        const float *weights = p;
+        if (dropout_key) {
+            float *m = hv.mask + (size_t)r0 * t;
+            const uint64_t first = ((uint64_t)pair * t + r0) * t;
+            for (int i = 0; i < rows; i++)
+                for (int j = 0; j < keys; j++) {
+                    const size_t at = (size_t)i * t + j;
+                    m[at] =
+                        rng_uniform_at(dropout_key, first + at) < a->dropout ? 0.0f : keep_scale;
+                    ws[at] = p[at] * m[at];
+                }
+            weights = ws;
+        }
+        /* Y[r0 .. r0+rows) = weights[rows][keys] V[0 .. keys) */
+        gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, hv.y + (size_t)r0 * a->channels,
+             a->channels);
+    }
+}
+
+static void attention_forward(Layer *l, Net *net)
+{
+    Attention *a = l->priv;
+    const int rows = net->batch * a->seq, c = a->channels, pairs = net->batch * a->heads;
+    linear_rows(net_layer_input(net, l, 0), c, rows, c, 3 * c, l->params[P_WEIGHTS].data,
+                l->params[P_BIASES].data, a->qkv, 3 * c);
+
+    a->mask_is_valid = net->train && a->dropout > 0 && a->mask;
+    const uint64_t key =
+        a->mask_is_valid ? rng_key(net->seed, (net->draw_id << 16) ^ (uint64_t)l->index) : 0;
+    const size_t ws_floats = workspace_floats(a);
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
+    for (int pair = 0; pair < pairs; pair++)
+        head_forward(a, head_view(a, pair / a->heads, pair % a->heads), pair, key,
+                     a->workspace + (size_t)omp_get_thread_num() * ws_floats);
+
+    linear_rows(a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
+                l->params[P_OUT_BIASES].data, l->out, c);
+}
+
+/* Row t of one (sample, head) pair from the cached keys and values of rows <= t; scores
+ * holds T floats. */
+static void head_forward_at(const Attention *a, HeadView hv, int t, float *scores)
+{
+    const int d = a->head_size, ld = 3 * a->channels;
+    const float scale = 1.0f / sqrtf((float)d);
+    const float *q = hv.q + (size_t)t * ld;
+    for (int j = 0; j <= t; j++) {
+        const float *k = hv.k + (size_t)j * ld;
+        float dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int i = 0; i < d; i++)
+            dot += q[i] * k[i];
+        scores[j] = scale * dot;
+    }
+    softmax_masked_row(scores, t + 1, t + 1);
+    float *y = hv.y + (size_t)t * a->channels;
+    memset(y, 0, (size_t)d * sizeof *y);
+    for (int j = 0; j <= t; j++) {
+        const float *v = hv.v + (size_t)j * ld;
+        const float w = scores[j];
+#pragma omp simd
+        for (int i = 0; i < d; i++)
+            y[i] += w * v[i];
+    }
+}
+
+static void attention_forward_at(Layer *l, Net *net, int t)
+{
+    Attention *a = l->priv;
+    const int c = a->channels, stride = a->seq * c, pairs = net->batch * a->heads;
+    const size_t at = (size_t)t * c;
+    /* Row t of every sample: rows of the batch are T rows apart. */
+    linear_rows(net_layer_input(net, l, 0) + at, stride, net->batch, c, 3 * c,
+                l->params[P_WEIGHTS].data, l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
+    const size_t ws_floats = workspace_floats(a);
+#pragma omp parallel for schedule(static) num_threads(                                             \
+    loop_threads(a)) if ((size_t)pairs * (t + 1) * a->head_size > ATTENTION_PARALLEL_MIN)
+    for (int pair = 0; pair < pairs; pair++)
+        head_forward_at(a, head_view(a, pair / a->heads, pair % a->heads), t,
+                        a->workspace + (size_t)omp_get_thread_num() * ws_floats);
+    linear_rows(a->heads_out + at, stride, net->batch, c, c, l->params[P_OUT_WEIGHTS].data,
+                l->params[P_OUT_BIASES].data, l->out + at, stride);
+}
+
+/* One (sample, head) pair: adds dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
+ * columns) from dy = dL/dY (row stride C). ws holds [2][block][T] floats. */
+static void head_backward(const Attention *a, HeadView hv, const float *dy, float *dqkv,
+                          int use_mask, float *ws)
+{
+    const int t = a->seq, d = a->head_size, c = a->channels, ld = 3 * c;
+    const float scale = 1.0f / sqrtf((float)d);
+    float *dq = dqkv, *dk = dqkv + c, *dv = dqkv + 2 * c;
+    float *dropped = ws, *dp = ws + (size_t)a->block * t;
+    for (int r0 = 0; r0 < t; r0 += a->block) {
+        const int rows = r0 + a->block < t ? a->block : t - r0;
+        const int keys = keys_of_block(a, r0 + rows);
+        const float *p = hv.p + (size_t)r0 * t, *m = use_mask ? hv.mask + (size_t)r0 * t : NULL;
+        const float *weights = p;
+        if (use_mask) {
+            for (int i = 0; i < rows; i++)
+                for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
+                    dropped[at] = p[at] * m[at];
+            weights = dropped;
+        }
+        /* dV[0 .. keys) += weights^T dY[r0 .. r0+rows) */
+        gemm(1, 0, keys, d, rows, 1.0f, weights, t, dy + (size_t)r0 * c, c, 1.0f, dv, ld);
+        /* dP[rows][keys] = dY V^T (through the mask: dP *= m) */
+        gemm(0, 1, rows, keys, d, 1.0f, dy + (size_t)r0 * c, c, hv.v, ld, 0.0f, dp, t);
+        /* softmax: dS = P (dP - sum_j P_j dP_j) */
+        for (int i = 0; i < rows; i++) {
+            const float *pi = p + (size_t)i * t;
+            float *dpi = dp + (size_t)i * t;
+            if (use_mask)
+                for (int j = 0; j < keys; j++)
+                    dpi[j] *= m[(size_t)i * t + j];
+            float dot = 0;
+            for (int j = 0; j < keys; j++)
+                dot += pi[j] * dpi[j];
+            for (int j = 0; j < keys; j++)
+                dpi[j] = pi[j] * (dpi[j] - dot);
+        }
+        /* dQ[r0 .. r0+rows) += scale * dS K[0 .. keys); dK[0 .. keys) += scale * dS^T Q[rows] */
+        gemm(0, 0, rows, d, keys, scale, dp, t, hv.k, ld, 1.0f, dq + (size_t)r0 * ld, ld);
+        gemm(1, 0, keys, d, rows, scale, dp, t, hv.q + (size_t)r0 * ld, ld, 1.0f, dk, ld);
+    }
+}
+
+static void attention_backward(Layer *l, Net *net)
+{
+    Attention *a = l->priv;
+    const int rows = net->batch * a->seq, c = a->channels, pairs = net->batch * a->heads;
+    const size_t t = (size_t)a->seq;
+    float *dheads = net->scratch;                  /* [batch][T][C] */
+    float *dqkv = net->scratch + (size_t)rows * c; /* [batch][T][3C] */
+    Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
+
+    /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
+    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
+    sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)rows, (size_t)c);
+    gemm(0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+
+    memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
+    const size_t ws_floats = workspace_floats(a);
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
+    for (int pair = 0; pair < pairs; pair++) {
+        const int b = pair / a->heads, h = pair % a->heads;
+        const size_t col = (size_t)h * a->head_size;
+        head_backward(a, head_view(a, b, h), dheads + b * t * c + col, dqkv + b * t * 3 * c + col,
+                      a->mask_is_valid, a->workspace + (size_t)omp_get_thread_num() * ws_floats);
+    }
+
+    /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
+    const float *x = net_layer_input(net, l, 0);
+    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
+    sum_rows_add(l->params[P_BIASES].grad, dqkv, (size_t)rows, 3 * (size_t)c);
+    float *dx = net_layer_input_delta(net, l, 0);
+    if (dx)
+        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c, 1.0f, dx, c);
+}
+
+static void attention_destroy(Layer *l)
+{
+    Attention *a = l->priv;
+    if (a)
+        attention_free_buffers(a);
+    free(a);
+    l->priv = NULL;
+}
+
+const LayerType attention_layer = {
+    .name = "attention",
+    .parse = attention_parse,
+    .init = attention_init,
+    .resize = attention_resize,
+    .forward = attention_forward,
+    .backward = attention_backward,
+    .destroy = attention_destroy,
+    .forward_at = attention_forward_at,
+};
