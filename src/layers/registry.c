@@ -5,12 +5,13 @@
 
 extern const LayerType convolutional_layer, connected_layer, batchnorm_layer, maxpool_layer,
     avgpool_layer, dropout_layer, shortcut_layer, route_layer, softmax_layer, crop_layer,
-    cost_layer, reorg_layer, upsample_layer;
+    cost_layer, reorg_layer, upsample_layer, rnn_layer, lstm_layer, gru_layer;
 
 static const LayerType *const layer_types[] = {
-    &convolutional_layer, &connected_layer, &batchnorm_layer, &maxpool_layer, &avgpool_layer,
-    &dropout_layer,       &shortcut_layer,  &route_layer,     &softmax_layer, &crop_layer,
-    &cost_layer,          &reorg_layer,     &upsample_layer,
+    &convolutional_layer, &connected_layer, &batchnorm_layer, &maxpool_layer,
+    &avgpool_layer,       &dropout_layer,   &shortcut_layer,  &route_layer,
+    &softmax_layer,       &crop_layer,      &cost_layer,      &reorg_layer,
+    &upsample_layer,      &rnn_layer,       &lstm_layer,      &gru_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
@@ -36,5 +37,5 @@ const LayerType *layer_type_find(const char *name)
 const char *layer_type_names(void)
 {
     return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
-           "softmax, crop, cost, reorg, upsample";
+           "softmax, crop, cost, reorg, upsample, rnn, lstm, gru";
 }
