@@ -14,10 +14,7 @@ static const struct {
     {"detection", "YOLOv1's detection layer: cdl runs classifiers, not detectors"},
     {"region", "YOLOv2's region layer: cdl runs classifiers, not detectors"},
     {"yolo", "YOLOv3's detection layer: cdl runs classifiers, not detectors"},
-    {"rnn", "a recurrent layer, which cdl does not have"},
-    {"gru", "a recurrent layer, which cdl does not have"},
-    {"lstm", "a recurrent layer, which cdl does not have"},
-    {"crnn", "a recurrent layer, which cdl does not have"},
+    {"crnn", "a convolutional recurrent layer, which cdl does not have"},
     {"local", "a locally connected layer (unshared weights), which cdl does not have"},
     {"deconvolutional", "a transposed convolution, which cdl does not have"},
     {"deconv", "a transposed convolution, which cdl does not have"},
@@ -64,6 +61,11 @@ static const struct {
     {"reorg", "reverse", "0", KEY_REFUSE, "only the forward reorg is supported"},
     {"reorg", "flatten", "0", KEY_REFUSE, "only the forward reorg is supported"},
     {"reorg", "extra", "0", KEY_REFUSE, "only the forward reorg is supported"},
+    {"rnn", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
+    {"lstm", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
+    {"gru", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
+    {"rnn", "shortcut", "0", KEY_REFUSE,
+     "darknet's shortcut through time (adding h_{t-1} to the state) is not supported"},
 };
 
 int darknet_check_section(const Cfg *cfg, const CfgSection *s, Error *e)

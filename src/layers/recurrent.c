@@ -1,0 +1,460 @@
+/* [rnn], [lstm], [gru]: one-layer, one-direction recurrent layers over the T rows of each sample,
+ * as torch.nn.RNN, nn.LSTM and nn.GRU (batch_first); the state starts at zero for every sample.
+ *
+ *   in  [batch][T][I]  (Shape {1, T, I})
+ *   out [batch][T][H]  (Shape {1, T, H}): the hidden state h_t of every step
+ *   weights_ih [G*H][I], weights_hh [G*H][H], biases_ih [G*H], biases_hh [G*H]: G gates per
+ *   hidden unit, stacked in torch's order; a_t = W_ih x_t + b_ih + W_hh h_{t-1} + b_hh [G*H]:
+ *
+ *   rnn  (G = 1): h_t = act(a_t)                                     act: activation= [tanh]
+ *   lstm (G = 4): i, f, g, o = sigmoid, sigmoid, tanh, sigmoid of the four parts of a_t;
+ *                 c_t = f c_{t-1} + i g, h_t = o tanh(c_t)
+ *   gru  (G = 3): r, z = sigmoid of the first two parts of a_t;
+ *                 n = tanh(W_in x_t + b_in + r (W_hn h_{t-1} + b_hn)), h_t = (1 - z) n + z h_{t-1}
+ *
+ * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
+ * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
+ * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
+ * gate values, then adds the weight gradients with sgemms over all rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/net.h"
+#include "ops/gemm.h"
+
+/* Positions in l->params, in the order parse declares them (torch's). */
+enum { P_WEIGHTS_IH, P_WEIGHTS_HH, P_BIASES_IH, P_BIASES_HH };
+
+/* Below this many values per step an element-wise parallel region costs more than it saves. */
+#define RECURRENT_PARALLEL_MIN 16384
+
+/* One sample's step t: rows of the layer's buffers, H = hidden units, G gates. */
+typedef struct StepRow {
+    float *gates;            /* [G*H] forward: in W_ih x_t (no bias), out the gate values (the
+                                rnn's a_t); backward: out dL/da_t */
+    const float *hh;         /* [G*H] forward: W_hh h_{t-1} (no bias) */
+    float *dhh;              /* [G*H] backward, gru: out dL/d(W_hh h_{t-1}) */
+    float *saved;            /* [saved*H] the cell's values of step t kept for backward */
+    const float *saved_prev; /* [saved*H] those of step t-1 (zeros at t = 0) */
+    const float *h_prev;     /* [H] h_{t-1} (zeros at t = 0) */
+    float *h;                /* [H] h_t */
+    float *dh;               /* [H] backward: dL/dh_t (the cell may overwrite it) */
+    float *dh_prev;          /* [H] backward: out dL/dh_{t-1} apart from the path through W_hh */
+    float *dc;               /* [H] lstm backward: in dL/dc_t from later steps, out dL/dc_{t-1} */
+} StepRow;
+
+typedef struct Cell {
+    int gates; /* G */
+    int saved; /* floats per hidden unit that a step keeps for backward */
+    /* dL/d(W_hh h) differs from dL/da (gru's n gate): it gets its own buffer. */
+    int dhh_differs;
+    void (*forward)(const Layer *l, const StepRow *r);
+    void (*backward)(const Layer *l, const StepRow *r);
+} Cell;
+
+typedef struct Recurrent {
+    const Cell *cell;
+    int steps, inputs, hidden; /* T, I, H */
+    int batch;                 /* the buffers below are sized for it */
+    float *slab;               /* one allocation holding the buffers below */
+    float *gates;              /* [batch][T][G*H] gate values; in backward dL/da */
+    float *saved;              /* [batch][T][saved*H] */
+    float *dhh;                /* [batch][T][G*H] when dhh_differs, else gates */
+    float *hh;                 /* [batch][G*H] W_hh h_{t-1} of one step */
+    float *dh;                 /* [batch][H] dL/dh_t of one step */
+    float *dh_carry;           /* [batch][H] dL/dh_t that step t+1 sends back */
+    float *dc;                 /* [batch][H] lstm: dL/dc_t that step t+1 sends back */
+    float *zeros;              /* [G*H] the state before the first step */
+} Recurrent;
+
+/* ---- cells: one sample's step, forward and backward ---- */
+
+static int hidden_of(const Layer *l)
+{
+    return ((const Recurrent *)l->priv)->hidden;
+}
+
+/* a[n] += b_ih + hh + b_hh: the pre-activations of n gate values. */
+static void add_recurrent_terms(float *a, const float *b_ih, const float *hh, const float *b_hh,
+                                int n)
+{
+    for (int j = 0; j < n; j++)
+        a[j] += b_ih[j] + hh[j] + b_hh[j];
+}
+
+/* saved: nothing; gates: a_t, which the activation's derivative reads. */
+static void rnn_forward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    add_recurrent_terms(r->gates, l->params[P_BIASES_IH].data, r->hh, l->params[P_BIASES_HH].data,
+                        H);
+    activation_forward(r->gates, r->h, (size_t)H, l->activation);
+}
+
+static void rnn_backward(const Layer *l, const StepRow *r)
+{
+    const size_t H = (size_t)hidden_of(l);
+    activation_backward(r->gates, r->h, r->dh, H, l->activation);
+    memcpy(r->gates, r->dh, H * sizeof *r->gates);
+    memset(r->dh_prev, 0, H * sizeof *r->dh_prev);
+}
+
+/* saved: c_t, then tanh(c_t); gates: i, f, g, o. */
+static void lstm_forward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    float *i = r->gates, *f = i + H, *g = f + H, *o = g + H;
+    float *c = r->saved, *tanh_c = c + H;
+    const float *c_prev = r->saved_prev;
+    add_recurrent_terms(r->gates, l->params[P_BIASES_IH].data, r->hh, l->params[P_BIASES_HH].data,
+                        4 * H);
+    activation_forward(i, i, 2 * (size_t)H, CDL_ACT_LOGISTIC);
+    activation_forward(g, g, (size_t)H, CDL_ACT_TANH);
+    activation_forward(o, o, (size_t)H, CDL_ACT_LOGISTIC);
+    for (int j = 0; j < H; j++)
+        c[j] = f[j] * c_prev[j] + i[j] * g[j];
+    activation_forward(c, tanh_c, (size_t)H, CDL_ACT_TANH);
+    for (int j = 0; j < H; j++)
+        r->h[j] = o[j] * tanh_c[j];
+}
+
+static void lstm_backward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    float *i = r->gates, *f = i + H, *g = f + H, *o = g + H;
+    const float *tanh_c = r->saved + H, *c_prev = r->saved_prev;
+    for (int j = 0; j < H; j++) {
+        const float dh = r->dh[j], tc = tanh_c[j];
+        const float dc = r->dc[j] + dh * o[j] * (1 - tc * tc);
+        const float di = dc * g[j] * i[j] * (1 - i[j]);
+        const float df = dc * c_prev[j] * f[j] * (1 - f[j]);
+        const float dg = dc * i[j] * (1 - g[j] * g[j]);
+        const float d_o = dh * tc * o[j] * (1 - o[j]);
+        r->dc[j] = dc * f[j];
+        i[j] = di;
+        f[j] = df;
+        g[j] = dg;
+        o[j] = d_o;
+        r->dh_prev[j] = 0;
+    }
+}
+
+/* saved: W_hn h_{t-1} + b_hn; gates: r, z, n. */
+static void gru_forward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    const float *b_ih = l->params[P_BIASES_IH].data, *b_hh = l->params[P_BIASES_HH].data;
+    float *reset = r->gates, *update = reset + H, *n = update + H, *hn = r->saved;
+    add_recurrent_terms(reset, b_ih, r->hh, b_hh, 2 * H);
+    activation_forward(reset, reset, 2 * (size_t)H, CDL_ACT_LOGISTIC);
+    for (int j = 0; j < H; j++) {
+        hn[j] = r->hh[2 * H + j] + b_hh[2 * H + j];
+        n[j] += b_ih[2 * H + j] + reset[j] * hn[j];
+    }
+    activation_forward(n, n, (size_t)H, CDL_ACT_TANH);
+    for (int j = 0; j < H; j++)
+        r->h[j] = (1 - update[j]) * n[j] + update[j] * r->h_prev[j];
+}
+
+static void gru_backward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    float *reset = r->gates, *update = reset + H, *n = update + H;
+    const float *hn = r->saved;
+    for (int j = 0; j < H; j++) {
+        const float dh = r->dh[j], rj = reset[j], zj = update[j], nj = n[j];
+        const float dn = dh * (1 - zj) * (1 - nj * nj);
+        const float dz = dh * (r->h_prev[j] - nj) * zj * (1 - zj);
+        const float dr = dn * hn[j] * rj * (1 - rj);
+        r->dh_prev[j] = dh * zj;
+        reset[j] = r->dhh[j] = dr;
+        update[j] = r->dhh[H + j] = dz;
+        n[j] = dn;
+        r->dhh[2 * H + j] = dn * rj;
+    }
+}
+
+static const Cell rnn_cell = {1, 0, 0, rnn_forward, rnn_backward};
+static const Cell lstm_cell = {4, 2, 0, lstm_forward, lstm_backward};
+static const Cell gru_cell = {3, 1, 1, gru_forward, gru_backward};
+
+/* ---- the layer ---- */
+
+/* Reads output= (H, required) and, for [rnn], hidden= (darknet's, the same H) and activation=. */
+static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
+                           const Cell *cell, Error *e)
+{
+    const int is_rnn = cell == &rnn_cell;
+    int hidden = 0, st = cfg_get_int(cfg, s, "output", 0, &hidden, e);
+    int darknet_hidden = hidden;
+    if (!st && is_rnn)
+        st = cfg_get_int(cfg, s, "hidden", hidden, &darknet_hidden, e);
+    if (!st && is_rnn)
+        st = layer_parse_activation(l, cfg, s, CDL_ACT_TANH, e);
+    if (st)
+        return st;
+    const CfgEntry *output = cfg_find(s, "output");
+    if (!output)
+        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] needs output= (the hidden size)",
+                         cfg->path, s->line, l->index, s->name);
+    if (hidden < 1)
+        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] output=%d: expected at least 1",
+                         cfg->path, output->line, l->index, s->name, hidden);
+    if (darknet_hidden != hidden)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] hidden=%d differs from output=%d: cdl's [rnn] "
+                         "outputs its hidden state, so both are H (put a [connected] after it for "
+                         "darknet's output projection)",
+                         cfg->path, cfg_find(s, "hidden")->line, l->index, s->name, darknet_hidden,
+                         hidden);
+    const Shape in = l->in_shape;
+    if (net->seq < 1)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] needs a sequence net: [net] seq=T (or time_steps)",
+                         cfg->path, s->line, l->index, s->name);
+    if (in.c != 1 || in.h != net->seq)
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] needs an input of T=%d token rows (1x%dxfeatures), "
+                         "not %dx%dx%d (CxHxW)",
+                         cfg->path, s->line, l->index, s->name, net->seq, net->seq, in.c, in.h,
+                         in.w);
+
+    Recurrent *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    rc->cell = cell;
+    rc->steps = in.h;
+    rc->inputs = in.w;
+    rc->hidden = hidden;
+    l->priv = rc;
+    l->out_shape = (Shape){1, rc->steps, hidden};
+    const size_t rows = (size_t)cell->gates * (size_t)hidden;
+    layer_add_param(l, "weights_ih", rows * (size_t)rc->inputs, 1, 1);
+    layer_add_param(l, "weights_hh", rows * (size_t)hidden, 1, 1);
+    layer_add_param(l, "biases_ih", rows, 1, 0);
+    layer_add_param(l, "biases_hh", rows, 1, 0);
+    l->flops = 2.0 * rc->steps * (double)rows * (double)(rc->inputs + hidden);
+    return CDL_OK;
+}
+
+static int rnn_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    return recurrent_parse(l, cfg, s, net, &rnn_cell, e);
+}
+
+static int lstm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    return recurrent_parse(l, cfg, s, net, &lstm_cell, e);
+}
+
+static int gru_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    return recurrent_parse(l, cfg, s, net, &gru_cell, e);
+}
+
+/* As torch's recurrent layers: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)). */
+static void recurrent_init(Layer *l, Rng *rng)
+{
+    const float bound = 1.0f / sqrtf((float)hidden_of(l));
+    for (int p = 0; p < l->n_params; p++)
+        for (size_t i = 0; i < l->params[p].count; i++)
+            l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
+static int recurrent_resize(Layer *l, int batch, Error *e)
+{
+    Recurrent *rc = l->priv;
+    const Cell *cell = rc->cell;
+    const size_t B = (size_t)batch, T = (size_t)rc->steps, H = (size_t)rc->hidden;
+    const size_t GH = (size_t)cell->gates * H, SH = (size_t)cell->saved * H;
+    const size_t dhh = cell->dhh_differs ? B * T * GH : 0;
+    free(rc->slab);
+    rc->slab = calloc(B * T * (GH + SH) + dhh + B * (GH + 3 * H) + GH, sizeof *rc->slab);
+    rc->batch = rc->slab ? batch : 0;
+    if (!rc->slab)
+        return error_set(e, CDL_ERUNTIME, "out of memory for layer %d [%s] of batch %d", l->index,
+                         l->type->name, batch);
+    rc->gates = rc->slab;
+    rc->saved = rc->gates + B * T * GH;
+    rc->dhh = cell->dhh_differs ? rc->saved + B * T * SH : rc->gates;
+    rc->hh = rc->saved + B * T * SH + dhh;
+    rc->dh = rc->hh + B * GH;
+    rc->dh_carry = rc->dh + B * H;
+    rc->dc = rc->dh_carry + B * H;
+    rc->zeros = rc->dc + B * H;
+    return CDL_OK;
+}
+
+/* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. */
+static void recurrent_step(Layer *l, Net *net, int t)
+{
+    Recurrent *rc = l->priv;
+    const int batch = net->batch, T = rc->steps, H = rc->hidden;
+    const int GH = rc->cell->gates * H, SH = rc->cell->saved * H;
+    /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
+    if (t > 0)
+        gemm(0, 1, batch, GH, H, 1.0f, l->out + (size_t)(t - 1) * H, T * H,
+             l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, GH);
+#pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
+    for (int b = 0; b < batch; b++) {
+        const size_t row = (size_t)b * T + (size_t)t;
+        const StepRow r = {
+            .gates = rc->gates + row * GH,
+            .hh = t > 0 ? rc->hh + (size_t)b * GH : rc->zeros,
+            .saved = rc->saved + row * SH,
+            .saved_prev = t > 0 ? rc->saved + (row - 1) * SH : rc->zeros,
+            .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
+            .h = l->out + row * H,
+        };
+        rc->cell->forward(l, &r);
+    }
+}
+
+static void recurrent_forward(Layer *l, Net *net)
+{
+    Recurrent *rc = l->priv;
+    const int rows = net->batch * rc->steps, I = rc->inputs;
+    const int GH = rc->cell->gates * rc->hidden;
+    /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
+    gemm(0, 1, rows, GH, I, 1.0f, net_layer_input(net, l, 0), I, l->params[P_WEIGHTS_IH].data, I,
+         0.0f, rc->gates, GH);
+    for (int t = 0; t < rc->steps; t++)
+        recurrent_step(l, net, t);
+}
+
+static void recurrent_forward_at(Layer *l, Net *net, int t)
+{
+    Recurrent *rc = l->priv;
+    const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
+    /* row t of gates = x_t W_ih^T for every sample, the rows T apart */
+    gemm(0, 1, net->batch, GH, I, 1.0f, net_layer_input(net, l, 0) + (size_t)t * I, T * I,
+         l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates + (size_t)t * GH, T * GH);
+    recurrent_step(l, net, t);
+}
+
+/* sums[j] += sum over the rows of m[rows][cols] of m[r][j], in row order. */
+static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
+{
+    enum { BLOCK = 64 };
+#pragma omp parallel for schedule(static) if (rows * (size_t)cols >= RECURRENT_PARALLEL_MIN)
+    for (int j0 = 0; j0 < cols; j0 += BLOCK) {
+        const int n = cols - j0 < BLOCK ? cols - j0 : BLOCK;
+        float acc[BLOCK] = {0};
+        for (size_t r = 0; r < rows; r++)
+            for (int j = 0; j < n; j++)
+                acc[j] += m[r * (size_t)cols + (size_t)j0 + (size_t)j];
+        for (int j = 0; j < n; j++)
+            sums[j0 + j] += acc[j];
+    }
+}
+
+/* Backpropagation through time: steps T-1 down to 0 turn the gate values into dL/da_t, then the
+ * parameter and input gradients come from sgemms over all batch*T rows. */
+static void recurrent_backward(Layer *l, Net *net)
+{
+    Recurrent *rc = l->priv;
+    const int batch = net->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
+    const int GH = rc->cell->gates * H, SH = rc->cell->saved * H, rows = batch * T;
+    const float *w_hh = l->params[P_WEIGHTS_HH].data;
+    memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
+    memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
+    for (int t = T - 1; t >= 0; t--) {
+#pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
+        for (int b = 0; b < batch; b++) {
+            const size_t row = (size_t)b * T + (size_t)t;
+            float *dh = rc->dh + (size_t)b * H, *carry = rc->dh_carry + (size_t)b * H;
+            for (int j = 0; j < H; j++)
+                dh[j] = l->delta[row * H + j] + carry[j];
+            const StepRow r = {
+                .gates = rc->gates + row * GH,
+                .dhh = rc->dhh + row * GH,
+                .saved = rc->saved + row * SH,
+                .saved_prev = t > 0 ? rc->saved + (row - 1) * SH : rc->zeros,
+                .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
+                .h = l->out + row * H,
+                .dh = dh,
+                .dh_prev = carry,
+                .dc = rc->dc + (size_t)b * H,
+            };
+            rc->cell->backward(l, &r);
+        }
+        /* dh_carry[batch][H] += dL/d(W_hh h_{t-1}) W_hh */
+        if (t > 0)
+            gemm(0, 0, batch, H, GH, 1.0f, rc->dhh + (size_t)t * GH, T * GH, w_hh, H, 1.0f,
+                 rc->dh_carry, H);
+    }
+
+    Param *w_ih = &l->params[P_WEIGHTS_IH], *b_ih = &l->params[P_BIASES_IH];
+    Param *w_hh_param = &l->params[P_WEIGHTS_HH], *b_hh = &l->params[P_BIASES_HH];
+    const float *x = net_layer_input(net, l, 0);
+    /* dW_ih[G*H][I] += da^T x */
+    gemm(1, 0, GH, I, rows, 1.0f, rc->gates, GH, x, I, 1.0f, w_ih->grad, I);
+    float *dx = net_layer_input_delta(net, l, 0);
+    /* dx[batch*T][I] += da W_ih */
+    if (dx)
+        gemm(0, 0, rows, I, GH, 1.0f, rc->gates, GH, w_ih->data, I, 1.0f, dx, I);
+    /* l->delta is spent: it now holds h_{t-1} for every row (zeros at t = 0), so that
+     * dW_hh[G*H][H] += dL/d(W_hh h)^T h_prev is one sgemm too. */
+    float *h_prev = l->delta;
+    for (int b = 0; b < batch; b++) {
+        float *sample = h_prev + (size_t)b * T * H;
+        memcpy(sample + H, l->out + (size_t)b * T * H, (size_t)(T - 1) * H * sizeof *sample);
+        memset(sample, 0, (size_t)H * sizeof *sample);
+    }
+    gemm(1, 0, GH, H, rows, 1.0f, rc->dhh, GH, h_prev, H, 1.0f, w_hh_param->grad, H);
+    /* The biases: column sums, which b_hh shares with b_ih unless dhh differs. */
+    float *sums = rc->hh;
+    memset(sums, 0, (size_t)GH * sizeof *sums);
+    add_column_sums(rc->gates, (size_t)rows, GH, sums);
+    for (int j = 0; j < GH; j++)
+        b_ih->grad[j] += sums[j];
+    if (rc->dhh != rc->gates)
+        add_column_sums(rc->dhh, (size_t)rows, GH, b_hh->grad);
+    else
+        for (int j = 0; j < GH; j++)
+            b_hh->grad[j] += sums[j];
+}
+
+static void recurrent_destroy(Layer *l)
+{
+    Recurrent *rc = l->priv;
+    if (!rc)
+        return;
+    free(rc->slab);
+    free(rc);
+    l->priv = NULL;
+}
+
+const LayerType rnn_layer = {
+    .name = "rnn",
+    .parse = rnn_parse,
+    .init = recurrent_init,
+    .resize = recurrent_resize,
+    .forward = recurrent_forward,
+    .backward = recurrent_backward,
+    .destroy = recurrent_destroy,
+    .forward_at = recurrent_forward_at,
+};
+
+const LayerType lstm_layer = {
+    .name = "lstm",
+    .parse = lstm_parse,
+    .init = recurrent_init,
+    .resize = recurrent_resize,
+    .forward = recurrent_forward,
+    .backward = recurrent_backward,
+    .destroy = recurrent_destroy,
+    .forward_at = recurrent_forward_at,
+};
+
+const LayerType gru_layer = {
+    .name = "gru",
+    .parse = gru_parse,
+    .init = recurrent_init,
+    .resize = recurrent_resize,
+    .forward = recurrent_forward,
+    .backward = recurrent_backward,
+    .destroy = recurrent_destroy,
+    .forward_at = recurrent_forward_at,
+};

@@ -1,0 +1,329 @@
+/* The recurrent layers [rnn], [lstm] and [gru]: gradient checks, PyTorch fixtures
+ * (scripts/ref/make_recurrent.py), token-by-token inference, parameters and cfg errors. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg_errors.h"
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+#include "ref_fixture.h"
+#include "ref_net.h"
+
+/* A sequence net of `batch` samples of T tokens with I inputs each. */
+#define SEQ_NET(batch, T, I) "[net]\nbatch=" #batch "\nseq=" #T "\ninputs=" #I "\n"
+
+static const char *const sections[] = {"rnn", "lstm", "gru"};
+
+/* ---- gradient checks ---- */
+
+static void test_gradcheck_each_layer(void)
+{
+    gradcheck_cfg("rnn tanh", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\n");
+    gradcheck_cfg("rnn relu", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\nactivation=relu\n");
+    gradcheck_cfg("lstm", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\n");
+    gradcheck_cfg("gru", SEQ_NET(2, 4, 3) "[gru]\noutput=5\n");
+}
+
+/* A second recurrent layer sends its input gradient through the first; the softmax loss has
+ * one label per token. */
+static void test_gradcheck_stacked_with_softmax(void)
+{
+    gradcheck_cfg("gru + lstm + softmax",
+                  SEQ_NET(3, 3, 2) "[gru]\noutput=4\n[lstm]\noutput=3\n[softmax]\n");
+    gradcheck_cfg("lstm + rnn logistic",
+                  SEQ_NET(2, 5, 3) "[lstm]\noutput=4\n[rnn]\noutput=3\nactivation=logistic\n");
+}
+
+/* ---- PyTorch fixtures ---- */
+
+/* Forward output, input gradient and every parameter gradient of tests/ref/NAME.cfg against
+ * torch, with loss sum(out * r). */
+static void check_fixture(const char *name)
+{
+    char cfg_path[64], ref_path[64];
+    snprintf(cfg_path, sizeof cfg_path, "tests/ref/%s.cfg", name);
+    snprintf(ref_path, sizeof ref_path, "tests/ref/%s.ref", name);
+    RefFixture f;
+    Net net;
+    Error e = {0};
+    CHECK(ref_fixture_load(ref_path, &f) == 0);
+    if (!f.n)
+        return;
+    if (net_build_from_file(&net, cfg_path, NULL, 0, 1, 1, &e) || net_resize(&net, 2, 1, &e)) {
+        fprintf(stderr, "FAIL %s: %s\n", cfg_path, e.msg);
+        check_failures++;
+        ref_fixture_free(&f);
+        return;
+    }
+    const RefTensor *input = ref_fixture_get(&f, "input"), *r = ref_fixture_get(&f, "r");
+    Layer *l = &net.layers[0];
+    const size_t out_n = 2 * shape_size(l->out_shape);
+    const int ready = ref_load_params(&f, &net) == 0 && input && r && r->count == out_n &&
+                      input->count == 2 * shape_size(net.in_shape);
+    CHECK(ready);
+    if (ready) {
+        memcpy(net.input, input->data, input->count * sizeof *net.input);
+        net.train = 1;
+        net_forward(&net);
+        ref_expect_close(&f, "out", l->out, out_n);
+        net_zero_grads(&net);
+        memcpy(l->delta, r->data, out_n * sizeof *l->delta);
+        net_backward(&net);
+        ref_expect_close(&f, "grad.input", net.input_delta, input->count);
+        ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
+    }
+    net_free(&net);
+    ref_fixture_free(&f);
+}
+
+static void test_matches_pytorch(void)
+{
+    check_fixture("rnn");
+    check_fixture("lstm");
+    check_fixture("gru");
+}
+
+/* ---- token-by-token inference ---- */
+
+static int build(const char *text, Net *net)
+{
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 0, 5, &e) ||
+        net_resize(net, net->hyper.batch, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return -1;
+    }
+    return 0;
+}
+
+/* forward_at(0), ..., forward_at(T-1) from a cleared output give forward's rows, within float
+ * round-off (the sgemms see other shapes); after a forward, forward_at(t) recomputes row t from
+ * the state forward left. */
+static void test_forward_at_row_by_row_equals_forward(void)
+{
+    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, SEQ_NET(3, 6, 4) "[%s]\noutput=5\n[softmax]\n", sections[k]);
+        Net net;
+        if (build(text, &net))
+            continue;
+        CHECK(net_can_forward_at(&net));
+        Rng rng;
+        rng_seed(&rng, 3, 0);
+        const size_t in_n = 3 * shape_size(net.in_shape);
+        for (size_t i = 0; i < in_n; i++)
+            net.input[i] = rng_normal(&rng);
+        net_forward(&net);
+        const Layer *rec = &net.layers[0], *last = &net.layers[1];
+        const size_t n = 3 * shape_size(last->out_shape), h_n = 3 * shape_size(rec->out_shape);
+        float *want = malloc(n * sizeof *want), *want_h = malloc(h_n * sizeof *want_h);
+        memcpy(want, last->out, n * sizeof *want);
+        memcpy(want_h, rec->out, h_n * sizeof *want_h);
+
+        net_forward_at(&net, 5);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(last->out[i] - want[i]));
+        CHECK_NEAR(worst, 0, 1e-6);
+
+        memset(rec->out, 0, h_n * sizeof *rec->out);
+        memset(last->out, 0, n * sizeof *last->out);
+        for (int t = 0; t < 6; t++)
+            net_forward_at(&net, t);
+        worst = 0;
+        for (size_t i = 0; i < h_n; i++)
+            worst = fmax(worst, fabs(rec->out[i] - want_h[i]));
+        CHECK_NEAR(worst, 0, 1e-5);
+        worst = 0;
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(last->out[i] - want[i]));
+        CHECK_NEAR(worst, 0, 1e-5);
+        free(want);
+        free(want_h);
+        net_free(&net);
+    }
+}
+
+/* Each sample's state starts at zero: a sample's outputs do not depend on the others, and its
+ * first row depends on its first token alone. */
+static void test_samples_are_independent(void)
+{
+    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, SEQ_NET(2, 4, 3) "[%s]\noutput=5\n", sections[k]);
+        Net net;
+        if (build(text, &net))
+            continue;
+        Rng rng;
+        rng_seed(&rng, 4, 0);
+        for (size_t i = 0; i < 2 * 12; i++)
+            net.input[i] = rng_normal(&rng);
+        memcpy(net.input + 12, net.input, 3 * sizeof *net.input); /* same first token */
+        net_forward(&net);
+        const float *out = net.layers[0].out;
+        float first[20];
+        memcpy(first, out, sizeof first);
+        for (int i = 0; i < 5; i++)
+            CHECK_NEAR(out[20 + i], first[i], 1e-6);
+        for (size_t i = 12; i < 2 * 12; i++)
+            net.input[i] = rng_normal(&rng);
+        net_forward(&net);
+        CHECK(!memcmp(out, first, sizeof first));
+        net_free(&net);
+    }
+}
+
+/* Forward and backward of a layer wide enough for the per-step work to run threaded, at
+ * `threads` threads: the output, then the parameter and input gradients (malloc'd). */
+static float *results_at_threads(const char *section, int threads, size_t *n)
+{
+    char text[256];
+    snprintf(text, sizeof text, SEQ_NET(8, 3, 4) "[%s]\noutput=700\n", section);
+    omp_set_num_threads(threads);
+    Net net;
+    Error e = {0};
+    *n = 0;
+    if (net_build_from_text(&net, text, "t.cfg", 1, 2, &e) || net_resize(&net, 8, 1, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        return NULL;
+    }
+    Rng rng;
+    rng_seed(&rng, 6, 0);
+    const size_t in_n = 8 * shape_size(net.in_shape);
+    Layer *l = &net.layers[0];
+    const size_t out_n = 8 * shape_size(l->out_shape);
+    for (size_t i = 0; i < in_n; i++)
+        net.input[i] = rng_normal(&rng);
+    net.train = 1;
+    net_zero_grads(&net);
+    net_forward(&net);
+    float *all = malloc((out_n + net.n_params + in_n) * sizeof *all);
+    memcpy(all, l->out, out_n * sizeof *all);
+    for (size_t i = 0; i < out_n; i++)
+        l->delta[i] = rng_normal(&rng);
+    net_backward(&net);
+    memcpy(all + out_n, net.grads, net.n_params * sizeof *all);
+    memcpy(all + out_n + net.n_params, net.input_delta, in_n * sizeof *all);
+    *n = out_n + net.n_params + in_n;
+    net_free(&net);
+    return all;
+}
+
+static void test_results_do_not_depend_on_thread_count(void)
+{
+    const int saved = omp_get_max_threads();
+    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
+        size_t n1, n2;
+        float *one = results_at_threads(sections[k], 1, &n1);
+        float *two = results_at_threads(sections[k], 2, &n2);
+        CHECK(one && two && n1 == n2);
+        double worst = 0;
+        for (size_t i = 0; one && two && i < n1; i++)
+            worst = fmax(worst, fabs(one[i] - two[i]) / (1 + fabs(one[i])));
+        CHECK_NEAR(worst, 0, 1e-5);
+        free(one);
+        free(two);
+    }
+    omp_set_num_threads(saved);
+}
+
+/* ---- parameters, shapes, flops ---- */
+
+static void test_params_shapes_and_init(void)
+{
+    static const int gates[] = {1, 4, 3};
+    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, SEQ_NET(1, 7, 3) "[%s]\noutput=16\n", sections[k]);
+        Net net;
+        if (build(text, &net))
+            continue;
+        Layer *l = &net.layers[0];
+        const size_t G = (size_t)gates[k];
+        CHECK(l->out_shape.c == 1 && l->out_shape.h == 7 && l->out_shape.w == 16);
+        CHECK(l->n_params == 4);
+        static const char *const names[] = {"weights_ih", "weights_hh", "biases_ih", "biases_hh"};
+        const size_t counts[] = {G * 16 * 3, G * 16 * 16, G * 16, G * 16};
+        const int decay[] = {1, 1, 0, 0};
+        for (int p = 0; p < 4; p++) {
+            const Param *pa = layer_param(l, names[p]);
+            CHECK(pa && pa->count == counts[p] && pa->trainable && pa->decay == decay[p]);
+            /* U(-1/4, 1/4): within the bound, and spread over it */
+            float lo = 1, hi = -1;
+            for (size_t i = 0; pa && i < pa->count; i++) {
+                lo = fminf(lo, pa->data[i]);
+                hi = fmaxf(hi, pa->data[i]);
+            }
+            CHECK(lo >= -0.25f && hi <= 0.25f && hi - lo > 0.25f);
+        }
+        CHECK_NEAR(l->flops, 2.0 * 7 * G * 16 * (3 + 16), 0);
+        CHECK(l->activation == (k == 0 ? CDL_ACT_TANH : CDL_ACT_LINEAR));
+        net_free(&net);
+    }
+}
+
+/* darknet's recurrent cfgs: one step over 256 inputs (time_steps=1, one-hot bytes). */
+static void test_darknet_one_step_net_runs(void)
+{
+    Net net;
+    if (build("[net]\ninputs=256\ntime_steps=1\nbatch=2\n[gru]\noutput=8\n[gru]\noutput=8\n"
+              "[rnn]\noutput=8\nhidden=8\nactivation=leaky\n",
+              &net))
+        return;
+    CHECK(net.seq == 1 && net.layers[2].out_shape.h == 1 && net.layers[2].out_shape.w == 8);
+    net.input[3] = net.input[256 + 7] = 1;
+    net_forward(&net);
+    CHECK(net_first_nonfinite_output(&net) == net.n_layers);
+    net_free(&net);
+}
+
+/* ---- cfg errors ---- */
+
+static void test_cfg_errors_name_file_and_line(void)
+{
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\n", "t.cfg:5: layer 0: [lstm] needs output=");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[gru]\noutput=0\n",
+                     "t.cfg:6: layer 0: [gru] output=0: expected at least 1");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\noutput=8\nhidden=4\n",
+                     "t.cfg:7: layer 0: [rnn] hidden=4 differs from output=8");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[lstm]\noutput=4\n",
+                     "t.cfg:5: layer 0: [lstm] needs a sequence net: [net] seq=T");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[connected]\noutput=4\n[rnn]\noutput=4\n",
+                     "t.cfg:7: layer 1: [rnn] needs an input of T=4 token rows");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\noutput=4\nactivation=sigmund\n",
+                     "t.cfg:7: bad value 'sigmund' for key 'activation' in [rnn]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nactivation=relu\n",
+                     "t.cfg:7: unknown key 'activation' in [lstm]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[gru]\noutput=4\nhidden=4\n",
+                     "t.cfg:7: unknown key 'hidden' in [gru]");
+    /* darknet's keys for what cdl lacks */
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\nbatch_normalize=1\noutput=4\n",
+                     "t.cfg:6: unsupported value '1' for key 'batch_normalize' in [rnn]: cdl's "
+                     "recurrent layers have no batch norm (cdl accepts only batch_normalize=0)");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[gru]\noutput=4\nbatch_normalize=1\n",
+                     "t.cfg:7: unsupported value '1' for key 'batch_normalize' in [gru]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nbatch_normalize=1\n",
+                     "t.cfg:7: unsupported value '1' for key 'batch_normalize' in [lstm]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\noutput=4\nshortcut=1\n",
+                     "t.cfg:7: unsupported value '1' for key 'shortcut' in [rnn]: darknet's "
+                     "shortcut through time");
+}
+
+int main(void)
+{
+    test_params_shapes_and_init();
+    test_cfg_errors_name_file_and_line();
+    test_darknet_one_step_net_runs();
+    test_samples_are_independent();
+    test_forward_at_row_by_row_equals_forward();
+    test_matches_pytorch();
+    test_results_do_not_depend_on_thread_count();
+    test_gradcheck_each_layer();
+    test_gradcheck_stacked_with_softmax();
+    return check_report("test_recurrent");
+}
