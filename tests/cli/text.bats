@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# Text models: training a tiny transformer and LSTM on text, validation bits per token, greedy
+# and sampled generation (with and without the cache), eval, resume, and the errors.
+load helpers
+
+# A small corpus with structure a tiny model learns in seconds, and its .data file.
+write_text_data() {
+    /usr/bin/python3 - <<'PY'
+import random
+random.seed(3)
+words = "the cat sat on a mat and the dog ran to the red hat".split()
+lines = [" ".join(random.choice(words) for _ in range(random.randint(4, 9))) for _ in range(600)]
+open("corpus.txt", "w").write("\n".join(lines) + "\n")
+PY
+    printf 'type=text\ntrain=corpus.txt\nvalid_split=0.1\n' > corpus.data
+}
+
+# A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output.
+write_tiny_gpt() {
+    write_cfg tiny.cfg <<'EOF2'
+[net]
+seq=16
+batch=16
+optimizer=adamw
+learning_rate=0.01
+decay=0.01
+clip_grad_norm=1
+epochs=2
+
+[embedding]
+output=32
+
+[positional]
+
+[layernorm]
+
+[attention]
+heads=2
+
+[shortcut]
+from=-3
+
+[layernorm]
+
+[linear]
+output=64
+activation=gelu
+
+[linear]
+output=32
+
+[shortcut]
+from=-4
+
+[layernorm]
+
+[linear]
+tie=1
+
+[softmax]
+EOF2
+}
+
+
+@test "a tiny transformer trains on text: the loss falls and the epoch line gives bits per token" {
+    write_text_data
+    write_tiny_gpt
+    run "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --log run.jsonl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"epoch 2/2: train loss "*", valid loss "*" bits/token), next-token accuracy "*" tok/s"* ]]
+    run /usr/bin/python3 - <<'PY'
+import json, math
+rows = [json.loads(l) for l in open("run.jsonl")]
+steps = [r for r in rows if r["type"] == "step"]
+epochs = [r for r in rows if r["type"] == "epoch"]
+assert len(epochs) == 2, epochs
+assert steps[0]["loss"] > 2.5 and epochs[-1]["valid_loss"] < 1.6, (steps[0], epochs[-1])
+assert abs(epochs[-1]["bits_per_token"] - epochs[-1]["valid_loss"] / math.log(2)) < 1e-9
+assert epochs[-1]["tokens_per_s"] == epochs[-1]["images_per_s"] * 16
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "greedy generation is identical across runs and with or without the key/value cache" {
+    write_text_data
+    write_tiny_gpt
+    "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 2>/dev/null
+    run "$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0
+    [ "$status" -eq 0 ]
+    first="$output"
+    [[ "$first" == "the cat"* ]]
+    [ "${#first}" -eq 67 ]
+    run "$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0
+    [ "$output" = "$first" ]
+    run "$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0 --no-cache
+    [ "$output" = "$first" ]
+    # Sampling: the same seed gives the same text, cached or not (60 tokens cross the
+    # context of 16 several times); another seed gives another text.
+    a=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-k 5 --seed 4)
+    b=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-k 5 --seed 4 --no-cache)
+    c=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-k 5 --seed 5)
+    [ "$a" = "$b" ]
+    [ "$a" != "$c" ]
+}
+
+@test "predict --prompt --json reports the text, token count, rate and whether the cache ran" {
+    write_text_data
+    write_tiny_gpt
+    "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 --epochs 1 2>/dev/null
+    run "$CDL" predict tiny.cdl --prompt "a" --tokens 20 --temperature 0 --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["prompt"] == "a" and r["tokens"] == 20 and len(r["text"]) == 20, r
+assert r["cache"] is True and r["tokens_per_s"] > 0, r'
+    run "$CDL" predict tiny.cdl --prompt "a" --tokens 5 --no-cache --json
+    [[ "$output" == *'"cache":false'* ]]
+}
+
+@test "an LSTM language model trains and generates with its carried state" {
+    write_text_data
+    write_cfg lstm.cfg <<'EOF2'
+[net]
+seq=16
+batch=16
+optimizer=adam
+learning_rate=0.01
+epochs=1
+
+[embedding]
+output=16
+
+[lstm]
+output=32
+
+[linear]
+
+[softmax]
+EOF2
+    run "$CDL" train lstm.cfg --data corpus.data --out lstm.cdl --threads 1
+    [ "$status" -eq 0 ]
+    a=$("$CDL" predict lstm.cdl --prompt "the" --tokens 40 --temperature 0)
+    b=$("$CDL" predict lstm.cdl --prompt "the" --tokens 40 --temperature 0 --no-cache)
+    [ "$a" = "$b" ]
+}
+
+@test "eval of a text model gives the validation loss and bits per token" {
+    write_text_data
+    write_tiny_gpt
+    "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 --epochs 1 --log run.jsonl 2>/dev/null
+    run "$CDL" eval tiny.cdl --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, math, sys
+r = json.load(sys.stdin)
+logged = [json.loads(l) for l in open("run.jsonl")][-1]
+assert abs(r["loss"] - logged["valid_loss"]) < 1e-6, (r, logged)
+assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
+}
+
+@test "a text run resumed after one epoch ends byte-identical to the straight run" {
+    write_text_data
+    write_tiny_gpt
+    "$CDL" train tiny.cfg --data corpus.data --out straight.cdl --threads 1 2>/dev/null
+    "$CDL" train tiny.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
+    "$CDL" train --resume resumed.cdl --epochs 2 --threads 1 2>/dev/null
+    cmp straight.cdl resumed.cdl
+}
+
+@test "--time-limit stops inside an epoch, then evaluates and saves" {
+    write_text_data
+    write_tiny_gpt
+    run "$CDL" train tiny.cfg --data corpus.data --out t.cdl --threads 1 --epochs 1000 --time-limit 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"(stopped at the time limit): train loss "*"bits/token"*"saved t.cdl"* ]]
+    [ -f t.cdl ]
+}
+
+@test "text errors: wrong data kind, characters outside the vocabulary, prompts to image models" {
+    write_text_data
+    write_tiny_gpt
+    run "$CDL" train "$REPO/cfg/digits.cfg" --data corpus.data --out d.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"corpus.data: a text dataset (type=text) is for sequence nets"* ]]
+    run "$CDL" train tiny.cfg --data "$REPO/cfg/digits.data" --out d.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"digits.data: tiny.cfg is a sequence net, which trains on text: the .data file needs type=text"* ]]
+    "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 --epochs 1 2>/dev/null
+    run "$CDL" predict tiny.cdl --prompt "the zebra" --tokens 5
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--prompt: the character 'z' (U+007A) at byte 4 is not in the vocabulary"* ]]
+    run "$CDL" predict tiny.cdl --prompt "" --tokens 5
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"the prompt is empty"* ]]
+    train_digits
+    run "$CDL" predict digits.cdl --prompt "the" --tokens 5
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"the model is not a text model"* ]]
+    printf 'type=text\ntrain=corpus.txt\ntokens=words\n' > bad.data
+    run "$CDL" train tiny.cfg --data bad.data --out d.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.data:3: tokens=words: expected char or byte"* ]]
+}
