@@ -89,7 +89,8 @@ typedef struct LayerType {
      * in inference mode, from row t of its inputs and what the forward or forward_at calls
      * before left in the layer (its outputs and caches for rows < t): generation extends a
      * sequence one token at a time with it (attention's key/value cache, a recurrent layer's
-     * state). Must give the same row as forward. */
+     * state). Must give the row forward gives, up to the rounding of matrix products over fewer
+     * rows (BLAS may sum in another order). */
     void (*forward_at)(Layer *l, Net *net, int t);
 } LayerType;
 
