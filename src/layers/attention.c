@@ -237,9 +237,10 @@ static int keys_of_block(const Attention *a, int end)
     return a->causal ? end : a->seq;
 }
 
-/* One (sample, head) pair: P and Y from its q, k, v; with a dropout key, draws the mask.
- * ws holds [block][T] floats. */
-static void head_forward(const Attention *a, HeadView hv, int pair, uint64_t dropout_key, float *ws)
+/* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
+ * dropout_key and applies it. ws holds [block][T] floats. */
+static void head_forward(const Attention *a, HeadView hv, int pair, int use_mask,
+                         uint64_t dropout_key, float *ws)
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
@@ -252,7 +253,7 @@ static void head_forward(const Attention *a, HeadView hv, int pair, uint64_t dro
         for (int i = 0; i < rows; i++)
             softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t);
         const float *weights = p;
-        if (dropout_key) {
+        if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
             const uint64_t first = ((uint64_t)pair * t + r0) * t;
             for (int i = 0; i < rows; i++)
@@ -284,7 +285,7 @@ static void attention_forward(Layer *l, Net *net)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        head_forward(a, head_view(a, pair / a->heads, pair % a->heads), pair, key,
+        head_forward(a, head_view(a, pair / a->heads, pair % a->heads), pair, a->mask_is_valid, key,
                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
 
     linear_rows(a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
