@@ -64,13 +64,23 @@ static int require_max(const Cfg *cfg, CfgSection *s, const char *key, double va
                      cfg->path, en->line, en->value, key, s->name, inclusive ? "<=" : "<", max);
 }
 
-/* The optimizer keys: optimizer, nesterov, beta1, beta2, eps, decay_bn_bias, clip_grad_norm and
- * ema (defaults in README). */
+/* The optimizer keys: optimizer, darknet's adam, nesterov, beta1, beta2, eps, decay_bn_bias,
+ * clip_grad_norm and ema (defaults in README). */
 static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
 {
-    int kind = 0;
+    int kind = 0, darknet_adam = 0;
     int st = parse_named(cfg, s, "optimizer", optimizer_names, N_NAMES(optimizer_names), &kind, e);
     h->optimizer = (OptimizerKind)kind;
+    /* darknet's adam=1: Adam with the decay added to the gradient, as optimizer=adam */
+    st = st ? st : cfg_get_int(cfg, s, "adam", 0, &darknet_adam, e);
+    st = st ? st : require_min(cfg, s, "adam", darknet_adam, 0, e);
+    st = st ? st : require_max(cfg, s, "adam", darknet_adam, 1, 1, e);
+    if (!st && darknet_adam && !cfg_find(s, "optimizer"))
+        h->optimizer = CDL_OPT_ADAM;
+    else if (!st && darknet_adam && h->optimizer != CDL_OPT_ADAM)
+        st = error_set(e, CDL_EUSAGE,
+                       "%s:%d: adam=1 (darknet's optimizer=adam) contradicts optimizer=%s",
+                       cfg->path, cfg_find(s, "adam")->line, net_optimizer_name(h->optimizer));
     st = st ? st : cfg_get_int(cfg, s, "nesterov", 0, &h->nesterov, e);
     st = st ? st : cfg_get_float(cfg, s, "beta1", 0.9f, &h->beta1, e);
     st = st ? st : cfg_get_float(cfg, s, "beta2", 0.999f, &h->beta2, e);

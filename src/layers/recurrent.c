@@ -56,8 +56,7 @@ typedef struct Cell {
 typedef struct Recurrent {
     const Cell *cell;
     int steps, inputs, hidden; /* T, I, H */
-    int batch;                 /* the buffers below are sized for it */
-    float *slab;               /* one allocation holding the buffers below */
+    float *slab;               /* one allocation holding the buffers below, sized in resize */
     float *gates;              /* [batch][T][G*H] gate values; in backward dL/da */
     float *saved;              /* [batch][T][saved*H] */
     float *dhh;                /* [batch][T][G*H] when dhh_differs, else gates */
@@ -271,7 +270,6 @@ static int recurrent_resize(Layer *l, int batch, Error *e)
     const size_t dhh = cell->dhh_differs ? B * T * GH : 0;
     free(rc->slab);
     rc->slab = calloc(B * T * (GH + SH) + dhh + B * (GH + 3 * H) + GH, sizeof *rc->slab);
-    rc->batch = rc->slab ? batch : 0;
     if (!rc->slab)
         return error_set(e, CDL_ERUNTIME, "out of memory for layer %d [%s] of batch %d", l->index,
                          l->type->name, batch);

@@ -36,6 +36,27 @@ static void test_errors_name_file_line_and_choices(void)
     expect_cfg_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
 }
 
+/* darknet's adam=1 asks for Adam; with another optimizer= it is a contradiction. */
+static void test_darknet_adam_key_selects_adam(void)
+{
+    Net net;
+    Error e = {0};
+    CHECK(build("[net]\nwidth=4\nheight=4\nchannels=1\nadam=1\n[softmax]\n", &net, &e) == CDL_OK);
+    if (!e.code) {
+        CHECK(net.hyper.optimizer == CDL_OPT_ADAM);
+        net_free(&net);
+    }
+    CHECK(build("[net]\nwidth=4\nheight=4\nchannels=1\nadam=0\n[softmax]\n", &net, &e) == CDL_OK);
+    if (!e.code) {
+        CHECK(net.hyper.optimizer == CDL_OPT_SGD);
+        net_free(&net);
+    }
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\noptimizer=adamw\nadam=1\n[softmax]\n",
+                     "t.cfg:6: adam=1 (darknet's optimizer=adam) contradicts optimizer=adamw");
+    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\nadam=2\n[softmax]\n",
+                     "t.cfg:5: bad value '2' for key 'adam' in [net]: must be <= 1");
+}
+
 static void test_override_sets_net_and_layer_keys(void)
 {
     Cfg cfg;
@@ -144,6 +165,7 @@ static void test_huge_sizes_are_refused(void)
 int main(void)
 {
     test_errors_name_file_line_and_choices();
+    test_darknet_adam_key_selects_adam();
     test_override_sets_net_and_layer_keys();
     test_learning_rate_policies();
     test_slabs_hold_every_parameter();
