@@ -98,7 +98,7 @@ for cfg in "${cfgs[@]}"; do
     vocab=$(json_field vocab <<<"$torch_json")
     n=$(json_field gen_tokens <<<"$torch_json")
     [ "$(json_field gen_same_text <<<"$torch_json")" = True ] ||
-        echo "bench-text: warning: PyTorch's $cfg generated different text with and without its cache" >&2
+        echo "bench-text: warning: PyTorch's $cfg: other text with the cache than without" >&2
     cdl_train=0 cdl_cache=0 cdl_nocache=0
     if [ $torch_only = 0 ]; then
         bench_json=$(run_cdl "cdl bench" env OMP_NUM_THREADS="$threads" ./cdl bench "$cfg" \
@@ -116,10 +116,12 @@ for cfg in "${cfgs[@]}"; do
             if [ -z "$cache" ]; then cdl_cache=$rate; else cdl_nocache=$rate; fi
         done
     fi
-    row "$name" "$batch" "$seq" train "$cdl_train" "$(json_field train_tokens_per_s <<<"$torch_json")"
+    row "$name" "$batch" "$seq" train "$cdl_train" \
+        "$(json_field train_tokens_per_s <<<"$torch_json")"
     row "$name" 1 "$seq" "gen cache" "$cdl_cache" \
         "$(json_field gen_tokens_per_s_cache <<<"$torch_json")"
     row "$name" 1 "$seq" "gen none" "$cdl_nocache" \
         "$(json_field gen_tokens_per_s_nocache <<<"$torch_json")"
 done
-echo "(generation: $n tokens after the ${#prompt}-character prompt; 'none' reruns the context per token)"
+echo "(generation: seq minus ${#prompt} tokens after the ${#prompt}-character prompt," \
+    "or --gen-tokens; 'none': no cache, the whole context reruns for every token)"

@@ -41,22 +41,47 @@ agree. --params prints the trainable parameter count (a tied matrix counted once
 Generation past seq tokens: without a cache the context is the last seq tokens; with one, a
 net with [positional] restarts its cache from the last seq/2 tokens when it is full (a
 recurrent state just carries on).
+
+Threads: --threads K sets torch's pool and, unless OPENBLAS_NUM_THREADS is set, OpenBLAS's
+(Debian's torch calls the pthread OpenBLAS for matrix products); OMP_WAIT_POLICY defaults to
+PASSIVE, so idle OpenMP threads do not spin against OpenBLAS on a small machine. The JSON
+lines record the policy.
 """
 import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-from bench_torch import parse_cfg
+def _threads_arg():
+    """--threads K from the command line, read before torch loads (argparse runs later)."""
+    for i, arg in enumerate(sys.argv):
+        m = re.fullmatch(r"--threads(?:=(\d+))?", arg)
+        if m:
+            return m.group(1) or (sys.argv[i + 1] if i + 1 < len(sys.argv) else None)
+    return None
+
+
+# Debian's torch runs its own OpenMP pool and calls OpenBLAS's pthread pool for matrix
+# products. Two pools on 2 shared cores fight: torch's idle OpenMP threads spin and steal
+# the cores OpenBLAS needs (measured here: 2-3x slower steps, worse with other load). So,
+# unless the caller says otherwise, idle OpenMP threads sleep and OpenBLAS gets --threads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if (_threads_arg() or "0").isdigit() and int(_threads_arg() or 0) > 0:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads_arg())
+
+import numpy as np  # noqa: E402 (after the environment above)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from bench_torch import parse_cfg  # noqa: E402
 
 NAME = "text_torch"
+EVAL_BATCH = 256  # validation windows per forward pass (the loss does not depend on it)
 
 # [net] keys this peer follows, and keys it accepts and ignores (image nets' input shape).
 NET_KEYS = {
@@ -141,8 +166,8 @@ class TextData:
             split = float(keys.get("valid_split", 0))
             if not 0 <= split < 1:
                 fail(f"{path}: valid_split={split}: expected a number in [0, 1)")
-            n_valid = int(split * len(streams[0]))
-            train, valid = streams[0][: len(streams[0]) - n_valid], streams[0][len(streams[0]) - n_valid:]
+            n_train = len(streams[0]) - int(split * len(streams[0]))
+            train, valid = streams[0][:n_train], streams[0][n_train:]
         self.train, self.valid = torch.from_numpy(train), torch.from_numpy(valid)
 
     def encode(self, text):
@@ -595,37 +620,39 @@ def train(args, data):
 
     def eval_line(steps, train_loss, lr, elapsed_s):
         trainer.swap_ema()
-        loss = evaluate(model, data.valid, seq, batch)
+        loss = evaluate(model, data.valid, seq, EVAL_BATCH)
         trainer.swap_ema()
         print(f"step {steps}: train loss {train_loss:.4f}, valid loss {loss:.4f} "
               f"({loss / math.log(2):.3f} bits/token), lr {lr:.3g}, {elapsed_s:.1f} s", flush=True)
         return loss
 
+    def mean_last(n):
+        return sum(losses[-n:]) / len(losses[-n:])
+
     model.train()
     start = time.perf_counter()
     eval_s = 0.0
-    steps, recent, lr = 0, [], h["learning_rate"]
+    steps, losses, lr = 0, [], h["learning_rate"]
     while True:
         offsets = torch.randint(0, len(data.train) - seq, (batch,), generator=gen)
         rows = data.train[offsets[:, None] + window]
         lr = learning_rate(h, steps, max_steps)
-        recent.append(trainer.step(rows[:, :-1], rows[:, 1:], lr))
+        losses.append(trainer.step(rows[:, :-1], rows[:, 1:], lr))
         steps += 1
         elapsed_s = time.perf_counter() - start
         if args.log_every and steps % args.log_every == 0:
-            print(f"step {steps}: train loss {sum(recent[-args.log_every:]) / len(recent[-args.log_every:]):.4f}, "
-                  f"lr {lr:.3g}, {steps * batch * seq / (elapsed_s - eval_s):.0f} tokens/s, "
-                  f"{elapsed_s:.1f} s", flush=True)
-        done = (max_steps and steps >= max_steps) or (args.time_limit and elapsed_s >= args.time_limit)
-        if done:
+            tokens_per_s = steps * batch * seq / (elapsed_s - eval_s)
+            print(f"step {steps}: train loss {mean_last(args.log_every):.4f}, lr {lr:.3g}, "
+                  f"{tokens_per_s:.0f} tokens/s, {elapsed_s:.1f} s", flush=True)
+        if (max_steps and steps >= max_steps) or (args.time_limit and elapsed_s >= args.time_limit):
             break
         if args.eval_every and steps % args.eval_every == 0:
             t0 = time.perf_counter()
-            eval_line(steps, sum(recent[-args.eval_every:]) / len(recent[-args.eval_every:]), lr, elapsed_s)
+            eval_line(steps, mean_last(args.eval_every), lr, elapsed_s)
             eval_s += time.perf_counter() - t0
     train_s = time.perf_counter() - start - eval_s
-    last = recent[-(args.eval_every or args.log_every or 1):]
-    loss = eval_line(steps, sum(last) / len(last), lr, time.perf_counter() - start)
+    loss = eval_line(steps, mean_last(args.eval_every or args.log_every or 1), lr,
+                     time.perf_counter() - start)
     wall_s = time.perf_counter() - args.t0
     if args.sample:
         trainer.swap_ema()
@@ -640,6 +667,7 @@ def train(args, data):
         "tokens_per_s": round(steps * batch * seq / train_s, 1),
         "wall_s": round(wall_s, 2),
         "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
         "torch": torch.__version__,
     }))
 
@@ -661,7 +689,10 @@ def bench(args, data):
         trainer.step(x, y, h["learning_rate"])
     train_s = time.perf_counter() - start
 
-    prompt = data.encode(args.prompt) if data else torch.randint(0, vocab, (len(args.prompt),)).tolist()
+    if data:
+        prompt = data.encode(args.prompt)
+    else:
+        prompt = torch.randint(0, vocab, (len(args.prompt),)).tolist()
     n = args.gen_tokens or max(1, seq - len(prompt))
     generate(model, prompt, 2, True)  # untimed: first-call costs
     generate(model, prompt, 2, False)
@@ -684,6 +715,7 @@ def bench(args, data):
         "gen_tokens_per_s_cache": round(n / seconds[True], 1),
         "gen_tokens_per_s_nocache": round(n / seconds[False], 1),
         "gen_same_text": texts[True] == texts[False],
+        "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
         "torch": torch.__version__,
     }))
 
@@ -693,8 +725,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cfg", default="cfg/gpt_tiny.cfg")
     p.add_argument("--data", help="text .data file (training: required)")
-    p.add_argument("--vocab", type=int, default=0, help="vocabulary without --data (bench, params)")
-    p.add_argument("--time-limit", type=float, default=0, help="stop after the step that passes S s")
+    p.add_argument("--vocab", type=int, default=0, help="vocabulary size without --data")
+    p.add_argument("--time-limit", type=float, default=0, help="stop after the step passing S s")
     p.add_argument("--max-steps", type=int, help="stop after N steps (default: max_batches)")
     p.add_argument("--batch", type=int, default=0, help="default: the cfg's batch")
     p.add_argument("--threads", type=int, default=0, help="default: torch's choice")
