@@ -9,11 +9,13 @@ CDL=${CDL:-./cdl}
 
 purpose() {
     case "$1" in
+    char_lstm) echo "character LSTM language model (counts at 256 tokens; KJV has 63)" ;;
     cifar_darknet) echo "darknet's CIFAR-10 classifier (random 28x28 crops)" ;;
     cifar_small) echo "CIFAR-shaped speed benchmark (scripts/bench-cpu.sh)" ;;
     darknet19) echo "darknet's ImageNet classifier, the YOLOv2 backbone" ;;
     digits) echo "tiny default: 8x8 digits, trains in seconds" ;;
     fashion) echo "Fashion-MNIST demo (make demo): ~90% in 2 epochs" ;;
+    gpt_tiny) echo "GPT-style character transformer: 4 blocks, width 128, 4 heads, context 128 (counts at 256 tokens)" ;;
     lenet) echo "LeNet-5 for MNIST / Fashion-MNIST" ;;
     mobilenetv2) echo "torchvision mobilenet_v2: depthwise, inverted residuals" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;

@@ -117,7 +117,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "seq", 0, &net->seq, e);
     if (!st && !cfg_find(s, "seq")) /* darknet's name; its recurrent cfgs use 1 */
         st = cfg_get_int(cfg, s, "time_steps", 0, &net->seq, e);
-    st = st ? st : cfg_get_int(cfg, s, "vocab", 0, &net->vocab, e);
+    /* Without a text to size it (cdl train sets it from the data): the byte vocabulary. */
+    st = st ? st : cfg_get_int(cfg, s, "vocab", net->seq > 0 ? 256 : 0, &net->vocab, e);
     st = st ? st : cfg_get_int(cfg, s, "inputs", 1, &inputs, e);
     st = st ? st : require_min(cfg, s, "seq", net->seq, 0, e);
     st = st ? st : require_min(cfg, s, "time_steps", net->seq, 0, e);

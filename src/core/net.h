@@ -75,7 +75,7 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
-    int vocab; /* [net] vocab=: distinct tokens (0: not set; training on text sets it) */
+    int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
     int classes; /* output size of the last layer (per token in a sequence net) */

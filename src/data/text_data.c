@@ -74,7 +74,7 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     if (!st && dc->valid)
         st = encode(&td->vocab, texts[1], lens[1], paths[1], &td->valid, e);
     if (!st && !dc->valid && dc->valid_split > 0) {
-        const size_t held = (size_t)((double)td->train.n * dc->valid_split + 0.5);
+        const size_t held = (size_t)((double)td->train.n * dc->valid_split); /* floor */
         td->valid.ids = malloc((held + 1) * sizeof *td->valid.ids);
         if (!td->valid.ids)
             st = error_set(e, CDL_ERUNTIME, "out of memory");
