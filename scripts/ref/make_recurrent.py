@@ -16,11 +16,9 @@ tensor is rounded to float32. Seeds are fixed, so running the script twice gives
 bytes.
 """
 
-import os
-
 import torch
 
-from ref_format import write_ref
+from ref_format import seed_torch, write_fixture
 
 BATCH, STEPS, INPUTS, HIDDEN = 2, 5, 4, 6
 DT = torch.float64
@@ -75,16 +73,9 @@ def compute(make_module):
 
 
 def main():
-    torch.set_num_threads(1)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
     for seed, (section, make_module, extra) in enumerate(NETS):
-        torch.manual_seed(seed)
-        tensors = compute(make_module)
-        with open(os.path.join(outdir, f"{section}.cfg"), "w", newline="\n") as f:
-            f.write(CFG.format(section=section, extra=extra))
-        write_ref(os.path.join(outdir, f"{section}.ref"), tensors)
+        seed_torch(seed)
+        write_fixture(section, CFG.format(section=section, extra=extra), compute(make_module))
 
 
 if __name__ == "__main__":
