@@ -24,7 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ref_format import seed_torch, write_fixture
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, SEQ, CHANNELS, HEADS = 2, 5, 8, 2
 
@@ -39,11 +39,6 @@ causal=1
 """
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def attention(x, p, causal):

@@ -18,7 +18,7 @@ bytes.
 
 import torch
 
-from ref_format import seed_torch, write_fixture
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, STEPS, INPUTS, HIDDEN = 2, 5, 4, 6
 DT = torch.float64
@@ -44,11 +44,6 @@ NETS = [
 # torch's parameter name -> cdl's
 PARAM_NAMES = [("weight_ih_l0", "weights_ih"), ("weight_hh_l0", "weights_hh"),
                ("bias_ih_l0", "biases_ih"), ("bias_hh_l0", "biases_hh")]
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def compute(make_module):

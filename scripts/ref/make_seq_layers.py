@@ -27,7 +27,7 @@ step1.layerI.NAME, every tensor after the AdamW step.
 import torch
 import torch.nn.functional as F
 
-from ref_format import seed_torch, write_fixture
+from ref_format import f32, seed_torch, write_fixture
 
 CFG = """[net]
 batch=3
@@ -74,13 +74,6 @@ LR, BETAS, EPS, DECAY = 0.01, (0.9, 0.999), 1e-8, 0.1
 LN_EPS = 1e-5
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    if isinstance(t, float):
-        return float(torch.tensor(t, dtype=torch.float32))
-    return t.to(torch.float32).to(DT)
 
 
 def make_params():

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ref_format import seed_torch, write_fixture
+from ref_format import f32, seed_torch, write_fixture
 
 CFG = """[net]
 batch=4
@@ -101,11 +101,6 @@ LEAKY = 0.1
 STEPS = 3
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def make_params():

@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ref_format import seed_torch, write_fixture
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, SEQ, VOCAB, CHANNELS, HEADS = 2, 5, 11, 8, 2
 
@@ -78,11 +78,6 @@ bias=0
 """
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def linear_init(outputs, inputs):

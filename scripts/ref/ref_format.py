@@ -1,4 +1,5 @@
-"""Writer of the .ref fixture format read by tests/unit/ref_fixture.c, shared by the fixture generators.
+"""Shared by the fixture generators: the writer of the .ref format read by tests/unit/ref_fixture.c,
+the float32 rounding of the values the C side starts from, seeding, and the fixture paths.
 
 Format: the line "CDLREF 1", then per tensor a line "NAME NDIM D0 D1 ..." followed by its
 float32 little-endian values in C order. A fixture NAME is tests/ref/NAME.cfg (the net) and
@@ -8,6 +9,14 @@ import os
 
 import numpy as np
 import torch
+
+
+def f32(x):
+    """Rounds to float32-representable values (the C side starts from these), kept in float64:
+    a tensor stays a float64 tensor, a Python float a float."""
+    if isinstance(x, float):
+        return float(torch.tensor(x, dtype=torch.float32))
+    return x.to(torch.float32).to(torch.float64)
 
 
 def seed_torch(seed):
