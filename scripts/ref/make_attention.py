@@ -20,12 +20,11 @@ the prefix "bidirectional.".
 """
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
 
-from ref_format import write_ref
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, SEQ, CHANNELS, HEADS = 2, 5, 8, 2
 
@@ -40,11 +39,6 @@ causal=1
 """
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def attention(x, p, causal):
@@ -88,11 +82,7 @@ def run(x, r, params, causal, prefix):
 
 
 def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
+    seed_torch(0)
 
     bound = 1.0 / math.sqrt(CHANNELS)  # nn.Linear's default initialisation
 
@@ -112,9 +102,7 @@ def main():
     tensors += run(x, r, params, True, "")
     tensors += run(x, r, params, False, "bidirectional.")
 
-    with open(os.path.join(outdir, "attention.cfg"), "w", newline="\n") as f:
-        f.write(CFG)
-    write_ref(os.path.join(outdir, "attention.ref"), tensors)
+    write_fixture("attention", CFG, tensors)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ref_format import write_ref
+from ref_format import fixture_dir, seed_torch, write_cfg, write_ref
 
 CFG = """[net]
 batch=4
@@ -187,17 +187,13 @@ def cosine_lrs():
 
 
 def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
+    seed_torch(0)
 
     x = torch.randn(BATCH, CHANNELS, SIZE, SIZE, dtype=DT).to(torch.float32).to(DT)
     labels = torch.randint(0, CLASSES, (BATCH,))
     params, stats = make_params(), make_stats()
-    with open(os.path.join(outdir, "optim_net.cfg"), "w", newline="\n") as f:
-        f.write(CFG)
+    write_cfg("optim_net", CFG)
+    outdir = fixture_dir()
     for name, (_, cfg) in FIXTURES.items():
         write_ref(os.path.join(outdir, name + ".ref"), compute(x, labels, params, stats, cfg))
     write_ref(os.path.join(outdir, "optim_cosine.ref"), cosine_lrs())

@@ -16,11 +16,9 @@ tensor is rounded to float32. Seeds are fixed, so running the script twice gives
 bytes.
 """
 
-import os
-
 import torch
 
-from ref_format import write_ref
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, STEPS, INPUTS, HIDDEN = 2, 5, 4, 6
 DT = torch.float64
@@ -48,11 +46,6 @@ PARAM_NAMES = [("weight_ih_l0", "weights_ih"), ("weight_hh_l0", "weights_hh"),
                ("bias_ih_l0", "biases_ih"), ("bias_hh_l0", "biases_hh")]
 
 
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
-
-
 def compute(make_module):
     """Returns the (name, tensor) pairs of one fixture, in file order."""
     module = make_module().to(DT)
@@ -75,16 +68,9 @@ def compute(make_module):
 
 
 def main():
-    torch.set_num_threads(1)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
     for seed, (section, make_module, extra) in enumerate(NETS):
-        torch.manual_seed(seed)
-        tensors = compute(make_module)
-        with open(os.path.join(outdir, f"{section}.cfg"), "w", newline="\n") as f:
-            f.write(CFG.format(section=section, extra=extra))
-        write_ref(os.path.join(outdir, f"{section}.ref"), tensors)
+        seed_torch(seed)
+        write_fixture(section, CFG.format(section=section, extra=extra), compute(make_module))
 
 
 if __name__ == "__main__":

@@ -24,12 +24,10 @@ names), outI [3][5][features] for every layer, loss, the gradients grad.layerI.N
 step1.layerI.NAME, every tensor after the AdamW step.
 """
 
-import os
-
 import torch
 import torch.nn.functional as F
 
-from ref_format import write_ref
+from ref_format import f32, seed_torch, write_fixture
 
 CFG = """[net]
 batch=3
@@ -76,13 +74,6 @@ LR, BETAS, EPS, DECAY = 0.01, (0.9, 0.999), 1e-8, 0.1
 LN_EPS = 1e-5
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    if isinstance(t, float):
-        return float(torch.tensor(t, dtype=torch.float32))
-    return t.to(torch.float32).to(DT)
 
 
 def make_params():
@@ -135,19 +126,13 @@ def compute(ids, labels, params):
 
 
 def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
+    seed_torch(0)
 
     ids = torch.randint(0, VOCAB, (BATCH, SEQ))
     labels = torch.randint(0, VOCAB, (BATCH, SEQ))
     tensors = compute(ids, labels, make_params())
 
-    with open(os.path.join(outdir, "seq_layers.cfg"), "w", newline="\n") as f:
-        f.write(CFG)
-    write_ref(os.path.join(outdir, "seq_layers.ref"), tensors)
+    write_fixture("seq_layers", CFG, tensors)
 
 
 if __name__ == "__main__":

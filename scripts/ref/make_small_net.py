@@ -27,13 +27,11 @@ Semantics reproduced (what cdl implements):
   and connected weights only.
 """
 
-import os
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ref_format import write_ref
+from ref_format import f32, seed_torch, write_fixture
 
 CFG = """[net]
 batch=4
@@ -103,11 +101,6 @@ LEAKY = 0.1
 STEPS = 3
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def make_params():
@@ -207,19 +200,13 @@ def compute(x, labels, params, stats):
 
 
 def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
+    seed_torch(0)
 
     x = f32(torch.randn(BATCH, CHANNELS, SIZE, SIZE, dtype=DT))
     labels = torch.randint(0, CLASSES, (BATCH,))
     tensors = compute(x, labels, make_params(), make_stats())
 
-    with open(os.path.join(outdir, "small_net.cfg"), "w", newline="\n") as f:
-        f.write(CFG)
-    write_ref(os.path.join(outdir, "small_net.ref"), tensors)
+    write_fixture("small_net", CFG, tensors)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,11 @@ layer's output, loss, and grad.layerI.NAME for every parameter.
 """
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
 
-from ref_format import write_ref
+from ref_format import f32, seed_torch, write_fixture
 
 BATCH, SEQ, VOCAB, CHANNELS, HEADS = 2, 5, 11, 8, 2
 
@@ -79,11 +78,6 @@ bias=0
 """
 
 DT = torch.float64
-
-
-def f32(t):
-    """Rounds to float32-representable values (the C side starts from these), kept in float64."""
-    return t.to(torch.float32).to(DT)
 
 
 def linear_init(outputs, inputs):
@@ -144,11 +138,7 @@ def forward(ids, p):
 
 
 def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outdir = os.path.join(root, "tests", "ref")
-    os.makedirs(outdir, exist_ok=True)
+    seed_torch(0)
 
     params = make_params()
     ids = torch.randint(0, VOCAB, (BATCH, SEQ))
@@ -165,9 +155,7 @@ def main():
     tensors.append(("loss", loss.reshape(1)))
     tensors += [("grad." + n, p[n].grad) for n in params]
 
-    with open(os.path.join(outdir, "transformer_block.cfg"), "w", newline="\n") as f:
-        f.write(CFG)
-    write_ref(os.path.join(outdir, "transformer_block.ref"), tensors)
+    write_fixture("transformer_block", CFG, tensors)
 
 
 if __name__ == "__main__":

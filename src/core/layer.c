@@ -22,6 +22,13 @@ Param *layer_param(Layer *l, const char *name)
     return NULL;
 }
 
+void layer_init_uniform(Layer *l, Rng *rng, float bound)
+{
+    for (int p = 0; p < l->n_params; p++)
+        for (size_t i = 0; i < l->params[p].count; i++)
+            l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)
 {
     const char *name = cfg_get_str(s, "activation", NULL);

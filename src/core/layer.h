@@ -103,6 +103,9 @@ const char *layer_type_names(void);
 Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay);
 /* The Param named name, or NULL. */
 Param *layer_param(Layer *l, const char *name);
+/* Every parameter ~ U(-bound, bound), drawn in declaration order: PyTorch's initialisation of
+ * nn.Linear and its recurrent layers, with bound = 1/sqrt(fan). */
+void layer_init_uniform(Layer *l, Rng *rng, float bound);
 
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);

@@ -122,10 +122,7 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 static void attention_init(Layer *l, Rng *rng)
 {
     const Attention *a = l->priv;
-    const float bound = 1.0f / sqrtf((float)a->channels);
-    for (int k = 0; k < l->n_params; k++)
-        for (size_t i = 0; i < l->params[k].count; i++)
-            l->params[k].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+    layer_init_uniform(l, rng, 1.0f / sqrtf((float)a->channels));
 }
 
 static void attention_free_buffers(Attention *a)

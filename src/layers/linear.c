@@ -111,14 +111,11 @@ static Param *weights_of(Layer *l, Net *net)
                                            : layer_param(l, "weights");
 }
 
+/* As PyTorch's nn.Linear: weights (unless tied) and biases ~ U(-1/sqrt(inputs), 1/sqrt(inputs)). */
 static void linear_init(Layer *l, Rng *rng)
 {
     const Linear *li = l->priv;
-    const float bound = 1.0f / sqrtf((float)li->inputs);
-    /* weights (unless tied), then biases, in declaration order */
-    for (int p = 0; p < l->n_params; p++)
-        for (size_t i = 0; i < l->params[p].count; i++)
-            l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+    layer_init_uniform(l, rng, 1.0f / sqrtf((float)li->inputs));
 }
 
 /* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride. */

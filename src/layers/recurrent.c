@@ -255,10 +255,7 @@ static int gru_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Er
 /* As torch's recurrent layers: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)). */
 static void recurrent_init(Layer *l, Rng *rng)
 {
-    const float bound = 1.0f / sqrtf((float)hidden_of(l));
-    for (int p = 0; p < l->n_params; p++)
-        for (size_t i = 0; i < l->params[p].count; i++)
-            l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
+    layer_init_uniform(l, rng, 1.0f / sqrtf((float)hidden_of(l)));
 }
 
 static int recurrent_resize(Layer *l, int batch, Error *e)

@@ -1,5 +1,5 @@
-/* Checking a Net against a reference fixture (ref_fixture.h): loading the fixture's initial
- * tensors into the net, and comparing values with the fixture's, counted as check.h's checks. */
+/* Checking a Net against a reference fixture (ref_fixture.h): building the fixture's net from
+ * its initial tensors, and comparing values with the fixture's, counted as check.h's checks. */
 #ifndef CDL_TESTS_REF_NET_H
 #define CDL_TESTS_REF_NET_H
 
@@ -24,5 +24,21 @@ void ref_expect_params(const RefFixture *f, const Net *net, const char *prefix, 
 /* Copies the fixture's tensors layerI.NAME into every parameter and running statistic of the
  * net. Returns 0, or -1 (with a message on stderr) when one is missing or of another size. */
 int ref_load_params(const RefFixture *f, Net *net);
+
+/* Builds the net of cfg_path with the cfg overrides ("0.causal=0"; none when n_overrides is 0),
+ * sizes it for batch with an input gradient, and copies in the fixture's parameters
+ * (ref_load_params), its "input" and, when the fixture has them, its "labels". Returns 0, or
+ * -1 after a message on stderr, the net then freed. */
+int ref_net_build(Net *net, const RefFixture *f, const char *cfg_path, const char *const *overrides,
+                  int n_overrides, int batch);
+
+/* One check per layer I: its output matches the fixture's tensor outI. */
+void ref_expect_outputs(const RefFixture *f, const Net *net);
+
+/* For a net whose last layer's output gets the fixture's r as its gradient (loss sum(out * r)):
+ * a training forward and backward, then one check each that the output, the input gradient and
+ * every trainable parameter's gradient match the fixture's PREFIXout, PREFIXgrad.input and
+ * PREFIXgrad.layerI.NAME. */
+void ref_expect_sum_loss_grads(const RefFixture *f, Net *net, const char *prefix);
 
 #endif

@@ -305,35 +305,11 @@ static void test_cfg_errors(void)
 static void check_against_fixture(const RefFixture *f, const char *override, const char *prefix)
 {
     Net net;
-    Error e = {0};
-    if (net_build_from_file(&net, "tests/ref/attention.cfg", &override, override ? 1 : 0, 1, 1,
-                            &e) ||
-        net_resize(&net, 2, 1, &e) || ref_load_params(f, &net)) {
-        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+    if (ref_net_build(&net, f, "tests/ref/attention.cfg", &override, override ? 1 : 0, 2)) {
         check_failures++;
         return;
     }
-    const RefTensor *input = ref_fixture_get(f, "input"), *r = ref_fixture_get(f, "r");
-    const size_t out_n = output_floats(&net);
-    if (!input || !r || input->count != input_floats(&net) || r->count != out_n) {
-        fprintf(stderr, "FAIL fixture input or r missing or of another size\n");
-        check_failures++;
-        net_free(&net);
-        return;
-    }
-    memcpy(net.input, input->data, input->count * sizeof *net.input);
-    net.train = 1;
-    net_forward(&net);
-    char name[64];
-    snprintf(name, sizeof name, "%sout", prefix);
-    ref_expect_close(f, name, net_output(&net), out_n);
-    net_zero_grads(&net);
-    memcpy(net.layers[0].delta, r->data, out_n * sizeof *r->data); /* dL/d(out) = r */
-    net_backward(&net);
-    snprintf(name, sizeof name, "%sgrad.", prefix);
-    ref_expect_params(f, &net, name, 1, REF_TRAINABLE_ONLY);
-    snprintf(name, sizeof name, "%sgrad.input", prefix);
-    ref_expect_close(f, name, net.input_delta, input->count);
+    ref_expect_sum_loss_grads(f, &net, prefix);
     net_free(&net);
 }
 

@@ -10,36 +10,8 @@
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
+#include "layer_test.h"
 #include "ops/im2col.h"
-
-/* ---- helpers ---- */
-
-/* Builds text as "t.cfg" and sizes it for its [net] batch; returns the status, leaving
- * the message in e. */
-static int build(const char *text, Net *net, Error *e)
-{
-    int st = net_build_from_text(net, text, "t.cfg", 1, 1, e);
-    if (st)
-        return st;
-    st = net_resize(net, net->hyper.batch, 0, e);
-    if (st)
-        net_free(net);
-    return st;
-}
-
-static void set_param(Layer *l, const char *name, const float *values, size_t n)
-{
-    Param *p = layer_param(l, name);
-    CHECK(p != NULL && p->count == n);
-    if (p && p->count == n)
-        memcpy(p->data, values, n * sizeof *values);
-}
-
-static void check_values(const float *got, const float *want, size_t n, double tol)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK_NEAR(got[i], want[i], tol);
-}
 
 /* ---- gradient checks ---- */
 
@@ -192,10 +164,8 @@ static void test_conv_results_do_not_depend_on_thread_count(void)
 static void test_conv_1x1_is_a_weighted_channel_sum(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(2, 2, 1, 3) "[convolutional]\nfilters=2\nsize=1\nactivation=linear\n", &net,
-                &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(NET(2, 2, 1, 3) "[convolutional]\nfilters=2\nsize=1\nactivation=linear\n",
+                       &net))
         return;
     Layer *l = &net.layers[0];
     const float w[] = {1, 2, -1, 0.5f}, b[] = {0.25f, -3};
@@ -221,10 +191,8 @@ static const float sample_kernel[9] = {1, 0, 0, 0, 10, 0, 0, 0, 100};
 static void test_conv_3x3_pad_1_matches_hand_computation(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nactivation=linear\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(
+            NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nactivation=linear\n", &net))
         return;
     Layer *l = &net.layers[0];
     const float bias = 1;
@@ -241,11 +209,9 @@ static void test_conv_3x3_pad_1_matches_hand_computation(void)
 static void test_conv_stride_2_keeps_every_other_position(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nstride=2\n"
-                                "activation=relu\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(NET(1, 1, 3, 3) "[convolutional]\nfilters=1\nsize=3\npad=1\nstride=2\n"
+                                       "activation=relu\n",
+                       &net))
         return;
     Layer *l = &net.layers[0];
     const float bias = -40;
@@ -265,11 +231,9 @@ static void test_conv_stride_2_keeps_every_other_position(void)
 static void test_conv_groups_see_only_their_channels(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(1, 4, 1, 1) "[convolutional]\nfilters=2\nsize=1\ngroups=2\n"
-                                "activation=linear\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(NET(1, 4, 1, 1) "[convolutional]\nfilters=2\nsize=1\ngroups=2\n"
+                                       "activation=linear\n",
+                       &net))
         return;
     Layer *l = &net.layers[0];
     CHECK(layer_param(l, "weights")->count == 4);
@@ -288,9 +252,7 @@ static void test_conv_groups_see_only_their_channels(void)
 static void test_connected_is_a_matrix_product(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(2, 1, 1, 3) "[connected]\noutput=2\nactivation=linear\n", &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(NET(2, 1, 1, 3) "[connected]\noutput=2\nactivation=linear\n", &net))
         return;
     Layer *l = &net.layers[0];
     CHECK(l->out_shape.c == 2 && l->out_shape.h == 1 && l->out_shape.w == 1);
@@ -311,11 +273,9 @@ static void test_connected_is_a_matrix_product(void)
 static void test_batchnorm_eval_uses_running_stats(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build("[net]\nbatch=1\nwidth=2\nheight=1\nchannels=2\nbn_eps=1\n[batchnorm]\n"
-                "[convolutional]\nfilters=2\nsize=1\nbatch_normalize=1\nactivation=linear\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net("[net]\nbatch=1\nwidth=2\nheight=1\nchannels=2\nbn_eps=1\n[batchnorm]\n"
+                       "[convolutional]\nfilters=2\nsize=1\nbatch_normalize=1\nactivation=linear\n",
+                       &net))
         return;
     Layer *bn = &net.layers[0], *conv = &net.layers[1];
     const float scales[] = {2, -1}, biases[] = {0.5f, 1}, mean[] = {1, -2}, var[] = {3, 15};
@@ -353,11 +313,9 @@ static void test_batchnorm_eval_uses_running_stats(void)
 static void test_batchnorm_train_uses_batch_stats_and_moves_running_stats(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build("[net]\nbatch=2\nwidth=2\nheight=1\nchannels=2\nbn_eps=0.001\n"
-                "bn_momentum=0.1\n[batchnorm]\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net("[net]\nbatch=2\nwidth=2\nheight=1\nchannels=2\nbn_eps=0.001\n"
+                       "bn_momentum=0.1\n[batchnorm]\n",
+                       &net))
         return;
     Layer *bn = &net.layers[0];
     const float biases[] = {0, 0.75f};
@@ -382,12 +340,10 @@ static void test_batchnorm_train_uses_batch_stats_and_moves_running_stats(void)
 static void test_conv_params_and_init(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(1, 8, 6, 6) "[convolutional]\nfilters=64\nsize=3\npad=1\n"
-                                "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\n"
-                                "batch_normalize=1\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(NET(1, 8, 6, 6) "[convolutional]\nfilters=64\nsize=3\npad=1\n"
+                                       "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\n"
+                                       "batch_normalize=1\n",
+                       &net))
         return;
     Layer *a = &net.layers[0], *b = &net.layers[1];
     CHECK(a->n_params == 2 && b->n_params == 5);
@@ -420,14 +376,13 @@ static void test_conv_params_and_init(void)
 static void test_shapes_and_flops(void)
 {
     Net net;
-    Error e = {0};
-    CHECK(build(NET(1, 3, 9, 7) "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
-                                "[convolutional]\nfilters=6\nsize=3\nstride=2\npad=1\n"  /* 6x3x2 */
-                                "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x3x2 */
-                                "[batchnorm]\n"
-                                "[connected]\noutput=7\nbatch_normalize=1\n",
-                &net, &e) == CDL_OK);
-    if (e.code)
+    if (build_test_net(
+            NET(1, 3, 9, 7) "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
+                            "[convolutional]\nfilters=6\nsize=3\nstride=2\npad=1\n"  /* 6x3x2 */
+                            "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x3x2 */
+                            "[batchnorm]\n"
+                            "[connected]\noutput=7\nbatch_normalize=1\n",
+            &net))
         return;
     const Shape want[] = {{4, 5, 3}, {6, 3, 2}, {2, 3, 2}, {2, 3, 2}, {7, 1, 1}};
     for (int i = 0; i < 5; i++)
@@ -443,8 +398,7 @@ static void test_shapes_and_flops(void)
     net_free(&net);
 
     /* A 1x1 stride-1 convolution reads its input directly: no scratch. */
-    CHECK(build(NET(1, 3, 4, 4) "[convolutional]\nfilters=2\nsize=1\n", &net, &e) == CDL_OK);
-    if (!e.code) {
+    if (build_test_net(NET(1, 3, 4, 4) "[convolutional]\nfilters=2\nsize=1\n", &net) == CDL_OK) {
         CHECK(net.layers[0].scratch_per_sample == 0);
         net_free(&net);
     }

@@ -9,37 +9,9 @@
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
+#include "layer_test.h"
 #include "ref_fixture.h"
 #include "ref_net.h"
-
-/* ---- helpers ---- */
-
-/* Builds text as "t.cfg" (training net) sized for its [net] batch; 0 on success. */
-static int build(const char *text, Net *net)
-{
-    Error e = {0};
-    int st = net_build_from_text(net, text, "t.cfg", 1, 1, &e);
-    if (st == CDL_OK && (st = net_resize(net, net->hyper.batch, 0, &e)) != CDL_OK)
-        net_free(net);
-    if (st)
-        fprintf(stderr, "cannot build test net: %s\n", e.msg);
-    CHECK(st == CDL_OK);
-    return st;
-}
-
-static void set_param(Layer *l, const char *name, const float *values, size_t n)
-{
-    Param *p = layer_param(l, name);
-    CHECK(p != NULL && p->count == n);
-    if (p && p->count == n)
-        memcpy(p->data, values, n * sizeof *values);
-}
-
-static void check_values(const float *got, const float *want, size_t n, double tol)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK_NEAR(got[i], want[i], tol);
-}
 
 /* [net] of a sequence net: batch samples of seq tokens with `inputs` values each. */
 #define SEQ(batch, seq, inputs, vocab)                                                             \
@@ -80,7 +52,7 @@ static void test_gradients(void)
 static void test_embedding_rows_are_weights_of_ids(void)
 {
     Net net;
-    if (build(SEQ(2, 3, 1, 3) "[embedding]\noutput=2\n", &net))
+    if (build_test_net(SEQ(2, 3, 1, 3) "[embedding]\noutput=2\n", &net))
         return;
     Layer *l = &net.layers[0];
     CHECK(l->out_shape.c == 1 && l->out_shape.h == 3 && l->out_shape.w == 2);
@@ -107,7 +79,7 @@ static void test_embedding_rows_are_weights_of_ids(void)
 static void test_positional_adds_a_row_per_position(void)
 {
     Net net;
-    if (build(SEQ(2, 2, 2, 0) "[positional]\n", &net))
+    if (build_test_net(SEQ(2, 2, 2, 0) "[positional]\n", &net))
         return;
     Layer *l = &net.layers[0];
     const float w[] = {1, 2, 10, 20};
@@ -126,7 +98,7 @@ static void test_positional_adds_a_row_per_position(void)
 static void test_layernorm_normalises_each_row(void)
 {
     Net net;
-    if (build(SEQ(1, 2, 4, 0) "[layernorm]\neps=0.75\n", &net))
+    if (build_test_net(SEQ(1, 2, 4, 0) "[layernorm]\neps=0.75\n", &net))
         return;
     Layer *l = &net.layers[0];
     const float scales[] = {1, 2, -1, 0.5f}, biases[] = {0, 1, 0, -1};
@@ -148,7 +120,7 @@ static void test_layernorm_normalises_each_row(void)
 static void test_linear_is_a_product_per_token(void)
 {
     Net net;
-    if (build(SEQ(2, 2, 2, 0) "[linear]\noutput=3\n", &net))
+    if (build_test_net(SEQ(2, 2, 2, 0) "[linear]\noutput=3\n", &net))
         return;
     Layer *l = &net.layers[0];
     CHECK(l->out_shape.c == 1 && l->out_shape.h == 2 && l->out_shape.w == 3);
@@ -168,7 +140,7 @@ static void test_linear_is_a_product_per_token(void)
 static void test_linear_tie_uses_embedding_weights(void)
 {
     Net net;
-    if (build(SEQ(1, 1, 1, 3) "[embedding]\noutput=2\n[linear]\ntie=1\nbias=0\n", &net))
+    if (build_test_net(SEQ(1, 1, 1, 3) "[embedding]\noutput=2\n[linear]\ntie=1\nbias=0\n", &net))
         return;
     Layer *emb = &net.layers[0], *head = &net.layers[1];
     CHECK(head->n_params == 0 && head->out_shape.w == 3);
@@ -199,7 +171,7 @@ static void test_linear_tie_uses_embedding_weights(void)
 static void check_forward_at(const char *text, double tolerance)
 {
     Net net;
-    if (build(text, &net))
+    if (build_test_net(text, &net))
         return;
     CHECK(net_can_forward_at(&net));
     Rng rng;
@@ -260,9 +232,10 @@ static void test_forward_at_matches_forward_to_round_off(void)
 static void test_params_flags_and_init(void)
 {
     Net net;
-    if (build(SEQ(2, 5, 1, 11) "[embedding]\noutput=600\n[positional]\n[layernorm]\n[linear]\n"
-                               "output=300\n",
-              &net))
+    if (build_test_net(
+            SEQ(2, 5, 1, 11) "[embedding]\noutput=600\n[positional]\n[layernorm]\n[linear]\n"
+                             "output=300\n",
+            &net))
         return;
     const Param *emb = layer_param(&net.layers[0], "weights");
     const Param *pos = layer_param(&net.layers[1], "weights");

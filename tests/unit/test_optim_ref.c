@@ -33,24 +33,10 @@ static const OptimCase cases[] = {
 /* Builds the case's net, sized for the fixture's batch of 4, from the fixture's tensors. */
 static int setup(const OptimCase *c, const RefFixture *f, Net *net)
 {
-    Error e = {0};
-    if (net_build_from_file(net, "tests/ref/optim_net.cfg", c->overrides, c->n_overrides, 1, 1,
-                            &e) ||
-        net_resize(net, 4, 1, &e)) {
-        fprintf(stderr, "FAIL %s setup: %s\n", c->name, e.msg);
+    if (ref_net_build(net, f, "tests/ref/optim_net.cfg", c->overrides, c->n_overrides, 4)) {
+        fprintf(stderr, "  (in the setup of %s)\n", c->name);
         return -1;
     }
-    const RefTensor *input = ref_fixture_get(f, "input"), *labels = ref_fixture_get(f, "labels");
-    if (ref_load_params(f, net) || !input || !labels ||
-        input->count != 4 * shape_size(net->in_shape) || labels->count != 4) {
-        fprintf(stderr, "FAIL %s: fixture lacks the input or labels of its net\n", c->name);
-        net_free(net);
-        return -1;
-    }
-    for (size_t i = 0; i < input->count; i++)
-        net->input[i] = input->data[i];
-    for (int b = 0; b < 4; b++)
-        net->labels[b] = (int)labels->data[b];
     net->train = 1;
     return 0;
 }

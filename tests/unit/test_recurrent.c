@@ -49,34 +49,13 @@ static void check_fixture(const char *name)
     snprintf(ref_path, sizeof ref_path, "tests/ref/%s.ref", name);
     RefFixture f;
     Net net;
-    Error e = {0};
-    CHECK(ref_fixture_load(ref_path, &f) == 0);
-    if (!f.n)
-        return;
-    if (net_build_from_file(&net, cfg_path, NULL, 0, 1, 1, &e) || net_resize(&net, 2, 1, &e)) {
-        fprintf(stderr, "FAIL %s: %s\n", cfg_path, e.msg);
-        check_failures++;
-        ref_fixture_free(&f);
-        return;
-    }
-    const RefTensor *input = ref_fixture_get(&f, "input"), *r = ref_fixture_get(&f, "r");
-    Layer *l = &net.layers[0];
-    const size_t out_n = 2 * shape_size(l->out_shape);
-    const int ready = ref_load_params(&f, &net) == 0 && input && r && r->count == out_n &&
-                      input->count == 2 * shape_size(net.in_shape);
+    const int ready =
+        ref_fixture_load(ref_path, &f) == 0 && ref_net_build(&net, &f, cfg_path, NULL, 0, 2) == 0;
     CHECK(ready);
     if (ready) {
-        memcpy(net.input, input->data, input->count * sizeof *net.input);
-        net.train = 1;
-        net_forward(&net);
-        ref_expect_close(&f, "out", l->out, out_n);
-        net_zero_grads(&net);
-        memcpy(l->delta, r->data, out_n * sizeof *l->delta);
-        net_backward(&net);
-        ref_expect_close(&f, "grad.input", net.input_delta, input->count);
-        ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
+        ref_expect_sum_loss_grads(&f, &net, "");
+        net_free(&net);
     }
-    net_free(&net);
     ref_fixture_free(&f);
 }
 

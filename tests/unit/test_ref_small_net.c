@@ -23,18 +23,9 @@ int main(void)
     RefFixture f;
     Net net;
     Error e = {0};
-    if (ref_fixture_load("tests/ref/small_net.ref", &f))
+    if (ref_fixture_load("tests/ref/small_net.ref", &f) ||
+        ref_net_build(&net, &f, "tests/ref/small_net.cfg", NULL, 0, 4))
         return 1;
-    if (net_build_from_file(&net, "tests/ref/small_net.cfg", NULL, 0, 1, 1, &e) ||
-        net_resize(&net, 4, 1, &e) || ref_load_params(&f, &net)) {
-        fprintf(stderr, "FAIL setup: %s\n", e.msg);
-        return 1;
-    }
-    const RefTensor *input = ref_fixture_get(&f, "input"), *labels = ref_fixture_get(&f, "labels");
-    for (size_t i = 0; i < input->count; i++)
-        net.input[i] = input->data[i];
-    for (int b = 0; b < 4; b++)
-        net.labels[b] = (int)labels->data[b];
     Optimizer opt;
     if (optimizer_init(&opt, &net, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
@@ -43,19 +34,14 @@ int main(void)
     net.train = 1;
 
     net_forward(&net);
-    for (int i = 0; i < net.n_layers; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "out%d", i);
-        ref_expect_close(&f, name, net.layers[i].out,
-                         (size_t)4 * shape_size(net.layers[i].out_shape));
-    }
+    ref_expect_outputs(&f, &net);
     ref_expect_close(&f, "loss", &net.loss, 1);
     /* Running statistics after one forward. */
     ref_expect_params(&f, &net, "step1.", 0, REF_STATE_ONLY);
     net_zero_grads(&net);
     net_backward(&net);
     ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
-    ref_expect_close(&f, "grad.input", net.input_delta, input->count);
+    ref_expect_close(&f, "grad.input", net.input_delta, 4 * shape_size(net.in_shape));
 
     optimizer_step(&opt, &net, net_learning_rate(&net.hyper, 0, 0));
     net.step = 1;

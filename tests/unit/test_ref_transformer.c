@@ -11,17 +11,6 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 
-/* Every layer's output matches the fixture's outI. */
-static void expect_outputs(const RefFixture *f, const Net *net)
-{
-    for (int i = 0; i < net->n_layers; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "out%d", i);
-        ref_expect_close(f, name, net->layers[i].out,
-                         (size_t)net->batch * shape_size(net->layers[i].out_shape));
-    }
-}
-
 /* Rows 0 .. T-1 one at a time through net_forward_at, after a forward over other tokens left
  * stale caches: the probabilities (and every output) equal the full forward's. */
 static void check_token_by_token(const RefFixture *f, Net *net, const RefTensor *input)
@@ -36,40 +25,26 @@ static void check_token_by_token(const RefFixture *f, Net *net, const RefTensor 
     memcpy(net->input, input->data, input->count * sizeof *net->input);
     for (int t = 0; t < net->seq; t++)
         net_forward_at(net, t);
-    expect_outputs(f, net);
+    ref_expect_outputs(f, net);
 }
 
 int main(void)
 {
     RefFixture f;
     Net net;
-    Error e = {0};
-    if (ref_fixture_load("tests/ref/transformer_block.ref", &f))
+    if (ref_fixture_load("tests/ref/transformer_block.ref", &f) ||
+        ref_net_build(&net, &f, "tests/ref/transformer_block.cfg", NULL, 0, 2))
         return 1;
-    if (net_build_from_file(&net, "tests/ref/transformer_block.cfg", NULL, 0, 1, 1, &e) ||
-        net_resize(&net, 2, 0, &e) || ref_load_params(&f, &net)) {
-        fprintf(stderr, "FAIL setup: %s\n", e.msg);
-        return 1;
-    }
-    const RefTensor *input = ref_fixture_get(&f, "input"), *labels = ref_fixture_get(&f, "labels");
-    const size_t tokens = (size_t)net.batch * (size_t)net.seq;
-    if (!input || !labels || input->count != tokens || labels->count != tokens) {
-        fprintf(stderr, "FAIL fixture input or labels missing or of another size\n");
-        return 1;
-    }
-    memcpy(net.input, input->data, tokens * sizeof *net.input);
-    for (size_t i = 0; i < tokens; i++)
-        net.labels[i] = (int)labels->data[i];
 
     net.train = 1;
     net_forward(&net);
-    expect_outputs(&f, &net);
+    ref_expect_outputs(&f, &net);
     ref_expect_close(&f, "loss", &net.loss, 1);
     net_zero_grads(&net);
     net_backward(&net);
     ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
 
-    check_token_by_token(&f, &net, input);
+    check_token_by_token(&f, &net, ref_fixture_get(&f, "input"));
 
     net_free(&net);
     ref_fixture_free(&f);
