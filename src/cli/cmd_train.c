@@ -236,6 +236,10 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
         snprintf(t->data_path, sizeof t->data_path, "%s", data);
     else
         default_data_path(cfg_path, t->data_path, sizeof t->data_path);
+    Cfg cfg; /* read first, so a missing or malformed cfg is reported before the data */
+    if ((st = cfg_load(cfg_path, &cfg, e)))
+        return st;
+    cfg_free(&cfg);
     st = load_data(t, NULL, e);
     st = st ? st : build_fresh(t, a, cfg_path, (uint64_t)seed, e);
     if (st == CDL_EUSAGE && t->dc.path && t->dc.train_kind != DATA_TEXT &&
