@@ -192,7 +192,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
     const double start = time_now_s();
-    double loss_sum = 0;
+    double loss_sum = 0, paused_s = 0; /* paused: evaluating and saving between epochs */
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
@@ -213,8 +213,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             break;
         loss_sum += loss;
         loss_steps++;
-        const double elapsed = time_now_s() - start;
-        const double steps_per_s = (double)(net->step - first) / (elapsed > 0 ? elapsed : 1e-9);
+        const double elapsed = time_now_s() - start, training_s = elapsed - paused_s;
+        const double steps_per_s =
+            (double)(net->step - first) / (training_s > 0 ? training_s : 1e-9);
         if (cb && cb->on_step) {
             StepReport r = {net->step,
                             total,
@@ -228,7 +229,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }
-        const int out_of_time = plan->time_limit_s > 0 && elapsed >= plan->time_limit_s;
+        const int out_of_time = plan->time_limit_s > 0 && training_s >= plan->time_limit_s;
         if (pos + 1 == steps_per_epoch || out_of_time) {
             EpochReport r = {.epoch = epoch + 1,
                              .train_loss = loss_sum / loss_steps,
@@ -240,7 +241,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             if (!out_of_time && net->step < total && train->start_epoch &&
                 !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
+            const double pause_start = time_now_s();
             st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
+            paused_s += time_now_s() - pause_start;
             loss_sum = 0;
             loss_steps = 0;
             if (out_of_time)

@@ -15,7 +15,8 @@ typedef struct StepReport {
     int epoch;                          /* 0-based epoch the step belongs to */
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
-    double images_per_s; /* over the steps since the run (or resume) started */
+    double images_per_s; /* over the training time since the run (or resume) started, without
+                            the evaluations and checkpoints between epochs */
     double eta_s;        /* estimated seconds until the last step */
     double elapsed_s;
 } StepReport;
@@ -41,8 +42,9 @@ typedef struct TrainPlan {
     int epochs;           /* run until this many epochs are done */
     const char *out_path; /* checkpoint written after every epoch */
     EvalOptions valid;    /* how the validation set is read */
-    /* > 0: stop after the step during which this many seconds of training passed, then
-     * evaluate and save as at the end of an epoch (the schedule keeps its planned length). */
+    /* > 0: stop after the step during which this many seconds of training passed (the
+     * evaluations and checkpoints between epochs not counted), then evaluate and save as at the
+     * end of an epoch (the schedule keeps its planned length). */
     double time_limit_s;
 } TrainPlan;
 
