@@ -190,20 +190,6 @@ static int check_text_net(const TrainSetup *t, Error *e)
     return CDL_OK;
 }
 
-/* Whether the cfg at path declares a sequence net ([net] seq= or time_steps= above 0). */
-static int cfg_is_sequence(const char *path)
-{
-    Cfg cfg;
-    Error ignored = {0};
-    if (cfg_load(path, &cfg, &ignored))
-        return 0;
-    CfgEntry *seq = cfg.n_sections ? cfg_find(&cfg.sections[0], "seq") : NULL;
-    seq = seq || !cfg.n_sections ? seq : cfg_find(&cfg.sections[0], "time_steps");
-    const int sequence = seq && atoi(seq->value) > 0;
-    cfg_free(&cfg);
-    return sequence;
-}
-
 /* Builds the cfg's net; with text data, [net] vocab= is the text's vocabulary size. */
 static int build_fresh(TrainSetup *t, const Args *a, const char *cfg_path, uint64_t seed, Error *e)
 {
@@ -242,12 +228,6 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
     cfg_free(&cfg);
     st = load_data(t, NULL, e);
     st = st ? st : build_fresh(t, a, cfg_path, (uint64_t)seed, e);
-    if (st == CDL_EUSAGE && t->dc.path && t->dc.train_kind != DATA_TEXT &&
-        cfg_is_sequence(cfg_path)) /* a text layer missing its vocabulary says less */
-        st = error_set(e, CDL_EUSAGE,
-                       "%s: %s is a sequence net, which trains on text: the .data file needs "
-                       "type=text",
-                       t->data_path, cfg_path);
     st = st ? st : check_text_net(t, e);
     if (st)
         return st;

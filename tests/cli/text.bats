@@ -186,7 +186,7 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     [[ "$output" == *"corpus.data: a text dataset (type=text) is for sequence nets"* ]]
     run "$CDL" train tiny.cfg --data "$REPO/cfg/digits.data" --out d.cdl
     [ "$status" -eq 2 ]
-    [[ "$output" == *"digits.data: tiny.cfg is a sequence net, which trains on text: the .data file needs type=text"* ]]
+    [[ "$output" == *"digits.data: a sequence net ([net] seq=16) trains on text: the .data file needs type=text"* ]]
     "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 --epochs 1 2>/dev/null
     run "$CDL" predict tiny.cdl --prompt "the zebra" --tokens 5
     [ "$status" -eq 2 ]
