@@ -27,6 +27,10 @@ static void print_json(const Net *net, const char *path)
     cJSON_AddStringToObject(o, "model", path);
     int in[3] = {net->in_shape.c, net->in_shape.h, net->in_shape.w};
     cJSON_AddItemToObject(o, "input", cJSON_CreateIntArray(in, 3));
+    if (net->seq > 0) {
+        cJSON_AddNumberToObject(o, "seq", net->seq);
+        cJSON_AddNumberToObject(o, "vocab", net->vocab);
+    }
     cJSON *layers = cJSON_AddArrayToObject(o, "layers");
     double flops = 0;
     for (int i = 0; i < net->n_layers; i++) {
@@ -56,6 +60,8 @@ static void print_table(const Net *net, const char *path)
 {
     printf("%s: input %dx%dx%d (CxHxW), batch %d, subdivisions %d\n", path, net->in_shape.c,
            net->in_shape.h, net->in_shape.w, net->hyper.batch, net->hyper.subdivisions);
+    if (net->seq > 0)
+        printf("sequence net: %d tokens per sample, a vocabulary of %d\n", net->seq, net->vocab);
     printf("%4s  %-14s %-16s %-10s %12s %12s\n", "#", "type", "output CxHxW", "activation",
            "params", "MFLOPs");
     double flops = 0;
