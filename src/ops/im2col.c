@@ -53,17 +53,19 @@ static Shift same_shift(int h, int w, int ki, int kj, int pad)
 }
 
 /* Zeroes the positions of d outside the valid rows and columns of s. */
-static void zero_outside(float *restrict d, int h, int w, const Shift *s)
+static inline void zero_outside(float *restrict d, int h, int w, const Shift *s)
 {
-    memset(d, 0, (size_t)s->oy0 * w * sizeof *d);
-    memset(d + (size_t)s->oy1 * w, 0, (size_t)(h - s->oy1) * w * sizeof *d);
-    for (int oy = s->oy0; oy < s->oy1; oy++) {
-        float *row = d + (size_t)oy * w;
-        for (int ox = 0; ox < s->lo; ox++)
-            row[ox] = 0.0f;
-        for (int ox = s->hi; ox < w; ox++)
-            row[ox] = 0.0f;
-    }
+    if (s->oy0 > 0)
+        memset(d, 0, (size_t)s->oy0 * w * sizeof *d);
+    if (s->oy1 < h)
+        memset(d + (size_t)s->oy1 * w, 0, (size_t)(h - s->oy1) * w * sizeof *d);
+    /* Column by column: a row has only a few edge taps, too few for a memset call each. */
+    for (int ox = 0; ox < s->lo; ox++)
+        for (int oy = s->oy0; oy < s->oy1; oy++)
+            d[(size_t)oy * w + ox] = 0.0f;
+    for (int ox = s->hi; ox < w; ox++)
+        for (int oy = s->oy0; oy < s->oy1; oy++)
+            d[(size_t)oy * w + ox] = 0.0f;
 }
 
 static void im2col_same(const float *restrict im, int c, int h, int w, int size, int pad,
