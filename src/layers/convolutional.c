@@ -41,7 +41,11 @@ typedef struct Conv {
     int filters, size, stride, padding, groups;
     int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
     int depthwise;      /* one input channel per group: direct loops, no gemm */
+    int same;           /* stride 1, output as large as the input: the input gradient is a
+                           convolution of delta with the flipped weights, no col2im */
     size_t cols_floats; /* im2col columns of one image and group (the scratch per sample) */
+    float *w_flipped;   /* same: per group [c/groups][filters/groups][size][size], the
+                           weights transposed and turned 180 degrees (a backward's) */
     BiasNorm stage;     /* bias, or batch norm over batch and positions */
     float *dw_partial;  /* [n_partial][weights]: weight gradients of threads 1.. */
     int n_partial;
@@ -127,6 +131,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->groups = groups;
     cv->direct = size == 1 && stride == 1 && padding == 0;
     cv->depthwise = in.c == groups && groups > 1 && !cv->direct;
+    cv->same = !cv->direct && !cv->depthwise && stride == 1 && out_h == in.h && out_w == in.w;
     l->priv = cv;
 
     l->out_shape = (Shape){filters, out_h, out_w};
@@ -134,7 +139,10 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const size_t kdim = (size_t)(in.c / groups) * size * size;
     layer_add_param(l, "weights", (size_t)filters * kdim, 1, 1);
     bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
-    cv->cols_floats = cv->direct || cv->depthwise ? 0 : kdim * out_hw;
+    /* A same convolution's input gradient unfolds delta: filters/groups channels. */
+    const size_t kdim_delta = cv->same ? (size_t)(filters / groups) * size * size : 0;
+    cv->cols_floats =
+        cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
     return CDL_OK;
@@ -164,6 +172,11 @@ static int conv_resize(Layer *l, int batch, Error *e)
         cv->dw_partial = malloc((size_t)want * l->params[P_WEIGHTS].count * sizeof(float));
         cv->n_partial = cv->dw_partial ? want : 0;
         if (!cv->dw_partial)
+            return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
+    }
+    if (cv->same && l->params[P_WEIGHTS].grad && !cv->w_flipped) {
+        cv->w_flipped = malloc(l->params[P_WEIGHTS].count * sizeof(float));
+        if (!cv->w_flipped)
             return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
     }
     return bias_norm_resize(&cv->stage, l, batch, e);
@@ -212,7 +225,25 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     }
 }
 
-/* dx_b += W^T * delta_b folded back onto the image (col2im), group by group. */
+/* w_flipped[g][c][f][size-1-ki][size-1-kj] = W[g][f][c][ki][kj]: with it the input gradient
+ * of a same convolution is the convolution of delta (padded by size-1-pad, which is pad). */
+static void flip_weights(const Layer *l, Conv *cv)
+{
+    const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
+    const int kk = cv->size * cv->size;
+    const float *w = l->params[P_WEIGHTS].data;
+    for (int g = 0; g < cv->groups; g++) {
+        const float *wg = w + (size_t)g * fg * cg * kk;
+        float *fl = cv->w_flipped + (size_t)g * fg * cg * kk;
+        for (int c = 0; c < cg; c++)
+            for (int f = 0; f < fg; f++)
+                for (int k = 0; k < kk; k++)
+                    fl[((size_t)c * fg + f) * kk + kk - 1 - k] = wg[((size_t)f * cg + c) * kk + k];
+    }
+}
+
+/* dx_b += W^T * delta_b folded back onto the image (col2im), group by group; a same
+ * convolution instead adds the flipped weights times delta_b's own im2col columns. */
 static void input_grads_image(const Layer *l, const Conv *cv, const float *delta_b, float *dx_b,
                               float *cols)
 {
@@ -220,6 +251,16 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
     const float *w = l->params[P_WEIGHTS].data;
+    if (cv->same) {
+        const int kdim_delta = fg * cv->size * cv->size;
+        for (int g = 0; g < cv->groups; g++) {
+            im2col(delta_b + (size_t)g * fg * out_hw, fg, in.h, in.w, cv->size, 1,
+                   cv->size - 1 - cv->padding, cols, (size_t)out_hw);
+            gemm(0, 0, cg, out_hw, kdim_delta, 1.0f, cv->w_flipped + (size_t)g * cg * kdim_delta,
+                 kdim_delta, cols, out_hw, 1.0f, dx_b + (size_t)g * cg * out_hw, out_hw);
+        }
+        return;
+    }
     for (int g = 0; g < cv->groups; g++) {
         const float *wg = w + (size_t)g * fg * kdim, *dg = delta_b + (size_t)g * fg * out_hw;
         float *dxg = dx_b + (size_t)g * cg * in.h * in.w;
@@ -416,6 +457,8 @@ static void conv_backward(Layer *l, Net *net)
     weight_grads(l, cv, net, nt);
     if (!dx)
         return;
+    if (cv->same)
+        flip_weights(l, cv);
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
@@ -429,6 +472,7 @@ static void conv_destroy(Layer *l)
         return;
     bias_norm_free(&cv->stage);
     free(cv->dw_partial);
+    free(cv->w_flipped);
     free(cv);
     l->priv = NULL;
 }

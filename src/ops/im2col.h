@@ -19,8 +19,9 @@ static inline int conv_out_size(int in, int size, int stride, int pad)
 void im2col(const float *im, int c, int h, int w, int size, int stride, int pad, float *col,
             size_t ldcol);
 
-/* The transpose of im2col: ADDS every column entry into the image pixel it came from. */
-void col2im(const float *col, int c, int h, int w, int size, int stride, int pad, size_t ldcol,
+/* The transpose of im2col: ADDS every column entry into the image pixel it came from.
+ * Clobbers col: entries of out-of-image taps may be set to 0 on the way. */
+void col2im(float *col, int c, int h, int w, int size, int stride, int pad, size_t ldcol,
             float *im);
 
 #endif
