@@ -190,21 +190,19 @@ static int check_text_net(const TrainSetup *t, Error *e)
     return CDL_OK;
 }
 
-/* Builds the cfg's net; with text data, [net] vocab= is the text's vocabulary size. */
-static int build_fresh(TrainSetup *t, const Args *a, const char *cfg_path, uint64_t seed, Error *e)
+/* Builds the net of cfg (consumed) with the command line's overrides; with text data, [net]
+ * vocab= is the text's vocabulary size. */
+static int build_fresh(TrainSetup *t, Cfg *cfg, uint64_t seed, Error *e)
 {
-    if (!t->text.vocab.n)
-        return net_build_from_file(&t->net, cfg_path, a->repeats, a->n_repeats, 1, seed, e);
-    char vocab[48];
-    snprintf(vocab, sizeof vocab, "net.vocab=%d", t->text.vocab.n);
-    const char **overrides = malloc(((size_t)a->n_repeats + 1) * sizeof *overrides);
-    if (!overrides)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
-    for (int i = 0; i < a->n_repeats; i++)
-        overrides[i] = a->repeats[i];
-    overrides[a->n_repeats] = vocab;
-    int st = net_build_from_file(&t->net, cfg_path, overrides, a->n_repeats + 1, 1, seed, e);
-    free(overrides);
+    int st = CDL_OK;
+    if (t->text.vocab.n) {
+        char vocab[48];
+        snprintf(vocab, sizeof vocab, "net.vocab=%d", t->text.vocab.n);
+        st = cfg_apply_override(cfg, vocab, e);
+    }
+    st = st ? st : net_build(&t->net, cfg, 1, seed, e);
+    if (st)
+        cfg_free(cfg);
     return st;
 }
 
@@ -225,9 +223,14 @@ static int setup_fresh(TrainSetup *t, const Args *a, Error *e)
     Cfg cfg; /* read first, so a missing or malformed cfg is reported before the data */
     if ((st = cfg_load(cfg_path, &cfg, e)))
         return st;
-    cfg_free(&cfg);
-    st = load_data(t, NULL, e);
-    st = st ? st : build_fresh(t, a, cfg_path, (uint64_t)seed, e);
+    for (int i = 0; i < a->n_repeats && !st; i++)
+        st = cfg_apply_override(&cfg, a->repeats[i], e);
+    st = st ? st : load_data(t, NULL, e);
+    if (st) {
+        cfg_free(&cfg);
+        return st;
+    }
+    st = build_fresh(t, &cfg, (uint64_t)seed, e);
     st = st ? st : check_text_net(t, e);
     if (st)
         return st;

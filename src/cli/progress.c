@@ -48,6 +48,13 @@ static void write_scalars(Progress *p, uint64_t step, const char *const *tags, c
     }
 }
 
+/* The rate to show for images_per_s and its unit: tokens/s for a sequence net. */
+static double shown_rate(const Progress *p, double images_per_s, const char **unit)
+{
+    *unit = p->tokens_per_sample ? "tok/s" : "img/s";
+    return images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1);
+}
+
 void progress_on_step(void *ctx, const StepReport *r)
 {
     Progress *p = ctx;
@@ -75,8 +82,8 @@ void progress_on_step(void *ctx, const StepReport *r)
                               ? p->time_limit_s - r->elapsed_s
                               : r->eta_s;
     format_duration(eta, sizeof eta, left_s > 0 ? left_s : 0);
-    const double rate = r->images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1);
-    const char *unit = p->tokens_per_sample ? "tok/s" : "img/s";
+    const char *unit;
+    const double rate = shown_rate(p, r->images_per_s, &unit);
     if (p->tty) {
         if (r->elapsed_s - p->last_draw_s < 0.1 && r->step_in_epoch != r->steps_per_epoch)
             return;
@@ -116,9 +123,9 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
         fprintf(stderr, ", skipped %d unreadable samples", r->skipped);
     if (r->valid && r->valid->skipped)
         fprintf(stderr, ", skipped %d unreadable validation samples", r->valid->skipped);
-    fprintf(stderr, ", %.0f %s, %s, saved %s\n",
-            r->images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1),
-            p->tokens_per_sample ? "tok/s" : "img/s", took, r->checkpoint);
+    const char *unit;
+    const double rate = shown_rate(p, r->images_per_s, &unit);
+    fprintf(stderr, ", %.0f %s, %s, saved %s\n", rate, unit, took, r->checkpoint);
     if (p->jsonl) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "epoch");

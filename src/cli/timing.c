@@ -44,6 +44,7 @@ static int make_random_tokens(TimingRun *t, Error *e)
     for (size_t i = 0; i < t->tokens.n; i++)
         t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net.classes);
     t->text = (TextBatches){&t->tokens, TIMING_SEED};
+    t->text_source = train_source_text(&t->text, &t->net);
     return CDL_OK;
 }
 
@@ -74,9 +75,8 @@ int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, 
 float timing_run_step(TimingRun *t)
 {
     if (t->net.seq > 0) {
-        const TrainSource text = train_source_text(&t->text, &t->net);
         float loss;
-        trainer_step_with(&t->net, &t->opt, text.fill, text.ctx,
+        trainer_step_with(&t->net, &t->opt, t->text_source.fill, t->text_source.ctx,
                           net_learning_rate(&t->net.hyper, t->net.step, 0), &loss, NULL);
         return loss;
     }

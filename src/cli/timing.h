@@ -19,6 +19,7 @@ typedef struct TimingRun {
     /* Sequence nets instead: random token ids below the vocabulary, drawn as training windows. */
     TokenStream tokens;
     TextBatches text;
+    TrainSource text_source; /* their windows as the trainer draws them */
 } TimingRun;
 
 /* Builds the net of the cfg (with a's --set overrides) or the checkpoint at path. batch > 0

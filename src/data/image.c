@@ -16,6 +16,8 @@
 
 #include <jpeglib.h>
 
+#include "util/file.h"
+
 void image_free(Image *img)
 {
     if (img) {
@@ -32,33 +34,16 @@ static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *
     if (!f) {
         return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
     }
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) {
-            break;
-        }
-        uint8_t *grown = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    int failed = ferror(f), saved_errno = errno;
+    char *data;
+    const int failure = file_read_stream(f, &data, out_bytes);
     fclose(f);
-    if (!buf) {
+    if (failure == ENOMEM) {
         return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
     }
-    if (failed) {
-        free(buf);
-        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(saved_errno));
+    if (failure) {
+        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(failure));
     }
-    *out = buf;
-    *out_bytes = len;
+    *out = (uint8_t *)data;
     return CDL_OK;
 }
 

@@ -6,36 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
 #include "util/rng.h"
 
 /* The whole file at path (malloc'd, *len bytes). */
 static int read_whole(const char *path, char **text, size_t *len, Error *e)
 {
     *text = NULL;
-    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(e, CDL_EUSAGE, "%s: cannot open text: %s", path, strerror(errno));
-    size_t cap = 1 << 16;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + *len, 1, cap - *len, f)) > 0) {
-        *len += got;
-        if (*len == cap) {
-            char *grown = realloc(buf, cap *= 2);
-            if (!grown)
-                free(buf);
-            buf = grown;
-        }
-    }
-    const int failed = !buf || ferror(f);
+    const int failure = file_read_stream(f, text, len);
     fclose(f);
-    if (failed) {
-        free(buf);
-        return error_set(e, CDL_ERUNTIME, "%s: %s", path, buf ? "cannot read" : "out of memory");
-    }
-    *text = buf;
-    return CDL_OK;
+    return failure ? error_set(e, CDL_ERUNTIME, "%s: %s", path,
+                               failure == ENOMEM ? "out of memory" : "cannot read")
+                   : CDL_OK;
 }
 
 static int encode(const TextVocab *v, const char *text, size_t len, const char *path,

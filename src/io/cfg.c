@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
+
 static char *strip(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -125,36 +127,14 @@ int cfg_load(const char *path, Cfg *cfg, Error *e)
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(e, CDL_EUSAGE, "%s: cannot open config: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = (len + got + 1) * 2;
-            char *grown = realloc(text, cap);
-            if (!grown) {
-                free(text);
-                fclose(f);
-                return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
-            }
-            text = grown;
-        }
-        memcpy(text + len, buf, got);
-        len += got;
-    }
-    int read_error = ferror(f);
+    char *text;
+    size_t len;
+    const int failure = file_read_stream(f, &text, &len);
     fclose(f);
-    if (read_error) {
-        free(text);
+    if (failure == ENOMEM)
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    if (failure)
         return error_set(e, CDL_EUSAGE, "%s: cannot read config", path);
-    }
-    if (!text) {
-        text = strdup("");
-        if (!text)
-            return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
-    }
-    text[len] = '\0';
     if (strlen(text) != len) {
         free(text);
         return error_set(e, CDL_EUSAGE, "%s: not a text config file (contains NUL bytes)", path);

@@ -31,45 +31,39 @@ static void forward_context(Net *net, const int32_t *ctx, int len)
     net_forward(net);
 }
 
-/* The next token from the probabilities p[n] (the net's softmax output at one position). */
-static int sample_token(const float *p, int n, const GenerateOptions *o, Rng *rng)
+static int descending(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* The next token from the probabilities p[n] (the net's softmax output at one position);
+ * weights [n] is scratch. */
+static int sample_token(const float *p, int n, const GenerateOptions *o, Rng *rng, float *weights)
 {
     int best = 0;
     for (int i = 1; i < n; i++)
         best = p[i] > p[best] ? i : best;
     if (o->temperature <= 0)
         return best;
-    /* The k-th largest probability: tokens below it are left out. */
+    /* Tokens below the k-th largest probability are left out. */
     float floor_p = 0;
     if (o->top_k > 0 && o->top_k < n) {
-        int above = 0;
-        floor_p = p[best];
-        for (;;) {
-            float next = -1;
-            above = 0;
-            for (int i = 0; i < n; i++) {
-                above += p[i] >= floor_p;
-                if (p[i] < floor_p && p[i] > next)
-                    next = p[i];
-            }
-            if (above >= o->top_k || next < 0)
-                break;
-            floor_p = next;
-        }
+        memcpy(weights, p, (size_t)n * sizeof *weights);
+        qsort(weights, (size_t)n, sizeof *weights, descending);
+        floor_p = weights[o->top_k - 1];
     }
-    /* p^(1/T) renormalised is softmax(logits / T). */
+    /* p^(1/T) renormalised is softmax(logits / T); relative to the best token for range. */
     const double inv_t = 1.0 / o->temperature;
     double total = 0;
-    for (int i = 0; i < n; i++)
-        total += p[i] >= floor_p && p[i] > 0 ? exp(inv_t * log((double)p[i] / p[best])) : 0;
-    double u = rng_uniform(rng) * total;
     for (int i = 0; i < n; i++) {
-        if (!(p[i] >= floor_p && p[i] > 0))
-            continue;
-        u -= exp(inv_t * log((double)p[i] / p[best]));
-        if (u < 0)
-            return i;
+        weights[i] = p[i] >= floor_p && p[i] > 0 ? (float)pow((double)p[i] / p[best], inv_t) : 0;
+        total += weights[i];
     }
+    double u = rng_uniform(rng) * total;
+    for (int i = 0; i < n; i++)
+        if (weights[i] > 0 && (u -= weights[i]) < 0)
+            return i;
     return best;
 }
 
@@ -83,8 +77,12 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         return error_set(e, CDL_EUSAGE, "the prompt is empty: it needs at least one token");
     const int cached = o->use_cache && net_can_forward_at(net);
     int32_t *ctx = malloc((size_t)seq * sizeof *ctx);
-    if (!ctx)
+    float *weights = malloc((size_t)net->classes * sizeof *weights);
+    if (!ctx || !weights) {
+        free(ctx);
+        free(weights);
         return error_set(e, CDL_ERUNTIME, "out of memory");
+    }
     int len = n_prompt < (size_t)seq ? (int)n_prompt : seq;
     memcpy(ctx, prompt + n_prompt - (size_t)len, (size_t)len * sizeof *ctx);
     const int saved_train = net->train;
@@ -97,7 +95,7 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         Rng rng;
         rng_seed(&rng, o->seed, 0x6e0000000000ull ^ (uint64_t)i);
         const int id =
-            sample_token(net_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng);
+            sample_token(net_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng, weights);
         sink(sink_ctx, id);
         if (i + 1 == o->tokens)
             break;
@@ -119,5 +117,6 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
     net->labels = saved_labels;
     net->train = saved_train;
     free(ctx);
+    free(weights);
     return CDL_OK;
 }

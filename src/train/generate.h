@@ -26,7 +26,7 @@ typedef void (*TokenSink)(void *ctx, int id);
  * n_prompt >= 1 token ids below net->classes. The context is the last seq tokens: when it is
  * full, it restarts from its last seq/2 tokens with one full forward (positions are learned per
  * index, so a cache cannot slide); both paths keep the same context, so they give the same
- * tokens. Allocates only the context buffer. */
+ * tokens. Allocates only the context and a row of sampling weights. */
 int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
                     TokenSink sink, void *ctx, Error *e);
 
