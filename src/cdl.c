@@ -5,19 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/augment.h"
+#include "cdl_model.h"
 #include "data/image.h"
 #include "io/darknet_weights.h"
-#include "io/model_io.h"
 #include "train/generate.h"
 #include "train/trainer.h"
-
-struct cdl_model {
-    Net net;
-    ModelMeta meta;
-    int capacity; /* samples the activations hold, as cdl_model_predict_batch sized them */
-    AugmentScratch scratch; /* preprocessing workspace */
-};
 
 struct cdl_trainer {
     Net net;
@@ -25,43 +17,83 @@ struct cdl_trainer {
     uint64_t seed;
 };
 
-static int report(const Error *e, char *err, size_t err_size)
+int api_report(const Error *e, char *err, size_t err_size)
 {
     if (err && err_size)
         snprintf(err, err_size, "%s", e->msg);
     return e->code;
 }
 
-int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size)
+int api_model_reserve(cdl_model *model, int n, Error *e)
 {
+    if (n <= model->capacity)
+        return CDL_OK;
+    model->capacity = 0;
+    if (net_resize(&model->net, n, 0, e))
+        return e->code;
+    model->capacity = n;
+    return CDL_OK;
+}
+
+int cdl_is_checkpoint(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char magic[8] = {0};
+    size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return got == sizeof magic && !memcmp(magic, "CDLCKPT", 8);
+}
+
+/* Builds m's net from path as o says (m zeroed). */
+static int open_into(cdl_model *m, const char *path, const cdl_open_options *o, Error *e)
+{
+    const int checkpoint =
+        o->kind == CDL_OPEN_CHECKPOINT || (o->kind == CDL_OPEN_ANY && cdl_is_checkpoint(path));
+    Optimizer *opt = o->for_training ? &m->opt : NULL;
+    int st;
+    if (!checkpoint) {
+        st = net_build_from_file(&m->net, path, o->overrides, o->n_overrides, o->for_training,
+                                 o->seed, e);
+        if (!st && opt && (st = optimizer_init(opt, &m->net, e)))
+            net_free(&m->net);
+    } else if (o->n_overrides) {
+        return error_set(e, CDL_EUSAGE, "--set applies to cfg files, not checkpoints");
+    } else {
+        st = model_load(path, &m->net, o->for_training, opt, &m->meta, e);
+    }
+    return st ? st : api_model_reserve(m, o->batch, e);
+}
+
+int cdl_model_open(const char *cfg_or_checkpoint, const cdl_open_options *options,
+                   cdl_model **model, char *err, size_t err_size)
+{
+    static const cdl_open_options defaults = {.seed = 1, .batch = 1};
     Error e = {0};
     cdl_model *m = calloc(1, sizeof *m);
     *model = NULL;
     if (!m)
-        return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
-    if (model_load(path, &m->net, 0, NULL, &m->meta, &e) || net_resize(&m->net, 1, 0, &e)) {
+        return error_set(&e, CDL_ERUNTIME, "out of memory"), api_report(&e, err, err_size);
+    if (open_into(m, cfg_or_checkpoint, options ? options : &defaults, &e)) {
         cdl_model_free(m);
-        return report(&e, err, err_size);
+        return api_report(&e, err, err_size);
     }
     *model = m;
     return CDL_OK;
 }
 
+int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size)
+{
+    const cdl_open_options o = {.kind = CDL_OPEN_CHECKPOINT, .batch = 1};
+    return cdl_model_open(path, &o, model, err, err_size);
+}
+
 int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
                        size_t err_size)
 {
-    Error e = {0};
-    cdl_model *m = calloc(1, sizeof *m);
-    *model = NULL;
-    if (!m)
-        return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
-    if (net_build_from_file(&m->net, cfg_path, NULL, 0, 0, seed, &e) ||
-        net_resize(&m->net, 1, 0, &e)) {
-        cdl_model_free(m);
-        return report(&e, err, err_size);
-    }
-    *model = m;
-    return CDL_OK;
+    const cdl_open_options o = {.seed = seed, .kind = CDL_OPEN_CFG, .batch = 1};
+    return cdl_model_open(cfg_path, &o, model, err, err_size);
 }
 
 int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, char *err,
@@ -69,7 +101,7 @@ int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, c
 {
     Error e = {0};
     int st = darknet_weights_load(&model->net, weights_path, NULL, &e);
-    return st ? report(&e, err, err_size) : CDL_OK;
+    return st ? api_report(&e, err, err_size) : CDL_OK;
 }
 
 const char *cdl_model_warnings(const cdl_model *model)
@@ -82,6 +114,7 @@ void cdl_model_free(cdl_model *model)
     if (!model)
         return;
     model_meta_free(&model->meta);
+    optimizer_free(&model->opt);
     net_free(&model->net);
     augment_scratch_free(&model->scratch);
     free(model);
@@ -125,19 +158,22 @@ int cdl_model_load_image(cdl_model *model, const char *image_path, float *input,
     Error e = {0};
     Image img;
     if (image_load(image_path, &img, &e))
-        return report(&e, err, err_size);
+        return api_report(&e, err, err_size);
     int st = augment_eval(&model->net.augment, &img, &model->scratch, input);
     image_free(&img);
     if (st)
         return error_set(&e, st, "%s: out of memory preprocessing the image", image_path),
-               report(&e, err, err_size);
+               api_report(&e, err, err_size);
     return CDL_OK;
 }
 
 int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
                            size_t err_size)
 {
+    Error e = {0};
     Net *net = &model->net;
+    if (api_model_reserve(model, 1, &e))
+        return api_report(&e, err, err_size);
     int st = cdl_model_load_image(model, image_path, net->input, err, err_size);
     if (st)
         return st;
@@ -154,13 +190,9 @@ int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float 
     Net *net = &model->net;
     if (n < 1)
         return error_set(&e, CDL_EUSAGE, "predict: a batch needs at least one image (got %d)", n),
-               report(&e, err, err_size);
-    if (n > model->capacity) {
-        model->capacity = 0;
-        if (net_resize(net, n, 0, &e))
-            return report(&e, err, err_size);
-        model->capacity = n;
-    }
+               api_report(&e, err, err_size);
+    if (api_model_reserve(model, n, &e))
+        return api_report(&e, err, err_size);
     net->batch = n;
     memcpy(net->input, inputs, (size_t)n * shape_size(net->in_shape) * sizeof *inputs);
     net_forward(net);
@@ -175,13 +207,13 @@ int cdl_trainer_from_cfg(const char *cfg_path, uint64_t seed, cdl_trainer **trai
     *trainer = NULL;
     cdl_trainer *t = calloc(1, sizeof *t);
     if (!t)
-        return error_set(&e, CDL_ERUNTIME, "out of memory"), report(&e, err, err_size);
+        return error_set(&e, CDL_ERUNTIME, "out of memory"), api_report(&e, err, err_size);
     int st = net_build_from_file(&t->net, cfg_path, NULL, 0, 1, seed, &e);
     st = st ? st : net_resize(&t->net, t->net.hyper.batch / t->net.hyper.subdivisions, 0, &e);
     st = st ? st : optimizer_init(&t->opt, &t->net, &e);
     if (st) {
         cdl_trainer_free(t);
-        return report(&e, err, err_size);
+        return api_report(&e, err, err_size);
     }
     t->seed = seed;
     t->net.train = 1;
@@ -236,7 +268,7 @@ int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, si
     ModelMeta meta = {
         .seed = trainer->seed, .step = trainer->net.step, .valid_accuracy = -1, .valid_loss = -1};
     if (model_save(path, &trainer->net, &trainer->opt, &meta, &e))
-        return report(&e, err, err_size);
+        return api_report(&e, err, err_size);
     return CDL_OK;
 }
 
@@ -273,11 +305,11 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
         return error_set(&e, CDL_EUSAGE,
                          "the model is not a text model (no [net] seq= and "
                          "vocabulary)"),
-               report(&e, err, err_size);
+               api_report(&e, err, err_size);
     if (model->net.batch != 1) {
-        if (net_resize(&model->net, 1, 0, &e))
-            return report(&e, err, err_size);
-        model->capacity = 1;
+        model->capacity = 0; /* generation sizes the activations for one sample */
+        if (api_model_reserve(model, 1, &e))
+            return api_report(&e, err, err_size);
     }
     const size_t len = strlen(prompt);
     int32_t *ids = malloc((len + 1) * sizeof *ids);
@@ -289,5 +321,5 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
     TextSink sink = {&model->meta.vocab, on_text, ctx};
     st = st ? st : generate_tokens(&model->net, ids, n_ids, &o, emit_token, &sink, &e);
     free(ids);
-    return st ? report(&e, err, err_size) : CDL_OK;
+    return st ? api_report(&e, err, err_size) : CDL_OK;
 }

@@ -10,10 +10,35 @@
 
 typedef struct cdl_model cdl_model;
 
-/* Loads a checkpoint written by `cdl train` (inference only: no gradient memory). */
+/* ---- Opening a model (the one loading path: every command and wrapper goes through it) ---- */
+
+/* What cdl_model_open's path is. */
+enum { CDL_OPEN_ANY = 0, CDL_OPEN_CHECKPOINT = 1, CDL_OPEN_CFG = 2 };
+
+typedef struct cdl_open_options {
+    /* cfg overrides, "net.KEY=VALUE" or "LAYER.KEY=VALUE" as `--set` takes them; a cfg only
+     * (a checkpoint with overrides is a usage error) */
+    const char *const *overrides;
+    int n_overrides;
+    uint64_t seed; /* a cfg's parameter initialisation (the commands use 1) */
+    /* CDL_OPEN_ANY: a checkpoint when the file starts with the checkpoint magic, else a cfg
+     * (a missing file is then reported as a cfg); or force either */
+    int kind;
+    int batch;        /* samples the activations hold (0: none, for inspection and export) */
+    int for_training; /* gradient memory and optimizer state (the checkpoint's, or fresh) */
+} cdl_open_options;
+
+/* Opens a checkpoint written by `cdl train` or builds a model from a cfg (no class names), as
+ * options say; NULL options: CDL_OPEN_ANY, seed 1, batch 1, inference only. Warnings about a
+ * cfg are in cdl_model_warnings. */
+int cdl_model_open(const char *cfg_or_checkpoint, const cdl_open_options *options,
+                   cdl_model **model, char *err, size_t err_size);
+/* 1 when path names a file that starts with the checkpoint magic. */
+int cdl_is_checkpoint(const char *path);
+/* cdl_model_open of a checkpoint, batch 1, inference only. */
 int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size);
-/* Builds a model from a cfg with parameters initialised from seed, as `cdl train` starts:
- * for testing an architecture (no class names). */
+/* cdl_model_open of a cfg with parameters initialised from seed, batch 1: for testing an
+ * architecture. */
 int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
                        size_t err_size);
 void cdl_model_free(cdl_model *model);
@@ -32,7 +57,7 @@ int cdl_model_classes(const cdl_model *model);
 const char *cdl_model_class_name(const cdl_model *model, int index);
 
 /* probs [classes] = the model's output for one input [c][h][w], preprocessed as
- * cdl_model_load_image does. */
+ * cdl_model_load_image does (the model needs activations: opened with batch >= 1). */
 void cdl_model_predict(cdl_model *model, const float *input, float *probs);
 /* Decodes a PNG or JPEG file into input [c][h][w] with the model's eval-time preprocessing:
  * channel conversion, resize (center crop or letterbox when its cfg says so) and

@@ -116,14 +116,3 @@ void cli_print_warnings(const char *warnings)
         at += len + (end != NULL);
     }
 }
-
-int cli_is_checkpoint(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    char magic[8] = {0};
-    size_t got = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return got == sizeof magic && !memcmp(magic, "CDLCKPT", 8);
-}

@@ -42,8 +42,6 @@ void cli_set_threads(int threads);
 int cli_fail(const Error *e);
 /* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
 void cli_print_warnings(const char *warnings);
-/* True when path starts with the checkpoint magic. */
-int cli_is_checkpoint(const char *path);
 struct Net;       /* core/net.h */
 struct Optimizer; /* train/optimizer.h */
 /* Builds the net of a CFG|MODEL argument: a checkpoint (a's --set options are refused), or

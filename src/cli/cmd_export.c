@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
 #include "io/darknet_weights.h"
 #include "io/model_io.h"
@@ -29,7 +30,7 @@ static int load_model(const Args *a, const char *path, Net *net, uint64_t *step,
     const char *weights = args_get(a, "--weights");
     if (step)
         *step = 0;
-    if (!cli_is_checkpoint(path)) {
+    if (!cdl_is_checkpoint(path)) {
         if (weights && args_get(a, "--seed"))
             return error_set(e, CDL_EUSAGE, "--weights replaces --seed: give one of them");
         int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);

@@ -139,7 +139,8 @@ static int generate_text(const Args *a, Error *e)
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     char err[1024];
-    int status = cdl_model_load(model, &m, err, sizeof err);
+    const cdl_open_options open = {.kind = CDL_OPEN_CHECKPOINT, .batch = 1};
+    int status = cdl_model_open(model, &open, &m, err, sizeof err);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;
@@ -203,7 +204,7 @@ int cmd_predict(int argc, char **argv)
         return cli_fail(&e);
     cli_set_threads((int)threads);
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
-    int first = a.n_positional > 0 && (cfg || cli_is_checkpoint(a.positional[0])) ? 1 : 0;
+    int first = a.n_positional > 0 && (cfg || cdl_is_checkpoint(a.positional[0])) ? 1 : 0;
     const char *model = first ? a.positional[0] : CDL_DEFAULT_MODEL;
     if (a.n_positional - first < 1)
         return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
@@ -214,8 +215,9 @@ int cmd_predict(int argc, char **argv)
                cli_fail(&e);
     cdl_model *m;
     char err[1024];
-    int status = cfg ? cdl_model_from_cfg(model, (uint64_t)seed, &m, err, sizeof err)
-                     : cdl_model_load(model, &m, err, sizeof err);
+    const cdl_open_options o = {
+        .seed = (uint64_t)seed, .kind = cfg ? CDL_OPEN_CFG : CDL_OPEN_CHECKPOINT, .batch = 1};
+    int status = cdl_model_open(model, &o, &m, err, sizeof err);
     if (!status && cfg)
         cli_print_warnings(cdl_model_warnings(m));
     if (!status && weights &&

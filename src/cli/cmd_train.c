@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "cli/step_trace.h"
@@ -126,7 +127,7 @@ static int update_latest_link(const char *checkpoint, Error *e)
  * layers it skipped; a file that is not a checkpoint is read as darknet .weights for the cfg. */
 static int load_initial_weights(Net *net, const char *path, Error *e)
 {
-    if (!cli_is_checkpoint(path)) {
+    if (!cdl_is_checkpoint(path)) {
         DarknetHeader h;
         int st = darknet_weights_load(net, path, &h, e);
         if (!st)

@@ -2,6 +2,7 @@
  * file built with the command's --set overrides. */
 #include <string.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
 #include "io/model_io.h"
 
@@ -10,7 +11,7 @@ int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Op
 {
     if (opt)
         memset(opt, 0, sizeof *opt);
-    if (!cli_is_checkpoint(path)) {
+    if (!cdl_is_checkpoint(path)) {
         int st = net_build_from_file(net, path, a->repeats, a->n_repeats, want_grads, 1, e);
         if (!st)
             cli_print_warnings(net->cfg.warnings);

@@ -20,12 +20,10 @@ static void make_image(Rng *rng, int label, float *img)
                 ((x < SIDE / 2) == (label == 0) ? 0.8f : 0.2f) + 0.1f * (rng_uniform(rng) - 0.5f);
 }
 
-static void test_trainer_learns_and_model_predicts(const char *dir)
+/* A conv, connected and softmax classifier of SIDE x SIDE grey images into 2 classes. */
+static void write_toy_cfg(const char *path)
 {
-    char cfg_path[512], model_path[512], err[1024];
-    snprintf(cfg_path, sizeof cfg_path, "%s/toy.cfg", dir);
-    snprintf(model_path, sizeof model_path, "%s/toy.cdl", dir);
-    FILE *f = fopen(cfg_path, "w");
+    FILE *f = fopen(path, "w");
     fprintf(f,
             "[net]\nbatch=%d\nsubdivisions=2\nwidth=%d\nheight=%d\nchannels=1\n"
             "learning_rate=0.1\n[convolutional]\nfilters=4\nsize=3\npad=1\n"
@@ -33,6 +31,14 @@ static void test_trainer_learns_and_model_predicts(const char *dir)
             "[softmax]\n",
             BATCH, SIDE, SIDE);
     fclose(f);
+}
+
+static void test_trainer_learns_and_model_predicts(const char *dir)
+{
+    char cfg_path[512], model_path[512], err[1024];
+    snprintf(cfg_path, sizeof cfg_path, "%s/toy.cfg", dir);
+    snprintf(model_path, sizeof model_path, "%s/toy.cdl", dir);
+    write_toy_cfg(cfg_path);
     cdl_trainer *t;
     CHECK(cdl_trainer_from_cfg(cfg_path, 3, &t, err, sizeof err) == 0);
     CHECK(cdl_trainer_batch(t) == BATCH);
@@ -76,6 +82,63 @@ static void test_trainer_learns_and_model_predicts(const char *dir)
     unlink(model_path);
 }
 
+/* cdl_model_open: a cfg with overrides and a seed (the same seed, the same model), a checkpoint
+ * (refusing overrides), for training, and the errors the commands print. */
+static void test_model_open(const char *dir)
+{
+    char cfg_path[512], model_path[512], err[1024];
+    snprintf(cfg_path, sizeof cfg_path, "%s/open.cfg", dir);
+    snprintf(model_path, sizeof model_path, "%s/open.cdl", dir);
+    write_toy_cfg(cfg_path);
+    cdl_trainer *t;
+    CHECK(cdl_trainer_from_cfg(cfg_path, 5, &t, err, sizeof err) == 0);
+    CHECK(cdl_trainer_save(t, model_path, err, sizeof err) == 0);
+    cdl_trainer_free(t);
+    CHECK(cdl_is_checkpoint(model_path) && !cdl_is_checkpoint(cfg_path) &&
+          !cdl_is_checkpoint("/nonexistent/x.cdl"));
+
+    const char *const overrides[] = {"net.width=8", "1.output=3"};
+    cdl_open_options o = {.overrides = overrides, .n_overrides = 2, .seed = 7, .batch = 1};
+    cdl_model *a, *b;
+    CHECK(cdl_model_open(cfg_path, &o, &a, err, sizeof err) == 0);
+    CHECK(cdl_model_open(cfg_path, &o, &b, err, sizeof err) == 0);
+    int c, h, w;
+    cdl_model_input_shape(a, &c, &h, &w);
+    CHECK(c == 1 && h == SIDE && w == 8 && cdl_model_classes(a) == 3);
+    float image[SIDE * 8], pa[3], pb[3];
+    for (int i = 0; i < SIDE * 8; i++)
+        image[i] = (float)(i % 5) / 5;
+    cdl_model_predict(a, image, pa);
+    cdl_model_predict(b, image, pb);
+    CHECK(pa[0] == pb[0] && pa[1] == pb[1] && pa[2] == pb[2]);
+    cdl_model_free(a);
+    cdl_model_free(b);
+
+    CHECK(cdl_model_open(model_path, NULL, &a, err, sizeof err) == 0);
+    cdl_model_input_shape(a, &c, &h, &w);
+    CHECK(w == SIDE && cdl_model_classes(a) == 2);
+    cdl_model_free(a);
+    const cdl_open_options train = {.for_training = 1};
+    CHECK(cdl_model_open(model_path, &train, &a, err, sizeof err) == 0);
+    cdl_model_free(a);
+    CHECK(cdl_model_open(cfg_path, &train, &a, err, sizeof err) == 0);
+    cdl_model_free(a);
+
+    CHECK(cdl_model_open(model_path, &o, &a, err, sizeof err) == 2 && a == NULL);
+    CHECK_CONTAINS(err, "--set applies to cfg files, not checkpoints");
+    CHECK(cdl_model_open("/nonexistent/x.cdl", NULL, &a, err, sizeof err) == 2 && a == NULL);
+    CHECK_CONTAINS(err, "/nonexistent/x.cdl: cannot open config");
+    const cdl_open_options as_checkpoint = {.kind = CDL_OPEN_CHECKPOINT};
+    CHECK(cdl_model_open(cfg_path, &as_checkpoint, &a, err, sizeof err) == 1 && a == NULL);
+    CHECK_CONTAINS(err, "open.cfg");
+    const char *const bad[] = {"net.nosuchkey=1"};
+    const cdl_open_options bad_set = {.overrides = bad, .n_overrides = 1};
+    CHECK(cdl_model_open(cfg_path, &bad_set, &a, err, sizeof err) == 2 && a == NULL);
+    CHECK_CONTAINS(err, "nosuchkey");
+    unlink(cfg_path);
+    unlink(model_path);
+}
+
 static void test_errors_are_reported_with_codes(void)
 {
     char err[1024];
@@ -93,6 +156,7 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     test_trainer_learns_and_model_predicts(dir);
+    test_model_open(dir);
     test_errors_are_reported_with_codes();
     rmdir(dir);
     return check_report("test_api");

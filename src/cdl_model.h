@@ -1,0 +1,25 @@
+/* What a cdl_model handle holds, shared by the files that implement src/cdl.h (internal: not
+ * part of the public API, and not for src/cli). */
+#ifndef CDL_MODEL_H
+#define CDL_MODEL_H
+
+#include "cdl.h"
+#include "data/augment.h"
+#include "io/model_io.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+
+struct cdl_model {
+    Net net;
+    ModelMeta meta; /* a checkpoint's class names, vocabulary and progress; zero for a cfg */
+    Optimizer opt;  /* opened for_training: the checkpoint's state, or a fresh one */
+    int capacity;   /* samples the activations hold (0: none allocated) */
+    AugmentScratch scratch; /* preprocessing workspace */
+};
+
+/* Copies e's message into err (when err_size > 0) and returns e's code. */
+int api_report(const Error *e, char *err, size_t err_size);
+/* Sizes the model's activations for at least n samples (allocates when n > capacity). */
+int api_model_reserve(cdl_model *model, int n, Error *e);
+
+#endif
