@@ -110,4 +110,205 @@ float cdl_trainer_step(cdl_trainer *trainer, const float *images, const int *lab
 /* Writes a checkpoint that cdl_model_load (and every cdl command) reads. */
 int cdl_trainer_save(const cdl_trainer *trainer, const char *path, char *err, size_t err_size);
 
+/* ---- Training sessions (src/cdl_session.c): a whole run as `cdl train` does it ---- */
+
+/* Loader threads when none are chosen (cdl_data_options.workers). */
+#define CDL_DEFAULT_WORKERS 2
+
+/* A run being trained: a net from a cfg (or a checkpoint resumed), its optimizer, its dataset,
+ * and the checkpoint it writes after every epoch. */
+typedef struct cdl_session cdl_session;
+
+typedef struct cdl_session_options {
+    const char *cfg_path; /* a new run of this cfg (NULL when resume_path is set) */
+    /* cfg overrides, "net.KEY=VALUE" or "LAYER.KEY=VALUE" as `--set` takes them */
+    const char *const *overrides;
+    int n_overrides;
+    uint64_t seed; /* parameter initialisation, sample order, augmentation and dropout */
+    /* NULL, or the weights a new run starts from: the layers that match of a cdl checkpoint
+     * (fine-tuning), or every layer from darknet .weights for the cfg */
+    const char *weights_path;
+    /* continue the run saved in this checkpoint, as it was (cfg_path, overrides, seed and
+     * weights_path are then unused) */
+    const char *resume_path;
+    const char *out_path; /* the checkpoint; NULL: weights/CFGNAME.cdl, or resume_path */
+    /* Notes and warnings ("warning: ..."), one line without a newline each; NULL: dropped. */
+    void (*on_message)(void *ctx, const char *line);
+    void *message_ctx;
+} cdl_session_options;
+
+/* Reads the cfg and applies the overrides, or loads the checkpoint to resume. The net of a new
+ * run is built when its data are attached (a text's vocabulary sizes it). */
+int cdl_session_create(const cdl_session_options *options, cdl_session **session, char *err,
+                       size_t err_size);
+void cdl_session_free(cdl_session *session);
+
+typedef struct cdl_data_options {
+    int workers;  /* loader threads (0: load in the training thread; CDL_DEFAULT_WORKERS) */
+    int skip_bad; /* 1: replace unreadable images by the next readable ones (counted) */
+} cdl_data_options;
+
+/* Attaches the dataset of a .data file (NULL: the cfg's name with .data, or the resumed
+ * checkpoint's dataset): reads it (and the text of a type=text one), builds a new run's net,
+ * loads its initial weights, and opens the training and validation sets. */
+int cdl_session_attach_data(cdl_session *session, const char *data_path,
+                            const cdl_data_options *options, char *err, size_t err_size);
+
+typedef struct cdl_session_info {
+    const char *data_path;       /* "" before cdl_session_attach_data */
+    const char *checkpoint_path; /* where the run's checkpoints go */
+    int batch;                   /* samples per optimizer step */
+    int seq;                     /* tokens per sample of a sequence net (rates in tokens), or 0 */
+    long samples;                /* the training set's (windows of a text); 0 before data */
+    int steps_per_epoch;
+    int default_epochs; /* a resumed run's plan, else the cfg's epochs (or max_batches) */
+    uint64_t done_steps;
+    int done_epochs;
+} cdl_session_info;
+
+void cdl_session_get_info(const cdl_session *session, cdl_session_info *info);
+
+typedef struct cdl_run_options {
+    int epochs;          /* train until this many epochs are done (0: default_epochs) */
+    double time_limit_s; /* > 0: stop after the step during which this much training time
+                            passed, then evaluate and save (the schedule keeps its length) */
+    int log_every;       /* steps between logged step reports (0: a tenth of an epoch) */
+    /* NULL, or a directory to write TensorBoard scalars into: logged steps' train/loss,
+     * train/lr, train/images_per_s, epochs' valid/loss, valid/accuracy, valid/top5 */
+    const char *tensorboard_dir;
+    /* NULL, or steps to write a Chrome trace of: "A-B", "N" or a comma-separated list of
+     * them, 1-based; to trace_path (NULL: the checkpoint's name with .trace.json) */
+    const char *profile_steps;
+    const char *trace_path;
+} cdl_run_options;
+
+typedef struct cdl_step_report {
+    uint64_t step, total_steps;         /* the step just finished (1-based), the run's total */
+    int epoch;                          /* 0-based epoch the step belongs to */
+    int step_in_epoch, steps_per_epoch; /* 1-based position */
+    float loss, lr;
+    double images_per_s; /* over the training time since the run (or resume) started */
+    double eta_s;        /* seconds until the last step (or the time limit, when sooner) */
+    double elapsed_s;    /* training time so far */
+    int logged;          /* 1 every log_every steps and at the last step */
+} cdl_step_report;
+
+typedef struct cdl_epoch_report {
+    int epoch; /* 1-based number of epochs now done */
+    uint64_t step;
+    double train_loss; /* mean over the epoch's steps */
+    int skipped;       /* unreadable training samples replaced this epoch */
+    int validated;     /* 1: the valid_ fields hold the validation set's figures */
+    int per_token;     /* 1: a sequence net's next-token figures (loss in nats per token) */
+    double valid_loss, valid_top1, valid_top5;
+    int valid_skipped;
+    double images_per_s, elapsed_s;
+    const char *checkpoint; /* the path just written */
+    int stopped;            /* 1: the run stopped inside this epoch at the time limit */
+} cdl_epoch_report;
+
+typedef struct cdl_callbacks {
+    void (*on_step)(void *ctx, const cdl_step_report *report);
+    void (*on_epoch)(void *ctx, const cdl_epoch_report *report);
+    void *ctx;
+} cdl_callbacks;
+
+/* Trains until options->epochs are done (nothing when the run already has them: a note says
+ * so), writing the checkpoint after every epoch. A non-finite loss stops the run with an error
+ * that names the first layer whose output went non-finite; the last checkpoint is kept. */
+int cdl_session_run(cdl_session *session, const cdl_run_options *options,
+                    const cdl_callbacks *callbacks, char *err, size_t err_size);
+/* Evaluates the run's net (the EMA of its weights when the optimizer keeps one) on the
+ * attached validation set. */
+typedef struct cdl_eval_result cdl_eval_result;
+int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err,
+                         size_t err_size);
+/* Writes a checkpoint of the run as it stands now (path NULL: its checkpoint path). */
+int cdl_session_save(cdl_session *session, const char *path, char *err, size_t err_size);
+
+/* ---- Evaluation (src/cdl_eval.c) ---- */
+
+struct cdl_eval_result {
+    int samples;   /* evaluated samples (predicted tokens when per_token) */
+    int classes;   /* rows and columns of confusion */
+    int per_token; /* 1: a text model's next-token figures (no confusion matrix) */
+    double loss;   /* mean cross-entropy (nats per token when per_token) */
+    double top1, top5;
+    int *confusion; /* [classes][classes]: row = true class, column = predicted; NULL when
+                       per_token */
+    int skipped;    /* unreadable samples replaced (skip_bad) */
+};
+
+/* The fraction of class c's samples predicted as c (0 when it has none). */
+double cdl_eval_class_accuracy(const cdl_eval_result *result, int c);
+void cdl_eval_result_free(cdl_eval_result *result);
+
+/* Evaluates a checkpoint's model on the validation set of a .data file (NULL: the dataset it
+ * trained on); a text model on the validation text of a type=text one. */
+int cdl_model_evaluate(cdl_model *model, const char *data_path, const cdl_data_options *options,
+                       cdl_eval_result *result, char *err, size_t err_size);
+/* The dataset the model's checkpoint trained on ("" when it names none). */
+const char *cdl_model_data_path(const cdl_model *model);
+
+/* ---- Timing (src/cdl_bench.c): training steps of a model on random data ---- */
+
+/* The model of these must be opened for_training; its batch is resized as options say. The
+ * weights come from the model, the random images and labels (tokens for a sequence net) from a
+ * fixed seed, so every run times the same work. */
+typedef struct cdl_timing_options {
+    int batch;  /* > 0: every step is this many samples in one pass (subdivisions=1); 0: the
+                   model's batch and subdivisions */
+    int steps;  /* timed training steps */
+    int warmup; /* untimed steps before them (cdl_model_profile: after one more untimed step) */
+    const char *trace_path; /* cdl_model_profile: NULL, or a Chrome trace of the timed steps */
+} cdl_timing_options;
+
+typedef struct cdl_bench_result {
+    int batch; /* samples per step */
+    int seq;   /* tokens per sample of a sequence net, or 0 */
+    double images_per_s, ms_per_step;
+    float loss; /* the last step's: when not finite, the timings may not be representative */
+} cdl_bench_result;
+
+/* Times whole training steps (forward, backward, optimizer update). */
+int cdl_model_bench(cdl_model *model, const cdl_timing_options *options, cdl_bench_result *result,
+                    char *err, size_t err_size);
+
+/* Durations over the timed steps, in milliseconds. */
+typedef struct cdl_time_stat {
+    double mean_ms, std_ms, min_ms, max_ms;
+} cdl_time_stat;
+
+/* What one layer costs in a step. */
+typedef struct cdl_layer_profile {
+    const char *type;            /* the layer's cfg section name */
+    int out_c, out_h, out_w;     /* per-sample output shape */
+    cdl_time_stat forward, backward; /* per pass (a step is passes_per_step passes) */
+    double step_ms;  /* forward + backward, summed over the step's passes */
+    double share;    /* step_ms / the step's mean time */
+    double flops;    /* forward + backward per step: 3x the forward for convolutional and
+                        connected layers (2x when no input gradient is needed), else 2x */
+    double gflops_per_s;
+    size_t params;           /* trainable parameters */
+    size_t activation_bytes; /* output, gradient and pre-activation buffers of a pass */
+} cdl_layer_profile;
+
+typedef struct cdl_profile_result {
+    int batch;           /* samples per step */
+    int passes_per_step; /* subdivisions */
+    int pass_batch;      /* samples per pass */
+    int n_layers;
+    cdl_layer_profile *layers; /* [n_layers] */
+    cdl_time_stat step;        /* whole steps */
+    double images_per_s;
+    double layers_ms, layers_share; /* the layers' sum, and its share of the step */
+    size_t trace_events;            /* written to trace_path (0: no trace) */
+    float loss;                     /* the last step's, as cdl_bench_result's */
+} cdl_profile_result;
+
+/* Times each layer's forward and backward over training steps, as `caffe time` does. */
+int cdl_model_profile(cdl_model *model, const cdl_timing_options *options,
+                      cdl_profile_result *result, char *err, size_t err_size);
+void cdl_profile_result_free(cdl_profile_result *result);
+
 #endif

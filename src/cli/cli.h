@@ -51,6 +51,12 @@ struct Optimizer; /* train/optimizer.h */
 int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
                    struct Optimizer *opt, Error *e);
 
+typedef struct cdl_model cdl_model; /* cdl.h */
+/* Opens the model of a CFG|MODEL argument through cdl_model_open: a checkpoint (a's --set
+ * options are refused), or a cfg with a's --set overrides and parameters from seed 1, whose
+ * warnings it prints; for_training adds gradients and the optimizer state. */
+int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
+
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
 
 int cmd_train(int argc, char **argv);

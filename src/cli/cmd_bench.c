@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/timing.h"
-#include "util/timer.h"
+#include "cdl.h"
+#include "cli/cli.h"
 
 static const OptSpec bench_opts[] = {
     {"--batch", 1, 0, "images per step (default: the cfg's batch; sets subdivisions=1)"},
@@ -82,27 +82,22 @@ static int run_bench(const Args *a, Error *e)
         return st;
     cli_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
-    TimingRun t;
-    st = timing_run_setup(&t, b.cfg_path, a, b.batch, e);
-    if (st)
-        goto done;
-    for (long i = 0; i < b.warmup; i++)
-        timing_run_step(&t);
-    const double start = time_now_s();
-    for (long i = 0; i < b.steps; i++)
-        timing_run_step(&t);
-    const double elapsed_s = time_now_s() - start;
-    if (!isfinite(t.net.loss))
+    cdl_model *m;
+    if ((st = cli_open_model(a, b.cfg_path, 1, &m, e)))
+        return st;
+    const cdl_timing_options o = {.batch = (int)b.batch, .steps = (int)b.steps,
+                                  .warmup = (int)b.warmup};
+    cdl_bench_result r;
+    e->code = cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
+    if (!e->code && !isfinite(r.loss))
         fprintf(stderr,
                 "cdl: warning: the loss became %g; timings of non-finite values may not "
                 "be representative\n",
-                t.net.loss);
-    const double ms_per_step = 1e3 * elapsed_s / (double)b.steps;
-    const double images_per_s = (double)t.net.hyper.batch * (double)b.steps / elapsed_s;
-    print_result(&b, t.net.hyper.batch, threads, t.net.seq, images_per_s, ms_per_step);
-done:
-    timing_run_free(&t);
-    return st;
+                r.loss);
+    if (!e->code)
+        print_result(&b, r.batch, threads, r.seq, r.images_per_s, r.ms_per_step);
+    cdl_model_free(m);
+    return e->code;
 }
 
 int cmd_bench(int argc, char **argv)

@@ -7,12 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
-#include "data/data_config.h"
-#include "data/loader.h"
-#include "data/text_data.h"
-#include "io/model_io.h"
-#include "train/evaluate.h"
 
 static const OptSpec eval_opts[] = {
     {"--data", 1, 0, "dataset .data file (default: the one the model trained on)"},
@@ -24,16 +20,17 @@ static const OptSpec eval_opts[] = {
 };
 #define N_EVAL_OPTS (int)(sizeof eval_opts / sizeof eval_opts[0])
 
-static const char *class_name(const ModelMeta *m, int c, char *buf, size_t size)
+static const char *class_name(const cdl_model *m, int c, char *buf, size_t size)
 {
-    if (c < m->n_names)
-        return m->names[c];
+    const char *name = cdl_model_class_name(m, c);
+    if (name)
+        return name;
     snprintf(buf, size, "%d", c);
     return buf;
 }
 
 /* A text model's figures: text, or one JSON object. */
-static void print_text_result(const EvalResult *r, const char *model, const char *data, int json)
+static void print_text_result(const cdl_eval_result *r, const char *model, const char *data, int json)
 {
     if (!json) {
         printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  next-token accuracy %.2f%%  "
@@ -56,29 +53,7 @@ static void print_text_result(const EvalResult *r, const char *model, const char
     cJSON_Delete(o);
 }
 
-/* cdl eval of a text model: the validation text of a type=text .data file. */
-static int eval_text(Net *net, const ModelMeta *meta, const char *model, const char *data, int json,
-                     Error *e)
-{
-    DataConfig dc = {0};
-    TextData td = {0};
-    EvalResult r = {0};
-    int st = data_config_load(data, &dc, e);
-    if (!st && dc.train_kind != DATA_TEXT)
-        st = error_set(e, CDL_EUSAGE, "%s: a text model evaluates on a type=text dataset", data);
-    st = st ? st : text_data_load(&dc, &meta->vocab, &td, e);
-    if (!st && !td.valid.n)
-        st = error_set(e, CDL_EUSAGE, "%s: no validation text (set valid= or valid_split=)", data);
-    st = st ? st : net_resize(net, net->hyper.batch / net->hyper.subdivisions, 0, e);
-    st = st ? st : evaluate_text(net, &td.valid, &r, e);
-    if (!st)
-        print_text_result(&r, model, data, json);
-    text_data_free(&td);
-    data_config_free(&dc);
-    return st;
-}
-
-static void print_json(const EvalResult *r, const ModelMeta *m, const char *model, const char *data)
+static void print_json(const cdl_eval_result *r, const cdl_model *m, const char *model, const char *data)
 {
     cJSON *o = cJSON_CreateObject();
     char buf[32];
@@ -93,7 +68,7 @@ static void print_json(const EvalResult *r, const ModelMeta *m, const char *mode
     cJSON *confusion = cJSON_AddArrayToObject(o, "confusion");
     for (int c = 0; c < r->classes; c++) {
         cJSON_AddNumberToObject(per_class, class_name(m, c, buf, sizeof buf),
-                                eval_class_accuracy(r, c));
+                                cdl_eval_class_accuracy(r, c));
         cJSON_AddItemToArray(confusion,
                              cJSON_CreateIntArray(r->confusion + c * r->classes, r->classes));
     }
@@ -104,7 +79,7 @@ static void print_json(const EvalResult *r, const ModelMeta *m, const char *mode
     cJSON_Delete(o);
 }
 
-static void print_tables(const EvalResult *r, const ModelMeta *m, const char *model,
+static void print_tables(const cdl_eval_result *r, const cdl_model *m, const char *model,
                          const char *data)
 {
     char buf[32];
@@ -117,7 +92,7 @@ static void print_tables(const EvalResult *r, const ModelMeta *m, const char *mo
     printf("\n\nper-class accuracy:\n");
     for (int c = 0; c < r->classes; c++)
         printf("  %-20s %6.2f%%\n", class_name(m, c, buf, sizeof buf),
-               100 * eval_class_accuracy(r, c));
+               100 * cdl_eval_class_accuracy(r, c));
     printf("\nconfusion matrix (rows: true class, columns: predicted):\n      ");
     for (int c = 0; c < r->classes; c++)
         printf(" %5d", c);
@@ -149,46 +124,30 @@ int cmd_eval(int argc, char **argv)
         return cli_fail(&e);
     cli_set_threads((int)threads);
     const char *model = a.n_positional ? a.positional[0] : CDL_DEFAULT_MODEL;
-    Net net;
-    ModelMeta meta;
-    int st = model_load(model, &net, 0, NULL, &meta, &e);
-    if (st)
+    cdl_model *m;
+    const cdl_open_options open = {.kind = CDL_OPEN_CHECKPOINT};
+    if ((e.code = cdl_model_open(model, &open, &m, e.msg, sizeof e.msg)))
         return cli_fail(&e);
     const char *data = args_get(&a, "--data");
-    data = data ? data : meta.data_path;
-    DataConfig dc = {0};
-    SampleSource train = {0}, valid = {0};
-    EvalResult r = {0};
-    EvalOptions opt = {0, args_get(&a, "--skip-bad") != NULL};
+    data = data ? data : cdl_model_data_path(m);
+    const int json = args_get(&a, "--json") != NULL;
+    cdl_eval_result r = {0};
     long workers = 0;
-    if (!data[0]) {
+    int st = CDL_OK;
+    if (!data[0])
         st = error_set(&e, CDL_EUSAGE, "%s: the model names no dataset; pass --data", model);
-        goto done;
-    }
-    if (net.seq > 0) {
-        st = eval_text(&net, &meta, model, data, args_get(&a, "--json") != NULL, &e);
-        goto done;
-    }
-    st = data_config_load(data, &dc, &e);
-    st = st ? st : data_config_open_sources(&dc, &train, &valid, &e);
-    if (!st && valid.n == 0)
-        st = error_set(&e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)", data);
-    st = st ? st : net_resize(&net, net.hyper.batch / net.hyper.subdivisions, 0, &e);
-    st = st ? st : args_get_int(&a, "--workers", LOADER_DEFAULT_WORKERS, 0, 256, &workers, &e);
-    opt.workers = (int)workers;
-    st = st ? st : evaluate(&net, &valid, &opt, &r, &e);
-    if (!st) {
-        if (args_get(&a, "--json"))
-            print_json(&r, &meta, model, data);
-        else
-            print_tables(&r, &meta, model, data);
-    }
-done:
-    eval_result_free(&r);
-    source_free(&train);
-    source_free(&valid);
-    data_config_free(&dc);
-    model_meta_free(&meta);
-    net_free(&net);
+    else if (!cdl_model_is_text(m))
+        st = args_get_int(&a, "--workers", CDL_DEFAULT_WORKERS, 0, 256, &workers, &e);
+    const cdl_data_options opt = {(int)workers, args_get(&a, "--skip-bad") != NULL};
+    if (!st)
+        st = e.code = cdl_model_evaluate(m, data, &opt, &r, e.msg, sizeof e.msg);
+    if (!st && r.per_token)
+        print_text_result(&r, model, data, json);
+    else if (!st && json)
+        print_json(&r, m, model, data);
+    else if (!st)
+        print_tables(&r, m, model, data);
+    cdl_eval_result_free(&r);
+    cdl_model_free(m);
     return st ? cli_fail(&e) : 0;
 }

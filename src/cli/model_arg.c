@@ -27,3 +27,16 @@ int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Op
         model_meta_free(&meta);
     return st;
 }
+
+int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e)
+{
+    const cdl_open_options o = {.overrides = a->repeats,
+                                .n_overrides = a->n_repeats,
+                                .seed = 1,
+                                .for_training = for_training};
+    if ((e->code = cdl_model_open(path, &o, model, e->msg, sizeof e->msg)))
+        return e->code;
+    if (!cdl_is_checkpoint(path))
+        cli_print_warnings(cdl_model_warnings(*model));
+    return CDL_OK;
+}

@@ -4,7 +4,6 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 static void format_duration(char *out, size_t size, double s)
 {
@@ -26,28 +25,6 @@ static void write_json_line(FILE *f, cJSON *o)
     cJSON_Delete(o);
 }
 
-/* Writes n scalars at step to the TensorBoard file; on failure warns once and stops. */
-static void write_scalars(Progress *p, uint64_t step, const char *const *tags, const double *values,
-                          int n)
-{
-    if (!p->tensorboard)
-        return;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    const double wall_time = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-    Error e = {0};
-    int st = CDL_OK;
-    for (int i = 0; i < n && !st; i++)
-        st = tfevents_add_scalar(p->tensorboard, tags[i], (int64_t)step, (float)values[i],
-                                 wall_time, &e);
-    st = st ? st : tfevents_flush(p->tensorboard, &e);
-    if (st) {
-        fprintf(stderr, "%scdl: warning: %s; TensorBoard logging stopped\n",
-                p->tty ? "\r\033[K" : "", e.msg);
-        p->tensorboard = NULL;
-    }
-}
-
 /* The rate to show for images_per_s and its unit: tokens/s for a sequence net. */
 static double shown_rate(const Progress *p, double images_per_s, const char **unit)
 {
@@ -55,10 +32,10 @@ static double shown_rate(const Progress *p, double images_per_s, const char **un
     return images_per_s * (p->tokens_per_sample ? p->tokens_per_sample : 1);
 }
 
-void progress_on_step(void *ctx, const StepReport *r)
+void progress_on_step(void *ctx, const cdl_step_report *r)
 {
     Progress *p = ctx;
-    const int logged = r->step % (uint64_t)p->log_every == 0 || r->step == r->total_steps;
+    const int logged = r->logged;
     if (p->jsonl && logged) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "step");
@@ -72,16 +49,8 @@ void progress_on_step(void *ctx, const StepReport *r)
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         write_json_line(p->jsonl, o);
     }
-    if (logged) {
-        const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};
-        const double values[] = {r->loss, r->lr, r->images_per_s};
-        write_scalars(p, r->step, tags, values, 3);
-    }
     char eta[32];
-    const double left_s = p->time_limit_s > 0 && p->time_limit_s - r->elapsed_s < r->eta_s
-                              ? p->time_limit_s - r->elapsed_s
-                              : r->eta_s;
-    format_duration(eta, sizeof eta, left_s > 0 ? left_s : 0);
+    format_duration(eta, sizeof eta, r->eta_s > 0 ? r->eta_s : 0);
     const char *unit;
     const double rate = shown_rate(p, r->images_per_s, &unit);
     if (p->tty) {
@@ -104,7 +73,7 @@ void progress_on_step(void *ctx, const StepReport *r)
     }
 }
 
-void progress_on_epoch(void *ctx, const EpochReport *r)
+void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
 {
     Progress *p = ctx;
     if (p->tty)
@@ -113,16 +82,16 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
     format_duration(took, sizeof took, r->elapsed_s);
     fprintf(stderr, "epoch %d/%d%s: train loss %.4f", r->epoch, p->epochs,
             r->stopped ? " (stopped at the time limit)" : "", r->train_loss);
-    if (r->valid && r->valid->per_token)
+    if (r->validated && r->per_token)
         fprintf(stderr, ", valid loss %.4f (%.3f bits/token), next-token accuracy %.2f%%",
-                r->valid->loss, r->valid->loss / M_LN2, 100.0 * r->valid->top1);
-    else if (r->valid)
-        fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid->loss,
-                100.0 * r->valid->top1);
+                r->valid_loss, r->valid_loss / M_LN2, 100.0 * r->valid_top1);
+    else if (r->validated)
+        fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid_loss,
+                100.0 * r->valid_top1);
     if (r->skipped)
         fprintf(stderr, ", skipped %d unreadable samples", r->skipped);
-    if (r->valid && r->valid->skipped)
-        fprintf(stderr, ", skipped %d unreadable validation samples", r->valid->skipped);
+    if (r->validated && r->valid_skipped)
+        fprintf(stderr, ", skipped %d unreadable validation samples", r->valid_skipped);
     const char *unit;
     const double rate = shown_rate(p, r->images_per_s, &unit);
     fprintf(stderr, ", %.0f %s, %s, saved %s\n", rate, unit, took, r->checkpoint);
@@ -139,19 +108,20 @@ void progress_on_epoch(void *ctx, const EpochReport *r)
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         if (r->stopped)
             cJSON_AddBoolToObject(o, "time_limit", 1);
-        if (r->valid) {
-            cJSON_AddNumberToObject(o, "valid_loss", r->valid->loss);
-            if (r->valid->per_token)
-                cJSON_AddNumberToObject(o, "bits_per_token", r->valid->loss / M_LN2);
-            cJSON_AddNumberToObject(o, "accuracy", r->valid->top1);
-            cJSON_AddNumberToObject(o, "top5", r->valid->top5);
-            cJSON_AddNumberToObject(o, "valid_skipped", r->valid->skipped);
+        if (r->validated) {
+            cJSON_AddNumberToObject(o, "valid_loss", r->valid_loss);
+            if (r->per_token)
+                cJSON_AddNumberToObject(o, "bits_per_token", r->valid_loss / M_LN2);
+            cJSON_AddNumberToObject(o, "accuracy", r->valid_top1);
+            cJSON_AddNumberToObject(o, "top5", r->valid_top5);
+            cJSON_AddNumberToObject(o, "valid_skipped", r->valid_skipped);
         }
         write_json_line(p->jsonl, o);
     }
-    if (r->valid) {
-        const char *const tags[] = {"valid/loss", "valid/accuracy", "valid/top5"};
-        const double values[] = {r->valid->loss, r->valid->top1, r->valid->top5};
-        write_scalars(p, r->step, tags, values, 3);
-    }
+}
+
+void progress_on_message(void *ctx, const char *line)
+{
+    const Progress *p = ctx;
+    fprintf(stderr, "%scdl: %s\n", p->tty ? "\r\033[K" : "", line);
 }

@@ -129,6 +129,19 @@ TrainSource train_source_text(TextBatches *batches, const Net *net)
                          fill_from_text, NULL, batches};
 }
 
+int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const EvalOptions *o,
+                   EvalResult *r, Error *e)
+{
+    /* The EMA is what eval and predict will use: measure it. */
+    if (opt->ema)
+        ema_swap(opt->ema, net);
+    int st = valid->images ? evaluate(net, valid->images, o, r, e)
+                           : evaluate_text(net, valid->tokens, r, e);
+    if (opt->ema)
+        ema_swap(opt->ema, net);
+    return st;
+}
+
 /* Evaluates valid (when given), saves the checkpoint and reports the epoch; r arrives with
  * the epoch's training figures filled in. */
 static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, const TrainPlan *plan,
@@ -137,13 +150,7 @@ static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, cons
     EvalResult result = {0};
     int st = CDL_OK;
     if (valid && (valid->images || valid->tokens)) {
-        /* The EMA is what eval and predict will use: measure it. */
-        if (opt->ema)
-            ema_swap(opt->ema, net);
-        st = valid->images ? evaluate(net, valid->images, &plan->valid, &result, e)
-                           : evaluate_text(net, valid->tokens, &result, e);
-        if (opt->ema)
-            ema_swap(opt->ema, net);
+        st = train_evaluate(net, opt, valid, &plan->valid, &result, e);
         if (st)
             return st;
         meta->valid_accuracy = result.top1;

@@ -93,6 +93,11 @@ typedef struct ValidSet {
     const TokenStream *tokens;
 } ValidSet;
 
+/* Evaluates valid (images or tokens; net sized by net_resize) with the EMA of the weights when
+ * opt keeps one, as eval and predict will use them. */
+int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const EvalOptions *o,
+                   EvalResult *r, Error *e);
+
 /* Trains net (built with gradients, sized for mini-batches of hyper.batch/subdivisions)
  * from meta->step up to plan->epochs epochs. A step takes `subdivisions` mini-batches of train,
  * and mini-batches left over at the end of an epoch are dropped. The learning rate follows

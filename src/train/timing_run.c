@@ -1,5 +1,5 @@
 /* Timing runs: a net and a batch of random data that bench and profile time steps on. */
-#include "cli/timing.h"
+#include "train/timing_run.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "train/trainer.h"
 #include "util/rng.h"
 
-/* Fixed so that every run times the same data (cli_load_model fixes the weights). */
+/* Fixed so that every run times the same data. */
 #define TIMING_SEED 1
 
 /* One optimizer batch of random images and labels, shaped for net. */
@@ -38,33 +38,32 @@ static int make_random_tokens(TimingRun *t, Error *e)
 {
     Rng rng;
     rng_seed(&rng, TIMING_SEED, 0x7e4c0000u);
-    t->tokens.n = 4 * (size_t)t->net.hyper.batch * (size_t)(t->net.seq + 1);
+    t->tokens.n = 4 * (size_t)t->net->hyper.batch * (size_t)(t->net->seq + 1);
     if (!(t->tokens.ids = malloc(t->tokens.n * sizeof *t->tokens.ids)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     for (size_t i = 0; i < t->tokens.n; i++)
-        t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net.classes);
+        t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net->classes);
     t->text = (TextBatches){&t->tokens, TIMING_SEED};
-    t->text_source = train_source_text(&t->text, &t->net);
+    t->text_source = train_source_text(&t->text, t->net);
     return CDL_OK;
 }
 
-int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, Error *e)
+int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int st = cli_load_model(a, path, 1, &t->net, &t->opt, e);
-    if (st)
-        return st;
-    Hyper *h = &t->net.hyper;
+    t->net = net;
+    t->opt = opt;
+    Hyper *h = &t->net->hyper;
     if (batch > 0) {
         h->batch = (int)batch;
         h->subdivisions = 1;
     }
-    t->net.train = 1;
-    t->net.loss_divisor = (float)h->batch * (float)net_labels_per_sample(&t->net);
-    st = net_resize(&t->net, h->batch / h->subdivisions, 0, e);
-    if (t->net.seq > 0)
+    t->net->train = 1;
+    t->net->loss_divisor = (float)h->batch * (float)net_labels_per_sample(t->net);
+    int st = net_resize(t->net, h->batch / h->subdivisions, 0, e);
+    if (t->net->seq > 0)
         return st ? st : make_random_tokens(t, e);
-    st = st ? st : make_random_dataset(&t->net, &t->data, e);
+    st = st ? st : make_random_dataset(t->net, &t->data, e);
     if (!st && !(t->order = malloc((size_t)t->data.n * sizeof *t->order)))
         st = error_set(e, CDL_ERUNTIME, "out of memory");
     for (int i = 0; !st && i < t->data.n; i++)
@@ -74,20 +73,18 @@ int timing_run_setup(TimingRun *t, const char *path, const Args *a, long batch, 
 
 float timing_run_step(TimingRun *t)
 {
-    if (t->net.seq > 0) {
+    if (t->net->seq > 0) {
         float loss;
-        trainer_step_with(&t->net, &t->opt, t->text_source.fill, t->text_source.ctx,
-                          net_learning_rate(&t->net.hyper, t->net.step, 0), &loss, NULL);
+        trainer_step_with(t->net, t->opt, t->text_source.fill, t->text_source.ctx,
+                          net_learning_rate(&t->net->hyper, t->net->step, 0), &loss, NULL);
         return loss;
     }
-    return trainer_step(&t->net, &t->opt, &t->data, t->order,
-                        net_learning_rate(&t->net.hyper, t->net.step, 0));
+    return trainer_step(t->net, t->opt, &t->data, t->order,
+                        net_learning_rate(&t->net->hyper, t->net->step, 0));
 }
 
 void timing_run_free(TimingRun *t)
 {
-    net_free(&t->net);
-    optimizer_free(&t->opt);
     dataset_free(&t->data);
     free(t->order);
     free(t->tokens.ids);

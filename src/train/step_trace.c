@@ -1,5 +1,5 @@
-/* Step traces for cdl train --profile-steps, and profilers sized for a net. */
-#include "cli/step_trace.h"
+/* Step traces for a training run's chosen steps, and profilers sized for a net. */
+#include "train/step_trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,15 +140,16 @@ int step_trace_begin(StepTrace *t, const char *spec, const char *path, const cha
     return CDL_OK;
 }
 
-int step_trace_end(StepTrace *t, int status, Error *e)
+int step_trace_end(StepTrace *t, int status, size_t *events, Error *e)
 {
+    *events = 0;
     if (!t->net)
         return status;
     t->net->profiler = NULL;
     if (!status) {
         status = trace_write(t->path, t->profiler.events, t->profiler.n_events, e);
         if (!status)
-            fprintf(stderr, "cdl: wrote %s (%zu events)\n", t->path, t->profiler.n_events);
+            *events = t->profiler.n_events;
     }
     profiler_free(&t->profiler);
     t->net = NULL;

@@ -1,6 +1,6 @@
-/* Chrome traces of training steps: a profiler sized for a net, and `cdl train
- * --profile-steps`, which traces chosen steps by wrapping the trainer's callbacks (they
- * time each step and switch tracing on and off between steps). */
+/* Chrome traces of training steps: a profiler sized for a net, and a training session's
+ * profile_steps (`cdl train --profile-steps`), which traces chosen steps by wrapping the
+ * trainer's callbacks (they time each step and switch tracing on and off between steps). */
 #ifndef CDL_STEP_TRACE_H
 #define CDL_STEP_TRACE_H
 
@@ -36,8 +36,9 @@ typedef struct StepTrace {
 int step_trace_begin(StepTrace *t, const char *spec, const char *path, const char *checkpoint_path,
                      Net *net, uint64_t done_steps, uint64_t total_steps, TrainCallbacks *cb,
                      Error *e);
-/* When status is CDL_OK and tracing began, writes the trace (and says so on stderr). Always
- * detaches the profiler and frees t. Returns status, or the write's failure. */
-int step_trace_end(StepTrace *t, int status, Error *e);
+/* When status is CDL_OK and tracing began, writes the trace to t->path and sets *events to
+ * the events written (else 0). Always detaches the profiler and frees t. Returns status, or
+ * the write's failure. */
+int step_trace_end(StepTrace *t, int status, size_t *events, Error *e);
 
 #endif

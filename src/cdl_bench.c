@@ -1,0 +1,154 @@
+/* Timing in the public API (cdl.h): whole training steps (bench) and each layer's share of
+ * them (profile) on random data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdl.h"
+#include "cdl_model.h"
+#include "train/step_trace.h"
+#include "train/timing_run.h"
+#include "util/timer.h"
+
+static int setup(cdl_model *m, const cdl_timing_options *o, TimingRun *t, Error *e)
+{
+    memset(t, 0, sizeof *t);
+    if (!m->net.want_grads)
+        return error_set(e, CDL_EUSAGE, "timing training steps needs a model opened for training");
+    m->capacity = 0; /* timing_run_setup resizes the activations */
+    return timing_run_setup(t, &m->net, &m->opt, o->batch, e);
+}
+
+static int bench(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r, Error *e)
+{
+    TimingRun t;
+    int st = setup(m, o, &t, e);
+    if (!st) {
+        for (int i = 0; i < o->warmup; i++)
+            timing_run_step(&t);
+        const double start = time_now_s();
+        for (int i = 0; i < o->steps; i++)
+            timing_run_step(&t);
+        const double elapsed_s = time_now_s() - start;
+        const Net *net = &m->net;
+        *r = (cdl_bench_result){.batch = net->hyper.batch,
+                                .seq = net->seq > 0 ? net->seq : 0,
+                                .images_per_s = (double)net->hyper.batch * o->steps / elapsed_s,
+                                .ms_per_step = 1e3 * elapsed_s / o->steps,
+                                .loss = net->loss};
+    }
+    timing_run_free(&t);
+    return st;
+}
+
+int cdl_model_bench(cdl_model *model, const cdl_timing_options *options, cdl_bench_result *result,
+                    char *err, size_t err_size)
+{
+    Error e = {0};
+    memset(result, 0, sizeof *result);
+    return bench(model, options, result, &e) ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+static cdl_time_stat time_stat_ms(const TimeStat *t)
+{
+    return (cdl_time_stat){1e3 * time_stat_mean_s(t), 1e3 * time_stat_std_s(t), 1e3 * t->min_s,
+                           1e3 * t->max_s};
+}
+
+/* Forward + backward FLOPs of one sample. Convolution and connected layers do a GEMM of
+ * the forward's size for the weight gradient and another for the input gradient (skipped
+ * for the net input); every other layer's backward costs about what its forward does. */
+static double sample_step_flops(Net *net, const Layer *l)
+{
+    const int gemm = !strcmp(l->type->name, "convolutional") || !strcmp(l->type->name, "connected");
+    if (!gemm)
+        return 2 * l->flops;
+    return (net_layer_input_delta(net, l, 0) ? 3 : 2) * l->flops;
+}
+
+static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
+{
+    const Layer *l = &net->layers[i];
+    cdl_layer_profile c = {.type = l->type->name,
+                           .out_c = l->out_shape.c,
+                           .out_h = l->out_shape.h,
+                           .out_w = l->out_shape.w,
+                           .forward = time_stat_ms(&prof->forward[i]),
+                           .backward = time_stat_ms(&prof->backward[i])};
+    const double passes = net->hyper.subdivisions;
+    c.flops = sample_step_flops(net, l) * net->hyper.batch;
+    c.step_ms = (c.forward.mean_ms + c.backward.mean_ms) * passes;
+    c.share = c.step_ms / (1e3 * time_stat_mean_s(&prof->step));
+    c.gflops_per_s = c.step_ms > 0 ? c.flops / (c.step_ms * 1e6) : 0;
+    for (int k = 0; k < l->n_params; k++)
+        c.params += l->params[k].trainable ? l->params[k].count : 0;
+    /* The buffers net_resize gives the layer: output, delta, and pre-activations. */
+    const size_t planes = 1 + (size_t)net->want_grads + (size_t)(l->activation != CDL_ACT_LINEAR);
+    c.activation_bytes = planes * (size_t)net->batch * shape_size(l->out_shape) * sizeof(float);
+    return c;
+}
+
+/* The timed steps' figures, layer by layer. */
+static int fill_profile(Net *net, const Profiler *prof, cdl_profile_result *r, Error *e)
+{
+    if (!(r->layers = calloc((size_t)net->n_layers, sizeof *r->layers)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    r->n_layers = net->n_layers;
+    r->batch = net->hyper.batch;
+    r->passes_per_step = net->hyper.subdivisions;
+    r->pass_batch = net->batch;
+    r->step = time_stat_ms(&prof->step);
+    for (int i = 0; i < net->n_layers; i++) {
+        r->layers[i] = layer_cost(net, prof, i);
+        r->layers_ms += r->layers[i].step_ms;
+    }
+    r->images_per_s = net->hyper.batch / (r->step.mean_ms / 1e3);
+    r->layers_share = r->layers_ms / r->step.mean_ms;
+    r->loss = net->loss;
+    return CDL_OK;
+}
+
+static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result *r, Error *e)
+{
+    TimingRun t;
+    Profiler prof = {0};
+    Net *net = &m->net;
+    int st = setup(m, o, &t, e);
+    st = st ? st : profiler_init_for_net(&prof, net, o->trace_path ? (size_t)o->steps : 0, e);
+    if (!st) {
+        net->profiler = &prof;
+        for (int i = 0; i < 1 + o->warmup; i++)
+            timing_run_step(&t);
+        profiler_reset(&prof);
+        prof.tracing = o->trace_path != NULL;
+        for (int i = 0; i < o->steps; i++) {
+            const double start_s = time_now_s();
+            timing_run_step(&t);
+            profiler_step(&prof, net->step - 1, start_s, time_now_s());
+        }
+        net->profiler = NULL;
+    }
+    if (!st && o->trace_path && !(st = trace_write(o->trace_path, prof.events, prof.n_events, e)))
+        r->trace_events = prof.n_events;
+    st = st ? st : fill_profile(net, &prof, r, e);
+    profiler_free(&prof);
+    timing_run_free(&t);
+    return st;
+}
+
+int cdl_model_profile(cdl_model *model, const cdl_timing_options *options,
+                      cdl_profile_result *result, char *err, size_t err_size)
+{
+    Error e = {0};
+    memset(result, 0, sizeof *result);
+    if (profile(model, options, result, &e)) {
+        cdl_profile_result_free(result);
+        return api_report(&e, err, err_size);
+    }
+    return CDL_OK;
+}
+
+void cdl_profile_result_free(cdl_profile_result *result)
+{
+    free(result->layers);
+    memset(result, 0, sizeof *result);
+}

@@ -1,0 +1,112 @@
+/* Evaluation in the public API (cdl.h): a checkpoint's model on the validation set of a .data
+ * file, images or text. */
+#include "cdl_eval.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdl_model.h"
+#include "data/data_config.h"
+#include "data/text_data.h"
+
+void api_eval_result_take(EvalResult *r, cdl_eval_result *out)
+{
+    *out = (cdl_eval_result){.samples = r->samples,
+                             .classes = r->classes,
+                             .per_token = r->per_token,
+                             .loss = r->loss,
+                             .top1 = r->top1,
+                             .top5 = r->top5,
+                             .confusion = r->confusion,
+                             .skipped = r->skipped};
+    memset(r, 0, sizeof *r);
+}
+
+double cdl_eval_class_accuracy(const cdl_eval_result *result, int c)
+{
+    const EvalResult r = {.classes = result->classes, .confusion = result->confusion};
+    return eval_class_accuracy(&r, c);
+}
+
+void cdl_eval_result_free(cdl_eval_result *result)
+{
+    free(result->confusion);
+    memset(result, 0, sizeof *result);
+}
+
+const char *cdl_model_data_path(const cdl_model *model)
+{
+    return model->meta.data_path;
+}
+
+/* Sizes the model's activations for its cfg's mini-batches, as training fed them. */
+static int reserve_mini_batch(cdl_model *m, Error *e)
+{
+    const int n = m->net.hyper.batch / m->net.hyper.subdivisions;
+    const int st = api_model_reserve(m, n, e);
+    if (!st)
+        m->net.batch = n;
+    return st;
+}
+
+/* A text model on the validation text of a type=text .data file. */
+static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *data,
+                               EvalResult *r, Error *e)
+{
+    TextData td = {0};
+    int st = CDL_OK;
+    if (dc->train_kind != DATA_TEXT)
+        st = error_set(e, CDL_EUSAGE, "%s: a text model evaluates on a type=text dataset", data);
+    st = st ? st : text_data_load(dc, &m->meta.vocab, &td, e);
+    if (!st && !td.valid.n)
+        st = error_set(e, CDL_EUSAGE, "%s: no validation text (set valid= or valid_split=)", data);
+    st = st ? st : reserve_mini_batch(m, e);
+    st = st ? st : evaluate_text(&m->net, &td.valid, r, e);
+    text_data_free(&td);
+    return st;
+}
+
+/* An image model on the validation set of a .data file. */
+static int evaluate_image_model(cdl_model *m, const DataConfig *dc, const char *data,
+                                const cdl_data_options *o, EvalResult *r, Error *e)
+{
+    SampleSource train = {0}, valid = {0};
+    const EvalOptions opt = {o->workers, o->skip_bad};
+    int st = data_config_open_sources(dc, &train, &valid, e);
+    if (!st && valid.n == 0)
+        st = error_set(e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)", data);
+    st = st ? st : reserve_mini_batch(m, e);
+    st = st ? st : evaluate(&m->net, &valid, &opt, r, e);
+    source_free(&train);
+    source_free(&valid);
+    return st;
+}
+
+static int evaluate_model(cdl_model *m, const char *data, const cdl_data_options *o,
+                          EvalResult *r, Error *e)
+{
+    if (!data[0])
+        return error_set(e, CDL_EUSAGE, "the model names no dataset; pass --data");
+    DataConfig dc = {0};
+    int st = data_config_load(data, &dc, e);
+    if (!st)
+        st = m->net.seq > 0 ? evaluate_text_model(m, &dc, data, r, e)
+                            : evaluate_image_model(m, &dc, data, o, r, e);
+    data_config_free(&dc);
+    return st;
+}
+
+int cdl_model_evaluate(cdl_model *model, const char *data_path, const cdl_data_options *options,
+                       cdl_eval_result *result, char *err, size_t err_size)
+{
+    Error e = {0};
+    EvalResult r = {0};
+    memset(result, 0, sizeof *result);
+    int st = evaluate_model(model, data_path ? data_path : model->meta.data_path, options, &r, &e);
+    if (st) {
+        eval_result_free(&r);
+        return api_report(&e, err, err_size);
+    }
+    api_eval_result_take(&r, result);
+    return CDL_OK;
+}

@@ -1,0 +1,550 @@
+/* Training sessions of the public API (cdl.h): a net from a cfg or a resumed checkpoint, its
+ * dataset, and the training loop with its checkpoints, TensorBoard scalars and step traces. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cdl.h"
+#include "cdl_eval.h"
+#include "cdl_model.h"
+#include "data/data_config.h"
+#include "data/loader.h"
+#include "data/source_files.h"
+#include "data/text_data.h"
+#include "io/darknet_weights.h"
+#include "io/tfevents.h"
+#include "train/finetune.h"
+#include "train/step_trace.h"
+#include "train/trainer.h"
+
+_Static_assert(CDL_DEFAULT_WORKERS == LOADER_DEFAULT_WORKERS, "one default for loader threads");
+
+struct cdl_session {
+    Net net; /* built once the data are attached (or loaded from the checkpoint resumed) */
+    int built;
+    Optimizer opt;
+    ModelMeta meta;
+    int resumed; /* meta's names and vocabulary are its own (the checkpoint's); else borrowed */
+    Cfg cfg;     /* a new run's cfg, with the overrides, until the net is built */
+    int have_cfg;
+    char cfg_path[PATH_MAX], weights_path[PATH_MAX], resume_path[PATH_MAX];
+    char data_path[PATH_MAX], out_path[PATH_MAX];
+    DataConfig dc;
+    TextData text; /* a sequence net's token streams (vocab.n = 0 otherwise) */
+    SampleSource train, valid;
+    TextBatches text_batches;
+    ValidSet valid_set;
+    long samples; /* the training set's (windows of a text) */
+    int default_epochs;
+    cdl_data_options data;
+    void (*on_message)(void *ctx, const char *line);
+    void *message_ctx;
+};
+
+/* Hands one formatted line to the session's message callback. */
+static void note(const cdl_session *s, const char *fmt, ...)
+{
+    if (!s->on_message)
+        return;
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    s->on_message(s->message_ctx, line);
+}
+
+/* Each line of a cfg's warnings (may be NULL) as a message. */
+static void note_lines(const cdl_session *s, const char *text)
+{
+    while (text && *text) {
+        const char *end = strchr(text, '\n');
+        const int len = end ? (int)(end - text) : (int)strlen(text);
+        note(s, "%.*s", len, text);
+        text = end ? end + 1 : NULL;
+    }
+}
+
+/* "cfg/x.cfg" -> "cfg/x.data" */
+static void default_data_path(const char *cfg_path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", cfg_path);
+    char *dot = strrchr(out, '.');
+    char *slash = strrchr(out, '/');
+    if (dot && (!slash || dot > slash))
+        *dot = '\0';
+    strncat(out, ".data", size - strlen(out) - 1);
+}
+
+/* "cfg/x.cfg" -> "weights/x.cdl" */
+static void default_out_path(const char *cfg_path, char *out, size_t size)
+{
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", cfg_path);
+    char *base = basename(copy);
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        *dot = '\0';
+    snprintf(out, size, "weights/%s.cdl", base);
+}
+
+static int create(cdl_session *s, const cdl_session_options *o, Error *e)
+{
+    s->on_message = o->on_message;
+    s->message_ctx = o->message_ctx;
+    if (o->resume_path) {
+        snprintf(s->resume_path, sizeof s->resume_path, "%s", o->resume_path);
+        snprintf(s->out_path, sizeof s->out_path, "%s", o->out_path ? o->out_path : o->resume_path);
+        int st = model_load(o->resume_path, &s->net, 1, &s->opt, &s->meta, e);
+        s->built = 1; /* model_load frees what it built when it fails */
+        s->resumed = 1;
+        return st;
+    }
+    if (!o->cfg_path)
+        return error_set(e, CDL_EUSAGE, "a training session needs a cfg or a checkpoint to resume");
+    snprintf(s->cfg_path, sizeof s->cfg_path, "%s", o->cfg_path);
+    snprintf(s->weights_path, sizeof s->weights_path, "%s", o->weights_path ? o->weights_path : "");
+    if (o->out_path)
+        snprintf(s->out_path, sizeof s->out_path, "%s", o->out_path);
+    else
+        default_out_path(o->cfg_path, s->out_path, sizeof s->out_path);
+    s->meta.seed = o->seed;
+    s->meta.valid_accuracy = s->meta.valid_loss = -1;
+    int st = cfg_load(o->cfg_path, &s->cfg, e);
+    if (st)
+        return st;
+    s->have_cfg = 1;
+    for (int i = 0; i < o->n_overrides && !st; i++)
+        st = cfg_apply_override(&s->cfg, o->overrides[i], e);
+    return st;
+}
+
+int cdl_session_create(const cdl_session_options *options, cdl_session **session, char *err,
+                       size_t err_size)
+{
+    Error e = {0};
+    *session = NULL;
+    cdl_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return error_set(&e, CDL_ERUNTIME, "out of memory"), api_report(&e, err, err_size);
+    if (create(s, options, &e)) {
+        cdl_session_free(s);
+        return api_report(&e, err, err_size);
+    }
+    *session = s;
+    return CDL_OK;
+}
+
+void cdl_session_free(cdl_session *s)
+{
+    if (!s)
+        return;
+    if (s->have_cfg)
+        cfg_free(&s->cfg);
+    if (s->built)
+        net_free(&s->net);
+    optimizer_free(&s->opt);
+    if (s->resumed)
+        model_meta_free(&s->meta);
+    source_free(&s->train);
+    source_free(&s->valid);
+    text_data_free(&s->text);
+    data_config_free(&s->dc);
+    free(s);
+}
+
+/* Reads the .data file, and the text when it is type=text; the vocabulary is the resumed
+ * model's (vocab), else built from the text. */
+static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
+{
+    int st = data_config_load(s->data_path, &s->dc, e);
+    if (st || s->dc.train_kind != DATA_TEXT)
+        return st;
+    return text_data_load(&s->dc, vocab, &s->text, e);
+}
+
+/* A sequence net must train on text, an image net on images; a sequence net's vocab, outputs
+ * and inputs must agree with its text. */
+static int check_text_net(const cdl_session *s, Error *e)
+{
+    const Net *net = &s->net;
+    const int v = s->text.vocab.n;
+    if (net->seq <= 0)
+        return CDL_OK;
+    if (s->dc.train_kind != DATA_TEXT)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a sequence net ([net] seq=%d) trains on text: the .data file needs "
+                         "type=text",
+                         s->data_path, net->seq);
+    if (net->vocab != v || net->classes != v)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the text has %d distinct tokens but the net has vocab=%d and %d "
+                         "outputs per token",
+                         s->data_path, v, net->vocab, net->classes);
+    if (net->in_shape.w != 1 && net->in_shape.w != v)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: [net] inputs=%d: a text net takes token ids (inputs=1) or one-hot "
+                         "tokens (inputs=%d, the vocabulary)",
+                         s->data_path, net->in_shape.w, v);
+    return CDL_OK;
+}
+
+/* Loads the layers of the model at path that match the net (train/finetune.h) and says which
+ * layers it skipped; a file that is not a checkpoint is read as darknet .weights for the cfg. */
+static int load_initial_weights(cdl_session *s, const char *path, Error *e)
+{
+    if (!cdl_is_checkpoint(path)) {
+        DarknetHeader h;
+        int st = darknet_weights_load(&s->net, path, &h, e);
+        if (!st)
+            note(s, "--weights %s: darknet %d.%d.%d weights (seen %llu images)", path, h.major,
+                 h.minor, h.revision, (unsigned long long)h.seen);
+        return st;
+    }
+    WeightsMatch m;
+    int st = finetune_load_weights(&s->net, path, &m, e);
+    if (!st)
+        note(s, "--weights %s: loaded %d layer%s%s%s", path, m.loaded, m.loaded == 1 ? "" : "s",
+             m.skipped ? ", skipped layers " : "", m.skipped_list);
+    weights_match_free(&m);
+    return st;
+}
+
+/* Builds a new run's net from its cfg (consumed): with text data, [net] vocab= is the text's
+ * vocabulary size; then the initial weights and the optimizer. */
+static int build_fresh(cdl_session *s, Error *e)
+{
+    int st = CDL_OK;
+    if (s->text.vocab.n) {
+        char vocab[48];
+        snprintf(vocab, sizeof vocab, "net.vocab=%d", s->text.vocab.n);
+        st = cfg_apply_override(&s->cfg, vocab, e);
+    }
+    s->have_cfg = 0;
+    if (st || (st = net_build(&s->net, &s->cfg, 1, s->meta.seed, e))) {
+        cfg_free(&s->cfg);
+        return st;
+    }
+    s->built = 1;
+    if ((st = check_text_net(s, e)))
+        return st;
+    note_lines(s, s->net.cfg.warnings);
+    s->meta.vocab = s->text.vocab; /* borrowed */
+    if (s->weights_path[0] && (st = load_initial_weights(s, s->weights_path, e)))
+        return st;
+    /* After the initial weights: the EMA starts from the weights training starts from. */
+    return optimizer_init(&s->opt, &s->net, e);
+}
+
+/* darknet matches class names as substrings of image paths: say when that was ambiguous. */
+static void warn_ambiguous_labels(const cdl_session *s, const SampleSource *src, const char *which)
+{
+    const char *first = NULL;
+    int n = source_ambiguous_labels(src, &first);
+    if (n)
+        note(s,
+             "warning: %d %s image paths contain more than one class name (first: %s); the name "
+             "ending last was used",
+             n, which, first ? first : "?");
+}
+
+/* Opens the image sources (and class names) or wraps the loaded text. */
+static int open_sets(cdl_session *s, Error *e)
+{
+    if (s->net.seq > 0) {
+        s->text_batches = (TextBatches){&s->text.train, s->meta.seed};
+        s->samples = (long)text_windows(&s->text.train, s->net.seq);
+        s->valid_set.tokens = s->text.valid.n ? &s->text.valid : NULL;
+        return CDL_OK;
+    }
+    int st = data_config_open_sources(&s->dc, &s->train, &s->valid, e);
+    if (st)
+        return st;
+    warn_ambiguous_labels(s, &s->train, "training");
+    warn_ambiguous_labels(s, &s->valid, "validation");
+    if (s->train.classes > s->net.classes)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the training labels go up to %d but the net outputs %d classes",
+                         s->data_path, s->train.classes - 1, s->net.classes);
+    if (!s->resumed) {
+        s->meta.names = s->dc.names; /* borrowed */
+        s->meta.n_names = s->dc.n_names;
+    }
+    s->samples = s->train.n;
+    s->valid_set.images = s->valid.n ? &s->valid : NULL;
+    return CDL_OK;
+}
+
+static int attach(cdl_session *s, const char *data_path, Error *e)
+{
+    if (s->data_path[0])
+        return error_set(e, CDL_EUSAGE, "the session has its data already");
+    if (s->resumed && !data_path && !s->meta.data_path[0])
+        return error_set(e, CDL_EUSAGE, "%s: the checkpoint names no dataset; pass --data",
+                         s->resume_path);
+    if (data_path)
+        snprintf(s->data_path, sizeof s->data_path, "%s", data_path);
+    else if (s->resumed)
+        snprintf(s->data_path, sizeof s->data_path, "%s", s->meta.data_path);
+    else
+        default_data_path(s->cfg_path, s->data_path, sizeof s->data_path);
+    int st;
+    if (s->resumed) {
+        if (s->net.seq > 0 && !s->meta.vocab.n)
+            return error_set(e, CDL_EUSAGE,
+                             "%s: a sequence net's checkpoint without a vocabulary",
+                             s->resume_path);
+        st = load_data(s, s->net.seq > 0 ? &s->meta.vocab : NULL, e);
+        st = st ? st : check_text_net(s, e);
+    } else {
+        st = load_data(s, NULL, e);
+        st = st ? st : build_fresh(s, e);
+    }
+    st = st ? st : open_sets(s, e);
+    if (st)
+        return st;
+    snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s", s->data_path);
+    const Hyper *h = &s->net.hyper;
+    const long steps_per_epoch = s->samples / h->batch;
+    s->default_epochs = s->resumed && s->meta.epochs_planned > 0 ? s->meta.epochs_planned
+                        : h->epochs > 0                          ? h->epochs
+                        : h->max_batches > 0 && steps_per_epoch > 0
+                            ? (int)((h->max_batches + steps_per_epoch - 1) / steps_per_epoch)
+                            : 1;
+    return CDL_OK;
+}
+
+int cdl_session_attach_data(cdl_session *session, const char *data_path,
+                            const cdl_data_options *options, char *err, size_t err_size)
+{
+    Error e = {0};
+    session->data = *options;
+    return attach(session, data_path, &e) ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+void cdl_session_get_info(const cdl_session *s, cdl_session_info *info)
+{
+    const int batch = s->built ? s->net.hyper.batch : 0;
+    *info = (cdl_session_info){.data_path = s->data_path,
+                               .checkpoint_path = s->out_path,
+                               .batch = batch,
+                               .seq = s->built && s->net.seq > 0 ? s->net.seq : 0,
+                               .samples = s->samples,
+                               .steps_per_epoch = batch ? (int)(s->samples / batch) : 0,
+                               .default_epochs = s->default_epochs,
+                               .done_steps = s->meta.step,
+                               .done_epochs = s->meta.epochs_done};
+}
+
+/* Creates the checkpoint's directory and checks that the checkpoint can be written there,
+ * so that a bad out path fails before training rather than after the first epoch. */
+static int prepare_output(const char *path, Error *e)
+{
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    struct stat st;
+    if (!path[0] || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return error_set(e, CDL_EUSAGE, "%s: --out must name a checkpoint file, not a directory",
+                         path);
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir, strerror(errno));
+    if (access(dir, W_OK))
+        return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoints there: %s", dir,
+                         strerror(errno));
+    return CDL_OK;
+}
+
+/* A run in progress: the trainer's reports turned into the public ones, with TensorBoard
+ * scalars written for them. */
+typedef struct Run {
+    const cdl_session *s;
+    cdl_callbacks user;
+    int log_every;
+    double time_limit_s;
+    TfEvents *tensorboard; /* NULL: none, or stopped after a failed write */
+} Run;
+
+/* Writes n scalars at step to the TensorBoard file; on failure warns once and stops. */
+static void write_scalars(Run *r, uint64_t step, const char *const *tags, const double *values,
+                          int n)
+{
+    if (!r->tensorboard)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const double wall_time = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+    Error e = {0};
+    int st = CDL_OK;
+    for (int i = 0; i < n && !st; i++)
+        st = tfevents_add_scalar(r->tensorboard, tags[i], (int64_t)step, (float)values[i],
+                                 wall_time, &e);
+    st = st ? st : tfevents_flush(r->tensorboard, &e);
+    if (st) {
+        note(r->s, "warning: %s; TensorBoard logging stopped", e.msg);
+        r->tensorboard = NULL;
+    }
+}
+
+static void on_step(void *ctx, const StepReport *t)
+{
+    Run *r = ctx;
+    const double left_s = r->time_limit_s - t->elapsed_s;
+    const cdl_step_report p = {
+        .step = t->step,
+        .total_steps = t->total_steps,
+        .epoch = t->epoch,
+        .step_in_epoch = t->step_in_epoch,
+        .steps_per_epoch = t->steps_per_epoch,
+        .loss = t->loss,
+        .lr = t->lr,
+        .images_per_s = t->images_per_s,
+        .eta_s = r->time_limit_s > 0 && left_s < t->eta_s ? left_s : t->eta_s,
+        .elapsed_s = t->elapsed_s,
+        .logged = t->step % (uint64_t)r->log_every == 0 || t->step == t->total_steps};
+    if (p.logged) {
+        const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};
+        const double values[] = {t->loss, t->lr, t->images_per_s};
+        write_scalars(r, t->step, tags, values, 3);
+    }
+    if (r->user.on_step)
+        r->user.on_step(r->user.ctx, &p);
+}
+
+static void on_epoch(void *ctx, const EpochReport *t)
+{
+    Run *r = ctx;
+    const EvalResult *v = t->valid;
+    const cdl_epoch_report p = {.epoch = t->epoch,
+                                .step = t->step,
+                                .train_loss = t->train_loss,
+                                .skipped = t->skipped,
+                                .validated = v != NULL,
+                                .per_token = v && v->per_token,
+                                .valid_loss = v ? v->loss : 0,
+                                .valid_top1 = v ? v->top1 : 0,
+                                .valid_top5 = v ? v->top5 : 0,
+                                .valid_skipped = v ? v->skipped : 0,
+                                .images_per_s = t->images_per_s,
+                                .elapsed_s = t->elapsed_s,
+                                .checkpoint = t->checkpoint,
+                                .stopped = t->stopped};
+    if (r->user.on_epoch)
+        r->user.on_epoch(r->user.ctx, &p);
+    if (v) {
+        const char *const tags[] = {"valid/loss", "valid/accuracy", "valid/top5"};
+        const double values[] = {v->loss, v->top1, v->top5};
+        write_scalars(r, t->step, tags, values, 3);
+    }
+}
+
+/* The one call of the training loop: from the session's progress to plan->epochs. */
+static int train(cdl_session *s, const TrainPlan *plan, const TrainCallbacks *cb, Error *e)
+{
+    Loader *loader = NULL;
+    TrainSource source;
+    int st = CDL_OK;
+    if (s->net.seq > 0) {
+        source = train_source_text(&s->text_batches, &s->net);
+    } else {
+        const LoaderOptions opt = {.batch = s->net.batch,
+                                   .workers = s->data.workers,
+                                   .prefetch = LOADER_PREFETCH_PER_WORKER * s->data.workers,
+                                   .seed = s->meta.seed,
+                                   .train = 1,
+                                   .drop_last = 1,
+                                   .skip_bad = s->data.skip_bad};
+        st = loader_open(&loader, &s->train, &s->net.augment, &opt, e);
+        source = st ? (TrainSource){0} : train_source_loader(loader);
+    }
+    st = st ? st : train_run(&s->net, &s->opt, &source, &s->valid_set, plan, &s->meta, cb, e);
+    loader_close(loader);
+    return st;
+}
+
+static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb, Error *e)
+{
+    if (!s->data_path[0])
+        return error_set(e, CDL_EUSAGE, "a training session runs once its data are attached");
+    const Hyper *h = &s->net.hyper;
+    const int steps_per_epoch = (int)(s->samples / h->batch);
+    const int epochs = o->epochs > 0 ? o->epochs : s->default_epochs;
+    if (steps_per_epoch < 1) /* before net_resize allocates for the whole batch */
+        return error_set(e, CDL_EUSAGE, "%s: the training set has %ld %s, fewer than batch=%d",
+                         s->data_path, s->samples,
+                         s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch);
+    int st = prepare_output(s->out_path, e);
+    st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, e);
+    Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
+    if (r.log_every <= 0)
+        r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
+    if (!st && o->tensorboard_dir)
+        st = tfevents_open(o->tensorboard_dir, &r.tensorboard, e);
+    TfEvents *tensorboard = r.tensorboard; /* write_scalars may stop using it */
+    TrainCallbacks tcb = {on_step, on_epoch, &r};
+    StepTrace trace = {0};
+    const uint64_t total_steps = (uint64_t)epochs * (uint64_t)steps_per_epoch;
+    st = st ? st
+            : step_trace_begin(&trace, o->profile_steps, o->trace_path, s->out_path, &s->net,
+                               s->meta.step, total_steps, &tcb, e);
+    if (!st && s->meta.step >= total_steps)
+        note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
+             s->meta.epochs_done);
+    const TrainPlan plan = {epochs, s->out_path, {s->data.workers, s->data.skip_bad},
+                            o->time_limit_s};
+    st = st ? st : train(s, &plan, &tcb, e);
+    size_t events;
+    st = step_trace_end(&trace, st, &events, e);
+    if (events)
+        note(s, "wrote %s (%zu events)", trace.path, events);
+    const int tb_st = tfevents_close(tensorboard, st ? NULL : e);
+    return st ? st : tb_st;
+}
+
+int cdl_session_run(cdl_session *session, const cdl_run_options *options,
+                    const cdl_callbacks *callbacks, char *err, size_t err_size)
+{
+    Error e = {0};
+    return run(session, options, callbacks, &e) ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err,
+                         size_t err_size)
+{
+    Error e = {0};
+    EvalResult r = {0};
+    cdl_session *s = session;
+    const Hyper *h = &s->net.hyper;
+    memset(result, 0, sizeof *result);
+    int st = CDL_OK;
+    if (!s->valid_set.images && !s->valid_set.tokens)
+        st = error_set(&e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)",
+                       s->data_path[0] ? s->data_path : "the session");
+    st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, &e);
+    const EvalOptions opt = {s->data.workers, s->data.skip_bad};
+    st = st ? st : train_evaluate(&s->net, &s->opt, &s->valid_set, &opt, &r, &e);
+    if (st) {
+        eval_result_free(&r);
+        return api_report(&e, err, err_size);
+    }
+    api_eval_result_take(&r, result);
+    return CDL_OK;
+}
+
+int cdl_session_save(cdl_session *session, const char *path, char *err, size_t err_size)
+{
+    Error e = {0};
+    cdl_session *s = session;
+    int st = s->built ? CDL_OK
+                      : error_set(&e, CDL_EUSAGE, "a new run's session has no net before its data");
+    s->meta.step = s->net.step;
+    st = st ? st : model_save(path ? path : s->out_path, &s->net, &s->opt, &s->meta, &e);
+    return st ? api_report(&e, err, err_size) : CDL_OK;
+}
