@@ -29,11 +29,13 @@ LIB_SRC := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 LIB := $(BUILD)/libcdl.a
 
 .PHONY: all deps test unit demo clean bench format
@@ -62,9 +64,19 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS)
 
-unit: deps $(CDL) $(TEST_BIN)
+# Examples see the public header alone and link libcdl.a, as a program using the library does.
+$(BUILD)/include/cdl.h: src/cdl.h
+	@mkdir -p $(dir $@)
+	cp $< $@
 
-# Unit tests, then (without SAN) the Bats CLI tests; tests/run.sh prints "N passed, N failed".
+$(BUILD)/examples/%: examples/%.c $(BUILD)/include/cdl.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra $(OPT) -I$(BUILD)/include -o $@ $< $(LIB) $(LDLIBS)
+
+unit: deps $(CDL) $(TEST_BIN) $(EXAMPLE_BIN)
+
+# Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
+# "N passed, N failed".
 test: unit
 	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) tests/run.sh
 

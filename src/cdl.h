@@ -311,4 +311,23 @@ int cdl_model_profile(cdl_model *model, const cdl_timing_options *options,
                       cdl_profile_result *result, char *err, size_t err_size);
 void cdl_profile_result_free(cdl_profile_result *result);
 
+/* The data loader alone: decoding and the cfg's training augmentation of a dataset's training
+ * set, mini-batch after mini-batch (the model gives the augmentation and the input shape). */
+typedef struct cdl_loader_bench_options {
+    int workers; /* loader threads */
+    int batch;   /* images per mini-batch (0: the model's batch/subdivisions) */
+    int epochs;  /* passes over the training set */
+    uint64_t seed; /* sample order and augmentation */
+} cdl_loader_bench_options;
+
+typedef struct cdl_loader_bench_result {
+    int batch;        /* images per mini-batch */
+    int images;       /* timed: every mini-batch's but the very first one's */
+    double elapsed_s; /* from the first mini-batch's arrival to the last one's */
+} cdl_loader_bench_result;
+
+int cdl_model_bench_loader(cdl_model *model, const char *data_path,
+                           const cdl_loader_bench_options *options,
+                           cdl_loader_bench_result *result, char *err, size_t err_size);
+
 #endif

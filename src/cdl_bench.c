@@ -1,10 +1,12 @@
 /* Timing in the public API (cdl.h): whole training steps (bench) and each layer's share of
- * them (profile) on random data. */
+ * them (profile) on random data, and the data loader alone. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cdl.h"
 #include "cdl_model.h"
+#include "data/data_config.h"
+#include "data/loader.h"
 #include "train/step_trace.h"
 #include "train/timing_run.h"
 #include "util/timer.h"
@@ -151,4 +153,71 @@ void cdl_profile_result_free(cdl_profile_result *result)
 {
     free(result->layers);
     memset(result, 0, sizeof *result);
+}
+
+/* Takes every mini-batch of o->epochs epochs; the first one (thread start-up, first reads)
+ * is not timed. x: [batch][c][h][w], y: [batch]. */
+static int time_loader(Loader *l, const cdl_loader_bench_options *o, float *x, int *y,
+                       cdl_loader_bench_result *r, Error *e)
+{
+    double start = 0;
+    for (int epoch = 0; epoch < o->epochs; epoch++) {
+        int st = loader_start_epoch(l, epoch, 0, e);
+        for (int k = 0; !st && k < loader_batches_per_epoch(l); k++) {
+            int n;
+            st = loader_next(l, x, y, &n, e);
+            if (epoch == 0 && k == 0)
+                start = time_now_s();
+            else
+                r->images += n;
+        }
+        if (st)
+            return st;
+    }
+    r->elapsed_s = time_now_s() - start;
+    return CDL_OK;
+}
+
+static int bench_loader(cdl_model *m, const char *data, const cdl_loader_bench_options *o,
+                        cdl_loader_bench_result *r, Error *e)
+{
+    const Net *net = &m->net;
+    DataConfig dc = {0};
+    SampleSource train = {0}, valid = {0};
+    Loader *loader = NULL;
+    float *x = NULL;
+    int *y = NULL;
+    r->batch = o->batch > 0 ? o->batch : net->hyper.batch / net->hyper.subdivisions;
+    int st = data_config_load(data, &dc, e);
+    st = st ? st : data_config_open_sources(&dc, &train, &valid, e);
+    if (!st) {
+        const LoaderOptions opt = {.batch = r->batch,
+                                   .workers = o->workers,
+                                   .prefetch = LOADER_PREFETCH_PER_WORKER * o->workers,
+                                   .seed = o->seed,
+                                   .train = 1,
+                                   .drop_last = 1};
+        st = loader_open(&loader, &train, &net->augment, &opt, e);
+    }
+    if (!st && (!(x = malloc((size_t)r->batch * shape_size(net->in_shape) * sizeof *x)) ||
+                !(y = malloc((size_t)r->batch * sizeof *y))))
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    st = st ? st : time_loader(loader, o, x, y, r, e);
+    loader_close(loader);
+    free(x);
+    free(y);
+    source_free(&train);
+    source_free(&valid);
+    data_config_free(&dc);
+    return st;
+}
+
+int cdl_model_bench_loader(cdl_model *model, const char *data_path,
+                           const cdl_loader_bench_options *options,
+                           cdl_loader_bench_result *result, char *err, size_t err_size)
+{
+    Error e = {0};
+    memset(result, 0, sizeof *result);
+    return bench_loader(model, data_path, options, result, &e) ? api_report(&e, err, err_size)
+                                                               : CDL_OK;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every unit test binary, then (unless SAN=1) the Bats CLI tests; the last line is
+# Runs every unit test binary, then examples/train_digits (training through the public API to
+# >= 90% accuracy), then (unless SAN=1) the Bats CLI tests; the last line is
 # "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,16 @@ for t in "$BUILD"/tests/test_*; do
         sed 's/^/    /' "$BUILD/logs/$(basename "$t").log" | tail -n 40
     fi
 done
+
+example="$BUILD/examples/train_digits"
+if "$example" "$BUILD/logs/train_digits.cdl" > "$BUILD/logs/train_digits.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "ok   train_digits: $(tail -n 1 "$BUILD/logs/train_digits.log")"
+else
+    failed=$((failed + 1))
+    echo "FAIL train_digits:"
+    sed 's/^/    /' "$BUILD/logs/train_digits.log" | tail -n 40
+fi
 
 if [ "$SAN" != 1 ]; then
     export CDL_BIN=${CDL_BIN:-$PWD/cdl}
