@@ -221,8 +221,7 @@ int cdl_session_run(cdl_session *session, const cdl_run_options *options,
 /* Evaluates the run's net (the EMA of its weights when the optimizer keeps one) on the
  * attached validation set. */
 typedef struct cdl_eval_result cdl_eval_result;
-int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err,
-                         size_t err_size);
+int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err, size_t err_size);
 /* Writes a checkpoint of the run as it stands now (path NULL: its checkpoint path). */
 int cdl_session_save(cdl_session *session, const char *path, char *err, size_t err_size);
 
@@ -281,13 +280,13 @@ typedef struct cdl_time_stat {
 
 /* What one layer costs in a step. */
 typedef struct cdl_layer_profile {
-    const char *type;            /* the layer's cfg section name */
-    int out_c, out_h, out_w;     /* per-sample output shape */
+    const char *type;                /* the layer's cfg section name */
+    int out_c, out_h, out_w;         /* per-sample output shape */
     cdl_time_stat forward, backward; /* per pass (a step is passes_per_step passes) */
-    double step_ms;  /* forward + backward, summed over the step's passes */
-    double share;    /* step_ms / the step's mean time */
-    double flops;    /* forward + backward per step: 3x the forward for convolutional and
-                        connected layers (2x when no input gradient is needed), else 2x */
+    double step_ms;                  /* forward + backward, summed over the step's passes */
+    double share;                    /* step_ms / the step's mean time */
+    double flops; /* forward + backward per step: 3x the forward for convolutional and
+                     connected layers (2x when no input gradient is needed), else 2x */
     double gflops_per_s;
     size_t params;           /* trainable parameters */
     size_t activation_bytes; /* output, gradient and pre-activation buffers of a pass */
@@ -314,9 +313,9 @@ void cdl_profile_result_free(cdl_profile_result *result);
 /* The data loader alone: decoding and the cfg's training augmentation of a dataset's training
  * set, mini-batch after mini-batch (the model gives the augmentation and the input shape). */
 typedef struct cdl_loader_bench_options {
-    int workers; /* loader threads */
-    int batch;   /* images per mini-batch (0: the model's batch/subdivisions) */
-    int epochs;  /* passes over the training set */
+    int workers;   /* loader threads */
+    int batch;     /* images per mini-batch (0: the model's batch/subdivisions) */
+    int epochs;    /* passes over the training set */
     uint64_t seed; /* sample order and augmentation */
 } cdl_loader_bench_options;
 
@@ -327,7 +326,7 @@ typedef struct cdl_loader_bench_result {
 } cdl_loader_bench_result;
 
 int cdl_model_bench_loader(cdl_model *model, const char *data_path,
-                           const cdl_loader_bench_options *options,
-                           cdl_loader_bench_result *result, char *err, size_t err_size);
+                           const cdl_loader_bench_options *options, cdl_loader_bench_result *result,
+                           char *err, size_t err_size);
 
 #endif

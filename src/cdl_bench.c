@@ -213,8 +213,8 @@ static int bench_loader(cdl_model *m, const char *data, const cdl_loader_bench_o
 }
 
 int cdl_model_bench_loader(cdl_model *model, const char *data_path,
-                           const cdl_loader_bench_options *options,
-                           cdl_loader_bench_result *result, char *err, size_t err_size)
+                           const cdl_loader_bench_options *options, cdl_loader_bench_result *result,
+                           char *err, size_t err_size)
 {
     Error e = {0};
     memset(result, 0, sizeof *result);

@@ -50,8 +50,8 @@ static int reserve_mini_batch(cdl_model *m, Error *e)
 }
 
 /* A text model on the validation text of a type=text .data file. */
-static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *data,
-                               EvalResult *r, Error *e)
+static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *data, EvalResult *r,
+                               Error *e)
 {
     TextData td = {0};
     int st = CDL_OK;
@@ -82,8 +82,8 @@ static int evaluate_image_model(cdl_model *m, const DataConfig *dc, const char *
     return st;
 }
 
-static int evaluate_model(cdl_model *m, const char *data, const cdl_data_options *o,
-                          EvalResult *r, Error *e)
+static int evaluate_model(cdl_model *m, const char *data, const cdl_data_options *o, EvalResult *r,
+                          Error *e)
 {
     if (!data[0])
         return error_set(e, CDL_EUSAGE, "the model names no dataset; pass --data");

@@ -298,8 +298,7 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
     int st;
     if (s->resumed) {
         if (s->net.seq > 0 && !s->meta.vocab.n)
-            return error_set(e, CDL_EUSAGE,
-                             "%s: a sequence net's checkpoint without a vocabulary",
+            return error_set(e, CDL_EUSAGE, "%s: a sequence net's checkpoint without a vocabulary",
                              s->resume_path);
         st = load_data(s, s->net.seq > 0 ? &s->meta.vocab : NULL, e);
         st = st ? st : check_text_net(s, e);
@@ -497,8 +496,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
     if (!st && s->meta.step >= total_steps)
         note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
              s->meta.epochs_done);
-    const TrainPlan plan = {epochs, s->out_path, {s->data.workers, s->data.skip_bad},
-                            o->time_limit_s};
+    const TrainPlan plan = {
+        epochs, s->out_path, {s->data.workers, s->data.skip_bad}, o->time_limit_s};
     st = st ? st : train(s, &plan, &tcb, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);
@@ -515,8 +514,7 @@ int cdl_session_run(cdl_session *session, const cdl_run_options *options,
     return run(session, options, callbacks, &e) ? api_report(&e, err, err_size) : CDL_OK;
 }
 
-int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err,
-                         size_t err_size)
+int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *err, size_t err_size)
 {
     Error e = {0};
     EvalResult r = {0};

@@ -85,8 +85,8 @@ static int run_bench(const Args *a, Error *e)
     cdl_model *m;
     if ((st = cli_open_model(a, b.cfg_path, 1, &m, e)))
         return st;
-    const cdl_timing_options o = {.batch = (int)b.batch, .steps = (int)b.steps,
-                                  .warmup = (int)b.warmup};
+    const cdl_timing_options o = {
+        .batch = (int)b.batch, .steps = (int)b.steps, .warmup = (int)b.warmup};
     cdl_bench_result r;
     e->code = cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
     if (!e->code && !isfinite(r.loss))

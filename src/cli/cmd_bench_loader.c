@@ -20,8 +20,7 @@ static const OptSpec bench_loader_opts[] = {
 };
 #define N_BENCH_LOADER_OPTS (int)(sizeof bench_loader_opts / sizeof bench_loader_opts[0])
 
-static void print_result(const cdl_loader_bench_result *b, int workers, const char *data,
-                         int json)
+static void print_result(const cdl_loader_bench_result *b, int workers, const char *data, int json)
 {
     const double rate = b->images / (b->elapsed_s > 0 ? b->elapsed_s : 1e-9);
     if (!json) {

@@ -30,7 +30,8 @@ static const char *class_name(const cdl_model *m, int c, char *buf, size_t size)
 }
 
 /* A text model's figures: text, or one JSON object. */
-static void print_text_result(const cdl_eval_result *r, const char *model, const char *data, int json)
+static void print_text_result(const cdl_eval_result *r, const char *model, const char *data,
+                              int json)
 {
     if (!json) {
         printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  next-token accuracy %.2f%%  "
@@ -53,7 +54,8 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     cJSON_Delete(o);
 }
 
-static void print_json(const cdl_eval_result *r, const cdl_model *m, const char *model, const char *data)
+static void print_json(const cdl_eval_result *r, const cdl_model *m, const char *model,
+                       const char *data)
 {
     cJSON *o = cJSON_CreateObject();
     char buf[32];

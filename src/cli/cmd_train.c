@@ -69,8 +69,8 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                              .out_path = args_get(a, "--out"),
                              .on_message = progress_on_message,
                              .message_ctx = progress};
-    if (resume && (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") ||
-                   args_get(a, "--seed")))
+    if (resume &&
+        (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") || args_get(a, "--seed")))
         return error_set(e, CDL_EUSAGE,
                          "--resume continues a run as it was: it takes no CFG, --set, --weights "
                          "or --seed");

@@ -86,8 +86,7 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
         fprintf(stderr, ", valid loss %.4f (%.3f bits/token), next-token accuracy %.2f%%",
                 r->valid_loss, r->valid_loss / M_LN2, 100.0 * r->valid_top1);
     else if (r->validated)
-        fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid_loss,
-                100.0 * r->valid_top1);
+        fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid_loss, 100.0 * r->valid_top1);
     if (r->skipped)
         fprintf(stderr, ", skipped %d unreadable samples", r->skipped);
     if (r->validated && r->valid_skipped)

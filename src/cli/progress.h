@@ -8,8 +8,8 @@
 #include "cdl.h"
 
 typedef struct Progress {
-    int tty;    /* draw a bar (stderr is a terminal) */
-    int epochs; /* total, for display */
+    int tty;     /* draw a bar (stderr is a terminal) */
+    int epochs;  /* total, for display */
     FILE *jsonl; /* NULL: no log */
     double last_draw_s;
     int tokens_per_sample; /* sequence nets: seq, and rates are shown in tokens/s; 0: images */

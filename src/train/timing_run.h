@@ -13,8 +13,8 @@
 typedef struct TimingRun {
     Net *net;       /* borrowed: built with gradients, in training mode, activations sized */
     Optimizer *opt; /* borrowed: its optimizer state */
-    Dataset data;  /* [net.hyper.batch] random images and labels: one optimizer batch */
-    int *order;    /* [data.n] the identity sample order */
+    Dataset data;   /* [net.hyper.batch] random images and labels: one optimizer batch */
+    int *order;     /* [data.n] the identity sample order */
     /* Sequence nets instead: random token ids below the vocabulary, drawn as training windows. */
     TokenStream tokens;
     TextBatches text;
