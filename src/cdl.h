@@ -170,6 +170,8 @@ void cdl_session_get_info(const cdl_session *session, cdl_session_info *info);
 
 typedef struct cdl_run_options {
     int epochs;          /* train until this many epochs are done (0: default_epochs) */
+    uint64_t steps;      /* > 0: stop after this many more steps (inside an epoch: evaluate and
+                            save as at the time limit); the schedule keeps its planned length */
     double time_limit_s; /* > 0: stop after the step during which this much training time
                             passed, then evaluate and save (the schedule keeps its length) */
     int log_every;       /* steps between logged step reports (0: a tenth of an epoch) */
@@ -204,7 +206,7 @@ typedef struct cdl_epoch_report {
     int valid_skipped;
     double images_per_s, elapsed_s;
     const char *checkpoint; /* the path just written */
-    int stopped;            /* 1: the run stopped inside this epoch at the time limit */
+    int stopped;            /* 1: the run stopped inside this epoch (time limit or steps) */
 } cdl_epoch_report;
 
 typedef struct cdl_callbacks {

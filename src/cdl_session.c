@@ -496,8 +496,11 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
     if (!st && s->meta.step >= total_steps)
         note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
              s->meta.epochs_done);
-    const TrainPlan plan = {
-        epochs, s->out_path, {s->data.workers, s->data.skip_bad}, o->time_limit_s};
+    const TrainPlan plan = {epochs,
+                            s->out_path,
+                            {s->data.workers, s->data.skip_bad},
+                            o->time_limit_s,
+                            o->steps ? s->meta.step + o->steps : 0};
     st = st ? st : train(s, &plan, &tcb, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);

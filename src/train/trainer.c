@@ -236,8 +236,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }
-        const int out_of_time = plan->time_limit_s > 0 && training_s >= plan->time_limit_s;
-        if (pos + 1 == steps_per_epoch || out_of_time) {
+        const int stop_now = (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
+                             (plan->stop_step > 0 && net->step >= plan->stop_step);
+        if (pos + 1 == steps_per_epoch || stop_now) {
             EpochReport r = {.epoch = epoch + 1,
                              .train_loss = loss_sum / loss_steps,
                              .skipped = train->skipped ? train->skipped(train->ctx) : 0,
@@ -245,7 +246,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                              .elapsed_s = elapsed,
                              .stopped = pos + 1 < steps_per_epoch};
             /* The workers prepare the next epoch while this one is evaluated and saved. */
-            if (!out_of_time && net->step < total && train->start_epoch &&
+            if (!stop_now && net->step < total && train->start_epoch &&
                 !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
             const double pause_start = time_now_s();
@@ -253,7 +254,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             paused_s += time_now_s() - pause_start;
             loss_sum = 0;
             loss_steps = 0;
-            if (out_of_time)
+            if (stop_now)
                 break;
         }
     }

@@ -29,7 +29,7 @@ typedef struct EpochReport {
     const EvalResult *valid; /* NULL when there is no validation set */
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
-    int stopped;            /* 1: the run stopped inside this epoch at plan->time_limit_s */
+    int stopped; /* 1: the run stopped inside this epoch (plan->time_limit_s or stop_step) */
 } EpochReport;
 
 typedef struct TrainCallbacks {
@@ -46,6 +46,7 @@ typedef struct TrainPlan {
      * evaluations and checkpoints between epochs not counted), then evaluate and save as at the
      * end of an epoch (the schedule keeps its planned length). */
     double time_limit_s;
+    uint64_t stop_step; /* > 0: stop after this step (1-based), evaluating and saving alike */
 } TrainPlan;
 
 /* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;

@@ -1,7 +1,7 @@
 /* The public API's training side (cdl.h): a session trains cfg/digits.cfg for an epoch with
- * step and epoch reports, evaluates, saves, resumes; the checkpoint evaluates alike through
- * cdl_model_evaluate; bench and profile time a model opened for training. Run from the
- * repository root. */
+ * step and epoch reports, evaluates, saves, resumes, runs a few steps then the rest; the checkpoint
+ * evaluates alike through cdl_model_evaluate; bench and profile time a model opened for training.
+ * Run from the repository root. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -98,10 +98,16 @@ static void test_session_trains_evaluates_saves_resumes(const char *dir)
     CHECK(cdl_session_run(s, &one, &cb, err, sizeof err) == 0);
     CHECK(seen.messages == 1);
     CHECK_CONTAINS(seen.message, "already has 1 epochs; nothing to do");
+    const cdl_run_options three_steps = {.epochs = 2, .steps = 3};
+    seen.steps = seen.epochs = 0;
+    CHECK(cdl_session_run(s, &three_steps, &cb, err, sizeof err) == 0);
+    CHECK(seen.steps == 3 && seen.epochs == 1 && seen.epoch.stopped && seen.epoch.epoch == 2);
+    cdl_session_get_info(s, &info);
+    CHECK(info.done_steps == (uint64_t)info.steps_per_epoch + 3 && info.done_epochs == 1);
     const cdl_run_options two = {.epochs = 2};
     seen.steps = 0;
     CHECK(cdl_session_run(s, &two, &cb, err, sizeof err) == 0);
-    CHECK(seen.steps == info.steps_per_epoch && seen.epoch.epoch == 2);
+    CHECK(seen.steps == info.steps_per_epoch - 3 && seen.epoch.epoch == 2 && !seen.epoch.stopped);
     cdl_session_free(s);
     unlink(out);
     unlink(saved);
