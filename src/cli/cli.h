@@ -3,6 +3,7 @@
 #ifndef CDL_CLI_H
 #define CDL_CLI_H
 
+#include "cdl.h"
 #include "util/error.h"
 
 #define ARGS_MAX 256
@@ -50,6 +51,10 @@ struct Optimizer; /* train/optimizer.h */
  * optimizer state, or a fresh one for a cfg (free with optimizer_free, even after a failure). */
 int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
                    struct Optimizer *opt, Error *e);
+
+/* Opens a CFG|MODEL argument as cli_load_model does, through cdl.h (no activations: for
+ * inspection), and prints a cfg's warnings. */
+int cli_open_model(const Args *a, const char *path, cdl_model **model, Error *e);
 
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
 

@@ -1,5 +1,6 @@
 /* The CFG|MODEL argument that inspection and timing commands take: a checkpoint, or a cfg
  * file built with the command's --set overrides. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cdl.h"
@@ -26,4 +27,15 @@ int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Op
     if (!st)
         model_meta_free(&meta);
     return st;
+}
+
+int cli_open_model(const Args *a, const char *path, cdl_model **model, Error *e)
+{
+    const cdl_open_options how = {.overrides = a->repeats, .n_overrides = a->n_repeats, .seed = 1};
+    int st = cdl_model_open(path, &how, model, e->msg, sizeof e->msg);
+    if (st)
+        return e->code = st;
+    if (!cdl_is_checkpoint(path))
+        cli_print_warnings(cdl_model_warnings(*model));
+    return CDL_OK;
 }
