@@ -19,8 +19,10 @@ endif
 
 CC ?= gcc
 CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc -I$(BLAS_INC) -MMD -MP
-LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
-          -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp
+# What libcdl.a needs (cdl.pc lists them for other programs).
+LIB_LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
+              -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp
+LDLIBS := $(LIB_LDLIBS)
 ifeq ($(SAN),1)
 LDLIBS += -fsanitize=address,undefined
 endif
@@ -41,13 +43,32 @@ LIB := $(BUILD)/libcdl.a
 .PHONY: all deps test unit demo clean bench format
 # Keep test objects: deleting them as intermediates would print after the test summary.
 .SECONDARY:
-all: deps $(CDL) libcdl.a
+all: deps $(CDL) libcdl.a cdl.pc
 
 deps:
 	@scripts/deps.sh --quiet
 
-libcdl.a: $(LIB)
-	@[ "$(SAN)" = 1 ] || cp $(LIB) libcdl.a
+# The public libcdl.a: every library object linked into one relocatable object whose global
+# symbols other than cdl_* are made local, so that a program linking it sees only the API
+# (internal names such as gemm cannot collide with its own). The unit tests and ./cdl link the
+# internal archive $(LIB), which keeps every symbol. cdl.pc says how to link libcdl.a.
+libcdl.a: $(LIB_OBJ)
+	@[ "$(SAN)" = 1 ] || { \
+	  ld -r -o $(BUILD)/libcdl_all.o $(LIB_OBJ) && \
+	  nm -g --defined-only $(BUILD)/libcdl_all.o | awk 'NF == 3 && $$3 ~ /^cdl_/ {print $$3}' \
+	    > $(BUILD)/libcdl_public.syms && \
+	  objcopy --keep-global-symbols=$(BUILD)/libcdl_public.syms $(BUILD)/libcdl_all.o \
+	    $(BUILD)/libcdl_public.o && \
+	  rm -f $@ && ar rcs $@ $(BUILD)/libcdl_public.o; }
+
+# pkg-config file for programs that use libcdl.a from this checkout:
+#   cc prog.c $(pkg-config --cflags --libs ./cdl.pc)
+# (libcdl.a calls OpenMP, so a link without -fopenmp fails on GOMP_parallel.)
+cdl.pc: Makefile
+	@printf '%s\n' 'prefix=$(abspath .)' '' 'Name: cdl' \
+	  'Description: cdl deep learning toolkit (static library, API in cdl.h)' 'Version: 0.1' \
+	  'Cflags: -I$${prefix}/src' \
+	  'Libs: $${prefix}/libcdl.a $(LIB_LDLIBS)' > $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -64,16 +85,20 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS)
 
-# Examples see the public header alone and link libcdl.a, as a program using the library does.
-$(BUILD)/include/cdl.h: src/cdl.h
+# Examples are built as a program using the library is: cdl.h and cdl.pc's link line against
+# the public libcdl.a (under SAN=1, which builds no public library, the sanitized archive).
+ifeq ($(SAN),1)
+EXAMPLE_LIBS := $(LIB) $(LDLIBS)
+EXAMPLE_DEPS := $(LIB) cdl.pc
+else
+EXAMPLE_LIBS = $$(pkg-config --libs ./cdl.pc)
+EXAMPLE_DEPS := libcdl.a cdl.pc
+endif
+$(BUILD)/examples/%: examples/%.c src/cdl.h $(EXAMPLE_DEPS)
 	@mkdir -p $(dir $@)
-	cp $< $@
+	$(CC) -std=c11 -Wall -Wextra $(OPT) $$(pkg-config --cflags ./cdl.pc) -o $@ $< $(EXAMPLE_LIBS)
 
-$(BUILD)/examples/%: examples/%.c $(BUILD)/include/cdl.h $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra $(OPT) -I$(BUILD)/include -o $@ $< $(LIB) $(LDLIBS)
-
-unit: deps $(CDL) $(TEST_BIN) $(EXAMPLE_BIN)
+unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN)
 
 # Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
 # "N passed, N failed".
@@ -90,6 +115,6 @@ format:
 	clang-format -i $$(find src tests/unit -name '*.[ch]')
 
 clean:
-	rm -rf build cdl libcdl.a
+	rm -rf build cdl libcdl.a cdl.pc
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -331,4 +331,74 @@ int cdl_model_bench_loader(cdl_model *model, const char *data_path,
                            const cdl_loader_bench_options *options, cdl_loader_bench_result *result,
                            char *err, size_t err_size);
 
+/* ---- Inspecting a model: its layers, as `cdl info` and `cdl graph` show them
+ * (src/cdl_model_info.c) ---- */
+
+#define CDL_LAYER_MAX_INPUTS 16
+
+typedef struct cdl_model_summary {
+    int c, h, w;             /* per-image input shape */
+    int batch, subdivisions; /* the cfg's [net] batch and subdivisions */
+    int seq, vocab;          /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
+    int n_layers;
+    size_t params; /* parameters (weights, biases, scales) */
+    size_t state;  /* running statistics (batch-norm means and variances) */
+    double flops;  /* the layers' FLOPs per sample, summed */
+    uint64_t step; /* a checkpoint's optimizer steps; 0 for a cfg */
+} cdl_model_summary;
+
+typedef struct cdl_layer_info {
+    const char *type;       /* the layer family ("convolutional", ...); the model owns it */
+    const char *activation; /* "linear", "relu", ... */
+    int c, h, w;            /* per-sample output shape */
+    size_t params;          /* trainable parameters */
+    double flops;           /* forward multiply-adds x2, per sample */
+    int n_inputs;
+    int inputs[CDL_LAYER_MAX_INPUTS]; /* the layers it reads; -1 is the net's input */
+    int n_settings;                   /* its cfg section's key=value lines */
+} cdl_layer_info;
+
+void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);
+/* info = layer index's description (0 <= index < n_layers). */
+void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *info);
+/* The k-th key=value line of layer index's cfg section (0 <= k < n_settings), as written. */
+void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
+                             const char **value);
+
+/* ---- Exporting a model (src/cdl_export.c) ---- */
+
+#define CDL_ONNX_OPSET_MIN 13
+#define CDL_ONNX_OPSET_MAX 17
+#define CDL_ONNX_OPSET_DEFAULT 13
+
+/* The ONNX IR version that goes with opset. */
+int cdl_onnx_ir_version(int opset);
+/* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
+ * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. */
+int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
+                          int batch, int opset, char *err, size_t err_size);
+/* Writes darknet .weights (version 0.2.0) for the model's cfg; `seen` = the images a
+ * checkpoint trained on (steps x batch). */
+int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size);
+/* Writes each parameter and running statistic as DIR/layerN.NAME.npy (float32). */
+int cdl_model_export_npy(const cdl_model *model, const char *dir, char *err, size_t err_size);
+
+/* ---- Previewing augmentation (src/cdl_augment_grid.c) ---- */
+
+typedef struct cdl_augment_grid_options {
+    int n;         /* the first n training samples (fewer when the set is smaller) */
+    int cols;      /* tiles per row (at most n) */
+    int zoom;      /* each tile enlarged this many times, nearest neighbour */
+    int eval;      /* 1: the eval-time transform instead of the training one */
+    int epoch;     /* the 0-based epoch whose random draws to show */
+    uint64_t seed; /* the seed given to training */
+} cdl_augment_grid_options;
+
+/* Writes the training samples of data_path (a .data file) as the model's [net] augmentation
+ * draws them, seeded as training seeds them, into a PNG grid (2-pixel white gaps,
+ * normalisation undone for display). Inputs of 1 or 3 channels only. */
+int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
+                                 const cdl_augment_grid_options *options, const char *png_path,
+                                 char *err, size_t err_size);
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every unit test binary, then examples/train_digits (training through the public API to
-# >= 90% accuracy), then (unless SAN=1) the Bats CLI tests; the last line is
-# "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
+# >= 90% accuracy), then (unless SAN=1) the public library check and the Bats CLI tests; the
+# last line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/rel}
@@ -33,6 +33,14 @@ else
 fi
 
 if [ "$SAN" != 1 ]; then
+    if tests/check_public_lib.sh > "$BUILD/logs/check_public_lib.log" 2>&1; then
+        passed=$((passed + 1))
+        echo "ok   check_public_lib: $(tail -n 1 "$BUILD/logs/check_public_lib.log")"
+    else
+        failed=$((failed + 1))
+        echo "FAIL check_public_lib:"
+        sed 's/^/    /' "$BUILD/logs/check_public_lib.log" | tail -n 40
+    fi
     export CDL_BIN=${CDL_BIN:-$PWD/cdl}
     tap=$(mktemp)
     bats --tap tests/cli > "$tap" 2>&1

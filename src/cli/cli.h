@@ -3,6 +3,7 @@
 #ifndef CDL_CLI_H
 #define CDL_CLI_H
 
+#include "cdl.h"
 #include "util/error.h"
 
 #define ARGS_MAX 256
@@ -51,10 +52,8 @@ struct Optimizer; /* train/optimizer.h */
 int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
                    struct Optimizer *opt, Error *e);
 
-typedef struct cdl_model cdl_model; /* cdl.h */
-/* Opens the model of a CFG|MODEL argument through cdl_model_open: a checkpoint (a's --set
- * options are refused), or a cfg with a's --set overrides and parameters from seed 1, whose
- * warnings it prints; for_training adds gradients and the optimizer state. */
+/* Opens a CFG|MODEL argument as cli_load_model does, through cdl.h, and prints a cfg's
+ * warnings; for_training adds gradients and the optimizer state (no activations either way). */
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
 
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"

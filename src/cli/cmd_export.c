@@ -7,10 +7,6 @@
 
 #include "cdl.h"
 #include "cli/cli.h"
-#include "io/darknet_weights.h"
-#include "io/model_io.h"
-#include "io/npy.h"
-#include "io/onnx_export.h"
 
 static const OptSpec export_opts[] = {
     {"-o", 1, 0, "onnx, darknet: output file (default: the model's name with .onnx or .weights)"},
@@ -22,35 +18,32 @@ static const OptSpec export_opts[] = {
 };
 #define N_EXPORT_OPTS (int)(sizeof export_opts / sizeof export_opts[0])
 
-/* A checkpoint, or a cfg built with parameters from --seed or --weights; *step (may be NULL)
- * receives the checkpoint's optimizer steps (0 for a cfg). */
-static int load_model(const Args *a, const char *path, Net *net, uint64_t *step, Error *e)
+/* A checkpoint, or a cfg built with parameters from --seed or --weights (no activations). */
+static int load_model(const Args *a, const char *path, cdl_model **m, Error *e)
 {
     long seed;
     const char *weights = args_get(a, "--weights");
-    if (step)
-        *step = 0;
-    if (!cdl_is_checkpoint(path)) {
-        if (weights && args_get(a, "--seed"))
-            return error_set(e, CDL_EUSAGE, "--weights replaces --seed: give one of them");
-        int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
-        st = st ? st : net_build_from_file(net, path, NULL, 0, 0, (uint64_t)seed, e);
-        if (st)
-            return st;
-        cli_print_warnings(net->cfg.warnings);
-        if (weights && (st = darknet_weights_load(net, weights, NULL, e)))
-            net_free(net);
-        return st;
+    if (cdl_is_checkpoint(path)) {
+        if (args_get(a, "--seed") || weights)
+            return error_set(e, CDL_EUSAGE,
+                             "--seed and --weights apply to cfg files, not checkpoints");
+        const cdl_open_options how = {.kind = CDL_OPEN_CHECKPOINT};
+        return e->code = cdl_model_open(path, &how, m, e->msg, sizeof e->msg);
     }
-    if (args_get(a, "--seed") || weights)
-        return error_set(e, CDL_EUSAGE, "--seed and --weights apply to cfg files, not checkpoints");
-    ModelMeta meta;
-    int st = model_load(path, net, 0, NULL, &meta, e);
-    if (!st && step)
-        *step = meta.step;
-    if (!st)
-        model_meta_free(&meta);
-    return st;
+    if (weights && args_get(a, "--seed"))
+        return error_set(e, CDL_EUSAGE, "--weights replaces --seed: give one of them");
+    int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
+    if (st)
+        return st;
+    const cdl_open_options how = {.seed = (uint64_t)seed, .kind = CDL_OPEN_CFG};
+    if ((st = cdl_model_open(path, &how, m, e->msg, sizeof e->msg)))
+        return e->code = st;
+    cli_print_warnings(cdl_model_warnings(*m));
+    if (weights && (st = cdl_model_load_darknet_weights(*m, weights, e->msg, sizeof e->msg))) {
+        cdl_model_free(*m);
+        return e->code = st;
+    }
+    return CDL_OK;
 }
 
 /* name = the base name of model (after following links: weights/latest.cdl gives the name
@@ -74,21 +67,22 @@ static int export_onnx(const Args *a, Error *e)
     long batch, opset;
     int st = args_get_int(a, "--batch", 0, 1, INT_MAX, &batch, e);
     st = st ? st
-            : args_get_int(a, "--opset", ONNX_OPSET_DEFAULT, ONNX_OPSET_MIN, ONNX_OPSET_MAX, &opset,
-                           e);
-    Net net;
-    st = st ? st : load_model(a, model, &net, NULL, e);
+            : args_get_int(a, "--opset", CDL_ONNX_OPSET_DEFAULT, CDL_ONNX_OPSET_MIN,
+                           CDL_ONNX_OPSET_MAX, &opset, e);
+    cdl_model *m;
+    st = st ? st : load_model(a, model, &m, e);
     if (st)
         return st;
     char name[PATH_MAX], out[PATH_MAX + 8];
     model_name(model, name, sizeof name);
     snprintf(out, sizeof out, "%s.onnx", name);
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
-    st = onnx_export(&net, name, path, (int)batch, (int)opset, e);
-    net_free(&net);
+    st = e->code =
+        cdl_model_export_onnx(m, name, path, (int)batch, (int)opset, e->msg, sizeof e->msg);
+    cdl_model_free(m);
     if (!st)
-        printf("%s: opset %ld, IR version %d, %s batch\n", path, opset, onnx_ir_version((int)opset),
-               batch ? "fixed" : "dynamic");
+        printf("%s: opset %ld, IR version %d, %s batch\n", path, opset,
+               cdl_onnx_ir_version((int)opset), batch ? "fixed" : "dynamic");
     return st;
 }
 
@@ -102,14 +96,16 @@ static int export_npy(const Args *a, Error *e)
     if (a->n_positional != 3)
         return error_set(e, CDL_EUSAGE, "export npy takes MODEL|CFG DIR; see --help");
     const char *model = a->positional[1], *dir = a->positional[2];
-    Net net;
-    int st = load_model(a, model, &net, NULL, e);
+    cdl_model *m;
+    int st = load_model(a, model, &m, e);
     if (st)
         return st;
-    st = npy_export_net(&net, dir, e);
+    cdl_model_summary sum;
+    cdl_model_get_summary(m, &sum);
+    st = e->code = cdl_model_export_npy(m, dir, e->msg, sizeof e->msg);
     if (!st)
-        printf("%s: %zu parameters, %zu running statistics\n", dir, net.n_params, net.n_state);
-    net_free(&net);
+        printf("%s: %zu parameters, %zu running statistics\n", dir, sum.params, sum.state);
+    cdl_model_free(m);
     return st;
 }
 
@@ -122,20 +118,21 @@ static int export_darknet(const Args *a, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "export darknet takes at most one MODEL or CFG; see --help");
     const char *model = a->n_positional == 2 ? a->positional[1] : CDL_DEFAULT_MODEL;
-    Net net;
-    uint64_t step;
-    int st = load_model(a, model, &net, &step, e);
+    cdl_model *m;
+    int st = load_model(a, model, &m, e);
     if (st)
         return st;
     char name[PATH_MAX], out[PATH_MAX + 8];
     model_name(model, name, sizeof name);
     snprintf(out, sizeof out, "%s.weights", name);
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
-    st = darknet_weights_save(&net, path, step * (uint64_t)net.hyper.batch, e);
+    cdl_model_summary sum;
+    cdl_model_get_summary(m, &sum);
+    st = e->code = cdl_model_export_darknet(m, path, e->msg, sizeof e->msg);
     if (!st)
-        printf("%s: darknet 0.2.0, %zu parameters, %zu running statistics\n", path, net.n_params,
-               net.n_state);
-    net_free(&net);
+        printf("%s: darknet 0.2.0, %zu parameters, %zu running statistics\n", path, sum.params,
+               sum.state);
+    cdl_model_free(m);
     return st;
 }
 

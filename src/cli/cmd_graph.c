@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cdl.h"
 #include "cli/cli.h"
-#include "core/net.h"
 #include "util/atomic_file.h"
 
 static const OptSpec graph_opts[] = {
@@ -52,36 +52,41 @@ static void put_escaped(FILE *f, const char *s)
 }
 
 /* "INDEX TYPE", the layer's cfg settings a few per line, and its output shape. */
-static void put_label(FILE *f, const Net *net, int i)
+static void put_label(FILE *f, const cdl_model *m, int i, const cdl_layer_info *l)
 {
-    const Layer *l = &net->layers[i];
-    const CfgSection *s = &net->cfg.sections[i + 1];
-    fprintf(f, "%d %s", i, l->type->name);
-    for (int k = 0; k < s->n_entries; k++) {
+    fprintf(f, "%d %s", i, l->type);
+    for (int k = 0; k < l->n_settings; k++) {
+        const char *key, *value;
+        cdl_model_layer_setting(m, i, k, &key, &value);
         fputs(k % SETTINGS_PER_LINE ? " " : "\\n", f);
-        put_escaped(f, s->entries[k].key);
+        put_escaped(f, key);
         fputc('=', f);
-        put_escaped(f, s->entries[k].value);
+        put_escaped(f, value);
     }
-    fprintf(f, "\\n%dx%dx%d", l->out_shape.c, l->out_shape.h, l->out_shape.w);
+    fprintf(f, "\\n%dx%dx%d", l->c, l->h, l->w);
 }
 
-static void write_dot(FILE *f, const Net *net, const char *path)
+static void write_dot(FILE *f, const cdl_model *m, const char *path)
 {
+    cdl_model_summary sum;
+    cdl_model_get_summary(m, &sum);
     fputs("digraph cdl {\n  graph [labelloc=t, fontname=\"Helvetica\", label=\"", f);
     put_escaped(f, path);
-    fprintf(f, ": input %dx%dx%d (CxHxW)\"];\n", net->in_shape.c, net->in_shape.h, net->in_shape.w);
+    fprintf(f, ": input %dx%dx%d (CxHxW)\"];\n", sum.c, sum.h, sum.w);
     fputs("  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n",
           f);
-    for (int i = 0; i < net->n_layers; i++) {
-        fprintf(f, "  L%d [fillcolor=\"%s\", label=\"", i, fill_color(net->layers[i].type->name));
-        put_label(f, net, i);
+    for (int i = 0; i < sum.n_layers; i++) {
+        cdl_layer_info l;
+        cdl_model_layer_info(m, i, &l);
+        fprintf(f, "  L%d [fillcolor=\"%s\", label=\"", i, fill_color(l.type));
+        put_label(f, m, i, &l);
         fputs("\"];\n", f);
     }
-    for (int i = 0; i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
-        for (int k = 0; k < l->n_inputs; k++) {
-            const int from = l->inputs[k];
+    for (int i = 0; i < sum.n_layers; i++) {
+        cdl_layer_info l;
+        cdl_model_layer_info(m, i, &l);
+        for (int k = 0; k < l.n_inputs; k++) {
+            const int from = l.inputs[k];
             if (from < 0)
                 continue; /* the net input, named in the graph's title */
             fprintf(f, "  L%d -> L%d%s;\n", from, i, from == i - 1 ? "" : " [style=dashed]");
@@ -114,13 +119,13 @@ static int find_program(const char *name, char *found, size_t size)
     return 0;
 }
 
-static int write_dot_file(const Net *net, const char *model, const char *out, Error *e)
+static int write_dot_file(const cdl_model *m, const char *model, const char *out, Error *e)
 {
     AtomicFile f;
     int st = atomic_file_open(&f, out, e);
     if (st)
         return st;
-    write_dot(f.file, net, model);
+    write_dot(f.file, m, model);
     return atomic_file_commit(&f, e);
 }
 
@@ -152,7 +157,8 @@ static int run_dot(const char *program, const char *format, const char *dot_path
 }
 
 /* DOT into a temporary file, dot renders it into another, renamed over out when done. */
-static int render(const Net *net, const char *model, const char *out, const char *format, Error *e)
+static int render(const cdl_model *m, const char *model, const char *out, const char *format,
+                  Error *e)
 {
     char program[PATH_MAX];
     if (!find_program("dot", program, sizeof program))
@@ -163,7 +169,7 @@ static int render(const Net *net, const char *model, const char *out, const char
     char dot_path[PATH_MAX], image_tmp[PATH_MAX];
     snprintf(dot_path, sizeof dot_path, "%s.tmp.%ld.dot", out, (long)getpid());
     snprintf(image_tmp, sizeof image_tmp, "%s.tmp.%ld", out, (long)getpid());
-    int st = write_dot_file(net, model, dot_path, e);
+    int st = write_dot_file(m, model, dot_path, e);
     st = st ? st : run_dot(program, format, dot_path, image_tmp, out, e);
     if (!st && rename(image_tmp, out) != 0)
         st = error_set(e, CDL_ERUNTIME, "%s: cannot replace with %s: %s", out, image_tmp,
@@ -180,17 +186,17 @@ static int run_graph(const Args *a, Error *e)
         return error_set(e, CDL_EUSAGE, "graph takes one CFG or MODEL; see --help");
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     const char *out = args_get(a, "-o");
-    Net net;
-    int st = cli_load_model(a, model, 0, &net, NULL, e);
+    cdl_model *m;
+    int st = cli_open_model(a, model, 0, &m, e);
     if (st)
         return st;
     if (!out)
-        write_dot(stdout, &net, model);
+        write_dot(stdout, m, model);
     else if (render_format(out))
-        st = render(&net, model, out, render_format(out), e);
+        st = render(m, model, out, render_format(out), e);
     else
-        st = write_dot_file(&net, model, out, e);
-    net_free(&net);
+        st = write_dot_file(m, model, out, e);
+    cdl_model_free(m);
     return st;
 }
 

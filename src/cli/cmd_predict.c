@@ -139,8 +139,8 @@ static int generate_text(const Args *a, Error *e)
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     char err[1024];
-    const cdl_open_options open = {.kind = CDL_OPEN_CHECKPOINT, .batch = 1};
-    int status = cdl_model_open(model, &open, &m, err, sizeof err);
+    const cdl_open_options how = {.kind = CDL_OPEN_CHECKPOINT, .batch = 1};
+    int status = cdl_model_open(model, &how, &m, err, sizeof err);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;

@@ -1,5 +1,6 @@
 /* The CFG|MODEL argument that inspection and timing commands take: a checkpoint, or a cfg
  * file built with the command's --set overrides. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cdl.h"
@@ -30,12 +31,13 @@ int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Op
 
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e)
 {
-    const cdl_open_options o = {.overrides = a->repeats,
-                                .n_overrides = a->n_repeats,
-                                .seed = 1,
-                                .for_training = for_training};
-    if ((e->code = cdl_model_open(path, &o, model, e->msg, sizeof e->msg)))
-        return e->code;
+    const cdl_open_options how = {.overrides = a->repeats,
+                                  .n_overrides = a->n_repeats,
+                                  .seed = 1,
+                                  .for_training = for_training};
+    int st = cdl_model_open(path, &how, model, e->msg, sizeof e->msg);
+    if (st)
+        return e->code = st;
     if (!cdl_is_checkpoint(path))
         cli_print_warnings(cdl_model_warnings(*model));
     return CDL_OK;

@@ -1,7 +1,10 @@
 /* The public API (cdl.h): a trainer built from a cfg learns a separable toy problem,
- * saves a checkpoint, and a model loaded from it predicts the right classes. */
+ * saves a checkpoint, and a model loaded from it predicts the right classes; opening models,
+ * their layer information, exports and the augmentation preview. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cdl.h"
@@ -139,6 +142,108 @@ static void test_model_open(const char *dir)
     unlink(model_path);
 }
 
+/* Reads a PNG's width and height from its IHDR chunk; 0 when path is not one. */
+static int png_size(const char *path, unsigned *w, unsigned *h)
+{
+    unsigned char b[24];
+    FILE *f = fopen(path, "rb");
+    const int ok = f && fread(b, 1, sizeof b, f) == sizeof b && b[1] == 'P' && b[2] == 'N';
+    if (f)
+        fclose(f);
+    if (!ok)
+        return 0;
+    *w = (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19];
+    *h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+    return 1;
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* The toy cfg's summary and layers, as `cdl info` prints them, and its exports. */
+static void test_layer_info_and_export(const char *dir)
+{
+    char cfg_path[512], out[600], err[1024];
+    snprintf(cfg_path, sizeof cfg_path, "%s/info.cfg", dir);
+    write_toy_cfg(cfg_path);
+    const cdl_open_options inspect = {.seed = 1};
+    cdl_model *m;
+    CHECK(cdl_model_open(cfg_path, &inspect, &m, err, sizeof err) == 0);
+    cdl_model_summary sum;
+    cdl_model_get_summary(m, &sum);
+    CHECK(sum.c == 1 && sum.h == SIDE && sum.w == SIDE && sum.batch == BATCH &&
+          sum.subdivisions == 2 && sum.seq == 0 && sum.n_layers == 3 && sum.step == 0);
+    /* conv: 3x3x1x4 weights, 4 biases, 4 scales (+ 4 means, 4 variances); connected: 144x2 + 2 */
+    CHECK(sum.params == 44 + 290 && sum.state == 8);
+    cdl_layer_info l;
+    cdl_model_layer_info(m, 0, &l);
+    CHECK(!strcmp(l.type, "convolutional") && !strcmp(l.activation, "relu"));
+    CHECK(l.c == 4 && l.h == SIDE && l.w == SIDE && l.params == 44);
+    CHECK(l.flops == 2.0 * 9 * 4 * SIDE * SIDE && l.n_inputs == 1 && l.inputs[0] == -1);
+    CHECK(l.n_settings == 5);
+    const char *key, *value;
+    cdl_model_layer_setting(m, 0, 0, &key, &value);
+    CHECK(!strcmp(key, "filters") && !strcmp(value, "4"));
+    cdl_model_layer_setting(m, 0, 4, &key, &value);
+    CHECK(!strcmp(key, "activation") && !strcmp(value, "relu"));
+    cdl_model_layer_info(m, 1, &l);
+    CHECK(!strcmp(l.type, "connected") && !strcmp(l.activation, "linear"));
+    CHECK(l.c == 2 && l.h == 1 && l.w == 1 && l.params == 290 && l.flops == 2.0 * 144 * 2);
+    CHECK(l.n_inputs == 1 && l.inputs[0] == 0 && l.n_settings == 2);
+    cdl_model_layer_info(m, 2, &l);
+    CHECK(!strcmp(l.type, "softmax") && l.params == 0 && l.inputs[0] == 1);
+
+    snprintf(out, sizeof out, "%s/info.onnx", dir);
+    CHECK(cdl_model_export_onnx(m, "info", out, 0, CDL_ONNX_OPSET_DEFAULT, err, sizeof err) == 0);
+    CHECK(file_size(out) > 0 && cdl_onnx_ir_version(CDL_ONNX_OPSET_DEFAULT) == 7);
+    unlink(out);
+    CHECK(cdl_model_export_onnx(m, "info", "/nonexistent/x.onnx", 0, 13, err, sizeof err) == 1);
+    CHECK_CONTAINS(err, "/nonexistent/x.onnx");
+    snprintf(out, sizeof out, "%s/info.weights", dir);
+    CHECK(cdl_model_export_darknet(m, out, err, sizeof err) == 0);
+    /* the header (3 int32 and a uint64), then every parameter and running statistic */
+    CHECK(file_size(out) == 20 + 4 * (44 + 290 + 8));
+    unlink(out);
+    snprintf(out, sizeof out, "%s/npy", dir);
+    CHECK(cdl_model_export_npy(m, out, err, sizeof err) == 0);
+    char npy[1024];
+    snprintf(npy, sizeof npy, "%s/layer1.weights.npy", out);
+    CHECK(file_size(npy) > 4 * 288);
+    DIR *d = opendir(out);
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        if (ent->d_name[0] == '.')
+            continue;
+        snprintf(npy, sizeof npy, "%s/%s", out, ent->d_name);
+        unlink(npy);
+    }
+    if (d)
+        closedir(d);
+    rmdir(out);
+    cdl_model_free(m);
+
+    /* 5 tiles of 8x8, zoomed 2x, 3 per row, 2-pixel gaps: 2 + 3 * 18 wide, 2 + 2 * 18 high */
+    const cdl_open_options digits = {.seed = 1, .kind = CDL_OPEN_CFG};
+    CHECK(cdl_model_open("cfg/digits.cfg", &digits, &m, err, sizeof err) == 0);
+    const cdl_augment_grid_options g = {.n = 5, .cols = 3, .zoom = 2, .seed = 1};
+    snprintf(out, sizeof out, "%s/grid.png", dir);
+    CHECK(cdl_model_write_augment_grid(m, "cfg/digits.data", &g, out, err, sizeof err) == 0);
+    unsigned w, h;
+    CHECK(png_size(out, &w, &h) && w == 56 && h == 38);
+    unlink(out);
+    CHECK(cdl_model_write_augment_grid(m, "/nonexistent/x.data", &g, out, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "/nonexistent/x.data");
+    cdl_model_free(m);
+    unlink(cfg_path);
+}
+
 static void test_errors_are_reported_with_codes(void)
 {
     char err[1024];
@@ -157,6 +262,7 @@ int main(void)
         return 1;
     test_trainer_learns_and_model_predicts(dir);
     test_model_open(dir);
+    test_layer_info_and_export(dir);
     test_errors_are_reported_with_codes();
     rmdir(dir);
     return check_report("test_api");

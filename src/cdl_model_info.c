@@ -1,0 +1,58 @@
+/* The public API's model inspection (cdl.h): the net's summary and each layer's type, output
+ * shape, parameters, FLOPs, inputs and cfg settings. */
+#include "cdl.h"
+
+#include "cdl_model.h"
+
+_Static_assert(CDL_LAYER_MAX_INPUTS == LAYER_MAX_INPUTS, "cdl.h's input count follows core's");
+
+void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
+{
+    const Net *net = &model->net;
+    double flops = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        flops += net->layers[i].flops;
+    *summary = (cdl_model_summary){
+        .c = net->in_shape.c,
+        .h = net->in_shape.h,
+        .w = net->in_shape.w,
+        .batch = net->hyper.batch,
+        .subdivisions = net->hyper.subdivisions,
+        .seq = net->seq > 0 ? net->seq : 0,
+        .vocab = net->seq > 0 ? net->vocab : 0,
+        .n_layers = net->n_layers,
+        .params = net->n_params,
+        .state = net->n_state,
+        .flops = flops,
+        .step = model->meta.step,
+    };
+}
+
+void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *info)
+{
+    const Layer *l = &model->net.layers[index];
+    size_t params = 0;
+    for (int k = 0; k < l->n_params; k++)
+        params += l->params[k].trainable ? l->params[k].count : 0;
+    *info = (cdl_layer_info){
+        .type = l->type->name,
+        .activation = activation_name(l->activation),
+        .c = l->out_shape.c,
+        .h = l->out_shape.h,
+        .w = l->out_shape.w,
+        .params = params,
+        .flops = l->flops,
+        .n_inputs = l->n_inputs,
+        .n_settings = model->net.cfg.sections[index + 1].n_entries,
+    };
+    for (int k = 0; k < l->n_inputs; k++)
+        info->inputs[k] = l->inputs[k];
+}
+
+void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
+                             const char **value)
+{
+    const CfgEntry *entry = &model->net.cfg.sections[index + 1].entries[k];
+    *key = entry->key;
+    *value = entry->value;
+}
