@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 #include "util/atomic_file.h"
 
 #define NPY_ALIGN 64

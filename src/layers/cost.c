@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {

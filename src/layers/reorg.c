@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 static int reorg_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {

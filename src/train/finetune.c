@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "io/model_io.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
 #define SKIP_TEXT_MAX 240
