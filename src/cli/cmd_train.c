@@ -16,9 +16,9 @@
 #include "data/loader.h"
 #include "data/source_files.h"
 #include "data/text_data.h"
-#include "io/darknet_weights.h"
-#include "io/model_io.h"
-#include "train/finetune.h"
+#include "model/darknet_weights.h"
+#include "model/model_io.h"
+#include "model/finetune.h"
 #include "train/trainer.h"
 
 static const OptSpec train_opts[] = {
@@ -122,7 +122,7 @@ static int update_latest_link(const char *checkpoint, Error *e)
     return CDL_OK;
 }
 
-/* Loads the layers of the model at path that match net (train/finetune.h) and says which
+/* Loads the layers of the model at path that match net (model/finetune.h) and says which
  * layers it skipped; a file that is not a checkpoint is read as darknet .weights for the cfg. */
 static int load_initial_weights(Net *net, const char *path, Error *e)
 {

@@ -6,7 +6,7 @@
 #include "core/net.h"
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 #include "train/evaluate.h"
 #include "train/optimizer.h"
 

@@ -1,5 +1,5 @@
 /* Saving and loading whole models as checkpoints. */
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
