@@ -17,8 +17,8 @@
 #include "data/source_files.h"
 #include "data/text_data.h"
 #include "model/darknet_weights.h"
-#include "model/model_io.h"
 #include "model/finetune.h"
+#include "model/model_io.h"
 #include "train/trainer.h"
 
 static const OptSpec train_opts[] = {
@@ -367,7 +367,8 @@ static int run_training(TrainSetup *t, const Args *a, Error *e)
     st = st ? st : prepare_output(t->out_path, e);
     st = st ? st : net_resize(&t->net, h->batch / h->subdivisions, 0, e);
     TrainPlan plan = {
-        (int)t->epochs, t->out_path, {0, args_get(a, "--skip-bad") != NULL}, (double)time_limit};
+        (int)t->epochs,     t->out_path,           {0, args_get(a, "--skip-bad") != NULL},
+        (double)time_limit, model_save_checkpoint, NULL};
     if (!st && t->net.seq > 0)
         d.source = train_source_text(&d.text, &t->net);
     else if (!st && !(st = open_train_loader(t, a, &d.train, &d.loader, &plan.valid, e)))

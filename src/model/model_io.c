@@ -103,6 +103,13 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
     return st;
 }
 
+int model_save_checkpoint(void *ctx, const char *path, const Net *net, const Optimizer *opt,
+                          const ModelMeta *meta, Error *e)
+{
+    (void)ctx;
+    return model_save(path, net, opt, meta, e);
+}
+
 static uint64_t json_u64(const cJSON *h, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, key);
@@ -299,14 +306,4 @@ done:
     cJSON_Delete(h);
     free(blob);
     return st;
-}
-
-void model_meta_free(ModelMeta *meta)
-{
-    for (int i = 0; i < meta->n_names; i++)
-        free(meta->names[i]);
-    free(meta->names);
-    meta->names = NULL;
-    meta->n_names = 0;
-    text_vocab_free(&meta->vocab);
 }
