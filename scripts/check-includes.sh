@@ -23,9 +23,10 @@ FLOORS=(
 )
 
 # Allowed upward includes, one "FILE HEADER" pair per line (paths relative to src/).
-# The layer registry that core looks layer families up in (core/layer.c calls
-# layer_type_find, defined in layers/registry.c) is linked, not included: core/layer.h
-# declares it, so it needs no entry here. Add an entry only with a comment saying why.
+# The one allowed exception of the design, the layer registry that core looks layer families
+# up in (core calls layer_type_find and layer_type_names, defined in layers/registry.c), is
+# linked, not included: core/layer.h declares them, so it needs no entry here. Add an entry
+# only with a comment saying why.
 EXCEPTIONS=(
 )
 
