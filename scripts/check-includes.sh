@@ -4,7 +4,7 @@
 # Run by tests/run.sh as the test "include order". Only src/ is checked: tests may include
 # anything.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 # The floors, lowest first; a folder may include its own floor and every floor below it
 # (ops may include util; util includes nothing above itself). `api` is src/cdl.h,
