@@ -152,6 +152,10 @@ const float *net_output(const Net *net);
  * finite. Reads every activation: for diagnosis, not for the training step. */
 int net_first_nonfinite_output(const Net *net);
 
+/* Fails, naming the first layer (in order) whose family has no kernels on backend, with
+ * "layer N [type] has no GPU implementation"; CDL_OK when every layer can run there. */
+int net_check_backend(const Net *net, Backend backend, Error *e);
+
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)
 {
