@@ -283,9 +283,9 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         if (l->type->is_loss && i != net->n_layers - 1 &&
             !(i == net->n_layers - 2 && layer_type_find(cfg->sections[i + 2].name)->follows_loss))
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer %d: [softmax] is the loss and must be the last layer "
+                             "%s:%d: layer %d: [%s] is the loss and must be the last layer "
                              "(or be followed by darknet's [cost] alone)",
-                             cfg->path, s->line, i);
+                             cfg->path, s->line, i, s->name);
         prev = l->out_shape;
     }
     return CDL_OK;
