@@ -56,7 +56,7 @@ typedef struct Layer {
     double flops; /* forward multiply-adds x2, per sample */
     /* Buffers owned by the net, sized [batch][out_shape]: */
     float *out;   /* activations */
-    float *delta; /* dL/d(out); layers add into their inputs' deltas */
+    float *delta; /* dL/d(out); layers add into their inputs' deltas (in_delta) */
     float *pre;   /* pre-activation values, only when activation is not linear */
     /* Bound by net_resize: in[k] is the output [batch][shape of input k] of the k-th input
      * (net->input for -1) and in_delta[k] its delta, where backward adds dL/d(input k);
@@ -192,10 +192,12 @@ typedef struct LayerType {
     int is_loss;
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
-    /* 1: the layer reads token ids (floats holding integers), so its input has no gradient. */
+    /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a
+     * [vocab][channels] table: its input has no gradient, and [linear] tie=1 borrows the table. */
     int reads_token_ids;
     /* 1: the layer's time goes to matrix products (profiling reports it against gemm speed). */
     int gemm_bound;
+    /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
     DarknetWeightOrder darknet_weights;
 } LayerType;
 
