@@ -61,7 +61,7 @@ static cdl_time_stat time_stat_ms(const TimeStat *t)
  * for the net input); every other layer's backward costs about what its forward does. */
 static double sample_step_flops(Net *net, const Layer *l)
 {
-    const int gemm = !strcmp(l->type->name, "convolutional") || !strcmp(l->type->name, "connected");
+    const int gemm = l->type->gemm_bound;
     if (!gemm)
         return 2 * l->flops;
     return (net_layer_input_delta(net, l, 0) ? 3 : 2) * l->flops;

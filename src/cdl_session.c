@@ -18,9 +18,10 @@
 #include "data/loader.h"
 #include "data/source_files.h"
 #include "data/text_data.h"
-#include "io/darknet_weights.h"
 #include "io/tfevents.h"
-#include "train/finetune.h"
+#include "model/darknet_weights.h"
+#include "model/finetune.h"
+#include "model/model_io.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
 
@@ -496,11 +497,12 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
     if (!st && s->meta.step >= total_steps)
         note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
              s->meta.epochs_done);
-    const TrainPlan plan = {epochs,
-                            s->out_path,
-                            {s->data.workers, s->data.skip_bad},
-                            o->time_limit_s,
-                            o->steps ? s->meta.step + o->steps : 0};
+    const TrainPlan plan = {.epochs = epochs,
+                            .out_path = s->out_path,
+                            .valid = {s->data.workers, s->data.skip_bad},
+                            .time_limit_s = o->time_limit_s,
+                            .save_checkpoint = model_save_checkpoint,
+                            .stop_step = o->steps ? s->meta.step + o->steps : 0};
     st = st ? st : train(s, &plan, &tcb, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);

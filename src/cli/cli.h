@@ -43,17 +43,10 @@ void cli_set_threads(int threads);
 int cli_fail(const Error *e);
 /* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
 void cli_print_warnings(const char *warnings);
-struct Net;       /* core/net.h */
-struct Optimizer; /* train/optimizer.h */
-/* Builds the net of a CFG|MODEL argument: a checkpoint (a's --set options are refused), or
- * a cfg with a's --set overrides and parameters from seed 1 (src/cli/model_arg.c).
- * want_grads as net_build; opt (may be NULL; needs want_grads) receives the checkpoint's
- * optimizer state, or a fresh one for a cfg (free with optimizer_free, even after a failure). */
-int cli_load_model(const Args *a, const char *path, int want_grads, struct Net *net,
-                   struct Optimizer *opt, Error *e);
-
-/* Opens a CFG|MODEL argument as cli_load_model does, through cdl.h, and prints a cfg's
- * warnings; for_training adds gradients and the optimizer state (no activations either way). */
+/* Opens a CFG|MODEL argument through cdl_model_open (src/cli/model_arg.c): a checkpoint (a's
+ * --set options are refused), or a cfg with a's --set overrides and parameters from seed 1,
+ * whose warnings it prints; for_training adds gradients and the optimizer state (no activations
+ * either way). */
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
 
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
