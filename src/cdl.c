@@ -7,7 +7,7 @@
 
 #include "cdl_model.h"
 #include "data/image.h"
-#include "io/darknet_weights.h"
+#include "model/darknet_weights.h"
 #include "train/generate.h"
 #include "train/trainer.h"
 

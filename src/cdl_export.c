@@ -2,9 +2,9 @@
 #include "cdl.h"
 
 #include "cdl_model.h"
-#include "io/darknet_weights.h"
-#include "io/npy.h"
-#include "io/onnx_export.h"
+#include "model/darknet_weights.h"
+#include "model/npy_export.h"
+#include "model/onnx_export.h"
 
 _Static_assert(CDL_ONNX_OPSET_MIN == ONNX_OPSET_MIN && CDL_ONNX_OPSET_MAX == ONNX_OPSET_MAX &&
                    CDL_ONNX_OPSET_DEFAULT == ONNX_OPSET_DEFAULT,

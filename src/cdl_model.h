@@ -5,7 +5,7 @@
 
 #include "cdl.h"
 #include "data/augment.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 #include "train/optimizer.h"
 #include "util/error.h"
 

@@ -5,7 +5,7 @@
 
 #include "cdl.h"
 #include "cli/cli.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Optimizer *opt,
                    Error *e)

@@ -6,7 +6,7 @@
  * so the wire format takes ~130 lines and the ONNX builder and this driver ~500, against
  * a new build dependency and thousands of lines of generated code to keep in step with
  * onnx.proto. */
-#include "io/onnx_export.h"
+#include "model/onnx_export.h"
 
 #include "util/atomic_file.h"
 
@@ -22,7 +22,7 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
 {
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        if (!l->type->export_onnx)
+        if (!layer_type_exportable(l->type))
             return error_set(e, CDL_EUSAGE, "layer %d [%s]: not exportable to ONNX", i,
                              l->type->name);
         int st = l->type->export_onnx(l, net, g, e);

@@ -1,12 +1,12 @@
 /* Partial loading of a model's tensors into a net, layer by layer where they match. */
-#include "train/finetune.h"
+#include "model/finetune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/model_io.h"
-#include "io/onnx.h"
+#include "model/model_io.h"
+#include "core/onnx_graph.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
 #define SKIP_TEXT_MAX 240
