@@ -42,7 +42,7 @@ int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_si
 int cdl_model_from_cfg(const char *cfg_path, uint64_t seed, cdl_model **model, char *err,
                        size_t err_size);
 void cdl_model_free(cdl_model *model);
-/* Loads darknet .weights into a model built by cdl_model_from_cfg from the cfg they belong to
+/* Loads darknet .weights into a model opened from the cfg they belong to
  * (sizes are checked; batch norm then normalises as darknet's, bn_darknet=1). */
 int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, char *err,
                                    size_t err_size);
@@ -387,7 +387,7 @@ int cdl_model_export_npy(const cdl_model *model, const char *dir, char *err, siz
 
 typedef struct cdl_augment_grid_options {
     int n;         /* the first n training samples (fewer when the set is smaller) */
-    int cols;      /* tiles per row (at most n) */
+    int cols;      /* tiles per row (at most n are used) */
     int zoom;      /* each tile enlarged this many times, nearest neighbour */
     int eval;      /* 1: the eval-time transform instead of the training one */
     int epoch;     /* the 0-based epoch whose random draws to show */

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every unit test binary, the include-order check (scripts/check-includes.sh),
 # examples/train_digits (training through the public API to >= 90% accuracy), then (unless
-# SAN=1) the public library check and the Bats CLI tests; the last line is "N passed, N
-# failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
+# SAN=1) the public library check (tests/check_public_lib.sh) and the Bats CLI tests; the last
+# line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/rel}
