@@ -3,12 +3,18 @@
 
 #include <string.h>
 
-Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay)
+Param *layer_add_param(Layer *l, const char *name, int trainable, int decay, int n_dims,
+                       const int64_t *dims)
 {
     Param *p = &l->params[l->n_params++];
     memset(p, 0, sizeof *p);
     p->name = name;
-    p->count = count;
+    p->n_dims = n_dims;
+    p->count = 1;
+    for (int d = 0; d < n_dims; d++) {
+        p->dims[d] = dims[d];
+        p->count *= (size_t)dims[d];
+    }
     p->trainable = trainable;
     p->decay = decay;
     return p;

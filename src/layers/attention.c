@@ -106,10 +106,11 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
-    layer_add_param(l, "weights", 3 * c * c, 1, 1);
-    layer_add_param(l, "biases", 3 * c, 1, 0);
-    layer_add_param(l, "out_weights", c * c, 1, 1);
-    layer_add_param(l, "out_biases", c, 1, 0);
+    /* torch.nn.MultiheadAttention's in_proj_weight, in_proj_bias and out_proj */
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){3 * channels, channels});
+    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){3 * channels});
+    layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
+    layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
     /* backward's dL/d(heads) [T][C] and dL/d(qkv) [T][3C] */
     l->scratch_per_sample = 4 * (size_t)a->seq * c;
     const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;

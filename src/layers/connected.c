@@ -46,7 +46,7 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     l->priv = fc;
 
     l->out_shape = (Shape){outputs, 1, 1};
-    layer_add_param(l, "weights", (size_t)outputs * fc->inputs, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, (int64_t)fc->inputs});
     bias_norm_declare(&fc->stage, l, bn != 0, outputs, 1);
     l->flops = 2.0 * (double)fc->inputs * outputs;
     return CDL_OK;
@@ -125,8 +125,7 @@ static int connected_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], gemm[ONNX_NAME_MAX];
     char pre[ONNX_NAME_MAX];
     onnx_input_flat(g, l, 0, x);
-    const int64_t dims[] = {fc->outputs, fc->inputs};
-    onnx_param(g, l, P_WEIGHTS, 2, dims, w);
+    onnx_param(g, l, P_WEIGHTS, w);
     const char *out = onnx_output(g, l, 1);
     onnx_activation_input(pre, l->activation, out);
     const OnnxAttr trans_b = onnx_attr_int("transB", 1);

@@ -137,7 +137,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     l->out_shape = (Shape){filters, out_h, out_w};
     const size_t out_hw = (size_t)out_h * out_w;
     const size_t kdim = (size_t)(in.c / groups) * size * size;
-    layer_add_param(l, "weights", (size_t)filters * kdim, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 4, (int64_t[]){filters, in.c / groups, size, size});
     bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
     /* A same convolution's input gradient unfolds delta: filters/groups channels. */
     const size_t kdim_delta = cv->same ? (size_t)(filters / groups) * size * size : 0;
@@ -485,8 +485,7 @@ static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], conv[ONNX_NAME_MAX];
     char pre[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, x);
-    const int64_t dims[] = {cv->filters, l->in_shape.c / cv->groups, cv->size, cv->size};
-    onnx_param(g, l, P_WEIGHTS, 4, dims, w);
+    onnx_param(g, l, P_WEIGHTS, w);
     const char *out = onnx_output(g, l, 0);
     onnx_activation_input(pre, l->activation, out);
     const int64_t kernel[] = {cv->size, cv->size}, strides[] = {cv->stride, cv->stride};

@@ -54,7 +54,7 @@ static int embedding_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
                          cfg->path, s->line, l->index, s->name, l->in_shape.c, l->in_shape.h,
                          l->in_shape.w);
     l->out_shape = (Shape){1, l->in_shape.h, channels};
-    layer_add_param(l, "weights", (size_t)vocab * (size_t)channels, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){vocab, channels});
     return CDL_OK;
 }
 

@@ -39,8 +39,8 @@ static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     ln->eps = eps;
     l->priv = ln;
     l->out_shape = l->in_shape;
-    layer_add_param(l, "scales", (size_t)l->in_shape.w, 1, 0);
-    layer_add_param(l, "biases", (size_t)l->in_shape.w, 1, 0);
+    layer_add_param(l, "scales", 1, 0, 1, (int64_t[]){l->in_shape.w});
+    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){l->in_shape.w});
     /* mean, variance, then a multiply-add per value */
     l->flops = 5.0 * (double)shape_size(l->in_shape);
     return CDL_OK;

@@ -91,9 +91,9 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     l->priv = li;
     l->out_shape = (Shape){l->in_shape.c, l->in_shape.h, outputs};
     if (!tied)
-        layer_add_param(l, "weights", (size_t)outputs * (size_t)li->inputs, 1, 1);
+        layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, li->inputs});
     if (has_biases)
-        layer_add_param(l, "biases", (size_t)outputs, 1, 0);
+        layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){outputs});
     l->flops = 2.0 * l->in_shape.c * l->in_shape.h * (double)li->inputs * outputs;
     return CDL_OK;
 }

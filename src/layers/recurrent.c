@@ -229,10 +229,11 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     l->priv = rc;
     l->out_shape = (Shape){1, rc->steps, hidden};
     const size_t rows = (size_t)cell->gates * (size_t)hidden;
-    layer_add_param(l, "weights_ih", rows * (size_t)rc->inputs, 1, 1);
-    layer_add_param(l, "weights_hh", rows * (size_t)hidden, 1, 1);
-    layer_add_param(l, "biases_ih", rows, 1, 0);
-    layer_add_param(l, "biases_hh", rows, 1, 0);
+    /* torch.nn.RNN/GRU/LSTM's weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 */
+    layer_add_param(l, "weights_ih", 1, 1, 2, (int64_t[]){(int64_t)rows, rc->inputs});
+    layer_add_param(l, "weights_hh", 1, 1, 2, (int64_t[]){(int64_t)rows, hidden});
+    layer_add_param(l, "biases_ih", 1, 0, 1, (int64_t[]){(int64_t)rows});
+    layer_add_param(l, "biases_hh", 1, 0, 1, (int64_t[]){(int64_t)rows});
     l->flops = 2.0 * rc->steps * (double)rows * (double)(rc->inputs + hidden);
     return CDL_OK;
 }

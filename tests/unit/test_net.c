@@ -1,4 +1,5 @@
 /* Net construction: [net] parsing, learning-rate policies, cfg errors and overrides. */
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,34 @@ static void test_slabs_hold_every_parameter(void)
     net_free(&net);
 }
 
+/* Every parameter of every zoo cfg has a shape whose product is its count. */
+static void test_zoo_params_are_shaped(void)
+{
+    glob_t g = {0};
+    CHECK(glob("cfg/*.cfg", 0, NULL, &g) == 0 && g.gl_pathc > 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        Net net;
+        Error e = {0};
+        const int st = net_build_from_file(&net, g.gl_pathv[i], NULL, 0, 0, 1, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s\n", e.msg);
+            continue;
+        }
+        for (int j = 0; j < net.n_layers; j++)
+            for (int k = 0; k < net.layers[j].n_params; k++) {
+                const Param *p = &net.layers[j].params[k];
+                size_t product = 1;
+                for (int d = 0; d < p->n_dims; d++)
+                    product *= (size_t)p->dims[d];
+                CHECK(p->n_dims >= 1 && p->n_dims <= PARAM_MAX_DIMS);
+                CHECK(product == p->count);
+            }
+        net_free(&net);
+    }
+    globfree(&g);
+}
+
 /* Absurd sizes are refused with a message, before any int overflows or huge allocation. */
 static void test_huge_sizes_are_refused(void)
 {
@@ -170,5 +199,6 @@ int main(void)
     test_learning_rate_policies();
     test_slabs_hold_every_parameter();
     test_huge_sizes_are_refused();
+    test_zoo_params_are_shaped();
     return check_report("test_net");
 }
