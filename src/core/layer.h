@@ -117,6 +117,10 @@ Param *layer_param(Layer *l, const char *name);
  * nn.Linear and its recurrent layers, with bound = 1/sqrt(fan). */
 void layer_init_uniform(Layer *l, Rng *rng, float bound);
 
+/* Returns CDL_EUSAGE with "FILE:LINE: layer N: [S] KEY=VALUE: WHY" at key's line (the
+ * section's when absent, value then being the default the parser used). */
+int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int value,
+                  const char *why, Error *e);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
 /* Where a layer with an activation writes its pre-activation values: l->pre when the

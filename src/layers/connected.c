@@ -32,11 +32,8 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         rc = layer_parse_activation(l, cfg, s, CDL_ACT_LOGISTIC, e);
     if (rc)
         return rc;
-    if (outputs < 1) {
-        const CfgEntry *en = cfg_find(s, "output");
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] output=%d: expected at least 1",
-                         cfg->path, en ? en->line : s->line, l->index, s->name, outputs);
-    }
+    if (outputs < 1)
+        return layer_bad_key(l, cfg, s, "output", outputs, "expected at least 1", e);
 
     Connected *fc = calloc(1, sizeof *fc);
     if (!fc)

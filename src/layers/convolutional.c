@@ -52,12 +52,6 @@ typedef struct Conv {
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
-static int key_line(CfgSection *s, const char *key)
-{
-    const CfgEntry *en = cfg_find(s, key);
-    return en ? en->line : s->line;
-}
-
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
@@ -85,17 +79,13 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const char *path = cfg->path;
     const Shape in = l->in_shape;
     if (filters < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] filters=%d: expected at least 1",
-                         path, key_line(s, "filters"), l->index, s->name, filters);
+        return layer_bad_key(l, cfg, s, "filters", filters, "expected at least 1", e);
     if (size < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] size=%d: expected at least 1", path,
-                         key_line(s, "size"), l->index, s->name, size);
+        return layer_bad_key(l, cfg, s, "size", size, "expected at least 1", e);
     if (stride < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] stride=%d: expected at least 1",
-                         path, key_line(s, "stride"), l->index, s->name, stride);
+        return layer_bad_key(l, cfg, s, "stride", stride, "expected at least 1", e);
     if (padding < 0)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] padding=%d: expected 0 or more",
-                         path, key_line(s, "padding"), l->index, s->name, padding);
+        return layer_bad_key(l, cfg, s, "padding", padding, "expected 0 or more", e);
     if ((size_t)size > NET_MAX_FLOATS || (size_t)padding > NET_MAX_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] size=%d, padding=%d: expected at most %zu", path,
@@ -104,7 +94,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] groups=%d must divide both the input channels "
                          "(%d) and filters (%d)",
-                         path, key_line(s, "groups"), l->index, s->name, groups, in.c, filters);
+                         path, cfg_key_line(s, "groups"), l->index, s->name, groups, in.c, filters);
     const int out_h = conv_out_size(in.h, size, stride, padding);
     const int out_w = conv_out_size(in.w, size, stride, padding);
     if (out_h < 1 || out_w < 1)

@@ -28,11 +28,8 @@ static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     int st = cfg_get_float(cfg, s, "eps", 1e-5f, &eps, e);
     if (st)
         return st;
-    if (!(eps > 0)) {
-        const CfgEntry *en = cfg_find(s, "eps");
-        return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key 'eps' in [%s]: must be > 0",
-                         cfg->path, en->line, en->value, s->name);
-    }
+    if (!(eps > 0))
+        return cfg_bad_value(cfg, s, "eps", e, "must be > 0");
     LayerNorm *ln = calloc(1, sizeof *ln);
     if (!ln)
         return error_set(e, CDL_ERUNTIME, "out of memory");

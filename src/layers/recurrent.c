@@ -198,8 +198,7 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] needs output= (the hidden size)",
                          cfg->path, s->line, l->index, s->name);
     if (hidden < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] output=%d: expected at least 1",
-                         cfg->path, output->line, l->index, s->name, hidden);
+        return layer_bad_key(l, cfg, s, "output", hidden, "expected at least 1", e);
     if (darknet_hidden != hidden)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] hidden=%d differs from output=%d: cdl's [rnn] "
