@@ -84,9 +84,9 @@ static int read_sample(Loader *l, int pos, Image *img, int *label, int *index, i
         if (!l->opt.skip_bad)
             return st;
     }
-    char last[sizeof e->msg];
-    snprintf(last, sizeof last, "%s", e->msg);
-    return error_set(e, CDL_ERUNTIME, "no sample of the dataset can be read (the last: %s)", last);
+    error_prefix(e, CDL_ERUNTIME, "no sample of the dataset can be read (the last: ");
+    error_append(e, CDL_ERUNTIME, ")");
+    return CDL_ERUNTIME;
 }
 
 /* Transforms img (sample `index`) into out [out_c][out_h][out_w]: a copy when nothing
