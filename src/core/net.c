@@ -275,7 +275,8 @@ static int allocate_params(Net *net, int want_grads, Error *e)
     return CDL_OK;
 }
 
-int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+/* net_build; init_params 0 skips the layers' initialisation (the slabs stay zero). */
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params, Error *e)
 {
     memset(net, 0, sizeof *net);
     net->seed = seed;
@@ -294,7 +295,7 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     }
     Rng rng;
     rng_seed(&rng, seed, 0x1417);
-    for (int i = 0; i < net->n_layers; i++)
+    for (int i = 0; init_params && i < net->n_layers; i++)
         if (net->layers[i].type->init)
             net->layers[i].type->init(&net->layers[i], &rng);
     const Shape out = net->layers[net->n_layers - 1].out_shape;
@@ -305,10 +306,16 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     return CDL_OK;
 }
 
-/* Builds from a parsed cfg, freeing it when the build fails (net_build owns it otherwise). */
-static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
 {
-    int st = net_build(net, cfg, want_grads, seed, e);
+    return build(net, cfg, want_grads, seed, 1, e);
+}
+
+/* Builds from a parsed cfg, freeing it when the build fails (build owns it otherwise). */
+static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
+                        Error *e)
+{
+    int st = build(net, cfg, want_grads, seed, init_params, e);
     if (st)
         cfg_free(cfg);
     return st;
@@ -319,7 +326,15 @@ int net_build_from_text(Net *net, const char *text, const char *path, int want_g
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, e);
+}
+
+int net_build_from_text_uninitialised(Net *net, const char *text, const char *path, int want_grads,
+                                      uint64_t seed, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, path, &cfg, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, e);
 }
 
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
@@ -335,7 +350,7 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
         cfg_free(&cfg);
         return st;
     }
-    return build_owning(net, &cfg, want_grads, seed, e);
+    return build_owning(net, &cfg, want_grads, seed, 1, e);
 }
 
 static void free_activations(Net *net)

@@ -276,7 +276,9 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     }
     char label[1100];
     snprintf(label, sizeof label, "%s(cfg)", path);
-    st = net_build_from_text(net, cfg_text->valuestring, label, want_grads, json_u64(h, "seed"), e);
+    /* Every tensor comes from the blob: no initialisation to throw away. */
+    st = net_build_from_text_uninitialised(net, cfg_text->valuestring, label, want_grads,
+                                           json_u64(h, "seed"), e);
     if (st)
         goto done;
     SavedTraining saved;
