@@ -90,47 +90,69 @@ static void writer_put(CheckpointWriter *w, const void *data, size_t bytes, int 
         w->crc = crc32_update(w->crc, data, bytes);
 }
 
-int checkpoint_file_write(const char *path, const cJSON *header, const void *blob,
-                          size_t blob_bytes, Error *e)
+/* Compresses the slabs, in order, as one zstd frame of pledged size raw_bytes straight into the
+ * file; *packed_bytes and *crc (of the compressed bytes alone) describe what was written. */
+static int write_frame(CheckpointWriter *w, const char *path, const CheckpointSlab *slabs,
+                       int n_slabs, uint64_t raw_bytes, size_t *packed_bytes, uLong *crc, Error *e)
+{
+    const size_t chunk_bytes = ZSTD_CStreamOutSize();
+    unsigned char *chunk = malloc(chunk_bytes);
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    int rc = CDL_OK;
+    if (!chunk || !cctx) {
+        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory compressing checkpoint data", path);
+        goto done;
+    }
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+    ZSTD_CCtx_setPledgedSrcSize(cctx, raw_bytes);
+    *packed_bytes = 0;
+    *crc = crc32(0L, Z_NULL, 0);
+    /* A last empty slab ends the frame, also when there is no data at all. */
+    for (int k = 0; k <= n_slabs && !w->write_errno; k++) {
+        const int last = k == n_slabs;
+        ZSTD_inBuffer in = {last ? "" : slabs[k].data, last ? 0 : slabs[k].bytes, 0};
+        size_t left;
+        do {
+            ZSTD_outBuffer out = {chunk, chunk_bytes, 0};
+            left = ZSTD_compressStream2(cctx, &out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+            if (ZSTD_isError(left)) {
+                rc = error_set(e, CDL_ERUNTIME, "%s: cannot compress checkpoint data: %s", path,
+                               ZSTD_getErrorName(left));
+                goto done;
+            }
+            writer_put(w, chunk, out.pos, 0);
+            *crc = crc32_update(*crc, chunk, out.pos);
+            *packed_bytes += out.pos;
+        } while (!w->write_errno && (last ? left != 0 : in.pos < in.size));
+    }
+
+done:
+    ZSTD_freeCCtx(cctx);
+    free(chunk);
+    return rc;
+}
+
+int checkpoint_file_write_slabs(const char *path, const cJSON *header, const CheckpointSlab *slabs,
+                                int n_slabs, Error *e)
 {
     if (!header)
         return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoint: no header", path);
-    if (!blob && blob_bytes > 0)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoint: blob is NULL", path);
+    uint64_t raw_bytes = 0;
+    for (int k = 0; k < n_slabs; k++) {
+        if (!slabs[k].data && slabs[k].bytes > 0)
+            return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoint: blob is NULL", path);
+        raw_bytes += slabs[k].bytes;
+    }
 
     int rc = CDL_OK;
-    char *json = NULL;
-    unsigned char *packed = NULL;
     AtomicFile out;
     int opened = 0;
-
-    json = cJSON_PrintUnformatted(header);
+    char *json = cJSON_PrintUnformatted(header);
     if (!json) {
         rc = error_set(e, CDL_ERUNTIME, "%s: cannot serialise checkpoint header", path);
         goto done;
     }
     size_t json_bytes = strlen(json);
-
-    size_t packed_capacity = ZSTD_compressBound(blob_bytes);
-    if (ZSTD_isError(packed_capacity)) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: checkpoint data too large to compress (%zu bytes)",
-                       path, blob_bytes);
-        goto done;
-    }
-    packed = malloc(packed_capacity);
-    if (!packed) {
-        rc =
-            error_set(e, CDL_ERUNTIME, "%s: out of memory compressing %zu bytes", path, blob_bytes);
-        goto done;
-    }
-    size_t packed_bytes =
-        ZSTD_compress(packed, packed_capacity, blob ? blob : "", blob_bytes, ZSTD_LEVEL);
-    if (ZSTD_isError(packed_bytes)) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot compress checkpoint data: %s", path,
-                       ZSTD_getErrorName(packed_bytes));
-        goto done;
-    }
-
     rc = atomic_file_open(&out, path, e);
     if (rc)
         goto done;
@@ -141,14 +163,29 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
     put_u32le(prefix + 8, CHECKPOINT_FILE_VERSION);
     put_u32le(prefix + 12, 0);
     put_u64le(prefix + 16, json_bytes);
-    put_u64le(sizes, blob_bytes);
-    put_u64le(sizes + 8, packed_bytes);
+    put_u64le(sizes, raw_bytes);
+    put_u64le(sizes + 8, 0); /* the compressed size, patched in once known */
 
     CheckpointWriter w = {.file = out.file, .crc = crc32(0L, Z_NULL, 0), .write_errno = 0};
     writer_put(&w, prefix, sizeof prefix, 1);
     writer_put(&w, json, json_bytes, 1);
-    writer_put(&w, sizes, sizeof sizes, 1);
-    writer_put(&w, packed, packed_bytes, 1);
+    writer_put(&w, sizes, 8, 1);
+    const long packed_size_at = ftell(out.file);
+    writer_put(&w, sizes + 8, 8, 0);
+    size_t packed_bytes = 0;
+    uLong packed_crc = 0;
+    rc = write_frame(&w, path, slabs, n_slabs, raw_bytes, &packed_bytes, &packed_crc, e);
+    if (rc)
+        goto done;
+    /* The CRC runs over the file in order: combine the parts around the patched field. */
+    put_u64le(sizes + 8, packed_bytes);
+    w.crc = crc32_combine(w.crc, crc32_update(crc32(0L, Z_NULL, 0), sizes + 8, 8), 8);
+    w.crc = crc32_combine(w.crc, packed_crc, (z_off_t)packed_bytes);
+    if (!w.write_errno && (packed_size_at < 0 || fseek(out.file, packed_size_at, SEEK_SET)))
+        w.write_errno = errno ? errno : EIO;
+    writer_put(&w, sizes + 8, 8, 0);
+    if (!w.write_errno && fseek(out.file, 0, SEEK_END))
+        w.write_errno = errno ? errno : EIO;
     put_u32le(trailer, (uint32_t)w.crc);
     memcpy(trailer + 4, checkpoint_end_magic, 8);
     writer_put(&w, trailer, sizeof trailer, 0);
@@ -163,9 +200,15 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
 done:
     if (opened)
         atomic_file_abort(&out);
-    free(packed);
     cJSON_free(json);
     return rc;
+}
+
+int checkpoint_file_write(const char *path, const cJSON *header, const void *blob,
+                          size_t blob_bytes, Error *e)
+{
+    const CheckpointSlab slab = {blob, blob_bytes};
+    return checkpoint_file_write_slabs(path, header, &slab, 1, e);
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -270,95 +313,6 @@ static int parse_header(const char *path, const char *text, size_t bytes, cJSON 
     return CDL_OK;
 }
 
-/* Decompresses into a buffer that grows as output appears, so a recorded size that lies cannot
- * make us allocate more than about twice what the data really expands to. One byte beyond the
- * recorded size is room to notice output that overruns it. */
-static int decompress_blob(const char *path, const unsigned char *src, size_t src_bytes,
-                           uint64_t raw_bytes, void **blob, Error *e)
-{
-    unsigned long long frame_bytes = ZSTD_getFrameContentSize(src, src_bytes);
-    if (frame_bytes == ZSTD_CONTENTSIZE_ERROR || frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN)
-        return error_set(e, CDL_ERUNTIME,
-                         "%s: checkpoint is corrupted (data section is not a zstd frame)", path);
-    if (frame_bytes != raw_bytes)
-        return error_set(e, CDL_ERUNTIME,
-                         "%s: checkpoint is corrupted (data holds %llu bytes, header records "
-                         "%llu)",
-                         path, frame_bytes, (unsigned long long)raw_bytes);
-    if (raw_bytes >= SIZE_MAX)
-        return error_set(e, CDL_ERUNTIME, "%s: checkpoint data too large (%llu bytes)", path,
-                         (unsigned long long)raw_bytes);
-
-    size_t limit = (size_t)raw_bytes + 1;
-    size_t first_capacity = src_bytes <= SIZE_MAX / 4 ? src_bytes * 4 : SIZE_MAX;
-    if (first_capacity < ((size_t)1 << 20))
-        first_capacity = (size_t)1 << 20;
-    size_t capacity = limit < first_capacity ? limit : first_capacity;
-
-    int rc = CDL_OK;
-    unsigned char *buffer = malloc(capacity);
-    ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    if (!buffer || !dctx) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
-        goto done;
-    }
-    ZSTD_inBuffer in = {src, src_bytes, 0};
-    ZSTD_outBuffer out = {buffer, capacity, 0};
-    for (;;) {
-        size_t in_before = in.pos, out_before = out.pos;
-        size_t remaining = ZSTD_decompressStream(dctx, &out, &in);
-        if (ZSTD_isError(remaining)) {
-            rc = error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (zstd: %s)", path,
-                           ZSTD_getErrorName(remaining));
-            goto done;
-        }
-        if (remaining == 0 || out.pos == limit)
-            break;
-        if (out.pos == out.size) {
-            size_t grown = out.size <= limit / 2 ? out.size * 2 : limit;
-            unsigned char *bigger = realloc(buffer, grown);
-            if (!bigger) {
-                rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
-                goto done;
-            }
-            buffer = bigger;
-            out.dst = buffer;
-            out.size = grown;
-        } else if (in.pos == in.size || (in.pos == in_before && out.pos == out_before)) {
-            rc = error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (data ends mid-frame)",
-                           path);
-            goto done;
-        }
-    }
-    if (out.pos == limit) {
-        rc = error_set(e, CDL_ERUNTIME,
-                       "%s: checkpoint is corrupted (data decompressed to more than the %llu "
-                       "bytes recorded)",
-                       path, (unsigned long long)raw_bytes);
-        goto done;
-    }
-    if (out.pos != raw_bytes) {
-        rc = error_set(e, CDL_ERUNTIME,
-                       "%s: checkpoint is corrupted (data decompressed to %zu bytes, expected "
-                       "%llu)",
-                       path, out.pos, (unsigned long long)raw_bytes);
-        goto done;
-    }
-    if (in.pos != in.size) {
-        rc = error_set(e, CDL_ERUNTIME,
-                       "%s: checkpoint is corrupted (trailing bytes after the compressed data)",
-                       path);
-        goto done;
-    }
-    *blob = buffer;
-    buffer = NULL;
-
-done:
-    ZSTD_freeDCtx(dctx);
-    free(buffer);
-    return rc;
-}
-
 /* Reads all of path into memory: the file's own size bounds the allocation. */
 static int slurp_file(const char *path, unsigned char **data, size_t *size, Error *e)
 {
@@ -406,43 +360,162 @@ done:
     return rc;
 }
 
+int checkpoint_file_open(CheckpointReader *r, const char *path, cJSON **header, Error *e)
+{
+    memset(r, 0, sizeof *r);
+    *header = NULL;
+    r->path = path;
+    int rc = slurp_file(path, &r->data, &r->size, e);
+    if (rc != CDL_OK)
+        return rc;
+    rc = check_envelope(path, r->data, r->size, e);
+    /* check_envelope proved that every section lies inside the file. */
+    const size_t json_bytes = rc ? 0 : (size_t)get_u64le(r->data + 16);
+    const unsigned char *sizes = r->data + PREFIX_BYTES + json_bytes;
+    if (!rc) {
+        r->raw_bytes = get_u64le(sizes);
+        r->in = (ZSTD_inBuffer){sizes + SIZES_BYTES, (size_t)get_u64le(sizes + 8), 0};
+        rc = parse_header(path, (const char *)r->data + PREFIX_BYTES, json_bytes, header, e);
+    }
+    if (!rc) {
+        unsigned long long frame_bytes = ZSTD_getFrameContentSize(r->in.src, r->in.size);
+        if (frame_bytes == ZSTD_CONTENTSIZE_ERROR || frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN)
+            rc = error_set(e, CDL_ERUNTIME,
+                           "%s: checkpoint is corrupted (data section is not a zstd frame)", path);
+        else if (frame_bytes != r->raw_bytes)
+            rc = error_set(e, CDL_ERUNTIME,
+                           "%s: checkpoint is corrupted (data holds %llu bytes, header records "
+                           "%llu)",
+                           path, frame_bytes, (unsigned long long)r->raw_bytes);
+        else if (r->raw_bytes >= SIZE_MAX)
+            rc = error_set(e, CDL_ERUNTIME, "%s: checkpoint data too large (%llu bytes)", path,
+                           (unsigned long long)r->raw_bytes);
+    }
+    if (!rc && !(r->dctx = ZSTD_createDCtx()))
+        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
+    if (rc) {
+        cJSON_Delete(*header);
+        *header = NULL;
+        checkpoint_file_close(r);
+    }
+    return rc;
+}
+
+/* Decompresses up to bytes into dst; *got is how many came (fewer only at the frame's end). */
+static int reader_pull(CheckpointReader *r, unsigned char *dst, size_t bytes, size_t *got, Error *e)
+{
+    ZSTD_outBuffer out = {dst, bytes, 0};
+    while (out.pos < out.size && !r->frame_done) {
+        const size_t in_before = r->in.pos, out_before = out.pos;
+        const size_t left = ZSTD_decompressStream(r->dctx, &out, &r->in);
+        if (ZSTD_isError(left))
+            return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (zstd: %s)", r->path,
+                             ZSTD_getErrorName(left));
+        r->frame_done = left == 0;
+        if (!r->frame_done && out.pos < out.size &&
+            (r->in.pos == r->in.size || (r->in.pos == in_before && out.pos == out_before)))
+            return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (data ends mid-frame)",
+                             r->path);
+    }
+    *got = out.pos;
+    r->raw_done += out.pos;
+    return CDL_OK;
+}
+
+int checkpoint_file_read_into(CheckpointReader *r, void *dst, size_t bytes, Error *e)
+{
+    unsigned char discard[4096];
+    unsigned char *at = dst;
+    while (bytes > 0) {
+        const size_t want = at ? bytes : bytes < sizeof discard ? bytes : sizeof discard;
+        size_t got;
+        int rc = reader_pull(r, at ? at : discard, want, &got, e);
+        if (rc)
+            return rc;
+        if (got < want)
+            return error_set(e, CDL_ERUNTIME,
+                             "%s: checkpoint is corrupted (data decompressed to %llu bytes, "
+                             "expected %llu)",
+                             r->path, (unsigned long long)r->raw_done,
+                             (unsigned long long)r->raw_bytes);
+        at = at ? at + got : NULL;
+        bytes -= got;
+    }
+    return CDL_OK;
+}
+
+int checkpoint_file_finish(CheckpointReader *r, Error *e)
+{
+    unsigned char extra;
+    size_t got = 0;
+    int rc = reader_pull(r, &extra, 1, &got, e);
+    if (rc)
+        return rc;
+    if (got)
+        return error_set(e, CDL_ERUNTIME,
+                         "%s: checkpoint is corrupted (data decompressed to more than the %llu "
+                         "bytes recorded)",
+                         r->path, (unsigned long long)r->raw_bytes);
+    if (r->raw_done != r->raw_bytes)
+        return error_set(e, CDL_ERUNTIME,
+                         "%s: checkpoint is corrupted (data decompressed to %llu bytes, expected "
+                         "%llu)",
+                         r->path, (unsigned long long)r->raw_done,
+                         (unsigned long long)r->raw_bytes);
+    if (r->in.pos != r->in.size)
+        return error_set(e, CDL_ERUNTIME,
+                         "%s: checkpoint is corrupted (trailing bytes after the compressed data)",
+                         r->path);
+    return CDL_OK;
+}
+
+void checkpoint_file_close(CheckpointReader *r)
+{
+    ZSTD_freeDCtx(r->dctx);
+    free(r->data);
+    memset(r, 0, sizeof *r);
+}
+
 int checkpoint_file_read(const char *path, cJSON **header, void **blob, size_t *blob_bytes,
                          Error *e)
 {
-    *header = NULL;
     *blob = NULL;
     *blob_bytes = 0;
-
-    unsigned char *data = NULL;
-    size_t size = 0;
-    int rc = slurp_file(path, &data, &size, e);
-    if (rc != CDL_OK)
+    CheckpointReader r;
+    int rc = checkpoint_file_open(&r, path, header, e);
+    if (rc)
         return rc;
-    rc = check_envelope(path, data, size, e);
-    if (rc != CDL_OK)
-        goto done;
-
-    /* check_envelope proved that every section lies inside the file. */
-    size_t json_bytes = (size_t)get_u64le(data + 16);
-    const unsigned char *sizes = data + PREFIX_BYTES + json_bytes;
-    uint64_t raw_bytes = get_u64le(sizes);
-    size_t packed_bytes = (size_t)get_u64le(sizes + 8);
-
-    cJSON *json = NULL;
-    rc = parse_header(path, (const char *)data + PREFIX_BYTES, json_bytes, &json, e);
-    if (rc != CDL_OK)
-        goto done;
-    void *out = NULL;
-    rc = decompress_blob(path, sizes + SIZES_BYTES, packed_bytes, raw_bytes, &out, e);
-    if (rc != CDL_OK) {
-        cJSON_Delete(json);
-        goto done;
+    /* The buffer grows as output appears, so a recorded size that lies cannot make us allocate
+     * more than about twice what the data really expands to. */
+    const size_t raw = (size_t)r.raw_bytes;
+    size_t first = r.in.size <= SIZE_MAX / 4 ? r.in.size * 4 : SIZE_MAX;
+    first = first > ((size_t)1 << 20) ? first : (size_t)1 << 20;
+    size_t capacity = raw < first ? raw : first, done = 0;
+    unsigned char *buffer = malloc(capacity ? capacity : 1);
+    if (!buffer)
+        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
+    while (!rc && done < raw) {
+        if (done == capacity) {
+            capacity = capacity <= raw / 2 ? capacity * 2 : raw;
+            unsigned char *bigger = realloc(buffer, capacity);
+            if (!bigger) {
+                rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
+                break;
+            }
+            buffer = bigger;
+        }
+        rc = checkpoint_file_read_into(&r, buffer + done, capacity - done, e);
+        done = capacity;
     }
-    *header = json;
-    *blob = out;
-    *blob_bytes = (size_t)raw_bytes;
-
-done:
-    free(data);
-    return rc;
+    rc = rc ? rc : checkpoint_file_finish(&r, e);
+    checkpoint_file_close(&r);
+    if (rc) {
+        free(buffer);
+        cJSON_Delete(*header);
+        *header = NULL;
+        return rc;
+    }
+    *blob = buffer;
+    *blob_bytes = raw;
+    return CDL_OK;
 }
