@@ -5,7 +5,10 @@ GPU ?= 0
 ARCH ?= -march=native
 
 OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
-BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/x86_64-linux-gnu/openblas-pthread))
+# Looked up when a compile runs, not when make reads this file: on a fresh machine the
+# `deps` prerequisite installs libopenblas-dev only after that (make caches $(wildcard)).
+BLAS_INC = $(shell ls -d /usr/include/x86_64-linux-gnu/openblas-openmp \
+                        /usr/include/x86_64-linux-gnu/openblas-pthread 2>/dev/null | head -n 1)
 
 ifeq ($(SAN),1)
 BUILD := build/san
@@ -18,7 +21,7 @@ CDL := cdl
 endif
 
 CC ?= gcc
-CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc -I$(BLAS_INC) -MMD -MP
+CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) -MMD -MP
 LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
           -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp
 ifeq ($(SAN),1)

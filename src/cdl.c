@@ -7,8 +7,8 @@
 
 #include "data/augment.h"
 #include "data/image.h"
-#include "io/darknet_weights.h"
-#include "io/model_io.h"
+#include "model/darknet_weights.h"
+#include "model/model_io.h"
 #include "train/generate.h"
 #include "train/trainer.h"
 

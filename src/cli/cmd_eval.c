@@ -11,7 +11,7 @@
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "data/text_data.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 #include "train/evaluate.h"
 
 static const OptSpec eval_opts[] = {

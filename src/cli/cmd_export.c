@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/darknet_weights.h"
-#include "io/model_io.h"
-#include "io/npy.h"
-#include "io/onnx_export.h"
+#include "model/darknet_weights.h"
+#include "model/model_io.h"
+#include "model/npy_export.h"
+#include "model/onnx_export.h"
 
 static const OptSpec export_opts[] = {
     {"-o", 1, 0, "onnx, darknet: output file (default: the model's name with .onnx or .weights)"},

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "util/canvas.h"
-#include "util/font.h"
+#include "cli/canvas.h"
+#include "cli/font.h"
 
 static const OptSpec plot_opts[] = {
     {"-o", 1, 0, "output PNG file (required)"},

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 int cli_load_model(const Args *a, const char *path, int want_grads, Net *net, Optimizer *opt,
                    Error *e)

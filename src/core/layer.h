@@ -87,7 +87,7 @@ typedef struct LayerType {
      * gradients into the inputs' delta buffers (skipped when those are NULL). */
     void (*backward)(Layer *l, Net *net);
     void (*destroy)(Layer *l); /* frees priv (may be NULL) */
-    /* Appends the layer's inference graph to g (io/onnx.h): reads its inputs with
+    /* Appends the layer's inference graph to g (core/onnx_graph.h): reads its inputs with
      * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
      * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
      * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX

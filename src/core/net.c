@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/darknet_compat.h"
+#include "core/darknet_compat.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 

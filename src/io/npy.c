@@ -1,12 +1,10 @@
-/* NumPy .npy writer and the per-tensor export of a net (see npy.h). Format 1.0: the magic
- * "\x93NUMPY", version 1.0, a little-endian uint16 header length, then a Python dict literal
- * padded with spaces and a newline so that the data starts at a multiple of 64 bytes. */
+/* NumPy .npy writer (see npy.h). Format 1.0: the magic "\x93NUMPY", version 1.0, a
+ * little-endian uint16 header length, then a Python dict literal padded with spaces and a
+ * newline so that the data starts at a multiple of 64 bytes. */
 #include "io/npy.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "util/atomic_file.h"
 
@@ -64,24 +62,4 @@ int npy_write(const char *path, const float *data, int n_dims, const int64_t *di
         fwrite(le, 1, sizeof le, f.file);
     }
     return atomic_file_commit(&f, e);
-}
-
-int npy_export_net(const Net *net, const char *dir, Error *e)
-{
-    struct stat st_dir;
-    if (mkdir(dir, 0777) && errno != EEXIST)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot create directory: %s", dir, strerror(errno));
-    if (stat(dir, &st_dir) || !S_ISDIR(st_dir.st_mode))
-        return error_set(e, CDL_ERUNTIME, "%s: not a directory", dir);
-    int st = CDL_OK;
-    for (int i = 0; !st && i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
-        for (int k = 0; !st && k < l->n_params; k++) {
-            const Param *p = &l->params[k];
-            char path[4096];
-            snprintf(path, sizeof path, "%s/layer%d.%s.npy", dir, i, p->name);
-            st = npy_write(path, p->data, p->n_dims, p->dims, e);
-        }
-    }
-    return st;
 }

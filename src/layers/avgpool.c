@@ -4,7 +4,7 @@
  *   out [batch][c][1][1]   out[b][k] = mean over h*w of in[b][k]
  */
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* Below this many input values a parallel region costs more than it saves. */
 #define AVGPOOL_PARALLEL_MIN 65536

@@ -6,7 +6,7 @@
 
 #include "core/layer.h"
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 typedef struct BiasNorm {
     int batch_normalize;

@@ -1,14 +1,14 @@
 /* [cost]: darknet's loss layer, accepted only where it adds nothing to cdl: as the last layer,
  * right after [softmax], whose cross-entropy is already the loss (darknet's resnet101 ends so).
  * It passes the probabilities through, forward and backward. Its keys (type, scale, ...) are
- * ignored with a warning (io/darknet_compat.c); anywhere else it would be a loss of its own
+ * ignored with a warning (core/darknet_compat.c); anywhere else it would be a loss of its own
  * (darknet's default type=sse: squared error), which cdl does not have, and it is refused.
  *
  *   in, out [batch][c][h][w] */
 #include <string.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {

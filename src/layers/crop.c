@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 typedef struct Crop {
     int flip, noadjust;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* Below this many window reads a parallel region costs more than it saves. */
 #define MAXPOOL_PARALLEL_MIN 32768

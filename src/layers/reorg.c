@@ -6,14 +6,14 @@
  *   where k = (dy*s + dx)*oc + c2,
  *
  * and the result is declared [c*s^2][h/s][w/s]. darknet's reverse, flatten and extra
- * variants are refused (io/darknet_compat.c).
+ * variants are refused (core/darknet_compat.c).
  *
  *   in  [batch][c][h][w]        (h, w divisible by s; c by s^2)
  *   out [batch][c*s*s][h/s][w/s] */
 #include <stdio.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 static int reorg_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SHORTCUT_PARALLEL_MIN 65536

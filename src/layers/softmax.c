@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "core/net.h"
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768

@@ -152,7 +152,7 @@ static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, cons
     }
     meta->step = net->step;
     meta->epochs_done = r->stopped ? r->epoch - 1 : r->epoch;
-    st = model_save(plan->out_path, net, opt, meta, e);
+    st = plan->save_checkpoint(plan->save_ctx, plan->out_path, net, opt, meta, e);
     r->step = net->step;
     r->checkpoint = plan->out_path;
     if (!st && cb && cb->on_epoch)

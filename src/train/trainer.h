@@ -6,8 +6,8 @@
 #include "core/net.h"
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "io/model_io.h"
 #include "train/evaluate.h"
+#include "train/model_meta.h"
 #include "train/optimizer.h"
 
 typedef struct StepReport {
@@ -38,6 +38,11 @@ typedef struct TrainCallbacks {
     void *ctx;
 } TrainCallbacks;
 
+/* Writes the checkpoint at path atomically (model_save_checkpoint of model/model_io.h): net,
+ * opt's state and meta, which the trainer has just updated. */
+typedef int (*CheckpointSave)(void *ctx, const char *path, const Net *net, const Optimizer *opt,
+                              const ModelMeta *meta, Error *e);
+
 typedef struct TrainPlan {
     int epochs;           /* run until this many epochs are done */
     const char *out_path; /* checkpoint written after every epoch */
@@ -46,6 +51,8 @@ typedef struct TrainPlan {
      * evaluations and checkpoints between epochs not counted), then evaluate and save as at the
      * end of an epoch (the schedule keeps its planned length). */
     double time_limit_s;
+    CheckpointSave save_checkpoint; /* writes out_path after every epoch (required) */
+    void *save_ctx;                 /* its ctx */
 } TrainPlan;
 
 /* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;
@@ -98,9 +105,10 @@ typedef struct ValidSet {
  * and mini-batches left over at the end of an epoch are dropped. The learning rate follows
  * net_learning_rate over the run's plan->epochs epochs. valid (may be NULL) is evaluated after
  * every epoch, with the EMA of the weights when opt keeps one. opt: set up for net
- * (optimizer_init or model_load). meta is updated and saved with every checkpoint. A non-finite
- * loss stops the run with trainer_step_with's error, followed by "; stopped, the last checkpoint
- * (OUT) is kept" (the file as the last epoch wrote it). */
+ * (optimizer_init or model_load). meta is updated and saved with every checkpoint (by
+ * plan->save_checkpoint). A non-finite loss stops the run with trainer_step_with's error,
+ * followed by "; stopped, the last checkpoint (OUT) is kept" (the file as the last epoch wrote
+ * it). */
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e);
 

@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "core/net.h"
-#include "io/darknet_weights.h"
+#include "model/darknet_weights.h"
 
 /* conv+BN, grouped conv without BN, [batchnorm], connected+BN, connected: every layout. */
 static const char *const CFG_TEXT = "[net]\nbatch=2\nwidth=4\nheight=4\nchannels=2\n"

@@ -8,7 +8,7 @@
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
-#include "train/finetune.h"
+#include "model/finetune.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
 

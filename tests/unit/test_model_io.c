@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "io/checkpoint_file.h"
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 static const char *cfg_text = "[net]\nbatch=4\nwidth=6\nheight=6\nchannels=2\n"
                               "[convolutional]\nfilters=3\nsize=3\npad=1\nbatch_normalize=1\n"

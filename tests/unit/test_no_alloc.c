@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "model/model_io.h"
 #include "train/trainer.h"
 #include "util/profiler.h"
 
@@ -151,7 +152,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";
         close(mkstemp(out));
         ModelMeta meta = {.seed = 3};
-        TrainPlan plan = {2, out, {0, 0}, 0};
+        TrainPlan plan = {2, out, {0, 0}, 0, model_save_checkpoint, NULL};
         const TrainSource train = train_source_loader(loader);
         long measured = 0;
         TrainCallbacks cb = {count_step_allocations, NULL, &measured};
@@ -195,7 +196,7 @@ static void test_text_training_steps_allocate_nothing(void)
     char out[] = "/tmp/cdl_no_alloc_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 3};
-    TrainPlan plan = {1, out, {0, 0}, 0};
+    TrainPlan plan = {1, out, {0, 0}, 0, model_save_checkpoint, NULL};
     long measured = 0;
     TrainCallbacks cb = {count_step_allocations, NULL, &measured};
     allocations = blas_allocations = 0;

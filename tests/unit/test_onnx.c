@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "io/onnx_export.h"
+#include "model/onnx_export.h"
 
 static int body_equals(const OnnxGraph *g, const unsigned char *want, size_t n)
 {

@@ -1,11 +1,11 @@
 /* Partial loading of a model's tensors into a net, layer by layer where they match. */
-#include "train/finetune.h"
+#include "model/finetune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
 #define SKIP_TEXT_MAX 240

@@ -1,5 +1,5 @@
 /* Saving and loading whole models as checkpoints. */
-#include "io/model_io.h"
+#include "model/model_io.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -96,6 +96,13 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
     free(cfg_text);
     cJSON_Delete(h);
     return st;
+}
+
+int model_save_checkpoint(void *ctx, const char *path, const Net *net, const Optimizer *opt,
+                          const ModelMeta *meta, Error *e)
+{
+    (void)ctx;
+    return model_save(path, net, opt, meta, e);
 }
 
 static uint64_t json_u64(const cJSON *h, const char *key)
@@ -306,14 +313,4 @@ done:
     cJSON_Delete(h);
     checkpoint_file_close(&r);
     return st;
-}
-
-void model_meta_free(ModelMeta *meta)
-{
-    for (int i = 0; i < meta->n_names; i++)
-        free(meta->names[i]);
-    free(meta->names);
-    meta->names = NULL;
-    meta->n_names = 0;
-    text_vocab_free(&meta->vocab);
 }

@@ -1,6 +1,6 @@
 /* The darknet sections and keys cdl knows without implementing them (pjreddie's darknet as
  * Debian ships it): what is refused, what is ignored, and why. */
-#include "io/darknet_compat.h"
+#include "core/darknet_compat.h"
 
 #include <stdio.h>
 #include <stdlib.h>

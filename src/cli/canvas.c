@@ -1,12 +1,12 @@
 /* Raster canvas: coverage-based anti-aliasing (a pixel's ink is how far its centre lies
  * inside the shape, clamped to [0, 1]) blended over float RGB planes. */
-#include "util/canvas.h"
+#include "cli/canvas.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/font.h"
+#include "cli/font.h"
 
 Rgb rgb_hex(uint32_t hex)
 {

@@ -8,8 +8,8 @@
  * Names: the graph input is "input", layer i's output "layer<i>", its parameters
  * "layer<i>.<param name>" and its intermediate values "layer<i>.<suffix>". Each node is
  * named after its output, which is unique. */
-#ifndef CDL_ONNX_H
-#define CDL_ONNX_H
+#ifndef CDL_ONNX_GRAPH_H
+#define CDL_ONNX_GRAPH_H
 
 #include <stdint.h>
 

@@ -23,7 +23,7 @@ int finetune_copy_matching(Net *dst, const Net *src, WeightsMatch *m, Error *e);
 
 /* finetune_copy_matching from the cdl checkpoint at path. Fails with CDL_EUSAGE "PATH: its
  * architecture differs from the cfg: no layer matches (skipped layers ...)" when nothing could
- * be loaded. (darknet .weights hold no shapes to match layers by: io/darknet_weights.h loads
+ * be loaded. (darknet .weights hold no shapes to match layers by: model/darknet_weights.h loads
  * them into the whole net.) */
 int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e);
 

@@ -1,5 +1,5 @@
 /* The bitmap font's glyph table, laid out as a sheet of pictures ('#' = ink). */
-#include "util/font.h"
+#include "cli/font.h"
 
 enum { SHEET_COLUMNS = 12, FIRST_CHAR = 32, LAST_CHAR = 126 };
 

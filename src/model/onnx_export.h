@@ -3,7 +3,7 @@
 #ifndef CDL_ONNX_EXPORT_H
 #define CDL_ONNX_EXPORT_H
 
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 /* Opsets the exporter writes: every operator it uses has one definition across them, and
  * both onnx 1.12 (Debian's python3-onnx) and current onnx/onnxruntime accept them. */

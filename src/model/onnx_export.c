@@ -6,7 +6,7 @@
  * so the wire format takes ~130 lines and the ONNX builder and this driver ~500, against
  * a new build dependency and thousands of lines of generated code to keep in step with
  * onnx.proto. */
-#include "io/onnx_export.h"
+#include "model/onnx_export.h"
 
 #include "util/atomic_file.h"
 

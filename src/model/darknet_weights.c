@@ -1,5 +1,5 @@
 /* Reading and writing darknet .weights files (layout in the header). */
-#include "io/darknet_weights.h"
+#include "model/darknet_weights.h"
 
 #include <errno.h>
 #include <math.h>

@@ -10,40 +10,27 @@
 #ifndef CDL_MODEL_IO_H
 #define CDL_MODEL_IO_H
 
-#include <stdint.h>
-
 #include "core/net.h"
-#include "data/text_vocab.h"
+#include "train/model_meta.h"
 #include "train/optimizer.h"
-
-/* What a checkpoint records besides the tensors. */
-typedef struct ModelMeta {
-    uint64_t seed;
-    uint64_t step;   /* optimizer steps taken */
-    int epochs_done; /* whole epochs finished (informational) */
-    int steps_per_epoch;
-    int epochs_planned; /* total epochs of the run that wrote it (for --resume) */
-    char **names;       /* class names (may be NULL) */
-    int n_names;
-    double valid_accuracy, valid_loss; /* last evaluation (-1 when none) */
-    char data_path[4096];              /* the .data file the run trained on ("" when unknown) */
-    TextVocab vocab; /* a text model's tokens (header "vocab": text_vocab_to_string); n = 0 else */
-} ModelMeta;
 
 /* Writes atomically. opt adds the optimizer's state and the EMA; NULL leaves them out (a resume
  * then starts the optimizer afresh). */
 int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
                Error *e);
 
+/* model_save as a TrainPlan.save_checkpoint (ctx unused). */
+int model_save_checkpoint(void *ctx, const char *path, const Net *net, const Optimizer *opt,
+                          const ModelMeta *meta, Error *e);
+
 /* Rebuilds the net from the checkpoint's own cfg and loads its tensors. Without opt (inference)
  * the weights are the EMA's when the checkpoint has one, else the raw ones. With opt (training;
  * want_grads): the raw weights, and *opt set up by optimizer_init, then given the checkpoint's
  * optimizer state, step count and EMA where it has them; a checkpoint whose optimizer state is
  * of another kind than its cfg's optimizer= is refused. Free *opt with optimizer_free, even
- * after a failure. meta->names and meta->vocab are malloc'd: free with model_meta_free. */
+ * after a failure. meta->names and meta->vocab are malloc'd: free with model_meta_free
+ * (train/model_meta.h). */
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e);
-
-void model_meta_free(ModelMeta *meta);
 
 #endif

@@ -1,6 +1,6 @@
-/* ONNX graph builder: GraphProto nodes, initializers and value bookkeeping (see onnx.h).
+/* ONNX graph builder: GraphProto nodes, initializers and value bookkeeping (see onnx_graph.h).
  * Field numbers are those of onnx/onnx.proto (stable since IR version 3). */
-#include "io/onnx.h"
+#include "core/onnx_graph.h"
 
 #include <math.h>
 #include <stdio.h>
