@@ -237,17 +237,27 @@ static int implied_file_bytes(const unsigned char *data, size_t size, uint64_t *
     return 1;
 }
 
+/* What the envelope checks read of a file of `size` bytes: its front (up to the end of the
+ * sizes, or all of a shorter file) and its last 12 bytes (trailer; fewer in a shorter file). */
+typedef struct Envelope {
+    const unsigned char *front;
+    const unsigned char *trailer;
+    size_t size;
+} Envelope;
+
 /* Refuses anything that does not have the shape of a complete version-1 file, in an order that
- * gives the most useful message: magic, version, length, end marker, checksum. */
-static int check_envelope(const char *path, const unsigned char *data, size_t size, Error *e)
+ * gives the most useful message: magic, version, length, end marker (this part), then checksum
+ * and the rest (check_sealed_envelope). */
+static int check_envelope_shape(const char *path, const Envelope *v, Error *e)
 {
+    const size_t size = v->size;
     size_t magic_bytes = size < 8 ? size : 8;
-    if (memcmp(data, checkpoint_magic, magic_bytes) != 0)
+    if (memcmp(v->front, checkpoint_magic, magic_bytes) != 0)
         return error_set(e, CDL_ERUNTIME, "%s: not a cdl checkpoint (bad magic)", path);
     /* The version is read before the checksum because a newer format may keep its checksum
      * elsewhere; the user needs "upgrade cdl", not "corrupted". */
     if (size >= 12) {
-        uint32_t version = get_u32le(data + 8);
+        uint32_t version = get_u32le(v->front + 8);
         if (version > CHECKPOINT_FILE_VERSION)
             return error_set(e, CDL_ERUNTIME,
                              "%s: checkpoint format version %u is newer than this cdl supports "
@@ -260,11 +270,11 @@ static int check_envelope(const char *path, const unsigned char *data, size_t si
 
     uint64_t expected;
     int exact;
-    if (!implied_file_bytes(data, size, &expected, &exact))
+    if (!implied_file_bytes(v->front, size, &expected, &exact))
         return error_set(e, CDL_ERUNTIME,
                          "%s: checkpoint is corrupted (impossible section lengths)", path);
     int has_end_magic =
-        size >= MIN_FILE_BYTES && memcmp(data + size - 8, checkpoint_end_magic, 8) == 0;
+        size >= MIN_FILE_BYTES && memcmp(v->trailer + 4, checkpoint_end_magic, 8) == 0;
     if (!has_end_magic) {
         if (expected > size)
             return error_set(e, CDL_ERUNTIME,
@@ -276,19 +286,25 @@ static int check_envelope(const char *path, const unsigned char *data, size_t si
                              (unsigned long long)expected);
         return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (bad end marker)", path);
     }
+    return CDL_OK;
+}
 
-    size_t checked_bytes = size - TRAILER_BYTES;
-    uLong crc = crc32_update(crc32(0L, Z_NULL, 0), data, checked_bytes);
-    if ((uint32_t)crc != get_u32le(data + checked_bytes))
+/* The rest of the envelope checks, given crc, the CRC-32 of bytes [0, size - 12). */
+static int check_sealed_envelope(const char *path, const Envelope *v, uLong crc, Error *e)
+{
+    if ((uint32_t)crc != get_u32le(v->trailer))
         return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (checksum mismatch)", path);
 
     /* The checksum holds, so a mismatch now means a hostile or buggy writer, not a short file. */
-    if (!exact || expected != size)
+    uint64_t expected;
+    int exact;
+    implied_file_bytes(v->front, v->size, &expected, &exact);
+    if (!exact || expected != v->size)
         return error_set(e, CDL_ERUNTIME,
                          "%s: checkpoint is corrupted (section lengths imply %llu bytes, file has "
                          "%zu)",
-                         path, (unsigned long long)expected, size);
-    uint32_t flags = get_u32le(data + 12);
+                         path, (unsigned long long)expected, v->size);
+    uint32_t flags = get_u32le(v->front + 12);
     if (flags != 0)
         return error_set(e, CDL_ERUNTIME,
                          "%s: checkpoint uses flags 0x%x that this cdl does not support", path,
@@ -313,51 +329,75 @@ static int parse_header(const char *path, const char *text, size_t bytes, cJSON 
     return CDL_OK;
 }
 
-/* Reads all of path into memory: the file's own size bounds the allocation. */
-static int slurp_file(const char *path, unsigned char **data, size_t *size, Error *e)
+/* Opens path for reading and sets *size, refusing what is not a regular file. */
+static int open_file(const char *path, FILE **out, size_t *size, Error *e)
 {
     FILE *file = fopen(path, "rb");
     if (!file)
         return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
     int rc = CDL_OK;
-    unsigned char *buffer = NULL;
     struct stat st;
-    if (fstat(fileno(file), &st) != 0) {
+    if (fstat(fileno(file), &st) != 0)
         rc = error_set(e, CDL_ERUNTIME, "%s: cannot stat: %s", path, strerror(errno));
-        goto done;
-    }
-    if (S_ISDIR(st.st_mode)) {
+    else if (S_ISDIR(st.st_mode))
         rc = error_set(e, CDL_ERUNTIME, "%s: is a directory, not a checkpoint", path);
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
+    else if (!S_ISREG(st.st_mode))
         rc = error_set(e, CDL_ERUNTIME, "%s: not a regular file, not a checkpoint", path);
-        goto done;
-    }
-    if (st.st_size < 0 || (uint64_t)st.st_size >= SIZE_MAX) {
+    else if (st.st_size < 0 || (uint64_t)st.st_size >= SIZE_MAX)
         rc = error_set(e, CDL_ERUNTIME, "%s: file too large to read", path);
-        goto done;
+    if (rc) {
+        fclose(file);
+        return rc;
     }
-    size_t file_bytes = (size_t)st.st_size;
-    buffer = malloc(file_bytes ? file_bytes : 1);
-    if (!buffer) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading %zu bytes", path, file_bytes);
-        goto done;
-    }
-    size_t got = fread(buffer, 1, file_bytes, file);
-    if (ferror(file)) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
-    /* A file that shrank since fstat is judged on what was actually read. */
-    *data = buffer;
-    *size = got;
-    buffer = NULL;
+    *out = file;
+    *size = (size_t)st.st_size;
+    return CDL_OK;
+}
 
-done:
-    free(buffer);
-    fclose(file);
-    return rc;
+/* Reads bytes at offset into dst: the file must still hold them. */
+static int read_at(CheckpointReader *r, uint64_t offset, void *dst, size_t bytes, Error *e)
+{
+    if (bytes == 0)
+        return CDL_OK;
+    if (fseeko(r->file, (off_t)offset, SEEK_SET) || fread(dst, 1, bytes, r->file) != bytes)
+        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", r->path,
+                         ferror(r->file) ? strerror(errno) : "the file changed while reading");
+    return CDL_OK;
+}
+
+/* The CRC-32 of the file's bytes [0, bytes), read in chunks into buffer [capacity]. */
+static int file_crc(CheckpointReader *r, uint64_t bytes, unsigned char *buffer, size_t capacity,
+                    uLong *crc, Error *e)
+{
+    *crc = crc32(0L, Z_NULL, 0);
+    for (uint64_t at = 0; at < bytes;) {
+        const size_t n = bytes - at < capacity ? (size_t)(bytes - at) : capacity;
+        int rc = read_at(r, at, buffer, n, e);
+        if (rc)
+            return rc;
+        *crc = crc32_update(*crc, buffer, n);
+        at += n;
+    }
+    return CDL_OK;
+}
+
+/* Reads the front of the file (up to the end of the sizes) into r->front. */
+static int read_front(CheckpointReader *r, Error *e)
+{
+    size_t front_bytes = r->size < PREFIX_BYTES ? r->size : PREFIX_BYTES;
+    unsigned char prefix[PREFIX_BYTES];
+    int rc = read_at(r, 0, prefix, front_bytes, e);
+    if (rc)
+        return rc;
+    if (front_bytes == PREFIX_BYTES) {
+        const uint64_t header_bytes = get_u64le(prefix + 16);
+        const uint64_t sizes_end = PREFIX_BYTES + SIZES_BYTES + header_bytes;
+        front_bytes = header_bytes > r->size || sizes_end > r->size ? r->size : (size_t)sizes_end;
+    }
+    if (!(r->front = malloc(front_bytes ? front_bytes : 1)))
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory reading %zu bytes", r->path,
+                         front_bytes);
+    return read_at(r, 0, r->front, front_bytes, e);
 }
 
 int checkpoint_file_open(CheckpointReader *r, const char *path, cJSON **header, Error *e)
@@ -365,20 +405,36 @@ int checkpoint_file_open(CheckpointReader *r, const char *path, cJSON **header, 
     memset(r, 0, sizeof *r);
     *header = NULL;
     r->path = path;
-    int rc = slurp_file(path, &r->data, &r->size, e);
+    int rc = open_file(path, &r->file, &r->size, e);
     if (rc != CDL_OK)
         return rc;
-    rc = check_envelope(path, r->data, r->size, e);
-    /* check_envelope proved that every section lies inside the file. */
-    const size_t json_bytes = rc ? 0 : (size_t)get_u64le(r->data + 16);
-    const unsigned char *sizes = r->data + PREFIX_BYTES + json_bytes;
+    unsigned char trailer[TRAILER_BYTES] = {0};
+    const size_t trailer_bytes = r->size < TRAILER_BYTES ? r->size : TRAILER_BYTES;
+    rc = read_front(r, e);
+    rc = rc ? rc : read_at(r, r->size - trailer_bytes, trailer, trailer_bytes, e);
+    const Envelope v = {r->front, trailer, r->size};
+    rc = rc ? rc : check_envelope_shape(path, &v, e);
+    r->in_capacity = ZSTD_DStreamInSize();
+    if (!rc && !(r->in_buffer = malloc(r->in_capacity)))
+        rc = error_set(e, CDL_ERUNTIME, "%s: out of memory reading checkpoint", path);
+    uLong crc = 0;
+    rc = rc ? rc : file_crc(r, r->size - TRAILER_BYTES, r->in_buffer, r->in_capacity, &crc, e);
+    rc = rc ? rc : check_sealed_envelope(path, &v, crc, e);
+    /* The envelope checks proved that every section lies inside the file. */
+    const size_t json_bytes = rc ? 0 : (size_t)get_u64le(r->front + 16);
     if (!rc) {
+        const unsigned char *sizes = r->front + PREFIX_BYTES + json_bytes;
         r->raw_bytes = get_u64le(sizes);
-        r->in = (ZSTD_inBuffer){sizes + SIZES_BYTES, (size_t)get_u64le(sizes + 8), 0};
-        rc = parse_header(path, (const char *)r->data + PREFIX_BYTES, json_bytes, header, e);
+        r->packed_bytes = r->packed_left = get_u64le(sizes + 8);
+        rc = parse_header(path, (const char *)r->front + PREFIX_BYTES, json_bytes, header, e);
     }
+    /* The frame's first bytes (all of it when short) tell its content size. */
+    const size_t first = r->packed_left < r->in_capacity ? (size_t)r->packed_left : r->in_capacity;
+    rc = rc ? rc : read_at(r, PREFIX_BYTES + json_bytes + SIZES_BYTES, r->in_buffer, first, e);
     if (!rc) {
-        unsigned long long frame_bytes = ZSTD_getFrameContentSize(r->in.src, r->in.size);
+        r->in = (ZSTD_inBuffer){r->in_buffer, first, 0};
+        r->packed_left -= first;
+        unsigned long long frame_bytes = ZSTD_getFrameContentSize(r->in_buffer, first);
         if (frame_bytes == ZSTD_CONTENTSIZE_ERROR || frame_bytes == ZSTD_CONTENTSIZE_UNKNOWN)
             rc = error_set(e, CDL_ERUNTIME,
                            "%s: checkpoint is corrupted (data section is not a zstd frame)", path);
@@ -406,14 +462,26 @@ static int reader_pull(CheckpointReader *r, unsigned char *dst, size_t bytes, si
 {
     ZSTD_outBuffer out = {dst, bytes, 0};
     while (out.pos < out.size && !r->frame_done) {
+        if (r->in.pos == r->in.size && r->packed_left > 0) {
+            /* The file position is right after the frame bytes read so far. */
+            const size_t n =
+                r->packed_left < r->in_capacity ? (size_t)r->packed_left : r->in_capacity;
+            if (fread(r->in_buffer, 1, n, r->file) != n)
+                return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", r->path,
+                                 ferror(r->file) ? strerror(errno)
+                                                 : "the file changed while reading");
+            r->in = (ZSTD_inBuffer){r->in_buffer, n, 0};
+            r->packed_left -= n;
+        }
         const size_t in_before = r->in.pos, out_before = out.pos;
         const size_t left = ZSTD_decompressStream(r->dctx, &out, &r->in);
         if (ZSTD_isError(left))
             return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (zstd: %s)", r->path,
                              ZSTD_getErrorName(left));
         r->frame_done = left == 0;
+        const int input_spent = r->in.pos == r->in.size && r->packed_left == 0;
         if (!r->frame_done && out.pos < out.size &&
-            (r->in.pos == r->in.size || (r->in.pos == in_before && out.pos == out_before)))
+            (input_spent || (r->in.pos == in_before && out.pos == out_before)))
             return error_set(e, CDL_ERUNTIME, "%s: checkpoint is corrupted (data ends mid-frame)",
                              r->path);
     }
@@ -462,7 +530,7 @@ int checkpoint_file_finish(CheckpointReader *r, Error *e)
                          "%llu)",
                          r->path, (unsigned long long)r->raw_done,
                          (unsigned long long)r->raw_bytes);
-    if (r->in.pos != r->in.size)
+    if (r->in.pos != r->in.size || r->packed_left > 0)
         return error_set(e, CDL_ERUNTIME,
                          "%s: checkpoint is corrupted (trailing bytes after the compressed data)",
                          r->path);
@@ -472,7 +540,10 @@ int checkpoint_file_finish(CheckpointReader *r, Error *e)
 void checkpoint_file_close(CheckpointReader *r)
 {
     ZSTD_freeDCtx(r->dctx);
-    free(r->data);
+    free(r->in_buffer);
+    free(r->front);
+    if (r->file)
+        fclose(r->file);
     memset(r, 0, sizeof *r);
 }
 
@@ -488,7 +559,7 @@ int checkpoint_file_read(const char *path, cJSON **header, void **blob, size_t *
     /* The buffer grows as output appears, so a recorded size that lies cannot make us allocate
      * more than about twice what the data really expands to. */
     const size_t raw = (size_t)r.raw_bytes;
-    size_t first = r.in.size <= SIZE_MAX / 4 ? r.in.size * 4 : SIZE_MAX;
+    size_t first = r.packed_bytes <= SIZE_MAX / 4 ? (size_t)r.packed_bytes * 4 : SIZE_MAX;
     first = first > ((size_t)1 << 20) ? first : (size_t)1 << 20;
     size_t capacity = raw < first ? raw : first, done = 0;
     unsigned char *buffer = malloc(capacity ? capacity : 1);

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 #include <zstd.h>
@@ -47,18 +48,22 @@ typedef struct CheckpointSlab {
 int checkpoint_file_write_slabs(const char *path, const cJSON *header, const CheckpointSlab *slabs,
                                 int n_slabs, Error *e);
 
-/* Reading the blob straight into its destinations: open verifies the file (magic, version,
- * lengths, checksum, header, frame size) and returns the header (cJSON_Delete by caller);
- * read_into then decompresses the blob's next bytes into dst (NULL: skips them), in order;
- * finish fails unless exactly the whole blob was read. Close after open succeeded, even after
- * a failure. */
+/* Reading the blob straight into its destinations, the file streamed through a small buffer:
+ * open verifies the file (magic, version, lengths, checksum: a first pass over it; header,
+ * frame size) and returns the header (cJSON_Delete by caller); read_into then decompresses
+ * the blob's next bytes into dst (NULL: skips them), in order; finish fails unless exactly
+ * the whole blob was read. Close after open succeeded, even after a failure. */
 typedef struct CheckpointReader {
     const char *path;
-    unsigned char *data; /* the whole file */
-    size_t size;
+    FILE *file;
+    size_t size;                  /* of the file */
+    unsigned char *front;         /* the file up to the end of the sizes: prefix, header, sizes */
     uint64_t raw_bytes, raw_done; /* the blob's size, and how much of it was read */
+    uint64_t packed_bytes, packed_left; /* the frame's size, and what is still in the file */
+    unsigned char *in_buffer;           /* [in_capacity] */
+    size_t in_capacity;
+    ZSTD_inBuffer in; /* the frame bytes read from the file and not yet decompressed */
     ZSTD_DCtx *dctx;
-    ZSTD_inBuffer in; /* the compressed frame */
     int frame_done;
 } CheckpointReader;
 
