@@ -257,9 +257,11 @@ static int restore_tensors(const char *path, CheckpointReader *r, const SavedTra
                          "with --weights",
                          path, net_optimizer_name(saved->kind),
                          net_optimizer_name(net->hyper.optimizer));
-    st = optimizer_init(opt, net, e);
+    st = optimizer_alloc(opt, net, e);
     if (st)
         return st;
+    if (opt->ema && !saved->shadow_floats) /* no saved EMA: it starts from the weights */
+        ema_start(opt->ema, net);
     st = checkpoint_file_read_into(r, saved->has_optimizer ? opt->slab : NULL,
                                    saved->optimizer_floats * sizeof(float), e);
     opt->steps = saved->has_optimizer ? saved->steps : opt->steps;
