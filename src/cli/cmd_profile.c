@@ -62,7 +62,7 @@ static int read_settings(const Args *a, ProfileSettings *p, Error *e)
  * for the net input); every other layer's backward costs about what its forward does. */
 static double sample_step_flops(Net *net, const Layer *l)
 {
-    const int gemm = !strcmp(l->type->name, "convolutional") || !strcmp(l->type->name, "connected");
+    const int gemm = l->type->gemm_bound;
     if (!gemm)
         return 2 * l->flops;
     return (net_layer_input_delta(net, l, 0) ? 3 : 2) * l->flops;

@@ -77,3 +77,22 @@ void layer_activation_backward(Layer *l, int batch)
     activation_backward(l->pre, l->out, l->delta, (size_t)batch * shape_size(l->out_shape),
                         l->activation);
 }
+
+float *layer_state_floats(LayerState *st, size_t n)
+{
+    float *at = st->floats && n ? st->floats + st->n_floats : NULL;
+    st->n_floats += n;
+    return at;
+}
+
+void *layer_state_bytes(LayerState *st, size_t n)
+{
+    void *at = st->bytes && n ? st->bytes + st->n_bytes : NULL;
+    st->n_bytes += (n + LAYER_STATE_ALIGN - 1) / LAYER_STATE_ALIGN * LAYER_STATE_ALIGN;
+    return at;
+}
+
+const char *backend_name(Backend b)
+{
+    return b == CDL_BACKEND_CPU ? "CPU" : "GPU";
+}

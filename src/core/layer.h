@@ -63,44 +63,166 @@ typedef struct Layer {
     double flops; /* forward multiply-adds x2, per sample */
     /* Buffers owned by the net, sized [batch][out_shape]: */
     float *out;   /* activations */
-    float *delta; /* dL/d(out); layers add into their inputs' deltas */
+    float *delta; /* dL/d(out); layers add into their inputs' deltas (in_delta) */
     float *pre;   /* pre-activation values, only when activation is not linear */
+    /* Bound by net_resize: in[k] is the output [batch][shape of input k] of the k-th input
+     * (net->input for -1) and in_delta[k] its delta, where backward adds dL/d(input k);
+     * in_delta[k] is NULL when that gradient is not needed (no gradients, a frozen input
+     * layer, the net input without input_delta). Layers read other layers through these only. */
+    const float *in[LAYER_MAX_INPUTS];
+    float *in_delta[LAYER_MAX_INPUTS];
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
      * (im2col columns and the like); the net allocates the maximum once. */
     size_t scratch_per_sample;
-    void *priv; /* family-specific state, owned by the layer */
+    /* Floats and bytes of per-batch private state the layer took at the last net_resize
+     * (LayerType.resize), in the net's activation slab. */
+    size_t state_floats, state_bytes;
+    /* The family's configuration and state, LayerType.priv_size zeroed bytes the net allocates
+     * before parse and frees with the net; its per-batch buffers point into the net's
+     * activation slab (LayerType.resize). NULL when priv_size is 0. */
+    void *priv;
 } Layer;
 
-typedef struct LayerType {
-    const char *name; /* cfg section name */
-    /* Reads the section's keys, sets out_shape, activation, params (counts, flags),
-     * inputs, flops, scratch_per_sample and priv. in_shape and inputs are preset to
-     * the previous layer. Returns CDL_EUSAGE with "FILE:LINE: ..." on a bad cfg. */
-    int (*parse)(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e);
-    /* Initialises parameter values once slabs are assigned (may be NULL). */
-    void (*init)(Layer *l, Rng *rng);
-    /* (Re)allocates private per-batch buffers; never called inside the training step
-     * (may be NULL). */
-    int (*resize)(Layer *l, int batch, Error *e);
-    void (*forward)(Layer *l, Net *net);
+/* What one pass of one layer reads beyond the layer itself, built by the net for every
+ * forward, backward and forward_at call (core/net.c); nothing in it is owned by the layer. */
+typedef struct StepContext {
+    int batch;      /* samples in the mini-batch: every tensor is [batch][...] */
+    int train;      /* 1: training mode (batch statistics, dropout, random crops); 0: inference */
+    float *scratch; /* shared workspace, at least scratch_per_sample * batch floats */
+    size_t scratch_floats;
+    /* [batch][labels per sample] class ids of the loss; NULL: no loss is computed. */
+    const int *labels;
+    /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
+    float *loss;
+    float loss_divisor;
+    /* With the layer's index, fixes every random draw of the pass (layer_draw_stream), whatever
+     * the thread count: the net's seed and the pass's draw id. */
+    uint64_t seed;
+    uint64_t draw_id;
+    /* The [net] batch-norm settings (core/net.h Hyper): momentum of the running statistics,
+     * epsilon, and 1 for darknet's inference division by sqrt(var) + 1e-6. */
+    float bn_momentum, bn_eps;
+    int bn_darknet;
+} StepContext;
+
+/* The random stream of layer l in the pass ctx describes: rng_key(ctx->seed, stream) or
+ * rng_seed(&r, ctx->seed, stream) draw its dropout masks or crop windows. */
+static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
+{
+    return (ctx->draw_id << 16) ^ (uint64_t)l->index;
+}
+
+/* Where a layer's per-batch private state goes. net_resize calls LayerType.resize twice for
+ * each layer: first to measure (floats and bytes NULL: layer_state_floats and
+ * layer_state_bytes return NULL and only count), then to carve, with the layer's part of the
+ * activation slab (zeroed). Both calls must ask for the same sizes in the same order. */
+typedef struct LayerState {
+    float *floats;        /* NULL when measuring */
+    unsigned char *bytes; /* NULL when measuring */
+    size_t n_floats;      /* floats taken so far */
+    size_t n_bytes;       /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
+} LayerState;
+
+#define LAYER_STATE_ALIGN 16
+
+/* n floats of state (NULL when measuring or n is 0). */
+float *layer_state_floats(LayerState *st, size_t n);
+/* n bytes of state aligned to LAYER_STATE_ALIGN, for non-float state such as masks and
+ * indices (NULL when measuring or n is 0). */
+void *layer_state_bytes(LayerState *st, size_t n);
+
+/* The step of a layer on one backend: forward, backward and the cached step. */
+typedef struct LayerKernels {
+    /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
+     * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
+    void (*forward)(Layer *l, const StepContext *ctx);
     /* Reads l->delta, adds parameter gradients into params[].grad and input
-     * gradients into the inputs' delta buffers (skipped when those are NULL). */
-    void (*backward)(Layer *l, Net *net);
-    void (*destroy)(Layer *l); /* frees priv (may be NULL) */
-    /* Appends the layer's inference graph to g (core/onnx_graph.h): reads its inputs with
-     * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
-     * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
-     * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX
-     * cannot express. */
-    int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
+     * gradients into l->in_delta[] (skipped where those are NULL). */
+    void (*backward)(Layer *l, const StepContext *ctx);
     /* Sequence layers (NULL elsewhere): computes row t of l->out for every sample of the batch,
      * in inference mode, from row t of its inputs and what the forward or forward_at calls
      * before left in the layer (its outputs and caches for rows < t): generation extends a
      * sequence one token at a time with it (attention's key/value cache, a recurrent layer's
      * state). Must give the row forward gives, up to the rounding of matrix products over fewer
      * rows (BLAS may sum in another order). */
-    void (*forward_at)(Layer *l, Net *net, int t);
+    void (*forward_at)(Layer *l, const StepContext *ctx, int t);
+} LayerKernels;
+
+/* The backends a net may run on. Only the CPU has kernels today. */
+typedef enum Backend {
+    CDL_BACKEND_CPU,
+    CDL_BACKEND_GPU,
+} Backend;
+
+/* "CPU" or "GPU". */
+const char *backend_name(Backend b);
+
+/* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */
+typedef enum DarknetWeightOrder {
+    DARKNET_NO_WEIGHTS, /* the layer has no place in a .weights file */
+    DARKNET_CONVOLUTIONAL,
+    DARKNET_CONNECTED,
+    DARKNET_BATCHNORM,
+} DarknetWeightOrder;
+
+typedef struct LayerType {
+    const char *name; /* cfg section name */
+    /* Bytes of l->priv, the family's configuration, allocated (zeroed) by the net before
+     * parse; 0: no priv. */
+    size_t priv_size;
+    /* Reads the section's keys, sets out_shape, activation, params (counts, flags),
+     * inputs, flops, scratch_per_sample and fills priv. in_shape and inputs are preset to
+     * the previous layer. Returns CDL_EUSAGE with "FILE:LINE: ..." on a bad cfg. */
+    int (*parse)(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e);
+    /* Initialises parameter values once slabs are assigned (may be NULL). */
+    void (*init)(Layer *l, Rng *rng);
+    /* Takes the per-batch private state of a mini-batch of batch samples from st
+     * (layer_state_floats, layer_state_bytes) and points priv's buffers at it; parameters are
+     * assigned (params[].grad NULL in a net without gradients). Called twice by net_resize (see
+     * LayerState), never inside the training step; allocates nothing. Returns CDL_EUSAGE when the
+     * batch is too large for the layer (may be NULL: no state). */
+    int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
+    /* The step on the CPU; every family fills forward and backward. */
+    LayerKernels cpu;
+    /* The step on a GPU; NULL for every family today (net_check_backend refuses). */
+    const LayerKernels *gpu;
+    /* Appends the layer's inference graph to g (core/onnx_graph.h): reads its inputs with
+     * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
+     * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
+     * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX
+     * cannot express. */
+    int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
+
+    /* Capabilities: */
+    /* 1: the layer is the loss (reads ctx->labels, ignores the delta it is seeded with); it is
+     * the last layer, or followed only by a layer with follows_loss. */
+    int is_loss;
+    /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
+    int follows_loss;
+    /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a
+     * [vocab][channels] table: its input has no gradient, and [linear] tie=1 borrows the table. */
+    int reads_token_ids;
+    /* 1: the layer's time goes to matrix products (profiling reports it against gemm speed). */
+    int gemm_bound;
+    /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
+    DarknetWeightOrder darknet_weights;
 } LayerType;
+
+/* 1 when the family can be exported to ONNX. */
+static inline int layer_type_exportable(const LayerType *t)
+{
+    return t->export_onnx != NULL;
+}
+/* 1 when the family has a cached step (LayerKernels.forward_at) on the CPU. */
+static inline int layer_type_has_forward_at(const LayerType *t)
+{
+    return t->cpu.forward_at != NULL;
+}
+/* The family's kernels on backend b; NULL when it has none there. */
+static inline const LayerKernels *layer_type_kernels(const LayerType *t, Backend b)
+{
+    return b == CDL_BACKEND_CPU ? &t->cpu : t->gpu;
+}
 
 /* Looks a family up by section name; NULL when unknown. */
 const LayerType *layer_type_find(const char *name);

@@ -189,15 +189,27 @@ static int check_sections(const Cfg *cfg, Error *e)
     return CDL_OK;
 }
 
+/* n rounded up to LAYER_STATE_ALIGN (which suits every type a priv or a state holds). */
+static size_t aligned(size_t n)
+{
+    return (n + LAYER_STATE_ALIGN - 1) / LAYER_STATE_ALIGN * LAYER_STATE_ALIGN;
+}
+
 static int parse_layers(Net *net, Cfg *cfg, Error *e)
 {
     net->n_layers = cfg->n_sections - 1;
     if (net->n_layers < 1)
         return error_set(e, CDL_EUSAGE, "%s:%d: the cfg defines no layers after [%s]", cfg->path,
                          cfg->sections[0].line, cfg->sections[0].name);
-    net->layers = calloc((size_t)net->n_layers, sizeof *net->layers);
+    /* One allocation: the layers, then each one's priv (LayerType.priv_size). */
+    size_t bytes = aligned((size_t)net->n_layers * sizeof *net->layers);
+    for (int i = 0; i < net->n_layers; i++)
+        bytes += aligned(layer_type_find(cfg->sections[i + 1].name)->priv_size);
+    net->layers = calloc(1, bytes);
     if (!net->layers)
         return error_set(e, CDL_ERUNTIME, "out of memory");
+    unsigned char *priv =
+        (unsigned char *)net->layers + aligned((size_t)net->n_layers * sizeof *net->layers);
     Shape prev = net->in_shape;
     double param_values = 0;
     for (int i = 0; i < net->n_layers; i++) {
@@ -210,6 +222,8 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         l->inputs[0] = i - 1;
         l->n_inputs = 1;
         l->activation = CDL_ACT_LINEAR;
+        l->priv = l->type->priv_size ? priv : NULL;
+        priv += aligned(l->type->priv_size);
         /* The family's keys first: they lead the valid-key list of an unknown key. */
         int st = l->type->parse(l, cfg, s, net, e);
         st = st ? st : parse_common_keys(net, cfg, s, i, e);
@@ -234,13 +248,12 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
             return error_set(e, CDL_EUSAGE,
                              "%s:%d: layer %d [%s]: the net would have more than %zu parameters",
                              cfg->path, s->line, i, s->name, NET_MAX_FLOATS);
-        if (!strcmp(l->type->name, "softmax") && i != net->n_layers - 1 &&
-            !(i == net->n_layers - 2 &&
-              !strcmp(layer_type_find(cfg->sections[i + 2].name)->name, "cost")))
+        if (l->type->is_loss && i != net->n_layers - 1 &&
+            !(i == net->n_layers - 2 && layer_type_find(cfg->sections[i + 2].name)->follows_loss))
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer %d: [softmax] is the loss and must be the last layer "
+                             "%s:%d: layer %d: [%s] is the loss and must be the last layer "
                              "(or be followed by darknet's [cost] alone)",
-                             cfg->path, s->line, i);
+                             cfg->path, s->line, i, s->name);
         prev = l->out_shape;
     }
     return CDL_OK;
@@ -367,9 +380,6 @@ static void free_activations(Net *net)
 
 void net_free(Net *net)
 {
-    for (int i = 0; i < net->n_layers; i++)
-        if (net->layers[i].type && net->layers[i].type->destroy)
-            net->layers[i].type->destroy(&net->layers[i]);
     free_activations(net);
     free(net->layers);
     free(net->params);
@@ -377,6 +387,34 @@ void net_free(Net *net)
     free(net->state);
     cfg_free(&net->cfg);
     memset(net, 0, sizeof *net);
+}
+
+/* Binds l->in[] and l->in_delta[] to the buffers of l's inputs. */
+static void bind_inputs(Net *net, Layer *l)
+{
+    for (int k = 0; k < l->n_inputs; k++) {
+        l->in[k] = net_layer_input(net, l, k);
+        l->in_delta[k] = net_layer_input_delta(net, l, k);
+    }
+}
+
+/* Measures every layer's private state for batch into l->state_floats and l->state_bytes
+ * (LayerState); the totals go to *floats and *bytes. */
+static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Error *e)
+{
+    *floats = *bytes = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        LayerState st = {0};
+        int rc = l->type->resize ? l->type->resize(l, batch, &st, e) : CDL_OK;
+        if (rc)
+            return rc;
+        l->state_floats = st.n_floats;
+        l->state_bytes = st.n_bytes;
+        *floats += st.n_floats;
+        *bytes += st.n_bytes;
+    }
+    return CDL_OK;
 }
 
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
@@ -397,7 +435,19 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    net->activations = calloc(total + 1, sizeof *net->activations);
+    size_t state_floats, state_bytes;
+    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    if (st)
+        return st;
+    if (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu values of layer "
+                         "state; lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
+    /* The activation slab: every layer's out, delta and pre, then their state floats, then
+     * (aligned) their state bytes. */
+    const size_t floats = total + state_floats, bytes_at = aligned(floats * sizeof(float));
+    net->activations = calloc(1, bytes_at + state_bytes + sizeof(float));
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
     net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
@@ -419,47 +469,76 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         l->pre = l->activation != CDL_ACT_LINEAR ? at : NULL;
         at += l->activation != CDL_ACT_LINEAR ? n : 0;
     }
+    unsigned char *bytes = (unsigned char *)net->activations + bytes_at;
     net->batch = batch;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        if (l->type->resize) {
-            int st = l->type->resize(l, batch, e);
-            if (st)
-                return st;
-        }
+        bind_inputs(net, l);
+        LayerState carve = {at, bytes, 0, 0};
+        if (l->type->resize && (st = l->type->resize(l, batch, &carve, e)))
+            return st;
+        at += l->state_floats;
+        bytes += l->state_bytes;
     }
     return CDL_OK;
 }
 
+/* The context of a pass over the current mini-batch (train: the net's mode). */
+static StepContext step_context(Net *net, int train)
+{
+    return (StepContext){
+        .batch = net->batch,
+        .train = train,
+        .scratch = net->scratch,
+        .scratch_floats = net->scratch_floats,
+        .labels = net->labels,
+        .loss = &net->loss,
+        .loss_divisor = net->loss_divisor,
+        .seed = net->seed,
+        .draw_id = net->draw_id,
+        .bn_momentum = net->hyper.bn_momentum,
+        .bn_eps = net->hyper.bn_eps,
+        .bn_darknet = net->hyper.bn_darknet,
+    };
+}
+
 void net_forward(Net *net)
 {
-    const int train = net->train;
+    StepContext ctx = step_context(net, net->train);
     net->loss = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const double start_s = net->profiler ? time_now_s() : 0;
-        net->train = train && i >= net->train_from; /* frozen layers run as in inference */
-        net->layers[i].type->forward(&net->layers[i], net);
+        ctx.train = net->train && i >= net->train_from; /* frozen layers run as in inference */
+        net->layers[i].type->cpu.forward(&net->layers[i], &ctx);
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
     }
-    net->train = train;
 }
 
 int net_can_forward_at(const Net *net)
 {
     for (int i = 0; i < net->n_layers; i++)
-        if (!net->layers[i].type->forward_at)
+        if (!layer_type_has_forward_at(net->layers[i].type))
             return 0;
     return net->n_layers > 0;
 }
 
 void net_forward_at(Net *net, int t)
 {
-    const int train = net->train;
-    net->train = 0;
+    const StepContext ctx = step_context(net, 0);
     for (int i = 0; i < net->n_layers; i++)
-        net->layers[i].type->forward_at(&net->layers[i], net, t);
-    net->train = train;
+        net->layers[i].type->cpu.forward_at(&net->layers[i], &ctx, t);
+}
+
+int net_check_backend(const Net *net, Backend backend, Error *e)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        const LayerType *type = net->layers[i].type;
+        if (!layer_type_kernels(type, backend))
+            return error_set(e, CDL_EUSAGE, "layer %d [%s] has no %s implementation", i, type->name,
+                             backend_name(backend));
+    }
+    return CDL_OK;
 }
 
 void net_backward(Net *net)
@@ -473,9 +552,10 @@ void net_backward(Net *net)
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
+    const StepContext ctx = step_context(net, net->train);
     for (int i = net->n_layers - 1; i >= net->train_from; i--) {
         const double start_s = net->profiler ? time_now_s() : 0;
-        net->layers[i].type->backward(&net->layers[i], net);
+        net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s, time_now_s());
     }

@@ -91,12 +91,14 @@ typedef struct Net {
     int train; /* 1: training mode (batch statistics, dropout) */
     /* Layers [0, train_from) are frozen: freeze=1 (or darknet's stopbackward=1) on layer
      * train_from-1, the last such key wins. They run in inference mode even in training
-     * (net_forward clears `train` for them: batch norm uses and keeps its running
+     * (net_forward hands them a StepContext with train 0: batch norm uses and keeps its running
      * statistics, dropout passes through), net_backward neither runs nor feeds them (their
      * deltas stay unused) and the optimizer leaves their parameters alone. 0: none. */
     int train_from;
-    int want_grads;     /* gradient slab and delta buffers exist */
-    float *activations; /* slab holding every layer's out/delta/pre */
+    int want_grads; /* gradient slab and delta buffers exist */
+    /* Slab holding every layer's out/delta/pre, then every layer's private per-batch state
+     * (Layer.state_floats floats, then Layer.state_bytes bytes; LayerType.resize). */
+    float *activations;
     float *input;       /* [batch][in_shape] */
     float *input_delta; /* [batch][in_shape] dL/d(input), only when requested */
     int *labels;        /* [batch][net_labels_per_sample] */
@@ -133,7 +135,8 @@ int net_build_from_text_uninitialised(Net *net, const char *text, const char *pa
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
                         int want_grads, uint64_t seed, Error *e);
 
-/* Sizes activations for a mini-batch of `batch` samples (allocates; not in the step).
+/* Sizes activations and the layers' private state for a mini-batch of `batch` samples and
+ * binds every layer's in[] and in_delta[] (allocates; not in the step).
  * want_input_delta also allocates net->input_delta (gradient checks). */
 int net_resize(Net *net, int batch, int want_input_delta, Error *e);
 
@@ -156,6 +159,10 @@ const float *net_output(const Net *net);
  * an infinity; -1 when the input [batch][in_shape] already does; n_layers when all is
  * finite. Reads every activation: for diagnosis, not for the training step. */
 int net_first_nonfinite_output(const Net *net);
+
+/* Fails, naming the first layer (in order) whose family has no kernels on backend, with
+ * "layer N [type] has no GPU implementation"; CDL_OK when every layer can run there. */
+int net_check_backend(const Net *net, Backend backend, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

@@ -22,7 +22,6 @@
  * forward_at sees rows <= t only and so differs from forward. */
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/layer.h"
@@ -44,9 +43,10 @@ typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
-    float dropout;     /* probability of dropping an attention weight in training */
-    int block;         /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
-    int threads;       /* workspaces allocated */
+    float dropout; /* probability of dropping an attention weight in training */
+    int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
+    int threads;   /* workspaces */
+    /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
     float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
     float *probs;      /* [batch][H][T][T]: P, zero above the diagonal when causal */
@@ -78,9 +78,7 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     if (!(dropout >= 0.0f && dropout < 1.0f))
         return cfg_bad_value(cfg, s, "dropout", e, "expected a number in [0, 1)");
 
-    Attention *a = calloc(1, sizeof *a);
-    if (!a)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Attention *a = l->priv;
     a->seq = l->in_shape.h;
     a->channels = channels;
     a->heads = heads;
@@ -88,7 +86,6 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->causal = causal;
     a->dropout = dropout;
     a->block = a->seq < ATTENTION_ROW_BLOCK ? a->seq : ATTENTION_ROW_BLOCK;
-    l->priv = a;
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
@@ -112,25 +109,14 @@ static void attention_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)a->channels));
 }
 
-static void attention_free_buffers(Attention *a)
-{
-    free(a->qkv);
-    free(a->heads_out);
-    free(a->probs);
-    free(a->mask);
-    free(a->workspace);
-    a->qkv = a->heads_out = a->probs = a->mask = a->workspace = NULL;
-}
-
 static size_t workspace_floats(const Attention *a)
 {
     return 2 * (size_t)a->block * (size_t)a->seq;
 }
 
-static int attention_resize(Layer *l, int batch, Error *e)
+static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
-    attention_free_buffers(a);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)a->seq;
     if (probs > NET_MAX_BATCH_FLOATS)
@@ -139,18 +125,13 @@ static int attention_resize(Layer *l, int batch, Error *e)
                          "weights; lower batch or raise subdivisions",
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     a->threads = omp_get_max_threads();
-    a->qkv = malloc(rows * 3 * c * sizeof *a->qkv);
-    a->heads_out = malloc(rows * c * sizeof *a->heads_out);
-    a->probs = malloc(probs * sizeof *a->probs);
-    /* Dropout acts in training only, which needs gradients (l->delta). */
-    const int want_mask = a->dropout > 0 && l->delta;
-    a->mask = want_mask ? malloc(probs * sizeof *a->mask) : NULL;
+    a->qkv = layer_state_floats(st, rows * 3 * c);
+    a->heads_out = layer_state_floats(st, rows * c);
+    a->probs = layer_state_floats(st, probs);
+    /* Dropout acts in training only, which needs gradients. */
+    a->mask = layer_state_floats(st, a->dropout > 0 && l->params[P_WEIGHTS].grad ? probs : 0);
     a->mask_is_valid = 0;
-    a->workspace = malloc((size_t)a->threads * workspace_floats(a) * sizeof *a->workspace);
-    if (!a->qkv || !a->heads_out || !a->probs || (want_mask && !a->mask) || !a->workspace) {
-        attention_free_buffers(a);
-        return error_set(e, CDL_ERUNTIME, "out of memory for attention layer %d", l->index);
-    }
+    a->workspace = layer_state_floats(st, (size_t)a->threads * workspace_floats(a));
     return CDL_OK;
 }
 
@@ -255,16 +236,15 @@ static void head_forward(const Attention *a, HeadView hv, int pair, int use_mask
     }
 }
 
-static void attention_forward(Layer *l, Net *net)
+static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int rows = net->batch * a->seq, c = a->channels, pairs = net->batch * a->heads;
-    linear_rows(net_layer_input(net, l, 0), c, rows, c, 3 * c, l->params[P_WEIGHTS].data,
-                l->params[P_BIASES].data, a->qkv, 3 * c);
+    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
+    linear_rows(l->in[0], c, rows, c, 3 * c, l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
+                a->qkv, 3 * c);
 
-    a->mask_is_valid = net->train && a->dropout > 0 && a->mask;
-    const uint64_t key =
-        a->mask_is_valid ? rng_key(net->seed, (net->draw_id << 16) ^ (uint64_t)l->index) : 0;
+    a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
+    const uint64_t key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0;
     const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
@@ -303,21 +283,21 @@ static void head_forward_at(const Attention *a, HeadView hv, int t, float *score
     }
 }
 
-static void attention_forward_at(Layer *l, Net *net, int t)
+static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
-    const int c = a->channels, stride = a->seq * c, pairs = net->batch * a->heads;
+    const int c = a->channels, stride = a->seq * c, pairs = ctx->batch * a->heads;
     const size_t at = (size_t)t * c;
     /* Row t of every sample: rows of the batch are T rows apart. */
-    linear_rows(net_layer_input(net, l, 0) + at, stride, net->batch, c, 3 * c,
-                l->params[P_WEIGHTS].data, l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
+    linear_rows(l->in[0] + at, stride, ctx->batch, c, 3 * c, l->params[P_WEIGHTS].data,
+                l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
     const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static) num_threads(                                             \
     loop_threads(a)) if ((size_t)pairs * (t + 1) * a->head_size > ATTENTION_PARALLEL_MIN)
     for (int pair = 0; pair < pairs; pair++)
         head_forward_at(a, head_view(a, pair / a->heads, pair % a->heads), t,
                         a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-    linear_rows(a->heads_out + at, stride, net->batch, c, c, l->params[P_OUT_WEIGHTS].data,
+    linear_rows(a->heads_out + at, stride, ctx->batch, c, c, l->params[P_OUT_WEIGHTS].data,
                 l->params[P_OUT_BIASES].data, l->out + at, stride);
 }
 
@@ -364,13 +344,13 @@ static void head_backward(const Attention *a, HeadView hv, const float *dy, floa
     }
 }
 
-static void attention_backward(Layer *l, Net *net)
+static void attention_backward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int rows = net->batch * a->seq, c = a->channels, pairs = net->batch * a->heads;
+    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
     const size_t t = (size_t)a->seq;
-    float *dheads = net->scratch;                  /* [batch][T][C] */
-    float *dqkv = net->scratch + (size_t)rows * c; /* [batch][T][3C] */
+    float *dheads = ctx->scratch;                  /* [batch][T][C] */
+    float *dqkv = ctx->scratch + (size_t)rows * c; /* [batch][T][3C] */
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
@@ -390,30 +370,21 @@ static void attention_backward(Layer *l, Net *net)
     }
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
     gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
     sum_rows_add(l->params[P_BIASES].grad, dqkv, (size_t)rows, 3 * (size_t)c);
-    float *dx = net_layer_input_delta(net, l, 0);
+    float *dx = l->in_delta[0];
     if (dx)
         gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c, 1.0f, dx, c);
 }
 
-static void attention_destroy(Layer *l)
-{
-    Attention *a = l->priv;
-    if (a)
-        attention_free_buffers(a);
-    free(a);
-    l->priv = NULL;
-}
-
 const LayerType attention_layer = {
     .name = "attention",
+    .priv_size = sizeof(Attention),
     .parse = attention_parse,
     .init = attention_init,
     .resize = attention_resize,
-    .forward = attention_forward,
-    .backward = attention_backward,
-    .destroy = attention_destroy,
-    .forward_at = attention_forward_at,
+    .cpu = {.forward = attention_forward,
+            .backward = attention_backward,
+            .forward_at = attention_forward_at},
 };

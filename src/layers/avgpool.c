@@ -17,10 +17,10 @@ static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     return CDL_OK;
 }
 
-static void avgpool_forward(Layer *l, Net *net)
+static void avgpool_forward(Layer *l, const StepContext *ctx)
 {
-    const float *in = net_layer_input(net, l, 0);
-    int planes = net->batch * l->in_shape.c;
+    const float *in = l->in[0];
+    int planes = ctx->batch * l->in_shape.c;
     size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
     float inv = 1.0f / (float)spatial;
 #pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
@@ -34,12 +34,12 @@ static void avgpool_forward(Layer *l, Net *net)
     }
 }
 
-static void avgpool_backward(Layer *l, Net *net)
+static void avgpool_backward(Layer *l, const StepContext *ctx)
 {
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
-    int planes = net->batch * l->in_shape.c;
+    int planes = ctx->batch * l->in_shape.c;
     size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
     float inv = 1.0f / (float)spatial;
 #pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
@@ -63,7 +63,6 @@ static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 const LayerType avgpool_layer = {
     .name = "avgpool",
     .parse = avgpool_parse,
-    .forward = avgpool_forward,
-    .backward = avgpool_backward,
+    .cpu = {.forward = avgpool_forward, .backward = avgpool_backward},
     .export_onnx = avgpool_export_onnx,
 };

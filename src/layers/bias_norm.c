@@ -1,8 +1,6 @@
 /* Bias or batch-norm stage shared by [convolutional], [connected] and [batchnorm]. */
 #include "layers/bias_norm.h"
 
-#include <stdlib.h>
-
 #include "ops/batchnorm.h"
 
 enum { BIASES, SCALES, ROLLING_MEAN, ROLLING_VARIANCE };
@@ -39,36 +37,28 @@ void bias_norm_init(const BiasNorm *bn, Layer *l)
     }
 }
 
-int bias_norm_resize(BiasNorm *bn, const Layer *l, int batch, Error *e)
+void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st)
 {
-    if (!bn->batch_normalize || batch == bn->batch)
-        return CDL_OK;
-    free(bn->x_hat);
-    free(bn->inv_std);
-    bn->x_hat = malloc((size_t)batch * bn->channels * bn->spatial * sizeof *bn->x_hat);
-    bn->inv_std = malloc((size_t)bn->channels * sizeof *bn->inv_std);
-    bn->batch = batch;
-    if (!bn->x_hat || !bn->inv_std) {
-        bn->batch = 0;
-        return error_set(e, CDL_ERUNTIME, "layer %d: out of memory for batch %d", l->index, batch);
-    }
-    return CDL_OK;
+    if (!bn->batch_normalize)
+        return;
+    bn->x_hat = layer_state_floats(st, (size_t)batch * bn->channels * bn->spatial);
+    bn->inv_std = layer_state_floats(st, (size_t)bn->channels);
 }
 
-void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, float *y)
+void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y)
 {
-    const int batch = net->batch, channels = bn->channels, spatial = bn->spatial;
+    const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
     const float *bias = param(bn, l, BIASES)->data;
     if (bn->batch_normalize) {
         const float *scale = param(bn, l, SCALES)->data;
         float *mean = param(bn, l, ROLLING_MEAN)->data;
         float *var = param(bn, l, ROLLING_VARIANCE)->data;
-        if (net->train)
+        if (ctx->train)
             batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias, mean, var, batch,
-                                    channels, spatial, net->hyper.bn_momentum, net->hyper.bn_eps);
+                                    channels, spatial, ctx->bn_momentum, ctx->bn_eps);
         else
             batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
-                                   net->hyper.bn_eps, net->hyper.bn_darknet);
+                                   ctx->bn_eps, ctx->bn_darknet);
         return;
     }
     const int rows = batch * channels;
@@ -83,9 +73,9 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, f
     }
 }
 
-void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *delta)
+void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta)
 {
-    const int batch = net->batch, channels = bn->channels, spatial = bn->spatial;
+    const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
     Param *biases = param(bn, l, BIASES);
     if (bn->batch_normalize) {
         Param *scales = param(bn, l, SCALES);
@@ -126,12 +116,4 @@ void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net
     const OnnxAttr eps =
         onnx_attr_float("epsilon", net->hyper.bn_darknet ? 0.0f : net->hyper.bn_eps);
     onnx_node(g, "BatchNormalization", 5, in, y, 1, &eps);
-}
-
-void bias_norm_free(BiasNorm *bn)
-{
-    free(bn->x_hat);
-    free(bn->inv_std);
-    bn->x_hat = bn->inv_std = NULL;
-    bn->batch = 0;
 }

@@ -13,9 +13,8 @@ typedef struct BiasNorm {
     int first_param;       /* index of "biases" in l->params; with batch norm "scales",
                               "rolling_mean" and "rolling_variance" follow it */
     int channels, spatial; /* per sample */
-    int batch;             /* batch the buffers below are sized for */
-    float *x_hat;          /* [batch][channels][spatial], batch norm only */
-    float *inv_std;        /* [channels] */
+    float *x_hat;          /* [batch][channels][spatial], batch norm only (net's slab) */
+    float *inv_std;        /* [channels], batch norm only (net's slab) */
 } BiasNorm;
 
 /* Declares the parameters on l (biases; with batch norm also scales and the running
@@ -23,13 +22,13 @@ typedef struct BiasNorm {
 void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial);
 /* biases 0, scales 1, running mean 0, running variance 1. */
 void bias_norm_init(const BiasNorm *bn, Layer *l);
-int bias_norm_resize(BiasNorm *bn, const Layer *l, int batch, Error *e);
+/* Takes x_hat and inv_std from st (batch norm only; see LayerState). */
+void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st);
 /* y = x + bias, or batch norm in the net's mode (training: batch statistics, moving the
  * running ones). y may equal x. */
-void bias_norm_forward(BiasNorm *bn, Layer *l, const Net *net, const float *x, float *y);
+void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y);
 /* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
-void bias_norm_backward(const BiasNorm *bn, Layer *l, const Net *net, float *delta);
-void bias_norm_free(BiasNorm *bn);
+void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's
  * Conv B or Gemm C input (name receives it); with batch norm, y = BatchNormalization(x) in
  * inference mode (running statistics, epsilon bn_eps; 0 with bn_darknet). */

@@ -6,7 +6,6 @@
  *   with batch_normalize: scales, biases (the BN shift), rolling_mean, rolling_variance
  *   [output], normalising each output over the batch. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "core/layer.h"
 #include "core/net.h"
@@ -35,12 +34,9 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     if (outputs < 1)
         return layer_bad_key(l, cfg, s, "output", outputs, "expected at least 1", e);
 
-    Connected *fc = calloc(1, sizeof *fc);
-    if (!fc)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Connected *fc = l->priv;
     fc->inputs = (int)shape_size(l->in_shape);
     fc->outputs = outputs;
-    l->priv = fc;
 
     l->out_shape = (Shape){outputs, 1, 1};
     layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, (int64_t)fc->inputs});
@@ -64,53 +60,45 @@ static void connected_init(Layer *l, Rng *rng)
             b->data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
 }
 
-static int connected_resize(Layer *l, int batch, Error *e)
+static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Connected *fc = l->priv;
-    return bias_norm_resize(&fc->stage, l, batch, e);
+    bias_norm_resize(&fc->stage, batch, st);
+    return CDL_OK;
 }
 
-static void connected_forward(Layer *l, Net *net)
+static void connected_forward(Layer *l, const StepContext *ctx)
 {
     Connected *fc = l->priv;
-    const int batch = net->batch, inputs = fc->inputs, outputs = fc->outputs;
-    const float *x = net_layer_input(net, l, 0);
+    const int batch = ctx->batch, inputs = fc->inputs, outputs = fc->outputs;
+    const float *x = l->in[0];
 
     /* out[batch][outputs] = x[batch][inputs] * W^T */
     gemm(0, 1, batch, outputs, inputs, 1.0f, x, inputs, l->params[P_WEIGHTS].data, inputs, 0.0f,
          l->out, outputs);
 
-    bias_norm_forward(&fc->stage, l, net, l->out, layer_activation_input(l));
+    bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
 }
 
-static void connected_backward(Layer *l, Net *net)
+static void connected_backward(Layer *l, const StepContext *ctx)
 {
     Connected *fc = l->priv;
-    const int batch = net->batch, inputs = fc->inputs, outputs = fc->outputs;
+    const int batch = ctx->batch, inputs = fc->inputs, outputs = fc->outputs;
 
     layer_activation_backward(l, batch);
-    bias_norm_backward(&fc->stage, l, net, l->delta);
+    bias_norm_backward(&fc->stage, l, ctx, l->delta);
 
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
     /* dW[outputs][inputs] += delta^T * x */
     gemm(1, 0, outputs, inputs, batch, 1.0f, l->delta, outputs, x, inputs, 1.0f,
          l->params[P_WEIGHTS].grad, inputs);
-    float *dx = net_layer_input_delta(net, l, 0);
+    float *dx = l->in_delta[0];
     /* dx[batch][inputs] += delta * W */
     if (dx)
         gemm(0, 0, batch, inputs, outputs, 1.0f, l->delta, outputs, l->params[P_WEIGHTS].data,
              inputs, 1.0f, dx, inputs);
-}
-
-static void connected_destroy(Layer *l)
-{
-    Connected *fc = l->priv;
-    if (!fc)
-        return;
-    bias_norm_free(&fc->stage);
-    free(fc);
-    l->priv = NULL;
 }
 
 /* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and
@@ -140,11 +128,12 @@ static int connected_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
 
 const LayerType connected_layer = {
     .name = "connected",
+    .priv_size = sizeof(Connected),
     .parse = connected_parse,
     .init = connected_init,
     .resize = connected_resize,
-    .forward = connected_forward,
-    .backward = connected_backward,
-    .destroy = connected_destroy,
+    .cpu = {.forward = connected_forward, .backward = connected_backward},
     .export_onnx = connected_export_onnx,
+    .gemm_bound = 1,
+    .darknet_weights = DARKNET_CONNECTED,
 };

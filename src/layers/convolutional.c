@@ -18,7 +18,6 @@
  * reduced in thread order, so results depend on the thread count but not on timing. */
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/layer.h"
@@ -111,9 +110,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                          path, s->line, l->index, s->name, kdim_values * filters,
                          kdim_values * out_h * out_w, NET_MAX_FLOATS);
 
-    Conv *cv = calloc(1, sizeof *cv);
-    if (!cv)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Conv *cv = l->priv;
     cv->filters = filters;
     cv->size = size;
     cv->stride = stride;
@@ -122,7 +119,6 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->direct = size == 1 && stride == 1 && padding == 0;
     cv->depthwise = in.c == groups && groups > 1 && !cv->direct;
     cv->same = !cv->direct && !cv->depthwise && stride == 1 && out_h == in.h && out_w == in.w;
-    l->priv = cv;
 
     l->out_shape = (Shape){filters, out_h, out_w};
     const size_t out_hw = (size_t)out_h * out_w;
@@ -149,27 +145,21 @@ static void conv_init(Layer *l, Rng *rng)
     bias_norm_init(&cv->stage, l);
 }
 
-static int conv_resize(Layer *l, int batch, Error *e)
+static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Conv *cv = l->priv;
-    int want = omp_get_max_threads();
-    want = (want < CONV_MAX_GRAD_THREADS ? want : CONV_MAX_GRAD_THREADS) - 1;
+    const int threads = omp_get_max_threads();
     /* Only a backward needs them; inference nets have no gradient slab. */
-    if (cv->depthwise || !l->params[P_WEIGHTS].grad || cv->n_partial >= want)
-        want = cv->n_partial;
-    if (want != cv->n_partial) {
-        free(cv->dw_partial);
-        cv->dw_partial = malloc((size_t)want * l->params[P_WEIGHTS].count * sizeof(float));
-        cv->n_partial = cv->dw_partial ? want : 0;
-        if (!cv->dw_partial)
-            return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
-    }
-    if (cv->same && l->params[P_WEIGHTS].grad && !cv->w_flipped) {
-        cv->w_flipped = malloc(l->params[P_WEIGHTS].count * sizeof(float));
-        if (!cv->w_flipped)
-            return error_set(e, CDL_ERUNTIME, "layer %d: out of memory", l->index);
-    }
-    return bias_norm_resize(&cv->stage, l, batch, e);
+    const int backward = l->params[P_WEIGHTS].grad != NULL;
+    cv->n_partial = backward && !cv->depthwise
+                        ? (threads < CONV_MAX_GRAD_THREADS ? threads : CONV_MAX_GRAD_THREADS) - 1
+                        : 0;
+    const size_t weights = l->params[P_WEIGHTS].count;
+    cv->dw_partial = layer_state_floats(st, (size_t)cv->n_partial * weights);
+    cv->w_flipped = layer_state_floats(st, cv->same && backward ? weights : 0);
+    bias_norm_resize(&cv->stage, batch, st);
+    return CDL_OK;
 }
 
 /* Threads to spread the batch's images over, or 1 to run images one by one with threaded
@@ -367,12 +357,12 @@ static void depthwise_backward(const Layer *l, const Conv *cv, const float *x, f
     }
 }
 
-static void conv_forward(Layer *l, Net *net)
+static void conv_forward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
-    const int batch = net->batch;
+    const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
 
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
@@ -381,29 +371,29 @@ static void conv_forward(Layer *l, Net *net)
 #pragma omp parallel for schedule(static) if (nt > 1)
         for (int b = 0; b < batch; b++)
             forward_image(l, cv, x + b * in_size, l->out + b * out_size,
-                          net->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
+                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
     }
 
-    bias_norm_forward(&cv->stage, l, net, l->out, layer_activation_input(l));
+    bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
 }
 
 /* Weight gradients of the whole batch. Image-parallel: thread t takes a fixed contiguous
  * range of images and sums them into its own copy (thread 0 straight into the gradient);
  * the copies are then added in thread order. */
-static void weight_grads(Layer *l, Conv *cv, Net *net, int nt)
+static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
 {
-    const int batch = net->batch;
+    const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const size_t count = l->params[P_WEIGHTS].count;
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
     float *dw = l->params[P_WEIGHTS].grad;
     int threads = nt < cv->n_partial + 1 ? nt : cv->n_partial + 1;
 
     if (threads < 2) {
         for (int b = 0; b < batch; b++)
             weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
-                               net->scratch);
+                               ctx->scratch);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -418,7 +408,7 @@ static void weight_grads(Layer *l, Conv *cv, Net *net, int nt)
         for (int b = b0; b < b1; b++)
             weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
                                t == 0 || b > b0 ? 1.0f : 0.0f, acc,
-                               net->scratch + (size_t)b * cv->cols_floats);
+                               ctx->scratch + (size_t)b * cv->cols_floats);
     }
 #pragma omp parallel for simd schedule(static) if (count >= 16384)
     for (size_t i = 0; i < count; i++) {
@@ -429,22 +419,22 @@ static void weight_grads(Layer *l, Conv *cv, Net *net, int nt)
     }
 }
 
-static void conv_backward(Layer *l, Net *net)
+static void conv_backward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
-    const int batch = net->batch;
+    const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
     layer_activation_backward(l, batch);
-    bias_norm_backward(&cv->stage, l, net, l->delta);
+    bias_norm_backward(&cv->stage, l, ctx, l->delta);
 
-    float *dx = net_layer_input_delta(net, l, 0);
+    float *dx = l->in_delta[0];
     if (cv->depthwise) {
-        depthwise_backward(l, cv, net_layer_input(net, l, 0), dx, batch);
+        depthwise_backward(l, cv, l->in[0], dx, batch);
         return;
     }
     const int nt = image_threads(batch);
-    weight_grads(l, cv, net, nt);
+    weight_grads(l, cv, ctx, nt);
     if (!dx)
         return;
     if (cv->same)
@@ -452,19 +442,7 @@ static void conv_backward(Layer *l, Net *net)
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
-                          net->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
-}
-
-static void conv_destroy(Layer *l)
-{
-    Conv *cv = l->priv;
-    if (!cv)
-        return;
-    bias_norm_free(&cv->stage);
-    free(cv->dw_partial);
-    free(cv->w_flipped);
-    free(cv);
-    l->priv = NULL;
+                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
 }
 
 /* Conv (bias as its B input, or no bias and BatchNormalization), then the activation. */
@@ -500,11 +478,12 @@ static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
 
 const LayerType convolutional_layer = {
     .name = "convolutional",
+    .priv_size = sizeof(Conv),
     .parse = conv_parse,
     .init = conv_init,
     .resize = conv_resize,
-    .forward = conv_forward,
-    .backward = conv_backward,
-    .destroy = conv_destroy,
+    .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
+    .gemm_bound = 1,
+    .darknet_weights = DARKNET_CONVOLUTIONAL,
 };

@@ -12,9 +12,8 @@
 
 static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    const int after_softmax =
-        l->index > 0 && !strcmp(net->layers[l->index - 1].type->name, "softmax");
-    if (!after_softmax || l->index != net->n_layers - 1) {
+    const int after_loss = l->index > 0 && net->layers[l->index - 1].type->is_loss;
+    if (!after_loss || l->index != net->n_layers - 1) {
         const CfgEntry *type = cfg_find(s, "type");
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: unsupported section [%s] (a type=%s loss) here: cdl "
@@ -26,20 +25,19 @@ static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     return CDL_OK;
 }
 
-static void cost_forward(Layer *l, Net *net)
+static void cost_forward(Layer *l, const StepContext *ctx)
 {
-    memcpy(l->out, net_layer_input(net, l, 0),
-           (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->out);
+    memcpy(l->out, l->in[0], (size_t)ctx->batch * shape_size(l->out_shape) * sizeof *l->out);
 }
 
 /* The softmax before computes its gradient from the labels; without labels this is the
  * identity's gradient. */
-static void cost_backward(Layer *l, Net *net)
+static void cost_backward(Layer *l, const StepContext *ctx)
 {
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
-    const size_t n = (size_t)net->batch * shape_size(l->out_shape);
+    const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     for (size_t i = 0; i < n; i++)
         in_delta[i] += l->delta[i];
 }
@@ -56,7 +54,7 @@ static int cost_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
 const LayerType cost_layer = {
     .name = "cost",
     .parse = cost_parse,
-    .forward = cost_forward,
-    .backward = cost_backward,
+    .cpu = {.forward = cost_forward, .backward = cost_backward},
     .export_onnx = cost_export_onnx,
+    .follows_loss = 1,
 };

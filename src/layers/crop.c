@@ -12,7 +12,6 @@
  * the same windows whatever the thread count (darknet's GPU crop draws per image like this;
  * its CPU one draws once per batch). Backward adds the scaled deltas back into the window. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -39,38 +38,33 @@ static int crop_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                          "of at least 1x1 inside the %dx%d input",
                          cfg->path, s->line, l->index, s->name, height, width, l->in_shape.h,
                          l->in_shape.w);
-    Crop *cr = calloc(1, sizeof *cr);
-    if (!cr)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Crop *cr = l->priv;
     cr->flip = flip != 0;
     cr->noadjust = noadjust != 0;
     cr->scale = cr->noadjust ? 1.0f : 2.0f;
     cr->shift = cr->noadjust ? 0.0f : -1.0f;
-    l->priv = cr;
     l->out_shape = (Shape){l->in_shape.c, height, width};
     l->flops = 2.0 * (double)shape_size(l->out_shape);
     return CDL_OK;
 }
 
-static int crop_resize(Layer *l, int batch, Error *e)
+static int crop_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Crop *cr = l->priv;
-    free(cr->windows);
-    cr->windows = malloc((size_t)batch * 3 * sizeof *cr->windows);
-    if (!cr->windows)
-        return error_set(e, CDL_ERUNTIME, "out of memory for crop layer %d", l->index);
+    cr->windows = layer_state_bytes(st, (size_t)batch * 3 * sizeof *cr->windows);
     return CDL_OK;
 }
 
 /* Chooses each sample's window: the centre in inference, random ones in training. */
-static void choose_windows(const Layer *l, const Net *net, Crop *cr)
+static void choose_windows(const Layer *l, const StepContext *ctx, Crop *cr)
 {
     const int spare_h = l->in_shape.h - l->out_shape.h, spare_w = l->in_shape.w - l->out_shape.w;
     Rng r;
-    rng_seed(&r, net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
-    for (int b = 0; b < net->batch; b++) {
+    rng_seed(&r, ctx->seed, layer_draw_stream(ctx, l));
+    for (int b = 0; b < ctx->batch; b++) {
         int *win = cr->windows + 3 * b;
-        if (!net->train) {
+        if (!ctx->train) {
             win[0] = spare_h / 2, win[1] = spare_w / 2, win[2] = 0;
             continue;
         }
@@ -86,13 +80,13 @@ static inline int source_column(int x, int x0, int mirrored, int out_w)
     return x0 + (mirrored ? out_w - 1 - x : x);
 }
 
-static void crop_forward(Layer *l, Net *net)
+static void crop_forward(Layer *l, const StepContext *ctx)
 {
     Crop *cr = l->priv;
-    choose_windows(l, net, cr);
-    const float *in = net_layer_input(net, l, 0);
+    choose_windows(l, ctx, cr);
+    const float *in = l->in[0];
     const Shape is = l->in_shape, os = l->out_shape;
-    const int planes = net->batch * os.c;
+    const int planes = ctx->batch * os.c;
 #pragma omp parallel for schedule(static) if ((size_t)planes * os.h * os.w >= 65536)
     for (int p = 0; p < planes; p++) {
         const int *win = cr->windows + 3 * (p / os.c);
@@ -107,14 +101,14 @@ static void crop_forward(Layer *l, Net *net)
     }
 }
 
-static void crop_backward(Layer *l, Net *net)
+static void crop_backward(Layer *l, const StepContext *ctx)
 {
     const Crop *cr = l->priv;
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
     const Shape is = l->in_shape, os = l->out_shape;
-    const int planes = net->batch * os.c;
+    const int planes = ctx->batch * os.c;
 #pragma omp parallel for schedule(static) if ((size_t)planes * os.h * os.w >= 65536)
     for (int p = 0; p < planes; p++) {
         const int *win = cr->windows + 3 * (p / os.c);
@@ -125,15 +119,6 @@ static void crop_backward(Layer *l, Net *net)
                 dsrc[(size_t)(win[0] + y) * is.w + source_column(x, win[1], win[2], os.w)] +=
                     d[y * os.w + x] * cr->scale;
     }
-}
-
-static void crop_destroy(Layer *l)
-{
-    Crop *cr = l->priv;
-    if (cr)
-        free(cr->windows);
-    free(cr);
-    l->priv = NULL;
 }
 
 /* Inference: Slice of the centre window, then Mul 2 and Add -1 unless noadjust. */
@@ -173,10 +158,9 @@ static int crop_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
 
 const LayerType crop_layer = {
     .name = "crop",
+    .priv_size = sizeof(Crop),
     .parse = crop_parse,
     .resize = crop_resize,
-    .forward = crop_forward,
-    .backward = crop_backward,
-    .destroy = crop_destroy,
+    .cpu = {.forward = crop_forward, .backward = crop_backward},
     .export_onnx = crop_export_onnx,
 };

@@ -5,7 +5,6 @@
  *
  * The mask is drawn from (net seed, draw_id, layer index) at every training forward:
  * the same pass id redraws the same mask, whatever the thread count. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/net.h"
@@ -32,39 +31,34 @@ static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
         return cfg_bad_value(cfg, s, "probability", e, "expected a number in [0, 1)");
     l->out_shape = l->in_shape;
     l->flops = (double)shape_size(l->in_shape);
-    Dropout *d = calloc(1, sizeof *d);
-    if (!d)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Dropout *d = l->priv;
     d->probability = p;
     d->scale = 1.0f / (1.0f - p);
-    l->priv = d;
     return CDL_OK;
 }
 
-static int dropout_resize(Layer *l, int batch, Error *e)
+static int dropout_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Dropout *d = l->priv;
-    free(d->mask);
-    d->mask = malloc((size_t)batch * shape_size(l->out_shape) * sizeof *d->mask);
+    d->mask = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
     d->mask_is_valid = 0;
-    if (!d->mask)
-        return error_set(e, CDL_ERUNTIME, "out of memory for dropout layer %d", l->index);
     return CDL_OK;
 }
 
-static void dropout_forward(Layer *l, Net *net)
+static void dropout_forward(Layer *l, const StepContext *ctx)
 {
     Dropout *d = l->priv;
-    const float *in = net_layer_input(net, l, 0);
-    size_t n = (size_t)net->batch * shape_size(l->out_shape);
-    d->mask_is_valid = net->train && d->probability > 0;
+    const float *in = l->in[0];
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    d->mask_is_valid = ctx->train && d->probability > 0;
     if (!d->mask_is_valid) {
         memcpy(l->out, in, n * sizeof *l->out);
         return;
     }
     /* Value i's draw is computed directly from i, so the loop vectorises and splits across
      * threads with the same mask for any thread count. */
-    const uint64_t key = rng_key(net->seed, (net->draw_id << 16) ^ (uint64_t)l->index);
+    const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
@@ -75,23 +69,23 @@ static void dropout_forward(Layer *l, Net *net)
 }
 
 /* Inference: row t passes through (sequence nets). */
-static void dropout_forward_at(Layer *l, Net *net, int t)
+static void dropout_forward_at(Layer *l, const StepContext *ctx, int t)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
-    for (int b = 0; b < net->batch; b++) {
+    for (int b = 0; b < ctx->batch; b++) {
         const size_t at = (size_t)b * sample + (size_t)t * row;
         memcpy(l->out + at, in + at, row * sizeof *l->out);
     }
 }
 
-static void dropout_backward(Layer *l, Net *net)
+static void dropout_backward(Layer *l, const StepContext *ctx)
 {
     const Dropout *d = l->priv;
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
-    size_t n = (size_t)net->batch * shape_size(l->out_shape);
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     const float *delta = l->delta, *mask = d->mask;
     if (!d->mask_is_valid) {
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
@@ -102,15 +96,6 @@ static void dropout_backward(Layer *l, Net *net)
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         in_delta[i] += delta[i] * mask[i];
-}
-
-static void dropout_destroy(Layer *l)
-{
-    Dropout *d = l->priv;
-    if (d)
-        free(d->mask);
-    free(d);
-    l->priv = NULL;
 }
 
 /* Inference is the identity (the kept values were scaled during training); the input keeps
@@ -126,11 +111,11 @@ static int dropout_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 
 const LayerType dropout_layer = {
     .name = "dropout",
+    .priv_size = sizeof(Dropout),
     .parse = dropout_parse,
     .resize = dropout_resize,
-    .forward = dropout_forward,
-    .forward_at = dropout_forward_at,
-    .backward = dropout_backward,
-    .destroy = dropout_destroy,
+    .cpu = {.forward = dropout_forward,
+            .backward = dropout_backward,
+            .forward_at = dropout_forward_at},
     .export_onnx = dropout_export_onnx,
 };

@@ -80,28 +80,28 @@ static void lookup_rows(const Layer *l, const float *in, size_t in_stride, float
     }
 }
 
-static void embedding_forward(Layer *l, Net *net)
+static void embedding_forward(Layer *l, const StepContext *ctx)
 {
-    const int rows = net->batch * l->out_shape.h;
-    lookup_rows(l, net_layer_input(net, l, 0), 1, l->out, (size_t)l->out_shape.w, rows);
+    const int rows = ctx->batch * l->out_shape.h;
+    lookup_rows(l, l->in[0], 1, l->out, (size_t)l->out_shape.w, rows);
 }
 
-static void embedding_forward_at(Layer *l, Net *net, int t)
+static void embedding_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const size_t tokens = (size_t)l->out_shape.h, channels = (size_t)l->out_shape.w;
-    lookup_rows(l, net_layer_input(net, l, 0) + t, tokens, l->out + (size_t)t * channels,
-                tokens * channels, net->batch);
+    lookup_rows(l, l->in[0] + t, tokens, l->out + (size_t)t * channels, tokens * channels,
+                ctx->batch);
 }
 
 /* grad[id] += delta[b][t] for every token. Threads split the columns, so two tokens with the
  * same id never race and each sum runs in token order. */
-static void embedding_backward(Layer *l, Net *net)
+static void embedding_backward(Layer *l, const StepContext *ctx)
 {
     const Param *w = &l->params[0];
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t channels = (size_t)l->out_shape.w;
     const int vocab = (int)(w->count / channels);
-    const int rows = net->batch * l->out_shape.h;
+    const int rows = ctx->batch * l->out_shape.h;
 #pragma omp parallel if ((size_t)rows * channels > EMBEDDING_PARALLEL_MIN)
     {
         const size_t threads = (size_t)omp_get_num_threads(), me = (size_t)omp_get_thread_num();
@@ -122,7 +122,8 @@ const LayerType embedding_layer = {
     .name = "embedding",
     .parse = embedding_parse,
     .init = embedding_init,
-    .forward = embedding_forward,
-    .backward = embedding_backward,
-    .forward_at = embedding_forward_at,
+    .cpu = {.forward = embedding_forward,
+            .backward = embedding_backward,
+            .forward_at = embedding_forward_at},
+    .reads_token_ids = 1,
 };

@@ -4,7 +4,6 @@
  *   out[r] = (in[r] - mean(in[r])) / sqrt(var(in[r]) + eps) * scales + biases
  *   (var is the biased variance); scales [w] start at 1, biases [w] at 0. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "core/net.h"
 #include "ops/sum_rows.h"
@@ -30,11 +29,8 @@ static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return st;
     if (!(eps > 0))
         return cfg_bad_value(cfg, s, "eps", e, "must be > 0");
-    LayerNorm *ln = calloc(1, sizeof *ln);
-    if (!ln)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    LayerNorm *ln = l->priv;
     ln->eps = eps;
-    l->priv = ln;
     l->out_shape = l->in_shape;
     layer_add_param(l, "scales", 1, 0, 1, (int64_t[]){l->in_shape.w});
     layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){l->in_shape.w});
@@ -52,28 +48,14 @@ static void layernorm_init(Layer *l, Rng *rng)
     }
 }
 
-static int layernorm_resize(Layer *l, int batch, Error *e)
+static int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     LayerNorm *ln = l->priv;
     const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
-    free(ln->mean);
-    free(ln->inv_std);
-    ln->mean = malloc(rows * sizeof *ln->mean);
-    ln->inv_std = malloc(rows * sizeof *ln->inv_std);
-    if (!ln->mean || !ln->inv_std)
-        return error_set(e, CDL_ERUNTIME, "out of memory for [layernorm] of batch %d", batch);
+    ln->mean = layer_state_floats(st, rows);
+    ln->inv_std = layer_state_floats(st, rows);
     return CDL_OK;
-}
-
-static void layernorm_destroy(Layer *l)
-{
-    LayerNorm *ln = l->priv;
-    if (!ln)
-        return;
-    free(ln->mean);
-    free(ln->inv_std);
-    free(ln);
-    l->priv = NULL;
 }
 
 /* Normalises row r of in into out ([n] each, n = w) and keeps its statistics. */
@@ -100,20 +82,20 @@ static void normalize_row(const Layer *l, const float *in, float *out, size_t r)
     ln->inv_std[r] = inv_std;
 }
 
-static void layernorm_forward(Layer *l, Net *net)
+static void layernorm_forward(Layer *l, const StepContext *ctx)
 {
-    const float *in = net_layer_input(net, l, 0);
-    const long rows = (long)net->batch * l->in_shape.c * l->in_shape.h;
+    const float *in = l->in[0];
+    const long rows = (long)ctx->batch * l->in_shape.c * l->in_shape.h;
 #pragma omp parallel for schedule(static) if (rows * l->in_shape.w > LAYERNORM_PARALLEL_MIN)
     for (long r = 0; r < rows; r++)
         normalize_row(l, in, l->out, (size_t)r);
 }
 
-static void layernorm_forward_at(Layer *l, Net *net, int t)
+static void layernorm_forward_at(Layer *l, const StepContext *ctx, int t)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t tokens = (size_t)l->in_shape.c * (size_t)l->in_shape.h;
-    for (int b = 0; b < net->batch; b++)
+    for (int b = 0; b < ctx->batch; b++)
         normalize_row(l, in, l->out, (size_t)b * tokens + (size_t)t);
 }
 
@@ -122,13 +104,13 @@ static void layernorm_forward_at(Layer *l, Net *net, int t)
  *   dbiases += sum over rows of dy, dscales += sum over rows of dy * x_hat
  * The row pass overwrites l->delta (dy, no longer needed by then) with dy * x_hat, so that both
  * parameter gradients are plain column sums. */
-static void layernorm_backward(Layer *l, Net *net)
+static void layernorm_backward(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const float *in = net_layer_input(net, l, 0), *scale = l->params[P_SCALES].data;
-    float *dx_all = net_layer_input_delta(net, l, 0);
+    const float *in = l->in[0], *scale = l->params[P_SCALES].data;
+    float *dx_all = l->in_delta[0];
     const size_t n = (size_t)l->in_shape.w;
-    const long rows = (long)net->batch * l->in_shape.c * l->in_shape.h;
+    const long rows = (long)ctx->batch * l->in_shape.c * l->in_shape.h;
 
     sum_rows_add(l->params[P_BIASES].grad, l->delta, (size_t)rows, n);
 #pragma omp parallel for schedule(static) if (rows * (long)n > LAYERNORM_PARALLEL_MIN)
@@ -158,11 +140,11 @@ static void layernorm_backward(Layer *l, Net *net)
 
 const LayerType layernorm_layer = {
     .name = "layernorm",
+    .priv_size = sizeof(LayerNorm),
     .parse = layernorm_parse,
     .init = layernorm_init,
     .resize = layernorm_resize,
-    .forward = layernorm_forward,
-    .backward = layernorm_backward,
-    .destroy = layernorm_destroy,
-    .forward_at = layernorm_forward_at,
+    .cpu = {.forward = layernorm_forward,
+            .backward = layernorm_backward,
+            .forward_at = layernorm_forward_at},
 };

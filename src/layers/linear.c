@@ -9,7 +9,6 @@
  * layer 0 (weight tying, as GPT-2's output projection), so output = vocab and inputs = C; the
  * forward reads them and the backward adds into their gradient. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/net.h"
@@ -21,7 +20,7 @@
 
 typedef struct Linear {
     int inputs, outputs; /* values per row */
-    int tied;            /* 1: W is layer 0's [embedding] weights */
+    const Param *tied;   /* layer 0's [embedding] weights W, bound at parse; NULL: its own */
     int has_biases;
 } Linear;
 
@@ -30,7 +29,7 @@ static int check_tie(const Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
                      Error *e)
 {
     const int line = cfg_find(s, "tie")->line;
-    if (l->index == 0 || strcmp(net->layers[0].type->name, "embedding"))
+    if (l->index == 0 || !net->layers[0].type->reads_token_ids)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d [%s] tie=1 uses the weights of an [embedding] first "
                          "layer, and this net has none",
@@ -68,14 +67,11 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     if (tied && (st = check_tie(l, cfg, s, net, outputs, e)))
         return st;
 
-    Linear *li = calloc(1, sizeof *li);
-    if (!li)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Linear *li = l->priv;
     li->inputs = l->in_shape.w;
     li->outputs = outputs;
-    li->tied = tied;
+    li->tied = tied ? &net->layers[0].params[0] : NULL;
     li->has_biases = has_biases;
-    l->priv = li;
     l->out_shape = (Shape){l->in_shape.c, l->in_shape.h, outputs};
     if (!tied)
         layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, li->inputs});
@@ -85,17 +81,11 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     return CDL_OK;
 }
 
-static void linear_destroy(Layer *l)
-{
-    free(l->priv);
-    l->priv = NULL;
-}
-
 /* The weights W [output][inputs]: the layer's own, or the tied [embedding]'s. */
-static Param *weights_of(Layer *l, Net *net)
+static const Param *weights_of(Layer *l)
 {
-    return ((const Linear *)l->priv)->tied ? layer_param(&net->layers[0], "weights")
-                                           : layer_param(l, "weights");
+    const Linear *li = l->priv;
+    return li->tied ? li->tied : layer_param(l, "weights");
 }
 
 /* As PyTorch's nn.Linear: weights (unless tied) and biases ~ U(-1/sqrt(inputs), 1/sqrt(inputs)). */
@@ -106,8 +96,7 @@ static void linear_init(Layer *l, Rng *rng)
 }
 
 /* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride. */
-static void linear_rows(Layer *l, Net *net, const float *x, int x_stride, float *y, int y_stride,
-                        int rows)
+static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_stride, int rows)
 {
     const Linear *li = l->priv;
     const Param *biases = layer_param(l, "biases");
@@ -116,44 +105,43 @@ static void linear_rows(Layer *l, Net *net, const float *x, int x_stride, float 
         for (int r = 0; r < rows; r++)
             memcpy(y + (size_t)r * y_stride, biases->data, (size_t)li->outputs * sizeof *y);
     }
-    gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l, net)->data,
-         li->inputs, biases ? 1.0f : 0.0f, y, y_stride);
+    gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l)->data, li->inputs,
+         biases ? 1.0f : 0.0f, y, y_stride);
 }
 
-static void linear_forward(Layer *l, Net *net)
+static void linear_forward(Layer *l, const StepContext *ctx)
 {
     const Linear *li = l->priv;
-    const int rows = net->batch * l->in_shape.c * l->in_shape.h;
-    linear_rows(l, net, net_layer_input(net, l, 0), li->inputs, layer_activation_input(l),
-                li->outputs, rows);
-    layer_activate(l, net->batch);
+    const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
+    linear_rows(l, l->in[0], li->inputs, layer_activation_input(l), li->outputs, rows);
+    layer_activate(l, ctx->batch);
 }
 
-static void linear_forward_at(Layer *l, Net *net, int t)
+static void linear_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const Linear *li = l->priv;
     const int in_sample = (int)shape_size(l->in_shape), out_sample = (int)shape_size(l->out_shape);
-    linear_rows(l, net, net_layer_input(net, l, 0) + (size_t)t * li->inputs, in_sample,
-                layer_activation_input(l) + (size_t)t * li->outputs, out_sample, net->batch);
-    layer_activate_row(l, net->batch, t);
+    linear_rows(l, l->in[0] + (size_t)t * li->inputs, in_sample,
+                layer_activation_input(l) + (size_t)t * li->outputs, out_sample, ctx->batch);
+    layer_activate_row(l, ctx->batch, t);
 }
 
-static void linear_backward(Layer *l, Net *net)
+static void linear_backward(Layer *l, const StepContext *ctx)
 {
     const Linear *li = l->priv;
-    const int rows = net->batch * l->in_shape.c * l->in_shape.h;
+    const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
     const int inputs = li->inputs, outputs = li->outputs;
-    layer_activation_backward(l, net->batch);
+    layer_activation_backward(l, ctx->batch);
 
-    const Param *biases = layer_param(l, "biases"), *weights = weights_of(l, net);
+    const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     if (biases)
         sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
     /* dW[outputs][inputs] += delta^T x */
     gemm(1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, x, inputs, 1.0f, weights->grad,
          inputs);
     /* dx[rows][inputs] += delta W */
-    float *dx = net_layer_input_delta(net, l, 0);
+    float *dx = l->in_delta[0];
     if (dx)
         gemm(0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs, weights->data, inputs, 1.0f, dx,
              inputs);
@@ -161,10 +149,10 @@ static void linear_backward(Layer *l, Net *net)
 
 const LayerType linear_layer = {
     .name = "linear",
+    .priv_size = sizeof(Linear),
     .parse = linear_parse,
     .init = linear_init,
-    .forward = linear_forward,
-    .backward = linear_backward,
-    .destroy = linear_destroy,
-    .forward_at = linear_forward_at,
+    .cpu = {.forward = linear_forward,
+            .backward = linear_backward,
+            .forward_at = linear_forward_at},
 };

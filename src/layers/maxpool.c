@@ -7,7 +7,6 @@
  * positions outside the input count as -infinity. padding defaults to size-1, which
  * with stride 1 keeps the spatial size. The argmax of each output is kept for backward. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -45,23 +44,18 @@ static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     l->out_shape.h = (in.h + padding - size) / stride + 1;
     l->out_shape.w = (in.w + padding - size) / stride + 1;
     l->flops = (double)shape_size(l->out_shape) * size * size;
-    Maxpool *m = calloc(1, sizeof *m);
-    if (!m)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Maxpool *m = l->priv;
     m->size = size;
     m->stride = stride;
     m->padding = padding;
-    l->priv = m;
     return CDL_OK;
 }
 
-static int maxpool_resize(Layer *l, int batch, Error *e)
+static int maxpool_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Maxpool *m = l->priv;
-    free(m->argmax);
-    m->argmax = malloc((size_t)batch * shape_size(l->out_shape) * sizeof *m->argmax);
-    if (!m->argmax)
-        return error_set(e, CDL_ERUNTIME, "out of memory for maxpool layer %d", l->index);
+    m->argmax = layer_state_bytes(st, (size_t)batch * shape_size(l->out_shape) * sizeof *m->argmax);
     return CDL_OK;
 }
 
@@ -116,11 +110,11 @@ static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, flo
         maxpool_plane_sized(in, ih, iw, out, argmax, oh, ow, m->size, m->stride, offset);
 }
 
-static void maxpool_forward(Layer *l, Net *net)
+static void maxpool_forward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
-    const float *in = net_layer_input(net, l, 0);
-    int planes = net->batch * l->in_shape.c;
+    const float *in = l->in[0];
+    int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
     double work = (double)planes * (double)out_plane * m->size * m->size;
@@ -130,13 +124,13 @@ static void maxpool_forward(Layer *l, Net *net)
                       m->argmax + p * out_plane, oh, ow);
 }
 
-static void maxpool_backward(Layer *l, Net *net)
+static void maxpool_backward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
-    int planes = net->batch * l->in_shape.c;
+    int planes = ctx->batch * l->in_shape.c;
     size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
     size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
     /* Windows overlap within a plane, never across planes: one thread per plane. */
@@ -148,15 +142,6 @@ static void maxpool_backward(Layer *l, Net *net)
         for (size_t k = 0; k < out_plane; k++)
             dst[at[k]] += src[k];
     }
-}
-
-static void maxpool_destroy(Layer *l)
-{
-    Maxpool *m = l->priv;
-    if (m)
-        free(m->argmax);
-    free(m);
-    l->priv = NULL;
 }
 
 /* MaxPool with darknet's uneven padding made explicit: padding/2 before, the rest after
@@ -181,10 +166,9 @@ static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 
 const LayerType maxpool_layer = {
     .name = "maxpool",
+    .priv_size = sizeof(Maxpool),
     .parse = maxpool_parse,
     .resize = maxpool_resize,
-    .forward = maxpool_forward,
-    .backward = maxpool_backward,
-    .destroy = maxpool_destroy,
+    .cpu = {.forward = maxpool_forward, .backward = maxpool_backward},
     .export_onnx = maxpool_export_onnx,
 };

@@ -27,23 +27,23 @@ static void positional_init(Layer *l, Rng *rng)
         w->data[i] = rng_normal(rng);
 }
 
-static void positional_forward(Layer *l, Net *net)
+static void positional_forward(Layer *l, const StepContext *ctx)
 {
-    const float *in = net_layer_input(net, l, 0), *w = l->params[0].data;
+    const float *in = l->in[0], *w = l->params[0].data;
     const size_t sample = shape_size(l->out_shape);
 #pragma omp parallel for collapse(2)                                                               \
-    schedule(static) if (net->batch * sample > POSITIONAL_PARALLEL_MIN)
-    for (int b = 0; b < net->batch; b++)
+    schedule(static) if (ctx->batch * sample > POSITIONAL_PARALLEL_MIN)
+    for (int b = 0; b < ctx->batch; b++)
         for (size_t i = 0; i < sample; i++)
             l->out[b * sample + i] = in[b * sample + i] + w[i];
 }
 
-static void positional_forward_at(Layer *l, Net *net, int t)
+static void positional_forward_at(Layer *l, const StepContext *ctx, int t)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
     const float *w = l->params[0].data + (size_t)t * row;
-    for (int b = 0; b < net->batch; b++) {
+    for (int b = 0; b < ctx->batch; b++) {
         const size_t at = (size_t)b * sample + (size_t)t * row;
         for (size_t j = 0; j < row; j++)
             l->out[at + j] = in[at + j] + w[j];
@@ -51,11 +51,11 @@ static void positional_forward_at(Layer *l, Net *net, int t)
 }
 
 /* dweights[t] += sum_b delta[b][t]; the input delta gets delta unchanged. */
-static void positional_backward(Layer *l, Net *net)
+static void positional_backward(Layer *l, const StepContext *ctx)
 {
-    const size_t sample = shape_size(l->out_shape), n = (size_t)net->batch * sample;
-    sum_rows_add(l->params[0].grad, l->delta, (size_t)net->batch, sample);
-    float *dx = net_layer_input_delta(net, l, 0);
+    const size_t sample = shape_size(l->out_shape), n = (size_t)ctx->batch * sample;
+    sum_rows_add(l->params[0].grad, l->delta, (size_t)ctx->batch, sample);
+    float *dx = l->in_delta[0];
     if (!dx)
         return;
 #pragma omp parallel for schedule(static) if (n > POSITIONAL_PARALLEL_MIN)
@@ -67,7 +67,7 @@ const LayerType positional_layer = {
     .name = "positional",
     .parse = positional_parse,
     .init = positional_init,
-    .forward = positional_forward,
-    .backward = positional_backward,
-    .forward_at = positional_forward_at,
+    .cpu = {.forward = positional_forward,
+            .backward = positional_backward,
+            .forward_at = positional_forward_at},
 };

@@ -17,7 +17,6 @@
  * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
  * gate values, then adds the weight gradients with sgemms over all rows. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/net.h"
@@ -56,15 +55,15 @@ typedef struct Cell {
 typedef struct Recurrent {
     const Cell *cell;
     int steps, inputs, hidden; /* T, I, H */
-    float *slab;               /* one allocation holding the buffers below, sized in resize */
-    float *gates;              /* [batch][T][G*H] gate values; in backward dL/da */
-    float *saved;              /* [batch][T][saved*H] */
-    float *dhh;                /* [batch][T][G*H] when dhh_differs, else gates */
-    float *hh;                 /* [batch][G*H] W_hh h_{t-1} of one step */
-    float *dh;                 /* [batch][H] dL/dh_t of one step */
-    float *dh_carry;           /* [batch][H] dL/dh_t that step t+1 sends back */
-    float *dc;                 /* [batch][H] lstm: dL/dc_t that step t+1 sends back */
-    float *zeros;              /* [G*H] the state before the first step */
+    /* The per-batch state, in the net's slab (recurrent_resize; zeroed): */
+    float *gates;    /* [batch][T][G*H] gate values; in backward dL/da */
+    float *saved;    /* [batch][T][saved*H] */
+    float *dhh;      /* [batch][T][G*H] when dhh_differs, else gates */
+    float *hh;       /* [batch][G*H] W_hh h_{t-1} of one step */
+    float *dh;       /* [batch][H] dL/dh_t of one step */
+    float *dh_carry; /* [batch][H] dL/dh_t that step t+1 sends back */
+    float *dc;       /* [batch][H] lstm: dL/dc_t that step t+1 sends back */
+    float *zeros;    /* [G*H] the state before the first step */
 } Recurrent;
 
 /* ---- cells: one sample's step, forward and backward ---- */
@@ -218,14 +217,11 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
                          cfg->path, s->line, l->index, s->name, net->seq, net->seq, in.c, in.h,
                          in.w);
 
-    Recurrent *rc = calloc(1, sizeof *rc);
-    if (!rc)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Recurrent *rc = l->priv;
     rc->cell = cell;
     rc->steps = in.h;
     rc->inputs = in.w;
     rc->hidden = hidden;
-    l->priv = rc;
     l->out_shape = (Shape){1, rc->steps, hidden};
     const size_t rows = (size_t)cell->gates * (size_t)hidden;
     /* torch.nn.RNN/GRU/LSTM's weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 */
@@ -258,34 +254,29 @@ static void recurrent_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)hidden_of(l)));
 }
 
-static int recurrent_resize(Layer *l, int batch, Error *e)
+static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Recurrent *rc = l->priv;
     const Cell *cell = rc->cell;
     const size_t B = (size_t)batch, T = (size_t)rc->steps, H = (size_t)rc->hidden;
     const size_t GH = (size_t)cell->gates * H, SH = (size_t)cell->saved * H;
-    const size_t dhh = cell->dhh_differs ? B * T * GH : 0;
-    free(rc->slab);
-    rc->slab = calloc(B * T * (GH + SH) + dhh + B * (GH + 3 * H) + GH, sizeof *rc->slab);
-    if (!rc->slab)
-        return error_set(e, CDL_ERUNTIME, "out of memory for layer %d [%s] of batch %d", l->index,
-                         l->type->name, batch);
-    rc->gates = rc->slab;
-    rc->saved = rc->gates + B * T * GH;
-    rc->dhh = cell->dhh_differs ? rc->saved + B * T * SH : rc->gates;
-    rc->hh = rc->saved + B * T * SH + dhh;
-    rc->dh = rc->hh + B * GH;
-    rc->dh_carry = rc->dh + B * H;
-    rc->dc = rc->dh_carry + B * H;
-    rc->zeros = rc->dc + B * H;
+    rc->gates = layer_state_floats(st, B * T * GH);
+    rc->saved = layer_state_floats(st, B * T * SH);
+    rc->dhh = cell->dhh_differs ? layer_state_floats(st, B * T * GH) : rc->gates;
+    rc->hh = layer_state_floats(st, B * GH);
+    rc->dh = layer_state_floats(st, B * H);
+    rc->dh_carry = layer_state_floats(st, B * H);
+    rc->dc = layer_state_floats(st, B * H);
+    rc->zeros = layer_state_floats(st, GH);
     return CDL_OK;
 }
 
 /* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. */
-static void recurrent_step(Layer *l, Net *net, int t)
+static void recurrent_step(Layer *l, const StepContext *ctx, int t)
 {
     Recurrent *rc = l->priv;
-    const int batch = net->batch, T = rc->steps, H = rc->hidden;
+    const int batch = ctx->batch, T = rc->steps, H = rc->hidden;
     const int GH = rc->cell->gates * H, SH = rc->cell->saved * H;
     /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
     if (t > 0)
@@ -306,26 +297,26 @@ static void recurrent_step(Layer *l, Net *net, int t)
     }
 }
 
-static void recurrent_forward(Layer *l, Net *net)
+static void recurrent_forward(Layer *l, const StepContext *ctx)
 {
     Recurrent *rc = l->priv;
-    const int rows = net->batch * rc->steps, I = rc->inputs;
+    const int rows = ctx->batch * rc->steps, I = rc->inputs;
     const int GH = rc->cell->gates * rc->hidden;
     /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
-    gemm(0, 1, rows, GH, I, 1.0f, net_layer_input(net, l, 0), I, l->params[P_WEIGHTS_IH].data, I,
-         0.0f, rc->gates, GH);
+    gemm(0, 1, rows, GH, I, 1.0f, l->in[0], I, l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates,
+         GH);
     for (int t = 0; t < rc->steps; t++)
-        recurrent_step(l, net, t);
+        recurrent_step(l, ctx, t);
 }
 
-static void recurrent_forward_at(Layer *l, Net *net, int t)
+static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Recurrent *rc = l->priv;
     const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
     /* row t of gates = x_t W_ih^T for every sample, the rows T apart */
-    gemm(0, 1, net->batch, GH, I, 1.0f, net_layer_input(net, l, 0) + (size_t)t * I, T * I,
+    gemm(0, 1, ctx->batch, GH, I, 1.0f, l->in[0] + (size_t)t * I, T * I,
          l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates + (size_t)t * GH, T * GH);
-    recurrent_step(l, net, t);
+    recurrent_step(l, ctx, t);
 }
 
 /* sums[j] += sum over the rows of m[rows][cols] of m[r][j], in row order. */
@@ -346,10 +337,10 @@ static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
 
 /* Backpropagation through time: steps T-1 down to 0 turn the gate values into dL/da_t, then the
  * parameter and input gradients come from sgemms over all batch*T rows. */
-static void recurrent_backward(Layer *l, Net *net)
+static void recurrent_backward(Layer *l, const StepContext *ctx)
 {
     Recurrent *rc = l->priv;
-    const int batch = net->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
+    const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
     const int GH = rc->cell->gates * H, SH = rc->cell->saved * H, rows = batch * T;
     const float *w_hh = l->params[P_WEIGHTS_HH].data;
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
@@ -382,10 +373,10 @@ static void recurrent_backward(Layer *l, Net *net)
 
     Param *w_ih = &l->params[P_WEIGHTS_IH], *b_ih = &l->params[P_BIASES_IH];
     Param *w_hh_param = &l->params[P_WEIGHTS_HH], *b_hh = &l->params[P_BIASES_HH];
-    const float *x = net_layer_input(net, l, 0);
+    const float *x = l->in[0];
     /* dW_ih[G*H][I] += da^T x */
     gemm(1, 0, GH, I, rows, 1.0f, rc->gates, GH, x, I, 1.0f, w_ih->grad, I);
-    float *dx = net_layer_input_delta(net, l, 0);
+    float *dx = l->in_delta[0];
     /* dx[batch*T][I] += da W_ih */
     if (dx)
         gemm(0, 0, rows, I, GH, 1.0f, rc->gates, GH, w_ih->data, I, 1.0f, dx, I);
@@ -411,45 +402,35 @@ static void recurrent_backward(Layer *l, Net *net)
             b_hh->grad[j] += sums[j];
 }
 
-static void recurrent_destroy(Layer *l)
-{
-    Recurrent *rc = l->priv;
-    if (!rc)
-        return;
-    free(rc->slab);
-    free(rc);
-    l->priv = NULL;
-}
-
 const LayerType rnn_layer = {
     .name = "rnn",
+    .priv_size = sizeof(Recurrent),
     .parse = rnn_parse,
     .init = recurrent_init,
     .resize = recurrent_resize,
-    .forward = recurrent_forward,
-    .backward = recurrent_backward,
-    .destroy = recurrent_destroy,
-    .forward_at = recurrent_forward_at,
+    .cpu = {.forward = recurrent_forward,
+            .backward = recurrent_backward,
+            .forward_at = recurrent_forward_at},
 };
 
 const LayerType lstm_layer = {
     .name = "lstm",
+    .priv_size = sizeof(Recurrent),
     .parse = lstm_parse,
     .init = recurrent_init,
     .resize = recurrent_resize,
-    .forward = recurrent_forward,
-    .backward = recurrent_backward,
-    .destroy = recurrent_destroy,
-    .forward_at = recurrent_forward_at,
+    .cpu = {.forward = recurrent_forward,
+            .backward = recurrent_backward,
+            .forward_at = recurrent_forward_at},
 };
 
 const LayerType gru_layer = {
     .name = "gru",
+    .priv_size = sizeof(Recurrent),
     .parse = gru_parse,
     .init = recurrent_init,
     .resize = recurrent_resize,
-    .forward = recurrent_forward,
-    .backward = recurrent_backward,
-    .destroy = recurrent_destroy,
-    .forward_at = recurrent_forward_at,
+    .cpu = {.forward = recurrent_forward,
+            .backward = recurrent_backward,
+            .forward_at = recurrent_forward_at},
 };

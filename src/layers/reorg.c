@@ -46,13 +46,13 @@ static inline size_t source_index(Shape in, int s, int i, int j, int k)
     return w2 + (size_t)in.w * s * (h2 + (size_t)in.h * s * c2);
 }
 
-static void reorg_forward(Layer *l, Net *net)
+static void reorg_forward(Layer *l, const StepContext *ctx)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const Shape is = l->in_shape;
     const int s = stride_of(l);
     const size_t n = shape_size(is);
-    const int planes = net->batch * is.c;
+    const int planes = ctx->batch * is.c;
 #pragma omp parallel for schedule(static) if ((size_t)planes * is.h * is.w >= 65536)
     for (int p = 0; p < planes; p++) {
         const int b = p / is.c, k = p % is.c;
@@ -64,16 +64,16 @@ static void reorg_forward(Layer *l, Net *net)
     }
 }
 
-static void reorg_backward(Layer *l, Net *net)
+static void reorg_backward(Layer *l, const StepContext *ctx)
 {
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
     const Shape is = l->in_shape;
     const int s = stride_of(l);
     const size_t n = shape_size(is);
     /* A permutation: every input value receives exactly one delta, so planes do not race. */
-    const int planes = net->batch * is.c;
+    const int planes = ctx->batch * is.c;
 #pragma omp parallel for schedule(static) if ((size_t)planes * is.h * is.w >= 65536)
     for (int p = 0; p < planes; p++) {
         const int b = p / is.c, k = p % is.c;
@@ -113,7 +113,6 @@ static int reorg_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
 const LayerType reorg_layer = {
     .name = "reorg",
     .parse = reorg_parse,
-    .forward = reorg_forward,
-    .backward = reorg_backward,
+    .cpu = {.forward = reorg_forward, .backward = reorg_backward},
     .export_onnx = reorg_export_onnx,
 };

@@ -12,6 +12,10 @@
 /* Below this many values a parallel region costs more than it saves. */
 #define ROUTE_PARALLEL_MIN 65536
 
+typedef struct Route {
+    size_t sizes[LAYER_MAX_INPUTS]; /* c_k * h * w: values per sample of input k */
+} Route;
+
 static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int listed[LAYER_MAX_INPUTS], n;
@@ -53,6 +57,7 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
             return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s]: more than %zu channels",
                              cfg->path, en->line, l->index, s->name, NET_MAX_FLOATS);
         out.c += in.c;
+        ((Route *)l->priv)->sizes[k] = shape_size(in);
     }
     l->in_shape = first;
     l->out_shape = out;
@@ -60,29 +65,31 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
     return CDL_OK;
 }
 
-static void route_forward(Layer *l, Net *net)
+static void route_forward(Layer *l, const StepContext *ctx)
 {
+    const Route *ro = l->priv;
     size_t out_sample = shape_size(l->out_shape);
-    int batch = net->batch;
+    int batch = ctx->batch;
 #pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
         float *dst = l->out + b * out_sample;
         for (int k = 0; k < l->n_inputs; k++) {
-            size_t n = shape_size(net->layers[l->inputs[k]].out_shape);
-            memcpy(dst, net_layer_input(net, l, k) + b * n, n * sizeof *dst);
+            size_t n = ro->sizes[k];
+            memcpy(dst, l->in[k] + b * n, n * sizeof *dst);
             dst += n;
         }
     }
 }
 
-static void route_backward(Layer *l, Net *net)
+static void route_backward(Layer *l, const StepContext *ctx)
 {
+    const Route *ro = l->priv;
     size_t out_sample = shape_size(l->out_shape);
-    int batch = net->batch;
+    int batch = ctx->batch;
     size_t offset = 0;
     for (int k = 0; k < l->n_inputs; k++) {
-        size_t n = shape_size(net->layers[l->inputs[k]].out_shape);
-        float *in_delta = net_layer_input_delta(net, l, k);
+        size_t n = ro->sizes[k];
+        float *in_delta = l->in_delta[k];
         if (in_delta) {
             /* Two listed entries may name the same layer: the inputs go one at a time. */
 #pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
@@ -113,8 +120,8 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
 
 const LayerType route_layer = {
     .name = "route",
+    .priv_size = sizeof(Route),
     .parse = route_parse,
-    .forward = route_forward,
-    .backward = route_backward,
+    .cpu = {.forward = route_forward, .backward = route_backward},
     .export_onnx = route_export_onnx,
 };

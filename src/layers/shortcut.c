@@ -10,7 +10,6 @@
  * not only those that receive a `from` value (the same when alpha = 1, the default),
  * and each axis has its own ratio where darknet asserts they agree. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/net.h"
@@ -21,6 +20,7 @@
 
 typedef struct Shortcut {
     float alpha, beta;
+    Shape from; /* the shape of input 1 (`from`) */
 } Shortcut;
 
 /* The index mapping between `from` (shape a) and the output (shape o). */
@@ -99,29 +99,27 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
                          cfg->path, en->line, l->index, s->name, index, fs.c, fs.h, fs.w,
                          l->out_shape.c, l->out_shape.h, l->out_shape.w);
     l->flops = 2.0 * (double)shape_size(l->out_shape);
-    Shortcut *sc = calloc(1, sizeof *sc);
-    if (!sc)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Shortcut *sc = l->priv;
     sc->alpha = alpha;
     sc->beta = beta;
-    l->priv = sc;
+    sc->from = fs;
     return CDL_OK;
 }
 
-static Shape from_shape(const Layer *l, const Net *net)
+static Shape from_shape(const Layer *l)
 {
-    return net->layers[l->inputs[1]].out_shape;
+    return ((const Shortcut *)l->priv)->from;
 }
 
-static void shortcut_forward(Layer *l, Net *net)
+static void shortcut_forward(Layer *l, const StepContext *ctx)
 {
     const Shortcut *sc = l->priv;
-    const float *prev = net_layer_input(net, l, 0);
-    const float *from = net_layer_input(net, l, 1);
+    const float *prev = l->in[0];
+    const float *from = l->in[1];
     float *out = layer_activation_input(l);
     float alpha = sc->alpha, beta = sc->beta;
-    size_t n = (size_t)net->batch * shape_size(l->out_shape);
-    Shape fs = from_shape(l, net);
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    Shape fs = from_shape(l);
     if (same_shape(fs, l->out_shape)) {
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
@@ -131,7 +129,7 @@ static void shortcut_forward(Layer *l, Net *net)
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
             out[i] = alpha * prev[i];
-        int planes = net->batch * m.channels;
+        int planes = ctx->batch * m.channels;
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (int p = 0; p < planes; p++) {
             int b = p / m.channels, k = p % m.channels;
@@ -143,40 +141,40 @@ static void shortcut_forward(Layer *l, Net *net)
                         beta * src[(size_t)j * m.stride_h * m.from_w + (size_t)i * m.stride_w];
         }
     }
-    layer_activate(l, net->batch);
+    layer_activate(l, ctx->batch);
 }
 
 /* Row t of every sample, for sequence nets, whose shortcuts join equal shapes (parse checks). */
-static void shortcut_forward_at(Layer *l, Net *net, int t)
+static void shortcut_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const Shortcut *sc = l->priv;
-    const float *prev = net_layer_input(net, l, 0);
-    const float *from = net_layer_input(net, l, 1);
+    const float *prev = l->in[0];
+    const float *from = l->in[1];
     float *out = layer_activation_input(l);
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
-    for (int b = 0; b < net->batch; b++)
+    for (int b = 0; b < ctx->batch; b++)
         for (size_t i = (size_t)b * sample + (size_t)t * row, end = i + row; i < end; i++)
             out[i] = sc->alpha * prev[i] + sc->beta * from[i];
-    layer_activate_row(l, net->batch, t);
+    layer_activate_row(l, ctx->batch, t);
 }
 
-static void shortcut_backward(Layer *l, Net *net)
+static void shortcut_backward(Layer *l, const StepContext *ctx)
 {
     const Shortcut *sc = l->priv;
-    layer_activation_backward(l, net->batch);
+    layer_activation_backward(l, ctx->batch);
     const float *delta = l->delta;
     float alpha = sc->alpha, beta = sc->beta;
-    size_t n = (size_t)net->batch * shape_size(l->out_shape);
-    float *prev_delta = net_layer_input_delta(net, l, 0);
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    float *prev_delta = l->in_delta[0];
     if (prev_delta) {
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
             prev_delta[i] += alpha * delta[i];
     }
-    float *from_delta = net_layer_input_delta(net, l, 1);
+    float *from_delta = l->in_delta[1];
     if (!from_delta)
         return;
-    Shape fs = from_shape(l, net);
+    Shape fs = from_shape(l);
     if (same_shape(fs, l->out_shape)) {
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
@@ -185,7 +183,7 @@ static void shortcut_backward(Layer *l, Net *net)
     }
     /* The transpose of the forward mapping; distinct outputs read distinct inputs. */
     Mapping m = mapping_of(fs, l->out_shape);
-    int planes = net->batch * m.channels;
+    int planes = ctx->batch * m.channels;
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
     for (int p = 0; p < planes; p++) {
         int b = p / m.channels, k = p % m.channels;
@@ -196,12 +194,6 @@ static void shortcut_backward(Layer *l, Net *net)
                 dst[(size_t)j * m.stride_h * m.from_w + (size_t)i * m.stride_w] +=
                     beta * src[(size_t)j * m.sample_h * m.out_w + (size_t)i * m.sample_w];
     }
-}
-
-static void shortcut_destroy(Layer *l)
-{
-    free(l->priv);
-    l->priv = NULL;
 }
 
 /* ONNX: value = op(value, int64 vector), the result named "layer<i>.<suffix>" and the
@@ -270,12 +262,12 @@ static void shortcut_onnx_mapping(OnnxGraph *g, const Layer *l, Mapping m, float
 /* out = act(alpha * prev + beta * from), from mapped as darknet when the shapes differ. */
 static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)e;
+    (void)net, (void)e;
     const Shortcut *sc = l->priv;
     char prev[ONNX_NAME_MAX], from[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, prev);
     onnx_input_nchw(g, l, 1, from);
-    const Shape fs = from_shape(l, net);
+    const Shape fs = from_shape(l);
     if (!same_shape(fs, l->out_shape))
         shortcut_onnx_mapping(g, l, mapping_of(fs, l->out_shape), sc->beta, from);
     else if (sc->beta != 1.0f)
@@ -291,10 +283,10 @@ static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
 
 const LayerType shortcut_layer = {
     .name = "shortcut",
+    .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
-    .forward = shortcut_forward,
-    .backward = shortcut_backward,
-    .destroy = shortcut_destroy,
+    .cpu = {.forward = shortcut_forward,
+            .backward = shortcut_backward,
+            .forward_at = shortcut_forward_at},
     .export_onnx = shortcut_export_onnx,
-    .forward_at = shortcut_forward_at,
 };

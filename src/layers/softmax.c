@@ -5,7 +5,7 @@
  *   in, out [batch][groups][n]   out[b][g] = exp(in[b][g] - max) / sum exp(in[b][g] - max)
  *
  * Below, "sample" means one (b, g) with its label labels[b * groups + g].
- * With labels, forward adds sum_b loss_b / loss_divisor to net->loss, where with
+ * With labels, forward adds sum_b loss_b / loss_divisor to *ctx->loss, where with
  * e = label_smoothing in training (0 in eval mode, which measures the plain cross-entropy)
  *
  *   loss_b = (1 - e) * -log p[b][label_b] + e * mean_i -log p[b][i]
@@ -16,7 +16,6 @@
  * contributes neither loss nor gradient. Without labels, backward applies the softmax Jacobian
  * to l->delta. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -43,27 +42,18 @@ static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
                              net->seq > 0 ? "one softmax per token" : "one softmax per image");
     if (!(smoothing >= 0 && smoothing <= 1))
         return cfg_bad_value(cfg, s, "label_smoothing", e, "expected a value in [0, 1]");
-    Softmax *sm = malloc(sizeof *sm);
-    if (!sm)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Softmax *sm = l->priv;
     sm->label_smoothing = smoothing;
     sm->groups = groups;
-    l->priv = sm;
     l->out_shape = l->in_shape;
     l->flops = 3.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
 }
 
-static void softmax_destroy(Layer *l)
-{
-    free(l->priv);
-    l->priv = NULL;
-}
-
 /* The label smoothing in effect: the cfg's in training, none in eval mode. */
-static float smoothing_of(const Layer *l, const Net *net)
+static float smoothing_of(const Layer *l, const StepContext *ctx)
 {
-    return net->train ? ((const Softmax *)l->priv)->label_smoothing : 0.0f;
+    return ctx->train ? ((const Softmax *)l->priv)->label_smoothing : 0.0f;
 }
 
 /* One sample's loss from its inputs x [n] (see the top of the file). */
@@ -97,49 +87,49 @@ static void softmax_row(const float *x, float *y, size_t n)
         y[i] *= inv;
 }
 
-static void softmax_forward(Layer *l, Net *net)
+static void softmax_forward(Layer *l, const StepContext *ctx)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
     const size_t n = shape_size(l->out_shape) / groups;
-    const int rows = net->batch * (int)groups;
+    const int rows = ctx->batch * (int)groups;
 #pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
     for (int r = 0; r < rows; r++)
         softmax_row(in + r * n, l->out + r * n, n);
-    if (!net->labels)
+    if (!ctx->labels)
         return;
-    const double smoothing = smoothing_of(l, net);
+    const double smoothing = smoothing_of(l, ctx);
     double loss = 0;
     for (int r = 0; r < rows; r++) {
-        int label = net->labels[r];
+        int label = ctx->labels[r];
         if (label >= 0 && (size_t)label < n)
             loss += sample_loss(in + r * n, n, label, smoothing);
     }
-    net->loss += (float)(loss / net->loss_divisor);
+    *ctx->loss += (float)(loss / ctx->loss_divisor);
 }
 
 /* Row t of every sample (sequence nets; no loss). */
-static void softmax_forward_at(Layer *l, Net *net, int t)
+static void softmax_forward_at(Layer *l, const StepContext *ctx, int t)
 {
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
     const size_t n = shape_size(l->out_shape) / groups;
-    for (int b = 0; b < net->batch; b++) {
+    for (int b = 0; b < ctx->batch; b++) {
         const size_t at = ((size_t)b * groups + (size_t)t) * n;
         softmax_row(in + at, l->out + at, n);
     }
 }
 
-static void softmax_backward(Layer *l, Net *net)
+static void softmax_backward(Layer *l, const StepContext *ctx)
 {
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
     const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
     const size_t n = shape_size(l->out_shape) / groups;
-    const int rows = net->batch * (int)groups;
-    const int *labels = net->labels;
-    const float inv_divisor = 1.0f / net->loss_divisor, smoothing = smoothing_of(l, net);
+    const int rows = ctx->batch * (int)groups;
+    const int *labels = ctx->labels;
+    const float inv_divisor = 1.0f / ctx->loss_divisor, smoothing = smoothing_of(l, ctx);
     /* The smoothed target's weights: every class, and the label on top. */
     const float all_weight = smoothing / (float)n * inv_divisor;
     const float label_weight = (1.0f - smoothing) * inv_divisor;
@@ -183,10 +173,11 @@ static int softmax_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 
 const LayerType softmax_layer = {
     .name = "softmax",
+    .priv_size = sizeof(Softmax),
     .parse = softmax_parse,
-    .forward = softmax_forward,
-    .backward = softmax_backward,
-    .destroy = softmax_destroy,
+    .cpu = {.forward = softmax_forward,
+            .backward = softmax_backward,
+            .forward_at = softmax_forward_at},
     .export_onnx = softmax_export_onnx,
-    .forward_at = softmax_forward_at,
+    .is_loss = 1,
 };

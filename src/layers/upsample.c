@@ -5,7 +5,6 @@
  *
  * darknet's negative stride (a summing downsample) is refused. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -30,23 +29,20 @@ static int upsample_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
                          "%s:%d: layer %d: [%s] stride=%d: expected a positive upsampling factor "
                          "(darknet's negative stride, downsampling, is not supported)",
                          cfg->path, s->line, l->index, s->name, stride);
-    Upsample *up = calloc(1, sizeof *up);
-    if (!up)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Upsample *up = l->priv;
     up->stride = stride;
     up->scale = scale;
-    l->priv = up;
     l->out_shape = (Shape){in.c, in.h * stride, in.w * stride};
     l->flops = (double)shape_size(l->out_shape);
     return CDL_OK;
 }
 
-static void upsample_forward(Layer *l, Net *net)
+static void upsample_forward(Layer *l, const StepContext *ctx)
 {
     const Upsample *up = l->priv;
-    const float *in = net_layer_input(net, l, 0);
+    const float *in = l->in[0];
     const Shape is = l->in_shape, os = l->out_shape;
-    const int planes = net->batch * os.c, s = up->stride;
+    const int planes = ctx->batch * os.c, s = up->stride;
 #pragma omp parallel for schedule(static) if ((size_t)planes * os.h * os.w >= 65536)
     for (int p = 0; p < planes; p++) {
         const float *src = in + (size_t)p * is.h * is.w;
@@ -57,14 +53,14 @@ static void upsample_forward(Layer *l, Net *net)
     }
 }
 
-static void upsample_backward(Layer *l, Net *net)
+static void upsample_backward(Layer *l, const StepContext *ctx)
 {
     const Upsample *up = l->priv;
-    float *in_delta = net_layer_input_delta(net, l, 0);
+    float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
     const Shape is = l->in_shape, os = l->out_shape;
-    const int planes = net->batch * os.c, s = up->stride;
+    const int planes = ctx->batch * os.c, s = up->stride;
 #pragma omp parallel for schedule(static) if ((size_t)planes * os.h * os.w >= 65536)
     for (int p = 0; p < planes; p++) {
         float *dsrc = in_delta + (size_t)p * is.h * is.w;
@@ -73,12 +69,6 @@ static void upsample_backward(Layer *l, Net *net)
             for (int x = 0; x < os.w; x++)
                 dsrc[(size_t)(y / s) * is.w + x / s] += up->scale * d[(size_t)y * os.w + x];
     }
-}
-
-static void upsample_destroy(Layer *l)
-{
-    free(l->priv);
-    l->priv = NULL;
 }
 
 /* Resize (nearest; for an integer factor the default half-pixel coordinates with
@@ -110,9 +100,8 @@ static int upsample_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
 
 const LayerType upsample_layer = {
     .name = "upsample",
+    .priv_size = sizeof(Upsample),
     .parse = upsample_parse,
-    .forward = upsample_forward,
-    .backward = upsample_backward,
-    .destroy = upsample_destroy,
+    .cpu = {.forward = upsample_forward, .backward = upsample_backward},
     .export_onnx = upsample_export_onnx,
 };

@@ -29,11 +29,11 @@ static int layout_of(Layer *l, Layout *lay, Error *e)
     static const char *const batchnorm[] = {"scales", "rolling_mean", "rolling_variance"};
     const char *const *names = NULL;
     int n = 0;
-    if (!strcmp(l->type->name, "convolutional"))
+    if (l->type->darknet_weights == DARKNET_CONVOLUTIONAL)
         names = conv, n = 5;
-    else if (!strcmp(l->type->name, "connected"))
+    else if (l->type->darknet_weights == DARKNET_CONNECTED)
         names = connected, n = 5;
-    else if (!strcmp(l->type->name, "batchnorm"))
+    else if (l->type->darknet_weights == DARKNET_BATCHNORM)
         names = batchnorm, n = 3;
     memset(lay, 0, sizeof *lay);
     for (int k = 0; k < n; k++) {
@@ -161,7 +161,8 @@ static int read_tensors(Net *net, FILE *f, const char *path, int transposed, Err
             if (fread(p->data, sizeof *p->data, p->count, f) != p->count)
                 return error_set(e, CDL_ERUNTIME, "%s: read error in layer %d [%s]", path, i,
                                  l->type->name);
-            if (transposed && !strcmp(l->type->name, "connected") && !strcmp(p->name, "weights")) {
+            if (transposed && l->type->darknet_weights == DARKNET_CONNECTED &&
+                !strcmp(p->name, "weights")) {
                 const size_t out = shape_size(l->out_shape), in = p->count / out;
                 float *scratch = malloc(p->count * sizeof *scratch);
                 if (!scratch)
@@ -174,7 +175,7 @@ static int read_tensors(Net *net, FILE *f, const char *path, int transposed, Err
         if (st)
             return st;
         Param *shift = layer_param(l, "biases");
-        if (!strcmp(l->type->name, "batchnorm") && shift)
+        if (l->type->darknet_weights == DARKNET_BATCHNORM && shift)
             memset(shift->data, 0, shift->count * sizeof *shift->data);
     }
     return CDL_OK;
@@ -225,7 +226,7 @@ int darknet_weights_save(const Net *net, const char *path, uint64_t seen, Error 
     for (int i = 0; i < net->n_layers && !st; i++) {
         Layer *l = &net->layers[i];
         const Param *shift = layer_param(l, "biases");
-        if (strcmp(l->type->name, "batchnorm") || !shift)
+        if (l->type->darknet_weights != DARKNET_BATCHNORM || !shift)
             continue;
         for (size_t k = 0; k < shift->count && !st; k++)
             if (shift->data[k] != 0.0f)

@@ -22,7 +22,7 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
 {
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        if (!l->type->export_onnx)
+        if (!layer_type_exportable(l->type))
             return error_set(e, CDL_EUSAGE, "layer %d [%s]: not exportable to ONNX", i,
                              l->type->name);
         int st = l->type->export_onnx(l, net, g, e);

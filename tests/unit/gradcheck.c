@@ -96,7 +96,7 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
     rng_seed(&rng, 1234, 1);
     size_t in_n = (size_t)batch * shape_size(net.in_shape);
     /* An [embedding] first reads token ids: integers, no gradient (none is checked). */
-    const int token_ids = !strcmp(net.layers[0].type->name, "embedding");
+    const int token_ids = net.layers[0].type->reads_token_ids;
     for (size_t i = 0; i < in_n; i++)
         net.input[i] = token_ids ? (float)rng_below(&rng, (uint32_t)net.vocab) : rng_normal(&rng);
     for (int b = 0; b < batch * net_labels_per_sample(&net); b++)
@@ -107,7 +107,7 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
     float *analytic = malloc((net.n_params + in_n) * sizeof *analytic);
     for (size_t i = 0; i < out_n; i++)
         r[i] = rng_normal(&rng);
-    Probe probe = {&net, r, !strcmp(last->type->name, "softmax")};
+    Probe probe = {&net, r, last->type->is_loss};
 
     net_zero_grads(&net);
     probe_loss(&probe);

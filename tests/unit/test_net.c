@@ -1,4 +1,5 @@
-/* Net construction: [net] parsing, learning-rate policies, cfg errors and overrides. */
+/* Net construction: [net] parsing, learning-rate policies, cfg errors and overrides, layer
+ * state in the slabs, backend checks, parameter shapes. */
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,50 @@ static void test_zoo_params_are_shaped(void)
     globfree(&g);
 }
 
+/* A layer's private per-batch state is measured at net_resize and lies in the activation slab:
+ * batch norm's x_hat [batch][c][h][w] and inv_std [c], dropout's mask, maxpool's argmax ints
+ * (bytes, rounded up to LAYER_STATE_ALIGN). */
+static void test_layer_state_lies_in_the_activation_slab(void)
+{
+    Net net;
+    Error e = {0};
+    int st = build("[net]\nbatch=3\nwidth=4\nheight=2\nchannels=2\n[batchnorm]\n[dropout]\n"
+                   "probability=0.5\n[maxpool]\nsize=2\nstride=2\n[softmax]\n",
+                   &net, &e);
+    CHECK(st == CDL_OK);
+    if (st) {
+        fprintf(stderr, "%s\n", e.msg);
+        return;
+    }
+    CHECK(net_resize(&net, 3, 0, &e) == CDL_OK);
+    CHECK(net.layers[0].state_floats == 3 * 16 + 2);
+    CHECK(net.layers[1].state_floats == 3 * 16);
+    CHECK(net.layers[2].state_floats == 0);
+    CHECK(net.layers[2].state_bytes == (3 * 4 * sizeof(int) + 15) / 16 * 16);
+    CHECK(net.layers[3].state_floats == 0 && net.layers[3].state_bytes == 0);
+    /* Every layer's private data comes with the net: none owns an allocation of its own. */
+    for (int i = 0; i < net.n_layers; i++)
+        CHECK((net.layers[i].priv != NULL) == (net.layers[i].type->priv_size > 0));
+    net_free(&net);
+}
+
+/* Asking for a backend some layer lacks fails, naming the first such layer. */
+static void test_a_backend_without_kernels_is_refused_by_layer(void)
+{
+    Net net;
+    Error e = {0};
+    int st = build("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=2\n"
+                   "[maxpool]\nsize=2\nstride=2\n[connected]\noutput=3\n[softmax]\n",
+                   &net, &e);
+    CHECK(st == CDL_OK);
+    if (st)
+        return;
+    CHECK(net_check_backend(&net, CDL_BACKEND_CPU, &e) == CDL_OK);
+    CHECK(net_check_backend(&net, CDL_BACKEND_GPU, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "layer 0 [convolutional] has no GPU implementation");
+    net_free(&net);
+}
+
 /* Absurd sizes are refused with a message, before any int overflows or huge allocation. */
 static void test_huge_sizes_are_refused(void)
 {
@@ -199,6 +244,8 @@ int main(void)
     test_learning_rate_policies();
     test_slabs_hold_every_parameter();
     test_huge_sizes_are_refused();
+    test_layer_state_lies_in_the_activation_slab();
+    test_a_backend_without_kernels_is_refused_by_layer();
     test_zoo_params_are_shaped();
     return check_report("test_net");
 }
