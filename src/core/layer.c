@@ -3,12 +3,18 @@
 
 #include <string.h>
 
-Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay)
+Param *layer_add_param(Layer *l, const char *name, int trainable, int decay, int n_dims,
+                       const int64_t *dims)
 {
     Param *p = &l->params[l->n_params++];
     memset(p, 0, sizeof *p);
     p->name = name;
-    p->count = count;
+    p->n_dims = n_dims;
+    p->count = 1;
+    for (int d = 0; d < n_dims; d++) {
+        p->dims[d] = dims[d];
+        p->count *= (size_t)dims[d];
+    }
     p->trainable = trainable;
     p->decay = decay;
     return p;
@@ -29,16 +35,20 @@ void layer_init_uniform(Layer *l, Rng *rng, float bound)
             l->params[p].data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
 }
 
+int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int value,
+                  const char *why, Error *e)
+{
+    return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] %s=%d: %s", cfg->path,
+                     cfg_key_line(s, key), l->index, s->name, key, value, why);
+}
+
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)
 {
     const char *name = cfg_get_str(s, "activation", NULL);
     l->activation = def;
-    if (name && activation_from_name(name, &l->activation)) {
-        const CfgEntry *en = cfg_find(s, "activation");
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'activation' in [%s]: expected one of %s",
-                         cfg->path, en->line, name, s->name, activation_valid_names());
-    }
+    if (name && activation_from_name(name, &l->activation))
+        return cfg_bad_value(cfg, s, "activation", e, "expected one of %s",
+                             activation_valid_names());
     return CDL_OK;
 }
 

@@ -29,8 +29,15 @@ static inline size_t shape_size(Shape s)
 /* A named parameter tensor. Trainable ones live in the net's parameter slab and have a
  * gradient in the gradient slab; the others (batch-norm running statistics) live in the
  * state slab, are saved in checkpoints and are not touched by the optimizer. */
+#define PARAM_MAX_DIMS 4
+
 typedef struct Param {
     const char *name; /* "weights", "biases", "scales", "rolling_mean", "rolling_variance" */
+    /* The natural shape, as PyTorch and ONNX hold the tensor (convolution weights
+     * [filters][c/groups][size][size], connected weights [outputs][inputs], ...); count is
+     * the product of dims[0..n_dims). */
+    int n_dims;
+    int64_t dims[PARAM_MAX_DIMS];
     size_t count;
     int trainable;
     int decay; /* weight decay applies (convolution and connected weights only) */
@@ -222,14 +229,20 @@ const LayerType *layer_type_find(const char *name);
 /* "convolutional, connected, ..." for error messages. */
 const char *layer_type_names(void);
 
-/* Declares a parameter during parse; returns its Param. */
-Param *layer_add_param(Layer *l, const char *name, size_t count, int trainable, int decay);
+/* Declares a parameter of shape dims[0..n_dims) (n_dims <= PARAM_MAX_DIMS) during parse;
+ * returns its Param. */
+Param *layer_add_param(Layer *l, const char *name, int trainable, int decay, int n_dims,
+                       const int64_t *dims);
 /* The Param named name, or NULL. */
 Param *layer_param(Layer *l, const char *name);
 /* Every parameter ~ U(-bound, bound), drawn in declaration order: PyTorch's initialisation of
  * nn.Linear and its recurrent layers, with bound = 1/sqrt(fan). */
 void layer_init_uniform(Layer *l, Rng *rng, float bound);
 
+/* Returns CDL_EUSAGE with "FILE:LINE: layer N: [S] KEY=VALUE: WHY" at key's line (the
+ * section's when absent, value then being the default the parser used). */
+int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int value,
+                  const char *why, Error *e);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
 /* Where a layer with an activation writes its pre-activation values: l->pre when the

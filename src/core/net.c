@@ -28,40 +28,12 @@ static int parse_named(const Cfg *cfg, CfgSection *s, const char *key, const cha
         }
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
     }
-    return error_set(e, CDL_EUSAGE,
-                     "%s:%d: bad value '%s' for key '%s' in [%s]: expected one of %s", cfg->path,
-                     cfg_find(s, key)->line, name, key, s->name, list);
+    return cfg_bad_value(cfg, s, key, e, "expected one of %s", list);
 }
 
 const char *net_optimizer_name(OptimizerKind kind)
 {
     return optimizer_names[kind];
-}
-
-/* Fails with FILE:LINE when key's value is below min. */
-static int require_min(const Cfg *cfg, CfgSection *s, const char *key, double value, double min,
-                       Error *e)
-{
-    if (value >= min)
-        return CDL_OK;
-    CfgEntry *en = cfg_find(s, key);
-    if (!en)
-        return error_set(e, CDL_EUSAGE, "%s:%d: [%s] needs key '%s' (a value >= %g)", cfg->path,
-                         s->line, s->name, key, min);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: must be >= %g",
-                     cfg->path, en->line, en->value, key, s->name, min);
-}
-
-/* Fails with FILE:LINE when key's value is above max (or equal to it unless inclusive); only
- * a value from the cfg can be, so the key exists. */
-static int require_max(const Cfg *cfg, CfgSection *s, const char *key, double value, double max,
-                       int inclusive, Error *e)
-{
-    if (value < max || (inclusive && value == max))
-        return CDL_OK;
-    CfgEntry *en = cfg_find(s, key);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: must be %s %g",
-                     cfg->path, en->line, en->value, key, s->name, inclusive ? "<=" : "<", max);
 }
 
 /* The optimizer keys: optimizer, darknet's adam, nesterov, beta1, beta2, eps, decay_bn_bias,
@@ -73,8 +45,8 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     h->optimizer = (OptimizerKind)kind;
     /* darknet's adam=1: Adam with the decay added to the gradient, as optimizer=adam */
     st = st ? st : cfg_get_int(cfg, s, "adam", 0, &darknet_adam, e);
-    st = st ? st : require_min(cfg, s, "adam", darknet_adam, 0, e);
-    st = st ? st : require_max(cfg, s, "adam", darknet_adam, 1, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "adam", darknet_adam, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "adam", darknet_adam, 1, 1, e);
     if (!st && darknet_adam && !cfg_find(s, "optimizer"))
         h->optimizer = CDL_OPT_ADAM;
     else if (!st && darknet_adam && h->optimizer != CDL_OPT_ADAM)
@@ -88,18 +60,18 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "decay_bn_bias", 0, &h->decay_bn_bias, e);
     st = st ? st : cfg_get_float(cfg, s, "clip_grad_norm", 0.0f, &h->clip_grad_norm, e);
     st = st ? st : cfg_get_float(cfg, s, "ema", 0.0f, &h->ema, e);
-    st = st ? st : require_min(cfg, s, "nesterov", h->nesterov, 0, e);
-    st = st ? st : require_max(cfg, s, "nesterov", h->nesterov, 1, 1, e);
-    st = st ? st : require_min(cfg, s, "beta1", h->beta1, 0, e);
-    st = st ? st : require_max(cfg, s, "beta1", h->beta1, 1, 0, e);
-    st = st ? st : require_min(cfg, s, "beta2", h->beta2, 0, e);
-    st = st ? st : require_max(cfg, s, "beta2", h->beta2, 1, 0, e);
-    st = st ? st : require_min(cfg, s, "eps", h->eps, 0, e);
-    st = st ? st : require_min(cfg, s, "decay_bn_bias", h->decay_bn_bias, 0, e);
-    st = st ? st : require_max(cfg, s, "decay_bn_bias", h->decay_bn_bias, 1, 1, e);
-    st = st ? st : require_min(cfg, s, "clip_grad_norm", h->clip_grad_norm, 0, e);
-    st = st ? st : require_min(cfg, s, "ema", h->ema, 0, e);
-    st = st ? st : require_max(cfg, s, "ema", h->ema, 1, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "nesterov", h->nesterov, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "nesterov", h->nesterov, 1, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "beta1", h->beta1, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "beta1", h->beta1, 1, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "beta2", h->beta2, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "beta2", h->beta2, 1, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "eps", h->eps, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "decay_bn_bias", h->decay_bn_bias, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "decay_bn_bias", h->decay_bn_bias, 1, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "clip_grad_norm", h->clip_grad_norm, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "ema", h->ema, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "ema", h->ema, 1, 0, e);
     if (!st && h->nesterov && (h->optimizer != CDL_OPT_SGD || h->momentum <= 0))
         st = error_set(e, CDL_EUSAGE, "%s:%d: nesterov=1 needs optimizer=sgd and momentum > 0",
                        cfg->path, cfg_find(s, "nesterov")->line);
@@ -120,10 +92,10 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     /* Without a text to size it (cdl train sets it from the data): the byte vocabulary. */
     st = st ? st : cfg_get_int(cfg, s, "vocab", net->seq > 0 ? 256 : 0, &net->vocab, e);
     st = st ? st : cfg_get_int(cfg, s, "inputs", 1, &inputs, e);
-    st = st ? st : require_min(cfg, s, "seq", net->seq, 0, e);
-    st = st ? st : require_min(cfg, s, "time_steps", net->seq, 0, e);
-    st = st ? st : require_min(cfg, s, "vocab", net->vocab, 0, e);
-    st = st ? st : require_min(cfg, s, "inputs", inputs, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "seq", net->seq, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "time_steps", net->seq, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "vocab", net->vocab, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "inputs", inputs, 1, e);
     if (!st && net->seq > 0) /* a sequence of `inputs` values per token; no image keys */
         net->in_shape = (Shape){1, net->seq, inputs};
     st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
@@ -154,19 +126,19 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
                                    &net->augment, e);
     st = st ? st : darknet_check_keys(cfg, s, e);
     st = st ? st : cfg_check_unused(cfg, s, e);
-    st = st ? st : require_min(cfg, s, "batch", h->batch, 1, e);
-    st = st ? st : require_min(cfg, s, "subdivisions", h->subdivisions, 1, e);
-    st = st ? st : require_min(cfg, s, "width", net->in_shape.w, 1, e);
-    st = st ? st : require_min(cfg, s, "height", net->in_shape.h, 1, e);
-    st = st ? st : require_min(cfg, s, "channels", net->in_shape.c, 1, e);
-    st = st ? st : require_min(cfg, s, "learning_rate", h->learning_rate, 0, e);
-    st = st ? st : require_min(cfg, s, "step", h->step, 1, e);
-    st = st ? st : require_min(cfg, s, "bn_eps", h->bn_eps, 0, e);
-    st = st ? st : require_min(cfg, s, "bn_darknet", h->bn_darknet, 0, e);
-    st = st ? st : require_max(cfg, s, "bn_darknet", h->bn_darknet, 1, 1, e);
-    st = st ? st : require_min(cfg, s, "burn_in", h->burn_in, 0, e);
-    st = st ? st : require_min(cfg, s, "warmup", h->warmup, 0, e);
-    st = st ? st : require_min(cfg, s, "lr_min", h->lr_min, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "batch", h->batch, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "subdivisions", h->subdivisions, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "width", net->in_shape.w, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "height", net->in_shape.h, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "channels", net->in_shape.c, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "learning_rate", h->learning_rate, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "step", h->step, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "bn_eps", h->bn_eps, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "bn_darknet", h->bn_darknet, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "bn_darknet", h->bn_darknet, 1, 1, e);
+    st = st ? st : cfg_require_min(cfg, s, "burn_in", h->burn_in, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "warmup", h->warmup, 0, e);
+    st = st ? st : cfg_require_min(cfg, s, "lr_min", h->lr_min, 0, e);
     if (st)
         return st;
     if ((double)net->in_shape.c * net->in_shape.h * net->in_shape.w > (double)NET_MAX_FLOATS)
@@ -192,13 +164,9 @@ static int parse_common_keys(Net *net, const Cfg *cfg, CfgSection *s, int i, Err
     static const char *const keys[] = {"freeze", "stopbackward"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         int on;
-        int st = cfg_get_int(cfg, s, keys[k], 0, &on, e);
+        int st = cfg_get_flag(cfg, s, keys[k], 0, &on, e);
         if (st)
             return st;
-        if (on != 0 && on != 1)
-            return error_set(e, CDL_EUSAGE,
-                             "%s:%d: bad value '%d' for key '%s' in [%s]: expected 0 or 1",
-                             cfg->path, cfg_find(s, keys[k])->line, on, keys[k], s->name);
         if (on)
             net->train_from = i + 1;
     }
@@ -320,7 +288,8 @@ static int allocate_params(Net *net, int want_grads, Error *e)
     return CDL_OK;
 }
 
-int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+/* net_build; init_params 0 skips the layers' initialisation (the slabs stay zero). */
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params, Error *e)
 {
     memset(net, 0, sizeof *net);
     net->seed = seed;
@@ -339,7 +308,7 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     }
     Rng rng;
     rng_seed(&rng, seed, 0x1417);
-    for (int i = 0; i < net->n_layers; i++)
+    for (int i = 0; init_params && i < net->n_layers; i++)
         if (net->layers[i].type->init)
             net->layers[i].type->init(&net->layers[i], &rng);
     const Shape out = net->layers[net->n_layers - 1].out_shape;
@@ -350,10 +319,16 @@ int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
     return CDL_OK;
 }
 
-/* Builds from a parsed cfg, freeing it when the build fails (net_build owns it otherwise). */
-static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
+int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
 {
-    int st = net_build(net, cfg, want_grads, seed, e);
+    return build(net, cfg, want_grads, seed, 1, e);
+}
+
+/* Builds from a parsed cfg, freeing it when the build fails (build owns it otherwise). */
+static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
+                        Error *e)
+{
+    int st = build(net, cfg, want_grads, seed, init_params, e);
     if (st)
         cfg_free(cfg);
     return st;
@@ -364,7 +339,15 @@ int net_build_from_text(Net *net, const char *text, const char *path, int want_g
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, e);
+}
+
+int net_build_from_text_uninitialised(Net *net, const char *text, const char *path, int want_grads,
+                                      uint64_t seed, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, path, &cfg, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, e);
 }
 
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
@@ -380,7 +363,7 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
         cfg_free(&cfg);
         return st;
     }
-    return build_owning(net, &cfg, want_grads, seed, e);
+    return build_owning(net, &cfg, want_grads, seed, 1, e);
 }
 
 static void free_activations(Net *net)

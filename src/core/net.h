@@ -126,6 +126,11 @@ void net_free(Net *net);
 /* Parses cfg text (path names it in messages) and builds the net. */
 int net_build_from_text(Net *net, const char *text, const char *path, int want_grads, uint64_t seed,
                         Error *e);
+/* As net_build_from_text, but every parameter and running statistic is left zero instead of
+ * initialised (seed still drives the net's random draws): for a caller that fills them all
+ * next, as loading a checkpoint does. */
+int net_build_from_text_uninitialised(Net *net, const char *text, const char *path, int want_grads,
+                                      uint64_t seed, Error *e);
 /* Loads the cfg file at path, applies the "SECTION.key=value" overrides in order, builds. */
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
                         int want_grads, uint64_t seed, Error *e);

@@ -141,14 +141,11 @@ void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix)
         snprintf(name, ONNX_NAME_MAX, "layer%d", l->index);
 }
 
-void onnx_param(OnnxGraph *g, const Layer *l, int param, int n_dims, const int64_t *dims,
-                char name[ONNX_NAME_MAX])
+void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX])
 {
-    OnnxLayer *rec = &g->layers[l->index];
-    onnx_name(name, l, l->params[param].name);
-    onnx_initializer(g, name, ONNX_FLOAT, n_dims, dims, l->params[param].data);
-    rec->n_dims[param] = n_dims;
-    memcpy(rec->dims[param], dims, (size_t)n_dims * sizeof *dims);
+    const Param *p = &l->params[param];
+    onnx_name(name, l, p->name);
+    onnx_initializer(g, name, ONNX_FLOAT, p->n_dims, p->dims, p->data);
 }
 
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k)

@@ -1,6 +1,6 @@
 /* ONNX graph builder: the nodes and initializers of a GraphProto, appended in order as
  * layers export themselves (LayerType.export_onnx), plus the bookkeeping layers share:
- * the ONNX value holding each layer's output and the shapes of the parameters.
+ * the ONNX value holding each layer's output and whether it is flat.
  *
  * Values are float tensors with a batch axis first. A layer's output is [N][c][h][w]
  * (its out_shape) or, when the layer says so, "flat" [N][c*h*w] (Gemm and Softmax
@@ -50,16 +50,11 @@ static inline OnnxAttr onnx_attr_ints(const char *name, const int64_t *v, int n)
     return (OnnxAttr){.name = name, .type = ONNX_ATTR_INTS, .ints = v, .n_ints = n};
 }
 
-#define ONNX_MAX_DIMS 4
-
 /* What the graph knows about one layer. */
 typedef struct OnnxLayer {
     char name[ONNX_NAME_MAX]; /* the value holding its output */
     Shape shape;              /* out_shape */
     int flat;                 /* the value is [N][c*h*w] rather than [N][c][h][w] */
-    /* The natural shape of each parameter, as onnx_param declared it (n_dims 0: not yet). */
-    int n_dims[LAYER_MAX_PARAMS];
-    int64_t dims[LAYER_MAX_PARAMS][ONNX_MAX_DIMS];
 } OnnxLayer;
 
 typedef struct OnnxGraph {
@@ -88,10 +83,9 @@ void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v);
 
 /* name = "layer<i>" or "layer<i>.<suffix>" (suffix NULL for the former). */
 void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
-/* Adds l->params[param] as the initializer "layer<i>.<param name>" with its natural shape
- * (the dims' product is its count) and records the shape; name receives the value name. */
-void onnx_param(OnnxGraph *g, const Layer *l, int param, int n_dims, const int64_t *dims,
-                char name[ONNX_NAME_MAX]);
+/* Adds l->params[param] as the initializer "layer<i>.<param name>" with the Param's shape;
+ * name receives the value name. */
+void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX]);
 /* What the graph knows about l's k-th input (the graph input for -1). */
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k);
 /* name = l's k-th input as [N][c][h][w] (adding a Reshape when it is flat) or as

@@ -44,14 +44,6 @@ static const float default_ratio[2] = {3.0f / 4.0f, 4.0f / 3.0f};
 
 /* ---- [net] keys ---- */
 
-/* "FILE:LINE: bad value 'V' for key 'K' in [net]: RULE" at key's line (key is present). */
-static int bad_key(const Cfg *cfg, CfgSection *s, const char *key, const char *rule, Error *e)
-{
-    CfgEntry *en = cfg_find(s, key);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: %s", cfg->path,
-                     en ? en->line : s->line, en ? en->value : "", key, s->name, rule);
-}
-
 /* Reads a 2-value "min,max" list with 0 < min <= max (<= 1 when unit); *given = present. */
 static int get_range(const Cfg *cfg, CfgSection *s, const char *key, int unit, float out[2],
                      int *given, Error *e)
@@ -63,10 +55,9 @@ static int get_range(const Cfg *cfg, CfgSection *s, const char *key, int unit, f
     if (st || !n)
         return st;
     if (n != 2 || !(v[0] > 0) || v[0] > v[1] || (unit && v[1] > 1))
-        return bad_key(cfg, s, key,
-                       unit ? "expected min,max with 0 < min <= max <= 1"
-                            : "expected min,max with 0 < min <= max",
-                       e);
+        return cfg_bad_value(cfg, s, key, e, "%s",
+                             unit ? "expected min,max with 0 < min <= max <= 1"
+                                  : "expected min,max with 0 < min <= max");
     out[0] = v[0];
     out[1] = v[1];
     return CDL_OK;
@@ -82,25 +73,17 @@ static int get_channel_values(const Cfg *cfg, CfgSection *s, const char *key, in
     if (st || !n)
         return st;
     if (c > 3 || (n != 1 && n != c))
-        return bad_key(cfg, s, key, "expected one value, or one per channel (at most 3)", e);
+        return cfg_bad_value(cfg, s, key, e, "expected one value, or one per channel (at most 3)");
     for (int k = 0; k < 3; k++)
         out[k] = v[k < n ? k : 0];
     return CDL_OK;
-}
-
-static int get_flag(const Cfg *cfg, CfgSection *s, const char *key, int *out, Error *e)
-{
-    int st = cfg_get_int(cfg, s, key, 0, out, e);
-    if (!st && *out != 0 && *out != 1)
-        return bad_key(cfg, s, key, "expected 0 or 1", e);
-    return st;
 }
 
 /* Fails on key unless ok. */
 static int require(int ok, const Cfg *cfg, CfgSection *s, const char *key, const char *rule,
                    Error *e)
 {
-    return ok ? CDL_OK : bad_key(cfg, s, key, rule, e);
+    return ok ? CDL_OK : cfg_bad_value(cfg, s, key, e, "%s", rule);
 }
 
 int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, AugmentConfig *a,
@@ -114,15 +97,15 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     float ratio[2] = {default_ratio[0], default_ratio[1]};
     int scale_given = 0, ratio_given = 0;
     int st = CDL_OK;
-    st = st ? st : get_flag(cfg, s, "random_resized_crop", &a->random_resized_crop, e);
+    st = st ? st : cfg_get_flag(cfg, s, "random_resized_crop", 0, &a->random_resized_crop, e);
     st = st ? st : get_range(cfg, s, "crop_scale", 1, scale, &scale_given, e);
     st = st ? st : get_range(cfg, s, "crop_ratio", 0, ratio, &ratio_given, e);
     st = st ? st : cfg_get_int(cfg, s, "min_crop", 0, &a->min_crop, e);
     st = st ? st : cfg_get_int(cfg, s, "max_crop", 0, &a->max_crop, e);
     st = st ? st : cfg_get_float(cfg, s, "aspect", 1.0f, &a->aspect, e);
     st = st ? st : cfg_get_int(cfg, s, "pad", 0, &a->pad, e);
-    st = st ? st : get_flag(cfg, s, "flip", &a->flip, e);
-    st = st ? st : get_flag(cfg, s, "flip_vertical", &a->flip_vertical, e);
+    st = st ? st : cfg_get_flag(cfg, s, "flip", 0, &a->flip, e);
+    st = st ? st : cfg_get_flag(cfg, s, "flip_vertical", 0, &a->flip_vertical, e);
     st = st ? st : cfg_get_float(cfg, s, "angle", 0.0f, &a->angle, e);
     st = st ? st : cfg_get_float(cfg, s, "brightness", 0.0f, &a->brightness, e);
     st = st ? st : cfg_get_float(cfg, s, "contrast", 0.0f, &a->contrast, e);
@@ -134,8 +117,8 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     st = st ? st : get_channel_values(cfg, s, "mean", c, a->mean, e);
     st = st ? st : get_channel_values(cfg, s, "std", c, a->std, e);
     st = st ? st : cfg_get_float(cfg, s, "erasing", 0.0f, &a->erasing, e);
-    st = st ? st : get_flag(cfg, s, "letterbox", &a->letterbox, e);
-    st = st ? st : get_flag(cfg, s, "center_crop", &a->center_crop, e);
+    st = st ? st : cfg_get_flag(cfg, s, "letterbox", 0, &a->letterbox, e);
+    st = st ? st : cfg_get_flag(cfg, s, "center_crop", 0, &a->center_crop, e);
     if (st)
         return st;
 

@@ -361,17 +361,6 @@ static int detect_kind(const DataConfig *dc, const char *path, const char *role,
 
 /* ---- class names ---- */
 
-/* Prefixes e's message with the .data path, so a dataset error says which config named it. */
-static int with_config_path(const DataConfig *dc, int rc, Error *e)
-{
-    if (e) {
-        char inner[sizeof e->msg];
-        memcpy(inner, e->msg, sizeof inner);
-        error_set(e, rc, "%s: %.900s", dc->path, inner);
-    }
-    return rc;
-}
-
 /* names= and labels=: one of them is the class names; with both, labels= strings are what a
    darknet list matches (darknet's imagenet .data names wordnet ids there). */
 static int load_name_files(DataConfig *dc, const KeyLines *lines, Error *e)
@@ -416,7 +405,7 @@ static int implied_names(DataConfig *dc, Error *e)
         int n;
         int rc = folder_list_classes(dc->train, &folders, &n, e);
         if (rc) {
-            return with_config_path(dc, rc, e);
+            return error_prefix(e, rc, "%s: ", dc->path);
         }
         if (dc->classes && n != dc->classes) {
             free_strings(folders, n);
@@ -523,7 +512,7 @@ static int load_arrays(const DataConfig *dc, DataKind kind, const char *role, co
     int rc = kind == DATA_ARRAYS ? dataset_load(path, labels_path, d, e)
                                  : cifar_load(path, kind == DATA_CIFAR10 ? 10 : 100, test, d, e);
     if (rc) {
-        return with_config_path(dc, rc, e);
+        return error_prefix(e, rc, "%s: ", dc->path);
     }
     for (int i = 0; i < d->n; i++) {
         if (d->labels[i] >= dc->classes) {
@@ -543,7 +532,7 @@ static int open_files(const DataConfig *dc, DataKind kind, const char *path,
     int rc = kind == DATA_FOLDER ? source_folder_open(s, path, folder_classes, dc->classes, e)
              : kind == DATA_LIST ? source_list_open(s, path, match, dc->classes, e)
                                  : source_csv_open(s, path, dc->names, dc->classes, e);
-    return rc ? with_config_path(dc, rc, e) : CDL_OK;
+    return rc ? error_prefix(e, rc, "%s: ", dc->path) : CDL_OK;
 }
 
 /* Opens one set as a source; for train with valid_split and no valid=, held_out receives the
@@ -556,14 +545,14 @@ static int open_set(const DataConfig *dc, DataKind kind, const char *role, const
         int rc = open_files(dc, kind, path, folders ? folders : dc->names, s, e);
         if (!rc && held_out) {
             rc = source_files_split(s, dc->valid_split, held_out, e);
-            rc = rc ? with_config_path(dc, rc, e) : CDL_OK;
+            rc = rc ? error_prefix(e, rc, "%s: ", dc->path) : CDL_OK;
         }
         return rc;
     }
     Dataset d, tail = {0};
     int rc = load_arrays(dc, kind, role, path, labels_path, &d, e);
     if (!rc && held_out && (rc = dataset_split_tail(&d, dc->valid_split, &tail, e))) {
-        rc = with_config_path(dc, rc, e);
+        rc = error_prefix(e, rc, "%s: ", dc->path);
     }
     if (!rc) {
         rc = source_from_dataset(s, &d, e);
@@ -622,7 +611,7 @@ int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSo
     if (dc->train_kind == DATA_FOLDER) {
         rc = folder_list_classes(dc->train, &folders, &n_folders, e);
         if (rc) {
-            rc = with_config_path(dc, rc, e);
+            rc = error_prefix(e, rc, "%s: ", dc->path);
         } else if (n_folders != dc->classes) {
             rc = error_set(e, CDL_EUSAGE,
                            "%s: train=%s holds %d class folders but there are %d "
@@ -669,7 +658,7 @@ int data_config_load_sets(const DataConfig *dc, Dataset *train, Dataset *valid, 
         }
     } else if (!rc && dc->valid_split > 0) {
         if ((rc = dataset_split_tail(train, dc->valid_split, valid, e))) {
-            rc = with_config_path(dc, rc, e);
+            rc = error_prefix(e, rc, "%s: ", dc->path);
         }
     } else if (!rc) {
         *valid = *train;

@@ -2,7 +2,12 @@
  * of that epoch's order; workers claim whole mini-batches in order, fill ring slot
  * k % slots, and the consumer takes them back in order, so the output never depends on
  * which worker made a batch. A worker never runs more than `prefetch` batches ahead of the
- * consumer, which bounds memory whatever the dataset size. */
+ * consumer, which bounds memory whatever the dataset size.
+ *
+ * Each batch is copied once on its way to the caller's buffer: samples that only need copying
+ * (an in-memory dataset without augmentation) are gathered straight into it by the caller's
+ * thread, without workers, since a ring slot would add a second copy of the same cost; the
+ * others are decoded and augmented by the workers into a slot, which loader_next copies out. */
 #include "data/loader.h"
 
 #include <pthread.h>
@@ -84,9 +89,9 @@ static int read_sample(Loader *l, int pos, Image *img, int *label, int *index, i
         if (!l->opt.skip_bad)
             return st;
     }
-    char last[sizeof e->msg];
-    snprintf(last, sizeof last, "%s", e->msg);
-    return error_set(e, CDL_ERUNTIME, "no sample of the dataset can be read (the last: %s)", last);
+    error_prefix(e, CDL_ERUNTIME, "no sample of the dataset can be read (the last: ");
+    error_append(e, CDL_ERUNTIME, ")");
+    return CDL_ERUNTIME;
 }
 
 /* Transforms img (sample `index`) into out [out_c][out_h][out_w]: a copy when nothing
@@ -246,13 +251,15 @@ int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
     l->batches = opt->drop_last ? src->n / opt->batch : (src->n + opt->batch - 1) / opt->batch;
     const Dataset *d = source_dataset(src);
     l->direct = d && augment_is_identity(aug, d->c, d->h, d->w) ? d : NULL;
+    if (l->direct)
+        l->opt.workers = 0;
     atomic_init(&l->generation, 0);
     pthread_mutex_init(&l->mutex, NULL);
     pthread_cond_init(&l->work_cond, NULL);
     pthread_cond_init(&l->ready_cond, NULL);
     pthread_cond_init(&l->idle_cond, NULL);
     st = allocate(l, e);
-    for (int i = 0; !st && i < opt->workers; i++) {
+    for (int i = 0; !st && i < l->opt.workers; i++) {
         if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]))
             st = error_set(e, CDL_ERUNTIME, "loader: cannot start worker thread %d", i + 1);
         else

@@ -295,6 +295,58 @@ int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, flo
     return CDL_OK;
 }
 
+int cfg_bad_value(const Cfg *cfg, CfgSection *s, const char *key, Error *e, const char *why, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, why);
+    vsnprintf(text, sizeof text, why, ap);
+    va_end(ap);
+    const CfgEntry *en = cfg_find(s, key);
+    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: %s", cfg->path,
+                     en ? en->line : s->line, en ? en->value : "", key, s->name, text);
+}
+
+int cfg_require_min(const Cfg *cfg, CfgSection *s, const char *key, double value, double min,
+                    Error *e)
+{
+    if (value >= min)
+        return CDL_OK;
+    if (!cfg_find(s, key))
+        return error_set(e, CDL_EUSAGE, "%s:%d: [%s] needs key '%s' (a value >= %g)", cfg->path,
+                         s->line, s->name, key, min);
+    return cfg_bad_value(cfg, s, key, e, "must be >= %g", min);
+}
+
+int cfg_require_max(const Cfg *cfg, CfgSection *s, const char *key, double value, double max,
+                    int inclusive, Error *e)
+{
+    if (value < max || (inclusive && value == max))
+        return CDL_OK;
+    return cfg_bad_value(cfg, s, key, e, "must be %s %g", inclusive ? "<=" : "<", max);
+}
+
+int cfg_get_int_min(const Cfg *cfg, CfgSection *s, const char *key, int def, int min, int *out,
+                    Error *e)
+{
+    int st = cfg_get_int(cfg, s, key, def, out, e);
+    return st ? st : cfg_require_min(cfg, s, key, *out, min, e);
+}
+
+int cfg_get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e)
+{
+    int st = cfg_get_int(cfg, s, key, def, out, e);
+    if (!st && *out != 0 && *out != 1)
+        return cfg_bad_value(cfg, s, key, e, "expected 0 or 1");
+    return st;
+}
+
+int cfg_key_line(CfgSection *s, const char *key)
+{
+    const CfgEntry *en = cfg_find(s, key);
+    return en ? en->line : s->line;
+}
+
 const char *cfg_get_str(CfgSection *s, const char *key, const char *def)
 {
     CfgEntry *en = ask(s, key);

@@ -55,6 +55,27 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                      Error *e);
 int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,
                        Error *e);
+/* Validation, for the checks a getter does not make. Each returns CDL_OK or CDL_EUSAGE with
+ * "FILE:LINE: bad value 'V' for key 'K' in [S]: WHY" at key's line, V its text as written.
+ * cfg_bad_value always fails (an absent key: the section's line and V ''). */
+int cfg_bad_value(const Cfg *cfg, CfgSection *s, const char *key, Error *e, const char *why, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Fails unless value >= min: "must be >= MIN", or "FILE:LINE: [S] needs key 'K' (a value >=
+ * MIN)" when key is absent (its default is below min). */
+int cfg_require_min(const Cfg *cfg, CfgSection *s, const char *key, double value, double min,
+                    Error *e);
+/* Fails unless value < max (<= max when inclusive): "must be < MAX" ("<= MAX"); only a value
+ * from the cfg can exceed max, so key is present. */
+int cfg_require_max(const Cfg *cfg, CfgSection *s, const char *key, double value, double max,
+                    int inclusive, Error *e);
+/* cfg_get_int, then cfg_require_min. */
+int cfg_get_int_min(const Cfg *cfg, CfgSection *s, const char *key, int def, int min, int *out,
+                    Error *e);
+/* cfg_get_int of a key that must be 0 or 1 ("expected 0 or 1"). */
+int cfg_get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e);
+/* The line of key's entry, or the section's line when key is absent. */
+int cfg_key_line(CfgSection *s, const char *key);
+
 /* Appends one warning line (a newline is added) to cfg->warnings; dropped when out of memory. */
 void cfg_warn(Cfg *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Fails on the first entry no getter read, listing the keys this section takes. */

@@ -56,18 +56,12 @@ typedef struct Attention {
 } Attention;
 
 /* The line of key when the section sets it, else the section header's. */
-static int key_line(CfgSection *s, const char *key)
-{
-    const CfgEntry *en = cfg_find(s, key);
-    return en ? en->line : s->line;
-}
-
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int heads, causal;
     float dropout;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
-    st = st ? st : cfg_get_int(cfg, s, "causal", 1, &causal, e);
+    st = st ? st : cfg_get_flag(cfg, s, "causal", 1, &causal, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
     if (st)
         return st;
@@ -78,19 +72,11 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
                          "of one row per token",
                          cfg->path, s->line, l->index, s->name);
     if (heads < 1 || channels % heads)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%d' for key 'heads' in [%s]: the %d features per "
-                         "token must split evenly over the heads",
-                         cfg->path, key_line(s, "heads"), heads, s->name, channels);
-    if (causal != 0 && causal != 1)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%d' for key 'causal' in [%s]: expected 0 or 1",
-                         cfg->path, key_line(s, "causal"), causal, s->name);
+        return cfg_bad_value(cfg, s, "heads", e,
+                             "the %d features per token must split evenly over the heads",
+                             channels);
     if (!(dropout >= 0.0f && dropout < 1.0f))
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'dropout' in [%s]: expected a number in "
-                         "[0, 1)",
-                         cfg->path, key_line(s, "dropout"), cfg_find(s, "dropout")->value, s->name);
+        return cfg_bad_value(cfg, s, "dropout", e, "expected a number in [0, 1)");
 
     Attention *a = l->priv;
     a->seq = l->in_shape.h;
@@ -103,10 +89,11 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
-    layer_add_param(l, "weights", 3 * c * c, 1, 1);
-    layer_add_param(l, "biases", 3 * c, 1, 0);
-    layer_add_param(l, "out_weights", c * c, 1, 1);
-    layer_add_param(l, "out_biases", c, 1, 0);
+    /* torch.nn.MultiheadAttention's in_proj_weight, in_proj_bias and out_proj */
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){3 * channels, channels});
+    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){3 * channels});
+    layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
+    layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
     /* backward's dL/d(heads) [T][C] and dL/d(qkv) [T][3C] */
     l->scratch_per_sample = 4 * (size_t)a->seq * c;
     const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;

@@ -16,11 +16,12 @@ void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels
     bn->channels = channels;
     bn->spatial = spatial;
     bn->first_param = l->n_params;
-    layer_add_param(l, "biases", (size_t)channels, 1, 0);
+    const int64_t dims[] = {channels};
+    layer_add_param(l, "biases", 1, 0, 1, dims);
     if (batch_normalize) {
-        layer_add_param(l, "scales", (size_t)channels, 1, 0);
-        layer_add_param(l, "rolling_mean", (size_t)channels, 0, 0);
-        layer_add_param(l, "rolling_variance", (size_t)channels, 0, 0);
+        layer_add_param(l, "scales", 1, 0, 1, dims);
+        layer_add_param(l, "rolling_mean", 0, 0, 1, dims);
+        layer_add_param(l, "rolling_variance", 0, 0, 1, dims);
     }
 }
 
@@ -99,19 +100,17 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
 void bias_norm_onnx_biases(const BiasNorm *bn, const Layer *l, OnnxGraph *g,
                            char name[ONNX_NAME_MAX])
 {
-    const int64_t dims[] = {bn->channels};
-    onnx_param(g, l, bn->first_param + BIASES, 1, dims, name);
+    onnx_param(g, l, bn->first_param + BIASES, name);
 }
 
 void bias_norm_onnx_batchnorm(const BiasNorm *bn, const Layer *l, const Net *net, OnnxGraph *g,
                               const char *x, const char *y)
 {
-    const int64_t dims[] = {bn->channels};
     char scale[ONNX_NAME_MAX], bias[ONNX_NAME_MAX], mean[ONNX_NAME_MAX], var[ONNX_NAME_MAX];
-    onnx_param(g, l, bn->first_param + SCALES, 1, dims, scale);
-    onnx_param(g, l, bn->first_param + BIASES, 1, dims, bias);
-    onnx_param(g, l, bn->first_param + ROLLING_MEAN, 1, dims, mean);
-    onnx_param(g, l, bn->first_param + ROLLING_VARIANCE, 1, dims, var);
+    onnx_param(g, l, bn->first_param + SCALES, scale);
+    onnx_param(g, l, bn->first_param + BIASES, bias);
+    onnx_param(g, l, bn->first_param + ROLLING_MEAN, mean);
+    onnx_param(g, l, bn->first_param + ROLLING_VARIANCE, var);
     const char *in[] = {x, scale, bias, mean, var};
     /* bn_darknet's sqrt(var) + 1e-6 is within 1e-6/sqrt(var) (relative) of epsilon 0. */
     const OnnxAttr eps =

@@ -31,18 +31,15 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         rc = layer_parse_activation(l, cfg, s, CDL_ACT_LOGISTIC, e);
     if (rc)
         return rc;
-    if (outputs < 1) {
-        const CfgEntry *en = cfg_find(s, "output");
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] output=%d: expected at least 1",
-                         cfg->path, en ? en->line : s->line, l->index, s->name, outputs);
-    }
+    if (outputs < 1)
+        return layer_bad_key(l, cfg, s, "output", outputs, "expected at least 1", e);
 
     Connected *fc = l->priv;
     fc->inputs = (int)shape_size(l->in_shape);
     fc->outputs = outputs;
 
     l->out_shape = (Shape){outputs, 1, 1};
-    layer_add_param(l, "weights", (size_t)outputs * fc->inputs, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, (int64_t)fc->inputs});
     bias_norm_declare(&fc->stage, l, bn != 0, outputs, 1);
     l->flops = 2.0 * (double)fc->inputs * outputs;
     return CDL_OK;
@@ -113,8 +110,7 @@ static int connected_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], gemm[ONNX_NAME_MAX];
     char pre[ONNX_NAME_MAX];
     onnx_input_flat(g, l, 0, x);
-    const int64_t dims[] = {fc->outputs, fc->inputs};
-    onnx_param(g, l, P_WEIGHTS, 2, dims, w);
+    onnx_param(g, l, P_WEIGHTS, w);
     const char *out = onnx_output(g, l, 1);
     onnx_activation_input(pre, l->activation, out);
     const OnnxAttr trans_b = onnx_attr_int("transB", 1);

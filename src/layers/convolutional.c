@@ -51,12 +51,6 @@ typedef struct Conv {
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
-static int key_line(CfgSection *s, const char *key)
-{
-    const CfgEntry *en = cfg_find(s, key);
-    return en ? en->line : s->line;
-}
-
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
@@ -84,17 +78,13 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const char *path = cfg->path;
     const Shape in = l->in_shape;
     if (filters < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] filters=%d: expected at least 1",
-                         path, key_line(s, "filters"), l->index, s->name, filters);
+        return layer_bad_key(l, cfg, s, "filters", filters, "expected at least 1", e);
     if (size < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] size=%d: expected at least 1", path,
-                         key_line(s, "size"), l->index, s->name, size);
+        return layer_bad_key(l, cfg, s, "size", size, "expected at least 1", e);
     if (stride < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] stride=%d: expected at least 1",
-                         path, key_line(s, "stride"), l->index, s->name, stride);
+        return layer_bad_key(l, cfg, s, "stride", stride, "expected at least 1", e);
     if (padding < 0)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] padding=%d: expected 0 or more",
-                         path, key_line(s, "padding"), l->index, s->name, padding);
+        return layer_bad_key(l, cfg, s, "padding", padding, "expected 0 or more", e);
     if ((size_t)size > NET_MAX_FLOATS || (size_t)padding > NET_MAX_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] size=%d, padding=%d: expected at most %zu", path,
@@ -103,7 +93,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] groups=%d must divide both the input channels "
                          "(%d) and filters (%d)",
-                         path, key_line(s, "groups"), l->index, s->name, groups, in.c, filters);
+                         path, cfg_key_line(s, "groups"), l->index, s->name, groups, in.c, filters);
     const int out_h = conv_out_size(in.h, size, stride, padding);
     const int out_w = conv_out_size(in.w, size, stride, padding);
     if (out_h < 1 || out_w < 1)
@@ -133,7 +123,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     l->out_shape = (Shape){filters, out_h, out_w};
     const size_t out_hw = (size_t)out_h * out_w;
     const size_t kdim = (size_t)(in.c / groups) * size * size;
-    layer_add_param(l, "weights", (size_t)filters * kdim, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 4, (int64_t[]){filters, in.c / groups, size, size});
     bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
     /* A same convolution's input gradient unfolds delta: filters/groups channels. */
     const size_t kdim_delta = cv->same ? (size_t)(filters / groups) * size * size : 0;
@@ -463,8 +453,7 @@ static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], conv[ONNX_NAME_MAX];
     char pre[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, x);
-    const int64_t dims[] = {cv->filters, l->in_shape.c / cv->groups, cv->size, cv->size};
-    onnx_param(g, l, P_WEIGHTS, 4, dims, w);
+    onnx_param(g, l, P_WEIGHTS, w);
     const char *out = onnx_output(g, l, 0);
     onnx_activation_input(pre, l->activation, out);
     const int64_t kernel[] = {cv->size, cv->size}, strides[] = {cv->stride, cv->stride};

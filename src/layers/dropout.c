@@ -27,13 +27,8 @@ static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     int st = cfg_get_float(cfg, s, "probability", 0.5f, &p, e);
     if (st)
         return st;
-    if (!(p >= 0.0f && p < 1.0f)) {
-        const CfgEntry *en = cfg_find(s, "probability");
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'probability' in [%s]: expected a "
-                         "number in [0, 1)",
-                         cfg->path, en->line, en->value, s->name);
-    }
+    if (!(p >= 0.0f && p < 1.0f))
+        return cfg_bad_value(cfg, s, "probability", e, "expected a number in [0, 1)");
     l->out_shape = l->in_shape;
     l->flops = (double)shape_size(l->in_shape);
     Dropout *d = l->priv;

@@ -34,18 +34,14 @@ static int embedding_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] needs key 'output' (C, a value >= 1)",
                          cfg->path, s->line, l->index, s->name);
     if (channels < 1)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'output' in [%s]: must be >= 1", cfg->path,
-                         out_en->line, out_en->value, s->name);
+        return cfg_require_min(cfg, s, "output", channels, 1, e);
     if (!vocab_en && vocab < 1)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d [%s] needs the number of tokens: set vocab= here or in "
                          "[net]",
                          cfg->path, s->line, l->index, s->name);
     if (vocab < 1)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'vocab' in [%s]: must be >= 1", cfg->path,
-                         vocab_en->line, vocab_en->value, s->name);
+        return cfg_require_min(cfg, s, "vocab", vocab, 1, e);
     if (l->index != 0 || l->in_shape.c != 1 || l->in_shape.w != 1)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d [%s] reads token ids: it must be the first layer of a "
@@ -54,7 +50,7 @@ static int embedding_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
                          cfg->path, s->line, l->index, s->name, l->in_shape.c, l->in_shape.h,
                          l->in_shape.w);
     l->out_shape = (Shape){1, l->in_shape.h, channels};
-    layer_add_param(l, "weights", (size_t)vocab * (size_t)channels, 1, 1);
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){vocab, channels});
     return CDL_OK;
 }
 

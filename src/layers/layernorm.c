@@ -27,16 +27,13 @@ static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     int st = cfg_get_float(cfg, s, "eps", 1e-5f, &eps, e);
     if (st)
         return st;
-    if (!(eps > 0)) {
-        const CfgEntry *en = cfg_find(s, "eps");
-        return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key 'eps' in [%s]: must be > 0",
-                         cfg->path, en->line, en->value, s->name);
-    }
+    if (!(eps > 0))
+        return cfg_bad_value(cfg, s, "eps", e, "must be > 0");
     LayerNorm *ln = l->priv;
     ln->eps = eps;
     l->out_shape = l->in_shape;
-    layer_add_param(l, "scales", (size_t)l->in_shape.w, 1, 0);
-    layer_add_param(l, "biases", (size_t)l->in_shape.w, 1, 0);
+    layer_add_param(l, "scales", 1, 0, 1, (int64_t[]){l->in_shape.w});
+    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){l->in_shape.w});
     /* mean, variance, then a multiply-add per value */
     l->flops = 5.0 * (double)shape_size(l->in_shape);
     return CDL_OK;

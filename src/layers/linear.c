@@ -47,23 +47,12 @@ static int check_tie(const Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     return CDL_OK;
 }
 
-/* A key that must be 0 or 1. */
-static int get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e)
-{
-    int st = cfg_get_int(cfg, s, key, def, out, e);
-    if (st || *out == 0 || *out == 1)
-        return st;
-    const CfgEntry *en = cfg_find(s, key);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: expected 0 or 1",
-                     cfg->path, en->line, en->value, key, s->name);
-}
-
 static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int outputs, has_biases, tied;
     int st = cfg_get_int(cfg, s, "output", net->vocab, &outputs, e);
-    st = st ? st : get_flag(cfg, s, "bias", 1, &has_biases, e);
-    st = st ? st : get_flag(cfg, s, "tie", 0, &tied, e);
+    st = st ? st : cfg_get_flag(cfg, s, "bias", 1, &has_biases, e);
+    st = st ? st : cfg_get_flag(cfg, s, "tie", 0, &tied, e);
     st = st ? st : layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
     if (st)
         return st;
@@ -74,9 +63,7 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
                          "not set)",
                          cfg->path, s->line, l->index, s->name);
     if (outputs < 1)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'output' in [%s]: must be >= 1", cfg->path,
-                         out_en->line, out_en->value, s->name);
+        return cfg_require_min(cfg, s, "output", outputs, 1, e);
     if (tied && (st = check_tie(l, cfg, s, net, outputs, e)))
         return st;
 
@@ -87,9 +74,9 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     li->has_biases = has_biases;
     l->out_shape = (Shape){l->in_shape.c, l->in_shape.h, outputs};
     if (!tied)
-        layer_add_param(l, "weights", (size_t)outputs * (size_t)li->inputs, 1, 1);
+        layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, li->inputs});
     if (has_biases)
-        layer_add_param(l, "biases", (size_t)outputs, 1, 0);
+        layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){outputs});
     l->flops = 2.0 * l->in_shape.c * l->in_shape.h * (double)li->inputs * outputs;
     return CDL_OK;
 }

@@ -19,35 +19,21 @@ typedef struct Maxpool {
     int *argmax; /* [batch][c][out_h][out_w]: index into the input plane */
 } Maxpool;
 
-static int bad_key(const Cfg *cfg, CfgSection *s, const char *key, int value, const char *why,
-                   Error *e)
-{
-    const CfgEntry *en = cfg_find(s, key);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%d' for key '%s' in [%s]: %s", cfg->path,
-                     en ? en->line : s->line, value, key, s->name, why);
-}
-
 static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
     int stride, size, padding;
-    int st = cfg_get_int(cfg, s, "stride", 1, &stride, e);
-    st = st ? st : cfg_get_int(cfg, s, "size", stride, &size, e);
-    st = st ? st : cfg_get_int(cfg, s, "padding", size - 1, &padding, e);
+    int st = cfg_get_int_min(cfg, s, "stride", 1, 1, &stride, e);
+    st = st ? st : cfg_get_int_min(cfg, s, "size", stride, 1, &size, e);
+    if (!st && (size_t)size > NET_MAX_FLOATS) /* size defaults to stride */
+        st = cfg_bad_value(cfg, s, cfg_find(s, "size") ? "size" : "stride", e, "too large");
+    st = st ? st : cfg_get_int_min(cfg, s, "padding", size - 1, 0, &padding, e);
     if (st)
         return st;
-    if (stride < 1)
-        return bad_key(cfg, s, "stride", stride, "must be >= 1", e);
-    if (size < 1)
-        return bad_key(cfg, s, "size", size, "must be >= 1", e);
-    if (padding < 0)
-        return bad_key(cfg, s, "padding", padding, "must be >= 0", e);
-    if ((size_t)size > NET_MAX_FLOATS)
-        return bad_key(cfg, s, "size", size, "too large", e);
     /* Beyond 2*(size-1) the first or last window would lie wholly outside the input. */
     if (padding > 2 * (size - 1))
-        return bad_key(cfg, s, "padding", padding,
-                       "must be at most 2*(size-1), or a window lies outside the input", e);
+        return cfg_bad_value(cfg, s, "padding", e,
+                             "must be at most 2*(size-1), or a window lies outside the input");
     Shape in = l->in_shape;
     if (in.h + padding < size || in.w + padding < size)
         return error_set(e, CDL_EUSAGE,

@@ -14,7 +14,8 @@ static int positional_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *
 {
     (void)cfg, (void)s, (void)net, (void)e;
     l->out_shape = l->in_shape;
-    layer_add_param(l, "weights", shape_size(l->in_shape), 1, 1);
+    const Shape in = l->in_shape; /* [1][T][C] */
+    layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){(int64_t)in.c * in.h, in.w});
     l->flops = (double)shape_size(l->in_shape);
     return CDL_OK;
 }

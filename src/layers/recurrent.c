@@ -197,8 +197,7 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] needs output= (the hidden size)",
                          cfg->path, s->line, l->index, s->name);
     if (hidden < 1)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] output=%d: expected at least 1",
-                         cfg->path, output->line, l->index, s->name, hidden);
+        return layer_bad_key(l, cfg, s, "output", hidden, "expected at least 1", e);
     if (darknet_hidden != hidden)
         return error_set(e, CDL_EUSAGE,
                          "%s:%d: layer %d: [%s] hidden=%d differs from output=%d: cdl's [rnn] "
@@ -225,10 +224,11 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     rc->hidden = hidden;
     l->out_shape = (Shape){1, rc->steps, hidden};
     const size_t rows = (size_t)cell->gates * (size_t)hidden;
-    layer_add_param(l, "weights_ih", rows * (size_t)rc->inputs, 1, 1);
-    layer_add_param(l, "weights_hh", rows * (size_t)hidden, 1, 1);
-    layer_add_param(l, "biases_ih", rows, 1, 0);
-    layer_add_param(l, "biases_hh", rows, 1, 0);
+    /* torch.nn.RNN/GRU/LSTM's weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 */
+    layer_add_param(l, "weights_ih", 1, 1, 2, (int64_t[]){(int64_t)rows, rc->inputs});
+    layer_add_param(l, "weights_hh", 1, 1, 2, (int64_t[]){(int64_t)rows, hidden});
+    layer_add_param(l, "biases_ih", 1, 0, 1, (int64_t[]){(int64_t)rows});
+    layer_add_param(l, "biases_hh", 1, 0, 1, (int64_t[]){(int64_t)rows});
     l->flops = 2.0 * rc->steps * (double)rows * (double)(rc->inputs + hidden);
     return CDL_OK;
 }

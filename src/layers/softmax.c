@@ -38,17 +38,10 @@ static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     if (st)
         return st;
     if (groups != rows)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%d' for key 'groups' in [%s]: only groups=%d (%s) is "
-                         "supported",
-                         cfg->path, cfg_find(s, "groups")->line, groups, s->name, rows,
-                         net->seq > 0 ? "one softmax per token" : "one softmax per image");
+        return cfg_bad_value(cfg, s, "groups", e, "only groups=%d (%s) is supported", rows,
+                             net->seq > 0 ? "one softmax per token" : "one softmax per image");
     if (!(smoothing >= 0 && smoothing <= 1))
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: bad value '%s' for key 'label_smoothing' in [%s]: expected a "
-                         "value in [0, 1]",
-                         cfg->path, cfg_find(s, "label_smoothing")->line,
-                         cfg_find(s, "label_smoothing")->value, s->name);
+        return cfg_bad_value(cfg, s, "label_smoothing", e, "expected a value in [0, 1]");
     Softmax *sm = l->priv;
     sm->label_smoothing = smoothing;
     sm->groups = groups;

@@ -6,47 +6,26 @@
 #include <string.h>
 
 #include "model/model_io.h"
-#include "core/onnx_graph.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
 #define SKIP_TEXT_MAX 240
 
-/* Fills g with the natural shapes of net's tensors: the layers declare them while exporting
- * to ONNX (as for `cdl export npy`); a layer that cannot export leaves them undeclared. */
-static int declare_shapes(const Net *net, OnnxGraph *g, Error *e)
+/* "5x96" */
+static void shape_text(const Param *p, char *out, size_t size)
 {
-    int st = onnx_graph_init(g, net, e);
-    for (int i = 0; !st && i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
-        Error ignored;
-        if (l->type->export_onnx)
-            (void)l->type->export_onnx(l, net, g, &ignored);
-    }
-    return st;
-}
-
-/* "5x96": tensor k of layer i as declared in g, or its count when undeclared. */
-static void shape_text(const OnnxGraph *g, const Layer *l, int k, char *out, size_t size)
-{
-    const OnnxLayer *rec = &g->layers[l->index];
-    if (!rec->n_dims[k]) {
-        snprintf(out, size, "%zu", l->params[k].count);
-        return;
-    }
     size_t used = 0;
-    for (int d = 0; d < rec->n_dims[k] && used < size; d++)
+    out[0] = '\0';
+    for (int d = 0; d < p->n_dims && used < size; d++)
         used += (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "",
-                                 (long long)rec->dims[k][d]);
+                                 (long long)p->dims[d]);
 }
 
-static int same_shape(const OnnxGraph *ga, const Layer *a, const OnnxGraph *gb, const Layer *b,
-                      int k)
+static int same_shape(const Param *a, const Param *b)
 {
-    const OnnxLayer *ra = &ga->layers[a->index], *rb = &gb->layers[b->index];
-    if (a->params[k].count != b->params[k].count || ra->n_dims[k] != rb->n_dims[k])
+    if (a->n_dims != b->n_dims)
         return 0;
-    for (int d = 0; d < ra->n_dims[k]; d++)
-        if (ra->dims[k][d] != rb->dims[k][d])
+    for (int d = 0; d < a->n_dims; d++)
+        if (a->dims[d] != b->dims[d])
             return 0;
     return 1;
 }
@@ -61,8 +40,7 @@ static void names_text(const Layer *l, char *out, size_t size)
 }
 
 /* Why layer d of dst cannot take the tensors of src's layer at its index; "" when it can. */
-static void mismatch(const Net *src, const OnnxGraph *gs, const Layer *d, const OnnxGraph *gd,
-                     char *why, size_t size)
+static void mismatch(const Net *src, const Layer *d, char *why, size_t size)
 {
     why[0] = '\0';
     if (d->index >= src->n_layers) {
@@ -85,10 +63,10 @@ static void mismatch(const Net *src, const OnnxGraph *gs, const Layer *d, const 
         return;
     }
     for (int k = 0; k < d->n_params; k++)
-        if (!same_shape(gd, d, gs, s, k)) {
+        if (!same_shape(&d->params[k], &s->params[k])) {
             char mine[64], theirs[64];
-            shape_text(gd, d, k, mine, sizeof mine);
-            shape_text(gs, s, k, theirs, sizeof theirs);
+            shape_text(&d->params[k], mine, sizeof mine);
+            shape_text(&s->params[k], theirs, sizeof theirs);
             snprintf(why, size, "shape %s vs %s", mine, theirs);
             return;
         }
@@ -96,8 +74,7 @@ static void mismatch(const Net *src, const OnnxGraph *gs, const Layer *d, const 
 
 /* Copies the tensors of every matching layer; appends the others to m->skipped_list, which has
  * room for SKIP_TEXT_MAX characters per layer. */
-static void copy_matching_layers(Net *dst, const Net *src, const OnnxGraph *gd, const OnnxGraph *gs,
-                                 WeightsMatch *m)
+static void copy_matching_layers(Net *dst, const Net *src, WeightsMatch *m)
 {
     size_t used = 0;
     m->skipped_list[0] = '\0';
@@ -106,7 +83,7 @@ static void copy_matching_layers(Net *dst, const Net *src, const OnnxGraph *gd, 
         if (!d->n_params)
             continue;
         char why[SKIP_TEXT_MAX - 64], entry[SKIP_TEXT_MAX];
-        mismatch(src, gs, d, gd, why, sizeof why);
+        mismatch(src, d, why, sizeof why);
         if (why[0]) {
             snprintf(entry, sizeof entry, "%s%d [%s] (%s)", m->skipped ? ", " : "", i,
                      d->type->name, why);
@@ -127,16 +104,10 @@ int finetune_copy_matching(Net *dst, const Net *src, WeightsMatch *m, Error *e)
 {
     memset(m, 0, sizeof *m);
     const size_t cap = 1 + (size_t)dst->n_layers * SKIP_TEXT_MAX;
-    OnnxGraph gd = {0}, gs = {0};
-    int st = declare_shapes(dst, &gd, e);
-    st = st ? st : declare_shapes(src, &gs, e);
-    if (!st && !(m->skipped_list = malloc(cap)))
-        st = error_set(e, CDL_ERUNTIME, "out of memory");
-    if (!st)
-        copy_matching_layers(dst, src, &gd, &gs, m);
-    onnx_graph_free(&gd);
-    onnx_graph_free(&gs);
-    return st;
+    if (!(m->skipped_list = malloc(cap)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    copy_matching_layers(dst, src, m);
+    return CDL_OK;
 }
 
 int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)

@@ -47,12 +47,9 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
     cJSON *h = cJSON_CreateObject();
     const size_t opt_floats = opt ? opt->slab_floats : 0;
     const size_t shadow_floats = opt && opt->ema ? ema_floats(net) : 0;
-    size_t floats = net->n_params + net->n_state + opt_floats + shadow_floats;
-    float *blob = malloc((floats + 1) * sizeof *blob);
-    if (!cfg_text || !h || !blob) {
+    if (!cfg_text || !h) {
         free(cfg_text);
         cJSON_Delete(h);
-        free(blob);
         return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
     }
     cJSON_AddStringToObject(h, "format", "cdl-model");
@@ -83,23 +80,21 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
         if (!vocab) {
             free(cfg_text);
             cJSON_Delete(h);
-            free(blob);
             return error_set(e, CDL_ERUNTIME, "out of memory");
         }
         cJSON_AddStringToObject(h, "vocab", vocab);
         free(vocab);
     }
-    memcpy(blob, net->params, net->n_params * sizeof *blob);
-    memcpy(blob + net->n_params, net->state, net->n_state * sizeof *blob);
-    float *at = blob + net->n_params + net->n_state;
-    if (opt_floats)
-        memcpy(at, opt->slab, opt_floats * sizeof *blob);
-    if (shadow_floats)
-        memcpy(at + opt_floats, opt->ema, shadow_floats * sizeof *blob);
-    int st = checkpoint_file_write(path, h, blob, floats * sizeof *blob, e);
+    /* The blob: weights, running statistics, optimizer state, EMA weights. */
+    const CheckpointSlab slabs[] = {
+        {net->params, net->n_params * sizeof(float)},
+        {net->state, net->n_state * sizeof(float)},
+        {opt_floats ? opt->slab : NULL, opt_floats * sizeof(float)},
+        {shadow_floats ? opt->ema : NULL, shadow_floats * sizeof(float)},
+    };
+    int st = checkpoint_file_write_slabs(path, h, slabs, 4, e);
     free(cfg_text);
     cJSON_Delete(h);
-    free(blob);
     return st;
 }
 
@@ -231,18 +226,30 @@ static int read_saved_training(const char *path, const cJSON *h, const Net *net,
     return CDL_OK;
 }
 
-/* Fills net's weights from the blob (the EMA for inference, when there is one) and, for
- * training, sets up *opt from the saved state. */
-static int restore_tensors(const char *path, const float *data, const SavedTraining *saved,
+/* Reads the blob straight into net's weights (the EMA's for inference, when there is one) and,
+ * for training, sets up *opt from the saved state. */
+static int restore_tensors(const char *path, CheckpointReader *r, const SavedTraining *saved,
                            Net *net, Optimizer *opt, Error *e)
 {
-    const float *after_weights = data + net->n_params + net->n_state;
-    const float *shadow = saved->shadow_floats ? after_weights + saved->optimizer_floats : NULL;
-    const float *weights = shadow && !opt ? shadow : data;
-    memcpy(net->params, weights, net->n_params * sizeof *data);
-    memcpy(net->state, weights + net->n_params, net->n_state * sizeof *data);
-    if (!opt)
-        return CDL_OK;
+    const size_t weight_bytes = net->n_params * sizeof(float),
+                 state_bytes = net->n_state * sizeof(float);
+    if (!opt) {
+        /* Inference with an EMA: skip to the EMA weights (the blob's EMA holds params then
+         * state, as the net's slabs). */
+        const int skip = saved->shadow_floats > 0;
+        const size_t skipped =
+            skip ? weight_bytes + state_bytes + saved->optimizer_floats * sizeof(float) : 0;
+        int st = checkpoint_file_read_into(r, NULL, skipped, e);
+        st = st ? st : checkpoint_file_read_into(r, net->params, weight_bytes, e);
+        st = st ? st : checkpoint_file_read_into(r, net->state, state_bytes, e);
+        if (!st && !skip)
+            st = checkpoint_file_read_into(r, NULL, saved->optimizer_floats * sizeof(float), e);
+        return st ? st : checkpoint_file_finish(r, e);
+    }
+    int st = checkpoint_file_read_into(r, net->params, weight_bytes, e);
+    st = st ? st : checkpoint_file_read_into(r, net->state, state_bytes, e);
+    if (st)
+        return st;
     if (saved->has_optimizer && saved->kind != net->hyper.optimizer)
         return error_set(e, CDL_EUSAGE,
                          "%s: its optimizer state is %s's but its cfg says optimizer=%s; resume "
@@ -250,28 +257,28 @@ static int restore_tensors(const char *path, const float *data, const SavedTrain
                          "with --weights",
                          path, net_optimizer_name(saved->kind),
                          net_optimizer_name(net->hyper.optimizer));
-    int st = optimizer_init(opt, net, e);
+    st = optimizer_alloc(opt, net, e);
     if (st)
         return st;
-    if (saved->has_optimizer) {
-        memcpy(opt->slab, after_weights, saved->optimizer_floats * sizeof *data);
-        opt->steps = saved->steps;
-    }
-    if (opt->ema && shadow)
-        memcpy(opt->ema, shadow, saved->shadow_floats * sizeof *data);
-    return CDL_OK;
+    if (opt->ema && !saved->shadow_floats) /* no saved EMA: it starts from the weights */
+        ema_start(opt->ema, net);
+    st = checkpoint_file_read_into(r, saved->has_optimizer ? opt->slab : NULL,
+                                   saved->optimizer_floats * sizeof(float), e);
+    opt->steps = saved->has_optimizer ? saved->steps : opt->steps;
+    if (!st)
+        st = checkpoint_file_read_into(r, opt->ema, saved->shadow_floats * sizeof(float), e);
+    return st ? st : checkpoint_file_finish(r, e);
 }
 
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e)
 {
     cJSON *h = NULL;
-    void *blob = NULL;
-    size_t blob_bytes = 0;
+    CheckpointReader r;
     memset(meta, 0, sizeof *meta);
     if (opt)
         memset(opt, 0, sizeof *opt);
-    int st = checkpoint_file_read(path, &h, &blob, &blob_bytes, e);
+    int st = checkpoint_file_open(&r, path, &h, e);
     if (st)
         return st;
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(h, "format");
@@ -283,7 +290,9 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     }
     char label[1100];
     snprintf(label, sizeof label, "%s(cfg)", path);
-    st = net_build_from_text(net, cfg_text->valuestring, label, want_grads, json_u64(h, "seed"), e);
+    /* Every tensor comes from the blob: no initialisation to throw away. */
+    st = net_build_from_text_uninitialised(net, cfg_text->valuestring, label, want_grads,
+                                           json_u64(h, "seed"), e);
     if (st)
         goto done;
     SavedTraining saved;
@@ -291,11 +300,11 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     st = st ? st : read_saved_training(path, h, net, &saved, e);
     const size_t floats =
         st ? 0 : net->n_params + net->n_state + saved.optimizer_floats + saved.shadow_floats;
-    if (!st && blob_bytes != floats * sizeof(float))
+    if (!st && r.raw_bytes != floats * sizeof(float))
         st = error_set(e, CDL_ERUNTIME, "%s: tensor data holds %zu bytes, the model needs %zu",
-                       path, blob_bytes, floats * sizeof(float));
+                       path, (size_t)r.raw_bytes, floats * sizeof(float));
     st = st ? st : read_meta(path, h, meta, e);
-    st = st ? st : restore_tensors(path, blob, &saved, net, opt, e);
+    st = st ? st : restore_tensors(path, &r, &saved, net, opt, e);
     if (st) {
         net_free(net);
         model_meta_free(meta);
@@ -304,6 +313,6 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     }
 done:
     cJSON_Delete(h);
-    free(blob);
+    checkpoint_file_close(&r);
     return st;
 }

@@ -6,9 +6,8 @@
 #include "core/net.h"
 
 /* Creates dir (when missing) and writes dir/layer<i>.<param name>.npy for every parameter
- * and state tensor of net, shaped as the layer declares it for ONNX (convolution weights
- * [filters][c/groups][size][size], connected [output][inputs], the rest [n]); tensors of a
- * layer without ONNX export are written 1-D. */
+ * and state tensor of net, shaped as its Param (convolution weights
+ * [filters][c/groups][size][size], connected [output][inputs], ...). */
 int npy_export_net(const Net *net, const char *dir, Error *e);
 
 #endif

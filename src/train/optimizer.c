@@ -15,18 +15,26 @@ size_t optimizer_state_floats(OptimizerKind kind, size_t n_params)
     return kind == CDL_OPT_SGD ? n_params : 2 * n_params;
 }
 
-int optimizer_init(Optimizer *o, const Net *net, Error *e)
+int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
 {
     memset(o, 0, sizeof *o);
     o->kind = net->hyper.optimizer;
     o->slab_floats = optimizer_state_floats(o->kind, net->n_params);
     o->slab = calloc(o->slab_floats + 1, sizeof *o->slab);
-    if (net->hyper.ema > 0 && o->slab && (o->ema = malloc((ema_floats(net) + 1) * sizeof *o->ema)))
-        ema_start(o->ema, net);
+    if (net->hyper.ema > 0 && o->slab)
+        o->ema = malloc((ema_floats(net) + 1) * sizeof *o->ema);
     if (!o->slab || (net->hyper.ema > 0 && !o->ema))
         return error_set(e, CDL_ERUNTIME, "out of memory for the %s state of %zu parameters",
                          net_optimizer_name(o->kind), net->n_params);
     return CDL_OK;
+}
+
+int optimizer_init(Optimizer *o, const Net *net, Error *e)
+{
+    int st = optimizer_alloc(o, net, e);
+    if (!st && o->ema)
+        ema_start(o->ema, net);
+    return st;
 }
 
 void optimizer_free(Optimizer *o)

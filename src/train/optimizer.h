@@ -37,6 +37,9 @@ size_t optimizer_state_floats(OptimizerKind kind, size_t n_params);
  * starting from the net's current weights. o is overwritten; free with optimizer_free, even
  * after a failure. */
 int optimizer_init(Optimizer *o, const Net *net, Error *e);
+/* optimizer_init without starting the EMA (o->ema uninitialised): for a caller that fills
+ * it next, as loading a checkpoint that saved one does. */
+int optimizer_alloc(Optimizer *o, const Net *net, Error *e);
 void optimizer_free(Optimizer *o);
 
 /* One update of net's parameters at rate lr from the gradients accumulated in net->grads (see

@@ -176,11 +176,10 @@ static void say_checkpoint_kept(const char *path, Error *e)
     if (!e)
         return;
     struct stat sb;
-    const size_t len = strlen(e->msg);
-    snprintf(e->msg + len, sizeof e->msg - len,
-             stat(path, &sb) ? "; stopped before writing a checkpoint (%s)"
-                             : "; stopped, the last checkpoint (%s) is kept",
-             path);
+    error_append(e, e->code,
+                 stat(path, &sb) ? "; stopped before writing a checkpoint (%s)"
+                                 : "; stopped, the last checkpoint (%s) is kept",
+                 path);
 }
 
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,

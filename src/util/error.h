@@ -12,5 +12,11 @@ typedef struct Error {
 
 /* Fills e (which may be NULL) and returns code, so callers can `return error_set(...)`. */
 int error_set(Error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Chaining context onto a message that a callee filled: error_prefix puts fmt's text before
+ * e's message ("PATH: " + "FILE:LINE: ..."), error_append after it; both set e->code = code
+ * (e may be NULL) and return code, so callers can `return error_prefix(e, st, "%s: ", path)`.
+ * The result is cut at the message's capacity. */
+int error_prefix(Error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int error_append(Error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

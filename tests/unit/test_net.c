@@ -1,5 +1,6 @@
 /* Net construction: [net] parsing, learning-rate policies, cfg errors and overrides, layer
- * state in the slabs, backend checks. */
+ * state in the slabs, backend checks, parameter shapes. */
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,34 @@ static void test_slabs_hold_every_parameter(void)
     net_free(&net);
 }
 
+/* Every parameter of every zoo cfg has a shape whose product is its count. */
+static void test_zoo_params_are_shaped(void)
+{
+    glob_t g = {0};
+    CHECK(glob("cfg/*.cfg", 0, NULL, &g) == 0 && g.gl_pathc > 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        Net net;
+        Error e = {0};
+        const int st = net_build_from_file(&net, g.gl_pathv[i], NULL, 0, 0, 1, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s\n", e.msg);
+            continue;
+        }
+        for (int j = 0; j < net.n_layers; j++)
+            for (int k = 0; k < net.layers[j].n_params; k++) {
+                const Param *p = &net.layers[j].params[k];
+                size_t product = 1;
+                for (int d = 0; d < p->n_dims; d++)
+                    product *= (size_t)p->dims[d];
+                CHECK(p->n_dims >= 1 && p->n_dims <= PARAM_MAX_DIMS);
+                CHECK(product == p->count);
+            }
+        net_free(&net);
+    }
+    globfree(&g);
+}
+
 /* A layer's private per-batch state is measured at net_resize and lies in the activation slab:
  * batch norm's x_hat [batch][c][h][w] and inv_std [c], dropout's mask, maxpool's argmax ints
  * (bytes, rounded up to LAYER_STATE_ALIGN). */
@@ -217,5 +246,6 @@ int main(void)
     test_huge_sizes_are_refused();
     test_layer_state_lies_in_the_activation_slab();
     test_a_backend_without_kernels_is_refused_by_layer();
+    test_zoo_params_are_shaped();
     return check_report("test_net");
 }
