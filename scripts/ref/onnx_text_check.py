@@ -5,9 +5,10 @@ Usage:
 
 1. onnx.checker.check_model(full_check=True): the graph is valid and its shapes infer.
 2. PROBS.json is `cdl predict MODEL --prompt TEXT --probs --json`: the prompt's token ids and
-   cdl's distribution of the next token. The ids (fewer than the graph's T) are padded with 0
-   to T and run in onnxruntime as int64 [N][T] (a batch of two when the batch axis is dynamic:
-   both rows must agree); the graph's output [N][T][vocab] at the prompt's last position must
+   cdl's distribution of the next token. The ids (at most the graph's T) are padded with 0
+   to T and run in onnxruntime as int64 [N][T] (or one-hot float [N][T][vocab] rows, zero
+   past the prompt, for a net that reads one-hot tokens; a batch of two when the batch axis is
+   dynamic: both rows must agree); the graph's output [N][T][vocab] at the prompt's last position must
    equal cdl's distribution to 1e-5 absolute (a causal net's position t does not read the
    padding after it). Prints the largest difference as "max abs diff X"; exits 1 on any
    failure.
@@ -37,13 +38,19 @@ def main():
     ids, expected = cdl["ids"], np.asarray(cdl["probs"], dtype=np.float64)
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     declared = session.get_inputs()[0]
-    if declared.type != "tensor(int64)" or len(declared.shape) != 2:
-        sys.exit(f"the graph input is {declared.type} {declared.shape}, not int64 [N][T] ids")
+    one_hot = declared.type == "tensor(float)" and len(declared.shape) == 3
+    if not one_hot and (declared.type != "tensor(int64)" or len(declared.shape) != 2):
+        sys.exit(f"the graph input is {declared.type} {declared.shape}, not int64 [N][T] ids "
+                 "or one-hot float [N][T][vocab]")
     steps = declared.shape[1]
     if not 0 < len(ids) <= steps:
         sys.exit(f"the prompt has {len(ids)} tokens; the graph takes 1 to {steps}")
-    row = np.zeros((1, steps), dtype=np.int64)
-    row[0, :len(ids)] = ids
+    if one_hot:  # rows past the prompt stay zero, as in cdl
+        row = np.zeros((1, steps, declared.shape[2]), dtype=np.float32)
+        row[0, np.arange(len(ids)), ids] = 1
+    else:
+        row = np.zeros((1, steps), dtype=np.int64)
+        row[0, :len(ids)] = ids
     dynamic = not isinstance(declared.shape[0], int)
     batch = np.concatenate([row, row]) if dynamic else row
     out = session.run(None, {declared.name: batch})[0]

@@ -69,6 +69,12 @@ write_recurrent_cfg() {
     expect_same_next_token relu.cdl "on a mat"
 }
 
+@test "a net that reads one-hot tokens ([net] inputs=vocab) exports with a float [N][T][vocab] input" {
+    printf '[net]\nseq=24\ninputs=14\nbatch=8\noptimizer=adam\nlearning_rate=0.01\n\n[lstm]\noutput=24\n\n[linear]\n\n[softmax]\n' > onehot.cfg
+    train_text onehot.cfg onehot.cdl 1
+    expect_same_next_token onehot.cdl "the cat"
+}
+
 @test "a bidirectional transformer (causal=0) exports; a full window of T tokens compares" {
     # Every position attends to all T: cdl's distribution for a prompt of exactly T tokens
     # depends on no padding.
