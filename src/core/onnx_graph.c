@@ -49,7 +49,8 @@ int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
     snprintf(g->input.name, sizeof g->input.name, "input");
     g->input.shape = net->in_shape;
     g->sequence = net->seq > 0;
-    g->token_ids = net->n_layers > 0 && net->layers[0].type->reads_token_ids;
+    const LayerType *first = net->n_layers > 0 ? net->layers[0].type : NULL;
+    g->token_ids = first && first->reads_token_ids;
     for (int i = 0; i < net->n_layers; i++) {
         onnx_name(g->layers[i].name, &net->layers[i], NULL);
         g->layers[i].shape = net->layers[i].out_shape;

@@ -126,14 +126,18 @@ for path, n in (("lstm.onnx", "N"), ("fixed.onnx", 3)):
 PY
 }
 
-@test "predict --probs gives a distribution over the vocabulary and the prompt's ids" {
+@test "predict --probs gives the prompt's ids and the distribution greedy generation picks from" {
     train_text "$REPO/cfg/char_lstm.cfg" lstm.cdl 1 --set net.batch=2
     "$CDL" predict lstm.cdl --prompt "cat" --probs --json > probs.json
+    "$CDL" predict lstm.cdl --prompt "cat" --tokens 1 --temperature 0 --json > greedy.json
     python3 - <<'PY'
 import json
-r = json.load(open("probs.json"))
-assert r["prompt"] == "cat" and len(r["ids"]) == 3, r
-assert len(r["probs"]) == 14 and abs(sum(r["probs"]) - 1) < 1e-5, r
+r, greedy = json.load(open("probs.json")), json.load(open("greedy.json"))
+vocab = sorted(set(open("corpus.txt").read()))  # tokens=char: the sorted distinct characters
+assert r["prompt"] == "cat" and r["ids"] == [vocab.index(c) for c in "cat"], r
+assert len(r["probs"]) == len(vocab) == 14 and abs(sum(r["probs"]) - 1) < 1e-5, r
+best = max(range(len(vocab)), key=lambda i: (r["probs"][i], -i))
+assert greedy["text"] == vocab[best], (greedy, vocab[best])
 PY
     run "$CDL" predict lstm.cdl --prompt "cat" --probs
     [ "$status" -eq 2 ]
