@@ -15,7 +15,8 @@
  * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
  * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
  * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
- * gate values, then adds the weight gradients with sgemms over all rows. */
+ * gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
+ * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,7 +411,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
 
 /* ---- ONNX export ---- */
 
-/* dst = the G gate blocks of src ([G][H][cols] each) in ONNX's order. */
+/* dst [G][block] = the G gate blocks of src [G][block] (block = H rows) in ONNX's order. */
 static void onnx_gate_order(const Cell *cell, const float *src, size_t block, float *dst)
 {
     for (int k = 0; k < cell->gates; k++)
