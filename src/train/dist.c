@@ -1,7 +1,8 @@
 /* Data-parallel training across processes: the MPI implementation of train/dist.h under
  * CDL_MPI (make MPI=1), else one process, rank 0 of 1. Every collective is non-blocking and
- * polled against a deadline, so a rank that stopped or died cannot hold the others forever;
- * each rank also tells rank 0 how many steps it finished, so rank 0 can name the ranks behind. */
+ * polled against a deadline, so a rank that stopped or died cannot hold the others forever.
+ * While they wait, and after every step, the other ranks send rank 0 a heartbeat, so that on a
+ * timeout rank 0 can name the ranks it has not heard from. */
 #include "train/dist.h"
 
 #include <stdio.h>
@@ -40,10 +41,13 @@ struct Dist {
     Error fail;
     double loss;
     double first_start_s, wait_s, hidden_s;
-    uint64_t steps_done; /* steps whose backward this rank finished */
+    /* Heartbeats: ranks > 0 send a count, at most every beat_s; rank 0 notes when it last
+     * heard from each rank. */
+    double beat_s, last_beat_s;
     uint64_t send_buf;
     MPI_Request send_req;
-    uint64_t *seen, *recv_buf; /* rank 0: [world_size] steps each rank reported */
+    double *heard_s; /* rank 0: [world_size] */
+    uint64_t *recv_buf;
     MPI_Request *recv_reqs;
 };
 
@@ -94,21 +98,36 @@ void dist_finalize(int status)
     MPI_Finalize();
 }
 
-/* Rank 0: takes every step count the others have sent so far. */
-static void take_step_reports(Dist *d)
+/* Ranks > 0: sends rank 0 a heartbeat when the last one is delivered and beat_s old. */
+static void beat(Dist *d)
+{
+    int flag = 0;
+    const double now = time_now_s();
+    if (now - d->last_beat_s < d->beat_s)
+        return;
+    MPI_Test(&d->send_req, &flag, MPI_STATUS_IGNORE);
+    if (!flag)
+        return;
+    d->send_buf++;
+    d->last_beat_s = now;
+    MPI_Isend(&d->send_buf, 1, MPI_UINT64_T, 0, DIST_TAG_STEPS, MPI_COMM_WORLD, &d->send_req);
+}
+
+/* Rank 0: takes every heartbeat the others have sent so far. */
+static void take_heartbeats(Dist *d)
 {
     for (int r = 1; r < world_size; r++) {
         int flag = 0;
         while (MPI_Test(&d->recv_reqs[r], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) {
-            d->seen[r] = d->recv_buf[r];
+            d->heard_s[r] = time_now_s();
             MPI_Irecv(&d->recv_buf[r], 1, MPI_UINT64_T, r, DIST_TAG_STEPS, MPI_COMM_WORLD,
                       &d->recv_reqs[r]);
         }
     }
 }
 
-/* The error of a collective past its deadline: on rank 0 it names the ranks that have not
- * finished as many steps as rank 0. */
+/* The error of a collective past its deadline: on rank 0 it names the ranks not heard from in
+ * the last half of the wait (the others were waiting too). */
 static int timed_out(Dist *d, const char *what)
 {
     d->broken = 1;
@@ -118,11 +137,12 @@ static int timed_out(Dist *d, const char *what)
                          "rank %d: step %llu: no answer from the other ranks in %s within %g s "
                          "(--dist-timeout)",
                          world_rank, step, what, d->timeout_s + DIST_GRACE_S);
-    take_step_reports(d);
+    take_heartbeats(d);
     char ranks[256] = "";
     int n = 0;
+    const double quiet_since = time_now_s() - d->timeout_s / 2;
     for (int r = 1; r < world_size; r++)
-        if (d->seen[r] < d->steps_done) {
+        if (d->heard_s[r] < quiet_since) {
             size_t len = strlen(ranks);
             snprintf(ranks + len, sizeof ranks - len, "%s%d", n++ ? ", " : "", r);
         }
@@ -132,7 +152,7 @@ static int timed_out(Dist *d, const char *what)
                          "(--dist-timeout)",
                          step, what, d->timeout_s);
     return error_set(&d->fail, CDL_ERUNTIME,
-                     "step %llu: rank%s %s did not finish the step within %g s (--dist-timeout): "
+                     "step %llu: rank%s %s did not answer within %g s (--dist-timeout): "
                      "stopped, hung or dead",
                      step, n > 1 ? "s" : "", ranks, d->timeout_s);
 }
@@ -149,7 +169,9 @@ static int wait_all(Dist *d, int n, MPI_Request *reqs, const char *what)
         if (flag)
             return CDL_OK;
         if (world_rank == 0)
-            take_step_reports(d);
+            take_heartbeats(d);
+        else
+            beat(d);
         if (time_now_s() > deadline)
             return timed_out(d, what);
         sched_yield();
@@ -230,17 +252,20 @@ int dist_open(Dist **out, Net *net, double timeout_s, Error *e)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     d->net = net;
     d->timeout_s = timeout_s;
+    d->beat_s = timeout_s / 4 < 0.5 ? timeout_s / 4 : 0.5;
     d->send_req = MPI_REQUEST_NULL;
     int st = plan_buckets(d, e);
     if (!st && world_rank == 0) {
-        d->seen = calloc((size_t)world_size, sizeof *d->seen);
+        d->heard_s = calloc((size_t)world_size, sizeof *d->heard_s);
         d->recv_buf = calloc((size_t)world_size, sizeof *d->recv_buf);
         d->recv_reqs = calloc((size_t)world_size, sizeof *d->recv_reqs);
-        if (!d->seen || !d->recv_buf || !d->recv_reqs)
+        if (!d->heard_s || !d->recv_buf || !d->recv_reqs)
             st = error_set(e, CDL_ERUNTIME, "out of memory");
-        for (int r = 1; r < world_size && !st; r++)
+        for (int r = 1; r < world_size && !st; r++) {
+            d->heard_s[r] = time_now_s();
             MPI_Irecv(&d->recv_buf[r], 1, MPI_UINT64_T, r, DIST_TAG_STEPS, MPI_COMM_WORLD,
                       &d->recv_reqs[r]);
+        }
     }
     if (st) {
         dist_close(d, net);
@@ -264,11 +289,11 @@ void dist_close(Dist *d, Net *net)
             MPI_Cancel(&d->recv_reqs[r]);
             MPI_Request_free(&d->recv_reqs[r]);
         }
-        wait_all(d, 1, &d->send_req, "the last step report");
+        wait_all(d, 1, &d->send_req, "the last heartbeat");
     }
     free(d->buckets);
     free(d->reqs);
-    free(d->seen);
+    free(d->heard_s);
     free(d->recv_buf);
     free(d->recv_reqs);
     free(d);
@@ -282,13 +307,10 @@ int dist_finish_step(Dist *d, float *loss, Error *e)
     if (d->first_start_s)
         d->hidden_s += backward_end_s - d->first_start_s;
     d->first_start_s = 0;
-    d->steps_done++;
-    int st = world_rank ? wait_all(d, 1, &d->send_req, "a step report") : CDL_OK;
-    if (!st && world_rank) {
-        d->send_buf = d->steps_done;
-        MPI_Isend(&d->send_buf, 1, MPI_UINT64_T, 0, DIST_TAG_STEPS, MPI_COMM_WORLD, &d->send_req);
-    }
-    if (!st && !d->broken) {
+    int st = CDL_OK;
+    if (world_rank)
+        beat(d);
+    if (!d->broken) {
         d->loss = *loss;
         MPI_Iallreduce(MPI_IN_PLACE, &d->loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                        &d->reqs[d->n_buckets]);

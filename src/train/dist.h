@@ -36,7 +36,7 @@ int dist_open(Dist **out, Net *net, double timeout_s, Error *e);
 void dist_close(Dist *d, Net *net);
 /* Ends a step's reduction after its last backward: waits for every bucket (starting those not
  * started), so net->grads holds the sum over ranks, and replaces *loss by the ranks' sum.
- * CDL_ERUNTIME "step N: rank R did not finish the step within S s ..." past the deadline; the
+ * CDL_ERUNTIME "step N: rank R did not answer within S s ..." past the deadline; the
  * run cannot continue after it (dist_finalize with the error then stops every rank). */
 int dist_finish_step(Dist *d, float *loss, Error *e);
 /* *flag = 1 on every rank when it is 1 on any (deadline as dist_finish_step's). */

@@ -228,7 +228,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         const float lr = net_learning_rate(&net->hyper, net->step, total);
         float loss;
         st = step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
-        if (st && !isfinite(loss))
+        if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);
         if (st)
             break;
