@@ -503,15 +503,16 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
         r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
-    if (!st && o->tensorboard_dir)
+    if (!st && o->tensorboard_dir && dist_rank() == 0) /* rank 0 writes for the run */
         st = tfevents_open(o->tensorboard_dir, &r.tensorboard, e);
     TfEvents *tensorboard = r.tensorboard; /* write_scalars may stop using it */
     TrainCallbacks tcb = {on_step, on_epoch, &r};
     StepTrace trace = {0};
     const uint64_t total_steps = (uint64_t)epochs * (uint64_t)steps_per_epoch;
+    const int lead = dist_rank() == 0; /* rank 0 traces for the run */
     st = st ? st
-            : step_trace_begin(&trace, o->profile_steps, o->trace_path, s->out_path, &s->net,
-                               s->meta.step, total_steps, &tcb, e);
+            : step_trace_begin(&trace, lead ? o->profile_steps : NULL, lead ? o->trace_path : NULL,
+                               s->out_path, &s->net, s->meta.step, total_steps, &tcb, e);
     if (!st && s->meta.step >= total_steps)
         note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
              s->meta.epochs_done);
