@@ -1,7 +1,10 @@
 # cdl build: `make` builds ./cdl and libcdl.a; `make test` runs every test;
-# `make demo` trains Fashion-MNIST; `make SAN=1` builds with ASan+UBSan under build/san.
+# `make demo` trains Fashion-MNIST; `make SAN=1` builds with ASan+UBSan under build/san;
+# `make MPI=1` builds data-parallel training with Open MPI (under build/mpi, ./cdl-mpi unless
+# CDL= names the binary).
 SAN ?= 0
 GPU ?= 0
+MPI ?= 0
 ARCH ?= -march=native
 
 OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
@@ -20,12 +23,21 @@ OPT := -O3 $(ARCH) -g
 CDL := cdl
 endif
 
+# MPI=1: mpicc's flags, asked for when a compile or link runs (recursive `=`), not when make
+# reads this file, so that a fresh machine's `deps` can install Open MPI first.
+ifeq ($(MPI),1)
+BUILD := $(BUILD:build/%=build/mpi-%)
+CDL := $(if $(filter 1,$(SAN)),$(BUILD)/cdl,cdl-mpi)
+MPI_CFLAGS = -DCDL_MPI $(shell mpicc --showme:compile)
+MPI_LDLIBS = $(shell mpicc --showme:link)
+endif
+
 CC ?= gcc
-CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) -MMD -MP
+CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) $(MPI_CFLAGS) -MMD -MP
 # What libcdl.a needs (cdl.pc lists them for other programs).
 LIB_LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
-              -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp
-LDLIBS := $(LIB_LDLIBS)
+              -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp $(MPI_LDLIBS)
+LDLIBS = $(LIB_LDLIBS)
 ifeq ($(SAN),1)
 LDLIBS += -fsanitize=address,undefined
 endif
@@ -46,7 +58,8 @@ LIB := $(BUILD)/libcdl.a
 .PHONY: all deps test unit demo clean bench format
 # Keep test objects: deleting them as intermediates would print after the test summary.
 .SECONDARY:
-all: deps $(CDL) libcdl.a cdl.pc
+# (MPI=1 builds the binary only: libcdl.a and cdl.pc stay the plain build's.)
+all: deps $(CDL) $(if $(filter 1,$(MPI)),,libcdl.a cdl.pc)
 
 deps:
 	@scripts/deps.sh --quiet
@@ -118,6 +131,6 @@ format:
 	clang-format -i $$(find src tests/unit -name '*.[ch]')
 
 clean:
-	rm -rf build cdl libcdl.a cdl.pc
+	rm -rf build cdl cdl-mpi libcdl.a cdl.pc
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -9,6 +9,7 @@ packages=(
     dataset-fashion-mnist python3-torch python3-numpy python3-sklearn python3-pil python3-skimage
     darknet python3-onnx graphviz python3-torchvision
     bible-kjv bible-kjv-text fortunes # text corpora of scripts/text-data.sh
+    openmpi-bin libopenmpi-dev # make MPI=1 (data-parallel training)
 )
 
 # PyPI packages for the pyenv python3 on PATH, as MODULE or MODULE=PACKAGE (tests read

@@ -188,6 +188,10 @@ typedef struct cdl_run_options {
      * them, 1-based; to trace_path (NULL: the checkpoint's name with .trace.json) */
     const char *profile_steps;
     const char *trace_path;
+    /* A data-parallel run (mpirun, cdl_dist_init): the longest any rank waits for the others
+     * in one collective before the run stops with an error naming the ranks behind (0: 300 s;
+     * rank 0's evaluation between epochs must fit in it). */
+    double dist_timeout_s;
 } cdl_run_options;
 
 typedef struct cdl_step_report {
@@ -213,6 +217,10 @@ typedef struct cdl_epoch_report {
     double images_per_s, elapsed_s;
     const char *checkpoint; /* the path just written */
     int stopped;            /* 1: the run stopped inside this epoch (time limit or steps) */
+    int ranks;              /* processes of a data-parallel run (1: one); images_per_s is all's */
+    /* Rank 0's gradient allreduce over the epoch: seconds blocked after backward, and seconds
+     * the buckets were in flight while backward still ran (hidden by it). 0 with one rank. */
+    double allreduce_wait_s, allreduce_hidden_s;
 } cdl_epoch_report;
 
 typedef struct cdl_callbacks {
@@ -220,6 +228,19 @@ typedef struct cdl_callbacks {
     void (*on_epoch)(void *ctx, const cdl_epoch_report *report);
     void *ctx;
 } cdl_callbacks;
+
+/* Data-parallel training (src/cdl_dist.c): a cdl built with `make MPI=1` and started by
+ * mpirun runs as one rank of several; otherwise (or without MPI) it is rank 0 of 1.
+ * cdl_dist_init joins the ranks (call it first, before threads; 0 or CDL_ERUNTIME);
+ * cdl_session_run then trains each rank on its shard of every epoch, summing gradients. */
+int cdl_dist_init(int *argc, char ***argv);
+int cdl_dist_rank(void);
+int cdl_dist_size(void);
+/* Every rank passes its status; returns the highest of all, and *report is 1 on the one rank
+ * that should print its error (the lowest that failed), so a failure is reported once. */
+int cdl_dist_agree(int status, int *report);
+/* Leaves the run: status != 0 with several ranks stops every rank (MPI_Abort, exit 1). */
+void cdl_dist_finalize(int status);
 
 /* Trains until options->epochs are done (nothing when the run already has them: a note says
  * so), writing the checkpoint after every epoch. A non-finite loss stops the run with an error

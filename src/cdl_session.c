@@ -22,6 +22,7 @@
 #include "model/darknet_weights.h"
 #include "model/finetune.h"
 #include "model/model_io.h"
+#include "train/dist.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
 
@@ -312,7 +313,7 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
         return st;
     snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s", s->data_path);
     const Hyper *h = &s->net.hyper;
-    const long steps_per_epoch = s->samples / h->batch;
+    const long steps_per_epoch = s->samples / ((long)h->batch * dist_size());
     s->default_epochs = s->resumed && s->meta.epochs_planned > 0 ? s->meta.epochs_planned
                         : h->epochs > 0                          ? h->epochs
                         : h->max_batches > 0 && steps_per_epoch > 0
@@ -337,7 +338,8 @@ void cdl_session_get_info(const cdl_session *s, cdl_session_info *info)
                                .batch = batch,
                                .seq = s->built && s->net.seq > 0 ? s->net.seq : 0,
                                .samples = s->samples,
-                               .steps_per_epoch = batch ? (int)(s->samples / batch) : 0,
+                               .steps_per_epoch =
+                                   batch ? (int)(s->samples / ((long)batch * dist_size())) : 0,
                                .default_epochs = s->default_epochs,
                                .done_steps = s->meta.step,
                                .done_epochs = s->meta.epochs_done};
@@ -435,7 +437,10 @@ static void on_epoch(void *ctx, const EpochReport *t)
                                 .images_per_s = t->images_per_s,
                                 .elapsed_s = t->elapsed_s,
                                 .checkpoint = t->checkpoint,
-                                .stopped = t->stopped};
+                                .stopped = t->stopped,
+                                .ranks = t->ranks,
+                                .allreduce_wait_s = t->allreduce_wait_s,
+                                .allreduce_hidden_s = t->allreduce_hidden_s};
     if (r->user.on_epoch)
         r->user.on_epoch(r->user.ctx, &p);
     if (v) {
@@ -446,11 +451,14 @@ static void on_epoch(void *ctx, const EpochReport *t)
 }
 
 /* The one call of the training loop: from the session's progress to plan->epochs. */
-static int train(cdl_session *s, const TrainPlan *plan, const TrainCallbacks *cb, Error *e)
+static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, double dist_timeout_s,
+                 Error *e)
 {
     Loader *loader = NULL;
     TrainSource source;
-    int st = CDL_OK;
+    int st = dist_size() > 1 ? dist_open(&plan->dist, &s->net, dist_timeout_s, e) : CDL_OK;
+    if (st)
+        return st;
     if (s->net.seq > 0) {
         source = train_source_text(&s->text_batches, &s->net);
     } else {
@@ -460,12 +468,16 @@ static int train(cdl_session *s, const TrainPlan *plan, const TrainCallbacks *cb
                                    .seed = s->meta.seed,
                                    .train = 1,
                                    .drop_last = 1,
-                                   .skip_bad = s->data.skip_bad};
+                                   .skip_bad = s->data.skip_bad,
+                                   .rank = dist_rank(),
+                                   .ranks = dist_size()};
         st = loader_open(&loader, &s->train, &s->net.augment, &opt, e);
         source = st ? (TrainSource){0} : train_source_loader(loader);
     }
     st = st ? st : train_run(&s->net, &s->opt, &source, &s->valid_set, plan, &s->meta, cb, e);
     loader_close(loader);
+    dist_close(plan->dist, &s->net);
+    plan->dist = NULL;
     return st;
 }
 
@@ -474,36 +486,43 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
     if (!s->data_path[0])
         return error_set(e, CDL_EUSAGE, "a training session runs once its data are attached");
     const Hyper *h = &s->net.hyper;
-    const int steps_per_epoch = (int)(s->samples / h->batch);
+    const int ranks = dist_size();
+    const int steps_per_epoch = (int)(s->samples / ((long)h->batch * ranks));
     const int epochs = o->epochs > 0 ? o->epochs : s->default_epochs;
     if (steps_per_epoch < 1) /* before net_resize allocates for the whole batch */
-        return error_set(e, CDL_EUSAGE, "%s: the training set has %ld %s, fewer than batch=%d",
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the training set has %ld %s, fewer than batch=%d x %d ranks",
                          s->data_path, s->samples,
-                         s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch);
+                         s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch, ranks);
+    if (ranks > 1 && s->net.seq > 0)
+        return error_set(e, CDL_EUSAGE,
+                         "data-parallel training (%d ranks) of sequence nets is not supported yet",
+                         ranks);
     int st = prepare_output(s->out_path, e);
     st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
         r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
-    if (!st && o->tensorboard_dir)
+    if (!st && o->tensorboard_dir && dist_rank() == 0) /* rank 0 writes for the run */
         st = tfevents_open(o->tensorboard_dir, &r.tensorboard, e);
     TfEvents *tensorboard = r.tensorboard; /* write_scalars may stop using it */
     TrainCallbacks tcb = {on_step, on_epoch, &r};
     StepTrace trace = {0};
     const uint64_t total_steps = (uint64_t)epochs * (uint64_t)steps_per_epoch;
+    const int lead = dist_rank() == 0; /* rank 0 traces for the run */
     st = st ? st
-            : step_trace_begin(&trace, o->profile_steps, o->trace_path, s->out_path, &s->net,
-                               s->meta.step, total_steps, &tcb, e);
+            : step_trace_begin(&trace, lead ? o->profile_steps : NULL, lead ? o->trace_path : NULL,
+                               s->out_path, &s->net, s->meta.step, total_steps, &tcb, e);
     if (!st && s->meta.step >= total_steps)
         note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
              s->meta.epochs_done);
-    const TrainPlan plan = {.epochs = epochs,
-                            .out_path = s->out_path,
-                            .valid = {s->data.workers, s->data.skip_bad},
-                            .time_limit_s = o->time_limit_s,
-                            .save_checkpoint = model_save_checkpoint,
-                            .stop_step = o->steps ? s->meta.step + o->steps : 0};
-    st = st ? st : train(s, &plan, &tcb, e);
+    TrainPlan plan = {.epochs = epochs,
+                      .out_path = s->out_path,
+                      .valid = {s->data.workers, s->data.skip_bad},
+                      .time_limit_s = o->time_limit_s,
+                      .save_checkpoint = model_save_checkpoint,
+                      .stop_step = o->steps ? s->meta.step + o->steps : 0};
+    st = st ? st : train(s, &plan, &tcb, o->dist_timeout_s > 0 ? o->dist_timeout_s : 300, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);
     if (events)

@@ -35,6 +35,8 @@ static const OptSpec train_opts[] = {
     {"--trace", 1, 0, "trace file of --profile-steps (default: the checkpoint's, .trace.json)"},
     {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
     {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
+    {"--dist-timeout", 1, 0,
+     "under mpirun: seconds a rank waits for the others before the run stops (default 300)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_TRAIN_OPTS (int)(sizeof train_opts / sizeof train_opts[0])
@@ -67,7 +69,7 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                              .n_overrides = a->n_repeats,
                              .resume_path = resume,
                              .out_path = args_get(a, "--out"),
-                             .on_message = progress_on_message,
+                             .on_message = cdl_dist_rank() == 0 ? progress_on_message : NULL,
                              .message_ctx = progress};
     if (resume &&
         (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") || args_get(a, "--seed")))
@@ -97,8 +99,9 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
 
 static int run_training(cdl_session *s, const Args *a, Progress *progress, Error *e)
 {
-    long threads, log_every, time_limit, epochs;
+    long threads, log_every, time_limit, epochs, dist_timeout;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
+    st = st ? st : args_get_int(a, "--dist-timeout", 300, 1, 1000000, &dist_timeout, e);
     st = st ? st : args_get_int(a, "--log-every", 0, 0, LONG_MAX, &log_every, e);
     st = st ? st : args_get_int(a, "--time-limit", 0, 0, LONG_MAX, &time_limit, e);
     if (st)
@@ -112,7 +115,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, Error
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))
         return st;
     const char *log_path = args_get(a, "--log");
-    if (log_path && !(progress->jsonl = fopen(log_path, "a")))
+    if (log_path && cdl_dist_rank() == 0 && !(progress->jsonl = fopen(log_path, "a")))
         return error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
     progress->epochs = (int)epochs;
     progress->tokens_per_sample = info.seq;
@@ -121,33 +124,54 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, Error
                                .log_every = (int)log_every,
                                .tensorboard_dir = args_get(a, "--tensorboard"),
                                .profile_steps = args_get(a, "--profile-steps"),
-                               .trace_path = args_get(a, "--trace")};
+                               .trace_path = args_get(a, "--trace"),
+                               .dist_timeout_s = (double)dist_timeout};
     const cdl_callbacks cb = {progress_on_step, progress_on_epoch, progress};
     if ((e->code = cdl_session_run(s, &o, &cb, e->msg, sizeof e->msg)))
         return e->code;
     /* Nothing trained means nothing written: --out may not exist to link to. */
     const uint64_t steps = (uint64_t)epochs * (uint64_t)info.steps_per_epoch;
-    return info.done_steps >= steps ? CDL_OK : update_latest_link(info.checkpoint_path, e);
+    return info.done_steps >= steps || cdl_dist_rank() != 0
+               ? CDL_OK
+               : update_latest_link(info.checkpoint_path, e);
 }
 
 int cmd_train(int argc, char **argv)
 {
     Args a;
     Error e = {0};
-    if (args_parse(argc, argv, train_opts, N_TRAIN_OPTS, &a, &e))
-        return cli_fail(&e);
-    if (args_get(&a, "--help")) {
-        args_print_help("train", "CFG [options]  |  cdl train --resume CKPT [options]",
-                        "Trains the network a cfg file defines on the dataset a .data file names.",
-                        train_opts, N_TRAIN_OPTS);
-        return 0;
+    /* Under mpirun: one rank of a data-parallel run; rank 0 prints for all. */
+    if (cdl_dist_init(&argc, &argv)) {
+        fprintf(stderr, "cdl: MPI could not start\n");
+        return CDL_ERUNTIME;
     }
-    Progress progress = {.tty = isatty(2)};
+    const int lead = cdl_dist_rank() == 0;
+    if (args_parse(argc, argv, train_opts, N_TRAIN_OPTS, &a, &e) || args_get(&a, "--help")) {
+        if (lead && e.code)
+            cli_fail(&e);
+        else if (lead)
+            args_print_help("train", "CFG [options]  |  cdl train --resume CKPT [options]",
+                            "Trains the network a cfg file defines on the dataset a .data file "
+                            "names.",
+                            train_opts, N_TRAIN_OPTS);
+        cdl_dist_finalize(0);
+        return e.code;
+    }
+    Progress progress = {.tty = isatty(2) && lead};
     cdl_session *s = NULL;
-    int st = open_session(&a, &progress, &s, &e);
+    int report;
+    /* A bad cfg or missing data fails on every rank alike (or on one): reported once. */
+    int st = cdl_dist_agree(open_session(&a, &progress, &s, &e), &report);
+    if (st && !report)
+        e.code = st, e.msg[0] = 0;
+    const int setup_failed = st != 0;
     st = st ? st : run_training(s, &a, &progress, &e);
     if (progress.jsonl)
         fclose(progress.jsonl);
     cdl_session_free(s);
-    return st ? cli_fail(&e) : 0;
+    if (st && e.msg[0])
+        cli_fail(&e);
+    /* A rank failing alone in training must stop the others (they would wait for it). */
+    cdl_dist_finalize(st && !setup_failed);
+    return st ? (e.code ? e.code : CDL_ERUNTIME) : 0;
 }

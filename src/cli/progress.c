@@ -93,7 +93,11 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
         fprintf(stderr, ", skipped %d unreadable validation samples", r->valid_skipped);
     const char *unit;
     const double rate = shown_rate(p, r->images_per_s, &unit);
-    fprintf(stderr, ", %.0f %s, %s, saved %s\n", rate, unit, took, r->checkpoint);
+    fprintf(stderr, ", %.0f %s", rate, unit);
+    if (r->ranks > 1)
+        fprintf(stderr, " on %d ranks (allreduce: %.2f s waited, %.2f s hidden by backward)",
+                r->ranks, r->allreduce_wait_s, r->allreduce_hidden_s);
+    fprintf(stderr, ", %s, saved %s\n", took, r->checkpoint);
     if (p->jsonl) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "epoch");
@@ -105,6 +109,11 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
         if (p->tokens_per_sample)
             cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
+        if (r->ranks > 1) {
+            cJSON_AddNumberToObject(o, "ranks", r->ranks);
+            cJSON_AddNumberToObject(o, "allreduce_wait_s", r->allreduce_wait_s);
+            cJSON_AddNumberToObject(o, "allreduce_hidden_s", r->allreduce_hidden_s);
+        }
         if (r->stopped)
             cJSON_AddBoolToObject(o, "time_limit", 1);
         if (r->validated) {

@@ -83,6 +83,16 @@ typedef struct Layer {
     void *priv;
 } Layer;
 
+/* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
+typedef struct Collective {
+    /* Adds every process's buf[0..n) in place, blocking (sync_bn's batch sums). */
+    void (*sum)(void *ctx, double *buf, size_t n);
+    /* net_backward calls it after layer i's backward in a pass whose gradients are to be
+     * reduced (Net.reduce_grads): every gradient of layers >= i is then final. */
+    void (*grads_ready)(void *ctx, int layer);
+    void *ctx;
+} Collective;
+
 /* What one pass of one layer reads beyond the layer itself, built by the net for every
  * forward, backward and forward_at call (core/net.c); nothing in it is owned by the layer. */
 typedef struct StepContext {
@@ -99,6 +109,13 @@ typedef struct StepContext {
      * the thread count: the net's seed and the pass's draw id. */
     uint64_t seed;
     uint64_t draw_id;
+    /* Position of sample 0 of this mini-batch in the step's global mini-batch (0 in a single
+     * process; rank * batch in a data-parallel run): per-sample draws are keyed by
+     * sample_offset + b, so a sample's dropout mask does not depend on which rank holds it. */
+    int sample_offset;
+    /* Batch norm's statistics over every process's samples (sync_bn=1 in a data-parallel
+     * run); NULL: this mini-batch's alone. */
+    const Collective *sync_bn;
     /* The [net] batch-norm settings (core/net.h Hyper): momentum of the running statistics,
      * epsilon, and 1 for darknet's inference division by sqrt(var) + 1e-6. */
     float bn_momentum, bn_eps;

@@ -120,6 +120,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_float(cfg, s, "bn_momentum", 0.1f, &h->bn_momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
     st = st ? st : cfg_get_int(cfg, s, "bn_darknet", 0, &h->bn_darknet, e);
+    st = st ? st : cfg_get_int(cfg, s, "sync_bn", 0, &h->sync_bn, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
@@ -499,6 +500,8 @@ static StepContext step_context(Net *net, int train)
         .bn_momentum = net->hyper.bn_momentum,
         .bn_eps = net->hyper.bn_eps,
         .bn_darknet = net->hyper.bn_darknet,
+        .sample_offset = net->sample_offset,
+        .sync_bn = net->hyper.sync_bn ? net->collective : NULL,
     };
 }
 
@@ -558,6 +561,8 @@ void net_backward(Net *net)
         net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s, time_now_s());
+        if (net->reduce_grads && net->collective)
+            net->collective->grads_ready(net->collective->ctx, i);
     }
 }
 

@@ -56,6 +56,7 @@ typedef struct Hyper {
     int epochs; /* default run length for `cdl train` (0: from max_batches, else 1) */
     float bn_momentum, bn_eps;
     int bn_darknet; /* 1: inference batch norm divides by sqrt(var) + 1e-6, as darknet */
+    int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
     OptimizerKind optimizer;
     int nesterov;            /* SGD: Nesterov momentum */
     float beta1, beta2, eps; /* Adam, AdamW */
@@ -114,6 +115,12 @@ typedef struct Net {
     /* Identifies the current forward pass (step * subdivisions + mini-batch): with seed
      * it fixes every random draw (dropout masks), whatever the thread count. */
     uint64_t draw_id;
+    /* A data-parallel run (train/dist.h; NULL: one process): this rank's first sample in the
+     * global mini-batch (StepContext.sample_offset), and reduce_grads 1 in the last mini-batch
+     * of a step, whose net_backward reports each finished layer to collective->grads_ready. */
+    const Collective *collective;
+    int sample_offset;
+    int reduce_grads;
     /* When set, net_forward and net_backward time every layer into it (util/profiler.h);
      * NULL (the default): no profiling. Not owned by the net. */
     struct Profiler *profiler;

@@ -36,7 +36,8 @@ struct Loader {
     AugmentConfig aug;
     LoaderOptions opt;
     size_t sample_floats;  /* out_c * out_h * out_w */
-    int batches;           /* per epoch */
+    int batches;           /* per epoch (this rank's) */
+    int ranks;             /* LoaderOptions.ranks, at least 1 */
     int *order;            /* [src->n]: the epoch's sample order */
     int epoch;             /* the epoch being produced */
     const Dataset *direct; /* in-memory samples that only need copying, else NULL */
@@ -118,7 +119,7 @@ static int transform_sample(Loader *l, Worker *w, const Image *img, int index, f
 static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x, int *y, int *n,
                       int *skipped, Error *e)
 {
-    const int first = k * l->opt.batch, left = l->src->n - first;
+    const int first = (k * l->ranks + l->opt.rank) * l->opt.batch, left = l->src->n - first;
     *n = left < l->opt.batch ? left : l->opt.batch;
     *skipped = 0;
     if (l->direct) {
@@ -201,7 +202,11 @@ static int check_options(const SampleSource *src, const LoaderOptions *opt, Erro
                          opt->batch, opt->prefetch, opt->workers);
     if (src->n < 1)
         return error_set(e, CDL_EUSAGE, "loader: the dataset has no samples");
-    if (opt->drop_last && src->n < opt->batch)
+    if (opt->ranks > 1 && (!opt->drop_last || opt->rank < 0 || opt->rank >= opt->ranks))
+        return error_set(e, CDL_EUSAGE,
+                         "loader: rank %d of %d needs drop_last and 0 <= rank < ranks", opt->rank,
+                         opt->ranks);
+    if (opt->drop_last && src->n < opt->batch * (opt->ranks > 1 ? opt->ranks : 1))
         return error_set(e, CDL_EUSAGE, "the dataset has %d samples, fewer than a mini-batch of %d",
                          src->n, opt->batch);
     return CDL_OK;
@@ -248,7 +253,9 @@ int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
     l->aug = *aug;
     l->opt = *opt;
     l->sample_floats = (size_t)aug->out_c * (size_t)aug->out_h * (size_t)aug->out_w;
-    l->batches = opt->drop_last ? src->n / opt->batch : (src->n + opt->batch - 1) / opt->batch;
+    l->ranks = opt->ranks > 1 ? opt->ranks : 1;
+    l->batches =
+        opt->drop_last ? src->n / (opt->batch * l->ranks) : (src->n + opt->batch - 1) / opt->batch;
     const Dataset *d = source_dataset(src);
     l->direct = d && augment_is_identity(aug, d->c, d->h, d->w) ? d : NULL;
     if (l->direct)

@@ -18,6 +18,11 @@ typedef struct LoaderOptions {
     int train;     /* 1: shuffle each epoch and augment_train; 0: in order, augment_eval */
     int drop_last; /* drop the last partial mini-batch of an epoch */
     int skip_bad;  /* replace an unreadable sample (counted) instead of failing */
+    /* A shard of every epoch for rank `rank` of `ranks` data-parallel processes (0 and 0: the
+     * whole epoch): mini-batch k is part `rank` of the epoch's k-th global mini-batch of
+     * ranks * batch positions, so the ranks' shards make up the one-process epoch of mini-batches
+     * of ranks * batch samples. Needs drop_last (and train) when ranks > 1. */
+    int rank, ranks;
 } LoaderOptions;
 
 /* The command line's defaults: worker threads (in-memory data without augmentation measured

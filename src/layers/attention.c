@@ -205,8 +205,9 @@ static int keys_of_block(const Attention *a, int end)
 }
 
 /* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
- * dropout_key and applies it. ws holds [block][T] floats. */
-static void head_forward(const Attention *a, HeadView hv, int pair, int use_mask,
+ * dropout_key at the pair's index in the step's global mini-batch and applies it. ws holds
+ * [block][T] floats. */
+static void head_forward(const Attention *a, HeadView hv, uint64_t pair, int use_mask,
                          uint64_t dropout_key, float *ws)
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
@@ -222,7 +223,7 @@ static void head_forward(const Attention *a, HeadView hv, int pair, int use_mask
         const float *weights = p;
         if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
-            const uint64_t first = ((uint64_t)pair * t + r0) * t;
+            const uint64_t first = (pair * (uint64_t)t + (uint64_t)r0) * (uint64_t)t;
             for (int i = 0; i < rows; i++)
                 for (int j = 0; j < keys; j++) {
                     const size_t at = (size_t)i * t + j;
@@ -251,7 +252,9 @@ static void attention_forward(Layer *l, const StepContext *ctx)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        head_forward(a, head_view(a, pair / a->heads, pair % a->heads), pair, a->mask_is_valid, key,
+        head_forward(a, head_view(a, pair / a->heads, pair % a->heads),
+                     (uint64_t)ctx->sample_offset * (uint64_t)a->heads + (uint64_t)pair,
+                     a->mask_is_valid, key,
                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
 
     linear_rows(a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,

@@ -43,6 +43,16 @@ void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st)
         return;
     bn->x_hat = layer_state_floats(st, (size_t)batch * bn->channels * bn->spatial);
     bn->inv_std = layer_state_floats(st, (size_t)bn->channels);
+    bn->sync_sums = layer_state_bytes(st, (2 * (size_t)bn->channels + 1) * sizeof(double));
+}
+
+/* The batch statistics' reduction across ranks under sync_bn (NULL: none). */
+static const BnSync *bn_sync(const BiasNorm *bn, const StepContext *ctx, BnSync *out)
+{
+    if (!ctx->sync_bn)
+        return NULL;
+    *out = (BnSync){ctx->sync_bn->sum, ctx->sync_bn->ctx, bn->sync_sums};
+    return out;
 }
 
 void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y)
@@ -53,9 +63,11 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
         const float *scale = param(bn, l, SCALES)->data;
         float *mean = param(bn, l, ROLLING_MEAN)->data;
         float *var = param(bn, l, ROLLING_VARIANCE)->data;
+        BnSync sync;
         if (ctx->train)
             batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias, mean, var, batch,
-                                    channels, spatial, ctx->bn_momentum, ctx->bn_eps);
+                                    channels, spatial, ctx->bn_momentum, ctx->bn_eps,
+                                    bn_sync(bn, ctx, &sync));
         else
             batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
                                    ctx->bn_eps, ctx->bn_darknet);
@@ -79,8 +91,9 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
     Param *biases = param(bn, l, BIASES);
     if (bn->batch_normalize) {
         Param *scales = param(bn, l, SCALES);
+        BnSync sync;
         batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
-                           delta, batch, channels, spatial);
+                           delta, batch, channels, spatial, bn_sync(bn, ctx, &sync));
         return;
     }
     /* dbias[c] += sum over the batch and positions of delta[b][c][.], in a fixed order. */

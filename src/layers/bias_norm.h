@@ -15,6 +15,7 @@ typedef struct BiasNorm {
     int channels, spatial; /* per sample */
     float *x_hat;          /* [batch][channels][spatial], batch norm only (net's slab) */
     float *inv_std;        /* [channels], batch norm only (net's slab) */
+    double *sync_sums;     /* [2 * channels + 1], batch norm only: sync_bn's BnSync.buf */
 } BiasNorm;
 
 /* Declares the parameters on l (biases; with batch norm also scales and the running

@@ -60,14 +60,15 @@ static int crop_resize(Layer *l, int batch, LayerState *st, Error *e)
 static void choose_windows(const Layer *l, const StepContext *ctx, Crop *cr)
 {
     const int spare_h = l->in_shape.h - l->out_shape.h, spare_w = l->in_shape.w - l->out_shape.w;
-    Rng r;
-    rng_seed(&r, ctx->seed, layer_draw_stream(ctx, l));
+    const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
     for (int b = 0; b < ctx->batch; b++) {
         int *win = cr->windows + 3 * b;
         if (!ctx->train) {
             win[0] = spare_h / 2, win[1] = spare_w / 2, win[2] = 0;
             continue;
         }
+        Rng r; /* the sample's own stream: its window does not depend on its rank */
+        rng_seed(&r, key, (uint64_t)(ctx->sample_offset + b));
         win[0] = (int)rng_below(&r, (uint32_t)spare_h + 1);
         win[1] = (int)rng_below(&r, (uint32_t)spare_w + 1);
         win[2] = cr->flip && rng_below(&r, 2);

@@ -3,8 +3,9 @@
  *
  *   in, out [batch][c][h][w]
  *
- * The mask is drawn from (net seed, draw_id, layer index) at every training forward:
- * the same pass id redraws the same mask, whatever the thread count. */
+ * The mask is drawn from (net seed, draw_id, layer index) at every training forward, value i
+ * of the mini-batch from position sample_offset * sample size + i: the same pass id redraws
+ * the same mask, whatever the thread count or the rank holding the sample. */
 #include <string.h>
 
 #include "core/net.h"
@@ -59,11 +60,12 @@ static void dropout_forward(Layer *l, const StepContext *ctx)
     /* Value i's draw is computed directly from i, so the loop vectorises and splits across
      * threads with the same mask for any thread count. */
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
+    const uint64_t first = (uint64_t)ctx->sample_offset * shape_size(l->out_shape);
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) {
-        mask[i] = rng_uniform_at(key, i) < p ? 0.0f : scale;
+        mask[i] = rng_uniform_at(key, first + i) < p ? 0.0f : scale;
         out[i] = in[i] * mask[i];
     }
 }

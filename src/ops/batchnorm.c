@@ -5,52 +5,82 @@
 #include <math.h>
 #include <stddef.h>
 
+/* Channel ch's sum and sum of squares over the batch, in double: the cancellation in
+ * E[x^2] - mean^2 then stays far below float resolution for activations. */
+static void channel_sums(const float *x, int batch, int c, size_t sp, int ch, double *sums)
+{
+    double sum = 0.0, sum_sq = 0.0;
+    for (int b = 0; b < batch; b++) {
+        const float *xs = x + ((size_t)b * c + ch) * sp;
+#pragma omp simd reduction(+ : sum, sum_sq)
+        for (size_t i = 0; i < sp; i++) {
+            double v = xs[i];
+            sum += v;
+            sum_sq += v * v;
+        }
+    }
+    sums[0] = sum;
+    sums[1] = sum_sq;
+}
+
+/* Normalises channel ch with the sums of n values and moves its running statistics. */
+static void normalize_channel(const float *x, float *y, float *x_hat, float *inv_std,
+                              const float *scale, const float *bias, float *running_mean,
+                              float *running_var, int batch, int c, size_t sp, int ch,
+                              const double *sums, double n, float momentum, float eps)
+{
+    const double mean = sums[0] / n;
+    double var = sums[1] / n - mean * mean;
+    if (var < 0.0)
+        var = 0.0;
+    const double inv = 1.0 / sqrt(var + (double)eps);
+    inv_std[ch] = (float)inv;
+
+    const float m = (float)mean, is = (float)inv, g = scale[ch], beta = bias[ch];
+    for (int b = 0; b < batch; b++) {
+        const size_t base = ((size_t)b * c + ch) * sp;
+        const float *xs = x + base;
+        float *xh = x_hat + base, *ys = y + base;
+#pragma omp simd
+        for (size_t i = 0; i < sp; i++) {
+            float h = (xs[i] - m) * is;
+            xh[i] = h;
+            ys[i] = h * g + beta;
+        }
+    }
+
+    const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+}
+
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps)
+                             float eps, const BnSync *sync)
 {
     const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
-
+    if (!sync) {
 #pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < c; ch++) {
-        /* One pass of sum and sum of squares: in double the cancellation in
-         * E[x^2] - mean^2 stays far below float resolution for activations. */
-        double sum = 0.0, sum_sq = 0.0;
-        for (int b = 0; b < batch; b++) {
-            const float *xs = x + ((size_t)b * c + ch) * sp;
-#pragma omp simd reduction(+ : sum, sum_sq)
-            for (size_t i = 0; i < sp; i++) {
-                double v = xs[i];
-                sum += v;
-                sum_sq += v * v;
-            }
+        for (int ch = 0; ch < c; ch++) {
+            double sums[2];
+            channel_sums(x, batch, c, sp, ch, sums);
+            normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
+                              c, sp, ch, sums, n, momentum, eps);
         }
-        const double mean = sum / n;
-        double var = sum_sq / n - mean * mean;
-        if (var < 0.0)
-            var = 0.0;
-        const double inv = 1.0 / sqrt(var + (double)eps);
-        inv_std[ch] = (float)inv;
-
-        const float m = (float)mean, is = (float)inv, g = scale[ch], beta = bias[ch];
-        for (int b = 0; b < batch; b++) {
-            const size_t base = ((size_t)b * c + ch) * sp;
-            const float *xs = x + base;
-            float *xh = x_hat + base, *ys = y + base;
-#pragma omp simd
-            for (size_t i = 0; i < sp; i++) {
-                float h = (xs[i] - m) * is;
-                xh[i] = h;
-                ys[i] = h * g + beta;
-            }
-        }
-
-        const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
-        running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
-        running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+        return;
     }
+    double *sums = sync->buf;
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < c; ch++)
+        channel_sums(x, batch, c, sp, ch, sums + 2 * ch);
+    sums[2 * c] = n;
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < c; ch++)
+        normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, c,
+                          sp, ch, sums + 2 * ch, sums[2 * c], momentum, eps);
 }
 
 void batchnorm_forward_eval(const float *x, float *y, const float *scale, const float *bias,
@@ -74,38 +104,71 @@ void batchnorm_forward_eval(const float *x, float *y, const float *scale, const 
     }
 }
 
+/* Channel ch's sums of dy and dy * x_hat over the batch. */
+static void grad_sums(const float *dy, const float *x_hat, int batch, int c, size_t sp, int ch,
+                      double *sums)
+{
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for (int b = 0; b < batch; b++) {
+        const size_t base = ((size_t)b * c + ch) * sp;
+        const float *d = dy + base, *xh = x_hat + base;
+#pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
+        for (size_t i = 0; i < sp; i++) {
+            sum_dy += d[i];
+            sum_dy_xhat += (double)d[i] * xh[i];
+        }
+    }
+    sums[0] = sum_dy;
+    sums[1] = sum_dy_xhat;
+}
+
+/* dx of channel ch from the gradient sums of n values:
+ * dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat)). */
+static void channel_dx(const float *dy, const float *x_hat, const float *inv_std,
+                       const float *scale, float *dx, int batch, int c, size_t sp, int ch,
+                       const double *sums, double n)
+{
+    const float k = scale[ch] * inv_std[ch];
+    const float mean_dy = (float)(sums[0] / n), mean_dy_xhat = (float)(sums[1] / n);
+    for (int b = 0; b < batch; b++) {
+        const size_t base = ((size_t)b * c + ch) * sp;
+        const float *d = dy + base, *xh = x_hat + base;
+        float *o = dx + base;
+#pragma omp simd
+        for (size_t i = 0; i < sp; i++)
+            o[i] = k * (d[i] - mean_dy - xh[i] * mean_dy_xhat);
+    }
+}
+
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial)
+                        int c, int spatial, const BnSync *sync)
 {
     const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
-
+    if (!sync) {
+#pragma omp parallel for schedule(static)
+        for (int ch = 0; ch < c; ch++) {
+            double sums[2];
+            grad_sums(dy, x_hat, batch, c, sp, ch, sums);
+            dbias[ch] += (float)sums[0];
+            dscale[ch] += (float)sums[1];
+            channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n);
+        }
+        return;
+    }
+    /* The parameter gradients take this process's sums (the gradient allreduce adds the
+     * others'); dx needs the sums over every process's samples. */
+    double *sums = sync->buf;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++) {
-        double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        for (int b = 0; b < batch; b++) {
-            const size_t base = ((size_t)b * c + ch) * sp;
-            const float *d = dy + base, *xh = x_hat + base;
-#pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
-            for (size_t i = 0; i < sp; i++) {
-                sum_dy += d[i];
-                sum_dy_xhat += (double)d[i] * xh[i];
-            }
-        }
-        dbias[ch] += (float)sum_dy;
-        dscale[ch] += (float)sum_dy_xhat;
-
-        /* dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat)) */
-        const float k = scale[ch] * inv_std[ch];
-        const float mean_dy = (float)(sum_dy / n), mean_dy_xhat = (float)(sum_dy_xhat / n);
-        for (int b = 0; b < batch; b++) {
-            const size_t base = ((size_t)b * c + ch) * sp;
-            const float *d = dy + base, *xh = x_hat + base;
-            float *o = dx + base;
-#pragma omp simd
-            for (size_t i = 0; i < sp; i++)
-                o[i] = k * (d[i] - mean_dy - xh[i] * mean_dy_xhat);
-        }
+        grad_sums(dy, x_hat, batch, c, sp, ch, sums + 2 * ch);
+        dbias[ch] += (float)sums[2 * ch];
+        dscale[ch] += (float)sums[2 * ch + 1];
     }
+    sums[2 * c] = n;
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < c; ch++)
+        channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums + 2 * ch, sums[2 * c]);
 }

@@ -4,14 +4,25 @@
 #ifndef CDL_BATCHNORM_H
 #define CDL_BATCHNORM_H
 
+#include <stddef.h>
+
+/* Batch statistics over the samples of every process of a data-parallel run (sync_bn): the
+ * kernels put their per-channel sums in buf [2c + 1] (then the local count) and call sum, which
+ * adds every process's buf in place. NULL instead of a BnSync: this process's batch alone. */
+typedef struct BnSync {
+    void (*sum)(void *ctx, double *buf, size_t n);
+    void *ctx;
+    double *buf;
+} BnSync;
+
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
  * and inv_std [c] = 1/sqrt(var + eps) for the backward pass, and moves the running
  * statistics: mean = (1-momentum)*mean + momentum*batch_mean, likewise var with the
- * unbiased batch variance. y may equal x. */
+ * unbiased batch variance. y may equal x. sync: see BnSync. */
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps);
+                             float eps, const BnSync *sync);
 
 /* Inference mode: normalises with the running statistics, dividing by sqrt(var + eps), or with
  * darknet set by darknet's sqrt(var) + 1e-6 (eps unused). y may equal x. */
@@ -20,9 +31,10 @@ void batchnorm_forward_eval(const float *x, float *y, const float *scale, const 
                             int spatial, float eps, int darknet);
 
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
- * dscale and dbias [c], and WRITES dL/dx into dx. dx may equal dy. */
+ * dscale and dbias [c] (this process's share under sync), and WRITES dL/dx into dx. dx may
+ * equal dy. sync: the statistics forward used. */
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial);
+                        int c, int spatial, const BnSync *sync);
 
 #endif

@@ -36,8 +36,9 @@ static int nonfinite_loss(const Net *net, Error *e)
                      (unsigned long long)net->step + 1, where);
 }
 
-int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
-                      Error *e)
+/* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). */
+static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
+                     float *loss, Error *e)
 {
     const int subdivisions = net->hyper.subdivisions;
     *loss = 0;
@@ -54,11 +55,22 @@ int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float
             net_zero_grads(net);
             return nonfinite_loss(net, e);
         }
+        net->reduce_grads = dist && sub == subdivisions - 1;
         net_backward(net);
+        net->reduce_grads = 0;
     }
+    const int st = dist ? dist_finish_step(dist, loss, e) : CDL_OK;
+    if (st)
+        return st;
     optimizer_step(opt, net, lr);
     net->step++;
     return CDL_OK;
+}
+
+int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
+                      Error *e)
+{
+    return step_once(net, opt, fill, ctx, lr, NULL, loss, e);
 }
 
 typedef struct DatasetBatches {
@@ -149,6 +161,8 @@ static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, cons
 {
     EvalResult result = {0};
     int st = CDL_OK;
+    if (dist_rank() != 0) /* rank 0 evaluates, saves and reports for the run */
+        return CDL_OK;
     if (valid && (valid->images || valid->tokens)) {
         st = train_evaluate(net, opt, valid, &plan->valid, &result, e);
         if (st)
@@ -194,7 +208,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     meta->epochs_planned = plan->epochs;
     net->train = 1;
     net->step = meta->step;
-    net->loss_divisor = (float)batch * (float)net_labels_per_sample(net);
+    const int ranks = plan->dist ? dist_size() : 1;
+    net->loss_divisor = (float)batch * (float)ranks * (float)net_labels_per_sample(net);
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
     const double start = time_now_s();
@@ -212,8 +227,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = net_learning_rate(&net->hyper, net->step, total);
         float loss;
-        st = trainer_step_with(net, opt, train->fill, train->ctx, lr, &loss, e);
-        if (st && !isfinite(loss))
+        st = step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);
         if (st)
             break;
@@ -222,7 +237,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         const double elapsed = time_now_s() - start, training_s = elapsed - paused_s;
         const double steps_per_s =
             (double)(net->step - first) / (training_s > 0 ? training_s : 1e-9);
-        if (cb && cb->on_step) {
+        if (cb && cb->on_step && dist_rank() == 0) {
             StepReport r = {net->step,
                             total,
                             epoch,
@@ -230,18 +245,25 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             steps_per_epoch,
                             loss,
                             lr,
-                            steps_per_s * batch,
+                            steps_per_s * batch * ranks,
                             (double)(total - net->step) / steps_per_s,
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }
-        const int stop_now = (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
-                             (plan->stop_step > 0 && net->step >= plan->stop_step);
+        int stop_now = (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
+                       (plan->stop_step > 0 && net->step >= plan->stop_step);
+        /* The ranks' clocks differ: they stop at the time limit together. */
+        if (plan->dist && plan->time_limit_s > 0 && (st = dist_any(plan->dist, &stop_now, e)))
+            break;
         if (pos + 1 == steps_per_epoch || stop_now) {
+            const DistStats ds = plan->dist ? dist_take_stats(plan->dist) : (DistStats){0, 0};
             EpochReport r = {.epoch = epoch + 1,
                              .train_loss = loss_sum / loss_steps,
                              .skipped = train->skipped ? train->skipped(train->ctx) : 0,
-                             .images_per_s = steps_per_s * batch,
+                             .images_per_s = steps_per_s * batch * ranks,
+                             .ranks = ranks,
+                             .allreduce_wait_s = ds.wait_s,
+                             .allreduce_hidden_s = ds.hidden_s,
                              .elapsed_s = elapsed,
                              .stopped = pos + 1 < steps_per_epoch};
             /* The workers prepare the next epoch while this one is evaluated and saved. */

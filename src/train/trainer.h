@@ -6,6 +6,7 @@
 #include "core/net.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "train/dist.h"
 #include "train/evaluate.h"
 #include "train/model_meta.h"
 #include "train/optimizer.h"
@@ -30,6 +31,10 @@ typedef struct EpochReport {
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
     int stopped; /* 1: the run stopped inside this epoch (plan->time_limit_s or stop_step) */
+    int ranks;   /* processes of the run (TrainPlan.dist); images_per_s counts all of theirs */
+    /* This rank's gradient allreduce over the epoch: time blocked after backward, and time the
+     * buckets were in flight while backward still ran (dist.h DistStats). */
+    double allreduce_wait_s, allreduce_hidden_s;
 } EpochReport;
 
 typedef struct TrainCallbacks {
@@ -54,6 +59,10 @@ typedef struct TrainPlan {
     CheckpointSave save_checkpoint; /* writes out_path after every epoch (required) */
     void *save_ctx;                 /* its ctx */
     uint64_t stop_step; /* > 0: stop after this step (1-based), evaluating and saving alike */
+    /* A data-parallel run (dist_open on the net; NULL: one process): every step's gradients
+     * and loss are summed over the ranks, each sample's loss divided by batch * ranks; only rank
+     * 0 evaluates, saves and reports epochs. */
+    Dist *dist;
 } TrainPlan;
 
 /* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;

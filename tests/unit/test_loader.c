@@ -134,7 +134,7 @@ static const char *train_keys = "random_resized_crop=1\nflip=1\nangle=10\nmean=0
 static Loader *open_loader(const SampleSource *s, const AugmentConfig *a, int batch, int workers,
                            int train, int drop_last, int skip_bad)
 {
-    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad};
+    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0};
     Loader *l = NULL;
     Error e = {0};
     if (loader_open(&l, s, a, &o, &e))
@@ -209,6 +209,43 @@ static void test_training_batches_follow_the_epoch_permutation(void)
     }
     output_free(&o);
     loader_close(l);
+    source_free(&s);
+}
+
+/* 3 ranks with mini-batches of 2 (augmented, with workers) deliver, interleaved, the samples and
+ * augmented values of 1 loader with mini-batches of 6. */
+static void test_rank_shards_make_up_the_one_process_epoch(void)
+{
+    SampleSource s;
+    memory_source(&s, 40);
+    AugmentConfig a = augment_from_keys(train_keys, 3, 8, 8);
+    Loader *one = open_loader(&s, &a, 6, 2, 1, 1, 0);
+    CHECK(loader_batches_per_epoch(one) == 6); /* 40 / 6 */
+    Output whole = run_epochs(one, &a, 6, 2);
+    const size_t per = (size_t)a.out_c * a.out_h * a.out_w;
+    for (int rank = 0; rank < 3; rank++) {
+        LoaderOptions o = {2, 2, 4, SEED, 1, 1, 0, rank, 3};
+        Loader *l = NULL;
+        Error e = {0};
+        CHECK(loader_open(&l, &s, &a, &o, &e) == CDL_OK);
+        CHECK(loader_batches_per_epoch(l) == 6);
+        Output part = run_epochs(l, &a, 2, 2);
+        CHECK(part.status == CDL_OK && part.labels == 24);
+        for (int k = 0; k < 12; k++) /* epoch-major: 2 epochs x 6 mini-batches */
+            for (int j = 0; j < 2; j++) {
+                const size_t mine = (size_t)k * 2 + j, at = (size_t)k * 6 + rank * 2 + j;
+                CHECK(part.y[mine] == whole.y[at]);
+                CHECK(!memcmp(part.x + mine * per, whole.x + at * per, per * sizeof(float)));
+            }
+        output_free(&part);
+        loader_close(l);
+    }
+    LoaderOptions bad = {2, 0, 0, SEED, 1, 0, 0, 1, 3};
+    Loader *l = NULL;
+    Error e = {0};
+    CHECK(loader_open(&l, &s, &a, &bad, &e) == CDL_EUSAGE); /* shards need drop_last */
+    output_free(&whole);
+    loader_close(one);
     source_free(&s);
 }
 
@@ -434,6 +471,7 @@ int main(void)
 {
     test_training_batches_follow_the_epoch_permutation();
     test_eval_batches_are_in_order_with_a_partial_last_batch();
+    test_rank_shards_make_up_the_one_process_epoch();
     test_batches_do_not_depend_on_the_worker_count();
     test_resumed_epoch_gives_the_same_remaining_batches();
     test_unreadable_sample_fails_with_its_file_name();

@@ -144,7 +144,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         SampleSource src;
         source_from_dataset(&src, &data, &e);
         /* In-memory samples without augmentation: copied, whatever the worker count. */
-        LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0};
+        LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0, 0, 0};
         Loader *loader;
         CHECK(loader_open(&loader, &src, &net.augment, &opt, &e) == CDL_OK);
         Optimizer optimizer;
@@ -152,7 +152,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";
         close(mkstemp(out));
         ModelMeta meta = {.seed = 3};
-        TrainPlan plan = {2, out, {0, 0}, 0, model_save_checkpoint, NULL, 0};
+        TrainPlan plan = {2, out, {0, 0}, 0, model_save_checkpoint, NULL, 0, NULL};
         const TrainSource train = train_source_loader(loader);
         long measured = 0;
         TrainCallbacks cb = {count_step_allocations, NULL, &measured};
@@ -196,7 +196,7 @@ static void test_text_training_steps_allocate_nothing(void)
     char out[] = "/tmp/cdl_no_alloc_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 3};
-    TrainPlan plan = {1, out, {0, 0}, 0, model_save_checkpoint, NULL, 0};
+    TrainPlan plan = {1, out, {0, 0}, 0, model_save_checkpoint, NULL, 0, NULL};
     long measured = 0;
     TrainCallbacks cb = {count_step_allocations, NULL, &measured};
     allocations = blas_allocations = 0;
