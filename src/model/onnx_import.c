@@ -26,10 +26,13 @@ typedef enum ImportKind {
 static const char *const kind_section[] = {"convolutional", "connected", "batchnorm", "maxpool",
                                            "avgpool",       "route",     "shortcut",  "softmax"};
 
-/* A parameter of a layer: cdl's name and its values (owned), in cdl's layout. */
+/* A parameter of a layer: cdl's name and its values in cdl's layout, either the ONNX
+ * tensor's own (borrowed: large weights are not copied) or owned, when the import changes
+ * them (folded biases and means, transposed weights) or makes them (zero biases). */
 typedef struct ImportParam {
     const char *name;
-    float *data;
+    const float *data;
+    float *owned; /* data, when owned; else NULL */
     size_t count;
 } ImportParam;
 
@@ -291,16 +294,22 @@ static ImportLayer *add_layer(Importer *im, ImportKind kind, const OnnxNode *n)
     return l;
 }
 
-/* Adds parameter name to l with count values, copied from src (NULL: zeros). */
-static float *add_param(Importer *im, ImportLayer *l, const char *name, const float *src,
-                        size_t count)
+/* Adds parameter name to l with count values: src's own (add_param), for values the import
+ * does not change, or an owned copy of src (zeros for NULL) that it may change. */
+static void add_param(ImportLayer *l, const char *name, const float *src, size_t count)
+{
+    l->params[l->n_params++] = (ImportParam){name, src, NULL, count};
+}
+
+static float *add_owned_param(Importer *im, ImportLayer *l, const char *name, const float *src,
+                              size_t count)
 {
     float *data = calloc(count ? count : 1, sizeof *data);
     if (!data)
         return out_of_memory(im), NULL;
     if (src)
         memcpy(data, src, count * sizeof *data);
-    l->params[l->n_params++] = (ImportParam){name, data, count};
+    l->params[l->n_params++] = (ImportParam){name, data, data, count};
     return data;
 }
 
@@ -399,8 +408,8 @@ static int import_conv(Importer *im, const OnnxNode *n)
     l->padding = (int)pads[0];
     l->groups = (int)groups;
     l->out = (Shape){(int)filters, out_h, out_w};
-    if (!add_param(im, l, "weights", w->floats, w->count) ||
-        !add_param(im, l, "biases", b ? b->floats : NULL, (size_t)filters))
+    add_param(l, "weights", w->floats, w->count);
+    if (!add_owned_param(im, l, "biases", b ? b->floats : NULL, (size_t)filters))
         return CDL_ERUNTIME;
     return bind_output(im, n, im->n_layers - 1, 0);
 }
@@ -426,8 +435,12 @@ static int add_connected(Importer *im, const OnnxNode *n, int layer, const OnnxT
     l->outputs = (int)outputs;
     l->out = (Shape){(int)outputs, 1, 1};
     l->flat = 1;
-    float *wd = add_param(im, l, "weights", transpose ? NULL : w->floats, w->count);
-    if (!wd || !add_param(im, l, "biases", b ? b->floats : NULL, (size_t)outputs))
+    float *wd = NULL;
+    if (transpose && !(wd = add_owned_param(im, l, "weights", NULL, w->count)))
+        return CDL_ERUNTIME;
+    if (!transpose)
+        add_param(l, "weights", w->floats, w->count);
+    if (!add_owned_param(im, l, "biases", b ? b->floats : NULL, (size_t)outputs))
         return CDL_ERUNTIME;
     if (transpose)
         for (int64_t o = 0; o < outputs; o++)
@@ -512,7 +525,7 @@ static int import_add(Importer *im, const OnnxNode *n)
         if (c->data_type != ONNX_READ_FLOAT || (int)c->count != l->outputs)
             return refuse(im, n, "constant '%s' has %zu values for %d outputs", c->name, c->count,
                           l->outputs);
-        memcpy(find_param(l, "biases")->data, c->floats, c->count * sizeof(float));
+        memcpy(find_param(l, "biases")->owned, c->floats, c->count * sizeof(float));
         l->open_bias = 0;
         l->head = n->outputs[0];
         return bind_output(im, n, x->layer, 1);
@@ -655,15 +668,14 @@ static int import_batchnorm(Importer *im, const OnnxNode *n)
         l->activation == CDL_ACT_LINEAR) {
         /* BN(conv + bias) = scale (conv - (mean - bias)) / sqrt(var + eps) + shift. */
         ImportParam *bias = find_param(l, "biases");
-        float *mean = add_param(im, l, "rolling_mean", t[2]->floats, t[2]->count);
+        float *mean = add_owned_param(im, l, "rolling_mean", t[2]->floats, t[2]->count);
         if (!mean)
             return CDL_ERUNTIME;
         for (size_t c = 0; c < t[2]->count; c++)
-            mean[c] -= bias->data[c];
-        memcpy(bias->data, t[1]->floats, t[1]->count * sizeof(float));
-        if (!add_param(im, l, "scales", t[0]->floats, t[0]->count) ||
-            !add_param(im, l, "rolling_variance", t[3]->floats, t[3]->count))
-            return CDL_ERUNTIME;
+            mean[c] -= bias->owned[c];
+        memcpy(bias->owned, t[1]->floats, t[1]->count * sizeof(float));
+        add_param(l, "scales", t[0]->floats, t[0]->count);
+        add_param(l, "rolling_variance", t[3]->floats, t[3]->count);
         l->batch_normalize = 1;
         l->open_bias = 0;
         l->head = n->outputs[0];
@@ -680,8 +692,7 @@ static int import_batchnorm(Importer *im, const OnnxNode *n)
     l->flat = x->flat;
     const char *names[] = {"scales", "biases", "rolling_mean", "rolling_variance"};
     for (int k = 0; k < 4; k++)
-        if (!add_param(im, l, names[k], t[k]->floats, t[k]->count))
-            return CDL_ERUNTIME;
+        add_param(l, names[k], t[k]->floats, t[k]->count);
     return bind_output(im, n, im->n_layers - 1, x->flat);
 }
 
@@ -820,10 +831,12 @@ static int import_flatten(Importer *im, const OnnxNode *n, int reshape)
     return bind_output(im, n, x->layer, 1);
 }
 
-/* Identity, Dropout: the input value under another name. */
+/* Identity, Dropout: the input value (a layer's or a constant) under another name. */
 static int import_alias(Importer *im, const OnnxNode *n)
 {
-    const ImportValue *x;
+    const ImportValue *x = find_value(im, n->inputs[0]);
+    if (x && x->constant)
+        return bind(im, n->outputs[0], 0, x->constant, 0);
     int st = input_layer(im, n, 0, &x);
     if (!st && n->n_outputs > 1 && n->outputs[1][0] && readers(im, n->outputs[1]))
         return refuse(im, n, "its mask output is read: only inference graphs import");
@@ -855,7 +868,7 @@ static int import_normalisation(Importer *im, const OnnxNode *n, int sub, int di
         if (sub)
             im->mean[k] = v;
         else
-            im->std[k] = div ? v : 1.0f / v;
+            im->std[k] = div ? v : (float)(1.0 / (double)v);
     }
     im->normalised++;
     return bind_output(im, n, -1, 0);
@@ -1007,11 +1020,24 @@ static void text_printf(Text *t, const char *fmt, ...)
     t->len += (size_t)n;
 }
 
+/* The shortest decimal that reads back as v (1e-05, not 9.99999975e-06). */
+static void float_text(float v, char buf[32])
+{
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, 32, "%.*g", digits, v);
+        if (strtof(buf, NULL) == v)
+            return;
+    }
+}
+
 static void write_floats(Text *t, const char *key, const float *v, int n)
 {
+    char buf[32];
     text_printf(t, "%s=", key);
-    for (int k = 0; k < n; k++)
-        text_printf(t, "%s%.9g", k ? "," : "", v[k]);
+    for (int k = 0; k < n; k++) {
+        float_text(v[k], buf);
+        text_printf(t, "%s%s", k ? "," : "", buf);
+    }
     text_printf(t, "\n");
 }
 
@@ -1064,7 +1090,7 @@ static char *write_cfg(const Importer *im, const char *source)
                 source, (long long)im->m->opset, im->m->producer ? im->m->producer : "", in.w, in.h,
                 in.c);
     if (im->have_bn_eps)
-        text_printf(&t, "bn_eps=%.9g\n", im->bn_eps);
+        write_floats(&t, "bn_eps", &im->bn_eps, 1);
     if (im->normalised) {
         write_floats(&t, "mean", im->mean, in.c);
         write_floats(&t, "std", im->std, in.c);
@@ -1092,7 +1118,8 @@ static int fill_params(Importer *im, Net *net)
                                  "%s has %zu values, the layer takes %zu",
                                  k, l->type->name, il->node->name, il->params[p].name,
                                  il->params[p].count, dst ? dst->count : 0);
-            memcpy(dst->data, il->params[p].data, dst->count * sizeof *dst->data);
+            if (dst->count)
+                memcpy(dst->data, il->params[p].data, dst->count * sizeof *dst->data);
         }
     }
     return CDL_OK;
@@ -1102,7 +1129,7 @@ static void importer_free(Importer *im)
 {
     for (int k = 0; k < im->n_layers; k++)
         for (int p = 0; p < im->layers[k].n_params; p++)
-            free(im->layers[k].params[p].data);
+            free(im->layers[k].params[p].owned);
     free(im->layers);
     free(im->values);
 }
