@@ -25,12 +25,13 @@ int cmd_import(int argc, char **argv)
             "  Conv (group; square kernel, equal strides, symmetric pads, no dilation),\n"
             "  BatchNormalization (folded into the Conv or Gemm before it where it can be),\n"
             "  Relu, LeakyRelu (alpha 0.1), Sigmoid, Tanh, Elu (alpha 1), Clip (0..6: relu6)\n"
-            "  after a Conv, Gemm or Add, MaxPool, AveragePool over the whole map,\n"
-            "  GlobalAveragePool, Gemm (transB), MatMul (+ Add of a bias), Add of two layers\n"
-            "  ([shortcut]), Concat of channels ([route]), Softmax, Flatten and Reshape to a\n"
-            "  vector, Dropout, Identity, Constant, and the per-channel Sub/Mul of cdl's own\n"
-            "  [net] mean/std. Anything else is refused naming the node, its operator and the\n"
-            "  attribute (exit 2); an unreadable or malformed file exits 1.",
+            "  after a Conv, Gemm or Add, MaxPool (ceil_mode too), AveragePool over the whole\n"
+            "  map, GlobalAveragePool, ReduceMean over H and W, Gemm (transB), MatMul (+ Add\n"
+            "  of a bias), Add of two layers ([shortcut]), Concat of channels ([route]),\n"
+            "  Softmax, Flatten and Reshape to a vector, Dropout, Identity, Constant, and the\n"
+            "  per-channel Sub/Mul of cdl's own [net] mean/std. Anything else is refused\n"
+            "  naming the node, its operator and the attribute (exit 2); an unreadable or\n"
+            "  malformed file exits 1.",
             import_opts, N_IMPORT_OPTS);
         return 0;
     }

@@ -696,6 +696,22 @@ static int import_batchnorm(Importer *im, const OnnxNode *n)
     return bind_output(im, n, im->n_layers - 1, x->flat);
 }
 
+/* The padding to add after the input so that cdl's rounded-down output size is ceil_mode's
+ * (0 without ceil_mode): ceil((h + pads - size) / stride) + 1 windows, less a last one that
+ * would start in the padding after the input, as onnxruntime and PyTorch count them. cdl's
+ * windows ignore padded cells, as ONNX MaxPool does. */
+static int ceil_mode_padding(const OnnxNode *n, int h, int size, int stride, const int64_t pads[4])
+{
+    if (!attr_int(n, "ceil_mode", 0))
+        return 0;
+    const int span = h + (int)(pads[0] + pads[2]) - size;
+    int out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= h + pads[0])
+        out--;
+    const int floor_out = span / stride + 1;
+    return out > floor_out ? (out - 1) * stride - span : 0;
+}
+
 static int import_maxpool(Importer *im, const OnnxNode *n)
 {
     static const char *const allowed[] = {"auto_pad", "ceil_mode",     "dilations", "kernel_shape",
@@ -711,28 +727,30 @@ static int import_maxpool(Importer *im, const OnnxNode *n)
         return refuse(im, n, "output Indices is not supported");
     if (attr_int(n, "storage_order", 0))
         return refuse(im, n, "attribute storage_order=1 is not supported");
-    if (pads[2] != pads[0] && pads[2] != pads[0] + 1)
-        return refuse(im, n,
-                      "attribute pads=[%lld,%lld,%lld,%lld]: cdl pads as many after as "
-                      "before, or one more",
-                      (long long)pads[0], (long long)pads[1], (long long)pads[2],
-                      (long long)pads[3]);
     st = read_input(im, n, 0, &x, &layer);
     if (st)
         return st;
     const Shape in = layer_shape(im, layer);
-    const int padding = (int)(pads[0] + pads[2]);
-    if (x->flat || in.h + padding < size || in.w + padding < size)
+    if (x->flat || in.h + pads[0] + pads[2] < size || in.w + pads[0] + pads[2] < size)
         return refuse(im, n, "the window is larger than its input");
+    const int extra_h = ceil_mode_padding(n, in.h, size, stride, pads);
+    const int extra_w = ceil_mode_padding(n, in.w, size, stride, pads);
+    if (extra_h != extra_w)
+        return refuse(im, n,
+                      "attribute ceil_mode=1 on a %dx%d input: cdl pads rows and columns "
+                      "alike",
+                      in.h, in.w);
+    const int before = (int)pads[0], after = (int)pads[2] + extra_h, padding = before + after;
+    if (after != before && after != before + 1)
+        return refuse(im, n,
+                      "attribute pads=[%lld,%lld,%lld,%lld]%s: cdl pads as many after as "
+                      "before, or one more",
+                      (long long)pads[0], (long long)pads[1], (long long)pads[2],
+                      (long long)pads[3], extra_h ? " with ceil_mode=1" : "");
     if (padding > 2 * (size - 1))
         return refuse(im, n, "pads of %d exceed the window's %d", padding, size - 1);
     const int out_h = (in.h + padding - size) / stride + 1;
     const int out_w = (in.w + padding - size) / stride + 1;
-    if (attr_int(n, "ceil_mode", 0) &&
-        ((in.h + padding - size) % stride || (in.w + padding - size) % stride))
-        return refuse(im, n,
-                      "attribute ceil_mode=1 changes the output size here: cdl rounds "
-                      "down");
     ImportLayer *l = add_layer(im, K_MAXPOOL, n);
     if (!l)
         return CDL_ERUNTIME;
@@ -772,6 +790,33 @@ static int import_avgpool(Importer *im, const OnnxNode *n, int global)
         return st ? st : CDL_ERUNTIME;
     l->out = (Shape){in.c, 1, 1};
     return bind_output(im, n, im->n_layers - 1, 0);
+}
+
+/* ReduceMean over the spatial axes (2, 3): [avgpool], a vector when keepdims=0. */
+static int import_reduce_mean(Importer *im, const OnnxNode *n)
+{
+    const ImportValue *x;
+    int layer;
+    int st = check_attrs(im, n, (const char *const[]){"axes", "keepdims", NULL});
+    st = st ? st : input_layer(im, n, 0, &x);
+    if (st)
+        return st;
+    const OnnxAttribute *axes = onnx_node_attr(n, "axes");
+    int spatial = axes && axes->n_ints == 2 && !x->flat;
+    for (int k = 0; spatial && k < 2; k++)
+        spatial = axes->ints[k] == 2 + k || axes->ints[k] == k - 2;
+    if (!spatial) {
+        char buf[128];
+        return refuse(im, n, "attribute axes=%s: cdl averages over the spatial axes [2,3] only",
+                      axes ? ints_text(axes->ints, axes->n_ints, buf, sizeof buf) : "(all)");
+    }
+    st = read_input(im, n, 0, &x, &layer);
+    ImportLayer *l = st ? NULL : add_layer(im, K_AVGPOOL, n);
+    if (!l)
+        return st ? st : CDL_ERUNTIME;
+    l->out = (Shape){layer_shape(im, layer).c, 1, 1};
+    l->flat = !attr_int(n, "keepdims", 1);
+    return bind_output(im, n, im->n_layers - 1, l->flat);
 }
 
 static int import_softmax(Importer *im, const OnnxNode *n)
@@ -921,6 +966,8 @@ static int import_node(Importer *im, const OnnxNode *n)
         return import_add(im, n);
     if (!strcmp(op, "Concat"))
         return import_concat(im, n);
+    if (!strcmp(op, "ReduceMean"))
+        return import_reduce_mean(im, n);
     if (!strcmp(op, "Softmax"))
         return import_softmax(im, n);
     if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))

@@ -14,8 +14,9 @@
  *                         activation= of the [convolutional], [connected] or [shortcut] it
  *                         follows (its only reader, still linear); anywhere else refused
  *   MaxPool               [maxpool]: pads equal per side or one more after (darknet's uneven
- *                         padding); ceil_mode only where it gives the floor's size
- *   GlobalAveragePool, AveragePool over the whole input
+ *                         padding); ceil_mode=1 as one more row and column of padding after,
+ *                         where that gives its size
+ *   GlobalAveragePool, AveragePool over the whole input, ReduceMean over axes [2,3]
  *                         [avgpool]; AveragePool 1x1/1 is an identity
  *   Gemm (transB, alpha = beta = 1), MatMul (+ Add of a constant: the biases)
  *                         [connected]

@@ -76,11 +76,13 @@ PY
     grep -q '^layers=-3$' r.cfg
 }
 
-# One generator run writes all three models (about 600 MB, most of it vgg11's classifier).
-@test "torchvision resnet18, mobilenet_v2 and vgg11 import and match onnxruntime to 1e-5" {
+# One generator run writes all the models (about 600 MB, most of it vgg11's classifier);
+# squeezenet1_0 adds MaxPool ceil_mode=1 and Concat, mnasnet0_5 ReduceMean.
+@test "torchvision resnet18, mobilenet_v2, vgg11 and others import and match onnxruntime to 1e-5" {
+    local models=(resnet18 mobilenet_v2 vgg11 squeezenet1_0 mnasnet0_5)
     /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . resnet18 mobilenet_v2 vgg11:224 \
-        2> /dev/null
-    for name in resnet18 mobilenet_v2 vgg11; do
+        squeezenet1_0 mnasnet0_5 2> /dev/null
+    for name in "${models[@]}"; do
         run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
         echo "$output"
         [ "$status" -eq 0 ]
