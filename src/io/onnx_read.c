@@ -54,21 +54,33 @@ static int take_string(const PbField *f, char **s, Error *e)
     return CDL_OK;
 }
 
-/* Appends one zeroed element to the array *items of *n elements of size bytes. */
-static void *append(void *items, int *n, size_t size, Error *e)
+/* items (n elements of size bytes) grown by one zeroed element; NULL when memory ran out. */
+static void *grow(void *items, int n, size_t size)
 {
-    void **arr = items;
-    char *grown = realloc(*arr, (size_t)(*n + 1) * size);
-    if (!grown)
-        return out_of_memory(e), NULL;
-    *arr = grown;
-    memset(grown + (size_t)*n * size, 0, size);
-    return grown + (size_t)(*n)++ * size;
+    char *grown = realloc(items, (size_t)(n + 1) * size);
+    if (grown)
+        memset(grown + (size_t)n * size, 0, size);
+    return grown;
 }
+
+/* Appends one zeroed element to the array arr of n elements: slot = it, or NULL (e set, arr
+ * unchanged) when memory ran out. */
+#define APPEND(arr, n, slot, e)                                                                    \
+    do {                                                                                           \
+        void *grown_ = grow((arr), (n), sizeof *(arr));                                            \
+        if (grown_) {                                                                              \
+            (arr) = grown_;                                                                        \
+            (slot) = &(arr)[(n)++];                                                                \
+        } else {                                                                                   \
+            (slot) = NULL;                                                                         \
+            out_of_memory(e);                                                                      \
+        }                                                                                          \
+    } while (0)
 
 static int append_string(char ***list, int *n, const PbField *f, Error *e)
 {
-    char **slot = append(list, n, sizeof **list, e);
+    char **slot;
+    APPEND(*list, *n, slot, e);
     return slot ? take_string(f, slot, e) : CDL_ERUNTIME;
 }
 
@@ -323,7 +335,8 @@ static int parse_node(const PbField *msg, OnnxNode *n, Error *e)
         case NODE_ATTR: {
             if (f.wire != PB_BYTES)
                 return MALFORMED(e, "an attribute is not a message");
-            OnnxAttribute *a = append(&n->attrs, &n->n_attrs, sizeof *a, e);
+            OnnxAttribute *a;
+            APPEND(n->attrs, n->n_attrs, a, e);
             st = a ? parse_attr(&f, a, e) : CDL_ERUNTIME;
             break;
         }
@@ -412,19 +425,24 @@ static int parse_graph(const PbField *msg, OnnxModel *m, Error *e)
         if (f.field == GRAPH_NODE) {
             if (f.wire != PB_BYTES)
                 return MALFORMED(e, "a node is not a message");
-            OnnxNode *n = append(&m->nodes, &m->n_nodes, sizeof *n, e);
+            OnnxNode *n;
+            APPEND(m->nodes, m->n_nodes, n, e);
             st = n ? parse_node(&f, n, e) : CDL_ERUNTIME;
             if (st)
                 error_prefix(e, st, "node %d: ", m->n_nodes - 1);
         } else if (f.field == GRAPH_INITIALIZER) {
-            OnnxTensor *t = append(&m->initializers, &m->n_initializers, sizeof *t, e);
+            OnnxTensor *t;
+            APPEND(m->initializers, m->n_initializers, t, e);
             st = t ? parse_tensor(&f, t, e) : CDL_ERUNTIME;
             if (st)
                 error_prefix(e, st, "initializer %d: ", m->n_initializers - 1);
         } else if (f.field == GRAPH_INPUT || f.field == GRAPH_OUTPUT) {
             const int in = f.field == GRAPH_INPUT;
-            OnnxValueInfo *v = in ? append(&m->inputs, &m->n_inputs, sizeof *v, e)
-                                  : append(&m->outputs, &m->n_outputs, sizeof *v, e);
+            OnnxValueInfo *v;
+            if (in)
+                APPEND(m->inputs, m->n_inputs, v, e);
+            else
+                APPEND(m->outputs, m->n_outputs, v, e);
             st = v ? parse_value_info(&f, v, e) : CDL_ERUNTIME;
         }
     }
