@@ -410,6 +410,24 @@ int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err
 /* Writes each parameter and running statistic as DIR/layerN.NAME.npy (float32). */
 int cdl_model_export_npy(const cdl_model *model, const char *dir, char *err, size_t err_size);
 
+/* ---- Importing an ONNX model (src/cdl_import.c) ---- */
+
+/* What cdl_import_onnx made. */
+typedef struct cdl_import_summary {
+    int onnx_nodes; /* nodes in the ONNX graph */
+    int layers;     /* layers of the cfg written */
+    int opset;      /* the graph's default-domain opset */
+} cdl_import_summary;
+
+/* Maps the ONNX model at onnx_path onto cdl layers (see src/model/onnx_import.h for the
+ * operators and what folds) and writes the cfg to cfg_path and, unless model_path is NULL, a
+ * checkpoint holding the graph's parameters to model_path (both atomically; nothing is written
+ * when the import fails). An operator or attribute cdl cannot express is refused with
+ * CDL_EUSAGE naming the node, its operator and the attribute; an unreadable, malformed or
+ * truncated file fails with CDL_ERUNTIME. summary may be NULL. */
+int cdl_import_onnx(const char *onnx_path, const char *cfg_path, const char *model_path,
+                    cdl_import_summary *summary, char *err, size_t err_size);
+
 /* ---- Previewing augmentation (src/cdl_augment_grid.c) ---- */
 
 typedef struct cdl_augment_grid_options {

@@ -62,5 +62,6 @@ int cmd_profile(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_augment(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 #endif

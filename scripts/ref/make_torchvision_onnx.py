@@ -1,0 +1,56 @@
+"""Writes torchvision models with seeded random weights as ONNX files, for `cdl import` tests.
+
+Usage (Debian's /usr/bin/python3, which has torch and torchvision):
+    /usr/bin/python3 scripts/ref/make_torchvision_onnx.py OUTDIR MODEL[:SIZE] ...
+
+For each MODEL (a torchvision.models constructor name: resnet18, mobilenet_v2, vgg11, ...):
+OUTDIR/MODEL.onnx from torch.onnx.export (opset 13, batch 1, eval mode, so torch folds batch
+norm into the convolutions) of the model built with weights=None after torch.manual_seed(0),
+its batch-norm running statistics drawn at random too (so that they are not the identity),
+on a SIZE x SIZE RGB input (default 64); and OUTDIR/MODEL.png, random pixels of that size.
+The models are too large to commit, so the tests write them into a temporary directory.
+A model that torch cannot export is reported on stderr and skipped (exit 1 at the end).
+"""
+
+import sys
+
+import numpy as np
+import torch
+import torchvision
+from PIL import Image
+
+
+def export(name, size, out_dir):
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    model.eval()
+    x = torch.zeros(1, 3, size, size)
+    torch.onnx.export(model, x, f"{out_dir}/{name}.onnx", opset_version=13,
+                      input_names=["input"], output_names=["output"])
+    pixels = np.random.default_rng(size).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    Image.fromarray(pixels, "RGB").save(f"{out_dir}/{name}.png")
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    failed = 0
+    for spec in sys.argv[2:]:
+        name, _, size = spec.partition(":")
+        try:
+            export(name, int(size or 64), sys.argv[1])
+        except Exception as err:  # torch's exporter raises many kinds
+            print(f"{name}: torch.onnx.export failed: {err}", file=sys.stderr)
+            failed = 1
+    sys.exit(failed)
+
+
+if __name__ == "__main__":
+    main()

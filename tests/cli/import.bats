@@ -1,0 +1,189 @@
+#!/usr/bin/env bats
+# cdl import: ONNX models to a cfg and a checkpoint. (a) every image cfg in cfg/ goes through
+# cdl export onnx and back to the same layer table and the same outputs; (b) torchvision's
+# resnet18, mobilenet_v2 and vgg11 with seeded random weights, exported by torch.onnx.export
+# (scripts/ref/make_torchvision_onnx.py, run here: the files are too large to commit), match
+# onnxruntime to 1e-5 relative (scripts/ref/onnx_import_check.py); (c) truncated, corrupted
+# and unsupported models are refused with one line and exit 1 or 2, leaving no file.
+load helpers
+
+# random_png FILE SIDE CHANNELS: random pixels, grayscale for 1 channel, else RGB.
+random_png() {
+    /usr/bin/python3 - "$@" <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+path, side, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pixels = np.random.default_rng(side * 10 + c).integers(0, 256, (side, side, 3), dtype=np.uint8)
+Image.fromarray(pixels[:, :, 0] if c == 1 else pixels, "L" if c == 1 else "RGB").save(path)
+PY
+}
+
+# layer_rows MODEL: `cdl info`'s layer rows without the index column, dropout and cost layers
+# (which export as Identity and so import as no layer).
+layer_rows() {
+    "$CDL" info "$1" | awk '$1 ~ /^[0-9]+$/ && $2 != "dropout" && $2 != "cost" {$1 = ""; print}'
+}
+
+# same_outputs A.json B.json: two `cdl predict --json` outputs agree to 1e-5 relative.
+same_outputs() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+import numpy as np
+a, b = ([t["probability"] for t in sorted(json.load(open(p))[0]["top"], key=lambda t: t["index"])]
+        for p in sys.argv[1:3])
+a, b = np.array(a), np.array(b)
+rel = np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-30)
+print(f"relative difference {rel:.3g} over {len(a)} outputs")
+sys.exit(0 if len(a) == len(b) and rel <= 1e-5 else 1)
+PY
+}
+
+@test "every image cfg in cfg/ exports to ONNX and imports back to the same layers and outputs" {
+    for cfg in "$REPO"/cfg/*.cfg; do
+        name=$(basename "$cfg" .cfg)
+        grep -q "^seq=" "$cfg" && continue # text nets have no ONNX export
+        # vgg16's 550 MB adds no layer kind; torchvision's vgg11 below covers the family.
+        [ "$name" = vgg16 ] && continue
+        "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx" > /dev/null
+        run "$CDL" import "$name.onnx" -o "$name.imp.cfg" --out "$name.imp.cdl"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        diff <(layer_rows "$cfg") <(layer_rows "$name.imp.cdl")
+        read -r c h w < <("$CDL" info "$cfg" --json |
+            python3 -c 'import json, sys; print(*json.load(sys.stdin)["input"])')
+        random_png image.png "$w" "$c"
+        "$CDL" predict "$cfg" --seed 5 image.png --top 100000 --json --no-crop > a.json
+        "$CDL" predict "$name.imp.cdl" image.png --top 100000 --json --no-crop > b.json
+        run same_outputs a.json b.json
+        echo "# $name: ${lines[-1]}" >&3
+        [ "$status" -eq 0 ]
+        rm -f "$name.onnx" "$name.imp.cdl"
+    done
+}
+
+@test "the imported cfg reads as the original: folded batch norm, activations, routes, mean/std" {
+    "$CDL" export onnx "$REPO/cfg/resnet34.cfg" --seed 1 -o r.onnx > /dev/null
+    "$CDL" import r.onnx -o r.cfg
+    [ ! -e r.cdl ]
+    run grep -c '^\[' r.cfg
+    [ "$output" -eq 60 ] # [net] and the 59 layers of cfg/resnet34.cfg
+    grep -qx 'mean=0.485,0.456,0.406' r.cfg
+    grep -qx 'bn_eps=1e-05' r.cfg
+    [ "$(grep -A6 -m1 '^\[convolutional\]' r.cfg | tr '\n' ' ')" = \
+        "[convolutional] filters=64 size=7 stride=2 padding=3 batch_normalize=1 activation=relu " ]
+    grep -q '^from=-3$' r.cfg
+    grep -q '^layers=-3$' r.cfg
+}
+
+# One generator run writes all the models (about 600 MB, most of it vgg11's classifier);
+# squeezenet1_0 adds MaxPool ceil_mode=1 and Concat, mnasnet0_5 ReduceMean.
+@test "torchvision resnet18, mobilenet_v2, vgg11 and others import and match onnxruntime to 1e-5" {
+    local models=(resnet18 mobilenet_v2 vgg11 squeezenet1_0 mnasnet0_5)
+    /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . resnet18 mobilenet_v2 vgg11:224 \
+        squeezenet1_0 mnasnet0_5 2> /dev/null
+    for name in "${models[@]}"; do
+        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        "$CDL" predict "$name.cdl" "$name.png" --top 100000 --json --no-crop > "$name.json"
+        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "$name.png" "$name.json"
+        echo "# $name: ${lines[-1]}" >&3
+        [ "$status" -eq 0 ]
+        rm "$name.onnx" "$name.cdl"
+    done
+}
+
+@test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
+    "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
+    size=$(stat -c %s d.onnx)
+    for cut in 0 1 2 10 100 1000 $((size / 2)) $((size - 100)) $((size - 1)); do
+        head -c "$cut" d.onnx > cut.onnx
+        run "$CDL" import cut.onnx -o cut.cfg --out cut.cdl
+        echo "cut $cut: $output"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "cdl: cut.onnx: "* ]]
+        [ ! -e cut.cfg ] && [ ! -e cut.cdl ]
+    done
+}
+
+@test "an ONNX file with flipped bytes is refused or imported, never a crash" {
+    "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
+    size=$(stat -c %s d.onnx)
+    for seed in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+        python3 - d.onnx bad.onnx "$seed" <<'PY'
+import random, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+rng = random.Random(int(sys.argv[3]))
+for _ in range(8):
+    data[rng.randrange(len(data) if rng.random() < 0.5 else 400)] ^= 1 << rng.randrange(8)
+open(sys.argv[2], "wb").write(data)
+PY
+        run "$CDL" import bad.onnx -o bad.cfg
+        echo "seed $seed: $output"
+        [ "$status" -eq 0 ] || { [ "$status" -le 2 ] && [ "${#lines[@]}" -eq 1 ]; }
+    done
+}
+
+# onnx_graph FILE KIND: a small model built with the onnx package, of one of the kinds below.
+onnx_graph() {
+    python3 - "$@" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+path, kind = sys.argv[1:3]
+w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
+conv = {"pads": [1, 1, 1, 1]}
+if kind == "dilated":
+    conv["dilations"] = [2, 2]
+if kind == "asymmetric":
+    conv["pads"] = [0, 0, 1, 1]
+nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv0", **conv)]
+if kind == "sin":
+    nodes.append(helper.make_node("Sin", ["y"], ["z"], name="sine"))
+if kind == "leaky":
+    nodes.append(helper.make_node("LeakyRelu", ["y"], ["z"], name="act", alpha=0.2))
+out = "z" if len(nodes) > 1 else "y"
+graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6, 6])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], [w])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+PY
+}
+
+@test "an operator or attribute cdl cannot express is refused naming node, operator and attribute" {
+    onnx_graph ok.onnx plain
+    run "$CDL" import ok.onnx -o ok.cfg --out ok.cdl
+    [ "$status" -eq 0 ]
+    onnx_graph sin.onnx sin
+    run "$CDL" import sin.onnx -o sin.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: sin.onnx: node 'sine' (Sin): operator not supported by cdl import (see \`cdl import --help\`)" ]
+    onnx_graph dilated.onnx dilated
+    run "$CDL" import dilated.onnx -o dilated.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: dilated.onnx: node 'conv0' (Conv): attribute dilations=[2,2]: cdl has no dilated windows" ]
+    onnx_graph asym.onnx asymmetric
+    run "$CDL" import asym.onnx -o asym.cfg
+    [ "$status" -eq 2 ]
+    [[ "$output" == "cdl: asym.onnx: node 'conv0' (Conv): attribute pads=[0,0,1,1]: "* ]]
+    onnx_graph leaky.onnx leaky
+    run "$CDL" import leaky.onnx -o leaky.cfg
+    [ "$status" -eq 2 ]
+    [[ "$output" == "cdl: leaky.onnx: node 'act' (LeakyRelu): attribute alpha=0.2: "* ]]
+    [ ! -e sin.cfg ] && [ ! -e dilated.cfg ] && [ ! -e asym.cfg ] && [ ! -e leaky.cfg ]
+}
+
+@test "import usage: -o is required, a missing file exits 1, --help lists the operators" {
+    run "$CDL" import model.onnx
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: import takes one MODEL.onnx and -o NET.cfg; see --help" ]
+    run "$CDL" import missing.onnx -o net.cfg
+    [ "$status" -eq 1 ]
+    [ "$output" = "cdl: missing.onnx: No such file or directory" ]
+    run "$CDL" import --help
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: cdl import MODEL.onnx -o NET.cfg [--out NET.cdl]"* ]]
+    [[ "$output" == *"BatchNormalization"*"GlobalAveragePool"*"Concat"* ]]
+}
