@@ -186,9 +186,8 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
     if (!is_conv(stem))
         return unexpected(net, stem, t->family, "not the stem convolution", e);
     add_layer(t, stem, "conv1", "bn1");
-    const int last = last_conv(net);
     int stage = 1, block = 0, start = 1;
-    for (int i = 1; i <= last; i++) {
+    for (int i = 1; i < net->n_layers; i++) {
         if (!is_shortcut(&net->layers[i]))
             continue;
         int downsample = 0;
@@ -220,14 +219,12 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
         block++;
         start = i + 1;
     }
-    for (int i = start; i <= last; i++)
-        if (is_conv(&net->layers[i]))
-            return unexpected(net, &net->layers[i], t->family,
-                              "a convolution after the last [shortcut]", e);
     int fc = 0;
-    for (int i = last + 1; i < net->n_layers; i++) {
+    for (int i = start; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        if (l->n_params && (!is_connected(l) || fc++))
+        if (is_conv(l))
+            return unexpected(net, l, t->family, "a convolution after the last [shortcut]", e);
+        if (l->n_params && fc++)
             return unexpected(net, l, t->family, "a second [connected] (torchvision has one, fc)",
                               e);
         if (l->n_params)
