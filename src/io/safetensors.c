@@ -83,8 +83,10 @@ static int parse_tensor(const Safetensors *st, const cJSON *item, uint64_t data_
                              st->path, name, d);
         t->dims[d] = (int64_t)n;
         if (n && count > data_bytes / elem / n)
-            return error_set(e, CDL_EUSAGE, "%s: tensor '%s': shape larger than the file",
-                             st->path, name);
+            return error_set(e, CDL_EUSAGE,
+                             "%s: tensor '%s': its shape needs more than the file's %llu data "
+                             "bytes (a truncated file?)",
+                             st->path, name, (unsigned long long)data_bytes);
         count *= n;
     }
     t->count = count;
@@ -93,8 +95,8 @@ static int parse_tensor(const Safetensors *st, const cJSON *item, uint64_t data_
         !json_uint(cJSON_GetArrayItem(offsets, 1), (double)data_bytes, &t->end) ||
         t->begin > t->end)
         return error_set(e, CDL_EUSAGE,
-                         "%s: tensor '%s': data_offsets are not [begin, end] within the %llu "
-                         "data bytes",
+                         "%s: tensor '%s': data_offsets are not [begin, end] within the file's "
+                         "%llu data bytes (a truncated file?)",
                          st->path, name, (unsigned long long)data_bytes);
     if (t->end - t->begin != count * elem)
         return error_set(e, CDL_EUSAGE,
