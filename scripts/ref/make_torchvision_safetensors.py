@@ -6,6 +6,7 @@ which has torch and torchvision, for the torch half):
     python3 scripts/ref/make_torchvision_safetensors.py make OUT [--size 64] [--seed 1]
     python3 scripts/ref/make_torchvision_safetensors.py probs CDL_JSON OUT/NAME.probs.json
     python3 scripts/ref/make_torchvision_safetensors.py same A.safetensors B.safetensors
+    python3 scripts/ref/make_torchvision_safetensors.py random MODEL FILE.safetensors [--seed 0]
 
 make: for resnet18 (cfg/resnet18.cfg) and mobilenet_v2 (cfg/mobilenetv2.cfg):
 1. (torch) torch.manual_seed(seed); the model in eval mode with every batch norm's weight, bias,
@@ -19,6 +20,9 @@ make: for resnet18 (cfg/resnet18.cfg) and mobilenet_v2 (cfg/mobilenetv2.cfg):
    (numpy has no bfloat16: the file is written here, rounding to nearest even as torch does).
 probs: exits 1 unless cdl's `predict --top ALL --json` probabilities match torchvision's to
 1e-5 relative; prints the largest difference.
+random: torchvision.models.MODEL() (resnet50, vgg16, ...) with torchvision's own random
+initialisation after torch.manual_seed(seed), its state dict saved to FILE by the `safetensors`
+package: a stand-in for a pretrained weights file when nothing can be downloaded.
 same: exits 1 unless the two files hold the same names and float values (each read as float32,
 F16/BF16 widened; num_batches_tracked skipped); prints how many tensors matched.
 """
@@ -70,6 +74,27 @@ def torch_half(out, size, seed):
             probs = torch.softmax(model(x), dim=1)[0].double().numpy()
         with open(os.path.join(out, name + ".probs.json"), "w") as f:
             json.dump(probs.tolist(), f)
+
+
+def torch_random(model, path, seed):
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    sd = getattr(torchvision.models, model)().state_dict()
+    np.savez(path, **{k: v.numpy() for k, v in sd.items()})
+
+
+def random(model, path, seed):
+    from safetensors.numpy import save_file
+
+    npz = path + ".npz"
+    subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "torch-random", model, npz,
+                    str(seed)], check=True)
+    with np.load(npz) as z:
+        tensors = {k: np.ascontiguousarray(z[k]) for k in z.files}
+    os.remove(npz)
+    save_file(tensors, path, metadata={"format": "pt"})
 
 
 def bf16_bits(a):
@@ -166,6 +191,11 @@ def main():
     elif cmd == "make":
         opts = dict(zip(args[1::2], args[2::2]))
         make(args[0], int(opts.get("--size", 64)), int(opts.get("--seed", 1)))
+    elif cmd == "torch-random":
+        torch_random(args[0], args[1], int(args[2]))
+    elif cmd == "random":
+        opts = dict(zip(args[2::2], args[3::2]))
+        random(args[0], args[1], int(opts.get("--seed", 0)))
     elif cmd == "probs":
         probs(*args)
     elif cmd == "same":
