@@ -191,7 +191,8 @@ int cmd_predict(int argc, char **argv)
         args_print_help("predict", "[MODEL|CFG] IMAGE... [options]  |  [MODEL] --prompt TEXT",
                         "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
                         ".\nA CFG builds the network with freshly initialised parameters (--seed), "
-                        "for testing an architecture,\nor with weights from --weights (safetensors, darknet .weights, a checkpoint).\n"
+                        "for testing an architecture,\nor with weights from --weights "
+                        "(safetensors, darknet .weights, a checkpoint).\n"
                         "With --prompt, a text model continues the prompt, printing tokens as "
                         "they come\n(--seed then seeds the sampling).",
                         predict_opts, N_PREDICT_OPTS);

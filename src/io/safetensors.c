@@ -17,9 +17,9 @@ static size_t dtype_bytes(const char *dtype)
     static const struct {
         const char *name;
         size_t bytes;
-    } table[] = {{"F64", 8}, {"F32", 4},  {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"U64", 8},
-                 {"I32", 4}, {"U32", 4},  {"I16", 2},  {"U16", 2},  {"I8", 1},  {"U8", 1},
-                 {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    } table[] = {{"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+                 {"U64", 8}, {"I32", 4}, {"U32", 4},  {"I16", 2},     {"U16", 2},
+                 {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
     for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
         if (!strcmp(dtype, table[k].name))
             return table[k].bytes;
@@ -109,8 +109,8 @@ static int parse_tensor(const Safetensors *st, const cJSON *item, uint64_t data_
 }
 
 /* The header text (header_bytes of it) as tensors. */
-static int parse_header(Safetensors *st, const char *text, size_t header_bytes,
-                        uint64_t data_bytes, Error *e)
+static int parse_header(Safetensors *st, const char *text, size_t header_bytes, uint64_t data_bytes,
+                        Error *e)
 {
     cJSON *root = cJSON_ParseWithLength(text, header_bytes);
     if (!cJSON_IsObject(root)) {
@@ -128,8 +128,8 @@ static int parse_header(Safetensors *st, const char *text, size_t header_bytes,
             continue;
         }
         if (safetensors_find(st, item->string))
-            st_code = error_set(e, CDL_EUSAGE, "%s: tensor '%s' appears twice", st->path,
-                                item->string);
+            st_code =
+                error_set(e, CDL_EUSAGE, "%s: tensor '%s' appears twice", st->path, item->string);
         else if (!(st_code = parse_tensor(st, item, data_bytes, &st->tensors[st->n_tensors], e)))
             st->n_tensors++;
     }
@@ -256,8 +256,8 @@ int safetensors_read_f32(const Safetensors *st, const SafetensorsTensor *t, floa
 }
 
 /* The header JSON of the tensors, laid out back to back. */
-static cJSON *build_header(const SafetensorsTensor *tensors, int n_tensors,
-                           const char *const *keys, const char *const *values, int n_metadata)
+static cJSON *build_header(const SafetensorsTensor *tensors, int n_tensors, const char *const *keys,
+                           const char *const *values, int n_metadata)
 {
     cJSON *root = cJSON_CreateObject();
     int ok = root != NULL;

@@ -36,9 +36,9 @@ typedef struct SafetensorsTensor {
     char dtype[8]; /* "F32", "F16", "BF16", "I64", ... */
     int n_dims;
     int64_t dims[SAFETENSORS_MAX_DIMS];
-    uint64_t count;       /* elements: the product of dims (1 for a scalar) */
-    uint64_t begin, end;  /* byte offsets in the data section */
-    const void *data;     /* writing only: count elements of dtype, little-endian */
+    uint64_t count;      /* elements: the product of dims (1 for a scalar) */
+    uint64_t begin, end; /* byte offsets in the data section */
+    const void *data;    /* writing only: count elements of dtype, little-endian */
 } SafetensorsTensor;
 
 typedef struct Safetensors {

@@ -15,8 +15,8 @@ void weights_shape_text(const int64_t *dims, int n_dims, char *out, size_t size)
     size_t used = 0;
     out[0] = '\0';
     for (int d = 0; d < n_dims && used < size; d++)
-        used += (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "",
-                                 (long long)dims[d]);
+        used +=
+            (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "", (long long)dims[d]);
 }
 
 static int same_shape(const Param *a, const Param *b)

@@ -75,8 +75,7 @@ static void add_layer(TorchNames *t, const Layer *l, const char *module, const c
     add(t, l->index, -1, norm, "num_batches_tracked");
 }
 
-static int unexpected(const Net *net, const Layer *l, const char *family, const char *why,
-                      Error *e)
+static int unexpected(const Net *net, const Layer *l, const char *family, const char *why, Error *e)
 {
     return error_set(e, CDL_EUSAGE,
                      "%s: layer %d [%s]: %s in torchvision's %s layout, so its tensors have no "
@@ -96,8 +95,10 @@ static int add_classifier(TorchNames *t, const Net *net, int from, Error *e)
             add_layer(t, l, module, module);
             n += 1 + (l->activation != CDL_ACT_LINEAR);
         } else if (l->n_params)
-            return unexpected(net, l, t->family, "a layer with tensors after the last "
-                                                 "convolution that is not [connected]", e);
+            return unexpected(net, l, t->family,
+                              "a layer with tensors after the last "
+                              "convolution that is not [connected]",
+                              e);
         else if (same_shape(l->in_shape, l->out_shape))
             n++; /* dropout */
     }
@@ -255,7 +256,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "%s: no convolution: not a torchvision resnet, vgg or mobilenetv2 layout",
                          net->cfg.path);
-    int st = grouped ? name_mobilenet(t, net, e)
+    int st = grouped    ? name_mobilenet(t, net, e)
              : shortcut ? name_resnet(t, net, e)
                         : name_vgg(t, net, e);
     t->head_layer = t->n_tensors ? t->tensors[t->n_tensors - 1].layer : -1;

@@ -100,3 +100,28 @@ PY
     [ "$status" -eq 2 ]
     [[ "$output" == "cdl: short.safetensors: 4 bytes: too short for a safetensors file" ]]
 }
+
+@test "safetensors: eval and train take a CFG with --weights (a new 10-class head)" {
+    /usr/bin/python3 "$REPO/scripts/fashion_to_png.py" f --limit 20 >/dev/null
+    run "$CDL" eval "$(T mobilenetv2.cfg)" --weights "$(T mobilenetv2.safetensors)" \
+        --data f/fashion-png.data --set 64.output=10 --json
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"loaded 52 layers, skipped layers 64 [connected] (classifier.1.weight 10x1280 vs 1000x1280"* ]]
+    [[ "$output" == *'"samples":20,'* ]]
+    run "$CDL" train "$(T mobilenetv2.cfg)" --weights "$(T mobilenetv2.safetensors)" \
+        --data f/fashion-png.data --set 64.output=10 --set 63.freeze=1 --set net.batch=10 \
+        --epochs 1 --out m.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--weights $(T mobilenetv2.safetensors): loaded 52 layers, skipped layers 64"* ]]
+    # the frozen backbone is the file's, byte for byte
+    "$CDL" export safetensors m.cdl -o m.safetensors >/dev/null
+    python3 - m.safetensors "$(T mobilenetv2.safetensors)" "$GEN" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("gen", sys.argv[3])
+gen = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gen)
+a, b = gen.read(sys.argv[1]), gen.read(sys.argv[2])
+same = [k for k in b if not k.startswith("classifier") and (a[k] == b[k]).all()]
+assert len(same) == len(b) - 2, (len(same), len(b))
+PY
+}

@@ -40,10 +40,9 @@ static void test_write_layout_and_read_back(void)
 {
     const float w[6] = {1, -2, 3.5f, 0, 1e-30f, -7};
     const int64_t tracked = 0;
-    SafetensorsTensor t[2] = {{.name = "a.weight", .dtype = "F32", .n_dims = 2, .dims = {2, 3},
-                               .count = 6, .data = w},
-                              {.name = "bn.num_batches_tracked", .dtype = "I64", .count = 1,
-                               .data = &tracked}};
+    SafetensorsTensor t[2] = {
+        {.name = "a.weight", .dtype = "F32", .n_dims = 2, .dims = {2, 3}, .count = 6, .data = w},
+        {.name = "bn.num_batches_tracked", .dtype = "I64", .count = 1, .data = &tracked}};
     const char *keys[] = {"format"}, *values[] = {"pt"};
     Error e = {0};
     CHECK(safetensors_write(path, t, 2, keys, values, 1, &e) == CDL_OK);
@@ -78,8 +77,8 @@ static void test_write_layout_and_read_back(void)
 static void test_half_and_bfloat16_widen_exactly(void)
 {
     /* F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), inf; BF16: 1, -0.5, 3.140625 */
-    const unsigned char data[] = {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x00, 0x7c,
-                                  0x80, 0x3f, 0x00, 0xbf, 0x49, 0x40};
+    const unsigned char data[] = {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00,
+                                  0x00, 0x7c, 0x80, 0x3f, 0x00, 0xbf, 0x49, 0x40};
     write_file("{\"h\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[0,10]},"
                "\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[10,16]}}",
                data, sizeof data);
@@ -132,8 +131,8 @@ static void test_broken_files_are_refused(void)
     refused("tensor 'a': not an object", __LINE__);
     write_file("{\"a\": {\"dtype\": \"Q7\", \"shape\": [2], \"data_offsets\": [0, 8]}}", data, 8);
     refused("unknown dtype 'Q7'", __LINE__);
-    write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2, -1], \"data_offsets\": [0, 8]}}",
-               data, 8);
+    write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2, -1], \"data_offsets\": [0, 8]}}", data,
+               8);
     refused("shape entry 1 is not a size", __LINE__);
     write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2.5], \"data_offsets\": [0, 8]}}", data,
                8);
