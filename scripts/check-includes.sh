@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks that every `#include "..."` in src/ points at the file's own floor or one below it,
-# and prints each violation as FILE:LINE: includes HEADER (floor X above floor Y); exit 1 if any.
+# Checks that every `#include "..."` in src/ points at the file's own floor or one below it
+# (and that src/cli reaches the library through cdl.h only), and prints each violation as FILE:LINE: includes HEADER (floor X above floor Y); exit 1 if any.
 # Run by tests/run.sh as the test "include order". Only src/ is checked: tests may include
 # anything.
 set -uo pipefail
@@ -30,6 +30,11 @@ FLOORS=(
 EXCEPTIONS=(
 )
 
+# The CLI is a client of the public API: besides its own files it includes only these (the
+# API's internal headers, such as cdl_model.h, and every floor between util and the API are
+# off limits to it).
+CLI_MAY_INCLUDE=("cdl.h" "util")
+
 floor_of() { # path relative to src/ -> floor name
     case "$1" in
         cdl.h | cdl.c | cdl_*.c | cdl_*.h) echo api ;;
@@ -53,6 +58,14 @@ is_exception() {
     local pair
     for pair in "${EXCEPTIONS[@]+"${EXCEPTIONS[@]}"}"; do
         [ "$pair" = "$1 $2" ] && return 0
+    done
+    return 1
+}
+
+cli_may_include() { # header path -> 0 when the CLI may include it
+    local allowed
+    for allowed in "${CLI_MAY_INCLUDE[@]}"; do
+        [ "$1" = "$allowed" ] || [ "${1%%/*}" = "$allowed" ] && return 0
     done
     return 1
 }
@@ -82,6 +95,9 @@ while IFS= read -r hit; do
         violations=$((violations + 1))
     elif [ "$to_rank" -gt "$from_rank" ] && ! is_exception "$rel" "$target"; then
         echo "$file:$line: includes $header (floor $to above floor $from)"
+        violations=$((violations + 1))
+    elif [ "$from" = cli ] && [ "$to" != cli ] && ! cli_may_include "$target"; then
+        echo "$file:$line: includes $header (the CLI reaches the library through cdl.h only)"
         violations=$((violations + 1))
     fi
 done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' src --include='*.c' --include='*.h' | sort)

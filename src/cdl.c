@@ -167,6 +167,16 @@ int cdl_model_load_image(cdl_model *model, const char *image_path, float *input,
     return CDL_OK;
 }
 
+int cdl_write_png(const char *path, const float *pixels, int channels, int height, int width,
+                  char *err, size_t err_size)
+{
+    Error e = {0};
+    const Image img = {.c = channels, .h = height, .w = width, .data = (float *)pixels};
+    if (image_write_png(path, &img, &e))
+        return api_report(&e, err, err_size);
+    return CDL_OK;
+}
+
 int cdl_model_predict_file(cdl_model *model, const char *image_path, float *probs, char *err,
                            size_t err_size)
 {

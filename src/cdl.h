@@ -427,4 +427,11 @@ int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
                                  const cdl_augment_grid_options *options, const char *png_path,
                                  char *err, size_t err_size);
 
+/* ---- Images ---- */
+
+/* Writes pixels [channels][height][width] (values in [0,1], clamped; 1 channel: gray, 3: RGB)
+ * to path as an 8-bit PNG. */
+int cdl_write_png(const char *path, const float *pixels, int channels, int height, int width,
+                  char *err, size_t err_size);
+
 #endif

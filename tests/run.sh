@@ -11,46 +11,29 @@ mkdir -p "$BUILD/logs"
 passed=0
 failed=0
 
-for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] || continue
-    if "$t" > "$BUILD/logs/$(basename "$t").log" 2>&1; then
+# check NAME COMMAND...: runs COMMAND with its output in $BUILD/logs/NAME.log and counts it:
+# "ok   NAME: <its last line>", or FAIL with the log's last 40 lines.
+check() {
+    local name=$1 log="$BUILD/logs/${1// /_}.log"
+    shift
+    if "$@" > "$log" 2>&1; then
         passed=$((passed + 1))
-        echo "ok   $(basename "$t"): $(tail -n 1 "$BUILD/logs/$(basename "$t").log")"
+        echo "ok   $name: $(tail -n 1 "$log")"
     else
         failed=$((failed + 1))
-        echo "FAIL $(basename "$t"):"
-        sed 's/^/    /' "$BUILD/logs/$(basename "$t").log" | tail -n 40
+        echo "FAIL $name:"
+        sed 's/^/    /' "$log" | tail -n 40
     fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] && check "$(basename "$t")" "$t"
 done
-
-if scripts/check-includes.sh > "$BUILD/logs/include_order.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok   include order: $(tail -n 1 "$BUILD/logs/include_order.log")"
-else
-    failed=$((failed + 1))
-    echo "FAIL include order:"
-    sed 's/^/    /' "$BUILD/logs/include_order.log" | tail -n 40
-fi
-
-example="$BUILD/examples/train_digits"
-if "$example" "$BUILD/logs/train_digits.cdl" > "$BUILD/logs/train_digits.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok   train_digits: $(tail -n 1 "$BUILD/logs/train_digits.log")"
-else
-    failed=$((failed + 1))
-    echo "FAIL train_digits:"
-    sed 's/^/    /' "$BUILD/logs/train_digits.log" | tail -n 40
-fi
+check "include order" scripts/check-includes.sh
+check train_digits "$BUILD/examples/train_digits" "$BUILD/logs/train_digits.cdl"
 
 if [ "$SAN" != 1 ]; then
-    if tests/check_public_lib.sh > "$BUILD/logs/check_public_lib.log" 2>&1; then
-        passed=$((passed + 1))
-        echo "ok   check_public_lib: $(tail -n 1 "$BUILD/logs/check_public_lib.log")"
-    else
-        failed=$((failed + 1))
-        echo "FAIL check_public_lib:"
-        sed 's/^/    /' "$BUILD/logs/check_public_lib.log" | tail -n 40
-    fi
+    check check_public_lib tests/check_public_lib.sh
     export CDL_BIN=${CDL_BIN:-$PWD/cdl}
     tap=$(mktemp)
     bats --tap tests/cli > "$tap" 2>&1

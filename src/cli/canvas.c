@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdl.h"
 #include "cli/font.h"
 
 Rgb rgb_hex(uint32_t hex)
@@ -17,34 +18,34 @@ Rgb rgb_hex(uint32_t hex)
 int canvas_init(Canvas *c, int width, int height, Rgb background, Error *e)
 {
     memset(c, 0, sizeof *c);
-    if (width < 1 || height < 1 || width > IMAGE_MAX_SIDE || height > IMAGE_MAX_SIDE)
+    if (width < 1 || height < 1 || width > CANVAS_MAX_SIDE || height > CANVAS_MAX_SIDE)
         return error_set(e, CDL_EUSAGE, "canvas size %dx%d out of range 1..%d", width, height,
-                         IMAGE_MAX_SIDE);
+                         CANVAS_MAX_SIDE);
     const size_t plane = (size_t)width * (size_t)height;
-    c->img.data = malloc(3 * plane * sizeof *c->img.data);
-    if (!c->img.data)
+    c->rgb = malloc(3 * plane * sizeof *c->rgb);
+    if (!c->rgb)
         return error_set(e, CDL_ERUNTIME, "out of memory for a %dx%d canvas", width, height);
-    c->img.c = 3;
-    c->img.w = width;
-    c->img.h = height;
+    c->width = width;
+    c->height = height;
     canvas_fill_rect(c, 0, 0, width, height, background);
     return CDL_OK;
 }
 
 void canvas_free(Canvas *c)
 {
-    image_free(&c->img);
+    free(c->rgb);
+    memset(c, 0, sizeof *c);
 }
 
 /* Mixes color into pixel (x, y) with weight alpha in [0, 1]; outside the canvas: nothing. */
 static void blend(Canvas *c, int x, int y, Rgb color, float alpha)
 {
-    if (x < 0 || y < 0 || x >= c->img.w || y >= c->img.h || alpha <= 0.0f)
+    if (x < 0 || y < 0 || x >= c->width || y >= c->height || alpha <= 0.0f)
         return;
     if (alpha > 1.0f)
         alpha = 1.0f;
-    const size_t plane = (size_t)c->img.w * (size_t)c->img.h;
-    float *p = c->img.data + (size_t)y * c->img.w + x;
+    const size_t plane = (size_t)c->width * (size_t)c->height;
+    float *p = c->rgb + (size_t)y * c->width + x;
     p[0] += alpha * (color.r - p[0]);
     p[plane] += alpha * (color.g - p[plane]);
     p[2 * plane] += alpha * (color.b - p[2 * plane]);
@@ -54,8 +55,8 @@ void canvas_fill_rect(Canvas *c, int x0, int y0, int x1, int y1, Rgb color)
 {
     x0 = x0 < 0 ? 0 : x0;
     y0 = y0 < 0 ? 0 : y0;
-    x1 = x1 > c->img.w ? c->img.w : x1;
-    y1 = y1 > c->img.h ? c->img.h : y1;
+    x1 = x1 > c->width ? c->width : x1;
+    y1 = y1 > c->height ? c->height : y1;
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++)
             blend(c, x, y, color, 1.0f);
@@ -76,8 +77,8 @@ void canvas_line(Canvas *c, double x0, double y0, double x1, double y1, double w
     const double reach = width / 2 + 1;
     const int xa = (int)floor(fmin(x0, x1) - reach), xb = (int)ceil(fmax(x0, x1) + reach);
     const int ya = (int)floor(fmin(y0, y1) - reach), yb = (int)ceil(fmax(y0, y1) + reach);
-    for (int y = ya < 0 ? 0 : ya; y <= yb && y < c->img.h; y++)
-        for (int x = xa < 0 ? 0 : xa; x <= xb && x < c->img.w; x++) {
+    for (int y = ya < 0 ? 0 : ya; y <= yb && y < c->height; y++)
+        for (int x = xa < 0 ? 0 : xa; x <= xb && x < c->width; x++) {
             const double d = segment_distance(x + 0.5, y + 0.5, x0, y0, x1, y1);
             blend(c, x, y, color, (float)(width / 2 + 0.5 - d));
         }
@@ -136,5 +137,7 @@ int canvas_text_width(const char *s, int scale)
 
 int canvas_write_png(const Canvas *c, const char *path, Error *e)
 {
-    return image_write_png(path, &c->img, e);
+    char msg[sizeof e->msg];
+    const int st = cdl_write_png(path, c->rgb, 3, c->height, c->width, msg, sizeof msg);
+    return st ? error_set(e, st, "%s", msg) : CDL_OK;
 }

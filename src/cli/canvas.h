@@ -6,8 +6,10 @@
 
 #include <stdint.h>
 
-#include "data/image.h"
 #include "util/error.h"
+
+/* Largest canvas side (the largest image side cdl reads or writes). */
+enum { CANVAS_MAX_SIDE = 16384 };
 
 typedef struct Rgb {
     float r, g, b; /* [0,1] */
@@ -17,7 +19,8 @@ typedef struct Rgb {
 Rgb rgb_hex(uint32_t hex);
 
 typedef struct Canvas {
-    Image img; /* c = 3: [3][height][width] */
+    int height, width;
+    float *rgb; /* [3][height][width] in [0,1] */
 } Canvas;
 
 /* How canvas_text lays a string out: left to right, or rotated to read bottom to top. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/canvas.h"
+#include "cli/cli.h"
 #include "cli/font.h"
 
 static const OptSpec plot_opts[] = {
@@ -429,8 +429,8 @@ static int plot_runs(const Args *a, Error *e)
         return error_set(e, CDL_EUSAGE, "plot draws at most %d runs (%d given)", MAX_RUNS,
                          a->n_positional);
     long width, height;
-    int st = args_get_int(a, "--width", 1200, 320, IMAGE_MAX_SIDE, &width, e);
-    st = st ? st : args_get_int(a, "--height", 600, 200, IMAGE_MAX_SIDE, &height, e);
+    int st = args_get_int(a, "--width", 1200, 320, CANVAS_MAX_SIDE, &width, e);
+    st = st ? st : args_get_int(a, "--height", 600, 200, CANVAS_MAX_SIDE, &height, e);
     if (st)
         return st;
     const char *title = args_get(a, "--title");
