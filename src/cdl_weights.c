@@ -26,9 +26,8 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size, E
     int st = safetensors ? safetensors_load_net(net, path, &m, e)
                          : finetune_load_weights(net, path, &m, e);
     if (!st)
-        snprintf(note, note_size, "%s: loaded %d layer%s%s%s%s", path, m.loaded,
-                 m.loaded == 1 ? "" : "s", m.skipped ? ", skipped layers " : "", m.skipped_list,
-                 m.skipped ? " (they keep their initial values)" : "");
+        snprintf(note, note_size, "%s: loaded %d layer%s%s%s", path, m.loaded,
+                 m.loaded == 1 ? "" : "s", m.skipped ? ", skipped layers " : "", m.skipped_list);
     weights_match_free(&m);
     return st;
 }
