@@ -306,26 +306,51 @@ static void emit_token(void *ctx, int id)
     s->on_text(s->ctx, text, (size_t)n);
 }
 
+/* ids [*n_ids] (allocated) = prompt's tokens, with the model sized for one sample. */
+static int start_text(cdl_model *model, const char *prompt, int32_t **ids, size_t *n_ids, Error *e)
+{
+    *ids = NULL;
+    *n_ids = 0;
+    if (!cdl_model_is_text(model))
+        return error_set(e, CDL_EUSAGE,
+                         "the model is not a text model (no [net] seq= and "
+                         "vocabulary)");
+    if (model->net.batch != 1) {
+        model->capacity = 0; /* generation sizes the activations for one sample */
+        int st = api_model_reserve(model, 1, e);
+        if (st)
+            return st;
+    }
+    const size_t len = strlen(prompt);
+    *ids = malloc((len + 1) * sizeof **ids);
+    return *ids ? text_vocab_encode(&model->meta.vocab, prompt, len, *ids, n_ids, "--prompt", e)
+                : error_set(e, CDL_ERUNTIME, "out of memory");
+}
+
+int cdl_model_next_token_probs(cdl_model *model, const char *prompt, float *probs, int32_t *ids,
+                               size_t *n_ids, char *err, size_t err_size)
+{
+    Error e = {0};
+    int32_t *tokens;
+    size_t n = 0;
+    int st = start_text(model, prompt, &tokens, &n, &e);
+    st = st ? st : generate_next_probs(&model->net, tokens, n, probs, &e);
+    if (!st && ids) {
+        memcpy(ids, tokens, n * sizeof *ids);
+        *n_ids = n;
+    }
+    free(tokens);
+    return st ? api_report(&e, err, err_size) : CDL_OK;
+}
+
 int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_options *options,
                        void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
                        char *err, size_t err_size)
 {
     Error e = {0};
-    if (!cdl_model_is_text(model))
-        return error_set(&e, CDL_EUSAGE,
-                         "the model is not a text model (no [net] seq= and "
-                         "vocabulary)"),
-               api_report(&e, err, err_size);
-    if (model->net.batch != 1) {
-        model->capacity = 0; /* generation sizes the activations for one sample */
-        if (api_model_reserve(model, 1, &e))
-            return api_report(&e, err, err_size);
-    }
-    const size_t len = strlen(prompt);
-    int32_t *ids = malloc((len + 1) * sizeof *ids);
-    size_t n_ids = 0;
-    int st = ids ? text_vocab_encode(&model->meta.vocab, prompt, len, ids, &n_ids, "--prompt", &e)
-                 : error_set(&e, CDL_ERUNTIME, "out of memory");
+    int32_t *ids;
+    size_t n_ids;
+    int st = start_text(model, prompt, &ids, &n_ids, &e);
     const GenerateOptions o = {options->tokens, options->temperature, options->top_k, options->seed,
                                !options->no_cache};
     TextSink sink = {&model->meta.vocab, on_text, ctx};

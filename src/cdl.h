@@ -121,6 +121,12 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
                        void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
                        char *err, size_t err_size);
 
+/* probs [cdl_model_classes] = a text model's distribution of the token that follows prompt (its
+ * last seq tokens): the one cdl_model_generate draws its first token from. ids, when not NULL,
+ * receives the prompt's token ids (room for strlen(prompt)) and *n_ids their count. */
+int cdl_model_next_token_probs(cdl_model *model, const char *prompt, float *probs, int32_t *ids,
+                               size_t *n_ids, char *err, size_t err_size);
+
 /* A network being trained with the optimizer and schedule of its cfg's [net] settings (a cosine
  * schedule spans max_batches; without it the rate stays at learning_rate). */
 typedef struct cdl_trainer cdl_trainer;

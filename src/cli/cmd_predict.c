@@ -25,6 +25,9 @@ static const OptSpec predict_opts[] = {
     {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
     {"--top-k", 1, 0, "text models: sample among the K most probable tokens (default: all)"},
     {"--no-cache", 0, 0, "text models: recompute the whole context for every token"},
+    {"--probs", 0, 0,
+     "text models, with --json: print the prompt's token ids and the next token's distribution "
+     "instead of generating"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_PREDICT_OPTS (int)(sizeof predict_opts / sizeof predict_opts[0])
@@ -123,6 +126,40 @@ static int parse_temperature(const Args *a, float *out, Error *e)
     return CDL_OK;
 }
 
+/* cdl predict MODEL --prompt TEXT --probs --json: {"prompt", "ids": [n], "probs": [classes]}. */
+static int print_next_token_probs(cdl_model *m, const char *prompt)
+{
+    const size_t len = strlen(prompt);
+    const int classes = cdl_model_classes(m);
+    int32_t *ids = malloc((len + 1) * sizeof *ids);
+    float *probs = malloc((size_t)classes * sizeof *probs);
+    size_t n_ids = 0;
+    char err[1024] = "out of memory";
+    int st = ids && probs
+                 ? cdl_model_next_token_probs(m, prompt, probs, ids, &n_ids, err, sizeof err)
+                 : CDL_ERUNTIME;
+    if (st) {
+        fprintf(stderr, "cdl: %s\n", err);
+    } else {
+        cJSON *r = cJSON_CreateObject(), *id_list = cJSON_AddArrayToObject(r, "ids");
+        cJSON_AddStringToObject(r, "prompt", prompt);
+        for (size_t i = 0; i < n_ids; i++)
+            cJSON_AddItemToArray(id_list, cJSON_CreateNumber(ids[i]));
+        cJSON *prob_list = cJSON_AddArrayToObject(r, "probs");
+        for (int i = 0; i < classes; i++)
+            cJSON_AddItemToArray(prob_list, cJSON_CreateNumber(probs[i]));
+        char *text = cJSON_PrintUnformatted(r);
+        if (text)
+            printf("%s\n", text);
+        st = text ? CDL_OK : CDL_ERUNTIME;
+        free(text);
+        cJSON_Delete(r);
+    }
+    free(ids);
+    free(probs);
+    return st;
+}
+
 /* cdl predict MODEL --prompt TEXT: generation with a text model. */
 static int generate_text(const Args *a, Error *e)
 {
@@ -135,6 +172,8 @@ static int generate_text(const Args *a, Error *e)
     st = st ? st : parse_temperature(a, &temperature, e);
     if (!st && a->n_positional > 1)
         st = error_set(e, CDL_EUSAGE, "predict --prompt takes one MODEL and no image files");
+    if (!st && args_get(a, "--probs") && !args_get(a, "--json"))
+        st = error_set(e, CDL_EUSAGE, "predict --probs prints JSON: add --json");
     if (st)
         return cli_fail(e);
     cli_set_threads((int)threads);
@@ -148,6 +187,11 @@ static int generate_text(const Args *a, Error *e)
         return status;
     }
     const char *prompt = args_get(a, "--prompt");
+    if (args_get(a, "--probs")) {
+        status = print_next_token_probs(m, prompt);
+        cdl_model_free(m);
+        return status;
+    }
     const cdl_generate_options o = {(int)tokens, temperature, (int)top_k, (uint64_t)seed,
                                     args_get(a, "--no-cache") != NULL};
     TextOut out = {.json = args_get(a, "--json") != NULL};

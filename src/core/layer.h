@@ -189,8 +189,9 @@ typedef struct LayerType {
     /* Appends the layer's inference graph to g (core/onnx_graph.h): reads its inputs with
      * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
      * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
-     * says so. Returns CDL_EUSAGE with "layer N [type]: ..." for a configuration ONNX
-     * cannot express. */
+     * says so. In a sequence net, whose values are [N][T][features], only the families with a
+     * cached step (cpu.forward_at) are exported. Returns CDL_EUSAGE with "layer N [type]: ..."
+     * for a configuration ONNX cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
 
     /* Capabilities: */

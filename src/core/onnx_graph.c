@@ -9,7 +9,7 @@
 
 enum { GRAPH_NODE = 1, GRAPH_NAME = 2, GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11, GRAPH_OUTPUT = 12 };
 enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5 };
-enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_INTS = 8, ATTR_TYPE = 20 };
+enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_INTS = 8, ATTR_STRINGS = 9, ATTR_TYPE = 20 };
 enum { TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_FLOAT_DATA = 4, TENSOR_INT64_DATA = 7 };
 enum { TENSOR_NAME = 8 };
 enum { VALUE_NAME = 1, VALUE_TYPE = 2, TYPE_TENSOR = 1, TENSOR_TYPE_ELEM = 1 };
@@ -27,7 +27,7 @@ static void add_normalization(OnnxGraph *g, const Net *net)
         inv_std[k] = 1.0f / net->augment.std[k];
         identity &= mean[k] == 0.0f && net->augment.std[k] == 1.0f;
     }
-    if (identity || c > 3)
+    if (identity || c > 3 || net->seq > 0) /* sequence nets take no image normalisation */
         return;
     const int64_t dims[] = {1, c, 1, 1};
     onnx_initializer(g, "input.mean", ONNX_FLOAT, 4, dims, mean);
@@ -48,6 +48,9 @@ int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
     g->n_layers = net->n_layers;
     snprintf(g->input.name, sizeof g->input.name, "input");
     g->input.shape = net->in_shape;
+    g->sequence = net->seq > 0;
+    const LayerType *first = net->n_layers > 0 ? net->layers[0].type : NULL;
+    g->token_ids = first && first->reads_token_ids;
     for (int i = 0; i < net->n_layers; i++) {
         onnx_name(g->layers[i].name, &net->layers[i], NULL);
         g->layers[i].shape = net->layers[i].out_shape;
@@ -80,6 +83,10 @@ static void put_attr(PbBuf *node, const OnnxAttr *a)
     case ONNX_ATTR_INTS:
         for (int k = 0; k < a->n_ints; k++)
             pb_int(&m, ATTR_INTS, a->ints[k]);
+        break;
+    case ONNX_ATTR_STRINGS:
+        for (int k = 0; k < a->n_ints; k++)
+            pb_string(&m, ATTR_STRINGS, a->strings[k]);
         break;
     }
     pb_message(node, NODE_ATTRIBUTE, &m);
@@ -166,7 +173,11 @@ void onnx_input_nchw(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MA
     snprintf(shape_name, sizeof shape_name, "%s.shape", name);
     /* 0 keeps the batch dimension as it is. */
     const int64_t shape[] = {0, src->shape.c, src->shape.h, src->shape.w};
-    onnx_int64s(g, shape_name, 4, shape);
+    const int64_t seq_shape[] = {0, (int64_t)src->shape.c * src->shape.h, src->shape.w};
+    if (g->sequence)
+        onnx_int64s(g, shape_name, 3, seq_shape);
+    else
+        onnx_int64s(g, shape_name, 4, shape);
     const char *in[] = {src->name, shape_name};
     onnx_node(g, "Reshape", 2, in, name, 0, NULL);
 }
@@ -190,6 +201,17 @@ const char *onnx_output(OnnxGraph *g, const Layer *l, int flat)
 {
     g->layers[l->index].flat = flat;
     return g->layers[l->index].name;
+}
+
+void onnx_linear(OnnxGraph *g, const char *x, const char *w, const char *b, const char *y)
+{
+    char wt[ONNX_NAME_MAX], product[ONNX_NAME_MAX];
+    snprintf(wt, sizeof wt, "%s.weights_t", y);
+    snprintf(product, sizeof product, "%s.matmul", y);
+    onnx_node(g, "Transpose", 1, (const char *[]){w}, wt, 0, NULL);
+    onnx_node(g, "MatMul", 2, (const char *[]){x, wt}, b ? product : y, 0, NULL);
+    if (b)
+        onnx_node(g, "Add", 2, (const char *[]){product, b}, y, 0, NULL);
 }
 
 void onnx_activation_input(char x[ONNX_NAME_MAX], ActivationKind a, const char *y)
@@ -283,8 +305,10 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
     }
 }
 
-/* A ValueInfoProto: a float tensor named name of rank 2 ([batch][c*h*w], flat) or 4. */
-static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batch)
+/* A ValueInfoProto: a float tensor named name of rank 2 ([batch][c*h*w], flat), 3 (a sequence
+ * net's [batch][c*h][w]) or 4, or the int64 token ids [batch][T] of a sequence net. */
+static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batch, int sequence,
+                           int token_ids)
 {
     PbBuf shape, tensor, type, info;
     pb_init(&shape);
@@ -293,8 +317,10 @@ static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batc
     pb_init(&info);
     const int64_t dims[] = {batch, v->shape.c, v->shape.h, v->shape.w};
     const int64_t flat_dims[] = {batch, (int64_t)shape_size(v->shape)};
-    const int64_t *d = v->flat ? flat_dims : dims;
-    for (int k = 0; k < (v->flat ? 2 : 4); k++) {
+    const int64_t seq_dims[] = {batch, (int64_t)v->shape.c * v->shape.h, v->shape.w};
+    const int64_t *d = v->flat || token_ids ? flat_dims : sequence ? seq_dims : dims;
+    const int rank = v->flat || token_ids ? 2 : sequence ? 3 : 4;
+    for (int k = 0; k < rank; k++) {
         PbBuf dim;
         pb_init(&dim);
         if (k == 0 && batch == 0)
@@ -304,7 +330,7 @@ static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batc
         pb_message(&shape, SHAPE_DIM, &dim);
         pb_free(&dim);
     }
-    pb_int(&tensor, TENSOR_TYPE_ELEM, ONNX_FLOAT);
+    pb_int(&tensor, TENSOR_TYPE_ELEM, token_ids ? ONNX_INT64 : ONNX_FLOAT);
     pb_message(&tensor, TENSOR_TYPE_SHAPE, &shape);
     pb_message(&type, TYPE_TENSOR, &tensor);
     pb_string(&info, VALUE_NAME, v->name);
@@ -325,8 +351,8 @@ int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *gr
     pb_raw(graph, g->body.data, g->body.len);
     OnnxLayer input = g->input; /* layers may read the normalised input; the graph takes this */
     snprintf(input.name, sizeof input.name, "input");
-    put_value_info(graph, GRAPH_INPUT, &input, batch);
-    put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch);
+    put_value_info(graph, GRAPH_INPUT, &input, batch, g->sequence, g->token_ids);
+    put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch, g->sequence, 0);
     if (graph->failed)
         return error_set(e, CDL_ERUNTIME, "out of memory building the ONNX graph");
     return CDL_OK;

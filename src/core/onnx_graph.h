@@ -5,6 +5,9 @@
  * Values are float tensors with a batch axis first. A layer's output is [N][c][h][w]
  * (its out_shape) or, when the layer says so, "flat" [N][c*h*w] (Gemm and Softmax
  * outputs); onnx_input_nchw / onnx_input_flat convert when the consumer wants the other.
+ * In a sequence net ([net] seq=T) the unflattened values are [N][c*h][w] instead, rank 3,
+ * [N][T][features] (c is 1 there), and the graph input is int64 token ids [N][T] when the
+ * first layer reads token ids ([embedding]), else float [N][T][inputs].
  * Names: the graph input is "input", layer i's output "layer<i>", its parameters
  * "layer<i>.<param name>" and its intermediate values "layer<i>.<suffix>". Each node is
  * named after its output, which is unique. */
@@ -25,7 +28,8 @@ enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
 typedef enum OnnxAttrType {
     ONNX_ATTR_FLOAT = 1,
     ONNX_ATTR_INT = 2,
-    ONNX_ATTR_INTS = 7
+    ONNX_ATTR_INTS = 7,
+    ONNX_ATTR_STRINGS = 8
 } OnnxAttrType;
 
 typedef struct OnnxAttr {
@@ -33,7 +37,8 @@ typedef struct OnnxAttr {
     OnnxAttrType type;
     float f;
     int64_t i;
-    const int64_t *ints; /* ONNX_ATTR_INTS: n_ints values */
+    const int64_t *ints;        /* ONNX_ATTR_INTS: n_ints values */
+    const char *const *strings; /* ONNX_ATTR_STRINGS: n_ints values */
     int n_ints;
 } OnnxAttr;
 
@@ -49,6 +54,10 @@ static inline OnnxAttr onnx_attr_ints(const char *name, const int64_t *v, int n)
 {
     return (OnnxAttr){.name = name, .type = ONNX_ATTR_INTS, .ints = v, .n_ints = n};
 }
+static inline OnnxAttr onnx_attr_strings(const char *name, const char *const *v, int n)
+{
+    return (OnnxAttr){.name = name, .type = ONNX_ATTR_STRINGS, .strings = v, .n_ints = n};
+}
 
 /* What the graph knows about one layer. */
 typedef struct OnnxLayer {
@@ -63,6 +72,8 @@ typedef struct OnnxGraph {
                           [N][c][h][w], or "input.normalized" when [net] sets mean/std */
     OnnxLayer *layers; /* [n_layers] */
     int n_layers;
+    int sequence;  /* a sequence net: unflattened values are [N][T][features] */
+    int token_ids; /* the graph input is int64 token ids [N][T] */
 } OnnxGraph;
 
 /* Prepares an empty graph for net's layers. */
@@ -88,12 +99,17 @@ void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
 void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX]);
 /* What the graph knows about l's k-th input (the graph input for -1). */
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k);
-/* name = l's k-th input as [N][c][h][w] (adding a Reshape when it is flat) or as
- * [N][c*h*w] (adding a Flatten when it is not). */
+/* name = l's k-th input as [N][c][h][w] ([N][c*h][w] in a sequence net; adding a Reshape when
+ * it is flat) or as [N][c*h*w] (adding a Flatten when it is not). */
 void onnx_input_nchw(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX]);
 void onnx_input_flat(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MAX]);
 /* Records whether l's output is flat and returns the name its last node must write. */
 const char *onnx_output(OnnxGraph *g, const Layer *l, int flat);
+
+/* y = x w^T (+ b) over the last axis of x, as torch.nn.Linear: w [out][in] is a weight
+ * initializer (transposed by a Transpose node, which runtimes fold), b [out] or NULL. The
+ * intermediate values are "<y>.weights_t" and "<y>.matmul". */
+void onnx_linear(OnnxGraph *g, const char *x, const char *w, const char *b, const char *y);
 
 /* The value an activation reads: y itself for linear (which adds no node), else
  * "<y>.pre". */
@@ -102,7 +118,8 @@ void onnx_activation_input(char x[ONNX_NAME_MAX], ActivationKind a, const char *
 void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y);
 
 /* graph = the whole GraphProto: name, the nodes and initializers, the input "input" and the
- * last layer's output as graph output, with batch axis "N" when batch is 0, else batch.
+ * last layer's output as graph output, with batch axis "N" when batch is 0, else batch
+ * (in a sequence net the token axis is fixed at T).
  * Returns CDL_ERUNTIME when memory ran out while building. */
 int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e);
 

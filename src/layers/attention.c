@@ -22,10 +22,12 @@
  * forward_at sees rows <= t only and so differs from forward. */
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/layer.h"
 #include "core/net.h"
+#include "core/onnx_graph.h"
 #include "ops/gemm.h"
 #include "ops/sum_rows.h"
 
@@ -378,6 +380,96 @@ static void attention_backward(Layer *l, const StepContext *ctx)
         gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c, 1.0f, dx, c);
 }
 
+/* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those
+ * keys weight 0); out of memory leaves the graph's buffer failed. */
+static void onnx_causal_mask(OnnxGraph *g, const char *name, int t)
+{
+    float *mask = malloc((size_t)t * (size_t)t * sizeof *mask);
+    if (!mask) {
+        g->body.failed = 1;
+        return;
+    }
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < t; j++)
+            mask[(size_t)i * t + j] = j <= i ? 0.0f : -INFINITY;
+    onnx_initializer(g, name, ONNX_FLOAT, 2, (const int64_t[]){t, t}, mask);
+    free(mask);
+}
+
+/* The fused projection to qkv [N][T][3C], reshaped and transposed to [3][N][H][T][D] and
+ * gathered into Q, K, V [N][H][T][D]; P = Softmax(Q K^T * scale (+ the causal mask)) [N][H][T][T],
+ * Y = P V, transposed and reshaped back to [N][T][C], then the output projection. */
+static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    const Attention *a = l->priv;
+    static const char *const suffixes[] = {
+        "qkv",    "qkv.split", "qkv.heads", "q",      "k",      "v", "k_t",    "scores",
+        "scaled", "scale",     "mask",      "masked", "probs",  "y", "y.rows", "heads",
+        "split",  "rows",      "index0",    "index1", "index2", NULL};
+    enum {
+        QKV,
+        QKV_SPLIT,
+        QKV_HEADS,
+        Q,
+        K,
+        V,
+        K_T,
+        SCORES,
+        SCALED,
+        SCALE,
+        MASK,
+        MASKED,
+        PROBS,
+        Y,
+        Y_ROWS,
+        HEADS,
+        SPLIT_SHAPE,
+        ROWS_SHAPE,
+        INDEX0
+    };
+    char v[21][ONNX_NAME_MAX], x[ONNX_NAME_MAX], p[4][ONNX_NAME_MAX];
+    for (int k = 0; suffixes[k]; k++)
+        onnx_name(v[k], l, suffixes[k]);
+    onnx_input_nchw(g, l, 0, x);
+    for (int k = 0; k < 4; k++)
+        onnx_param(g, l, k, p[k]);
+    const int64_t t = a->seq, c = a->channels;
+    onnx_linear(g, x, p[P_WEIGHTS], p[P_BIASES], v[QKV]);
+    onnx_int64s(g, v[SPLIT_SHAPE], 5, (const int64_t[]){0, t, 3, a->heads, a->head_size});
+    onnx_node(g, "Reshape", 2, (const char *[]){v[QKV], v[SPLIT_SHAPE]}, v[QKV_SPLIT], 0, NULL);
+    const int64_t to_heads[] = {2, 0, 3, 1, 4}, key_t[] = {0, 1, 3, 2}, to_rows[] = {0, 2, 1, 3};
+    const OnnxAttr perm_heads = onnx_attr_ints("perm", to_heads, 5);
+    onnx_node(g, "Transpose", 1, (const char *[]){v[QKV_SPLIT]}, v[QKV_HEADS], 1, &perm_heads);
+    const OnnxAttr axis0 = onnx_attr_int("axis", 0);
+    for (int k = 0; k < 3; k++) {
+        const int64_t index = k;
+        onnx_initializer(g, v[INDEX0 + k], ONNX_INT64, 0, NULL, &index);
+        onnx_node(g, "Gather", 2, (const char *[]){v[QKV_HEADS], v[INDEX0 + k]}, v[Q + k], 1,
+                  &axis0);
+    }
+    const OnnxAttr perm_key = onnx_attr_ints("perm", key_t, 4);
+    onnx_node(g, "Transpose", 1, (const char *[]){v[K]}, v[K_T], 1, &perm_key);
+    onnx_node(g, "MatMul", 2, (const char *[]){v[Q], v[K_T]}, v[SCORES], 0, NULL);
+    onnx_scalar(g, v[SCALE], 1.0f / sqrtf((float)a->head_size));
+    onnx_node(g, "Mul", 2, (const char *[]){v[SCORES], v[SCALE]}, v[SCALED], 0, NULL);
+    const char *logits = v[SCALED];
+    if (a->causal) {
+        onnx_causal_mask(g, v[MASK], a->seq);
+        onnx_node(g, "Add", 2, (const char *[]){v[SCALED], v[MASK]}, v[MASKED], 0, NULL);
+        logits = v[MASKED];
+    }
+    const OnnxAttr last = onnx_attr_int("axis", 3);
+    onnx_node(g, "Softmax", 1, (const char *[]){logits}, v[PROBS], 1, &last);
+    onnx_node(g, "MatMul", 2, (const char *[]){v[PROBS], v[V]}, v[Y], 0, NULL);
+    const OnnxAttr perm_rows = onnx_attr_ints("perm", to_rows, 4);
+    onnx_node(g, "Transpose", 1, (const char *[]){v[Y]}, v[Y_ROWS], 1, &perm_rows);
+    onnx_int64s(g, v[ROWS_SHAPE], 3, (const int64_t[]){0, t, c});
+    onnx_node(g, "Reshape", 2, (const char *[]){v[Y_ROWS], v[ROWS_SHAPE]}, v[HEADS], 0, NULL);
+    onnx_linear(g, v[HEADS], p[P_OUT_WEIGHTS], p[P_OUT_BIASES], onnx_output(g, l, 0));
+    return CDL_OK;
+}
+
 const LayerType attention_layer = {
     .name = "attention",
     .priv_size = sizeof(Attention),
@@ -387,4 +479,5 @@ const LayerType attention_layer = {
     .cpu = {.forward = attention_forward,
             .backward = attention_backward,
             .forward_at = attention_forward_at},
+    .export_onnx = attention_export_onnx,
 };

@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "core/net.h"
+#include "core/onnx_graph.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define EMBEDDING_PARALLEL_MIN 32768
@@ -118,6 +119,19 @@ static void embedding_backward(Layer *l, const StepContext *ctx)
     }
 }
 
+/* Gather of the weights' rows by the graph input's int64 ids [N][T]: out [N][T][C]. Unlike cdl,
+ * which gives an id outside [0, vocab) a zero row, ONNX runtimes refuse such an index. */
+static int embedding_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    char w[ONNX_NAME_MAX];
+    onnx_param(g, l, 0, w);
+    const OnnxAttr axis = onnx_attr_int("axis", 0);
+    onnx_node(g, "Gather", 2, (const char *[]){w, onnx_input(g, l, 0)->name}, onnx_output(g, l, 0),
+              1, &axis);
+    return CDL_OK;
+}
+
 const LayerType embedding_layer = {
     .name = "embedding",
     .parse = embedding_parse,
@@ -125,5 +139,6 @@ const LayerType embedding_layer = {
     .cpu = {.forward = embedding_forward,
             .backward = embedding_backward,
             .forward_at = embedding_forward_at},
+    .export_onnx = embedding_export_onnx,
     .reads_token_ids = 1,
 };

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "core/net.h"
+#include "core/onnx_graph.h"
 #include "ops/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
@@ -138,6 +139,35 @@ static void layernorm_backward(Layer *l, const StepContext *ctx)
     sum_rows_add(l->params[P_SCALES].grad, l->delta, (size_t)rows, n);
 }
 
+/* The normalisation over the last axis from ReduceMean, Sub, Mul, Sqrt and Div, which every
+ * opset from 13 has (LayerNormalization only comes with opset 17). */
+static int layernorm_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    static const char *const suffixes[] = {"mean",    "centered", "squares",    "variance", "eps",
+                                           "var_eps", "std",      "normalized", "scaled",   NULL};
+    char x[ONNX_NAME_MAX], v[9][ONNX_NAME_MAX], scales[ONNX_NAME_MAX], biases[ONNX_NAME_MAX];
+    for (int k = 0; suffixes[k]; k++)
+        onnx_name(v[k], l, suffixes[k]);
+    enum { MEAN, CENTERED, SQUARES, VARIANCE, EPS, VAR_EPS, STD, NORMALIZED, SCALED };
+    onnx_input_nchw(g, l, 0, x);
+    onnx_param(g, l, P_SCALES, scales);
+    onnx_param(g, l, P_BIASES, biases);
+    onnx_scalar(g, v[EPS], ((const LayerNorm *)l->priv)->eps);
+    const int64_t last[] = {-1};
+    const OnnxAttr reduce[] = {onnx_attr_ints("axes", last, 1), onnx_attr_int("keepdims", 1)};
+    onnx_node(g, "ReduceMean", 1, (const char *[]){x}, v[MEAN], 2, reduce);
+    onnx_node(g, "Sub", 2, (const char *[]){x, v[MEAN]}, v[CENTERED], 0, NULL);
+    onnx_node(g, "Mul", 2, (const char *[]){v[CENTERED], v[CENTERED]}, v[SQUARES], 0, NULL);
+    onnx_node(g, "ReduceMean", 1, (const char *[]){v[SQUARES]}, v[VARIANCE], 2, reduce);
+    onnx_node(g, "Add", 2, (const char *[]){v[VARIANCE], v[EPS]}, v[VAR_EPS], 0, NULL);
+    onnx_node(g, "Sqrt", 1, (const char *[]){v[VAR_EPS]}, v[STD], 0, NULL);
+    onnx_node(g, "Div", 2, (const char *[]){v[CENTERED], v[STD]}, v[NORMALIZED], 0, NULL);
+    onnx_node(g, "Mul", 2, (const char *[]){v[NORMALIZED], scales}, v[SCALED], 0, NULL);
+    onnx_node(g, "Add", 2, (const char *[]){v[SCALED], biases}, onnx_output(g, l, 0), 0, NULL);
+    return CDL_OK;
+}
+
 const LayerType layernorm_layer = {
     .name = "layernorm",
     .priv_size = sizeof(LayerNorm),
@@ -147,4 +177,5 @@ const LayerType layernorm_layer = {
     .cpu = {.forward = layernorm_forward,
             .backward = layernorm_backward,
             .forward_at = layernorm_forward_at},
+    .export_onnx = layernorm_export_onnx,
 };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/net.h"
+#include "core/onnx_graph.h"
 #include "ops/gemm.h"
 #include "ops/sum_rows.h"
 
@@ -147,6 +148,27 @@ static void linear_backward(Layer *l, const StepContext *ctx)
              inputs);
 }
 
+/* MatMul by the transposed weights (layer 0's, which the [embedding] exported, when tied), the
+ * biases, then the activation. */
+static int linear_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)e;
+    const Linear *li = l->priv;
+    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    if (li->tied)
+        onnx_name(w, &net->layers[0], li->tied->name);
+    else
+        onnx_param(g, l, 0, w);
+    if (li->has_biases)
+        onnx_param(g, l, li->tied ? 0 : 1, b);
+    const char *out = onnx_output(g, l, 0);
+    onnx_activation_input(pre, l->activation, out);
+    onnx_linear(g, x, w, li->has_biases ? b : NULL, pre);
+    onnx_activation(g, l->activation, pre, out);
+    return CDL_OK;
+}
+
 const LayerType linear_layer = {
     .name = "linear",
     .priv_size = sizeof(Linear),
@@ -155,4 +177,5 @@ const LayerType linear_layer = {
     .cpu = {.forward = linear_forward,
             .backward = linear_backward,
             .forward_at = linear_forward_at},
+    .export_onnx = linear_export_onnx,
 };

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "core/net.h"
+#include "core/onnx_graph.h"
 #include "ops/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
@@ -63,6 +64,17 @@ static void positional_backward(Layer *l, const StepContext *ctx)
         dx[i] += l->delta[i];
 }
 
+/* Add of the weights [T][C], broadcast over the batch. */
+static int positional_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    onnx_param(g, l, 0, w);
+    onnx_node(g, "Add", 2, (const char *[]){x, w}, onnx_output(g, l, 0), 0, NULL);
+    return CDL_OK;
+}
+
 const LayerType positional_layer = {
     .name = "positional",
     .parse = positional_parse,
@@ -70,4 +82,5 @@ const LayerType positional_layer = {
     .cpu = {.forward = positional_forward,
             .backward = positional_backward,
             .forward_at = positional_forward_at},
+    .export_onnx = positional_export_onnx,
 };

@@ -15,11 +15,14 @@
  * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
  * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
  * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
- * gate values, then adds the weight gradients with sgemms over all rows. */
+ * gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
+ * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/net.h"
+#include "core/onnx_graph.h"
 #include "ops/gemm.h"
 
 /* Positions in l->params, in the order parse declares them (torch's). */
@@ -44,6 +47,10 @@ typedef struct StepRow {
 } StepRow;
 
 typedef struct Cell {
+    const char *onnx_op; /* ONNX's operator: RNN, LSTM or GRU */
+    /* ONNX's gate k is torch's (and cdl's) gate onnx_gate[k]: ONNX stacks LSTM gates as
+     * i, o, f, c (torch i, f, g, o) and GRU gates as z, r, h (torch r, z, n). */
+    int onnx_gate[4];
     int gates; /* G */
     int saved; /* floats per hidden unit that a step keeps for backward */
     /* dL/d(W_hh h) differs from dL/da (gru's n gate): it gets its own buffer. */
@@ -173,9 +180,9 @@ static void gru_backward(const Layer *l, const StepRow *r)
     }
 }
 
-static const Cell rnn_cell = {1, 0, 0, rnn_forward, rnn_backward};
-static const Cell lstm_cell = {4, 2, 0, lstm_forward, lstm_backward};
-static const Cell gru_cell = {3, 1, 1, gru_forward, gru_backward};
+static const Cell rnn_cell = {"RNN", {0}, 1, 0, 0, rnn_forward, rnn_backward};
+static const Cell lstm_cell = {"LSTM", {0, 3, 1, 2}, 4, 2, 0, lstm_forward, lstm_backward};
+static const Cell gru_cell = {"GRU", {1, 0, 2}, 3, 1, 1, gru_forward, gru_backward};
 
 /* ---- the layer ---- */
 
@@ -402,6 +409,93 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
             b_hh->grad[j] += sums[j];
 }
 
+/* ---- ONNX export ---- */
+
+/* dst [G][block] = the G gate blocks of src [G][block] (block = H rows) in ONNX's order. */
+static void onnx_gate_order(const Cell *cell, const float *src, size_t block, float *dst)
+{
+    for (int k = 0; k < cell->gates; k++)
+        memcpy(dst + (size_t)k * block, src + (size_t)cell->onnx_gate[k] * block,
+               block * sizeof *dst);
+}
+
+/* ONNX's W [1][G*H][I], R [1][G*H][H] and B [1][2*G*H] (input biases, then recurrent ones) from
+ * the layer's parameters, gates reordered; out of memory leaves the graph's buffer failed. */
+static void onnx_recurrent_weights(const Layer *l, OnnxGraph *g, char names[3][ONNX_NAME_MAX])
+{
+    const Recurrent *rc = l->priv;
+    const Cell *cell = rc->cell;
+    const int64_t gh = (int64_t)cell->gates * rc->hidden, H = rc->hidden;
+    const size_t n = (size_t)gh * (size_t)(rc->inputs > H ? rc->inputs : H);
+    onnx_name(names[0], l, "W");
+    onnx_name(names[1], l, "R");
+    onnx_name(names[2], l, "B");
+    float *buf = malloc((n > 2 * (size_t)gh ? n : 2 * (size_t)gh) * sizeof *buf);
+    if (!buf) {
+        g->body.failed = 1;
+        return;
+    }
+    onnx_gate_order(cell, l->params[P_WEIGHTS_IH].data, (size_t)H * (size_t)rc->inputs, buf);
+    onnx_initializer(g, names[0], ONNX_FLOAT, 3, (const int64_t[]){1, gh, rc->inputs}, buf);
+    onnx_gate_order(cell, l->params[P_WEIGHTS_HH].data, (size_t)H * (size_t)H, buf);
+    onnx_initializer(g, names[1], ONNX_FLOAT, 3, (const int64_t[]){1, gh, H}, buf);
+    onnx_gate_order(cell, l->params[P_BIASES_IH].data, (size_t)H, buf);
+    onnx_gate_order(cell, l->params[P_BIASES_HH].data, (size_t)H, buf + gh);
+    onnx_initializer(g, names[2], ONNX_FLOAT, 2, (const int64_t[]){1, 2 * gh}, buf);
+    free(buf);
+}
+
+/* ONNX's RNN/LSTM/GRU operator over the time-major input: x [N][T][I] transposed to [T][N][I],
+ * the operator's Y [T][1][N][H] squeezed and transposed back to [N][T][H]. The state starts at
+ * zero (no initial_h), as in cdl. */
+static int recurrent_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net;
+    const Recurrent *rc = l->priv;
+    const char *activation = NULL;
+    if (rc->cell == &rnn_cell) {
+        switch (l->activation) {
+        case CDL_ACT_TANH:
+            activation = "Tanh";
+            break;
+        case CDL_ACT_RELU:
+            activation = "Relu";
+            break;
+        case CDL_ACT_LOGISTIC:
+            activation = "Sigmoid";
+            break;
+        default:
+            return error_set(e, CDL_EUSAGE,
+                             "layer %d [rnn]: activation=%s is not exported (ONNX's RNN takes "
+                             "tanh, relu or logistic here)",
+                             l->index, activation_name(l->activation));
+        }
+    }
+    char x[ONNX_NAME_MAX], time_major[ONNX_NAME_MAX], y[ONNX_NAME_MAX], squeezed[ONNX_NAME_MAX];
+    char axes[ONNX_NAME_MAX], w[3][ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    onnx_name(time_major, l, "time_major");
+    onnx_name(y, l, "y");
+    onnx_name(squeezed, l, "y.squeezed");
+    onnx_name(axes, l, "y.axes");
+    onnx_recurrent_weights(l, g, w);
+    const int64_t swap[] = {1, 0, 2};
+    const OnnxAttr perm = onnx_attr_ints("perm", swap, 3);
+    onnx_node(g, "Transpose", 1, (const char *[]){x}, time_major, 1, &perm);
+    OnnxAttr attrs[2] = {onnx_attr_int("hidden_size", rc->hidden)};
+    int n_attrs = 1;
+    if (activation)
+        attrs[n_attrs++] = onnx_attr_strings("activations", &activation, 1);
+    if (rc->cell == &gru_cell) /* torch's GRU applies the reset gate after W_hn h + b_hn */
+        attrs[n_attrs++] = onnx_attr_int("linear_before_reset", 1);
+    onnx_node(g, rc->cell->onnx_op, 4, (const char *[]){time_major, w[0], w[1], w[2]}, y, n_attrs,
+              attrs);
+    onnx_int64s(g, axes, 1, (const int64_t[]){1});
+    onnx_node(g, "Squeeze", 2, (const char *[]){y, axes}, squeezed, 0, NULL);
+    onnx_node(g, "Transpose", 1, (const char *[]){squeezed}, onnx_output(g, l, 0), 1, &perm);
+    return CDL_OK;
+}
+
 const LayerType rnn_layer = {
     .name = "rnn",
     .priv_size = sizeof(Recurrent),
@@ -411,6 +505,7 @@ const LayerType rnn_layer = {
     .cpu = {.forward = recurrent_forward,
             .backward = recurrent_backward,
             .forward_at = recurrent_forward_at},
+    .export_onnx = recurrent_export_onnx,
 };
 
 const LayerType lstm_layer = {
@@ -422,6 +517,7 @@ const LayerType lstm_layer = {
     .cpu = {.forward = recurrent_forward,
             .backward = recurrent_backward,
             .forward_at = recurrent_forward_at},
+    .export_onnx = recurrent_export_onnx,
 };
 
 const LayerType gru_layer = {
@@ -433,4 +529,5 @@ const LayerType gru_layer = {
     .cpu = {.forward = recurrent_forward,
             .backward = recurrent_backward,
             .forward_at = recurrent_forward_at},
+    .export_onnx = recurrent_export_onnx,
 };

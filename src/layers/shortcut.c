@@ -262,12 +262,18 @@ static void shortcut_onnx_mapping(OnnxGraph *g, const Layer *l, Mapping m, float
 /* out = act(alpha * prev + beta * from), from mapped as darknet when the shapes differ. */
 static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net, (void)e;
+    (void)net;
     const Shortcut *sc = l->priv;
     char prev[ONNX_NAME_MAX], from[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
+    const Shape fs = from_shape(l);
+    if (g->sequence && !same_shape(fs, l->out_shape))
+        return error_set(
+            e, CDL_EUSAGE,
+            "layer %d [shortcut]: a sum of differently shaped inputs in a sequence net "
+            "is not exported",
+            l->index);
     onnx_input_nchw(g, l, 0, prev);
     onnx_input_nchw(g, l, 1, from);
-    const Shape fs = from_shape(l);
     if (!same_shape(fs, l->out_shape))
         shortcut_onnx_mapping(g, l, mapping_of(fs, l->out_shape), sc->beta, from);
     else if (sc->beta != 1.0f)

@@ -157,17 +157,18 @@ static void softmax_backward(Layer *l, const StepContext *ctx)
 }
 
 /* Softmax over each sample's c*h*w values: Flatten, then Softmax along axis 1; the
- * output is [N][c*h*w]. */
+ * output is [N][c*h*w]. One per token in a sequence net: Softmax along axis 2 of [N][T][n]. */
 static int softmax_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net;
-    if (((const Softmax *)l->priv)->groups != 1)
-        return error_set(e, CDL_EUSAGE, "layer %d [softmax]: a softmax per token is not exported",
-                         l->index);
+    (void)net, (void)e;
     char x[ONNX_NAME_MAX];
-    onnx_input_flat(g, l, 0, x);
-    const OnnxAttr axis = onnx_attr_int("axis", 1);
-    onnx_node(g, "Softmax", 1, (const char *[]){x}, onnx_output(g, l, 1), 1, &axis);
+    const int per_token = ((const Softmax *)l->priv)->groups != 1;
+    if (per_token) /* [N][T][n]: one softmax per token, over the last axis */
+        onnx_input_nchw(g, l, 0, x);
+    else
+        onnx_input_flat(g, l, 0, x);
+    const OnnxAttr axis = onnx_attr_int("axis", per_token ? 2 : 1);
+    onnx_node(g, "Softmax", 1, (const char *[]){x}, onnx_output(g, l, !per_token), 1, &axis);
     return CDL_OK;
 }
 

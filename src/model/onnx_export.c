@@ -25,6 +25,12 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
         if (!layer_type_exportable(l->type))
             return error_set(e, CDL_EUSAGE, "layer %d [%s]: not exportable to ONNX", i,
                              l->type->name);
+        /* The image families' graphs read [N][c][h][w] values; a sequence net's are [N][T][F]. */
+        if (net->seq > 0 && !layer_type_has_forward_at(l->type))
+            return error_set(e, CDL_EUSAGE,
+                             "layer %d [%s]: not exportable to ONNX in a sequence net (only the "
+                             "layers with a per-token step are)",
+                             i, l->type->name);
         int st = l->type->export_onnx(l, net, g, e);
         if (st)
             return st;

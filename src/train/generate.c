@@ -67,14 +67,41 @@ static int sample_token(const float *p, int n, const GenerateOptions *o, Rng *rn
     return best;
 }
 
+/* Refuses a net or prompt generation cannot start from. */
+static int check_start(const Net *net, size_t n_prompt, Error *e)
+{
+    if (net->seq <= 0 || net->batch != 1)
+        return error_set(e, CDL_EUSAGE, "generation needs a sequence net sized for one sample");
+    if (!n_prompt)
+        return error_set(e, CDL_EUSAGE, "the prompt is empty: it needs at least one token");
+    return CDL_OK;
+}
+
+int generate_next_probs(Net *net, const int32_t *prompt, size_t n_prompt, float *probs, Error *e)
+{
+    const int st = check_start(net, n_prompt, e);
+    if (st)
+        return st;
+    const int len = n_prompt < (size_t)net->seq ? (int)n_prompt : net->seq;
+    const int saved_train = net->train;
+    int *saved_labels = net->labels;
+    net->train = 0;
+    net->labels = NULL; /* no loss */
+    forward_context(net, prompt + n_prompt - (size_t)len, len);
+    memcpy(probs, net_output(net) + (size_t)(len - 1) * (size_t)net->classes,
+           (size_t)net->classes * sizeof *probs);
+    net->labels = saved_labels;
+    net->train = saved_train;
+    return CDL_OK;
+}
+
 int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
                     TokenSink sink, void *sink_ctx, Error *e)
 {
     const int seq = net->seq;
-    if (seq <= 0 || net->batch != 1)
-        return error_set(e, CDL_EUSAGE, "generation needs a sequence net sized for one sample");
-    if (!n_prompt)
-        return error_set(e, CDL_EUSAGE, "the prompt is empty: it needs at least one token");
+    const int st = check_start(net, n_prompt, e);
+    if (st)
+        return st;
     const int cached = o->use_cache && net_can_forward_at(net);
     int32_t *ctx = malloc((size_t)seq * sizeof *ctx);
     float *weights = malloc((size_t)net->classes * sizeof *weights);

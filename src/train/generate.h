@@ -30,4 +30,9 @@ typedef void (*TokenSink)(void *ctx, int id);
 int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const GenerateOptions *o,
                     TokenSink sink, void *ctx, Error *e);
 
+/* probs [net->classes] = the distribution of the token that follows prompt (its last seq tokens),
+ * the one generate_tokens draws its first token from: the net's output at the prompt's last
+ * position after one full forward. net and prompt as for generate_tokens. */
+int generate_next_probs(Net *net, const int32_t *prompt, size_t n_prompt, float *probs, Error *e);
+
 #endif

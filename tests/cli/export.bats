@@ -154,7 +154,7 @@ CFG
     local n=0
     for cfg in "$REPO"/cfg/*.cfg; do
         name=$(basename "$cfg" .cfg)
-        grep -q '^seq=' "$cfg" && continue # sequence layers have no ONNX export (next test)
+        grep -q '^seq=' "$cfg" && continue # text models: next test and export_text.bats
         run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"
         echo "$output"
         [ "$status" -eq 0 ]
@@ -165,11 +165,20 @@ CFG
     [ "$n" -ge 3 ]
 }
 
-@test "a sequence cfg is refused by export onnx naming its first sequence layer, leaving no file" {
-    run "$CDL" export onnx "$REPO/cfg/gpt_tiny.cfg" -o gpt.onnx
-    [ "$status" -eq 2 ]
-    [[ "$output" == *"layer 0 [embedding]: not exportable to ONNX"* ]]
-    [ ! -e gpt.onnx ]
+@test "every sequence cfg in cfg/ exports to ONNX that the checkers pass (export_text.bats runs it)" {
+    local n=0
+    for cfg in $(grep -l '^seq=' "$REPO"/cfg/*.cfg); do
+        name=$(basename "$cfg" .cfg)
+        run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$name.onnx: opset 13, IR version 7, dynamic batch" ]
+        run /usr/bin/python3 "$REPO/scripts/ref/onnx_check.py" "$name.onnx"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        n=$((n + 1))
+    done
+    [ "$n" -ge 2 ]
 }
 
 @test "a trained digits checkpoint exports to ONNX that onnxruntime runs as cdl predict does" {

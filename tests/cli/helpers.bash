@@ -45,3 +45,15 @@ head = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
 open(out, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 PY
 }
+
+# A small corpus with structure a tiny model learns in seconds, and its .data file.
+write_text_data() {
+    /usr/bin/python3 - <<'PY'
+import random
+random.seed(3)
+words = "the cat sat on a mat and the dog ran to the red hat".split()
+lines = [" ".join(random.choice(words) for _ in range(random.randint(4, 9))) for _ in range(600)]
+open("corpus.txt", "w").write("\n".join(lines) + "\n")
+PY
+    printf 'type=text\ntrain=corpus.txt\nvalid_split=0.1\n' > corpus.data
+}

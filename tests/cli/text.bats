@@ -3,18 +3,6 @@
 # and sampled generation (with and without the cache), eval, resume, and the errors.
 load helpers
 
-# A small corpus with structure a tiny model learns in seconds, and its .data file.
-write_text_data() {
-    /usr/bin/python3 - <<'PY'
-import random
-random.seed(3)
-words = "the cat sat on a mat and the dog ran to the red hat".split()
-lines = [" ".join(random.choice(words) for _ in range(random.randint(4, 9))) for _ in range(600)]
-open("corpus.txt", "w").write("\n".join(lines) + "\n")
-PY
-    printf 'type=text\ntrain=corpus.txt\nvalid_split=0.1\n' > corpus.data
-}
-
 # A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output.
 write_tiny_gpt() {
     write_cfg tiny.cfg <<'EOF2'

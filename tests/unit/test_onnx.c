@@ -1,6 +1,6 @@
 /* The ONNX graph builder: node, attribute and initializer bytes against encodings worked out
- * from onnx.proto's field numbers, the layout bookkeeping between layers, and the refusal of
- * a layer type that cannot export. */
+ * from onnx.proto's field numbers, the layout bookkeeping between layers (rank 3 in a sequence
+ * net), and the refusal of a layer type that cannot export. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,6 +75,25 @@ static void test_attributes_carry_their_type(void)
     onnx_graph_free(&g);
 }
 
+static void test_strings_attribute_has_one_field_per_value(void)
+{
+    Net net;
+    Layer layers[2];
+    OnnxGraph g;
+    two_layer_net(&net, layers, NULL);
+    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    const char *const names[] = {"Tanh"};
+    const OnnxAttr attr = onnx_attr_strings("activations", names, 1);
+    onnx_node(&g, "Op", 0, NULL, "o", 1, &attr);
+    /* attribute (5) { name (1) "activations", type (20) STRINGS 8, strings (9) "Tanh" } */
+    const unsigned char want[] = {0x0a, 0x22, 0x12, 0x01, 'o',  0x1a, 0x01, 'o', 0x22,
+                                  0x02, 'O',  'p',  0x2a, 0x16, 0x0a, 0x0b, 'a', 'c',
+                                  't',  'i',  'v',  'a',  't',  'i',  'o',  'n', 's',
+                                  0xa0, 0x01, 0x08, 0x4a, 0x04, 'T',  'a',  'n', 'h'};
+    CHECK(body_equals(&g, want, sizeof want));
+    onnx_graph_free(&g);
+}
+
 static void test_initializer_holds_dims_type_name_and_data(void)
 {
     Net net;
@@ -139,6 +158,31 @@ static void test_inputs_convert_between_flat_and_nchw(void)
     onnx_graph_free(&g);
 }
 
+/* In a sequence net the unflattened values are [N][T][features]: a flat value is reshaped to
+ * rank 3. */
+static void test_sequence_values_are_rank_3(void)
+{
+    Net net;
+    Layer layers[2];
+    OnnxGraph g;
+    two_layer_net(&net, layers, NULL);
+    net.seq = 4;
+    net.in_shape = (Shape){1, 4, 1};
+    layers[0].out_shape = (Shape){1, 4, 3};
+    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(g.sequence && !g.token_ids);
+    onnx_output(&g, &layers[0], 1);
+    char name[ONNX_NAME_MAX];
+    onnx_input_nchw(&g, &layers[1], 0, name);
+    /* the shape initializer: dims (1) 3, int64_data (7, packed) 0 4 3 */
+    const unsigned char shape[] = {0x08, 0x03, 0x10, 0x07};
+    const unsigned char values[] = {0x3a, 0x03, 0x00, 0x04, 0x03};
+    CHECK(!strcmp(name, "layer1.in0") && memmem(g.body.data, g.body.len, "Reshape", 7) &&
+          memmem(g.body.data, g.body.len, shape, sizeof shape) &&
+          memmem(g.body.data, g.body.len, values, sizeof values));
+    onnx_graph_free(&g);
+}
+
 static void test_layer_without_export_is_refused_and_nothing_is_written(void)
 {
     static const LayerType future = {.name = "future"};
@@ -163,9 +207,11 @@ int main(void)
 {
     test_node_is_named_after_its_output();
     test_attributes_carry_their_type();
+    test_strings_attribute_has_one_field_per_value();
     test_initializer_holds_dims_type_name_and_data();
     test_param_is_named_after_layer();
     test_inputs_convert_between_flat_and_nchw();
+    test_sequence_values_are_rank_3();
     test_layer_without_export_is_refused_and_nothing_is_written();
     test_ir_version_follows_the_opset();
     return check_report("test_onnx");
