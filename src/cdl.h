@@ -46,6 +46,31 @@ void cdl_model_free(cdl_model *model);
  * (sizes are checked; batch norm then normalises as darknet's, bn_darknet=1). */
 int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, char *err,
                                    size_t err_size);
+
+/* ---- Initial weights from a file, and safetensors (src/cdl_weights.c) ---- */
+
+/* Loads weights into a model opened from a cfg, by file:
+ *   a cdl checkpoint       the layers whose type and tensor shapes match (fine-tuning);
+ *   FILE.safetensors       every tensor under torchvision's state-dict names (conv1.weight,
+ *                          bn1.running_var, layer1.0.conv2.weight, features.0.0.weight, fc.bias,
+ *                          ...) for the zoo's resnet, vgg and mobilenetv2 cfgs; F32, F16 and BF16
+ *                          are converted to float32, num_batches_tracked is ignored. Shapes,
+ *                          names and dtypes are all checked first: what does not fit is listed
+ *                          and nothing is loaded (CDL_EUSAGE), except a head change (only the
+ *                          last layer with parameters differs in shape: it keeps its initial
+ *                          values and note says so);
+ *   anything else          darknet .weights for the cfg (sizes checked; bn_darknet=1).
+ * note (may be NULL when note_size is 0) receives one line saying what was loaded and
+ * skipped. */
+int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_t note_size,
+                           char *err, size_t err_size);
+/* Writes the model's tensors as a safetensors file under torchvision's names (F32, in torch's
+ * state-dict order, num_batches_tracked as I64 0, __metadata__ {"format": "pt"}): what
+ * `torch.nn.Module.load_state_dict(safetensors.torch.load_file(path))` takes. The same tensors
+ * always give the same bytes. */
+int cdl_model_export_safetensors(const cdl_model *model, const char *path, char *err,
+                                 size_t err_size);
+
 /* Warnings about the model's cfg (darknet keys cdl ignores), "FILE:LINE: warning: ..." one per
  * line, or NULL. */
 const char *cdl_model_warnings(const cdl_model *model);
@@ -131,8 +156,9 @@ typedef struct cdl_session_options {
     const char *const *overrides;
     int n_overrides;
     uint64_t seed; /* parameter initialisation, sample order, augmentation and dropout */
-    /* NULL, or the weights a new run starts from: the layers that match of a cdl checkpoint
-     * (fine-tuning), or every layer from darknet .weights for the cfg */
+    /* NULL, or the weights a new run starts from, as cdl_model_load_weights reads them: the
+     * layers that match of a cdl checkpoint (fine-tuning), a FILE.safetensors under
+     * torchvision's names, or every layer from darknet .weights for the cfg */
     const char *weights_path;
     /* continue the run saved in this checkpoint, as it was (cfg_path, overrides, seed and
      * weights_path are then unused) */

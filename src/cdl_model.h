@@ -19,6 +19,10 @@ struct cdl_model {
 
 /* Copies e's message into err (when err_size > 0) and returns e's code. */
 int api_report(const Error *e, char *err, size_t err_size);
+/* Loads a cfg's net from the weights at path (src/cdl_weights.c: a cdl checkpoint's matching
+ * layers, safetensors under torchvision's names, else darknet .weights); note receives the
+ * line saying what was loaded and skipped. */
+int api_load_weights(Net *net, const char *path, char *note, size_t note_size, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);
 

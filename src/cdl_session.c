@@ -19,8 +19,6 @@
 #include "data/source_files.h"
 #include "data/text_data.h"
 #include "io/tfevents.h"
-#include "model/darknet_weights.h"
-#include "model/finetune.h"
 #include "model/model_io.h"
 #include "train/dist.h"
 #include "train/step_trace.h"
@@ -198,24 +196,14 @@ static int check_text_net(const cdl_session *s, Error *e)
     return CDL_OK;
 }
 
-/* Loads the layers of the model at path that match the net (train/finetune.h) and says which
- * layers it skipped; a file that is not a checkpoint is read as darknet .weights for the cfg. */
+/* Loads the initial weights (api_load_weights: a checkpoint's matching layers, safetensors, or
+ * darknet .weights) and says what it loaded and skipped. */
 static int load_initial_weights(cdl_session *s, const char *path, Error *e)
 {
-    if (!cdl_is_checkpoint(path)) {
-        DarknetHeader h;
-        int st = darknet_weights_load(&s->net, path, &h, e);
-        if (!st)
-            note(s, "--weights %s: darknet %d.%d.%d weights (seen %llu images)", path, h.major,
-                 h.minor, h.revision, (unsigned long long)h.seen);
-        return st;
-    }
-    WeightsMatch m;
-    int st = finetune_load_weights(&s->net, path, &m, e);
+    char line[1200];
+    int st = api_load_weights(&s->net, path, line, sizeof line, e);
     if (!st)
-        note(s, "--weights %s: loaded %d layer%s%s%s", path, m.loaded, m.loaded == 1 ? "" : "s",
-             m.skipped ? ", skipped layers " : "", m.skipped_list);
-    weights_match_free(&m);
+        note(s, "--weights %s", line);
     return st;
 }
 

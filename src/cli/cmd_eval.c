@@ -15,6 +15,10 @@ static const OptSpec eval_opts[] = {
     {"--json", 0, 0, "print one JSON object instead of tables"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
+    {"--weights", 1, 0,
+     "MODEL is then a CFG whose parameters come from FILE.safetensors (torchvision names), "
+     "darknet .weights or a checkpoint's matching layers; needs --data"},
+    {"--set", 1, 1, "with --weights: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--skip-bad", 0, 0, "replace unreadable images by the next readable one (counted)"},
     {"--help", 0, 0, "show this help"},
 };
@@ -107,6 +111,33 @@ static void print_tables(const cdl_eval_result *r, const cdl_model *m, const cha
     }
 }
 
+/* A checkpoint; or, with --weights, the cfg model built with --set and loaded from it. */
+static int open_model(const Args *a, const char *model, cdl_model **m, Error *e)
+{
+    const char *weights = args_get(a, "--weights");
+    if (!weights) {
+        if (a->n_repeats)
+            return error_set(e, CDL_EUSAGE, "--set goes with a CFG and --weights");
+        const cdl_open_options open = {.kind = CDL_OPEN_CHECKPOINT};
+        return e->code = cdl_model_open(model, &open, m, e->msg, sizeof e->msg);
+    }
+    if (!args_get(a, "--data"))
+        return error_set(e, CDL_EUSAGE, "a CFG with --weights names no dataset: pass --data");
+    const cdl_open_options open = {
+        .overrides = a->repeats, .n_overrides = a->n_repeats, .seed = 1, .kind = CDL_OPEN_CFG};
+    int st = cdl_model_open(model, &open, m, e->msg, sizeof e->msg);
+    if (st)
+        return e->code = st;
+    cli_print_warnings(cdl_model_warnings(*m));
+    char note[1200];
+    if ((st = cdl_model_load_weights(*m, weights, note, sizeof note, e->msg, sizeof e->msg))) {
+        cdl_model_free(*m);
+        return e->code = st;
+    }
+    fprintf(stderr, "cdl: --weights %s\n", note);
+    return CDL_OK;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     Args a;
@@ -114,9 +145,10 @@ int cmd_eval(int argc, char **argv)
     if (args_parse(argc, argv, eval_opts, N_EVAL_OPTS, &a, &e))
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
-        args_print_help("eval", "[MODEL] [options]",
-                        "Evaluates a checkpoint on the validation set of a .data file.", eval_opts,
-                        N_EVAL_OPTS);
+        args_print_help("eval", "[MODEL] [options]  |  CFG --weights FILE --data D [options]",
+                        "Evaluates a checkpoint, or a cfg with the weights of --weights, on the "
+                        "validation set of a .data file.",
+                        eval_opts, N_EVAL_OPTS);
         return 0;
     }
     if (a.n_positional > 1)
@@ -127,8 +159,7 @@ int cmd_eval(int argc, char **argv)
     cli_set_threads((int)threads);
     const char *model = a.n_positional ? a.positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
-    const cdl_open_options open = {.kind = CDL_OPEN_CHECKPOINT};
-    if ((e.code = cdl_model_open(model, &open, &m, e.msg, sizeof e.msg)))
+    if ((e.code = open_model(&a, model, &m, &e)))
         return cli_fail(&e);
     const char *data = args_get(&a, "--data");
     data = data ? data : cdl_model_data_path(m);

@@ -1,5 +1,6 @@
-/* cdl export: writes a model as ONNX (export onnx), as one .npy file per tensor (export npy) or
- * as darknet .weights (export darknet). */
+/* cdl export: writes a model as ONNX (export onnx), as one .npy file per tensor (export npy), as
+ * darknet .weights (export darknet) or as safetensors under torchvision's names (export
+ * safetensors). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +10,15 @@
 #include "cli/cli.h"
 
 static const OptSpec export_opts[] = {
-    {"-o", 1, 0, "onnx, darknet: output file (default: the model's name with .onnx or .weights)"},
+    {"-o", 1, 0,
+     "onnx, darknet, safetensors: output file (default: the model's name with .onnx, .weights "
+     "or .safetensors)"},
     {"--batch", 1, 0, "onnx: fix the batch axis to N (default: dynamic, named N)"},
     {"--opset", 1, 0, "onnx: operator set 13..17 (default 13; IR version 7, or 8 from 15)"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
-    {"--weights", 1, 0, "with a CFG: load its parameters from these darknet .weights"},
+    {"--weights", 1, 0,
+     "with a CFG: load its parameters from FILE.safetensors (torchvision names), darknet "
+     ".weights or a checkpoint's matching layers"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_EXPORT_OPTS (int)(sizeof export_opts / sizeof export_opts[0])
@@ -39,10 +44,14 @@ static int load_model(const Args *a, const char *path, cdl_model **m, Error *e)
     if ((st = cdl_model_open(path, &how, m, e->msg, sizeof e->msg)))
         return e->code = st;
     cli_print_warnings(cdl_model_warnings(*m));
-    if (weights && (st = cdl_model_load_darknet_weights(*m, weights, e->msg, sizeof e->msg))) {
+    char note[1200];
+    if (weights &&
+        (st = cdl_model_load_weights(*m, weights, note, sizeof note, e->msg, sizeof e->msg))) {
         cdl_model_free(*m);
         return e->code = st;
     }
+    if (weights)
+        fprintf(stderr, "cdl: --weights %s\n", note);
     return CDL_OK;
 }
 
@@ -109,28 +118,32 @@ static int export_npy(const Args *a, Error *e)
     return st;
 }
 
-/* darknet .weights, `seen` = the images the checkpoint trained on (steps x batch). */
-static int export_darknet(const Args *a, Error *e)
+/* The tensors alone, as darknet .weights (`seen` = the images the checkpoint trained on, steps x
+ * batch) or safetensors under torchvision's names. */
+static int export_tensors(const Args *a, const char *format, Error *e)
 {
+    const int darknet = !strcmp(format, "darknet");
     if (args_get(a, "--batch") || args_get(a, "--opset"))
         return error_set(e, CDL_EUSAGE, "options --batch and --opset apply to export onnx");
     if (a->n_positional > 2)
-        return error_set(e, CDL_EUSAGE,
-                         "export darknet takes at most one MODEL or CFG; see --help");
+        return error_set(e, CDL_EUSAGE, "export %s takes at most one MODEL or CFG; see --help",
+                         format);
     const char *model = a->n_positional == 2 ? a->positional[1] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     int st = load_model(a, model, &m, e);
     if (st)
         return st;
-    char name[PATH_MAX], out[PATH_MAX + 8];
+    char name[PATH_MAX], out[PATH_MAX + 16];
     model_name(model, name, sizeof name);
-    snprintf(out, sizeof out, "%s.weights", name);
+    snprintf(out, sizeof out, "%s%s", name, darknet ? ".weights" : ".safetensors");
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
     cdl_model_summary sum;
     cdl_model_get_summary(m, &sum);
-    st = e->code = cdl_model_export_darknet(m, path, e->msg, sizeof e->msg);
+    st = e->code = darknet ? cdl_model_export_darknet(m, path, e->msg, sizeof e->msg)
+                           : cdl_model_export_safetensors(m, path, e->msg, sizeof e->msg);
     if (!st)
-        printf("%s: darknet 0.2.0, %zu parameters, %zu running statistics\n", path, sum.params,
+        printf("%s: %s, %zu parameters, %zu running statistics\n", path,
+               darknet ? "darknet 0.2.0" : "safetensors (torchvision names)", sum.params,
                sum.state);
     cdl_model_free(m);
     return st;
@@ -146,14 +159,16 @@ int cmd_export(int argc, char **argv)
         args_print_help(
             "export",
             "onnx [MODEL|CFG] [options]  |  export npy MODEL|CFG DIR [--seed S]  |  "
-            "export darknet [MODEL|CFG] [-o OUT]",
+            "export darknet|safetensors [MODEL|CFG] [-o OUT]",
             "onnx: writes the inference graph as an ONNX model (batch norm with its "
             "running statistics,\ndropout as identity) for onnxruntime; MODEL "
             "defaults to " CDL_DEFAULT_MODEL ".\nnpy: writes each parameter and "
             "running statistic as DIR/layerN.NAME.npy (float32).\ndarknet: writes "
-            "darknet's .weights (version 0.2.0) for its cfg.\nA CFG gets "
-            "parameters initialised from --seed (for testing an architecture), or darknet's\n"
-            "from --weights (to convert a darknet model).",
+            "darknet's .weights (version 0.2.0) for its cfg.\nsafetensors: writes "
+            "the tensors under torchvision's state-dict names (zoo resnet, vgg, mobilenetv2).\n"
+            "A CFG gets "
+            "parameters initialised from --seed (for testing an architecture), or those of\n"
+            "--weights (to convert a darknet, safetensors or cdl model).",
             export_opts, N_EXPORT_OPTS);
         return 0;
     }
@@ -163,11 +178,11 @@ int cmd_export(int argc, char **argv)
         st = export_onnx(&a, &e);
     else if (!strcmp(format, "npy"))
         st = export_npy(&a, &e);
-    else if (!strcmp(format, "darknet"))
-        st = export_darknet(&a, &e);
+    else if (!strcmp(format, "darknet") || !strcmp(format, "safetensors"))
+        st = export_tensors(&a, format, &e);
     else
         st = error_set(&e, CDL_EUSAGE,
-                       "export needs a format, onnx, npy or darknet%s%s%s; see --help",
+                       "export needs a format, onnx, npy, darknet or safetensors%s%s%s; see --help",
                        *format ? " (not '" : "", format, *format ? "')" : "");
     return st ? cli_fail(&e) : 0;
 }

@@ -17,7 +17,9 @@ static const OptSpec predict_opts[] = {
     {"--batch", 1, 0, "images per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
-    {"--weights", 1, 0, "with a CFG: load these darknet .weights (instead of --seed)"},
+    {"--weights", 1, 0,
+     "with a CFG: load FILE.safetensors (torchvision names), darknet .weights or a checkpoint's "
+     "matching layers (instead of --seed)"},
     {"--prompt", 1, 0, "text models: generate text that continues this prompt"},
     {"--tokens", 1, 0, "text models: how many tokens to generate (default 200)"},
     {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
@@ -233,7 +235,8 @@ int cmd_predict(int argc, char **argv)
         args_print_help("predict", "[MODEL|CFG] IMAGE... [options]  |  [MODEL] --prompt TEXT",
                         "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
                         ".\nA CFG builds the network with freshly initialised parameters (--seed), "
-                        "for testing an architecture,\nor with darknet .weights (--weights).\n"
+                        "for testing an architecture,\nor with weights from --weights "
+                        "(safetensors, darknet .weights, a checkpoint).\n"
                         "With --prompt, a text model continues the prompt, printing tokens as "
                         "they come\n(--seed then seeds the sampling).",
                         predict_opts, N_PREDICT_OPTS);
@@ -264,9 +267,12 @@ int cmd_predict(int argc, char **argv)
     int status = cdl_model_open(model, &o, &m, err, sizeof err);
     if (!status && cfg)
         cli_print_warnings(cdl_model_warnings(m));
+    char note[1200];
     if (!status && weights &&
-        (status = cdl_model_load_darknet_weights(m, weights, err, sizeof err)))
+        (status = cdl_model_load_weights(m, weights, note, sizeof note, err, sizeof err)))
         cdl_model_free(m);
+    else if (!status && weights)
+        fprintf(stderr, "cdl: --weights %s\n", note);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;

@@ -15,8 +15,9 @@
 static const OptSpec train_opts[] = {
     {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data)"},
     {"--weights", 1, 0,
-     "initialise the layers that match from this checkpoint (fine-tuning), or all from darknet "
-     ".weights for the cfg"},
+     "initialise the layers that match from this checkpoint (fine-tuning), all from "
+     "FILE.safetensors (torchvision names; a changed head keeps its initial values) or from "
+     "darknet .weights for the cfg"},
     {"--resume", 1, 0, "continue the run saved in this checkpoint"},
     {"--out", 1, 0, "checkpoint path (default weights/CFGNAME.cdl)"},
     {"--epochs", 1, 0, "train until this many epochs are done"},

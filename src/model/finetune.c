@@ -10,14 +10,13 @@
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
 #define SKIP_TEXT_MAX 240
 
-/* "5x96" */
-static void shape_text(const Param *p, char *out, size_t size)
+void weights_shape_text(const int64_t *dims, int n_dims, char *out, size_t size)
 {
     size_t used = 0;
     out[0] = '\0';
-    for (int d = 0; d < p->n_dims && used < size; d++)
-        used += (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "",
-                                 (long long)p->dims[d]);
+    for (int d = 0; d < n_dims && used < size; d++)
+        used +=
+            (size_t)snprintf(out + used, size - used, "%s%lld", d ? "x" : "", (long long)dims[d]);
 }
 
 static int same_shape(const Param *a, const Param *b)
@@ -65,8 +64,8 @@ static void mismatch(const Net *src, const Layer *d, char *why, size_t size)
     for (int k = 0; k < d->n_params; k++)
         if (!same_shape(&d->params[k], &s->params[k])) {
             char mine[64], theirs[64];
-            shape_text(&d->params[k], mine, sizeof mine);
-            shape_text(&s->params[k], theirs, sizeof theirs);
+            weights_shape_text(d->params[k].dims, d->params[k].n_dims, mine, sizeof mine);
+            weights_shape_text(s->params[k].dims, s->params[k].n_dims, theirs, sizeof theirs);
             snprintf(why, size, "shape %s vs %s", mine, theirs);
             return;
         }

@@ -29,4 +29,7 @@ int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
 
 void weights_match_free(WeightsMatch *m);
 
+/* "5x96": dims[0..n_dims) as the skipped lists write shapes ("" for a scalar). */
+void weights_shape_text(const int64_t *dims, int n_dims, char *out, size_t size);
+
 #endif

@@ -191,7 +191,8 @@ PY
     # The same class; the probability may differ in its last digits (darknet's batch norm).
     run "$CDL" predict "$REPO/cfg/digits.cfg" --weights d.weights seven.png --top 1
     [ "$status" -eq 0 ]
-    [ "$(echo "${lines[1]}" | awk '{print $2}')" = \
+    [[ "${lines[0]}" == "cdl: --weights d.weights: darknet 0.2.0 weights (seen "*" images)" ]]
+    [ "$(echo "${lines[2]}" | awk '{print $2}')" = \
         "$("$CDL" predict digits.cdl seven.png --top 1 | awk 'NR == 2 {print $2}')" ]
     run "$CDL" train "$REPO/cfg/digits.cfg" --weights d.weights --epochs 1 --out t.cdl \
         --log-every 1000

@@ -251,10 +251,10 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
 @test "export usage errors exit 2: no or unknown format, opset out of range, --seed on a checkpoint" {
     run "$CDL" export
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: export needs a format, onnx, npy or darknet; see --help" ]
+    [ "$output" = "cdl: export needs a format, onnx, npy, darknet or safetensors; see --help" ]
     run "$CDL" export tflite
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: export needs a format, onnx, npy or darknet (not 'tflite'); see --help" ]
+    [ "$output" = "cdl: export needs a format, onnx, npy, darknet or safetensors (not 'tflite'); see --help" ]
     run "$CDL" export onnx "$REPO/cfg/digits.cfg" --opset 12
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: bad value '12' for --opset: expected an integer in 13..17" ]

@@ -1,0 +1,208 @@
+"""torchvision models with random weights as safetensors files, and torchvision's outputs, for
+tests/cli/safetensors.bats (the files are tens of MB: written into a temp dir at test time).
+
+Usage (the pyenv python3, which has the `safetensors` package; it runs Debian's /usr/bin/python3,
+which has torch and torchvision, for the torch half):
+    python3 scripts/ref/make_torchvision_safetensors.py make OUT [--size 64] [--seed 1]
+    python3 scripts/ref/make_torchvision_safetensors.py probs CDL_JSON OUT/NAME.probs.json
+    python3 scripts/ref/make_torchvision_safetensors.py same A.safetensors B.safetensors
+    python3 scripts/ref/make_torchvision_safetensors.py random MODEL FILE.safetensors [--seed 0]
+
+make: for resnet18 (cfg/resnet18.cfg) and mobilenet_v2 (cfg/mobilenetv2.cfg):
+1. (torch) torch.manual_seed(seed); the model in eval mode with every batch norm's weight, bias,
+   running mean and variance drawn too (their defaults 1, 0, 0, 1 would hide a swap) and
+   num_batches_tracked 7 (which cdl ignores); its state dict to OUT/NAME.npz;
+   OUT/NAME.cfg = the zoo cfg with a [net] of width=height=size alone (no preprocessing, as
+   scripts/zoo_vs_torchvision.py does); OUT/NAME.png a random RGB image of that size, dimmed
+   until the largest logit is about 4; OUT/NAME.probs.json torchvision's softmax of it / 255.
+2. (safetensors) OUT/NAME.safetensors written by safetensors.numpy.save_file from the state
+   dict; OUT/NAME_f16.safetensors the same in float16; OUT/NAME_bf16.safetensors in bfloat16
+   (numpy has no bfloat16: the file is written here, rounding to nearest even as torch does).
+probs: exits 1 unless cdl's `predict --top ALL --json` probabilities match torchvision's to
+1e-5 relative; prints the largest difference.
+random: torchvision.models.MODEL() (resnet50, vgg16, ...) with torchvision's own random
+initialisation after torch.manual_seed(seed), its state dict saved to FILE by the `safetensors`
+package: a stand-in for a pretrained weights file when nothing can be downloaded.
+same: exits 1 unless the two files hold the same names and float values (each read as float32,
+F16/BF16 widened; num_batches_tracked skipped); prints how many tensors matched.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = {"resnet18": "resnet18", "mobilenetv2": "mobilenet_v2"}
+TOLERANCE = 1e-5
+
+
+def torch_half(out, size, seed):
+    import torch
+    import torchvision
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from zoo_vs_torchvision import layers_only, random_image
+
+    torch.set_num_threads(1)
+    for name, ctor in MODELS.items():
+        torch.manual_seed(seed)
+        model = getattr(torchvision.models, ctor)().eval()
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0, 0.1)
+                    m.running_mean.normal_(0, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+                    m.num_batches_tracked.fill_(7)
+        np.savez(os.path.join(out, name + ".npz"),
+                 **{k: v.numpy() for k, v in model.state_dict().items()})
+        cfg = os.path.join(out, name + ".cfg")
+        layers_only(os.path.join(ROOT, "cfg", name + ".cfg"), cfg)
+        with open(cfg) as f:
+            lines = [line for line in f if line.split("=")[0].strip() not in ("width", "height")]
+        with open(cfg, "w") as f:
+            f.writelines(lines[:1] + [f"width={size}\n", f"height={size}\n"] + lines[1:])
+        image = os.path.join(out, name + ".png")
+        with torch.no_grad():
+            largest = model(random_image(image, size, size, seed, 255)).abs().max().item()
+            x = random_image(image, size, size, seed, max(1, min(255, int(255 * 4 / largest))))
+            probs = torch.softmax(model(x), dim=1)[0].double().numpy()
+        with open(os.path.join(out, name + ".probs.json"), "w") as f:
+            json.dump(probs.tolist(), f)
+
+
+def torch_random(model, path, seed):
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    sd = getattr(torchvision.models, model)().state_dict()
+    np.savez(path, **{k: v.numpy() for k, v in sd.items()})
+
+
+def random(model, path, seed):
+    from safetensors.numpy import save_file
+
+    npz = path + ".npz"
+    subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "torch-random", model, npz,
+                    str(seed)], check=True)
+    with np.load(npz) as z:
+        tensors = {k: np.ascontiguousarray(z[k]) for k in z.files}
+    os.remove(npz)
+    save_file(tensors, path, metadata={"format": "pt"})
+
+
+def bf16_bits(a):
+    """float32 array -> uint16 bfloat16 bits, rounded to nearest even."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def write_bf16(path, tensors):
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, a in tensors.items():
+        if a.dtype == np.float32:
+            data, dtype = bf16_bits(a).tobytes(), "BF16"
+        else:
+            data, dtype = a.astype("<i8").tobytes(), "I64"
+        header[name] = {"dtype": dtype, "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def make(out, size, seed):
+    from safetensors.numpy import save_file
+
+    subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "torch", out, str(size),
+                    str(seed)], check=True)
+    for name in MODELS:
+        with np.load(os.path.join(out, name + ".npz")) as z:
+            tensors = {k: np.ascontiguousarray(z[k]) for k in z.files}
+        save_file(tensors, os.path.join(out, name + ".safetensors"), metadata={"format": "pt"})
+        half = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in tensors.items()}
+        save_file(half, os.path.join(out, name + "_f16.safetensors"), metadata={"format": "pt"})
+        write_bf16(os.path.join(out, name + "_bf16.safetensors"), tensors)
+
+
+def read(path):
+    """{name: float32 array} of a safetensors file's float tensors (F32, F16, BF16)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    tensors = {}
+    for name, t in header.items():
+        begin, end = t["data_offsets"]
+        raw = data[begin:end]
+        if t["dtype"] == "F32":
+            a = np.frombuffer(raw, "<f4")
+        elif t["dtype"] == "F16":
+            a = np.frombuffer(raw, "<f2").astype(np.float32)
+        elif t["dtype"] == "BF16":
+            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            continue
+        tensors[name] = a.reshape(t["shape"])
+    return tensors
+
+
+def same(a, b):
+    ta, tb = read(a), read(b)
+    if sorted(ta) != sorted(tb):
+        sys.exit(f"{a} and {b} hold different tensors: {sorted(set(ta) ^ set(tb))[:5]}")
+    for name in ta:
+        if ta[name].shape != tb[name].shape or not np.array_equal(ta[name], tb[name]):
+            sys.exit(f"{name}: {a} and {b} differ")
+    print(f"{len(ta)} tensors equal")
+
+
+def probs(cdl_json, torch_json):
+    with open(cdl_json) as f:
+        top = json.load(f)[0]["top"]
+    with open(torch_json) as f:
+        ref = np.array(json.load(f))
+    mine = np.zeros(len(top))
+    for entry in top:
+        mine[entry["index"]] = entry["probability"]
+    if mine.shape != ref.shape:
+        sys.exit(f"cdl gives {mine.shape[0]} classes, torchvision {ref.shape[0]}")
+    rel = np.abs(mine - ref) / ref
+    print(f"max relative difference {rel.max():.2e} (probabilities {ref.min():.2e}..{ref.max():.2e})")
+    if not rel.max() <= TOLERANCE:
+        sys.exit(f"cdl's probabilities differ from torchvision's by more than {TOLERANCE}")
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "torch":
+        torch_half(args[0], int(args[1]), int(args[2]))
+    elif cmd == "make":
+        opts = dict(zip(args[1::2], args[2::2]))
+        make(args[0], int(opts.get("--size", 64)), int(opts.get("--seed", 1)))
+    elif cmd == "torch-random":
+        torch_random(args[0], args[1], int(args[2]))
+    elif cmd == "random":
+        opts = dict(zip(args[2::2], args[3::2]))
+        random(args[0], args[1], int(opts.get("--seed", 0)))
+    elif cmd == "probs":
+        probs(*args)
+    elif cmd == "same":
+        same(*args)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+/* The public API's initial weights (cdl.h): a cfg's net loaded from a cdl checkpoint (the layers
+ * that match), darknet .weights, or a safetensors file under torchvision's names; and the
+ * safetensors export. */
+#include "cdl.h"
+
+#include <stdio.h>
+
+#include "cdl_model.h"
+#include "io/safetensors.h"
+#include "model/darknet_weights.h"
+#include "model/finetune.h"
+#include "model/safetensors_weights.h"
+
+int api_load_weights(Net *net, const char *path, char *note, size_t note_size, Error *e)
+{
+    if (!cdl_is_checkpoint(path) && !safetensors_is_path(path)) {
+        DarknetHeader h;
+        int st = darknet_weights_load(net, path, &h, e);
+        if (!st)
+            snprintf(note, note_size, "%s: darknet %d.%d.%d weights (seen %llu images)", path,
+                     h.major, h.minor, h.revision, (unsigned long long)h.seen);
+        return st;
+    }
+    WeightsMatch m;
+    const int safetensors = safetensors_is_path(path);
+    int st = safetensors ? safetensors_load_net(net, path, &m, e)
+                         : finetune_load_weights(net, path, &m, e);
+    if (!st)
+        snprintf(note, note_size, "%s: loaded %d layer%s%s%s", path, m.loaded,
+                 m.loaded == 1 ? "" : "s", m.skipped ? ", skipped layers " : "", m.skipped_list);
+    weights_match_free(&m);
+    return st;
+}
+
+int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_t note_size,
+                           char *err, size_t err_size)
+{
+    Error e = {0};
+    char line[1200];
+    int st = api_load_weights(&model->net, path, line, sizeof line, &e);
+    if (st)
+        return api_report(&e, err, err_size);
+    if (note_size)
+        snprintf(note, note_size, "%s", line);
+    return CDL_OK;
+}
+
+int cdl_model_export_safetensors(const cdl_model *model, const char *path, char *err,
+                                 size_t err_size)
+{
+    Error e = {0};
+    return safetensors_save_net(&model->net, path, &e) ? api_report(&e, err, err_size) : CDL_OK;
+}

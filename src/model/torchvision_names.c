@@ -1,0 +1,270 @@
+/* torchvision's state-dict names for a zoo net's tensors (the layouts in torchvision_names.h). */
+#include "model/torchvision_names.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_conv(const Layer *l)
+{
+    return l->type->darknet_weights == DARKNET_CONVOLUTIONAL;
+}
+
+static int is_connected(const Layer *l)
+{
+    return l->type->darknet_weights == DARKNET_CONNECTED;
+}
+
+static int param_index(const Layer *l, const char *name)
+{
+    for (int k = 0; k < l->n_params; k++)
+        if (!strcmp(l->params[k].name, name))
+            return k;
+    return -1;
+}
+
+static int has_norm(const Layer *l)
+{
+    return param_index(l, "scales") >= 0;
+}
+
+/* A convolution whose filters see fewer channels than its input has. */
+static int is_grouped(const Layer *l)
+{
+    return is_conv(l) && l->params[0].dims[1] != l->in_shape.c;
+}
+
+/* [shortcut] (two inputs) and [route] back past the previous layer. */
+static int is_shortcut(const Layer *l)
+{
+    return l->n_inputs >= 2;
+}
+
+static int is_route_back(const Layer *l)
+{
+    return !l->n_params && l->n_inputs == 1 && l->inputs[0] != l->index - 1;
+}
+
+static int same_shape(Shape a, Shape b)
+{
+    return a.c == b.c && a.h == b.h && a.w == b.w;
+}
+
+/* Appends one tensor; names has room for every tensor the net can have. */
+static void add(TorchNames *t, int layer, int param, const char *prefix, const char *suffix)
+{
+    TorchTensor *x = &t->tensors[t->n_tensors++];
+    snprintf(x->name, sizeof x->name, "%s.%s", prefix, suffix);
+    x->layer = layer;
+    x->param = param;
+}
+
+/* Layer i's tensors: module is the convolution's or linear's name, norm its batch norm's. */
+static void add_layer(TorchNames *t, const Layer *l, const char *module, const char *norm)
+{
+    add(t, l->index, param_index(l, "weights"), module, "weight");
+    if (!has_norm(l)) {
+        if (param_index(l, "biases") >= 0)
+            add(t, l->index, param_index(l, "biases"), module, "bias");
+        return;
+    }
+    add(t, l->index, param_index(l, "scales"), norm, "weight");
+    add(t, l->index, param_index(l, "biases"), norm, "bias");
+    add(t, l->index, param_index(l, "rolling_mean"), norm, "running_mean");
+    add(t, l->index, param_index(l, "rolling_variance"), norm, "running_var");
+    add(t, l->index, -1, norm, "num_batches_tracked");
+}
+
+static int unexpected(const Net *net, const Layer *l, const char *family, const char *why, Error *e)
+{
+    return error_set(e, CDL_EUSAGE,
+                     "%s: layer %d [%s]: %s in torchvision's %s layout, so its tensors have no "
+                     "torchvision names",
+                     net->cfg.path, l->index, l->type->name, why, family);
+}
+
+/* classifier.N from the first layer after the last convolution on. */
+static int add_classifier(TorchNames *t, const Net *net, int from, Error *e)
+{
+    int n = 0;
+    for (int i = from; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        char module[TORCH_NAME_MAX];
+        if (is_connected(l)) {
+            snprintf(module, sizeof module, "classifier.%d", n);
+            add_layer(t, l, module, module);
+            n += 1 + (l->activation != CDL_ACT_LINEAR);
+        } else if (l->n_params)
+            return unexpected(net, l, t->family,
+                              "a layer with tensors after the last "
+                              "convolution that is not [connected]",
+                              e);
+        else if (same_shape(l->in_shape, l->out_shape))
+            n++; /* dropout */
+    }
+    return CDL_OK;
+}
+
+static int last_conv(const Net *net)
+{
+    int last = -1;
+    for (int i = 0; i < net->n_layers; i++)
+        if (is_conv(&net->layers[i]))
+            last = i;
+    return last;
+}
+
+static int name_vgg(TorchNames *t, const Net *net, Error *e)
+{
+    const int last = last_conv(net);
+    int n = 0;
+    for (int i = 0; i <= last; i++) {
+        const Layer *l = &net->layers[i];
+        if (is_conv(l)) {
+            char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+            snprintf(module, sizeof module, "features.%d", n);
+            snprintf(norm, sizeof norm, "features.%d", n + 1);
+            add_layer(t, l, module, norm);
+            n += 1 + has_norm(l) + (l->activation != CDL_ACT_LINEAR);
+        } else if (l->n_params)
+            return unexpected(net, l, t->family, "a layer with tensors among the convolutions", e);
+        else
+            n++;
+    }
+    return add_classifier(t, net, last + 1, e);
+}
+
+/* One inverted residual (or the stem, or the last 1x1 convolution): the convolutions convs[],
+ * features.N. */
+static void add_mobilenet_block(TorchNames *t, const Net *net, const int *convs, int n, int block)
+{
+    char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+    const Layer *last = &net->layers[convs[n - 1]];
+    const int closed = last->activation == CDL_ACT_LINEAR && block > 0;
+    for (int k = 0; k < n; k++) {
+        const Layer *l = &net->layers[convs[k]];
+        if (!closed) /* Conv2dNormActivation */
+            snprintf(module, sizeof module, "features.%d.0", block);
+        else if (k < n - 1)
+            snprintf(module, sizeof module, "features.%d.conv.%d.0", block, k);
+        else
+            snprintf(module, sizeof module, "features.%d.conv.%d", block, k);
+        if (!closed)
+            snprintf(norm, sizeof norm, "features.%d.1", block);
+        else if (k < n - 1)
+            snprintf(norm, sizeof norm, "features.%d.conv.%d.1", block, k);
+        else
+            snprintf(norm, sizeof norm, "features.%d.conv.%d", block, k + 1);
+        add_layer(t, l, module, norm);
+    }
+}
+
+static int name_mobilenet(TorchNames *t, const Net *net, Error *e)
+{
+    const int last = last_conv(net);
+    int convs[8], n = 0, block = 0;
+    for (int i = 0; i <= last; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l))
+            return unexpected(net, l, t->family, "a layer with tensors among the convolutions", e);
+        if (!is_conv(l))
+            continue;
+        if (n == (int)(sizeof convs / sizeof convs[0]))
+            return unexpected(net, l, t->family, "a block of more than 8 convolutions", e);
+        convs[n++] = i;
+        /* the stem, and each block up to its linear projection */
+        if (block == 0 || l->activation == CDL_ACT_LINEAR || i == last) {
+            add_mobilenet_block(t, net, convs, n, block++);
+            n = 0;
+        }
+    }
+    return add_classifier(t, net, last + 1, e);
+}
+
+static int name_resnet(TorchNames *t, const Net *net, Error *e)
+{
+    const Layer *stem = &net->layers[0];
+    if (!is_conv(stem))
+        return unexpected(net, stem, t->family, "not the stem convolution", e);
+    add_layer(t, stem, "conv1", "bn1");
+    int stage = 1, block = 0, start = 1;
+    for (int i = 1; i < net->n_layers; i++) {
+        if (!is_shortcut(&net->layers[i]))
+            continue;
+        int downsample = 0;
+        for (int j = start; j < i; j++)
+            downsample |= is_route_back(&net->layers[j]);
+        if (downsample && start > 1) {
+            stage++;
+            block = 0;
+        }
+        int k = 0, after_route = 0;
+        for (int j = start; j < i; j++) {
+            const Layer *l = &net->layers[j];
+            char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+            after_route |= is_route_back(l);
+            if (l->n_params && !is_conv(l))
+                return unexpected(net, l, t->family, "a layer with tensors in a block", e);
+            if (!is_conv(l))
+                continue;
+            if (after_route) {
+                snprintf(module, sizeof module, "layer%d.%d.downsample.0", stage, block);
+                snprintf(norm, sizeof norm, "layer%d.%d.downsample.1", stage, block);
+            } else {
+                k++;
+                snprintf(module, sizeof module, "layer%d.%d.conv%d", stage, block, k);
+                snprintf(norm, sizeof norm, "layer%d.%d.bn%d", stage, block, k);
+            }
+            add_layer(t, l, module, norm);
+        }
+        block++;
+        start = i + 1;
+    }
+    int fc = 0;
+    for (int i = start; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (is_conv(l))
+            return unexpected(net, l, t->family, "a convolution after the last [shortcut]", e);
+        if (l->n_params && fc++)
+            return unexpected(net, l, t->family, "a second [connected] (torchvision has one, fc)",
+                              e);
+        if (l->n_params)
+            add_layer(t, l, "fc", "fc");
+    }
+    return CDL_OK;
+}
+
+int torchvision_names(const Net *net, TorchNames *t, Error *e)
+{
+    memset(t, 0, sizeof *t);
+    int grouped = 0, shortcut = 0, max_tensors = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        grouped |= is_grouped(l);
+        shortcut |= is_shortcut(l);
+        max_tensors += l->n_params + 1;
+        if (l->n_params && !is_conv(l) && !is_connected(l))
+            return error_set(e, CDL_EUSAGE,
+                             "%s: layer %d [%s] has tensors but torchvision's resnet, vgg and "
+                             "mobilenetv2 have only convolutions, batch norms and linear layers",
+                             net->cfg.path, i, l->type->name);
+    }
+    if (!(t->tensors = calloc((size_t)max_tensors + 1, sizeof *t->tensors)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    t->family = grouped ? "mobilenetv2" : shortcut ? "resnet" : "vgg";
+    if (last_conv(net) < 0)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: no convolution: not a torchvision resnet, vgg or mobilenetv2 layout",
+                         net->cfg.path);
+    int st = grouped    ? name_mobilenet(t, net, e)
+             : shortcut ? name_resnet(t, net, e)
+                        : name_vgg(t, net, e);
+    t->head_layer = t->n_tensors ? t->tensors[t->n_tensors - 1].layer : -1;
+    return st;
+}
+
+void torchvision_names_free(TorchNames *t)
+{
+    free(t->tensors);
+    memset(t, 0, sizeof *t);
+}

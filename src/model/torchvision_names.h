@@ -1,0 +1,50 @@
+/* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
+ * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2).
+ *
+ * The family is read from the net's structure: a grouped convolution makes it MobileNetV2, a
+ * [shortcut] a ResNet, convolutions and connected layers alone a VGG. Weighted layers map in
+ * order, as scripts/zoo_vs_torchvision.py checks their computation:
+ *   ResNet       the first convolution is conv1/bn1; each [shortcut] closes a block, whose
+ *                convolutions are convK/bnK and, after a [route] back to the block input,
+ *                downsample.0/downsample.1; a block with a downsample starts the next stage
+ *                (layer1.0 of a bottleneck net has one too); the connected layer is fc.
+ *   VGG          features.N (N counts torchvision's Sequential: a convolution, its batch norm
+ *                and its activation one each, a pooling one), then classifier.N (a connected
+ *                layer and its activation one each, a layer keeping its shape, dropout, one).
+ *   MobileNetV2  features.0 is the stem (features.0.0 conv, .1 norm); a linear convolution
+ *                closes each inverted residual features.N, whose convolutions before it are
+ *                conv.K.0/conv.K.1 and the linear one conv.K/conv.K+1; a convolution after the
+ *                last block is features.N.0/.1; then classifier.N as VGG's.
+ * A convolution's weights are P.weight; with batch norm its scales, biases, rolling_mean and
+ * rolling_variance are B.weight, B.bias, B.running_mean, B.running_var (torch also keeps
+ * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. */
+#ifndef CDL_TORCHVISION_NAMES_H
+#define CDL_TORCHVISION_NAMES_H
+
+#include "core/net.h"
+
+#define TORCH_NAME_MAX 64
+
+/* One state-dict entry: layer `layer`'s params[param], or (param -1) a batch norm's
+ * num_batches_tracked. */
+typedef struct TorchTensor {
+    char name[TORCH_NAME_MAX];
+    int layer, param;
+} TorchTensor;
+
+/* The state dict of a net, in torch's order (a module's weight, then its norm's weight, bias,
+ * running_mean, running_var, num_batches_tracked). */
+typedef struct TorchNames {
+    const char *family; /* "resnet", "vgg", "mobilenetv2" */
+    TorchTensor *tensors;
+    int n_tensors;
+    int head_layer; /* the last layer with parameters: a changed head keeps its initial values */
+} TorchNames;
+
+/* Names net's tensors. A net of none of the families, or one whose layers do not follow its
+ * family's layout, is refused (CDL_EUSAGE) naming the layer. Free with torchvision_names_free,
+ * even after a failure. */
+int torchvision_names(const Net *net, TorchNames *names, Error *e);
+void torchvision_names_free(TorchNames *names);
+
+#endif
