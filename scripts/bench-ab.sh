@@ -4,7 +4,8 @@
 # both alike) and peak memory (`cdl profile`). Prints each side's median, the ratio B/A, and
 # the spread of the runs. Usage:
 #   scripts/bench-ab.sh A_BIN B_BIN [ROUNDS] [CFG...]
-# (default 5 rounds; cfgs: fashion, resnet18_cifar, gpt_tiny; threads from THREADS [2]).
+# (default 5 rounds; cfgs: fashion, resnet18_cifar, gpt_tiny; threads from THREADS [2]; timed
+# steps per run from STEPS [20], after WARMUP [3]).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -16,6 +17,8 @@ shift $(($# < 3 ? $# : 3))
 cfgs=("$@")
 [ ${#cfgs[@]} -gt 0 ] || cfgs=(cfg/fashion.cfg cfg/resnet18_cifar.cfg cfg/gpt_tiny.cfg)
 threads=${THREADS:-2}
+steps=${STEPS:-20}
+warmup=${WARMUP:-3}
 python=/usr/bin/python3
 
 # field FIELD <<< JSON: one top-level value of a JSON object.
@@ -31,7 +34,7 @@ stats() {
 
 echo "A: $a_bin"
 echo "B: $b_bin"
-echo "$rounds alternating rounds of \`cdl bench --threads $threads\` per cfg; peak memory from \`cdl profile\`"
+echo "$rounds alternating rounds of \`cdl bench --threads $threads --steps $steps --warmup $warmup\` per cfg; peak memory from \`cdl profile\`"
 printf '%-24s %-14s %22s %22s %7s\n' cfg figure "A median (min-max)" "B median (min-max)" "B/A"
 for cfg in "${cfgs[@]}"; do
     rate_key=images_per_s
@@ -40,7 +43,8 @@ for cfg in "${cfgs[@]}"; do
     for _ in $(seq "$rounds"); do
         for side in a b; do
             bin=${side}_bin
-            json=$(OMP_NUM_THREADS=$threads "${!bin}" bench "$cfg" --threads "$threads" --json)
+            json=$(OMP_NUM_THREADS=$threads "${!bin}" bench "$cfg" --threads "$threads" --steps "$steps" \
+                --warmup "$warmup" --json)
             grep -q '"tokens_per_s"' <<<"$json" && rate_key=tokens_per_s
             rate=$(field "$rate_key" <<<"$json")
             if [ $side = a ]; then a_rates+=("$rate"); else b_rates+=("$rate"); fi
