@@ -53,10 +53,13 @@ static void test_fields_read_back_as_written(void)
     PbField f;
     Error e = {0};
     pb_reader_init(&r, data, b.len);
-    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 1 && f.wire == PB_VARINT && pb_field_int(&f) == 300);
+    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 1 && f.wire == PB_VARINT &&
+          pb_field_int(&f) == 300);
     CHECK(pb_next(&r, &f, &e) == 1 && f.field == 2 && pb_field_int(&f) == -5);
-    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 3 && f.wire == PB_FIXED32 && pb_field_float(&f) == 1.5f);
-    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 4 && f.wire == PB_FIXED64 && pb_field_float(&f) == -2.25f);
+    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 3 && f.wire == PB_FIXED32 &&
+          pb_field_float(&f) == 1.5f);
+    CHECK(pb_next(&r, &f, &e) == 1 && f.field == 4 && f.wire == PB_FIXED64 &&
+          pb_field_float(&f) == -2.25f);
     CHECK(pb_next(&r, &f, &e) == 1 && f.field == 5 && f.len == 3 && !memcmp(f.data, "abc", 3));
     CHECK(pb_next(&r, &f, &e) == 1 && f.field == 6 && pb_count_ints(&f) == 3);
     int64_t ints[3];
@@ -81,12 +84,13 @@ static void test_fields_read_back_as_written(void)
 static void test_malformed_bytes_are_refused(void)
 {
     /* an 11-byte varint */
-    const uint8_t overlong[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    const uint8_t overlong[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     /* a length of 5 with 2 bytes left; a length of 2^63 */
     const uint8_t past_end[] = {0x0a, 0x05, 'a', 'b'};
     const uint8_t huge_len[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
     const uint8_t fixed_cut[] = {0x0d, 0x00, 0x00}; /* fixed32 with 2 bytes */
-    const uint8_t group[] = {0x0b};                  /* wire type 3 (start group) */
+    const uint8_t group[] = {0x0b};                 /* wire type 3 (start group) */
     const uint8_t field0[] = {0x00, 0x01};
     const uint8_t key_cut[] = {0x80};
     const struct {
@@ -177,7 +181,8 @@ static void test_an_exported_net_imports_with_its_parameters(void)
     CHECK(imp.n_layers == 4);
     CHECK_CONTAINS(imp.cfg_text, "[convolutional]\nfilters=4\nsize=3\nstride=1\npadding=1\n"
                                  "batch_normalize=1\nactivation=relu\n");
-    CHECK_CONTAINS(imp.cfg_text, "[maxpool]\nsize=2\nstride=2\npadding=1\n" /* darknet's default */);
+    CHECK_CONTAINS(imp.cfg_text,
+                   "[maxpool]\nsize=2\nstride=2\npadding=1\n" /* darknet's default */);
     CHECK_CONTAINS(imp.cfg_text, "[connected]\noutput=3\nactivation=linear\n");
     Net net;
     CHECK(net_build_from_text(&net, small_cfg, "small.cfg", 0, 3, &e) == CDL_OK);
