@@ -97,6 +97,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The int8 VNNI kernel: its own -m flags, whatever ARCH is (ops/qgemm.h picks it at run time).
+$(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS)
