@@ -409,6 +409,7 @@ typedef struct cdl_layer_info {
     int n_inputs;
     int inputs[CDL_LAYER_MAX_INPUTS]; /* the layers it reads; -1 is the net's input */
     int n_settings;                   /* its cfg section's key=value lines */
+    int int8; /* 0: float weights; 1: int8, input grid per batch; 2: int8, calibrated input */
 } cdl_layer_info;
 
 void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);
@@ -478,5 +479,40 @@ int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
  * to path as an 8-bit PNG. */
 int cdl_write_png(const char *path, const float *pixels, int channels, int height, int width,
                   char *err, size_t err_size);
+
+/* ---- int8 inference (src/cdl_quantize.c) ---- */
+
+typedef struct cdl_quantize_options {
+    /* NULL: every layer's input is quantized on its own range at each forward (dynamic); else a
+     * .data file whose first training images (in order, eval preprocessing) fix the grids of
+     * the convolutions' inputs (static; connected and linear layers stay dynamic) */
+    const char *calibrate_data;
+    int batches; /* calibration mini-batches of the cfg's size (0: 10) */
+    int workers; /* calibration loader threads */
+} cdl_quantize_options;
+
+typedef struct cdl_quantize_result {
+    int layers;     /* layers given int8 weights */
+    int calibrated; /* of which with a calibrated input grid */
+    int calibration_images;
+    size_t int8_weights; /* weights now held as int8 */
+} cdl_quantize_result;
+
+/* Gives every convolution (ungrouped), connected and untied linear layer of a model opened for
+ * inference int8 weights with per-output-channel symmetric scales; its predictions then run in
+ * int8 (the rest stays float). Refuses a model already quantized, or opened for training. */
+int cdl_model_quantize(cdl_model *model, const cdl_quantize_options *options,
+                       cdl_quantize_result *result, char *err, size_t err_size);
+/* 1 when the model holds int8 weights (a quantized checkpoint, or after cdl_model_quantize). */
+int cdl_model_is_quantized(const cdl_model *model);
+/* Writes the model (weights, class names, vocabulary, progress; no optimizer state) as a
+ * checkpoint; a quantized model's int8 tensors are stored as int8. */
+int cdl_model_save(const cdl_model *model, const char *path, char *err, size_t err_size);
+
+/* Times inference forwards (no gradients) of a model opened for inference on random inputs
+ * (random tokens for a sequence net): options->batch samples per forward (0: the cfg's
+ * mini-batch), steps timed after warmup untimed; result->loss is 0. */
+int cdl_model_bench_inference(cdl_model *model, const cdl_timing_options *options,
+                              cdl_bench_result *result, char *err, size_t err_size);
 
 #endif

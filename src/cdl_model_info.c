@@ -3,6 +3,7 @@
 #include "cdl.h"
 
 #include "cdl_model.h"
+#include "core/layer_quant.h"
 
 _Static_assert(CDL_LAYER_MAX_INPUTS == LAYER_MAX_INPUTS, "cdl.h's input count follows core's");
 
@@ -44,6 +45,7 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
         .flops = l->flops,
         .n_inputs = l->n_inputs,
         .n_settings = model->net.cfg.sections[index + 1].n_entries,
+        .int8 = l->quant ? 1 + l->quant->static_input : 0,
     };
     for (int k = 0; k < l->n_inputs; k++)
         info->inputs[k] = l->inputs[k];

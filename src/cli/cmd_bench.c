@@ -16,6 +16,8 @@ static const OptSpec bench_opts[] = {
     {"--steps", 1, 0, "timed training steps (default 20)"},
     {"--warmup", 1, 0, "untimed steps before timing (default 3)"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--inference", 0, 0,
+     "time inference forwards instead (a cfg or a checkpoint, int8 ones included)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--json", 0, 0, "print one JSON object instead of a line"},
     {"--help", 0, 0, "show this help"},
@@ -27,6 +29,7 @@ typedef struct BenchSettings {
     long batch; /* 0: the cfg's */
     long steps, warmup, threads;
     int json;
+    int inference; /* forwards without gradients */
 } BenchSettings;
 
 static int read_settings(const Args *a, BenchSettings *b, Error *e)
@@ -35,6 +38,7 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
         return error_set(e, CDL_EUSAGE, "bench needs one CFG file; see --help");
     b->cfg_path = a->positional[0];
     b->json = args_get(a, "--json") != NULL;
+    b->inference = args_get(a, "--inference") != NULL;
     int st = args_get_int(a, "--batch", 0, 1, INT_MAX, &b->batch, e);
     st = st ? st : args_get_int(a, "--steps", 20, 1, INT_MAX, &b->steps, e);
     st = st ? st : args_get_int(a, "--warmup", 3, 0, INT_MAX, &b->warmup, e);
@@ -83,12 +87,13 @@ static int run_bench(const Args *a, Error *e)
     cli_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
-    if ((st = cli_open_model(a, b.cfg_path, 1, &m, e)))
+    if ((st = cli_open_model(a, b.cfg_path, !b.inference, &m, e)))
         return st;
     const cdl_timing_options o = {
         .batch = (int)b.batch, .steps = (int)b.steps, .warmup = (int)b.warmup};
     cdl_bench_result r;
-    e->code = cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
+    e->code = b.inference ? cdl_model_bench_inference(m, &o, &r, e->msg, sizeof e->msg)
+                          : cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
     if (!e->code && !isfinite(r.loss))
         fprintf(stderr,
                 "cdl: warning: the loss became %g; timings of non-finite values may not "
@@ -108,8 +113,9 @@ int cmd_bench(int argc, char **argv)
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
         args_print_help("bench", "CFG [options]",
-                        "Times training steps of the cfg's network on random data.", bench_opts,
-                        N_BENCH_OPTS);
+                        "Times training steps (or, with --inference, forwards) of the cfg's "
+                        "network on random data.",
+                        bench_opts, N_BENCH_OPTS);
         return 0;
     }
     return run_bench(&a, &e) ? cli_fail(&e) : 0;

@@ -15,6 +15,7 @@ static const struct {
     {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
     {"export", cmd_export, "write a model as ONNX, or its tensors as .npy files"},
     {"import", cmd_import, "turn an ONNX model into a cfg and a checkpoint"},
+    {"quantize", cmd_quantize, "write a model with int8 weights for faster inference"},
     {"bench", cmd_bench, "time training steps of a cfg on random data (images/s)"},
     {"bench-loader", cmd_bench_loader, "time the data loader alone: decode + augment (images/s)"},
     {"profile", cmd_profile, "time each layer's forward and backward; Chrome trace (--trace)"},

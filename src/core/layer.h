@@ -13,6 +13,7 @@
 
 typedef struct Net Net;
 typedef struct OnnxGraph OnnxGraph;
+typedef struct LayerQuant LayerQuant; /* core/layer_quant.h */
 
 /* Per-sample shape; tensors passed between layers are [batch][c][h][w]. In a sequence net
  * ([net] seq=T, see core/net.h) they are [batch][1][T][features]: c = 1, one row per token
@@ -81,6 +82,9 @@ typedef struct Layer {
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerType.resize). NULL when priv_size is 0. */
     void *priv;
+    /* int8 weights (`cdl quantize`, core/net_quant.h): set, the forward multiplies in int8 through
+     * qgemm_float; NULL (the default): float. Owned by the net. */
+    LayerQuant *quant;
 } Layer;
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
@@ -210,6 +214,14 @@ typedef struct LayerType {
      * cached step (cpu.forward_at) are exported. Returns CDL_EUSAGE with "layer N [type]: ..."
      * for a configuration ONNX cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
+    /* int8 inference (core/net_quant.h): the index in l->params of the weights this layer can
+     * run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
+     * convolution, tied weights). Its forward then uses l->quant when set, and its resize takes
+     * the work qgemm_float needs. NULL: the family has no int8 path. */
+    int (*quant_weights)(const Layer *l);
+    /* 1: `cdl quantize --calibrate` fixes the int8 input grid of this family (convolutions, as
+     * PyTorch's static quantization); 0: its input is quantized on each batch's range. */
+    int quant_calibrated;
 
     /* Capabilities: */
     /* 1: the layer is the loss (reads ctx->labels, ignores the delta it is seeded with); it is

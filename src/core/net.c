@@ -386,6 +386,7 @@ void net_free(Net *net)
     free(net->params);
     free(net->grads);
     free(net->state);
+    free(net->quant_slab);
     cfg_free(&net->cfg);
     memset(net, 0, sizeof *net);
 }

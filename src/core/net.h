@@ -124,6 +124,9 @@ typedef struct Net {
     /* When set, net_forward and net_backward time every layer into it (util/profiler.h);
      * NULL (the default): no profiling. Not owned by the net. */
     struct Profiler *profiler;
+    /* One allocation holding every quantized layer's LayerQuant and int8 tensors
+     * (core/net_quant.h); NULL in a float net. */
+    void *quant_slab;
 } Net;
 
 /* Builds layers from a parsed cfg (takes ownership of *cfg on success). Parameters are
