@@ -97,8 +97,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The int8 VNNI kernel: its own -m flags, whatever ARCH is (ops/qgemm.h picks it at run time).
+# The int8 kernels: their own -m flags, whatever ARCH is (ops/qgemm.h picks one at run time).
 $(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+$(BUILD)/src/ops/qgemm_avx2.o: CFLAGS += -mavx2
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)

@@ -70,11 +70,24 @@ int qgemm_has_vnni(void)
            __builtin_cpu_supports("avx512vnni");
 }
 
+int qgemm_has_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+
+const char *qgemm_kernel_name(void)
+{
+    return qgemm_has_vnni() ? "avx512_vnni" : qgemm_has_avx2() ? "avx2" : "c";
+}
+
 void qgemm_s32(int m, int n, int k, const uint8_t *a, int lda, const int8_t *packed, int32_t *c,
                int ldc)
 {
     void (*kernel)(int, int, int, const uint8_t *, int, const int8_t *, int32_t *, int) =
-        qgemm_has_vnni() ? qgemm_s32_vnni : qgemm_s32_scalar;
+        qgemm_has_vnni()   ? qgemm_s32_vnni
+        : qgemm_has_avx2() ? qgemm_s32_avx2
+                           : qgemm_s32_scalar;
     const int kp = qgemm_k_padded(k);
     const int tiles_m = (m + TILE_M - 1) / TILE_M, tiles_n = (n + TILE_N - 1) / TILE_N;
     const int tiles = tiles_m * tiles_n;

@@ -1,5 +1,6 @@
 /* The int8 matrix product of quantized layers: uint8 activations times int8 weights summed in
- * int32, on AVX-512 VNNI (vpdpbusd) when the CPU has it, else portable C; and the float
+ * int32, on AVX-512 VNNI (vpdpbusd) when the CPU has it, else AVX2 (vpmaddwd), else portable C;
+ * and the float
  * product built on it, which quantizes its input and dequantizes its output.
  *
  *   a      [m][lda] uint8, k values used per row (lda >= qgemm_k_padded(k); the pad is ignored)
@@ -8,7 +9,7 @@
  *   c      [m][ldc] int32, c[i][j] = sum_k a[i][k] * w[j][k], exact (no saturation: each sum
  *          of 4 products is at most 4 * 255 * 127, and k <= QGEMM_MAX_K keeps c in int32)
  *
- * Both kernels give bit-identical results; QGEMM_SCALAR=1 in the environment forces C. */
+ * Every kernel gives the same, exact, result. */
 #ifndef CDL_OPS_QGEMM_H
 #define CDL_OPS_QGEMM_H
 
@@ -33,13 +34,20 @@ void qgemm_pack(const int8_t *w, int n, int k, int8_t *packed, int32_t *row_sums
 /* c[m][n] = a * w^T (see above), on the best kernel this CPU has (threaded when large). */
 void qgemm_s32(int m, int n, int k, const uint8_t *a, int lda, const int8_t *packed, int32_t *c,
                int ldc);
-/* The same product by one kernel: portable C, or AVX-512 VNNI (only where qgemm_has_vnni()). */
+/* The same product by one kernel: portable C, AVX-512 VNNI (only where qgemm_has_vnni()) or
+ * AVX2 (only where qgemm_has_avx2()). */
 void qgemm_s32_scalar(int m, int n, int k, const uint8_t *a, int lda, const int8_t *packed,
                       int32_t *c, int ldc);
 void qgemm_s32_vnni(int m, int n, int k, const uint8_t *a, int lda, const int8_t *packed,
                     int32_t *c, int ldc);
+void qgemm_s32_avx2(int m, int n, int k, const uint8_t *a, int lda, const int8_t *packed,
+                    int32_t *c, int ldc);
 /* 1 when the CPU runs qgemm_s32_vnni (avx512f, avx512bw, avx512vnni). */
 int qgemm_has_vnni(void);
+/* 1 when the CPU runs qgemm_s32_avx2. */
+int qgemm_has_avx2(void);
+/* The kernel qgemm_s32 runs on this CPU: "avx512_vnni", "avx2" or "c". */
+const char *qgemm_kernel_name(void);
 
 /* A weight matrix ready for qgemm: n output channels of k values. */
 typedef struct QMatrix {

@@ -1,4 +1,4 @@
-/* The int8 matrix product (ops/qgemm.h): both kernels against a plain integer reference on the
+/* The int8 matrix product (ops/qgemm.h): every kernel against a plain integer reference on the
  * unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
  * row blocks), and the quantization arithmetic (ops/quantize.h). */
 #include <stdint.h>
@@ -91,10 +91,13 @@ static void check_size(Rng *rng, int m, int n, int k)
         CHECK(sums[j] == s);
     }
     /* The dispatching qgemm_s32 (threaded tiles), the C kernel, the VNNI source over emulated
-     * intrinsics, and the VNNI instruction where the CPU has it. */
-    const Kernel kernels[] = {qgemm_s32, qgemm_s32_scalar, qgemm_s32_vnni_emulated, qgemm_s32_vnni};
-    const int n_kernels = qgemm_has_vnni() ? 4 : 3;
-    for (int t = 0; t < n_kernels; t++) {
+     * intrinsics, and the AVX2 and VNNI kernels where the CPU has them. */
+    const Kernel kernels[] = {qgemm_s32, qgemm_s32_scalar, qgemm_s32_vnni_emulated, qgemm_s32_avx2,
+                              qgemm_s32_vnni};
+    const int runs[] = {1, 1, 1, qgemm_has_avx2(), qgemm_has_vnni()};
+    for (int t = 0; t < 5; t++) {
+        if (!runs[t])
+            continue;
         for (int i = 0; i < m * n; i++)
             c[i] = 0x5A5A5A5A;
         kernels[t](m, n, k, a, kp, packed, c, n);
@@ -117,9 +120,9 @@ static void test_kernels_match_integer_reference(void)
                             {9, 65, 130}, {70, 130, 75}, {1, 10, 3136}, {200, 32, 576}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         check_size(&rng, sizes[s][0], sizes[s][1], sizes[s][2]);
-    printf("avx512_vnni %s\n", qgemm_has_vnni()
-                                   ? "present: the instruction was tested"
-                                   : "absent: its kernel ran over emulated intrinsics");
+    printf("qgemm_s32 runs %s; avx512_vnni %s; avx2 %s\n", qgemm_kernel_name(),
+           qgemm_has_vnni() ? "tested" : "absent: its kernel ran over emulated intrinsics",
+           qgemm_has_avx2() ? "tested" : "absent");
 }
 
 /* The grid holds 0 exactly and spans the range: min and max land on codes 0 and 255. */
