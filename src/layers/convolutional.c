@@ -207,8 +207,7 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
         const float *x_cols = cv->direct ? xg : cols;
         float *out_g = out_b + (size_t)g * fg * out_hw;
         if (l->quant) {
-            unsigned char *work =
-                cv->qwork + (size_t)(omp_get_thread_num() % cv->qwork_threads) * cv->qwork_bytes;
+            unsigned char *work = cv->qwork + (size_t)omp_get_thread_num() * cv->qwork_bytes;
             qgemm_float(&l->quant->matrix, xq, out_hw, x_cols, out_hw, QGEMM_COLS, out_g, out_hw,
                         QGEMM_COLS, work);
         } else {
@@ -396,12 +395,14 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
     } else {
-        const int nt = image_threads(batch);
-        /* int8: the whole mini-batch on one grid, as quantize_dynamic's per-tensor input. */
+        /* int8: a work buffer per thread, as many as resize took (the thread count may have
+         * grown since); the whole mini-batch on one grid, as quantize_dynamic's input. */
+        const int threads = image_threads(batch);
+        const int nt = l->quant && threads > cv->qwork_threads ? cv->qwork_threads : threads;
         const QuantParams xq = l->quant
                                    ? layer_quant_input(l->quant, x, 1, (size_t)batch * in_size, 0)
                                    : (QuantParams){1.0f, 0};
-#pragma omp parallel for schedule(static) if (nt > 1)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
         for (int b = 0; b < batch; b++)
             forward_image(l, cv, x + b * in_size, l->out + b * out_size,
                           ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq);

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "core/net_quant.h"
+#include "io/checkpoint_file.h"
 #include "model/model_io.h"
 #include "util/rng.h"
 
@@ -227,6 +228,26 @@ static void test_round_trip(void)
     CHECK(!memcmp(net.layers[1].out, back.layers[1].out, ny * sizeof(float)));
     net_free(&back);
     model_meta_free(&meta_back);
+
+    /* A "quantized" record that names a layer without int8 weights, or a grid off the uint8
+     * range, is refused with the file's name. */
+    const char *const edits[][3] = {{"layer", "2", "cannot hold int8 weights"},
+                                    {"input_zero_point", "300", "input grid is not valid"}};
+    for (int k = 0; k < 2; k++) {
+        cJSON *h;
+        void *blob;
+        size_t blob_bytes;
+        CHECK(checkpoint_file_read(q_path, &h, &blob, &blob_bytes, &e) == 0);
+        cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(h, "quantized"), 0);
+        cJSON_ReplaceItemInObject(first, edits[k][0], cJSON_CreateNumber(atof(edits[k][1])));
+        CHECK(checkpoint_file_write(fp_path, h, blob, blob_bytes, &e) == 0);
+        cJSON_Delete(h);
+        free(blob);
+        e = (Error){0};
+        CHECK(model_load(fp_path, &back, 0, NULL, &meta_back, &e) == CDL_ERUNTIME);
+        CHECK_CONTAINS(e.msg, edits[k][2]);
+        CHECK_CONTAINS(e.msg, fp_path);
+    }
 
     /* Refused for training, and saving an optimizer state with it. */
     Optimizer opt;
