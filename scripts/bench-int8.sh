@@ -6,12 +6,14 @@
 # measured one after the other in this run, with their ratios.
 # Usage: scripts/bench-int8.sh [MODEL.cdl...]   (default: weights/fashion.cdl and
 #        weights/resnet_fashion.cdl; each needs cfg/NAME.cfg for the PyTorch peer)
-# Environment: DATA (cfg/fashion.data), THREADS (2), BATCH (64), STEPS (20), WARMUP (3),
+# Environment: DATA (cfg/fashion.data: calibration and evaluation), EVAL_DATA (evaluation
+#              only; default DATA), THREADS (2), BATCH (64), STEPS (20), WARMUP (3),
 #              BATCHES (calibration mini-batches, 10).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 data=${DATA:-cfg/fashion.data}
+eval_data=${EVAL_DATA:-$data}
 threads=${THREADS:-2}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
@@ -27,7 +29,9 @@ json_field() { # json_field FIELD <<< JSON
     "$python" -c 'import json, sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"
 }
 ratio() { "$python" -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$@"; }
-accuracy() { json_field accuracy <<<"$(./cdl eval "$1" --data "$data" --threads "$threads" --json)"; }
+accuracy() {
+    json_field accuracy <<<"$(./cdl eval "$1" --data "$eval_data" --threads "$threads" --json)"
+}
 inference_ips() {
     json_field images_per_s <<<"$(./cdl bench "$1" --inference --batch "$batch" --steps "$steps" \
         --warmup "$warmup" --threads "$threads" --json)"
