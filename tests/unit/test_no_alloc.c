@@ -1,12 +1,11 @@
 /* The training step allocates nothing: malloc, calloc and realloc are counted (through
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
  * let OpenMP and OpenBLAS set up their own buffers (the net uses AdamW with gradient clipping,
- *  an EMA and label smoothing: every part of the step; and again with recompute_every, whose
- * backward recomputes segments), then again with a profiler recording a
- * trace, and across the steps of train_run fed by a data loader or by text windows (every
- * sequence layer family; there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes
- * for some matrix shapes, are counted apart and only reported). Skipped under
- * AddressSanitizer, which owns malloc. */
+ * an EMA and label smoothing: every part of the step; once more with recompute_every, whose
+ * backward recomputes segments), then again with a profiler recording a trace, and across the
+ * steps of train_run fed by a data loader or by text windows (every sequence layer family;
+ * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
+ * are counted apart and only reported). Skipped under AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
