@@ -97,9 +97,15 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
+# The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
+CLI_LIB := $(BUILD)/libcdl_cli.a
+$(CLI_LIB): $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(CLI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS)
+	$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(CLI_LIB) $(LIB) $(LDLIBS)
 
 # Examples are built as a program using the library is: cdl.h and cdl.pc's link line against
 # the public libcdl.a (under SAN=1, which builds no public library, the sanitized archive).

@@ -226,7 +226,8 @@ typedef struct cdl_step_report {
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
     double images_per_s; /* over the training time since the run (or resume) started */
-    double eta_s;        /* seconds until the last step (or the time limit, when sooner) */
+    double eta_s;        /* seconds until the last step (or the time limit, when sooner), from the
+                          * moving average of the step time, the first warm-up steps left out */
     double elapsed_s;    /* training time so far */
     int logged;          /* 1 every log_every steps and at the last step */
 } cdl_step_report;
