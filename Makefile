@@ -167,6 +167,6 @@ format:
 	clang-format -i $$(find src tests/unit -name '*.[ch]')
 
 clean:
-	rm -rf build cdl cdl-mpi libcdl.a cdl.pc
+	rm -rf build cdl cdl-mpi cdl-gpu cdl-gpu-mpi libcdl.a cdl.pc
 
 -include $(shell find build -name '*.d' 2>/dev/null)

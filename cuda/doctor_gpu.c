@@ -34,7 +34,7 @@ void doctor_gpu(cdl_doctor_report *r)
         if (cudaGetDeviceProperties(&p, i) != cudaSuccess)
             continue;
         cdl_gpu_device *d = &r->devices[r->n_devices++];
-        snprintf(d->name, sizeof d->name, "%s", p.name);
+        snprintf(d->name, sizeof d->name, "%.127s", p.name);
         d->major = p.major;
         d->minor = p.minor;
         d->memory_gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
