@@ -483,10 +483,12 @@ typedef struct cdl_build_info {
     int gpu, mpi, san;  /* the build options GPU=, MPI=, SAN= (1: on) */
 } cdl_build_info;
 
+/* Fills b with this library's build (no probing: cheap, for a version line). */
 void cdl_build(cdl_build_info *b);
 
 enum { CDL_DOCTOR_NOTES = 16, CDL_DOCTOR_NOTE_SIZE = 256, CDL_DOCTOR_DEVICES = 8 };
 
+/* One CUDA device (cudaGetDeviceProperties). */
 typedef struct cdl_gpu_device {
     char name[128];
     int major, minor; /* compute capability */

@@ -89,3 +89,12 @@ doctor_json() {
     [ "$status" -eq 0 ]
     [[ "$output" == *'"cuda_runtime":'* ]]
 }
+
+@test "an MPI=1 build reports its MPI library" {
+    mpi=${CDL_MPI:-$REPO/cdl-mpi}
+    [ -x "$mpi" ] || skip "no cdl built with MPI=1 ($mpi)"
+    run "$mpi" doctor
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"build:    GPU=0 MPI=1 "* ]]
+    [[ "$output" =~ MPI:\ +(Open\ MPI|MPICH) ]]
+}
