@@ -226,7 +226,8 @@ typedef struct cdl_step_report {
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
     double images_per_s; /* over the training time since the run (or resume) started */
-    double eta_s;        /* seconds until the last step (or the time limit, when sooner) */
+    double eta_s;        /* seconds until the last step (or the time limit, when sooner), from the
+                          * moving average of the step time, the first warm-up steps left out */
     double elapsed_s;    /* training time so far */
     int logged;          /* 1 every log_every steps and at the last step */
 } cdl_step_report;
@@ -480,6 +481,62 @@ typedef struct cdl_augment_grid_options {
 int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
                                  const cdl_augment_grid_options *options, const char *png_path,
                                  char *err, size_t err_size);
+
+/* ---- The build and its environment (src/cdl_doctor.c): cdl doctor, cdl --version ---- */
+
+/* How this library was built: recorded at compile time (the Makefile's generated header). */
+typedef struct cdl_build_info {
+    char version[64];   /* "0.1", and the git commit when built from a checkout */
+    char compiler[128]; /* "gcc 12.2.0" */
+    char cflags[512];   /* the compile flags */
+    int gpu, mpi, san;  /* the build options GPU=, MPI=, SAN= (1: on) */
+} cdl_build_info;
+
+/* Fills b with this library's build (no probing: cheap, for a version line). */
+void cdl_build(cdl_build_info *b);
+
+enum { CDL_DOCTOR_NOTES = 16, CDL_DOCTOR_NOTE_SIZE = 256, CDL_DOCTOR_DEVICES = 8 };
+
+/* One CUDA device (cudaGetDeviceProperties). */
+typedef struct cdl_gpu_device {
+    char name[128];
+    int major, minor; /* compute capability */
+    double memory_gib;
+} cdl_gpu_device;
+
+/* The build and the machine it runs on. The layout is the same in every build (GPU=, MPI=);
+ * strings are "" when unknown or unset. */
+typedef struct cdl_doctor_report {
+    cdl_build_info build;
+    char blas_library[256]; /* the OpenBLAS shared library loaded (its real path) */
+    char blas_config[256];  /* openblas_get_config() */
+    char blas_core[64];     /* openblas_get_corename(): the kernels chosen for this CPU */
+    int blas_threads;       /* openblas_get_num_threads() */
+    int blas_openmp;        /* 1: OpenBLAS's OpenMP build (its threads are cdl's OpenMP ones) */
+    int cores_online;       /* CPUs online */
+    int cores_usable;       /* CPUs this process may run on (its affinity mask) */
+    int omp_max_threads;    /* omp_get_max_threads(): OpenMP's default (OMP_NUM_THREADS) */
+    int omp_procs; /* omp_get_num_procs(): the threads cdl's commands use without --threads */
+    /* The OpenMP environment, as set */
+    char omp_num_threads[32], omp_wait_policy[32], gomp_spincount[32], omp_proc_bind[32],
+        omp_places[64];
+    char dnnl[128];         /* oneDNN: "not built" */
+    char gpu[128];          /* "not built (make GPU=1)", "no driver", "N devices", or the error */
+    int cuda_runtime;       /* versions as 1000 * major + 10 * minor; 0: unknown */
+    int cuda_driver;        /* the newest CUDA the driver supports; 0: no driver */
+    int cudnn, cudnn_built; /* cudnnGetVersion() and the headers' CUDNN_VERSION */
+    int n_devices;
+    cdl_gpu_device devices[CDL_DOCTOR_DEVICES];
+    char mpi[256]; /* MPI_Get_library_version's first line; "not built (make MPI=1)" */
+    /* What is missing or mismatched, each a sentence saying why it matters */
+    int n_notes;
+    char notes[CDL_DOCTOR_NOTES][CDL_DOCTOR_NOTE_SIZE];
+} cdl_doctor_report;
+
+/* Fills r: the build, the BLAS library, cores and threads, OpenMP settings, oneDNN, CUDA and
+ * its devices (GPU=1 builds; a machine without a driver reports "no driver"), MPI (MPI=1),
+ * and notes on what does not fit together (e.g. more OpenMP threads than cores). */
+void cdl_doctor(cdl_doctor_report *r);
 
 /* ---- Images ---- */
 

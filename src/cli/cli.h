@@ -64,5 +64,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_augment(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 
 #endif

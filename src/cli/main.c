@@ -22,6 +22,8 @@ static const struct {
     {"graph", cmd_graph, "draw a model's layer graph (Graphviz DOT, PNG or SVG)"},
     {"plot", cmd_plot, "draw training curves (loss, accuracy) from --log files as a PNG"},
     {"augment", cmd_augment, "draw training samples as the net sees them (PNG grid)"},
+    {"doctor", cmd_doctor, "report the build and the machine: BLAS, threads, OpenMP, GPU, MPI"},
+    {"version", cmd_version, "print the version and build options (also cdl --version)"},
 };
 
 static void usage(FILE *to)
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
