@@ -154,12 +154,12 @@ $(BUILD)/examples/%: examples/%.c src/cdl.h $(EXAMPLE_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra $(OPT) $$(pkg-config --cflags ./cdl.pc) -o $@ $< $(EXAMPLE_LIBS)
 
-unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN)
+unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay
 
 # Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
 # "N passed, N failed".
 test: unit
-	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) tests/run.sh
+	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) FUZZ_REPLAY_DIR=$(FUZZ_REPLAY_DIR) tests/run.sh
 
 demo: all
 	scripts/demo.sh
@@ -168,9 +168,11 @@ bench: all
 	scripts/bench-cpu.sh
 
 format:
-	clang-format -i $$(find src tests/unit -name '*.[ch]')
+	clang-format -i $$(find src tests/unit tests/fuzz -name '*.[ch]')
 
 clean:
 	rm -rf build cdl cdl-mpi cdl-gpu cdl-gpu-mpi libcdl.a cdl.pc
+
+include tests/fuzz/fuzz.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every unit test binary, the include-order check (scripts/check-includes.sh),
+# Runs every unit test binary, the fuzz targets' corpus replay (tests/fuzz/replay.c), the
+# include-order check (scripts/check-includes.sh),
 # examples/train_digits (training through the public API to >= 90% accuracy), then (unless
 # SAN=1) the public library check (tests/check_public_lib.sh) and the Bats CLI tests; the last
 # line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
@@ -28,6 +29,14 @@ check() {
 
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] && check "$(basename "$t")" "$t"
+done
+# Every fuzz target's seed corpus and regression inputs, replayed under ASan+UBSan
+# (tests/fuzz/replay.c), one test per target.
+FUZZ_REPLAY_DIR=${FUZZ_REPLAY_DIR:-build/san/fuzz}
+for r in "$FUZZ_REPLAY_DIR"/replay_*; do
+    name=${r##*/replay_}
+    [ -x "$r" ] && check "fuzz replay $name" "$r" "tests/fuzz/corpus/$name" \
+        "tests/fuzz/regressions/$name"
 done
 check "include order" scripts/check-includes.sh
 check train_digits "$BUILD/examples/train_digits" "$BUILD/logs/train_digits.cdl"

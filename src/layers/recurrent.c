@@ -279,6 +279,13 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+/* Row `row` of the saved values; NULL for a cell that saves none (rc->saved is then NULL, and
+ * offsetting a null pointer, even by 0, is undefined). */
+static float *saved_row(const Recurrent *rc, size_t row, size_t SH)
+{
+    return SH ? rc->saved + row * SH : NULL;
+}
+
 /* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. */
 static void recurrent_step(Layer *l, const StepContext *ctx, int t)
 {
@@ -298,8 +305,8 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t)
         const StepRow r = {
             .gates = rc->gates + row * GH,
             .hh = t > 0 ? rc->hh + (size_t)b * GH : rc->zeros,
-            .saved = rc->saved + row * SH,
-            .saved_prev = t > 0 ? rc->saved + (row - 1) * SH : rc->zeros,
+            .saved = saved_row(rc, row, SH),
+            .saved_prev = t > 0 ? saved_row(rc, row - 1, SH) : rc->zeros,
             .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
             .h = l->out + row * H,
         };
@@ -365,8 +372,8 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
             const StepRow r = {
                 .gates = rc->gates + row * GH,
                 .dhh = rc->dhh + row * GH,
-                .saved = rc->saved + row * SH,
-                .saved_prev = t > 0 ? rc->saved + (row - 1) * SH : rc->zeros,
+                .saved = saved_row(rc, row, SH),
+                .saved_prev = t > 0 ? saved_row(rc, row - 1, SH) : rc->zeros,
                 .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
                 .h = l->out + row * H,
                 .dh = dh,
