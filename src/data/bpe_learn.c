@@ -127,8 +127,8 @@ static int32_t pair_of(Learner *l, int32_t left, int32_t right)
     return p;
 }
 
-/* Adds delta (times piece w's frequency) to pair (left, right); a gain records w in the pair
- * and the pair in the gained list. */
+/* Adds sign (+1 or -1) times piece w's frequency to the count of pair (left, right); a gain
+ * records w in the pair's pieces and the pair in the gained list. */
 static int change(Learner *l, int32_t left, int32_t right, int32_t w, int sign)
 {
     const int32_t p = pair_of(l, left, right);

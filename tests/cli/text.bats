@@ -189,5 +189,5 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     printf 'type=text\ntrain=corpus.txt\ntokens=words\n' > bad.data
     run "$CDL" train tiny.cfg --data bad.data --out d.cdl
     [ "$status" -eq 2 ]
-    [[ "$output" == *"bad.data:3: tokens=words: expected char or byte"* ]]
+    [[ "$output" == *"bad.data:3: tokens=words: expected char, byte or bpe"* ]]
 }
