@@ -288,8 +288,9 @@ struct cdl_eval_result {
     int classes;   /* rows and columns of confusion */
     int per_token; /* 1: a text model's next-token figures (no confusion matrix) */
     double loss;   /* mean cross-entropy (nats per token when per_token) */
-    double bits_per_byte; /* per_token: the cross-entropy in bits per byte of the predicted text,
-                             comparable across vocabularies (0: unknown) */
+    /* per_token: the cross-entropy in bits per byte of the predicted text, comparable across
+     * vocabularies (0: unknown) */
+    double bits_per_byte;
     double top1, top5;
     int *confusion; /* [classes][classes]: row = true class, column = predicted; NULL when
                        per_token */

@@ -27,8 +27,8 @@ static void split_joined(const char *text, char *out)
     out[n] = 0;
 }
 
-/* The expectations are what the tokenizers package's ByteLevel pre-tokenizer (GPT-2's pattern) gives
- * on the same texts; the invalid bytes and the cut of long runs are cdl's own. */
+/* The expectations are what the tokenizers package's ByteLevel pre-tokenizer (GPT-2's
+ * pattern) gives on the same texts; the invalid bytes and the cut of long runs are cdl's own. */
 static void test_split_follows_gpt2_pattern(void)
 {
     char out[256];
