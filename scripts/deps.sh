@@ -37,7 +37,7 @@ fi
 # PyPI packages for the python3 on PATH, as MODULE or MODULE=PACKAGE (tests read TensorBoard
 # files, and run exported ONNX models in onnxruntime). Checked after the Debian packages: on a
 # fresh machine python3 itself comes with them.
-pip_packages=(tensorboard onnx onnxruntime numpy PIL=pillow safetensors)
+pip_packages=(tensorboard onnx onnxruntime numpy PIL=pillow safetensors tokenizers)
 pip_missing=$(python3 -c 'import importlib.util as u, sys
 print(*(p.split("=")[-1] for p in sys.argv[1:] if not u.find_spec(p.split("=")[0])))' \
     "${pip_packages[@]}")

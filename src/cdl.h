@@ -240,6 +240,7 @@ typedef struct cdl_epoch_report {
     int validated;     /* 1: the valid_ fields hold the validation set's figures */
     int per_token;     /* 1: a sequence net's next-token figures (loss in nats per token) */
     double valid_loss, valid_top1, valid_top5;
+    double valid_bits_per_byte; /* per_token: validation bits per byte of text (0: unknown) */
     int valid_skipped;
     double images_per_s, elapsed_s;
     const char *checkpoint; /* the path just written */
@@ -288,6 +289,9 @@ struct cdl_eval_result {
     int classes;   /* rows and columns of confusion */
     int per_token; /* 1: a text model's next-token figures (no confusion matrix) */
     double loss;   /* mean cross-entropy (nats per token when per_token) */
+    /* per_token: the cross-entropy in bits per byte of the predicted text, comparable across
+     * vocabularies (0: unknown) */
+    double bits_per_byte;
     double top1, top5;
     int *confusion; /* [classes][classes]: row = true class, column = predicted; NULL when
                        per_token */

@@ -15,6 +15,7 @@ void api_eval_result_take(EvalResult *r, cdl_eval_result *out)
                              .classes = r->classes,
                              .per_token = r->per_token,
                              .loss = r->loss,
+                             .bits_per_byte = r->bits_per_byte,
                              .top1 = r->top1,
                              .top5 = r->top5,
                              .confusion = r->confusion,

@@ -167,7 +167,21 @@ static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
     int st = data_config_load(s->data_path, &s->dc, e);
     if (st || s->dc.train_kind != DATA_TEXT)
         return st;
-    return text_data_load(&s->dc, vocab, &s->text, e);
+    if ((st = text_data_load(&s->dc, vocab, &s->text, e)) || vocab || !s->dc.tokens_bpe)
+        return st;
+    const TextData *t = &s->text;
+    const size_t tokens = t->train.n + (s->dc.valid ? 0 : t->valid.n); /* all of train= */
+    note(s,
+         "%s: learned %d BPE merges in %.2f s: %d tokens, %zu tokens for %zu bytes (%.4f tokens "
+         "per byte)",
+         s->dc.train, t->vocab.n - 256, t->learn_s, t->vocab.n, tokens, t->train_bytes,
+         t->train_bytes ? (double)tokens / (double)t->train_bytes : 0.0);
+    if (t->vocab.n < s->dc.vocab_size)
+        note(s,
+             "warning: %s: the text has no more pairs to merge (every piece is one token): the "
+             "vocabulary has %d tokens, not vocab_size=%d",
+             s->dc.train, t->vocab.n, s->dc.vocab_size);
+    return CDL_OK;
 }
 
 /* A sequence net must train on text, an image net on images; a sequence net's vocab, outputs
@@ -421,6 +435,7 @@ static void on_epoch(void *ctx, const EpochReport *t)
                                 .valid_loss = v ? v->loss : 0,
                                 .valid_top1 = v ? v->top1 : 0,
                                 .valid_top5 = v ? v->top5 : 0,
+                                .valid_bits_per_byte = v ? v->bits_per_byte : 0,
                                 .valid_skipped = v ? v->skipped : 0,
                                 .images_per_s = t->images_per_s,
                                 .elapsed_s = t->elapsed_s,

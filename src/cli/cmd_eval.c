@@ -1,6 +1,6 @@
 /* cdl eval: loss, top-1/top-5 accuracy, per-class accuracy and the confusion matrix of a
  * model on the validation set of a .data file; for a text model, the validation loss, bits per
- * token and next-token accuracy. */
+ * token, bits per byte and next-token accuracy. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -38,9 +38,10 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
                               int json)
 {
     if (!json) {
-        printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  next-token accuracy %.2f%%  "
-               "top-5 %.2f%%\n",
-               model, data, r->samples, r->loss, r->loss / M_LN2, 100 * r->top1, 100 * r->top5);
+        printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  %.4f bits/byte  next-token "
+               "accuracy %.2f%%  top-5 %.2f%%\n",
+               model, data, r->samples, r->loss, r->loss / M_LN2, r->bits_per_byte, 100 * r->top1,
+               100 * r->top5);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -49,6 +50,7 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     cJSON_AddNumberToObject(o, "tokens", r->samples);
     cJSON_AddNumberToObject(o, "loss", r->loss);
     cJSON_AddNumberToObject(o, "bits_per_token", r->loss / M_LN2);
+    cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "accuracy", r->top1);
     cJSON_AddNumberToObject(o, "top5", r->top5);
     char *text = cJSON_PrintUnformatted(o);

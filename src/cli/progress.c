@@ -129,8 +129,10 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
     fprintf(stderr, "epoch %d/%d%s: train loss %.4f", r->epoch, p->epochs,
             r->stopped ? " (stopped at the time limit)" : "", r->train_loss);
     if (r->validated && r->per_token)
-        fprintf(stderr, ", valid loss %.4f (%.3f bits/token), next-token accuracy %.2f%%",
-                r->valid_loss, r->valid_loss / M_LN2, 100.0 * r->valid_top1);
+        fprintf(stderr,
+                ", valid loss %.4f (%.3f bits/token, %.4f bits/byte), next-token accuracy %.2f%%",
+                r->valid_loss, r->valid_loss / M_LN2, r->valid_bits_per_byte,
+                100.0 * r->valid_top1);
     else if (r->validated)
         fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid_loss, 100.0 * r->valid_top1);
     if (r->skipped)
@@ -164,8 +166,10 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
             cJSON_AddBoolToObject(o, "time_limit", 1);
         if (r->validated) {
             cJSON_AddNumberToObject(o, "valid_loss", r->valid_loss);
-            if (r->per_token)
+            if (r->per_token) {
                 cJSON_AddNumberToObject(o, "bits_per_token", r->valid_loss / M_LN2);
+                cJSON_AddNumberToObject(o, "bits_per_byte", r->valid_bits_per_byte);
+            }
             cJSON_AddNumberToObject(o, "accuracy", r->valid_top1);
             cJSON_AddNumberToObject(o, "top5", r->valid_top5);
             cJSON_AddNumberToObject(o, "valid_skipped", r->valid_skipped);

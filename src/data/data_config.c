@@ -15,7 +15,8 @@
 enum { MAX_CLASSES = 1 << 16 };
 
 static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names, "
-                                 "labels, type, tokens, valid_split, backup, top";
+                                 "labels, type, tokens, vocab_size, valid_split, backup, "
+                                 "top";
 
 static const char *const KIND_NAMES[] = {
     [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
@@ -154,7 +155,7 @@ static int default_names(DataConfig *dc, Error *e)
 
 /* Lines of the keys that later checks name. */
 typedef struct KeyLines {
-    int names, labels, type, tokens;
+    int names, labels, type, tokens, vocab_size;
 } KeyLines;
 
 static int parse_type(const char *value, DataKind *kind)
@@ -244,12 +245,26 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
         return CDL_OK;
     }
     if (!strcmp(key, "tokens")) {
-        if (strcmp(value, "char") && strcmp(value, "byte")) {
-            return error_set(e, CDL_EUSAGE, "%s:%d: tokens=%s: expected char or byte", dc->path,
-                             line, value);
+        if (strcmp(value, "char") && strcmp(value, "byte") && strcmp(value, "bpe")) {
+            return error_set(e, CDL_EUSAGE, "%s:%d: tokens=%s: expected char, byte or bpe",
+                             dc->path, line, value);
         }
         dc->tokens_bytes = !strcmp(value, "byte");
+        dc->tokens_bpe = !strcmp(value, "bpe");
         lines->tokens = line;
+        return CDL_OK;
+    }
+    if (!strcmp(key, "vocab_size")) {
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (*end || errno || v < DATA_BPE_MIN_VOCAB || v > DATA_BPE_MAX_VOCAB) {
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: vocab_size=%s: expected an integer in %d..%d (a byte-level "
+                             "BPE has the 256 bytes and its merges)",
+                             dc->path, line, value, DATA_BPE_MIN_VOCAB, DATA_BPE_MAX_VOCAB);
+        }
+        dc->vocab_size = (int)v;
+        lines->vocab_size = line;
         return CDL_OK;
     }
     if (!strcmp(key, "backup") || !strcmp(key, "top")) {
@@ -447,14 +462,25 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
     if (rc) {
         return rc;
     }
+    if (dc->train_kind == DATA_TEXT && lines->vocab_size && !dc->tokens_bpe) {
+        return error_set(e, CDL_EUSAGE, "%s:%d: vocab_size= applies to tokens=bpe only", dc->path,
+                         lines->vocab_size);
+    }
+    if (dc->train_kind == DATA_TEXT && dc->tokens_bpe && !lines->vocab_size) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: tokens=bpe needs vocab_size=N (%d..%d: 256 bytes plus N-256 "
+                         "merges)",
+                         dc->path, lines->tokens, DATA_BPE_MIN_VOCAB, DATA_BPE_MAX_VOCAB);
+    }
     if (dc->train_kind == DATA_TEXT) { /* the vocabulary comes from the text (data/text_data.h) */
         return dc->train
                    ? CDL_OK
                    : error_set(e, CDL_EUSAGE, "%s: type=text needs train= (a text file)", dc->path);
     }
-    if (lines->tokens) {
-        return error_set(e, CDL_EUSAGE, "%s:%d: tokens= applies to type=text only", dc->path,
-                         lines->tokens);
+    if (lines->tokens || lines->vocab_size) {
+        return error_set(e, CDL_EUSAGE, "%s:%d: %s= applies to type=text only", dc->path,
+                         lines->tokens ? lines->tokens : lines->vocab_size,
+                         lines->tokens ? "tokens" : "vocab_size");
     }
     if ((dc->train && dc->train_kind == DATA_LIST) || (dc->valid && dc->valid_kind == DATA_LIST)) {
         if (!dc->names_path && !dc->labels_path) {

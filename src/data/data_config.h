@@ -21,7 +21,11 @@
      type=KIND            forces the kind of train= and valid=: cifar10, cifar100, folder, list,
                           csv, idx or digits (idx and digits both mean dataset_load's formats), or
                           text (plain text for sequence nets: data/text_data.h; no classes)
-     tokens=char|byte     type=text: tokens are characters (UTF-8 code points) or bytes [char]
+     tokens=char|byte|bpe type=text: tokens are characters (UTF-8 code points), bytes, or
+                          byte-level BPE tokens learned from the training text [char]
+     vocab_size=N         tokens=bpe (required there): the BPE's tokens, 256 bytes plus N-256
+                          merges (DATA_BPE_MIN_VOCAB..DATA_BPE_MAX_VOCAB; fewer when the text
+                          runs out of pairs to merge)
      valid_split=F        without valid=, hold out this fraction of train (0 <= F < 1): the tail
                           for in-memory sets (IDX, digits, CIFAR), every (1/F)-th sample for image
                           files (source_files_split), so a folder keeps each class's share
@@ -45,6 +49,8 @@ typedef enum DataKind {
     DATA_TEXT,     /* plain text, read by data/text_data.h */
 } DataKind;
 
+enum { DATA_BPE_MIN_VOCAB = 256, DATA_BPE_MAX_VOCAB = 1 << 20 };
+
 typedef struct DataConfig {
     char *path; /* the .data file */
     int classes;
@@ -54,6 +60,8 @@ typedef struct DataConfig {
     DataKind train_kind, valid_kind;
     float valid_split;
     int tokens_bytes; /* type=text: 1 for tokens=byte, 0 for char */
+    int tokens_bpe;   /* type=text: 1 for tokens=bpe (vocab_size tokens) */
+    int vocab_size;   /* vocab_size=, 0 when absent */
     char **names; /* [n_names]; "0".."classes-1" when neither names= nor class folders give them */
     int n_names;  /* == classes */
     char **match_names; /* [n_names] labels= strings when both labels= and names= are given */

@@ -8,6 +8,7 @@
 
 #include "util/file.h"
 #include "util/rng.h"
+#include "util/timer.h"
 
 /* The whole file at path (malloc'd, *len bytes). */
 static int read_whole(const char *path, char **text, size_t *len, Error *e)
@@ -31,6 +32,16 @@ static int encode(const TextVocab *v, const char *text, size_t len, const char *
     return text_vocab_encode(v, text, len, s->ids, &s->n, path, e);
 }
 
+/* table[t] = the bytes of token t's text. */
+static int token_byte_table(const TextVocab *v, uint32_t **table, Error *e)
+{
+    if (!(*table = malloc((size_t)v->n * sizeof **table)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (int t = 0; t < v->n; t++)
+        (*table)[t] = (uint32_t)text_vocab_token_bytes(v, t);
+    return CDL_OK;
+}
+
 int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e)
 {
     memset(td, 0, sizeof *td);
@@ -41,20 +52,24 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     int st = CDL_OK;
     for (int i = 0; i < n_texts && !st; i++)
         st = read_whole(paths[i], &texts[i], &lens[i], e);
-    if (!st && vocab && !vocab->bytes) {
-        td->vocab = *vocab;
-        td->vocab.code_points = malloc((size_t)vocab->n * sizeof *vocab->code_points);
-        if (td->vocab.code_points)
-            memcpy(td->vocab.code_points, vocab->code_points,
-                   (size_t)vocab->n * sizeof *vocab->code_points);
-        else
-            st = error_set(e, CDL_ERUNTIME, "out of memory");
-    } else if (!st && (vocab || dc->tokens_bytes)) {
+    if (!st && vocab) {
+        st = text_vocab_copy(&td->vocab, vocab, e);
+    } else if (!st && dc->tokens_bytes) {
         text_vocab_bytes(&td->vocab);
+    } else if (!st && dc->tokens_bpe) {
+        /* The held-out tail is cut from the tokens later: approximate it by bytes here. */
+        const size_t learned =
+            dc->valid ? lens[0] : lens[0] - (size_t)((double)lens[0] * dc->valid_split);
+        const double start_s = time_now_s();
+        st = text_vocab_learn_bpe(&td->vocab, texts[0], learned, dc->vocab_size, e);
+        td->learn_s = time_now_s() - start_s;
+        if (st)
+            error_prefix(e, st, "%s: ", paths[0]);
     } else if (!st) {
         st =
             text_vocab_build_chars(&td->vocab, (const char *const *)texts, lens, paths, n_texts, e);
     }
+    st = st ? st : token_byte_table(&td->vocab, &td->token_bytes, e);
     st = st ? st : encode(&td->vocab, texts[0], lens[0], paths[0], &td->train, e);
     if (!st && dc->valid)
         st = encode(&td->vocab, texts[1], lens[1], paths[1], &td->valid, e);
@@ -71,6 +86,8 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     }
     free(texts[0]);
     free(texts[1]);
+    td->train_bytes = lens[0];
+    td->train.token_bytes = td->valid.token_bytes = td->token_bytes;
     if (st)
         text_data_free(td);
     return st;
@@ -81,9 +98,19 @@ void text_data_free(TextData *td)
     if (!td)
         return;
     text_vocab_free(&td->vocab);
+    free(td->token_bytes);
     free(td->train.ids);
     free(td->valid.ids);
     memset(td, 0, sizeof *td);
+}
+
+size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, int seq)
+{
+    size_t bytes = 0;
+    const size_t end = (first + count) * (size_t)seq;
+    for (size_t i = first * (size_t)seq; i < end; i++)
+        bytes += s->token_bytes[s->ids[i + 1]];
+    return bytes;
 }
 
 size_t text_windows(const TokenStream *s, int seq)

@@ -17,19 +17,29 @@
 typedef struct TokenStream {
     int32_t *ids; /* [n] */
     size_t n;
+    const uint32_t *token_bytes; /* [vocab] the bytes of each token's text (TextData's) */
 } TokenStream;
 
 typedef struct TextData {
     TextVocab vocab;
     TokenStream train, valid; /* valid.n = 0 when there is no validation text */
+    uint32_t *token_bytes;    /* [vocab.n] */
+    size_t train_bytes;       /* the train= text's */
+    double learn_s;           /* seconds spent learning the BPE merges (0: none learned) */
 } TextData;
 
 /* Reads train= (and valid=) of a type=text DataConfig. vocab NULL: the vocabulary is built from
- * the text (dc->tokens_bytes: bytes, else the characters of train and valid); otherwise the text
- * is encoded with a copy of *vocab (a resumed model's) and a character outside it is an error.
- * valid_split=F holds out the last F of the training tokens. Errors name the file. */
+ * the text (dc->tokens_bytes: bytes; dc->tokens_bpe: the BPE merges learned from the training
+ * text, without the held-out tail when valid_split is set; else the characters of train and
+ * valid); otherwise the text is encoded with a copy of *vocab (a resumed model's) and a
+ * character outside it is an error. valid_split=F holds out the last F of the training tokens.
+ * Errors name the file. */
 int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e);
 void text_data_free(TextData *td);
+
+/* The bytes of text that windows first .. first+count-1 of s predict (their labels), for bits
+ * per byte. */
+size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, int seq);
 
 /* Training windows per epoch: as many as fit in the stream side by side, (n - 1) / seq. */
 size_t text_windows(const TokenStream *s, int seq);

@@ -1,10 +1,16 @@
-/* Byte and character vocabularies: UTF-8 decoding, building, encoding and decoding. */
+/* Byte, character and BPE vocabularies: UTF-8 decoding, building, encoding, decoding and the
+ * checkpoint form. */
 #include "data/text_vocab.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { CODE_POINTS = 0x110000 };
+#include "data/bpe_learn.h"
+
+enum { CODE_POINTS = 0x110000, UTF8_MAX_BYTES = 4 };
 
 /* Decodes the code point at s[0..len) (len >= 1) into *cp; returns its byte count, or 0 for
  * invalid UTF-8 (a bad lead byte, a missing continuation, an overlong form, a surrogate). */
@@ -30,7 +36,7 @@ static int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
     return n;
 }
 
-static int utf8_encode(uint32_t c, char out[TEXT_TOKEN_MAX_BYTES])
+static int utf8_encode(uint32_t c, char out[UTF8_MAX_BYTES])
 {
     if (c < 0x80) {
         out[0] = (char)c;
@@ -66,7 +72,53 @@ void text_vocab_free(TextVocab *v)
     if (!v)
         return;
     free(v->code_points);
+    bpe_free(v->bpe);
+    free(v->bpe);
     memset(v, 0, sizeof *v);
+}
+
+/* v as the BPE of merges[0..2*n_merges). */
+static int vocab_from_merges(TextVocab *v, const int32_t *merges, int n_merges, const char *what,
+                             Error *e)
+{
+    memset(v, 0, sizeof *v);
+    if (!(v->bpe = malloc(sizeof *v->bpe)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    const int st = bpe_init(v->bpe, merges, n_merges, what, e);
+    if (st) {
+        free(v->bpe);
+        v->bpe = NULL;
+        return st;
+    }
+    v->n = BPE_BYTE_TOKENS + n_merges;
+    return CDL_OK;
+}
+
+int text_vocab_learn_bpe(TextVocab *v, const char *text, size_t len, int vocab_size, Error *e)
+{
+    memset(v, 0, sizeof *v);
+    int32_t *merges;
+    int n_merges;
+    int st = bpe_learn(text, len, vocab_size, &merges, &n_merges, e);
+    st = st ? st : vocab_from_merges(v, merges, n_merges, "the BPE vocabulary", e);
+    free(merges);
+    return st;
+}
+
+int text_vocab_copy(TextVocab *dst, const TextVocab *src, Error *e)
+{
+    if (src->bpe)
+        return vocab_from_merges(dst, src->bpe->merges, src->bpe->n_merges, "the BPE vocabulary",
+                                 e);
+    *dst = *src;
+    if (!src->code_points)
+        return CDL_OK;
+    if (!(dst->code_points = malloc((size_t)src->n * sizeof *src->code_points))) {
+        memset(dst, 0, sizeof *dst);
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    }
+    memcpy(dst->code_points, src->code_points, (size_t)src->n * sizeof *src->code_points);
+    return CDL_OK;
 }
 
 /* Marks the code points of text in seen[]; CDL_EUSAGE at invalid UTF-8 or a NUL. */
@@ -138,6 +190,10 @@ int text_vocab_encode(const TextVocab *v, const char *text, size_t len, int32_t 
 {
     *n_ids = 0;
     const unsigned char *s = (const unsigned char *)text;
+    if (v->bpe) {
+        const int st = bpe_encode(v->bpe, text, len, ids, n_ids, e);
+        return st ? error_prefix(e, st, "%s: ", what) : CDL_OK;
+    }
     if (v->bytes) {
         for (size_t i = 0; i < len; i++)
             ids[i] = s[i];
@@ -151,7 +207,7 @@ int text_vocab_encode(const TextVocab *v, const char *text, size_t len, int32_t 
             return error_set(e, CDL_EUSAGE, "%s: invalid UTF-8 at byte %zu", what, at);
         int id = char_id(v, c);
         if (id < 0) {
-            char shown[TEXT_TOKEN_MAX_BYTES + 1] = {0};
+            char shown[UTF8_MAX_BYTES + 1] = {0};
             utf8_encode(c, shown);
             return error_set(e, CDL_EUSAGE,
                              "%s: the character '%s' (U+%04X) at byte %zu is not in the "
@@ -172,14 +228,68 @@ int text_vocab_decode(const TextVocab *v, int id, char out[TEXT_TOKEN_MAX_BYTES]
         out[0] = (char)id;
         return 1;
     }
+    if (v->bpe) {
+        size_t len;
+        const char *bytes = bpe_token(v->bpe, id, &len);
+        memcpy(out, bytes, len);
+        return (int)len;
+    }
     return utf8_encode(v->code_points[id], out);
+}
+
+int text_vocab_token_bytes(const TextVocab *v, int id)
+{
+    char text[TEXT_TOKEN_MAX_BYTES];
+    return text_vocab_decode(v, id, text);
+}
+
+/* The checkpoint form of a BPE: "bpe", then " LEFT RIGHT" per merge. */
+static char *bpe_to_string(const Bpe *b)
+{
+    const size_t cap = 4 + (size_t)b->n_merges * 2 * 12;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t len = (size_t)snprintf(s, cap, "bpe");
+    for (int i = 0; i < 2 * b->n_merges; i++)
+        len += (size_t)snprintf(s + len, cap - len, " %d", (int)b->merges[i]);
+    return s;
+}
+
+/* Reads bpe_to_string's form (after "bpe"). */
+static int bpe_from_string(TextVocab *v, const char *s, const char *what, Error *e)
+{
+    const size_t words = strlen(s) / 2 + 1; /* every number takes a space and a digit */
+    int32_t *merges = malloc(words * sizeof *merges);
+    if (!merges)
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", what);
+    size_t n = 0;
+    int st = CDL_OK;
+    while (*s && !st) {
+        char *end;
+        errno = 0;
+        const long id = *s == ' ' && s[1] >= '0' && s[1] <= '9' ? strtol(s + 1, &end, 10) : -1;
+        if (id < 0 || id > INT32_MAX || errno || (*end && *end != ' '))
+            st = error_set(e, CDL_EUSAGE, "%s: the BPE vocabulary is malformed", what);
+        else {
+            merges[n++] = (int32_t)id;
+            s = end;
+        }
+    }
+    if (!st && n % 2)
+        st = error_set(e, CDL_EUSAGE, "%s: the BPE vocabulary has an odd number of ids", what);
+    st = st ? st : vocab_from_merges(v, merges, (int)(n / 2), what, e);
+    free(merges);
+    return st;
 }
 
 char *text_vocab_to_string(const TextVocab *v)
 {
+    if (v->bpe)
+        return bpe_to_string(v->bpe);
     if (v->bytes)
         return strdup("byte");
-    char *s = malloc((size_t)v->n * TEXT_TOKEN_MAX_BYTES + 1);
+    char *s = malloc((size_t)v->n * UTF8_MAX_BYTES + 1);
     if (!s)
         return NULL;
     size_t len = 0;
@@ -196,6 +306,8 @@ int text_vocab_from_string(TextVocab *v, const char *s, const char *what, Error 
         text_vocab_bytes(v);
         return CDL_OK;
     }
+    if (!strncmp(s, "bpe", 3) && (!s[3] || s[3] == ' '))
+        return bpe_from_string(v, s + 3, what, e);
     size_t len = strlen(s);
     if (!len || !(v->code_points = malloc(len * sizeof *v->code_points)))
         return error_set(e, len ? CDL_ERUNTIME : CDL_EUSAGE, "%s: %s", what,

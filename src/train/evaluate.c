@@ -123,6 +123,8 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
     r->classes = net->classes;
     r->samples = (int)tokens;
     r->loss = loss / (double)tokens;
+    const size_t bytes = valid->token_bytes ? text_predicted_bytes(valid, 0, windows, net->seq) : 0;
+    r->bits_per_byte = bytes ? loss / M_LN2 / (double)bytes : 0;
     r->top1 = (double)top1 / (double)tokens;
     r->top5 = (double)top5 / (double)tokens;
     return CDL_OK;

@@ -12,6 +12,8 @@ typedef struct EvalResult {
     int samples, classes; /* samples are predicted tokens when per_token */
     int per_token;        /* 1: a sequence net's next-token figures (evaluate_text) */
     double loss;          /* mean cross-entropy (nats per token when per_token) */
+    double bits_per_byte; /* per_token: the cross-entropy in bits over the predicted tokens'
+                             bytes of text (comparable across vocabularies); 0 else */
     double top1, top5;    /* fractions in [0,1] */
     int *confusion;       /* [classes][classes]: row = true class, column = predicted; NULL
                              when per_token */

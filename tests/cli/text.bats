@@ -55,7 +55,7 @@ EOF2
     write_tiny_gpt
     run "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --log run.jsonl --threads 1
     [ "$status" -eq 0 ]
-    [[ "$output" == *"epoch 2/2: train loss "*", valid loss "*" bits/token), next-token accuracy "*" tok/s"* ]]
+    [[ "$output" == *"epoch 2/2: train loss "*", valid loss "*" bits/token, "*" bits/byte), next-token accuracy "*" tok/s"* ]]
     run /usr/bin/python3 - <<'PY'
 import json, math
 rows = [json.loads(l) for l in open("run.jsonl")]
@@ -189,5 +189,5 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     printf 'type=text\ntrain=corpus.txt\ntokens=words\n' > bad.data
     run "$CDL" train tiny.cfg --data bad.data --out d.cdl
     [ "$status" -eq 2 ]
-    [[ "$output" == *"bad.data:3: tokens=words: expected char or byte"* ]]
+    [[ "$output" == *"bad.data:3: tokens=words: expected char, byte or bpe"* ]]
 }

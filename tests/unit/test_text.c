@@ -32,7 +32,7 @@ static void test_char_vocabulary(void)
     size_t n;
     CHECK(text_vocab_encode(&v, text, lens[0], ids, &n, "t", &e) == CDL_OK);
     CHECK(n == 5 && ids[0] == 1 && ids[1] == 0 && ids[2] == 2 && ids[3] == 0 && ids[4] == 3);
-    char decoded[64];
+    char decoded[64 + TEXT_TOKEN_MAX_BYTES];
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
         len += (size_t)text_vocab_decode(&v, ids[i], decoded + len);
@@ -151,7 +151,7 @@ static void test_data_file_errors(void)
     DataConfig dc;
     Error e = {0};
     CHECK(data_config_load(data_path, &dc, &e) == CDL_EUSAGE);
-    CHECK_CONTAINS(e.msg, ":3: tokens=words: expected char or byte");
+    CHECK_CONTAINS(e.msg, ":3: tokens=words: expected char, byte or bpe");
     unlink(data_path);
     const char *images = "classes=2\ntrain=x.csv\ntokens=char\n";
     write_temp(data_path, images, strlen(images));
