@@ -173,7 +173,7 @@ int cmd_eval(int argc, char **argv)
         st = args_get_int(&a, "--workers", CDL_DEFAULT_WORKERS, 0, 256, &workers, &e);
     const cdl_data_options opt = {(int)workers, args_get(&a, "--skip-bad") != NULL};
     if (!st)
-        st = e.code = cdl_model_evaluate(m, data, &opt, &r, e.msg, sizeof e.msg);
+        st = e.code = cdl_model_evaluate(m, args_get(&a, "--data"), &opt, &r, e.msg, sizeof e.msg);
     if (!st && r.per_token)
         print_text_result(&r, model, data, json);
     else if (!st && json)

@@ -101,14 +101,24 @@ static int read_run(const char *path, Run *run, Error *e)
     char *text = NULL;
     size_t cap = 0;
     int line = 0, records = 0, st = CDL_OK;
-    while (!st && getline(&text, &cap, f) >= 0) {
+    ssize_t len;
+    while (!st && (len = getline(&text, &cap, f)) >= 0) {
         line++;
         if (!text[strspn(text, " \t\r\n")])
             continue;
         cJSON *o = cJSON_ParseWithOpts(text, NULL, 1);
-        st = cJSON_IsObject(o) ? add_record(run, o, path, line, &records, e)
-                               : error_set(e, CDL_ERUNTIME,
-                                           "%s:%d: not a JSON object (malformed line)", path, line);
+        /* A last line without its newline that does not parse was cut as it was written (a
+         * full disk, a killed run): the records before it still plot. */
+        if (!cJSON_IsObject(o) && text[len - 1] != '\n')
+            fprintf(stderr,
+                    "cdl: %s:%d: warning: the last record is cut (%zd bytes, no end of "
+                    "line); plotting the %d records before it\n",
+                    path, line, len, records);
+        else
+            st = cJSON_IsObject(o)
+                     ? add_record(run, o, path, line, &records, e)
+                     : error_set(e, CDL_ERUNTIME, "%s:%d: not a JSON object (malformed line)", path,
+                                 line);
         cJSON_Delete(o);
     }
     if (!st && ferror(f))
