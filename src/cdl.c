@@ -59,7 +59,9 @@ static int refuse_other_kind(const char *path, Error *e)
         kind == FILE_KIND_EMPTY)
         return CDL_OK; /* text is parsed as a cfg, which names what is wrong in it */
     char why[600];
-    return error_set(e, file_kind_not_checkpoint(kind, path, why, sizeof why), "%s: %s", path, why);
+    if (file_kind_not_checkpoint(kind, path, why, sizeof why) == CDL_ERUNTIME)
+        snprintf(why, sizeof why, "%s, neither a cdl checkpoint nor a cfg", file_kind_name(kind));
+    return error_set(e, CDL_EUSAGE, "%s: %s", path, why);
 }
 
 int cdl_is_model_file(const char *path)
