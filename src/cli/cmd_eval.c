@@ -11,7 +11,9 @@
 #include "cli/cli.h"
 
 static const OptSpec eval_opts[] = {
-    {"--data", 1, 0, "dataset .data file (default: the one the model trained on)"},
+    {"--data", 1, 0,
+     "dataset: a .data file, a text file or an image folder DIR/ (default: the one the model "
+     "trained on)"},
     {"--json", 0, 0, "print one JSON object instead of tables"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},

@@ -13,7 +13,9 @@
 #include "cli/progress.h"
 
 static const OptSpec train_opts[] = {
-    {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data)"},
+    {"--data", 1, 0,
+     "dataset: a .data file, a text file (text models) or an image folder DIR/ (default: the "
+     "cfg's name with .data)"},
     {"--weights", 1, 0,
      "initialise the layers that match from this checkpoint (fine-tuning), all from "
      "FILE.safetensors (torchvision names; a changed head keeps its initial values) or from "

@@ -49,10 +49,11 @@ one_line() {
 @test "resuming after a class folder was renamed is refused naming both class lists" {
     make_folder imgs cat dog fox
     write_small_cfg
-    "$CDL" train small.cfg --data imgs/ --epochs 1 --out m.cdl --log-every 1000 2>/dev/null
+    printf 'train=imgs\nvalid_split=0.3\n' > d.data
+    "$CDL" train small.cfg --data d.data --epochs 1 --out m.cdl --log-every 1000 2>/dev/null
     mv imgs/dog imgs/wolf
     run "$CDL" train --resume m.cdl --epochs 2
-    one_line 2 "/imgs: its 3 classes (cat, fox, wolf) are not the 3 classes m.cdl was trained on (cat, dog, fox): the first difference is class 1 ('fox' here, 'dog' there); resume on the dataset it was trained on (--data)"
+    one_line 2 "/d.data: its 3 classes (cat, fox, wolf) are not the 3 classes m.cdl was trained on (cat, dog, fox): the first difference is class 1 ('fox' here, 'dog' there); resume on the dataset it was trained on (--data)"
     rm -r imgs/wolf
     run "$CDL" eval m.cdl
     one_line 2 "its 2 classes (cat, fox) are not the 3 classes m.cdl was trained on (cat, dog, fox)"
@@ -61,25 +62,28 @@ one_line() {
 @test "eval of a 10-class model on a 4-class dataset is refused" {
     train_digits 1
     make_folder four a b c d
-    run "$CDL" eval digits.cdl --data four/
-    one_line 2 "four/: its 4 classes (a, b, c, d) are not the 10 classes digits.cdl was trained on (0, 1, 2, 3, 4, 5, ..., 8, 9): the first difference is class 0 ('a' here, '0' there); evaluate it on the dataset it was trained on"
+    printf 'train=four\nvalid_split=0.3\n' > four.data
+    run "$CDL" eval digits.cdl --data four.data
+    one_line 2 "four.data: its 4 classes (a, b, c, d) are not the 10 classes digits.cdl was trained on (0, 1, 2, 3, 4, 5, ..., 8, 9): the first difference is class 0 ('a' here, '0' there); evaluate it on the dataset it was trained on"
 }
 
 @test "fine-tuning refuses a loaded head of other classes, and takes a new head" {
     make_folder imgs cat dog fox
     make_folder other ant bee cow
+    printf 'train=imgs\nvalid_split=0.3\n' > imgs.data
+    printf 'train=other\nvalid_split=0.3\n' > other.data
     write_small_cfg
-    "$CDL" train small.cfg --data imgs/ --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
-    run "$CDL" train small.cfg --data other/ --weights base.cdl --epochs 1 --out ft.cdl
+    "$CDL" train small.cfg --data imgs.data --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
+    run "$CDL" train small.cfg --data other.data --weights base.cdl --epochs 1 --out ft.cdl
     [ "$status" -eq 2 ]
-    [[ "${lines[-1]}" == "cdl: other/: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"give that layer another shape to fine-tune a new head"* ]]
+    [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"give that layer another shape to fine-tune a new head"* ]]
     [ ! -e ft.cdl ]
     # eval CFG --weights takes the head's classes with it
-    run "$CDL" eval small.cfg --weights base.cdl --data other/
+    run "$CDL" eval small.cfg --weights base.cdl --data other.data
     [ "$status" -eq 2 ]
     [[ "${lines[-1]}" == *"not the 3 classes base.cdl was trained on"* ]]
     # A new head (another shape) is the exception.
-    run "$CDL" train small.cfg --data other/ --weights base.cdl --set 1.output=4 --epochs 1 \
+    run "$CDL" train small.cfg --data other.data --weights base.cdl --set 1.output=4 --epochs 1 \
         --out ft.cdl --log-every 1000
     [ "$status" -eq 0 ]
     [[ "$output" == *"loaded 1 layer, skipped layers 1 [connected] (shape 4x8 vs 3x8)"* ]]
