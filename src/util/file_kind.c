@@ -141,8 +141,6 @@ int file_kind_not_checkpoint(FileKind kind, const char *path, char *out, size_t 
         return CDL_EUSAGE;
     case FILE_KIND_PNG:
     case FILE_KIND_JPEG:
-    case FILE_KIND_TEXT:
-    case FILE_KIND_DIRECTORY:
         snprintf(out, size, "%s, not a cdl checkpoint", name);
         return CDL_EUSAGE;
     default:

@@ -33,8 +33,9 @@ const char *file_kind_name(FileKind kind);
 /* Why a file of this kind (at path) is not a cdl checkpoint, and what to do with it, written to
  * out: "a cfg file, not a cdl checkpoint: train it first (`cdl train x.cfg`)", "an ONNX model,
  * not a cdl checkpoint: import it first (`cdl import m.onnx`)", ...; "not a cdl checkpoint (bad
- * magic)" for a binary file. Returns CDL_EUSAGE when the file is of a known other kind (the
- * wrong file was given), else CDL_ERUNTIME (a damaged file). */
+ * magic)" for other files. Returns CDL_EUSAGE when the file is of a known other kind (the
+ * wrong file was given: a cfg, a model or weights of another format, an image), else
+ * CDL_ERUNTIME (it may be a damaged checkpoint). */
 int file_kind_not_checkpoint(FileKind kind, const char *path, char *out, size_t size);
 
 #endif
