@@ -10,19 +10,8 @@ packages=(
     darknet python3-onnx graphviz python3-torchvision
     bible-kjv bible-kjv-text fortunes # text corpora of scripts/text-data.sh
     openmpi-bin libopenmpi-dev # make MPI=1 (data-parallel training)
+    python3-pip # pip for the PyPI packages below on Debian's own python3
 )
-
-# PyPI packages for the pyenv python3 on PATH, as MODULE or MODULE=PACKAGE (tests read
-# TensorBoard files, and run exported ONNX models in onnxruntime).
-pip_packages=(tensorboard onnx onnxruntime numpy PIL=pillow safetensors)
-pip_missing=$(python3 -c 'import importlib.util as u, sys
-print(*(p.split("=")[-1] for p in sys.argv[1:] if not u.find_spec(p.split("=")[0])))' \
-    "${pip_packages[@]}")
-if [ -n "$pip_missing" ]; then
-    echo "deps: pip installing $pip_missing"
-    # shellcheck disable=SC2086 # one word per package
-    python3 -m pip install -q $pip_missing
-fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,17 +20,34 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
     [ "${1:-}" = --quiet ] || echo "deps: all ${#packages[@]} packages present"
-    exit 0
+else
+    echo "deps: installing ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null; then
+            SUDO=sudo
+        else
+            echo "deps: run as root, or install: ${missing[*]}" >&2
+            exit 1
+        fi
+    fi
+    ${SUDO:-} apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null; then
-        SUDO=sudo
-    else
-        echo "deps: run as root, or install: ${missing[*]}" >&2
-        exit 1
-    fi
+# PyPI packages for the python3 on PATH, as MODULE or MODULE=PACKAGE (tests read TensorBoard
+# files, and run exported ONNX models in onnxruntime). Checked after the Debian packages: on a
+# fresh machine python3 itself comes with them.
+pip_packages=(tensorboard onnx onnxruntime numpy PIL=pillow safetensors)
+pip_missing=$(python3 -c 'import importlib.util as u, sys
+print(*(p.split("=")[-1] for p in sys.argv[1:] if not u.find_spec(p.split("=")[0])))' \
+    "${pip_packages[@]}")
+if [ -n "$pip_missing" ]; then
+    echo "deps: pip installing $pip_missing"
+    # Debian's own python3 (a fresh machine, where python3-pip provides pip) is marked
+    # externally managed (PEP 668): pip installs beside its packages only when told to.
+    managed=$(python3 -c 'import os, sysconfig
+print(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))')
+    # shellcheck disable=SC2086 # one word per package
+    python3 -m pip install -q $([ "$managed" = True ] && echo --break-system-packages) $pip_missing
 fi
-${SUDO:-} apt-get update -qq
-DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq --no-install-recommends "${missing[@]}"
+

@@ -235,7 +235,8 @@ typedef struct cdl_step_report {
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
     double images_per_s; /* over the training time since the run (or resume) started */
-    double eta_s;        /* seconds until the last step (or the time limit, when sooner) */
+    double eta_s;        /* seconds until the last step (or the time limit, when sooner), from the
+                          * moving average of the step time, the first warm-up steps left out */
     double elapsed_s;    /* training time so far */
     int logged;          /* 1 every log_every steps and at the last step */
 } cdl_step_report;
@@ -331,6 +332,8 @@ typedef struct cdl_bench_result {
     int seq;   /* tokens per sample of a sequence net, or 0 */
     double images_per_s, ms_per_step;
     float loss; /* the last step's: when not finite, the timings may not be representative */
+    size_t activation_bytes; /* the activation slab of a pass (see
+                                cdl_model_training_activation_bytes) */
 } cdl_bench_result;
 
 /* Times whole training steps (forward, backward, optimizer update). */
@@ -418,6 +421,7 @@ typedef struct cdl_layer_info {
     int n_inputs;
     int inputs[CDL_LAYER_MAX_INPUTS]; /* the layers it reads; -1 is the net's input */
     int n_settings;                   /* its cfg section's key=value lines */
+    int int8; /* 0: float weights; 1: int8, input grid per batch; 2: int8, calibrated input */
 } cdl_layer_info;
 
 void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);
@@ -426,6 +430,12 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
 /* The k-th key=value line of layer index's cfg section (0 <= k < n_settings), as written. */
 void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
                              const char **value);
+/* *bytes = the activation slab (every layer's outputs, gradients, pre-activations and per-batch
+ * state) a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under
+ * the model's gradient checkpointing keys ([net] recompute_every, checkpoint=1). Measures a
+ * training copy of the net: allocates its parameters, no activations. */
+int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                        size_t err_size);
 
 /* ---- Exporting a model (src/cdl_export.c) ---- */
 
@@ -481,11 +491,102 @@ int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
                                  const cdl_augment_grid_options *options, const char *png_path,
                                  char *err, size_t err_size);
 
+/* ---- The build and its environment (src/cdl_doctor.c): cdl doctor, cdl --version ---- */
+
+/* How this library was built: recorded at compile time (the Makefile's generated header). */
+typedef struct cdl_build_info {
+    char version[64];   /* "0.1", and the git commit when built from a checkout */
+    char compiler[128]; /* "gcc 12.2.0" */
+    char cflags[512];   /* the compile flags */
+    int gpu, mpi, san;  /* the build options GPU=, MPI=, SAN= (1: on) */
+} cdl_build_info;
+
+/* Fills b with this library's build (no probing: cheap, for a version line). */
+void cdl_build(cdl_build_info *b);
+
+enum { CDL_DOCTOR_NOTES = 16, CDL_DOCTOR_NOTE_SIZE = 256, CDL_DOCTOR_DEVICES = 8 };
+
+/* One CUDA device (cudaGetDeviceProperties). */
+typedef struct cdl_gpu_device {
+    char name[128];
+    int major, minor; /* compute capability */
+    double memory_gib;
+} cdl_gpu_device;
+
+/* The build and the machine it runs on. The layout is the same in every build (GPU=, MPI=);
+ * strings are "" when unknown or unset. */
+typedef struct cdl_doctor_report {
+    cdl_build_info build;
+    char blas_library[256]; /* the OpenBLAS shared library loaded (its real path) */
+    char blas_config[256];  /* openblas_get_config() */
+    char blas_core[64];     /* openblas_get_corename(): the kernels chosen for this CPU */
+    int blas_threads;       /* openblas_get_num_threads() */
+    int blas_openmp;        /* 1: OpenBLAS's OpenMP build (its threads are cdl's OpenMP ones) */
+    int cores_online;       /* CPUs online */
+    int cores_usable;       /* CPUs this process may run on (its affinity mask) */
+    int omp_max_threads;    /* omp_get_max_threads(): OpenMP's default (OMP_NUM_THREADS) */
+    int omp_procs; /* omp_get_num_procs(): the threads cdl's commands use without --threads */
+    /* The OpenMP environment, as set */
+    char omp_num_threads[32], omp_wait_policy[32], gomp_spincount[32], omp_proc_bind[32],
+        omp_places[64];
+    char dnnl[128];         /* oneDNN: "not built" */
+    char gpu[128];          /* "not built (make GPU=1)", "no driver", "N devices", or the error */
+    int cuda_runtime;       /* versions as 1000 * major + 10 * minor; 0: unknown */
+    int cuda_driver;        /* the newest CUDA the driver supports; 0: no driver */
+    int cudnn, cudnn_built; /* cudnnGetVersion() and the headers' CUDNN_VERSION */
+    int n_devices;
+    cdl_gpu_device devices[CDL_DOCTOR_DEVICES];
+    char mpi[256]; /* MPI_Get_library_version's first line; "not built (make MPI=1)" */
+    /* What is missing or mismatched, each a sentence saying why it matters */
+    int n_notes;
+    char notes[CDL_DOCTOR_NOTES][CDL_DOCTOR_NOTE_SIZE];
+} cdl_doctor_report;
+
+/* Fills r: the build, the BLAS library, cores and threads, OpenMP settings, oneDNN, CUDA and
+ * its devices (GPU=1 builds; a machine without a driver reports "no driver"), MPI (MPI=1),
+ * and notes on what does not fit together (e.g. more OpenMP threads than cores). */
+void cdl_doctor(cdl_doctor_report *r);
+
 /* ---- Images ---- */
 
 /* Writes pixels [channels][height][width] (values in [0,1], clamped; 1 channel: gray, 3: RGB)
  * to path as an 8-bit PNG. */
 int cdl_write_png(const char *path, const float *pixels, int channels, int height, int width,
                   char *err, size_t err_size);
+
+/* ---- int8 inference (src/cdl_quantize.c) ---- */
+
+typedef struct cdl_quantize_options {
+    /* NULL: every layer's input is quantized on its own range at each forward (dynamic); else a
+     * .data file whose first training images (in order, eval preprocessing) fix the grids of
+     * the convolutions' inputs (static; connected and linear layers stay dynamic) */
+    const char *calibrate_data;
+    int batches; /* calibration mini-batches of the cfg's size (0: 10) */
+    int workers; /* calibration loader threads */
+} cdl_quantize_options;
+
+typedef struct cdl_quantize_result {
+    int layers;     /* layers given int8 weights */
+    int calibrated; /* of which with a calibrated input grid */
+    int calibration_images;
+    size_t int8_weights; /* weights now held as int8 */
+} cdl_quantize_result;
+
+/* Gives every convolution (ungrouped), connected and untied linear layer of a model opened for
+ * inference int8 weights with per-output-channel symmetric scales; its predictions then run in
+ * int8 (the rest stays float). Refuses a model already quantized, or opened for training. */
+int cdl_model_quantize(cdl_model *model, const cdl_quantize_options *options,
+                       cdl_quantize_result *result, char *err, size_t err_size);
+/* 1 when the model holds int8 weights (a quantized checkpoint, or after cdl_model_quantize). */
+int cdl_model_is_quantized(const cdl_model *model);
+/* Writes the model (weights, class names, vocabulary, progress; no optimizer state) as a
+ * checkpoint; a quantized model's int8 tensors are stored as int8. */
+int cdl_model_save(const cdl_model *model, const char *path, char *err, size_t err_size);
+
+/* Times inference forwards (no gradients) of a model opened for inference on random inputs
+ * (random tokens for a sequence net): options->batch samples per forward (0: the cfg's
+ * mini-batch), steps timed after warmup untimed; result->loss is 0. */
+int cdl_model_bench_inference(cdl_model *model, const cdl_timing_options *options,
+                              cdl_bench_result *result, char *err, size_t err_size);
 
 #endif

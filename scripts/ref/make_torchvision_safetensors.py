@@ -8,16 +8,20 @@ which has torch and torchvision, for the torch half):
     python3 scripts/ref/make_torchvision_safetensors.py same A.safetensors B.safetensors
     python3 scripts/ref/make_torchvision_safetensors.py random MODEL FILE.safetensors [--seed 0]
 
-make: for resnet18 (cfg/resnet18.cfg) and mobilenet_v2 (cfg/mobilenetv2.cfg):
-1. (torch) torch.manual_seed(seed); the model in eval mode with every batch norm's weight, bias,
-   running mean and variance drawn too (their defaults 1, 0, 0, 1 would hide a swap) and
-   num_batches_tracked 7 (which cdl ignores); its state dict to OUT/NAME.npz;
+make: for resnet18, resnet34, resnet50, vgg16 and mobilenet_v2 (cfg/NAME.cfg; vgg16 at 224x224,
+whatever --size says, since its classifier takes torchvision's 7x7 features whole):
+1. (torch) torch.manual_seed(seed); the model in eval mode with every batch norm's weight and
+   bias drawn, and its running mean and variance measured in one train-mode pass over 4 random
+   images, the variance + 0.5 (defaults 1, 0, 0, 1 would hide a swap; drawn statistics
+   saturate resnet50; a channel dead in that pass would amplify rounding 300x), and
+   num_batches_tracked 7 (which cdl ignores); its state dict to OUT/NAME.npz (removed by 2.);
    OUT/NAME.cfg = the zoo cfg with a [net] of width=height=size alone (no preprocessing, as
    scripts/zoo_vs_torchvision.py does); OUT/NAME.png a random RGB image of that size, dimmed
    until the largest logit is about 4; OUT/NAME.probs.json torchvision's softmax of it / 255.
 2. (safetensors) OUT/NAME.safetensors written by safetensors.numpy.save_file from the state
-   dict; OUT/NAME_f16.safetensors the same in float16; OUT/NAME_bf16.safetensors in bfloat16
-   (numpy has no bfloat16: the file is written here, rounding to nearest even as torch does).
+   dict; for resnet18 also OUT/resnet18_f16.safetensors, the same in float16, and
+   OUT/resnet18_bf16.safetensors in bfloat16 (numpy has no bfloat16: the file is written here,
+   rounding to nearest even as torch does).
 probs: exits 1 unless cdl's `predict --top ALL --json` probabilities match torchvision's to
 1e-5 relative; prints the largest difference.
 random: torchvision.models.MODEL() (resnet50, vgg16, ...) with torchvision's own random
@@ -36,11 +40,15 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODELS = {"resnet18": "resnet18", "mobilenetv2": "mobilenet_v2"}
+# cfg name: (torchvision constructor, input size; None: the --size given)
+MODELS = {"resnet18": ("resnet18", None), "resnet34": ("resnet34", None),
+          "resnet50": ("resnet50", None), "vgg16": ("vgg16", 224),
+          "mobilenetv2": ("mobilenet_v2", None)}
+HALF_MODELS = ("resnet18",)
 TOLERANCE = 1e-5
 
 
-def torch_half(out, size, seed):
+def torch_half(out, given_size, seed):
     import torch
     import torchvision
 
@@ -48,17 +56,23 @@ def torch_half(out, size, seed):
     from zoo_vs_torchvision import layers_only, random_image
 
     torch.set_num_threads(1)
-    for name, ctor in MODELS.items():
+    for name, (ctor, fixed_size) in MODELS.items():
+        size = fixed_size or given_size
         torch.manual_seed(seed)
         model = getattr(torchvision.models, ctor)().eval()
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
         with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.weight.uniform_(0.5, 1.5)
-                    m.bias.normal_(0, 0.1)
-                    m.running_mean.normal_(0, 0.1)
-                    m.running_var.uniform_(0.5, 1.5)
-                    m.num_batches_tracked.fill_(7)
+            for m in norms:
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+                m.momentum = None
+            # running statistics measured on random images: drawn ones blow a deep residual
+            # stack's logits up until softmax saturates and says nothing
+            model.train()(torch.rand(4, 3, size, size))
+            model.eval()
+            for m in norms:
+                m.running_var.add_(0.5)  # channels the pass left dead would amplify rounding 300x
+                m.num_batches_tracked.fill_(7)
         np.savez(os.path.join(out, name + ".npz"),
                  **{k: v.numpy() for k, v in model.state_dict().items()})
         cfg = os.path.join(out, name + ".cfg")
@@ -129,7 +143,10 @@ def make(out, size, seed):
     for name in MODELS:
         with np.load(os.path.join(out, name + ".npz")) as z:
             tensors = {k: np.ascontiguousarray(z[k]) for k in z.files}
+        os.remove(os.path.join(out, name + ".npz"))
         save_file(tensors, os.path.join(out, name + ".safetensors"), metadata={"format": "pt"})
+        if name not in HALF_MODELS:
+            continue
         half = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in tensors.items()}
         save_file(half, os.path.join(out, name + "_f16.safetensors"), metadata={"format": "pt"})
         write_bf16(os.path.join(out, name + "_bf16.safetensors"), tensors)

@@ -63,5 +63,8 @@ int cmd_graph(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_augment(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "cdl.h"
 #include "cli/cli.h"
@@ -16,6 +17,8 @@ static const OptSpec bench_opts[] = {
     {"--steps", 1, 0, "timed training steps (default 20)"},
     {"--warmup", 1, 0, "untimed steps before timing (default 3)"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--inference", 0, 0,
+     "time inference forwards instead (a cfg or a checkpoint, int8 ones included)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--json", 0, 0, "print one JSON object instead of a line"},
     {"--help", 0, 0, "show this help"},
@@ -27,6 +30,7 @@ typedef struct BenchSettings {
     long batch; /* 0: the cfg's */
     long steps, warmup, threads;
     int json;
+    int inference; /* forwards without gradients */
 } BenchSettings;
 
 static int read_settings(const Args *a, BenchSettings *b, Error *e)
@@ -35,6 +39,7 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
         return error_set(e, CDL_EUSAGE, "bench needs one CFG file; see --help");
     b->cfg_path = a->positional[0];
     b->json = args_get(a, "--json") != NULL;
+    b->inference = args_get(a, "--inference") != NULL;
     int st = args_get_int(a, "--batch", 0, 1, INT_MAX, &b->batch, e);
     st = st ? st : args_get_int(a, "--steps", 20, 1, INT_MAX, &b->steps, e);
     st = st ? st : args_get_int(a, "--warmup", 3, 0, INT_MAX, &b->warmup, e);
@@ -42,31 +47,44 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     return st;
 }
 
-/* seq: a sequence net's tokens per sample (its rate is also given in tokens/s), else 0. */
-static void print_result(const BenchSettings *b, int batch, int threads, int seq,
-                         double images_per_s, double ms_per_step)
+/* The process's peak resident memory so far, in bytes. */
+static double peak_rss_bytes(void)
 {
-    if (!b->json && seq) {
-        printf("%s: batch %d x %d tokens, threads %d, %ld steps: %.0f tokens/s (%.2f ms/step)\n",
-               b->cfg_path, batch, seq, threads, b->steps, images_per_s * seq, ms_per_step);
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : (double)u.ru_maxrss * 1024;
+}
+
+/* threads: the CPU threads the steps ran on. */
+static void print_result(const BenchSettings *b, int threads, const cdl_bench_result *r)
+{
+    const double mib = 1 << 20;
+    if (!b->json && r->seq) {
+        printf("%s: batch %d x %d tokens, threads %d, %ld steps: %.0f tokens/s (%.2f ms/step), "
+               "activations %.1f MiB, peak RSS %.1f MiB\n",
+               b->cfg_path, r->batch, r->seq, threads, b->steps, r->images_per_s * r->seq,
+               r->ms_per_step, (double)r->activation_bytes / mib, peak_rss_bytes() / mib);
         return;
     }
     if (!b->json) {
-        printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step)\n", b->cfg_path,
-               batch, threads, b->steps, images_per_s, ms_per_step);
+        printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step), activations "
+               "%.1f MiB, peak RSS %.1f MiB\n",
+               b->cfg_path, r->batch, threads, b->steps, r->images_per_s, r->ms_per_step,
+               (double)r->activation_bytes / mib, peak_rss_bytes() / mib);
         return;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "cfg", b->cfg_path);
-    cJSON_AddNumberToObject(o, "batch", batch);
+    cJSON_AddNumberToObject(o, "batch", r->batch);
     cJSON_AddNumberToObject(o, "threads", threads);
     cJSON_AddNumberToObject(o, "steps", (double)b->steps);
-    cJSON_AddNumberToObject(o, "images_per_s", images_per_s);
-    if (seq) {
-        cJSON_AddNumberToObject(o, "seq", seq);
-        cJSON_AddNumberToObject(o, "tokens_per_s", images_per_s * seq);
+    cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
+    if (r->seq) {
+        cJSON_AddNumberToObject(o, "seq", r->seq);
+        cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * r->seq);
     }
-    cJSON_AddNumberToObject(o, "ms_per_step", ms_per_step);
+    cJSON_AddNumberToObject(o, "ms_per_step", r->ms_per_step);
+    cJSON_AddNumberToObject(o, "activation_bytes", (double)r->activation_bytes);
+    cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         puts(text);
@@ -83,19 +101,20 @@ static int run_bench(const Args *a, Error *e)
     cli_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
-    if ((st = cli_open_model(a, b.cfg_path, 1, &m, e)))
+    if ((st = cli_open_model(a, b.cfg_path, !b.inference, &m, e)))
         return st;
     const cdl_timing_options o = {
         .batch = (int)b.batch, .steps = (int)b.steps, .warmup = (int)b.warmup};
     cdl_bench_result r;
-    e->code = cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
+    e->code = b.inference ? cdl_model_bench_inference(m, &o, &r, e->msg, sizeof e->msg)
+                          : cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);
     if (!e->code && !isfinite(r.loss))
         fprintf(stderr,
                 "cdl: warning: the loss became %g; timings of non-finite values may not "
                 "be representative\n",
                 r.loss);
     if (!e->code)
-        print_result(&b, r.batch, threads, r.seq, r.images_per_s, r.ms_per_step);
+        print_result(&b, threads, &r);
     cdl_model_free(m);
     return e->code;
 }
@@ -108,8 +127,9 @@ int cmd_bench(int argc, char **argv)
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
         args_print_help("bench", "CFG [options]",
-                        "Times training steps of the cfg's network on random data.", bench_opts,
-                        N_BENCH_OPTS);
+                        "Times training steps (or, with --inference, forwards) of the cfg's "
+                        "network on random data.",
+                        bench_opts, N_BENCH_OPTS);
         return 0;
     }
     return run_bench(&a, &e) ? cli_fail(&e) : 0;

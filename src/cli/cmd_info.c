@@ -1,4 +1,5 @@
-/* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs. */
+/* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs, and
+ * the activation memory of a training pass. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,16 @@ static void print_json(const cdl_model *m, const char *path)
         cJSON_AddNumberToObject(j, "params", (double)l.params);
         cJSON_AddNumberToObject(j, "flops", l.flops);
         cJSON_AddStringToObject(j, "activation", l.activation);
+        if (l.int8)
+            cJSON_AddStringToObject(j, "weights", l.int8 == 2 ? "int8 static" : "int8 dynamic");
         cJSON_AddItemToArray(layers, j);
     }
     cJSON_AddNumberToObject(o, "params", (double)sum.params);
     cJSON_AddNumberToObject(o, "state", (double)sum.state);
     cJSON_AddNumberToObject(o, "flops", sum.flops);
+    size_t bytes;
+    if (!cdl_model_training_activation_bytes(m, &bytes, NULL, 0))
+        cJSON_AddNumberToObject(o, "train_activation_bytes", (double)bytes);
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         printf("%s\n", text);
@@ -59,16 +65,31 @@ static void print_table(const cdl_model *m, const char *path)
         printf("sequence net: %d tokens per sample, a vocabulary of %d\n", sum.seq, sum.vocab);
     printf("%4s  %-14s %-16s %-10s %12s %12s\n", "#", "type", "output CxHxW", "activation",
            "params", "MFLOPs");
+    int int8 = 0;
     for (int i = 0; i < sum.n_layers; i++) {
         cdl_layer_info l;
         cdl_model_layer_info(m, i, &l);
         char shape[48];
         snprintf(shape, sizeof shape, "%dx%dx%d", l.c, l.h, l.w);
-        printf("%4d  %-14s %-16s %-10s %12zu %12.3f\n", i, l.type, shape, l.activation, l.params,
-               l.flops / 1e6);
+        /* int8 layers (cdl quantize) say so, with how their input is quantized. */
+        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s\n", i, l.type, shape, l.activation, l.params,
+               l.flops / 1e6,
+               l.int8 == 2   ? "  int8 (static input)"
+               : l.int8 == 1 ? "  int8 (dynamic input)"
+                             : "");
+        int8 += l.int8 != 0;
     }
+    if (int8)
+        printf("int8: %d quantized layers (per-channel int8 weights, uint8 inputs)\n", int8);
     printf("total: %zu parameters (+%zu running statistics), %.3f MFLOPs per image\n", sum.params,
            sum.state, sum.flops / 1e6);
+    size_t bytes;
+    char err[256];
+    if (cdl_model_training_activation_bytes(m, &bytes, err, sizeof err))
+        printf("training activations: unknown (%s)\n", err);
+    else
+        printf("training activations: %.1f MiB for a pass of %d samples\n",
+               (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
 }
 
 int cmd_info(int argc, char **argv)

@@ -15,12 +15,15 @@ static const struct {
     {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
     {"export", cmd_export, "write a model as ONNX, or its tensors as .npy files"},
     {"import", cmd_import, "turn an ONNX model into a cfg and a checkpoint"},
+    {"quantize", cmd_quantize, "write a model with int8 weights for faster inference"},
     {"bench", cmd_bench, "time training steps of a cfg on random data (images/s)"},
     {"bench-loader", cmd_bench_loader, "time the data loader alone: decode + augment (images/s)"},
     {"profile", cmd_profile, "time each layer's forward and backward; Chrome trace (--trace)"},
     {"graph", cmd_graph, "draw a model's layer graph (Graphviz DOT, PNG or SVG)"},
     {"plot", cmd_plot, "draw training curves (loss, accuracy) from --log files as a PNG"},
     {"augment", cmd_augment, "draw training samples as the net sees them (PNG grid)"},
+    {"doctor", cmd_doctor, "report the build and the machine: BLAS, threads, OpenMP, GPU, MPI"},
+    {"version", cmd_version, "print the version and build options (also cdl --version)"},
 };
 
 static void usage(FILE *to)
@@ -40,6 +43,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);

@@ -6,7 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
+/* s as M:SS or H:MM:SS (0:00 when not positive). */
 static void format_duration(char *out, size_t size, double s)
 {
     long t = s > 0 ? (long)(s + 0.5) : 0;
@@ -64,28 +66,71 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
         write_json_line(p, o, r->step);
     }
-    char eta[32];
-    format_duration(eta, sizeof eta, r->eta_s > 0 ? r->eta_s : 0);
-    const char *unit;
-    const double rate = shown_rate(p, r->images_per_s, &unit);
     if (p->tty) {
         if (r->elapsed_s - p->last_draw_s < 0.1 && r->step_in_epoch != r->steps_per_epoch)
             return;
         p->last_draw_s = r->elapsed_s;
-        const int width = 24;
-        int filled = (int)((double)width * r->step_in_epoch / r->steps_per_epoch);
-        char bar[32];
-        for (int i = 0; i < width; i++)
-            bar[i] = i < filled ? '#' : '.';
-        bar[width] = '\0';
-        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %d/%d loss %.4f lr %.4g %.0f %s ETA %s",
-                r->epoch + 1, p->epochs, bar, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr,
-                rate, unit, eta);
+        char line[PROGRESS_LINE_MAX];
+        progress_format_bar(line, sizeof line, progress_width(fileno(stderr)), p, r);
+        fprintf(stderr, "\r\033[K%s", line);
         fflush(stderr);
     } else if (logged) {
+        char eta[32];
+        format_duration(eta, sizeof eta, r->eta_s);
+        const char *unit;
+        const double rate = shown_rate(p, r->images_per_s, &unit);
         fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f %s ETA %s\n", r->epoch + 1,
                 p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr, rate, unit, eta);
     }
+}
+
+int progress_width(int fd)
+{
+    struct winsize ws;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    char *end;
+    const long c = columns ? strtol(columns, &end, 10) : 0;
+    return columns && *columns && !*end && c > 0 && c < PROGRESS_LINE_MAX ? (int)c : 80;
+}
+
+int progress_format_bar(char *out, size_t size, int width, const Progress *p,
+                        const cdl_step_report *r)
+{
+    char eta[32], head[64], tails[2][160], bar[PROGRESS_BAR_MAX + 1];
+    format_duration(eta, sizeof eta, r->eta_s);
+    const char *unit;
+    const double rate = shown_rate(p, r->images_per_s, &unit);
+    snprintf(head, sizeof head, "epoch %d/%d ", r->epoch + 1, p->epochs);
+    snprintf(tails[0], sizeof tails[0], " %d/%d loss %.4f lr %.4g %.0f %s ETA %s", r->step_in_epoch,
+             r->steps_per_epoch, r->loss, r->lr, rate, unit, eta);
+    snprintf(tails[1], sizeof tails[1], " %d/%d loss %.4f ETA %s", r->step_in_epoch,
+             r->steps_per_epoch, r->loss, eta);
+    const int room = width - 1; /* the last column stays empty: a full line wraps on some terms */
+    /* The whole line; narrower, without lr and rate; narrower still, without the bar too. */
+    int n = -1;
+    for (int k = 0; k < 2 && n < 0; k++) {
+        int bar_w = room - (int)(strlen(head) + strlen(tails[k])) - 2;
+        if (bar_w > PROGRESS_BAR_MAX)
+            bar_w = PROGRESS_BAR_MAX;
+        if (bar_w < PROGRESS_BAR_MIN)
+            continue;
+        const int filled = (int)((double)bar_w * r->step_in_epoch / r->steps_per_epoch);
+        for (int i = 0; i < bar_w; i++)
+            bar[i] = i < filled ? '#' : '.';
+        bar[bar_w] = '\0';
+        n = snprintf(out, size, "%s[%s]%s", head, bar, tails[k]);
+    }
+    if (n < 0)
+        n = snprintf(out, size, "%s%s", head, tails[1] + 1);
+    /* Every character is ASCII: one byte is one column. */
+    if (n > room)
+        n = room > 0 ? room : 0;
+    if ((size_t)n >= size)
+        n = (int)size - 1;
+    out[n] = '\0';
+    return n;
 }
 
 void progress_on_epoch(void *ctx, const cdl_epoch_report *r)

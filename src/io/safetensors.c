@@ -108,6 +108,48 @@ static int parse_tensor(const Safetensors *st, const cJSON *item, uint64_t data_
     return CDL_OK;
 }
 
+/* qsort order of tensors by their first data byte, then their end. */
+static int by_offsets(const void *a, const void *b)
+{
+    const SafetensorsTensor *x = *(const SafetensorsTensor *const *)a;
+    const SafetensorsTensor *y = *(const SafetensorsTensor *const *)b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Refuses tensors whose bytes overlap, and data bytes no tensor covers (the format's rule: the
+ * tensors tile the data exactly, as the reference reader checks). */
+static int check_tiling(const Safetensors *st, uint64_t data_bytes, Error *e)
+{
+    const SafetensorsTensor **order = malloc((st->n_tensors ? st->n_tensors : 1) * sizeof *order);
+    if (!order)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (int k = 0; k < st->n_tensors; k++)
+        order[k] = &st->tensors[k];
+    qsort(order, st->n_tensors, sizeof *order, by_offsets);
+    int code = CDL_OK;
+    uint64_t covered = 0;
+    for (int k = 0; k < st->n_tensors && !code; k++) {
+        if (order[k]->begin < covered)
+            code = error_set(
+                e, CDL_EUSAGE, "%s: tensors '%s' and '%s' share data bytes %llu-%llu", st->path,
+                order[k - 1]->name, order[k]->name, (unsigned long long)order[k]->begin,
+                (unsigned long long)(covered < order[k]->end ? covered : order[k]->end));
+        else if (order[k]->begin > covered)
+            code =
+                error_set(e, CDL_EUSAGE, "%s: data bytes %llu-%llu belong to no tensor", st->path,
+                          (unsigned long long)covered, (unsigned long long)order[k]->begin);
+        covered = order[k]->end;
+    }
+    if (!code && covered != data_bytes)
+        code = error_set(e, CDL_EUSAGE,
+                         "%s: data bytes %llu-%llu after the last tensor belong to no tensor",
+                         st->path, (unsigned long long)covered, (unsigned long long)data_bytes);
+    free(order);
+    return code;
+}
+
 /* The header text (header_bytes of it) as tensors. */
 static int parse_header(Safetensors *st, const char *text, size_t header_bytes, uint64_t data_bytes,
                         Error *e)
@@ -134,7 +176,7 @@ static int parse_header(Safetensors *st, const char *text, size_t header_bytes, 
             st->n_tensors++;
     }
     cJSON_Delete(root);
-    return st_code;
+    return st_code ? st_code : check_tiling(st, data_bytes, e);
 }
 
 int safetensors_open(Safetensors *st, const char *path, Error *e)

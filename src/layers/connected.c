@@ -8,16 +8,19 @@
 #include <math.h>
 
 #include "core/layer.h"
+#include "core/layer_quant.h"
 #include "core/net.h"
 #include "layers/bias_norm.h"
 #include "ops/gemm.h"
+#include "ops/qgemm.h"
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES };
 
 typedef struct Connected {
     int inputs, outputs;
-    BiasNorm stage; /* bias, or batch norm over the batch */
+    BiasNorm stage;       /* bias, or batch norm over the batch */
+    unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for the batch */
 } Connected;
 
 static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -64,8 +67,16 @@ static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     (void)e;
     Connected *fc = l->priv;
+    fc->qwork =
+        layer_state_bytes(st, l->quant ? qgemm_work_bytes(batch, fc->outputs, fc->inputs) : 0);
     bias_norm_resize(&fc->stage, batch, st);
     return CDL_OK;
+}
+
+static int connected_quant_weights(const Layer *l)
+{
+    (void)l;
+    return P_WEIGHTS;
 }
 
 static void connected_forward(Layer *l, const StepContext *ctx)
@@ -75,8 +86,12 @@ static void connected_forward(Layer *l, const StepContext *ctx)
     const float *x = l->in[0];
 
     /* out[batch][outputs] = x[batch][inputs] * W^T */
-    gemm(0, 1, batch, outputs, inputs, 1.0f, x, inputs, l->params[P_WEIGHTS].data, inputs, 0.0f,
-         l->out, outputs);
+    if (l->quant)
+        qgemm_float(&l->quant->matrix, layer_quant_input(l->quant, x, 1, (size_t)batch * inputs, 0),
+                    batch, x, inputs, QGEMM_ROWS, l->out, outputs, QGEMM_ROWS, fc->qwork);
+    else
+        gemm(0, 1, batch, outputs, inputs, 1.0f, x, inputs, l->params[P_WEIGHTS].data, inputs, 0.0f,
+             l->out, outputs);
 
     bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
@@ -134,6 +149,7 @@ const LayerType connected_layer = {
     .resize = connected_resize,
     .cpu = {.forward = connected_forward, .backward = connected_backward},
     .export_onnx = connected_export_onnx,
+    .quant_weights = connected_quant_weights,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONNECTED,
 };

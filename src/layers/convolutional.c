@@ -21,10 +21,12 @@
 #include <string.h>
 
 #include "core/layer.h"
+#include "core/layer_quant.h"
 #include "core/net.h"
 #include "layers/bias_norm.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
+#include "ops/qgemm.h"
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES };
@@ -48,6 +50,10 @@ typedef struct Conv {
     BiasNorm stage;     /* bias, or batch norm over batch and positions */
     float *dw_partial;  /* [n_partial][weights]: weight gradients of threads 1.. */
     int n_partial;
+    /* int8 weights (l->quant): qgemm_float's work for one image, per thread */
+    unsigned char *qwork;
+    size_t qwork_bytes;
+    int qwork_threads;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -158,8 +164,20 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t weights = l->params[P_WEIGHTS].count;
     cv->dw_partial = layer_state_floats(st, (size_t)cv->n_partial * weights);
     cv->w_flipped = layer_state_floats(st, cv->same && backward ? weights : 0);
+    const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
+    cv->qwork_threads = l->quant ? threads : 0;
+    cv->qwork_bytes =
+        l->quant ? qgemm_work_bytes(l->out_shape.h * l->out_shape.w, cv->filters, kdim) : 0;
+    cv->qwork = layer_state_bytes(st, (size_t)cv->qwork_threads * cv->qwork_bytes);
     bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
+}
+
+/* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */
+static int conv_quant_weights(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    return cv->groups == 1 ? P_WEIGHTS : -1;
 }
 
 /* Threads to spread the batch's images over, or 1 to run images one by one with threaded
@@ -172,9 +190,11 @@ static int image_threads(int batch)
     return nt;
 }
 
-/* out_b[filters][out_hw] for one image x_b [c][h][w]; cols is this image's scratch slice. */
+/* out_b[filters][out_hw] for one image x_b [c][h][w]; cols is this image's scratch slice. With
+ * int8 weights (one group) the product is qgemm_float's, the input on the grid xq: the column
+ * matrix cols [kdim][out_hw] is its input by columns, out_b its output by columns. */
 static void forward_image(const Layer *l, const Conv *cv, const float *x_b, float *out_b,
-                          float *cols)
+                          float *cols, QuantParams xq)
 {
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
@@ -184,8 +204,16 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct)
             im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
-        gemm(0, 0, fg, out_hw, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, cv->direct ? xg : cols,
-             out_hw, 0.0f, out_b + (size_t)g * fg * out_hw, out_hw);
+        const float *x_cols = cv->direct ? xg : cols;
+        float *out_g = out_b + (size_t)g * fg * out_hw;
+        if (l->quant) {
+            unsigned char *work = cv->qwork + (size_t)omp_get_thread_num() * cv->qwork_bytes;
+            qgemm_float(&l->quant->matrix, xq, out_hw, x_cols, out_hw, QGEMM_COLS, out_g, out_hw,
+                        QGEMM_COLS, work);
+        } else {
+            gemm(0, 0, fg, out_hw, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, x_cols, out_hw,
+                 0.0f, out_g, out_hw);
+        }
     }
 }
 
@@ -367,11 +395,17 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
     } else {
-        const int nt = image_threads(batch);
-#pragma omp parallel for schedule(static) if (nt > 1)
+        /* int8: a work buffer per thread, as many as resize took (the thread count may have
+         * grown since); the whole mini-batch on one grid, as quantize_dynamic's input. */
+        const int threads = image_threads(batch);
+        const int nt = l->quant && threads > cv->qwork_threads ? cv->qwork_threads : threads;
+        const QuantParams xq = l->quant
+                                   ? layer_quant_input(l->quant, x, 1, (size_t)batch * in_size, 0)
+                                   : (QuantParams){1.0f, 0};
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
         for (int b = 0; b < batch; b++)
             forward_image(l, cv, x + b * in_size, l->out + b * out_size,
-                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
+                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq);
     }
 
     bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
@@ -484,6 +518,8 @@ const LayerType convolutional_layer = {
     .resize = conv_resize,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
+    .quant_weights = conv_quant_weights,
+    .quant_calibrated = 1,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
 };

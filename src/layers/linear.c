@@ -11,9 +11,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/layer_quant.h"
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/qgemm.h"
 #include "ops/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
@@ -23,6 +25,7 @@ typedef struct Linear {
     int inputs, outputs; /* values per row */
     const Param *tied;   /* layer 0's [embedding] weights W, bound at parse; NULL: its own */
     int has_biases;
+    unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for every row */
 } Linear;
 
 /* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
@@ -96,11 +99,38 @@ static void linear_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)li->inputs));
 }
 
+static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    Linear *li = l->priv;
+    const int rows = batch * l->in_shape.c * l->in_shape.h;
+    li->qwork =
+        layer_state_bytes(st, l->quant ? qgemm_work_bytes(rows, li->outputs, li->inputs) : 0);
+    return CDL_OK;
+}
+
+/* Tied weights belong to the [embedding], which reads them as floats. */
+static int linear_quant_weights(const Layer *l)
+{
+    const Linear *li = l->priv;
+    return li->tied ? -1 : 0;
+}
+
 /* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride. */
 static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_stride, int rows)
 {
     const Linear *li = l->priv;
     const Param *biases = layer_param(l, "biases");
+    if (l->quant) {
+        const QuantParams xq =
+            layer_quant_input(l->quant, x, (size_t)rows, (size_t)li->inputs, (size_t)x_stride);
+        qgemm_float(&l->quant->matrix, xq, rows, x, x_stride, QGEMM_ROWS, y, y_stride, QGEMM_ROWS,
+                    li->qwork);
+        for (int r = 0; biases && r < rows; r++)
+            for (int j = 0; j < li->outputs; j++)
+                y[(size_t)r * y_stride + j] += biases->data[j];
+        return;
+    }
     if (biases) {
 #pragma omp parallel for schedule(static) if ((long)rows * li->outputs > LINEAR_PARALLEL_MIN)
         for (int r = 0; r < rows; r++)
@@ -174,8 +204,10 @@ const LayerType linear_layer = {
     .priv_size = sizeof(Linear),
     .parse = linear_parse,
     .init = linear_init,
+    .resize = linear_resize,
     .cpu = {.forward = linear_forward,
             .backward = linear_backward,
             .forward_at = linear_forward_at},
     .export_onnx = linear_export_onnx,
+    .quant_weights = linear_quant_weights,
 };

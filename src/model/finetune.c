@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/net_quant.h"
 #include "model/model_io.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */
@@ -130,7 +131,12 @@ int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
     int st = model_load(path, &base, 0, NULL, &meta, e);
     if (st)
         return st;
-    st = finetune_copy_matching(net, &base, m, e);
+    st = net_is_quantized(&base)
+             ? error_set(e, CDL_EUSAGE,
+                         "%s is an int8 model (cdl quantize): training starts from float "
+                         "weights; use the checkpoint it was made from",
+                         path)
+             : finetune_copy_matching(net, &base, m, e);
     if (!st && m->head_loaded) { /* the names go with the head */
         m->names = meta.names;
         m->n_names = meta.n_names;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/net_quant.h"
 #include "io/checkpoint_file.h"
 #include "train/ema.h"
 
@@ -22,6 +23,8 @@ static cJSON *tensor_table(const Net *net)
             cJSON_AddStringToObject(t, "name", l->params[k].name);
             cJSON_AddNumberToObject(t, "count", (double)l->params[k].count);
             cJSON_AddBoolToObject(t, "trainable", l->params[k].trainable);
+            if (l->quant && l->quant->param == k)
+                cJSON_AddStringToObject(t, "dtype", "int8");
             cJSON_AddItemToArray(table, t);
         }
     }
@@ -40,9 +43,72 @@ static cJSON *optimizer_record(const Optimizer *o)
     return r;
 }
 
+/* The header's "quantized" record: per quantized layer its index and input grid. */
+static cJSON *quantized_record(const Net *net)
+{
+    cJSON *r = cJSON_CreateArray();
+    for (int i = 0; i < net->n_layers; i++) {
+        const LayerQuant *q = net->layers[i].quant;
+        if (!q)
+            continue;
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "layer", i);
+        cJSON_AddStringToObject(t, "input", q->static_input ? "static" : "dynamic");
+        if (q->static_input) {
+            cJSON_AddNumberToObject(t, "input_scale", q->input.scale);
+            cJSON_AddNumberToObject(t, "input_zero_point", q->input.zero_point);
+        }
+        cJSON_AddItemToArray(r, t);
+    }
+    return r;
+}
+
+/* The pieces of a quantized net's parameter data, in parameter-slab order: each trainable
+ * tensor's floats, or a quantized one's int8 values then its float scales. *n pieces; NULL when
+ * out of memory. */
+static CheckpointSlab *quantized_params(const Net *net, int *n)
+{
+    int count = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        count += 2 * net->layers[i].n_params;
+    CheckpointSlab *slabs = calloc((size_t)count + 1, sizeof *slabs);
+    *n = 0;
+    for (int i = 0; slabs && i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_params; k++) {
+            const Param *p = &l->params[k];
+            if (!p->trainable)
+                continue;
+            if (l->quant && l->quant->param == k) {
+                slabs[(*n)++] = (CheckpointSlab){l->quant->values, p->count};
+                slabs[(*n)++] =
+                    (CheckpointSlab){l->quant->scales, (size_t)l->quant->channels * sizeof(float)};
+            } else {
+                slabs[(*n)++] = (CheckpointSlab){p->data, p->count * sizeof(float)};
+            }
+        }
+    }
+    return slabs;
+}
+
+/* A quantized net's blob: its parameter pieces (quantized_params) and the state slab. */
+static int save_quantized(const char *path, const Net *net, const cJSON *h, Error *e)
+{
+    int n;
+    CheckpointSlab *slabs = quantized_params(net, &n);
+    if (!slabs)
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    slabs[n++] = (CheckpointSlab){net->state, net->n_state * sizeof(float)};
+    int st = checkpoint_file_write_slabs(path, h, slabs, n, e);
+    free(slabs);
+    return st;
+}
+
 int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
                Error *e)
 {
+    if (opt && net_is_quantized(net))
+        return error_set(e, CDL_EUSAGE, "%s: an int8 model has no optimizer state to save", path);
     char *cfg_text = cfg_to_text(&net->cfg);
     cJSON *h = cJSON_CreateObject();
     const size_t opt_floats = opt ? opt->slab_floats : 0;
@@ -84,6 +150,13 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
         }
         cJSON_AddStringToObject(h, "vocab", vocab);
         free(vocab);
+    }
+    if (net_is_quantized(net)) {
+        cJSON_AddItemToObject(h, "quantized", quantized_record(net));
+        int st = save_quantized(path, net, h, e);
+        free(cfg_text);
+        cJSON_Delete(h);
+        return st;
     }
     /* The blob: weights, running statistics, optimizer state, EMA weights. */
     const CheckpointSlab slabs[] = {
@@ -270,6 +343,77 @@ static int restore_tensors(const char *path, CheckpointReader *r, const SavedTra
     return st ? st : checkpoint_file_finish(r, e);
 }
 
+/* Reads the "quantized" record into net: its LayerQuants (net_quant_alloc) with their input
+ * grids. */
+static int read_quantized(const char *path, const cJSON *record, Net *net, Error *e)
+{
+    unsigned char *which = calloc((size_t)net->n_layers, 1);
+    if (!which)
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    int st = cJSON_IsArray(record)
+                 ? CDL_OK
+                 : error_set(e, CDL_ERUNTIME, "%s: bad \"quantized\" record", path);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, record)
+    {
+        const double i = json_number(t, "layer", -1);
+        if (st || i < 0 || i >= net->n_layers || i != (int)i || which[(int)i] ||
+            net_layer_quantizable(&net->layers[(int)i]) < 0) {
+            st = st ? st
+                    : error_set(e, CDL_ERUNTIME,
+                                "%s: the \"quantized\" record names layer %g, which cannot hold "
+                                "int8 weights",
+                                path, i);
+            break;
+        }
+        which[(int)i] = 1;
+    }
+    st = st ? st : net_quant_alloc(net, which, e);
+    free(which);
+    cJSON_ArrayForEach(t, record)
+    {
+        if (st)
+            break;
+        LayerQuant *q = net->layers[(int)json_number(t, "layer", -1)].quant;
+        const cJSON *input = cJSON_GetObjectItemCaseSensitive(t, "input");
+        q->static_input = cJSON_IsString(input) && !strcmp(input->valuestring, "static");
+        if (!q->static_input)
+            continue;
+        q->input.scale = (float)json_number(t, "input_scale", -1);
+        const double zp = json_number(t, "input_zero_point", -1);
+        q->input.zero_point = zp >= 0 && zp <= 255 ? (int)zp : -1;
+        if (!(q->input.scale > 0) || q->input.zero_point < 0 || zp != q->input.zero_point)
+            st = error_set(e, CDL_ERUNTIME, "%s: layer %g's input grid is not valid", path,
+                           json_number(t, "layer", -1));
+    }
+    return st;
+}
+
+/* The blob of a quantized checkpoint, read into net's int8 tensors, floats and state. */
+static int restore_quantized(const char *path, CheckpointReader *r, Net *net, Error *e)
+{
+    int n;
+    CheckpointSlab *slabs = quantized_params(net, &n);
+    if (!slabs)
+        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    size_t bytes = net->n_state * sizeof(float);
+    for (int i = 0; i < n; i++)
+        bytes += slabs[i].bytes;
+    int st = r->raw_bytes == bytes ? CDL_OK
+                                   : error_set(e, CDL_ERUNTIME,
+                                               "%s: tensor data holds %zu bytes, the int8 model "
+                                               "needs %zu",
+                                               path, (size_t)r->raw_bytes, bytes);
+    for (int i = 0; !st && i < n; i++)
+        st = checkpoint_file_read_into(r, (void *)slabs[i].data, slabs[i].bytes, e);
+    free(slabs);
+    st = st ? st : checkpoint_file_read_into(r, net->state, net->n_state * sizeof(float), e);
+    st = st ? st : checkpoint_file_finish(r, e);
+    if (!st)
+        net_quant_prepare(net);
+    return st;
+}
+
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e)
 {
@@ -288,6 +432,15 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
         st = error_set(e, CDL_ERUNTIME, "%s: checkpoint header lacks the model's cfg", path);
         goto done;
     }
+    const cJSON *quantized = cJSON_GetObjectItemCaseSensitive(h, "quantized");
+    if (quantized && (want_grads || opt)) {
+        st = error_set(e, CDL_EUSAGE,
+                       "%s is an int8 model (cdl quantize): it runs predict, eval and bench "
+                       "--inference, not training; train from the float checkpoint it was made "
+                       "from",
+                       path);
+        goto done;
+    }
     char label[1100];
     snprintf(label, sizeof label, "%s(cfg)", path);
     /* Every tensor comes from the blob: no initialisation to throw away. */
@@ -297,6 +450,12 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
         goto done;
     SavedTraining saved;
     st = check_tensor_table(path, h, net, e);
+    if (!st && quantized) {
+        st = read_quantized(path, quantized, net, e);
+        st = st ? st : read_meta(path, h, meta, e);
+        st = st ? st : restore_quantized(path, &r, net, e);
+        goto loaded;
+    }
     st = st ? st : read_saved_training(path, h, net, &saved, e);
     const size_t floats =
         st ? 0 : net->n_params + net->n_state + saved.optimizer_floats + saved.shadow_floats;
@@ -305,6 +464,7 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
                        path, (size_t)r.raw_bytes, floats * sizeof(float));
     st = st ? st : read_meta(path, h, meta, e);
     st = st ? st : restore_tensors(path, &r, &saved, net, opt, e);
+loaded:
     if (st) {
         net_free(net);
         model_meta_free(meta);

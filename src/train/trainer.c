@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "train/ema.h"
+#include "train/eta.h"
 #include "util/timer.h"
 
 static int params_finite(const Layer *l)
@@ -20,7 +21,7 @@ static int params_finite(const Layer *l)
 }
 
 /* The error of a forward whose loss is not finite: which layer's output went first. */
-static int nonfinite_loss(const Net *net, Error *e)
+static int nonfinite_loss(Net *net, Error *e)
 {
     const int i = net_first_nonfinite_output(net);
     char where[160];
@@ -214,6 +215,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     const uint64_t first = net->step;
     const double start = time_now_s();
     double loss_sum = 0, paused_s = 0; /* paused: evaluating and saving between epochs */
+    double last_training_s = 0;
+    Eta eta;
+    eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
@@ -237,6 +241,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         const double elapsed = time_now_s() - start, training_s = elapsed - paused_s;
         const double steps_per_s =
             (double)(net->step - first) / (training_s > 0 ? training_s : 1e-9);
+        eta_add(&eta, training_s - last_training_s);
+        last_training_s = training_s;
         if (cb && cb->on_step && dist_rank() == 0) {
             StepReport r = {net->step,
                             total,
@@ -246,7 +252,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             loss,
                             lr,
                             steps_per_s * batch * ranks,
-                            (double)(total - net->step) / steps_per_s,
+                            eta_left_s(&eta, total - net->step),
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }

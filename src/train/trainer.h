@@ -18,7 +18,7 @@ typedef struct StepReport {
     float loss, lr;
     double images_per_s; /* over the training time since the run (or resume) started, without
                             the evaluations and checkpoints between epochs */
-    double eta_s;        /* estimated seconds until the last step */
+    double eta_s;        /* estimated seconds until the last step (train/eta.h) */
     double elapsed_s;
 } StepReport;
 

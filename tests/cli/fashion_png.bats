@@ -43,3 +43,13 @@ PY
     [ "$status" -eq 2 ]
     [[ "$output" == *"--limit must be at least 1"* ]]
 }
+
+@test "fashion_to_png --classes keeps those classes alone, named and numbered in order" {
+    /usr/bin/python3 "$REPO/scripts/fashion_to_png.py" out --limit 100 --classes 5-9 >/dev/null
+    grep -qx 'classes=5' out/fashion-png.data
+    [ "$(tr '\n' ' ' < out/fashion-png.names)" = "Sandal Shirt Sneaker Bag Ankle_boot " ]
+    [ "$(ls out/train | tr '\n' ' ')" = "5-sandal 6-shirt 7-sneaker 8-bag 9-ankle-boot " ]
+    [ "$(find out -name '*.png' | wc -l)" -gt 0 ]
+    run /usr/bin/python3 "$REPO/scripts/fashion_to_png.py" out --classes 7-12
+    [ "$status" -eq 2 ]
+}

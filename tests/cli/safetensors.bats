@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# safetensors in and out: torchvision resnet18 and mobilenet_v2 with random weights, saved by the
-# `safetensors` package (scripts/ref/make_torchvision_safetensors.py, at 64x64), give cdl
-# predict torchvision's probabilities; F16 and BF16 files load; export safetensors writes the
-# same tensors back (and the same bytes for a file cdl wrote); files that do not fit are refused.
+# safetensors in and out: torchvision resnet18/34/50, vgg16 and mobilenet_v2 with random weights,
+# saved by the `safetensors` package (scripts/ref/make_torchvision_safetensors.py, at 64x64; vgg16
+# at 224x224), give cdl predict torchvision's probabilities; F16 and BF16 files load; export
+# safetensors writes the same tensors back (and the same bytes for a file cdl wrote); files that do
+# not fit are refused.
 
 load helpers
 
@@ -29,6 +30,15 @@ T() {
         --weights "$(T mobilenetv2.safetensors)" --top 100000 --json > cdl.json 2> note
     grep -q 'loaded 53 layers$' note
     python3 "$GEN" probs cdl.json "$(T mobilenetv2.probs.json)"
+}
+
+@test "safetensors: resnet34, resnet50 and vgg16 (at 224) give torchvision's probabilities" {
+    for name in resnet34 resnet50 vgg16; do
+        "$CDL" predict "$(T $name.cfg)" "$(T $name.png)" --weights "$(T $name.safetensors)" \
+            --top 100000 --json > cdl.json 2> note
+        grep -q 'loaded [0-9]* layers$' note
+        python3 "$GEN" probs cdl.json "$(T $name.probs.json)"
+    done
 }
 
 @test "safetensors: F16 and BF16 files load as their float32 values" {

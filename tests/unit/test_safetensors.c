@@ -157,6 +157,16 @@ static void test_broken_files_are_refused(void)
                "\"a\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [4, 8]}}",
                data, 8);
     refused("tensor 'a' appears twice", __LINE__);
+    write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+               "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+               data, 12);
+    refused("tensors 'a' and 'b' share data bytes 4-8", __LINE__);
+    write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}, "
+               "\"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}",
+               data, 12);
+    refused("data bytes 4-8 belong to no tensor", __LINE__);
+    write_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", data, 16);
+    refused("data bytes 4-16 after the last tensor belong to no tensor", __LINE__);
     write_file("{\"__metadata__\": [1]}", NULL, 0);
     refused("__metadata__ is not an object", __LINE__);
 }

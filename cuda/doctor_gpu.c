@@ -1,0 +1,42 @@
+/* cdl doctor's CUDA report (GPU=1 builds only): runtime, driver, cuDNN and the devices. A
+ * machine without a driver gets "no driver", never a failure. */
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <stdio.h>
+
+#include "cdl_doctor.h"
+
+void doctor_gpu(cdl_doctor_report *r)
+{
+    r->cudnn_built = CUDNN_VERSION;
+    r->cudnn = (int)cudnnGetVersion();
+    if (cudaRuntimeGetVersion(&r->cuda_runtime) != cudaSuccess)
+        r->cuda_runtime = 0;
+    if (cudaDriverGetVersion(&r->cuda_driver) != cudaSuccess || r->cuda_driver == 0) {
+        r->cuda_driver = 0;
+        snprintf(r->gpu, sizeof r->gpu, "no driver");
+        return;
+    }
+    int n = 0;
+    const cudaError_t st = cudaGetDeviceCount(&n);
+    if (st == cudaErrorNoDevice || (st == cudaSuccess && n == 0)) {
+        snprintf(r->gpu, sizeof r->gpu, "no device");
+        return;
+    }
+    if (st != cudaSuccess) {
+        snprintf(r->gpu, sizeof r->gpu, "%s",
+                 st == cudaErrorInsufficientDriver ? "no driver" : cudaGetErrorString(st));
+        return;
+    }
+    snprintf(r->gpu, sizeof r->gpu, "%d device%s", n, n == 1 ? "" : "s");
+    for (int i = 0; i < n && r->n_devices < CDL_DOCTOR_DEVICES; i++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess)
+            continue;
+        cdl_gpu_device *d = &r->devices[r->n_devices++];
+        snprintf(d->name, sizeof d->name, "%.127s", p.name);
+        d->major = p.major;
+        d->minor = p.minor;
+        d->memory_gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# cdl quantize: int8 checkpoints, their use by eval/predict/info/bench, and what they refuse.
+load helpers
+
+@test "quantize writes an int8 model that evaluates within a point of the float one" {
+    train_digits
+    run "$CDL" quantize digits.cdl -o digits.int8.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"digits.int8.cdl: 3 layers int8"* ]]
+    fp=$("$CDL" eval digits.cdl --json | jq .accuracy)
+    q=$("$CDL" eval digits.int8.cdl --json | jq .accuracy)
+    jq -n --argjson a "$fp" --argjson b "$q" '($a - $b) | fabs <= 0.01' | grep -qx true
+}
+
+@test "quantize --calibrate fixes the convolutions' input grids; info shows the int8 layers" {
+    train_digits
+    run "$CDL" quantize digits.cdl -o q.cdl --calibrate "$REPO/cfg/digits.data" --batches 2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"2 convolution input grids calibrated on"* ]]
+    run "$CDL" info q.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"int8 (static input)"* ]]
+    [[ "$output" == *"connected"*"int8 (dynamic input)"* ]]
+    [[ "$output" == *"int8: 3 quantized layers"* ]]
+    run "$CDL" info q.cdl --json
+    [ "$(echo "$output" | jq -r '.layers[0].weights')" = "int8 static" ]
+    [ "$(echo "$output" | jq -r '.layers[1].weights')" = "null" ]
+    run "$CDL" info digits.cdl
+    [[ "$output" != *"int8"* ]]
+}
+
+@test "an int8 model predicts and benches inference" {
+    train_digits
+    "$CDL" quantize digits.cdl -o q.cdl
+    label=$(gray_png digit.png digit 5)
+    run "$CDL" predict q.cdl digit.png --top 1 --json
+    [ "$status" -eq 0 ]
+    run "$CDL" bench q.cdl --inference --batch 8 --steps 2 --warmup 1 --json
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | jq '.images_per_s > 0')" = true ]
+}
+
+@test "quantizing an int8 model, training it or fine-tuning from it is refused" {
+    train_digits
+    "$CDL" quantize digits.cdl -o q.cdl
+    run "$CDL" quantize q.cdl -o qq.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"q.cdl: the model is already int8"* ]]
+    [ ! -e qq.cdl ]
+    run "$CDL" train --resume q.cdl --epochs 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"q.cdl is an int8 model (cdl quantize)"*"not training"* ]]
+    run "$CDL" train "$REPO/cfg/digits.cfg" --weights q.cdl --epochs 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"q.cdl is an int8 model"* ]]
+}
+
+@test "quantize refuses bad arguments with one clear line" {
+    train_digits
+    run "$CDL" quantize digits.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"needs -o OUT.cdl"* ]]
+    run "$CDL" quantize "$REPO/cfg/digits.cfg" -o x.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not a cdl checkpoint"* ]]
+    run "$CDL" quantize digits.cdl -o x.cdl --calibrate missing.data
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"missing.data"* ]]
+    [ ! -e x.cdl ]
+}
+
+@test "a truncated int8 checkpoint is reported, not loaded" {
+    train_digits
+    "$CDL" quantize digits.cdl -o q.cdl
+    head -c 3000 q.cdl > cut.cdl
+    run "$CDL" eval cut.cdl
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cut.cdl"* ]]
+}

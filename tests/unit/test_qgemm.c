@@ -1,0 +1,164 @@
+/* The int8 matrix product (ops/qgemm.h): every kernel against a plain integer reference on the
+ * unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
+ * row blocks), and the quantization arithmetic (ops/quantize.h). */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "ops/qgemm.h"
+#include "ops/quantize.h"
+#include "util/rng.h"
+
+/* The VNNI kernel's source over C versions of the five intrinsics it uses, as Intel's manual
+ * defines them: its blocking, panels and masks run on any CPU (the instruction itself is
+ * tested by qgemm_s32_vnni where the CPU has it). */
+typedef struct {
+    int32_t lane[16];
+} __m512i;
+typedef uint16_t __mmask16;
+static __m512i _mm512_setzero_si512(void)
+{
+    return (__m512i){{0}};
+}
+static __m512i _mm512_loadu_si512(const void *p)
+{
+    __m512i v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static __m512i _mm512_set1_epi32(int x)
+{
+    __m512i v;
+    for (int i = 0; i < 16; i++)
+        v.lane[i] = x;
+    return v;
+}
+/* Lane i += sum over its 4 bytes t of u8(a) * s8(b) (vpdpbusd, wrapping). */
+static __m512i _mm512_dpbusd_epi32(__m512i acc, __m512i a, __m512i b)
+{
+    const uint8_t *ua = (const uint8_t *)a.lane;
+    const int8_t *sb = (const int8_t *)b.lane;
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++)
+            acc.lane[i] += (int32_t)ua[4 * i + t] * sb[4 * i + t];
+    return acc;
+}
+static void _mm512_mask_storeu_epi32(void *p, __mmask16 mask, __m512i v)
+{
+    for (int i = 0; i < 16; i++)
+        if (mask >> i & 1)
+            memcpy((int32_t *)p + i, &v.lane[i], sizeof v.lane[i]);
+}
+#define QGEMM_VNNI_EMULATED
+#define qgemm_s32_vnni qgemm_s32_vnni_emulated
+#include "../../src/ops/qgemm_vnni.c"
+#undef qgemm_s32_vnni
+
+/* c[i][j] = sum_k a[i][k] w[j][k] in int64, the definition. */
+static void reference(int m, int n, int k, const uint8_t *a, int lda, const int8_t *w, int64_t *c)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int64_t s = 0;
+            for (int g = 0; g < k; g++)
+                s += (int64_t)a[(size_t)i * lda + g] * w[(size_t)j * k + g];
+            c[(size_t)i * n + j] = s;
+        }
+}
+
+typedef void (*Kernel)(int, int, int, const uint8_t *, int, const int8_t *, int32_t *, int);
+
+/* Random a (extremes included) and w; every kernel's c equals the reference exactly. */
+static void check_size(Rng *rng, int m, int n, int k)
+{
+    const int kp = qgemm_k_padded(k);
+    uint8_t *a = malloc((size_t)m * kp);
+    int8_t *w = malloc((size_t)n * k), *packed = malloc(qgemm_packed_bytes(n, k));
+    int32_t *sums = malloc((size_t)n * sizeof *sums), *c = malloc((size_t)m * n * sizeof *c);
+    int64_t *want = malloc((size_t)m * n * sizeof *want);
+    for (int i = 0; i < m * kp; i++) /* the pad holds garbage: it must not count */
+        a[i] = (uint8_t)(i % 7 == 0 ? 255 : rng_uniform(rng) * 256);
+    for (int i = 0; i < n * k; i++)
+        w[i] = (int8_t)(i % 5 == 0    ? -128
+                        : i % 11 == 0 ? 127
+                                      : (int)(rng_uniform(rng) * 256) - 128);
+    reference(m, n, k, a, kp, w, want);
+    qgemm_pack(w, n, k, packed, sums);
+    for (int j = 0; j < n; j++) {
+        int64_t s = 0;
+        for (int g = 0; g < k; g++)
+            s += w[(size_t)j * k + g];
+        CHECK(sums[j] == s);
+    }
+    /* The dispatching qgemm_s32 (threaded tiles), the C kernel, the VNNI source over emulated
+     * intrinsics, and the AVX2 and VNNI kernels where the CPU has them. */
+    const Kernel kernels[] = {qgemm_s32, qgemm_s32_scalar, qgemm_s32_vnni_emulated, qgemm_s32_avx2,
+                              qgemm_s32_vnni};
+    const int runs[] = {1, 1, 1, qgemm_has_avx2(), qgemm_has_vnni()};
+    for (int t = 0; t < 5; t++) {
+        if (!runs[t])
+            continue;
+        for (int i = 0; i < m * n; i++)
+            c[i] = 0x5A5A5A5A;
+        kernels[t](m, n, k, a, kp, packed, c, n);
+        int bad = 0;
+        for (int i = 0; i < m * n; i++)
+            bad += c[i] != want[i];
+        if (bad)
+            fprintf(stderr, "kernel %d, m=%d n=%d k=%d: %d of %d values differ\n", t, m, n, k, bad,
+                    m * n);
+        CHECK(bad == 0);
+    }
+    free(a), free(w), free(packed), free(sums), free(c), free(want);
+}
+
+static void test_kernels_match_integer_reference(void)
+{
+    Rng rng;
+    rng_seed(&rng, 16, 0);
+    const int sizes[][3] = {{1, 1, 1},    {3, 5, 7},     {4, 64, 64},   {5, 17, 9},
+                            {9, 65, 130}, {70, 130, 75}, {1, 10, 3136}, {200, 32, 576}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        check_size(&rng, sizes[s][0], sizes[s][1], sizes[s][2]);
+    printf("qgemm_s32 runs %s; avx512_vnni %s; avx2 %s\n", qgemm_kernel_name(),
+           qgemm_has_vnni() ? "tested" : "absent: its kernel ran over emulated intrinsics",
+           qgemm_has_avx2() ? "tested" : "absent");
+}
+
+/* The grid holds 0 exactly and spans the range: min and max land on codes 0 and 255. */
+static void test_activation_grid(void)
+{
+    const QuantParams p = quant_params_u8(-1.0f, 3.0f);
+    CHECK_NEAR(p.scale, 4.0 / 255, 1e-9);
+    CHECK(p.zero_point == 64); /* round(1 / (4/255)) = round(63.75) */
+    CHECK(quantize_u8(0.0f, p) == 64);
+    CHECK(quantize_u8(-1.0f, p) == 0);
+    CHECK(quantize_u8(3.0f, p) == 255);
+    CHECK(quantize_u8(100.0f, p) == 255);
+    const QuantParams pos = quant_params_u8(0.5f, 2.0f); /* widened to [0, 2] */
+    CHECK(pos.zero_point == 0);
+    CHECK_NEAR(pos.scale, 2.0 / 255, 1e-9);
+    const QuantParams zero = quant_params_u8(0.0f, 0.0f);
+    CHECK(zero.scale == 1.0f && zero.zero_point == 0);
+}
+
+/* Per row: the largest magnitude maps to +-127, an all-zero row to zeros with scale 1. */
+static void test_weight_grid(void)
+{
+    const float w[] = {0.5f, -1.0f, 0.25f, 0, 0, 0, 2.0f, 1.0f, -0.01f};
+    int8_t q[9];
+    float scale[3];
+    quantize_weights_s8(w, 3, 3, q, scale);
+    CHECK_NEAR(scale[0], 1.0 / 127, 1e-9);
+    CHECK(q[0] == 64 && q[1] == -127 && q[2] == 32); /* 63.5 rounds away from 0 */
+    CHECK(scale[1] == 1.0f && q[3] == 0 && q[4] == 0 && q[5] == 0);
+    CHECK(q[6] == 127 && q[7] == 64 && q[8] == -1);
+}
+
+int main(void)
+{
+    test_kernels_match_integer_reference();
+    test_activation_grid();
+    test_weight_grid();
+    return check_report("test_qgemm");
+}
