@@ -10,6 +10,7 @@
 #include "model/darknet_weights.h"
 #include "train/generate.h"
 #include "train/trainer.h"
+#include "util/file_kind.h"
 
 struct cdl_trainer {
     Net net;
@@ -46,9 +47,42 @@ int cdl_is_checkpoint(const char *path)
     return got == sizeof magic && !memcmp(magic, "CDLCKPT", 8);
 }
 
+/* CDL_OPEN_ANY of a file that is neither a checkpoint nor a cfg: refused saying what it is. */
+static int refuse_other_kind(const char *path, Error *e)
+{
+    int err_no = 0;
+    const FileKind kind = file_kind(path, &err_no);
+    if (kind == FILE_KIND_MISSING)
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open model or config: %s", path,
+                         strerror(err_no));
+    if (kind == FILE_KIND_CHECKPOINT || kind == FILE_KIND_CFG || kind == FILE_KIND_TEXT ||
+        kind == FILE_KIND_EMPTY)
+        return CDL_OK; /* text is parsed as a cfg, which names what is wrong in it */
+    char why[600];
+    if (file_kind_not_checkpoint(kind, path, why, sizeof why) == CDL_ERUNTIME)
+        snprintf(why, sizeof why, "%s, neither a cdl checkpoint nor a cfg", file_kind_name(kind));
+    return error_set(e, CDL_EUSAGE, "%s: %s", path, why);
+}
+
+int cdl_is_model_file(const char *path)
+{
+    switch (file_kind(path, NULL)) {
+    case FILE_KIND_CHECKPOINT:
+    case FILE_KIND_CFG:
+    case FILE_KIND_ONNX:
+    case FILE_KIND_SAFETENSORS:
+    case FILE_KIND_WEIGHTS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Builds m's net from path as o says (m zeroed). */
 static int open_into(cdl_model *m, const char *path, const cdl_open_options *o, Error *e)
 {
+    if (o->kind == CDL_OPEN_ANY && refuse_other_kind(path, e))
+        return e->code;
     const int checkpoint =
         o->kind == CDL_OPEN_CHECKPOINT || (o->kind == CDL_OPEN_ANY && cdl_is_checkpoint(path));
     Optimizer *opt = o->for_training ? &m->opt : NULL;
@@ -75,6 +109,7 @@ int cdl_model_open(const char *cfg_or_checkpoint, const cdl_open_options *option
     *model = NULL;
     if (!m)
         return error_set(&e, CDL_ERUNTIME, "out of memory"), api_report(&e, err, err_size);
+    snprintf(m->origin, sizeof m->origin, "%s", cfg_or_checkpoint);
     if (open_into(m, cfg_or_checkpoint, options ? options : &defaults, &e)) {
         cdl_model_free(m);
         return api_report(&e, err, err_size);
@@ -306,25 +341,48 @@ static void emit_token(void *ctx, int id)
     s->on_text(s->ctx, text, (size_t)n);
 }
 
-/* ids [*n_ids] (allocated) = prompt's tokens, with the model sized for one sample. */
-static int start_text(cdl_model *model, const char *prompt, int32_t **ids, size_t *n_ids, Error *e)
+/* ids [*n_ids] (allocated) = prompt's tokens; a usage error for a model that is not a text
+ * model or a character outside its vocabulary. */
+static int encode_prompt(const cdl_model *model, const char *prompt, int32_t **ids, size_t *n_ids,
+                         Error *e)
 {
     *ids = NULL;
     *n_ids = 0;
+    if (model->net.seq <= 0)
+        return error_set(e, CDL_EUSAGE,
+                         "%s is an image classifier, not a text model: --prompt needs a model "
+                         "trained on text; classify images with `cdl predict %s IMAGE...`",
+                         model->origin, model->origin);
     if (!cdl_model_is_text(model))
         return error_set(e, CDL_EUSAGE,
-                         "the model is not a text model (no [net] seq= and "
-                         "vocabulary)");
-    if (model->net.batch != 1) {
-        model->capacity = 0; /* generation sizes the activations for one sample */
-        int st = api_model_reserve(model, 1, e);
-        if (st)
-            return st;
-    }
+                         "%s has no vocabulary: --prompt needs a checkpoint of a sequence net "
+                         "trained on text (`cdl train CFG --data TEXT`)",
+                         model->origin);
     const size_t len = strlen(prompt);
     *ids = malloc((len + 1) * sizeof **ids);
     return *ids ? text_vocab_encode(&model->meta.vocab, prompt, len, *ids, n_ids, "--prompt", e)
                 : error_set(e, CDL_ERUNTIME, "out of memory");
+}
+
+int cdl_model_check_prompt(const cdl_model *model, const char *prompt, char *err, size_t err_size)
+{
+    Error e = {0};
+    int32_t *ids;
+    size_t n_ids;
+    const int st = encode_prompt(model, prompt, &ids, &n_ids, &e);
+    free(ids);
+    return st ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+/* encode_prompt, with the model sized for one sample. */
+static int start_text(cdl_model *model, const char *prompt, int32_t **ids, size_t *n_ids, Error *e)
+{
+    int st = encode_prompt(model, prompt, ids, n_ids, e);
+    if (!st && model->net.batch != 1) {
+        model->capacity = 0; /* generation sizes the activations for one sample */
+        st = api_model_reserve(model, 1, e);
+    }
+    return st;
 }
 
 int cdl_model_next_token_probs(cdl_model *model, const char *prompt, float *probs, int32_t *ids,

@@ -35,6 +35,10 @@ int cdl_model_open(const char *cfg_or_checkpoint, const cdl_open_options *option
                    cdl_model **model, char *err, size_t err_size);
 /* 1 when path names a file that starts with the checkpoint magic. */
 int cdl_is_checkpoint(const char *path);
+/* 1 when path names a model or weights file, by its content (its name where content cannot
+ * tell): a cdl checkpoint, a cfg, an ONNX model, safetensors or darknet .weights; 0 for an
+ * image, other files, and a path that does not exist. */
+int cdl_is_model_file(const char *path);
 /* cdl_model_open of a checkpoint, batch 1, inference only. */
 int cdl_model_load(const char *path, cdl_model **model, char *err, size_t err_size);
 /* cdl_model_open of a cfg with parameters initialised from seed, batch 1: for testing an
@@ -61,7 +65,8 @@ int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, c
  *                          values and note says so);
  *   anything else          darknet .weights for the cfg (sizes checked; bn_darknet=1).
  * note (may be NULL when note_size is 0) receives one line saying what was loaded and
- * skipped. */
+ * skipped. When a checkpoint's head (its last layer with tensors) is loaded, the model takes
+ * its class names too (cdl_model_class_name; `eval` then checks them against the dataset). */
 int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_t note_size,
                            char *err, size_t err_size);
 /* Writes the model's tensors as a safetensors file under torchvision's names (F32, in torch's
@@ -115,6 +120,10 @@ typedef struct cdl_generate_options {
 /* 1 when every layer of a text model has a cached step, so generation without no_cache
  * computes one position per token (else it recomputes the context, cached or not). */
 int cdl_model_has_cache(const cdl_model *model);
+/* 0 when model is a text model and every character of prompt is in its vocabulary; else a
+ * usage error naming the first that is not (or saying the model is not a text model): what
+ * cdl_model_generate checks first, for callers that echo the prompt. */
+int cdl_model_check_prompt(const cdl_model *model, const char *prompt, char *err, size_t err_size);
 /* Continues prompt (UTF-8) with generated tokens, handing each token's text to on_text as it
  * is produced. A prompt character outside the model's vocabulary is a usage error naming it. */
 int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_options *options,

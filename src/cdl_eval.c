@@ -73,7 +73,10 @@ static int evaluate_image_model(cdl_model *m, const DataConfig *dc, const char *
 {
     SampleSource train = {0}, valid = {0};
     const EvalOptions opt = {o->workers, o->skip_bad};
-    int st = data_config_open_sources(dc, &train, &valid, e);
+    int st = model_meta_check_names(&m->meta, dc->names, dc->n_names, m->origin, data, e);
+    if (st)
+        return error_append(e, st, "; evaluate it on the dataset it was trained on");
+    st = data_config_open_sources(dc, &train, &valid, e);
     if (!st && valid.n == 0)
         st = error_set(e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)", data);
     st = st ? st : reserve_mini_batch(m, e);
@@ -83,13 +86,16 @@ static int evaluate_image_model(cdl_model *m, const DataConfig *dc, const char *
     return st;
 }
 
-static int evaluate_model(cdl_model *m, const char *data, const cdl_data_options *o, EvalResult *r,
-                          Error *e)
+/* recorded: data is the dataset the checkpoint records (for the message when it fails). */
+static int evaluate_model(cdl_model *m, const char *data, int recorded, const cdl_data_options *o,
+                          EvalResult *r, Error *e)
 {
     if (!data[0])
         return error_set(e, CDL_EUSAGE, "the model names no dataset; pass --data");
     DataConfig dc = {0};
     int st = data_config_load(data, &dc, e);
+    if (st && recorded)
+        error_append(e, st, " (the dataset %s records; --data names another)", m->origin);
     if (!st)
         st = m->net.seq > 0 ? evaluate_text_model(m, &dc, data, r, e)
                             : evaluate_image_model(m, &dc, data, o, r, e);
@@ -103,7 +109,9 @@ int cdl_model_evaluate(cdl_model *model, const char *data_path, const cdl_data_o
     Error e = {0};
     EvalResult r = {0};
     memset(result, 0, sizeof *result);
-    int st = evaluate_model(model, data_path ? data_path : model->meta.data_path, options, &r, &e);
+    char recorded[4096];
+    model_meta_find_data(&model->meta, model->origin, recorded, sizeof recorded);
+    int st = evaluate_model(model, data_path ? data_path : recorded, !data_path, options, &r, &e);
     if (st) {
         eval_result_free(&r);
         return api_report(&e, err, err_size);

@@ -15,14 +15,20 @@ struct cdl_model {
     Optimizer opt;  /* opened for_training: the checkpoint's state, or a fresh one */
     int capacity;   /* samples the activations hold (0: none allocated) */
     AugmentScratch scratch; /* preprocessing workspace */
+    /* the checkpoint it was opened from, or the one whose head (and class names) --weights
+     * loaded into a cfg: for messages */
+    char origin[4096];
 };
 
 /* Copies e's message into err (when err_size > 0) and returns e's code. */
 int api_report(const Error *e, char *err, size_t err_size);
 /* Loads a cfg's net from the weights at path (src/cdl_weights.c: a cdl checkpoint's matching
  * layers, safetensors under torchvision's names, else darknet .weights); note receives the
- * line saying what was loaded and skipped. */
-int api_load_weights(Net *net, const char *path, char *note, size_t note_size, Error *e);
+ * line saying what was loaded and skipped. head_names (may be NULL) receives, in names and
+ * n_names, the class names of a checkpoint whose head (last layer with tensors) was loaded:
+ * the classes the net now tells apart (none else); free with model_meta_free. */
+int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
+                     ModelMeta *head_names, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);
 

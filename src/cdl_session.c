@@ -215,9 +215,18 @@ static int check_text_net(const cdl_session *s, Error *e)
 static int load_initial_weights(cdl_session *s, const char *path, Error *e)
 {
     char line[1200];
-    int st = api_load_weights(&s->net, path, line, sizeof line, e);
+    ModelMeta head = {0};
+    int st = api_load_weights(&s->net, path, line, sizeof line, &head, e);
     if (!st)
         note(s, "--weights %s", line);
+    /* A head loaded as it was must tell the same classes apart, in the same order. */
+    if (!st && s->dc.train_kind != DATA_TEXT &&
+        (st = model_meta_check_names(&head, s->dc.names, s->dc.n_names, path, s->data_path, e)))
+        error_append(e, st,
+                     "; --weights loaded its head (the last layer with tensors) as it is: "
+                     "give that layer another shape to fine-tune a new head, or train on the "
+                     "classes it was trained on");
+    model_meta_free(&head);
     return st;
 }
 
@@ -273,6 +282,11 @@ static int open_sets(cdl_session *s, Error *e)
         return st;
     warn_ambiguous_labels(s, &s->train, "training");
     warn_ambiguous_labels(s, &s->valid, "validation");
+    if (s->resumed && (st = model_meta_check_names(&s->meta, s->dc.names, s->dc.n_names,
+                                                   s->resume_path, s->data_path, e)))
+        return error_append(e, st,
+                            "; resume on the dataset it was trained on (--data), or start a new "
+                            "run from it (--weights)");
     if (s->train.classes > s->net.classes)
         return error_set(e, CDL_EUSAGE,
                          "%s: the training labels go up to %d but the net outputs %d classes",
@@ -296,7 +310,7 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
     if (data_path)
         snprintf(s->data_path, sizeof s->data_path, "%s", data_path);
     else if (s->resumed)
-        snprintf(s->data_path, sizeof s->data_path, "%s", s->meta.data_path);
+        model_meta_find_data(&s->meta, s->resume_path, s->data_path, sizeof s->data_path);
     else
         default_data_path(s->cfg_path, s->data_path, sizeof s->data_path);
     int st;
@@ -305,6 +319,8 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
             return error_set(e, CDL_EUSAGE, "%s: a sequence net's checkpoint without a vocabulary",
                              s->resume_path);
         st = load_data(s, s->net.seq > 0 ? &s->meta.vocab : NULL, e);
+        if (st && !data_path)
+            error_append(e, st, " (the dataset %s records; --data names another)", s->resume_path);
         st = st ? st : check_text_net(s, e);
     } else {
         st = load_data(s, NULL, e);
@@ -313,7 +329,10 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
     st = st ? st : open_sets(s, e);
     if (st)
         return st;
-    snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s", s->data_path);
+    /* Recorded absolute, so that --resume and eval work from any directory. */
+    char absolute[PATH_MAX];
+    snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s",
+             realpath(s->data_path, absolute) ? absolute : s->data_path);
     const Hyper *h = &s->net.hyper;
     const long steps_per_epoch = s->samples / ((long)h->batch * dist_size());
     s->default_epochs = s->resumed && s->meta.epochs_planned > 0 ? s->meta.epochs_planned

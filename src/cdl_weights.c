@@ -11,7 +11,8 @@
 #include "model/finetune.h"
 #include "model/safetensors_weights.h"
 
-int api_load_weights(Net *net, const char *path, char *note, size_t note_size, Error *e)
+int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
+                     ModelMeta *head_names, Error *e)
 {
     if (!cdl_is_checkpoint(path) && !safetensors_is_path(path)) {
         DarknetHeader h;
@@ -28,6 +29,12 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size, E
     if (!st)
         snprintf(note, note_size, "%s: loaded %d layer%s%s%s", path, m.loaded,
                  m.loaded == 1 ? "" : "s", m.skipped ? ", skipped layers " : "", m.skipped_list);
+    if (!st && head_names) {
+        head_names->names = m.names;
+        head_names->n_names = m.n_names;
+        m.names = NULL;
+        m.n_names = 0;
+    }
     weights_match_free(&m);
     return st;
 }
@@ -37,9 +44,18 @@ int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_
 {
     Error e = {0};
     char line[1200];
-    int st = api_load_weights(&model->net, path, line, sizeof line, &e);
+    ModelMeta head = {0};
+    int st = api_load_weights(&model->net, path, line, sizeof line, &head, &e);
     if (st)
         return api_report(&e, err, err_size);
+    if (head.n_names && !model->meta.n_names) { /* a cfg's model: the loaded head's classes */
+        model->meta.names = head.names;
+        model->meta.n_names = head.n_names;
+        head.names = NULL;
+        head.n_names = 0;
+        snprintf(model->origin, sizeof model->origin, "%s", path);
+    }
+    model_meta_free(&head);
     if (note_size)
         snprintf(note, note_size, "%s", line);
     return CDL_OK;

@@ -11,7 +11,9 @@
 #include "cli/cli.h"
 
 static const OptSpec eval_opts[] = {
-    {"--data", 1, 0, "dataset .data file (default: the one the model trained on)"},
+    {"--data", 1, 0,
+     "dataset: a .data file, a text file or an image folder DIR/ (default: the one the model "
+     "trained on)"},
     {"--json", 0, 0, "print one JSON object instead of tables"},
     {"--threads", 1, 0, "CPU threads (default: all cores)"},
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
@@ -175,7 +177,7 @@ int cmd_eval(int argc, char **argv)
         st = args_get_int(&a, "--workers", CDL_DEFAULT_WORKERS, 0, 256, &workers, &e);
     const cdl_data_options opt = {(int)workers, args_get(&a, "--skip-bad") != NULL};
     if (!st)
-        st = e.code = cdl_model_evaluate(m, data, &opt, &r, e.msg, sizeof e.msg);
+        st = e.code = cdl_model_evaluate(m, args_get(&a, "--data"), &opt, &r, e.msg, sizeof e.msg);
     if (!st && r.per_token)
         print_text_result(&r, model, data, json);
     else if (!st && json)

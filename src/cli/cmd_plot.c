@@ -334,8 +334,14 @@ static int plot_runs(const Args *a, Error *e)
     const char *title = args_get(a, "--title");
     Run runs[MAX_RUNS];
     memset(runs, 0, sizeof runs);
-    for (int i = 0; i < a->n_positional && !st; i++)
+    for (int i = 0; i < a->n_positional && !st; i++) {
         st = plot_log_read(a->positional[i], &runs[i], e);
+        if (!st && runs[i].cut_line)
+            fprintf(stderr,
+                    "cdl: %s:%d: warning: the last record is cut (%ld bytes, no end of line); "
+                    "plotting the %d records before it\n",
+                    a->positional[i], runs[i].cut_line, runs[i].cut_bytes, runs[i].records_kept);
+    }
     for (int i = 0; i < a->n_positional && !st; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(runs[i].name, runs[j].name)) {

@@ -187,6 +187,12 @@ static int generate_text(const Args *a, Error *e)
         return status;
     }
     const char *prompt = args_get(a, "--prompt");
+    /* Checked before the prompt is echoed, so a refused prompt prints nothing else. */
+    if ((status = cdl_model_check_prompt(m, prompt, err, sizeof err))) {
+        fprintf(stderr, "cdl: %s\n", err);
+        cdl_model_free(m);
+        return status;
+    }
     if (args_get(a, "--probs")) {
         status = print_next_token_probs(m, prompt);
         cdl_model_free(m);
@@ -250,8 +256,10 @@ int cmd_predict(int argc, char **argv)
         args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e))
         return cli_fail(&e);
     cli_set_threads((int)threads);
+    /* The first file is the model when it is one (of any format: another format is refused
+     * saying how to use it, never classified as an image with the default model). */
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
-    int first = a.n_positional > 0 && (cfg || cdl_is_checkpoint(a.positional[0])) ? 1 : 0;
+    int first = a.n_positional > 0 && (cfg || cdl_is_model_file(a.positional[0])) ? 1 : 0;
     const char *model = first ? a.positional[0] : CDL_DEFAULT_MODEL;
     if (a.n_positional - first < 1)
         return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
@@ -262,9 +270,20 @@ int cmd_predict(int argc, char **argv)
                cli_fail(&e);
     cdl_model *m;
     char err[1024];
-    const cdl_open_options o = {
-        .seed = (uint64_t)seed, .kind = cfg ? CDL_OPEN_CFG : CDL_OPEN_CHECKPOINT, .batch = 1};
+    const cdl_open_options o = {.seed = (uint64_t)seed,
+                                .kind = cfg     ? CDL_OPEN_CFG
+                                        : first ? CDL_OPEN_ANY
+                                                : CDL_OPEN_CHECKPOINT,
+                                .batch = 1};
     int status = cdl_model_open(model, &o, &m, err, sizeof err);
+    if (!status && cdl_model_is_text(m)) {
+        snprintf(err, sizeof err,
+                 "%s is a text model: it continues a prompt (`cdl predict %s --prompt TEXT`), it "
+                 "does not classify images",
+                 model, model);
+        cdl_model_free(m);
+        status = CDL_EUSAGE;
+    }
     if (!status && cfg)
         cli_print_warnings(cdl_model_warnings(m));
     char note[1200];

@@ -13,7 +13,9 @@
 #include "cli/progress.h"
 
 static const OptSpec train_opts[] = {
-    {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data)"},
+    {"--data", 1, 0,
+     "dataset: a .data file, a text file (text models) or an image folder DIR/ (default: the "
+     "cfg's name with .data)"},
     {"--weights", 1, 0,
      "initialise the layers that match from this checkpoint (fine-tuning), all from "
      "FILE.safetensors (torchvision names; a changed head keeps its initial values) or from "
@@ -118,6 +120,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, Error
     const char *log_path = args_get(a, "--log");
     if (log_path && cdl_dist_rank() == 0 && !(progress->jsonl = fopen(log_path, "a")))
         return error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
+    progress->log_path = log_path;
     progress->epochs = (int)epochs;
     progress->tokens_per_sample = info.seq;
     const cdl_run_options o = {.epochs = (int)epochs,
@@ -167,8 +170,15 @@ int cmd_train(int argc, char **argv)
         e.code = st, e.msg[0] = 0;
     const int setup_failed = st != 0;
     st = st ? st : run_training(s, &a, &progress, &e);
-    if (progress.jsonl)
-        fclose(progress.jsonl);
+    if (progress.jsonl && fclose(progress.jsonl) && !progress.log_errno)
+        progress.log_errno = errno ? errno : EIO;
+    /* A log that could not be written whole fails the run, which otherwise completed. */
+    if (!st && progress.log_errno)
+        st = error_set(&e, CDL_ERUNTIME,
+                       "%s: the log could not be written (%s) and is incomplete from step %llu "
+                       "on; training itself completed and saved its checkpoint",
+                       progress.log_path, strerror(progress.log_errno),
+                       (unsigned long long)progress.log_failed_step);
     cdl_session_free(s);
     if (st && e.msg[0])
         cli_fail(&e);

@@ -74,14 +74,22 @@ int plot_log_read(const char *path, Run *run, Error *e)
     char *text = NULL;
     size_t cap = 0;
     int line = 0, records = 0, st = CDL_OK;
-    while (!st && getline(&text, &cap, f) >= 0) {
+    ssize_t len;
+    while (!st && (len = getline(&text, &cap, f)) >= 0) {
         line++;
         if (!text[strspn(text, " \t\r\n")])
             continue;
         cJSON *o = cJSON_ParseWithOpts(text, NULL, 1);
-        st = cJSON_IsObject(o) ? add_record(run, o, path, line, &records, e)
-                               : error_set(e, CDL_ERUNTIME,
-                                           "%s:%d: not a JSON object (malformed line)", path, line);
+        if (!cJSON_IsObject(o) && text[len - 1] != '\n') {
+            run->cut_line = line;
+            run->cut_bytes = (long)len;
+            run->records_kept = records;
+        } else {
+            st = cJSON_IsObject(o)
+                     ? add_record(run, o, path, line, &records, e)
+                     : error_set(e, CDL_ERUNTIME, "%s:%d: not a JSON object (malformed line)", path,
+                                 line);
+        }
         cJSON_Delete(o);
     }
     if (!st && ferror(f))

@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,28 @@ static void format_duration(char *out, size_t size, double s)
         snprintf(out, size, "%ld:%02ld", t / 60, t % 60);
 }
 
-static void write_json_line(FILE *f, cJSON *o)
+/* Appends o as one line to the log, flushed; the first failure (a full disk) stops the log and
+ * is recorded for the end of the run. */
+static void write_json_line(Progress *p, cJSON *o, uint64_t step)
 {
     char *text = cJSON_PrintUnformatted(o);
-    if (text) {
-        fprintf(f, "%s\n", text);
-        fflush(f);
-        free(text);
-    }
     cJSON_Delete(o);
+    if (!text)
+        return;
+    errno = 0;
+    const int failed = fprintf(p->jsonl, "%s\n", text) < 0 || fflush(p->jsonl) != 0;
+    free(text);
+    if (!failed)
+        return;
+    p->log_errno = errno ? errno : EIO;
+    p->log_failed_step = step;
+    fclose(p->jsonl);
+    p->jsonl = NULL;
+    fprintf(stderr,
+            "%scdl: %s: cannot write the log at step %llu: %s; it stops there (the run "
+            "goes on, and exits 1)\n",
+            p->tty ? "\r\033[K" : "", p->log_path, (unsigned long long)step,
+            strerror(p->log_errno));
 }
 
 /* The rate to show for images_per_s and its unit: tokens/s for a sequence net. */
@@ -50,7 +64,7 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         if (p->tokens_per_sample)
             cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
-        write_json_line(p->jsonl, o);
+        write_json_line(p, o, r->step);
     }
     if (p->tty) {
         if (r->elapsed_s - p->last_draw_s < 0.1 && r->step_in_epoch != r->steps_per_epoch)
@@ -174,7 +188,7 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
             cJSON_AddNumberToObject(o, "top5", r->valid_top5);
             cJSON_AddNumberToObject(o, "valid_skipped", r->valid_skipped);
         }
-        write_json_line(p->jsonl, o);
+        write_json_line(p, o, r->step);
     }
 }
 

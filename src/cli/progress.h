@@ -11,6 +11,11 @@ typedef struct Progress {
     int tty;     /* draw a bar (stderr is a terminal) */
     int epochs;  /* total, for display */
     FILE *jsonl; /* NULL: no log */
+    /* The log's path, and the errno of its first write that failed (0: none): the log then
+     * stops there (its last record may be cut), a warning says so, and the run exits 1. */
+    const char *log_path;
+    int log_errno;
+    uint64_t log_failed_step;
     double last_draw_s;
     int tokens_per_sample; /* sequence nets: seq, and rates are shown in tokens/s; 0: images */
 } Progress;

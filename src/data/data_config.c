@@ -11,6 +11,7 @@
 
 #include "data/cifar.h"
 #include "data/source_files.h"
+#include "util/file_kind.h"
 
 enum { MAX_CLASSES = 1 << 16 };
 
@@ -100,7 +101,7 @@ static int load_names(const char *path, const char *where, char ***names, int *n
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        return error_set(e, CDL_EUSAGE, "%s: cannot open names file '%s': %s", where, path,
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open names file '%s': %s", where, path,
                          strerror(errno));
     }
     char *line = NULL;
@@ -282,6 +283,9 @@ static int parse_lines(FILE *f, DataConfig *dc, KeyLines *lines, Error *e)
     for (int line = 1; !rc && getline(&buf, &cap, f) >= 0; line++) {
         strip_comment(buf);
         char *s = text_trim(buf);
+        if (!strncmp(s, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM */
+            s += 3;
+        }
         if (!*s) {
             continue;
         }
@@ -496,23 +500,165 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
     return implied_names(dc, e);
 }
 
+/* ---- datasets named without a .data file ---- */
+
+/* Whether a text file is a .data file: its first line that is not blank or a comment is
+   KEY=VALUE with one of the keys a .data file takes. */
+static int holds_data_keys(FILE *f)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    int data = 0;
+    while (getline(&buf, &cap, f) >= 0) {
+        strip_comment(buf);
+        char *s = text_trim(buf);
+        if (!strncmp(s, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM */
+            s += 3;
+        }
+        if (!*s) {
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (eq) {
+            *eq = 0;
+            const char *key = text_trim(s);
+            size_t n = strlen(key);
+            for (const char *k = VALID_KEYS; *key && (k = strstr(k, key)); k += n) {
+                data |= (k == VALID_KEYS || k[-1] == ' ') && (k[n] == ',' || k[n] == 0);
+            }
+        }
+        break;
+    }
+    free(buf);
+    rewind(f);
+    return data;
+}
+
+/* Whether the first lines of a text that is not a .data file all name images (a darknet list,
+   which needs a .data file for its class names). */
+static int lists_images(FILE *f)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    int lines = 0, images = 0;
+    while (lines < 20 && getline(&buf, &cap, f) >= 0) {
+        char *s = text_trim(buf);
+        if (!*s) {
+            continue;
+        }
+        lines++;
+        images += has_extension(s, ".jpg") || has_extension(s, ".jpeg") || has_extension(s, ".png");
+    }
+    free(buf);
+    rewind(f);
+    return lines && images == lines;
+}
+
+/* dir/name when that is a directory (malloc'd), else NULL. */
+static char *subdirectory(const char *dir, const char *name)
+{
+    char *sub = malloc(strlen(dir) + strlen(name) + 2);
+    if (sub) {
+        sprintf(sub, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+    }
+    if (sub && !is_dir(sub)) {
+        free(sub);
+        return NULL;
+    }
+    return sub;
+}
+
+/* --data DIR/: CIFAR batches (the test batch validates), DIR/train and DIR/val (or valid) image
+   folders, or one image folder of which every tenth image of each class validates. */
+static int implied_folder(DataConfig *dc, const char *dir, Error *e)
+{
+    char *train = subdirectory(dir, "train");
+    char *valid = train ? subdirectory(dir, "val") : NULL;
+    if (train && !valid) {
+        valid = subdirectory(dir, "valid");
+    }
+    if (!train && cifar_detect(dir)) {
+        train = strdup(dir);
+        valid = strdup(dir);
+    } else if (!train) {
+        train = strdup(dir);
+    }
+    dc->train = train;
+    dc->valid = valid;
+    dc->valid_split = valid ? 0.0f : DATA_FOLDER_VALID_SPLIT;
+    return train ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory");
+}
+
+/* --data FILE of plain text: a text model's characters, the last 5% validating. */
+static int implied_text(DataConfig *dc, const char *path, Error *e)
+{
+    dc->type = strdup("text");
+    dc->train = strdup(path);
+    dc->valid_split = DATA_TEXT_VALID_SPLIT;
+    return dc->type && dc->train ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory");
+}
+
+/* A file of another kind where a dataset is expected: what it is, and what --data takes. */
+static int refuse_kind(const char *path, FileKind kind, Error *e)
+{
+    const char *hint = kind == FILE_KIND_PNG || kind == FILE_KIND_JPEG
+                           ? "; to classify an image, use `cdl predict MODEL IMAGE`"
+                       : kind == FILE_KIND_GZIP
+                           ? "; IDX files (MNIST) go in a .data file: train= and train_labels="
+                       : kind == FILE_KIND_CFG ? "; a cfg is the network: `cdl train CFG --data D`"
+                       : kind == FILE_KIND_CHECKPOINT ? "; a checkpoint is the model: `cdl eval "
+                                                        "MODEL --data D`"
+                                                      : "";
+    return error_set(e, CDL_EUSAGE,
+                     "%s: %s, not a dataset: a dataset is a .data file, a text file (for a text "
+                     "model) or an image folder (DIR/ with a folder per class)%s",
+                     path, file_kind_name(kind), hint);
+}
+
+/* Reads the .data file f, or the dataset it implies (a text, a folder) when it is none. */
+static int load_config(DataConfig *dc, const char *path, KeyLines *lines, Error *e)
+{
+    int err_no = 0;
+    const FileKind kind = file_kind(path, &err_no);
+    if (kind == FILE_KIND_MISSING) {
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open data file: %s", path, strerror(err_no));
+    }
+    if (kind == FILE_KIND_DIRECTORY) {
+        return implied_folder(dc, path, e);
+    }
+    if (kind != FILE_KIND_TEXT) {
+        return refuse_kind(path, kind, e);
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open data file: %s", path, strerror(errno));
+    }
+    int rc;
+    if (has_extension(path, ".data") || holds_data_keys(f)) {
+        rc = parse_lines(f, dc, lines, e);
+        if (!rc && ferror(f)) {
+            rc = error_set(e, CDL_ERUNTIME, "%s: cannot read data file", path);
+        }
+    } else if (lists_images(f)) {
+        rc = error_set(e, CDL_EUSAGE,
+                       "%s: a list of image paths (a darknet list): name it in a .data file "
+                       "(train=%s and names=, a file of class names)",
+                       path, path);
+    } else {
+        rc = implied_text(dc, path, e);
+    }
+    fclose(f);
+    return rc;
+}
+
 int data_config_load(const char *path, DataConfig *dc, Error *e)
 {
     memset(dc, 0, sizeof *dc);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        return error_set(e, CDL_EUSAGE, "%s: cannot open data file: %s", path, strerror(errno));
-    }
     if (!(dc->path = strdup(path))) {
-        fclose(f);
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
     KeyLines lines = {0};
-    int rc = parse_lines(f, dc, &lines, e);
-    if (!rc && ferror(f)) {
-        rc = error_set(e, CDL_ERUNTIME, "%s: cannot read data file", path);
-    }
-    fclose(f);
+    int rc = load_config(dc, path, &lines, e);
     if (!rc) {
         rc = finish(dc, &lines, e);
     }

@@ -36,9 +36,22 @@
    field is not a number, else digits pixels; *.bin (a comma-separated list of batches allowed) is
    CIFAR-10 or -100 by file name or size; anything else is IDX or digits CSV by content.
    Class names: from names= when given, else the train folder's class folders, else "0".."N-1".
+   A dataset may also be named without a .data file (data_config_load tells them apart by
+   content, except that a *.data name is always read as one):
+     a directory          CIFAR batches (the test batch validates); else DIR/train with DIR/val
+                          (or DIR/valid) when there are such folders, each an image folder;
+                          else one image folder with valid_split=DATA_FOLDER_VALID_SPLIT
+     a text file          (not starting with a .data key) type=text, tokens=char, train=FILE,
+                          valid_split=DATA_TEXT_VALID_SPLIT; a text whose lines all name images
+                          is refused (a darknet list needs names=)
+   anything else (an image, a cfg, a checkpoint, a binary file) is refused saying what it is.
    Relative paths are tried as given (from the current directory, as darknet does), then
    relative to the .data file's directory; paths are stored resolved (each part of a comma list
    separately). */
+/* The validation shares of a dataset named without a .data file. */
+#define DATA_FOLDER_VALID_SPLIT 0.1f
+#define DATA_TEXT_VALID_SPLIT 0.05f
+
 typedef enum DataKind {
     DATA_ARRAYS,   /* IDX images + labels or digits CSV, loaded by dataset_load */
     DATA_CIFAR10,  /* CIFAR-10 binary batches, in memory */
@@ -69,8 +82,9 @@ typedef struct DataConfig {
 
 /* Parses path, tells the kinds of train= and valid= and loads the class names. Errors (code
    CDL_EUSAGE) name FILE:LINE: unknown key (listing the valid ones), bad value, duplicate key,
-   names count != classes, a darknet list without names=, CIFAR batches of unknown variant; a
-   missing .data file is CDL_EUSAGE naming it. On failure dc is left zeroed. */
+   names count != classes, a darknet list without names=, CIFAR batches of unknown variant, a
+   file that is no dataset; a missing file is CDL_ERUNTIME naming it. On failure dc is left
+   zeroed. */
 int data_config_load(const char *path, DataConfig *dc, Error *e);
 
 /* Frees everything and zeroes dc; safe on a zeroed DataConfig. */

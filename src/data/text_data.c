@@ -16,7 +16,7 @@ static int read_whole(const char *path, char **text, size_t *len, Error *e)
     *text = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return error_set(e, CDL_EUSAGE, "%s: cannot open text: %s", path, strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open text: %s", path, strerror(errno));
     const int failure = file_read_stream(f, text, len);
     fclose(f);
     return failure ? error_set(e, CDL_ERUNTIME, "%s: %s", path,

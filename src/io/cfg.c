@@ -126,7 +126,7 @@ int cfg_load(const char *path, Cfg *cfg, Error *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return error_set(e, CDL_EUSAGE, "%s: cannot open config: %s", path, strerror(errno));
+        return error_set(e, CDL_ERUNTIME, "%s: cannot open config: %s", path, strerror(errno));
     char *text;
     size_t len;
     const int failure = file_read_stream(f, &text, &len);

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "util/atomic_file.h"
+#include "util/file_kind.h"
 
 static const unsigned char checkpoint_magic[8] = "CDLCKPT";
 static const unsigned char checkpoint_end_magic[8] = "CDLEND\0";
@@ -252,8 +253,11 @@ static int check_envelope_shape(const char *path, const Envelope *v, Error *e)
 {
     const size_t size = v->size;
     size_t magic_bytes = size < 8 ? size : 8;
-    if (memcmp(v->front, checkpoint_magic, magic_bytes) != 0)
-        return error_set(e, CDL_ERUNTIME, "%s: not a cdl checkpoint (bad magic)", path);
+    if (memcmp(v->front, checkpoint_magic, magic_bytes) != 0) {
+        char why[600];
+        const int code = file_kind_not_checkpoint(file_kind(path, NULL), path, why, sizeof why);
+        return error_set(e, code, "%s: %s", path, why);
+    }
     /* The version is read before the checksum because a newer format may keep its checksum
      * elsewhere; the user needs "upgrade cdl", not "corrupted". */
     if (size >= 12) {

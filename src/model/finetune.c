@@ -72,11 +72,22 @@ static void mismatch(const Net *src, const Layer *d, char *why, size_t size)
         }
 }
 
+/* The index of the net's last layer with tensors (its head), or -1. */
+static int last_with_params(const Net *net)
+{
+    int last = -1;
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].n_params)
+            last = i;
+    return last;
+}
+
 /* Copies the tensors of every matching layer; appends the others to m->skipped_list, which has
  * room for SKIP_TEXT_MAX characters per layer. */
 static void copy_matching_layers(Net *dst, const Net *src, WeightsMatch *m)
 {
     size_t used = 0;
+    int head = -1; /* the last layer loaded */
     m->skipped_list[0] = '\0';
     for (int i = 0; i < dst->n_layers; i++) {
         Layer *d = &dst->layers[i];
@@ -97,7 +108,9 @@ static void copy_matching_layers(Net *dst, const Net *src, WeightsMatch *m)
             memcpy(d->params[k].data, s->params[k].data,
                    d->params[k].count * sizeof *d->params[k].data);
         m->loaded++;
+        head = i;
     }
+    m->head_loaded = head >= 0 && head == last_with_params(dst);
 }
 
 int finetune_copy_matching(Net *dst, const Net *src, WeightsMatch *m, Error *e)
@@ -118,13 +131,19 @@ int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
     int st = model_load(path, &base, 0, NULL, &meta, e);
     if (st)
         return st;
-    model_meta_free(&meta);
     st = net_is_quantized(&base)
              ? error_set(e, CDL_EUSAGE,
                          "%s is an int8 model (cdl quantize): training starts from float "
                          "weights; use the checkpoint it was made from",
                          path)
              : finetune_copy_matching(net, &base, m, e);
+    if (!st && m->head_loaded) { /* the names go with the head */
+        m->names = meta.names;
+        m->n_names = meta.n_names;
+        meta.names = NULL;
+        meta.n_names = 0;
+    }
+    model_meta_free(&meta);
     net_free(&base);
     if (!st && !m->loaded)
         st = error_set(e, CDL_EUSAGE,
@@ -137,5 +156,8 @@ int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
 void weights_match_free(WeightsMatch *m)
 {
     free(m->skipped_list);
+    for (int i = 0; i < m->n_names; i++)
+        free(m->names[i]);
+    free(m->names);
     memset(m, 0, sizeof *m);
 }

@@ -12,6 +12,11 @@ typedef struct WeightsMatch {
     /* malloc'd, "" when none: "7 [connected] (shape 5x96 vs 10x96), 8 [convolutional] (not in
      * the base: it has 8 layers)"; shapes read cfg vs base. */
     char *skipped_list;
+    int head_loaded; /* the last layer with tensors (the head) was loaded */
+    /* finetune_load_weights: the base checkpoint's class names when its head was loaded
+     * (malloc'd, NULL and 0 else): the classes the loaded head tells apart */
+    char **names;
+    int n_names;
 } WeightsMatch;
 
 /* Copies from src into dst the tensors (parameters and running statistics) of every layer

@@ -4,9 +4,11 @@
 #ifndef CDL_MODEL_META_H
 #define CDL_MODEL_META_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "data/text_vocab.h"
+#include "util/error.h"
 
 typedef struct ModelMeta {
     uint64_t seed;
@@ -20,6 +22,22 @@ typedef struct ModelMeta {
     char data_path[4096];              /* the .data file the run trained on ("" when unknown) */
     TextVocab vocab; /* a text model's tokens (header "vocab": text_vocab_to_string); n = 0 else */
 } ModelMeta;
+
+/* CDL_OK when names [n] (a dataset's classes, in label order) are the classes the model was
+ * trained on (meta's, the same strings in the same order), or when meta records none (a
+ * checkpoint written without a dataset). Otherwise CDL_EUSAGE: "DATA: its N classes (a, b, ...)
+ * are not the M classes MODEL was trained on (x, y, ...): the first difference is class K ('b'
+ * here, 'y' there)", each list cut to its first and last few names when long; callers append
+ * what to do. */
+int model_meta_check_names(const ModelMeta *meta, char *const *names, int n, const char *model,
+                           const char *data, Error *e);
+
+/* The dataset path to open for a checkpoint at checkpoint_path whose meta records data_path:
+ * the recorded path (absolute since cdl writes it so), or, when a relative one (an older
+ * checkpoint's, as typed) does not exist from the current directory, that path taken from the
+ * checkpoint's directory if it exists there. */
+void model_meta_find_data(const ModelMeta *meta, const char *checkpoint_path, char *out,
+                          size_t size);
 
 /* Frees meta->names and meta->vocab and leaves both empty. */
 void model_meta_free(ModelMeta *meta);

@@ -96,7 +96,7 @@ assert (g[2:14, 2:4] == 128).all() and (g[2:14, 16:18] == 128).all()
 
 @test "augment reports a missing data file, a bad key and a bad option value" {
     run "$CDL" augment "$REPO/cfg/digits.cfg" --data missing.data -o x.png
-    [ "$status" -eq 2 ]
+    [ "$status" -eq 1 ]
     [[ "$output" == "cdl: missing.data"* ]]
     run "$CDL" augment "$REPO/cfg/digits.cfg" --data "$REPO/cfg/digits.data" -o x.png \
         --set net.hue=0.9

@@ -53,7 +53,7 @@ expect_error() {
 }
 
 @test "missing cfg file" {
-    expect_error 2 "nope.cfg: cannot open config" train nope.cfg
+    expect_error 1 "nope.cfg: cannot open config" train nope.cfg
 }
 
 @test "binary junk as cfg" {
@@ -78,7 +78,7 @@ expect_error() {
 }
 
 @test "missing .data file" {
-    expect_error 2 "nope.data" train "$REPO/cfg/digits.cfg" --data nope.data
+    expect_error 1 "nope.data" train "$REPO/cfg/digits.cfg" --data nope.data
 }
 
 @test "bad .data key names file and line" {

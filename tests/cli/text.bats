@@ -185,7 +185,7 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     train_digits
     run "$CDL" predict digits.cdl --prompt "the" --tokens 5
     [ "$status" -eq 2 ]
-    [[ "$output" == *"the model is not a text model"* ]]
+    [[ "$output" == *"digits.cdl is an image classifier, not a text model"* ]]
     printf 'type=text\ntrain=corpus.txt\ntokens=words\n' > bad.data
     run "$CDL" train tiny.cfg --data bad.data --out d.cdl
     [ "$status" -eq 2 ]

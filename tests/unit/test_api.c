@@ -129,11 +129,11 @@ static void test_model_open(const char *dir)
 
     CHECK(cdl_model_open(model_path, &o, &a, err, sizeof err) == 2 && a == NULL);
     CHECK_CONTAINS(err, "--set applies to cfg files, not checkpoints");
-    CHECK(cdl_model_open("/nonexistent/x.cdl", NULL, &a, err, sizeof err) == 2 && a == NULL);
-    CHECK_CONTAINS(err, "/nonexistent/x.cdl: cannot open config");
+    CHECK(cdl_model_open("/nonexistent/x.cdl", NULL, &a, err, sizeof err) == 1 && a == NULL);
+    CHECK_CONTAINS(err, "/nonexistent/x.cdl: cannot open model or config");
     const cdl_open_options as_checkpoint = {.kind = CDL_OPEN_CHECKPOINT};
-    CHECK(cdl_model_open(cfg_path, &as_checkpoint, &a, err, sizeof err) == 1 && a == NULL);
-    CHECK_CONTAINS(err, "open.cfg");
+    CHECK(cdl_model_open(cfg_path, &as_checkpoint, &a, err, sizeof err) == 2 && a == NULL);
+    CHECK_CONTAINS(err, "open.cfg: a cfg file, not a cdl checkpoint: train it first");
     const char *const bad[] = {"net.nosuchkey=1"};
     const cdl_open_options bad_set = {.overrides = bad, .n_overrides = 1};
     CHECK(cdl_model_open(cfg_path, &bad_set, &a, err, sizeof err) == 2 && a == NULL);
@@ -251,7 +251,7 @@ static void test_errors_are_reported_with_codes(void)
     cdl_trainer *t;
     CHECK(cdl_model_load("/nonexistent/x.cdl", &m, err, sizeof err) == 1 && m == NULL);
     CHECK_CONTAINS(err, "/nonexistent/x.cdl");
-    CHECK(cdl_trainer_from_cfg("/nonexistent/x.cfg", 1, &t, err, sizeof err) == 2 && t == NULL);
+    CHECK(cdl_trainer_from_cfg("/nonexistent/x.cfg", 1, &t, err, sizeof err) == 1 && t == NULL);
     CHECK_CONTAINS(err, "/nonexistent/x.cfg: cannot open config");
 }
 

@@ -467,13 +467,13 @@ static void test_data_config_names_count_must_equal_classes(void)
     CHECK_ERROR(rc, e, CDL_EUSAGE, "holds 2 names but classes=4");
 }
 
-static void test_data_config_missing_file_is_usage_error(void)
+static void test_data_config_missing_file_is_runtime_error(void)
 {
     char dp[256];
     DataConfig dc;
     Error e = {0};
     int rc = data_config_load(tmp_path(dp, "absent.data"), &dc, &e);
-    CHECK_ERROR(rc, e, CDL_EUSAGE, dp);
+    CHECK_ERROR(rc, e, CDL_ERUNTIME, dp);
 }
 
 static void test_data_config_load_sets_splits_train_tail(void)
@@ -988,7 +988,7 @@ int main(void)
     test_data_config_without_names_numbers_classes();
     test_data_config_unknown_key_names_line_and_valid_keys();
     test_data_config_names_count_must_equal_classes();
-    test_data_config_missing_file_is_usage_error();
+    test_data_config_missing_file_is_runtime_error();
     test_data_config_load_sets_splits_train_tail();
     test_data_config_label_beyond_classes_is_an_error();
     test_png_gray_round_trip_is_exact();
