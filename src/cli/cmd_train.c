@@ -1,12 +1,12 @@
-/* cdl train: builds a net from a cfg (or resumes a checkpoint), trains it on a dataset
- * and writes a checkpoint after every epoch, through a training session (cdl.h). */
+/* cdl train: builds a net from a cfg (or resumes a checkpoint), trains it on a dataset and
+ * writes a checkpoint after every epoch and when a signal stops it (latest.cdl beside it
+ * following), through a training session (cdl.h). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdl.h"

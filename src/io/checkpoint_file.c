@@ -137,6 +137,8 @@ int checkpoint_file_check_replaceable(const char *path, Error *e)
     struct stat sb;
     if (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode)) /* nothing there, or a rename will fail */
         return CDL_OK;
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) /* holds nothing: `--out $(mktemp)` */
+        return CDL_OK;
     if (!S_ISREG(sb.st_mode))
         return error_set(e, CDL_EUSAGE,
                          "%s: is not a regular file; not replacing it with a checkpoint", path);

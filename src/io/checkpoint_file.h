@@ -40,7 +40,8 @@ int checkpoint_file_write(const char *path, const cJSON *header, const void *blo
                           size_t blob_bytes, Error *e);
 
 /* CDL_OK when writing a checkpoint at path loses nothing: nothing (or a directory, which the
- * write will fail on) is there, or a file that starts with the checkpoint magic. Else
+ * write will fail on) is there, an empty file (mktemp's), or a file that starts with the
+ * checkpoint magic. Else
  * CDL_EUSAGE naming path: a file that is not a checkpoint, one that cannot be read, or no
  * regular file (a device, a FIFO). */
 int checkpoint_file_check_replaceable(const char *path, Error *e);
