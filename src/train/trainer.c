@@ -259,13 +259,16 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             cb->on_step(cb->ctx, &r);
         }
         int asked;
-        if ((st = stop_asked(plan, &asked, e)))
-            break;
+        st = stop_asked(plan, &asked, e);
         int stop_now = asked || (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
                        (plan->stop_step > 0 && net->step >= plan->stop_step);
         /* The ranks' clocks differ: they stop at the time limit together. */
-        if (plan->dist && plan->time_limit_s > 0 && (st = dist_any(plan->dist, &stop_now, e)))
+        if (!st && plan->dist && plan->time_limit_s > 0)
+            st = dist_any(plan->dist, &stop_now, e);
+        if (st) { /* the ranks could not agree: one is gone */
+            say_checkpoint_kept(plan->out_path, e);
             break;
+        }
         if (pos + 1 == steps_per_epoch || stop_now) {
             const DistStats ds = plan->dist ? dist_take_stats(plan->dist) : (DistStats){0, 0};
             EpochReport r = {.epoch = epoch + 1,
@@ -288,7 +291,11 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             loss_sum = 0;
             loss_steps = 0;
             /* A stop asked for while the epoch was evaluated and saved: the checkpoint is new. */
-            if (stop_now || st || net->step >= total || (st = stop_asked(plan, &asked, e)) || asked)
+            if (stop_now || st || net->step >= total)
+                break;
+            if ((st = stop_asked(plan, &asked, e)))
+                say_checkpoint_kept(plan->out_path, e);
+            if (st || asked)
                 break;
         }
     }
