@@ -329,6 +329,8 @@ typedef struct cdl_bench_result {
     int seq;   /* tokens per sample of a sequence net, or 0 */
     double images_per_s, ms_per_step;
     float loss; /* the last step's: when not finite, the timings may not be representative */
+    size_t activation_bytes; /* the activation slab of a pass (see
+                                cdl_model_training_activation_bytes) */
 } cdl_bench_result;
 
 /* Times whole training steps (forward, backward, optimizer update). */
@@ -424,6 +426,12 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
 /* The k-th key=value line of layer index's cfg section (0 <= k < n_settings), as written. */
 void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
                              const char **value);
+/* *bytes = the activation slab (every layer's outputs, gradients, pre-activations and per-batch
+ * state) a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under
+ * the model's gradient checkpointing keys ([net] recompute_every, checkpoint=1). Measures a
+ * training copy of the net: allocates its parameters, no activations. */
+int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                        size_t err_size);
 
 /* ---- Exporting a model (src/cdl_export.c) ---- */
 

@@ -36,7 +36,8 @@ static int bench(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r,
                                 .seq = net->seq > 0 ? net->seq : 0,
                                 .images_per_s = (double)net->hyper.batch * o->steps / elapsed_s,
                                 .ms_per_step = 1e3 * elapsed_s / o->steps,
-                                .loss = net->loss};
+                                .loss = net->loss,
+                                .activation_bytes = net->activation_bytes};
     }
     timing_run_free(&t);
     return st;

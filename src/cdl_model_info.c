@@ -1,6 +1,9 @@
-/* The public API's model inspection (cdl.h): the net's summary and each layer's type, output
- * shape, parameters, FLOPs, inputs and cfg settings. */
+/* The public API's model inspection (cdl.h): the net's summary, each layer's type, output
+ * shape, parameters, FLOPs, inputs and cfg settings, and the activation memory of training. */
 #include "cdl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "cdl_model.h"
 
@@ -55,4 +58,40 @@ void cdl_model_layer_setting(const cdl_model *model, int index, int k, const cha
     const CfgEntry *entry = &model->net.cfg.sections[index + 1].entries[k];
     *key = entry->key;
     *value = entry->value;
+}
+
+/* Builds a training copy of net (its cfg with its vocabulary) and measures its slab. */
+static int training_activation_bytes(const Net *net, size_t *bytes, Error *e)
+{
+    char *text = cfg_to_text(&net->cfg);
+    if (!text)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Cfg cfg;
+    char vocab[64];
+    snprintf(vocab, sizeof vocab, "net.vocab=%d", net->vocab);
+    int st = cfg_parse_text(text, net->cfg.path ? net->cfg.path : "model", &cfg, e);
+    free(text);
+    if (st)
+        return st;
+    if (net->seq > 0 && (st = cfg_apply_override(&cfg, vocab, e))) {
+        cfg_free(&cfg);
+        return st;
+    }
+    Net copy;
+    if ((st = net_build(&copy, &cfg, 1, 1, e))) {
+        cfg_free(&cfg);
+        return st;
+    }
+    st = net_activation_bytes(&copy, copy.hyper.batch / copy.hyper.subdivisions, bytes, e);
+    net_free(&copy);
+    return st;
+}
+
+int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                        size_t err_size)
+{
+    Error e = {0};
+    *bytes = 0;
+    return training_activation_bytes(&model->net, bytes, &e) ? api_report(&e, err, err_size)
+                                                             : CDL_OK;
 }

@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "cdl.h"
 #include "cli/cli.h"
@@ -42,31 +43,44 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     return st;
 }
 
-/* seq: a sequence net's tokens per sample (its rate is also given in tokens/s), else 0. */
-static void print_result(const BenchSettings *b, int batch, int threads, int seq,
-                         double images_per_s, double ms_per_step)
+/* The process's peak resident memory so far, in bytes. */
+static double peak_rss_bytes(void)
 {
-    if (!b->json && seq) {
-        printf("%s: batch %d x %d tokens, threads %d, %ld steps: %.0f tokens/s (%.2f ms/step)\n",
-               b->cfg_path, batch, seq, threads, b->steps, images_per_s * seq, ms_per_step);
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : (double)u.ru_maxrss * 1024;
+}
+
+/* threads: the CPU threads the steps ran on. */
+static void print_result(const BenchSettings *b, int threads, const cdl_bench_result *r)
+{
+    const double mib = 1 << 20;
+    if (!b->json && r->seq) {
+        printf("%s: batch %d x %d tokens, threads %d, %ld steps: %.0f tokens/s (%.2f ms/step), "
+               "activations %.1f MiB, peak RSS %.1f MiB\n",
+               b->cfg_path, r->batch, r->seq, threads, b->steps, r->images_per_s * r->seq,
+               r->ms_per_step, (double)r->activation_bytes / mib, peak_rss_bytes() / mib);
         return;
     }
     if (!b->json) {
-        printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step)\n", b->cfg_path,
-               batch, threads, b->steps, images_per_s, ms_per_step);
+        printf("%s: batch %d, threads %d, %ld steps: %.1f images/s (%.2f ms/step), activations "
+               "%.1f MiB, peak RSS %.1f MiB\n",
+               b->cfg_path, r->batch, threads, b->steps, r->images_per_s, r->ms_per_step,
+               (double)r->activation_bytes / mib, peak_rss_bytes() / mib);
         return;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "cfg", b->cfg_path);
-    cJSON_AddNumberToObject(o, "batch", batch);
+    cJSON_AddNumberToObject(o, "batch", r->batch);
     cJSON_AddNumberToObject(o, "threads", threads);
     cJSON_AddNumberToObject(o, "steps", (double)b->steps);
-    cJSON_AddNumberToObject(o, "images_per_s", images_per_s);
-    if (seq) {
-        cJSON_AddNumberToObject(o, "seq", seq);
-        cJSON_AddNumberToObject(o, "tokens_per_s", images_per_s * seq);
+    cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
+    if (r->seq) {
+        cJSON_AddNumberToObject(o, "seq", r->seq);
+        cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * r->seq);
     }
-    cJSON_AddNumberToObject(o, "ms_per_step", ms_per_step);
+    cJSON_AddNumberToObject(o, "ms_per_step", r->ms_per_step);
+    cJSON_AddNumberToObject(o, "activation_bytes", (double)r->activation_bytes);
+    cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         puts(text);
@@ -95,7 +109,7 @@ static int run_bench(const Args *a, Error *e)
                 "be representative\n",
                 r.loss);
     if (!e->code)
-        print_result(&b, r.batch, threads, r.seq, r.images_per_s, r.ms_per_step);
+        print_result(&b, threads, &r);
     cdl_model_free(m);
     return e->code;
 }

@@ -1,4 +1,5 @@
-/* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs. */
+/* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs, and
+ * the activation memory of a training pass. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,9 @@ static void print_json(const cdl_model *m, const char *path)
     cJSON_AddNumberToObject(o, "params", (double)sum.params);
     cJSON_AddNumberToObject(o, "state", (double)sum.state);
     cJSON_AddNumberToObject(o, "flops", sum.flops);
+    size_t bytes;
+    if (!cdl_model_training_activation_bytes(m, &bytes, NULL, 0))
+        cJSON_AddNumberToObject(o, "train_activation_bytes", (double)bytes);
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         printf("%s\n", text);
@@ -69,6 +73,13 @@ static void print_table(const cdl_model *m, const char *path)
     }
     printf("total: %zu parameters (+%zu running statistics), %.3f MFLOPs per image\n", sum.params,
            sum.state, sum.flops / 1e6);
+    size_t bytes;
+    char err[256];
+    if (cdl_model_training_activation_bytes(m, &bytes, err, sizeof err))
+        printf("training activations: unknown (%s)\n", err);
+    else
+        printf("training activations: %.1f MiB for a pass of %d samples\n",
+               (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
 }
 
 int cmd_info(int argc, char **argv)

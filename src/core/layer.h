@@ -77,6 +77,11 @@ typedef struct Layer {
     /* Floats and bytes of per-batch private state the layer took at the last net_resize
      * (LayerType.resize), in the net's activation slab. */
     size_t state_floats, state_bytes;
+    /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
+     * is in (-1: none, every buffer of it is kept), and 1 when its out and delta are kept through
+     * the step (its segment's last layer, or one that another segment reads) instead of sharing
+     * the memory of other segments'. */
+    int segment, kept;
     /* The family's configuration and state, LayerType.priv_size zeroed bytes the net allocates
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerType.resize). NULL when priv_size is 0. */
@@ -116,6 +121,10 @@ typedef struct StepContext {
     /* Batch norm's statistics over every process's samples (sync_bn=1 in a data-parallel
      * run); NULL: this mini-batch's alone. */
     const Collective *sync_bn;
+    /* 1: this forward repeats the layer's forward of the same pass (gradient checkpointing
+     * recomputes a segment just before its backward): it must compute the same values and leave
+     * nothing else changed (batch norm keeps its running statistics). */
+    int replay;
     /* The [net] batch-norm settings (core/net.h Hyper): momentum of the running statistics,
      * epsilon, and 1 for darknet's inference division by sqrt(var) + 1e-6. */
     float bn_momentum, bn_eps;
@@ -132,7 +141,11 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
 /* Where a layer's per-batch private state goes. net_resize calls LayerType.resize twice for
  * each layer: first to measure (floats and bytes NULL: layer_state_floats and
  * layer_state_bytes return NULL and only count), then to carve, with the layer's part of the
- * activation slab (zeroed). Both calls must ask for the same sizes in the same order. */
+ * activation slab (zeroed). Both calls must ask for the same sizes in the same order. The state
+ * carries things from a layer's forward to its backward (or to the forward_at calls after it),
+ * never from one pass to the next: in a training net with gradient checkpointing (core/net.h)
+ * other segments' layers use the same memory in between, so a forward writes whatever it or
+ * the backward reads later (the zeroed slab is no promise past the first pass). */
 typedef struct LayerState {
     float *floats;        /* NULL when measuring */
     unsigned char *bytes; /* NULL when measuring */

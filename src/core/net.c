@@ -121,6 +121,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
     st = st ? st : cfg_get_int(cfg, s, "bn_darknet", 0, &h->bn_darknet, e);
     st = st ? st : cfg_get_int(cfg, s, "sync_bn", 0, &h->sync_bn, e);
+    st = st ? st : cfg_get_int(cfg, s, "recompute_every", 0, &net->recompute_every, e);
+    st = st ? st : cfg_require_min(cfg, s, "recompute_every", net->recompute_every, 0, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
@@ -159,7 +161,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
 }
 
 /* Reads the keys every layer takes, whatever its family: freeze=1 and its darknet name
- * stopbackward=1 freeze layer i and all before it (net->train_from). */
+ * stopbackward=1 freeze layer i and all before it (net->train_from); checkpoint=1 (or [net]
+ * recompute_every) starts a recomputed segment at layer i (Net.n_segments, Layer.segment). */
 static int parse_common_keys(Net *net, const Cfg *cfg, CfgSection *s, int i, Error *e)
 {
     static const char *const keys[] = {"freeze", "stopbackward"};
@@ -171,7 +174,32 @@ static int parse_common_keys(Net *net, const Cfg *cfg, CfgSection *s, int i, Err
         if (on)
             net->train_from = i + 1;
     }
+    int checkpoint;
+    int st = cfg_get_flag(cfg, s, "checkpoint", 0, &checkpoint, e);
+    if (st)
+        return st;
+    if (checkpoint || (net->recompute_every > 0 && i % net->recompute_every == 0))
+        net->n_segments++;
+    net->layers[i].segment = net->n_segments - 1;
     return CDL_OK;
+}
+
+/* Marks the kept layers of the segments (Layer.kept): each segment's last layer and every
+ * layer read from another segment (a route or shortcut reaching back), whose out and delta must
+ * outlive the segment. A net without gradients recomputes nothing: its segments are dropped. */
+static void plan_segments(Net *net, int want_grads)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        if (!want_grads)
+            l->segment = -1;
+        l->kept = i == net->n_layers - 1 || l->segment != net->layers[i + 1].segment;
+        for (int k = 0; k < l->n_inputs; k++)
+            if (l->inputs[k] >= 0 && net->layers[l->inputs[k]].segment != l->segment)
+                net->layers[l->inputs[k]].kept = 1;
+    }
+    if (!want_grads)
+        net->n_segments = 0;
 }
 
 /* Fails on the first section after [net] that names no layer family, before anything is
@@ -307,6 +335,7 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_par
         net_free(net);
         return st;
     }
+    plan_segments(net, want_grads);
     Rng rng;
     rng_seed(&rng, seed, 0x1417);
     for (int i = 0; init_params && i < net->n_layers; i++)
@@ -377,6 +406,7 @@ static void free_activations(Net *net)
     net->activations = net->input = net->input_delta = net->scratch = NULL;
     net->labels = NULL;
     net->batch = 0;
+    net->activation_bytes = 0;
 }
 
 void net_free(Net *net)
@@ -418,6 +448,77 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
     return CDL_OK;
 }
 
+/* Floats and bytes of the activation slab: the kept buffers, then the region the segments
+ * share (core/net.h). */
+typedef struct SlabPlan {
+    size_t kept_floats, shared_floats, kept_bytes, shared_bytes;
+} SlabPlan;
+
+static size_t slab_size(const SlabPlan *p)
+{
+    return aligned((p->kept_floats + p->shared_floats) * sizeof(float)) + p->kept_bytes +
+           p->shared_bytes;
+}
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Walks the layers' buffers in slab order (measure_state done). With slab NULL it measures *p;
+ * else it points every layer's out, delta and pre into slab as *p lays it out, binds its inputs
+ * and carves its private state (LayerType.resize). */
+static int lay_out_slab(Net *net, int batch, float *slab, SlabPlan *p, Error *e)
+{
+    const size_t shared_at = slab ? p->kept_floats : 0, shared_bytes_at = slab ? p->kept_bytes : 0;
+    unsigned char *bytes =
+        slab ? (unsigned char *)slab + aligned((p->kept_floats + p->shared_floats) * sizeof(float))
+             : NULL;
+    const size_t planes = 1 + (net->want_grads ? 1 : 0); /* out, delta */
+    size_t kept = 0, kept_bytes = 0, seg = 0, seg_bytes = 0, shared = 0, shared_bytes = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        if (i == 0 || l->segment != net->layers[i - 1].segment)
+            seg = shared_at, seg_bytes = shared_bytes_at;
+        const int in_segment = l->segment >= 0;
+        size_t *outs = in_segment && !l->kept ? &seg : &kept; /* out and delta */
+        size_t *own = in_segment ? &seg : &kept, *own_bytes = in_segment ? &seg_bytes : &kept_bytes;
+        const size_t n = (size_t)batch * shape_size(l->out_shape);
+        const size_t out_at = *outs;
+        *outs += planes * n;
+        const size_t pre_at = *own;
+        *own += l->activation != CDL_ACT_LINEAR ? n : 0;
+        const size_t state_at = *own, state_bytes_at = *own_bytes;
+        *own += l->state_floats;
+        *own_bytes += l->state_bytes;
+        shared = max_size(shared, seg - shared_at);
+        shared_bytes = max_size(shared_bytes, seg_bytes - shared_bytes_at);
+        if (!slab)
+            continue;
+        l->out = slab + out_at;
+        l->delta = net->want_grads ? l->out + n : NULL;
+        l->pre = l->activation != CDL_ACT_LINEAR ? slab + pre_at : NULL;
+        bind_inputs(net, l);
+        LayerState carve = {slab + state_at, bytes + state_bytes_at, 0, 0};
+        int st = l->type->resize ? l->type->resize(l, batch, &carve, e) : CDL_OK;
+        if (st)
+            return st;
+    }
+    if (!slab)
+        *p = (SlabPlan){kept, shared, kept_bytes, shared_bytes};
+    return CDL_OK;
+}
+
+int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
+{
+    size_t floats, state_bytes;
+    SlabPlan plan;
+    int st = measure_state(net, batch, &floats, &state_bytes, e);
+    st = st ? st : lay_out_slab(net, batch, NULL, &plan, e);
+    *bytes = st ? 0 : slab_size(&plan);
+    return st;
+}
+
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
@@ -445,10 +546,10 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
                          "%s: a mini-batch of %d images needs more than %zu values of layer "
                          "state; lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    /* The activation slab: every layer's out, delta and pre, then their state floats, then
-     * (aligned) their state bytes. */
-    const size_t floats = total + state_floats, bytes_at = aligned(floats * sizeof(float));
-    net->activations = calloc(1, bytes_at + state_bytes + sizeof(float));
+    SlabPlan plan;
+    lay_out_slab(net, batch, NULL, &plan, e); /* measuring cannot fail */
+    net->activation_bytes = slab_size(&plan);
+    net->activations = calloc(1, net->activation_bytes + sizeof(float));
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
     net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
@@ -459,29 +560,8 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         free_activations(net);
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
     }
-    float *at = net->activations;
-    for (int i = 0; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i];
-        size_t n = (size_t)batch * shape_size(l->out_shape);
-        l->out = at;
-        at += n;
-        l->delta = net->want_grads ? at : NULL;
-        at += net->want_grads ? n : 0;
-        l->pre = l->activation != CDL_ACT_LINEAR ? at : NULL;
-        at += l->activation != CDL_ACT_LINEAR ? n : 0;
-    }
-    unsigned char *bytes = (unsigned char *)net->activations + bytes_at;
     net->batch = batch;
-    for (int i = 0; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i];
-        bind_inputs(net, l);
-        LayerState carve = {at, bytes, 0, 0};
-        if (l->type->resize && (st = l->type->resize(l, batch, &carve, e)))
-            return st;
-        at += l->state_floats;
-        bytes += l->state_bytes;
-    }
-    return CDL_OK;
+    return lay_out_slab(net, batch, net->activations, &plan, e);
 }
 
 /* The context of a pass over the current mini-batch (train: the net's mode). */
@@ -505,14 +585,29 @@ static StepContext step_context(Net *net, int train)
     };
 }
 
+/* Layer i's forward in the pass ctx describes (frozen layers run as in inference). */
+static void forward_layer(Net *net, StepContext *ctx, int i)
+{
+    ctx->train = net->train && i >= net->train_from;
+    net->layers[i].type->cpu.forward(&net->layers[i], ctx);
+}
+
+/* The context of a forward that repeats the last one (gradient checkpointing): no loss. */
+static StepContext replay_context(Net *net)
+{
+    StepContext ctx = step_context(net, net->train);
+    ctx.replay = 1;
+    ctx.labels = NULL;
+    return ctx;
+}
+
 void net_forward(Net *net)
 {
     StepContext ctx = step_context(net, net->train);
     net->loss = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const double start_s = net->profiler ? time_now_s() : 0;
-        ctx.train = net->train && i >= net->train_from; /* frozen layers run as in inference */
-        net->layers[i].type->cpu.forward(&net->layers[i], &ctx);
+        forward_layer(net, &ctx, i);
         if (net->profiler)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
     }
@@ -544,25 +639,61 @@ int net_check_backend(const Net *net, Backend backend, Error *e)
     return CDL_OK;
 }
 
+/* 1 when layer l's delta lies in its segment's share of the slab (zeroed by prepare_segment). */
+static int delta_is_shared(const Layer *l)
+{
+    return l->segment >= 0 && !l->kept;
+}
+
+static void zero_delta(Net *net, Layer *l)
+{
+    memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
+}
+
+/* Readies layers [first, last] of a segment for their backward: the forward again, as
+ * net_forward ran it (same draw id, so dropout draws the same masks; batch norm leaves its
+ * running statistics), unless this is the last segment, whose activations are still there;
+ * then the deltas in the segment's share zeroed (another segment's backward used them). */
+static void prepare_segment(Net *net, int first, int last)
+{
+    if (net->layers[last].segment < net->n_segments - 1) {
+        StepContext ctx = replay_context(net);
+        for (int i = first; i <= last; i++)
+            forward_layer(net, &ctx, i);
+    }
+    for (int i = first; i <= last; i++)
+        if (delta_is_shared(&net->layers[i]))
+            zero_delta(net, &net->layers[i]);
+}
+
 void net_backward(Net *net)
 {
     /* The last layer's delta is the caller's seed (the softmax loss ignores it). Frozen
      * layers' deltas are never handed out (net_layer_input_delta), so they stay as they are. */
-    for (int i = net->train_from; i < net->n_layers - 1; i++) {
-        Layer *l = &net->layers[i];
-        memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
-    }
+    for (int i = net->train_from; i < net->n_layers - 1; i++)
+        if (!delta_is_shared(&net->layers[i]))
+            zero_delta(net, &net->layers[i]);
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
     const StepContext ctx = step_context(net, net->train);
-    for (int i = net->n_layers - 1; i >= net->train_from; i--) {
-        const double start_s = net->profiler ? time_now_s() : 0;
-        net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
-        if (net->profiler)
-            profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s, time_now_s());
-        if (net->reduce_grads && net->collective)
-            net->collective->grads_ready(net->collective->ctx, i);
+    /* Segment by segment (a run of layers with the same Layer.segment), last first. */
+    for (int last = net->n_layers - 1; last >= net->train_from;) {
+        int first = last;
+        while (first > 0 && net->layers[first - 1].segment == net->layers[last].segment)
+            first--;
+        if (net->layers[last].segment >= 0)
+            prepare_segment(net, first, last);
+        for (int i = last; i >= first && i >= net->train_from; i--) {
+            const double start_s = net->profiler ? time_now_s() : 0;
+            net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
+            if (net->profiler)
+                profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s,
+                               time_now_s());
+            if (net->reduce_grads && net->collective)
+                net->collective->grads_ready(net->collective->ctx, i);
+        }
+        last = first - 1;
     }
 }
 
@@ -599,15 +730,19 @@ static int all_finite(const float *x, size_t n)
     return 1;
 }
 
-int net_first_nonfinite_output(const Net *net)
+int net_first_nonfinite_output(Net *net)
 {
     const size_t batch = (size_t)net->batch;
     if (!all_finite(net->input, batch * shape_size(net->in_shape)))
         return -1;
+    StepContext ctx = replay_context(net);
     int i = 0;
-    while (i < net->n_layers &&
-           all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
-        i++;
+    for (; i < net->n_layers; i++) {
+        if (net->n_segments > 0)
+            forward_layer(net, &ctx, i);
+        if (!all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
+            break;
+    }
     return i;
 }
 

@@ -97,13 +97,25 @@ typedef struct Net {
      * deltas stay unused) and the optimizer leaves their parameters alone. 0: none. */
     int train_from;
     int want_grads; /* gradient slab and delta buffers exist */
-    /* Slab holding every layer's out/delta/pre, then every layer's private per-batch state
-     * (Layer.state_floats floats, then Layer.state_bytes bytes; LayerType.resize). */
+    /* Gradient checkpointing, as torch.utils.checkpoint (training nets only; 0 segments in a net
+     * without gradients): [net] recompute_every=N starts a segment at every N-th layer (0, N,
+     * 2N, ...) and checkpoint=1 on a layer starts one there; layers before the first segment are
+     * in none. The buffers of a segment's layers (out, delta, pre, private state) share one
+     * region of the activation slab with the other segments', except the out and delta of its
+     * kept layers (Layer.kept); net_backward runs each segment's forward again (StepContext.replay)
+     * just before its backward, the last segment's excepted, whose activations are still there. */
+    int recompute_every;
+    int n_segments;
+    /* Slab holding the layers' out/delta/pre and private per-batch state (Layer.state_floats
+     * floats, Layer.state_bytes bytes; LayerType.resize): first the kept buffers of every layer
+     * outside a segment and the kept out/delta of the others, then the region the segments share,
+     * sized for the largest; floats first, then (aligned) bytes. */
     float *activations;
-    float *input;       /* [batch][in_shape] */
-    float *input_delta; /* [batch][in_shape] dL/d(input), only when requested */
-    int *labels;        /* [batch][net_labels_per_sample] */
-    float *scratch;     /* shared workspace */
+    size_t activation_bytes; /* the slab's size */
+    float *input;            /* [batch][in_shape] */
+    float *input_delta;      /* [batch][in_shape] dL/d(input), only when requested */
+    int *labels;             /* [batch][net_labels_per_sample] */
+    float *scratch;          /* shared workspace */
     size_t scratch_floats;
 
     /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
@@ -146,12 +158,16 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
  * binds every layer's in[] and in_delta[] (allocates; not in the step).
  * want_input_delta also allocates net->input_delta (gradient checks). */
 int net_resize(Net *net, int batch, int want_input_delta, Error *e);
+/* *bytes = the size of the activation slab net_resize would allocate for batch (measures the
+ * layers' state: call it on a net that is not resized, or net_resize it after). */
+int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
 
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
 void net_forward(Net *net);
 /* Zeroes deltas, then runs the backward of layers n_layers-1 down to train_from; adds into
- * grads. */
+ * grads. With gradient checkpointing each segment's forward runs again just before its
+ * backward: the gradients are bit-identical to those without it. */
 void net_backward(Net *net);
 void net_zero_grads(Net *net);
 
@@ -164,8 +180,10 @@ float *net_layer_input_delta(Net *net, const Layer *l, int k);
 const float *net_output(const Net *net);
 /* After a forward: the first layer, in order, whose output [batch][out_shape] holds a NaN or
  * an infinity; -1 when the input [batch][in_shape] already does; n_layers when all is
- * finite. Reads every activation: for diagnosis, not for the training step. */
-int net_first_nonfinite_output(const Net *net);
+ * finite. Reads every activation: for diagnosis, not for the training step. With gradient
+ * checkpointing, whose segments' outputs do not outlive the forward, it replays the forward
+ * layer by layer (changing no running statistic), checking each output as it is made. */
+int net_first_nonfinite_output(Net *net);
 
 /* Fails, naming the first layer (in order) whose family has no kernels on backend, with
  * "layer N [type] has no GPU implementation"; CDL_OK when every layer can run there. */

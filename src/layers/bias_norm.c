@@ -64,8 +64,10 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
         float *mean = param(bn, l, ROLLING_MEAN)->data;
         float *var = param(bn, l, ROLLING_VARIANCE)->data;
         BnSync sync;
+        /* A replayed forward (gradient checkpointing) has moved the running statistics once. */
         if (ctx->train)
-            batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias, mean, var, batch,
+            batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
+                                    ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch,
                                     channels, spatial, ctx->bn_momentum, ctx->bn_eps,
                                     bn_sync(bn, ctx, &sync));
         else

@@ -62,7 +62,7 @@ typedef struct Cell {
 typedef struct Recurrent {
     const Cell *cell;
     int steps, inputs, hidden; /* T, I, H */
-    /* The per-batch state, in the net's slab (recurrent_resize; zeroed): */
+    /* The per-batch state, in the net's slab (recurrent_resize): */
     float *gates;    /* [batch][T][G*H] gate values; in backward dL/da */
     float *saved;    /* [batch][T][saved*H] */
     float *dhh;      /* [batch][T][G*H] when dhh_differs, else gates */
@@ -285,6 +285,9 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t)
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, H = rc->hidden;
     const int GH = rc->cell->gates * H, SH = rc->cell->saved * H;
+    /* The state holds nothing from an earlier pass (another layer may have used it since). */
+    if (t == 0)
+        memset(rc->zeros, 0, (size_t)GH * sizeof *rc->zeros);
     /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
     if (t > 0)
         gemm(0, 1, batch, GH, H, 1.0f, l->out + (size_t)(t - 1) * H, T * H,

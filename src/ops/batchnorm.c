@@ -49,6 +49,8 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
         }
     }
 
+    if (!running_mean)
+        return;
     const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
     running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
     running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;

@@ -18,7 +18,8 @@ typedef struct BnSync {
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
  * and inv_std [c] = 1/sqrt(var + eps) for the backward pass, and moves the running
  * statistics: mean = (1-momentum)*mean + momentum*batch_mean, likewise var with the
- * unbiased batch variance. y may equal x. sync: see BnSync. */
+ * unbiased batch variance (running_mean and running_var NULL: they are left alone, as in a
+ * replayed forward). y may equal x. sync: see BnSync. */
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,

@@ -20,7 +20,7 @@ static int params_finite(const Layer *l)
 }
 
 /* The error of a forward whose loss is not finite: which layer's output went first. */
-static int nonfinite_loss(const Net *net, Error *e)
+static int nonfinite_loss(Net *net, Error *e)
 {
     const int i = net_first_nonfinite_output(net);
     char where[160];

@@ -298,7 +298,7 @@ static void test_maxpool_shapes_and_errors(void)
                      "t.cfg:5: layer 0 [maxpool]: empty output");
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[maxpool]\nsize=2\nfilters=3\n",
                      "t.cfg:7: unknown key 'filters' in [maxpool] (valid keys: stride, size, "
-                     "padding, freeze, stopbackward)");
+                     "padding, freeze, stopbackward, checkpoint)");
 }
 
 /* ---- avgpool ---- */

@@ -1,11 +1,11 @@
 /* The training step allocates nothing: malloc, calloc and realloc are counted (through
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
  * let OpenMP and OpenBLAS set up their own buffers (the net uses AdamW with gradient clipping,
- * an EMA and label smoothing: every part of the step), then again with a profiler recording a
- * trace, and across the steps of train_run fed by a data loader or by text windows (every
- * sequence layer family; there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes
- * for some matrix shapes, are counted apart and only reported). Skipped under
- * AddressSanitizer, which owns malloc. */
+ * an EMA and label smoothing: every part of the step; once more with recompute_every, whose
+ * backward recomputes segments), then again with a profiler recording a trace, and across the
+ * steps of train_run fed by a data loader or by text windows (every sequence layer family;
+ * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
+ * are counted apart and only reported). Skipped under AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +67,14 @@ static const char *cfg_text =
     "[dropout]\nprobability=0.3\n[connected]\noutput=5\nbatch_normalize=1\nactivation=linear\n"
     "[softmax]\nlabel_smoothing=0.1\n";
 
-static void test_training_step_allocates_nothing(void)
+/* net_keys: more [net] keys (recompute_every: segments recomputed in backward). */
+static void test_training_step_allocates_nothing(const char *net_keys)
 {
     Net net;
     Error e = {0};
-    if (net_build_from_text(&net, cfg_text, "t.cfg", 1, 3, &e) || net_resize(&net, 4, 0, &e)) {
+    char text[1024];
+    snprintf(text, sizeof text, "[net]\n%s\n%s", net_keys, cfg_text + strlen("[net]\n"));
+    if (net_build_from_text(&net, text, "t.cfg", 1, 3, &e) || net_resize(&net, 4, 0, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
         return;
@@ -218,7 +221,8 @@ int main(void)
     printf("test_no_alloc: skipped (AddressSanitizer replaces malloc)\n");
     return 0;
 #else
-    test_training_step_allocates_nothing();
+    test_training_step_allocates_nothing("");
+    test_training_step_allocates_nothing("recompute_every=3");
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing();
     return check_report("test_no_alloc");

@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# Gradient checkpointing ([net] recompute_every, checkpoint=1): cdl train gives the same
+# weights and running statistics as without it; cdl info reports the smaller activation slab.
+load helpers
+
+# A digits net with batch norm, a shortcut and a route reaching across segments, and dropout.
+write_net() {
+    write_cfg net.cfg <<'CFG'
+[net]
+batch=32
+subdivisions=2
+width=8
+height=8
+channels=1
+learning_rate=0.05
+momentum=0.9
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=leaky
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=relu
+checkpoint=1
+[shortcut]
+from=-2
+[convolutional]
+filters=4
+size=1
+batch_normalize=1
+activation=leaky
+[route]
+layers=-1,-2
+[maxpool]
+size=2
+stride=2
+[dropout]
+probability=0.2
+[connected]
+output=10
+activation=linear
+[softmax]
+CFG
+}
+
+@test "train with recompute_every or checkpoint=1 gives the same weights as without" {
+    write_net
+    "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out plain.cdl \
+        --set 1.checkpoint=0 2>/dev/null
+    "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out every.cdl \
+        --set 1.checkpoint=0 --set net.recompute_every=2 2>/dev/null
+    "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out marked.cdl 2>/dev/null
+    for m in plain every marked; do "$CDL" export npy $m.cdl $m > /dev/null; done
+    ls plain/*.npy > /dev/null
+    diff -r plain every
+    diff -r plain marked
+}
+
+@test "info reports a smaller training activation slab with recompute_every" {
+    run "$CDL" info "$REPO/cfg/resnet50.cfg" --set net.batch=16 --set net.subdivisions=1
+    [ "$status" -eq 0 ]
+    plain=$(printf '%s\n' "$output" | sed -n 's/^training activations: \([0-9.]*\) MiB for a pass of 16 samples$/\1/p')
+    run "$CDL" info "$REPO/cfg/resnet50.cfg" --set net.batch=16 --set net.subdivisions=1 \
+        --set net.recompute_every=8
+    [ "$status" -eq 0 ]
+    ckpt=$(printf '%s\n' "$output" | sed -n 's/^training activations: \([0-9.]*\) MiB for a pass of 16 samples$/\1/p')
+    echo "plain $plain MiB, recompute_every=8 $ckpt MiB"
+    /usr/bin/python3 -c "import sys; sys.exit(0 if 0 < $ckpt < 0.5 * $plain else 1)"
+}
+
+@test "bad recompute keys name the key" {
+    run "$CDL" info "$REPO/cfg/digits.cfg" --set net.recompute_every=-1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"recompute_every"* ]]
+    run "$CDL" info "$REPO/cfg/digits.cfg" --set 1.checkpoint=2
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"checkpoint"* ]]
+}
