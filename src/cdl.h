@@ -227,6 +227,12 @@ typedef struct cdl_run_options {
      * in one collective before the run stops with an error naming the ranks behind (0: 300 s;
      * rank 0's evaluation between epochs must fit in it). */
     double dist_timeout_s;
+    /* NULL, or asked after every step and every checkpoint (cheaply: a SIGINT handler's flag):
+     * non-zero stops the run there after saving its checkpoint, without the evaluation inside
+     * an epoch; --resume then continues to the checkpoint the uninterrupted run would have
+     * written. Under mpirun every rank stops when one rank's says so. */
+    int (*stop_requested)(void *ctx);
+    void *stop_ctx;
 } cdl_run_options;
 
 typedef struct cdl_step_report {
@@ -253,8 +259,9 @@ typedef struct cdl_epoch_report {
     int valid_skipped;
     double images_per_s, elapsed_s;
     const char *checkpoint; /* the path just written */
-    int stopped;            /* 1: the run stopped inside this epoch (time limit or steps) */
-    int ranks;              /* processes of a data-parallel run (1: one); images_per_s is all's */
+    int stopped;     /* 1: the run stopped inside this epoch (time limit, steps or asked to) */
+    int interrupted; /* 1: it stopped because cdl_run_options.stop_requested asked */
+    int ranks;       /* processes of a data-parallel run (1: one); images_per_s is all's */
     /* Rank 0's gradient allreduce over the epoch: seconds blocked after backward, and seconds
      * the buckets were in flight while backward still ran (hidden by it). 0 with one rank. */
     double allreduce_wait_s, allreduce_hidden_s;

@@ -18,6 +18,7 @@
 #include "data/loader.h"
 #include "data/source_files.h"
 #include "data/text_data.h"
+#include "io/checkpoint_file.h"
 #include "io/tfevents.h"
 #include "model/model_io.h"
 #include "train/dist.h"
@@ -366,8 +367,9 @@ void cdl_session_get_info(const cdl_session *s, cdl_session_info *info)
                                .done_epochs = s->meta.epochs_done};
 }
 
-/* Creates the checkpoint's directory and checks that the checkpoint can be written there,
- * so that a bad out path fails before training rather than after the first epoch. */
+/* Creates the checkpoint's directory and checks that the checkpoint can be written there and
+ * replaces no file of another kind (a cfg given as --out), so that a bad out path fails before
+ * training rather than after the first epoch. */
 static int prepare_output(const char *path, Error *e)
 {
     char copy[PATH_MAX];
@@ -382,7 +384,7 @@ static int prepare_output(const char *path, Error *e)
     if (access(dir, W_OK))
         return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoints there: %s", dir,
                          strerror(errno));
-    return CDL_OK;
+    return checkpoint_file_check_replaceable(path, e);
 }
 
 /* A run in progress: the trainer's reports turned into the public ones, with TensorBoard
@@ -460,6 +462,7 @@ static void on_epoch(void *ctx, const EpochReport *t)
                                 .elapsed_s = t->elapsed_s,
                                 .checkpoint = t->checkpoint,
                                 .stopped = t->stopped,
+                                .interrupted = t->interrupted,
                                 .ranks = t->ranks,
                                 .allreduce_wait_s = t->allreduce_wait_s,
                                 .allreduce_hidden_s = t->allreduce_hidden_s};
@@ -543,7 +546,9 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                       .valid = {s->data.workers, s->data.skip_bad},
                       .time_limit_s = o->time_limit_s,
                       .save_checkpoint = model_save_checkpoint,
-                      .stop_step = o->steps ? s->meta.step + o->steps : 0};
+                      .stop_step = o->steps ? s->meta.step + o->steps : 0,
+                      .stop_requested = o->stop_requested,
+                      .stop_ctx = o->stop_ctx};
     st = st ? st : train(s, &plan, &tcb, o->dist_timeout_s > 0 ? o->dist_timeout_s : 300, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);

@@ -49,6 +49,16 @@ void cli_print_warnings(const char *warnings);
  * either way). */
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
 
+/* Signals (src/cli/signals.c). cli_signals_init, first in main: SIGXFSZ is ignored, so that a
+ * write past `ulimit -f` fails with EFBIG and is reported naming its file. After
+ * cli_catch_stop_signals the first SIGINT, SIGTERM or SIGHUP only asks to stop:
+ * cli_stop_signal() returns it from then on, and cli_stop_requested (ctx unused) is the query
+ * for cdl_run_options.stop_requested; a second one exits at once with 128 + its number. */
+void cli_signals_init(void);
+void cli_catch_stop_signals(void);
+int cli_stop_signal(void);
+int cli_stop_requested(void *ctx);
+
 #define CDL_DEFAULT_MODEL "weights/latest.cdl"
 
 int cmd_train(int argc, char **argv);

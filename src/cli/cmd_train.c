@@ -1,16 +1,18 @@
-/* cdl train: builds a net from a cfg (or resumes a checkpoint), trains it on a dataset
- * and writes a checkpoint after every epoch, through a training session (cdl.h). */
+/* cdl train: builds a net from a cfg (or resumes a checkpoint), trains it on a dataset and
+ * writes a checkpoint after every epoch and when a signal stops it (latest.cdl beside it
+ * following), through a training session (cdl.h). */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdl.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "util/atomic_file.h"
 
 static const OptSpec train_opts[] = {
     {"--data", 1, 0,
@@ -44,24 +46,72 @@ static const OptSpec train_opts[] = {
 };
 #define N_TRAIN_OPTS (int)(sizeof train_opts / sizeof train_opts[0])
 
-/* Points weights/latest.cdl at checkpoint (atomically, via a renamed symlink). */
-static int update_latest_link(const char *checkpoint, Error *e)
+/* What cmd_train follows of a run besides its progress: the last checkpoint written. */
+typedef struct TrainWatch {
+    Progress *progress;
+    uint64_t saved_step; /* the last checkpoint's step (0: none written) */
+    int interrupted;     /* the last checkpoint was written because a rank was signalled */
+    int link_warned;
+} TrainWatch;
+
+/* Points latest.cdl beside checkpoint at it (DIR/latest.cdl -> BASE), as darknet keeps
+ * backup/NAME_last.weights and PyTorch Lightning last.ckpt beside the other checkpoints. A
+ * failure only warns (once): the checkpoint itself is saved. */
+static void update_latest_link(TrainWatch *w, const char *checkpoint)
 {
-    char target[PATH_MAX];
-    if (!strncmp(checkpoint, "weights/", 8) && !strchr(checkpoint + 8, '/'))
-        snprintf(target, sizeof target, "%.4000s", checkpoint + 8);
-    else if (!realpath(checkpoint, target))
-        return error_set(e, CDL_ERUNTIME, "%s: %s", checkpoint, strerror(errno));
-    if (!strcmp(target, "latest.cdl"))
-        return CDL_OK;
-    if (mkdir("weights", 0777) && errno != EEXIST)
-        return error_set(e, CDL_ERUNTIME, "weights: cannot create directory: %s", strerror(errno));
-    const char *tmp = CDL_DEFAULT_MODEL ".tmp";
-    unlink(tmp);
-    if (symlink(target, tmp) || rename(tmp, CDL_DEFAULT_MODEL))
-        return error_set(e, CDL_ERUNTIME, "%s: cannot update link: %s", CDL_DEFAULT_MODEL,
-                         strerror(errno));
-    return CDL_OK;
+    const char *slash = strrchr(checkpoint, '/');
+    const char *base = slash ? slash + 1 : checkpoint;
+    if (!strcmp(base, "latest.cdl"))
+        return;
+    char link[PATH_MAX];
+    snprintf(link, sizeof link, "%.*slatest.cdl", slash ? (int)(base - checkpoint) : 0, checkpoint);
+    Error e = {0};
+    if (atomic_symlink(base, link, &e) && !w->link_warned) {
+        char line[sizeof e.msg + 64];
+        snprintf(line, sizeof line, "warning: %s (the checkpoint is saved)", e.msg);
+        progress_on_message(w->progress, line);
+        w->link_warned = 1;
+    }
+}
+
+static void watch_step(void *ctx, const cdl_step_report *r)
+{
+    const TrainWatch *w = ctx;
+    progress_on_step(w->progress, r);
+}
+
+/* Links the checkpoint first: a reader of the log finds latest.cdl current. */
+static void watch_epoch(void *ctx, const cdl_epoch_report *r)
+{
+    TrainWatch *w = ctx;
+    update_latest_link(w, r->checkpoint);
+    progress_on_epoch(w->progress, r);
+    w->saved_step = r->step;
+    w->interrupted = r->interrupted;
+}
+
+/* The line of a run that a signal stopped, and its exit status: 128 + the signal (0 on a rank
+ * that stopped because another rank was signalled). */
+static int report_interrupted(const TrainWatch *w, const cdl_session_info *info, int epochs)
+{
+    const int sig = cli_stop_signal();
+    const char *name = sig == SIGINT    ? "SIGINT"
+                       : sig == SIGTERM ? "SIGTERM"
+                       : sig == SIGHUP  ? "SIGHUP"
+                                        : "a signal on another rank";
+    if (cdl_dist_rank() == 0 && !w->saved_step) {
+        fprintf(stderr, "%scdl: interrupted by %s; nothing to save\n",
+                w->progress->tty ? "\r\033[K" : "", name);
+    } else if (cdl_dist_rank() == 0) {
+        const uint64_t spe = info->steps_per_epoch > 0 ? (uint64_t)info->steps_per_epoch : 1;
+        fprintf(stderr,
+                "%scdl: interrupted by %s at epoch %d/%d step %d/%d; saved %s, resume with "
+                "--resume %s\n",
+                w->progress->tty ? "\r\033[K" : "", name, (int)((w->saved_step - 1) / spe) + 1,
+                epochs, (int)((w->saved_step - 1) % spe) + 1, (int)spe, info->checkpoint_path,
+                info->checkpoint_path);
+    }
+    return sig ? 128 + sig : 0;
 }
 
 /* Creates the session of a new run (CFG) or of --resume CKPT, and attaches its data. */
@@ -100,7 +150,8 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
     return e->code;
 }
 
-static int run_training(cdl_session *s, const Args *a, Progress *progress, Error *e)
+/* *exit_code: 0, or the exit status of a run that a signal stopped (once saved). */
+static int run_training(cdl_session *s, const Args *a, Progress *progress, int *exit_code, Error *e)
 {
     long threads, log_every, time_limit, epochs, dist_timeout;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
@@ -129,15 +180,19 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, Error
                                .tensorboard_dir = args_get(a, "--tensorboard"),
                                .profile_steps = args_get(a, "--profile-steps"),
                                .trace_path = args_get(a, "--trace"),
-                               .dist_timeout_s = (double)dist_timeout};
-    const cdl_callbacks cb = {progress_on_step, progress_on_epoch, progress};
+                               .dist_timeout_s = (double)dist_timeout,
+                               .stop_requested = cli_stop_requested};
+    TrainWatch watch = {.progress = progress};
+    const cdl_callbacks cb = {watch_step, watch_epoch, &watch};
+    /* Until now a signal ends the process at once: there is nothing to save. */
+    cli_catch_stop_signals();
     if ((e->code = cdl_session_run(s, &o, &cb, e->msg, sizeof e->msg)))
         return e->code;
-    /* Nothing trained means nothing written: --out may not exist to link to. */
-    const uint64_t steps = (uint64_t)epochs * (uint64_t)info.steps_per_epoch;
-    return info.done_steps >= steps || cdl_dist_rank() != 0
-               ? CDL_OK
-               : update_latest_link(info.checkpoint_path, e);
+    if (cli_stop_signal() || watch.interrupted) {
+        cdl_session_get_info(s, &info);
+        *exit_code = report_interrupted(&watch, &info, (int)epochs);
+    }
+    return CDL_OK;
 }
 
 int cmd_train(int argc, char **argv)
@@ -169,7 +224,8 @@ int cmd_train(int argc, char **argv)
     if (st && !report)
         e.code = st, e.msg[0] = 0;
     const int setup_failed = st != 0;
-    st = st ? st : run_training(s, &a, &progress, &e);
+    int exit_code = 0;
+    st = st ? st : run_training(s, &a, &progress, &exit_code, &e);
     if (progress.jsonl && fclose(progress.jsonl) && !progress.log_errno)
         progress.log_errno = errno ? errno : EIO;
     /* A log that could not be written whole fails the run, which otherwise completed. */
@@ -184,5 +240,5 @@ int cmd_train(int argc, char **argv)
         cli_fail(&e);
     /* A rank failing alone in training must stop the others (they would wait for it). */
     cdl_dist_finalize(st && !setup_failed);
-    return st ? (e.code ? e.code : CDL_ERUNTIME) : 0;
+    return st ? (e.code ? e.code : CDL_ERUNTIME) : exit_code;
 }

@@ -35,6 +35,7 @@ static void usage(FILE *to)
 
 int main(int argc, char **argv)
 {
+    cli_signals_init();
     if (argc < 2) {
         usage(stderr);
         return CDL_EUSAGE;

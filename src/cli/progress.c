@@ -133,11 +133,9 @@ int progress_format_bar(char *out, size_t size, int width, const Progress *p,
     return n;
 }
 
-void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
+/* The epoch's summary line. */
+static void print_epoch(const Progress *p, const cdl_epoch_report *r)
 {
-    Progress *p = ctx;
-    if (p->tty)
-        fprintf(stderr, "\r\033[K");
     char took[32];
     format_duration(took, sizeof took, r->elapsed_s);
     fprintf(stderr, "epoch %d/%d%s: train loss %.4f", r->epoch, p->epochs,
@@ -160,6 +158,16 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
         fprintf(stderr, " on %d ranks (allreduce: %.2f s waited, %.2f s hidden by backward)",
                 r->ranks, r->allreduce_wait_s, r->allreduce_hidden_s);
     fprintf(stderr, ", %s, saved %s\n", took, r->checkpoint);
+}
+
+void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
+{
+    Progress *p = ctx;
+    if (p->tty)
+        fprintf(stderr, "\r\033[K");
+    /* Interrupted inside the epoch: the caller says so in one line of its own. */
+    if (!(r->stopped && r->interrupted))
+        print_epoch(p, r);
     if (p->jsonl) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "epoch");
@@ -176,7 +184,9 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
             cJSON_AddNumberToObject(o, "allreduce_wait_s", r->allreduce_wait_s);
             cJSON_AddNumberToObject(o, "allreduce_hidden_s", r->allreduce_hidden_s);
         }
-        if (r->stopped)
+        if (r->interrupted)
+            cJSON_AddBoolToObject(o, "interrupted", 1);
+        else if (r->stopped)
             cJSON_AddBoolToObject(o, "time_limit", 1);
         if (r->validated) {
             cJSON_AddNumberToObject(o, "valid_loss", r->valid_loss);

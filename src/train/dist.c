@@ -331,7 +331,7 @@ int dist_any(Dist *d, int *flag, Error *e)
     MPI_Request req;
     if (!d->broken)
         MPI_Iallreduce(MPI_IN_PLACE, flag, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
-    const int st = wait_all(d, 1, &req, "the time limit's agreement");
+    const int st = wait_all(d, 1, &req, "the ranks' agreement to stop");
     return st ? error_set(e, d->fail.code, "%s", d->fail.msg) : CDL_OK;
 }
 

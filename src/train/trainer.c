@@ -164,7 +164,8 @@ static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, cons
     int st = CDL_OK;
     if (dist_rank() != 0) /* rank 0 evaluates, saves and reports for the run */
         return CDL_OK;
-    if (valid && (valid->images || valid->tokens)) {
+    /* Interrupted inside an epoch: save at once (the resumed run evaluates at the epoch's end). */
+    if (valid && (valid->images || valid->tokens) && !(r->interrupted && r->stopped)) {
         st = train_evaluate(net, opt, valid, &plan->valid, &result, e);
         if (st)
             return st;
@@ -195,6 +196,13 @@ static void say_checkpoint_kept(const char *path, Error *e)
                  stat(path, &sb) ? "; stopped before writing a checkpoint (%s)"
                                  : "; stopped, the last checkpoint (%s) is kept",
                  path);
+}
+
+/* *asked = whether plan->stop_requested asks to stop, on any rank of a data-parallel run. */
+static int stop_asked(const TrainPlan *plan, int *asked, Error *e)
+{
+    *asked = plan->stop_requested && plan->stop_requested(plan->stop_ctx);
+    return plan->dist && plan->stop_requested ? dist_any(plan->dist, asked, e) : CDL_OK;
 }
 
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
@@ -256,11 +264,17 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             elapsed};
             cb->on_step(cb->ctx, &r);
         }
-        int stop_now = (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
+        int asked;
+        st = stop_asked(plan, &asked, e);
+        int stop_now = asked || (plan->time_limit_s > 0 && training_s >= plan->time_limit_s) ||
                        (plan->stop_step > 0 && net->step >= plan->stop_step);
         /* The ranks' clocks differ: they stop at the time limit together. */
-        if (plan->dist && plan->time_limit_s > 0 && (st = dist_any(plan->dist, &stop_now, e)))
+        if (!st && plan->dist && plan->time_limit_s > 0)
+            st = dist_any(plan->dist, &stop_now, e);
+        if (st) { /* the ranks could not agree: one is gone */
+            say_checkpoint_kept(plan->out_path, e);
             break;
+        }
         if (pos + 1 == steps_per_epoch || stop_now) {
             const DistStats ds = plan->dist ? dist_take_stats(plan->dist) : (DistStats){0, 0};
             EpochReport r = {.epoch = epoch + 1,
@@ -271,7 +285,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                              .allreduce_wait_s = ds.wait_s,
                              .allreduce_hidden_s = ds.hidden_s,
                              .elapsed_s = elapsed,
-                             .stopped = pos + 1 < steps_per_epoch};
+                             .stopped = pos + 1 < steps_per_epoch,
+                             .interrupted = asked};
             /* The workers prepare the next epoch while this one is evaluated and saved. */
             if (!stop_now && net->step < total && train->start_epoch &&
                 !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
@@ -281,7 +296,12 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             paused_s += time_now_s() - pause_start;
             loss_sum = 0;
             loss_steps = 0;
-            if (stop_now)
+            /* A stop asked for while the epoch was evaluated and saved: the checkpoint is new. */
+            if (stop_now || st || net->step >= total)
+                break;
+            if ((st = stop_asked(plan, &asked, e)))
+                say_checkpoint_kept(plan->out_path, e);
+            if (st || asked)
                 break;
         }
     }

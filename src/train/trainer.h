@@ -30,8 +30,10 @@ typedef struct EpochReport {
     const EvalResult *valid; /* NULL when there is no validation set */
     double images_per_s, elapsed_s;
     const char *checkpoint; /* path just written */
-    int stopped; /* 1: the run stopped inside this epoch (plan->time_limit_s or stop_step) */
-    int ranks;   /* processes of the run (TrainPlan.dist); images_per_s counts all of theirs */
+    int stopped;     /* 1: the run stopped inside this epoch (plan->time_limit_s, stop_step or
+                        stop_requested) */
+    int interrupted; /* 1: it stopped after this step because plan->stop_requested asked */
+    int ranks;       /* processes of the run (TrainPlan.dist); images_per_s counts all of theirs */
     /* This rank's gradient allreduce over the epoch: time blocked after backward, and time the
      * buckets were in flight while backward still ran (dist.h DistStats). */
     double allreduce_wait_s, allreduce_hidden_s;
@@ -59,6 +61,12 @@ typedef struct TrainPlan {
     CheckpointSave save_checkpoint; /* writes out_path after every epoch (required) */
     void *save_ctx;                 /* its ctx */
     uint64_t stop_step; /* > 0: stop after this step (1-based), evaluating and saving alike */
+    /* NULL, or asked after every step and after every checkpoint: non-zero stops the run there
+     * (on every rank when one rank's says so), after saving a checkpoint as at the time limit
+     * but without the evaluation inside an epoch; a resumed run continues it as if uninterrupted.
+     * For a SIGINT handler's flag: it must only read, and be cheap. */
+    int (*stop_requested)(void *ctx);
+    void *stop_ctx;
     /* A data-parallel run (dist_open on the net; NULL: one process): every step's gradients
      * and loss are summed over the ranks, each sample's loss divided by batch * ranks; only rank
      * 0 evaluates, saves and reports epochs. */

@@ -170,3 +170,20 @@ rank_pid() {
     grep -q 'process rank 1 .* exited on signal 9' out.txt
     "$CDL" info k.cdl > /dev/null
 }
+
+@test "SIGTERM to one rank stops every rank after the same step; --resume ends as the uninterrupted run" {
+    mpi_or_skip
+    digits_cfg "" ""
+    mpi 2 train d.cfg --set net.batch=4 --epochs 2 --threads 1 --out straight.cdl 2>/dev/null
+    mpi 2 train d.cfg --set net.batch=4 --epochs 2 --threads 1 --out cut.cdl --log run.jsonl \
+        --log-every 1 > out.txt 2>&1 &
+    local job=$!
+    until grep -q '"step":60,' run.jsonl 2>/dev/null; do sleep 0.05; done
+    kill -TERM "$(rank_pid 1 cut.cdl)"
+    wait "$job" && status=0 || status=$?
+    cat out.txt
+    [ "$status" -eq 143 ]
+    grep -q '^cdl: interrupted by a signal on another rank at epoch 1/2 step [0-9]*/224; saved cut.cdl' out.txt
+    mpi 2 train --resume cut.cdl --threads 1 2>/dev/null
+    cmp straight.cdl cut.cdl
+}

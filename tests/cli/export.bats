@@ -234,7 +234,7 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
     run "$CDL" export onnx "$REPO/cfg/digits.cfg" -o missing/digits.onnx
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ "$output" == "cdl: missing/digits.onnx: cannot create missing/digits.onnx.tmp."* ]]
+    [ "$output" = "cdl: missing/digits.onnx: cannot create a file in missing: No such file or directory" ]
     [ -z "$(ls -A)" ]
 }
 
@@ -243,7 +243,7 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
     run "$CDL" export onnx "$REPO/cfg/digits.cfg" -o out.onnx
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ "$output" == "cdl: out.onnx: cannot write out.onnx.tmp."*": Is a directory" ]]
+    [ "$output" = "cdl: out.onnx: cannot write: Is a directory" ]
     [ "$(ls -A)" = out.onnx ]
     [ -z "$(ls -A out.onnx)" ]
 }

@@ -39,6 +39,13 @@ static void on_message(void *ctx, const char *line)
     snprintf(s->message, sizeof s->message, "%s", line);
 }
 
+/* A stop query (cdl_run_options.stop_requested) that asks at its second call. */
+static int stop_at_second_poll(void *ctx)
+{
+    int *polls = ctx;
+    return ++*polls >= 2;
+}
+
 static void test_session_trains_evaluates_saves_resumes(const char *dir)
 {
     char out[512], saved[512], err[1024];
@@ -106,10 +113,20 @@ static void test_session_trains_evaluates_saves_resumes(const char *dir)
     CHECK(seen.steps == 3 && seen.epochs == 1 && seen.epoch.stopped && seen.epoch.epoch == 2);
     cdl_session_get_info(s, &info);
     CHECK(info.done_steps == (uint64_t)info.steps_per_epoch + 3 && info.done_epochs == 1);
+    int polls = 0;
+    const cdl_run_options asked = {
+        .epochs = 2, .stop_requested = stop_at_second_poll, .stop_ctx = &polls};
+    seen.steps = seen.epochs = 0;
+    CHECK(cdl_session_run(s, &asked, &cb, err, sizeof err) == 0);
+    CHECK(seen.steps == 2 && seen.epochs == 1 && polls == 2);
+    CHECK(seen.epoch.stopped && seen.epoch.interrupted && !seen.epoch.validated);
+    cdl_session_get_info(s, &info);
+    CHECK(info.done_steps == (uint64_t)info.steps_per_epoch + 5 && info.done_epochs == 1);
     const cdl_run_options two = {.epochs = 2};
     seen.steps = 0;
     CHECK(cdl_session_run(s, &two, &cb, err, sizeof err) == 0);
-    CHECK(seen.steps == info.steps_per_epoch - 3 && seen.epoch.epoch == 2 && !seen.epoch.stopped);
+    CHECK(seen.steps == info.steps_per_epoch - 5 && seen.epoch.epoch == 2 && !seen.epoch.stopped);
+    CHECK(!seen.epoch.interrupted && seen.epoch.validated);
     cdl_session_free(s);
     unlink(out);
     unlink(saved);

@@ -15,6 +15,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "util/atomic_file.h"
+
 static int checks_run, checks_failed;
 
 #define CHECK(expr)                                                                                \
@@ -568,14 +570,14 @@ static void test_write_into_missing_directory_fails_and_creates_nothing(void)
 /* A directory squatting on our temp name makes the write fail before anything is renamed. */
 static void test_failed_write_leaves_existing_file_untouched(void)
 {
-    char dir[PATH_MAX], path[PATH_MAX], squatter[PATH_MAX + 32];
+    char dir[PATH_MAX], path[PATH_MAX], squatter[PATH_MAX + 320];
     make_test_dir(dir, "failed_write");
     join_path(path, dir, "model.cdl");
     size_t before_bytes = 0;
     unsigned char *before = write_sample(path, 300, &before_bytes);
     if (!before)
         return;
-    snprintf(squatter, sizeof squatter, "%s.tmp.%ld", path, (long)getpid());
+    atomic_file_temp_path(path, squatter, sizeof squatter);
     CHECK(mkdir(squatter, 0700) == 0);
 
     cJSON *h = make_header(99);
@@ -610,6 +612,33 @@ static void test_failed_rename_removes_temp_file(void)
     CHECK(strncmp(e.msg, path, strlen(path)) == 0);
     CHECK(count_dir_entries(dir) == 1);
     CHECK(count_dir_entries(path) == 1);
+    cJSON_Delete(h);
+}
+
+/* A cfg given as the output by mistake: refused naming it, and kept as it was. */
+static void test_write_over_a_file_that_is_not_a_checkpoint_is_refused(void)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    make_test_dir(dir, "not_a_checkpoint");
+    join_path(path, dir, "net.cfg");
+    write_whole_file(path, "[net]\nbatch=1\n", 14);
+    cJSON *h = make_header(1);
+    Error e = {0};
+    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_EUSAGE);
+    CHECK(checkpoint_file_write(path, h, "abc", 3, &e) == CDL_EUSAGE);
+    CHECK(strncmp(e.msg, path, strlen(path)) == 0);
+    CHECK(strstr(e.msg, "is not a cdl checkpoint; not overwriting it") != NULL);
+    size_t bytes = 0;
+    unsigned char *kept = read_whole_file(path, &bytes);
+    CHECK(kept && bytes == 14 && !memcmp(kept, "[net]\nbatch=1\n", 14));
+    CHECK(count_dir_entries(dir) == 1);
+    write_whole_file(path, "", 0); /* empty (mktemp's): nothing to lose */
+    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_OK);
+    join_path(path, dir, "missing.cdl");
+    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_OK);
+    CHECK(checkpoint_file_check_replaceable("/dev/null", &e) == CDL_EUSAGE);
+    CHECK(strstr(e.msg, "/dev/null: is not a regular file") != NULL);
+    free(kept);
     cJSON_Delete(h);
 }
 
@@ -653,6 +682,7 @@ int main(void)
     test_write_into_missing_directory_fails_and_creates_nothing();
     test_failed_write_leaves_existing_file_untouched();
     test_failed_rename_removes_temp_file();
+    test_write_over_a_file_that_is_not_a_checkpoint_is_refused();
 
     nftw(scratch_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (checks_failed) {

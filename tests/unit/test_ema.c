@@ -145,7 +145,7 @@ static void test_validation_during_training_measures_the_ema(void)
     char out[] = "/tmp/cdl_ema_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 7};
-    TrainPlan plan = {2, out, {0, 0}, 0, model_save_checkpoint, NULL, 0, NULL};
+    TrainPlan plan = {.epochs = 2, .out_path = out, .save_checkpoint = model_save_checkpoint};
     const TrainSource train = train_source_loader(loader);
     const ValidSet valid = {&src, NULL};
     CHECK(train_run(&net, &opt, &train, &valid, &plan, &meta, NULL, &e) == CDL_OK);

@@ -155,7 +155,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";
         close(mkstemp(out));
         ModelMeta meta = {.seed = 3};
-        TrainPlan plan = {2, out, {0, 0}, 0, model_save_checkpoint, NULL, 0, NULL};
+        TrainPlan plan = {.epochs = 2, .out_path = out, .save_checkpoint = model_save_checkpoint};
         const TrainSource train = train_source_loader(loader);
         long measured = 0;
         TrainCallbacks cb = {count_step_allocations, NULL, &measured};
@@ -199,7 +199,7 @@ static void test_text_training_steps_allocate_nothing(void)
     char out[] = "/tmp/cdl_no_alloc_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 3};
-    TrainPlan plan = {1, out, {0, 0}, 0, model_save_checkpoint, NULL, 0, NULL};
+    TrainPlan plan = {.epochs = 1, .out_path = out, .save_checkpoint = model_save_checkpoint};
     long measured = 0;
     TrainCallbacks cb = {count_step_allocations, NULL, &measured};
     allocations = blas_allocations = 0;

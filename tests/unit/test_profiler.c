@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "core/net.h"
+#include "util/atomic_file.h"
 #include "util/profiler.h"
 #include "util/trace.h"
 
@@ -154,8 +155,8 @@ static void test_failed_trace_write_names_the_file_and_leaves_no_temporary(void)
     Error e = {0};
     CHECK(trace_write(dir, &ev, 1, &e) == CDL_ERUNTIME); /* cannot rename over a directory */
     CHECK(!strncmp(e.msg, dir, strlen(dir)));
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    char tmp[sizeof dir + 320];
+    atomic_file_temp_path(dir, tmp, sizeof tmp);
     CHECK(access(tmp, F_OK) != 0);
     rmdir(dir);
 }
