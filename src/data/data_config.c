@@ -11,6 +11,7 @@
 
 #include "data/cifar.h"
 #include "data/source_files.h"
+#include "util/file.h"
 
 enum { MAX_CLASSES = 1 << 16 };
 
@@ -105,8 +106,8 @@ static int load_names(const char *path, const char *where, char ***names, int *n
     char *line = NULL;
     size_t cap = 0;
     int cap_names = 0, rc = CDL_OK;
-    while (getline(&line, &cap, f) >= 0) {
-        char *name = text_trim(line);
+    for (int line_no = 1; getline(&line, &cap, f) >= 0; line_no++) {
+        char *name = text_trim(line + (line_no == 1 ? file_bom_bytes(line) : 0));
         if (!*name) {
             continue;
         }
@@ -265,8 +266,9 @@ static int parse_lines(FILE *f, DataConfig *dc, KeyLines *lines, Error *e)
     size_t cap = 0;
     int rc = CDL_OK;
     for (int line = 1; !rc && getline(&buf, &cap, f) >= 0; line++) {
-        strip_comment(buf);
-        char *s = text_trim(buf);
+        char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
+        strip_comment(s);
+        s = text_trim(s);
         if (!*s) {
             continue;
         }
@@ -312,7 +314,9 @@ static int csv_holds_paths(const char *path)
     }
     char *buf = NULL, *field = NULL;
     size_t cap = 0;
-    while (getline(&buf, &cap, f) >= 0 && !*(field = text_trim(buf))) {
+    for (int line = 1; getline(&buf, &cap, f) >= 0 &&
+                       !*(field = text_trim(buf + (line == 1 ? file_bom_bytes(buf) : 0)));
+         line++) {
     }
     int paths = 0;
     if (field && *field) {
