@@ -50,9 +50,9 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     if (!st && darknet_adam && !cfg_find(s, "optimizer"))
         h->optimizer = CDL_OPT_ADAM;
     else if (!st && darknet_adam && h->optimizer != CDL_OPT_ADAM)
-        st = error_set(e, CDL_EUSAGE,
-                       "%s:%d: adam=1 (darknet's optimizer=adam) contradicts optimizer=%s",
-                       cfg->path, cfg_find(s, "adam")->line, net_optimizer_name(h->optimizer));
+        st = error_set(
+            e, CDL_EUSAGE, "%s: adam=1 (darknet's optimizer=adam) contradicts optimizer=%s",
+            cfg_where(cfg, s, cfg_find(s, "adam")).text, net_optimizer_name(h->optimizer));
     st = st ? st : cfg_get_int(cfg, s, "nesterov", 0, &h->nesterov, e);
     st = st ? st : cfg_get_float(cfg, s, "beta1", 0.9f, &h->beta1, e);
     st = st ? st : cfg_get_float(cfg, s, "beta2", 0.999f, &h->beta2, e);
@@ -73,9 +73,26 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     st = st ? st : cfg_require_min(cfg, s, "ema", h->ema, 0, e);
     st = st ? st : cfg_require_max(cfg, s, "ema", h->ema, 1, 0, e);
     if (!st && h->nesterov && (h->optimizer != CDL_OPT_SGD || h->momentum <= 0))
-        st = error_set(e, CDL_EUSAGE, "%s:%d: nesterov=1 needs optimizer=sgd and momentum > 0",
-                       cfg->path, cfg_find(s, "nesterov")->line);
+        st = error_set(e, CDL_EUSAGE, "%s: nesterov=1 needs optimizer=sgd and momentum > 0",
+                       cfg_where(cfg, s, cfg_find(s, "nesterov")).text);
     return st;
+}
+
+/* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
+ * otherwise is refused (it would size the input apart from the labels, one per token). */
+static int check_sequence_shape(const Cfg *cfg, CfgSection *s, const Net *net, int inputs, Error *e)
+{
+    const char *const keys[] = {"channels", "height", "width"};
+    const int expected[] = {1, net->seq, inputs},
+              given[] = {net->in_shape.c, net->in_shape.h, net->in_shape.w};
+    const char *seq_key = cfg_find(s, "seq") ? "seq" : "time_steps";
+    for (int k = 0; k < 3; k++)
+        if (given[k] != expected[k])
+            return cfg_bad_value(cfg, s, keys[k], e,
+                                 "contradicts %s=%d: a sequence net's input is 1 x %s x inputs "
+                                 "(here %dx%dx%d, CxHxW); leave width, height and channels out",
+                                 seq_key, net->seq, seq_key, 1, net->seq, inputs);
+    return CDL_OK;
 }
 
 static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
@@ -101,6 +118,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
     st = st ? st : cfg_get_int(cfg, s, "height", net->in_shape.h, &net->in_shape.h, e);
     st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);
+    if (!st && net->seq > 0)
+        st = check_sequence_shape(cfg, s, net, inputs, e);
     st = st ? st : cfg_get_float(cfg, s, "learning_rate", 0.001f, &h->learning_rate, e);
     st = st ? st : cfg_get_float(cfg, s, "momentum", 0.9f, &h->momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "decay", 0.0001f, &h->decay, e);
@@ -418,33 +437,63 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
     return CDL_OK;
 }
 
-int net_resize(Net *net, int batch, int want_input_delta, Error *e)
+/* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
+ * want_grads); measures the layers' state as measure_state does. */
+typedef struct BatchSizes {
+    size_t activations;               /* floats of every layer's out, delta and pre */
+    size_t scratch, input;            /* floats */
+    size_t state_floats, state_bytes; /* the layers' private state */
+} BatchSizes;
+
+static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Error *e)
 {
-    free_activations(net);
-    size_t total = 0, scratch = 0;
-    for (int i = 0; i < net->n_layers && total <= NET_MAX_BATCH_FLOATS; i++) {
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < net->n_layers && b->activations <= NET_MAX_BATCH_FLOATS; i++) {
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
-        total += n * (1 + (net->want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
+        b->activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
         size_t need = l->scratch_per_sample * (size_t)batch;
-        scratch = need > scratch ? need : scratch;
+        b->scratch = need > b->scratch ? need : b->scratch;
     }
-    size_t in_n = (size_t)batch * shape_size(net->in_shape);
-    if (total > NET_MAX_BATCH_FLOATS || scratch > NET_MAX_BATCH_FLOATS ||
-        in_n > NET_MAX_BATCH_FLOATS)
+    b->input = (size_t)batch * shape_size(net->in_shape);
+    if (b->activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
+        b->input > NET_MAX_BATCH_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    size_t state_floats, state_bytes;
-    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    int st = measure_state(net, batch, &b->state_floats, &b->state_bytes, e);
     if (st)
         return st;
-    if (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS)
+    if (b->state_floats > NET_MAX_BATCH_FLOATS ||
+        b->state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu values of layer "
                          "state; lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
+    return CDL_OK;
+}
+
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
+{
+    BatchSizes b;
+    int st = measure_batch(net, batch, want_grads, &b, e);
+    *bytes = st ? 0
+                : (b.activations + b.state_floats + b.scratch + b.input) * sizeof(float) +
+                      b.state_bytes +
+                      (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
+    return st;
+}
+
+int net_resize(Net *net, int batch, int want_input_delta, Error *e)
+{
+    free_activations(net);
+    BatchSizes b;
+    int st = measure_batch(net, batch, net->want_grads, &b, e);
+    if (st)
+        return st;
+    const size_t total = b.activations, scratch = b.scratch, in_n = b.input;
+    const size_t state_floats = b.state_floats, state_bytes = b.state_bytes;
     /* The activation slab: every layer's out, delta and pre, then their state floats, then
      * (aligned) their state bytes. */
     const size_t floats = total + state_floats, bytes_at = aligned(floats * sizeof(float));

@@ -146,6 +146,10 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
  * binds every layer's in[] and in_delta[] (allocates; not in the step).
  * want_input_delta also allocates net->input_delta (gradient checks). */
 int net_resize(Net *net, int batch, int want_input_delta, Error *e);
+/* *bytes = what net_resize(net, batch, 0) allocates for a net with gradients when want_grads
+ * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as
+ * net_resize does when a mini-batch that large is refused. */
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e);
 
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
