@@ -63,5 +63,6 @@ int cmd_graph(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_augment(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
     {"graph", cmd_graph, "draw a model's layer graph (Graphviz DOT, PNG or SVG)"},
     {"plot", cmd_plot, "draw training curves (loss, accuracy) from --log files as a PNG"},
     {"augment", cmd_augment, "draw training samples as the net sees them (PNG grid)"},
+    {"check", cmd_check, "check a cfg and its .data as train would, and a step's memory"},
 };
 
 static void usage(FILE *to)
