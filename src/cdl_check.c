@@ -146,9 +146,8 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
             problem(c, "%s", e.msg);
         return;
     }
-    if (dc->train_kind == DATA_TEXT) {
-        problem(c, "%s: type=text trains a sequence net ([net] seq=T), and this net reads images",
-                dc->path);
+    if (data_config_check_image_sets(dc, &e)) {
+        problem(c, "%s", e.msg);
         return;
     }
     if (dc->classes > net->classes)

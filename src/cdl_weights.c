@@ -24,7 +24,7 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size, E
             snprintf(note, note_size, "%s: darknet %d.%d.%d weights (seen %llu images)%s%s%s", path,
                      h.major, h.minor, h.revision, (unsigned long long)h.seen,
                      keys[0] ? "; as darknet computes, " : "", keys,
-                     keys[0] ? " (the cfg leaves it out; --set net.KEY=0 keeps cdl's)" : "");
+                     keys[0] ? " (not set by the cfg; --set net.KEY=0 keeps cdl's)" : "");
         return st;
     }
     WeightsMatch m;

@@ -595,11 +595,8 @@ static int open_sources(const DataConfig *dc, SampleSource *train, SampleSource 
     return rc;
 }
 
-int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
-                             Error *e)
+int data_config_check_image_sets(const DataConfig *dc, Error *e)
 {
-    memset(train, 0, sizeof *train);
-    memset(valid, 0, sizeof *valid);
     if (!dc->train) {
         return error_set(e, CDL_EUSAGE, "%s: no train= entry", dc->path);
     }
@@ -608,6 +605,18 @@ int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSo
                          "%s: a text dataset (type=text) is for sequence nets ([net] seq=), not "
                          "for image classifiers",
                          dc->path);
+    }
+    return CDL_OK;
+}
+
+int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
+                             Error *e)
+{
+    memset(train, 0, sizeof *train);
+    memset(valid, 0, sizeof *valid);
+    int checked = data_config_check_image_sets(dc, e);
+    if (checked) {
+        return checked;
     }
     /* Class folders index the labels of folder sets: the train folder's own when train is one. */
     char **folders = NULL;

@@ -79,6 +79,9 @@ assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
     run "$CDL" check text.cfg --data text.data --set 1.output=3
     [ "$status" -eq 0 ]
     [[ "$output" == *"text.data: text, 3 distinct tokens"* ]]
+    run "$CDL" check "$REPO/cfg/digits.cfg" --data text.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"cdl: text.data: a text dataset (type=text) is for sequence nets ([net] seq=), not for image classifiers"* ]]
 }
 
 @test "check refuses a mini-batch too large to train, as train does" {
