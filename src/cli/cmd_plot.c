@@ -10,7 +10,6 @@
 #include "cli/canvas.h"
 #include "cli/cli.h"
 #include "cli/font.h"
-#include "util/file.h"
 
 static const OptSpec plot_opts[] = {
     {"-o", 1, 0, "output PNG file (required)"},
@@ -104,10 +103,9 @@ static int read_run(const char *path, Run *run, Error *e)
     int line = 0, records = 0, st = CDL_OK;
     while (!st && getline(&text, &cap, f) >= 0) {
         line++;
-        const char *record = text + (line == 1 ? file_bom_bytes(text) : 0);
-        if (!record[strspn(record, " \t\r\n")])
+        if (!text[strspn(text, " \t\r\n")])
             continue;
-        cJSON *o = cJSON_ParseWithOpts(record, NULL, 1);
+        cJSON *o = cJSON_ParseWithOpts(text, NULL, 1);
         st = cJSON_IsObject(o) ? add_record(run, o, path, line, &records, e)
                                : error_set(e, CDL_ERUNTIME,
                                            "%s:%d: not a JSON object (malformed line)", path, line);

@@ -143,3 +143,13 @@ write_two_images() {
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: --set net.flip=2: bad value '2' for key 'flip' in [net]: expected 0 or 1" ]
 }
+
+@test "a UTF-8 BOM is accepted at the start of a --log file given to plot (cJSON skips it)" {
+    "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --out d.cdl --threads 1 --log run.jsonl \
+        --log-every 4 2>/dev/null
+    { printf '%s' "$BOM"; cat run.jsonl; } > bom.jsonl
+    run "$CDL" plot bom.jsonl -o curves.png
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ -s curves.png ]
+}
