@@ -557,6 +557,52 @@ typedef struct cdl_doctor_report {
  * its devices (GPU=1 builds; a machine without a driver reports "no driver"), MPI (MPI=1),
  * and notes on what does not fit together (e.g. more OpenMP threads than cores). */
 void cdl_doctor(cdl_doctor_report *r);
+/* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */
+
+typedef struct cdl_check_options {
+    const char *cfg_path;
+    const char *data_path; /* NULL: the cfg's name with .data, as cdl_session_attach_data */
+    /* cfg overrides, "net.KEY=VALUE" or "LAYER.KEY=VALUE" as `--set` takes them */
+    const char *const *overrides;
+    int n_overrides;
+} cdl_check_options;
+
+typedef struct cdl_check_result {
+    /* Every reason train would refuse the cfg and data ("WHERE: ..." each; "" when none), and
+     * what it would only warn about ("WHERE: warning: ..."); one line each, ending in a newline. */
+    char *errors, *warnings;
+    int n_errors, n_warnings;
+    int built;               /* 1: the net was built; the fields below describe it */
+    int c, h, w;             /* per-sample input shape */
+    int outputs;             /* the net's outputs (per token in a sequence net) */
+    int seq, vocab;          /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
+    int batch, subdivisions; /* [net] batch, and the mini-batches it is split into */
+    size_t params, state;    /* trainable parameters, running statistics */
+    const char *optimizer;   /* "sgd", "adam" or "adamw" */
+    /* What a training step holds, in bytes (0 when the net was not built or the batch is
+     * refused): parameters and running statistics, gradients, optimizer state (and the weights'
+     * EMA), and a mini-batch's activations, deltas, layer state and workspace. */
+    size_t param_bytes, grad_bytes, optimizer_bytes, activation_bytes, total_bytes;
+    int data_read;              /* 1: the .data file was read; the fields below describe it */
+    char *data_path;            /* the .data file checked */
+    const char *data_kind;      /* "image folder", "darknet list", "csv", "idx or digits csv",
+                                   "cifar10", "cifar100" or "text" */
+    int data_classes;           /* its classes (a text's distinct tokens) */
+    int data_c, data_h, data_w; /* its samples' shape when the kind fixes it (CIFAR), else 0s */
+} cdl_check_result;
+
+/* Checks everything `cdl train` refuses before it trains, without training or reading the
+ * samples (a text's characters are read: they size the net): the cfg (parsed leniently, so that
+ * every duplicate and unknown key is listed with FILE:LINE), the overrides (errors name them),
+ * the net built from it (its parameters, no gradient, optimizer or activation memory), the .data
+ * file and the files it names, the net against the data (a sequence net needs a text, the data's
+ * classes must fit the net's outputs), and the memory of a training step (a mini-batch too large
+ * is refused as train refuses it). Returns 0 when train would start, CDL_EUSAGE when result lists
+ * errors, CDL_ERUNTIME when checking itself failed (out of memory; err says so). Free result
+ * with cdl_check_result_free in every case. */
+int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
+              size_t err_size);
+void cdl_check_result_free(cdl_check_result *result);
 
 /* ---- Images ---- */
 

@@ -5,6 +5,7 @@
 
 #include "cdl.h"
 #include "data/augment.h"
+#include "data/data_config.h"
 #include "model/model_io.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -31,5 +32,13 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
                      ModelMeta *head_names, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);
+/* The .data file a run of cfg_path trains on by default: "cfg/x.cfg" -> "cfg/x.data"
+ * (src/cdl_session.c). */
+void api_default_data_path(const char *cfg_path, char *out, size_t size);
+/* A sequence net must train on text (dc type=text), and its vocab, outputs and inputs agree with
+ * the text's vocab_n tokens; CDL_OK for an image net. Errors start with data_path
+ * (src/cdl_session.c). */
+int api_check_text_net(const Net *net, const char *data_path, const DataConfig *dc, int vocab_n,
+                       Error *e);
 
 #endif

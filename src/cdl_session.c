@@ -73,8 +73,7 @@ static void note_lines(const cdl_session *s, const char *text)
     }
 }
 
-/* "cfg/x.cfg" -> "cfg/x.data" */
-static void default_data_path(const char *cfg_path, char *out, size_t size)
+void api_default_data_path(const char *cfg_path, char *out, size_t size)
 {
     snprintf(out, size, "%s", cfg_path);
     char *dot = strrchr(out, '.');
@@ -185,30 +184,31 @@ static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
     return CDL_OK;
 }
 
-/* A sequence net must train on text, an image net on images; a sequence net's vocab, outputs
- * and inputs must agree with its text. */
-static int check_text_net(const cdl_session *s, Error *e)
+int api_check_text_net(const Net *net, const char *data_path, const DataConfig *dc, int v, Error *e)
 {
-    const Net *net = &s->net;
-    const int v = s->text.vocab.n;
     if (net->seq <= 0)
         return CDL_OK;
-    if (s->dc.train_kind != DATA_TEXT)
+    if (dc->train_kind != DATA_TEXT)
         return error_set(e, CDL_EUSAGE,
                          "%s: a sequence net ([net] seq=%d) trains on text: the .data file needs "
                          "type=text",
-                         s->data_path, net->seq);
+                         data_path, net->seq);
     if (net->vocab != v || net->classes != v)
         return error_set(e, CDL_EUSAGE,
                          "%s: the text has %d distinct tokens but the net has vocab=%d and %d "
                          "outputs per token",
-                         s->data_path, v, net->vocab, net->classes);
+                         data_path, v, net->vocab, net->classes);
     if (net->in_shape.w != 1 && net->in_shape.w != v)
         return error_set(e, CDL_EUSAGE,
                          "%s: [net] inputs=%d: a text net takes token ids (inputs=1) or one-hot "
                          "tokens (inputs=%d, the vocabulary)",
-                         s->data_path, net->in_shape.w, v);
+                         data_path, net->in_shape.w, v);
     return CDL_OK;
+}
+
+static int check_text_net(const cdl_session *s, Error *e)
+{
+    return api_check_text_net(&s->net, s->data_path, &s->dc, s->text.vocab.n, e);
 }
 
 /* Loads the initial weights (api_load_weights: a checkpoint's matching layers, safetensors, or
@@ -313,7 +313,7 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
     else if (s->resumed)
         model_meta_find_data(&s->meta, s->resume_path, s->data_path, sizeof s->data_path);
     else
-        default_data_path(s->cfg_path, s->data_path, sizeof s->data_path);
+        api_default_data_path(s->cfg_path, s->data_path, sizeof s->data_path);
     int st;
     if (s->resumed) {
         if (s->net.seq > 0 && !s->meta.vocab.n)

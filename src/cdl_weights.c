@@ -17,9 +17,15 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
     if (!cdl_is_checkpoint(path) && !safetensors_is_path(path)) {
         DarknetHeader h;
         int st = darknet_weights_load(net, path, &h, e);
+        char keys[64] = "";
+        snprintf(keys, sizeof keys, "%s%s%s", h.set_bn_darknet ? "bn_darknet=1" : "",
+                 h.set_bn_darknet && h.set_letterbox ? ", " : "",
+                 h.set_letterbox ? "letterbox=1" : "");
         if (!st)
-            snprintf(note, note_size, "%s: darknet %d.%d.%d weights (seen %llu images)", path,
-                     h.major, h.minor, h.revision, (unsigned long long)h.seen);
+            snprintf(note, note_size, "%s: darknet %d.%d.%d weights (seen %llu images)%s%s%s", path,
+                     h.major, h.minor, h.revision, (unsigned long long)h.seen,
+                     keys[0] ? "; as darknet computes, " : "", keys,
+                     keys[0] ? " (not set by the cfg; --set net.KEY=0 keeps cdl's)" : "");
         return st;
     }
     WeightsMatch m;

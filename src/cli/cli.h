@@ -76,5 +76,6 @@ int cmd_import(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

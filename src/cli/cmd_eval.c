@@ -20,7 +20,7 @@ static const OptSpec eval_opts[] = {
     {"--weights", 1, 0,
      "MODEL is then a CFG whose parameters come from FILE.safetensors (torchvision names), "
      "darknet .weights or a checkpoint's matching layers; needs --data"},
-    {"--set", 1, 1, "with --weights: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--skip-bad", 0, 0, "replace unreadable images by the next readable one (counted)"},
     {"--help", 0, 0, "show this help"},
 };

@@ -19,6 +19,7 @@ static const OptSpec export_opts[] = {
     {"--weights", 1, 0,
      "with a CFG: load its parameters from FILE.safetensors (torchvision names), darknet "
      ".weights or a checkpoint's matching layers"},
+    {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_EXPORT_OPTS (int)(sizeof export_opts / sizeof export_opts[0])
@@ -32,7 +33,8 @@ static int load_model(const Args *a, const char *path, cdl_model **m, Error *e)
         if (args_get(a, "--seed") || weights)
             return error_set(e, CDL_EUSAGE,
                              "--seed and --weights apply to cfg files, not checkpoints");
-        const cdl_open_options how = {.kind = CDL_OPEN_CHECKPOINT};
+        const cdl_open_options how = {
+            .overrides = a->repeats, .n_overrides = a->n_repeats, .kind = CDL_OPEN_CHECKPOINT};
         return e->code = cdl_model_open(path, &how, m, e->msg, sizeof e->msg);
     }
     if (weights && args_get(a, "--seed"))
@@ -40,7 +42,10 @@ static int load_model(const Args *a, const char *path, cdl_model **m, Error *e)
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     if (st)
         return st;
-    const cdl_open_options how = {.seed = (uint64_t)seed, .kind = CDL_OPEN_CFG};
+    const cdl_open_options how = {.overrides = a->repeats,
+                                  .n_overrides = a->n_repeats,
+                                  .seed = (uint64_t)seed,
+                                  .kind = CDL_OPEN_CFG};
     if ((st = cdl_model_open(path, &how, m, e->msg, sizeof e->msg)))
         return e->code = st;
     cli_print_warnings(cdl_model_warnings(*m));
@@ -99,7 +104,7 @@ static int export_npy(const Args *a, Error *e)
 {
     for (int k = 0; k < N_EXPORT_OPTS; k++)
         if (strcmp(export_opts[k].name, "--seed") && strcmp(export_opts[k].name, "--weights") &&
-            args_get(a, export_opts[k].name))
+            strcmp(export_opts[k].name, "--set") && args_get(a, export_opts[k].name))
             return error_set(e, CDL_EUSAGE, "option %s applies to export onnx, not npy",
                              export_opts[k].name);
     if (a->n_positional != 3)

@@ -20,6 +20,7 @@ static const OptSpec predict_opts[] = {
     {"--weights", 1, 0,
      "with a CFG: load FILE.safetensors (torchvision names), darknet .weights or a checkpoint's "
      "matching layers (instead of --seed)"},
+    {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--prompt", 1, 0, "text models: generate text that continues this prompt"},
     {"--tokens", 1, 0, "text models: how many tokens to generate (default 200)"},
     {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
@@ -180,7 +181,10 @@ static int generate_text(const Args *a, Error *e)
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     char err[1024];
-    const cdl_open_options how = {.kind = CDL_OPEN_CHECKPOINT, .batch = 1};
+    const cdl_open_options how = {.overrides = a->repeats,
+                                  .n_overrides = a->n_repeats,
+                                  .kind = CDL_OPEN_CHECKPOINT,
+                                  .batch = 1};
     int status = cdl_model_open(model, &how, &m, err, sizeof err);
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
@@ -270,7 +274,9 @@ int cmd_predict(int argc, char **argv)
                cli_fail(&e);
     cdl_model *m;
     char err[1024];
-    const cdl_open_options o = {.seed = (uint64_t)seed,
+    const cdl_open_options o = {.overrides = a.repeats,
+                                .n_overrides = a.n_repeats,
+                                .seed = (uint64_t)seed,
                                 .kind = cfg     ? CDL_OPEN_CFG
                                         : first ? CDL_OPEN_ANY
                                                 : CDL_OPEN_CHECKPOINT,

@@ -24,6 +24,7 @@ static const struct {
     {"augment", cmd_augment, "draw training samples as the net sees them (PNG grid)"},
     {"doctor", cmd_doctor, "report the build and the machine: BLAS, threads, OpenMP, GPU, MPI"},
     {"version", cmd_version, "print the version and build options (also cdl --version)"},
+    {"check", cmd_check, "check a cfg and its .data as train would, and a step's memory"},
 };
 
 static void usage(FILE *to)

@@ -112,15 +112,16 @@ int darknet_check_keys(Cfg *cfg, CfgSection *s, Error *e)
                 if (darknet_keys[i].noop)
                     snprintf(only, sizeof only, " (cdl accepts only %s=%s)", en->key,
                              darknet_keys[i].noop);
-                return error_set(
-                    e, CDL_EUSAGE, "%s:%d: unsupported value '%s' for key '%s' in [%s]: %s%s",
-                    cfg->path, en->line, en->value, en->key, s->name, darknet_keys[i].why, only);
+                return error_set(e, CDL_EUSAGE,
+                                 "%s: unsupported value '%s' for key '%s' in [%s]: %s%s",
+                                 cfg_where(cfg, s, en).text, en->value, en->key, s->name,
+                                 darknet_keys[i].why, only);
             }
             char marker[128];
             snprintf(marker, sizeof marker, "key '%s' in [%s] is ignored", en->key, s->name);
             if (!cfg->warnings || !strstr(cfg->warnings, marker))
-                cfg_warn(cfg, "%s:%d: warning: darknet %s: %s (reported once)", cfg->path, en->line,
-                         marker, darknet_keys[i].why);
+                cfg_warn(cfg, "%s: warning: darknet %s: %s (reported once)",
+                         cfg_where(cfg, s, en).text, marker, darknet_keys[i].why);
         }
     }
     return CDL_OK;

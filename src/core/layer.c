@@ -38,8 +38,8 @@ void layer_init_uniform(Layer *l, Rng *rng, float bound)
 int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int value,
                   const char *why, Error *e)
 {
-    return error_set(e, CDL_EUSAGE, "%s:%d: layer %d: [%s] %s=%d: %s", cfg->path,
-                     cfg_key_line(s, key), l->index, s->name, key, value, why);
+    return error_set(e, CDL_EUSAGE, "%s: layer %d: [%s] %s=%d: %s",
+                     cfg_where(cfg, s, cfg_find(s, key)).text, l->index, s->name, key, value, why);
 }
 
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)

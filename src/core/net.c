@@ -50,9 +50,9 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     if (!st && darknet_adam && !cfg_find(s, "optimizer"))
         h->optimizer = CDL_OPT_ADAM;
     else if (!st && darknet_adam && h->optimizer != CDL_OPT_ADAM)
-        st = error_set(e, CDL_EUSAGE,
-                       "%s:%d: adam=1 (darknet's optimizer=adam) contradicts optimizer=%s",
-                       cfg->path, cfg_find(s, "adam")->line, net_optimizer_name(h->optimizer));
+        st = error_set(
+            e, CDL_EUSAGE, "%s: adam=1 (darknet's optimizer=adam) contradicts optimizer=%s",
+            cfg_where(cfg, s, cfg_find(s, "adam")).text, net_optimizer_name(h->optimizer));
     st = st ? st : cfg_get_int(cfg, s, "nesterov", 0, &h->nesterov, e);
     st = st ? st : cfg_get_float(cfg, s, "beta1", 0.9f, &h->beta1, e);
     st = st ? st : cfg_get_float(cfg, s, "beta2", 0.999f, &h->beta2, e);
@@ -73,9 +73,26 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     st = st ? st : cfg_require_min(cfg, s, "ema", h->ema, 0, e);
     st = st ? st : cfg_require_max(cfg, s, "ema", h->ema, 1, 0, e);
     if (!st && h->nesterov && (h->optimizer != CDL_OPT_SGD || h->momentum <= 0))
-        st = error_set(e, CDL_EUSAGE, "%s:%d: nesterov=1 needs optimizer=sgd and momentum > 0",
-                       cfg->path, cfg_find(s, "nesterov")->line);
+        st = error_set(e, CDL_EUSAGE, "%s: nesterov=1 needs optimizer=sgd and momentum > 0",
+                       cfg_where(cfg, s, cfg_find(s, "nesterov")).text);
     return st;
+}
+
+/* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
+ * otherwise is refused (it would size the input apart from the labels, one per token). */
+static int check_sequence_shape(const Cfg *cfg, CfgSection *s, const Net *net, int inputs, Error *e)
+{
+    const char *const keys[] = {"channels", "height", "width"};
+    const int expected[] = {1, net->seq, inputs},
+              given[] = {net->in_shape.c, net->in_shape.h, net->in_shape.w};
+    const char *seq_key = cfg_find(s, "seq") ? "seq" : "time_steps";
+    for (int k = 0; k < 3; k++)
+        if (given[k] != expected[k])
+            return cfg_bad_value(cfg, s, keys[k], e,
+                                 "contradicts %s=%d: a sequence net's input is 1 x %s x inputs "
+                                 "(here %dx%dx%d, CxHxW); leave width, height and channels out",
+                                 seq_key, net->seq, seq_key, 1, net->seq, inputs);
+    return CDL_OK;
 }
 
 static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
@@ -101,6 +118,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
     st = st ? st : cfg_get_int(cfg, s, "height", net->in_shape.h, &net->in_shape.h, e);
     st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);
+    if (!st && net->seq > 0)
+        st = check_sequence_shape(cfg, s, net, inputs, e);
     st = st ? st : cfg_get_float(cfg, s, "learning_rate", 0.001f, &h->learning_rate, e);
     st = st ? st : cfg_get_float(cfg, s, "momentum", 0.9f, &h->momentum, e);
     st = st ? st : cfg_get_float(cfg, s, "decay", 0.0001f, &h->decay, e);
@@ -466,16 +485,17 @@ static size_t max_size(size_t a, size_t b)
     return a > b ? a : b;
 }
 
-/* Walks the layers' buffers in slab order (measure_state done). With slab NULL it measures *p;
- * else it points every layer's out, delta and pre into slab as *p lays it out, binds its inputs
- * and carves its private state (LayerType.resize). */
-static int lay_out_slab(Net *net, int batch, float *slab, SlabPlan *p, Error *e)
+/* Walks the layers' buffers in slab order (measure_state done), with delta planes when
+ * want_grads. With slab NULL it measures *p; else it points every layer's out, delta and pre
+ * into slab as *p lays it out, binds its inputs and carves its private state
+ * (LayerType.resize). */
+static int lay_out_slab(Net *net, int batch, int want_grads, float *slab, SlabPlan *p, Error *e)
 {
     const size_t shared_at = slab ? p->kept_floats : 0, shared_bytes_at = slab ? p->kept_bytes : 0;
     unsigned char *bytes =
         slab ? (unsigned char *)slab + aligned((p->kept_floats + p->shared_floats) * sizeof(float))
              : NULL;
-    const size_t planes = 1 + (net->want_grads ? 1 : 0); /* out, delta */
+    const size_t planes = 1 + (want_grads ? 1 : 0); /* out, delta */
     size_t kept = 0, kept_bytes = 0, seg = 0, seg_bytes = 0, shared = 0, shared_bytes = 0;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
@@ -497,7 +517,7 @@ static int lay_out_slab(Net *net, int batch, float *slab, SlabPlan *p, Error *e)
         if (!slab)
             continue;
         l->out = slab + out_at;
-        l->delta = net->want_grads ? l->out + n : NULL;
+        l->delta = want_grads ? l->out + n : NULL;
         l->pre = l->activation != CDL_ACT_LINEAR ? slab + pre_at : NULL;
         bind_inputs(net, l);
         LayerState carve = {slab + state_at, bytes + state_bytes_at, 0, 0};
@@ -510,30 +530,28 @@ static int lay_out_slab(Net *net, int batch, float *slab, SlabPlan *p, Error *e)
     return CDL_OK;
 }
 
-int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
-{
-    size_t floats, state_bytes;
-    SlabPlan plan;
-    int st = measure_state(net, batch, &floats, &state_bytes, e);
-    st = st ? st : lay_out_slab(net, batch, NULL, &plan, e);
-    *bytes = st ? 0 : slab_size(&plan);
-    return st;
-}
+/* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
+ * want_grads): the slab as lay_out_slab plans it, the scratch and input floats; fails as
+ * net_resize does when a mini-batch that large is refused. Measures the layers' state. */
+typedef struct BatchSizes {
+    SlabPlan slab;
+    size_t scratch, input; /* floats */
+} BatchSizes;
 
-int net_resize(Net *net, int batch, int want_input_delta, Error *e)
+static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Error *e)
 {
-    free_activations(net);
-    size_t total = 0, scratch = 0;
-    for (int i = 0; i < net->n_layers && total <= NET_MAX_BATCH_FLOATS; i++) {
+    memset(b, 0, sizeof *b);
+    size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
+    for (int i = 0; i < net->n_layers && activations <= NET_MAX_BATCH_FLOATS; i++) {
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
-        total += n * (1 + (net->want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
+        activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
         size_t need = l->scratch_per_sample * (size_t)batch;
-        scratch = need > scratch ? need : scratch;
+        b->scratch = need > b->scratch ? need : b->scratch;
     }
-    size_t in_n = (size_t)batch * shape_size(net->in_shape);
-    if (total > NET_MAX_BATCH_FLOATS || scratch > NET_MAX_BATCH_FLOATS ||
-        in_n > NET_MAX_BATCH_FLOATS)
+    b->input = (size_t)batch * shape_size(net->in_shape);
+    if (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
+        b->input > NET_MAX_BATCH_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
@@ -547,9 +565,36 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
                          "%s: a mini-batch of %d images needs more than %zu values of layer "
                          "state; lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    SlabPlan plan;
-    lay_out_slab(net, batch, NULL, &plan, e); /* measuring cannot fail */
-    net->activation_bytes = slab_size(&plan);
+    return lay_out_slab(net, batch, want_grads, NULL, &b->slab, e); /* measuring cannot fail */
+}
+
+int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
+{
+    BatchSizes b;
+    int st = measure_batch(net, batch, net->want_grads, &b, e);
+    *bytes = st ? 0 : slab_size(&b.slab);
+    return st;
+}
+
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
+{
+    BatchSizes b;
+    int st = measure_batch(net, batch, want_grads, &b, e);
+    *bytes = st ? 0
+                : slab_size(&b.slab) + (b.scratch + b.input) * sizeof(float) +
+                      (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
+    return st;
+}
+
+int net_resize(Net *net, int batch, int want_input_delta, Error *e)
+{
+    free_activations(net);
+    BatchSizes b;
+    int st = measure_batch(net, batch, net->want_grads, &b, e);
+    if (st)
+        return st;
+    const size_t scratch = b.scratch, in_n = b.input;
+    net->activation_bytes = slab_size(&b.slab);
     net->activations = calloc(1, net->activation_bytes + sizeof(float));
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
@@ -562,7 +607,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
     }
     net->batch = batch;
-    return lay_out_slab(net, batch, net->activations, &plan, e);
+    return lay_out_slab(net, batch, net->want_grads, net->activations, &b.slab, e);
 }
 
 /* The context of a pass over the current mini-batch (train: the net's mode). */

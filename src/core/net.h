@@ -164,6 +164,10 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e);
 /* *bytes = the size of the activation slab net_resize would allocate for batch (measures the
  * layers' state: call it on a net that is not resized, or net_resize it after). */
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
+/* *bytes = what net_resize(net, batch, 0) allocates for a net with gradients when want_grads
+ * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as
+ * net_resize does when a mini-batch that large is refused. */
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e);
 
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */

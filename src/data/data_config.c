@@ -11,6 +11,7 @@
 
 #include "data/cifar.h"
 #include "data/source_files.h"
+#include "util/file.h"
 #include "util/file_kind.h"
 
 enum { MAX_CLASSES = 1 << 16 };
@@ -107,8 +108,8 @@ static int load_names(const char *path, const char *where, char ***names, int *n
     char *line = NULL;
     size_t cap = 0;
     int cap_names = 0, rc = CDL_OK;
-    while (getline(&line, &cap, f) >= 0) {
-        char *name = text_trim(line);
+    for (int line_no = 1; getline(&line, &cap, f) >= 0; line_no++) {
+        char *name = text_trim(line + (line_no == 1 ? file_bom_bytes(line) : 0));
         if (!*name) {
             continue;
         }
@@ -281,11 +282,9 @@ static int parse_lines(FILE *f, DataConfig *dc, KeyLines *lines, Error *e)
     size_t cap = 0;
     int rc = CDL_OK;
     for (int line = 1; !rc && getline(&buf, &cap, f) >= 0; line++) {
-        strip_comment(buf);
-        char *s = text_trim(buf);
-        if (!strncmp(s, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM */
-            s += 3;
-        }
+        char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
+        strip_comment(s);
+        s = text_trim(s);
         if (!*s) {
             continue;
         }
@@ -331,7 +330,9 @@ static int csv_holds_paths(const char *path)
     }
     char *buf = NULL, *field = NULL;
     size_t cap = 0;
-    while (getline(&buf, &cap, f) >= 0 && !*(field = text_trim(buf))) {
+    for (int line = 1; getline(&buf, &cap, f) >= 0 &&
+                       !*(field = text_trim(buf + (line == 1 ? file_bom_bytes(buf) : 0)));
+         line++) {
     }
     int paths = 0;
     if (field && *field) {
@@ -509,12 +510,10 @@ static int holds_data_keys(FILE *f)
     char *buf = NULL;
     size_t cap = 0;
     int data = 0;
-    while (getline(&buf, &cap, f) >= 0) {
-        strip_comment(buf);
-        char *s = text_trim(buf);
-        if (!strncmp(s, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM */
-            s += 3;
-        }
+    for (int line = 1; getline(&buf, &cap, f) >= 0; line++) {
+        char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
+        strip_comment(s);
+        s = text_trim(s);
         if (!*s) {
             continue;
         }
@@ -763,11 +762,8 @@ static int open_sources(const DataConfig *dc, SampleSource *train, SampleSource 
     return rc;
 }
 
-int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
-                             Error *e)
+int data_config_check_image_sets(const DataConfig *dc, Error *e)
 {
-    memset(train, 0, sizeof *train);
-    memset(valid, 0, sizeof *valid);
     if (!dc->train) {
         return error_set(e, CDL_EUSAGE, "%s: no train= entry", dc->path);
     }
@@ -776,6 +772,18 @@ int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSo
                          "%s: a text dataset (type=text) is for sequence nets ([net] seq=), not "
                          "for image classifiers",
                          dc->path);
+    }
+    return CDL_OK;
+}
+
+int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
+                             Error *e)
+{
+    memset(train, 0, sizeof *train);
+    memset(valid, 0, sizeof *valid);
+    int checked = data_config_check_image_sets(dc, e);
+    if (checked) {
+        return checked;
     }
     /* Class folders index the labels of folder sets: the train folder's own when train is one. */
     char **folders = NULL;

@@ -90,6 +90,10 @@ int data_config_load(const char *path, DataConfig *dc, Error *e);
 /* Frees everything and zeroes dc; safe on a zeroed DataConfig. */
 void data_config_free(DataConfig *dc);
 
+/* Fails unless dc names a train= set of images (not type=text): what data_config_open_sources
+   checks before it opens anything. */
+int data_config_check_image_sets(const DataConfig *dc, Error *e);
+
 /* Opens the train and valid sample sources, whatever their kind: valid from valid=, else split
    off train by valid_split (see above; deterministic), else an empty source (n = 0, no read,
    train's shape). An image-folder valid= set maps its class folders by name onto train's class

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "util/file.h"
+
 enum {
     IDX_MAGIC_LABELS = 0x00000801,
     IDX_MAGIC_IMAGES = 0x00000803,
@@ -92,6 +94,24 @@ static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, E
 static uint32_t read_be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+int dataset_peek_idx_shape(const char *path, int *c, int *h, int *w)
+{
+    gzFile f = gzopen(path, "rb");
+    uint8_t head[16];
+    const int got = f ? gzread(f, head, sizeof head) : 0;
+    if (f) {
+        gzclose(f);
+    }
+    if (got != (int)sizeof head || read_be32(head) != IDX_MAGIC_IMAGES ||
+        read_be32(head + 8) > 65536 || read_be32(head + 12) > 65536) {
+        return 0;
+    }
+    *c = 1;
+    *h = (int)read_be32(head + 8);
+    *w = (int)read_be32(head + 12);
+    return 1;
 }
 
 /* Checks an IDX header (magic, dimension sizes) and that the file holds exactly the data it
@@ -266,7 +286,7 @@ static int load_csv(const char *path, const char *text, size_t bytes, Dataset *d
     }
     CsvRows rows = {0};
     int fields = 0, first_line = 0, n = 0, max_pixel = 0, max_label = 0, rc = CDL_OK;
-    const char *p = text, *end = text + bytes;
+    const char *p = text + file_bom_bytes(text), *end = text + bytes;
     for (int line = 1; p < end && !rc; line++) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) {

@@ -29,6 +29,10 @@ void dataset_free(Dataset *d);
    On failure d is left zeroed and e names the file (and FILE:LINE for CSV). */
 int dataset_load(const char *images_path, const char *labels_path, Dataset *d, Error *e);
 
+/* Reads the first 16 bytes of path (.gz or raw) only: 1 and the per-sample shape [1][h][w] when
+   they are an IDX image header, else 0 (another kind, or an unreadable file). */
+int dataset_peek_idx_shape(const char *path, int *c, int *h, int *w);
+
 /* Moves the last round(n * fraction) samples of d into held_out (both keep their order and
    d's classes). fraction must be in (0, 1) and leave at least one sample on each side. */
 int dataset_split_tail(Dataset *d, float fraction, Dataset *held_out, Error *e);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
+
 /* Sentinels of parse_label besides a class index. */
 enum { LABEL_UNKNOWN_NAME = -1, LABEL_OUT_OF_RANGE = -2 };
 
@@ -70,7 +72,7 @@ int source_csv_open(SampleSource *s, const char *csv_path, char *const *names, i
     char *buf = NULL;
     size_t cap = 0;
     for (int line_no = 1; !rc && getline(&buf, &cap, f) >= 0; line_no++) {
-        char *text = text_trim(buf);
+        char *text = text_trim(buf + (line_no == 1 ? file_bom_bytes(buf) : 0));
         if (*text) {
             rc = add_line(&l, &ix, csv_path, line_no, text, &header_allowed, e);
         }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
+
 /* The class whose name occurs in path[0..len) ending last (ties: the longest), or -1.
    *ambiguous tells whether more than one distinct class name occurs. Each start position whose
    byte begins some name is looked up once per distinct name length, so a line costs at most
@@ -73,7 +75,7 @@ int source_list_open(SampleSource *s, const char *list_path, char *const *names,
     char *buf = NULL;
     size_t cap = 0;
     for (int line_no = 1; !rc && getline(&buf, &cap, f) >= 0; line_no++) {
-        char *path = text_trim(buf);
+        char *path = text_trim(buf + (line_no == 1 ? file_bom_bytes(buf) : 0));
         size_t len = strlen(path);
         if (len > 0) {
             rc = add_line(&l, &ix, list_path, line_no, path, len, e);

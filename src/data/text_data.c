@@ -19,6 +19,11 @@ static int read_whole(const char *path, char **text, size_t *len, Error *e)
         return error_set(e, CDL_ERUNTIME, "%s: cannot open text: %s", path, strerror(errno));
     const int failure = file_read_stream(f, text, len);
     fclose(f);
+    const size_t bom = failure ? 0 : file_bom_bytes(*text); /* not a token of the text */
+    if (bom) {
+        memmove(*text, *text + bom, *len + 1 - bom);
+        *len -= bom;
+    }
     return failure ? error_set(e, CDL_ERUNTIME, "%s: %s", path,
                                failure == ENOMEM ? "out of memory" : "cannot read")
                    : CDL_OK;

@@ -45,23 +45,69 @@ static int add_entry(CfgSection *s, const char *key, const char *value, int line
     en->value = strdup(value);
     en->line = line;
     en->used = 0;
+    en->set = NULL;
     return (en->key && en->value) ? 0 : -1;
 }
 
-int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
+/* Appends one line (a newline is added) to *list; dropped when out of memory. */
+static void append_line(char **list, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t have = *list ? strlen(*list) : 0, add = strlen(line);
+    char *grown = realloc(*list, have + add + 2);
+    if (!grown)
+        return;
+    memcpy(grown + have, line, add);
+    memcpy(grown + have + add, "\n", 2);
+    *list = grown;
+}
+
+static void add_problem(Cfg *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_problem(Cfg *cfg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    append_line(&cfg->problems, fmt, ap);
+    va_end(ap);
+}
+
+/* A key given twice in one section: with the same value a warning (darknet's own cfgs repeat
+ * `batch=1`), else refused, or (lenient) listed with the first value kept. */
+static int duplicate_key(Cfg *cfg, const CfgSection *s, const CfgEntry *first, int line,
+                         const char *value, Error *e)
+{
+    if (!strcmp(first->value, value)) {
+        cfg_warn(cfg, "%s:%d: warning: key '%s' in [%s] repeats line %d with the same value",
+                 cfg->path, line, first->key, s->name, first->line);
+        return CDL_OK;
+    }
+    char text[512];
+    snprintf(text, sizeof text,
+             "%s:%d: duplicate key '%s' in [%s]: '%s' here, '%s' at line %d (give it once)",
+             cfg->path, line, first->key, s->name, value, first->value, first->line);
+    if (!cfg->lenient)
+        return error_set(e, CDL_EUSAGE, "%s", text);
+    add_problem(cfg, "%s", text);
+    return CDL_OK;
+}
+
+static int parse(const char *text, const char *path, int lenient, Cfg *cfg, Error *e)
 {
     memset(cfg, 0, sizeof *cfg);
+    cfg->lenient = lenient;
     cfg->path = strdup(path);
     cfg->text = strdup(text);
     char *copy = strdup(text);
     if (!cfg->path || !cfg->text || !copy) {
         free(copy);
+        cfg_free(cfg);
         return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
     }
     int status = CDL_OK;
     int line_no = 0;
     char *save = NULL;
-    for (char *raw = copy; raw && status == CDL_OK; raw = save) {
+    for (char *raw = copy + file_bom_bytes(copy); raw && status == CDL_OK; raw = save) {
         save = strchr(raw, '\n');
         if (save)
             *save++ = '\0';
@@ -99,19 +145,11 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
                                line_no, key);
         } else {
             CfgSection *s = &cfg->sections[cfg->n_sections - 1];
-            CfgEntry *existing = cfg_find(s, key);
-            if (existing) {
-                char *v = strdup(value);
-                if (!v) {
-                    status = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
-                } else {
-                    free(existing->value);
-                    existing->value = v;
-                    existing->line = line_no;
-                }
-            } else if (add_entry(s, key, value, line_no)) {
+            const CfgEntry *first = cfg_find(s, key);
+            if (first)
+                status = duplicate_key(cfg, s, first, line_no, value, e);
+            else if (add_entry(s, key, value, line_no))
                 status = error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
-            }
         }
     }
     free(copy);
@@ -122,8 +160,14 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
     return status;
 }
 
-int cfg_load(const char *path, Cfg *cfg, Error *e)
+int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
 {
+    return parse(text, path, 0, cfg, e);
+}
+
+static int load(const char *path, int lenient, Cfg *cfg, Error *e)
+{
+    memset(cfg, 0, sizeof *cfg);
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(e, CDL_ERUNTIME, "%s: cannot open config: %s", path, strerror(errno));
@@ -139,9 +183,19 @@ int cfg_load(const char *path, Cfg *cfg, Error *e)
         free(text);
         return error_set(e, CDL_EUSAGE, "%s: not a text config file (contains NUL bytes)", path);
     }
-    int status = cfg_parse_text(text, path, cfg, e);
+    int status = parse(text, path, lenient, cfg, e);
     free(text);
     return status;
+}
+
+int cfg_load(const char *path, Cfg *cfg, Error *e)
+{
+    return load(path, 0, cfg, e);
+}
+
+int cfg_load_lenient(const char *path, Cfg *cfg, Error *e)
+{
+    return load(path, 1, cfg, e);
 }
 
 void cfg_free(Cfg *cfg)
@@ -151,6 +205,7 @@ void cfg_free(Cfg *cfg)
         for (int j = 0; j < s->n_entries; j++) {
             free(s->entries[j].key);
             free(s->entries[j].value);
+            free(s->entries[j].set);
         }
         free(s->entries);
         free(s->name);
@@ -159,6 +214,7 @@ void cfg_free(Cfg *cfg)
     free(cfg->path);
     free(cfg->text);
     free(cfg->warnings);
+    free(cfg->problems);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -213,17 +269,32 @@ int cfg_apply_override(Cfg *cfg, const char *assignment, Error *e)
         s = &cfg->sections[index + 1];
     }
     CfgEntry *en = cfg_find(s, key);
-    if (en) {
-        char *v = strdup(eq + 1);
-        if (!v)
+    if (!en) {
+        if (add_entry(s, key, eq + 1, s->line))
             return error_set(e, CDL_ERUNTIME, "out of memory");
-        free(en->value);
-        en->value = v;
-        return CDL_OK;
+        en = &s->entries[s->n_entries - 1];
     }
-    if (add_entry(s, key, eq + 1, s->line))
+    char *v = strdup(eq + 1), *set = strdup(assignment);
+    if (!v || !set) {
+        free(v);
+        free(set);
         return error_set(e, CDL_ERUNTIME, "out of memory");
+    }
+    free(en->value);
+    free(en->set);
+    en->value = v;
+    en->set = set;
     return CDL_OK;
+}
+
+CfgWhere cfg_where(const Cfg *cfg, const CfgSection *s, const CfgEntry *en)
+{
+    CfgWhere w;
+    if (en && en->set)
+        snprintf(w.text, sizeof w.text, "--set %s", en->set);
+    else
+        snprintf(w.text, sizeof w.text, "%s:%d", cfg->path, en ? en->line : s->line);
+    return w;
 }
 
 CfgEntry *cfg_find(CfgSection *s, const char *key)
@@ -251,8 +322,8 @@ static CfgEntry *ask(CfgSection *s, const char *key)
 static int bad_value(const Cfg *cfg, const CfgSection *s, const CfgEntry *en, const char *expected,
                      Error *e)
 {
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: expected %s",
-                     cfg->path, en->line, en->value, en->key, s->name, expected);
+    return error_set(e, CDL_EUSAGE, "%s: bad value '%s' for key '%s' in [%s]: expected %s",
+                     cfg_where(cfg, s, en).text, en->value, en->key, s->name, expected);
 }
 
 static int parse_int(const char *text, int *out)
@@ -303,8 +374,8 @@ int cfg_bad_value(const Cfg *cfg, CfgSection *s, const char *key, Error *e, cons
     vsnprintf(text, sizeof text, why, ap);
     va_end(ap);
     const CfgEntry *en = cfg_find(s, key);
-    return error_set(e, CDL_EUSAGE, "%s:%d: bad value '%s' for key '%s' in [%s]: %s", cfg->path,
-                     en ? en->line : s->line, en ? en->value : "", key, s->name, text);
+    return error_set(e, CDL_EUSAGE, "%s: bad value '%s' for key '%s' in [%s]: %s",
+                     cfg_where(cfg, s, en).text, en ? en->value : "", key, s->name, text);
 }
 
 int cfg_require_min(const Cfg *cfg, CfgSection *s, const char *key, double value, double min,
@@ -407,21 +478,13 @@ int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *ou
 
 void cfg_warn(Cfg *cfg, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    append_line(&cfg->warnings, fmt, ap);
     va_end(ap);
-    size_t have = cfg->warnings ? strlen(cfg->warnings) : 0, add = strlen(line);
-    char *grown = realloc(cfg->warnings, have + add + 2);
-    if (!grown)
-        return;
-    memcpy(grown + have, line, add);
-    memcpy(grown + have + add, "\n", 2);
-    cfg->warnings = grown;
 }
 
-int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e)
+int cfg_check_unused(Cfg *cfg, const CfgSection *s, Error *e)
 {
     for (int i = 0; i < s->n_entries; i++) {
         const CfgEntry *en = &s->entries[i];
@@ -432,8 +495,12 @@ int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e)
         for (int k = 0; k < s->n_asked && len + 2 < sizeof valid; k++)
             len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s", k ? ", " : "",
                                     s->asked[k]);
-        return error_set(e, CDL_EUSAGE, "%s:%d: unknown key '%s' in [%s] (valid keys: %s)",
-                         cfg->path, en->line, en->key, s->name, valid);
+        const CfgWhere where = cfg_where(cfg, s, en);
+        if (!cfg->lenient)
+            return error_set(e, CDL_EUSAGE, "%s: unknown key '%s' in [%s] (valid keys: %s)",
+                             where.text, en->key, s->name, valid);
+        add_problem(cfg, "%s: unknown key '%s' in [%s] (valid keys: %s)", where.text, en->key,
+                    s->name, valid);
     }
     return CDL_OK;
 }

@@ -12,6 +12,7 @@ typedef struct CfgEntry {
     char *value;
     int line;
     int used;
+    char *set; /* the --set assignment that gave the value ("net.batch=8"), or NULL */
 } CfgEntry;
 
 typedef struct CfgSection {
@@ -32,17 +33,36 @@ typedef struct Cfg {
     int n_sections;
     /* Lines "FILE:LINE: warning: ...\n" for the user (darknet keys cdl ignores), or NULL. */
     char *warnings;
+    /* Loaded by cfg_load_lenient: 1, and lines "WHERE: ...\n" of the problems that did not stop
+     * it (duplicate keys, unknown keys), or NULL. */
+    int lenient;
+    char *problems;
 } Cfg;
 
+/* Text may start with a UTF-8 byte order mark (skipped). A key given twice in one section with
+ * two values is refused: "FILE:LINE: duplicate key 'K' in [S]: 'V2' here, 'V1' at line N (give it
+ * once)"; with one value, it is a warning. */
 int cfg_load(const char *path, Cfg *cfg, Error *e);
 int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e);
+/* cfg_load for `cdl check`, which lists every problem: a duplicate key keeps its first value (as
+ * darknet) and cfg_check_unused does not fail; both are listed in cfg->problems instead. */
+int cfg_load_lenient(const char *path, Cfg *cfg, Error *e);
 void cfg_free(Cfg *cfg);
 
 /* The config as text again, overrides included (malloc'd; NULL when out of memory). */
 char *cfg_to_text(const Cfg *cfg);
 
-/* Applies "SECTION.key=value" where SECTION is `net` or a 0-based layer index. */
+/* Applies "SECTION.key=value" where SECTION is `net` or a 0-based layer index; messages about
+ * the value then name the assignment (cfg_where). */
 int cfg_apply_override(Cfg *cfg, const char *assignment, Error *e);
+
+/* Where a value came from, for messages: "FILE:LINE" of its entry (of section s when en is
+ * NULL), or "--set ASSIGNMENT" when an override gave it. Use as cfg_where(...).text inside the
+ * call that formats the message (the text lives until the end of that expression). */
+typedef struct CfgWhere {
+    char text[320];
+} CfgWhere;
+CfgWhere cfg_where(const Cfg *cfg, const CfgSection *s, const CfgEntry *en);
 
 /* Typed getters: return CDL_OK and the default when absent; a malformed value is a
  * CDL_EUSAGE error "FILE:LINE: bad value 'v' for key 'k' in [s]: expected ...". */
@@ -78,8 +98,9 @@ int cfg_key_line(CfgSection *s, const char *key);
 
 /* Appends one warning line (a newline is added) to cfg->warnings; dropped when out of memory. */
 void cfg_warn(Cfg *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Fails on the first entry no getter read, listing the keys this section takes. */
-int cfg_check_unused(const Cfg *cfg, const CfgSection *s, Error *e);
+/* Fails on the first entry no getter read, listing the keys this section takes (a lenient cfg:
+ * lists every such entry in cfg->problems and returns CDL_OK). */
+int cfg_check_unused(Cfg *cfg, const CfgSection *s, Error *e);
 /* The entry for key, or NULL (marks nothing). */
 CfgEntry *cfg_find(CfgSection *s, const char *key);
 

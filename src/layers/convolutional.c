@@ -97,9 +97,10 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                          s->line, l->index, s->name, size, padding, NET_MAX_FLOATS);
     if (groups < 1 || in.c % groups || filters % groups)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d: [%s] groups=%d must divide both the input channels "
+                         "%s: layer %d: [%s] groups=%d must divide both the input channels "
                          "(%d) and filters (%d)",
-                         path, cfg_key_line(s, "groups"), l->index, s->name, groups, in.c, filters);
+                         cfg_where(cfg, s, cfg_find(s, "groups")).text, l->index, s->name, groups,
+                         in.c, filters);
     const int out_h = conv_out_size(in.h, size, stride, padding);
     const int out_w = conv_out_size(in.w, size, stride, padding);
     if (out_h < 1 || out_w < 1)

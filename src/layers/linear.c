@@ -32,22 +32,21 @@ typedef struct Linear {
 static int check_tie(const Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, int outputs,
                      Error *e)
 {
-    const int line = cfg_find(s, "tie")->line;
+    const CfgWhere where = cfg_where(cfg, s, cfg_find(s, "tie"));
     if (l->index == 0 || !net->layers[0].type->reads_token_ids)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d [%s] tie=1 uses the weights of an [embedding] first "
+                         "%s: layer %d [%s] tie=1 uses the weights of an [embedding] first "
                          "layer, and this net has none",
-                         cfg->path, line, l->index, s->name);
+                         where.text, l->index, s->name);
     const Layer *emb = &net->layers[0];
     const int channels = emb->out_shape.w;
     const int vocab = (int)(emb->params[0].count / (size_t)channels);
     if (outputs != vocab || l->in_shape.w != channels)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d [%s] tie=1 needs output=%d (the [embedding]'s vocab) "
+                         "%s: layer %d [%s] tie=1 needs output=%d (the [embedding]'s vocab) "
                          "and an input of %d values per token (its output), not output=%d and "
                          "%d inputs",
-                         cfg->path, line, l->index, s->name, vocab, channels, outputs,
-                         l->in_shape.w);
+                         where.text, l->index, s->name, vocab, channels, outputs, l->in_shape.w);
     return CDL_OK;
 }
 

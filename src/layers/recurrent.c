@@ -207,11 +207,11 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return layer_bad_key(l, cfg, s, "output", hidden, "expected at least 1", e);
     if (darknet_hidden != hidden)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d: [%s] hidden=%d differs from output=%d: cdl's [rnn] "
+                         "%s: layer %d: [%s] hidden=%d differs from output=%d: cdl's [rnn] "
                          "outputs its hidden state, so both are H (put a [connected] after it for "
                          "darknet's output projection)",
-                         cfg->path, cfg_find(s, "hidden")->line, l->index, s->name, darknet_hidden,
-                         hidden);
+                         cfg_where(cfg, s, cfg_find(s, "hidden")).text, l->index, s->name,
+                         darknet_hidden, hidden);
     const Shape in = l->in_shape;
     if (net->seq < 1)
         return error_set(e, CDL_EUSAGE,

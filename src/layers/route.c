@@ -34,13 +34,13 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
         }
         if (l->index == 0)
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer 0 [%s]: layers=%d: there is no earlier layer to route",
-                             cfg->path, en->line, s->name, listed[k]);
+                             "%s: layer 0 [%s]: layers=%d: there is no earlier layer to route",
+                             cfg_where(cfg, s, en).text, s->name, listed[k]);
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d [%s]: layers entry %d names layer %d, not an earlier "
+                         "%s: layer %d [%s]: layers entry %d names layer %d, not an earlier "
                          "layer (0..%d, or -1..-%d)",
-                         cfg->path, en->line, l->index, s->name, listed[k], index, l->index - 1,
-                         l->index);
+                         cfg_where(cfg, s, en).text, l->index, s->name, listed[k], index,
+                         l->index - 1, l->index);
     }
     l->n_inputs = n;
     Shape first = net->layers[l->inputs[0]].out_shape;
@@ -49,13 +49,13 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
         Shape in = net->layers[l->inputs[k]].out_shape;
         if (in.h != first.h || in.w != first.w)
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer %d [%s]: inputs must have the same height and width: "
+                             "%s: layer %d [%s]: inputs must have the same height and width: "
                              "layer %d is %dx%dx%d, layer %d is %dx%dx%d (CxHxW)",
-                             cfg->path, en->line, l->index, s->name, l->inputs[0], first.c, first.h,
-                             first.w, l->inputs[k], in.c, in.h, in.w);
+                             cfg_where(cfg, s, en).text, l->index, s->name, l->inputs[0], first.c,
+                             first.h, first.w, l->inputs[k], in.c, in.h, in.w);
         if ((size_t)out.c + (size_t)in.c > NET_MAX_FLOATS)
-            return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s]: more than %zu channels",
-                             cfg->path, en->line, l->index, s->name, NET_MAX_FLOATS);
+            return error_set(e, CDL_EUSAGE, "%s: layer %d [%s]: more than %zu channels",
+                             cfg_where(cfg, s, en).text, l->index, s->name, NET_MAX_FLOATS);
         out.c += in.c;
         ((Route *)l->priv)->sizes[k] = shape_size(in);
     }

@@ -80,12 +80,12 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
     if (index < 0 || index >= l->index) {
         if (l->index == 0)
             return error_set(e, CDL_EUSAGE,
-                             "%s:%d: layer 0 [%s]: from=%d: there is no earlier layer to add",
-                             cfg->path, en->line, s->name, from);
+                             "%s: layer 0 [%s]: from=%d: there is no earlier layer to add",
+                             cfg_where(cfg, s, en).text, s->name, from);
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d [%s]: from=%d names layer %d, not an earlier layer "
+                         "%s: layer %d [%s]: from=%d names layer %d, not an earlier layer "
                          "(0..%d, or -1..-%d)",
-                         cfg->path, en->line, l->index, s->name, from, index, l->index - 1,
+                         cfg_where(cfg, s, en).text, l->index, s->name, from, index, l->index - 1,
                          l->index);
     }
     l->inputs[1] = index;
@@ -94,9 +94,9 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
     const Shape fs = net->layers[index].out_shape;
     if (net->seq > 0 && !same_shape(fs, l->out_shape))
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d [%s]: in a sequence net the layers added must have one "
+                         "%s: layer %d [%s]: in a sequence net the layers added must have one "
                          "shape (layer %d is %dx%dx%d, the input %dx%dx%d)",
-                         cfg->path, en->line, l->index, s->name, index, fs.c, fs.h, fs.w,
+                         cfg_where(cfg, s, en).text, l->index, s->name, index, fs.c, fs.h, fs.w,
                          l->out_shape.c, l->out_shape.h, l->out_shape.w);
     l->flops = 2.0 * (double)shape_size(l->out_shape);
     Shortcut *sc = l->priv;

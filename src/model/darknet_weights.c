@@ -137,6 +137,14 @@ static int read_header(FILE *f, const char *path, size_t file_bytes, DarknetHead
     if (file_bytes < sizeof version || fread(version, sizeof version, 1, f) != 1)
         return error_set(e, CDL_EUSAGE, "%s: too short for a darknet .weights header", path);
     h->major = version[0], h->minor = version[1], h->revision = version[2];
+    for (int k = 0; k < 3; k++)
+        if (version[k] < 0 || version[k] > DARKNET_VERSION_MAX)
+            return error_set(e, CDL_EUSAGE,
+                             "%s: not darknet .weights (its header says version %ld.%ld.%ld; "
+                             "each part of darknet's is in 0..%d)",
+                             path, (long)h->major, (long)h->minor, (long)h->revision,
+                             DARKNET_VERSION_MAX);
+    /* In range, major * 10 + minor cannot overflow (darknet's own test overflows on others). */
     const int wide = h->major * 10 + h->minor >= 2 && h->major < 1000 && h->minor < 1000;
     *header_bytes = sizeof version + (wide ? sizeof(uint64_t) : sizeof(int32_t));
     int32_t seen32 = 0;
@@ -181,14 +189,23 @@ static int read_tensors(Net *net, FILE *f, const char *path, int transposed, Err
     return CDL_OK;
 }
 
-/* bn_darknet=1 unless the cfg chose: set in the net and recorded in its cfg, so checkpoints of
- * the net keep it. */
-static int use_darknet_batchnorm(Net *net, Error *e)
+/* bn_darknet=1 and letterbox=1 where the cfg did not choose (see the header): set in the net and
+ * recorded in its cfg, so checkpoints of the net keep them. */
+static int use_darknet_defaults(Net *net, DarknetHeader *h, Error *e)
 {
-    if (cfg_find(&net->cfg.sections[0], "bn_darknet"))
-        return CDL_OK;
-    net->hyper.bn_darknet = 1;
-    return cfg_apply_override(&net->cfg, "net.bn_darknet=1", e);
+    CfgSection *s = &net->cfg.sections[0];
+    h->set_bn_darknet = !cfg_find(s, "bn_darknet");
+    h->set_letterbox = !cfg_find(s, "letterbox") && !cfg_find(s, "center_crop");
+    int st = CDL_OK;
+    if (h->set_bn_darknet) {
+        net->hyper.bn_darknet = 1;
+        st = cfg_apply_override(&net->cfg, "net.bn_darknet=1", e);
+    }
+    if (!st && h->set_letterbox) {
+        net->augment.letterbox = 1;
+        st = cfg_apply_override(&net->cfg, "net.letterbox=1", e);
+    }
+    return st;
 }
 
 int darknet_weights_load(Net *net, const char *path, DarknetHeader *header, Error *e)
@@ -206,14 +223,14 @@ int darknet_weights_load(Net *net, const char *path, DarknetHeader *header, Erro
         return error_set(e, CDL_ERUNTIME, "%s: %s", path, strerror(errno));
     }
     const size_t file_bytes = (size_t)info.st_size;
-    DarknetHeader h;
+    DarknetHeader h = {0};
     size_t header_bytes = 0;
     st = read_header(f, path, file_bytes, &h, &header_bytes, e);
     if (!st && file_bytes - header_bytes != need)
         st = size_mismatch(net, path, file_bytes - header_bytes, need, e);
     st = st ? st : read_tensors(net, f, path, h.major > 1000 || h.minor > 1000, e);
     fclose(f);
-    st = st ? st : use_darknet_batchnorm(net, e);
+    st = st ? st : use_darknet_defaults(net, &h, e);
     if (!st && header)
         *header = h;
     return st;

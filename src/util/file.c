@@ -1,8 +1,9 @@
-/* Whole-file reads with a doubling buffer. */
+/* Whole-file reads with a doubling buffer; the UTF-8 byte order mark. */
 #include "util/file.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 int file_read_stream(FILE *f, char **data, size_t *bytes)
 {
@@ -34,4 +35,9 @@ int file_read_stream(FILE *f, char **data, size_t *bytes)
     *data = buf;
     *bytes = len;
     return 0;
+}
+
+size_t file_bom_bytes(const char *text)
+{
+    return strncmp(text, "\xEF\xBB\xBF", 3) ? 0 : 3;
 }

@@ -1,0 +1,286 @@
+/* `cdl check` in the public API (cdl.h): everything `cdl train` would refuse about a cfg and its
+ * .data file, found before it trains and listed all at once, and the memory a step holds. */
+#include "cdl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdl_model.h"
+#include "data/dataset.h"
+#include "data/text_data.h"
+#include "train/ema.h"
+#include "train/optimizer.h"
+
+/* A check in progress: the result it fills, and whether a line could not be kept. */
+typedef struct Check {
+    cdl_check_result *r;
+    int out_of_memory;
+} Check;
+
+/* Appends one line to *list (counted in *n). */
+static void add_line(Check *c, char **list, int *n, const char *fmt, va_list ap)
+{
+    char line[2048];
+    vsnprintf(line, sizeof line, fmt, ap);
+    const size_t have = strlen(*list), add = strlen(line);
+    char *grown = realloc(*list, have + add + 2);
+    if (!grown) {
+        c->out_of_memory = 1;
+        return;
+    }
+    memcpy(grown + have, line, add);
+    memcpy(grown + have + add, "\n", 2);
+    *list = grown;
+    (*n)++;
+}
+
+static void problem(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(Check *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(c, &c->r->errors, &c->r->n_errors, fmt, ap);
+    va_end(ap);
+}
+
+static void warning(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warning(Check *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(c, &c->r->warnings, &c->r->n_warnings, fmt, ap);
+    va_end(ap);
+}
+
+/* Each line of text (a cfg's problems or warnings; may be NULL) as an error or a warning. */
+static void add_lines(Check *c, const char *text, int as_error)
+{
+    while (text && *text) {
+        const char *end = strchr(text, '\n');
+        const int len = end ? (int)(end - text) : (int)strlen(text);
+        if (as_error)
+            problem(c, "%.*s", len, text);
+        else
+            warning(c, "%.*s", len, text);
+        text = end ? end + 1 : NULL;
+    }
+}
+
+static const char *kind_name(DataKind kind)
+{
+    switch (kind) {
+    case DATA_ARRAYS:
+        return "idx or digits csv";
+    case DATA_CIFAR10:
+        return "cifar10";
+    case DATA_CIFAR100:
+        return "cifar100";
+    case DATA_FOLDER:
+        return "image folder";
+    case DATA_LIST:
+        return "darknet list";
+    case DATA_CSV:
+        return "csv";
+    case DATA_TEXT:
+        return "text";
+    }
+    return "?";
+}
+
+/* Every file the .data names (each part of a comma-separated list) must be readable. */
+static void check_files(Check *c, const DataConfig *dc)
+{
+    const char *const keys[] = {"train", "train_labels", "valid", "valid_labels"};
+    const char *const paths[] = {dc->train, dc->train_labels, dc->valid, dc->valid_labels};
+    for (int k = 0; k < 4; k++)
+        for (const char *p = paths[k]; p && *p;) {
+            const size_t n = strcspn(p, ",");
+            char part[PATH_MAX];
+            snprintf(part, sizeof part, "%.*s", (int)n, p);
+            if (access(part, R_OK))
+                problem(c, "%s: %s=%s: cannot read: %s", dc->path, keys[k], part, strerror(errno));
+            p += n + (p[n] == ',');
+        }
+}
+
+/* Reads the .data file (and a text's characters, which size a sequence net); what its kind
+ * says of the samples' shape goes to the result. Returns 1 when dc (and a text's td) loaded. */
+static int read_data(Check *c, const char *path, DataConfig *dc, TextData *td)
+{
+    Error e = {0};
+    cdl_check_result *r = c->r;
+    if (data_config_load(path, dc, &e)) {
+        problem(c, "%s", e.msg);
+        return 0;
+    }
+    r->data_read = 1;
+    r->data_kind = kind_name(dc->train_kind);
+    r->data_classes = dc->classes;
+    check_files(c, dc);
+    if (dc->train_kind == DATA_TEXT) {
+        if (text_data_load(dc, NULL, td, &e)) {
+            problem(c, "%s", e.msg);
+            return 0;
+        }
+        r->data_classes = td->vocab.n;
+    } else if (dc->train_kind == DATA_CIFAR10 || dc->train_kind == DATA_CIFAR100) {
+        r->data_c = 3, r->data_h = r->data_w = 32;
+    } else if (dc->train_kind == DATA_ARRAYS) {
+        dataset_peek_idx_shape(dc->train, &r->data_c, &r->data_h, &r->data_w);
+    }
+    return 1;
+}
+
+/* The net against its data, as a run's set-up compares them. */
+static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const TextData *td)
+{
+    Error e = {0};
+    const cdl_check_result *r = c->r;
+    if (net->seq > 0) {
+        if (api_check_text_net(net, dc->path, dc, td->vocab.n, &e))
+            problem(c, "%s", e.msg);
+        return;
+    }
+    if (data_config_check_image_sets(dc, &e)) {
+        problem(c, "%s", e.msg);
+        return;
+    }
+    if (dc->classes > net->classes)
+        problem(c, "%s: the data has %d classes but the net outputs %d", dc->path, dc->classes,
+                net->classes);
+    else if (dc->classes < net->classes)
+        warning(c,
+                "%s: warning: the data has %d classes and the net outputs %d: outputs %d..%d are "
+                "never a label",
+                dc->path, dc->classes, net->classes, dc->classes, net->classes - 1);
+    const Shape in = net->in_shape;
+    if (r->data_c && r->data_c != in.c)
+        warning(c,
+                "%s: warning: the samples have %d channel%s and the net reads %d: each is "
+                "converted",
+                dc->path, r->data_c, r->data_c == 1 ? "" : "s", in.c);
+    if (r->data_h && (r->data_h != in.h || r->data_w != in.w))
+        warning(c,
+                "%s: warning: the samples are %dx%d (HxW) and the net reads %dx%d: each is "
+                "resized",
+                dc->path, r->data_h, r->data_w, in.h, in.w);
+}
+
+/* The bytes a training step holds, as train allocates them. */
+static void check_memory(Check *c, Net *net)
+{
+    Error e = {0};
+    cdl_check_result *r = c->r;
+    size_t activations;
+    if (net_batch_bytes(net, net->hyper.batch / net->hyper.subdivisions, 1, &activations, &e)) {
+        problem(c, "%s", e.msg);
+        return;
+    }
+    const size_t ema = net->hyper.ema > 0 ? ema_floats(net) : 0;
+    r->param_bytes = (net->n_params + net->n_state) * sizeof(float);
+    r->grad_bytes = net->n_params * sizeof(float);
+    r->optimizer_bytes =
+        (optimizer_state_floats(net->hyper.optimizer, net->n_params) + ema) * sizeof(float);
+    r->activation_bytes = activations;
+    r->total_bytes = r->param_bytes + r->grad_bytes + r->optimizer_bytes + activations;
+}
+
+static void describe_net(cdl_check_result *r, const Net *net)
+{
+    r->built = 1;
+    r->c = net->in_shape.c, r->h = net->in_shape.h, r->w = net->in_shape.w;
+    r->outputs = net->classes;
+    r->seq = net->seq > 0 ? net->seq : 0;
+    r->vocab = net->seq > 0 ? net->vocab : 0;
+    r->batch = net->hyper.batch, r->subdivisions = net->hyper.subdivisions;
+    r->params = net->n_params, r->state = net->n_state;
+    r->optimizer = net_optimizer_name(net->hyper.optimizer);
+}
+
+/* Loads the cfg leniently (its duplicate keys listed now, its unknown keys by the build) and
+ * applies the overrides; 1 when cfg holds a parsed config. */
+static int read_cfg(Check *c, const cdl_check_options *o, Cfg *cfg)
+{
+    Error e = {0};
+    if (cfg_load_lenient(o->cfg_path, cfg, &e)) {
+        problem(c, "%s", e.msg);
+        return 0;
+    }
+    add_lines(c, cfg->problems, 1);
+    free(cfg->problems);
+    cfg->problems = NULL;
+    for (int i = 0; i < o->n_overrides; i++)
+        if (cfg_apply_override(cfg, o->overrides[i], &e))
+            problem(c, "%s", e.msg);
+    return 1;
+}
+
+/* Builds the net (its parameters only) from cfg (consumed) as a new run would, with a text's
+ * vocabulary, then checks it against the data and measures a step. */
+static void check_net(Check *c, Cfg *cfg, const DataConfig *dc, const TextData *td)
+{
+    Error e = {0};
+    char vocab[48];
+    snprintf(vocab, sizeof vocab, "net.vocab=%d", td->vocab.n);
+    if (td->vocab.n && cfg_apply_override(cfg, vocab, &e))
+        problem(c, "%s", e.msg);
+    Net net;
+    const int st = net_build(&net, cfg, 0, 1, &e);
+    const Cfg *built = st ? cfg : &net.cfg;
+    add_lines(c, built->problems, 1);
+    add_lines(c, built->warnings, 0);
+    if (st) {
+        problem(c, "%s", e.msg);
+        cfg_free(cfg);
+        return;
+    }
+    describe_net(c->r, &net);
+    if (dc)
+        check_net_data(c, &net, dc, td);
+    check_memory(c, &net);
+    net_free(&net);
+}
+
+int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
+              size_t err_size)
+{
+    Error e = {0};
+    memset(result, 0, sizeof *result);
+    Check c = {result, 0};
+    char data_path[PATH_MAX];
+    if (options->data_path)
+        snprintf(data_path, sizeof data_path, "%s", options->data_path);
+    else
+        api_default_data_path(options->cfg_path, data_path, sizeof data_path);
+    result->errors = strdup("");
+    result->warnings = strdup("");
+    result->data_path = strdup(data_path);
+    if (!result->errors || !result->warnings || !result->data_path)
+        return error_set(&e, CDL_ERUNTIME, "out of memory"), api_report(&e, err, err_size);
+    Cfg cfg;
+    DataConfig dc = {0};
+    TextData td = {0};
+    const int have_cfg = read_cfg(&c, options, &cfg);
+    const int have_data = read_data(&c, data_path, &dc, &td);
+    if (have_cfg)
+        check_net(&c, &cfg, have_data ? &dc : NULL, &td);
+    text_data_free(&td);
+    data_config_free(&dc);
+    if (c.out_of_memory)
+        return error_set(&e, CDL_ERUNTIME, "out of memory listing the problems"),
+               api_report(&e, err, err_size);
+    return result->n_errors ? CDL_EUSAGE : CDL_OK;
+}
+
+void cdl_check_result_free(cdl_check_result *result)
+{
+    free(result->errors);
+    free(result->warnings);
+    free(result->data_path);
+    memset(result, 0, sizeof *result);
+}

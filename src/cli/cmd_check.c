@@ -1,0 +1,170 @@
+/* cdl check: everything `cdl train` would refuse about a cfg and its .data file, all listed
+ * before anything trains, and the memory a training step needs (cdl_check in cdl.h). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdl.h"
+#include "cli/cli.h"
+
+static const OptSpec check_opts[] = {
+    {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data, as train)"},
+    {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--json", 0, 0, "print one JSON object instead of text"},
+    {"--help", 0, 0, "show this help"},
+};
+#define N_CHECK_OPTS (int)(sizeof check_opts / sizeof check_opts[0])
+
+/* Each line of text to stderr as "cdl: LINE". */
+static void print_lines(const char *text)
+{
+    for (const char *at = text; at && *at;) {
+        const char *end = strchr(at, '\n');
+        const int len = end ? (int)(end - at) : (int)strlen(at);
+        fprintf(stderr, "cdl: %.*s\n", len, at);
+        at += len + (end != NULL);
+    }
+}
+
+/* bytes as "12.3 KiB" (B, KiB, MiB or GiB) into text [16]. */
+static const char *human(size_t bytes, char *text)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    double v = (double)bytes;
+    int u = 0;
+    for (; v >= 1024 && u < 3; u++)
+        v /= 1024;
+    snprintf(text, 16, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return text;
+}
+
+/* The problems and warnings to stderr, the summary to stdout. */
+static void print_text(const cdl_check_result *r, const char *cfg)
+{
+    print_lines(r->warnings);
+    print_lines(r->errors);
+    if (r->built) {
+        printf("%s: input %dx%dx%d (CxHxW), %d outputs%s, %zu parameters (+%zu running "
+               "statistics)\n",
+               cfg, r->c, r->h, r->w, r->outputs, r->seq ? " per token" : "", r->params, r->state);
+        if (r->seq)
+            printf("sequence net: %d tokens per sample, a vocabulary of %d\n", r->seq, r->vocab);
+    }
+    if (r->data_read) {
+        printf("%s: %s, %d %s", r->data_path, r->data_kind, r->data_classes,
+               r->seq ? "distinct tokens" : "classes");
+        if (r->data_c)
+            printf(", samples %dx%dx%d", r->data_c, r->data_h, r->data_w);
+        printf("\n");
+    }
+    char t[5][16];
+    if (r->total_bytes)
+        printf("a training step (batch %d in %d mini-batch%s of %d) holds %s: parameters %s, "
+               "gradients %s, %s state %s, activations %s\n",
+               r->batch, r->subdivisions, r->subdivisions == 1 ? "" : "es",
+               r->batch / r->subdivisions, human(r->total_bytes, t[0]), human(r->param_bytes, t[1]),
+               human(r->grad_bytes, t[2]), r->optimizer, human(r->optimizer_bytes, t[3]),
+               human(r->activation_bytes, t[4]));
+    if (r->n_errors)
+        printf("%d problem%s: train would refuse this\n", r->n_errors, r->n_errors == 1 ? "" : "s");
+    else
+        printf("ok: train would start\n");
+}
+
+/* The lines of text as a JSON array of strings. */
+static cJSON *lines_array(const char *text)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (const char *at = text; at && *at;) {
+        const char *end = strchr(at, '\n');
+        const size_t len = end ? (size_t)(end - at) : strlen(at);
+        char *line = strndup(at, len);
+        if (line)
+            cJSON_AddItemToArray(a, cJSON_CreateString(line));
+        free(line);
+        at += len + (end != NULL);
+    }
+    return a;
+}
+
+static void print_json(const cdl_check_result *r, const char *cfg)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "cfg", cfg);
+    cJSON_AddStringToObject(o, "data", r->data_path);
+    cJSON_AddBoolToObject(o, "ok", r->n_errors == 0);
+    cJSON_AddItemToObject(o, "errors", lines_array(r->errors));
+    cJSON_AddItemToObject(o, "warnings", lines_array(r->warnings));
+    if (r->built) {
+        int in[3] = {r->c, r->h, r->w};
+        cJSON_AddItemToObject(o, "input", cJSON_CreateIntArray(in, 3));
+        cJSON_AddNumberToObject(o, "outputs", r->outputs);
+        if (r->seq) {
+            cJSON_AddNumberToObject(o, "seq", r->seq);
+            cJSON_AddNumberToObject(o, "vocab", r->vocab);
+        }
+        cJSON_AddNumberToObject(o, "batch", r->batch);
+        cJSON_AddNumberToObject(o, "subdivisions", r->subdivisions);
+        cJSON_AddNumberToObject(o, "params", (double)r->params);
+        cJSON_AddNumberToObject(o, "state", (double)r->state);
+        cJSON_AddStringToObject(o, "optimizer", r->optimizer);
+    }
+    if (r->data_read) {
+        cJSON_AddStringToObject(o, "data_kind", r->data_kind);
+        cJSON_AddNumberToObject(o, "data_classes", r->data_classes);
+        if (r->data_c) {
+            int shape[3] = {r->data_c, r->data_h, r->data_w};
+            cJSON_AddItemToObject(o, "data_shape", cJSON_CreateIntArray(shape, 3));
+        }
+    }
+    if (r->total_bytes) {
+        cJSON *m = cJSON_AddObjectToObject(o, "memory_bytes");
+        cJSON_AddNumberToObject(m, "params", (double)r->param_bytes);
+        cJSON_AddNumberToObject(m, "grads", (double)r->grad_bytes);
+        cJSON_AddNumberToObject(m, "optimizer", (double)r->optimizer_bytes);
+        cJSON_AddNumberToObject(m, "activations", (double)r->activation_bytes);
+        cJSON_AddNumberToObject(m, "total", (double)r->total_bytes);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+int cmd_check(int argc, char **argv)
+{
+    Args a;
+    Error e = {0};
+    if (args_parse(argc, argv, check_opts, N_CHECK_OPTS, &a, &e))
+        return cli_fail(&e);
+    if (args_get(&a, "--help")) {
+        args_print_help("check", "CFG [--data D] [--set K=V]... [--json]",
+                        "Checks a cfg and its .data file as train would, without training or "
+                        "reading the samples:\nlists every problem (duplicate and unknown keys "
+                        "with FILE:LINE, bad values, the data against\nthe net) and the memory a "
+                        "training step needs. Exit 0 when train would start, 2 otherwise.",
+                        check_opts, N_CHECK_OPTS);
+        return 0;
+    }
+    if (a.n_positional != 1)
+        return error_set(&e, CDL_EUSAGE, "check takes one CFG; see --help"), cli_fail(&e);
+    const cdl_check_options o = {.cfg_path = a.positional[0],
+                                 .data_path = args_get(&a, "--data"),
+                                 .overrides = a.repeats,
+                                 .n_overrides = a.n_repeats};
+    cdl_check_result r;
+    const int st = cdl_check(&o, &r, e.msg, sizeof e.msg);
+    if (st == CDL_ERUNTIME) {
+        cdl_check_result_free(&r);
+        e.code = st;
+        return cli_fail(&e);
+    }
+    if (args_get(&a, "--json"))
+        print_json(&r, a.positional[0]);
+    else
+        print_text(&r, a.positional[0]);
+    cdl_check_result_free(&r);
+    return st;
+}
