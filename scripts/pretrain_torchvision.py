@@ -6,8 +6,9 @@ usage: python3 scripts/pretrain_torchvision.py MODEL OUT.safetensors
            [--classes 0-4] [--size 32] [--epochs 1] [--limit N] [--seed 0] [--threads 2]
 
 Images: Debian's dataset-fashion-mnist train split, those of the given classes (labels renumbered
-from 0), resized to SIZE with PIL's bilinear filter, grey copied to 3 channels, / 255 (what cdl
-feeds a 3-channel net from a grey PNG: no mean or std). SGD with momentum 0.9, learning rate 0.05
+from 0), prepared as torchvision's pretrained models expect and as the zoo cfgs' [net] prepares
+them (center_crop=1, mean and std): resized with PIL's bilinear filter to SIZE*256/224 and
+centre-cropped to SIZE, grey copied to 3 channels, / 255, less ImageNet's mean, over its std. SGD with momentum 0.9, learning rate 0.05
 cosine-annealed, weight decay 5e-4, batch 64, batch norm in train mode. Prints the training
 accuracy of each epoch. The state dict is written through Debian's torch as .npz, then by the
 pyenv python3's `safetensors` package (the same two-interpreter split as
@@ -22,6 +23,7 @@ import sys
 import numpy as np
 
 ROOT = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
 
 
 def read_idx(path, header_bytes):
@@ -34,18 +36,20 @@ def class_range(text):
 
 
 def images(classes, size, limit):
-    """[n, 3, size, size] float32 / 255 and [n] labels renumbered 0.. of the chosen classes."""
+    """[n, 3, size, size] float32, normalised, and [n] labels renumbered 0.. of the classes."""
     from PIL import Image
 
     pixels = read_idx(f"{ROOT}/train-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28)
     labels = read_idx(f"{ROOT}/train-labels-idx1-ubyte.gz", 8)
     keep = np.flatnonzero(np.isin(labels, classes))[:limit]
-    x = np.stack([np.asarray(Image.fromarray(pixels[i], "L").resize((size, size),
-                                                                     Image.BILINEAR))
-                  for i in keep]).astype(np.float32) / 255.0
+    big = round(size * 256 / 224)
+    at = (big - size) // 2
+    x = np.stack([np.asarray(Image.fromarray(pixels[i], "L").resize((big, big), Image.BILINEAR))
+                  [at:at + size, at:at + size] for i in keep]).astype(np.float32) / 255.0
     remap = {c: k for k, c in enumerate(classes)}
     y = np.array([remap[int(labels[i])] for i in keep], np.int64)
-    return np.repeat(x[:, None], 3, axis=1), y
+    x = (x[:, None] - MEAN[None, :, None, None]) / STD[None, :, None, None]
+    return x.astype(np.float32), y
 
 
 def train(args):
