@@ -531,14 +531,16 @@ static int lay_out_slab(Net *net, int batch, int want_grads, float *slab, SlabPl
 }
 
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
- * want_grads): the slab as lay_out_slab plans it, the scratch and input floats; fails as
- * net_resize does when a mini-batch that large is refused. Measures the layers' state. */
+ * want_grads): the slab as lay_out_slab plans it, the scratch and input floats; with
+ * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
+ * layers' state. */
 typedef struct BatchSizes {
     SlabPlan slab;
     size_t scratch, input; /* floats */
 } BatchSizes;
 
-static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Error *e)
+static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
+                         Error *e)
 {
     memset(b, 0, sizeof *b);
     size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
@@ -550,8 +552,8 @@ static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Err
         b->scratch = need > b->scratch ? need : b->scratch;
     }
     b->input = (size_t)batch * shape_size(net->in_shape);
-    if (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
-        b->input > NET_MAX_BATCH_FLOATS)
+    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
+                         b->input > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
@@ -560,7 +562,8 @@ static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Err
     int st = measure_state(net, batch, &state_floats, &state_bytes, e);
     if (st)
         return st;
-    if (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS)
+    if (check_limits &&
+        (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu values of layer "
                          "state; lower batch or raise subdivisions",
@@ -571,7 +574,7 @@ static int measure_batch(Net *net, int batch, int want_grads, BatchSizes *b, Err
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, &b, e);
+    int st = measure_batch(net, batch, net->want_grads, 0, &b, e);
     *bytes = st ? 0 : slab_size(&b.slab);
     return st;
 }
@@ -579,7 +582,7 @@ int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
 int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, want_grads, &b, e);
+    int st = measure_batch(net, batch, want_grads, 1, &b, e);
     *bytes = st ? 0
                 : slab_size(&b.slab) + (b.scratch + b.input) * sizeof(float) +
                       (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
@@ -590,7 +593,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, &b, e);
+    int st = measure_batch(net, batch, net->want_grads, 1, &b, e);
     if (st)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;

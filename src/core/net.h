@@ -161,8 +161,9 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
  * binds every layer's in[] and in_delta[] (allocates; not in the step).
  * want_input_delta also allocates net->input_delta (gradient checks). */
 int net_resize(Net *net, int batch, int want_input_delta, Error *e);
-/* *bytes = the size of the activation slab net_resize would allocate for batch (measures the
- * layers' state: call it on a net that is not resized, or net_resize it after). */
+/* *bytes = the size of the activation slab net_resize would allocate for batch, even one it
+ * refuses as too large (measures the layers' state: call it on a net that is not resized, or
+ * net_resize it after). */
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
 /* *bytes = what net_resize(net, batch, 0) allocates for a net with gradients when want_grads
  * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as

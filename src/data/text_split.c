@@ -4,30 +4,9 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { CLASS_LETTER, CLASS_DIGIT, CLASS_SPACE, CLASS_OTHER };
+#include "util/utf8.h"
 
-/* The code point at s[0..len) (len >= 1) in *cp and its byte count, or 0 for invalid UTF-8. */
-static int utf8_at(const unsigned char *s, size_t len, uint32_t *cp)
-{
-    const int n = s[0] < 0x80             ? 1
-                  : (s[0] & 0xE0) == 0xC0 ? 2
-                  : (s[0] & 0xF0) == 0xE0 ? 3
-                  : (s[0] & 0xF8) == 0xF0 ? 4
-                                          : 0;
-    if (!n || (size_t)n > len)
-        return 0;
-    uint32_t c = n == 1 ? s[0] : s[0] & (0x7Fu >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    static const uint32_t min_of_length[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min_of_length[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return n;
-}
+enum { CLASS_LETTER, CLASS_DIGIT, CLASS_SPACE, CLASS_OTHER };
 
 static int is_unicode_space(uint32_t c)
 {
@@ -58,7 +37,7 @@ static int class_at(const unsigned char *s, size_t len, size_t at, size_t *n)
     if (b == ' ' || (b >= '\t' && b <= '\r'))
         return CLASS_SPACE;
     uint32_t c;
-    const int k = b < 0x80 ? 0 : utf8_at(s + at, len - at, &c);
+    const int k = b < 0x80 ? 0 : utf8_decode(s + at, len - at, &c);
     if (!k)
         return CLASS_OTHER;
     *n = (size_t)k;

@@ -9,32 +9,9 @@
 #include <string.h>
 
 #include "data/bpe_learn.h"
+#include "util/utf8.h"
 
 enum { CODE_POINTS = 0x110000, UTF8_MAX_BYTES = 4 };
-
-/* Decodes the code point at s[0..len) (len >= 1) into *cp; returns its byte count, or 0 for
- * invalid UTF-8 (a bad lead byte, a missing continuation, an overlong form, a surrogate). */
-static int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-    static const uint32_t min_of_length[] = {0, 0, 0x80, 0x800, 0x10000};
-    int n = s[0] < 0x80             ? 1
-            : (s[0] & 0xE0) == 0xC0 ? 2
-            : (s[0] & 0xF0) == 0xE0 ? 3
-            : (s[0] & 0xF8) == 0xF0 ? 4
-                                    : 0;
-    if (!n || (size_t)n > len)
-        return 0;
-    uint32_t c = n == 1 ? s[0] : s[0] & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    if (c < min_of_length[n] || c >= CODE_POINTS || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return n;
-}
 
 static int utf8_encode(uint32_t c, char out[UTF8_MAX_BYTES])
 {
