@@ -7,6 +7,7 @@ packages=(
     build-essential libopenblas-dev libopenblas0-openmp libcjson-dev libpng-dev
     libjpeg62-turbo-dev libzstd-dev zlib1g-dev bats
     pkg-config # examples/ build with cdl.pc, as a program using the library does
+    jq # the Bats tests read --json output with it
     dataset-fashion-mnist python3-torch python3-numpy python3-sklearn python3-pil python3-skimage
     darknet python3-onnx graphviz python3-torchvision
     bible-kjv bible-kjv-text fortunes # text corpora of scripts/text-data.sh
