@@ -64,6 +64,15 @@ static void strip_comment(char *s)
     }
 }
 
+/* The content of line number `line` of a .data file read into buf: a leading UTF-8 BOM (line
+   1), the comment and surrounding blanks removed; "" for a blank or comment line. */
+static char *data_line_content(char *buf, int line)
+{
+    char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
+    strip_comment(s);
+    return text_trim(s);
+}
+
 /* Resolves a dataset path; a comma-separated list (CIFAR batches) part by part unless the whole
    value names a file. NULL when out of memory. */
 static char *resolve_dataset_path(const char *data_path, const char *value)
@@ -282,9 +291,7 @@ static int parse_lines(FILE *f, DataConfig *dc, KeyLines *lines, Error *e)
     size_t cap = 0;
     int rc = CDL_OK;
     for (int line = 1; !rc && getline(&buf, &cap, f) >= 0; line++) {
-        char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
-        strip_comment(s);
-        s = text_trim(s);
+        char *s = data_line_content(buf, line);
         if (!*s) {
             continue;
         }
@@ -511,9 +518,7 @@ static int holds_data_keys(FILE *f)
     size_t cap = 0;
     int data = 0;
     for (int line = 1; getline(&buf, &cap, f) >= 0; line++) {
-        char *s = buf + (line == 1 ? file_bom_bytes(buf) : 0);
-        strip_comment(s);
-        s = text_trim(s);
+        char *s = data_line_content(buf, line);
         if (!*s) {
             continue;
         }
