@@ -536,7 +536,7 @@ typedef struct cdl_doctor_report {
     int cores_online;       /* CPUs online */
     int cores_usable;       /* CPUs this process may run on (its affinity mask) */
     int omp_max_threads;    /* omp_get_max_threads(): OpenMP's default (OMP_NUM_THREADS) */
-    int omp_procs; /* omp_get_num_procs(): the threads cdl's commands use without --threads */
+    int omp_procs; /* cdl_threads_default(): the threads cdl's commands use without --threads */
     /* The OpenMP environment, as set */
     char omp_num_threads[32], omp_wait_policy[32], gomp_spincount[32], omp_proc_bind[32],
         omp_places[64];
@@ -557,6 +557,21 @@ typedef struct cdl_doctor_report {
  * its devices (GPU=1 builds; a machine without a driver reports "no driver"), MPI (MPI=1),
  * and notes on what does not fit together (e.g. more OpenMP threads than cores). */
 void cdl_doctor(cdl_doctor_report *r);
+/* ---- Thread count (src/cdl_threads.c) ---- */
+
+/* The threads cdl uses when the caller names none: OMP_NUM_THREADS when set to a count, else
+ * the usable cores (the affinity mask) less the cores other processes hold now: the machine's
+ * runnable tasks (/proc/loadavg) sampled 8 times over ~15 ms, this thread not counted; at least
+ * 1. Sample before any parallel work (the pool's own spinning threads would count). Threads
+ * sharing a core with another busy process wait for it at every OpenMP barrier, and a net's
+ * step has hundreds of them: one thread on a free core then beats two. */
+int cdl_threads_default(void);
+/* The rule above for given numbers: round(online - others_running), within [1, usable]. */
+int cdl_threads_from_load(int cores_usable, int cores_online, double others_running);
+/* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
+ * returns the count set. */
+int cdl_set_threads(int threads);
+
 /* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */
 
 typedef struct cdl_check_options {

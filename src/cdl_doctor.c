@@ -113,14 +113,13 @@ static void add_notes(cdl_doctor_report *r)
         else if (n > cores)
             note(r,
                  "OMP_NUM_THREADS=%ld > %d core%s: oversubscribed (threads wait for each other) in "
-                 "OpenMP programs that follow it; cdl's commands take --threads instead (default "
-                 "%d, the usable cores)",
-                 n, cores, plural(cores), r->omp_procs);
+                 "OpenMP programs that follow it, cdl's commands among them unless given --threads",
+                 n, cores, plural(cores));
     }
     if (r->cores_usable < r->cores_online)
         note(r,
              "this process may run on %d of the %d cores (CPU affinity: taskset, a cgroup or "
-             "the scheduler's binding); cdl uses %d thread%s",
+             "the scheduler's binding); cdl uses at most %d thread%s",
              r->cores_usable, r->cores_online, r->omp_procs, plural(r->omp_procs));
     char spin[64] = "";
     if (!strcasecmp(r->omp_wait_policy, "active"))
@@ -168,7 +167,7 @@ void cdl_doctor(cdl_doctor_report *r)
     r->cores_usable =
         sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : r->cores_online;
     r->omp_max_threads = omp_get_max_threads();
-    r->omp_procs = omp_get_num_procs();
+    r->omp_procs = cdl_threads_default();
     getenv_into(r->omp_num_threads, sizeof r->omp_num_threads, "OMP_NUM_THREADS");
     getenv_into(r->omp_wait_policy, sizeof r->omp_wait_policy, "OMP_WAIT_POLICY");
     getenv_into(r->gomp_spincount, sizeof r->gomp_spincount, "GOMP_SPINCOUNT");

@@ -50,8 +50,10 @@ static void print_text(const cdl_doctor_report *r)
            r->blas_openmp ? "OpenMP" : "not the OpenMP", r->blas_core, r->blas_threads);
     printf("          config: %s\n", r->blas_config);
     printf("cores:    %d online, %d usable by this process\n", r->cores_online, r->cores_usable);
-    printf("threads:  cdl's commands use --threads, default %d; OpenMP's default %d\n",
-           r->omp_procs, r->omp_max_threads);
+    printf(
+        "threads:  cdl's commands use --threads, default %d (OMP_NUM_THREADS, else the cores free "
+        "now); OpenMP's default %d\n",
+        r->omp_procs, r->omp_max_threads);
     printf("OpenMP:   OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s OMP_PROC_BIND=%s "
            "OMP_PLACES=%s\n",
            shown(r->omp_num_threads), shown(r->omp_wait_policy), shown(r->gomp_spincount),

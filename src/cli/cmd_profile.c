@@ -16,7 +16,8 @@ static const OptSpec profile_opts[] = {
     {"--batch", 1, 0, "images per step (default: the model's batch; sets subdivisions=1)"},
     {"--iters", 1, 0, "timed training steps (default 10)"},
     {"--warmup", 1, 0, "untimed steps after the first untimed one (default 1)"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     {"--trace", 1, 0, "write a Chrome trace (Perfetto, chrome://tracing) of the timed steps"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--json", 0, 0, "print one JSON object instead of a table"},
@@ -140,7 +141,7 @@ static int run_profile(const Args *a, Error *e)
     int st = read_settings(a, &p, e);
     if (st)
         return st;
-    cli_set_threads((int)p.threads);
+    cdl_set_threads((int)p.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
     if ((st = cli_open_model(a, p.path, 1, &m, e)))

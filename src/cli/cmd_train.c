@@ -28,7 +28,8 @@ static const OptSpec train_opts[] = {
     {"--time-limit", 1, 0,
      "stop after the step during which this many seconds of training passed, then evaluate "
      "and save"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     {"--seed", 1, 0, "random seed for init, order and dropout (default 1)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--log", 1, 0, "append JSON Lines records (steps, epochs) to this file"},
@@ -163,7 +164,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     if (args_get(a, "--gpu"))
         return error_set(e, CDL_EUSAGE,
                          "--gpu: this cdl was built without GPU support (make GPU=1)");
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     cdl_session_info info;
     cdl_session_get_info(s, &info);
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))
