@@ -169,6 +169,10 @@ typedef struct cdl_session_options {
      * layers that match of a cdl checkpoint (fine-tuning), a FILE.safetensors under
      * torchvision's names, or every layer from darknet .weights for the cfg */
     const char *weights_path;
+    /* 1: the head (the last layer with tensors, whose outputs are the classes) keeps its fresh
+     * initialisation whatever weights_path holds for it, and the run takes the dataset's class
+     * names (fine-tuning to other classes); 0: a head loaded must have the dataset's classes */
+    int new_head;
     /* continue the run saved in this checkpoint, as it was (cfg_path, overrides, seed and
      * weights_path are then unused) */
     const char *resume_path;
@@ -588,6 +592,10 @@ typedef struct cdl_check_options {
     /* cfg overrides, "net.KEY=VALUE" or "LAYER.KEY=VALUE" as `--set` takes them */
     const char *const *overrides;
     int n_overrides;
+    /* NULL, or the initial weights train --weights would load: they are loaded into the net
+     * (shapes, sizes) and a loaded head's classes checked against the data's, as train does */
+    const char *weights_path;
+    int new_head; /* as cdl_session_options.new_head */
 } cdl_check_options;
 
 typedef struct cdl_check_result {
@@ -612,6 +620,7 @@ typedef struct cdl_check_result {
                                    "cifar10", "cifar100" or "text" */
     int data_classes;           /* its classes (a text's distinct tokens) */
     int data_c, data_h, data_w; /* its samples' shape when the kind fixes it (CIFAR), else 0s */
+    char *weights_note;         /* what weights_path loaded and skipped (train's note), or NULL */
 } cdl_check_result;
 
 /* Checks everything `cdl train` refuses before it trains, without training or reading the
@@ -619,10 +628,11 @@ typedef struct cdl_check_result {
  * every duplicate and unknown key is listed with FILE:LINE), the overrides (errors name them),
  * the net built from it (its parameters, no gradient, optimizer or activation memory), the .data
  * file and the files it names, the net against the data (a sequence net needs a text, the data's
- * classes must fit the net's outputs), and the memory of a training step (a mini-batch too large
- * is refused as train refuses it). Returns 0 when train would start, CDL_EUSAGE when result lists
- * errors, CDL_ERUNTIME when checking itself failed (out of memory; err says so). Free result
- * with cdl_check_result_free in every case. */
+ * classes must fit the net's outputs), the initial weights when given (loaded as train loads
+ * them; a loaded head must have the data's classes), and the memory of a training step (a
+ * mini-batch too large is refused as train refuses it). Returns 0 when train would start,
+ * CDL_EUSAGE when result lists errors, CDL_ERUNTIME when checking itself failed (out of memory;
+ * err says so). Free result with cdl_check_result_free in every case. */
 int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
               size_t err_size);
 void cdl_check_result_free(cdl_check_result *result);

@@ -190,6 +190,7 @@ static int bench_loader(cdl_model *m, const char *data, const cdl_loader_bench_o
     int *y = NULL;
     r->batch = o->batch > 0 ? o->batch : net->hyper.batch / net->hyper.subdivisions;
     int st = data_config_load(data, &dc, e);
+    dc.split_seed = o->seed; /* the training images of that seed's split */
     st = st ? st : data_config_open_sources(&dc, &train, &valid, e);
     if (!st) {
         const LoaderOptions opt = {.batch = r->batch,
