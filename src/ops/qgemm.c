@@ -5,6 +5,8 @@
 #include <omp.h>
 #include <string.h>
 
+#include "ops/qgemm_pairs.h"
+
 /* Output columns of a panel, and the values of k one vpdpbusd lane sums. */
 enum { PANEL = 16, KGROUP = 4 };
 
@@ -73,7 +75,7 @@ int qgemm_has_vnni(void)
 int qgemm_has_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") != 0;
 }
 
 const char *qgemm_kernel_name(void)
@@ -103,49 +105,59 @@ void qgemm_s32(int m, int n, int k, const uint8_t *a, int lda, const int8_t *pac
 
 size_t qgemm_work_bytes(int m, int n, int k)
 {
-    return (size_t)m * (size_t)qgemm_k_padded(k) + (size_t)m * (size_t)n * sizeof(int32_t);
+    const size_t rows = (size_t)m * (size_t)qgemm_k_padded(k),
+                 pairs = qgemm_pairs_input_bytes(m, k);
+    return (rows > pairs ? rows : pairs) + (size_t)m * (size_t)n * sizeof(int32_t);
 }
 
-/* a[m][kp] = the codes of x, whose element (i, g) is x[i*ldx + g] (rows) or x[g*ldx + i]
- * (cols); the pad stays zero. */
-static void quantize_input(const float *x, int ldx, QLayout layout, int m, int k, int kp,
-                           QuantParams xq, uint8_t *a)
+/* a[m][kp] = the codes of the rows x[i*ldx + 0..k); the pad stays zero. */
+static void quantize_rows(const float *x, int ldx, int m, int k, int kp, QuantParams xq, uint8_t *a)
 {
-    if (layout == QGEMM_ROWS) {
-        for (int i = 0; i < m; i++) {
-            uint8_t *row = a + (size_t)i * kp;
-            for (int g = 0; g < k; g++)
-                row[g] = quantize_u8(x[(size_t)i * ldx + g], xq);
-            memset(row + k, 0, (size_t)(kp - k));
-        }
-        return;
+    for (int i = 0; i < m; i++) {
+        uint8_t *row = a + (size_t)i * kp;
+        for (int g = 0; g < k; g++)
+            row[g] = quantize_u8(x[(size_t)i * ldx + g], xq);
+        memset(row + k, 0, (size_t)(kp - k));
     }
-    /* Column-major: walk x in its own order, in blocks of rows so that writes stay in cache. */
-    enum { BLOCK = 64 };
-    for (int i0 = 0; i0 < m; i0 += BLOCK) {
-        const int i1 = i0 + BLOCK < m ? i0 + BLOCK : m;
-        for (int g = 0; g < k; g++) {
-            const float *col = x + (size_t)g * ldx;
-            for (int i = i0; i < i1; i++)
-                a[(size_t)i * kp + g] = quantize_u8(col[i], xq);
+}
+
+/* y = xq.scale * w->scales[j] * (c[i][j] - xq.zero_point * w->row_sums[j]), with c's element
+ * (i, j) at c[i * ci + j * cj] and y's as y_layout says. */
+static void dequantize(const QMatrix *w, QuantParams xq, int m, const int32_t *c, size_t ci,
+                       size_t cj, float *y, int ldy, QLayout y_layout)
+{
+    for (int j = 0; j < w->n; j++) {
+        const float scale = xq.scale * w->scales[j];
+        const int32_t offset = xq.zero_point * w->row_sums[j];
+        const int32_t *cj_ = c + (size_t)j * cj;
+        if (y_layout == QGEMM_COLS) {
+            float *yj = y + (size_t)j * ldy;
+            for (int i = 0; i < m; i++)
+                yj[i] = scale * (float)(cj_[(size_t)i * ci] - offset);
+        } else {
+            for (int i = 0; i < m; i++)
+                y[(size_t)i * ldy + j] = scale * (float)(cj_[(size_t)i * ci] - offset);
         }
-        for (int i = i0; i < i1; i++)
-            memset(a + (size_t)i * kp + k, 0, (size_t)(kp - k));
     }
 }
 
 void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ldx, QLayout x_layout,
                  float *y, int ldy, QLayout y_layout, void *work)
 {
-    const int n = w->n, k = w->k, kp = qgemm_k_padded(k);
+    const int n = w->n, k = w->k;
+    if (x_layout == QGEMM_COLS) { /* a convolution's columns: the product in their layout */
+        int16_t *xp = work;
+        int32_t *c = (int32_t *)((unsigned char *)work + qgemm_work_bytes(m, n, k) -
+                                 (size_t)m * n * sizeof(int32_t));
+        qgemm_pairs_quantize(x, ldx, m, k, xq, xp);
+        qgemm_pairs_s32(m, n, k, xp, w->pairs, c, m);
+        dequantize(w, xq, m, c, 1, (size_t)m, y, ldy, y_layout);
+        return;
+    }
+    const int kp = qgemm_k_padded(k);
     uint8_t *a = work;
     int32_t *c = (int32_t *)(a + (size_t)m * kp);
-    quantize_input(x, ldx, x_layout, m, k, kp, xq, a);
+    quantize_rows(x, ldx, m, k, kp, xq, a);
     qgemm_s32(m, n, k, a, kp, w->packed, c, n);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            const int32_t acc = c[(size_t)i * n + j] - xq.zero_point * w->row_sums[j];
-            const float v = xq.scale * w->scales[j] * (float)acc;
-            y[y_layout == QGEMM_ROWS ? (size_t)i * ldy + j : (size_t)j * ldy + i] = v;
-        }
+    dequantize(w, xq, m, c, (size_t)n, 1, y, ldy, y_layout);
 }

@@ -26,11 +26,23 @@ QuantParams quant_params_u8(float min, float max);
 /* *min and *max of x[0..n) (both 0 when n is 0). */
 void quant_range(const float *x, size_t n, float *min, float *max);
 
-/* The code of x: clamp(round(x / scale) + zero_point, 0, 255) (NaN gives 0). */
+/* The code of x on a grid whose 1 / scale is inv_scale: round-to-nearest-even of
+ * clamp(x * inv_scale + zero_point, 0, 255), NaN giving 0. Multiplied by the inverse and
+ * clamped before rounding (as fbgemm), in this order, so that a vector quantizer (max, min,
+ * round) gives the same codes. */
+static inline int quantize_code(float x, float inv_scale, int zero_point)
+{
+    float v = x * inv_scale;
+    v += (float)zero_point;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (int)__builtin_rintf(v);
+}
+
+/* quantize_code of x on the grid p. */
 static inline uint8_t quantize_u8(float x, QuantParams p)
 {
-    const float q = __builtin_roundf(x / p.scale) + (float)p.zero_point;
-    return (uint8_t)(!(q > 0.0f) ? 0.0f : q > 255.0f ? 255.0f : q);
+    return (uint8_t)quantize_code(x, 1.0f / p.scale, p.zero_point);
 }
 
 /* q[j][k] and scale[j] of the rows w[n][k] (symmetric, per row; an all-zero row gets scale 1). */
