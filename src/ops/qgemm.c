@@ -110,14 +110,31 @@ size_t qgemm_work_bytes(int m, int n, int k)
     return (rows > pairs ? rows : pairs) + (size_t)m * (size_t)n * sizeof(int32_t);
 }
 
-/* a[m][kp] = the codes of the rows x[i*ldx + 0..k); the pad stays zero. */
-static void quantize_rows(const float *x, int ldx, int m, int k, int kp, QuantParams xq, uint8_t *a)
+/* a[m][kp] = the codes of x, whose element (i, g) is x[i*ldx + g] (rows) or x[g*ldx + i]
+ * (cols); the pad stays zero. */
+static void quantize_input(const float *x, int ldx, QLayout layout, int m, int k, int kp,
+                           QuantParams xq, uint8_t *a)
 {
-    for (int i = 0; i < m; i++) {
-        uint8_t *row = a + (size_t)i * kp;
-        for (int g = 0; g < k; g++)
-            row[g] = quantize_u8(x[(size_t)i * ldx + g], xq);
-        memset(row + k, 0, (size_t)(kp - k));
+    if (layout == QGEMM_ROWS) {
+        for (int i = 0; i < m; i++) {
+            uint8_t *row = a + (size_t)i * kp;
+            for (int g = 0; g < k; g++)
+                row[g] = quantize_u8(x[(size_t)i * ldx + g], xq);
+            memset(row + k, 0, (size_t)(kp - k));
+        }
+        return;
+    }
+    /* Column-major: walk x in its own order, in blocks of rows so that writes stay in cache. */
+    enum { BLOCK = 64 };
+    for (int i0 = 0; i0 < m; i0 += BLOCK) {
+        const int i1 = i0 + BLOCK < m ? i0 + BLOCK : m;
+        for (int g = 0; g < k; g++) {
+            const float *col = x + (size_t)g * ldx;
+            for (int i = i0; i < i1; i++)
+                a[(size_t)i * kp + g] = quantize_u8(col[i], xq);
+        }
+        for (int i = i0; i < i1; i++)
+            memset(a + (size_t)i * kp + k, 0, (size_t)(kp - k));
     }
 }
 
@@ -145,7 +162,9 @@ void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ld
                  float *y, int ldy, QLayout y_layout, void *work)
 {
     const int n = w->n, k = w->k;
-    if (x_layout == QGEMM_COLS) { /* a convolution's columns: the product in their layout */
+    /* A convolution's columns: the product in their layout, unless VNNI's 4-byte products
+     * (4x vpmaddwd's per instruction) are worth transposing them. */
+    if (x_layout == QGEMM_COLS && !qgemm_has_vnni()) {
         int16_t *xp = work;
         int32_t *c = (int32_t *)((unsigned char *)work + qgemm_work_bytes(m, n, k) -
                                  (size_t)m * n * sizeof(int32_t));
@@ -157,7 +176,7 @@ void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ld
     const int kp = qgemm_k_padded(k);
     uint8_t *a = work;
     int32_t *c = (int32_t *)(a + (size_t)m * kp);
-    quantize_rows(x, ldx, m, k, kp, xq, a);
+    quantize_input(x, ldx, x_layout, m, k, kp, xq, a);
     qgemm_s32(m, n, k, a, kp, w->packed, c, n);
     dequantize(w, xq, m, c, (size_t)n, 1, y, ldy, y_layout);
 }
