@@ -5,7 +5,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "ops/qgemm_pairs.h"
+#include "ops/qgemm_cols.h"
 
 /* Output columns of a panel, and the values of k one vpdpbusd lane sums. */
 enum { PANEL = 16, KGROUP = 4 };
@@ -105,9 +105,8 @@ void qgemm_s32(int m, int n, int k, const uint8_t *a, int lda, const int8_t *pac
 
 size_t qgemm_work_bytes(int m, int n, int k)
 {
-    const size_t rows = (size_t)m * (size_t)qgemm_k_padded(k),
-                 pairs = qgemm_pairs_input_bytes(m, k);
-    return (rows > pairs ? rows : pairs) + (size_t)m * (size_t)n * sizeof(int32_t);
+    const size_t rows = (size_t)m * (size_t)qgemm_k_padded(k), cols = qgemm_cols_input_bytes(m, k);
+    return (rows > cols ? rows : cols) + (size_t)m * (size_t)n * sizeof(int32_t);
 }
 
 /* a[m][kp] = the codes of x, whose element (i, g) is x[i*ldx + g] (rows) or x[g*ldx + i]
@@ -162,14 +161,14 @@ void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ld
                  float *y, int ldy, QLayout y_layout, void *work)
 {
     const int n = w->n, k = w->k;
-    /* A convolution's columns: the product in their layout, unless VNNI's 4-byte products
-     * (4x vpmaddwd's per instruction) are worth transposing them. */
+    /* A convolution's columns: the product in their layout, unless VNNI (64 products per
+     * instruction, 4x vpmaddubsw's 32 with their reduction) is worth transposing them. */
     if (x_layout == QGEMM_COLS && !qgemm_has_vnni()) {
-        int16_t *xp = work;
+        uint8_t *xp = work;
         int32_t *c = (int32_t *)((unsigned char *)work + qgemm_work_bytes(m, n, k) -
                                  (size_t)m * n * sizeof(int32_t));
-        qgemm_pairs_quantize(x, ldx, m, k, xq, xp);
-        qgemm_pairs_s32(m, n, k, xp, w->pairs, c, m);
+        qgemm_cols_quantize(x, ldx, m, k, xq, xp);
+        qgemm_cols_s32(m, n, k, xp, w->padded, c, m);
         dequantize(w, xq, m, c, 1, (size_t)m, y, ldy, y_layout);
         return;
     }
