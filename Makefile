@@ -129,7 +129,7 @@ $(BUILD)/%.o: %.c
 
 # The int8 kernels: their own -m flags, whatever ARCH is (ops/qgemm.h picks one at run time).
 $(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
-$(BUILD)/src/ops/qgemm_avx2.o: CFLAGS += -mavx2
+$(BUILD)/src/ops/qgemm_avx2.o $(BUILD)/src/ops/qgemm_cols_avx2.o: CFLAGS += -mavx2
 
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a

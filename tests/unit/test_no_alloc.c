@@ -5,7 +5,8 @@
  * backward recomputes segments), then again with a profiler recording a trace, and across the
  * steps of train_run fed by a data loader or by text windows (every sequence layer family;
  * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
- * are counted apart and only reported). Skipped under AddressSanitizer, which owns malloc. */
+ * are counted apart and only reported); and int8 inference forwards (`cdl quantize`'s layers).
+ * Skipped under AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/net_quant.h"
 #include "model/model_io.h"
 #include "train/trainer.h"
 #include "util/profiler.h"
@@ -213,6 +215,48 @@ static void test_text_training_steps_allocate_nothing(void)
     optimizer_free(&optimizer);
     net_free(&net);
 }
+/* int8 inference (core/net_quant.h): every quantizable layer of an inference net gets int8
+ * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
+ * the threads by images (4) and one run image by image with threaded products (3). */
+static void test_int8_inference_allocates_nothing(void)
+{
+    static const char *text =
+        "[net]\nbatch=4\nwidth=20\nheight=20\nchannels=3\n"
+        "[convolutional]\nfilters=20\nsize=3\npad=1\nbatch_normalize=1\nactivation=leaky\n"
+        "[convolutional]\nfilters=7\nsize=1\nactivation=relu\n[maxpool]\nsize=2\nstride=2\n"
+        "[convolutional]\nfilters=6\nsize=3\nstride=2\ngroups=1\nactivation=linear\n"
+        "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    Net net;
+    Error e = {0};
+    unsigned char quantize[16] = {0};
+    int st = net_build_from_text(&net, text, "q.cfg", 0, 3, &e);
+    for (int i = 0; !st && i < net.n_layers; i++)
+        quantize[i] = net_layer_quantizable(&net.layers[i]) >= 0;
+    st = st ? st : net_quant_alloc(&net, quantize, &e);
+    if (!st) {
+        net_quant_from_float(&net);
+        net_quant_prepare(&net);
+    }
+    for (int batch = 4; batch >= 3; batch--) {
+        st = st ? st : net_resize(&net, batch, 0, &e);
+        if (st) {
+            fprintf(stderr, "FAIL setup: %s\n", e.msg);
+            check_failures++;
+            break;
+        }
+        for (size_t i = 0; i < (size_t)batch * shape_size(net.in_shape); i++)
+            net.input[i] = (float)(i % 23) / 11 - 0.5f;
+        net_forward(&net);
+        net_forward(&net);
+        __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+        for (int step = 0; step < 3; step++)
+            net_forward(&net);
+        __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+        CHECK(allocations == 0);
+    }
+    CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
+    net_free(&net);
+}
 #endif
 
 int main(void)
@@ -225,6 +269,7 @@ int main(void)
     test_training_step_allocates_nothing("recompute_every=3");
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing();
+    test_int8_inference_allocates_nothing();
     return check_report("test_no_alloc");
 #endif
 }
