@@ -2,7 +2,8 @@
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
  * let OpenMP and OpenBLAS set up their own buffers (the net uses AdamW with gradient clipping,
  * an EMA and label smoothing: every part of the step; once more with recompute_every, whose
- * backward recomputes segments), then again with a profiler recording a trace, and across the
+ * backward recomputes segments; and in precision=bf16, whose layers round their operands into
+ * memory taken at resize), then again with a profiler recording a trace, and across the
  * steps of train_run fed by a data loader or by text windows (every sequence layer family;
  * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
  * are counted apart and only reported). Skipped under AddressSanitizer, which owns malloc. */
@@ -223,6 +224,8 @@ int main(void)
 #else
     test_training_step_allocates_nothing("");
     test_training_step_allocates_nothing("recompute_every=3");
+    test_training_step_allocates_nothing("precision=bf16");
+    test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3");
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing();
     return check_report("test_no_alloc");
