@@ -275,6 +275,84 @@ static void test_layers_match_autocast(const RefFixture *f)
                            f, "fc", conv_out->data, 144, 1);
 }
 
+/* max_i |a[i] - b[i]| / max_i |b[i]|: an error against the tensor's scale. */
+static double scaled_error(const float *a, const float *b, size_t n)
+{
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* A sequence net of every family whose products go through gemm besides those above. */
+static const char *const seq_cfg =
+    "[net]\nbatch=2\nseq=6\nvocab=7\n[embedding]\noutput=8\n[attention]\nheads=2\n"
+    "[lstm]\noutput=8\n[gru]\noutput=8\n[rnn]\noutput=8\n[linear]\n[softmax]\n";
+
+/* Attention and the recurrent layers round intermediate products too (qkv, the attention
+ * weights, h_{t-1}), so their bf16 passes are not float32 passes on rounded inputs; they are
+ * checked against the float32 net instead. Each rounding moves an operand by at most 2^-8
+ * (0.4%) of itself, and a gradient here passes through about a dozen of them (six layers, two
+ * products each), so every output and gradient tensor stays within 12 * 2^-8 < 5% of its
+ * largest value (scaled_error; an element-wise relative error would count sums that cancel),
+ * yet differs; and forward_at, token by token from the cache, gives the forward's last row up
+ * to roundings of differently summed products (2%). */
+static void test_sequence_layers_in_bf16(void)
+{
+    Net net[2];
+    for (int p = 0; p < 2; p++)
+        if (build(seq_cfg, p ? GEMM_FP32 : GEMM_BF16, &net[p])) {
+            if (p)
+                net_free(&net[0]);
+            return;
+        }
+    const int T = net[0].seq, V = net[0].vocab;
+    for (int p = 0; p < 2; p++) {
+        for (int i = 0; i < net[p].batch * T; i++) {
+            net[p].input[i] = (float)((i * 5 + 3) % V);
+            net[p].labels[i] = (i * 3 + 1) % V;
+        }
+        net[p].train = 1;
+        net[p].loss_divisor = (float)(net[p].batch * T);
+        net_forward(&net[p]);
+        net_zero_grads(&net[p]);
+        net_backward(&net[p]);
+    }
+    const Layer *out16 = &net[0].layers[net[0].n_layers - 1],
+                *out32 = &net[1].layers[net[1].n_layers - 1];
+    const size_t out_n = (size_t)net[0].batch * shape_size(out16->out_shape);
+    CHECK(scaled_error(out16->out, out32->out, out_n) <= 0.05);
+    CHECK(memcmp(out16->out, out32->out, out_n * sizeof *out16->out) != 0);
+    for (int i = 0; i < net[0].n_layers; i++)
+        for (int q = 0; q < net[0].layers[i].n_params; q++) {
+            const Param *a = &net[0].layers[i].params[q], *b = &net[1].layers[i].params[q];
+            const double err = a->grad ? scaled_error(a->grad, b->grad, a->count) : 0;
+            if (err > 0.05)
+                fprintf(stderr, "FAIL layer %d %s: bf16 gradient off by %g of its scale\n", i,
+                        a->name, err);
+            CHECK(err <= 0.05);
+        }
+    CHECK(memcmp(net[0].grads, net[1].grads, net[0].n_params * sizeof *net[0].grads) != 0);
+
+    /* forward_at: the last row again, token by token after a forward over the others */
+    float *last = malloc(out_n * sizeof *last);
+    net[0].train = 0;
+    net_forward(&net[0]);
+    memcpy(last, out16->out, out_n * sizeof *last);
+    for (int t = 0; t < T; t++)
+        net_forward_at(&net[0], t);
+    const size_t row = shape_size(out16->out_shape) / (size_t)T;
+    for (int b = 0; b < net[0].batch; b++) {
+        const size_t at = ((size_t)b * T + (size_t)(T - 1)) * row;
+        CHECK(scaled_error(out16->out + at, last + at, row) <= 0.02);
+    }
+    free(last);
+    net_free(&net[0]);
+    net_free(&net[1]);
+}
+
 int main(void)
 {
     RefFixture f;
@@ -286,6 +364,7 @@ int main(void)
     for (size_t i = 0; i < sizeof pass_cfgs / sizeof pass_cfgs[0]; i++)
         test_layer_passes_are_fp32_on_rounded_operands(pass_cfgs[i]);
     test_layers_match_autocast(&f);
+    test_sequence_layers_in_bf16();
     ref_fixture_free(&f);
     return check_report("test_bf16");
 }
