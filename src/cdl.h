@@ -656,7 +656,5 @@ int cdl_precision_check(const char *name, char *err, size_t err_size);
 /* Runs the model in precision name from now on, whatever its cfg says (a checkpoint's
  * weights are float32 either way); resizes its activations when it has any. */
 int cdl_model_set_precision(cdl_model *model, const char *name, char *err, size_t err_size);
-/* The model's precision: "fp32" or "bf16". */
-const char *cdl_model_precision(const cdl_model *model);
 
 #endif

@@ -26,8 +26,3 @@ int cdl_model_set_precision(cdl_model *model, const char *name, char *err, size_
     Error e = {0};
     return api_model_reserve(model, capacity, &e) ? api_report(&e, err, err_size) : CDL_OK;
 }
-
-const char *cdl_model_precision(const cdl_model *model)
-{
-    return net_precision_name(model->net.precision);
-}

@@ -637,11 +637,6 @@ int net_precision_from_name(const char *name, GemmPrecision *precision)
     return CDL_EUSAGE;
 }
 
-const char *net_precision_name(GemmPrecision precision)
-{
-    return precision_names[precision];
-}
-
 const char *net_precision_names(void)
 {
     return "fp32, bf16";

@@ -178,8 +178,6 @@ int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e
 void net_set_precision(Net *net, GemmPrecision precision);
 /* *precision = the precision called name ("fp32", "bf16"); CDL_EUSAGE when there is none. */
 int net_precision_from_name(const char *name, GemmPrecision *precision);
-/* "fp32" or "bf16". */
-const char *net_precision_name(GemmPrecision precision);
 /* "fp32, bf16": the names net_precision_from_name takes, for messages. */
 const char *net_precision_names(void);
 
