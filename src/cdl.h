@@ -679,4 +679,15 @@ int cdl_model_save(const cdl_model *model, const char *path, char *err, size_t e
 int cdl_model_bench_inference(cdl_model *model, const cdl_timing_options *options,
                               cdl_bench_result *result, char *err, size_t err_size);
 
+/* ---- Numerics of convolutions and matrix products (src/cdl_precision.c) ---- */
+
+/* 0 when name is a precision cdl computes in: "fp32", or "bf16" (the operands of convolutions
+ * and matrix products rounded to bfloat16, products summed in float32, float32 weights and
+ * everything else, as torch.autocast("cpu", torch.bfloat16)); else CDL_EUSAGE with "unknown
+ * precision 'NAME' (expected fp32, bf16)". A cfg sets it with its [net] precision= key. */
+int cdl_precision_check(const char *name, char *err, size_t err_size);
+/* Runs the model in precision name from now on, whatever its cfg says (a checkpoint's
+ * weights are float32 either way); resizes its activations when it has any. */
+int cdl_model_set_precision(cdl_model *model, const char *name, char *err, size_t err_size);
+
 #endif

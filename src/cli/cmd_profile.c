@@ -18,6 +18,7 @@ static const OptSpec profile_opts[] = {
     {"--warmup", 1, 0, "untimed steps after the first untimed one (default 1)"},
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
+    CLI_PRECISION_OPT,
     {"--trace", 1, 0, "write a Chrome trace (Perfetto, chrome://tracing) of the timed steps"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--json", 0, 0, "print one JSON object instead of a table"},
@@ -44,6 +45,8 @@ static int read_settings(const Args *a, ProfileSettings *p, Error *e)
     st = st ? st : args_get_int(a, "--iters", 10, 1, 1000000, &p->iters, e);
     st = st ? st : args_get_int(a, "--warmup", 1, 0, 1000000, &p->warmup, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &p->threads, e);
+    const char *precision; /* applied by cli_open_model */
+    st = st ? st : cli_get_precision(a, &precision, e);
     return st;
 }
 

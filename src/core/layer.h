@@ -8,6 +8,7 @@
 
 #include "io/cfg.h"
 #include "ops/activation.h"
+#include "ops/gemm.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -90,6 +91,12 @@ typedef struct Layer {
     /* int8 weights (`cdl quantize`, core/net_quant.h): set, the forward multiplies in int8 through
      * qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
+    /* The numerics of the layer's convolutions and matrix products: the net's (Net.precision, set
+     * before parse and by net_set_precision). GEMM_BF16 takes their operands through
+     * gemm_operand, rounded into copies the layer's resize takes from its state when the
+     * precision is bf16; everything else (bias, normalisation, activation, softmax, loss) stays
+     * float32. The parameters are float32 either way. */
+    GemmPrecision precision;
 } Layer;
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */

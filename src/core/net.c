@@ -13,6 +13,7 @@
 /* The names a key takes; a table's index is the enum value it names. */
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
+static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
@@ -142,6 +143,11 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "sync_bn", 0, &h->sync_bn, e);
     st = st ? st : cfg_get_int(cfg, s, "recompute_every", 0, &net->recompute_every, e);
     st = st ? st : cfg_require_min(cfg, s, "recompute_every", net->recompute_every, 0, e);
+    int precision = 0;
+    st = st ? st
+            : parse_named(cfg, s, "precision", precision_names, N_NAMES(precision_names),
+                          &precision, e);
+    net->precision = (GemmPrecision)precision;
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
@@ -270,6 +276,7 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         l->inputs[0] = i - 1;
         l->n_inputs = 1;
         l->activation = CDL_ACT_LINEAR;
+        l->precision = net->precision;
         l->priv = l->type->priv_size ? priv : NULL;
         priv += aligned(l->type->priv_size);
         /* The family's keys first: they lead the valid-key list of an unknown key. */
@@ -611,6 +618,28 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     }
     net->batch = batch;
     return lay_out_slab(net, batch, net->want_grads, net->activations, &b.slab, e);
+}
+
+void net_set_precision(Net *net, GemmPrecision precision)
+{
+    net->precision = precision;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].precision = precision;
+}
+
+int net_precision_from_name(const char *name, GemmPrecision *precision)
+{
+    for (int i = 0; i < N_NAMES(precision_names); i++)
+        if (!strcmp(name, precision_names[i])) {
+            *precision = (GemmPrecision)i;
+            return CDL_OK;
+        }
+    return CDL_EUSAGE;
+}
+
+const char *net_precision_names(void)
+{
+    return "fp32, bf16";
 }
 
 /* The context of a pass over the current mini-batch (train: the net's mode). */

@@ -79,6 +79,9 @@ typedef struct Net {
     int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
+    /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
+     * (Layer.precision); net_set_precision changes it. */
+    GemmPrecision precision;
     int classes; /* output size of the last layer (per token in a sequence net) */
 
     /* Slabs: one allocation each. */
@@ -169,6 +172,14 @@ int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
  * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as
  * net_resize does when a mini-batch that large is refused. */
 int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e);
+
+/* Sets the precision of the net and of every layer (Layer.precision); a net_resize must follow
+ * before the next pass (bf16 layers take rounded copies of their operands at resize). */
+void net_set_precision(Net *net, GemmPrecision precision);
+/* *precision = the precision called name ("fp32", "bf16"); CDL_EUSAGE when there is none. */
+int net_precision_from_name(const char *name, GemmPrecision *precision);
+/* "fp32, bf16": the names net_precision_from_name takes, for messages. */
+const char *net_precision_names(void);
 
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */

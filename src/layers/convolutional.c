@@ -15,7 +15,12 @@
  * (its own im2col slice of the scratch buffer and a single-threaded gemm, since OpenBLAS
  * runs serially inside a parallel region); otherwise images go one by one with threaded
  * im2col and gemm. Weight gradients of an image-parallel backward are summed per thread and
- * reduced in thread order, so results depend on the thread count but not on timing. */
+ * reduced in thread order, so results depend on the thread count but not on timing.
+ *
+ * precision=bf16 (Layer.precision): the weights, the column matrices (the input itself for a
+ * direct or depthwise convolution) and delta are rounded to bf16 (gemm_operand) before the
+ * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
+ * or batch norm and the activation stay float32. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -54,6 +59,9 @@ typedef struct Conv {
     unsigned char *qwork;
     size_t qwork_bytes;
     int qwork_threads;
+    /* precision=bf16: the weights rounded by each forward, and the rounded input of a direct or
+     * depthwise convolution [batch][c][h][w] (the others round their column matrices) */
+    float *w_bf16, *x_bf16;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -170,8 +178,24 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->qwork_bytes =
         l->quant ? qgemm_work_bytes(l->out_shape.h * l->out_shape.w, cv->filters, kdim) : 0;
     cv->qwork = layer_state_bytes(st, (size_t)cv->qwork_threads * cv->qwork_bytes);
+    const int bf16 = l->precision == GEMM_BF16;
+    cv->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
+    cv->x_bf16 = layer_state_floats(
+        st, bf16 && (cv->direct || cv->depthwise) ? (size_t)batch * shape_size(l->in_shape) : 0);
     bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
+}
+
+/* The precision of the layer's products: an int8 layer's forward multiplies in int8. */
+static GemmPrecision conv_precision(const Layer *l)
+{
+    return l->quant ? GEMM_FP32 : l->precision;
+}
+
+/* The weights the products take: the bf16 copy the forward rounded, or the float32 weights. */
+static const float *conv_weights(const Layer *l, const Conv *cv)
+{
+    return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
 /* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */
@@ -191,6 +215,16 @@ static int image_threads(int batch)
     return nt;
 }
 
+/* cols [kdim][out_hw] = im2col of one group's input channels xg, rounded to bf16 in place in
+ * precision bf16. */
+static void unfold_input(const Layer *l, const Conv *cv, const float *xg, float *cols)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, out_hw = l->out_shape.h * l->out_shape.w;
+    im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
+    gemm_operand(conv_precision(l), cols, (size_t)cg * cv->size * cv->size * out_hw, cols);
+}
+
 /* out_b[filters][out_hw] for one image x_b [c][h][w]; cols is this image's scratch slice. With
  * int8 weights (one group) the product is qgemm_float's, the input on the grid xq: the column
  * matrix cols [kdim][out_hw] is its input by columns, out_b its output by columns. */
@@ -200,11 +234,11 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
-    const float *w = l->params[P_WEIGHTS].data;
+    const float *w = conv_weights(l, cv);
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct)
-            im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
+            unfold_input(l, cv, xg, cols);
         const float *x_cols = cv->direct ? xg : cols;
         float *out_g = out_b + (size_t)g * fg * out_hw;
         if (l->quant) {
@@ -228,7 +262,7 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct)
-            im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
+            unfold_input(l, cv, xg, cols);
         gemm(0, 1, fg, kdim, out_hw, 1.0f, delta_b + (size_t)g * fg * out_hw, out_hw,
              cv->direct ? xg : cols, out_hw, beta, dw + (size_t)g * fg * kdim, kdim);
     }
@@ -240,7 +274,7 @@ static void flip_weights(const Layer *l, Conv *cv)
 {
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
     const int kk = cv->size * cv->size;
-    const float *w = l->params[P_WEIGHTS].data;
+    const float *w = conv_weights(l, cv);
     for (int g = 0; g < cv->groups; g++) {
         const float *wg = w + (size_t)g * fg * cg * kk;
         float *fl = cv->w_flipped + (size_t)g * fg * cg * kk;
@@ -259,7 +293,7 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
-    const float *w = l->params[P_WEIGHTS].data;
+    const float *w = conv_weights(l, cv);
     if (cv->same) {
         const int kdim_delta = fg * cv->size * cv->size;
         for (int g = 0; g < cv->groups; g++) {
@@ -300,7 +334,7 @@ static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, in
     const Shape in = l->in_shape;
     const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
     const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
-    const float *w = l->params[P_WEIGHTS].data;
+    const float *w = conv_weights(l, cv);
     const int planes = batch * cv->filters;
 
 #pragma omp parallel for schedule(static) if (l->flops * batch >= CONV_PARALLEL_MIN)
@@ -344,7 +378,7 @@ static void depthwise_backward(const Layer *l, const Conv *cv, const float *x, f
     const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
     const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
     const size_t in_hw = (size_t)in.h * in.w, out_hw = (size_t)out_h * out_w;
-    const float *w = l->params[P_WEIGHTS].data;
+    const float *w = conv_weights(l, cv);
     float *dw = l->params[P_WEIGHTS].grad;
 
 #pragma omp parallel for schedule(static) if (l->flops * batch >= CONV_PARALLEL_MIN)
@@ -391,7 +425,11 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     Conv *cv = l->priv;
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
-    const float *x = l->in[0];
+    const GemmPrecision p = conv_precision(l);
+    gemm_operand(p, l->params[P_WEIGHTS].data, l->params[P_WEIGHTS].count, cv->w_bf16);
+    const float *x = cv->direct || cv->depthwise
+                         ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
+                         : l->in[0];
 
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
@@ -413,6 +451,13 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     layer_activate(l, batch);
 }
 
+/* The input the products of the backward take: the forward's bf16 copy of a direct or depthwise
+ * convolution's, else the input (whose column matrices are rounded as they are made). */
+static const float *conv_input(const Layer *l, const Conv *cv)
+{
+    return conv_precision(l) == GEMM_BF16 && (cv->direct || cv->depthwise) ? cv->x_bf16 : l->in[0];
+}
+
 /* Weight gradients of the whole batch. Image-parallel: thread t takes a fixed contiguous
  * range of images and sums them into its own copy (thread 0 straight into the gradient);
  * the copies are then added in thread order. */
@@ -421,7 +466,7 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const size_t count = l->params[P_WEIGHTS].count;
-    const float *x = l->in[0];
+    const float *x = conv_input(l, cv);
     float *dw = l->params[P_WEIGHTS].grad;
     int threads = nt < cv->n_partial + 1 ? nt : cv->n_partial + 1;
 
@@ -462,10 +507,12 @@ static void conv_backward(Layer *l, const StepContext *ctx)
 
     layer_activation_backward(l, batch);
     bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    /* The bias and batch norm took their gradients: only the products read delta from here. */
+    gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 
     float *dx = l->in_delta[0];
     if (cv->depthwise) {
-        depthwise_backward(l, cv, l->in[0], dx, batch);
+        depthwise_backward(l, cv, conv_input(l, cv), dx, batch);
         return;
     }
     const int nt = image_threads(batch);

@@ -2,7 +2,8 @@
  * glibc's __libc_* entry points) across trainer_step calls after two warm-up steps, which
  * let OpenMP and OpenBLAS set up their own buffers (the net uses AdamW with gradient clipping,
  * an EMA and label smoothing: every part of the step; once more with recompute_every, whose
- * backward recomputes segments), then again with a profiler recording a trace, and across the
+ * backward recomputes segments; and in precision=bf16, whose layers round their operands into
+ * memory taken at resize), then again with a profiler recording a trace, and across the
  * steps of train_run fed by a data loader or by text windows (every sequence layer family;
  * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
  * are counted apart and only reported); and int8 inference forwards (`cdl quantize`'s layers).
@@ -181,13 +182,21 @@ static const char *text_cfg =
     "[dropout]\nprobability=0.2\n[linear]\noutput=8\nactivation=gelu\n[layernorm]\n"
     "[linear]\ntie=1\n[softmax]\n";
 
-static void test_text_training_steps_allocate_nothing(void)
+/* In precision (bf16: every sequence family rounds its operands into memory taken at resize). */
+static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
 {
     Net net;
     Error e = {0};
-    if (net_build_from_text(&net, text_cfg, "t.cfg", 1, 3, &e) || net_resize(&net, 2, 0, &e)) {
+    if (net_build_from_text(&net, text_cfg, "t.cfg", 1, 3, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
+        return;
+    }
+    net_set_precision(&net, precision);
+    if (net_resize(&net, 2, 0, &e)) {
+        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+        check_failures++;
+        net_free(&net);
         return;
     }
     int32_t ids[200];
@@ -267,8 +276,11 @@ int main(void)
 #else
     test_training_step_allocates_nothing("");
     test_training_step_allocates_nothing("recompute_every=3");
+    test_training_step_allocates_nothing("precision=bf16");
+    test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3");
     test_loader_fed_training_steps_allocate_nothing();
-    test_text_training_steps_allocate_nothing();
+    test_text_training_steps_allocate_nothing(GEMM_FP32);
+    test_text_training_steps_allocate_nothing(GEMM_BF16);
     test_int8_inference_allocates_nothing();
     return check_report("test_no_alloc");
 #endif
