@@ -65,7 +65,8 @@ typedef struct Layer {
     /* Buffers owned by the net, sized [batch][out_shape]: */
     float *out;   /* activations */
     float *delta; /* dL/d(out); layers add into their inputs' deltas (in_delta) */
-    float *pre;   /* pre-activation values, only when activation is not linear */
+    float *pre;   /* pre-activation values, only when activation is not linear; l->out itself
+                     when the activation runs in place (core/net_memory.h) */
     /* Bound by net_resize: in[k] is the output [batch][shape of input k] of the k-th input
      * (net->input for -1) and in_delta[k] its delta, where backward adds dL/d(input k);
      * in_delta[k] is NULL when that gradient is not needed (no gradients, a frozen input
@@ -79,10 +80,12 @@ typedef struct Layer {
      * (LayerType.resize), in the net's activation slab. */
     size_t state_floats, state_bytes;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
-     * is in (-1: none, every buffer of it is kept), and 1 when its out and delta are kept through
-     * the step (its segment's last layer, or one that another segment reads) instead of sharing
-     * the memory of other segments'. */
-    int segment, kept;
+     * is in (-1: none). */
+    int segment;
+    /* The last layer (in order) that reads this one's output, -1: none. Its backward is the first
+     * to add into this layer's delta: net_backward zeroes the delta just before it (the memory
+     * plan, core/net_memory.h, lends the delta to others before that). */
+    int last_reader;
     /* The family's configuration and state, LayerType.priv_size zeroed bytes the net allocates
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerType.resize). NULL when priv_size is 0. */
@@ -247,6 +250,12 @@ typedef struct LayerType {
     int reads_token_ids;
     /* 1: the layer's time goes to matrix products (profiling reports it against gemm speed). */
     int gemm_bound;
+    /* What the backward reads besides l->delta, its state and its parameters, for the memory
+     * plan (core/net_memory.h), which reuses a buffer once nothing will read it; the zero default
+     * is the safe one. 1: the backward never reads l->in[] (only their deltas, in_delta). */
+    int backward_ignores_inputs;
+    /* 1: the backward reads l->out only through layer_activation_backward. */
+    int backward_ignores_output;
     /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
     DarknetWeightOrder darknet_weights;
 } LayerType;

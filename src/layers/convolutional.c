@@ -523,4 +523,5 @@ const LayerType convolutional_layer = {
     .quant_calibrated = 1,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
+    .backward_ignores_output = 1,
 };
