@@ -76,9 +76,9 @@ typedef struct Layer {
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
      * (im2col columns and the like); the net allocates the maximum once. */
     size_t scratch_per_sample;
-    /* Floats and bytes of per-batch private state the layer took at the last net_resize
-     * (LayerType.resize), in the net's activation slab. */
-    size_t state_floats, state_bytes;
+    /* Floats and bytes of per-batch private state, and floats of work, the layer took at the
+     * last net_resize (LayerType.resize), in the net's activation slab. */
+    size_t state_floats, state_bytes, work_floats;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
      * is in (-1: none). */
     int segment;
@@ -156,8 +156,10 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
 typedef struct LayerState {
     float *floats;        /* NULL when measuring */
     unsigned char *bytes; /* NULL when measuring */
+    float *work;          /* NULL when measuring */
     size_t n_floats;      /* floats taken so far */
     size_t n_bytes;       /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
+    size_t n_work;        /* work floats taken so far */
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16
@@ -167,6 +169,10 @@ float *layer_state_floats(LayerState *st, size_t n);
 /* n bytes of state aligned to LAYER_STATE_ALIGN, for non-float state such as masks and
  * indices (NULL when measuring or n is 0). */
 void *layer_state_bytes(LayerState *st, size_t n);
+/* n floats of work (NULL when measuring or n is 0): memory the layer uses within one forward or
+ * backward call only, nothing written there read by a later call (a backward's partial weight
+ * gradients), which the memory plan lends to other buffers between its calls. */
+float *layer_work_floats(LayerState *st, size_t n);
 
 /* The step of a layer on one backend: forward, backward and the cached step. */
 typedef struct LayerKernels {
@@ -214,10 +220,10 @@ typedef struct LayerType {
     /* Initialises parameter values once slabs are assigned (may be NULL). */
     void (*init)(Layer *l, Rng *rng);
     /* Takes the per-batch private state of a mini-batch of batch samples from st
-     * (layer_state_floats, layer_state_bytes) and points priv's buffers at it; parameters are
-     * assigned (params[].grad NULL in a net without gradients). Called twice by net_resize (see
-     * LayerState), never inside the training step; allocates nothing. Returns CDL_EUSAGE when the
-     * batch is too large for the layer (may be NULL: no state). */
+     * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
+     * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by
+     * net_resize (see LayerState), never inside the training step; allocates nothing. Returns
+     * CDL_EUSAGE when the batch is too large for the layer (may be NULL: no state). */
     int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;

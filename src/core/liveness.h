@@ -11,8 +11,9 @@ typedef struct LiveSpan {
     int first, last;
 } LiveSpan;
 
-/* A buffer written more than once (a recomputed forward) is live over one span per write. */
-#define LIVE_MAX_SPANS 2
+/* A buffer written more than once (a recomputed forward, a layer's work memory) is live over one
+ * span per write. */
+#define LIVE_MAX_SPANS 3
 
 typedef struct LiveBuffer {
     size_t bytes; /* 0: the buffer takes no memory and is ignored */

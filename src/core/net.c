@@ -463,6 +463,7 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
             return rc;
         l->state_floats = st.n_floats;
         l->state_bytes = st.n_bytes;
+        l->work_floats = st.n_work;
         *floats += st.n_floats;
         *bytes += st.n_bytes;
     }
@@ -484,8 +485,9 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
                  : net_pre_in_place(net, l)      ? l->out
                                                  : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {(float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
-                            slab + b[NET_BUF_STATE_BYTES].offset, 0, 0};
+        LayerState carve = {.floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
+                            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
+                            .work = (float *)(slab + b[NET_BUF_WORK].offset)};
         int st = l->type->resize ? l->type->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;

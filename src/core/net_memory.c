@@ -83,6 +83,9 @@ static void plan_layer(const Net *net, int i, int batch, const Timeline *t, Live
         read_at(&b[NET_BUF_OUT], bwd);
     for (int k = NET_BUF_PRE; k <= NET_BUF_STATE_BYTES; k++)
         read_at(&b[k], bwd);
+    written_by(&b[NET_BUF_WORK], t, i, l->work_floats * sizeof(float));
+    if (bwd >= 0)
+        b[NET_BUF_WORK].spans[b[NET_BUF_WORK].n_spans++] = (LiveSpan){bwd, bwd};
     /* Its readers: their forward and replay, their backward unless it ignores its inputs. */
     for (int j = i + 1; j < net->n_layers; j++)
         for (int k = 0; k < net->layers[j].n_inputs; k++)

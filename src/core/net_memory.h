@@ -15,7 +15,8 @@
  *          last layer's, which the caller seeds, over the whole pass; frozen layers have none;
  *   pre    forward (and replay) to its backward; none when the activation runs in place
  *          (net_pre_in_place);
- *   state  forward (and replay) to its backward.
+ *   state  forward (and replay) to its backward;
+ *   work   its forward, its replay and its backward, each alone (layer_work_floats).
  * A net without gradients has only the forward steps. A net whose layers all have forward_at
  * (token-by-token generation reads what the forward left) keeps every output, pre-activation
  * and state buffer to the end. [net] memory_plan=0 makes every buffer live over the whole pass:
@@ -33,6 +34,7 @@ enum {
     NET_BUF_PRE,
     NET_BUF_STATE_FLOATS,
     NET_BUF_STATE_BYTES,
+    NET_BUF_WORK,
     NET_BUFFERS
 };
 
