@@ -645,7 +645,7 @@ int net_can_forward_at(const Net *net)
     for (int i = 0; i < net->n_layers; i++)
         if (!layer_type_has_forward_at(net->layers[i].type))
             return 0;
-    return net->n_layers > 0;
+    return net->n_layers > 0 && net->n_segments == 0;
 }
 
 void net_forward_at(Net *net, int t)

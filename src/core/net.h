@@ -205,7 +205,10 @@ static inline int net_labels_per_sample(const Net *net)
 {
     return net->seq > 0 ? net->seq : 1;
 }
-/* 1 when every layer has forward_at (token-by-token generation with caches). */
+/* 1 when every layer has forward_at (token-by-token generation with caches) and the net keeps
+ * what the forward left for it: not with gradient checkpointing, whose segments' buffers are lent
+ * to others (the memory plan keeps every output and state of such a net otherwise,
+ * core/net_memory.h). */
 int net_can_forward_at(const Net *net);
 /* Runs every layer's forward_at for row t (inference; see LayerType.forward_at): after a
  * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */

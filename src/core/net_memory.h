@@ -17,10 +17,11 @@
  *          (net_pre_in_place);
  *   state  forward (and replay) to its backward;
  *   work   its forward, its replay and its backward, each alone (layer_work_floats).
- * A net without gradients has only the forward steps. A net whose layers all have forward_at
- * (token-by-token generation reads what the forward left) keeps every output, pre-activation
- * and state buffer to the end. [net] memory_plan=0 makes every buffer live over the whole pass:
- * nothing is shared and no activation runs in place. */
+ * A net without gradients has only the forward steps. A net that can generate token by token
+ * (net_can_forward_at: every layer has forward_at, which reads what the forward left, and no
+ * gradient checkpointing) keeps every output, pre-activation and state buffer to the end. [net]
+ * memory_plan=0 makes every buffer live over the whole pass: nothing is shared and no activation
+ * runs in place. */
 #ifndef CDL_NET_MEMORY_H
 #define CDL_NET_MEMORY_H
 
