@@ -446,11 +446,16 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
 void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
                              const char **value);
 /* *bytes = the activation slab (every layer's outputs, gradients, pre-activations and per-batch
- * state) a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under
- * the model's gradient checkpointing keys ([net] recompute_every, checkpoint=1). Measures a
- * training copy of the net: allocates its parameters, no activations. */
+ * state, buffers that are never live at once sharing memory as the memory plan lays them out)
+ * a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under the
+ * model's gradient checkpointing keys ([net] recompute_every, checkpoint=1) and [net]
+ * memory_plan. Measures a training copy of the net: allocates its parameters, no activations. */
 int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
                                         size_t err_size);
+/* The same for an inference pass (eval, predict) of as many samples: no gradients, no state kept
+ * for a backward, outputs reused once their readers ran. */
+int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                         size_t err_size);
 
 /* ---- Exporting a model (src/cdl_export.c) ---- */
 

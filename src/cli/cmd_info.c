@@ -1,5 +1,5 @@
 /* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs, and
- * the activation memory of a training pass. */
+ * the planned activation memory of a training and of an inference pass. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +48,8 @@ static void print_json(const cdl_model *m, const char *path)
     size_t bytes;
     if (!cdl_model_training_activation_bytes(m, &bytes, NULL, 0))
         cJSON_AddNumberToObject(o, "train_activation_bytes", (double)bytes);
+    if (!cdl_model_inference_activation_bytes(m, &bytes, NULL, 0))
+        cJSON_AddNumberToObject(o, "inference_activation_bytes", (double)bytes);
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         printf("%s\n", text);
@@ -83,13 +85,17 @@ static void print_table(const cdl_model *m, const char *path)
         printf("int8: %d quantized layers (per-channel int8 weights, uint8 inputs)\n", int8);
     printf("total: %zu parameters (+%zu running statistics), %.3f MFLOPs per image\n", sum.params,
            sum.state, sum.flops / 1e6);
-    size_t bytes;
-    char err[256];
-    if (cdl_model_training_activation_bytes(m, &bytes, err, sizeof err))
-        printf("training activations: unknown (%s)\n", err);
-    else
-        printf("training activations: %.1f MiB for a pass of %d samples\n",
-               (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
+    static const char *const passes[] = {"training", "inference"};
+    for (int k = 0; k < 2; k++) {
+        size_t bytes;
+        char err[256];
+        if ((k ? cdl_model_inference_activation_bytes
+               : cdl_model_training_activation_bytes)(m, &bytes, err, sizeof err))
+            printf("%s activations: unknown (%s)\n", passes[k], err);
+        else
+            printf("%s activations: %.1f MiB for a pass of %d samples\n", passes[k],
+                   (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
+    }
 }
 
 int cmd_info(int argc, char **argv)

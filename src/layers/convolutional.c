@@ -171,8 +171,8 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
                         ? (threads < CONV_MAX_GRAD_THREADS ? threads : CONV_MAX_GRAD_THREADS) - 1
                         : 0;
     const size_t weights = l->params[P_WEIGHTS].count;
-    cv->dw_partial = layer_state_floats(st, (size_t)cv->n_partial * weights);
-    cv->w_flipped = layer_state_floats(st, cv->same && backward ? weights : 0);
+    cv->dw_partial = layer_work_floats(st, (size_t)cv->n_partial * weights);
+    cv->w_flipped = layer_work_floats(st, cv->same && backward ? weights : 0);
     const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
     cv->qwork_threads = l->quant ? threads : 0;
     cv->qwork_bytes =
@@ -570,4 +570,5 @@ const LayerType convolutional_layer = {
     .quant_calibrated = 1,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
+    .backward_ignores_output = 1,
 };
