@@ -90,6 +90,10 @@ typedef struct Layer {
     /* int8 weights (`cdl quantize`, core/net_quant.h): set, the forward multiplies in int8 through
      * qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
+    /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
+     * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
+     * NULL in the other families (own kernels only). */
+    const char *engine;
 } Layer;
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
@@ -216,6 +220,9 @@ typedef struct LayerType {
      * LayerState), never inside the training step; allocates nothing. Returns CDL_EUSAGE when the
      * batch is too large for the layer (may be NULL: no state). */
     int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
+    /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
+     * when it frees the layer. NULL: nothing to release. */
+    void (*release)(Layer *l);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;
     /* The step on a GPU; NULL for every family today (net_check_backend refuses). */

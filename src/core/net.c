@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "core/darknet_compat.h"
+#include "ops/dnnl_conv.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
 /* The names a key takes; a table's index is the enum value it names. */
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
+static const char *const engine_names[] = {"ref", "dnnl"}; /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
@@ -76,6 +78,27 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
         st = error_set(e, CDL_EUSAGE, "%s: nesterov=1 needs optimizer=sgd and momentum > 0",
                        cfg_where(cfg, s, cfg_find(s, "nesterov")).text);
     return st;
+}
+
+/* [net] engine=ref|dnnl (default dnnl when built with oneDNN); a build without it runs dnnl
+ * cfgs on the reference, with a warning. */
+static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
+{
+    int engine = dnnl_conv_built() ? NET_ENGINE_DNNL : NET_ENGINE_REF;
+    if (cfg_find(s, "engine")) {
+        int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
+        if (st)
+            return st;
+    }
+    if (engine == NET_ENGINE_DNNL && !dnnl_conv_built()) {
+        cfg_warn(cfg,
+                 "%s: warning: engine=dnnl: this cdl is built without oneDNN (make DNNL=0); "
+                 "convolutions run on the reference",
+                 cfg_where(cfg, s, cfg_find(s, "engine")).text);
+        engine = NET_ENGINE_REF;
+    }
+    net->engine = (NetEngine)engine;
+    return CDL_OK;
 }
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
@@ -143,6 +166,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "recompute_every", 0, &net->recompute_every, e);
     st = st ? st : cfg_require_min(cfg, s, "recompute_every", net->recompute_every, 0, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
+    st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
@@ -431,6 +455,9 @@ static void free_activations(Net *net)
 void net_free(Net *net)
 {
     free_activations(net);
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type && net->layers[i].type->release)
+            net->layers[i].type->release(&net->layers[i]);
     free(net->layers);
     free(net->params);
     free(net->grads);

@@ -15,7 +15,15 @@
  * (its own im2col slice of the scratch buffer and a single-threaded gemm, since OpenBLAS
  * runs serially inside a parallel region); otherwise images go one by one with threaded
  * im2col and gemm. Weight gradients of an image-parallel backward are summed per thread and
- * reduced in thread order, so results depend on the thread count but not on timing. */
+ * reduced in thread order, so results depend on the thread count but not on timing.
+ *
+ * With [net] engine=dnnl (the default in a build with oneDNN) the convolution itself runs through
+ * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
+ * relu or leaky too when there is no batch norm), backward data, and backward weights with the
+ * bias gradient; batch norm and the other activations stay as above. oneDNN writes gradients,
+ * cdl adds them, so they go through the scratch buffer (the input's) and the layer's state (the
+ * weights', with its scratchpad). A layer falls back to the reference when oneDNN has only its
+ * slow reference implementation for it ("ref:any"), and when it runs with int8 weights. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -24,6 +32,7 @@
 #include "core/layer_quant.h"
 #include "core/net.h"
 #include "layers/bias_norm.h"
+#include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "ops/qgemm.h"
@@ -54,12 +63,18 @@ typedef struct Conv {
     unsigned char *qwork;
     size_t qwork_bytes;
     int qwork_threads;
+    /* engine=dnnl: wanted (parse), and the layer runs on oneDNN (resize); fused: its forward
+     * applies the activation (relu or leaky without batch norm), leaving l->pre unwritten (their
+     * derivatives read the output only) */
+    int dnnl_wanted, dnnl, fused;
+    DnnlConv dc;
+    void *dnnl_scratch; /* dc.scratch_bytes, state */
+    float *dnnl_grads;  /* [weights + filters]: the gradients oneDNN writes, state */
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    (void)net;
     int filters, size, stride, pad, padding, groups, bn;
     int rc = cfg_get_int(cfg, s, "filters", 1, &filters, e);
     if (!rc)
@@ -138,6 +153,10 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
+    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
+    l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
+    if (cv->dnnl_wanted && shape_size(in) > l->scratch_per_sample)
+        l->scratch_per_sample = shape_size(in); /* oneDNN's input gradient, before it is added */
     return CDL_OK;
 }
 
@@ -152,10 +171,59 @@ static void conv_init(Layer *l, Rng *rng)
     bias_norm_init(&cv->stage, l);
 }
 
+/* Makes the oneDNN primitives for batch (the same ones on resize's measuring and carving calls)
+ * and takes their state; cv->dnnl = 0 when the layer stays on the reference. */
+static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
+{
+    const int backward = l->params[P_WEIGHTS].grad != NULL;
+    const int bn = cv->stage.batch_normalize;
+    const Shape in = l->in_shape, out = l->out_shape;
+    cv->fused = !bn && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    const DnnlConvDesc d = {
+        .batch = batch,
+        .in_c = in.c,
+        .in_h = in.h,
+        .in_w = in.w,
+        .out_c = out.c,
+        .out_h = out.h,
+        .out_w = out.w,
+        .size = cv->size,
+        .stride = cv->stride,
+        .padding = cv->padding,
+        .groups = cv->groups,
+        .bias = !bn,
+        .eltwise = cv->fused,
+        .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .backward = backward,
+        .data_grad = backward,
+    };
+    int rc = dnnl_conv_prepare(&cv->dc, &d, e);
+    if (rc)
+        return rc;
+    for (int k = 0; k < DNNL_CONV_PRIMS; k++)
+        if (!strncmp(cv->dc.impl[k], "ref", 3)) {
+            dnnl_conv_release(&cv->dc);
+            return CDL_OK;
+        }
+    cv->dnnl = 1;
+    l->engine = "dnnl";
+    cv->dnnl_scratch = layer_state_bytes(st, cv->dc.scratch_bytes);
+    cv->dnnl_grads =
+        layer_state_floats(st, backward ? l->params[P_WEIGHTS].count + (size_t)cv->filters : 0);
+    bias_norm_resize(&cv->stage, batch, st);
+    return CDL_OK;
+}
+
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
-    (void)e;
     Conv *cv = l->priv;
+    cv->dnnl = cv->fused = 0;
+    l->engine = "ref";
+    if (cv->dnnl_wanted && !l->quant) {
+        int rc = dnnl_resize(l, cv, batch, st, e);
+        if (rc || cv->dnnl)
+            return rc;
+    }
     const int threads = omp_get_max_threads();
     /* Only a backward needs them; inference nets have no gradient slab. */
     const int backward = l->params[P_WEIGHTS].grad != NULL;
@@ -172,6 +240,12 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->qwork = layer_state_bytes(st, (size_t)cv->qwork_threads * cv->qwork_bytes);
     bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
+}
+
+static void conv_release(Layer *l)
+{
+    Conv *cv = l->priv;
+    dnnl_conv_release(&cv->dc);
 }
 
 /* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */
@@ -393,6 +467,18 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const float *x = l->in[0];
 
+    if (cv->dnnl) {
+        const int bn = cv->stage.batch_normalize;
+        const float *w = l->params[P_WEIGHTS].data;
+        const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+        float *y = bn || cv->fused ? l->out : layer_activation_input(l);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, cv->dnnl_scratch);
+        if (bn)
+            bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
+        if (!cv->fused)
+            layer_activate(l, batch);
+        return;
+    }
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
     } else {
@@ -454,6 +540,34 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     }
 }
 
+/* dst[i] += src[i] for i < n. */
+static void add_into(float *restrict dst, const float *restrict src, size_t n)
+{
+#pragma omp parallel for simd schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* The backward on oneDNN, after the activation's: batch norm's (else the bias gradient comes
+ * with the weights'), the weights', then the input's through the scratch buffer. */
+static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
+{
+    const int bn = cv->stage.batch_normalize;
+    if (bn)
+        bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
+    float *dw = cv->dnnl_grads, *db = dw + w->count;
+    dnnl_conv_backward_weights(&cv->dc, l->in[0], l->delta, dw, bn ? NULL : db, cv->dnnl_scratch);
+    add_into(w->grad, dw, w->count);
+    if (!bn)
+        add_into(b->grad, db, (size_t)cv->filters);
+    float *dx = l->in_delta[0];
+    if (!dx)
+        return;
+    dnnl_conv_backward_data(&cv->dc, l->delta, w->data, ctx->scratch, cv->dnnl_scratch);
+    add_into(dx, ctx->scratch, (size_t)ctx->batch * shape_size(l->in_shape));
+}
+
 static void conv_backward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -461,6 +575,10 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
     layer_activation_backward(l, batch);
+    if (cv->dnnl) {
+        dnnl_backward(l, cv, ctx);
+        return;
+    }
     bias_norm_backward(&cv->stage, l, ctx, l->delta);
 
     float *dx = l->in_delta[0];
@@ -517,6 +635,7 @@ const LayerType convolutional_layer = {
     .parse = conv_parse,
     .init = conv_init,
     .resize = conv_resize,
+    .release = conv_release,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
