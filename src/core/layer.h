@@ -73,7 +73,8 @@ typedef struct Layer {
     const float *in[LAYER_MAX_INPUTS];
     float *in_delta[LAYER_MAX_INPUTS];
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
-     * (im2col columns and the like); the net allocates the maximum once. */
+     * (im2col columns and the like), set by parse; resize may raise it for the batch it sizes
+     * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
     size_t scratch_per_sample;
     /* Floats and bytes of per-batch private state the layer took at the last net_resize
      * (LayerType.resize), in the net's activation slab. */

@@ -575,12 +575,9 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
         activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
-        size_t need = l->scratch_per_sample * (size_t)batch;
-        b->scratch = need > b->scratch ? need : b->scratch;
     }
     b->input = (size_t)batch * shape_size(net->in_shape);
-    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
-                         b->input > NET_MAX_BATCH_FLOATS))
+    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->input > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
@@ -589,6 +586,16 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
     int st = measure_state(net, batch, &state_floats, &state_bytes, e);
     if (st)
         return st;
+    /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
+    for (int i = 0; i < net->n_layers; i++) {
+        size_t need = net->layers[i].scratch_per_sample * (size_t)batch;
+        b->scratch = need > b->scratch ? need : b->scratch;
+    }
+    if (check_limits && b->scratch > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu scratch values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     if (check_limits &&
         (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,

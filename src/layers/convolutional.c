@@ -21,9 +21,10 @@
  * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
  * relu or leaky too when there is no batch norm), backward data, and backward weights with the
  * bias gradient; batch norm and the other activations stay as above. oneDNN writes gradients,
- * cdl adds them, so they go through the scratch buffer (the input's) and the layer's state (the
- * weights', with its scratchpad). A layer falls back to the reference when oneDNN has only its
- * slow reference implementation for it ("ref:any"), and when it runs with int8 weights. */
+ * cdl adds them (the += contract), so they go through the net's shared scratch buffer, followed
+ * there by oneDNN's scratchpad, which resize adds to the layer's scratch. A layer falls back to the
+ * reference when oneDNN has only its slow reference implementation for it ("ref:any"), and when it
+ * runs with int8 weights. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -68,8 +69,7 @@ typedef struct Conv {
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
     DnnlConv dc;
-    void *dnnl_scratch; /* dc.scratch_bytes, state */
-    float *dnnl_grads;  /* [weights + filters]: the gradients oneDNN writes, state */
+    size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -155,8 +155,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     l->scratch_per_sample = cv->cols_floats;
     cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
     l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
-    if (cv->dnnl_wanted && shape_size(in) > l->scratch_per_sample)
-        l->scratch_per_sample = shape_size(in); /* oneDNN's input gradient, before it is added */
+    cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
 }
 
@@ -171,8 +170,23 @@ static void conv_init(Layer *l, Rng *rng)
     bias_norm_init(&cv->stage, l);
 }
 
+/* The scratch buffer of a layer on oneDNN: the gradients oneDNN writes before they are added
+ * (the input's, or the weights' and bias's: floats [0, dnnl_grad_floats)), then the primitives'
+ * scratchpad. */
+static size_t dnnl_grad_floats(const Layer *l, const Conv *cv, int batch)
+{
+    const size_t dx = (size_t)batch * shape_size(l->in_shape);
+    const size_t dw = l->params[P_WEIGHTS].count + (size_t)cv->filters;
+    return dx > dw ? dx : dw;
+}
+
+static void *dnnl_scratchpad(const Layer *l, const Conv *cv, const StepContext *ctx)
+{
+    return ctx->scratch + dnnl_grad_floats(l, cv, ctx->batch);
+}
+
 /* Makes the oneDNN primitives for batch (the same ones on resize's measuring and carving calls)
- * and takes their state; cv->dnnl = 0 when the layer stays on the reference. */
+ * and raises the scratch to what they need; cv->dnnl = 0 when the layer stays on the reference. */
 static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
 {
     const int backward = l->params[P_WEIGHTS].grad != NULL;
@@ -207,9 +221,11 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         }
     cv->dnnl = 1;
     l->engine = "dnnl";
-    cv->dnnl_scratch = layer_state_bytes(st, cv->dc.scratch_bytes);
-    cv->dnnl_grads =
-        layer_state_floats(st, backward ? l->params[P_WEIGHTS].count + (size_t)cv->filters : 0);
+    const size_t floats =
+        dnnl_grad_floats(l, cv, batch) + (cv->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
+    if (per_sample > l->scratch_per_sample)
+        l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
 }
@@ -219,6 +235,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     Conv *cv = l->priv;
     cv->dnnl = cv->fused = 0;
     l->engine = "ref";
+    l->scratch_per_sample = cv->base_scratch;
     if (cv->dnnl_wanted && !l->quant) {
         int rc = dnnl_resize(l, cv, batch, st, e);
         if (rc || cv->dnnl)
@@ -472,7 +489,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, cv->dnnl_scratch);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, dnnl_scratchpad(l, cv, ctx));
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -556,15 +573,16 @@ static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
     if (bn)
         bias_norm_backward(&cv->stage, l, ctx, l->delta);
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
-    float *dw = cv->dnnl_grads, *db = dw + w->count;
-    dnnl_conv_backward_weights(&cv->dc, l->in[0], l->delta, dw, bn ? NULL : db, cv->dnnl_scratch);
+    void *scratchpad = dnnl_scratchpad(l, cv, ctx);
+    float *dw = ctx->scratch, *db = dw + w->count;
+    dnnl_conv_backward_weights(&cv->dc, l->in[0], l->delta, dw, bn ? NULL : db, scratchpad);
     add_into(w->grad, dw, w->count);
     if (!bn)
         add_into(b->grad, db, (size_t)cv->filters);
     float *dx = l->in_delta[0];
     if (!dx)
         return;
-    dnnl_conv_backward_data(&cv->dc, l->delta, w->data, ctx->scratch, cv->dnnl_scratch);
+    dnnl_conv_backward_data(&cv->dc, l->delta, w->data, ctx->scratch, scratchpad);
     add_into(dx, ctx->scratch, (size_t)ctx->batch * shape_size(l->in_shape));
 }
 

@@ -132,7 +132,7 @@ static void test_training_step_allocates_nothing(const char *net_keys)
     CHECK(allocations == 0);
     printf(
         "test_no_alloc: %s: %ld allocations by cdl, %ld inside dnnl_primitive_execute per step\n",
-        net_keys, allocations, dnnl_allocations / 3);
+        net_keys[0] ? net_keys : "no extra keys", allocations, dnnl_allocations / 3);
     /* Profiling and tracing record into buffers allocated up front. */
     Profiler prof;
     CHECK(profiler_init(&prof, net.n_layers, 1000, &e) == CDL_OK);
