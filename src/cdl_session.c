@@ -519,10 +519,6 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                          "%s: the training set has %ld %s, fewer than batch=%d x %d ranks",
                          s->data_path, s->samples,
                          s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch, ranks);
-    if (ranks > 1 && s->net.seq > 0)
-        return error_set(e, CDL_EUSAGE,
-                         "data-parallel training (%d ranks) of sequence nets is not supported yet",
-                         ranks);
     int st = prepare_output(s->out_path, e);
     st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};

@@ -140,12 +140,14 @@ static void fill_window(const int32_t *ids, int b, int seq, int one_hot_vocab, f
     }
 }
 
-void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int batch, int seq,
-                      int one_hot_vocab, float *x, int *y)
+void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int first, int batch,
+                      int seq, int one_hot_vocab, float *x, int *y)
 {
     Rng r;
     rng_seed(&r, seed, 0x7e47000000000000ull ^ draw);
     const uint32_t offsets = (uint32_t)(s->n - (size_t)seq); /* starts 0 .. n-seq-1 */
+    for (int b = 0; b < first; b++) /* the windows of the ranks before this one */
+        (void)rng_below(&r, offsets);
     for (int b = 0; b < batch; b++)
         fill_window(s->ids + rng_below(&r, offsets), b, seq, one_hot_vocab, x, y);
 }

@@ -44,11 +44,13 @@ size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, in
 /* Training windows per epoch: as many as fit in the stream side by side, (n - 1) / seq. */
 size_t text_windows(const TokenStream *s, int seq);
 
-/* Fills x and y with `batch` windows of seq+1 tokens at offsets drawn uniformly from the stream,
- * from (seed, draw) only: x [batch][seq][one_hot ? vocab : 1], y [batch][seq]. The stream must
- * hold more than seq tokens. No allocation. */
-void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int batch, int seq,
-                      int one_hot_vocab, float *x, int *y);
+/* Fills x and y with windows first .. first+batch-1 of the sequence of windows of seq+1 tokens
+ * whose offsets are drawn uniformly from the stream by (seed, draw) only, so that ranks taking
+ * first = rank * batch together fill what one process with their summed batch does:
+ * x [batch][seq][one_hot ? vocab : 1], y [batch][seq]. The stream must hold more than seq
+ * tokens. No allocation. */
+void text_fill_random(const TokenStream *s, uint64_t seed, uint64_t draw, int first, int batch,
+                      int seq, int one_hot_vocab, float *x, int *y);
 /* Fills x and y with windows first .. first+batch-1 of the stream side by side (window k starts at
  * token k*seq); the samples past the last window get labels -1 (no loss) and zero input. */
 void text_fill_in_order(const TokenStream *s, size_t first, int batch, int seq, int one_hot_vocab,

@@ -130,14 +130,16 @@ static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
     (void)e;
     const TextBatches *b = ctx;
     const uint64_t draw = net->step * (uint64_t)net->hyper.subdivisions + (uint64_t)sub;
-    text_fill_random(b->stream, b->seed, draw, net->batch, net->seq,
+    text_fill_random(b->stream, b->seed, draw, net->sample_offset, net->batch, net->seq,
                      net->in_shape.w > 1 ? net->in_shape.w : 0, net->input, net->labels);
     return CDL_OK;
 }
 
 TrainSource train_source_text(TextBatches *batches, const Net *net)
 {
-    const size_t batches_per_epoch = text_windows(batches->stream, net->seq) / (size_t)net->batch;
+    /* an epoch of R ranks holds as many windows as one of a process with R times the batch */
+    const size_t batches_per_epoch =
+        text_windows(batches->stream, net->seq) / ((size_t)net->batch * (size_t)dist_size());
     return (TrainSource){batches_per_epoch > INT32_MAX ? INT32_MAX : (int)batches_per_epoch, NULL,
                          fill_from_text, NULL, batches};
 }

@@ -104,8 +104,8 @@ static void test_data_file_split_and_windows(void)
     /* Random windows: labels are the inputs shifted by one; the same draw gives the same. */
     float x[3 * 8], x2[3 * 8];
     int y[3 * 8], y2[3 * 8];
-    text_fill_random(&td.train, 5, 11, 3, 8, 0, x, y);
-    text_fill_random(&td.train, 5, 11, 3, 8, 0, x2, y2);
+    text_fill_random(&td.train, 5, 11, 0, 3, 8, 0, x, y);
+    text_fill_random(&td.train, 5, 11, 0, 3, 8, 0, x2, y2);
     CHECK(!memcmp(x, x2, sizeof x) && !memcmp(y, y2, sizeof y));
     for (int b = 0; b < 3; b++)
         for (int t = 0; t < 8; t++) {
@@ -113,8 +113,11 @@ static void test_data_file_split_and_windows(void)
             if (t)
                 CHECK((int)x[b * 8 + t] == y[b * 8 + t - 1]);
         }
-    text_fill_random(&td.train, 5, 12, 3, 8, 0, x2, y2);
+    text_fill_random(&td.train, 5, 12, 0, 3, 8, 0, x2, y2);
     CHECK(memcmp(x, x2, sizeof x) != 0);
+    /* Windows 1 and 2 of a draw (a second rank's) are those one process draws after window 0. */
+    text_fill_random(&td.train, 5, 11, 1, 2, 8, 0, x2, y2);
+    CHECK(!memcmp(x + 8, x2, 2 * 8 * sizeof *x) && !memcmp(y + 8, y2, 2 * 8 * sizeof *y));
 
     /* In order: valid holds 20 tokens, so 2 windows of 8; the third sample has no labels. */
     float one_hot[3 * 8 * 7];
