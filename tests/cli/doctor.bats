@@ -11,7 +11,7 @@ doctor_json() {
     run "$CDL" --version
     [ "$status" -eq 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ "$output" =~ ^cdl\ 0\.[0-9]+.*\ GPU=[01]\ MPI=[01]\ SAN=[01]\ (gcc|clang)\  ]]
+    [[ "$output" =~ ^cdl\ 0\.[0-9]+.*\ GPU=[01]\ MPI=[01]\ SAN=[01]\ DNNL=[01]\ (gcc|clang)\  ]]
     line=$output
     run "$CDL" version
     [ "$status" -eq 0 ]
