@@ -372,6 +372,7 @@ typedef struct cdl_layer_profile {
     double gflops_per_s;
     size_t params;           /* trainable parameters */
     size_t activation_bytes; /* output, gradient and pre-activation buffers of a pass */
+    const char *engine;      /* as cdl_layer_info's */
 } cdl_layer_profile;
 
 typedef struct cdl_profile_result {
@@ -437,6 +438,9 @@ typedef struct cdl_layer_info {
     int inputs[CDL_LAYER_MAX_INPUTS]; /* the layers it reads; -1 is the net's input */
     int n_settings;                   /* its cfg section's key=value lines */
     int int8; /* 0: float weights; 1: int8, input grid per batch; 2: int8, calibrated input */
+    /* Convolutions: "dnnl" (through oneDNN, [net] engine=dnnl) or "ref" (cdl's im2col + BLAS);
+     * NULL in layers without that choice */
+    const char *engine;
 } cdl_layer_info;
 
 void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);
@@ -519,6 +523,7 @@ typedef struct cdl_build_info {
     char compiler[128]; /* "gcc 12.2.0" */
     char cflags[512];   /* the compile flags */
     int gpu, mpi, san;  /* the build options GPU=, MPI=, SAN= (1: on) */
+    int dnnl;           /* DNNL= (1: convolutions through oneDNN, the default) */
 } cdl_build_info;
 
 /* Fills b with this library's build (no probing: cheap, for a version line). */
@@ -549,7 +554,8 @@ typedef struct cdl_doctor_report {
     /* The OpenMP environment, as set */
     char omp_num_threads[32], omp_wait_policy[32], gomp_spincount[32], omp_proc_bind[32],
         omp_places[64];
-    char dnnl[128];         /* oneDNN: "not built" */
+    char dnnl[128];         /* oneDNN: "2.6.3, ISA avx2, OpenMP threading" (its version, the ISA it
+                               dispatches to, its threading), or "not built (make DNNL=0)" */
     char gpu[128];          /* "not built (make GPU=1)", "no driver", "N devices", or the error */
     int cuda_runtime;       /* versions as 1000 * major + 10 * minor; 0: unknown */
     int cuda_driver;        /* the newest CUDA the driver supports; 0: no driver */

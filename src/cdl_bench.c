@@ -76,7 +76,8 @@ static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
                            .out_h = l->out_shape.h,
                            .out_w = l->out_shape.w,
                            .forward = time_stat_ms(&prof->forward[i]),
-                           .backward = time_stat_ms(&prof->backward[i])};
+                           .backward = time_stat_ms(&prof->backward[i]),
+                           .engine = l->engine};
     const double passes = net->hyper.subdivisions;
     c.flops = sample_step_flops(net, l) * net->hyper.batch;
     c.step_ms = (c.forward.mean_ms + c.backward.mean_ms) * passes;

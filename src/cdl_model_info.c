@@ -49,6 +49,7 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
         .n_inputs = l->n_inputs,
         .n_settings = model->net.cfg.sections[index + 1].n_entries,
         .int8 = l->quant ? 1 + l->quant->static_input : 0,
+        .engine = l->engine,
     };
     for (int k = 0; k < l->n_inputs; k++)
         info->inputs[k] = l->inputs[k];

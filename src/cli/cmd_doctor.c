@@ -35,7 +35,8 @@ static void cudnn_version(char *out, size_t size, int v)
 
 static void print_version(const cdl_build_info *b)
 {
-    printf("cdl %s GPU=%d MPI=%d SAN=%d %s\n", b->version, b->gpu, b->mpi, b->san, b->compiler);
+    printf("cdl %s GPU=%d MPI=%d SAN=%d DNNL=%d %s\n", b->version, b->gpu, b->mpi, b->san, b->dnnl,
+           b->compiler);
 }
 
 static void print_text(const cdl_doctor_report *r)
@@ -43,7 +44,8 @@ static void print_text(const cdl_doctor_report *r)
     const cdl_build_info *b = &r->build;
     char v1[32], v2[32], v3[32], v4[32];
     printf("cdl:      %s\n", b->version);
-    printf("build:    GPU=%d MPI=%d SAN=%d, %s\n", b->gpu, b->mpi, b->san, b->compiler);
+    printf("build:    GPU=%d MPI=%d SAN=%d DNNL=%d, %s\n", b->gpu, b->mpi, b->san, b->dnnl,
+           b->compiler);
     printf("flags:    %s\n", b->cflags);
     printf("BLAS:     OpenBLAS %s (%s build), core %s, %d threads\n",
            r->blas_library[0] ? r->blas_library : "(library path unknown)",
@@ -87,6 +89,7 @@ static void print_json(const cdl_doctor_report *r)
     cJSON_AddBoolToObject(build, "gpu", b->gpu);
     cJSON_AddBoolToObject(build, "mpi", b->mpi);
     cJSON_AddBoolToObject(build, "san", b->san);
+    cJSON_AddBoolToObject(build, "dnnl", b->dnnl);
     cJSON_AddStringToObject(build, "compiler", b->compiler);
     cJSON_AddStringToObject(build, "cflags", b->cflags);
     cJSON *blas = cJSON_AddObjectToObject(o, "blas");

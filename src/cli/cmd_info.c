@@ -40,6 +40,8 @@ static void print_json(const cdl_model *m, const char *path)
         cJSON_AddStringToObject(j, "activation", l.activation);
         if (l.int8)
             cJSON_AddStringToObject(j, "weights", l.int8 == 2 ? "int8 static" : "int8 dynamic");
+        if (l.engine)
+            cJSON_AddStringToObject(j, "engine", l.engine);
         cJSON_AddItemToArray(layers, j);
     }
     cJSON_AddNumberToObject(o, "params", (double)sum.params);
@@ -73,12 +75,14 @@ static void print_table(const cdl_model *m, const char *path)
         cdl_model_layer_info(m, i, &l);
         char shape[48];
         snprintf(shape, sizeof shape, "%dx%dx%d", l.c, l.h, l.w);
-        /* int8 layers (cdl quantize) say so, with how their input is quantized. */
-        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s\n", i, l.type, shape, l.activation, l.params,
-               l.flops / 1e6,
+        /* int8 layers (cdl quantize) say so, with how their input is quantized; convolutions
+         * say which engine runs them. */
+        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s%s%s\n", i, l.type, shape, l.activation,
+               l.params, l.flops / 1e6,
                l.int8 == 2   ? "  int8 (static input)"
                : l.int8 == 1 ? "  int8 (dynamic input)"
-                             : "");
+                             : "",
+               l.engine ? "  engine " : "", l.engine ? l.engine : "");
         int8 += l.int8 != 0;
     }
     if (int8)

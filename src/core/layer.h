@@ -75,7 +75,8 @@ typedef struct Layer {
     const float *in[LAYER_MAX_INPUTS];
     float *in_delta[LAYER_MAX_INPUTS];
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
-     * (im2col columns and the like); the net allocates the maximum once. */
+     * (im2col columns and the like), set by parse; resize may raise it for the batch it sizes
+     * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
     size_t scratch_per_sample;
     /* Floats and bytes of per-batch private state, and floats of work, the layer took at the
      * last net_resize (LayerType.resize), in the net's activation slab. */
@@ -100,6 +101,10 @@ typedef struct Layer {
      * precision is bf16; everything else (bias, normalisation, activation, softmax, loss) stays
      * float32. The parameters are float32 either way. */
     GemmPrecision precision;
+    /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
+     * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
+     * NULL in the other families (own kernels only). */
+    const char *engine;
 } Layer;
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
@@ -232,6 +237,9 @@ typedef struct LayerType {
      * net_resize (see LayerState), never inside the training step; allocates nothing. Returns
      * CDL_EUSAGE when the batch is too large for the layer (may be NULL: no state). */
     int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
+    /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
+     * when it frees the layer. NULL: nothing to release. */
+    void (*release)(Layer *l);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;
     /* The step on a GPU; NULL for every family today (net_check_backend refuses). */

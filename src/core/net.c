@@ -8,6 +8,7 @@
 
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
+#include "ops/dnnl_conv.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
@@ -15,6 +16,7 @@
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
 static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
+static const char *const engine_names[] = {"ref", "dnnl"}; /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
@@ -78,6 +80,27 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
         st = error_set(e, CDL_EUSAGE, "%s: nesterov=1 needs optimizer=sgd and momentum > 0",
                        cfg_where(cfg, s, cfg_find(s, "nesterov")).text);
     return st;
+}
+
+/* [net] engine=ref|dnnl (default dnnl when built with oneDNN); a build without it runs dnnl
+ * cfgs on the reference, with a warning. */
+static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
+{
+    int engine = dnnl_conv_built() ? NET_ENGINE_DNNL : NET_ENGINE_REF;
+    if (cfg_find(s, "engine")) {
+        int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
+        if (st)
+            return st;
+    }
+    if (engine == NET_ENGINE_DNNL && !dnnl_conv_built()) {
+        cfg_warn(cfg,
+                 "%s: warning: engine=dnnl: this cdl is built without oneDNN (make DNNL=0); "
+                 "convolutions run on the reference",
+                 cfg_where(cfg, s, cfg_find(s, "engine")).text);
+        engine = NET_ENGINE_REF;
+    }
+    net->engine = (NetEngine)engine;
+    return CDL_OK;
 }
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
@@ -151,6 +174,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     net->precision = (GemmPrecision)precision;
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
+    st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
@@ -439,6 +463,9 @@ static void free_activations(Net *net)
 void net_free(Net *net)
 {
     free_activations(net);
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type && net->layers[i].type->release)
+            net->layers[i].type->release(&net->layers[i]);
     free(net->layers);
     free(net->params);
     free(net->grads);
@@ -520,12 +547,9 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
         activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
-        size_t need = l->scratch_per_sample * (size_t)batch;
-        b->scratch = need > b->scratch ? need : b->scratch;
     }
     b->input = (size_t)batch * shape_size(net->in_shape);
-    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
-                         b->input > NET_MAX_BATCH_FLOATS))
+    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->input > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
@@ -534,6 +558,16 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
     int st = measure_state(net, batch, &state_floats, &state_bytes, e);
     if (st)
         return st;
+    /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
+    for (int i = 0; i < net->n_layers; i++) {
+        size_t need = net->layers[i].scratch_per_sample * (size_t)batch;
+        b->scratch = need > b->scratch ? need : b->scratch;
+    }
+    if (check_limits && b->scratch > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu scratch values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     if (check_limits &&
         (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,

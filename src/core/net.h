@@ -65,6 +65,10 @@ typedef struct Hyper {
     float ema;               /* decay of the weights' exponential moving average (0: off) */
 } Hyper;
 
+/* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
+ * or oneDNN (ops/dnnl_conv.h; the default in a build with it). */
+typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL } NetEngine;
+
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
     Hyper hyper;
@@ -76,7 +80,8 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
-    int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
+    int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
+    NetEngine engine; /* [net] engine= */
     Layer *layers;
     int n_layers;
     /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
