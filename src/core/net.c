@@ -86,7 +86,8 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
  * cfgs on the reference, with a warning. */
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
-    int engine = dnnl_conv_built() ? NET_ENGINE_DNNL : NET_ENGINE_REF;
+    /* ref by default: on plain NCHW tensors oneDNN 2.6 on AVX2 trains slower (README) */
+    int engine = NET_ENGINE_REF;
     if (cfg_find(s, "engine")) {
         int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
         if (st)
