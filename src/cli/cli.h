@@ -37,12 +37,24 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
 
-/* Sets the OpenMP and OpenBLAS thread counts (0: all cores). */
-void cli_set_threads(int threads);
 /* Prints "cdl: MESSAGE" to stderr and returns e->code. */
 int cli_fail(const Error *e);
 /* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
 void cli_print_warnings(const char *warnings);
+/* The --precision option of the commands that run a model (train, eval, predict, bench,
+ * profile). */
+#define CLI_PRECISION_OPT                                                                          \
+    {                                                                                              \
+        "--precision", 1, 0,                                                                       \
+            "fp32 or bf16: bf16 rounds the operands of convolutions and matrix products to "       \
+            "bfloat16 and "                                                                        \
+            "sums in float32, as torch.autocast (default: the cfg's [net] precision, fp32)"        \
+    }
+/* *name = --precision's value, NULL when absent; a usage error naming the option when it is no
+ * precision cdl has. */
+int cli_get_precision(const Args *a, const char **name, Error *e);
+/* Runs an opened model in --precision's precision when given (checked by cli_get_precision). */
+int cli_apply_precision(const Args *a, cdl_model *model, Error *e);
 /* Opens a CFG|MODEL argument through cdl_model_open (src/cli/model_arg.c): a checkpoint (a's
  * --set options are refused), or a cfg with a's --set overrides and parameters from seed 1,
  * whose warnings it prints; for_training adds gradients and the optimizer state (no activations

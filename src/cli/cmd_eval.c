@@ -15,7 +15,9 @@ static const OptSpec eval_opts[] = {
      "dataset: a .data file, a text file or an image folder DIR/ (default: the one the model "
      "trained on)"},
     {"--json", 0, 0, "print one JSON object instead of tables"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
+    CLI_PRECISION_OPT,
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
     {"--weights", 1, 0,
      "MODEL is then a CFG whose parameters come from FILE.safetensors (torchvision names), "
@@ -158,13 +160,19 @@ int cmd_eval(int argc, char **argv)
     if (a.n_positional > 1)
         return error_set(&e, CDL_EUSAGE, "eval takes one MODEL; see --help"), cli_fail(&e);
     long threads;
-    if (args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e))
+    const char *precision;
+    if (args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
+        cli_get_precision(&a, &precision, &e))
         return cli_fail(&e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     const char *model = a.n_positional ? a.positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     if ((e.code = open_model(&a, model, &m, &e)))
         return cli_fail(&e);
+    if (cli_apply_precision(&a, m, &e)) {
+        cdl_model_free(m);
+        return cli_fail(&e);
+    }
     const char *data = args_get(&a, "--data");
     data = data ? data : cdl_model_data_path(m);
     const int json = args_get(&a, "--json") != NULL;

@@ -13,7 +13,9 @@
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
     {"--json", 0, 0, "print one JSON array instead of text"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
+    CLI_PRECISION_OPT,
     {"--batch", 1, 0, "images per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
@@ -171,13 +173,15 @@ static int generate_text(const Args *a, Error *e)
     st = st ? st : args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : parse_temperature(a, &temperature, e);
+    const char *precision;
+    st = st ? st : cli_get_precision(a, &precision, e);
     if (!st && a->n_positional > 1)
         st = error_set(e, CDL_EUSAGE, "predict --prompt takes one MODEL and no image files");
     if (!st && args_get(a, "--probs") && !args_get(a, "--json"))
         st = error_set(e, CDL_EUSAGE, "predict --probs prints JSON: add --json");
     if (st)
         return cli_fail(e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     char err[1024];
@@ -189,6 +193,10 @@ static int generate_text(const Args *a, Error *e)
     if (status) {
         fprintf(stderr, "cdl: %s\n", err);
         return status;
+    }
+    if (cli_apply_precision(a, m, e)) {
+        cdl_model_free(m);
+        return cli_fail(e);
     }
     const char *prompt = args_get(a, "--prompt");
     /* Checked before the prompt is echoed, so a refused prompt prints nothing else. */
@@ -255,11 +263,13 @@ int cmd_predict(int argc, char **argv)
     if (args_get(&a, "--prompt"))
         return generate_text(&a, &e);
     long top, threads, seed;
+    const char *precision;
     if (args_get_int(&a, "--top", 5, 1, 100000, &top, &e) ||
         args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
-        args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e))
+        args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e) ||
+        cli_get_precision(&a, &precision, &e))
         return cli_fail(&e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     /* The first file is the model when it is one (of any format: another format is refused
      * saying how to use it, never classified as an image with the default model). */
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
@@ -305,7 +315,7 @@ int cmd_predict(int argc, char **argv)
     if (args_get(&a, "--no-crop"))
         cdl_model_skip_crop(m);
     long batch;
-    if (args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
+    if (cli_apply_precision(&a, m, &e) || args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
         cdl_model_free(m);
         return cli_fail(&e);
     }

@@ -31,7 +31,9 @@ static const OptSpec train_opts[] = {
     {"--time-limit", 1, 0,
      "stop after the step during which this many seconds of training passed, then evaluate "
      "and save"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
+    CLI_PRECISION_OPT,
     {"--seed", 1, 0, "random seed for init, order and dropout (default 1)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--log", 1, 0, "append JSON Lines records (steps, epochs) to this file"},
@@ -117,12 +119,24 @@ static int report_interrupted(const TrainWatch *w, const cdl_session_info *info,
     return sig ? 128 + sig : 0;
 }
 
-/* Creates the session of a new run (CFG) or of --resume CKPT, and attaches its data. */
+/* Creates the session of a new run (CFG) or of --resume CKPT, and attaches its data. --precision
+ * P is the override net.precision=P after the --set ones (so the checkpoint's cfg keeps it). */
 static int open_session(const Args *a, Progress *progress, cdl_session **s, Error *e)
 {
-    const char *resume = args_get(a, "--resume");
-    cdl_session_options o = {.overrides = a->repeats,
-                             .n_overrides = a->n_repeats,
+    const char *resume = args_get(a, "--resume"), *precision;
+    if (cli_get_precision(a, &precision, e))
+        return e->code;
+    if (resume && precision)
+        return error_set(e, CDL_EUSAGE,
+                         "--resume continues a run in its precision: it takes no --precision");
+    char precision_set[64];
+    const char *overrides[ARGS_MAX + 1];
+    memcpy(overrides, a->repeats, (size_t)a->n_repeats * sizeof *overrides);
+    if (precision)
+        snprintf(precision_set, sizeof precision_set, "net.precision=%s", precision);
+    overrides[a->n_repeats] = precision_set;
+    cdl_session_options o = {.overrides = overrides,
+                             .n_overrides = a->n_repeats + (precision != NULL),
                              .resume_path = resume,
                              .out_path = args_get(a, "--out"),
                              .on_message = cdl_dist_rank() == 0 ? progress_on_message : NULL,
@@ -172,7 +186,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     if (args_get(a, "--gpu"))
         return error_set(e, CDL_EUSAGE,
                          "--gpu: this cdl was built without GPU support (make GPU=1)");
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     cdl_session_info info;
     cdl_session_get_info(s, &info);
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))

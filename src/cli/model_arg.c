@@ -1,5 +1,5 @@
 /* The CFG|MODEL argument that inspection and timing commands take: a checkpoint, or a cfg
- * file built with the command's --set overrides, opened through cdl.h. */
+ * file built with the command's --set overrides, opened through cdl.h, run in --precision. */
 #include "cdl.h"
 #include "cli/cli.h"
 
@@ -14,5 +14,26 @@ int cli_open_model(const Args *a, const char *path, int for_training, cdl_model 
         return e->code = st;
     if (!cdl_is_checkpoint(path))
         cli_print_warnings(cdl_model_warnings(*model));
+    if ((st = cli_apply_precision(a, *model, e))) {
+        cdl_model_free(*model);
+        return st;
+    }
     return CDL_OK;
+}
+
+int cli_get_precision(const Args *a, const char **name, Error *e)
+{
+    *name = args_get(a, "--precision");
+    if (*name && (e->code = cdl_precision_check(*name, e->msg, sizeof e->msg)))
+        return error_prefix(e, e->code, "--precision: ");
+    return CDL_OK;
+}
+
+int cli_apply_precision(const Args *a, cdl_model *model, Error *e)
+{
+    const char *name;
+    int st = cli_get_precision(a, &name, e);
+    if (!st && name)
+        st = e->code = cdl_model_set_precision(model, name, e->msg, sizeof e->msg);
+    return st;
 }

@@ -19,7 +19,15 @@
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
  * (causal=0) attends to all T rows in forward, which a token-by-token pass cannot know: its
- * forward_at sees rows <= t only and so differs from forward. */
+ * forward_at sees rows <= t only and so differs from forward.
+ *
+ * precision=bf16 (Layer.precision): every product takes bf16 operands (gemm_operand), as
+ * torch.autocast("cpu", torch.bfloat16) runs the projections and attention's two matmuls: the
+ * weights and input are rounded into copies, qkv and heads_out (the outputs of bf16 products,
+ * bf16 tensors under autocast) in place, P into the workspace (the softmax backward reads it
+ * in float32), and in the backward delta, dL/d(heads), dS and dL/d(qkv) in place once what
+ * needs them in float32 (the bias gradients, the softmax backward) is done. The softmax, the
+ * biases and the sums stay float32. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -55,6 +63,9 @@ typedef struct Attention {
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */
     float *workspace;  /* [threads][2][block][T] */
+    /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
+     * [batch][T][C] */
+    float *w_bf16, *out_w_bf16, *x_bf16;
 } Attention;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -134,18 +145,36 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->mask = layer_state_floats(st, a->dropout > 0 && l->params[P_WEIGHTS].grad ? probs : 0);
     a->mask_is_valid = 0;
     a->workspace = layer_state_floats(st, (size_t)a->threads * workspace_floats(a));
+    const int bf16 = l->precision == GEMM_BF16;
+    a->w_bf16 = layer_state_floats(st, bf16 ? 3 * c * c : 0);
+    a->out_w_bf16 = layer_state_floats(st, bf16 ? c * c : 0);
+    a->x_bf16 = layer_state_floats(st, bf16 ? rows * c : 0);
     return CDL_OK;
 }
 
 /* y[rows][n] = x[rows][k] w^T + bias for w [n][k]; row r of x starts at r * x_stride and of
- * y at r * y_stride. */
-static void linear_rows(const float *x, int x_stride, int rows, int k, int n, const float *w,
-                        const float *bias, float *y, int y_stride)
+ * y at r * y_stride. In precision p, x's rows are rounded into x_copy [rows][k] first (w is
+ * already rounded). */
+static void linear_rows(GemmPrecision p, const float *x, int x_stride, int rows, int k, int n,
+                        const float *w, const float *bias, float *y, int y_stride, float *x_copy)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
-    for (int r = 0; r < rows; r++)
+    for (int r = 0; r < rows; r++) {
         memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
+        if (p == GEMM_BF16)
+            gemm_operand(p, x + (size_t)r * x_stride, (size_t)k, x_copy + (size_t)r * k);
+    }
+    if (p == GEMM_BF16)
+        x = x_copy, x_stride = k;
     gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
+}
+
+/* Rounds rows[0..n) of a [n][stride] matrix to bf16 in place, width values each, in precision
+ * p (a product's output that autocast would hold in bf16 and that feeds further products). */
+static void round_rows(GemmPrecision p, float *x, int n, int width, size_t stride)
+{
+    for (int r = 0; p == GEMM_BF16 && r < n; r++)
+        gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
 }
 
 /* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
@@ -207,8 +236,8 @@ static int keys_of_block(const Attention *a, int end)
 /* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
  * dropout_key at the pair's index in the step's global mini-batch and applies it. ws holds
  * [block][T] floats. */
-static void head_forward(const Attention *a, HeadView hv, uint64_t pair, int use_mask,
-                         uint64_t dropout_key, float *ws)
+static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, uint64_t pair,
+                         int use_mask, uint64_t dropout_key, float *ws)
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
@@ -233,6 +262,11 @@ static void head_forward(const Attention *a, HeadView hv, uint64_t pair, int use
                 }
             weights = ws;
         }
+        if (prec == GEMM_BF16) {
+            for (int i = 0; i < rows; i++)
+                gemm_operand(prec, weights + (size_t)i * t, (size_t)keys, ws + (size_t)i * t);
+            weights = ws;
+        }
         /* Y[r0 .. r0+rows) = weights[rows][keys] V[0 .. keys) */
         gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, hv.y + (size_t)r0 * a->channels,
              a->channels);
@@ -243,8 +277,13 @@ static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
-    linear_rows(l->in[0], c, rows, c, 3 * c, l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
-                a->qkv, 3 * c);
+    const GemmPrecision p = l->precision;
+    const Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
+    const float *w_in = gemm_operand(p, w->data, w->count, a->w_bf16);
+    const float *w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16);
+    linear_rows(p, l->in[0], c, rows, c, 3 * c, w_in, l->params[P_BIASES].data, a->qkv, 3 * c,
+                a->x_bf16);
+    gemm_operand(p, a->qkv, (size_t)rows * 3 * c, a->qkv);
 
     a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
     const uint64_t key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0;
@@ -252,18 +291,21 @@ static void attention_forward(Layer *l, const StepContext *ctx)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        head_forward(a, head_view(a, pair / a->heads, pair % a->heads),
+        head_forward(a, p, head_view(a, pair / a->heads, pair % a->heads),
                      (uint64_t)ctx->sample_offset * (uint64_t)a->heads + (uint64_t)pair,
                      a->mask_is_valid, key,
                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
 
-    linear_rows(a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
-                l->params[P_OUT_BIASES].data, l->out, c);
+    gemm_operand(p, a->heads_out, (size_t)rows * c, a->heads_out);
+    /* heads_out is rounded already: its copy would be itself */
+    linear_rows(GEMM_FP32, a->heads_out, c, rows, c, c, w_out, l->params[P_OUT_BIASES].data, l->out,
+                c, NULL);
 }
 
 /* Row t of one (sample, head) pair from the cached keys and values of rows <= t; scores
- * holds T floats. */
-static void head_forward_at(const Attention *a, HeadView hv, int t, float *scores)
+ * holds T floats. In bf16 the weights are rounded before they multiply V, as head_forward's. */
+static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv, int t,
+                            float *scores)
 {
     const int d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d);
@@ -277,6 +319,7 @@ static void head_forward_at(const Attention *a, HeadView hv, int t, float *score
         scores[j] = scale * dot;
     }
     softmax_masked_row(scores, t + 1, t + 1);
+    gemm_operand(prec, scores, (size_t)t + 1, scores);
     float *y = hv.y + (size_t)t * a->channels;
     memset(y, 0, (size_t)d * sizeof *y);
     for (int j = 0; j <= t; j++) {
@@ -293,23 +336,30 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
     Attention *a = l->priv;
     const int c = a->channels, stride = a->seq * c, pairs = ctx->batch * a->heads;
     const size_t at = (size_t)t * c;
-    /* Row t of every sample: rows of the batch are T rows apart. */
-    linear_rows(l->in[0] + at, stride, ctx->batch, c, 3 * c, l->params[P_WEIGHTS].data,
-                l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
+    const GemmPrecision p = l->precision;
+    const int bf16 = p == GEMM_BF16;
+    /* Row t of every sample: rows of the batch are T rows apart; the weights as the forward
+     * before rounded them. */
+    linear_rows(p, l->in[0] + at, stride, ctx->batch, c, 3 * c,
+                bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
+                a->qkv + 3 * at, 3 * stride, a->x_bf16);
+    round_rows(p, a->qkv + 3 * at, ctx->batch, 3 * c, 3 * (size_t)stride);
     const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static) num_threads(                                             \
     loop_threads(a)) if ((size_t)pairs * (t + 1) * a->head_size > ATTENTION_PARALLEL_MIN)
     for (int pair = 0; pair < pairs; pair++)
-        head_forward_at(a, head_view(a, pair / a->heads, pair % a->heads), t,
+        head_forward_at(a, p, head_view(a, pair / a->heads, pair % a->heads), t,
                         a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-    linear_rows(a->heads_out + at, stride, ctx->batch, c, c, l->params[P_OUT_WEIGHTS].data,
-                l->params[P_OUT_BIASES].data, l->out + at, stride);
+    round_rows(p, a->heads_out + at, ctx->batch, c, (size_t)stride);
+    linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
+                bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data,
+                l->out + at, stride, NULL);
 }
 
 /* One (sample, head) pair: adds dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
  * columns) from dy = dL/dY (row stride C). ws holds [2][block][T] floats. */
-static void head_backward(const Attention *a, HeadView hv, const float *dy, float *dqkv,
-                          int use_mask, float *ws)
+static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, const float *dy,
+                          float *dqkv, int use_mask, float *ws)
 {
     const int t = a->seq, d = a->head_size, c = a->channels, ld = 3 * c;
     const float scale = 1.0f / sqrtf((float)d);
@@ -324,6 +374,11 @@ static void head_backward(const Attention *a, HeadView hv, const float *dy, floa
             for (int i = 0; i < rows; i++)
                 for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
                     dropped[at] = p[at] * m[at];
+            weights = dropped;
+        }
+        if (prec == GEMM_BF16) {
+            for (int i = 0; i < rows; i++)
+                gemm_operand(prec, weights + (size_t)i * t, (size_t)keys, dropped + (size_t)i * t);
             weights = dropped;
         }
         /* dV[0 .. keys) += weights^T dY[r0 .. r0+rows) */
@@ -342,6 +397,7 @@ static void head_backward(const Attention *a, HeadView hv, const float *dy, floa
                 dot += pi[j] * dpi[j];
             for (int j = 0; j < keys; j++)
                 dpi[j] = pi[j] * (dpi[j] - dot);
+            gemm_operand(prec, dpi, (size_t)keys, dpi);
         }
         /* dQ[r0 .. r0+rows) += scale * dS K[0 .. keys); dK[0 .. keys) += scale * dS^T Q[rows] */
         gemm(0, 0, rows, d, keys, scale, dp, t, hv.k, ld, 1.0f, dq + (size_t)r0 * ld, ld);
@@ -357,11 +413,15 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     float *dheads = ctx->scratch;                  /* [batch][T][C] */
     float *dqkv = ctx->scratch + (size_t)rows * c; /* [batch][T][3C] */
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
+    const GemmPrecision p = l->precision;
+    const int bf16 = p == GEMM_BF16;
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
-    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
     sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)rows, (size_t)c);
-    gemm(0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+    const float *delta = gemm_operand(p, l->delta, (size_t)rows * c, l->delta);
+    gemm(1, 0, c, c, rows, 1.0f, delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
+    gemm(0, 0, rows, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : out_w->data, c, 0.0f, dheads, c);
+    gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
     memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
     const size_t ws_floats = workspace_floats(a);
@@ -370,17 +430,19 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads, h = pair % a->heads;
         const size_t col = (size_t)h * a->head_size;
-        head_backward(a, head_view(a, b, h), dheads + b * t * c + col, dqkv + b * t * 3 * c + col,
-                      a->mask_is_valid, a->workspace + (size_t)omp_get_thread_num() * ws_floats);
+        head_backward(a, p, head_view(a, b, h), dheads + b * t * c + col,
+                      dqkv + b * t * 3 * c + col, a->mask_is_valid,
+                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
     }
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
-    const float *x = l->in[0];
-    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
+    const float *x = bf16 ? a->x_bf16 : l->in[0];
     sum_rows_add(l->params[P_BIASES].grad, dqkv, (size_t)rows, 3 * (size_t)c);
+    gemm_operand(p, dqkv, (size_t)rows * 3 * c, dqkv);
+    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
     float *dx = l->in_delta[0];
     if (dx)
-        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c, 1.0f, dx, c);
+        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c, 1.0f, dx, c);
 }
 
 /* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those

@@ -4,7 +4,10 @@
  *   out [batch][output]  (out_shape {output, 1, 1})
  *   weights [output][inputs]; biases [output]
  *   with batch_normalize: scales, biases (the BN shift), rolling_mean, rolling_variance
- *   [output], normalising each output over the batch. */
+ *   [output], normalising each output over the batch.
+ *
+ * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
+ * to bf16 (gemm_operand); the bias or batch norm and the activation stay float32. */
 #include <math.h>
 
 #include "core/layer.h"
@@ -21,6 +24,8 @@ typedef struct Connected {
     int inputs, outputs;
     BiasNorm stage;       /* bias, or batch norm over the batch */
     unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for the batch */
+    /* precision=bf16: the weights and the input [batch][inputs] as each forward rounded them */
+    float *w_bf16, *x_bf16;
 } Connected;
 
 static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -69,6 +74,9 @@ static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
     Connected *fc = l->priv;
     fc->qwork =
         layer_state_bytes(st, l->quant ? qgemm_work_bytes(batch, fc->outputs, fc->inputs) : 0);
+    const int bf16 = l->precision == GEMM_BF16 && !l->quant;
+    fc->w_bf16 = layer_state_floats(st, bf16 ? l->params[P_WEIGHTS].count : 0);
+    fc->x_bf16 = layer_state_floats(st, bf16 ? (size_t)batch * fc->inputs : 0);
     bias_norm_resize(&fc->stage, batch, st);
     return CDL_OK;
 }
@@ -86,12 +94,16 @@ static void connected_forward(Layer *l, const StepContext *ctx)
     const float *x = l->in[0];
 
     /* out[batch][outputs] = x[batch][inputs] * W^T */
-    if (l->quant)
+    if (l->quant) {
         qgemm_float(&l->quant->matrix, layer_quant_input(l->quant, x, 1, (size_t)batch * inputs, 0),
                     batch, x, inputs, QGEMM_ROWS, l->out, outputs, QGEMM_ROWS, fc->qwork);
-    else
-        gemm(0, 1, batch, outputs, inputs, 1.0f, x, inputs, l->params[P_WEIGHTS].data, inputs, 0.0f,
-             l->out, outputs);
+    } else {
+        const Param *w = &l->params[P_WEIGHTS];
+        gemm(0, 1, batch, outputs, inputs, 1.0f,
+             gemm_operand(l->precision, x, (size_t)batch * inputs, fc->x_bf16), inputs,
+             gemm_operand(l->precision, w->data, w->count, fc->w_bf16), inputs, 0.0f, l->out,
+             outputs);
+    }
 
     bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
@@ -104,16 +116,19 @@ static void connected_backward(Layer *l, const StepContext *ctx)
 
     layer_activation_backward(l, batch);
     bias_norm_backward(&fc->stage, l, ctx, l->delta);
+    /* The bias and batch norm took their gradients: only the products read delta from here. */
+    const float *delta = gemm_operand(l->precision, l->delta, (size_t)batch * outputs, l->delta);
 
-    const float *x = l->in[0];
+    const int bf16 = l->precision == GEMM_BF16;
+    const float *x = bf16 ? fc->x_bf16 : l->in[0];
+    const float *w = bf16 ? fc->w_bf16 : l->params[P_WEIGHTS].data;
     /* dW[outputs][inputs] += delta^T * x */
-    gemm(1, 0, outputs, inputs, batch, 1.0f, l->delta, outputs, x, inputs, 1.0f,
+    gemm(1, 0, outputs, inputs, batch, 1.0f, delta, outputs, x, inputs, 1.0f,
          l->params[P_WEIGHTS].grad, inputs);
     float *dx = l->in_delta[0];
     /* dx[batch][inputs] += delta * W */
     if (dx)
-        gemm(0, 0, batch, inputs, outputs, 1.0f, l->delta, outputs, l->params[P_WEIGHTS].data,
-             inputs, 1.0f, dx, inputs);
+        gemm(0, 0, batch, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);
 }
 
 /* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and
@@ -152,4 +167,5 @@ const LayerType connected_layer = {
     .quant_weights = connected_quant_weights,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONNECTED,
+    .backward_ignores_output = 1,
 };

@@ -7,7 +7,10 @@
  *
  * With tie=1 the layer has no weights of its own: W is the [embedding] weights [vocab][C] of
  * layer 0 (weight tying, as GPT-2's output projection), so output = vocab and inputs = C; the
- * forward reads them and the backward adds into their gradient. */
+ * forward reads them and the backward adds into their gradient.
+ *
+ * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
+ * to bf16 (gemm_operand); the biases and the activation stay float32. */
 #include <math.h>
 #include <string.h>
 
@@ -26,6 +29,9 @@ typedef struct Linear {
     const Param *tied;   /* layer 0's [embedding] weights W, bound at parse; NULL: its own */
     int has_biases;
     unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for every row */
+    /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
+     * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
+    float *w_bf16, *x_bf16;
 } Linear;
 
 /* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
@@ -105,6 +111,9 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     const int rows = batch * l->in_shape.c * l->in_shape.h;
     li->qwork =
         layer_state_bytes(st, l->quant ? qgemm_work_bytes(rows, li->outputs, li->inputs) : 0);
+    const int bf16 = l->precision == GEMM_BF16 && !l->quant;
+    li->w_bf16 = layer_state_floats(st, bf16 ? (size_t)li->outputs * li->inputs : 0);
+    li->x_bf16 = layer_state_floats(st, bf16 ? (size_t)rows * li->inputs : 0);
     return CDL_OK;
 }
 
@@ -115,7 +124,8 @@ static int linear_quant_weights(const Layer *l)
     return li->tied ? -1 : 0;
 }
 
-/* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride. */
+/* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride; in bf16
+ * with the weights forward rounded and x's rows rounded into x_bf16 first. */
 static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_stride, int rows)
 {
     const Linear *li = l->priv;
@@ -135,7 +145,14 @@ static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_
         for (int r = 0; r < rows; r++)
             memcpy(y + (size_t)r * y_stride, biases->data, (size_t)li->outputs * sizeof *y);
     }
-    gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l)->data, li->inputs,
+    const float *w = weights_of(l)->data;
+    if (l->precision == GEMM_BF16) {
+        for (int r = 0; r < rows; r++)
+            gemm_operand(GEMM_BF16, x + (size_t)r * x_stride, (size_t)li->inputs,
+                         li->x_bf16 + (size_t)r * li->inputs);
+        x = li->x_bf16, x_stride = li->inputs, w = li->w_bf16;
+    }
+    gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, w, li->inputs,
          biases ? 1.0f : 0.0f, y, y_stride);
 }
 
@@ -143,6 +160,8 @@ static void linear_forward(Layer *l, const StepContext *ctx)
 {
     const Linear *li = l->priv;
     const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
+    const Param *w = weights_of(l);
+    gemm_operand(l->quant ? GEMM_FP32 : l->precision, w->data, w->count, li->w_bf16);
     linear_rows(l, l->in[0], li->inputs, layer_activation_input(l), li->outputs, rows);
     layer_activate(l, ctx->batch);
 }
@@ -166,15 +185,16 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     if (biases)
         sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
-    const float *x = l->in[0];
+    /* The biases took their gradients: only the products read delta from here. */
+    const float *delta = gemm_operand(l->precision, l->delta, (size_t)rows * outputs, l->delta);
+    const int bf16 = l->precision == GEMM_BF16;
+    const float *x = bf16 ? li->x_bf16 : l->in[0], *w = bf16 ? li->w_bf16 : weights->data;
     /* dW[outputs][inputs] += delta^T x */
-    gemm(1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, x, inputs, 1.0f, weights->grad,
-         inputs);
+    gemm(1, 0, outputs, inputs, rows, 1.0f, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
     /* dx[rows][inputs] += delta W */
     float *dx = l->in_delta[0];
     if (dx)
-        gemm(0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs, weights->data, inputs, 1.0f, dx,
-             inputs);
+        gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);
 }
 
 /* MatMul by the transposed weights (layer 0's, which the [embedding] exported, when tied), the
@@ -209,4 +229,5 @@ const LayerType linear_layer = {
             .forward_at = linear_forward_at},
     .export_onnx = linear_export_onnx,
     .quant_weights = linear_quant_weights,
+    .backward_ignores_output = 1,
 };

@@ -16,7 +16,13 @@
  * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
  * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
  * gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
- * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs. */
+ * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
+ *
+ * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
+ * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
+ * the inputs and each step's h_{t-1} are rounded into copies, the backward's dL/da rows into
+ * hh (per step) and in place once the bias gradients have summed them; the cells' element-wise
+ * steps stay float32. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +77,9 @@ typedef struct Recurrent {
     float *dh_carry; /* [batch][H] dL/dh_t that step t+1 sends back */
     float *dc;       /* [batch][H] lstm: dL/dc_t that step t+1 sends back */
     float *zeros;    /* [G*H] the state before the first step */
+    /* precision=bf16: the weights as the last forward rounded them, the input [batch][T][I] and
+     * one step's h_{t-1} [batch][H] */
+    float *w_ih_bf16, *w_hh_bf16, *x_bf16, *h_bf16;
 } Recurrent;
 
 /* ---- cells: one sample's step, forward and backward ---- */
@@ -276,7 +285,32 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     rc->dh_carry = layer_state_floats(st, B * H);
     rc->dc = layer_state_floats(st, B * H);
     rc->zeros = layer_state_floats(st, GH);
+    const int bf16 = l->precision == GEMM_BF16;
+    rc->w_ih_bf16 = layer_state_floats(st, bf16 ? GH * (size_t)rc->inputs : 0);
+    rc->w_hh_bf16 = layer_state_floats(st, bf16 ? GH * H : 0);
+    rc->x_bf16 = layer_state_floats(st, bf16 ? B * T * (size_t)rc->inputs : 0);
+    rc->h_bf16 = layer_state_floats(st, bf16 ? B * H : 0);
     return CDL_OK;
+}
+
+/* The weights the products take: the forward's bf16 copy, or the float32 tensor. */
+static const float *weights_for(const Layer *l, int param, const float *bf16_copy)
+{
+    return l->precision == GEMM_BF16 ? bf16_copy : l->params[param].data;
+}
+
+/* rows[n] of a matrix with row stride ld, width values each, as the products take them: x
+ * itself in float32 (*ld_out = ld), rounded into copy [n][width] in bf16 (*ld_out = width). */
+static const float *rows_operand(const Layer *l, const float *x, int n, int width, int ld,
+                                 float *copy, int *ld_out)
+{
+    *ld_out = ld;
+    if (l->precision != GEMM_BF16)
+        return x;
+    for (int r = 0; r < n; r++)
+        gemm_operand(l->precision, x + (size_t)r * ld, (size_t)width, copy + (size_t)r * width);
+    *ld_out = width;
+    return copy;
 }
 
 /* Row `row` of the saved values; NULL for a cell that saves none (rc->saved is then NULL, and
@@ -296,9 +330,13 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t)
     if (t == 0)
         memset(rc->zeros, 0, (size_t)GH * sizeof *rc->zeros);
     /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
-    if (t > 0)
-        gemm(0, 1, batch, GH, H, 1.0f, l->out + (size_t)(t - 1) * H, T * H,
-             l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, GH);
+    if (t > 0) {
+        int ld;
+        const float *h_prev =
+            rows_operand(l, l->out + (size_t)(t - 1) * H, batch, H, T * H, rc->h_bf16, &ld);
+        gemm(0, 1, batch, GH, H, 1.0f, h_prev, ld, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16), H,
+             0.0f, rc->hh, GH);
+    }
 #pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
         const size_t row = (size_t)b * T + (size_t)t;
@@ -319,9 +357,13 @@ static void recurrent_forward(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int rows = ctx->batch * rc->steps, I = rc->inputs;
     const int GH = rc->cell->gates * rc->hidden;
+    const Param *w_ih = &l->params[P_WEIGHTS_IH], *w_hh = &l->params[P_WEIGHTS_HH];
+    gemm_operand(l->precision, w_ih->data, w_ih->count, rc->w_ih_bf16);
+    gemm_operand(l->precision, w_hh->data, w_hh->count, rc->w_hh_bf16);
     /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
-    gemm(0, 1, rows, GH, I, 1.0f, l->in[0], I, l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates,
-         GH);
+    gemm(0, 1, rows, GH, I, 1.0f,
+         gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
+         weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f, rc->gates, GH);
     for (int t = 0; t < rc->steps; t++)
         recurrent_step(l, ctx, t);
 }
@@ -330,9 +372,13 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Recurrent *rc = l->priv;
     const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
-    /* row t of gates = x_t W_ih^T for every sample, the rows T apart */
-    gemm(0, 1, ctx->batch, GH, I, 1.0f, l->in[0] + (size_t)t * I, T * I,
-         l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates + (size_t)t * GH, T * GH);
+    /* row t of gates = x_t W_ih^T for every sample, the rows T apart (the weights as the forward
+     * before rounded them) */
+    int ld;
+    const float *x =
+        rows_operand(l, l->in[0] + (size_t)t * I, ctx->batch, I, T * I, rc->x_bf16, &ld);
+    gemm(0, 1, ctx->batch, GH, I, 1.0f, x, ld, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f,
+         rc->gates + (size_t)t * GH, T * GH);
     recurrent_step(l, ctx, t);
 }
 
@@ -359,7 +405,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
     const int GH = rc->cell->gates * H, SH = rc->cell->saved * H, rows = batch * T;
-    const float *w_hh = l->params[P_WEIGHTS_HH].data;
+    const float *w_hh = weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16);
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
     memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
     for (int t = T - 1; t >= 0; t--) {
@@ -382,30 +428,17 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
             };
             rc->cell->backward(l, &r);
         }
-        /* dh_carry[batch][H] += dL/d(W_hh h_{t-1}) W_hh */
-        if (t > 0)
-            gemm(0, 0, batch, H, GH, 1.0f, rc->dhh + (size_t)t * GH, T * GH, w_hh, H, 1.0f,
-                 rc->dh_carry, H);
+        /* dh_carry[batch][H] += dL/d(W_hh h_{t-1}) W_hh (hh is free in the backward) */
+        if (t > 0) {
+            int ld;
+            const float *dhh =
+                rows_operand(l, rc->dhh + (size_t)t * GH, batch, GH, T * GH, rc->hh, &ld);
+            gemm(0, 0, batch, H, GH, 1.0f, dhh, ld, w_hh, H, 1.0f, rc->dh_carry, H);
+        }
     }
 
     Param *w_ih = &l->params[P_WEIGHTS_IH], *b_ih = &l->params[P_BIASES_IH];
     Param *w_hh_param = &l->params[P_WEIGHTS_HH], *b_hh = &l->params[P_BIASES_HH];
-    const float *x = l->in[0];
-    /* dW_ih[G*H][I] += da^T x */
-    gemm(1, 0, GH, I, rows, 1.0f, rc->gates, GH, x, I, 1.0f, w_ih->grad, I);
-    float *dx = l->in_delta[0];
-    /* dx[batch*T][I] += da W_ih */
-    if (dx)
-        gemm(0, 0, rows, I, GH, 1.0f, rc->gates, GH, w_ih->data, I, 1.0f, dx, I);
-    /* l->delta is spent: it now holds h_{t-1} for every row (zeros at t = 0), so that
-     * dW_hh[G*H][H] += dL/d(W_hh h)^T h_prev is one sgemm too. */
-    float *h_prev = l->delta;
-    for (int b = 0; b < batch; b++) {
-        float *sample = h_prev + (size_t)b * T * H;
-        memcpy(sample + H, l->out + (size_t)b * T * H, (size_t)(T - 1) * H * sizeof *sample);
-        memset(sample, 0, (size_t)H * sizeof *sample);
-    }
-    gemm(1, 0, GH, H, rows, 1.0f, rc->dhh, GH, h_prev, H, 1.0f, w_hh_param->grad, H);
     /* The biases: column sums, which b_hh shares with b_ih unless dhh differs. */
     float *sums = rc->hh;
     memset(sums, 0, (size_t)GH * sizeof *sums);
@@ -417,6 +450,28 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     else
         for (int j = 0; j < GH; j++)
             b_hh->grad[j] += sums[j];
+    /* Only the products read dL/da and dL/d(W_hh h) from here. */
+    gemm_operand(l->precision, rc->gates, (size_t)rows * GH, rc->gates);
+    if (rc->dhh != rc->gates)
+        gemm_operand(l->precision, rc->dhh, (size_t)rows * GH, rc->dhh);
+    const float *x = l->precision == GEMM_BF16 ? rc->x_bf16 : l->in[0];
+    /* dW_ih[G*H][I] += da^T x */
+    gemm(1, 0, GH, I, rows, 1.0f, rc->gates, GH, x, I, 1.0f, w_ih->grad, I);
+    float *dx = l->in_delta[0];
+    /* dx[batch*T][I] += da W_ih */
+    if (dx)
+        gemm(0, 0, rows, I, GH, 1.0f, rc->gates, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I,
+             1.0f, dx, I);
+    /* l->delta is spent: it now holds h_{t-1} for every row (zeros at t = 0), so that
+     * dW_hh[G*H][H] += dL/d(W_hh h)^T h_prev is one sgemm too. */
+    float *h_prev = l->delta;
+    for (int b = 0; b < batch; b++) {
+        float *sample = h_prev + (size_t)b * T * H;
+        memcpy(sample + H, l->out + (size_t)b * T * H, (size_t)(T - 1) * H * sizeof *sample);
+        memset(sample, 0, (size_t)H * sizeof *sample);
+    }
+    gemm_operand(l->precision, h_prev, (size_t)rows * H, h_prev);
+    gemm(1, 0, GH, H, rows, 1.0f, rc->dhh, GH, h_prev, H, 1.0f, w_hh_param->grad, H);
 }
 
 /* ---- ONNX export ---- */

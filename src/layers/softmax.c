@@ -187,4 +187,5 @@ const LayerType softmax_layer = {
             .forward_at = softmax_forward_at},
     .export_onnx = softmax_export_onnx,
     .is_loss = 1,
+    .backward_ignores_inputs = 1,
 };

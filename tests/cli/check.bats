@@ -24,7 +24,7 @@ assert r["ok"] and r["errors"] == [] and r["optimizer"] == "adam", r
 assert m["params"] == 4 * (r["params"] + r["state"]), m
 assert m["grads"] == 4 * r["params"] and m["optimizer"] == 8 * r["params"], m
 assert m["total"] == m["params"] + m["grads"] + m["optimizer"] + m["activations"], m
-# every layer output, delta and pre-activation of a 32-image mini-batch, at least
+# the first layer output, delta and batch-norm values of a 32-image mini-batch, at least
 assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
 }
 
