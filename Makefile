@@ -2,11 +2,14 @@
 # `make demo` trains Fashion-MNIST; `make SAN=1` builds with ASan+UBSan under build/san;
 # `make MPI=1` builds data-parallel training with Open MPI (under build/mpi, ./cdl-mpi unless
 # CDL= names the binary); `make GPU=1` links the CUDA runtime and cuDNN from CUDA_DIR (under
-# build/gpu-rel, ./cdl-gpu; only `cdl doctor` uses them so far).
+# build/gpu-rel, ./cdl-gpu; only `cdl doctor` uses them so far); `make DNNL=0` builds without
+# oneDNN (convolutions on the reference im2col + OpenBLAS path only; under build/nodnnl-rel,
+# ./cdl-nodnnl).
 VERSION := 0.1
 SAN ?= 0
 GPU ?= 0
 MPI ?= 0
+DNNL ?= 1
 ARCH ?= -march=native
 
 OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
@@ -43,11 +46,22 @@ GPU_CFLAGS := -DCDL_GPU -I$(CUDA_DIR)/include
 GPU_LDLIBS := -L$(CUDA_DIR)/lib64 -lcudart_static -lcudnn -Wl,-rpath,$(CUDA_DIR)/lib64 -ldl -lrt -lpthread
 endif
 
+# DNNL=1 (the default): convolutions through oneDNN (libdnnl-dev, which `deps` installs; its
+# header and library are in the compiler's default paths, so nothing is looked up here).
+ifeq ($(DNNL),1)
+DNNL_CFLAGS := -DCDL_DNNL
+DNNL_LDLIBS := -ldnnl
+else
+BUILD := $(BUILD:build/%=build/nodnnl-%)
+CDL := $(if $(filter 1,$(SAN)),$(BUILD)/cdl,$(CDL:cdl%=cdl-nodnnl%))
+endif
+
 CC ?= gcc
-CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) $(MPI_CFLAGS) $(GPU_CFLAGS) -MMD -MP
+CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) $(MPI_CFLAGS) $(GPU_CFLAGS) $(DNNL_CFLAGS) -MMD -MP
 # What libcdl.a needs (cdl.pc lists them for other programs).
 LIB_LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
-              -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp $(MPI_LDLIBS) $(GPU_LDLIBS)
+              $(DNNL_LDLIBS) -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp $(MPI_LDLIBS) \
+              $(GPU_LDLIBS)
 LDLIBS = $(LIB_LDLIBS)
 ifeq ($(SAN),1)
 LDLIBS += -fsanitize=address,undefined
@@ -70,8 +84,8 @@ LIB := $(BUILD)/libcdl.a
 .PHONY: all deps test unit demo clean bench format
 # Keep test objects: deleting them as intermediates would print after the test summary.
 .SECONDARY:
-# (MPI=1 and GPU=1 build the binary only: libcdl.a and cdl.pc stay the plain build's.)
-all: deps $(CDL) $(if $(filter 1,$(MPI) $(GPU)),,libcdl.a cdl.pc)
+# (MPI=1, GPU=1 and DNNL=0 build the binary only: libcdl.a and cdl.pc stay the plain build's.)
+all: deps $(CDL) $(if $(filter 1,$(MPI) $(GPU))$(filter 0,$(DNNL)),,libcdl.a cdl.pc)
 
 deps:
 	@scripts/deps.sh --quiet
@@ -118,6 +132,7 @@ $(BUILD_INFO): FORCE
 	  '#define CDL_VERSION $(call c_string,$(VERSION)$(if $(GIT_DESCRIBE), ($(GIT_DESCRIBE))))' \
 	  '#define CDL_BUILD_CFLAGS $(call c_string,$(strip $(filter-out -MMD -MP -I$(BUILD)/gen,$(CFLAGS))))' \
 	  '#define CDL_BUILD_GPU $(GPU)' '#define CDL_BUILD_MPI $(MPI)' '#define CDL_BUILD_SAN $(SAN)' \
+	  '#define CDL_BUILD_DNNL $(DNNL)' \
 	  > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(BUILD)/src/cdl_doctor.o: $(BUILD_INFO)
@@ -129,7 +144,7 @@ $(BUILD)/%.o: %.c
 
 # The int8 kernels: their own -m flags, whatever ARCH is (ops/qgemm.h picks one at run time).
 $(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
-$(BUILD)/src/ops/qgemm_avx2.o: CFLAGS += -mavx2
+$(BUILD)/src/ops/qgemm_avx2.o $(BUILD)/src/ops/qgemm_cols_avx2.o: CFLAGS += -mavx2
 
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a
@@ -171,7 +186,7 @@ format:
 	clang-format -i $$(find src tests/unit tests/fuzz -name '*.[ch]')
 
 clean:
-	rm -rf build cdl cdl-mpi cdl-gpu cdl-gpu-mpi libcdl.a cdl.pc
+	rm -rf build cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-nodnnl libcdl.a cdl.pc
 
 include tests/fuzz/fuzz.mk
 

@@ -1,9 +1,13 @@
 #!/usr/bin/python3
-"""PyTorch peer for `cdl bench`: builds the net a cdl cfg describes and times the same
-training steps (SGD with momentum and weight decay, BN in train mode) on random data.
+"""PyTorch peer for `cdl bench`: builds the net a cdl cfg describes (convolutional,
+connected, batch norm, maxpool, avgpool, dropout, route, shortcut, softmax: the image cfgs of
+cfg/) and times the same training steps (SGD with momentum and weight decay, BN in train
+mode) or, with --inference, forwards without gradients, on random data.
 
-Run with Debian's /usr/bin/python3 (python3-torch). Prints one JSON line:
-{"images_per_s": ..., "ms_per_step": ..., "batch": ..., "threads": ..., "torch": ...}
+Run with Debian's /usr/bin/python3 (python3-torch) or any python with torch (scripts/
+torch-venv.sh). Prints one JSON line:
+{"images_per_s": ..., "ms_per_step": ..., "batch": ..., "threads": ..., "inference": ...,
+"torch": ...}; --params prints the parameter count (equal to `cdl info`'s) instead.
 """
 import argparse
 import json
@@ -73,65 +77,114 @@ class DarknetMaxPool(nn.Module):
         return self.pool(x)
 
 
-def build(sections, bn_momentum=0.1, bn_eps=1e-5):
-    """Returns (model, input shape (c, h, w), output size, hyper dict, decayed weights)."""
-    net = sections[0][1]
-    c, h, w = int(net.get("channels", 0)), int(net.get("height", 0)), int(net.get("width", 0))
-    hyper = {
-        "batch": int(net.get("batch", 1)),
-        "learning_rate": float(net.get("learning_rate", 0.001)),
-        "momentum": float(net.get("momentum", 0.9)),
-        "decay": float(net.get("decay", 0.0001)),
-    }
-    bn_momentum = float(net.get("bn_momentum", bn_momentum))
-    bn_eps = float(net.get("bn_eps", bn_eps))
-    in_shape = (c, h, w)
-    layers, decayed = [], []
-    for name, s in sections[1:]:
-        if name in ("convolutional", "conv"):
-            filters, size = int(s["filters"]), int(s.get("size", 1))
-            stride, groups = int(s.get("stride", 1)), int(s.get("groups", 1))
-            pad = int(s.get("pad", 0))
-            padding = int(s.get("padding", size // 2 if pad else 0))
-            bn = int(s.get("batch_normalize", 0))
-            conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=not bn)
-            decayed.append(conv.weight)
-            layers.append(conv)
-            if bn:
-                layers.append(nn.BatchNorm2d(filters, eps=bn_eps, momentum=bn_momentum))
-            layers.append(activation(s.get("activation", "logistic")))
-            c = filters
-            h = (h + 2 * padding - size) // stride + 1
-            w = (w + 2 * padding - size) // stride + 1
-        elif name in ("maxpool", "max"):
-            stride = int(s.get("stride", 1))
-            size = int(s.get("size", stride))
-            padding = int(s.get("padding", size - 1))
-            layers.append(DarknetMaxPool(size, stride, padding))
-            h = (h + padding - size) // stride + 1
-            w = (w + padding - size) // stride + 1
-        elif name in ("avgpool", "avg"):
-            layers.append(nn.AdaptiveAvgPool2d(1))
-            h = w = 1
-        elif name in ("connected", "conn"):
-            outputs = int(s["output"])
-            bn = int(s.get("batch_normalize", 0))
-            layers.append(nn.Flatten())
-            fc = nn.Linear(c * h * w, outputs, bias=not bn)
-            decayed.append(fc.weight)
-            layers.append(fc)
-            if bn:
-                layers.append(nn.BatchNorm1d(outputs, eps=bn_eps, momentum=bn_momentum))
-            layers.append(activation(s.get("activation", "logistic")))
-            c, h, w = outputs, 1, 1
-        elif name == "dropout":
-            layers.append(nn.Dropout(float(s.get("probability", 0.5))))
-        elif name == "softmax":
-            pass  # CrossEntropyLoss applies log-softmax to the logits
-        else:
-            sys.exit(f"bench_torch: unsupported section [{name}]")
-    layers.append(nn.Flatten())
-    return nn.Sequential(*layers), in_shape, c * h * w, hyper, decayed
+ALIASES = {"conv": "convolutional", "max": "maxpool", "avg": "avgpool", "conn": "connected"}
+
+
+class CfgNet(nn.Module):
+    """The layers of a cdl cfg as a graph: layer i reads layer i-1, or, for [route] and
+    [shortcut], the layers its keys name (negative indices are relative). Initialised as
+    cdl: convolutions N(0, 2/fan_in), connected U(+-1/sqrt(fan_in)), batch norm 1 and 0;
+    weight decay applies to self.decayed (convolution and connected weights) only."""
+
+    def __init__(self, sections):
+        super().__init__()
+        net = sections[0][1]
+        shapes = []  # output (c, h, w) per layer
+        c, h, w = int(net["channels"]), int(net["height"]), int(net["width"])
+        self.input_shape = (c, h, w)
+        self.body = nn.ModuleList()
+        self.reads = []  # per layer: list of layer indices (-1: the net input)
+        self.kinds = []
+        self.scales = {}  # [shortcut] index: (alpha, beta)
+        self.decayed = []
+        bn_momentum = float(net.get("bn_momentum", 0.1))
+        bn_eps = float(net.get("bn_eps", 1e-5))
+        for i, (name, s) in enumerate(sections[1:]):
+
+            def absolute(v):
+                v = int(v)
+                return i + v if v < 0 else v
+
+            name = ALIASES.get(name, name)
+            reads, kind = [i - 1], name
+            if name == "convolutional":
+                filters, size = int(s["filters"]), int(s.get("size", 1))
+                stride, groups = int(s.get("stride", 1)), int(s.get("groups", 1))
+                padding = size // 2 if int(s.get("pad", 0)) else int(s.get("padding", 0))
+                bn = int(s.get("batch_normalize", 0))
+                conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=not bn)
+                nn.init.normal_(conv.weight, 0.0, (2.0 / (c // groups * size * size)) ** 0.5)
+                if not bn:
+                    nn.init.zeros_(conv.bias)
+                self.decayed.append(conv.weight)
+                parts = [conv]
+                if bn:
+                    parts.append(nn.BatchNorm2d(filters, eps=bn_eps, momentum=bn_momentum))
+                parts.append(activation(s.get("activation", "logistic")))
+                module = nn.Sequential(*parts)
+                c = filters
+                h = (h + 2 * padding - size) // stride + 1
+                w = (w + 2 * padding - size) // stride + 1
+            elif name == "maxpool":
+                stride = int(s.get("stride", 1))
+                size = int(s.get("size", stride))
+                padding = int(s.get("padding", size - 1))
+                module = DarknetMaxPool(size, stride, padding)
+                h = (h + padding - size) // stride + 1
+                w = (w + padding - size) // stride + 1
+            elif name == "avgpool":
+                module = nn.AdaptiveAvgPool2d(1)
+                h = w = 1
+            elif name == "connected":
+                outputs = int(s["output"])
+                bn = int(s.get("batch_normalize", 0))
+                fc = nn.Linear(c * h * w, outputs, bias=not bn)  # U(+-1/sqrt(fan_in)), as cdl
+                self.decayed.append(fc.weight)
+                parts = [nn.Flatten(), fc]
+                if bn:
+                    parts.append(nn.BatchNorm1d(outputs, eps=bn_eps, momentum=bn_momentum))
+                parts.append(activation(s.get("activation", "logistic")))
+                module = nn.Sequential(*parts)
+                c, h, w = outputs, 1, 1
+            elif name == "dropout":
+                module = nn.Dropout(float(s.get("probability", 0.5)))
+            elif name == "route":
+                reads = [absolute(v) for v in s["layers"].split(",")]
+                c = sum(shapes[j][0] for j in reads)
+                h, w = shapes[reads[0]][1:]
+                module = nn.Identity()
+            elif name == "shortcut":
+                reads = [i - 1, absolute(s["from"])]
+                if shapes[reads[0]] != shapes[reads[1]]:
+                    sys.exit(f"bench_torch: layer {i}: [shortcut] of different shapes")
+                self.scales[i] = (float(s.get("alpha", 1)), float(s.get("beta", 1)))
+                module = activation(s.get("activation", "linear"))
+            elif name == "softmax":
+                module = nn.Identity()  # cross_entropy applies log-softmax to the logits
+            else:
+                sys.exit(f"bench_torch: unsupported section [{name}]")
+            self.body.append(module)
+            self.reads.append(reads)
+            self.kinds.append(kind)
+            shapes.append((c, h, w))
+        self.classes = c * h * w
+
+    def forward(self, x):
+        outs = []
+        for i, (module, reads, kind) in enumerate(zip(self.body, self.reads, self.kinds)):
+            inputs = [outs[j] if j >= 0 else x for j in reads]
+            if kind == "route":
+                y = torch.cat(inputs, dim=1)
+            elif kind == "shortcut":
+                alpha, beta = self.scales[i]
+                if alpha == 1 and beta == 1:
+                    y = module(inputs[0] + inputs[1])
+                else:
+                    y = module(alpha * inputs[0] + beta * inputs[1])
+            else:
+                y = module(inputs[0])
+            outs.append(y)
+        return outs[-1].flatten(1)
 
 
 def main():
@@ -141,6 +194,10 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="default: torch's choice")
+    p.add_argument("--inference", action="store_true",
+                   help="time forwards in eval mode without gradients instead")
+    p.add_argument("--params", action="store_true",
+                   help="print the trainable parameter count (cdl info's) and exit")
     args = p.parse_args()
     # Interop threads can only be set before any parallel work starts.
     torch.set_num_interop_threads(1)
@@ -148,26 +205,37 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(1)
 
-    model, (c, h, w), classes, hyper, decayed = build(parse_cfg(args.cfg))
-    batch = args.batch or hyper["batch"]
-    decayed_ids = {id(t) for t in decayed}
+    sections = parse_cfg(args.cfg)
+    net = sections[0][1]
+    model = CfgNet(sections)
+    if args.params:
+        print(sum(t.numel() for t in model.parameters()))
+        return
+    batch = args.batch or int(net.get("batch", 1))
+    decayed_ids = {id(t) for t in model.decayed}
     groups = [
-        {"params": decayed, "weight_decay": hyper["decay"]},
+        {"params": model.decayed, "weight_decay": float(net.get("decay", 0.0001))},
         {"params": [t for t in model.parameters() if id(t) not in decayed_ids],
          "weight_decay": 0.0},
     ]
-    opt = torch.optim.SGD(groups, lr=hyper["learning_rate"], momentum=hyper["momentum"])
+    opt = torch.optim.SGD(groups, lr=float(net.get("learning_rate", 0.001)),
+                          momentum=float(net.get("momentum", 0.9)))
     loss_fn = nn.CrossEntropyLoss()
-    model.train()
-    x = torch.randn(batch, c, h, w)
-    labels = torch.randint(0, classes, (batch,))
+    x = torch.randn(batch, *model.input_shape)
+    labels = torch.randint(0, model.classes, (batch,))
 
-    def step():
+    def train_step():
         opt.zero_grad(set_to_none=False)
         loss = loss_fn(model(x), labels)
         loss.backward()
         opt.step()
 
+    def inference_step():
+        with torch.no_grad():
+            model(x)
+
+    step = inference_step if args.inference else train_step
+    model.train(not args.inference)
     for _ in range(args.warmup):
         step()
     start = time.perf_counter()
@@ -179,6 +247,7 @@ def main():
         "ms_per_step": 1e3 * elapsed_s / args.steps,
         "batch": batch,
         "threads": torch.get_num_threads(),
+        "inference": args.inference,
         "torch": torch.__version__,
     }))
 

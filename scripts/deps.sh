@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
     build-essential libopenblas-dev libopenblas0-openmp libcjson-dev libpng-dev
+    libdnnl-dev # convolutions through oneDNN (make DNNL=0 builds without it)
     libjpeg62-turbo-dev libzstd-dev zlib1g-dev bats
     pkg-config # examples/ build with cdl.pc, as a program using the library does
     jq # the Bats tests read --json output with it

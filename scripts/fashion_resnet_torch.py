@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from bench_torch import DarknetMaxPool, activation, parse_cfg
+from bench_torch import CfgNet, parse_cfg
 
 
 def read_idx(path):
@@ -58,101 +58,6 @@ def read_data(path):
                     value = os.path.join(os.path.dirname(path), value)
                 keys[key.strip()] = value
     return keys
-
-
-class CfgNet(nn.Module):
-    """The layers of a cdl cfg as a graph: layer i reads layer i-1, or, for [route] and
-    [shortcut], the layers its keys name (negative indices are relative)."""
-
-    def __init__(self, sections):
-        super().__init__()
-        net = sections[0][1]
-        shapes = []  # output (c, h, w) per layer
-        c, h, w = int(net["channels"]), int(net["height"]), int(net["width"])
-        self.input_shape = (c, h, w)
-        self.body = nn.ModuleList()
-        self.reads = []  # per layer: list of layer indices (-1: the net input)
-        self.kinds = []
-        self.decayed = []
-        bn_momentum = float(net.get("bn_momentum", 0.1))
-        bn_eps = float(net.get("bn_eps", 1e-5))
-        for i, (name, s) in enumerate(sections[1:]):
-
-            def absolute(v):
-                v = int(v)
-                return i + v if v < 0 else v
-
-            reads, kind = [i - 1], name
-            if name == "convolutional":
-                filters, size = int(s["filters"]), int(s.get("size", 1))
-                stride, groups = int(s.get("stride", 1)), int(s.get("groups", 1))
-                padding = size // 2 if int(s.get("pad", 0)) else int(s.get("padding", 0))
-                bn = int(s.get("batch_normalize", 0))
-                conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=not bn)
-                nn.init.normal_(conv.weight, 0.0, (2.0 / (c // groups * size * size)) ** 0.5)
-                if not bn:
-                    nn.init.zeros_(conv.bias)
-                self.decayed.append(conv.weight)
-                parts = [conv]
-                if bn:
-                    parts.append(nn.BatchNorm2d(filters, eps=bn_eps, momentum=bn_momentum))
-                parts.append(activation(s.get("activation", "logistic")))
-                module = nn.Sequential(*parts)
-                c = filters
-                h = (h + 2 * padding - size) // stride + 1
-                w = (w + 2 * padding - size) // stride + 1
-            elif name == "maxpool":
-                stride = int(s.get("stride", 1))
-                size = int(s.get("size", stride))
-                padding = int(s.get("padding", size - 1))
-                module = DarknetMaxPool(size, stride, padding)
-                h = (h + padding - size) // stride + 1
-                w = (w + padding - size) // stride + 1
-            elif name == "avgpool":
-                module = nn.AdaptiveAvgPool2d(1)
-                h = w = 1
-            elif name == "connected":
-                outputs = int(s["output"])
-                if int(s.get("batch_normalize", 0)):
-                    sys.exit("fashion_resnet_torch: [connected] batch_normalize is not supported")
-                fc = nn.Linear(c * h * w, outputs)  # torch's init: U(+-1/sqrt(fan_in)), as cdl
-                self.decayed.append(fc.weight)
-                module = nn.Sequential(nn.Flatten(), fc, activation(s.get("activation", "logistic")))
-                c, h, w = outputs, 1, 1
-            elif name == "dropout":
-                module = nn.Dropout(float(s.get("probability", 0.5)))
-            elif name == "route":
-                reads = [absolute(v) for v in s["layers"].split(",")]
-                c = sum(shapes[j][0] for j in reads)
-                h, w = shapes[reads[0]][1:]
-                module = nn.Identity()
-            elif name == "shortcut":
-                reads = [i - 1, absolute(s["from"])]
-                if shapes[reads[0]] != shapes[reads[1]]:
-                    sys.exit(f"fashion_resnet_torch: layer {i}: [shortcut] of different shapes")
-                module = activation(s.get("activation", "linear"))
-            elif name == "softmax":
-                module = nn.Identity()  # cross_entropy applies log-softmax to the logits
-            else:
-                sys.exit(f"fashion_resnet_torch: unsupported section [{name}]")
-            self.body.append(module)
-            self.reads.append(reads)
-            self.kinds.append(kind)
-            shapes.append((c, h, w))
-        self.classes = c * h * w
-
-    def forward(self, x):
-        outs = []
-        for module, reads, kind in zip(self.body, self.reads, self.kinds):
-            inputs = [outs[j] if j >= 0 else x for j in reads]
-            if kind == "route":
-                y = torch.cat(inputs, dim=1)
-            elif kind == "shortcut":
-                y = module(inputs[0] + inputs[1])
-            else:
-                y = module(inputs[0])
-            outs.append(y)
-        return outs[-1].flatten(1)
 
 
 def learning_rate(net, t):

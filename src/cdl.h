@@ -169,6 +169,10 @@ typedef struct cdl_session_options {
      * layers that match of a cdl checkpoint (fine-tuning), a FILE.safetensors under
      * torchvision's names, or every layer from darknet .weights for the cfg */
     const char *weights_path;
+    /* 1: the head (the last layer with tensors, whose outputs are the classes) keeps its fresh
+     * initialisation whatever weights_path holds for it, and the run takes the dataset's class
+     * names (fine-tuning to other classes); 0: a head loaded must have the dataset's classes */
+    int new_head;
     /* continue the run saved in this checkpoint, as it was (cfg_path, overrides, seed and
      * weights_path are then unused) */
     const char *resume_path;
@@ -368,6 +372,7 @@ typedef struct cdl_layer_profile {
     double gflops_per_s;
     size_t params;           /* trainable parameters */
     size_t activation_bytes; /* output, gradient and pre-activation buffers of a pass */
+    const char *engine;      /* as cdl_layer_info's */
 } cdl_layer_profile;
 
 typedef struct cdl_profile_result {
@@ -433,6 +438,9 @@ typedef struct cdl_layer_info {
     int inputs[CDL_LAYER_MAX_INPUTS]; /* the layers it reads; -1 is the net's input */
     int n_settings;                   /* its cfg section's key=value lines */
     int int8; /* 0: float weights; 1: int8, input grid per batch; 2: int8, calibrated input */
+    /* Convolutions: "dnnl" (through oneDNN, [net] engine=dnnl) or "ref" (cdl's im2col + BLAS);
+     * NULL in layers without that choice */
+    const char *engine;
 } cdl_layer_info;
 
 void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);
@@ -442,11 +450,16 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
 void cdl_model_layer_setting(const cdl_model *model, int index, int k, const char **key,
                              const char **value);
 /* *bytes = the activation slab (every layer's outputs, gradients, pre-activations and per-batch
- * state) a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under
- * the model's gradient checkpointing keys ([net] recompute_every, checkpoint=1). Measures a
- * training copy of the net: allocates its parameters, no activations. */
+ * state, buffers that are never live at once sharing memory as the memory plan lays them out)
+ * a training pass of the cfg's mini-batch (batch / subdivisions samples) takes, under the
+ * model's gradient checkpointing keys ([net] recompute_every, checkpoint=1) and [net]
+ * memory_plan. Measures a training copy of the net: allocates its parameters, no activations. */
 int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
                                         size_t err_size);
+/* The same for an inference pass (eval, predict) of as many samples: no gradients, no state kept
+ * for a backward, outputs reused once their readers ran. */
+int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                         size_t err_size);
 
 /* ---- Exporting a model (src/cdl_export.c) ---- */
 
@@ -510,6 +523,7 @@ typedef struct cdl_build_info {
     char compiler[128]; /* "gcc 12.2.0" */
     char cflags[512];   /* the compile flags */
     int gpu, mpi, san;  /* the build options GPU=, MPI=, SAN= (1: on) */
+    int dnnl;           /* DNNL= (1: convolutions through oneDNN, the default) */
 } cdl_build_info;
 
 /* Fills b with this library's build (no probing: cheap, for a version line). */
@@ -536,11 +550,12 @@ typedef struct cdl_doctor_report {
     int cores_online;       /* CPUs online */
     int cores_usable;       /* CPUs this process may run on (its affinity mask) */
     int omp_max_threads;    /* omp_get_max_threads(): OpenMP's default (OMP_NUM_THREADS) */
-    int omp_procs; /* omp_get_num_procs(): the threads cdl's commands use without --threads */
+    int omp_procs; /* cdl_threads_default(): the threads cdl's commands use without --threads */
     /* The OpenMP environment, as set */
     char omp_num_threads[32], omp_wait_policy[32], gomp_spincount[32], omp_proc_bind[32],
         omp_places[64];
-    char dnnl[128];         /* oneDNN: "not built" */
+    char dnnl[128];         /* oneDNN: "2.6.3, ISA avx2, OpenMP threading" (its version, the ISA it
+                               dispatches to, its threading), or "not built (make DNNL=0)" */
     char gpu[128];          /* "not built (make GPU=1)", "no driver", "N devices", or the error */
     int cuda_runtime;       /* versions as 1000 * major + 10 * minor; 0: unknown */
     int cuda_driver;        /* the newest CUDA the driver supports; 0: no driver */
@@ -557,6 +572,29 @@ typedef struct cdl_doctor_report {
  * its devices (GPU=1 builds; a machine without a driver reports "no driver"), MPI (MPI=1),
  * and notes on what does not fit together (e.g. more OpenMP threads than cores). */
 void cdl_doctor(cdl_doctor_report *r);
+/* ---- Thread count (src/cdl_threads.c) ---- */
+
+/* The threads cdl uses when the caller names none: OMP_NUM_THREADS when set to a count, else
+ * the usable cores (the affinity mask) less the cores other processes hold now: the machine's
+ * runnable tasks (/proc/loadavg) sampled 8 times over ~15 ms, this thread not counted; at least
+ * 1. Sample before any parallel work (the pool's own spinning threads would count). Threads
+ * sharing a core with another busy process wait for it at every OpenMP barrier, and a net's
+ * step has hundreds of them: one thread on a free core then beats two. */
+int cdl_threads_default(void);
+/* The rule above for given numbers: round(online - others_running), within [1, usable]. */
+int cdl_threads_from_load(int cores_usable, int cores_online, double others_running);
+/* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
+ * returns the count set. */
+int cdl_set_threads(int threads);
+/* libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, as it loads, and by default an idle
+ * thread spins ~300000 times (milliseconds) before it sleeps: on a core another process also
+ * wants, that spinning is taken from both. Unless the user set either variable, this sets
+ * GOMP_SPINCOUNT=10000 (tenths of a millisecond: still no sleep between the parallel regions of
+ * a step) and re-executes the program (/proc/self/exe, the same argv) so that libgomp reads it;
+ * for a program's main() before anything else. Returns 0 when the user chose (nothing done),
+ * -1 when re-executing failed (the default policy stays); on success it does not return. */
+int cdl_threads_spin_briefly(char **argv);
+
 /* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */
 
 typedef struct cdl_check_options {
@@ -565,6 +603,10 @@ typedef struct cdl_check_options {
     /* cfg overrides, "net.KEY=VALUE" or "LAYER.KEY=VALUE" as `--set` takes them */
     const char *const *overrides;
     int n_overrides;
+    /* NULL, or the initial weights train --weights would load: they are loaded into the net
+     * (shapes, sizes) and a loaded head's classes checked against the data's, as train does */
+    const char *weights_path;
+    int new_head; /* as cdl_session_options.new_head */
 } cdl_check_options;
 
 typedef struct cdl_check_result {
@@ -589,6 +631,7 @@ typedef struct cdl_check_result {
                                    "cifar10", "cifar100" or "text" */
     int data_classes;           /* its classes (a text's distinct tokens) */
     int data_c, data_h, data_w; /* its samples' shape when the kind fixes it (CIFAR), else 0s */
+    char *weights_note;         /* what weights_path loaded and skipped (train's note), or NULL */
 } cdl_check_result;
 
 /* Checks everything `cdl train` refuses before it trains, without training or reading the
@@ -596,10 +639,11 @@ typedef struct cdl_check_result {
  * every duplicate and unknown key is listed with FILE:LINE), the overrides (errors name them),
  * the net built from it (its parameters, no gradient, optimizer or activation memory), the .data
  * file and the files it names, the net against the data (a sequence net needs a text, the data's
- * classes must fit the net's outputs), and the memory of a training step (a mini-batch too large
- * is refused as train refuses it). Returns 0 when train would start, CDL_EUSAGE when result lists
- * errors, CDL_ERUNTIME when checking itself failed (out of memory; err says so). Free result
- * with cdl_check_result_free in every case. */
+ * classes must fit the net's outputs), the initial weights when given (loaded as train loads
+ * them; a loaded head must have the data's classes), and the memory of a training step (a
+ * mini-batch too large is refused as train refuses it). Returns 0 when train would start,
+ * CDL_EUSAGE when result lists errors, CDL_ERUNTIME when checking itself failed (out of memory;
+ * err says so). Free result with cdl_check_result_free in every case. */
 int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
               size_t err_size);
 void cdl_check_result_free(cdl_check_result *result);

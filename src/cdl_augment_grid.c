@@ -78,6 +78,7 @@ static int write_grid(const AugmentConfig *a, const char *data_path,
     DataConfig dc;
     SampleSource train = {0}, valid = {0};
     int st = data_config_load(data_path, &dc, e);
+    dc.split_seed = options->seed; /* the training images of that seed's split */
     st = st ? st : data_config_open_sources(&dc, &train, &valid, e);
     if (!st && train.n < 1)
         st = error_set(e, CDL_EUSAGE, "%s: the training set is empty", data_path);

@@ -76,7 +76,8 @@ static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
                            .out_h = l->out_shape.h,
                            .out_w = l->out_shape.w,
                            .forward = time_stat_ms(&prof->forward[i]),
-                           .backward = time_stat_ms(&prof->backward[i])};
+                           .backward = time_stat_ms(&prof->backward[i]),
+                           .engine = l->engine};
     const double passes = net->hyper.subdivisions;
     c.flops = sample_step_flops(net, l) * net->hyper.batch;
     c.step_ms = (c.forward.mean_ms + c.backward.mean_ms) * passes;
@@ -84,8 +85,9 @@ static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
     c.gflops_per_s = c.step_ms > 0 ? c.flops / (c.step_ms * 1e6) : 0;
     for (int k = 0; k < l->n_params; k++)
         c.params += l->params[k].trainable ? l->params[k].count : 0;
-    /* The buffers net_resize gives the layer: output, delta, and pre-activations. */
-    const size_t planes = 1 + (size_t)net->want_grads + (size_t)(l->activation != CDL_ACT_LINEAR);
+    /* The buffers net_resize gives the layer: output, delta, and pre-activations unless the
+     * activation runs in place (each counted whole, though the memory plan may share it). */
+    const size_t planes = 1 + (size_t)(l->delta != NULL) + (size_t)(l->pre && l->pre != l->out);
     c.activation_bytes = planes * (size_t)net->batch * shape_size(l->out_shape) * sizeof(float);
     return c;
 }
@@ -190,6 +192,7 @@ static int bench_loader(cdl_model *m, const char *data, const cdl_loader_bench_o
     int *y = NULL;
     r->batch = o->batch > 0 ? o->batch : net->hyper.batch / net->hyper.subdivisions;
     int st = data_config_load(data, &dc, e);
+    dc.split_seed = o->seed; /* the training images of that seed's split */
     st = st ? st : data_config_open_sources(&dc, &train, &valid, e);
     if (!st) {
         const LoaderOptions opt = {.batch = r->batch,

@@ -1,5 +1,6 @@
-/* `cdl check` in the public API (cdl.h): everything `cdl train` would refuse about a cfg and its
- * .data file, found before it trains and listed all at once, and the memory a step holds. */
+/* `cdl check` in the public API (cdl.h): everything `cdl train` would refuse about a cfg, its
+ * .data file and its initial weights, found before it trains and listed all at once, and the
+ * memory a step holds. */
 #include "cdl.h"
 
 #include <errno.h>
@@ -220,9 +221,29 @@ static int read_cfg(Check *c, const cdl_check_options *o, Cfg *cfg)
     return 1;
 }
 
+/* Loads the initial weights into the net as train --weights does, and checks a loaded head's
+ * classes against the data's (dc NULL: not read). */
+static void check_weights(Check *c, Net *net, const cdl_check_options *o, const DataConfig *dc)
+{
+    Error e = {0};
+    char line[1200];
+    ModelMeta head = {0};
+    if (api_load_weights(net, o->weights_path, o->new_head, line, sizeof line, &head, &e)) {
+        problem(c, "%s", e.msg);
+        return;
+    }
+    if (!(c->r->weights_note = strdup(line)))
+        c->out_of_memory = 1;
+    if (dc && dc->train_kind != DATA_TEXT &&
+        api_check_head_names(&head, dc->names, dc->n_names, o->weights_path, dc->path, &e))
+        problem(c, "%s", e.msg);
+    model_meta_free(&head);
+}
+
 /* Builds the net (its parameters only) from cfg (consumed) as a new run would, with a text's
- * vocabulary, then checks it against the data and measures a step. */
-static void check_net(Check *c, Cfg *cfg, const DataConfig *dc, const TextData *td)
+ * vocabulary, then checks it against the data and the initial weights, and measures a step. */
+static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const DataConfig *dc,
+                      const TextData *td)
 {
     Error e = {0};
     char vocab[48];
@@ -242,6 +263,8 @@ static void check_net(Check *c, Cfg *cfg, const DataConfig *dc, const TextData *
     describe_net(c->r, &net);
     if (dc)
         check_net_data(c, &net, dc, td);
+    if (o->weights_path)
+        check_weights(c, &net, o, dc);
     check_memory(c, &net);
     net_free(&net);
 }
@@ -268,7 +291,7 @@ int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *
     const int have_cfg = read_cfg(&c, options, &cfg);
     const int have_data = read_data(&c, data_path, &dc, &td);
     if (have_cfg)
-        check_net(&c, &cfg, have_data ? &dc : NULL, &td);
+        check_net(&c, &cfg, options, have_data ? &dc : NULL, &td);
     text_data_free(&td);
     data_config_free(&dc);
     if (c.out_of_memory)
@@ -282,5 +305,6 @@ void cdl_check_result_free(cdl_check_result *result)
     free(result->errors);
     free(result->warnings);
     free(result->data_path);
+    free(result->weights_note);
     memset(result, 0, sizeof *result);
 }

@@ -94,6 +94,8 @@ static int evaluate_model(cdl_model *m, const char *data, int recorded, const cd
         return error_set(e, CDL_EUSAGE, "the model names no dataset; pass --data");
     DataConfig dc = {0};
     int st = data_config_load(data, &dc, e);
+    if (m->meta.seed) /* a checkpoint's: the images its training held out */
+        dc.split_seed = m->meta.seed;
     if (st && recorded)
         error_append(e, st, " (the dataset %s records; --data names another)", m->origin);
     if (!st)

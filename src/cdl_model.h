@@ -27,9 +27,16 @@ int api_report(const Error *e, char *err, size_t err_size);
  * layers, safetensors under torchvision's names, else darknet .weights); note receives the
  * line saying what was loaded and skipped. head_names (may be NULL) receives, in names and
  * n_names, the class names of a checkpoint whose head (last layer with tensors) was loaded:
- * the classes the net now tells apart (none else); free with model_meta_free. */
-int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
+ * the classes the net now tells apart (none else); free with model_meta_free. new_head: the
+ * head (the last layer with tensors) keeps the values it had before (its initialisation),
+ * whatever the file holds, and no names are returned; note says so. */
+int api_load_weights(Net *net, const char *path, int new_head, char *note, size_t note_size,
                      ModelMeta *head_names, Error *e);
+/* The class names of a head api_load_weights loaded (head) against the dataset's (names of
+ * data_path, n): CDL_EUSAGE naming both lists and the ways out (a new head, other data) when
+ * they differ; CDL_OK when they agree or no head was loaded. */
+int api_check_head_names(const ModelMeta *head, char *const *names, int n, const char *path,
+                         const char *data_path, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);
 /* The .data file a run of cfg_path trains on by default: "cfg/x.cfg" -> "cfg/x.data"

@@ -49,6 +49,7 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
         .n_inputs = l->n_inputs,
         .n_settings = model->net.cfg.sections[index + 1].n_entries,
         .int8 = l->quant ? 1 + l->quant->static_input : 0,
+        .engine = l->engine,
     };
     for (int k = 0; k < l->n_inputs; k++)
         info->inputs[k] = l->inputs[k];
@@ -62,8 +63,9 @@ void cdl_model_layer_setting(const cdl_model *model, int index, int k, const cha
     *value = entry->value;
 }
 
-/* Builds a training copy of net (its cfg with its vocabulary) and measures its slab. */
-static int training_activation_bytes(const Net *net, size_t *bytes, Error *e)
+/* Builds a copy of net (its cfg with its vocabulary), for training when want_grads, and
+ * measures its slab. */
+static int activation_bytes(const Net *net, int want_grads, size_t *bytes, Error *e)
 {
     char *text = cfg_to_text(&net->cfg);
     if (!text)
@@ -80,7 +82,7 @@ static int training_activation_bytes(const Net *net, size_t *bytes, Error *e)
         return st;
     }
     Net copy;
-    if ((st = net_build(&copy, &cfg, 1, 1, e))) {
+    if ((st = net_build(&copy, &cfg, want_grads, 1, e))) {
         cfg_free(&cfg);
         return st;
     }
@@ -94,6 +96,13 @@ int cdl_model_training_activation_bytes(const cdl_model *model, size_t *bytes, c
 {
     Error e = {0};
     *bytes = 0;
-    return training_activation_bytes(&model->net, bytes, &e) ? api_report(&e, err, err_size)
-                                                             : CDL_OK;
+    return activation_bytes(&model->net, 1, bytes, &e) ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, char *err,
+                                         size_t err_size)
+{
+    Error e = {0};
+    *bytes = 0;
+    return activation_bytes(&model->net, 0, bytes, &e) ? api_report(&e, err, err_size) : CDL_OK;
 }

@@ -157,7 +157,8 @@ static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_
     *r = (cdl_bench_result){.batch = batch,
                             .seq = net->seq > 0 ? net->seq : 0,
                             .images_per_s = (double)batch * o->steps / elapsed_s,
-                            .ms_per_step = 1e3 * elapsed_s / o->steps};
+                            .ms_per_step = 1e3 * elapsed_s / o->steps,
+                            .activation_bytes = net->activation_bytes};
     return CDL_OK;
 }
 

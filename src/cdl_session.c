@@ -36,6 +36,7 @@ struct cdl_session {
     Cfg cfg;     /* a new run's cfg, with the overrides, until the net is built */
     int have_cfg;
     char cfg_path[PATH_MAX], weights_path[PATH_MAX], resume_path[PATH_MAX];
+    int new_head; /* the initial weights' head is not loaded (cdl_session_options) */
     char data_path[PATH_MAX], out_path[PATH_MAX];
     DataConfig dc;
     TextData text; /* a sequence net's token streams (vocab.n = 0 otherwise) */
@@ -111,6 +112,7 @@ static int create(cdl_session *s, const cdl_session_options *o, Error *e)
         return error_set(e, CDL_EUSAGE, "a training session needs a cfg or a checkpoint to resume");
     snprintf(s->cfg_path, sizeof s->cfg_path, "%s", o->cfg_path);
     snprintf(s->weights_path, sizeof s->weights_path, "%s", o->weights_path ? o->weights_path : "");
+    s->new_head = o->new_head;
     if (o->out_path)
         snprintf(s->out_path, sizeof s->out_path, "%s", o->out_path);
     else
@@ -165,6 +167,7 @@ void cdl_session_free(cdl_session *s)
 static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
 {
     int st = data_config_load(s->data_path, &s->dc, e);
+    s->dc.split_seed = s->meta.seed; /* a resumed run's too: the same validation images */
     if (st || s->dc.train_kind != DATA_TEXT)
         return st;
     if ((st = text_data_load(&s->dc, vocab, &s->text, e)) || vocab || !s->dc.tokens_bpe)
@@ -217,16 +220,12 @@ static int load_initial_weights(cdl_session *s, const char *path, Error *e)
 {
     char line[1200];
     ModelMeta head = {0};
-    int st = api_load_weights(&s->net, path, line, sizeof line, &head, e);
+    int st = api_load_weights(&s->net, path, s->new_head, line, sizeof line, &head, e);
     if (!st)
         note(s, "--weights %s", line);
     /* A head loaded as it was must tell the same classes apart, in the same order. */
-    if (!st && s->dc.train_kind != DATA_TEXT &&
-        (st = model_meta_check_names(&head, s->dc.names, s->dc.n_names, path, s->data_path, e)))
-        error_append(e, st,
-                     "; --weights loaded its head (the last layer with tensors) as it is: "
-                     "give that layer another shape to fine-tune a new head, or train on the "
-                     "classes it was trained on");
+    if (!st && s->dc.train_kind != DATA_TEXT)
+        st = api_check_head_names(&head, s->dc.names, s->dc.n_names, path, s->data_path, e);
     model_meta_free(&head);
     return st;
 }

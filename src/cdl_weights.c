@@ -4,6 +4,7 @@
 #include "cdl.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "cdl_model.h"
 #include "io/safetensors.h"
@@ -11,8 +12,9 @@
 #include "model/finetune.h"
 #include "model/safetensors_weights.h"
 
-int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
-                     ModelMeta *head_names, Error *e)
+/* api_load_weights without a new head. */
+static int load_weights(Net *net, const char *path, char *note, size_t note_size,
+                        ModelMeta *head_names, Error *e)
 {
     if (!cdl_is_checkpoint(path) && !safetensors_is_path(path)) {
         DarknetHeader h;
@@ -45,13 +47,45 @@ int api_load_weights(Net *net, const char *path, char *note, size_t note_size,
     return st;
 }
 
+int api_load_weights(Net *net, const char *path, int new_head, char *note, size_t note_size,
+                     ModelMeta *head_names, Error *e)
+{
+    if (!new_head)
+        return load_weights(net, path, note, note_size, head_names, e);
+    HeadValues h;
+    int st = finetune_head_save(net, &h, e);
+    if (st)
+        return st;
+    st = load_weights(net, path, note, note_size, NULL, e);
+    const int layer = h.layer;
+    finetune_head_restore(net, &h);
+    const size_t used = strlen(note);
+    if (!st && used < note_size)
+        snprintf(note + used, note_size - used,
+                 "; new head (--new-head): layer %d [%s] keeps its initial values", layer,
+                 net->layers[layer].type->name);
+    return st;
+}
+
+int api_check_head_names(const ModelMeta *head, char *const *names, int n, const char *path,
+                         const char *data_path, Error *e)
+{
+    const int st = model_meta_check_names(head, names, n, path, data_path, e);
+    return st ? error_append(e, st,
+                             "; --weights loaded its head (the last layer with tensors) as it "
+                             "is: add --new-head to fine-tune a new head on these classes (or "
+                             "give that layer another shape), or train on the classes it was "
+                             "trained on")
+              : CDL_OK;
+}
+
 int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_t note_size,
                            char *err, size_t err_size)
 {
     Error e = {0};
     char line[1200];
     ModelMeta head = {0};
-    int st = api_load_weights(&model->net, path, line, sizeof line, &head, &e);
+    int st = api_load_weights(&model->net, path, 0, line, sizeof line, &head, &e);
     if (st)
         return api_report(&e, err, err_size);
     if (head.n_names && !model->meta.n_names) { /* a cfg's model: the loaded head's classes */

@@ -1,7 +1,5 @@
 /* Option parsing and small helpers shared by the subcommands. */
-#include <cblas.h>
 #include <errno.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,14 +89,6 @@ void args_print_help(const char *cmd, const char *synopsis, const char *about, c
         snprintf(left, sizeof left, "%s%s", specs[i].name, specs[i].takes_value ? " VALUE" : "");
         printf("  %-22s %s\n", left, specs[i].help);
     }
-}
-
-void cli_set_threads(int threads)
-{
-    if (threads <= 0)
-        threads = omp_get_num_procs();
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
 }
 
 int cli_fail(const Error *e)

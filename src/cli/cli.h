@@ -37,8 +37,6 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
 
-/* Sets the OpenMP and OpenBLAS thread counts (0: all cores). */
-void cli_set_threads(int threads);
 /* Prints "cdl: MESSAGE" to stderr and returns e->code. */
 int cli_fail(const Error *e);
 /* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */

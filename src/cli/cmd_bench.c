@@ -16,7 +16,8 @@ static const OptSpec bench_opts[] = {
     {"--batch", 1, 0, "images per step (default: the cfg's batch; sets subdivisions=1)"},
     {"--steps", 1, 0, "timed training steps (default 20)"},
     {"--warmup", 1, 0, "untimed steps before timing (default 3)"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     {"--inference", 0, 0,
      "time inference forwards instead (a cfg or a checkpoint, int8 ones included)"},
@@ -101,7 +102,7 @@ static int run_bench(const Args *a, Error *e)
     int st = read_settings(a, &b, e);
     if (st)
         return st;
-    cli_set_threads((int)b.threads);
+    cdl_set_threads((int)b.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
     if ((st = cli_open_model(a, b.cfg_path, !b.inference, &m, e)))

@@ -11,6 +11,10 @@
 static const OptSpec check_opts[] = {
     {"--data", 1, 0, "dataset .data file (default: the cfg's name with .data, as train)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--weights", 1, 0,
+     "the initial weights train --weights would load: loaded into the net and a loaded head's "
+     "classes checked against the data"},
+    {"--new-head", 0, 0, "with --weights: as train --new-head (the head is not loaded)"},
     {"--json", 0, 0, "print one JSON object instead of text"},
     {"--help", 0, 0, "show this help"},
 };
@@ -51,6 +55,8 @@ static void print_text(const cdl_check_result *r, const char *cfg)
         if (r->seq)
             printf("sequence net: %d tokens per sample, a vocabulary of %d\n", r->seq, r->vocab);
     }
+    if (r->weights_note)
+        printf("--weights %s\n", r->weights_note);
     if (r->data_read) {
         printf("%s: %s, %d %s", r->data_path, r->data_kind, r->data_classes,
                r->seq ? "distinct tokens" : "classes");
@@ -110,6 +116,8 @@ static void print_json(const cdl_check_result *r, const char *cfg)
         cJSON_AddNumberToObject(o, "state", (double)r->state);
         cJSON_AddStringToObject(o, "optimizer", r->optimizer);
     }
+    if (r->weights_note)
+        cJSON_AddStringToObject(o, "weights", r->weights_note);
     if (r->data_read) {
         cJSON_AddStringToObject(o, "data_kind", r->data_kind);
         cJSON_AddNumberToObject(o, "data_classes", r->data_classes);
@@ -140,20 +148,26 @@ int cmd_check(int argc, char **argv)
     if (args_parse(argc, argv, check_opts, N_CHECK_OPTS, &a, &e))
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
-        args_print_help("check", "CFG [--data D] [--set K=V]... [--json]",
-                        "Checks a cfg and its .data file as train would, without training or "
-                        "reading the samples:\nlists every problem (duplicate and unknown keys "
-                        "with FILE:LINE, bad values, the data against\nthe net) and the memory a "
-                        "training step needs. Exit 0 when train would start, 2 otherwise.",
-                        check_opts, N_CHECK_OPTS);
+        args_print_help(
+            "check", "CFG [--data D] [--set K=V]... [--weights W [--new-head]] [--json]",
+            "Checks a cfg and its .data file as train would, without training or "
+            "reading the samples:\nlists every problem (duplicate and unknown keys "
+            "with FILE:LINE, bad values, the data against\nthe net, the initial weights "
+            "against both) and the memory a training step needs. Exit 0 when train would start, 2 "
+            "otherwise.",
+            check_opts, N_CHECK_OPTS);
         return 0;
     }
     if (a.n_positional != 1)
         return error_set(&e, CDL_EUSAGE, "check takes one CFG; see --help"), cli_fail(&e);
+    if (args_get(&a, "--new-head") && !args_get(&a, "--weights"))
+        return error_set(&e, CDL_EUSAGE, "--new-head goes with --weights"), cli_fail(&e);
     const cdl_check_options o = {.cfg_path = a.positional[0],
                                  .data_path = args_get(&a, "--data"),
                                  .overrides = a.repeats,
-                                 .n_overrides = a.n_repeats};
+                                 .n_overrides = a.n_repeats,
+                                 .weights_path = args_get(&a, "--weights"),
+                                 .new_head = args_get(&a, "--new-head") != NULL};
     cdl_check_result r;
     const int st = cdl_check(&o, &r, e.msg, sizeof e.msg);
     if (st == CDL_ERUNTIME) {

@@ -35,7 +35,8 @@ static void cudnn_version(char *out, size_t size, int v)
 
 static void print_version(const cdl_build_info *b)
 {
-    printf("cdl %s GPU=%d MPI=%d SAN=%d %s\n", b->version, b->gpu, b->mpi, b->san, b->compiler);
+    printf("cdl %s GPU=%d MPI=%d SAN=%d DNNL=%d %s\n", b->version, b->gpu, b->mpi, b->san, b->dnnl,
+           b->compiler);
 }
 
 static void print_text(const cdl_doctor_report *r)
@@ -43,15 +44,18 @@ static void print_text(const cdl_doctor_report *r)
     const cdl_build_info *b = &r->build;
     char v1[32], v2[32], v3[32], v4[32];
     printf("cdl:      %s\n", b->version);
-    printf("build:    GPU=%d MPI=%d SAN=%d, %s\n", b->gpu, b->mpi, b->san, b->compiler);
+    printf("build:    GPU=%d MPI=%d SAN=%d DNNL=%d, %s\n", b->gpu, b->mpi, b->san, b->dnnl,
+           b->compiler);
     printf("flags:    %s\n", b->cflags);
     printf("BLAS:     OpenBLAS %s (%s build), core %s, %d threads\n",
            r->blas_library[0] ? r->blas_library : "(library path unknown)",
            r->blas_openmp ? "OpenMP" : "not the OpenMP", r->blas_core, r->blas_threads);
     printf("          config: %s\n", r->blas_config);
     printf("cores:    %d online, %d usable by this process\n", r->cores_online, r->cores_usable);
-    printf("threads:  cdl's commands use --threads, default %d; OpenMP's default %d\n",
-           r->omp_procs, r->omp_max_threads);
+    printf(
+        "threads:  cdl's commands use --threads, default %d (OMP_NUM_THREADS, else the cores free "
+        "now); OpenMP's default %d\n",
+        r->omp_procs, r->omp_max_threads);
     printf("OpenMP:   OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s OMP_PROC_BIND=%s "
            "OMP_PLACES=%s\n",
            shown(r->omp_num_threads), shown(r->omp_wait_policy), shown(r->gomp_spincount),
@@ -85,6 +89,7 @@ static void print_json(const cdl_doctor_report *r)
     cJSON_AddBoolToObject(build, "gpu", b->gpu);
     cJSON_AddBoolToObject(build, "mpi", b->mpi);
     cJSON_AddBoolToObject(build, "san", b->san);
+    cJSON_AddBoolToObject(build, "dnnl", b->dnnl);
     cJSON_AddStringToObject(build, "compiler", b->compiler);
     cJSON_AddStringToObject(build, "cflags", b->cflags);
     cJSON *blas = cJSON_AddObjectToObject(o, "blas");

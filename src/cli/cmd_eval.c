@@ -15,7 +15,8 @@ static const OptSpec eval_opts[] = {
      "dataset: a .data file, a text file or an image folder DIR/ (default: the one the model "
      "trained on)"},
     {"--json", 0, 0, "print one JSON object instead of tables"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
     {"--weights", 1, 0,
@@ -163,7 +164,7 @@ int cmd_eval(int argc, char **argv)
     if (args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
         cli_get_precision(&a, &precision, &e))
         return cli_fail(&e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     const char *model = a.n_positional ? a.positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     if ((e.code = open_model(&a, model, &m, &e)))

@@ -1,5 +1,5 @@
 /* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs, and
- * the activation memory of a training pass. */
+ * the planned activation memory of a training and of an inference pass. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +40,8 @@ static void print_json(const cdl_model *m, const char *path)
         cJSON_AddStringToObject(j, "activation", l.activation);
         if (l.int8)
             cJSON_AddStringToObject(j, "weights", l.int8 == 2 ? "int8 static" : "int8 dynamic");
+        if (l.engine)
+            cJSON_AddStringToObject(j, "engine", l.engine);
         cJSON_AddItemToArray(layers, j);
     }
     cJSON_AddNumberToObject(o, "params", (double)sum.params);
@@ -48,6 +50,8 @@ static void print_json(const cdl_model *m, const char *path)
     size_t bytes;
     if (!cdl_model_training_activation_bytes(m, &bytes, NULL, 0))
         cJSON_AddNumberToObject(o, "train_activation_bytes", (double)bytes);
+    if (!cdl_model_inference_activation_bytes(m, &bytes, NULL, 0))
+        cJSON_AddNumberToObject(o, "inference_activation_bytes", (double)bytes);
     char *text = cJSON_PrintUnformatted(o);
     if (text)
         printf("%s\n", text);
@@ -71,25 +75,31 @@ static void print_table(const cdl_model *m, const char *path)
         cdl_model_layer_info(m, i, &l);
         char shape[48];
         snprintf(shape, sizeof shape, "%dx%dx%d", l.c, l.h, l.w);
-        /* int8 layers (cdl quantize) say so, with how their input is quantized. */
-        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s\n", i, l.type, shape, l.activation, l.params,
-               l.flops / 1e6,
+        /* int8 layers (cdl quantize) say so, with how their input is quantized; convolutions
+         * say which engine runs them. */
+        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s%s%s\n", i, l.type, shape, l.activation,
+               l.params, l.flops / 1e6,
                l.int8 == 2   ? "  int8 (static input)"
                : l.int8 == 1 ? "  int8 (dynamic input)"
-                             : "");
+                             : "",
+               l.engine ? "  engine " : "", l.engine ? l.engine : "");
         int8 += l.int8 != 0;
     }
     if (int8)
         printf("int8: %d quantized layers (per-channel int8 weights, uint8 inputs)\n", int8);
     printf("total: %zu parameters (+%zu running statistics), %.3f MFLOPs per image\n", sum.params,
            sum.state, sum.flops / 1e6);
-    size_t bytes;
-    char err[256];
-    if (cdl_model_training_activation_bytes(m, &bytes, err, sizeof err))
-        printf("training activations: unknown (%s)\n", err);
-    else
-        printf("training activations: %.1f MiB for a pass of %d samples\n",
-               (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
+    static const char *const passes[] = {"training", "inference"};
+    for (int k = 0; k < 2; k++) {
+        size_t bytes;
+        char err[256];
+        if ((k ? cdl_model_inference_activation_bytes
+               : cdl_model_training_activation_bytes)(m, &bytes, err, sizeof err))
+            printf("%s activations: unknown (%s)\n", passes[k], err);
+        else
+            printf("%s activations: %.1f MiB for a pass of %d samples\n", passes[k],
+                   (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
+    }
 }
 
 int cmd_info(int argc, char **argv)

@@ -13,7 +13,8 @@
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
     {"--json", 0, 0, "print one JSON array instead of text"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     {"--batch", 1, 0, "images per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
@@ -180,7 +181,7 @@ static int generate_text(const Args *a, Error *e)
         st = error_set(e, CDL_EUSAGE, "predict --probs prints JSON: add --json");
     if (st)
         return cli_fail(e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     char err[1024];
@@ -268,7 +269,7 @@ int cmd_predict(int argc, char **argv)
         args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e) ||
         cli_get_precision(&a, &precision, &e))
         return cli_fail(&e);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     /* The first file is the model when it is one (of any format: another format is refused
      * saying how to use it, never classified as an image with the default model). */
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);

@@ -16,7 +16,8 @@ static const OptSpec profile_opts[] = {
     {"--batch", 1, 0, "images per step (default: the model's batch; sets subdivisions=1)"},
     {"--iters", 1, 0, "timed training steps (default 10)"},
     {"--warmup", 1, 0, "untimed steps after the first untimed one (default 1)"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     {"--trace", 1, 0, "write a Chrome trace (Perfetto, chrome://tracing) of the timed steps"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
@@ -91,6 +92,8 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
         cJSON_AddNumberToObject(j, "gflops_per_s", c->gflops_per_s);
         cJSON_AddNumberToObject(j, "params", (double)c->params);
         cJSON_AddNumberToObject(j, "activation_bytes", (double)c->activation_bytes);
+        if (c->engine)
+            cJSON_AddStringToObject(j, "engine", c->engine);
         cJSON_AddItemToArray(layers, j);
     }
     cJSON_AddItemToObject(o, "step_ms", stat_json(&r->step));
@@ -123,9 +126,10 @@ static void print_table(const cdl_profile_result *r, const ProfileSettings *p, i
         snprintf(fwd, sizeof fwd, "%.3f ± %.3f", c->forward.mean_ms, c->forward.std_ms);
         snprintf(bwd, sizeof bwd, "%.3f ± %.3f", c->backward.mean_ms, c->backward.std_ms);
         /* "±" is two bytes but one column: pad by one more. */
-        printf("%4d  %-14s %-14s %21s %21s %5.1f%% %10.1f %8.1f %10zu %10.2f\n", i, c->type, shape,
-               fwd, bwd, 100 * c->share, c->flops / 1e6, c->gflops_per_s, c->params,
-               (double)c->activation_bytes / (1 << 20));
+        printf("%4d  %-14s %-14s %21s %21s %5.1f%% %10.1f %8.1f %10zu %10.2f%s%s\n", i, c->type,
+               shape, fwd, bwd, 100 * c->share, c->flops / 1e6, c->gflops_per_s, c->params,
+               (double)c->activation_bytes / (1 << 20), c->engine ? "  " : "",
+               c->engine ? c->engine : "");
     }
     printf("step: %.3f ± %.3f ms (min %.3f, max %.3f), %.1f images/s\n", r->step.mean_ms,
            r->step.std_ms, r->step.min_ms, r->step.max_ms, r->images_per_s);
@@ -143,7 +147,7 @@ static int run_profile(const Args *a, Error *e)
     int st = read_settings(a, &p, e);
     if (st)
         return st;
-    cli_set_threads((int)p.threads);
+    cdl_set_threads((int)p.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
     if ((st = cli_open_model(a, p.path, 1, &m, e)))

@@ -13,7 +13,8 @@ static const OptSpec quantize_opts[] = {
      "every input quantized per batch)"},
     {"--batches", 1, 0, "calibration mini-batches of the cfg's size (default 10)"},
     {"--workers", 1, 0, "calibration loader threads (default 2)"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_QUANTIZE_OPTS (int)(sizeof quantize_opts / sizeof quantize_opts[0])
@@ -35,7 +36,7 @@ static int run_quantize(const Args *a, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "%s: not a cdl checkpoint (quantize a model trained by cdl train)",
                          model_path);
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     cdl_model *m;
     if ((st = cli_open_model(a, model_path, 0, &m, e)))
         return st;

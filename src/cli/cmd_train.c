@@ -22,13 +22,17 @@ static const OptSpec train_opts[] = {
      "initialise the layers that match from this checkpoint (fine-tuning), all from "
      "FILE.safetensors (torchvision names; a changed head keeps its initial values) or from "
      "darknet .weights for the cfg"},
+    {"--new-head", 0, 0,
+     "with --weights: the head (the last layer with tensors) keeps its initial values and the "
+     "run takes the dataset's classes (fine-tuning to other classes)"},
     {"--resume", 1, 0, "continue the run saved in this checkpoint"},
     {"--out", 1, 0, "checkpoint path (default weights/CFGNAME.cdl)"},
     {"--epochs", 1, 0, "train until this many epochs are done"},
     {"--time-limit", 1, 0,
      "stop after the step during which this many seconds of training passed, then evaluate "
      "and save"},
-    {"--threads", 1, 0, "CPU threads (default: all cores)"},
+    {"--threads", 1, 0,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     {"--seed", 1, 0, "random seed for init, order and dropout (default 1)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
@@ -137,11 +141,16 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                              .out_path = args_get(a, "--out"),
                              .on_message = cdl_dist_rank() == 0 ? progress_on_message : NULL,
                              .message_ctx = progress};
-    if (resume &&
-        (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") || args_get(a, "--seed")))
+    const int new_head = args_get(a, "--new-head") != NULL;
+    if (resume && (a->n_positional > 1 || a->n_repeats || args_get(a, "--weights") ||
+                   args_get(a, "--seed") || new_head))
         return error_set(e, CDL_EUSAGE,
-                         "--resume continues a run as it was: it takes no CFG, --set, --weights "
-                         "or --seed");
+                         "--resume continues a run as it was: it takes no CFG, --set, --weights, "
+                         "--new-head or --seed");
+    if (new_head && !args_get(a, "--weights"))
+        return error_set(e, CDL_EUSAGE,
+                         "--new-head goes with --weights: it starts a new run from a checkpoint "
+                         "with a new head");
     if (!resume && a->n_positional != 1)
         return error_set(e, CDL_EUSAGE, "train needs one CFG file (or --resume CKPT); see --help");
     long seed;
@@ -152,6 +161,7 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
         o.cfg_path = a->positional[0];
         o.seed = (uint64_t)seed;
         o.weights_path = args_get(a, "--weights");
+        o.new_head = new_head;
     }
     if ((e->code = cdl_session_create(&o, s, e->msg, sizeof e->msg)))
         return e->code;
@@ -176,7 +186,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     if (args_get(a, "--gpu"))
         return error_set(e, CDL_EUSAGE,
                          "--gpu: this cdl was built without GPU support (make GPU=1)");
-    cli_set_threads((int)threads);
+    cdl_set_threads((int)threads);
     cdl_session_info info;
     cdl_session_get_info(s, &info);
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))

@@ -85,6 +85,13 @@ float *layer_state_floats(LayerState *st, size_t n)
     return at;
 }
 
+float *layer_work_floats(LayerState *st, size_t n)
+{
+    float *at = st->work && n ? st->work + st->n_work : NULL;
+    st->n_work += n;
+    return at;
+}
+
 void *layer_state_bytes(LayerState *st, size_t n)
 {
     void *at = st->bytes && n ? st->bytes + st->n_bytes : NULL;

@@ -66,7 +66,8 @@ typedef struct Layer {
     /* Buffers owned by the net, sized [batch][out_shape]: */
     float *out;   /* activations */
     float *delta; /* dL/d(out); layers add into their inputs' deltas (in_delta) */
-    float *pre;   /* pre-activation values, only when activation is not linear */
+    float *pre;   /* pre-activation values, only when activation is not linear; l->out itself
+                     when the activation runs in place (core/net_memory.h) */
     /* Bound by net_resize: in[k] is the output [batch][shape of input k] of the k-th input
      * (net->input for -1) and in_delta[k] its delta, where backward adds dL/d(input k);
      * in_delta[k] is NULL when that gradient is not needed (no gradients, a frozen input
@@ -74,16 +75,19 @@ typedef struct Layer {
     const float *in[LAYER_MAX_INPUTS];
     float *in_delta[LAYER_MAX_INPUTS];
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
-     * (im2col columns and the like); the net allocates the maximum once. */
+     * (im2col columns and the like), set by parse; resize may raise it for the batch it sizes
+     * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
     size_t scratch_per_sample;
-    /* Floats and bytes of per-batch private state the layer took at the last net_resize
-     * (LayerType.resize), in the net's activation slab. */
-    size_t state_floats, state_bytes;
+    /* Floats and bytes of per-batch private state, and floats of work, the layer took at the
+     * last net_resize (LayerType.resize), in the net's activation slab. */
+    size_t state_floats, state_bytes, work_floats;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
-     * is in (-1: none, every buffer of it is kept), and 1 when its out and delta are kept through
-     * the step (its segment's last layer, or one that another segment reads) instead of sharing
-     * the memory of other segments'. */
-    int segment, kept;
+     * is in (-1: none). */
+    int segment;
+    /* The last layer (in order) that reads this one's output, -1: none. Its backward is the first
+     * to add into this layer's delta: net_backward zeroes the delta just before it (the memory
+     * plan, core/net_memory.h, lends the delta to others before that). */
+    int last_reader;
     /* The family's configuration and state, LayerType.priv_size zeroed bytes the net allocates
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerType.resize). NULL when priv_size is 0. */
@@ -97,6 +101,10 @@ typedef struct Layer {
      * precision is bf16; everything else (bias, normalisation, activation, softmax, loss) stays
      * float32. The parameters are float32 either way. */
     GemmPrecision precision;
+    /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
+     * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
+     * NULL in the other families (own kernels only). */
+    const char *engine;
 } Layer;
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
@@ -160,8 +168,10 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
 typedef struct LayerState {
     float *floats;        /* NULL when measuring */
     unsigned char *bytes; /* NULL when measuring */
+    float *work;          /* NULL when measuring */
     size_t n_floats;      /* floats taken so far */
     size_t n_bytes;       /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
+    size_t n_work;        /* work floats taken so far */
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16
@@ -171,6 +181,10 @@ float *layer_state_floats(LayerState *st, size_t n);
 /* n bytes of state aligned to LAYER_STATE_ALIGN, for non-float state such as masks and
  * indices (NULL when measuring or n is 0). */
 void *layer_state_bytes(LayerState *st, size_t n);
+/* n floats of work (NULL when measuring or n is 0): memory the layer uses within one forward or
+ * backward call only, nothing written there read by a later call (a backward's partial weight
+ * gradients), which the memory plan lends to other buffers between its calls. */
+float *layer_work_floats(LayerState *st, size_t n);
 
 /* The step of a layer on one backend: forward, backward and the cached step. */
 typedef struct LayerKernels {
@@ -218,11 +232,14 @@ typedef struct LayerType {
     /* Initialises parameter values once slabs are assigned (may be NULL). */
     void (*init)(Layer *l, Rng *rng);
     /* Takes the per-batch private state of a mini-batch of batch samples from st
-     * (layer_state_floats, layer_state_bytes) and points priv's buffers at it; parameters are
-     * assigned (params[].grad NULL in a net without gradients). Called twice by net_resize (see
-     * LayerState), never inside the training step; allocates nothing. Returns CDL_EUSAGE when the
-     * batch is too large for the layer (may be NULL: no state). */
+     * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
+     * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by
+     * net_resize (see LayerState), never inside the training step; allocates nothing. Returns
+     * CDL_EUSAGE when the batch is too large for the layer (may be NULL: no state). */
     int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
+    /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
+     * when it frees the layer. NULL: nothing to release. */
+    void (*release)(Layer *l);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;
     /* The step on a GPU; NULL for every family today (net_check_backend refuses). */
@@ -254,6 +271,12 @@ typedef struct LayerType {
     int reads_token_ids;
     /* 1: the layer's time goes to matrix products (profiling reports it against gemm speed). */
     int gemm_bound;
+    /* What the backward reads besides l->delta, its state and its parameters, for the memory
+     * plan (core/net_memory.h), which reuses a buffer once nothing will read it; the zero default
+     * is the safe one. 1: the backward never reads l->in[] (only their deltas, in_delta). */
+    int backward_ignores_inputs;
+    /* 1: the backward reads l->out only through layer_activation_backward. */
+    int backward_ignores_output;
     /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
     DarknetWeightOrder darknet_weights;
 } LayerType;

@@ -22,7 +22,8 @@ typedef struct LayerQuant {
     float *scales;   /* [channels] */
     int8_t *packed;  /* qgemm_pack's panels of values */
     int32_t *row_sums;
-    QMatrix matrix; /* packed, row_sums and scales, for qgemm_float */
+    int8_t *padded; /* qgemm_cols_pack's rows of values (convolutions) */
+    QMatrix matrix; /* packed, row_sums, padded and scales, for qgemm_float */
     /* 1: the input is quantized on `input` (calibrated); 0: on its own range in every forward. */
     int static_input;
     QuantParams input;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/darknet_compat.h"
+#include "core/net_memory.h"
+#include "ops/dnnl_conv.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
@@ -14,6 +16,7 @@
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
 static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
+static const char *const engine_names[] = {"ref", "dnnl"}; /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
@@ -77,6 +80,27 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
         st = error_set(e, CDL_EUSAGE, "%s: nesterov=1 needs optimizer=sgd and momentum > 0",
                        cfg_where(cfg, s, cfg_find(s, "nesterov")).text);
     return st;
+}
+
+/* [net] engine=ref|dnnl (default dnnl when built with oneDNN); a build without it runs dnnl
+ * cfgs on the reference, with a warning. */
+static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
+{
+    int engine = dnnl_conv_built() ? NET_ENGINE_DNNL : NET_ENGINE_REF;
+    if (cfg_find(s, "engine")) {
+        int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
+        if (st)
+            return st;
+    }
+    if (engine == NET_ENGINE_DNNL && !dnnl_conv_built()) {
+        cfg_warn(cfg,
+                 "%s: warning: engine=dnnl: this cdl is built without oneDNN (make DNNL=0); "
+                 "convolutions run on the reference",
+                 cfg_where(cfg, s, cfg_find(s, "engine")).text);
+        engine = NET_ENGINE_REF;
+    }
+    net->engine = (NetEngine)engine;
+    return CDL_OK;
 }
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
@@ -148,7 +172,9 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
             : parse_named(cfg, s, "precision", precision_names, N_NAMES(precision_names),
                           &precision, e);
     net->precision = (GemmPrecision)precision;
+    st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
+    st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
@@ -209,19 +235,18 @@ static int parse_common_keys(Net *net, const Cfg *cfg, CfgSection *s, int i, Err
     return CDL_OK;
 }
 
-/* Marks the kept layers of the segments (Layer.kept): each segment's last layer and every
- * layer read from another segment (a route or shortcut reaching back), whose out and delta must
- * outlive the segment. A net without gradients recomputes nothing: its segments are dropped. */
+/* Sets every layer's last reader (Layer.last_reader). A net without gradients recomputes
+ * nothing: its segments are dropped. */
 static void plan_segments(Net *net, int want_grads)
 {
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
         if (!want_grads)
             l->segment = -1;
-        l->kept = i == net->n_layers - 1 || l->segment != net->layers[i + 1].segment;
+        l->last_reader = -1;
         for (int k = 0; k < l->n_inputs; k++)
-            if (l->inputs[k] >= 0 && net->layers[l->inputs[k]].segment != l->segment)
-                net->layers[l->inputs[k]].kept = 1;
+            if (l->inputs[k] >= 0)
+                net->layers[l->inputs[k]].last_reader = i;
     }
     if (!want_grads)
         net->n_segments = 0;
@@ -438,6 +463,9 @@ static void free_activations(Net *net)
 void net_free(Net *net)
 {
     free_activations(net);
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type && net->layers[i].type->release)
+            net->layers[i].type->release(&net->layers[i]);
     free(net->layers);
     free(net->params);
     free(net->grads);
@@ -469,85 +497,49 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
             return rc;
         l->state_floats = st.n_floats;
         l->state_bytes = st.n_bytes;
+        l->work_floats = st.n_work;
         *floats += st.n_floats;
         *bytes += st.n_bytes;
     }
     return CDL_OK;
 }
 
-/* Floats and bytes of the activation slab: the kept buffers, then the region the segments
- * share (core/net.h). */
-typedef struct SlabPlan {
-    size_t kept_floats, shared_floats, kept_bytes, shared_bytes;
-} SlabPlan;
-
-static size_t slab_size(const SlabPlan *p)
-{
-    return aligned((p->kept_floats + p->shared_floats) * sizeof(float)) + p->kept_bytes +
-           p->shared_bytes;
-}
-
-static size_t max_size(size_t a, size_t b)
-{
-    return a > b ? a : b;
-}
-
-/* Walks the layers' buffers in slab order (measure_state done), with delta planes when
- * want_grads. With slab NULL it measures *p; else it points every layer's out, delta and pre
- * into slab as *p lays it out, binds its inputs and carves its private state
+/* Points every layer's out, delta and pre into net->activations where buffers (the memory
+ * plan, core/net_memory.h) place them, binds its inputs and carves its private state
  * (LayerType.resize). */
-static int lay_out_slab(Net *net, int batch, int want_grads, float *slab, SlabPlan *p, Error *e)
+static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e)
 {
-    const size_t shared_at = slab ? p->kept_floats : 0, shared_bytes_at = slab ? p->kept_bytes : 0;
-    unsigned char *bytes =
-        slab ? (unsigned char *)slab + aligned((p->kept_floats + p->shared_floats) * sizeof(float))
-             : NULL;
-    const size_t planes = 1 + (want_grads ? 1 : 0); /* out, delta */
-    size_t kept = 0, kept_bytes = 0, seg = 0, seg_bytes = 0, shared = 0, shared_bytes = 0;
+    unsigned char *slab = (unsigned char *)net->activations;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        if (i == 0 || l->segment != net->layers[i - 1].segment)
-            seg = shared_at, seg_bytes = shared_bytes_at;
-        const int in_segment = l->segment >= 0;
-        size_t *outs = in_segment && !l->kept ? &seg : &kept; /* out and delta */
-        size_t *own = in_segment ? &seg : &kept, *own_bytes = in_segment ? &seg_bytes : &kept_bytes;
-        const size_t n = (size_t)batch * shape_size(l->out_shape);
-        const size_t out_at = *outs;
-        *outs += planes * n;
-        const size_t pre_at = *own;
-        *own += l->activation != CDL_ACT_LINEAR ? n : 0;
-        const size_t state_at = *own, state_bytes_at = *own_bytes;
-        *own += l->state_floats;
-        *own_bytes += l->state_bytes;
-        shared = max_size(shared, seg - shared_at);
-        shared_bytes = max_size(shared_bytes, seg_bytes - shared_bytes_at);
-        if (!slab)
-            continue;
-        l->out = slab + out_at;
-        l->delta = want_grads ? l->out + n : NULL;
-        l->pre = l->activation != CDL_ACT_LINEAR ? slab + pre_at : NULL;
+        const LiveBuffer *b = buffers + (size_t)i * NET_BUFFERS;
+        l->out = (float *)(slab + b[NET_BUF_OUT].offset);
+        l->delta = b[NET_BUF_DELTA].bytes ? (float *)(slab + b[NET_BUF_DELTA].offset) : NULL;
+        l->pre = l->activation == CDL_ACT_LINEAR ? NULL
+                 : net_pre_in_place(net, l)      ? l->out
+                                                 : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {slab + state_at, bytes + state_bytes_at, 0, 0};
+        LayerState carve = {.floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
+                            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
+                            .work = (float *)(slab + b[NET_BUF_WORK].offset)};
         int st = l->type->resize ? l->type->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;
     }
-    if (!slab)
-        *p = (SlabPlan){kept, shared, kept_bytes, shared_bytes};
     return CDL_OK;
 }
 
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
- * want_grads): the slab as lay_out_slab plans it, the scratch and input floats; with
+ * want_grads): the slab the memory plan lays out, the scratch and input floats; with
  * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
- * layers' state. */
+ * layers' state. buffers, when not NULL, receives the plan (the caller frees it). */
 typedef struct BatchSizes {
-    SlabPlan slab;
+    size_t slab;           /* bytes */
     size_t scratch, input; /* floats */
 } BatchSizes;
 
 static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
-                         Error *e)
+                         LiveBuffer **buffers, Error *e)
 {
     memset(b, 0, sizeof *b);
     size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
@@ -555,12 +547,9 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
         Layer *l = &net->layers[i];
         size_t n = (size_t)batch * shape_size(l->out_shape);
         activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
-        size_t need = l->scratch_per_sample * (size_t)batch;
-        b->scratch = need > b->scratch ? need : b->scratch;
     }
     b->input = (size_t)batch * shape_size(net->in_shape);
-    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->scratch > NET_MAX_BATCH_FLOATS ||
-                         b->input > NET_MAX_BATCH_FLOATS))
+    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->input > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu activation values; "
                          "lower batch or raise subdivisions",
@@ -569,29 +558,48 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
     int st = measure_state(net, batch, &state_floats, &state_bytes, e);
     if (st)
         return st;
+    /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
+    for (int i = 0; i < net->n_layers; i++) {
+        size_t need = net->layers[i].scratch_per_sample * (size_t)batch;
+        b->scratch = need > b->scratch ? need : b->scratch;
+    }
+    if (check_limits && b->scratch > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu scratch values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     if (check_limits &&
         (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
         return error_set(e, CDL_EUSAGE,
                          "%s: a mini-batch of %d images needs more than %zu values of layer "
                          "state; lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    return lay_out_slab(net, batch, want_grads, NULL, &b->slab, e); /* measuring cannot fail */
+    Net view = *net; /* planned as if built with or without gradients */
+    view.want_grads = want_grads;
+    LiveBuffer *plan = calloc((size_t)net->n_layers * NET_BUFFERS, sizeof *plan);
+    st = plan ? net_memory_plan(&view, batch, plan, &b->slab, e)
+              : error_set(e, CDL_ERUNTIME, "out of memory planning the activations");
+    if (!st && buffers)
+        *buffers = plan;
+    else
+        free(plan);
+    return st;
 }
 
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, 0, &b, e);
-    *bytes = st ? 0 : slab_size(&b.slab);
+    int st = measure_batch(net, batch, net->want_grads, 0, &b, NULL, e);
+    *bytes = st ? 0 : b.slab;
     return st;
 }
 
 int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, want_grads, 1, &b, e);
+    int st = measure_batch(net, batch, want_grads, 1, &b, NULL, e);
     *bytes = st ? 0
-                : slab_size(&b.slab) + (b.scratch + b.input) * sizeof(float) +
+                : b.slab + (b.scratch + b.input) * sizeof(float) +
                       (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
     return st;
 }
@@ -600,11 +608,12 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, 1, &b, e);
+    LiveBuffer *plan = NULL;
+    int st = measure_batch(net, batch, net->want_grads, 1, &b, &plan, e);
     if (st)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;
-    net->activation_bytes = slab_size(&b.slab);
+    net->activation_bytes = b.slab;
     net->activations = calloc(1, net->activation_bytes + sizeof(float));
     net->input = calloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
@@ -613,11 +622,14 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->scratch_floats = scratch;
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
         !net->labels || !net->scratch) {
+        free(plan);
         free_activations(net);
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
     }
     net->batch = batch;
-    return lay_out_slab(net, batch, net->want_grads, net->activations, &b.slab, e);
+    st = lay_out_slab(net, batch, plan, e);
+    free(plan);
+    return st;
 }
 
 void net_set_precision(Net *net, GemmPrecision precision)
@@ -696,7 +708,7 @@ int net_can_forward_at(const Net *net)
     for (int i = 0; i < net->n_layers; i++)
         if (!layer_type_has_forward_at(net->layers[i].type))
             return 0;
-    return net->n_layers > 0;
+    return net->n_layers > 0 && net->n_segments == 0;
 }
 
 void net_forward_at(Net *net, int t)
@@ -717,21 +729,30 @@ int net_check_backend(const Net *net, Backend backend, Error *e)
     return CDL_OK;
 }
 
-/* 1 when layer l's delta lies in its segment's share of the slab (zeroed by prepare_segment). */
-static int delta_is_shared(const Layer *l)
-{
-    return l->segment >= 0 && !l->kept;
-}
-
 static void zero_delta(Net *net, Layer *l)
 {
     memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
 }
 
-/* Readies layers [first, last] of a segment for their backward: the forward again, as
+/* Zeroes the deltas layer i's backward is the first to add into (Layer.last_reader): its
+ * inputs', and its own when nothing reads it; until then the memory plan may lend them to other
+ * buffers. The last layer's delta is the caller's seed (the softmax loss ignores it); frozen
+ * layers have none. */
+static void zero_deltas_before_backward(Net *net, int i)
+{
+    Layer *l = &net->layers[i];
+    for (int k = 0; k < l->n_inputs; k++) {
+        Layer *from = l->inputs[k] >= net->train_from ? &net->layers[l->inputs[k]] : NULL;
+        if (from && from->last_reader == i)
+            zero_delta(net, from);
+    }
+    if (l->last_reader < 0 && i < net->n_layers - 1)
+        zero_delta(net, l);
+}
+
+/* Replays the forward of layers [first, last] of a segment before their backward, as
  * net_forward ran it (same draw id, so dropout draws the same masks; batch norm leaves its
- * running statistics), unless this is the last segment, whose activations are still there;
- * then the deltas in the segment's share zeroed (another segment's backward used them). */
+ * running statistics), unless this is the last segment, whose activations are still there. */
 static void prepare_segment(Net *net, int first, int last)
 {
     if (net->layers[last].segment < net->n_segments - 1) {
@@ -739,18 +760,10 @@ static void prepare_segment(Net *net, int first, int last)
         for (int i = first; i <= last; i++)
             forward_layer(net, &ctx, i);
     }
-    for (int i = first; i <= last; i++)
-        if (delta_is_shared(&net->layers[i]))
-            zero_delta(net, &net->layers[i]);
 }
 
 void net_backward(Net *net)
 {
-    /* The last layer's delta is the caller's seed (the softmax loss ignores it). Frozen
-     * layers' deltas are never handed out (net_layer_input_delta), so they stay as they are. */
-    for (int i = net->train_from; i < net->n_layers - 1; i++)
-        if (!delta_is_shared(&net->layers[i]))
-            zero_delta(net, &net->layers[i]);
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
@@ -763,6 +776,7 @@ void net_backward(Net *net)
         if (net->layers[last].segment >= 0)
             prepare_segment(net, first, last);
         for (int i = last; i >= first && i >= net->train_from; i--) {
+            zero_deltas_before_backward(net, i);
             const double start_s = net->profiler ? time_now_s() : 0;
             net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
             if (net->profiler)
@@ -816,7 +830,7 @@ int net_first_nonfinite_output(Net *net)
     StepContext ctx = replay_context(net);
     int i = 0;
     for (; i < net->n_layers; i++) {
-        if (net->n_segments > 0)
+        if (net->memory_plan || net->n_segments > 0)
             forward_layer(net, &ctx, i);
         if (!all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
             break;

@@ -65,6 +65,10 @@ typedef struct Hyper {
     float ema;               /* decay of the weights' exponential moving average (0: off) */
 } Hyper;
 
+/* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
+ * or oneDNN (ops/dnnl_conv.h; the default in a build with it). */
+typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL } NetEngine;
+
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
     Hyper hyper;
@@ -76,7 +80,8 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
-    int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
+    int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
+    NetEngine engine; /* [net] engine= */
     Layer *layers;
     int n_layers;
     /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
@@ -103,16 +108,17 @@ typedef struct Net {
     /* Gradient checkpointing, as torch.utils.checkpoint (training nets only; 0 segments in a net
      * without gradients): [net] recompute_every=N starts a segment at every N-th layer (0, N,
      * 2N, ...) and checkpoint=1 on a layer starts one there; layers before the first segment are
-     * in none. The buffers of a segment's layers (out, delta, pre, private state) share one
-     * region of the activation slab with the other segments', except the out and delta of its
-     * kept layers (Layer.kept); net_backward runs each segment's forward again (StepContext.replay)
-     * just before its backward, the last segment's excepted, whose activations are still there. */
+     * in none. net_backward runs each segment's forward again (StepContext.replay) just before its
+     * backward, the last segment's excepted, whose activations are still there; in between, the
+     * memory plan lends the memory of a segment's buffers that no other segment reads to others. */
     int recompute_every;
     int n_segments;
+    /* [net] memory_plan: 1 (the default) lays the slab out by liveness (core/net_memory.h), 0
+     * gives every buffer its own memory. */
+    int memory_plan;
     /* Slab holding the layers' out/delta/pre and private per-batch state (Layer.state_floats
-     * floats, Layer.state_bytes bytes; LayerType.resize): first the kept buffers of every layer
-     * outside a segment and the kept out/delta of the others, then the region the segments share,
-     * sized for the largest; floats first, then (aligned) bytes. */
+     * floats, Layer.state_bytes bytes; LayerType.resize), placed by the memory plan: buffers
+     * that are never live at the same time share memory. */
     float *activations;
     size_t activation_bytes; /* the slab's size */
     float *input;            /* [batch][in_shape] */
@@ -184,9 +190,10 @@ const char *net_precision_names(void);
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
 void net_forward(Net *net);
-/* Zeroes deltas, then runs the backward of layers n_layers-1 down to train_from; adds into
- * grads. With gradient checkpointing each segment's forward runs again just before its
- * backward: the gradients are bit-identical to those without it. */
+/* Runs the backward of layers n_layers-1 down to train_from, zeroing each delta just before
+ * the first backward that adds into it (Layer.last_reader); adds into grads. With gradient
+ * checkpointing each segment's forward runs again just before its backward: the gradients are
+ * bit-identical to those without it. */
 void net_backward(Net *net);
 void net_zero_grads(Net *net);
 
@@ -199,9 +206,10 @@ float *net_layer_input_delta(Net *net, const Layer *l, int k);
 const float *net_output(const Net *net);
 /* After a forward: the first layer, in order, whose output [batch][out_shape] holds a NaN or
  * an infinity; -1 when the input [batch][in_shape] already does; n_layers when all is
- * finite. Reads every activation: for diagnosis, not for the training step. With gradient
- * checkpointing, whose segments' outputs do not outlive the forward, it replays the forward
- * layer by layer (changing no running statistic), checking each output as it is made. */
+ * finite. Reads every activation: for diagnosis, not for the training step. Since the memory
+ * plan (and gradient checkpointing) lets outputs be overwritten once read, it replays the
+ * forward layer by layer (changing no running statistic), checking each output as it is made;
+ * only with memory_plan=0 and no segments does it read the forward's outputs as they are. */
 int net_first_nonfinite_output(Net *net);
 
 /* Fails, naming the first layer (in order) whose family has no kernels on backend, with
@@ -213,7 +221,10 @@ static inline int net_labels_per_sample(const Net *net)
 {
     return net->seq > 0 ? net->seq : 1;
 }
-/* 1 when every layer has forward_at (token-by-token generation with caches). */
+/* 1 when every layer has forward_at (token-by-token generation with caches) and the net keeps
+ * what the forward left for it: not with gradient checkpointing, whose segments' buffers are lent
+ * to others (the memory plan keeps every output and state of such a net otherwise,
+ * core/net_memory.h). */
 int net_can_forward_at(const Net *net);
 /* Runs every layer's forward_at for row t (inference; see LayerType.forward_at): after a
  * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */

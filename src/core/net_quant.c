@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/qgemm_cols.h"
+
 int net_layer_quantizable(const Layer *l)
 {
     return l->type->quant_weights ? l->type->quant_weights(l) : -1;
@@ -26,7 +28,8 @@ static size_t layer_bytes(int channels, int k)
     return aligned64(sizeof(LayerQuant)) + aligned64((size_t)channels * k) +
            aligned64((size_t)channels * sizeof(float)) +
            aligned64(qgemm_packed_bytes(channels, k)) +
-           aligned64((size_t)channels * sizeof(int32_t));
+           aligned64((size_t)channels * sizeof(int32_t)) +
+           aligned64(qgemm_cols_weight_bytes(channels, k));
 }
 
 int net_quant_alloc(Net *net, const unsigned char *quantize, Error *e)
@@ -73,7 +76,9 @@ int net_quant_alloc(Net *net, const unsigned char *quantize, Error *e)
         at += aligned64(qgemm_packed_bytes(channels, k));
         q->row_sums = (int32_t *)at;
         at += aligned64((size_t)channels * sizeof(int32_t));
-        q->matrix = (QMatrix){channels, k, q->packed, q->row_sums, q->scales};
+        q->padded = (int8_t *)at;
+        at += aligned64(qgemm_cols_weight_bytes(channels, k));
+        q->matrix = (QMatrix){channels, k, q->packed, q->row_sums, q->padded, q->scales};
         l->quant = q;
     }
     return CDL_OK;
@@ -96,6 +101,7 @@ void net_quant_prepare(Net *net)
         if (!q)
             continue;
         qgemm_pack(q->values, q->channels, q->k, q->packed, q->row_sums);
+        qgemm_cols_pack(q->values, q->channels, q->k, q->padded);
         float *w = net->layers[i].params[q->param].data;
         for (int j = 0; j < q->channels; j++)
             for (int g = 0; g < q->k; g++)

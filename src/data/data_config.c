@@ -573,7 +573,7 @@ static char *subdirectory(const char *dir, const char *name)
 }
 
 /* --data DIR/: CIFAR batches (the test batch validates), DIR/train and DIR/val (or valid) image
-   folders, or one image folder of which every tenth image of each class validates. */
+   folders, or one image folder of which a tenth of each class (picked by the seed) validates. */
 static int implied_folder(DataConfig *dc, const char *dir, Error *e)
 {
     char *train = subdirectory(dir, "train");
@@ -661,6 +661,7 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
     if (!(dc->path = strdup(path))) {
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
+    dc->split_seed = DATA_SPLIT_SEED;
     KeyLines lines = {0};
     int rc = load_config(dc, path, &lines, e);
     if (!rc) {
@@ -720,7 +721,7 @@ static int open_set(const DataConfig *dc, DataKind kind, const char *role, const
     if (!is_in_memory(kind)) {
         int rc = open_files(dc, kind, path, folders ? folders : dc->names, s, e);
         if (!rc && held_out) {
-            rc = source_files_split(s, dc->valid_split, held_out, e);
+            rc = source_files_split(s, dc->valid_split, dc->split_seed, held_out, e);
             rc = rc ? error_prefix(e, rc, "%s: ", dc->path) : CDL_OK;
         }
         return rc;

@@ -27,8 +27,8 @@
                           merges (DATA_BPE_MIN_VOCAB..DATA_BPE_MAX_VOCAB; fewer when the text
                           runs out of pairs to merge)
      valid_split=F        without valid=, hold out this fraction of train (0 <= F < 1): the tail
-                          for in-memory sets (IDX, digits, CIFAR), every (1/F)-th sample for image
-                          files (source_files_split), so a folder keeps each class's share
+                          for in-memory sets (IDX, digits, CIFAR); for image files about F of
+                          each class, picked by split_seed (source_files_split)
      backup=, top=        darknet keys, accepted and ignored
    Without type=, a dataset's kind follows its path: a directory is CIFAR when it holds the
    downloaded batches (cifar_detect) and else an image folder (root/<class>/<image>); *.txt and
@@ -51,6 +51,8 @@
 /* The validation shares of a dataset named without a .data file. */
 #define DATA_FOLDER_VALID_SPLIT 0.1f
 #define DATA_TEXT_VALID_SPLIT 0.05f
+/* The split seed data_config_load sets: the commands' default --seed. */
+#define DATA_SPLIT_SEED 1
 
 typedef enum DataKind {
     DATA_ARRAYS,   /* IDX images + labels or digits CSV, loaded by dataset_load */
@@ -72,6 +74,8 @@ typedef struct DataConfig {
     char *type;        /* type= or NULL */
     DataKind train_kind, valid_kind;
     float valid_split;
+    /* the seed of an image-file valid_split (training's --seed; DATA_SPLIT_SEED when loaded) */
+    uint64_t split_seed;
     int tokens_bytes; /* type=text: 1 for tokens=byte, 0 for char */
     int tokens_bpe;   /* type=text: 1 for tokens=bpe (vocab_size tokens) */
     int vocab_size;   /* vocab_size=, 0 when absent */
@@ -95,11 +99,11 @@ void data_config_free(DataConfig *dc);
 int data_config_check_image_sets(const DataConfig *dc, Error *e);
 
 /* Opens the train and valid sample sources, whatever their kind: valid from valid=, else split
-   off train by valid_split (see above; deterministic), else an empty source (n = 0, no read,
-   train's shape). An image-folder valid= set maps its class folders by name onto train's class
-   folders (or onto names= when train is not a folder). Checks labels < classes and, for
-   in-memory sets, that both share one sample shape; both get classes = dc->classes. Errors start
-   with the .data path. On failure both are left zeroed. A darknet list's ambiguous labels are
+   off train by valid_split (see above; the same split_seed, the same split), else an empty source
+   (n = 0, no read, train's shape). An image-folder valid= set maps its class folders by name onto
+   train's class folders (or onto names= when train is not a folder). Checks labels < classes and,
+   for in-memory sets, that both share one sample shape; both get classes = dc->classes. Errors
+   start with the .data path. On failure both are left zeroed. A darknet list's ambiguous labels are
    left for the caller to report (source_ambiguous_labels in data/source_files.h). */
 int data_config_open_sources(const DataConfig *dc, SampleSource *train, SampleSource *valid,
                              Error *e);

@@ -1,12 +1,14 @@
 /* The sample source shared by the image-file formats (folder, darknet list, CSV): a table of
-   resolved paths and labels decoded on read, its evenly spread validation split, and the path
-   and class-name helpers their readers share. */
+   resolved paths and labels decoded on read, its seeded, class-stratified validation split, and the
+   path and class-name helpers their readers share. */
 #include "data/source_files.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util/rng.h"
 
 char *path_resolve(const char *base_file, const char *path, int *found)
 {
@@ -137,7 +139,53 @@ int source_ambiguous_labels(const SampleSource *s, const char **first_path)
 
 /* ---- validation split ---- */
 
-int source_files_split(SampleSource *s, float fraction, SampleSource *held_out, Error *e)
+/* The stream of the split's draws (util/rng.h), apart from the loader's and augmentation's. */
+#define SPLIT_STREAM 0x5b1170000000ull
+
+/* The class bucket of a label: labels outside [0, classes) share the last one. */
+static int bucket(int label, int classes)
+{
+    return label >= 0 && label < classes ? label : classes;
+}
+
+/* Marks held[i] for the samples of all that validate: per class, as many as the evenly spread
+   rule (i held when floor((i + 1) * m / n) > floor(i * m / n)) puts among that class's
+   samples, picked by a shuffle seeded with seed. Scratch: order [n], start [2 * (classes + 2)]
+   zeroed. */
+static void mark_held(const FileList *all, int classes, int64_t m, uint64_t seed, char *held,
+                      int *order, int *start)
+{
+    const int64_t n = all->n;
+    int *fill = start + classes + 2;
+    for (int64_t i = 0; i < n; i++) { /* order: the samples grouped by class (counting sort) */
+        start[bucket(all->labels[i], classes) + 1]++;
+    }
+    for (int c = 0; c <= classes; c++) {
+        start[c + 1] += start[c];
+        fill[c] = start[c];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        order[fill[bucket(all->labels[i], classes)]++] = (int)i;
+    }
+    Rng rng;
+    rng_seed(&rng, seed, SPLIT_STREAM);
+    for (int c = 0; c <= classes; c++) {
+        int *members = order + start[c];
+        const int count = start[c + 1] - start[c];
+        int k = 0;
+        for (int j = 0; j < count; j++) {
+            const int64_t i = members[j];
+            k += (i + 1) * m / n > i * m / n;
+        }
+        rng_shuffle(&rng, members, count);
+        for (int j = 0; j < count; j++) {
+            held[members[j]] = j < k;
+        }
+    }
+}
+
+int source_files_split(SampleSource *s, float fraction, uint64_t seed, SampleSource *held_out,
+                       Error *e)
 {
     memset(held_out, 0, sizeof *held_out);
     if (!source_is_files(s)) {
@@ -151,13 +199,28 @@ int source_files_split(SampleSource *s, float fraction, SampleSource *held_out, 
                          "valid_split=%g of %lld samples leaves no sample on one side",
                          (double)fraction, (long long)n);
     }
+    const int n_classes = s->classes > 0 ? s->classes : 0;
+    char *held_flag = malloc((size_t)n);
+    int *order = malloc((size_t)n * sizeof *order);
+    int *start = calloc(2 * ((size_t)n_classes + 2), sizeof *start);
+    const int allocated = held_flag && order && start;
+    if (allocated) {
+        mark_held(all, n_classes, m, seed, held_flag, order, start);
+    }
+    free(order);
+    free(start);
+    if (!allocated) {
+        free(held_flag);
+        source_free(s);
+        return error_set(e, CDL_ERUNTIME, "out of memory splitting %lld samples", (long long)n);
+    }
     FileList kept = {0}, held = {0};
     int rc = CDL_OK;
     for (int64_t i = 0; i < n && !rc; i++) {
-        FileList *to = (i + 1) * m / n > i * m / n ? &held : &kept;
-        rc = file_list_add(to, all->paths[i], all->labels[i], e);
+        rc = file_list_add(held_flag[i] ? &held : &kept, all->paths[i], all->labels[i], e);
         all->paths[i] = NULL; /* owned by kept or held now (or freed by file_list_add) */
     }
+    free(held_flag);
     if (rc) {
         file_list_free(&kept);
         file_list_free(&held);

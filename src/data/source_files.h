@@ -6,6 +6,7 @@
 #define CDL_SOURCE_FILES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "data/source.h"
 
@@ -47,13 +48,14 @@ int source_csv_open(SampleSource *s, const char *csv_path, char *const *names, i
  *first_path (may be NULL) receives the first such path as written in the list, or NULL. */
 int source_ambiguous_labels(const SampleSource *s, const char **first_path);
 
-/* Moves round(n * fraction) samples of a file source into held_out, evenly spread: sample i is
-   held out when floor((i + 1) * m / n) > floor(i * m / n) for m held-out samples, i.e. the last
-   sample of every block of n/m. Because folders list files class by class, this keeps each
-   class's share (a tail split would hold out only the last classes). Both keep their order;
-   fraction must be in (0, 1) and leave a sample on each side (CDL_EUSAGE). On failure both s
-   and held_out are left freed (zeroed). */
-int source_files_split(SampleSource *s, float fraction, SampleSource *held_out, Error *e);
+/* Moves round(n * fraction) samples of a file source into held_out, class by class: each class
+   gives as many as the evenly spread rule (sample i held out when floor((i + 1) * m / n) >
+   floor(i * m / n) for m held-out samples) puts among its samples, about its share, and which
+   ones a shuffle seeded with seed picks (training's --seed: the same seed holds out the same
+   samples). Both keep the source's order; fraction must be in (0, 1) and leave a sample on each
+   side (CDL_EUSAGE). On failure both s and held_out are left freed (zeroed). */
+int source_files_split(SampleSource *s, float fraction, uint64_t seed, SampleSource *held_out,
+                       Error *e);
 
 /* True when s is one of the file sources above. */
 int source_is_files(const SampleSource *s);

@@ -65,4 +65,6 @@ const LayerType avgpool_layer = {
     .parse = avgpool_parse,
     .cpu = {.forward = avgpool_forward, .backward = avgpool_backward},
     .export_onnx = avgpool_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -71,4 +71,6 @@ const LayerType batchnorm_layer = {
     .cpu = {.forward = bn_layer_forward, .backward = bn_layer_backward},
     .export_onnx = bn_layer_export_onnx,
     .darknet_weights = DARKNET_BATCHNORM,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -167,4 +167,5 @@ const LayerType connected_layer = {
     .quant_weights = connected_quant_weights,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONNECTED,
+    .backward_ignores_output = 1,
 };

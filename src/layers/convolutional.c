@@ -20,7 +20,17 @@
  * precision=bf16 (Layer.precision): the weights, the column matrices (the input itself for a
  * direct or depthwise convolution) and delta are rounded to bf16 (gemm_operand) before the
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
- * or batch norm and the activation stay float32. */
+ * or batch norm and the activation stay float32.
+ *
+
+ * With [net] engine=dnnl (the default in a build with oneDNN) the convolution itself runs through
+ * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
+ * relu or leaky too when there is no batch norm), backward data, and backward weights with the
+ * bias gradient; batch norm and the other activations stay as above. oneDNN writes gradients,
+ * cdl adds them (the += contract), so they go through the net's shared scratch buffer, followed
+ * there by oneDNN's scratchpad, which resize adds to the layer's scratch. A layer falls back to the
+ * reference when oneDNN has only its slow reference implementation for it ("ref:any"), when it
+ * runs with int8 weights, and in precision=bf16. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -29,6 +39,7 @@
 #include "core/layer_quant.h"
 #include "core/net.h"
 #include "layers/bias_norm.h"
+#include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "ops/qgemm.h"
@@ -62,12 +73,17 @@ typedef struct Conv {
     /* precision=bf16: the weights rounded by each forward, and the rounded input of a direct or
      * depthwise convolution [batch][c][h][w] (the others round their column matrices) */
     float *w_bf16, *x_bf16;
+    /* engine=dnnl: wanted (parse), and the layer runs on oneDNN (resize); fused: its forward
+     * applies the activation (relu or leaky without batch norm), leaving l->pre unwritten (their
+     * derivatives read the output only) */
+    int dnnl_wanted, dnnl, fused;
+    DnnlConv dc;
+    size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    (void)net;
     int filters, size, stride, pad, padding, groups, bn;
     int rc = cfg_get_int(cfg, s, "filters", 1, &filters, e);
     if (!rc)
@@ -146,6 +162,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
+    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
+    l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
+    cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
 }
 
@@ -160,10 +179,77 @@ static void conv_init(Layer *l, Rng *rng)
     bias_norm_init(&cv->stage, l);
 }
 
+/* The scratch buffer of a layer on oneDNN: the gradients oneDNN writes before they are added
+ * (the input's, or the weights' and bias's: floats [0, dnnl_grad_floats)), then the primitives'
+ * scratchpad. */
+static size_t dnnl_grad_floats(const Layer *l, const Conv *cv, int batch)
+{
+    const size_t dx = (size_t)batch * shape_size(l->in_shape);
+    const size_t dw = l->params[P_WEIGHTS].count + (size_t)cv->filters;
+    return dx > dw ? dx : dw;
+}
+
+static void *dnnl_scratchpad(const Layer *l, const Conv *cv, const StepContext *ctx)
+{
+    return ctx->scratch + dnnl_grad_floats(l, cv, ctx->batch);
+}
+
+/* Makes the oneDNN primitives for batch (the same ones on resize's measuring and carving calls)
+ * and raises the scratch to what they need; cv->dnnl = 0 when the layer stays on the reference. */
+static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
+{
+    const int backward = l->params[P_WEIGHTS].grad != NULL;
+    const int bn = cv->stage.batch_normalize;
+    const Shape in = l->in_shape, out = l->out_shape;
+    cv->fused = !bn && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    const DnnlConvDesc d = {
+        .batch = batch,
+        .in_c = in.c,
+        .in_h = in.h,
+        .in_w = in.w,
+        .out_c = out.c,
+        .out_h = out.h,
+        .out_w = out.w,
+        .size = cv->size,
+        .stride = cv->stride,
+        .padding = cv->padding,
+        .groups = cv->groups,
+        .bias = !bn,
+        .eltwise = cv->fused,
+        .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .backward = backward,
+        .data_grad = backward,
+    };
+    int rc = dnnl_conv_prepare(&cv->dc, &d, e);
+    if (rc)
+        return rc;
+    for (int k = 0; k < DNNL_CONV_PRIMS; k++)
+        if (!strncmp(cv->dc.impl[k], "ref", 3)) {
+            dnnl_conv_release(&cv->dc);
+            return CDL_OK;
+        }
+    cv->dnnl = 1;
+    l->engine = "dnnl";
+    const size_t floats =
+        dnnl_grad_floats(l, cv, batch) + (cv->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
+    if (per_sample > l->scratch_per_sample)
+        l->scratch_per_sample = per_sample;
+    bias_norm_resize(&cv->stage, batch, st);
+    return CDL_OK;
+}
+
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
-    (void)e;
     Conv *cv = l->priv;
+    cv->dnnl = cv->fused = 0;
+    l->engine = "ref";
+    l->scratch_per_sample = cv->base_scratch;
+    if (cv->dnnl_wanted && !l->quant && l->precision != GEMM_BF16) { /* bf16: the reference's */
+        int rc = dnnl_resize(l, cv, batch, st, e);
+        if (rc || cv->dnnl)
+            return rc;
+    }
     const int threads = omp_get_max_threads();
     /* Only a backward needs them; inference nets have no gradient slab. */
     const int backward = l->params[P_WEIGHTS].grad != NULL;
@@ -171,8 +257,8 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
                         ? (threads < CONV_MAX_GRAD_THREADS ? threads : CONV_MAX_GRAD_THREADS) - 1
                         : 0;
     const size_t weights = l->params[P_WEIGHTS].count;
-    cv->dw_partial = layer_state_floats(st, (size_t)cv->n_partial * weights);
-    cv->w_flipped = layer_state_floats(st, cv->same && backward ? weights : 0);
+    cv->dw_partial = layer_work_floats(st, (size_t)cv->n_partial * weights);
+    cv->w_flipped = layer_work_floats(st, cv->same && backward ? weights : 0);
     const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
     cv->qwork_threads = l->quant ? threads : 0;
     cv->qwork_bytes =
@@ -196,6 +282,12 @@ static GemmPrecision conv_precision(const Layer *l)
 static const float *conv_weights(const Layer *l, const Conv *cv)
 {
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
+}
+
+static void conv_release(Layer *l)
+{
+    Conv *cv = l->priv;
+    dnnl_conv_release(&cv->dc);
 }
 
 /* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */
@@ -431,6 +523,18 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                          ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
                          : l->in[0];
 
+    if (cv->dnnl) {
+        const int bn = cv->stage.batch_normalize;
+        const float *w = l->params[P_WEIGHTS].data;
+        const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+        float *y = bn || cv->fused ? l->out : layer_activation_input(l);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, dnnl_scratchpad(l, cv, ctx));
+        if (bn)
+            bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
+        if (!cv->fused)
+            layer_activate(l, batch);
+        return;
+    }
     if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
     } else {
@@ -499,6 +603,35 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     }
 }
 
+/* dst[i] += src[i] for i < n. */
+static void add_into(float *restrict dst, const float *restrict src, size_t n)
+{
+#pragma omp parallel for simd schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* The backward on oneDNN, after the activation's: batch norm's (else the bias gradient comes
+ * with the weights'), the weights', then the input's through the scratch buffer. */
+static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
+{
+    const int bn = cv->stage.batch_normalize;
+    if (bn)
+        bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
+    void *scratchpad = dnnl_scratchpad(l, cv, ctx);
+    float *dw = ctx->scratch, *db = dw + w->count;
+    dnnl_conv_backward_weights(&cv->dc, l->in[0], l->delta, dw, bn ? NULL : db, scratchpad);
+    add_into(w->grad, dw, w->count);
+    if (!bn)
+        add_into(b->grad, db, (size_t)cv->filters);
+    float *dx = l->in_delta[0];
+    if (!dx)
+        return;
+    dnnl_conv_backward_data(&cv->dc, l->delta, w->data, ctx->scratch, scratchpad);
+    add_into(dx, ctx->scratch, (size_t)ctx->batch * shape_size(l->in_shape));
+}
+
 static void conv_backward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -506,6 +639,10 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
     layer_activation_backward(l, batch);
+    if (cv->dnnl) {
+        dnnl_backward(l, cv, ctx);
+        return;
+    }
     bias_norm_backward(&cv->stage, l, ctx, l->delta);
     /* The bias and batch norm took their gradients: only the products read delta from here. */
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
@@ -564,10 +701,12 @@ const LayerType convolutional_layer = {
     .parse = conv_parse,
     .init = conv_init,
     .resize = conv_resize,
+    .release = conv_release,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
     .quant_calibrated = 1,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
+    .backward_ignores_output = 1,
 };

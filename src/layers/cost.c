@@ -57,4 +57,6 @@ const LayerType cost_layer = {
     .cpu = {.forward = cost_forward, .backward = cost_backward},
     .export_onnx = cost_export_onnx,
     .follows_loss = 1,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -164,4 +164,6 @@ const LayerType crop_layer = {
     .resize = crop_resize,
     .cpu = {.forward = crop_forward, .backward = crop_backward},
     .export_onnx = crop_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

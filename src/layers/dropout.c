@@ -120,4 +120,6 @@ const LayerType dropout_layer = {
             .backward = dropout_backward,
             .forward_at = dropout_forward_at},
     .export_onnx = dropout_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -229,4 +229,5 @@ const LayerType linear_layer = {
             .forward_at = linear_forward_at},
     .export_onnx = linear_export_onnx,
     .quant_weights = linear_quant_weights,
+    .backward_ignores_output = 1,
 };

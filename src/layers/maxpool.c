@@ -171,4 +171,6 @@ const LayerType maxpool_layer = {
     .resize = maxpool_resize,
     .cpu = {.forward = maxpool_forward, .backward = maxpool_backward},
     .export_onnx = maxpool_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -83,4 +83,6 @@ const LayerType positional_layer = {
             .backward = positional_backward,
             .forward_at = positional_forward_at},
     .export_onnx = positional_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

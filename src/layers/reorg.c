@@ -115,4 +115,6 @@ const LayerType reorg_layer = {
     .parse = reorg_parse,
     .cpu = {.forward = reorg_forward, .backward = reorg_backward},
     .export_onnx = reorg_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

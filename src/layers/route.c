@@ -124,4 +124,6 @@ const LayerType route_layer = {
     .parse = route_parse,
     .cpu = {.forward = route_forward, .backward = route_backward},
     .export_onnx = route_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

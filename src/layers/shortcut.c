@@ -295,4 +295,6 @@ const LayerType shortcut_layer = {
             .backward = shortcut_backward,
             .forward_at = shortcut_forward_at},
     .export_onnx = shortcut_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

@@ -33,6 +33,12 @@ static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     int groups;
     float smoothing;
     const int rows = net->seq > 0 ? l->in_shape.h : 1; /* the labels each sample has */
+    if (rows != net_labels_per_sample(net)) /* a layer before changed the rows: seq labels */
+        return error_set(e, CDL_EUSAGE,
+                         "%s:%d: layer %d: [%s] of a sequence net needs one row per token: its "
+                         "input has %d row%s (height) but the net has seq=%d tokens",
+                         cfg->path, s->line, l->index, s->name, rows, rows == 1 ? "" : "s",
+                         net->seq);
     int st = cfg_get_int(cfg, s, "groups", rows, &groups, e);
     st = st ? st : cfg_get_float(cfg, s, "label_smoothing", 0.0f, &smoothing, e);
     if (st)
@@ -181,4 +187,5 @@ const LayerType softmax_layer = {
             .forward_at = softmax_forward_at},
     .export_onnx = softmax_export_onnx,
     .is_loss = 1,
+    .backward_ignores_inputs = 1,
 };

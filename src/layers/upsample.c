@@ -104,4 +104,6 @@ const LayerType upsample_layer = {
     .parse = upsample_parse,
     .cpu = {.forward = upsample_forward, .backward = upsample_backward},
     .export_onnx = upsample_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
 };

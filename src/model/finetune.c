@@ -161,3 +161,30 @@ void weights_match_free(WeightsMatch *m)
     free(m->names);
     memset(m, 0, sizeof *m);
 }
+
+int finetune_head_save(const Net *net, HeadValues *h, Error *e)
+{
+    memset(h, 0, sizeof *h);
+    h->layer = last_with_params(net);
+    if (h->layer < 0)
+        return error_set(e, CDL_EUSAGE, "a new head needs a layer with tensors: the net has none");
+    const Layer *l = &net->layers[h->layer];
+    for (int k = 0; k < l->n_params; k++)
+        h->count += l->params[k].count;
+    if (!(h->data = malloc((h->count ? h->count : 1) * sizeof *h->data)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    size_t at = 0;
+    for (int k = 0; k < l->n_params; at += l->params[k++].count)
+        memcpy(h->data + at, l->params[k].data, l->params[k].count * sizeof *h->data);
+    return CDL_OK;
+}
+
+void finetune_head_restore(Net *net, HeadValues *h)
+{
+    const Layer *l = &net->layers[h->layer];
+    size_t at = 0;
+    for (int k = 0; k < l->n_params; at += l->params[k++].count)
+        memcpy(l->params[k].data, h->data + at, l->params[k].count * sizeof *h->data);
+    free(h->data);
+    memset(h, 0, sizeof *h);
+}

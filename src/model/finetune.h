@@ -34,6 +34,19 @@ int finetune_load_weights(Net *net, const char *path, WeightsMatch *m, Error *e)
 
 void weights_match_free(WeightsMatch *m);
 
+/* The tensors of a net's head (its last layer with tensors: the layer whose outputs are the
+ * classes), set aside while weights are loaded so that a new head keeps its initialisation. */
+typedef struct HeadValues {
+    int layer;   /* the head's index */
+    float *data; /* [count] its tensors, one after the other */
+    size_t count;
+} HeadValues;
+
+/* Copies the head's tensors into h. CDL_EUSAGE when no layer has tensors. */
+int finetune_head_save(const Net *net, HeadValues *h, Error *e);
+/* Copies h back into the head, and frees h. */
+void finetune_head_restore(Net *net, HeadValues *h);
+
 /* "5x96": dims[0..n_dims) as the skipped lists write shapes ("" for a scalar). */
 void weights_shape_text(const int64_t *dims, int n_dims, char *out, size_t size);
 

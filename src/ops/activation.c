@@ -306,3 +306,9 @@ void activation_backward(const float *x, const float *y, float *delta, size_t n,
         backward_range(x + begin, y + begin, delta + begin, end - begin, a);
     }
 }
+
+int activation_backward_reads_input(ActivationKind a)
+{
+    return a == CDL_ACT_ELU || a == CDL_ACT_RELU6 || a == CDL_ACT_GELU || a == CDL_ACT_SWISH ||
+           a == CDL_ACT_MISH;
+}

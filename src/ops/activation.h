@@ -29,5 +29,8 @@ void activation_forward(const float *x, float *y, size_t n, ActivationKind a);
 /* delta[i] *= f'(x[i]), given the input x and the output y = f(x) of the forward pass:
  * turns dL/dy into dL/dx in place. */
 void activation_backward(const float *x, const float *y, float *delta, size_t n, ActivationKind a);
+/* 1 when activation_backward reads x (elu, relu6, gelu, swish, mish); 0 when y alone gives the
+ * derivative, so the forward may write y over x. */
+int activation_backward_reads_input(ActivationKind a);
 
 #endif

@@ -5,6 +5,8 @@
 #include <omp.h>
 #include <string.h>
 
+#include "ops/qgemm_cols.h"
+
 /* Output columns of a panel, and the values of k one vpdpbusd lane sums. */
 enum { PANEL = 16, KGROUP = 4 };
 
@@ -73,7 +75,7 @@ int qgemm_has_vnni(void)
 int qgemm_has_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") != 0;
 }
 
 const char *qgemm_kernel_name(void)
@@ -103,7 +105,8 @@ void qgemm_s32(int m, int n, int k, const uint8_t *a, int lda, const int8_t *pac
 
 size_t qgemm_work_bytes(int m, int n, int k)
 {
-    return (size_t)m * (size_t)qgemm_k_padded(k) + (size_t)m * (size_t)n * sizeof(int32_t);
+    const size_t rows = (size_t)m * (size_t)qgemm_k_padded(k), cols = qgemm_cols_input_bytes(m, k);
+    return (rows > cols ? rows : cols) + (size_t)m * (size_t)n * sizeof(int32_t);
 }
 
 /* a[m][kp] = the codes of x, whose element (i, g) is x[i*ldx + g] (rows) or x[g*ldx + i]
@@ -134,18 +137,45 @@ static void quantize_input(const float *x, int ldx, QLayout layout, int m, int k
     }
 }
 
+/* y = xq.scale * w->scales[j] * (c[i][j] - xq.zero_point * w->row_sums[j]), with c's element
+ * (i, j) at c[i * ci + j * cj] and y's as y_layout says. */
+static void dequantize(const QMatrix *w, QuantParams xq, int m, const int32_t *c, size_t ci,
+                       size_t cj, float *y, int ldy, QLayout y_layout)
+{
+    for (int j = 0; j < w->n; j++) {
+        const float scale = xq.scale * w->scales[j];
+        const int32_t offset = xq.zero_point * w->row_sums[j];
+        const int32_t *cj_ = c + (size_t)j * cj;
+        if (y_layout == QGEMM_COLS) {
+            float *yj = y + (size_t)j * ldy;
+            for (int i = 0; i < m; i++)
+                yj[i] = scale * (float)(cj_[(size_t)i * ci] - offset);
+        } else {
+            for (int i = 0; i < m; i++)
+                y[(size_t)i * ldy + j] = scale * (float)(cj_[(size_t)i * ci] - offset);
+        }
+    }
+}
+
 void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ldx, QLayout x_layout,
                  float *y, int ldy, QLayout y_layout, void *work)
 {
-    const int n = w->n, k = w->k, kp = qgemm_k_padded(k);
+    const int n = w->n, k = w->k;
+    /* A convolution's columns: the product in their layout, unless VNNI (64 products per
+     * instruction, 4x vpmaddubsw's 32 with their reduction) is worth transposing them. */
+    if (x_layout == QGEMM_COLS && !qgemm_has_vnni()) {
+        uint8_t *xp = work;
+        int32_t *c = (int32_t *)((unsigned char *)work + qgemm_work_bytes(m, n, k) -
+                                 (size_t)m * n * sizeof(int32_t));
+        qgemm_cols_quantize(x, ldx, m, k, xq, xp);
+        qgemm_cols_s32(m, n, k, xp, w->padded, c, m);
+        dequantize(w, xq, m, c, 1, (size_t)m, y, ldy, y_layout);
+        return;
+    }
+    const int kp = qgemm_k_padded(k);
     uint8_t *a = work;
     int32_t *c = (int32_t *)(a + (size_t)m * kp);
     quantize_input(x, ldx, x_layout, m, k, kp, xq, a);
     qgemm_s32(m, n, k, a, kp, w->packed, c, n);
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            const int32_t acc = c[(size_t)i * n + j] - xq.zero_point * w->row_sums[j];
-            const float v = xq.scale * w->scales[j] * (float)acc;
-            y[y_layout == QGEMM_ROWS ? (size_t)i * ldy + j : (size_t)j * ldy + i] = v;
-        }
+    dequantize(w, xq, m, c, (size_t)n, 1, y, ldy, y_layout);
 }

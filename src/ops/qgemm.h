@@ -54,6 +54,7 @@ typedef struct QMatrix {
     int n, k;
     const int8_t *packed;    /* [qgemm_packed_bytes(n, k)] */
     const int32_t *row_sums; /* [n] */
+    const int8_t *padded;    /* [qgemm_cols_weight_bytes(n, k)]: qgemm_cols_pack's rows */
     const float *scales;     /* [n]: w[j][k] ~ scales[j] * q[j][k] */
 } QMatrix;
 
@@ -65,6 +66,8 @@ typedef enum QLayout { QGEMM_ROWS, QGEMM_COLS } QLayout;
 size_t qgemm_work_bytes(int m, int n, int k);
 /* y[m][n] ~ x[m][k] * W^T: x quantized on the grid xq, multiplied in int8, then
  *   y[i][j] = xq.scale * w->scales[j] * (c[i][j] - xq.zero_point * w->row_sums[j]).
+ * Columns x (a convolution's) go through ops/qgemm_cols.h where the CPU lacks AVX-512 VNNI;
+ * the rest through qgemm_s32.
  * x and y are stored as x_layout and y_layout say (strides ldx, ldy); work holds
  * qgemm_work_bytes(m, w->n, w->k) bytes. */
 void qgemm_float(const QMatrix *w, QuantParams xq, int m, const float *x, int ldx, QLayout x_layout,

@@ -9,9 +9,9 @@ QuantParams quant_params_u8(float min, float max)
     max = max > 0.0f ? max : 0.0f;
     if (max - min <= 0.0f || !isfinite(max - min))
         return (QuantParams){1.0f, 0};
-    const float scale = (max - min) / 255.0f;
+    const float top = (float)QUANT_CODE_MAX, scale = (max - min) / top;
     const float zp = roundf(-min / scale);
-    return (QuantParams){scale, (int)(zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp)};
+    return (QuantParams){scale, (int)(zp < 0.0f ? 0.0f : zp > top ? top : zp)};
 }
 
 void quant_range(const float *x, size_t n, float *min, float *max)

@@ -24,7 +24,7 @@ assert r["ok"] and r["errors"] == [] and r["optimizer"] == "adam", r
 assert m["params"] == 4 * (r["params"] + r["state"]), m
 assert m["grads"] == 4 * r["params"] and m["optimizer"] == 8 * r["params"], m
 assert m["total"] == m["params"] + m["grads"] + m["optimizer"] + m["activations"], m
-# every layer output, delta and pre-activation of a 32-image mini-batch, at least
+# the first layer output, delta and batch-norm values of a 32-image mini-batch, at least
 assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
 }
 
@@ -100,4 +100,39 @@ assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
     run "$CDL" check
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: check takes one CFG; see --help" ]
+}
+
+@test "check --weights loads the initial weights as train would: shapes, and a head's classes" {
+    train_digits 1
+    run "$CDL" check "$REPO/cfg/digits.cfg" --weights digits.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--weights digits.cdl: loaded 3 layers"* ]]
+    [ "${lines[-1]}" = "ok: train would start" ]
+    # the same images under other class names: the loaded head's classes are refused, as train
+    # refuses them, unless the head is new
+    seq 10 19 > names.txt
+    printf 'classes=10\ntrain=%s\nvalid_split=0.2\nnames=names.txt\n' "$REPO/data/digits.csv.gz" > renamed.data
+    run "$CDL" check "$REPO/cfg/digits.cfg" --data renamed.data --weights digits.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"cdl: renamed.data: its 10 classes (10, 11, 12, 13, 14, 15, ..., 18, 19) are not the 10 classes digits.cdl was trained on (0, 1, 2, 3, 4, 5, ..., 8, 9)"*"add --new-head"* ]]
+    [ "${lines[-1]}" = "1 problem: train would refuse this" ]
+    run "$CDL" train "$REPO/cfg/digits.cfg" --data renamed.data --weights digits.cdl --epochs 1 --out t.cdl
+    [ "$status" -eq 2 ]
+    run "$CDL" check "$REPO/cfg/digits.cfg" --data renamed.data --weights digits.cdl --new-head
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"new head (--new-head): layer 3 [connected] keeps its initial values"* ]]
+    # another head shape is skipped, naming both shapes; no layer that matches is refused
+    run "$CDL" check "$REPO/cfg/digits.cfg" --weights digits.cdl --set 3.output=12
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"skipped layers 3 [connected] (shape 12x"* ]]
+    run "$CDL" check "$REPO/cfg/digits.cfg" --weights digits.cdl --set 0.filters=3 --set 2.filters=5 --set 3.output=12
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"cdl: digits.cdl: its architecture differs from the cfg: no layer matches"* ]]
+    printf 'x' > short.weights
+    run "$CDL" check "$REPO/cfg/digits.cfg" --weights short.weights
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"cdl: "*"short.weights"* ]]
+    run "$CDL" check "$REPO/cfg/digits.cfg" --new-head
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --new-head goes with --weights" ]
 }

@@ -5,11 +5,13 @@
 # so that --resume and eval work from another folder.
 load helpers
 
-# make_folder DIR CLASS... : DIR/CLASS/0..5.png, 8x8 grayscale, a pattern per class.
+# make_folder DIR CLASS... : DIR/CLASS/0..5.png (0..PER_CLASS-1), 8x8 grayscale, a pattern per
+# class.
 make_folder() {
-    /usr/bin/python3 - "$@" <<'PY'
+    PER_CLASS=${PER_CLASS:-6} /usr/bin/python3 - "$@" <<'PY'
 import os, struct, sys, zlib
 root, classes = sys.argv[1], sys.argv[2:]
+per_class = int(os.environ["PER_CLASS"])
 def png(path, pix):
     def chunk(t, d):
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
@@ -19,7 +21,7 @@ def png(path, pix):
                            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 for k, c in enumerate(classes):
     os.makedirs(f"{root}/{c}", exist_ok=True)
-    for i in range(6):
+    for i in range(per_class):
         png(f"{root}/{c}/{i}.png", [[(x * (k + 1) * 29 + y * 7 + i * 13) % 256 for x in range(8)]
                                     for y in range(8)])
 PY
@@ -76,7 +78,7 @@ one_line() {
     "$CDL" train small.cfg --data imgs.data --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
     run "$CDL" train small.cfg --data other.data --weights base.cdl --epochs 1 --out ft.cdl
     [ "$status" -eq 2 ]
-    [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"give that layer another shape to fine-tune a new head"* ]]
+    [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"add --new-head to fine-tune a new head on these classes (or give that layer another shape)"* ]]
     [ ! -e ft.cdl ]
     # eval CFG --weights takes the head's classes with it
     run "$CDL" eval small.cfg --weights base.cdl --data other.data
@@ -265,4 +267,68 @@ PY
     one_line 1 "gone.txt: cannot open data file: No such file or directory"
     run "$CDL" train small.cfg --data gone/
     one_line 1 "gone/: cannot open data file: No such file or directory"
+}
+
+# The image an eval of model $1 reads first (its validation set's first image): every image of
+# the folder is unreadable by then, and eval names the first it fails on.
+first_valid_image() {
+    run "$CDL" eval "$1" --workers 0
+    [ "$status" -eq 1 ]
+    [[ "$output" == "cdl: "*": not a PNG or JPEG image" ]]
+    first=${output#cdl: }
+    echo "${first%%: *}"
+}
+
+@test "--data DIR/ without train/ and val/ holds out a tenth of each class, picked by --seed" {
+    PER_CLASS=10 make_folder flat cat dog fox
+    write_small_cfg
+    for run in a:1 b:1 c:3; do
+        "$CDL" train small.cfg --data flat/ --seed "${run#*:}" --epochs 1 --out "${run%:*}.cdl" \
+            --log-every 1000 2>/dev/null
+    done
+    run "$CDL" eval a.cdl --json
+    [ "$status" -eq 0 ]
+    # one held-out image of each class's ten: the confusion matrix's rows hold one each
+    /usr/bin/python3 -c 'import json, sys; c = json.loads(sys.argv[1])["confusion"]; assert [sum(r) for r in c] == [1, 1, 1], c' "$output"
+    for f in flat/*/*.png; do printf 'x' > "$f"; done
+    a=$(first_valid_image a.cdl)
+    b=$(first_valid_image b.cdl)
+    c=$(first_valid_image c.cdl)
+    echo "held-out cats: seed 1 $a, seed 1 again $b, seed 3 $c"
+    [[ "$a" == */flat/cat/*.png ]]
+    [ "$a" = "$b" ]  # the same seed, the same split
+    [ "$a" != "$c" ] # another seed, another cat
+}
+
+@test "--new-head fine-tunes to other classes of the same count: a new head, the backbone loaded" {
+    make_folder imgs cat dog fox
+    make_folder other ant bee cow
+    printf 'train=imgs\nvalid_split=0.3\n' > imgs.data
+    printf 'train=other\nvalid_split=0.3\n' > other.data
+    write_small_cfg
+    "$CDL" train small.cfg --data imgs.data --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
+    run "$CDL" train small.cfg --data other.data --weights base.cdl --epochs 1 --out ft.cdl
+    [ "$status" -eq 2 ]
+    [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"add --new-head to fine-tune a new head on these classes"* ]]
+    # learning rate 0: what the run starts from is what it saves
+    run "$CDL" train small.cfg --data other.data --weights base.cdl --new-head --epochs 1 \
+        --set net.learning_rate=0 --out ft.cdl --log-every 1000
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: --weights base.cdl: loaded 2 layers; new head (--new-head): layer 1 [connected] keeps its initial values"* ]]
+    "$CDL" export npy base.cdl base >/dev/null
+    "$CDL" export npy ft.cdl ft >/dev/null
+    "$CDL" export npy small.cfg fresh >/dev/null # the cfg's initial values (seed 1, as train's)
+    cmp base/layer0.weights.npy ft/layer0.weights.npy
+    cmp base/layer0.biases.npy ft/layer0.biases.npy
+    cmp fresh/layer1.weights.npy ft/layer1.weights.npy
+    cmp fresh/layer1.biases.npy ft/layer1.biases.npy
+    ! cmp -s base/layer1.weights.npy ft/layer1.weights.npy
+    # the model takes the new classes: eval on them is no mismatch
+    run "$CDL" eval ft.cdl --data other.data --json
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"per_class_accuracy":{"ant":'* ]]
+    run "$CDL" train small.cfg --data other.data --new-head --epochs 1
+    one_line 2 "--new-head goes with --weights: it starts a new run from a checkpoint with a new head"
+    run "$CDL" train --resume ft.cdl --new-head
+    one_line 2 "--resume continues a run as it was: it takes no CFG, --set, --weights, --new-head or --seed"
 }

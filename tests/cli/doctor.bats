@@ -11,7 +11,7 @@ doctor_json() {
     run "$CDL" --version
     [ "$status" -eq 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ "$output" =~ ^cdl\ 0\.[0-9]+.*\ GPU=[01]\ MPI=[01]\ SAN=[01]\ (gcc|clang)\  ]]
+    [[ "$output" =~ ^cdl\ 0\.[0-9]+.*\ GPU=[01]\ MPI=[01]\ SAN=[01]\ DNNL=[01]\ (gcc|clang)\  ]]
     line=$output
     run "$CDL" version
     [ "$status" -eq 0 ]
@@ -27,7 +27,11 @@ doctor_json() {
         printf '%s\n' "$output" | grep -q "^$key: "
     done
     [[ "$output" == *"OpenBLAS /"*"libopenblas"*", core "* ]]
-    [[ "$output" == *"oneDNN:   not built"* ]]
+    if [[ "$("$CDL" --version)" == *DNNL=1* ]]; then
+        [[ "$output" == *"oneDNN:   2."*", ISA "*", OpenMP threading"* ]]
+    else
+        [[ "$output" == *"oneDNN:   not built (make DNNL=0)"* ]]
+    fi
     [[ "$output" == *"-std=c11"* ]]
     if [[ "$("$CDL" --version)" == *GPU=0* ]]; then
         [[ "$output" == *"GPU:      not built (make GPU=1)"* ]]
@@ -37,7 +41,7 @@ doctor_json() {
 @test "cdl doctor --json holds the same report" {
     run doctor_json 'd["version"], d["build"]["compiler"], d["blas"]["core"] != "", d["cores"]["online"] >= 1, d["onednn"], d["notes"]'
     [ "$status" -eq 0 ]
-    [[ "$output" == "0."*"True True not built"* ]]
+    [[ "$output" == "0."*"True True "*"OpenMP threading"* || "$output" == "0."*"True True not built (make DNNL=0)"* ]]
     version=$("$CDL" --version)
     [[ "$version" == "cdl $(doctor_json 'd["version"]') "* ]]
 }

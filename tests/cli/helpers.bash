@@ -2,6 +2,9 @@
 # each test runs in its own empty directory so weights/ never leaks between tests.
 REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 CDL="${CDL_BIN:-$REPO/cdl}"
+# Without --threads cdl takes the cores free of other load, which varies between two runs;
+# the same seed gives the same checkpoint only at the same thread count: all cores, as before.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
 
 setup() {
     WORK="$(mktemp -d)"

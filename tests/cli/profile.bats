@@ -53,7 +53,8 @@ for l, i in zip(layers, info):
     factor = (2 if i["index"] == 0 else 3) if gemm else 2
     assert abs(l["flops"] - factor * i["flops"] * 16) <= 1e-6 * l["flops"], (l, i)
     assert l["params"] == i["params"]
-    planes = 2 + (i["activation"] != "linear")  # output, delta, pre-activation
+    # output, delta, and pre-activations where the activation does not run in place
+    planes = 2 + (i["activation"] in ("elu", "relu6", "gelu", "swish", "mish"))
     c, h, w = i["output"]
     assert l["activation_bytes"] == planes * 16 * c * h * w * 4
 assert p["peak_rss_bytes"] > 0

@@ -55,10 +55,32 @@ CFG
     "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out every.cdl \
         --set 1.checkpoint=0 --set net.recompute_every=2 2>/dev/null
     "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out marked.cdl 2>/dev/null
-    for m in plain every marked; do "$CDL" export npy $m.cdl $m > /dev/null; done
+    "$CDL" train net.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out unplanned.cdl \
+        --set 1.checkpoint=0 --set net.memory_plan=0 2>/dev/null
+    for m in plain every marked unplanned; do "$CDL" export npy $m.cdl $m > /dev/null; done
     ls plain/*.npy > /dev/null
     diff -r plain every
     diff -r plain marked
+    diff -r plain unplanned
+}
+
+@test "info prints the planned training and inference activations, smaller than unplanned" {
+    run "$CDL" info "$REPO/cfg/resnet18_cifar.cfg" --set net.batch=64 --json
+    [ "$status" -eq 0 ]
+    planned=$output
+    run "$CDL" info "$REPO/cfg/resnet18_cifar.cfg" --set net.batch=64 --set net.memory_plan=0 --json
+    [ "$status" -eq 0 ]
+    printf '%s\n%s\n' "$planned" "$output" | /usr/bin/python3 -c '
+import json, sys
+p, u = (json.loads(line) for line in sys.stdin)
+mib = 1 << 20
+print(p["train_activation_bytes"] / mib, p["inference_activation_bytes"] / mib,
+      u["train_activation_bytes"] / mib)
+assert p["inference_activation_bytes"] < p["train_activation_bytes"]
+assert p["train_activation_bytes"] < 0.5 * u["train_activation_bytes"]'
+    run "$CDL" info "$REPO/cfg/resnet18_cifar.cfg" --set net.batch=64
+    [[ "${lines[-2]}" == "training activations: "*" MiB for a pass of 64 samples" ]]
+    [[ "${lines[-1]}" == "inference activations: "*" MiB for a pass of 64 samples" ]]
 }
 
 @test "info reports a smaller training activation slab with recompute_every" {

@@ -15,8 +15,9 @@ params() {
         run "$CDL" info "$cfg"
         echo "$output"
         [ "$status" -eq 0 ]
-        [[ "${lines[-2]}" == "total: "*" parameters"* ]]
-        [[ "${lines[-1]}" == "training activations: "*" MiB for a pass of "*" samples" ]]
+        [[ "${lines[-3]}" == "total: "*" parameters"* ]]
+        [[ "${lines[-2]}" == "training activations: "*" MiB for a pass of "*" samples" ]]
+        [[ "${lines[-1]}" == "inference activations: "*" MiB for a pass of "*" samples" ]]
         run "$CDL" bench "$cfg" --steps 1 --warmup 0 --batch 2 --threads 2
         echo "$output"
         [ "$status" -eq 0 ]

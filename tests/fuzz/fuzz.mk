@@ -39,6 +39,14 @@ $(FUZZ_OBJ_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
+# cdl_doctor.c includes the generated build report (Makefile: BUILD_INFO).
+$(FUZZ_OBJ_DIR)/src/cdl_doctor.o: $(BUILD_INFO)
+$(FUZZ_OBJ_DIR)/src/cdl_doctor.o: FUZZ_CFLAGS += -I$(dir $(BUILD_INFO))
+
+# The int8 kernels' own -m flags, as the Makefile gives them (ops/qgemm.h picks one at run time).
+$(FUZZ_OBJ_DIR)/src/ops/qgemm_vnni.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+$(FUZZ_OBJ_DIR)/src/ops/qgemm_avx2.o: FUZZ_CFLAGS += -mavx2
+
 $(FUZZ_OBJ_DIR)/libfuzzcdl.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

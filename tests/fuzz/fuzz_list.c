@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *first = NULL;
     if (source_ambiguous_labels(&s, &first) > 0 && !first)
         fuzz_fail("ambiguous labels counted without a first path");
-    if (s.n >= 2 && source_files_split(&s, 0.5f, &held_out, &e) == CDL_OK)
+    if (s.n >= 2 && source_files_split(&s, 0.5f, 1, &held_out, &e) == CDL_OK)
         source_free(&held_out);
     source_free(&s);
     return 0;

@@ -35,8 +35,9 @@ static void check_vocab(const TextVocab *v, const char *text, size_t size)
         return;
     if (text_vocab_from_string(&again, s, "fuzz", &e))
         fuzz_fail("a vocabulary's own string is refused: %s", e.msg);
-    if (again.n != v->n || again.bytes != v->bytes ||
-        (v->n && !v->bytes &&
+    if (again.n != v->n || again.bytes != v->bytes || !again.bpe != !v->bpe ||
+        !again.code_points != !v->code_points ||
+        (v->code_points &&
          memcmp(again.code_points, v->code_points, (size_t)v->n * sizeof *v->code_points)))
         fuzz_fail("a vocabulary of %d tokens reads back as %d", v->n, again.n);
     text_vocab_free(&again);

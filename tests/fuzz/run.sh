@@ -24,7 +24,7 @@ for name in "$@"; do
     seeds=(tests/fuzz/corpus/"$name")
     [ -d tests/fuzz/regressions/"$name" ] && seeds+=(tests/fuzz/regressions/"$name")
     SECONDS=0
-    "$bin" "${limit[@]}" -print_final_stats=1 -artifact_prefix="$crashes" -rss_limit_mb=2048 \
+    "$bin" "${limit[@]}" -print_final_stats=1 -artifact_prefix="$crashes" -rss_limit_mb=2048 -timeout=25 \
         "$work" "${seeds[@]}" > "$log" 2>&1
     rc=$?
     seconds=$SECONDS

@@ -78,6 +78,10 @@ int main(void)
     char err[1024] = "";
     CHECK(open_and_step(REGRESSIONS "cfg/seq-with-height.cfg", err, sizeof err) == 2);
     CHECK_CONTAINS(err, "contradicts seq=8");
+    /* a padded convolution gives the softmax 3 rows for 2 tokens' labels */
+    CHECK(open_and_step(REGRESSIONS "cfg/seq-conv-changes-rows.cfg", err, sizeof err) == 2);
+    CHECK_CONTAINS(err, "needs one row per token: its input has 3 rows (height) but the net has "
+                        "seq=2 tokens");
     CHECK(each_file("darknet_weights", replay_darknet_weights) >= 1);
     return check_report("test_fuzz_regressions");
 }

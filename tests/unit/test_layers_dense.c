@@ -376,8 +376,10 @@ static void test_conv_params_and_init(void)
 static void test_shapes_and_flops(void)
 {
     Net net;
+    /* On the reference, whose im2col scratch is checked (oneDNN's is sized at resize). */
     if (build_test_net(
-            NET(1, 3, 9, 7) "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
+            NET(1, 3, 9, 7) "engine=ref\n"
+                            "[convolutional]\nfilters=4\nsize=5\n"                   /* 4x5x3 */
                             "[convolutional]\nfilters=6\nsize=3\nstride=2\npad=1\n"  /* 6x3x2 */
                             "[convolutional]\nfilters=2\nsize=3\npad=1\npadding=2\n" /* 2x3x2 */
                             "[batchnorm]\n"
@@ -398,7 +400,8 @@ static void test_shapes_and_flops(void)
     net_free(&net);
 
     /* A 1x1 stride-1 convolution reads its input directly: no scratch. */
-    if (build_test_net(NET(1, 3, 4, 4) "[convolutional]\nfilters=2\nsize=1\n", &net) == CDL_OK) {
+    if (build_test_net(NET(1, 3, 4, 4) "engine=ref\n[convolutional]\nfilters=2\nsize=1\n", &net) ==
+        CDL_OK) {
         CHECK(net.layers[0].scratch_per_sample == 0);
         net_free(&net);
     }

@@ -6,14 +6,21 @@
  * memory taken at resize), then again with a profiler recording a trace, and across the
  * steps of train_run fed by a data loader or by text windows (every sequence layer family;
  * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
- * are counted apart and only reported). Skipped under AddressSanitizer, which owns malloc. */
+ * are counted apart and only reported); and int8 inference forwards (`cdl quantize`'s layers). So are oneDNN's
+
+ * inside dnnl_primitive_execute (engine=dnnl
+ * convolutions): its 2.6 C API copies each call's arguments into a std::unordered_map, a few
+ * small nodes per call; its data buffers (scratchpads) are the net's. Skipped under
+ * AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/net_quant.h"
 #include "model/model_io.h"
 #include "train/trainer.h"
 #include "util/profiler.h"
@@ -28,16 +35,42 @@ static long allocations;
 /* Allocations made by OpenBLAS itself inside an sgemm call (0.3.21's small-matrix kernels and
  * its threaded driver allocate per call for some shapes): counted apart, reported, not ours. */
 static long blas_allocations;
+/* Allocations made inside oneDNN's dnnl_primitive_execute (operator new for its argument map). */
+static long dnnl_allocations;
+
+static int in_library(void *address, const char *name)
+{
+    Dl_info where;
+    return dladdr(address, &where) && where.dli_fname && strstr(where.dli_fname, name);
+}
+
+/* 1 when libdnnl is on the stack of an allocation made from libstdc++ (operator new). */
+static int from_dnnl(void)
+{
+    static __thread int walking; /* backtrace may allocate */
+    if (walking)
+        return 0;
+    walking = 1;
+    void *frames[8];
+    const int n = backtrace(frames, 8);
+    int dnnl = 0;
+    for (int i = 0; i < n && !dnnl; i++)
+        dnnl = in_library(frames[i], "libdnnl");
+    walking = 0;
+    return dnnl;
+}
 
 /* Counts one allocation made from the code at caller. */
 static void count_allocation(void *caller)
 {
     if (!__atomic_load_n(&counting, __ATOMIC_RELAXED))
         return;
-    Dl_info where;
-    const int blas =
-        dladdr(caller, &where) && where.dli_fname && strstr(where.dli_fname, "libopenblas");
-    __atomic_add_fetch(blas ? &blas_allocations : &allocations, 1, __ATOMIC_RELAXED);
+    const int blas = in_library(caller, "libopenblas");
+    const int dnnl = !blas && in_library(caller, "libstdc++") && from_dnnl();
+    __atomic_add_fetch(blas   ? &blas_allocations
+                       : dnnl ? &dnnl_allocations
+                              : &allocations,
+                       1, __ATOMIC_RELAXED);
 }
 
 void *malloc(size_t bytes)
@@ -95,11 +128,15 @@ static void test_training_step_allocates_nothing(const char *net_keys)
     net.train = 1;
     for (int step = 0; step < 2; step++)
         trainer_step(&net, &opt, &data, order, 0.01f);
+    dnnl_allocations = 0;
     __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
     for (int step = 0; step < 3; step++)
         trainer_step(&net, &opt, &data, order, 0.01f);
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
     CHECK(allocations == 0);
+    printf(
+        "test_no_alloc: %s: %ld allocations by cdl, %ld inside dnnl_primitive_execute per step\n",
+        net_keys[0] ? net_keys : "no extra keys", allocations, dnnl_allocations / 3);
     /* Profiling and tracing record into buffers allocated up front. */
     Profiler prof;
     CHECK(profiler_init(&prof, net.n_layers, 1000, &e) == CDL_OK);
@@ -222,6 +259,48 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     optimizer_free(&optimizer);
     net_free(&net);
 }
+/* int8 inference (core/net_quant.h): every quantizable layer of an inference net gets int8
+ * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
+ * the threads by images (4) and one run image by image with threaded products (3). */
+static void test_int8_inference_allocates_nothing(void)
+{
+    static const char *text =
+        "[net]\nbatch=4\nwidth=20\nheight=20\nchannels=3\n"
+        "[convolutional]\nfilters=20\nsize=3\npad=1\nbatch_normalize=1\nactivation=leaky\n"
+        "[convolutional]\nfilters=7\nsize=1\nactivation=relu\n[maxpool]\nsize=2\nstride=2\n"
+        "[convolutional]\nfilters=6\nsize=3\nstride=2\ngroups=1\nactivation=linear\n"
+        "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    Net net;
+    Error e = {0};
+    unsigned char quantize[16] = {0};
+    int st = net_build_from_text(&net, text, "q.cfg", 0, 3, &e);
+    for (int i = 0; !st && i < net.n_layers; i++)
+        quantize[i] = net_layer_quantizable(&net.layers[i]) >= 0;
+    st = st ? st : net_quant_alloc(&net, quantize, &e);
+    if (!st) {
+        net_quant_from_float(&net);
+        net_quant_prepare(&net);
+    }
+    for (int batch = 4; batch >= 3; batch--) {
+        st = st ? st : net_resize(&net, batch, 0, &e);
+        if (st) {
+            fprintf(stderr, "FAIL setup: %s\n", e.msg);
+            check_failures++;
+            break;
+        }
+        for (size_t i = 0; i < (size_t)batch * shape_size(net.in_shape); i++)
+            net.input[i] = (float)(i % 23) / 11 - 0.5f;
+        net_forward(&net);
+        net_forward(&net);
+        __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+        for (int step = 0; step < 3; step++)
+            net_forward(&net);
+        __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+        CHECK(allocations == 0);
+    }
+    CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
+    net_free(&net);
+}
 #endif
 
 int main(void)
@@ -230,6 +309,8 @@ int main(void)
     printf("test_no_alloc: skipped (AddressSanitizer replaces malloc)\n");
     return 0;
 #else
+    void *frame;
+    backtrace(&frame, 1); /* its first call loads the unwinder, allocating */
     test_training_step_allocates_nothing("");
     test_training_step_allocates_nothing("recompute_every=3");
     test_training_step_allocates_nothing("precision=bf16");
@@ -237,6 +318,7 @@ int main(void)
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
+    test_int8_inference_allocates_nothing();
     return check_report("test_no_alloc");
 #endif
 }

@@ -1,11 +1,15 @@
 /* The int8 matrix product (ops/qgemm.h): every kernel against a plain integer reference on the
  * unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
- * row blocks), and the quantization arithmetic (ops/quantize.h). */
+ * row blocks), the convolution's product in its columns layout (ops/qgemm_cols.h) likewise, and the
+ * quantization arithmetic (ops/quantize.h). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "ops/qgemm.h"
+#include "ops/qgemm_cols.h"
 #include "ops/quantize.h"
 #include "util/rng.h"
 
@@ -125,19 +129,116 @@ static void test_kernels_match_integer_reference(void)
            qgemm_has_avx2() ? "tested" : "absent");
 }
 
-/* The grid holds 0 exactly and spans the range: min and max land on codes 0 and 255. */
+typedef void (*ColsKernel)(int, int, int, int, const uint8_t *, const int8_t *, int32_t *, int);
+typedef void (*ColsQuantizer)(const float *, int, int, int, QuantParams, uint8_t *);
+
+/* x [k][ldx] floats (NaN, infinities, ties and out-of-range values included) and w [n][k]: both
+ * quantizers give the same panels, which hold quantize_code of every element and zeros in the
+ * pad; every kernel's c [n][m] equals the integer reference on those codes exactly, and
+ * qgemm_cols_s32 (threaded) too. */
+static void check_cols_size(Rng *rng, int m, int n, int k)
+{
+    const int ldx = m + 3, kp = qgemm_k_padded(k);
+    const QuantParams xq = {0.25f, 17};
+    float *x = malloc((size_t)k * ldx * sizeof *x);
+    int8_t *w = malloc((size_t)n * k);
+    int8_t *wp = malloc(qgemm_cols_weight_bytes(n, k));
+    uint8_t *xp[2] = {malloc(qgemm_cols_input_bytes(m, k)), malloc(qgemm_cols_input_bytes(m, k))};
+    uint8_t *a = malloc((size_t)m * k);
+    int32_t *c = malloc((size_t)n * m * sizeof *c);
+    int64_t *want = malloc((size_t)m * n * sizeof *want);
+    const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.125f, -4.125f, 27.625f};
+    for (int i = 0; i < k * ldx; i++)
+        x[i] = i % 9 == 0 ? special[i / 9 % 8] : 40 * rng_uniform(rng) - 10;
+    for (int i = 0; i < n * k; i++)
+        w[i] = (int8_t)(i % 5 == 0 ? -128 : (int)(rng_uniform(rng) * 256) - 128);
+    qgemm_cols_pack(w, n, k, wp);
+    for (int j = 0; j < n; j++) {
+        int same = 1;
+        for (int g = 0; g < kp; g++)
+            same &= wp[(size_t)j * kp + g] == (g < k ? w[(size_t)j * k + g] : 0);
+        CHECK(same);
+    }
+    const ColsQuantizer quantizers[] = {qgemm_cols_quantize_scalar, qgemm_cols_quantize_avx2};
+    const size_t values = qgemm_cols_input_bytes(m, k);
+    for (int q = 0; q < 1 + qgemm_has_avx2(); q++) {
+        memset(xp[q], 0x5A, values);
+        quantizers[q](x, ldx, m, k, xq, xp[q]);
+    }
+    if (qgemm_has_avx2())
+        CHECK(memcmp(xp[0], xp[1], values) == 0);
+    const int groups = kp / 4, panels = (m + 15) / 16;
+    int bad_codes = 0;
+    for (int p = 0; p < panels; p++)
+        for (int K = 0; K < groups; K++)
+            for (int i = 0; i < 16; i++)
+                for (int t = 0; t < 4; t++) {
+                    const int g = 4 * K + t, col = 16 * p + i;
+                    const int code =
+                        g < k && col < m ? quantize_code(x[(size_t)g * ldx + col], 4.0f, 17) : 0;
+                    bad_codes += xp[0][(((size_t)p * groups + K) * 16 + i) * 4 + t] != code;
+                    if (g < k && col < m)
+                        a[(size_t)col * k + g] = (uint8_t)code;
+                }
+    CHECK(bad_codes == 0);
+    reference(m, n, k, a, k, w, want);
+    const ColsKernel kernels[] = {qgemm_cols_s32_scalar, qgemm_cols_s32_avx2};
+    for (int t = 0; t < 3; t++) {
+        if (t == 1 && !qgemm_has_avx2())
+            continue;
+        for (int i = 0; i < m * n; i++)
+            c[i] = 0x5A5A5A5A;
+        if (t < 2)
+            kernels[t](0, m, n, k, xp[0], wp, c, m);
+        else
+            qgemm_cols_s32(m, n, k, xp[0], wp, c, m);
+        int bad = 0;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++)
+                bad += c[(size_t)j * m + i] != want[(size_t)i * n + j];
+        if (bad)
+            fprintf(stderr, "cols kernel %d, m=%d n=%d k=%d: %d of %d values differ\n", t, m, n, k,
+                    bad, m * n);
+        CHECK(bad == 0);
+    }
+    free(x), free(w), free(wp), free(xp[0]), free(xp[1]), free(a), free(c), free(want);
+}
+
+/* Odd sizes: k not a multiple of 4 (a partly filled last group), m not a multiple of 16 (a
+ * partial panel), channel counts that leave partial blocks of 4; and products large enough to
+ * be threaded. */
+static void test_cols_kernels_match_integer_reference(void)
+{
+    Rng rng;
+    rng_seed(&rng, 17, 0);
+    const int sizes[][3] = {{1, 1, 1},    {3, 5, 7},      {16, 6, 2},    {17, 7, 9},
+                            {33, 13, 27}, {49, 128, 577}, {200, 20, 75}, {784, 32, 288}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        check_cols_size(&rng, sizes[s][0], sizes[s][1], sizes[s][2]);
+}
+
+/* quantize_code clamps before rounding, to even on ties; NaN gives 0. */
+static void test_code_rounding(void)
+{
+    CHECK(quantize_code(0.5f, 1.0f, 0) == 0 && quantize_code(1.5f, 1.0f, 0) == 2);
+    CHECK(quantize_code(2.5f, 1.0f, 10) == 12 && quantize_code(-0.5f, 1.0f, 10) == 10);
+    CHECK(quantize_code(NAN, 1.0f, 10) == 0 && quantize_code(-INFINITY, 1.0f, 10) == 0);
+    CHECK(quantize_code(INFINITY, 1.0f, 10) == 127 && quantize_code(126.5f, 1.0f, 0) == 126);
+}
+
+/* The grid holds 0 exactly and spans the range: min and max land on codes 0 and 127. */
 static void test_activation_grid(void)
 {
     const QuantParams p = quant_params_u8(-1.0f, 3.0f);
-    CHECK_NEAR(p.scale, 4.0 / 255, 1e-9);
-    CHECK(p.zero_point == 64); /* round(1 / (4/255)) = round(63.75) */
-    CHECK(quantize_u8(0.0f, p) == 64);
+    CHECK_NEAR(p.scale, 4.0 / 127, 1e-9);
+    CHECK(p.zero_point == 32); /* round(1 / (4/127)) = round(31.75) */
+    CHECK(quantize_u8(0.0f, p) == 32);
     CHECK(quantize_u8(-1.0f, p) == 0);
-    CHECK(quantize_u8(3.0f, p) == 255);
-    CHECK(quantize_u8(100.0f, p) == 255);
+    CHECK(quantize_u8(3.0f, p) == 127);
+    CHECK(quantize_u8(100.0f, p) == 127);
     const QuantParams pos = quant_params_u8(0.5f, 2.0f); /* widened to [0, 2] */
     CHECK(pos.zero_point == 0);
-    CHECK_NEAR(pos.scale, 2.0 / 255, 1e-9);
+    CHECK_NEAR(pos.scale, 2.0 / 127, 1e-9);
     const QuantParams zero = quant_params_u8(0.0f, 0.0f);
     CHECK(zero.scale == 1.0f && zero.zero_point == 0);
 }
@@ -158,6 +259,8 @@ static void test_weight_grid(void)
 int main(void)
 {
     test_kernels_match_integer_reference();
+    test_cols_kernels_match_integer_reference();
+    test_code_rounding();
     test_activation_grid();
     test_weight_grid();
     return check_report("test_qgemm");

@@ -505,58 +505,93 @@ static void test_cifar_bad_size_or_label_names_the_file(void)
 
 /* ---- validation split ---- */
 
-/* A list of n samples whose file names are their indices. */
-static void open_numbered_list(SampleSource *s, int n)
+/* A darknet list of n_cat "cat/i" then n_dog "dog/i" samples (file names: their indices). */
+static void open_numbered_list(SampleSource *s, int n_cat, int n_dog)
 {
     char p[PATH_MAX], line[32];
     FILE *f = fopen(at(p, "numbered.list"), "w");
     CHECK(f != NULL);
-    for (int i = 0; f && i < n; i++) {
-        snprintf(line, sizeof line, "cat/%d\n", i);
+    for (int i = 0; f && i < n_cat + n_dog; i++) {
+        snprintf(line, sizeof line, "%s/%d\n", i < n_cat ? "cat" : "dog", i);
         fputs(line, f);
     }
     if (f) {
         fclose(f);
     }
-    char *names[] = {"cat"};
+    char *names[] = {"cat", "dog"};
     Error e = {0};
-    CHECK(source_list_open(s, p, names, 1, &e) == CDL_OK);
+    CHECK(source_list_open(s, p, names, 2, &e) == CDL_OK);
 }
 
-static void test_split_holds_out_the_last_of_every_block(void)
+/* Sample i's label, from the file list (the numbered lists name no real image). */
+static int listed_label(const SampleSource *s, int i)
 {
-    fresh_dir("split_blocks");
+    return ((const FileList *)s->impl)->labels[i];
+}
+
+/* seen[index] counts the samples of s whose file name is that index; returns s's cats. */
+static int tally(const SampleSource *s, int *seen, int n)
+{
+    int cats = 0;
+    for (int i = 0; i < s->n; i++) {
+        const int index = atoi(base_name(s, i));
+        if (index >= 0 && index < n) {
+            seen[index]++;
+        }
+        cats += listed_label(s, i) == 0;
+    }
+    return cats;
+}
+
+/* round(n * f) held out, each class's share of them, every sample on exactly one side, both
+   sides in the list's order. */
+static void test_split_is_stratified_disjoint_and_covering(void)
+{
+    fresh_dir("split_strata");
     SampleSource train, valid;
     Error e = {0};
-    open_numbered_list(&train, 10);
-    CHECK(source_files_split(&train, 0.2f, &valid, &e) == CDL_OK);
-    CHECK(train.n == 8 && valid.n == 2 && valid.classes == 1);
-    if (valid.n == 2 && train.n == 8) {
-        CHECK(!strcmp(base_name(&valid, 0), "4") && !strcmp(base_name(&valid, 1), "9"));
-        CHECK(!strcmp(base_name(&train, 0), "0") && !strcmp(base_name(&train, 4), "5"));
+    open_numbered_list(&train, 10, 20);
+    CHECK(source_files_split(&train, 0.2f, 1, &valid, &e) == CDL_OK);
+    CHECK(train.n == 24 && valid.n == 6 && valid.classes == 2);
+    int seen[30] = {0};
+    CHECK(tally(&valid, seen, 30) == 2); /* 2 of the 10 cats, 4 of the 20 dogs */
+    CHECK(tally(&train, seen, 30) == 8);
+    for (int i = 0; i < 30; i++) {
+        CHECK(seen[i] == 1);
+    }
+    for (int i = 1; i < valid.n; i++) {
+        CHECK(atoi(base_name(&valid, i - 1)) < atoi(base_name(&valid, i)));
     }
     source_free(&train);
     source_free(&valid);
 }
 
-/* m held-out of n: exactly round(n * f), and the same samples on every run. */
-static void test_split_is_deterministic_with_the_rounded_count(void)
+/* The held-out names of a split of 37 samples (30%) with seed, as "a,b,c,". */
+static void split_names(uint64_t seed, char *out, size_t size)
 {
-    fresh_dir("split_determinism");
-    SampleSource a, a_valid, b, b_valid;
+    SampleSource s, valid;
     Error e = {0};
-    open_numbered_list(&a, 37);
-    open_numbered_list(&b, 37);
-    CHECK(source_files_split(&a, 0.3f, &a_valid, &e) == CDL_OK);
-    CHECK(source_files_split(&b, 0.3f, &b_valid, &e) == CDL_OK);
-    CHECK(a_valid.n == 11 && a.n == 26); /* round(37 * 0.3) = round(11.1) */
-    for (int i = 0; i < a_valid.n && i < b_valid.n; i++) {
-        CHECK(!strcmp(a_valid.path(&a_valid, i), b_valid.path(&b_valid, i)));
+    open_numbered_list(&s, 17, 20);
+    CHECK(source_files_split(&s, 0.3f, seed, &valid, &e) == CDL_OK);
+    CHECK(valid.n == 11 && s.n == 26); /* round(37 * 0.3) = round(11.1) */
+    out[0] = 0;
+    for (int i = 0; i < valid.n; i++) {
+        snprintf(out + strlen(out), size - strlen(out), "%s,", base_name(&valid, i));
     }
-    source_free(&a);
-    source_free(&a_valid);
-    source_free(&b);
-    source_free(&b_valid);
+    source_free(&s);
+    source_free(&valid);
+}
+
+/* The same seed holds out the same samples; another seed others. */
+static void test_split_follows_the_seed(void)
+{
+    fresh_dir("split_seed");
+    char a[256], b[256], c[256];
+    split_names(1, a, sizeof a);
+    split_names(1, b, sizeof b);
+    split_names(2, c, sizeof c);
+    CHECK(!strcmp(a, b));
+    CHECK(strcmp(a, c) != 0);
 }
 
 static void test_split_that_empties_a_side_is_an_error(void)
@@ -564,8 +599,8 @@ static void test_split_that_empties_a_side_is_an_error(void)
     fresh_dir("split_empty");
     SampleSource s, valid;
     Error e = {0};
-    open_numbered_list(&s, 3);
-    CHECK(source_files_split(&s, 0.1f, &valid, &e) == CDL_EUSAGE);
+    open_numbered_list(&s, 3, 0);
+    CHECK(source_files_split(&s, 0.1f, 1, &valid, &e) == CDL_EUSAGE);
     CHECK_CONTAINS(e.msg, "valid_split=0.1 of 3 samples leaves no sample on one side");
     CHECK(s.impl == NULL && valid.impl == NULL);
 }
@@ -653,8 +688,9 @@ static void test_data_folder_takes_class_names_from_folders_and_splits(void)
     CHECK(dc.train_kind == DATA_FOLDER && dc.classes == 2 && dc.n_names == 2);
     CHECK(dc.n_names == 2 && !strcmp(dc.names[0], "cat") && !strcmp(dc.names[1], "dog"));
     CHECK(train.n == 3 && valid.n == 2 && train.classes == 2 && valid.classes == 2);
-    if (valid.n == 2) {
-        CHECK(!strcmp(base_name(&valid, 0), "a.png") && !strcmp(base_name(&valid, 1), "c.png"));
+    if (valid.n == 2) { /* the evenly spread rule's share of each class: 0 of 2 cats, 2 dogs */
+        CHECK(label_of(&valid, 0) == 1 && label_of(&valid, 1) == 1);
+        CHECK(strcmp(base_name(&valid, 0), base_name(&valid, 1)) != 0);
     }
     close_data(&dc, &train, &valid);
 }
@@ -843,8 +879,8 @@ int main(void)
     test_cifar_comma_list_concatenates_files();
     test_cifar_variant_is_detected_by_name_or_size();
     test_cifar_bad_size_or_label_names_the_file();
-    test_split_holds_out_the_last_of_every_block();
-    test_split_is_deterministic_with_the_rounded_count();
+    test_split_is_stratified_disjoint_and_covering();
+    test_split_follows_the_seed();
     test_split_that_empties_a_side_is_an_error();
     test_concurrent_reads_agree_with_a_single_reader();
     test_data_folder_takes_class_names_from_folders_and_splits();

@@ -1,0 +1,83 @@
+/* 2-D convolution through oneDNN (libdnnl, C API): the primitives of one layer for one batch
+ * size, made once (dnnl_conv_prepare, at a net's resize) and run many times. Tensors are plain
+ * NCHW float32 as everywhere in cdl:
+ *
+ *   x  [batch][in_c][in_h][in_w]       y  [batch][out_c][out_h][out_w]
+ *   w  [out_c][in_c/groups][size][size] b  [out_c]
+ *
+ * The scratchpad oneDNN needs is the caller's (user scratchpad mode): it comes from the net's
+ * slabs, so no pass allocates. Built without oneDNN (make DNNL=0, no CDL_DNNL), every
+ * dnnl_conv_prepare fails and dnnl_conv_built returns 0. */
+#ifndef CDL_DNNL_CONV_H
+#define CDL_DNNL_CONV_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+/* The convolution a DnnlConv computes. */
+typedef struct DnnlConvDesc {
+    int batch, in_c, in_h, in_w, out_c, out_h, out_w;
+    int size, stride, padding, groups;
+    int bias;      /* 1: y += b in the forward, and db in the weights' backward */
+    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (relu: slope 0) */
+    float slope;   /* eltwise's negative slope */
+    int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
+    int data_grad; /* 1: also the input's backward */
+} DnnlConvDesc;
+
+/* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
+struct dnnl_primitive;
+struct dnnl_memory;
+
+enum { DNNL_CONV_FWD, DNNL_CONV_BWD_DATA, DNNL_CONV_BWD_WEIGHTS, DNNL_CONV_PRIMS };
+/* Memory objects, one per argument: source, weights, bias, destination, and the gradients. */
+enum {
+    DNNL_CONV_X,
+    DNNL_CONV_W,
+    DNNL_CONV_B,
+    DNNL_CONV_Y,
+    DNNL_CONV_DX,
+    DNNL_CONV_DW,
+    DNNL_CONV_DB,
+    DNNL_CONV_DY,
+    DNNL_CONV_SCRATCH_FWD,
+    DNNL_CONV_SCRATCH_BWD_DATA,
+    DNNL_CONV_SCRATCH_BWD_WEIGHTS,
+    DNNL_CONV_MEMS
+};
+
+typedef struct DnnlConv {
+    DnnlConvDesc desc; /* what the primitives compute (valid when prepared) */
+    int prepared;
+    struct dnnl_primitive *prim[DNNL_CONV_PRIMS]; /* NULL where not asked for */
+    struct dnnl_memory *mem[DNNL_CONV_MEMS];
+    /* Bytes of the one scratch buffer dnnl_conv_* take (any alignment): the largest primitive's
+     * scratchpad, plus room to align it to 64 bytes. */
+    size_t scratch_bytes;
+    char impl[DNNL_CONV_PRIMS][32]; /* oneDNN's implementation names ("jit:avx2", ...) */
+} DnnlConv;
+
+/* 1 when this cdl is built with oneDNN. */
+int dnnl_conv_built(void);
+/* oneDNN's version ("2.6.3") and the instruction set it dispatches to ("avx2", ...) into buf;
+ * "not built" without it. */
+void dnnl_describe(char *buf, size_t size);
+
+/* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
+ * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */
+int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
+/* Releases d's primitives (d zeroed; a zeroed d is released already). */
+void dnnl_conv_release(DnnlConv *d);
+
+/* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. */
+void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
+                       void *scratch);
+/* dx = the gradient of the input for dy (overwritten, not added). */
+void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx,
+                             void *scratch);
+/* dw (and db with bias) = the gradients of the weights (and bias) for x and dy (overwritten). */
+void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
+                                void *scratch);
+
+#endif
