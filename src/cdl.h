@@ -586,14 +586,6 @@ int cdl_threads_from_load(int cores_usable, int cores_online, double others_runn
 /* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
  * returns the count set. */
 int cdl_set_threads(int threads);
-/* libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, as it loads, and by default an idle
- * thread spins ~300000 times (milliseconds) before it sleeps: on a core another process also
- * wants, that spinning is taken from both. Unless the user set either variable, this sets
- * GOMP_SPINCOUNT=10000 (tenths of a millisecond: still no sleep between the parallel regions of
- * a step) and re-executes the program (/proc/self/exe, the same argv) so that libgomp reads it;
- * for a program's main() before anything else. Returns 0 when the user chose (nothing done),
- * -1 when re-executing failed (the default policy stays); on success it does not return. */
-int cdl_threads_spin_briefly(char **argv);
 
 /* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */
 

@@ -1,6 +1,5 @@
 /* How cdl's commands use OpenMP threads: when none are named, OMP_NUM_THREADS when the user set
- * it, else the usable cores less those other processes are running on right now; and idle
- * threads that spin only briefly before they sleep, unless the user chose a wait policy. */
+ * it, else the usable cores less those other processes are running on right now. */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -12,7 +11,6 @@
 #include "cdl.h"
 
 enum { LOAD_SAMPLES = 8, LOAD_SAMPLE_GAP_US = 2000 };
-#define CDL_SPINCOUNT "10000" /* libgomp's default is 300000: milliseconds of spinning */
 
 /* The count of runnable tasks on the machine now, from /proc/loadavg's "R/T" field (it counts
  * the reading thread itself); -1 when unreadable. */
@@ -68,15 +66,4 @@ int cdl_set_threads(int threads)
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
     return threads;
-}
-
-int cdl_threads_spin_briefly(char **argv)
-{
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
-        return 0;
-    if (setenv("GOMP_SPINCOUNT", CDL_SPINCOUNT, 1))
-        return -1;
-    execv("/proc/self/exe", argv);
-    unsetenv("GOMP_SPINCOUNT"); /* no re-execution: libgomp's default it is */
-    return -1;
 }

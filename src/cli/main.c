@@ -36,7 +36,6 @@ static void usage(FILE *to)
 
 int main(int argc, char **argv)
 {
-    cdl_threads_spin_briefly(argv);
     cli_signals_init();
     if (argc < 2) {
         usage(stderr);
