@@ -69,13 +69,18 @@ one_line() {
     one_line 2 "four.data: its 4 classes (a, b, c, d) are not the 10 classes digits.cdl was trained on (0, 1, 2, 3, 4, 5, ..., 8, 9): the first difference is class 0 ('a' here, '0' there); evaluate it on the dataset it was trained on"
 }
 
-@test "fine-tuning refuses a loaded head of other classes, and takes a new head" {
+# base.cdl trained on imgs.data (cat, dog, fox); other.data holds 3 other classes (ant, bee, cow).
+train_base_for_other_classes() {
     make_folder imgs cat dog fox
     make_folder other ant bee cow
     printf 'train=imgs\nvalid_split=0.3\n' > imgs.data
     printf 'train=other\nvalid_split=0.3\n' > other.data
     write_small_cfg
     "$CDL" train small.cfg --data imgs.data --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
+}
+
+@test "fine-tuning refuses a loaded head of other classes, and takes a new head" {
+    train_base_for_other_classes
     run "$CDL" train small.cfg --data other.data --weights base.cdl --epochs 1 --out ft.cdl
     [ "$status" -eq 2 ]
     [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"add --new-head to fine-tune a new head on these classes (or give that layer another shape)"* ]]
@@ -301,12 +306,7 @@ first_valid_image() {
 }
 
 @test "--new-head fine-tunes to other classes of the same count: a new head, the backbone loaded" {
-    make_folder imgs cat dog fox
-    make_folder other ant bee cow
-    printf 'train=imgs\nvalid_split=0.3\n' > imgs.data
-    printf 'train=other\nvalid_split=0.3\n' > other.data
-    write_small_cfg
-    "$CDL" train small.cfg --data imgs.data --epochs 1 --out base.cdl --log-every 1000 2>/dev/null
+    train_base_for_other_classes
     run "$CDL" train small.cfg --data other.data --weights base.cdl --epochs 1 --out ft.cdl
     [ "$status" -eq 2 ]
     [[ "${lines[-1]}" == "cdl: other.data: its 3 classes (ant, bee, cow) are not the 3 classes base.cdl was trained on (cat, dog, fox)"*"add --new-head to fine-tune a new head on these classes"* ]]
