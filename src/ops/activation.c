@@ -160,10 +160,12 @@ static void forward_range(const float *x, float *y, size_t n, ActivationKind a)
             memmove(y, x, n * sizeof *y);
         break;
     case CDL_ACT_RELU:
+#pragma omp simd /* y may be x (in place): element i reads only x[i] */
         for (i = 0; i < n; i++)
             y[i] = x[i] > 0 ? x[i] : 0.0f;
         break;
     case CDL_ACT_LEAKY:
+#pragma omp simd
         for (i = 0; i < n; i++)
             y[i] = x[i] > 0 ? x[i] : 0.1f * x[i];
         break;
@@ -210,10 +212,12 @@ static void backward_range(const float *x, const float *y, float *d, size_t n, A
     case CDL_ACT_COUNT:
         break;
     case CDL_ACT_RELU:
+#pragma omp simd
         for (i = 0; i < n; i++)
             d[i] = y[i] > 0 ? d[i] : 0.0f;
         break;
     case CDL_ACT_LEAKY:
+#pragma omp simd
         for (i = 0; i < n; i++)
             d[i] *= y[i] > 0 ? 1.0f : 0.1f;
         break;
