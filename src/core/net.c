@@ -16,7 +16,7 @@
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
 static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
-static const char *const engine_names[] = {"ref", "dnnl"}; /* NetEngine */
+static const char *const engine_names[] = {"ref", "dnnl"};     /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
