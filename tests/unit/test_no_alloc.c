@@ -6,12 +6,10 @@
  * memory taken at resize), then again with a profiler recording a trace, and across the
  * steps of train_run fed by a data loader or by text windows (every sequence layer family;
  * there OpenBLAS's own allocations inside sgemm, which its 0.3.21 makes for some matrix shapes,
- * are counted apart and only reported); and int8 inference forwards (`cdl quantize`'s layers). So
- are oneDNN's
-
- * inside dnnl_primitive_execute (engine=dnnl
- * convolutions): its 2.6 C API copies each call's arguments into a std::unordered_map, a few
- * small nodes per call; its data buffers (scratchpads) are the net's. Skipped under
+ * are counted apart and only reported, as are oneDNN's inside dnnl_primitive_execute
+ * (engine=dnnl convolutions: its 2.6 C API copies each call's arguments into a
+ * std::unordered_map, a few small nodes per call; its data buffers, the scratchpads, are the
+ * net's); and int8 inference forwards (`cdl quantize`'s layers). Skipped under
  * AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
 #include <execinfo.h>
