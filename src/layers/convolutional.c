@@ -22,8 +22,7 @@
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
  *
-
- * With [net] engine=dnnl (the default in a build with oneDNN) the convolution itself runs through
+ * With [net] engine=dnnl (not the default: see README) the convolution itself runs through
  * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
  * relu or leaky too when there is no batch norm), backward data, and backward weights with the
  * bias gradient; batch norm and the other activations stay as above. oneDNN writes gradients,
