@@ -146,6 +146,12 @@ $(BUILD)/%.o: %.c
 $(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
 $(BUILD)/src/ops/qgemm_avx2.o $(BUILD)/src/ops/qgemm_cols_avx2.o: CFLAGS += -mavx2
 
+# Element-wise passes: without trapping math gcc if-converts their selects (leaky, maxpool's
+# max, the activations' branch-free approximations) and vectorises them; no value changes.
+PASS_OBJS := $(addprefix $(BUILD)/src/,ops/activation.o ops/batchnorm.o layers/bias_norm.o \
+  layers/maxpool.o layers/avgpool.o layers/shortcut.o train/optimizer.o)
+$(PASS_OBJS): CFLAGS += -fno-trapping-math
+
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a
 $(CLI_LIB): $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
