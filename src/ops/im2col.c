@@ -86,6 +86,19 @@ static void im2col_same(const float *restrict im, int c, int h, int w, int size,
     }
 }
 
+/* d[ox] = s[ox * stride] for ox in [lo, hi); a constant stride 2 lets the compiler
+ * vectorise the gather with shuffles. */
+static inline void copy_taps(float *restrict d, const float *restrict s, int lo, int hi, int stride)
+{
+    if (stride == 2) {
+        for (int ox = lo; ox < hi; ox++)
+            d[ox] = s[ox * 2];
+        return;
+    }
+    for (int ox = lo; ox < hi; ox++)
+        d[ox] = s[ox * stride];
+}
+
 void im2col(const float *restrict im, int c, int h, int w, int size, int stride, int pad,
             float *restrict col, size_t ldcol)
 {
@@ -113,9 +126,7 @@ void im2col(const float *restrict im, int c, int h, int w, int size, int stride,
                 memset(d, 0, (size_t)out_w * sizeof *d);
                 continue;
             }
-            const float *restrict s = src + (size_t)iy * w;
-            for (int ox = lo; ox < hi; ox++)
-                d[ox] = s[ox * stride + off];
+            copy_taps(d, src + (size_t)iy * w + off, lo, hi, stride);
         }
         /* The edge taps column by column: a memset call per row costs more than its stores. */
         for (int ox = 0; ox < lo; ox++)

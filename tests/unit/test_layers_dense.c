@@ -474,6 +474,46 @@ static void test_col2im_is_the_adjoint_of_im2col(void)
     check_im2col_adjoint(64, 20, 20, 3, 1, 1); /* large enough to run threaded */
 }
 
+/* im2col equals the definition, tap by tap, on odd sizes, every stride path (1, "same", 2, 3),
+ * 1x1 windows and a column stride ldcol wider than the output. */
+static void check_im2col_naive(int c, int h, int w, int size, int stride, int pad, int extra)
+{
+    const int oh = conv_out_size(h, size, stride, pad), ow = conv_out_size(w, size, stride, pad);
+    const size_t ld = (size_t)oh * ow + extra, n_col = (size_t)c * size * size * ld;
+    float *x = malloc((size_t)c * h * w * sizeof *x), *col = malloc(n_col * sizeof *col);
+    for (int i = 0; i < c * h * w; i++)
+        x[i] = (float)(i + 1);
+    for (size_t i = 0; i < n_col; i++)
+        col[i] = -1.0f;
+    im2col(x, c, h, w, size, stride, pad, col, ld);
+    int bad = 0;
+    for (int r = 0; r < c * size * size; r++) {
+        const int ch = r / (size * size), ki = r / size % size, kj = r % size;
+        for (int p = 0; p < oh * ow; p++) {
+            const int iy = p / ow * stride - pad + ki, ix = p % ow * stride - pad + kj;
+            const float want =
+                iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[((size_t)ch * h + iy) * w + ix];
+            bad += col[(size_t)r * ld + p] != want;
+        }
+        for (int p = oh * ow; p < (int)ld; p++) /* past the output: untouched */
+            bad += col[(size_t)r * ld + p] != -1.0f;
+    }
+    CHECK(bad == 0);
+    free(x);
+    free(col);
+}
+
+static void test_im2col_matches_the_definition(void)
+{
+    check_im2col_naive(3, 7, 6, 3, 1, 1, 0);    /* same shape */
+    check_im2col_naive(2, 9, 8, 3, 1, 0, 5);    /* stride 1, no pad */
+    check_im2col_naive(2, 9, 8, 3, 2, 1, 3);    /* stride 2 */
+    check_im2col_naive(2, 11, 7, 1, 2, 0, 0);   /* 1x1 stride 2 (a downsampling shortcut) */
+    check_im2col_naive(1, 13, 10, 5, 3, 2, 1);  /* stride 3 */
+    check_im2col_naive(2, 5, 5, 4, 2, 3, 0);    /* pad larger than a stride */
+    check_im2col_naive(64, 17, 15, 3, 2, 1, 0); /* large enough to run threaded */
+}
+
 static void test_im2col_rows_are_shifted_images(void)
 {
     /* 3x3 image, 3x3 kernel, pad 1: row (ki=0, kj=0) is the image shifted down-right */
@@ -503,6 +543,7 @@ int main(void)
 {
     test_im2col_rows_are_shifted_images();
     test_col2im_is_the_adjoint_of_im2col();
+    test_im2col_matches_the_definition();
     test_conv_1x1_is_a_weighted_channel_sum();
     test_conv_3x3_pad_1_matches_hand_computation();
     test_conv_stride_2_keeps_every_other_position();
