@@ -145,8 +145,9 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     }
 }
 
-/* Argument a of pd: its plain memory, and where pd chose another layout, that layout's memory
- * at p->bytes in the scratch and the reorder between the two. */
+/* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
+ * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
+ * one that adds into the plain tensor: a sum post-op). */
 static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
                               const_dnnl_primitive_desc_t pd)
 {
@@ -156,21 +157,32 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     if (!inner)
         return dnnl_runtime_error;
     dnnl_status_t s = dnnl_memory_create(&a->user, user, engine, DNNL_MEMORY_NONE);
-    if (s || dnnl_memory_desc_equal(user, inner))
+    if (s || (!a->add && dnnl_memory_desc_equal(user, inner)))
         return s;
     s = dnnl_memory_create(&a->inner, inner, engine, DNNL_MEMORY_NONE);
     a->offset = p->bytes;
     p->bytes += align64(dnnl_memory_desc_get_size(inner));
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t sum = NULL;
+    if (!s && a->add) {
+        s = dnnl_post_ops_create(&sum);
+        s = s ? s : dnnl_post_ops_append_sum(sum, 1.0f);
+        s = s ? s : dnnl_primitive_attr_create(&attr);
+        s = s ? s : dnnl_primitive_attr_set_post_ops(attr, sum);
+    }
     dnnl_primitive_desc_t rpd = NULL;
     s = s        ? s
-        : a->out ? dnnl_reorder_primitive_desc_create(&rpd, inner, engine, user, engine, NULL)
-                 : dnnl_reorder_primitive_desc_create(&rpd, user, engine, inner, engine, NULL);
+        : a->out ? dnnl_reorder_primitive_desc_create(&rpd, inner, engine, user, engine, attr)
+                 : dnnl_reorder_primitive_desc_create(&rpd, user, engine, inner, engine, attr);
     s = s ? s : dnnl_primitive_create(&a->reorder, rpd);
     dnnl_primitive_desc_destroy(rpd);
+    dnnl_primitive_attr_destroy(attr);
+    dnnl_post_ops_destroy(sum);
     return s;
 }
 
-/* Makes d->p[k] from pd with its n arguments (args[i], outs[i]: 1 for those it writes). */
+/* Makes d->p[k] from pd with its n arguments (args[i]; outs[i]: 1 for those it writes, 2 for
+ * those it adds into the caller's tensor); the first argument's copy at the scratch's start. */
 static dnnl_status_t make_prim(DnnlConv *d, int k, const Mds *m, dnnl_primitive_desc_t pd, int n,
                                const int *args, const int *outs)
 {
@@ -180,7 +192,7 @@ static dnnl_status_t make_prim(DnnlConv *d, int k, const Mds *m, dnnl_primitive_
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
         snprintf(d->impl[k], sizeof d->impl[k], "%s", impl);
     for (int i = 0; i < n && !s; i++) {
-        p->args[i] = (DnnlConvArg){.arg = args[i], .out = outs[i]};
+        p->args[i] = (DnnlConvArg){.arg = args[i], .out = outs[i] != 0, .add = outs[i] == 2};
         p->n_args = i + 1;
         s = make_arg(p, &p->args[i], m, pd);
     }
@@ -229,18 +241,26 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
                                                      &m.w_any, &m.y_any, m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&bpd, &bd, battr, engine, fpd);
         const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
-        s = s ? s : make_prim(d, DNNL_CONV_BWD_DATA, &m, bpd, 3, args, (const int[]){0, 0, 1});
+        s = s ? s : make_prim(d, DNNL_CONV_BWD_DATA, &m, bpd, 3, args, (const int[]){0, 0, 2});
     }
     if (!s && c->backward) {
         s = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &m.x_any,
                                                         &m.w_any, c->bias ? &m.b : NULL, &m.y_any,
                                                         m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&wpd, &wd, battr, engine, fpd);
-        const int args[] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS,
+        const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
                             DNNL_ARG_DIFF_BIAS};
         s = s ? s
-              : make_prim(d, DNNL_CONV_BWD_WEIGHTS, &m, wpd, nb, args, (const int[]){0, 0, 1, 1});
+              : make_prim(d, DNNL_CONV_BWD_WEIGHTS, &m, wpd, nb, args, (const int[]){0, 0, 2, 2});
     }
+    /* Both backward primitives take dy first, at the scratch's start: where they want the same
+     * layout, the backward data (run second) reads the weights' backward's copy. */
+    DnnlConvArg *dy_w = &d->p[DNNL_CONV_BWD_WEIGHTS].args[0];
+    DnnlConvArg *dy_d = &d->p[DNNL_CONV_BWD_DATA].args[0];
+    if (!s && c->backward && c->data_grad && dy_w->inner && dy_d->inner)
+        dy_d->ready =
+            dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_dst_md, 0),
+                                   dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_dst_md, 0));
     size_t most = 0;
     for (int k = 0; k < DNNL_CONV_PRIMS; k++)
         most = d->p[k].bytes > most ? d->p[k].bytes : most;
@@ -296,7 +316,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch)
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
         if (g->inner) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
-            if (!g->out)
+            if (!g->out && !g->ready)
                 reorder(g->reorder, g->user, g->inner);
         }
         a[i] = (dnnl_exec_arg_t){g->arg, g->inner ? g->inner : g->user};
@@ -319,15 +339,12 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch);
 }
 
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx, void *scratch)
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch)
 {
-    run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch);
-}
-
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch)
-{
-    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){x, dy, dw, db}, scratch);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch);
+    if (dx)
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -360,15 +377,10 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch;
 }
 
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx, void *scratch)
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch)
 {
-    (void)d, (void)dy, (void)w, (void)dx, (void)scratch;
-}
-
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch)
-{
-    (void)d, (void)x, (void)dy, (void)dw, (void)db, (void)scratch;
+    (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch;
 }
 
 #endif

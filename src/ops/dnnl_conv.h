@@ -43,6 +43,8 @@ enum { DNNL_CONV_MAX_ARGS = 4 };
 typedef struct DnnlConvArg {
     int arg;                        /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
     int out;                        /* 1: the primitive writes it */
+    int add;                        /* 1: an output added into the caller's tensor (+=) */
+    int ready;                      /* 1: an input the previous primitive left in inner */
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
@@ -84,11 +86,9 @@ void dnnl_conv_release(DnnlConv *d);
 /* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch);
-/* dx = the gradient of the input for dy (overwritten, not added). */
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx,
-                             void *scratch);
-/* dw (and db with bias) = the gradients of the weights (and bias) for x and dy (overwritten). */
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch);
+/* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
+ * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). */
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch);
 
 #endif
