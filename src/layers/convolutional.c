@@ -161,7 +161,18 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
-    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
+    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL ||
+                      (net->engine == NET_ENGINE_AUTO &&
+                       dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
+                                                           .in_h = in.h,
+                                                           .in_w = in.w,
+                                                           .out_c = filters,
+                                                           .out_h = out_h,
+                                                           .out_w = out_w,
+                                                           .size = size,
+                                                           .stride = stride,
+                                                           .padding = padding,
+                                                           .groups = groups}));
     l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;

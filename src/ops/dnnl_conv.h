@@ -77,6 +77,10 @@ int dnnl_conv_built(void);
  * "not built" without it. */
 void dnnl_describe(char *buf, size_t size);
 
+/* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
+ * desc's shape (batch, bias and the rest aside): [net] engine=auto's fixed rule (README). 0 in a
+ * build without oneDNN. */
+int dnnl_conv_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */
 int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
