@@ -49,12 +49,14 @@ void dnnl_describe(char *buf, size_t size)
              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP");
 }
 
-/* Measured with cdl profile on resnet18_cifar and fashion at batch 64, 2 threads (README):
- * oneDNN's direct 3x3 kernels win from 128 input channels on; on 1x1 projections, the 3-channel
- * first layer and 64 channels or fewer the reorders eat the gain. */
+/* Measured per layer (README, "Convolution engines"): with the reorders, oneDNN's direct kernels
+ * come out about even with the reference (0.8-1.1x its time) on stride-1 3x3 convolutions from
+ * 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first layers (1 or 3
+ * channels) and fashion's 32-channel and 7x7 ones (4x4: even, left on the reference too). */
 int dnnl_conv_preferred(const DnnlConvDesc *desc)
 {
-    return desc->groups == 1 && desc->size > 1 && desc->in_c >= 128;
+    return desc->groups == 1 && desc->size == 3 && desc->stride == 1 && desc->in_c >= 64 &&
+           desc->in_h >= 8 && desc->in_w >= 8;
 }
 
 static dnnl_engine_t engine;
