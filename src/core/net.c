@@ -86,7 +86,7 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
  * reference, with a warning, and auto ones without. */
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
-    /* ref by default: on plain NCHW tensors oneDNN 2.6 on AVX2 trains slower (README) */
+    /* ref by default: oneDNN 2.6 on AVX2 is no faster with its reorders (README) */
     int engine = NET_ENGINE_REF;
     if (cfg_find(s, "engine")) {
         int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
