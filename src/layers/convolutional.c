@@ -22,14 +22,15 @@
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
  *
- * With [net] engine=dnnl (not the default: see README) the convolution itself runs through
- * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
- * relu or leaky too when there is no batch norm), backward data, and backward weights with the
- * bias gradient; batch norm and the other activations stay as above. oneDNN's blocked copies of
- * the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
- * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer falls back to the
- * reference when oneDNN has only its slow reference implementation for it ("ref:any"), when it
- * runs with int8 weights, and in precision=bf16. */
+ * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
+ * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
+ * reordering the same NCHW tensors to and from its blocked layouts: forward with the bias fused
+ * (and relu or leaky too when there is no batch norm), backward data, and backward weights with
+ * the bias gradient; batch norm and the other activations stay as above. oneDNN's blocked copies
+ * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
+ * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
+ * falls back to the reference when oneDNN has only its slow reference implementation for it
+ * ("ref:any"), when it runs with int8 weights, and in precision=bf16. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
