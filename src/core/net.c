@@ -16,7 +16,7 @@
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
 static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
-static const char *const engine_names[] = {"ref", "dnnl"};     /* NetEngine */
+static const char *const engine_names[] = {"ref", "dnnl", "auto"}; /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* *out = the index in names[0..n) of key's value (default names[0]); the error lists them. */
@@ -82,11 +82,11 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     return st;
 }
 
-/* [net] engine=ref|dnnl (default ref); a build without oneDNN runs dnnl cfgs on the reference,
- * with a warning. */
+/* [net] engine=ref|dnnl|auto (default ref); a build without oneDNN runs dnnl cfgs on the
+ * reference, with a warning, and auto ones without. */
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
-    /* ref by default: on plain NCHW tensors oneDNN 2.6 on AVX2 trains slower (README) */
+    /* ref by default: oneDNN 2.6 on AVX2 is no faster with its reorders (README) */
     int engine = NET_ENGINE_REF;
     if (cfg_find(s, "engine")) {
         int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
@@ -100,6 +100,8 @@ static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
                  cfg_where(cfg, s, cfg_find(s, "engine")).text);
         engine = NET_ENGINE_REF;
     }
+    if (engine == NET_ENGINE_AUTO && !dnnl_conv_built())
+        engine = NET_ENGINE_REF;
     net->engine = (NetEngine)engine;
     return CDL_OK;
 }

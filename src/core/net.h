@@ -66,8 +66,9 @@ typedef struct Hyper {
 } Hyper;
 
 /* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
- * or oneDNN (ops/dnnl_conv.h; the default in a build with it). */
-typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL } NetEngine;
+ * oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
+ * (dnnl_conv_preferred). */
+typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetEngine;
 
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */

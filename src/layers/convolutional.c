@@ -22,14 +22,15 @@
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
  *
- * With [net] engine=dnnl (not the default: see README) the convolution itself runs through
- * oneDNN (ops/dnnl_conv.h) on the same NCHW tensors instead: forward with the bias fused (and
- * relu or leaky too when there is no batch norm), backward data, and backward weights with the
- * bias gradient; batch norm and the other activations stay as above. oneDNN writes gradients,
- * cdl adds them (the += contract), so they go through the net's shared scratch buffer, followed
- * there by oneDNN's scratchpad, which resize adds to the layer's scratch. A layer falls back to the
- * reference when oneDNN has only its slow reference implementation for it ("ref:any"), when it
- * runs with int8 weights, and in precision=bf16. */
+ * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
+ * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
+ * reordering the same NCHW tensors to and from its blocked layouts: forward with the bias fused
+ * (and relu or leaky too when there is no batch norm), backward data, and backward weights with
+ * the bias gradient; batch norm and the other activations stay as above. oneDNN's blocked copies
+ * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
+ * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
+ * falls back to the reference when oneDNN has only its slow reference implementation for it
+ * ("ref:any"), when it runs with int8 weights, and in precision=bf16. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -161,7 +162,18 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
-    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
+    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL ||
+                      (net->engine == NET_ENGINE_AUTO &&
+                       dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
+                                                           .in_h = in.h,
+                                                           .in_w = in.w,
+                                                           .out_c = filters,
+                                                           .out_h = out_h,
+                                                           .out_w = out_w,
+                                                           .size = size,
+                                                           .stride = stride,
+                                                           .padding = padding,
+                                                           .groups = groups}));
     l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
@@ -176,21 +188,6 @@ static void conv_init(Layer *l, Rng *rng)
     for (size_t i = 0; i < w->count; i++)
         w->data[i] = std * rng_normal(rng);
     bias_norm_init(&cv->stage, l);
-}
-
-/* The scratch buffer of a layer on oneDNN: the gradients oneDNN writes before they are added
- * (the input's, or the weights' and bias's: floats [0, dnnl_grad_floats)), then the primitives'
- * scratchpad. */
-static size_t dnnl_grad_floats(const Layer *l, const Conv *cv, int batch)
-{
-    const size_t dx = (size_t)batch * shape_size(l->in_shape);
-    const size_t dw = l->params[P_WEIGHTS].count + (size_t)cv->filters;
-    return dx > dw ? dx : dw;
-}
-
-static void *dnnl_scratchpad(const Layer *l, const Conv *cv, const StepContext *ctx)
-{
-    return ctx->scratch + dnnl_grad_floats(l, cv, ctx->batch);
 }
 
 /* Makes the oneDNN primitives for batch (the same ones on resize's measuring and carving calls)
@@ -229,8 +226,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         }
     cv->dnnl = 1;
     l->engine = "dnnl";
-    const size_t floats =
-        dnnl_grad_floats(l, cv, batch) + (cv->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t floats = (cv->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
     const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
@@ -527,7 +523,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, dnnl_scratchpad(l, cv, ctx));
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -602,33 +598,16 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     }
 }
 
-/* dst[i] += src[i] for i < n. */
-static void add_into(float *restrict dst, const float *restrict src, size_t n)
-{
-#pragma omp parallel for simd schedule(static) if (n >= 65536)
-    for (size_t i = 0; i < n; i++)
-        dst[i] += src[i];
-}
-
 /* The backward on oneDNN, after the activation's: batch norm's (else the bias gradient comes
- * with the weights'), the weights', then the input's through the scratch buffer. */
+ * with the weights'), then the weights' and the input's, which oneDNN adds into the gradients. */
 static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
 {
     const int bn = cv->stage.batch_normalize;
     if (bn)
         bias_norm_backward(&cv->stage, l, ctx, l->delta);
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
-    void *scratchpad = dnnl_scratchpad(l, cv, ctx);
-    float *dw = ctx->scratch, *db = dw + w->count;
-    dnnl_conv_backward_weights(&cv->dc, l->in[0], l->delta, dw, bn ? NULL : db, scratchpad);
-    add_into(w->grad, dw, w->count);
-    if (!bn)
-        add_into(b->grad, db, (size_t)cv->filters);
-    float *dx = l->in_delta[0];
-    if (!dx)
-        return;
-    dnnl_conv_backward_data(&cv->dc, l->delta, w->data, ctx->scratch, scratchpad);
-    add_into(dx, ctx->scratch, (size_t)ctx->batch * shape_size(l->in_shape));
+    dnnl_conv_backward(&cv->dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
+                       bn ? NULL : b->grad, ctx->scratch);
 }
 
 static void conv_backward(Layer *l, const StepContext *ctx)

@@ -1,6 +1,7 @@
-/* Convolution through oneDNN's C API: primitive descriptors for plain NCHW tensors and plain
- * weights, user-mode scratchpads, memory objects whose data handles each call points at the
- * caller's buffers. One CPU engine and one in-order stream serve the whole process. */
+/* Convolution through oneDNN's C API: primitive descriptors whose layouts oneDNN chooses
+ * (format_tag_any), reorders between those and cdl's plain NCHW tensors and weights, user-mode
+ * scratchpads, memory objects whose data handles each call points at the caller's buffers or
+ * into its scratch. One CPU engine and one in-order stream serve the whole process. */
 #include "ops/dnnl_conv.h"
 
 #include <stdint.h>
@@ -48,6 +49,16 @@ void dnnl_describe(char *buf, size_t size)
              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP");
 }
 
+/* Measured per layer (README, "Convolution engines"): with the reorders, oneDNN's direct kernels
+ * come out about even with the reference (0.8-1.1x its time) on stride-1 3x3 convolutions from
+ * 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first layers (1 or 3
+ * channels) and fashion's 32-channel and 7x7 ones (4x4: even, left on the reference too). */
+int dnnl_conv_preferred(const DnnlConvDesc *desc)
+{
+    return desc->groups == 1 && desc->size == 3 && desc->stride == 1 && desc->in_c >= 64 &&
+           desc->in_h >= 8 && desc->in_w >= 8;
+}
+
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static dnnl_status_t engine_status = dnnl_runtime_error;
@@ -60,21 +71,35 @@ static void make_engine(void)
         engine_status = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
 }
 
+static void release_arg(DnnlConvArg *a)
+{
+    if (a->user)
+        dnnl_memory_destroy(a->user);
+    if (a->inner)
+        dnnl_memory_destroy(a->inner);
+    if (a->reorder)
+        dnnl_primitive_destroy(a->reorder);
+}
+
 void dnnl_conv_release(DnnlConv *d)
 {
-    for (int i = 0; i < DNNL_CONV_PRIMS; i++)
-        if (d->prim[i])
-            dnnl_primitive_destroy(d->prim[i]);
-    for (int i = 0; i < DNNL_CONV_MEMS; i++)
-        if (d->mem[i])
-            dnnl_memory_destroy(d->mem[i]);
+    for (int k = 0; k < DNNL_CONV_PRIMS; k++) {
+        DnnlConvPrim *p = &d->p[k];
+        if (p->prim)
+            dnnl_primitive_destroy(p->prim);
+        if (p->scratchpad)
+            dnnl_memory_destroy(p->scratchpad);
+        for (int i = 0; i < p->n_args; i++)
+            release_arg(&p->args[i]);
+    }
     memset(d, 0, sizeof *d);
 }
 
-/* The descriptors of one convolution: x, y, bias, and weights ([groups][out/g][in/g][k][k] as
- * goihw when grouped, else oihw: the same bytes as cdl's [out_c][in_c/groups][k][k]). */
+/* The plain descriptors of one convolution: x, y, bias, and weights ([groups][out/g][in/g][k][k]
+ * as goihw when grouped, else oihw: the same bytes as cdl's [out_c][in_c/groups][k][k]); any:
+ * the same shapes with the layout left to oneDNN. */
 typedef struct Mds {
-    dnnl_memory_desc_t x, w, b, y, none;
+    dnnl_memory_desc_t x, w, b, y, x_any, w_any, y_any;
     /* Padding is symmetric, as PyTorch gives it: oneDNN's output size (in + 2 pad - size) /
      * stride + 1 rounds down as ours does, leaving what the last window misses unread. */
     dnnl_dims_t strides, pad;
@@ -86,39 +111,109 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
     const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
     const dnnl_dims_t b = {c->out_c};
+    const dnnl_format_tag_t any = dnnl_format_tag_any;
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_f32, dnnl_nchw);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, dnnl_f32, dnnl_nchw);
+    s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_any, 4, x, dnnl_f32, any);
+    s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_any, 4, y, dnnl_f32, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x);
     if (c->groups > 1) {
         const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->size,
                                c->size};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 5, w, dnnl_f32, dnnl_goihw);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 5, w, dnnl_f32, any);
     } else {
         const dnnl_dims_t w = {c->out_c, c->in_c, c->size, c->size};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 4, w, dnnl_f32, dnnl_oihw);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, any);
     }
     m->strides[0] = m->strides[1] = c->stride;
     m->pad[0] = m->pad[1] = c->padding;
     return s;
 }
 
-/* Makes the primitive of pd into d->prim[k] and its memory-scratchpad descriptor's size. */
-static dnnl_status_t make_prim(DnnlConv *d, int k, dnnl_primitive_desc_t pd, size_t *scratch)
+static size_t align64(size_t n)
 {
-    dnnl_status_t s = dnnl_primitive_create(&d->prim[k], pd);
-    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    *scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
-        snprintf(d->impl[k], sizeof d->impl[k], "%s", impl);
-    if (s == dnnl_success && *scratch)
-        s = dnnl_memory_create(&d->mem[DNNL_CONV_SCRATCH_FWD + k], sp, engine, DNNL_MEMORY_NONE);
+    return (n + 63) & ~(size_t)63;
+}
+
+/* The plain descriptor of primitive argument arg. */
+static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
+{
+    switch (arg) {
+    case DNNL_ARG_SRC:
+    case DNNL_ARG_DIFF_SRC:
+        return &m->x;
+    case DNNL_ARG_WEIGHTS:
+    case DNNL_ARG_DIFF_WEIGHTS:
+        return &m->w;
+    case DNNL_ARG_BIAS:
+    case DNNL_ARG_DIFF_BIAS:
+        return &m->b;
+    default:
+        return &m->y;
+    }
+}
+
+/* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
+ * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
+ * one that adds into the plain tensor: a sum post-op). */
+static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
+                              const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *user = plain_md(m, a->arg);
+    const dnnl_memory_desc_t *inner =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, a->arg);
+    if (!inner)
+        return dnnl_runtime_error;
+    dnnl_status_t s = dnnl_memory_create(&a->user, user, engine, DNNL_MEMORY_NONE);
+    if (s || (!a->add && dnnl_memory_desc_equal(user, inner)))
+        return s;
+    s = dnnl_memory_create(&a->inner, inner, engine, DNNL_MEMORY_NONE);
+    a->offset = p->bytes;
+    p->bytes += align64(dnnl_memory_desc_get_size(inner));
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t sum = NULL;
+    if (!s && a->add) {
+        s = dnnl_post_ops_create(&sum);
+        s = s ? s : dnnl_post_ops_append_sum(sum, 1.0f);
+        s = s ? s : dnnl_primitive_attr_create(&attr);
+        s = s ? s : dnnl_primitive_attr_set_post_ops(attr, sum);
+    }
+    dnnl_primitive_desc_t rpd = NULL;
+    s = s        ? s
+        : a->out ? dnnl_reorder_primitive_desc_create(&rpd, inner, engine, user, engine, attr)
+                 : dnnl_reorder_primitive_desc_create(&rpd, user, engine, inner, engine, attr);
+    s = s ? s : dnnl_primitive_create(&a->reorder, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    dnnl_primitive_attr_destroy(attr);
+    dnnl_post_ops_destroy(sum);
     return s;
 }
 
-static dnnl_status_t make_mem(DnnlConv *d, int k, const dnnl_memory_desc_t *md)
+/* Makes d->p[k] from pd with its n arguments (args[i]; outs[i]: 1 for those it writes, 2 for
+ * those it adds into the caller's tensor); the first argument's copy at the scratch's start. */
+static dnnl_status_t make_prim(DnnlConv *d, int k, const Mds *m, dnnl_primitive_desc_t pd, int n,
+                               const int *args, const int *outs)
 {
-    return dnnl_memory_create(&d->mem[k], md, engine, DNNL_MEMORY_NONE);
+    DnnlConvPrim *p = &d->p[k];
+    dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+        snprintf(d->impl[k], sizeof d->impl[k], "%s", impl);
+    for (int i = 0; i < n && !s; i++) {
+        p->args[i] = (DnnlConvArg){.arg = args[i], .out = outs[i] != 0, .add = outs[i] == 2};
+        p->n_args = i + 1;
+        s = make_arg(p, &p->args[i], m, pd);
+    }
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    const size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (!s && sp_bytes) {
+        s = dnnl_memory_create(&p->scratchpad, sp, engine, DNNL_MEMORY_NONE);
+        p->scratchpad_offset = p->bytes;
+        p->bytes += align64(sp_bytes);
+    }
+    return s;
 }
 
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
@@ -141,33 +236,44 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
         c->backward || c->data_grad ? dnnl_forward_training : dnnl_forward_inference;
     dnnl_convolution_desc_t fd, bd, wd;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL, wpd = NULL;
-    size_t sf = 0, sb = 0, sw = 0;
+    const int nb = c->bias ? 4 : 3;
     s = s ? s
-          : dnnl_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, &m.x, &m.w,
-                                               c->bias ? &m.b : NULL, &m.y, m.strides, m.pad,
-                                               m.pad);
+          : dnnl_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, &m.x_any,
+                                               &m.w_any, c->bias ? &m.b : NULL, &m.y_any, m.strides,
+                                               m.pad, m.pad);
     s = s ? s : dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL);
-    s = s ? s : make_prim(d, DNNL_CONV_FWD, fpd, &sf);
+    if (!s) {
+        const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+        s = make_prim(d, DNNL_CONV_FWD, &m, fpd, nb, args, (const int[]){0, 0, 1, 0});
+    }
     if (!s && c->data_grad) {
-        s = dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &m.x, &m.w, &m.y,
-                                                     m.strides, m.pad, m.pad);
+        s = dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &m.x_any,
+                                                     &m.w_any, &m.y_any, m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&bpd, &bd, battr, engine, fpd);
-        s = s ? s : make_prim(d, DNNL_CONV_BWD_DATA, bpd, &sb);
+        const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+        s = s ? s : make_prim(d, DNNL_CONV_BWD_DATA, &m, bpd, 3, args, (const int[]){0, 0, 2});
     }
     if (!s && c->backward) {
-        s = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &m.x, &m.w,
-                                                        c->bias ? &m.b : NULL, &m.y, m.strides,
-                                                        m.pad, m.pad);
+        s = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &m.x_any,
+                                                        &m.w_any, c->bias ? &m.b : NULL, &m.y_any,
+                                                        m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&wpd, &wd, battr, engine, fpd);
-        s = s ? s : make_prim(d, DNNL_CONV_BWD_WEIGHTS, wpd, &sw);
+        const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
+                            DNNL_ARG_DIFF_BIAS};
+        s = s ? s
+              : make_prim(d, DNNL_CONV_BWD_WEIGHTS, &m, wpd, nb, args, (const int[]){0, 0, 2, 2});
     }
-    /* One memory object per argument; gradients share their tensors' descriptors. */
-    const dnnl_memory_desc_t *mds[DNNL_CONV_SCRATCH_FWD] = {&m.x, &m.w, &m.b, &m.y,
-                                                            &m.x, &m.w, &m.b, &m.y};
-    for (int k = 0; k < DNNL_CONV_SCRATCH_FWD && !s; k++)
-        s = make_mem(d, k, mds[k]);
-    size_t most = sf > sb ? sf : sb;
-    most = most > sw ? most : sw;
+    /* Both backward primitives take dy first, at the scratch's start: where they want the same
+     * layout, the backward data (run second) reads the weights' backward's copy. */
+    DnnlConvArg *dy_w = &d->p[DNNL_CONV_BWD_WEIGHTS].args[0];
+    DnnlConvArg *dy_d = &d->p[DNNL_CONV_BWD_DATA].args[0];
+    if (!s && c->backward && c->data_grad && dy_w->inner && dy_d->inner)
+        dy_d->ready =
+            dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_dst_md, 0),
+                                   dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_dst_md, 0));
+    size_t most = 0;
+    for (int k = 0; k < DNNL_CONV_PRIMS; k++)
+        most = d->p[k].bytes > most ? d->p[k].bytes : most;
     d->scratch_bytes = most ? most + 64 : 0;
     dnnl_primitive_desc_destroy(fpd);
     dnnl_primitive_desc_destroy(bpd);
@@ -199,63 +305,56 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
     return CDL_OK;
 }
 
-/* Points memory object k at p (const only to oneDNN's reading of it). */
-static void bind(DnnlConv *d, int k, const void *p)
+/* Runs a reorder from one memory to another and waits for it. */
+static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
 {
-    dnnl_memory_set_data_handle(d->mem[k], (void *)(uintptr_t)p);
+    const dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    dnnl_primitive_execute(r, stream, 2, a);
+    dnnl_stream_wait(stream);
 }
 
-/* Runs primitive k with its arguments (args[i] names memory object mems[i]), the scratchpad
- * aligned within scratch, and waits for it. */
-static void run(DnnlConv *d, int k, int n, const int *args, const int *mems, void *scratch)
+/* Runs primitive k on the caller's plain tensors ptr[i] (one per argument, in make_prim's
+ * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
+ * where the primitive wants another layout, the primitive, the outputs reordered back. */
+static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch)
 {
-    dnnl_exec_arg_t a[5];
-    for (int i = 0; i < n; i++)
-        a[i] = (dnnl_exec_arg_t){args[i], d->mem[mems[i]]};
-    dnnl_memory_t sp = d->mem[DNNL_CONV_SCRATCH_FWD + k];
-    if (sp) {
-        const uintptr_t at = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
-        dnnl_memory_set_data_handle(sp, (void *)at);
-        a[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sp};
+    DnnlConvPrim *p = &d->p[k];
+    char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    dnnl_exec_arg_t a[DNNL_CONV_MAX_ARGS + 1];
+    for (int i = 0; i < p->n_args; i++) {
+        DnnlConvArg *g = &p->args[i];
+        dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
+        if (g->inner) {
+            dnnl_memory_set_data_handle(g->inner, base + g->offset);
+            if (!g->out && !g->ready)
+                reorder(g->reorder, g->user, g->inner);
+        }
+        a[i] = (dnnl_exec_arg_t){g->arg, g->inner ? g->inner : g->user};
     }
-    dnnl_primitive_execute(d->prim[k], stream, n, a);
+    int n = p->n_args;
+    if (p->scratchpad) {
+        dnnl_memory_set_data_handle(p->scratchpad, base + p->scratchpad_offset);
+        a[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratchpad};
+    }
+    dnnl_primitive_execute(p->prim, stream, n, a);
     dnnl_stream_wait(stream);
+    for (int i = 0; i < p->n_args; i++)
+        if (p->args[i].inner && p->args[i].out)
+            reorder(p->args[i].reorder, p->args[i].inner, p->args[i].user);
 }
 
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch)
 {
-    bind(d, DNNL_CONV_X, x);
-    bind(d, DNNL_CONV_W, w);
-    bind(d, DNNL_CONV_Y, y);
-    const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-    const int mems[] = {DNNL_CONV_X, DNNL_CONV_W, DNNL_CONV_Y, DNNL_CONV_B};
-    if (d->desc.bias)
-        bind(d, DNNL_CONV_B, b);
-    run(d, DNNL_CONV_FWD, d->desc.bias ? 4 : 3, args, mems, scratch);
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch);
 }
 
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx, void *scratch)
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch)
 {
-    bind(d, DNNL_CONV_DY, dy);
-    bind(d, DNNL_CONV_W, w);
-    bind(d, DNNL_CONV_DX, dx);
-    const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
-    const int mems[] = {DNNL_CONV_DY, DNNL_CONV_W, DNNL_CONV_DX};
-    run(d, DNNL_CONV_BWD_DATA, 3, args, mems, scratch);
-}
-
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch)
-{
-    bind(d, DNNL_CONV_X, x);
-    bind(d, DNNL_CONV_DY, dy);
-    bind(d, DNNL_CONV_DW, dw);
-    const int args[] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
-    const int mems[] = {DNNL_CONV_X, DNNL_CONV_DY, DNNL_CONV_DW, DNNL_CONV_DB};
-    if (d->desc.bias)
-        bind(d, DNNL_CONV_DB, db);
-    run(d, DNNL_CONV_BWD_WEIGHTS, d->desc.bias ? 4 : 3, args, mems, scratch);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch);
+    if (dx)
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -277,6 +376,12 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
     return error_set(e, CDL_ERUNTIME, "this cdl is built without oneDNN (make DNNL=0)");
 }
 
+int dnnl_conv_preferred(const DnnlConvDesc *desc)
+{
+    (void)desc;
+    return 0;
+}
+
 void dnnl_conv_release(DnnlConv *d)
 {
     memset(d, 0, sizeof *d);
@@ -288,15 +393,10 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch;
 }
 
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx, void *scratch)
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch)
 {
-    (void)d, (void)dy, (void)w, (void)dx, (void)scratch;
-}
-
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch)
-{
-    (void)d, (void)x, (void)dy, (void)dw, (void)db, (void)scratch;
+    (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch;
 }
 
 #endif

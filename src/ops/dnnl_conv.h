@@ -5,9 +5,12 @@
  *   x  [batch][in_c][in_h][in_w]       y  [batch][out_c][out_h][out_w]
  *   w  [out_c][in_c/groups][size][size] b  [out_c]
  *
- * The scratchpad oneDNN needs is the caller's (user scratchpad mode): it comes from the net's
- * slabs, so no pass allocates. Built without oneDNN (make DNNL=0, no CDL_DNNL), every
- * dnnl_conv_prepare fails and dnnl_conv_built returns 0. */
+ * The primitives choose their own layouts (dnnl_format_tag_any: on AVX2 the direct jit:avx2
+ * kernels on nChw8c activations and 8i8o-blocked weights, where plain NCHW would get im2col and
+ * oneDNN's sgemm); each call reorders its plain inputs into those layouts and its outputs back,
+ * in the caller's scratch buffer, which also holds oneDNN's scratchpad (user scratchpad mode): it
+ * comes from the net's slabs, so no pass allocates. Built without oneDNN (make DNNL=0, no
+ * CDL_DNNL), every dnnl_conv_prepare fails and dnnl_conv_built returns 0. */
 #ifndef CDL_DNNL_CONV_H
 #define CDL_DNNL_CONV_H
 
@@ -31,29 +34,39 @@ struct dnnl_primitive;
 struct dnnl_memory;
 
 enum { DNNL_CONV_FWD, DNNL_CONV_BWD_DATA, DNNL_CONV_BWD_WEIGHTS, DNNL_CONV_PRIMS };
-/* Memory objects, one per argument: source, weights, bias, destination, and the gradients. */
-enum {
-    DNNL_CONV_X,
-    DNNL_CONV_W,
-    DNNL_CONV_B,
-    DNNL_CONV_Y,
-    DNNL_CONV_DX,
-    DNNL_CONV_DW,
-    DNNL_CONV_DB,
-    DNNL_CONV_DY,
-    DNNL_CONV_SCRATCH_FWD,
-    DNNL_CONV_SCRATCH_BWD_DATA,
-    DNNL_CONV_SCRATCH_BWD_WEIGHTS,
-    DNNL_CONV_MEMS
-};
+enum { DNNL_CONV_MAX_ARGS = 4 };
+
+/* One argument of a primitive: the caller's plain tensor, and where the primitive wants another
+ * layout (oneDNN's blocked ones, e.g. nChw8c activations), a copy in the scratch buffer that a
+ * reorder fills before the primitive (inputs) or empties into the plain tensor after it
+ * (outputs). */
+typedef struct DnnlConvArg {
+    int arg;                        /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
+    int out;                        /* 1: the primitive writes it */
+    int add;                        /* 1: an output added into the caller's tensor (+=) */
+    int ready;                      /* 1: an input the previous primitive left in inner */
+    struct dnnl_memory *user;       /* plain, at the caller's pointer */
+    struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
+    struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
+    size_t offset;                  /* inner's bytes from the scratch buffer's aligned start */
+} DnnlConvArg;
+
+/* One primitive (forward, backward data or backward weights) with its arguments. */
+typedef struct DnnlConvPrim {
+    struct dnnl_primitive *prim; /* NULL where not asked for */
+    int n_args;
+    DnnlConvArg args[DNNL_CONV_MAX_ARGS];
+    struct dnnl_memory *scratchpad; /* oneDNN's own, after the blocked copies; NULL if none */
+    size_t scratchpad_offset;
+    size_t bytes; /* the blocked copies and the scratchpad, 64-byte aligned each */
+} DnnlConvPrim;
 
 typedef struct DnnlConv {
     DnnlConvDesc desc; /* what the primitives compute (valid when prepared) */
     int prepared;
-    struct dnnl_primitive *prim[DNNL_CONV_PRIMS]; /* NULL where not asked for */
-    struct dnnl_memory *mem[DNNL_CONV_MEMS];
+    DnnlConvPrim p[DNNL_CONV_PRIMS];
     /* Bytes of the one scratch buffer dnnl_conv_* take (any alignment): the largest primitive's
-     * scratchpad, plus room to align it to 64 bytes. */
+     * blocked copies and scratchpad, plus room to align it to 64 bytes. */
     size_t scratch_bytes;
     char impl[DNNL_CONV_PRIMS][32]; /* oneDNN's implementation names ("jit:avx2", ...) */
 } DnnlConv;
@@ -64,6 +77,10 @@ int dnnl_conv_built(void);
  * "not built" without it. */
 void dnnl_describe(char *buf, size_t size);
 
+/* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
+ * desc's shape (batch, bias and the rest aside): [net] engine=auto's fixed rule (README). 0 in a
+ * build without oneDNN. */
+int dnnl_conv_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */
 int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
@@ -73,11 +90,9 @@ void dnnl_conv_release(DnnlConv *d);
 /* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch);
-/* dx = the gradient of the input for dy (overwritten, not added). */
-void dnnl_conv_backward_data(DnnlConv *d, const float *dy, const float *w, float *dx,
-                             void *scratch);
-/* dw (and db with bias) = the gradients of the weights (and bias) for x and dy (overwritten). */
-void dnnl_conv_backward_weights(DnnlConv *d, const float *x, const float *dy, float *dw, float *db,
-                                void *scratch);
+/* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
+ * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). */
+void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
+                        float *dw, float *db, void *scratch);
 
 #endif

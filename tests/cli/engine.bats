@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# [net] engine=ref|dnnl: the convolutions' kernels. The reference (im2col + OpenBLAS) and oneDNN
-# train to the same losses; a bad value is refused with its place named; info says which engine
-# each convolution runs on.
+# [net] engine=ref|dnnl|auto: the convolutions' kernels. The reference (im2col + OpenBLAS) and
+# oneDNN train to the same losses, oneDNN to the same checkpoint bytes twice; auto picks per layer
+# by a fixed shape rule; a bad value is refused with its place named; info says which engine each
+# convolution runs on.
 load helpers
 
 # Loss of every logged step and the epoch's train and validation loss, one per line.
@@ -39,7 +40,7 @@ size=3
 CFG
     run "$CDL" info bad.cfg
     [ "$status" -eq 2 ]
-    [[ "$output" == *"bad.cfg:6: bad value 'mkl' for key 'engine' in [net]: expected one of ref, dnnl"* ]]
+    [[ "$output" == *"bad.cfg:6: bad value 'mkl' for key 'engine' in [net]: expected one of ref, dnnl, auto"* ]]
     run "$CDL" train "$REPO/cfg/digits.cfg" --set net.engine=MKL
     [ "$status" -eq 2 ]
     [[ "$output" == *"--set net.engine=MKL: bad value 'MKL' for key 'engine'"* ]]
@@ -62,4 +63,26 @@ CFG
         --set net.engine=dnnl
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | jq -r '.layers[0].engine')" = "$engine" ]
+}
+
+@test "engine=dnnl trains digits to the same checkpoint bytes twice at 2 threads" {
+    for k in 1 2; do
+        run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 2 --out "$k.cdl" \
+            --set net.engine=dnnl
+        [ "$status" -eq 0 ]
+    done
+    cmp 1.cdl 2.cdl
+}
+
+@test "engine=auto runs resnet18_cifar's stride-1 3x3 convolutions from 64 channels, 8x8 on oneDNN" {
+    run "$CDL" info "$REPO/cfg/resnet18_cifar.cfg" --json --set net.engine=auto
+    [ "$status" -eq 0 ]
+    engines=$(printf '%s\n' "$output" |
+        jq -r '[.layers[] | select(.type == "convolutional") | .engine] | join(" ")')
+    if [[ "$("$CDL" --version)" == *DNNL=1* ]]; then
+        # the first layer, stride 2, 1x1 projections and the 4x4 maps stay on the reference
+        [ "$engines" = "ref dnnl dnnl dnnl dnnl ref dnnl ref dnnl dnnl ref dnnl ref dnnl dnnl ref ref ref ref ref" ]
+    else
+        [[ "$engines" != *dnnl* ]]
+    fi
 }

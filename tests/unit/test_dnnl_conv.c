@@ -1,9 +1,11 @@
 /* [net] engine=dnnl against engine=ref on every convolution configuration the cfgs in cfg/ use
  * (kernel, stride, padding, groups and depthwise, with and without batch norm, each activation
  * kind the fusion treats apart), on small odd-sized maps: the training forward, the input,
- * weight and bias (or batch norm) gradients, and the inference forward agree within 1e-5 of the
- * reference tensor's largest magnitude. In a build without oneDNN (make DNNL=0) it checks that
- * engine=dnnl falls back to the reference. */
+ * weight and bias (or batch norm) gradients (added onto gradients that are not zero, and in a
+ * residual block onto the shortcut's input gradient), and the inference forward agree within
+ * 1e-5 of the reference tensor's largest magnitude; the channel counts give oneDNN's blocked
+ * layouts (nChw8c, padded where not a multiple of 8) and its plain ones (gemm:jit). In a build
+ * without oneDNN (make DNNL=0) it checks that engine=dnnl falls back to the reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,16 +75,15 @@ static void check_close(const char *label, const char *what, const float *got, c
     }
 }
 
-/* Builds the case on engine (a training net when grads), runs a forward (and backward) on the
- * same random input and output gradient. */
-static int run_case(const ConvCase *k, const char *engine, int grads, Net *net)
+/* Builds the net of cfg text (a training net when grads), runs a forward (and backward) on the
+ * same random input and last layer's output gradient, onto gradients that start at 0.5 (the
+ * backward adds into them). */
+static int run_text(const char *text, const char *label, int grads, Net *net)
 {
-    char text[1024];
     Error e = {0};
-    cfg_text(k, engine, text, sizeof text);
     if (net_build_from_text(net, text, "t.cfg", grads, 5, &e) ||
         net_resize(net, net->hyper.batch, grads, &e)) {
-        fprintf(stderr, "FAIL %s on %s: %s\n", k->from, engine, e.msg);
+        fprintf(stderr, "FAIL %s: %s\n", label, e.msg);
         check_failures++;
         return 1;
     }
@@ -91,22 +92,38 @@ static int run_case(const ConvCase *k, const char *engine, int grads, Net *net)
     const size_t in_n = (size_t)net->batch * shape_size(net->in_shape);
     for (size_t i = 0; i < in_n; i++)
         net->input[i] = rng_normal(&rng);
-    Layer *l = &net->layers[0];
     /* Batch norm's running statistics away from 0 and 1, for the inference forward. */
-    for (int p = 0; p < l->n_params; p++)
-        if (!l->params[p].trainable)
-            for (size_t i = 0; i < l->params[p].count; i++)
-                l->params[p].data[i] = 0.5f + 0.25f * (float)(i % 5);
+    for (int j = 0; j < net->n_layers; j++) {
+        Layer *l = &net->layers[j];
+        for (int p = 0; p < l->n_params; p++)
+            if (!l->params[p].trainable)
+                for (size_t i = 0; i < l->params[p].count; i++)
+                    l->params[p].data[i] = 0.5f + 0.25f * (float)(i % 5);
+    }
     net->train = grads;
     net_forward(net);
     if (!grads)
         return 0;
-    const size_t out_n = (size_t)net->batch * shape_size(l->out_shape);
+    Layer *last = &net->layers[net->n_layers - 1];
+    const size_t out_n = (size_t)net->batch * shape_size(last->out_shape);
     for (size_t i = 0; i < out_n; i++)
-        l->delta[i] = rng_normal(&rng);
-    net_zero_grads(net);
+        last->delta[i] = rng_normal(&rng);
+    for (int j = 0; j < net->n_layers; j++)
+        for (int p = 0; p < net->layers[j].n_params; p++)
+            if (net->layers[j].params[p].grad)
+                for (size_t i = 0; i < net->layers[j].params[p].count; i++)
+                    net->layers[j].params[p].grad[i] = 0.5f;
     net_backward(net);
     return 0;
+}
+
+/* Builds the case on engine and runs it (run_text). */
+static int run_case(const ConvCase *k, const char *engine, int grads, Net *net)
+{
+    char text[1024], label[160];
+    cfg_text(k, engine, text, sizeof text);
+    snprintf(label, sizeof label, "%s on %s", k->from, engine);
+    return run_text(text, label, grads, net);
 }
 
 static void compare_case(const ConvCase *k, int grads)
@@ -147,6 +164,40 @@ static void compare_case(const ConvCase *k, int grads)
     net_free(&dnnl);
 }
 
+/* A residual block (conv, conv, shortcut to the first): the second convolution's input gradient
+ * is added to what the shortcut gave the first's output; blocked layouts (16 channels) at both. */
+static void test_residual_adds(void)
+{
+    char text[2][1024];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(text[k], sizeof text[k],
+                 "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=3\nengine=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=linear\n[shortcut]\nfrom=-2\nactivation=linear\n",
+                 engines[k]);
+        if (run_text(text[k], "residual", 1, &nets[k])) {
+            if (k)
+                net_free(&nets[0]);
+            return;
+        }
+    }
+    check_close("residual", "input gradient", nets[1].input_delta, nets[0].input_delta,
+                (size_t)nets[0].batch * shape_size(nets[0].in_shape));
+    for (int j = 0; j < 2; j++) {
+        const Layer *lr = &nets[0].layers[j], *ld = &nets[1].layers[j];
+        CHECK(ld->engine && !strcmp(ld->engine, dnnl_conv_built() ? "dnnl" : "ref"));
+        for (int p = 0; p < lr->n_params; p++)
+            if (lr->params[p].trainable)
+                check_close("residual", lr->params[p].name, ld->params[p].grad, lr->params[p].grad,
+                            lr->params[p].count);
+    }
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
 static void test_resize_keeps_results(void)
 {
@@ -178,6 +229,7 @@ int main(void)
         compare_case(&cases[i], 1);
         compare_case(&cases[i], 0);
     }
+    test_residual_adds();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");
 }

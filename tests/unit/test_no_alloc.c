@@ -314,6 +314,7 @@ int main(void)
     test_training_step_allocates_nothing("recompute_every=3");
     test_training_step_allocates_nothing("precision=bf16");
     test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3");
+    test_training_step_allocates_nothing("engine=dnnl");
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
