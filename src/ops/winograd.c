@@ -3,6 +3,7 @@
 #include "ops/winograd.h"
 
 #include <omp.h>
+#include <string.h>
 
 #include "ops/gemm.h"
 
@@ -12,8 +13,29 @@
 /* Floats of V and M one thread's chunk may take, to stay near the L2 cache, and the range
  * the chunk is kept in (gemms over fewer columns run slowly). */
 #define WINO_CHUNK_FLOATS (256 * 1024)
-#define WINO_CHUNK_MIN 32
-#define WINO_CHUNK_MAX 256
+#define WINO_CHUNK_MIN 64
+#define WINO_CHUNK_MAX 128
+
+/* Tiles transformed side by side: a run of up to this many tiles of one tile row. */
+#define WINO_LANES 8
+
+/* Floats between the 16 matrices of V (or M) past their rows * n: streams 16 apart by a
+ * power of two would share L1 cache sets. */
+#define WINO_SKEW 16
+
+/* The distance of V's (rows c) or M's (rows k) matrices for a chunk of n tiles. */
+static size_t matrix_stride(int rows, int n)
+{
+    return (size_t)rows * n + WINO_SKEW;
+}
+
+/* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
+ * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles. */
+static size_t run_row_floats(int w)
+{
+    const int tiles = (w + 1) / 2;
+    return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+}
 
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
 {
@@ -33,9 +55,16 @@ size_t winograd_weights_floats(int k, int c)
     return (size_t)WINO_E * k * c;
 }
 
+/* Floats of one thread's scratch: V and M of a chunk, then the padded rows of a run. */
+static size_t thread_floats(const WinogradPlan *p)
+{
+    return WINO_E * (matrix_stride(p->c, p->chunk) + matrix_stride(p->k, p->chunk)) +
+           4 * run_row_floats(p->w);
+}
+
 size_t winograd_scratch_floats(const WinogradPlan *p)
 {
-    return (size_t)p->threads * WINO_E * p->chunk * (size_t)(p->c + p->k);
+    return (size_t)p->threads * thread_floats(p);
 }
 
 void winograd_weights(const float *w, int k, int c, float *u)
@@ -61,24 +90,6 @@ void winograd_weights(const float *w, int k, int c, float *u)
     }
 }
 
-/* v[e * stride] = (B^T d B)[e] of the window d, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
-static inline void input_tile(const float d[4][4], float *v, size_t stride)
-{
-    float t[4][4];
-    for (int j = 0; j < 4; j++) {
-        t[0][j] = d[0][j] - d[2][j];
-        t[1][j] = d[1][j] + d[2][j];
-        t[2][j] = d[2][j] - d[1][j];
-        t[3][j] = d[1][j] - d[3][j];
-    }
-    for (int r = 0; r < 4; r++) {
-        v[(4 * r + 0) * stride] = t[r][0] - t[r][2];
-        v[(4 * r + 1) * stride] = t[r][1] + t[r][2];
-        v[(4 * r + 2) * stride] = t[r][2] - t[r][1];
-        v[(4 * r + 3) * stride] = t[r][1] - t[r][3];
-    }
-}
-
 /* The tile at (ty, tx) of each plane: its chunk-local indices run along a row of tiles. */
 typedef struct TileRun {
     int b, ty, tx, len; /* image, tile row, first tile column, tiles */
@@ -93,73 +104,143 @@ static TileRun tile_run(const WinogradPlan *p, int t, int left)
     return r;
 }
 
-/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on. */
-static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v)
+/* rows[a][j] = plane[y0 + a][x0 + j] for j < cols, 0 outside the plane: the input windows of a
+ * run, padded. */
+static void pad_rows(const float *plane, int h, int w, int y0, int x0, int cols, float *rows,
+                     size_t ld)
 {
-    const int h = p->h, w = p->w;
-    const size_t hw = (size_t)h * w, stride = (size_t)p->c * n;
+    for (int a = 0; a < 4; a++) {
+        float *dst = rows + a * ld;
+        const int yy = y0 + a;
+        if (yy < 0 || yy >= h) {
+            memset(dst, 0, (size_t)cols * sizeof *dst);
+            continue;
+        }
+        const float *src = plane + (size_t)yy * w;
+        int j = 0;
+        for (; j < cols && x0 + j < 0; j++)
+            dst[j] = 0.0f;
+        const int end = w - x0 < cols ? w - x0 : cols;
+        if (end > j)
+            memcpy(dst + j, src + x0 + j, (size_t)(end - j) * sizeof *dst);
+        for (j = end > j ? end : j; j < cols; j++)
+            dst[j] = 0.0f;
+    }
+}
+
+/* v[e * stride + i] = (B^T d_i B)[e] for lanes i < n of the windows d_i at column 2i of rows,
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
+static void input_tiles(const float *rows, size_t ld, int n, float *v, size_t stride)
+{
+    float t[4][4][WINO_LANES], o[16][WINO_LANES];
+    for (int b = 0; b < 4; b++) {
+        const float *r0 = rows + b, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            t[0][b][i] = r0[2 * i] - r2[2 * i];
+            t[1][b][i] = r1[2 * i] + r2[2 * i];
+            t[2][b][i] = r2[2 * i] - r1[2 * i];
+            t[3][b][i] = r1[2 * i] - r3[2 * i];
+        }
+    }
+    for (int a = 0; a < 4; a++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            o[4 * a + 0][i] = t[a][0][i] - t[a][2][i];
+            o[4 * a + 1][i] = t[a][1][i] + t[a][2][i];
+            o[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
+            o[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
+        }
+    if (n == WINO_LANES) {
+        for (int e = 0; e < 16; e++)
+#pragma omp simd
+            for (int i = 0; i < WINO_LANES; i++)
+                v[e * stride + i] = o[e][i];
+        return;
+    }
+    for (int e = 0; e < 16; e++)
+        for (int i = 0; i < n; i++)
+            v[e * stride + i] = o[e][i];
+}
+
+/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
+ * rows of a run (4 * run_row_floats). */
+static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
+                            float *rows)
+{
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n),
+                 ld = run_row_floats(p->w);
     for (int t = 0; t < n;) {
         const TileRun r = tile_run(p, t0 + t, n - t);
-        const int y0 = 2 * r.ty - 1;
-        const int rows_inside = y0 >= 0 && y0 + 3 < h;
+        const int cols = 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
         for (int ch = 0; ch < p->c; ch++) {
-            const float *plane = x + ((size_t)r.b * p->c + ch) * hw;
-            float *vc = v + (size_t)ch * n + t;
-            for (int i = 0; i < r.len; i++) {
-                const int x0 = 2 * (r.tx + i) - 1;
-                float d[4][4];
-                if (rows_inside && x0 >= 0 && x0 + 3 < w) {
-                    const float *src = plane + (size_t)y0 * w + x0;
-                    for (int a = 0; a < 4; a++)
-                        for (int b = 0; b < 4; b++)
-                            d[a][b] = src[(size_t)a * w + b];
-                } else {
-                    for (int a = 0; a < 4; a++)
-                        for (int b = 0; b < 4; b++) {
-                            const int yy = y0 + a, xx = x0 + b;
-                            d[a][b] = yy >= 0 && yy < h && xx >= 0 && xx < w
-                                          ? plane[(size_t)yy * w + xx]
-                                          : 0.0f;
-                        }
-                }
-                input_tile(d, vc + i, stride);
-            }
+            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1,
+                     cols, rows, ld);
+            for (int i = 0; i < r.len; i += WINO_LANES)
+                input_tiles(rows + 2 * i, ld, r.len - i < WINO_LANES ? r.len - i : WINO_LANES,
+                            v + (size_t)ch * n + t + i, stride);
         }
         t += r.len;
     }
 }
 
-/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][n]:
- * A^T m A, A^T = [1 1 1 0; 0 1 -1 -1]; the rows and columns past the map are dropped. */
-static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, float *y,
-                             int accumulate)
+/* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for lanes i < n (the others
+ * read as 0), A^T = [1 1 1 0; 0 1 -1 -1]. */
+static void output_tiles(const float *m, size_t stride, int n, float *rows, size_t ld)
 {
-    const int h = p->h, w = p->w;
-    const size_t hw = (size_t)h * w, stride = (size_t)p->k * n;
+    float e[16][WINO_LANES], s[2][4][WINO_LANES];
+    for (int k = 0; k < 16; k++) {
+        if (n == WINO_LANES) {
+#pragma omp simd
+            for (int i = 0; i < WINO_LANES; i++)
+                e[k][i] = m[k * stride + i];
+        } else {
+            for (int i = 0; i < WINO_LANES; i++)
+                e[k][i] = i < n ? m[k * stride + i] : 0.0f;
+        }
+    }
+    for (int b = 0; b < 4; b++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            s[0][b][i] = e[b][i] + e[4 + b][i] + e[8 + b][i];
+            s[1][b][i] = e[4 + b][i] - e[8 + b][i] - e[12 + b][i];
+        }
+    for (int a = 0; a < 2; a++) {
+        float *row = rows + a * ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            row[2 * i] = s[a][0][i] + s[a][1][i] + s[a][2][i];
+            row[2 * i + 1] = s[a][1][i] - s[a][2][i] - s[a][3][i];
+        }
+    }
+}
+
+/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][n], through
+ * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
+static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, float *y,
+                             int accumulate, float *rows)
+{
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->k, n),
+                 ld = run_row_floats(p->w);
     for (int t = 0; t < n;) {
         const TileRun r = tile_run(p, t0 + t, n - t);
-        const int y0 = 2 * r.ty, rows = y0 + 1 < h ? 2 : 1;
+        const int y0 = 2 * r.ty, x0 = 2 * r.tx;
+        const int n_rows = y0 + 1 < p->h ? 2 : 1;
+        const int cols = p->w - x0 < 2 * r.len ? p->w - x0 : 2 * r.len;
         for (int f = 0; f < p->k; f++) {
-            float *plane = y + ((size_t)r.b * p->k + f) * hw;
-            const float *mf = m + (size_t)f * n + t;
-            for (int i = 0; i < r.len; i++) {
-                const float *e = mf + i;
-                float s[2][4], o[2][2];
-                for (int j = 0; j < 4; j++) {
-                    const float m0 = e[j * stride], m1 = e[(4 + j) * stride];
-                    const float m2 = e[(8 + j) * stride], m3 = e[(12 + j) * stride];
-                    s[0][j] = m0 + m1 + m2;
-                    s[1][j] = m1 - m2 - m3;
-                }
-                for (int a = 0; a < 2; a++) {
-                    o[a][0] = s[a][0] + s[a][1] + s[a][2];
-                    o[a][1] = s[a][1] - s[a][2] - s[a][3];
-                }
-                const int x0 = 2 * (r.tx + i), cols = x0 + 1 < w ? 2 : 1;
-                for (int a = 0; a < rows; a++) {
-                    float *dst = plane + (size_t)(y0 + a) * w + x0;
-                    for (int b = 0; b < cols; b++)
-                        dst[b] = accumulate ? dst[b] + o[a][b] : o[a][b];
+            for (int i = 0; i < r.len; i += WINO_LANES)
+                output_tiles(m + (size_t)f * n + t + i, stride,
+                             r.len - i < WINO_LANES ? r.len - i : WINO_LANES, rows + 2 * i, ld);
+            float *plane = y + ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
+            for (int a = 0; a < n_rows; a++) {
+                float *restrict dst = plane + (size_t)a * p->w;
+                const float *restrict src = rows + a * ld;
+                if (accumulate) {
+#pragma omp simd
+                    for (int j = 0; j < cols; j++)
+                        dst[j] += src[j];
+                } else {
+                    memcpy(dst, src, (size_t)cols * sizeof *dst);
                 }
             }
         }
@@ -178,12 +259,13 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
     for (int q = 0; q < chunks; q++) {
         const int t0 = q * p->chunk;
         const int n = p->tiles - t0 < p->chunk ? p->tiles - t0 : p->chunk;
-        float *v = scratch + (size_t)omp_get_thread_num() * WINO_E * p->chunk * (p->c + p->k);
-        float *m = v + (size_t)WINO_E * p->c * n;
-        input_transform(p, x, t0, n, v);
+        float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
+        const size_t vs = matrix_stride(p->c, n), ms = matrix_stride(p->k, n);
+        float *m = v + WINO_E * vs;
+        float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
+        input_transform(p, x, t0, n, v, rows);
         for (int e = 0; e < WINO_E; e++)
-            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + (size_t)e * p->c * n, n, 0.0f,
-                 m + (size_t)e * p->k * n, n);
-        output_transform(p, m, t0, n, y, accumulate);
+            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, n, 0.0f, m + e * ms, n);
+        output_transform(p, m, t0, n, y, accumulate, rows);
     }
 }
