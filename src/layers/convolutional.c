@@ -169,7 +169,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
     cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
-    cv->wino_wanted = net->winograd && cv->same && size == 3 && groups == 1;
+    cv->wino_wanted =
+        net->winograd && cv->same && size == 3 && groups == 1 && winograd_worth(in.c, filters);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
@@ -253,7 +254,8 @@ static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerSta
 {
     const Shape in = l->in_shape;
     cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
-    cv->wino_u = layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
+    cv->wino_u =
+        layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
     if (!cv->winograd)
         return;
     l->engine = "wino";

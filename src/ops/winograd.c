@@ -23,10 +23,18 @@
  * power of two would share L1 cache sets. */
 #define WINO_SKEW 16
 
+/* The row stride of V's and M's matrices for a chunk of n tiles: room past n for a run's last
+ * lanes, which are always transformed and stored whole (those past the run are junk that the
+ * next run overwrites, or fall in the room). */
+static int chunk_ld(int n)
+{
+    return (n + 2 * WINO_LANES - 1) / WINO_LANES * WINO_LANES;
+}
+
 /* The distance of V's (rows c) or M's (rows k) matrices for a chunk of n tiles. */
 static size_t matrix_stride(int rows, int n)
 {
-    return (size_t)rows * n + WINO_SKEW;
+    return (size_t)rows * chunk_ld(n) + WINO_SKEW;
 }
 
 /* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
@@ -48,6 +56,11 @@ WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
     const int per_thread = (p.tiles + p.threads - 1) / p.threads;
     p.chunk = chunk < per_thread ? chunk : per_thread;
     return p;
+}
+
+int winograd_worth(int c, int k)
+{
+    return c >= 16 && k >= 16;
 }
 
 size_t winograd_weights_floats(int k, int c)
@@ -128,9 +141,9 @@ static void pad_rows(const float *plane, int h, int w, int y0, int x0, int cols,
     }
 }
 
-/* v[e * stride + i] = (B^T d_i B)[e] for lanes i < n of the windows d_i at column 2i of rows,
+/* v[e * stride + i] = (B^T d_i B)[e] for the lanes i of the windows d_i at column 2i of rows,
  * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
-static void input_tiles(const float *rows, size_t ld, int n, float *v, size_t stride)
+static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
 {
     float t[4][4][WINO_LANES], o[16][WINO_LANES];
     for (int b = 0; b < 4; b++) {
@@ -151,15 +164,9 @@ static void input_tiles(const float *rows, size_t ld, int n, float *v, size_t st
             o[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
             o[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
         }
-    if (n == WINO_LANES) {
-        for (int e = 0; e < 16; e++)
-#pragma omp simd
-            for (int i = 0; i < WINO_LANES; i++)
-                v[e * stride + i] = o[e][i];
-        return;
-    }
     for (int e = 0; e < 16; e++)
-        for (int i = 0; i < n; i++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++)
             v[e * stride + i] = o[e][i];
 }
 
@@ -177,28 +184,21 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
             pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1,
                      cols, rows, ld);
             for (int i = 0; i < r.len; i += WINO_LANES)
-                input_tiles(rows + 2 * i, ld, r.len - i < WINO_LANES ? r.len - i : WINO_LANES,
-                            v + (size_t)ch * n + t + i, stride);
+                input_tiles(rows + 2 * i, ld, v + (size_t)ch * chunk_ld(n) + t + i, stride);
         }
         t += r.len;
     }
 }
 
-/* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for lanes i < n (the others
- * read as 0), A^T = [1 1 1 0; 0 1 -1 -1]. */
-static void output_tiles(const float *m, size_t stride, int n, float *rows, size_t ld)
+/* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for the lanes i,
+ * A^T = [1 1 1 0; 0 1 -1 -1]. */
+static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
 {
     float e[16][WINO_LANES], s[2][4][WINO_LANES];
-    for (int k = 0; k < 16; k++) {
-        if (n == WINO_LANES) {
+    for (int k = 0; k < 16; k++)
 #pragma omp simd
-            for (int i = 0; i < WINO_LANES; i++)
-                e[k][i] = m[k * stride + i];
-        } else {
-            for (int i = 0; i < WINO_LANES; i++)
-                e[k][i] = i < n ? m[k * stride + i] : 0.0f;
-        }
-    }
+        for (int i = 0; i < WINO_LANES; i++)
+            e[k][i] = m[k * stride + i];
     for (int b = 0; b < 4; b++)
 #pragma omp simd
         for (int i = 0; i < WINO_LANES; i++) {
@@ -229,8 +229,7 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
         const int cols = p->w - x0 < 2 * r.len ? p->w - x0 : 2 * r.len;
         for (int f = 0; f < p->k; f++) {
             for (int i = 0; i < r.len; i += WINO_LANES)
-                output_tiles(m + (size_t)f * n + t + i, stride,
-                             r.len - i < WINO_LANES ? r.len - i : WINO_LANES, rows + 2 * i, ld);
+                output_tiles(m + (size_t)f * chunk_ld(n) + t + i, stride, rows + 2 * i, ld);
             float *plane = y + ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
             for (int a = 0; a < n_rows; a++) {
                 float *restrict dst = plane + (size_t)a * p->w;
@@ -265,7 +264,8 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
         float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
         input_transform(p, x, t0, n, v, rows);
         for (int e = 0; e < WINO_E; e++)
-            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, n, 0.0f, m + e * ms, n);
+            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, chunk_ld(n), 0.0f,
+                 m + e * ms, chunk_ld(n));
         output_transform(p, m, t0, n, y, accumulate, rows);
     }
 }

@@ -28,6 +28,10 @@ typedef struct WinogradPlan {
  * scratch. */
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads);
 
+/* Whether a convolution of c channels into k filters is worth its transforms: not with fewer
+ * than 16 of either (a first layer of 1 or 3 channels ran slower than im2col + gemm here). */
+int winograd_worth(int c, int k);
+
 /* Floats of the transformed weights U of k filters over c channels: 16 * k * c. */
 size_t winograd_weights_floats(int k, int c);
 

@@ -53,6 +53,14 @@ static void test_gradcheck_convolutions(void)
                                                 "batch_normalize=1\nactivation=leaky\n"
                                                 "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
                                                 "pad=1\nactivation=tanh\n");
+    /* [net] winograd=1 (the default) takes 3x3 same convolutions of 16 or more channels and
+     * filters: odd maps whose tiles overhang, with batch norm, and stacked (input gradient). */
+    gradcheck_cfg("conv winograd 7x5", NET(3, 16, 7, 5) "[convolutional]\nfilters=16\nsize=3\n"
+                                                        "pad=1\nactivation=linear\n");
+    gradcheck_cfg("conv winograd stack + bn",
+                  NET(2, 16, 6, 6) "[convolutional]\nfilters=20\nsize=3\npad=1\n"
+                                   "batch_normalize=1\nactivation=leaky\n[convolutional]\n"
+                                   "filters=16\nsize=3\npad=1\nactivation=linear\n");
 }
 
 static void test_gradcheck_activations_through_conv(void)
