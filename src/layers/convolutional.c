@@ -169,8 +169,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
     cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL;
-    cv->wino_wanted =
-        net->winograd && cv->same && size == 3 && groups == 1 && winograd_worth(in.c, filters);
+    cv->wino_wanted = net->winograd && cv->same && size == 3 && groups == 1 &&
+                      winograd_worth(in.c, filters, in.h, in.w);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;

@@ -58,9 +58,9 @@ WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
     return p;
 }
 
-int winograd_worth(int c, int k)
+int winograd_worth(int c, int k, int h, int w)
 {
-    return c >= 16 && k >= 16;
+    return c >= 16 && k >= 16 && h % 4 == 0 && w % 4 == 0;
 }
 
 size_t winograd_weights_floats(int k, int c)

@@ -28,9 +28,11 @@ typedef struct WinogradPlan {
  * scratch. */
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads);
 
-/* Whether a convolution of c channels into k filters is worth its transforms: not with fewer
- * than 16 of either (a first layer of 1 or 3 channels ran slower than im2col + gemm here). */
-int winograd_worth(int c, int k);
+/* Whether a convolution of c channels into k filters on h x w maps is worth its transforms, as
+ * measured against im2col + gemm (README "Winograd convolutions"): not with fewer than 16
+ * channels or filters (a first layer of 1 or 3 channels ran slower), and only on maps whose
+ * sides are multiples of 4 (32, 16, 8, 4 and 56 ran faster, 14 and 7 slower). */
+int winograd_worth(int c, int k, int h, int w);
 
 /* Floats of the transformed weights U of k filters over c channels: 16 * k * c. */
 size_t winograd_weights_floats(int k, int c);
