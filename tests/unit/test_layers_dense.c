@@ -170,10 +170,11 @@ static void test_conv_results_do_not_depend_on_thread_count(void)
 static void test_winograd_matches_im2col(void)
 {
 #define WINO_STACK(flag)                                                                           \
-    NET(3, 16, 8, 12) "winograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"         \
-                      "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=32\n"        \
-                      "size=3\npad=1\nactivation=relu\n[convolutional]\nfilters=16\nsize=3\n"    \
-                      "pad=1\nactivation=linear\n"
+    NET(3, 16, 8, 12)                                                                              \
+    "winograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                              \
+    "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=32\n"                           \
+    "size=3\npad=1\nactivation=relu\n[convolutional]\nfilters=16\nsize=3\n"                        \
+    "pad=1\nactivation=linear\n"
     const int saved = omp_get_max_threads();
     for (int threads = 1; threads <= 2; threads++) {
         size_t n_ref, n;
