@@ -178,6 +178,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st : parse_engine(cfg, s, net, e);
+    st = st ? st : cfg_get_flag(cfg, s, "winograd", 1, &net->winograd, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);

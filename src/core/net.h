@@ -83,6 +83,7 @@ typedef struct Net {
     int seq;
     int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     NetEngine engine; /* [net] engine= */
+    int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on ops/winograd.h */
     Layer *layers;
     int n_layers;
     /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products

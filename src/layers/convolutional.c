@@ -43,6 +43,7 @@
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "ops/qgemm.h"
+#include "ops/winograd.h"
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES };
@@ -79,6 +80,12 @@ typedef struct Conv {
     int dnnl_wanted, dnnl, fused;
     DnnlConv dc;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
+    /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
+     * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
+     * transformed weights (the forward's, or the flipped ones of the input gradient) */
+    int wino_wanted, winograd;
+    WinogradPlan wino;
+    float *wino_u;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -174,7 +181,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                                                            .stride = stride,
                                                            .padding = padding,
                                                            .groups = groups}));
-    l->engine = cv->dnnl_wanted ? "dnnl" : "ref";
+    cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
+                      winograd_worth(in.c, filters, in.h, in.w);
+    l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
 }
@@ -234,10 +243,29 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+/* Plans the winograd layer (cv->winograd) for batch on threads: its transformed weights and
+ * the threads' scratch, which the input gradient's swapped plan needs as much of. bf16 and int8
+ * layers stay on the reference. */
+static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerState *st)
+{
+    const Shape in = l->in_shape;
+    cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
+    cv->wino_u =
+        layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
+    if (!cv->winograd)
+        return;
+    l->engine = "wino";
+    cv->wino = winograd_plan(batch, in.c, cv->filters, in.h, in.w, threads);
+    const size_t floats = winograd_scratch_floats(&cv->wino);
+    const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
+    if (per_sample > l->scratch_per_sample)
+        l->scratch_per_sample = per_sample;
+}
+
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = 0;
+    cv->dnnl = cv->fused = cv->winograd = 0;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
     if (cv->dnnl_wanted && !l->quant && l->precision != GEMM_BF16) { /* bf16: the reference's */
@@ -248,6 +276,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     const int threads = omp_get_max_threads();
     /* Only a backward needs them; inference nets have no gradient slab. */
     const int backward = l->params[P_WEIGHTS].grad != NULL;
+    winograd_resize(l, cv, batch, threads, st);
     cv->n_partial = backward && !cv->depthwise
                         ? (threads < CONV_MAX_GRAD_THREADS ? threads : CONV_MAX_GRAD_THREADS) - 1
                         : 0;
@@ -271,6 +300,13 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 static GemmPrecision conv_precision(const Layer *l)
 {
     return l->quant ? GEMM_FP32 : l->precision;
+}
+
+/* The layer runs on ops/winograd.h: planned so by resize, and still float32 (net_set_precision
+ * may have changed it since). */
+static int conv_winograd(const Layer *l, const Conv *cv)
+{
+    return cv->winograd && conv_precision(l) == GEMM_FP32 && !l->quant;
 }
 
 /* The weights the products take: the bf16 copy the forward rounded, or the float32 weights. */
@@ -530,7 +566,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             layer_activate(l, batch);
         return;
     }
-    if (cv->depthwise) {
+    if (conv_winograd(l, cv)) {
+        winograd_weights(l->params[P_WEIGHTS].data, cv->filters, l->in_shape.c, cv->wino_u);
+        winograd_conv(&cv->wino, cv->wino_u, x, l->out, 0, ctx->scratch);
+    } else if (cv->depthwise) {
         depthwise_forward(l, cv, x, batch);
     } else {
         /* int8: a work buffer per thread, as many as resize took (the thread count may have
@@ -636,6 +675,13 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         return;
     if (cv->same)
         flip_weights(l, cv);
+    if (conv_winograd(l, cv)) {
+        const WinogradPlan *p = &cv->wino;
+        const WinogradPlan dp = winograd_plan(batch, p->k, p->c, p->h, p->w, p->threads);
+        winograd_weights(cv->w_flipped, p->c, p->k, cv->wino_u);
+        winograd_conv(&dp, cv->wino_u, l->delta, dx, 1, ctx->scratch);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,

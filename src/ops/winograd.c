@@ -1,0 +1,271 @@
+/* Winograd convolution F(2x2, 3x3) (ops/winograd.h): the weight, input and output transforms
+ * and the chunked products. */
+#include "ops/winograd.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include "ops/gemm.h"
+
+/* Transformed values of one 4x4 input window or one filter. */
+#define WINO_E 16
+
+/* Floats of V and M one thread's chunk may take, to stay near the L2 cache, and the range
+ * the chunk is kept in (gemms over fewer columns run slowly). */
+#define WINO_CHUNK_FLOATS (256 * 1024)
+#define WINO_CHUNK_MIN 64
+#define WINO_CHUNK_MAX 128
+
+/* Tiles transformed side by side: a run of up to this many tiles of one tile row. */
+#define WINO_LANES 8
+
+/* Floats between the 16 matrices of V (or M) past their rows * n: streams 16 apart by a
+ * power of two would share L1 cache sets. */
+#define WINO_SKEW 16
+
+/* The row stride of V's and M's matrices for a chunk of n tiles: room past n for a run's last
+ * lanes, which are always transformed and stored whole (those past the run are junk that the
+ * next run overwrites, or fall in the room). */
+static int chunk_ld(int n)
+{
+    return (n + 2 * WINO_LANES - 1) / WINO_LANES * WINO_LANES;
+}
+
+/* The distance of V's (rows c) or M's (rows k) matrices for a chunk of n tiles. */
+static size_t matrix_stride(int rows, int n)
+{
+    return (size_t)rows * chunk_ld(n) + WINO_SKEW;
+}
+
+/* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
+ * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles. */
+static size_t run_row_floats(int w)
+{
+    const int tiles = (w + 1) / 2;
+    return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+}
+
+WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
+{
+    WinogradPlan p = {batch, c, k, h, w, 0, 0, threads < 1 ? 1 : threads};
+    p.tiles = batch * ((h + 1) / 2) * ((w + 1) / 2);
+    int chunk = WINO_CHUNK_FLOATS / (WINO_E * (c + k));
+    chunk = chunk < WINO_CHUNK_MIN   ? WINO_CHUNK_MIN
+            : chunk > WINO_CHUNK_MAX ? WINO_CHUNK_MAX
+                                     : chunk;
+    const int per_thread = (p.tiles + p.threads - 1) / p.threads;
+    p.chunk = chunk < per_thread ? chunk : per_thread;
+    return p;
+}
+
+int winograd_worth(int c, int k, int h, int w)
+{
+    return c >= 16 && k >= 16 && h % 4 == 0 && w % 4 == 0;
+}
+
+size_t winograd_weights_floats(int k, int c)
+{
+    return (size_t)WINO_E * k * c;
+}
+
+/* Floats of one thread's scratch: V and M of a chunk, then the padded rows of a run. */
+static size_t thread_floats(const WinogradPlan *p)
+{
+    return WINO_E * (matrix_stride(p->c, p->chunk) + matrix_stride(p->k, p->chunk)) +
+           4 * run_row_floats(p->w);
+}
+
+size_t winograd_scratch_floats(const WinogradPlan *p)
+{
+    return (size_t)p->threads * thread_floats(p);
+}
+
+void winograd_weights(const float *w, int k, int c, float *u)
+{
+    const size_t kc = (size_t)k * c;
+#pragma omp parallel for schedule(static) if (kc >= 16384)
+    for (size_t i = 0; i < kc; i++) {
+        const float *g = w + i * 9;
+        float t[4][3]; /* G g: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] */
+        for (int j = 0; j < 3; j++) {
+            t[0][j] = g[j];
+            t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+            t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+            t[3][j] = g[6 + j];
+        }
+        for (int r = 0; r < 4; r++) { /* (G g) G^T */
+            float *o = u + (size_t)r * 4 * kc + i;
+            o[0] = t[r][0];
+            o[kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+            o[2 * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+            o[3 * kc] = t[r][2];
+        }
+    }
+}
+
+/* The tile at (ty, tx) of each plane: its chunk-local indices run along a row of tiles. */
+typedef struct TileRun {
+    int b, ty, tx, len; /* image, tile row, first tile column, tiles */
+} TileRun;
+
+/* The run of tiles starting at the batch-wide tile index t, at most left long. */
+static TileRun tile_run(const WinogradPlan *p, int t, int left)
+{
+    const int tw = (p->w + 1) / 2, per_image = ((p->h + 1) / 2) * tw;
+    TileRun r = {t / per_image, t % per_image / tw, t % per_image % tw, 0};
+    r.len = tw - r.tx < left ? tw - r.tx : left;
+    return r;
+}
+
+/* rows[a][j] = plane[y0 + a][x0 + j] for j < cols, 0 outside the plane: the input windows of a
+ * run, padded. */
+static void pad_rows(const float *plane, int h, int w, int y0, int x0, int cols, float *rows,
+                     size_t ld)
+{
+    for (int a = 0; a < 4; a++) {
+        float *dst = rows + a * ld;
+        const int yy = y0 + a;
+        if (yy < 0 || yy >= h) {
+            memset(dst, 0, (size_t)cols * sizeof *dst);
+            continue;
+        }
+        const float *src = plane + (size_t)yy * w;
+        int j = 0;
+        for (; j < cols && x0 + j < 0; j++)
+            dst[j] = 0.0f;
+        const int end = w - x0 < cols ? w - x0 : cols;
+        if (end > j)
+            memcpy(dst + j, src + x0 + j, (size_t)(end - j) * sizeof *dst);
+        for (j = end > j ? end : j; j < cols; j++)
+            dst[j] = 0.0f;
+    }
+}
+
+/* v[e * stride + i] = (B^T d_i B)[e] for the lanes i of the windows d_i at column 2i of rows,
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
+static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+{
+    float t[4][4][WINO_LANES], o[16][WINO_LANES];
+    for (int b = 0; b < 4; b++) {
+        const float *r0 = rows + b, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            t[0][b][i] = r0[2 * i] - r2[2 * i];
+            t[1][b][i] = r1[2 * i] + r2[2 * i];
+            t[2][b][i] = r2[2 * i] - r1[2 * i];
+            t[3][b][i] = r1[2 * i] - r3[2 * i];
+        }
+    }
+    for (int a = 0; a < 4; a++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            o[4 * a + 0][i] = t[a][0][i] - t[a][2][i];
+            o[4 * a + 1][i] = t[a][1][i] + t[a][2][i];
+            o[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
+            o[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
+        }
+    for (int e = 0; e < 16; e++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++)
+            v[e * stride + i] = o[e][i];
+}
+
+/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
+ * rows of a run (4 * run_row_floats). */
+static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
+                            float *rows)
+{
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n),
+                 ld = run_row_floats(p->w);
+    for (int t = 0; t < n;) {
+        const TileRun r = tile_run(p, t0 + t, n - t);
+        const int cols = 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+        for (int ch = 0; ch < p->c; ch++) {
+            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1,
+                     cols, rows, ld);
+            for (int i = 0; i < r.len; i += WINO_LANES)
+                input_tiles(rows + 2 * i, ld, v + (size_t)ch * chunk_ld(n) + t + i, stride);
+        }
+        t += r.len;
+    }
+}
+
+/* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for the lanes i,
+ * A^T = [1 1 1 0; 0 1 -1 -1]. */
+static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
+{
+    float e[16][WINO_LANES], s[2][4][WINO_LANES];
+    for (int k = 0; k < 16; k++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++)
+            e[k][i] = m[k * stride + i];
+    for (int b = 0; b < 4; b++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            s[0][b][i] = e[b][i] + e[4 + b][i] + e[8 + b][i];
+            s[1][b][i] = e[4 + b][i] - e[8 + b][i] - e[12 + b][i];
+        }
+    for (int a = 0; a < 2; a++) {
+        float *row = rows + a * ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            row[2 * i] = s[a][0][i] + s[a][1][i] + s[a][2][i];
+            row[2 * i + 1] = s[a][1][i] - s[a][2][i] - s[a][3][i];
+        }
+    }
+}
+
+/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][n], through
+ * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
+static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, float *y,
+                             int accumulate, float *rows)
+{
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->k, n),
+                 ld = run_row_floats(p->w);
+    for (int t = 0; t < n;) {
+        const TileRun r = tile_run(p, t0 + t, n - t);
+        const int y0 = 2 * r.ty, x0 = 2 * r.tx;
+        const int n_rows = y0 + 1 < p->h ? 2 : 1;
+        const int cols = p->w - x0 < 2 * r.len ? p->w - x0 : 2 * r.len;
+        for (int f = 0; f < p->k; f++) {
+            for (int i = 0; i < r.len; i += WINO_LANES)
+                output_tiles(m + (size_t)f * chunk_ld(n) + t + i, stride, rows + 2 * i, ld);
+            float *plane = y + ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
+            for (int a = 0; a < n_rows; a++) {
+                float *restrict dst = plane + (size_t)a * p->w;
+                const float *restrict src = rows + a * ld;
+                if (accumulate) {
+#pragma omp simd
+                    for (int j = 0; j < cols; j++)
+                        dst[j] += src[j];
+                } else {
+                    memcpy(dst, src, (size_t)cols * sizeof *dst);
+                }
+            }
+        }
+        t += r.len;
+    }
+}
+
+void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
+                   float *scratch)
+{
+    const int chunks = (p->tiles + p->chunk - 1) / p->chunk;
+    const int limit = omp_get_max_threads();
+    const int nt = p->threads < limit ? p->threads : limit;
+    const size_t kc = (size_t)p->k * p->c;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && chunks > 1)
+    for (int q = 0; q < chunks; q++) {
+        const int t0 = q * p->chunk;
+        const int n = p->tiles - t0 < p->chunk ? p->tiles - t0 : p->chunk;
+        float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
+        const size_t vs = matrix_stride(p->c, n), ms = matrix_stride(p->k, n);
+        float *m = v + WINO_E * vs;
+        float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
+        input_transform(p, x, t0, n, v, rows);
+        for (int e = 0; e < WINO_E; e++)
+            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, chunk_ld(n), 0.0f,
+                 m + e * ms, chunk_ld(n));
+        output_transform(p, m, t0, n, y, accumulate, rows);
+    }
+}

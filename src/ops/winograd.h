@@ -1,0 +1,51 @@
+/* Winograd convolution F(2x2, 3x3) (Lavin and Gray, 2015) of a 3x3, stride 1, padding 1,
+ * one-group convolution: 2.25 times fewer multiplies than the direct product.
+ *
+ *   x [batch][c][h][w] -> y [batch][k][h][w], weights [k][c][3][3], no bias
+ *
+ * The output is cut into 2x2 tiles (the last row and column of tiles overhang an odd map), each
+ * read through its 4x4 input window. The weights are transformed once into U [16][k][c]; the
+ * tiles of the whole batch go in chunks of a fixed count: a chunk's windows are transformed into
+ * V [16][c][chunk], its 16 products M[e] = U[e] * V[e] [k][chunk] are OpenBLAS gemms, and
+ * each M is transformed back onto its 2x2 output tile. Chunks spread over threads, each with
+ * its own slice of the scratch buffer (single-threaded gemms inside the parallel region); a
+ * tile's result does not depend on which thread took it. */
+#ifndef CDL_WINOGRAD_H
+#define CDL_WINOGRAD_H
+
+#include <stddef.h>
+
+/* The geometry of one winograd_conv call and its chunks, made by winograd_plan. */
+typedef struct WinogradPlan {
+    int batch, c, k, h, w;
+    int tiles;   /* 2x2 output tiles of the batch */
+    int chunk;   /* tiles per chunk */
+    int threads; /* at most this many threads, each with winograd_scratch_floats of scratch */
+} WinogradPlan;
+
+/* The plan for x [batch][c][h][w] and k filters on up to threads threads. The chunk is chosen
+ * symmetric in c and k, so the plan with c and k swapped (the input gradient's) needs the same
+ * scratch. */
+WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads);
+
+/* Whether a convolution of c channels into k filters on h x w maps is worth its transforms, as
+ * measured against im2col + gemm (README "Winograd convolutions"): not with fewer than 16
+ * channels or filters (a first layer of 1 or 3 channels ran slower), and only on maps whose
+ * sides are multiples of 4 (32, 16, 8, 4 and 56 ran faster, 14 and 7 slower). */
+int winograd_worth(int c, int k, int h, int w);
+
+/* Floats of the transformed weights U of k filters over c channels: 16 * k * c. */
+size_t winograd_weights_floats(int k, int c);
+
+/* Floats of scratch winograd_conv needs: one slice of V and M per thread. */
+size_t winograd_scratch_floats(const WinogradPlan *p);
+
+/* u [16][k][c] = the transform G g G^T of each 3x3 filter g of w [k][c][3][3]. */
+void winograd_weights(const float *w, int k, int c, float *u);
+
+/* y = conv(x, weights) (accumulate 0) or y += conv(x, weights) (accumulate 1), with u the
+ * weights transformed by winograd_weights; scratch holds winograd_scratch_floats(p) floats. */
+void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
+                   float *scratch);
+
+#endif

@@ -1,0 +1,166 @@
+/* ops/winograd.h against the im2col + gemm reference: the forward and the input gradient of
+ * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3, within
+ * 1e-5 relative (max abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles
+ * overhang; identical results run twice on the same threads. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops/gemm.h"
+#include "ops/im2col.h"
+#include "ops/winograd.h"
+
+#define REL_TOL 1e-5
+
+/* Uniform in [-1, 1) from a fixed linear congruential sequence. */
+static void fill(float *x, size_t n, unsigned *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        x[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
+    }
+}
+
+static double rel_error(const float *got, const float *want, size_t n)
+{
+    double diff = 0.0, max = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)got[i] - want[i]));
+        max = fmax(max, fabs((double)want[i]));
+    }
+    return max > 0.0 ? diff / max : diff;
+}
+
+/* One convolution's buffers: x [batch][c][h][w], w [k][c][3][3], delta [batch][k][h][w]. */
+typedef struct Case {
+    int batch, c, k, h, w;
+    float *x, *wt, *wf, *delta, *y_ref, *y, *dx_ref, *dx, *cols, *u, *scratch;
+} Case;
+
+/* y_ref = W * im2col(x_b) per image; dx_ref = dx0 + col2im(W^T delta_b). */
+static void reference(Case *t)
+{
+    const int hw = t->h * t->w, kdim = t->c * 9;
+    for (int b = 0; b < t->batch; b++) {
+        im2col(t->x + (size_t)b * t->c * hw, t->c, t->h, t->w, 3, 1, 1, t->cols, (size_t)hw);
+        gemm(0, 0, t->k, hw, kdim, 1.0f, t->wt, kdim, t->cols, hw, 0.0f,
+             t->y_ref + (size_t)b * t->k * hw, hw);
+        gemm(1, 0, kdim, hw, t->k, 1.0f, t->wt, kdim, t->delta + (size_t)b * t->k * hw, hw, 0.0f,
+             t->cols, hw);
+        col2im(t->cols, t->c, t->h, t->w, 3, 1, 1, (size_t)hw, t->dx_ref + (size_t)b * t->c * hw);
+    }
+}
+
+/* The forward, and the input gradient as the convolution of delta with the flipped, transposed
+ * weights added onto dx (which starts as dx_ref's starting values, dx0). */
+static void run_winograd(Case *t, int threads, const float *dx0)
+{
+    const size_t in = (size_t)t->batch * t->c * t->h * t->w;
+    const WinogradPlan fwd = winograd_plan(t->batch, t->c, t->k, t->h, t->w, threads);
+    const WinogradPlan bwd = winograd_plan(t->batch, t->k, t->c, t->h, t->w, threads);
+    CHECK(winograd_scratch_floats(&bwd) == winograd_scratch_floats(&fwd));
+    omp_set_num_threads(threads);
+    winograd_weights(t->wt, t->k, t->c, t->u);
+    winograd_conv(&fwd, t->u, t->x, t->y, 0, t->scratch);
+    memcpy(t->dx, dx0, in * sizeof *t->dx);
+    winograd_weights(t->wf, t->c, t->k, t->u);
+    winograd_conv(&bwd, t->u, t->delta, t->dx, 1, t->scratch);
+}
+
+static void check_case(int batch, int c, int k, int h, int w)
+{
+    Case t = {.batch = batch, .c = c, .k = k, .h = h, .w = w};
+    const size_t in = (size_t)batch * c * h * w, out = (size_t)batch * k * h * w;
+    const size_t weights = (size_t)k * c * 9, cols = (size_t)c * 9 * h * w;
+    const WinogradPlan plan = winograd_plan(batch, c, k, h, w, 2);
+    float *buf = malloc((4 * in + 3 * out + 2 * weights + (in > cols ? in : cols) +
+                         winograd_weights_floats(k, c) + winograd_scratch_floats(&plan)) *
+                        sizeof *buf);
+    float *dx0 = buf;
+    t.x = dx0 + in;
+    t.delta = t.x + in;
+    t.y_ref = t.delta + out;
+    t.y = t.y_ref + out;
+    t.wt = t.y + out;
+    t.wf = t.wt + weights;
+    t.cols = t.wf + weights;
+    t.dx_ref = t.cols + (in > cols ? in : cols);
+    t.dx = t.dx_ref + in;
+    t.u = t.dx + in;
+    t.scratch = t.u + winograd_weights_floats(k, c);
+    unsigned state = (unsigned)(batch * 131 + c * 17 + k * 7 + h * 3 + w);
+    fill(t.x, in, &state);
+    fill(t.delta, out, &state);
+    fill(t.wt, weights, &state);
+    fill(dx0, in, &state);
+    for (int ch = 0; ch < c; ch++) /* wf[c][k][2-i][2-j] = wt[k][c][i][j] */
+        for (int f = 0; f < k; f++)
+            for (int e = 0; e < 9; e++)
+                t.wf[((size_t)ch * k + f) * 9 + 8 - e] = t.wt[((size_t)f * c + ch) * 9 + e];
+    memcpy(t.dx_ref, dx0, in * sizeof *dx0);
+    omp_set_num_threads(1);
+    reference(&t);
+    /* dx_ref holds dx0 + the gradient; the tolerance is relative to the gradient alone. */
+    for (size_t i = 0; i < in; i++)
+        t.dx_ref[i] -= dx0[i];
+
+    for (int threads = 1; threads <= 2; threads++) {
+        run_winograd(&t, threads, dx0);
+        for (size_t i = 0; i < in; i++)
+            t.dx[i] -= dx0[i];
+        const double ey = rel_error(t.y, t.y_ref, out), edx = rel_error(t.dx, t.dx_ref, in);
+        if (ey > REL_TOL || edx > REL_TOL)
+            fprintf(stderr, "batch %d c %d k %d %dx%d threads %d: forward %.3g, input grad %.3g\n",
+                    batch, c, k, h, w, threads, ey, edx);
+        CHECK(ey <= REL_TOL);
+        CHECK(edx <= REL_TOL);
+    }
+    /* Bit-identical run to run on the same threads (the last run had 2). */
+    float *y2 = t.y_ref, *dx2 = t.dx_ref;
+    memcpy(y2, t.y, out * sizeof *y2);
+    memcpy(dx2, t.dx, in * sizeof *dx2);
+    run_winograd(&t, 2, dx0);
+    for (size_t i = 0; i < in; i++)
+        t.dx[i] -= dx0[i];
+    CHECK(!memcmp(y2, t.y, out * sizeof *y2));
+    CHECK(!memcmp(dx2, t.dx, in * sizeof *dx2));
+    free(buf);
+}
+
+/* (channels, filters, map) of the 3x3 stride-1 one-group convolutions of the cfg/ files (as `cdl
+ * info` lists them). Maps above 56 are tested at 57x57 (odd, overhanging): the code has no path
+ * that only a larger map takes, and the reference would take minutes on them. */
+static const int cfg_layers[][4] = {
+    {1, 16, 8, 8},      {1, 32, 28, 28},    {3, 32, 32, 32},      {3, 32, 224, 224},
+    {3, 64, 32, 32},    {3, 64, 224, 224},  {3, 128, 28, 28},     {16, 32, 4, 4},
+    {32, 64, 14, 14},   {32, 64, 16, 16},   {32, 64, 112, 112},   {64, 64, 14, 14},
+    {64, 64, 32, 32},   {64, 64, 56, 56},   {64, 64, 224, 224},   {64, 128, 7, 7},
+    {64, 128, 8, 8},    {64, 128, 56, 56},  {64, 128, 112, 112},  {128, 128, 7, 7},
+    {128, 128, 16, 16}, {128, 128, 28, 28}, {128, 128, 112, 112}, {128, 256, 14, 14},
+    {128, 256, 28, 28}, {128, 256, 56, 56}, {256, 256, 8, 8},     {256, 256, 14, 14},
+    {256, 256, 56, 56}, {256, 512, 7, 7},   {256, 512, 14, 14},   {256, 512, 28, 28},
+    {512, 512, 4, 4},   {512, 512, 7, 7},   {512, 512, 14, 14},   {512, 512, 28, 28},
+    {512, 1024, 7, 7},
+};
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof cfg_layers / sizeof *cfg_layers; i++) {
+        const int *l = cfg_layers[i];
+        const int h = l[2] > 56 ? 57 : l[2], w = l[3] > 56 ? 57 : l[3];
+        check_case(1, l[0], l[1], h, w);
+        if ((double)l[0] * l[1] * h * w <= 64.0 * 128 * 56 * 56)
+            check_case(3, l[0], l[1], h, w);
+    }
+    /* Odd and tiny maps, not square, one row or column, channels and filters apart. */
+    check_case(3, 5, 7, 5, 5);
+    check_case(3, 4, 6, 1, 1);
+    check_case(2, 3, 2, 2, 3);
+    check_case(3, 6, 5, 6, 5);
+    check_case(1, 2, 3, 1, 9);
+    check_case(2, 3, 4, 9, 1);
+    check_case(3, 300, 70, 3, 3);
+    return check_report("test_winograd");
+}
