@@ -13,9 +13,10 @@
  *                 n = tanh(W_in x_t + b_in + r (W_hn h_{t-1} + b_hn)), h_t = (1 - z) n + z h_{t-1}
  *
  * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
- * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
- * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
- * gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
+ * batch's h_{t-1} by W_hh (ops/gemm_packed: W_hh packed once per forward, not by OpenBLAS on
+ * every step) and runs the cell's element-wise step. Backward runs the steps in reverse
+ * (backpropagation through time; W_hh packed once more), leaving each step's dL/da_t in place of
+ * its gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
  * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
