@@ -13,9 +13,10 @@
  *                 n = tanh(W_in x_t + b_in + r (W_hn h_{t-1} + b_hn)), h_t = (1 - z) n + z h_{t-1}
  *
  * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
- * batch's h_{t-1} by W_hh in one sgemm and runs the cell's element-wise step. Backward runs the
- * steps in reverse (backpropagation through time), leaving each step's dL/da_t in place of its
- * gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
+ * batch's h_{t-1} by W_hh (ops/gemm_packed: W_hh packed once per forward, not by OpenBLAS on
+ * every step) and runs the cell's element-wise step. Backward runs the steps in reverse
+ * (backpropagation through time; W_hh packed once more), leaving each step's dL/da_t in place of
+ * its gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
  * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
@@ -30,6 +31,7 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/gemm_packed.h"
 
 /* Positions in l->params, in the order parse declares them (torch's). */
 enum { P_WEIGHTS_IH, P_WEIGHTS_HH, P_BIASES_IH, P_BIASES_HH };
@@ -80,6 +82,9 @@ typedef struct Recurrent {
     /* precision=bf16: the weights as the last forward rounded them, the input [batch][T][I] and
      * one step's h_{t-1} [batch][H] */
     float *w_ih_bf16, *w_hh_bf16, *x_bf16, *h_bf16;
+    /* Work: W_hh as the per-step products take it (gemm_pack), W_hh^T [H][G*H] in forward and
+     * W_hh [G*H][H] in backward, packed by each call that runs steps */
+    float *w_hh_packed;
 } Recurrent;
 
 /* ---- cells: one sample's step, forward and backward ---- */
@@ -290,6 +295,9 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     rc->w_hh_bf16 = layer_state_floats(st, bf16 ? GH * H : 0);
     rc->x_bf16 = layer_state_floats(st, bf16 ? B * T * (size_t)rc->inputs : 0);
     rc->h_bf16 = layer_state_floats(st, bf16 ? B * H : 0);
+    const size_t fwd = gemm_packed_floats((int)H, (int)GH),
+                 bwd = gemm_packed_floats((int)GH, (int)H);
+    rc->w_hh_packed = layer_work_floats(st, fwd > bwd ? fwd : bwd);
     return CDL_OK;
 }
 
@@ -320,8 +328,18 @@ static float *saved_row(const Recurrent *rc, size_t row, size_t SH)
     return SH ? rc->saved + row * SH : NULL;
 }
 
-/* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. */
-static void recurrent_step(Layer *l, const StepContext *ctx, int t)
+/* W_hh^T [H][G*H] packed for the steps' products (the weights as the forward rounded them). */
+static void pack_forward_weights(const Layer *l)
+{
+    const Recurrent *rc = l->priv;
+    const int H = rc->hidden, GH = rc->cell->gates * H;
+    gemm_pack(1, H, GH, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16), H, rc->w_hh_packed);
+}
+
+/* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. packed:
+ * pack_forward_weights' W_hh^T, or NULL for a plain gemm (forward_at, whose work memory the plan
+ * does not keep from one call to the next). */
+static void recurrent_step(Layer *l, const StepContext *ctx, int t, const float *packed)
 {
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, H = rc->hidden;
@@ -334,8 +352,11 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t)
         int ld;
         const float *h_prev =
             rows_operand(l, l->out + (size_t)(t - 1) * H, batch, H, T * H, rc->h_bf16, &ld);
-        gemm(0, 1, batch, GH, H, 1.0f, h_prev, ld, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16), H,
-             0.0f, rc->hh, GH);
+        if (packed)
+            gemm_packed(batch, GH, H, h_prev, ld, packed, 0.0f, rc->hh, GH);
+        else
+            gemm(0, 1, batch, GH, H, 1.0f, h_prev, ld, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16),
+                 H, 0.0f, rc->hh, GH);
     }
 #pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
@@ -364,8 +385,9 @@ static void recurrent_forward(Layer *l, const StepContext *ctx)
     gemm(0, 1, rows, GH, I, 1.0f,
          gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
          weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f, rc->gates, GH);
+    pack_forward_weights(l);
     for (int t = 0; t < rc->steps; t++)
-        recurrent_step(l, ctx, t);
+        recurrent_step(l, ctx, t, rc->w_hh_packed);
 }
 
 static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
@@ -379,7 +401,7 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
         rows_operand(l, l->in[0] + (size_t)t * I, ctx->batch, I, T * I, rc->x_bf16, &ld);
     gemm(0, 1, ctx->batch, GH, I, 1.0f, x, ld, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f,
          rc->gates + (size_t)t * GH, T * GH);
-    recurrent_step(l, ctx, t);
+    recurrent_step(l, ctx, t, NULL);
 }
 
 /* sums[j] += sum over the rows of m[rows][cols] of m[r][j], in row order. */
@@ -408,6 +430,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     const float *w_hh = weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16);
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
     memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
+    gemm_pack(0, GH, H, w_hh, H, rc->w_hh_packed);
     for (int t = T - 1; t >= 0; t--) {
 #pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
         for (int b = 0; b < batch; b++) {
@@ -433,7 +456,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
             int ld;
             const float *dhh =
                 rows_operand(l, rc->dhh + (size_t)t * GH, batch, GH, T * GH, rc->hh, &ld);
-            gemm(0, 0, batch, H, GH, 1.0f, dhh, ld, w_hh, H, 1.0f, rc->dh_carry, H);
+            gemm_packed(batch, H, GH, dhh, ld, rc->w_hh_packed, 1.0f, rc->dh_carry, H);
         }
     }
 

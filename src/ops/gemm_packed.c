@@ -1,0 +1,149 @@
+/* Matrix products against a pre-packed right operand: a register-blocked kernel of up to
+ * ROWS x GEMM_PACKED_PANEL outputs (AVX2 + FMA where the compiler targets them, else plain C
+ * loops), the panels split over the OpenMP threads. */
+#include "ops/gemm_packed.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define GEMM_PACKED_AVX2 1
+#endif
+
+enum {
+    PANEL = GEMM_PACKED_PANEL,
+    ROWS = 6, /* rows of A per kernel call: 12 accumulators of 8 floats */
+};
+
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define GEMM_PACKED_PARALLEL_MIN (1 << 20)
+
+size_t gemm_packed_floats(int k, int n)
+{
+    const size_t panels = ((size_t)n + PANEL - 1) / PANEL;
+    return panels * PANEL * (size_t)k;
+}
+
+void gemm_pack(int trans_b, int k, int n, const float *b, int ldb, float *packed)
+{
+    const int panels = (n + PANEL - 1) / PANEL;
+#pragma omp parallel for schedule(static) if ((size_t)k * n >= GEMM_PACKED_PARALLEL_MIN / 16)
+    for (int p = 0; p < panels; p++) {
+        float *dst = packed + (size_t)p * PANEL * k;
+        const int j0 = p * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
+        for (int kk = 0; kk < k; kk++) {
+            float *row = dst + (size_t)kk * PANEL;
+            for (int j = 0; j < cols; j++)
+                row[j] = trans_b ? b[(size_t)(j0 + j) * ldb + kk] : b[(size_t)kk * ldb + j0 + j];
+            for (int j = cols; j < PANEL; j++)
+                row[j] = 0.0f;
+        }
+    }
+}
+
+/* c[r][0..cols) = sums[r][0..cols) + beta c[r][0..cols) for the rows r < rows. */
+static void store_block(int rows, int cols, const float sums[ROWS][PANEL], float beta, float *c,
+                        int ldc)
+{
+    for (int r = 0; r < rows; r++) {
+        float *cr = c + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++)
+            cr[j] = beta != 0.0f ? sums[r][j] + cr[j] : sums[r][j];
+    }
+}
+
+#ifdef GEMM_PACKED_AVX2
+/* The rows x PANEL block of C at c from rows of A at a and one packed panel bp [k][PANEL]; rows
+ * is a constant at each call, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void kernel(int rows, int cols, int k, const float *a,
+                                                         int lda, const float *bp, float beta,
+                                                         float *c, int ldc)
+{
+    __m256 acc[ROWS][2];
+    for (int r = 0; r < rows; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int kk = 0; kk < k; kk++) {
+        const __m256 b0 = _mm256_loadu_ps(bp + (size_t)kk * PANEL);
+        const __m256 b1 = _mm256_loadu_ps(bp + (size_t)kk * PANEL + 8);
+        for (int r = 0; r < rows; r++) {
+            const __m256 av = _mm256_broadcast_ss(a + (size_t)r * lda + kk);
+            acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+    }
+    if (cols == PANEL) {
+        for (int r = 0; r < rows; r++) {
+            float *cr = c + (size_t)r * ldc;
+            __m256 lo = acc[r][0], hi = acc[r][1];
+            if (beta != 0.0f) {
+                lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr));
+                hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8));
+            }
+            _mm256_storeu_ps(cr, lo);
+            _mm256_storeu_ps(cr + 8, hi);
+        }
+        return;
+    }
+    float sums[ROWS][PANEL];
+    for (int r = 0; r < rows; r++) {
+        _mm256_storeu_ps(sums[r], acc[r][0]);
+        _mm256_storeu_ps(sums[r] + 8, acc[r][1]);
+    }
+    store_block(rows, cols, sums, beta, c, ldc);
+}
+#else
+static inline void kernel(int rows, int cols, int k, const float *a, int lda, const float *bp,
+                          float beta, float *c, int ldc)
+{
+    float sums[ROWS][PANEL] = {{0}};
+    for (int kk = 0; kk < k; kk++)
+        for (int r = 0; r < rows; r++) {
+            const float av = a[(size_t)r * lda + kk];
+            for (int j = 0; j < PANEL; j++)
+                sums[r][j] += av * bp[(size_t)kk * PANEL + j];
+        }
+    store_block(rows, cols, sums, beta, c, ldc);
+}
+#endif
+
+/* One panel's columns of C for every row of A. */
+static void panel_product(int m, int cols, int k, const float *a, int lda, const float *bp,
+                          float beta, float *c, int ldc)
+{
+    int i = 0;
+    for (; i + ROWS <= m; i += ROWS)
+        kernel(ROWS, cols, k, a + (size_t)i * lda, lda, bp, beta, c + (size_t)i * ldc, ldc);
+    const float *ai = a + (size_t)i * lda;
+    float *ci = c + (size_t)i * ldc;
+    switch (m - i) {
+    case 5:
+        kernel(5, cols, k, ai, lda, bp, beta, ci, ldc);
+        break;
+    case 4:
+        kernel(4, cols, k, ai, lda, bp, beta, ci, ldc);
+        break;
+    case 3:
+        kernel(3, cols, k, ai, lda, bp, beta, ci, ldc);
+        break;
+    case 2:
+        kernel(2, cols, k, ai, lda, bp, beta, ci, ldc);
+        break;
+    case 1:
+        kernel(1, cols, k, ai, lda, bp, beta, ci, ldc);
+        break;
+    default:
+        break;
+    }
+}
+
+void gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed, float beta,
+                 float *c, int ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    const int panels = (n + PANEL - 1) / PANEL;
+    const double work = (double)m * n * k;
+#pragma omp parallel for schedule(static) if (work >= GEMM_PACKED_PARALLEL_MIN)
+    for (int p = 0; p < panels; p++) {
+        const int j0 = p * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
+        panel_product(m, cols, k, a, lda, packed + (size_t)p * PANEL * k, beta, c + j0, ldc);
+    }
+}

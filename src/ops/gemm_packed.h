@@ -1,0 +1,26 @@
+/* Matrix products against a pre-packed right operand, for many products with few rows by the
+ * same matrix: a recurrent layer's per-step h_{t-1} W_hh^T (OpenBLAS repacks W_hh on every
+ * call, which at batch-sized rows costs as much as the multiply-adds). */
+#ifndef CDL_GEMM_PACKED_H
+#define CDL_GEMM_PACKED_H
+
+#include <stddef.h>
+
+/* Columns per panel of a packed operand. */
+#define GEMM_PACKED_PANEL 16
+
+/* Floats that gemm_pack writes for a [k][n] operand: n rounded up to whole panels, times k. */
+size_t gemm_packed_floats(int k, int n);
+
+/* packed = op(B) [k][n] in panels of GEMM_PACKED_PANEL columns, each [k][PANEL] row-major, the
+ * last one padded with zeros: op(B) is B [k][ldb] or, with trans_b, B^T for B [n][ldb]. */
+void gemm_pack(int trans_b, int k, int n, const float *b, int ldb, float *packed);
+
+/* C[m][n] = A[m][k] op(B) + beta C, beta 0 (C's old contents ignored) or 1, op(B) as gemm_pack
+ * packed it; row-major A and C with row strides lda and ldc. Every element of C sums its k
+ * products in order k = 0, 1, ..., so the result does not depend on the thread count (large
+ * products split their panels over the OpenMP threads). */
+void gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed, float beta,
+                 float *c, int ldc);
+
+#endif
