@@ -24,9 +24,7 @@ OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize
 CDL := $(BUILD)/cdl
 else
 BUILD := build/rel
-# -fno-trapping-math: cdl never unmasks floating-point traps, and without it GCC keeps loops with
-# float comparisons (the clamps of the exp/tanh/erfc approximations) scalar; values are unchanged.
-OPT := -O3 $(ARCH) -g -fno-trapping-math
+OPT := -O3 $(ARCH) -g
 CDL := cdl
 endif
 
@@ -59,7 +57,10 @@ CDL := $(if $(filter 1,$(SAN)),$(BUILD)/cdl,$(CDL:cdl%=cdl-nodnnl%))
 endif
 
 CC ?= gcc
-CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) $(MPI_CFLAGS) $(GPU_CFLAGS) $(DNNL_CFLAGS) -MMD -MP
+# -fno-trapping-math: cdl never unmasks floating-point traps, and without it GCC keeps loops with
+# float comparisons scalar (leaky's select, maxpool's max, the clamps of the exp/tanh/erfc
+# approximations); every value stays the same.
+CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-trapping-math $(OPT) -Isrc $(if $(BLAS_INC),-I$(BLAS_INC)) $(MPI_CFLAGS) $(GPU_CFLAGS) $(DNNL_CFLAGS) -MMD -MP
 # What libcdl.a needs (cdl.pc lists them for other programs).
 LIB_LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) \
               $(DNNL_LDLIBS) -lcjson -lzstd -lpng -ljpeg -lz -lm -fopenmp $(MPI_LDLIBS) \
@@ -147,12 +148,6 @@ $(BUILD)/%.o: %.c
 # The int8 kernels: their own -m flags, whatever ARCH is (ops/qgemm.h picks one at run time).
 $(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
 $(BUILD)/src/ops/qgemm_avx2.o $(BUILD)/src/ops/qgemm_cols_avx2.o: CFLAGS += -mavx2
-
-# Element-wise passes: without trapping math gcc if-converts their selects (leaky, maxpool's
-# max, the activations' branch-free approximations) and vectorises them; no value changes.
-PASS_OBJS := $(addprefix $(BUILD)/src/,ops/activation.o ops/batchnorm.o layers/bias_norm.o \
-  layers/maxpool.o layers/avgpool.o layers/shortcut.o train/optimizer.o)
-$(PASS_OBJS): CFLAGS += -fno-trapping-math
 
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a

@@ -1,6 +1,6 @@
 /* Element-wise activation functions and their derivatives. Each kind has its own loop
- * (the switch sits outside), written so that the compiler vectorises it (the Makefile
- * builds this file with -fno-trapping-math, without which gcc keeps the selects scalar): the
+ * (the switch sits outside), written so that the compiler vectorises it (cdl builds with
+ * -fno-trapping-math, without which gcc keeps the selects scalar): the
  * transcendental kinds use branch-free exp/tanh/erfc approximations accurate to a few
  * float ulp, since libm's calls do not vectorise (and libmvec's would make an
  * element's value depend on whether it fell in a vector body or a remainder loop).
