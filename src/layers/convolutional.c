@@ -11,6 +11,13 @@
  * unpadded convolution). Depthwise convolutions (one input channel per group) use direct
  * loops instead: their gemms would be a single row each.
  *
+ * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
+ * instead: their column matrices [kdim][n*out_hw] (a 1x1 direct layer gathers its input), one
+ * gemm per group into the scratch, scattered back to NCHW; weight gradients gather delta the same
+ * way and take the n images as one long inner dimension; input gradients are W^T times the
+ * gathered delta, folded back (col2im) image by image. n reaches CONV_GEMM_COLUMNS columns, at
+ * most a thread's share of the batch (conv_set_images_per_gemm sets it, for tests).
+ *
  * Threading: when the batch spreads evenly over the threads, each thread takes whole images
  * (its own im2col slice of the scratch buffer and a single-threaded gemm, since OpenBLAS
  * runs serially inside a parallel region); otherwise images go one by one with threaded
@@ -54,9 +61,13 @@ enum { P_WEIGHTS, P_BIASES };
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define CONV_PARALLEL_MIN 32768
 
-/* Output positions a gemm's columns should reach: layers with smaller maps put several images
- * side by side in one gemm (OpenBLAS is slow on short ones). */
-#define CONV_GEMM_COLUMNS 1024
+/* A gemm packs all its weights for each call, and OpenBLAS runs short gemms of large weights
+ * slowly (512x4x4 layers: half the rate of N >= 256): layers with at least this many weights (of
+ * a group) per output position put several images side by side in one gemm, up to
+ * CONV_GEMM_COLUMNS columns. Measured under load: 1.5x on 512x4x4 layers; a 128x7x7 layer
+ * (1500-3000 weights per position) ran 5-15% slower, its gemm's rate barely moving. */
+#define CONV_WEIGHTS_PER_COLUMN 8192
+#define CONV_GEMM_COLUMNS 512
 
 typedef struct Conv {
     int filters, size, stride, padding, groups;
@@ -259,8 +270,10 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
     const int kdim = cg * cv->size * cv->size, kdim_delta = cv->same ? fg * cv->size * cv->size : 0;
     const int kd = cv->direct ? cg : kdim > kdim_delta ? kdim : kdim_delta;
     cv->image_floats = (size_t)(kd + (fg > cg ? fg : cg)) * out_hw;
+    const int short_gemm = (double)fg * kdim >= (double)CONV_WEIGHTS_PER_COLUMN * out_hw;
     int k = cv->images_asked ? cv->images_asked
-                             : (CONV_GEMM_COLUMNS + out_hw - 1) / out_hw;
+            : short_gemm     ? (CONV_GEMM_COLUMNS + out_hw - 1) / out_hw
+                             : 1;
     k = cv->depthwise ? 1 : k < batch ? k : batch;
     cv->images_per_gemm = k;
     const int nt = image_threads(batch), share = (batch + nt - 1) / nt;
@@ -294,10 +307,10 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->w_flipped = layer_work_floats(st, cv->same && backward ? weights : 0);
     const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
     cv->qwork_threads = l->quant ? threads : 0;
-    cv->qwork_bytes =
-        l->quant ? qgemm_work_bytes(cv->images_per_gemm * l->out_shape.h * l->out_shape.w,
-                                    cv->filters, kdim)
-                 : 0;
+    cv->qwork_bytes = l->quant
+                          ? qgemm_work_bytes(cv->images_per_gemm * l->out_shape.h * l->out_shape.w,
+                                             cv->filters, kdim)
+                          : 0;
     cv->qwork = layer_state_bytes(st, (size_t)cv->qwork_threads * cv->qwork_bytes);
     const int bf16 = l->precision == GEMM_BF16;
     cv->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
@@ -443,8 +456,8 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
     }
 }
 
-/* ---- several images per gemm: small maps make short gemms, so a chunk of n images sits side by
- * side in one matrix, image j in columns [j*out_hw, (j+1)*out_hw) of rows ld = n*out_hw apart ---- */
+/* ---- several images per gemm: a chunk of n images side by side in one matrix, image j in
+ * columns [j*out_hw, (j+1)*out_hw) of rows ld = n*out_hw apart ---- */
 
 /* dst[r][j*hw + i] = src[j*stride + r*hw + i] for the n images of src, rows r < rows. */
 static void pack_images(const float *src, size_t stride, int n, int rows, int hw, float *dst)
@@ -516,8 +529,7 @@ static void forward_images(const Layer *l, const Conv *cv, const float *x, float
         } else {
             gemm(0, 0, fg, ld, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, cols, ld, 0.0f, y, ld);
         }
-        unpack_images(y, n, fg, out_hw, out + (size_t)g * fg * out_hw, shape_size(l->out_shape),
-                      0);
+        unpack_images(y, n, fg, out_hw, out + (size_t)g * fg * out_hw, shape_size(l->out_shape), 0);
     }
 }
 
@@ -566,8 +578,8 @@ static void input_grads_images(const Layer *l, const Conv *cv, const float *delt
             unpack_images(cols, n, cg, out_hw, dxg, in_size, 1);
         else
             for (int j = 0; j < n; j++)
-                col2im(cols + (size_t)j * out_hw, cg, in.h, in.w, cv->size, cv->stride,
-                       cv->padding, (size_t)ld, dxg + j * in_size);
+                col2im(cols + (size_t)j * out_hw, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
+                       (size_t)ld, dxg + j * in_size);
     }
 }
 
@@ -600,8 +612,8 @@ static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, con
         thread_images(ctx->batch, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
         float *scratch = ctx->scratch + (size_t)omp_get_thread_num() * k * cv->image_floats;
         for (int b = b0; b < b1; b += k)
-            forward_images(l, cv, x + b * in_size, l->out + b * out_size,
-                           b1 - b < k ? b1 - b : k, scratch, xq);
+            forward_images(l, cv, x + b * in_size, l->out + b * out_size, b1 - b < k ? b1 - b : k,
+                           scratch, xq);
     }
 }
 

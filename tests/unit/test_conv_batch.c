@@ -26,6 +26,7 @@ typedef struct ConvCase {
 static const ConvCase cases[] = {
     {3, 9, 7, 8, 3, 1, 1, 0, 1, 1, "resnet*_cifar, cifar_small: first layer"},
     {8, 4, 4, 8, 3, 1, 1, 0, 1, 1, "resnet*: 3x3 body on a 4x4 map"},
+    {64, 2, 2, 64, 3, 1, 1, 0, 1, 1, "resnet*: 512x4x4 body scaled down (batches by itself)"},
     {8, 9, 7, 16, 3, 2, 1, 0, 1, 1, "resnet*: 3x3 stride 2"},
     {8, 9, 7, 16, 1, 2, 0, 0, 1, 1, "resnet*: 1x1 stride 2 projection"},
     {8, 7, 7, 4, 1, 1, 0, 0, 1, 1, "resnet50, mobilenetv2: 1x1 (direct)"},
