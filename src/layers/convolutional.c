@@ -64,9 +64,9 @@ enum { P_WEIGHTS, P_BIASES };
 /* A gemm packs all its weights for each call, and OpenBLAS runs short gemms of large weights
  * slowly (512x4x4 layers: half the rate of N >= 256): layers with at least this many weights (of
  * a group) per output position put several images side by side in one gemm, up to
- * CONV_GEMM_COLUMNS columns. Measured under load: 1.5x on 512x4x4 layers; a 128x7x7 layer
- * (1500-3000 weights per position) ran 5-15% slower, its gemm's rate barely moving. */
-#define CONV_WEIGHTS_PER_COLUMN 8192
+ * CONV_GEMM_COLUMNS columns. Measured under load: 1.4x on 512x4x4 layers (147456 weights per
+ * position); 256x8x8 (9216) and 128x7x7 (1500-3000) layers ran 5-15% slower batched. */
+#define CONV_WEIGHTS_PER_COLUMN 16384
 #define CONV_GEMM_COLUMNS 512
 
 typedef struct Conv {
