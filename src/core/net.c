@@ -82,8 +82,8 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     return st;
 }
 
-/* [net] engine=ref|dnnl (default dnnl when built with oneDNN); a build without it runs dnnl
- * cfgs on the reference, with a warning. */
+/* [net] engine=ref|dnnl (default ref); a build without oneDNN runs dnnl cfgs on the reference,
+ * with a warning. */
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
     /* ref by default: on plain NCHW tensors oneDNN 2.6 on AVX2 trains slower (README) */
