@@ -11,6 +11,13 @@
  * unpadded convolution). Depthwise convolutions (one input channel per group) use direct
  * loops instead: their gemms would be a single row each.
  *
+ * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
+ * instead: their column matrices [kdim][n*out_hw] (a 1x1 direct layer gathers its input), one
+ * gemm per group into the scratch, scattered back to NCHW; weight gradients gather delta the same
+ * way and take the n images as one long inner dimension; input gradients are W^T times the
+ * gathered delta, folded back (col2im) image by image. n reaches CONV_GEMM_COLUMNS columns, at
+ * most a thread's share of the batch (conv_set_images_per_gemm sets it, for tests).
+ *
  * Threading: when the batch spreads evenly over the threads, each thread takes whole images
  * (its own im2col slice of the scratch buffer and a single-threaded gemm, since OpenBLAS
  * runs serially inside a parallel region); otherwise images go one by one with threaded
@@ -39,6 +46,7 @@
 #include "core/layer_quant.h"
 #include "core/net.h"
 #include "layers/bias_norm.h"
+#include "layers/convolutional.h"
 #include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
@@ -54,6 +62,14 @@ enum { P_WEIGHTS, P_BIASES };
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define CONV_PARALLEL_MIN 32768
+
+/* A gemm packs all its weights for each call, and OpenBLAS runs short gemms of large weights
+ * slowly (512x4x4 layers: half the rate of N >= 256): layers with at least this many weights (of
+ * a group) per output position put several images side by side in one gemm, up to
+ * CONV_GEMM_COLUMNS columns. Measured under load: 1.4x on 512x4x4 layers (147456 weights per
+ * position); 256x8x8 (9216) and 128x7x7 (1500-3000) layers ran 5-15% slower batched. */
+#define CONV_WEIGHTS_PER_COLUMN 16384
+#define CONV_GEMM_COLUMNS 512
 
 typedef struct Conv {
     int filters, size, stride, padding, groups;
@@ -86,6 +102,11 @@ typedef struct Conv {
     int wino_wanted, winograd;
     WinogradPlan wino;
     float *wino_u;
+    /* Images side by side in one gemm (resize's choice; 1: image by image), what
+     * conv_set_images_per_gemm asked for (0: from the shape), and the scratch floats one image
+     * of such a gemm takes: its columns, then its rows of the product or of delta. */
+    int images_per_gemm, images_asked;
+    size_t image_floats;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -262,10 +283,35 @@ static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerSta
         l->scratch_per_sample = per_sample;
 }
 
+static int image_threads(int batch);
+
+/* Sets images_per_gemm and image_floats, and raises the scratch to nt threads' chunks of them
+ * (chunk_images). */
+static void size_chunks(Layer *l, Conv *cv, int batch)
+{
+    const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w;
+    const int kdim = cg * cv->size * cv->size, kdim_delta = cv->same ? fg * cv->size * cv->size : 0;
+    const int kd = cv->direct ? cg : kdim > kdim_delta ? kdim : kdim_delta;
+    cv->image_floats = (size_t)(kd + (fg > cg ? fg : cg)) * out_hw;
+    const int short_gemm = (double)fg * kdim >= (double)CONV_WEIGHTS_PER_COLUMN * out_hw;
+    int k = cv->images_asked ? cv->images_asked
+            : short_gemm     ? (CONV_GEMM_COLUMNS + out_hw - 1) / out_hw
+                             : 1;
+    k = cv->depthwise ? 1 : k < batch ? k : batch;
+    cv->images_per_gemm = k;
+    const int nt = image_threads(batch), share = (batch + nt - 1) / nt;
+    k = k < share ? k : share;
+    const size_t per_sample = ((size_t)nt * k * cv->image_floats + batch - 1) / batch;
+    if (k > 1 && per_sample > l->scratch_per_sample)
+        l->scratch_per_sample = per_sample;
+}
+
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
     cv->dnnl = cv->fused = cv->winograd = 0;
+    cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
     if (cv->dnnl_wanted && !l->quant && l->precision != GEMM_BF16) { /* bf16: the reference's */
@@ -273,6 +319,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
         if (rc || cv->dnnl)
             return rc;
     }
+    size_chunks(l, cv, batch);
     const int threads = omp_get_max_threads();
     /* Only a backward needs them; inference nets have no gradient slab. */
     const int backward = l->params[P_WEIGHTS].grad != NULL;
@@ -285,8 +332,10 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->w_flipped = layer_work_floats(st, cv->same && backward ? weights : 0);
     const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
     cv->qwork_threads = l->quant ? threads : 0;
-    cv->qwork_bytes =
-        l->quant ? qgemm_work_bytes(l->out_shape.h * l->out_shape.w, cv->filters, kdim) : 0;
+    cv->qwork_bytes = l->quant
+                          ? qgemm_work_bytes(cv->images_per_gemm * l->out_shape.h * l->out_shape.w,
+                                             cv->filters, kdim)
+                          : 0;
     cv->qwork = layer_state_bytes(st, (size_t)cv->qwork_threads * cv->qwork_bytes);
     const int bf16 = l->precision == GEMM_BF16;
     cv->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
@@ -439,6 +488,183 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
     }
 }
 
+/* ---- several images per gemm: a chunk of n images side by side in one matrix, image j in
+ * columns [j*out_hw, (j+1)*out_hw) of rows ld = n*out_hw apart ---- */
+
+/* dst[r][j*hw + i] = src[j*stride + r*hw + i] for the n images of src, rows r < rows. */
+static void pack_images(const float *src, size_t stride, int n, int rows, int hw, float *dst)
+{
+    const size_t ld = (size_t)n * hw;
+    for (int j = 0; j < n; j++)
+        for (int r = 0; r < rows; r++)
+            memcpy(dst + r * ld + (size_t)j * hw, src + j * stride + (size_t)r * hw,
+                   (size_t)hw * sizeof *dst);
+}
+
+/* The inverse of pack_images: dst[j*stride + r*hw + i] = (or, with add, +=) src[r][j*hw + i]. */
+static void unpack_images(const float *src, int n, int rows, int hw, float *dst, size_t stride,
+                          int add)
+{
+    const size_t ld = (size_t)n * hw;
+    for (int j = 0; j < n; j++)
+        for (int r = 0; r < rows; r++) {
+            const float *restrict s = src + r * ld + (size_t)j * hw;
+            float *restrict d = dst + j * stride + (size_t)r * hw;
+            if (add)
+                for (int i = 0; i < hw; i++)
+                    d[i] += s[i];
+            else
+                memcpy(d, s, (size_t)hw * sizeof *d);
+        }
+}
+
+/* cols [kdim][n*out_hw]: group g's column matrices of the n images from x (the input itself for a
+ * direct convolution), rounded to bf16 in precision bf16 (a direct one's x is rounded already). */
+static void unfold_images(const Layer *l, const Conv *cv, const float *x, int n, int g, float *cols)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, out_hw = l->out_shape.h * l->out_shape.w;
+    const size_t in_size = shape_size(in), ld = (size_t)n * out_hw;
+    const float *xg = x + (size_t)g * cg * in.h * in.w;
+    if (cv->direct) {
+        pack_images(xg, in_size, n, cg, out_hw, cols);
+        return;
+    }
+    for (int j = 0; j < n; j++)
+        im2col(xg + j * in_size, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
+               cols + (size_t)j * out_hw, ld);
+    gemm_operand(conv_precision(l), cols, (size_t)cg * cv->size * cv->size * ld, cols);
+}
+
+/* The scratch of a chunk of n images: the columns, then the product's (or delta's) rows. */
+static float *chunk_rows(const Conv *cv, const Layer *l, float *scratch, int n)
+{
+    const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
+    const size_t rows = (size_t)(fg > cg ? fg : cg) * l->out_shape.h * l->out_shape.w;
+    return scratch + (cv->image_floats - rows) * n;
+}
+
+/* forward_image for the n images x [n][c][h][w] -> out [n][filters][out_h][out_w]. */
+static void forward_images(const Layer *l, const Conv *cv, const float *x, float *out, int n,
+                           float *scratch, QuantParams xq)
+{
+    const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int ld = n * out_hw;
+    const float *w = conv_weights(l, cv);
+    float *cols = scratch, *y = chunk_rows(cv, l, scratch, n);
+    for (int g = 0; g < cv->groups; g++) {
+        unfold_images(l, cv, x, n, g, cols);
+        if (l->quant) {
+            unsigned char *work = cv->qwork + (size_t)omp_get_thread_num() * cv->qwork_bytes;
+            qgemm_float(&l->quant->matrix, xq, ld, cols, ld, QGEMM_COLS, y, ld, QGEMM_COLS, work);
+        } else {
+            gemm(0, 0, fg, ld, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, cols, ld, 0.0f, y, ld);
+        }
+        unpack_images(y, n, fg, out_hw, out + (size_t)g * fg * out_hw, shape_size(l->out_shape), 0);
+    }
+}
+
+/* weight_grads_image for the n images x and their delta: dW = beta * dW + delta * cols^T, the
+ * n images' columns one long inner dimension. */
+static void weight_grads_images(const Layer *l, const Conv *cv, const float *x, const float *delta,
+                                int n, float beta, float *dw, float *scratch)
+{
+    const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int ld = n * out_hw;
+    float *cols = scratch, *d = chunk_rows(cv, l, scratch, n);
+    for (int g = 0; g < cv->groups; g++) {
+        unfold_images(l, cv, x, n, g, cols);
+        pack_images(delta + (size_t)g * fg * out_hw, shape_size(l->out_shape), n, fg, out_hw, d);
+        gemm(0, 1, fg, kdim, ld, 1.0f, d, ld, cols, ld, beta, dw + (size_t)g * fg * kdim, kdim);
+    }
+}
+
+/* input_grads_image for the n images' delta, adding into their dx. */
+static void input_grads_images(const Layer *l, const Conv *cv, const float *delta, float *dx, int n,
+                               float *scratch)
+{
+    const Shape in = l->in_shape;
+    const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int ld = n * out_hw, in_hw = in.h * in.w;
+    const size_t in_size = shape_size(in), out_size = shape_size(l->out_shape);
+    const float *w = conv_weights(l, cv);
+    float *cols = scratch, *rows = chunk_rows(cv, l, scratch, n);
+    for (int g = 0; g < cv->groups; g++) {
+        float *dxg = dx + (size_t)g * cg * in_hw;
+        if (cv->same) {
+            const int kdim_delta = fg * cv->size * cv->size;
+            for (int j = 0; j < n; j++)
+                im2col(delta + j * out_size + (size_t)g * fg * out_hw, fg, in.h, in.w, cv->size, 1,
+                       cv->size - 1 - cv->padding, cols + (size_t)j * out_hw, (size_t)ld);
+            gemm(0, 0, cg, ld, kdim_delta, 1.0f, cv->w_flipped + (size_t)g * cg * kdim_delta,
+                 kdim_delta, cols, ld, 0.0f, rows, ld);
+            unpack_images(rows, n, cg, out_hw, dxg, in_size, 1);
+            continue;
+        }
+        pack_images(delta + (size_t)g * fg * out_hw, out_size, n, fg, out_hw, rows);
+        gemm(1, 0, kdim, ld, fg, 1.0f, w + (size_t)g * fg * kdim, kdim, rows, ld, 0.0f, cols, ld);
+        if (cv->direct)
+            unpack_images(cols, n, cg, out_hw, dxg, in_size, 1);
+        else
+            for (int j = 0; j < n; j++)
+                col2im(cols + (size_t)j * out_hw, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
+                       (size_t)ld, dxg + j * in_size);
+    }
+}
+
+/* Images per gemm in a pass over the batch on nt image threads (1: image by image): resize's
+ * choice, at most a thread's share of the batch and what the scratch holds for nt threads. */
+static int chunk_images(const Conv *cv, const StepContext *ctx, int nt)
+{
+    int k = cv->images_per_gemm, share = (ctx->batch + nt - 1) / nt;
+    k = k < share ? k : share;
+    if (k > 1 && (size_t)nt * k * cv->image_floats > ctx->scratch_floats)
+        k = (int)(ctx->scratch_floats / ((size_t)nt * cv->image_floats));
+    return k > 1 ? k : 1;
+}
+
+/* Thread t of n's images [*b0, *b1) of batch: a fixed contiguous range. */
+static void thread_images(int batch, int t, int n, int *b0, int *b1)
+{
+    *b0 = (int)((long)batch * t / n);
+    *b1 = (int)((long)batch * (t + 1) / n);
+}
+
+/* The forward of the batch x in chunks of k images, on nt image threads. */
+static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, const float *x, int nt,
+                           int k, QuantParams xq)
+{
+    const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int b0, b1;
+        thread_images(ctx->batch, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
+        float *scratch = ctx->scratch + (size_t)omp_get_thread_num() * k * cv->image_floats;
+        for (int b = b0; b < b1; b += k)
+            forward_images(l, cv, x + b * in_size, l->out + b * out_size, b1 - b < k ? b1 - b : k,
+                           scratch, xq);
+    }
+}
+
+/* The input gradient of the batch in chunks of k images, on nt image threads. */
+static void input_grads_chunks(const Layer *l, const Conv *cv, const StepContext *ctx, float *dx,
+                               int nt, int k)
+{
+    const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int b0, b1;
+        thread_images(ctx->batch, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
+        float *scratch = ctx->scratch + (size_t)omp_get_thread_num() * k * cv->image_floats;
+        for (int b = b0; b < b1; b += k)
+            input_grads_images(l, cv, l->delta + b * out_size, dx + b * in_size,
+                               b1 - b < k ? b1 - b : k, scratch);
+    }
+}
+
 /* ---- depthwise: filter f reads input channel f / (filters/groups) only ---- */
 
 /* The range [lo, hi) of output columns ox whose tap ox*stride + off lies inside [0, w). */
@@ -579,10 +805,15 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         const QuantParams xq = l->quant
                                    ? layer_quant_input(l->quant, x, 1, (size_t)batch * in_size, 0)
                                    : (QuantParams){1.0f, 0};
+        const int k = chunk_images(cv, ctx, nt);
+        if (k > 1) {
+            forward_chunks(l, cv, ctx, x, nt, k, xq);
+        } else {
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-        for (int b = 0; b < batch; b++)
-            forward_image(l, cv, x + b * in_size, l->out + b * out_size,
-                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq);
+            for (int b = 0; b < batch; b++)
+                forward_image(l, cv, x + b * in_size, l->out + b * out_size,
+                              ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq);
+        }
     }
 
     bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
@@ -607,11 +838,17 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     const float *x = conv_input(l, cv);
     float *dw = l->params[P_WEIGHTS].grad;
     int threads = nt < cv->n_partial + 1 ? nt : cv->n_partial + 1;
+    /* Chunks of k images per gemm (chunk_images), else image by image. */
+    const int k = chunk_images(cv, ctx, threads);
 
     if (threads < 2) {
-        for (int b = 0; b < batch; b++)
-            weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
-                               ctx->scratch);
+        for (int b = 0; b < batch; b += k)
+            if (k > 1)
+                weight_grads_images(l, cv, x + b * in_size, l->delta + b * out_size,
+                                    batch - b < k ? batch - b : k, 1.0f, dw, ctx->scratch);
+            else
+                weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
+                                   ctx->scratch);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -623,10 +860,15 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
             threads = n;
         if (t && b0 == b1)
             memset(acc, 0, count * sizeof *acc);
-        for (int b = b0; b < b1; b++)
-            weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
-                               t == 0 || b > b0 ? 1.0f : 0.0f, acc,
-                               ctx->scratch + (size_t)b * cv->cols_floats);
+        for (int b = b0; b < b1; b += k)
+            if (k > 1)
+                weight_grads_images(l, cv, x + b * in_size, l->delta + b * out_size,
+                                    b1 - b < k ? b1 - b : k, t == 0 || b > b0 ? 1.0f : 0.0f, acc,
+                                    ctx->scratch + (size_t)t * k * cv->image_floats);
+            else
+                weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
+                                   t == 0 || b > b0 ? 1.0f : 0.0f, acc,
+                                   ctx->scratch + (size_t)b * cv->cols_floats);
     }
 #pragma omp parallel for simd schedule(static) if (count >= 16384)
     for (size_t i = 0; i < count; i++) {
@@ -682,6 +924,11 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         winograd_conv(&dp, cv->wino_u, l->delta, dx, 1, ctx->scratch);
         return;
     }
+    const int k = chunk_images(cv, ctx, nt);
+    if (k > 1) {
+        input_grads_chunks(l, cv, ctx, dx, nt, k);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
@@ -734,3 +981,9 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
+
+void conv_set_images_per_gemm(Layer *l, int images)
+{
+    if (l->type == &convolutional_layer)
+        ((Conv *)l->priv)->images_asked = images > 0 ? images : 0;
+}
