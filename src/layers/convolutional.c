@@ -190,18 +190,18 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
-    cv->dnnl_wanted = net->engine == NET_ENGINE_DNNL ||
-                      (net->engine == NET_ENGINE_AUTO &&
-                       dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
-                                                           .in_h = in.h,
-                                                           .in_w = in.w,
-                                                           .out_c = filters,
-                                                           .out_h = out_h,
-                                                           .out_w = out_w,
-                                                           .size = size,
-                                                           .stride = stride,
-                                                           .padding = padding,
-                                                           .groups = groups}));
+    cv->dnnl_wanted =
+        net->engine == NET_ENGINE_DNNL ||
+        (net->engine == NET_ENGINE_AUTO && dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
+                                                                               .in_h = in.h,
+                                                                               .in_w = in.w,
+                                                                               .out_c = filters,
+                                                                               .out_h = out_h,
+                                                                               .out_w = out_w,
+                                                                               .size = size,
+                                                                               .stride = stride,
+                                                                               .padding = padding,
+                                                                               .groups = groups}));
     cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
                       winograd_worth(in.c, filters, in.h, in.w);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
