@@ -188,8 +188,9 @@ bench: all
 format:
 	clang-format -i $$(find src tests/unit tests/fuzz -name '*.[ch]')
 
+# clean keeps build/torch-venv (scripts/torch-venv.sh: a 5 GB download to remake).
 clean:
-	rm -rf build cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-nodnnl libcdl.a cdl.pc
+	rm -rf $(filter-out build/torch-venv,$(wildcard build/*)) cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-nodnnl libcdl.a cdl.pc
 
 include tests/fuzz/fuzz.mk
 
