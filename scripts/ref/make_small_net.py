@@ -1,8 +1,10 @@
 """PyTorch reference fixture for cdl's C tests: small conv/BN/maxpool/shortcut/route/connected net.
 
 Usage: /usr/bin/python3 scripts/ref/make_small_net.py
-(Debian's python3-torch; writes tests/ref/small_net.cfg and tests/ref/small_net.ref
-relative to the repository root, which is found from this script's path.)
+(Debian's python3-torch; writes tests/ref/small_net.{cfg,ref} with 4-filter 3x3 convolutions
+and tests/ref/small_net_wide.{cfg,ref} with 16, whose second one (16 channels in, 4x4 map)
+cdl runs on Winograd F(2x2,3x3); relative to the repository root, which is found from this
+script's path.)
 
 The network is computed in float64 from float32-representable inputs and parameters,
 then every stored tensor is rounded to float32. Seeds are fixed and torch runs on one
@@ -15,7 +17,7 @@ thread, so running the script twice gives identical bytes.
     C (row-major) order; then the next tensor, until end of file.
 
 Semantics reproduced (what cdl implements):
-- NCHW; batch 4, input 3x8x8, 5 classes; leaky slope 0.1; conv pad=1 means size/2.
+- NCHW; batch 4, input 3x8x8, 5 classes, W filters in the 3x3 convolutions (4 or 16); leaky slope 0.1; conv pad=1 means size/2.
 - darknet maxpool size=3 stride=2 (padding size-1, window offset -1, pad value -inf)
   == nn.MaxPool2d(3, 2, padding=1) on 8x8.
 - BN in training mode like PyTorch: biased batch variance for normalisation,
@@ -46,23 +48,23 @@ policy=constant
 bn_momentum=0.1
 bn_eps=0.00001
 
-# 0: 4x8x8
+# 0: {width}x8x8
 [convolutional]
-filters=4
+filters={width}
 size=3
 stride=1
 pad=1
 batch_normalize=1
 activation=leaky
 
-# 1: 4x4x4 (darknet maxpool: padding defaults to size-1, window offset -padding/2; out=(in+padding-size)/stride+1)
+# 1: {width}x4x4 (darknet maxpool: padding defaults to size-1, window offset -padding/2; out=(in+padding-size)/stride+1)
 [maxpool]
 size=3
 stride=2
 
-# 2: 4x4x4
+# 2: {width}x4x4
 [convolutional]
-filters=4
+filters={width}
 size=3
 stride=1
 pad=1
@@ -81,7 +83,7 @@ size=1
 stride=1
 activation=leaky
 
-# 5: concat(layer 4, layer 3) along channels -> 6x4x4
+# 5: concat(layer 4, layer 3) along channels -> {cat}x4x4
 [route]
 layers=-1,-2
 
@@ -103,27 +105,29 @@ STEPS = 3
 DT = torch.float64
 
 
-def make_params():
+def make_params(w):
+    """Initial parameters for W filters in the 3x3 convolutions."""
     p = {}
-    p["layer0.weights"] = f32(torch.randn(4, 3, 3, 3, dtype=DT) * (2.0 / 27) ** 0.5)
-    p["layer0.scales"] = f32(torch.rand(4, dtype=DT) + 0.5)
-    p["layer0.biases"] = f32(torch.randn(4, dtype=DT) * 0.1)
-    p["layer2.weights"] = f32(torch.randn(4, 4, 3, 3, dtype=DT) * (2.0 / 36) ** 0.5)
-    p["layer2.scales"] = f32(torch.rand(4, dtype=DT) + 0.5)
-    p["layer2.biases"] = f32(torch.randn(4, dtype=DT) * 0.1)
-    p["layer4.weights"] = f32(torch.randn(2, 4, 1, 1, dtype=DT) * (2.0 / 4) ** 0.5)
+    p["layer0.weights"] = f32(torch.randn(w, 3, 3, 3, dtype=DT) * (2.0 / 27) ** 0.5)
+    p["layer0.scales"] = f32(torch.rand(w, dtype=DT) + 0.5)
+    p["layer0.biases"] = f32(torch.randn(w, dtype=DT) * 0.1)
+    p["layer2.weights"] = f32(torch.randn(w, w, 3, 3, dtype=DT) * (2.0 / (9 * w)) ** 0.5)
+    p["layer2.scales"] = f32(torch.rand(w, dtype=DT) + 0.5)
+    p["layer2.biases"] = f32(torch.randn(w, dtype=DT) * 0.1)
+    p["layer4.weights"] = f32(torch.randn(2, w, 1, 1, dtype=DT) * (2.0 / w) ** 0.5)
     p["layer4.biases"] = f32(torch.randn(2, dtype=DT) * 0.1)
-    p["layer6.weights"] = f32(torch.randn(5, 96, dtype=DT) * (1.0 / 96) ** 0.5)
+    n = (2 + w) * 16
+    p["layer6.weights"] = f32(torch.randn(5, n, dtype=DT) * (1.0 / n) ** 0.5)
     p["layer6.biases"] = f32(torch.randn(5, dtype=DT) * 0.1)
     return p
 
 
-def make_stats():
+def make_stats(w):
     return {
-        "layer0.rolling_mean": torch.zeros(4, dtype=DT),
-        "layer0.rolling_variance": torch.ones(4, dtype=DT),
-        "layer2.rolling_mean": torch.zeros(4, dtype=DT),
-        "layer2.rolling_variance": torch.ones(4, dtype=DT),
+        "layer0.rolling_mean": torch.zeros(w, dtype=DT),
+        "layer0.rolling_variance": torch.ones(w, dtype=DT),
+        "layer2.rolling_mean": torch.zeros(w, dtype=DT),
+        "layer2.rolling_variance": torch.ones(w, dtype=DT),
     }
 
 
@@ -200,13 +204,12 @@ def compute(x, labels, params, stats):
 
 
 def main():
-    seed_torch(0)
-
-    x = f32(torch.randn(BATCH, CHANNELS, SIZE, SIZE, dtype=DT))
-    labels = torch.randint(0, CLASSES, (BATCH,))
-    tensors = compute(x, labels, make_params(), make_stats())
-
-    write_fixture("small_net", CFG, tensors)
+    for name, width in (("small_net", 4), ("small_net_wide", 16)):
+        seed_torch(0)
+        x = f32(torch.randn(BATCH, CHANNELS, SIZE, SIZE, dtype=DT))
+        labels = torch.randint(0, CLASSES, (BATCH,))
+        tensors = compute(x, labels, make_params(width), make_stats(width))
+        write_fixture(name, CFG.format(width=width, cat=2 + width), tensors)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 /* The small conv+BN+leaky / maxpool / shortcut / route / connected / softmax net of
  * tests/ref/small_net.cfg against PyTorch (scripts/ref/make_small_net.py): forward
- * outputs, loss, every gradient, 3 SGD-momentum steps and the eval-mode output. */
+ * outputs, loss, every gradient, 3 SGD-momentum steps and the eval-mode output; and the same
+ * net with 16-filter 3x3 convolutions (small_net_wide.cfg), whose layer 2 runs on Winograd. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "core/net.h"
@@ -18,19 +20,25 @@ static void train_step(Net *net, Optimizer *opt)
     net->step++;
 }
 
-int main(void)
+/* Checks tests/ref/NAME.cfg against NAME.ref; wino_layer: a layer that must run on Winograd
+ * (-1: none). Returns nonzero when the fixture cannot be set up. */
+static int check_fixture(const char *name, int wino_layer)
 {
+    char ref[128], cfg[128];
+    snprintf(ref, sizeof ref, "tests/ref/%s.ref", name);
+    snprintf(cfg, sizeof cfg, "tests/ref/%s.cfg", name);
     RefFixture f;
     Net net;
     Error e = {0};
-    if (ref_fixture_load("tests/ref/small_net.ref", &f) ||
-        ref_net_build(&net, &f, "tests/ref/small_net.cfg", NULL, 0, 4))
+    if (ref_fixture_load(ref, &f) || ref_net_build(&net, &f, cfg, NULL, 0, 4))
         return 1;
     Optimizer opt;
     if (optimizer_init(&opt, &net, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         return 1;
     }
+    if (wino_layer >= 0)
+        CHECK(strcmp(net.layers[wino_layer].engine, "wino") == 0);
     net.train = 1;
 
     net_forward(&net);
@@ -59,5 +67,12 @@ int main(void)
     optimizer_free(&opt);
     net_free(&net);
     ref_fixture_free(&f);
+    return 0;
+}
+
+int main(void)
+{
+    if (check_fixture("small_net", -1) || check_fixture("small_net_wide", 2))
+        return 1;
     return check_report("test_ref_small_net");
 }
