@@ -15,7 +15,7 @@
 /* The names a key takes; a table's index is the enum value it names. */
 static const char *const policy_names[] = {"constant", "step", "steps", "exp", "poly", "cosine"};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw"};
-static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
+static const char *const precision_names[] = {"fp32", "bf16"};     /* GemmPrecision */
 static const char *const engine_names[] = {"ref", "dnnl", "auto"}; /* NetEngine */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
