@@ -626,11 +626,14 @@ static int chunk_images(const Conv *cv, const StepContext *ctx, int nt)
     return k > 1 ? k : 1;
 }
 
-/* Thread t of n's images [*b0, *b1) of batch: a fixed contiguous range. */
-static void thread_images(int batch, int t, int n, int *b0, int *b1)
+/* Inside a parallel region: this thread's images [*b0, *b1) of the batch (a fixed contiguous
+ * range) and its scratch for chunks of k images. */
+static float *thread_chunk(const Conv *cv, const StepContext *ctx, int k, int *b0, int *b1)
 {
-    *b0 = (int)((long)batch * t / n);
-    *b1 = (int)((long)batch * (t + 1) / n);
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    *b0 = (int)((long)ctx->batch * t / n);
+    *b1 = (int)((long)ctx->batch * (t + 1) / n);
+    return ctx->scratch + (size_t)t * k * cv->image_floats;
 }
 
 /* The forward of the batch x in chunks of k images, on nt image threads. */
@@ -641,8 +644,7 @@ static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, con
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int b0, b1;
-        thread_images(ctx->batch, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
-        float *scratch = ctx->scratch + (size_t)omp_get_thread_num() * k * cv->image_floats;
+        float *scratch = thread_chunk(cv, ctx, k, &b0, &b1);
         for (int b = b0; b < b1; b += k)
             forward_images(l, cv, x + b * in_size, l->out + b * out_size, b1 - b < k ? b1 - b : k,
                            scratch, xq);
@@ -657,8 +659,7 @@ static void input_grads_chunks(const Layer *l, const Conv *cv, const StepContext
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int b0, b1;
-        thread_images(ctx->batch, omp_get_thread_num(), omp_get_num_threads(), &b0, &b1);
-        float *scratch = ctx->scratch + (size_t)omp_get_thread_num() * k * cv->image_floats;
+        float *scratch = thread_chunk(cv, ctx, k, &b0, &b1);
         for (int b = b0; b < b1; b += k)
             input_grads_images(l, cv, l->delta + b * out_size, dx + b * in_size,
                                b1 - b < k ? b1 - b : k, scratch);
