@@ -113,17 +113,17 @@ static inline float normal_cdf_vec(float x)
 {
     float z = (x < 0 ? -x : x) * INV_SQRT2;
     float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    float half_erfc = 0.5f * t * exp_vec(p - 0.5f * x * x); /* z^2 with one rounding */
+    float p = 0.17087277f; /* fmaf: see ops/exp_vec.h */
+    p = fmaf(p, t, -0.82215223f);
+    p = fmaf(p, t, 1.48851587f);
+    p = fmaf(p, t, -1.13520398f);
+    p = fmaf(p, t, 0.27886807f);
+    p = fmaf(p, t, -0.18628806f);
+    p = fmaf(p, t, 0.09678418f);
+    p = fmaf(p, t, 0.37409196f);
+    p = fmaf(p, t, 1.00002368f);
+    p = fmaf(p, t, -1.26551223f);
+    float half_erfc = 0.5f * t * exp_vec(fmaf(-0.5f * x, x, p)); /* z^2 with one rounding */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -217,7 +217,7 @@ static void backward_range(const float *x, const float *y, float *d, size_t n, A
         /* Phi(x) + x phi(x); Phi is recomputed since y/x is 0/0 at x = 0. */
         for (i = 0; i < n; i++) {
             float v = x[i];
-            d[i] *= normal_cdf_vec(v) + v * INV_SQRT_2PI * exp_vec(-0.5f * v * v);
+            d[i] *= fmaf(v * INV_SQRT_2PI, exp_vec(-0.5f * v * v), normal_cdf_vec(v));
         }
         break;
     case CDL_ACT_SWISH:
