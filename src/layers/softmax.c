@@ -27,7 +27,7 @@
 typedef struct Softmax {
     float label_smoothing;
     int groups;
-    double *row_loss; /* [batch][groups]: each row's loss, in the forward */
+    float *row_loss; /* work [batch][groups]: each row's loss, in the forward */
 } Softmax;
 
 static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -82,7 +82,7 @@ static int softmax_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     (void)e;
     Softmax *sm = l->priv;
-    sm->row_loss = layer_state_bytes(st, (size_t)batch * (size_t)sm->groups * sizeof(double));
+    sm->row_loss = layer_work_floats(st, (size_t)batch * (size_t)sm->groups);
     return CDL_OK;
 }
 
@@ -97,15 +97,15 @@ static void softmax_forward(Layer *l, const StepContext *ctx)
     const int rows = ctx->batch * (int)groups;
     const int *labels = ctx->labels;
     const double smoothing = smoothing_of(l, ctx);
-    double *row_loss = sm->row_loss;
+    float *row_loss = sm->row_loss;
 #pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
         const double log_sum_exp = softmax_row(in + r * n, l->out + r * n, n);
         if (labels) {
             const int label = labels[r];
             row_loss[r] = label >= 0 && (size_t)label < n
-                              ? sample_loss(in + r * n, n, log_sum_exp, label, smoothing)
-                              : 0.0;
+                              ? (float)sample_loss(in + r * n, n, log_sum_exp, label, smoothing)
+                              : 0.0f;
         }
     }
     if (!labels)
