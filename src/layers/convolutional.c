@@ -37,7 +37,9 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any"), when it runs with int8 weights, and in precision=bf16. */
+ * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
+ * gradients) batch norm's running statistics are folded into the weights and bias each forward
+ * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -95,6 +97,11 @@ typedef struct Conv {
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
     DnnlConv dc;
+    /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
+     * folds the running statistics into w_fold and b_fold (work) and runs them as the
+     * convolution's weights and bias, the activation fused as without batch norm */
+    int folded;
+    float *w_fold, *b_fold;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -227,7 +234,9 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int backward = l->params[P_WEIGHTS].grad != NULL;
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
-    cv->fused = !bn && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    cv->folded = bn && !backward;
+    cv->fused = (!bn || cv->folded) &&
+                (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -240,7 +249,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .stride = cv->stride,
         .padding = cv->padding,
         .groups = cv->groups,
-        .bias = !bn,
+        .bias = !bn || cv->folded,
         .eltwise = cv->fused,
         .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
@@ -261,6 +270,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
+    cv->w_fold = layer_work_floats(st, cv->folded ? l->params[P_WEIGHTS].count : 0);
+    cv->b_fold = layer_work_floats(st, cv->folded ? (size_t)out.c : 0);
     return CDL_OK;
 }
 
@@ -310,7 +321,7 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->winograd = 0;
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = 0;
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -781,10 +792,19 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                          ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
                          : l->in[0];
 
-    if (cv->dnnl) {
-        const int bn = cv->stage.batch_normalize;
+    /* A folded layer's training forward (batch statistics) takes the reference's image by image
+     * path below, whose scratch the layer keeps. */
+    if (cv->dnnl && !(cv->folded && ctx->train)) {
+        const int bn = cv->stage.batch_normalize && !cv->folded;
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+        if (cv->folded) {
+            const Param *pw = &l->params[P_WEIGHTS];
+            bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, cv->w_fold,
+                           cv->b_fold);
+            w = cv->w_fold;
+            b = cv->b_fold;
+        }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
         dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch);
         if (bn)
