@@ -102,6 +102,9 @@ typedef struct Conv {
      * convolution's weights and bias, the activation fused as without batch norm */
     int folded;
     float *w_fold, *b_fold;
+    /* engine=dnnl in an inference net: the output goes to the next convolution, its only reader,
+     * in oneDNN's blocked layout in inference forwards (conv_chain) */
+    int chained_out;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -321,7 +324,8 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->folded = cv->winograd = 0;
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = cv->chained_out = 0;
+    dnnl_conv_unchain(&cv->dc);
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -373,6 +377,16 @@ static int conv_winograd(const Layer *l, const Conv *cv)
 static const float *conv_weights(const Layer *l, const Conv *cv)
 {
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
+}
+
+/* Two layers on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout: the first's output stays in the blocked layout the second's
+ * forward reads, when they agree on one (dnnl_conv_chain). */
+static void conv_chain(Layer *l, Layer *next)
+{
+    Conv *a = l->priv, *b = next->priv;
+    if (a->dnnl && b->dnnl && !l->params[P_WEIGHTS].grad && !next->params[P_WEIGHTS].grad)
+        a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
 }
 
 static void conv_release(Layer *l)
@@ -806,7 +820,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             b = cv->b_fold;
         }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, !ctx->train);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -994,6 +1008,7 @@ const LayerType convolutional_layer = {
     .init = conv_init,
     .resize = conv_resize,
     .release = conv_release,
+    .chain = conv_chain,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
@@ -1002,6 +1017,11 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
+
+int conv_chained(const Layer *l)
+{
+    return l->type == &convolutional_layer && ((const Conv *)l->priv)->chained_out;
+}
 
 void conv_set_images_per_gemm(Layer *l, int images)
 {

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "core/net.h"
+#include "layers/convolutional.h"
 #include "ops/dnnl_conv.h"
 
 #define TOL 1e-5
@@ -199,9 +200,12 @@ static void test_residual_adds(void)
 }
 
 /* An inference net's chain (conv-BN-relu, conv-BN-leaky, conv-BN-linear, a shortcut to the
- * first with relu, conv-BN-logistic): batch norm folded into each convolution's weights and bias,
- * relu and leaky fused; the same net's training-mode forward (batch statistics, the reference's
- * path) and a rerun that gives the same bytes. */
+ * first with relu, conv-relu (bias), conv-BN-logistic stride 2, conv 3 channels): batch norm
+ * folded into each convolution's weights and bias, relu and leaky fused, the outputs of layers
+ * 1, 4 and 5 passed to the next in oneDNN's blocked layout (nChw8c; not 0's, which the shortcut
+ * reads too, nor 6's, the net's output with 3 channels); the same net's
+ * training-mode forward (batch statistics, the reference's path and plain layouts) and a rerun
+ * that gives the same bytes. */
 static void test_inference_chain(void)
 {
     const char *engines[2] = {"ref", "dnnl"};
@@ -215,8 +219,10 @@ static void test_inference_chain(void)
                  "activation=leaky\n"
                  "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
                  "[shortcut]\nfrom=-3\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
                  "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
-                 "activation=logistic\n",
+                 "activation=logistic\n"
+                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n",
                  engines[k]);
         if (run_text(text, "inference chain", 0, &nets[k])) {
             if (k)
@@ -227,10 +233,13 @@ static void test_inference_chain(void)
     /* An inference net's memory plan lends the earlier layers' outputs to later ones: the last
      * output checks the whole chain. */
     const int last = nets[0].n_layers - 1;
-    for (int j = 0; j <= last; j++)
+    for (int j = 0; j <= last; j++) {
+        const Layer *l = &nets[1].layers[j];
         if (j != 3)
-            CHECK(nets[1].layers[j].engine &&
-                  !strcmp(nets[1].layers[j].engine, dnnl_conv_built() ? "dnnl" : "ref"));
+            CHECK(l->engine && !strcmp(l->engine, dnnl_conv_built() ? "dnnl" : "ref"));
+        CHECK(conv_chained(l) == (dnnl_conv_built() && (j == 1 || j == 4 || j == 5)));
+        CHECK(!conv_chained(&nets[0].layers[j]));
+    }
     const Layer *lr = &nets[0].layers[last], *ld = &nets[1].layers[last];
     const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
     check_close("inference chain", "output", ld->out, lr->out, out_n);

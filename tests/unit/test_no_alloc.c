@@ -301,14 +301,19 @@ static void test_int8_inference_allocates_nothing(void)
     net_free(&net);
 }
 
-/* engine=dnnl inference (batch norm folded into the weights and bias, activations fused): the
- * forwards of an inference net allocate nothing in cdl. */
+/* engine=dnnl inference (batch norm folded into the weights and bias, activations fused, the
+ * 16-channel convolutions passing their activations blocked): the forwards of an inference net
+ * allocate nothing in cdl. */
 static void test_dnnl_inference_allocates_nothing(void)
 {
+    static const char *text =
+        "[net]\nbatch=4\nwidth=8\nheight=8\nchannels=3\nengine=dnnl\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=leaky\n"
+        "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=mish\n"
+        "[shortcut]\nfrom=-3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
     Net net;
     Error e = {0};
-    char text[1024];
-    snprintf(text, sizeof text, "[net]\nengine=dnnl\n%s", cfg_text + strlen("[net]\n"));
     if (net_build_from_text(&net, text, "t.cfg", 0, 3, &e) || net_resize(&net, 4, 0, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
