@@ -39,7 +39,9 @@
  * falls back to the reference when oneDNN has only its slow reference implementation for it
  * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
  * gradients) batch norm's running statistics are folded into the weights and bias each forward
- * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm. */
+ * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
+ * and a layer whose output only the next convolution reads leaves it in the blocked layout that
+ * one's forward reads (conv_chain, decided by net_resize), in inference forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
