@@ -37,7 +37,11 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any"), when it runs with int8 weights, and in precision=bf16. */
+ * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
+ * gradients) batch norm's running statistics are folded into the weights and bias each forward
+ * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
+ * and a layer whose output only the next convolution reads leaves it in the blocked layout that
+ * one's forward reads (conv_chain, decided by net_resize), in inference forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -95,6 +99,14 @@ typedef struct Conv {
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
     DnnlConv dc;
+    /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
+     * folds the running statistics into w_fold and b_fold (work) and runs them as the
+     * convolution's weights and bias, the activation fused as without batch norm */
+    int folded;
+    float *w_fold, *b_fold;
+    /* engine=dnnl in an inference net: the output goes to the next convolution, its only reader,
+     * in oneDNN's blocked layout in inference forwards (conv_chain) */
+    int chained_out;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -227,7 +239,9 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int backward = l->params[P_WEIGHTS].grad != NULL;
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
-    cv->fused = !bn && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    cv->folded = bn && !backward;
+    cv->fused = (!bn || cv->folded) &&
+                (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -240,7 +254,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .stride = cv->stride,
         .padding = cv->padding,
         .groups = cv->groups,
-        .bias = !bn,
+        .bias = !bn || cv->folded,
         .eltwise = cv->fused,
         .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
@@ -261,6 +275,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
+    cv->w_fold = layer_work_floats(st, cv->folded ? l->params[P_WEIGHTS].count : 0);
+    cv->b_fold = layer_work_floats(st, cv->folded ? (size_t)out.c : 0);
     return CDL_OK;
 }
 
@@ -310,7 +326,8 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->winograd = 0;
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = cv->chained_out = 0;
+    dnnl_conv_unchain(&cv->dc);
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -362,6 +379,16 @@ static int conv_winograd(const Layer *l, const Conv *cv)
 static const float *conv_weights(const Layer *l, const Conv *cv)
 {
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
+}
+
+/* Two layers on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout: the first's output stays in the blocked layout the second's
+ * forward reads, when they agree on one (dnnl_conv_chain). */
+static void conv_chain(Layer *l, Layer *next)
+{
+    Conv *a = l->priv, *b = next->priv;
+    if (a->dnnl && b->dnnl && !l->params[P_WEIGHTS].grad && !next->params[P_WEIGHTS].grad)
+        a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
 }
 
 static void conv_release(Layer *l)
@@ -781,12 +808,21 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                          ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
                          : l->in[0];
 
-    if (cv->dnnl) {
-        const int bn = cv->stage.batch_normalize;
+    /* A folded layer's training forward (batch statistics) takes the reference's image by image
+     * path below, whose scratch the layer keeps. */
+    if (cv->dnnl && !(cv->folded && ctx->train)) {
+        const int bn = cv->stage.batch_normalize && !cv->folded;
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+        if (cv->folded) {
+            const Param *pw = &l->params[P_WEIGHTS];
+            bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, cv->w_fold,
+                           cv->b_fold);
+            w = cv->w_fold;
+            b = cv->b_fold;
+        }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, !ctx->train);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -974,6 +1010,7 @@ const LayerType convolutional_layer = {
     .init = conv_init,
     .resize = conv_resize,
     .release = conv_release,
+    .chain = conv_chain,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
@@ -982,6 +1019,11 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
+
+int conv_chained(const Layer *l)
+{
+    return l->type == &convolutional_layer && ((const Conv *)l->priv)->chained_out;
+}
 
 void conv_set_images_per_gemm(Layer *l, int images)
 {

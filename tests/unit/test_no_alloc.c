@@ -300,6 +300,37 @@ static void test_int8_inference_allocates_nothing(void)
     CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
     net_free(&net);
 }
+
+/* engine=dnnl inference (batch norm folded into the weights and bias, activations fused, the
+ * 16-channel convolutions passing their activations blocked): the forwards of an inference net
+ * allocate nothing in cdl. */
+static void test_dnnl_inference_allocates_nothing(void)
+{
+    static const char *text =
+        "[net]\nbatch=4\nwidth=8\nheight=8\nchannels=3\nengine=dnnl\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=leaky\n"
+        "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=mish\n"
+        "[shortcut]\nfrom=-3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    Net net;
+    Error e = {0};
+    if (net_build_from_text(&net, text, "t.cfg", 0, 3, &e) || net_resize(&net, 4, 0, &e)) {
+        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    for (size_t i = 0; i < 4 * shape_size(net.in_shape); i++)
+        net.input[i] = (float)(i % 23) / 11 - 0.5f;
+    net.train = 0;
+    net_forward(&net);
+    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+    for (int step = 0; step < 3; step++)
+        net_forward(&net);
+    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+    CHECK(allocations == 0);
+    net_free(&net);
+}
+
 #endif
 
 int main(void)
@@ -319,6 +350,7 @@ int main(void)
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
     test_int8_inference_allocates_nothing();
+    test_dnnl_inference_allocates_nothing();
     return check_report("test_no_alloc");
 #endif
 }
