@@ -8,9 +8,9 @@
 # update) and an inference forward (convolutions only), at each thread count. Prints each
 # run's median ms per step and cdl / the faster PyTorch in speed (> 1: cdl faster).
 # Usage: scripts/bench-shapes.sh [--shapes A,B,..] [--threads 1,2] [--repeats N] [--steps N]
-#            [--modes train,inference] [--quick] [--list]
-#   --list: the shapes (name: layer, input, batch); --quick: 2 steps, 1 repeat (a check
-#   that everything runs, not a measurement)
+#            [--modes train,inference] [--quick] [--list] [--cfg NAME]
+#   --list: the shapes (name: layer, batch, input); --cfg NAME: print the shape's cfg;
+#   --quick: 2 steps, 1 repeat (a check that everything runs, not a measurement)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -44,6 +44,7 @@ repeats=3
 steps=10
 warmup=2
 mode_list=train,inference
+print_cfg=
 while [ $# -gt 0 ]; do
     case "$1" in
     --shapes) shapes=$2 && shift 2 ;;
@@ -56,6 +57,7 @@ while [ $# -gt 0 ]; do
         IFS=, read -r -a names <<<"$all_shapes"
         for n in "${names[@]}"; do printf '%-20s %s\n' "$n" "$(shape_spec "$n")"; done
         exit 0 ;;
+    --cfg) print_cfg=$2 && shift 2 ;;
     -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-shapes: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
@@ -76,9 +78,36 @@ fail() {
 }
 debian_python=/usr/bin/python3 # with python3-torch
 venv=${TORCH_VENV:-build/torch-venv}
-[ -x "$venv/bin/python" ] || venv=/work/main/build/torch-venv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# write_cfg NAME: the shape's one-layer cfg, as $tmp/NAME.cfg.
+write_cfg() {
+    local kind batch a b c d e f
+    read -r kind batch a b c d e f <<<"$(shape_spec "$1")"
+    case "$kind" in
+    conv)
+        printf '[net]\nbatch=%s\nchannels=%s\nheight=%s\nwidth=%s\nlearning_rate=0.01\n' \
+            "$batch" "$a" "$b" "$c"
+        printf 'momentum=0.9\ndecay=0.0005\n\n[convolutional]\nfilters=%s\nsize=%s\n' "$d" "$e"
+        printf 'stride=%s\npad=1\nbatch_normalize=1\nactivation=relu\n\n[avgpool]\n\n' "$f"
+        printf '[softmax]\n' ;;
+    lstm | attention)
+        printf '[net]\nbatch=%s\nseq=%s\ninputs=1\noptimizer=adam\nlearning_rate=0.001\n' \
+            "$batch" "$a"
+        printf 'decay=0\n\n[embedding]\noutput=%s\n\n' "$b"
+        if [ "$kind" = lstm ]; then
+            printf '[lstm]\noutput=%s\n\n' "$b"
+        else
+            printf '[attention]\nheads=4\n\n'
+        fi
+        printf '[linear]\n\n[softmax]\n' ;;
+    esac >"$tmp/$1.cfg"
+}
+
+if [ -n "$print_cfg" ]; then
+    shape_spec "$print_cfg" >/dev/null || fail "unknown shape '$print_cfg' (see --list)"
+    write_cfg "$print_cfg" && cat "$tmp/$print_cfg.cfg" && exit 0
+fi
 [ -x ./cdl ] || make -j2 >&2
 cdl=${CDL_BIN:-./cdl}
 vocab=16
@@ -103,30 +132,6 @@ if [ -x "$venv/bin/python" ] &&
     torch2_version=$v
 fi
 torch2_python=$venv/bin/python
-
-# write_cfg NAME: the shape's one-layer cfg, as $tmp/NAME.cfg.
-write_cfg() {
-    local kind batch a b c d e f
-    read -r kind batch a b c d e f <<<"$(shape_spec "$1")"
-    case "$kind" in
-    conv)
-        printf '[net]\nbatch=%s\nchannels=%s\nheight=%s\nwidth=%s\nlearning_rate=0.01\n' \
-            "$batch" "$a" "$b" "$c"
-        printf 'momentum=0.9\ndecay=0.0005\n\n[convolutional]\nfilters=%s\nsize=%s\n' "$d" "$e"
-        printf 'stride=%s\npad=1\nbatch_normalize=1\nactivation=relu\n\n[avgpool]\n\n' "$f"
-        printf '[softmax]\n' ;;
-    lstm | attention)
-        printf '[net]\nbatch=%s\nseq=%s\ninputs=1\noptimizer=adam\nlearning_rate=0.001\n' \
-            "$batch" "$a"
-        printf 'decay=0\n\n[embedding]\noutput=%s\n\n' "$b"
-        if [ "$kind" = lstm ]; then
-            printf '[lstm]\noutput=%s\n\n' "$b"
-        else
-            printf '[attention]\nheads=4\n\n'
-        fi
-        printf '[linear]\n\n[softmax]\n' ;;
-    esac >"$tmp/$1.cfg"
-}
 
 # ms RUNNER NAME MODE THREADS: one run's ms per step.
 ms() {
@@ -169,6 +174,17 @@ printf '%-20s %-9s %3s %5s %9s %9s %9s %6s\n' shape mode thr batch cdl_ms torch1
 for name in "${shape_names[@]}"; do
     write_cfg "$name"
     read -r kind batch _ <<<"$(shape_spec "$name")"
+    # Both sides build the same layer: the same parameter count.
+    if [ "$kind" = conv ]; then
+        info=$(quiet "$cdl" info "$tmp/$name.cfg" --json)
+        torch_params=$(quiet torch_env "$debian_python" scripts/bench_torch.py --cfg "$tmp/$name.cfg" --params)
+    else
+        info=$(quiet "$cdl" info "$tmp/$name.cfg" --set net.vocab=$vocab --json)
+        torch_params=$(quiet torch_env "$debian_python" scripts/text_torch.py --cfg "$tmp/$name.cfg" \
+            --vocab $vocab --params)
+    fi
+    [ "$torch_params" = "$(json_field params <<<"$info")" ] ||
+        fail "$name: PyTorch's layer has $torch_params parameters, cdl's $(json_field params <<<"$info")"
     for mode in "${modes[@]}"; do
         [ "$kind" != conv ] && [ "$mode" = inference ] && continue # the peers time training only
         for t in "${thread_counts[@]}"; do
