@@ -523,15 +523,13 @@ static void flip_weights(const Layer *l, Conv *cv)
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
     const int kk = cv->size * cv->size;
     const float *w = conv_weights(l, cv);
-    /* A copy: threads over (group, channel) rows of the result when there are many weights. */
-#pragma omp parallel for schedule(static) if (l->params[P_WEIGHTS].count >= CONV_PARALLEL_MIN)
-    for (int gc = 0; gc < cv->groups * cg; gc++) {
-        const int g = gc / cg, c = gc % cg;
+    for (int g = 0; g < cv->groups; g++) {
         const float *wg = w + (size_t)g * fg * cg * kk;
         float *fl = cv->w_flipped + (size_t)g * fg * cg * kk;
-        for (int f = 0; f < fg; f++)
-            for (int k = 0; k < kk; k++)
-                fl[((size_t)c * fg + f) * kk + kk - 1 - k] = wg[((size_t)f * cg + c) * kk + k];
+        for (int c = 0; c < cg; c++)
+            for (int f = 0; f < fg; f++)
+                for (int k = 0; k < kk; k++)
+                    fl[((size_t)c * fg + f) * kk + kk - 1 - k] = wg[((size_t)f * cg + c) * kk + k];
     }
 }
 
