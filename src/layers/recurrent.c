@@ -104,9 +104,11 @@ typedef struct Recurrent {
     int fused; /* [lstm] fused= */
     float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
                   slot T only h_{T-1} */
-    float *delta_tm; /* work [T][batch][H]: backward's l->delta a step's rows together */
-    float *wcat;     /* work: forward [W_ih | W_hh]^T [I+H][4 U UNIT], gate g of block u in panel
-                        g U + u; backward W_hh [G*H][H] (U panels), then W_ih [G*H][I] */
+    float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
+                        then its dL/dx */
+    float *wcat;     /* work: forward W_hh^T [H][4 U UNIT], gate g of block u in panel g U + u;
+                        backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
+                        [dW_ih | dW_hh] [G*H][I+H] */
     float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
     float *da;    /* work [2][batch][G*H]: dL/da of steps t (t even: the first) */
     float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
@@ -356,10 +358,12 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     if (fused_lstm(l)) {
         const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
         rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
-        rc->delta_tm = layer_work_floats(st, T * B * H);
-        const size_t fwd = 4 * U * UNIT * K, bwd = gemm_packed_floats((int)GH, (int)H) +
-                                                   gemm_packed_floats((int)GH, (int)I);
-        rc->wcat = layer_work_floats(st, fwd > bwd ? fwd : bwd);
+        rc->delta_tm = layer_work_floats(st, T * B * (H > I ? H : I));
+        /* the packed W_hh^T and W_hh, and backward's [dW_ih | dW_hh] */
+        const size_t fwd = 4 * U * UNIT * H, bwd = gemm_packed_floats((int)GH, (int)H);
+        const size_t dx = gemm_packed_floats((int)GH, (int)I), dw = GH * K;
+        const size_t most = fwd > bwd ? fwd : bwd, after = dx > dw ? dx : dw;
+        rc->wcat = layer_work_floats(st, most > after ? most : after);
         rc->tiles = layer_work_floats(st, U * 6 * B * UNIT);
         rc->da = layer_work_floats(st, 2 * B * GH);
         rc->bias = layer_work_floats(st, GH);
@@ -466,19 +470,32 @@ static int block_units(const Recurrent *rc, int u, int *j0)
     return rc->hidden - *j0 < UNIT ? rc->hidden - *j0 : UNIT;
 }
 
-/* Block u's panels of the forward's [W_ih | W_hh]^T (rc->wcat), by the thread that uses them. */
+/* Block u's panels of the forward's W_hh^T (rc->wcat), by the thread that uses them. */
 static void fused_pack_forward(const Layer *l, int u)
 {
     const Recurrent *rc = l->priv;
-    const int I = rc->inputs, H = rc->hidden, K = I + H, U = unit_blocks(rc);
+    const int H = rc->hidden, U = unit_blocks(rc);
     int j0;
     const int n = block_units(rc, u, &j0);
     for (int g = 0; g < 4; g++) {
-        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * K;
-        const size_t row = (size_t)g * H + (size_t)j0; /* of W_ih and W_hh */
-        gemm_pack_rows(1, I, n, l->params[P_WEIGHTS_IH].data + row * I, I, 0, K, panel);
-        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, I, K, panel);
+        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * H;
+        const size_t row = (size_t)g * H + (size_t)j0;
+        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, 0, H, panel);
     }
+}
+
+/* Prefetches a block's lines of state row `row` (hidden units j0.., UNIT floats = one line): its
+ * four gates and two saved values, and extra (may be NULL). */
+static inline void prefetch_step_lines(const Recurrent *rc, size_t row, int j0, const float *extra)
+{
+    const float *gates = rc->gates + row * rc->ld_gates + j0;
+    const float *saved = rc->saved + row * rc->ld_saved + j0;
+    for (int g = 0; g < 4; g++)
+        __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
+    __builtin_prefetch(saved, 1);
+    __builtin_prefetch(saved + rc->hidden, 1);
+    if (extra)
+        __builtin_prefetch(extra);
 }
 
 /* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
@@ -497,17 +514,26 @@ static inline __attribute__((always_inline)) void forward_units(Layer *l, int ba
                                                                 int j0, int n, float *tile)
 {
     Recurrent *rc = l->priv;
-    const int I = rc->inputs, H = rc->hidden, K = I + H, U = unit_blocks(rc);
+    const int T = rc->steps, I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
     float *c = tile + 4 * BU, *tanh_c = tile + 5 * BU;
-    for (int g = 0; g < 4; g++) {
-        gemm_packed_panels(batch, UNIT, K, rc->xh + step * rc->ld_xh, (int)rc->ld_xh,
-                           rc->wcat + (size_t)(g * U + u) * UNIT * K, 0, 1, 0.0f, tile + g * BU,
-                           UNIT);
-        const float *bias = rc->bias + (size_t)g * H + j0;
+    if (t + 1 < T) /* the lines step t+1 reads and writes */
         for (int b = 0; b < batch; b++)
+            prefetch_step_lines(rc, step + batch + b, j0, NULL);
+    for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh, then + W_hh h_{t-1} */
+        const float *bias = rc->bias + (size_t)g * H + j0;
+        for (int b = 0; b < batch; b++) {
+            const float *x = rc->gates + (step + b) * rc->ld_gates + (size_t)g * H + j0;
+            float *a = tile + g * BU + (size_t)b * UNIT;
+#pragma omp simd
             for (int j = 0; j < n; j++)
-                tile[g * BU + (size_t)b * UNIT + j] += bias[j];
+                a[j] = x[j] + bias[j];
+            for (int j = n; j < UNIT; j++)
+                a[j] = 0.0f;
+        }
+        gemm_packed_panels(batch, UNIT, H, rc->xh + step * rc->ld_xh + I, (int)rc->ld_xh,
+                           rc->wcat + (size_t)(g * U + u) * UNIT * H, 0, 1, 1.0f, tile + g * BU,
+                           UNIT);
     }
     activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
     activation_forward(tile + 2 * BU, tile + 2 * BU, BU, CDL_ACT_TANH);
@@ -573,7 +599,14 @@ static void fused_forward(Layer *l, const StepContext *ctx)
         thread_share(U, &lo, &hi);
         for (int u = lo; u < hi; u++)
             fused_pack_forward(l, u);
-#pragma omp barrier
+    }
+    /* the gate rows = x W_ih^T, every step at once */
+    gemm(0, 1, rows, 4 * H, I, 1.0f, rc->xh, (int)rc->ld_xh, l->params[P_WEIGHTS_IH].data, I, 0.0f,
+         rc->gates, (int)rc->ld_gates);
+#pragma omp parallel
+    {
+        int lo, hi;
+        thread_share(U, &lo, &hi);
         float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
         for (int t = 0; t < T; t++) {
             for (int u = lo; u < hi; u++)
@@ -603,6 +636,8 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
         const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
         float *dh = rc->dh + at, *carry = rc->dh_carry + at;
         const float *delta = rc->delta_tm + row * H + j0;
+        if (t > 0) /* the lines step t-1 reads: the hardware prefetchers miss these strides */
+            prefetch_step_lines(rc, row - batch, j0, delta - (size_t)batch * H);
 #pragma omp simd
         for (int j = 0; j < n; j++)
             dh[j] = delta[j] + carry[j];
@@ -642,29 +677,21 @@ static void fused_backward(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
     const int GH = 4 * H, U = unit_blocks(rc), rows = batch * T;
-    const int P_ih = (I + UNIT - 1) / UNIT;
-    float *dx = l->in_delta[0];
-    float *w_hh = rc->wcat, *w_ih = rc->wcat + gemm_packed_floats(GH, H);
+    float *dx = l->in_delta[0], *w_hh = rc->wcat;
     memset(rc->bias, 0, (size_t)GH * sizeof *rc->bias);
     memset(rc->zeros, 0, (size_t)GH * sizeof *rc->zeros);
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
     memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
 #pragma omp parallel
     {
-        int u0, u1, q0, q1;
+        int u0, u1;
         thread_share(U, &u0, &u1);
-        thread_share(dx ? P_ih : 0, &q0, &q1);
-        /* this thread's panels of W_hh [G*H][H] (its blocks' columns) and W_ih [G*H][I] */
+        /* this thread's panels of W_hh [G*H][H] (its blocks' columns) */
         for (int u = u0; u < u1; u++) {
             int j0;
             const int n = block_units(rc, u, &j0);
             gemm_pack_rows(0, GH, n, l->params[P_WEIGHTS_HH].data + j0, H, 0, GH,
                            w_hh + (size_t)u * UNIT * GH);
-        }
-        for (int q = q0; q < q1; q++) {
-            const int cols = I - q * UNIT < UNIT ? I - q * UNIT : UNIT;
-            gemm_pack_rows(0, GH, cols, l->params[P_WEIGHTS_IH].data + q * UNIT, I, 0, GH,
-                           w_ih + (size_t)q * UNIT * GH);
         }
         int lo, hi;
         thread_share(rows, &lo, &hi);
@@ -675,19 +702,27 @@ static void fused_backward(Layer *l, const StepContext *ctx)
         }
 #pragma omp barrier
         for (int t = T - 1; t >= 0; t--) {
-            if (t < T - 1) { /* from dL/da_{t+1}: dh_carry = its W_hh, dx_{t+1} += its W_ih */
+            if (t < T - 1) { /* dh_carry = dL/da_{t+1} W_hh */
                 const float *da = rc->da + (size_t)((t + 1) & 1) * batch * GH;
                 gemm_packed_panels(batch, H, GH, da, GH, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
-                if (dx)
-                    gemm_packed_panels(batch, I, GH, da, GH, w_ih, q0, q1, 1.0f,
-                                       dx + (size_t)(t + 1) * I, T * I);
             }
             for (int u = u0; u < u1; u++)
                 fused_backward_block(l, batch, t, u);
 #pragma omp barrier
         }
-        if (dx)
-            gemm_packed_panels(batch, I, GH, rc->da, GH, w_ih, q0, q1, 1.0f, dx, T * I);
+    }
+    if (dx) { /* dx += da W_ih, every step at once (time-major rows in delta_tm, then added);
+               ops/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
+        float *dx_tm = rc->delta_tm;
+        gemm_pack(0, GH, I, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
+        gemm_packed(rows, I, GH, rc->gates, (int)rc->ld_gates, rc->wcat, 0.0f, dx_tm, I);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const int b = r / T, t = r % T;
+            const float *src = dx_tm + ((size_t)t * batch + b) * I;
+            for (int k = 0; k < I; k++)
+                dx[(size_t)r * I + k] += src[k];
+        }
     }
     float *db_ih = l->params[P_BIASES_IH].grad, *db_hh = l->params[P_BIASES_HH].grad;
     for (int j = 0; j < GH; j++) {

@@ -10,7 +10,8 @@
 
 enum {
     PANEL = GEMM_PACKED_PANEL,
-    ROWS = 6, /* rows of A per kernel call: 12 accumulators of 8 floats */
+    ROWS = 6,   /* rows of A per kernel call: 12 accumulators of 8 floats */
+    CHUNK = 96, /* rows of A per block of a product with many rows */
 };
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
@@ -181,8 +182,15 @@ void gemm_packed(int m, int n, int k, const float *a, int lda, const float *pack
     if (m <= 0 || n <= 0)
         return;
     const int panels = (n + PANEL - 1) / PANEL;
+    /* Many rows: blocks of CHUNK rows, each against every panel, so that a block of A stays in
+     * cache while the panels pass (one panel against all of a tall A streams A once a panel). */
+    const int chunk = m > CHUNK ? CHUNK : m, chunks = (m + chunk - 1) / chunk;
     const double work = (double)m * n * k;
 #pragma omp parallel for schedule(static) if (work >= GEMM_PACKED_PARALLEL_MIN)
-    for (int p = 0; p < panels; p++)
-        gemm_packed_panels(m, n, k, a, lda, packed, p, p + 1, beta, c, ldc);
+    for (int q = 0; q < chunks * panels; q++) {
+        const int i0 = q / panels * chunk, p = q % panels;
+        const int rows = m - i0 < chunk ? m - i0 : chunk;
+        gemm_packed_panels(rows, n, k, a + (size_t)i0 * lda, lda, packed, p, p + 1, beta,
+                           c + (size_t)i0 * ldc, ldc);
+    }
 }
