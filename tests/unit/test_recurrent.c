@@ -204,8 +204,8 @@ static float *results_at_threads(const char *section, int threads, size_t *n)
 
 /* The fused lstm (the default) against the per-step reference (fused=0) on the same weights and
  * data: output, parameter and input gradients within 1e-5 of their largest value, at 1 and 2
- * threads; hidden sizes of one, several and a short last block of units, inputs that fill no
- * whole panel, a single step. */
+ * threads, and the same bits from a second run; hidden sizes of one, several and a short last block
+ * of units, inputs that fill no whole panel, a single step. */
 static void test_fused_lstm_matches_reference(void)
 {
     static const int shapes[][4] = {{5, 6, 7, 40}, {3, 1, 5, 20}, {8, 3, 4, 16}, {2, 4, 3, 5}};
@@ -230,6 +230,14 @@ static void test_fused_lstm_matches_reference(void)
             }
             CHECK(scale > 0);
             CHECK_NEAR(worst / scale, 0, 1e-5);
+            size_t n_again;
+            char text[256];
+            snprintf(text, sizeof text, "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\n",
+                     sh[0], sh[1], sh[2], sh[3]);
+            float *again = results_of(text, sh[0], threads, &n_again); /* the same bits */
+            CHECK(again && got[1] && n_again == n[1] &&
+                  !memcmp(again, got[1], n_again * sizeof *again));
+            free(again);
             free(got[0]);
             free(got[1]);
         }
