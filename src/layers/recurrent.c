@@ -19,15 +19,17 @@
  * its gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
  * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
  *
- * [lstm] in float32 (fused=1, the default) runs fused instead: one OpenMP parallel region over
- * the whole recurrence, one barrier per step, the hidden units split over the threads in blocks
- * of UNIT. Per step each thread computes its blocks' four gate panels of
- * [x_t, h_{t-1}] [W_ih | W_hh]^T (one product over I+H, no separate input projection), then
- * their nonlinearities and cell update while the panels are in L1, and writes its part of h_t
- * into the next step's operand rows. Backward likewise: its blocks' part of
- * dL/dh_{t-1} = dL/da_t W_hh, then their cell backward, and a share of dL/dx_t = dL/da_t W_ih;
- * the bias gradients are summed on the way, the weight gradients by sgemms after it. fused=0
- * keeps the per-step path above (the reference the tests compare the fused one against).
+ * [lstm] in float32 runs fused instead (fused=1; the default fused=-1 does so on more than one
+ * thread): the input projection x W_ih^T of all rows as one sgemm into the gate rows, then one
+ * OpenMP parallel region over the whole recurrence with one barrier per step, the hidden units
+ * split over the threads in blocks of UNIT. Per step each thread adds h_{t-1} W_hh^T to its
+ * blocks' four gate panels (W_hh^T packed once per pass, each thread its own panels), runs their
+ * nonlinearities and cell update while the panels are in L1, and writes its part of h_t into the
+ * next step's operand rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
+ * then their cell backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
+ * all rows (ops/gemm_packed) and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state
+ * is time-major (a step's rows together). fused=0 keeps the per-step path above, the reference
+ * the tests compare the fused one against.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
  * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
@@ -101,7 +103,7 @@ typedef struct Recurrent {
      * W_hh [G*H][H] in backward, packed by each call that runs steps */
     float *w_hh_packed;
     /* The fused lstm (fused_lstm), U = ceil(H / UNIT) blocks of hidden units: */
-    int fused; /* [lstm] fused= */
+    int fused; /* [lstm] fused=: 1, 0, or -1 (on more than one thread) */
     float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
                   slot T only h_{T-1} */
     float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
@@ -112,9 +114,10 @@ typedef struct Recurrent {
     float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
     float *da;    /* work [2][batch][G*H]: dL/da of steps t (t even: the first) */
     float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
-    /* Where step t of sample b keeps its gates and saved values: row b T + t (the reference), or
-     * t batch + b in the fused lstm (a step's rows together, ld_* floats apart: a row and a pad,
-     * so that a column block of a step's rows does not fall in one cache set). */
+    /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
+     * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
+     * and a pad, so that a column block of a step's rows does not fall in one cache set); else in
+     * row b T + t, ld_* the rows' width. */
     int time_major;
     size_t ld_gates, ld_saved, ld_xh;
 } Recurrent;
@@ -252,7 +255,9 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         st = layer_parse_activation(l, cfg, s, CDL_ACT_TANH, e);
     int fused = 0;
     if (!st && cell == &lstm_cell)
-        st = cfg_get_flag(cfg, s, "fused", 1, &fused, e);
+        st = cfg_get_int(cfg, s, "fused", -1, &fused, e);
+    if (!st && (fused < -1 || fused > 1))
+        st = layer_bad_key(l, cfg, s, "fused", fused, "expected -1 (auto), 0 or 1", e);
     if (st)
         return st;
     const CfgEntry *output = cfg_find(s, "output");
@@ -318,11 +323,13 @@ static void recurrent_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)hidden_of(l)));
 }
 
-/* The layer runs the fused lstm: [lstm] with fused=1 in float32 (bf16 takes the reference). */
+/* The layer is to run the fused lstm: [lstm] in float32 (bf16 takes the reference) with fused=1,
+ * or fused=-1 (the default) on more than one thread (at one thread it measured no faster). */
 static int fused_lstm(const Layer *l)
 {
     const Recurrent *rc = l->priv;
-    return rc->cell == &lstm_cell && rc->fused && l->precision == GEMM_FP32;
+    const int wanted = rc->fused == 1 || (rc->fused == -1 && omp_get_max_threads() > 1);
+    return rc->cell == &lstm_cell && wanted && l->precision == GEMM_FP32;
 }
 
 static int unit_blocks(const Recurrent *rc)
@@ -747,7 +754,7 @@ static void fused_backward(Layer *l, const StepContext *ctx)
 
 static void recurrent_forward(Layer *l, const StepContext *ctx)
 {
-    if (fused_lstm(l)) {
+    if (((const Recurrent *)l->priv)->time_major) {
         fused_forward(l, ctx);
         return;
     }
@@ -802,7 +809,7 @@ static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
  * parameter and input gradients come from sgemms over all batch*T rows. */
 static void recurrent_backward(Layer *l, const StepContext *ctx)
 {
-    if (fused_lstm(l)) {
+    if (((const Recurrent *)l->priv)->time_major) {
         fused_backward(l, ctx);
         return;
     }

@@ -26,7 +26,8 @@ static void test_gradcheck_each_layer(void)
     gradcheck_cfg("rnn tanh", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\n");
     gradcheck_cfg("rnn relu", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\nactivation=relu\n");
     gradcheck_cfg("lstm", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\n");
-    gradcheck_cfg("lstm two unit blocks", SEQ_NET(2, 3, 3) "[lstm]\noutput=20\n");
+    gradcheck_cfg("lstm fused, two unit blocks", SEQ_NET(2, 3, 3) "[lstm]\noutput=20\nfused=1\n");
+    gradcheck_cfg("lstm fused", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=1\n");
     gradcheck_cfg("lstm fused=0", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=0\n");
     gradcheck_cfg("gru", SEQ_NET(2, 4, 3) "[gru]\noutput=5\n");
 }
@@ -232,8 +233,9 @@ static void test_fused_lstm_matches_reference(void)
             CHECK_NEAR(worst / scale, 0, 1e-5);
             size_t n_again;
             char text[256];
-            snprintf(text, sizeof text, "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\n",
-                     sh[0], sh[1], sh[2], sh[3]);
+            snprintf(text, sizeof text,
+                     "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\nfused=1\n", sh[0],
+                     sh[1], sh[2], sh[3]);
             float *again = results_of(text, sh[0], threads, &n_again); /* the same bits */
             CHECK(again && got[1] && n_again == n[1] &&
                   !memcmp(again, got[1], n_again * sizeof *again));
@@ -327,6 +329,8 @@ static void test_cfg_errors_name_file_and_line(void)
                      "t.cfg:7: layer 1: [rnn] needs an input of T=4 token rows");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\noutput=4\nactivation=sigmund\n",
                      "t.cfg:7: bad value 'sigmund' for key 'activation' in [rnn]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nfused=2\n",
+                     "t.cfg:7: layer 0: [lstm] fused=2: expected -1 (auto), 0 or 1");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nactivation=relu\n",
                      "t.cfg:7: unknown key 'activation' in [lstm]");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[gru]\noutput=4\nhidden=4\n",
