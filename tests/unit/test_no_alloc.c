@@ -237,7 +237,7 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     int32_t ids[200];
     for (int i = 0; i < 200; i++)
         ids[i] = (i * 5 + i / 7) % 7;
-    const TokenStream stream = {ids, 200};
+    const TokenStream stream = {.ids = ids, .n = 200};
     TextBatches batches = {&stream, 3};
     const TrainSource train = train_source_text(&batches, &net);
     Optimizer optimizer;
