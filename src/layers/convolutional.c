@@ -47,6 +47,7 @@
 #include "core/net.h"
 #include "layers/bias_norm.h"
 #include "layers/convolutional.h"
+#include "ops/conv_small.h"
 #include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
@@ -107,6 +108,11 @@ typedef struct Conv {
      * of such a gemm takes: its columns, then its rows of the product or of delta. */
     int images_per_gemm, images_asked;
     size_t image_floats;
+    /* few input channels (a first layer), stride 1, one group, on the reference engine: the
+     * forward and weight gradient of an image run ops/conv_small.h's direct kernel in float32
+     * (parse: its plan fits in an image's im2col scratch) */
+    int small;
+    ConvSmall small_plan;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -205,6 +211,10 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
                       winograd_worth(in.c, filters, in.h, in.w);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
+    cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 &&
+                !cv->direct &&
+                conv_small_plan(&cv->small_plan, in.c, in.h, in.w, filters, size, padding) &&
+                conv_small_buf_floats(&cv->small_plan) <= cv->cols_floats;
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
 }
@@ -364,6 +374,13 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
+/* The image's forward and weight gradient run ops/conv_small.h: planned so by parse, float32
+ * weights and products. */
+static int conv_small_runs(const Layer *l, const Conv *cv)
+{
+    return cv->small && !l->quant && conv_precision(l) == GEMM_FP32;
+}
+
 static void conv_release(Layer *l)
 {
     Conv *cv = l->priv;
@@ -407,6 +424,10 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
     const float *w = conv_weights(l, cv);
+    if (conv_small_runs(l, cv)) {
+        conv_small_forward(&cv->small_plan, x_b, w, out_b, cols);
+        return;
+    }
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct)
@@ -431,6 +452,10 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    if (conv_small_runs(l, cv)) {
+        conv_small_weight_grads(&cv->small_plan, x_b, delta_b, beta, dw, cols);
+        return;
+    }
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct)
@@ -817,6 +842,8 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         }
     }
 
+    if (bias_norm_forward_activated(&cv->stage, l, ctx, l->out))
+        return;
     bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
 }
@@ -898,12 +925,15 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
-    layer_activation_backward(l, batch);
     if (cv->dnnl) {
+        layer_activation_backward(l, batch);
         dnnl_backward(l, cv, ctx);
         return;
     }
-    bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    if (!bias_norm_backward_activated(&cv->stage, l, ctx, l->delta)) {
+        layer_activation_backward(l, batch);
+        bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    }
     /* The bias and batch norm took their gradients: only the products read delta from here. */
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 
