@@ -161,33 +161,6 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
                       m->argmax + p * out_plane, oh, ow);
 }
 
-/* One plane's backward of 2x2 stride-2 windows, which do not overlap: each input of an inside
- * window takes its output's delta where it was the maximum (branch-free, so that the compiler
- * vectorises the columns), those of a last row or column that cross the border by the argmax. */
-static void unpool_2x2(const float *src, const int *argmax, int ih, int iw, int oh, int ow,
-                       float *dst)
-{
-    const int oh2 = oh < ih / 2 ? oh : ih / 2, ow2 = ow < iw / 2 ? ow : iw / 2;
-    for (int i = 0; i < oh2; i++) {
-        float *restrict r0 = dst + (size_t)2 * i * iw, *restrict r1 = r0 + iw;
-        const float *restrict s = src + (size_t)i * ow;
-        const int *restrict at = argmax + (size_t)i * ow;
-#pragma omp simd
-        for (int j = 0; j < ow2; j++) {
-            const int base = 2 * i * iw + 2 * j, a = at[j];
-            const float d = s[j];
-            r0[2 * j] += a == base ? d : 0.0f;
-            r0[2 * j + 1] += a == base + 1 ? d : 0.0f;
-            r1[2 * j] += a == base + iw ? d : 0.0f;
-            r1[2 * j + 1] += a == base + iw + 1 ? d : 0.0f;
-        }
-        for (int j = ow2; j < ow; j++)
-            dst[at[j]] += s[j];
-    }
-    for (int k = oh2 * ow; k < oh * ow; k++)
-        dst[argmax[k]] += src[k];
-}
-
 static void maxpool_backward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
@@ -203,10 +176,6 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
         float *dst = in_delta + p * in_plane;
         const float *src = l->delta + p * out_plane;
         const int *at = m->argmax + p * out_plane;
-        if (m->size == 2 && m->stride == 2 && m->padding / 2 == 0) {
-            unpool_2x2(src, at, l->in_shape.h, l->in_shape.w, l->out_shape.h, l->out_shape.w, dst);
-            continue;
-        }
         for (size_t k = 0; k < out_plane; k++)
             dst[at[k]] += src[k];
     }
