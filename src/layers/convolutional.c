@@ -9,7 +9,9 @@
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
  * unpadded convolution). Depthwise convolutions (one input channel per group) use direct
- * loops instead: their gemms would be a single row each.
+ * loops instead: their gemms would be a single row each. A few-channel stride-1 one-group
+ * convolution (a first layer: at most CONV_SMALL_MAX_TAPS taps) runs its forward and weight
+ * gradient on ops/conv_small.h's direct kernel instead, in float32.
  *
  * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
  * instead: their column matrices [kdim][n*out_hw] (a 1x1 direct layer gathers its input), one
@@ -28,6 +30,10 @@
  * direct or depthwise convolution) and delta are rounded to bf16 (gemm_operand) before the
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
+ *
+ * A training batch norm followed by leaky or relu (ref and wino engines) runs with the activation
+ * in its passes (bias_norm_forward_activated, bias_norm_backward_activated), leaving l->pre
+ * unwritten.
  *
  * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
  * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
