@@ -69,7 +69,7 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
             batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
                                     ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch,
                                     channels, spatial, ctx->bn_momentum, ctx->bn_eps,
-                                    bn_sync(bn, ctx, &sync));
+                                    bn_sync(bn, ctx, &sync), NULL);
         else
             batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
                                    ctx->bn_eps, ctx->bn_darknet);
@@ -103,7 +103,7 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
         Param *scales = param(bn, l, SCALES);
         BnSync sync;
         batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
-                           delta, batch, channels, spatial, bn_sync(bn, ctx, &sync));
+                           delta, batch, channels, spatial, bn_sync(bn, ctx, &sync), NULL);
         return;
     }
     /* dbias[c] += sum over the batch and positions of delta[b][c][.], in a fixed order. */
@@ -118,6 +118,42 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
         }
         biases->grad[c] += (float)sum;
     }
+}
+
+/* The activation a batch norm's passes take with them (l's leaky or relu), else 0. */
+static int fused_act(const BiasNorm *bn, const Layer *l, BnAct *act)
+{
+    if (!bn->batch_normalize || (l->activation != CDL_ACT_LEAKY && l->activation != CDL_ACT_RELU))
+        return 0;
+    *act = (BnAct){l->out, l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+    return 1;
+}
+
+int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x)
+{
+    BnAct act;
+    if (!ctx->train || !fused_act(bn, l, &act))
+        return 0;
+    BnSync sync;
+    batchnorm_forward_train(
+        x, NULL, bn->x_hat, bn->inv_std, param(bn, l, SCALES)->data, param(bn, l, BIASES)->data,
+        ctx->replay ? NULL : param(bn, l, ROLLING_MEAN)->data,
+        ctx->replay ? NULL : param(bn, l, ROLLING_VARIANCE)->data, ctx->batch, bn->channels,
+        bn->spatial, ctx->bn_momentum, ctx->bn_eps, bn_sync(bn, ctx, &sync), &act);
+    return 1;
+}
+
+int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta)
+{
+    BnAct act;
+    if (!fused_act(bn, l, &act))
+        return 0;
+    Param *scales = param(bn, l, SCALES);
+    BnSync sync;
+    batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad,
+                       param(bn, l, BIASES)->grad, delta, ctx->batch, bn->channels, bn->spatial,
+                       bn_sync(bn, ctx, &sync), &act);
+    return 1;
 }
 
 void bias_norm_onnx_biases(const BiasNorm *bn, const Layer *l, OnnxGraph *g,

@@ -35,6 +35,16 @@ void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const 
                     size_t per_channel, float *w_out, float *b_out);
 /* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta);
+/* The stage and l's activation in one: when batch norm trains and the activation is leaky or
+ * relu, l->out = f(batch norm of x) in the normalising pass (l->pre unwritten: the derivative
+ * reads the output; x may equal l->out), returning 1; else 0, having done nothing (the caller
+ * runs bias_norm_forward and layer_activate). */
+int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x);
+/* The backward of the same: delta from dL/d(l->out) to dL/dx in place through the activation
+ * and the batch norm together, returning 1; else 0, having done nothing (the caller runs
+ * layer_activation_backward and bias_norm_backward). */
+int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext *ctx,
+                                 float *delta);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's
  * Conv B or Gemm C input (name receives it); with batch norm, y = BatchNormalization(x) in
  * inference mode (running statistics, epsilon bn_eps; 0 with bn_darknet). */

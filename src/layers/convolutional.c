@@ -9,7 +9,9 @@
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
  * unpadded convolution). Depthwise convolutions (one input channel per group) use direct
- * loops instead: their gemms would be a single row each.
+ * loops instead: their gemms would be a single row each. A few-channel stride-1 one-group
+ * convolution (a first layer: at most CONV_SMALL_MAX_TAPS taps) runs its forward and weight
+ * gradient on ops/conv_small.h's direct kernel instead, in float32.
  *
  * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
  * instead: their column matrices [kdim][n*out_hw] (a 1x1 direct layer gathers its input), one
@@ -28,6 +30,10 @@
  * direct or depthwise convolution) and delta are rounded to bf16 (gemm_operand) before the
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
+ *
+ * A training batch norm followed by leaky or relu (ref and wino engines) runs with the activation
+ * in its passes (bias_norm_forward_activated, bias_norm_backward_activated), leaving l->pre
+ * unwritten.
  *
  * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
  * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
@@ -51,6 +57,7 @@
 #include "core/net.h"
 #include "layers/bias_norm.h"
 #include "layers/convolutional.h"
+#include "ops/conv_small.h"
 #include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
@@ -122,6 +129,11 @@ typedef struct Conv {
      * of such a gemm takes: its columns, then its rows of the product or of delta. */
     int images_per_gemm, images_asked;
     size_t image_floats;
+    /* few input channels (a first layer), stride 1, one group, on the reference engine: the
+     * forward and weight gradient of an image run ops/conv_small.h's direct kernel in float32
+     * (parse: its plan fits in an image's im2col scratch) */
+    int small;
+    ConvSmall small_plan;
 } Conv;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -220,6 +232,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
                       winograd_worth(in.c, filters, in.h, in.w);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
+    cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&
+                conv_small_plan(&cv->small_plan, in.c, in.h, in.w, filters, size, padding) &&
+                conv_small_buf_floats(&cv->small_plan) <= cv->cols_floats;
     cv->base_scratch = l->scratch_per_sample;
     return CDL_OK;
 }
@@ -243,8 +258,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
     cv->folded = bn && !backward;
-    cv->fused = (!bn || cv->folded) &&
-                (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    cv->fused =
+        (!bn || cv->folded) && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -394,6 +409,13 @@ static void conv_chain(Layer *l, Layer *next)
         a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
 }
 
+/* The image's forward and weight gradient run ops/conv_small.h: planned so by parse, float32
+ * weights and products. */
+static int conv_small_runs(const Layer *l, const Conv *cv)
+{
+    return cv->small && !l->quant && conv_precision(l) == GEMM_FP32;
+}
+
 static void conv_release(Layer *l)
 {
     Conv *cv = l->priv;
@@ -420,12 +442,13 @@ static int image_threads(int batch)
 /* Threads that share each image's work when the images go one by one (image_threads 1): every
  * thread unfolds some channels and takes a fixed block of each product's rows or columns, with
  * single-threaded gemms (split_gemm), instead of OpenBLAS threading each call; 1 for layers
- * below CONV_SPLIT_MIN multiply-adds an image, for int8 weights (qgemm_float threads itself)
- * and depthwise layers (their loops are threaded over planes). */
+ * below CONV_SPLIT_MIN multiply-adds an image, for int8 weights (qgemm_float threads itself),
+ * depthwise layers (their loops are threaded over planes) and few-channel layers on
+ * ops/conv_small.h (one thread an image). */
 static int split_threads(const Layer *l, const Conv *cv, int batch)
 {
     const int nt = omp_get_max_threads();
-    if (nt < 2 || image_threads(batch) > 1 || l->quant || cv->depthwise ||
+    if (nt < 2 || image_threads(batch) > 1 || l->quant || cv->depthwise || conv_small_runs(l, cv) ||
         l->flops < 2.0 * CONV_SPLIT_MIN)
         return 1;
     return nt;
@@ -499,6 +522,10 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
     const float *w = conv_weights(l, cv);
     int c0, c1;
     split_channels(split, cg, &c0, &c1);
+    if (conv_small_runs(l, cv)) {
+        conv_small_forward(&cv->small_plan, x_b, w, out_b, cols);
+        return;
+    }
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct) {
@@ -530,6 +557,10 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
     int c0, c1;
     split_channels(split, cg, &c0, &c1);
+    if (conv_small_runs(l, cv)) {
+        conv_small_weight_grads(&cv->small_plan, x_b, delta_b, beta, dw, cols);
+        return;
+    }
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
         if (!cv->direct) {
@@ -945,6 +976,8 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         }
     }
 
+    if (bias_norm_forward_activated(&cv->stage, l, ctx, l->out))
+        return;
     bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);
 }
@@ -1034,12 +1067,15 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
-    layer_activation_backward(l, batch);
     if (cv->dnnl) {
+        layer_activation_backward(l, batch);
         dnnl_backward(l, cv, ctx);
         return;
     }
-    bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    if (!bias_norm_backward_activated(&cv->stage, l, ctx, l->delta)) {
+        layer_activation_backward(l, batch);
+        bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    }
     /* The bias and batch norm took their gradients: only the products read delta from here. */
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 

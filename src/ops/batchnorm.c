@@ -27,7 +27,8 @@ static void channel_sums(const float *x, int batch, int c, size_t sp, int ch, do
 static void normalize_channel(const float *x, float *y, float *x_hat, float *inv_std,
                               const float *scale, const float *bias, float *running_mean,
                               float *running_var, int batch, int c, size_t sp, int ch,
-                              const double *sums, double n, float momentum, float eps)
+                              const double *sums, double n, float momentum, float eps,
+                              const BnAct *act)
 {
     const double mean = sums[0] / n;
     double var = sums[1] / n - mean * mean;
@@ -40,7 +41,19 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
     for (int b = 0; b < batch; b++) {
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *xs = x + base;
-        float *xh = x_hat + base, *ys = y + base;
+        float *xh = x_hat + base;
+        if (act) {
+            float *out = act->out + base;
+            const float slope = act->slope;
+#pragma omp simd
+            for (size_t i = 0; i < sp; i++) {
+                float h = (xs[i] - m) * is, v = h * g + beta;
+                xh[i] = h;
+                out[i] = v > 0 ? v : slope * v;
+            }
+            continue;
+        }
+        float *ys = y + base;
 #pragma omp simd
         for (size_t i = 0; i < sp; i++) {
             float h = (xs[i] - m) * is;
@@ -59,7 +72,7 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps, const BnSync *sync)
+                             float eps, const BnSync *sync, const BnAct *act)
 {
     const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
@@ -69,7 +82,7 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
             double sums[2];
             channel_sums(x, batch, c, sp, ch, sums);
             normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
-                              c, sp, ch, sums, n, momentum, eps);
+                              c, sp, ch, sums, n, momentum, eps, act);
         }
         return;
     }
@@ -82,7 +95,7 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++)
         normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, c,
-                          sp, ch, sums + 2 * ch, sums[2 * c], momentum, eps);
+                          sp, ch, sums + 2 * ch, sums[2 * c], momentum, eps, act);
 }
 
 /* Inference mode's y = x * a + b of channel ch. */
@@ -130,14 +143,24 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
     }
 }
 
-/* Channel ch's sums of dy and dy * x_hat over the batch. */
+/* Channel ch's sums of dy and dy * x_hat over the batch (dy through act first). */
 static void grad_sums(const float *dy, const float *x_hat, int batch, int c, size_t sp, int ch,
-                      double *sums)
+                      double *sums, const BnAct *act)
 {
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int b = 0; b < batch; b++) {
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *d = dy + base, *xh = x_hat + base;
+        if (act) {
+            const float *out = act->out + base, slope = act->slope;
+#pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
+            for (size_t i = 0; i < sp; i++) {
+                const float di = d[i] * (out[i] > 0 ? 1.0f : slope);
+                sum_dy += di;
+                sum_dy_xhat += (double)di * xh[i];
+            }
+            continue;
+        }
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
         for (size_t i = 0; i < sp; i++) {
             sum_dy += d[i];
@@ -152,7 +175,7 @@ static void grad_sums(const float *dy, const float *x_hat, int batch, int c, siz
  * dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat)). */
 static void channel_dx(const float *dy, const float *x_hat, const float *inv_std,
                        const float *scale, float *dx, int batch, int c, size_t sp, int ch,
-                       const double *sums, double n)
+                       const double *sums, double n, const BnAct *act)
 {
     const float k = scale[ch] * inv_std[ch];
     const float mean_dy = (float)(sums[0] / n), mean_dy_xhat = (float)(sums[1] / n);
@@ -160,6 +183,13 @@ static void channel_dx(const float *dy, const float *x_hat, const float *inv_std
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *d = dy + base, *xh = x_hat + base;
         float *o = dx + base;
+        if (act) {
+            const float *out = act->out + base, slope = act->slope;
+#pragma omp simd
+            for (size_t i = 0; i < sp; i++)
+                o[i] = k * (d[i] * (out[i] > 0 ? 1.0f : slope) - mean_dy - xh[i] * mean_dy_xhat);
+            continue;
+        }
 #pragma omp simd
         for (size_t i = 0; i < sp; i++)
             o[i] = k * (d[i] - mean_dy - xh[i] * mean_dy_xhat);
@@ -168,7 +198,7 @@ static void channel_dx(const float *dy, const float *x_hat, const float *inv_std
 
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial, const BnSync *sync)
+                        int c, int spatial, const BnSync *sync, const BnAct *act)
 {
     const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
@@ -176,10 +206,10 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
 #pragma omp parallel for schedule(static)
         for (int ch = 0; ch < c; ch++) {
             double sums[2];
-            grad_sums(dy, x_hat, batch, c, sp, ch, sums);
+            grad_sums(dy, x_hat, batch, c, sp, ch, sums, act);
             dbias[ch] += (float)sums[0];
             dscale[ch] += (float)sums[1];
-            channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n);
+            channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n, act);
         }
         return;
     }
@@ -188,7 +218,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
     double *sums = sync->buf;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++) {
-        grad_sums(dy, x_hat, batch, c, sp, ch, sums + 2 * ch);
+        grad_sums(dy, x_hat, batch, c, sp, ch, sums + 2 * ch, act);
         dbias[ch] += (float)sums[2 * ch];
         dscale[ch] += (float)sums[2 * ch + 1];
     }
@@ -196,5 +226,6 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
     sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++)
-        channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums + 2 * ch, sums[2 * c]);
+        channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums + 2 * ch, sums[2 * c],
+                   act);
 }

@@ -15,15 +15,23 @@ typedef struct BnSync {
     double *buf;
 } BnSync;
 
+/* A leaky or relu activation fused into the batch norm's passes: out = y > 0 ? y : slope * y
+ * (slope 0.1 for leaky, 0 for relu). NULL instead of a BnAct: none. */
+typedef struct BnAct {
+    float *out;
+    float slope;
+} BnAct;
+
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
  * and inv_std [c] = 1/sqrt(var + eps) for the backward pass, and moves the running
  * statistics: mean = (1-momentum)*mean + momentum*batch_mean, likewise var with the
  * unbiased batch variance (running_mean and running_var NULL: they are left alone, as in a
- * replayed forward). y may equal x. sync: see BnSync. */
+ * replayed forward). y may equal x. sync: see BnSync. With act, writes act->out = f(y) in the
+ * same pass instead of y (y unused; act->out may equal x). */
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps, const BnSync *sync);
+                             float eps, const BnSync *sync, const BnAct *act);
 
 /* Inference mode: normalises with the running statistics, dividing by sqrt(var + eps), or with
  * darknet set by darknet's sqrt(var) + 1e-6 (eps unused). y may equal x. */
@@ -41,9 +49,10 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
 
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
  * dscale and dbias [c] (this process's share under sync), and WRITES dL/dx into dx. dx may
- * equal dy. sync: the statistics forward used. */
+ * equal dy. sync: the statistics forward used. With act, dy is the gradient of act->out (the
+ * forward's), taken back through the activation on the way: dy * (out > 0 ? 1 : slope). */
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial, const BnSync *sync);
+                        int c, int spatial, const BnSync *sync, const BnAct *act);
 
 #endif

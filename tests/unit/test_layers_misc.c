@@ -272,6 +272,62 @@ static void test_maxpool_size3_stride2(void)
     net_free(&net);
 }
 
+/* 2x2 stride 2 (padding 0 or darknet's default 1), whose inside windows take their own
+ * vectorised loop, against a direct window scan on even and odd maps, with ties (small integer
+ * values; the first maximum in row order wins): the outputs and where the backward sends each
+ * delta, exactly. */
+static void check_maxpool_2x2(int h, int w, int padding)
+{
+    char cfg[160];
+    snprintf(cfg, sizeof cfg,
+             "[net]\nwidth=%d\nheight=%d\nchannels=3\n[maxpool]\nsize=2\nstride=2\npadding=%d\n",
+             w, h, padding);
+    Net net;
+    if (build_sized(cfg, 2, &net))
+        return;
+    const int oh = (h + padding - 2) / 2 + 1, ow = (w + padding - 2) / 2 + 1, planes = 6;
+    CHECK(same_shape(net.layers[0].out_shape, 3, oh, ow));
+    Rng r;
+    rng_seed(&r, 9, (uint64_t)(h * 100 + w));
+    for (int i = 0; i < planes * h * w; i++)
+        net.input[i] = (float)(int)(4.0f * rng_normal(&r));
+    net_forward(&net);
+    float *want_dx = calloc((size_t)planes * h * w, sizeof *want_dx);
+    int bad = 0;
+    for (int p = 0; p < planes; p++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                float best = -INFINITY;
+                int at = -1;
+                for (int y = 2 * i; y < 2 * i + 2 && y < h; y++)
+                    for (int x = 2 * j; x < 2 * j + 2 && x < w; x++)
+                        if (at < 0 || net.input[(p * h + y) * w + x] > best) {
+                            best = net.input[(p * h + y) * w + x];
+                            at = y * w + x;
+                        }
+                const int o = (p * oh + i) * ow + j;
+                bad += net.layers[0].out[o] != best;
+                net.layers[0].delta[o] = (float)(o + 1);
+                want_dx[p * h * w + at] += (float)(o + 1);
+            }
+    CHECK(bad == 0);
+    net_backward(&net);
+    bad = 0;
+    for (int i = 0; i < planes * h * w; i++)
+        bad += net.input_delta[i] != want_dx[i];
+    CHECK(bad == 0);
+    free(want_dx);
+    net_free(&net);
+}
+
+static void test_maxpool_2x2_stride2(void)
+{
+    check_maxpool_2x2(28, 28, 1); /* fashion's */
+    check_maxpool_2x2(7, 9, 1);   /* a last row and column that cross the border */
+    check_maxpool_2x2(6, 8, 0);
+    check_maxpool_2x2(5, 33, 0); /* odd maps without padding: the last row and column dropped */
+}
+
 static void test_maxpool_shapes_and_errors(void)
 {
     Net net;
@@ -720,6 +776,7 @@ int main(void)
     test_activation_large_arrays_match_elementwise();
     test_maxpool_default_padding_edges();
     test_maxpool_size3_stride2();
+    test_maxpool_2x2_stride2();
     test_maxpool_shapes_and_errors();
     test_avgpool_is_global_mean();
     test_dropout_eval_is_identity();

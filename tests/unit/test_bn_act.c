@@ -1,0 +1,107 @@
+/* ops/batchnorm.h with a fused activation (BnAct) against the unfused reference: the training
+ * forward followed by activation_forward, and activation_backward followed by the backward, for
+ * leaky and relu, with and without a BnSync, within 1e-5 relative (max abs difference / max abs
+ * value) on every output: the activated values, x_hat, inv_std, the running statistics, dx and
+ * the parameter gradients. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops/activation.h"
+#include "ops/batchnorm.h"
+
+#define REL_TOL 1e-5
+
+/* Uniform in [lo, lo + 2) from a fixed linear congruential sequence. */
+static void fill(float *x, size_t n, float lo, unsigned *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        x[i] = (float)(*state >> 8) / 8388608.0f + lo;
+    }
+}
+
+static double rel_error(const float *got, const float *want, size_t n)
+{
+    double diff = 0.0, max = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)got[i] - want[i]));
+        max = fmax(max, fabs((double)want[i]));
+    }
+    return max > 0.0 ? diff / max : diff;
+}
+
+/* A sync that leaves the sums as they are: one process. */
+static void sum_none(void *ctx, double *buf, size_t n)
+{
+    (void)ctx, (void)buf, (void)n;
+}
+
+/* The buffers of one side: [0] the reference, [1] fused. */
+typedef struct Side {
+    float *y, *x_hat, *inv_std, *mean, *var, *dscale, *dbias, *delta;
+} Side;
+
+static void check_case(int batch, int c, int spatial, ActivationKind kind, int sync)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy);
+    float *scale = malloc(c * sizeof *scale), *bias = malloc(c * sizeof *bias);
+    double *sums = malloc((2 * (size_t)c + 1) * sizeof *sums);
+    unsigned state = 7u + (unsigned)(batch * 100 + c * 10 + kind);
+    fill(x, n, -0.7f, &state);
+    fill(dy, n, -1.0f, &state);
+    fill(scale, c, 0.0f, &state);
+    fill(bias, c, -1.0f, &state);
+    Side s[2];
+    for (int k = 0; k < 2; k++) {
+        s[k].y = malloc(n * sizeof(float));
+        s[k].x_hat = malloc(n * sizeof(float));
+        s[k].delta = malloc(n * sizeof(float));
+        s[k].inv_std = calloc(c, sizeof(float));
+        s[k].mean = calloc(c, sizeof(float));
+        s[k].var = calloc(c, sizeof(float));
+        s[k].dscale = calloc(c, sizeof(float));
+        s[k].dbias = calloc(c, sizeof(float));
+        memcpy(s[k].delta, dy, n * sizeof *dy);
+    }
+    const BnSync bs = {sum_none, NULL, sums}, *bsp = sync ? &bs : NULL;
+    const BnAct act = {s[1].y, kind == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+
+    float *pre = malloc(n * sizeof *pre);
+    batchnorm_forward_train(x, pre, s[0].x_hat, s[0].inv_std, scale, bias, s[0].mean, s[0].var,
+                            batch, c, spatial, 0.1f, 1e-5f, bsp, NULL);
+    activation_forward(pre, s[0].y, n, kind);
+    batchnorm_forward_train(x, NULL, s[1].x_hat, s[1].inv_std, scale, bias, s[1].mean, s[1].var,
+                            batch, c, spatial, 0.1f, 1e-5f, bsp, &act);
+    activation_backward(pre, s[0].y, s[0].delta, n, kind);
+    batchnorm_backward(s[0].delta, s[0].x_hat, s[0].inv_std, scale, s[0].dscale, s[0].dbias,
+                       s[0].delta, batch, c, spatial, bsp, NULL);
+    batchnorm_backward(s[1].delta, s[1].x_hat, s[1].inv_std, scale, s[1].dscale, s[1].dbias,
+                       s[1].delta, batch, c, spatial, bsp, &act);
+
+    CHECK(rel_error(s[1].y, s[0].y, n) <= REL_TOL);
+    CHECK(rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
+    CHECK(rel_error(s[1].inv_std, s[0].inv_std, c) <= REL_TOL);
+    CHECK(rel_error(s[1].mean, s[0].mean, c) <= REL_TOL);
+    CHECK(rel_error(s[1].var, s[0].var, c) <= REL_TOL);
+    CHECK(rel_error(s[1].delta, s[0].delta, n) <= REL_TOL);
+    CHECK(rel_error(s[1].dscale, s[0].dscale, c) <= REL_TOL);
+    CHECK(rel_error(s[1].dbias, s[0].dbias, c) <= REL_TOL);
+
+    for (int k = 0; k < 2; k++) {
+        free(s[k].y), free(s[k].x_hat), free(s[k].delta), free(s[k].inv_std);
+        free(s[k].mean), free(s[k].var), free(s[k].dscale), free(s[k].dbias);
+    }
+    free(x), free(dy), free(scale), free(bias), free(sums), free(pre);
+}
+
+int main(void)
+{
+    check_case(4, 32, 28 * 28, CDL_ACT_LEAKY, 0); /* fashion's first layer, a smaller batch */
+    check_case(3, 5, 7, CDL_ACT_LEAKY, 1);
+    check_case(2, 64, 49, CDL_ACT_RELU, 0);
+    check_case(5, 3, 1, CDL_ACT_RELU, 1);
+    return check_report("test_bn_act");
+}
