@@ -5,7 +5,10 @@
 #include <omp.h>
 #include <string.h>
 
-#include "ops/gemm.h"
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define WINO_AVX2 1
+#endif
 
 /* Transformed values of one 4x4 input window or one filter. */
 #define WINO_E 16
@@ -63,9 +66,20 @@ int winograd_worth(int c, int k, int h, int w)
     return c >= 16 && k >= 16 && h % 4 == 0 && w % 4 == 0;
 }
 
+/* Filters per block of the packed weights: the rows of one product kernel call. */
+#define WINO_ROWS 4
+
+/* Columns (tiles) of a product kernel call: up to this many vectors of 8. */
+#define WINO_VECS 3
+
+static size_t rows_padded(int k)
+{
+    return (size_t)(k + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+}
+
 size_t winograd_weights_floats(int k, int c)
 {
-    return (size_t)WINO_E * k * c;
+    return (size_t)WINO_E * rows_padded(k) * rows_padded(c);
 }
 
 /* Floats of one thread's scratch: V and M of a chunk, then the padded rows of a run. */
@@ -82,10 +96,12 @@ size_t winograd_scratch_floats(const WinogradPlan *p)
 
 void winograd_weights(const float *w, int k, int c, float *u)
 {
-    const size_t kc = (size_t)k * c;
+    const size_t kc = rows_padded(k) * c;
+    static const float zero[9];
 #pragma omp parallel for schedule(static) if (kc >= 16384)
     for (size_t i = 0; i < kc; i++) {
-        const float *g = w + i * 9;
+        const int f = (int)(i / c), ch = (int)(i % c);
+        const float *g = f < k ? w + ((size_t)f * c + ch) * 9 : zero;
         float t[4][3]; /* G g: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] */
         for (int j = 0; j < 3; j++) {
             t[0][j] = g[j];
@@ -93,12 +109,13 @@ void winograd_weights(const float *w, int k, int c, float *u)
             t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
             t[3][j] = g[6 + j];
         }
+        /* u[e][f / ROWS][ch][f % ROWS] */
+        float *o = u + ((size_t)(f / WINO_ROWS) * c + ch) * WINO_ROWS + f % WINO_ROWS;
         for (int r = 0; r < 4; r++) { /* (G g) G^T */
-            float *o = u + (size_t)r * 4 * kc + i;
-            o[0] = t[r][0];
-            o[kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-            o[2 * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-            o[3 * kc] = t[r][2];
+            o[(4 * r + 0) * kc] = t[r][0];
+            o[(4 * r + 1) * kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+            o[(4 * r + 2) * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+            o[(4 * r + 3) * kc] = t[r][2];
         }
     }
 }
@@ -247,13 +264,84 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
     }
 }
 
+#ifdef WINO_AVX2
+/* m[r][8j..8j+8) for the rows r < rows of a block and the vectors j < vecs: the sums over the c
+ * channels of up[ch][r] * v[ch][8j..]; vecs is a constant at each call, so the accumulators stay
+ * in registers. */
+static inline __attribute__((always_inline)) void product_block(int vecs, int rows, int c,
+                                                                const float *up, const float *v,
+                                                                size_t ldv, float *m, size_t ldm)
+{
+    __m256 acc[WINO_ROWS][WINO_VECS];
+    for (int r = 0; r < WINO_ROWS; r++)
+        for (int j = 0; j < vecs; j++)
+            acc[r][j] = _mm256_setzero_ps();
+    for (int ch = 0; ch < c; ch++) {
+        __m256 b[WINO_VECS];
+        for (int j = 0; j < vecs; j++) {
+            b[j] = _mm256_loadu_ps(v + (size_t)ch * ldv + 8 * j);
+            __asm__("" : "+x"(b[j])); /* one load, kept in a register, not one per row */
+        }
+        for (int r = 0; r < WINO_ROWS; r++) {
+            const __m256 a = _mm256_broadcast_ss(up + (size_t)ch * WINO_ROWS + r);
+            for (int j = 0; j < vecs; j++)
+                acc[r][j] = _mm256_fmadd_ps(a, b[j], acc[r][j]);
+        }
+    }
+    if (rows == WINO_ROWS) {
+        for (int r = 0; r < WINO_ROWS; r++)
+            for (int j = 0; j < vecs; j++)
+                _mm256_storeu_ps(m + (size_t)r * ldm + 8 * j, acc[r][j]);
+        return;
+    }
+    float sums[WINO_ROWS][8 * WINO_VECS]; /* the last block's rows past k are dropped */
+    for (int r = 0; r < WINO_ROWS; r++)
+        for (int j = 0; j < vecs; j++)
+            _mm256_storeu_ps(sums[r] + 8 * j, acc[r][j]);
+    for (int r = 0; r < rows; r++)
+        memcpy(m + (size_t)r * ldm, sums[r], (size_t)8 * vecs * sizeof *m);
+}
+#else
+static inline void product_block(int vecs, int rows, int c, const float *up, const float *v,
+                                 size_t ldv, float *m, size_t ldm)
+{
+    float acc[WINO_ROWS][8 * WINO_VECS] = {{0}};
+    for (int ch = 0; ch < c; ch++)
+        for (int r = 0; r < WINO_ROWS; r++)
+            for (int j = 0; j < 8 * vecs; j++)
+                acc[r][j] += up[(size_t)ch * WINO_ROWS + r] * v[(size_t)ch * ldv + j];
+    for (int r = 0; r < rows; r++)
+        memcpy(m + (size_t)r * ldm, acc[r], (size_t)8 * vecs * sizeof *m);
+}
+#endif
+
+/* m [k][ldm] = U[e] v for one e: up the packed weights [k / ROWS][c][ROWS], v [c][ldv] the
+ * transformed windows of n tiles (columns up to n rounded up to 8, past n junk). */
+static void product(int k, int c, int n, const float *up, const float *v, size_t ldv, float *m,
+                    size_t ldm)
+{
+    const int vecs = (n + 7) / 8;
+    for (int f = 0; f < k; f += WINO_ROWS) {
+        const int rows = k - f < WINO_ROWS ? k - f : WINO_ROWS;
+        const float *uf = up + (size_t)f * c;
+        float *mf = m + (size_t)f * ldm;
+        int j = 0;
+        for (; j + WINO_VECS <= vecs; j += WINO_VECS)
+            product_block(WINO_VECS, rows, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+        if (vecs - j == 2)
+            product_block(2, rows, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+        else if (vecs - j == 1)
+            product_block(1, rows, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+    }
+}
+
 void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
                    float *scratch)
 {
     const int chunks = (p->tiles + p->chunk - 1) / p->chunk;
     const int limit = omp_get_max_threads();
     const int nt = p->threads < limit ? p->threads : limit;
-    const size_t kc = (size_t)p->k * p->c;
+    const size_t kc = rows_padded(p->k) * p->c;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && chunks > 1)
     for (int q = 0; q < chunks; q++) {
         const int t0 = q * p->chunk;
@@ -264,8 +352,7 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
         float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
         input_transform(p, x, t0, n, v, rows);
         for (int e = 0; e < WINO_E; e++)
-            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, chunk_ld(n), 0.0f,
-                 m + e * ms, chunk_ld(n));
+            product(p->k, p->c, n, u + e * kc, v + e * vs, chunk_ld(n), m + e * ms, chunk_ld(n));
         output_transform(p, m, t0, n, y, accumulate, rows);
     }
 }
