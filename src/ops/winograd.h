@@ -21,6 +21,7 @@ typedef struct WinogradPlan {
     int tiles;   /* 2x2 output tiles of the batch */
     int chunk;   /* tiles per chunk */
     int threads; /* at most this many threads, each with winograd_scratch_floats of scratch */
+    int fused;   /* maps at most 16 wide: products and output transform per block (below) */
 } WinogradPlan;
 
 /* The plan for x [batch][c][h][w] and k filters on up to threads threads. The chunk is chosen
