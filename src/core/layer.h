@@ -240,6 +240,11 @@ typedef struct LayerType {
     /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
      * when it frees the layer. NULL: nothing to release. */
     void (*release)(Layer *l);
+    /* Called by net_resize after every layer's resize when next, of the same family, is the only
+     * reader of l's output: the two may agree to pass that output in a layout of their own
+     * (oneDNN's blocked one) in the passes where both can, which nothing else then reads. NULL:
+     * outputs stay plain. */
+    void (*chain)(Layer *l, Layer *next);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;
     /* The step on a GPU; NULL for every family today (net_check_backend refuses). */

@@ -608,6 +608,24 @@ int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e
     return st;
 }
 
+/* Offers each layer whose output only one later layer of its family reads to agree on a layout
+ * with it (LayerType.chain). */
+static void chain_layers(Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        int readers = 0, reader = -1;
+        for (int j = i + 1; l->type->chain && j < net->n_layers; j++)
+            for (int k = 0; k < net->layers[j].n_inputs; k++)
+                if (net->layers[j].inputs[k] == i) {
+                    readers++;
+                    reader = j;
+                }
+        if (readers == 1 && net->layers[reader].type == l->type)
+            l->type->chain(l, &net->layers[reader]);
+    }
+}
+
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
@@ -633,6 +651,8 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->batch = batch;
     st = lay_out_slab(net, batch, plan, e);
     free(plan);
+    if (!st)
+        chain_layers(net);
     return st;
 }
 

@@ -37,6 +37,7 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
 /* Positions in l->params, in the order parse declares them. */
@@ -180,18 +181,8 @@ static void round_rows(GemmPrecision p, float *x, int n, int width, size_t strid
 /* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
 static void softmax_masked_row(float *row, int n, int width)
 {
-    float max = row[0], sum = 0;
-    for (int j = 1; j < n; j++)
-        max = row[j] > max ? row[j] : max;
-    for (int j = 0; j < n; j++) {
-        row[j] = expf(row[j] - max);
-        sum += row[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < n; j++)
-        row[j] *= inv;
-    for (int j = n; j < width; j++)
-        row[j] = 0.0f;
+    softmax_row(row, row, (size_t)n);
+    memset(row + n, 0, (size_t)(width - n) * sizeof *row);
 }
 
 /* 1 when the (sample, head) pairs of a forward or backward are worth a parallel region. */
@@ -393,8 +384,10 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
                 for (int j = 0; j < keys; j++)
                     dpi[j] *= m[(size_t)i * t + j];
             float dot = 0;
+#pragma omp simd reduction(+ : dot)
             for (int j = 0; j < keys; j++)
                 dot += pi[j] * dpi[j];
+#pragma omp simd
             for (int j = 0; j < keys; j++)
                 dpi[j] = pi[j] * (dpi[j] - dot);
             gemm_operand(prec, dpi, (size_t)keys, dpi);

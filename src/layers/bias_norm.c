@@ -87,6 +87,14 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
     }
 }
 
+void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const float *w,
+                    size_t per_channel, float *w_out, float *b_out)
+{
+    batchnorm_fold(w, per_channel, param(bn, l, SCALES)->data, param(bn, l, BIASES)->data,
+                   param(bn, l, ROLLING_MEAN)->data, param(bn, l, ROLLING_VARIANCE)->data,
+                   bn->channels, ctx->bn_eps, ctx->bn_darknet, w_out, b_out);
+}
+
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;

@@ -28,6 +28,11 @@ void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st);
 /* y = x + bias, or batch norm in the net's mode (training: batch statistics, moving the
  * running ones). y may equal x. */
 void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y);
+/* Batch norm only, inference mode: its running statistics folded into the weights w
+ * [channels][per_channel] of the product before it (batchnorm_fold), into w_out and the bias
+ * b_out [channels]. */
+void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const float *w,
+                    size_t per_channel, float *w_out, float *b_out);
 /* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's

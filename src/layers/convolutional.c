@@ -37,7 +37,11 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any"), when it runs with int8 weights, and in precision=bf16. */
+ * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
+ * gradients) batch norm's running statistics are folded into the weights and bias each forward
+ * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
+ * and a layer whose output only the next convolution reads leaves it in the blocked layout that
+ * one's forward reads (conv_chain, decided by net_resize), in inference forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -71,6 +75,9 @@ enum { P_WEIGHTS, P_BIASES };
 #define CONV_WEIGHTS_PER_COLUMN 16384
 #define CONV_GEMM_COLUMNS 512
 
+/* Multiply-adds an image from which split_threads shares one image's work over the threads. */
+#define CONV_SPLIT_MIN 262144
+
 typedef struct Conv {
     int filters, size, stride, padding, groups;
     int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
@@ -95,6 +102,14 @@ typedef struct Conv {
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
     DnnlConv dc;
+    /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
+     * folds the running statistics into w_fold and b_fold (work) and runs them as the
+     * convolution's weights and bias, the activation fused as without batch norm */
+    int folded;
+    float *w_fold, *b_fold;
+    /* engine=dnnl in an inference net: the output goes to the next convolution, its only reader,
+     * in oneDNN's blocked layout in inference forwards (conv_chain) */
+    int chained_out;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -227,7 +242,9 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int backward = l->params[P_WEIGHTS].grad != NULL;
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
-    cv->fused = !bn && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    cv->folded = bn && !backward;
+    cv->fused = (!bn || cv->folded) &&
+                (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -240,7 +257,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .stride = cv->stride,
         .padding = cv->padding,
         .groups = cv->groups,
-        .bias = !bn,
+        .bias = !bn || cv->folded,
         .eltwise = cv->fused,
         .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
@@ -261,6 +278,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
+    cv->w_fold = layer_work_floats(st, cv->folded ? l->params[P_WEIGHTS].count : 0);
+    cv->b_fold = layer_work_floats(st, cv->folded ? (size_t)out.c : 0);
     return CDL_OK;
 }
 
@@ -310,7 +329,8 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->winograd = 0;
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = cv->chained_out = 0;
+    dnnl_conv_unchain(&cv->dc);
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -364,6 +384,16 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
+/* Two layers on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout: the first's output stays in the blocked layout the second's
+ * forward reads, when they agree on one (dnnl_conv_chain). */
+static void conv_chain(Layer *l, Layer *next)
+{
+    Conv *a = l->priv, *b = next->priv;
+    if (a->dnnl && b->dnnl && !l->params[P_WEIGHTS].grad && !next->params[P_WEIGHTS].grad)
+        a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
+}
+
 static void conv_release(Layer *l)
 {
     Conv *cv = l->priv;
@@ -387,30 +417,94 @@ static int image_threads(int batch)
     return nt;
 }
 
+/* Threads that share each image's work when the images go one by one (image_threads 1): every
+ * thread unfolds some channels and takes a fixed block of each product's rows or columns, with
+ * single-threaded gemms (split_gemm), instead of OpenBLAS threading each call; 1 for layers
+ * below CONV_SPLIT_MIN multiply-adds an image, for int8 weights (qgemm_float threads itself)
+ * and depthwise layers (their loops are threaded over planes). */
+static int split_threads(const Layer *l, const Conv *cv, int batch)
+{
+    const int nt = omp_get_max_threads();
+    if (nt < 2 || image_threads(batch) > 1 || l->quant || cv->depthwise ||
+        l->flops < 2.0 * CONV_SPLIT_MIN)
+        return 1;
+    return nt;
+}
+
+/* The start of part t of n of [0, count) in whole blocks of align (the last part ends at count). */
+static int part_start(int count, int t, int n, int align)
+{
+    const long blocks = (count + align - 1) / align;
+    const int start = (int)(blocks * t / n) * align;
+    return start < count ? start : count;
+}
+
+/* C [m][n] = op(A) op(B) + beta * C (alpha 1, row-major as gemm); split (inside a parallel
+ * region): only this thread's block of it, the rows of C shared over the team when m >= n, else
+ * its columns, in blocks of 16, so each value of C has one owner whatever the timing. */
+static void conv_gemm(int split, int ta, int tb, int m, int n, int k, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    const int t = split ? omp_get_thread_num() : 0, nt = split ? omp_get_num_threads() : 1;
+    if (m >= n) {
+        const int r0 = part_start(m, t, nt, 16), r1 = part_start(m, t + 1, nt, 16);
+        gemm(ta, tb, r1 - r0, n, k, 1.0f, a + (ta ? (size_t)r0 : (size_t)r0 * lda), lda, b, ldb,
+             beta, c + (size_t)r0 * ldc, ldc);
+    } else {
+        const int c0 = part_start(n, t, nt, 16), c1 = part_start(n, t + 1, nt, 16);
+        gemm(ta, tb, m, c1 - c0, k, 1.0f, a, lda, b + (tb ? (size_t)c0 * ldb : (size_t)c0), ldb,
+             beta, c + c0, ldc);
+    }
+}
+
+/* This thread's channels [*c0, *c1) of c when split (inside a parallel region), else all. */
+static void split_channels(int split, int c, int *c0, int *c1)
+{
+    const int t = split ? omp_get_thread_num() : 0, n = split ? omp_get_num_threads() : 1;
+    *c0 = part_start(c, t, n, 1);
+    *c1 = part_start(c, t + 1, n, 1);
+}
+
+/* When split: the team waits until every thread's share of the last step is written. */
+static void split_barrier(int split)
+{
+    if (split) {
+#pragma omp barrier
+    }
+}
+
 /* cols [kdim][out_hw] = im2col of one group's input channels xg, rounded to bf16 in place in
- * precision bf16. */
-static void unfold_input(const Layer *l, const Conv *cv, const float *xg, float *cols)
+ * precision bf16; only the rows of channels [c0, c1). */
+static void unfold_input(const Layer *l, const Conv *cv, const float *xg, int c0, int c1,
+                         float *cols)
 {
     const Shape in = l->in_shape;
-    const int cg = in.c / cv->groups, out_hw = l->out_shape.h * l->out_shape.w;
-    im2col(xg, cg, in.h, in.w, cv->size, cv->stride, cv->padding, cols, (size_t)out_hw);
-    gemm_operand(conv_precision(l), cols, (size_t)cg * cv->size * cv->size * out_hw, cols);
+    const int out_hw = l->out_shape.h * l->out_shape.w, kk = cv->size * cv->size;
+    float *rows = cols + (size_t)c0 * kk * out_hw;
+    im2col(xg + (size_t)c0 * in.h * in.w, c1 - c0, in.h, in.w, cv->size, cv->stride, cv->padding,
+           rows, (size_t)out_hw);
+    gemm_operand(conv_precision(l), rows, (size_t)(c1 - c0) * kk * out_hw, rows);
 }
 
 /* out_b[filters][out_hw] for one image x_b [c][h][w]; cols is this image's scratch slice. With
  * int8 weights (one group) the product is qgemm_float's, the input on the grid xq: the column
- * matrix cols [kdim][out_hw] is its input by columns, out_b its output by columns. */
+ * matrix cols [kdim][out_hw] is its input by columns, out_b its output by columns. split (inside
+ * a parallel region, float weights): this thread's share of the image (split_threads). */
 static void forward_image(const Layer *l, const Conv *cv, const float *x_b, float *out_b,
-                          float *cols, QuantParams xq)
+                          float *cols, QuantParams xq, int split)
 {
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
     const float *w = conv_weights(l, cv);
+    int c0, c1;
+    split_channels(split, cg, &c0, &c1);
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
-        if (!cv->direct)
-            unfold_input(l, cv, xg, cols);
+        if (!cv->direct) {
+            unfold_input(l, cv, xg, c0, c1, cols);
+            split_barrier(split);
+        }
         const float *x_cols = cv->direct ? xg : cols;
         float *out_g = out_b + (size_t)g * fg * out_hw;
         if (l->quant) {
@@ -418,25 +512,34 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
             qgemm_float(&l->quant->matrix, xq, out_hw, x_cols, out_hw, QGEMM_COLS, out_g, out_hw,
                         QGEMM_COLS, work);
         } else {
-            gemm(0, 0, fg, out_hw, kdim, 1.0f, w + (size_t)g * fg * kdim, kdim, x_cols, out_hw,
-                 0.0f, out_g, out_hw);
+            conv_gemm(split, 0, 0, fg, out_hw, kdim, w + (size_t)g * fg * kdim, kdim, x_cols,
+                      out_hw, 0.0f, out_g, out_hw);
         }
+        if (!cv->direct)
+            split_barrier(split); /* the next group or image overwrites cols */
     }
 }
 
-/* dW[filters][kdim] = beta * dW + delta_b * cols_b^T for one image, group by group. */
+/* dW[filters][kdim] = beta * dW + delta_b * cols_b^T for one image, group by group; split as
+ * forward_image's. */
 static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
-                               const float *delta_b, float beta, float *dw, float *cols)
+                               const float *delta_b, float beta, float *dw, float *cols, int split)
 {
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    int c0, c1;
+    split_channels(split, cg, &c0, &c1);
     for (int g = 0; g < cv->groups; g++) {
         const float *xg = x_b + (size_t)g * cg * in.h * in.w;
+        if (!cv->direct) {
+            unfold_input(l, cv, xg, c0, c1, cols);
+            split_barrier(split);
+        }
+        conv_gemm(split, 0, 1, fg, kdim, out_hw, delta_b + (size_t)g * fg * out_hw, out_hw,
+                  cv->direct ? xg : cols, out_hw, beta, dw + (size_t)g * fg * kdim, kdim);
         if (!cv->direct)
-            unfold_input(l, cv, xg, cols);
-        gemm(0, 1, fg, kdim, out_hw, 1.0f, delta_b + (size_t)g * fg * out_hw, out_hw,
-             cv->direct ? xg : cols, out_hw, beta, dw + (size_t)g * fg * kdim, kdim);
+            split_barrier(split);
     }
 }
 
@@ -458,32 +561,44 @@ static void flip_weights(const Layer *l, Conv *cv)
 }
 
 /* dx_b += W^T * delta_b folded back onto the image (col2im), group by group; a same
- * convolution instead adds the flipped weights times delta_b's own im2col columns. */
+ * convolution instead adds the flipped weights times delta_b's own im2col columns. split as
+ * forward_image's. */
 static void input_grads_image(const Layer *l, const Conv *cv, const float *delta_b, float *dx_b,
-                              float *cols)
+                              float *cols, int split)
 {
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int kk = cv->size * cv->size;
     const float *w = conv_weights(l, cv);
     if (cv->same) {
-        const int kdim_delta = fg * cv->size * cv->size;
+        const int kdim_delta = fg * kk;
+        int f0, f1;
+        split_channels(split, fg, &f0, &f1);
         for (int g = 0; g < cv->groups; g++) {
-            im2col(delta_b + (size_t)g * fg * out_hw, fg, in.h, in.w, cv->size, 1,
-                   cv->size - 1 - cv->padding, cols, (size_t)out_hw);
-            gemm(0, 0, cg, out_hw, kdim_delta, 1.0f, cv->w_flipped + (size_t)g * cg * kdim_delta,
-                 kdim_delta, cols, out_hw, 1.0f, dx_b + (size_t)g * cg * out_hw, out_hw);
+            im2col(delta_b + ((size_t)g * fg + f0) * out_hw, f1 - f0, in.h, in.w, cv->size, 1,
+                   cv->size - 1 - cv->padding, cols + (size_t)f0 * kk * out_hw, (size_t)out_hw);
+            split_barrier(split);
+            conv_gemm(split, 0, 0, cg, out_hw, kdim_delta,
+                      cv->w_flipped + (size_t)g * cg * kdim_delta, kdim_delta, cols, out_hw, 1.0f,
+                      dx_b + (size_t)g * cg * out_hw, out_hw);
+            split_barrier(split);
         }
         return;
     }
+    int c0, c1;
+    split_channels(split, cg, &c0, &c1);
     for (int g = 0; g < cv->groups; g++) {
         const float *wg = w + (size_t)g * fg * kdim, *dg = delta_b + (size_t)g * fg * out_hw;
         float *dxg = dx_b + (size_t)g * cg * in.h * in.w;
         if (cv->direct) {
-            gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 1.0f, dxg, out_hw);
+            conv_gemm(split, 1, 0, kdim, out_hw, fg, wg, kdim, dg, out_hw, 1.0f, dxg, out_hw);
         } else {
-            gemm(1, 0, kdim, out_hw, fg, 1.0f, wg, kdim, dg, out_hw, 0.0f, cols, out_hw);
-            col2im(cols, cg, in.h, in.w, cv->size, cv->stride, cv->padding, (size_t)out_hw, dxg);
+            conv_gemm(split, 1, 0, kdim, out_hw, fg, wg, kdim, dg, out_hw, 0.0f, cols, out_hw);
+            split_barrier(split);
+            col2im(cols + (size_t)c0 * kk * out_hw, c1 - c0, in.h, in.w, cv->size, cv->stride,
+                   cv->padding, (size_t)out_hw, dxg + (size_t)c0 * in.h * in.w);
+            split_barrier(split);
         }
     }
 }
@@ -781,12 +896,21 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                          ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
                          : l->in[0];
 
-    if (cv->dnnl) {
-        const int bn = cv->stage.batch_normalize;
+    /* A folded layer's training forward (batch statistics) takes the reference's image by image
+     * path below, whose scratch the layer keeps. */
+    if (cv->dnnl && !(cv->folded && ctx->train)) {
+        const int bn = cv->stage.batch_normalize && !cv->folded;
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+        if (cv->folded) {
+            const Param *pw = &l->params[P_WEIGHTS];
+            bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, cv->w_fold,
+                           cv->b_fold);
+            w = cv->w_fold;
+            b = cv->b_fold;
+        }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, !ctx->train);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -806,14 +930,18 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         const QuantParams xq = l->quant
                                    ? layer_quant_input(l->quant, x, 1, (size_t)batch * in_size, 0)
                                    : (QuantParams){1.0f, 0};
-        const int k = chunk_images(cv, ctx, nt);
+        const int k = chunk_images(cv, ctx, nt), split = split_threads(l, cv, batch);
         if (k > 1) {
             forward_chunks(l, cv, ctx, x, nt, k, xq);
+        } else if (split > 1) {
+#pragma omp parallel num_threads(split)
+            for (int b = 0; b < batch; b++)
+                forward_image(l, cv, x + b * in_size, l->out + b * out_size, ctx->scratch, xq, 1);
         } else {
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
             for (int b = 0; b < batch; b++)
                 forward_image(l, cv, x + b * in_size, l->out + b * out_size,
-                              ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq);
+                              ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq, 0);
         }
     }
 
@@ -842,6 +970,14 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     /* Chunks of k images per gemm (chunk_images), else image by image. */
     const int k = chunk_images(cv, ctx, threads);
 
+    const int split = k == 1 ? split_threads(l, cv, batch) : 1;
+    if (split > 1) {
+#pragma omp parallel num_threads(split)
+        for (int b = 0; b < batch; b++)
+            weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
+                               ctx->scratch, 1);
+        return;
+    }
     if (threads < 2) {
         for (int b = 0; b < batch; b += k)
             if (k > 1)
@@ -849,7 +985,7 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
                                     batch - b < k ? batch - b : k, 1.0f, dw, ctx->scratch);
             else
                 weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
-                                   ctx->scratch);
+                                   ctx->scratch, 0);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -869,7 +1005,7 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
             else
                 weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
                                    t == 0 || b > b0 ? 1.0f : 0.0f, acc,
-                                   ctx->scratch + (size_t)b * cv->cols_floats);
+                                   ctx->scratch + (size_t)b * cv->cols_floats, 0);
     }
 #pragma omp parallel for simd schedule(static) if (count >= 16384)
     for (size_t i = 0; i < count; i++) {
@@ -930,10 +1066,17 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         input_grads_chunks(l, cv, ctx, dx, nt, k);
         return;
     }
+    const int split = split_threads(l, cv, batch);
+    if (split > 1) {
+#pragma omp parallel num_threads(split)
+        for (int b = 0; b < batch; b++)
+            input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size, ctx->scratch, 1);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
-                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats);
+                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, 0);
 }
 
 /* Conv (bias as its B input, or no bias and BatchNormalization), then the activation. */
@@ -974,6 +1117,7 @@ const LayerType convolutional_layer = {
     .init = conv_init,
     .resize = conv_resize,
     .release = conv_release,
+    .chain = conv_chain,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
@@ -982,6 +1126,11 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
+
+int conv_chained(const Layer *l)
+{
+    return l->type == &convolutional_layer && ((const Conv *)l->priv)->chained_out;
+}
 
 void conv_set_images_per_gemm(Layer *l, int images)
 {

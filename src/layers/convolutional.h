@@ -1,4 +1,5 @@
-/* The convolutional layer's images per gemm (layers/convolutional.c), a knob for tests only. */
+/* The convolutional layer's knobs and state for tests (layers/convolutional.c): images per gemm,
+ * chained outputs. */
 #ifndef CDL_CONVOLUTIONAL_H
 #define CDL_CONVOLUTIONAL_H
 
@@ -8,5 +9,8 @@
  * by side in one gemm where it can (at most its thread's share of the batch); 1 runs image by
  * image, 0 (the default) chooses from the map size. */
 void conv_set_images_per_gemm(Layer *l, int images);
+/* 1 when l (a [convolutional] layer) leaves its output in oneDNN's blocked layout for the next
+ * convolution in inference forwards (engine=dnnl in a net without gradients), for tests. */
+int conv_chained(const Layer *l);
 
 #endif

@@ -19,12 +19,25 @@
  * its gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
  * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
  *
+ * [lstm] in float32 runs fused instead (fused=1; the default fused=-1 does so on more than one
+ * thread): the input projection x W_ih^T of all rows as one sgemm into the gate rows, then one
+ * OpenMP parallel region over the whole recurrence with one barrier per step, the hidden units
+ * split over the threads in blocks of UNIT. Per step each thread adds h_{t-1} W_hh^T to its
+ * blocks' four gate panels (W_hh^T packed once per pass, each thread its own panels), runs their
+ * nonlinearities and cell update while the panels are in L1, and writes its part of h_t into the
+ * next step's operand rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
+ * then their cell backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
+ * all rows (ops/gemm_packed) and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state
+ * is time-major (a step's rows together). fused=0 keeps the per-step path above, the reference
+ * the tests compare the fused one against.
+ *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
  * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
  * the inputs and each step's h_{t-1} are rounded into copies, the backward's dL/da rows into
  * hh (per step) and in place once the bias gradients have summed them; the cells' element-wise
  * steps stay float32. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +51,10 @@ enum { P_WEIGHTS_IH, P_WEIGHTS_HH, P_BIASES_IH, P_BIASES_HH };
 
 /* Below this many values per step an element-wise parallel region costs more than it saves. */
 #define RECURRENT_PARALLEL_MIN 16384
+
+/* Hidden units per block of the fused lstm: one packed panel of each gate; and the floats that
+ * pad its rows of state. */
+enum { UNIT = GEMM_PACKED_PANEL, ROW_PAD = 16 };
 
 /* One sample's step t: rows of the layer's buffers, H = hidden units, G gates. */
 typedef struct StepRow {
@@ -85,6 +102,24 @@ typedef struct Recurrent {
     /* Work: W_hh as the per-step products take it (gemm_pack), W_hh^T [H][G*H] in forward and
      * W_hh [G*H][H] in backward, packed by each call that runs steps */
     float *w_hh_packed;
+    /* The fused lstm (fused_lstm), U = ceil(H / UNIT) blocks of hidden units: */
+    int fused; /* [lstm] fused=: 1, 0, or -1 (on more than one thread) */
+    float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
+                  slot T only h_{T-1} */
+    float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
+                        then its dL/dx */
+    float *wcat;     /* work: forward W_hh^T [H][4 U UNIT], gate g of block u in panel g U + u;
+                        backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
+                        [dW_ih | dW_hh] [G*H][I+H] */
+    float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
+    float *da;    /* work [2][batch][G*H]: dL/da of steps t (t even: the first) */
+    float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
+    /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
+     * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
+     * and a pad, so that a column block of a step's rows does not fall in one cache set); else in
+     * row b T + t, ld_* the rows' width. */
+    int time_major;
+    size_t ld_gates, ld_saved, ld_xh;
 } Recurrent;
 
 /* ---- cells: one sample's step, forward and backward ---- */
@@ -138,12 +173,13 @@ static void lstm_forward(const Layer *l, const StepRow *r)
         r->h[j] = o[j] * tanh_c[j];
 }
 
-static void lstm_backward(const Layer *l, const StepRow *r)
+/* lstm_backward of n hidden units: the row's pointers at the first one, the gates H apart. */
+static inline void lstm_backward_units(const StepRow *r, int H, int n)
 {
-    const int H = hidden_of(l);
     float *i = r->gates, *f = i + H, *g = f + H, *o = g + H;
     const float *tanh_c = r->saved + H, *c_prev = r->saved_prev;
-    for (int j = 0; j < H; j++) {
+#pragma omp simd /* element j reads and writes index j of each row only */
+    for (int j = 0; j < n; j++) {
         const float dh = r->dh[j], tc = tanh_c[j];
         const float dc = r->dc[j] + dh * o[j] * (1 - tc * tc);
         const float di = dc * g[j] * i[j] * (1 - i[j]);
@@ -157,6 +193,12 @@ static void lstm_backward(const Layer *l, const StepRow *r)
         o[j] = d_o;
         r->dh_prev[j] = 0;
     }
+}
+
+static void lstm_backward(const Layer *l, const StepRow *r)
+{
+    const int H = hidden_of(l);
+    lstm_backward_units(r, H, H);
 }
 
 /* saved: W_hn h_{t-1} + b_hn; gates: r, z, n. */
@@ -211,6 +253,11 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         st = cfg_get_int(cfg, s, "hidden", hidden, &darknet_hidden, e);
     if (!st && is_rnn)
         st = layer_parse_activation(l, cfg, s, CDL_ACT_TANH, e);
+    int fused = 0;
+    if (!st && cell == &lstm_cell)
+        st = cfg_get_int(cfg, s, "fused", -1, &fused, e);
+    if (!st && (fused < -1 || fused > 1))
+        st = layer_bad_key(l, cfg, s, "fused", fused, "expected -1 (auto), 0 or 1", e);
     if (st)
         return st;
     const CfgEntry *output = cfg_find(s, "output");
@@ -243,6 +290,7 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     rc->steps = in.h;
     rc->inputs = in.w;
     rc->hidden = hidden;
+    rc->fused = fused;
     l->out_shape = (Shape){1, rc->steps, hidden};
     const size_t rows = (size_t)cell->gates * (size_t)hidden;
     /* torch.nn.RNN/GRU/LSTM's weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 */
@@ -275,6 +323,20 @@ static void recurrent_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)hidden_of(l)));
 }
 
+/* The layer is to run the fused lstm: [lstm] in float32 (bf16 takes the reference) with fused=1,
+ * or fused=-1 (the default) on more than one thread (at one thread it measured no faster). */
+static int fused_lstm(const Layer *l)
+{
+    const Recurrent *rc = l->priv;
+    const int wanted = rc->fused == 1 || (rc->fused == -1 && omp_get_max_threads() > 1);
+    return rc->cell == &lstm_cell && wanted && l->precision == GEMM_FP32;
+}
+
+static int unit_blocks(const Recurrent *rc)
+{
+    return (rc->hidden + UNIT - 1) / UNIT;
+}
+
 static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     (void)e;
@@ -282,8 +344,13 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     const Cell *cell = rc->cell;
     const size_t B = (size_t)batch, T = (size_t)rc->steps, H = (size_t)rc->hidden;
     const size_t GH = (size_t)cell->gates * H, SH = (size_t)cell->saved * H;
-    rc->gates = layer_state_floats(st, B * T * GH);
-    rc->saved = layer_state_floats(st, B * T * SH);
+    rc->time_major = fused_lstm(l);
+    const size_t pad = rc->time_major ? ROW_PAD : 0;
+    rc->ld_gates = GH + pad;
+    rc->ld_saved = SH + pad;
+    rc->ld_xh = (size_t)rc->inputs + H + pad;
+    rc->gates = layer_state_floats(st, B * T * rc->ld_gates);
+    rc->saved = layer_state_floats(st, B * T * rc->ld_saved);
     rc->dhh = cell->dhh_differs ? layer_state_floats(st, B * T * GH) : rc->gates;
     rc->hh = layer_state_floats(st, B * GH);
     rc->dh = layer_state_floats(st, B * H);
@@ -295,6 +362,20 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     rc->w_hh_bf16 = layer_state_floats(st, bf16 ? GH * H : 0);
     rc->x_bf16 = layer_state_floats(st, bf16 ? B * T * (size_t)rc->inputs : 0);
     rc->h_bf16 = layer_state_floats(st, bf16 ? B * H : 0);
+    if (fused_lstm(l)) {
+        const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
+        rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
+        rc->delta_tm = layer_work_floats(st, T * B * (H > I ? H : I));
+        /* the packed W_hh^T and W_hh, and backward's [dW_ih | dW_hh] */
+        const size_t fwd = 4 * U * UNIT * H, bwd = gemm_packed_floats((int)GH, (int)H);
+        const size_t dx = gemm_packed_floats((int)GH, (int)I), dw = GH * K;
+        const size_t most = fwd > bwd ? fwd : bwd, after = dx > dw ? dx : dw;
+        rc->wcat = layer_work_floats(st, most > after ? most : after);
+        rc->tiles = layer_work_floats(st, U * 6 * B * UNIT);
+        rc->da = layer_work_floats(st, 2 * B * GH);
+        rc->bias = layer_work_floats(st, GH);
+        return CDL_OK;
+    }
     const size_t fwd = gemm_packed_floats((int)H, (int)GH),
                  bwd = gemm_packed_floats((int)GH, (int)H);
     rc->w_hh_packed = layer_work_floats(st, fwd > bwd ? fwd : bwd);
@@ -321,11 +402,17 @@ static const float *rows_operand(const Layer *l, const float *x, int n, int widt
     return copy;
 }
 
+/* The row of the gates and saved values of step t of sample b (Recurrent.time_major). */
+static size_t state_row(const Recurrent *rc, int batch, int b, int t)
+{
+    return rc->time_major ? (size_t)t * batch + (size_t)b : (size_t)b * rc->steps + (size_t)t;
+}
+
 /* Row `row` of the saved values; NULL for a cell that saves none (rc->saved is then NULL, and
  * offsetting a null pointer, even by 0, is undefined). */
-static float *saved_row(const Recurrent *rc, size_t row, size_t SH)
+static float *saved_row(const Recurrent *rc, size_t row)
 {
-    return SH ? rc->saved + row * SH : NULL;
+    return rc->cell->saved ? rc->saved + row * rc->ld_saved : NULL;
 }
 
 /* W_hh^T [H][G*H] packed for the steps' products (the weights as the forward rounded them). */
@@ -343,7 +430,7 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t, const float 
 {
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, H = rc->hidden;
-    const int GH = rc->cell->gates * H, SH = rc->cell->saved * H;
+    const int GH = rc->cell->gates * H;
     /* The state holds nothing from an earlier pass (another layer may have used it since). */
     if (t == 0)
         memset(rc->zeros, 0, (size_t)GH * sizeof *rc->zeros);
@@ -360,21 +447,317 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t, const float 
     }
 #pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
-        const size_t row = (size_t)b * T + (size_t)t;
+        const size_t row = state_row(rc, batch, b, t), out_row = (size_t)b * T + (size_t)t;
         const StepRow r = {
-            .gates = rc->gates + row * GH,
+            .gates = rc->gates + row * rc->ld_gates,
             .hh = t > 0 ? rc->hh + (size_t)b * GH : rc->zeros,
-            .saved = saved_row(rc, row, SH),
-            .saved_prev = t > 0 ? saved_row(rc, row - 1, SH) : rc->zeros,
-            .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
-            .h = l->out + row * H,
+            .saved = saved_row(rc, row),
+            .saved_prev = t > 0 ? saved_row(rc, state_row(rc, batch, b, t - 1)) : rc->zeros,
+            .h_prev = t > 0 ? l->out + (out_row - 1) * H : rc->zeros,
+            .h = l->out + out_row * H,
         };
         rc->cell->forward(l, &r);
     }
 }
 
+/* ---- the fused lstm ---- */
+
+/* This thread's share [*lo, *hi) of n items, in order of thread number. */
+static void thread_share(int n, int *lo, int *hi)
+{
+    const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    *lo = (int)((long)n * tid / nth);
+    *hi = (int)((long)n * (tid + 1) / nth);
+}
+
+/* Hidden units j0.. of block u, and how many of them exist (the last block may be short). */
+static int block_units(const Recurrent *rc, int u, int *j0)
+{
+    *j0 = u * UNIT;
+    return rc->hidden - *j0 < UNIT ? rc->hidden - *j0 : UNIT;
+}
+
+/* Block u's panels of the forward's W_hh^T (rc->wcat), by the thread that uses them. */
+static void fused_pack_forward(const Layer *l, int u)
+{
+    const Recurrent *rc = l->priv;
+    const int H = rc->hidden, U = unit_blocks(rc);
+    int j0;
+    const int n = block_units(rc, u, &j0);
+    for (int g = 0; g < 4; g++) {
+        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * H;
+        const size_t row = (size_t)g * H + (size_t)j0;
+        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, 0, H, panel);
+    }
+}
+
+/* Prefetches a block's lines of state row `row` (hidden units j0.., UNIT floats = one line): its
+ * four gates and two saved values, and extra (may be NULL). */
+static inline void prefetch_step_lines(const Recurrent *rc, size_t row, int j0, const float *extra)
+{
+    const float *gates = rc->gates + row * rc->ld_gates + j0;
+    const float *saved = rc->saved + row * rc->ld_saved + j0;
+    for (int g = 0; g < 4; g++)
+        __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
+    __builtin_prefetch(saved, 1);
+    __builtin_prefetch(saved + rc->hidden, 1);
+    if (extra)
+        __builtin_prefetch(extra);
+}
+
+/* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
+static inline void copy_units(float *dst, const float *src, int n)
+{
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        dst[j] = src[j];
+}
+
+/* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
+ * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [6][batch][UNIT], the cell as lstm_forward computes
+ * it, and the values backward reads (gates, c_t and tanh(c_t)), h_t into l->out and the operand
+ * rows of step t+1. Inlined with n = UNIT for the full blocks, so the loops are whole vectors. */
+static inline __attribute__((always_inline)) void forward_units(Layer *l, int batch, int t, int u,
+                                                                int j0, int n, float *tile)
+{
+    Recurrent *rc = l->priv;
+    const int T = rc->steps, I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
+    const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
+    float *c = tile + 4 * BU, *tanh_c = tile + 5 * BU;
+    if (t + 1 < T) /* the lines step t+1 reads and writes */
+        for (int b = 0; b < batch; b++)
+            prefetch_step_lines(rc, step + batch + b, j0, NULL);
+    for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh, then + W_hh h_{t-1} */
+        const float *bias = rc->bias + (size_t)g * H + j0;
+        for (int b = 0; b < batch; b++) {
+            const float *x = rc->gates + (step + b) * rc->ld_gates + (size_t)g * H + j0;
+            float *a = tile + g * BU + (size_t)b * UNIT;
+#pragma omp simd
+            for (int j = 0; j < n; j++)
+                a[j] = x[j] + bias[j];
+            for (int j = n; j < UNIT; j++)
+                a[j] = 0.0f;
+        }
+        gemm_packed_panels(batch, UNIT, H, rc->xh + step * rc->ld_xh + I, (int)rc->ld_xh,
+                           rc->wcat + (size_t)(g * U + u) * UNIT * H, 0, 1, 1.0f, tile + g * BU,
+                           UNIT);
+    }
+    activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
+    activation_forward(tile + 2 * BU, tile + 2 * BU, BU, CDL_ACT_TANH);
+    activation_forward(tile + 3 * BU, tile + 3 * BU, BU, CDL_ACT_LOGISTIC);
+    for (int b = 0; b < batch; b++) {
+        const float *c_prev =
+            t > 0 ? rc->saved + (step - batch + b) * rc->ld_saved + j0 : rc->zeros;
+        const float *i = tile + (size_t)b * UNIT, *f = i + BU, *g = f + BU;
+        float *cb = c + (size_t)b * UNIT;
+        for (int j = 0; j < n; j++)
+            cb[j] = f[j] * c_prev[j] + i[j] * g[j];
+        for (int j = n; j < UNIT; j++)
+            cb[j] = 0.0f;
+    }
+    activation_forward(c, tanh_c, BU, CDL_ACT_TANH);
+    for (int b = 0; b < batch; b++) {
+        const size_t row = step + b, at = (size_t)b * UNIT;
+        float *h = rc->xh + (row + batch) * rc->ld_xh + I + j0;
+        float *saved = rc->saved + row * rc->ld_saved + j0;
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            h[j] = tile[3 * BU + at + j] * tanh_c[at + j];
+        copy_units(saved, c + at, n);
+        copy_units(saved + H, tanh_c + at, n);
+        for (int g = 0; g < 4; g++)
+            copy_units(rc->gates + row * rc->ld_gates + (size_t)g * H + j0, tile + g * BU + at, n);
+    }
+}
+
+/* forward_units of block u, in the tile of the calling thread's first block (one tile per
+ * thread stays in L1 from block to block). */
+static void fused_forward_block(Layer *l, int batch, int t, int u, float *tile)
+{
+    const Recurrent *rc = l->priv;
+    int j0;
+    const int n = block_units(rc, u, &j0);
+    if (n == UNIT)
+        forward_units(l, batch, t, u, j0, UNIT, tile);
+    else
+        forward_units(l, batch, t, u, j0, n, tile);
+}
+
+static void fused_forward(Layer *l, const StepContext *ctx)
+{
+    Recurrent *rc = l->priv;
+    const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
+    const int U = unit_blocks(rc), rows = batch * T;
+    const float *b_ih = l->params[P_BIASES_IH].data, *b_hh = l->params[P_BIASES_HH].data;
+    for (int j = 0; j < 4 * H; j++)
+        rc->bias[j] = b_ih[j] + b_hh[j];
+    memset(rc->zeros, 0, 4 * (size_t)H * sizeof *rc->zeros);
+#pragma omp parallel
+    {
+        int lo, hi;
+        thread_share(rows, &lo, &hi);
+        for (int r = lo; r < hi; r++) { /* the operand rows: x_t, and h_{-1} = 0 */
+            const int b = r / T, t = r % T;
+            float *dst = rc->xh + ((size_t)t * batch + b) * rc->ld_xh;
+            memcpy(dst, l->in[0] + (size_t)r * I, (size_t)I * sizeof *dst);
+            if (t == 0)
+                memset(dst + I, 0, (size_t)H * sizeof *dst);
+        }
+        thread_share(U, &lo, &hi);
+        for (int u = lo; u < hi; u++)
+            fused_pack_forward(l, u);
+    }
+    /* the gate rows = x W_ih^T, every step at once */
+    gemm(0, 1, rows, 4 * H, I, 1.0f, rc->xh, (int)rc->ld_xh, l->params[P_WEIGHTS_IH].data, I, 0.0f,
+         rc->gates, (int)rc->ld_gates);
+#pragma omp parallel
+    {
+        int lo, hi;
+        thread_share(U, &lo, &hi);
+        float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
+        for (int t = 0; t < T; t++) {
+            for (int u = lo; u < hi; u++)
+                fused_forward_block(l, batch, t, u, tile);
+#pragma omp barrier
+        }
+        thread_share(rows, &lo, &hi);
+        for (int r = lo; r < hi; r++) { /* l->out row (b, t): h_t, operand slot t+1 */
+            const int b = r / T, t = r % T;
+            memcpy(l->out + (size_t)r * H, rc->xh + ((size_t)(t + 1) * batch + b) * rc->ld_xh + I,
+                   (size_t)H * sizeof *l->out);
+        }
+    }
+}
+
+/* Step t of the n hidden units j0.. for every sample: dL/dh_t (l->delta, and rc->dh_carry from
+ * step t+1), the cell's backward (lstm_backward_units), dL/da_t into the gates and rc->da, summed
+ * into the bias gradient rc->bias. Inlined with n = UNIT for the full blocks. */
+static inline __attribute__((always_inline)) void backward_units(Layer *l, int batch, int t, int j0,
+                                                                 int n)
+{
+    Recurrent *rc = l->priv;
+    const int H = rc->hidden;
+    const size_t GH = 4 * (size_t)H;
+    float *da = rc->da + (size_t)(t & 1) * batch * GH;
+    for (int b = 0; b < batch; b++) {
+        const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
+        float *dh = rc->dh + at, *carry = rc->dh_carry + at;
+        const float *delta = rc->delta_tm + row * H + j0;
+        if (t > 0) /* the lines step t-1 reads: the hardware prefetchers miss these strides */
+            prefetch_step_lines(rc, row - batch, j0, delta - (size_t)batch * H);
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            dh[j] = delta[j] + carry[j];
+        const StepRow r = {
+            .gates = rc->gates + row * rc->ld_gates + j0,
+            .saved = rc->saved + row * rc->ld_saved + j0,
+            .saved_prev = t > 0 ? rc->saved + (row - batch) * rc->ld_saved + j0 : rc->zeros,
+            .dh = dh,
+            .dh_prev = carry,
+            .dc = rc->dc + at,
+        };
+        lstm_backward_units(&r, H, n);
+        for (int g = 0; g < 4; g++) {
+            const size_t col = (size_t)g * H + j0;
+            const float *d = r.gates + (size_t)g * H;
+            copy_units(da + (size_t)b * GH + col, d, n);
+#pragma omp simd
+            for (int j = 0; j < n; j++)
+                rc->bias[col + j] += d[j];
+        }
+    }
+}
+
+static void fused_backward_block(Layer *l, int batch, int t, int u)
+{
+    const Recurrent *rc = l->priv;
+    int j0;
+    const int n = block_units(rc, u, &j0);
+    if (n == UNIT)
+        backward_units(l, batch, t, j0, UNIT);
+    else
+        backward_units(l, batch, t, j0, n);
+}
+
+static void fused_backward(Layer *l, const StepContext *ctx)
+{
+    Recurrent *rc = l->priv;
+    const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
+    const int GH = 4 * H, U = unit_blocks(rc), rows = batch * T;
+    float *dx = l->in_delta[0], *w_hh = rc->wcat;
+    memset(rc->bias, 0, (size_t)GH * sizeof *rc->bias);
+    memset(rc->zeros, 0, (size_t)GH * sizeof *rc->zeros);
+    memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
+    memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
+#pragma omp parallel
+    {
+        int u0, u1;
+        thread_share(U, &u0, &u1);
+        /* this thread's panels of W_hh [G*H][H] (its blocks' columns) */
+        for (int u = u0; u < u1; u++) {
+            int j0;
+            const int n = block_units(rc, u, &j0);
+            gemm_pack_rows(0, GH, n, l->params[P_WEIGHTS_HH].data + j0, H, 0, GH,
+                           w_hh + (size_t)u * UNIT * GH);
+        }
+        int lo, hi;
+        thread_share(rows, &lo, &hi);
+        for (int r = lo; r < hi; r++) { /* l->delta row (b, t) into delta_tm row t batch + b */
+            const int b = r / T, t = r % T;
+            memcpy(rc->delta_tm + ((size_t)t * batch + b) * H, l->delta + (size_t)r * H,
+                   (size_t)H * sizeof *l->delta);
+        }
+#pragma omp barrier
+        for (int t = T - 1; t >= 0; t--) {
+            if (t < T - 1) { /* dh_carry = dL/da_{t+1} W_hh */
+                const float *da = rc->da + (size_t)((t + 1) & 1) * batch * GH;
+                gemm_packed_panels(batch, H, GH, da, GH, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
+            }
+            for (int u = u0; u < u1; u++)
+                fused_backward_block(l, batch, t, u);
+#pragma omp barrier
+        }
+    }
+    if (dx) { /* dx += da W_ih, every step at once (time-major rows in delta_tm, then added);
+               ops/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
+        float *dx_tm = rc->delta_tm;
+        gemm_pack(0, GH, I, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
+        gemm_packed(rows, I, GH, rc->gates, (int)rc->ld_gates, rc->wcat, 0.0f, dx_tm, I);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const int b = r / T, t = r % T;
+            const float *src = dx_tm + ((size_t)t * batch + b) * I;
+            for (int k = 0; k < I; k++)
+                dx[(size_t)r * I + k] += src[k];
+        }
+    }
+    float *db_ih = l->params[P_BIASES_IH].grad, *db_hh = l->params[P_BIASES_HH].grad;
+    for (int j = 0; j < GH; j++) {
+        db_ih[j] += rc->bias[j];
+        db_hh[j] += rc->bias[j];
+    }
+    /* [dW_ih | dW_hh] [G*H][I+H] = da^T [x, h_prev] (the operand rows) in one sgemm, into the
+     * packed weights' work memory, then added into the two gradients */
+    const int K = I + H;
+    float *dw = rc->wcat;
+    gemm(1, 0, GH, K, rows, 1.0f, rc->gates, (int)rc->ld_gates, rc->xh, (int)rc->ld_xh, 0.0f, dw,
+         K);
+    float *g_ih = l->params[P_WEIGHTS_IH].grad, *g_hh = l->params[P_WEIGHTS_HH].grad;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < GH; r++) {
+        for (int k = 0; k < I; k++)
+            g_ih[(size_t)r * I + k] += dw[(size_t)r * K + k];
+        for (int k = 0; k < H; k++)
+            g_hh[(size_t)r * H + k] += dw[(size_t)r * K + I + k];
+    }
+}
+
 static void recurrent_forward(Layer *l, const StepContext *ctx)
 {
+    if (((const Recurrent *)l->priv)->time_major) {
+        fused_forward(l, ctx);
+        return;
+    }
     Recurrent *rc = l->priv;
     const int rows = ctx->batch * rc->steps, I = rc->inputs;
     const int GH = rc->cell->gates * rc->hidden;
@@ -394,13 +777,15 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Recurrent *rc = l->priv;
     const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
-    /* row t of gates = x_t W_ih^T for every sample, the rows T apart (the weights as the forward
-     * before rounded them) */
+    /* the gate rows of step t = x_t W_ih^T for every sample (the weights as the forward before
+     * rounded them) */
     int ld;
     const float *x =
         rows_operand(l, l->in[0] + (size_t)t * I, ctx->batch, I, T * I, rc->x_bf16, &ld);
+    const size_t first = state_row(rc, ctx->batch, 0, t);
+    const size_t apart = (state_row(rc, ctx->batch, 1, t) - first) * rc->ld_gates;
     gemm(0, 1, ctx->batch, GH, I, 1.0f, x, ld, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f,
-         rc->gates + (size_t)t * GH, T * GH);
+         rc->gates + first * rc->ld_gates, (int)apart);
     recurrent_step(l, ctx, t, NULL);
 }
 
@@ -424,9 +809,13 @@ static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
  * parameter and input gradients come from sgemms over all batch*T rows. */
 static void recurrent_backward(Layer *l, const StepContext *ctx)
 {
+    if (((const Recurrent *)l->priv)->time_major) {
+        fused_backward(l, ctx);
+        return;
+    }
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
-    const int GH = rc->cell->gates * H, SH = rc->cell->saved * H, rows = batch * T;
+    const int GH = rc->cell->gates * H, rows = batch * T;
     const float *w_hh = weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16);
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
     memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
@@ -441,8 +830,8 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
             const StepRow r = {
                 .gates = rc->gates + row * GH,
                 .dhh = rc->dhh + row * GH,
-                .saved = saved_row(rc, row, SH),
-                .saved_prev = t > 0 ? saved_row(rc, row - 1, SH) : rc->zeros,
+                .saved = saved_row(rc, row),
+                .saved_prev = t > 0 ? saved_row(rc, row - 1) : rc->zeros,
                 .h_prev = t > 0 ? l->out + (row - 1) * H : rc->zeros,
                 .h = l->out + row * H,
                 .dh = dh,

@@ -11,14 +11,15 @@
  *   loss_b = (1 - e) * -log p[b][label_b] + e * mean_i -log p[b][i]
  *
  * as torch.nn.CrossEntropyLoss(label_smoothing=e), with log p from the log-sum-exp of the
- * inputs in double. Backward adds the fused gradient (p - (1 - e) onehot(label) - e/n) /
- * loss_divisor into the input delta, ignoring l->delta. A sample whose label is outside [0, n)
- * contributes neither loss nor gradient. Without labels, backward applies the softmax Jacobian
- * to l->delta. */
+ * inputs (the float sum of the exponentials, its log in double). Backward adds the fused gradient
+ * (p - (1 - e) onehot(label) - e/n) / loss_divisor into the input delta, ignoring l->delta. A
+ * sample whose label is outside [0, n) contributes neither loss nor gradient. Without labels,
+ * backward applies the softmax Jacobian to l->delta. */
 #include <math.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "ops/softmax_row.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768
@@ -26,6 +27,7 @@
 typedef struct Softmax {
     float label_smoothing;
     int groups;
+    float *row_loss; /* work [batch][groups]: each row's loss, in the forward */
 } Softmax;
 
 static int softmax_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -62,55 +64,55 @@ static float smoothing_of(const Layer *l, const StepContext *ctx)
     return ctx->train ? ((const Softmax *)l->priv)->label_smoothing : 0.0f;
 }
 
-/* One sample's loss from its inputs x [n] (see the top of the file). */
-static double sample_loss(const float *x, size_t n, int label, double smoothing)
+/* One sample's loss from its inputs x [n] and their log-sum-exp (see the top of the file). */
+static double sample_loss(const float *x, size_t n, double log_sum_exp, int label, double smoothing)
 {
-    double max = x[0], sum = 0, total = 0;
-    for (size_t i = 1; i < n; i++)
-        max = x[i] > max ? x[i] : max;
-    for (size_t i = 0; i < n; i++) {
-        sum += exp(x[i] - max);
-        total += x[i];
+    double loss = (1 - smoothing) * (log_sum_exp - x[label]);
+    if (smoothing > 0) {
+        float total = 0;
+#pragma omp simd reduction(+ : total)
+        for (size_t i = 0; i < n; i++)
+            total += x[i];
+        loss += smoothing * (log_sum_exp - (double)total / (double)n);
     }
-    const double log_sum_exp = max + log(sum);
-    return (1 - smoothing) * (log_sum_exp - x[label]) +
-           smoothing * (log_sum_exp - total / (double)n);
+    return loss;
 }
 
-/* y[n] = softmax(x[n]). */
-static void softmax_row(const float *x, float *y, size_t n)
+static int softmax_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
-    float max = x[0];
-    for (size_t i = 1; i < n; i++)
-        max = x[i] > max ? x[i] : max;
-    float sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        y[i] = expf(x[i] - max);
-        sum += y[i];
-    }
-    float inv = 1.0f / sum;
-    for (size_t i = 0; i < n; i++)
-        y[i] *= inv;
+    (void)e;
+    Softmax *sm = l->priv;
+    sm->row_loss = layer_work_floats(st, (size_t)batch * (size_t)sm->groups);
+    return CDL_OK;
 }
 
+/* Each row's softmax in parallel, with its loss (0 for a label outside [0, n)) in row_loss;
+ * the losses are summed in row order after, so the total does not depend on the threads. */
 static void softmax_forward(Layer *l, const StepContext *ctx)
 {
+    const Softmax *sm = l->priv;
     const float *in = l->in[0];
-    const size_t groups = (size_t)((const Softmax *)l->priv)->groups;
+    const size_t groups = (size_t)sm->groups;
     const size_t n = shape_size(l->out_shape) / groups;
     const int rows = ctx->batch * (int)groups;
-#pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
-    for (int r = 0; r < rows; r++)
-        softmax_row(in + r * n, l->out + r * n, n);
-    if (!ctx->labels)
-        return;
+    const int *labels = ctx->labels;
     const double smoothing = smoothing_of(l, ctx);
-    double loss = 0;
+    float *row_loss = sm->row_loss;
+#pragma omp parallel for schedule(static) if (rows * n > SOFTMAX_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
-        int label = ctx->labels[r];
-        if (label >= 0 && (size_t)label < n)
-            loss += sample_loss(in + r * n, n, label, smoothing);
+        const double log_sum_exp = softmax_row(in + r * n, l->out + r * n, n);
+        if (labels) {
+            const int label = labels[r];
+            row_loss[r] = label >= 0 && (size_t)label < n
+                              ? (float)sample_loss(in + r * n, n, log_sum_exp, label, smoothing)
+                              : 0.0f;
+        }
     }
+    if (!labels)
+        return;
+    double loss = 0;
+    for (int r = 0; r < rows; r++)
+        loss += row_loss[r];
     *ctx->loss += (float)(loss / ctx->loss_divisor);
 }
 
@@ -154,6 +156,7 @@ static void softmax_backward(Layer *l, const StepContext *ctx)
             /* dL/dx_i = p_i (dL/dp_i - sum_j p_j dL/dp_j) */
             const float *dy = l->delta + r * n;
             float dot = 0;
+#pragma omp simd reduction(+ : dot)
             for (size_t i = 0; i < n; i++)
                 dot += p[i] * dy[i];
             for (size_t i = 0; i < n; i++)
@@ -182,6 +185,7 @@ const LayerType softmax_layer = {
     .name = "softmax",
     .priv_size = sizeof(Softmax),
     .parse = softmax_parse,
+    .resize = softmax_resize,
     .cpu = {.forward = softmax_forward,
             .backward = softmax_backward,
             .forward_at = softmax_forward_at},

@@ -9,8 +9,9 @@
 
 #include <math.h>
 #include <omp.h>
-#include <stdint.h>
 #include <string.h>
+
+#include "ops/exp_vec.h"
 
 /* Below this many elements a parallel region costs more than it saves. */
 #define ACTIVATION_PARALLEL_MIN 16384
@@ -47,32 +48,6 @@ const char *activation_name(ActivationKind a)
 const char *activation_valid_names(void)
 {
     return "linear, relu, leaky, logistic (sigmoid), tanh, elu, relu6, gelu, swish (silu), mish";
-}
-
-/* e^x within a few ulp for x in [-87, 88] (clamped outside, where float e^x underflows
- * or overflows anyway): x = n ln2 + r, |r| <= ln2/2, e^r by its degree-7 Taylor
- * polynomial (truncation < 1e-8 relative), 2^n assembled in the exponent bits. */
-static inline float exp_vec(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    /* Round x/ln2 to the nearest integer: adding 1.5*2^23 pushes the fraction out. */
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - n * 0.693145751953125f; /* ln2 split in a part exact in float */
-    r = r - n * 1.42860682030941723e-6f;  /* and the rest */
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    n = n == n ? n : 0.0f; /* NaN in, NaN out (through p), but no NaN-to-int conversion */
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
 }
 
 static inline float sigmoid_vec(float x)
@@ -138,17 +113,17 @@ static inline float normal_cdf_vec(float x)
 {
     float z = (x < 0 ? -x : x) * INV_SQRT2;
     float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    float half_erfc = 0.5f * t * exp_vec(p - 0.5f * x * x); /* z^2 with one rounding */
+    float p = 0.17087277f; /* fmaf: see ops/exp_vec.h */
+    p = fmaf(p, t, -0.82215223f);
+    p = fmaf(p, t, 1.48851587f);
+    p = fmaf(p, t, -1.13520398f);
+    p = fmaf(p, t, 0.27886807f);
+    p = fmaf(p, t, -0.18628806f);
+    p = fmaf(p, t, 0.09678418f);
+    p = fmaf(p, t, 0.37409196f);
+    p = fmaf(p, t, 1.00002368f);
+    p = fmaf(p, t, -1.26551223f);
+    float half_erfc = 0.5f * t * exp_vec(fmaf(-0.5f * x, x, p)); /* z^2 with one rounding */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -242,7 +217,7 @@ static void backward_range(const float *x, const float *y, float *d, size_t n, A
         /* Phi(x) + x phi(x); Phi is recomputed since y/x is 0/0 at x = 0. */
         for (i = 0; i < n; i++) {
             float v = x[i];
-            d[i] *= normal_cdf_vec(v) + v * INV_SQRT_2PI * exp_vec(-0.5f * v * v);
+            d[i] *= fmaf(v * INV_SQRT_2PI, exp_vec(-0.5f * v * v), normal_cdf_vec(v));
         }
         break;
     case CDL_ACT_SWISH:

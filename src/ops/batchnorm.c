@@ -85,6 +85,16 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
                           sp, ch, sums + 2 * ch, sums[2 * c], momentum, eps);
 }
 
+/* Inference mode's y = x * a + b of channel ch. */
+static void eval_coefficients(const float *scale, const float *bias, const float *running_mean,
+                              const float *running_var, int ch, float eps, int darknet, float *a,
+                              float *b)
+{
+    const float std = darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
+    *a = scale[ch] / std;
+    *b = bias[ch] - running_mean[ch] * *a;
+}
+
 void batchnorm_forward_eval(const float *x, float *y, const float *scale, const float *bias,
                             const float *running_mean, const float *running_var, int batch, int c,
                             int spatial, float eps, int darknet)
@@ -94,15 +104,29 @@ void batchnorm_forward_eval(const float *x, float *y, const float *scale, const 
 #pragma omp parallel for schedule(static) if ((size_t)batch * c * sp >= 16384)
     for (int bc = 0; bc < batch * c; bc++) {
         const int ch = bc % c;
-        const float std =
-            darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
-        const float a = scale[ch] / std;
-        const float b = bias[ch] - running_mean[ch] * a;
+        float a, b;
+        eval_coefficients(scale, bias, running_mean, running_var, ch, eps, darknet, &a, &b);
         const float *xs = x + (size_t)bc * sp;
         float *ys = y + (size_t)bc * sp;
 #pragma omp simd
         for (size_t i = 0; i < sp; i++)
             ys[i] = xs[i] * a + b;
+    }
+}
+
+void batchnorm_fold(const float *w, size_t per_channel, const float *scale, const float *bias,
+                    const float *running_mean, const float *running_var, int c, float eps,
+                    int darknet, float *w_out, float *b_out)
+{
+#pragma omp parallel for schedule(static) if ((size_t)c * per_channel >= 65536)
+    for (int ch = 0; ch < c; ch++) {
+        float a;
+        eval_coefficients(scale, bias, running_mean, running_var, ch, eps, darknet, &a, &b_out[ch]);
+        const float *restrict wc = w + (size_t)ch * per_channel;
+        float *restrict oc = w_out + (size_t)ch * per_channel;
+#pragma omp simd
+        for (size_t i = 0; i < per_channel; i++)
+            oc[i] = wc[i] * a;
     }
 }
 

@@ -31,6 +31,14 @@ void batchnorm_forward_eval(const float *x, float *y, const float *scale, const 
                             const float *running_mean, const float *running_var, int batch, int c,
                             int spatial, float eps, int darknet);
 
+/* Inference mode folded into the linear map before it (a convolution's or connected layer's
+ * weights w [c][per_channel], without a bias of its own): w_out [c][per_channel] = w * a and
+ * b_out [c] = b, where batchnorm_forward_eval's y = x * a + b, so that the map with w_out and
+ * bias b_out gives the normalised output (within rounding). */
+void batchnorm_fold(const float *w, size_t per_channel, const float *scale, const float *bias,
+                    const float *running_mean, const float *running_var, int c, float eps,
+                    int darknet, float *w_out, float *b_out);
+
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
  * dscale and dbias [c] (this process's share under sync), and WRITES dL/dx into dx. dx may
  * equal dy. sync: the statistics forward used. */

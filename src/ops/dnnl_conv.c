@@ -305,6 +305,37 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
     return CDL_OK;
 }
 
+/* The forward's argument arg (DNNL_ARG_SRC or DNNL_ARG_DST). */
+static DnnlConvArg *forward_arg(DnnlConv *d, int arg)
+{
+    DnnlConvPrim *p = &d->p[DNNL_CONV_FWD];
+    for (int i = 0; i < p->n_args; i++)
+        if (p->args[i].arg == arg)
+            return &p->args[i];
+    return NULL;
+}
+
+int dnnl_conv_chain(DnnlConv *from, DnnlConv *to)
+{
+    DnnlConvArg *y = forward_arg(from, DNNL_ARG_DST), *x = forward_arg(to, DNNL_ARG_SRC);
+    if (!y || !x || !y->inner || !x->inner)
+        return 0;
+    const dnnl_memory_desc_t *ym = NULL, *xm = NULL, *plain = NULL;
+    if (dnnl_memory_get_memory_desc(y->inner, &ym) || dnnl_memory_get_memory_desc(x->inner, &xm) ||
+        dnnl_memory_get_memory_desc(x->user, &plain) || !dnnl_memory_desc_equal(ym, xm) ||
+        dnnl_memory_desc_get_size(xm) != dnnl_memory_desc_get_size(plain))
+        return 0;
+    y->chained = x->chained = 1;
+    return 1;
+}
+
+void dnnl_conv_unchain(DnnlConv *d)
+{
+    for (int k = 0; k < DNNL_CONV_PRIMS; k++)
+        for (int i = 0; i < d->p[k].n_args; i++)
+            d->p[k].args[i].chained = 0;
+}
+
 /* Runs a reorder from one memory to another and waits for it. */
 static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
 {
@@ -315,8 +346,9 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
 
 /* Runs primitive k on the caller's plain tensors ptr[i] (one per argument, in make_prim's
  * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
- * where the primitive wants another layout, the primitive, the outputs reordered back. */
-static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch)
+ * where the primitive wants another layout, the primitive, the outputs reordered back; with
+ * chained, the chained arguments' tensors taken in the primitive's layout as they are. */
+static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, int chained)
 {
     DnnlConvPrim *p = &d->p[k];
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -324,7 +356,9 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch)
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->inner) {
+        if (g->inner && chained && g->chained) {
+            dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
+        } else if (g->inner) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
             if (!g->out && !g->ready)
                 reorder(g->reorder, g->user, g->inner);
@@ -339,22 +373,22 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch)
     dnnl_primitive_execute(p->prim, stream, n, a);
     dnnl_stream_wait(stream);
     for (int i = 0; i < p->n_args; i++)
-        if (p->args[i].inner && p->args[i].out)
+        if (p->args[i].inner && p->args[i].out && !(chained && p->args[i].chained))
             reorder(p->args[i].reorder, p->args[i].inner, p->args[i].user);
 }
 
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch)
+                       void *scratch, int chained)
 {
-    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch);
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, chained);
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
                         float *dw, float *db, void *scratch)
 {
-    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, 0);
     if (dx)
-        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch);
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, 0);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -387,10 +421,21 @@ void dnnl_conv_release(DnnlConv *d)
     memset(d, 0, sizeof *d);
 }
 
-void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch)
+int dnnl_conv_chain(DnnlConv *from, DnnlConv *to)
 {
-    (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch;
+    (void)from, (void)to;
+    return 0;
+}
+
+void dnnl_conv_unchain(DnnlConv *d)
+{
+    (void)d;
+}
+
+void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
+                       void *scratch, int chained)
+{
+    (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch, (void)chained;
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

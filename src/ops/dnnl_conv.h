@@ -41,10 +41,11 @@ enum { DNNL_CONV_MAX_ARGS = 4 };
  * reorder fills before the primitive (inputs) or empties into the plain tensor after it
  * (outputs). */
 typedef struct DnnlConvArg {
-    int arg;                        /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
-    int out;                        /* 1: the primitive writes it */
-    int add;                        /* 1: an output added into the caller's tensor (+=) */
-    int ready;                      /* 1: an input the previous primitive left in inner */
+    int arg;     /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
+    int out;     /* 1: the primitive writes it */
+    int add;     /* 1: an output added into the caller's tensor (+=) */
+    int ready;   /* 1: an input the previous primitive left in inner */
+    int chained; /* 1: the caller's tensor is in inner's layout already (dnnl_conv_chain) */
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
@@ -87,9 +88,18 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
 /* Releases d's primitives (d zeroed; a zeroed d is released already). */
 void dnnl_conv_release(DnnlConv *d);
 
-/* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. */
+/* Chains the forwards of from and to (both prepared), whose output and input have the same shape,
+ * when from's forward writes its output in the layout that to's forward reads (a blocked one
+ * the same size as plain NCHW): from's output is then left in that layout and to's input taken
+ * as it is, without their reorders, in the forwards asked to (chained). Returns 1 when chained,
+ * 0 when not (the layouts differ or are plain). dnnl_conv_unchain undoes all of d's. */
+int dnnl_conv_chain(DnnlConv *from, DnnlConv *to);
+void dnnl_conv_unchain(DnnlConv *d);
+
+/* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. chained: x and
+ * y in the layouts dnnl_conv_chain agreed on, where it did (0: plain NCHW both). */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch);
+                       void *scratch, int chained);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
  * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). */
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

@@ -1,18 +1,22 @@
 /* Column sums over rows (ops/sum_rows.h): threads split the columns, so no two threads add into
- * the same sum and every column is summed in row order. */
+ * the same sum and every column is summed in row order. Each task streams its rows in memory
+ * order into double accumulators on the stack (a block of columns per pass over the rows would
+ * read the matrix strided, one or two cache lines per row: latency bound). */
 #include "ops/sum_rows.h"
 
-/* Columns per task: one double accumulator each, 8 AVX registers' worth. */
-#define SUM_ROWS_BLOCK 32
+#include <omp.h>
+
+/* Columns per task at most: its double accumulators, 8 KiB on the stack. */
+#define SUM_ROWS_TASK_MAX 1024
 /* Below this many values a parallel region costs more than it saves. */
 #define SUM_ROWS_PARALLEL_MIN 32768
 
-/* sum[0..width) += the column sums of x [rows][cols], in row order; width is a constant at the
- * call for whole blocks, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void sum_block(float *sum, const float *x, size_t rows,
-                                                            size_t cols, size_t width)
+/* sum[0..width) += the column sums of x [rows][cols] (x at the task's first column). */
+static void sum_task(float *sum, const float *x, size_t rows, size_t cols, size_t width)
 {
-    double acc[SUM_ROWS_BLOCK] = {0};
+    double acc[SUM_ROWS_TASK_MAX];
+    for (size_t j = 0; j < width; j++)
+        acc[j] = 0;
     for (size_t r = 0; r < rows; r++) {
         const float *row = x + r * cols;
 #pragma omp simd
@@ -25,13 +29,15 @@ static inline __attribute__((always_inline)) void sum_block(float *sum, const fl
 
 void sum_rows_add(float *sum, const float *x, size_t rows, size_t cols)
 {
-    const long blocks = (long)((cols + SUM_ROWS_BLOCK - 1) / SUM_ROWS_BLOCK);
-#pragma omp parallel for schedule(static) if (rows * cols > SUM_ROWS_PARALLEL_MIN)
-    for (long blk = 0; blk < blocks; blk++) {
-        const size_t first = (size_t)blk * SUM_ROWS_BLOCK;
-        if (cols - first >= SUM_ROWS_BLOCK)
-            sum_block(sum + first, x + first, rows, cols, SUM_ROWS_BLOCK);
-        else
-            sum_block(sum + first, x + first, rows, cols, cols - first);
+    const int parallel = rows * cols > SUM_ROWS_PARALLEL_MIN;
+    /* One task per thread (in whole 8-float vectors) unless that is wider than the stack's. */
+    const size_t threads = parallel ? (size_t)omp_get_max_threads() : 1;
+    size_t width = ((cols + threads - 1) / threads + 7) / 8 * 8;
+    width = width < SUM_ROWS_TASK_MAX ? width : SUM_ROWS_TASK_MAX;
+    const long tasks = (long)((cols + width - 1) / width);
+#pragma omp parallel for schedule(static) if (parallel && tasks > 1)
+    for (long task = 0; task < tasks; task++) {
+        const size_t first = (size_t)task * width;
+        sum_task(sum + first, x + first, rows, cols, cols - first < width ? cols - first : width);
     }
 }

@@ -90,3 +90,16 @@ CFG
         [[ "$plain $wino" != *dnnl* ]]
     fi
 }
+
+@test "cdl predict with engine=dnnl (batch norm folded, convolutions chained) gives the reference's probabilities" {
+    for engine in ref dnnl; do
+        run "$CDL" predict "$REPO/cfg/resnet18_cifar.cfg" "$REPO/data/bf16_fashion.png" --json \
+            --top 3 --threads 1 --set net.engine=$engine
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" | jq -r '.[0].top[] | "\(.index) \(.probability)"' > $engine.txt
+    done
+    paste ref.txt dnnl.txt > both
+    [ "$(wc -l < both)" -eq 3 ]
+    # the same classes, probabilities within 1e-5 of the largest
+    awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5) bad++ } END { exit bad }' both
+}

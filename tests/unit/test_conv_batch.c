@@ -4,7 +4,8 @@
  * bias): the training forward, the input, weight and bias (or batch norm) gradients agree within
  * 1e-5 of the reference tensor's largest magnitude, in float32 and in precision=bf16, at 1 and 2
  * threads, on batches that leave a partial chunk; int8 weights' inference forward likewise.
- * The batched path is deterministic: the same run twice gives identical gradients. */
+ * The batched path is deterministic: the same run twice gives identical gradients. Batches
+ * smaller than the threads (one image's work split over them) against 1 thread likewise. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -163,8 +164,50 @@ static void compare_case(const ConvCase *k, const Mode *m, int batch, int thread
     net_free(&ref);
 }
 
+/* Layers of at least CONV_SPLIT_MIN multiply-adds an image (262144): at 2 threads a batch of 1
+ * or 3 images shares each image's im2col and products over the threads (split_threads). */
+static const ConvCase split_cases[] = {
+    {32, 8, 8, 32, 3, 1, 1, 0, 1, 1, "split: 3x3 same (flipped-weight input gradient)"},
+    {128, 2, 2, 128, 3, 1, 1, 0, 1, 1, "split: 3x3 of large weights on a 2x2 map"},
+    {128, 7, 7, 64, 1, 1, 0, 0, 1, 1, "split: 1x1 direct"},
+    {32, 9, 7, 64, 3, 2, 1, 0, 1, 1, "split: 3x3 stride 2 (col2im)"},
+    {128, 13, 11, 128, 1, 2, 0, 0, 1, 1, "split: 1x1 stride 2 projection"},
+    {3, 33, 31, 16, 7, 2, 1, 0, 1, 1, "split: 7x7 stride 2 stem (split by columns)"},
+    {32, 8, 8, 64, 3, 1, 1, 0, 2, 0, "split: grouped, bias"},
+};
+
+/* A batch smaller than the threads, or uneven over them, at 2 threads (each image split over
+ * both) against the same layer at 1 thread (image by image, whole gemms); deterministic: the
+ * same run twice gives identical results. In bf16 within BF16_TOL: batch norm's sums differ in
+ * the last bit between thread counts, which flips a few of delta's bf16 roundings (2^-8). */
+#define BF16_TOL 1e-3
+static void compare_split(const ConvCase *k, const Mode *m, int batch)
+{
+    Net ref, split, again;
+    omp_set_num_threads(1);
+    if (run_case(k, m, batch, 1, &ref))
+        return;
+    char label[200];
+    snprintf(label, sizeof label, "%s (%s, batch %d, 2 threads against 1)", k->from, m->precision,
+             batch);
+    omp_set_num_threads(2);
+    if (!run_case(k, m, batch, 1, &split)) {
+        compare_nets(label, &split, &ref, m->grads, strcmp(m->precision, "bf16") ? TOL : BF16_TOL);
+        if (!run_case(k, m, batch, 1, &again)) {
+            compare_nets(label, &again, &split, m->grads, 0.0);
+            net_free(&again);
+        }
+        net_free(&split);
+    }
+    net_free(&ref);
+}
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof split_cases / sizeof split_cases[0]; i++)
+        for (size_t m = 0; m < 2; m++) /* fp32 and bf16 training */
+            for (int batch = 1; batch <= 3; batch += 2)
+                compare_split(&split_cases[i], &modes[m], batch);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
             for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "core/net.h"
+#include "layers/convolutional.h"
 #include "ops/dnnl_conv.h"
 
 #define TOL 1e-5
@@ -198,6 +199,64 @@ static void test_residual_adds(void)
     net_free(&nets[1]);
 }
 
+/* An inference net's chain (conv-BN-relu, conv-BN-leaky, conv-BN-linear, a shortcut to the
+ * first with relu, conv-relu (bias), conv-BN-logistic stride 2, conv 3 channels): batch norm
+ * folded into each convolution's weights and bias, relu and leaky fused, the outputs of layers
+ * 1, 4 and 5 passed to the next in oneDNN's blocked layout (nChw8c; not 0's, which the shortcut
+ * reads too, nor 6's, the net's output with 3 channels); the same net's
+ * training-mode forward (batch statistics, the reference's path and plain layouts) and a rerun
+ * that gives the same bytes. */
+static void test_inference_chain(void)
+{
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "[net]\nbatch=3\nwidth=7\nheight=6\nchannels=3\nengine=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=leaky\n"
+                 "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+                 "[shortcut]\nfrom=-3\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                 "activation=logistic\n"
+                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n",
+                 engines[k]);
+        if (run_text(text, "inference chain", 0, &nets[k])) {
+            if (k)
+                net_free(&nets[0]);
+            return;
+        }
+    }
+    /* An inference net's memory plan lends the earlier layers' outputs to later ones: the last
+     * output checks the whole chain. */
+    const int last = nets[0].n_layers - 1;
+    for (int j = 0; j <= last; j++) {
+        const Layer *l = &nets[1].layers[j];
+        if (j != 3)
+            CHECK(l->engine && !strcmp(l->engine, dnnl_conv_built() ? "dnnl" : "ref"));
+        CHECK(conv_chained(l) == (dnnl_conv_built() && (j == 1 || j == 4 || j == 5)));
+        CHECK(!conv_chained(&nets[0].layers[j]));
+    }
+    const Layer *lr = &nets[0].layers[last], *ld = &nets[1].layers[last];
+    const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
+    check_close("inference chain", "output", ld->out, lr->out, out_n);
+    float *first = malloc(out_n * sizeof *first);
+    memcpy(first, ld->out, out_n * sizeof *first);
+    net_forward(&nets[1]);
+    CHECK(!memcmp(first, ld->out, out_n * sizeof *first));
+    free(first);
+    for (int k = 0; k < 2; k++) {
+        nets[k].train = 1;
+        net_forward(&nets[k]);
+    }
+    check_close("inference net, training forward", "output", ld->out, lr->out, out_n);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
 static void test_resize_keeps_results(void)
 {
@@ -230,6 +289,7 @@ int main(void)
         compare_case(&cases[i], 0);
     }
     test_residual_adds();
+    test_inference_chain();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");
 }

@@ -1,6 +1,8 @@
 /* The product against a pre-packed operand (ops/gemm_packed.h) against OpenBLAS's gemm on the
  * same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
- * row remainder of the kernel and partial panels; and the same bits at 1 and 2 threads. */
+ * row remainder of the kernel and partial panels, row blocks with a short last one; and the same
+ * bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products of
+ * panel ranges (gemm_packed_panels) give gemm_pack's and gemm_packed's bits. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -54,8 +56,9 @@ static double compare(int m, int n, int k, int trans_b, float beta, Rng *rng)
 
 static void test_against_gemm(void)
 {
-    static const int sizes[][3] = {{1, 1, 1},   {5, 7, 3},       {6, 16, 8},      {7, 17, 33},
-                                   {12, 31, 5}, {32, 1024, 256}, {32, 256, 1024}, {13, 48, 0}};
+    static const int sizes[][3] = {{1, 1, 1},       {5, 7, 3},   {6, 16, 8},
+                                   {7, 17, 33},     {12, 31, 5}, {32, 1024, 256},
+                                   {32, 256, 1024}, {13, 48, 0}, {301, 40, 70}};
     Rng rng;
     rng_seed(&rng, 11, 0);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
@@ -93,9 +96,54 @@ static void test_threads_agree(void)
     free(packed);
 }
 
+/* [B1; B2] packed as two parts, then its panels one range at a time, against gemm_pack of the
+ * whole and gemm_packed: the same bits, the columns outside the ranges untouched. */
+static void test_parts_and_panel_ranges(void)
+{
+    const int m = 9, n = 37, k1 = 5, k2 = 11, k = k1 + k2, ldc = n + 3;
+    Rng rng;
+    rng_seed(&rng, 13, 0);
+    float *a = malloc((size_t)m * k * sizeof *a), *bt = malloc((size_t)n * k * sizeof *bt);
+    float *b1 = malloc((size_t)n * k1 * sizeof *b1), *b2 = malloc((size_t)n * k2 * sizeof *b2);
+    float *whole = malloc(gemm_packed_floats(k, n) * sizeof *whole);
+    float *parts = malloc(gemm_packed_floats(k, n) * sizeof *parts);
+    float *c1 = malloc((size_t)m * ldc * sizeof *c1), *c2 = malloc((size_t)m * ldc * sizeof *c2);
+    fill(a, (size_t)m * k, &rng);
+    fill(bt, (size_t)n * k, &rng); /* B^T [n][k] = [B1^T | B2^T] */
+    for (int j = 0; j < n; j++) {
+        memcpy(b1 + (size_t)j * k1, bt + (size_t)j * k, (size_t)k1 * sizeof *b1);
+        memcpy(b2 + (size_t)j * k2, bt + (size_t)j * k + k1, (size_t)k2 * sizeof *b2);
+    }
+    gemm_pack(1, k, n, bt, k, whole);
+    gemm_pack_rows(1, k1, n, b1, k1, 0, k, parts);
+    gemm_pack_rows(1, k2, n, b2, k2, k1, k, parts);
+    CHECK(!memcmp(whole, parts, gemm_packed_floats(k, n) * sizeof *whole));
+    fill(c1, (size_t)m * ldc, &rng);
+    memcpy(c2, c1, (size_t)m * ldc * sizeof *c1);
+    gemm_packed(m, n, k, a, k, whole, 1.0f, c1, ldc);
+    gemm_packed_panels(m, n, k, a, k, parts, 1, 3, 1.0f, c2, ldc); /* panels 1, 2 */
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < ldc; j++)
+            if (j >= 16 && j < n) /* panels 1 and 2: the same bits */
+                CHECK(c1[(size_t)i * ldc + j] == c2[(size_t)i * ldc + j]);
+            else if (j < 16) /* panel 0: untouched */
+                CHECK(c1[(size_t)i * ldc + j] != c2[(size_t)i * ldc + j]);
+    gemm_packed_panels(m, n, k, a, k, parts, 0, 1, 1.0f, c2, ldc);
+    CHECK(!memcmp(c1, c2, (size_t)m * ldc * sizeof *c1));
+    free(a);
+    free(bt);
+    free(b1);
+    free(b2);
+    free(whole);
+    free(parts);
+    free(c1);
+    free(c2);
+}
+
 int main(void)
 {
     test_against_gemm();
     test_threads_agree();
+    test_parts_and_panel_ranges();
     return check_report("test_gemm_packed");
 }

@@ -13,6 +13,7 @@
  * AddressSanitizer, which owns malloc. */
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +237,7 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     int32_t ids[200];
     for (int i = 0; i < 200; i++)
         ids[i] = (i * 5 + i / 7) % 7;
-    const TokenStream stream = {ids, 200};
+    const TokenStream stream = {.ids = ids, .n = 200};
     TextBatches batches = {&stream, 3};
     const TrainSource train = train_source_text(&batches, &net);
     Optimizer optimizer;
@@ -300,6 +301,79 @@ static void test_int8_inference_allocates_nothing(void)
     CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
     net_free(&net);
 }
+
+/* engine=dnnl inference (batch norm folded into the weights and bias, activations fused, the
+ * 16-channel convolutions passing their activations blocked): the forwards of an inference net
+ * allocate nothing in cdl. */
+static void test_dnnl_inference_allocates_nothing(void)
+{
+    static const char *text =
+        "[net]\nbatch=4\nwidth=8\nheight=8\nchannels=3\nengine=dnnl\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=leaky\n"
+        "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=mish\n"
+        "[shortcut]\nfrom=-3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    Net net;
+    Error e = {0};
+    if (net_build_from_text(&net, text, "t.cfg", 0, 3, &e) || net_resize(&net, 4, 0, &e)) {
+        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    for (size_t i = 0; i < 4 * shape_size(net.in_shape); i++)
+        net.input[i] = (float)(i % 23) / 11 - 0.5f;
+    net.train = 0;
+    net_forward(&net);
+    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+    for (int step = 0; step < 3; step++)
+        net_forward(&net);
+    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+    CHECK(allocations == 0);
+    net_free(&net);
+}
+
+/* One image on 2 threads: each convolution's image split over both threads (split_threads in
+ * convolutional.c: a same 3x3, one of stride 2 with col2im) allocates nothing either. */
+static void test_split_image_step_allocates_nothing(void)
+{
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(2);
+    Net net;
+    Error e = {0};
+    const char *text =
+        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=3\nwinograd=0\n"
+        "[convolutional]\nfilters=64\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=64\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=64\nsize=3\nstride=2\npad=1\nactivation=relu\n"
+        "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    if (net_build_from_text(&net, text, "t.cfg", 1, 3, &e) || net_resize(&net, 1, 0, &e)) {
+        fprintf(stderr, "FAIL split setup: %s\n", e.msg);
+        check_failures++;
+        omp_set_num_threads(threads);
+        return;
+    }
+    uint8_t pixels[3 * 64];
+    int labels[1] = {2}, order[1] = {0};
+    for (int i = 0; i < 3 * 64; i++)
+        pixels[i] = (uint8_t)(i * 37);
+    Dataset data = {.n = 1, .c = 3, .h = 8, .w = 8, .scale = 1.0f / 255, .classes = 5};
+    data.pixels = pixels;
+    data.labels = labels;
+    Optimizer opt;
+    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
+    net.train = 1;
+    for (int step = 0; step < 2; step++)
+        trainer_step(&net, &opt, &data, order, 0.01f);
+    allocations = 0;
+    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+    for (int step = 0; step < 3; step++)
+        trainer_step(&net, &opt, &data, order, 0.01f);
+    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+    CHECK(allocations == 0);
+    optimizer_free(&opt);
+    net_free(&net);
+    omp_set_num_threads(threads);
+}
 #endif
 
 int main(void)
@@ -319,6 +393,8 @@ int main(void)
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
     test_int8_inference_allocates_nothing();
+    test_dnnl_inference_allocates_nothing();
+    test_split_image_step_allocates_nothing();
     return check_report("test_no_alloc");
 #endif
 }

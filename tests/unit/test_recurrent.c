@@ -1,5 +1,6 @@
 /* The recurrent layers [rnn], [lstm] and [gru]: gradient checks, PyTorch fixtures
- * (scripts/ref/make_recurrent.py), token-by-token inference, parameters and cfg errors. */
+ * (scripts/ref/make_recurrent.py), token-by-token inference, the fused lstm against the per-step
+ * reference, parameters and cfg errors. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@ static void test_gradcheck_each_layer(void)
     gradcheck_cfg("rnn tanh", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\n");
     gradcheck_cfg("rnn relu", SEQ_NET(2, 4, 3) "[rnn]\noutput=5\nactivation=relu\n");
     gradcheck_cfg("lstm", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\n");
+    gradcheck_cfg("lstm fused, two unit blocks", SEQ_NET(2, 3, 3) "[lstm]\noutput=20\nfused=1\n");
+    gradcheck_cfg("lstm fused", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=1\n");
+    gradcheck_cfg("lstm fused=0", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=0\n");
     gradcheck_cfg("gru", SEQ_NET(2, 4, 3) "[gru]\noutput=5\n");
 }
 
@@ -157,25 +161,23 @@ static void test_samples_are_independent(void)
     }
 }
 
-/* Forward and backward of a layer wide enough for the per-step work to run threaded, at
+/* Forward and backward of the net of cfg text (one recurrent layer, `batch` samples) at
  * `threads` threads: the output, then the parameter and input gradients (malloc'd). */
-static float *results_at_threads(const char *section, int threads, size_t *n)
+static float *results_of(const char *text, int batch, int threads, size_t *n)
 {
-    char text[256];
-    snprintf(text, sizeof text, SEQ_NET(8, 3, 4) "[%s]\noutput=700\n", section);
     omp_set_num_threads(threads);
     Net net;
     Error e = {0};
     *n = 0;
-    if (net_build_from_text(&net, text, "t.cfg", 1, 2, &e) || net_resize(&net, 8, 1, &e)) {
+    if (net_build_from_text(&net, text, "t.cfg", 1, 2, &e) || net_resize(&net, batch, 1, &e)) {
         fprintf(stderr, "FAIL build: %s\n", e.msg);
         return NULL;
     }
     Rng rng;
     rng_seed(&rng, 6, 0);
-    const size_t in_n = 8 * shape_size(net.in_shape);
+    const size_t in_n = (size_t)batch * shape_size(net.in_shape);
     Layer *l = &net.layers[0];
-    const size_t out_n = 8 * shape_size(l->out_shape);
+    const size_t out_n = (size_t)batch * shape_size(l->out_shape);
     for (size_t i = 0; i < in_n; i++)
         net.input[i] = rng_normal(&rng);
     net.train = 1;
@@ -191,6 +193,57 @@ static float *results_at_threads(const char *section, int threads, size_t *n)
     *n = out_n + net.n_params + in_n;
     net_free(&net);
     return all;
+}
+
+/* A layer wide enough for the per-step work to run threaded. */
+static float *results_at_threads(const char *section, int threads, size_t *n)
+{
+    char text[256];
+    snprintf(text, sizeof text, SEQ_NET(8, 3, 4) "[%s]\noutput=700\n", section);
+    return results_of(text, 8, threads, n);
+}
+
+/* The fused lstm (the default) against the per-step reference (fused=0) on the same weights and
+ * data: output, parameter and input gradients within 1e-5 of their largest value, at 1 and 2
+ * threads, and the same bits from a second run; hidden sizes of one, several and a short last block
+ * of units, inputs that fill no whole panel, a single step. */
+static void test_fused_lstm_matches_reference(void)
+{
+    static const int shapes[][4] = {{5, 6, 7, 40}, {3, 1, 5, 20}, {8, 3, 4, 16}, {2, 4, 3, 5}};
+    const int saved = omp_get_max_threads();
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int threads = 1; threads <= 2; threads++) {
+            const int *sh = shapes[k];
+            float *got[2];
+            size_t n[2];
+            for (int fused = 0; fused < 2; fused++) {
+                char text[256];
+                snprintf(text, sizeof text,
+                         "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\nfused=%d\n", sh[0],
+                         sh[1], sh[2], sh[3], fused);
+                got[fused] = results_of(text, sh[0], threads, &n[fused]);
+            }
+            CHECK(got[0] && got[1] && n[0] == n[1]);
+            double worst = 0, scale = 0;
+            for (size_t i = 0; got[0] && got[1] && i < n[0]; i++) {
+                worst = fmax(worst, fabs(got[1][i] - got[0][i]));
+                scale = fmax(scale, fabs(got[0][i]));
+            }
+            CHECK(scale > 0);
+            CHECK_NEAR(worst / scale, 0, 1e-5);
+            size_t n_again;
+            char text[256];
+            snprintf(text, sizeof text,
+                     "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\nfused=1\n", sh[0],
+                     sh[1], sh[2], sh[3]);
+            float *again = results_of(text, sh[0], threads, &n_again); /* the same bits */
+            CHECK(again && got[1] && n_again == n[1] &&
+                  !memcmp(again, got[1], n_again * sizeof *again));
+            free(again);
+            free(got[0]);
+            free(got[1]);
+        }
+    omp_set_num_threads(saved);
 }
 
 static void test_results_do_not_depend_on_thread_count(void)
@@ -276,6 +329,8 @@ static void test_cfg_errors_name_file_and_line(void)
                      "t.cfg:7: layer 1: [rnn] needs an input of T=4 token rows");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[rnn]\noutput=4\nactivation=sigmund\n",
                      "t.cfg:7: bad value 'sigmund' for key 'activation' in [rnn]");
+    expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nfused=2\n",
+                     "t.cfg:7: layer 0: [lstm] fused=2: expected -1 (auto), 0 or 1");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[lstm]\noutput=4\nactivation=relu\n",
                      "t.cfg:7: unknown key 'activation' in [lstm]");
     expect_cfg_error(SEQ_NET(1, 4, 3) "[gru]\noutput=4\nhidden=4\n",
@@ -302,6 +357,7 @@ int main(void)
     test_forward_at_row_by_row_equals_forward();
     test_matches_pytorch();
     test_results_do_not_depend_on_thread_count();
+    test_fused_lstm_matches_reference();
     test_gradcheck_each_layer();
     test_gradcheck_stacked_with_softmax();
     return check_report("test_recurrent");

@@ -1,0 +1,13 @@
+/* The softmax of one row of values, vectorised, for the softmax layer and attention. */
+#ifndef CDL_SOFTMAX_ROW_H
+#define CDL_SOFTMAX_ROW_H
+
+#include <stddef.h>
+
+/* y[0..n) = softmax(x[0..n)) = exp(x - max) / sum exp(x - max), n >= 1, y may be x; returns
+ * the log-sum-exp max + log(sum exp(x - max)). e^x is exp_vec (ops/exp_vec.h, a few float ulp),
+ * 0 below e^-87 (where float underflows anyway), and the sums run in a fixed order for a given n,
+ * so the result is deterministic. */
+double softmax_row(const float *x, float *y, size_t n);
+
+#endif
