@@ -5,33 +5,51 @@
 #include <omp.h>
 #include <string.h>
 
-#include "ops/gemm.h"
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define WINO_AVX2 1
+#endif
 
 /* Transformed values of one 4x4 input window or one filter. */
 #define WINO_E 16
 
-/* Floats of V and M one thread's chunk may take, to stay near the L2 cache, and the range
- * the chunk is kept in (gemms over fewer columns run slowly). */
+/* Maps at most this wide take the fused path (winograd.h). */
+#define WINO_FUSED_W 16
+
+/* The floats of a chunk and the range the chunk is kept in. Apart: V and M near the L2 cache
+ * (the products over fewer columns run slowly). Fused: V, which every block of filters reads,
+ * in the L2 cache, in multiples of a product block's columns (8 * WINO_VECS). */
 #define WINO_CHUNK_FLOATS (256 * 1024)
 #define WINO_CHUNK_MIN 64
 #define WINO_CHUNK_MAX 128
+#define WINO_FUSED_FLOATS (64 * 1024)
+#define WINO_FUSED_MIN 24
+#define WINO_FUSED_MAX 120
 
 /* Tiles transformed side by side: a run of up to this many tiles of one tile row. */
 #define WINO_LANES 8
 
-/* Floats between the 16 matrices of V (or M) past their rows * n: streams 16 apart by a
- * power of two would share L1 cache sets. */
+/* Filters per block of the packed weights: the rows of one product kernel call. */
+#define WINO_ROWS 4
+
+/* Columns (tiles) of a product kernel call: up to this many vectors of 8. */
+#define WINO_VECS 3
+
+/* Floats between the 16 matrices of V past their rows * n: streams 16 apart by a power of two
+ * would share L1 cache sets. */
 #define WINO_SKEW 16
 
 /* The row stride of V's and M's matrices for a chunk of n tiles: room past n for a run's last
  * lanes, which are always transformed and stored whole (those past the run are junk that the
- * next run overwrites, or fall in the room). */
+ * next run overwrites, or fall in the room; the products read them up to n rounded up to 8, and
+ * their sums are dropped). */
 static int chunk_ld(int n)
 {
     return (n + 2 * WINO_LANES - 1) / WINO_LANES * WINO_LANES;
 }
 
-/* The distance of V's (rows c) or M's (rows k) matrices for a chunk of n tiles. */
+/* The distance of V's (rows c) or M's (rows k rounded up to WINO_ROWS) matrices for a chunk of
+ * n tiles. */
 static size_t matrix_stride(int rows, int n)
 {
     return (size_t)rows * chunk_ld(n) + WINO_SKEW;
@@ -47,12 +65,14 @@ static size_t run_row_floats(int w)
 
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
 {
-    WinogradPlan p = {batch, c, k, h, w, 0, 0, threads < 1 ? 1 : threads};
+    WinogradPlan p = {batch, c, k, h, w, 0, 0, threads < 1 ? 1 : threads, w <= WINO_FUSED_W};
     p.tiles = batch * ((h + 1) / 2) * ((w + 1) / 2);
-    int chunk = WINO_CHUNK_FLOATS / (WINO_E * (c + k));
-    chunk = chunk < WINO_CHUNK_MIN   ? WINO_CHUNK_MIN
-            : chunk > WINO_CHUNK_MAX ? WINO_CHUNK_MAX
-                                     : chunk;
+    const int blk = 8 * WINO_VECS, big = c > k ? c : k;
+    int chunk = p.fused ? WINO_FUSED_FLOATS / (WINO_E * big) / blk * blk
+                        : WINO_CHUNK_FLOATS / (WINO_E * (c + k));
+    const int lo = p.fused ? WINO_FUSED_MIN : WINO_CHUNK_MIN,
+              hi = p.fused ? WINO_FUSED_MAX : WINO_CHUNK_MAX;
+    chunk = chunk < lo ? lo : chunk > hi ? hi : chunk;
     const int per_thread = (p.tiles + p.threads - 1) / p.threads;
     p.chunk = chunk < per_thread ? chunk : per_thread;
     return p;
@@ -60,19 +80,25 @@ WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
 
 int winograd_worth(int c, int k, int h, int w)
 {
-    return c >= 16 && k >= 16 && h % 4 == 0 && w % 4 == 0;
+    return c >= 16 && k >= 16 && h >= 4 && w >= 4;
+}
+
+static size_t rows_padded(int k)
+{
+    return (size_t)(k + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
 }
 
 size_t winograd_weights_floats(int k, int c)
 {
-    return (size_t)WINO_E * k * c;
+    return (size_t)WINO_E * rows_padded(k) * rows_padded(c);
 }
 
-/* Floats of one thread's scratch: V and M of a chunk, then the padded rows of a run. */
+/* Floats of one thread's scratch: V of a chunk, M apart, then the padded rows of a run; V and
+ * M with room for the larger of c and k, so that the swapped plan fits. */
 static size_t thread_floats(const WinogradPlan *p)
 {
-    return WINO_E * (matrix_stride(p->c, p->chunk) + matrix_stride(p->k, p->chunk)) +
-           4 * run_row_floats(p->w);
+    const int big = (int)rows_padded(p->c > p->k ? p->c : p->k);
+    return WINO_E * matrix_stride(big, p->chunk) * (p->fused ? 1 : 2) + 4 * run_row_floats(p->w);
 }
 
 size_t winograd_scratch_floats(const WinogradPlan *p)
@@ -82,10 +108,12 @@ size_t winograd_scratch_floats(const WinogradPlan *p)
 
 void winograd_weights(const float *w, int k, int c, float *u)
 {
-    const size_t kc = (size_t)k * c;
+    const size_t kc = rows_padded(k) * c;
+    static const float zero[9];
 #pragma omp parallel for schedule(static) if (kc >= 16384)
     for (size_t i = 0; i < kc; i++) {
-        const float *g = w + i * 9;
+        const int f = (int)(i / c), ch = (int)(i % c);
+        const float *g = f < k ? w + ((size_t)f * c + ch) * 9 : zero;
         float t[4][3]; /* G g: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] */
         for (int j = 0; j < 3; j++) {
             t[0][j] = g[j];
@@ -93,12 +121,13 @@ void winograd_weights(const float *w, int k, int c, float *u)
             t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
             t[3][j] = g[6 + j];
         }
+        /* u[e][f / ROWS][ch][f % ROWS] */
+        float *o = u + ((size_t)(f / WINO_ROWS) * c + ch) * WINO_ROWS + f % WINO_ROWS;
         for (int r = 0; r < 4; r++) { /* (G g) G^T */
-            float *o = u + (size_t)r * 4 * kc + i;
-            o[0] = t[r][0];
-            o[kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-            o[2 * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-            o[3 * kc] = t[r][2];
+            o[(4 * r + 0) * kc] = t[r][0];
+            o[(4 * r + 1) * kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+            o[(4 * r + 2) * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+            o[(4 * r + 3) * kc] = t[r][2];
         }
     }
 }
@@ -190,6 +219,47 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
     }
 }
 
+#ifdef WINO_AVX2
+/* m[r][8j..8j+8) for the rows r of a block and the vectors j < vecs: the sums over the c
+ * channels of up[ch][r] * v[ch][8j..]; vecs is a constant at each call, so the accumulators stay
+ * in registers. */
+static inline __attribute__((always_inline)) void
+product_block(int vecs, int c, const float *up, const float *v, size_t ldv, float *m, size_t ldm)
+{
+    __m256 acc[WINO_ROWS][WINO_VECS];
+    for (int r = 0; r < WINO_ROWS; r++)
+        for (int j = 0; j < vecs; j++)
+            acc[r][j] = _mm256_setzero_ps();
+    for (int ch = 0; ch < c; ch++) {
+        __m256 b[WINO_VECS];
+        for (int j = 0; j < vecs; j++) {
+            b[j] = _mm256_loadu_ps(v + (size_t)ch * ldv + 8 * j);
+            __asm__("" : "+x"(b[j])); /* one load, kept in a register, not one per row */
+        }
+        for (int r = 0; r < WINO_ROWS; r++) {
+            const __m256 a = _mm256_broadcast_ss(up + (size_t)ch * WINO_ROWS + r);
+            for (int j = 0; j < vecs; j++)
+                acc[r][j] = _mm256_fmadd_ps(a, b[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < WINO_ROWS; r++)
+        for (int j = 0; j < vecs; j++)
+            _mm256_storeu_ps(m + (size_t)r * ldm + 8 * j, acc[r][j]);
+}
+#else
+static inline void product_block(int vecs, int c, const float *up, const float *v, size_t ldv,
+                                 float *m, size_t ldm)
+{
+    float acc[WINO_ROWS][8 * WINO_VECS] = {{0}};
+    for (int ch = 0; ch < c; ch++)
+        for (int r = 0; r < WINO_ROWS; r++)
+            for (int j = 0; j < 8 * vecs; j++)
+                acc[r][j] += up[(size_t)ch * WINO_ROWS + r] * v[(size_t)ch * ldv + j];
+    for (int r = 0; r < WINO_ROWS; r++)
+        memcpy(m + (size_t)r * ldm, acc[r], (size_t)8 * vecs * sizeof *m);
+}
+#endif
+
 /* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for the lanes i,
  * A^T = [1 1 1 0; 0 1 -1 -1]. */
 static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
@@ -215,12 +285,12 @@ static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
     }
 }
 
-/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][n], through
+/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][ld], through
  * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
 static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, float *y,
                              int accumulate, float *rows)
 {
-    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->k, n),
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride((int)rows_padded(p->k), n),
                  ld = run_row_floats(p->w);
     for (int t = 0; t < n;) {
         const TileRun r = tile_run(p, t0 + t, n - t);
@@ -247,25 +317,130 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
     }
 }
 
+/* m [k][ldm] = U[e] v for one e: up the packed weights [k / ROWS][c][ROWS], v [c][ldv] the
+ * transformed windows of n tiles (columns up to n rounded up to 8); m has rows k rounded up to
+ * WINO_ROWS. */
+static void product(int k, int c, int n, const float *up, const float *v, size_t ldv, float *m,
+                    size_t ldm)
+{
+    const int vecs = (n + 7) / 8;
+    for (int f = 0; f < k; f += WINO_ROWS) {
+        const float *uf = up + (size_t)f * c;
+        float *mf = m + (size_t)f * ldm;
+        int j = 0;
+        for (; j + WINO_VECS <= vecs; j += WINO_VECS)
+            product_block(WINO_VECS, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+        if (vecs - j == 2)
+            product_block(2, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+        else if (vecs - j == 1)
+            product_block(1, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+    }
+}
+
+/* y from v through M apart: the 16 products of the whole chunk, then the output transform of
+ * each tile row's run; m the room for M, rows for a run's output rows. */
+static void product_apart(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
+                          float *y, int accumulate, float *m, float *rows)
+{
+    const size_t kc = rows_padded(p->k) * p->c, vs = matrix_stride(p->c, n),
+                 ms = matrix_stride((int)rows_padded(p->k), n);
+    for (int e = 0; e < WINO_E; e++)
+        product(p->k, p->c, n, u + e * kc, v + e * vs, chunk_ld(n), m + e * ms, chunk_ld(n));
+    output_transform(p, m, t0, n, y, accumulate, rows);
+}
+
+/* Where a chunk's tile goes: its top-left pixel's offset in its image's first output plane,
+ * and how many of its 2 rows and 2 columns lie on the map. */
+typedef struct TileSpot {
+    size_t at;
+    int rows, cols;
+} TileSpot;
+
+/* The spots of the n tiles from t0 on. */
+static void tile_spots(const WinogradPlan *p, int t0, int n, TileSpot *spot)
+{
+    const int tw = (p->w + 1) / 2, per_image = ((p->h + 1) / 2) * tw;
+    for (int i = 0; i < n; i++) {
+        const int t = t0 + i, b = t / per_image, y0 = 2 * (t % per_image / tw),
+                  x0 = 2 * (t % per_image % tw);
+        spot[i].at = (size_t)b * p->k * p->h * p->w + (size_t)y0 * p->w + x0;
+        spot[i].rows = p->h - y0 < 2 ? p->h - y0 : 2;
+        spot[i].cols = p->w - x0 < 2 ? p->w - x0 : 2;
+    }
+}
+
+/* m[e][r][j] for the 16 e, the WINO_ROWS filters from up on and the 8 * vecs columns from v on
+ * (vecs constant at each call). */
+static inline __attribute__((always_inline)) void products(int vecs, int c, const float *up,
+                                                           size_t kc, const float *v, size_t vs,
+                                                           size_t ldv, float *m)
+{
+    for (int e = 0; e < WINO_E; e++)
+        product_block(vecs, c, up + e * kc, v + e * vs, ldv, m + e * WINO_ROWS * 8 * WINO_VECS,
+                      8 * WINO_VECS);
+}
+
+/* y's 2x2 tiles of the chunk's n tiles from t0 on (written, or added to with accumulate), from
+ * v [16][c][ld] and the packed weights u: for each block of WINO_ROWS filters and 8 * WINO_VECS
+ * tiles, the 16 products into a block of M that stays in L1, then its output transform, dropping
+ * what lies past the map. */
+static void product_output(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
+                           float *y, int accumulate)
+{
+    enum { BLOCK = 8 * WINO_VECS };
+    TileSpot spot[WINO_CHUNK_MAX];
+    tile_spots(p, t0, n, spot);
+    const size_t kc = rows_padded(p->k) * p->c, vs = matrix_stride(p->c, n), ld = chunk_ld(n);
+    const size_t hw = (size_t)p->h * p->w;
+    const int vecs_all = (n + 7) / 8;
+    float m[WINO_E * WINO_ROWS * BLOCK], o[2][2 * WINO_LANES];
+    for (int f = 0; f < p->k; f += WINO_ROWS) {
+        const int rows = p->k - f < WINO_ROWS ? p->k - f : WINO_ROWS;
+        const float *uf = u + (size_t)f * p->c;
+        for (int j = 0; j < vecs_all; j += WINO_VECS) {
+            const int vecs = vecs_all - j < WINO_VECS ? vecs_all - j : WINO_VECS;
+            if (vecs == 3)
+                products(3, p->c, uf, kc, v + 8 * j, vs, ld, m);
+            else if (vecs == 2)
+                products(2, p->c, uf, kc, v + 8 * j, vs, ld, m);
+            else
+                products(1, p->c, uf, kc, v + 8 * j, vs, ld, m);
+            for (int r = 0; r < rows; r++)
+                for (int q = 0; q < vecs; q++) {
+                    output_tiles(m + r * BLOCK + 8 * q, WINO_ROWS * BLOCK, o[0], 2 * WINO_LANES);
+                    const int i0 = 8 * (j + q), lanes = n - i0 < 8 ? n - i0 : 8;
+                    for (int i = 0; i < lanes; i++) {
+                        const TileSpot *s = &spot[i0 + i];
+                        float *dst = y + s->at + (size_t)(f + r) * hw;
+                        for (int a = 0; a < s->rows; a++)
+                            for (int b = 0; b < s->cols; b++)
+                                dst[a * p->w + b] = accumulate ? dst[a * p->w + b] + o[a][2 * i + b]
+                                                               : o[a][2 * i + b];
+                    }
+                }
+        }
+    }
+}
+
 void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
                    float *scratch)
 {
     const int chunks = (p->tiles + p->chunk - 1) / p->chunk;
     const int limit = omp_get_max_threads();
     const int nt = p->threads < limit ? p->threads : limit;
-    const size_t kc = (size_t)p->k * p->c;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && chunks > 1)
     for (int q = 0; q < chunks; q++) {
         const int t0 = q * p->chunk;
         const int n = p->tiles - t0 < p->chunk ? p->tiles - t0 : p->chunk;
         float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
-        const size_t vs = matrix_stride(p->c, n), ms = matrix_stride(p->k, n);
-        float *m = v + WINO_E * vs;
         float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
         input_transform(p, x, t0, n, v, rows);
-        for (int e = 0; e < WINO_E; e++)
-            gemm(0, 0, p->k, n, p->c, 1.0f, u + e * kc, p->c, v + e * vs, chunk_ld(n), 0.0f,
-                 m + e * ms, chunk_ld(n));
-        output_transform(p, m, t0, n, y, accumulate, rows);
+        if (p->fused)
+            product_output(p, u, v, t0, n, y, accumulate);
+        else
+            product_apart(
+                p, u, v, t0, n, y, accumulate,
+                v + WINO_E * matrix_stride((int)rows_padded(p->c > p->k ? p->c : p->k), p->chunk),
+                rows);
     }
 }

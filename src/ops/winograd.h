@@ -4,12 +4,16 @@
  *   x [batch][c][h][w] -> y [batch][k][h][w], weights [k][c][3][3], no bias
  *
  * The output is cut into 2x2 tiles (the last row and column of tiles overhang an odd map), each
- * read through its 4x4 input window. The weights are transformed once into U [16][k][c]; the
- * tiles of the whole batch go in chunks of a fixed count: a chunk's windows are transformed into
- * V [16][c][chunk], its 16 products M[e] = U[e] * V[e] [k][chunk] are OpenBLAS gemms, and
- * each M is transformed back onto its 2x2 output tile. Chunks spread over threads, each with
- * its own slice of the scratch buffer (single-threaded gemms inside the parallel region); a
- * tile's result does not depend on which thread took it. */
+ * read through its 4x4 input window. The weights are transformed once per pass into U [16][k][c],
+ * packed in blocks of 4 filters for the product kernel (AVX2 + FMA, 4 filters x 24 tiles of
+ * accumulators). The tiles of the whole batch go in chunks: a chunk's windows are transformed into
+ * V [16][c][chunk]; the products M[e] = U[e] * V[e] [k][chunk] are transformed back onto the 2x2
+ * output tiles. On maps over 16 wide the 16 products of the chunk go apart into M, then each tile
+ * row's run is transformed back (V[e] stays in L1 while every filter reads it); on maps up to 16
+ * wide (runs of 8 or fewer tiles) each block of 4 filters x 24 tiles takes its 16 products into a
+ * block of M that stays in L1 and is transformed back at once, tile by tile (fused). Chunks spread
+ * over threads, each with its own slice of the scratch buffer; a tile's result does not depend on
+ * which thread took it. */
 #ifndef CDL_WINOGRAD_H
 #define CDL_WINOGRAD_H
 
@@ -21,6 +25,7 @@ typedef struct WinogradPlan {
     int tiles;   /* 2x2 output tiles of the batch */
     int chunk;   /* tiles per chunk */
     int threads; /* at most this many threads, each with winograd_scratch_floats of scratch */
+    int fused;   /* maps at most 16 wide: products and output transform per block (above) */
 } WinogradPlan;
 
 /* The plan for x [batch][c][h][w] and k filters on up to threads threads. The chunk is chosen
@@ -30,11 +35,12 @@ WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads);
 
 /* Whether a convolution of c channels into k filters on h x w maps is worth its transforms, as
  * measured against im2col + gemm (README "Winograd convolutions"): not with fewer than 16
- * channels or filters (a first layer of 1 or 3 channels ran slower), and only on maps whose
- * sides are multiples of 4 (32, 16, 8, 4 and 56 ran faster, 14 and 7 slower). */
+ * channels or filters (a first layer of 1 or 3 channels ran slower), nor on maps under 4 pixels
+ * a side (mostly overhang). */
 int winograd_worth(int c, int k, int h, int w);
 
-/* Floats of the transformed weights U of k filters over c channels: 16 * k * c. */
+/* Floats of the transformed weights U of k filters over c channels, or of c filters over k
+ * channels (the input gradient's): 16 * k * c with k and c rounded up to 4. */
 size_t winograd_weights_floats(int k, int c);
 
 /* Floats of scratch winograd_conv needs: one slice of V and M per thread. */

@@ -54,7 +54,7 @@ static void test_gradcheck_convolutions(void)
                                                 "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
                                                 "pad=1\nactivation=tanh\n");
     /* [net] winograd=1 (the default) takes 3x3 same convolutions of 16 or more channels and
-     * filters on maps with sides multiples of 4 (odd maps: test_winograd); larger nets are
+     * filters on maps of 4 or more pixels a side (odd maps: test_winograd); larger nets are
      * compared with winograd=0 below (central differences in float32 miss by more there). */
     gradcheck_cfg("conv winograd 8x4", NET(3, 16, 8, 4) "[convolutional]\nfilters=16\nsize=3\n"
                                                         "pad=1\nactivation=linear\n");
