@@ -40,6 +40,12 @@ extern int check_failures, check_count;
         }                                                                                          \
     } while (0)
 
+/* x[0..n) uniform in [lo, lo + 2) from a fixed linear congruential sequence (*state). */
+void check_fill_uniform(float *x, size_t n, float lo, unsigned *state);
+
+/* max |got - want| / max |want| over n values (the absolute difference when want is all 0). */
+double check_rel_error(const float *got, const float *want, size_t n);
+
 /* Prints "NAME: N checks, N failed" and returns the exit status for main. */
 int check_report(const char *name);
 

@@ -13,25 +13,6 @@
 
 #define REL_TOL 1e-5
 
-/* Uniform in [lo, lo + 2) from a fixed linear congruential sequence. */
-static void fill(float *x, size_t n, float lo, unsigned *state)
-{
-    for (size_t i = 0; i < n; i++) {
-        *state = *state * 1664525u + 1013904223u;
-        x[i] = (float)(*state >> 8) / 8388608.0f + lo;
-    }
-}
-
-static double rel_error(const float *got, const float *want, size_t n)
-{
-    double diff = 0.0, max = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
-        max = fmax(max, fabs((double)want[i]));
-    }
-    return max > 0.0 ? diff / max : diff;
-}
-
 /* A sync that leaves the sums as they are: one process. */
 static void sum_none(void *ctx, double *buf, size_t n)
 {
@@ -50,10 +31,10 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
     float *scale = malloc(c * sizeof *scale), *bias = malloc(c * sizeof *bias);
     double *sums = malloc((2 * (size_t)c + 1) * sizeof *sums);
     unsigned state = 7u + (unsigned)(batch * 100 + c * 10 + kind);
-    fill(x, n, -0.7f, &state);
-    fill(dy, n, -1.0f, &state);
-    fill(scale, c, 0.0f, &state);
-    fill(bias, c, -1.0f, &state);
+    check_fill_uniform(x, n, -0.7f, &state);
+    check_fill_uniform(dy, n, -1.0f, &state);
+    check_fill_uniform(scale, c, 0.0f, &state);
+    check_fill_uniform(bias, c, -1.0f, &state);
     Side s[2];
     for (int k = 0; k < 2; k++) {
         s[k].y = malloc(n * sizeof(float));
@@ -81,14 +62,14 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
     batchnorm_backward(s[1].delta, s[1].x_hat, s[1].inv_std, scale, s[1].dscale, s[1].dbias,
                        s[1].delta, batch, c, spatial, bsp, &act);
 
-    CHECK(rel_error(s[1].y, s[0].y, n) <= REL_TOL);
-    CHECK(rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
-    CHECK(rel_error(s[1].inv_std, s[0].inv_std, c) <= REL_TOL);
-    CHECK(rel_error(s[1].mean, s[0].mean, c) <= REL_TOL);
-    CHECK(rel_error(s[1].var, s[0].var, c) <= REL_TOL);
-    CHECK(rel_error(s[1].delta, s[0].delta, n) <= REL_TOL);
-    CHECK(rel_error(s[1].dscale, s[0].dscale, c) <= REL_TOL);
-    CHECK(rel_error(s[1].dbias, s[0].dbias, c) <= REL_TOL);
+    CHECK(check_rel_error(s[1].y, s[0].y, n) <= REL_TOL);
+    CHECK(check_rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
+    CHECK(check_rel_error(s[1].inv_std, s[0].inv_std, c) <= REL_TOL);
+    CHECK(check_rel_error(s[1].mean, s[0].mean, c) <= REL_TOL);
+    CHECK(check_rel_error(s[1].var, s[0].var, c) <= REL_TOL);
+    CHECK(check_rel_error(s[1].delta, s[0].delta, n) <= REL_TOL);
+    CHECK(check_rel_error(s[1].dscale, s[0].dscale, c) <= REL_TOL);
+    CHECK(check_rel_error(s[1].dbias, s[0].dbias, c) <= REL_TOL);
 
     for (int k = 0; k < 2; k++) {
         free(s[k].y), free(s[k].x_hat), free(s[k].delta), free(s[k].inv_std);

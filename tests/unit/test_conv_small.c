@@ -13,25 +13,6 @@
 
 #define REL_TOL 1e-5
 
-/* Uniform in [-1, 1) from a fixed linear congruential sequence. */
-static void fill(float *x, size_t n, unsigned *state)
-{
-    for (size_t i = 0; i < n; i++) {
-        *state = *state * 1664525u + 1013904223u;
-        x[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
-    }
-}
-
-static double rel_error(const float *got, const float *want, size_t n)
-{
-    double diff = 0.0, max = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
-        max = fmax(max, fabs((double)want[i]));
-    }
-    return max > 0.0 ? diff / max : diff;
-}
-
 static void check_case(int c, int h, int w, int filters, int size, int pad)
 {
     ConvSmall s;
@@ -46,27 +27,27 @@ static void check_case(int c, int h, int w, int filters, int size, int pad)
     float *dw = malloc(weights * sizeof *dw), *dw_ref = malloc(weights * sizeof *dw_ref);
     float *buf = malloc(conv_small_buf_floats(&s) * sizeof *buf);
     unsigned state = 17u + (unsigned)(c * 1000 + h * 10 + size);
-    fill(x, in, &state);
-    fill(wt, weights, &state);
-    fill(delta, out, &state);
-    fill(dw, weights, &state);
+    check_fill_uniform(x, in, -1.0f, &state);
+    check_fill_uniform(wt, weights, -1.0f, &state);
+    check_fill_uniform(delta, out, -1.0f, &state);
+    check_fill_uniform(dw, weights, -1.0f, &state);
     memcpy(dw_ref, dw, weights * sizeof *dw);
 
     const int hw = oh * ow;
     im2col(x, c, h, w, size, 1, pad, cols, (size_t)hw);
     gemm(0, 0, filters, hw, (int)kdim, 1.0f, wt, (int)kdim, cols, hw, 0.0f, y_ref, hw);
     conv_small_forward(&s, x, wt, y, buf);
-    CHECK(rel_error(y, y_ref, out) <= REL_TOL);
+    CHECK(check_rel_error(y, y_ref, out) <= REL_TOL);
 
     /* beta 1 adds to the gradient; beta 0 overwrites it, even where it was NaN */
     gemm(0, 1, filters, (int)kdim, hw, 1.0f, delta, hw, cols, hw, 1.0f, dw_ref, (int)kdim);
     conv_small_weight_grads(&s, x, delta, 1.0f, dw, buf);
-    CHECK(rel_error(dw, dw_ref, weights) <= REL_TOL);
+    CHECK(check_rel_error(dw, dw_ref, weights) <= REL_TOL);
     gemm(0, 1, filters, (int)kdim, hw, 1.0f, delta, hw, cols, hw, 0.0f, dw_ref, (int)kdim);
     for (size_t i = 0; i < weights; i++)
         dw[i] = NAN;
     conv_small_weight_grads(&s, x, delta, 0.0f, dw, buf);
-    CHECK(rel_error(dw, dw_ref, weights) <= REL_TOL);
+    CHECK(check_rel_error(dw, dw_ref, weights) <= REL_TOL);
 
     free(x), free(wt), free(delta), free(cols), free(y), free(y_ref), free(dw), free(dw_ref);
     free(buf);

@@ -14,25 +14,6 @@
 
 #define REL_TOL 1e-5
 
-/* Uniform in [-1, 1) from a fixed linear congruential sequence. */
-static void fill(float *x, size_t n, unsigned *state)
-{
-    for (size_t i = 0; i < n; i++) {
-        *state = *state * 1664525u + 1013904223u;
-        x[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
-    }
-}
-
-static double rel_error(const float *got, const float *want, size_t n)
-{
-    double diff = 0.0, max = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
-        max = fmax(max, fabs((double)want[i]));
-    }
-    return max > 0.0 ? diff / max : diff;
-}
-
 /* One convolution's buffers: x [batch][c][h][w], w [k][c][3][3], delta [batch][k][h][w]. */
 typedef struct Case {
     int batch, c, k, h, w;
@@ -91,10 +72,10 @@ static void check_case(int batch, int c, int k, int h, int w)
     t.u = t.dx + in;
     t.scratch = t.u + winograd_weights_floats(k, c);
     unsigned state = (unsigned)(batch * 131 + c * 17 + k * 7 + h * 3 + w);
-    fill(t.x, in, &state);
-    fill(t.delta, out, &state);
-    fill(t.wt, weights, &state);
-    fill(dx0, in, &state);
+    check_fill_uniform(t.x, in, -1.0f, &state);
+    check_fill_uniform(t.delta, out, -1.0f, &state);
+    check_fill_uniform(t.wt, weights, -1.0f, &state);
+    check_fill_uniform(dx0, in, -1.0f, &state);
     for (int ch = 0; ch < c; ch++) /* wf[c][k][2-i][2-j] = wt[k][c][i][j] */
         for (int f = 0; f < k; f++)
             for (int e = 0; e < 9; e++)
@@ -110,7 +91,8 @@ static void check_case(int batch, int c, int k, int h, int w)
         run_winograd(&t, threads, dx0);
         for (size_t i = 0; i < in; i++)
             t.dx[i] -= dx0[i];
-        const double ey = rel_error(t.y, t.y_ref, out), edx = rel_error(t.dx, t.dx_ref, in);
+        const double ey = check_rel_error(t.y, t.y_ref, out),
+                     edx = check_rel_error(t.dx, t.dx_ref, in);
         if (ey > REL_TOL || edx > REL_TOL)
             fprintf(stderr, "batch %d c %d k %d %dx%d threads %d: forward %.3g, input grad %.3g\n",
                     batch, c, k, h, w, threads, ey, edx);
