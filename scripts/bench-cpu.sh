@@ -62,28 +62,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -x ./cdl ] || make -j2 >&2
 
-json_field() { # json_field FIELD <<< JSON
-    "$debian_python" -c 'import json, sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"
-}
-# torch_env PYTHON ARGS...: PyTorch without the OpenBLAS overrides cdl's tests may export.
-torch_env() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
-# quiet CMD...: CMD's stdout; on failure its stderr, then exit.
-quiet() {
-    local out
-    out=$("$@" 2>"$tmp/stderr") || { cat "$tmp/stderr" >&2 && fail "failed: $*"; }
-    printf '%s\n' "$out"
-}
-
-runners=(cdl torch1)
-torch1_python=$debian_python
-torch1_version=$(torch_env "$torch1_python" -c 'import torch; print(torch.__version__)')
-torch2_version="not installed: run scripts/torch-venv.sh"
-if [ -x "$venv/bin/python" ] &&
-    v=$(torch_env "$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null); then
-    runners+=(torch2)
-    torch2_version=$v
-fi
-torch2_python=$venv/bin/python
+# shellcheck source=scripts/bench-peers.sh
+source scripts/bench-peers.sh
 
 # The FMA peak per thread count (GFLOP/s), from the bundled probe.
 declare -A peak
