@@ -280,8 +280,8 @@ static void check_maxpool_2x2(int h, int w, int padding)
 {
     char cfg[160];
     snprintf(cfg, sizeof cfg,
-             "[net]\nwidth=%d\nheight=%d\nchannels=3\n[maxpool]\nsize=2\nstride=2\npadding=%d\n",
-             w, h, padding);
+             "[net]\nwidth=%d\nheight=%d\nchannels=3\n[maxpool]\nsize=2\nstride=2\npadding=%d\n", w,
+             h, padding);
     Net net;
     if (build_sized(cfg, 2, &net))
         return;
