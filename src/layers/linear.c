@@ -9,6 +9,10 @@
  * layer 0 (weight tying, as GPT-2's output projection), so output = vocab and inputs = C; the
  * forward reads them and the backward adds into their gradient.
  *
+ * In float32 (not int8, not bf16) the forward and the input gradient run on ops/gemm_rows: W
+ * packed once per pass (ops/gemm_packed), the biases and the activation (its derivative in the
+ * backward) fused into the product's blocks of rows; the weight gradient stays on OpenBLAS.
+ *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
  * to bf16 (gemm_operand); the biases and the activation stay float32. */
 #include <math.h>
@@ -18,6 +22,8 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/gemm_packed.h"
+#include "ops/gemm_rows.h"
 #include "ops/qgemm.h"
 #include "ops/sum_rows.h"
 
@@ -32,6 +38,7 @@ typedef struct Linear {
     /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
     float *w_bf16, *x_bf16;
+    float *w_packed; /* work, float32 only: W^T (forward) or W (backward) as gemm_pack packs it */
 } Linear;
 
 /* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
@@ -104,6 +111,12 @@ static void linear_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)li->inputs));
 }
 
+/* 1 when the forward and the input gradient run on ops/gemm_rows (float32 products). */
+static int packed_path(const Layer *l)
+{
+    return !l->quant && l->precision == GEMM_FP32;
+}
+
 static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     (void)e;
@@ -114,6 +127,9 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     const int bf16 = l->precision == GEMM_BF16 && !l->quant;
     li->w_bf16 = layer_state_floats(st, bf16 ? (size_t)li->outputs * li->inputs : 0);
     li->x_bf16 = layer_state_floats(st, bf16 ? (size_t)rows * li->inputs : 0);
+    const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
+                 bwd = gemm_packed_floats(li->outputs, li->inputs);
+    li->w_packed = layer_work_floats(st, packed_path(l) ? (fwd > bwd ? fwd : bwd) : 0);
     return CDL_OK;
 }
 
@@ -161,6 +177,14 @@ static void linear_forward(Layer *l, const StepContext *ctx)
     const Linear *li = l->priv;
     const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
     const Param *w = weights_of(l);
+    if (packed_path(l)) {
+        const Param *biases = layer_param(l, "biases");
+        gemm_pack(1, li->inputs, li->outputs, w->data, li->inputs, li->w_packed);
+        gemm_bias_act(rows, li->outputs, li->inputs, l->in[0], li->inputs, li->w_packed,
+                      biases ? biases->data : NULL, l->activation, layer_activation_input(l),
+                      l->out);
+        return;
+    }
     gemm_operand(l->quant ? GEMM_FP32 : l->precision, w->data, w->count, li->w_bf16);
     linear_rows(l, l->in[0], li->inputs, layer_activation_input(l), li->outputs, rows);
     layer_activate(l, ctx->batch);
@@ -180,9 +204,18 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const Linear *li = l->priv;
     const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
     const int inputs = li->inputs, outputs = li->outputs;
-    layer_activation_backward(l, ctx->batch);
-
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
+    float *dx = l->in_delta[0];
+    if (packed_path(l)) {
+        /* delta = dL/d(pre), dx += delta W block by block; then the biases' and W's sums. */
+        gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed);
+        gemm_act_backward(rows, inputs, outputs, l->delta, l->pre, l->out, l->activation,
+                          li->w_packed, dx);
+        dx = NULL;
+    } else {
+        layer_activation_backward(l, ctx->batch);
+    }
+
     if (biases)
         sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
     /* The biases took their gradients: only the products read delta from here. */
@@ -191,8 +224,7 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const float *x = bf16 ? li->x_bf16 : l->in[0], *w = bf16 ? li->w_bf16 : weights->data;
     /* dW[outputs][inputs] += delta^T x */
     gemm(1, 0, outputs, inputs, rows, 1.0f, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
-    /* dx[rows][inputs] += delta W */
-    float *dx = l->in_delta[0];
+    /* dx[rows][inputs] += delta W (unless ops/gemm_rows took it) */
     if (dx)
         gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);
 }

@@ -4,7 +4,8 @@
  * transcendental kinds use branch-free exp/tanh/erfc approximations accurate to a few
  * float ulp, since libm's calls do not vectorise (and libmvec's would make an
  * element's value depend on whether it fell in a vector body or a remainder loop).
- * Large arrays are split across OpenMP threads. */
+ * Large arrays are split across OpenMP threads, unless the call comes from inside a parallel
+ * region (a block of ops/gemm_rows), which runs it on the calling thread. */
 #include "ops/activation.h"
 
 #include <math.h>
@@ -259,7 +260,7 @@ void activation_forward(const float *x, float *y, size_t n, ActivationKind a)
 {
     if (a == CDL_ACT_LINEAR && x == y)
         return;
-    if (n <= ACTIVATION_PARALLEL_MIN) {
+    if (n <= ACTIVATION_PARALLEL_MIN || omp_in_parallel()) {
         forward_range(x, y, n, a);
         return;
     }
@@ -275,7 +276,7 @@ void activation_backward(const float *x, const float *y, float *delta, size_t n,
 {
     if (a == CDL_ACT_LINEAR)
         return;
-    if (n <= ACTIVATION_PARALLEL_MIN) {
+    if (n <= ACTIVATION_PARALLEL_MIN || omp_in_parallel()) {
         backward_range(x, y, delta, n, a);
         return;
     }

@@ -24,7 +24,8 @@ const char *activation_name(ActivationKind a);
 /* The comma-separated list of valid names, for error messages. */
 const char *activation_valid_names(void);
 
-/* y[i] = f(x[i]) for i < n; y may equal x. */
+/* y[i] = f(x[i]) for i < n; y may equal x. Large n splits over the OpenMP threads, except when
+ * called inside a parallel region (then on the calling thread alone). */
 void activation_forward(const float *x, float *y, size_t n, ActivationKind a);
 /* delta[i] *= f'(x[i]), given the input x and the output y = f(x) of the forward pass:
  * turns dL/dy into dL/dx in place. */
