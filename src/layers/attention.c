@@ -12,9 +12,15 @@
  *
  * Queries go in blocks of ATTENTION_ROW_BLOCK rows: with the causal mask a block needs only
  * the keys up to its last row, so the score gemms skip most of the masked upper triangle.
- * The (sample, head) pairs run in parallel, each writing only its own columns, so results do
- * not depend on the thread count. The dropout mask is drawn from (net seed, draw_id, layer
- * index) as [dropout] draws its own.
+ * The samples run in parallel, one whole sample per task (its projections, single-threaded
+ * gemms, and its heads), dynamically scheduled: one parallel region per forward and one plus
+ * the two weight-gradient gemms per backward, so a thread that another process holds up
+ * costs one sample's work, not a barrier per stage (under load, a region per projection and
+ * per stage left the two threads waiting on each other). The bias gradients are summed per
+ * sample, then over the samples in order, so results do not depend on which thread ran what.
+ * staged=1 keeps the reference order, stage by stage over the whole batch (the projections as
+ * multi-threaded gemms, the (sample, head) pairs in parallel), that the tests compare against. The
+ * dropout mask is drawn from (net seed, draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
@@ -54,6 +60,7 @@ typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
+    int staged;    /* 1: the stage-by-stage reference order */
     float dropout; /* probability of dropping an attention weight in training */
     int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
     int threads;   /* workspaces */
@@ -72,10 +79,11 @@ typedef struct Attention {
 /* The line of key when the section sets it, else the section header's. */
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int heads, causal;
+    int heads, causal, staged;
     float dropout;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
     st = st ? st : cfg_get_flag(cfg, s, "causal", 1, &causal, e);
+    st = st ? st : cfg_get_flag(cfg, s, "staged", 0, &staged, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
     if (st)
         return st;
@@ -98,6 +106,7 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->heads = heads;
     a->head_size = channels / heads;
     a->causal = causal;
+    a->staged = staged;
     a->dropout = dropout;
     a->block = a->seq < ATTENTION_ROW_BLOCK ? a->seq : ATTENTION_ROW_BLOCK;
 
@@ -108,8 +117,8 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){3 * channels});
     layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
     layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
-    /* backward's dL/d(heads) [T][C] and dL/d(qkv) [T][3C] */
-    l->scratch_per_sample = 4 * (size_t)a->seq * c;
+    /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C] */
+    l->scratch_per_sample = 4 * (size_t)a->seq * c + 4 * c;
     const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;
     l->flops = 8.0 * t * (double)c * (double)c + 4.0 * pairs * (double)c;
     return CDL_OK;
@@ -264,33 +273,81 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
     }
 }
 
+/* What one forward's tasks share: the operands as precision p takes them, the dropout draw. */
+typedef struct ForwardStep {
+    GemmPrecision p;
+    const float *x, *w_in, *w_out; /* x [batch][T][C] */
+    float *out;
+    int use_mask;
+    uint64_t key, first_pair; /* the dropout key, the global index of the batch's first pair */
+} ForwardStep;
+
+/* qkv of rows [r0, r0 + n) from x (rounded into x_bf16 in bf16), itself rounded in bf16. */
+static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
+{
+    const Attention *a = l->priv;
+    const size_t c = (size_t)a->channels;
+    float *qkv = a->qkv + r0 * 3 * c;
+    linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
+                l->params[P_BIASES].data, qkv, 3 * (int)c, a->x_bf16 ? a->x_bf16 + r0 * c : NULL);
+    gemm_operand(s->p, qkv, (size_t)n * 3 * c, qkv);
+}
+
+/* out of rows [r0, r0 + n) from heads_out (rounded in place in bf16). */
+static void project_out(const Layer *l, const ForwardStep *s, size_t r0, int n)
+{
+    const Attention *a = l->priv;
+    const size_t c = (size_t)a->channels;
+    float *heads = a->heads_out + r0 * c;
+    gemm_operand(s->p, heads, (size_t)n * c, heads);
+    /* heads_out is rounded already: its copy would be itself */
+    linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out, l->params[P_OUT_BIASES].data,
+                s->out + r0 * c, (int)c, NULL);
+}
+
+/* Pair `pair` (sample pair / H, head pair % H) of the batch, in the workspace of this thread. */
+static void pair_forward(const Layer *l, const ForwardStep *s, int pair)
+{
+    const Attention *a = l->priv;
+    head_forward(a, s->p, head_view(a, pair / a->heads, pair % a->heads),
+                 s->first_pair + (uint64_t)pair, s->use_mask, s->key,
+                 a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a));
+}
+
 static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
+    const int t = a->seq, rows = ctx->batch * t, pairs = ctx->batch * a->heads;
     const GemmPrecision p = l->precision;
     const Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
-    const float *w_in = gemm_operand(p, w->data, w->count, a->w_bf16);
-    const float *w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16);
-    linear_rows(p, l->in[0], c, rows, c, 3 * c, w_in, l->params[P_BIASES].data, a->qkv, 3 * c,
-                a->x_bf16);
-    gemm_operand(p, a->qkv, (size_t)rows * 3 * c, a->qkv);
-
     a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
-    const uint64_t key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0;
-    const size_t ws_floats = workspace_floats(a);
+    const ForwardStep s = {
+        .p = p,
+        .x = l->in[0],
+        .w_in = gemm_operand(p, w->data, w->count, a->w_bf16),
+        .w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16),
+        .out = l->out,
+        .use_mask = a->mask_is_valid,
+        .key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0,
+        .first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads,
+    };
+    if (a->staged) {
+        project_in(l, &s, 0, rows);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
-    for (int pair = 0; pair < pairs; pair++)
-        head_forward(a, p, head_view(a, pair / a->heads, pair % a->heads),
-                     (uint64_t)ctx->sample_offset * (uint64_t)a->heads + (uint64_t)pair,
-                     a->mask_is_valid, key,
-                     a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-
-    gemm_operand(p, a->heads_out, (size_t)rows * c, a->heads_out);
-    /* heads_out is rounded already: its copy would be itself */
-    linear_rows(GEMM_FP32, a->heads_out, c, rows, c, c, w_out, l->params[P_OUT_BIASES].data, l->out,
-                c, NULL);
+        for (int pair = 0; pair < pairs; pair++)
+            pair_forward(l, &s, pair);
+        project_out(l, &s, 0, rows);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic)                                                         \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)
+    for (int b = 0; b < ctx->batch; b++) {
+        project_in(l, &s, (size_t)b * t, t);
+        for (int h = 0; h < a->heads; h++)
+            pair_forward(l, &s, b * a->heads + h);
+        project_out(l, &s, (size_t)b * t, t);
+    }
 }
 
 /* Row t of one (sample, head) pair from the cached keys and values of rows <= t; scores
@@ -398,13 +455,22 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     }
 }
 
-static void attention_backward(Layer *l, const StepContext *ctx)
+/* dL/dQ, dL/dK, dL/dV of pair `pair` into dqkv [batch][T][3C] from dheads [batch][T][C]. */
+static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
+                          float *dqkv)
+{
+    const int b = pair / a->heads, h = pair % a->heads;
+    const size_t t = (size_t)a->seq, c = (size_t)a->channels, col = (size_t)h * a->head_size;
+    head_backward(a, p, head_view(a, b, h), dheads + b * t * c + col, dqkv + b * t * 3 * c + col,
+                  a->mask_is_valid,
+                  a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a));
+}
+
+/* staged=1: each stage over the whole batch, the projections' gemms multi-threaded. */
+static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, float *dqkv)
 {
     Attention *a = l->priv;
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
-    const size_t t = (size_t)a->seq;
-    float *dheads = ctx->scratch;                  /* [batch][T][C] */
-    float *dqkv = ctx->scratch + (size_t)rows * c; /* [batch][T][3C] */
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
     const GemmPrecision p = l->precision;
     const int bf16 = p == GEMM_BF16;
@@ -417,16 +483,10 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
     memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
-    const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
-    for (int pair = 0; pair < pairs; pair++) {
-        const int b = pair / a->heads, h = pair % a->heads;
-        const size_t col = (size_t)h * a->head_size;
-        head_backward(a, p, head_view(a, b, h), dheads + b * t * c + col,
-                      dqkv + b * t * 3 * c + col, a->mask_is_valid,
-                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-    }
+    for (int pair = 0; pair < pairs; pair++)
+        pair_backward(a, p, pair, dheads, dqkv);
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
     const float *x = bf16 ? a->x_bf16 : l->in[0];
@@ -436,6 +496,69 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     float *dx = l->in_delta[0];
     if (dx)
         gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c, 1.0f, dx, c);
+}
+
+/* Sample b's part of the backward: its rows of dheads, dqkv and dL/dx, and its bias gradients
+ * bias_grads [4C] (the output biases', then the input biases'), each in the order of
+ * backward_staged's stages. */
+static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *bias_grads)
+{
+    const Attention *a = l->priv;
+    const int t = a->seq, c = a->channels;
+    const GemmPrecision p = l->precision;
+    const int bf16 = p == GEMM_BF16;
+    const size_t r0 = (size_t)b * t;
+    float *delta = l->delta + r0 * c, *dh = dheads + r0 * c, *dq = dqkv + r0 * 3 * c;
+
+    memset(bias_grads, 0, 4 * (size_t)c * sizeof *bias_grads);
+    sum_rows_add(bias_grads, delta, (size_t)t, (size_t)c);
+    gemm_operand(p, delta, (size_t)t * c, delta);
+    gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
+         0.0f, dh, c);
+    gemm_operand(p, dh, (size_t)t * c, dh);
+
+    memset(dq, 0, (size_t)t * 3 * c * sizeof *dq);
+    for (int h = 0; h < a->heads; h++)
+        pair_backward(a, p, b * a->heads + h, dheads, dqkv);
+
+    sum_rows_add(bias_grads + c, dq, (size_t)t, 3 * (size_t)c);
+    gemm_operand(p, dq, (size_t)t * 3 * c, dq);
+    float *dx = l->in_delta[0];
+    if (dx)
+        gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
+             1.0f, dx + r0 * c, c);
+}
+
+static void attention_backward(Layer *l, const StepContext *ctx)
+{
+    Attention *a = l->priv;
+    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
+    float *dheads = ctx->scratch;                    /* [batch][T][C] */
+    float *dqkv = dheads + (size_t)rows * c;         /* [batch][T][3C] */
+    float *bias_grads = dqkv + (size_t)rows * 3 * c; /* [batch][4C] */
+    if (a->staged) {
+        backward_staged(l, ctx, dheads, dqkv);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic)                                                         \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)
+    for (int b = 0; b < ctx->batch; b++)
+        sample_backward(l, b, dheads, dqkv, bias_grads + (size_t)b * 4 * c);
+
+    float *out_b = l->params[P_OUT_BIASES].grad, *in_b = l->params[P_BIASES].grad;
+    for (int b = 0; b < ctx->batch; b++) {
+        const float *g = bias_grads + (size_t)b * 4 * c;
+        for (int j = 0; j < c; j++)
+            out_b[j] += g[j];
+        for (int j = 0; j < 3 * c; j++)
+            in_b[j] += g[c + j];
+    }
+    /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
+     * (delta and dqkv as the samples rounded them). */
+    const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
+    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad,
+         c);
+    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
 }
 
 /* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those
