@@ -43,6 +43,7 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/gemm_packed.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
@@ -56,13 +57,18 @@ enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define ATTENTION_PARALLEL_MIN 32768
 
+/* Query rows per block of the packed path: one panel of keys, so that a causal block computes
+ * less than a panel of masked scores per row. */
+#define STRIP GEMM_PACKED_PANEL
+
 typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
     int staged;    /* 1: the stage-by-stage reference order */
     float dropout; /* probability of dropping an attention weight in training */
-    int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
+    int packed;    /* the heads' products through ops/gemm_packed (fp32, not staged) */
+    int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
     int threads;   /* workspaces */
     /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
@@ -70,7 +76,7 @@ typedef struct Attention {
     float *probs;      /* [batch][H][T][T]: P, zero above the diagonal when causal */
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */
-    float *workspace;  /* [threads][2][block][T] */
+    float *workspace;  /* [threads][workspace_floats] */
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
     float *w_bf16, *out_w_bf16, *x_bf16;
@@ -108,7 +114,6 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->causal = causal;
     a->staged = staged;
     a->dropout = dropout;
-    a->block = a->seq < ATTENTION_ROW_BLOCK ? a->seq : ATTENTION_ROW_BLOCK;
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
@@ -132,9 +137,18 @@ static void attention_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)a->channels));
 }
 
+/* The workspace of one thread: [2][block][T]; packed, the larger of the forward's K^T and V
+ * packed and [block][T], and the backward's [2][T][T] and V^T, K, Q, dY packed. */
 static size_t workspace_floats(const Attention *a)
 {
-    return 2 * (size_t)a->block * (size_t)a->seq;
+    const size_t t = (size_t)a->seq;
+    if (!a->packed)
+        return 2 * (size_t)a->block * t;
+    const size_t d_t = gemm_packed_floats(a->head_size, a->seq); /* [D][T] packed */
+    const size_t t_d = gemm_packed_floats(a->seq, a->head_size); /* [T][D] packed */
+    const size_t forward = d_t + t_d + (size_t)a->block * t;
+    const size_t backward = 2 * t * t + d_t + 3 * t_d;
+    return forward > backward ? forward : backward;
 }
 
 static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
@@ -148,6 +162,9 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
                          "weights; lower batch or raise subdivisions",
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     a->threads = omp_get_max_threads();
+    a->packed = !a->staged && l->precision == GEMM_FP32;
+    const int block = a->packed ? STRIP : ATTENTION_ROW_BLOCK;
+    a->block = a->seq < block ? a->seq : block;
     a->qkv = layer_state_floats(st, rows * 3 * c);
     a->heads_out = layer_state_floats(st, rows * c);
     a->probs = layer_state_floats(st, probs);
@@ -187,10 +204,10 @@ static void round_rows(GemmPrecision p, float *x, int n, int width, size_t strid
         gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
 }
 
-/* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
-static void softmax_masked_row(float *row, int n, int width)
+/* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys). */
+static void softmax_masked_row(float *row, int n, int width, float scale)
 {
-    softmax_row(row, row, (size_t)n);
+    softmax_row_scaled(row, row, (size_t)n, scale);
     memset(row + n, 0, (size_t)(width - n) * sizeof *row);
 }
 
@@ -233,22 +250,45 @@ static int keys_of_block(const Attention *a, int end)
     return a->causal ? end : a->seq;
 }
 
+/* c[m][0..n) = a[m][k] B[k0 .. k0+k)[0..n) + beta c for B [k_total][n] packed by gemm_pack_rows
+ * (rows k0.. of every panel: a panel at a time, as gemm_packed_panels finds panel p at p * PANEL
+ * * k). */
+static void packed_product(int m, int n, int k, const float *a, int lda, const float *packed,
+                           int k_total, int k0, float beta, float *c, int ldc)
+{
+    for (int j0 = 0; j0 < n; j0 += STRIP)
+        gemm_packed_panels(m, n - j0 < STRIP ? n - j0 : STRIP, k, a, lda,
+                           packed + ((size_t)(j0 / STRIP) * k_total + k0) * STRIP, 0, 1, beta,
+                           c + j0, ldc);
+}
+
 /* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
  * dropout_key at the pair's index in the step's global mini-batch and applies it. ws holds
- * [block][T] floats. */
+ * workspace_floats(a). Packed, K^T and V are packed once for the pair's blocks and the scale
+ * goes into the softmax; else the products are OpenBLAS gemms. */
 static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, uint64_t pair,
                          int use_mask, uint64_t dropout_key, float *ws)
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
+    float *kt = ws + (size_t)a->block * t;     /* packed: K^T [D][T] */
+    float *vp = kt + gemm_packed_floats(d, t); /* packed: V [T][D] */
+    if (a->packed) {
+        gemm_pack_rows(1, d, t, hv.k, ld, 0, d, kt);
+        gemm_pack_rows(0, t, d, hv.v, ld, 0, t, vp);
+    }
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
         const int keys = keys_of_block(a, r0 + rows);
         float *p = hv.p + (size_t)r0 * t;
         /* scores[rows][keys] = scale * Q[r0 .. r0+rows) K[0 .. keys)^T */
-        gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
+        if (a->packed)
+            packed_product(rows, keys, d, hv.q + (size_t)r0 * ld, ld, kt, d, 0, 0.0f, p, t);
+        else
+            gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
         for (int i = 0; i < rows; i++)
-            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t);
+            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t,
+                               a->packed ? scale : 1.0f);
         const float *weights = p;
         if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
@@ -268,8 +308,11 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
             weights = ws;
         }
         /* Y[r0 .. r0+rows) = weights[rows][keys] V[0 .. keys) */
-        gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, hv.y + (size_t)r0 * a->channels,
-             a->channels);
+        float *y = hv.y + (size_t)r0 * a->channels;
+        if (a->packed)
+            packed_product(rows, d, keys, weights, t, vp, t, 0, 0.0f, y, a->channels);
+        else
+            gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, y, a->channels);
     }
 }
 
@@ -366,7 +409,7 @@ static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv,
             dot += q[i] * k[i];
         scores[j] = scale * dot;
     }
-    softmax_masked_row(scores, t + 1, t + 1);
+    softmax_masked_row(scores, t + 1, t + 1, 1.0f);
     gemm_operand(prec, scores, (size_t)t + 1, scores);
     float *y = hv.y + (size_t)t * a->channels;
     memset(y, 0, (size_t)d * sizeof *y);
@@ -455,15 +498,101 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     }
 }
 
+/* tr = x^T for x [T][T], in blocks of a->block: with the causal mask only the blocks at or below
+ * the diagonal of x, those key_products reads. */
+static void transpose_blocks(const Attention *a, const float *x, float *tr)
+{
+    const int t = a->seq, n = a->block;
+    for (int j0 = 0; j0 < t; j0 += n)
+        for (int i0 = a->causal ? j0 : 0; i0 < t; i0 += n)
+            for (int i = i0; i < i0 + n && i < t; i++)
+                for (int j = j0; j < j0 + n && j < t; j++)
+                    tr[(size_t)j * t + i] = x[(size_t)i * t + j];
+}
+
+/* out[T][D] (row stride 3C) += tr[T][T] B for B [T][D] packed, key block by key block; with the
+ * causal mask key j sums the query rows from its block's first on (the earlier ones are 0). */
+static void key_products(const Attention *a, const float *tr, const float *packed, float *out)
+{
+    const int t = a->seq, ld = 3 * a->channels;
+    for (int j0 = 0; j0 < t; j0 += a->block) {
+        const int rows = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
+        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 1.0f,
+                       out + (size_t)j0 * ld, ld);
+    }
+}
+
+/* head_backward through ops/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
+ * [T][T] with dQ += dS' K block by block; then dK += dS'^T Q and dV += weights^T dY from the
+ * transposes of dS' and of the weights. ws holds workspace_floats(a). */
+static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
+                                 int use_mask, float *ws)
+{
+    const int t = a->seq, d = a->head_size, c = a->channels, ld = 3 * c;
+    const float scale = 1.0f / sqrtf((float)d);
+    const size_t tt = (size_t)t * t, t_d = gemm_packed_floats(t, d);
+    float *dq = dqkv, *dk = dqkv + c, *dv = dqkv + 2 * c;
+    float *ds = ws, *tr = ws + tt, *vt = tr + tt; /* [T][T], [T][T], V^T [D][T] */
+    float *kp = vt + gemm_packed_floats(d, t), *qp = kp + t_d, *yp = qp + t_d; /* [T][D] */
+    gemm_pack_rows(1, d, t, hv.v, ld, 0, d, vt);
+    gemm_pack_rows(0, t, d, hv.k, ld, 0, t, kp);
+    gemm_pack_rows(0, t, d, hv.q, ld, 0, t, qp);
+    gemm_pack_rows(0, t, d, dy, c, 0, t, yp);
+    for (int r0 = 0; r0 < t; r0 += a->block) {
+        const int rows = r0 + a->block < t ? a->block : t - r0;
+        const int keys = keys_of_block(a, r0 + rows);
+        /* dP[rows][keys] = dY V^T (through the mask: dP *= m) */
+        packed_product(rows, keys, d, dy + (size_t)r0 * c, c, vt, d, 0, 0.0f, ds + (size_t)r0 * t,
+                       t);
+        for (int i = r0; i < r0 + rows; i++) {
+            const float *pi = hv.p + (size_t)i * t;
+            float *dpi = ds + (size_t)i * t;
+            if (use_mask)
+                for (int j = 0; j < keys; j++)
+                    dpi[j] *= hv.mask[(size_t)i * t + j];
+            float dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int j = 0; j < keys; j++)
+                dot += pi[j] * dpi[j];
+#pragma omp simd
+            for (int j = 0; j < keys; j++)
+                dpi[j] = scale * pi[j] * (dpi[j] - dot);
+            memset(dpi + keys, 0, (size_t)(t - keys) * sizeof *dpi);
+        }
+        /* dQ[r0 .. r0+rows) += dS' K[0 .. keys) */
+        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 1.0f, dq + (size_t)r0 * ld,
+                       ld);
+    }
+    transpose_blocks(a, ds, tr);
+    key_products(a, tr, qp, dk);
+    const float *weights = hv.p;
+    if (use_mask) {
+        /* ds's masked tails stay 0 */
+        for (int r0 = 0; r0 < t; r0 += a->block) {
+            const int keys = keys_of_block(a, r0 + a->block < t ? r0 + a->block : t);
+            for (int i = r0; i < r0 + a->block && i < t; i++)
+                for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
+                    ds[at] = hv.p[at] * hv.mask[at];
+        }
+        weights = ds;
+    }
+    transpose_blocks(a, weights, tr);
+    key_products(a, tr, yp, dv);
+}
+
 /* dL/dQ, dL/dK, dL/dV of pair `pair` into dqkv [batch][T][3C] from dheads [batch][T][C]. */
 static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
                           float *dqkv)
 {
     const int b = pair / a->heads, h = pair % a->heads;
     const size_t t = (size_t)a->seq, c = (size_t)a->channels, col = (size_t)h * a->head_size;
-    head_backward(a, p, head_view(a, b, h), dheads + b * t * c + col, dqkv + b * t * 3 * c + col,
-                  a->mask_is_valid,
-                  a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a));
+    const HeadView hv = head_view(a, b, h);
+    const float *dy = dheads + b * t * c + col;
+    float *ws = a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a);
+    if (a->packed)
+        head_backward_packed(a, hv, dy, dqkv + b * t * 3 * c + col, a->mask_is_valid, ws);
+    else
+        head_backward(a, p, hv, dy, dqkv + b * t * 3 * c + col, a->mask_is_valid, ws);
 }
 
 /* staged=1: each stage over the whole batch, the projections' gemms multi-threaded. */
