@@ -10,17 +10,25 @@
  *     Y = dropout(P) V, the head's D columns of heads                  [batch][T][C]
  *   out = heads out_weights^T + out_biases
  *
- * Queries go in blocks of ATTENTION_ROW_BLOCK rows: with the causal mask a block needs only
- * the keys up to its last row, so the score gemms skip most of the masked upper triangle.
+ * Queries go in blocks: with the causal mask a block needs only the keys up to its last row,
+ * so the score products skip most of the masked upper triangle. The heads' products are
+ * OpenBLAS gemms over blocks of ATTENTION_ROW_BLOCK rows; with packed=1 (fp32, not staged) they
+ * go through ops/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks of
+ * one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
+ * 1/sqrt(D) goes into the softmax; the backward keeps the pair's scale * dS [T][T], takes dQ
+ * block by block and dK, dV from the transposes of dS and of the weights). packed=1 is off by
+ * default: under load it measured no faster than the gemms (the packing and the transposes
+ * cost what the kernel saves at D = 32).
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
  * gemms, and its heads), dynamically scheduled: one parallel region per forward and one plus
  * the two weight-gradient gemms per backward, so a thread that another process holds up
  * costs one sample's work, not a barrier per stage (under load, a region per projection and
  * per stage left the two threads waiting on each other). The bias gradients are summed per
  * sample, then over the samples in order, so results do not depend on which thread ran what.
- * staged=1 keeps the reference order, stage by stage over the whole batch (the projections as
- * multi-threaded gemms, the (sample, head) pairs in parallel), that the tests compare against. The
- * dropout mask is drawn from (net seed, draw_id, layer index) as [dropout] draws its own.
+ * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
+ * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
+ * gemms; the tests compare the default against it. The dropout mask is drawn from (net seed,
+ * draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
@@ -65,11 +73,12 @@ typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
-    int staged;    /* 1: the stage-by-stage reference order */
-    float dropout; /* probability of dropping an attention weight in training */
-    int packed;    /* the heads' products through ops/gemm_packed (fp32, not staged) */
-    int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
-    int threads;   /* workspaces */
+    int staged;     /* 1: the stage-by-stage reference order */
+    float dropout;  /* probability of dropping an attention weight in training */
+    int packed_key; /* packed=1: the heads' products through ops/gemm_packed when fp32 */
+    int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
+    int block;      /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
+    int threads;    /* workspaces */
     /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
     float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
@@ -85,11 +94,12 @@ typedef struct Attention {
 /* The line of key when the section sets it, else the section header's. */
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int heads, causal, staged;
+    int heads, causal, staged, packed;
     float dropout;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
     st = st ? st : cfg_get_flag(cfg, s, "causal", 1, &causal, e);
     st = st ? st : cfg_get_flag(cfg, s, "staged", 0, &staged, e);
+    st = st ? st : cfg_get_flag(cfg, s, "packed", 0, &packed, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
     if (st)
         return st;
@@ -113,6 +123,7 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->head_size = channels / heads;
     a->causal = causal;
     a->staged = staged;
+    a->packed_key = packed;
     a->dropout = dropout;
 
     const size_t c = (size_t)channels;
@@ -162,7 +173,7 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
                          "weights; lower batch or raise subdivisions",
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     a->threads = omp_get_max_threads();
-    a->packed = !a->staged && l->precision == GEMM_FP32;
+    a->packed = a->packed_key && !a->staged && l->precision == GEMM_FP32;
     const int block = a->packed ? STRIP : ATTENTION_ROW_BLOCK;
     a->block = a->seq < block ? a->seq : block;
     a->qkv = layer_state_floats(st, rows * 3 * c);

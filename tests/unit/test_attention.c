@@ -74,6 +74,11 @@ static void test_gradcheck(void)
     /* More rows than one query block (64): the blocked score and gradient gemms. */
     gradcheck_cfg("attention 70 rows causal", ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\n"));
     gradcheck_cfg("attention 70 rows bidirectional", ATTENTION_NET(70, 4, "heads=2\ncausal=0\n"));
+    /* packed=1: the heads' products through ops/gemm_packed, in 16-row blocks */
+    gradcheck_cfg("attention packed 70 rows causal",
+                  ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\npacked=1\n"));
+    gradcheck_cfg("attention packed 70 rows bidirectional",
+                  ATTENTION_NET(70, 4, "heads=2\ncausal=0\npacked=1\n"));
     gradcheck_cfg("two attentions, shortcut, softmax",
                   ATTENTION_NET(3, 6, "heads=3\n") "[attention]\nheads=2\ncausal=0\n"
                                                    "[shortcut]\nfrom=-2\n[softmax]\n");
@@ -369,6 +374,11 @@ static void test_matches_staged(void)
     check_against_staged("heads=2\ncausal=0\n", 70, GEMM_FP32);
     check_against_staged("heads=2\ndropout=0.2\n", 70, GEMM_FP32);
     check_against_staged("heads=2\n", 70, GEMM_BF16);
+    check_against_staged("heads=2\npacked=1\n", 70, GEMM_FP32);
+    check_against_staged("heads=4\npacked=1\n", 128, GEMM_FP32);
+    check_against_staged("heads=2\npacked=1\ncausal=0\n", 70, GEMM_FP32);
+    check_against_staged("heads=2\npacked=1\ndropout=0.2\n", 70, GEMM_FP32);
+    check_against_staged("heads=1\npacked=1\n", 5, GEMM_FP32);
     omp_set_num_threads(threads);
 }
 
