@@ -10,11 +10,25 @@
  *     Y = dropout(P) V, the head's D columns of heads                  [batch][T][C]
  *   out = heads out_weights^T + out_biases
  *
- * Queries go in blocks of ATTENTION_ROW_BLOCK rows: with the causal mask a block needs only
- * the keys up to its last row, so the score gemms skip most of the masked upper triangle.
- * The (sample, head) pairs run in parallel, each writing only its own columns, so results do
- * not depend on the thread count. The dropout mask is drawn from (net seed, draw_id, layer
- * index) as [dropout] draws its own.
+ * Queries go in blocks: with the causal mask a block needs only the keys up to its last row,
+ * so the score products skip most of the masked upper triangle. The heads' products are
+ * OpenBLAS gemms over blocks of ATTENTION_ROW_BLOCK rows; with packed=1 (fp32, not staged) they
+ * go through ops/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks of
+ * one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
+ * 1/sqrt(D) goes into the softmax; the backward keeps the pair's scale * dS [T][T], takes dQ
+ * block by block and dK, dV from the transposes of dS and of the weights). packed=1 is off by
+ * default: under load it measured no faster than the gemms (the packing and the transposes
+ * cost what the kernel saves at D = 32).
+ * The samples run in parallel, one whole sample per task (its projections, single-threaded
+ * gemms, and its heads), dynamically scheduled: one parallel region per forward and one plus
+ * the two weight-gradient gemms per backward, so a thread that another process holds up
+ * costs one sample's work, not a barrier per stage (under load, a region per projection and
+ * per stage left the two threads waiting on each other). The bias gradients are summed per
+ * sample, then over the samples in order, so results do not depend on which thread ran what.
+ * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
+ * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
+ * gemms; the tests compare the default against it. The dropout mask is drawn from (net seed,
+ * draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
@@ -37,6 +51,7 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
+#include "ops/gemm_packed.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
@@ -50,20 +65,27 @@ enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define ATTENTION_PARALLEL_MIN 32768
 
+/* Query rows per block of the packed path: one panel of keys, so that a causal block computes
+ * less than a panel of masked scores per row. */
+#define STRIP GEMM_PACKED_PANEL
+
 typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
-    float dropout; /* probability of dropping an attention weight in training */
-    int block;     /* query rows per block: min(ATTENTION_ROW_BLOCK, T) */
-    int threads;   /* workspaces */
+    int staged;     /* 1: the stage-by-stage reference order */
+    float dropout;  /* probability of dropping an attention weight in training */
+    int packed_key; /* packed=1: the heads' products through ops/gemm_packed when fp32 */
+    int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
+    int block;      /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
+    int threads;    /* workspaces */
     /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
     float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
     float *probs;      /* [batch][H][T][T]: P, zero above the diagonal when causal */
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */
-    float *workspace;  /* [threads][2][block][T] */
+    float *workspace;  /* [threads][workspace_floats] */
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
     float *w_bf16, *out_w_bf16, *x_bf16;
@@ -72,10 +94,12 @@ typedef struct Attention {
 /* The line of key when the section sets it, else the section header's. */
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int heads, causal;
+    int heads, causal, staged, packed;
     float dropout;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
     st = st ? st : cfg_get_flag(cfg, s, "causal", 1, &causal, e);
+    st = st ? st : cfg_get_flag(cfg, s, "staged", 0, &staged, e);
+    st = st ? st : cfg_get_flag(cfg, s, "packed", 0, &packed, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
     if (st)
         return st;
@@ -98,8 +122,9 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->heads = heads;
     a->head_size = channels / heads;
     a->causal = causal;
+    a->staged = staged;
+    a->packed_key = packed;
     a->dropout = dropout;
-    a->block = a->seq < ATTENTION_ROW_BLOCK ? a->seq : ATTENTION_ROW_BLOCK;
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
@@ -108,8 +133,8 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){3 * channels});
     layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
     layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
-    /* backward's dL/d(heads) [T][C] and dL/d(qkv) [T][3C] */
-    l->scratch_per_sample = 4 * (size_t)a->seq * c;
+    /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C] */
+    l->scratch_per_sample = 4 * (size_t)a->seq * c + 4 * c;
     const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;
     l->flops = 8.0 * t * (double)c * (double)c + 4.0 * pairs * (double)c;
     return CDL_OK;
@@ -123,9 +148,18 @@ static void attention_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)a->channels));
 }
 
+/* The workspace of one thread: [2][block][T]; packed, the larger of the forward's K^T and V
+ * packed and [block][T], and the backward's [2][T][T] and V^T, K, Q, dY packed. */
 static size_t workspace_floats(const Attention *a)
 {
-    return 2 * (size_t)a->block * (size_t)a->seq;
+    const size_t t = (size_t)a->seq;
+    if (!a->packed)
+        return 2 * (size_t)a->block * t;
+    const size_t d_t = gemm_packed_floats(a->head_size, a->seq); /* [D][T] packed */
+    const size_t t_d = gemm_packed_floats(a->seq, a->head_size); /* [T][D] packed */
+    const size_t forward = d_t + t_d + (size_t)a->block * t;
+    const size_t backward = 2 * t * t + d_t + 3 * t_d;
+    return forward > backward ? forward : backward;
 }
 
 static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
@@ -139,6 +173,9 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
                          "weights; lower batch or raise subdivisions",
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     a->threads = omp_get_max_threads();
+    a->packed = a->packed_key && !a->staged && l->precision == GEMM_FP32;
+    const int block = a->packed ? STRIP : ATTENTION_ROW_BLOCK;
+    a->block = a->seq < block ? a->seq : block;
     a->qkv = layer_state_floats(st, rows * 3 * c);
     a->heads_out = layer_state_floats(st, rows * c);
     a->probs = layer_state_floats(st, probs);
@@ -178,10 +215,10 @@ static void round_rows(GemmPrecision p, float *x, int n, int width, size_t strid
         gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
 }
 
-/* row[0..n) = softmax(row[0..n)), row[n..width) = 0 (the masked keys). */
-static void softmax_masked_row(float *row, int n, int width)
+/* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys). */
+static void softmax_masked_row(float *row, int n, int width, float scale)
 {
-    softmax_row(row, row, (size_t)n);
+    softmax_row_scaled(row, row, (size_t)n, scale);
     memset(row + n, 0, (size_t)(width - n) * sizeof *row);
 }
 
@@ -224,22 +261,45 @@ static int keys_of_block(const Attention *a, int end)
     return a->causal ? end : a->seq;
 }
 
+/* c[m][0..n) = a[m][k] B[k0 .. k0+k)[0..n) + beta c for B [k_total][n] packed by gemm_pack_rows
+ * (rows k0.. of every panel: a panel at a time, as gemm_packed_panels finds panel p at p * PANEL
+ * * k). */
+static void packed_product(int m, int n, int k, const float *a, int lda, const float *packed,
+                           int k_total, int k0, float beta, float *c, int ldc)
+{
+    for (int j0 = 0; j0 < n; j0 += STRIP)
+        gemm_packed_panels(m, n - j0 < STRIP ? n - j0 : STRIP, k, a, lda,
+                           packed + ((size_t)(j0 / STRIP) * k_total + k0) * STRIP, 0, 1, beta,
+                           c + j0, ldc);
+}
+
 /* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
  * dropout_key at the pair's index in the step's global mini-batch and applies it. ws holds
- * [block][T] floats. */
+ * workspace_floats(a). Packed, K^T and V are packed once for the pair's blocks and the scale
+ * goes into the softmax; else the products are OpenBLAS gemms. */
 static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, uint64_t pair,
                          int use_mask, uint64_t dropout_key, float *ws)
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
+    float *kt = ws + (size_t)a->block * t;     /* packed: K^T [D][T] */
+    float *vp = kt + gemm_packed_floats(d, t); /* packed: V [T][D] */
+    if (a->packed) {
+        gemm_pack_rows(1, d, t, hv.k, ld, 0, d, kt);
+        gemm_pack_rows(0, t, d, hv.v, ld, 0, t, vp);
+    }
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
         const int keys = keys_of_block(a, r0 + rows);
         float *p = hv.p + (size_t)r0 * t;
         /* scores[rows][keys] = scale * Q[r0 .. r0+rows) K[0 .. keys)^T */
-        gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
+        if (a->packed)
+            packed_product(rows, keys, d, hv.q + (size_t)r0 * ld, ld, kt, d, 0, 0.0f, p, t);
+        else
+            gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
         for (int i = 0; i < rows; i++)
-            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t);
+            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t,
+                               a->packed ? scale : 1.0f);
         const float *weights = p;
         if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
@@ -259,38 +319,89 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
             weights = ws;
         }
         /* Y[r0 .. r0+rows) = weights[rows][keys] V[0 .. keys) */
-        gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, hv.y + (size_t)r0 * a->channels,
-             a->channels);
+        float *y = hv.y + (size_t)r0 * a->channels;
+        if (a->packed)
+            packed_product(rows, d, keys, weights, t, vp, t, 0, 0.0f, y, a->channels);
+        else
+            gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, y, a->channels);
     }
+}
+
+/* What one forward's tasks share: the operands as precision p takes them, the dropout draw. */
+typedef struct ForwardStep {
+    GemmPrecision p;
+    const float *x, *w_in, *w_out; /* x [batch][T][C] */
+    float *out;
+    int use_mask;
+    uint64_t key, first_pair; /* the dropout key, the global index of the batch's first pair */
+} ForwardStep;
+
+/* qkv of rows [r0, r0 + n) from x (rounded into x_bf16 in bf16), itself rounded in bf16. */
+static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
+{
+    const Attention *a = l->priv;
+    const size_t c = (size_t)a->channels;
+    float *qkv = a->qkv + r0 * 3 * c;
+    linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
+                l->params[P_BIASES].data, qkv, 3 * (int)c, a->x_bf16 ? a->x_bf16 + r0 * c : NULL);
+    gemm_operand(s->p, qkv, (size_t)n * 3 * c, qkv);
+}
+
+/* out of rows [r0, r0 + n) from heads_out (rounded in place in bf16). */
+static void project_out(const Layer *l, const ForwardStep *s, size_t r0, int n)
+{
+    const Attention *a = l->priv;
+    const size_t c = (size_t)a->channels;
+    float *heads = a->heads_out + r0 * c;
+    gemm_operand(s->p, heads, (size_t)n * c, heads);
+    /* heads_out is rounded already: its copy would be itself */
+    linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out, l->params[P_OUT_BIASES].data,
+                s->out + r0 * c, (int)c, NULL);
+}
+
+/* Pair `pair` (sample pair / H, head pair % H) of the batch, in the workspace of this thread. */
+static void pair_forward(const Layer *l, const ForwardStep *s, int pair)
+{
+    const Attention *a = l->priv;
+    head_forward(a, s->p, head_view(a, pair / a->heads, pair % a->heads),
+                 s->first_pair + (uint64_t)pair, s->use_mask, s->key,
+                 a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a));
 }
 
 static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
+    const int t = a->seq, rows = ctx->batch * t, pairs = ctx->batch * a->heads;
     const GemmPrecision p = l->precision;
     const Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
-    const float *w_in = gemm_operand(p, w->data, w->count, a->w_bf16);
-    const float *w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16);
-    linear_rows(p, l->in[0], c, rows, c, 3 * c, w_in, l->params[P_BIASES].data, a->qkv, 3 * c,
-                a->x_bf16);
-    gemm_operand(p, a->qkv, (size_t)rows * 3 * c, a->qkv);
-
     a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
-    const uint64_t key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0;
-    const size_t ws_floats = workspace_floats(a);
+    const ForwardStep s = {
+        .p = p,
+        .x = l->in[0],
+        .w_in = gemm_operand(p, w->data, w->count, a->w_bf16),
+        .w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16),
+        .out = l->out,
+        .use_mask = a->mask_is_valid,
+        .key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0,
+        .first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads,
+    };
+    if (a->staged) {
+        project_in(l, &s, 0, rows);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
-    for (int pair = 0; pair < pairs; pair++)
-        head_forward(a, p, head_view(a, pair / a->heads, pair % a->heads),
-                     (uint64_t)ctx->sample_offset * (uint64_t)a->heads + (uint64_t)pair,
-                     a->mask_is_valid, key,
-                     a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-
-    gemm_operand(p, a->heads_out, (size_t)rows * c, a->heads_out);
-    /* heads_out is rounded already: its copy would be itself */
-    linear_rows(GEMM_FP32, a->heads_out, c, rows, c, c, w_out, l->params[P_OUT_BIASES].data, l->out,
-                c, NULL);
+        for (int pair = 0; pair < pairs; pair++)
+            pair_forward(l, &s, pair);
+        project_out(l, &s, 0, rows);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic)                                                         \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)
+    for (int b = 0; b < ctx->batch; b++) {
+        project_in(l, &s, (size_t)b * t, t);
+        for (int h = 0; h < a->heads; h++)
+            pair_forward(l, &s, b * a->heads + h);
+        project_out(l, &s, (size_t)b * t, t);
+    }
 }
 
 /* Row t of one (sample, head) pair from the cached keys and values of rows <= t; scores
@@ -309,7 +420,7 @@ static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv,
             dot += q[i] * k[i];
         scores[j] = scale * dot;
     }
-    softmax_masked_row(scores, t + 1, t + 1);
+    softmax_masked_row(scores, t + 1, t + 1, 1.0f);
     gemm_operand(prec, scores, (size_t)t + 1, scores);
     float *y = hv.y + (size_t)t * a->channels;
     memset(y, 0, (size_t)d * sizeof *y);
@@ -398,13 +509,108 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     }
 }
 
-static void attention_backward(Layer *l, const StepContext *ctx)
+/* tr = x^T for x [T][T], in blocks of a->block: with the causal mask only the blocks at or below
+ * the diagonal of x, those key_products reads. */
+static void transpose_blocks(const Attention *a, const float *x, float *tr)
+{
+    const int t = a->seq, n = a->block;
+    for (int j0 = 0; j0 < t; j0 += n)
+        for (int i0 = a->causal ? j0 : 0; i0 < t; i0 += n)
+            for (int i = i0; i < i0 + n && i < t; i++)
+                for (int j = j0; j < j0 + n && j < t; j++)
+                    tr[(size_t)j * t + i] = x[(size_t)i * t + j];
+}
+
+/* out[T][D] (row stride 3C) += tr[T][T] B for B [T][D] packed, key block by key block; with the
+ * causal mask key j sums the query rows from its block's first on (the earlier ones are 0). */
+static void key_products(const Attention *a, const float *tr, const float *packed, float *out)
+{
+    const int t = a->seq, ld = 3 * a->channels;
+    for (int j0 = 0; j0 < t; j0 += a->block) {
+        const int rows = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
+        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 1.0f,
+                       out + (size_t)j0 * ld, ld);
+    }
+}
+
+/* head_backward through ops/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
+ * [T][T] with dQ += dS' K block by block; then dK += dS'^T Q and dV += weights^T dY from the
+ * transposes of dS' and of the weights. ws holds workspace_floats(a). */
+static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
+                                 int use_mask, float *ws)
+{
+    const int t = a->seq, d = a->head_size, c = a->channels, ld = 3 * c;
+    const float scale = 1.0f / sqrtf((float)d);
+    const size_t tt = (size_t)t * t, t_d = gemm_packed_floats(t, d);
+    float *dq = dqkv, *dk = dqkv + c, *dv = dqkv + 2 * c;
+    float *ds = ws, *tr = ws + tt, *vt = tr + tt; /* [T][T], [T][T], V^T [D][T] */
+    float *kp = vt + gemm_packed_floats(d, t), *qp = kp + t_d, *yp = qp + t_d; /* [T][D] */
+    gemm_pack_rows(1, d, t, hv.v, ld, 0, d, vt);
+    gemm_pack_rows(0, t, d, hv.k, ld, 0, t, kp);
+    gemm_pack_rows(0, t, d, hv.q, ld, 0, t, qp);
+    gemm_pack_rows(0, t, d, dy, c, 0, t, yp);
+    for (int r0 = 0; r0 < t; r0 += a->block) {
+        const int rows = r0 + a->block < t ? a->block : t - r0;
+        const int keys = keys_of_block(a, r0 + rows);
+        /* dP[rows][keys] = dY V^T (through the mask: dP *= m) */
+        packed_product(rows, keys, d, dy + (size_t)r0 * c, c, vt, d, 0, 0.0f, ds + (size_t)r0 * t,
+                       t);
+        for (int i = r0; i < r0 + rows; i++) {
+            const float *pi = hv.p + (size_t)i * t;
+            float *dpi = ds + (size_t)i * t;
+            if (use_mask)
+                for (int j = 0; j < keys; j++)
+                    dpi[j] *= hv.mask[(size_t)i * t + j];
+            float dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int j = 0; j < keys; j++)
+                dot += pi[j] * dpi[j];
+#pragma omp simd
+            for (int j = 0; j < keys; j++)
+                dpi[j] = scale * pi[j] * (dpi[j] - dot);
+            memset(dpi + keys, 0, (size_t)(t - keys) * sizeof *dpi);
+        }
+        /* dQ[r0 .. r0+rows) += dS' K[0 .. keys) */
+        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 1.0f, dq + (size_t)r0 * ld,
+                       ld);
+    }
+    transpose_blocks(a, ds, tr);
+    key_products(a, tr, qp, dk);
+    const float *weights = hv.p;
+    if (use_mask) {
+        /* ds's masked tails stay 0 */
+        for (int r0 = 0; r0 < t; r0 += a->block) {
+            const int keys = keys_of_block(a, r0 + a->block < t ? r0 + a->block : t);
+            for (int i = r0; i < r0 + a->block && i < t; i++)
+                for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
+                    ds[at] = hv.p[at] * hv.mask[at];
+        }
+        weights = ds;
+    }
+    transpose_blocks(a, weights, tr);
+    key_products(a, tr, yp, dv);
+}
+
+/* dL/dQ, dL/dK, dL/dV of pair `pair` into dqkv [batch][T][3C] from dheads [batch][T][C]. */
+static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
+                          float *dqkv)
+{
+    const int b = pair / a->heads, h = pair % a->heads;
+    const size_t t = (size_t)a->seq, c = (size_t)a->channels, col = (size_t)h * a->head_size;
+    const HeadView hv = head_view(a, b, h);
+    const float *dy = dheads + b * t * c + col;
+    float *ws = a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a);
+    if (a->packed)
+        head_backward_packed(a, hv, dy, dqkv + b * t * 3 * c + col, a->mask_is_valid, ws);
+    else
+        head_backward(a, p, hv, dy, dqkv + b * t * 3 * c + col, a->mask_is_valid, ws);
+}
+
+/* staged=1: each stage over the whole batch, the projections' gemms multi-threaded. */
+static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, float *dqkv)
 {
     Attention *a = l->priv;
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
-    const size_t t = (size_t)a->seq;
-    float *dheads = ctx->scratch;                  /* [batch][T][C] */
-    float *dqkv = ctx->scratch + (size_t)rows * c; /* [batch][T][3C] */
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
     const GemmPrecision p = l->precision;
     const int bf16 = p == GEMM_BF16;
@@ -417,16 +623,10 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
     memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
-    const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
-    for (int pair = 0; pair < pairs; pair++) {
-        const int b = pair / a->heads, h = pair % a->heads;
-        const size_t col = (size_t)h * a->head_size;
-        head_backward(a, p, head_view(a, b, h), dheads + b * t * c + col,
-                      dqkv + b * t * 3 * c + col, a->mask_is_valid,
-                      a->workspace + (size_t)omp_get_thread_num() * ws_floats);
-    }
+    for (int pair = 0; pair < pairs; pair++)
+        pair_backward(a, p, pair, dheads, dqkv);
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
     const float *x = bf16 ? a->x_bf16 : l->in[0];
@@ -436,6 +636,69 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     float *dx = l->in_delta[0];
     if (dx)
         gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c, 1.0f, dx, c);
+}
+
+/* Sample b's part of the backward: its rows of dheads, dqkv and dL/dx, and its bias gradients
+ * bias_grads [4C] (the output biases', then the input biases'), each in the order of
+ * backward_staged's stages. */
+static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *bias_grads)
+{
+    const Attention *a = l->priv;
+    const int t = a->seq, c = a->channels;
+    const GemmPrecision p = l->precision;
+    const int bf16 = p == GEMM_BF16;
+    const size_t r0 = (size_t)b * t;
+    float *delta = l->delta + r0 * c, *dh = dheads + r0 * c, *dq = dqkv + r0 * 3 * c;
+
+    memset(bias_grads, 0, 4 * (size_t)c * sizeof *bias_grads);
+    sum_rows_add(bias_grads, delta, (size_t)t, (size_t)c);
+    gemm_operand(p, delta, (size_t)t * c, delta);
+    gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
+         0.0f, dh, c);
+    gemm_operand(p, dh, (size_t)t * c, dh);
+
+    memset(dq, 0, (size_t)t * 3 * c * sizeof *dq);
+    for (int h = 0; h < a->heads; h++)
+        pair_backward(a, p, b * a->heads + h, dheads, dqkv);
+
+    sum_rows_add(bias_grads + c, dq, (size_t)t, 3 * (size_t)c);
+    gemm_operand(p, dq, (size_t)t * 3 * c, dq);
+    float *dx = l->in_delta[0];
+    if (dx)
+        gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
+             1.0f, dx + r0 * c, c);
+}
+
+static void attention_backward(Layer *l, const StepContext *ctx)
+{
+    Attention *a = l->priv;
+    const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
+    float *dheads = ctx->scratch;                    /* [batch][T][C] */
+    float *dqkv = dheads + (size_t)rows * c;         /* [batch][T][3C] */
+    float *bias_grads = dqkv + (size_t)rows * 3 * c; /* [batch][4C] */
+    if (a->staged) {
+        backward_staged(l, ctx, dheads, dqkv);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic)                                                         \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)
+    for (int b = 0; b < ctx->batch; b++)
+        sample_backward(l, b, dheads, dqkv, bias_grads + (size_t)b * 4 * c);
+
+    float *out_b = l->params[P_OUT_BIASES].grad, *in_b = l->params[P_BIASES].grad;
+    for (int b = 0; b < ctx->batch; b++) {
+        const float *g = bias_grads + (size_t)b * 4 * c;
+        for (int j = 0; j < c; j++)
+            out_b[j] += g[j];
+        for (int j = 0; j < 3 * c; j++)
+            in_b[j] += g[c + j];
+    }
+    /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
+     * (delta and dqkv as the samples rounded them). */
+    const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
+    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad,
+         c);
+    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
 }
 
 /* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those

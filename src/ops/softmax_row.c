@@ -1,5 +1,5 @@
-/* One row's softmax (ops/softmax_row.h) in three vector passes: the max, the exponentials and
- * their sum, the scaling. */
+/* One row's softmax, of the values or of the values scaled (ops/softmax_row.h), in three vector
+ * passes: the max, the exponentials and their sum, the scaling. */
 #include "ops/softmax_row.h"
 
 #include <math.h>
@@ -8,6 +8,11 @@
 
 double softmax_row(const float *x, float *y, size_t n)
 {
+    return softmax_row_scaled(x, y, n, 1.0f);
+}
+
+double softmax_row_scaled(const float *x, float *y, size_t n, float scale)
+{
     float max = x[0];
 #pragma omp simd reduction(max : max)
     for (size_t i = 1; i < n; i++)
@@ -15,7 +20,7 @@ double softmax_row(const float *x, float *y, size_t n)
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (size_t i = 0; i < n; i++) {
-        const float z = x[i] - max;
+        const float z = (x[i] - max) * scale;
         const float e = z < -87.0f ? 0.0f : exp_vec(z); /* underflows in float, as expf's */
         y[i] = e;
         sum += e;
@@ -24,5 +29,5 @@ double softmax_row(const float *x, float *y, size_t n)
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
         y[i] *= inv;
-    return (double)max + log((double)sum);
+    return (double)scale * max + log((double)sum);
 }

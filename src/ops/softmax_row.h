@@ -10,4 +10,8 @@
  * so the result is deterministic. */
 double softmax_row(const float *x, float *y, size_t n);
 
+/* y[0..n) = softmax(scale * x[0..n)) for scale > 0, as softmax_row (which is scale 1):
+ * exp(scale * (x - max)) / sum; returns scale * max + log(sum). */
+double softmax_row_scaled(const float *x, float *y, size_t n, float scale);
+
 #endif

@@ -1,6 +1,6 @@
 /* [attention]: gradient checks, token-by-token inference against the full forward, causality,
- * the dropout mask, cfg errors, and the PyTorch fixture tests/ref/attention.ref
- * (scripts/ref/make_attention.py). */
+ * the dropout mask, cfg errors, the per-sample order against staged=1's, and the PyTorch
+ * fixture tests/ref/attention.ref (scripts/ref/make_attention.py). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -74,6 +74,11 @@ static void test_gradcheck(void)
     /* More rows than one query block (64): the blocked score and gradient gemms. */
     gradcheck_cfg("attention 70 rows causal", ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\n"));
     gradcheck_cfg("attention 70 rows bidirectional", ATTENTION_NET(70, 4, "heads=2\ncausal=0\n"));
+    /* packed=1: the heads' products through ops/gemm_packed, in 16-row blocks */
+    gradcheck_cfg("attention packed 70 rows causal",
+                  ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\npacked=1\n"));
+    gradcheck_cfg("attention packed 70 rows bidirectional",
+                  ATTENTION_NET(70, 4, "heads=2\ncausal=0\npacked=1\n"));
     gradcheck_cfg("two attentions, shortcut, softmax",
                   ATTENTION_NET(3, 6, "heads=3\n") "[attention]\nheads=2\ncausal=0\n"
                                                    "[shortcut]\nfrom=-2\n[softmax]\n");
@@ -298,6 +303,85 @@ static void test_cfg_errors(void)
                      "t.cfg:5: layer 0: [attention] needs a sequence net");
 }
 
+/* ---- the per-sample order against the staged reference ---- */
+
+/* A training pass of "[net] batch=3 seq=t inputs=16, [attention] keys" (seed 5, precision prec)
+ * at `threads` threads: forward on a fixed input, backward from a fixed output gradient. The
+ * net is left built for its caller to read and free; returns 0, or -1 on failure. */
+static int training_pass(const char *keys, int t, GemmPrecision prec, int threads, Net *net)
+{
+    char text[256];
+    snprintf(text, sizeof text, "[net]\nbatch=3\nseq=%d\ninputs=16\n[attention]\n%s", t, keys);
+    omp_set_num_threads(threads);
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 1, 5, &e) ||
+        (net_set_precision(net, prec), net_resize(net, 3, 1, &e))) {
+        fprintf(stderr, "FAIL build %s: %s\n", keys, e.msg);
+        check_failures++;
+        return -1;
+    }
+    fill_normal(net->input, input_floats(net), 7);
+    net->train = 1;
+    net->draw_id = 3;
+    net_forward(net);
+    net_zero_grads(net);
+    fill_normal(net->layers[net->n_layers - 1].delta, output_floats(net), 8);
+    net_backward(net);
+    return 0;
+}
+
+/* The output, the input gradient and every parameter gradient of the default (per-sample)
+ * order against staged=1's, within 1e-5 relative, at 1 and 2 threads; and the default run
+ * twice gives the same bytes. */
+static void check_against_staged(const char *keys, int t, GemmPrecision prec)
+{
+    char staged[128];
+    snprintf(staged, sizeof staged, "%sstaged=1\n", keys);
+    for (int threads = 1; threads <= 2; threads++) {
+        Net got, again, want;
+        if (training_pass(keys, t, prec, threads, &got))
+            return;
+        if (training_pass(keys, t, prec, threads, &again) ||
+            training_pass(staged, t, prec, threads, &want)) {
+            net_free(&got);
+            return;
+        }
+        const size_t out_n = output_floats(&got), in_n = input_floats(&got);
+        double worst = check_rel_error(net_output(&got), net_output(&want), out_n);
+        worst = fmax(worst, check_rel_error(got.input_delta, want.input_delta, in_n));
+        const Layer *l = &got.layers[0], *lw = &want.layers[0];
+        for (int k = 0; k < l->n_params; k++)
+            worst = fmax(
+                worst, check_rel_error(l->params[k].grad, lw->params[k].grad, l->params[k].count));
+        if (!(worst <= 1e-5))
+            fprintf(stderr, "FAIL %s T=%d %d threads: %.3g relative from staged=1\n", keys, t,
+                    threads, worst);
+        CHECK(worst <= 1e-5);
+        CHECK(!memcmp(net_output(&got), net_output(&again), out_n * sizeof(float)));
+        CHECK(!memcmp(got.grads, again.grads, got.n_params * sizeof(float)));
+        CHECK(!memcmp(got.input_delta, again.input_delta, in_n * sizeof(float)));
+        net_free(&got);
+        net_free(&again);
+        net_free(&want);
+    }
+}
+
+static void test_matches_staged(void)
+{
+    const int threads = omp_get_max_threads();
+    check_against_staged("heads=2\n", 70, GEMM_FP32);
+    check_against_staged("heads=4\n", 128, GEMM_FP32);
+    check_against_staged("heads=2\ncausal=0\n", 70, GEMM_FP32);
+    check_against_staged("heads=2\ndropout=0.2\n", 70, GEMM_FP32);
+    check_against_staged("heads=2\n", 70, GEMM_BF16);
+    check_against_staged("heads=2\npacked=1\n", 70, GEMM_FP32);
+    check_against_staged("heads=4\npacked=1\n", 128, GEMM_FP32);
+    check_against_staged("heads=2\npacked=1\ncausal=0\n", 70, GEMM_FP32);
+    check_against_staged("heads=2\npacked=1\ndropout=0.2\n", 70, GEMM_FP32);
+    check_against_staged("heads=1\npacked=1\n", 5, GEMM_FP32);
+    omp_set_num_threads(threads);
+}
+
 /* ---- PyTorch ---- */
 
 /* Forward output and every gradient of loss = sum(out * r), against the fixture's tensors
@@ -335,6 +419,7 @@ int main(void)
     test_dropout_off_in_inference();
     test_init_and_params();
     test_cfg_errors();
+    test_matches_staged();
     test_matches_pytorch();
     return check_report("test_attention");
 }

@@ -56,6 +56,12 @@ static void check_length(Rng *rng, size_t n, float spread)
         again[i] = x[i];
     CHECK(softmax_row(again, again, n) == lse);
     CHECK(!memcmp(again, y, n * sizeof *y));
+    /* softmax_row_scaled(x / 4, 4) is softmax_row(x) */
+    for (size_t i = 0; i < n; i++)
+        again[i] = x[i] * 0.25f;
+    const double scaled_lse = softmax_row_scaled(again, again, n, 4.0f);
+    CHECK_NEAR(scaled_lse, lse, 1e-6 * fmax(1.0, fabs(lse)));
+    CHECK(check_rel_error(again, y, n) <= 1e-6);
     free(x), free(y), free(ref), free(again);
 }
 
