@@ -125,7 +125,8 @@ static int fused_act(const BiasNorm *bn, const Layer *l, BnAct *act)
 {
     if (!bn->batch_normalize || (l->activation != CDL_ACT_LEAKY && l->activation != CDL_ACT_RELU))
         return 0;
-    *act = (BnAct){l->out, l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+    *act = (BnAct){l->out, l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+                   l->params[bn->first_param + BIASES].data};
     return 1;
 }
 

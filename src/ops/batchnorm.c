@@ -144,18 +144,18 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
 }
 
 /* Channel ch's sums of dy and dy * x_hat over the batch (dy through act first). */
-static void grad_sums(const float *dy, const float *x_hat, int batch, int c, size_t sp, int ch,
-                      double *sums, const BnAct *act)
+static void grad_sums(const float *dy, const float *x_hat, const float *scale, int batch, int c,
+                      size_t sp, int ch, double *sums, const BnAct *act)
 {
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int b = 0; b < batch; b++) {
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *d = dy + base, *xh = x_hat + base;
         if (act) {
-            const float *out = act->out + base, slope = act->slope;
+            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
             for (size_t i = 0; i < sp; i++) {
-                const float di = d[i] * (out[i] > 0 ? 1.0f : slope);
+                const float di = d[i] * (xh[i] * g + beta > 0 ? 1.0f : slope);
                 sum_dy += di;
                 sum_dy_xhat += (double)di * xh[i];
             }
@@ -184,10 +184,11 @@ static void channel_dx(const float *dy, const float *x_hat, const float *inv_std
         const float *d = dy + base, *xh = x_hat + base;
         float *o = dx + base;
         if (act) {
-            const float *out = act->out + base, slope = act->slope;
+            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
 #pragma omp simd
             for (size_t i = 0; i < sp; i++)
-                o[i] = k * (d[i] * (out[i] > 0 ? 1.0f : slope) - mean_dy - xh[i] * mean_dy_xhat);
+                o[i] = k * (d[i] * (xh[i] * g + beta > 0 ? 1.0f : slope) - mean_dy -
+                            xh[i] * mean_dy_xhat);
             continue;
         }
 #pragma omp simd
@@ -206,7 +207,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
 #pragma omp parallel for schedule(static)
         for (int ch = 0; ch < c; ch++) {
             double sums[2];
-            grad_sums(dy, x_hat, batch, c, sp, ch, sums, act);
+            grad_sums(dy, x_hat, scale, batch, c, sp, ch, sums, act);
             dbias[ch] += (float)sums[0];
             dscale[ch] += (float)sums[1];
             channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n, act);
@@ -218,7 +219,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
     double *sums = sync->buf;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++) {
-        grad_sums(dy, x_hat, batch, c, sp, ch, sums + 2 * ch, act);
+        grad_sums(dy, x_hat, scale, batch, c, sp, ch, sums + 2 * ch, act);
         dbias[ch] += (float)sums[2 * ch];
         dscale[ch] += (float)sums[2 * ch + 1];
     }

@@ -48,7 +48,7 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
         memcpy(s[k].delta, dy, n * sizeof *dy);
     }
     const BnSync bs = {sum_none, NULL, sums}, *bsp = sync ? &bs : NULL;
-    const BnAct act = {s[1].y, kind == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+    const BnAct act = {s[1].y, kind == CDL_ACT_LEAKY ? 0.1f : 0.0f, bias};
 
     float *pre = malloc(n * sizeof *pre);
     batchnorm_forward_train(x, pre, s[0].x_hat, s[0].inv_std, scale, bias, s[0].mean, s[0].var,
