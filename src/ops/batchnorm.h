@@ -24,6 +24,10 @@ typedef struct BnAct {
     float *out;
     float slope;
     const float *bias;
+    /* NULL, or x_hat is not stored: the forward saves the batch mean [c] here (x_hat unused),
+     * the caller keeps x, and the backward takes that x as its x_hat argument and remakes
+     * x_hat = (x - mean) * inv_std from it, as the forward computed it. */
+    float *mean;
 } BnAct;
 
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
