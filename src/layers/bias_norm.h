@@ -45,8 +45,8 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
 float *bias_norm_product_output(const BiasNorm *bn, Layer *l, const StepContext *ctx);
 /* The stage and l's activation in one: when batch norm trains and the activation is leaky or
  * relu, l->out = f(batch norm of x) in the normalising pass (l->pre unwritten: the derivative
- * reads the output; x may equal l->out), returning 1; else 0, having done nothing (the caller
- * runs bias_norm_forward and layer_activate). */
+ * comes from x_hat; x may equal l->out, or be bias_norm_product_output's x_hat buffer), returning
+ * 1; else 0, having done nothing (the caller runs bias_norm_forward and layer_activate). */
 int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x);
 /* The backward of the same: delta from dL/d(l->out) to dL/dx in place through the activation
  * and the batch norm together, returning 1; else 0, having done nothing (the caller runs
