@@ -44,6 +44,7 @@ void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st)
     bn->x_hat = layer_state_floats(st, (size_t)batch * bn->channels * bn->spatial);
     bn->inv_std = layer_state_floats(st, (size_t)bn->channels);
     bn->sync_sums = layer_state_bytes(st, (2 * (size_t)bn->channels + 1) * sizeof(double));
+    bn->mean = layer_state_floats(st, (size_t)bn->channels);
 }
 
 /* The batch statistics' reduction across ranks under sync_bn (NULL: none). */
@@ -59,6 +60,7 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
     const float *bias = param(bn, l, BIASES)->data;
+    bn->keeps_input = 0;
     if (bn->batch_normalize) {
         const float *scale = param(bn, l, SCALES)->data;
         float *mean = param(bn, l, ROLLING_MEAN)->data;
@@ -125,15 +127,25 @@ static int fused_act(const BiasNorm *bn, const Layer *l, BnAct *act)
 {
     if (!bn->batch_normalize || (l->activation != CDL_ACT_LEAKY && l->activation != CDL_ACT_RELU))
         return 0;
-    *act = (BnAct){l->out, l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+    *act = (BnAct){l->out, l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+                   l->params[bn->first_param + BIASES].data, bn->keeps_input ? bn->mean : NULL};
     return 1;
+}
+
+float *bias_norm_product_output(const BiasNorm *bn, Layer *l, const StepContext *ctx)
+{
+    BnAct act;
+    return ctx->train && fused_act(bn, l, &act) ? bn->x_hat : l->out;
 }
 
 int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x)
 {
     BnAct act;
+    bn->keeps_input = 0;
     if (!ctx->train || !fused_act(bn, l, &act))
         return 0;
+    bn->keeps_input = x == bn->x_hat;
+    act.mean = bn->keeps_input ? bn->mean : NULL;
     BnSync sync;
     batchnorm_forward_train(
         x, NULL, bn->x_hat, bn->inv_std, param(bn, l, SCALES)->data, param(bn, l, BIASES)->data,

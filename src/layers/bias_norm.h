@@ -16,6 +16,9 @@ typedef struct BiasNorm {
     float *x_hat;          /* [batch][channels][spatial], batch norm only (net's slab) */
     float *inv_std;        /* [channels], batch norm only (net's slab) */
     double *sync_sums;     /* [2 * channels + 1], batch norm only: sync_bn's BnSync.buf */
+    float *mean;           /* [channels], batch norm only: the batch mean, with keeps_input */
+    int keeps_input;       /* this step's fused forward normalised x_hat's own floats (the
+                              product's output, bias_norm_product_output) and kept them there */
 } BiasNorm;
 
 /* Declares the parameters on l (biases; with batch norm also scales and the running
@@ -35,10 +38,15 @@ void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const 
                     size_t per_channel, float *w_out, float *b_out);
 /* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta);
+/* Where the product before the stage writes its output [batch][channels][spatial]: x_hat's
+ * buffer when bias_norm_forward_activated will take the stage and activation in one (training;
+ * the normalising pass then writes only l->out, and the backward remakes x_hat from the kept
+ * input), else l->out. */
+float *bias_norm_product_output(const BiasNorm *bn, Layer *l, const StepContext *ctx);
 /* The stage and l's activation in one: when batch norm trains and the activation is leaky or
  * relu, l->out = f(batch norm of x) in the normalising pass (l->pre unwritten: the derivative
- * reads the output; x may equal l->out), returning 1; else 0, having done nothing (the caller
- * runs bias_norm_forward and layer_activate). */
+ * comes from x_hat; x may equal l->out, or be bias_norm_product_output's x_hat buffer), returning
+ * 1; else 0, having done nothing (the caller runs bias_norm_forward and layer_activate). */
 int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x);
 /* The backward of the same: delta from dL/d(l->out) to dL/dx in place through the activation
  * and the batch norm together, returning 1; else 0, having done nothing (the caller runs

@@ -33,7 +33,8 @@
  *
  * A training batch norm followed by leaky or relu (ref and wino engines) runs with the activation
  * in its passes (bias_norm_forward_activated, bias_norm_backward_activated), leaving l->pre
- * unwritten.
+ * unwritten; the product then writes into the batch norm's x_hat buffer, which it keeps for the
+ * backward instead of x_hat (bias_norm_product_output).
  *
  * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
  * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
@@ -782,9 +783,9 @@ static float *thread_chunk(const Conv *cv, const StepContext *ctx, int k, int *b
     return ctx->scratch + (size_t)t * k * cv->image_floats;
 }
 
-/* The forward of the batch x in chunks of k images, on nt image threads. */
-static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, const float *x, int nt,
-                           int k, QuantParams xq)
+/* The forward of the batch x into out, in chunks of k images, on nt image threads. */
+static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, const float *x,
+                           float *out, int nt, int k, QuantParams xq)
 {
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -792,7 +793,7 @@ static void forward_chunks(Layer *l, const Conv *cv, const StepContext *ctx, con
         int b0, b1;
         float *scratch = thread_chunk(cv, ctx, k, &b0, &b1);
         for (int b = b0; b < b1; b += k)
-            forward_images(l, cv, x + b * in_size, l->out + b * out_size, b1 - b < k ? b1 - b : k,
+            forward_images(l, cv, x + b * in_size, out + b * out_size, b1 - b < k ? b1 - b : k,
                            scratch, xq);
     }
 }
@@ -825,7 +826,8 @@ static void valid_columns(int off, int w, int stride, int out_w, int *lo, int *h
     *hi = b;
 }
 
-static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, int batch)
+static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, float *out,
+                              int batch)
 {
     const Shape in = l->in_shape;
     const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
@@ -838,7 +840,7 @@ static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, in
         const int b = bf / cv->filters, f = bf % cv->filters;
         const float *restrict src = x + ((size_t)b * in.c + f / fg) * in.h * in.w;
         const float *restrict wf = w + (size_t)f * size * size;
-        float *restrict dst = l->out + (size_t)bf * out_h * out_w;
+        float *restrict dst = out + (size_t)bf * out_h * out_w;
         for (int oy = 0; oy < out_h; oy++) {
             float *restrict o = dst + (size_t)oy * out_w;
             for (int ox = 0; ox < out_w; ox++)
@@ -948,11 +950,13 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             layer_activate(l, batch);
         return;
     }
+    /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
+    float *y = bias_norm_product_output(&cv->stage, l, ctx);
     if (conv_winograd(l, cv)) {
         winograd_weights(l->params[P_WEIGHTS].data, cv->filters, l->in_shape.c, cv->wino_u);
-        winograd_conv(&cv->wino, cv->wino_u, x, l->out, 0, ctx->scratch);
+        winograd_conv(&cv->wino, cv->wino_u, x, y, 0, ctx->scratch);
     } else if (cv->depthwise) {
-        depthwise_forward(l, cv, x, batch);
+        depthwise_forward(l, cv, x, y, batch);
     } else {
         /* int8: a work buffer per thread, as many as resize took (the thread count may have
          * grown since); the whole mini-batch on one grid, as quantize_dynamic's input. */
@@ -963,20 +967,20 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                                    : (QuantParams){1.0f, 0};
         const int k = chunk_images(cv, ctx, nt), split = split_threads(l, cv, batch);
         if (k > 1) {
-            forward_chunks(l, cv, ctx, x, nt, k, xq);
+            forward_chunks(l, cv, ctx, x, y, nt, k, xq);
         } else if (split > 1) {
 #pragma omp parallel num_threads(split)
             for (int b = 0; b < batch; b++)
-                forward_image(l, cv, x + b * in_size, l->out + b * out_size, ctx->scratch, xq, 1);
+                forward_image(l, cv, x + b * in_size, y + b * out_size, ctx->scratch, xq, 1);
         } else {
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
             for (int b = 0; b < batch; b++)
-                forward_image(l, cv, x + b * in_size, l->out + b * out_size,
+                forward_image(l, cv, x + b * in_size, y + b * out_size,
                               ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq, 0);
         }
     }
 
-    if (bias_norm_forward_activated(&cv->stage, l, ctx, l->out))
+    if (bias_norm_forward_activated(&cv->stage, l, ctx, y))
         return;
     bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
     layer_activate(l, batch);

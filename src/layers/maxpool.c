@@ -7,6 +7,8 @@
  * positions outside the input count as -infinity. padding defaults to size-1, which
  * with stride 1 keeps the spatial size. The argmax of each output is kept for backward. */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -98,12 +100,97 @@ maxpool_plane_sized(const float *in, int ih, int iw, float *out, int *argmax, in
     }
 }
 
-/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
- * and columns [0, ow2): the same comparisons in the same order as maxpool_plane_sized, written
- * so that the compiler vectorises the columns. */
-static void maxpool_plane_2x2(const float *in, int iw, float *out, int *argmax, int ow, int oh2,
-                              int ow2)
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+/* The lanes below n <= 8 set. */
+static inline __m256i lanes_below(int n)
 {
+    static const int32_t bits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(bits + 8 - n));
+}
+
+/* The even (*even) and odd (*odd) floats of row[0 .. 2n), n <= 8; the lanes from n on hold
+ * -infinity, or with whole (row[0 .. 16) readable, as masked loads are slow on AMD) whatever
+ * follows. */
+static inline void deinterleave(const float *row, int n, int whole, __m256 *even, __m256 *odd)
+{
+    __m256 lo, hi;
+    if (whole) {
+        lo = _mm256_loadu_ps(row);
+        hi = _mm256_loadu_ps(row + 8);
+    } else {
+        const __m256 ninf = _mm256_set1_ps(-INFINITY);
+        const int lo_n = 2 * n < 8 ? 2 * n : 8, hi_n = 2 * n - lo_n;
+        lo = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row, lanes_below(lo_n)),
+                              _mm256_castsi256_ps(lanes_below(lo_n)));
+        hi = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + 8, lanes_below(hi_n)),
+                              _mm256_castsi256_ps(lanes_below(hi_n)));
+    }
+    *even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))),
+                              _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))),
+                              _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
+ * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
+ * same order as maxpool_plane_sized (a, b of the first row, then c, d of the second; a later value
+ * wins only when greater), 8 columns a vector, the row pair's floats loaded whole and split into
+ * even and odd columns. */
+static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                              int ow, int oh2, int ow2)
+{
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(iw);
+    for (int i = 0; i < oh2; i++) {
+        const float *r0 = in + (size_t)2 * i * iw, *r1 = r0 + iw;
+        for (int j = 0; j < ow2; j += 8) {
+            const int n = ow2 - j < 8 ? ow2 - j : 8;
+            __m256 a, b, c, d;
+            const int whole = (size_t)(2 * i + 1) * iw + 2 * j + 16 <= (size_t)ih * iw;
+            deinterleave(r0 + 2 * j, n, whole, &a, &b);
+            deinterleave(r1 + 2 * j, n, whole, &c, &d);
+            const __m256i base = _mm256_add_epi32(_mm256_set1_epi32(2 * i * iw + 2 * j), lane2);
+            __m256 best = _mm256_set1_ps(-INFINITY);
+            __m256i at = base;
+            const __m256 va[4] = {a, b, c, d};
+            const __m256i vat[4] = {base, _mm256_add_epi32(base, one), _mm256_add_epi32(base, down),
+                                    _mm256_add_epi32(_mm256_add_epi32(base, down), one)};
+            for (int k = 0; k < 4; k++) {
+                const __m256 gt = _mm256_cmp_ps(va[k], best, _CMP_GT_OQ);
+                at = _mm256_castps_si256(
+                    _mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(vat[k]), gt));
+                best = _mm256_blendv_ps(best, va[k], gt);
+            }
+            /* Whole vectors (masked stores are slow on AMD) while they end inside the plane:
+             * the lanes beyond n fall on outputs written after this one. */
+            float *o = out + (size_t)i * ow + j;
+            int *o_at = argmax + (size_t)i * ow + j;
+            if ((size_t)i * ow + j + 8 <= (size_t)oh * ow) {
+                _mm256_storeu_ps(o, best);
+                _mm256_storeu_si256((__m256i *)o_at, at);
+            } else {
+                float best_n[8];
+                int at_n[8];
+                _mm256_storeu_ps(best_n, best);
+                _mm256_storeu_si256((__m256i *)at_n, at);
+                memcpy(o, best_n, (size_t)n * sizeof *o);
+                memcpy(o_at, at_n, (size_t)n * sizeof *o_at);
+            }
+        }
+    }
+}
+#else
+/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
+ * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
+ * same order as maxpool_plane_sized, written so that the compiler vectorises the columns. */
+static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                              int ow, int oh2, int ow2)
+{
+    (void)ih, (void)oh;
     for (int i = 0; i < oh2; i++) {
         const float *restrict r0 = in + (size_t)2 * i * iw, *restrict r1 = r0 + iw;
         float *restrict o = out + (size_t)i * ow;
@@ -127,6 +214,7 @@ static void maxpool_plane_2x2(const float *in, int iw, float *out, int *argmax, 
         }
     }
 }
+#endif
 
 static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, float *out,
                           int *argmax, int oh, int ow)
@@ -135,7 +223,7 @@ static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, flo
     if (m->size == 2 && m->stride == 2 && offset == 0) {
         /* the windows inside, then those of a last row or column that cross the border */
         const int oh2 = oh < ih / 2 ? oh : ih / 2, ow2 = ow < iw / 2 ? ow : iw / 2;
-        maxpool_plane_2x2(in, iw, out, argmax, ow, oh2, ow2);
+        maxpool_plane_2x2(in, ih, iw, out, argmax, oh, ow, oh2, ow2);
         maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh2, ow2, ow, 2, 2, 0);
         maxpool_plane_sized(in, ih, iw, out, argmax, ow, oh2, oh, 0, ow, 2, 2, 0);
     } else if (m->size == 2) {

@@ -38,9 +38,21 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
     inv_std[ch] = (float)inv;
 
     const float m = (float)mean, is = (float)inv, g = scale[ch], beta = bias[ch];
+    if (act && act->mean)
+        act->mean[ch] = m;
     for (int b = 0; b < batch; b++) {
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *xs = x + base;
+        if (act && act->mean) {
+            float *out = act->out + base;
+            const float slope = act->slope;
+#pragma omp simd
+            for (size_t i = 0; i < sp; i++) {
+                float h = (xs[i] - m) * is, v = h * g + beta;
+                out[i] = v > 0 ? v : slope * v;
+            }
+            continue;
+        }
         float *xh = x_hat + base;
         if (act) {
             float *out = act->out + base;
@@ -143,21 +155,25 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
     }
 }
 
-/* Channel ch's sums of dy and dy * x_hat over the batch (dy through act first). */
-static void grad_sums(const float *dy, const float *x_hat, int batch, int c, size_t sp, int ch,
-                      double *sums, const BnAct *act)
+/* Channel ch's sums of dy and dy * x_hat over the batch (dy through act first; x_hat: the
+ * forward's x with act->mean). */
+static void grad_sums(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
+                      int batch, int c, size_t sp, int ch, double *sums, const BnAct *act)
 {
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int b = 0; b < batch; b++) {
         const size_t base = ((size_t)b * c + ch) * sp;
         const float *d = dy + base, *xh = x_hat + base;
         if (act) {
-            const float *out = act->out + base, slope = act->slope;
+            /* x_hat, or remade from the forward's x: exactly x_hat with m 0 and is 1 */
+            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
+            const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
             for (size_t i = 0; i < sp; i++) {
-                const float di = d[i] * (out[i] > 0 ? 1.0f : slope);
+                const float h = (xh[i] - m) * is;
+                const float di = d[i] * (h * g + beta > 0 ? 1.0f : slope);
                 sum_dy += di;
-                sum_dy_xhat += (double)di * xh[i];
+                sum_dy_xhat += (double)di * h;
             }
             continue;
         }
@@ -184,10 +200,14 @@ static void channel_dx(const float *dy, const float *x_hat, const float *inv_std
         const float *d = dy + base, *xh = x_hat + base;
         float *o = dx + base;
         if (act) {
-            const float *out = act->out + base, slope = act->slope;
+            /* as grad_sums's */
+            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
+            const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
 #pragma omp simd
-            for (size_t i = 0; i < sp; i++)
-                o[i] = k * (d[i] * (out[i] > 0 ? 1.0f : slope) - mean_dy - xh[i] * mean_dy_xhat);
+            for (size_t i = 0; i < sp; i++) {
+                const float h = (xh[i] - m) * is;
+                o[i] = k * (d[i] * (h * g + beta > 0 ? 1.0f : slope) - mean_dy - h * mean_dy_xhat);
+            }
             continue;
         }
 #pragma omp simd
@@ -206,7 +226,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
 #pragma omp parallel for schedule(static)
         for (int ch = 0; ch < c; ch++) {
             double sums[2];
-            grad_sums(dy, x_hat, batch, c, sp, ch, sums, act);
+            grad_sums(dy, x_hat, inv_std, scale, batch, c, sp, ch, sums, act);
             dbias[ch] += (float)sums[0];
             dscale[ch] += (float)sums[1];
             channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n, act);
@@ -218,7 +238,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
     double *sums = sync->buf;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < c; ch++) {
-        grad_sums(dy, x_hat, batch, c, sp, ch, sums + 2 * ch, act);
+        grad_sums(dy, x_hat, inv_std, scale, batch, c, sp, ch, sums + 2 * ch, act);
         dbias[ch] += (float)sums[2 * ch];
         dscale[ch] += (float)sums[2 * ch + 1];
     }

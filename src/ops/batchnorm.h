@@ -16,10 +16,18 @@ typedef struct BnSync {
 } BnSync;
 
 /* A leaky or relu activation fused into the batch norm's passes: out = y > 0 ? y : slope * y
- * (slope 0.1 for leaky, 0 for relu). NULL instead of a BnAct: none. */
+ * (slope 0.1 for leaky, 0 for relu, so out > 0 exactly where y > 0). bias: the batch norm's
+ * shift [c], the forward's bias; the backward takes the derivative's side from y = x_hat * scale
+ * + bias, the forward's own float expression, instead of reading out. NULL instead of a BnAct:
+ * none. */
 typedef struct BnAct {
     float *out;
     float slope;
+    const float *bias;
+    /* NULL, or x_hat is not stored: the forward saves the batch mean [c] here (x_hat unused),
+     * the caller keeps x, and the backward takes that x as its x_hat argument and remakes
+     * x_hat = (x - mean) * inv_std from it, as the forward computed it. */
+    float *mean;
 } BnAct;
 
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
@@ -50,7 +58,7 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
  * dscale and dbias [c] (this process's share under sync), and WRITES dL/dx into dx. dx may
  * equal dy. sync: the statistics forward used. With act, dy is the gradient of act->out (the
- * forward's), taken back through the activation on the way: dy * (out > 0 ? 1 : slope). */
+ * forward's), taken back through the activation on the way: dy * (y > 0 ? 1 : slope). */
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
                         int c, int spatial, const BnSync *sync, const BnAct *act);

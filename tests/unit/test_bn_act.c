@@ -2,7 +2,8 @@
  * forward followed by activation_forward, and activation_backward followed by the backward, for
  * leaky and relu, with and without a BnSync, within 1e-5 relative (max abs difference / max abs
  * value) on every output: the activated values, x_hat, inv_std, the running statistics, dx and
- * the parameter gradients. */
+ * the parameter gradients; likewise the fused passes that keep x instead of x_hat (BnAct.mean,
+ * the backward remaking x_hat from x). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ static void sum_none(void *ctx, double *buf, size_t n)
     (void)ctx, (void)buf, (void)n;
 }
 
-/* The buffers of one side: [0] the reference, [1] fused. */
+/* The buffers of one side: [0] the reference, [1] fused, [2] fused keeping x instead of x_hat
+ * (BnAct.mean). */
 typedef struct Side {
     float *y, *x_hat, *inv_std, *mean, *var, *dscale, *dbias, *delta;
 } Side;
@@ -35,8 +37,8 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
     check_fill_uniform(dy, n, -1.0f, &state);
     check_fill_uniform(scale, c, 0.0f, &state);
     check_fill_uniform(bias, c, -1.0f, &state);
-    Side s[2];
-    for (int k = 0; k < 2; k++) {
+    Side s[3];
+    for (int k = 0; k < 3; k++) {
         s[k].y = malloc(n * sizeof(float));
         s[k].x_hat = malloc(n * sizeof(float));
         s[k].delta = malloc(n * sizeof(float));
@@ -48,7 +50,9 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
         memcpy(s[k].delta, dy, n * sizeof *dy);
     }
     const BnSync bs = {sum_none, NULL, sums}, *bsp = sync ? &bs : NULL;
-    const BnAct act = {s[1].y, kind == CDL_ACT_LEAKY ? 0.1f : 0.0f};
+    const float slope = kind == CDL_ACT_LEAKY ? 0.1f : 0.0f;
+    float *batch_mean = malloc(c * sizeof *batch_mean);
+    const BnAct act = {s[1].y, slope, bias, NULL}, kept = {s[2].y, slope, bias, batch_mean};
 
     float *pre = malloc(n * sizeof *pre);
     batchnorm_forward_train(x, pre, s[0].x_hat, s[0].inv_std, scale, bias, s[0].mean, s[0].var,
@@ -61,21 +65,27 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
                        s[0].delta, batch, c, spatial, bsp, NULL);
     batchnorm_backward(s[1].delta, s[1].x_hat, s[1].inv_std, scale, s[1].dscale, s[1].dbias,
                        s[1].delta, batch, c, spatial, bsp, &act);
+    batchnorm_forward_train(x, NULL, NULL, s[2].inv_std, scale, bias, s[2].mean, s[2].var, batch, c,
+                            spatial, 0.1f, 1e-5f, bsp, &kept);
+    batchnorm_backward(s[2].delta, x, s[2].inv_std, scale, s[2].dscale, s[2].dbias, s[2].delta,
+                       batch, c, spatial, bsp, &kept);
 
-    CHECK(check_rel_error(s[1].y, s[0].y, n) <= REL_TOL);
     CHECK(check_rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
-    CHECK(check_rel_error(s[1].inv_std, s[0].inv_std, c) <= REL_TOL);
-    CHECK(check_rel_error(s[1].mean, s[0].mean, c) <= REL_TOL);
-    CHECK(check_rel_error(s[1].var, s[0].var, c) <= REL_TOL);
-    CHECK(check_rel_error(s[1].delta, s[0].delta, n) <= REL_TOL);
-    CHECK(check_rel_error(s[1].dscale, s[0].dscale, c) <= REL_TOL);
-    CHECK(check_rel_error(s[1].dbias, s[0].dbias, c) <= REL_TOL);
+    for (int k = 1; k < 3; k++) {
+        CHECK(check_rel_error(s[k].y, s[0].y, n) <= REL_TOL);
+        CHECK(check_rel_error(s[k].inv_std, s[0].inv_std, c) <= REL_TOL);
+        CHECK(check_rel_error(s[k].mean, s[0].mean, c) <= REL_TOL);
+        CHECK(check_rel_error(s[k].var, s[0].var, c) <= REL_TOL);
+        CHECK(check_rel_error(s[k].delta, s[0].delta, n) <= REL_TOL);
+        CHECK(check_rel_error(s[k].dscale, s[0].dscale, c) <= REL_TOL);
+        CHECK(check_rel_error(s[k].dbias, s[0].dbias, c) <= REL_TOL);
+    }
 
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         free(s[k].y), free(s[k].x_hat), free(s[k].delta), free(s[k].inv_std);
         free(s[k].mean), free(s[k].var), free(s[k].dscale), free(s[k].dbias);
     }
-    free(x), free(dy), free(scale), free(bias), free(sums), free(pre);
+    free(x), free(dy), free(scale), free(bias), free(sums), free(pre), free(batch_mean);
 }
 
 int main(void)

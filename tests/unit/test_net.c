@@ -158,7 +158,7 @@ static void test_zoo_params_are_shaped(void)
 }
 
 /* A layer's private per-batch state is measured at net_resize and lies in the activation slab:
- * batch norm's x_hat [batch][c][h][w] and inv_std [c], dropout's mask, maxpool's argmax ints
+ * batch norm's x_hat [batch][c][h][w], inv_std [c] and batch mean [c], dropout's mask, maxpool's argmax ints
  * (bytes, rounded up to LAYER_STATE_ALIGN). */
 static void test_layer_state_lies_in_the_activation_slab(void)
 {
@@ -173,7 +173,7 @@ static void test_layer_state_lies_in_the_activation_slab(void)
         return;
     }
     CHECK(net_resize(&net, 3, 0, &e) == CDL_OK);
-    CHECK(net.layers[0].state_floats == 3 * 16 + 2);
+    CHECK(net.layers[0].state_floats == 3 * 16 + 2 + 2);
     CHECK(net.layers[1].state_floats == 3 * 16);
     CHECK(net.layers[2].state_floats == 0);
     CHECK(net.layers[2].state_bytes == (3 * 4 * sizeof(int) + 15) / 16 * 16);
