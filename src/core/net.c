@@ -608,21 +608,60 @@ int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e
     return st;
 }
 
-/* Offers each layer whose output only one later layer of its family reads to agree on a layout
- * with it (LayerType.chain). */
-static void chain_layers(Net *net)
+/* How layer l takes input k (or gives its output, k -1) in nChw8c (LayerType.layout). */
+static int layout_of(const Layer *l, int k)
 {
-    for (int i = 0; i < net->n_layers; i++) {
+    return l->type->layout ? l->type->layout(l, k) : LAYOUT_PLAIN;
+}
+
+static int out_blocked(const Net *net, int i)
+{
+    return i >= 0 && net->layers[i].blocked >> LAYER_OUT_BIT & 1;
+}
+
+/* Clears the blocked outputs that a tied layer's other tensors rule out; 1 when one was. */
+static int untie(Net *net, const Layer *l)
+{
+    int all = layout_of(l, -1) != LAYOUT_TIED || out_blocked(net, l->index);
+    for (int k = 0; k < l->n_inputs; k++)
+        all = all && (layout_of(l, k) != LAYOUT_TIED || out_blocked(net, l->inputs[k]));
+    if (all)
+        return 0;
+    int changed = 0;
+    for (int k = -1; k < l->n_inputs; k++) {
+        const int i = k < 0 ? l->index : l->inputs[k];
+        if (layout_of(l, k) == LAYOUT_TIED && out_blocked(net, i)) {
+            net->layers[i].blocked &= ~(1u << LAYER_OUT_BIT);
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* Sets every layer's Layer.blocked (LayerType.layout): an output is blocked where its writer
+ * and every reader can take it so, the tied layers' tensors all or none, the net's output
+ * plain. */
+static void plan_layouts(Net *net)
+{
+    const int n = net->n_layers;
+    for (int i = 0; i < n; i++) {
         Layer *l = &net->layers[i];
-        int readers = 0, reader = -1;
-        for (int j = i + 1; l->type->chain && j < net->n_layers; j++)
+        int ok = i < n - 1 && layout_of(l, -1) != LAYOUT_PLAIN;
+        for (int j = i + 1; ok && j < n; j++)
             for (int k = 0; k < net->layers[j].n_inputs; k++)
-                if (net->layers[j].inputs[k] == i) {
-                    readers++;
-                    reader = j;
-                }
-        if (readers == 1 && net->layers[reader].type == l->type)
-            l->type->chain(l, &net->layers[reader]);
+                if (net->layers[j].inputs[k] == i && layout_of(&net->layers[j], k) == LAYOUT_PLAIN)
+                    ok = 0;
+        l->blocked = ok ? 1u << LAYER_OUT_BIT : 0;
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++)
+            changed |= untie(net, &net->layers[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        Layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_inputs; k++)
+            l->blocked |= (unsigned)out_blocked(net, l->inputs[k]) << k;
     }
 }
 
@@ -652,7 +691,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     st = lay_out_slab(net, batch, plan, e);
     free(plan);
     if (!st)
-        chain_layers(net);
+        plan_layouts(net);
     return st;
 }
 

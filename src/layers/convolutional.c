@@ -46,8 +46,9 @@
  * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
  * gradients) batch norm's running statistics are folded into the weights and bias each forward
  * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
- * and a layer whose output only the next convolution reads leaves it in the blocked layout that
- * one's forward reads (conv_chain, decided by net_resize), in inference forwards only. */
+ * and the input and output pass in oneDNN's blocked layout nChw8c where the forward's are that
+ * and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in inference
+ * forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -114,9 +115,6 @@ typedef struct Conv {
      * convolution's weights and bias, the activation fused as without batch norm */
     int folded;
     float *w_fold, *b_fold;
-    /* engine=dnnl in an inference net: the output goes to the next convolution, its only reader,
-     * in oneDNN's blocked layout in inference forwards (conv_chain) */
-    int chained_out;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -344,8 +342,7 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->folded = cv->winograd = cv->chained_out = 0;
-    dnnl_conv_unchain(&cv->dc);
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = 0;
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -399,14 +396,17 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
-/* Two layers on oneDNN in an inference net, where the batch norm (folded) and the activation
- * (elementwise) take any layout: the first's output stays in the blocked layout the second's
- * forward reads, when they agree on one (dnnl_conv_chain). */
-static void conv_chain(Layer *l, Layer *next)
+/* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
+ * forward's own layouts are that (dnnl_conv_blocked), each apart. */
+static int conv_layout(const Layer *l, int k)
 {
-    Conv *a = l->priv, *b = next->priv;
-    if (a->dnnl && b->dnnl && !l->params[P_WEIGHTS].grad && !next->params[P_WEIGHTS].grad)
-        a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
+    const Conv *cv = l->priv;
+    if (!cv->dnnl || l->params[P_WEIGHTS].grad)
+        return LAYOUT_PLAIN;
+    return dnnl_conv_blocked(&cv->dc, k < 0 ? DNNL_CONV_Y_BLOCKED : DNNL_CONV_X_BLOCKED)
+               ? LAYOUT_FREE
+               : LAYOUT_PLAIN;
 }
 
 /* The image's forward and weight gradient run ops/conv_small.h: planned so by parse, float32
@@ -941,7 +941,11 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             b = cv->b_fold;
         }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, !ctx->train);
+        const unsigned blocked =
+            ctx->train ? 0
+                       : (l->blocked & 1 ? DNNL_CONV_X_BLOCKED : 0) |
+                             (l->blocked >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, blocked);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused)
@@ -1153,7 +1157,7 @@ const LayerType convolutional_layer = {
     .init = conv_init,
     .resize = conv_resize,
     .release = conv_release,
-    .chain = conv_chain,
+    .layout = conv_layout,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
@@ -1162,11 +1166,6 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
-
-int conv_chained(const Layer *l)
-{
-    return l->type == &convolutional_layer && ((const Conv *)l->priv)->chained_out;
-}
 
 void conv_set_images_per_gemm(Layer *l, int images)
 {

@@ -287,10 +287,19 @@ static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
     return CDL_OK;
 }
 
+/* Equal shapes add value by value in any layout: inputs and output in nChw8c together
+ * (LayerType.layout). */
+static int shortcut_layout(const Layer *l, int k)
+{
+    (void)k;
+    return same_shape(from_shape(l), l->out_shape) ? LAYOUT_TIED : LAYOUT_PLAIN;
+}
+
 const LayerType shortcut_layer = {
     .name = "shortcut",
     .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
+    .layout = shortcut_layout,
     .cpu = {.forward = shortcut_forward,
             .backward = shortcut_backward,
             .forward_at = shortcut_forward_at},
