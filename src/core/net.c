@@ -533,81 +533,6 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
     return CDL_OK;
 }
 
-/* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
- * want_grads): the slab the memory plan lays out, the scratch and input floats; with
- * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
- * layers' state. buffers, when not NULL, receives the plan (the caller frees it). */
-typedef struct BatchSizes {
-    size_t slab;           /* bytes */
-    size_t scratch, input; /* floats */
-} BatchSizes;
-
-static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
-                         LiveBuffer **buffers, Error *e)
-{
-    memset(b, 0, sizeof *b);
-    size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
-    for (int i = 0; i < net->n_layers && activations <= NET_MAX_BATCH_FLOATS; i++) {
-        Layer *l = &net->layers[i];
-        size_t n = (size_t)batch * shape_size(l->out_shape);
-        activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
-    }
-    b->input = (size_t)batch * shape_size(net->in_shape);
-    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->input > NET_MAX_BATCH_FLOATS))
-        return error_set(e, CDL_EUSAGE,
-                         "%s: a mini-batch of %d images needs more than %zu activation values; "
-                         "lower batch or raise subdivisions",
-                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    size_t state_floats, state_bytes;
-    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
-    if (st)
-        return st;
-    /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
-    for (int i = 0; i < net->n_layers; i++) {
-        size_t need = net->layers[i].scratch_per_sample * (size_t)batch;
-        b->scratch = need > b->scratch ? need : b->scratch;
-    }
-    if (check_limits && b->scratch > NET_MAX_BATCH_FLOATS)
-        return error_set(e, CDL_EUSAGE,
-                         "%s: a mini-batch of %d images needs more than %zu scratch values; "
-                         "lower batch or raise subdivisions",
-                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    if (check_limits &&
-        (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
-        return error_set(e, CDL_EUSAGE,
-                         "%s: a mini-batch of %d images needs more than %zu values of layer "
-                         "state; lower batch or raise subdivisions",
-                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
-    Net view = *net; /* planned as if built with or without gradients */
-    view.want_grads = want_grads;
-    LiveBuffer *plan = calloc((size_t)net->n_layers * NET_BUFFERS, sizeof *plan);
-    st = plan ? net_memory_plan(&view, batch, plan, &b->slab, e)
-              : error_set(e, CDL_ERUNTIME, "out of memory planning the activations");
-    if (!st && buffers)
-        *buffers = plan;
-    else
-        free(plan);
-    return st;
-}
-
-int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
-{
-    BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, 0, &b, NULL, e);
-    *bytes = st ? 0 : b.slab;
-    return st;
-}
-
-int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
-{
-    BatchSizes b;
-    int st = measure_batch(net, batch, want_grads, 1, &b, NULL, e);
-    *bytes = st ? 0
-                : b.slab + (b.scratch + b.input) * sizeof(float) +
-                      (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
-    return st;
-}
-
 /* How layer l takes input k (or gives its output, k -1) in nChw8c (LayerType.layout). */
 static int layout_of(const Layer *l, int k)
 {
@@ -665,6 +590,128 @@ static void plan_layouts(Net *net)
     }
 }
 
+/* How many inputs of later layers read layer i's output. */
+static int readers_of(const Net *net, int i)
+{
+    int n = 0;
+    for (int j = i + 1; j < net->n_layers; j++)
+        for (int k = 0; k < net->layers[j].n_inputs; k++)
+            n += net->layers[j].inputs[k] == i;
+    return n;
+}
+
+/* The residual sums fused into their input 0's writer (LayerType.fuse_sum): a plain_sum layer s
+ * whose input 0, written after its input 1, only s reads, all in nChw8c. Returns 1 when the
+ * fusions differ from the last ones (Layer.sum_into, sum_from). */
+static int plan_sums(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *s = &net->layers[i], *w = s->n_inputs == 2 && s->inputs[0] > s->inputs[1]
+                                             ? &net->layers[s->inputs[0]]
+                                             : NULL;
+        const Layer *was = s->sum_from;
+        s->sum_from = NULL;
+        if (w && readers_of(net, w->index) == 1 && w->type->fuse_sum && s->type->plain_sum &&
+            s->type->plain_sum(s) && out_blocked(net, i) && w->type->fuse_sum(w, s->activation))
+            s->sum_from = w;
+        changed |= was != s->sum_from;
+    }
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        l->sum_into = NULL;
+        if (l->type->fuse_sum && !(l->last_reader >= 0 && net->layers[l->last_reader].sum_from == l))
+            l->type->fuse_sum(l, -1);
+    }
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].sum_from)
+            ((Layer *)net->layers[i].sum_from)->sum_into = &net->layers[i];
+    return changed;
+}
+
+/* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
+ * want_grads): the slab the memory plan lays out, the scratch and input floats; with
+ * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
+ * layers' state. buffers, when not NULL, receives the plan (the caller frees it). */
+typedef struct BatchSizes {
+    size_t slab;           /* bytes */
+    size_t scratch, input; /* floats */
+} BatchSizes;
+
+static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
+                         LiveBuffer **buffers, Error *e)
+{
+    memset(b, 0, sizeof *b);
+    size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
+    for (int i = 0; i < net->n_layers && activations <= NET_MAX_BATCH_FLOATS; i++) {
+        Layer *l = &net->layers[i];
+        size_t n = (size_t)batch * shape_size(l->out_shape);
+        activations += n * (1 + (want_grads ? 1 : 0) + (l->activation != CDL_ACT_LINEAR));
+    }
+    b->input = (size_t)batch * shape_size(net->in_shape);
+    if (check_limits && (activations > NET_MAX_BATCH_FLOATS || b->input > NET_MAX_BATCH_FLOATS))
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu activation values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
+    size_t state_floats, state_bytes;
+    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    /* The layouts and fused sums the layers' primitives allow, which those then follow. */
+    if (!st) {
+        plan_layouts(net);
+        if (plan_sums(net)) {
+            st = measure_state(net, batch, &state_floats, &state_bytes, e);
+            plan_layouts(net);
+        }
+    }
+    if (st)
+        return st;
+    /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
+    for (int i = 0; i < net->n_layers; i++) {
+        size_t need = net->layers[i].scratch_per_sample * (size_t)batch;
+        b->scratch = need > b->scratch ? need : b->scratch;
+    }
+    if (check_limits && b->scratch > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu scratch values; "
+                         "lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
+    if (check_limits &&
+        (state_floats > NET_MAX_BATCH_FLOATS || state_bytes / sizeof(float) > NET_MAX_BATCH_FLOATS))
+        return error_set(e, CDL_EUSAGE,
+                         "%s: a mini-batch of %d images needs more than %zu values of layer "
+                         "state; lower batch or raise subdivisions",
+                         net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
+    Net view = *net; /* planned as if built with or without gradients */
+    view.want_grads = want_grads;
+    LiveBuffer *plan = calloc((size_t)net->n_layers * NET_BUFFERS, sizeof *plan);
+    st = plan ? net_memory_plan(&view, batch, plan, &b->slab, e)
+              : error_set(e, CDL_ERUNTIME, "out of memory planning the activations");
+    if (!st && buffers)
+        *buffers = plan;
+    else
+        free(plan);
+    return st;
+}
+
+int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
+{
+    BatchSizes b;
+    int st = measure_batch(net, batch, net->want_grads, 0, &b, NULL, e);
+    *bytes = st ? 0 : b.slab;
+    return st;
+}
+
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
+{
+    BatchSizes b;
+    int st = measure_batch(net, batch, want_grads, 1, &b, NULL, e);
+    *bytes = st ? 0
+                : b.slab + (b.scratch + b.input) * sizeof(float) +
+                      (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
+    return st;
+}
+
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
@@ -690,8 +737,6 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->batch = batch;
     st = lay_out_slab(net, batch, plan, e);
     free(plan);
-    if (!st)
-        plan_layouts(net);
     return st;
 }
 

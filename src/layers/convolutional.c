@@ -86,6 +86,9 @@ enum { P_WEIGHTS, P_BIASES };
 /* Multiply-adds an image from which split_threads shares one image's work over the threads. */
 #define CONV_SPLIT_MIN 262144
 
+/* Floats one thread copies at a time (a fused residual sum's input). */
+#define CONV_COPY_BLOCK 16384
+
 typedef struct Conv {
     int filters, size, stride, padding, groups;
     int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
@@ -115,6 +118,10 @@ typedef struct Conv {
      * convolution's weights and bias, the activation fused as without batch norm */
     int folded;
     float *w_fold, *b_fold;
+    /* A folded layer on oneDNN whose output a [shortcut] alone reads (conv_fuse_sum): 1 + that
+     * shortcut's activation, which the inference forward applies after adding its other input
+     * (oneDNN's sum post-op) into the shortcut's output (Layer.sum_into); 0: none */
+    int sum_act;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -256,8 +263,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
     cv->folded = bn && !backward;
-    cv->fused =
-        (!bn || cv->folded) && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    const ActivationKind act = cv->sum_act ? (ActivationKind)(cv->sum_act - 1) : l->activation;
+    cv->fused = (!bn || cv->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -271,8 +278,9 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .padding = cv->padding,
         .groups = cv->groups,
         .bias = !bn || cv->folded,
+        .sum = cv->sum_act != 0,
         .eltwise = cv->fused,
-        .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
         .data_grad = backward,
     };
@@ -399,6 +407,19 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
 /* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
  * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
  * forward's own layouts are that (dnnl_conv_blocked), each apart. */
+/* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
+ * applies relu, leaky or nothing after it as post-ops (LayerType.fuse_sum). */
+static int conv_fuse_sum(Layer *l, int act)
+{
+    Conv *cv = l->priv;
+    cv->sum_act = 0;
+    if (act < 0 || !cv->dnnl || !cv->folded || l->activation != CDL_ACT_LINEAR ||
+        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY))
+        return 0;
+    cv->sum_act = act + 1;
+    return 1;
+}
+
 static int conv_layout(const Layer *l, int k)
 {
     const Conv *cv = l->priv;
@@ -941,6 +962,14 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             b = cv->b_fold;
         }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
+        if (cv->sum_act) { /* folded: an inference forward */
+            y = l->sum_into->out;
+            const size_t n = (size_t)batch * out_size;
+#pragma omp parallel for schedule(static) if (n > CONV_PARALLEL_MIN)
+            for (size_t i = 0; i < n; i += CONV_COPY_BLOCK)
+                memcpy(y + i, l->sum_into->in[1] + i,
+                       (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
+        }
         const unsigned blocked =
             ctx->train ? 0
                        : (l->blocked & 1 ? DNNL_CONV_X_BLOCKED : 0) |
@@ -948,7 +977,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, blocked);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
-        if (!cv->fused)
+        if (!cv->fused && !cv->sum_act)
             layer_activate(l, batch);
         return;
     }
@@ -1158,6 +1187,7 @@ const LayerType convolutional_layer = {
     .resize = conv_resize,
     .release = conv_release,
     .layout = conv_layout,
+    .fuse_sum = conv_fuse_sum,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,

@@ -227,9 +227,12 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     s = s ? s : dnnl_primitive_attr_create(&battr);
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(battr, dnnl_scratchpad_mode_user);
-    if (!s && c->eltwise) {
+    if (!s && (c->sum || c->eltwise)) {
         s = dnnl_post_ops_create(&ops);
-        s = s ? s : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
+        s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
+        s = s || !c->eltwise
+                ? s
+                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }
     const dnnl_prop_kind_t prop =

@@ -23,7 +23,9 @@ typedef struct DnnlConvDesc {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w;
     int size, stride, padding, groups;
     int bias;      /* 1: y += b in the forward, and db in the weights' backward */
-    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (relu: slope 0) */
+    int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
+                      y comes holding what to add */
+    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
     float slope;   /* eltwise's negative slope */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */

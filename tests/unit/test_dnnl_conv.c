@@ -205,10 +205,11 @@ static int blocked_out(const Layer *l)
 }
 
 /* An inference net of body (layers after a [net] of batch 3, 3 channels, w x h) on both engines:
- * every output but the net's passed on in nChw8c on oneDNN (none on the reference); the
+ * every output but the net's passed on in nChw8c on oneDNN (none on the reference), and sums
+ * shortcuts computed by the convolution before them (Layer.sum_from: none on the reference); the
  * outputs within 1e-5, and those of the same net's training-mode forward (batch statistics, the
  * reference's path and plain layouts); a rerun that gives the same bytes. */
-static void check_chain(const char *label, int w, int h, const char *body)
+static void check_chain(const char *label, int w, int h, int sums, const char *body)
 {
     const char *engines[2] = {"ref", "dnnl"};
     Net nets[2];
@@ -235,7 +236,15 @@ static void check_chain(const char *label, int w, int h, const char *body)
                     blocked_out(l) ? "blocked" : "plain");
             check_failures++;
         }
-        CHECK(!nets[0].layers[j].blocked);
+        CHECK(!nets[0].layers[j].blocked && !nets[0].layers[j].sum_from);
+        if (l->sum_from) {
+            CHECK(l->sum_from->sum_into == l && l->sum_from->index == l->inputs[0]);
+            sums--;
+        }
+    }
+    if (sums != 0 && dnnl_conv_built()) {
+        fprintf(stderr, "FAIL %s: %d fused residual sums more than found\n", label, sums);
+        check_failures++;
     }
     const Layer *lr = &nets[0].layers[last], *ld = &nets[1].layers[last];
     const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
@@ -258,10 +267,10 @@ static void check_chain(const char *label, int w, int h, const char *body)
 
 /* Convolutions (conv-BN-relu, conv-BN-leaky, conv-BN-linear, conv-relu with bias, conv-BN-logistic
  * stride 2, conv 3 channels: batch norm folded into the weights and bias, relu and leaky fused)
- * and a shortcut to the first with relu. */
+ * and a shortcut to the first with relu, which the third computes (sum and relu post-ops). */
 static void test_inference_chain(void)
 {
-    check_chain("inference chain", 7, 6,
+    check_chain("inference chain", 7, 6, 1,
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
                 "activation=leaky\n"
@@ -276,10 +285,10 @@ static void test_inference_chain(void)
 /* resnet's stem and blocks: a 3x3/2 max pooling with darknet's padding (windows clipped at the
  * borders), a block with its shortcut, a downsampling block with [route] back to its input and
  * the 1x1/2 projection, a [route] of two inputs (concatenated channel blocks) and a 2x2/1 max
- * pooling (uneven windows). */
+ * pooling (uneven windows); both shortcuts fused into the convolution before them. */
 static void test_chain_through_pool_route(void)
 {
-    check_chain("chain through pooling and route", 11, 13,
+    check_chain("chain through pooling and route", 11, 13, 2,
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
                 "[maxpool]\nsize=3\nstride=2\npadding=2\n"
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
