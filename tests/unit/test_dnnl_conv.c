@@ -285,7 +285,8 @@ static void test_inference_chain(void)
 /* resnet's stem and blocks: a 3x3/2 max pooling with darknet's padding (windows clipped at the
  * borders), a block with its shortcut, a downsampling block with [route] back to its input and
  * the 1x1/2 projection, a [route] of two inputs (concatenated channel blocks) and a 2x2/1 max
- * pooling (uneven windows); both shortcuts fused into the convolution before them. */
+ * pooling (uneven windows), a global average pooling at the end (a blocked input, the net's
+ * plain output); both shortcuts fused into the convolution before them. */
 static void test_chain_through_pool_route(void)
 {
     check_chain("chain through pooling and route", 11, 13, 2,
@@ -305,7 +306,8 @@ static void test_chain_through_pool_route(void)
                 "[shortcut]\nfrom=-3\nactivation=relu\n"
                 "[route]\nlayers=-1,-5\n"
                 "[maxpool]\nsize=2\nstride=1\n"
-                "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n");
+                "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                "[avgpool]\n");
 }
 
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
