@@ -620,7 +620,8 @@ static int plan_sums(Net *net)
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
         l->sum_into = NULL;
-        if (l->type->fuse_sum && !(l->last_reader >= 0 && net->layers[l->last_reader].sum_from == l))
+        if (l->type->fuse_sum &&
+            !(l->last_reader >= 0 && net->layers[l->last_reader].sum_from == l))
             l->type->fuse_sum(l, -1);
     }
     for (int i = 0; i < net->n_layers; i++)
