@@ -105,7 +105,23 @@ typedef struct Layer {
      * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
      * NULL in the other families (own kernels only). */
     const char *engine;
+    /* Which of its tensors the layer's inference forwards (StepContext.train 0) take in oneDNN's
+     * blocked layout nChw8c instead of plain NCHW (LayerType.layout): bit k input k, bit
+     * LAYER_OUT_BIT the output; set by net_resize, 0 (all plain) in the training forwards. */
+    unsigned blocked;
+    /* A residual sum fused into a convolution (net_resize, LayerType.fuse_sum): in the layer whose
+     * output only a [shortcut] reads, as that shortcut's first input, sum_into is the shortcut:
+     * the layer's inference forwards write the shortcut's output, act(this + its other input),
+     * and leave their own unwritten; in the shortcut, sum_from is that layer, and its inference
+     * forwards do nothing. NULL: not fused. */
+    struct Layer *sum_into;
+    const struct Layer *sum_from;
 } Layer;
+
+#define LAYER_OUT_BIT LAYER_MAX_INPUTS
+
+/* How a layer can take one of its tensors in nChw8c (LayerType.layout). */
+enum { LAYOUT_PLAIN, LAYOUT_FREE, LAYOUT_TIED };
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
 typedef struct Collective {
@@ -240,11 +256,21 @@ typedef struct LayerType {
     /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
      * when it frees the layer. NULL: nothing to release. */
     void (*release)(Layer *l);
-    /* Called by net_resize after every layer's resize when next, of the same family, is the only
-     * reader of l's output: the two may agree to pass that output in a layout of their own
-     * (oneDNN's blocked one) in the passes where both can, which nothing else then reads. NULL:
-     * outputs stay plain. */
-    void (*chain)(Layer *l, Layer *next);
+    /* After every layer's resize, net_resize asks each layer how its inference forwards can take
+     * input k (0..n_inputs-1), or with k -1 give its output, in oneDNN's blocked layout nChw8c
+     * ([batch][c/8][h][w][8], the same bytes as NCHW: c a multiple of 8): LAYOUT_PLAIN not,
+     * LAYOUT_FREE whatever its other tensors' layouts, LAYOUT_TIED only when all its tied tensors
+     * are blocked. A layer's output is blocked (Layer.blocked) where its writer and all its
+     * readers can take it so, and it is not the net's output. NULL: all plain. */
+    int (*layout)(const Layer *l, int k);
+    /* 1 when l's output is act(input 0 + input 1) of two inputs of its own shape ([shortcut]
+     * with alpha = beta = 1): its input 0's writer may compute it (fuse_sum). NULL: never. */
+    int (*plain_sum)(const Layer *l);
+    /* Asked by net_resize, before it sizes the layers (their resize then follows it), whether l's
+     * inference forwards can write the output of the plain_sum layer that alone reads l, as its
+     * input 0: act(l's output + that layer's input 1), all three in nChw8c (Layer.sum_into); act
+     * -1 asks for no fused sum. Returns 1 when l will. NULL: never. */
+    int (*fuse_sum)(Layer *l, int act);
     /* The step on the CPU; every family fills forward and backward. */
     LayerKernels cpu;
     /* The step on a GPU; NULL for every family today (net_check_backend refuses). */

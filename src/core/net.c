@@ -533,6 +533,103 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
     return CDL_OK;
 }
 
+/* How layer l takes input k (or gives its output, k -1) in nChw8c (LayerType.layout). */
+static int layout_of(const Layer *l, int k)
+{
+    return l->type->layout ? l->type->layout(l, k) : LAYOUT_PLAIN;
+}
+
+static int out_blocked(const Net *net, int i)
+{
+    return i >= 0 && net->layers[i].blocked >> LAYER_OUT_BIT & 1;
+}
+
+/* Clears the blocked outputs that a tied layer's other tensors rule out; 1 when one was. */
+static int untie(Net *net, const Layer *l)
+{
+    int all = layout_of(l, -1) != LAYOUT_TIED || out_blocked(net, l->index);
+    for (int k = 0; k < l->n_inputs; k++)
+        all = all && (layout_of(l, k) != LAYOUT_TIED || out_blocked(net, l->inputs[k]));
+    if (all)
+        return 0;
+    int changed = 0;
+    for (int k = -1; k < l->n_inputs; k++) {
+        const int i = k < 0 ? l->index : l->inputs[k];
+        if (layout_of(l, k) == LAYOUT_TIED && out_blocked(net, i)) {
+            net->layers[i].blocked &= ~(1u << LAYER_OUT_BIT);
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* Sets every layer's Layer.blocked (LayerType.layout): an output is blocked where its writer
+ * and every reader can take it so, the tied layers' tensors all or none, the net's output
+ * plain. */
+static void plan_layouts(Net *net)
+{
+    const int n = net->n_layers;
+    for (int i = 0; i < n; i++) {
+        Layer *l = &net->layers[i];
+        int ok = i < n - 1 && layout_of(l, -1) != LAYOUT_PLAIN;
+        for (int j = i + 1; ok && j < n; j++)
+            for (int k = 0; k < net->layers[j].n_inputs; k++)
+                if (net->layers[j].inputs[k] == i && layout_of(&net->layers[j], k) == LAYOUT_PLAIN)
+                    ok = 0;
+        l->blocked = ok ? 1u << LAYER_OUT_BIT : 0;
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++)
+            changed |= untie(net, &net->layers[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        Layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_inputs; k++)
+            l->blocked |= (unsigned)out_blocked(net, l->inputs[k]) << k;
+    }
+}
+
+/* How many inputs of later layers read layer i's output. */
+static int readers_of(const Net *net, int i)
+{
+    int n = 0;
+    for (int j = i + 1; j < net->n_layers; j++)
+        for (int k = 0; k < net->layers[j].n_inputs; k++)
+            n += net->layers[j].inputs[k] == i;
+    return n;
+}
+
+/* The residual sums fused into their input 0's writer (LayerType.fuse_sum): a plain_sum layer s
+ * whose input 0, written after its input 1, only s reads, all in nChw8c. Returns 1 when the
+ * fusions differ from the last ones (Layer.sum_into, sum_from). */
+static int plan_sums(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *s = &net->layers[i], *w = s->n_inputs == 2 && s->inputs[0] > s->inputs[1]
+                                             ? &net->layers[s->inputs[0]]
+                                             : NULL;
+        const Layer *was = s->sum_from;
+        s->sum_from = NULL;
+        if (w && readers_of(net, w->index) == 1 && w->type->fuse_sum && s->type->plain_sum &&
+            s->type->plain_sum(s) && out_blocked(net, i) && w->type->fuse_sum(w, s->activation))
+            s->sum_from = w;
+        changed |= was != s->sum_from;
+    }
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        l->sum_into = NULL;
+        if (l->type->fuse_sum &&
+            !(l->last_reader >= 0 && net->layers[l->last_reader].sum_from == l))
+            l->type->fuse_sum(l, -1);
+    }
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].sum_from)
+            ((Layer *)net->layers[i].sum_from)->sum_into = &net->layers[i];
+    return changed;
+}
+
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
  * want_grads): the slab the memory plan lays out, the scratch and input floats; with
  * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
@@ -560,6 +657,14 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     size_t state_floats, state_bytes;
     int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    /* The layouts and fused sums the layers' primitives allow, which those then follow. */
+    if (!st) {
+        plan_layouts(net);
+        if (plan_sums(net)) {
+            st = measure_state(net, batch, &state_floats, &state_bytes, e);
+            plan_layouts(net);
+        }
+    }
     if (st)
         return st;
     /* After the layers' resize, which may raise their scratch (Layer.scratch_per_sample). */
@@ -608,24 +713,6 @@ int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e
     return st;
 }
 
-/* Offers each layer whose output only one later layer of its family reads to agree on a layout
- * with it (LayerType.chain). */
-static void chain_layers(Net *net)
-{
-    for (int i = 0; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i];
-        int readers = 0, reader = -1;
-        for (int j = i + 1; l->type->chain && j < net->n_layers; j++)
-            for (int k = 0; k < net->layers[j].n_inputs; k++)
-                if (net->layers[j].inputs[k] == i) {
-                    readers++;
-                    reader = j;
-                }
-        if (readers == 1 && net->layers[reader].type == l->type)
-            l->type->chain(l, &net->layers[reader]);
-    }
-}
-
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
@@ -651,8 +738,6 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->batch = batch;
     st = lay_out_slab(net, batch, plan, e);
     free(plan);
-    if (!st)
-        chain_layers(net);
     return st;
 }
 

@@ -75,6 +75,8 @@ static void plan_layer(const Net *net, int i, int batch, const Timeline *t, Live
     const int has_delta = net->want_grads && i >= net->train_from;
     const int bwd = t->backward[i];
     written_by(&b[NET_BUF_OUT], t, i, n);
+    if (l->sum_from) /* written by that layer's forward (a fused residual sum) */
+        b[NET_BUF_OUT].spans[0].first = t->forward[l->sum_from->index];
     written_by(&b[NET_BUF_PRE], t, i,
                l->activation != CDL_ACT_LINEAR && !net_pre_in_place(net, l) ? n : 0);
     written_by(&b[NET_BUF_STATE_FLOATS], t, i, l->state_floats * sizeof(float));

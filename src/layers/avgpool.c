@@ -17,8 +17,31 @@ static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     return CDL_OK;
 }
 
+/* The inference forward of an input in nChw8c (Layer.blocked): [batch][c/8][h][w][8], the 8
+ * lanes of a block summed side by side; the output plain. */
+static void avgpool_forward_blocked(Layer *l, int batch)
+{
+    const int blocks = batch * l->in_shape.c / 8;
+    const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
+    const float inv = 1.0f / (float)spatial;
+#pragma omp parallel for schedule(static) if (blocks * spatial * 8 > AVGPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++) {
+        const float *x = l->in[0] + p * spatial * 8;
+        float sum[8] = {0};
+        for (size_t k = 0; k < spatial; k++)
+            for (int c = 0; c < 8; c++)
+                sum[c] += x[k * 8 + c];
+        for (int c = 0; c < 8; c++)
+            l->out[p * 8 + c] = sum[c] * inv;
+    }
+}
+
 static void avgpool_forward(Layer *l, const StepContext *ctx)
 {
+    if (!ctx->train && l->blocked & 1) {
+        avgpool_forward_blocked(l, ctx->batch);
+        return;
+    }
     const float *in = l->in[0];
     int planes = ctx->batch * l->in_shape.c;
     size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
@@ -60,9 +83,16 @@ static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
+/* Whole channel blocks: the input in nChw8c, the output plain (LayerType.layout). */
+static int avgpool_layout(const Layer *l, int k)
+{
+    return k == 0 && l->in_shape.c % 8 == 0 ? LAYOUT_FREE : LAYOUT_PLAIN;
+}
+
 const LayerType avgpool_layer = {
     .name = "avgpool",
     .parse = avgpool_parse,
+    .layout = avgpool_layout,
     .cpu = {.forward = avgpool_forward, .backward = avgpool_backward},
     .export_onnx = avgpool_export_onnx,
     .backward_ignores_inputs = 1,

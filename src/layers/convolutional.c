@@ -47,8 +47,9 @@
  * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
  * gradients) batch norm's running statistics are folded into the weights and bias each forward
  * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
- * and a layer whose output only the next convolution reads leaves it in the blocked layout that
- * one's forward reads (conv_chain, decided by net_resize), in inference forwards only. */
+ * and the input and output pass in oneDNN's blocked layout nChw8c where the forward's are that
+ * and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in inference
+ * forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -86,6 +87,9 @@ enum { P_WEIGHTS, P_BIASES };
 /* Multiply-adds an image from which split_threads shares one image's work over the threads. */
 #define CONV_SPLIT_MIN 262144
 
+/* Floats one thread copies at a time (a fused residual sum's input). */
+#define CONV_COPY_BLOCK 16384
+
 typedef struct Conv {
     int filters, size, stride, padding, groups;
     int direct;         /* 1x1, stride 1, no padding: the input is its own column matrix */
@@ -115,9 +119,10 @@ typedef struct Conv {
      * convolution's weights and bias, the activation fused as without batch norm */
     int folded;
     float *w_fold, *b_fold;
-    /* engine=dnnl in an inference net: the output goes to the next convolution, its only reader,
-     * in oneDNN's blocked layout in inference forwards (conv_chain) */
-    int chained_out;
+    /* A folded layer on oneDNN whose output a [shortcut] alone reads (conv_fuse_sum): 1 + that
+     * shortcut's activation, which the inference forward applies after adding its other input
+     * (oneDNN's sum post-op) into the shortcut's output (Layer.sum_into); 0: none */
+    int sum_act;
     size_t base_scratch; /* parse's scratch_per_sample (resize adds oneDNN's to it) */
     /* [net] winograd=1: wanted (parse: a same 3x3 one-group convolution), and the layer runs
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
@@ -259,8 +264,8 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     const int bn = cv->stage.batch_normalize;
     const Shape in = l->in_shape, out = l->out_shape;
     cv->folded = bn && !backward;
-    cv->fused =
-        (!bn || cv->folded) && (l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LEAKY);
+    const ActivationKind act = cv->sum_act ? (ActivationKind)(cv->sum_act - 1) : l->activation;
+    cv->fused = (!bn || cv->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY);
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -274,8 +279,9 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .padding = cv->padding,
         .groups = cv->groups,
         .bias = !bn || cv->folded,
+        .sum = cv->sum_act != 0,
         .eltwise = cv->fused,
-        .slope = l->activation == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
         .data_grad = backward,
     };
@@ -345,8 +351,7 @@ static void size_chunks(Layer *l, Conv *cv, int batch)
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    cv->dnnl = cv->fused = cv->folded = cv->winograd = cv->chained_out = 0;
-    dnnl_conv_unchain(&cv->dc);
+    cv->dnnl = cv->fused = cv->folded = cv->winograd = 0;
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
@@ -400,14 +405,30 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
-/* Two layers on oneDNN in an inference net, where the batch norm (folded) and the activation
- * (elementwise) take any layout: the first's output stays in the blocked layout the second's
- * forward reads, when they agree on one (dnnl_conv_chain). */
-static void conv_chain(Layer *l, Layer *next)
+/* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
+ * forward's own layouts are that (dnnl_conv_blocked), each apart. */
+/* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
+ * applies relu, leaky or nothing after it as post-ops (LayerType.fuse_sum). */
+static int conv_fuse_sum(Layer *l, int act)
 {
-    Conv *a = l->priv, *b = next->priv;
-    if (a->dnnl && b->dnnl && !l->params[P_WEIGHTS].grad && !next->params[P_WEIGHTS].grad)
-        a->chained_out = dnnl_conv_chain(&a->dc, &b->dc);
+    Conv *cv = l->priv;
+    cv->sum_act = 0;
+    if (act < 0 || !cv->dnnl || !cv->folded || l->activation != CDL_ACT_LINEAR ||
+        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY))
+        return 0;
+    cv->sum_act = act + 1;
+    return 1;
+}
+
+static int conv_layout(const Layer *l, int k)
+{
+    const Conv *cv = l->priv;
+    if (!cv->dnnl || l->params[P_WEIGHTS].grad)
+        return LAYOUT_PLAIN;
+    return dnnl_conv_blocked(&cv->dc, k < 0 ? DNNL_CONV_Y_BLOCKED : DNNL_CONV_X_BLOCKED)
+               ? LAYOUT_FREE
+               : LAYOUT_PLAIN;
 }
 
 /* The image's forward and weight gradient run ops/conv_small.h: planned so by parse, float32
@@ -943,10 +964,22 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             b = cv->b_fold;
         }
         float *y = bn || cv->fused ? l->out : layer_activation_input(l);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, !ctx->train);
+        if (cv->sum_act) { /* folded: an inference forward */
+            y = l->sum_into->out;
+            const size_t n = (size_t)batch * out_size;
+#pragma omp parallel for schedule(static) if (n > CONV_PARALLEL_MIN)
+            for (size_t i = 0; i < n; i += CONV_COPY_BLOCK)
+                memcpy(y + i, l->sum_into->in[1] + i,
+                       (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
+        }
+        const unsigned blocked =
+            ctx->train ? 0
+                       : (l->blocked & 1 ? DNNL_CONV_X_BLOCKED : 0) |
+                             (l->blocked >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, blocked);
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
-        if (!cv->fused)
+        if (!cv->fused && !cv->sum_act)
             layer_activate(l, batch);
         return;
     }
@@ -1157,7 +1190,8 @@ const LayerType convolutional_layer = {
     .init = conv_init,
     .resize = conv_resize,
     .release = conv_release,
-    .chain = conv_chain,
+    .layout = conv_layout,
+    .fuse_sum = conv_fuse_sum,
     .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
@@ -1166,11 +1200,6 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
 };
-
-int conv_chained(const Layer *l)
-{
-    return l->type == &convolutional_layer && ((const Conv *)l->priv)->chained_out;
-}
 
 void conv_set_images_per_gemm(Layer *l, int images)
 {

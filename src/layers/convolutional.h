@@ -9,8 +9,5 @@
  * by side in one gemm where it can (at most its thread's share of the batch); 1 runs image by
  * image, 0 (the default) chooses from the map size. */
 void conv_set_images_per_gemm(Layer *l, int images);
-/* 1 when l (a [convolutional] layer) leaves its output in oneDNN's blocked layout for the next
- * convolution in inference forwards (engine=dnnl in a net without gradients), for tests. */
-int conv_chained(const Layer *l);
 
 #endif

@@ -235,6 +235,31 @@ static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, flo
     }
 }
 
+/* The inference forward in nChw8c (Layer.blocked): per block of 8 channels, the maxima of the
+ * 8 lanes of each window, clipped as maxpool_plane's; no argmax (no backward follows). */
+static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *out, int blocks,
+                                    int ih, int iw, int oh, int ow)
+{
+    const int offset = m->padding / 2;
+#pragma omp parallel for schedule(static) if ((double)blocks * oh * ow * 8 * m->size * m->size >   \
+                                              MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                float best[8];
+                for (int c = 0; c < 8; c++)
+                    best[c] = -INFINITY;
+                const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
+                for (int y = y0 < 0 ? 0 : y0; y < y0 + m->size && y < ih; y++)
+                    for (int x = x0 < 0 ? 0 : x0; x < x0 + m->size && x < iw; x++) {
+                        const float *v = in + (((size_t)p * ih + y) * iw + x) * 8;
+                        for (int c = 0; c < 8; c++)
+                            best[c] = v[c] > best[c] ? v[c] : best[c];
+                    }
+                memcpy(out + (((size_t)p * oh + i) * ow + j) * 8, best, sizeof best);
+            }
+}
+
 static void maxpool_forward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
@@ -242,6 +267,10 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
+    if (!ctx->train && l->blocked & 1) {
+        maxpool_forward_blocked(m, in, l->out, planes / 8, ih, iw, oh, ow);
+        return;
+    }
     double work = (double)planes * (double)out_plane * m->size * m->size;
 #pragma omp parallel for schedule(static) if (work > MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < planes; p++)
@@ -289,10 +318,18 @@ static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
+/* Whole channel blocks: input and output in nChw8c together (LayerType.layout). */
+static int maxpool_layout(const Layer *l, int k)
+{
+    (void)k;
+    return l->in_shape.c % 8 ? LAYOUT_PLAIN : LAYOUT_TIED;
+}
+
 const LayerType maxpool_layer = {
     .name = "maxpool",
     .priv_size = sizeof(Maxpool),
     .parse = maxpool_parse,
+    .layout = maxpool_layout,
     .resize = maxpool_resize,
     .cpu = {.forward = maxpool_forward, .backward = maxpool_backward},
     .export_onnx = maxpool_export_onnx,

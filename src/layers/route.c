@@ -118,10 +118,22 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
     return CDL_OK;
 }
 
+/* In nChw8c a sample's channel blocks follow each other as its channels do in NCHW: inputs of
+ * whole blocks concatenate in it as they are, all with the output (LayerType.layout). */
+static int route_layout(const Layer *l, int k)
+{
+    (void)k;
+    for (int i = 0; i < l->n_inputs; i++)
+        if (((const Route *)l->priv)->sizes[i] / ((size_t)l->out_shape.h * l->out_shape.w) % 8)
+            return LAYOUT_PLAIN;
+    return LAYOUT_TIED;
+}
+
 const LayerType route_layer = {
     .name = "route",
     .priv_size = sizeof(Route),
     .parse = route_parse,
+    .layout = route_layout,
     .cpu = {.forward = route_forward, .backward = route_backward},
     .export_onnx = route_export_onnx,
     .backward_ignores_inputs = 1,

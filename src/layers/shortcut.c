@@ -113,6 +113,8 @@ static Shape from_shape(const Layer *l)
 
 static void shortcut_forward(Layer *l, const StepContext *ctx)
 {
+    if (l->sum_from && !ctx->train) /* its input 0's forward wrote the output */
+        return;
     const Shortcut *sc = l->priv;
     const float *prev = l->in[0];
     const float *from = l->in[1];
@@ -287,10 +289,27 @@ static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
     return CDL_OK;
 }
 
+/* Equal shapes add value by value in any layout: inputs and output in nChw8c together
+ * (LayerType.layout). */
+static int shortcut_layout(const Layer *l, int k)
+{
+    (void)k;
+    return same_shape(from_shape(l), l->out_shape) ? LAYOUT_TIED : LAYOUT_PLAIN;
+}
+
+/* out = act(prev + from) (LayerType.plain_sum). */
+static int shortcut_plain_sum(const Layer *l)
+{
+    const Shortcut *sc = l->priv;
+    return sc->alpha == 1.0f && sc->beta == 1.0f && same_shape(from_shape(l), l->out_shape);
+}
+
 const LayerType shortcut_layer = {
     .name = "shortcut",
     .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
+    .layout = shortcut_layout,
+    .plain_sum = shortcut_plain_sum,
     .cpu = {.forward = shortcut_forward,
             .backward = shortcut_backward,
             .forward_at = shortcut_forward_at},

@@ -227,9 +227,12 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     s = s ? s : dnnl_primitive_attr_create(&battr);
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(battr, dnnl_scratchpad_mode_user);
-    if (!s && c->eltwise) {
+    if (!s && (c->sum || c->eltwise)) {
         s = dnnl_post_ops_create(&ops);
-        s = s ? s : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
+        s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
+        s = s || !c->eltwise
+                ? s
+                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }
     const dnnl_prop_kind_t prop =
@@ -306,34 +309,28 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
 }
 
 /* The forward's argument arg (DNNL_ARG_SRC or DNNL_ARG_DST). */
-static DnnlConvArg *forward_arg(DnnlConv *d, int arg)
+static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
 {
-    DnnlConvPrim *p = &d->p[DNNL_CONV_FWD];
+    const DnnlConvPrim *p = &d->p[DNNL_CONV_FWD];
     for (int i = 0; i < p->n_args; i++)
         if (p->args[i].arg == arg)
             return &p->args[i];
     return NULL;
 }
 
-int dnnl_conv_chain(DnnlConv *from, DnnlConv *to)
+int dnnl_conv_blocked(const DnnlConv *d, int which)
 {
-    DnnlConvArg *y = forward_arg(from, DNNL_ARG_DST), *x = forward_arg(to, DNNL_ARG_SRC);
-    if (!y || !x || !y->inner || !x->inner)
+    const DnnlConvArg *a =
+        forward_arg(d, which == DNNL_CONV_X_BLOCKED ? DNNL_ARG_SRC : DNNL_ARG_DST);
+    const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
+    if (!a || !a->inner || dnnl_memory_get_memory_desc(a->inner, &inner) ||
+        dnnl_memory_get_memory_desc(a->user, &plain))
         return 0;
-    const dnnl_memory_desc_t *ym = NULL, *xm = NULL, *plain = NULL;
-    if (dnnl_memory_get_memory_desc(y->inner, &ym) || dnnl_memory_get_memory_desc(x->inner, &xm) ||
-        dnnl_memory_get_memory_desc(x->user, &plain) || !dnnl_memory_desc_equal(ym, xm) ||
-        dnnl_memory_desc_get_size(xm) != dnnl_memory_desc_get_size(plain))
-        return 0;
-    y->chained = x->chained = 1;
-    return 1;
-}
-
-void dnnl_conv_unchain(DnnlConv *d)
-{
-    for (int k = 0; k < DNNL_CONV_PRIMS; k++)
-        for (int i = 0; i < d->p[k].n_args; i++)
-            d->p[k].args[i].chained = 0;
+    dnnl_memory_desc_t blocked;
+    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32, dnnl_nChw8c) ==
+               dnnl_success &&
+           dnnl_memory_desc_equal(inner, &blocked) &&
+           dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);
 }
 
 /* Runs a reorder from one memory to another and waits for it. */
@@ -344,11 +341,19 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
     dnnl_stream_wait(stream);
 }
 
+/* 1 when argument g's tensor comes in the primitive's layout (dnnl_conv_forward's blocked). */
+static int taken_blocked(const DnnlConvArg *g, unsigned blocked)
+{
+    return g->arg == DNNL_ARG_SRC   ? (blocked & DNNL_CONV_X_BLOCKED) != 0
+           : g->arg == DNNL_ARG_DST ? (blocked & DNNL_CONV_Y_BLOCKED) != 0
+                                    : 0;
+}
+
 /* Runs primitive k on the caller's plain tensors ptr[i] (one per argument, in make_prim's
  * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
- * where the primitive wants another layout, the primitive, the outputs reordered back; with
- * chained, the chained arguments' tensors taken in the primitive's layout as they are. */
-static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, int chained)
+ * where the primitive wants another layout, the primitive, the outputs reordered back; the
+ * tensors blocked names taken in the primitive's layout as they are. */
+static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked)
 {
     DnnlConvPrim *p = &d->p[k];
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -356,7 +361,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, int c
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->inner && chained && g->chained) {
+        if (g->inner && taken_blocked(g, blocked)) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
@@ -373,14 +378,14 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, int c
     dnnl_primitive_execute(p->prim, stream, n, a);
     dnnl_stream_wait(stream);
     for (int i = 0; i < p->n_args; i++)
-        if (p->args[i].inner && p->args[i].out && !(chained && p->args[i].chained))
+        if (p->args[i].inner && p->args[i].out && !taken_blocked(&p->args[i], blocked))
             reorder(p->args[i].reorder, p->args[i].inner, p->args[i].user);
 }
 
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch, int chained)
+                       void *scratch, unsigned blocked)
 {
-    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, chained);
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked);
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
@@ -421,21 +426,16 @@ void dnnl_conv_release(DnnlConv *d)
     memset(d, 0, sizeof *d);
 }
 
-int dnnl_conv_chain(DnnlConv *from, DnnlConv *to)
+int dnnl_conv_blocked(const DnnlConv *d, int which)
 {
-    (void)from, (void)to;
+    (void)d, (void)which;
     return 0;
 }
 
-void dnnl_conv_unchain(DnnlConv *d)
-{
-    (void)d;
-}
-
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch, int chained)
+                       void *scratch, unsigned blocked)
 {
-    (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch, (void)chained;
+    (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch, (void)blocked;
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

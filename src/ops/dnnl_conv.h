@@ -23,7 +23,9 @@ typedef struct DnnlConvDesc {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w;
     int size, stride, padding, groups;
     int bias;      /* 1: y += b in the forward, and db in the weights' backward */
-    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (relu: slope 0) */
+    int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
+                      y comes holding what to add */
+    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
     float slope;   /* eltwise's negative slope */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
@@ -41,11 +43,10 @@ enum { DNNL_CONV_MAX_ARGS = 4 };
  * reorder fills before the primitive (inputs) or empties into the plain tensor after it
  * (outputs). */
 typedef struct DnnlConvArg {
-    int arg;     /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
-    int out;     /* 1: the primitive writes it */
-    int add;     /* 1: an output added into the caller's tensor (+=) */
-    int ready;   /* 1: an input the previous primitive left in inner */
-    int chained; /* 1: the caller's tensor is in inner's layout already (dnnl_conv_chain) */
+    int arg;                        /* DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, ... */
+    int out;                        /* 1: the primitive writes it */
+    int add;                        /* 1: an output added into the caller's tensor (+=) */
+    int ready;                      /* 1: an input the previous primitive left in inner */
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
@@ -88,18 +89,18 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
 /* Releases d's primitives (d zeroed; a zeroed d is released already). */
 void dnnl_conv_release(DnnlConv *d);
 
-/* Chains the forwards of from and to (both prepared), whose output and input have the same shape,
- * when from's forward writes its output in the layout that to's forward reads (a blocked one
- * the same size as plain NCHW): from's output is then left in that layout and to's input taken
- * as it is, without their reorders, in the forwards asked to (chained). Returns 1 when chained,
- * 0 when not (the layouts differ or are plain). dnnl_conv_unchain undoes all of d's. */
-int dnnl_conv_chain(DnnlConv *from, DnnlConv *to);
-void dnnl_conv_unchain(DnnlConv *d);
+/* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/8][h][w][8], c a
+ * multiple of 8), as the forward's own layout, without the reorder. */
+enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
 
-/* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. chained: x and
- * y in the layouts dnnl_conv_chain agreed on, where it did (0: plain NCHW both). */
+/* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)
+ * in nChw8c, the same size as plain NCHW: then it can take that tensor so as it is. */
+int dnnl_conv_blocked(const DnnlConv *d, int which);
+
+/* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. blocked: x
+ * and y in nChw8c where its bits say so (dnnl_conv_blocked), else plain NCHW. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
-                       void *scratch, int chained);
+                       void *scratch, unsigned blocked);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
  * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). */
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

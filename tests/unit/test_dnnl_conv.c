@@ -13,7 +13,6 @@
 
 #include "check.h"
 #include "core/net.h"
-#include "layers/convolutional.h"
 #include "ops/dnnl_conv.h"
 
 #define TOL 1e-5
@@ -189,7 +188,7 @@ static void test_residual_adds(void)
                 (size_t)nets[0].batch * shape_size(nets[0].in_shape));
     for (int j = 0; j < 2; j++) {
         const Layer *lr = &nets[0].layers[j], *ld = &nets[1].layers[j];
-        CHECK(ld->engine && !strcmp(ld->engine, dnnl_conv_built() ? "dnnl" : "ref"));
+        CHECK(ld->engine && (strcmp(ld->engine, "dnnl") == 0) == dnnl_conv_built());
         for (int p = 0; p < lr->n_params; p++)
             if (lr->params[p].trainable)
                 check_close("residual", lr->params[p].name, ld->params[p].grad, lr->params[p].grad,
@@ -199,32 +198,27 @@ static void test_residual_adds(void)
     net_free(&nets[1]);
 }
 
-/* An inference net's chain (conv-BN-relu, conv-BN-leaky, conv-BN-linear, a shortcut to the
- * first with relu, conv-relu (bias), conv-BN-logistic stride 2, conv 3 channels): batch norm
- * folded into each convolution's weights and bias, relu and leaky fused, the outputs of layers
- * 1, 4 and 5 passed to the next in oneDNN's blocked layout (nChw8c; not 0's, which the shortcut
- * reads too, nor 6's, the net's output with 3 channels); the same net's
- * training-mode forward (batch statistics, the reference's path and plain layouts) and a rerun
- * that gives the same bytes. */
-static void test_inference_chain(void)
+/* 1 when layer l gives its output in nChw8c (Layer.blocked). */
+static int blocked_out(const Layer *l)
+{
+    return l->blocked >> LAYER_OUT_BIT & 1;
+}
+
+/* An inference net of body (layers after a [net] of batch 3, 3 channels, w x h) on both engines:
+ * every output but the net's passed on in nChw8c on oneDNN (none on the reference), and sums
+ * shortcuts computed by the convolution before them (Layer.sum_from: none on the reference); the
+ * outputs within 1e-5, and those of the same net's training-mode forward (batch statistics, the
+ * reference's path and plain layouts); a rerun that gives the same bytes. */
+static void check_chain(const char *label, int w, int h, int sums, const char *body)
 {
     const char *engines[2] = {"ref", "dnnl"};
     Net nets[2];
     for (int k = 0; k < 2; k++) {
-        char text[1024];
+        char text[4096];
         snprintf(text, sizeof text,
-                 "[net]\nbatch=3\nwidth=7\nheight=6\nchannels=3\nengine=%s\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
-                 "activation=leaky\n"
-                 "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
-                 "[shortcut]\nfrom=-3\nactivation=relu\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
-                 "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
-                 "activation=logistic\n"
-                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n",
-                 engines[k]);
-        if (run_text(text, "inference chain", 0, &nets[k])) {
+                 "[net]\nbatch=3\nwidth=%d\nheight=%d\nchannels=3\nengine=%s\n%s", w, h, engines[k],
+                 body);
+        if (run_text(text, label, 0, &nets[k])) {
             if (k)
                 net_free(&nets[0]);
             return;
@@ -235,14 +229,26 @@ static void test_inference_chain(void)
     const int last = nets[0].n_layers - 1;
     for (int j = 0; j <= last; j++) {
         const Layer *l = &nets[1].layers[j];
-        if (j != 3)
-            CHECK(l->engine && !strcmp(l->engine, dnnl_conv_built() ? "dnnl" : "ref"));
-        CHECK(conv_chained(l) == (dnnl_conv_built() && (j == 1 || j == 4 || j == 5)));
-        CHECK(!conv_chained(&nets[0].layers[j]));
+        if (l->engine)
+            CHECK((strcmp(l->engine, "dnnl") == 0) == dnnl_conv_built()); /* else ref or wino */
+        if (blocked_out(l) != (dnnl_conv_built() && j < last)) {
+            fprintf(stderr, "FAIL %s: layer %d's output is %s\n", label, j,
+                    blocked_out(l) ? "blocked" : "plain");
+            check_failures++;
+        }
+        CHECK(!nets[0].layers[j].blocked && !nets[0].layers[j].sum_from);
+        if (l->sum_from) {
+            CHECK(l->sum_from->sum_into == l && l->sum_from->index == l->inputs[0]);
+            sums--;
+        }
+    }
+    if (sums != 0 && dnnl_conv_built()) {
+        fprintf(stderr, "FAIL %s: %d fused residual sums more than found\n", label, sums);
+        check_failures++;
     }
     const Layer *lr = &nets[0].layers[last], *ld = &nets[1].layers[last];
     const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
-    check_close("inference chain", "output", ld->out, lr->out, out_n);
+    check_close(label, "output", ld->out, lr->out, out_n);
     float *first = malloc(out_n * sizeof *first);
     memcpy(first, ld->out, out_n * sizeof *first);
     net_forward(&nets[1]);
@@ -252,9 +258,56 @@ static void test_inference_chain(void)
         nets[k].train = 1;
         net_forward(&nets[k]);
     }
-    check_close("inference net, training forward", "output", ld->out, lr->out, out_n);
+    char what[160];
+    snprintf(what, sizeof what, "%s, training forward", label);
+    check_close(what, "output", ld->out, lr->out, out_n);
     net_free(&nets[0]);
     net_free(&nets[1]);
+}
+
+/* Convolutions (conv-BN-relu, conv-BN-leaky, conv-BN-linear, conv-relu with bias, conv-BN-logistic
+ * stride 2, conv 3 channels: batch norm folded into the weights and bias, relu and leaky fused)
+ * and a shortcut to the first with relu, which the third computes (sum and relu post-ops). */
+static void test_inference_chain(void)
+{
+    check_chain("inference chain", 7, 6, 1,
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                "activation=leaky\n"
+                "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+                "[shortcut]\nfrom=-3\nactivation=relu\n"
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
+                "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                "activation=logistic\n"
+                "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n");
+}
+
+/* resnet's stem and blocks: a 3x3/2 max pooling with darknet's padding (windows clipped at the
+ * borders), a block with its shortcut, a downsampling block with [route] back to its input and
+ * the 1x1/2 projection, a [route] of two inputs (concatenated channel blocks) and a 2x2/1 max
+ * pooling (uneven windows), a global average pooling at the end (a blocked input, the net's
+ * plain output); both shortcuts fused into the convolution before them. */
+static void test_chain_through_pool_route(void)
+{
+    check_chain("chain through pooling and route", 11, 13, 2,
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                "[maxpool]\nsize=3\nstride=2\npadding=2\n"
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                "activation=linear\n"
+                "[shortcut]\nfrom=-3\nactivation=relu\n"
+                "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                "activation=relu\n"
+                "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\n"
+                "activation=linear\n"
+                "[route]\nlayers=-3\n"
+                "[convolutional]\nfilters=32\nsize=1\nstride=2\nbatch_normalize=1\n"
+                "activation=linear\n"
+                "[shortcut]\nfrom=-3\nactivation=relu\n"
+                "[route]\nlayers=-1,-5\n"
+                "[maxpool]\nsize=2\nstride=1\n"
+                "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                "[avgpool]\n");
 }
 
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
@@ -290,6 +343,7 @@ int main(void)
     }
     test_residual_adds();
     test_inference_chain();
+    test_chain_through_pool_route();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");
 }
