@@ -614,18 +614,17 @@ static void fused_forward(Layer *l, const StepContext *ctx)
             if (t == 0)
                 memset(dst + I, 0, (size_t)H * sizeof *dst);
         }
+        thread_share(U, &lo, &hi);
+        for (int u = lo; u < hi; u++)
+            fused_pack_forward(l, u);
     }
-    /* the gate rows = x W_ih^T, every step at once (ops/gemm_packed: OpenBLAS runs this product
-     * of a short K at about half the speed), W_ih^T packed in wcat before W_hh^T is */
-    gemm_pack(1, I, 4 * H, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
-    gemm_packed(rows, 4 * H, I, rc->xh, (int)rc->ld_xh, rc->wcat, 0.0f, rc->gates,
-                (int)rc->ld_gates);
+    /* the gate rows = x W_ih^T, every step at once */
+    gemm(0, 1, rows, 4 * H, I, 1.0f, rc->xh, (int)rc->ld_xh, l->params[P_WEIGHTS_IH].data, I, 0.0f,
+         rc->gates, (int)rc->ld_gates);
 #pragma omp parallel
     {
         int lo, hi;
         thread_share(U, &lo, &hi);
-        for (int u = lo; u < hi; u++) /* the thread's own panels: no barrier before its steps */
-            fused_pack_forward(l, u);
         float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
         for (int t = 0; t < T; t++) {
             for (int u = lo; u < hi; u++)
@@ -677,21 +676,6 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
             for (int j = 0; j < n; j++)
                 rc->bias[col + j] += d[j];
         }
-    }
-}
-
-/* dW_ih += rows 0..I of dw_t [I+H][G*H] transposed, dW_hh += rows I..I+H transposed. */
-static void add_weight_grads(Layer *l, const float *dw_t)
-{
-    const Recurrent *rc = l->priv;
-    const int I = rc->inputs, H = rc->hidden, GH = rc->cell->gates * H;
-    float *g_ih = l->params[P_WEIGHTS_IH].grad, *g_hh = l->params[P_WEIGHTS_HH].grad;
-#pragma omp parallel for schedule(static) if ((size_t)GH * (I + H) >= RECURRENT_PARALLEL_MIN)
-    for (int r = 0; r < GH; r++) {
-        for (int k = 0; k < I; k++)
-            g_ih[(size_t)r * I + k] += dw_t[(size_t)k * GH + r];
-        for (int k = 0; k < H; k++)
-            g_hh[(size_t)r * H + k] += dw_t[(size_t)(I + k) * GH + r];
     }
 }
 
@@ -763,11 +747,20 @@ static void fused_backward(Layer *l, const StepContext *ctx)
         db_ih[j] += rc->bias[j];
         db_hh[j] += rc->bias[j];
     }
-    /* [dW_ih | dW_hh]^T [I+H][G*H] = [x, h_prev]^T da (the operand rows) in one sgemm, as the
-     * per-step path's, into the packed weights' work memory */
-    gemm(1, 0, I + H, GH, rows, 1.0f, rc->xh, (int)rc->ld_xh, rc->gates, (int)rc->ld_gates, 0.0f,
-         rc->wcat, GH);
-    add_weight_grads(l, rc->wcat);
+    /* [dW_ih | dW_hh] [G*H][I+H] = da^T [x, h_prev] (the operand rows) in one sgemm, into the
+     * packed weights' work memory, then added into the two gradients */
+    const int K = I + H;
+    float *dw = rc->wcat;
+    gemm(1, 0, GH, K, rows, 1.0f, rc->gates, (int)rc->ld_gates, rc->xh, (int)rc->ld_xh, 0.0f, dw,
+         K);
+    float *g_ih = l->params[P_WEIGHTS_IH].grad, *g_hh = l->params[P_WEIGHTS_HH].grad;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < GH; r++) {
+        for (int k = 0; k < I; k++)
+            g_ih[(size_t)r * I + k] += dw[(size_t)r * K + k];
+        for (int k = 0; k < H; k++)
+            g_hh[(size_t)r * H + k] += dw[(size_t)r * K + I + k];
+    }
 }
 
 static void recurrent_forward(Layer *l, const StepContext *ctx)
@@ -868,7 +861,8 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
         }
     }
 
-    Param *b_ih = &l->params[P_BIASES_IH], *b_hh = &l->params[P_BIASES_HH];
+    Param *w_ih = &l->params[P_WEIGHTS_IH], *b_ih = &l->params[P_BIASES_IH];
+    Param *w_hh_param = &l->params[P_WEIGHTS_HH], *b_hh = &l->params[P_BIASES_HH];
     /* The biases: column sums, which b_hh shares with b_ih unless dhh differs. */
     float *sums = rc->hh;
     memset(sums, 0, (size_t)GH * sizeof *sums);
@@ -913,7 +907,14 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
         gemm(1, 0, I, GH, rows, 1.0f, rc->xh, K, rc->gates, GH, 0.0f, dw_t, GH);
         gemm(1, 0, H, GH, rows, 1.0f, rc->xh + I, K, rc->dhh, GH, 0.0f, dw_t + (size_t)I * GH, GH);
     }
-    add_weight_grads(l, dw_t);
+    float *g_ih = w_ih->grad, *g_hh = w_hh_param->grad;
+#pragma omp parallel for schedule(static) if ((size_t)GH * K >= RECURRENT_PARALLEL_MIN)
+    for (int r = 0; r < GH; r++) {
+        for (int k = 0; k < I; k++)
+            g_ih[(size_t)r * I + k] += dw_t[(size_t)k * GH + r];
+        for (int k = 0; k < H; k++)
+            g_hh[(size_t)r * H + k] += dw_t[(size_t)(I + k) * GH + r];
+    }
 }
 
 /* ---- ONNX export ---- */
