@@ -12,12 +12,13 @@
  *   gru  (G = 3): r, z = sigmoid of the first two parts of a_t;
  *                 n = tanh(W_in x_t + b_in + r (W_hn h_{t-1} + b_hn)), h_t = (1 - z) n + z h_{t-1}
  *
- * Forward projects the inputs of all batch*T rows in one sgemm, then per step multiplies the
- * batch's h_{t-1} by W_hh (ops/gemm_packed: W_hh packed once per forward, not by OpenBLAS on
- * every step) and runs the cell's element-wise step. Backward runs the steps in reverse
- * (backpropagation through time; W_hh packed once more), leaving each step's dL/da_t in place of
- * its gate values, then adds the weight gradients with sgemms over all rows. The ONNX export uses
- * ONNX's RNN, LSTM and GRU operators, the gates reordered to theirs.
+ * Forward projects the inputs of all batch*T rows in one product (ops/gemm_packed), then per
+ * step multiplies the batch's h_{t-1} by W_hh (ops/gemm_packed: W_hh packed once per forward, not
+ * by OpenBLAS on every step) and runs the cell's element-wise step. Backward runs the steps in
+ * reverse (backpropagation through time; W_hh packed once more), leaving each step's dL/da_t in
+ * place of its gate values, then dL/dx (ops/gemm_packed) and the weight gradients, [dW_ih |
+ * dW_hh]^T in one sgemm, over all rows. The ONNX export uses ONNX's RNN, LSTM and GRU
+ * operators, the gates reordered to theirs.
  *
  * [lstm] in float32 runs fused instead (fused=1; the default fused=-1 does so on more than one
  * thread): the input projection x W_ih^T of all rows as one sgemm into the gate rows, then one
@@ -100,12 +101,14 @@ typedef struct Recurrent {
      * one step's h_{t-1} [batch][H] */
     float *w_ih_bf16, *w_hh_bf16, *x_bf16, *h_bf16;
     /* Work: W_hh as the per-step products take it (gemm_pack), W_hh^T [H][G*H] in forward and
-     * W_hh [G*H][H] in backward, packed by each call that runs steps */
+     * W_hh [G*H][H] in backward, packed by each call that runs steps; before them forward's
+     * W_ih^T [I][G*H], after them backward's W_ih [G*H][I], then [dW_ih | dW_hh]^T [I+H][G*H] */
     float *w_hh_packed;
     /* The fused lstm (fused_lstm), U = ceil(H / UNIT) blocks of hidden units: */
     int fused; /* [lstm] fused=: 1, 0, or -1 (on more than one thread) */
     float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
-                  slot T only h_{T-1} */
+                  slot T only h_{T-1}. The per-step path: work [batch*T][I+H], backward's x_t,
+                  h_{t-1} of each row for the weight gradients */
     float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
                         then its dL/dx */
     float *wcat;     /* work: forward W_hh^T [H][4 U UNIT], gate g of block u in panel g U + u;
@@ -376,9 +379,17 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         rc->bias = layer_work_floats(st, GH);
         return CDL_OK;
     }
-    const size_t fwd = gemm_packed_floats((int)H, (int)GH),
-                 bwd = gemm_packed_floats((int)GH, (int)H);
-    rc->w_hh_packed = layer_work_floats(st, fwd > bwd ? fwd : bwd);
+    /* W_hh^T, W_hh, W_ih^T and W_ih packed, one at a time */
+    const int I = rc->inputs;
+    size_t most = gemm_packed_floats((int)H, (int)GH);
+    const size_t others[] = {gemm_packed_floats((int)GH, (int)H), gemm_packed_floats(I, (int)GH),
+                             gemm_packed_floats((int)GH, I)};
+    for (int k = 0; k < 3; k++)
+        most = others[k] > most ? others[k] : most;
+    /* and backward's [dW_ih | dW_hh] [G*H][I+H] */
+    const size_t dw = GH * ((size_t)I + H);
+    rc->w_hh_packed = layer_work_floats(st, most > dw ? most : dw);
+    rc->xh = layer_work_floats(st, B * T * ((size_t)I + H));
     return CDL_OK;
 }
 
@@ -764,10 +775,11 @@ static void recurrent_forward(Layer *l, const StepContext *ctx)
     const Param *w_ih = &l->params[P_WEIGHTS_IH], *w_hh = &l->params[P_WEIGHTS_HH];
     gemm_operand(l->precision, w_ih->data, w_ih->count, rc->w_ih_bf16);
     gemm_operand(l->precision, w_hh->data, w_hh->count, rc->w_hh_bf16);
-    /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
-    gemm(0, 1, rows, GH, I, 1.0f,
-         gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
-         weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f, rc->gates, GH);
+    /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T (ops/gemm_packed: OpenBLAS runs this product
+     * of a short K at half the speed) */
+    gemm_pack(1, I, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, rc->w_hh_packed);
+    gemm_packed(rows, GH, I, gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
+                rc->w_hh_packed, 0.0f, rc->gates, GH);
     pack_forward_weights(l);
     for (int t = 0; t < rc->steps; t++)
         recurrent_step(l, ctx, t, rc->w_hh_packed);
@@ -792,7 +804,7 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
 /* sums[j] += sum over the rows of m[rows][cols] of m[r][j], in row order. */
 static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
 {
-    enum { BLOCK = 64 };
+    enum { BLOCK = 128 }; /* a block's part of a row: whole lines the prefetcher follows */
 #pragma omp parallel for schedule(static) if (rows * (size_t)cols >= RECURRENT_PARALLEL_MIN)
     for (int j0 = 0; j0 < cols; j0 += BLOCK) {
         const int n = cols - j0 < BLOCK ? cols - j0 : BLOCK;
@@ -866,24 +878,43 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     gemm_operand(l->precision, rc->gates, (size_t)rows * GH, rc->gates);
     if (rc->dhh != rc->gates)
         gemm_operand(l->precision, rc->dhh, (size_t)rows * GH, rc->dhh);
-    const float *x = l->precision == GEMM_BF16 ? rc->x_bf16 : l->in[0];
-    /* dW_ih[G*H][I] += da^T x */
-    gemm(1, 0, GH, I, rows, 1.0f, rc->gates, GH, x, I, 1.0f, w_ih->grad, I);
     float *dx = l->in_delta[0];
-    /* dx[batch*T][I] += da W_ih */
-    if (dx)
-        gemm(0, 0, rows, I, GH, 1.0f, rc->gates, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I,
-             1.0f, dx, I);
-    /* l->delta is spent: it now holds h_{t-1} for every row (zeros at t = 0), so that
-     * dW_hh[G*H][H] += dL/d(W_hh h)^T h_prev is one sgemm too. */
-    float *h_prev = l->delta;
-    for (int b = 0; b < batch; b++) {
-        float *sample = h_prev + (size_t)b * T * H;
-        memcpy(sample + H, l->out + (size_t)b * T * H, (size_t)(T - 1) * H * sizeof *sample);
-        memset(sample, 0, (size_t)H * sizeof *sample);
+    /* dx[batch*T][I] += da W_ih (ops/gemm_packed, as the forward's x W_ih^T) */
+    if (dx) {
+        gemm_pack(0, GH, I, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, rc->w_hh_packed);
+        gemm_packed(rows, I, GH, rc->gates, GH, rc->w_hh_packed, 1.0f, dx, I);
     }
-    gemm_operand(l->precision, h_prev, (size_t)rows * H, h_prev);
-    gemm(1, 0, GH, H, rows, 1.0f, rc->dhh, GH, h_prev, H, 1.0f, w_hh_param->grad, H);
+    /* The weight gradients' operand [x_t, h_{t-1}] [batch*T][I+H] (zeros for h_{-1}), so that
+     * [dW_ih | dW_hh]^T [I+H][G*H] = [x, h_prev]^T da is one sgemm (two for the gru, whose dW_hh
+     * takes dL/d(W_hh h)), into the packed weights' work memory, then added transposed: OpenBLAS
+     * runs this product faster than the two dW = da^T x, which pack the tall da^T twice. */
+    const int K = I + H;
+    const float *x = l->precision == GEMM_BF16 ? rc->x_bf16 : l->in[0];
+#pragma omp parallel for schedule(static) if ((size_t)rows * K >= RECURRENT_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *dst = rc->xh + (size_t)r * K;
+        memcpy(dst, x + (size_t)r * I, (size_t)I * sizeof *dst);
+        if (r % T)
+            memcpy(dst + I, l->out + (size_t)(r - 1) * H, (size_t)H * sizeof *dst);
+        else
+            memset(dst + I, 0, (size_t)H * sizeof *dst);
+        gemm_operand(l->precision, dst + I, (size_t)H, dst + I);
+    }
+    float *dw_t = rc->w_hh_packed;
+    if (rc->dhh == rc->gates) {
+        gemm(1, 0, K, GH, rows, 1.0f, rc->xh, K, rc->gates, GH, 0.0f, dw_t, GH);
+    } else {
+        gemm(1, 0, I, GH, rows, 1.0f, rc->xh, K, rc->gates, GH, 0.0f, dw_t, GH);
+        gemm(1, 0, H, GH, rows, 1.0f, rc->xh + I, K, rc->dhh, GH, 0.0f, dw_t + (size_t)I * GH, GH);
+    }
+    float *g_ih = w_ih->grad, *g_hh = w_hh_param->grad;
+#pragma omp parallel for schedule(static) if ((size_t)GH * K >= RECURRENT_PARALLEL_MIN)
+    for (int r = 0; r < GH; r++) {
+        for (int k = 0; k < I; k++)
+            g_ih[(size_t)r * I + k] += dw_t[(size_t)k * GH + r];
+        for (int k = 0; k < H; k++)
+            g_hh[(size_t)r * H + k] += dw_t[(size_t)(I + k) * GH + r];
+    }
 }
 
 /* ---- ONNX export ---- */
