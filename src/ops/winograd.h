@@ -54,4 +54,19 @@ void winograd_weights(const float *w, int k, int c, float *u);
 void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
                    float *scratch);
 
+/* Whether the weight gradient of such a convolution is worth its transforms against im2col +
+ * gemm (README "Winograd convolutions"): maps up to 16 a side, at most 128 x 128 channels and
+ * filters, of winograd_worth's shapes. */
+int winograd_grad_worth(int c, int k, int h, int w);
+
+/* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */
+size_t winograd_grad_scratch_floats(const WinogradPlan *p);
+
+/* dw [k][c][3][3] += the gradient of y = conv(x, w) for y's gradient delta [batch][k][h][w]:
+ * the transformed windows of x times the transformed tiles of delta, summed over each thread's
+ * range of tiles (gemms over the tiles of a chunk), the threads' sums added in thread order and
+ * transformed back. */
+void winograd_weight_grads(const WinogradPlan *p, const float *x, const float *delta, float *dw,
+                           float *scratch);
+
 #endif
