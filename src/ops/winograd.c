@@ -1,5 +1,5 @@
 /* Winograd convolution F(2x2, 3x3) (ops/winograd.h): the weight, input and output transforms
- * and the chunked products. */
+ * and the chunked products, and the weight gradient's transforms and products. */
 #include "ops/winograd.h"
 
 #include <omp.h>

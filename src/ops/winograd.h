@@ -13,7 +13,11 @@
  * wide (runs of 8 or fewer tiles) each block of 4 filters x 24 tiles takes its 16 products into a
  * block of M that stays in L1 and is transformed back at once, tile by tile (fused). Chunks spread
  * over threads, each with its own slice of the scratch buffer; a tile's result does not depend on
- * which thread took it. */
+ * which thread took it.
+ *
+ * The weight gradient dw = G^T [(A dy A^T) . (B^T d B)] G is summed over the tiles in the
+ * transformed domain (winograd_weight_grads), with 8 channels or filters of an image in the
+ * transform lanes. */
 #ifndef CDL_WINOGRAD_H
 #define CDL_WINOGRAD_H
 
