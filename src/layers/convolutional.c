@@ -128,6 +128,8 @@ typedef struct Conv {
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
      * transformed weights (the forward's, or the flipped ones of the input gradient) */
     int wino_wanted, winograd;
+    /* and its weight gradient too (resize: a training net, winograd_grad_worth) */
+    int wino_grad;
     WinogradPlan wino;
     float *wino_u;
     /* Images side by side in one gemm (resize's choice; 1: image by image), what
@@ -306,19 +308,23 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
 }
 
 /* Plans the winograd layer (cv->winograd) for batch on threads: its transformed weights and
- * the threads' scratch, which the input gradient's swapped plan needs as much of. bf16 and int8
- * layers stay on the reference. */
+ * the threads' scratch, which the input gradient's swapped plan needs as much of (and the weight
+ * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference. */
 static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerState *st)
 {
     const Shape in = l->in_shape;
     cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
+    cv->wino_grad = cv->winograd && l->params[P_WEIGHTS].grad &&
+                    winograd_grad_worth(in.c, cv->filters, in.h, in.w);
     cv->wino_u =
         layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
     if (!cv->winograd)
         return;
     l->engine = "wino";
     cv->wino = winograd_plan(batch, in.c, cv->filters, in.h, in.w, threads);
-    const size_t floats = winograd_scratch_floats(&cv->wino);
+    size_t floats = winograd_scratch_floats(&cv->wino);
+    if (cv->wino_grad && winograd_grad_scratch_floats(&cv->wino) > floats)
+        floats = winograd_grad_scratch_floats(&cv->wino);
     const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
@@ -1122,7 +1128,11 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         return;
     }
     const int nt = image_threads(batch);
-    weight_grads(l, cv, ctx, nt);
+    if (conv_winograd(l, cv) && cv->wino_grad)
+        winograd_weight_grads(&cv->wino, l->in[0], l->delta, l->params[P_WEIGHTS].grad,
+                              ctx->scratch);
+    else
+        weight_grads(l, cv, ctx, nt);
     if (!dx)
         return;
     if (cv->same)

@@ -1,9 +1,11 @@
 /* Winograd convolution F(2x2, 3x3) (ops/winograd.h): the weight, input and output transforms
- * and the chunked products. */
+ * and the chunked products, and the weight gradient's transforms and products. */
 #include "ops/winograd.h"
 
 #include <omp.h>
 #include <string.h>
+
+#include "ops/gemm.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -146,12 +148,12 @@ static TileRun tile_run(const WinogradPlan *p, int t, int left)
     return r;
 }
 
-/* rows[a][j] = plane[y0 + a][x0 + j] for j < cols, 0 outside the plane: the input windows of a
- * run, padded. */
-static void pad_rows(const float *plane, int h, int w, int y0, int x0, int cols, float *rows,
-                     size_t ld)
+/* rows[a][j] = plane[y0 + a][x0 + j] for a < n_rows, j < cols, 0 outside the plane: the input
+ * windows (4 rows) or output tiles (2 rows) of a run, padded. */
+static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_rows, int cols,
+                     float *rows, size_t ld)
 {
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < n_rows; a++) {
         float *dst = rows + a * ld;
         const int yy = y0 + a;
         if (yy < 0 || yy >= h) {
@@ -170,19 +172,21 @@ static void pad_rows(const float *plane, int h, int w, int y0, int x0, int cols,
     }
 }
 
-/* v[e * stride + i] = (B^T d_i B)[e] for the lanes i of the windows d_i at column 2i of rows,
- * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
-static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+/* v[e * stride + i] (i < 4) and v[e * stride + half + i - 4] (i >= 4) = (B^T d_i B)[e] for the
+ * lanes i of the windows d_i, d_i[a][b] = rows[a * ld + b * step + i * lane],
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; step, lane and half are constants at each call. */
+static inline __attribute__((always_inline)) void
+window_tiles(const float *rows, size_t ld, int step, int lane, float *v, size_t stride, size_t half)
 {
     float t[4][4][WINO_LANES], o[16][WINO_LANES];
     for (int b = 0; b < 4; b++) {
-        const float *r0 = rows + b, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+        const float *r0 = rows + b * step, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
 #pragma omp simd
         for (int i = 0; i < WINO_LANES; i++) {
-            t[0][b][i] = r0[2 * i] - r2[2 * i];
-            t[1][b][i] = r1[2 * i] + r2[2 * i];
-            t[2][b][i] = r2[2 * i] - r1[2 * i];
-            t[3][b][i] = r1[2 * i] - r3[2 * i];
+            t[0][b][i] = r0[lane * i] - r2[lane * i];
+            t[1][b][i] = r1[lane * i] + r2[lane * i];
+            t[2][b][i] = r2[lane * i] - r1[lane * i];
+            t[3][b][i] = r1[lane * i] - r3[lane * i];
         }
     }
     for (int a = 0; a < 4; a++)
@@ -196,7 +200,13 @@ static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
     for (int e = 0; e < 16; e++)
 #pragma omp simd
         for (int i = 0; i < WINO_LANES; i++)
-            v[e * stride + i] = o[e][i];
+            v[e * stride + (i < 4 ? (size_t)i : half + i - 4)] = o[e][i];
+}
+
+/* The windows of a run's lanes i at column 2i of rows. */
+static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+{
+    window_tiles(rows, ld, 1, 2, v, stride, 4);
 }
 
 /* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
@@ -210,7 +220,7 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
         const TileRun r = tile_run(p, t0 + t, n - t);
         const int cols = 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
         for (int ch = 0; ch < p->c; ch++) {
-            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1,
+            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1, 4,
                      cols, rows, ld);
             for (int i = 0; i < r.len; i += WINO_LANES)
                 input_tiles(rows + 2 * i, ld, v + (size_t)ch * chunk_ld(n) + t + i, stride);
@@ -220,11 +230,12 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
 }
 
 #ifdef WINO_AVX2
-/* m[r][8j..8j+8) for the rows r of a block and the vectors j < vecs: the sums over the c
- * channels of up[ch][r] * v[ch][8j..]; vecs is a constant at each call, so the accumulators stay
- * in registers. */
-static inline __attribute__((always_inline)) void
-product_block(int vecs, int c, const float *up, const float *v, size_t ldv, float *m, size_t ldm)
+/* m[r][8j..8j+8) (add 0) or m[r][8j..8j+8) + (add 1) for the rows r of a block and the vectors
+ * j < vecs: the sums over the c channels of up[ch][r] * v[ch][8j..]; vecs and add are constants
+ * at each call, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void product_block(int vecs, int add, int c,
+                                                                const float *up, const float *v,
+                                                                size_t ldv, float *m, size_t ldm)
 {
     __m256 acc[WINO_ROWS][WINO_VECS];
     for (int r = 0; r < WINO_ROWS; r++)
@@ -243,12 +254,14 @@ product_block(int vecs, int c, const float *up, const float *v, size_t ldv, floa
         }
     }
     for (int r = 0; r < WINO_ROWS; r++)
-        for (int j = 0; j < vecs; j++)
-            _mm256_storeu_ps(m + (size_t)r * ldm + 8 * j, acc[r][j]);
+        for (int j = 0; j < vecs; j++) {
+            float *o = m + (size_t)r * ldm + 8 * j;
+            _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[r][j]) : acc[r][j]);
+        }
 }
 #else
-static inline void product_block(int vecs, int c, const float *up, const float *v, size_t ldv,
-                                 float *m, size_t ldm)
+static inline void product_block(int vecs, int add, int c, const float *up, const float *v,
+                                 size_t ldv, float *m, size_t ldm)
 {
     float acc[WINO_ROWS][8 * WINO_VECS] = {{0}};
     for (int ch = 0; ch < c; ch++)
@@ -256,7 +269,8 @@ static inline void product_block(int vecs, int c, const float *up, const float *
             for (int j = 0; j < 8 * vecs; j++)
                 acc[r][j] += up[(size_t)ch * WINO_ROWS + r] * v[(size_t)ch * ldv + j];
     for (int r = 0; r < WINO_ROWS; r++)
-        memcpy(m + (size_t)r * ldm, acc[r], (size_t)8 * vecs * sizeof *m);
+        for (int j = 0; j < 8 * vecs; j++)
+            m[(size_t)r * ldm + j] = add ? m[(size_t)r * ldm + j] + acc[r][j] : acc[r][j];
 }
 #endif
 
@@ -329,11 +343,11 @@ static void product(int k, int c, int n, const float *up, const float *v, size_t
         float *mf = m + (size_t)f * ldm;
         int j = 0;
         for (; j + WINO_VECS <= vecs; j += WINO_VECS)
-            product_block(WINO_VECS, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+            product_block(WINO_VECS, 0, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
         if (vecs - j == 2)
-            product_block(2, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+            product_block(2, 0, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
         else if (vecs - j == 1)
-            product_block(1, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
+            product_block(1, 0, c, uf, v + 8 * j, ldv, mf + 8 * j, ldm);
     }
 }
 
@@ -376,7 +390,7 @@ static inline __attribute__((always_inline)) void products(int vecs, int c, cons
                                                            size_t ldv, float *m)
 {
     for (int e = 0; e < WINO_E; e++)
-        product_block(vecs, c, up + e * kc, v + e * vs, ldv, m + e * WINO_ROWS * 8 * WINO_VECS,
+        product_block(vecs, 0, c, up + e * kc, v + e * vs, ldv, m + e * WINO_ROWS * 8 * WINO_VECS,
                       8 * WINO_VECS);
 }
 
@@ -442,5 +456,239 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
                 p, u, v, t0, n, y, accumulate,
                 v + WINO_E * matrix_stride((int)rows_padded(p->c > p->k ? p->c : p->k), p->chunk),
                 rows);
+    }
+}
+
+/* ---- The weight gradient: dg = G^T [(A dy A^T) . (B^T d B)] G for each tile's input window d
+ * and output gradient dy, summed over the tiles in the transformed domain. An image's planes go
+ * 8 channels (or filters) at a time, interleaved pixel by pixel, so that a tile's transform has
+ * them in its lanes and stores them side by side: V [16][c8 / 4][tiles][4], packed as the product
+ * kernel's rows, D [16][tiles][k8] as its columns (c8, k8: c and k rounded up to 8, zero planes
+ * past them). M [16][c8][k8] sums V^T D over the tiles. */
+
+/* Planes interleaved: the lanes. */
+#define WINO_PLANES WINO_LANES
+
+/* Filters times channels at most of the weight gradients taken here: each thread sums M
+ * [16][c][k] (16 x 128 x 128 floats: 1 MiB). */
+#define WINO_GRAD_WEIGHTS (128 * 128)
+
+/* Floats of a chunk's V and D, most of the time (a chunk is whole images). */
+#define WINO_GRAD_FLOATS (128 * 1024)
+
+/* The weight gradient's layout for a plan. */
+typedef struct GradShape {
+    int th, tw, c8, k8;  /* tiles of an image; c and k rounded up to 8 */
+    int images;          /* per chunk */
+    size_t x_row, d_row; /* floats of a row of the interleaved input (2 tw + 2 pixels) and delta
+                            (2 tw pixels) planes */
+} GradShape;
+
+static int round8(int n)
+{
+    return (n + 7) / 8 * 8;
+}
+
+static GradShape grad_shape(const WinogradPlan *p)
+{
+    GradShape g = {(p->h + 1) / 2, (p->w + 1) / 2, round8(p->c), round8(p->k), 1, 0, 0};
+    const int per_image = WINO_E * (g.c8 + g.k8) * g.th * g.tw;
+    g.images = WINO_GRAD_FLOATS / per_image > 1 ? WINO_GRAD_FLOATS / per_image : 1;
+    const int per_thread = (p->batch + p->threads - 1) / p->threads;
+    g.images = g.images < per_thread ? g.images : per_thread;
+    g.x_row = (size_t)(2 * g.tw + 2) * WINO_PLANES;
+    g.d_row = (size_t)(2 * g.tw) * WINO_PLANES;
+    return g;
+}
+
+/* Distance of V's and D's 16 matrices for a chunk of n images. */
+static size_t grad_stride(const GradShape *g, int rows, int n)
+{
+    return (size_t)rows * n * g->th * g->tw + WINO_SKEW;
+}
+
+/* Floats of one thread's weight gradient scratch: M, V and D of a chunk, the interleaved input
+ * plane (2 th + 2 rows) and delta plane (2 th rows). */
+static size_t grad_thread_floats(const WinogradPlan *p)
+{
+    const GradShape g = grad_shape(p);
+    return WINO_E * ((size_t)g.c8 * g.k8 + grad_stride(&g, g.c8, g.images) +
+                     grad_stride(&g, g.k8, g.images)) +
+           (2 * (size_t)g.th + 2) * g.x_row + 2 * (size_t)g.th * g.d_row;
+}
+
+size_t winograd_grad_scratch_floats(const WinogradPlan *p)
+{
+    return (size_t)p->threads * grad_thread_floats(p);
+}
+
+int winograd_grad_worth(int c, int k, int h, int w)
+{
+    return winograd_worth(c, k, h, w) && w <= WINO_FUSED_W && h <= WINO_FUSED_W &&
+           (long)c * k <= WINO_GRAD_WEIGHTS;
+}
+
+/* v[e * stride + i] = (A d_i A^T)[e] for the lanes i of the 2x2 output gradient tiles d_i,
+ * d_i[a][b] = rows[a * ld + b * WINO_PLANES + i], A^T = [1 1 1 0; 0 1 -1 -1]. */
+static void grad_tiles(const float *rows, size_t ld, float *v, size_t stride)
+{
+    float t[4][2][WINO_LANES], o[16][WINO_LANES];
+    for (int b = 0; b < 2; b++) {
+        const float *r0 = rows + b * WINO_PLANES, *r1 = r0 + ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            t[0][b][i] = r0[i];
+            t[1][b][i] = r0[i] + r1[i];
+            t[2][b][i] = r0[i] - r1[i];
+            t[3][b][i] = -r1[i];
+        }
+    }
+    for (int a = 0; a < 4; a++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            o[4 * a + 0][i] = t[a][0][i];
+            o[4 * a + 1][i] = t[a][0][i] + t[a][1][i];
+            o[4 * a + 2][i] = t[a][0][i] - t[a][1][i];
+            o[4 * a + 3][i] = -t[a][1][i];
+        }
+    for (int e = 0; e < 16; e++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++)
+            v[e * stride + i] = o[e][i];
+}
+
+/* plane[(y0 + y) * row + (x0 + x) * WINO_PLANES + i] = planes[(p0 + i) * h * w + y * w + x] for
+ * the h x w pixels of the planes p0 + i, 0 from the planes past count; the rest of plane is left
+ * as it is (zeros). */
+static void interleave(const float *planes, int count, int p0, int h, int w, float *plane,
+                       size_t row, int y0, int x0)
+{
+    const size_t hw = (size_t)h * w;
+    for (int i = 0; i < WINO_PLANES; i++) {
+        const float *s = p0 + i < count ? planes + (size_t)(p0 + i) * hw : NULL;
+        for (int y = 0; y < h; y++) {
+            float *d = plane + (size_t)(y0 + y) * row + (size_t)x0 * WINO_PLANES + i;
+            for (int x = 0; x < w; x++)
+                d[(size_t)x * WINO_PLANES] = s ? s[(size_t)y * w + x] : 0.0f;
+        }
+    }
+}
+
+/* V and D of the n images from b0 on (tile column q * th * tw + ty * tw + tx of image b0 + q);
+ * xp, dp: the interleaved planes. */
+static void grad_transforms(const WinogradPlan *p, const GradShape *g, const float *x,
+                            const float *delta, int b0, int n, float *v, float *d, float *xp,
+                            float *dp)
+{
+    const size_t hw = (size_t)p->h * p->w, tiles = (size_t)n * g->th * g->tw;
+    const size_t vs = grad_stride(g, g->c8, n), ds = grad_stride(g, g->k8, n);
+    for (int q = 0; q < n; q++) {
+        const size_t t0 = (size_t)q * g->th * g->tw;
+        for (int ch = 0; ch < g->c8; ch += WINO_PLANES) {
+            interleave(x + (size_t)(b0 + q) * p->c * hw, p->c, ch, p->h, p->w, xp, g->x_row, 1, 1);
+            /* rows ch / 4 and ch / 4 + 1 of the packed V */
+            float *vc = v + (size_t)ch * tiles;
+            for (int ty = 0; ty < g->th; ty++)
+                for (int tx = 0; tx < g->tw; tx++)
+                    window_tiles(xp + 2 * (size_t)ty * g->x_row + 2 * (size_t)tx * WINO_PLANES,
+                                 g->x_row, WINO_PLANES, 1,
+                                 vc + (t0 + (size_t)ty * g->tw + tx) * WINO_ROWS, vs,
+                                 WINO_ROWS * tiles);
+        }
+        for (int f = 0; f < g->k8; f += WINO_PLANES) {
+            interleave(delta + (size_t)(b0 + q) * p->k * hw, p->k, f, p->h, p->w, dp, g->d_row, 0,
+                       0);
+            for (int ty = 0; ty < g->th; ty++)
+                for (int tx = 0; tx < g->tw; tx++)
+                    grad_tiles(dp + 2 * (size_t)ty * g->d_row + 2 * (size_t)tx * WINO_PLANES,
+                               g->d_row, d + (t0 + (size_t)ty * g->tw + tx) * g->k8 + f, ds);
+        }
+    }
+}
+
+/* m [c8][k8] (+)= V[e]^T D[e] over the chunk's tiles for one e: vp the packed V [c8 / 4][tiles]
+ * [4], d [tiles][k8]; blocks of 3 vectors of filters (the last 4 as 2 and 2), each block's
+ * columns of d kept in L1 while every block of channels reads them. */
+static void grad_product(const GradShape *g, size_t tiles, const float *vp, const float *d,
+                         float *m, int add)
+{
+    const int vecs = g->k8 / 8, n = (int)tiles;
+    for (int j = 0; j < vecs;) {
+        const int left = vecs - j, step = left == 4 || left == 2 ? 2 : left == 1 ? 1 : 3;
+        for (int ch = 0; ch < g->c8; ch += WINO_ROWS) {
+            const float *vr = vp + (size_t)ch * tiles, *dj = d + 8 * j;
+            float *mr = m + (size_t)ch * g->k8 + 8 * j;
+            if (step == 3 && add)
+                product_block(3, 1, n, vr, dj, g->k8, mr, g->k8);
+            else if (step == 3)
+                product_block(3, 0, n, vr, dj, g->k8, mr, g->k8);
+            else if (step == 2 && add)
+                product_block(2, 1, n, vr, dj, g->k8, mr, g->k8);
+            else if (step == 2)
+                product_block(2, 0, n, vr, dj, g->k8, mr, g->k8);
+            else if (add)
+                product_block(1, 1, n, vr, dj, g->k8, mr, g->k8);
+            else
+                product_block(1, 0, n, vr, dj, g->k8, mr, g->k8);
+        }
+        j += step;
+    }
+}
+
+/* dw[9] += G^T m G of m[e] = m[e * stride], G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]. */
+static void grad_filter(const float *m, size_t stride, float *dw)
+{
+    float t[3][4];
+    for (int b = 0; b < 4; b++) {
+        const float m0 = m[b * stride], m1 = m[(4 + b) * stride], m2 = m[(8 + b) * stride],
+                    m3 = m[(12 + b) * stride];
+        t[0][b] = m0 + 0.5f * (m1 + m2);
+        t[1][b] = 0.5f * (m1 - m2);
+        t[2][b] = 0.5f * (m1 + m2) + m3;
+    }
+    for (int a = 0; a < 3; a++) {
+        dw[3 * a + 0] += t[a][0] + 0.5f * (t[a][1] + t[a][2]);
+        dw[3 * a + 1] += 0.5f * (t[a][1] - t[a][2]);
+        dw[3 * a + 2] += 0.5f * (t[a][1] + t[a][2]) + t[a][3];
+    }
+}
+
+void winograd_weight_grads(const WinogradPlan *p, const float *x, const float *delta, float *dw,
+                           float *scratch)
+{
+    const GradShape g = grad_shape(p);
+    const int limit = omp_get_max_threads();
+    const int nt = p->threads < limit ? p->threads : limit;
+    const size_t mk = (size_t)g.c8 * g.k8, per_thread = grad_thread_floats(p);
+#pragma omp parallel num_threads(nt) if (nt > 1 && p->batch > 1)
+    {
+        const int t = omp_get_thread_num(), threads = omp_get_num_threads();
+        const int lo = (int)((long)p->batch * t / threads),
+                  hi = (int)((long)p->batch * (t + 1) / threads);
+        float *m = scratch + (size_t)t * per_thread, *v = m + WINO_E * mk;
+        float *d = v + WINO_E * grad_stride(&g, g.c8, g.images);
+        float *xp = d + WINO_E * grad_stride(&g, g.k8, g.images);
+        float *dp = xp + (2 * (size_t)g.th + 2) * g.x_row;
+        memset(xp, 0, ((2 * (size_t)g.th + 2) * g.x_row + 2 * (size_t)g.th * g.d_row) * sizeof *xp);
+        if (lo == hi)
+            memset(m, 0, WINO_E * mk * sizeof *m);
+        for (int b0 = lo; b0 < hi; b0 += g.images) {
+            const int n = hi - b0 < g.images ? hi - b0 : g.images;
+            const size_t tiles = (size_t)n * g.th * g.tw;
+            grad_transforms(p, &g, x, delta, b0, n, v, d, xp, dp);
+            for (int e = 0; e < WINO_E; e++)
+                grad_product(&g, tiles, v + e * grad_stride(&g, g.c8, n),
+                             d + e * grad_stride(&g, g.k8, n), m + e * mk, b0 > lo);
+        }
+#pragma omp barrier
+        /* Thread 0's sums, then each thread's added in thread order, transformed back. */
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < (size_t)p->k * p->c; i++) {
+            const size_t at = (i % p->c) * g.k8 + i / p->c; /* M[e][ch][f] of dw[f][ch] */
+            for (int q = 1; q < threads; q++)
+                for (int e = 0; e < WINO_E; e++)
+                    scratch[e * mk + at] += scratch[q * per_thread + e * mk + at];
+            grad_filter(scratch + at, mk, dw + 9 * i);
+        }
     }
 }

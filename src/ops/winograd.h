@@ -13,7 +13,11 @@
  * wide (runs of 8 or fewer tiles) each block of 4 filters x 24 tiles takes its 16 products into a
  * block of M that stays in L1 and is transformed back at once, tile by tile (fused). Chunks spread
  * over threads, each with its own slice of the scratch buffer; a tile's result does not depend on
- * which thread took it. */
+ * which thread took it.
+ *
+ * The weight gradient dw = G^T [(A dy A^T) . (B^T d B)] G is summed over the tiles in the
+ * transformed domain (winograd_weight_grads), with 8 channels or filters of an image in the
+ * transform lanes. */
 #ifndef CDL_WINOGRAD_H
 #define CDL_WINOGRAD_H
 
@@ -53,5 +57,20 @@ void winograd_weights(const float *w, int k, int c, float *u);
  * weights transformed by winograd_weights; scratch holds winograd_scratch_floats(p) floats. */
 void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
                    float *scratch);
+
+/* Whether the weight gradient of such a convolution is worth its transforms against im2col +
+ * gemm (README "Winograd convolutions"): maps up to 16 a side, at most 128 x 128 channels and
+ * filters, of winograd_worth's shapes. */
+int winograd_grad_worth(int c, int k, int h, int w);
+
+/* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */
+size_t winograd_grad_scratch_floats(const WinogradPlan *p);
+
+/* dw [k][c][3][3] += the gradient of y = conv(x, w) for y's gradient delta [batch][k][h][w]:
+ * the transformed windows of x times the transformed tiles of delta, summed over each thread's
+ * range of tiles (gemms over the tiles of a chunk), the threads' sums added in thread order and
+ * transformed back. */
+void winograd_weight_grads(const WinogradPlan *p, const float *x, const float *delta, float *dw,
+                           float *scratch);
 
 #endif

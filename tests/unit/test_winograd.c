@@ -1,4 +1,4 @@
-/* ops/winograd.h against the im2col + gemm reference: the forward and the input gradient of
+/* ops/winograd.h against the im2col + gemm reference: the forward, input and weight gradients of
  * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3, within
  * 1e-5 relative (max abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles
  * overhang; identical results run twice on the same threads. */
@@ -17,10 +17,11 @@
 /* One convolution's buffers: x [batch][c][h][w], w [k][c][3][3], delta [batch][k][h][w]. */
 typedef struct Case {
     int batch, c, k, h, w;
-    float *x, *wt, *wf, *delta, *y_ref, *y, *dx_ref, *dx, *cols, *u, *scratch;
+    float *x, *wt, *wf, *delta, *y_ref, *y, *dx_ref, *dx, *dw_ref, *dw, *cols, *u, *scratch;
 } Case;
 
-/* y_ref = W * im2col(x_b) per image; dx_ref = dx0 + col2im(W^T delta_b). */
+/* y_ref = W * im2col(x_b) per image; dx_ref = dx0 + col2im(W^T delta_b); dw_ref = the sum of
+ * delta_b im2col(x_b)^T. */
 static void reference(Case *t)
 {
     const int hw = t->h * t->w, kdim = t->c * 9;
@@ -28,14 +29,17 @@ static void reference(Case *t)
         im2col(t->x + (size_t)b * t->c * hw, t->c, t->h, t->w, 3, 1, 1, t->cols, (size_t)hw);
         gemm(0, 0, t->k, hw, kdim, 1.0f, t->wt, kdim, t->cols, hw, 0.0f,
              t->y_ref + (size_t)b * t->k * hw, hw);
+        gemm(0, 1, t->k, kdim, hw, 1.0f, t->delta + (size_t)b * t->k * hw, hw, t->cols, hw,
+             b ? 1.0f : 0.0f, t->dw_ref, kdim);
         gemm(1, 0, kdim, hw, t->k, 1.0f, t->wt, kdim, t->delta + (size_t)b * t->k * hw, hw, 0.0f,
              t->cols, hw);
         col2im(t->cols, t->c, t->h, t->w, 3, 1, 1, (size_t)hw, t->dx_ref + (size_t)b * t->c * hw);
     }
 }
 
-/* The forward, and the input gradient as the convolution of delta with the flipped, transposed
- * weights added onto dx (which starts as dx_ref's starting values, dx0). */
+/* The forward, the input gradient as the convolution of delta with the flipped, transposed
+ * weights added onto dx (which starts as dx_ref's starting values, dx0), and the weight gradient
+ * added onto dw (which starts as the weights). */
 static void run_winograd(Case *t, int threads, const float *dx0)
 {
     const size_t in = (size_t)t->batch * t->c * t->h * t->w;
@@ -48,6 +52,8 @@ static void run_winograd(Case *t, int threads, const float *dx0)
     memcpy(t->dx, dx0, in * sizeof *t->dx);
     winograd_weights(t->wf, t->c, t->k, t->u);
     winograd_conv(&bwd, t->u, t->delta, t->dx, 1, t->scratch);
+    memcpy(t->dw, t->wt, (size_t)t->k * t->c * 9 * sizeof *t->dw);
+    winograd_weight_grads(&fwd, t->x, t->delta, t->dw, t->scratch);
 }
 
 static void check_case(int batch, int c, int k, int h, int w)
@@ -56,8 +62,11 @@ static void check_case(int batch, int c, int k, int h, int w)
     const size_t in = (size_t)batch * c * h * w, out = (size_t)batch * k * h * w;
     const size_t weights = (size_t)k * c * 9, cols = (size_t)c * 9 * h * w;
     const WinogradPlan plan = winograd_plan(batch, c, k, h, w, 2);
-    float *buf = malloc((4 * in + 3 * out + 2 * weights + (in > cols ? in : cols) +
-                         winograd_weights_floats(k, c) + winograd_scratch_floats(&plan)) *
+    const size_t scratch = winograd_scratch_floats(&plan) > winograd_grad_scratch_floats(&plan)
+                               ? winograd_scratch_floats(&plan)
+                               : winograd_grad_scratch_floats(&plan);
+    float *buf = malloc((4 * in + 3 * out + 4 * weights + (in > cols ? in : cols) +
+                         winograd_weights_floats(k, c) + scratch) *
                         sizeof *buf);
     float *dx0 = buf;
     t.x = dx0 + in;
@@ -69,7 +78,9 @@ static void check_case(int batch, int c, int k, int h, int w)
     t.cols = t.wf + weights;
     t.dx_ref = t.cols + (in > cols ? in : cols);
     t.dx = t.dx_ref + in;
-    t.u = t.dx + in;
+    t.dw_ref = t.dx + in;
+    t.dw = t.dw_ref + weights;
+    t.u = t.dw + weights;
     t.scratch = t.u + winograd_weights_floats(k, c);
     unsigned state = (unsigned)(batch * 131 + c * 17 + k * 7 + h * 3 + w);
     check_fill_uniform(t.x, in, -1.0f, &state);
@@ -91,23 +102,33 @@ static void check_case(int batch, int c, int k, int h, int w)
         run_winograd(&t, threads, dx0);
         for (size_t i = 0; i < in; i++)
             t.dx[i] -= dx0[i];
+        for (size_t i = 0; i < weights; i++)
+            t.dw[i] -= t.wt[i];
         const double ey = check_rel_error(t.y, t.y_ref, out),
-                     edx = check_rel_error(t.dx, t.dx_ref, in);
-        if (ey > REL_TOL || edx > REL_TOL)
-            fprintf(stderr, "batch %d c %d k %d %dx%d threads %d: forward %.3g, input grad %.3g\n",
-                    batch, c, k, h, w, threads, ey, edx);
+                     edx = check_rel_error(t.dx, t.dx_ref, in),
+                     edw = check_rel_error(t.dw, t.dw_ref, weights);
+        if (ey > REL_TOL || edx > REL_TOL || edw > REL_TOL)
+            fprintf(stderr,
+                    "batch %d c %d k %d %dx%d threads %d: forward %.3g, input grad %.3g, weight "
+                    "grad %.3g\n",
+                    batch, c, k, h, w, threads, ey, edx, edw);
         CHECK(ey <= REL_TOL);
         CHECK(edx <= REL_TOL);
+        CHECK(edw <= REL_TOL);
     }
     /* Bit-identical run to run on the same threads (the last run had 2). */
-    float *y2 = t.y_ref, *dx2 = t.dx_ref;
+    float *y2 = t.y_ref, *dx2 = t.dx_ref, *dw2 = t.dw_ref;
     memcpy(y2, t.y, out * sizeof *y2);
     memcpy(dx2, t.dx, in * sizeof *dx2);
+    memcpy(dw2, t.dw, weights * sizeof *dw2);
     run_winograd(&t, 2, dx0);
     for (size_t i = 0; i < in; i++)
         t.dx[i] -= dx0[i];
+    for (size_t i = 0; i < weights; i++)
+        t.dw[i] -= t.wt[i];
     CHECK(!memcmp(y2, t.y, out * sizeof *y2));
     CHECK(!memcmp(dx2, t.dx, in * sizeof *dx2));
+    CHECK(!memcmp(dw2, t.dw, weights * sizeof *dw2));
     free(buf);
 }
 
@@ -136,6 +157,10 @@ int main(void)
         if ((double)l[0] * l[1] * h * w <= 64.0 * 128 * 56 * 56)
             check_case(3, l[0], l[1], h, w);
     }
+    /* fashion's and cifar_small's layers at their batch of 64 (the weight gradient sums over
+     * every tile of the batch). */
+    check_case(64, 32, 64, 14, 14);
+    check_case(64, 64, 128, 8, 8);
     /* Odd and tiny maps, not square, one row or column, channels and filters apart. */
     check_case(3, 5, 7, 5, 5);
     check_case(3, 4, 6, 1, 1);
