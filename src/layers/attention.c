@@ -458,6 +458,23 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
                 l->out + at, stride, NULL);
 }
 
+/* One row of softmax's backward: dp[keys] = scale * p (dp - sum_j p_j dp_j), dp first taken
+ * through the dropout mask row (mask NULL: none). */
+static void softmax_row_backward(const float *p, const float *mask, int keys, float scale,
+                                 float *dp)
+{
+    if (mask)
+        for (int j = 0; j < keys; j++)
+            dp[j] *= mask[j];
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int j = 0; j < keys; j++)
+        dot += p[j] * dp[j];
+#pragma omp simd
+    for (int j = 0; j < keys; j++)
+        dp[j] = scale * p[j] * (dp[j] - dot);
+}
+
 /* One (sample, head) pair: adds dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
  * columns) from dy = dL/dY (row stride C). ws holds [2][block][T] floats. */
 static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, const float *dy,
@@ -489,18 +506,8 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
         gemm(0, 1, rows, keys, d, 1.0f, dy + (size_t)r0 * c, c, hv.v, ld, 0.0f, dp, t);
         /* softmax: dS = P (dP - sum_j P_j dP_j) */
         for (int i = 0; i < rows; i++) {
-            const float *pi = p + (size_t)i * t;
             float *dpi = dp + (size_t)i * t;
-            if (use_mask)
-                for (int j = 0; j < keys; j++)
-                    dpi[j] *= m[(size_t)i * t + j];
-            float dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int j = 0; j < keys; j++)
-                dot += pi[j] * dpi[j];
-#pragma omp simd
-            for (int j = 0; j < keys; j++)
-                dpi[j] = pi[j] * (dpi[j] - dot);
+            softmax_row_backward(p + (size_t)i * t, m ? m + (size_t)i * t : NULL, keys, 1.0f, dpi);
             gemm_operand(prec, dpi, (size_t)keys, dpi);
         }
         /* dQ[r0 .. r0+rows) += scale * dS K[0 .. keys); dK[0 .. keys) += scale * dS^T Q[rows] */
@@ -556,18 +563,9 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
         packed_product(rows, keys, d, dy + (size_t)r0 * c, c, vt, d, 0, 0.0f, ds + (size_t)r0 * t,
                        t);
         for (int i = r0; i < r0 + rows; i++) {
-            const float *pi = hv.p + (size_t)i * t;
             float *dpi = ds + (size_t)i * t;
-            if (use_mask)
-                for (int j = 0; j < keys; j++)
-                    dpi[j] *= hv.mask[(size_t)i * t + j];
-            float dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int j = 0; j < keys; j++)
-                dot += pi[j] * dpi[j];
-#pragma omp simd
-            for (int j = 0; j < keys; j++)
-                dpi[j] = scale * pi[j] * (dpi[j] - dot);
+            softmax_row_backward(hv.p + (size_t)i * t, use_mask ? hv.mask + (size_t)i * t : NULL,
+                                 keys, scale, dpi);
             memset(dpi + keys, 0, (size_t)(t - keys) * sizeof *dpi);
         }
         /* dQ[r0 .. r0+rows) += dS' K[0 .. keys) */
