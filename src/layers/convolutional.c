@@ -853,8 +853,7 @@ static void valid_columns(int off, int w, int stride, int out_w, int *lo, int *h
     *hi = b;
 }
 
-static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, float *out,
-                              int batch)
+static void depthwise_forward(const Layer *l, const Conv *cv, const float *x, float *out, int batch)
 {
     const Shape in = l->in_shape;
     const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;

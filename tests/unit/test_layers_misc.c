@@ -325,7 +325,7 @@ static void test_maxpool_2x2_stride2(void)
     check_maxpool_2x2(28, 28, 1); /* fashion's */
     check_maxpool_2x2(7, 9, 1);   /* a last row and column that cross the border */
     check_maxpool_2x2(6, 8, 0);
-    check_maxpool_2x2(5, 33, 0); /* odd maps without padding: the last row and column dropped */
+    check_maxpool_2x2(5, 33, 0);  /* odd maps without padding: the last row and column dropped */
     check_maxpool_2x2(14, 14, 1); /* fashion's second: 7 columns, under a vector */
     check_maxpool_2x2(32, 32, 1); /* cifar_small's first: 16 columns, two vectors */
     check_maxpool_2x2(4, 42, 1);  /* 21 columns: two vectors and a part */

@@ -158,8 +158,8 @@ static void test_zoo_params_are_shaped(void)
 }
 
 /* A layer's private per-batch state is measured at net_resize and lies in the activation slab:
- * batch norm's x_hat [batch][c][h][w], inv_std [c] and batch mean [c], dropout's mask, maxpool's argmax ints
- * (bytes, rounded up to LAYER_STATE_ALIGN). */
+ * batch norm's x_hat [batch][c][h][w], inv_std [c] and batch mean [c], dropout's mask, maxpool's
+ * argmax ints (bytes, rounded up to LAYER_STATE_ALIGN). */
 static void test_layer_state_lies_in_the_activation_slab(void)
 {
     Net net;
