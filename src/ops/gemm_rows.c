@@ -19,6 +19,12 @@ static int panels_of(int n)
     return (n + GEMM_PACKED_PANEL - 1) / GEMM_PACKED_PANEL;
 }
 
+/* Rows of the block starting at row i0 of m (the last block may be short). */
+static int block_rows(int m, int i0)
+{
+    return m - i0 < GEMM_ROWS_BLOCK ? m - i0 : GEMM_ROWS_BLOCK;
+}
+
 void gemm_bias_act(int m, int n, int k, const float *a, int lda, const float *packed,
                    const float *bias, ActivationKind act, float *pre, float *out)
 {
@@ -27,8 +33,7 @@ void gemm_bias_act(int m, int n, int k, const float *a, int lda, const float *pa
     const int blocks = (m + GEMM_ROWS_BLOCK - 1) / GEMM_ROWS_BLOCK;
 #pragma omp parallel for schedule(static) if ((double)m * n * k >= GEMM_ROWS_PARALLEL_MIN)
     for (int b = 0; b < blocks; b++) {
-        const int i0 = b * GEMM_ROWS_BLOCK;
-        const int rows = m - i0 < GEMM_ROWS_BLOCK ? m - i0 : GEMM_ROWS_BLOCK;
+        const int i0 = b * GEMM_ROWS_BLOCK, rows = block_rows(m, i0);
         float *p = pre + (size_t)i0 * n;
         gemm_packed_panels(rows, n, k, a + (size_t)i0 * lda, lda, packed, 0, panels_of(n), 0.0f, p,
                            n);
@@ -51,8 +56,7 @@ void gemm_act_backward(int m, int n, int k, float *delta, const float *pre, cons
     const int blocks = (m + GEMM_ROWS_BLOCK - 1) / GEMM_ROWS_BLOCK;
 #pragma omp parallel for schedule(static) if ((double)m * n * k >= GEMM_ROWS_PARALLEL_MIN)
     for (int b = 0; b < blocks; b++) {
-        const int i0 = b * GEMM_ROWS_BLOCK;
-        const int rows = m - i0 < GEMM_ROWS_BLOCK ? m - i0 : GEMM_ROWS_BLOCK;
+        const int i0 = b * GEMM_ROWS_BLOCK, rows = block_rows(m, i0);
         const size_t at = (size_t)i0 * k;
         float *d = delta + at;
         if (act != CDL_ACT_LINEAR)
