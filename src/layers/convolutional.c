@@ -411,9 +411,6 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
     return conv_precision(l) == GEMM_BF16 ? cv->w_bf16 : l->params[P_WEIGHTS].data;
 }
 
-/* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
- * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
- * forward's own layouts are that (dnnl_conv_blocked), each apart. */
 /* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
  * applies relu, leaky or nothing after it as post-ops (LayerType.fuse_sum). */
 static int conv_fuse_sum(Layer *l, int act)
@@ -427,6 +424,9 @@ static int conv_fuse_sum(Layer *l, int act)
     return 1;
 }
 
+/* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
+ * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
+ * forward's own layouts are that (dnnl_conv_blocked), each apart. */
 static int conv_layout(const Layer *l, int k)
 {
     const Conv *cv = l->priv;
