@@ -165,9 +165,9 @@ static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_row
         for (; j < cols && x0 + j < 0; j++)
             dst[j] = 0.0f;
         const int end = w - x0 < cols ? w - x0 : cols;
-        if (end > j)
-            memcpy(dst + j, src + x0 + j, (size_t)(end - j) * sizeof *dst);
-        for (j = end > j ? end : j; j < cols; j++)
+        for (; j < end; j++) /* a few floats: a loop, not a call to memcpy */
+            dst[j] = src[x0 + j];
+        for (; j < cols; j++)
             dst[j] = 0.0f;
     }
 }
@@ -383,6 +383,29 @@ static void tile_spots(const WinogradPlan *p, int t0, int n, TileSpot *spot)
     }
 }
 
+/* The lanes i < lanes of o (2 rows of 2 * WINO_LANES: tile i at column 2i) written to (add 0)
+ * or added to (add 1, constant at each call) their spots from y, a tile wholly on the map with
+ * four stores, one that overhangs it with what lies on it. */
+static inline __attribute__((always_inline)) void put_tiles(int add, int w, const TileSpot *spot,
+                                                            int lanes, const float *o, float *y)
+{
+    for (int i = 0; i < lanes; i++) {
+        float *dst = y + spot[i].at;
+        const float *src = o + 2 * i;
+        if (spot[i].rows == 2 && spot[i].cols == 2) {
+            dst[0] = add ? dst[0] + src[0] : src[0];
+            dst[1] = add ? dst[1] + src[1] : src[1];
+            dst[w] = add ? dst[w] + src[2 * WINO_LANES] : src[2 * WINO_LANES];
+            dst[w + 1] = add ? dst[w + 1] + src[2 * WINO_LANES + 1] : src[2 * WINO_LANES + 1];
+            continue;
+        }
+        for (int a = 0; a < spot[i].rows; a++)
+            for (int b = 0; b < spot[i].cols; b++)
+                dst[a * w + b] = add ? dst[a * w + b] + src[a * 2 * WINO_LANES + b]
+                                     : src[a * 2 * WINO_LANES + b];
+    }
+}
+
 /* m[e][r][j] for the 16 e, the WINO_ROWS filters from up on and the 8 * vecs columns from v on
  * (vecs constant at each call). */
 static inline __attribute__((always_inline)) void products(int vecs, int c, const float *up,
@@ -423,14 +446,10 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
                 for (int q = 0; q < vecs; q++) {
                     output_tiles(m + r * BLOCK + 8 * q, WINO_ROWS * BLOCK, o[0], 2 * WINO_LANES);
                     const int i0 = 8 * (j + q), lanes = n - i0 < 8 ? n - i0 : 8;
-                    for (int i = 0; i < lanes; i++) {
-                        const TileSpot *s = &spot[i0 + i];
-                        float *dst = y + s->at + (size_t)(f + r) * hw;
-                        for (int a = 0; a < s->rows; a++)
-                            for (int b = 0; b < s->cols; b++)
-                                dst[a * p->w + b] = accumulate ? dst[a * p->w + b] + o[a][2 * i + b]
-                                                               : o[a][2 * i + b];
-                    }
+                    if (accumulate)
+                        put_tiles(1, p->w, spot + i0, lanes, o[0], y + (size_t)(f + r) * hw);
+                    else
+                        put_tiles(0, p->w, spot + i0, lanes, o[0], y + (size_t)(f + r) * hw);
                 }
         }
     }
