@@ -203,11 +203,45 @@ window_tiles(const float *rows, size_t ld, int step, int lane, float *v, size_t 
             v[e * stride + (i < 4 ? (size_t)i : half + i - 4)] = o[e][i];
 }
 
+#ifdef WINO_AVX2
+/* The even (odd 0) or odd (odd 1) ones of the 16 floats from r on: r[2i + odd] for i < 8. */
+static inline __m256 row_lanes(const float *r, int odd)
+{
+    const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + 8);
+    const __m256 s = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
+                         : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    /* s: r[0 2 8 10 4 6 12 14] (+ odd) */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The windows of a run's lanes i at column 2i of rows (18 columns): each row's 4 columns of the
+ * 8 windows in vectors, d B along the row first, then B^T (d B) down the rows. */
+static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+{
+    __m256 u[4][4];
+    for (int j = 0; j < 4; j++) {
+        const float *r = rows + j * ld;
+        const __m256 c0 = row_lanes(r, 0), c1 = row_lanes(r, 1), c2 = row_lanes(r + 2, 0),
+                     c3 = row_lanes(r + 2, 1);
+        u[j][0] = _mm256_sub_ps(c0, c2);
+        u[j][1] = _mm256_add_ps(c1, c2);
+        u[j][2] = _mm256_sub_ps(c2, c1);
+        u[j][3] = _mm256_sub_ps(c1, c3);
+    }
+    for (int b = 0; b < 4; b++) {
+        _mm256_storeu_ps(v + (size_t)b * stride, _mm256_sub_ps(u[0][b], u[2][b]));
+        _mm256_storeu_ps(v + (size_t)(4 + b) * stride, _mm256_add_ps(u[1][b], u[2][b]));
+        _mm256_storeu_ps(v + (size_t)(8 + b) * stride, _mm256_sub_ps(u[2][b], u[1][b]));
+        _mm256_storeu_ps(v + (size_t)(12 + b) * stride, _mm256_sub_ps(u[1][b], u[3][b]));
+    }
+}
+#else
 /* The windows of a run's lanes i at column 2i of rows. */
 static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
 {
     window_tiles(rows, ld, 1, 2, v, stride, 4);
 }
+#endif
 
 /* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
  * rows of a run (4 * run_row_floats). */
