@@ -310,6 +310,28 @@ static inline void product_block(int vecs, int add, int c, const float *up, cons
 
 /* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for the lanes i,
  * A^T = [1 1 1 0; 0 1 -1 -1]. */
+#ifdef WINO_AVX2
+static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
+{
+    __m256 s[2][4];
+    for (int b = 0; b < 4; b++) {
+        const __m256 e0 = _mm256_loadu_ps(m + (size_t)b * stride),
+                     e1 = _mm256_loadu_ps(m + (size_t)(4 + b) * stride),
+                     e2 = _mm256_loadu_ps(m + (size_t)(8 + b) * stride),
+                     e3 = _mm256_loadu_ps(m + (size_t)(12 + b) * stride);
+        s[0][b] = _mm256_add_ps(_mm256_add_ps(e0, e1), e2);
+        s[1][b] = _mm256_sub_ps(_mm256_sub_ps(e1, e2), e3);
+    }
+    for (int a = 0; a < 2; a++) {
+        const __m256 even = _mm256_add_ps(_mm256_add_ps(s[a][0], s[a][1]), s[a][2]),
+                     odd = _mm256_sub_ps(_mm256_sub_ps(s[a][1], s[a][2]), s[a][3]);
+        /* lo: lanes 0 1 | 4 5 of even and odd in turn, hi: 2 3 | 6 7 */
+        const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+        _mm256_storeu_ps(rows + a * ld, _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps(rows + a * ld + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+}
+#else
 static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
 {
     float e[16][WINO_LANES], s[2][4][WINO_LANES];
@@ -332,6 +354,7 @@ static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
         }
     }
 }
+#endif
 
 /* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][ld], through
  * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
