@@ -606,6 +606,27 @@ int winograd_grad_worth(int c, int k, int h, int w)
 
 /* v[e * stride + i] = (A d_i A^T)[e] for the lanes i of the 2x2 output gradient tiles d_i,
  * d_i[a][b] = rows[a * ld + b * WINO_PLANES + i], A^T = [1 1 1 0; 0 1 -1 -1]. */
+#ifdef WINO_AVX2
+static void grad_tiles(const float *rows, size_t ld, float *v, size_t stride)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 t[4][2];
+    for (int b = 0; b < 2; b++) {
+        const __m256 r0 = _mm256_loadu_ps(rows + b * WINO_PLANES),
+                     r1 = _mm256_loadu_ps(rows + ld + b * WINO_PLANES);
+        t[0][b] = r0;
+        t[1][b] = _mm256_add_ps(r0, r1);
+        t[2][b] = _mm256_sub_ps(r0, r1);
+        t[3][b] = _mm256_sub_ps(zero, r1);
+    }
+    for (int a = 0; a < 4; a++) {
+        _mm256_storeu_ps(v + (size_t)(4 * a) * stride, t[a][0]);
+        _mm256_storeu_ps(v + (size_t)(4 * a + 1) * stride, _mm256_add_ps(t[a][0], t[a][1]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 2) * stride, _mm256_sub_ps(t[a][0], t[a][1]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 3) * stride, _mm256_sub_ps(zero, t[a][1]));
+    }
+}
+#else
 static void grad_tiles(const float *rows, size_t ld, float *v, size_t stride)
 {
     float t[4][2][WINO_LANES], o[16][WINO_LANES];
@@ -632,10 +653,57 @@ static void grad_tiles(const float *rows, size_t ld, float *v, size_t stride)
         for (int i = 0; i < WINO_LANES; i++)
             v[e * stride + i] = o[e][i];
 }
+#endif
 
 /* plane[(y0 + y) * row + (x0 + x) * WINO_PLANES + i] = planes[(p0 + i) * h * w + y * w + x] for
  * the h x w pixels of the planes p0 + i, 0 from the planes past count; the rest of plane is left
  * as it is (zeros). */
+#ifdef WINO_AVX2
+/* r[j] = lane j of each r[i] in its lane i: the 8 x 8 transpose. */
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], q[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        q[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        q[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        q[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        q[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(q[i], q[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(q[i], q[i + 4], 0x31);
+    }
+}
+
+/* Up to 8 pixels at a time: a masked load of each plane's run of a row, transposed. */
+static void interleave(const float *planes, int count, int p0, int h, int w, float *plane,
+                       size_t row, int y0, int x0)
+{
+    const size_t hw = (size_t)h * w;
+    const float *s[WINO_PLANES];
+    for (int i = 0; i < WINO_PLANES; i++)
+        s[i] = p0 + i < count ? planes + (size_t)(p0 + i) * hw : NULL;
+    for (int y = 0; y < h; y++) {
+        float *d = plane + (size_t)(y0 + y) * row + (size_t)x0 * WINO_PLANES;
+        for (int x = 0; x < w; x += 8) {
+            const int n = w - x < 8 ? w - x : 8;
+            const __m256i mask =
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            __m256 r[8];
+            for (int i = 0; i < WINO_PLANES; i++)
+                r[i] =
+                    s[i] ? _mm256_maskload_ps(s[i] + (size_t)y * w + x, mask) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int j = 0; j < n; j++)
+                _mm256_storeu_ps(d + (size_t)(x + j) * WINO_PLANES, r[j]);
+        }
+    }
+}
+#else
 static void interleave(const float *planes, int count, int p0, int h, int w, float *plane,
                        size_t row, int y0, int x0)
 {
@@ -649,6 +717,7 @@ static void interleave(const float *planes, int count, int p0, int h, int w, flo
         }
     }
 }
+#endif
 
 /* V and D of the n images from b0 on (tile column q * th * tw + ty * tw + tx of image b0 + q);
  * xp, dp: the interleaved planes. */
