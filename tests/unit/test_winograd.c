@@ -173,6 +173,8 @@ int main(void)
     /* fashion's and cifar_small's layers at their batch of 64 (the weight gradient sums over
      * every tile of the batch). */
     check_case(64, 32, 64, 14, 14);
+    check_case(64, 64, 128, 7, 7);
+    check_case(64, 32, 64, 16, 16);
     check_case(64, 64, 128, 8, 8);
     /* Odd and tiny maps, not square, one row or column, channels and filters apart. */
     check_case(3, 5, 7, 5, 5);
