@@ -215,24 +215,29 @@ static inline __m256 row_lanes(const float *r, int odd)
 }
 
 /* The windows of a run's lanes i at column 2i of rows (18 columns): each row's 4 columns of the
- * 8 windows in vectors, d B along the row first, then B^T (d B) down the rows. */
+ * 8 windows in vectors, B^T d down the rows first, then (B^T d) B along them (window_tiles'
+ * order, so the same floats). */
 static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
 {
-    __m256 u[4][4];
+    __m256 d[4][4], t[4][4];
     for (int j = 0; j < 4; j++) {
         const float *r = rows + j * ld;
-        const __m256 c0 = row_lanes(r, 0), c1 = row_lanes(r, 1), c2 = row_lanes(r + 2, 0),
-                     c3 = row_lanes(r + 2, 1);
-        u[j][0] = _mm256_sub_ps(c0, c2);
-        u[j][1] = _mm256_add_ps(c1, c2);
-        u[j][2] = _mm256_sub_ps(c2, c1);
-        u[j][3] = _mm256_sub_ps(c1, c3);
+        d[j][0] = row_lanes(r, 0);
+        d[j][1] = row_lanes(r, 1);
+        d[j][2] = row_lanes(r + 2, 0);
+        d[j][3] = row_lanes(r + 2, 1);
     }
     for (int b = 0; b < 4; b++) {
-        _mm256_storeu_ps(v + (size_t)b * stride, _mm256_sub_ps(u[0][b], u[2][b]));
-        _mm256_storeu_ps(v + (size_t)(4 + b) * stride, _mm256_add_ps(u[1][b], u[2][b]));
-        _mm256_storeu_ps(v + (size_t)(8 + b) * stride, _mm256_sub_ps(u[2][b], u[1][b]));
-        _mm256_storeu_ps(v + (size_t)(12 + b) * stride, _mm256_sub_ps(u[1][b], u[3][b]));
+        t[0][b] = _mm256_sub_ps(d[0][b], d[2][b]);
+        t[1][b] = _mm256_add_ps(d[1][b], d[2][b]);
+        t[2][b] = _mm256_sub_ps(d[2][b], d[1][b]);
+        t[3][b] = _mm256_sub_ps(d[1][b], d[3][b]);
+    }
+    for (int a = 0; a < 4; a++) {
+        _mm256_storeu_ps(v + (size_t)(4 * a) * stride, _mm256_sub_ps(t[a][0], t[a][2]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 1) * stride, _mm256_add_ps(t[a][1], t[a][2]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 2) * stride, _mm256_sub_ps(t[a][2], t[a][1]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 3) * stride, _mm256_sub_ps(t[a][1], t[a][3]));
     }
 }
 #else
