@@ -569,6 +569,10 @@ static int untie(Net *net, const Layer *l)
 static void plan_layouts(Net *net)
 {
     const int n = net->n_layers;
+    /* A net with gradients plans for its training passes too (LayerType.layout sees the bit). */
+    const unsigned train = net->want_grads ? 1u << LAYER_TRAIN_BIT : 0;
+    for (int i = 0; i < n; i++)
+        net->layers[i].blocked = train;
     for (int i = 0; i < n; i++) {
         Layer *l = &net->layers[i];
         int ok = i < n - 1 && layout_of(l, -1) != LAYOUT_PLAIN;
@@ -576,7 +580,7 @@ static void plan_layouts(Net *net)
             for (int k = 0; k < net->layers[j].n_inputs; k++)
                 if (net->layers[j].inputs[k] == i && layout_of(&net->layers[j], k) == LAYOUT_PLAIN)
                     ok = 0;
-        l->blocked = ok ? 1u << LAYER_OUT_BIT : 0;
+        l->blocked = train | (ok ? 1u << LAYER_OUT_BIT : 0);
     }
     for (int changed = 1; changed;) {
         changed = 0;

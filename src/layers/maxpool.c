@@ -267,7 +267,7 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
-    if (!ctx->train && l->blocked & 1) {
+    if (layer_blocked(l, ctx) & 1) {
         maxpool_forward_blocked(m, in, l->out, planes / 8, ih, iw, oh, ow);
         return;
     }
@@ -318,11 +318,12 @@ static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
-/* Whole channel blocks: input and output in nChw8c together (LayerType.layout). */
+/* Whole channel blocks: input and output in nChw8c together (LayerType.layout), in inference
+ * nets only (the training passes, with their argmax, are plain). */
 static int maxpool_layout(const Layer *l, int k)
 {
     (void)k;
-    return l->in_shape.c % 8 ? LAYOUT_PLAIN : LAYOUT_TIED;
+    return l->in_shape.c % 8 || l->blocked >> LAYER_TRAIN_BIT & 1 ? LAYOUT_PLAIN : LAYOUT_TIED;
 }
 
 const LayerType maxpool_layer = {
