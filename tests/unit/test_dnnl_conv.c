@@ -395,6 +395,25 @@ static void test_train_chain(void)
                       "[avgpool]\n");
 }
 
+/* resnet's stem in training: a 3x3/2 max pooling with darknet's padding (windows clipped at the
+ * borders), a block with its shortcut, a 2x2/1 max pooling (uneven windows), a 1x1 convolution
+ * with a bias and the global average pooling; the argmax and the gradients in nChw8c. */
+static void test_train_pool_chain(void)
+{
+    check_train_chain("training chain through pooling", 11, 13, "bbbbbbb.",
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=relu\n"
+                      "[maxpool]\nsize=3\nstride=2\npadding=2\n"
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=relu\n"
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=linear\n"
+                      "[shortcut]\nfrom=-3\nactivation=relu\n"
+                      "[maxpool]\nsize=2\nstride=1\n"
+                      "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                      "[avgpool]\n");
+}
+
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
 static void test_resize_keeps_results(void)
 {
@@ -430,6 +449,7 @@ int main(void)
     test_inference_chain();
     test_chain_through_pool_route();
     test_train_chain();
+    test_train_pool_chain();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");
 }
