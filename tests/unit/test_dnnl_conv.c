@@ -327,11 +327,11 @@ static void check_plan(const char *label, const Net nets[2], const char *want)
 
 /* A training net of body (after a [net] of batch 3, 3 channels, w x h) on both engines: the
  * layouts as want (check_plan), the last output, the input gradient and every parameter's
- * gradient within 1e-5; the dnnl net's training step run again on a new net gives the same
- * bytes. */
+ * gradient within 1e-5, then those of an inference forward; the dnnl net's training step run
+ * again on a new net gives the same bytes. */
 static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
 {
-    const char *engines[3] = {"ref", "dnnl", "dnnl"};
+    const char *engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1", "dnnl\ndnnl_train_blocked=1"};
     Net nets[3];
     for (int k = 0; k < 3; k++) {
         char text[4096];
@@ -366,6 +366,14 @@ static void check_train_chain(const char *label, int w, int h, const char *want,
             CHECK(!memcmp(got, again, lr->params[p].count * sizeof *got));
         }
     }
+    /* The training net's inference forward (evaluation: running statistics, in nChw8c too). */
+    for (int k = 0; k < 2; k++) {
+        nets[k].train = 0;
+        net_forward(&nets[k]);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s, inference forward", label);
+    check_close(what, "output", nets[1].layers[last].out, nets[0].layers[last].out, out_n);
     for (int k = 0; k < 3; k++)
         net_free(&nets[k]);
 }
@@ -374,25 +382,41 @@ static void check_train_chain(const char *label, int w, int h, const char *want,
  * shortcut with relu, a downsampling block with [route] back to its input and the 1x1/2
  * projection, a [route] of two inputs, a global average pooling (a blocked input and delta);
  * every output between them in nChw8c on oneDNN. */
+static const char *train_chain =
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=relu\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[shortcut]\nfrom=-3\nactivation=relu\n"
+    "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+    "activation=relu\n"
+    "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[route]\nlayers=-3\n"
+    "[convolutional]\nfilters=32\nsize=1\nstride=2\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[shortcut]\nfrom=-3\nactivation=relu\n"
+    "[route]\nlayers=-1,-5\n"
+    "[avgpool]\n";
+
 static void test_train_chain(void)
 {
-    check_train_chain("training chain", 9, 10, "bbbbbbbbbb.",
-                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
-                      "activation=relu\n"
-                      "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
-                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
-                      "activation=linear\n"
-                      "[shortcut]\nfrom=-3\nactivation=relu\n"
-                      "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
-                      "activation=relu\n"
-                      "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\n"
-                      "activation=linear\n"
-                      "[route]\nlayers=-3\n"
-                      "[convolutional]\nfilters=32\nsize=1\nstride=2\nbatch_normalize=1\n"
-                      "activation=linear\n"
-                      "[shortcut]\nfrom=-3\nactivation=relu\n"
-                      "[route]\nlayers=-1,-5\n"
-                      "[avgpool]\n");
+    check_train_chain("training chain", 9, 10, "bbbbbbbbbb.", train_chain);
+}
+
+/* Without dnnl_train_blocked=1 a training net on oneDNN keeps every layer plain. */
+static void test_train_plain_by_default(void)
+{
+    Net net;
+    Error e = {0};
+    char text[4096];
+    snprintf(text, sizeof text, "[net]\nbatch=3\nwidth=9\nheight=10\nchannels=3\nengine=dnnl\n%s",
+             train_chain);
+    CHECK(!net_build_from_text(&net, text, "t.cfg", 1, 5, &e) && !net_resize(&net, 3, 1, &e));
+    for (int j = 0; j < net.n_layers; j++)
+        CHECK(!blocked_out(&net.layers[j]));
+    net_free(&net);
 }
 
 /* resnet's stem in training: a 3x3/2 max pooling with darknet's padding (windows clipped at the
@@ -449,6 +473,7 @@ int main(void)
     test_inference_chain();
     test_chain_through_pool_route();
     test_train_chain();
+    test_train_plain_by_default();
     test_train_pool_chain();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");

@@ -399,7 +399,7 @@ int main(void)
     test_training_step_allocates_nothing("precision=bf16", cfg_text);
     test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3", cfg_text);
     test_training_step_allocates_nothing("engine=dnnl", cfg_text);
-    test_training_step_allocates_nothing("engine=dnnl", blocked_cfg_text);
+    test_training_step_allocates_nothing("engine=dnnl\ndnnl_train_blocked=1", blocked_cfg_text);
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
