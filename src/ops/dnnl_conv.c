@@ -361,6 +361,7 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
     dnnl_stream_wait(stream);
 }
 
+/* The bytes of m's layout (0 when oneDNN cannot tell). */
 static size_t memory_bytes(const_dnnl_memory_t m)
 {
     const dnnl_memory_desc_t *md = NULL;
