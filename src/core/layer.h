@@ -107,7 +107,10 @@ typedef struct Layer {
     const char *engine;
     /* Which of its tensors the layer's inference forwards (StepContext.train 0) take in oneDNN's
      * blocked layout nChw8c instead of plain NCHW (LayerType.layout): bit k input k, bit
-     * LAYER_OUT_BIT the output; set by net_resize, 0 (all plain) in the training forwards. */
+     * LAYER_OUT_BIT the output; set by net_resize, 0 (all plain) in the training forwards
+     * unless bit LAYER_TRAIN_BIT is set too (a net with gradients: then the layouts hold in
+     * every pass, forward and backward, and the deltas share their outputs' layouts; see
+     * layer_blocked). */
     unsigned blocked;
     /* A residual sum fused into a convolution (net_resize, LayerType.fuse_sum): in the layer whose
      * output only a [shortcut] reads, as that shortcut's first input, sum_into is the shortcut:
@@ -119,6 +122,7 @@ typedef struct Layer {
 } Layer;
 
 #define LAYER_OUT_BIT LAYER_MAX_INPUTS
+#define LAYER_TRAIN_BIT (LAYER_MAX_INPUTS + 1)
 
 /* How a layer can take one of its tensors in nChw8c (LayerType.layout). */
 enum { LAYOUT_PLAIN, LAYOUT_FREE, LAYOUT_TIED };
@@ -165,6 +169,13 @@ typedef struct StepContext {
     float bn_momentum, bn_eps;
     int bn_darknet;
 } StepContext;
+
+/* Layer.blocked's bits that hold in a pass of ctx's mode: all of them in inference and in a net
+ * with gradients (LAYER_TRAIN_BIT), none in an inference net's training forwards. */
+static inline unsigned layer_blocked(const Layer *l, const StepContext *ctx)
+{
+    return !ctx->train || l->blocked >> LAYER_TRAIN_BIT & 1 ? l->blocked : 0;
+}
 
 /* The random stream of layer l in the pass ctx describes: rng_key(ctx->seed, stream) or
  * rng_seed(&r, ctx->seed, stream) draw its dropout masks or crop windows. */

@@ -179,6 +179,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st : cfg_get_flag(cfg, s, "winograd", 1, &net->winograd, e);
+    st = st ? st : cfg_get_flag(cfg, s, "dnnl_train_blocked", 0, &net->dnnl_train_blocked, e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
@@ -565,10 +566,16 @@ static int untie(Net *net, const Layer *l)
 
 /* Sets every layer's Layer.blocked (LayerType.layout): an output is blocked where its writer
  * and every reader can take it so, the tied layers' tensors all or none, the net's output
- * plain. */
+ * plain; in a net with gradients only with [net] dnnl_train_blocked=1 (else all plain). */
 static void plan_layouts(Net *net)
 {
     const int n = net->n_layers;
+    /* A net with gradients plans for its training passes too (LayerType.layout sees the bit). */
+    const unsigned train = net->want_grads ? 1u << LAYER_TRAIN_BIT : 0;
+    for (int i = 0; i < n; i++)
+        net->layers[i].blocked = train;
+    if (net->want_grads && !net->dnnl_train_blocked)
+        return; /* all plain */
     for (int i = 0; i < n; i++) {
         Layer *l = &net->layers[i];
         int ok = i < n - 1 && layout_of(l, -1) != LAYOUT_PLAIN;
@@ -576,7 +583,7 @@ static void plan_layouts(Net *net)
             for (int k = 0; k < net->layers[j].n_inputs; k++)
                 if (net->layers[j].inputs[k] == i && layout_of(&net->layers[j], k) == LAYOUT_PLAIN)
                     ok = 0;
-        l->blocked = ok ? 1u << LAYER_OUT_BIT : 0;
+        l->blocked = train | (ok ? 1u << LAYER_OUT_BIT : 0);
     }
     for (int changed = 1; changed;) {
         changed = 0;

@@ -17,7 +17,7 @@ static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     return CDL_OK;
 }
 
-/* The inference forward of an input in nChw8c (Layer.blocked): [batch][c/8][h][w][8], the 8
+/* The forward of an input in nChw8c (Layer.blocked): [batch][c/8][h][w][8], the 8
  * lanes of a block summed side by side; the output plain. */
 static void avgpool_forward_blocked(Layer *l, int batch)
 {
@@ -38,7 +38,7 @@ static void avgpool_forward_blocked(Layer *l, int batch)
 
 static void avgpool_forward(Layer *l, const StepContext *ctx)
 {
-    if (!ctx->train && l->blocked & 1) {
+    if (layer_blocked(l, ctx) & 1) {
         avgpool_forward_blocked(l, ctx->batch);
         return;
     }
@@ -57,11 +57,33 @@ static void avgpool_forward(Layer *l, const StepContext *ctx)
     }
 }
 
+/* The backward into an input delta in nChw8c: each block's 8 lanes take their channels'. */
+static void avgpool_backward_blocked(Layer *l, int batch)
+{
+    const int blocks = batch * l->in_shape.c / 8;
+    const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
+    const float inv = 1.0f / (float)spatial;
+#pragma omp parallel for schedule(static) if (blocks * spatial * 8 > AVGPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++) {
+        float *dx = l->in_delta[0] + p * spatial * 8;
+        float d[8];
+        for (int c = 0; c < 8; c++)
+            d[c] = l->delta[p * 8 + c] * inv;
+        for (size_t k = 0; k < spatial; k++)
+            for (int c = 0; c < 8; c++)
+                dx[k * 8 + c] += d[c];
+    }
+}
+
 static void avgpool_backward(Layer *l, const StepContext *ctx)
 {
     float *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
+    if (layer_blocked(l, ctx) & 1) {
+        avgpool_backward_blocked(l, ctx->batch);
+        return;
+    }
     int planes = ctx->batch * l->in_shape.c;
     size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
     float inv = 1.0f / (float)spatial;

@@ -2,6 +2,7 @@
 #include "layers/bias_norm.h"
 
 #include "ops/batchnorm.h"
+#include "ops/batchnorm_blocked.h"
 
 enum { BIASES, SCALES, ROLLING_MEAN, ROLLING_VARIANCE };
 
@@ -56,6 +57,23 @@ static const BnSync *bn_sync(const BiasNorm *bn, const StepContext *ctx, BnSync 
     return out;
 }
 
+/* bias_norm_forward's batch norm on x and y in nChw8c (Layer.blocked). */
+static void bias_norm_forward_blocked(BiasNorm *bn, Layer *l, const StepContext *ctx,
+                                      const float *x, float *y)
+{
+    const float *bias = param(bn, l, BIASES)->data, *scale = param(bn, l, SCALES)->data;
+    float *mean = param(bn, l, ROLLING_MEAN)->data, *var = param(bn, l, ROLLING_VARIANCE)->data;
+    BnSync sync;
+    if (ctx->train)
+        batchnorm_blocked_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
+                                        ctx->replay ? NULL : mean, ctx->replay ? NULL : var,
+                                        ctx->batch, bn->channels, bn->spatial, ctx->bn_momentum,
+                                        ctx->bn_eps, bn_sync(bn, ctx, &sync));
+    else
+        batchnorm_blocked_forward_eval(x, y, scale, bias, mean, var, ctx->batch, bn->channels,
+                                       bn->spatial, ctx->bn_eps, ctx->bn_darknet);
+}
+
 void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
@@ -67,7 +85,9 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
         float *var = param(bn, l, ROLLING_VARIANCE)->data;
         BnSync sync;
         /* A replayed forward (gradient checkpointing) has moved the running statistics once. */
-        if (ctx->train)
+        if (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1) /* a oneDNN convolution's nChw8c */
+            bias_norm_forward_blocked(bn, l, ctx, x, y);
+        else if (ctx->train)
             batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
                                     ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch,
                                     channels, spatial, ctx->bn_momentum, ctx->bn_eps,
@@ -104,6 +124,12 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
     if (bn->batch_normalize) {
         Param *scales = param(bn, l, SCALES);
         BnSync sync;
+        if (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1) {
+            batchnorm_blocked_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad,
+                                       biases->grad, delta, batch, channels, spatial,
+                                       bn_sync(bn, ctx, &sync));
+            return;
+        }
         batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
                            delta, batch, channels, spatial, bn_sync(bn, ctx, &sync), NULL);
         return;

@@ -424,14 +424,15 @@ static int conv_fuse_sum(Layer *l, int act)
     return 1;
 }
 
-/* A layer on oneDNN in an inference net, where the batch norm (folded) and the activation
- * (elementwise) take any layout, takes its input and gives its output in nChw8c where its
- * forward's own layouts are that (dnnl_conv_blocked), each apart. */
+/* A layer on oneDNN, where the batch norm (folded, or bias_norm's nChw8c kernels in training)
+ * and the activation (elementwise) take any layout, takes its input and gives its output in
+ * nChw8c where its primitives' own layouts are that (dnnl_conv_blocked: in a training net the
+ * backward's dy and dx too), each apart. */
 static int conv_layout(const Layer *l, int k)
 {
     const Conv *cv = l->priv;
-    if (!cv->dnnl || l->params[P_WEIGHTS].grad)
-        return LAYOUT_PLAIN;
+    if (!cv->dnnl || (cv->folded && l->blocked >> LAYER_TRAIN_BIT & 1))
+        return LAYOUT_PLAIN; /* a folded layer's training forward is the reference's */
     return dnnl_conv_blocked(&cv->dc, k < 0 ? DNNL_CONV_Y_BLOCKED : DNNL_CONV_X_BLOCKED)
                ? LAYOUT_FREE
                : LAYOUT_PLAIN;
@@ -944,6 +945,13 @@ static void depthwise_backward(const Layer *l, const Conv *cv, const float *x, f
     }
 }
 
+/* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked). */
+static unsigned dnnl_blocked(const Layer *l, const StepContext *ctx)
+{
+    const unsigned b = layer_blocked(l, ctx);
+    return (b & 1 ? DNNL_CONV_X_BLOCKED : 0) | (b >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
+}
+
 static void conv_forward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -977,11 +985,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                 memcpy(y + i, l->sum_into->in[1] + i,
                        (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
         }
-        const unsigned blocked =
-            ctx->train ? 0
-                       : (l->blocked & 1 ? DNNL_CONV_X_BLOCKED : 0) |
-                             (l->blocked >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, blocked);
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, dnnl_blocked(l, ctx));
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused && !cv->sum_act)
@@ -1100,7 +1104,7 @@ static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
         bias_norm_backward(&cv->stage, l, ctx, l->delta);
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
     dnnl_conv_backward(&cv->dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
-                       bn ? NULL : b->grad, ctx->scratch);
+                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx));
 }
 
 static void conv_backward(Layer *l, const StepContext *ctx)

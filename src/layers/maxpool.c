@@ -18,7 +18,8 @@
 
 typedef struct Maxpool {
     int size, stride, padding;
-    int *argmax; /* [batch][c][out_h][out_w]: index into the input plane */
+    int *argmax; /* [batch][c][out_h][out_w]: index into the input plane (in nChw8c: as the
+                    output's, [batch][c/8][out_h][out_w][8]) */
 } Maxpool;
 
 static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -235,10 +236,11 @@ static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, flo
     }
 }
 
-/* The inference forward in nChw8c (Layer.blocked): per block of 8 channels, the maxima of the
- * 8 lanes of each window, clipped as maxpool_plane's; no argmax (no backward follows). */
-static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *out, int blocks,
-                                    int ih, int iw, int oh, int ow)
+/* The forward in nChw8c (Layer.blocked): per block of 8 channels, the maxima of the 8 lanes of
+ * each window, clipped as maxpool_plane's; with argmax ([batch][c/8][out_h][out_w][8], NULL in
+ * inference) each lane's input plane index, ties to the first as maxpool_plane's. */
+static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *out, int *argmax,
+                                    int blocks, int ih, int iw, int oh, int ow)
 {
     const int offset = m->padding / 2;
 #pragma omp parallel for schedule(static) if ((double)blocks * oh * ow * 8 * m->size * m->size >   \
@@ -246,18 +248,43 @@ static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *ou
     for (int p = 0; p < blocks; p++)
         for (int i = 0; i < oh; i++)
             for (int j = 0; j < ow; j++) {
-                float best[8];
-                for (int c = 0; c < 8; c++)
-                    best[c] = -INFINITY;
                 const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
-                for (int y = y0 < 0 ? 0 : y0; y < y0 + m->size && y < ih; y++)
-                    for (int x = x0 < 0 ? 0 : x0; x < x0 + m->size && x < iw; x++) {
+                const int ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
+                float best[8];
+                int at[8];
+                for (int c = 0; c < 8; c++) {
+                    best[c] = -INFINITY;
+                    at[c] = ys * iw + xs;
+                }
+                for (int y = ys; y < y0 + m->size && y < ih; y++)
+                    for (int x = xs; x < x0 + m->size && x < iw; x++) {
                         const float *v = in + (((size_t)p * ih + y) * iw + x) * 8;
-                        for (int c = 0; c < 8; c++)
+                        for (int c = 0; c < 8; c++) {
+                            at[c] = v[c] > best[c] ? y * iw + x : at[c];
                             best[c] = v[c] > best[c] ? v[c] : best[c];
+                        }
                     }
-                memcpy(out + (((size_t)p * oh + i) * ow + j) * 8, best, sizeof best);
+                const size_t o = (((size_t)p * oh + i) * ow + j) * 8;
+                memcpy(out + o, best, sizeof best);
+                if (argmax)
+                    memcpy(argmax + o, at, sizeof at);
             }
+}
+
+/* The backward of maxpool_forward_blocked's training pass: each output's gradient added at its
+ * lane's argmax, one thread per block (windows overlap within it). */
+static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float *in_delta,
+                                     int blocks, size_t in_plane, size_t out_plane)
+{
+#pragma omp parallel for schedule(static) if (blocks * out_plane * 8 > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++) {
+        float *dst = in_delta + p * in_plane * 8;
+        const float *src = delta + p * out_plane * 8;
+        const int *at = m->argmax + p * out_plane * 8;
+        for (size_t k = 0; k < out_plane * 8; k += 8)
+            for (int c = 0; c < 8; c++)
+                dst[(size_t)at[k + c] * 8 + c] += src[k + c];
+    }
 }
 
 static void maxpool_forward(Layer *l, const StepContext *ctx)
@@ -267,8 +294,9 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
-    if (!ctx->train && l->blocked & 1) {
-        maxpool_forward_blocked(m, in, l->out, planes / 8, ih, iw, oh, ow);
+    if (layer_blocked(l, ctx) & 1) {
+        maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / 8, ih, iw,
+                                oh, ow);
         return;
     }
     double work = (double)planes * (double)out_plane * m->size * m->size;
@@ -287,6 +315,10 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
     size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
+    if (layer_blocked(l, ctx) & 1) {
+        maxpool_backward_blocked(m, l->delta, in_delta, planes / 8, in_plane, out_plane);
+        return;
+    }
     /* Windows overlap within a plane, never across planes: one thread per plane. */
 #pragma omp parallel for schedule(static) if (planes * out_plane > MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < planes; p++) {

@@ -318,10 +318,9 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
     return NULL;
 }
 
-int dnnl_conv_blocked(const DnnlConv *d, int which)
+/* 1 when argument a's primitive layout is nChw8c, the same size as plain NCHW. */
+static int arg_blocked(const DnnlConvArg *a)
 {
-    const DnnlConvArg *a =
-        forward_arg(d, which == DNNL_CONV_X_BLOCKED ? DNNL_ARG_SRC : DNNL_ARG_DST);
     const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
     if (!a || !a->inner || dnnl_memory_get_memory_desc(a->inner, &inner) ||
         dnnl_memory_get_memory_desc(a->user, &plain))
@@ -333,6 +332,27 @@ int dnnl_conv_blocked(const DnnlConv *d, int which)
            dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);
 }
 
+/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
+static int arg_of(const DnnlConvArg *g, unsigned which)
+{
+    return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
+               ? (which & DNNL_CONV_X_BLOCKED) != 0
+           : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
+               ? (which & DNNL_CONV_Y_BLOCKED) != 0
+               : 0;
+}
+
+int dnnl_conv_blocked(const DnnlConv *d, int which)
+{
+    if (!arg_blocked(forward_arg(d, which == DNNL_CONV_X_BLOCKED ? DNNL_ARG_SRC : DNNL_ARG_DST)))
+        return 0;
+    for (int k = DNNL_CONV_BWD_DATA; k < DNNL_CONV_PRIMS; k++)
+        for (int i = 0; i < d->p[k].n_args; i++)
+            if (arg_of(&d->p[k].args[i], (unsigned)which) && !arg_blocked(&d->p[k].args[i]))
+                return 0;
+    return 1;
+}
+
 /* Runs a reorder from one memory to another and waits for it. */
 static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
 {
@@ -341,18 +361,27 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
     dnnl_stream_wait(stream);
 }
 
-/* 1 when argument g's tensor comes in the primitive's layout (dnnl_conv_forward's blocked). */
-static int taken_blocked(const DnnlConvArg *g, unsigned blocked)
+/* The bytes of m's layout (0 when oneDNN cannot tell). */
+static size_t memory_bytes(const_dnnl_memory_t m)
 {
-    return g->arg == DNNL_ARG_SRC   ? (blocked & DNNL_CONV_X_BLOCKED) != 0
-           : g->arg == DNNL_ARG_DST ? (blocked & DNNL_CONV_Y_BLOCKED) != 0
-                                    : 0;
+    const dnnl_memory_desc_t *md = NULL;
+    return dnnl_memory_get_memory_desc(m, &md) ? 0 : dnnl_memory_desc_get_size(md);
+}
+
+/* dst[0..bytes) += src's floats (the same layout), in a fixed order. */
+static void add_floats(float *dst, const float *src, size_t bytes)
+{
+    const size_t n = bytes / sizeof *dst;
+#pragma omp parallel for simd schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
 }
 
 /* Runs primitive k on the caller's plain tensors ptr[i] (one per argument, in make_prim's
  * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
  * where the primitive wants another layout, the primitive, the outputs reordered back; the
- * tensors blocked names taken in the primitive's layout as they are. */
+ * tensors blocked names taken in the primitive's layout as they are (one added into, dx, comes
+ * from the scratch by a plain sum instead of the reorder's). */
 static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked)
 {
     DnnlConvPrim *p = &d->p[k];
@@ -361,7 +390,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->inner && taken_blocked(g, blocked)) {
+        if (g->inner && arg_of(g, blocked) && !g->add) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
@@ -377,9 +406,14 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     }
     dnnl_primitive_execute(p->prim, stream, n, a);
     dnnl_stream_wait(stream);
-    for (int i = 0; i < p->n_args; i++)
-        if (p->args[i].inner && p->args[i].out && !taken_blocked(&p->args[i], blocked))
-            reorder(p->args[i].reorder, p->args[i].inner, p->args[i].user);
+    for (int i = 0; i < p->n_args; i++) {
+        DnnlConvArg *g = &p->args[i];
+        if (g->inner && g->out && arg_of(g, blocked) && g->add)
+            add_floats((float *)(uintptr_t)ptr[i], (const float *)(base + g->offset),
+                       memory_bytes(g->inner));
+        else if (g->inner && g->out && !arg_of(g, blocked))
+            reorder(g->reorder, g->inner, g->user);
+    }
 }
 
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
@@ -389,11 +423,11 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch)
+                        float *dw, float *db, void *scratch, unsigned blocked)
 {
-    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, 0);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, blocked);
     if (dx)
-        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, 0);
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, blocked);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -439,9 +473,9 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch)
+                        float *dw, float *db, void *scratch, unsigned blocked)
 {
-    (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch;
+    (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch, (void)blocked;
 }
 
 #endif

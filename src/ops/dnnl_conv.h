@@ -94,7 +94,8 @@ void dnnl_conv_release(DnnlConv *d);
 enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)
- * in nChw8c, the same size as plain NCHW: then it can take that tensor so as it is. */
+ * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)
+ * with x and dx, or dy: then it can take those tensors so as they are. */
 int dnnl_conv_blocked(const DnnlConv *d, int which);
 
 /* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. blocked: x
@@ -102,8 +103,10 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
- * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). */
+ * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). blocked:
+ * x and dx (DNNL_CONV_X_BLOCKED), dy (DNNL_CONV_Y_BLOCKED) in nChw8c where its bits say so (then
+ * dnnl_conv_blocked holds for the backward's layouts too), else plain NCHW. */
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch);
+                        float *dw, float *db, void *scratch, unsigned blocked);
 
 #endif

@@ -2,7 +2,7 @@
 # [net] engine=ref|dnnl|auto: the convolutions' kernels. The reference (im2col + OpenBLAS) and
 # oneDNN train to the same losses, oneDNN to the same checkpoint bytes twice; auto picks per layer
 # by a fixed shape rule; a bad value is refused with its place named; info says which engine each
-# convolution runs on.
+# convolution runs on; dnnl_train_blocked=1 keeps nChw8c between layers in training.
 load helpers
 
 # Loss of every logged step and the epoch's train and validation loss, one per line.
@@ -102,4 +102,20 @@ CFG
     [ "$(wc -l < both)" -eq 3 ]
     # the same classes, probabilities within 1e-5 of the largest
     awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5) bad++ } END { exit bad }' both
+}
+
+@test "dnnl_train_blocked=1 (nChw8c through the max pooling) trains digits to the reference's losses, twice to the same bytes" {
+    run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --log-every 4 \
+        --log ref.jsonl --out ref.cdl
+    [ "$status" -eq 0 ]
+    for k in 1 2; do
+        run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 2 --log-every 4 \
+            --log "$k.jsonl" --out "$k.cdl" --set net.engine=dnnl --set net.dnnl_train_blocked=1
+        [ "$status" -eq 0 ]
+    done
+    cmp 1.cdl 2.cdl
+    paste <(losses ref.jsonl) <(losses 1.jsonl) > both
+    [ "$(wc -l < both)" -ge 10 ]
+    awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($2 < 0 ? -$2 : $2) + 1e-7) bad++ }
+         END { exit bad }' both
 }

@@ -310,6 +310,134 @@ static void test_chain_through_pool_route(void)
                 "[avgpool]\n");
 }
 
+/* Whether nets[1]'s layer outputs are blocked as want says ('b' blocked, '.' plain, one a layer),
+ * the reference's all plain. */
+static void check_plan(const char *label, const Net nets[2], const char *want)
+{
+    for (int j = 0; j < nets[1].n_layers; j++) {
+        const int blocked = dnnl_conv_built() && want[j] == 'b';
+        if (blocked_out(&nets[1].layers[j]) != blocked) {
+            fprintf(stderr, "FAIL %s: layer %d's output is %s\n", label, j,
+                    blocked ? "plain" : "blocked");
+            check_failures++;
+        }
+        CHECK(!blocked_out(&nets[0].layers[j]));
+    }
+}
+
+/* A training net of body (after a [net] of batch 3, 3 channels, w x h) on both engines: the
+ * layouts as want (check_plan), the last output, the input gradient and every parameter's
+ * gradient within 1e-5, then those of an inference forward; the dnnl net's training step run
+ * again on a new net gives the same bytes. */
+static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
+{
+    const char *engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1", "dnnl\ndnnl_train_blocked=1"};
+    Net nets[3];
+    for (int k = 0; k < 3; k++) {
+        char text[4096];
+        snprintf(text, sizeof text,
+                 "[net]\nbatch=3\nwidth=%d\nheight=%d\nchannels=3\nengine=%s\n%s", w, h, engines[k],
+                 body);
+        if (run_text(text, label, 1, &nets[k])) {
+            for (int i = 0; i < k; i++)
+                net_free(&nets[i]);
+            return;
+        }
+    }
+    check_plan(label, nets, want);
+    const int last = nets[0].n_layers - 1;
+    const size_t out_n = (size_t)nets[0].batch * shape_size(nets[0].layers[last].out_shape);
+    const size_t in_n = (size_t)nets[0].batch * shape_size(nets[0].in_shape);
+    check_close(label, "output", nets[1].layers[last].out, nets[0].layers[last].out, out_n);
+    check_close(label, "input gradient", nets[1].input_delta, nets[0].input_delta, in_n);
+    CHECK(!memcmp(nets[1].layers[last].out, nets[2].layers[last].out, out_n * sizeof(float)));
+    CHECK(!memcmp(nets[1].input_delta, nets[2].input_delta, in_n * sizeof(float)));
+    for (int j = 0; j <= last; j++) {
+        const Layer *lr = &nets[0].layers[j], *ld = &nets[1].layers[j];
+        for (int p = 0; p < lr->n_params; p++) {
+            char what[96];
+            snprintf(what, sizeof what, "layer %d's %s%s", j, lr->params[p].name,
+                     lr->params[p].trainable ? " gradient" : "");
+            const float *got = lr->params[p].trainable ? ld->params[p].grad : ld->params[p].data;
+            const float *want_p = lr->params[p].trainable ? lr->params[p].grad : lr->params[p].data;
+            check_close(label, what, got, want_p, lr->params[p].count);
+            const float *again = lr->params[p].trainable ? nets[2].layers[j].params[p].grad
+                                                         : nets[2].layers[j].params[p].data;
+            CHECK(!memcmp(got, again, lr->params[p].count * sizeof *got));
+        }
+    }
+    /* The training net's inference forward (evaluation: running statistics, in nChw8c too). */
+    for (int k = 0; k < 2; k++) {
+        nets[k].train = 0;
+        net_forward(&nets[k]);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s, inference forward", label);
+    check_close(what, "output", nets[1].layers[last].out, nets[0].layers[last].out, out_n);
+    for (int k = 0; k < 3; k++)
+        net_free(&nets[k]);
+}
+
+/* resnet's blocks in training: conv-BN-relu, conv-leaky with a bias, conv-BN-linear, a
+ * shortcut with relu, a downsampling block with [route] back to its input and the 1x1/2
+ * projection, a [route] of two inputs, a global average pooling (a blocked input and delta);
+ * every output between them in nChw8c on oneDNN. */
+static const char *train_chain =
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=relu\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[shortcut]\nfrom=-3\nactivation=relu\n"
+    "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+    "activation=relu\n"
+    "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[route]\nlayers=-3\n"
+    "[convolutional]\nfilters=32\nsize=1\nstride=2\nbatch_normalize=1\n"
+    "activation=linear\n"
+    "[shortcut]\nfrom=-3\nactivation=relu\n"
+    "[route]\nlayers=-1,-5\n"
+    "[avgpool]\n";
+
+static void test_train_chain(void)
+{
+    check_train_chain("training chain", 9, 10, "bbbbbbbbbb.", train_chain);
+}
+
+/* Without dnnl_train_blocked=1 a training net on oneDNN keeps every layer plain. */
+static void test_train_plain_by_default(void)
+{
+    Net net;
+    Error e = {0};
+    char text[4096];
+    snprintf(text, sizeof text, "[net]\nbatch=3\nwidth=9\nheight=10\nchannels=3\nengine=dnnl\n%s",
+             train_chain);
+    CHECK(!net_build_from_text(&net, text, "t.cfg", 1, 5, &e) && !net_resize(&net, 3, 1, &e));
+    for (int j = 0; j < net.n_layers; j++)
+        CHECK(!blocked_out(&net.layers[j]));
+    net_free(&net);
+}
+
+/* resnet's stem in training: a 3x3/2 max pooling with darknet's padding (windows clipped at the
+ * borders), a block with its shortcut, a 2x2/1 max pooling (uneven windows), a 1x1 convolution
+ * with a bias and the global average pooling; the argmax and the gradients in nChw8c. */
+static void test_train_pool_chain(void)
+{
+    check_train_chain("training chain through pooling", 11, 13, "bbbbbbb.",
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=relu\n"
+                      "[maxpool]\nsize=3\nstride=2\npadding=2\n"
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=relu\n"
+                      "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                      "activation=linear\n"
+                      "[shortcut]\nfrom=-3\nactivation=relu\n"
+                      "[maxpool]\nsize=2\nstride=1\n"
+                      "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                      "[avgpool]\n");
+}
+
 /* The primitives are made at resize: another batch size gets new ones, the same one keeps them. */
 static void test_resize_keeps_results(void)
 {
@@ -344,6 +472,9 @@ int main(void)
     test_residual_adds();
     test_inference_chain();
     test_chain_through_pool_route();
+    test_train_chain();
+    test_train_plain_by_default();
+    test_train_pool_chain();
     test_resize_keeps_results();
     return check_report("test_dnnl_conv");
 }

@@ -101,6 +101,16 @@ static const char *cfg_text =
     "[dropout]\nprobability=0.3\n[connected]\noutput=5\nbatch_normalize=1\nactivation=linear\n"
     "[softmax]\nlabel_smoothing=0.1\n";
 
+/* engine=dnnl's training in nChw8c between the layers (16 channels): convolutions, batch norm,
+ * max pooling, a shortcut, the average pooling. */
+static const char *blocked_cfg_text =
+    "[net]\nbatch=8\nsubdivisions=2\nwidth=8\nheight=8\nchannels=3\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+    "[maxpool]\nsize=2\nstride=2\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=linear\n"
+    "[shortcut]\nfrom=-2\nactivation=relu\n[avgpool]\n[connected]\noutput=5\nactivation=linear\n"
+    "[softmax]\n";
+
 /* net_keys: more [net] keys (recompute_every: segments recomputed in backward). */
 /* Two untimed training steps of net on data (in order), then three counted ones: cdl's
  * allocations in those three land in allocations (dnnl_allocations: oneDNN's own). */
@@ -116,12 +126,12 @@ static void count_training_steps(Net *net, Optimizer *opt, const Dataset *data, 
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
 }
 
-static void test_training_step_allocates_nothing(const char *net_keys)
+static void test_training_step_allocates_nothing(const char *net_keys, const char *body)
 {
     Net net;
     Error e = {0};
     char text[1024];
-    snprintf(text, sizeof text, "[net]\n%s\n%s", net_keys, cfg_text + strlen("[net]\n"));
+    snprintf(text, sizeof text, "[net]\n%s\n%s", net_keys, body + strlen("[net]\n"));
     if (net_build_from_text(&net, text, "t.cfg", 1, 3, &e) || net_resize(&net, 4, 0, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
@@ -384,11 +394,12 @@ int main(void)
 #else
     void *frame;
     backtrace(&frame, 1); /* its first call loads the unwinder, allocating */
-    test_training_step_allocates_nothing("");
-    test_training_step_allocates_nothing("recompute_every=3");
-    test_training_step_allocates_nothing("precision=bf16");
-    test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3");
-    test_training_step_allocates_nothing("engine=dnnl");
+    test_training_step_allocates_nothing("", cfg_text);
+    test_training_step_allocates_nothing("recompute_every=3", cfg_text);
+    test_training_step_allocates_nothing("precision=bf16", cfg_text);
+    test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3", cfg_text);
+    test_training_step_allocates_nothing("engine=dnnl", cfg_text);
+    test_training_step_allocates_nothing("engine=dnnl\ndnnl_train_blocked=1", blocked_cfg_text);
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);

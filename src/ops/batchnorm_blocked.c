@@ -1,0 +1,201 @@
+/* Batch normalisation kernels on nChw8c activations: one OpenMP task per block of 8 channels,
+ * the 8 lanes side by side, sums in double in a fixed order. */
+#include "ops/batchnorm_blocked.h"
+
+#include <math.h>
+#include <stddef.h>
+
+enum { LANES = 8 };
+
+/* Element i of sample b in block k's lane run: x + block_at(...) [LANES]. */
+static size_t block_at(int b, int blocks, int k, size_t sp, size_t i)
+{
+    return (((size_t)b * blocks + k) * sp + i) * LANES;
+}
+
+/* Block k's 8 channels' sums of p and of p * q (q NULL: p * p) over the batch. */
+static void block_sums(const float *p, const float *q, int batch, int blocks, size_t sp, int k,
+                       double *s0, double *s1)
+{
+    double a[LANES] = {0}, c[LANES] = {0};
+    for (int b = 0; b < batch; b++)
+        for (size_t i = 0; i < sp; i++) {
+            const float *v = p + block_at(b, blocks, k, sp, i);
+            const float *w = q ? q + block_at(b, blocks, k, sp, i) : v;
+#pragma omp simd
+            for (int j = 0; j < LANES; j++) {
+                a[j] += v[j];
+                c[j] += (double)v[j] * w[j];
+            }
+        }
+    for (int j = 0; j < LANES; j++) {
+        s0[j] = a[j];
+        s1[j] = c[j];
+    }
+}
+
+/* Normalises block k from the sums (s0 sums, s1 sums of squares) of n values per channel. */
+static void normalize_block(const float *x, float *y, float *x_hat, float *inv_std,
+                            const float *scale, const float *bias, float *running_mean,
+                            float *running_var, int batch, int blocks, size_t sp, int k,
+                            const double *s0, const double *s1, double n, float momentum, float eps)
+{
+    float m[LANES], is[LANES], g[LANES], beta[LANES];
+    for (int j = 0; j < LANES; j++) {
+        const int ch = k * LANES + j;
+        const double mean = s0[j] / n;
+        double var = s1[j] / n - mean * mean;
+        if (var < 0.0)
+            var = 0.0;
+        const double inv = 1.0 / sqrt(var + (double)eps);
+        inv_std[ch] = is[j] = (float)inv;
+        m[j] = (float)mean;
+        g[j] = scale[ch];
+        beta[j] = bias[ch];
+        if (running_mean) {
+            const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
+            running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
+            running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+        }
+    }
+    for (int b = 0; b < batch; b++)
+        for (size_t i = 0; i < sp; i++) {
+            const size_t at = block_at(b, blocks, k, sp, i);
+#pragma omp simd
+            for (int j = 0; j < LANES; j++) {
+                const float h = (x[at + j] - m[j]) * is[j];
+                x_hat[at + j] = h;
+                y[at + j] = h * g[j] + beta[j];
+            }
+        }
+}
+
+void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
+                                     const float *scale, const float *bias, float *running_mean,
+                                     float *running_var, int batch, int c, int spatial,
+                                     float momentum, float eps, const BnSync *sync)
+{
+    const int blocks = c / LANES;
+    const size_t sp = (size_t)spatial;
+    const double n = (double)batch * spatial;
+    if (!sync) {
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < blocks; k++) {
+            double s0[LANES], s1[LANES];
+            block_sums(x, NULL, batch, blocks, sp, k, s0, s1);
+            normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
+                            blocks, sp, k, s0, s1, n, momentum, eps);
+        }
+        return;
+    }
+    /* sync->buf as batchnorm_forward_train's: channel ch's sum, sum of squares at 2ch, 2ch+1 */
+    double *sums = sync->buf;
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        double s0[LANES], s1[LANES];
+        block_sums(x, NULL, batch, blocks, sp, k, s0, s1);
+        for (int j = 0; j < LANES; j++) {
+            sums[2 * (k * LANES + j)] = s0[j];
+            sums[2 * (k * LANES + j) + 1] = s1[j];
+        }
+    }
+    sums[2 * c] = n;
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        double s0[LANES], s1[LANES];
+        for (int j = 0; j < LANES; j++) {
+            s0[j] = sums[2 * (k * LANES + j)];
+            s1[j] = sums[2 * (k * LANES + j) + 1];
+        }
+        normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, blocks,
+                        sp, k, s0, s1, sums[2 * c], momentum, eps);
+    }
+}
+
+void batchnorm_blocked_forward_eval(const float *x, float *y, const float *scale, const float *bias,
+                                    const float *running_mean, const float *running_var, int batch,
+                                    int c, int spatial, float eps, int darknet)
+{
+    const int blocks = c / LANES;
+    const size_t sp = (size_t)spatial;
+#pragma omp parallel for schedule(static) if ((size_t)batch * c * sp >= 16384)
+    for (int bk = 0; bk < batch * blocks; bk++) {
+        float a[LANES], b[LANES];
+        for (int j = 0; j < LANES; j++) {
+            const int ch = bk % blocks * LANES + j;
+            const float std =
+                darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
+            a[j] = scale[ch] / std;
+            b[j] = bias[ch] - running_mean[ch] * a[j];
+        }
+        const float *xs = x + (size_t)bk * sp * LANES;
+        float *ys = y + (size_t)bk * sp * LANES;
+        for (size_t i = 0; i < sp; i++)
+#pragma omp simd
+            for (int j = 0; j < LANES; j++)
+                ys[i * LANES + j] = xs[i * LANES + j] * a[j] + b[j];
+    }
+}
+
+/* dx of block k from its gradient sums (s0 of dy, s1 of dy * x_hat) of n values per channel. */
+static void block_dx(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
+                     float *dx, int batch, int blocks, size_t sp, int k, const double *s0,
+                     const double *s1, double n)
+{
+    float kk[LANES], mdy[LANES], mdx[LANES];
+    for (int j = 0; j < LANES; j++) {
+        const int ch = k * LANES + j;
+        kk[j] = scale[ch] * inv_std[ch];
+        mdy[j] = (float)(s0[j] / n);
+        mdx[j] = (float)(s1[j] / n);
+    }
+    for (int b = 0; b < batch; b++)
+        for (size_t i = 0; i < sp; i++) {
+            const size_t at = block_at(b, blocks, k, sp, i);
+#pragma omp simd
+            for (int j = 0; j < LANES; j++)
+                dx[at + j] = kk[j] * (dy[at + j] - mdy[j] - x_hat[at + j] * mdx[j]);
+        }
+}
+
+void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float *inv_std,
+                                const float *scale, float *dscale, float *dbias, float *dx,
+                                int batch, int c, int spatial, const BnSync *sync)
+{
+    const int blocks = c / LANES;
+    const size_t sp = (size_t)spatial;
+    const double n = (double)batch * spatial;
+    double *sums = sync ? sync->buf : NULL;
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        double s0[LANES], s1[LANES];
+        block_sums(dy, x_hat, batch, blocks, sp, k, s0, s1);
+        for (int j = 0; j < LANES; j++) {
+            dbias[k * LANES + j] += (float)s0[j];
+            dscale[k * LANES + j] += (float)s1[j];
+        }
+        if (!sync) {
+            block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n);
+            continue;
+        }
+        for (int j = 0; j < LANES; j++) {
+            sums[2 * (k * LANES + j)] = s0[j];
+            sums[2 * (k * LANES + j) + 1] = s1[j];
+        }
+    }
+    if (!sync)
+        return;
+    /* dx needs the sums over every process's samples (the parameters take this one's). */
+    sums[2 * c] = n;
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        double s0[LANES], s1[LANES];
+        for (int j = 0; j < LANES; j++) {
+            s0[j] = sums[2 * (k * LANES + j)];
+            s1[j] = sums[2 * (k * LANES + j) + 1];
+        }
+        block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c]);
+    }
+}

@@ -1,0 +1,22 @@
+/* Batch normalisation (ops/batchnorm.h's semantics: PyTorch's) over activations in oneDNN's
+ * blocked layout nChw8c, [batch][c/8][spatial][8] (c a multiple of 8): channel ch's values are
+ * lane ch % 8 of block ch / 8. The same arguments as batchnorm_forward_train, _eval and
+ * batchnorm_backward, without the fused activation; the per-channel sums in double, in a fixed
+ * order (results do not depend on the thread count). */
+#ifndef CDL_BATCHNORM_BLOCKED_H
+#define CDL_BATCHNORM_BLOCKED_H
+
+#include "ops/batchnorm.h"
+
+void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
+                                     const float *scale, const float *bias, float *running_mean,
+                                     float *running_var, int batch, int c, int spatial,
+                                     float momentum, float eps, const BnSync *sync);
+void batchnorm_blocked_forward_eval(const float *x, float *y, const float *scale, const float *bias,
+                                    const float *running_mean, const float *running_var, int batch,
+                                    int c, int spatial, float eps, int darknet);
+void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float *inv_std,
+                                const float *scale, float *dscale, float *dbias, float *dx,
+                                int batch, int c, int spatial, const BnSync *sync);
+
+#endif
