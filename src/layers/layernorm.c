@@ -4,7 +4,6 @@
  *   out[r] = (in[r] - mean(in[r])) / sqrt(var(in[r]) + eps) * scales + biases
  *   (var is the biased variance); scales [w] start at 1, biases [w] at 0. */
 #include <math.h>
-#include <string.h>
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
@@ -12,9 +11,6 @@
 
 /* Below this many values a parallel region costs more than it saves. */
 #define LAYERNORM_PARALLEL_MIN 16384
-/* Rows per block of the backward, whose parameter gradients sum each block while it is in cache
- * (32 rows of gpt_tiny's 128 values: 16 KiB of delta). */
-#define LAYERNORM_BLOCK 32
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_SCALES, P_BIASES };
@@ -23,7 +19,6 @@ typedef struct LayerNorm {
     float eps;
     /* Per row of the batch, from the last forward, for backward: [batch][rows] */
     float *mean, *inv_std; /* inv_std = 1 / sqrt(var + eps) */
-    float *sums; /* work, backward: per block of rows, its sums of dy then of dy * x_hat [2][w] */
 } LayerNorm;
 
 static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
@@ -61,8 +56,6 @@ static int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
     ln->mean = layer_state_floats(st, rows);
     ln->inv_std = layer_state_floats(st, rows);
-    const size_t blocks = (rows + LAYERNORM_BLOCK - 1) / LAYERNORM_BLOCK;
-    ln->sums = layer_work_floats(st, blocks * 2 * (size_t)l->in_shape.w);
     return CDL_OK;
 }
 
@@ -111,58 +104,39 @@ static void layernorm_forward_at(Layer *l, const StepContext *ctx, int t)
  *   dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat))
  *   dbiases += sum over rows of dy, dscales += sum over rows of dy * x_hat
  * The row pass overwrites l->delta (dy, no longer needed by then) with dy * x_hat, so that both
- * parameter gradients are plain column sums: of each block of LAYERNORM_BLOCK rows while it is
- * in cache (before and after its row pass), then of the blocks' sums in block order, so the
- * result does not depend on the thread count. */
-static void backward_row(const Layer *l, const float *in, float *dx_all, size_t r)
-{
-    const LayerNorm *ln = l->priv;
-    const float *scale = l->params[P_SCALES].data;
-    const size_t n = (size_t)l->in_shape.w;
-    const float *x = in + r * n;
-    float *dy = l->delta + r * n;
-    const float mean = ln->mean[r], inv_std = ln->inv_std[r];
-    float sum_g = 0, sum_g_x_hat = 0;
-#pragma omp simd reduction(+ : sum_g, sum_g_x_hat)
-    for (size_t j = 0; j < n; j++) {
-        const float g = dy[j] * scale[j];
-        sum_g += g;
-        sum_g_x_hat += g * (x[j] - mean) * inv_std;
-    }
-    const float mean_g = sum_g / (float)n, mean_g_x_hat = sum_g_x_hat / (float)n;
-    if (dx_all) {
-        float *dx = dx_all + r * n;
-        for (size_t j = 0; j < n; j++)
-            dx[j] += inv_std * (dy[j] * scale[j] - mean_g - (x[j] - mean) * inv_std * mean_g_x_hat);
-    }
-    for (size_t j = 0; j < n; j++)
-        dy[j] *= (x[j] - mean) * inv_std;
-}
-
+ * parameter gradients are plain column sums. */
 static void layernorm_backward(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const float *in = l->in[0];
+    const float *in = l->in[0], *scale = l->params[P_SCALES].data;
     float *dx_all = l->in_delta[0];
     const size_t n = (size_t)l->in_shape.w;
     const long rows = (long)ctx->batch * l->in_shape.c * l->in_shape.h;
-    const long blocks = (rows + LAYERNORM_BLOCK - 1) / LAYERNORM_BLOCK;
-    float *bias_sums = ln->sums, *scale_sums = ln->sums + (size_t)blocks * n;
 
+    sum_rows_add(l->params[P_BIASES].grad, l->delta, (size_t)rows, n);
 #pragma omp parallel for schedule(static) if (rows * (long)n > LAYERNORM_PARALLEL_MIN)
-    for (long b = 0; b < blocks; b++) {
-        const long r0 = b * LAYERNORM_BLOCK;
-        const size_t block = (size_t)(rows - r0 < LAYERNORM_BLOCK ? rows - r0 : LAYERNORM_BLOCK);
-        float *bias_sum = bias_sums + (size_t)b * n, *scale_sum = scale_sums + (size_t)b * n;
-        memset(bias_sum, 0, n * sizeof *bias_sum);
-        memset(scale_sum, 0, n * sizeof *scale_sum);
-        sum_rows_add(bias_sum, l->delta + (size_t)r0 * n, block, n);
-        for (size_t r = 0; r < block; r++)
-            backward_row(l, in, dx_all, (size_t)r0 + r);
-        sum_rows_add(scale_sum, l->delta + (size_t)r0 * n, block, n);
+    for (long r = 0; r < rows; r++) {
+        const float *x = in + r * n;
+        float *dy = l->delta + r * n;
+        const float mean = ln->mean[r], inv_std = ln->inv_std[r];
+        float sum_g = 0, sum_g_x_hat = 0;
+#pragma omp simd reduction(+ : sum_g, sum_g_x_hat)
+        for (size_t j = 0; j < n; j++) {
+            const float g = dy[j] * scale[j];
+            sum_g += g;
+            sum_g_x_hat += g * (x[j] - mean) * inv_std;
+        }
+        const float mean_g = sum_g / (float)n, mean_g_x_hat = sum_g_x_hat / (float)n;
+        if (dx_all) {
+            float *dx = dx_all + r * n;
+            for (size_t j = 0; j < n; j++)
+                dx[j] +=
+                    inv_std * (dy[j] * scale[j] - mean_g - (x[j] - mean) * inv_std * mean_g_x_hat);
+        }
+        for (size_t j = 0; j < n; j++)
+            dy[j] *= (x[j] - mean) * inv_std;
     }
-    sum_rows_add(l->params[P_BIASES].grad, bias_sums, (size_t)blocks, n);
-    sum_rows_add(l->params[P_SCALES].grad, scale_sums, (size_t)blocks, n);
+    sum_rows_add(l->params[P_SCALES].grad, l->delta, (size_t)rows, n);
 }
 
 /* The normalisation over the last axis from ReduceMean, Sub, Mul, Sqrt and Div, which every
