@@ -20,10 +20,11 @@
  * default: under load it measured no faster than the gemms (the packing and the transposes
  * cost what the kernel saves at D = 32).
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
- * gemms, and its heads), dynamically scheduled: one parallel region per forward and one plus
- * the two weight-gradient gemms per backward, so a thread that another process holds up
- * costs one sample's work, not a barrier per stage (under load, a region per projection and
- * per stage left the two threads waiting on each other). The bias gradients are summed per
+ * products: in fp32 on ops/gemm_rows and ops/gemm_packed with both weight matrices packed once
+ * per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel region per
+ * forward and one plus the two weight-gradient gemms per backward, so a thread that another process
+ * holds up costs one sample's work, not a barrier per stage (under load, a region per projection
+ * and per stage left the two threads waiting on each other). The bias gradients are summed per
  * sample, then over the samples in order, so results do not depend on which thread ran what.
  * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
  * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
