@@ -20,10 +20,11 @@
  * default: under load it measured no faster than the gemms (the packing and the transposes
  * cost what the kernel saves at D = 32).
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
- * gemms, and its heads), dynamically scheduled: one parallel region per forward and one plus
- * the two weight-gradient gemms per backward, so a thread that another process holds up
- * costs one sample's work, not a barrier per stage (under load, a region per projection and
- * per stage left the two threads waiting on each other). The bias gradients are summed per
+ * products: in fp32 on ops/gemm_rows and ops/gemm_packed with both weight matrices packed once
+ * per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel region per
+ * forward and one plus the two weight-gradient gemms per backward, so a thread that another process
+ * holds up costs one sample's work, not a barrier per stage (under load, a region per projection
+ * and per stage left the two threads waiting on each other). The bias gradients are summed per
  * sample, then over the samples in order, so results do not depend on which thread ran what.
  * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
  * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
@@ -52,6 +53,7 @@
 #include "core/onnx_graph.h"
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
+#include "ops/gemm_rows.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
@@ -79,6 +81,9 @@ typedef struct Attention {
     int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
     int block;      /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
     int threads;    /* workspaces */
+    /* The projections' products but their weight gradients through ops/gemm_rows and
+     * ops/gemm_packed (fp32, not staged) */
+    int packed_proj;
     /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
     float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
@@ -89,6 +94,9 @@ typedef struct Attention {
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
     float *w_bf16, *out_w_bf16, *x_bf16;
+    /* packed_proj, work: weights and out_weights as gemm_pack packs them, transposed for the
+     * forward, as they are for the backward's input gradients */
+    float *w_packed, *out_w_packed;
 } Attention;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -187,6 +195,12 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->w_bf16 = layer_state_floats(st, bf16 ? 3 * c * c : 0);
     a->out_w_bf16 = layer_state_floats(st, bf16 ? c * c : 0);
     a->x_bf16 = layer_state_floats(st, bf16 ? rows * c : 0);
+    a->packed_proj = !a->staged && l->precision == GEMM_FP32;
+    const size_t w_fwd = gemm_packed_floats((int)c, 3 * (int)c),
+                 w_bwd = gemm_packed_floats(3 * (int)c, (int)c);
+    const size_t out_fwd = gemm_packed_floats((int)c, (int)c); /* the backward's is the same */
+    a->w_packed = layer_work_floats(st, a->packed_proj ? (w_fwd > w_bwd ? w_fwd : w_bwd) : 0);
+    a->out_w_packed = layer_work_floats(st, a->packed_proj ? out_fwd : 0);
     return CDL_OK;
 }
 
@@ -330,7 +344,8 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
 /* What one forward's tasks share: the operands as precision p takes them, the dropout draw. */
 typedef struct ForwardStep {
     GemmPrecision p;
-    const float *x, *w_in, *w_out; /* x [batch][T][C] */
+    const float *x, *w_in, *w_out;           /* x [batch][T][C] */
+    const float *w_in_packed, *w_out_packed; /* packed_proj: w_in^T, w_out^T packed, else NULL */
     float *out;
     int use_mask;
     uint64_t key, first_pair; /* the dropout key, the global index of the batch's first pair */
@@ -342,8 +357,13 @@ static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
     const Attention *a = l->priv;
     const size_t c = (size_t)a->channels;
     float *qkv = a->qkv + r0 * 3 * c;
-    linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
-                l->params[P_BIASES].data, qkv, 3 * (int)c, a->x_bf16 ? a->x_bf16 + r0 * c : NULL);
+    if (s->w_in_packed)
+        gemm_bias_act(n, 3 * (int)c, (int)c, s->x + r0 * c, (int)c, s->w_in_packed,
+                      l->params[P_BIASES].data, CDL_ACT_LINEAR, qkv, qkv);
+    else
+        linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
+                    l->params[P_BIASES].data, qkv, 3 * (int)c,
+                    a->x_bf16 ? a->x_bf16 + r0 * c : NULL);
     gemm_operand(s->p, qkv, (size_t)n * 3 * c, qkv);
 }
 
@@ -355,8 +375,13 @@ static void project_out(const Layer *l, const ForwardStep *s, size_t r0, int n)
     float *heads = a->heads_out + r0 * c;
     gemm_operand(s->p, heads, (size_t)n * c, heads);
     /* heads_out is rounded already: its copy would be itself */
-    linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out, l->params[P_OUT_BIASES].data,
-                s->out + r0 * c, (int)c, NULL);
+    if (s->w_out_packed)
+        gemm_bias_act(n, (int)c, (int)c, heads, (int)c, s->w_out_packed,
+                      l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, s->out + r0 * c,
+                      s->out + r0 * c);
+    else
+        linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out,
+                    l->params[P_OUT_BIASES].data, s->out + r0 * c, (int)c, NULL);
 }
 
 /* Pair `pair` (sample pair / H, head pair % H) of the batch, in the workspace of this thread. */
@@ -384,7 +409,14 @@ static void attention_forward(Layer *l, const StepContext *ctx)
         .use_mask = a->mask_is_valid,
         .key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0,
         .first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads,
+        .w_in_packed = a->packed_proj ? a->w_packed : NULL,
+        .w_out_packed = a->packed_proj ? a->out_w_packed : NULL,
     };
+    if (a->packed_proj) {
+        const int c = a->channels;
+        gemm_pack(1, c, 3 * c, w->data, c, a->w_packed);
+        gemm_pack(1, c, c, out_w->data, c, a->out_w_packed);
+    }
     if (a->staged) {
         project_in(l, &s, 0, rows);
 #pragma omp parallel for schedule(static)                                                          \
@@ -651,8 +683,12 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     memset(bias_grads, 0, 4 * (size_t)c * sizeof *bias_grads);
     sum_rows_add(bias_grads, delta, (size_t)t, (size_t)c);
     gemm_operand(p, delta, (size_t)t * c, delta);
-    gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
-         0.0f, dh, c);
+    const int panels = (c + GEMM_PACKED_PANEL - 1) / GEMM_PACKED_PANEL;
+    if (a->packed_proj)
+        gemm_packed_panels(t, c, c, delta, c, a->out_w_packed, 0, panels, 0.0f, dh, c);
+    else
+        gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
+             0.0f, dh, c);
     gemm_operand(p, dh, (size_t)t * c, dh);
 
     memset(dq, 0, (size_t)t * 3 * c * sizeof *dq);
@@ -662,7 +698,9 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     sum_rows_add(bias_grads + c, dq, (size_t)t, 3 * (size_t)c);
     gemm_operand(p, dq, (size_t)t * 3 * c, dq);
     float *dx = l->in_delta[0];
-    if (dx)
+    if (dx && a->packed_proj)
+        gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed, 0, panels, 1.0f, dx + r0 * c, c);
+    else if (dx)
         gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
              1.0f, dx + r0 * c, c);
 }
@@ -677,6 +715,10 @@ static void attention_backward(Layer *l, const StepContext *ctx)
     if (a->staged) {
         backward_staged(l, ctx, dheads, dqkv);
         return;
+    }
+    if (a->packed_proj) {
+        gemm_pack(0, 3 * c, c, l->params[P_WEIGHTS].data, c, a->w_packed);
+        gemm_pack(0, c, c, l->params[P_OUT_WEIGHTS].data, c, a->out_w_packed);
     }
 #pragma omp parallel for schedule(dynamic)                                                         \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)

@@ -11,7 +11,8 @@
  *
  * In float32 (not int8, not bf16) the forward and the input gradient run on ops/gemm_rows: W
  * packed once per pass (ops/gemm_packed), the biases and the activation (its derivative in the
- * backward) fused into the product's blocks of rows; the weight gradient stays on OpenBLAS.
+ * backward, with the biases' gradient) fused into the product's blocks of rows; the weight
+ * gradient stays on OpenBLAS.
  *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
  * to bf16 (gemm_operand); the biases and the activation stay float32. */
@@ -39,6 +40,7 @@ typedef struct Linear {
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
     float *w_bf16, *x_bf16;
     float *w_packed; /* work, float32 only: W^T (forward) or W (backward) as gemm_pack packs it */
+    float *bias_sums; /* work, float32 with biases: gemm_act_backward's sums of delta's blocks */
 } Linear;
 
 /* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
@@ -130,6 +132,8 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
                  bwd = gemm_packed_floats(li->outputs, li->inputs);
     li->w_packed = layer_work_floats(st, packed_path(l) ? (fwd > bwd ? fwd : bwd) : 0);
+    li->bias_sums = layer_work_floats(
+        st, packed_path(l) && li->has_biases ? gemm_act_backward_sums_floats(rows, li->outputs) : 0);
     return CDL_OK;
 }
 
@@ -207,17 +211,16 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     float *dx = l->in_delta[0];
     if (packed_path(l)) {
-        /* delta = dL/d(pre), dx += delta W block by block; then the biases' and W's sums. */
+        /* delta = dL/d(pre), the biases' sums and dx += delta W block by block; then W's sums. */
         gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed);
         gemm_act_backward(rows, inputs, outputs, l->delta, l->pre, l->out, l->activation,
-                          li->w_packed, dx);
+                          li->w_packed, dx, biases ? biases->grad : NULL, li->bias_sums);
         dx = NULL;
     } else {
         layer_activation_backward(l, ctx->batch);
+        if (biases)
+            sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
     }
-
-    if (biases)
-        sum_rows_add(biases->grad, l->delta, (size_t)rows, (size_t)outputs);
     /* The biases took their gradients: only the products read delta from here. */
     const float *delta = gemm_operand(l->precision, l->delta, (size_t)rows * outputs, l->delta);
     const int bf16 = l->precision == GEMM_BF16;

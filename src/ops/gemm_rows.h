@@ -5,6 +5,8 @@
 #ifndef CDL_GEMM_ROWS_H
 #define CDL_GEMM_ROWS_H
 
+#include <stddef.h>
+
 #include "ops/activation.h"
 
 /* pre[m][n] = A[m][k] op(B) + bias, then out = act(pre) (out unused for CDL_ACT_LINEAR, else
@@ -15,9 +17,15 @@ void gemm_bias_act(int m, int n, int k, const float *a, int lda, const float *pa
                    const float *bias, ActivationKind act, float *pre, float *out);
 
 /* delta[m][k] *= act'(pre) (activation_backward, pre and out as gemm_bias_act wrote them), then
- * c[m][n] += delta op(B) with op(B) [k][n] as gemm_pack packed it; c NULL: the derivative alone.
- * As gemm_bias_act, independent of the thread count. */
+ * c[m][n] += delta op(B) with op(B) [k][n] as gemm_pack packed it; c NULL: no product.
+ * bias_grad [k] (or NULL) += delta's column sums: each block of rows summed in row order (in
+ * double) into sums [gemm_act_backward_sums_floats(m, k)], then those in block order. As
+ * gemm_bias_act, independent of the thread count. */
 void gemm_act_backward(int m, int n, int k, float *delta, const float *pre, const float *out,
-                       ActivationKind act, const float *packed, float *c);
+                       ActivationKind act, const float *packed, float *c, float *bias_grad,
+                       float *sums);
+
+/* Floats of gemm_act_backward's sums for m rows of k values. */
+size_t gemm_act_backward_sums_floats(int m, int k);
 
 #endif

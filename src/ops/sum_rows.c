@@ -29,7 +29,7 @@ static void sum_task(float *sum, const float *x, size_t rows, size_t cols, size_
 
 void sum_rows_add(float *sum, const float *x, size_t rows, size_t cols)
 {
-    const int parallel = rows * cols > SUM_ROWS_PARALLEL_MIN;
+    const int parallel = rows * cols > SUM_ROWS_PARALLEL_MIN && !omp_in_parallel();
     /* One task per thread (in whole 8-float vectors) unless that is wider than the stack's. */
     const size_t threads = parallel ? (size_t)omp_get_max_threads() : 1;
     size_t width = ((cols + threads - 1) / threads + 7) / 8 * 8;

@@ -1,10 +1,11 @@
 /* The dense layer's fused products (ops/gemm_rows.h) against the unfused passes they replace
  * ([linear]'s OpenBLAS path: the biases copied into the output, gemm with beta 1, then
- * activation_forward; activation_backward, then gemm into the input gradient), within 1e-5
+ * activation_forward; activation_backward, sum_rows_add into the biases' gradient, then gemm into
+ * the input gradient), within 1e-5
  * relative on every [linear] shape the cfgs train (gpt_tiny's 128 -> 512 gelu, 512 -> 128 and
  * tied 128 -> 63 over 4096 tokens, char_lstm's 256 -> 111) and on small odd ones: pre, out, the
- * delta after the derivative and the input gradient; the same bits at 1 and 2 threads and on a
- * rerun. */
+ * delta after the derivative, the biases' gradient and the input gradient; the same bits at 1 and 2
+ * threads and on a rerun. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 #include "ops/gemm_rows.h"
+#include "ops/sum_rows.h"
 
 /* One forward and backward of a dense layer both ways: m rows, inputs -> outputs. */
 typedef struct Case {
@@ -21,9 +23,10 @@ typedef struct Case {
     int has_bias;
 } Case;
 
-/* The fused path's results at `threads` threads: pre, out, delta and dx (each [m][..]). */
+/* The fused path's results at `threads` threads: pre, out, delta and dx (each [m][..]), the
+ * biases' gradient db [outputs]. */
 typedef struct Run {
-    float *pre, *out, *delta, *dx;
+    float *pre, *out, *delta, *dx, *db;
 } Run;
 
 static float *floats(size_t n)
@@ -32,13 +35,16 @@ static float *floats(size_t n)
 }
 
 static Run fused(const Case *c, const float *x, const float *w, const float *bias, const float *dy,
-                 const float *dx0, int threads)
+                 const float *dx0, const float *db0, int threads)
 {
     const size_t rows_out = (size_t)c->m * c->outputs, rows_in = (size_t)c->m * c->inputs;
     const size_t fwd = gemm_packed_floats(c->inputs, c->outputs),
                  bwd = gemm_packed_floats(c->outputs, c->inputs);
     float *packed = floats(fwd > bwd ? fwd : bwd);
-    Run r = {floats(rows_out), floats(rows_out), floats(rows_out), floats(rows_in)};
+    float *sums = floats(gemm_act_backward_sums_floats(c->m, c->outputs));
+    Run r = {floats(rows_out), floats(rows_out), floats(rows_out), floats(rows_in),
+             floats((size_t)c->outputs)};
+    memcpy(r.db, db0, (size_t)c->outputs * sizeof(float));
     memcpy(r.delta, dy, rows_out * sizeof(float));
     memcpy(r.dx, dx0, rows_in * sizeof(float));
     omp_set_num_threads(threads);
@@ -47,9 +53,11 @@ static Run fused(const Case *c, const float *x, const float *w, const float *bia
     if (c->act == CDL_ACT_LINEAR)
         memcpy(r.out, r.pre, rows_out * sizeof(float));
     gemm_pack(0, c->outputs, c->inputs, w, c->inputs, packed);
-    gemm_act_backward(c->m, c->inputs, c->outputs, r.delta, r.pre, r.out, c->act, packed, r.dx);
+    gemm_act_backward(c->m, c->inputs, c->outputs, r.delta, r.pre, r.out, c->act, packed, r.dx,
+                      c->has_bias ? r.db : NULL, sums);
     omp_set_num_threads(1);
     free(packed);
+    free(sums);
     return r;
 }
 
@@ -59,6 +67,7 @@ static void run_free(Run *r)
     free(r->out);
     free(r->delta);
     free(r->dx);
+    free(r->db);
 }
 
 static int same_bits(const float *a, const float *b, size_t n)
@@ -72,13 +81,14 @@ static void test_case(const Case *c)
     unsigned seed = 7u + (unsigned)c->outputs;
     float *x = floats(rows_in), *w = floats((size_t)c->outputs * c->inputs);
     float *bias = c->has_bias ? floats((size_t)c->outputs) : NULL;
-    float *dy = floats(rows_out), *dx0 = floats(rows_in);
+    float *dy = floats(rows_out), *dx0 = floats(rows_in), *db0 = floats((size_t)c->outputs);
     check_fill_uniform(x, rows_in, -1.0f, &seed);
     check_fill_uniform(w, (size_t)c->outputs * c->inputs, -1.0f, &seed);
     if (bias)
         check_fill_uniform(bias, (size_t)c->outputs, -1.0f, &seed);
     check_fill_uniform(dy, rows_out, -1.0f, &seed);
     check_fill_uniform(dx0, rows_in, -1.0f, &seed);
+    check_fill_uniform(db0, (size_t)c->outputs, -1.0f, &seed);
 
     /* The reference: the unfused passes on OpenBLAS. */
     float *pre = floats(rows_out), *out = floats(rows_out), *delta = floats(rows_out);
@@ -91,16 +101,23 @@ static void test_case(const Case *c)
     activation_forward(pre, out, rows_out, c->act);
     memcpy(delta, dy, rows_out * sizeof(float));
     activation_backward(pre, out, delta, rows_out, c->act);
+    float *db = floats((size_t)c->outputs);
+    memcpy(db, db0, (size_t)c->outputs * sizeof(float));
+    if (bias)
+        sum_rows_add(db, delta, (size_t)c->m, (size_t)c->outputs);
     memcpy(dx, dx0, rows_in * sizeof(float));
     gemm(0, 0, c->m, c->inputs, c->outputs, 1.0f, delta, c->outputs, w, c->inputs, 1.0f, dx,
          c->inputs);
 
-    Run one = fused(c, x, w, bias, dy, dx0, 1), two = fused(c, x, w, bias, dy, dx0, 2);
-    Run again = fused(c, x, w, bias, dy, dx0, 2);
+    Run one = fused(c, x, w, bias, dy, dx0, db0, 1), two = fused(c, x, w, bias, dy, dx0, db0, 2);
+    Run again = fused(c, x, w, bias, dy, dx0, db0, 2);
     CHECK(check_rel_error(one.pre, pre, rows_out) <= 1e-5);
     CHECK(check_rel_error(one.out, out, rows_out) <= 1e-5);
     CHECK(check_rel_error(one.delta, delta, rows_out) <= 1e-5);
     CHECK(check_rel_error(one.dx, dx, rows_in) <= 1e-5);
+    CHECK(check_rel_error(one.db, db, (size_t)c->outputs) <= 1e-5);
+    CHECK(same_bits(one.db, two.db, (size_t)c->outputs) &&
+          same_bits(two.db, again.db, (size_t)c->outputs));
     CHECK(same_bits(one.out, two.out, rows_out) && same_bits(one.dx, two.dx, rows_in));
     CHECK(same_bits(one.delta, two.delta, rows_out));
     CHECK(same_bits(two.out, again.out, rows_out) && same_bits(two.dx, again.dx, rows_in));
@@ -112,6 +129,8 @@ static void test_case(const Case *c)
     free(bias);
     free(dy);
     free(dx0);
+    free(db0);
+    free(db);
     free(pre);
     free(out);
     free(delta);
