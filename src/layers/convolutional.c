@@ -333,19 +333,29 @@ static void winograd_keep(const Layer *l, Conv *cv)
     cv->wino_seen = cv->wino_kept ? cv->wino_kept + floats - weights : NULL;
 }
 
+/* Whether n floats of a and b differ in any bit, the threads comparing blocks. */
+static int weights_differ(const float *a, const float *b, size_t n)
+{
+    int differ = 0;
+#pragma omp parallel for schedule(static) reduction(| : differ) if (n > CONV_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i += CONV_COPY_BLOCK)
+        differ |= memcmp(a + i, b + i,
+                         (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *a) != 0;
+    return differ;
+}
+
 /* The forward's transformed weights: those kept, transformed again when the weights changed
  * since, or else transformed into wino_u. */
 static const float *winograd_forward_weights(const Layer *l, Conv *cv)
 {
     const Param *pw = &l->params[P_WEIGHTS];
-    const size_t bytes = pw->count * sizeof *pw->data;
     if (!cv->wino_kept || pw->grad) {
         winograd_weights(pw->data, cv->filters, l->in_shape.c, cv->wino_u);
         return cv->wino_u;
     }
-    if (!cv->wino_fresh || memcmp(cv->wino_seen, pw->data, bytes)) {
+    if (!cv->wino_fresh || weights_differ(cv->wino_seen, pw->data, pw->count)) {
         winograd_weights(pw->data, cv->filters, l->in_shape.c, cv->wino_kept);
-        memcpy(cv->wino_seen, pw->data, bytes);
+        memcpy(cv->wino_seen, pw->data, pw->count * sizeof *pw->data);
         cv->wino_fresh = 1;
     }
     return cv->wino_kept;
