@@ -52,6 +52,7 @@
  * forwards only. */
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/layer.h"
@@ -132,6 +133,14 @@ typedef struct Conv {
     int wino_grad;
     WinogradPlan wino;
     float *wino_u;
+    /* An inference net's (no gradients) transformed weights, kept from one forward to the next
+     * outside the slabs (resize allocates them, release frees them): wino_kept [16][k][c] of
+     * the weights wino_seen holds a copy of, valid when wino_fresh; a forward whose weights
+     * differ from wino_seen (a load, an update) transforms them again. NULL: every forward
+     * transforms them into wino_u. */
+    float *wino_kept, *wino_seen;
+    size_t wino_kept_floats;
+    int wino_fresh;
     /* Images side by side in one gemm (resize's choice; 1: image by image), what
      * conv_set_images_per_gemm asked for (0: from the shape), and the scratch floats one image
      * of such a gemm takes: its columns, then its rows of the product or of delta. */
@@ -307,6 +316,51 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+/* Allocates cv->wino_kept and wino_seen for a winograd layer of an inference net (and marks them
+ * stale), once for the largest size asked; without the memory each forward transforms. */
+static void winograd_keep(const Layer *l, Conv *cv)
+{
+    cv->wino_fresh = 0;
+    const size_t weights = l->params[P_WEIGHTS].count,
+                 floats = l->params[P_WEIGHTS].grad
+                              ? 0
+                              : winograd_weights_floats(cv->filters, l->in_shape.c) + weights;
+    if (floats <= cv->wino_kept_floats)
+        return;
+    free(cv->wino_kept);
+    cv->wino_kept = malloc(floats * sizeof *cv->wino_kept);
+    cv->wino_kept_floats = cv->wino_kept ? floats : 0;
+    cv->wino_seen = cv->wino_kept ? cv->wino_kept + floats - weights : NULL;
+}
+
+/* Whether n floats of a and b differ in any bit, the threads comparing blocks. */
+static int weights_differ(const float *a, const float *b, size_t n)
+{
+    int differ = 0;
+#pragma omp parallel for schedule(static) reduction(| : differ) if (n > CONV_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i += CONV_COPY_BLOCK)
+        differ |= memcmp(a + i, b + i,
+                         (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *a) != 0;
+    return differ;
+}
+
+/* The forward's transformed weights: those kept, transformed again when the weights changed
+ * since, or else transformed into wino_u. */
+static const float *winograd_forward_weights(const Layer *l, Conv *cv)
+{
+    const Param *pw = &l->params[P_WEIGHTS];
+    if (!cv->wino_kept || pw->grad) {
+        winograd_weights(pw->data, cv->filters, l->in_shape.c, cv->wino_u);
+        return cv->wino_u;
+    }
+    if (!cv->wino_fresh || weights_differ(cv->wino_seen, pw->data, pw->count)) {
+        winograd_weights(pw->data, cv->filters, l->in_shape.c, cv->wino_kept);
+        memcpy(cv->wino_seen, pw->data, pw->count * sizeof *pw->data);
+        cv->wino_fresh = 1;
+    }
+    return cv->wino_kept;
+}
+
 /* Plans the winograd layer (cv->winograd) for batch on threads: its transformed weights and
  * the threads' scratch, which the input gradient's swapped plan needs as much of (and the weight
  * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference. */
@@ -321,6 +375,7 @@ static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerSta
     if (!cv->winograd)
         return;
     l->engine = "wino";
+    winograd_keep(l, cv);
     cv->wino = winograd_plan(batch, in.c, cv->filters, in.h, in.w, threads);
     size_t floats = winograd_scratch_floats(&cv->wino);
     if (cv->wino_grad && winograd_grad_scratch_floats(&cv->wino) > floats)
@@ -449,6 +504,7 @@ static void conv_release(Layer *l)
 {
     Conv *cv = l->priv;
     dnnl_conv_release(&cv->dc);
+    free(cv->wino_kept);
 }
 
 /* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */
@@ -995,8 +1051,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
     if (conv_winograd(l, cv)) {
-        winograd_weights(l->params[P_WEIGHTS].data, cv->filters, l->in_shape.c, cv->wino_u);
-        winograd_conv(&cv->wino, cv->wino_u, x, y, 0, ctx->scratch);
+        winograd_conv(&cv->wino, winograd_forward_weights(l, cv), x, y, 0, ctx->scratch);
     } else if (cv->depthwise) {
         depthwise_forward(l, cv, x, y, batch);
     } else {

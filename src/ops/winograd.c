@@ -28,6 +28,11 @@
 #define WINO_FUSED_MIN 24
 #define WINO_FUSED_MAX 120
 
+/* Threads split the filters (WinogradPlan.parts) when the busiest thread's chunks would hold
+ * over NUM / DEN of its share of the tiles. */
+#define WINO_SPLIT_NUM 11
+#define WINO_SPLIT_DEN 10
+
 /* Tiles transformed side by side: a run of up to this many tiles of one tile row. */
 #define WINO_LANES 8
 
@@ -65,9 +70,14 @@ static size_t run_row_floats(int w)
     return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
 }
 
+static size_t rows_padded(int k)
+{
+    return (size_t)(k + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+}
+
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
 {
-    WinogradPlan p = {batch, c, k, h, w, 0, 0, threads < 1 ? 1 : threads, w <= WINO_FUSED_W};
+    WinogradPlan p = {batch, c, k, h, w, 0, 0, threads < 1 ? 1 : threads, w <= WINO_FUSED_W, 1};
     p.tiles = batch * ((h + 1) / 2) * ((w + 1) / 2);
     const int blk = 8 * WINO_VECS, big = c > k ? c : k;
     int chunk = p.fused ? WINO_FUSED_FLOATS / (WINO_E * big) / blk * blk
@@ -77,17 +87,22 @@ WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads)
     chunk = chunk < lo ? lo : chunk > hi ? hi : chunk;
     const int per_thread = (p.tiles + p.threads - 1) / p.threads;
     p.chunk = chunk < per_thread ? chunk : per_thread;
+    /* Few chunks a thread (a thread's share under a chunk, or its last chunk a large part of
+     * its share): every thread takes its part of the filters over all the chunks instead. */
+    const int chunks = (p.tiles + p.chunk - 1) / p.chunk;
+    const long most = (long)(chunks + p.threads - 1) / p.threads * p.chunk * p.threads;
+    if (p.threads > 1 &&
+        (p.chunk < chunk || most * WINO_SPLIT_DEN > (long)p.tiles * WINO_SPLIT_NUM)) {
+        const int blocks = (int)rows_padded(k) / WINO_ROWS;
+        p.parts = p.threads < blocks ? p.threads : blocks;
+        p.chunk = chunk < p.tiles ? chunk : p.tiles;
+    }
     return p;
 }
 
 int winograd_worth(int c, int k, int h, int w)
 {
     return c >= 16 && k >= 16 && h >= 4 && w >= 4;
-}
-
-static size_t rows_padded(int k)
-{
-    return (size_t)(k + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
 }
 
 size_t winograd_weights_floats(int k, int c)
@@ -361,10 +376,11 @@ static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
 }
 #endif
 
-/* y's 2x2 tiles of the chunk (written, or added to with accumulate) from m [16][k][ld], through
+/* y's 2x2 tiles of the chunk's filters f0..f1 (written, or added to with accumulate) from m
+ * [16][k][ld], through
  * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
-static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, float *y,
-                             int accumulate, float *rows)
+static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, int f0, int f1,
+                             float *y, int accumulate, float *rows)
 {
     const size_t hw = (size_t)p->h * p->w, stride = matrix_stride((int)rows_padded(p->k), n),
                  ld = run_row_floats(p->w);
@@ -373,7 +389,7 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
         const int y0 = 2 * r.ty, x0 = 2 * r.tx;
         const int n_rows = y0 + 1 < p->h ? 2 : 1;
         const int cols = p->w - x0 < 2 * r.len ? p->w - x0 : 2 * r.len;
-        for (int f = 0; f < p->k; f++) {
+        for (int f = f0; f < f1; f++) {
             for (int i = 0; i < r.len; i += WINO_LANES)
                 output_tiles(m + (size_t)f * chunk_ld(n) + t + i, stride, rows + 2 * i, ld);
             float *plane = y + ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
@@ -393,14 +409,14 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
     }
 }
 
-/* m [k][ldm] = U[e] v for one e: up the packed weights [k / ROWS][c][ROWS], v [c][ldv] the
- * transformed windows of n tiles (columns up to n rounded up to 8); m has rows k rounded up to
- * WINO_ROWS. */
-static void product(int k, int c, int n, const float *up, const float *v, size_t ldv, float *m,
-                    size_t ldm)
+/* m [k][ldm] = U[e] v for one e, the rows f0..f1 (f0 a multiple of WINO_ROWS): up the packed
+ * weights [k / ROWS][c][ROWS], v [c][ldv] the transformed windows of n tiles (columns up to n
+ * rounded up to 8); m has rows k rounded up to WINO_ROWS. */
+static void product(int f0, int f1, int c, int n, const float *up, const float *v, size_t ldv,
+                    float *m, size_t ldm)
 {
     const int vecs = (n + 7) / 8;
-    for (int f = 0; f < k; f += WINO_ROWS) {
+    for (int f = f0; f < f1; f += WINO_ROWS) {
         const float *uf = up + (size_t)f * c;
         float *mf = m + (size_t)f * ldm;
         int j = 0;
@@ -413,16 +429,16 @@ static void product(int k, int c, int n, const float *up, const float *v, size_t
     }
 }
 
-/* y from v through M apart: the 16 products of the whole chunk, then the output transform of
- * each tile row's run; m the room for M, rows for a run's output rows. */
+/* y's filters f0..f1 from v through M apart: the 16 products of the whole chunk, then the
+ * output transform of each tile row's run; m the room for M, rows for a run's output rows. */
 static void product_apart(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
-                          float *y, int accumulate, float *m, float *rows)
+                          int f0, int f1, float *y, int accumulate, float *m, float *rows)
 {
     const size_t kc = rows_padded(p->k) * p->c, vs = matrix_stride(p->c, n),
                  ms = matrix_stride((int)rows_padded(p->k), n);
     for (int e = 0; e < WINO_E; e++)
-        product(p->k, p->c, n, u + e * kc, v + e * vs, chunk_ld(n), m + e * ms, chunk_ld(n));
-    output_transform(p, m, t0, n, y, accumulate, rows);
+        product(f0, f1, p->c, n, u + e * kc, v + e * vs, chunk_ld(n), m + e * ms, chunk_ld(n));
+    output_transform(p, m, t0, n, f0, f1, y, accumulate, rows);
 }
 
 /* Where a chunk's tile goes: its top-left pixel's offset in its image's first output plane,
@@ -479,12 +495,13 @@ static inline __attribute__((always_inline)) void products(int vecs, int c, cons
                       8 * WINO_VECS);
 }
 
-/* y's 2x2 tiles of the chunk's n tiles from t0 on (written, or added to with accumulate), from
+/* y's 2x2 tiles of the chunk's n tiles from t0 on, filters f0..f1 (f0 a multiple of WINO_ROWS;
+ * written, or added to with accumulate), from
  * v [16][c][ld] and the packed weights u: for each block of WINO_ROWS filters and 8 * WINO_VECS
  * tiles, the 16 products into a block of M that stays in L1, then its output transform, dropping
  * what lies past the map. */
 static void product_output(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
-                           float *y, int accumulate)
+                           int f0, int f1, float *y, int accumulate)
 {
     enum { BLOCK = 8 * WINO_VECS };
     TileSpot spot[WINO_CHUNK_MAX];
@@ -493,7 +510,7 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
     const size_t hw = (size_t)p->h * p->w;
     const int vecs_all = (n + 7) / 8;
     float m[WINO_E * WINO_ROWS * BLOCK], o[2][2 * WINO_LANES];
-    for (int f = 0; f < p->k; f += WINO_ROWS) {
+    for (int f = f0; f < f1; f += WINO_ROWS) {
         const int rows = p->k - f < WINO_ROWS ? p->k - f : WINO_ROWS;
         const float *uf = u + (size_t)f * p->c;
         for (int j = 0; j < vecs_all; j += WINO_VECS) {
@@ -520,21 +537,26 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
 void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
                    float *scratch)
 {
-    const int chunks = (p->tiles + p->chunk - 1) / p->chunk;
+    const int chunks = (p->tiles + p->chunk - 1) / p->chunk,
+              blocks = (int)rows_padded(p->k) / WINO_ROWS;
     const int limit = omp_get_max_threads();
     const int nt = p->threads < limit ? p->threads : limit;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && chunks > 1)
-    for (int q = 0; q < chunks; q++) {
-        const int t0 = q * p->chunk;
+    /* task q: the chunk q % chunks, the part q / chunks of the filters (each thread one part
+     * over every chunk when parts is the thread count) */
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && chunks * p->parts > 1)
+    for (int q = 0; q < chunks * p->parts; q++) {
+        const int t0 = q % chunks * p->chunk, part = q / chunks;
         const int n = p->tiles - t0 < p->chunk ? p->tiles - t0 : p->chunk;
+        const int f0 = blocks * part / p->parts * WINO_ROWS,
+                  f1 = blocks * (part + 1) / p->parts * WINO_ROWS;
         float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
         float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
         input_transform(p, x, t0, n, v, rows);
         if (p->fused)
-            product_output(p, u, v, t0, n, y, accumulate);
+            product_output(p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate);
         else
             product_apart(
-                p, u, v, t0, n, y, accumulate,
+                p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate,
                 v + WINO_E * matrix_stride((int)rows_padded(p->c > p->k ? p->c : p->k), p->chunk),
                 rows);
     }

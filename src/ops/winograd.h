@@ -12,8 +12,9 @@
  * row's run is transformed back (V[e] stays in L1 while every filter reads it); on maps up to 16
  * wide (runs of 8 or fewer tiles) each block of 4 filters x 24 tiles takes its 16 products into a
  * block of M that stays in L1 and is transformed back at once, tile by tile (fused). Chunks spread
- * over threads, each with its own slice of the scratch buffer; a tile's result does not depend on
- * which thread took it.
+ * over threads, each with its own slice of the scratch buffer, or, with few chunks a thread (a
+ * small batch), each thread takes its range of the filters over every chunk; a tile's result
+ * does not depend on which thread took it.
  *
  * The weight gradient dw = G^T [(A dy A^T) . (B^T d B)] G is summed over the tiles in the
  * transformed domain (winograd_weight_grads), with 8 channels or filters of an image in the
@@ -30,6 +31,8 @@ typedef struct WinogradPlan {
     int chunk;   /* tiles per chunk */
     int threads; /* at most this many threads, each with winograd_scratch_floats of scratch */
     int fused;   /* maps at most 16 wide: products and output transform per block (above) */
+    int parts;   /* 1: the chunks spread over the threads; else (few chunks a thread) each thread
+                    takes one of parts ranges of the filters over every chunk */
 } WinogradPlan;
 
 /* The plan for x [batch][c][h][w] and k filters on up to threads threads. The chunk is chosen

@@ -195,6 +195,85 @@ static void test_winograd_matches_im2col(void)
 #undef WINO_STACK
 }
 
+/* The outputs of an inference net (no gradients) built from text at batch on threads, seed 3,
+ * input rng_normal(9): after its first forward, a second one (must be the same bits), then after
+ * new weights in its first layer (ops/winograd.h's kept transformed weights must follow), then
+ * at batch + 1 after a resize; [4][batch + 1][outputs], NULL on failure. */
+static float *inference_outputs(const char *text, int batch, int threads, size_t *n)
+{
+    Net net;
+    Error e = {0};
+    *n = 0;
+    omp_set_num_threads(threads);
+    if (net_build_from_text(&net, text, "t.cfg", 0, 3, &e) || net_resize(&net, batch, 0, &e)) {
+        fprintf(stderr, "cannot build: %s\n", e.msg);
+        return NULL;
+    }
+    const Layer *last = &net.layers[net.n_layers - 1];
+    const size_t out_n = shape_size(last->out_shape), in_n = shape_size(net.in_shape);
+    const size_t stride = (size_t)(batch + 1) * out_n;
+    float *all = calloc(4 * stride, sizeof *all);
+    Rng rng;
+    rng_seed(&rng, 9, 0);
+    for (int pass = 0; pass < 4; pass++) {
+        if (pass == 2) { /* new weights, as a load writes them */
+            Param *w = layer_param(&net.layers[0], "weights");
+            for (size_t i = 0; i < w->count; i++)
+                w->data[i] = rng_normal(&rng);
+        }
+        const int b = pass == 3 ? batch + 1 : batch;
+        if (pass == 3 && net_resize(&net, b, 0, &e)) {
+            fprintf(stderr, "cannot resize: %s\n", e.msg);
+            break;
+        }
+        rng_seed(&rng, 9, 1);
+        for (size_t i = 0; i < (size_t)b * in_n; i++)
+            net.input[i] = rng_normal(&rng);
+        net.train = 0;
+        net_forward(&net);
+        memcpy(all + pass * stride, net.layers[net.n_layers - 1].out,
+               (size_t)b * out_n * sizeof *all);
+    }
+    *n = 4 * stride;
+    net_free(&net);
+    return all;
+}
+
+/* An inference net's winograd layers keep their transformed weights from one forward to the
+ * next (transformed again when the weights change) and split the filters over the threads at
+ * a small batch: at batch 1 and 2 on 1 and 2 threads they agree with winograd=0 (im2col) within
+ * 1e-5 of the largest value, before and after new weights and a resize, and a repeated forward
+ * gives the same bits. */
+static void test_winograd_inference_matches_im2col(void)
+{
+#define WINO_INFER(flag)                                                                           \
+    NET(1, 16, 8, 12)                                                                              \
+    "winograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                              \
+    "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=36\nsize=3\npad=1\n"            \
+    "activation=linear\n"
+    const int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++)
+        for (int batch = 1; batch <= 2; batch++) {
+            size_t n_ref, n;
+            float *ref = inference_outputs(WINO_INFER("0"), batch, threads, &n_ref);
+            float *got = inference_outputs(WINO_INFER("1"), batch, threads, &n);
+            CHECK(ref && got && n == n_ref);
+            double diff = 0, max = 0;
+            for (size_t i = 0; ref && got && i < n; i++) {
+                diff = fmax(diff, fabs(got[i] - ref[i]));
+                max = fmax(max, fabs(ref[i]));
+            }
+            CHECK(max > 0);
+            CHECK_NEAR(diff / max, 0, 1e-5);
+            CHECK(got && !memcmp(got, got + n / 4, n / 4 * sizeof *got));
+            CHECK(got && memcmp(got + n / 4, got + n / 2, n / 4 * sizeof *got));
+            free(ref);
+            free(got);
+        }
+    omp_set_num_threads(saved);
+#undef WINO_INFER
+}
+
 /* ---- exact values ---- */
 
 static void test_conv_1x1_is_a_weighted_channel_sum(void)
@@ -592,6 +671,7 @@ int main(void)
     test_cfg_errors_name_file_and_line();
     test_conv_results_do_not_depend_on_thread_count();
     test_winograd_matches_im2col();
+    test_winograd_inference_matches_im2col();
     test_gradcheck_convolutions();
     test_gradcheck_activations_through_conv();
     test_gradcheck_connected_and_batchnorm();

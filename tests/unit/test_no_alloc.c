@@ -349,6 +349,42 @@ static void test_dnnl_inference_allocates_nothing(void)
     net_free(&net);
 }
 
+/* A winograd inference net on 2 threads at batch 1 (the filters split over the threads, the
+ * transformed weights kept between forwards, transformed again after new weights): its
+ * forwards allocate nothing. */
+static void test_winograd_inference_allocates_nothing(void)
+{
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(2);
+    static const char *text =
+        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=16\n"
+        "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
+        "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+    Net net;
+    Error e = {0};
+    if (net_build_from_text(&net, text, "t.cfg", 0, 3, &e) || net_resize(&net, 1, 0, &e)) {
+        fprintf(stderr, "FAIL winograd setup: %s\n", e.msg);
+        check_failures++;
+        omp_set_num_threads(threads);
+        return;
+    }
+    CHECK(!strcmp(net.layers[0].engine, "wino") && !strcmp(net.layers[1].engine, "wino"));
+    for (size_t i = 0; i < shape_size(net.in_shape); i++)
+        net.input[i] = (float)(i % 23) / 11 - 0.5f;
+    net.train = 0;
+    net_forward(&net);
+    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+    for (int step = 0; step < 3; step++) {
+        net.layers[1].params[0].data[step] += 0.5f;
+        net_forward(&net);
+    }
+    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+    CHECK(allocations == 0);
+    net_free(&net);
+    omp_set_num_threads(threads);
+}
+
 /* One image on 2 threads: each convolution's image split over both threads (split_threads in
  * convolutional.c: a same 3x3, one of stride 2 with col2im) allocates nothing either. */
 static void test_split_image_step_allocates_nothing(void)
@@ -405,6 +441,7 @@ int main(void)
     test_text_training_steps_allocate_nothing(GEMM_BF16);
     test_int8_inference_allocates_nothing();
     test_dnnl_inference_allocates_nothing();
+    test_winograd_inference_allocates_nothing();
     test_split_image_step_allocates_nothing();
     return check_report("test_no_alloc");
 #endif

@@ -1,7 +1,8 @@
 /* ops/winograd.h against the im2col + gemm reference: the forward, input and weight gradients of
- * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3, within
- * 1e-5 relative (max abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles
- * overhang; identical results run twice on the same threads. */
+ * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3 (and 2
+ * on some, with the plans that split the filters over the threads), within 1e-5 relative (max
+ * abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles overhang; identical
+ * results run twice on the same threads. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -170,6 +171,20 @@ int main(void)
         if ((double)l[0] * l[1] * h * w <= BATCH3_MAX)
             check_case(3, l[0], l[1], h, w);
     }
+    /* Batch 2, and the plans that split the filters over 2 threads (few chunks a thread: the
+     * fused path, the path apart, filters not a multiple of a block) or do not (many chunks). */
+    CHECK(winograd_plan(1, 512, 512, 7, 7, 2).parts == 2);
+    CHECK(winograd_plan(16, 512, 512, 7, 7, 2).parts == 2);
+    CHECK(winograd_plan(1, 64, 64, 56, 56, 2).parts == 2);
+    CHECK(winograd_plan(3, 5, 7, 5, 5, 2).parts == 2);
+    CHECK(winograd_plan(1, 512, 512, 7, 7, 1).parts == 1);
+    CHECK(winograd_plan(64, 32, 64, 14, 14, 2).parts == 1);
+    CHECK(winograd_plan(64, 64, 128, 8, 8, 2).parts == 1);
+    static const int batch2[][4] = {
+        {512, 512, 7, 7}, {256, 256, 14, 14}, {64, 64, 56, 56}, {16, 36, 9, 13}};
+    for (size_t i = 0; i < sizeof batch2 / sizeof *batch2; i++)
+        if ((double)batch2[i][0] * batch2[i][1] * batch2[i][2] * batch2[i][3] <= CASE_MAX)
+            check_case(2, batch2[i][0], batch2[i][1], batch2[i][2], batch2[i][3]);
     /* fashion's and cifar_small's layers at their batch of 64 (the weight gradient sums over
      * every tile of the batch). */
     check_case(64, 32, 64, 14, 14);
