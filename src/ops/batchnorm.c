@@ -33,19 +33,17 @@ static void plane_sums(const float *xs, size_t sp, double *sums)
     sums[1] = sum_sq;
 }
 
-/* sums [2c] = each channel's sum and sum of squares over the batch. */
-static void channel_sums(const float *x, int batch, int c, size_t sp, double *sums)
+/* Inside a parallel region, with sync: once every thread's sums [2c + 1] are in, adds every
+ * process's in place (on the master thread, as MPI's funneled threading needs), and the team
+ * waits for it. */
+static void sync_sums(const BnSync *sync, double *sums, int c)
 {
-#pragma omp parallel
-    {
-        int c0, c1;
-        thread_channels(c, &c0, &c1);
-        for (int ch = c0; ch < c1; ch++)
-            sums[2 * ch] = sums[2 * ch + 1] = 0.0;
-        for (int b = 0; b < batch; b++)
-            for (int ch = c0; ch < c1; ch++)
-                plane_sums(x + ((size_t)b * c + ch) * sp, sp, sums + 2 * ch);
-    }
+    if (!sync)
+        return;
+#pragma omp barrier
+#pragma omp master
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp barrier
 }
 
 /* Channel ch's inv_std (and act->mean) from the sums of n values, and its running statistics
@@ -115,19 +113,21 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
     const size_t sp = (size_t)spatial;
     double local[sync ? 1 : 2 * c + 1];
     double *sums = sync ? sync->buf : local;
-    channel_sums(x, batch, c, sp, sums);
     sums[2 * c] = (double)batch * spatial;
-    if (sync)
-        sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
-    const double n = sums[2 * c];
 #pragma omp parallel
     {
         int c0, c1;
         thread_channels(c, &c0, &c1);
+        for (int ch = c0; ch < c1; ch++)
+            sums[2 * ch] = sums[2 * ch + 1] = 0.0;
+        for (int b = 0; b < batch; b++)
+            for (int ch = c0; ch < c1; ch++)
+                plane_sums(x + ((size_t)b * c + ch) * sp, sp, sums + 2 * ch);
+        sync_sums(sync, sums, c);
         float m[c1 - c0 + 1], is[c1 - c0 + 1];
         for (int ch = c0; ch < c1; ch++)
-            channel_stats(inv_std, running_mean, running_var, ch, sums + 2 * ch, n, momentum, eps,
-                          act, &m[ch - c0], &is[ch - c0]);
+            channel_stats(inv_std, running_mean, running_var, ch, sums + 2 * ch, sums[2 * c],
+                          momentum, eps, act, &m[ch - c0], &is[ch - c0]);
         for (int b = 0; b < batch; b++)
             for (int ch = c0; ch < c1; ch++)
                 normalize_plane(x, y, x_hat, ((size_t)b * c + ch) * sp, sp, m[ch - c0], is[ch - c0],
@@ -243,6 +243,7 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
     const size_t sp = (size_t)spatial;
     double local[sync ? 1 : 2 * c + 1];
     double *sums = sync ? sync->buf : local;
+    sums[2 * c] = (double)batch * spatial;
     /* The parameter gradients take this process's sums (the gradient allreduce adds the
      * others'); dx needs the sums over every process's samples. */
 #pragma omp parallel
@@ -259,18 +260,10 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
             dbias[ch] += (float)sums[2 * ch];
             dscale[ch] += (float)sums[2 * ch + 1];
         }
-    }
-    sums[2 * c] = (double)batch * spatial;
-    if (sync)
-        sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
-    const double n = sums[2 * c];
-#pragma omp parallel
-    {
-        int c0, c1;
-        thread_channels(c, &c0, &c1);
+        sync_sums(sync, sums, c);
         for (int b = 0; b < batch; b++)
             for (int ch = c0; ch < c1; ch++)
                 plane_dx(dy, x_hat, inv_std, scale, dx, ((size_t)b * c + ch) * sp, sp, ch,
-                         sums + 2 * ch, n, act);
+                         sums + 2 * ch, sums[2 * c], act);
     }
 }
