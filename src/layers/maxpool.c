@@ -287,12 +287,16 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
     size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
-    /* Windows overlap within a plane, never across planes: one thread per plane. */
+    /* Windows overlap within a plane, never across planes: one thread per plane. A fresh delta
+     * (Layer.in_delta_fresh) is zeroed plane by plane here, while the plane is in cache. */
+    const int fresh = l->in_delta_fresh[0];
 #pragma omp parallel for schedule(static) if (planes * out_plane > MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < planes; p++) {
         float *dst = in_delta + p * in_plane;
         const float *src = l->delta + p * out_plane;
         const int *at = m->argmax + p * out_plane;
+        if (fresh)
+            memset(dst, 0, in_plane * sizeof *dst);
         for (size_t k = 0; k < out_plane; k++)
             dst[at[k]] += src[k];
     }
@@ -335,4 +339,5 @@ const LayerType maxpool_layer = {
     .export_onnx = maxpool_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };
