@@ -74,6 +74,10 @@ typedef struct Layer {
      * layer, the net input without input_delta). Layers read other layers through these only. */
     const float *in[LAYER_MAX_INPUTS];
     float *in_delta[LAYER_MAX_INPUTS];
+    /* Set by net_backward before the backward of a family with writes_input_delta: 1 when this
+     * layer is the first to add into in_delta[k] (Layer.last_reader of input k), which the net
+     * then leaves unzeroed: the backward writes all of dL/d(input k) there instead of adding. */
+    unsigned char in_delta_fresh[LAYER_MAX_INPUTS];
     /* Floats of the net's shared scratch buffer this layer needs per batch sample
      * (im2col columns and the like), set by parse; resize may raise it for the batch it sizes
      * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
@@ -319,6 +323,9 @@ typedef struct LayerType {
     int backward_ignores_inputs;
     /* 1: the backward reads l->out only through layer_activation_backward. */
     int backward_ignores_output;
+    /* 1: the backward honours Layer.in_delta_fresh (one-input families only), so that the net
+     * need not zero the input's delta in a pass of its own. */
+    int writes_input_delta;
     /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
     DarknetWeightOrder darknet_weights;
 } LayerType;

@@ -851,7 +851,8 @@ static void zero_delta(Net *net, Layer *l)
 }
 
 /* Zeroes the deltas layer i's backward is the first to add into (Layer.last_reader): its
- * inputs', and its own when nothing reads it; until then the memory plan may lend them to other
+ * inputs' (or marks them Layer.in_delta_fresh for a family that writes them whole), and its own
+ * when nothing reads it; until then the memory plan may lend them to other
  * buffers. The last layer's delta is the caller's seed (the softmax loss ignores it); frozen
  * layers have none. */
 static void zero_deltas_before_backward(Net *net, int i)
@@ -859,7 +860,9 @@ static void zero_deltas_before_backward(Net *net, int i)
     Layer *l = &net->layers[i];
     for (int k = 0; k < l->n_inputs; k++) {
         Layer *from = l->inputs[k] >= net->train_from ? &net->layers[l->inputs[k]] : NULL;
-        if (from && from->last_reader == i)
+        const int first = from && from->last_reader == i;
+        l->in_delta_fresh[k] = first && l->type->writes_input_delta;
+        if (first && !l->in_delta_fresh[k])
             zero_delta(net, from);
     }
     if (l->last_reader < 0 && i < net->n_layers - 1)

@@ -126,9 +126,10 @@ static void connected_backward(Layer *l, const StepContext *ctx)
     gemm(1, 0, outputs, inputs, batch, 1.0f, delta, outputs, x, inputs, 1.0f,
          l->params[P_WEIGHTS].grad, inputs);
     float *dx = l->in_delta[0];
-    /* dx[batch][inputs] += delta * W */
+    /* dx[batch][inputs] += delta * W, or = when the net left it unzeroed (Layer.in_delta_fresh) */
     if (dx)
-        gemm(0, 0, batch, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);
+        gemm(0, 0, batch, inputs, outputs, 1.0f, delta, outputs, w, inputs,
+             l->in_delta_fresh[0] ? 0.0f : 1.0f, dx, inputs);
 }
 
 /* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and
@@ -168,4 +169,5 @@ const LayerType connected_layer = {
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONNECTED,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };

@@ -274,13 +274,15 @@ static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *ou
 /* The backward of maxpool_forward_blocked's training pass: each output's gradient added at its
  * lane's argmax, one thread per block (windows overlap within it). */
 static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float *in_delta,
-                                     int blocks, size_t in_plane, size_t out_plane)
+                                     int fresh, int blocks, size_t in_plane, size_t out_plane)
 {
 #pragma omp parallel for schedule(static) if (blocks * out_plane * 8 > MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < blocks; p++) {
         float *dst = in_delta + p * in_plane * 8;
         const float *src = delta + p * out_plane * 8;
         const int *at = m->argmax + p * out_plane * 8;
+        if (fresh)
+            memset(dst, 0, in_plane * 8 * sizeof *dst);
         for (size_t k = 0; k < out_plane * 8; k += 8)
             for (int c = 0; c < 8; c++)
                 dst[(size_t)at[k + c] * 8 + c] += src[k + c];
@@ -315,8 +317,11 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
     size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
+    /* A fresh delta (Layer.in_delta_fresh) is zeroed plane by plane here, while the plane is in
+     * cache. */
+    const int fresh = l->in_delta_fresh[0];
     if (layer_blocked(l, ctx) & 1) {
-        maxpool_backward_blocked(m, l->delta, in_delta, planes / 8, in_plane, out_plane);
+        maxpool_backward_blocked(m, l->delta, in_delta, fresh, planes / 8, in_plane, out_plane);
         return;
     }
     /* Windows overlap within a plane, never across planes: one thread per plane. */
@@ -325,6 +330,8 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
         float *dst = in_delta + p * in_plane;
         const float *src = l->delta + p * out_plane;
         const int *at = m->argmax + p * out_plane;
+        if (fresh)
+            memset(dst, 0, in_plane * sizeof *dst);
         for (size_t k = 0; k < out_plane; k++)
             dst[at[k]] += src[k];
     }
@@ -367,4 +374,5 @@ const LayerType maxpool_layer = {
     .export_onnx = maxpool_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };

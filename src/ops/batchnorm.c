@@ -1,34 +1,56 @@
-/* Batch normalisation kernels: one OpenMP task per channel, sums in double. Each channel's
- * reductions run in a fixed order, so results do not depend on the thread count. */
+/* Batch normalisation kernels: each thread takes a block of channels and runs over the batch
+ * image by image, sums in double. Each channel's reductions run in a fixed order, so results do
+ * not depend on the thread count. */
 #include "ops/batchnorm.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
 
-/* Channel ch's sum and sum of squares over the batch, in double: the cancellation in
- * E[x^2] - mean^2 then stays far below float resolution for activations. */
-static void channel_sums(const float *x, int batch, int c, size_t sp, int ch, double *sums)
+/* This thread's channels [*c0, *c1) of c inside a parallel region, in the blocks of OpenMP's
+ * static schedule. The passes run image by image over the thread's channels, so that each thread
+ * reads the tensor in long contiguous runs, and add each channel's planes in image order, so that
+ * the sums do not depend on the thread count. */
+static void thread_channels(int c, int *c0, int *c1)
 {
-    double sum = 0.0, sum_sq = 0.0;
-    for (int b = 0; b < batch; b++) {
-        const float *xs = x + ((size_t)b * c + ch) * sp;
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    *c0 = (int)((long)c * t / n);
+    *c1 = (int)((long)c * (t + 1) / n);
+}
+
+/* sums[0] += the sum of plane xs [sp] and sums[1] += its sum of squares, in double: the
+ * cancellation in E[x^2] - mean^2 then stays far below float resolution for activations. */
+static void plane_sums(const float *xs, size_t sp, double *sums)
+{
+    double sum = sums[0], sum_sq = sums[1];
 #pragma omp simd reduction(+ : sum, sum_sq)
-        for (size_t i = 0; i < sp; i++) {
-            double v = xs[i];
-            sum += v;
-            sum_sq += v * v;
-        }
+    for (size_t i = 0; i < sp; i++) {
+        double v = xs[i];
+        sum += v;
+        sum_sq += v * v;
     }
     sums[0] = sum;
     sums[1] = sum_sq;
 }
 
-/* Normalises channel ch with the sums of n values and moves its running statistics. */
-static void normalize_channel(const float *x, float *y, float *x_hat, float *inv_std,
-                              const float *scale, const float *bias, float *running_mean,
-                              float *running_var, int batch, int c, size_t sp, int ch,
-                              const double *sums, double n, float momentum, float eps,
-                              const BnAct *act)
+/* Inside a parallel region, with sync: once every thread's sums [2c + 1] are in, adds every
+ * process's in place (on the master thread, as MPI's funneled threading needs), and the team
+ * waits for it. */
+static void sync_sums(const BnSync *sync, double *sums, int c)
+{
+    if (!sync)
+        return;
+#pragma omp barrier
+#pragma omp master
+    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
+#pragma omp barrier
+}
+
+/* Channel ch's inv_std (and act->mean) from the sums of n values, and its running statistics
+ * moved; *m and *is: the mean and inv_std in float, as the normalisation uses them. */
+static void channel_stats(float *inv_std, float *running_mean, float *running_var, int ch,
+                          const double *sums, double n, float momentum, float eps, const BnAct *act,
+                          float *m, float *is)
 {
     const double mean = sums[0] / n;
     double var = sums[1] / n - mean * mean;
@@ -36,44 +58,10 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
         var = 0.0;
     const double inv = 1.0 / sqrt(var + (double)eps);
     inv_std[ch] = (float)inv;
-
-    const float m = (float)mean, is = (float)inv, g = scale[ch], beta = bias[ch];
+    *m = (float)mean;
+    *is = (float)inv;
     if (act && act->mean)
-        act->mean[ch] = m;
-    for (int b = 0; b < batch; b++) {
-        const size_t base = ((size_t)b * c + ch) * sp;
-        const float *xs = x + base;
-        if (act && act->mean) {
-            float *out = act->out + base;
-            const float slope = act->slope;
-#pragma omp simd
-            for (size_t i = 0; i < sp; i++) {
-                float h = (xs[i] - m) * is, v = h * g + beta;
-                out[i] = v > 0 ? v : slope * v;
-            }
-            continue;
-        }
-        float *xh = x_hat + base;
-        if (act) {
-            float *out = act->out + base;
-            const float slope = act->slope;
-#pragma omp simd
-            for (size_t i = 0; i < sp; i++) {
-                float h = (xs[i] - m) * is, v = h * g + beta;
-                xh[i] = h;
-                out[i] = v > 0 ? v : slope * v;
-            }
-            continue;
-        }
-        float *ys = y + base;
-#pragma omp simd
-        for (size_t i = 0; i < sp; i++) {
-            float h = (xs[i] - m) * is;
-            xh[i] = h;
-            ys[i] = h * g + beta;
-        }
-    }
-
+        act->mean[ch] = *m;
     if (!running_mean)
         return;
     const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
@@ -81,33 +69,70 @@ static void normalize_channel(const float *x, float *y, float *x_hat, float *inv
     running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
 }
 
+/* Normalises the plane at base [sp] with mean m, inv_std is, scale g and shift beta. */
+static void normalize_plane(const float *x, float *y, float *x_hat, size_t base, size_t sp, float m,
+                            float is, float g, float beta, const BnAct *act)
+{
+    const float *xs = x + base;
+    if (act && act->mean) {
+        float *out = act->out + base;
+        const float slope = act->slope;
+#pragma omp simd
+        for (size_t i = 0; i < sp; i++) {
+            float h = (xs[i] - m) * is, v = h * g + beta;
+            out[i] = v > 0 ? v : slope * v;
+        }
+        return;
+    }
+    float *xh = x_hat + base;
+    if (act) {
+        float *out = act->out + base;
+        const float slope = act->slope;
+#pragma omp simd
+        for (size_t i = 0; i < sp; i++) {
+            float h = (xs[i] - m) * is, v = h * g + beta;
+            xh[i] = h;
+            out[i] = v > 0 ? v : slope * v;
+        }
+        return;
+    }
+    float *ys = y + base;
+#pragma omp simd
+    for (size_t i = 0; i < sp; i++) {
+        float h = (xs[i] - m) * is;
+        xh[i] = h;
+        ys[i] = h * g + beta;
+    }
+}
+
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
                              float eps, const BnSync *sync, const BnAct *act)
 {
-    const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
-    if (!sync) {
-#pragma omp parallel for schedule(static)
-        for (int ch = 0; ch < c; ch++) {
-            double sums[2];
-            channel_sums(x, batch, c, sp, ch, sums);
-            normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
-                              c, sp, ch, sums, n, momentum, eps, act);
-        }
-        return;
+    double local[sync ? 1 : 2 * c + 1];
+    double *sums = sync ? sync->buf : local;
+    sums[2 * c] = (double)batch * spatial;
+#pragma omp parallel
+    {
+        int c0, c1;
+        thread_channels(c, &c0, &c1);
+        for (int ch = c0; ch < c1; ch++)
+            sums[2 * ch] = sums[2 * ch + 1] = 0.0;
+        for (int b = 0; b < batch; b++)
+            for (int ch = c0; ch < c1; ch++)
+                plane_sums(x + ((size_t)b * c + ch) * sp, sp, sums + 2 * ch);
+        sync_sums(sync, sums, c);
+        float m[c1 - c0 + 1], is[c1 - c0 + 1];
+        for (int ch = c0; ch < c1; ch++)
+            channel_stats(inv_std, running_mean, running_var, ch, sums + 2 * ch, sums[2 * c],
+                          momentum, eps, act, &m[ch - c0], &is[ch - c0]);
+        for (int b = 0; b < batch; b++)
+            for (int ch = c0; ch < c1; ch++)
+                normalize_plane(x, y, x_hat, ((size_t)b * c + ch) * sp, sp, m[ch - c0], is[ch - c0],
+                                scale[ch], bias[ch], act);
     }
-    double *sums = sync->buf;
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < c; ch++)
-        channel_sums(x, batch, c, sp, ch, sums + 2 * ch);
-    sums[2 * c] = n;
-    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < c; ch++)
-        normalize_channel(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, c,
-                          sp, ch, sums + 2 * ch, sums[2 * c], momentum, eps, act);
 }
 
 /* Inference mode's y = x * a + b of channel ch. */
@@ -155,28 +180,26 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
     }
 }
 
-/* Channel ch's sums of dy and dy * x_hat over the batch (dy through act first; x_hat: the
- * forward's x with act->mean). */
-static void grad_sums(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
-                      int batch, int c, size_t sp, int ch, double *sums, const BnAct *act)
+/* sums[0] += the sum of dy and sums[1] += that of dy * x_hat over the plane at base [sp] of
+ * channel ch (dy through act first; x_hat: the forward's x with act->mean). */
+static void grad_plane_sums(const float *dy, const float *x_hat, const float *inv_std,
+                            const float *scale, size_t base, size_t sp, int ch, double *sums,
+                            const BnAct *act)
 {
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int b = 0; b < batch; b++) {
-        const size_t base = ((size_t)b * c + ch) * sp;
-        const float *d = dy + base, *xh = x_hat + base;
-        if (act) {
-            /* x_hat, or remade from the forward's x: exactly x_hat with m 0 and is 1 */
-            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
-            const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
+    double sum_dy = sums[0], sum_dy_xhat = sums[1];
+    const float *d = dy + base, *xh = x_hat + base;
+    if (act) {
+        /* x_hat, or remade from the forward's x: exactly x_hat with m 0 and is 1 */
+        const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
+        const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
-            for (size_t i = 0; i < sp; i++) {
-                const float h = (xh[i] - m) * is;
-                const float di = d[i] * (h * g + beta > 0 ? 1.0f : slope);
-                sum_dy += di;
-                sum_dy_xhat += (double)di * h;
-            }
-            continue;
+        for (size_t i = 0; i < sp; i++) {
+            const float h = (xh[i] - m) * is;
+            const float di = d[i] * (h * g + beta > 0 ? 1.0f : slope);
+            sum_dy += di;
+            sum_dy_xhat += (double)di * h;
         }
+    } else {
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
         for (size_t i = 0; i < sp; i++) {
             sum_dy += d[i];
@@ -187,65 +210,60 @@ static void grad_sums(const float *dy, const float *x_hat, const float *inv_std,
     sums[1] = sum_dy_xhat;
 }
 
-/* dx of channel ch from the gradient sums of n values:
+/* dx of the plane at base [sp] of channel ch from the gradient sums of n values:
  * dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat)). */
-static void channel_dx(const float *dy, const float *x_hat, const float *inv_std,
-                       const float *scale, float *dx, int batch, int c, size_t sp, int ch,
-                       const double *sums, double n, const BnAct *act)
+static void plane_dx(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
+                     float *dx, size_t base, size_t sp, int ch, const double *sums, double n,
+                     const BnAct *act)
 {
     const float k = scale[ch] * inv_std[ch];
     const float mean_dy = (float)(sums[0] / n), mean_dy_xhat = (float)(sums[1] / n);
-    for (int b = 0; b < batch; b++) {
-        const size_t base = ((size_t)b * c + ch) * sp;
-        const float *d = dy + base, *xh = x_hat + base;
-        float *o = dx + base;
-        if (act) {
-            /* as grad_sums's */
-            const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
-            const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
+    const float *d = dy + base, *xh = x_hat + base;
+    float *o = dx + base;
+    if (act) {
+        /* as grad_plane_sums's */
+        const float slope = act->slope, g = scale[ch], beta = act->bias[ch];
+        const float m = act->mean ? act->mean[ch] : 0.0f, is = act->mean ? inv_std[ch] : 1.0f;
 #pragma omp simd
-            for (size_t i = 0; i < sp; i++) {
-                const float h = (xh[i] - m) * is;
-                o[i] = k * (d[i] * (h * g + beta > 0 ? 1.0f : slope) - mean_dy - h * mean_dy_xhat);
-            }
-            continue;
+        for (size_t i = 0; i < sp; i++) {
+            const float h = (xh[i] - m) * is;
+            o[i] = k * (d[i] * (h * g + beta > 0 ? 1.0f : slope) - mean_dy - h * mean_dy_xhat);
         }
-#pragma omp simd
-        for (size_t i = 0; i < sp; i++)
-            o[i] = k * (d[i] - mean_dy - xh[i] * mean_dy_xhat);
+        return;
     }
+#pragma omp simd
+    for (size_t i = 0; i < sp; i++)
+        o[i] = k * (d[i] - mean_dy - xh[i] * mean_dy_xhat);
 }
 
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
                         int c, int spatial, const BnSync *sync, const BnAct *act)
 {
-    const double n = (double)batch * spatial;
     const size_t sp = (size_t)spatial;
-    if (!sync) {
-#pragma omp parallel for schedule(static)
-        for (int ch = 0; ch < c; ch++) {
-            double sums[2];
-            grad_sums(dy, x_hat, inv_std, scale, batch, c, sp, ch, sums, act);
-            dbias[ch] += (float)sums[0];
-            dscale[ch] += (float)sums[1];
-            channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums, n, act);
-        }
-        return;
-    }
+    double local[sync ? 1 : 2 * c + 1];
+    double *sums = sync ? sync->buf : local;
+    sums[2 * c] = (double)batch * spatial;
     /* The parameter gradients take this process's sums (the gradient allreduce adds the
      * others'); dx needs the sums over every process's samples. */
-    double *sums = sync->buf;
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < c; ch++) {
-        grad_sums(dy, x_hat, inv_std, scale, batch, c, sp, ch, sums + 2 * ch, act);
-        dbias[ch] += (float)sums[2 * ch];
-        dscale[ch] += (float)sums[2 * ch + 1];
+#pragma omp parallel
+    {
+        int c0, c1;
+        thread_channels(c, &c0, &c1);
+        for (int ch = c0; ch < c1; ch++)
+            sums[2 * ch] = sums[2 * ch + 1] = 0.0;
+        for (int b = 0; b < batch; b++)
+            for (int ch = c0; ch < c1; ch++)
+                grad_plane_sums(dy, x_hat, inv_std, scale, ((size_t)b * c + ch) * sp, sp, ch,
+                                sums + 2 * ch, act);
+        for (int ch = c0; ch < c1; ch++) {
+            dbias[ch] += (float)sums[2 * ch];
+            dscale[ch] += (float)sums[2 * ch + 1];
+        }
+        sync_sums(sync, sums, c);
+        for (int b = 0; b < batch; b++)
+            for (int ch = c0; ch < c1; ch++)
+                plane_dx(dy, x_hat, inv_std, scale, dx, ((size_t)b * c + ch) * sp, sp, ch,
+                         sums + 2 * ch, sums[2 * c], act);
     }
-    sums[2 * c] = n;
-    sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < c; ch++)
-        channel_dx(dy, x_hat, inv_std, scale, dx, batch, c, sp, ch, sums + 2 * ch, sums[2 * c],
-                   act);
 }

@@ -331,6 +331,48 @@ static void test_maxpool_2x2_stride2(void)
     check_maxpool_2x2(4, 42, 1);  /* 21 columns: two vectors and a part */
 }
 
+/* The input gradient of layers whose backward writes it whole (LayerType.writes_input_delta:
+ * maxpool, connected) when the net leaves their input's delta unzeroed (Layer.in_delta_fresh):
+ * the same bits over old NaNs as over zeros. */
+static void test_fresh_input_delta_ignores_old_contents(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=6\nheight=6\nchannels=2\n[maxpool]\nsize=1\n[maxpool]\nsize=2\n"
+                    "stride=2\n[connected]\noutput=3\n",
+                    2, &net))
+        return;
+    const size_t n_in = (size_t)2 * 2 * 6 * 6, n0 = n_in, n1 = (size_t)2 * 2 * 3 * 3;
+    Rng r;
+    rng_seed(&r, 4, 1);
+    for (size_t i = 0; i < n_in; i++)
+        net.input[i] = rng_normal(&r);
+    float *dx[2];
+    for (int run = 0; run < 2; run++) {
+        net_forward(&net);
+        const float old = run ? NAN : 0.0f;
+        for (size_t i = 0; i < n0; i++)
+            net.layers[0].delta[i] = old;
+        for (size_t i = 0; i < n1; i++)
+            net.layers[1].delta[i] = old;
+        for (int i = 0; i < 2 * 3; i++)
+            net.layers[2].delta[i] = (float)(i + 1);
+        net_backward(&net);
+        CHECK(net.layers[1].in_delta_fresh[0] && net.layers[2].in_delta_fresh[0]);
+        dx[run] = malloc(n_in * sizeof *dx[run]);
+        memcpy(dx[run], net.input_delta, n_in * sizeof *dx[run]);
+    }
+    int bad = 0, nonzero = 0;
+    for (size_t i = 0; i < n_in; i++) {
+        bad += memcmp(&dx[0][i], &dx[1][i], sizeof dx[0][i]) != 0;
+        nonzero += dx[0][i] != 0.0f;
+    }
+    CHECK(bad == 0);
+    CHECK(nonzero > 0);
+    free(dx[0]);
+    free(dx[1]);
+    net_free(&net);
+}
+
 static void test_maxpool_shapes_and_errors(void)
 {
     Net net;
@@ -728,6 +770,9 @@ static void test_gradients(void)
                   NET_HEAD(8, 8, 1) "[maxpool]\nsize=2\nstride=3\npadding=1\n");
     gradcheck_cfg("maxpool 5/1", NET_HEAD(6, 6, 1) "[maxpool]\nsize=5\nstride=1\n");
 
+    gradcheck_cfg("maxpool after maxpool, connected",
+                  NET_HEAD(6, 6, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=2\n"
+                                    "[connected]\noutput=3\n");
     gradcheck_cfg("avgpool", NET_HEAD(3, 4, 3) "[avgpool]\n");
     gradcheck_cfg("dropout", NET_HEAD(6, 6, 3) "[dropout]\nprobability=0.3\n");
 
@@ -781,6 +826,7 @@ int main(void)
     test_maxpool_size3_stride2();
     test_maxpool_2x2_stride2();
     test_maxpool_shapes_and_errors();
+    test_fresh_input_delta_ignores_old_contents();
     test_avgpool_is_global_mean();
     test_dropout_eval_is_identity();
     test_dropout_training_mask();
