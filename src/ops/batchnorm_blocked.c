@@ -34,6 +34,15 @@ static void block_sums(const float *p, const float *q, int batch, int blocks, si
     }
 }
 
+/* Block k's channel sums s0, s1 [LANES] out of the synced sums [c][2] (BnSync's order). */
+static void synced_sums(const double *sums, int k, double *s0, double *s1)
+{
+    for (int j = 0; j < LANES; j++) {
+        s0[j] = sums[2 * (k * LANES + j)];
+        s1[j] = sums[2 * (k * LANES + j) + 1];
+    }
+}
+
 /* Normalises block k from the sums (s0 sums, s1 sums of squares) of n values per channel. */
 static void normalize_block(const float *x, float *y, float *x_hat, float *inv_std,
                             const float *scale, const float *bias, float *running_mean,
@@ -104,10 +113,7 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
-        for (int j = 0; j < LANES; j++) {
-            s0[j] = sums[2 * (k * LANES + j)];
-            s1[j] = sums[2 * (k * LANES + j) + 1];
-        }
+        synced_sums(sums, k, s0, s1);
         normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, blocks,
                         sp, k, s0, s1, sums[2 * c], momentum, eps);
     }
@@ -192,10 +198,7 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
-        for (int j = 0; j < LANES; j++) {
-            s0[j] = sums[2 * (k * LANES + j)];
-            s1[j] = sums[2 * (k * LANES + j) + 1];
-        }
+        synced_sums(sums, k, s0, s1);
         block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c]);
     }
 }
