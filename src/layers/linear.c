@@ -39,7 +39,7 @@ typedef struct Linear {
     /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
     float *w_bf16, *x_bf16;
-    float *w_packed; /* work, float32 only: W^T (forward) or W (backward) as gemm_pack packs it */
+    float *w_packed;  /* work, float32 only: W^T (forward) or W (backward) as gemm_pack packs it */
     float *bias_sums; /* work, float32 with biases: gemm_act_backward's sums of delta's blocks */
 } Linear;
 
@@ -132,8 +132,9 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
                  bwd = gemm_packed_floats(li->outputs, li->inputs);
     li->w_packed = layer_work_floats(st, packed_path(l) ? (fwd > bwd ? fwd : bwd) : 0);
-    li->bias_sums = layer_work_floats(
-        st, packed_path(l) && li->has_biases ? gemm_act_backward_sums_floats(rows, li->outputs) : 0);
+    li->bias_sums = layer_work_floats(st, packed_path(l) && li->has_biases
+                                              ? gemm_act_backward_sums_floats(rows, li->outputs)
+                                              : 0);
     return CDL_OK;
 }
 

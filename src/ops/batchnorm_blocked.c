@@ -34,6 +34,15 @@ static void block_sums(const float *p, const float *q, int batch, int blocks, si
     }
 }
 
+/* Block k's channel sums s0, s1 [LANES] into the sums [c][2] BnSync adds over processes. */
+static void store_sums(double *sums, int k, const double *s0, const double *s1)
+{
+    for (int j = 0; j < LANES; j++) {
+        sums[2 * (k * LANES + j)] = s0[j];
+        sums[2 * (k * LANES + j) + 1] = s1[j];
+    }
+}
+
 /* Block k's channel sums s0, s1 [LANES] out of the synced sums [c][2] (BnSync's order). */
 static void synced_sums(const double *sums, int k, double *s0, double *s1)
 {
@@ -103,10 +112,7 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
         block_sums(x, NULL, batch, blocks, sp, k, s0, s1);
-        for (int j = 0; j < LANES; j++) {
-            sums[2 * (k * LANES + j)] = s0[j];
-            sums[2 * (k * LANES + j) + 1] = s1[j];
-        }
+        store_sums(sums, k, s0, s1);
     }
     sums[2 * c] = n;
     sync->sum(sync->ctx, sums, 2 * (size_t)c + 1);
@@ -185,10 +191,7 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
             block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n);
             continue;
         }
-        for (int j = 0; j < LANES; j++) {
-            sums[2 * (k * LANES + j)] = s0[j];
-            sums[2 * (k * LANES + j) + 1] = s1[j];
-        }
+        store_sums(sums, k, s0, s1);
     }
     if (!sync)
         return;
