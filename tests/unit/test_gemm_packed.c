@@ -1,8 +1,9 @@
 /* The product against a pre-packed operand (ops/gemm_packed.h) against OpenBLAS's gemm on the
  * same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
- * row remainder of the kernel and partial panels, row blocks with a short last one; and the same
- * bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products of
- * panel ranges (gemm_packed_panels) give gemm_pack's and gemm_packed's bits. */
+ * row remainder of the kernels (6 rows AVX2, 12 AVX-512) and partial panels, alone or second of
+ * a pair of panels (the AVX-512 kernel's two panels), row blocks with a short last one; and the
+ * same bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products
+ * of panel ranges (gemm_packed_panels) give gemm_pack's and gemm_packed's bits. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -66,6 +67,15 @@ static void test_against_gemm(void)
             for (int beta = 0; beta < 2; beta++) {
                 const double rel =
                     compare(sizes[s][0], sizes[s][1], sizes[s][2], trans_b, (float)beta, &rng);
+                CHECK_NEAR(rel, 0, 1e-5);
+            }
+    /* Every row count to two kernels and a remainder, against one panel, a pair, a pair and a
+     * partial one, a pair with a partial second. */
+    static const int widths[] = {16, 9, 32, 40, 27, 64};
+    for (int m = 1; m <= 25; m++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+            for (int beta = 0; beta < 2; beta++) {
+                const double rel = compare(m, widths[w], 9, (m + beta) % 2, (float)beta, &rng);
                 CHECK_NEAR(rel, 0, 1e-5);
             }
 }
