@@ -54,6 +54,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 #include "ops/gemm_rows.h"
+#include "ops/gemm_tn.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
@@ -734,11 +735,11 @@ static void attention_backward(Layer *l, const StepContext *ctx)
             in_b[j] += g[c + j];
     }
     /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
-     * (delta and dqkv as the samples rounded them). */
+     * (delta and dqkv as the samples rounded them; ops/gemm_tn, the staged reference's are
+     * OpenBLAS gemms). */
     const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
-    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad,
-         c);
-    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
+    gemm_tn(c, c, rows, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad, c);
+    gemm_tn(3 * c, c, rows, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
 }
 
 /* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those
