@@ -97,16 +97,17 @@ static inline __attribute__((always_inline)) void store_row(int cols, __m512 sum
     _mm512_mask_storeu_ps(c, mask, sums);
 }
 
-/* The rows x (panels x PANEL) block of C at c from rows of A at a and the packed panels bp [k]
- * [PANEL] and, with panels 2, bp1 (the next panel); rows and panels are constants at each call,
- * cols (of the last panel) is PANEL but for a partial last panel. Per kk one load of each panel
+/* The rows x PANEL block of C at c from rows of A at a and the packed panel bp [k][PANEL] and,
+ * with panels 2, the block at c1 from the panel bp1 (for the next panel of C, c1 = c + PANEL);
+ * rows and panels are constants at each call, cols (of the last panel) is PANEL but for a
+ * partial last panel. Per kk one load of each panel
  * row and one broadcast of each row of A feed rows x panels FMAs (Zen 5: two 512-bit FMAs and
  * two 512-bit loads a cycle; one panel alone needs a load per FMA). Named accumulators as the
  * AVX2 kernel's below. */
 static inline __attribute__((always_inline)) void kernel2(int rows, int panels, int cols, int k,
                                                           const float *a, int lda, const float *bp,
                                                           const float *bp1, float beta, float *c,
-                                                          int ldc)
+                                                          float *c1, int ldc)
 {
 #define ACC_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0;
     ACC_DECL(0)
@@ -124,11 +125,12 @@ static inline __attribute__((always_inline)) void kernel2(int rows, int panels, 
 #undef ACC_DECL
     /* beta 1 reads the block of C at the end: fetch its rows while the products run (see the
      * AVX2 kernel). */
-    for (int r = 0; beta != 0.0f && r < rows; r++) {
-        const char *cr = (const char *)(c + (size_t)r * ldc);
-        _mm_prefetch(cr, _MM_HINT_T0);
-        _mm_prefetch(cr + sizeof(float) * (panels * PANEL - 1), _MM_HINT_T0);
-    }
+    for (int r = 0; beta != 0.0f && r < rows; r++)
+        for (int q = 0; q < panels; q++) {
+            const char *cr = (const char *)((q ? c1 : c) + (size_t)r * ldc);
+            _mm_prefetch(cr, _MM_HINT_T0);
+            _mm_prefetch(cr + sizeof(float) * (PANEL - 1), _MM_HINT_T0);
+        }
 #define ROW_FMA(r)                                                                                 \
     if (rows > r) {                                                                                \
         const __m512 av = _mm512_set1_ps(a[(size_t)r * lda + kk]);                                 \
@@ -158,7 +160,7 @@ static inline __attribute__((always_inline)) void kernel2(int rows, int panels, 
         float *cr = c + (size_t)r * ldc;                                                           \
         if (panels > 1) {                                                                          \
             store_row(PANEL, c##r##0, beta, cr);                                                   \
-            store_row(cols, c##r##1, beta, cr + PANEL);                                            \
+            store_row(cols, c##r##1, beta, c1 + (size_t)r * ldc);                                  \
         } else                                                                                     \
             store_row(cols, c##r##0, beta, cr);                                                    \
     }
@@ -177,22 +179,21 @@ static inline __attribute__((always_inline)) void kernel2(int rows, int panels, 
 #undef ROW_STORE
 }
 
-/* kernel2 for every row of A against one panel (panels 1) or two (bp1 the second). */
-static inline __attribute__((always_inline)) void panels_product(int panels, int m, int cols, int k,
-                                                                 const float *a, int lda,
-                                                                 const float *bp, const float *bp1,
-                                                                 float beta, float *c, int ldc)
+/* kernel2 for every row of A against one panel (panels 1) or two (bp1 the second, into c1). */
+static inline __attribute__((always_inline)) void
+panels_product(int panels, int m, int cols, int k, const float *a, int lda, const float *bp,
+               const float *bp1, float beta, float *c, float *c1, int ldc)
 {
     int i = 0;
     for (; i + ROWS <= m; i += ROWS)
         kernel2(ROWS, panels, cols, k, a + (size_t)i * lda, lda, bp, bp1, beta, c + (size_t)i * ldc,
-                ldc);
+                c1 + (size_t)i * ldc, ldc);
     const float *ai = a + (size_t)i * lda;
-    float *ci = c + (size_t)i * ldc;
+    float *ci = c + (size_t)i * ldc, *c1i = c1 + (size_t)i * ldc;
     switch (m - i) {
 #define TAIL(r)                                                                                    \
     case r:                                                                                        \
-        kernel2(r, panels, cols, k, ai, lda, bp, bp1, beta, ci, ldc);                              \
+        kernel2(r, panels, cols, k, ai, lda, bp, bp1, beta, ci, c1i, ldc);                         \
         break;
         TAIL(11)
         TAIL(10)
@@ -218,13 +219,21 @@ void gemm_packed_panels(int m, int n, int k, const float *a, int lda, const floa
     for (; p + 1 < p1; p += 2) { /* pairs: the first of a pair is a whole panel */
         const int j1 = (p + 1) * PANEL, cols = n - j1 < PANEL ? n - j1 : PANEL;
         const float *bp = packed + (size_t)p * PANEL * k;
-        panels_product(2, m, cols, k, a, lda, bp, bp + (size_t)PANEL * k, beta, c + p * PANEL, ldc);
+        panels_product(2, m, cols, k, a, lda, bp, bp + (size_t)PANEL * k, beta, c + p * PANEL,
+                       c + j1, ldc);
     }
     if (p < p1) {
         const int j0 = p * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
         const float *bp = packed + (size_t)p * PANEL * k;
-        panels_product(1, m, cols, k, a, lda, bp, bp, beta, c + j0, ldc);
+        panels_product(1, m, cols, k, a, lda, bp, bp, beta, c + j0, c + j0, ldc);
     }
+}
+
+void gemm_packed_two_panels(int m, int k, const float *a, int lda, const float *bp0,
+                            const float *bp1, float beta, float *c0, float *c1, int ldc)
+{
+    if (m > 0)
+        panels_product(2, m, PANEL, k, a, lda, bp0, bp1, beta, c0, c1, ldc);
 }
 #endif
 
@@ -346,6 +355,13 @@ void gemm_packed_panels(int m, int n, int k, const float *a, int lda, const floa
         const int j0 = p * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
         panel_product(m, cols, k, a, lda, packed + (size_t)p * PANEL * k, beta, c + j0, ldc);
     }
+}
+
+void gemm_packed_two_panels(int m, int k, const float *a, int lda, const float *bp0,
+                            const float *bp1, float beta, float *c0, float *c1, int ldc)
+{
+    gemm_packed_panels(m, PANEL, k, a, lda, bp0, 0, 1, beta, c0, ldc);
+    gemm_packed_panels(m, PANEL, k, a, lda, bp1, 0, 1, beta, c1, ldc);
 }
 #endif
 
