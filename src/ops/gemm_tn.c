@@ -112,10 +112,21 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
             const int i0 = t % tiles_m * ROWS, j0 = t / tiles_m * COLS;
             const __mmask16 m0 = lanes(n - j0), m1 = lanes(n - j0 - 16);
             if (j0 != packed_j) {
+                /* the strip this thread packs next: the next column's in this block, else its
+                 * first column's in the next block (or none); fetched while these tiles run */
+                const int t_next = (t / tiles_m + 1) * tiles_m;
+                const float *next = t_next < t1 ? bk + j0 + COLS
+                                    : k0 + KC < k
+                                        ? b + (size_t)(k0 + KC) * ldb + t0 / tiles_m * COLS
+                                        : NULL;
                 for (int kk = 0; kk < kc; kk++) {
                     const float *br = bk + (size_t)kk * ldb + j0;
                     _mm512_store_ps(bs + kk * COLS, _mm512_maskz_loadu_ps(m0, br));
                     _mm512_store_ps(bs + kk * COLS + 16, _mm512_maskz_loadu_ps(m1, br + 16));
+                    if (next) {
+                        _mm_prefetch((const char *)(next + (size_t)kk * ldb), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(next + (size_t)kk * ldb + 16), _MM_HINT_T0);
+                    }
                 }
                 packed_j = j0;
             }
