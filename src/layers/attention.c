@@ -22,14 +22,14 @@
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
  * products: in fp32 on ops/gemm_rows and ops/gemm_packed with both weight matrices packed once
  * per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel region per
- * forward and one plus the two weight-gradient gemms per backward, so a thread that another process
- * holds up costs one sample's work, not a barrier per stage (under load, a region per projection
- * and per stage left the two threads waiting on each other). The bias gradients are summed per
- * sample, then over the samples in order, so results do not depend on which thread ran what.
- * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
- * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
- * gemms; the tests compare the default against it. The dropout mask is drawn from (net seed,
- * draw_id, layer index) as [dropout] draws its own.
+ * forward and one plus the two weight-gradient products (ops/gemm_tn) per backward, so a thread
+ * that another process holds up costs one sample's work, not a barrier per stage (under load, a
+ * region per projection and per stage left the two threads waiting on each other). The bias
+ * gradients are summed per sample, then over the samples in order, so results do not depend on
+ * which thread ran what. staged=1 keeps the reference: stage by stage over the whole batch (the
+ * projections as multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products
+ * as OpenBLAS gemms; the tests compare the default against it. The dropout mask is drawn from (net
+ * seed, draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer

@@ -3,7 +3,9 @@
  * -fno-trapping-math, without which gcc keeps the selects scalar): the
  * transcendental kinds use branch-free exp/tanh/erfc approximations accurate to a few
  * float ulp, since libm's calls do not vectorise (and libmvec's would make an
- * element's value depend on whether it fell in a vector body or a remainder loop).
+ * element's value depend on whether it fell in a vector body or a remainder loop). With AVX-512,
+ * GELU (gpt_tiny's MLP) runs on intrinsics instead: 16 lanes with the last vector masked, its
+ * two divisions as reciprocal estimates refined by a Newton step.
  * Large arrays are split across OpenMP threads, unless the call comes from inside a parallel
  * region (a block of ops/gemm_rows), which runs it on the calling thread. */
 #include "ops/activation.h"
@@ -199,8 +201,14 @@ static void gelu_backward16(const float *x, const float *y, float *d, size_t n)
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i), yv = _mm512_maskz_loadu_ps(m, y + i);
         const __mmask16 big =
             _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e-30f), _CMP_GT_OQ);
-        const __m512 cdf =
-            _mm512_mask_blend_ps(big, _mm512_set1_ps(0.5f), _mm512_mul_ps(yv, recip16(v)));
+        /* past 1e30 the estimate's reciprocal may flush to 0: there Phi is 1 (or 0, y = -0) */
+        const __mmask16 huge =
+            _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e30f), _CMP_GT_OQ);
+        __m512 cdf = _mm512_mask_blend_ps(big, _mm512_set1_ps(0.5f), _mm512_mul_ps(yv, recip16(v)));
+        cdf = _mm512_mask_blend_ps(
+            huge, cdf,
+            _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                _mm512_set1_ps(1.0f)));
         const __m512 e = exp16(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v));
         const __m512 g =
             _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
