@@ -22,14 +22,14 @@
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
  * products: in fp32 on ops/gemm_rows and ops/gemm_packed with both weight matrices packed once
  * per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel region per
- * forward and one plus the two weight-gradient gemms per backward, so a thread that another process
- * holds up costs one sample's work, not a barrier per stage (under load, a region per projection
- * and per stage left the two threads waiting on each other). The bias gradients are summed per
- * sample, then over the samples in order, so results do not depend on which thread ran what.
- * staged=1 keeps the reference: stage by stage over the whole batch (the projections as
- * multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products as OpenBLAS
- * gemms; the tests compare the default against it. The dropout mask is drawn from (net seed,
- * draw_id, layer index) as [dropout] draws its own.
+ * forward and one plus the two weight-gradient products (ops/gemm_tn) per backward, so a thread
+ * that another process holds up costs one sample's work, not a barrier per stage (under load, a
+ * region per projection and per stage left the two threads waiting on each other). The bias
+ * gradients are summed per sample, then over the samples in order, so results do not depend on
+ * which thread ran what. staged=1 keeps the reference: stage by stage over the whole batch (the
+ * projections as multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products
+ * as OpenBLAS gemms; the tests compare the default against it. The dropout mask is drawn from (net
+ * seed, draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
@@ -54,6 +54,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 #include "ops/gemm_rows.h"
+#include "ops/gemm_tn.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
 
@@ -734,11 +735,11 @@ static void attention_backward(Layer *l, const StepContext *ctx)
             in_b[j] += g[c + j];
     }
     /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
-     * (delta and dqkv as the samples rounded them). */
+     * (delta and dqkv as the samples rounded them; ops/gemm_tn, the staged reference's are
+     * OpenBLAS gemms). */
     const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
-    gemm(1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad,
-         c);
-    gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
+    gemm_tn(c, c, rows, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad, c);
+    gemm_tn(3 * c, c, rows, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
 }
 
 /* The causal mask [T][T]: 0 on and below the diagonal, -inf above it (the softmax gives those

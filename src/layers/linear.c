@@ -25,6 +25,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 #include "ops/gemm_rows.h"
+#include "ops/gemm_tn.h"
 #include "ops/qgemm.h"
 #include "ops/sum_rows.h"
 
@@ -226,8 +227,8 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const float *delta = gemm_operand(l->precision, l->delta, (size_t)rows * outputs, l->delta);
     const int bf16 = l->precision == GEMM_BF16;
     const float *x = bf16 ? li->x_bf16 : l->in[0], *w = bf16 ? li->w_bf16 : weights->data;
-    /* dW[outputs][inputs] += delta^T x */
-    gemm(1, 0, outputs, inputs, rows, 1.0f, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
+    /* dW[outputs][inputs] += delta^T x (ops/gemm_tn) */
+    gemm_tn(outputs, inputs, rows, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
     /* dx[rows][inputs] += delta W (unless ops/gemm_rows took it) */
     if (dx)
         gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);

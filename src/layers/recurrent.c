@@ -538,7 +538,7 @@ static inline __attribute__((always_inline)) void forward_units(Layer *l, int ba
     if (t + 1 < T) /* the lines step t+1 reads and writes */
         for (int b = 0; b < batch; b++)
             prefetch_step_lines(rc, step + batch + b, j0, NULL);
-    for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh, then + W_hh h_{t-1} */
+    for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh */
         const float *bias = rc->bias + (size_t)g * H + j0;
         for (int b = 0; b < batch; b++) {
             const float *x = rc->gates + (step + b) * rc->ld_gates + (size_t)g * H + j0;
@@ -549,10 +549,12 @@ static inline __attribute__((always_inline)) void forward_units(Layer *l, int ba
             for (int j = n; j < UNIT; j++)
                 a[j] = 0.0f;
         }
-        gemm_packed_panels(batch, UNIT, H, rc->xh + step * rc->ld_xh + I, (int)rc->ld_xh,
-                           rc->wcat + (size_t)(g * U + u) * UNIT * H, 0, 1, 1.0f, tile + g * BU,
-                           UNIT);
     }
+    for (int g = 0; g < 4; g += 2) /* + W_hh h_{t-1}, two gates' panels at a time */
+        gemm_packed_two_panels(batch, H, rc->xh + step * rc->ld_xh + I, (int)rc->ld_xh,
+                               rc->wcat + (size_t)(g * U + u) * UNIT * H,
+                               rc->wcat + (size_t)((g + 1) * U + u) * UNIT * H, 1.0f, tile + g * BU,
+                               tile + (g + 1) * BU, UNIT);
     activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
     activation_forward(tile + 2 * BU, tile + 2 * BU, BU, CDL_ACT_TANH);
     activation_forward(tile + 3 * BU, tile + 3 * BU, BU, CDL_ACT_LOGISTIC);

@@ -35,4 +35,12 @@ void gemm_packed(int m, int n, int k, const float *a, int lda, const float *pack
 void gemm_packed_panels(int m, int n, int k, const float *a, int lda, const float *packed, int p0,
                         int p1, float beta, float *c, int ldc);
 
+/* Two whole panels bp0 and bp1 (each [k][PANEL], as gemm_pack lays out a panel; of one packed
+ * operand or of two) in one pass over A: c0[m][0..PANEL) = A bp0 + beta c0 and c1 likewise from
+ * bp1, both with row stride ldc, the sums as gemm_packed's. For a caller whose panels' outputs
+ * lie apart (the fused lstm's gate tiles); AVX-512 runs the two together, which loads each
+ * element of A once for two FMAs. */
+void gemm_packed_two_panels(int m, int k, const float *a, int lda, const float *bp0,
+                            const float *bp1, float beta, float *c0, float *c1, int ldc);
+
 #endif

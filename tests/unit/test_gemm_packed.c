@@ -1,8 +1,10 @@
 /* The product against a pre-packed operand (ops/gemm_packed.h) against OpenBLAS's gemm on the
  * same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
- * row remainder of the kernel and partial panels, row blocks with a short last one; and the same
- * bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products of
- * panel ranges (gemm_packed_panels) give gemm_pack's and gemm_packed's bits. */
+ * row remainder of the kernels (6 rows AVX2, 12 AVX-512) and partial panels, alone or second of
+ * a pair of panels (the AVX-512 kernel's two panels), row blocks with a short last one; and the
+ * same bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products
+ * of panel ranges (gemm_packed_panels) and of two panels apart (gemm_packed_two_panels) give
+ * gemm_pack's and gemm_packed's bits. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -66,6 +68,15 @@ static void test_against_gemm(void)
             for (int beta = 0; beta < 2; beta++) {
                 const double rel =
                     compare(sizes[s][0], sizes[s][1], sizes[s][2], trans_b, (float)beta, &rng);
+                CHECK_NEAR(rel, 0, 1e-5);
+            }
+    /* Every row count to two kernels and a remainder, against one panel, a pair, a pair and a
+     * partial one, a pair with a partial second. */
+    static const int widths[] = {16, 9, 32, 40, 27, 64};
+    for (int m = 1; m <= 25; m++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+            for (int beta = 0; beta < 2; beta++) {
+                const double rel = compare(m, widths[w], 9, (m + beta) % 2, (float)beta, &rng);
                 CHECK_NEAR(rel, 0, 1e-5);
             }
 }
@@ -140,10 +151,52 @@ static void test_parts_and_panel_ranges(void)
     free(c2);
 }
 
+/* gemm_packed_two_panels of panels 2 and 0 of one packed operand into two separate outputs: the
+ * same bits as those panels' columns of gemm_packed, for every row remainder. */
+static void test_two_panels(void)
+{
+    const int n = 48, k = 19, lda = k + 1, ldc = GEMM_PACKED_PANEL + 3;
+    Rng rng;
+    rng_seed(&rng, 14, 0);
+    for (int m = 1; m <= 29; m += 4) {
+        float *a = malloc((size_t)m * lda * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
+        float *packed = malloc(gemm_packed_floats(k, n) * sizeof *packed);
+        float *whole = malloc((size_t)m * n * sizeof *whole);
+        float *c0 = malloc((size_t)m * ldc * sizeof *c0),
+              *c1 = malloc((size_t)m * ldc * sizeof *c1);
+        fill(a, (size_t)m * lda, &rng);
+        fill(b, (size_t)k * n, &rng);
+        fill(whole, (size_t)m * n, &rng);
+        fill(c0, (size_t)m * ldc, &rng);
+        memcpy(c1, c0, (size_t)m * ldc * sizeof *c1);
+        for (int i = 0; i < m; i++) /* beta 1: the outputs start as whole's columns */
+            for (int j = 0; j < GEMM_PACKED_PANEL; j++) {
+                c0[(size_t)i * ldc + j] = whole[(size_t)i * n + 32 + j];
+                c1[(size_t)i * ldc + j] = whole[(size_t)i * n + j];
+            }
+        gemm_pack(0, k, n, b, n, packed);
+        gemm_packed(m, n, k, a, lda, packed, 1.0f, whole, n);
+        const size_t panel = (size_t)GEMM_PACKED_PANEL * k;
+        gemm_packed_two_panels(m, k, a, lda, packed + 2 * panel, packed, 1.0f, c0, c1, ldc);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < GEMM_PACKED_PANEL; j++) {
+                CHECK(c0[(size_t)i * ldc + j] == whole[(size_t)i * n + 32 + j]);
+                CHECK(c1[(size_t)i * ldc + j] == whole[(size_t)i * n + j]);
+            }
+        free(a);
+        free(b);
+        free(packed);
+        free(whole);
+        free(c0);
+        free(c1);
+    }
+}
+
 int main(void)
 {
     test_against_gemm();
     test_threads_agree();
     test_parts_and_panel_ranges();
+    test_two_panels();
     return check_report("test_gemm_packed");
 }
