@@ -1,7 +1,7 @@
 /* Direct convolution of few input channels (ops/conv_small.h). Over the flat output plane, the
- * forward keeps blocks of 4 filters x 16 positions in registers and runs over the taps; the weight
- * gradient keeps 4 filters x 3 taps of sums, one vector of positions each, runs over the plane and
- * adds the lanes at the end. */
+ * forward keeps blocks of filters x 3 vectors of positions in registers (8 x 48 with AVX-512, 4 x
+ * 24 with AVX2) and runs over the taps; the weight gradient keeps filters x taps of sums (4 x 6,
+ * 4 x 3), one vector of positions each, runs over the plane and adds the lanes at the end. */
 #include "ops/conv_small.h"
 
 #include <stdint.h>
@@ -13,20 +13,20 @@
 #endif
 
 /* The blocks of accumulators fill most of the vector registers: 24 of AVX-512's 32, 12 of AVX2's
- * 16. */
+ * 16. (AVX-512's weight gradient measured 1.7x faster with 4 x 6 than with 4 x 3, 1.2x faster
+ * than with 8 x 3; its forward 1.2x faster with 8 x 3 than with 4 x 6.) */
 enum {
+    FWD_VECTORS = 3, /* the forward's block: vectors of LANES positions */
+    WG_FILTERS = 4,  /* the weight gradient's block: filters */
 #ifdef __AVX512F__
     LANES = 16,
     FWD_FILTERS = 8, /* the forward's block: filters */
-    FWD_VECTORS = 3, /* and vectors of LANES positions */
     WG_TAPS = 6,     /* the weight gradient's block: taps */
 #else
     LANES = 8,
     FWD_FILTERS = 4,
     WG_TAPS = 3,
-    FWD_VECTORS = 3,
 #endif
-    WG_FILTERS = 4, /* the weight gradient's block: filters */
 };
 
 int conv_small_plan(ConvSmall *s, int c, int h, int w, int filters, int size, int pad)
