@@ -18,6 +18,71 @@ static void thread_channels(int c, int *c0, int *c1)
     *c1 = (int)((long)c * (t + 1) / n);
 }
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* The low and high 8 floats of v in double. */
+static inline __m512d low_pd(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+}
+static inline __m512d high_pd(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* plane_sums runs 32 floats an iteration into four independent double accumulators per sum (of 8
+ * lanes each): the one accumulator that `omp simd` makes waits on its add's latency every 4 or 8
+ * values (1.3x slower here). The accumulators are added in a fixed order at the end. */
+typedef struct PlaneAcc {
+    __m512d a[4], b[4];
+} PlaneAcc;
+
+static inline __m512 load_part(const float *p, size_t i, size_t sp)
+{
+    const size_t n = sp - i;
+    return n >= 16 ? _mm512_loadu_ps(p + i)
+                   : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p + i);
+}
+
+/* Folds two accumulators of 16 floats' worth (u's halves into a[k], a[k + 1] and u * v's into
+ * b[k], b[k + 1]). */
+static inline void acc_add(PlaneAcc *s, int k, __m512 u, __m512 v)
+{
+    const __m512d u0 = low_pd(u), u1 = high_pd(u);
+    s->a[k] = _mm512_add_pd(s->a[k], u0);
+    s->a[k + 1] = _mm512_add_pd(s->a[k + 1], u1);
+    s->b[k] = _mm512_fmadd_pd(u0, low_pd(v), s->b[k]);
+    s->b[k + 1] = _mm512_fmadd_pd(u1, high_pd(v), s->b[k + 1]);
+}
+
+static inline double lanes_sum(const __m512d *a)
+{
+    return _mm512_reduce_add_pd(
+        _mm512_add_pd(_mm512_add_pd(a[0], a[1]), _mm512_add_pd(a[2], a[3])));
+}
+
+/* sums[0] += the sum of plane xs [sp] and sums[1] += its sum of squares, in double: the
+ * cancellation in E[x^2] - mean^2 then stays far below float resolution for activations. */
+static void plane_sums(const float *xs, size_t sp, double *sums)
+{
+    PlaneAcc s;
+    for (int k = 0; k < 4; k++)
+        s.a[k] = s.b[k] = _mm512_setzero_pd();
+    size_t i = 0;
+    for (; i + 32 <= sp; i += 32) {
+        const __m512 u = _mm512_loadu_ps(xs + i), v = _mm512_loadu_ps(xs + i + 16);
+        acc_add(&s, 0, u, u);
+        acc_add(&s, 2, v, v);
+    }
+    for (; i < sp; i += 16) {
+        const __m512 u = load_part(xs, i, sp);
+        acc_add(&s, 0, u, u);
+    }
+    sums[0] += lanes_sum(s.a);
+    sums[1] += lanes_sum(s.b);
+}
+#else
 /* sums[0] += the sum of plane xs [sp] and sums[1] += its sum of squares, in double: the
  * cancellation in E[x^2] - mean^2 then stays far below float resolution for activations. */
 static void plane_sums(const float *xs, size_t sp, double *sums)
@@ -32,6 +97,7 @@ static void plane_sums(const float *xs, size_t sp, double *sums)
     sums[0] = sum;
     sums[1] = sum_sq;
 }
+#endif
 
 /* Inside a parallel region, with sync: once every thread's sums [2c + 1] are in, adds every
  * process's in place (on the master thread, as MPI's funneled threading needs), and the team

@@ -1,23 +1,32 @@
 /* Direct convolution of few input channels (ops/conv_small.h). Over the flat output plane, the
- * forward keeps blocks of 4 filters x 16 positions in registers and runs over the taps; the weight
- * gradient keeps 4 filters x 3 taps of sums, one vector of positions each, runs over the plane and
- * adds the lanes at the end. */
+ * forward keeps blocks of filters x 3 vectors of positions in registers (8 x 48 with AVX-512, 4 x
+ * 24 with AVX2) and runs over the taps; the weight gradient keeps filters x taps of sums (4 x 6,
+ * 4 x 3), one vector of positions each, runs over the plane and adds the lanes at the end. */
 #include "ops/conv_small.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
-#define CONV_SMALL_AVX2 1
+#define CONV_SMALL_VECTOR 1
 #endif
 
+/* The blocks of accumulators fill most of the vector registers: 24 of AVX-512's 32, 12 of AVX2's
+ * 16. (AVX-512's weight gradient measured 1.7x faster with 4 x 6 than with 4 x 3, 1.2x faster
+ * than with 8 x 3; its forward 1.2x faster with 8 x 3 than with 4 x 6.) */
 enum {
-    LANES = 8,
-    FWD_FILTERS = 4, /* the forward's block: filters */
-    FWD_VECTORS = 3, /* and vectors of LANES positions */
+    FWD_VECTORS = 3, /* the forward's block: vectors of LANES positions */
     WG_FILTERS = 4,  /* the weight gradient's block: filters */
-    WG_TAPS = 3,     /* and taps */
+#ifdef __AVX512F__
+    LANES = 16,
+    FWD_FILTERS = 8, /* the forward's block: filters */
+    WG_TAPS = 6,     /* the weight gradient's block: taps */
+#else
+    LANES = 8,
+    FWD_FILTERS = 4,
+    WG_TAPS = 3,
+#endif
 };
 
 int conv_small_plan(ConvSmall *s, int c, int h, int w, int filters, int size, int pad)
@@ -69,13 +78,96 @@ static void shifted_planes(const ConvSmall *s, const float *x, float *buf, int *
                 off[t++] = (int)((((size_t)ch * s->size + kj) * s->rows + ki) * s->ow);
 }
 
-#ifdef CONV_SMALL_AVX2
+#ifdef CONV_SMALL_VECTOR
+/* One vector of LANES floats: AVX-512 where the compiler targets it, else AVX2 + FMA. */
+#ifdef __AVX512F__
+typedef __m512 Vec;
+static inline Vec vec_zero(void)
+{
+    return _mm512_setzero_ps();
+}
+static inline Vec vec_load(const float *p)
+{
+    return _mm512_loadu_ps(p);
+}
+static inline Vec vec_broadcast(const float *p)
+{
+    return _mm512_set1_ps(*p);
+}
+static inline Vec vec_fma(Vec a, Vec b, Vec c)
+{
+    return _mm512_fmadd_ps(a, b, c);
+}
+static inline void vec_store(float *p, Vec v)
+{
+    _mm512_storeu_ps(p, v);
+}
+/* The first n < LANES floats at p, the rest 0; v's first n stored at p. */
+static inline Vec vec_load_part(const float *p, int n)
+{
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+}
+static inline void vec_store_part(float *p, Vec v, int n)
+{
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), v);
+}
+/* The lanes of v added in a fixed order. */
+static inline float vec_sum(Vec v)
+{
+    const __m256 h =
+        _mm256_add_ps(_mm512_castps512_ps256(v),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+#else
+typedef __m256 Vec;
+static inline Vec vec_zero(void)
+{
+    return _mm256_setzero_ps();
+}
+static inline Vec vec_load(const float *p)
+{
+    return _mm256_loadu_ps(p);
+}
+static inline Vec vec_broadcast(const float *p)
+{
+    return _mm256_broadcast_ss(p);
+}
+static inline Vec vec_fma(Vec a, Vec b, Vec c)
+{
+    return _mm256_fmadd_ps(a, b, c);
+}
+static inline void vec_store(float *p, Vec v)
+{
+    _mm256_storeu_ps(p, v);
+}
 /* The lanes below n < LANES set. */
 static inline __m256i tail_mask(int n)
 {
     static const int32_t bits[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
     return _mm256_loadu_si256((const __m256i *)(bits + LANES - n));
 }
+/* The first n < LANES floats at p, the rest 0; v's first n stored at p. */
+static inline Vec vec_load_part(const float *p, int n)
+{
+    return _mm256_maskload_ps(p, tail_mask(n));
+}
+static inline void vec_store_part(float *p, Vec v, int n)
+{
+    _mm256_maskstore_ps(p, tail_mask(n), v);
+}
+/* The lanes of v added in a fixed order. */
+static inline float vec_sum(Vec v)
+{
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+#endif
 
 /* out of filters f0 .. f0+nf at positions p0 .. p0 + nv*LANES (clipped to the plane); nf and nv
  * are constants at the main call, so the accumulators stay in registers. */
@@ -84,33 +176,33 @@ static inline __attribute__((always_inline)) void forward_block(int nf, int nv, 
                                                                 int taps, const float *w, int p0,
                                                                 float *out)
 {
-    __m256 acc[FWD_FILTERS][FWD_VECTORS], in[FWD_VECTORS];
+    Vec acc[FWD_FILTERS][FWD_VECTORS], in[FWD_VECTORS];
     for (int f = 0; f < FWD_FILTERS; f++)
         for (int v = 0; v < FWD_VECTORS; v++)
-            acc[f][v] = in[v] = _mm256_setzero_ps();
+            acc[f][v] = in[v] = vec_zero();
     const float *src = buf + p0;
     for (int t = 0; t < taps; t++) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
-            in[v] = _mm256_loadu_ps(src + off[t] + v * LANES);
-#pragma GCC unroll 4
+            in[v] = vec_load(src + off[t] + v * LANES);
+#pragma GCC unroll 8
         for (int f = 0; f < nf; f++) {
-            const __m256 wv = _mm256_broadcast_ss(w + (size_t)f * taps + t);
-#pragma GCC unroll 4
+            const Vec wv = vec_broadcast(w + (size_t)f * taps + t);
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++)
-                acc[f][v] = _mm256_fmadd_ps(wv, in[v], acc[f][v]);
+                acc[f][v] = vec_fma(wv, in[v], acc[f][v]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int f = 0; f < nf; f++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             float *dst = out + (size_t)f * plane + p0 + v * LANES;
             const int n = plane - p0 - v * LANES;
             if (n >= LANES)
-                _mm256_storeu_ps(dst, acc[f][v]);
+                vec_store(dst, acc[f][v]);
             else
-                _mm256_maskstore_ps(dst, tail_mask(n), acc[f][v]);
+                vec_store_part(dst, acc[f][v], n);
         }
 }
 
@@ -134,15 +226,6 @@ void conv_small_forward(const ConvSmall *s, const float *x, const float *w, floa
     }
 }
 
-/* The lanes of v added in a fixed order. */
-static inline float lane_sum(__m256 v)
-{
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
-}
-
 /* sums[f][t] = the gradient of filters f0 .. f0+nf (delta at their plane) by taps off[0 .. nt),
  * over the plane. */
 static inline __attribute__((always_inline)) void grads_block(int nf, int nt, int plane,
@@ -150,30 +233,29 @@ static inline __attribute__((always_inline)) void grads_block(int nf, int nt, in
                                                               const float *delta,
                                                               float sums[WG_FILTERS][WG_TAPS])
 {
-    __m256 acc[WG_FILTERS][WG_TAPS], in[WG_TAPS];
+    Vec acc[WG_FILTERS][WG_TAPS], in[WG_TAPS];
     for (int f = 0; f < WG_FILTERS; f++)
         for (int t = 0; t < WG_TAPS; t++)
-            acc[f][t] = in[t] = _mm256_setzero_ps();
+            acc[f][t] = in[t] = vec_zero();
     const int full = plane / LANES * LANES;
     for (int p = 0; p < plane; p += LANES) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
-            in[t] = _mm256_loadu_ps(buf + off[t] + p);
-#pragma GCC unroll 4
+            in[t] = vec_load(buf + off[t] + p);
+#pragma GCC unroll 8
         for (int f = 0; f < nf; f++) {
             const float *d = delta + (size_t)f * plane + p;
-            const __m256 dv =
-                p < full ? _mm256_loadu_ps(d) : _mm256_maskload_ps(d, tail_mask(plane - p));
-#pragma GCC unroll 4
+            const Vec dv = p < full ? vec_load(d) : vec_load_part(d, plane - p);
+#pragma GCC unroll 8
             for (int t = 0; t < nt; t++)
-                acc[f][t] = _mm256_fmadd_ps(dv, in[t], acc[f][t]);
+                acc[f][t] = vec_fma(dv, in[t], acc[f][t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int f = 0; f < nf; f++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
-            sums[f][t] = lane_sum(acc[f][t]);
+            sums[f][t] = vec_sum(acc[f][t]);
 }
 
 void conv_small_weight_grads(const ConvSmall *s, const float *x, const float *delta, float beta,

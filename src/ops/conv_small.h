@@ -9,8 +9,8 @@
  * Both copy the image into buf first as size column-shifted, zero-bordered planes of ow columns,
  * buf [c][kj][oh + size - 1][ow] (then a vector's slack): tap (ch, ki, kj) of output position
  * p = oy*ow + ox is buf[ch][kj][ki*ow + p], so every tap is one contiguous run over the whole
- * output plane, with no row ends inside it. AVX2 + FMA where the compiler targets them (8
- * positions a vector), else plain C loops. */
+ * output plane, with no row ends inside it. AVX-512 (16 positions a vector) or else AVX2 + FMA
+ * (8) where the compiler targets them, else plain C loops. */
 #ifndef CDL_CONV_SMALL_H
 #define CDL_CONV_SMALL_H
 

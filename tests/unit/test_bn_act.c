@@ -3,7 +3,7 @@
  * leaky and relu, with and without a BnSync, within 1e-5 relative (max abs difference / max abs
  * value) on every output: the activated values, x_hat, inv_std, the running statistics, dx and
  * the parameter gradients; likewise the fused passes that keep x instead of x_hat (BnAct.mean,
- * the backward remaking x_hat from x). */
+ * the backward remaking x_hat from x); the running statistics against plain double sums. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,31 @@ static void sum_none(void *ctx, double *buf, size_t n)
 typedef struct Side {
     float *y, *x_hat, *inv_std, *mean, *var, *dscale, *dbias, *delta;
 } Side;
+
+/* The running statistics after one step from zero with momentum 0.1 against the mean and
+ * unbiased variance summed plainly in double, within 1e-6 relative: the kernels' own sums (vector
+ * lanes, accumulators, tails) checked against an independent order. */
+static void check_running_stats(const float *x, int batch, int c, int spatial, const float *mean,
+                                const float *var)
+{
+    float *want_mean = malloc(c * sizeof *want_mean), *want_var = malloc(c * sizeof *want_var);
+    const double n = (double)batch * spatial;
+    for (int ch = 0; ch < c; ch++) {
+        double sum = 0.0, sq = 0.0;
+        for (int b = 0; b < batch; b++)
+            for (int i = 0; i < spatial; i++) {
+                const double v = x[((size_t)b * c + ch) * spatial + i];
+                sum += v;
+                sq += v * v;
+            }
+        const double m = sum / n, v = sq / n - m * m;
+        want_mean[ch] = 0.1f * (float)m;
+        want_var[ch] = 0.1f * (float)(n > 1.0 ? v * n / (n - 1.0) : v);
+    }
+    CHECK(check_rel_error(mean, want_mean, c) <= 1e-6);
+    CHECK(check_rel_error(var, want_var, c) <= 1e-6);
+    free(want_mean), free(want_var);
+}
 
 static void check_case(int batch, int c, int spatial, ActivationKind kind, int sync)
 {
@@ -71,6 +96,7 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
                        batch, c, spatial, bsp, &kept);
 
     CHECK(check_rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
+    check_running_stats(x, batch, c, spatial, s[0].mean, s[0].var);
     for (int k = 1; k < 3; k++) {
         CHECK(check_rel_error(s[k].y, s[0].y, n) <= REL_TOL);
         CHECK(check_rel_error(s[k].inv_std, s[0].inv_std, c) <= REL_TOL);
@@ -94,5 +120,6 @@ int main(void)
     check_case(3, 5, 7, CDL_ACT_LEAKY, 1);
     check_case(2, 64, 49, CDL_ACT_RELU, 0);
     check_case(5, 3, 1, CDL_ACT_RELU, 1);
+    check_case(2, 4, 32 * 32 + 47, CDL_ACT_LEAKY, 0); /* whole iterations, a vector and a part */
     return check_report("test_bn_act");
 }

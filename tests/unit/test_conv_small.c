@@ -63,7 +63,8 @@ int main(void)
     check_case(1, 3, 4, 5, 5, 2); /* a window larger than the map */
     check_case(3, 13, 11, 9, 1, 0);
     check_case(1, 40, 70, 6, 5, 2);
-    check_case(2, 6, 8, 4, 4, 1); /* even size, asymmetric output */
+    check_case(2, 6, 8, 4, 4, 1);   /* even size, asymmetric output */
+    check_case(3, 7, 13, 17, 3, 1); /* two blocks of 8 filters and one; 91 = 48 + 43 positions */
     ConvSmall s;
     CHECK(!conv_small_plan(&s, 4, 8, 8, 8, 3, 1)); /* 36 taps */
     CHECK(!conv_small_plan(&s, 1, 2, 2, 8, 5, 0)); /* empty output */
