@@ -138,27 +138,34 @@ size_t winograd_scratch_floats(const WinogradPlan *p)
 
 void winograd_weights(const float *w, int k, int c, float *u)
 {
-    const size_t kc = rows_padded(k) * c;
+    const size_t kc = rows_padded(k) * c, blocks = rows_padded(k) / WINO_ROWS * c;
     static const float zero[9];
+    /* i: a block of WINO_ROWS filters and a channel, whose 16 x WINO_ROWS values lie side by
+     * side in each of the 16 matrices (written in order, not WINO_ROWS floats apart) */
 #pragma omp parallel for schedule(static) if (kc >= 16384)
-    for (size_t i = 0; i < kc; i++) {
-        const int f = (int)(i / c), ch = (int)(i % c);
-        const float *g = f < k ? w + ((size_t)f * c + ch) * 9 : zero;
-        float t[4][3]; /* G g: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] */
-        for (int j = 0; j < 3; j++) {
-            t[0][j] = g[j];
-            t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-            t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-            t[3][j] = g[6 + j];
+    for (size_t i = 0; i < blocks; i++) {
+        const int f0 = (int)(i / c) * WINO_ROWS, ch = (int)(i % c);
+        float o[WINO_E][WINO_ROWS];
+        for (int q = 0; q < WINO_ROWS; q++) {
+            const int f = f0 + q;
+            const float *g = f < k ? w + ((size_t)f * c + ch) * 9 : zero;
+            float t[4][3]; /* G g: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] */
+            for (int j = 0; j < 3; j++) {
+                t[0][j] = g[j];
+                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                t[3][j] = g[6 + j];
+            }
+            for (int r = 0; r < 4; r++) { /* (G g) G^T */
+                o[4 * r + 0][q] = t[r][0];
+                o[4 * r + 1][q] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+                o[4 * r + 2][q] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+                o[4 * r + 3][q] = t[r][2];
+            }
         }
         /* u[e][f / ROWS][ch][f % ROWS] */
-        float *o = u + ((size_t)(f / WINO_ROWS) * c + ch) * WINO_ROWS + f % WINO_ROWS;
-        for (int r = 0; r < 4; r++) { /* (G g) G^T */
-            o[(4 * r + 0) * kc] = t[r][0];
-            o[(4 * r + 1) * kc] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-            o[(4 * r + 2) * kc] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-            o[(4 * r + 3) * kc] = t[r][2];
-        }
+        for (int e = 0; e < WINO_E; e++)
+            memcpy(u + e * kc + i * WINO_ROWS, o[e], sizeof o[e]);
     }
 }
 
