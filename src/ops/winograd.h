@@ -62,8 +62,8 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
                    float *scratch);
 
 /* Whether the weight gradient of such a convolution is worth its transforms against im2col +
- * gemm (README "Winograd convolutions"): maps up to 16 a side, at most 128 x 128 channels and
- * filters, of winograd_worth's shapes. */
+ * gemm (README "Winograd convolutions"): with AVX-512 maps up to 64 a side, at most 256 x 256
+ * channels and filters (else up to 16 a side, 128 x 128), of winograd_worth's shapes. */
 int winograd_grad_worth(int c, int k, int h, int w);
 
 /* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */
