@@ -878,6 +878,39 @@ static void interleave(const float *planes, int count, int p0, int h, int w, flo
 }
 #endif
 
+#ifdef WINO_AVX2
+/* window_tiles of the 8 interleaved planes of rows (step WINO_PLANES, lane 1) in one vector,
+ * the same sums in the same order, planes 0..3 stored at v[e * stride], 4..7 at half past it
+ * (what the compiler made of window_tiles here was scattered stores). */
+static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, size_t half)
+{
+    __m256 t[4][4];
+    for (int b = 0; b < 4; b++) {
+        const float *r = rows + b * WINO_PLANES;
+        const __m256 d0 = _mm256_loadu_ps(r), d1 = _mm256_loadu_ps(r + ld),
+                     d2 = _mm256_loadu_ps(r + 2 * ld), d3 = _mm256_loadu_ps(r + 3 * ld);
+        t[0][b] = _mm256_sub_ps(d0, d2);
+        t[1][b] = _mm256_add_ps(d1, d2);
+        t[2][b] = _mm256_sub_ps(d2, d1);
+        t[3][b] = _mm256_sub_ps(d1, d3);
+    }
+    for (int a = 0; a < 4; a++) {
+        const __m256 o[4] = {_mm256_sub_ps(t[a][0], t[a][2]), _mm256_add_ps(t[a][1], t[a][2]),
+                             _mm256_sub_ps(t[a][2], t[a][1]), _mm256_sub_ps(t[a][1], t[a][3])};
+        for (int j = 0; j < 4; j++) {
+            float *dst = v + (size_t)(4 * a + j) * stride;
+            _mm_storeu_ps(dst, _mm256_castps256_ps128(o[j]));
+            _mm_storeu_ps(dst + half, _mm256_extractf128_ps(o[j], 1));
+        }
+    }
+}
+#else
+static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, size_t half)
+{
+    window_tiles(rows, ld, WINO_PLANES, 1, v, stride, half);
+}
+#endif
+
 /* V and D of the n images from b0 on (tile column q * th * tw + ty * tw + tx of image b0 + q);
  * xp, dp: the interleaved planes. */
 static void grad_transforms(const WinogradPlan *p, const GradShape *g, const float *x,
@@ -894,10 +927,9 @@ static void grad_transforms(const WinogradPlan *p, const GradShape *g, const flo
             float *vc = v + (size_t)ch * tiles;
             for (int ty = 0; ty < g->th; ty++)
                 for (int tx = 0; tx < g->tw; tx++)
-                    window_tiles(xp + 2 * (size_t)ty * g->x_row + 2 * (size_t)tx * WINO_PLANES,
-                                 g->x_row, WINO_PLANES, 1,
-                                 vc + (t0 + (size_t)ty * g->tw + tx) * WINO_ROWS, vs,
-                                 WINO_ROWS * tiles);
+                    plane_tiles(xp + 2 * (size_t)ty * g->x_row + 2 * (size_t)tx * WINO_PLANES,
+                                g->x_row, vc + (t0 + (size_t)ty * g->tw + tx) * WINO_ROWS, vs,
+                                WINO_ROWS * tiles);
         }
         for (int f = 0; f < g->k8; f += WINO_PLANES) {
             interleave(delta + (size_t)(b0 + q) * p->k * hw, p->k, f, p->h, p->w, dp, g->d_row, 0,
