@@ -5,16 +5,17 @@
  *
  * The output is cut into 2x2 tiles (the last row and column of tiles overhang an odd map), each
  * read through its 4x4 input window. The weights are transformed once per pass into U [16][k][c],
- * packed in blocks of 4 filters for the product kernel (AVX2 + FMA, 4 filters x 24 tiles of
- * accumulators). The tiles of the whole batch go in chunks: a chunk's windows are transformed into
- * V [16][c][chunk]; the products M[e] = U[e] * V[e] [k][chunk] are transformed back onto the 2x2
- * output tiles. On maps over 16 wide the 16 products of the chunk go apart into M, then each tile
- * row's run is transformed back (V[e] stays in L1 while every filter reads it); on maps up to 16
- * wide (runs of 8 or fewer tiles) each block of 4 filters x 24 tiles takes its 16 products into a
- * block of M that stays in L1 and is transformed back at once, tile by tile (fused). Chunks spread
- * over threads, each with its own slice of the scratch buffer, or, with few chunks a thread (a
- * small batch), each thread takes its range of the filters over every chunk; a tile's result
- * does not depend on which thread took it.
+ * packed in blocks of 4 filters for the product kernel (AVX-512: 8 filters x 48 tiles of
+ * accumulators; AVX2 + FMA: 4 filters x 24 tiles). The tiles of the whole batch go in chunks: a
+ * chunk's windows are transformed into V [16][c][chunk]; the products M[e] = U[e] * V[e] [k][chunk]
+ * are transformed back onto the 2x2 output tiles. On maps over 16 wide the 16 products of the chunk
+ * go apart into M, then each tile row's run is transformed back (V[e] stays in L1 while every
+ * filter reads it); on maps up to 16 wide (runs of 8 or fewer tiles; with AVX-512 not at 512
+ * channels and filters, which go apart) each block of filters x tiles of the product kernel takes
+ * its 16 products into a block of M that stays in L1 and is transformed back at once, tile by tile
+ * (fused). Chunks spread over threads, each with its own slice of the scratch buffer, or, with few
+ * chunks a thread (a small batch), each thread takes its range of the filters over every chunk; a
+ * tile's result does not depend on which thread took it.
  *
  * The weight gradient dw = G^T [(A dy A^T) . (B^T d B)] G is summed over the tiles in the
  * transformed domain (winograd_weight_grads), with 8 channels or filters of an image in the
@@ -62,8 +63,8 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
                    float *scratch);
 
 /* Whether the weight gradient of such a convolution is worth its transforms against im2col +
- * gemm (README "Winograd convolutions"): maps up to 16 a side, at most 128 x 128 channels and
- * filters, of winograd_worth's shapes. */
+ * gemm (README "Winograd convolutions"): with AVX-512 maps up to 64 a side, at most 256 x 256
+ * channels and filters (else up to 16 a side, 128 x 128), of winograd_worth's shapes. */
 int winograd_grad_worth(int c, int k, int h, int w);
 
 /* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */
