@@ -216,6 +216,51 @@ static dnnl_status_t make_prim(DnnlConv *d, int k, const Mds *m, dnnl_primitive_
     return s;
 }
 
+/* 1 when pd's implementation is oneDNN's reference one ("ref:any"), far slower than cdl's. */
+static int ref_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           !strncmp(impl, "ref", 3);
+}
+
+/* The forward's primitive descriptor: x and y in the layout oneDNN picks, except in inference,
+ * where oneDNN 2.6 on AVX-512 picks brgconv on nhwc, a layout no other layer takes: there x and
+ * y (each of whole DNNL_LANES blocks; the other left to oneDNN) are asked in nChw16c (its
+ * jit:avx512_core kernels), so that the activations can stay blocked between layers
+ * (dnnl_conv_blocked), unless no kernel but the reference one takes them. */
+static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_desc_t *fd,
+                                const DnnlConvDesc *c, const Mds *m, dnnl_prop_kind_t prop,
+                                const_dnnl_primitive_attr_t attr)
+{
+    const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
+        (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
+        const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
+        const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
+        dnnl_memory_desc_t xb = m->x_any, yb = m->y_any;
+        dnnl_status_t s = c->in_c % DNNL_LANES
+                              ? dnnl_success
+                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, dnnl_f32, dnnl_nChw16c);
+        s = s || c->out_c % DNNL_LANES
+                ? s
+                : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
+        s = s ? s
+              : dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &xb,
+                                                   &m->w_any, b, &yb, m->strides, m->pad, m->pad);
+        s = s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
+        if (!s && !ref_impl(*fpd))
+            return s;
+        if (!s)
+            dnnl_primitive_desc_destroy(*fpd);
+        *fpd = NULL;
+    }
+    dnnl_status_t s =
+        dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &m->x_any, &m->w_any,
+                                           b, &m->y_any, m->strides, m->pad, m->pad);
+    return s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
+}
+
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
 {
     Mds m;
@@ -240,11 +285,7 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     dnnl_convolution_desc_t fd, bd, wd;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL, wpd = NULL;
     const int nb = c->bias ? 4 : 3;
-    s = s ? s
-          : dnnl_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, &m.x_any,
-                                               &m.w_any, c->bias ? &m.b : NULL, &m.y_any, m.strides,
-                                               m.pad, m.pad);
-    s = s ? s : dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL);
+    s = s ? s : forward_pd(&fpd, &fd, c, &m, prop, attr);
     if (!s) {
         const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
         s = make_prim(d, DNNL_CONV_FWD, &m, fpd, nb, args, (const int[]){0, 0, 1, 0});
@@ -318,7 +359,8 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
     return NULL;
 }
 
-/* 1 when argument a's primitive layout is nChw8c, the same size as plain NCHW. */
+/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512), the same
+ * size as plain NCHW. */
 static int arg_blocked(const DnnlConvArg *a)
 {
     const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
@@ -326,7 +368,8 @@ static int arg_blocked(const DnnlConvArg *a)
         dnnl_memory_get_memory_desc(a->user, &plain))
         return 0;
     dnnl_memory_desc_t blocked;
-    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32, dnnl_nChw8c) ==
+    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32,
+                                        DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c) ==
                dnnl_success &&
            dnnl_memory_desc_equal(inner, &blocked) &&
            dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);

@@ -89,8 +89,19 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
 /* Releases d's primitives (d zeroed; a zeroed d is released already). */
 void dnnl_conv_release(DnnlConv *d);
 
-/* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/8][h][w][8], c a
- * multiple of 8), as the forward's own layout, without the reorder. */
+/* Channels per block of the blocked activation layout that cdl passes between layers on oneDNN
+ * (Layer.blocked), DNNL_LANES, written nChw8c in the comments: nChw16c in a build for AVX-512,
+ * the layout of oneDNN's avx512_core kernels, else nChw8c, that of its avx2 ones. Where oneDNN
+ * picks another layout (an older CPU than the build's, ONEDNN_MAX_CPU_ISA) the layers stay plain
+ * (dnnl_conv_blocked). */
+#if defined(__AVX512F__)
+#define DNNL_LANES 16
+#else
+#define DNNL_LANES 8
+#endif
+
+/* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/L][h][w][L], L =
+ * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder. */
 enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)

@@ -277,7 +277,7 @@ static void test_inference_chain(void)
                 "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
                 "[shortcut]\nfrom=-3\nactivation=relu\n"
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
-                "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                "[convolutional]\nfilters=16\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
                 "activation=logistic\n"
                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n");
 }
@@ -306,7 +306,7 @@ static void test_chain_through_pool_route(void)
                 "[shortcut]\nfrom=-3\nactivation=relu\n"
                 "[route]\nlayers=-1,-5\n"
                 "[maxpool]\nsize=2\nstride=1\n"
-                "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                "[convolutional]\nfilters=16\nsize=1\nactivation=linear\n"
                 "[avgpool]\n");
 }
 
@@ -434,7 +434,7 @@ static void test_train_pool_chain(void)
                       "activation=linear\n"
                       "[shortcut]\nfrom=-3\nactivation=relu\n"
                       "[maxpool]\nsize=2\nstride=1\n"
-                      "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                      "[convolutional]\nfilters=16\nsize=1\nactivation=linear\n"
                       "[avgpool]\n");
 }
 
