@@ -49,12 +49,23 @@ void dnnl_describe(char *buf, size_t size)
              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP");
 }
 
-/* Measured per layer (README, "Convolution engines"): with the reorders, oneDNN's direct kernels
- * come out about even with the reference (0.8-1.1x its time) on stride-1 3x3 convolutions from
- * 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first layers (1 or 3
- * channels) and fashion's 32-channel and 7x7 ones (4x4: even, left on the reference too). */
+/* engine=auto's fixed rule (README, "Convolution engines"). With AVX-512 (DNNL_LANES 16, oneDNN's
+ * avx512_core kernels on nChw16c) every convolution: at 1 thread resnet18_cifar, resnet18 224,
+ * fashion and cifar_small trained 1.17-1.25x faster per step all on oneDNN than all on the
+ * reference (own Winograd on AVX2, im2col + OpenBLAS SkylakeX), and mixing engines in a net costs
+ * reorders at every change; the layers on Winograd go there too unless DNNL_AUTO_WINOGRAD is set
+ * to 0 (then they stay on the reference: to retune when Winograd on AVX-512 measures faster than
+ * oneDNN there). With AVX2 (nChw8c) the rule of the AVX2 machine: with the reorders, oneDNN's
+ * direct kernels came out about even with the reference (0.8-1.1x its time) on stride-1 3x3
+ * convolutions from 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first
+ * layers (1 or 3 channels) and fashion's 32-channel and 7x7 ones. */
+#ifndef DNNL_AUTO_WINOGRAD
+#define DNNL_AUTO_WINOGRAD 1
+#endif
 int dnnl_conv_preferred(const DnnlConvDesc *desc)
 {
+    if (DNNL_LANES == 16)
+        return !desc->winograd || DNNL_AUTO_WINOGRAD;
     return desc->groups == 1 && desc->size == 3 && desc->stride == 1 && desc->in_c >= 64 &&
            desc->in_h >= 8 && desc->in_w >= 8;
 }

@@ -29,6 +29,7 @@ typedef struct DnnlConvDesc {
     float slope;   /* eltwise's negative slope */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
+    int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -80,8 +81,9 @@ int dnnl_conv_built(void);
 void dnnl_describe(char *buf, size_t size);
 
 /* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
- * desc's shape (batch, bias and the rest aside): [net] engine=auto's fixed rule (README). 0 in a
- * build without oneDNN. */
+ * desc's shape and winograd (batch, bias and the rest aside): [net] engine=auto's fixed rule
+ * (README): every convolution with AVX-512, stride-1 3x3 ones from 64 channels on maps from 8x8
+ * with AVX2. 0 in a build without oneDNN. */
 int dnnl_conv_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */

@@ -357,7 +357,7 @@ static void test_winograd_inference_allocates_nothing(void)
     const int threads = omp_get_max_threads();
     omp_set_num_threads(2);
     static const char *text =
-        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=16\n"
+        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=16\nengine=ref\n"
         "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
         "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
         "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
