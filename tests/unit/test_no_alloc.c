@@ -430,8 +430,9 @@ int main(void)
 #else
     void *frame;
     backtrace(&frame, 1); /* its first call loads the unwinder, allocating */
-    test_training_step_allocates_nothing("", cfg_text);
-    test_training_step_allocates_nothing("recompute_every=3", cfg_text);
+    test_training_step_allocates_nothing("", cfg_text); /* engine=auto */
+    test_training_step_allocates_nothing("engine=ref", cfg_text);
+    test_training_step_allocates_nothing("engine=ref\nrecompute_every=3", cfg_text);
     test_training_step_allocates_nothing("precision=bf16", cfg_text);
     test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3", cfg_text);
     test_training_step_allocates_nothing("engine=dnnl", cfg_text);
