@@ -82,12 +82,12 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
     return st;
 }
 
-/* [net] engine=ref|dnnl|auto (default ref); a build without oneDNN runs dnnl cfgs on the
+/* [net] engine=ref|dnnl|auto (default auto); a build without oneDNN runs dnnl cfgs on the
  * reference, with a warning, and auto ones without. */
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
-    /* ref by default: oneDNN 2.6 on AVX2 is no faster with its reorders (README) */
-    int engine = NET_ENGINE_REF;
+    /* auto by default: dnnl_conv_preferred's shape rule, measured per instruction set (README) */
+    int engine = NET_ENGINE_AUTO;
     if (cfg_find(s, "engine")) {
         int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
         if (st)
@@ -179,7 +179,10 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st : cfg_get_flag(cfg, s, "winograd", 1, &net->winograd, e);
-    st = st ? st : cfg_get_flag(cfg, s, "dnnl_train_blocked", 0, &net->dnnl_train_blocked, e);
+    /* blocked training by default with AVX-512 (nChw16c): measured faster there (README) */
+    st = st ? st
+            : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &net->dnnl_train_blocked,
+                           e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);

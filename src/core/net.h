@@ -84,9 +84,10 @@ typedef struct Net {
     int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     NetEngine engine; /* [net] engine= */
     int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on ops/winograd.h */
-    /* [net] dnnl_train_blocked=0|1 (default 0): a net with gradients keeps the activations and
-     * their gradients in nChw8c between the layers that take it (Layer.blocked), as inference
-     * nets always do; 0: its layers all plain. */
+    /* [net] dnnl_train_blocked=0|1 (default 1 in a build for AVX-512, else 0): a net with
+     * gradients keeps the activations and their gradients in nChw8c (nChw16c with AVX-512)
+     * between the layers that take it (Layer.blocked), as inference nets always do; 0: its
+     * layers all plain. */
     int dnnl_train_blocked;
     Layer *layers;
     int n_layers;

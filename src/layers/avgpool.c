@@ -5,6 +5,7 @@
  */
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "ops/dnnl_conv.h"
 
 /* Below this many input values a parallel region costs more than it saves. */
 #define AVGPOOL_PARALLEL_MIN 65536
@@ -17,22 +18,22 @@ static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     return CDL_OK;
 }
 
-/* The forward of an input in nChw8c (Layer.blocked): [batch][c/8][h][w][8], the 8
+/* The forward of an input in nChw8c (Layer.blocked): [batch][c/L][h][w][L] (L = DNNL_LANES), the
  * lanes of a block summed side by side; the output plain. */
 static void avgpool_forward_blocked(Layer *l, int batch)
 {
-    const int blocks = batch * l->in_shape.c / 8;
+    const int blocks = batch * l->in_shape.c / DNNL_LANES;
     const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
     const float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (blocks * spatial * 8 > AVGPOOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (blocks * spatial * DNNL_LANES > AVGPOOL_PARALLEL_MIN)
     for (int p = 0; p < blocks; p++) {
-        const float *x = l->in[0] + p * spatial * 8;
-        float sum[8] = {0};
+        const float *x = l->in[0] + p * spatial * DNNL_LANES;
+        float sum[DNNL_LANES] = {0};
         for (size_t k = 0; k < spatial; k++)
-            for (int c = 0; c < 8; c++)
-                sum[c] += x[k * 8 + c];
-        for (int c = 0; c < 8; c++)
-            l->out[p * 8 + c] = sum[c] * inv;
+            for (int c = 0; c < DNNL_LANES; c++)
+                sum[c] += x[k * DNNL_LANES + c];
+        for (int c = 0; c < DNNL_LANES; c++)
+            l->out[p * DNNL_LANES + c] = sum[c] * inv;
     }
 }
 
@@ -57,21 +58,21 @@ static void avgpool_forward(Layer *l, const StepContext *ctx)
     }
 }
 
-/* The backward into an input delta in nChw8c: each block's 8 lanes take their channels'. */
+/* The backward into an input delta in nChw8c: each block's lanes take their channels'. */
 static void avgpool_backward_blocked(Layer *l, int batch)
 {
-    const int blocks = batch * l->in_shape.c / 8;
+    const int blocks = batch * l->in_shape.c / DNNL_LANES;
     const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
     const float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (blocks * spatial * 8 > AVGPOOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (blocks * spatial * DNNL_LANES > AVGPOOL_PARALLEL_MIN)
     for (int p = 0; p < blocks; p++) {
-        float *dx = l->in_delta[0] + p * spatial * 8;
-        float d[8];
-        for (int c = 0; c < 8; c++)
-            d[c] = l->delta[p * 8 + c] * inv;
+        float *dx = l->in_delta[0] + p * spatial * DNNL_LANES;
+        float d[DNNL_LANES];
+        for (int c = 0; c < DNNL_LANES; c++)
+            d[c] = l->delta[p * DNNL_LANES + c] * inv;
         for (size_t k = 0; k < spatial; k++)
-            for (int c = 0; c < 8; c++)
-                dx[k * 8 + c] += d[c];
+            for (int c = 0; c < DNNL_LANES; c++)
+                dx[k * DNNL_LANES + c] += d[c];
     }
 }
 
@@ -108,7 +109,7 @@ static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 /* Whole channel blocks: the input in nChw8c, the output plain (LayerType.layout). */
 static int avgpool_layout(const Layer *l, int k)
 {
-    return k == 0 && l->in_shape.c % 8 == 0 ? LAYOUT_FREE : LAYOUT_PLAIN;
+    return k == 0 && l->in_shape.c % DNNL_LANES == 0 ? LAYOUT_FREE : LAYOUT_PLAIN;
 }
 
 const LayerType avgpool_layer = {

@@ -234,6 +234,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         cv->direct || cv->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     l->scratch_per_sample = cv->cols_floats;
+    const int wino = net->winograd && cv->same && size == 3 && groups == 1 &&
+                     winograd_worth(in.c, filters, in.h, in.w);
     cv->dnnl_wanted =
         net->engine == NET_ENGINE_DNNL ||
         (net->engine == NET_ENGINE_AUTO && dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
@@ -245,9 +247,9 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                                                                                .size = size,
                                                                                .stride = stride,
                                                                                .padding = padding,
-                                                                               .groups = groups}));
-    cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
-                      winograd_worth(in.c, filters, in.h, in.w);
+                                                                               .groups = groups,
+                                                                               .winograd = wino}));
+    cv->wino_wanted = !cv->dnnl_wanted && wino;
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&
                 conv_small_plan(&cv->small_plan, in.c, in.h, in.w, filters, size, padding) &&

@@ -12,6 +12,7 @@
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "ops/dnnl_conv.h"
 
 /* Below this many window reads a parallel region costs more than it saves. */
 #define MAXPOOL_PARALLEL_MIN 32768
@@ -236,35 +237,36 @@ static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, flo
     }
 }
 
-/* The forward in nChw8c (Layer.blocked): per block of 8 channels, the maxima of the 8 lanes of
- * each window, clipped as maxpool_plane's; with argmax ([batch][c/8][out_h][out_w][8], NULL in
- * inference) each lane's input plane index, ties to the first as maxpool_plane's. */
+/* The forward in nChw8c (Layer.blocked): per block of L channels, the maxima of the L lanes of
+ * each window, clipped as maxpool_plane's; with argmax ([batch][c/L][out_h][out_w][L], L =
+ * DNNL_LANES, NULL in inference) each lane's input plane index, ties to the first as
+ * maxpool_plane's. */
 static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *out, int *argmax,
                                     int blocks, int ih, int iw, int oh, int ow)
 {
     const int offset = m->padding / 2;
-#pragma omp parallel for schedule(static) if ((double)blocks * oh * ow * 8 * m->size * m->size >   \
-                                              MAXPOOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(                                                                 \
+    static) if ((double)blocks * oh * ow * DNNL_LANES * m->size * m->size > MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < blocks; p++)
         for (int i = 0; i < oh; i++)
             for (int j = 0; j < ow; j++) {
                 const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
                 const int ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
-                float best[8];
-                int at[8];
-                for (int c = 0; c < 8; c++) {
+                float best[DNNL_LANES];
+                int at[DNNL_LANES];
+                for (int c = 0; c < DNNL_LANES; c++) {
                     best[c] = -INFINITY;
                     at[c] = ys * iw + xs;
                 }
                 for (int y = ys; y < y0 + m->size && y < ih; y++)
                     for (int x = xs; x < x0 + m->size && x < iw; x++) {
-                        const float *v = in + (((size_t)p * ih + y) * iw + x) * 8;
-                        for (int c = 0; c < 8; c++) {
+                        const float *v = in + (((size_t)p * ih + y) * iw + x) * DNNL_LANES;
+                        for (int c = 0; c < DNNL_LANES; c++) {
                             at[c] = v[c] > best[c] ? y * iw + x : at[c];
                             best[c] = v[c] > best[c] ? v[c] : best[c];
                         }
                     }
-                const size_t o = (((size_t)p * oh + i) * ow + j) * 8;
+                const size_t o = (((size_t)p * oh + i) * ow + j) * DNNL_LANES;
                 memcpy(out + o, best, sizeof best);
                 if (argmax)
                     memcpy(argmax + o, at, sizeof at);
@@ -276,16 +278,17 @@ static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *ou
 static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float *in_delta,
                                      int fresh, int blocks, size_t in_plane, size_t out_plane)
 {
-#pragma omp parallel for schedule(static) if (blocks * out_plane * 8 > MAXPOOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (blocks * out_plane * DNNL_LANES >                    \
+                                              MAXPOOL_PARALLEL_MIN)
     for (int p = 0; p < blocks; p++) {
-        float *dst = in_delta + p * in_plane * 8;
-        const float *src = delta + p * out_plane * 8;
-        const int *at = m->argmax + p * out_plane * 8;
+        float *dst = in_delta + p * in_plane * DNNL_LANES;
+        const float *src = delta + p * out_plane * DNNL_LANES;
+        const int *at = m->argmax + p * out_plane * DNNL_LANES;
         if (fresh)
-            memset(dst, 0, in_plane * 8 * sizeof *dst);
-        for (size_t k = 0; k < out_plane * 8; k += 8)
-            for (int c = 0; c < 8; c++)
-                dst[(size_t)at[k + c] * 8 + c] += src[k + c];
+            memset(dst, 0, in_plane * DNNL_LANES * sizeof *dst);
+        for (size_t k = 0; k < out_plane * DNNL_LANES; k += DNNL_LANES)
+            for (int c = 0; c < DNNL_LANES; c++)
+                dst[(size_t)at[k + c] * DNNL_LANES + c] += src[k + c];
     }
 }
 
@@ -297,8 +300,8 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
     if (layer_blocked(l, ctx) & 1) {
-        maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / 8, ih, iw,
-                                oh, ow);
+        maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / DNNL_LANES,
+                                ih, iw, oh, ow);
         return;
     }
     double work = (double)planes * (double)out_plane * m->size * m->size;
@@ -321,7 +324,8 @@ static void maxpool_backward(Layer *l, const StepContext *ctx)
      * cache. */
     const int fresh = l->in_delta_fresh[0];
     if (layer_blocked(l, ctx) & 1) {
-        maxpool_backward_blocked(m, l->delta, in_delta, fresh, planes / 8, in_plane, out_plane);
+        maxpool_backward_blocked(m, l->delta, in_delta, fresh, planes / DNNL_LANES, in_plane,
+                                 out_plane);
         return;
     }
     /* Windows overlap within a plane, never across planes: one thread per plane. */
@@ -361,7 +365,7 @@ static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 static int maxpool_layout(const Layer *l, int k)
 {
     (void)k;
-    return l->in_shape.c % 8 ? LAYOUT_PLAIN : LAYOUT_TIED;
+    return l->in_shape.c % DNNL_LANES ? LAYOUT_PLAIN : LAYOUT_TIED;
 }
 
 const LayerType maxpool_layer = {

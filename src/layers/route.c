@@ -8,6 +8,7 @@
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "ops/dnnl_conv.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define ROUTE_PARALLEL_MIN 65536
@@ -124,7 +125,8 @@ static int route_layout(const Layer *l, int k)
 {
     (void)k;
     for (int i = 0; i < l->n_inputs; i++)
-        if (((const Route *)l->priv)->sizes[i] / ((size_t)l->out_shape.h * l->out_shape.w) % 8)
+        if (((const Route *)l->priv)->sizes[i] / ((size_t)l->out_shape.h * l->out_shape.w) %
+            DNNL_LANES)
             return LAYOUT_PLAIN;
     return LAYOUT_TIED;
 }

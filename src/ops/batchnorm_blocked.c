@@ -1,11 +1,14 @@
-/* Batch normalisation kernels on nChw8c activations: one OpenMP task per block of 8 channels,
- * the 8 lanes side by side, sums in double in a fixed order. */
+/* Batch normalisation kernels on nChw8c activations (nChw16c with AVX-512: DNNL_LANES): one
+ * OpenMP task per block of LANES channels, the lanes side by side, sums in double in a fixed
+ * order. */
 #include "ops/batchnorm_blocked.h"
 
 #include <math.h>
 #include <stddef.h>
 
-enum { LANES = 8 };
+#include "ops/dnnl_conv.h"
+
+enum { LANES = DNNL_LANES };
 
 /* Element i of sample b in block k's lane run: x + block_at(...) [LANES]. */
 static size_t block_at(int b, int blocks, int k, size_t sp, size_t i)
@@ -13,7 +16,7 @@ static size_t block_at(int b, int blocks, int k, size_t sp, size_t i)
     return (((size_t)b * blocks + k) * sp + i) * LANES;
 }
 
-/* Block k's 8 channels' sums of p and of p * q (q NULL: p * p) over the batch. */
+/* Block k's LANES channels' sums of p and of p * q (q NULL: p * p) over the batch. */
 static void block_sums(const float *p, const float *q, int batch, int blocks, size_t sp, int k,
                        double *s0, double *s1)
 {

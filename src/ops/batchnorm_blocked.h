@@ -1,8 +1,9 @@
 /* Batch normalisation (ops/batchnorm.h's semantics: PyTorch's) over activations in oneDNN's
- * blocked layout nChw8c, [batch][c/8][spatial][8] (c a multiple of 8): channel ch's values are
- * lane ch % 8 of block ch / 8. The same arguments as batchnorm_forward_train, _eval and
- * batchnorm_backward, without the fused activation; the per-channel sums in double, in a fixed
- * order (results do not depend on the thread count). */
+ * blocked layout nChw8c, [batch][c/L][spatial][L] (L = DNNL_LANES, ops/dnnl_conv.h: 16 with
+ * AVX-512, else 8; c a multiple of L): channel ch's values are lane ch % L of block ch / L. The
+ * same arguments as batchnorm_forward_train, _eval and batchnorm_backward, without the fused
+ * activation; the per-channel sums in double, in a fixed order (results do not depend on the thread
+ * count). */
 #ifndef CDL_BATCHNORM_BLOCKED_H
 #define CDL_BATCHNORM_BLOCKED_H
 

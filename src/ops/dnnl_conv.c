@@ -49,12 +49,23 @@ void dnnl_describe(char *buf, size_t size)
              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP");
 }
 
-/* Measured per layer (README, "Convolution engines"): with the reorders, oneDNN's direct kernels
- * come out about even with the reference (0.8-1.1x its time) on stride-1 3x3 convolutions from
- * 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first layers (1 or 3
- * channels) and fashion's 32-channel and 7x7 ones (4x4: even, left on the reference too). */
+/* engine=auto's fixed rule (README, "Convolution engines"). With AVX-512 (DNNL_LANES 16, oneDNN's
+ * avx512_core kernels on nChw16c) every convolution: at 1 thread resnet18_cifar, resnet18 224,
+ * fashion and cifar_small trained 1.17-1.25x faster per step all on oneDNN than all on the
+ * reference (own Winograd on AVX2, im2col + OpenBLAS SkylakeX), and mixing engines in a net costs
+ * reorders at every change; the layers on Winograd go there too unless DNNL_AUTO_WINOGRAD is set
+ * to 0 (then they stay on the reference: to retune when Winograd on AVX-512 measures faster than
+ * oneDNN there). With AVX2 (nChw8c) the rule of the AVX2 machine: with the reorders, oneDNN's
+ * direct kernels came out about even with the reference (0.8-1.1x its time) on stride-1 3x3
+ * convolutions from 64 channels on maps from 8x8, and slower on 1x1 ones, stride 2, the first
+ * layers (1 or 3 channels) and fashion's 32-channel and 7x7 ones. */
+#ifndef DNNL_AUTO_WINOGRAD
+#define DNNL_AUTO_WINOGRAD 1
+#endif
 int dnnl_conv_preferred(const DnnlConvDesc *desc)
 {
+    if (DNNL_LANES == 16)
+        return !desc->winograd || DNNL_AUTO_WINOGRAD;
     return desc->groups == 1 && desc->size == 3 && desc->stride == 1 && desc->in_c >= 64 &&
            desc->in_h >= 8 && desc->in_w >= 8;
 }
@@ -216,6 +227,51 @@ static dnnl_status_t make_prim(DnnlConv *d, int k, const Mds *m, dnnl_primitive_
     return s;
 }
 
+/* 1 when pd's implementation is oneDNN's reference one ("ref:any"), far slower than cdl's. */
+static int ref_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           !strncmp(impl, "ref", 3);
+}
+
+/* The forward's primitive descriptor: x and y in the layout oneDNN picks, except in inference,
+ * where oneDNN 2.6 on AVX-512 picks brgconv on nhwc, a layout no other layer takes: there x and
+ * y (each of whole DNNL_LANES blocks; the other left to oneDNN) are asked in nChw16c (its
+ * jit:avx512_core kernels), so that the activations can stay blocked between layers
+ * (dnnl_conv_blocked), unless no kernel but the reference one takes them. */
+static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_desc_t *fd,
+                                const DnnlConvDesc *c, const Mds *m, dnnl_prop_kind_t prop,
+                                const_dnnl_primitive_attr_t attr)
+{
+    const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
+        (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
+        const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
+        const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
+        dnnl_memory_desc_t xb = m->x_any, yb = m->y_any;
+        dnnl_status_t s = c->in_c % DNNL_LANES
+                              ? dnnl_success
+                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, dnnl_f32, dnnl_nChw16c);
+        s = s || c->out_c % DNNL_LANES
+                ? s
+                : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
+        s = s ? s
+              : dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &xb,
+                                                   &m->w_any, b, &yb, m->strides, m->pad, m->pad);
+        s = s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
+        if (!s && !ref_impl(*fpd))
+            return s;
+        if (!s)
+            dnnl_primitive_desc_destroy(*fpd);
+        *fpd = NULL;
+    }
+    dnnl_status_t s =
+        dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &m->x_any, &m->w_any,
+                                           b, &m->y_any, m->strides, m->pad, m->pad);
+    return s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
+}
+
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
 {
     Mds m;
@@ -240,11 +296,7 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     dnnl_convolution_desc_t fd, bd, wd;
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL, wpd = NULL;
     const int nb = c->bias ? 4 : 3;
-    s = s ? s
-          : dnnl_convolution_forward_desc_init(&fd, prop, dnnl_convolution_direct, &m.x_any,
-                                               &m.w_any, c->bias ? &m.b : NULL, &m.y_any, m.strides,
-                                               m.pad, m.pad);
-    s = s ? s : dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL);
+    s = s ? s : forward_pd(&fpd, &fd, c, &m, prop, attr);
     if (!s) {
         const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
         s = make_prim(d, DNNL_CONV_FWD, &m, fpd, nb, args, (const int[]){0, 0, 1, 0});
@@ -318,7 +370,8 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
     return NULL;
 }
 
-/* 1 when argument a's primitive layout is nChw8c, the same size as plain NCHW. */
+/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512), the same
+ * size as plain NCHW. */
 static int arg_blocked(const DnnlConvArg *a)
 {
     const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
@@ -326,7 +379,8 @@ static int arg_blocked(const DnnlConvArg *a)
         dnnl_memory_get_memory_desc(a->user, &plain))
         return 0;
     dnnl_memory_desc_t blocked;
-    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32, dnnl_nChw8c) ==
+    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32,
+                                        DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c) ==
                dnnl_success &&
            dnnl_memory_desc_equal(inner, &blocked) &&
            dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);

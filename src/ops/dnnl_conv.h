@@ -29,6 +29,7 @@ typedef struct DnnlConvDesc {
     float slope;   /* eltwise's negative slope */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
+    int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -80,8 +81,9 @@ int dnnl_conv_built(void);
 void dnnl_describe(char *buf, size_t size);
 
 /* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
- * desc's shape (batch, bias and the rest aside): [net] engine=auto's fixed rule (README). 0 in a
- * build without oneDNN. */
+ * desc's shape and winograd (batch, bias and the rest aside): [net] engine=auto's fixed rule
+ * (README): every convolution with AVX-512, stride-1 3x3 ones from 64 channels on maps from 8x8
+ * with AVX2. 0 in a build without oneDNN. */
 int dnnl_conv_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */
@@ -89,8 +91,19 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);
 /* Releases d's primitives (d zeroed; a zeroed d is released already). */
 void dnnl_conv_release(DnnlConv *d);
 
-/* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/8][h][w][8], c a
- * multiple of 8), as the forward's own layout, without the reorder. */
+/* Channels per block of the blocked activation layout that cdl passes between layers on oneDNN
+ * (Layer.blocked), DNNL_LANES, written nChw8c in the comments: nChw16c in a build for AVX-512,
+ * the layout of oneDNN's avx512_core kernels, else nChw8c, that of its avx2 ones. Where oneDNN
+ * picks another layout (an older CPU than the build's, ONEDNN_MAX_CPU_ISA) the layers stay plain
+ * (dnnl_conv_blocked). */
+#if defined(__AVX512F__)
+#define DNNL_LANES 16
+#else
+#define DNNL_LANES 8
+#endif
+
+/* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/L][h][w][L], L =
+ * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder. */
 enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)

@@ -277,7 +277,7 @@ static void test_inference_chain(void)
                 "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
                 "[shortcut]\nfrom=-3\nactivation=relu\n"
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
-                "[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                "[convolutional]\nfilters=16\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
                 "activation=logistic\n"
                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n");
 }
@@ -306,7 +306,7 @@ static void test_chain_through_pool_route(void)
                 "[shortcut]\nfrom=-3\nactivation=relu\n"
                 "[route]\nlayers=-1,-5\n"
                 "[maxpool]\nsize=2\nstride=1\n"
-                "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                "[convolutional]\nfilters=16\nsize=1\nactivation=linear\n"
                 "[avgpool]\n");
 }
 
@@ -405,14 +405,17 @@ static void test_train_chain(void)
     check_train_chain("training chain", 9, 10, "bbbbbbbbbb.", train_chain);
 }
 
-/* Without dnnl_train_blocked=1 a training net on oneDNN keeps every layer plain. */
+/* With dnnl_train_blocked=0 (the default without AVX-512) a training net on oneDNN keeps every
+ * layer plain. */
 static void test_train_plain_by_default(void)
 {
     Net net;
     Error e = {0};
     char text[4096];
-    snprintf(text, sizeof text, "[net]\nbatch=3\nwidth=9\nheight=10\nchannels=3\nengine=dnnl\n%s",
-             train_chain);
+    snprintf(
+        text, sizeof text,
+        "[net]\nbatch=3\nwidth=9\nheight=10\nchannels=3\nengine=dnnl\ndnnl_train_blocked=0\n%s",
+        train_chain);
     CHECK(!net_build_from_text(&net, text, "t.cfg", 1, 5, &e) && !net_resize(&net, 3, 1, &e));
     for (int j = 0; j < net.n_layers; j++)
         CHECK(!blocked_out(&net.layers[j]));
@@ -434,7 +437,7 @@ static void test_train_pool_chain(void)
                       "activation=linear\n"
                       "[shortcut]\nfrom=-3\nactivation=relu\n"
                       "[maxpool]\nsize=2\nstride=1\n"
-                      "[convolutional]\nfilters=8\nsize=1\nactivation=linear\n"
+                      "[convolutional]\nfilters=16\nsize=1\nactivation=linear\n"
                       "[avgpool]\n");
 }
 

@@ -357,7 +357,7 @@ static void test_winograd_inference_allocates_nothing(void)
     const int threads = omp_get_max_threads();
     omp_set_num_threads(2);
     static const char *text =
-        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=16\n"
+        "[net]\nbatch=1\nwidth=8\nheight=8\nchannels=16\nengine=ref\n"
         "[convolutional]\nfilters=32\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
         "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
         "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
@@ -430,8 +430,9 @@ int main(void)
 #else
     void *frame;
     backtrace(&frame, 1); /* its first call loads the unwinder, allocating */
-    test_training_step_allocates_nothing("", cfg_text);
-    test_training_step_allocates_nothing("recompute_every=3", cfg_text);
+    test_training_step_allocates_nothing("", cfg_text); /* engine=auto */
+    test_training_step_allocates_nothing("engine=ref", cfg_text);
+    test_training_step_allocates_nothing("engine=ref\nrecompute_every=3", cfg_text);
     test_training_step_allocates_nothing("precision=bf16", cfg_text);
     test_training_step_allocates_nothing("precision=bf16\nrecompute_every=3", cfg_text);
     test_training_step_allocates_nothing("engine=dnnl", cfg_text);

@@ -30,7 +30,9 @@ static int check_fixture(const char *name, int wino_layer)
     RefFixture f;
     Net net;
     Error e = {0};
-    if (ref_fixture_load(ref, &f) || ref_net_build(&net, &f, cfg, NULL, 0, 4))
+    /* The reference's kernels (the Winograd layer's) against PyTorch: engine=ref, not auto. */
+    const char *const engine = "net.engine=ref";
+    if (ref_fixture_load(ref, &f) || ref_net_build(&net, &f, cfg, &engine, 1, 4))
         return 1;
     Optimizer opt;
     if (optimizer_init(&opt, &net, &e)) {
