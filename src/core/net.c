@@ -103,6 +103,7 @@ static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
     if (engine == NET_ENGINE_AUTO && !dnnl_conv_built())
         engine = NET_ENGINE_REF;
     net->engine = (NetEngine)engine;
+    net->engine_given = cfg_find(s, "engine") != NULL;
     return CDL_OK;
 }
 

@@ -114,6 +114,10 @@ typedef struct Conv {
      * applies the activation (relu or leaky without batch norm), leaving l->pre unwritten (their
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
+    /* precision=bf16 runs on oneDNN's bf16 kernels (parse: on a CPU with bf16 instructions,
+     * dnnl_conv_bf16_native, unless the cfg says engine=ref), its reorders rounding the
+     * operands; else on the rounding reference below, as where oneDNN has only "ref:any" */
+    int dnnl_bf16_wanted;
     DnnlConv dc;
     /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
      * folds the running statistics into w_fold and b_fold (work) and runs them as the
@@ -246,6 +250,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                                                                                .stride = stride,
                                                                                .padding = padding,
                                                                                .groups = groups}));
+    cv->dnnl_bf16_wanted =
+        (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_native();
     cv->wino_wanted = !cv->dnnl_wanted && net->winograd && cv->same && size == 3 && groups == 1 &&
                       winograd_worth(in.c, filters, in.h, in.w);
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
@@ -295,6 +301,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
         .data_grad = backward,
+        .bf16 = l->precision == GEMM_BF16,
     };
     int rc = dnnl_conv_prepare(&cv->dc, &d, e);
     if (rc)
@@ -313,6 +320,11 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     bias_norm_resize(&cv->stage, batch, st);
     cv->w_fold = layer_work_floats(st, cv->folded ? l->params[P_WEIGHTS].count : 0);
     cv->b_fold = layer_work_floats(st, cv->folded ? (size_t)out.c : 0);
+    /* a folded layer's training forward (the reference's) rounds into these in bf16 */
+    const int bf16_ref = cv->folded && d.bf16;
+    cv->w_bf16 = layer_state_floats(st, bf16_ref ? l->params[P_WEIGHTS].count : 0);
+    cv->x_bf16 = layer_state_floats(
+        st, bf16_ref && (cv->direct || cv->depthwise) ? (size_t)batch * shape_size(in) : 0);
     return CDL_OK;
 }
 
@@ -416,7 +428,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
-    if (cv->dnnl_wanted && !l->quant && l->precision != GEMM_BF16) { /* bf16: the reference's */
+    if (!l->quant && (l->precision == GEMM_BF16 ? cv->dnnl_bf16_wanted : cv->dnnl_wanted)) {
         int rc = dnnl_resize(l, cv, batch, st, e);
         if (rc || cv->dnnl)
             return rc;
@@ -1014,14 +1026,12 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const GemmPrecision p = conv_precision(l);
-    gemm_operand(p, l->params[P_WEIGHTS].data, l->params[P_WEIGHTS].count, cv->w_bf16);
-    const float *x = cv->direct || cv->depthwise
-                         ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
-                         : l->in[0];
 
     /* A folded layer's training forward (batch statistics) takes the reference's image by image
-     * path below, whose scratch the layer keeps. */
+     * path below, whose scratch the layer keeps. oneDNN takes float32 x and w in either
+     * precision (in bf16 its reorders round them). */
     if (cv->dnnl && !(cv->folded && ctx->train)) {
+        const float *x = l->in[0];
         const int bn = cv->stage.batch_normalize && !cv->folded;
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
@@ -1048,6 +1058,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             layer_activate(l, batch);
         return;
     }
+    gemm_operand(p, l->params[P_WEIGHTS].data, l->params[P_WEIGHTS].count, cv->w_bf16);
+    const float *x = cv->direct || cv->depthwise
+                         ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
+                         : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
     if (conv_winograd(l, cv)) {
