@@ -44,12 +44,14 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
- * gradients) batch norm's running statistics are folded into the weights and bias each forward
- * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
- * and the input and output pass in oneDNN's blocked layout nChw8c where the forward's are that
- * and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in inference
- * forwards only. */
+ * ("ref:any") and when it runs with int8 weights. In precision=bf16 a layer runs on oneDNN's bf16
+ * kernels (DnnlConvDesc.bf16: its reorders round x, w and dy) on a CPU that has bf16 instructions,
+ * whatever the engine unless the cfg says engine=ref; elsewhere on the rounding reference. In an
+ * inference net (no gradients) batch norm's running statistics are folded into the weights and bias
+ * each forward (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without
+ * batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the forward's
+ * are that and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in
+ * inference forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
