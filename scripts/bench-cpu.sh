@@ -8,12 +8,15 @@
 # Usage: scripts/bench-cpu.sh [--nets A,B,..] [--threads 1,2] [--repeats N] [--steps N]
 #            [--warmup N] [--quick]
 #   nets: resnet18_cifar resnet18 fashion cifar_small char_lstm gpt_tiny resnet50
-#         resnet50_inference (default: all); --quick: 2 steps, 1 warm-up, 1 repeat (a check
-#         that everything runs, not a measurement); --steps: every net's (default: per net)
+#         resnet50_inference resnet18_cifar_bf16 resnet50_bf16 (default: all; _bf16: cdl
+#         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
+#         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
+#         measurement); --steps: every net's (default: per net)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50,resnet50_inference
+all_nets+=,resnet18_cifar_bf16,resnet50_bf16
 nets=$all_nets
 thread_list=1,2
 repeats=3
@@ -27,15 +30,18 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2 && shift 2 ;;
     --warmup) warmup=$2 && shift 2 ;;
     --quick) steps=2 warmup=1 repeats=1 && shift ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-cpu: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
 
-# NAME -> "CFG BATCH MODE DEFAULT_STEPS" (batch 0: the cfg's; mode train|inference)
+# NAME -> "CFG BATCH MODE DEFAULT_STEPS [bf16]" (batch 0: the cfg's; mode train|inference;
+# bf16: cdl --precision bf16, PyTorch under autocast)
 net_spec() {
     case "$1" in
     resnet18_cifar) echo "cfg/resnet18_cifar.cfg 64 train 10" ;;
+    resnet18_cifar_bf16) echo "cfg/resnet18_cifar.cfg 64 train 10 bf16" ;;
+    resnet50_bf16) echo "cfg/resnet50.cfg 16 train 5 bf16" ;;
     resnet18) echo "cfg/resnet18.cfg 16 train 10" ;;
     fashion) echo "cfg/fashion.cfg 64 train 30" ;;
     cifar_small) echo "cfg/cifar_small.cfg 64 train 30" ;;
@@ -97,12 +103,13 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1
 
 # rate RUNNER NAME THREADS: one run's images/s or tokens/s.
 rate() {
-    local runner=$1 name=$2 t=$3 cfg batch mode def_steps n_steps json
-    read -r cfg batch mode def_steps <<<"$(net_spec "$name")"
+    local runner=$1 name=$2 t=$3 cfg batch mode def_steps precision n_steps json
+    read -r cfg batch mode def_steps precision <<<"$(net_spec "$name")"
     n_steps=${steps:-$def_steps}
     local common=(--steps "$n_steps" --warmup "$warmup" --threads "$t")
-    local inference=()
+    local inference=() cdl_bf16=() torch_bf16=()
     [ "$mode" = inference ] && inference=(--inference)
+    [ "$precision" = bf16 ] && cdl_bf16=(--precision bf16) torch_bf16=(--bf16)
     case "$name:$runner" in
     char_lstm:cdl | gpt_tiny:cdl)
         json=$(quiet env OMP_NUM_THREADS="$t" ./cdl bench "$cfg" "${common[@]}" \
@@ -115,12 +122,12 @@ rate() {
         json_field train_tokens_per_s <<<"$json" ;;
     *:cdl)
         json=$(quiet env OMP_NUM_THREADS="$t" ./cdl bench "$cfg" --batch "$batch" \
-            "${common[@]}" "${inference[@]}" --json)
+            "${common[@]}" "${inference[@]}" "${cdl_bf16[@]}" --json)
         json_field images_per_s <<<"$json" ;;
     *)
         local py=${runner}_python
         json=$(quiet torch_env OMP_NUM_THREADS="$t" "${!py}" scripts/bench_torch.py --cfg "$cfg" \
-            --batch "$batch" "${common[@]}" "${inference[@]}")
+            --batch "$batch" "${common[@]}" "${inference[@]}" "${torch_bf16[@]}")
         json_field images_per_s <<<"$json" ;;
     esac
 }
@@ -170,4 +177,4 @@ from bench_torch import parse_cfg; print(parse_cfg(sys.argv[1])[0][1].get("batch
     done
 done
 echo "(cdl/pt: cdl over the faster PyTorch; GFLOP/s and peak: cdl's, FLOPs from cdl info;" \
-    "training counts 3x the forward FLOPs)"
+    "training counts 3x the forward FLOPs; _bf16 rows against the float32 peak too)"

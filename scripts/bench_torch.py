@@ -2,12 +2,14 @@
 """PyTorch peer for `cdl bench`: builds the net a cdl cfg describes (convolutional,
 connected, batch norm, maxpool, avgpool, dropout, route, shortcut, softmax: the image cfgs of
 cfg/) and times the same training steps (SGD with momentum and weight decay, BN in train
-mode) or, with --inference, forwards without gradients, on random data.
+mode) or, with --inference, forwards without gradients, on random data; --bf16 runs the
+forwards (and so the backwards) under torch.autocast("cpu", torch.bfloat16), cdl's
+--precision bf16.
 
 Run with Debian's /usr/bin/python3 (python3-torch) or any python with torch (scripts/
 torch-venv.sh). Prints one JSON line:
 {"images_per_s": ..., "ms_per_step": ..., "batch": ..., "threads": ..., "inference": ...,
-"torch": ...}; --params prints the parameter count (equal to `cdl info`'s) instead.
+"bf16": ..., "torch": ...}; --params prints the parameter count (equal to `cdl info`'s) instead.
 """
 import argparse
 import json
@@ -196,6 +198,8 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="default: torch's choice")
     p.add_argument("--inference", action="store_true",
                    help="time forwards in eval mode without gradients instead")
+    p.add_argument("--bf16", action="store_true",
+                   help='forwards under torch.autocast("cpu", torch.bfloat16)')
     p.add_argument("--params", action="store_true",
                    help="print the trainable parameter count (cdl info's) and exit")
     args = p.parse_args()
@@ -224,14 +228,18 @@ def main():
     x = torch.randn(batch, *model.input_shape)
     labels = torch.randint(0, model.classes, (batch,))
 
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16)
+
     def train_step():
         opt.zero_grad(set_to_none=False)
-        loss = loss_fn(model(x), labels)
+        with autocast():
+            loss = loss_fn(model(x), labels)
         loss.backward()
         opt.step()
 
     def inference_step():
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             model(x)
 
     step = inference_step if args.inference else train_step
@@ -248,6 +256,7 @@ def main():
         "batch": batch,
         "threads": torch.get_num_threads(),
         "inference": args.inference,
+        "bf16": args.bf16,
         "torch": torch.__version__,
     }))
 

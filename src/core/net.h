@@ -83,6 +83,7 @@ typedef struct Net {
     int seq;
     int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     NetEngine engine; /* [net] engine= */
+    int engine_given; /* 1: the cfg names it (bf16 convolutions go to oneDNN unless engine=ref) */
     int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on ops/winograd.h */
     /* [net] dnnl_train_blocked=0|1 (default 1 in a build for AVX-512, else 0): a net with
      * gradients keeps the activations and their gradients in nChw8c (nChw16c with AVX-512)

@@ -44,12 +44,14 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any"), when it runs with int8 weights, and in precision=bf16. In an inference net (no
- * gradients) batch norm's running statistics are folded into the weights and bias each forward
- * (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without batch norm;
- * and the input and output pass in oneDNN's blocked layout nChw8c where the forward's are that
- * and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in inference
- * forwards only. */
+ * ("ref:any") and when it runs with int8 weights. In precision=bf16 a layer runs on oneDNN's bf16
+ * kernels (DnnlConvDesc.bf16: its reorders round x, w and dy) on a CPU that has bf16 instructions,
+ * whatever the engine unless the cfg says engine=ref; elsewhere on the rounding reference. In an
+ * inference net (no gradients) batch norm's running statistics are folded into the weights and bias
+ * each forward (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without
+ * batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the forward's
+ * are that and the neighbours take it too (conv_layout, Layer.blocked: net_resize decides), in
+ * inference forwards only. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -114,6 +116,10 @@ typedef struct Conv {
      * applies the activation (relu or leaky without batch norm), leaving l->pre unwritten (their
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
+    /* precision=bf16 runs on oneDNN's bf16 kernels (parse: on a CPU with bf16 instructions,
+     * dnnl_conv_bf16_native, unless the cfg says engine=ref), its reorders rounding the
+     * operands; else on the rounding reference below, as where oneDNN has only "ref:any" */
+    int dnnl_bf16_wanted;
     DnnlConv dc;
     /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
      * folds the running statistics into w_fold and b_fold (work) and runs them as the
@@ -249,6 +255,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                                                                                .padding = padding,
                                                                                .groups = groups,
                                                                                .winograd = wino}));
+    cv->dnnl_bf16_wanted =
+        (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_native();
     cv->wino_wanted = !cv->dnnl_wanted && wino;
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&
@@ -297,6 +305,7 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
         .backward = backward,
         .data_grad = backward,
+        .bf16 = l->precision == GEMM_BF16,
     };
     int rc = dnnl_conv_prepare(&cv->dc, &d, e);
     if (rc)
@@ -315,6 +324,11 @@ static int dnnl_resize(Layer *l, Conv *cv, int batch, LayerState *st, Error *e)
     bias_norm_resize(&cv->stage, batch, st);
     cv->w_fold = layer_work_floats(st, cv->folded ? l->params[P_WEIGHTS].count : 0);
     cv->b_fold = layer_work_floats(st, cv->folded ? (size_t)out.c : 0);
+    /* a folded layer's training forward (the reference's) rounds into these in bf16 */
+    const int bf16_ref = cv->folded && d.bf16;
+    cv->w_bf16 = layer_state_floats(st, bf16_ref ? l->params[P_WEIGHTS].count : 0);
+    cv->x_bf16 = layer_state_floats(
+        st, bf16_ref && (cv->direct || cv->depthwise) ? (size_t)batch * shape_size(in) : 0);
     return CDL_OK;
 }
 
@@ -418,7 +432,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cv->images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cv->base_scratch;
-    if (cv->dnnl_wanted && !l->quant && l->precision != GEMM_BF16) { /* bf16: the reference's */
+    if (!l->quant && (l->precision == GEMM_BF16 ? cv->dnnl_bf16_wanted : cv->dnnl_wanted)) {
         int rc = dnnl_resize(l, cv, batch, st, e);
         if (rc || cv->dnnl)
             return rc;
@@ -1016,14 +1030,12 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
     const GemmPrecision p = conv_precision(l);
-    gemm_operand(p, l->params[P_WEIGHTS].data, l->params[P_WEIGHTS].count, cv->w_bf16);
-    const float *x = cv->direct || cv->depthwise
-                         ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
-                         : l->in[0];
 
     /* A folded layer's training forward (batch statistics) takes the reference's image by image
-     * path below, whose scratch the layer keeps. */
+     * path below, whose scratch the layer keeps. oneDNN takes float32 x and w in either
+     * precision (in bf16 its reorders round them). */
     if (cv->dnnl && !(cv->folded && ctx->train)) {
+        const float *x = l->in[0];
         const int bn = cv->stage.batch_normalize && !cv->folded;
         const float *w = l->params[P_WEIGHTS].data;
         const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
@@ -1050,6 +1062,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             layer_activate(l, batch);
         return;
     }
+    gemm_operand(p, l->params[P_WEIGHTS].data, l->params[P_WEIGHTS].count, cv->w_bf16);
+    const float *x = cv->direct || cv->depthwise
+                         ? gemm_operand(p, l->in[0], (size_t)batch * in_size, cv->x_bf16)
+                         : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
     if (conv_winograd(l, cv)) {

@@ -70,6 +70,13 @@ int dnnl_conv_preferred(const DnnlConvDesc *desc)
            desc->in_h >= 8 && desc->in_w >= 8;
 }
 
+int dnnl_conv_bf16_native(void)
+{
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(),
+                   bf16 = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+    return (isa & bf16) == bf16; /* the ISA bits nest: amx holds bf16's */
+}
+
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static dnnl_status_t engine_status = dnnl_runtime_error;
@@ -108,9 +115,10 @@ void dnnl_conv_release(DnnlConv *d)
 
 /* The plain descriptors of one convolution: x, y, bias, and weights ([groups][out/g][in/g][k][k]
  * as goihw when grouped, else oihw: the same bytes as cdl's [out_c][in_c/groups][k][k]); any:
- * the same shapes with the layout left to oneDNN. */
+ * the same shapes with the layout left to oneDNN, float32 (y, and the gradients dx and dw), and
+ * in the operands' type (bf16 or float32: x, w and dy as the products take them). */
 typedef struct Mds {
-    dnnl_memory_desc_t x, w, b, y, x_any, w_any, y_any;
+    dnnl_memory_desc_t x, w, b, y, x_any, w_any, y_any, x_op, w_op, y_op;
     /* Padding is symmetric, as PyTorch gives it: oneDNN's output size (in + 2 pad - size) /
      * stride + 1 rounds down as ours does, leaving what the last window misses unread. */
     dnnl_dims_t strides, pad;
@@ -123,20 +131,25 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
     const dnnl_dims_t b = {c->out_c};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
+    const dnnl_data_type_t op = c->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_f32, dnnl_nchw);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, dnnl_f32, dnnl_nchw);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_any, 4, x, dnnl_f32, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_any, 4, y, dnnl_f32, any);
+    s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_op, 4, x, op, any);
+    s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_op, 4, y, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x);
     if (c->groups > 1) {
         const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->size,
                                c->size};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 5, w, dnnl_f32, dnnl_goihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 5, w, dnnl_f32, any);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 5, w, op, any);
     } else {
         const dnnl_dims_t w = {c->out_c, c->in_c, c->size, c->size};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 4, w, dnnl_f32, dnnl_oihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, any);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 4, w, op, any);
     }
     m->strides[0] = m->strides[1] = c->stride;
     m->pad[0] = m->pad[1] = c->padding;
@@ -245,7 +258,7 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
                                 const_dnnl_primitive_attr_t attr)
 {
     const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
-    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 && !c->bf16 &&
         (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
@@ -267,8 +280,8 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
         *fpd = NULL;
     }
     dnnl_status_t s =
-        dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &m->x_any, &m->w_any,
-                                           b, &m->y_any, m->strides, m->pad, m->pad);
+        dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &m->x_op, &m->w_op, b,
+                                           &m->y_any, m->strides, m->pad, m->pad);
     return s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
 }
 
@@ -303,14 +316,14 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     }
     if (!s && c->data_grad) {
         s = dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &m.x_any,
-                                                     &m.w_any, &m.y_any, m.strides, m.pad, m.pad);
+                                                     &m.w_op, &m.y_op, m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&bpd, &bd, battr, engine, fpd);
         const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
         s = s ? s : make_prim(d, DNNL_CONV_BWD_DATA, &m, bpd, 3, args, (const int[]){0, 0, 2});
     }
     if (!s && c->backward) {
-        s = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &m.x_any,
-                                                        &m.w_any, c->bias ? &m.b : NULL, &m.y_any,
+        s = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &m.x_op,
+                                                        &m.w_any, c->bias ? &m.b : NULL, &m.y_op,
                                                         m.strides, m.pad, m.pad);
         s = s ? s : dnnl_primitive_desc_create(&wpd, &wd, battr, engine, fpd);
         const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
@@ -487,6 +500,11 @@ void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const floa
 #else /* built without oneDNN (make DNNL=0) */
 
 int dnnl_conv_built(void)
+{
+    return 0;
+}
+
+int dnnl_conv_bf16_native(void)
 {
     return 0;
 }

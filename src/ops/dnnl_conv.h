@@ -30,6 +30,9 @@ typedef struct DnnlConvDesc {
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
+    int bf16;      /* 1: x, w and dy taken in bf16 (oneDNN's reorders round the float32 tensors
+                      to nearest even), float32 sums, y, dx, dw and db float32: the numerics of
+                      torch.autocast("cpu", torch.bfloat16) on oneDNN's bf16 kernels */
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -79,6 +82,11 @@ int dnnl_conv_built(void);
 /* oneDNN's version ("2.6.3") and the instruction set it dispatches to ("avx2", ...) into buf;
  * "not built" without it. */
 void dnnl_describe(char *buf, size_t size);
+
+/* 1 when oneDNN dispatches to native bf16 instructions on this CPU (ISA avx512_core_bf16 or
+ * above: vdpbf16ps), where a DnnlConvDesc with bf16 runs at about twice the float32 rate; 0 on
+ * others (oneDNN's bf16 there is unimplemented or emulated) and without oneDNN. */
+int dnnl_conv_bf16_native(void);
 
 /* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
  * desc's shape and winograd (batch, bias and the rest aside): [net] engine=auto's fixed rule

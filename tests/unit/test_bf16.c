@@ -1,8 +1,9 @@
 /* precision=bf16 (ops/bf16.h, GemmPrecision): the rounding against torch's
  * (tests/ref/bf16.ref, scripts/ref/make_bf16.py), gemm on bf16 operands against the float32 gemm
  * on operands rounded beforehand, every gemm layer's forward and backward in bf16 against its
- * float32 passes on rounded operands, and a convolution and a connected layer against
- * torch.autocast("cpu", torch.bfloat16). */
+ * float32 passes on rounded operands, a convolution and a connected layer against
+ * torch.autocast("cpu", torch.bfloat16), and the convolutions on oneDNN's bf16 kernels against
+ * those on the rounding reference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "check.h"
 #include "core/net.h"
 #include "ops/bf16.h"
+#include "ops/dnnl_conv.h"
 #include "ops/gemm.h"
 #include "ref_fixture.h"
 #include "util/rng.h"
@@ -185,6 +187,139 @@ static void test_layer_passes_are_fp32_on_rounded_operands(const char *text)
     free(input), free(delta), free(input_r), free(delta_r);
     net_free(&n16);
     net_free(&n32);
+}
+
+/* Convolutions that oneDNN's bf16 kernels run on a CPU with bf16 instructions (cfg text after
+ * "[net]\n"; no engine key: bf16's default, oneDNN where native), with the shapes of resnets'
+ * layers in small: a first layer of 3 channels, 3x3 same, 3x3 and 1x1 stride 2, a 1x1 bottleneck,
+ * and the grouped and depthwise ones of pass_cfgs (oneDNN's or the reference, whichever runs). */
+static const char *const dnnl_bf16_cfgs[] = {
+    "batch=2\nwidth=9\nheight=7\nchannels=3\n"
+    "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=linear\n",
+    "batch=2\nwidth=9\nheight=7\nchannels=16\n"
+    "[convolutional]\nfilters=32\nsize=3\npad=1\nactivation=linear\n",
+    "batch=3\nwidth=9\nheight=7\nchannels=16\n"
+    "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nactivation=linear\n",
+    "batch=2\nwidth=8\nheight=8\nchannels=32\n"
+    "[convolutional]\nfilters=16\nsize=1\nstride=2\nactivation=linear\n",
+    "batch=2\nwidth=7\nheight=7\nchannels=32\n"
+    "[convolutional]\nfilters=16\nsize=1\nactivation=linear\n",
+    "batch=3\nwidth=7\nheight=6\nchannels=4\n"
+    "[convolutional]\nfilters=6\nsize=3\nstride=2\npadding=1\ngroups=2\nactivation=linear\n",
+    "batch=3\nwidth=7\nheight=6\nchannels=4\n"
+    "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=4\nactivation=linear\n",
+};
+
+/* Builds "[net]\n" + head + text in precision p (parameters from seed 1, an input gradient). */
+static int build_with(const char *head, const char *text, GemmPrecision p, Net *net)
+{
+    Error e = {0};
+    char full[1024];
+    snprintf(full, sizeof full, "[net]\n%s%s", head, text);
+    int st = net_build_from_text(net, full, "t.cfg", 1, 1, &e);
+    if (!st) {
+        net_set_precision(net, p);
+        if ((st = net_resize(net, net->hyper.batch, 1, &e)))
+            net_free(net);
+    }
+    if (st)
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+    CHECK(st == CDL_OK);
+    return st;
+}
+
+/* Elements of got outside want +- (2 k U s[i] + k 2^-126) (+ extra s[i]); prints the first
+ * unless what is NULL. */
+static int outside_sum_order(const char *what, const float *got, const float *want, const float *s,
+                             size_t n, int k, double extra)
+{
+    int outside = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double tol = (2.0 * k * U + extra) * s[i] + k * 0x1p-126;
+        const double err = fabs((double)got[i] - want[i]);
+        if (err > tol && outside++ < 3 && what)
+            fprintf(stderr, "FAIL %s[%zu]: oneDNN bf16 %.9g, reference %.9g (tol %.3g)\n", what, i,
+                    got[i], want[i], tol);
+    }
+    return outside;
+}
+
+/* A bf16 convolution on oneDNN and on the rounding reference (engine=ref) multiply the same bf16
+ * operands exactly in float32 (oneDNN's reorders round to nearest even as bf16_round; vdpbf16ps
+ * flushes subnormals, k 2^-126 at most) and sum them in float32 in other orders: each result of
+ * k terms is within k U S of the exact sum, S the sum of the terms' magnitudes, which the float32
+ * reference computes exactly enough on |operands| (forward: |w|*|x| + |b|; dx: |w| and |dy|; dw:
+ * |x| and |dy|): tol = 2 k U S. The bias gradient sums dy, which the reference takes in float32
+ * and oneDNN rounded (2^-8 of each term more). Where oneDNN has no bf16 kernel (or the CPU none)
+ * the layer runs the reference, bit for bit. A float32 oneDNN convolution on the unrounded
+ * operands falls outside: the rounding moves each operand by up to 2^-8 of itself. */
+static void test_dnnl_bf16_matches_reference(const char *text)
+{
+    Net nd, nr, na;
+    if (build_with("", text, GEMM_BF16, &nd))
+        return;
+    if (build_with("engine=ref\n", text, GEMM_BF16, &nr)) {
+        net_free(&nd);
+        return;
+    }
+    if (build_with("engine=ref\n", text, GEMM_FP32, &na)) {
+        net_free(&nd), net_free(&nr);
+        return;
+    }
+    Layer *ld = &nd.layers[0], *lr = &nr.layers[0], *la = &na.layers[0];
+    const int native = dnnl_conv_bf16_native();
+    CHECK(!strcmp(lr->engine, "ref"));
+    CHECK(native || !strcmp(ld->engine, "ref"));
+    const size_t in_n = (size_t)nd.batch * shape_size(nd.in_shape);
+    const size_t out_n = (size_t)nd.batch * shape_size(ld->out_shape);
+    float *input = malloc(in_n * sizeof *input), *delta = malloc(out_n * sizeof *delta);
+    float *abs_in = malloc(in_n * sizeof *input), *abs_delta = malloc(out_n * sizeof *delta);
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    fill_normal(input, in_n, &rng);
+    fill_normal(delta, out_n, &rng);
+    for (size_t i = 0; i < in_n; i++)
+        abs_in[i] = fabsf(bf16_round(input[i]));
+    for (size_t i = 0; i < out_n; i++)
+        abs_delta[i] = fabsf(bf16_round(delta[i]));
+    for (int q = 0; q < la->n_params; q++) {
+        Param *a = &la->params[q];
+        for (size_t i = 0; i < a->count; i++)
+            a->data[i] = fabsf(q == 0 ? bf16_round(a->data[i]) : a->data[i]);
+    }
+    run_passes(&nd, input, delta);
+    run_passes(&nr, input, delta);
+    run_passes(&na, abs_in, abs_delta);
+    const Shape in = nd.in_shape, out = ld->out_shape;
+    const Param *wd = layer_param(ld, "weights"), *wr = layer_param(lr, "weights");
+    const Param *bd = layer_param(ld, "biases"), *br = layer_param(lr, "biases");
+    const Param *wa = layer_param(la, "weights"), *ba = layer_param(la, "biases");
+    const int k_fwd = (int)(wd->count / (size_t)out.c) + 1;
+    const int k_dx = (int)(wd->count / (size_t)in.c) + 1;
+    const int k_dw = nd.batch * out.h * out.w + 1;
+    int outside = 0;
+    outside += outside_sum_order("y", ld->out, lr->out, la->out, out_n, k_fwd, 0);
+    outside +=
+        outside_sum_order("dx", nd.input_delta, nr.input_delta, na.input_delta, in_n, k_dx, 0);
+    outside += outside_sum_order("dw", wd->grad, wr->grad, wa->grad, wd->count, k_dw, 0);
+    outside += outside_sum_order("db", bd->grad, br->grad, ba->grad, bd->count, k_dw, 0x1p-8);
+    CHECK(outside == 0);
+    if (!strcmp(ld->engine, "ref"))
+        CHECK(memcmp(ld->out, lr->out, out_n * sizeof *ld->out) == 0);
+    /* float32 on oneDNN (or the reference), unrounded operands: outside somewhere */
+    Net nf;
+    if (!build_with("engine=dnnl\n", text, GEMM_FP32, &nf)) {
+        run_passes(&nf, input, delta);
+        CHECK(outside_sum_order(NULL, nf.layers[0].out, lr->out, la->out, out_n, k_fwd, 0) > 0);
+        net_free(&nf);
+    }
+    if (check_failures)
+        fprintf(stderr, "  in the net (engine %s):\n%s", ld->engine, text);
+    else
+        printf("test_bf16: bf16 convolution %dx%dx%d -> %dx%dx%d, %d weights: on %s\n", in.c, in.h,
+               in.w, out.c, out.h, out.w, (int)wd->count, ld->engine);
+    free(input), free(delta), free(abs_in), free(abs_delta);
+    net_free(&nd), net_free(&nr), net_free(&na);
 }
 
 /* Compares layer 0's forward of a one-layer net with the fixture's autocast output `out`.
@@ -368,6 +503,8 @@ int main(void)
     for (size_t i = 0; i < sizeof pass_cfgs / sizeof pass_cfgs[0]; i++)
         test_layer_passes_are_fp32_on_rounded_operands(pass_cfgs[i]);
     test_layers_match_autocast(&f);
+    for (size_t i = 0; i < sizeof dnnl_bf16_cfgs / sizeof dnnl_bf16_cfgs[0]; i++)
+        test_dnnl_bf16_matches_reference(dnnl_bf16_cfgs[i]);
     test_sequence_layers_in_bf16();
     ref_fixture_free(&f);
     return check_report("test_bf16");
