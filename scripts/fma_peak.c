@@ -82,7 +82,8 @@ int main(int argc, char **argv)
 #pragma omp parallel reduction(+ : sum)
         sum += fma_chains(reps);
         const double elapsed = omp_get_wtime() - t0;
-        const double gflops = flop_per_fma * CHAINS * INNER * (double)reps * threads / elapsed / 1e9;
+        const double gflops =
+            flop_per_fma * CHAINS * INNER * (double)reps * threads / elapsed / 1e9;
         if (gflops > best)
             best = gflops;
         volatile double sink = sum; /* keeps the chains' results alive */
