@@ -70,11 +70,20 @@ int dnnl_conv_preferred(const DnnlConvDesc *desc)
            desc->in_h >= 8 && desc->in_w >= 8;
 }
 
+/* 1 when oneDNN dispatches to want or a later ISA (the ISA bits nest: amx holds bf16's). */
+static int isa_at_least(dnnl_cpu_isa_t want)
+{
+    return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want;
+}
+
 int dnnl_conv_bf16_native(void)
 {
-    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(),
-                   bf16 = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
-    return (isa & bf16) == bf16; /* the ISA bits nest: amx holds bf16's */
+    return isa_at_least(dnnl_cpu_isa_avx512_core_bf16);
+}
+
+int dnnl_conv_lanes_native(void)
+{
+    return isa_at_least(dnnl_cpu_isa_avx512_core) == (DNNL_LANES == 16);
 }
 
 static dnnl_engine_t engine;
@@ -505,6 +514,11 @@ int dnnl_conv_built(void)
 }
 
 int dnnl_conv_bf16_native(void)
+{
+    return 0;
+}
+
+int dnnl_conv_lanes_native(void)
 {
     return 0;
 }

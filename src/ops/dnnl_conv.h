@@ -110,6 +110,11 @@ void dnnl_conv_release(DnnlConv *d);
 #define DNNL_LANES 8
 #endif
 
+/* 1 when oneDNN's convolution kernels on this CPU block activations in DNNL_LANES channels, as
+ * this build does (a build without -march for AVX-512 run on an AVX-512 CPU, or the reverse,
+ * keeps every layer plain); 0 without oneDNN. */
+int dnnl_conv_lanes_native(void);
+
 /* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/L][h][w][L], L =
  * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder. */
 enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
