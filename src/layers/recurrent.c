@@ -20,14 +20,15 @@
  * dW_hh]^T in one sgemm, over all rows. The ONNX export uses ONNX's RNN, LSTM and GRU
  * operators, the gates reordered to theirs.
  *
- * [lstm] in float32 runs fused instead (fused=1; the default fused=-1 does so on more than one
- * thread): the input projection x W_ih^T of all rows as one sgemm into the gate rows, then one
+ * [lstm] in float32 runs fused instead (fused=1, and the default fused=-1): the input projection
+ * x W_ih^T of all rows as one product (ops/gemm_packed) into the gate rows, then one
  * OpenMP parallel region over the whole recurrence with one barrier per step, the hidden units
  * split over the threads in blocks of UNIT. Per step each thread adds h_{t-1} W_hh^T to its
  * blocks' four gate panels (W_hh^T packed once per pass, each thread its own panels), runs their
  * nonlinearities and cell update while the panels are in L1, and writes its part of h_t into the
  * next step's operand rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
- * then their cell backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
+ * (read from the gate rows of step t+1, which hold dL/da_{t+1} by then), then their cell
+ * backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
  * all rows (ops/gemm_packed) and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state
  * is time-major (a step's rows together). fused=0 keeps the per-step path above, the reference
  * the tests compare the fused one against.
@@ -105,7 +106,7 @@ typedef struct Recurrent {
      * W_ih^T [I][G*H], after them backward's W_ih [G*H][I], then [dW_ih | dW_hh]^T [I+H][G*H] */
     float *w_hh_packed;
     /* The fused lstm (fused_lstm), U = ceil(H / UNIT) blocks of hidden units: */
-    int fused; /* [lstm] fused=: 1, 0, or -1 (on more than one thread) */
+    int fused; /* [lstm] fused=: 1, 0, or -1 (auto: as 1) */
     float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
                   slot T only h_{T-1}. The per-step path: work [batch*T][I+H], backward's x_t,
                   h_{t-1} of each row for the weight gradients */
@@ -115,7 +116,6 @@ typedef struct Recurrent {
                         backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
                         [dW_ih | dW_hh] [G*H][I+H] */
     float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
-    float *da;    /* work [2][batch][G*H]: dL/da of steps t (t even: the first) */
     float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
@@ -326,13 +326,13 @@ static void recurrent_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)hidden_of(l)));
 }
 
-/* The layer is to run the fused lstm: [lstm] in float32 (bf16 takes the reference) with fused=1,
- * or fused=-1 (the default) on more than one thread (at one thread it measured no faster). */
+/* The layer is to run the fused lstm: [lstm] in float32 (bf16 takes the reference) with fused=1
+ * or fused=-1 (the default: at one thread too, since its input projection runs on
+ * ops/gemm_packed). */
 static int fused_lstm(const Layer *l)
 {
     const Recurrent *rc = l->priv;
-    const int wanted = rc->fused == 1 || (rc->fused == -1 && omp_get_max_threads() > 1);
-    return rc->cell == &lstm_cell && wanted && l->precision == GEMM_FP32;
+    return rc->cell == &lstm_cell && rc->fused != 0 && l->precision == GEMM_FP32;
 }
 
 static int unit_blocks(const Recurrent *rc)
@@ -369,13 +369,16 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
         rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
         rc->delta_tm = layer_work_floats(st, T * B * (H > I ? H : I));
-        /* the packed W_hh^T and W_hh, and backward's [dW_ih | dW_hh] */
-        const size_t fwd = 4 * U * UNIT * H, bwd = gemm_packed_floats((int)GH, (int)H);
-        const size_t dx = gemm_packed_floats((int)GH, (int)I), dw = GH * K;
-        const size_t most = fwd > bwd ? fwd : bwd, after = dx > dw ? dx : dw;
-        rc->wcat = layer_work_floats(st, most > after ? most : after);
+        /* one at a time: the packed W_ih^T, then W_hh^T; backward's W_hh, W_ih, then
+         * [dW_ih | dW_hh] */
+        const size_t uses[] = {gemm_packed_floats((int)I, (int)GH), 4 * U * UNIT * H,
+                               gemm_packed_floats((int)GH, (int)H),
+                               gemm_packed_floats((int)GH, (int)I), GH * K};
+        size_t most = 0;
+        for (size_t k = 0; k < sizeof uses / sizeof uses[0]; k++)
+            most = uses[k] > most ? uses[k] : most;
+        rc->wcat = layer_work_floats(st, most);
         rc->tiles = layer_work_floats(st, U * 6 * B * UNIT);
-        rc->da = layer_work_floats(st, 2 * B * GH);
         rc->bias = layer_work_floats(st, GH);
         return CDL_OK;
     }
@@ -616,17 +619,19 @@ static void fused_forward(Layer *l, const StepContext *ctx)
             if (t == 0)
                 memset(dst + I, 0, (size_t)H * sizeof *dst);
         }
-        thread_share(U, &lo, &hi);
-        for (int u = lo; u < hi; u++)
-            fused_pack_forward(l, u);
     }
-    /* the gate rows = x W_ih^T, every step at once */
-    gemm(0, 1, rows, 4 * H, I, 1.0f, rc->xh, (int)rc->ld_xh, l->params[P_WEIGHTS_IH].data, I, 0.0f,
-         rc->gates, (int)rc->ld_gates);
+    /* the gate rows = x W_ih^T, every step at once (ops/gemm_packed: OpenBLAS runs this product
+     * of a short K at half the speed), W_ih^T packed into the work memory of W_hh^T's panels */
+    gemm_pack(1, I, 4 * H, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
+    gemm_packed(rows, 4 * H, I, rc->xh, (int)rc->ld_xh, rc->wcat, 0.0f, rc->gates,
+                (int)rc->ld_gates);
 #pragma omp parallel
     {
         int lo, hi;
         thread_share(U, &lo, &hi);
+        for (int u = lo; u < hi; u++)
+            fused_pack_forward(l, u);
+#pragma omp barrier
         float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
         for (int t = 0; t < T; t++) {
             for (int u = lo; u < hi; u++)
@@ -643,15 +648,13 @@ static void fused_forward(Layer *l, const StepContext *ctx)
 }
 
 /* Step t of the n hidden units j0.. for every sample: dL/dh_t (l->delta, and rc->dh_carry from
- * step t+1), the cell's backward (lstm_backward_units), dL/da_t into the gates and rc->da, summed
- * into the bias gradient rc->bias. Inlined with n = UNIT for the full blocks. */
+ * step t+1), the cell's backward (lstm_backward_units), dL/da_t into the gates (step t-1's product
+ * operand), summed into the bias gradient rc->bias. Inlined with n = UNIT for the full blocks. */
 static inline __attribute__((always_inline)) void backward_units(Layer *l, int batch, int t, int j0,
                                                                  int n)
 {
     Recurrent *rc = l->priv;
     const int H = rc->hidden;
-    const size_t GH = 4 * (size_t)H;
-    float *da = rc->da + (size_t)(t & 1) * batch * GH;
     for (int b = 0; b < batch; b++) {
         const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
         float *dh = rc->dh + at, *carry = rc->dh_carry + at;
@@ -673,7 +676,6 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
         for (int g = 0; g < 4; g++) {
             const size_t col = (size_t)g * H + j0;
             const float *d = r.gates + (size_t)g * H;
-            copy_units(da + (size_t)b * GH + col, d, n);
 #pragma omp simd
             for (int j = 0; j < n; j++)
                 rc->bias[col + j] += d[j];
@@ -722,10 +724,9 @@ static void fused_backward(Layer *l, const StepContext *ctx)
         }
 #pragma omp barrier
         for (int t = T - 1; t >= 0; t--) {
-            if (t < T - 1) { /* dh_carry = dL/da_{t+1} W_hh */
-                const float *da = rc->da + (size_t)((t + 1) & 1) * batch * GH;
-                gemm_packed_panels(batch, H, GH, da, GH, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
-            }
+            if (t < T - 1) /* dh_carry = dL/da_{t+1} W_hh, from the gate rows of step t+1 */
+                gemm_packed_panels(batch, H, GH, rc->gates + (size_t)(t + 1) * batch * rc->ld_gates,
+                                   (int)rc->ld_gates, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
             for (int u = u0; u < u1; u++)
                 fused_backward_block(l, batch, t, u);
 #pragma omp barrier
