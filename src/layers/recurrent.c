@@ -505,18 +505,25 @@ static void fused_pack_forward(const Layer *l, int u)
     }
 }
 
-/* Prefetches a block's lines of state row `row` (hidden units j0.., UNIT floats = one line): its
- * four gates and two saved values, and extra (may be NULL). */
-static inline void prefetch_step_lines(const Recurrent *rc, size_t row, int j0, const float *extra)
+/* Prefetches the lines that block u of step t (hidden units u UNIT.., UNIT floats = one line)
+ * reads and writes in each sample's state row: its four gates and two saved values, and in
+ * backward its c_{t-1} and dL/dh_t. The next block's, while this one runs: a step ahead they were
+ * gone again, evicted by the step's weight panels. t < 0: none. */
+static inline void prefetch_block(const Recurrent *rc, int batch, int t, int u, int backward)
 {
-    const float *gates = rc->gates + row * rc->ld_gates + j0;
-    const float *saved = rc->saved + row * rc->ld_saved + j0;
-    for (int g = 0; g < 4; g++)
-        __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
-    __builtin_prefetch(saved, 1);
-    __builtin_prefetch(saved + rc->hidden, 1);
-    if (extra)
-        __builtin_prefetch(extra);
+    for (int b = 0; t >= 0 && b < batch; b++) {
+        const size_t row = (size_t)t * batch + b, j0 = (size_t)u * UNIT;
+        const float *gates = rc->gates + row * rc->ld_gates + j0;
+        const float *saved = rc->saved + row * rc->ld_saved + j0;
+        for (int g = 0; g < 4; g++)
+            __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
+        __builtin_prefetch(saved, 1);
+        __builtin_prefetch(saved + rc->hidden, 1);
+        if (backward && t > 0)
+            __builtin_prefetch(saved - (size_t)batch * rc->ld_saved);
+        if (backward)
+            __builtin_prefetch(rc->delta_tm + row * rc->hidden + j0);
+    }
 }
 
 /* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
@@ -531,16 +538,13 @@ static inline void copy_units(float *dst, const float *src, int n)
  * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [6][batch][UNIT], the cell as lstm_forward computes
  * it, and the values backward reads (gates, c_t and tanh(c_t)), h_t into l->out and the operand
  * rows of step t+1. Inlined with n = UNIT for the full blocks, so the loops are whole vectors. */
-static inline __attribute__((always_inline)) void forward_units(Layer *l, int batch, int t, int u,
-                                                                int j0, int n, float *tile)
+static inline __attribute__((always_inline)) void
+forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
 {
     Recurrent *rc = l->priv;
-    const int T = rc->steps, I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
+    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
     float *c = tile + 4 * BU, *tanh_c = tile + 5 * BU;
-    if (t + 1 < T) /* the lines step t+1 reads and writes */
-        for (int b = 0; b < batch; b++)
-            prefetch_step_lines(rc, step + batch + b, j0, NULL);
     for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh */
         const float *bias = rc->bias + (size_t)g * H + j0;
         for (int b = 0; b < batch; b++) {
@@ -558,6 +562,7 @@ static inline __attribute__((always_inline)) void forward_units(Layer *l, int ba
                                rc->wcat + (size_t)(g * U + u) * UNIT * H,
                                rc->wcat + (size_t)((g + 1) * U + u) * UNIT * H, 1.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
+    prefetch_block(rc, batch, next_t, next_u, 0);
     activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
     activation_forward(tile + 2 * BU, tile + 2 * BU, BU, CDL_ACT_TANH);
     activation_forward(tile + 3 * BU, tile + 3 * BU, BU, CDL_ACT_LOGISTIC);
@@ -587,16 +592,16 @@ static inline __attribute__((always_inline)) void forward_units(Layer *l, int ba
 }
 
 /* forward_units of block u, in the tile of the calling thread's first block (one tile per
- * thread stays in L1 from block to block). */
-static void fused_forward_block(Layer *l, int batch, int t, int u, float *tile)
+ * thread stays in L1 from block to block); the thread's next block is u1 of step t1. */
+static void fused_forward_block(Layer *l, int batch, int t, int u, float *tile, int t1, int u1)
 {
     const Recurrent *rc = l->priv;
     int j0;
     const int n = block_units(rc, u, &j0);
     if (n == UNIT)
-        forward_units(l, batch, t, u, j0, UNIT, tile);
+        forward_units(l, batch, t, u, j0, UNIT, tile, t1, u1);
     else
-        forward_units(l, batch, t, u, j0, n, tile);
+        forward_units(l, batch, t, u, j0, n, tile, t1, u1);
 }
 
 static void fused_forward(Layer *l, const StepContext *ctx)
@@ -634,8 +639,11 @@ static void fused_forward(Layer *l, const StepContext *ctx)
 #pragma omp barrier
         float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
         for (int t = 0; t < T; t++) {
-            for (int u = lo; u < hi; u++)
-                fused_forward_block(l, batch, t, u, tile);
+            for (int u = lo; u < hi; u++) {
+                const int last = u + 1 == hi;
+                fused_forward_block(l, batch, t, u, tile, last && t + 1 == T ? -1 : t + last,
+                                    last ? lo : u + 1);
+            }
 #pragma omp barrier
         }
         thread_share(rows, &lo, &hi);
@@ -651,16 +659,15 @@ static void fused_forward(Layer *l, const StepContext *ctx)
  * step t+1), the cell's backward (lstm_backward_units), dL/da_t into the gates (step t-1's product
  * operand), summed into the bias gradient rc->bias. Inlined with n = UNIT for the full blocks. */
 static inline __attribute__((always_inline)) void backward_units(Layer *l, int batch, int t, int j0,
-                                                                 int n)
+                                                                 int n, int next_t, int next_u)
 {
     Recurrent *rc = l->priv;
     const int H = rc->hidden;
+    prefetch_block(rc, batch, next_t, next_u, 1);
     for (int b = 0; b < batch; b++) {
         const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
         float *dh = rc->dh + at, *carry = rc->dh_carry + at;
         const float *delta = rc->delta_tm + row * H + j0;
-        if (t > 0) /* the lines step t-1 reads: the hardware prefetchers miss these strides */
-            prefetch_step_lines(rc, row - batch, j0, delta - (size_t)batch * H);
 #pragma omp simd
         for (int j = 0; j < n; j++)
             dh[j] = delta[j] + carry[j];
@@ -683,15 +690,16 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
     }
 }
 
-static void fused_backward_block(Layer *l, int batch, int t, int u)
+/* backward_units of block u; the thread's next block is u1 of step t1. */
+static void fused_backward_block(Layer *l, int batch, int t, int u, int t1, int u1)
 {
     const Recurrent *rc = l->priv;
     int j0;
     const int n = block_units(rc, u, &j0);
     if (n == UNIT)
-        backward_units(l, batch, t, j0, UNIT);
+        backward_units(l, batch, t, j0, UNIT, t1, u1);
     else
-        backward_units(l, batch, t, j0, n);
+        backward_units(l, batch, t, j0, n, t1, u1);
 }
 
 static void fused_backward(Layer *l, const StepContext *ctx)
@@ -727,8 +735,10 @@ static void fused_backward(Layer *l, const StepContext *ctx)
             if (t < T - 1) /* dh_carry = dL/da_{t+1} W_hh, from the gate rows of step t+1 */
                 gemm_packed_panels(batch, H, GH, rc->gates + (size_t)(t + 1) * batch * rc->ld_gates,
                                    (int)rc->ld_gates, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
-            for (int u = u0; u < u1; u++)
-                fused_backward_block(l, batch, t, u);
+            for (int u = u0; u < u1; u++) {
+                const int last = u + 1 == u1;
+                fused_backward_block(l, batch, t, u, t - last, last ? u0 : u + 1);
+            }
 #pragma omp barrier
         }
     }
