@@ -20,13 +20,14 @@
  * dW_hh]^T in one sgemm, over all rows. The ONNX export uses ONNX's RNN, LSTM and GRU
  * operators, the gates reordered to theirs.
  *
- * [lstm] in float32 runs fused instead (fused=1, and the default fused=-1): the input projection
- * x W_ih^T of all rows as one product (ops/gemm_packed) into the gate rows, then one
- * OpenMP parallel region over the whole recurrence with one barrier per step, the hidden units
- * split over the threads in blocks of UNIT. Per step each thread adds h_{t-1} W_hh^T to its
- * blocks' four gate panels (W_hh^T packed once per pass, each thread its own panels), runs their
- * nonlinearities and cell update while the panels are in L1, and writes its part of h_t into the
- * next step's operand rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
+ * [lstm] in float32 runs fused instead (fused=1, and the default fused=-1): one OpenMP parallel
+ * region over the whole recurrence with one barrier per step, the hidden units split over the
+ * threads in blocks of UNIT. Per step each thread computes its blocks' four gate panels of
+ * [x_t, h_{t-1}] [W_ih | W_hh]^T + b_ih + b_hh (the weights packed once per pass, each thread its
+ * own panels; the input projection inside the step, so that no pass over all rows writes the
+ * gate rows first and the step reads them back from memory), runs their nonlinearities and cell
+ * update while the panels are in L1, and writes its part of h_t into the next step's operand
+ * rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
  * (read from the gate rows of step t+1, which hold dL/da_{t+1} by then), then their cell
  * backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
  * all rows (ops/gemm_packed) and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state
@@ -112,7 +113,8 @@ typedef struct Recurrent {
                   h_{t-1} of each row for the weight gradients */
     float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
                         then its dL/dx */
-    float *wcat;     /* work: forward W_hh^T [H][4 U UNIT], gate g of block u in panel g U + u;
+    float *wcat;     /* work: forward [W_ih | W_hh]^T [I+H][4 U UNIT], gate g of block u in
+                        panel g U + u;
                         backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
                         [dW_ih | dW_hh] [G*H][I+H] */
     float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
@@ -327,8 +329,8 @@ static void recurrent_init(Layer *l, Rng *rng)
 }
 
 /* The layer is to run the fused lstm: [lstm] in float32 (bf16 takes the reference) with fused=1
- * or fused=-1 (the default: at one thread too, since its input projection runs on
- * ops/gemm_packed). */
+ * or fused=-1 (the default, at one thread too: there it measured faster than the per-step path
+ * once the input projection ran inside the steps). */
 static int fused_lstm(const Layer *l)
 {
     const Recurrent *rc = l->priv;
@@ -369,10 +371,9 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
         rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
         rc->delta_tm = layer_work_floats(st, T * B * (H > I ? H : I));
-        /* one at a time: the packed W_ih^T, then W_hh^T; backward's W_hh, W_ih, then
+        /* one at a time: the packed [W_ih | W_hh]^T; backward's W_hh, W_ih, then
          * [dW_ih | dW_hh] */
-        const size_t uses[] = {gemm_packed_floats((int)I, (int)GH), 4 * U * UNIT * H,
-                               gemm_packed_floats((int)GH, (int)H),
+        const size_t uses[] = {4 * U * UNIT * K, gemm_packed_floats((int)GH, (int)H),
                                gemm_packed_floats((int)GH, (int)I), GH * K};
         size_t most = 0;
         for (size_t k = 0; k < sizeof uses / sizeof uses[0]; k++)
@@ -491,17 +492,18 @@ static int block_units(const Recurrent *rc, int u, int *j0)
     return rc->hidden - *j0 < UNIT ? rc->hidden - *j0 : UNIT;
 }
 
-/* Block u's panels of the forward's W_hh^T (rc->wcat), by the thread that uses them. */
+/* Block u's panels of the forward's [W_ih | W_hh]^T (rc->wcat), by the thread that uses them. */
 static void fused_pack_forward(const Layer *l, int u)
 {
     const Recurrent *rc = l->priv;
-    const int H = rc->hidden, U = unit_blocks(rc);
+    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     int j0;
     const int n = block_units(rc, u, &j0);
     for (int g = 0; g < 4; g++) {
-        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * H;
+        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * (I + H);
         const size_t row = (size_t)g * H + (size_t)j0;
-        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, 0, H, panel);
+        gemm_pack_rows(1, I, n, l->params[P_WEIGHTS_IH].data + row * I, I, 0, I + H, panel);
+        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, I, I + H, panel);
     }
 }
 
@@ -545,22 +547,20 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
     const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
     float *c = tile + 4 * BU, *tanh_c = tile + 5 * BU;
-    for (int g = 0; g < 4; g++) { /* W_ih x_t + b_ih + b_hh */
+    for (int g = 0; g < 4; g++) { /* b_ih + b_hh */
         const float *bias = rc->bias + (size_t)g * H + j0;
         for (int b = 0; b < batch; b++) {
-            const float *x = rc->gates + (step + b) * rc->ld_gates + (size_t)g * H + j0;
             float *a = tile + g * BU + (size_t)b * UNIT;
-#pragma omp simd
-            for (int j = 0; j < n; j++)
-                a[j] = x[j] + bias[j];
+            copy_units(a, bias, n);
             for (int j = n; j < UNIT; j++)
                 a[j] = 0.0f;
         }
     }
-    for (int g = 0; g < 4; g += 2) /* + W_hh h_{t-1}, two gates' panels at a time */
-        gemm_packed_two_panels(batch, H, rc->xh + step * rc->ld_xh + I, (int)rc->ld_xh,
-                               rc->wcat + (size_t)(g * U + u) * UNIT * H,
-                               rc->wcat + (size_t)((g + 1) * U + u) * UNIT * H, 1.0f, tile + g * BU,
+    const size_t K = (size_t)I + H;
+    for (int g = 0; g < 4; g += 2) /* + W_ih x_t + W_hh h_{t-1}, two gates' panels at a time */
+        gemm_packed_two_panels(batch, (int)K, rc->xh + step * rc->ld_xh, (int)rc->ld_xh,
+                               rc->wcat + (size_t)(g * U + u) * UNIT * K,
+                               rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 1.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
     prefetch_block(rc, batch, next_t, next_u, 0);
     activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
@@ -625,11 +625,6 @@ static void fused_forward(Layer *l, const StepContext *ctx)
                 memset(dst + I, 0, (size_t)H * sizeof *dst);
         }
     }
-    /* the gate rows = x W_ih^T, every step at once (ops/gemm_packed: OpenBLAS runs this product
-     * of a short K at half the speed), W_ih^T packed into the work memory of W_hh^T's panels */
-    gemm_pack(1, I, 4 * H, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
-    gemm_packed(rows, 4 * H, I, rc->xh, (int)rc->ld_xh, rc->wcat, 0.0f, rc->gates,
-                (int)rc->ld_gates);
 #pragma omp parallel
     {
         int lo, hi;
