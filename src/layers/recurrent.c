@@ -46,6 +46,7 @@
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "ops/exp_vec.h"
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 
@@ -117,8 +118,8 @@ typedef struct Recurrent {
                         panel g U + u;
                         backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
                         [dW_ih | dW_hh] [G*H][I+H] */
-    float *tiles; /* work [U][6][batch][UNIT]: a block's i, f, g, o, c_t, tanh(c_t) of one step */
-    float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
+    float *tiles;    /* work [U][4][batch][UNIT]: a block's gate pre-activations of one step */
+    float *bias;     /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
      * and a pad, so that a column block of a step's rows does not fall in one cache set); else in
@@ -379,7 +380,7 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         for (size_t k = 0; k < sizeof uses / sizeof uses[0]; k++)
             most = uses[k] > most ? uses[k] : most;
         rc->wcat = layer_work_floats(st, most);
-        rc->tiles = layer_work_floats(st, U * 6 * B * UNIT);
+        rc->tiles = layer_work_floats(st, U * 4 * B * UNIT);
         rc->bias = layer_work_floats(st, GH);
         return CDL_OK;
     }
@@ -528,6 +529,20 @@ static inline void prefetch_block(const Recurrent *rc, int batch, int t, int u, 
     }
 }
 
+/* The fused lstm's gate nonlinearities, one exponential (ops/exp_vec.h) and one division each,
+ * which its simd loop runs 16 lanes at a time: sigmoid(x) = 1 / (1 + e^-x) as activation's, and
+ * tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh (absolute; activation's tanh pays a second
+ * polynomial for its relative precision near 0). */
+static inline float gate_sigmoid(float x)
+{
+    return 1.0f / (1.0f + exp_vec(-x));
+}
+
+static inline float gate_tanh(float x)
+{
+    return 2.0f / (1.0f + exp_vec(-2.0f * x)) - 1.0f;
+}
+
 /* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
 static inline void copy_units(float *dst, const float *src, int n)
 {
@@ -537,16 +552,16 @@ static inline void copy_units(float *dst, const float *src, int n)
 }
 
 /* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
- * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [6][batch][UNIT], the cell as lstm_forward computes
- * it, and the values backward reads (gates, c_t and tanh(c_t)), h_t into l->out and the operand
- * rows of step t+1. Inlined with n = UNIT for the full blocks, so the loops are whole vectors. */
+ * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [4][batch][UNIT], then in one pass over the tile the
+ * cell as lstm_forward computes it (its nonlinearities gate_sigmoid and gate_tanh), the values
+ * backward reads (gates, c_t and tanh(c_t)) and h_t into the operand rows of step t+1. Inlined
+ * with n = UNIT for the full blocks, so the loops are whole vectors. */
 static inline __attribute__((always_inline)) void
 forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
 {
     Recurrent *rc = l->priv;
     const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
-    float *c = tile + 4 * BU, *tanh_c = tile + 5 * BU;
     for (int g = 0; g < 4; g++) { /* b_ih + b_hh */
         const float *bias = rc->bias + (size_t)g * H + j0;
         for (int b = 0; b < batch; b++) {
@@ -563,31 +578,26 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
                                rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 1.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
     prefetch_block(rc, batch, next_t, next_u, 0);
-    activation_forward(tile, tile, 2 * BU, CDL_ACT_LOGISTIC);
-    activation_forward(tile + 2 * BU, tile + 2 * BU, BU, CDL_ACT_TANH);
-    activation_forward(tile + 3 * BU, tile + 3 * BU, BU, CDL_ACT_LOGISTIC);
     for (int b = 0; b < batch; b++) {
-        const float *c_prev =
-            t > 0 ? rc->saved + (step - batch + b) * rc->ld_saved + j0 : rc->zeros;
-        const float *i = tile + (size_t)b * UNIT, *f = i + BU, *g = f + BU;
-        float *cb = c + (size_t)b * UNIT;
-        for (int j = 0; j < n; j++)
-            cb[j] = f[j] * c_prev[j] + i[j] * g[j];
-        for (int j = n; j < UNIT; j++)
-            cb[j] = 0.0f;
-    }
-    activation_forward(c, tanh_c, BU, CDL_ACT_TANH);
-    for (int b = 0; b < batch; b++) {
-        const size_t row = step + b, at = (size_t)b * UNIT;
-        float *h = rc->xh + (row + batch) * rc->ld_xh + I + j0;
+        const size_t row = step + b;
+        const float *a = tile + (size_t)b * UNIT;
+        const float *c_prev = t > 0 ? rc->saved + (row - batch) * rc->ld_saved + j0 : rc->zeros;
+        float *gates = rc->gates + row * rc->ld_gates + j0;
         float *saved = rc->saved + row * rc->ld_saved + j0;
+        float *h = rc->xh + (row + batch) * rc->ld_xh + I + j0;
 #pragma omp simd
-        for (int j = 0; j < n; j++)
-            h[j] = tile[3 * BU + at + j] * tanh_c[at + j];
-        copy_units(saved, c + at, n);
-        copy_units(saved + H, tanh_c + at, n);
-        for (int g = 0; g < 4; g++)
-            copy_units(rc->gates + row * rc->ld_gates + (size_t)g * H + j0, tile + g * BU + at, n);
+        for (int j = 0; j < n; j++) {
+            const float i = gate_sigmoid(a[j]), f = gate_sigmoid(a[BU + j]);
+            const float g = gate_tanh(a[2 * BU + j]), o = gate_sigmoid(a[3 * BU + j]);
+            const float c = f * c_prev[j] + i * g, tanh_c = gate_tanh(c);
+            gates[j] = i;
+            gates[H + j] = f;
+            gates[2 * H + j] = g;
+            gates[3 * H + j] = o;
+            saved[j] = c;
+            saved[H + j] = tanh_c;
+            h[j] = o * tanh_c;
+        }
     }
 }
 
@@ -632,7 +642,7 @@ static void fused_forward(Layer *l, const StepContext *ctx)
         for (int u = lo; u < hi; u++)
             fused_pack_forward(l, u);
 #pragma omp barrier
-        float *tile = rc->tiles + (size_t)lo * 6 * batch * UNIT;
+        float *tile = rc->tiles + (size_t)lo * 4 * batch * UNIT;
         for (int t = 0; t < T; t++) {
             for (int u = lo; u < hi; u++) {
                 const int last = u + 1 == hi;
