@@ -509,12 +509,12 @@ static void fused_pack_forward(const Layer *l, int u)
 }
 
 /* Prefetches the lines that block u of step t (hidden units u UNIT.., UNIT floats = one line)
- * reads and writes in each sample's state row: its four gates and two saved values, and in
- * backward its c_{t-1} and dL/dh_t. The next block's, while this one runs: a step ahead they were
- * gone again, evicted by the step's weight panels. t < 0: none. */
-static inline void prefetch_block(const Recurrent *rc, int batch, int t, int u, int backward)
+ * reads and writes in sample b's state row: its four gates and two saved values, and in backward
+ * its c_{t-1} and dL/dh_t. The next block's, sample by sample while this one runs (a step ahead
+ * they were gone again, evicted by the step's weight panels). t < 0: none. */
+static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, int b, int backward)
 {
-    for (int b = 0; t >= 0 && b < batch; b++) {
+    if (t >= 0) {
         const size_t row = (size_t)t * batch + b, j0 = (size_t)u * UNIT;
         const float *gates = rc->gates + row * rc->ld_gates + j0;
         const float *saved = rc->saved + row * rc->ld_saved + j0;
@@ -577,9 +577,9 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
                                rc->wcat + (size_t)(g * U + u) * UNIT * K,
                                rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 1.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
-    prefetch_block(rc, batch, next_t, next_u, 0);
     for (int b = 0; b < batch; b++) {
         const size_t row = step + b;
+        prefetch_lines(rc, batch, next_t, next_u, b, 0);
         const float *a = tile + (size_t)b * UNIT;
         const float *c_prev = t > 0 ? rc->saved + (row - batch) * rc->ld_saved + j0 : rc->zeros;
         float *gates = rc->gates + row * rc->ld_gates + j0;
@@ -668,9 +668,9 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
 {
     Recurrent *rc = l->priv;
     const int H = rc->hidden;
-    prefetch_block(rc, batch, next_t, next_u, 1);
     for (int b = 0; b < batch; b++) {
         const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
+        prefetch_lines(rc, batch, next_t, next_u, b, 1);
         float *dh = rc->dh + at, *carry = rc->dh_carry + at;
         const float *delta = rc->delta_tm + row * H + j0;
 #pragma omp simd
