@@ -161,9 +161,10 @@ static void test_samples_are_independent(void)
     }
 }
 
-/* Forward and backward of the net of cfg text (one recurrent layer, `batch` samples) at
- * `threads` threads: the output, then the parameter and input gradients (malloc'd). */
-static float *results_of(const char *text, int batch, int threads, size_t *n)
+/* Forward and backward of the net of cfg text (one recurrent layer, `batch` samples; inputs
+ * ~ N(0, input_scale^2)) at `threads` threads: the output, then the parameter and input gradients
+ * (malloc'd). */
+static float *results_of(const char *text, int batch, int threads, float input_scale, size_t *n)
 {
     omp_set_num_threads(threads);
     Net net;
@@ -179,7 +180,7 @@ static float *results_of(const char *text, int batch, int threads, size_t *n)
     Layer *l = &net.layers[0];
     const size_t out_n = (size_t)batch * shape_size(l->out_shape);
     for (size_t i = 0; i < in_n; i++)
-        net.input[i] = rng_normal(&rng);
+        net.input[i] = input_scale * rng_normal(&rng);
     net.train = 1;
     net_zero_grads(&net);
     net_forward(&net);
@@ -200,19 +201,23 @@ static float *results_at_threads(const char *section, int threads, size_t *n)
 {
     char text[256];
     snprintf(text, sizeof text, SEQ_NET(8, 3, 4) "[%s]\noutput=700\n", section);
-    return results_of(text, 8, threads, n);
+    return results_of(text, 8, threads, 1.0f, n);
 }
 
 /* The fused lstm (the default) against the per-step reference (fused=0) on the same weights and
  * data: output, parameter and input gradients within 1e-5 of their largest value, at 1 and 2
  * threads, and the same bits from a second run; hidden sizes of one, several and a short last block
- * of units, inputs that fill no whole panel, a single step. */
+ * of units, inputs that fill no whole panel, a single step; inputs of scale 1, and of scale 40,
+ * where the gates saturate (the fused path's own sigmoid and tanh at their clamps). */
 static void test_fused_lstm_matches_reference(void)
 {
     static const int shapes[][4] = {{5, 6, 7, 40}, {3, 1, 5, 20}, {8, 3, 4, 16}, {2, 4, 3, 5}};
+    static const float input_scales[] = {1.0f, 40.0f};
     const int saved = omp_get_max_threads();
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int threads = 1; threads <= 2; threads++) {
+        for (int run = 0; run < 4; run++) {
+            const int threads = 1 + run % 2;
+            const float input_scale = input_scales[run / 2];
             const int *sh = shapes[k];
             float *got[2];
             size_t n[2];
@@ -221,7 +226,7 @@ static void test_fused_lstm_matches_reference(void)
                 snprintf(text, sizeof text,
                          "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\nfused=%d\n", sh[0],
                          sh[1], sh[2], sh[3], fused);
-                got[fused] = results_of(text, sh[0], threads, &n[fused]);
+                got[fused] = results_of(text, sh[0], threads, input_scale, &n[fused]);
             }
             CHECK(got[0] && got[1] && n[0] == n[1]);
             double worst = 0, scale = 0;
@@ -236,7 +241,8 @@ static void test_fused_lstm_matches_reference(void)
             snprintf(text, sizeof text,
                      "[net]\nbatch=%d\nseq=%d\ninputs=%d\n[lstm]\noutput=%d\nfused=1\n", sh[0],
                      sh[1], sh[2], sh[3]);
-            float *again = results_of(text, sh[0], threads, &n_again); /* the same bits */
+            float *again =
+                results_of(text, sh[0], threads, input_scale, &n_again); /* the same bits */
             CHECK(again && got[1] && n_again == n[1] &&
                   !memcmp(again, got[1], n_again * sizeof *again));
             free(again);
