@@ -118,7 +118,7 @@ typedef struct Recurrent {
                         panel g U + u;
                         backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
                         [dW_ih | dW_hh] [G*H][I+H] */
-    float *tiles;    /* work [U][4][batch][UNIT]: a block's gate pre-activations of one step */
+    float *tiles;    /* work [U][4][batch][UNIT]: a block's gate products of one step */
     float *bias;     /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
@@ -553,30 +553,22 @@ static inline void copy_units(float *dst, const float *src, int n)
 
 /* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
  * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [4][batch][UNIT], then in one pass over the tile the
- * cell as lstm_forward computes it (its nonlinearities gate_sigmoid and gate_tanh), the values
- * backward reads (gates, c_t and tanh(c_t)) and h_t into the operand rows of step t+1. Inlined
- * with n = UNIT for the full blocks, so the loops are whole vectors. */
+ * biases and the cell as lstm_forward computes it (its nonlinearities gate_sigmoid and gate_tanh),
+ * the values backward reads (gates, c_t and tanh(c_t)) and h_t into the operand rows of step t+1.
+ * Inlined with n = UNIT for the full blocks, so the loops are whole vectors. */
 static inline __attribute__((always_inline)) void
 forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
 {
     Recurrent *rc = l->priv;
     const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
-    for (int g = 0; g < 4; g++) { /* b_ih + b_hh */
-        const float *bias = rc->bias + (size_t)g * H + j0;
-        for (int b = 0; b < batch; b++) {
-            float *a = tile + g * BU + (size_t)b * UNIT;
-            copy_units(a, bias, n);
-            for (int j = n; j < UNIT; j++)
-                a[j] = 0.0f;
-        }
-    }
     const size_t K = (size_t)I + H;
-    for (int g = 0; g < 4; g += 2) /* + W_ih x_t + W_hh h_{t-1}, two gates' panels at a time */
+    for (int g = 0; g < 4; g += 2) /* W_ih x_t + W_hh h_{t-1}, two gates' panels at a time */
         gemm_packed_two_panels(batch, (int)K, rc->xh + step * rc->ld_xh, (int)rc->ld_xh,
                                rc->wcat + (size_t)(g * U + u) * UNIT * K,
-                               rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 1.0f, tile + g * BU,
+                               rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 0.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
+    const float *bias = rc->bias + j0; /* b_ih + b_hh */
     for (int b = 0; b < batch; b++) {
         const size_t row = step + b;
         prefetch_lines(rc, batch, next_t, next_u, b, 0);
@@ -587,8 +579,10 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
         float *h = rc->xh + (row + batch) * rc->ld_xh + I + j0;
 #pragma omp simd
         for (int j = 0; j < n; j++) {
-            const float i = gate_sigmoid(a[j]), f = gate_sigmoid(a[BU + j]);
-            const float g = gate_tanh(a[2 * BU + j]), o = gate_sigmoid(a[3 * BU + j]);
+            const float i = gate_sigmoid(a[j] + bias[j]);
+            const float f = gate_sigmoid(a[BU + j] + bias[H + j]);
+            const float g = gate_tanh(a[2 * BU + j] + bias[2 * H + j]);
+            const float o = gate_sigmoid(a[3 * BU + j] + bias[3 * H + j]);
             const float c = f * c_prev[j] + i * g, tanh_c = gate_tanh(c);
             gates[j] = i;
             gates[H + j] = f;
