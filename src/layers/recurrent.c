@@ -529,10 +529,24 @@ static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, 
     }
 }
 
-/* The fused lstm's gate nonlinearities, one exponential (ops/exp_vec.h) and one division each,
- * which its simd loop runs 16 lanes at a time: sigmoid(x) = 1 / (1 + e^-x) as activation's, and
- * tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh (absolute; activation's tanh pays a second
- * polynomial for its relative precision near 0). */
+/* The fused lstm's gate nonlinearities, one exponential (ops/exp_vec.h) and one reciprocal each:
+ * sigmoid(x) = 1 / (1 + e^-x), and tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh (absolute;
+ * activation's tanh pays a second polynomial for its relative precision near 0). With AVX-512 16
+ * lanes at a time, the reciprocal by recip16 (a division costs several times as much); else
+ * scalar, for a simd loop. */
+#if defined(__AVX512F__)
+static inline __m512 gate_sigmoid16(__m512 x)
+{
+    return recip16(
+        _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+static inline __m512 gate_tanh16(__m512 x)
+{
+    return _mm512_fmsub_ps(_mm512_set1_ps(2.0f), gate_sigmoid16(_mm512_add_ps(x, x)),
+                           _mm512_set1_ps(1.0f));
+}
+#else
 static inline float gate_sigmoid(float x)
 {
     return 1.0f / (1.0f + exp_vec(-x));
@@ -541,6 +555,52 @@ static inline float gate_sigmoid(float x)
 static inline float gate_tanh(float x)
 {
     return 2.0f / (1.0f + exp_vec(-2.0f * x)) - 1.0f;
+}
+#endif
+
+/* One sample's cell forward for n <= UNIT hidden units: gate g's products at a + g bu and its
+ * biases at bias + g H, c_{t-1} at c_prev; out the gate values (gates + g H), c_t and tanh(c_t)
+ * (saved, saved + H) and h_t, as lstm_forward computes them but for the nonlinearities. */
+static inline __attribute__((always_inline)) void
+cell_forward_row(const float *a, size_t bu, const float *bias, int H, const float *c_prev,
+                 float *gates, float *saved, float *h, int n)
+{
+#if defined(__AVX512F__)
+    _Static_assert(UNIT == 16, "a block's row is one vector");
+    const __mmask16 m = n >= UNIT ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+    __m512 v[4];
+    for (int g = 0; g < 4; g++)
+        v[g] = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + g * bu),
+                             _mm512_maskz_loadu_ps(m, bias + (size_t)g * H));
+    const __m512 i = gate_sigmoid16(v[0]), f = gate_sigmoid16(v[1]);
+    const __m512 g = gate_tanh16(v[2]), o = gate_sigmoid16(v[3]);
+    const __m512 c =
+        _mm512_add_ps(_mm512_mul_ps(f, _mm512_maskz_loadu_ps(m, c_prev)), _mm512_mul_ps(i, g));
+    const __m512 tanh_c = gate_tanh16(c);
+    _mm512_mask_storeu_ps(gates, m, i);
+    _mm512_mask_storeu_ps(gates + H, m, f);
+    _mm512_mask_storeu_ps(gates + 2 * (size_t)H, m, g);
+    _mm512_mask_storeu_ps(gates + 3 * (size_t)H, m, o);
+    _mm512_mask_storeu_ps(saved, m, c);
+    _mm512_mask_storeu_ps(saved + H, m, tanh_c);
+    _mm512_mask_storeu_ps(h, m, _mm512_mul_ps(o, tanh_c));
+#else
+#pragma omp simd
+    for (int j = 0; j < n; j++) {
+        const float i = gate_sigmoid(a[j] + bias[j]);
+        const float f = gate_sigmoid(a[bu + j] + bias[H + j]);
+        const float g = gate_tanh(a[2 * bu + j] + bias[2 * H + j]);
+        const float o = gate_sigmoid(a[3 * bu + j] + bias[3 * H + j]);
+        const float c = f * c_prev[j] + i * g, tanh_c = gate_tanh(c);
+        gates[j] = i;
+        gates[H + j] = f;
+        gates[2 * H + j] = g;
+        gates[3 * H + j] = o;
+        saved[j] = c;
+        saved[H + j] = tanh_c;
+        h[j] = o * tanh_c;
+    }
+#endif
 }
 
 /* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
@@ -553,9 +613,9 @@ static inline void copy_units(float *dst, const float *src, int n)
 
 /* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
  * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [4][batch][UNIT], then in one pass over the tile the
- * biases and the cell as lstm_forward computes it (its nonlinearities gate_sigmoid and gate_tanh),
- * the values backward reads (gates, c_t and tanh(c_t)) and h_t into the operand rows of step t+1.
- * Inlined with n = UNIT for the full blocks, so the loops are whole vectors. */
+ * biases and the cell (cell_forward_row, sample by sample): the values backward reads (gates, c_t
+ * and tanh(c_t)) and h_t into the operand rows of step t+1. Inlined with n = UNIT for the full
+ * blocks, so the loops are whole vectors. */
 static inline __attribute__((always_inline)) void
 forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
 {
@@ -577,21 +637,7 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
         float *gates = rc->gates + row * rc->ld_gates + j0;
         float *saved = rc->saved + row * rc->ld_saved + j0;
         float *h = rc->xh + (row + batch) * rc->ld_xh + I + j0;
-#pragma omp simd
-        for (int j = 0; j < n; j++) {
-            const float i = gate_sigmoid(a[j] + bias[j]);
-            const float f = gate_sigmoid(a[BU + j] + bias[H + j]);
-            const float g = gate_tanh(a[2 * BU + j] + bias[2 * H + j]);
-            const float o = gate_sigmoid(a[3 * BU + j] + bias[3 * H + j]);
-            const float c = f * c_prev[j] + i * g, tanh_c = gate_tanh(c);
-            gates[j] = i;
-            gates[H + j] = f;
-            gates[2 * H + j] = g;
-            gates[3 * H + j] = o;
-            saved[j] = c;
-            saved[H + j] = tanh_c;
-            h[j] = o * tanh_c;
-        }
+        cell_forward_row(a, BU, bias, H, c_prev, gates, saved, h, n);
     }
 }
 
