@@ -603,14 +603,6 @@ cell_forward_row(const float *a, size_t bu, const float *bias, int H, const floa
 #endif
 }
 
-/* dst[0..n) = src[0..n): a few floats, where a memcpy call costs more than the copy. */
-static inline void copy_units(float *dst, const float *src, int n)
-{
-#pragma omp simd
-    for (int j = 0; j < n; j++)
-        dst[j] = src[j];
-}
-
 /* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
  * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [4][batch][UNIT], then in one pass over the tile the
  * biases and the cell (cell_forward_row, sample by sample): the values backward reads (gates, c_t
