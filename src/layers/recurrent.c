@@ -27,12 +27,11 @@
  * own panels; the input projection inside the step, so that no pass over all rows writes the
  * gate rows first and the step reads them back from memory), runs their nonlinearities and cell
  * update while the panels are in L1, and writes its part of h_t into the next step's operand
- * rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh,
- * (read from the gate rows of step t+1, which hold dL/da_{t+1} by then), then their cell
- * backward, the bias gradients summed on the way; then dL/dx = dL/da W_ih over
- * all rows (ops/gemm_packed) and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state
- * is time-major (a step's rows together). fused=0 keeps the per-step path above, the reference
- * the tests compare the fused one against.
+ * rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read
+ * from the gate rows of step t+1, which hold it by then), then their cell backward, the bias
+ * gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and [dW_ih |
+ * dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows together).
+ * fused=0 keeps the per-step path above, the reference the tests compare the fused one against.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
  * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
