@@ -507,10 +507,24 @@ static void fused_pack_forward(const Layer *l, int u)
     }
 }
 
+/* Blocks ahead of the running one whose state lines prefetch_lines fetches: a step ahead they
+ * were gone again, evicted by the step's weight panels; one block ahead left the backward's cell
+ * waiting on them (2 measured ~25% less time in its pass than 1, 4 no better). */
+enum { PREFETCH_BLOCKS = 2 };
+
+/* The block PREFETCH_BLOCKS after block u of step t in a thread's order (its blocks lo..hi-1 of
+ * each step, the steps in direction dir = 1 or -1 over 0..T-1): its step, -1 past the last, and
+ * in *u_ahead the block. */
+static int block_ahead(int t, int u, int lo, int hi, int dir, int T, int *u_ahead)
+{
+    const int ahead = u - lo + PREFETCH_BLOCKS, t_ahead = t + dir * (ahead / (hi - lo));
+    *u_ahead = lo + ahead % (hi - lo);
+    return t_ahead >= 0 && t_ahead < T ? t_ahead : -1;
+}
+
 /* Prefetches the lines that block u of step t (hidden units u UNIT.., UNIT floats = one line)
  * reads and writes in sample b's state row: its four gates and two saved values, and in backward
- * its c_{t-1} and dL/dh_t. The next block's, sample by sample while this one runs (a step ahead
- * they were gone again, evicted by the step's weight panels). t < 0: none. */
+ * its c_{t-1} and dL/dh_t; sample by sample, while an earlier block runs. t < 0: none. */
 static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, int b, int backward)
 {
     if (t >= 0) {
@@ -633,7 +647,7 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
 }
 
 /* forward_units of block u, in the tile of the calling thread's first block (one tile per
- * thread stays in L1 from block to block); the thread's next block is u1 of step t1. */
+ * thread stays in L1 from block to block); prefetching for block u1 of step t1. */
 static void fused_forward_block(Layer *l, int batch, int t, int u, float *tile, int t1, int u1)
 {
     const Recurrent *rc = l->priv;
@@ -676,9 +690,9 @@ static void fused_forward(Layer *l, const StepContext *ctx)
         float *tile = rc->tiles + (size_t)lo * 4 * batch * UNIT;
         for (int t = 0; t < T; t++) {
             for (int u = lo; u < hi; u++) {
-                const int last = u + 1 == hi;
-                fused_forward_block(l, batch, t, u, tile, last && t + 1 == T ? -1 : t + last,
-                                    last ? lo : u + 1);
+                int u_ahead;
+                const int t_ahead = block_ahead(t, u, lo, hi, 1, T, &u_ahead);
+                fused_forward_block(l, batch, t, u, tile, t_ahead, u_ahead);
             }
 #pragma omp barrier
         }
@@ -726,7 +740,7 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
     }
 }
 
-/* backward_units of block u; the thread's next block is u1 of step t1. */
+/* backward_units of block u, prefetching for block u1 of step t1. */
 static void fused_backward_block(Layer *l, int batch, int t, int u, int t1, int u1)
 {
     const Recurrent *rc = l->priv;
@@ -772,8 +786,9 @@ static void fused_backward(Layer *l, const StepContext *ctx)
                 gemm_packed_panels(batch, H, GH, rc->gates + (size_t)(t + 1) * batch * rc->ld_gates,
                                    (int)rc->ld_gates, w_hh, u0, u1, 0.0f, rc->dh_carry, H);
             for (int u = u0; u < u1; u++) {
-                const int last = u + 1 == u1;
-                fused_backward_block(l, batch, t, u, t - last, last ? u0 : u + 1);
+                int u_ahead;
+                const int t_ahead = block_ahead(t, u, u0, u1, -1, T, &u_ahead);
+                fused_backward_block(l, batch, t, u, t_ahead, u_ahead);
             }
 #pragma omp barrier
         }
