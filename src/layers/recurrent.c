@@ -107,18 +107,17 @@ typedef struct Recurrent {
      * W_ih^T [I][G*H], after them backward's W_ih [G*H][I], then [dW_ih | dW_hh]^T [I+H][G*H] */
     float *w_hh_packed;
     /* The fused lstm (fused_lstm), U = ceil(H / UNIT) blocks of hidden units: */
-    int fused; /* [lstm] fused=: 1, 0, or -1 (auto: as 1) */
-    float *xh; /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
-                  slot T only h_{T-1}. The per-step path: work [batch*T][I+H], backward's x_t,
-                  h_{t-1} of each row for the weight gradients */
-    float *delta_tm; /* work [T][batch][max(H, I)]: backward's l->delta a step's rows together,
-                        then its dL/dx */
-    float *wcat;     /* work: forward [W_ih | W_hh]^T [I+H][4 U UNIT], gate g of block u in
-                        panel g U + u;
-                        backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
-                        [dW_ih | dW_hh] [G*H][I+H] */
-    float *tiles;    /* work [U][4][batch][UNIT]: a block's gate products of one step */
-    float *bias;     /* work [G*H] forward b_ih + b_hh, backward dL/db */
+    int fused;    /* [lstm] fused=: 1, 0, or -1 (auto: as 1) */
+    float *xh;    /* [T+1][batch][ld_xh] the steps' operand rows x_t, h_{t-1} (zeros at t = 0); in
+                     slot T only h_{T-1}. The per-step path: work [batch*T][I+H], backward's x_t,
+                     h_{t-1} of each row for the weight gradients */
+    float *dx_tm; /* work [T][batch][I]: backward's dL/dx, a step's rows together */
+    float *wcat;  /* work: forward [W_ih | W_hh]^T [I+H][4 U UNIT], gate g of block u in
+                     panel g U + u;
+                     backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
+                     [dW_ih | dW_hh] [G*H][I+H] */
+    float *tiles; /* work [U][4][batch][UNIT]: a block's gate products of one step */
+    float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
      * and a pad, so that a column block of a step's rows does not fall in one cache set); else in
@@ -370,7 +369,7 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     if (fused_lstm(l)) {
         const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
         rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
-        rc->delta_tm = layer_work_floats(st, T * B * (H > I ? H : I));
+        rc->dx_tm = layer_work_floats(st, T * B * I);
         /* one at a time: the packed [W_ih | W_hh]^T; backward's W_hh, W_ih, then
          * [dW_ih | dW_hh] */
         const size_t uses[] = {4 * U * UNIT * K, gemm_packed_floats((int)GH, (int)H),
@@ -524,8 +523,10 @@ static int block_ahead(int t, int u, int lo, int hi, int dir, int T, int *u_ahea
 
 /* Prefetches the lines that block u of step t (hidden units u UNIT.., UNIT floats = one line)
  * reads and writes in sample b's state row: its four gates and two saved values, and in backward
- * its c_{t-1} and dL/dh_t; sample by sample, while an earlier block runs. t < 0: none. */
-static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, int b, int backward)
+ * (delta: l->delta) its c_{t-1} and dL/dh_t; sample by sample, while an earlier block runs.
+ * t < 0: none. */
+static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, int b,
+                                  const float *delta)
 {
     if (t >= 0) {
         const size_t row = (size_t)t * batch + b, j0 = (size_t)u * UNIT;
@@ -535,10 +536,10 @@ static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, 
             __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
         __builtin_prefetch(saved, 1);
         __builtin_prefetch(saved + rc->hidden, 1);
-        if (backward && t > 0)
+        if (delta && t > 0)
             __builtin_prefetch(saved - (size_t)batch * rc->ld_saved);
-        if (backward)
-            __builtin_prefetch(rc->delta_tm + row * rc->hidden + j0);
+        if (delta)
+            __builtin_prefetch(delta + ((size_t)b * rc->steps + (size_t)t) * rc->hidden + j0);
     }
 }
 
@@ -636,7 +637,7 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
     const float *bias = rc->bias + j0; /* b_ih + b_hh */
     for (int b = 0; b < batch; b++) {
         const size_t row = step + b;
-        prefetch_lines(rc, batch, next_t, next_u, b, 0);
+        prefetch_lines(rc, batch, next_t, next_u, b, NULL);
         const float *a = tile + (size_t)b * UNIT;
         const float *c_prev = t > 0 ? rc->saved + (row - batch) * rc->ld_saved + j0 : rc->zeros;
         float *gates = rc->gates + row * rc->ld_gates + j0;
@@ -715,9 +716,9 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
     const int H = rc->hidden;
     for (int b = 0; b < batch; b++) {
         const size_t row = (size_t)t * batch + b, at = (size_t)b * H + j0;
-        prefetch_lines(rc, batch, next_t, next_u, b, 1);
+        prefetch_lines(rc, batch, next_t, next_u, b, l->delta);
         float *dh = rc->dh + at, *carry = rc->dh_carry + at;
-        const float *delta = rc->delta_tm + row * H + j0;
+        const float *delta = l->delta + ((size_t)b * rc->steps + (size_t)t) * H + j0;
 #pragma omp simd
         for (int j = 0; j < n; j++)
             dh[j] = delta[j] + carry[j];
@@ -773,13 +774,6 @@ static void fused_backward(Layer *l, const StepContext *ctx)
             gemm_pack_rows(0, GH, n, l->params[P_WEIGHTS_HH].data + j0, H, 0, GH,
                            w_hh + (size_t)u * UNIT * GH);
         }
-        int lo, hi;
-        thread_share(rows, &lo, &hi);
-        for (int r = lo; r < hi; r++) { /* l->delta row (b, t) into delta_tm row t batch + b */
-            const int b = r / T, t = r % T;
-            memcpy(rc->delta_tm + ((size_t)t * batch + b) * H, l->delta + (size_t)r * H,
-                   (size_t)H * sizeof *l->delta);
-        }
 #pragma omp barrier
         for (int t = T - 1; t >= 0; t--) {
             if (t < T - 1) /* dh_carry = dL/da_{t+1} W_hh, from the gate rows of step t+1 */
@@ -793,9 +787,9 @@ static void fused_backward(Layer *l, const StepContext *ctx)
 #pragma omp barrier
         }
     }
-    if (dx) { /* dx += da W_ih, every step at once (time-major rows in delta_tm, then added);
+    if (dx) { /* dx += da W_ih, every step at once (time-major rows in dx_tm, then added);
                ops/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
-        float *dx_tm = rc->delta_tm;
+        float *dx_tm = rc->dx_tm;
         gemm_pack(0, GH, I, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
         gemm_packed(rows, I, GH, rc->gates, (int)rc->ld_gates, rc->wcat, 0.0f, dx_tm, I);
 #pragma omp parallel for schedule(static)
