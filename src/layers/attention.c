@@ -559,9 +559,9 @@ static void softmax_row_backward(const float *p, const float *mask, int keys, fl
         dp[j] = scale * p[j] * (dp[j] - dot);
 }
 
-/* One (sample, head) pair: adds dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
+/* One (sample, head) pair: writes dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
  * columns) from dy = dL/dY (row stride C). Query block by query block, dP, then dS into ds [T][T]
- * and dQ += scale dS K; then key block by key block dK += scale dS^T Q and dV += weights^T dY
+ * and dQ = scale dS K; then key block by key block dK = scale dS^T Q and dV = weights^T dY
  * over all the query rows at once (with the causal mask from the key block's first row on: the
  * earlier rows' entries are 0; the blocks' keys cover every entry these read). ws holds
  * workspace_floats(a): ds, the weights P m [T][T] (dropout or bf16) and V^T [D][T]. */
@@ -575,6 +575,7 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     float *ds = ws, *dropped = ws + tt, *vt = dropped + tt;
     const int weights_copied = use_mask || prec == GEMM_BF16;
     const float *weights = weights_copied ? dropped : hv.p;
+    prefetch_block(a, hv.p, 0);
     transpose_head(a, hv.v, ld, vt);
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
@@ -596,17 +597,17 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
                                  keys, 1.0f, dsi);
             gemm_operand(prec, dsi, (size_t)keys, dsi);
         }
-        /* dQ[r0 .. r0+rows) += scale * dS K[0 .. keys) */
-        head_product(a, 0, rows, d, keys, scale, ds + (size_t)r0 * t, t, hv.k, ld, 1.0f,
+        /* dQ[r0 .. r0+rows) = scale * dS K[0 .. keys) */
+        head_product(a, 0, rows, d, keys, scale, ds + (size_t)r0 * t, t, hv.k, ld, 0.0f,
                      dq + (size_t)r0 * ld, ld);
     }
     for (int j0 = 0; j0 < t; j0 += a->block) {
         const int keys = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
         const size_t first = (size_t)i0 * t + (size_t)j0;
-        /* dK[j0 .. j0+keys) += scale * dS^T Q; dV[j0 .. j0+keys) += weights^T dY */
-        head_product(a, 1, keys, d, t - i0, scale, ds + first, t, hv.q + (size_t)i0 * ld, ld, 1.0f,
+        /* dK[j0 .. j0+keys) = scale * dS^T Q; dV[j0 .. j0+keys) = weights^T dY */
+        head_product(a, 1, keys, d, t - i0, scale, ds + first, t, hv.q + (size_t)i0 * ld, ld, 0.0f,
                      dk + (size_t)j0 * ld, ld);
-        head_product(a, 1, keys, d, t - i0, 1.0f, weights + first, t, dy + (size_t)i0 * c, c, 1.0f,
+        head_product(a, 1, keys, d, t - i0, 1.0f, weights + first, t, dy + (size_t)i0 * c, c, 0.0f,
                      dv + (size_t)j0 * ld, ld);
     }
 }
@@ -623,20 +624,20 @@ static void transpose_blocks(const Attention *a, const float *x, float *tr)
                     tr[(size_t)j * t + i] = x[(size_t)i * t + j];
 }
 
-/* out[T][D] (row stride 3C) += tr[T][T] B for B [T][D] packed, key block by key block; with the
+/* out[T][D] (row stride 3C) = tr[T][T] B for B [T][D] packed, key block by key block; with the
  * causal mask key j sums the query rows from its block's first on (the earlier ones are 0). */
 static void key_products(const Attention *a, const float *tr, const float *packed, float *out)
 {
     const int t = a->seq, ld = 3 * a->channels;
     for (int j0 = 0; j0 < t; j0 += a->block) {
         const int rows = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
-        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 1.0f,
+        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 0.0f,
                        out + (size_t)j0 * ld, ld);
     }
 }
 
 /* head_backward through ops/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
- * [T][T] with dQ += dS' K block by block; then dK += dS'^T Q and dV += weights^T dY from the
+ * [T][T] with dQ = dS' K block by block; then dK = dS'^T Q and dV = weights^T dY from the
  * transposes of dS' and of the weights. ws holds workspace_floats(a). */
 static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
                                  int use_mask, float *ws)
@@ -663,8 +664,8 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
                                  keys, scale, dpi);
             memset(dpi + keys, 0, (size_t)(t - keys) * sizeof *dpi);
         }
-        /* dQ[r0 .. r0+rows) += dS' K[0 .. keys) */
-        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 1.0f, dq + (size_t)r0 * ld,
+        /* dQ[r0 .. r0+rows) = dS' K[0 .. keys) */
+        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 0.0f, dq + (size_t)r0 * ld,
                        ld);
     }
     transpose_blocks(a, ds, tr);
@@ -684,7 +685,8 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
     key_products(a, tr, yp, dv);
 }
 
-/* dL/dQ, dL/dK, dL/dV of pair `pair` into dqkv [batch][T][3C] from dheads [batch][T][C]. */
+/* dL/dQ, dL/dK, dL/dV of pair `pair` written into its columns of dqkv [batch][T][3C] (every
+ * element once: the heads cover dqkv, which needs no zeroing) from dheads [batch][T][C]. */
 static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
                           float *dqkv)
 {
@@ -715,7 +717,6 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
     gemm(0, 0, rows, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : out_w->data, c, 0.0f, dheads, c);
     gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
-    memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
@@ -754,7 +755,6 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
              0.0f, dh, c);
     gemm_operand(p, dh, (size_t)t * c, dh);
 
-    memset(dq, 0, (size_t)t * 3 * c * sizeof *dq);
     for (int h = 0; h < a->heads; h++)
         pair_backward(a, p, b * a->heads + h, dheads, dqkv);
 
