@@ -291,13 +291,20 @@ static int keys_of_block(const Attention *a, int end)
  * by K^T and V^T. */
 static void transpose_head(const Attention *a, const float *x, int ld, float *tr)
 {
-    const int t = a->seq, d = a->head_size;
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j < d; j += 16)
-            __builtin_prefetch(x + (size_t)i * ld + j);
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j < d; j++)
-            tr[(size_t)j * t + i] = x[(size_t)i * ld + j];
+    gemm_strided_transpose(a->seq, a->head_size, x, (size_t)ld, tr, (size_t)a->seq);
+}
+
+/* Asks for the pair's rows of Q, K and V: the backward finds them out of the cache, and the
+ * products' strided reads alone keep few misses in flight. */
+static void prefetch_head(const Attention *a, HeadView hv)
+{
+    const size_t ld = 3 * (size_t)a->channels;
+    for (int i = 0; i < a->seq; i++)
+        for (int j = 0; j < a->head_size; j += 16) {
+            __builtin_prefetch(hv.q + i * ld + j);
+            __builtin_prefetch(hv.k + i * ld + j);
+            __builtin_prefetch(hv.v + i * ld + j);
+        }
 }
 
 /* Asks for the rows of a [T][T] matrix in the query block from row r0 on, up to the block's last
@@ -575,6 +582,7 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     float *ds = ws, *dropped = ws + tt, *vt = dropped + tt;
     const int weights_copied = use_mask || prec == GEMM_BF16;
     const float *weights = weights_copied ? dropped : hv.p;
+    prefetch_head(a, hv);
     prefetch_block(a, hv.p, 0);
     transpose_head(a, hv.v, ld, vt);
     for (int r0 = 0; r0 < t; r0 += a->block) {

@@ -1,6 +1,7 @@
 /* Small products with a strided left operand (ops/gemm_strided.h): with AVX-512, tiles of 8 rows
  * by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
- * vectors of a row of B (the partial last tile masked); else plain C loops in the same order. */
+ * vectors of a row of B (the partial last tile masked), and transposes in 16 x 16 blocks in
+ * registers; else plain C loops in the same order. */
 #include "ops/gemm_strided.h"
 
 #if defined(__AVX512F__)
@@ -55,6 +56,50 @@ static void tile(int rows, int cols, int k, float alpha, const float *a, size_t 
     }
 }
 
+/* dst[16][16] (row stride ldd) = src[16][16]^T (row stride lds): 32-bit, 64-bit, then two rounds
+ * of 128-bit interleaves. */
+static void transpose16(const float *src, size_t lds, float *dst, size_t ldd)
+{
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_loadu_ps(src + (size_t)i * lds);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+        const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int h = 0; h < 16; h += 8)
+        for (int i = 0; i < 4; i++) {
+            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+        }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+    for (int i = 0; i < 16; i++)
+        _mm512_storeu_ps(dst + (size_t)i * ldd, r[i]);
+}
+
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
+{
+    const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
+    for (int i = 0; i < rows16; i += 16)
+        for (int j = 0; j < cols16; j += 16)
+            transpose16(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
+    /* the edges past whole blocks */
+    for (int i = 0; i < rows; i++)
+        for (int j = i < rows16 ? cols16 : 0; j < cols; j++)
+            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
+}
+
 void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                   const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
@@ -65,6 +110,13 @@ void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row
                  c + (size_t)r0 * ldc + j0, ldc);
 }
 #else
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
+}
+
 void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                   const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {

@@ -14,4 +14,8 @@
 void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                   const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+/* tr[cols][rows] (row stride ldt) = x^T for x [rows][cols] (row stride ldx): the right operand of
+ * a product by a transposed matrix (attention's K^T and V^T), exact. */
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt);
+
 #endif

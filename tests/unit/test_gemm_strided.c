@@ -3,7 +3,7 @@
  * tiles and every column remainder of the 32-column tiles (one or two vectors, the second
  * partial), k from 0 to past the attention head sizes; within the float bound of a k-term sum,
  * (k + 2) * 2^-24 * (|alpha| sum_i |a_ri b_ij| + |beta c_ij|); C's untouched columns stay as
- * they were. */
+ * they were; and the transpose exact, for rows and columns around its 16 x 16 blocks. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -60,6 +60,27 @@ static int matches(int m, int n, int k, int transposed, float alpha, float beta,
     return ok;
 }
 
+/* 1 when gemm_strided_transpose of a rows x cols matrix (row stride cols + 3) into a cols x rows
+ * one (row stride rows + 2) is exact and leaves the padding alone. */
+static int transposes(int rows, int cols, Rng *rng)
+{
+    const int ldx = cols + 3, ldt = rows + 2;
+    float *x = malloc((size_t)rows * ldx * sizeof *x),
+          *tr = malloc((size_t)cols * ldt * sizeof *tr);
+    fill(x, (size_t)rows * ldx, rng);
+    for (size_t i = 0; i < (size_t)cols * ldt; i++)
+        tr[i] = -1.0f;
+    gemm_strided_transpose(rows, cols, x, (size_t)ldx, tr, (size_t)ldt);
+    int ok = 1;
+    for (int j = 0; j < cols; j++)
+        for (int i = 0; i < ldt; i++)
+            ok &= tr[(size_t)j * ldt + i] == (i < rows ? x[(size_t)i * ldx + j] : -1.0f);
+    if (!ok)
+        fprintf(stderr, "FAIL transpose %d x %d\n", rows, cols);
+    free(x), free(tr);
+    return ok;
+}
+
 int main(void)
 {
     Rng rng;
@@ -72,5 +93,9 @@ int main(void)
                     for (int beta = 0; beta <= 1; beta++)
                         CHECK(matches(m, n, ks[q], transposed, beta ? 0.17677669f : 1.0f,
                                       (float)beta, &rng));
+    for (int rows = 1; rows <= 50; rows += (rows < 34 ? 1 : 7))
+        for (int cols = 1; cols <= 50; cols += (cols < 34 ? 1 : 7))
+            CHECK(transposes(rows, cols, &rng));
+    CHECK(transposes(128, 32, &rng));
     return check_report("test_gemm_strided");
 }
