@@ -12,7 +12,10 @@
  *
  * Queries go in blocks: with the causal mask a block needs only the keys up to its last row,
  * so the score products skip most of the masked upper triangle. The heads' products are
- * OpenBLAS gemms over blocks of ATTENTION_ROW_BLOCK rows; with packed=1 (fp32, not staged) they
+ * ops/gemm_strided's on the calling thread over blocks of STRIDED_ROW_BLOCK rows (K^T and V^T
+ * transposed once per pair; the backward's dK and dV over all query rows at once, from the
+ * transposes that gemm_strided reads through its strides), OpenBLAS gemms over blocks of
+ * ATTENTION_ROW_BLOCK rows in staged=1's reference; with packed=1 (fp32, not staged) they
  * go through ops/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks of
  * one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
  * 1/sqrt(D) goes into the softmax; the backward keeps the pair's scale * dS [T][T], takes dQ
@@ -54,6 +57,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
 #include "ops/gemm_rows.h"
+#include "ops/gemm_strided.h"
 #include "ops/gemm_tn.h"
 #include "ops/softmax_row.h"
 #include "ops/sum_rows.h"
@@ -61,9 +65,13 @@
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
 
-/* Query rows per score gemm: small enough to skip most of the causal mask's zeros, large
- * enough for efficient gemms. */
+/* Query rows per score gemm of staged=1: small enough to skip most of the causal mask's zeros,
+ * large enough for efficient gemms. */
 #define ATTENTION_ROW_BLOCK 64
+
+/* Query rows per block of ops/gemm_strided's products (the default): its calls cost little, so
+ * a causal block computes few masked scores. */
+#define STRIDED_ROW_BLOCK 16
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define ATTENTION_PARALLEL_MIN 32768
@@ -80,15 +88,18 @@ typedef struct Attention {
     float dropout;  /* probability of dropping an attention weight in training */
     int packed_key; /* packed=1: the heads' products through ops/gemm_packed when fp32 */
     int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
-    int block;      /* query rows per block: min(ATTENTION_ROW_BLOCK or STRIP when packed, T) */
-    int threads;    /* workspaces */
+    int block;   /* query rows per block: min(STRIDED_ROW_BLOCK, ATTENTION_ROW_BLOCK when staged or
+                  * STRIP when packed, T) */
+    int threads; /* workspaces */
     /* The projections' products but their weight gradients through ops/gemm_rows and
      * ops/gemm_packed (fp32, not staged) */
     int packed_proj;
     /* The per-batch state, in the net's slab (attention_resize): */
-    float *qkv;        /* [batch][T][3C]; forward_at's key/value cache */
-    float *heads_out;  /* [batch][T][C]: the heads' outputs side by side */
-    float *probs;      /* [batch][H][T][T]: P, zero above the diagonal when causal */
+    float *qkv;       /* [batch][T][3C]; forward_at's key/value cache */
+    float *heads_out; /* [batch][T][C]: the heads' outputs side by side */
+    /* [batch][H][T][T]: P; causal, zero above the diagonal up to the last key of the row's
+     * query block (keys_of_block; the backward reads no further), unset past it */
+    float *probs;
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */
     float *workspace;  /* [threads][workspace_floats] */
@@ -157,13 +168,13 @@ static void attention_init(Layer *l, Rng *rng)
     layer_init_uniform(l, rng, 1.0f / sqrtf((float)a->channels));
 }
 
-/* The workspace of one thread: [2][block][T]; packed, the larger of the forward's K^T and V
- * packed and [block][T], and the backward's [2][T][T] and V^T, K, Q, dY packed. */
+/* The workspace of one thread: [2][T][T] and K^T or V^T [D][T]; packed, the larger of the forward's
+ * K^T and V packed and [block][T], and the backward's [2][T][T] and V^T, K, Q, dY packed. */
 static size_t workspace_floats(const Attention *a)
 {
     const size_t t = (size_t)a->seq;
     if (!a->packed)
-        return 2 * (size_t)a->block * t;
+        return 2 * t * t + (size_t)a->head_size * t;
     const size_t d_t = gemm_packed_floats(a->head_size, a->seq); /* [D][T] packed */
     const size_t t_d = gemm_packed_floats(a->seq, a->head_size); /* [T][D] packed */
     const size_t forward = d_t + t_d + (size_t)a->block * t;
@@ -183,7 +194,7 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     a->threads = omp_get_max_threads();
     a->packed = a->packed_key && !a->staged && l->precision == GEMM_FP32;
-    const int block = a->packed ? STRIP : ATTENTION_ROW_BLOCK;
+    const int block = a->packed ? STRIP : a->staged ? ATTENTION_ROW_BLOCK : STRIDED_ROW_BLOCK;
     a->block = a->seq < block ? a->seq : block;
     a->qkv = layer_state_floats(st, rows * 3 * c);
     a->heads_out = layer_state_floats(st, rows * c);
@@ -233,7 +244,7 @@ static void round_rows(GemmPrecision p, float *x, int n, int width, size_t strid
 /* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys). */
 static void softmax_masked_row(float *row, int n, int width, float scale)
 {
-    softmax_row_scaled(row, row, (size_t)n, scale);
+    softmax_row_probs(row, row, (size_t)n, scale);
     memset(row + n, 0, (size_t)(width - n) * sizeof *row);
 }
 
@@ -276,6 +287,51 @@ static int keys_of_block(const Attention *a, int end)
     return a->causal ? end : a->seq;
 }
 
+/* tr[D][T] = x^T for one head's x [T][D] of row stride ld: the right operand of the products
+ * by K^T and V^T. */
+static void transpose_head(const Attention *a, const float *x, int ld, float *tr)
+{
+    gemm_strided_transpose(a->seq, a->head_size, x, (size_t)ld, tr, (size_t)a->seq);
+}
+
+/* Asks for the pair's rows of Q, K and V: the backward finds them out of the cache, and the
+ * products' strided reads alone keep few misses in flight. */
+static void prefetch_head(const Attention *a, HeadView hv)
+{
+    const size_t ld = 3 * (size_t)a->channels;
+    for (int i = 0; i < a->seq; i++)
+        for (int j = 0; j < a->head_size; j += 16) {
+            __builtin_prefetch(hv.q + i * ld + j);
+            __builtin_prefetch(hv.k + i * ld + j);
+            __builtin_prefetch(hv.v + i * ld + j);
+        }
+}
+
+/* Asks for the rows of a [T][T] matrix in the query block from row r0 on, up to the block's last
+ * key: the backward reads P a block at a time, after it left the cache. */
+static void prefetch_block(const Attention *a, const float *x, int r0)
+{
+    const int t = a->seq, end = r0 + a->block < t ? r0 + a->block : t;
+    const int keys = keys_of_block(a, end);
+    for (int i = r0; i < end; i++)
+        for (int j = 0; j < keys; j += 16)
+            __builtin_prefetch(x + (size_t)i * t + j);
+}
+
+/* c[m][n] = alpha op(x) b + beta c for b [k][n] (op(x) = x [m][k] or, with trans_x, x^T for x
+ * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else ops/gemm_strided
+ * on the calling thread. */
+static void head_product(const Attention *a, int trans_x, int m, int n, int k, float alpha,
+                         const float *x, int ldx, const float *b, int ldb, float beta, float *c,
+                         int ldc)
+{
+    if (a->staged)
+        gemm(trans_x, 0, m, n, k, alpha, x, ldx, b, ldb, beta, c, ldc);
+    else
+        gemm_strided(m, n, k, alpha, x, trans_x ? 1 : (size_t)ldx, trans_x ? (size_t)ldx : 1, b,
+                     (size_t)ldb, beta, c, (size_t)ldc);
+}
+
 /* c[m][0..n) = a[m][k] B[k0 .. k0+k)[0..n) + beta c for B [k_total][n] packed by gemm_pack_rows
  * (rows k0.. of every panel: a panel at a time, as gemm_packed_panels finds panel p at p * PANEL
  * * k). */
@@ -297,11 +353,13 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
 {
     const int t = a->seq, d = a->head_size, ld = 3 * a->channels;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = 1.0f / (1.0f - a->dropout);
-    float *kt = ws + (size_t)a->block * t;     /* packed: K^T [D][T] */
+    float *kt = ws + (size_t)a->block * t;     /* K^T [D][T], packed or not */
     float *vp = kt + gemm_packed_floats(d, t); /* packed: V [T][D] */
     if (a->packed) {
         gemm_pack_rows(1, d, t, hv.k, ld, 0, d, kt);
         gemm_pack_rows(0, t, d, hv.v, ld, 0, t, vp);
+    } else {
+        transpose_head(a, hv.k, ld, kt);
     }
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
@@ -311,9 +369,9 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
         if (a->packed)
             packed_product(rows, keys, d, hv.q + (size_t)r0 * ld, ld, kt, d, 0, 0.0f, p, t);
         else
-            gemm(0, 1, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, hv.k, ld, 0.0f, p, t);
+            head_product(a, 0, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, kt, t, 0.0f, p, t);
         for (int i = 0; i < rows; i++)
-            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, t,
+            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, keys,
                                a->packed ? scale : 1.0f);
         const float *weights = p;
         if (use_mask) {
@@ -338,7 +396,7 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
         if (a->packed)
             packed_product(rows, d, keys, weights, t, vp, t, 0, 0.0f, y, a->channels);
         else
-            gemm(0, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, y, a->channels);
+            head_product(a, 0, rows, d, keys, 1.0f, weights, t, hv.v, ld, 0.0f, y, a->channels);
     }
 }
 
@@ -508,44 +566,57 @@ static void softmax_row_backward(const float *p, const float *mask, int keys, fl
         dp[j] = scale * p[j] * (dp[j] - dot);
 }
 
-/* One (sample, head) pair: adds dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
- * columns) from dy = dL/dY (row stride C). ws holds [2][block][T] floats. */
+/* One (sample, head) pair: writes dL/dQ, dL/dK, dL/dV into dqkv (row stride 3C, at the pair's
+ * columns) from dy = dL/dY (row stride C). Query block by query block, dP, then dS into ds [T][T]
+ * and dQ = scale dS K; then key block by key block dK = scale dS^T Q and dV = weights^T dY
+ * over all the query rows at once (with the causal mask from the key block's first row on: the
+ * earlier rows' entries are 0; the blocks' keys cover every entry these read). ws holds
+ * workspace_floats(a): ds, the weights P m [T][T] (dropout or bf16) and V^T [D][T]. */
 static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, const float *dy,
                           float *dqkv, int use_mask, float *ws)
 {
     const int t = a->seq, d = a->head_size, c = a->channels, ld = 3 * c;
     const float scale = 1.0f / sqrtf((float)d);
+    const size_t tt = (size_t)t * t;
     float *dq = dqkv, *dk = dqkv + c, *dv = dqkv + 2 * c;
-    float *dropped = ws, *dp = ws + (size_t)a->block * t;
+    float *ds = ws, *dropped = ws + tt, *vt = dropped + tt;
+    const int weights_copied = use_mask || prec == GEMM_BF16;
+    const float *weights = weights_copied ? dropped : hv.p;
+    prefetch_head(a, hv);
+    prefetch_block(a, hv.p, 0);
+    transpose_head(a, hv.v, ld, vt);
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
         const int keys = keys_of_block(a, r0 + rows);
-        const float *p = hv.p + (size_t)r0 * t, *m = use_mask ? hv.mask + (size_t)r0 * t : NULL;
-        const float *weights = p;
-        if (use_mask) {
-            for (int i = 0; i < rows; i++)
-                for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
-                    dropped[at] = p[at] * m[at];
-            weights = dropped;
+        prefetch_block(a, hv.p, r0 + a->block);
+        for (int i = r0; weights_copied && i < r0 + rows; i++) {
+            const size_t row = (size_t)i * t;
+            for (size_t at = row; at < row + keys; at++)
+                dropped[at] = use_mask ? hv.p[at] * hv.mask[at] : hv.p[at];
+            gemm_operand(prec, dropped + row, (size_t)keys, dropped + row);
         }
-        if (prec == GEMM_BF16) {
-            for (int i = 0; i < rows; i++)
-                gemm_operand(prec, weights + (size_t)i * t, (size_t)keys, dropped + (size_t)i * t);
-            weights = dropped;
-        }
-        /* dV[0 .. keys) += weights^T dY[r0 .. r0+rows) */
-        gemm(1, 0, keys, d, rows, 1.0f, weights, t, dy + (size_t)r0 * c, c, 1.0f, dv, ld);
         /* dP[rows][keys] = dY V^T (through the mask: dP *= m) */
-        gemm(0, 1, rows, keys, d, 1.0f, dy + (size_t)r0 * c, c, hv.v, ld, 0.0f, dp, t);
+        head_product(a, 0, rows, keys, d, 1.0f, dy + (size_t)r0 * c, c, vt, t, 0.0f,
+                     ds + (size_t)r0 * t, t);
         /* softmax: dS = P (dP - sum_j P_j dP_j) */
-        for (int i = 0; i < rows; i++) {
-            float *dpi = dp + (size_t)i * t;
-            softmax_row_backward(p + (size_t)i * t, m ? m + (size_t)i * t : NULL, keys, 1.0f, dpi);
-            gemm_operand(prec, dpi, (size_t)keys, dpi);
+        for (int i = r0; i < r0 + rows; i++) {
+            float *dsi = ds + (size_t)i * t;
+            softmax_row_backward(hv.p + (size_t)i * t, use_mask ? hv.mask + (size_t)i * t : NULL,
+                                 keys, 1.0f, dsi);
+            gemm_operand(prec, dsi, (size_t)keys, dsi);
         }
-        /* dQ[r0 .. r0+rows) += scale * dS K[0 .. keys); dK[0 .. keys) += scale * dS^T Q[rows] */
-        gemm(0, 0, rows, d, keys, scale, dp, t, hv.k, ld, 1.0f, dq + (size_t)r0 * ld, ld);
-        gemm(1, 0, keys, d, rows, scale, dp, t, hv.q + (size_t)r0 * ld, ld, 1.0f, dk, ld);
+        /* dQ[r0 .. r0+rows) = scale * dS K[0 .. keys) */
+        head_product(a, 0, rows, d, keys, scale, ds + (size_t)r0 * t, t, hv.k, ld, 0.0f,
+                     dq + (size_t)r0 * ld, ld);
+    }
+    for (int j0 = 0; j0 < t; j0 += a->block) {
+        const int keys = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
+        const size_t first = (size_t)i0 * t + (size_t)j0;
+        /* dK[j0 .. j0+keys) = scale * dS^T Q; dV[j0 .. j0+keys) = weights^T dY */
+        head_product(a, 1, keys, d, t - i0, scale, ds + first, t, hv.q + (size_t)i0 * ld, ld, 0.0f,
+                     dk + (size_t)j0 * ld, ld);
+        head_product(a, 1, keys, d, t - i0, 1.0f, weights + first, t, dy + (size_t)i0 * c, c, 0.0f,
+                     dv + (size_t)j0 * ld, ld);
     }
 }
 
@@ -561,20 +632,20 @@ static void transpose_blocks(const Attention *a, const float *x, float *tr)
                     tr[(size_t)j * t + i] = x[(size_t)i * t + j];
 }
 
-/* out[T][D] (row stride 3C) += tr[T][T] B for B [T][D] packed, key block by key block; with the
+/* out[T][D] (row stride 3C) = tr[T][T] B for B [T][D] packed, key block by key block; with the
  * causal mask key j sums the query rows from its block's first on (the earlier ones are 0). */
 static void key_products(const Attention *a, const float *tr, const float *packed, float *out)
 {
     const int t = a->seq, ld = 3 * a->channels;
     for (int j0 = 0; j0 < t; j0 += a->block) {
         const int rows = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
-        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 1.0f,
+        packed_product(rows, a->head_size, t - i0, tr + (size_t)j0 * t + i0, t, packed, t, i0, 0.0f,
                        out + (size_t)j0 * ld, ld);
     }
 }
 
 /* head_backward through ops/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
- * [T][T] with dQ += dS' K block by block; then dK += dS'^T Q and dV += weights^T dY from the
+ * [T][T] with dQ = dS' K block by block; then dK = dS'^T Q and dV = weights^T dY from the
  * transposes of dS' and of the weights. ws holds workspace_floats(a). */
 static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
                                  int use_mask, float *ws)
@@ -601,8 +672,8 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
                                  keys, scale, dpi);
             memset(dpi + keys, 0, (size_t)(t - keys) * sizeof *dpi);
         }
-        /* dQ[r0 .. r0+rows) += dS' K[0 .. keys) */
-        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 1.0f, dq + (size_t)r0 * ld,
+        /* dQ[r0 .. r0+rows) = dS' K[0 .. keys) */
+        packed_product(rows, d, keys, ds + (size_t)r0 * t, t, kp, t, 0, 0.0f, dq + (size_t)r0 * ld,
                        ld);
     }
     transpose_blocks(a, ds, tr);
@@ -622,7 +693,8 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
     key_products(a, tr, yp, dv);
 }
 
-/* dL/dQ, dL/dK, dL/dV of pair `pair` into dqkv [batch][T][3C] from dheads [batch][T][C]. */
+/* dL/dQ, dL/dK, dL/dV of pair `pair` written into its columns of dqkv [batch][T][3C] (every
+ * element once: the heads cover dqkv, which needs no zeroing) from dheads [batch][T][C]. */
 static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
                           float *dqkv)
 {
@@ -653,7 +725,6 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
     gemm(0, 0, rows, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : out_w->data, c, 0.0f, dheads, c);
     gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
-    memset(dqkv, 0, (size_t)rows * 3 * c * sizeof *dqkv);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
@@ -692,7 +763,6 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
              0.0f, dh, c);
     gemm_operand(p, dh, (size_t)t * c, dh);
 
-    memset(dq, 0, (size_t)t * 3 * c * sizeof *dq);
     for (int h = 0; h < a->heads; h++)
         pair_backward(a, p, b * a->heads + h, dheads, dqkv);
 

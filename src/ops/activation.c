@@ -131,54 +131,73 @@ static inline float normal_cdf_vec(float x)
 }
 
 #if defined(__AVX512F__)
-/* GELU forward as normal_cdf_vec below, 16 lanes at a time (the last vector masked, so every
- * element takes the same steps): 1 / (1 + z/2) by recip16 instead of a division. */
+/* GELU of 16 lanes as normal_cdf_vec below: 1 / (1 + z/2) by recip16 instead of a division. */
+static inline __m512 gelu16(__m512 v)
+{
+    const __m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.70710678118654752f));
+    const __m512 t = recip16(_mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f)));
+    __m512 p = _mm512_set1_ps(0.17087277f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+    const __m512 e = exp16(_mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v, p));
+    const __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t), e);
+    const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 cdf =
+        _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(1.0f), half_erfc), half_erfc);
+    return _mm512_mul_ps(v, cdf);
+}
+
+/* GELU forward, 4 vectors at a time (more loads and stores in flight where the operands are not
+ * in the cache), then one at a time with the last masked; every element takes gelu16's steps. */
 static void gelu_forward16(const float *x, float *y, size_t n)
 {
-    for (size_t i = 0; i < n; i += 16) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (size_t j = i; j < i + 64; j += 16)
+            _mm512_storeu_ps(y + j, gelu16(_mm512_loadu_ps(x + j)));
+    for (; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i), av = _mm512_abs_ps(v);
-        const __m512 z = _mm512_mul_ps(av, _mm512_set1_ps(0.70710678118654752f));
-        const __m512 t = recip16(_mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f)));
-        __m512 p = _mm512_set1_ps(0.17087277f);
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
-        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
-        const __m512 e = exp16(_mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v, p));
-        const __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t), e);
-        const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        const __m512 cdf =
-            _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(1.0f), half_erfc), half_erfc);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, cdf));
+        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
 
-/* GELU backward as the scalar loop below, 16 lanes at a time (the last masked): y / x by
+/* GELU's derivative at 16 lanes v of the forward's output yv, as the scalar loop below: y / x by
  * recip16. */
+static inline __m512 gelu_grad16(__m512 v, __m512 yv)
+{
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e-30f), _CMP_GT_OQ);
+    /* past 1e30 the estimate's reciprocal may flush to 0: there Phi is 1 (or 0, y = -0) */
+    const __mmask16 huge = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e30f), _CMP_GT_OQ);
+    __m512 cdf = _mm512_mask_blend_ps(big, _mm512_set1_ps(0.5f), _mm512_mul_ps(yv, recip16(v)));
+    cdf = _mm512_mask_blend_ps(
+        huge, cdf,
+        _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ),
+                            _mm512_set1_ps(1.0f)));
+    const __m512 e = exp16(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v));
+    return _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
+}
+
+/* GELU backward, 4 vectors at a time (more loads in flight: its operands come from memory, not
+ * the cache), then one at a time with the last masked; every element takes gelu_grad16's steps. */
 static void gelu_backward16(const float *x, const float *y, float *d, size_t n)
 {
-    for (size_t i = 0; i < n; i += 16) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (size_t j = i; j < i + 64; j += 16)
+            _mm512_storeu_ps(
+                d + j, _mm512_mul_ps(_mm512_loadu_ps(d + j),
+                                     gelu_grad16(_mm512_loadu_ps(x + j), _mm512_loadu_ps(y + j))));
+    for (; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i), yv = _mm512_maskz_loadu_ps(m, y + i);
-        const __mmask16 big =
-            _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e-30f), _CMP_GT_OQ);
-        /* past 1e30 the estimate's reciprocal may flush to 0: there Phi is 1 (or 0, y = -0) */
-        const __mmask16 huge =
-            _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e30f), _CMP_GT_OQ);
-        __m512 cdf = _mm512_mask_blend_ps(big, _mm512_set1_ps(0.5f), _mm512_mul_ps(yv, recip16(v)));
-        cdf = _mm512_mask_blend_ps(
-            huge, cdf,
-            _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ),
-                                _mm512_set1_ps(1.0f)));
-        const __m512 e = exp16(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v));
         const __m512 g =
-            _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)), e, cdf);
+            gelu_grad16(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i));
         _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + i), g));
     }
 }

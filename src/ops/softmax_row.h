@@ -14,4 +14,10 @@ double softmax_row(const float *x, float *y, size_t n);
  * exp(scale * (x - max)) / sum; returns scale * max + log(sum). */
 double softmax_row_scaled(const float *x, float *y, size_t n, float scale);
 
+/* y[0..n) = softmax(scale * x[0..n)) as softmax_row_scaled, without the log-sum-exp: attention's
+ * rows. With AVX-512, 16 lanes at a time with the last vector masked (a row of any length runs
+ * vector steps only; the sums in another order, so within a few ulp of softmax_row_scaled);
+ * else softmax_row_scaled itself. */
+void softmax_row_probs(const float *x, float *y, size_t n, float scale);
+
 #endif

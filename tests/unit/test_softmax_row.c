@@ -1,6 +1,7 @@
 /* ops/softmax_row.c against the scalar libm softmax it replaced (expf, float sums) and the
  * log-sum-exp in double: within 1e-5 relative for row lengths around the vector widths, in place
- * and out of place, and deterministic. */
+ * and out of place, and deterministic; softmax_row_probs against softmax_row_scaled. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -35,6 +36,24 @@ static double reference_lse(const float *x, size_t n)
     return max + log(sum);
 }
 
+/* softmax_row_probs against softmax_row_scaled: the same exponentials, summed in another order,
+ * so each value within (2n + 2) * 2^-24 relative (the sum's rounding, the reciprocal's and the
+ * product's); in place the same bits. */
+static void check_probs(const float *x, size_t n)
+{
+    float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    softmax_row_scaled(x, want, n, 0.17677669f);
+    softmax_row_probs(x, got, n, 0.17677669f);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= fabs((double)got[i] - want[i]) <= (2.0 * n + 2) * (FLT_EPSILON / 2) * want[i];
+    CHECK(ok);
+    memcpy(want, x, n * sizeof *want);
+    softmax_row_probs(want, want, n, 0.17677669f);
+    CHECK(!memcmp(want, got, n * sizeof *got));
+    free(want), free(got);
+}
+
 static void check_length(Rng *rng, size_t n, float spread)
 {
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *ref = malloc(n * sizeof *ref);
@@ -62,6 +81,7 @@ static void check_length(Rng *rng, size_t n, float spread)
     const double scaled_lse = softmax_row_scaled(again, again, n, 4.0f);
     CHECK_NEAR(scaled_lse, lse, 1e-6 * fmax(1.0, fabs(lse)));
     CHECK(check_rel_error(again, y, n) <= 1e-6);
+    check_probs(x, n);
     free(x), free(y), free(ref), free(again);
 }
 

@@ -1,0 +1,132 @@
+/* Small products with a strided left operand (ops/gemm_strided.h): with AVX-512, tiles of 8 rows
+ * by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
+ * vectors of a row of B (the partial last tile masked), and transposes in 16 x 16 blocks in
+ * registers; else plain C loops in the same order. */
+#include "ops/gemm_strided.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+enum { TILE_ROWS = 8, TILE_COLS = 32 };
+
+/* The first n of 16 lanes (n <= 0: none, n >= 16: all). */
+static inline __mmask16 lanes(int n)
+{
+    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* One tile of rows <= TILE_ROWS and cols <= TILE_COLS: rows past `rows` repeat the last row of A
+ * (their sums are dropped), so the loop over k is the same for every tile. */
+static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                 const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+    const float *ar[TILE_ROWS];
+    for (int r = 0; r < TILE_ROWS; r++)
+        ar[r] = a + (size_t)(r < rows ? r : rows - 1) * a_row;
+    __m512 acc0[TILE_ROWS], acc1[TILE_ROWS];
+#pragma GCC unroll 8
+    for (int r = 0; r < TILE_ROWS; r++)
+        acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (int i = 0; i < k; i++) {
+        const float *bi = b + (size_t)i * ldb;
+        const __m512 b0 = _mm512_maskz_loadu_ps(m0, bi), b1 = _mm512_maskz_loadu_ps(m1, bi + 16);
+        const size_t at = (size_t)i * a_col;
+#pragma GCC unroll 8
+        for (int r = 0; r < TILE_ROWS; r++) {
+            const __m512 x = _mm512_set1_ps(ar[r][at]);
+            acc0[r] = _mm512_fmadd_ps(x, b0, acc0[r]);
+            acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
+        }
+    }
+    const __m512 scale = _mm512_set1_ps(alpha);
+    /* unrolled, so that the accumulators stay in registers (a loop to `rows` indexes them) */
+#pragma GCC unroll 8
+    for (int r = 0; r < TILE_ROWS; r++) {
+        if (r >= rows)
+            break;
+        float *cr = c + (size_t)r * ldc;
+        __m512 y0 = _mm512_mul_ps(acc0[r], scale), y1 = _mm512_mul_ps(acc1[r], scale);
+        if (beta != 0.0f) {
+            y0 = _mm512_add_ps(y0, _mm512_maskz_loadu_ps(m0, cr));
+            y1 = _mm512_add_ps(y1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        }
+        _mm512_mask_storeu_ps(cr, m0, y0);
+        _mm512_mask_storeu_ps(cr + 16, m1, y1);
+    }
+}
+
+/* dst[16][16] (row stride ldd) = src[16][16]^T (row stride lds): 32-bit, 64-bit, then two rounds
+ * of 128-bit interleaves. */
+static void transpose16(const float *src, size_t lds, float *dst, size_t ldd)
+{
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_loadu_ps(src + (size_t)i * lds);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+        const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int h = 0; h < 16; h += 8)
+        for (int i = 0; i < 4; i++) {
+            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+        }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+    for (int i = 0; i < 16; i++)
+        _mm512_storeu_ps(dst + (size_t)i * ldd, r[i]);
+}
+
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
+{
+    const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
+    for (int i = 0; i < rows16; i += 16)
+        for (int j = 0; j < cols16; j += 16)
+            transpose16(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
+    /* the edges past whole blocks */
+    for (int i = 0; i < rows; i++)
+        for (int j = i < rows16 ? cols16 : 0; j < cols; j++)
+            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
+}
+
+void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    for (int r0 = 0; r0 < m; r0 += TILE_ROWS)
+        for (int j0 = 0; j0 < n; j0 += TILE_COLS)
+            tile(m - r0 < TILE_ROWS ? m - r0 : TILE_ROWS, n - j0 < TILE_COLS ? n - j0 : TILE_COLS,
+                 k, alpha, a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta,
+                 c + (size_t)r0 * ldc + j0, ldc);
+}
+#else
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
+}
+
+void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < n; j++) {
+            float sum = 0;
+            for (int i = 0; i < k; i++)
+                sum += a[(size_t)r * a_row + (size_t)i * a_col] * b[(size_t)i * ldb + j];
+            float *cr = c + (size_t)r * ldc + j;
+            *cr = beta != 0.0f ? alpha * sum + *cr : alpha * sum;
+        }
+}
+#endif
