@@ -17,6 +17,12 @@ void check_fill_uniform(float *x, size_t n, float lo, unsigned *state)
     }
 }
 
+void check_fill_normal(float *x, size_t n, Rng *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_normal(rng);
+}
+
 double check_rel_error(const float *got, const float *want, size_t n)
 {
     double diff = 0.0, max = 0.0;

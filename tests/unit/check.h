@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/rng.h"
+
 extern int check_failures, check_count;
 
 #define CHECK(cond)                                                                                \
@@ -42,6 +44,9 @@ extern int check_failures, check_count;
 
 /* x[0..n) uniform in [lo, lo + 2) from a fixed linear congruential sequence (*state). */
 void check_fill_uniform(float *x, size_t n, float lo, unsigned *state);
+
+/* x[0..n) standard normal from *rng. */
+void check_fill_normal(float *x, size_t n, Rng *rng);
 
 /* max |got - want| / max |want| over n values (the absolute difference when want is all 0). */
 double check_rel_error(const float *got, const float *want, size_t n);

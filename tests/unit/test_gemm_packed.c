@@ -15,12 +15,6 @@
 #include "ops/gemm_packed.h"
 #include "util/rng.h"
 
-static void fill(float *x, size_t n, Rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_normal(rng);
-}
-
 /* max |got - want| / max |want| of C after C = A op(B) + beta C both ways. */
 static double compare(int m, int n, int k, int trans_b, float beta, Rng *rng)
 {
@@ -30,9 +24,9 @@ static double compare(int m, int n, int k, int trans_b, float beta, Rng *rng)
     float *want = malloc((size_t)m * ldc * sizeof *want),
           *got = malloc((size_t)m * ldc * sizeof *got);
     float *packed = malloc(gemm_packed_floats(k, n) * sizeof *packed);
-    fill(a, (size_t)m * lda, rng);
-    fill(b, b_rows * ldb, rng);
-    fill(want, (size_t)m * ldc, rng);
+    check_fill_normal(a, (size_t)m * lda, rng);
+    check_fill_normal(b, b_rows * ldb, rng);
+    check_fill_normal(want, (size_t)m * ldc, rng);
     memcpy(got, want, (size_t)m * ldc * sizeof *got);
     gemm(0, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, want, ldc);
     gemm_pack(trans_b, k, n, b, ldb, packed);
@@ -90,8 +84,8 @@ static void test_threads_agree(void)
     float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
     float *c1 = malloc((size_t)m * n * sizeof *c1), *c2 = malloc((size_t)m * n * sizeof *c2);
     float *packed = malloc(gemm_packed_floats(k, n) * sizeof *packed);
-    fill(a, (size_t)m * k, &rng);
-    fill(b, (size_t)k * n, &rng);
+    check_fill_normal(a, (size_t)m * k, &rng);
+    check_fill_normal(b, (size_t)k * n, &rng);
     gemm_pack(0, k, n, b, n, packed);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -119,8 +113,8 @@ static void test_parts_and_panel_ranges(void)
     float *whole = malloc(gemm_packed_floats(k, n) * sizeof *whole);
     float *parts = malloc(gemm_packed_floats(k, n) * sizeof *parts);
     float *c1 = malloc((size_t)m * ldc * sizeof *c1), *c2 = malloc((size_t)m * ldc * sizeof *c2);
-    fill(a, (size_t)m * k, &rng);
-    fill(bt, (size_t)n * k, &rng); /* B^T [n][k] = [B1^T | B2^T] */
+    check_fill_normal(a, (size_t)m * k, &rng);
+    check_fill_normal(bt, (size_t)n * k, &rng); /* B^T [n][k] = [B1^T | B2^T] */
     for (int j = 0; j < n; j++) {
         memcpy(b1 + (size_t)j * k1, bt + (size_t)j * k, (size_t)k1 * sizeof *b1);
         memcpy(b2 + (size_t)j * k2, bt + (size_t)j * k + k1, (size_t)k2 * sizeof *b2);
@@ -129,7 +123,7 @@ static void test_parts_and_panel_ranges(void)
     gemm_pack_rows(1, k1, n, b1, k1, 0, k, parts);
     gemm_pack_rows(1, k2, n, b2, k2, k1, k, parts);
     CHECK(!memcmp(whole, parts, gemm_packed_floats(k, n) * sizeof *whole));
-    fill(c1, (size_t)m * ldc, &rng);
+    check_fill_normal(c1, (size_t)m * ldc, &rng);
     memcpy(c2, c1, (size_t)m * ldc * sizeof *c1);
     gemm_packed(m, n, k, a, k, whole, 1.0f, c1, ldc);
     gemm_packed_panels(m, n, k, a, k, parts, 1, 3, 1.0f, c2, ldc); /* panels 1, 2 */
@@ -164,10 +158,10 @@ static void test_two_panels(void)
         float *whole = malloc((size_t)m * n * sizeof *whole);
         float *c0 = malloc((size_t)m * ldc * sizeof *c0),
               *c1 = malloc((size_t)m * ldc * sizeof *c1);
-        fill(a, (size_t)m * lda, &rng);
-        fill(b, (size_t)k * n, &rng);
-        fill(whole, (size_t)m * n, &rng);
-        fill(c0, (size_t)m * ldc, &rng);
+        check_fill_normal(a, (size_t)m * lda, &rng);
+        check_fill_normal(b, (size_t)k * n, &rng);
+        check_fill_normal(whole, (size_t)m * n, &rng);
+        check_fill_normal(c0, (size_t)m * ldc, &rng);
         memcpy(c1, c0, (size_t)m * ldc * sizeof *c1);
         for (int i = 0; i < m; i++) /* beta 1: the outputs start as whole's columns */
             for (int j = 0; j < GEMM_PACKED_PANEL; j++) {

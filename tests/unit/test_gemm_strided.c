@@ -13,12 +13,6 @@
 #include "ops/gemm_strided.h"
 #include "util/rng.h"
 
-static void fill(float *x, size_t n, Rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_normal(rng);
-}
-
 /* 1 when every element of C = alpha A B + beta C is within the bound, A [m][k] stored as a
  * [m][lda] matrix or (transposed) as a [k][lda] one, and C's padding columns are unchanged. */
 static int matches(int m, int n, int k, int transposed, float alpha, float beta, Rng *rng)
@@ -28,9 +22,9 @@ static int matches(int m, int n, int k, int transposed, float alpha, float beta,
     float *a = malloc((a_rows * lda + 1) * sizeof *a),
           *b = malloc(((size_t)k * ldb + 1) * sizeof *b);
     float *c = malloc((size_t)m * ldc * sizeof *c), *old = malloc((size_t)m * ldc * sizeof *old);
-    fill(a, a_rows * lda, rng);
-    fill(b, (size_t)k * ldb, rng);
-    fill(c, (size_t)m * ldc, rng);
+    check_fill_normal(a, a_rows * lda, rng);
+    check_fill_normal(b, (size_t)k * ldb, rng);
+    check_fill_normal(c, (size_t)m * ldc, rng);
     memcpy(old, c, (size_t)m * ldc * sizeof *c);
     const size_t a_row = transposed ? 1 : (size_t)lda, a_col = transposed ? (size_t)lda : 1;
     gemm_strided(m, n, k, alpha, a, a_row, a_col, b, (size_t)ldb, beta, c, (size_t)ldc);
@@ -67,7 +61,7 @@ static int transposes(int rows, int cols, Rng *rng)
     const int ldx = cols + 3, ldt = rows + 2;
     float *x = malloc((size_t)rows * ldx * sizeof *x),
           *tr = malloc((size_t)cols * ldt * sizeof *tr);
-    fill(x, (size_t)rows * ldx, rng);
+    check_fill_normal(x, (size_t)rows * ldx, rng);
     for (size_t i = 0; i < (size_t)cols * ldt; i++)
         tr[i] = -1.0f;
     gemm_strided_transpose(rows, cols, x, (size_t)ldx, tr, (size_t)ldt);

@@ -14,12 +14,6 @@
 #include "ops/gemm_tn.h"
 #include "util/rng.h"
 
-static void fill(float *x, size_t n, Rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_normal(rng);
-}
-
 /* max |got - want| / max |want| after C = A^T B + beta C by gemm_tn and by gemm; with AVX-512,
  * also checks gemm_tn's bits against the in-order fmaf loop. */
 static double compare(int m, int n, int k, float beta, Rng *rng)
@@ -30,9 +24,9 @@ static double compare(int m, int n, int k, float beta, Rng *rng)
     float *want = malloc((size_t)m * ldc * sizeof *want),
           *got = malloc((size_t)m * ldc * sizeof *got),
           *order = malloc((size_t)m * ldc * sizeof *order);
-    fill(a, (size_t)k * lda, rng);
-    fill(b, (size_t)k * ldb, rng);
-    fill(want, (size_t)m * ldc, rng);
+    check_fill_normal(a, (size_t)k * lda, rng);
+    check_fill_normal(b, (size_t)k * ldb, rng);
+    check_fill_normal(want, (size_t)m * ldc, rng);
     memcpy(got, want, (size_t)m * ldc * sizeof *got);
     memcpy(order, want, (size_t)m * ldc * sizeof *order);
     gemm(1, 0, m, n, k, 1.0f, a, lda, b, ldb, beta, want, ldc);
@@ -94,9 +88,9 @@ static void test_threads_agree(void)
     rng_seed(&rng, 22, 0);
     float *a = malloc((size_t)k * m * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
     float *c1 = malloc((size_t)m * n * sizeof *c1), *c2 = malloc((size_t)m * n * sizeof *c2);
-    fill(a, (size_t)k * m, &rng);
-    fill(b, (size_t)k * n, &rng);
-    fill(c1, (size_t)m * n, &rng);
+    check_fill_normal(a, (size_t)k * m, &rng);
+    check_fill_normal(b, (size_t)k * n, &rng);
+    check_fill_normal(c1, (size_t)m * n, &rng);
     memcpy(c2, c1, (size_t)m * n * sizeof *c1);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
