@@ -106,6 +106,10 @@ static void release_arg(DnnlConvArg *a)
         dnnl_memory_destroy(a->inner);
     if (a->reorder)
         dnnl_primitive_destroy(a->reorder);
+    if (a->blocked)
+        dnnl_memory_destroy(a->blocked);
+    if (a->round)
+        dnnl_primitive_destroy(a->round);
 }
 
 void dnnl_conv_release(DnnlConv *d)
@@ -188,6 +192,53 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     }
 }
 
+/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
+static int arg_of(const DnnlConvArg *g, unsigned which)
+{
+    return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
+               ? (which & DNNL_CONV_X_BLOCKED) != 0
+           : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
+               ? (which & DNNL_CONV_Y_BLOCKED) != 0
+               : 0;
+}
+
+/* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
+ * (NCHW float32) in float32 the same size as plain (whole blocks). */
+static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type)
+{
+    const dnnl_memory_desc_t *in = NULL, *pl = NULL;
+    dnnl_memory_desc_t f32, typed;
+    const dnnl_format_tag_t tag = DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    return !dnnl_memory_get_memory_desc(inner, &in) && !dnnl_memory_get_memory_desc(plain, &pl) &&
+           pl->ndims == 4 && !dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32, tag) &&
+           !dnnl_memory_desc_init_by_tag(&typed, 4, pl->dims, type, tag) &&
+           dnnl_memory_desc_equal(in, &typed) &&
+           dnnl_memory_desc_get_size(&f32) == dnnl_memory_desc_get_size(pl);
+}
+
+/* A bf16 activation input a (x or dy) whose primitive layout is nChw8c: a->blocked, the float32
+ * nChw8c tensor a caller keeps blocked (dnnl_conv_blocked), and a->round, its reorder into
+ * inner, a rounding without the transposition. */
+static dnnl_status_t make_round(DnnlConvArg *a)
+{
+    if (a->out || !arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) ||
+        !nchw8c_like(a->user, a->inner, dnnl_bf16))
+        return dnnl_success;
+    const dnnl_memory_desc_t *pl = NULL, *in = NULL;
+    dnnl_memory_desc_t f32;
+    dnnl_status_t s = dnnl_memory_get_memory_desc(a->user, &pl);
+    s = s ? s : dnnl_memory_get_memory_desc(a->inner, &in);
+    s = s ? s
+          : dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32,
+                                         DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c);
+    s = s ? s : dnnl_memory_create(&a->blocked, &f32, engine, DNNL_MEMORY_NONE);
+    dnnl_primitive_desc_t rpd = NULL;
+    s = s ? s : dnnl_reorder_primitive_desc_create(&rpd, &f32, engine, in, engine, NULL);
+    s = s ? s : dnnl_primitive_create(&a->round, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    return s;
+}
+
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
  * one that adds into the plain tensor: a sum post-op). */
@@ -221,7 +272,7 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     dnnl_primitive_desc_destroy(rpd);
     dnnl_primitive_attr_destroy(attr);
     dnnl_post_ops_destroy(sum);
-    return s;
+    return s ? s : make_round(a);
 }
 
 /* Makes d->p[k] from pd with its n arguments (args[i]; outs[i]: 1 for those it writes, 2 for
@@ -392,30 +443,11 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
     return NULL;
 }
 
-/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512), the same
- * size as plain NCHW. */
+/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in float32,
+ * the same size as plain NCHW, or a bf16 input's in bf16 (a->blocked). */
 static int arg_blocked(const DnnlConvArg *a)
 {
-    const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
-    if (!a || !a->inner || dnnl_memory_get_memory_desc(a->inner, &inner) ||
-        dnnl_memory_get_memory_desc(a->user, &plain))
-        return 0;
-    dnnl_memory_desc_t blocked;
-    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32,
-                                        DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c) ==
-               dnnl_success &&
-           dnnl_memory_desc_equal(inner, &blocked) &&
-           dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);
-}
-
-/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
-static int arg_of(const DnnlConvArg *g, unsigned which)
-{
-    return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
-               ? (which & DNNL_CONV_X_BLOCKED) != 0
-           : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
-               ? (which & DNNL_CONV_Y_BLOCKED) != 0
-               : 0;
+    return a && a->inner && (a->blocked || nchw8c_like(a->user, a->inner, dnnl_f32));
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
@@ -466,7 +498,12 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->inner && arg_of(g, blocked) && !g->add) {
+        if (g->blocked && arg_of(g, blocked)) {
+            dnnl_memory_set_data_handle(g->blocked, (void *)(uintptr_t)ptr[i]);
+            dnnl_memory_set_data_handle(g->inner, base + g->offset);
+            if (!g->ready)
+                reorder(g->round, g->blocked, g->inner);
+        } else if (g->inner && arg_of(g, blocked) && !g->add) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);

@@ -328,13 +328,13 @@ static void check_plan(const char *label, const Net nets[2], const char *want)
     }
 }
 
-/* A training net of body (after a [net] of batch 3, 3 channels, w x h) on both engines: the
- * layouts as want (check_plan), the last output, the input gradient and every parameter's
- * gradient within 1e-5, then those of an inference forward; the dnnl net's training step run
- * again on a new net gives the same bytes. */
-static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
+/* A training net of body (after a [net] of batch 3, 3 channels, w x h) on engines[0] (plain
+ * layouts) and engines[1]: the layouts as want (check_plan), the last output, the input gradient
+ * and every parameter's gradient within 1e-5, then those of an inference forward; the second
+ * net's training step run again on a new net (engines[2], the same) gives the same bytes. */
+static void check_train_chain_on(const char *label, const char *const engines[3], int w, int h,
+                                 const char *want, const char *body)
 {
-    const char *engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1", "dnnl\ndnnl_train_blocked=1"};
     Net nets[3];
     for (int k = 0; k < 3; k++) {
         char text[4096];
@@ -381,6 +381,14 @@ static void check_train_chain(const char *label, int w, int h, const char *want,
         net_free(&nets[k]);
 }
 
+/* check_train_chain_on the reference and on oneDNN in nChw8c. */
+static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
+{
+    const char *const engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1",
+                                    "dnnl\ndnnl_train_blocked=1"};
+    check_train_chain_on(label, engines, w, h, want, body);
+}
+
 /* resnet's blocks in training: conv-BN-relu, conv-leaky with a bias, conv-BN-linear, a
  * shortcut with relu, a downsampling block with [route] back to its input and the 1x1/2
  * projection, a [route] of two inputs, a global average pooling (a blocked input and delta);
@@ -406,6 +414,19 @@ static const char *train_chain =
 static void test_train_chain(void)
 {
     check_train_chain("training chain", 9, 10, "bbbbbbbbbb.", train_chain);
+}
+
+/* train_chain in precision=bf16 on oneDNN's bf16 kernels, plain and in nChw8c (float32 between
+ * the layers, rounded into bf16 nChw8c by each convolution's reorders): the same bf16 operands
+ * (the rounding is elementwise either way) and float32 sums; all plain where the CPU has no
+ * bf16 instructions (the reference runs them). */
+static void test_train_chain_bf16(void)
+{
+    const char *const engines[3] = {"dnnl\nprecision=bf16\ndnnl_train_blocked=0",
+                                    "dnnl\nprecision=bf16\ndnnl_train_blocked=1",
+                                    "dnnl\nprecision=bf16\ndnnl_train_blocked=1"};
+    check_train_chain_on("bf16 training chain", engines, 9, 10,
+                         dnnl_conv_bf16_native() ? "bbbbbbbbbb." : "...........", train_chain);
 }
 
 /* With dnnl_train_blocked=0 (the default without AVX-512) a training net on oneDNN keeps every
@@ -479,6 +500,7 @@ int main(void)
     test_inference_chain();
     test_chain_through_pool_route();
     test_train_chain();
+    test_train_chain_bf16();
     test_train_plain_by_default();
     test_train_pool_chain();
     test_resize_keeps_results();
