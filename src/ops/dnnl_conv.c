@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/bf16.h"
+
 #ifdef CDL_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
@@ -106,10 +108,6 @@ static void release_arg(DnnlConvArg *a)
         dnnl_memory_destroy(a->inner);
     if (a->reorder)
         dnnl_primitive_destroy(a->reorder);
-    if (a->blocked)
-        dnnl_memory_destroy(a->blocked);
-    if (a->round)
-        dnnl_primitive_destroy(a->round);
 }
 
 void dnnl_conv_release(DnnlConv *d)
@@ -216,29 +214,6 @@ static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnn
            dnnl_memory_desc_get_size(&f32) == dnnl_memory_desc_get_size(pl);
 }
 
-/* A bf16 activation input a (x or dy) whose primitive layout is nChw8c: a->blocked, the float32
- * nChw8c tensor a caller keeps blocked (dnnl_conv_blocked), and a->round, its reorder into
- * inner, a rounding without the transposition. */
-static dnnl_status_t make_round(DnnlConvArg *a)
-{
-    if (a->out || !arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) ||
-        !nchw8c_like(a->user, a->inner, dnnl_bf16))
-        return dnnl_success;
-    const dnnl_memory_desc_t *pl = NULL, *in = NULL;
-    dnnl_memory_desc_t f32;
-    dnnl_status_t s = dnnl_memory_get_memory_desc(a->user, &pl);
-    s = s ? s : dnnl_memory_get_memory_desc(a->inner, &in);
-    s = s ? s
-          : dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32,
-                                         DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c);
-    s = s ? s : dnnl_memory_create(&a->blocked, &f32, engine, DNNL_MEMORY_NONE);
-    dnnl_primitive_desc_t rpd = NULL;
-    s = s ? s : dnnl_reorder_primitive_desc_create(&rpd, &f32, engine, in, engine, NULL);
-    s = s ? s : dnnl_primitive_create(&a->round, rpd);
-    dnnl_primitive_desc_destroy(rpd);
-    return s;
-}
-
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
  * one that adds into the plain tensor: a sum post-op). */
@@ -272,7 +247,9 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     dnnl_primitive_desc_destroy(rpd);
     dnnl_primitive_attr_destroy(attr);
     dnnl_post_ops_destroy(sum);
-    return s ? s : make_round(a);
+    a->round = !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
+               nchw8c_like(a->user, a->inner, dnnl_bf16);
+    return s;
 }
 
 /* Makes d->p[k] from pd with its n arguments (args[i]; outs[i]: 1 for those it writes, 2 for
@@ -444,10 +421,10 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
 }
 
 /* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in float32,
- * the same size as plain NCHW, or a bf16 input's in bf16 (a->blocked). */
+ * the same size as plain NCHW, or a bf16 input's in bf16 (a->round). */
 static int arg_blocked(const DnnlConvArg *a)
 {
-    return a && a->inner && (a->blocked || nchw8c_like(a->user, a->inner, dnnl_f32));
+    return a && a->inner && (a->round || nchw8c_like(a->user, a->inner, dnnl_f32));
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
@@ -498,11 +475,11 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->blocked && arg_of(g, blocked)) {
-            dnnl_memory_set_data_handle(g->blocked, (void *)(uintptr_t)ptr[i]);
+        if (g->round && arg_of(g, blocked)) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
             if (!g->ready)
-                reorder(g->round, g->blocked, g->inner);
+                bf16_pack((uint16_t *)(base + g->offset), ptr[i],
+                          memory_bytes(g->inner) / sizeof(uint16_t));
         } else if (g->inner && arg_of(g, blocked) && !g->add) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {

@@ -54,10 +54,9 @@ typedef struct DnnlConvArg {
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
-    /* a bf16 input whose inner is nChw8c: the caller's float32 nChw8c tensor, and the reorder
-     * that rounds it into inner (no transposition); NULL otherwise */
-    struct dnnl_memory *blocked;
-    struct dnnl_primitive *round;
+    /* 1: a bf16 input (x or dy) whose inner is nChw8c: a caller's float32 nChw8c tensor
+     * (dnnl_conv_blocked) is rounded into it element by element (bf16_pack), no reorder */
+    int round;
     size_t offset; /* inner's bytes from the scratch buffer's aligned start */
 } DnnlConvArg;
 
