@@ -1177,7 +1177,8 @@ static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
         bias_norm_backward(&cv->stage, l, ctx, l->delta);
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
     dnnl_conv_backward(&cv->dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
-                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx));
+                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx),
+                       l->in_delta_fresh[0]);
 }
 
 static void conv_backward(Layer *l, const StepContext *ctx)
@@ -1199,6 +1200,8 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 
     float *dx = l->in_delta[0];
+    if (dx && l->in_delta_fresh[0]) /* the products below add into it */
+        memset(dx, 0, (size_t)batch * in_size * sizeof *dx);
     if (cv->depthwise) {
         depthwise_backward(l, cv, conv_input(l, cv), dx, batch);
         return;
@@ -1285,6 +1288,7 @@ const LayerType convolutional_layer = {
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };
 
 void conv_set_images_per_gemm(Layer *l, int images)

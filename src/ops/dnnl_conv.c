@@ -466,8 +466,10 @@ static void add_floats(float *dst, const float *src, size_t bytes)
  * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
  * where the primitive wants another layout, the primitive, the outputs reordered back; the
  * tensors blocked names taken in the primitive's layout as they are (one added into, dx, comes
- * from the scratch by a plain sum instead of the reorder's). */
-static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked)
+ * from the scratch by a plain sum instead of the reorder's); with fresh the one added into is
+ * written instead: straight where blocked, zeroed before the reorder's sum where plain. */
+static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked,
+                int fresh)
 {
     DnnlConvPrim *p = &d->p[k];
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -480,9 +482,11 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
             if (!g->ready)
                 bf16_pack((uint16_t *)(base + g->offset), ptr[i],
                           memory_bytes(g->inner) / sizeof(uint16_t));
-        } else if (g->inner && arg_of(g, blocked) && !g->add) {
+        } else if (g->inner && arg_of(g, blocked) && (!g->add || fresh)) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
+            if (g->add && fresh) /* the reorder adds into it */
+                memset((void *)(uintptr_t)ptr[i], 0, memory_bytes(g->user));
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
             if (!g->out && !g->ready)
                 reorder(g->reorder, g->user, g->inner);
@@ -498,7 +502,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     dnnl_stream_wait(stream);
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
-        if (g->inner && g->out && arg_of(g, blocked) && g->add)
+        if (g->inner && g->out && arg_of(g, blocked) && g->add && !fresh)
             add_floats((float *)(uintptr_t)ptr[i], (const float *)(base + g->offset),
                        memory_bytes(g->inner));
         else if (g->inner && g->out && !arg_of(g, blocked))
@@ -509,15 +513,15 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked)
 {
-    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked);
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch, unsigned blocked)
+                        float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
-    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, blocked);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, blocked, 0);
     if (dx)
-        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, blocked);
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, blocked, dx_fresh);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -573,9 +577,10 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch, unsigned blocked)
+                        float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
     (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch, (void)blocked;
+    (void)dx_fresh;
 }
 
 #endif
