@@ -167,22 +167,32 @@ static void shortcut_backward(Layer *l, const StepContext *ctx)
     const float *delta = l->delta;
     float alpha = sc->alpha, beta = sc->beta;
     size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
-    float *prev_delta = l->in_delta[0];
+    float *prev_delta = l->in_delta[0], *from_delta = l->in_delta[1];
+    Shape fs = from_shape(l);
+    /* A delta the net left unzeroed (Layer.in_delta_fresh) is written, not added to; one input
+     * twice (the same delta) is written once and added to once. */
+    const int fresh0 = prev_delta && l->in_delta_fresh[0];
+    const int fresh1 = from_delta && l->in_delta_fresh[1] && from_delta != prev_delta;
+    if (same_shape(fs, l->out_shape)) { /* both in one pass */
+#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++) {
+            const float d = delta[i];
+            if (prev_delta)
+                prev_delta[i] = (fresh0 ? 0.0f : prev_delta[i]) + alpha * d;
+            if (from_delta)
+                from_delta[i] = (fresh1 ? 0.0f : from_delta[i]) + beta * d;
+        }
+        return;
+    }
     if (prev_delta) {
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
-            prev_delta[i] += alpha * delta[i];
+            prev_delta[i] = (fresh0 ? 0.0f : prev_delta[i]) + alpha * delta[i];
     }
-    float *from_delta = l->in_delta[1];
     if (!from_delta)
         return;
-    Shape fs = from_shape(l);
-    if (same_shape(fs, l->out_shape)) {
-#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++)
-            from_delta[i] += beta * delta[i];
-        return;
-    }
+    if (fresh1)
+        memset(from_delta, 0, (size_t)ctx->batch * shape_size(fs) * sizeof *from_delta);
     /* The transpose of the forward mapping; distinct outputs read distinct inputs. */
     Mapping m = mapping_of(fs, l->out_shape);
     int planes = ctx->batch * m.channels;
@@ -310,6 +320,7 @@ const LayerType shortcut_layer = {
     .parse = shortcut_parse,
     .layout = shortcut_layout,
     .plain_sum = shortcut_plain_sum,
+    .writes_input_delta = 1,
     .cpu = {.forward = shortcut_forward,
             .backward = shortcut_backward,
             .forward_at = shortcut_forward_at},
