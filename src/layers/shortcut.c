@@ -160,6 +160,32 @@ static void shortcut_forward_at(Layer *l, const StepContext *ctx, int t)
     layer_activate_row(l, ctx->batch, t);
 }
 
+/* dst[i] = (fresh ? 0 : dst[i]) + a * src[i] for i < n. */
+static void add_scaled(float *restrict dst, const float *restrict src, float a, size_t n, int fresh)
+{
+    if (fresh) {
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = 0.0f + a * src[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += a * src[i];
+}
+
+/* add_scaled into p (alpha, fresh0) and f (beta, fresh1), two tensors apart, in one pass. */
+static void add_both(float *restrict p, float *restrict f, const float *restrict d, float alpha,
+                     float beta, size_t n, int fresh0, int fresh1)
+{
+    const float keep0 = fresh0 ? 0.0f : 1.0f, keep1 = fresh1 ? 0.0f : 1.0f;
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (keep0 != 0.0f ? p[i] : 0.0f) + alpha * d[i];
+        f[i] = (keep1 != 0.0f ? f[i] : 0.0f) + beta * d[i];
+    }
+}
+
 static void shortcut_backward(Layer *l, const StepContext *ctx)
 {
     const Shortcut *sc = l->priv;
@@ -173,24 +199,19 @@ static void shortcut_backward(Layer *l, const StepContext *ctx)
      * twice (the same delta) is written once and added to once. */
     const int fresh0 = prev_delta && l->in_delta_fresh[0];
     const int fresh1 = from_delta && l->in_delta_fresh[1] && from_delta != prev_delta;
-    if (same_shape(fs, l->out_shape)) { /* both in one pass */
-#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++) {
-            const float d = delta[i];
-            if (prev_delta)
-                prev_delta[i] = (fresh0 ? 0.0f : prev_delta[i]) + alpha * d;
-            if (from_delta)
-                from_delta[i] = (fresh1 ? 0.0f : from_delta[i]) + beta * d;
-        }
+    const int same = same_shape(fs, l->out_shape);
+    if (same && prev_delta && from_delta && prev_delta != from_delta) {
+        add_both(prev_delta, from_delta, delta, alpha, beta, n, fresh0, fresh1);
         return;
     }
-    if (prev_delta) {
-#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++)
-            prev_delta[i] = (fresh0 ? 0.0f : prev_delta[i]) + alpha * delta[i];
-    }
+    if (prev_delta)
+        add_scaled(prev_delta, delta, alpha, n, fresh0);
     if (!from_delta)
         return;
+    if (same) {
+        add_scaled(from_delta, delta, beta, n, fresh1);
+        return;
+    }
     if (fresh1)
         memset(from_delta, 0, (size_t)ctx->batch * shape_size(fs) * sizeof *from_delta);
     /* The transpose of the forward mapping; distinct outputs read distinct inputs. */
