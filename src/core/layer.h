@@ -323,8 +323,9 @@ typedef struct LayerType {
     int backward_ignores_inputs;
     /* 1: the backward reads l->out only through layer_activation_backward. */
     int backward_ignores_output;
-    /* 1: the backward honours Layer.in_delta_fresh (one-input families only), so that the net
-     * need not zero the input's delta in a pass of its own. */
+    /* 1: the backward honours Layer.in_delta_fresh, so that the net need not zero the input's
+     * delta in a pass of its own (a family of several inputs: where two are one layer, both
+     * are marked fresh, and it writes that delta once and adds to it after). */
     int writes_input_delta;
     /* Where darknet .weights files keep the layer's tensors (DARKNET_NO_WEIGHTS: nowhere). */
     DarknetWeightOrder darknet_weights;

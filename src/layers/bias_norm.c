@@ -68,7 +68,7 @@ static void bias_norm_forward_blocked(BiasNorm *bn, Layer *l, const StepContext 
         batchnorm_blocked_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
                                         ctx->replay ? NULL : mean, ctx->replay ? NULL : var,
                                         ctx->batch, bn->channels, bn->spatial, ctx->bn_momentum,
-                                        ctx->bn_eps, bn_sync(bn, ctx, &sync));
+                                        ctx->bn_eps, bn_sync(bn, ctx, &sync), NULL);
     else
         batchnorm_blocked_forward_eval(x, y, scale, bias, mean, var, ctx->batch, bn->channels,
                                        bn->spatial, ctx->bn_eps, ctx->bn_darknet);
@@ -127,7 +127,7 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
         if (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1) {
             batchnorm_blocked_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad,
                                        biases->grad, delta, batch, channels, spatial,
-                                       bn_sync(bn, ctx, &sync));
+                                       bn_sync(bn, ctx, &sync), NULL);
             return;
         }
         batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
@@ -173,7 +173,9 @@ int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, 
     bn->keeps_input = x == bn->x_hat;
     act.mean = bn->keeps_input ? bn->mean : NULL;
     BnSync sync;
-    batchnorm_forward_train(
+    /* nChw8c: a oneDNN convolution's (Layer.blocked) */
+    (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1 ? batchnorm_blocked_forward_train
+                                                : batchnorm_forward_train)(
         x, NULL, bn->x_hat, bn->inv_std, param(bn, l, SCALES)->data, param(bn, l, BIASES)->data,
         ctx->replay ? NULL : param(bn, l, ROLLING_MEAN)->data,
         ctx->replay ? NULL : param(bn, l, ROLLING_VARIANCE)->data, ctx->batch, bn->channels,
@@ -188,9 +190,9 @@ int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext
         return 0;
     Param *scales = param(bn, l, SCALES);
     BnSync sync;
-    batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad,
-                       param(bn, l, BIASES)->grad, delta, ctx->batch, bn->channels, bn->spatial,
-                       bn_sync(bn, ctx, &sync), &act);
+    (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1 ? batchnorm_blocked_backward : batchnorm_backward)(
+        delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, param(bn, l, BIASES)->grad,
+        delta, ctx->batch, bn->channels, bn->spatial, bn_sync(bn, ctx, &sync), &act);
     return 1;
 }
 

@@ -31,7 +31,7 @@
  * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
  * or batch norm and the activation stay float32.
  *
- * A training batch norm followed by leaky or relu (ref and wino engines) runs with the activation
+ * A training batch norm followed by leaky or relu (every engine) runs with the activation
  * in its passes (bias_norm_forward_activated, bias_norm_backward_activated), leaving l->pre
  * unwritten; the product then writes into the batch norm's x_hat buffer, which it keeps for the
  * backward instead of x_hat (bias_norm_product_output).
@@ -1046,7 +1046,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             w = cv->w_fold;
             b = cv->b_fold;
         }
-        float *y = bn || cv->fused ? l->out : layer_activation_input(l);
+        /* with batch norm, its input buffer when its fused pass keeps it (else l->out) */
+        float *y = bn          ? bias_norm_product_output(&cv->stage, l, ctx)
+                   : cv->fused ? l->out
+                               : layer_activation_input(l);
         if (cv->sum_act) { /* folded: an inference forward */
             y = l->sum_into->out;
             const size_t n = (size_t)batch * out_size;
@@ -1056,6 +1059,8 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                        (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
         }
         dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, dnnl_blocked(l, ctx));
+        if (bn && bias_norm_forward_activated(&cv->stage, l, ctx, y))
+            return;
         if (bn)
             bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
         if (!cv->fused && !cv->sum_act)
@@ -1168,16 +1173,15 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
     }
 }
 
-/* The backward on oneDNN, after the activation's: batch norm's (else the bias gradient comes
- * with the weights'), then the weights' and the input's, which oneDNN adds into the gradients. */
+/* The backward on oneDNN, after the activation's and batch norm's (else the bias gradient comes
+ * with the weights'): the weights' and the input's, which oneDNN adds into the gradients. */
 static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
 {
     const int bn = cv->stage.batch_normalize;
-    if (bn)
-        bias_norm_backward(&cv->stage, l, ctx, l->delta);
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
     dnnl_conv_backward(&cv->dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
-                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx));
+                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx),
+                       l->in_delta_fresh[0]);
 }
 
 static void conv_backward(Layer *l, const StepContext *ctx)
@@ -1186,19 +1190,21 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const size_t in_size = shape_size(l->in_shape), out_size = shape_size(l->out_shape);
 
-    if (cv->dnnl) {
-        layer_activation_backward(l, batch);
-        dnnl_backward(l, cv, ctx);
-        return;
-    }
     if (!bias_norm_backward_activated(&cv->stage, l, ctx, l->delta)) {
         layer_activation_backward(l, batch);
-        bias_norm_backward(&cv->stage, l, ctx, l->delta);
+        if (!cv->dnnl || cv->stage.batch_normalize)
+            bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    }
+    if (cv->dnnl) {
+        dnnl_backward(l, cv, ctx);
+        return;
     }
     /* The bias and batch norm took their gradients: only the products read delta from here. */
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 
     float *dx = l->in_delta[0];
+    if (dx && l->in_delta_fresh[0]) /* the products below add into it */
+        memset(dx, 0, (size_t)batch * in_size * sizeof *dx);
     if (cv->depthwise) {
         depthwise_backward(l, cv, conv_input(l, cv), dx, batch);
         return;
@@ -1285,6 +1291,7 @@ const LayerType convolutional_layer = {
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };
 
 void conv_set_images_per_gemm(Layer *l, int images)

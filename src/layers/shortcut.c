@@ -160,6 +160,32 @@ static void shortcut_forward_at(Layer *l, const StepContext *ctx, int t)
     layer_activate_row(l, ctx->batch, t);
 }
 
+/* dst[i] = (fresh ? 0 : dst[i]) + a * src[i] for i < n. */
+static void add_scaled(float *restrict dst, const float *restrict src, float a, size_t n, int fresh)
+{
+    if (fresh) {
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = 0.0f + a * src[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += a * src[i];
+}
+
+/* add_scaled into p (alpha, fresh0) and f (beta, fresh1), two tensors apart, in one pass. */
+static void add_both(float *restrict p, float *restrict f, const float *restrict d, float alpha,
+                     float beta, size_t n, int fresh0, int fresh1)
+{
+    const float keep0 = fresh0 ? 0.0f : 1.0f, keep1 = fresh1 ? 0.0f : 1.0f;
+#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (keep0 != 0.0f ? p[i] : 0.0f) + alpha * d[i];
+        f[i] = (keep1 != 0.0f ? f[i] : 0.0f) + beta * d[i];
+    }
+}
+
 static void shortcut_backward(Layer *l, const StepContext *ctx)
 {
     const Shortcut *sc = l->priv;
@@ -167,22 +193,27 @@ static void shortcut_backward(Layer *l, const StepContext *ctx)
     const float *delta = l->delta;
     float alpha = sc->alpha, beta = sc->beta;
     size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
-    float *prev_delta = l->in_delta[0];
-    if (prev_delta) {
-#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++)
-            prev_delta[i] += alpha * delta[i];
+    float *prev_delta = l->in_delta[0], *from_delta = l->in_delta[1];
+    Shape fs = from_shape(l);
+    /* A delta the net left unzeroed (Layer.in_delta_fresh) is written, not added to; one input
+     * twice (the same delta) is written once and added to once. */
+    const int fresh0 = prev_delta && l->in_delta_fresh[0];
+    const int fresh1 = from_delta && l->in_delta_fresh[1] && from_delta != prev_delta;
+    const int same = same_shape(fs, l->out_shape);
+    if (same && prev_delta && from_delta && prev_delta != from_delta) {
+        add_both(prev_delta, from_delta, delta, alpha, beta, n, fresh0, fresh1);
+        return;
     }
-    float *from_delta = l->in_delta[1];
+    if (prev_delta)
+        add_scaled(prev_delta, delta, alpha, n, fresh0);
     if (!from_delta)
         return;
-    Shape fs = from_shape(l);
-    if (same_shape(fs, l->out_shape)) {
-#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++)
-            from_delta[i] += beta * delta[i];
+    if (same) {
+        add_scaled(from_delta, delta, beta, n, fresh1);
         return;
     }
+    if (fresh1)
+        memset(from_delta, 0, (size_t)ctx->batch * shape_size(fs) * sizeof *from_delta);
     /* The transpose of the forward mapping; distinct outputs read distinct inputs. */
     Mapping m = mapping_of(fs, l->out_shape);
     int planes = ctx->batch * m.channels;
@@ -310,6 +341,7 @@ const LayerType shortcut_layer = {
     .parse = shortcut_parse,
     .layout = shortcut_layout,
     .plain_sum = shortcut_plain_sum,
+    .writes_input_delta = 1,
     .cpu = {.forward = shortcut_forward,
             .backward = shortcut_backward,
             .forward_at = shortcut_forward_at},

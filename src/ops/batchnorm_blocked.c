@@ -16,19 +16,48 @@ static size_t block_at(int b, int blocks, int k, size_t sp, size_t i)
     return (((size_t)b * blocks + k) * sp + i) * LANES;
 }
 
-/* Block k's LANES channels' sums of p and of p * q (q NULL: p * p) over the batch. */
+/* A fused activation's terms for block k's lanes (BnAct): the scale, shift and slope that remake
+ * its derivative d, and the mean and inv_std that remake x_hat from what the forward kept (0 and
+ * 1 where that is x_hat itself); without one, the terms that make d 1 and x_hat as it is, exactly
+ * (x - 0) * 1, so that the same loops serve both. */
+typedef struct Lanes {
+    float g[LANES], beta[LANES], m[LANES], is[LANES], slope[LANES];
+} Lanes;
+
+/* act's Lanes for block k (act NULL: none). */
+static void act_lanes(const BnAct *act, const float *scale, const float *inv_std, int k, Lanes *a)
+{
+    for (int j = 0; j < LANES; j++) {
+        const int ch = k * LANES + j;
+        a->g[j] = act ? scale[ch] : 0.0f;
+        a->beta[j] = act ? act->bias[ch] : 1.0f;
+        a->m[j] = act && act->mean ? act->mean[ch] : 0.0f;
+        a->is[j] = act && act->mean ? inv_std[ch] : 1.0f;
+        a->slope[j] = act ? act->slope : 1.0f;
+    }
+}
+
+/* Block k's LANES channels' sums of p and of p * q (q NULL: p * p) over the batch; with act's
+ * lanes, of dy = p through the activation and of dy * x_hat, x_hat remade from q (as
+ * ops/batchnorm.c's). */
 static void block_sums(const float *p, const float *q, int batch, int blocks, size_t sp, int k,
-                       double *s0, double *s1)
+                       double *s0, double *s1, const Lanes *act)
 {
     double a[LANES] = {0}, c[LANES] = {0};
+    float g[LANES], beta[LANES], m[LANES], is[LANES], slope[LANES];
+    for (int j = 0; j < LANES; j++)
+        g[j] = act->g[j], beta[j] = act->beta[j], m[j] = act->m[j], is[j] = act->is[j],
+        slope[j] = act->slope[j];
     for (int b = 0; b < batch; b++)
         for (size_t i = 0; i < sp; i++) {
             const float *v = p + block_at(b, blocks, k, sp, i);
             const float *w = q ? q + block_at(b, blocks, k, sp, i) : v;
 #pragma omp simd
             for (int j = 0; j < LANES; j++) {
-                a[j] += v[j];
-                c[j] += (double)v[j] * w[j];
+                const float h = (w[j] - m[j]) * is[j];
+                const float d = v[j] * (h * g[j] + beta[j] > 0 ? 1.0f : slope[j]);
+                a[j] += d;
+                c[j] += (double)d * h;
             }
         }
     for (int j = 0; j < LANES; j++) {
@@ -55,11 +84,13 @@ static void synced_sums(const double *sums, int k, double *s0, double *s1)
     }
 }
 
-/* Normalises block k from the sums (s0 sums, s1 sums of squares) of n values per channel. */
+/* Normalises block k from the sums (s0 sums, s1 sums of squares) of n values per channel; with
+ * act, act->out = f(y) instead of y, x_hat not written where act->mean takes the means. */
 static void normalize_block(const float *x, float *y, float *x_hat, float *inv_std,
                             const float *scale, const float *bias, float *running_mean,
                             float *running_var, int batch, int blocks, size_t sp, int k,
-                            const double *s0, const double *s1, double n, float momentum, float eps)
+                            const double *s0, const double *s1, double n, float momentum, float eps,
+                            const BnAct *act)
 {
     float m[LANES], is[LANES], g[LANES], beta[LANES];
     for (int j = 0; j < LANES; j++) {
@@ -73,20 +104,26 @@ static void normalize_block(const float *x, float *y, float *x_hat, float *inv_s
         m[j] = (float)mean;
         g[j] = scale[ch];
         beta[j] = bias[ch];
+        if (act && act->mean)
+            act->mean[ch] = m[j];
         if (running_mean) {
             const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
             running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)mean;
             running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
         }
     }
+    const int keep_hat = !act || !act->mean;
+    const float slope = act ? act->slope : 0.0f;
+    float *out = act ? act->out : y;
     for (int b = 0; b < batch; b++)
         for (size_t i = 0; i < sp; i++) {
             const size_t at = block_at(b, blocks, k, sp, i);
 #pragma omp simd
             for (int j = 0; j < LANES; j++) {
-                const float h = (x[at + j] - m[j]) * is[j];
-                x_hat[at + j] = h;
-                y[at + j] = h * g[j] + beta[j];
+                const float h = (x[at + j] - m[j]) * is[j], v = h * g[j] + beta[j];
+                if (keep_hat)
+                    x_hat[at + j] = h;
+                out[at + j] = !act || v > 0 ? v : slope * v;
             }
         }
 }
@@ -94,7 +131,8 @@ static void normalize_block(const float *x, float *y, float *x_hat, float *inv_s
 void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                                      const float *scale, const float *bias, float *running_mean,
                                      float *running_var, int batch, int c, int spatial,
-                                     float momentum, float eps, const BnSync *sync)
+                                     float momentum, float eps, const BnSync *sync,
+                                     const BnAct *act)
 {
     const int blocks = c / LANES;
     const size_t sp = (size_t)spatial;
@@ -103,9 +141,11 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
 #pragma omp parallel for schedule(static)
         for (int k = 0; k < blocks; k++) {
             double s0[LANES], s1[LANES];
-            block_sums(x, NULL, batch, blocks, sp, k, s0, s1);
+            Lanes none;
+            act_lanes(NULL, NULL, NULL, k, &none);
+            block_sums(x, NULL, batch, blocks, sp, k, s0, s1, &none);
             normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
-                            blocks, sp, k, s0, s1, n, momentum, eps);
+                            blocks, sp, k, s0, s1, n, momentum, eps, act);
         }
         return;
     }
@@ -114,7 +154,9 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
-        block_sums(x, NULL, batch, blocks, sp, k, s0, s1);
+        Lanes none;
+        act_lanes(NULL, NULL, NULL, k, &none);
+        block_sums(x, NULL, batch, blocks, sp, k, s0, s1, &none);
         store_sums(sums, k, s0, s1);
     }
     sums[2 * c] = n;
@@ -124,7 +166,7 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
         double s0[LANES], s1[LANES];
         synced_sums(sums, k, s0, s1);
         normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, blocks,
-                        sp, k, s0, s1, sums[2 * c], momentum, eps);
+                        sp, k, s0, s1, sums[2 * c], momentum, eps, act);
     }
 }
 
@@ -153,30 +195,37 @@ void batchnorm_blocked_forward_eval(const float *x, float *y, const float *scale
     }
 }
 
-/* dx of block k from its gradient sums (s0 of dy, s1 of dy * x_hat) of n values per channel. */
+/* dx of block k from its gradient sums (s0 of dy, s1 of dy * x_hat) of n values per channel;
+ * dy through act's lanes and x_hat remade, as block_sums takes them. */
 static void block_dx(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
                      float *dx, int batch, int blocks, size_t sp, int k, const double *s0,
-                     const double *s1, double n)
+                     const double *s1, double n, const Lanes *act)
 {
     float kk[LANES], mdy[LANES], mdx[LANES];
+    float g[LANES], beta[LANES], m[LANES], is[LANES], slope[LANES];
     for (int j = 0; j < LANES; j++) {
         const int ch = k * LANES + j;
         kk[j] = scale[ch] * inv_std[ch];
         mdy[j] = (float)(s0[j] / n);
         mdx[j] = (float)(s1[j] / n);
+        g[j] = act->g[j], beta[j] = act->beta[j], m[j] = act->m[j], is[j] = act->is[j];
+        slope[j] = act->slope[j];
     }
     for (int b = 0; b < batch; b++)
         for (size_t i = 0; i < sp; i++) {
             const size_t at = block_at(b, blocks, k, sp, i);
 #pragma omp simd
-            for (int j = 0; j < LANES; j++)
-                dx[at + j] = kk[j] * (dy[at + j] - mdy[j] - x_hat[at + j] * mdx[j]);
+            for (int j = 0; j < LANES; j++) {
+                const float h = (x_hat[at + j] - m[j]) * is[j];
+                const float d = dy[at + j] * (h * g[j] + beta[j] > 0 ? 1.0f : slope[j]);
+                dx[at + j] = kk[j] * (d - mdy[j] - h * mdx[j]);
+            }
         }
 }
 
 void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float *inv_std,
                                 const float *scale, float *dscale, float *dbias, float *dx,
-                                int batch, int c, int spatial, const BnSync *sync)
+                                int batch, int c, int spatial, const BnSync *sync, const BnAct *act)
 {
     const int blocks = c / LANES;
     const size_t sp = (size_t)spatial;
@@ -185,13 +234,15 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
-        block_sums(dy, x_hat, batch, blocks, sp, k, s0, s1);
+        Lanes lanes;
+        act_lanes(act, scale, inv_std, k, &lanes);
+        block_sums(dy, x_hat, batch, blocks, sp, k, s0, s1, &lanes);
         for (int j = 0; j < LANES; j++) {
             dbias[k * LANES + j] += (float)s0[j];
             dscale[k * LANES + j] += (float)s1[j];
         }
         if (!sync) {
-            block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n);
+            block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n, &lanes);
             continue;
         }
         store_sums(sums, k, s0, s1);
@@ -204,7 +255,9 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; k++) {
         double s0[LANES], s1[LANES];
+        Lanes lanes;
         synced_sums(sums, k, s0, s1);
-        block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c]);
+        act_lanes(act, scale, inv_std, k, &lanes);
+        block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c], &lanes);
     }
 }

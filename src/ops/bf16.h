@@ -28,4 +28,8 @@ static inline float bf16_round(float x)
 /* dst[i] = bf16_round(src[i]) for i < n; dst may be src (rounding in place). */
 void bf16_round_floats(float *dst, const float *src, size_t n);
 
+/* dst[i] = the bf16 bits (the high half) of bf16_round(src[i]) for i < n: packed bf16 storage,
+ * as oneDNN's bf16 tensors hold it. */
+void bf16_pack(uint16_t *dst, const float *src, size_t n);
+
 #endif

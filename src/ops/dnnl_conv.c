@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/bf16.h"
+
 #ifdef CDL_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
@@ -188,6 +190,30 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     }
 }
 
+/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
+static int arg_of(const DnnlConvArg *g, unsigned which)
+{
+    return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
+               ? (which & DNNL_CONV_X_BLOCKED) != 0
+           : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
+               ? (which & DNNL_CONV_Y_BLOCKED) != 0
+               : 0;
+}
+
+/* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
+ * (NCHW float32) in float32 the same size as plain (whole blocks). */
+static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type)
+{
+    const dnnl_memory_desc_t *in = NULL, *pl = NULL;
+    dnnl_memory_desc_t f32, typed;
+    const dnnl_format_tag_t tag = DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    return !dnnl_memory_get_memory_desc(inner, &in) && !dnnl_memory_get_memory_desc(plain, &pl) &&
+           pl->ndims == 4 && !dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32, tag) &&
+           !dnnl_memory_desc_init_by_tag(&typed, 4, pl->dims, type, tag) &&
+           dnnl_memory_desc_equal(in, &typed) &&
+           dnnl_memory_desc_get_size(&f32) == dnnl_memory_desc_get_size(pl);
+}
+
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
  * one that adds into the plain tensor: a sum post-op). */
@@ -221,6 +247,8 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     dnnl_primitive_desc_destroy(rpd);
     dnnl_primitive_attr_destroy(attr);
     dnnl_post_ops_destroy(sum);
+    a->round = !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
+               nchw8c_like(a->user, a->inner, dnnl_bf16);
     return s;
 }
 
@@ -392,30 +420,11 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
     return NULL;
 }
 
-/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512), the same
- * size as plain NCHW. */
+/* 1 when argument a's primitive layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in float32,
+ * the same size as plain NCHW, or a bf16 input's in bf16 (a->round). */
 static int arg_blocked(const DnnlConvArg *a)
 {
-    const dnnl_memory_desc_t *inner = NULL, *plain = NULL;
-    if (!a || !a->inner || dnnl_memory_get_memory_desc(a->inner, &inner) ||
-        dnnl_memory_get_memory_desc(a->user, &plain))
-        return 0;
-    dnnl_memory_desc_t blocked;
-    return dnnl_memory_desc_init_by_tag(&blocked, 4, plain->dims, dnnl_f32,
-                                        DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c) ==
-               dnnl_success &&
-           dnnl_memory_desc_equal(inner, &blocked) &&
-           dnnl_memory_desc_get_size(inner) == dnnl_memory_desc_get_size(plain);
-}
-
-/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
-static int arg_of(const DnnlConvArg *g, unsigned which)
-{
-    return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
-               ? (which & DNNL_CONV_X_BLOCKED) != 0
-           : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
-               ? (which & DNNL_CONV_Y_BLOCKED) != 0
-               : 0;
+    return a && a->inner && (a->round || nchw8c_like(a->user, a->inner, dnnl_f32));
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
@@ -457,8 +466,10 @@ static void add_floats(float *dst, const float *src, size_t bytes)
  * order; const only to oneDNN's reading of the inputs): the inputs reordered into the scratch
  * where the primitive wants another layout, the primitive, the outputs reordered back; the
  * tensors blocked names taken in the primitive's layout as they are (one added into, dx, comes
- * from the scratch by a plain sum instead of the reorder's). */
-static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked)
+ * from the scratch by a plain sum instead of the reorder's); with fresh the one added into is
+ * written instead: straight where blocked, zeroed before the reorder's sum where plain. */
+static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsigned blocked,
+                int fresh)
 {
     DnnlConvPrim *p = &d->p[k];
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -466,9 +477,16 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
-        if (g->inner && arg_of(g, blocked) && !g->add) {
+        if (g->round && arg_of(g, blocked)) {
+            dnnl_memory_set_data_handle(g->inner, base + g->offset);
+            if (!g->ready)
+                bf16_pack((uint16_t *)(base + g->offset), ptr[i],
+                          memory_bytes(g->inner) / sizeof(uint16_t));
+        } else if (g->inner && arg_of(g, blocked) && (!g->add || fresh)) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
+            if (g->add && fresh) /* the reorder adds into it */
+                memset((void *)(uintptr_t)ptr[i], 0, memory_bytes(g->user));
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
             if (!g->out && !g->ready)
                 reorder(g->reorder, g->user, g->inner);
@@ -484,7 +502,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
     dnnl_stream_wait(stream);
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
-        if (g->inner && g->out && arg_of(g, blocked) && g->add)
+        if (g->inner && g->out && arg_of(g, blocked) && g->add && !fresh)
             add_floats((float *)(uintptr_t)ptr[i], (const float *)(base + g->offset),
                        memory_bytes(g->inner));
         else if (g->inner && g->out && !arg_of(g, blocked))
@@ -495,15 +513,15 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked)
 {
-    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked);
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch, unsigned blocked)
+                        float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
-    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, blocked);
+    run(d, DNNL_CONV_BWD_WEIGHTS, (const void *[]){dy, x, dw, db}, scratch, blocked, 0);
     if (dx)
-        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, blocked);
+        run(d, DNNL_CONV_BWD_DATA, (const void *[]){dy, w, dx}, scratch, blocked, dx_fresh);
 }
 
 #else /* built without oneDNN (make DNNL=0) */
@@ -559,9 +577,10 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch, unsigned blocked)
+                        float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
     (void)d, (void)x, (void)dy, (void)w, (void)dx, (void)dw, (void)db, (void)scratch, (void)blocked;
+    (void)dx_fresh;
 }
 
 #endif

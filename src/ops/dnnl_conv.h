@@ -54,7 +54,10 @@ typedef struct DnnlConvArg {
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
-    size_t offset;                  /* inner's bytes from the scratch buffer's aligned start */
+    /* 1: a bf16 input (x or dy) whose inner is nChw8c: a caller's float32 nChw8c tensor
+     * (dnnl_conv_blocked) is rounded into it element by element (bf16_pack), no reorder */
+    int round;
+    size_t offset; /* inner's bytes from the scratch buffer's aligned start */
 } DnnlConvArg;
 
 /* One primitive (forward, backward data or backward weights) with its arguments. */
@@ -129,10 +132,11 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
- * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad). blocked:
- * x and dx (DNNL_CONV_X_BLOCKED), dy (DNNL_CONV_Y_BLOCKED) in nChw8c where its bits say so (then
- * dnnl_conv_blocked holds for the backward's layouts too), else plain NCHW. */
+ * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad), or dx =
+ * with dx_fresh (what dx held is ignored: in nChw8c the primitive writes it without the copy).
+ * blocked: x and dx (DNNL_CONV_X_BLOCKED), dy (DNNL_CONV_Y_BLOCKED) in nChw8c where its bits say
+ * so (then dnnl_conv_blocked holds for the backward's layouts too), else plain NCHW. */
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
-                        float *dw, float *db, void *scratch, unsigned blocked);
+                        float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh);
 
 #endif

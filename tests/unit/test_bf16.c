@@ -29,6 +29,7 @@ static uint32_t bits_of(float x)
     return u;
 }
 
+/* bf16_round, bf16_round_floats and bf16_pack (its bits) give torch's rounding. */
 static void test_rounding_matches_torch(const RefFixture *f)
 {
     const RefTensor *in = ref_fixture_get(f, "round.in"), *out = ref_fixture_get(f, "round.out");
@@ -36,20 +37,25 @@ static void test_rounding_matches_torch(const RefFixture *f)
     if (!in || !out || in->count != out->count)
         return;
     float *copy = malloc(in->count * sizeof *copy);
+    uint16_t *packed = malloc(in->count * sizeof *packed);
     memcpy(copy, in->data, in->count * sizeof *copy);
     bf16_round_floats(copy, copy, in->count);
+    bf16_pack(packed, in->data, in->count);
     int mismatches = 0;
     for (size_t i = 0; i < in->count; i++) {
         const float want = out->data[i], got = bf16_round(in->data[i]);
+        const uint32_t unpacked = (uint32_t)packed[i] << 16;
         const int same = isnan(want)
-                             ? isnan(got) && isnan(copy[i])
-                             : bits_of(got) == bits_of(want) && bits_of(copy[i]) == bits_of(want);
+                             ? isnan(got) && isnan(copy[i]) && unpacked == bits_of(got)
+                             : bits_of(got) == bits_of(want) && bits_of(copy[i]) == bits_of(want) &&
+                                   unpacked == bits_of(want);
         if (!same && mismatches++ < 5)
             fprintf(stderr, "FAIL bf16_round(0x%08x) = 0x%08x, torch 0x%08x\n",
                     bits_of(in->data[i]), bits_of(got), bits_of(want));
     }
     CHECK(mismatches == 0);
     free(copy);
+    free(packed);
 }
 
 static void fill_normal(float *x, size_t n, Rng *rng)

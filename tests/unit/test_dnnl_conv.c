@@ -328,13 +328,13 @@ static void check_plan(const char *label, const Net nets[2], const char *want)
     }
 }
 
-/* A training net of body (after a [net] of batch 3, 3 channels, w x h) on both engines: the
- * layouts as want (check_plan), the last output, the input gradient and every parameter's
- * gradient within 1e-5, then those of an inference forward; the dnnl net's training step run
- * again on a new net gives the same bytes. */
-static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
+/* A training net of body (after a [net] of batch 3, 3 channels, w x h) on engines[0] (plain
+ * layouts) and engines[1]: the layouts as want (check_plan), the last output, the input gradient
+ * and every parameter's gradient within 1e-5, then those of an inference forward; the second
+ * net's training step run again on a new net (engines[2], the same) gives the same bytes. */
+static void check_train_chain_on(const char *label, const char *const engines[3], int w, int h,
+                                 const char *want, const char *body)
 {
-    const char *engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1", "dnnl\ndnnl_train_blocked=1"};
     Net nets[3];
     for (int k = 0; k < 3; k++) {
         char text[4096];
@@ -381,13 +381,23 @@ static void check_train_chain(const char *label, int w, int h, const char *want,
         net_free(&nets[k]);
 }
 
-/* resnet's blocks in training: conv-BN-relu, conv-leaky with a bias, conv-BN-linear, a
+/* check_train_chain_on the reference and on oneDNN in nChw8c. */
+static void check_train_chain(const char *label, int w, int h, const char *want, const char *body)
+{
+    const char *const engines[3] = {"ref", "dnnl\ndnnl_train_blocked=1",
+                                    "dnnl\ndnnl_train_blocked=1"};
+    check_train_chain_on(label, engines, w, h, want, body);
+}
+
+/* resnet's blocks in training: conv-BN-relu, conv-BN-leaky (both batch norms with the activation
+ * in their passes), conv-leaky with a bias, conv-BN-linear, a
  * shortcut with relu, a downsampling block with [route] back to its input and the 1x1/2
  * projection, a [route] of two inputs, a global average pooling (a blocked input and delta);
  * every output between them in nChw8c on oneDNN. */
 static const char *train_chain =
     "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
     "activation=relu\n"
+    "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=leaky\n"
     "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n"
     "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
     "activation=linear\n"
@@ -405,7 +415,71 @@ static const char *train_chain =
 
 static void test_train_chain(void)
 {
-    check_train_chain("training chain", 9, 10, "bbbbbbbbbb.", train_chain);
+    check_train_chain("training chain", 9, 10, "bbbbbbbbbbb.", train_chain);
+}
+
+/* train_chain in precision=bf16 on oneDNN's bf16 kernels, plain and in nChw8c (float32 between
+ * the layers, rounded into bf16 nChw8c by each convolution's reorders): the same bf16 operands
+ * (the rounding is elementwise either way) and float32 sums; all plain where the CPU has no
+ * bf16 instructions (the reference runs them). */
+static void test_train_chain_bf16(void)
+{
+    const char *const engines[3] = {"dnnl\nprecision=bf16\ndnnl_train_blocked=0",
+                                    "dnnl\nprecision=bf16\ndnnl_train_blocked=1",
+                                    "dnnl\nprecision=bf16\ndnnl_train_blocked=1"};
+    check_train_chain_on("bf16 training chain", engines, 9, 10,
+                         dnnl_conv_bf16_native() ? "bbbbbbbbbbb." : "............", train_chain);
+}
+
+/* A convolution's backward writes its input's delta whole where the net leaves it unzeroed
+ * (Layer.in_delta_fresh: the only reader of the layer before): on oneDNN straight from the
+ * primitive in nChw8c, after zeroing where plain, and on the reference: the same bits over old
+ * NaNs as over zeros, in float32 and bf16. */
+static void test_fresh_input_delta(void)
+{
+    const char *engines[] = {"ref", "dnnl", "dnnl\nprecision=bf16",
+                             "dnnl\nprecision=bf16\ndnnl_train_blocked=0"};
+    for (size_t k = 0; k < sizeof engines / sizeof engines[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "[net]\nbatch=2\nwidth=7\nheight=6\nchannels=3\nengine=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=linear\n"
+                 "[convolutional]\nfilters=16\nsize=1\nactivation=relu\n",
+                 engines[k]);
+        Net net;
+        if (run_text(text, "fresh input delta", 1, &net))
+            continue;
+        Layer *l0 = &net.layers[0], *l1 = &net.layers[1], *l2 = &net.layers[2];
+        CHECK(l1->in_delta_fresh[0] && l2->in_delta_fresh[0]);
+        const size_t n0 = (size_t)net.batch * shape_size(l0->out_shape);
+        const size_t n2 = (size_t)net.batch * shape_size(l2->out_shape);
+        const size_t nw = layer_param(l0, "weights")->count;
+        float *seed = malloc(n2 * sizeof *seed), *dw[2], *dx[2];
+        const size_t in_n = (size_t)net.batch * shape_size(net.in_shape);
+        for (size_t i = 0; i < n2; i++)
+            seed[i] = (float)(i % 7) - 3.0f;
+        for (int r = 0; r < 2; r++) {
+            const float old = r ? NAN : 0.0f;
+            for (size_t i = 0; i < n0; i++)
+                l0->delta[i] = l1->delta[i] = old;
+            memcpy(l2->delta, seed, n2 * sizeof *seed);
+            net_zero_grads(&net);
+            net_backward(&net);
+            dw[r] = malloc(nw * sizeof *dw[r]);
+            dx[r] = malloc(in_n * sizeof *dx[r]);
+            memcpy(dw[r], layer_param(l0, "weights")->grad, nw * sizeof *dw[r]);
+            memcpy(dx[r], net.input_delta, in_n * sizeof *dx[r]);
+        }
+        CHECK(!memcmp(dw[0], dw[1], nw * sizeof *dw[0]));
+        CHECK(!memcmp(dx[0], dx[1], in_n * sizeof *dx[0]));
+        for (int r = 0; r < 2; r++)
+            free(dw[r]), free(dx[r]);
+        free(seed);
+        net_free(&net);
+    }
 }
 
 /* With dnnl_train_blocked=0 (the default without AVX-512) a training net on oneDNN keeps every
@@ -479,6 +553,8 @@ int main(void)
     test_inference_chain();
     test_chain_through_pool_route();
     test_train_chain();
+    test_train_chain_bf16();
+    test_fresh_input_delta();
     test_train_plain_by_default();
     test_train_pool_chain();
     test_resize_keeps_results();

@@ -373,6 +373,57 @@ static void test_fresh_input_delta_ignores_old_contents(void)
     net_free(&net);
 }
 
+/* [shortcut]'s backward over fresh input deltas (Layer.in_delta_fresh, both inputs) holding NaNs
+ * gives the bits of its backward adding into zeros: inputs of one shape (one pass), one layer as
+ * both inputs (written once, added to once), and a larger input it samples (zeroed first). */
+static void test_shortcut_fresh_input_deltas(void)
+{
+    Net net;
+    if (build_sized("[net]\nwidth=6\nheight=6\nchannels=2\n[maxpool]\nsize=1\n"
+                    "[maxpool]\nsize=1\n[shortcut]\nfrom=-2\nactivation=relu\n"
+                    "[shortcut]\nfrom=-1\n[maxpool]\nsize=2\nstride=2\n[shortcut]\nfrom=-5\n"
+                    "[connected]\noutput=3\n",
+                    2, &net))
+        return;
+    Rng r;
+    rng_seed(&r, 5, 1);
+    for (size_t i = 0; i < (size_t)2 * shape_size(net.in_shape); i++)
+        net.input[i] = rng_normal(&r);
+    net.train = 1;
+    net_forward(&net);
+    const StepContext ctx = {.batch = 2, .train = 1};
+    const int shortcuts[] = {2, 3, 5};
+    for (int s = 0; s < 3; s++) {
+        Layer *l = &net.layers[shortcuts[s]];
+        const size_t n_out = (size_t)2 * shape_size(l->out_shape);
+        size_t n_in[2];
+        float *seed = malloc(n_out * sizeof *seed), *got[2][2];
+        for (size_t i = 0; i < n_out; i++)
+            seed[i] = (float)(i % 7) - 3.0f;
+        for (int run = 0; run < 2; run++) {
+            for (int k = 0; k < 2; k++) {
+                n_in[k] = (size_t)2 * shape_size(net.layers[l->inputs[k]].out_shape);
+                for (size_t i = 0; i < n_in[k]; i++)
+                    l->in_delta[k][i] = run ? NAN : 0.0f;
+                l->in_delta_fresh[k] = (unsigned char)run;
+            }
+            memcpy(l->delta, seed, n_out * sizeof *seed);
+            l->type->cpu.backward(l, &ctx);
+            for (int k = 0; k < 2; k++) {
+                got[run][k] = malloc(n_in[k] * sizeof *got[run][k]);
+                memcpy(got[run][k], l->in_delta[k], n_in[k] * sizeof *got[run][k]);
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            CHECK(!memcmp(got[0][k], got[1][k], n_in[k] * sizeof *got[0][k]));
+            free(got[0][k]);
+            free(got[1][k]);
+        }
+        free(seed);
+    }
+    net_free(&net);
+}
+
 static void test_maxpool_shapes_and_errors(void)
 {
     Net net;
@@ -827,6 +878,7 @@ int main(void)
     test_maxpool_2x2_stride2();
     test_maxpool_shapes_and_errors();
     test_fresh_input_delta_ignores_old_contents();
+    test_shortcut_fresh_input_deltas();
     test_avgpool_is_global_mean();
     test_dropout_eval_is_identity();
     test_dropout_training_mask();
