@@ -58,12 +58,6 @@ static void test_rounding_matches_torch(const RefFixture *f)
     free(packed);
 }
 
-static void fill_normal(float *x, size_t n, Rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_normal(rng);
-}
-
 /* gemm on gemm_operand's bf16 copies is the float32 gemm on operands rounded one by one with
  * bf16_round (bit for bit: the same sgemm on the same values), and within the float32
  * accumulation bound k U sum|a b| of the exact product of the rounded operands; the product of
@@ -75,8 +69,8 @@ static void test_gemm_on_bf16_operands(int trans_a, int trans_b)
     rng_seed(&rng, 5, (uint64_t)(trans_a * 2 + trans_b));
     float a[M * K], b[K * N], a16[M * K], b16[K * N], a_r[M * K], b_r[K * N];
     float c[M * N], c_ref[M * N], c32[M * N];
-    fill_normal(a, M * K, &rng);
-    fill_normal(b, K * N, &rng);
+    check_fill_normal(a, M * K, &rng);
+    check_fill_normal(b, K * N, &rng);
     for (int i = 0; i < M * K; i++)
         a_r[i] = bf16_round(a[i]);
     for (int i = 0; i < K * N; i++)
@@ -173,8 +167,8 @@ static void test_layer_passes_are_fp32_on_rounded_operands(const char *text)
     float *input_r = malloc(in_n * sizeof *input), *delta_r = malloc(out_n * sizeof *delta);
     Rng rng;
     rng_seed(&rng, 9, 0);
-    fill_normal(input, in_n, &rng);
-    fill_normal(delta, out_n, &rng);
+    check_fill_normal(input, in_n, &rng);
+    check_fill_normal(delta, out_n, &rng);
     bf16_round_floats(input_r, input, in_n);
     bf16_round_floats(delta_r, delta, out_n);
     Param *w32 = layer_param(&n32.layers[0], "weights");
@@ -282,8 +276,8 @@ static void test_dnnl_bf16_matches_reference(const char *text)
     float *abs_in = malloc(in_n * sizeof *input), *abs_delta = malloc(out_n * sizeof *delta);
     Rng rng;
     rng_seed(&rng, 11, 0);
-    fill_normal(input, in_n, &rng);
-    fill_normal(delta, out_n, &rng);
+    check_fill_normal(input, in_n, &rng);
+    check_fill_normal(delta, out_n, &rng);
     for (size_t i = 0; i < in_n; i++)
         abs_in[i] = fabsf(bf16_round(input[i]));
     for (size_t i = 0; i < out_n; i++)
