@@ -8,14 +8,16 @@
 # Usage: scripts/bench-cpu.sh [--nets A,B,..] [--threads 1,2] [--repeats N] [--steps N]
 #            [--warmup N] [--quick]
 #   nets: resnet18_cifar resnet18 fashion cifar_small char_lstm gpt_tiny resnet50
-#         resnet50_inference resnet18_cifar_bf16 resnet50_bf16 (default: all; _bf16: cdl
+#         resnet18_cifar_inference resnet18_inference resnet50_inference resnet18_cifar_bf16
+#         resnet50_bf16 (default: all; _bf16: cdl
 #         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
 #         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
 #         measurement); --steps: every net's (default: per net)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50,resnet50_inference
+all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50
+all_nets+=,resnet18_cifar_inference,resnet18_inference,resnet50_inference
 all_nets+=,resnet18_cifar_bf16,resnet50_bf16
 nets=$all_nets
 thread_list=1,2
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2 && shift 2 ;;
     --warmup) warmup=$2 && shift 2 ;;
     --quick) steps=2 warmup=1 repeats=1 && shift ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-cpu: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -48,6 +50,8 @@ net_spec() {
     char_lstm) echo "cfg/char_lstm.cfg 0 train 10" ;;
     gpt_tiny) echo "cfg/gpt_tiny.cfg 0 train 10" ;;
     resnet50) echo "cfg/resnet50.cfg 16 train 5" ;;
+    resnet18_cifar_inference) echo "cfg/resnet18_cifar.cfg 64 inference 10" ;;
+    resnet18_inference) echo "cfg/resnet18.cfg 16 inference 10" ;;
     resnet50_inference) echo "cfg/resnet50.cfg 16 inference 10" ;;
     *) return 1 ;;
     esac
@@ -96,7 +100,7 @@ for t in "${thread_counts[@]}"; do
 done
 echo "median of $repeats alternating repeats (cdl, PyTorch 1, PyTorch 2); load average now" \
     "$(cut -d' ' -f1-3 /proc/loadavg): other processes show up in the numbers"
-printf '%-19s %3s %5s %-6s %9s %9s %9s %6s %8s %6s\n' net thr batch unit cdl torch1 torch2 \
+printf '%-24s %3s %5s %-6s %9s %9s %9s %6s %8s %6s\n' net thr batch unit cdl torch1 torch2 \
     cdl/pt GFLOP/s peak
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
@@ -170,7 +174,7 @@ from bench_torch import parse_cfg; print(parse_cfg(sys.argv[1])[0][1].get("batch
             'BEGIN { printf "%.1f", f * m * r / q / 1e9 }')
         frac=$(awk -v g="$gflops" -v p="${peak[$t]:-0}" \
             'BEGIN { if (p > 0) printf "%.0f%%", 100 * g / p; else print "-" }')
-        printf '%-19s %3s %5s %-6s %9s %9s %9s %6s %8s %6s\n' "$name" "$t" "$batch" "$unit" \
+        printf '%-24s %3s %5s %-6s %9s %9s %9s %6s %8s %6s\n' "$name" "$t" "$batch" "$unit" \
             "$(printf '%.1f' "${med[cdl]}")" "$(printf '%.1f' "${med[torch1]}")" \
             "$([ "${med[torch2]}" = - ] && echo - || printf '%.1f' "${med[torch2]}")" "$ratio" \
             "$gflops" "$frac"
