@@ -48,6 +48,7 @@
 #include "ops/exp_vec.h"
 #include "ops/gemm.h"
 #include "ops/gemm_packed.h"
+#include "ops/lanes16.h"
 
 /* Positions in l->params, in the order parse declares them (torch's). */
 enum { P_WEIGHTS_IH, P_WEIGHTS_HH, P_BIASES_IH, P_BIASES_HH };
@@ -581,7 +582,7 @@ cell_forward_row(const float *a, size_t bu, const float *bias, int H, const floa
 {
 #if defined(__AVX512F__)
     _Static_assert(UNIT == 16, "a block's row is one vector");
-    const __mmask16 m = n >= UNIT ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+    const __mmask16 m = lanes16(n);
     __m512 v[4];
     for (int g = 0; g < 4; g++)
         v[g] = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + g * bu),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ops/exp_vec.h"
+#include "ops/lanes16.h"
 
 /* Below this many elements a parallel region costs more than it saves. */
 #define ACTIVATION_PARALLEL_MIN 16384
@@ -163,7 +164,7 @@ static void gelu_forward16(const float *x, float *y, size_t n)
         for (size_t j = i; j < i + 64; j += 16)
             _mm512_storeu_ps(y + j, gelu16(_mm512_loadu_ps(x + j)));
     for (; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = lanes16((long)(n - i));
         _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
@@ -195,7 +196,7 @@ static void gelu_backward16(const float *x, const float *y, float *d, size_t n)
                 d + j, _mm512_mul_ps(_mm512_loadu_ps(d + j),
                                      gelu_grad16(_mm512_loadu_ps(x + j), _mm512_loadu_ps(y + j))));
     for (; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = lanes16((long)(n - i));
         const __m512 g =
             gelu_grad16(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i));
         _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + i), g));

@@ -7,20 +7,16 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-enum { TILE_ROWS = 8, TILE_COLS = 32 };
+#include "ops/lanes16.h"
 
-/* The first n of 16 lanes (n <= 0: none, n >= 16: all). */
-static inline __mmask16 lanes(int n)
-{
-    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
+enum { TILE_ROWS = 8, TILE_COLS = 32 };
 
 /* One tile of rows <= TILE_ROWS and cols <= TILE_COLS: rows past `rows` repeat the last row of A
  * (their sums are dropped), so the loop over k is the same for every tile. */
 static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+    const __mmask16 m0 = lanes16(cols), m1 = lanes16(cols - 16);
     const float *ar[TILE_ROWS];
     for (int r = 0; r < TILE_ROWS; r++)
         ar[r] = a + (size_t)(r < rows ? r : rows - 1) * a_row;

@@ -13,6 +13,8 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include "ops/lanes16.h"
+
 enum {
     ROWS = 12, /* rows of C per tile */
     COLS = 32, /* columns of C per tile: two zmm */
@@ -91,12 +93,6 @@ static inline __attribute__((always_inline)) void tile(int rows, int k, const fl
 #undef ROW_STORE
 }
 
-/* Mask of the first `cols` of 16 lanes (cols clamped to 0..16). */
-static __mmask16 lanes(int cols)
-{
-    return cols >= 16 ? (__mmask16)0xffff : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1);
-}
-
 /* Tiles t0..t1-1 of C (column-major over tiles of ROWS x COLS, tiles_m to a column of tiles),
  * every block of k in order: per block, each column of tiles packs its strip of B (KC x COLS,
  * zeros past n) into bs, which every tile of the column then reads. */
@@ -110,7 +106,7 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
         int packed_j = -1;
         for (int t = t0; t < t1; t++) {
             const int i0 = t % tiles_m * ROWS, j0 = t / tiles_m * COLS;
-            const __mmask16 m0 = lanes(n - j0), m1 = lanes(n - j0 - 16);
+            const __mmask16 m0 = lanes16(n - j0), m1 = lanes16(n - j0 - 16);
             if (j0 != packed_j) {
                 /* the strip this thread packs next: the next column's in this block, else its
                  * first column's in the next block (or none); fetched while these tiles run */

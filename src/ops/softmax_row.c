@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "ops/exp_vec.h"
+#include "ops/lanes16.h"
 
 double softmax_row(const float *x, float *y, size_t n)
 {
@@ -34,23 +35,17 @@ double softmax_row_scaled(const float *x, float *y, size_t n, float scale)
 }
 
 #if defined(__AVX512F__)
-/* The first n of 16 lanes, n >= 1. */
-static inline __mmask16 lanes(size_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
 void softmax_row_probs(const float *x, float *y, size_t n, float scale)
 {
     __m512 vmax = _mm512_set1_ps(x[0]);
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 m = lanes(n - i);
+        const __mmask16 m = lanes16((long)(n - i));
         vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, x + i));
     }
     const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), s = _mm512_set1_ps(scale);
     __m512 sum = _mm512_setzero_ps();
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 m = lanes(n - i);
+        const __mmask16 m = lanes16((long)(n - i));
         const __m512 z = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max), s);
         /* 0 below e^-87, as softmax_row_scaled */
         const __mmask16 keep = _mm512_mask_cmp_ps_mask(m, z, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);
@@ -60,7 +55,7 @@ void softmax_row_probs(const float *x, float *y, size_t n, float scale)
     }
     const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 m = lanes(n - i);
+        const __mmask16 m = lanes16((long)(n - i));
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inv));
     }
 }
