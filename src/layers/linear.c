@@ -212,11 +212,13 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const int inputs = li->inputs, outputs = li->outputs;
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     float *dx = l->in_delta[0];
+    /* dx is written, not added to, when the net left it unzeroed (Layer.in_delta_fresh) */
+    const float dx_beta = l->in_delta_fresh[0] ? 0.0f : 1.0f;
     if (packed_path(l)) {
         /* delta = dL/d(pre), the biases' sums and dx += delta W block by block; then W's sums. */
         gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed);
         gemm_act_backward(rows, inputs, outputs, l->delta, l->pre, l->out, l->activation,
-                          li->w_packed, dx, biases ? biases->grad : NULL, li->bias_sums);
+                          li->w_packed, dx_beta, dx, biases ? biases->grad : NULL, li->bias_sums);
         dx = NULL;
     } else {
         layer_activation_backward(l, ctx->batch);
@@ -231,7 +233,7 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     gemm_tn(outputs, inputs, rows, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
     /* dx[rows][inputs] += delta W (unless ops/gemm_rows took it) */
     if (dx)
-        gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, 1.0f, dx, inputs);
+        gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, dx_beta, dx, inputs);
 }
 
 /* MatMul by the transposed weights (layer 0's, which the [embedding] exported, when tied), the
@@ -267,4 +269,5 @@ const LayerType linear_layer = {
     .export_onnx = linear_export_onnx,
     .quant_weights = linear_quant_weights,
     .backward_ignores_output = 1,
+    .writes_input_delta = 1,
 };

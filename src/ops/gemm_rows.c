@@ -63,8 +63,8 @@ size_t gemm_act_backward_sums_floats(int m, int k)
 }
 
 void gemm_act_backward(int m, int n, int k, float *delta, const float *pre, const float *out,
-                       ActivationKind act, const float *packed, float *c, float *bias_grad,
-                       float *sums)
+                       ActivationKind act, const float *packed, float beta, float *c,
+                       float *bias_grad, float *sums)
 {
     if (m <= 0 || (!c && !bias_grad && act == CDL_ACT_LINEAR))
         return;
@@ -82,7 +82,7 @@ void gemm_act_backward(int m, int n, int k, float *delta, const float *pre, cons
             sum_rows_add(s, d, (size_t)rows, (size_t)k);
         }
         if (c)
-            gemm_packed_panels(rows, n, k, d, k, packed, 0, panels_of(n), 1.0f, c + (size_t)i0 * n,
+            gemm_packed_panels(rows, n, k, d, k, packed, 0, panels_of(n), beta, c + (size_t)i0 * n,
                                n);
     }
     if (bias_grad)

@@ -17,13 +17,14 @@ void gemm_bias_act(int m, int n, int k, const float *a, int lda, const float *pa
                    const float *bias, ActivationKind act, float *pre, float *out);
 
 /* delta[m][k] *= act'(pre) (activation_backward, pre and out as gemm_bias_act wrote them), then
- * c[m][n] += delta op(B) with op(B) [k][n] as gemm_pack packed it; c NULL: no product.
+ * c[m][n] = delta op(B) + beta c, beta 0 (c's old contents ignored) or 1, with op(B) [k][n] as
+ * gemm_pack packed it; c NULL: no product.
  * bias_grad [k] (or NULL) += delta's column sums: each block of rows summed in row order (in
  * double) into sums [gemm_act_backward_sums_floats(m, k)], then those in block order. As
  * gemm_bias_act, independent of the thread count. */
 void gemm_act_backward(int m, int n, int k, float *delta, const float *pre, const float *out,
-                       ActivationKind act, const float *packed, float *c, float *bias_grad,
-                       float *sums);
+                       ActivationKind act, const float *packed, float beta, float *c,
+                       float *bias_grad, float *sums);
 
 /* Floats of gemm_act_backward's sums for m rows of k values. */
 size_t gemm_act_backward_sums_floats(int m, int k);

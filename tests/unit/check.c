@@ -27,6 +27,8 @@ double check_rel_error(const float *got, const float *want, size_t n)
 {
     double diff = 0.0, max = 0.0;
     for (size_t i = 0; i < n; i++) {
+        if (!isnan(got[i]) != !isnan(want[i]))
+            return INFINITY; /* fmax below would skip the NaN */
         diff = fmax(diff, fabs((double)got[i] - want[i]));
         max = fmax(max, fabs((double)want[i]));
     }

@@ -48,7 +48,8 @@ void check_fill_uniform(float *x, size_t n, float lo, unsigned *state);
 /* x[0..n) standard normal from *rng. */
 void check_fill_normal(float *x, size_t n, Rng *rng);
 
-/* max |got - want| / max |want| over n values (the absolute difference when want is all 0). */
+/* max |got - want| / max |want| over n values (the absolute difference when want is all 0);
+ * infinity where one of got and want is NaN and the other is not. */
 double check_rel_error(const float *got, const float *want, size_t n);
 
 /* Prints "NAME: N checks, N failed" and returns the exit status for main. */

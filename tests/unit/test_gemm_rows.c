@@ -4,8 +4,9 @@
  * the input gradient), within 1e-5
  * relative on every [linear] shape the cfgs train (gpt_tiny's 128 -> 512 gelu, 512 -> 128 and
  * tied 128 -> 63 over 4096 tokens, char_lstm's 256 -> 111) and on small odd ones: pre, out, the
- * delta after the derivative, the biases' gradient and the input gradient; the same bits at 1 and 2
- * threads and on a rerun. */
+ * delta after the derivative, the biases' gradient and the input gradient (added to, and with beta
+ * 0 written over old NaNs); the same bits at 1 and 2 threads and on a rerun. */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,8 @@ typedef struct Case {
     int has_bias;
 } Case;
 
-/* The fused path's results at `threads` threads: pre, out, delta and dx (each [m][..]), the
- * biases' gradient db [outputs]. */
+/* The fused path's results at `threads` threads: pre, out, delta and dx (each [m][..]; dx =
+ * delta W + dx_beta dx0), the biases' gradient db [outputs]. */
 typedef struct Run {
     float *pre, *out, *delta, *dx, *db;
 } Run;
@@ -35,7 +36,7 @@ static float *floats(size_t n)
 }
 
 static Run fused(const Case *c, const float *x, const float *w, const float *bias, const float *dy,
-                 const float *dx0, const float *db0, int threads)
+                 const float *dx0, float dx_beta, const float *db0, int threads)
 {
     const size_t rows_out = (size_t)c->m * c->outputs, rows_in = (size_t)c->m * c->inputs;
     const size_t fwd = gemm_packed_floats(c->inputs, c->outputs),
@@ -53,8 +54,8 @@ static Run fused(const Case *c, const float *x, const float *w, const float *bia
     if (c->act == CDL_ACT_LINEAR)
         memcpy(r.out, r.pre, rows_out * sizeof(float));
     gemm_pack(0, c->outputs, c->inputs, w, c->inputs, packed);
-    gemm_act_backward(c->m, c->inputs, c->outputs, r.delta, r.pre, r.out, c->act, packed, r.dx,
-                      c->has_bias ? r.db : NULL, sums);
+    gemm_act_backward(c->m, c->inputs, c->outputs, r.delta, r.pre, r.out, c->act, packed, dx_beta,
+                      r.dx, c->has_bias ? r.db : NULL, sums);
     omp_set_num_threads(1);
     free(packed);
     free(sums);
@@ -109,8 +110,20 @@ static void test_case(const Case *c)
     gemm(0, 0, c->m, c->inputs, c->outputs, 1.0f, delta, c->outputs, w, c->inputs, 1.0f, dx,
          c->inputs);
 
-    Run one = fused(c, x, w, bias, dy, dx0, db0, 1), two = fused(c, x, w, bias, dy, dx0, db0, 2);
-    Run again = fused(c, x, w, bias, dy, dx0, db0, 2);
+    Run one = fused(c, x, w, bias, dy, dx0, 1.0f, db0, 1),
+        two = fused(c, x, w, bias, dy, dx0, 1.0f, db0, 2);
+    Run again = fused(c, x, w, bias, dy, dx0, 1.0f, db0, 2);
+    /* beta 0: dx written whole, its old NaNs ignored */
+    float *nans = floats(rows_in), *dx_fresh = floats(rows_in);
+    for (size_t i = 0; i < rows_in; i++)
+        nans[i] = NAN;
+    gemm(0, 0, c->m, c->inputs, c->outputs, 1.0f, delta, c->outputs, w, c->inputs, 0.0f, dx_fresh,
+         c->inputs);
+    Run fresh = fused(c, x, w, bias, dy, nans, 0.0f, db0, 2);
+    CHECK(check_rel_error(fresh.dx, dx_fresh, rows_in) <= 1e-5);
+    run_free(&fresh);
+    free(nans);
+    free(dx_fresh);
     CHECK(check_rel_error(one.pre, pre, rows_out) <= 1e-5);
     CHECK(check_rel_error(one.out, out, rows_out) <= 1e-5);
     CHECK(check_rel_error(one.delta, delta, rows_out) <= 1e-5);

@@ -331,17 +331,18 @@ static void test_maxpool_2x2_stride2(void)
     check_maxpool_2x2(4, 42, 1);  /* 21 columns: two vectors and a part */
 }
 
-/* The input gradient of layers whose backward writes it whole (LayerType.writes_input_delta:
- * maxpool, connected) when the net leaves their input's delta unzeroed (Layer.in_delta_fresh):
- * the same bits over old NaNs as over zeros. */
-static void test_fresh_input_delta_ignores_old_contents(void)
+/* The input gradient of a net whose layers' backward writes their input's delta whole
+ * (LayerType.writes_input_delta) where the net leaves it unzeroed (Layer.in_delta_fresh): the
+ * same bits over old NaNs in every delta as over zeros. fresh lists the layers that must find
+ * their input's delta fresh, ending in -1. */
+static void check_fresh_input_deltas(const char *cfg, const int *fresh)
 {
     Net net;
-    if (build_sized("[net]\nwidth=6\nheight=6\nchannels=2\n[maxpool]\nsize=1\n[maxpool]\nsize=2\n"
-                    "stride=2\n[connected]\noutput=3\n",
-                    2, &net))
+    if (build_sized(cfg, 2, &net))
         return;
-    const size_t n_in = (size_t)2 * 2 * 6 * 6, n0 = n_in, n1 = (size_t)2 * 2 * 3 * 3;
+    const size_t n_in = (size_t)2 * shape_size(net.in_shape);
+    const int last = net.n_layers - 1;
+    const size_t n_last = (size_t)2 * shape_size(net.layers[last].out_shape);
     Rng r;
     rng_seed(&r, 4, 1);
     for (size_t i = 0; i < n_in; i++)
@@ -349,15 +350,16 @@ static void test_fresh_input_delta_ignores_old_contents(void)
     float *dx[2];
     for (int run = 0; run < 2; run++) {
         net_forward(&net);
-        const float old = run ? NAN : 0.0f;
-        for (size_t i = 0; i < n0; i++)
-            net.layers[0].delta[i] = old;
-        for (size_t i = 0; i < n1; i++)
-            net.layers[1].delta[i] = old;
-        for (int i = 0; i < 2 * 3; i++)
-            net.layers[2].delta[i] = (float)(i + 1);
+        for (int i = 0; i < last; i++) {
+            const size_t n = (size_t)2 * shape_size(net.layers[i].out_shape);
+            for (size_t j = 0; j < n; j++)
+                net.layers[i].delta[j] = run ? NAN : 0.0f;
+        }
+        for (size_t i = 0; i < n_last; i++)
+            net.layers[last].delta[i] = (float)(i % 5) - 2.0f;
         net_backward(&net);
-        CHECK(net.layers[1].in_delta_fresh[0] && net.layers[2].in_delta_fresh[0]);
+        for (const int *f = fresh; *f >= 0; f++)
+            CHECK(net.layers[*f].in_delta_fresh[0]);
         dx[run] = malloc(n_in * sizeof *dx[run]);
         memcpy(dx[run], net.input_delta, n_in * sizeof *dx[run]);
     }
@@ -371,6 +373,26 @@ static void test_fresh_input_delta_ignores_old_contents(void)
     free(dx[0]);
     free(dx[1]);
     net_free(&net);
+}
+
+/* maxpool, connected; a sequence stack: [linear] (OpenBLAS-free packed path, bf16) and
+ * [attention] (per sample and staged=1) after a layer only they read. */
+static void test_fresh_input_delta_ignores_old_contents(void)
+{
+    check_fresh_input_deltas("[net]\nwidth=6\nheight=6\nchannels=2\n[maxpool]\nsize=1\n[maxpool]\n"
+                             "size=2\nstride=2\n[connected]\noutput=3\n",
+                             (const int[]){1, 2, -1});
+    static const char *const seq_stacks[] = {
+        "[linear]\noutput=8\nactivation=gelu\n[linear]\noutput=6\n[attention]\nheads=2\n"
+        "[linear]\noutput=6\n",
+        "precision=bf16\n[linear]\noutput=8\n[linear]\noutput=6\n[attention]\nheads=3\n"
+        "staged=1\n[linear]\noutput=6\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg, "[net]\nseq=5\ninputs=4\n%s", seq_stacks[i]);
+        check_fresh_input_deltas(cfg, (const int[]){1, 2, 3, -1});
+    }
 }
 
 /* [shortcut]'s backward over fresh input deltas (Layer.in_delta_fresh, both inputs) holding NaNs
