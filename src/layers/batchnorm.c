@@ -48,7 +48,7 @@ static void bn_layer_backward(Layer *l, const StepContext *ctx)
     if (!dx)
         return;
     const size_t n = (size_t)ctx->batch * shape_size(l->in_shape);
-#pragma omp parallel for simd schedule(static) if (n >= 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n >= 65536)
     for (size_t i = 0; i < n; i++)
         dx[i] += l->delta[i];
 }

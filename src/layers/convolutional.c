@@ -1164,7 +1164,7 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
                                    t == 0 || b > b0 ? 1.0f : 0.0f, acc,
                                    ctx->scratch + (size_t)b * cv->cols_floats, 0);
     }
-#pragma omp parallel for simd schedule(static) if (count >= 16384)
+#pragma omp parallel for simd schedule(static) if (parallel : count >= 16384)
     for (size_t i = 0; i < count; i++) {
         float sum = dw[i];
         for (int t = 1; t < threads; t++)

@@ -164,12 +164,12 @@ static void shortcut_forward_at(Layer *l, const StepContext *ctx, int t)
 static void add_scaled(float *restrict dst, const float *restrict src, float a, size_t n, int fresh)
 {
     if (fresh) {
-#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
         for (size_t i = 0; i < n; i++)
             dst[i] = 0.0f + a * src[i];
         return;
     }
-#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         dst[i] += a * src[i];
 }
@@ -179,7 +179,7 @@ static void add_both(float *restrict p, float *restrict f, const float *restrict
                      float beta, size_t n, int fresh0, int fresh1)
 {
     const float keep0 = fresh0 ? 0.0f : 1.0f, keep1 = fresh1 ? 0.0f : 1.0f;
-#pragma omp parallel for simd schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) {
         p[i] = (keep0 != 0.0f ? p[i] : 0.0f) + alpha * d[i];
         f[i] = (keep1 != 0.0f ? f[i] : 0.0f) + beta * d[i];

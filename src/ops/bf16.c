@@ -6,14 +6,14 @@
 
 void bf16_round_floats(float *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd schedule(static) if (n >= BF16_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n >= BF16_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         dst[i] = bf16_round(src[i]);
 }
 
 void bf16_pack(uint16_t *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd schedule(static) if (n >= BF16_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n >= BF16_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) {
         const float r = bf16_round(src[i]);
         uint32_t u;

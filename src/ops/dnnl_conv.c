@@ -457,7 +457,7 @@ static size_t memory_bytes(const_dnnl_memory_t m)
 static void add_floats(float *dst, const float *src, size_t bytes)
 {
     const size_t n = bytes / sizeof *dst;
-#pragma omp parallel for simd schedule(static) if (n >= 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n >= 65536)
     for (size_t i = 0; i < n; i++)
         dst[i] += src[i];
 }

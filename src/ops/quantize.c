@@ -17,7 +17,7 @@ QuantParams quant_params_u8(float min, float max)
 void quant_range(const float *x, size_t n, float *min, float *max)
 {
     float lo = n ? x[0] : 0.0f, hi = lo;
-#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n >= 65536)
+#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (parallel : n >= 65536)
     for (size_t i = 0; i < n; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;

@@ -19,7 +19,7 @@ static void average_into(float *shadow, const float *w, size_t n, float decay)
 {
     const float keep = decay, take = 1.0f - decay;
     const long count = (long)n;
-#pragma omp parallel for simd if (count > 65536) schedule(static)
+#pragma omp parallel for simd if (parallel : count > 65536) schedule(static)
     for (long i = 0; i < count; i++)
         shadow[i] = keep * shadow[i] + take * w[i];
 }

@@ -59,7 +59,7 @@ static void clip_gradients(Net *net, float max_norm)
         return;
     const float scale = (float)coef;
     const long n = (long)net->n_params;
-#pragma omp parallel for simd if (n > OPTIMIZER_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > OPTIMIZER_PARALLEL_MIN) schedule(static)
     for (long i = 0; i < n; i++)
         net->grads[i] *= scale;
 }
@@ -79,7 +79,7 @@ static void sgd_update(const Hyper *h, Param *p, float *v, float lr)
     float *w = p->data;
     const float *grad = p->grad;
     const long n = (long)p->count;
-#pragma omp parallel for simd if (n > OPTIMIZER_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > OPTIMIZER_PARALLEL_MIN) schedule(static)
     for (long j = 0; j < n; j++) {
         const float g = grad[j] + decay * w[j];
         const float vj = momentum * v[j] + g;
@@ -104,7 +104,7 @@ static void adam_update(const Hyper *h, const AdamStep *s, Param *p, float *m, f
     float *w = p->data;
     const float *grad = p->grad;
     const long n = (long)p->count;
-#pragma omp parallel for simd if (n > OPTIMIZER_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > OPTIMIZER_PARALLEL_MIN) schedule(static)
     for (long j = 0; j < n; j++) {
         w[j] *= shrink;
         const float g = grad[j] + l2 * w[j];
