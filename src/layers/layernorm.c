@@ -77,6 +77,7 @@ static void normalize_row(const Layer *l, const float *in, float *out, size_t r)
     for (size_t j = 0; j < n; j++)
         squares += (x[j] - mean) * (x[j] - mean);
     const float inv_std = 1.0f / sqrtf(squares / (float)n + ln->eps);
+#pragma omp simd
     for (size_t j = 0; j < n; j++)
         y[j] = (x[j] - mean) * inv_std * scale[j] + bias[j];
     ln->mean[r] = mean;
@@ -129,10 +130,12 @@ static void layernorm_backward(Layer *l, const StepContext *ctx)
         const float mean_g = sum_g / (float)n, mean_g_x_hat = sum_g_x_hat / (float)n;
         if (dx_all) {
             float *dx = dx_all + r * n;
+#pragma omp simd
             for (size_t j = 0; j < n; j++)
                 dx[j] +=
                     inv_std * (dy[j] * scale[j] - mean_g - (x[j] - mean) * inv_std * mean_g_x_hat);
         }
+#pragma omp simd
         for (size_t j = 0; j < n; j++)
             dy[j] *= (x[j] - mean) * inv_std;
     }
