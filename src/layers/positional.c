@@ -32,11 +32,15 @@ static void positional_forward(Layer *l, const StepContext *ctx)
 {
     const float *in = l->in[0], *w = l->params[0].data;
     const size_t sample = shape_size(l->out_shape);
-#pragma omp parallel for collapse(2)                                                               \
-    schedule(static) if (ctx->batch * sample > POSITIONAL_PARALLEL_MIN)
-    for (int b = 0; b < ctx->batch; b++)
+    /* a sample per task, vector code within (collapse(2) left the loop scalar) */
+#pragma omp parallel for schedule(static) if (ctx->batch * sample > POSITIONAL_PARALLEL_MIN)
+    for (int b = 0; b < ctx->batch; b++) {
+        float *out = l->out + b * sample;
+        const float *x = in + b * sample;
+#pragma omp simd
         for (size_t i = 0; i < sample; i++)
-            l->out[b * sample + i] = in[b * sample + i] + w[i];
+            out[i] = x[i] + w[i];
+    }
 }
 
 static void positional_forward_at(Layer *l, const StepContext *ctx, int t)
