@@ -301,9 +301,9 @@ static void prefetch_head(const Attention *a, HeadView hv)
     const size_t ld = 3 * (size_t)a->channels;
     for (int i = 0; i < a->seq; i++)
         for (int j = 0; j < a->head_size; j += 16) {
-            __builtin_prefetch(hv.q + i * ld + j);
-            __builtin_prefetch(hv.k + i * ld + j);
-            __builtin_prefetch(hv.v + i * ld + j);
+            __builtin_prefetch(hv.q + i * ld + j, 0, 2);
+            __builtin_prefetch(hv.k + i * ld + j, 0, 2);
+            __builtin_prefetch(hv.v + i * ld + j, 0, 2);
         }
 }
 
