@@ -1,7 +1,8 @@
 /* Small products with a strided left operand (ops/gemm_strided.h): with AVX-512, tiles of 8 rows
  * by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
- * vectors of a row of B (the partial last tile masked), and transposes in 16 x 16 blocks in
- * registers; else plain C loops in the same order. */
+ * vectors of a row of B (the partial last tile masked; a last part of at most 16 columns in tiles
+ * of 16 rows by one vector instead), and transposes in 16 x 16 blocks in registers; else plain C
+ * loops in the same order. */
 #include "ops/gemm_strided.h"
 
 #if defined(__AVX512F__)
@@ -11,45 +12,67 @@
 
 enum { TILE_ROWS = 8, TILE_COLS = 32 };
 
-/* One tile of rows <= TILE_ROWS and cols <= TILE_COLS: rows past `rows` repeat the last row of A
- * (their sums are dropped), so the loop over k is the same for every tile. */
-static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
-                 const float *b, size_t ldb, float beta, float *c, size_t ldc)
+/* One tile of rows <= max_rows and cols <= 16 vecs (max_rows x vecs accumulators, both constants
+ * at each call): rows past `rows` repeat the last row of A (their sums are dropped), so the loop
+ * over k is the same for every tile. */
+static inline __attribute__((always_inline)) void
+tile_of(int max_rows, int vecs, int rows, int cols, int k, float alpha, const float *a,
+        size_t a_row, size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
     const __mmask16 m0 = lanes16(cols), m1 = lanes16(cols - 16);
-    const float *ar[TILE_ROWS];
-    for (int r = 0; r < TILE_ROWS; r++)
+    const float *ar[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < max_rows; r++)
         ar[r] = a + (size_t)(r < rows ? r : rows - 1) * a_row;
-    __m512 acc0[TILE_ROWS], acc1[TILE_ROWS];
-#pragma GCC unroll 8
-    for (int r = 0; r < TILE_ROWS; r++)
+    __m512 acc0[16], acc1[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < max_rows; r++)
         acc0[r] = acc1[r] = _mm512_setzero_ps();
     for (int i = 0; i < k; i++) {
         const float *bi = b + (size_t)i * ldb;
-        const __m512 b0 = _mm512_maskz_loadu_ps(m0, bi), b1 = _mm512_maskz_loadu_ps(m1, bi + 16);
+        const __m512 b0 = _mm512_maskz_loadu_ps(m0, bi);
+        const __m512 b1 = vecs > 1 ? _mm512_maskz_loadu_ps(m1, bi + 16) : b0;
         const size_t at = (size_t)i * a_col;
-#pragma GCC unroll 8
-        for (int r = 0; r < TILE_ROWS; r++) {
+#pragma GCC unroll 16
+        for (int r = 0; r < max_rows; r++) {
             const __m512 x = _mm512_set1_ps(ar[r][at]);
             acc0[r] = _mm512_fmadd_ps(x, b0, acc0[r]);
-            acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
+            if (vecs > 1)
+                acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
         }
     }
     const __m512 scale = _mm512_set1_ps(alpha);
     /* unrolled, so that the accumulators stay in registers (a loop to `rows` indexes them) */
-#pragma GCC unroll 8
-    for (int r = 0; r < TILE_ROWS; r++) {
+#pragma GCC unroll 16
+    for (int r = 0; r < max_rows; r++) {
         if (r >= rows)
             break;
         float *cr = c + (size_t)r * ldc;
         __m512 y0 = _mm512_mul_ps(acc0[r], scale), y1 = _mm512_mul_ps(acc1[r], scale);
         if (beta != 0.0f) {
             y0 = _mm512_add_ps(y0, _mm512_maskz_loadu_ps(m0, cr));
-            y1 = _mm512_add_ps(y1, _mm512_maskz_loadu_ps(m1, cr + 16));
+            if (vecs > 1)
+                y1 = _mm512_add_ps(y1, _mm512_maskz_loadu_ps(m1, cr + 16));
         }
         _mm512_mask_storeu_ps(cr, m0, y0);
-        _mm512_mask_storeu_ps(cr + 16, m1, y1);
+        if (vecs > 1)
+            _mm512_mask_storeu_ps(cr + 16, m1, y1);
     }
+}
+
+/* A tile of up to TILE_ROWS x TILE_COLS: two vectors of a row of B per broadcast of A. */
+static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                 const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    tile_of(TILE_ROWS, 2, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+}
+
+/* A tile of up to 16 rows x 16 columns, for a last part of at most 16 columns (a causal block's
+ * scores often end so): one vector of B per broadcast, where tile's second would be all masked. */
+static void tile16(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
+                   size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    tile_of(16, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
 }
 
 /* dst[16][16] (row stride ldd) = src[16][16]^T (row stride lds): 32-bit, 64-bit, then two rounds
@@ -99,11 +122,19 @@ void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, floa
 void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                   const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
+    /* whole TILE_COLS parts, and a last part wider than 16 columns, in tiles; a last part of at
+     * most 16 in tile16s */
+    const int rest = n % TILE_COLS, narrow = rest > 0 && rest <= 16,
+              wide_n = n - (narrow ? rest : 0);
     for (int r0 = 0; r0 < m; r0 += TILE_ROWS)
-        for (int j0 = 0; j0 < n; j0 += TILE_COLS)
-            tile(m - r0 < TILE_ROWS ? m - r0 : TILE_ROWS, n - j0 < TILE_COLS ? n - j0 : TILE_COLS,
-                 k, alpha, a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta,
-                 c + (size_t)r0 * ldc + j0, ldc);
+        for (int j0 = 0; j0 < wide_n; j0 += TILE_COLS)
+            tile(m - r0 < TILE_ROWS ? m - r0 : TILE_ROWS,
+                 wide_n - j0 < TILE_COLS ? wide_n - j0 : TILE_COLS, k, alpha,
+                 a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta, c + (size_t)r0 * ldc + j0,
+                 ldc);
+    for (int r0 = 0; narrow && r0 < m; r0 += 16)
+        tile16(m - r0 < 16 ? m - r0 : 16, rest, k, alpha, a + (size_t)r0 * a_row, a_row, a_col,
+               b + wide_n, ldb, beta, c + (size_t)r0 * ldc + wide_n, ldc);
 }
 #else
 void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
