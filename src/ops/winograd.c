@@ -86,11 +86,13 @@ static size_t matrix_stride(int rows, int n)
 }
 
 /* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
- * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles. */
+ * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles; at least the two
+ * windows' rows of a pair of tile rows (input_transform: the second at 2 * WINO_LANES). */
 static size_t run_row_floats(int w)
 {
     const int tiles = (w + 1) / 2;
-    return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+    const size_t run = 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+    return run > 4 * WINO_LANES ? run : 4 * WINO_LANES;
 }
 
 static size_t rows_padded(int k)
@@ -199,6 +201,32 @@ static TileRun tile_run(const WinogradPlan *p, int t, int left)
 
 /* rows[a][j] = plane[y0 + a][x0 + j] for a < n_rows, j < cols, 0 outside the plane: the input
  * windows (4 rows) or output tiles (2 rows) of a run, padded. */
+#ifdef WINO_AVX512
+/* Each row in vectors of 16: a load masked to the columns on the map (the first vector starts
+ * past the left padding, so that no address before the row is formed), a store masked to cols;
+ * the per-float loop and memset of the plain version were a tenth of a small net's step. */
+static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_rows, int cols,
+                     float *rows, size_t ld)
+{
+    const int lead = x0 < 0 ? (-x0 < cols ? -x0 : cols) : 0, m = cols - lead;
+    const int end = w - x0 < cols ? w - x0 : cols, valid = end > lead ? end - lead : 0;
+    for (int a = 0; a < n_rows; a++) {
+        float *dst = rows + a * ld;
+        const int yy = y0 + a, on = yy >= 0 && yy < h;
+        const float *src = on ? plane + (size_t)yy * w + x0 + lead : plane;
+        for (int j = 0; j < lead; j++)
+            dst[j] = 0.0f;
+        for (int j = 0; j < m; j += 16) {
+            const int nv = on ? valid - j : 0, ns = m - j;
+            const __mmask16 load = nv >= 16 ? 0xffff : nv > 0 ? (__mmask16)((1u << nv) - 1) : 0;
+            const __mmask16 store = ns >= 16 ? 0xffff : (__mmask16)((1u << ns) - 1);
+            _mm512_mask_storeu_ps(dst + lead + j, store,
+                                  load ? _mm512_maskz_loadu_ps(load, src + j)
+                                       : _mm512_setzero_ps());
+        }
+    }
+}
+#else
 static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_rows, int cols,
                      float *rows, size_t ld)
 {
@@ -220,22 +248,26 @@ static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_row
             dst[j] = 0.0f;
     }
 }
+#endif
 
 /* v[e * stride + i] (i < 4) and v[e * stride + half + i - 4] (i >= 4) = (B^T d_i B)[e] for the
- * lanes i of the windows d_i, d_i[a][b] = rows[a * ld + b * step + i * lane],
- * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; step, lane and half are constants at each call. */
-static inline __attribute__((always_inline)) void
-window_tiles(const float *rows, size_t ld, int step, int lane, float *v, size_t stride, size_t half)
+ * lanes i of the windows d_i, d_i[a][b] = rows[a * ld + b * step + i * lane + (i < 4 ? 0 : jump)],
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; step, lane, jump and half are constants at each
+ * call. */
+static inline __attribute__((always_inline)) void window_tiles(const float *rows, size_t ld,
+                                                               int step, int lane, int jump,
+                                                               float *v, size_t stride, size_t half)
 {
     float t[4][4][WINO_LANES], o[16][WINO_LANES];
     for (int b = 0; b < 4; b++) {
         const float *r0 = rows + b * step, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
 #pragma omp simd
         for (int i = 0; i < WINO_LANES; i++) {
-            t[0][b][i] = r0[lane * i] - r2[lane * i];
-            t[1][b][i] = r1[lane * i] + r2[lane * i];
-            t[2][b][i] = r2[lane * i] - r1[lane * i];
-            t[3][b][i] = r1[lane * i] - r3[lane * i];
+            const int at = lane * i + (i < 4 ? 0 : jump);
+            t[0][b][i] = r0[at] - r2[at];
+            t[1][b][i] = r1[at] + r2[at];
+            t[2][b][i] = r2[at] - r1[at];
+            t[3][b][i] = r1[at] - r3[at];
         }
     }
     for (int a = 0; a < 4; a++)
@@ -253,28 +285,31 @@ window_tiles(const float *rows, size_t ld, int step, int lane, float *v, size_t 
 }
 
 #ifdef WINO_AVX2
-/* The even (odd 0) or odd (odd 1) ones of the 16 floats from r on: r[2i + odd] for i < 8. */
-static inline __m256 row_lanes(const float *r, int odd)
+/* The even (odd 0) or odd (odd 1) ones of the 8 floats from r on and of the 8 from r + second
+ * on: r[2i + odd] for i < 4, then r[second + 2(i - 4) + odd]. */
+static inline __m256 row_lanes(const float *r, int second, int odd)
 {
-    const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + 8);
+    const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + second);
     const __m256 s = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
                          : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     /* s: r[0 2 8 10 4 6 12 14] (+ odd) */
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/* The windows of a run's lanes i at column 2i of rows (18 columns): each row's 4 columns of the
- * 8 windows in vectors, B^T d down the rows first, then (B^T d) B along them (window_tiles'
- * order, so the same floats). */
-static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+/* The windows of lanes i at column 2i of rows, those of lanes 4..7 from second - 8 further on
+ * (second 8: a run's 8 windows in a row of 18 columns; 2 * WINO_LANES: two runs of 4 windows,
+ * the second's 10 columns at 16): each row's 4 columns of the 8 windows in vectors, B^T d down
+ * the rows first, then (B^T d) B along them (window_tiles' order, so the same floats). */
+static inline __attribute__((always_inline)) void input_tiles(const float *rows, size_t ld,
+                                                              int second, float *v, size_t stride)
 {
     __m256 d[4][4], t[4][4];
     for (int j = 0; j < 4; j++) {
         const float *r = rows + j * ld;
-        d[j][0] = row_lanes(r, 0);
-        d[j][1] = row_lanes(r, 1);
-        d[j][2] = row_lanes(r + 2, 0);
-        d[j][3] = row_lanes(r + 2, 1);
+        d[j][0] = row_lanes(r, second, 0);
+        d[j][1] = row_lanes(r, second, 1);
+        d[j][2] = row_lanes(r + 2, second, 0);
+        d[j][3] = row_lanes(r + 2, second, 1);
     }
     for (int b = 0; b < 4; b++) {
         t[0][b] = _mm256_sub_ps(d[0][b], d[2][b]);
@@ -290,30 +325,42 @@ static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
     }
 }
 #else
-/* The windows of a run's lanes i at column 2i of rows. */
-static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+/* The windows of lanes i at column 2i of rows, those of lanes 4..7 from second - 8 further on. */
+static inline __attribute__((always_inline)) void input_tiles(const float *rows, size_t ld,
+                                                              int second, float *v, size_t stride)
 {
-    window_tiles(rows, ld, 1, 2, v, stride, 4);
+    window_tiles(rows, ld, 1, 2, second - WINO_LANES, v, stride, 4);
 }
 #endif
 
 /* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
- * rows of a run (4 * run_row_floats). */
+ * rows of a run (4 * run_row_floats). On maps of 4 tiles a row (7 or 8 wide) two whole tile rows
+ * of an image go through one transform, half of the lanes each (a run alone would leave half of
+ * them idle). */
 static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
                             float *rows)
 {
     const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n),
                  ld = run_row_floats(p->w);
+    const int tw = (p->w + 1) / 2, th = (p->h + 1) / 2;
     for (int t = 0; t < n;) {
         const TileRun r = tile_run(p, t0 + t, n - t);
-        const int cols = 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+        const int pair = 2 * tw == WINO_LANES && r.tx == 0 && r.ty + 1 < th && n - t >= 2 * tw;
+        const int cols =
+            pair ? 2 * tw + 2 : 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
         for (int ch = 0; ch < p->c; ch++) {
-            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1, 4,
-                     cols, rows, ld);
+            const float *plane = x + ((size_t)r.b * p->c + ch) * hw;
+            float *vc = v + (size_t)ch * chunk_ld(n) + t;
+            pad_rows(plane, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1, 4, cols, rows, ld);
+            if (pair) {
+                pad_rows(plane, p->h, p->w, 2 * r.ty + 1, -1, 4, cols, rows + 2 * WINO_LANES, ld);
+                input_tiles(rows, ld, 2 * WINO_LANES, vc, stride);
+                continue;
+            }
             for (int i = 0; i < r.len; i += WINO_LANES)
-                input_tiles(rows + 2 * i, ld, v + (size_t)ch * chunk_ld(n) + t + i, stride);
+                input_tiles(rows + 2 * i, ld, WINO_LANES, vc + i, stride);
         }
-        t += r.len;
+        t += pair ? 2 * tw : r.len;
     }
 }
 
@@ -907,7 +954,7 @@ static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, s
 #else
 static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, size_t half)
 {
-    window_tiles(rows, ld, WINO_PLANES, 1, v, stride, half);
+    window_tiles(rows, ld, WINO_PLANES, 1, 0, v, stride, half);
 }
 #endif
 
