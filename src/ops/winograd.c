@@ -376,8 +376,8 @@ static inline __attribute__((always_inline)) void input_windows(const float *pla
  * rows: the padded rows of 8 lanes (4 * run_row_floats) where they go through memory. On maps of
  * 4 tiles a row (7 or 8 wide) two whole tile rows of an image go through one transform, half of
  * the lanes each (a run alone would leave half of them idle). Channel by channel, each plane's
- * runs in order: the rows are read in turn, each row's next window from the cache (run by run
- * over the channels, the transforms waited on loads). */
+ * runs in order, so that the planes are read front to back (run by run over the channels, the
+ * transforms spent more of their time waiting on loads). */
 static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
                             float *rows)
 {
