@@ -275,8 +275,8 @@ static inline __m512 window_row(const float *plane, int h, int w, int yy, int x,
 /* The transformed windows of 8 lanes of one channel's plane [h][w] into v (stride apart): lane
  * i's window at rows y0.., column x0 + 2i, or with pair (maps of 4 tiles a row, x0 -1) lanes
  * 4..7 those of the next tile row, at rows y0 + 2.. and column x0 + 2(i - 4). Straight from the
- * plane into registers: padded rows stored and loaded back stalled on store forwarding (rows
- * and ld unused: the other vector widths' room for them). */
+ * plane into registers, with no padded rows stored and loaded back (rows and ld unused: the
+ * other vector widths' room for them). */
 static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
                                                                 int y0, int x0, int pair, float *v,
                                                                 size_t stride, float *rows,
