@@ -1203,7 +1203,9 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     gemm_operand(conv_precision(l), l->delta, (size_t)batch * out_size, l->delta);
 
     float *dx = l->in_delta[0];
-    if (dx && l->in_delta_fresh[0]) /* the products below add into it */
+    /* the products below add into it; Winograd's writes a fresh one instead */
+    const int fresh = dx && l->in_delta_fresh[0];
+    if (fresh && !conv_winograd(l, cv))
         memset(dx, 0, (size_t)batch * in_size * sizeof *dx);
     if (cv->depthwise) {
         depthwise_backward(l, cv, conv_input(l, cv), dx, batch);
@@ -1223,7 +1225,7 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         const WinogradPlan *p = &cv->wino;
         const WinogradPlan dp = winograd_plan(batch, p->k, p->c, p->h, p->w, p->threads);
         winograd_weights(cv->w_flipped, p->c, p->k, cv->wino_u);
-        winograd_conv(&dp, cv->wino_u, l->delta, dx, 1, ctx->scratch);
+        winograd_conv(&dp, cv->wino_u, l->delta, dx, !fresh, ctx->scratch);
         return;
     }
     const int k = chunk_images(cv, ctx, nt);

@@ -86,11 +86,13 @@ static size_t matrix_stride(int rows, int n)
 }
 
 /* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
- * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles. */
+ * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles; at least the two
+ * windows' rows of a pair of tile rows (input_transform: the second at 2 * WINO_LANES). */
 static size_t run_row_floats(int w)
 {
     const int tiles = (w + 1) / 2;
-    return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+    const size_t run = 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
+    return run > 4 * WINO_LANES ? run : 4 * WINO_LANES;
 }
 
 static size_t rows_padded(int k)
@@ -197,8 +199,117 @@ static TileRun tile_run(const WinogradPlan *p, int t, int left)
     return r;
 }
 
+/* v[e * stride + i] (i < 4) and v[e * stride + half + i - 4] (i >= 4) = (B^T d_i B)[e] for the
+ * lanes i of the windows d_i, d_i[a][b] = rows[a * ld + b * step + i * lane + (i < 4 ? 0 : jump)],
+ * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; step, lane, jump and half are constants at each
+ * call. */
+static inline __attribute__((always_inline)) void window_tiles(const float *rows, size_t ld,
+                                                               int step, int lane, int jump,
+                                                               float *v, size_t stride, size_t half)
+{
+    float t[4][4][WINO_LANES], o[16][WINO_LANES];
+    for (int b = 0; b < 4; b++) {
+        const float *r0 = rows + b * step, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            const int at = lane * i + (i < 4 ? 0 : jump);
+            t[0][b][i] = r0[at] - r2[at];
+            t[1][b][i] = r1[at] + r2[at];
+            t[2][b][i] = r2[at] - r1[at];
+            t[3][b][i] = r1[at] - r3[at];
+        }
+    }
+    for (int a = 0; a < 4; a++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++) {
+            o[4 * a + 0][i] = t[a][0][i] - t[a][2][i];
+            o[4 * a + 1][i] = t[a][1][i] + t[a][2][i];
+            o[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
+            o[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
+        }
+    for (int e = 0; e < 16; e++)
+#pragma omp simd
+        for (int i = 0; i < WINO_LANES; i++)
+            v[e * stride + (i < 4 ? (size_t)i : half + i - 4)] = o[e][i];
+}
+
+#ifdef WINO_AVX2
+/* v[e * stride] = (B^T d_i B)[e] for the 8 lanes i of the windows d_i[a][b] = d[a][b] lane i:
+ * B^T d down the rows first, then (B^T d) B along them (window_tiles' order, so the same
+ * floats). */
+static inline __attribute__((always_inline)) void window_vectors(__m256 d[4][4], float *v,
+                                                                 size_t stride)
+{
+    __m256 t[4][4];
+    for (int b = 0; b < 4; b++) {
+        t[0][b] = _mm256_sub_ps(d[0][b], d[2][b]);
+        t[1][b] = _mm256_add_ps(d[1][b], d[2][b]);
+        t[2][b] = _mm256_sub_ps(d[2][b], d[1][b]);
+        t[3][b] = _mm256_sub_ps(d[1][b], d[3][b]);
+    }
+    for (int a = 0; a < 4; a++) {
+        _mm256_storeu_ps(v + (size_t)(4 * a) * stride, _mm256_sub_ps(t[a][0], t[a][2]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 1) * stride, _mm256_add_ps(t[a][1], t[a][2]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 2) * stride, _mm256_sub_ps(t[a][2], t[a][1]));
+        _mm256_storeu_ps(v + (size_t)(4 * a + 3) * stride, _mm256_sub_ps(t[a][1], t[a][3]));
+    }
+}
+#endif
+
+#ifdef WINO_AVX512
+/* Floats plane[yy][x .. x + n) (x >= -1, n <= 16) in lanes 0 .. n-1, 0 off the map: a load
+ * masked to the columns on the map, shifted up a lane past the left padding column (so that no
+ * address before the row is formed). */
+static inline __m512 window_row(const float *plane, int h, int w, int yy, int x, int n)
+{
+    const int lead = x < 0, on = (w - x < n ? w - x : n) - lead;
+    if (yy < 0 || yy >= h || on <= 0)
+        return _mm512_setzero_ps();
+    const __m512 v =
+        _mm512_maskz_loadu_ps((__mmask16)((1u << on) - 1), plane + (size_t)yy * w + x + lead);
+    return lead ? _mm512_castsi512_ps(
+                      _mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_setzero_si512(), 15))
+                : v;
+}
+
+/* The transformed windows of 8 lanes of one channel's plane [h][w] into v (stride apart): lane
+ * i's window at rows y0.., column x0 + 2i, or with pair (maps of 4 tiles a row, x0 -1) lanes
+ * 4..7 those of the next tile row, at rows y0 + 2.. and column x0 + 2(i - 4). Straight from the
+ * plane into registers, with no padded rows stored and loaded back (rows and ld unused: the
+ * other vector widths' room for them). */
+static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
+                                                                int y0, int x0, int pair, float *v,
+                                                                size_t stride, float *rows,
+                                                                size_t ld)
+{
+    (void)rows;
+    (void)ld;
+    /* lane i of column k of the windows: lane k + 2i of a row (0..15), or of the second vector
+     * (16..): the run's columns 16 and 17, or the next tile row's */
+    static const int at[2][4][16] = {
+        {{0, 2, 4, 6, 8, 10, 12, 14},
+         {1, 3, 5, 7, 9, 11, 13, 15},
+         {2, 4, 6, 8, 10, 12, 14, 16},
+         {3, 5, 7, 9, 11, 13, 15, 17}},
+        {{0, 2, 4, 6, 16, 18, 20, 22},
+         {1, 3, 5, 7, 17, 19, 21, 23},
+         {2, 4, 6, 8, 18, 20, 22, 24},
+         {3, 5, 7, 9, 19, 21, 23, 25}},
+    };
+    __m256 d[4][4];
+    for (int j = 0; j < 4; j++) {
+        const __m512 lo = window_row(plane, h, w, y0 + j, x0, pair ? 10 : 16),
+                     hi = pair ? window_row(plane, h, w, y0 + 2 + j, x0, 10)
+                               : window_row(plane, h, w, y0 + j, x0 + 16, 2);
+        for (int k = 0; k < 4; k++)
+            d[j][k] = _mm512_castps512_ps256(
+                _mm512_permutex2var_ps(lo, _mm512_loadu_si512((const void *)at[pair][k]), hi));
+    }
+    window_vectors(d, v, stride);
+}
+#else
 /* rows[a][j] = plane[y0 + a][x0 + j] for a < n_rows, j < cols, 0 outside the plane: the input
- * windows (4 rows) or output tiles (2 rows) of a run, padded. */
+ * windows (4 rows) of a run, padded. */
 static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_rows, int cols,
                      float *rows, size_t ld)
 {
@@ -221,100 +332,76 @@ static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_row
     }
 }
 
-/* v[e * stride + i] (i < 4) and v[e * stride + half + i - 4] (i >= 4) = (B^T d_i B)[e] for the
- * lanes i of the windows d_i, d_i[a][b] = rows[a * ld + b * step + i * lane],
- * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; step, lane and half are constants at each call. */
-static inline __attribute__((always_inline)) void
-window_tiles(const float *rows, size_t ld, int step, int lane, float *v, size_t stride, size_t half)
-{
-    float t[4][4][WINO_LANES], o[16][WINO_LANES];
-    for (int b = 0; b < 4; b++) {
-        const float *r0 = rows + b * step, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
-#pragma omp simd
-        for (int i = 0; i < WINO_LANES; i++) {
-            t[0][b][i] = r0[lane * i] - r2[lane * i];
-            t[1][b][i] = r1[lane * i] + r2[lane * i];
-            t[2][b][i] = r2[lane * i] - r1[lane * i];
-            t[3][b][i] = r1[lane * i] - r3[lane * i];
-        }
-    }
-    for (int a = 0; a < 4; a++)
-#pragma omp simd
-        for (int i = 0; i < WINO_LANES; i++) {
-            o[4 * a + 0][i] = t[a][0][i] - t[a][2][i];
-            o[4 * a + 1][i] = t[a][1][i] + t[a][2][i];
-            o[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
-            o[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
-        }
-    for (int e = 0; e < 16; e++)
-#pragma omp simd
-        for (int i = 0; i < WINO_LANES; i++)
-            v[e * stride + (i < 4 ? (size_t)i : half + i - 4)] = o[e][i];
-}
-
 #ifdef WINO_AVX2
-/* The even (odd 0) or odd (odd 1) ones of the 16 floats from r on: r[2i + odd] for i < 8. */
-static inline __m256 row_lanes(const float *r, int odd)
+/* The even (odd 0) or odd (odd 1) ones of the 8 floats from r on and of the 8 from r + second
+ * on: r[2i + odd] for i < 4, then r[second + 2(i - 4) + odd]. */
+static inline __m256 row_lanes(const float *r, int second, int odd)
 {
-    const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + 8);
+    const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + second);
     const __m256 s = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
                          : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     /* s: r[0 2 8 10 4 6 12 14] (+ odd) */
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+#endif
 
-/* The windows of a run's lanes i at column 2i of rows (18 columns): each row's 4 columns of the
- * 8 windows in vectors, B^T d down the rows first, then (B^T d) B along them (window_tiles'
- * order, so the same floats). */
-static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
+/* As the AVX-512 input_windows, through the padded rows of the 8 lanes (4 * run_row_floats,
+ * ld apart): a run's 18 columns, or with pair two runs' 10 columns, the second at 16. */
+static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
+                                                                int y0, int x0, int pair, float *v,
+                                                                size_t stride, float *rows,
+                                                                size_t ld)
 {
-    __m256 d[4][4], t[4][4];
+    const int second = pair ? 2 * WINO_LANES : WINO_LANES;
+    pad_rows(plane, h, w, y0, x0, 4, pair ? 10 : 2 * WINO_LANES + 2, rows, ld);
+    if (pair)
+        pad_rows(plane, h, w, y0 + 2, x0, 4, 10, rows + second, ld);
+#ifdef WINO_AVX2
+    __m256 d[4][4];
     for (int j = 0; j < 4; j++) {
         const float *r = rows + j * ld;
-        d[j][0] = row_lanes(r, 0);
-        d[j][1] = row_lanes(r, 1);
-        d[j][2] = row_lanes(r + 2, 0);
-        d[j][3] = row_lanes(r + 2, 1);
+        d[j][0] = row_lanes(r, second, 0);
+        d[j][1] = row_lanes(r, second, 1);
+        d[j][2] = row_lanes(r + 2, second, 0);
+        d[j][3] = row_lanes(r + 2, second, 1);
     }
-    for (int b = 0; b < 4; b++) {
-        t[0][b] = _mm256_sub_ps(d[0][b], d[2][b]);
-        t[1][b] = _mm256_add_ps(d[1][b], d[2][b]);
-        t[2][b] = _mm256_sub_ps(d[2][b], d[1][b]);
-        t[3][b] = _mm256_sub_ps(d[1][b], d[3][b]);
-    }
-    for (int a = 0; a < 4; a++) {
-        _mm256_storeu_ps(v + (size_t)(4 * a) * stride, _mm256_sub_ps(t[a][0], t[a][2]));
-        _mm256_storeu_ps(v + (size_t)(4 * a + 1) * stride, _mm256_add_ps(t[a][1], t[a][2]));
-        _mm256_storeu_ps(v + (size_t)(4 * a + 2) * stride, _mm256_sub_ps(t[a][2], t[a][1]));
-        _mm256_storeu_ps(v + (size_t)(4 * a + 3) * stride, _mm256_sub_ps(t[a][1], t[a][3]));
-    }
-}
+    window_vectors(d, v, stride);
 #else
-/* The windows of a run's lanes i at column 2i of rows. */
-static void input_tiles(const float *rows, size_t ld, float *v, size_t stride)
-{
-    window_tiles(rows, ld, 1, 2, v, stride, 4);
+    window_tiles(rows, ld, 1, 2, second - WINO_LANES, v, stride, 4);
+#endif
 }
 #endif
 
-/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on; rows: the padded
- * rows of a run (4 * run_row_floats). */
+/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on, 8 lanes at a time;
+ * rows: the padded rows of 8 lanes (4 * run_row_floats) where they go through memory. On maps of
+ * 4 tiles a row (7 or 8 wide) two whole tile rows of an image go through one transform, half of
+ * the lanes each (a run alone would leave half of them idle). Channel by channel, each plane's
+ * runs in order, so that the planes are read front to back (run by run over the channels, the
+ * transforms spent more of their time waiting on loads). */
 static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
                             float *rows)
 {
-    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n),
-                 ld = run_row_floats(p->w);
-    for (int t = 0; t < n;) {
-        const TileRun r = tile_run(p, t0 + t, n - t);
-        const int cols = 2 * ((r.len + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
-        for (int ch = 0; ch < p->c; ch++) {
-            pad_rows(x + ((size_t)r.b * p->c + ch) * hw, p->h, p->w, 2 * r.ty - 1, 2 * r.tx - 1, 4,
-                     cols, rows, ld);
-            for (int i = 0; i < r.len; i += WINO_LANES)
-                input_tiles(rows + 2 * i, ld, v + (size_t)ch * chunk_ld(n) + t + i, stride);
-        }
-        t += r.len;
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n);
+    const int tw = (p->w + 1) / 2, th = (p->h + 1) / 2;
+    const size_t ld = run_row_floats(p->w);
+    TileRun run[WINO_CHUNK_MAX > WINO_FUSED_MAX ? WINO_CHUNK_MAX : WINO_FUSED_MAX];
+    int pair[sizeof run / sizeof *run], first[sizeof run / sizeof *run], runs = 0;
+    for (int t = 0; t < n; runs++) {
+        run[runs] = tile_run(p, t0 + t, n - t);
+        const TileRun *r = &run[runs];
+        pair[runs] = 2 * tw == WINO_LANES && r->tx == 0 && r->ty + 1 < th && n - t >= 2 * tw;
+        first[runs] = t;
+        t += pair[runs] ? 2 * tw : r->len;
     }
+    for (int ch = 0; ch < p->c; ch++)
+        for (int q = 0; q < runs; q++) {
+            const TileRun *r = &run[q];
+            const float *plane = x + ((size_t)r->b * p->c + ch) * hw;
+            float *vc = v + (size_t)ch * chunk_ld(n) + first[q];
+            for (int i = 0; i < r->len; i += WINO_LANES)
+                input_windows(plane, p->h, p->w, 2 * r->ty - 1, 2 * (r->tx + i) - 1, pair[q],
+                              vc + i, stride, rows, ld);
+        }
 }
 
 #ifdef WINO_AVX512
@@ -568,46 +655,61 @@ static void product_apart(const WinogradPlan *p, const float *u, const float *v,
     output_transform(p, m, t0, n, f0, f1, y, accumulate, rows);
 }
 
-/* Where a chunk's tile goes: its top-left pixel's offset in its image's first output plane,
- * and how many of its 2 rows and 2 columns lie on the map. */
-typedef struct TileSpot {
+/* Where a run of a chunk's tiles side by side on the map goes: the first one's top-left pixel's
+ * offset in its image's first output plane, its lane among the WINO_LANES tiles of its group,
+ * and the rows (of 2) and columns (of 2 a tile) that lie on the map. */
+typedef struct TileSpan {
     size_t at;
-    int rows, cols;
-} TileSpot;
+    int lane0, rows, cols;
+} TileSpan;
 
-/* The spots of the n tiles from t0 on. */
-static void tile_spots(const WinogradPlan *p, int t0, int n, TileSpot *spot)
+/* The spans of the n tiles from t0 on, in groups of WINO_LANES tiles (a span ends at its group's
+ * end, its tile row's end, or a tile that overhangs the map): group g's are span[first[g]] ..
+ * span[first[g + 1] - 1]. */
+static void tile_spans(const WinogradPlan *p, int t0, int n, TileSpan *span, int *first)
 {
     const int tw = (p->w + 1) / 2, per_image = ((p->h + 1) / 2) * tw;
+    int count = 0;
     for (int i = 0; i < n; i++) {
         const int t = t0 + i, b = t / per_image, y0 = 2 * (t % per_image / tw),
-                  x0 = 2 * (t % per_image % tw);
-        spot[i].at = (size_t)b * p->k * p->h * p->w + (size_t)y0 * p->w + x0;
-        spot[i].rows = p->h - y0 < 2 ? p->h - y0 : 2;
-        spot[i].cols = p->w - x0 < 2 ? p->w - x0 : 2;
-    }
-}
-
-/* The lanes i < lanes of o (2 rows of 2 * WINO_LANES: tile i at column 2i) written to (add 0)
- * or added to (add 1, constant at each call) their spots from y, a tile wholly on the map with
- * four stores, one that overhangs it with what lies on it. */
-static inline __attribute__((always_inline)) void put_tiles(int add, int w, const TileSpot *spot,
-                                                            int lanes, const float *o, float *y)
-{
-    for (int i = 0; i < lanes; i++) {
-        float *dst = y + spot[i].at;
-        const float *src = o + 2 * i;
-        if (spot[i].rows == 2 && spot[i].cols == 2) {
-            dst[0] = add ? dst[0] + src[0] : src[0];
-            dst[1] = add ? dst[1] + src[1] : src[1];
-            dst[w] = add ? dst[w] + src[2 * WINO_LANES] : src[2 * WINO_LANES];
-            dst[w + 1] = add ? dst[w + 1] + src[2 * WINO_LANES + 1] : src[2 * WINO_LANES + 1];
+                  x0 = 2 * (t % per_image % tw), lane = i % WINO_LANES;
+        const int rows = p->h - y0 < 2 ? p->h - y0 : 2, cols = p->w - x0 < 2 ? p->w - x0 : 2;
+        if (lane == 0)
+            first[i / WINO_LANES] = count;
+        TileSpan *last = count ? &span[count - 1] : NULL;
+        if (lane && x0 && last->cols % 2 == 0 && last->rows == rows) {
+            last->cols += cols;
             continue;
         }
-        for (int a = 0; a < spot[i].rows; a++)
-            for (int b = 0; b < spot[i].cols; b++)
+        span[count++] =
+            (TileSpan){(size_t)b * p->k * p->h * p->w + (size_t)y0 * p->w + x0, lane, rows, cols};
+    }
+    first[(n + WINO_LANES - 1) / WINO_LANES] = count;
+}
+
+/* The spans of one group of o (2 rows of 2 * WINO_LANES: tile i at column 2i) written to (add 0)
+ * or added to (add 1, constant at each call) their places from y: with AVX-512 a masked vector
+ * of each span's row. */
+static inline __attribute__((always_inline)) void put_spans(int add, int w, const TileSpan *span,
+                                                            int count, const float *o, float *y)
+{
+    for (int s = 0; s < count; s++) {
+        float *dst = y + span[s].at;
+        const float *src = o + 2 * span[s].lane0;
+#ifdef WINO_AVX512
+        const __mmask16 cols = (__mmask16)((1u << span[s].cols) - 1);
+        for (int a = 0; a < span[s].rows; a++) {
+            __m512 v = _mm512_maskz_loadu_ps(cols, src + a * 2 * WINO_LANES);
+            if (add)
+                v = _mm512_add_ps(_mm512_maskz_loadu_ps(cols, dst + (size_t)a * w), v);
+            _mm512_mask_storeu_ps(dst + (size_t)a * w, cols, v);
+        }
+#else
+        for (int a = 0; a < span[s].rows; a++)
+            for (int b = 0; b < span[s].cols; b++)
                 dst[a * w + b] = add ? dst[a * w + b] + src[a * 2 * WINO_LANES + b]
                                      : src[a * 2 * WINO_LANES + b];
+#endif
     }
 }
 
@@ -630,8 +732,9 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
                            int f0, int f1, float *y, int accumulate)
 {
     enum { BLOCK = 8 * WINO_VECS };
-    TileSpot spot[WINO_FUSED_MAX];
-    tile_spots(p, t0, n, spot);
+    TileSpan span[WINO_FUSED_MAX];
+    int first[WINO_FUSED_MAX / WINO_LANES + 2];
+    tile_spans(p, t0, n, span, first);
     const size_t kc = rows_padded(p->k) * p->c, vs = matrix_stride(p->c, n), ld = chunk_ld(n);
     const size_t hw = (size_t)p->h * p->w;
     const int vecs_all = (n + 7) / 8;
@@ -647,11 +750,11 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
                 for (int q = 0; q < vecs; q++) {
                     output_tiles(m + r * BLOCK + 8 * q, 2 * WINO_ROWS * BLOCK, o[0],
                                  2 * WINO_LANES);
-                    const int i0 = 8 * (j + q), lanes = n - i0 < 8 ? n - i0 : 8;
+                    const int g = j + q, count = first[g + 1] - first[g];
                     if (accumulate)
-                        put_tiles(1, p->w, spot + i0, lanes, o[0], y + (size_t)(f + r) * hw);
+                        put_spans(1, p->w, span + first[g], count, o[0], y + (size_t)(f + r) * hw);
                     else
-                        put_tiles(0, p->w, spot + i0, lanes, o[0], y + (size_t)(f + r) * hw);
+                        put_spans(0, p->w, span + first[g], count, o[0], y + (size_t)(f + r) * hw);
                 }
         }
     }
@@ -907,7 +1010,7 @@ static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, s
 #else
 static void plane_tiles(const float *rows, size_t ld, float *v, size_t stride, size_t half)
 {
-    window_tiles(rows, ld, WINO_PLANES, 1, v, stride, half);
+    window_tiles(rows, ld, WINO_PLANES, 1, 0, v, stride, half);
 }
 #endif
 

@@ -202,5 +202,10 @@ int main(void)
     check_case(1, 2, 3, 1, 9);
     check_case(2, 3, 4, 9, 1);
     check_case(3, 300, 70, 3, 3);
+    /* Maps of 4 tiles a row (7 or 8 wide), whose input transform takes two tile rows at once:
+     * an odd number of tile rows, and chunks (2 threads: 90 tiles) that end inside a tile row. */
+    check_case(9, 16, 16, 9, 8);
+    check_case(3, 16, 20, 5, 7);
+    check_case(2, 24, 8, 1, 8);
     return check_report("test_winograd");
 }
