@@ -181,6 +181,13 @@ static inline unsigned layer_blocked(const Layer *l, const StepContext *ctx)
     return !ctx->train || l->blocked >> LAYER_TRAIN_BIT & 1 ? l->blocked : 0;
 }
 
+/* The beta of a product into in_delta[k] (a family with writes_input_delta): 0, written whole,
+ * when the net left it unzeroed (Layer.in_delta_fresh), else 1, added to. */
+static inline float layer_input_delta_beta(const Layer *l, int k)
+{
+    return l->in_delta_fresh[k] ? 0.0f : 1.0f;
+}
+
 /* The random stream of layer l in the pass ctx describes: rng_key(ctx->seed, stream) or
  * rng_seed(&r, ctx->seed, stream) draw its dropout masks or crop windows. */
 static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)

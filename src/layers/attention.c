@@ -709,13 +709,6 @@ static void pair_backward(const Attention *a, GemmPrecision p, int pair, const f
         head_backward(a, p, hv, dy, dqkv + b * t * 3 * c + col, a->mask_is_valid, ws);
 }
 
-/* The beta of the products into dL/dx: 0 (written whole) when the net left it unzeroed
- * (Layer.in_delta_fresh), else 1 (added to). */
-static float dx_beta(const Layer *l)
-{
-    return l->in_delta_fresh[0] ? 0.0f : 1.0f;
-}
-
 /* staged=1: each stage over the whole batch, the projections' gemms multi-threaded. */
 static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, float *dqkv)
 {
@@ -744,8 +737,8 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
     gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
     float *dx = l->in_delta[0];
     if (dx)
-        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c, dx_beta(l), dx,
-             c);
+        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c,
+             layer_input_delta_beta(l, 0), dx, c);
 }
 
 /* Sample b's part of the backward: its rows of dheads, dqkv and dL/dx, and its bias gradients
@@ -778,11 +771,11 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     gemm_operand(p, dq, (size_t)t * 3 * c, dq);
     float *dx = l->in_delta[0];
     if (dx && a->packed_proj)
-        gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed, 0, panels, dx_beta(l), dx + r0 * c,
-                           c);
+        gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed, 0, panels,
+                           layer_input_delta_beta(l, 0), dx + r0 * c, c);
     else if (dx)
         gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
-             dx_beta(l), dx + r0 * c, c);
+             layer_input_delta_beta(l, 0), dx + r0 * c, c);
 }
 
 static void attention_backward(Layer *l, const StepContext *ctx)

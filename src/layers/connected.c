@@ -129,7 +129,7 @@ static void connected_backward(Layer *l, const StepContext *ctx)
     /* dx[batch][inputs] += delta * W, or = when the net left it unzeroed (Layer.in_delta_fresh) */
     if (dx)
         gemm(0, 0, batch, inputs, outputs, 1.0f, delta, outputs, w, inputs,
-             l->in_delta_fresh[0] ? 0.0f : 1.0f, dx, inputs);
+             layer_input_delta_beta(l, 0), dx, inputs);
 }
 
 /* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and

@@ -212,8 +212,7 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const int inputs = li->inputs, outputs = li->outputs;
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     float *dx = l->in_delta[0];
-    /* dx is written, not added to, when the net left it unzeroed (Layer.in_delta_fresh) */
-    const float dx_beta = l->in_delta_fresh[0] ? 0.0f : 1.0f;
+    const float dx_beta = layer_input_delta_beta(l, 0);
     if (packed_path(l)) {
         /* delta = dL/d(pre), the biases' sums and dx += delta W block by block; then W's sums. */
         gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed);
