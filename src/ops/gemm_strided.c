@@ -1,8 +1,9 @@
 /* Small products with a strided left operand (ops/gemm_strided.h): with AVX-512, tiles of 8 rows
  * by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
  * vectors of a row of B (the partial last tile masked; a last part of at most 16 columns in tiles
- * of 16 rows by one vector instead), and transposes in 16 x 16 blocks in registers; else plain C
- * loops in the same order. */
+ * of 16 rows by one vector instead), and transposes in 16 x 16 blocks in registers; with AVX2 +
+ * FMA the same in 6 x 16 tiles of 12 ymm accumulators (a last part of at most 8 columns in tiles
+ * of 12 rows by one vector) and 8 x 8 transposes; else plain C loops in the same order. */
 #include "ops/gemm_strided.h"
 
 #if defined(__AVX512F__)
@@ -135,6 +136,139 @@ void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row
     for (int r0 = 0; narrow && r0 < m; r0 += 16)
         tile16(m - r0 < 16 ? m - r0 : 16, rest, k, alpha, a + (size_t)r0 * a_row, a_row, a_col,
                b + wide_n, ldb, beta, c + (size_t)r0 * ldc + wide_n, ldc);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include "ops/lanes16.h"
+
+enum { TILE_ROWS = 6, TILE_COLS = 16 };
+
+/* AVX2 + FMA: one tile of rows <= max_rows and cols <= 8 vecs (max_rows x vecs accumulators of
+ * the 16 ymm, both constants at each call), as the AVX-512 tile_of: rows past `rows` repeat the
+ * last row of A; whole tiles (full, a constant) load and store B and C unmasked. */
+static inline __attribute__((always_inline)) void
+tile_of(int max_rows, int vecs, int full, int rows, int cols, int k, float alpha, const float *a,
+        size_t a_row, size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    const __m256i m0 = lanes8(cols), m1 = lanes8(cols - 8);
+    const float *ar[12];
+#pragma GCC unroll 12
+    for (int r = 0; r < max_rows; r++)
+        ar[r] = a + (size_t)(r < rows ? r : rows - 1) * a_row;
+    __m256 acc0[12], acc1[12];
+#pragma GCC unroll 12
+    for (int r = 0; r < max_rows; r++)
+        acc0[r] = acc1[r] = _mm256_setzero_ps();
+    for (int i = 0; i < k; i++) {
+        const float *bi = b + (size_t)i * ldb;
+        const __m256 b0 = full ? _mm256_loadu_ps(bi) : _mm256_maskload_ps(bi, m0);
+        const __m256 b1 = vecs < 2 ? b0
+                          : full   ? _mm256_loadu_ps(bi + 8)
+                                   : _mm256_maskload_ps(bi + 8, m1);
+        const size_t at = (size_t)i * a_col;
+#pragma GCC unroll 12
+        for (int r = 0; r < max_rows; r++) {
+            const __m256 x = _mm256_broadcast_ss(ar[r] + at);
+            acc0[r] = _mm256_fmadd_ps(x, b0, acc0[r]);
+            if (vecs > 1)
+                acc1[r] = _mm256_fmadd_ps(x, b1, acc1[r]);
+        }
+    }
+    const __m256 scale = _mm256_set1_ps(alpha);
+#pragma GCC unroll 12
+    for (int r = 0; r < max_rows; r++) {
+        if (r >= rows)
+            break;
+        float *cr = c + (size_t)r * ldc;
+        __m256 y0 = _mm256_mul_ps(acc0[r], scale), y1 = _mm256_mul_ps(acc1[r], scale);
+        if (full) {
+            if (beta != 0.0f) {
+                y0 = _mm256_add_ps(y0, _mm256_loadu_ps(cr));
+                y1 = _mm256_add_ps(y1, _mm256_loadu_ps(cr + 8));
+            }
+            _mm256_storeu_ps(cr, y0);
+            _mm256_storeu_ps(cr + 8, y1);
+            continue;
+        }
+        if (beta != 0.0f) {
+            y0 = _mm256_add_ps(y0, _mm256_maskload_ps(cr, m0));
+            if (vecs > 1)
+                y1 = _mm256_add_ps(y1, _mm256_maskload_ps(cr + 8, m1));
+        }
+        _mm256_maskstore_ps(cr, m0, y0);
+        if (vecs > 1)
+            _mm256_maskstore_ps(cr + 8, m1, y1);
+    }
+}
+
+/* A tile of up to TILE_ROWS x TILE_COLS: two vectors of a row of B per broadcast of A. */
+static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                 const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    if (rows == TILE_ROWS && cols == TILE_COLS)
+        tile_of(TILE_ROWS, 2, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+    else
+        tile_of(TILE_ROWS, 2, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+}
+
+/* A tile of up to 12 rows x 8 columns, for a last part of at most 8 columns. */
+static void tile8(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
+                  size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    tile_of(12, 1, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+}
+
+/* dst[8][8] (row stride ldd) = src[8][8]^T (row stride lds): 32-bit and 64-bit interleaves, then
+ * the 128-bit halves exchanged. */
+static void transpose8(const float *src, size_t lds, float *dst, size_t ldd)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src + (size_t)i * lds);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++)
+        _mm256_storeu_ps(dst + (size_t)i * ldd, t[i]);
+}
+
+void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
+{
+    const int rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int i = 0; i < rows8; i += 8)
+        for (int j = 0; j < cols8; j += 8)
+            transpose8(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
+    for (int i = 0; i < rows; i++)
+        for (int j = i < rows8 ? cols8 : 0; j < cols; j++)
+            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
+}
+
+void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
+                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    const int rest = n % TILE_COLS, narrow = rest > 0 && rest <= 8,
+              wide_n = n - (narrow ? rest : 0);
+    for (int r0 = 0; r0 < m; r0 += TILE_ROWS)
+        for (int j0 = 0; j0 < wide_n; j0 += TILE_COLS)
+            tile(m - r0 < TILE_ROWS ? m - r0 : TILE_ROWS,
+                 wide_n - j0 < TILE_COLS ? wide_n - j0 : TILE_COLS, k, alpha,
+                 a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta, c + (size_t)r0 * ldc + j0,
+                 ldc);
+    for (int r0 = 0; narrow && r0 < m; r0 += 12)
+        tile8(m - r0 < 12 ? m - r0 : 12, rest, k, alpha, a + (size_t)r0 * a_row, a_row, a_col,
+              b + wide_n, ldb, beta, c + (size_t)r0 * ldc + wide_n, ldc);
 }
 #else
 void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
