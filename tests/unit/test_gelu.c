@@ -2,7 +2,7 @@
  * exact forms in double: x Phi(x) and Phi(x) + x phi(x) (its backward takes Phi as y / x from the
  * forward), within 1e-6 relative (max abs diff over max abs value) over [-20, 20], where float's
  * tails underflow, and 1e-5 relative per point where the tail is not tiny; and the same bits for
- * an element wherever it falls in the vector loops (AVX-512: the last vector masked). */
+ * an element wherever it falls in the vector loops (AVX-512 and AVX2: the last vector masked). */
 #include <math.h>
 #include <stdlib.h>
 
