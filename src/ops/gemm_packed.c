@@ -337,21 +337,16 @@ static void panel_product(int m, int cols, int k, const float *a, int lda, const
         const float *ai = a + (size_t)i * lda;
         float *ci = c + (size_t)i * ldc;
         switch (rows) {
-        case 6:
-            kernel(6, cols, k, ai, lda, bp, beta, ci, ldc);
-            break;
-        case 5:
-            kernel(5, cols, k, ai, lda, bp, beta, ci, ldc);
-            break;
-        case 4:
-            kernel(4, cols, k, ai, lda, bp, beta, ci, ldc);
-            break;
-        case 3:
-            kernel(3, cols, k, ai, lda, bp, beta, ci, ldc);
-            break;
-        case 2:
-            kernel(2, cols, k, ai, lda, bp, beta, ci, ldc);
-            break;
+#define ROWS_CASE(r)                                                                               \
+    case r:                                                                                        \
+        kernel(r, cols, k, ai, lda, bp, beta, ci, ldc);                                            \
+        break;
+            ROWS_CASE(6)
+            ROWS_CASE(5)
+            ROWS_CASE(4)
+            ROWS_CASE(3)
+            ROWS_CASE(2)
+#undef ROWS_CASE
         default:
             kernel(1, cols, k, ai, lda, bp, beta, ci, ldc);
             break;

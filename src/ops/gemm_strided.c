@@ -11,7 +11,13 @@
 
 #include "ops/lanes16.h"
 
-enum { TILE_ROWS = 8, TILE_COLS = 32 };
+enum {
+    TILE_ROWS = 8, /* a tile: 8 rows x 2 vectors */
+    TILE_COLS = 32,
+    NARROW_ROWS = 16, /* a narrow tile (a last part of at most NARROW_COLS columns): 16 x 1 */
+    NARROW_COLS = 16,
+    BLOCK = 16, /* rows and columns of a transpose in registers */
+};
 
 /* One tile of rows <= max_rows and cols <= 16 vecs (max_rows x vecs accumulators, both constants
  * at each call): rows past `rows` repeat the last row of A (their sums are dropped), so the loop
@@ -70,15 +76,15 @@ static void tile(int rows, int cols, int k, float alpha, const float *a, size_t 
 
 /* A tile of up to 16 rows x 16 columns, for a last part of at most 16 columns (a causal block's
  * scores often end so): one vector of B per broadcast, where tile's second would be all masked. */
-static void tile16(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
-                   size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+static void tile_narrow(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
+                        size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
     tile_of(16, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
 }
 
 /* dst[16][16] (row stride ldd) = src[16][16]^T (row stride lds): 32-bit, 64-bit, then two rounds
  * of 128-bit interleaves. */
-static void transpose16(const float *src, size_t lds, float *dst, size_t ldd)
+static void transpose_block(const float *src, size_t lds, float *dst, size_t ldd)
 {
     __m512 r[16], t[16];
     for (int i = 0; i < 16; i++)
@@ -108,41 +114,13 @@ static void transpose16(const float *src, size_t lds, float *dst, size_t ldd)
         _mm512_storeu_ps(dst + (size_t)i * ldd, r[i]);
 }
 
-void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
-{
-    const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
-    for (int i = 0; i < rows16; i += 16)
-        for (int j = 0; j < cols16; j += 16)
-            transpose16(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
-    /* the edges past whole blocks */
-    for (int i = 0; i < rows; i++)
-        for (int j = i < rows16 ? cols16 : 0; j < cols; j++)
-            tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
-}
-
-void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
-                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
-{
-    /* whole TILE_COLS parts, and a last part wider than 16 columns, in tiles; a last part of at
-     * most 16 in tile16s */
-    const int rest = n % TILE_COLS, narrow = rest > 0 && rest <= 16,
-              wide_n = n - (narrow ? rest : 0);
-    for (int r0 = 0; r0 < m; r0 += TILE_ROWS)
-        for (int j0 = 0; j0 < wide_n; j0 += TILE_COLS)
-            tile(m - r0 < TILE_ROWS ? m - r0 : TILE_ROWS,
-                 wide_n - j0 < TILE_COLS ? wide_n - j0 : TILE_COLS, k, alpha,
-                 a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta, c + (size_t)r0 * ldc + j0,
-                 ldc);
-    for (int r0 = 0; narrow && r0 < m; r0 += 16)
-        tile16(m - r0 < 16 ? m - r0 : 16, rest, k, alpha, a + (size_t)r0 * a_row, a_row, a_col,
-               b + wide_n, ldb, beta, c + (size_t)r0 * ldc + wide_n, ldc);
-}
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include "ops/lanes16.h"
 
-enum { TILE_ROWS = 6, TILE_COLS = 16 };
+/* as the AVX-512 ones: tiles of 6 rows x 2 vectors, narrow ones of 12 x 1, 8 x 8 transposes */
+enum { TILE_ROWS = 6, TILE_COLS = 16, NARROW_ROWS = 12, NARROW_COLS = 8, BLOCK = 8 };
 
 /* AVX2 + FMA: one tile of rows <= max_rows and cols <= 8 vecs (max_rows x vecs accumulators of
  * the 16 ymm, both constants at each call), as the AVX-512 tile_of: rows past `rows` repeat the
@@ -213,15 +191,15 @@ static void tile(int rows, int cols, int k, float alpha, const float *a, size_t 
 }
 
 /* A tile of up to 12 rows x 8 columns, for a last part of at most 8 columns. */
-static void tile8(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
-                  size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+static void tile_narrow(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
+                        size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
     tile_of(12, 1, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
 }
 
 /* dst[8][8] (row stride ldd) = src[8][8]^T (row stride lds): 32-bit and 64-bit interleaves, then
  * the 128-bit halves exchanged. */
-static void transpose8(const float *src, size_t lds, float *dst, size_t ldd)
+static void transpose_block(const float *src, size_t lds, float *dst, size_t ldd)
 {
     __m256 r[8], t[8];
     for (int i = 0; i < 8; i++)
@@ -244,21 +222,27 @@ static void transpose8(const float *src, size_t lds, float *dst, size_t ldd)
         _mm256_storeu_ps(dst + (size_t)i * ldd, t[i]);
 }
 
+#endif
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
 {
-    const int rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
-    for (int i = 0; i < rows8; i += 8)
-        for (int j = 0; j < cols8; j += 8)
-            transpose8(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
+    const int rows_b = rows / BLOCK * BLOCK, cols_b = cols / BLOCK * BLOCK;
+    for (int i = 0; i < rows_b; i += BLOCK)
+        for (int j = 0; j < cols_b; j += BLOCK)
+            transpose_block(x + (size_t)i * ldx + j, ldx, tr + (size_t)j * ldt + i, ldt);
+    /* the edges past whole blocks */
     for (int i = 0; i < rows; i++)
-        for (int j = i < rows8 ? cols8 : 0; j < cols; j++)
+        for (int j = i < rows_b ? cols_b : 0; j < cols; j++)
             tr[(size_t)j * ldt + i] = x[(size_t)i * ldx + j];
 }
 
 void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                   const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    const int rest = n % TILE_COLS, narrow = rest > 0 && rest <= 8,
+    /* whole TILE_COLS parts, and a last part wider than NARROW_COLS columns, in tiles; a last
+     * part of at most NARROW_COLS in narrow tiles */
+    const int rest = n % TILE_COLS, narrow = rest > 0 && rest <= NARROW_COLS,
               wide_n = n - (narrow ? rest : 0);
     for (int r0 = 0; r0 < m; r0 += TILE_ROWS)
         for (int j0 = 0; j0 < wide_n; j0 += TILE_COLS)
@@ -266,9 +250,10 @@ void gemm_strided(int m, int n, int k, float alpha, const float *a, size_t a_row
                  wide_n - j0 < TILE_COLS ? wide_n - j0 : TILE_COLS, k, alpha,
                  a + (size_t)r0 * a_row, a_row, a_col, b + j0, ldb, beta, c + (size_t)r0 * ldc + j0,
                  ldc);
-    for (int r0 = 0; narrow && r0 < m; r0 += 12)
-        tile8(m - r0 < 12 ? m - r0 : 12, rest, k, alpha, a + (size_t)r0 * a_row, a_row, a_col,
-              b + wide_n, ldb, beta, c + (size_t)r0 * ldc + wide_n, ldc);
+    for (int r0 = 0; narrow && r0 < m; r0 += NARROW_ROWS)
+        tile_narrow(m - r0 < NARROW_ROWS ? m - r0 : NARROW_ROWS, rest, k, alpha,
+                    a + (size_t)r0 * a_row, a_row, a_col, b + wide_n, ldb, beta,
+                    c + (size_t)r0 * ldc + wide_n, ldc);
 }
 #else
 void gemm_strided_transpose(int rows, int cols, const float *x, size_t ldx, float *tr, size_t ldt)
