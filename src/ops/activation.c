@@ -244,11 +244,10 @@ static inline __m256 gelu_grad8(__m256 v, __m256 yv)
 /* GELU forward and backward on 8 lanes at a time, the last vector masked. */
 static void gelu_forward8(const float *x, float *y, size_t n)
 {
-    for (size_t i = 0; i < n; i += 8) {
-        if (i + 8 <= n) {
-            _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
-            continue;
-        }
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
         const __m256i m = lanes8((long)(n - i));
         _mm256_maskstore_ps(y + i, m, gelu8(_mm256_maskload_ps(x + i, m)));
     }
@@ -256,12 +255,12 @@ static void gelu_forward8(const float *x, float *y, size_t n)
 
 static void gelu_backward8(const float *x, const float *y, float *d, size_t n)
 {
-    for (size_t i = 0; i < n; i += 8) {
-        if (i + 8 <= n) {
-            const __m256 g = gelu_grad8(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
-            _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(d + i), g));
-            continue;
-        }
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = gelu_grad8(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
+        _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(d + i), g));
+    }
+    if (i < n) {
         const __m256i m = lanes8((long)(n - i));
         const __m256 g = gelu_grad8(_mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m));
         _mm256_maskstore_ps(d + i, m, _mm256_mul_ps(_mm256_maskload_ps(d + i, m), g));

@@ -6,11 +6,13 @@
  * of 12 rows by one vector) and 8 x 8 transposes; else plain C loops in the same order. */
 #include "ops/gemm_strided.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 
 #include "ops/lanes16.h"
+#endif
 
+#if defined(__AVX512F__)
 enum {
     TILE_ROWS = 8, /* a tile: 8 rows x 2 vectors */
     TILE_COLS = 32,
@@ -79,7 +81,7 @@ static void tile(int rows, int cols, int k, float alpha, const float *a, size_t 
 static void tile_narrow(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
                         size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    tile_of(16, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+    tile_of(NARROW_ROWS, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
 }
 
 /* dst[16][16] (row stride ldd) = src[16][16]^T (row stride lds): 32-bit, 64-bit, then two rounds
@@ -115,16 +117,12 @@ static void transpose_block(const float *src, size_t lds, float *dst, size_t ldd
 }
 
 #elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-
-#include "ops/lanes16.h"
-
 /* as the AVX-512 ones: tiles of 6 rows x 2 vectors, narrow ones of 12 x 1, 8 x 8 transposes */
 enum { TILE_ROWS = 6, TILE_COLS = 16, NARROW_ROWS = 12, NARROW_COLS = 8, BLOCK = 8 };
 
 /* AVX2 + FMA: one tile of rows <= max_rows and cols <= 8 vecs (max_rows x vecs accumulators of
  * the 16 ymm, both constants at each call), as the AVX-512 tile_of: rows past `rows` repeat the
- * last row of A; whole tiles (full, a constant) load and store B and C unmasked. */
+ * last row of A; a tile of whole columns (full, a constant) loads and stores B and C unmasked. */
 static inline __attribute__((always_inline)) void
 tile_of(int max_rows, int vecs, int full, int rows, int cols, int k, float alpha, const float *a,
         size_t a_row, size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
@@ -184,7 +182,7 @@ tile_of(int max_rows, int vecs, int full, int rows, int cols, int k, float alpha
 static void tile(int rows, int cols, int k, float alpha, const float *a, size_t a_row, size_t a_col,
                  const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    if (rows == TILE_ROWS && cols == TILE_COLS)
+    if (cols == TILE_COLS)
         tile_of(TILE_ROWS, 2, 1, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
     else
         tile_of(TILE_ROWS, 2, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
@@ -194,7 +192,7 @@ static void tile(int rows, int cols, int k, float alpha, const float *a, size_t 
 static void tile_narrow(int rows, int cols, int k, float alpha, const float *a, size_t a_row,
                         size_t a_col, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-    tile_of(12, 1, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
+    tile_of(NARROW_ROWS, 1, 0, rows, cols, k, alpha, a, a_row, a_col, b, ldb, beta, c, ldc);
 }
 
 /* dst[8][8] (row stride ldd) = src[8][8]^T (row stride lds): 32-bit and 64-bit interleaves, then
