@@ -816,6 +816,7 @@ void net_forward(Net *net)
 {
     StepContext ctx = step_context(net, net->train);
     net->loss = 0;
+    net->backward_ran = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const double start_s = net->profiler ? time_now_s() : 0;
         forward_layer(net, &ctx, i);
@@ -886,8 +887,21 @@ static void prepare_segment(Net *net, int first, int last)
     }
 }
 
+/* 1 when outputs may lose their memory to other buffers once read (net_first_nonfinite_output,
+ * a second net_backward). */
+static int outputs_are_lent(const Net *net)
+{
+    return net->memory_plan || net->n_segments > 0;
+}
+
 void net_backward(Net *net)
 {
+    if (net->backward_ran && outputs_are_lent(net)) {
+        StepContext replay = replay_context(net);
+        for (int i = 0; i < net->n_layers; i++)
+            forward_layer(net, &replay, i);
+    }
+    net->backward_ran = 1;
     if (net->input_delta)
         memset(net->input_delta, 0,
                (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
@@ -954,7 +968,7 @@ int net_first_nonfinite_output(Net *net)
     StepContext ctx = replay_context(net);
     int i = 0;
     for (; i < net->n_layers; i++) {
-        if (net->memory_plan || net->n_segments > 0)
+        if (outputs_are_lent(net))
             forward_layer(net, &ctx, i);
         if (!all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
             break;

@@ -124,6 +124,8 @@ typedef struct Net {
     /* [net] memory_plan: 1 (the default) lays the slab out by liveness (core/net_memory.h), 0
      * gives every buffer its own memory. */
     int memory_plan;
+    /* 1: net_backward ran since the last net_forward (which sets it to 0). */
+    int backward_ran;
     /* Slab holding the layers' out/delta/pre and private per-batch state (Layer.state_floats
      * floats, Layer.state_bytes bytes; LayerType.resize), placed by the memory plan: buffers
      * that are never live at the same time share memory. */
@@ -201,7 +203,11 @@ void net_forward(Net *net);
 /* Runs the backward of layers n_layers-1 down to train_from, zeroing each delta just before
  * the first backward that adds into it (Layer.last_reader); adds into grads. With gradient
  * checkpointing each segment's forward runs again just before its backward: the gradients are
- * bit-identical to those without it. */
+ * bit-identical to those without it. A backward consumes its forward: the memory plan (and
+ * checkpointing) lets deltas take the memory of outputs, batch norm's normalised values and
+ * pooling's indices once the backward has read them; so a second backward after one forward
+ * first replays the whole forward (as checkpointing does, StepContext.replay) and gives the
+ * first one's gradients. */
 void net_backward(Net *net);
 void net_zero_grads(Net *net);
 

@@ -462,9 +462,7 @@ static void test_fresh_input_delta(void)
         for (size_t i = 0; i < n2; i++)
             seed[i] = (float)(i % 7) - 3.0f;
         for (int r = 0; r < 2; r++) {
-            /* each backward after its own forward, as in a step (run_text ran one backward): on
-             * the bf16 rounding path (a CPU without bf16 instructions) a second backward after
-             * one forward gives other gradients, old deltas or not */
+            /* each backward after its own forward, as in a step */
             net_forward(&net);
             const float old = r ? NAN : 0.0f;
             for (size_t i = 0; i < n0; i++)

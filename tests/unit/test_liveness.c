@@ -1,7 +1,9 @@
 /* Liveness packing (core/liveness.h) and the net's memory plan (core/net_memory.h): buffers live
  * at the same time never overlap, buffers that are not share memory, and a planned net takes less
  * than one with memory_plan=0, inference less than training, with activations in place where
- * their derivative reads only the output. */
+ * their derivative reads only the output; a second backward after one forward gives the first
+ * one's gradients, with the plan (which replays the forward the first consumed) and without. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -99,10 +101,60 @@ static void test_plan_shares_and_runs_activations_in_place(void)
     net_free(&infer);
 }
 
+/* Every trainable gradient of net, concatenated into out (NULL: counts them). */
+static size_t gather_grads(const Net *net, float *out)
+{
+    size_t n = 0;
+    for (int j = 0; j < net->n_layers; j++)
+        for (int p = 0; p < net->layers[j].n_params; p++) {
+            const Param *q = &net->layers[j].params[p];
+            if (q->grad && out)
+                memcpy(out + n, q->grad, q->count * sizeof *out);
+            n += q->grad ? q->count : 0;
+        }
+    return n;
+}
+
+/* Two backwards after one forward, from the same last delta, give the same bits: with
+ * memory_plan=0 the backward reads the forward's buffers without changing them; under the plan
+ * (keys "") the second replays the forward whose outputs the first let deltas overwrite. */
+static void check_backward_repeats(const char *keys)
+{
+    Net net;
+    build(&net, 1, keys);
+    Rng rng;
+    rng_seed(&rng, 9, 0);
+    for (size_t i = 0; i < (size_t)net.batch * shape_size(net.in_shape); i++)
+        net.input[i] = rng_normal(&rng);
+    net.train = 1;
+    net_forward(&net);
+    Layer *last = &net.layers[net.n_layers - 1];
+    const size_t out_n = (size_t)net.batch * shape_size(last->out_shape),
+                 n = gather_grads(&net, NULL);
+    float *seed = malloc(out_n * sizeof *seed), *grads[2];
+    for (size_t i = 0; i < out_n; i++)
+        seed[i] = rng_normal(&rng);
+    for (int r = 0; r < 2; r++) {
+        memcpy(last->delta, seed, out_n * sizeof *seed);
+        net_zero_grads(&net);
+        net_backward(&net);
+        grads[r] = malloc(n * sizeof *grads[r]);
+        gather_grads(&net, grads[r]);
+    }
+    CHECK(n > 0 && !memcmp(grads[0], grads[1], n * sizeof *grads[0]));
+    free(grads[0]);
+    free(grads[1]);
+    free(seed);
+    net_free(&net);
+}
+
 int main(void)
 {
     test_disjoint_spans_share_and_meeting_ones_do_not();
     test_random_buffers_never_overlap_while_live();
     test_plan_shares_and_runs_activations_in_place();
+    check_backward_repeats("memory_plan=0");
+    check_backward_repeats("");
+    check_backward_repeats("recompute_every=2");
     return check_report("test_liveness");
 }
