@@ -12,7 +12,10 @@
  * or overflows anyway): x = n ln2 + r, |r| <= ln2/2, e^r by its degree-7 Taylor
  * polynomial (truncation < 1e-8 relative), 2^n assembled in the exponent bits. The steps are
  * fmaf, one instruction each: cdl builds as ISO C (-std=c11), where gcc fuses no a * b + c on its
- * own, and the Horner chain's latency halves. */
+ * own. The polynomial goes by Estrin's scheme, 3 multiply-adds deep instead of Horner's 7: the
+ * exponential sits at the end of long chains (GELU's erfc, the gates' reciprocal), and a chain
+ * longer than what the core keeps in flight limits the speed more than the operation count (AVX2
+ * GELU's backward 1.8 -> 1.3 ns an element on Zen 3). */
 static inline float exp_vec(float x)
 {
     x = x < -87.0f ? -87.0f : x;
@@ -21,14 +24,13 @@ static inline float exp_vec(float x)
     float n = fmaf(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
     float r = fmaf(-n, 0.693145751953125f, x); /* ln2 split in a part exact in float */
     r = fmaf(-n, 1.42860682030941723e-6f, r);  /* and the rest */
-    float p = 1.0f / 5040.0f;
-    p = fmaf(p, r, 1.0f / 720.0f);
-    p = fmaf(p, r, 1.0f / 120.0f);
-    p = fmaf(p, r, 1.0f / 24.0f);
-    p = fmaf(p, r, 1.0f / 6.0f);
-    p = fmaf(p, r, 0.5f);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
+    /* 1 + (r + r^2 (1/2 + r/6) + r^4 (1/24 + r/120 + r^2 (1/720 + r/5040))): pairs of terms, the
+     * pairs by r^2, the halves by r^4, and the 1 last, so that its rounding comes once */
+    const float r2 = r * r, r4 = r2 * r2;
+    const float low = fmaf(fmaf(1.0f / 6.0f, r, 0.5f), r2, r);
+    const float high =
+        fmaf(fmaf(1.0f / 5040.0f, r, 1.0f / 720.0f), r2, fmaf(1.0f / 120.0f, r, 1.0f / 24.0f));
+    const float p = fmaf(high, r4, low) + 1.0f;
     n = n == n ? n : 0.0f; /* NaN in, NaN out (through p), but no NaN-to-int conversion */
     int32_t bits = ((int32_t)n + 127) << 23;
     float scale;
@@ -48,14 +50,13 @@ static inline __m512 exp16(__m512 x)
         _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shift), shift);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512 r2 = _mm512_mul_ps(r, r), r4 = _mm512_mul_ps(r2, r2);
+#define PAIR(c1, c0) _mm512_fmadd_ps(_mm512_set1_ps(c1), r, _mm512_set1_ps(c0))
+    const __m512 low = _mm512_fmadd_ps(PAIR(1.0f / 6.0f, 0.5f), r2, r);
+    const __m512 high =
+        _mm512_fmadd_ps(PAIR(1.0f / 5040.0f, 1.0f / 720.0f), r2, PAIR(1.0f / 120.0f, 1.0f / 24.0f));
+#undef PAIR
+    const __m512 p = _mm512_add_ps(_mm512_fmadd_ps(high, r4, low), _mm512_set1_ps(1.0f));
     n = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(n, n, _CMP_ORD_Q), n); /* NaN: 0, as exp_vec */
     const __m512i bits =
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
@@ -81,14 +82,13 @@ static inline __m256 exp8(__m256 x)
         _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift), shift);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
+#define PAIR(c1, c0) _mm256_fmadd_ps(_mm256_set1_ps(c1), r, _mm256_set1_ps(c0))
+    const __m256 low = _mm256_fmadd_ps(PAIR(1.0f / 6.0f, 0.5f), r2, r);
+    const __m256 high =
+        _mm256_fmadd_ps(PAIR(1.0f / 5040.0f, 1.0f / 720.0f), r2, PAIR(1.0f / 120.0f, 1.0f / 24.0f));
+#undef PAIR
+    const __m256 p = _mm256_add_ps(_mm256_fmadd_ps(high, r4, low), _mm256_set1_ps(1.0f));
     n = _mm256_and_ps(n, _mm256_cmp_ps(n, n, _CMP_ORD_Q)); /* NaN: 0, as exp_vec */
     const __m256i bits =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);

@@ -2,7 +2,8 @@
  * the same sum and every column is summed in row order. Each task streams its rows in memory
  * order into double accumulators on the stack (a block of columns per pass over the rows would
  * read the matrix strided, one or two cache lines per row: latency bound), but for whole chunks
- * of 128 columns, whose accumulators fit in registers (eight cache lines per row). */
+ * of SUM_ROWS_CHUNK columns, whose accumulators fit in registers (four or eight cache lines per
+ * row). */
 #include "ops/sum_rows.h"
 
 #include <omp.h>
@@ -12,9 +13,14 @@
 /* Below this many values a parallel region costs more than it saves. */
 #define SUM_ROWS_PARALLEL_MIN 32768
 
-/* Columns per pass of sum_chunk over the rows: their double accumulators in 16 zmm (32 ymm)
- * registers. */
+/* Columns per pass of sum_chunk over the rows: their double accumulators in 16 vector registers
+ * (16 zmm; without AVX-512 the 16 ymm there are: twice as many spill to the stack and run at
+ * half the speed). */
+#if defined(__AVX512F__)
 #define SUM_ROWS_CHUNK 128
+#else
+#define SUM_ROWS_CHUNK 64
+#endif
 
 /* sum[0..SUM_ROWS_CHUNK) += the column sums of x [rows][cols]: a constant width, so that the
  * compiler keeps the accumulators in registers instead of loading and storing them every row (a
