@@ -875,16 +875,21 @@ static void zero_deltas_before_backward(Net *net, int i)
         zero_delta(net, l);
 }
 
+/* Runs the forward of layers [first, last] again, as net_forward ran it (replay_context). */
+static void replay_forward(Net *net, int first, int last)
+{
+    StepContext ctx = replay_context(net);
+    for (int i = first; i <= last; i++)
+        forward_layer(net, &ctx, i);
+}
+
 /* Replays the forward of layers [first, last] of a segment before their backward, as
  * net_forward ran it (same draw id, so dropout draws the same masks; batch norm leaves its
  * running statistics), unless this is the last segment, whose activations are still there. */
 static void prepare_segment(Net *net, int first, int last)
 {
-    if (net->layers[last].segment < net->n_segments - 1) {
-        StepContext ctx = replay_context(net);
-        for (int i = first; i <= last; i++)
-            forward_layer(net, &ctx, i);
-    }
+    if (net->layers[last].segment < net->n_segments - 1)
+        replay_forward(net, first, last);
 }
 
 /* 1 when outputs may lose their memory to other buffers once read (net_first_nonfinite_output,
@@ -896,11 +901,8 @@ static int outputs_are_lent(const Net *net)
 
 void net_backward(Net *net)
 {
-    if (net->backward_ran && outputs_are_lent(net)) {
-        StepContext replay = replay_context(net);
-        for (int i = 0; i < net->n_layers; i++)
-            forward_layer(net, &replay, i);
-    }
+    if (net->backward_ran && outputs_are_lent(net))
+        replay_forward(net, 0, net->n_layers - 1);
     net->backward_ran = 1;
     if (net->input_delta)
         memset(net->input_delta, 0,

@@ -111,6 +111,14 @@ static inline float tanh_vec(float x)
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT_2PI 0.39894228040143268f
 
+/* Numerical Recipes' erfcc: erfc(z) = t e^(-z^2 + P(t)) for t = 1 / (1 + z/2), P of degree 9
+ * with the coefficients ERFC_P[0] (constant) .. ERFC_P[9]; ERFC_PAIR(i) is the pair of terms i
+ * and i + 1 on lanes of t, by one multiply-add (fma, set1 its forms). */
+static const float ERFC_P[10] = {-1.26551223f, 1.00002368f, 0.37409196f,  0.09678418f,
+                                 -0.18628806f, 0.27886807f, -1.13520398f, 1.48851587f,
+                                 -0.82215223f, 0.17087277f};
+#define ERFC_PAIR(fma, set1, i) fma(set1(ERFC_P[(i) + 1]), t, set1(ERFC_P[i]))
+
 /* The standard normal CDF, Phi(x) = 0.5 erfc(-x/sqrt2), with erfc(z), z >= 0, from
  * the Chebyshev fit of Numerical Recipes' erfcc (relative error < 1.2e-7 for every
  * z >= 0, so the far left tail keeps its precision); erfc(-z) = 2 - erfc(z). */
@@ -119,12 +127,11 @@ static inline float normal_cdf_vec(float x)
     float z = (x < 0 ? -x : x) * INV_SQRT2;
     float t = 1.0f / (1.0f + 0.5f * z);
     /* the degree-9 polynomial in t by Estrin's scheme (fmaf: see ops/exp_vec.h) */
+#define PAIR(i) ERFC_PAIR(fmaf, , i)
     const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
-    const float low =
-        fmaf(fmaf(0.09678418f, t, 0.37409196f), t2, fmaf(1.00002368f, t, -1.26551223f));
-    const float mid =
-        fmaf(fmaf(1.48851587f, t, -1.13520398f), t2, fmaf(0.27886807f, t, -0.18628806f));
-    const float p = fmaf(fmaf(0.17087277f, t, -0.82215223f), t8, fmaf(mid, t4, low));
+    const float low = fmaf(PAIR(2), t2, PAIR(0)), mid = fmaf(PAIR(6), t2, PAIR(4));
+    const float p = fmaf(PAIR(8), t8, fmaf(mid, t4, low));
+#undef PAIR
     float half_erfc = 0.5f * t * exp_vec(fmaf(-0.5f * x, x, p)); /* z^2 with one rounding */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
@@ -135,15 +142,12 @@ static inline __m512 gelu16(__m512 v)
 {
     const __m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.70710678118654752f));
     const __m512 t = recip16(_mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f)));
+#define PAIR(i) ERFC_PAIR(_mm512_fmadd_ps, _mm512_set1_ps, i)
     const __m512 t2 = _mm512_mul_ps(t, t), t4 = _mm512_mul_ps(t2, t2), t8 = _mm512_mul_ps(t4, t4);
-#define LINEAR(c1, c0) _mm512_fmadd_ps(_mm512_set1_ps(c1), t, _mm512_set1_ps(c0))
-    const __m512 low =
-        _mm512_fmadd_ps(LINEAR(0.09678418f, 0.37409196f), t2, LINEAR(1.00002368f, -1.26551223f));
-    const __m512 mid =
-        _mm512_fmadd_ps(LINEAR(1.48851587f, -1.13520398f), t2, LINEAR(0.27886807f, -0.18628806f));
-    const __m512 p =
-        _mm512_fmadd_ps(LINEAR(0.17087277f, -0.82215223f), t8, _mm512_fmadd_ps(mid, t4, low));
-#undef LINEAR
+    const __m512 low = _mm512_fmadd_ps(PAIR(2), t2, PAIR(0)),
+                 mid = _mm512_fmadd_ps(PAIR(6), t2, PAIR(4));
+    const __m512 p = _mm512_fmadd_ps(PAIR(8), t8, _mm512_fmadd_ps(mid, t4, low));
+#undef PAIR
     const __m512 e = exp16(_mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), v), v, p));
     const __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t), e);
     const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
@@ -206,15 +210,12 @@ static inline __m256 gelu8(__m256 v)
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(0.70710678118654752f));
     const __m256 t = recip8(_mm256_fmadd_ps(z, _mm256_set1_ps(0.5f), _mm256_set1_ps(1.0f)));
+#define PAIR(i) ERFC_PAIR(_mm256_fmadd_ps, _mm256_set1_ps, i)
     const __m256 t2 = _mm256_mul_ps(t, t), t4 = _mm256_mul_ps(t2, t2), t8 = _mm256_mul_ps(t4, t4);
-#define LINEAR(c1, c0) _mm256_fmadd_ps(_mm256_set1_ps(c1), t, _mm256_set1_ps(c0))
-    const __m256 low =
-        _mm256_fmadd_ps(LINEAR(0.09678418f, 0.37409196f), t2, LINEAR(1.00002368f, -1.26551223f));
-    const __m256 mid =
-        _mm256_fmadd_ps(LINEAR(1.48851587f, -1.13520398f), t2, LINEAR(0.27886807f, -0.18628806f));
-    const __m256 p =
-        _mm256_fmadd_ps(LINEAR(0.17087277f, -0.82215223f), t8, _mm256_fmadd_ps(mid, t4, low));
-#undef LINEAR
+    const __m256 low = _mm256_fmadd_ps(PAIR(2), t2, PAIR(0)),
+                 mid = _mm256_fmadd_ps(PAIR(6), t2, PAIR(4));
+    const __m256 p = _mm256_fmadd_ps(PAIR(8), t8, _mm256_fmadd_ps(mid, t4, low));
+#undef PAIR
     const __m256 e = exp8(_mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), v), v, p));
     const __m256 half_erfc = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), t), e);
     const __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);

@@ -15,7 +15,8 @@
  * own. The polynomial goes by Estrin's scheme, 3 multiply-adds deep instead of Horner's 7: the
  * exponential sits at the end of long chains (GELU's erfc, the gates' reciprocal), and a chain
  * longer than what the core keeps in flight limits the speed more than the operation count (AVX2
- * GELU's backward 1.8 -> 1.3 ns an element on Zen 3). */
+ * GELU on Zen 3, one process alternating: forward 1.43 -> 1.25 ns an element, backward 1.12 ->
+ * 1.03). */
 static inline float exp_vec(float x)
 {
     x = x < -87.0f ? -87.0f : x;
