@@ -1,6 +1,6 @@
 /* One row's softmax, of the values or of the values scaled (ops/softmax_row.h), in three vector
- * passes: the max, the exponentials and their sum, the scaling; softmax_row_probs in AVX-512
- * intrinsics where the compiler targets it. */
+ * passes: the max, the exponentials and their sum, the scaling; softmax_row_probs in AVX-512 or
+ * AVX2 + FMA intrinsics where the compiler targets them. */
 #include "ops/softmax_row.h"
 
 #include <math.h>
@@ -58,6 +58,67 @@ void softmax_row_probs(const float *x, float *y, size_t n, float scale)
         const __mmask16 m = lanes16((long)(n - i));
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inv));
     }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+/* The largest of 8 lanes, and their sum (pairs of halves, then of pairs). */
+static float max8(__m256 v)
+{
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+static float sum8(__m256 v)
+{
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* y[0..n) = lanes 0..n-1 of v, n < 8: by a copy (a masked store costs several times as much
+ * on Zen 3). */
+static void store_first(float *y, __m256 v, size_t n)
+{
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    for (size_t j = 0; j < n; j++)
+        y[j] = lanes[j];
+}
+
+/* The AVX-512 form's steps on 8 lanes: whole vectors, then the lanes left (masked loads, which
+ * read 0 past n: the max takes the running max there, the sum 0). */
+void softmax_row_probs(const float *x, float *y, size_t n, float scale)
+{
+    const size_t whole = n / 8 * 8;
+    const __m256i tail = lanes8((long)(n - whole));
+    __m256 vmax = _mm256_set1_ps(x[0]);
+    for (size_t i = 0; i < whole; i += 8)
+        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+    if (whole < n)
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, _mm256_maskload_ps(x + whole, tail)),
+                                _mm256_castsi256_ps(tail));
+    const __m256 max = _mm256_set1_ps(max8(vmax)), s = _mm256_set1_ps(scale);
+    const __m256 floor = _mm256_set1_ps(-87.0f); /* 0 below e^-87, as softmax_row_scaled */
+    __m256 sum = _mm256_setzero_ps();
+    for (size_t i = 0; i < whole; i += 8) {
+        const __m256 z = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), max), s);
+        const __m256 e = _mm256_and_ps(_mm256_cmp_ps(z, floor, _CMP_NLT_UQ), exp8(z));
+        _mm256_storeu_ps(y + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    __m256 e_tail = _mm256_setzero_ps();
+    if (whole < n) {
+        const __m256 z = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + whole, tail), max), s);
+        const __m256 keep =
+            _mm256_and_ps(_mm256_castsi256_ps(tail), _mm256_cmp_ps(z, floor, _CMP_NLT_UQ));
+        e_tail = _mm256_and_ps(keep, exp8(z));
+        sum = _mm256_add_ps(sum, e_tail);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum8(sum));
+    for (size_t i = 0; i < whole; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+    if (whole < n)
+        store_first(y + whole, _mm256_mul_ps(e_tail, inv), n - whole);
 }
 #else
 void softmax_row_probs(const float *x, float *y, size_t n, float scale)

@@ -85,6 +85,22 @@ static void check_length(Rng *rng, size_t n, float spread)
     free(x), free(y), free(ref), free(again);
 }
 
+/* softmax_row_probs gives exact zeros where scale * (x - max) < -87 (softmax_row_scaled's
+ * floor), in the whole vectors and in the lanes past them. */
+static void check_probs_underflow(void)
+{
+    float x[13];
+    for (size_t i = 0; i < 13; i++)
+        x[i] = i % 3 ? -1000.0f : (float)i;
+    check_probs(x, 13);
+    float y[13];
+    softmax_row_probs(x, y, 13, 1.0f);
+    int zeros = 1;
+    for (size_t i = 0; i < 13; i++)
+        zeros &= i % 3 ? y[i] == 0.0f : y[i] > 0.0f;
+    CHECK(zeros);
+}
+
 int main(void)
 {
     Rng rng;
@@ -94,5 +110,6 @@ int main(void)
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
         for (size_t s = 0; s < sizeof spreads / sizeof spreads[0]; s++)
             check_length(&rng, lengths[i], spreads[s]);
+    check_probs_underflow();
     return check_report("test_softmax_row");
 }
