@@ -85,14 +85,12 @@ static size_t matrix_stride(int rows, int n)
     return (size_t)rows * chunk_ld(n) + WINO_SKEW;
 }
 
-/* Floats of one padded row of a run (up to a whole tile row of w/2 tiles rounded up to lanes):
- * the input rows' 2 * tiles + 2 columns, or the output rows' 2 * tiles; at least the two
- * windows' rows of a pair of tile rows (input_transform: the second at 2 * WINO_LANES). */
+/* Floats of one padded output row of a run (up to a whole tile row of w/2 tiles rounded up to
+ * lanes): its 2 * tiles columns. */
 static size_t run_row_floats(int w)
 {
     const int tiles = (w + 1) / 2;
-    const size_t run = 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES) + 2;
-    return run > 4 * WINO_LANES ? run : 4 * WINO_LANES;
+    return 2 * (size_t)((tiles + WINO_LANES - 1) / WINO_LANES * WINO_LANES);
 }
 
 static size_t rows_padded(int k)
@@ -139,12 +137,16 @@ size_t winograd_weights_floats(int k, int c)
     return (size_t)WINO_E * rows_padded(k) * rows_padded(c);
 }
 
-/* Floats of one thread's scratch: V of a chunk, M apart, then the padded rows of a run; V and
- * M with room for the larger of c and k, so that the swapped plan fits. */
+static size_t padded_floats(int h, int w);
+
+/* Floats of one thread's scratch: V of a chunk, M apart, the padded output rows of a run, then a
+ * plane's padded copy; V and M with room for the larger of c and k, so that the swapped plan
+ * fits. */
 static size_t thread_floats(const WinogradPlan *p)
 {
     const int big = (int)rows_padded(p->c > p->k ? p->c : p->k);
-    return WINO_E * matrix_stride(big, p->chunk) * (p->fused ? 1 : 2) + 4 * run_row_floats(p->w);
+    return WINO_E * matrix_stride(big, p->chunk) * (p->fused ? 1 : 2) + 2 * run_row_floats(p->w) +
+           padded_floats(p->h, p->w);
 }
 
 size_t winograd_scratch_floats(const WinogradPlan *p)
@@ -275,15 +277,15 @@ static inline __m512 window_row(const float *plane, int h, int w, int yy, int x,
 /* The transformed windows of 8 lanes of one channel's plane [h][w] into v (stride apart): lane
  * i's window at rows y0.., column x0 + 2i, or with pair (maps of 4 tiles a row, x0 -1) lanes
  * 4..7 those of the next tile row, at rows y0 + 2.. and column x0 + 2(i - 4). Straight from the
- * plane into registers, with no padded rows stored and loaded back (rows and ld unused: the
- * other vector widths' room for them). */
+ * plane into registers, with no padded plane stored and loaded back (padded and ldp unused: the
+ * other vector widths' copy of the plane). */
 static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
+                                                                const float *padded, size_t ldp,
                                                                 int y0, int x0, int pair, float *v,
-                                                                size_t stride, float *rows,
-                                                                size_t ld)
+                                                                size_t stride)
 {
-    (void)rows;
-    (void)ld;
+    (void)padded;
+    (void)ldp;
     /* lane i of column k of the windows: lane k + 2i of a row (0..15), or of the second vector
      * (16..): the run's columns 16 and 17, or the next tile row's */
     static const int at[2][4][16] = {
@@ -308,34 +310,10 @@ static inline __attribute__((always_inline)) void input_windows(const float *pla
     window_vectors(d, v, stride);
 }
 #else
-/* rows[a][j] = plane[y0 + a][x0 + j] for a < n_rows, j < cols, 0 outside the plane: the input
- * windows (4 rows) of a run, padded. */
-static void pad_rows(const float *plane, int h, int w, int y0, int x0, int n_rows, int cols,
-                     float *rows, size_t ld)
-{
-    for (int a = 0; a < n_rows; a++) {
-        float *dst = rows + a * ld;
-        const int yy = y0 + a;
-        if (yy < 0 || yy >= h) {
-            memset(dst, 0, (size_t)cols * sizeof *dst);
-            continue;
-        }
-        const float *src = plane + (size_t)yy * w;
-        int j = 0;
-        for (; j < cols && x0 + j < 0; j++)
-            dst[j] = 0.0f;
-        const int end = w - x0 < cols ? w - x0 : cols;
-        for (; j < end; j++) /* a few floats: a loop, not a call to memcpy */
-            dst[j] = src[x0 + j];
-        for (; j < cols; j++)
-            dst[j] = 0.0f;
-    }
-}
-
 #ifdef WINO_AVX2
 /* The even (odd 0) or odd (odd 1) ones of the 8 floats from r on and of the 8 from r + second
  * on: r[2i + odd] for i < 4, then r[second + 2(i - 4) + odd]. */
-static inline __m256 row_lanes(const float *r, int second, int odd)
+static inline __m256 row_lanes(const float *r, size_t second, int odd)
 {
     const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + second);
     const __m256 s = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
@@ -345,21 +323,23 @@ static inline __m256 row_lanes(const float *r, int second, int odd)
 }
 #endif
 
-/* As the AVX-512 input_windows, through the padded rows of the 8 lanes (4 * run_row_floats,
- * ld apart): a run's 18 columns, or with pair two runs' 10 columns, the second at 16. */
+/* As the AVX-512 input_windows, from the plane's padded copy (padded_plane: row y, column x of
+ * the plane at (y + 1) * ldp + x + 1): the run's lanes 4..7 8 columns on, or with pair 2 rows
+ * down (plane, h and w unused). */
 static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
+                                                                const float *padded, size_t ldp,
                                                                 int y0, int x0, int pair, float *v,
-                                                                size_t stride, float *rows,
-                                                                size_t ld)
+                                                                size_t stride)
 {
-    const int second = pair ? 2 * WINO_LANES : WINO_LANES;
-    pad_rows(plane, h, w, y0, x0, 4, pair ? 10 : 2 * WINO_LANES + 2, rows, ld);
-    if (pair)
-        pad_rows(plane, h, w, y0 + 2, x0, 4, 10, rows + second, ld);
+    (void)plane;
+    (void)h;
+    (void)w;
+    const float *rows = padded + (size_t)(y0 + 1) * ldp + (size_t)(x0 + 1);
+    const size_t second = pair ? 2 * ldp : WINO_LANES;
 #ifdef WINO_AVX2
     __m256 d[4][4];
     for (int j = 0; j < 4; j++) {
-        const float *r = rows + j * ld;
+        const float *r = rows + j * ldp;
         d[j][0] = row_lanes(r, second, 0);
         d[j][1] = row_lanes(r, second, 1);
         d[j][2] = row_lanes(r + 2, second, 0);
@@ -367,23 +347,70 @@ static inline __attribute__((always_inline)) void input_windows(const float *pla
     }
     window_vectors(d, v, stride);
 #else
-    window_tiles(rows, ld, 1, 2, second - WINO_LANES, v, stride, 4);
+    window_tiles(rows, ldp, 1, 2, (int)second - WINO_LANES, v, stride, 4);
 #endif
 }
 #endif
 
-/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on, 8 lanes at a time;
- * rows: the padded rows of 8 lanes (4 * run_row_floats) where they go through memory. On maps of
- * 4 tiles a row (7 or 8 wide) two whole tile rows of an image go through one transform, half of
- * the lanes each (a run alone would leave half of them idle). Channel by channel, each plane's
- * runs in order, so that the planes are read front to back (run by run over the channels, the
- * transforms spent more of their time waiting on loads). */
-static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
-                            float *rows)
+/* The row stride of a plane's padded copy (columns -1 .. 2 * tiles + 14: a run's 8 lanes read 18
+ * columns from their first window on) and its floats (rows -1 .. h + 1); none with AVX-512, whose
+ * windows come from the plane itself. */
+static size_t padded_ld(int w)
 {
-    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n);
+    return 2 * (size_t)((w + 1) / 2) + 16;
+}
+
+static size_t padded_floats(int h, int w)
+{
+#ifdef WINO_AVX512
+    (void)h;
+    (void)w;
+    return 0;
+#else
+    return (size_t)(h + 3) * padded_ld(w);
+#endif
+}
+
+/* Zeroes what of a padded copy [h + 3][ldp] lies off the plane [h][w]: the row above, the two
+ * below and each row's columns left and right of the map. */
+static void zero_border(int h, int w, size_t ldp, float *padded)
+{
+    memset(padded, 0, ldp * sizeof *padded);
+    memset(padded + (size_t)(h + 1) * ldp, 0, 2 * ldp * sizeof *padded);
+    for (int y = 1; y <= h; y++) {
+        float *row = padded + (size_t)y * ldp;
+        row[0] = 0.0f;
+        memset(row + w + 1, 0, (ldp - (size_t)w - 1) * sizeof *row);
+    }
+}
+
+/* Rows y_first .. y_last of the plane [h][w] (those on the map) into its padded copy; a row's
+ * few floats by a vector loop, not a call to memcpy (which took half the copies' time). */
+static void copy_rows(const float *plane, int h, int w, int y_first, int y_last, size_t ldp,
+                      float *padded)
+{
+    for (int y = y_first < 0 ? 0 : y_first; y <= y_last && y < h; y++) {
+        float *restrict dst = padded + (size_t)(y + 1) * ldp + 1;
+        const float *restrict src = plane + (size_t)y * w;
+#pragma omp simd
+        for (int j = 0; j < w; j++)
+            dst[j] = src[j];
+    }
+}
+
+/* v [16][c][n]: the transformed windows of the chunk's n tiles from t0 on, 8 lanes at a time;
+ * padded: the room of a plane's padded copy (padded_floats), through which the windows go where
+ * they are not loaded from the plane itself (AVX-512). On maps of 4 tiles a row (7 or 8 wide)
+ * two whole tile rows of an image go through one transform, half of the lanes each (a run alone
+ * would leave half of them idle). Channel by channel, each plane's runs in order, so that the
+ * planes are read front to back (run by run over the channels, the transforms spent more of their
+ * time waiting on loads); an image's padded copy takes the rows its runs in the chunk read, once
+ * (copied per run of 8 lanes, the rows cost a fifth of fashion's step at 1 thread). */
+static void input_transform(const WinogradPlan *p, const float *x, int t0, int n, float *v,
+                            float *padded)
+{
+    const size_t hw = (size_t)p->h * p->w, stride = matrix_stride(p->c, n), ldp = padded_ld(p->w);
     const int tw = (p->w + 1) / 2, th = (p->h + 1) / 2;
-    const size_t ld = run_row_floats(p->w);
     TileRun run[WINO_CHUNK_MAX > WINO_FUSED_MAX ? WINO_CHUNK_MAX : WINO_FUSED_MAX];
     int pair[sizeof run / sizeof *run], first[sizeof run / sizeof *run], runs = 0;
     for (int t = 0; t < n; runs++) {
@@ -393,14 +420,25 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
         first[runs] = t;
         t += pair[runs] ? 2 * tw : r->len;
     }
+    if (padded)
+        zero_border(p->h, p->w, ldp, padded);
     for (int ch = 0; ch < p->c; ch++)
         for (int q = 0; q < runs; q++) {
             const TileRun *r = &run[q];
             const float *plane = x + ((size_t)r->b * p->c + ch) * hw;
+            if (padded && (q == 0 || r->b != run[q - 1].b)) {
+                /* the image's runs in the chunk: rows 2 ty - 1 of its first to 2 ty + 2 of its
+                 * last (of the next tile row's too with pair) */
+                int last = q;
+                while (last + 1 < runs && run[last + 1].b == r->b)
+                    last++;
+                copy_rows(plane, p->h, p->w, 2 * r->ty - 1,
+                          2 * (run[last].ty + pair[last]) + 2, ldp, padded);
+            }
             float *vc = v + (size_t)ch * chunk_ld(n) + first[q];
             for (int i = 0; i < r->len; i += WINO_LANES)
-                input_windows(plane, p->h, p->w, 2 * r->ty - 1, 2 * (r->tx + i) - 1, pair[q],
-                              vc + i, stride, rows, ld);
+                input_windows(plane, p->h, p->w, padded, ldp, 2 * r->ty - 1, 2 * (r->tx + i) - 1,
+                              pair[q], vc + i, stride);
         }
 }
 
@@ -776,8 +814,9 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
         const int f0 = blocks * part / p->parts * WINO_ROWS,
                   f1 = blocks * (part + 1) / p->parts * WINO_ROWS;
         float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
-        float *rows = v + thread_floats(p) - 4 * run_row_floats(p->w);
-        input_transform(p, x, t0, n, v, rows);
+        float *padded = v + thread_floats(p) - padded_floats(p->h, p->w);
+        float *rows = padded - 2 * run_row_floats(p->w);
+        input_transform(p, x, t0, n, v, padded_floats(p->h, p->w) ? padded : NULL);
         if (p->fused)
             product_output(p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate);
         else
