@@ -725,9 +725,41 @@ static void tile_spans(const WinogradPlan *p, int t0, int n, TileSpan *span, int
     first[(n + WINO_LANES - 1) / WINO_LANES] = count;
 }
 
+#if defined(WINO_AVX2) && !defined(WINO_AVX512)
+/* to[0..n) = from[0..n) (add 0) or += it (add 1), n <= 2 * WINO_LANES: by 8 (at most twice),
+ * 4, 2 and 1 floats, no loop gcc would make a call to memcpy of (it did of the plain loop and of
+ * one by vectors, 5% of fashion's step at 1 thread; a masked store costs several plain ones on
+ * Zen 3). */
+static inline __attribute__((always_inline)) void span_row(int add, int n, const float *from,
+                                                           float *to)
+{
+    int b = 0;
+    for (int twice = 0; twice < 2 && b + 8 <= n; twice++, b += 8) {
+        __m256 v = _mm256_loadu_ps(from + b);
+        if (add)
+            v = _mm256_add_ps(_mm256_loadu_ps(to + b), v);
+        _mm256_storeu_ps(to + b, v);
+    }
+    if (b + 4 <= n) {
+        __m128 v = _mm_loadu_ps(from + b);
+        if (add)
+            v = _mm_add_ps(_mm_loadu_ps(to + b), v);
+        _mm_storeu_ps(to + b, v);
+        b += 4;
+    }
+    if (b + 2 <= n) {
+        to[b] = add ? to[b] + from[b] : from[b];
+        to[b + 1] = add ? to[b + 1] + from[b + 1] : from[b + 1];
+        b += 2;
+    }
+    if (b < n)
+        to[b] = add ? to[b] + from[b] : from[b];
+}
+#endif
+
 /* The spans of one group of o (2 rows of 2 * WINO_LANES: tile i at column 2i) written to (add 0)
  * or added to (add 1, constant at each call) their places from y: with AVX-512 a masked vector
- * of each span's row. */
+ * of each span's row, with AVX2 its whole vectors then the rest. */
 static inline __attribute__((always_inline)) void put_spans(int add, int w, const TileSpan *span,
                                                             int count, const float *o, float *y)
 {
@@ -742,6 +774,9 @@ static inline __attribute__((always_inline)) void put_spans(int add, int w, cons
                 v = _mm512_add_ps(_mm512_maskz_loadu_ps(cols, dst + (size_t)a * w), v);
             _mm512_mask_storeu_ps(dst + (size_t)a * w, cols, v);
         }
+#elif defined(WINO_AVX2)
+        for (int a = 0; a < span[s].rows; a++)
+            span_row(add, span[s].cols, src + a * 2 * WINO_LANES, dst + (size_t)a * w);
 #else
         for (int a = 0; a < span[s].rows; a++)
             for (int b = 0; b < span[s].cols; b++)
@@ -999,8 +1034,11 @@ static void interleave(const float *planes, int count, int p0, int h, int w, flo
                 r[i] =
                     s[i] ? _mm256_maskload_ps(s[i] + (size_t)y * w + x, mask) : _mm256_setzero_ps();
             transpose8(r);
-            for (int j = 0; j < n; j++)
-                _mm256_storeu_ps(d + (size_t)(x + j) * WINO_PLANES, r[j]);
+            /* unrolled with a test: gcc made a call to memcpy of the loop to n, through the stack */
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+                if (j < n)
+                    _mm256_storeu_ps(d + (size_t)(x + j) * WINO_PLANES, r[j]);
         }
     }
 }
