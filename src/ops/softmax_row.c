@@ -75,14 +75,23 @@ static float sum8(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/* y[0..n) = lanes 0..n-1 of v, n < 8: by a copy (a masked store costs several times as much
- * on Zen 3). */
+/* y[0..n) = lanes 0..n-1 of v, n < 8: by 4, 2 and 1 floats (a masked store costs several times
+ * as much on Zen 3, and gcc makes a call to memcpy of a loop over the lanes). */
 static void store_first(float *y, __m256 v, size_t n)
 {
-    float lanes[8];
-    _mm256_storeu_ps(lanes, v);
-    for (size_t j = 0; j < n; j++)
-        y[j] = lanes[j];
+    __m128 part = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(y, part);
+        part = _mm256_extractf128_ps(v, 1);
+        y += 4, n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)y, part);
+        part = _mm_movehl_ps(part, part);
+        y += 2, n -= 2;
+    }
+    if (n)
+        _mm_store_ss(y, part);
 }
 
 /* The AVX-512 form's steps on 8 lanes: whole vectors, then the lanes left (masked loads, which
