@@ -137,7 +137,24 @@ size_t winograd_weights_floats(int k, int c)
     return (size_t)WINO_E * rows_padded(k) * rows_padded(c);
 }
 
-static size_t padded_floats(int h, int w);
+/* The row stride of a plane's padded copy (columns -1 .. 2 * tiles + 14: a run's 8 lanes read 18
+ * columns from their first window on) and its floats (rows -1 .. h + 1); none with AVX-512, whose
+ * windows come from the plane itself. */
+static size_t padded_ld(int w)
+{
+    return 2 * (size_t)((w + 1) / 2) + 16;
+}
+
+static size_t padded_floats(int h, int w)
+{
+#ifdef WINO_AVX512
+    (void)h;
+    (void)w;
+    return 0;
+#else
+    return (size_t)(h + 3) * padded_ld(w);
+#endif
+}
 
 /* Floats of one thread's scratch: V of a chunk, M apart, the padded output rows of a run, then a
  * plane's padded copy; V and M with room for the larger of c and k, so that the swapped plan
@@ -323,7 +340,7 @@ static inline __m256 row_lanes(const float *r, size_t second, int odd)
 }
 #endif
 
-/* As the AVX-512 input_windows, from the plane's padded copy (padded_plane: row y, column x of
+/* As the AVX-512 input_windows, from the plane's padded copy (padded: row y, column x of
  * the plane at (y + 1) * ldp + x + 1): the run's lanes 4..7 8 columns on, or with pair 2 rows
  * down (plane, h and w unused). */
 static inline __attribute__((always_inline)) void input_windows(const float *plane, int h, int w,
@@ -351,25 +368,6 @@ static inline __attribute__((always_inline)) void input_windows(const float *pla
 #endif
 }
 #endif
-
-/* The row stride of a plane's padded copy (columns -1 .. 2 * tiles + 14: a run's 8 lanes read 18
- * columns from their first window on) and its floats (rows -1 .. h + 1); none with AVX-512, whose
- * windows come from the plane itself. */
-static size_t padded_ld(int w)
-{
-    return 2 * (size_t)((w + 1) / 2) + 16;
-}
-
-static size_t padded_floats(int h, int w)
-{
-#ifdef WINO_AVX512
-    (void)h;
-    (void)w;
-    return 0;
-#else
-    return (size_t)(h + 3) * padded_ld(w);
-#endif
-}
 
 /* Zeroes what of a padded copy [h + 3][ldp] lies off the plane [h][w]: the row above, the two
  * below and each row's columns left and right of the map. */
