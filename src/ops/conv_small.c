@@ -4,11 +4,12 @@
  * 4 x 3), one vector of positions each, runs over the plane and adds the lanes at the end. */
 #include "ops/conv_small.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
+
+#include "ops/lanes16.h"
 #define CONV_SMALL_VECTOR 1
 #endif
 
@@ -144,28 +145,19 @@ static inline void vec_store(float *p, Vec v)
 {
     _mm256_storeu_ps(p, v);
 }
-/* The lanes below n < LANES set. */
-static inline __m256i tail_mask(int n)
-{
-    static const int32_t bits[2 * LANES] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    return _mm256_loadu_si256((const __m256i *)(bits + LANES - n));
-}
-/* The first n < LANES floats at p, the rest 0; v's first n stored at p. */
+/* The first n < LANES floats at p, the rest 0; v's first n stored at p (ops/lanes16.h). */
 static inline Vec vec_load_part(const float *p, int n)
 {
-    return _mm256_maskload_ps(p, tail_mask(n));
+    return _mm256_maskload_ps(p, lanes8(n));
 }
 static inline void vec_store_part(float *p, Vec v, int n)
 {
-    _mm256_maskstore_ps(p, tail_mask(n), v);
+    store_first8(p, v, n);
 }
 /* The lanes of v added in a fixed order. */
 static inline float vec_sum(Vec v)
 {
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
+    return sum8(v);
 }
 #endif
 

@@ -60,7 +60,7 @@ void softmax_row_probs(const float *x, float *y, size_t n, float scale)
     }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
-/* The largest of 8 lanes, and their sum (pairs of halves, then of pairs). */
+/* The largest of 8 lanes (halves, then pairs, then the last two, as sum8). */
 static float max8(__m256 v)
 {
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -68,34 +68,8 @@ static float max8(__m256 v)
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
-static float sum8(__m256 v)
-{
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-}
-
-/* y[0..n) = lanes 0..n-1 of v, n < 8: by 4, 2 and 1 floats (a masked store costs several times
- * as much on Zen 3, and gcc makes a call to memcpy of a loop over the lanes). */
-static void store_first(float *y, __m256 v, size_t n)
-{
-    __m128 part = _mm256_castps256_ps128(v);
-    if (n >= 4) {
-        _mm_storeu_ps(y, part);
-        part = _mm256_extractf128_ps(v, 1);
-        y += 4, n -= 4;
-    }
-    if (n >= 2) {
-        _mm_storel_pi((__m64 *)y, part);
-        part = _mm_movehl_ps(part, part);
-        y += 2, n -= 2;
-    }
-    if (n)
-        _mm_store_ss(y, part);
-}
-
 /* The AVX-512 form's steps on 8 lanes: whole vectors, then the lanes left (masked loads, which
- * read 0 past n: the max takes the running max there, the sum 0). */
+ * read 0 past n: the max takes the running max there, the sum 0; stored by store_first8). */
 void softmax_row_probs(const float *x, float *y, size_t n, float scale)
 {
     const size_t whole = n / 8 * 8;
@@ -127,7 +101,7 @@ void softmax_row_probs(const float *x, float *y, size_t n, float scale)
     for (size_t i = 0; i < whole; i += 8)
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
     if (whole < n)
-        store_first(y + whole, _mm256_mul_ps(e_tail, inv), n - whole);
+        store_first8(y + whole, _mm256_mul_ps(e_tail, inv), (long)(n - whole));
 }
 #else
 void softmax_row_probs(const float *x, float *y, size_t n, float scale)

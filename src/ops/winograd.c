@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/gemm.h"
+#include "ops/lanes16.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -418,21 +419,20 @@ static void input_transform(const WinogradPlan *p, const float *x, int t0, int n
         first[runs] = t;
         t += pair[runs] ? 2 * tw : r->len;
     }
+    /* the last row each image's runs in the chunk read: 2 ty + 2 of its last run (of the next
+     * tile row's with pair), kept at the image's first run */
+    int y_last[sizeof run / sizeof *run];
+    for (int q = runs - 1; q >= 0; q--)
+        y_last[q] = q + 1 < runs && run[q + 1].b == run[q].b ? y_last[q + 1]
+                                                             : 2 * (run[q].ty + pair[q]) + 2;
     if (padded)
         zero_border(p->h, p->w, ldp, padded);
     for (int ch = 0; ch < p->c; ch++)
         for (int q = 0; q < runs; q++) {
             const TileRun *r = &run[q];
             const float *plane = x + ((size_t)r->b * p->c + ch) * hw;
-            if (padded && (q == 0 || r->b != run[q - 1].b)) {
-                /* the image's runs in the chunk: rows 2 ty - 1 of its first to 2 ty + 2 of its
-                 * last (of the next tile row's too with pair) */
-                int last = q;
-                while (last + 1 < runs && run[last + 1].b == r->b)
-                    last++;
-                copy_rows(plane, p->h, p->w, 2 * r->ty - 1,
-                          2 * (run[last].ty + pair[last]) + 2, ldp, padded);
-            }
+            if (padded && (q == 0 || r->b != run[q - 1].b))
+                copy_rows(plane, p->h, p->w, 2 * r->ty - 1, y_last[q], ldp, padded);
             float *vc = v + (size_t)ch * chunk_ld(n) + first[q];
             for (int i = 0; i < r->len; i += WINO_LANES)
                 input_windows(plane, p->h, p->w, padded, ldp, 2 * r->ty - 1, 2 * (r->tx + i) - 1,
@@ -724,10 +724,9 @@ static void tile_spans(const WinogradPlan *p, int t0, int n, TileSpan *span, int
 }
 
 #if defined(WINO_AVX2) && !defined(WINO_AVX512)
-/* to[0..n) = from[0..n) (add 0) or += it (add 1), n <= 2 * WINO_LANES: by 8 (at most twice),
- * 4, 2 and 1 floats, no loop gcc would make a call to memcpy of (it did of the plain loop and of
- * one by vectors, 5% of fashion's step at 1 thread; a masked store costs several plain ones on
- * Zen 3). */
+/* to[0..n) = from[0..n) (add 0) or += it (add 1), n <= 2 * WINO_LANES: whole vectors (at most
+ * two), then the rest by store_first8; no loop gcc would make a call to memcpy of (it did of the
+ * plain loop and of one by vectors, 5% of fashion's step at 1 thread). */
 static inline __attribute__((always_inline)) void span_row(int add, int n, const float *from,
                                                            float *to)
 {
@@ -738,20 +737,13 @@ static inline __attribute__((always_inline)) void span_row(int add, int n, const
             v = _mm256_add_ps(_mm256_loadu_ps(to + b), v);
         _mm256_storeu_ps(to + b, v);
     }
-    if (b + 4 <= n) {
-        __m128 v = _mm_loadu_ps(from + b);
+    if (b < n) {
+        const __m256i rest = lanes8(n - b);
+        __m256 v = _mm256_maskload_ps(from + b, rest);
         if (add)
-            v = _mm_add_ps(_mm_loadu_ps(to + b), v);
-        _mm_storeu_ps(to + b, v);
-        b += 4;
+            v = _mm256_add_ps(_mm256_maskload_ps(to + b, rest), v);
+        store_first8(to + b, v, n - b);
     }
-    if (b + 2 <= n) {
-        to[b] = add ? to[b] + from[b] : from[b];
-        to[b + 1] = add ? to[b + 1] + from[b + 1] : from[b + 1];
-        b += 2;
-    }
-    if (b < n)
-        to[b] = add ? to[b] + from[b] : from[b];
 }
 #endif
 
@@ -846,10 +838,11 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
         const int n = p->tiles - t0 < p->chunk ? p->tiles - t0 : p->chunk;
         const int f0 = blocks * part / p->parts * WINO_ROWS,
                   f1 = blocks * (part + 1) / p->parts * WINO_ROWS;
+        const size_t padded_n = padded_floats(p->h, p->w);
         float *v = scratch + (size_t)omp_get_thread_num() * thread_floats(p);
-        float *padded = v + thread_floats(p) - padded_floats(p->h, p->w);
+        float *padded = v + thread_floats(p) - padded_n;
         float *rows = padded - 2 * run_row_floats(p->w);
-        input_transform(p, x, t0, n, v, padded_floats(p->h, p->w) ? padded : NULL);
+        input_transform(p, x, t0, n, v, padded_n ? padded : NULL);
         if (p->fused)
             product_output(p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate);
         else
@@ -1032,7 +1025,7 @@ static void interleave(const float *planes, int count, int p0, int h, int w, flo
                 r[i] =
                     s[i] ? _mm256_maskload_ps(s[i] + (size_t)y * w + x, mask) : _mm256_setzero_ps();
             transpose8(r);
-            /* unrolled with a test: gcc made a call to memcpy of the loop to n, through the stack */
+            /* unrolled with a test: gcc made a memcpy call of the loop to n, through the stack */
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++)
                 if (j < n)

@@ -105,7 +105,8 @@ int main(void)
 {
     Rng rng;
     rng_seed(&rng, 11, 0);
-    const size_t lengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 63, 64, 65, 127, 128, 256, 1000};
+    const size_t lengths[] = {1,  2,  3,  4,  5,  6,  7,   8,   9,   15,
+                              16, 17, 31, 63, 64, 65, 127, 128, 256, 1000};
     const float spreads[] = {0.5f, 5.0f, 40.0f};
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
         for (size_t s = 0; s < sizeof spreads / sizeof spreads[0]; s++)
