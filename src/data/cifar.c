@@ -225,7 +225,7 @@ int cifar_load(const char *spec, int variant, int test, Dataset *d, Error *e)
         d->n = (int)records;
         d->c = 3;
         d->h = d->w = CIFAR_SIDE;
-        d->scale = 1.0f / 255.0f;
+        d->max_value = 255.0f;
         d->classes = variant;
         d->pixels = malloc(records * CIFAR_PIXELS);
         d->labels = malloc(records * sizeof *d->labels);

@@ -192,7 +192,7 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
         d->c = 1;
         d->h = (int)dims[1];
         d->w = (int)dims[2];
-        d->scale = 1.0f / 255.0f;
+        d->max_value = 255.0f;
         d->pixels = malloc((size_t)d->n * plane);
         d->labels = malloc((size_t)d->n * sizeof *d->labels);
         if (!d->pixels || !d->labels) {
@@ -358,7 +358,7 @@ static int load_csv(const char *path, const char *text, size_t bytes, Dataset *d
     d->pixels = rows.pixels;
     d->labels = rows.labels;
     d->classes = max_label + 1;
-    d->scale = max_pixel <= 16 ? 1.0f / 16.0f : 1.0f / 255.0f;
+    d->max_value = max_pixel <= 16 ? 16.0f : 255.0f;
     return CDL_OK;
 }
 
@@ -425,11 +425,12 @@ int dataset_split_tail(Dataset *d, float fraction, Dataset *held_out, Error *e)
 void dataset_fill_batch(const Dataset *d, const int *idx, int n, float *x, int *y)
 {
     size_t sample = (size_t)d->c * d->h * d->w;
+    const float max_value = d->max_value;
     for (int i = 0; i < n; i++) {
         const uint8_t *src = d->pixels + (size_t)idx[i] * sample;
         float *dst = x + (size_t)i * sample;
         for (size_t j = 0; j < sample; j++) {
-            dst[j] = (float)src[j] * d->scale;
+            dst[j] = (float)src[j] / max_value;
         }
         if (y) {
             y[i] = d->labels[idx[i]];

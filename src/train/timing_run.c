@@ -19,7 +19,7 @@ static int make_random_dataset(const Net *net, Dataset *d, Error *e)
     d->c = net->in_shape.c;
     d->h = net->in_shape.h;
     d->w = net->in_shape.w;
-    d->scale = 1.0f / 255.0f;
+    d->max_value = 255.0f;
     d->classes = net->classes;
     const size_t n = (size_t)d->n * shape_size(net->in_shape);
     d->pixels = malloc(n);

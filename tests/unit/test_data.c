@@ -127,7 +127,7 @@ static void make_idx_labels(uint8_t *buf, int n)
 static void check_idx_dataset(const Dataset *d)
 {
     CHECK(d->n == IDX_N && d->c == 1 && d->h == IDX_H && d->w == IDX_W);
-    CHECK(d->scale == 1.0f / 255.0f);
+    CHECK(d->max_value == 255.0f);
     for (int j = 0; j < IDX_N * IDX_H * IDX_W; j++) {
         CHECK(d->pixels[j] == (uint8_t)(7 * j));
     }
@@ -253,7 +253,7 @@ static void test_missing_dataset_file_names_it(void)
 
 /* ---- CSV ---- */
 
-static void test_csv_digits_layout_parses_values_labels_and_scale(void)
+static void test_csv_digits_layout_parses_values_labels_and_max_value(void)
 {
     /* Row 1 in numpy.savetxt's default float format, row 2 as plain integers. */
     char text[8192];
@@ -273,7 +273,7 @@ static void test_csv_digits_layout_parses_values_labels_and_scale(void)
     int rc = dataset_load(p, NULL, &d, &e);
     CHECK_OK(rc, e);
     CHECK(d.n == 2 && d.c == 1 && d.h == 8 && d.w == 8);
-    CHECK(d.scale == 1.0f / 16.0f);
+    CHECK(d.max_value == 16.0f);
     for (int row = 0; row < 2; row++) {
         for (int j = 0; j < 64; j++) {
             CHECK(d.pixels[row * 64 + j] == (j + 3 * row) % 17);
@@ -339,7 +339,7 @@ static void test_empty_dataset_file_is_an_error(void)
 /* 10 samples of 1x1x2, pixels (i, 100 + i), label i % 4. */
 static int make_small_dataset(Dataset *d)
 {
-    *d = (Dataset){.n = 10, .c = 1, .h = 1, .w = 2, .scale = 0.5f, .classes = 4};
+    *d = (Dataset){.n = 10, .c = 1, .h = 1, .w = 2, .max_value = 2.0f, .classes = 4};
     d->pixels = malloc(20);
     d->labels = malloc(10 * sizeof *d->labels);
     if (!d->pixels || !d->labels) {
@@ -361,7 +361,7 @@ static void test_split_tail_moves_last_fraction_in_order(void)
     int rc = dataset_split_tail(&d, 0.3f, &held, &e);
     CHECK_OK(rc, e);
     CHECK(d.n == 7 && held.n == 3);
-    CHECK(held.c == 1 && held.h == 1 && held.w == 2 && held.scale == 0.5f && held.classes == 4);
+    CHECK(held.c == 1 && held.h == 1 && held.w == 2 && held.max_value == 2.0f && held.classes == 4);
     for (int i = 0; i < 7; i++) {
         CHECK(d.pixels[2 * i] == i && d.labels[i] == i % 4);
     }
@@ -534,6 +534,32 @@ static void test_png_gray_round_trip_is_exact(void)
     CHECK(back.c == 1 && back.h == 3 && back.w == 5);
     for (int i = 0; i < 15; i++) {
         CHECK(back.data[i] == px[i]);
+    }
+    image_free(&back);
+}
+
+/* Every 8-bit value becomes the same float from an in-memory dataset (IDX, CIFAR) as from a
+ * PNG file, v / 255 as torchvision's ToTensor: a run from either source is bit-identical. */
+static void test_dataset_pixels_equal_png_decoding(void)
+{
+    Dataset d = {.n = 1, .c = 1, .h = 16, .w = 16, .max_value = 255.0f, .classes = 1};
+    uint8_t pixels[256];
+    int idx = 0;
+    float x[256];
+    for (int v = 0; v < 256; v++)
+        pixels[v] = (uint8_t)v;
+    d.pixels = pixels;
+    dataset_fill_batch(&d, &idx, 1, x, NULL);
+    Image img = {.c = 1, .h = 16, .w = 16, .data = x}, back;
+    char p[256];
+    Error e = {0};
+    int rc = image_write_png(tmp_path(p, "levels.png"), &img, &e);
+    CHECK_OK(rc, e);
+    rc = image_load(p, &back, &e);
+    CHECK_OK(rc, e);
+    for (int v = 0; v < 256; v++) {
+        CHECK(x[v] == (float)v / 255.0f);
+        CHECK(back.data[v] == x[v]);
     }
     image_free(&back);
 }
@@ -976,7 +1002,7 @@ int main(void)
     test_idx_label_count_mismatch_is_an_error();
     test_idx_labels_given_as_images_reports_magic();
     test_missing_dataset_file_names_it();
-    test_csv_digits_layout_parses_values_labels_and_scale();
+    test_csv_digits_layout_parses_values_labels_and_max_value();
     test_csv_bad_field_error_has_file_and_line();
     test_csv_ragged_rows_are_an_error();
     test_csv_non_square_row_is_an_error();
@@ -992,6 +1018,7 @@ int main(void)
     test_data_config_load_sets_splits_train_tail();
     test_data_config_label_beyond_classes_is_an_error();
     test_png_gray_round_trip_is_exact();
+    test_dataset_pixels_equal_png_decoding();
     test_png_rgb_round_trip_is_exact();
     test_png_alpha_is_dropped();
     test_png_palette_expands_to_rgb();

@@ -128,7 +128,7 @@ static void test_validation_during_training_measures_the_ema(void)
     if (build(&net, "0.9"))
         return;
     Error e = {0};
-    Dataset data = {.n = 16, .c = 2, .h = 4, .w = 4, .scale = 1.0f / 255, .classes = 3};
+    Dataset data = {.n = 16, .c = 2, .h = 4, .w = 4, .max_value = 255, .classes = 3};
     data.pixels = malloc(16 * 32);
     data.labels = malloc(16 * sizeof *data.labels);
     for (int i = 0; i < 16 * 32; i++)

@@ -22,7 +22,7 @@
  * (3i + j) mod 256, so every sample differs) and whose label is i mod 3. */
 static void memory_source(SampleSource *s, int n)
 {
-    Dataset d = {.n = n, .c = 1, .h = 4, .w = 4, .scale = 1.0f, .classes = 3};
+    Dataset d = {.n = n, .c = 1, .h = 4, .w = 4, .max_value = 1.0f, .classes = 3};
     d.pixels = malloc((size_t)n * 16);
     d.labels = malloc((size_t)n * sizeof *d.labels);
     for (int i = 0; i < n; i++) {

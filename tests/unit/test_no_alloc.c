@@ -137,7 +137,7 @@ static void test_training_step_allocates_nothing(const char *net_keys, const cha
         check_failures++;
         return;
     }
-    Dataset data = {.n = 8, .c = 3, .h = 8, .w = 8, .scale = 1.0f / 255, .classes = 5};
+    Dataset data = {.n = 8, .c = 3, .h = 8, .w = 8, .max_value = 255, .classes = 5};
     data.pixels = malloc(8 * 3 * 64);
     data.labels = malloc(8 * sizeof *data.labels);
     int order[8];
@@ -192,7 +192,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
             check_failures++;
             return;
         }
-        Dataset data = {.n = 40, .c = 3, .h = 8, .w = 8, .scale = 1.0f / 255, .classes = 5};
+        Dataset data = {.n = 40, .c = 3, .h = 8, .w = 8, .max_value = 255, .classes = 5};
         data.pixels = malloc(40 * 3 * 64);
         data.labels = malloc(40 * sizeof *data.labels);
         for (int i = 0; i < 40 * 3 * 64; i++)
@@ -409,7 +409,7 @@ static void test_split_image_step_allocates_nothing(void)
     int labels[1] = {2}, order[1] = {0};
     for (int i = 0; i < 3 * 64; i++)
         pixels[i] = (uint8_t)(i * 37);
-    Dataset data = {.n = 1, .c = 3, .h = 8, .w = 8, .scale = 1.0f / 255, .classes = 5};
+    Dataset data = {.n = 1, .c = 3, .h = 8, .w = 8, .max_value = 255, .classes = 5};
     data.pixels = pixels;
     data.labels = labels;
     Optimizer opt;

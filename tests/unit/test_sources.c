@@ -401,7 +401,7 @@ static void test_cifar10_records_become_planes_and_labels(void)
     Error e = {0};
     CHECK(cifar_load(at(p, "batch.bin"), 10, 0, &d, &e) == CDL_OK);
     CHECK(d.n == 3 && d.c == 3 && d.h == 32 && d.w == 32 && d.classes == 10);
-    CHECK(d.scale == 1.0f / 255.0f);
+    CHECK(d.max_value == 255.0f);
     if (d.n == 3) {
         CHECK(d.labels[0] == 3 && d.labels[1] == 0 && d.labels[2] == 9);
         /* record 2, green plane (k = 1024 + y * 32 + x) at y = 1, x = 2 */
