@@ -12,7 +12,7 @@
  * In float32 (not int8, not bf16) the forward and the input gradient run on ops/gemm_rows: W
  * packed once per pass (ops/gemm_packed), the biases and the activation (its derivative in the
  * backward, with the biases' gradient) fused into the product's blocks of rows; the weight
- * gradient stays on OpenBLAS.
+ * gradient is ops/gemm_tn's (an own kernel with AVX-512, else OpenBLAS).
  *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
  * to bf16 (gemm_operand); the biases and the activation stay float32. */
