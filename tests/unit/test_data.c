@@ -518,6 +518,17 @@ static void test_data_config_label_beyond_classes_is_an_error(void)
 
 /* ---- images ---- */
 
+/* Writes img as PNG file name in the temporary folder and reads it back into back. */
+static void png_round_trip(const char *name, const Image *img, Image *back)
+{
+    char p[256];
+    Error e = {0};
+    int rc = image_write_png(tmp_path(p, name), img, &e);
+    CHECK_OK(rc, e);
+    rc = image_load(p, back, &e);
+    CHECK_OK(rc, e);
+}
+
 static void test_png_gray_round_trip_is_exact(void)
 {
     float px[3 * 5];
@@ -525,12 +536,7 @@ static void test_png_gray_round_trip_is_exact(void)
         px[i] = (float)(17 * i) / 255.0f;
     }
     Image img = {.c = 1, .h = 3, .w = 5, .data = px}, back;
-    char p[256];
-    Error e = {0};
-    int rc = image_write_png(tmp_path(p, "gray.png"), &img, &e);
-    CHECK_OK(rc, e);
-    rc = image_load(p, &back, &e);
-    CHECK_OK(rc, e);
+    png_round_trip("gray.png", &img, &back);
     CHECK(back.c == 1 && back.h == 3 && back.w == 5);
     for (int i = 0; i < 15; i++) {
         CHECK(back.data[i] == px[i]);
@@ -551,12 +557,7 @@ static void test_dataset_pixels_equal_png_decoding(void)
     d.pixels = pixels;
     dataset_fill_batch(&d, &idx, 1, x, NULL);
     Image img = {.c = 1, .h = 16, .w = 16, .data = x}, back;
-    char p[256];
-    Error e = {0};
-    int rc = image_write_png(tmp_path(p, "levels.png"), &img, &e);
-    CHECK_OK(rc, e);
-    rc = image_load(p, &back, &e);
-    CHECK_OK(rc, e);
+    png_round_trip("levels.png", &img, &back);
     for (int v = 0; v < 256; v++) {
         CHECK(x[v] == (float)v / 255.0f);
         CHECK(back.data[v] == x[v]);
@@ -571,12 +572,7 @@ static void test_png_rgb_round_trip_is_exact(void)
         px[i] = (float)((i * 37) % 256) / 255.0f;
     }
     Image img = {.c = 3, .h = 4, .w = 6, .data = px}, back;
-    char p[256];
-    Error e = {0};
-    int rc = image_write_png(tmp_path(p, "rgb.png"), &img, &e);
-    CHECK_OK(rc, e);
-    rc = image_load(p, &back, &e);
-    CHECK_OK(rc, e);
+    png_round_trip("rgb.png", &img, &back);
     CHECK(back.c == 3 && back.h == 4 && back.w == 6);
     for (int i = 0; i < 72; i++) {
         CHECK(back.data[i] == px[i]);
@@ -588,12 +584,7 @@ static void test_png_alpha_is_dropped(void)
 {
     float px[4] = {0.2f, 0.6f, 1.0f, 0.0f}; /* gray 0.2, 0.6 with alpha 1, 0 (1x2) */
     Image img = {.c = 2, .h = 1, .w = 2, .data = px}, back;
-    char p[256];
-    Error e = {0};
-    int rc = image_write_png(tmp_path(p, "gray-alpha.png"), &img, &e);
-    CHECK_OK(rc, e);
-    rc = image_load(p, &back, &e);
-    CHECK_OK(rc, e);
+    png_round_trip("gray-alpha.png", &img, &back);
     CHECK(back.c == 1 && back.h == 1 && back.w == 2);
     CHECK(back.data[0] == 51.0f / 255.0f && back.data[1] == 153.0f / 255.0f);
     image_free(&back);
