@@ -2,7 +2,9 @@
  * zmm accumulators; per k one broadcast of each of the tile's ROWS consecutive values of A's row
  * k and two loads of B's row k feed 2 ROWS FMAs. The k rows pass in blocks of KC; per block the
  * tiles go a column of tiles at a time, each column's strip of B (KC x COLS) packed once into a
- * buffer that stays in L1 while the column's tiles read it (A's block, KC x m, stays in L2). A
+ * buffer that stays in L1 while the column's tiles read it (A's block, KC x m, stays in L2). The
+ * first column's tiles also ask for their part of the next block of A, into L2, so that no tile
+ * waits for memory on it (on fc1's dW, A's rows 2 KiB apart, 1.14x alone, 1.24x from memory). A
  * tile's sums go to C after each block and come back for the next, which keeps each element's
  * order of additions. Without AVX-512, OpenBLAS sgemm. */
 #include "ops/gemm_tn.h"
@@ -27,10 +29,12 @@ enum {
 
 /* The tile of C at c (rows x up to COLS, the columns' masks m0 and m1) += A^T B over k rows of A
  * at a (the tile's columns of A) and of the packed strip bs [k][COLS]; load_c 0 starts from zero
- * instead of C. rows is a constant at each call. */
+ * instead of C. Meanwhile it asks for the first next_rows rows of the tile's columns of A at next
+ * (lda apart) to come into L2. rows is a constant at each call. */
 static inline __attribute__((always_inline)) void tile(int rows, int k, const float *a, int lda,
                                                        const float *bs, __mmask16 m0, __mmask16 m1,
-                                                       int load_c, float *c, int ldc)
+                                                       int load_c, float *c, int ldc,
+                                                       const float *next, int next_rows)
 {
 #define ACC_DECL(r)                                                                                \
     __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0;                                       \
@@ -63,6 +67,10 @@ static inline __attribute__((always_inline)) void tile(int rows, int k, const fl
          * a sixth of the speed) */
         if (kk + PREFETCH_ROWS < k)
             _mm_prefetch((const char *)(ar + PREFETCH_ROWS * (size_t)lda), _MM_HINT_T0);
+        if (kk < next_rows) { /* the tile's ROWS values may straddle two lines */
+            _mm_prefetch((const char *)(next + (size_t)kk * lda), _MM_HINT_T1);
+            _mm_prefetch((const char *)(next + (size_t)kk * lda + rows - 1), _MM_HINT_T1);
+        }
         const __m512 b0 = _mm512_load_ps(bs + kk * COLS), b1 = _mm512_load_ps(bs + kk * COLS + 16);
         ROW_FMA(0)
         ROW_FMA(1)
@@ -132,11 +140,15 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
                 packed_j = j0;
             }
             const float *at = ak + i0;
+            /* the first column of tiles (tiles_m of them, every i0) fetches the next block of A */
+            const int next_rows =
+                t - t0 < tiles_m && k0 + KC < k ? (k - k0 - KC < KC ? k - k0 - KC : KC) : 0;
+            const float *next_a = next_rows ? at + (size_t)KC * lda : at;
             float *ct = c + (size_t)i0 * ldc + j0;
             switch (m - i0 < ROWS ? m - i0 : ROWS) {
 #define ROWS_CASE(r)                                                                               \
     case r:                                                                                        \
-        tile(r, kc, at, lda, bs, m0, m1, load_c, ct, ldc);                                         \
+        tile(r, kc, at, lda, bs, m0, m1, load_c, ct, ldc, next_a, next_rows);                      \
         break;
                 ROWS_CASE(12)
                 ROWS_CASE(11)
