@@ -42,12 +42,14 @@ static inline float exp_vec(float x)
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-/* exp_vec on 16 lanes: the same steps, so each lane gets exp_vec's bits. */
+/* exp_vec on 16 lanes: the same steps, so each lane gets exp_vec's bits (checked on every float),
+ * but 2^n by scalef, which returns NaN for a NaN n. The clamps take x as their second operand,
+ * the one max and min return when either is NaN, so that NaN in gives NaN out as in exp_vec. */
 static inline __m512 exp16(__m512 x)
 {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
     const __m512 shift = _mm512_set1_ps(12582912.0f);
-    __m512 n =
+    const __m512 n =
         _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shift), shift);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
@@ -58,10 +60,7 @@ static inline __m512 exp16(__m512 x)
         _mm512_fmadd_ps(PAIR(1.0f / 5040.0f, 1.0f / 720.0f), r2, PAIR(1.0f / 120.0f, 1.0f / 24.0f));
 #undef PAIR
     const __m512 p = _mm512_add_ps(_mm512_fmadd_ps(high, r4, low), _mm512_set1_ps(1.0f));
-    n = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(n, n, _CMP_ORD_Q), n); /* NaN: 0, as exp_vec */
-    const __m512i bits =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    return _mm512_scalef_ps(p, n);
 }
 
 /* 1 / d: the 14-bit reciprocal estimate and one Newton step (within an ulp or so of the
@@ -74,10 +73,11 @@ static inline __m512 recip16(__m512 d)
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-/* exp_vec on 8 lanes: the same steps, so each lane gets exp_vec's bits. */
+/* exp_vec on 8 lanes: the same steps, so each lane gets exp_vec's bits (checked on every float);
+ * the clamps take x as their second operand, as exp16's. */
 static inline __m256 exp8(__m256 x)
 {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
     const __m256 shift = _mm256_set1_ps(12582912.0f);
     __m256 n =
         _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift), shift);
