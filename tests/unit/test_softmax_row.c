@@ -101,6 +101,23 @@ static void check_probs_underflow(void)
     CHECK(zeros);
 }
 
+/* A NaN anywhere in the row (a whole vector's lane or one past them) makes every probability
+ * NaN, as torch.softmax: none comes out as a number that hides it. */
+static void check_probs_nan(void)
+{
+    for (size_t at = 0; at < 21; at += 4) {
+        float x[21], y[21];
+        for (size_t i = 0; i < 21; i++)
+            x[i] = (float)i * 0.1f;
+        x[at] = NAN;
+        softmax_row_probs(x, y, 21, 1.0f);
+        int all_nan = 1;
+        for (size_t i = 0; i < 21; i++)
+            all_nan &= isnan(y[i]);
+        CHECK(all_nan);
+    }
+}
+
 int main(void)
 {
     Rng rng;
@@ -112,5 +129,6 @@ int main(void)
         for (size_t s = 0; s < sizeof spreads / sizeof spreads[0]; s++)
             check_length(&rng, lengths[i], spreads[s]);
     check_probs_underflow();
+    check_probs_nan();
     return check_report("test_softmax_row");
 }
