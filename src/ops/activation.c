@@ -273,9 +273,10 @@ static void forward_range(const float *x, float *y, size_t n, ActivationKind a)
             memmove(y, x, n * sizeof *y);
         break;
     case CDL_ACT_RELU:
+        /* x < 0 ? 0 : x, not x > 0 ? x : 0: NaN stays NaN and -0 stays -0, as torch.relu */
 #pragma omp simd /* y may be x (in place): element i reads only x[i] */
         for (i = 0; i < n; i++)
-            y[i] = x[i] > 0 ? x[i] : 0.0f;
+            y[i] = x[i] < 0 ? 0.0f : x[i];
         break;
     case CDL_ACT_LEAKY:
 #pragma omp simd
@@ -296,8 +297,8 @@ static void forward_range(const float *x, float *y, size_t n, ActivationKind a)
         break;
     case CDL_ACT_RELU6:
         for (i = 0; i < n; i++) {
-            float v = x[i] > 0 ? x[i] : 0.0f;
-            y[i] = v < 6.0f ? v : 6.0f;
+            float v = x[i] < 0 ? 0.0f : x[i]; /* NaN and -0 kept, as relu */
+            y[i] = v > 6.0f ? 6.0f : v;
         }
         break;
     case CDL_ACT_GELU:

@@ -184,6 +184,21 @@ static void test_activation_extremes(void)
     /* A diverged net feeds NaN: it comes out NaN (no undefined NaN-to-int conversion). */
     CHECK(isnan(act1(CDL_ACT_LOGISTIC, NAN)) && isnan(act1(CDL_ACT_MISH, NAN)));
     CHECK(isnan(act1(CDL_ACT_SWISH, NAN)));
+    /* Every kind, alone and in a vectorised array: NaN in, NaN out, as torch's (relu and relu6
+     * too, which a diverged net would otherwise turn into zeros that hide it); relu and relu6
+     * keep -0 as torch.relu does. */
+    for (int k = 0; k < CDL_ACT_COUNT; k++) {
+        float xs[37], ys[37];
+        int nan_out = isnan(act1((ActivationKind)k, NAN));
+        for (int i = 0; i < 37; i++)
+            xs[i] = NAN;
+        activation_forward(xs, ys, 37, (ActivationKind)k);
+        for (int i = 0; i < 37; i++)
+            nan_out &= isnan(ys[i]);
+        CHECK(nan_out);
+    }
+    CHECK(signbit(act1(CDL_ACT_RELU, -0.0f)) && signbit(act1(CDL_ACT_RELU6, -0.0f)));
+    CHECK(act1(CDL_ACT_RELU6, 7.0f) == 6.0f && act1(CDL_ACT_RELU, -2.0f) == 0.0f);
     for (int k = 0; k < CDL_ACT_COUNT; k++) {
         const float xs[] = {-1000.0f, -90.0f, 90.0f, 1000.0f};
         for (int i = 0; i < 4; i++) {
