@@ -63,6 +63,13 @@ static int maxpool_resize(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+/* 1 when v takes the window's maximum from best: greater, or NaN (as PyTorch's max_pool2d, a
+ * window with a NaN gives NaN, at the last NaN's index, not the largest of its numbers). */
+static inline int beats(float v, float best)
+{
+    return v > best || v != v;
+}
+
 /* Output rows [i0, i1) and columns [j0, j1) of one input plane's output plane. Inlined with a
  * constant `size` for the common 2x2 and 3x3 windows, so that the loops over a window that lies
  * wholly inside the input unroll; windows crossing the border are clipped. */
@@ -83,8 +90,9 @@ maxpool_plane_sized(const float *in, int ih, int iw, float *out, int *argmax, in
                 for (int y = y0; y < y0 + size; y++)
                     for (int x = x0; x < x0 + size; x++) {
                         float v = in[y * iw + x];
-                        best_at = v > best ? y * iw + x : best_at;
-                        best = v > best ? v : best;
+                        const int takes = beats(v, best);
+                        best_at = takes ? y * iw + x : best_at;
+                        best = takes ? v : best;
                     }
             } else {
                 int xs = x0 > 0 ? x0 : 0, xe = x0 + size < iw ? x0 + size : iw;
@@ -92,8 +100,9 @@ maxpool_plane_sized(const float *in, int ih, int iw, float *out, int *argmax, in
                 for (int y = ys; y < ye; y++)
                     for (int x = xs; x < xe; x++) {
                         float v = in[y * iw + x];
-                        best_at = v > best ? y * iw + x : best_at;
-                        best = v > best ? v : best;
+                        const int takes = beats(v, best);
+                        best_at = takes ? y * iw + x : best_at;
+                        best = takes ? v : best;
                     }
             }
             out[i * ow + j] = best;
@@ -140,8 +149,8 @@ static inline void deinterleave(const float *row, int n, int whole, __m256 *even
 /* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
  * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
  * same order as maxpool_plane_sized (a, b of the first row, then c, d of the second; a later value
- * wins only when greater), 8 columns a vector, the row pair's floats loaded whole and split into
- * even and odd columns. */
+ * wins only when it beats the maximum so far), 8 columns a vector, the row pair's floats loaded
+ * whole and split into even and odd columns. */
 static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
                               int ow, int oh2, int ow2)
 {
@@ -162,7 +171,9 @@ static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *
             const __m256i vat[4] = {base, _mm256_add_epi32(base, one), _mm256_add_epi32(base, down),
                                     _mm256_add_epi32(_mm256_add_epi32(base, down), one)};
             for (int k = 0; k < 4; k++) {
-                const __m256 gt = _mm256_cmp_ps(va[k], best, _CMP_GT_OQ);
+                const __m256 gt =
+                    _mm256_or_ps(_mm256_cmp_ps(va[k], best, _CMP_GT_OQ),
+                                 _mm256_cmp_ps(va[k], va[k], _CMP_UNORD_Q)); /* beats */
                 at = _mm256_castps_si256(
                     _mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(vat[k]), gt));
                 best = _mm256_blendv_ps(best, va[k], gt);
@@ -203,14 +214,14 @@ static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *
             const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
             float best = -INFINITY;
             int best_at = base;
-            best_at = a > best ? base : best_at;
-            best = a > best ? a : best;
-            best_at = b > best ? base + 1 : best_at;
-            best = b > best ? b : best;
-            best_at = c > best ? base + iw : best_at;
-            best = c > best ? c : best;
-            best_at = d > best ? base + iw + 1 : best_at;
-            best = d > best ? d : best;
+            best_at = beats(a, best) ? base : best_at;
+            best = beats(a, best) ? a : best;
+            best_at = beats(b, best) ? base + 1 : best_at;
+            best = beats(b, best) ? b : best;
+            best_at = beats(c, best) ? base + iw : best_at;
+            best = beats(c, best) ? c : best;
+            best_at = beats(d, best) ? base + iw + 1 : best_at;
+            best = beats(d, best) ? d : best;
             o[j] = best;
             at[j] = best_at;
         }
@@ -262,8 +273,9 @@ static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *ou
                     for (int x = xs; x < x0 + m->size && x < iw; x++) {
                         const float *v = in + (((size_t)p * ih + y) * iw + x) * DNNL_LANES;
                         for (int c = 0; c < DNNL_LANES; c++) {
-                            at[c] = v[c] > best[c] ? y * iw + x : at[c];
-                            best[c] = v[c] > best[c] ? v[c] : best[c];
+                            const int takes = beats(v[c], best[c]);
+                            at[c] = takes ? y * iw + x : at[c];
+                            best[c] = takes ? v[c] : best[c];
                         }
                     }
                 const size_t o = (((size_t)p * oh + i) * ow + j) * DNNL_LANES;

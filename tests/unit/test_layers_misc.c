@@ -289,9 +289,9 @@ static void test_maxpool_size3_stride2(void)
 
 /* 2x2 stride 2 (padding 0 or darknet's default 1), whose inside windows take their own
  * vectorised loop, against a direct window scan on even and odd maps, with ties (small integer
- * values; the first maximum in row order wins): the outputs and where the backward sends each
- * delta, exactly. */
-static void check_maxpool_2x2(int h, int w, int padding)
+ * values; the first maximum in row order wins) and with nans every 7th value NaN (a NaN wins, the
+ * last one in row order): the outputs and where the backward sends each delta, exactly. */
+static void check_maxpool_2x2(int h, int w, int padding, int nans)
 {
     char cfg[160];
     snprintf(cfg, sizeof cfg,
@@ -305,7 +305,7 @@ static void check_maxpool_2x2(int h, int w, int padding)
     Rng r;
     rng_seed(&r, 9, (uint64_t)(h * 100 + w));
     for (int i = 0; i < planes * h * w; i++)
-        net.input[i] = (float)(int)(4.0f * rng_normal(&r));
+        net.input[i] = nans && i % 7 == 3 ? NAN : (float)(int)(4.0f * rng_normal(&r));
     net_forward(&net);
     float *want_dx = calloc((size_t)planes * h * w, sizeof *want_dx);
     int bad = 0;
@@ -316,12 +316,13 @@ static void check_maxpool_2x2(int h, int w, int padding)
                 int at = -1;
                 for (int y = 2 * i; y < 2 * i + 2 && y < h; y++)
                     for (int x = 2 * j; x < 2 * j + 2 && x < w; x++)
-                        if (at < 0 || net.input[(p * h + y) * w + x] > best) {
+                        if (at < 0 || net.input[(p * h + y) * w + x] > best ||
+                            isnan(net.input[(p * h + y) * w + x])) {
                             best = net.input[(p * h + y) * w + x];
                             at = y * w + x;
                         }
                 const int o = (p * oh + i) * ow + j;
-                bad += net.layers[0].out[o] != best;
+                bad += isnan(best) ? !isnan(net.layers[0].out[o]) : net.layers[0].out[o] != best;
                 net.layers[0].delta[o] = (float)(o + 1);
                 want_dx[p * h * w + at] += (float)(o + 1);
             }
@@ -337,13 +338,16 @@ static void check_maxpool_2x2(int h, int w, int padding)
 
 static void test_maxpool_2x2_stride2(void)
 {
-    check_maxpool_2x2(28, 28, 1); /* fashion's */
-    check_maxpool_2x2(7, 9, 1);   /* a last row and column that cross the border */
-    check_maxpool_2x2(6, 8, 0);
-    check_maxpool_2x2(5, 33, 0);  /* odd maps without padding: the last row and column dropped */
-    check_maxpool_2x2(14, 14, 1); /* fashion's second: 7 columns, under a vector */
-    check_maxpool_2x2(32, 32, 1); /* cifar_small's first: 16 columns, two vectors */
-    check_maxpool_2x2(4, 42, 1);  /* 21 columns: two vectors and a part */
+    check_maxpool_2x2(28, 28, 1, 0); /* fashion's */
+    check_maxpool_2x2(7, 9, 1, 0);   /* a last row and column that cross the border */
+    check_maxpool_2x2(6, 8, 0, 0);
+    check_maxpool_2x2(5, 33, 0, 0);  /* odd maps without padding: the last row and column dropped */
+    check_maxpool_2x2(14, 14, 1, 0); /* fashion's second: 7 columns, under a vector */
+    check_maxpool_2x2(32, 32, 1, 0); /* cifar_small's first: 16 columns, two vectors */
+    check_maxpool_2x2(4, 42, 1, 0);  /* 21 columns: two vectors and a part */
+    /* a window with a NaN gives NaN, its delta to the last NaN, as torch's max_pool2d */
+    check_maxpool_2x2(32, 32, 1, 1);
+    check_maxpool_2x2(7, 9, 1, 1);
 }
 
 /* The input gradient of a net whose layers' backward writes their input's delta whole
