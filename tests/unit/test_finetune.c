@@ -229,6 +229,17 @@ static void test_the_first_nonfinite_output_is_found(void)
     net_forward(&net);
     CHECK(net_first_nonfinite_output(&net) == -1);
     net_free(&net);
+    /* relu and maxpool keep a NaN (as torch's), so it is found where it starts, not hidden as 0 */
+    build(&net,
+          NET_HEAD
+          "engine=ref\n[convolutional]\nfilters=3\nsize=3\npad=1\nactivation=relu\n" POOL HEAD(3),
+          1);
+    fill_batch(&net);
+    layer_param(&net.layers[0], "weights")->data[4] = NAN;
+    net_forward(&net);
+    CHECK(net_first_nonfinite_output(&net) == 0);
+    CHECK(!isfinite(net.loss));
+    net_free(&net);
 }
 
 static void test_a_nonfinite_loss_abandons_the_step_and_names_the_layer(void)
