@@ -117,6 +117,8 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
     float bs[KC * COLS] __attribute__((aligned(64)));
     for (int k0 = 0; k0 < k; k0 += KC) {
         const int kc = k - k0 < KC ? k - k0 : KC, load_c = k0 > 0 || beta != 0.0f;
+        /* rows of the next block (0: none), which both operands' prefetches ask for */
+        const int next_kc = k - k0 - KC <= 0 ? 0 : k - k0 - KC < KC ? k - k0 - KC : KC;
         const float *ak = a + (size_t)k0 * lda, *bk = b + (size_t)k0 * ldb;
         int packed_j = -1, strip_rows = 0, strip_cols = 0;
         const float *next_strip = NULL;
@@ -128,9 +130,7 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
                  * in this block, else its first column's in the next block, else none */
                 const int t_next = (t / tiles_m + 1) * tiles_m, in_block = t_next < t1;
                 const int j_next = in_block ? j0 + COLS : t0 / tiles_m * COLS;
-                strip_rows = in_block      ? kc
-                             : k0 + KC < k ? (k - k0 - KC < KC ? k - k0 - KC : KC)
-                                           : 0;
+                strip_rows = in_block ? kc : next_kc;
                 next_strip = in_block     ? bk + j_next
                              : strip_rows ? b + (size_t)(k0 + KC) * ldb + j_next
                                           : bk;
@@ -154,8 +154,7 @@ static void tiles(int m, int n, int k, const float *a, int lda, const float *b, 
             }
             const float *at = ak + i0;
             /* the first column of tiles (tiles_m of them, every i0) fetches the next block of A */
-            const int next_rows =
-                t - t0 < tiles_m && k0 + KC < k ? (k - k0 - KC < KC ? k - k0 - KC : KC) : 0;
+            const int next_rows = t - t0 < tiles_m ? next_kc : 0;
             const float *next_a = next_rows ? at + (size_t)KC * lda : at;
             float *ct = c + (size_t)i0 * ldc + j0;
             switch (m - i0 < ROWS ? m - i0 : ROWS) {
