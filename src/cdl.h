@@ -544,7 +544,7 @@ typedef struct cdl_doctor_report {
     cdl_build_info build;
     char blas_library[256]; /* the OpenBLAS shared library loaded (its real path) */
     char blas_config[256];  /* openblas_get_config() */
-    char blas_core[64];     /* openblas_get_corename(): the kernels chosen for this CPU */
+    char blas_core[64];     /* openblas_get_corename(), and whether cdl chose it (blas_kernels.h) */
     int blas_threads;       /* openblas_get_num_threads() */
     int blas_openmp;        /* 1: OpenBLAS's OpenMP build (its threads are cdl's OpenMP ones) */
     int cores_online;       /* CPUs online */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cdl.h"
+#include "ops/blas_kernels.h"
 
 enum { LOAD_SAMPLES = 8, LOAD_SAMPLE_GAP_US = 2000 };
 
@@ -61,6 +62,7 @@ int cdl_threads_default(void)
 
 int cdl_set_threads(int threads)
 {
+    blas_choose_kernels();
     if (threads <= 0)
         threads = cdl_threads_default();
     omp_set_num_threads(threads);

@@ -102,3 +102,13 @@ doctor_json() {
     [[ "$output" == *"build:    GPU=0 MPI=1 "* ]]
     [[ "$output" =~ MPI:\ +(Open\ MPI|MPICH) ]]
 }
+
+@test "cdl doctor: the user's OPENBLAS_CORETYPE wins over cdl's kernel choice" {
+    OPENBLAS_CORETYPE=Prescott run doctor_json 'd["blas"]["core"]'
+    [ "$status" -eq 0 ]
+    [ "$output" = "Prescott" ]
+    run doctor_json 'd["blas"]["core"]'
+    if grep -q ' avx2 ' /proc/cpuinfo && [[ "$output" == *"cdl's choice"* ]]; then
+        [[ "$output" == "SkylakeX (cdl's choice: "* || "$output" == "Haswell (cdl's choice: "* ]]
+    fi
+}
