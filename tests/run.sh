@@ -30,6 +30,13 @@ check() {
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] && check "$(basename "$t")" "$t"
 done
+# bf16 convolutions on oneDNN's float32 kernels with the operands rounded by cdl (what runs where
+# oneDNN's bf16 kernels are the slower, dnnl_conv_bf16_kernels) on any machine: oneDNN capped
+# below its bf16 instructions (no effect on AVX2, where the rounding reference runs them).
+for t in test_bf16 test_dnnl_conv; do
+    [ -x "$BUILD/tests/$t" ] &&
+        check "$t, float32 kernels" env ONEDNN_MAX_CPU_ISA=avx512_core "$BUILD/tests/$t"
+done
 # Every fuzz target's seed corpus and regression inputs, replayed under ASan+UBSan
 # (tests/fuzz/replay.c), one test per target.
 FUZZ_REPLAY_DIR=${FUZZ_REPLAY_DIR:-build/san/fuzz}

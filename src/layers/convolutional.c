@@ -44,9 +44,10 @@
  * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
  * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
  * falls back to the reference when oneDNN has only its slow reference implementation for it
- * ("ref:any") and when it runs with int8 weights. In precision=bf16 a layer runs on oneDNN's bf16
- * kernels (DnnlConvDesc.bf16: its reorders round x, w and dy) on a CPU that has bf16 instructions,
- * whatever the engine unless the cfg says engine=ref; elsewhere on the rounding reference. In an
+ * ("ref:any") and when it runs with int8 weights. In precision=bf16 a layer runs on oneDNN
+ * (DnnlConvDesc.bf16: x, w and dy rounded) where dnnl_conv_bf16_runs, whatever the engine unless
+ * the cfg says engine=ref: on its bf16 kernels where they outrun its float32 ones, else on those
+ * on rounded copies; elsewhere on the rounding reference. In an
  * inference net (no gradients) batch norm's running statistics are folded into the weights and bias
  * each forward (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as without
  * batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the forward's
@@ -116,9 +117,9 @@ typedef struct Conv {
      * applies the activation (relu or leaky without batch norm), leaving l->pre unwritten (their
      * derivatives read the output only) */
     int dnnl_wanted, dnnl, fused;
-    /* precision=bf16 runs on oneDNN's bf16 kernels (parse: on a CPU with bf16 instructions,
-     * dnnl_conv_bf16_native, unless the cfg says engine=ref), its reorders rounding the
-     * operands; else on the rounding reference below, as where oneDNN has only "ref:any" */
+    /* precision=bf16 runs on oneDNN (parse: dnnl_conv_bf16_runs, unless the cfg says
+     * engine=ref), x, w and dy rounded by it; else on the rounding reference below, as where
+     * oneDNN has only "ref:any" */
     int dnnl_bf16_wanted;
     DnnlConv dc;
     /* engine=dnnl in an inference net (no gradients) with batch norm: its inference forward
@@ -256,7 +257,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                                                                                .groups = groups,
                                                                                .winograd = wino}));
     cv->dnnl_bf16_wanted =
-        (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_native();
+        (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_runs();
     cv->wino_wanted = !cv->dnnl_wanted && wino;
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&

@@ -30,9 +30,11 @@ typedef struct DnnlConvDesc {
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
-    int bf16;      /* 1: x, w and dy taken in bf16 (oneDNN's reorders round the float32 tensors
-                      to nearest even), float32 sums, y, dx, dw and db float32: the numerics of
-                      torch.autocast("cpu", torch.bfloat16) on oneDNN's bf16 kernels */
+    int bf16;      /* 1: x, w and dy taken in bf16 (rounded to nearest even), float32 sums, y,
+                      dx, dw and db float32: the numerics of torch.autocast("cpu",
+                      torch.bfloat16). On oneDNN's bf16 kernels (its reorders round) where they
+                      outrun its float32 ones (dnnl_conv_bf16_kernels), else on its float32
+                      kernels, the operands rounded into float32 copies (DNNL_ROUND_FLOATS) */
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -41,6 +43,8 @@ struct dnnl_memory;
 
 enum { DNNL_CONV_FWD, DNNL_CONV_BWD_DATA, DNNL_CONV_BWD_WEIGHTS, DNNL_CONV_PRIMS };
 enum { DNNL_CONV_MAX_ARGS = 4 };
+
+enum { DNNL_ROUND_NONE, DNNL_ROUND_PACK, DNNL_ROUND_FLOATS };
 
 /* One argument of a primitive: the caller's plain tensor, and where the primitive wants another
  * layout (oneDNN's blocked ones, e.g. nChw8c activations), a copy in the scratch buffer that a
@@ -54,8 +58,11 @@ typedef struct DnnlConvArg {
     struct dnnl_memory *user;       /* plain, at the caller's pointer */
     struct dnnl_memory *inner;      /* the primitive's layout, NULL when that is the plain one */
     struct dnnl_primitive *reorder; /* user to inner (inputs) or inner to user (outputs) */
-    /* 1: a bf16 input (x or dy) whose inner is nChw8c: a caller's float32 nChw8c tensor
-     * (dnnl_conv_blocked) is rounded into it element by element (bf16_pack), no reorder */
+    /* DNNL_ROUND_PACK: a bf16 input (x or dy) whose inner is nChw8c: a caller's float32 nChw8c
+     * tensor (dnnl_conv_blocked) is rounded into it element by element (bf16_pack), no reorder.
+     * DNNL_ROUND_FLOATS: an operand (x, w or dy) of a bf16 convolution on float32 kernels: inner
+     * is always a copy in the scratch, rounded there (bf16_round_floats) after its reorder, or
+     * from the caller's tensor where that has inner's layout. */
     int round;
     size_t offset; /* inner's bytes from the scratch buffer's aligned start */
 } DnnlConvArg;
@@ -86,10 +93,17 @@ int dnnl_conv_built(void);
  * "not built" without it. */
 void dnnl_describe(char *buf, size_t size);
 
-/* 1 when oneDNN dispatches to native bf16 instructions on this CPU (ISA avx512_core_bf16 or
- * above: vdpbf16ps), where a DnnlConvDesc with bf16 runs at about twice the float32 rate; 0 on
- * others (oneDNN's bf16 there is unimplemented or emulated) and without oneDNN. */
-int dnnl_conv_bf16_native(void);
+/* 1 when oneDNN's bf16 kernels outrun its float32 ones on this CPU, so that a DnnlConvDesc with
+ * bf16 runs on them: ISA avx512_core_amx, or avx512_core_bf16 (vdpbf16ps) on AMD, where it runs
+ * at about twice the float32 FMA rate (Zen 4 and 5). Intel's cores without AMX issue vdpbf16ps
+ * at half the rate of their two float32 FMA units (README, bf16 mixed precision). A fixed rule
+ * on the CPU, no timing, so that results are reproducible. 0 without oneDNN. */
+int dnnl_conv_bf16_kernels(void);
+/* 1 when oneDNN runs bf16 convolutions here (engine=auto's choice for precision=bf16): on its
+ * bf16 kernels (dnnl_conv_bf16_kernels), or in a build for AVX-512 on its float32 ones with the
+ * operands rounded, as it runs every float32 convolution there; 0 on AVX2, where the rounding
+ * reference runs them, and without oneDNN. */
+int dnnl_conv_bf16_runs(void);
 
 /* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
  * desc's shape and winograd (batch, bias and the rest aside): [net] engine=auto's fixed rule
