@@ -584,7 +584,10 @@ int cdl_threads_default(void);
 /* The rule above for given numbers: round(online - others_running), within [1, usable]. */
 int cdl_threads_from_load(int cores_usable, int cores_online, double others_running);
 /* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
- * returns the count set. */
+ * returns the count set. Also readies the arithmetic of the calling thread and OpenMP's, as
+ * every cdl command has it: OpenBLAS's kernels for this CPU (src/ops/blas_kernels.h), and
+ * subnormal floats flushed to zero (FTZ and DAZ, src/ops/subnormals.h: on Intel's cores each
+ * operation on one costs a microcode assist). */
 int cdl_set_threads(int threads);
 
 /* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */

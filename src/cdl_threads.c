@@ -1,5 +1,6 @@
 /* How cdl's commands use OpenMP threads: when none are named, OMP_NUM_THREADS when the user set
- * it, else the usable cores less those other processes are running on right now. */
+ * it, else the usable cores less those other processes are running on right now; and how those
+ * threads compute (OpenBLAS's kernels, subnormals flushed). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -10,6 +11,7 @@
 
 #include "cdl.h"
 #include "ops/blas_kernels.h"
+#include "ops/subnormals.h"
 
 enum { LOAD_SAMPLES = 8, LOAD_SAMPLE_GAP_US = 2000 };
 
@@ -67,5 +69,6 @@ int cdl_set_threads(int threads)
         threads = cdl_threads_default();
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
+    subnormals_flush();
     return threads;
 }

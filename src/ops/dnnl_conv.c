@@ -241,8 +241,8 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
         dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, a->arg);
     if (!inner)
         return dnnl_runtime_error;
-    const int operand = a->arg == DNNL_ARG_SRC || a->arg == DNNL_ARG_WEIGHTS ||
-                        a->arg == DNNL_ARG_DIFF_DST;
+    const int operand =
+        a->arg == DNNL_ARG_SRC || a->arg == DNNL_ARG_WEIGHTS || a->arg == DNNL_ARG_DIFF_DST;
     if (c->bf16 && !bf16_operands(c) && operand)
         a->round = DNNL_ROUND_FLOATS;
     dnnl_status_t s = dnnl_memory_create(&a->user, user, engine, DNNL_MEMORY_NONE);
@@ -390,7 +390,8 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
         const int args[] = {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
                             DNNL_ARG_DIFF_BIAS};
         s = s ? s
-              : make_prim(d, DNNL_CONV_BWD_WEIGHTS, &m, c, wpd, nb, args, (const int[]){0, 0, 2, 2});
+              : make_prim(d, DNNL_CONV_BWD_WEIGHTS, &m, c, wpd, nb, args,
+                          (const int[]){0, 0, 2, 2});
     }
     /* Both backward primitives take dy first, at the scratch's start: where they want the same
      * layout, the backward data (run second) reads the weights' backward's copy. */
