@@ -31,7 +31,11 @@
  * from the gate rows of step t+1, which hold it by then), then their cell backward, the bias
  * gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and [dW_ih |
  * dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows together).
- * fused=0 keeps the per-step path above, the reference the tests compare the fused one against.
+ * Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's weights,
+ * so x_t W_ih^T + b_ih + b_hh comes from a table of one row per token id, computed once per
+ * forward, and backward forms dW_ih and the embedding's gradient from dL/da summed per id
+ * (Recurrent.embedding). fused=0 keeps the per-step path above, the reference the tests compare
+ * the fused one against.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
  * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
@@ -118,7 +122,17 @@ typedef struct Recurrent {
                      backward W_hh [G*H][H] (U panels), then W_ih [G*H][I], then
                      [dW_ih | dW_hh] [G*H][I+H] */
     float *tiles; /* work [U][4][batch][UNIT]: a block's gate products of one step */
-    float *bias;  /* work [G*H] forward b_ih + b_hh, backward dL/db */
+    /* The fused lstm reading layer 0's [embedding] (set at parse; used when time_major): its
+     * input rows are rows of the embedding's weights E [vocab][I], so forward takes x_t W_ih^T +
+     * b_ih + b_hh from a table of vocab + 1 rows (E W_ih^T + the biases; the last, for an id
+     * outside [0, vocab), the biases alone) and the steps multiply h_{t-1} W_hh^T alone; backward
+     * sums dL/da by token id and takes dW_ih = sums^T E and E's gradient sums W_ih from those
+     * (vocab rows instead of batch*T), leaving the embedding's delta to its other readers:
+     * 3 products of batch*T x I x G*H become vocab-row ones (char_lstm: a fifth of the FLOPs).
+     * NULL: the input's own rows. */
+    const Layer *embedding;
+    float *token_rows; /* work: forward the table [vocab+1][G*H], backward the sums [vocab][G*H] */
+    float *bias;       /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
      * and a pad, so that a column block of a step's rows does not fall in one cache set); else in
@@ -296,6 +310,12 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     rc->inputs = in.w;
     rc->hidden = hidden;
     rc->fused = fused;
+    const Layer *first = &net->layers[0];
+    rc->embedding = cell == &lstm_cell && l->n_inputs == 1 && l->inputs[0] == 0 &&
+                            first->type->reads_token_ids && first->n_params == 1 &&
+                            first->params[0].n_dims == 2 && first->params[0].dims[1] == in.w
+                        ? first
+                        : NULL;
     l->out_shape = (Shape){1, rc->steps, hidden};
     const size_t rows = (size_t)cell->gates * (size_t)hidden;
     /* torch.nn.RNN/GRU/LSTM's weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 */
@@ -381,6 +401,8 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         rc->wcat = layer_work_floats(st, most);
         rc->tiles = layer_work_floats(st, U * 4 * B * UNIT);
         rc->bias = layer_work_floats(st, GH);
+        rc->token_rows = layer_work_floats(
+            st, rc->embedding ? ((size_t)rc->embedding->params[0].dims[0] + 1) * GH : 0);
         return CDL_OK;
     }
     /* W_hh^T, W_hh, W_ih^T and W_ih packed, one at a time */
@@ -492,18 +514,42 @@ static int block_units(const Recurrent *rc, int u, int *j0)
     return rc->hidden - *j0 < UNIT ? rc->hidden - *j0 : UNIT;
 }
 
-/* Block u's panels of the forward's [W_ih | W_hh]^T (rc->wcat), by the thread that uses them. */
+/* The embedding whose weight rows are the fused lstm's inputs (Recurrent.embedding), or NULL. */
+static const Layer *token_input(const Recurrent *rc)
+{
+    return rc->time_major ? rc->embedding : NULL;
+}
+
+/* The columns of the operand rows [x_t, h_{t-1}] that the steps' products take: I, or none
+ * (0) when x_t W_ih^T comes from the token table. */
+static int x_columns(const Recurrent *rc)
+{
+    return token_input(rc) ? 0 : rc->inputs;
+}
+
+/* The token table's row for sample b's step t: its id, or vocab (the biases alone) for an id
+ * outside [0, vocab), as [embedding] gives such an id a zero row. */
+static size_t token_row(const Layer *emb, int b, int t, int T)
+{
+    const float id = emb->in[0][(size_t)b * T + t];
+    const int64_t vocab = emb->params[0].dims[0];
+    return id >= 0 && id < (float)vocab ? (size_t)id : (size_t)vocab;
+}
+
+/* Block u's panels of the forward's [W_ih | W_hh]^T (rc->wcat; W_hh^T alone with a token
+ * table), by the thread that uses them. */
 static void fused_pack_forward(const Layer *l, int u)
 {
     const Recurrent *rc = l->priv;
-    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
+    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc), X = x_columns(rc), K = X + H;
     int j0;
     const int n = block_units(rc, u, &j0);
     for (int g = 0; g < 4; g++) {
-        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * (I + H);
+        float *panel = rc->wcat + (size_t)(g * U + u) * UNIT * K;
         const size_t row = (size_t)g * H + (size_t)j0;
-        gemm_pack_rows(1, I, n, l->params[P_WEIGHTS_IH].data + row * I, I, 0, I + H, panel);
-        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, I, I + H, panel);
+        if (X)
+            gemm_pack_rows(1, I, n, l->params[P_WEIGHTS_IH].data + row * I, I, 0, K, panel);
+        gemm_pack_rows(1, H, n, l->params[P_WEIGHTS_HH].data + row * H, H, X, K, panel);
     }
 }
 
@@ -664,16 +710,19 @@ static inline __attribute__((always_inline)) void
 forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
 {
     Recurrent *rc = l->priv;
-    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc);
+    const int I = rc->inputs, H = rc->hidden, U = unit_blocks(rc), X = x_columns(rc);
     const size_t BU = (size_t)batch * UNIT, step = (size_t)t * batch;
-    const size_t K = (size_t)I + H;
+    const size_t K = (size_t)X + H;
     for (int g = 0; g < 4; g += 2) /* W_ih x_t + W_hh h_{t-1}, two gates' panels at a time */
-        gemm_packed_two_panels(batch, (int)K, rc->xh + step * rc->ld_xh, (int)rc->ld_xh,
+        gemm_packed_two_panels(batch, (int)K, rc->xh + step * rc->ld_xh + (I - X), (int)rc->ld_xh,
                                rc->wcat + (size_t)(g * U + u) * UNIT * K,
                                rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 0.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
-    const float *bias = rc->bias + j0; /* b_ih + b_hh */
+    const Layer *emb = token_input(rc);
+    const float *bias = rc->bias + j0; /* b_ih + b_hh, or the token's row of the table */
     for (int b = 0; b < batch; b++) {
+        if (emb)
+            bias = rc->token_rows + token_row(emb, b, t, rc->steps) * 4 * (size_t)H + j0;
         const size_t row = step + b;
         prefetch_lines(rc, batch, next_t, next_u, b, NULL);
         const float *a = tile + (size_t)b * UNIT;
@@ -707,14 +756,24 @@ static void fused_forward(Layer *l, const StepContext *ctx)
     for (int j = 0; j < 4 * H; j++)
         rc->bias[j] = b_ih[j] + b_hh[j];
     memset(rc->zeros, 0, 4 * (size_t)H * sizeof *rc->zeros);
+    const Layer *emb = token_input(rc);
+    if (emb) { /* table [vocab+1][G*H] = the biases, + E W_ih^T in the first vocab rows */
+        const int vocab = (int)emb->params[0].dims[0];
+        for (int v = 0; v <= vocab; v++)
+            memcpy(rc->token_rows + (size_t)v * 4 * H, rc->bias, 4 * (size_t)H * sizeof *rc->bias);
+        gemm(0, 1, vocab, 4 * H, I, 1.0f, emb->params[0].data, I, l->params[P_WEIGHTS_IH].data, I,
+             1.0f, rc->token_rows, 4 * H);
+    }
+    const int X = x_columns(rc);
 #pragma omp parallel
     {
         int lo, hi;
         thread_share(rows, &lo, &hi);
-        for (int r = lo; r < hi; r++) { /* the operand rows: x_t, and h_{-1} = 0 */
+        for (int r = lo; r < hi; r++) { /* the operand rows: x_t (unless tokens), h_{-1} = 0 */
             const int b = r / T, t = r % T;
             float *dst = rc->xh + ((size_t)t * batch + b) * rc->ld_xh;
-            memcpy(dst, l->in[0] + (size_t)r * I, (size_t)I * sizeof *dst);
+            if (X)
+                memcpy(dst, l->in[0] + (size_t)r * I, (size_t)I * sizeof *dst);
             if (t == 0)
                 memset(dst + I, 0, (size_t)H * sizeof *dst);
         }
@@ -791,6 +850,40 @@ static void fused_backward_block(Layer *l, int batch, int t, int u, int t1, int 
         backward_units(l, batch, t, j0, n, t1, u1);
 }
 
+/* The fused lstm's weight gradients on a token table (Recurrent.embedding), dL/da in the gate
+ * rows: sums[v] = the rows of the tokens of id v; dW_ih += sums^T E, E's gradient += sums W_ih
+ * (unless the embedding is frozen), dW_hh += dL/da^T h_{t-1} over every row. */
+static void token_weight_gradients(Layer *l, const Layer *emb, int batch)
+{
+    Recurrent *rc = l->priv;
+    const int T = rc->steps, I = rc->inputs, H = rc->hidden, GH = 4 * H, rows = batch * T;
+    const int vocab = (int)emb->params[0].dims[0];
+    float *sums = rc->token_rows;
+    memset(sums, 0, (size_t)vocab * GH * sizeof *sums);
+#pragma omp parallel
+    { /* the threads split the columns: each sum in row order, no two threads on one value */
+        int lo, hi;
+        thread_share(GH, &lo, &hi);
+        for (int r = 0; r < rows; r++) {
+            const size_t v = token_row(emb, r % batch, r / batch, T);
+            if (v == (size_t)vocab)
+                continue;
+            const float *d = rc->gates + (size_t)r * rc->ld_gates;
+            float *sum = sums + v * GH;
+#pragma omp simd
+            for (int j = lo; j < hi; j++)
+                sum[j] += d[j];
+        }
+    }
+    gemm(1, 0, GH, I, vocab, 1.0f, sums, GH, emb->params[0].data, I, 1.0f,
+         l->params[P_WEIGHTS_IH].grad, I);
+    if (emb->params[0].grad)
+        gemm(0, 0, vocab, I, GH, 1.0f, sums, GH, l->params[P_WEIGHTS_IH].data, I, 1.0f,
+             emb->params[0].grad, I);
+    gemm(1, 0, GH, H, rows, 1.0f, rc->gates, (int)rc->ld_gates, rc->xh + I, (int)rc->ld_xh, 1.0f,
+         l->params[P_WEIGHTS_HH].grad, H);
+}
+
 static void fused_backward(Layer *l, const StepContext *ctx)
 {
     Recurrent *rc = l->priv;
@@ -825,7 +918,8 @@ static void fused_backward(Layer *l, const StepContext *ctx)
 #pragma omp barrier
         }
     }
-    if (dx) { /* dx += da W_ih, every step at once (time-major rows in dx_tm, then added);
+    const Layer *emb = token_input(rc);
+    if (dx && !emb) { /* dx += da W_ih, every step at once (time-major rows in dx_tm, then added);
                ops/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
         float *dx_tm = rc->dx_tm;
         gemm_pack(0, GH, I, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
@@ -842,6 +936,10 @@ static void fused_backward(Layer *l, const StepContext *ctx)
     for (int j = 0; j < GH; j++) {
         db_ih[j] += rc->bias[j];
         db_hh[j] += rc->bias[j];
+    }
+    if (emb) {
+        token_weight_gradients(l, emb, batch);
+        return;
     }
     /* [dW_ih | dW_hh] [G*H][I+H] = da^T [x, h_prev] (the operand rows) in one sgemm, into the
      * packed weights' work memory, then added into the two gradients */

@@ -29,6 +29,9 @@ static void test_gradcheck_each_layer(void)
     gradcheck_cfg("lstm fused, two unit blocks", SEQ_NET(2, 3, 3) "[lstm]\noutput=20\nfused=1\n");
     gradcheck_cfg("lstm fused", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=1\n");
     gradcheck_cfg("lstm fused=0", SEQ_NET(2, 4, 3) "[lstm]\noutput=5\nfused=0\n");
+    gradcheck_cfg("lstm fused on an embedding's tokens",
+                  "[net]\nbatch=2\nseq=4\ninputs=1\nvocab=6\n[embedding]\noutput=3\n[lstm]\n"
+                  "output=20\nfused=1\n");
     gradcheck_cfg("gru", SEQ_NET(2, 4, 3) "[gru]\noutput=5\n");
 }
 
@@ -252,6 +255,66 @@ static void test_fused_lstm_matches_reference(void)
     omp_set_num_threads(saved);
 }
 
+/* The fused lstm on layer 0's [embedding] (its token table, Recurrent.embedding) against the
+ * per-step reference (fused=0), which multiplies the embedding's output rows: the output and
+ * every parameter gradient, the embedding's included, within 1e-5 of their largest value, at 1
+ * and 2 threads; ids outside the vocabulary (a zero row, no gradient) among the tokens, and a
+ * short last block of units. */
+static void test_token_lstm_matches_reference(void)
+{
+    enum { BATCH = 5, T = 6, VOCAB = 9 };
+    const int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        float *got[2];
+        size_t n[2];
+        for (int fused = 0; fused < 2; fused++) {
+            omp_set_num_threads(threads);
+            char text[256];
+            snprintf(text, sizeof text,
+                     "[net]\nbatch=%d\nseq=%d\ninputs=1\nvocab=%d\n[embedding]\noutput=7\n"
+                     "[lstm]\noutput=40\nfused=%d\n",
+                     BATCH, T, VOCAB, fused);
+            Net net;
+            Error e = {0};
+            got[fused] = NULL;
+            if (net_build_from_text(&net, text, "t.cfg", 1, 2, &e) ||
+                net_resize(&net, BATCH, 1, &e)) {
+                fprintf(stderr, "FAIL build: %s\n", e.msg);
+                continue;
+            }
+            Rng rng;
+            rng_seed(&rng, 8, 0);
+            for (int i = 0; i < BATCH * T; i++)
+                net.input[i] =
+                    i % 7 == 3 ? (i % 2 ? -1.0f : (float)VOCAB + 2) : (float)rng_below(&rng, VOCAB);
+            const Layer *l = &net.layers[1];
+            const size_t out_n = (size_t)BATCH * shape_size(l->out_shape);
+            net.train = 1;
+            net_zero_grads(&net);
+            net_forward(&net);
+            n[fused] = out_n + net.n_params;
+            got[fused] = malloc(n[fused] * sizeof *got[fused]);
+            memcpy(got[fused], l->out, out_n * sizeof *l->out);
+            for (size_t i = 0; i < out_n; i++)
+                l->delta[i] = rng_normal(&rng);
+            net_backward(&net);
+            memcpy(got[fused] + out_n, net.grads, net.n_params * sizeof *net.grads);
+            net_free(&net);
+        }
+        CHECK(got[0] && got[1] && n[0] == n[1]);
+        double worst = 0, scale = 0;
+        for (size_t i = 0; got[0] && got[1] && i < n[0]; i++) {
+            worst = fmax(worst, fabs(got[1][i] - got[0][i]));
+            scale = fmax(scale, fabs(got[0][i]));
+        }
+        CHECK(scale > 0);
+        CHECK_NEAR(worst / scale, 0, 1e-5);
+        free(got[0]);
+        free(got[1]);
+    }
+    omp_set_num_threads(saved);
+}
+
 static void test_results_do_not_depend_on_thread_count(void)
 {
     const int saved = omp_get_max_threads();
@@ -364,6 +427,7 @@ int main(void)
     test_matches_pytorch();
     test_results_do_not_depend_on_thread_count();
     test_fused_lstm_matches_reference();
+    test_token_lstm_matches_reference();
     test_gradcheck_each_layer();
     test_gradcheck_stacked_with_softmax();
     return check_report("test_recurrent");
