@@ -207,6 +207,20 @@ static float *results_at_threads(const char *section, int threads, size_t *n)
     return results_of(text, 8, threads, 1.0f, n);
 }
 
+/* got[1] [n[1]] within 1e-5 of the largest value of got[0] [n[0]] (the per-step reference's
+ * results) everywhere. */
+static void check_matches_reference(float *const got[2], const size_t n[2])
+{
+    CHECK(got[0] && got[1] && n[0] == n[1]);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; got[0] && got[1] && i < n[0]; i++) {
+        worst = fmax(worst, fabs(got[1][i] - got[0][i]));
+        scale = fmax(scale, fabs(got[0][i]));
+    }
+    CHECK(scale > 0);
+    CHECK_NEAR(worst / scale, 0, 1e-5);
+}
+
 /* The fused lstm (the default) against the per-step reference (fused=0) on the same weights and
  * data: output, parameter and input gradients within 1e-5 of their largest value, at 1 and 2
  * threads, and the same bits from a second run; hidden sizes of one, several and a short last block
@@ -231,14 +245,7 @@ static void test_fused_lstm_matches_reference(void)
                          sh[1], sh[2], sh[3], fused);
                 got[fused] = results_of(text, sh[0], threads, input_scale, &n[fused]);
             }
-            CHECK(got[0] && got[1] && n[0] == n[1]);
-            double worst = 0, scale = 0;
-            for (size_t i = 0; got[0] && got[1] && i < n[0]; i++) {
-                worst = fmax(worst, fabs(got[1][i] - got[0][i]));
-                scale = fmax(scale, fabs(got[0][i]));
-            }
-            CHECK(scale > 0);
-            CHECK_NEAR(worst / scale, 0, 1e-5);
+            check_matches_reference(got, n);
             size_t n_again;
             char text[256];
             snprintf(text, sizeof text,
@@ -301,14 +308,7 @@ static void test_token_lstm_matches_reference(void)
             memcpy(got[fused] + out_n, net.grads, net.n_params * sizeof *net.grads);
             net_free(&net);
         }
-        CHECK(got[0] && got[1] && n[0] == n[1]);
-        double worst = 0, scale = 0;
-        for (size_t i = 0; got[0] && got[1] && i < n[0]; i++) {
-            worst = fmax(worst, fabs(got[1][i] - got[0][i]));
-            scale = fmax(scale, fabs(got[0][i]));
-        }
-        CHECK(scale > 0);
-        CHECK_NEAR(worst / scale, 0, 1e-5);
+        check_matches_reference(got, n);
         free(got[0]);
         free(got[1]);
     }
