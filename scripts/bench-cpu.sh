@@ -93,7 +93,8 @@ fi
 
 echo "cdl $(./cdl --version | cut -d' ' -f2-); OpenBLAS kernels: $(./cdl doctor --json |
     "$debian_python" -c 'import json, sys; print(json.load(sys.stdin)["blas"]["core"])')" \
-    "(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; Debian's PyTorch 1.13 calls the system BLAS, OpenBLAS)"
+    "(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; Debian's PyTorch 1.13 calls the system BLAS," \
+    "OpenBLAS, with the kernels OpenBLAS itself picks: Prescott where cdl says it fell back)"
 echo "PyTorch 1: $torch1_version ($torch1_python); PyTorch 2: $torch2_version ($venv)"
 for t in "${thread_counts[@]}"; do
     echo "FMA peak, $t thread(s): ${peak[$t]:-unknown (no AVX2/FMA)} GFLOP/s (scripts/fma_peak.c)"
