@@ -232,7 +232,8 @@ static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnn
 
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
- * one that adds into the plain tensor: a sum post-op). */
+ * one that adds into the plain tensor: a sum post-op); an operand of a bf16 convolution on float32
+ * kernels (DNNL_ROUND_FLOATS) always gets the scratch copy, which run() rounds. */
 static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
                               const_dnnl_primitive_desc_t pd, const DnnlConvDesc *c)
 {
