@@ -71,7 +71,10 @@ typedef struct Layer {
     /* Bound by net_resize: in[k] is the output [batch][shape of input k] of the k-th input
      * (net->input for -1) and in_delta[k] its delta, where backward adds dL/d(input k);
      * in_delta[k] is NULL when that gradient is not needed (no gradients, a frozen input
-     * layer, the net input without input_delta). Layers read other layers through these only. */
+     * layer, the net input without input_delta). Layers read other layers through these only,
+     * but for those that fold layer 0's [embedding] into their own products (a [linear] with
+     * tie=1, the fused [lstm] right after it): they read its parameters (the lstm its input ids
+     * too) and add into its weight gradient, their backward running before its own. */
     const float *in[LAYER_MAX_INPUTS];
     float *in_delta[LAYER_MAX_INPUTS];
     /* Set by net_backward before the backward of a family with writes_input_delta: 1 when this
