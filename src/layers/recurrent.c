@@ -132,6 +132,7 @@ typedef struct Recurrent {
      * NULL: the input's own rows. */
     const Layer *embedding;
     float *token_rows; /* work: forward the table [vocab+1][G*H], backward the sums [vocab][G*H] */
+    int *token_of;     /* state [T][batch]: the table row of each step's sample, set by forward */
     float *bias;       /* work [G*H] forward b_ih + b_hh, backward dL/db */
     /* Set by resize, the layer runs the fused lstm (fused_lstm), and step t of sample b keeps its
      * gates and saved values in row t batch + b (a step's rows together, ld_* floats apart: a row
@@ -403,6 +404,7 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
         rc->bias = layer_work_floats(st, GH);
         rc->token_rows = layer_work_floats(
             st, rc->embedding ? ((size_t)rc->embedding->params[0].dims[0] + 1) * GH : 0);
+        rc->token_of = layer_state_bytes(st, rc->embedding ? T * B * sizeof *rc->token_of : 0);
         return CDL_OK;
     }
     /* W_hh^T, W_hh, W_ih^T and W_ih packed, one at a time */
@@ -527,13 +529,13 @@ static int x_columns(const Recurrent *rc)
     return token_input(rc) ? 0 : rc->inputs;
 }
 
-/* The token table's row for sample b's step t: its id, or vocab (the biases alone) for an id
- * outside [0, vocab), as [embedding] gives such an id a zero row. */
-static size_t token_row(const Layer *emb, int b, int t, int T)
+/* The token table's row for the embedding's input row r ([batch][T]): its id, or vocab (the
+ * biases alone) for an id outside [0, vocab), as [embedding] gives such an id a zero row. */
+static int token_row(const Layer *emb, size_t r)
 {
-    const float id = emb->in[0][(size_t)b * T + t];
-    const int64_t vocab = emb->params[0].dims[0];
-    return id >= 0 && id < (float)vocab ? (size_t)id : (size_t)vocab;
+    const float id = emb->in[0][r];
+    const int vocab = (int)emb->params[0].dims[0];
+    return id >= 0 && id < (float)vocab ? (int)id : vocab;
 }
 
 /* Block u's panels of the forward's [W_ih | W_hh]^T (rc->wcat; W_hh^T alone with a token
@@ -718,12 +720,12 @@ forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int
                                rc->wcat + (size_t)(g * U + u) * UNIT * K,
                                rc->wcat + (size_t)((g + 1) * U + u) * UNIT * K, 0.0f, tile + g * BU,
                                tile + (g + 1) * BU, UNIT);
-    const Layer *emb = token_input(rc);
+    const int tokens = token_input(rc) != NULL;
     const float *bias = rc->bias + j0; /* b_ih + b_hh, or the token's row of the table */
     for (int b = 0; b < batch; b++) {
-        if (emb)
-            bias = rc->token_rows + token_row(emb, b, t, rc->steps) * 4 * (size_t)H + j0;
         const size_t row = step + b;
+        if (tokens)
+            bias = rc->token_rows + (size_t)rc->token_of[row] * 4 * H + j0;
         prefetch_lines(rc, batch, next_t, next_u, b, NULL);
         const float *a = tile + (size_t)b * UNIT;
         const float *c_prev = t > 0 ? rc->saved + (row - batch) * rc->ld_saved + j0 : rc->zeros;
@@ -769,11 +771,13 @@ static void fused_forward(Layer *l, const StepContext *ctx)
     {
         int lo, hi;
         thread_share(rows, &lo, &hi);
-        for (int r = lo; r < hi; r++) { /* the operand rows: x_t (unless tokens), h_{-1} = 0 */
+        for (int r = lo; r < hi; r++) { /* the operand rows: x_t (or its table row), h_{-1} = 0 */
             const int b = r / T, t = r % T;
             float *dst = rc->xh + ((size_t)t * batch + b) * rc->ld_xh;
             if (X)
                 memcpy(dst, l->in[0] + (size_t)r * I, (size_t)I * sizeof *dst);
+            else
+                rc->token_of[(size_t)t * batch + b] = token_row(emb, (size_t)r);
             if (t == 0)
                 memset(dst + I, 0, (size_t)H * sizeof *dst);
         }
@@ -865,7 +869,7 @@ static void token_weight_gradients(Layer *l, const Layer *emb, int batch)
         int lo, hi;
         thread_share(GH, &lo, &hi);
         for (int r = 0; r < rows; r++) {
-            const size_t v = token_row(emb, r % batch, r / batch, T);
+            const size_t v = (size_t)rc->token_of[r];
             if (v == (size_t)vocab)
                 continue;
             const float *d = rc->gates + (size_t)r * rc->ld_gates;

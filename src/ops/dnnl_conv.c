@@ -507,13 +507,13 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
         if (g->round == DNNL_ROUND_FLOATS) {
             float *copy = (float *)(base + g->offset);
             dnnl_memory_set_data_handle(g->inner, copy);
-            const float *from = ptr[i];
-            if (!g->ready && g->reorder && !arg_of(g, blocked)) {
-                reorder(g->reorder, g->user, g->inner);
-                from = copy;
+            if (!g->ready) { /* from the caller's tensor where it has the copy's layout */
+                const int moved = g->reorder && !arg_of(g, blocked);
+                if (moved)
+                    reorder(g->reorder, g->user, g->inner);
+                bf16_round_floats(copy, moved ? copy : ptr[i],
+                                  memory_bytes(g->inner) / sizeof *copy);
             }
-            if (!g->ready)
-                bf16_round_floats(copy, from, memory_bytes(g->inner) / sizeof *copy);
         } else if (g->round && arg_of(g, blocked)) {
             dnnl_memory_set_data_handle(g->inner, base + g->offset);
             if (!g->ready)
