@@ -420,7 +420,10 @@ int cdl_model_bench_loader(cdl_model *model, const char *data_path,
 typedef struct cdl_model_summary {
     int c, h, w;             /* per-image input shape */
     int batch, subdivisions; /* the cfg's [net] batch and subdivisions */
-    int seq, vocab;          /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
+    /* samples in a training pass at the current thread count: batch / subdivisions, or fewer
+     * where training splits each mini-batch into smaller passes (README, Speed) */
+    int train_pass;
+    int seq, vocab; /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
     int n_layers;
     size_t params; /* parameters (weights, biases, scales) */
     size_t state;  /* running statistics (batch-norm means and variances) */

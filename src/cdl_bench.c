@@ -78,7 +78,7 @@ static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
                            .forward = time_stat_ms(&prof->forward[i]),
                            .backward = time_stat_ms(&prof->backward[i]),
                            .engine = l->engine};
-    const double passes = net->hyper.subdivisions;
+    const double passes = net->hyper.subdivisions * net->split;
     c.flops = sample_step_flops(net, l) * net->hyper.batch;
     c.step_ms = (c.forward.mean_ms + c.backward.mean_ms) * passes;
     c.share = c.step_ms / (1e3 * time_stat_mean_s(&prof->step));
@@ -99,7 +99,7 @@ static int fill_profile(Net *net, const Profiler *prof, cdl_profile_result *r, E
         return error_set(e, CDL_ERUNTIME, "out of memory");
     r->n_layers = net->n_layers;
     r->batch = net->hyper.batch;
-    r->passes_per_step = net->hyper.subdivisions;
+    r->passes_per_step = net->hyper.subdivisions * net->split;
     r->pass_batch = net->batch;
     r->step = time_stat_ms(&prof->step);
     for (int i = 0; i < net->n_layers; i++) {

@@ -2,11 +2,13 @@
  * shape, parameters, FLOPs, inputs and cfg settings, and the activation memory of training. */
 #include "cdl.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cdl_model.h"
 #include "core/layer_quant.h"
+#include "core/net_split.h"
 
 _Static_assert(CDL_LAYER_MAX_INPUTS == LAYER_MAX_INPUTS, "cdl.h's input count follows core's");
 
@@ -22,6 +24,8 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .w = net->in_shape.w,
         .batch = net->hyper.batch,
         .subdivisions = net->hyper.subdivisions,
+        .train_pass = net->hyper.batch / net->hyper.subdivisions /
+                      net_training_split(net, omp_get_max_threads()),
         .seq = net->seq > 0 ? net->seq : 0,
         .vocab = net->seq > 0 ? net->vocab : 0,
         .n_layers = net->n_layers,
@@ -86,7 +90,8 @@ static int activation_bytes(const Net *net, int want_grads, size_t *bytes, Error
         cfg_free(&cfg);
         return st;
     }
-    st = net_activation_bytes(&copy, copy.hyper.batch / copy.hyper.subdivisions, bytes, e);
+    const int split = want_grads ? net_training_split(&copy, omp_get_max_threads()) : 1;
+    st = net_activation_bytes(&copy, copy.hyper.batch / copy.hyper.subdivisions / split, bytes, e);
     net_free(&copy);
     return st;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "cdl.h"
 #include "cdl_eval.h"
 #include "cdl_model.h"
+#include "core/net_split.h"
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "data/source_files.h"
@@ -519,7 +521,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                          s->data_path, s->samples,
                          s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch, ranks);
     int st = prepare_output(s->out_path, e);
-    st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, e);
+    s->net.split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
+    st = st ? st : net_resize(&s->net, h->batch / h->subdivisions / s->net.split, 0, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
         r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;

@@ -98,7 +98,7 @@ static void print_table(const cdl_model *m, const char *path)
             printf("%s activations: unknown (%s)\n", passes[k], err);
         else
             printf("%s activations: %.1f MiB for a pass of %d samples\n", passes[k],
-                   (double)bytes / (1 << 20), sum.batch / sum.subdivisions);
+                   (double)bytes / (1 << 20), k ? sum.batch / sum.subdivisions : sum.train_pass);
     }
 }
 

@@ -171,6 +171,10 @@ typedef struct StepContext {
      * recomputes a segment just before its backward): it must compute the same values and leave
      * nothing else changed (batch norm keeps its running statistics). */
     int replay;
+    /* 1: the weights are those of the previous pass (a later pass of a training step of several,
+     * Net.later_pass): a layer may reuse what it derived from them in that pass (its packed
+     * copies) instead of deriving it again. 0 in every other pass. */
+    int same_weights;
     /* The [net] batch-norm settings (core/net.h Hyper): momentum of the running statistics,
      * epsilon, and 1 for darknet's inference division by sqrt(var) + 1e-6. */
     float bn_momentum, bn_eps;
@@ -327,6 +331,12 @@ typedef struct LayerType {
     int reads_token_ids;
     /* 1: the layer's time goes to matrix products (profiling reports it against gemm speed). */
     int gemm_bound;
+    /* 1: the layer works sample by sample, as fast per sample in a pass of any size: no
+     * statistics over the pass's samples, no products whose rows are the samples at one time
+     * step, per-sample draws keyed by StepContext.sample_offset, parameter gradients added to.
+     * A sequence net of such layers alone trains in passes smaller than its mini-batch
+     * (core/net_split.h). */
+    int splits_batch;
     /* What the backward reads besides l->delta, its state and its parameters, for the memory
      * plan (core/net_memory.h), which reuses a buffer once nothing will read it; the zero default
      * is the safe one. 1: the backward never reads l->in[] (only their deltas, in_delta). */

@@ -132,6 +132,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     int n_scales = 0, policy = 0;
     st = st ? st : cfg_get_int(cfg, s, "batch", 1, &h->batch, e);
     st = st ? st : cfg_get_int(cfg, s, "subdivisions", 1, &h->subdivisions, e);
+    st = st ? st : cfg_get_flag(cfg, s, "split_passes", 1, &h->split_passes, e);
     int inputs = 1;
     st = st ? st : cfg_get_int(cfg, s, "seq", 0, &net->seq, e);
     if (!st && !cfg_find(s, "seq")) /* darknet's name; its recurrent cfgs use 1 */
@@ -383,6 +384,7 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_par
 {
     memset(net, 0, sizeof *net);
     net->seed = seed;
+    net->split = 1;
     net->want_grads = want_grads;
     const char *first = cfg->sections[0].name;
     if (strcmp(first, "net") && strcmp(first, "network"))
@@ -793,6 +795,7 @@ static StepContext step_context(Net *net, int train)
         .bn_darknet = net->hyper.bn_darknet,
         .sample_offset = net->sample_offset,
         .sync_bn = net->hyper.sync_bn ? net->collective : NULL,
+        .same_weights = net->later_pass,
     };
 }
 

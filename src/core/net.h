@@ -40,6 +40,9 @@ struct Profiler; /* util/profiler.h */
 typedef struct Hyper {
     int batch;        /* images per optimizer step */
     int subdivisions; /* batch is processed as `subdivisions` mini-batches */
+    /* split_passes=1 (the default): training may run a mini-batch as smaller passes
+     * (core/net_split.h); 0: one pass each */
+    int split_passes;
     float learning_rate, momentum, decay;
     LrPolicy policy;
     int step;    /* policy=step: multiply by scale every `step` batches */
@@ -152,6 +155,13 @@ typedef struct Net {
     const Collective *collective;
     int sample_offset;
     int reduce_grads;
+    /* 1 while the trainer runs a training step's passes after its first (train/trainer.c): the
+     * optimizer has not moved the weights since the step's first pass (StepContext.same_weights).
+     * 0 outside a step of several passes. */
+    int later_pass;
+    /* Passes each of the cfg's subdivisions runs as in training (core/net_split.h; 1: one): the
+     * trainer's passes hold hyper.batch / subdivisions / split samples, net_resize's batch. */
+    int split;
     /* When set, net_forward and net_backward time every layer into it (util/profiler.h);
      * NULL (the default): no profiling. Not owned by the net. */
     struct Profiler *profiler;

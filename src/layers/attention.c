@@ -106,9 +106,10 @@ typedef struct Attention {
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
     float *w_bf16, *out_w_bf16, *x_bf16;
-    /* packed_proj, work: weights and out_weights as gemm_pack packs them, transposed for the
-     * forward, as they are for the backward's input gradients */
-    float *w_packed, *out_w_packed;
+    /* packed_proj, kept between the passes of a step (StepContext.same_weights): weights and
+     * out_weights as gemm_pack packs them, transposed for the forward, and as they are for the
+     * backward's input gradients */
+    float *w_packed, *out_w_packed, *w_packed_back, *out_w_packed_back;
 } Attention;
 
 /* The line of key when the section sets it, else the section header's. */
@@ -211,8 +212,10 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t w_fwd = gemm_packed_floats((int)c, 3 * (int)c),
                  w_bwd = gemm_packed_floats(3 * (int)c, (int)c);
     const size_t out_fwd = gemm_packed_floats((int)c, (int)c); /* the backward's is the same */
-    a->w_packed = layer_work_floats(st, a->packed_proj ? (w_fwd > w_bwd ? w_fwd : w_bwd) : 0);
-    a->out_w_packed = layer_work_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed = layer_state_floats(st, a->packed_proj ? w_fwd : 0);
+    a->out_w_packed = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed_back = layer_state_floats(st, a->packed_proj ? w_bwd : 0);
+    a->out_w_packed_back = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
     return CDL_OK;
 }
 
@@ -471,7 +474,7 @@ static void attention_forward(Layer *l, const StepContext *ctx)
         .w_in_packed = a->packed_proj ? a->w_packed : NULL,
         .w_out_packed = a->packed_proj ? a->out_w_packed : NULL,
     };
-    if (a->packed_proj) {
+    if (a->packed_proj && !ctx->same_weights) {
         const int c = a->channels;
         gemm_pack(1, c, 3 * c, w->data, c, a->w_packed);
         gemm_pack(1, c, c, out_w->data, c, a->out_w_packed);
@@ -758,7 +761,7 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     gemm_operand(p, delta, (size_t)t * c, delta);
     const int panels = (c + GEMM_PACKED_PANEL - 1) / GEMM_PACKED_PANEL;
     if (a->packed_proj)
-        gemm_packed_panels(t, c, c, delta, c, a->out_w_packed, 0, panels, 0.0f, dh, c);
+        gemm_packed_panels(t, c, c, delta, c, a->out_w_packed_back, 0, panels, 0.0f, dh, c);
     else
         gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
              0.0f, dh, c);
@@ -771,7 +774,7 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     gemm_operand(p, dq, (size_t)t * 3 * c, dq);
     float *dx = l->in_delta[0];
     if (dx && a->packed_proj)
-        gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed, 0, panels,
+        gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed_back, 0, panels,
                            layer_input_delta_beta(l, 0), dx + r0 * c, c);
     else if (dx)
         gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
@@ -789,9 +792,9 @@ static void attention_backward(Layer *l, const StepContext *ctx)
         backward_staged(l, ctx, dheads, dqkv);
         return;
     }
-    if (a->packed_proj) {
-        gemm_pack(0, 3 * c, c, l->params[P_WEIGHTS].data, c, a->w_packed);
-        gemm_pack(0, c, c, l->params[P_OUT_WEIGHTS].data, c, a->out_w_packed);
+    if (a->packed_proj && !ctx->same_weights) {
+        gemm_pack(0, 3 * c, c, l->params[P_WEIGHTS].data, c, a->w_packed_back);
+        gemm_pack(0, c, c, l->params[P_OUT_WEIGHTS].data, c, a->out_w_packed_back);
     }
 #pragma omp parallel for schedule(dynamic)                                                         \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs) && ctx->batch > 1)
@@ -915,4 +918,5 @@ const LayerType attention_layer = {
             .forward_at = attention_forward_at},
     .export_onnx = attention_export_onnx,
     .writes_input_delta = 1,
+    .splits_batch = 1,
 };

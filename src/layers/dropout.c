@@ -122,4 +122,5 @@ const LayerType dropout_layer = {
     .export_onnx = dropout_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+    .splits_batch = 1,
 };

@@ -141,4 +141,5 @@ const LayerType embedding_layer = {
             .forward_at = embedding_forward_at},
     .export_onnx = embedding_export_onnx,
     .reads_token_ids = 1,
+    .splits_batch = 1,
 };

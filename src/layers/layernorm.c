@@ -181,4 +181,5 @@ const LayerType layernorm_layer = {
             .backward = layernorm_backward,
             .forward_at = layernorm_forward_at},
     .export_onnx = layernorm_export_onnx,
+    .splits_batch = 1,
 };

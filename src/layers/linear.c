@@ -40,7 +40,9 @@ typedef struct Linear {
     /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
     float *w_bf16, *x_bf16;
-    float *w_packed;  /* work, float32 only: W^T (forward) or W (backward) as gemm_pack packs it */
+    /* float32 only, kept between the passes of a step (StepContext.same_weights): W^T for the
+     * forward and W for the backward, as gemm_pack packs them */
+    float *w_packed, *w_packed_back;
     float *bias_sums; /* work, float32 with biases: gemm_act_backward's sums of delta's blocks */
 } Linear;
 
@@ -132,7 +134,8 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     li->x_bf16 = layer_state_floats(st, bf16 ? (size_t)rows * li->inputs : 0);
     const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
                  bwd = gemm_packed_floats(li->outputs, li->inputs);
-    li->w_packed = layer_work_floats(st, packed_path(l) ? (fwd > bwd ? fwd : bwd) : 0);
+    li->w_packed = layer_state_floats(st, packed_path(l) ? fwd : 0);
+    li->w_packed_back = layer_state_floats(st, packed_path(l) ? bwd : 0);
     li->bias_sums = layer_work_floats(st, packed_path(l) && li->has_biases
                                               ? gemm_act_backward_sums_floats(rows, li->outputs)
                                               : 0);
@@ -185,7 +188,8 @@ static void linear_forward(Layer *l, const StepContext *ctx)
     const Param *w = weights_of(l);
     if (packed_path(l)) {
         const Param *biases = layer_param(l, "biases");
-        gemm_pack(1, li->inputs, li->outputs, w->data, li->inputs, li->w_packed);
+        if (!ctx->same_weights)
+            gemm_pack(1, li->inputs, li->outputs, w->data, li->inputs, li->w_packed);
         gemm_bias_act(rows, li->outputs, li->inputs, l->in[0], li->inputs, li->w_packed,
                       biases ? biases->data : NULL, l->activation, layer_activation_input(l),
                       l->out);
@@ -215,9 +219,11 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const float dx_beta = layer_input_delta_beta(l, 0);
     if (packed_path(l)) {
         /* delta = dL/d(pre), the biases' sums and dx += delta W block by block; then W's sums. */
-        gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed);
+        if (!ctx->same_weights)
+            gemm_pack(0, outputs, inputs, weights->data, inputs, li->w_packed_back);
         gemm_act_backward(rows, inputs, outputs, l->delta, l->pre, l->out, l->activation,
-                          li->w_packed, dx_beta, dx, biases ? biases->grad : NULL, li->bias_sums);
+                          li->w_packed_back, dx_beta, dx, biases ? biases->grad : NULL,
+                          li->bias_sums);
         dx = NULL;
     } else {
         layer_activation_backward(l, ctx->batch);
@@ -269,4 +275,5 @@ const LayerType linear_layer = {
     .quant_weights = linear_quant_weights,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
+    .splits_batch = 1,
 };

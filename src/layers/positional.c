@@ -89,4 +89,5 @@ const LayerType positional_layer = {
     .export_onnx = positional_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+    .splits_batch = 1,
 };

@@ -348,4 +348,5 @@ const LayerType shortcut_layer = {
     .export_onnx = shortcut_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+    .splits_batch = 1,
 };

@@ -192,4 +192,5 @@ const LayerType softmax_layer = {
     .export_onnx = softmax_export_onnx,
     .is_loss = 1,
     .backward_ignores_inputs = 1,
+    .splits_batch = 1,
 };

@@ -273,7 +273,7 @@ int dist_open(Dist **out, Net *net, double timeout_s, Error *e)
     }
     d->collective = (Collective){sum_doubles, grads_ready, d};
     net->collective = &d->collective;
-    net->sample_offset = world_rank * net->batch;
+    net->sample_offset = world_rank * net->batch * net->split; /* the rank's first sample */
     *out = d;
     return CDL_OK;
 }

@@ -10,7 +10,8 @@
 
 int profiler_init_for_net(Profiler *p, const Net *net, size_t traced_steps, Error *e)
 {
-    const size_t per_step = 2 * (size_t)net->n_layers * (size_t)net->hyper.subdivisions + 1;
+    const size_t per_step =
+        2 * (size_t)net->n_layers * (size_t)net->hyper.subdivisions * (size_t)net->split + 1;
     int st = profiler_init(p, net->n_layers, traced_steps * per_step, e);
     for (int i = 0; !st && i < net->n_layers; i++)
         profiler_name_layer(p, i, net->layers[i].type->name);

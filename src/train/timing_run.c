@@ -1,8 +1,11 @@
 /* Timing runs: a net and a batch of random data that bench and profile time steps on. */
 #include "train/timing_run.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/net_split.h"
 
 #include "train/trainer.h"
 #include "util/rng.h"
@@ -60,7 +63,8 @@ int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *
     }
     t->net->train = 1;
     t->net->loss_divisor = (float)h->batch * (float)net_labels_per_sample(t->net);
-    int st = net_resize(t->net, h->batch / h->subdivisions, 0, e);
+    t->net->split = net_training_split(t->net, omp_get_max_threads());
+    int st = net_resize(t->net, h->batch / h->subdivisions / t->net->split, 0, e);
     if (t->net->seq > 0)
         return st ? st : make_random_tokens(t, e);
     st = st ? st : make_random_dataset(t->net, &t->data, e);

@@ -37,31 +37,46 @@ static int nonfinite_loss(Net *net, Error *e)
                      (unsigned long long)net->step + 1, where);
 }
 
+/* The passes of a step: each of the cfg's subdivisions as net->split passes of net->batch samples
+ * (core/net_split.h). Pass `part` of a subdivision takes its samples from part * batch on, with
+ * the subdivision's draw id and the sample offset moved that far, so that every sample gets the
+ * window, crop and dropout mask it gets in an unsplit pass. Sums the passes' losses into loss. */
+static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *loss, Error *e)
+{
+    const int subdivisions = net->hyper.subdivisions, split = net->split;
+    const int count = subdivisions * split, first_sample = net->sample_offset;
+    *loss = 0;
+    for (int pass = 0; pass < count; pass++) {
+        net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)(pass / split);
+        net->sample_offset = first_sample + pass % split * net->batch;
+        net->later_pass = pass > 0;
+        const int st = fill(net, pass, ctx, e);
+        if (st)
+            return st;
+        net_forward(net);
+        *loss += net->loss;
+        if (!isfinite(net->loss))
+            return nonfinite_loss(net, e);
+        net->reduce_grads = dist && pass == count - 1;
+        net_backward(net);
+        net->reduce_grads = 0;
+    }
+    return CDL_OK;
+}
+
 /* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). */
 static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
                      float *loss, Error *e)
 {
-    const int subdivisions = net->hyper.subdivisions;
-    *loss = 0;
-    for (int sub = 0; sub < subdivisions; sub++) {
-        const int st = fill(net, sub, ctx, e);
-        if (st) {
-            net_zero_grads(net);
-            return st;
-        }
-        net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)sub;
-        net_forward(net);
-        *loss += net->loss;
-        if (!isfinite(net->loss)) {
-            net_zero_grads(net);
-            return nonfinite_loss(net, e);
-        }
-        net->reduce_grads = dist && sub == subdivisions - 1;
-        net_backward(net);
-        net->reduce_grads = 0;
+    const int first_sample = net->sample_offset;
+    int st = run_passes(net, fill, ctx, dist, loss, e);
+    net->sample_offset = first_sample;
+    net->later_pass = 0;
+    if (st) {
+        net_zero_grads(net);
+        return st;
     }
-    const int st = dist ? dist_finish_step(dist, loss, e) : CDL_OK;
-    if (st)
+    if (dist && (st = dist_finish_step(dist, loss, e)))
         return st;
     optimizer_step(opt, net, lr);
     net->step++;
@@ -127,10 +142,9 @@ TrainSource train_source_loader(Loader *loader)
 
 static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
 {
-    (void)e;
+    (void)sub, (void)e;
     const TextBatches *b = ctx;
-    const uint64_t draw = net->step * (uint64_t)net->hyper.subdivisions + (uint64_t)sub;
-    text_fill_random(b->stream, b->seed, draw, net->sample_offset, net->batch, net->seq,
+    text_fill_random(b->stream, b->seed, net->draw_id, net->sample_offset, net->batch, net->seq,
                      net->in_shape.w > 1 ? net->in_shape.w : 0, net->input, net->labels);
     return CDL_OK;
 }
@@ -210,8 +224,8 @@ static int stop_asked(const TrainPlan *plan, int *asked, Error *e)
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {
-    const int batch = net->hyper.batch, subdivisions = net->hyper.subdivisions;
-    const int steps_per_epoch = train->batches_per_epoch / subdivisions;
+    const int batch = net->hyper.batch, passes = net->hyper.subdivisions * net->split;
+    const int steps_per_epoch = train->batches_per_epoch / passes;
     if (steps_per_epoch < 1)
         return error_set(e, CDL_EUSAGE, "the training set holds fewer samples than batch=%d",
                          batch);
@@ -233,7 +247,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
         if (epoch != started_epoch) {
-            st = train->start_epoch ? train->start_epoch(train->ctx, epoch, pos * subdivisions, e)
+            st = train->start_epoch ? train->start_epoch(train->ctx, epoch, pos * passes, e)
                                     : CDL_OK;
             if (st)
                 break;

@@ -73,9 +73,11 @@ typedef struct TrainPlan {
     Dist *dist;
 } TrainPlan;
 
-/* Fills net->input and net->labels with mini-batch `sub` (0..subdivisions-1) of a step;
- * a non-zero status (with e filled) abandons the step. */
-typedef int (*BatchFill)(Net *net, int sub, void *ctx, Error *e);
+/* Fills net->input and net->labels with pass `pass` (0..subdivisions x Net.split - 1) of a step:
+ * the net->batch samples from pass x net->batch on of the step's; net->draw_id and
+ * net->sample_offset are already the pass's. A non-zero status (with e filled) abandons the
+ * step. */
+typedef int (*BatchFill)(Net *net, int pass, void *ctx, Error *e);
 
 /* One optimizer step: for each subdivision, fill, forward, backward (gradients
  * accumulate); then opt's update at rate lr, and *loss = the batch's mean loss. When a
@@ -105,7 +107,8 @@ typedef struct TrainSource {
 TrainSource train_source_loader(Loader *loader);
 
 /* Random windows of a token stream (text_data.h) for a sequence net: mini-batch `sub` of step s
- * draws its windows from (seed, s * subdivisions + sub), so a resumed run draws the same. */
+ * draws its windows from (seed, s * subdivisions + sub), so a resumed run draws the same (a pass
+ * of a split mini-batch draws its part of them: Net.sample_offset). */
 typedef struct TextBatches {
     const TokenStream *stream;
     uint64_t seed;
@@ -123,8 +126,8 @@ typedef struct ValidSet {
 int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const EvalOptions *o,
                    EvalResult *r, Error *e);
 
-/* Trains net (built with gradients, sized for mini-batches of hyper.batch/subdivisions)
- * from meta->step up to plan->epochs epochs. A step takes `subdivisions` mini-batches of train,
+/* Trains net (built with gradients, sized for passes of hyper.batch / subdivisions / Net.split)
+ * from meta->step up to plan->epochs epochs. A step takes subdivisions x split passes of train,
  * and mini-batches left over at the end of an epoch are dropped. The learning rate follows
  * net_learning_rate over the run's plan->epochs epochs. valid (may be NULL) is evaluated after
  * every epoch, with the EMA of the weights when opt keeps one. opt: set up for net
