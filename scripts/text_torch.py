@@ -83,12 +83,14 @@ from bench_torch import parse_cfg  # noqa: E402
 NAME = "text_torch"
 EVAL_BATCH = 256  # validation windows per forward pass (the loss does not depend on it)
 
-# [net] keys this peer follows, and keys it accepts and ignores (image nets' input shape).
+# [net] keys this peer follows, and keys it accepts and ignores (image nets' input shape;
+# split_passes, how cdl runs a mini-batch, which does not change the step).
 NET_KEYS = {
     "batch", "subdivisions", "seq", "time_steps", "vocab", "inputs", "learning_rate",
     "momentum", "decay", "policy", "step", "scale", "gamma", "power", "steps", "scales",
     "burn_in", "warmup", "lr_min", "max_batches", "epochs", "optimizer", "nesterov", "beta1",
     "beta2", "eps", "decay_bn_bias", "clip_grad_norm", "ema", "width", "height", "channels",
+    "split_passes",
 }
 LAYER_KEYS = {
     "embedding": {"output", "vocab"},
