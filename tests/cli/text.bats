@@ -157,6 +157,68 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     cmp straight.cdl resumed.cdl
 }
 
+@test "a transformer trained in passes smaller than its batch resumes byte-identical and learns as in one pass" {
+    write_text_data
+    # The MLP's 2048 features over 64 tokens: 1 MiB a sample with its gradient, so one thread
+    # trains each batch of 4 as 4 passes of 1 (README, Passes sized to the cache).
+    write_cfg wide.cfg <<'EOF2'
+[net]
+seq=64
+batch=4
+optimizer=adamw
+learning_rate=0.003
+epochs=2
+
+[embedding]
+output=32
+
+[positional]
+
+[layernorm]
+
+[attention]
+heads=2
+
+[shortcut]
+from=-3
+
+[layernorm]
+
+[linear]
+output=2048
+activation=gelu
+
+[linear]
+output=32
+
+[shortcut]
+from=-4
+
+[layernorm]
+
+[linear]
+tie=1
+
+[softmax]
+EOF2
+    run env OMP_NUM_THREADS=1 "$CDL" info wide.cfg
+    [[ "$output" == *"training activations: "*" MiB for a pass of 1 samples"* ]]
+    "$CDL" train wide.cfg --data corpus.data --out straight.cdl --threads 1 --log split.jsonl 2>/dev/null
+    "$CDL" train wide.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
+    "$CDL" train --resume resumed.cdl --epochs 2 --threads 1 2>/dev/null
+    cmp straight.cdl resumed.cdl
+    "$CDL" train wide.cfg --data corpus.data --out one.cdl --threads 1 --set net.split_passes=0 \
+        --log one.jsonl 2>/dev/null
+    /usr/bin/python3 - <<'PY'
+import json
+split, one = ([r for r in map(json.loads, open(f)) if r["type"] == "epoch"]
+              for f in ("split.jsonl", "one.jsonl"))
+assert len(split) == len(one) == 2, (split, one)
+for a, b in zip(split, one):
+    assert abs(a["valid_loss"] - b["valid_loss"]) <= 1e-4 * b["valid_loss"], (a, b)
+PY
+}
+
 @test "--time-limit stops inside an epoch, then evaluates and saves" {
     write_text_data
     write_tiny_gpt
