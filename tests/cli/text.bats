@@ -3,12 +3,13 @@
 # and sampled generation (with and without the cache), eval, resume, and the errors.
 load helpers
 
-# A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output.
+# A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output, as
+# tiny.cfg; write_tiny_gpt [SEQ BATCH MLP] (default 16 16 64).
 write_tiny_gpt() {
-    write_cfg tiny.cfg <<'EOF2'
+    write_cfg tiny.cfg <<EOF2
 [net]
-seq=16
-batch=16
+seq=${1:-16}
+batch=${2:-16}
 optimizer=adamw
 learning_rate=0.01
 decay=0.01
@@ -31,7 +32,7 @@ from=-3
 [layernorm]
 
 [linear]
-output=64
+output=${3:-64}
 activation=gelu
 
 [linear]
@@ -161,53 +162,14 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     write_text_data
     # The MLP's 2048 features over 64 tokens: 1 MiB a sample with its gradient, so one thread
     # trains each batch of 4 as 4 passes of 1 (README, Passes sized to the cache).
-    write_cfg wide.cfg <<'EOF2'
-[net]
-seq=64
-batch=4
-optimizer=adamw
-learning_rate=0.003
-epochs=2
-
-[embedding]
-output=32
-
-[positional]
-
-[layernorm]
-
-[attention]
-heads=2
-
-[shortcut]
-from=-3
-
-[layernorm]
-
-[linear]
-output=2048
-activation=gelu
-
-[linear]
-output=32
-
-[shortcut]
-from=-4
-
-[layernorm]
-
-[linear]
-tie=1
-
-[softmax]
-EOF2
-    run env OMP_NUM_THREADS=1 "$CDL" info wide.cfg
+    write_tiny_gpt 64 4 2048
+    run env OMP_NUM_THREADS=1 "$CDL" info tiny.cfg
     [[ "$output" == *"training activations: "*" MiB for a pass of 1 samples"* ]]
-    "$CDL" train wide.cfg --data corpus.data --out straight.cdl --threads 1 --log split.jsonl 2>/dev/null
-    "$CDL" train wide.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
+    "$CDL" train tiny.cfg --data corpus.data --out straight.cdl --threads 1 --log split.jsonl 2>/dev/null
+    "$CDL" train tiny.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
     "$CDL" train --resume resumed.cdl --epochs 2 --threads 1 2>/dev/null
     cmp straight.cdl resumed.cdl
-    "$CDL" train wide.cfg --data corpus.data --out one.cdl --threads 1 --set net.split_passes=0 \
+    "$CDL" train tiny.cfg --data corpus.data --out one.cdl --threads 1 --set net.split_passes=0 \
         --log one.jsonl 2>/dev/null
     /usr/bin/python3 - <<'PY'
 import json
