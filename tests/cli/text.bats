@@ -169,6 +169,13 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     "$CDL" train tiny.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
     "$CDL" train --resume resumed.cdl --epochs 2 --threads 1 2>/dev/null
     cmp straight.cdl resumed.cdl
+    # training runs the passes: a traced step holds layer 0's forward 4 times
+    "$CDL" train tiny.cfg --data corpus.data --out traced.cdl --threads 1 --epochs 1 \
+        --profile-steps 2 --trace t.json 2>/dev/null
+    /usr/bin/python3 -c 'import json, sys
+events = json.load(open("t.json"))
+events = events["traceEvents"] if isinstance(events, dict) else events
+sys.exit(sum(e["name"] == "0 embedding" and e["cat"] == "forward" for e in events) != 4)'
     "$CDL" train tiny.cfg --data corpus.data --out one.cdl --threads 1 --set net.split_passes=0 \
         --log one.jsonl 2>/dev/null
     /usr/bin/python3 - <<'PY'
