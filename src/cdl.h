@@ -420,15 +420,16 @@ int cdl_model_bench_loader(cdl_model *model, const char *data_path,
 typedef struct cdl_model_summary {
     int c, h, w;             /* per-image input shape */
     int batch, subdivisions; /* the cfg's [net] batch and subdivisions */
-    /* samples in a training pass at the current thread count: batch / subdivisions, or fewer
-     * where training splits each mini-batch into smaller passes (README, Speed) */
-    int train_pass;
-    int seq, vocab; /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
+    int seq, vocab;          /* a sequence net's tokens per sample and vocabulary; 0, 0 else */
     int n_layers;
     size_t params; /* parameters (weights, biases, scales) */
     size_t state;  /* running statistics (batch-norm means and variances) */
     double flops;  /* the layers' FLOPs per sample, summed */
     uint64_t step; /* a checkpoint's optimizer steps; 0 for a cfg */
+    /* samples in a training pass at the current thread count: batch / subdivisions, or fewer
+     * where training splits each mini-batch into smaller passes (README, "Passes sized to the
+     * cache"); last, so that the fields before keep their places */
+    int train_pass;
 } cdl_model_summary;
 
 typedef struct cdl_layer_info {

@@ -24,8 +24,6 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .w = net->in_shape.w,
         .batch = net->hyper.batch,
         .subdivisions = net->hyper.subdivisions,
-        .train_pass = net->hyper.batch / net->hyper.subdivisions /
-                      net_training_split(net, omp_get_max_threads()),
         .seq = net->seq > 0 ? net->seq : 0,
         .vocab = net->seq > 0 ? net->vocab : 0,
         .n_layers = net->n_layers,
@@ -33,6 +31,8 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .state = net->n_state,
         .flops = flops,
         .step = model->meta.step,
+        .train_pass = net->hyper.batch / net->hyper.subdivisions /
+                      net_training_split(net, omp_get_max_threads()),
     };
 }
 

@@ -521,8 +521,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                          s->data_path, s->samples,
                          s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch, ranks);
     int st = prepare_output(s->out_path, e);
-    s->net.split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
-    st = st ? st : net_resize(&s->net, h->batch / h->subdivisions / s->net.split, 0, e);
+    const int split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
+    st = st ? st : net_resize_split(&s->net, split, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
         r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;

@@ -11,9 +11,9 @@
 
 int net_training_split(const Net *net, int threads)
 {
-    const int batch = net->hyper.batch / net->hyper.subdivisions;
     if (net->seq <= 0 || !net->hyper.split_passes)
         return 1;
+    const int batch = net->hyper.batch / net->hyper.subdivisions;
     size_t widest = 0; /* bytes of a layer's output and gradient per sample */
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
@@ -29,4 +29,10 @@ int net_training_split(const Net *net, int threads)
     while (pass < batch && ((size_t)pass < want || batch % pass))
         pass++;
     return batch / pass;
+}
+
+int net_resize_split(Net *net, int split, Error *e)
+{
+    net->split = split;
+    return net_resize(net, net->hyper.batch / net->hyper.subdivisions / split, 0, e);
 }

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/net_split.h"
-
 #include "train/trainer.h"
 #include "util/rng.h"
 
@@ -63,8 +62,7 @@ int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *
     }
     t->net->train = 1;
     t->net->loss_divisor = (float)h->batch * (float)net_labels_per_sample(t->net);
-    t->net->split = net_training_split(t->net, omp_get_max_threads());
-    int st = net_resize(t->net, h->batch / h->subdivisions / t->net->split, 0, e);
+    int st = net_resize_split(t->net, net_training_split(t->net, omp_get_max_threads()), e);
     if (t->net->seq > 0)
         return st ? st : make_random_tokens(t, e);
     st = st ? st : make_random_dataset(t->net, &t->data, e);

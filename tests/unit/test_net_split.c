@@ -90,9 +90,7 @@ static int build_split(Net *net, Optimizer *opt, int subdivisions, int split, Er
     char text[2048];
     snprintf(text, sizeof text, small_net, subdivisions);
     int st = net_build_from_text(net, text, "t.cfg", 1, 7, e);
-    if (!st)
-        net->split = split;
-    st = st ? st : net_resize(net, net->hyper.batch / subdivisions / split, 0, e);
+    st = st ? st : net_resize_split(net, split, e);
     st = st ? st : optimizer_init(opt, net, e);
     net->train = 1;
     return st;
