@@ -631,6 +631,9 @@ typedef struct cdl_check_result {
     int data_classes;           /* its classes (a text's distinct tokens) */
     int data_c, data_h, data_w; /* its samples' shape when the kind fixes it (CIFAR), else 0s */
     char *weights_note;         /* what weights_path loaded and skipped (train's note), or NULL */
+    /* Samples per training pass, the activations' batch above: the mini-batch, or the smaller
+     * passes a sequence net trains it in at the default thread count (cdl_model_summary's) */
+    int train_pass;
 } cdl_check_result;
 
 /* Checks everything `cdl train` refuses before it trains, without training or reading the

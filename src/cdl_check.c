@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cdl_model.h"
+#include "core/net_split.h"
 #include "data/dataset.h"
 #include "data/text_data.h"
 #include "train/ema.h"
@@ -172,13 +174,16 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
                 dc->path, r->data_h, r->data_w, in.h, in.w);
 }
 
-/* The bytes a training step holds, as train allocates them. */
+/* The bytes a training step holds, as train allocates them: a sequence net's activations for a
+ * pass of the mini-batch as train splits it at the default thread count (core/net_split.h). */
 static void check_memory(Check *c, Net *net)
 {
     Error e = {0};
     cdl_check_result *r = c->r;
     size_t activations;
-    if (net_batch_bytes(net, net->hyper.batch / net->hyper.subdivisions, 1, &activations, &e)) {
+    const int mini_batch = net->hyper.batch / net->hyper.subdivisions;
+    r->train_pass = mini_batch / net_training_split(net, omp_get_max_threads());
+    if (net_batch_bytes(net, r->train_pass, 1, &activations, &e)) {
         problem(c, "%s", e.msg);
         return;
     }

@@ -65,13 +65,17 @@ static void print_text(const cdl_check_result *r, const char *cfg)
         printf("\n");
     }
     char t[5][16];
-    if (r->total_bytes)
-        printf("a training step (batch %d in %d mini-batch%s of %d) holds %s: parameters %s, "
+    if (r->total_bytes) {
+        char passes[64] = "";
+        if (r->train_pass < r->batch / r->subdivisions)
+            snprintf(passes, sizeof passes, ", run as passes of %d", r->train_pass);
+        printf("a training step (batch %d in %d mini-batch%s of %d%s) holds %s: parameters %s, "
                "gradients %s, %s state %s, activations %s\n",
                r->batch, r->subdivisions, r->subdivisions == 1 ? "" : "es",
-               r->batch / r->subdivisions, human(r->total_bytes, t[0]), human(r->param_bytes, t[1]),
-               human(r->grad_bytes, t[2]), r->optimizer, human(r->optimizer_bytes, t[3]),
-               human(r->activation_bytes, t[4]));
+               r->batch / r->subdivisions, passes, human(r->total_bytes, t[0]),
+               human(r->param_bytes, t[1]), human(r->grad_bytes, t[2]), r->optimizer,
+               human(r->optimizer_bytes, t[3]), human(r->activation_bytes, t[4]));
+    }
     if (r->n_errors)
         printf("%d problem%s: train would refuse this\n", r->n_errors, r->n_errors == 1 ? "" : "s");
     else
@@ -133,6 +137,7 @@ static void print_json(const cdl_check_result *r, const char *cfg)
         cJSON_AddNumberToObject(m, "optimizer", (double)r->optimizer_bytes);
         cJSON_AddNumberToObject(m, "activations", (double)r->activation_bytes);
         cJSON_AddNumberToObject(m, "total", (double)r->total_bytes);
+        cJSON_AddNumberToObject(o, "train_pass", r->train_pass);
     }
     char *text = cJSON_PrintUnformatted(o);
     if (text)

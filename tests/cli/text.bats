@@ -165,6 +165,19 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
     write_tiny_gpt 64 4 2048
     run env OMP_NUM_THREADS=1 "$CDL" info tiny.cfg
     [[ "$output" == *"training activations: "*" MiB for a pass of 1 samples"* ]]
+    # check counts the activations of the pass train holds, a quarter of the mini-batch's
+    run env OMP_NUM_THREADS=1 "$CDL" check tiny.cfg --data corpus.data --json
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >split.json
+    run env OMP_NUM_THREADS=1 "$CDL" check tiny.cfg --data corpus.data --json --set net.split_passes=0
+    printf '%s\n' "$output" >one.json
+    /usr/bin/python3 -c 'import json
+split, one = (json.load(open(f)) for f in ("split.json", "one.json"))
+assert split["train_pass"] == 1 and one["train_pass"] == 4, (split, one)
+a, b = split["memory_bytes"]["activations"], one["memory_bytes"]["activations"]
+assert a < b / 2, (a, b)'
+    run env OMP_NUM_THREADS=1 "$CDL" check tiny.cfg --data corpus.data
+    [[ "$output" == *"a training step (batch 4 in 1 mini-batch of 4, run as passes of 1) holds "* ]]
     "$CDL" train tiny.cfg --data corpus.data --out straight.cdl --threads 1 --log split.jsonl 2>/dev/null
     "$CDL" train tiny.cfg --data corpus.data --out resumed.cdl --threads 1 --epochs 1 2>/dev/null
     "$CDL" train --resume resumed.cdl --epochs 2 --threads 1 2>/dev/null
