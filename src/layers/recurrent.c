@@ -27,8 +27,9 @@
  * own panels; the input projection inside the step, so that no pass over all rows writes the
  * gate rows first and the step reads them back from memory), runs their nonlinearities and cell
  * update while the panels are in L1, and writes its part of h_t into the next step's operand
- * rows. Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read
- * from the gate rows of step t+1, which hold it by then), then their cell backward, the bias
+ * rows; of the cell it keeps the gates and c_t (the saved rows' first half), not tanh(c_t). Backward
+ * likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read from the gate rows
+ * of step t+1, which hold it by then), then their cell backward (tanh(c_t) taken again), the bias
  * gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and [dW_ih |
  * dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows together).
  * Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's weights,
@@ -193,11 +194,12 @@ static void lstm_forward(const Layer *l, const StepRow *r)
         r->h[j] = o[j] * tanh_c[j];
 }
 
-/* lstm_backward of n hidden units: the row's pointers at the first one, the gates H apart. */
-static inline void lstm_backward_units(const StepRow *r, int H, int n)
+/* lstm_backward of n hidden units: the row's pointers at the first one, the gates H apart, and
+ * tanh(c_t) at tanh_c (the fused lstm's recomputed, the per-step path's saved). */
+static inline void lstm_backward_units(const StepRow *r, const float *tanh_c, int H, int n)
 {
     float *i = r->gates, *f = i + H, *g = f + H, *o = g + H;
-    const float *tanh_c = r->saved + H, *c_prev = r->saved_prev;
+    const float *c_prev = r->saved_prev;
 #pragma omp simd /* element j reads and writes index j of each row only */
     for (int j = 0; j < n; j++) {
         const float dh = r->dh[j], tc = tanh_c[j];
@@ -218,7 +220,7 @@ static inline void lstm_backward_units(const StepRow *r, int H, int n)
 static void lstm_backward(const Layer *l, const StepRow *r)
 {
     const int H = hidden_of(l);
-    lstm_backward_units(r, H, H);
+    lstm_backward_units(r, r->saved + H, H, H);
 }
 
 /* saved: W_hn h_{t-1} + b_hn; gates: r, z, n. */
@@ -571,7 +573,7 @@ static int block_ahead(int t, int u, int lo, int hi, int dir, int T, int *u_ahea
 }
 
 /* Prefetches the lines that block u of step t (hidden units u UNIT.., UNIT floats = one line)
- * reads and writes in sample b's state row: its four gates and two saved values, and in backward
+ * reads and writes in sample b's state row: its four gates and c_t, and in backward
  * (delta: l->delta) its c_{t-1} and dL/dh_t; sample by sample, while an earlier block runs.
  * t < 0: none. */
 static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, int b,
@@ -584,7 +586,6 @@ static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, 
         for (int g = 0; g < 4; g++)
             __builtin_prefetch(gates + (size_t)g * rc->hidden, 1);
         __builtin_prefetch(saved, 1);
-        __builtin_prefetch(saved + rc->hidden, 1);
         if (delta && t > 0)
             __builtin_prefetch(saved - (size_t)batch * rc->ld_saved);
         if (delta)
@@ -636,8 +637,12 @@ static inline float gate_tanh(float x)
 #endif
 
 /* One sample's cell forward for n <= UNIT hidden units: gate g's products at a + g bu and its
- * biases at bias + g H, c_{t-1} at c_prev; out the gate values (gates + g H), c_t and tanh(c_t)
- * (saved, saved + H) and h_t, as lstm_forward computes them but for the nonlinearities. */
+ * biases at bias + g H, c_{t-1} at c_prev; out the gate values (gates + g H), c_t (saved) and
+ * h_t, as lstm_forward computes them but for the nonlinearities. tanh(c_t) is not kept: backward
+ * takes it again by cell_tanh_row, the same steps, so the same bits (a line less per row and
+ * block to write here and read back there, where the state comes from memory: char_lstm's
+ * tokens a second 1.016x at 1 thread, 13 alternating runs, 1.024x at 2, the recomputation
+ * included). */
 static inline __attribute__((always_inline)) void
 cell_forward_row(const float *a, size_t bu, const float *bias, int H, const float *c_prev,
                  float *gates, float *saved, float *h, int n)
@@ -659,7 +664,6 @@ cell_forward_row(const float *a, size_t bu, const float *bias, int H, const floa
     _mm512_mask_storeu_ps(gates + 2 * (size_t)H, m, g);
     _mm512_mask_storeu_ps(gates + 3 * (size_t)H, m, o);
     _mm512_mask_storeu_ps(saved, m, c);
-    _mm512_mask_storeu_ps(saved + H, m, tanh_c);
     _mm512_mask_storeu_ps(h, m, _mm512_mul_ps(o, tanh_c));
 #else
 #if defined(__AVX2__) && defined(__FMA__)
@@ -679,7 +683,6 @@ cell_forward_row(const float *a, size_t bu, const float *bias, int H, const floa
             _mm256_storeu_ps(gates + 2 * (size_t)H + j, g);
             _mm256_storeu_ps(gates + 3 * (size_t)H + j, o);
             _mm256_storeu_ps(saved + j, c);
-            _mm256_storeu_ps(saved + H + j, tanh_c);
             _mm256_storeu_ps(h + j, _mm256_mul_ps(o, tanh_c));
         }
         return;
@@ -697,16 +700,35 @@ cell_forward_row(const float *a, size_t bu, const float *bias, int H, const floa
         gates[2 * H + j] = g;
         gates[3 * H + j] = o;
         saved[j] = c;
-        saved[H + j] = tanh_c;
         h[j] = o * tanh_c;
     }
 #endif
 }
 
+/* tanh(c) of n <= UNIT hidden units into out, as cell_forward_row took it for the same n. */
+static inline __attribute__((always_inline)) void cell_tanh_row(const float *c, float *out, int n)
+{
+#if defined(__AVX512F__)
+    const __mmask16 m = lanes16(n);
+    _mm512_mask_storeu_ps(out, m, gate_tanh16(_mm512_maskz_loadu_ps(m, c)));
+#else
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n == UNIT) {
+        for (int j = 0; j < UNIT; j += 8)
+            _mm256_storeu_ps(out + j, gate_tanh8(_mm256_loadu_ps(c + j)));
+        return;
+    }
+#endif
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        out[j] = gate_tanh(c[j]);
+#endif
+}
+
 /* Step t of the n hidden units j0.. (block u) for every sample: the four gate panels of
  * [x_t, h_{t-1}] [W_ih | W_hh]^T into tile [4][batch][UNIT], then in one pass over the tile the
- * biases and the cell (cell_forward_row, sample by sample): the values backward reads (gates, c_t
- * and tanh(c_t)) and h_t into the operand rows of step t+1. Inlined with n = UNIT for the full
+ * biases and the cell (cell_forward_row, sample by sample): the values backward reads (gates and
+ * c_t) and h_t into the operand rows of step t+1. Inlined with n = UNIT for the full
  * blocks, so the loops are whole vectors. */
 static inline __attribute__((always_inline)) void
 forward_units(Layer *l, int batch, int t, int u, int j0, int n, float *tile, int next_t, int next_u)
@@ -831,7 +853,9 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
             .dh_prev = carry,
             .dc = rc->dc + at,
         };
-        lstm_backward_units(&r, H, n);
+        float tanh_c[UNIT];
+        cell_tanh_row(rc->saved + row * rc->ld_saved + j0, tanh_c, n);
+        lstm_backward_units(&r, tanh_c, H, n);
         for (int g = 0; g < 4; g++) {
             const size_t col = (size_t)g * H + j0;
             const float *d = r.gates + (size_t)g * H;
