@@ -9,6 +9,7 @@
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
 #include "ops/dnnl_conv.h"
+#include "util/cache_lines.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
@@ -358,9 +359,9 @@ static int allocate_params(Net *net, int want_grads, Error *e)
             Param *pa = &net->layers[i].params[p];
             *(pa->trainable ? &net->n_params : &net->n_state) += pa->count;
         }
-    net->params = calloc(net->n_params + 1, sizeof *net->params);
-    net->state = calloc(net->n_state + 1, sizeof *net->state);
-    net->grads = want_grads ? calloc(net->n_params + 1, sizeof *net->grads) : NULL;
+    net->params = zeroed_lines(net->n_params + 1, sizeof *net->params);
+    net->state = zeroed_lines(net->n_state + 1, sizeof *net->state);
+    net->grads = want_grads ? zeroed_lines(net->n_params + 1, sizeof *net->grads) : NULL;
     if (!net->params || !net->state || (want_grads && !net->grads))
         return error_set(e, CDL_ERUNTIME, "out of memory for %zu parameters", net->n_params);
     size_t param_at = 0, state_at = 0;
@@ -461,11 +462,11 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
 
 static void free_activations(Net *net)
 {
-    free(net->activations);
-    free(net->input);
-    free(net->input_delta);
+    free_lines(net->activations);
+    free_lines(net->input);
+    free_lines(net->input_delta);
     free(net->labels);
-    free(net->scratch);
+    free_lines(net->scratch);
     net->activations = net->input = net->input_delta = net->scratch = NULL;
     net->labels = NULL;
     net->batch = 0;
@@ -479,9 +480,9 @@ void net_free(Net *net)
         if (net->layers[i].type && net->layers[i].type->release)
             net->layers[i].type->release(&net->layers[i]);
     free(net->layers);
-    free(net->params);
-    free(net->grads);
-    free(net->state);
+    free_lines(net->params);
+    free_lines(net->grads);
+    free_lines(net->state);
     free(net->quant_slab);
     cfg_free(&net->cfg);
     memset(net, 0, sizeof *net);
@@ -737,11 +738,11 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;
     net->activation_bytes = b.slab;
-    net->activations = calloc(1, net->activation_bytes + sizeof(float));
-    net->input = calloc(in_n, sizeof *net->input);
-    net->input_delta = want_input_delta ? calloc(in_n, sizeof *net->input_delta) : NULL;
+    net->activations = zeroed_lines(1, net->activation_bytes + sizeof(float));
+    net->input = zeroed_lines(in_n, sizeof *net->input);
+    net->input_delta = want_input_delta ? zeroed_lines(in_n, sizeof *net->input_delta) : NULL;
     net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
-    net->scratch = calloc(scratch + 1, sizeof *net->scratch);
+    net->scratch = zeroed_lines(scratch + 1, sizeof *net->scratch);
     net->scratch_floats = scratch;
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
         !net->labels || !net->scratch) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "train/ema.h"
+#include "util/cache_lines.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define OPTIMIZER_PARALLEL_MIN 65536
@@ -20,7 +21,7 @@ int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
     memset(o, 0, sizeof *o);
     o->kind = net->hyper.optimizer;
     o->slab_floats = optimizer_state_floats(o->kind, net->n_params);
-    o->slab = calloc(o->slab_floats + 1, sizeof *o->slab);
+    o->slab = zeroed_lines(o->slab_floats + 1, sizeof *o->slab);
     if (net->hyper.ema > 0 && o->slab)
         o->ema = malloc((ema_floats(net) + 1) * sizeof *o->ema);
     if (!o->slab || (net->hyper.ema > 0 && !o->ema))
@@ -39,7 +40,7 @@ int optimizer_init(Optimizer *o, const Net *net, Error *e)
 
 void optimizer_free(Optimizer *o)
 {
-    free(o->slab);
+    free_lines(o->slab);
     free(o->ema);
     memset(o, 0, sizeof *o);
 }
