@@ -69,6 +69,7 @@
 #include "ops/im2col.h"
 #include "ops/qgemm.h"
 #include "ops/winograd.h"
+#include "util/cache_lines.h"
 
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES };
@@ -344,8 +345,8 @@ static void winograd_keep(const Layer *l, Conv *cv)
                               : winograd_weights_floats(cv->filters, l->in_shape.c) + weights;
     if (floats <= cv->wino_kept_floats)
         return;
-    free(cv->wino_kept);
-    cv->wino_kept = malloc(floats * sizeof *cv->wino_kept);
+    free_lines(cv->wino_kept);
+    cv->wino_kept = zeroed_lines(floats, sizeof *cv->wino_kept);
     cv->wino_kept_floats = cv->wino_kept ? floats : 0;
     cv->wino_seen = cv->wino_kept ? cv->wino_kept + floats - weights : NULL;
 }
@@ -521,7 +522,7 @@ static void conv_release(Layer *l)
 {
     Conv *cv = l->priv;
     dnnl_conv_release(&cv->dc);
-    free(cv->wino_kept);
+    free_lines(cv->wino_kept);
 }
 
 /* A grouped convolution's gemms take row blocks of the weights that int8 panels do not split. */

@@ -23,7 +23,7 @@ int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
     o->slab_floats = optimizer_state_floats(o->kind, net->n_params);
     o->slab = zeroed_lines(o->slab_floats + 1, sizeof *o->slab);
     if (net->hyper.ema > 0 && o->slab)
-        o->ema = malloc((ema_floats(net) + 1) * sizeof *o->ema);
+        o->ema = zeroed_lines(ema_floats(net) + 1, sizeof *o->ema);
     if (!o->slab || (net->hyper.ema > 0 && !o->ema))
         return error_set(e, CDL_ERUNTIME, "out of memory for the %s state of %zu parameters",
                          net_optimizer_name(o->kind), net->n_params);
@@ -41,7 +41,7 @@ int optimizer_init(Optimizer *o, const Net *net, Error *e)
 void optimizer_free(Optimizer *o)
 {
     free_lines(o->slab);
-    free(o->ema);
+    free_lines(o->ema);
     memset(o, 0, sizeof *o);
 }
 
