@@ -9,6 +9,7 @@
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
 #include "ops/dnnl_conv.h"
+#include "ops/winograd.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
 #include "util/timer.h"
@@ -183,6 +184,9 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : parse_optimizer(cfg, s, h, e);
     st = st ? st : parse_engine(cfg, s, net, e);
     st = st ? st : cfg_get_flag(cfg, s, "winograd", 1, &net->winograd, e);
+    st = st ? st
+            : cfg_get_int_min(cfg, s, "winograd_min_tiles", WINOGRAD_TRAINING_TILES, 0,
+                              &net->winograd_min_tiles, e);
     /* blocked training by default with AVX-512 (nChw16c): measured faster there (README) */
     st = st ? st
             : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &net->dnnl_train_blocked,

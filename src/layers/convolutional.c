@@ -137,6 +137,7 @@ typedef struct Conv {
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
      * transformed weights (the forward's, or the flipped ones of the input gradient) */
     int wino_wanted, winograd;
+    int wino_min_tiles; /* [net] winograd_min_tiles: fewer in a training pass run the reference */
     /* and its weight gradient too (resize: a training net, winograd_grad_worth) */
     int wino_grad;
     WinogradPlan wino;
@@ -260,6 +261,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->dnnl_bf16_wanted =
         (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_runs();
     cv->wino_wanted = !cv->dnnl_wanted && wino;
+    cv->wino_min_tiles = net->winograd_min_tiles;
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&
                 conv_small_plan(&cv->small_plan, in.c, in.h, in.w, filters, size, padding) &&
@@ -381,13 +383,15 @@ static const float *winograd_forward_weights(const Layer *l, Conv *cv)
 
 /* Plans the winograd layer (cv->winograd) for batch on threads: its transformed weights and
  * the threads' scratch, which the input gradient's swapped plan needs as much of (and the weight
- * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference. */
+ * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference, and so does a training
+ * pass of fewer tiles than [net] winograd_min_tiles. */
 static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerState *st)
 {
     const Shape in = l->in_shape;
-    cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
-    cv->wino_grad = cv->winograd && l->params[P_WEIGHTS].grad &&
-                    winograd_grad_worth(in.c, cv->filters, in.h, in.w);
+    const int training = l->params[P_WEIGHTS].grad != NULL;
+    cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32 &&
+                   (!training || winograd_tiles(batch, in.h, in.w) >= cv->wino_min_tiles);
+    cv->wino_grad = cv->winograd && training && winograd_grad_worth(in.c, cv->filters, in.h, in.w);
     cv->wino_u =
         layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
     if (!cv->winograd)

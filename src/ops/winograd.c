@@ -925,6 +925,11 @@ size_t winograd_grad_scratch_floats(const WinogradPlan *p)
     return (size_t)p->threads * grad_thread_floats(p);
 }
 
+long winograd_tiles(int batch, int h, int w)
+{
+    return (long)batch * ((h + 1) / 2) * ((w + 1) / 2);
+}
+
 int winograd_grad_worth(int c, int k, int h, int w)
 {
     return winograd_worth(c, k, h, w) && w <= WINO_GRAD_MAP && h <= WINO_GRAD_MAP &&

@@ -54,9 +54,11 @@ static void test_gradcheck_convolutions(void)
                                                 "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
                                                 "pad=1\nactivation=tanh\n");
     /* [net] winograd=1 (the default) takes 3x3 same convolutions of 16 or more channels and
-     * filters on maps of 4 or more pixels a side (odd maps: test_winograd); larger nets are
-     * compared with winograd=0 below (central differences in float32 miss by more there). */
-    gradcheck_cfg("conv winograd 8x4", NET(3, 16, 8, 4) "[convolutional]\nfilters=16\nsize=3\n"
+     * filters on maps of 4 or more pixels a side (odd maps: test_winograd), in training from
+     * winograd_min_tiles output tiles a pass (0 here: any); larger nets are compared with
+     * winograd=0 below (central differences in float32 miss by more there). */
+    gradcheck_cfg("conv winograd 8x4", NET(3, 16, 8, 4) "winograd_min_tiles=0\n"
+                                                        "[convolutional]\nfilters=16\nsize=3\n"
                                                         "pad=1\nactivation=linear\n");
 }
 
@@ -171,7 +173,7 @@ static void test_winograd_matches_im2col(void)
 {
 #define WINO_STACK(flag)                                                                           \
     NET(3, 16, 8, 12)                                                                              \
-    "winograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                              \
+    "winograd_min_tiles=0\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"       \
     "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=32\n"                           \
     "size=3\npad=1\nactivation=relu\n[convolutional]\nfilters=16\nsize=3\n"                        \
     "pad=1\nactivation=linear\n"
@@ -193,6 +195,42 @@ static void test_winograd_matches_im2col(void)
     }
     omp_set_num_threads(saved);
 #undef WINO_STACK
+}
+
+/* The engine of layer 0, a 16 -> 16 3x3 convolution on 14x14 maps (49 output tiles an image), in
+ * a net of batch built with or without gradients, with more [net] keys. */
+static const char *engine_at(int batch, int want_grads, const char *keys)
+{
+    static char engine[16];
+    char text[256];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=%d\nwidth=14\nheight=14\nchannels=16\n%s\n[convolutional]\n"
+             "filters=16\nsize=3\npad=1\n",
+             batch, keys);
+    Net net;
+    Error e = {0};
+    snprintf(engine, sizeof engine, "(none)");
+    if (!net_build_from_text(&net, text, "t.cfg", want_grads, 3, &e)) {
+        if (!net_resize(&net, batch, 0, &e))
+            snprintf(engine, sizeof engine, "%s", net.layers[0].engine);
+        net_free(&net);
+    }
+    return engine;
+}
+
+/* A training pass of fewer than winograd_min_tiles output tiles (default 256) runs a 3x3 layer
+ * on im2col, as the weights' transforms then cost more than they save; inference takes Winograd
+ * at any batch; the key moves the threshold, and a negative one is a config error. */
+static void test_winograd_training_tiles(void)
+{
+    CHECK(!strcmp(engine_at(1, 1, ""), "ref"));  /* 49 tiles */
+    CHECK(!strcmp(engine_at(5, 1, ""), "ref"));  /* 245 */
+    CHECK(!strcmp(engine_at(6, 1, ""), "wino")); /* 294 */
+    CHECK(!strcmp(engine_at(1, 0, ""), "wino")); /* inference */
+    CHECK(!strcmp(engine_at(1, 1, "winograd_min_tiles=0"), "wino"));
+    CHECK(!strcmp(engine_at(6, 1, "winograd_min_tiles=300"), "ref"));
+    CHECK(!strcmp(engine_at(6, 1, "winograd_min_tiles=0\nwinograd=0"), "ref"));
+    CHECK(!strcmp(engine_at(1, 1, "winograd_min_tiles=-1"), "(none)"));
 }
 
 /* The outputs of an inference net (no gradients) built from text at batch on threads, seed 3,
@@ -671,6 +709,7 @@ int main(void)
     test_cfg_errors_name_file_and_line();
     test_conv_results_do_not_depend_on_thread_count();
     test_winograd_matches_im2col();
+    test_winograd_training_tiles();
     test_winograd_inference_matches_im2col();
     test_gradcheck_convolutions();
     test_gradcheck_activations_through_conv();
