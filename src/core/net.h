@@ -88,8 +88,8 @@ typedef struct Net {
     NetEngine engine; /* [net] engine= */
     int engine_given; /* 1: the cfg names it (bf16 convolutions go to oneDNN unless engine=ref) */
     int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on ops/winograd.h */
-    int winograd_min_tiles; /* [net] winograd_min_tiles=N: a training pass with fewer 2x2 output
-                               tiles in a layer runs it on im2col (WINOGRAD_TRAINING_TILES) */
+    int winograd_min_tiles; /* [net] winograd_min_tiles=N: a mini-batch with fewer 2x2 output
+                               tiles in a layer trains it on im2col (WINOGRAD_TRAINING_TILES) */
     /* [net] dnnl_train_blocked=0|1 (default 1 in a build for AVX-512, else 0): a net with
      * gradients keeps the activations and their gradients in nChw8c (nChw16c with AVX-512)
      * between the layers that take it (Layer.blocked), as inference nets always do; 0: its

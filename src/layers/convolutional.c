@@ -137,7 +137,10 @@ typedef struct Conv {
      * its forward and input gradient on ops/winograd.h (resize: float32, not int8); wino_u: the
      * transformed weights (the forward's, or the flipped ones of the input gradient) */
     int wino_wanted, winograd;
-    int wino_min_tiles; /* [net] winograd_min_tiles: fewer in a training pass run the reference */
+    /* its training passes run on Winograd too: the mini-batch ([net] batch / subdivisions) has
+     * [net] winograd_min_tiles output tiles (else im2col; its passes in inference mode, such as
+     * training's validation, stay on Winograd, as an inference net's, eval's, do) */
+    int wino_training;
     /* and its weight gradient too (resize: a training net, winograd_grad_worth) */
     int wino_grad;
     WinogradPlan wino;
@@ -261,7 +264,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->dnnl_bf16_wanted =
         (net->engine != NET_ENGINE_REF || !net->engine_given) && dnnl_conv_bf16_runs();
     cv->wino_wanted = !cv->dnnl_wanted && wino;
-    cv->wino_min_tiles = net->winograd_min_tiles;
+    cv->wino_training = winograd_tiles(net->hyper.batch / net->hyper.subdivisions, in.h, in.w) >=
+                        net->winograd_min_tiles;
     l->engine = cv->dnnl_wanted ? "dnnl" : cv->wino_wanted ? "wino" : "ref";
     cv->small = !cv->dnnl_wanted && !cv->wino_wanted && groups == 1 && stride == 1 && !cv->direct &&
                 conv_small_plan(&cv->small_plan, in.c, in.h, in.w, filters, size, padding) &&
@@ -383,20 +387,18 @@ static const float *winograd_forward_weights(const Layer *l, Conv *cv)
 
 /* Plans the winograd layer (cv->winograd) for batch on threads: its transformed weights and
  * the threads' scratch, which the input gradient's swapped plan needs as much of (and the weight
- * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference, and so does a training
- * pass of fewer tiles than [net] winograd_min_tiles. */
+ * gradient's, cv->wino_grad). bf16 and int8 layers stay on the reference. */
 static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerState *st)
 {
     const Shape in = l->in_shape;
     const int training = l->params[P_WEIGHTS].grad != NULL;
-    cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32 &&
-                   (!training || winograd_tiles(batch, in.h, in.w) >= cv->wino_min_tiles);
+    cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
     cv->wino_grad = cv->winograd && training && winograd_grad_worth(in.c, cv->filters, in.h, in.w);
     cv->wino_u =
         layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
     if (!cv->winograd)
         return;
-    l->engine = "wino";
+    l->engine = training && !cv->wino_training ? "ref" : "wino"; /* what its training passes run */
     winograd_keep(l, cv);
     cv->wino = winograd_plan(batch, in.c, cv->filters, in.h, in.w, threads);
     size_t floats = winograd_scratch_floats(&cv->wino);
@@ -475,11 +477,12 @@ static GemmPrecision conv_precision(const Layer *l)
     return l->quant ? GEMM_FP32 : l->precision;
 }
 
-/* The layer runs on ops/winograd.h: planned so by resize, and still float32 (net_set_precision
- * may have changed it since). */
-static int conv_winograd(const Layer *l, const Conv *cv)
+/* The layer's pass runs on ops/winograd.h: planned so by resize, still float32 (net_set_precision
+ * may have changed it since), and in inference mode or of a mini-batch with tiles enough. */
+static int conv_winograd(const Layer *l, const Conv *cv, const StepContext *ctx)
 {
-    return cv->winograd && conv_precision(l) == GEMM_FP32 && !l->quant;
+    return cv->winograd && conv_precision(l) == GEMM_FP32 && !l->quant &&
+           (!ctx->train || cv->wino_training);
 }
 
 /* The weights the products take: the bf16 copy the forward rounded, or the float32 weights. */
@@ -1079,7 +1082,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                          : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
-    if (conv_winograd(l, cv)) {
+    if (conv_winograd(l, cv, ctx)) {
         winograd_conv(&cv->wino, winograd_forward_weights(l, cv), x, y, 0, ctx->scratch);
     } else if (cv->depthwise) {
         depthwise_forward(l, cv, x, y, batch);
@@ -1211,14 +1214,14 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     float *dx = l->in_delta[0];
     /* the products below add into it; Winograd's writes a fresh one instead */
     const int fresh = dx && l->in_delta_fresh[0];
-    if (fresh && !conv_winograd(l, cv))
+    if (fresh && !conv_winograd(l, cv, ctx))
         memset(dx, 0, (size_t)batch * in_size * sizeof *dx);
     if (cv->depthwise) {
         depthwise_backward(l, cv, conv_input(l, cv), dx, batch);
         return;
     }
     const int nt = image_threads(batch);
-    if (conv_winograd(l, cv) && cv->wino_grad)
+    if (conv_winograd(l, cv, ctx) && cv->wino_grad)
         winograd_weight_grads(&cv->wino, l->in[0], l->delta, l->params[P_WEIGHTS].grad,
                               ctx->scratch);
     else
@@ -1227,7 +1230,7 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         return;
     if (cv->same)
         flip_weights(l, cv);
-    if (conv_winograd(l, cv)) {
+    if (conv_winograd(l, cv, ctx)) {
         const WinogradPlan *p = &cv->wino;
         const WinogradPlan dp = winograd_plan(batch, p->k, p->c, p->h, p->w, p->threads);
         winograd_weights(cv->w_flipped, p->c, p->k, cv->wino_u);

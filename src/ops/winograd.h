@@ -70,10 +70,10 @@ int winograd_grad_worth(int c, int k, int h, int w);
 /* The 2x2 output tiles of a pass of batch images on h x w maps. */
 long winograd_tiles(int batch, int h, int w);
 
-/* [net] winograd_min_tiles' default: a training pass of fewer tiles a layer runs im2col + gemm
- * instead, as its weights are transformed again every step (an update changes them) and a few
- * tiles do not pay for that (README "Winograd convolutions"); inference keeps the transformed
- * weights and takes Winograd at any batch. At 1 and 2 threads a 3x3 layer of 256 channels on
+/* [net] winograd_min_tiles' default: a training net whose mini-batch has fewer tiles in a layer
+ * trains it on im2col + gemm instead, as its weights are transformed again every step (an update
+ * changes them) and a few tiles do not pay for that (README "Winograd convolutions"); inference
+ * keeps the transformed weights and takes Winograd at any batch. At 1 and 2 threads a 3x3 layer of 256 channels on
  * 14x14 maps broke even at 196-392 tiles (batch 4-8), one of 512 on 7x7 between 128 and 256
  * (batch 8-16); at batch 1 Winograd took twice im2col's time. resnet18_cifar's 4x4 maps at batch
  * 64 and the 224 nets' 7x7 ones at batch 16 have 256. */
