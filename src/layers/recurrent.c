@@ -27,14 +27,14 @@
  * own panels; the input projection inside the step, so that no pass over all rows writes the
  * gate rows first and the step reads them back from memory), runs their nonlinearities and cell
  * update while the panels are in L1, and writes its part of h_t into the next step's operand
- * rows; of the cell it keeps the gates and c_t (the saved rows' first half), not tanh(c_t). Backward
- * likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read from the gate rows
- * of step t+1, which hold it by then), then their cell backward (tanh(c_t) taken again), the bias
- * gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and [dW_ih |
- * dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows together).
- * Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's weights,
- * so x_t W_ih^T + b_ih + b_hh comes from a table of one row per token id, computed once per
- * forward, and backward forms dW_ih and the embedding's gradient from dL/da summed per id
+ * rows; of the cell it keeps the gates and c_t (the saved rows' first half), not tanh(c_t).
+ * Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read from the gate
+ * rows of step t+1, which hold it by then), then their cell backward (tanh(c_t) taken again), the
+ * bias gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and
+ * [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows
+ * together). Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's
+ * weights, so x_t W_ih^T + b_ih + b_hh comes from a table of one row per token id, computed once
+ * per forward, and backward forms dW_ih and the embedding's gradient from dL/da summed per id
  * (Recurrent.embedding). fused=0 keeps the per-step path above, the reference the tests compare
  * the fused one against.
  *

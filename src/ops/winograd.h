@@ -73,10 +73,10 @@ long winograd_tiles(int batch, int h, int w);
 /* [net] winograd_min_tiles' default: a training net whose mini-batch has fewer tiles in a layer
  * trains it on im2col + gemm instead, as its weights are transformed again every step (an update
  * changes them) and a few tiles do not pay for that (README "Winograd convolutions"); inference
- * keeps the transformed weights and takes Winograd at any batch. At 1 and 2 threads a 3x3 layer of 256 channels on
- * 14x14 maps broke even at 196-392 tiles (batch 4-8), one of 512 on 7x7 between 128 and 256
- * (batch 8-16); at batch 1 Winograd took twice im2col's time. resnet18_cifar's 4x4 maps at batch
- * 64 and the 224 nets' 7x7 ones at batch 16 have 256. */
+ * keeps the transformed weights and takes Winograd at any batch. At 1 and 2 threads a 3x3 layer of
+ * 256 channels on 14x14 maps broke even at 196-392 tiles (batch 4-8), one of 512 on 7x7 between 128
+ * and 256 (batch 8-16); at batch 1 Winograd took twice im2col's time. resnet18_cifar's 4x4 maps at
+ * batch 64 and the 224 nets' 7x7 ones at batch 16 have 256. */
 #define WINOGRAD_TRAINING_TILES 256
 
 /* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */

@@ -14,8 +14,8 @@ void *zeroed_lines(size_t count, size_t size)
     if (!block)
         return NULL;
     const uintptr_t first = (uintptr_t)(block + sizeof(void *));
-    unsigned char *at = block + sizeof(void *) +
-                        (CACHE_LINE_BYTES - first % CACHE_LINE_BYTES) % CACHE_LINE_BYTES;
+    unsigned char *at =
+        block + sizeof(void *) + (CACHE_LINE_BYTES - first % CACHE_LINE_BYTES) % CACHE_LINE_BYTES;
     ((void **)at)[-1] = block;
     return at;
 }

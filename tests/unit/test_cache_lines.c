@@ -29,8 +29,8 @@ static void check_block(size_t count, size_t size)
 
 int main(void)
 {
-    const size_t sizes[][2] = {{0, 4}, {1, 1}, {3, 4}, {16, 4}, {1000, 4}, {1, 1 << 20},
-                               {(1 << 22) + 3, 4}};
+    const size_t sizes[][2] = {
+        {0, 4}, {1, 1}, {3, 4}, {16, 4}, {1000, 4}, {1, 1 << 20}, {(1 << 22) + 3, 4}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         check_block(sizes[i][0], sizes[i][1]);
     CHECK(zeroed_lines(SIZE_MAX / 2, 4) == NULL);
@@ -39,8 +39,9 @@ int main(void)
 
     Net net;
     Error e = {0};
-    CHECK(!net_build_from_text(&net, "[net]\nbatch=3\nwidth=5\nheight=5\nchannels=1\n"
-                                     "[connected]\noutput=7\n[softmax]\n",
+    CHECK(!net_build_from_text(&net,
+                               "[net]\nbatch=3\nwidth=5\nheight=5\nchannels=1\n"
+                               "[connected]\noutput=7\n[softmax]\n",
                                "t.cfg", 1, 1, &e));
     CHECK(!net_resize(&net, 3, 0, &e));
     CHECK(on_line(net.activations) && on_line(net.params) && on_line(net.grads));

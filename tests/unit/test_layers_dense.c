@@ -173,7 +173,7 @@ static void test_winograd_matches_im2col(void)
 {
 #define WINO_STACK(flag)                                                                           \
     NET(3, 16, 8, 12)                                                                              \
-    "winograd_min_tiles=0\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"       \
+    "winograd_min_tiles=0\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"        \
     "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=32\n"                           \
     "size=3\npad=1\nactivation=relu\n[convolutional]\nfilters=16\nsize=3\n"                        \
     "pad=1\nactivation=linear\n"
