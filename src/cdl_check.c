@@ -181,8 +181,7 @@ static void check_memory(Check *c, Net *net)
     Error e = {0};
     cdl_check_result *r = c->r;
     size_t activations;
-    const int mini_batch = net->hyper.batch / net->hyper.subdivisions;
-    r->train_pass = mini_batch / net_training_split(net, omp_get_max_threads());
+    r->train_pass = net_training_pass(net, omp_get_max_threads());
     if (net_batch_bytes(net, r->train_pass, 1, &activations, &e)) {
         problem(c, "%s", e.msg);
         return;

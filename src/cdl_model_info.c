@@ -31,8 +31,7 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .state = net->n_state,
         .flops = flops,
         .step = model->meta.step,
-        .train_pass = net->hyper.batch / net->hyper.subdivisions /
-                      net_training_split(net, omp_get_max_threads()),
+        .train_pass = net_training_pass(net, omp_get_max_threads()),
     };
 }
 
@@ -90,8 +89,9 @@ static int activation_bytes(const Net *net, int want_grads, size_t *bytes, Error
         cfg_free(&cfg);
         return st;
     }
-    const int split = want_grads ? net_training_split(&copy, omp_get_max_threads()) : 1;
-    st = net_activation_bytes(&copy, copy.hyper.batch / copy.hyper.subdivisions / split, bytes, e);
+    const int pass = want_grads ? net_training_pass(&copy, omp_get_max_threads())
+                                : copy.hyper.batch / copy.hyper.subdivisions;
+    st = net_activation_bytes(&copy, pass, bytes, e);
     net_free(&copy);
     return st;
 }

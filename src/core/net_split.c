@@ -31,6 +31,11 @@ int net_training_split(const Net *net, int threads)
     return batch / pass;
 }
 
+int net_training_pass(const Net *net, int threads)
+{
+    return net->hyper.batch / net->hyper.subdivisions / net_training_split(net, threads);
+}
+
 int net_resize_split(Net *net, int split, Error *e)
 {
     net->split = split;

@@ -15,6 +15,9 @@
  * LayerType.splits_batch, and [net] split_passes=0 asks for none. */
 int net_training_split(const Net *net, int threads);
 
+/* Samples in each of those passes: hyper.batch / subdivisions / net_training_split. */
+int net_training_pass(const Net *net, int threads);
+
 /* Sizes net for training in `split` passes of each mini-batch (Net.split, then net_resize for
  * hyper.batch / subdivisions / split samples). */
 int net_resize_split(Net *net, int split, Error *e);

@@ -141,7 +141,7 @@ typedef struct Conv {
      * [net] winograd_min_tiles output tiles (else im2col; its passes in inference mode, such as
      * training's validation, stay on Winograd, as an inference net's, eval's, do) */
     int wino_training;
-    /* and its weight gradient too (resize: a training net, winograd_grad_worth) */
+    /* and its weight gradient too (resize: a training net on Winograd, winograd_grad_worth) */
     int wino_grad;
     WinogradPlan wino;
     float *wino_u;
@@ -393,7 +393,8 @@ static void winograd_resize(Layer *l, Conv *cv, int batch, int threads, LayerSta
     const Shape in = l->in_shape;
     const int training = l->params[P_WEIGHTS].grad != NULL;
     cv->winograd = cv->wino_wanted && !l->quant && l->precision == GEMM_FP32;
-    cv->wino_grad = cv->winograd && training && winograd_grad_worth(in.c, cv->filters, in.h, in.w);
+    cv->wino_grad = cv->winograd && training && cv->wino_training &&
+                    winograd_grad_worth(in.c, cv->filters, in.h, in.w);
     cv->wino_u =
         layer_work_floats(st, cv->winograd ? winograd_weights_floats(cv->filters, in.c) : 0);
     if (!cv->winograd)

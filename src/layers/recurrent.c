@@ -854,7 +854,7 @@ static inline __attribute__((always_inline)) void backward_units(Layer *l, int b
             .dc = rc->dc + at,
         };
         float tanh_c[UNIT];
-        cell_tanh_row(rc->saved + row * rc->ld_saved + j0, tanh_c, n);
+        cell_tanh_row(r.saved, tanh_c, n);
         lstm_backward_units(&r, tanh_c, H, n);
         for (int g = 0; g < 4; g++) {
             const size_t col = (size_t)g * H + j0;

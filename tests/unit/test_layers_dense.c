@@ -197,38 +197,44 @@ static void test_winograd_matches_im2col(void)
 #undef WINO_STACK
 }
 
-/* The engine of layer 0, a 16 -> 16 3x3 convolution on 14x14 maps (49 output tiles an image), in
- * a net of batch built with or without gradients, with more [net] keys. */
-static const char *engine_at(int batch, int want_grads, const char *keys)
+/* A net of one 16 -> 16 3x3 convolution on 14x14 maps (49 output tiles an image) at batch, built
+ * with or without gradients, with more [net] keys, and sized for batch; 1 when it cannot be. */
+static int build_wino_net(Net *net, int batch, int want_grads, const char *keys)
 {
-    static char engine[16];
     char text[256];
     snprintf(text, sizeof text,
              "[net]\nbatch=%d\nwidth=14\nheight=14\nchannels=16\n%s\n[convolutional]\n"
              "filters=16\nsize=3\npad=1\n",
              batch, keys);
-    Net net;
     Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", want_grads, 3, &e))
+        return 1;
+    if (net_resize(net, batch, 0, &e)) {
+        net_free(net);
+        return 1;
+    }
+    return 0;
+}
+
+/* The engine of build_wino_net's layer, "(none)" when it cannot be built. */
+static const char *engine_at(int batch, int want_grads, const char *keys)
+{
+    static char engine[16];
+    Net net;
     snprintf(engine, sizeof engine, "(none)");
-    if (!net_build_from_text(&net, text, "t.cfg", want_grads, 3, &e)) {
-        if (!net_resize(&net, batch, 0, &e))
-            snprintf(engine, sizeof engine, "%s", net.layers[0].engine);
+    if (!build_wino_net(&net, batch, want_grads, keys)) {
+        snprintf(engine, sizeof engine, "%s", net.layers[0].engine);
         net_free(&net);
     }
     return engine;
 }
 
-/* Layer 0's output (engine_at's net at batch 1, seed 3) for input rng_normal(9), of a net with
- * or without gradients, in inference mode; NULL when it cannot be built. */
+/* The output of build_wino_net's layer at batch 1 for input rng_normal(9), of a net with or
+ * without gradients, in inference mode; NULL when it cannot be built. */
 static float *inference_output(int want_grads)
 {
     Net net;
-    Error e = {0};
-    if (net_build_from_text(&net,
-                            "[net]\nbatch=1\nwidth=14\nheight=14\nchannels=16\n"
-                            "[convolutional]\nfilters=16\nsize=3\npad=1\n",
-                            "t.cfg", want_grads, 3, &e) ||
-        net_resize(&net, 1, 0, &e))
+    if (build_wino_net(&net, 1, want_grads, ""))
         return NULL;
     Rng rng;
     rng_seed(&rng, 9, 0);
