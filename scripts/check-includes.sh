@@ -16,6 +16,7 @@ FLOORS=(
     "data"
     "core"
     "layers"
+    "backend"
     "train"
     "model"
     "api"
@@ -23,9 +24,10 @@ FLOORS=(
 )
 
 # Allowed upward includes, one "FILE HEADER" pair per line (paths relative to src/).
-# The one allowed exception of the design, the layer registry that core looks layer families
-# up in (core calls layer_type_find and layer_type_names, defined in layers/registry.c), is
-# linked, not included: core/layer.h declares them, so it needs no entry here. Add an entry
+# The allowed exceptions of the design, the layer registry that core looks layer families up in
+# (core calls layer_type_find and layer_type_names, defined in layers/registry.c) and the backends
+# it builds a net for (backend_find, defined in backend/backends.c), are linked, not included:
+# core/layer.h and core/backend.h declare them, so they need no entry here. Add an entry
 # only with a comment saying why.
 EXCEPTIONS=(
 )

@@ -98,8 +98,3 @@ void *layer_state_bytes(LayerState *st, size_t n)
     st->n_bytes += (n + LAYER_STATE_ALIGN - 1) / LAYER_STATE_ALIGN * LAYER_STATE_ALIGN;
     return at;
 }
-
-const char *backend_name(Backend b)
-{
-    return b == CDL_BACKEND_CPU ? "CPU" : "GPU";
-}

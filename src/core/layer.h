@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/backend.h"
 #include "io/cfg.h"
 #include "ops/activation.h"
 #include "ops/gemm.h"
@@ -51,7 +52,10 @@ typedef struct Param {
 #define LAYER_MAX_INPUTS 16
 
 typedef struct Layer {
-    const struct LayerType *type;
+    const struct LayerType *type; /* what the layer means */
+    /* What computes it: its family's kernels on the net's backend, picked when the net is built
+     * (Net.backend). */
+    const struct LayerKernels *kernels;
     int index; /* 0-based position among layers ([net] excluded) */
     int line;  /* cfg line of the section header */
     Shape in_shape, out_shape;
@@ -86,7 +90,7 @@ typedef struct Layer {
      * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
     size_t scratch_per_sample;
     /* Floats and bytes of per-batch private state, and floats of work, the layer took at the
-     * last net_resize (LayerType.resize), in the net's activation slab. */
+     * last net_resize (LayerKernels.resize), in the net's activation slab. */
     size_t state_floats, state_bytes, work_floats;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
      * is in (-1: none). */
@@ -97,7 +101,7 @@ typedef struct Layer {
     int last_reader;
     /* The family's configuration and state, LayerType.priv_size zeroed bytes the net allocates
      * before parse and frees with the net; its per-batch buffers point into the net's
-     * activation slab (LayerType.resize). NULL when priv_size is 0. */
+     * activation slab (LayerKernels.resize). NULL when priv_size is 0. */
     void *priv;
     /* int8 weights (`cdl quantize`, core/net_quant.h): set, the forward multiplies in int8 through
      * qgemm_float; NULL (the default): float. Owned by the net. */
@@ -113,13 +117,13 @@ typedef struct Layer {
      * NULL in the other families (own kernels only). */
     const char *engine;
     /* Which of its tensors the layer's inference forwards (StepContext.train 0) take in oneDNN's
-     * blocked layout nChw8c instead of plain NCHW (LayerType.layout): bit k input k, bit
+     * blocked layout nChw8c instead of plain NCHW (LayerKernels.layout): bit k input k, bit
      * LAYER_OUT_BIT the output; set by net_resize, 0 (all plain) in the training forwards
      * unless bit LAYER_TRAIN_BIT is set too (a net with gradients: then the layouts hold in
      * every pass, forward and backward, and the deltas share their outputs' layouts; see
      * layer_blocked). */
     unsigned blocked;
-    /* A residual sum fused into a convolution (net_resize, LayerType.fuse_sum): in the layer whose
+    /* A residual sum fused into a convolution (net_resize, LayerKernels.fuse_sum): in the layer whose
      * output only a [shortcut] reads, as that shortcut's first input, sum_into is the shortcut:
      * the layer's inference forwards write the shortcut's output, act(this + its other input),
      * and leave their own unwritten; in the shortcut, sum_from is that layer, and its inference
@@ -131,7 +135,7 @@ typedef struct Layer {
 #define LAYER_OUT_BIT LAYER_MAX_INPUTS
 #define LAYER_TRAIN_BIT (LAYER_MAX_INPUTS + 1)
 
-/* How a layer can take one of its tensors in nChw8c (LayerType.layout). */
+/* How a layer can take one of its tensors in nChw8c (LayerKernels.layout). */
 enum { LAYOUT_PLAIN, LAYOUT_FREE, LAYOUT_TIED };
 
 /* The processes of a data-parallel run (train/dist.c) as the net and its layers see them. */
@@ -149,8 +153,9 @@ typedef struct Collective {
 typedef struct StepContext {
     int batch;      /* samples in the mini-batch: every tensor is [batch][...] */
     int train;      /* 1: training mode (batch statistics, dropout, random crops); 0: inference */
-    float *scratch; /* shared workspace, at least scratch_per_sample * batch floats */
-    size_t scratch_floats;
+    /* Where the kernels run: the net's workspace (at least scratch_per_sample * batch floats),
+     * and on a GPU its stream and library handles. */
+    const ExecContext *exec;
     /* [batch][labels per sample] class ids of the loss; NULL: no loss is computed. */
     const int *labels;
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
@@ -202,7 +207,7 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
     return (ctx->draw_id << 16) ^ (uint64_t)l->index;
 }
 
-/* Where a layer's per-batch private state goes. net_resize calls LayerType.resize twice for
+/* Where a layer's per-batch private state goes. net_resize calls LayerKernels.resize twice for
  * each layer: first to measure (floats and bytes NULL: layer_state_floats and
  * layer_state_bytes return NULL and only count), then to carve, with the layer's part of the
  * activation slab (zeroed). Both calls must ask for the same sizes in the same order. The state
@@ -231,51 +236,11 @@ void *layer_state_bytes(LayerState *st, size_t n);
  * gradients), which the memory plan lends to other buffers between its calls. */
 float *layer_work_floats(LayerState *st, size_t n);
 
-/* The step of a layer on one backend: forward, backward and the cached step. */
+/* What a layer family computes on one backend (core/backend.h): its per-batch state, its step and
+ * the backend's hooks (layouts, fused sums). A family's meaning (LayerType) is the same on every
+ * backend; each backend holds one table per family it runs (backend/cpu/cpu_backend.c), which the
+ * net picks once when it builds (Layer.kernels). Every table fills forward and backward. */
 typedef struct LayerKernels {
-    /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
-     * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
-    void (*forward)(Layer *l, const StepContext *ctx);
-    /* Reads l->delta, adds parameter gradients into params[].grad and input
-     * gradients into l->in_delta[] (skipped where those are NULL). */
-    void (*backward)(Layer *l, const StepContext *ctx);
-    /* Sequence layers (NULL elsewhere): computes row t of l->out for every sample of the batch,
-     * in inference mode, from row t of its inputs and what the forward or forward_at calls
-     * before left in the layer (its outputs and caches for rows < t): generation extends a
-     * sequence one token at a time with it (attention's key/value cache, a recurrent layer's
-     * state). Must give the row forward gives, up to the rounding of matrix products over fewer
-     * rows (BLAS may sum in another order). */
-    void (*forward_at)(Layer *l, const StepContext *ctx, int t);
-} LayerKernels;
-
-/* The backends a net may run on. Only the CPU has kernels today. */
-typedef enum Backend {
-    CDL_BACKEND_CPU,
-    CDL_BACKEND_GPU,
-} Backend;
-
-/* "CPU" or "GPU". */
-const char *backend_name(Backend b);
-
-/* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */
-typedef enum DarknetWeightOrder {
-    DARKNET_NO_WEIGHTS, /* the layer has no place in a .weights file */
-    DARKNET_CONVOLUTIONAL,
-    DARKNET_CONNECTED,
-    DARKNET_BATCHNORM,
-} DarknetWeightOrder;
-
-typedef struct LayerType {
-    const char *name; /* cfg section name */
-    /* Bytes of l->priv, the family's configuration, allocated (zeroed) by the net before
-     * parse; 0: no priv. */
-    size_t priv_size;
-    /* Reads the section's keys, sets out_shape, activation, params (counts, flags),
-     * inputs, flops, scratch_per_sample and fills priv. in_shape and inputs are preset to
-     * the previous layer. Returns CDL_EUSAGE with "FILE:LINE: ..." on a bad cfg. */
-    int (*parse)(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e);
-    /* Initialises parameter values once slabs are assigned (may be NULL). */
-    void (*init)(Layer *l, Rng *rng);
     /* Takes the per-batch private state of a mini-batch of batch samples from st
      * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
      * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by
@@ -300,10 +265,41 @@ typedef struct LayerType {
      * input 0: act(l's output + that layer's input 1), all three in nChw8c (Layer.sum_into); act
      * -1 asks for no fused sum. Returns 1 when l will. NULL: never. */
     int (*fuse_sum)(Layer *l, int act);
-    /* The step on the CPU; every family fills forward and backward. */
-    LayerKernels cpu;
-    /* The step on a GPU; NULL for every family today (net_check_backend refuses). */
-    const LayerKernels *gpu;
+    /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
+     * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
+    void (*forward)(Layer *l, const StepContext *ctx);
+    /* Reads l->delta, adds parameter gradients into params[].grad and input
+     * gradients into l->in_delta[] (skipped where those are NULL). */
+    void (*backward)(Layer *l, const StepContext *ctx);
+    /* Sequence layers (NULL elsewhere): computes row t of l->out for every sample of the batch,
+     * in inference mode, from row t of its inputs and what the forward or forward_at calls
+     * before left in the layer (its outputs and caches for rows < t): generation extends a
+     * sequence one token at a time with it (attention's key/value cache, a recurrent layer's
+     * state). Must give the row forward gives, up to the rounding of matrix products over fewer
+     * rows (BLAS may sum in another order). */
+    void (*forward_at)(Layer *l, const StepContext *ctx, int t);
+} LayerKernels;
+
+
+/* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */
+typedef enum DarknetWeightOrder {
+    DARKNET_NO_WEIGHTS, /* the layer has no place in a .weights file */
+    DARKNET_CONVOLUTIONAL,
+    DARKNET_CONNECTED,
+    DARKNET_BATCHNORM,
+} DarknetWeightOrder;
+
+typedef struct LayerType {
+    const char *name; /* cfg section name */
+    /* Bytes of l->priv, the family's configuration, allocated (zeroed) by the net before
+     * parse; 0: no priv. */
+    size_t priv_size;
+    /* Reads the section's keys, sets out_shape, activation, params (counts, flags),
+     * inputs, flops, scratch_per_sample and fills priv. in_shape and inputs are preset to
+     * the previous layer. Returns CDL_EUSAGE with "FILE:LINE: ..." on a bad cfg. */
+    int (*parse)(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e);
+    /* Initialises parameter values once slabs are assigned (may be NULL). */
+    void (*init)(Layer *l, Rng *rng);
     /* Appends the layer's inference graph to g (core/onnx_graph.h): reads its inputs with
      * onnx_input_nchw/onnx_input_flat, declares parameters with onnx_param and writes the
      * value named by onnx_output. NULL: the layer cannot be exported, and `cdl export onnx`
@@ -356,17 +352,6 @@ static inline int layer_type_exportable(const LayerType *t)
 {
     return t->export_onnx != NULL;
 }
-/* 1 when the family has a cached step (LayerKernels.forward_at) on the CPU. */
-static inline int layer_type_has_forward_at(const LayerType *t)
-{
-    return t->cpu.forward_at != NULL;
-}
-/* The family's kernels on backend b; NULL when it has none there. */
-static inline const LayerKernels *layer_type_kernels(const LayerType *t, Backend b)
-{
-    return b == CDL_BACKEND_CPU ? &t->cpu : t->gpu;
-}
-
 /* Looks a family up by section name; NULL when unknown. */
 const LayerType *layer_type_find(const char *name);
 /* "convolutional, connected, ..." for error messages. */

@@ -313,6 +313,10 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         l->index = i;
         l->line = s->line;
         l->type = layer_type_find(s->name); /* known: check_sections */
+        l->kernels = net->backend->kernels(l->type);
+        if (!l->kernels)
+            return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] has no %s implementation",
+                             cfg->path, s->line, i, s->name, net->backend->name);
         l->in_shape = prev;
         l->inputs[0] = i - 1;
         l->n_inputs = 1;
@@ -363,9 +367,10 @@ static int allocate_params(Net *net, int want_grads, Error *e)
             Param *pa = &net->layers[i].params[p];
             *(pa->trainable ? &net->n_params : &net->n_state) += pa->count;
         }
-    net->params = zeroed_lines(net->n_params + 1, sizeof *net->params);
-    net->state = zeroed_lines(net->n_state + 1, sizeof *net->state);
-    net->grads = want_grads ? zeroed_lines(net->n_params + 1, sizeof *net->grads) : NULL;
+    const BackendOps *be = net->backend;
+    net->params = be->alloc(net->n_params + 1, sizeof *net->params);
+    net->state = be->alloc(net->n_state + 1, sizeof *net->state);
+    net->grads = want_grads ? be->alloc(net->n_params + 1, sizeof *net->grads) : NULL;
     if (!net->params || !net->state || (want_grads && !net->grads))
         return error_set(e, CDL_ERUNTIME, "out of memory for %zu parameters", net->n_params);
     size_t param_at = 0, state_at = 0;
@@ -384,10 +389,15 @@ static int allocate_params(Net *net, int want_grads, Error *e)
     return CDL_OK;
 }
 
-/* net_build; init_params 0 skips the layers' initialisation (the slabs stay zero). */
-static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params, Error *e)
+/* net_build on backend; init_params 0 skips the layers' initialisation (the slabs stay zero). */
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
+                 Backend backend, Error *e)
 {
     memset(net, 0, sizeof *net);
+    net->backend = backend_find(backend);
+    if (!net->backend)
+        return error_set(e, CDL_EUSAGE, "this cdl was built without a %s backend%s",
+                         backend_name(backend), backend == CDL_BACKEND_GPU ? " (make GPU=1)" : "");
     net->seed = seed;
     net->split = 1;
     net->want_grads = want_grads;
@@ -419,14 +429,14 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_par
 
 int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
 {
-    return build(net, cfg, want_grads, seed, 1, e);
+    return build(net, cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
 }
 
 /* Builds from a parsed cfg, freeing it when the build fails (build owns it otherwise). */
 static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
-                        Error *e)
+                        Backend backend, Error *e)
 {
-    int st = build(net, cfg, want_grads, seed, init_params, e);
+    int st = build(net, cfg, want_grads, seed, init_params, backend, e);
     if (st)
         cfg_free(cfg);
     return st;
@@ -437,7 +447,15 @@ int net_build_from_text(Net *net, const char *text, const char *path, int want_g
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
+}
+
+int net_build_from_text_on(Net *net, const char *text, const char *path, int want_grads,
+                           uint64_t seed, Backend backend, Error *e)
+{
+    Cfg cfg;
+    int st = cfg_parse_text(text, path, &cfg, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, backend, e);
 }
 
 int net_build_from_text_uninitialised(Net *net, const char *text, const char *path, int want_grads,
@@ -445,7 +463,7 @@ int net_build_from_text_uninitialised(Net *net, const char *text, const char *pa
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, CDL_BACKEND_CPU, e);
 }
 
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
@@ -461,17 +479,20 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
         cfg_free(&cfg);
         return st;
     }
-    return build_owning(net, &cfg, want_grads, seed, 1, e);
+    return build_owning(net, &cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
 }
 
 static void free_activations(Net *net)
 {
-    free_lines(net->activations);
-    free_lines(net->input);
-    free_lines(net->input_delta);
+    if (!net->backend)
+        return;
+    net->backend->free(net->activations);
+    net->backend->free(net->input);
+    net->backend->free(net->input_delta);
     free(net->labels);
-    free_lines(net->scratch);
-    net->activations = net->input = net->input_delta = net->scratch = NULL;
+    net->backend->free(net->exec.workspace);
+    net->activations = net->input = net->input_delta = net->exec.workspace = NULL;
+    net->exec.workspace_floats = 0;
     net->labels = NULL;
     net->batch = 0;
     net->activation_bytes = 0;
@@ -481,12 +502,14 @@ void net_free(Net *net)
 {
     free_activations(net);
     for (int i = 0; i < net->n_layers; i++)
-        if (net->layers[i].type && net->layers[i].type->release)
-            net->layers[i].type->release(&net->layers[i]);
+        if (net->layers[i].kernels && net->layers[i].kernels->release)
+            net->layers[i].kernels->release(&net->layers[i]);
     free(net->layers);
-    free_lines(net->params);
-    free_lines(net->grads);
-    free_lines(net->state);
+    if (net->backend) {
+        net->backend->free(net->params);
+        net->backend->free(net->grads);
+        net->backend->free(net->state);
+    }
     free(net->quant_slab);
     cfg_free(&net->cfg);
     memset(net, 0, sizeof *net);
@@ -509,7 +532,7 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
         LayerState st = {0};
-        int rc = l->type->resize ? l->type->resize(l, batch, &st, e) : CDL_OK;
+        int rc = l->kernels->resize ? l->kernels->resize(l, batch, &st, e) : CDL_OK;
         if (rc)
             return rc;
         l->state_floats = st.n_floats;
@@ -523,7 +546,7 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
 
 /* Points every layer's out, delta and pre into net->activations where buffers (the memory
  * plan, core/net_memory.h) place them, binds its inputs and carves its private state
- * (LayerType.resize). */
+ * (LayerKernels.resize). */
 static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e)
 {
     unsigned char *slab = (unsigned char *)net->activations;
@@ -539,17 +562,17 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
         LayerState carve = {.floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
                             .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
                             .work = (float *)(slab + b[NET_BUF_WORK].offset)};
-        int st = l->type->resize ? l->type->resize(l, batch, &carve, e) : CDL_OK;
+        int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;
     }
     return CDL_OK;
 }
 
-/* How layer l takes input k (or gives its output, k -1) in nChw8c (LayerType.layout). */
+/* How layer l takes input k (or gives its output, k -1) in nChw8c (LayerKernels.layout). */
 static int layout_of(const Layer *l, int k)
 {
-    return l->type->layout ? l->type->layout(l, k) : LAYOUT_PLAIN;
+    return l->kernels->layout ? l->kernels->layout(l, k) : LAYOUT_PLAIN;
 }
 
 static int out_blocked(const Net *net, int i)
@@ -576,13 +599,13 @@ static int untie(Net *net, const Layer *l)
     return changed;
 }
 
-/* Sets every layer's Layer.blocked (LayerType.layout): an output is blocked where its writer
+/* Sets every layer's Layer.blocked (LayerKernels.layout): an output is blocked where its writer
  * and every reader can take it so, the tied layers' tensors all or none, the net's output
  * plain; in a net with gradients only with [net] dnnl_train_blocked=1 (else all plain). */
 static void plan_layouts(Net *net)
 {
     const int n = net->n_layers;
-    /* A net with gradients plans for its training passes too (LayerType.layout sees the bit). */
+    /* A net with gradients plans for its training passes too (LayerKernels.layout sees the bit). */
     const unsigned train = net->want_grads ? 1u << LAYER_TRAIN_BIT : 0;
     for (int i = 0; i < n; i++)
         net->layers[i].blocked = train;
@@ -619,7 +642,7 @@ static int readers_of(const Net *net, int i)
     return n;
 }
 
-/* The residual sums fused into their input 0's writer (LayerType.fuse_sum): a plain_sum layer s
+/* The residual sums fused into their input 0's writer (LayerKernels.fuse_sum): a plain_sum layer s
  * whose input 0, written after its input 1, only s reads, all in nChw8c. Returns 1 when the
  * fusions differ from the last ones (Layer.sum_into, sum_from). */
 static int plan_sums(Net *net)
@@ -631,17 +654,17 @@ static int plan_sums(Net *net)
                                              : NULL;
         const Layer *was = s->sum_from;
         s->sum_from = NULL;
-        if (w && readers_of(net, w->index) == 1 && w->type->fuse_sum && s->type->plain_sum &&
-            s->type->plain_sum(s) && out_blocked(net, i) && w->type->fuse_sum(w, s->activation))
+        if (w && readers_of(net, w->index) == 1 && w->kernels->fuse_sum && s->kernels->plain_sum &&
+            s->kernels->plain_sum(s) && out_blocked(net, i) && w->kernels->fuse_sum(w, s->activation))
             s->sum_from = w;
         changed |= was != s->sum_from;
     }
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
         l->sum_into = NULL;
-        if (l->type->fuse_sum &&
+        if (l->kernels->fuse_sum &&
             !(l->last_reader >= 0 && net->layers[l->last_reader].sum_from == l))
-            l->type->fuse_sum(l, -1);
+            l->kernels->fuse_sum(l, -1);
     }
     for (int i = 0; i < net->n_layers; i++)
         if (net->layers[i].sum_from)
@@ -742,14 +765,15 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;
     net->activation_bytes = b.slab;
-    net->activations = zeroed_lines(1, net->activation_bytes + sizeof(float));
-    net->input = zeroed_lines(in_n, sizeof *net->input);
-    net->input_delta = want_input_delta ? zeroed_lines(in_n, sizeof *net->input_delta) : NULL;
+    const BackendOps *be = net->backend;
+    net->activations = be->alloc(1, net->activation_bytes + sizeof(float));
+    net->input = be->alloc(in_n, sizeof *net->input);
+    net->input_delta = want_input_delta ? be->alloc(in_n, sizeof *net->input_delta) : NULL;
     net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
-    net->scratch = zeroed_lines(scratch + 1, sizeof *net->scratch);
-    net->scratch_floats = scratch;
+    net->exec.workspace = be->alloc(scratch + 1, sizeof *net->exec.workspace);
+    net->exec.workspace_floats = scratch;
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
-        !net->labels || !net->scratch) {
+        !net->labels || !net->exec.workspace) {
         free(plan);
         free_activations(net);
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
@@ -788,8 +812,7 @@ static StepContext step_context(Net *net, int train)
     return (StepContext){
         .batch = net->batch,
         .train = train,
-        .scratch = net->scratch,
-        .scratch_floats = net->scratch_floats,
+        .exec = &net->exec,
         .labels = net->labels,
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
@@ -808,7 +831,7 @@ static StepContext step_context(Net *net, int train)
 static void forward_layer(Net *net, StepContext *ctx, int i)
 {
     ctx->train = net->train && i >= net->train_from;
-    net->layers[i].type->cpu.forward(&net->layers[i], ctx);
+    net->layers[i].kernels->forward(&net->layers[i], ctx);
 }
 
 /* The context of a forward that repeats the last one (gradient checkpointing): no loss. */
@@ -836,7 +859,7 @@ void net_forward(Net *net)
 int net_can_forward_at(const Net *net)
 {
     for (int i = 0; i < net->n_layers; i++)
-        if (!layer_type_has_forward_at(net->layers[i].type))
+        if (!net->layers[i].kernels->forward_at)
             return 0;
     return net->n_layers > 0 && net->n_segments == 0;
 }
@@ -845,23 +868,13 @@ void net_forward_at(Net *net, int t)
 {
     const StepContext ctx = step_context(net, 0);
     for (int i = 0; i < net->n_layers; i++)
-        net->layers[i].type->cpu.forward_at(&net->layers[i], &ctx, t);
-}
-
-int net_check_backend(const Net *net, Backend backend, Error *e)
-{
-    for (int i = 0; i < net->n_layers; i++) {
-        const LayerType *type = net->layers[i].type;
-        if (!layer_type_kernels(type, backend))
-            return error_set(e, CDL_EUSAGE, "layer %d [%s] has no %s implementation", i, type->name,
-                             backend_name(backend));
-    }
-    return CDL_OK;
+        net->layers[i].kernels->forward_at(&net->layers[i], &ctx, t);
 }
 
 static void zero_delta(Net *net, Layer *l)
 {
-    memset(l->delta, 0, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta);
+    net->backend->zero(l->delta, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta,
+                       &net->exec);
 }
 
 /* Zeroes the deltas layer i's backward is the first to add into (Layer.last_reader): its
@@ -913,8 +926,9 @@ void net_backward(Net *net)
         replay_forward(net, 0, net->n_layers - 1);
     net->backward_ran = 1;
     if (net->input_delta)
-        memset(net->input_delta, 0,
-               (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta);
+        net->backend->zero(net->input_delta,
+                           (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta,
+                           &net->exec);
     const StepContext ctx = step_context(net, net->train);
     /* Segment by segment (a run of layers with the same Layer.segment), last first. */
     for (int last = net->n_layers - 1; last >= net->train_from;) {
@@ -926,7 +940,7 @@ void net_backward(Net *net)
         for (int i = last; i >= first && i >= net->train_from; i--) {
             zero_deltas_before_backward(net, i);
             const double start_s = net->profiler ? time_now_s() : 0;
-            net->layers[i].type->cpu.backward(&net->layers[i], &ctx);
+            net->layers[i].kernels->backward(&net->layers[i], &ctx);
             if (net->profiler)
                 profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s,
                                time_now_s());
@@ -940,7 +954,7 @@ void net_backward(Net *net)
 void net_zero_grads(Net *net)
 {
     if (net->grads)
-        memset(net->grads, 0, net->n_params * sizeof *net->grads);
+        net->backend->zero(net->grads, net->n_params * sizeof *net->grads, &net->exec);
 }
 
 const float *net_layer_input(const Net *net, const Layer *l, int k)

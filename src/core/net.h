@@ -75,6 +75,11 @@ typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetE
 
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
+    /* The backend the net was built for: its slabs (params, grads, state, activations, input,
+     * input_delta, the workspace) are that backend's memory, allocated with its BackendOps, and
+     * every layer's kernels are its (Layer.kernels). Host code reads device slabs only through
+     * backend->download. */
+    const BackendOps *backend;
     Hyper hyper;
     /* The [net] augmentation keys (data/augment.h): how the loader turns a decoded sample into
      * the input, in training and in eval/predict. */
@@ -132,15 +137,16 @@ typedef struct Net {
     /* 1: net_backward ran since the last net_forward (which sets it to 0). */
     int backward_ran;
     /* Slab holding the layers' out/delta/pre and private per-batch state (Layer.state_floats
-     * floats, Layer.state_bytes bytes; LayerType.resize), placed by the memory plan: buffers
+     * floats, Layer.state_bytes bytes; LayerKernels.resize), placed by the memory plan: buffers
      * that are never live at the same time share memory. */
     float *activations;
     size_t activation_bytes; /* the slab's size */
     float *input;            /* [batch][in_shape] */
     float *input_delta;      /* [batch][in_shape] dL/d(input), only when requested */
     int *labels;             /* [batch][net_labels_per_sample] */
-    float *scratch;          /* shared workspace */
-    size_t scratch_floats;
+    /* Where the layers' kernels run (core/backend.h): the shared workspace, and on a GPU the
+     * stream and library handles. */
+    ExecContext exec;
 
     /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
      * optimizer batch, so accumulated mini-batch gradients equal the full batch's. */
@@ -179,6 +185,11 @@ void net_free(Net *net);
 /* Parses cfg text (path names it in messages) and builds the net. */
 int net_build_from_text(Net *net, const char *text, const char *path, int want_grads, uint64_t seed,
                         Error *e);
+/* As net_build_from_text, on backend: fails with "FILE:LINE: layer N [type] has no GPU
+ * implementation" at the first layer whose family has no kernels there, or when this build lacks
+ * the backend. (The other net_build* build on the CPU.) */
+int net_build_from_text_on(Net *net, const char *text, const char *path, int want_grads,
+                           uint64_t seed, Backend backend, Error *e);
 /* As net_build_from_text, but every parameter and running statistic is left zero instead of
  * initialised (seed still drives the net's random draws): for a caller that fills them all
  * next, as loading a checkpoint does. */
@@ -237,10 +248,6 @@ const float *net_output(const Net *net);
  * forward layer by layer (changing no running statistic), checking each output as it is made;
  * only with memory_plan=0 and no segments does it read the forward's outputs as they are. */
 int net_first_nonfinite_output(Net *net);
-
-/* Fails, naming the first layer (in order) whose family has no kernels on backend, with
- * "layer N [type] has no GPU implementation"; CDL_OK when every layer can run there. */
-int net_check_backend(const Net *net, Backend backend, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

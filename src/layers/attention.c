@@ -785,7 +785,7 @@ static void attention_backward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
-    float *dheads = ctx->scratch;                    /* [batch][T][C] */
+    float *dheads = ctx->exec->workspace;                   /* [batch][T][C] */
     float *dqkv = dheads + (size_t)rows * c;         /* [batch][T][3C] */
     float *bias_grads = dqkv + (size_t)rows * 3 * c; /* [batch][4C] */
     if (a->staged) {
@@ -912,11 +912,15 @@ const LayerType attention_layer = {
     .priv_size = sizeof(Attention),
     .parse = attention_parse,
     .init = attention_init,
-    .resize = attention_resize,
-    .cpu = {.forward = attention_forward,
-            .backward = attention_backward,
-            .forward_at = attention_forward_at},
     .export_onnx = attention_export_onnx,
     .writes_input_delta = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_attention_kernels = {
+    .resize = attention_resize,
+    .forward = attention_forward,
+    .backward = attention_backward,
+    .forward_at = attention_forward_at,
 };

@@ -106,7 +106,7 @@ static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
-/* Whole channel blocks: the input in nChw8c, the output plain (LayerType.layout). */
+/* Whole channel blocks: the input in nChw8c, the output plain (LayerKernels.layout). */
 static int avgpool_layout(const Layer *l, int k)
 {
     return k == 0 && l->in_shape.c % DNNL_LANES == 0 ? LAYOUT_FREE : LAYOUT_PLAIN;
@@ -115,9 +115,14 @@ static int avgpool_layout(const Layer *l, int k)
 const LayerType avgpool_layer = {
     .name = "avgpool",
     .parse = avgpool_parse,
-    .layout = avgpool_layout,
-    .cpu = {.forward = avgpool_forward, .backward = avgpool_backward},
     .export_onnx = avgpool_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_avgpool_kernels = {
+    .layout = avgpool_layout,
+    .forward = avgpool_forward,
+    .backward = avgpool_backward,
 };

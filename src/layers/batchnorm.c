@@ -67,10 +67,15 @@ const LayerType batchnorm_layer = {
     .priv_size = sizeof(BiasNorm),
     .parse = bn_layer_parse,
     .init = bn_layer_init,
-    .resize = bn_layer_resize,
-    .cpu = {.forward = bn_layer_forward, .backward = bn_layer_backward},
     .export_onnx = bn_layer_export_onnx,
     .darknet_weights = DARKNET_BATCHNORM,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_batchnorm_kernels = {
+    .resize = bn_layer_resize,
+    .forward = bn_layer_forward,
+    .backward = bn_layer_backward,
 };

@@ -162,12 +162,17 @@ const LayerType connected_layer = {
     .priv_size = sizeof(Connected),
     .parse = connected_parse,
     .init = connected_init,
-    .resize = connected_resize,
-    .cpu = {.forward = connected_forward, .backward = connected_backward},
     .export_onnx = connected_export_onnx,
     .quant_weights = connected_quant_weights,
     .gemm_bound = 1,
     .darknet_weights = DARKNET_CONNECTED,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_connected_kernels = {
+    .resize = connected_resize,
+    .forward = connected_forward,
+    .backward = connected_backward,
 };

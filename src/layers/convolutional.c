@@ -493,7 +493,7 @@ static const float *conv_weights(const Layer *l, const Conv *cv)
 }
 
 /* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
- * applies relu, leaky or nothing after it as post-ops (LayerType.fuse_sum). */
+ * applies relu, leaky or nothing after it as post-ops (LayerKernels.fuse_sum). */
 static int conv_fuse_sum(Layer *l, int act)
 {
     Conv *cv = l->priv;
@@ -878,8 +878,8 @@ static int chunk_images(const Conv *cv, const StepContext *ctx, int nt)
 {
     int k = cv->images_per_gemm, share = (ctx->batch + nt - 1) / nt;
     k = k < share ? k : share;
-    if (k > 1 && (size_t)nt * k * cv->image_floats > ctx->scratch_floats)
-        k = (int)(ctx->scratch_floats / ((size_t)nt * cv->image_floats));
+    if (k > 1 && (size_t)nt * k * cv->image_floats > ctx->exec->workspace_floats)
+        k = (int)(ctx->exec->workspace_floats / ((size_t)nt * cv->image_floats));
     return k > 1 ? k : 1;
 }
 
@@ -890,7 +890,7 @@ static float *thread_chunk(const Conv *cv, const StepContext *ctx, int k, int *b
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     *b0 = (int)((long)ctx->batch * t / n);
     *b1 = (int)((long)ctx->batch * (t + 1) / n);
-    return ctx->scratch + (size_t)t * k * cv->image_floats;
+    return ctx->exec->workspace + (size_t)t * k * cv->image_floats;
 }
 
 /* The forward of the batch x into out, in chunks of k images, on nt image threads. */
@@ -1068,7 +1068,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
                 memcpy(y + i, l->sum_into->in[1] + i,
                        (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
         }
-        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->scratch, dnnl_blocked(l, ctx));
+        dnnl_conv_forward(&cv->dc, x, w, b, y, ctx->exec->workspace, dnnl_blocked(l, ctx));
         if (bn && bias_norm_forward_activated(&cv->stage, l, ctx, y))
             return;
         if (bn)
@@ -1084,7 +1084,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
     if (conv_winograd(l, cv, ctx)) {
-        winograd_conv(&cv->wino, winograd_forward_weights(l, cv), x, y, 0, ctx->scratch);
+        winograd_conv(&cv->wino, winograd_forward_weights(l, cv), x, y, 0, ctx->exec->workspace);
     } else if (cv->depthwise) {
         depthwise_forward(l, cv, x, y, batch);
     } else {
@@ -1101,12 +1101,12 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         } else if (split > 1) {
 #pragma omp parallel num_threads(split)
             for (int b = 0; b < batch; b++)
-                forward_image(l, cv, x + b * in_size, y + b * out_size, ctx->scratch, xq, 1);
+                forward_image(l, cv, x + b * in_size, y + b * out_size, ctx->exec->workspace, xq, 1);
         } else {
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
             for (int b = 0; b < batch; b++)
                 forward_image(l, cv, x + b * in_size, y + b * out_size,
-                              ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, xq, 0);
+                              ctx->exec->workspace + (nt > 1 ? b : 0) * cv->cols_floats, xq, 0);
         }
     }
 
@@ -1142,17 +1142,17 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
 #pragma omp parallel num_threads(split)
         for (int b = 0; b < batch; b++)
             weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
-                               ctx->scratch, 1);
+                               ctx->exec->workspace, 1);
         return;
     }
     if (threads < 2) {
         for (int b = 0; b < batch; b += k)
             if (k > 1)
                 weight_grads_images(l, cv, x + b * in_size, l->delta + b * out_size,
-                                    batch - b < k ? batch - b : k, 1.0f, dw, ctx->scratch);
+                                    batch - b < k ? batch - b : k, 1.0f, dw, ctx->exec->workspace);
             else
                 weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size, 1.0f, dw,
-                                   ctx->scratch, 0);
+                                   ctx->exec->workspace, 0);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -1168,11 +1168,11 @@ static void weight_grads(Layer *l, Conv *cv, const StepContext *ctx, int nt)
             if (k > 1)
                 weight_grads_images(l, cv, x + b * in_size, l->delta + b * out_size,
                                     b1 - b < k ? b1 - b : k, t == 0 || b > b0 ? 1.0f : 0.0f, acc,
-                                    ctx->scratch + (size_t)t * k * cv->image_floats);
+                                    ctx->exec->workspace + (size_t)t * k * cv->image_floats);
             else
                 weight_grads_image(l, cv, x + b * in_size, l->delta + b * out_size,
                                    t == 0 || b > b0 ? 1.0f : 0.0f, acc,
-                                   ctx->scratch + (size_t)b * cv->cols_floats, 0);
+                                   ctx->exec->workspace + (size_t)b * cv->cols_floats, 0);
     }
 #pragma omp parallel for simd schedule(static) if (parallel : count >= 16384)
     for (size_t i = 0; i < count; i++) {
@@ -1190,7 +1190,7 @@ static void dnnl_backward(Layer *l, Conv *cv, const StepContext *ctx)
     const int bn = cv->stage.batch_normalize;
     Param *w = &l->params[P_WEIGHTS], *b = &l->params[cv->stage.first_param];
     dnnl_conv_backward(&cv->dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
-                       bn ? NULL : b->grad, ctx->scratch, dnnl_blocked(l, ctx),
+                       bn ? NULL : b->grad, ctx->exec->workspace, dnnl_blocked(l, ctx),
                        l->in_delta_fresh[0]);
 }
 
@@ -1224,7 +1224,7 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     const int nt = image_threads(batch);
     if (conv_winograd(l, cv, ctx) && cv->wino_grad)
         winograd_weight_grads(&cv->wino, l->in[0], l->delta, l->params[P_WEIGHTS].grad,
-                              ctx->scratch);
+                              ctx->exec->workspace);
     else
         weight_grads(l, cv, ctx, nt);
     if (!dx)
@@ -1235,7 +1235,7 @@ static void conv_backward(Layer *l, const StepContext *ctx)
         const WinogradPlan *p = &cv->wino;
         const WinogradPlan dp = winograd_plan(batch, p->k, p->c, p->h, p->w, p->threads);
         winograd_weights(cv->w_flipped, p->c, p->k, cv->wino_u);
-        winograd_conv(&dp, cv->wino_u, l->delta, dx, !fresh, ctx->scratch);
+        winograd_conv(&dp, cv->wino_u, l->delta, dx, !fresh, ctx->exec->workspace);
         return;
     }
     const int k = chunk_images(cv, ctx, nt);
@@ -1247,13 +1247,13 @@ static void conv_backward(Layer *l, const StepContext *ctx)
     if (split > 1) {
 #pragma omp parallel num_threads(split)
         for (int b = 0; b < batch; b++)
-            input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size, ctx->scratch, 1);
+            input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size, ctx->exec->workspace, 1);
         return;
     }
 #pragma omp parallel for schedule(static) if (nt > 1)
     for (int b = 0; b < batch; b++)
         input_grads_image(l, cv, l->delta + b * out_size, dx + b * in_size,
-                          ctx->scratch + (nt > 1 ? b : 0) * cv->cols_floats, 0);
+                          ctx->exec->workspace + (nt > 1 ? b : 0) * cv->cols_floats, 0);
 }
 
 /* Conv (bias as its B input, or no bias and BatchNormalization), then the activation. */
@@ -1292,11 +1292,6 @@ const LayerType convolutional_layer = {
     .priv_size = sizeof(Conv),
     .parse = conv_parse,
     .init = conv_init,
-    .resize = conv_resize,
-    .release = conv_release,
-    .layout = conv_layout,
-    .fuse_sum = conv_fuse_sum,
-    .cpu = {.forward = conv_forward, .backward = conv_backward},
     .export_onnx = conv_export_onnx,
     .quant_weights = conv_quant_weights,
     .quant_calibrated = 1,
@@ -1304,6 +1299,16 @@ const LayerType convolutional_layer = {
     .darknet_weights = DARKNET_CONVOLUTIONAL,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_convolutional_kernels = {
+    .resize = conv_resize,
+    .release = conv_release,
+    .layout = conv_layout,
+    .fuse_sum = conv_fuse_sum,
+    .forward = conv_forward,
+    .backward = conv_backward,
 };
 
 void conv_set_images_per_gemm(Layer *l, int images)

@@ -54,9 +54,14 @@ static int cost_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
 const LayerType cost_layer = {
     .name = "cost",
     .parse = cost_parse,
-    .cpu = {.forward = cost_forward, .backward = cost_backward},
     .export_onnx = cost_export_onnx,
     .follows_loss = 1,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_cost_kernels = {
+    .forward = cost_forward,
+    .backward = cost_backward,
 };

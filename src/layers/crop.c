@@ -161,9 +161,14 @@ const LayerType crop_layer = {
     .name = "crop",
     .priv_size = sizeof(Crop),
     .parse = crop_parse,
-    .resize = crop_resize,
-    .cpu = {.forward = crop_forward, .backward = crop_backward},
     .export_onnx = crop_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_crop_kernels = {
+    .resize = crop_resize,
+    .forward = crop_forward,
+    .backward = crop_backward,
 };

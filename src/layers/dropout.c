@@ -115,12 +115,16 @@ const LayerType dropout_layer = {
     .name = "dropout",
     .priv_size = sizeof(Dropout),
     .parse = dropout_parse,
-    .resize = dropout_resize,
-    .cpu = {.forward = dropout_forward,
-            .backward = dropout_backward,
-            .forward_at = dropout_forward_at},
     .export_onnx = dropout_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_dropout_kernels = {
+    .resize = dropout_resize,
+    .forward = dropout_forward,
+    .backward = dropout_backward,
+    .forward_at = dropout_forward_at,
 };

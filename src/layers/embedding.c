@@ -136,10 +136,14 @@ const LayerType embedding_layer = {
     .name = "embedding",
     .parse = embedding_parse,
     .init = embedding_init,
-    .cpu = {.forward = embedding_forward,
-            .backward = embedding_backward,
-            .forward_at = embedding_forward_at},
     .export_onnx = embedding_export_onnx,
     .reads_token_ids = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_embedding_kernels = {
+    .forward = embedding_forward,
+    .backward = embedding_backward,
+    .forward_at = embedding_forward_at,
 };

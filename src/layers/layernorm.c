@@ -176,10 +176,14 @@ const LayerType layernorm_layer = {
     .priv_size = sizeof(LayerNorm),
     .parse = layernorm_parse,
     .init = layernorm_init,
-    .resize = layernorm_resize,
-    .cpu = {.forward = layernorm_forward,
-            .backward = layernorm_backward,
-            .forward_at = layernorm_forward_at},
     .export_onnx = layernorm_export_onnx,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_layernorm_kernels = {
+    .resize = layernorm_resize,
+    .forward = layernorm_forward,
+    .backward = layernorm_backward,
+    .forward_at = layernorm_forward_at,
 };

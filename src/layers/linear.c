@@ -267,13 +267,17 @@ const LayerType linear_layer = {
     .priv_size = sizeof(Linear),
     .parse = linear_parse,
     .init = linear_init,
-    .resize = linear_resize,
-    .cpu = {.forward = linear_forward,
-            .backward = linear_backward,
-            .forward_at = linear_forward_at},
     .export_onnx = linear_export_onnx,
     .quant_weights = linear_quant_weights,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_linear_kernels = {
+    .resize = linear_resize,
+    .forward = linear_forward,
+    .backward = linear_backward,
+    .forward_at = linear_forward_at,
 };

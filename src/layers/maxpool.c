@@ -410,7 +410,7 @@ static int maxpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
-/* Whole channel blocks: input and output in nChw8c together (LayerType.layout). */
+/* Whole channel blocks: input and output in nChw8c together (LayerKernels.layout). */
 static int maxpool_layout(const Layer *l, int k)
 {
     (void)k;
@@ -421,11 +421,16 @@ const LayerType maxpool_layer = {
     .name = "maxpool",
     .priv_size = sizeof(Maxpool),
     .parse = maxpool_parse,
-    .layout = maxpool_layout,
-    .resize = maxpool_resize,
-    .cpu = {.forward = maxpool_forward, .backward = maxpool_backward},
     .export_onnx = maxpool_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_maxpool_kernels = {
+    .resize = maxpool_resize,
+    .layout = maxpool_layout,
+    .forward = maxpool_forward,
+    .backward = maxpool_backward,
 };

@@ -83,11 +83,15 @@ const LayerType positional_layer = {
     .name = "positional",
     .parse = positional_parse,
     .init = positional_init,
-    .cpu = {.forward = positional_forward,
-            .backward = positional_backward,
-            .forward_at = positional_forward_at},
     .export_onnx = positional_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_positional_kernels = {
+    .forward = positional_forward,
+    .backward = positional_backward,
+    .forward_at = positional_forward_at,
 };

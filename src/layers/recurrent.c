@@ -1231,10 +1231,6 @@ const LayerType rnn_layer = {
     .priv_size = sizeof(Recurrent),
     .parse = rnn_parse,
     .init = recurrent_init,
-    .resize = recurrent_resize,
-    .cpu = {.forward = recurrent_forward,
-            .backward = recurrent_backward,
-            .forward_at = recurrent_forward_at},
     .export_onnx = recurrent_export_onnx,
 };
 
@@ -1243,10 +1239,6 @@ const LayerType lstm_layer = {
     .priv_size = sizeof(Recurrent),
     .parse = lstm_parse,
     .init = recurrent_init,
-    .resize = recurrent_resize,
-    .cpu = {.forward = recurrent_forward,
-            .backward = recurrent_backward,
-            .forward_at = recurrent_forward_at},
     .export_onnx = recurrent_export_onnx,
 };
 
@@ -1255,9 +1247,13 @@ const LayerType gru_layer = {
     .priv_size = sizeof(Recurrent),
     .parse = gru_parse,
     .init = recurrent_init,
-    .resize = recurrent_resize,
-    .cpu = {.forward = recurrent_forward,
-            .backward = recurrent_backward,
-            .forward_at = recurrent_forward_at},
     .export_onnx = recurrent_export_onnx,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up for rnn, lstm and gru). */
+const LayerKernels cpu_recurrent_kernels = {
+    .resize = recurrent_resize,
+    .forward = recurrent_forward,
+    .backward = recurrent_backward,
+    .forward_at = recurrent_forward_at,
 };

@@ -1,12 +1,7 @@
 /* The table of layer families, keyed by cfg section name. */
-#include "core/layer.h"
+#include "layers/families.h"
 
 #include <string.h>
-
-extern const LayerType convolutional_layer, connected_layer, batchnorm_layer, maxpool_layer,
-    avgpool_layer, dropout_layer, shortcut_layer, route_layer, softmax_layer, crop_layer,
-    cost_layer, reorg_layer, upsample_layer, embedding_layer, positional_layer, layernorm_layer,
-    linear_layer, attention_layer, rnn_layer, lstm_layer, gru_layer;
 
 static const LayerType *const layer_types[] = {
     &convolutional_layer, &connected_layer, &batchnorm_layer, &maxpool_layer,   &avgpool_layer,

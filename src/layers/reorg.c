@@ -113,8 +113,13 @@ static int reorg_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
 const LayerType reorg_layer = {
     .name = "reorg",
     .parse = reorg_parse,
-    .cpu = {.forward = reorg_forward, .backward = reorg_backward},
     .export_onnx = reorg_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_reorg_kernels = {
+    .forward = reorg_forward,
+    .backward = reorg_backward,
 };

@@ -120,7 +120,7 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
 }
 
 /* In nChw8c a sample's channel blocks follow each other as its channels do in NCHW: inputs of
- * whole blocks concatenate in it as they are, all with the output (LayerType.layout). */
+ * whole blocks concatenate in it as they are, all with the output (LayerKernels.layout). */
 static int route_layout(const Layer *l, int k)
 {
     (void)k;
@@ -135,9 +135,14 @@ const LayerType route_layer = {
     .name = "route",
     .priv_size = sizeof(Route),
     .parse = route_parse,
-    .layout = route_layout,
-    .cpu = {.forward = route_forward, .backward = route_backward},
     .export_onnx = route_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_route_kernels = {
+    .layout = route_layout,
+    .forward = route_forward,
+    .backward = route_backward,
 };

@@ -321,14 +321,14 @@ static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
 }
 
 /* Equal shapes add value by value in any layout: inputs and output in nChw8c together
- * (LayerType.layout). */
+ * (LayerKernels.layout). */
 static int shortcut_layout(const Layer *l, int k)
 {
     (void)k;
     return same_shape(from_shape(l), l->out_shape) ? LAYOUT_TIED : LAYOUT_PLAIN;
 }
 
-/* out = act(prev + from) (LayerType.plain_sum). */
+/* out = act(prev + from) (LayerKernels.plain_sum). */
 static int shortcut_plain_sum(const Layer *l)
 {
     const Shortcut *sc = l->priv;
@@ -339,14 +339,18 @@ const LayerType shortcut_layer = {
     .name = "shortcut",
     .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
-    .layout = shortcut_layout,
-    .plain_sum = shortcut_plain_sum,
     .writes_input_delta = 1,
-    .cpu = {.forward = shortcut_forward,
-            .backward = shortcut_backward,
-            .forward_at = shortcut_forward_at},
     .export_onnx = shortcut_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_shortcut_kernels = {
+    .layout = shortcut_layout,
+    .plain_sum = shortcut_plain_sum,
+    .forward = shortcut_forward,
+    .backward = shortcut_backward,
+    .forward_at = shortcut_forward_at,
 };

@@ -185,12 +185,16 @@ const LayerType softmax_layer = {
     .name = "softmax",
     .priv_size = sizeof(Softmax),
     .parse = softmax_parse,
-    .resize = softmax_resize,
-    .cpu = {.forward = softmax_forward,
-            .backward = softmax_backward,
-            .forward_at = softmax_forward_at},
     .export_onnx = softmax_export_onnx,
     .is_loss = 1,
     .backward_ignores_inputs = 1,
     .splits_batch = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_softmax_kernels = {
+    .resize = softmax_resize,
+    .forward = softmax_forward,
+    .backward = softmax_backward,
+    .forward_at = softmax_forward_at,
 };

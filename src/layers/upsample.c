@@ -102,8 +102,13 @@ const LayerType upsample_layer = {
     .name = "upsample",
     .priv_size = sizeof(Upsample),
     .parse = upsample_parse,
-    .cpu = {.forward = upsample_forward, .backward = upsample_backward},
     .export_onnx = upsample_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
+};
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_upsample_kernels = {
+    .forward = upsample_forward,
+    .backward = upsample_backward,
 };

@@ -26,7 +26,7 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
             return error_set(e, CDL_EUSAGE, "layer %d [%s]: not exportable to ONNX", i,
                              l->type->name);
         /* The image families' graphs read [N][c][h][w] values; a sequence net's are [N][T][F]. */
-        if (net->seq > 0 && !layer_type_has_forward_at(l->type))
+        if (net->seq > 0 && !l->kernels->forward_at)
             return error_set(e, CDL_EUSAGE,
                              "layer %d [%s]: not exportable to ONNX in a sequence net (only the "
                              "layers with a per-token step are)",

@@ -45,7 +45,7 @@ int main(void)
                                "t.cfg", 1, 1, &e));
     CHECK(!net_resize(&net, 3, 0, &e));
     CHECK(on_line(net.activations) && on_line(net.params) && on_line(net.grads));
-    CHECK(on_line(net.input) && on_line(net.scratch));
+    CHECK(on_line(net.input) && on_line(net.exec.workspace));
     net_free(&net);
     return check_report("test_cache_lines");
 }

@@ -449,7 +449,7 @@ static void test_shortcut_fresh_input_deltas(void)
                 l->in_delta_fresh[k] = (unsigned char)run;
             }
             memcpy(l->delta, seed, n_out * sizeof *seed);
-            l->type->cpu.backward(l, &ctx);
+            l->kernels->backward(l, &ctx);
             for (int k = 0; k < 2; k++) {
                 got[run][k] = malloc(n_in[k] * sizeof *got[run][k]);
                 memcpy(got[run][k], l->in_delta[k], n_in[k] * sizeof *got[run][k]);

@@ -71,7 +71,7 @@ static void test_embedding_rows_are_weights_of_ids(void)
     for (int i = 0; i < 12; i++)
         l->delta[i] = (float)(i + 1);
     const StepContext ctx = {.batch = net.batch, .train = 1};
-    l->type->cpu.backward(l, &ctx);
+    l->kernels->backward(l, &ctx);
     const float want_grad[] = {3, 4, 9, 10, 1 + 11, 2 + 12};
     check_values(layer_param(l, "weights")->grad, want_grad, 6, 0);
     net_free(&net);

@@ -184,21 +184,28 @@ static void test_layer_state_lies_in_the_activation_slab(void)
     net_free(&net);
 }
 
-/* Asking for a backend some layer lacks fails, naming the first such layer. */
-static void test_a_backend_without_kernels_is_refused_by_layer(void)
+/* A net is built for a backend: on the CPU every family has kernels (Layer.kernels); a backend this
+ * build lacks is refused at build with one line. */
+static void test_a_net_is_built_for_a_backend(void)
 {
+    const char *text = "[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=2\n"
+                       "[maxpool]\nsize=2\nstride=2\n[connected]\noutput=3\n[softmax]\n";
     Net net;
     Error e = {0};
-    int st = build("[net]\nwidth=4\nheight=4\nchannels=1\n[convolutional]\nfilters=2\n"
-                   "[maxpool]\nsize=2\nstride=2\n[connected]\noutput=3\n[softmax]\n",
-                   &net, &e);
+    int st = net_build_from_text_on(&net, text, "t.cfg", 1, 1, CDL_BACKEND_CPU, &e);
     CHECK(st == CDL_OK);
     if (st)
         return;
-    CHECK(net_check_backend(&net, CDL_BACKEND_CPU, &e) == CDL_OK);
-    CHECK(net_check_backend(&net, CDL_BACKEND_GPU, &e) == CDL_EUSAGE);
-    CHECK_CONTAINS(e.msg, "layer 0 [convolutional] has no GPU implementation");
+    CHECK(net.backend == backend_find(CDL_BACKEND_CPU) && !strcmp(net.backend->name, "CPU"));
+    for (int i = 0; i < net.n_layers; i++)
+        CHECK(net.layers[i].kernels && net.layers[i].kernels->forward &&
+              net.layers[i].kernels->backward);
     net_free(&net);
+    if (!backend_find(CDL_BACKEND_GPU)) {
+        CHECK(net_build_from_text_on(&net, text, "t.cfg", 1, 1, CDL_BACKEND_GPU, &e) ==
+              CDL_EUSAGE);
+        CHECK_CONTAINS(e.msg, "this cdl was built without a GPU backend (make GPU=1)");
+    }
 }
 
 /* Absurd sizes are refused with a message, before any int overflows or huge allocation. */
@@ -245,7 +252,7 @@ int main(void)
     test_slabs_hold_every_parameter();
     test_huge_sizes_are_refused();
     test_layer_state_lies_in_the_activation_slab();
-    test_a_backend_without_kernels_is_refused_by_layer();
+    test_a_net_is_built_for_a_backend();
     test_zoo_params_are_shaped();
     return check_report("test_net");
 }
