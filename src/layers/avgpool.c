@@ -5,10 +5,6 @@
  */
 #include "core/net.h"
 #include "core/onnx_graph.h"
-#include "ops/dnnl_conv.h"
-
-/* Below this many input values a parallel region costs more than it saves. */
-#define AVGPOOL_PARALLEL_MIN 65536
 
 static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -16,85 +12,6 @@ static int avgpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     l->out_shape = (Shape){l->in_shape.c, 1, 1};
     l->flops = (double)shape_size(l->in_shape);
     return CDL_OK;
-}
-
-/* The forward of an input in nChw8c (Layer.blocked): [batch][c/L][h][w][L] (L = DNNL_LANES), the
- * lanes of a block summed side by side; the output plain. */
-static void avgpool_forward_blocked(Layer *l, int batch)
-{
-    const int blocks = batch * l->in_shape.c / DNNL_LANES;
-    const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
-    const float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (blocks * spatial * DNNL_LANES > AVGPOOL_PARALLEL_MIN)
-    for (int p = 0; p < blocks; p++) {
-        const float *x = l->in[0] + p * spatial * DNNL_LANES;
-        float sum[DNNL_LANES] = {0};
-        for (size_t k = 0; k < spatial; k++)
-            for (int c = 0; c < DNNL_LANES; c++)
-                sum[c] += x[k * DNNL_LANES + c];
-        for (int c = 0; c < DNNL_LANES; c++)
-            l->out[p * DNNL_LANES + c] = sum[c] * inv;
-    }
-}
-
-static void avgpool_forward(Layer *l, const StepContext *ctx)
-{
-    if (layer_blocked(l, ctx) & 1) {
-        avgpool_forward_blocked(l, ctx->batch);
-        return;
-    }
-    const float *in = l->in[0];
-    int planes = ctx->batch * l->in_shape.c;
-    size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
-    float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
-    for (int p = 0; p < planes; p++) {
-        const float *x = in + p * spatial;
-        float sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (size_t k = 0; k < spatial; k++)
-            sum += x[k];
-        l->out[p] = sum * inv;
-    }
-}
-
-/* The backward into an input delta in nChw8c: each block's lanes take their channels'. */
-static void avgpool_backward_blocked(Layer *l, int batch)
-{
-    const int blocks = batch * l->in_shape.c / DNNL_LANES;
-    const size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
-    const float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (blocks * spatial * DNNL_LANES > AVGPOOL_PARALLEL_MIN)
-    for (int p = 0; p < blocks; p++) {
-        float *dx = l->in_delta[0] + p * spatial * DNNL_LANES;
-        float d[DNNL_LANES];
-        for (int c = 0; c < DNNL_LANES; c++)
-            d[c] = l->delta[p * DNNL_LANES + c] * inv;
-        for (size_t k = 0; k < spatial; k++)
-            for (int c = 0; c < DNNL_LANES; c++)
-                dx[k * DNNL_LANES + c] += d[c];
-    }
-}
-
-static void avgpool_backward(Layer *l, const StepContext *ctx)
-{
-    float *in_delta = l->in_delta[0];
-    if (!in_delta)
-        return;
-    if (layer_blocked(l, ctx) & 1) {
-        avgpool_backward_blocked(l, ctx->batch);
-        return;
-    }
-    int planes = ctx->batch * l->in_shape.c;
-    size_t spatial = (size_t)l->in_shape.h * l->in_shape.w;
-    float inv = 1.0f / (float)spatial;
-#pragma omp parallel for schedule(static) if (planes * spatial > AVGPOOL_PARALLEL_MIN)
-    for (int p = 0; p < planes; p++) {
-        float *dx = in_delta + p * spatial;
-        float d = l->delta[p] * inv;
-        for (size_t k = 0; k < spatial; k++)
-            dx[k] += d;
-    }
 }
 
 static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
@@ -106,23 +23,10 @@ static int avgpool_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
-/* Whole channel blocks: the input in nChw8c, the output plain (LayerKernels.layout). */
-static int avgpool_layout(const Layer *l, int k)
-{
-    return k == 0 && l->in_shape.c % DNNL_LANES == 0 ? LAYOUT_FREE : LAYOUT_PLAIN;
-}
-
 const LayerType avgpool_layer = {
     .name = "avgpool",
     .parse = avgpool_parse,
     .export_onnx = avgpool_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
-};
-
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
-const LayerKernels cpu_avgpool_kernels = {
-    .layout = avgpool_layout,
-    .forward = avgpool_forward,
-    .backward = avgpool_backward,
 };
