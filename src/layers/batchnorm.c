@@ -6,7 +6,7 @@
  * No activation key: the output is the normalised input. */
 #include "core/layer.h"
 #include "core/net.h"
-#include "layers/bias_norm.h"
+#include "backend/cpu/bias_norm.h"
 
 static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {

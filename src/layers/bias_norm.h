@@ -1,6 +1,7 @@
 /* The per-channel stage that follows a convolution or connected product: a bias, or (with
  * batch_normalize=1) batch normalisation whose shift is that bias. It is also the whole
- * [batchnorm] layer. Tensors are [batch][channels][spatial]. */
+ * [batchnorm] layer. Tensors are [batch][channels][spatial]. Its parameters and ONNX form here;
+ * its CPU kernels in backend/cpu/bias_norm.h. */
 #ifndef CDL_BIAS_NORM_H
 #define CDL_BIAS_NORM_H
 
@@ -21,38 +22,19 @@ typedef struct BiasNorm {
                               product's output, bias_norm_product_output) and kept them there */
 } BiasNorm;
 
+/* Offsets from BiasNorm.first_param of the stage's parameters (the last three with batch norm). */
+enum { BN_BIASES, BN_SCALES, BN_ROLLING_MEAN, BN_ROLLING_VARIANCE };
+
+static inline Param *bias_norm_param(const BiasNorm *bn, Layer *l, int which)
+{
+    return &l->params[bn->first_param + which];
+}
+
 /* Declares the parameters on l (biases; with batch norm also scales and the running
  * statistics). */
 void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial);
 /* biases 0, scales 1, running mean 0, running variance 1. */
 void bias_norm_init(const BiasNorm *bn, Layer *l);
-/* Takes x_hat and inv_std from st (batch norm only; see LayerState). */
-void bias_norm_resize(BiasNorm *bn, int batch, LayerState *st);
-/* y = x + bias, or batch norm in the net's mode (training: batch statistics, moving the
- * running ones). y may equal x. */
-void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y);
-/* Batch norm only, inference mode: its running statistics folded into the weights w
- * [channels][per_channel] of the product before it (batchnorm_fold), into w_out and the bias
- * b_out [channels]. */
-void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const float *w,
-                    size_t per_channel, float *w_out, float *b_out);
-/* Adds the parameter gradients and turns delta from dL/dy into dL/dx in place. */
-void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta);
-/* Where the product before the stage writes its output [batch][channels][spatial]: x_hat's
- * buffer when bias_norm_forward_activated will take the stage and activation in one (training;
- * the normalising pass then writes only l->out, and the backward remakes x_hat from the kept
- * input), else l->out. */
-float *bias_norm_product_output(const BiasNorm *bn, Layer *l, const StepContext *ctx);
-/* The stage and l's activation in one: when batch norm trains and the activation is leaky or
- * relu, l->out = f(batch norm of x) in the normalising pass (l->pre unwritten: the derivative
- * comes from x_hat; x may equal l->out, or be bias_norm_product_output's x_hat buffer), returning
- * 1; else 0, having done nothing (the caller runs bias_norm_forward and layer_activate). */
-int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x);
-/* The backward of the same: delta from dL/d(l->out) to dL/dx in place through the activation
- * and the batch norm together, returning 1; else 0, having done nothing (the caller runs
- * layer_activation_backward and bias_norm_backward). */
-int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext *ctx,
-                                 float *delta);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's
  * Conv B or Gemm C input (name receives it); with batch norm, y = BatchNormalization(x) in
  * inference mode (running statistics, epsilon bn_eps; 0 with bn_darknet). */

@@ -13,7 +13,7 @@
 #include "core/layer.h"
 #include "core/layer_quant.h"
 #include "core/net.h"
-#include "layers/bias_norm.h"
+#include "backend/cpu/bias_norm.h"
 #include "ops/gemm.h"
 #include "ops/qgemm.h"
 

@@ -61,7 +61,7 @@
 #include "core/layer.h"
 #include "core/layer_quant.h"
 #include "core/net.h"
-#include "layers/bias_norm.h"
+#include "backend/cpu/bias_norm.h"
 #include "layers/convolutional.h"
 #include "ops/conv_small.h"
 #include "ops/dnnl_conv.h"
