@@ -114,7 +114,7 @@ libcdl.a: $(LIB_OBJ)
 cdl.pc: Makefile
 	@printf '%s\n' 'prefix=$(abspath .)' '' 'Name: cdl' \
 	  'Description: cdl deep learning toolkit (static library, API in cdl.h)' 'Version: $(VERSION)' \
-	  'Cflags: -I$${prefix}/src' \
+	  'Cflags: -I$${prefix}/src/api' \
 	  'Libs: $${prefix}/libcdl.a $(LIB_LDLIBS)' > $@
 
 $(LIB): $(LIB_OBJ)
@@ -140,8 +140,8 @@ $(BUILD_INFO): FORCE
 	  '#define CDL_BUILD_DNNL $(DNNL)' \
 	  > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(BUILD)/src/cdl_doctor.o: $(BUILD_INFO)
-$(BUILD)/src/cdl_doctor.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/src/api/cdl_doctor.o: $(BUILD_INFO)
+$(BUILD)/src/api/cdl_doctor.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -170,7 +170,7 @@ else
 EXAMPLE_LIBS = $$(pkg-config --libs ./cdl.pc)
 EXAMPLE_DEPS := libcdl.a cdl.pc
 endif
-$(BUILD)/examples/%: examples/%.c src/cdl.h $(EXAMPLE_DEPS)
+$(BUILD)/examples/%: examples/%.c src/api/cdl.h $(EXAMPLE_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra $(OPT) $$(pkg-config --cflags ./cdl.pc) -o $@ $< $(EXAMPLE_LIBS)
 

@@ -4,7 +4,7 @@
 #include <cudnn.h>
 #include <stdio.h>
 
-#include "cdl_doctor.h"
+#include "api/cdl_doctor.h"
 
 void doctor_gpu(cdl_doctor_report *r)
 {

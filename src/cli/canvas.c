@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/font.h"
 
 Rgb rgb_hex(uint32_t hex)

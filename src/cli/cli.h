@@ -3,7 +3,7 @@
 #ifndef CDL_CLI_H
 #define CDL_CLI_H
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "util/error.h"
 
 #define ARGS_MAX 256

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec augment_opts[] = {

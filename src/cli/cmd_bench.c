@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec bench_opts[] = {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec check_opts[] = {

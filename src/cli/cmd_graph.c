@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 #include "util/atomic_file.h"
 

@@ -1,7 +1,7 @@
 /* cdl import: an ONNX model as a cfg and a checkpoint. */
 #include <stdio.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec import_opts[] = {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec info_opts[] = {

@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 static const OptSpec quantize_opts[] = {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "util/atomic_file.h"

@@ -1,6 +1,6 @@
 /* The CFG|MODEL argument that inspection and timing commands take: a checkpoint, or a cfg
  * file built with the command's --set overrides, opened through cdl.h, run in --precision. */
-#include "cdl.h"
+#include "api/cdl.h"
 #include "cli/cli.h"
 
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e)

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 
 typedef struct Progress {
     int tty;     /* draw a bar (stderr is a terminal) */

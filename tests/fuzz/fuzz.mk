@@ -40,8 +40,8 @@ $(FUZZ_OBJ_DIR)/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # cdl_doctor.c includes the generated build report (Makefile: BUILD_INFO).
-$(FUZZ_OBJ_DIR)/src/cdl_doctor.o: $(BUILD_INFO)
-$(FUZZ_OBJ_DIR)/src/cdl_doctor.o: FUZZ_CFLAGS += -I$(dir $(BUILD_INFO))
+$(FUZZ_OBJ_DIR)/src/api/cdl_doctor.o: $(BUILD_INFO)
+$(FUZZ_OBJ_DIR)/src/api/cdl_doctor.o: FUZZ_CFLAGS += -I$(dir $(BUILD_INFO))
 
 # The int8 kernels' own -m flags, as the Makefile gives them (ops/qgemm.h picks one at run time).
 $(FUZZ_OBJ_DIR)/src/ops/qgemm_vnni.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vnni

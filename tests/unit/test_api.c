@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "check.h"
 #include "util/rng.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "check.h"
 
 typedef struct Seen {

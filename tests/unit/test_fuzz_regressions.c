@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "check.h"
 
 #define REGRESSIONS "tests/fuzz/regressions/"

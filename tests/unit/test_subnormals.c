@@ -3,7 +3,7 @@
 #include <float.h>
 #include <omp.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "check.h"
 
 /* In every thread of a team of n: a product below FLT_MIN gives 0 (FTZ) and a subnormal

@@ -3,7 +3,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "cdl.h"
+#include "api/cdl.h"
 #include "check.h"
 
 static void test_threads_follow_the_free_cores(void)
