@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "util/error.h"
+
 struct LayerType;
 struct LayerKernels;
 
@@ -33,6 +35,10 @@ typedef struct ExecContext {
 typedef struct BackendOps {
     Backend kind;
     const char *name; /* "CPU", "GPU" */
+    /* Starts a net's execution context (its stream and library handles; not the workspace, which
+     * net_resize sizes), or fails with a message (no device, no driver); close ends it. */
+    int (*open)(ExecContext *exec, Error *e);
+    void (*close)(ExecContext *exec);
     /* The kernels of family t on this backend; NULL when it has none (the net refuses it). */
     const struct LayerKernels *(*kernels)(const struct LayerType *t);
     /* count * size bytes of zeroed memory on the backend's device, starting on a cache line (64

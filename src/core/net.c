@@ -398,14 +398,20 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_par
     if (!net->backend)
         return error_set(e, CDL_EUSAGE, "this cdl was built without a %s backend%s",
                          backend_name(backend), backend == CDL_BACKEND_GPU ? " (make GPU=1)" : "");
+    int opened = net->backend->open(&net->exec, e);
+    if (opened) {
+        net->backend = NULL;
+        return opened;
+    }
     net->seed = seed;
     net->split = 1;
     net->want_grads = want_grads;
     const char *first = cfg->sections[0].name;
+    int st = CDL_OK;
     if (strcmp(first, "net") && strcmp(first, "network"))
-        return error_set(e, CDL_EUSAGE, "%s:%d: the first section must be [net], found [%s]",
-                         cfg->path, cfg->sections[0].line, first);
-    int st = check_sections(cfg, e);
+        st = error_set(e, CDL_EUSAGE, "%s:%d: the first section must be [net], found [%s]",
+                       cfg->path, cfg->sections[0].line, first);
+    st = st ? st : check_sections(cfg, e);
     st = st ? st : parse_net_section(net, cfg, &cfg->sections[0], e);
     st = st ? st : parse_layers(net, cfg, e);
     st = st ? st : allocate_params(net, want_grads, e);
@@ -509,6 +515,7 @@ void net_free(Net *net)
         net->backend->free(net->params);
         net->backend->free(net->grads);
         net->backend->free(net->state);
+        net->backend->close(&net->exec);
     }
     free(net->quant_slab);
     cfg_free(&net->cfg);

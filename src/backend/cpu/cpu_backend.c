@@ -49,6 +49,19 @@ static const LayerKernels *cpu_kernels(const LayerType *t)
     return NULL;
 }
 
+/* The CPU's kernels run when called: no stream, no handles. */
+static int cpu_open(ExecContext *exec, Error *e)
+{
+    (void)e;
+    *exec = (ExecContext){0};
+    return CDL_OK;
+}
+
+static void cpu_close(ExecContext *exec)
+{
+    (void)exec;
+}
+
 static void cpu_zero(void *p, size_t bytes, const ExecContext *exec)
 {
     (void)exec;
@@ -68,6 +81,8 @@ static void cpu_sync(const ExecContext *exec)
 const BackendOps cpu_backend = {
     .kind = CDL_BACKEND_CPU,
     .name = "CPU",
+    .open = cpu_open,
+    .close = cpu_close,
     .kernels = cpu_kernels,
     .alloc = zeroed_lines,
     .free = free_lines,
