@@ -303,7 +303,7 @@ float cdl_trainer_step(cdl_trainer *trainer, const float *images, const int *lab
     ArrayBatches batches = {images, labels};
     float loss;
     trainer_step_with(net, &trainer->opt, fill_from_arrays, &batches,
-                      net_learning_rate(&net->hyper, net->step, 0), &loss, NULL);
+                      train_learning_rate(&trainer->opt.settings, net->step, 0), &loss, NULL);
     return loss;
 }
 

@@ -186,11 +186,12 @@ static void check_memory(Check *c, Net *net)
         problem(c, "%s", e.msg);
         return;
     }
-    const size_t ema = net->hyper.ema > 0 ? ema_floats(net) : 0;
+    TrainSettings t; /* read and checked when the net was built */
+    train_settings_read(&net->cfg, &t, &e);
+    const size_t ema = t.ema > 0 ? ema_floats(net) : 0;
     r->param_bytes = (net->n_params + net->n_state) * sizeof(float);
     r->grad_bytes = net->n_params * sizeof(float);
-    r->optimizer_bytes =
-        (optimizer_state_floats(net->hyper.optimizer, net->n_params) + ema) * sizeof(float);
+    r->optimizer_bytes = (optimizer_state_floats(t.optimizer, net->n_params) + ema) * sizeof(float);
     r->activation_bytes = activations;
     r->total_bytes = r->param_bytes + r->grad_bytes + r->optimizer_bytes + activations;
 }
@@ -204,7 +205,10 @@ static void describe_net(cdl_check_result *r, const Net *net)
     r->vocab = net->seq > 0 ? net->vocab : 0;
     r->batch = net->hyper.batch, r->subdivisions = net->hyper.subdivisions;
     r->params = net->n_params, r->state = net->n_state;
-    r->optimizer = net_optimizer_name(net->hyper.optimizer);
+    TrainSettings t; /* read and checked when the net was built */
+    Error e = {0};
+    train_settings_read(&net->cfg, &t, &e);
+    r->optimizer = train_optimizer_name(t.optimizer);
 }
 
 /* Loads the cfg leniently (its duplicate keys listed now, its unknown keys by the build) and

@@ -335,12 +335,12 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
     char absolute[PATH_MAX];
     snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s",
              realpath(s->data_path, absolute) ? absolute : s->data_path);
-    const Hyper *h = &s->net.hyper;
-    const long steps_per_epoch = s->samples / ((long)h->batch * dist_size());
+    const TrainSettings *t = &s->opt.settings;
+    const long steps_per_epoch = s->samples / ((long)s->net.hyper.batch * dist_size());
     s->default_epochs = s->resumed && s->meta.epochs_planned > 0 ? s->meta.epochs_planned
-                        : h->epochs > 0                          ? h->epochs
-                        : h->max_batches > 0 && steps_per_epoch > 0
-                            ? (int)((h->max_batches + steps_per_epoch - 1) / steps_per_epoch)
+                        : t->epochs > 0                          ? t->epochs
+                        : t->max_batches > 0 && steps_per_epoch > 0
+                            ? (int)((t->max_batches + steps_per_epoch - 1) / steps_per_epoch)
                             : 1;
     return CDL_OK;
 }

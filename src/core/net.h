@@ -9,23 +9,6 @@
 #include "data/augment.h"
 #include "io/cfg.h"
 
-typedef enum LrPolicy {
-    CDL_LR_CONSTANT,
-    CDL_LR_STEP,
-    CDL_LR_STEPS,
-    CDL_LR_EXP,
-    CDL_LR_POLY,
-    CDL_LR_COSINE,
-} LrPolicy;
-
-/* The [net] optimizer= values; train/optimizer.h implements them. */
-typedef enum OptimizerKind {
-    CDL_OPT_SGD,
-    CDL_OPT_ADAM,
-    CDL_OPT_ADAMW,
-} OptimizerKind;
-
-#define NET_MAX_STEPS 32
 
 /* Size limits that keep index arithmetic in range and refuse absurd allocations: the values of
  * one image in any layer (input included), a convolution's weights or im2col columns, and all
@@ -36,36 +19,18 @@ typedef enum OptimizerKind {
 
 struct Profiler; /* util/profiler.h */
 
-/* The [net] section's training settings (documented defaults in README). */
+/* The [net] section's settings of the net itself (defaults in docs/config.md): how a step splits
+ * its batch and how batch norm counts. The optimizer's and the schedule's keys are training's
+ * (train/train_settings.h). */
 typedef struct Hyper {
     int batch;        /* images per optimizer step */
     int subdivisions; /* batch is processed as `subdivisions` mini-batches */
     /* split_passes=1 (the default): training may run a mini-batch as smaller passes
      * (core/net_split.h); 0: one pass each */
     int split_passes;
-    float learning_rate, momentum, decay;
-    LrPolicy policy;
-    int step;    /* policy=step: multiply by scale every `step` batches */
-    float scale; /* policy=step */
-    float gamma; /* policy=exp: lr * gamma^t */
-    float power; /* policy=poly: lr * (1 - t/max_batches)^power */
-    int steps[NET_MAX_STEPS];
-    float scales[NET_MAX_STEPS];
-    int n_steps;
-    int burn_in;  /* lr * (t/burn_in)^4 for t < burn_in, as darknet */
-    int warmup;   /* lr * (t+1)/warmup for t < warmup, on top of the policy */
-    float lr_min; /* policy=cosine: the rate reached at the last step */
-    int max_batches;
-    int epochs; /* default run length for `cdl train` (0: from max_batches, else 1) */
     float bn_momentum, bn_eps;
     int bn_darknet; /* 1: inference batch norm divides by sqrt(var) + 1e-6, as darknet */
     int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
-    OptimizerKind optimizer;
-    int nesterov;            /* SGD: Nesterov momentum */
-    float beta1, beta2, eps; /* Adam, AdamW */
-    int decay_bn_bias;       /* 1: weight decay on every trainable tensor, not only weights */
-    float clip_grad_norm;    /* clip the gradient's global L2 norm to this (0: off) */
-    float ema;               /* decay of the weights' exponential moving average (0: off) */
 } Hyper;
 
 /* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
@@ -249,6 +214,11 @@ const float *net_output(const Net *net);
  * only with memory_plan=0 and no segments does it read the forward's outputs as they are. */
 int net_first_nonfinite_output(Net *net);
 
+/* Reads and checks the [net] keys of cfg that are not the net's own: training's
+ * (train/train_settings.h) and the data's. net_build calls it before it refuses an unknown [net]
+ * key. Defined above core (train/net_keys.c) and found by linking, as layer_type_find is. */
+int net_read_foreign_keys(const Cfg *cfg, Error *e);
+
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)
 {
@@ -263,11 +233,5 @@ int net_can_forward_at(const Net *net);
  * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */
 void net_forward_at(Net *net, int t);
 
-/* Learning rate at optimizer step t (0-based) under the [net] policy. total_steps is the run's
- * length, the span of policy=cosine when max_batches is 0 (callers that do not know it pass 0:
- * cosine then holds learning_rate). */
-float net_learning_rate(const Hyper *h, uint64_t t, uint64_t total_steps);
-/* "sgd", "adam" or "adamw". */
-const char *net_optimizer_name(OptimizerKind kind);
 
 #endif

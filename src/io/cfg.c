@@ -404,6 +404,21 @@ int cfg_get_int_min(const Cfg *cfg, CfgSection *s, const char *key, int def, int
     return st ? st : cfg_require_min(cfg, s, key, *out, min, e);
 }
 
+int cfg_get_named(const Cfg *cfg, CfgSection *s, const char *key, const char *const *names, int n,
+                  int *out, Error *e)
+{
+    const char *name = cfg_get_str(s, key, names[0]);
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(name, names[i])) {
+            *out = i;
+            return CDL_OK;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    }
+    return cfg_bad_value(cfg, s, key, e, "expected one of %s", list);
+}
+
 int cfg_get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e)
 {
     int st = cfg_get_int(cfg, s, key, def, out, e);

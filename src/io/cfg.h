@@ -91,6 +91,10 @@ int cfg_require_max(const Cfg *cfg, CfgSection *s, const char *key, double value
 /* cfg_get_int, then cfg_require_min. */
 int cfg_get_int_min(const Cfg *cfg, CfgSection *s, const char *key, int def, int min, int *out,
                     Error *e);
+/* *out = the index in names[0..n) of key's value (default names[0]); a value not among them is
+ * refused with the list ("expected one of a, b, c"). */
+int cfg_get_named(const Cfg *cfg, CfgSection *s, const char *key, const char *const *names, int n,
+                  int *out, Error *e);
 /* cfg_get_int of a key that must be 0 or 1 ("expected 0 or 1"). */
 int cfg_get_flag(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e);
 /* The line of key's entry, or the section's line when key is absent. */

@@ -37,7 +37,7 @@ static cJSON *optimizer_record(const Optimizer *o)
     cJSON *r = cJSON_CreateObject();
     char steps[32];
     snprintf(steps, sizeof steps, "%llu", (unsigned long long)o->steps);
-    cJSON_AddStringToObject(r, "kind", net_optimizer_name(o->kind));
+    cJSON_AddStringToObject(r, "kind", train_optimizer_name(o->kind));
     cJSON_AddNumberToObject(r, "floats", (double)o->slab_floats);
     cJSON_AddStringToObject(r, "steps", steps);
     return r;
@@ -271,7 +271,7 @@ static int read_saved_training(const char *path, const cJSON *h, const Net *net,
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "kind");
         const char *name = cJSON_IsString(kind) ? kind->valuestring : "";
         int k = CDL_OPT_SGD;
-        while (k <= CDL_OPT_ADAMW && strcmp(name, net_optimizer_name((OptimizerKind)k)))
+        while (k <= CDL_OPT_ADAMW && strcmp(name, train_optimizer_name((OptimizerKind)k)))
             k++;
         if (k > CDL_OPT_ADAMW)
             return error_set(e, CDL_ERUNTIME, "%s: unknown optimizer '%s' in the header", path,
@@ -323,16 +323,15 @@ static int restore_tensors(const char *path, CheckpointReader *r, const SavedTra
     st = st ? st : checkpoint_file_read_into(r, net->state, state_bytes, e);
     if (st)
         return st;
-    if (saved->has_optimizer && saved->kind != net->hyper.optimizer)
+    st = optimizer_alloc(opt, net, e);
+    if (st)
+        return st;
+    if (saved->has_optimizer && saved->kind != opt->kind)
         return error_set(e, CDL_EUSAGE,
                          "%s: its optimizer state is %s's but its cfg says optimizer=%s; resume "
                          "with the optimizer it was trained with, or start a new run from it "
                          "with --weights",
-                         path, net_optimizer_name(saved->kind),
-                         net_optimizer_name(net->hyper.optimizer));
-    st = optimizer_alloc(opt, net, e);
-    if (st)
-        return st;
+                         path, train_optimizer_name(saved->kind), train_optimizer_name(opt->kind));
     if (opt->ema && !saved->shadow_floats) /* no saved EMA: it starts from the weights */
         ema_start(opt->ema, net);
     st = checkpoint_file_read_into(r, saved->has_optimizer ? opt->slab : NULL,

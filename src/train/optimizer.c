@@ -19,14 +19,17 @@ size_t optimizer_state_floats(OptimizerKind kind, size_t n_params)
 int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
 {
     memset(o, 0, sizeof *o);
-    o->kind = net->hyper.optimizer;
+    int st = train_settings_read(&net->cfg, &o->settings, e);
+    if (st)
+        return st;
+    o->kind = o->settings.optimizer;
     o->slab_floats = optimizer_state_floats(o->kind, net->n_params);
     o->slab = zeroed_lines(o->slab_floats + 1, sizeof *o->slab);
-    if (net->hyper.ema > 0 && o->slab)
+    if (o->settings.ema > 0 && o->slab)
         o->ema = zeroed_lines(ema_floats(net) + 1, sizeof *o->ema);
-    if (!o->slab || (net->hyper.ema > 0 && !o->ema))
+    if (!o->slab || (o->settings.ema > 0 && !o->ema))
         return error_set(e, CDL_ERUNTIME, "out of memory for the %s state of %zu parameters",
-                         net_optimizer_name(o->kind), net->n_params);
+                         train_optimizer_name(o->kind), net->n_params);
     return CDL_OK;
 }
 
@@ -66,13 +69,13 @@ static void clip_gradients(Net *net, float max_norm)
 }
 
 /* p's weight decay: on flagged tensors, or on all of them with decay_bn_bias=1. */
-static float param_decay(const Hyper *h, const Param *p)
+static float param_decay(const TrainSettings *h, const Param *p)
 {
     return p->decay || h->decay_bn_bias ? h->decay : 0.0f;
 }
 
 /* SGD on p; v: its velocity. */
-static void sgd_update(const Hyper *h, Param *p, float *v, float lr)
+static void sgd_update(const TrainSettings *h, Param *p, float *v, float lr)
 {
     const float momentum = h->momentum, decay = param_decay(h, p);
     /* The step is g_weight*g + v_weight*v: g + momentum*v (nesterov) or v. */
@@ -96,7 +99,7 @@ typedef struct AdamStep {
 } AdamStep;
 
 /* Adam or AdamW on p; m, v: its moments. */
-static void adam_update(const Hyper *h, const AdamStep *s, Param *p, float *m, float *v)
+static void adam_update(const TrainSettings *h, const AdamStep *s, Param *p, float *m, float *v)
 {
     const float decay = param_decay(h, p), b1 = h->beta1, b2 = h->beta2, eps = h->eps;
     const float shrink = s->decoupled ? 1.0f - s->lr * decay : 1.0f;
@@ -117,7 +120,7 @@ static void adam_update(const Hyper *h, const AdamStep *s, Param *p, float *m, f
 
 void optimizer_step(Optimizer *o, Net *net, float lr)
 {
-    const Hyper *h = &net->hyper;
+    const TrainSettings *h = &o->settings;
     if (h->clip_grad_norm > 0)
         clip_gradients(net, h->clip_grad_norm);
     o->steps++;

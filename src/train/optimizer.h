@@ -19,9 +19,12 @@
 #include <stdint.h>
 
 #include "core/net.h"
+#include "train/train_settings.h"
 
 typedef struct Optimizer {
-    OptimizerKind kind;
+    /* The run's training keys, read from the net's cfg when the optimizer is set up. */
+    TrainSettings settings;
+    OptimizerKind kind; /* settings.optimizer */
     /* The kind's state, one allocation: sgd: velocity [n_params]; adam, adamw: m [n_params]
      * then v [n_params]. Same layout as the parameter slab. */
     float *slab;
@@ -33,7 +36,7 @@ typedef struct Optimizer {
 /* Floats of state an optimizer of kind keeps for n_params parameters. */
 size_t optimizer_state_floats(OptimizerKind kind, size_t n_params);
 
-/* Sets o up for net->hyper's optimizer: zeroed state, steps 0, and the EMA (when asked for)
+/* Sets o up for the optimizer of the net's cfg (train_settings_read; fails as it does): zeroed state, steps 0, and the EMA (when asked for)
  * starting from the net's current weights. o is overwritten; free with optimizer_free, even
  * after a failure. */
 int optimizer_init(Optimizer *o, const Net *net, Error *e);

@@ -78,11 +78,11 @@ float timing_run_step(TimingRun *t)
     if (t->net->seq > 0) {
         float loss;
         trainer_step_with(t->net, t->opt, t->text_source.fill, t->text_source.ctx,
-                          net_learning_rate(&t->net->hyper, t->net->step, 0), &loss, NULL);
+                          train_learning_rate(&t->opt->settings, t->net->step, 0), &loss, NULL);
         return loss;
     }
     return trainer_step(t->net, t->opt, &t->data, t->order,
-                        net_learning_rate(&t->net->hyper, t->net->step, 0));
+                        train_learning_rate(&t->opt->settings, t->net->step, 0));
 }
 
 void timing_run_free(TimingRun *t)

@@ -253,7 +253,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 break;
             started_epoch = epoch;
         }
-        const float lr = net_learning_rate(&net->hyper, net->step, total);
+        const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
         st = step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
         if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */

@@ -86,9 +86,9 @@ static void test_ema_is_off_by_default(void)
     Error e = {0};
     CHECK(net_build_from_text(&net, "[net]\nwidth=1\nheight=1\nchannels=2\n[softmax]\n", "t.cfg", 1,
                               1, &e) == CDL_OK);
-    CHECK(net.hyper.ema == 0.0f);
     Optimizer opt;
     CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
+    CHECK(opt.settings.ema == 0.0f);
     CHECK(opt.ema == NULL);
     optimizer_free(&opt);
     net_free(&net);

@@ -7,6 +7,7 @@
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
+#include "train/train_settings.h"
 
 /* Parses and builds text; returns the status and leaves the message in e. */
 static int build(const char *text, Net *net, Error *e)
@@ -38,6 +39,15 @@ static void test_errors_name_file_line_and_choices(void)
     expect_cfg_error("[net]\nwidth=4\n height\n", "t.cfg:3: expected key=value");
 }
 
+/* The optimizer the training keys of net's cfg name. */
+static OptimizerKind optimizer_kind_of(const Net *net)
+{
+    TrainSettings t;
+    Error e = {0};
+    CHECK(train_settings_read(&net->cfg, &t, &e) == CDL_OK);
+    return t.optimizer;
+}
+
 /* darknet's adam=1 asks for Adam; with another optimizer= it is a contradiction. */
 static void test_darknet_adam_key_selects_adam(void)
 {
@@ -45,12 +55,12 @@ static void test_darknet_adam_key_selects_adam(void)
     Error e = {0};
     CHECK(build("[net]\nwidth=4\nheight=4\nchannels=1\nadam=1\n[softmax]\n", &net, &e) == CDL_OK);
     if (!e.code) {
-        CHECK(net.hyper.optimizer == CDL_OPT_ADAM);
+        CHECK(optimizer_kind_of(&net) == CDL_OPT_ADAM);
         net_free(&net);
     }
     CHECK(build("[net]\nwidth=4\nheight=4\nchannels=1\nadam=0\n[softmax]\n", &net, &e) == CDL_OK);
     if (!e.code) {
-        CHECK(net.hyper.optimizer == CDL_OPT_SGD);
+        CHECK(optimizer_kind_of(&net) == CDL_OPT_SGD);
         net_free(&net);
     }
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\noptimizer=adamw\nadam=1\n[softmax]\n",
@@ -79,13 +89,13 @@ static void test_override_sets_net_and_layer_keys(void)
 
 static void test_learning_rate_policies(void)
 {
-    Hyper h = {0};
+    TrainSettings h = {0};
     h.learning_rate = 0.1f;
     h.power = 4;
     h.policy = CDL_LR_CONSTANT;
-    CHECK_NEAR(net_learning_rate(&h, 1000, 0), 0.1, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 1000, 0), 0.1, 1e-7);
     h.burn_in = 10;
-    CHECK_NEAR(net_learning_rate(&h, 5, 0), 0.1 * 0.0625, 1e-7); /* (5/10)^4 */
+    CHECK_NEAR(train_learning_rate(&h, 5, 0), 0.1 * 0.0625, 1e-7); /* (5/10)^4 */
     h.burn_in = 0;
     h.policy = CDL_LR_STEPS;
     h.n_steps = 2;
@@ -93,20 +103,20 @@ static void test_learning_rate_policies(void)
     h.steps[1] = 20;
     h.scales[0] = 0.1f;
     h.scales[1] = 0.5f;
-    CHECK_NEAR(net_learning_rate(&h, 9, 0), 0.1, 1e-7);
-    CHECK_NEAR(net_learning_rate(&h, 10, 0), 0.01, 1e-7);
-    CHECK_NEAR(net_learning_rate(&h, 25, 0), 0.005, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 9, 0), 0.1, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 10, 0), 0.01, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 25, 0), 0.005, 1e-7);
     h.policy = CDL_LR_STEP;
     h.step = 10;
     h.scale = 0.5f;
-    CHECK_NEAR(net_learning_rate(&h, 25, 0), 0.025, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 25, 0), 0.025, 1e-7);
     h.policy = CDL_LR_EXP;
     h.gamma = 0.9f;
-    CHECK_NEAR(net_learning_rate(&h, 2, 0), 0.081, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 2, 0), 0.081, 1e-7);
     h.policy = CDL_LR_POLY;
     h.max_batches = 100;
     h.power = 2;
-    CHECK_NEAR(net_learning_rate(&h, 50, 0), 0.025, 1e-7);
+    CHECK_NEAR(train_learning_rate(&h, 50, 0), 0.025, 1e-7);
 }
 
 static void test_slabs_hold_every_parameter(void)

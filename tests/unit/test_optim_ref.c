@@ -68,7 +68,7 @@ static void test_three_steps_match_pytorch(const OptimCase *c)
             ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
             ref_expect_close(&f, "grad.input", net.input_delta, 4 * shape_size(net.in_shape));
         }
-        optimizer_step(&opt, &net, net_learning_rate(&net.hyper, net.step, 0));
+        optimizer_step(&opt, &net, train_learning_rate(&opt.settings, net.step, 0));
         net.step++;
         ref_expect_params(&f, &net, prefix, 0, REF_ALL_PARAMS);
     }
@@ -92,18 +92,20 @@ static void test_cosine_with_warmup_matches_pytorch(void)
                               "[net]\nwidth=1\nheight=1\nchannels=2\nlearning_rate=0.1\n"
                               "policy=cosine\nlr_min=0.001\nwarmup=3\nmax_batches=10\n[softmax]\n",
                               "cosine.cfg", 0, 1, &e) == CDL_OK);
+    TrainSettings ts;
+    CHECK(train_settings_read(&net.cfg, &ts, &e) == CDL_OK);
     float over_max_batches[11], over_the_run[11];
     for (int t = 0; t < 11; t++)
-        over_max_batches[t] = net_learning_rate(&net.hyper, (uint64_t)t, 0);
+        over_max_batches[t] = train_learning_rate(&ts, (uint64_t)t, 0);
     ref_expect_close(&f, "lr", over_max_batches, 11);
     /* Without max_batches the cosine spans the run's length. */
-    net.hyper.max_batches = 0;
+    ts.max_batches = 0;
     for (int t = 0; t < 11; t++)
-        over_the_run[t] = net_learning_rate(&net.hyper, (uint64_t)t, 10);
+        over_the_run[t] = train_learning_rate(&ts, (uint64_t)t, 10);
     ref_expect_close(&f, "lr", over_the_run, 11);
     /* After the span the rate stays at lr_min. */
-    CHECK(net_learning_rate(&net.hyper, 11, 10) == net.hyper.lr_min);
-    CHECK(net_learning_rate(&net.hyper, 1000, 10) == net.hyper.lr_min);
+    CHECK(train_learning_rate(&ts, 11, 10) == ts.lr_min);
+    CHECK(train_learning_rate(&ts, 1000, 10) == ts.lr_min);
     net_free(&net);
     ref_fixture_free(&f);
 }

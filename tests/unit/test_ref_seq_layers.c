@@ -32,7 +32,7 @@ int main(void)
     /* The embedding's gradient includes the tied output projection's. */
     ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
 
-    optimizer_step(&opt, &net, net_learning_rate(&net.hyper, 0, 0));
+    optimizer_step(&opt, &net, train_learning_rate(&opt.settings, 0, 0));
     ref_expect_params(&f, &net, "step1.", 0, REF_ALL_PARAMS);
 
     optimizer_free(&opt);

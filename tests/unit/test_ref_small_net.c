@@ -16,7 +16,7 @@ static void train_step(Net *net, Optimizer *opt)
 {
     net_forward(net);
     net_backward(net);
-    optimizer_step(opt, net, net_learning_rate(&net->hyper, net->step, 0));
+    optimizer_step(opt, net, train_learning_rate(&opt->settings, net->step, 0));
     net->step++;
 }
 
@@ -54,13 +54,13 @@ static int check_fixture(const char *name, int wino_layer)
     ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
     ref_expect_close(&f, "grad.input", net.input_delta, 4 * shape_size(net.in_shape));
 
-    optimizer_step(&opt, &net, net_learning_rate(&net.hyper, 0, 0));
+    optimizer_step(&opt, &net, train_learning_rate(&opt.settings, 0, 0));
     net.step = 1;
     train_step(&net, &opt);
     net_forward(&net);
     ref_expect_close(&f, "step3.loss", &net.loss, 1);
     net_backward(&net);
-    optimizer_step(&opt, &net, net_learning_rate(&net.hyper, net.step, 0));
+    optimizer_step(&opt, &net, train_learning_rate(&opt.settings, net.step, 0));
     ref_expect_params(&f, &net, "step3.", 0, REF_ALL_PARAMS);
 
     net.train = 0;
