@@ -1,4 +1,4 @@
-/* Helpers shared by every layer family: parameters and activations. */
+/* Helpers shared by every layer family: parameters, cfg errors and activation=, per-batch state. */
 #include "core/layer.h"
 
 #include <string.h>
@@ -50,32 +50,6 @@ int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKi
         return cfg_bad_value(cfg, s, "activation", e, "expected one of %s",
                              activation_valid_names());
     return CDL_OK;
-}
-
-void layer_activate(Layer *l, int batch)
-{
-    if (l->activation == CDL_ACT_LINEAR)
-        return;
-    activation_forward(l->pre, l->out, (size_t)batch * shape_size(l->out_shape), l->activation);
-}
-
-void layer_activate_row(Layer *l, int batch, int t)
-{
-    if (l->activation == CDL_ACT_LINEAR)
-        return;
-    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
-    for (int b = 0; b < batch; b++) {
-        const size_t at = (size_t)b * sample + (size_t)t * row;
-        activation_forward(l->pre + at, l->out + at, row, l->activation);
-    }
-}
-
-void layer_activation_backward(Layer *l, int batch)
-{
-    if (l->activation == CDL_ACT_LINEAR)
-        return;
-    activation_backward(l->pre, l->out, l->delta, (size_t)batch * shape_size(l->out_shape),
-                        l->activation);
 }
 
 float *layer_state_floats(LayerState *st, size_t n)

@@ -379,6 +379,10 @@ static inline float *layer_activation_input(Layer *l)
 {
     return l->pre ? l->pre : l->out;
 }
+
+/* The activation step of the families' CPU kernels: defined by the CPU backend
+ * (backend/cpu/layer_activation.c), declared here as layer_type_find is, and found by linking. */
+
 /* l->out = f(l->pre) when the activation is not linear (nothing to do otherwise). */
 void layer_activate(Layer *l, int batch);
 /* Sequence layers' forward_at: layer_activate on row t ([h = t][w values]) of each sample. */

@@ -5,8 +5,6 @@
  * (darknet's default type=sse: squared error), which cdl does not have, and it is refused.
  *
  *   in, out [batch][c][h][w] */
-#include <string.h>
-
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
@@ -25,23 +23,6 @@ static int cost_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     return CDL_OK;
 }
 
-static void cost_forward(Layer *l, const StepContext *ctx)
-{
-    memcpy(l->out, l->in[0], (size_t)ctx->batch * shape_size(l->out_shape) * sizeof *l->out);
-}
-
-/* The softmax before computes its gradient from the labels; without labels this is the
- * identity's gradient. */
-static void cost_backward(Layer *l, const StepContext *ctx)
-{
-    float *in_delta = l->in_delta[0];
-    if (!in_delta)
-        return;
-    const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
-    for (size_t i = 0; i < n; i++)
-        in_delta[i] += l->delta[i];
-}
-
 static int cost_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
@@ -58,10 +39,4 @@ const LayerType cost_layer = {
     .follows_loss = 1,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
-};
-
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
-const LayerKernels cpu_cost_kernels = {
-    .forward = cost_forward,
-    .backward = cost_backward,
 };

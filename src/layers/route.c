@@ -4,18 +4,10 @@
  *   out      [batch][sum c_k][h][w]
  *
  * layers= takes indices: negative ones count back from this layer, others are absolute. */
-#include <string.h>
+#include "layers/route.h"
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
-#include "ops/dnnl_conv.h"
-
-/* Below this many values a parallel region costs more than it saves. */
-#define ROUTE_PARALLEL_MIN 65536
-
-typedef struct Route {
-    size_t sizes[LAYER_MAX_INPUTS]; /* c_k * h * w: values per sample of input k */
-} Route;
 
 static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -66,45 +58,6 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
     return CDL_OK;
 }
 
-static void route_forward(Layer *l, const StepContext *ctx)
-{
-    const Route *ro = l->priv;
-    size_t out_sample = shape_size(l->out_shape);
-    int batch = ctx->batch;
-#pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
-    for (int b = 0; b < batch; b++) {
-        float *dst = l->out + b * out_sample;
-        for (int k = 0; k < l->n_inputs; k++) {
-            size_t n = ro->sizes[k];
-            memcpy(dst, l->in[k] + b * n, n * sizeof *dst);
-            dst += n;
-        }
-    }
-}
-
-static void route_backward(Layer *l, const StepContext *ctx)
-{
-    const Route *ro = l->priv;
-    size_t out_sample = shape_size(l->out_shape);
-    int batch = ctx->batch;
-    size_t offset = 0;
-    for (int k = 0; k < l->n_inputs; k++) {
-        size_t n = ro->sizes[k];
-        float *in_delta = l->in_delta[k];
-        if (in_delta) {
-            /* Two listed entries may name the same layer: the inputs go one at a time. */
-#pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
-            for (int b = 0; b < batch; b++) {
-                float *dst = in_delta + b * n;
-                const float *src = l->delta + b * out_sample + offset;
-                for (size_t i = 0; i < n; i++)
-                    dst[i] += src[i];
-            }
-        }
-        offset += n;
-    }
-}
-
 static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
@@ -119,18 +72,6 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
     return CDL_OK;
 }
 
-/* In nChw8c a sample's channel blocks follow each other as its channels do in NCHW: inputs of
- * whole blocks concatenate in it as they are, all with the output (LayerKernels.layout). */
-static int route_layout(const Layer *l, int k)
-{
-    (void)k;
-    for (int i = 0; i < l->n_inputs; i++)
-        if (((const Route *)l->priv)->sizes[i] / ((size_t)l->out_shape.h * l->out_shape.w) %
-            DNNL_LANES)
-            return LAYOUT_PLAIN;
-    return LAYOUT_TIED;
-}
-
 const LayerType route_layer = {
     .name = "route",
     .priv_size = sizeof(Route),
@@ -138,11 +79,4 @@ const LayerType route_layer = {
     .export_onnx = route_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
-};
-
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
-const LayerKernels cpu_route_kernels = {
-    .layout = route_layout,
-    .forward = route_forward,
-    .backward = route_backward,
 };

@@ -1,0 +1,366 @@
+/* [maxpool]'s CPU kernels (layers/maxpool.c has its meaning): max over size x size windows of
+ * plain NCHW or oneDNN's blocked nChw8c input, the argmax of each output kept for backward.
+ *
+ *   in  [batch][c][h][w]
+ *   out [batch][c][(h + padding - size)/stride + 1][(w + padding - size)/stride + 1]
+ */
+#include "layers/maxpool.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops/dnnl_conv.h"
+
+/* Below this many window reads a parallel region costs more than it saves. */
+#define MAXPOOL_PARALLEL_MIN 32768
+
+static int maxpool_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    Maxpool *m = l->priv;
+    m->argmax = layer_state_bytes(st, (size_t)batch * shape_size(l->out_shape) * sizeof *m->argmax);
+    return CDL_OK;
+}
+
+/* 1 when v takes the window's maximum from best: greater, or NaN (as PyTorch's max_pool2d, a
+ * window with a NaN gives NaN, at the last NaN's index, not the largest of its numbers). */
+static inline int beats(float v, float best)
+{
+    return (v > best) | (v != v); /* |, not ||: no branch in the vector loops */
+}
+
+/* One step of a window's scan: v at input index v_at becomes *best (at *best_at) if it beats it. */
+static inline void keep_max(float v, int v_at, float *best, int *best_at)
+{
+    const int takes = beats(v, *best);
+    *best_at = takes ? v_at : *best_at;
+    *best = takes ? v : *best;
+}
+
+/* The maximum of the window rows [ys, ye) x columns [xs, xe) of a plane iw wide into *best, its
+ * index into *best_at (the first of equal values; with nan_aware, a constant at each call, the
+ * last NaN as keep_max's). Without nan_aware the scan compares by v > best alone, which compiles
+ * to selects: beats' NaN test makes the scalar code branch (resnet18's 3x3 windows 2.7-7x
+ * slower), so maxpool_plane takes it only for a plane that holds a NaN. */
+static inline __attribute__((always_inline)) void scan_window(const float *in, int iw, int ys,
+                                                              int ye, int xs, int xe, int nan_aware,
+                                                              float *best, int *best_at)
+{
+    float b = -INFINITY;
+    int at = ys * iw + xs;
+    for (int y = ys; y < ye; y++)
+        for (int x = xs; x < xe; x++) {
+            const float v = in[y * iw + x];
+            const int takes = nan_aware ? beats(v, b) : v > b;
+            at = takes ? y * iw + x : at;
+            b = takes ? v : b;
+        }
+    *best = b;
+    *best_at = at;
+}
+
+/* Output rows [i0, i1) and columns [j0, j1) of one input plane's output plane. Inlined with a
+ * constant `size` for the common 2x2 and 3x3 windows, so that the loops over a window that lies
+ * wholly inside the input unroll; windows crossing the border are clipped. */
+static inline __attribute__((always_inline)) void
+maxpool_plane_sized(const float *in, int ih, int iw, float *out, int *argmax, int ow, int i0,
+                    int i1, int j0, int j1, int size, int stride, int offset, int nan_aware)
+{
+    for (int i = i0; i < i1; i++) {
+        int y0 = i * stride - offset;
+        int ys = y0 > 0 ? y0 : 0, ye = y0 + size < ih ? y0 + size : ih;
+        int rows_inside = ys == y0 && ye == y0 + size;
+        for (int j = j0; j < j1; j++) {
+            int x0 = j * stride - offset;
+            float best;
+            int best_at;
+            if (rows_inside && x0 >= 0 && x0 + size <= iw) {
+                scan_window(in, iw, y0, y0 + size, x0, x0 + size, nan_aware, &best, &best_at);
+            } else {
+                int xs = x0 > 0 ? x0 : 0, xe = x0 + size < iw ? x0 + size : iw;
+                scan_window(in, iw, ys, ye, xs, xe, nan_aware, &best, &best_at);
+            }
+            out[i * ow + j] = best;
+            argmax[i * ow + j] = best_at;
+        }
+    }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+/* The lanes below n <= 8 set. */
+static inline __m256i lanes_below(int n)
+{
+    static const int32_t bits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(bits + 8 - n));
+}
+
+/* The even (*even) and odd (*odd) floats of row[0 .. 2n), n <= 8; the lanes from n on hold
+ * -infinity, or with whole (row[0 .. 16) readable, as masked loads are slow on AMD) whatever
+ * follows. */
+static inline void deinterleave(const float *row, int n, int whole, __m256 *even, __m256 *odd)
+{
+    __m256 lo, hi;
+    if (whole) {
+        lo = _mm256_loadu_ps(row);
+        hi = _mm256_loadu_ps(row + 8);
+    } else {
+        const __m256 ninf = _mm256_set1_ps(-INFINITY);
+        const int lo_n = 2 * n < 8 ? 2 * n : 8, hi_n = 2 * n - lo_n;
+        lo = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row, lanes_below(lo_n)),
+                              _mm256_castsi256_ps(lanes_below(lo_n)));
+        hi = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + 8, lanes_below(hi_n)),
+                              _mm256_castsi256_ps(lanes_below(hi_n)));
+    }
+    *even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))),
+                              _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))),
+                              _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
+ * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
+ * same order as maxpool_plane_sized (a, b of the first row, then c, d of the second; a later value
+ * wins only when it beats the maximum so far), 8 columns a vector, the row pair's floats loaded
+ * whole and split into even and odd columns. */
+static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                              int ow, int oh2, int ow2)
+{
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(iw);
+    for (int i = 0; i < oh2; i++) {
+        const float *r0 = in + (size_t)2 * i * iw, *r1 = r0 + iw;
+        for (int j = 0; j < ow2; j += 8) {
+            const int n = ow2 - j < 8 ? ow2 - j : 8;
+            __m256 a, b, c, d;
+            const int whole = (size_t)(2 * i + 1) * iw + 2 * j + 16 <= (size_t)ih * iw;
+            deinterleave(r0 + 2 * j, n, whole, &a, &b);
+            deinterleave(r1 + 2 * j, n, whole, &c, &d);
+            const __m256i base = _mm256_add_epi32(_mm256_set1_epi32(2 * i * iw + 2 * j), lane2);
+            __m256 best = _mm256_set1_ps(-INFINITY);
+            __m256i at = base;
+            const __m256 va[4] = {a, b, c, d};
+            const __m256i vat[4] = {base, _mm256_add_epi32(base, one), _mm256_add_epi32(base, down),
+                                    _mm256_add_epi32(_mm256_add_epi32(base, down), one)};
+            for (int k = 0; k < 4; k++) {
+                const __m256 gt =
+                    _mm256_or_ps(_mm256_cmp_ps(va[k], best, _CMP_GT_OQ),
+                                 _mm256_cmp_ps(va[k], va[k], _CMP_UNORD_Q)); /* beats */
+                at = _mm256_castps_si256(
+                    _mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(vat[k]), gt));
+                best = _mm256_blendv_ps(best, va[k], gt);
+            }
+            /* Whole vectors (masked stores are slow on AMD) while they end inside the plane:
+             * the lanes beyond n fall on outputs written after this one. */
+            float *o = out + (size_t)i * ow + j;
+            int *o_at = argmax + (size_t)i * ow + j;
+            if ((size_t)i * ow + j + 8 <= (size_t)oh * ow) {
+                _mm256_storeu_ps(o, best);
+                _mm256_storeu_si256((__m256i *)o_at, at);
+            } else {
+                float best_n[8];
+                int at_n[8];
+                _mm256_storeu_ps(best_n, best);
+                _mm256_storeu_si256((__m256i *)at_n, at);
+                memcpy(o, best_n, (size_t)n * sizeof *o);
+                memcpy(o_at, at_n, (size_t)n * sizeof *o_at);
+            }
+        }
+    }
+}
+#else
+/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
+ * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
+ * same order as maxpool_plane_sized, written so that the compiler vectorises the columns. */
+static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                              int ow, int oh2, int ow2)
+{
+    (void)ih, (void)oh;
+    for (int i = 0; i < oh2; i++) {
+        const float *restrict r0 = in + (size_t)2 * i * iw, *restrict r1 = r0 + iw;
+        float *restrict o = out + (size_t)i * ow;
+        int *restrict at = argmax + (size_t)i * ow;
+#pragma omp simd
+        for (int j = 0; j < ow2; j++) {
+            const int base = 2 * i * iw + 2 * j;
+            const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+            float best = -INFINITY;
+            int best_at = base;
+            keep_max(a, base, &best, &best_at);
+            keep_max(b, base + 1, &best, &best_at);
+            keep_max(c, base + iw, &best, &best_at);
+            keep_max(d, base + iw + 1, &best, &best_at);
+            o[j] = best;
+            at[j] = best_at;
+        }
+    }
+}
+#endif
+
+/* 1 when the n values at x hold a NaN. */
+static int any_nan(const float *x, size_t n)
+{
+    int nan = 0;
+#pragma omp simd reduction(| : nan)
+    for (size_t i = 0; i < n; i++)
+        nan |= x[i] != x[i];
+    return nan;
+}
+
+/* One input plane's output plane; nan_aware (a constant at each call) as scan_window's. */
+static inline __attribute__((always_inline)) void maxpool_plane_as(const Maxpool *m,
+                                                                   const float *in, int ih, int iw,
+                                                                   float *out, int *argmax, int oh,
+                                                                   int ow, int nan_aware)
+{
+    int offset = m->padding / 2;
+    if (m->size == 2 && m->stride == 2 && offset == 0) {
+        /* the windows inside (NaN-aware always: their vector compares cost nothing more), then
+         * those of a last row or column that cross the border */
+        const int oh2 = oh < ih / 2 ? oh : ih / 2, ow2 = ow < iw / 2 ? ow : iw / 2;
+        maxpool_plane_2x2(in, ih, iw, out, argmax, oh, ow, oh2, ow2);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh2, ow2, ow, 2, 2, 0, nan_aware);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, oh2, oh, 0, ow, 2, 2, 0, nan_aware);
+    } else if (m->size == 2) {
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh, 0, ow, 2, m->stride, offset,
+                            nan_aware);
+    } else if (m->size == 3) {
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh, 0, ow, 3, m->stride, offset,
+                            nan_aware);
+    } else {
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh, 0, ow, m->size, m->stride, offset,
+                            nan_aware);
+    }
+}
+
+/* maxpool_plane_as, NaN-aware only where the input plane holds a NaN. */
+static void maxpool_plane(const Maxpool *m, const float *in, int ih, int iw, float *out,
+                          int *argmax, int oh, int ow)
+{
+    if (any_nan(in, (size_t)ih * iw))
+        maxpool_plane_as(m, in, ih, iw, out, argmax, oh, ow, 1);
+    else
+        maxpool_plane_as(m, in, ih, iw, out, argmax, oh, ow, 0);
+}
+
+/* The forward in nChw8c (Layer.blocked): per block of L channels, the maxima of the L lanes of
+ * each window, clipped as maxpool_plane's; with argmax ([batch][c/L][out_h][out_w][L], L =
+ * DNNL_LANES, NULL in inference) each lane's input plane index, ties to the first as
+ * maxpool_plane's. */
+static void maxpool_forward_blocked(const Maxpool *m, const float *in, float *out, int *argmax,
+                                    int blocks, int ih, int iw, int oh, int ow)
+{
+    const int offset = m->padding / 2;
+#pragma omp parallel for schedule(                                                                 \
+    static) if ((double)blocks * oh * ow * DNNL_LANES * m->size * m->size > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
+                const int ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
+                float best[DNNL_LANES];
+                int at[DNNL_LANES];
+                for (int c = 0; c < DNNL_LANES; c++) {
+                    best[c] = -INFINITY;
+                    at[c] = ys * iw + xs;
+                }
+                for (int y = ys; y < y0 + m->size && y < ih; y++)
+                    for (int x = xs; x < x0 + m->size && x < iw; x++) {
+                        const float *v = in + (((size_t)p * ih + y) * iw + x) * DNNL_LANES;
+#pragma omp simd
+                        for (int c = 0; c < DNNL_LANES; c++)
+                            keep_max(v[c], y * iw + x, &best[c], &at[c]);
+                    }
+                const size_t o = (((size_t)p * oh + i) * ow + j) * DNNL_LANES;
+                memcpy(out + o, best, sizeof best);
+                if (argmax)
+                    memcpy(argmax + o, at, sizeof at);
+            }
+}
+
+/* The backward of maxpool_forward_blocked's training pass: each output's gradient added at its
+ * lane's argmax, one thread per block (windows overlap within it). */
+static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float *in_delta,
+                                     int fresh, int blocks, size_t in_plane, size_t out_plane)
+{
+#pragma omp parallel for schedule(static) if (blocks * out_plane * DNNL_LANES >                    \
+                                              MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < blocks; p++) {
+        float *dst = in_delta + p * in_plane * DNNL_LANES;
+        const float *src = delta + p * out_plane * DNNL_LANES;
+        const int *at = m->argmax + p * out_plane * DNNL_LANES;
+        if (fresh)
+            memset(dst, 0, in_plane * DNNL_LANES * sizeof *dst);
+        for (size_t k = 0; k < out_plane * DNNL_LANES; k += DNNL_LANES)
+            for (int c = 0; c < DNNL_LANES; c++)
+                dst[(size_t)at[k + c] * DNNL_LANES + c] += src[k + c];
+    }
+}
+
+static void maxpool_forward(Layer *l, const StepContext *ctx)
+{
+    const Maxpool *m = l->priv;
+    const float *in = l->in[0];
+    int planes = ctx->batch * l->in_shape.c;
+    int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
+    size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
+    if (layer_blocked(l, ctx) & 1) {
+        maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / DNNL_LANES,
+                                ih, iw, oh, ow);
+        return;
+    }
+    double work = (double)planes * (double)out_plane * m->size * m->size;
+#pragma omp parallel for schedule(static) if (work > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++)
+        maxpool_plane(m, in + p * in_plane, ih, iw, l->out + p * out_plane,
+                      m->argmax + p * out_plane, oh, ow);
+}
+
+static void maxpool_backward(Layer *l, const StepContext *ctx)
+{
+    const Maxpool *m = l->priv;
+    float *in_delta = l->in_delta[0];
+    if (!in_delta)
+        return;
+    int planes = ctx->batch * l->in_shape.c;
+    size_t in_plane = (size_t)l->in_shape.h * l->in_shape.w;
+    size_t out_plane = (size_t)l->out_shape.h * l->out_shape.w;
+    /* A fresh delta (Layer.in_delta_fresh) is zeroed plane by plane here, while the plane is in
+     * cache. */
+    const int fresh = l->in_delta_fresh[0];
+    if (layer_blocked(l, ctx) & 1) {
+        maxpool_backward_blocked(m, l->delta, in_delta, fresh, planes / DNNL_LANES, in_plane,
+                                 out_plane);
+        return;
+    }
+    /* Windows overlap within a plane, never across planes: one thread per plane. */
+#pragma omp parallel for schedule(static) if (planes * out_plane > MAXPOOL_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++) {
+        float *dst = in_delta + p * in_plane;
+        const float *src = l->delta + p * out_plane;
+        const int *at = m->argmax + p * out_plane;
+        if (fresh)
+            memset(dst, 0, in_plane * sizeof *dst);
+        for (size_t k = 0; k < out_plane; k++)
+            dst[at[k]] += src[k];
+    }
+}
+
+/* Whole channel blocks: input and output in nChw8c together (LayerKernels.layout). */
+static int maxpool_layout(const Layer *l, int k)
+{
+    (void)k;
+    return l->in_shape.c % DNNL_LANES ? LAYOUT_PLAIN : LAYOUT_TIED;
+}
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_maxpool_kernels = {
+    .resize = maxpool_resize,
+    .layout = maxpool_layout,
+    .forward = maxpool_forward,
+    .backward = maxpool_backward,
+};

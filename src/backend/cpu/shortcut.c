@@ -1,0 +1,156 @@
+/* [shortcut]'s CPU kernels (layers/shortcut.c has its meaning): out = act(alpha * prev + beta *
+ * from), from mapped as darknet when the shapes differ (ShortcutMapping).
+ *
+ *   prev [batch][c2][h2][w2]   the previous layer; also the output shape
+ *   from [batch][c1][h1][w1]   the layer named by from=
+ *   out  [batch][c2][h2][w2]
+ */
+#include "layers/shortcut.h"
+
+#include <string.h>
+
+/* Below this many values a parallel region costs more than it saves. */
+#define SHORTCUT_PARALLEL_MIN 65536
+
+static void shortcut_forward(Layer *l, const StepContext *ctx)
+{
+    if (l->sum_from && !ctx->train) /* its input 0's forward wrote the output */
+        return;
+    const Shortcut *sc = l->priv;
+    const float *prev = l->in[0];
+    const float *from = l->in[1];
+    float *out = layer_activation_input(l);
+    float alpha = sc->alpha, beta = sc->beta;
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    Shape fs = shortcut_from_shape(l);
+    if (shortcut_same_shape(fs, l->out_shape)) {
+#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++)
+            out[i] = alpha * prev[i] + beta * from[i];
+    } else {
+        ShortcutMapping m = shortcut_mapping(fs, l->out_shape);
+#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++)
+            out[i] = alpha * prev[i];
+        int planes = ctx->batch * m.channels;
+#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+        for (int p = 0; p < planes; p++) {
+            int b = p / m.channels, k = p % m.channels;
+            const float *src = from + b * m.from_sample + k * m.from_plane;
+            float *dst = out + b * m.out_sample + k * m.out_plane;
+            for (int j = 0; j < m.rows; j++)
+                for (int i = 0; i < m.cols; i++)
+                    dst[(size_t)j * m.sample_h * m.out_w + (size_t)i * m.sample_w] +=
+                        beta * src[(size_t)j * m.stride_h * m.from_w + (size_t)i * m.stride_w];
+        }
+    }
+    layer_activate(l, ctx->batch);
+}
+
+/* Row t of every sample, for sequence nets, whose shortcuts join equal shapes (parse checks). */
+static void shortcut_forward_at(Layer *l, const StepContext *ctx, int t)
+{
+    const Shortcut *sc = l->priv;
+    const float *prev = l->in[0];
+    const float *from = l->in[1];
+    float *out = layer_activation_input(l);
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    for (int b = 0; b < ctx->batch; b++)
+        for (size_t i = (size_t)b * sample + (size_t)t * row, end = i + row; i < end; i++)
+            out[i] = sc->alpha * prev[i] + sc->beta * from[i];
+    layer_activate_row(l, ctx->batch, t);
+}
+
+/* dst[i] = (fresh ? 0 : dst[i]) + a * src[i] for i < n. */
+static void add_scaled(float *restrict dst, const float *restrict src, float a, size_t n, int fresh)
+{
+    if (fresh) {
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = 0.0f + a * src[i];
+        return;
+    }
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += a * src[i];
+}
+
+/* add_scaled into p (alpha, fresh0) and f (beta, fresh1), two tensors apart, in one pass. */
+static void add_both(float *restrict p, float *restrict f, const float *restrict d, float alpha,
+                     float beta, size_t n, int fresh0, int fresh1)
+{
+    const float keep0 = fresh0 ? 0.0f : 1.0f, keep1 = fresh1 ? 0.0f : 1.0f;
+#pragma omp parallel for simd schedule(static) if (parallel : n > SHORTCUT_PARALLEL_MIN)
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (keep0 != 0.0f ? p[i] : 0.0f) + alpha * d[i];
+        f[i] = (keep1 != 0.0f ? f[i] : 0.0f) + beta * d[i];
+    }
+}
+
+static void shortcut_backward(Layer *l, const StepContext *ctx)
+{
+    const Shortcut *sc = l->priv;
+    layer_activation_backward(l, ctx->batch);
+    const float *delta = l->delta;
+    float alpha = sc->alpha, beta = sc->beta;
+    size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    float *prev_delta = l->in_delta[0], *from_delta = l->in_delta[1];
+    Shape fs = shortcut_from_shape(l);
+    /* A delta the net left unzeroed (Layer.in_delta_fresh) is written, not added to; one input
+     * twice (the same delta) is written once and added to once. */
+    const int fresh0 = prev_delta && l->in_delta_fresh[0];
+    const int fresh1 = from_delta && l->in_delta_fresh[1] && from_delta != prev_delta;
+    const int same = shortcut_same_shape(fs, l->out_shape);
+    if (same && prev_delta && from_delta && prev_delta != from_delta) {
+        add_both(prev_delta, from_delta, delta, alpha, beta, n, fresh0, fresh1);
+        return;
+    }
+    if (prev_delta)
+        add_scaled(prev_delta, delta, alpha, n, fresh0);
+    if (!from_delta)
+        return;
+    if (same) {
+        add_scaled(from_delta, delta, beta, n, fresh1);
+        return;
+    }
+    if (fresh1)
+        memset(from_delta, 0, (size_t)ctx->batch * shape_size(fs) * sizeof *from_delta);
+    /* The transpose of the forward mapping; distinct outputs read distinct inputs. */
+    ShortcutMapping m = shortcut_mapping(fs, l->out_shape);
+    int planes = ctx->batch * m.channels;
+#pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
+    for (int p = 0; p < planes; p++) {
+        int b = p / m.channels, k = p % m.channels;
+        float *dst = from_delta + b * m.from_sample + k * m.from_plane;
+        const float *src = delta + b * m.out_sample + k * m.out_plane;
+        for (int j = 0; j < m.rows; j++)
+            for (int i = 0; i < m.cols; i++)
+                dst[(size_t)j * m.stride_h * m.from_w + (size_t)i * m.stride_w] +=
+                    beta * src[(size_t)j * m.sample_h * m.out_w + (size_t)i * m.sample_w];
+    }
+}
+
+/* Equal shapes add value by value in any layout: inputs and output in nChw8c together
+ * (LayerKernels.layout). */
+static int shortcut_layout(const Layer *l, int k)
+{
+    (void)k;
+    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape) ? LAYOUT_TIED : LAYOUT_PLAIN;
+}
+
+/* out = act(prev + from) (LayerKernels.plain_sum). */
+static int shortcut_plain_sum(const Layer *l)
+{
+    const Shortcut *sc = l->priv;
+    return sc->alpha == 1.0f && sc->beta == 1.0f &&
+           shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
+}
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_shortcut_kernels = {
+    .layout = shortcut_layout,
+    .plain_sum = shortcut_plain_sum,
+    .forward = shortcut_forward,
+    .backward = shortcut_backward,
+    .forward_at = shortcut_forward_at,
+};
