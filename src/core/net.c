@@ -43,7 +43,7 @@ const char *net_optimizer_name(OptimizerKind kind)
 }
 
 /* The optimizer keys: optimizer, darknet's adam, nesterov, beta1, beta2, eps, decay_bn_bias,
- * clip_grad_norm and ema (defaults in README). */
+ * clip_grad_norm and ema (defaults in docs/config.md). */
 static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
 {
     int kind = 0, darknet_adam = 0;
@@ -89,7 +89,7 @@ static int parse_optimizer(const Cfg *cfg, CfgSection *s, Hyper *h, Error *e)
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
     /* ref by default: with AVX-512 Winograd the reference trained resnet18_cifar 1.23x and
-     * fashion 1.14x faster than auto's all-oneDNN rule at 1 thread (README) */
+     * fashion 1.14x faster than auto's all-oneDNN rule at 1 thread (docs/engines.md) */
     int engine = NET_ENGINE_REF;
     if (cfg_find(s, "engine")) {
         int st = parse_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
@@ -187,7 +187,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st
             : cfg_get_int_min(cfg, s, "winograd_min_tiles", WINOGRAD_TRAINING_TILES, 0,
                               &net->winograd_min_tiles, e);
-    /* blocked training by default with AVX-512 (nChw16c): measured faster there (README) */
+    /* blocked training by default with AVX-512 (nChw16c): measured faster (docs/engines.md) */
     st = st ? st
             : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &net->dnnl_train_blocked,
                            e);

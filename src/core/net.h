@@ -36,7 +36,7 @@ typedef enum OptimizerKind {
 
 struct Profiler; /* util/profiler.h */
 
-/* The [net] section's training settings (documented defaults in README). */
+/* The [net] section's training settings (documented defaults in docs/config.md). */
 typedef struct Hyper {
     int batch;        /* images per optimizer step */
     int subdivisions; /* batch is processed as `subdivisions` mini-batches */
@@ -68,8 +68,8 @@ typedef struct Hyper {
     float ema;               /* decay of the weights' exponential moving average (0: off) */
 } Hyper;
 
-/* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
- * oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
+/* The kernels convolutions run on ([net] engine=, docs/engines.md): the own im2col + OpenBLAS
+ * reference, oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
  * (dnnl_conv_preferred). */
 typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetEngine;
 
