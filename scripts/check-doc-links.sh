@@ -24,7 +24,7 @@ def anchors(path):
         seen[slug] = n + 1
         out.add(slug if n == 0 else f"{slug}-{n}")
     return out
-bad = 0
+bad = links = 0
 for f in sys.argv[1:]:
     fence = False
     for no, line in enumerate(open(f, encoding="utf-8"), 1):
@@ -35,6 +35,7 @@ for f in sys.argv[1:]:
         for link in re.findall(r"\]\(([^)\s]+)\)", line):
             if re.match(r"[a-z]+:", link):
                 continue
+            links += 1
             path, _, anchor = link.partition("#")
             target = os.path.normpath(os.path.join(os.path.dirname(f), path)) if path else f
             if not os.path.exists(target):
@@ -43,5 +44,6 @@ for f in sys.argv[1:]:
             elif anchor and target.endswith(".md") and anchor not in anchors(target):
                 print(f"{f}:{no}: {link}: no heading with that anchor")
                 bad += 1
+print(f"{links - bad} of {links} links in {len(sys.argv) - 1} files resolve")
 sys.exit(1 if bad else 0)
 PY
