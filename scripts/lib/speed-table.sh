@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts: besides printing its table, a run writes it as a dated
 # Markdown file, docs/speed/YYYY-MM-DD-SCRIPT-CPU.md (-2, -3, ... when that name is taken),
 # headed by what the figures depend on (CPU model and flags, cores, commit, cdl's build,
