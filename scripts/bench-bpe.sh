@@ -7,6 +7,7 @@
 # Usage: scripts/bench-bpe.sh [TEXT [VOCAB_SIZE...]]   (default: data/text/kjv.txt 4096)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+args=("$@")
 text=${1:-data/text/kjv.txt}
 shift || true
 sizes=("$@")
@@ -17,6 +18,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 text=$(realpath "$text")
 printf '[net]\nseq=8\nbatch=1\n[embedding]\noutput=4\n[linear]\ntie=1\n[softmax]\n' >"$tmp/net.cfg"
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-bpe "${args[@]}"
 printf '%-8s %12s %12s %10s %12s %12s\n' vocab cdl_tok/B ref_tok/B ratio cdl_learn_s ref_learn_s
 for v in "${sizes[@]}"; do
     printf 'type=text\ntokens=bpe\nvocab_size=%s\ntrain=%s\n' "$v" "$text" >"$tmp/bpe.data"
@@ -33,3 +37,4 @@ print(f"{v:<8} {tpb:12.4f} {ref['tokens_per_byte']:12.4f} {tpb / ref['tokens_per
       f"{learn:12.2f} {ref['learn_s']:12.2f}")
 PY
 done
+speed_table_end

@@ -13,9 +13,13 @@
 #         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
 #         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
 #         measurement); --steps: every net's (default: per net)
+#   Besides printing it, a run (not --quick) writes its table to docs/speed/ as a dated
+#   Markdown file (scripts/lib/speed-table.sh; CDL_SPEED_DIR=- writes none).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
+quick=0
 all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50
 all_nets+=,resnet18_cifar_inference,resnet18_inference,resnet50_inference
 all_nets+=,resnet18_cifar_bf16,resnet50_bf16
@@ -31,8 +35,8 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2 && shift 2 ;;
     --steps) steps=$2 && shift 2 ;;
     --warmup) warmup=$2 && shift 2 ;;
-    --quick) steps=2 warmup=1 repeats=1 && shift ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    --quick) steps=2 warmup=1 repeats=1 quick=1 && shift ;;
+    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-cpu: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -90,6 +94,17 @@ if [ $needs_text = 1 ]; then
         'import sys; sys.path.insert(0, "scripts"); from text_torch import TextData
 print(TextData("cfg/kjv.data").vocab)')
 fi
+
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+[ $quick = 1 ] || speed_table_begin bench-cpu "${args[@]}"
+speed_table_meta threads "$thread_list"
+speed_table_meta repeats "$repeats (medians of alternating runs)"
+for t in "${thread_counts[@]}"; do
+    speed_table_meta "FMA peak, $t thread(s)" "${peak[$t]:-unknown} GFLOP/s"
+done
+speed_table_columns net threads batch unit cdl "PyTorch 1" "PyTorch 2" "cdl / faster" GFLOP/s \
+    "of FMA peak"
 
 echo "cdl $(./cdl --version | cut -d' ' -f2-); OpenBLAS kernels: $(./cdl doctor --json |
     "$debian_python" -c 'import json, sys; print(json.load(sys.stdin)["blas"]["core"])')" \
@@ -179,7 +194,12 @@ from bench_torch import parse_cfg; print(parse_cfg(sys.argv[1])[0][1].get("batch
             "$(printf '%.1f' "${med[cdl]}")" "$(printf '%.1f' "${med[torch1]}")" \
             "$([ "${med[torch2]}" = - ] && echo - || printf '%.1f' "${med[torch2]}")" "$ratio" \
             "$gflops" "$frac"
+        speed_table_row "$name" "$t" "$batch" "$unit" "$(printf '%.1f' "${med[cdl]}")" \
+            "$(printf '%.1f' "${med[torch1]}")" \
+            "$([ "${med[torch2]}" = - ] && echo - || printf '%.1f' "${med[torch2]}")" "$ratio" \
+            "$gflops" "$frac"
     done
 done
 echo "(cdl/pt: cdl over the faster PyTorch; GFLOP/s and peak: cdl's, FLOPs from cdl info;" \
     "training counts 3x the forward FLOPs; _bf16 rows against the float32 peak too)"
+speed_table_end

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 seconds=${1:-60}
 batches=("${2:-128}" "${3:-64}")
 cfgs=(cfg/fashion.cfg cfg/resnet18_cifar.cfg)
@@ -37,6 +38,9 @@ ms = lambda k: "%.2f" % (1000 * r[-1].get(k, 0) / steps)
 print("%.1f" % r[-1]["images_per_s"], ms("allreduce_wait_s"), ms("allreduce_hidden_s"))' "$1"
 }
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-dist "${args[@]}"
 echo "cdl-mpi, $seconds s of training per run (single runs: other load on the machine shows)"
 printf '%-24s %6s %-16s %12s %16s %16s\n' cfg batch layout "images/s" "wait ms/step" "hidden ms/step"
 for i in 0 1; do
@@ -56,3 +60,4 @@ for i in 0 1; do
     read -r ips wait hidden < <(last_epoch "$work/two.jsonl")
     printf '%-24s %6s %-16s %12s %16s %16s\n' "$cfg" "$batch" "2 ranks x 1 thr" "$ips" "$wait" "$hidden"
 done
+speed_table_end

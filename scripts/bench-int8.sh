@@ -12,6 +12,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 data=${DATA:-cfg/fashion.data}
 eval_data=${EVAL_DATA:-$data}
 threads=${THREADS:-2}
@@ -37,6 +38,9 @@ inference_ips() {
         --warmup "$warmup" --threads "$threads" --json)"
 }
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-int8 "${args[@]}"
 echo "batch $batch, $threads threads, $steps timed forwards after $warmup warm-up, random inputs"
 echo "(single runs, back to back: other load on the machine shows up in the speed figures)"
 for model in "${models[@]}"; do
@@ -77,3 +81,4 @@ print("test accuracy: float32 %.2f%%, int8 dynamic %.2f%% (%+.2f), int8 calibrat
     printf '%-28s %12s %12s\n' "cdl / PyTorch" "$(ratio "$cdl_fp" "$torch_fp")" \
         "$(ratio "$cdl_q" "$torch_q")"
 done
+speed_table_end

@@ -6,6 +6,7 @@
 # Usage: scripts/bench-loader.sh [EPOCHS]   (passes over the 200 photos; default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+args=("$@")
 epochs=${1:-3}
 CDL=${CDL_BIN:-./cdl}
 PY=/usr/bin/python3 # Debian's, with python3-torch and python3-torchvision
@@ -77,6 +78,9 @@ for epoch in range(epochs):
 print(images / (time.perf_counter() - start))
 PY
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-loader "${args[@]}"
 echo "loader benchmark: 200 JPEGs ~500x400, RandomResizedCrop 224 + flip + normalise, batch 32, $epochs epochs"
 printf '%-8s %14s %14s %8s\n' workers "cdl img/s" "torch img/s" ratio
 for workers in 1 2; do
@@ -86,3 +90,4 @@ for workers in 1 2; do
     printf '%-8s %14.1f %14.1f %7.2fx\n' "$workers" "$cdl_rate" "$torch_rate" \
         "$("$PY" -c "print($cdl_rate / $torch_rate)")"
 done
+speed_table_end

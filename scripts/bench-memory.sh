@@ -6,6 +6,7 @@
 # Usage: scripts/bench-memory.sh [CFG [BATCH [STEPS]]]   (default cfg/resnet18_cifar.cfg 64 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+args=("$@")
 cfg=${1:-cfg/resnet18_cifar.cfg}
 batch=${2:-64}
 steps=${3:-3}
@@ -25,6 +26,9 @@ peak_kib() {
 
 cdl_kib=$(peak_kib ./cdl bench "$cfg" --batch "$batch" --steps "$steps" --warmup 0 \
     --threads "$threads")
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-memory "${args[@]}"
 printf '%s batch %s, %s steps, %s threads: peak RSS MiB\n' "$cfg" "$batch" "$steps" "$threads"
 printf '  cdl            %8.1f\n' "$(awk -v k="$cdl_kib" 'BEGIN { print k / 1024 }')"
 for peer in /usr/bin/python3 "$venv/bin/python"; do
@@ -35,3 +39,4 @@ for peer in /usr/bin/python3 "$venv/bin/python"; do
     awk -v v="$version" -v k="$kib" -v c="$cdl_kib" \
         'BEGIN { printf "  PyTorch %-6.6s %8.1f   cdl / PyTorch %.2f\n", v, k / 1024, c / k }'
 done
+speed_table_end

@@ -9,6 +9,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 threads=0 # all cores
 steps=3
 warmup=1
@@ -34,6 +35,9 @@ bench() {
         --set net.recompute_every="$3" --json
 }
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-recompute "${args[@]}"
 printf '%-20s %6s %12s %12s %12s\n' "cfg" "every" "slab MiB" "peak RSS MiB" "ms/step"
 for run in "${runs[@]}"; do
     IFS=: read -r cfg batch every <<< "$run"
@@ -53,3 +57,4 @@ print(f"{'':<20} {'ratio':>6} {ckpt['activation_bytes'] / plain['activation_byte
       f"{ckpt['ms_per_step'] / plain['ms_per_step']:12.3f}")
 PY
 done
+speed_table_end

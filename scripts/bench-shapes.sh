@@ -11,9 +11,12 @@
 #            [--modes train,inference] [--quick] [--list] [--cfg NAME]
 #   --list: the shapes (name: layer, batch, input); --cfg NAME: print the shape's cfg;
 #   --quick: 2 steps, 1 repeat (a check that everything runs, not a measurement)
+#   Besides printing it, a run (not --quick) writes its table to docs/speed/ as a dated
+#   Markdown file (scripts/lib/speed-table.sh; CDL_SPEED_DIR=- writes none).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 # NAME -> "KIND BATCH ARGS": conv: C H W FILTERS SIZE STRIDE; lstm|attention: SEQ WIDTH
 shape_spec() {
     case "$1" in
@@ -45,6 +48,7 @@ steps=10
 warmup=2
 mode_list=train,inference
 print_cfg=
+quick=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --shapes) shapes=$2 && shift 2 ;;
@@ -52,13 +56,13 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2 && shift 2 ;;
     --steps) steps=$2 && shift 2 ;;
     --modes) mode_list=$2 && shift 2 ;;
-    --quick) steps=2 warmup=1 repeats=1 && shift ;;
+    --quick) steps=2 warmup=1 repeats=1 quick=1 && shift ;;
     --list)
         IFS=, read -r -a names <<<"$all_shapes"
         for n in "${names[@]}"; do printf '%-20s %s\n' "$n" "$(shape_spec "$n")"; done
         exit 0 ;;
     --cfg) print_cfg=$2 && shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-shapes: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -148,6 +152,13 @@ ms() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+[ $quick = 1 ] || speed_table_begin bench-shapes "${args[@]}"
+speed_table_meta threads "$(IFS=,; echo "${thread_counts[*]}")"
+speed_table_meta repeats "$repeats (medians of alternating runs), $steps steps after $warmup warm-up"
+speed_table_columns shape mode threads batch "cdl ms" "PyTorch 1 ms" "PyTorch 2 ms" \
+    "faster PyTorch / cdl"
 echo "cdl $("$cdl" --version | cut -d' ' -f2-) ($cdl)"
 echo "PyTorch 1: $torch1_version ($torch1_python); PyTorch 2: $torch2_version ($venv)"
 echo "median ms per step of $repeats alternating repeats, $steps steps after $warmup warm-up;" \
@@ -183,8 +194,13 @@ for name in "${shape_names[@]}"; do
                 "${med[cdl]}" "${med[torch1]}" \
                 "$([ "${med[torch2]}" = - ] && echo - || printf '%.2f' "${med[torch2]}")" \
                 "$(awk -v a="${med[cdl]}" -v b="$best" 'BEGIN { print b / a }')"
+            speed_table_row "$name" "$mode" "$t" "$batch" "$(printf '%.2f' "${med[cdl]}")" \
+                "$(printf '%.2f' "${med[torch1]}")" \
+                "$([ "${med[torch2]}" = - ] && echo - || printf '%.2f' "${med[torch2]}")" \
+                "$(awk -v a="${med[cdl]}" -v b="$best" 'BEGIN { printf "%.2f", b / a }')"
         done
     done
 done
 echo "(pt/cdl: the faster PyTorch's ms over cdl's, > 1: cdl faster; each step includes the" \
     "cheap [avgpool]+[softmax] loss, or the [embedding]+[linear] of a 16-token vocabulary)"
+speed_table_end

@@ -9,6 +9,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 threads=2
 steps=10
 warmup=2
@@ -72,6 +73,9 @@ fi
 
 torch_version=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$python" -c \
     'import torch; print(torch.__version__)')
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-text "${args[@]}"
 echo "PyTorch $torch_version, $threads threads; training: $steps timed steps after $warmup" \
     "warm-up on random tokens; generation: greedy, batch 1, prompt \"$prompt\""
 echo "(single runs, back to back: other load on the machine shows up in the numbers)"
@@ -125,3 +129,4 @@ for cfg in "${cfgs[@]}"; do
 done
 echo "(generation: seq minus ${#prompt} tokens after the ${#prompt}-character prompt," \
     "or --gen-tokens; 'none': no cache, the whole context reruns for every token)"
+speed_table_end

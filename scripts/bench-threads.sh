@@ -9,6 +9,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+args=("$@")
 repeats=5
 core=1
 load=1
@@ -59,6 +60,9 @@ run() {
 
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+speed_table_begin bench-threads "${args[@]}"
 echo "cdl train $cfg $*: $repeats alternating repeats, $cores cores," \
     "$([ $load = 1 ] && echo "a busy loop on core $core" || echo "no busy loop")"
 echo "(load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes add noise)"
@@ -78,4 +82,5 @@ for m in "${modes[@]}"; do
 done
 ratio=$(awk -v a="$default" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
 echo "default / best --threads: $ratio (issue 11 asks <= 1.5)"
+speed_table_end
 awk -v r="$ratio" 'BEGIN { exit !(r <= 1.5) }'

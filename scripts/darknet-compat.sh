@@ -1,6 +1,6 @@
 #!/bin/sh
 # Tries every cfg of Debian's darknet package with cdl: `cdl info`, then a forward pass
-# (`cdl predict CFG PHOTO`), and prints the outcomes as the Markdown table in README.md
+# (`cdl predict CFG PHOTO`), and prints the outcomes as the Markdown table in docs/darknet.md
 # ("darknet cfgs"): what runs (parameters, FLOPs, warnings) and what is refused, and why.
 # usage: scripts/darknet-compat.sh [CFG_DIR [PHOTO]]   (CDL=path/to/cdl to test another binary)
 set -eu

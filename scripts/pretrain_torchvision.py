@@ -1,6 +1,6 @@
 """Pretrains a torchvision model in PyTorch on some Fashion-MNIST classes and saves its state dict
 as safetensors: a real pretrained weights file, made here because none can be downloaded, for
-the fine-tuning recipe in the README (freeze the backbone, train a new head on other classes).
+the fine-tuning recipe in docs/interop.md (freeze the backbone, train a new head on other classes).
 
 usage: python3 scripts/pretrain_torchvision.py MODEL OUT.safetensors
            [--classes 0-4] [--size 32] [--epochs 1] [--limit N] [--seed 0] [--threads 2]

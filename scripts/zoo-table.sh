@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prints the README's model zoo table: every cfg in cfg/ with its input, trainable
+# Prints the model zoo table of docs/zoo.md: every cfg in cfg/ with its input, trainable
 # parameters and forward MFLOPs per image as `cdl info --json` reports them, and what it is
-# for. --write replaces the table under "## Model zoo" in README.md instead.
+# for. --write replaces the table under "# Model zoo" in docs/zoo.md instead.
 # Usage: scripts/zoo-table.sh [--write]     (CDL=path overrides ./cdl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +45,13 @@ if [ "${1:-}" = "--write" ]; then
     table | python3 -c '
 import sys
 table = sys.stdin.read().splitlines()
-lines = open("README.md").read().splitlines()
-section = lines.index("## Model zoo")
+lines = open("docs/zoo.md").read().splitlines()
+section = lines.index("# Model zoo")
 start = next(i for i in range(section, len(lines)) if lines[i].startswith("| cfg |"))
 end = start
 while end < len(lines) and lines[end].startswith("|"):
     end += 1
-open("README.md", "w").write("\n".join(lines[:start] + table + lines[end:]) + "\n")'
+open("docs/zoo.md", "w").write("\n".join(lines[:start] + table + lines[end:]) + "\n")'
 else
     table
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every unit test binary, the fuzz targets' corpus replay (tests/fuzz/replay.c), the
-# include-order check (scripts/check-includes.sh),
+# include-order check (scripts/check-includes.sh), the documentation's links
+# (scripts/check-doc-links.sh),
 # examples/train_digits (training through the public API to >= 90% accuracy), then (unless
 # SAN=1) the public library check (tests/check_public_lib.sh) and the Bats CLI tests; the last
 # line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
@@ -46,6 +47,7 @@ for r in "$FUZZ_REPLAY_DIR"/replay_*; do
         "tests/fuzz/regressions/$name"
 done
 check "include order" scripts/check-includes.sh
+check "doc links" scripts/check-doc-links.sh
 check train_digits "$BUILD/examples/train_digits" "$BUILD/logs/train_digits.cdl"
 
 if [ "$SAN" != 1 ]; then

@@ -427,8 +427,8 @@ typedef struct cdl_model_summary {
     double flops;  /* the layers' FLOPs per sample, summed */
     uint64_t step; /* a checkpoint's optimizer steps; 0 for a cfg */
     /* samples in a training pass at the current thread count: batch / subdivisions, or fewer
-     * where training splits each mini-batch into smaller passes (README, "Passes sized to the
-     * cache"); last, so that the fields before keep their places */
+     * where training splits each mini-batch into smaller passes (docs/memory.md, "Passes sized to
+     * the cache"); last, so that the fields before keep their places */
     int train_pass;
 } cdl_model_summary;
 

@@ -24,7 +24,7 @@ static const char *const engine_names[] = {"ref", "dnnl", "auto"}; /* NetEngine 
 static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
 {
     /* ref by default: with AVX-512 Winograd the reference trained resnet18_cifar 1.23x and
-     * fashion 1.14x faster than auto's all-oneDNN rule at 1 thread (README) */
+     * fashion 1.14x faster than auto's all-oneDNN rule at 1 thread (docs/engines.md) */
     int engine = NET_ENGINE_REF;
     if (cfg_find(s, "engine")) {
         int st = cfg_get_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
@@ -104,7 +104,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st
             : cfg_get_int_min(cfg, s, "winograd_min_tiles", WINOGRAD_TRAINING_TILES, 0,
                               &net->winograd_min_tiles, e);
-    /* blocked training by default with AVX-512 (nChw16c): measured faster there (README) */
+    /* blocked training by default with AVX-512 (nChw16c): measured faster (docs/engines.md) */
     st = st ? st
             : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &net->dnnl_train_blocked,
                            e);

@@ -33,8 +33,8 @@ typedef struct Hyper {
     int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
 } Hyper;
 
-/* The kernels convolutions run on ([net] engine=, README): the own im2col + OpenBLAS reference,
- * oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
+/* The kernels convolutions run on ([net] engine=, docs/engines.md): the own im2col + OpenBLAS
+ * reference, oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
  * (dnnl_conv_preferred). */
 typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetEngine;
 

@@ -36,14 +36,14 @@
  * unwritten; the product then writes into the batch norm's x_hat buffer, which it keeps for the
  * backward instead of x_hat (bias_norm_product_output).
  *
- * With [net] engine=dnnl (not the default: see README), or engine=auto where dnnl_conv_preferred
- * says so for the layer's shape, the convolution itself runs through oneDNN (ops/dnnl_conv.h),
- * reordering the same NCHW tensors to and from its blocked layouts: forward with the bias fused
- * (and relu or leaky too when there is no batch norm), backward data, and backward weights with
- * the bias gradient; batch norm and the other activations stay as above. oneDNN's blocked copies
- * of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises the
- * layer's scratch to what they need); its reorders add the gradients (the += contract). A layer
- * falls back to the reference when oneDNN has only its slow reference implementation for it
+ * With [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto where
+ * dnnl_conv_preferred says so for the layer's shape, the convolution itself runs through oneDNN
+ * (ops/dnnl_conv.h), reordering the same NCHW tensors to and from its blocked layouts: forward with
+ * the bias fused (and relu or leaky too when there is no batch norm), backward data, and backward
+ * weights with the bias gradient; batch norm and the other activations stay as above. oneDNN's
+ * blocked copies of the tensors and its scratchpad are in the net's shared scratch buffer (resize
+ * raises the layer's scratch to what they need); its reorders add the gradients (the += contract).
+ * A layer falls back to the reference when oneDNN has only its slow reference implementation for it
  * ("ref:any") and when it runs with int8 weights. In precision=bf16 a layer runs on oneDNN
  * (DnnlConvDesc.bf16: x, w and dy rounded) where dnnl_conv_bf16_runs, whatever the engine unless
  * the cfg says engine=ref: on its bf16 kernels where they outrun its float32 ones, else on those

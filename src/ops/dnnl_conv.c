@@ -51,9 +51,9 @@ void dnnl_describe(char *buf, size_t size)
              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "non-OpenMP");
 }
 
-/* engine=auto's fixed rule (README, "Convolution engines"). With AVX-512 (DNNL_LANES 16, oneDNN's
- * avx512_core kernels on nChw16c) every convolution: at 1 thread resnet18_cifar, resnet18 224,
- * fashion and cifar_small trained 1.17-1.25x faster per step all on oneDNN than all on the
+/* engine=auto's fixed rule (docs/engines.md, "Convolution engines"). With AVX-512 (DNNL_LANES 16,
+ * oneDNN's avx512_core kernels on nChw16c) every convolution: at 1 thread resnet18_cifar, resnet18
+ * 224, fashion and cifar_small trained 1.17-1.25x faster per step all on oneDNN than all on the
  * reference (own Winograd on AVX2, im2col + OpenBLAS SkylakeX), and mixing engines in a net costs
  * reorders at every change; the layers on Winograd go there too unless DNNL_AUTO_WINOGRAD is set
  * to 0 (then they stay on the reference: to retune when Winograd on AVX-512 measures faster than

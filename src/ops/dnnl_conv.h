@@ -96,8 +96,8 @@ void dnnl_describe(char *buf, size_t size);
 /* 1 when oneDNN's bf16 kernels outrun its float32 ones on this CPU, so that a DnnlConvDesc with
  * bf16 runs on them: ISA avx512_core_amx, or avx512_core_bf16 (vdpbf16ps) on AMD, where it runs
  * at about twice the float32 FMA rate (Zen 4 and 5). Intel's cores without AMX issue vdpbf16ps
- * at half the rate of their two float32 FMA units (README, bf16 mixed precision). A fixed rule
- * on the CPU, no timing, so that results are reproducible. 0 without oneDNN. */
+ * at half the rate of their two float32 FMA units (docs/precision.md, bf16 mixed precision). A
+ * fixed rule on the CPU, no timing, so that results are reproducible. 0 without oneDNN. */
 int dnnl_conv_bf16_kernels(void);
 /* 1 when oneDNN runs bf16 convolutions here (engine=auto's choice for precision=bf16): on its
  * bf16 kernels (dnnl_conv_bf16_kernels), or in a build for AVX-512 on its float32 ones with the
@@ -107,8 +107,8 @@ int dnnl_conv_bf16_runs(void);
 
 /* 1 when oneDNN's blocked kernels (with the reorders) measured faster than cdl's reference on
  * desc's shape and winograd (batch, bias and the rest aside): [net] engine=auto's fixed rule
- * (README): every convolution with AVX-512, stride-1 3x3 ones from 64 channels on maps from 8x8
- * with AVX2. 0 in a build without oneDNN. */
+ * (docs/engines.md): every convolution with AVX-512, stride-1 3x3 ones from 64 channels on maps
+ * from 8x8 with AVX2. 0 in a build without oneDNN. */
 int dnnl_conv_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */

@@ -42,7 +42,7 @@ typedef struct WinogradPlan {
 WinogradPlan winograd_plan(int batch, int c, int k, int h, int w, int threads);
 
 /* Whether a convolution of c channels into k filters on h x w maps is worth its transforms, as
- * measured against im2col + gemm (README "Winograd convolutions"): not with fewer than 16
+ * measured against im2col + gemm (docs/engines.md, "Winograd convolutions"): not with fewer than 16
  * channels or filters (a first layer of 1 or 3 channels ran slower), nor on maps under 4 pixels
  * a side (mostly overhang). */
 int winograd_worth(int c, int k, int h, int w);
@@ -63,8 +63,8 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
                    float *scratch);
 
 /* Whether the weight gradient of such a convolution is worth its transforms against im2col +
- * gemm (README "Winograd convolutions"): with AVX-512 maps up to 64 a side, at most 256 x 256
- * channels and filters (else up to 16 a side, 128 x 128), of winograd_worth's shapes. */
+ * gemm (docs/engines.md, "Winograd convolutions"): with AVX-512 maps up to 64 a side, at most 256 x
+ * 256 channels and filters (else up to 16 a side, 128 x 128), of winograd_worth's shapes. */
 int winograd_grad_worth(int c, int k, int h, int w);
 
 /* The 2x2 output tiles of a pass of batch images on h x w maps. */
@@ -72,11 +72,11 @@ long winograd_tiles(int batch, int h, int w);
 
 /* [net] winograd_min_tiles' default: a training net whose mini-batch has fewer tiles in a layer
  * trains it on im2col + gemm instead, as its weights are transformed again every step (an update
- * changes them) and a few tiles do not pay for that (README "Winograd convolutions"); inference
- * keeps the transformed weights and takes Winograd at any batch. At 1 and 2 threads a 3x3 layer of
- * 256 channels on 14x14 maps broke even at 196-392 tiles (batch 4-8), one of 512 on 7x7 between 128
- * and 256 (batch 8-16); at batch 1 Winograd took twice im2col's time. resnet18_cifar's 4x4 maps at
- * batch 64 and the 224 nets' 7x7 ones at batch 16 have 256. */
+ * changes them) and a few tiles do not pay for that (docs/engines.md, "Winograd convolutions");
+ * inference keeps the transformed weights and takes Winograd at any batch. At 1 and 2 threads a 3x3
+ * layer of 256 channels on 14x14 maps broke even at 196-392 tiles (batch 4-8), one of 512 on 7x7
+ * between 128 and 256 (batch 8-16); at batch 1 Winograd took twice im2col's time. resnet18_cifar's
+ * 4x4 maps at batch 64 and the 224 nets' 7x7 ones at batch 16 have 256. */
 #define WINOGRAD_TRAINING_TILES 256
 
 /* Floats of scratch winograd_weight_grads needs: per thread, its sums and a chunk's transforms. */

@@ -16,7 +16,7 @@ const char *train_optimizer_name(OptimizerKind kind)
 }
 
 /* The optimizer keys: optimizer, darknet's adam, nesterov, beta1, beta2, eps, decay_bn_bias,
- * clip_grad_norm and ema (defaults in README). */
+ * clip_grad_norm and ema (defaults in docs/config.md). */
 static int parse_optimizer(const Cfg *cfg, CfgSection *s, TrainSettings *h, Error *e)
 {
     int kind = 0, darknet_adam = 0;

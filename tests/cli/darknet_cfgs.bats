@@ -2,7 +2,7 @@
 # Every cfg of Debian's darknet package (/usr/share/darknet/cfg): cdl either builds it and runs a
 # forward pass on a photo, or refuses it with exit code 2 and a message naming the section or key
 # it does not support. scripts/darknet-compat.sh tries them all once (cdl info, then cdl predict
-# CFG PHOTO) and its table is what the tests read; README.md shows the same table.
+# CFG PHOTO) and its table is what the tests read; docs/darknet.md shows the same table.
 load helpers
 
 DARKNET_CFGS=/usr/share/darknet/cfg
@@ -68,8 +68,8 @@ row() {
     [[ "$output" == *"| runs | "*"; ignored: 'type' in [cost] |" ]]
 }
 
-@test "README's darknet table is scripts/darknet-compat.sh's output" {
+@test "docs/darknet.md's table is scripts/darknet-compat.sh's output" {
     tail -n +3 "$BATS_FILE_TMPDIR/table.md" > rows.md
-    grep -F -x -f rows.md "$REPO/README.md" > in_readme.md
-    diff rows.md in_readme.md
+    grep -F -x -f rows.md "$REPO/docs/darknet.md" > in_docs.md
+    diff rows.md in_docs.md
 }

@@ -161,7 +161,7 @@ assert abs(r["bits_per_token"] - r["loss"] / math.log(2)) < 1e-9'
 @test "a transformer trained in passes smaller than its batch resumes byte-identical and learns as in one pass" {
     write_text_data
     # The MLP's 2048 features over 64 tokens: 1 MiB a sample with its gradient, so one thread
-    # trains each batch of 4 as 4 passes of 1 (README, Passes sized to the cache).
+    # trains each batch of 4 as 4 passes of 1 (docs/memory.md, Passes sized to the cache).
     write_tiny_gpt 64 4 2048
     run env OMP_NUM_THREADS=1 "$CDL" info tiny.cfg
     [[ "$output" == *"training activations: "*" MiB for a pass of 1 samples"* ]]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The model zoo in cfg/: every cfg loads and trains, the torchvision-layout cfgs have
 # torchvision's parameter counts and compute its functions, the darknet ones have darknet's
-# layers, and README's table is the one scripts/zoo-table.sh prints.
+# layers, and docs/zoo.md's table is the one scripts/zoo-table.sh prints.
 load helpers
 
 # params CFG: trainable parameters, as `cdl info --json` counts them.
@@ -95,12 +95,12 @@ PY
     [ "${lines[-1]}" -eq "$(params "$REPO/cfg/resnet_fashion.cfg")" ]
 }
 
-@test "README's model zoo table is what scripts/zoo-table.sh prints" {
+@test "docs/zoo.md's model zoo table is what scripts/zoo-table.sh prints" {
     CDL="$CDL" "$REPO/scripts/zoo-table.sh" > table.md
-    awk '/^## Model zoo$/ { zoo = 1 } zoo && /^\|/ { print; table = 1; next } table { exit }' \
-        "$REPO/README.md" > readme.md
-    diff table.md readme.md || {
-        echo "README.md's table is stale: run scripts/zoo-table.sh --write"
+    awk '/^# Model zoo$/ { zoo = 1 } zoo && /^\|/ { print; table = 1; next } table { exit }' \
+        "$REPO/docs/zoo.md" > zoo.md
+    diff table.md zoo.md || {
+        echo "docs/zoo.md's table is stale: run scripts/zoo-table.sh --write"
         false
     }
 }
