@@ -1,13 +1,12 @@
-/* [net] engine=dnnl against engine=ref on every convolution configuration the cfgs in cfg/ use
- * (kernel, stride, padding, groups and depthwise, with and without batch norm, each activation
- * kind the fusion treats apart), on small odd-sized maps: the training forward, the input,
- * weight and bias (or batch norm) gradients (added onto gradients that are not zero, and in a
- * residual block onto the shortcut's input gradient), and the inference forward agree within
- * 1e-5 of the reference tensor's largest magnitude; the channel counts give oneDNN's blocked
- * layouts (nChw8c, padded where not a multiple of 8) and its plain ones (gemm:jit). In a build
- * without oneDNN (make DNNL=0) it checks that engine=dnnl falls back to the reference; where
- * oneDNN's blocks are not the build's (dnnl_conv_lanes_native: the sanitizer build, without
- * -march, on an AVX-512 CPU) that every layer stays plain. */
+/* [net] engine=dnnl against engine=ref beyond what tests/unit/test_backend_ops.c compares (which
+ * runs every convolution configuration of the cfgs in cfg/, single layers and chains, on both
+ * engines): a residual block's input gradient added onto the shortcut's, the layouts oneDNN's
+ * inference and training chains pass in nChw8c and the residual sums fused into convolutions,
+ * bit-identical reruns, bf16 chains plain against blocked, a backward that writes its input's
+ * delta whole, and primitives remade at another batch size; all within 1e-5 of the reference
+ * tensor's largest magnitude. In a build without oneDNN (make DNNL=0) it checks that engine=dnnl
+ * falls back to the reference; where oneDNN's blocks are not the build's (dnnl_conv_lanes_native:
+ * the sanitizer build, without -march, on an AVX-512 CPU) that every layer stays plain. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,29 +25,8 @@ typedef struct ConvCase {
     const char *from; /* the cfgs that use it */
 } ConvCase;
 
-static const ConvCase cases[] = {
-    {3, 9, 7, 8, 3, 1, 1, 0, 1, 1, "relu", "resnet*_cifar, cifar_small: first layer"},
-    {8, 9, 7, 8, 3, 1, 1, 0, 1, 1, "linear", "resnet*: 3x3 body, before the shortcut"},
-    {8, 9, 7, 16, 3, 2, 1, 0, 1, 1, "relu", "resnet*: 3x3 stride 2"},
-    {8, 9, 7, 16, 1, 2, 0, 0, 1, 1, "linear", "resnet*: 1x1 stride 2 projection"},
-    {8, 9, 7, 4, 1, 1, 0, 0, 1, 1, "relu", "resnet50: 1x1 bottleneck"},
-    {8, 9, 7, 16, 1, 1, 0, 0, 1, 1, "relu6", "mobilenetv2: 1x1 expansion"},
-    {8, 9, 7, 8, 1, 1, 0, 0, 1, 1, "linear", "mobilenetv2: 1x1 projection"},
-    {3, 17, 15, 8, 7, 2, 1, 0, 1, 1, "relu", "resnet18/34/50: 7x7 stride 2 stem"},
-    {8, 9, 7, 8, 3, 1, 1, 0, 8, 1, "relu6", "mobilenetv2: depthwise 3x3"},
-    {8, 9, 7, 8, 3, 2, 1, 0, 8, 1, "relu6", "mobilenetv2: depthwise 3x3 stride 2"},
-    {8, 9, 7, 16, 3, 1, 1, 0, 8, 1, "relu6", "depthwise with 2 filters per channel"},
-    {8, 9, 7, 12, 3, 1, 1, 0, 2, 1, "leaky", "grouped (tests' groups=2)"},
-    {8, 9, 7, 8, 3, 1, 1, 0, 1, 1, "leaky", "darknet19, cifar_darknet: 3x3 leaky"},
-    {8, 9, 7, 8, 1, 1, 1, 0, 1, 1, "leaky", "darknet19: size=1 pad=1 (padding 0)"},
-    {3, 9, 7, 8, 3, 1, 1, 0, 1, 0, "relu", "vgg16, lenet: no batch norm, relu fused"},
-    {3, 11, 9, 6, 5, 1, 1, 0, 1, 0, "relu", "lenet: 5x5 pad=1 (padding 2)"},
-    {3, 11, 9, 6, 5, 1, 0, 0, 1, 0, "relu", "lenet: 5x5 unpadded"},
-    {8, 9, 7, 10, 1, 1, 1, 0, 1, 0, "linear", "darknet19, cifar_darknet: 1x1 classifier, bias"},
-    {8, 9, 7, 8, 1, 1, 1, 0, 1, 0, "leaky", "cifar_darknet: 1x1 leaky, bias, fused"},
-    {8, 9, 7, 8, 3, 1, 1, 0, 2, 0, "logistic", "darknet's default activation, grouped, bias"},
-    {8, 10, 8, 8, 3, 3, 0, 2, 1, 1, "linear", "odd: stride 3, padding 2, uneven windows"},
-};
+/* resnet's 3x3 body, before the shortcut (test_resize_keeps_results) */
+static const ConvCase body_case = {8, 9, 7, 8, 3, 1, 1, 0, 1, 1, "linear", "resnet*: 3x3 body"};
 
 static void cfg_text(const ConvCase *k, const char *engine, char *out, size_t size)
 {
@@ -117,53 +95,6 @@ static int run_text(const char *text, const char *label, int grads, Net *net)
                     net->layers[j].params[p].grad[i] = 0.5f;
     net_backward(net);
     return 0;
-}
-
-/* Builds the case on engine and runs it (run_text). */
-static int run_case(const ConvCase *k, const char *engine, int grads, Net *net)
-{
-    char text[1024], label[160];
-    cfg_text(k, engine, text, sizeof text);
-    snprintf(label, sizeof label, "%s on %s", k->from, engine);
-    return run_text(text, label, grads, net);
-}
-
-static void compare_case(const ConvCase *k, int grads)
-{
-    Net ref, dnnl;
-    if (run_case(k, "ref", grads, &ref))
-        return;
-    if (run_case(k, "dnnl", grads, &dnnl)) {
-        net_free(&ref);
-        return;
-    }
-    char label[160];
-    snprintf(label, sizeof label, "%s (%s)", k->from, grads ? "training" : "inference");
-    const Layer *lr = &ref.layers[0], *ld = &dnnl.layers[0];
-    /* Where oneDNN has only its reference code the layer stays on cdl's: nothing to compare
-     * (none of the cases does on this machine); a build without oneDNN runs dnnl on the
-     * reference. */
-    const int on_dnnl = ld->engine && !strcmp(ld->engine, "dnnl");
-    CHECK(lr->engine && !strcmp(lr->engine, "ref"));
-    CHECK(on_dnnl == dnnl_conv_built());
-    if (!on_dnnl && dnnl_conv_built())
-        fprintf(stderr, "note: %s runs on the reference (oneDNN has no fast kernel for it)\n",
-                label);
-    const size_t out_n = (size_t)ref.batch * shape_size(lr->out_shape);
-    check_close(label, "output", ld->out, lr->out, out_n);
-    if (grads) {
-        check_close(label, "input gradient", dnnl.input_delta, ref.input_delta,
-                    (size_t)ref.batch * shape_size(ref.in_shape));
-        for (int p = 0; p < lr->n_params; p++) {
-            if (!lr->params[p].trainable)
-                continue;
-            char what[64];
-            snprintf(what, sizeof what, "%s gradient", lr->params[p].name);
-            check_close(label, what, ld->params[p].grad, lr->params[p].grad, lr->params[p].count);
-        }
-    }
-    net_free(&ref);
-    net_free(&dnnl);
 }
 
 /* A residual block (conv, conv, shortcut to the first): the second convolution's input gradient
@@ -526,7 +457,7 @@ static void test_resize_keeps_results(void)
     Net a, b;
     Error e = {0};
     char text[1024];
-    cfg_text(&cases[1], "dnnl", text, sizeof text);
+    cfg_text(&body_case, "dnnl", text, sizeof text);
     if (net_build_from_text(&a, text, "t.cfg", 1, 5, &e) ||
         net_build_from_text(&b, text, "t.cfg", 1, 5, &e)) {
         fprintf(stderr, "FAIL resize: %s\n", e.msg);
@@ -547,10 +478,6 @@ static void test_resize_keeps_results(void)
 
 int main(void)
 {
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        compare_case(&cases[i], 1);
-        compare_case(&cases[i], 0);
-    }
     test_residual_adds();
     test_inference_chain();
     test_chain_through_pool_route();

@@ -1,0 +1,685 @@
+/* Every engine and backend against the CPU reference, as ggml's test-backend-ops: one table of
+ * cases (a cfg snippet of one layer family or a block of the zoo's cfgs, with the [net] shape and
+ * batch), each run in training (forward, backward onto gradients that are not zero, then the
+ * training net's inference forward) and in inference (a net without gradients), on every engine
+ * of the engine table that is built and changes how the case computes, against the same net on
+ * its base engine: the reference (engine=ref winograd=0, float32), or for the bf16 engines the
+ * rounding reference (engine=ref precision=bf16), itself compared with the float32 reference.
+ * Both nets come from the same seed (their
+ * parameter and statistics slabs must be equal bit for bit) and run the same input, labels,
+ * output gradient and random draws; the outputs, the loss, the input gradient, every parameter
+ * gradient and the change of the running statistics must agree within the engine's tolerance
+ * (engine_tolerance: derived below, relative to the reference tensor's largest magnitude). A
+ * failure names the case, engine, mode, tensor, worst index, both values and the tolerance; the
+ * binary exits non-zero. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/net.h"
+#include "ops/dnnl_conv.h"
+
+/* ---- the cases ---- */
+
+typedef struct OpCase {
+    const char *name;
+    const char *net;  /* [net] keys: batch and the input's shape (seq, vocab, inputs) */
+    const char *body; /* the layers */
+    /* An engine that must apply to the case where it is built (its layers run there): a case it
+     * leaves on the reference fails instead of being skipped. NULL: none. */
+    const char *must_run_on;
+} OpCase;
+
+#define IMAGE(batch, c, h, w) "batch=" #batch "\nchannels=" #c "\nheight=" #h "\nwidth=" #w "\n"
+/* A sequence net of token ids (an [embedding] first) or of inputs features a token. */
+#define TOKENS(batch, seq, vocab) "batch=" #batch "\nseq=" #seq "\nvocab=" #vocab "\n"
+#define FEATURES(batch, seq, inputs) "batch=" #batch "\nseq=" #seq "\ninputs=" #inputs "\n"
+
+#define CONV(filters, size, stride, pad, groups, bn, act)                                          \
+    "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
+    "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act "\n"
+
+/* test_dnnl_conv's single convolutions: [net] and [convolutional] keys, engine "dnnl" required */
+#define DNNL_CONV(c, h, w, filters, size, stride, pad, padding, groups, bn, act)                   \
+    IMAGE(3, c, h, w),                                                                             \
+        "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad     \
+        "\npadding=" #padding "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act    \
+        "\n",                                                                                      \
+        "dnnl"
+
+/* The keys are those the parsers in src/layers/ read; the shapes are small and odd (channels
+ * not multiples of 8, maps that leave partial tiles and windows, 1x1 maps) and the blocks are
+ * those of the cfgs in cfg/. */
+static const OpCase cases[] = {
+    /* every convolution configuration the cfgs use (kernel, stride, padding, groups and
+     * depthwise, with and without batch norm, each activation oneDNN's fusion treats apart) at
+     * batch 3 on small odd maps: oneDNN's blocked layouts (channels padded where not a multiple of
+     * 8) and its plain ones; every one of them runs on oneDNN where it is built */
+    {"resnet*_cifar, cifar_small: first layer", DNNL_CONV(3, 9, 7, 8, 3, 1, 1, 0, 1, 1, relu)},
+    {"resnet*: 3x3 body, before the shortcut", DNNL_CONV(8, 9, 7, 8, 3, 1, 1, 0, 1, 1, linear)},
+    {"resnet*: 3x3 stride 2", DNNL_CONV(8, 9, 7, 16, 3, 2, 1, 0, 1, 1, relu)},
+    {"resnet*: 1x1 stride 2 projection", DNNL_CONV(8, 9, 7, 16, 1, 2, 0, 0, 1, 1, linear)},
+    {"resnet50: 1x1 bottleneck", DNNL_CONV(8, 9, 7, 4, 1, 1, 0, 0, 1, 1, relu)},
+    {"mobilenetv2: 1x1 expansion", DNNL_CONV(8, 9, 7, 16, 1, 1, 0, 0, 1, 1, relu6)},
+    {"mobilenetv2: 1x1 projection", DNNL_CONV(8, 9, 7, 8, 1, 1, 0, 0, 1, 1, linear)},
+    {"resnet18/34/50: 7x7 stride 2 stem", DNNL_CONV(3, 17, 15, 8, 7, 2, 1, 0, 1, 1, relu)},
+    {"mobilenetv2: depthwise 3x3", DNNL_CONV(8, 9, 7, 8, 3, 1, 1, 0, 8, 1, relu6)},
+    {"mobilenetv2: depthwise 3x3 stride 2", DNNL_CONV(8, 9, 7, 8, 3, 2, 1, 0, 8, 1, relu6)},
+    {"depthwise with 2 filters per channel", DNNL_CONV(8, 9, 7, 16, 3, 1, 1, 0, 8, 1, relu6)},
+    {"grouped (groups=2)", DNNL_CONV(8, 9, 7, 12, 3, 1, 1, 0, 2, 1, leaky)},
+    {"darknet19, cifar_darknet: 3x3 leaky", DNNL_CONV(8, 9, 7, 8, 3, 1, 1, 0, 1, 1, leaky)},
+    {"darknet19: size=1 pad=1 (padding 0)", DNNL_CONV(8, 9, 7, 8, 1, 1, 1, 0, 1, 1, leaky)},
+    {"vgg16, lenet: no batch norm, relu fused", DNNL_CONV(3, 9, 7, 8, 3, 1, 1, 0, 1, 0, relu)},
+    {"lenet: 5x5 pad=1 (padding 2)", DNNL_CONV(3, 11, 9, 6, 5, 1, 1, 0, 1, 0, relu)},
+    {"lenet: 5x5 unpadded", DNNL_CONV(3, 11, 9, 6, 5, 1, 0, 0, 1, 0, relu)},
+    {"darknet19, cifar_darknet: 1x1 classifier, bias",
+     DNNL_CONV(8, 9, 7, 10, 1, 1, 1, 0, 1, 0, linear)},
+    {"cifar_darknet: 1x1 leaky, bias, fused", DNNL_CONV(8, 9, 7, 8, 1, 1, 1, 0, 1, 0, leaky)},
+    {"darknet's default activation, grouped, bias",
+     DNNL_CONV(8, 9, 7, 8, 3, 1, 1, 0, 2, 0, logistic)},
+    {"odd: stride 3, padding 2, uneven windows", DNNL_CONV(8, 10, 8, 8, 3, 3, 0, 2, 1, 1, linear)},
+    /* Winograd's (3x3 same, 16 or more channels and filters, maps of 4 or more a side), odd
+     * channel counts, 1x1 maps, the smooth activations */
+    {"conv 3x3 same 16->16 bn leaky", IMAGE(2, 16, 8, 6), CONV(16, 3, 1, 1, 1, 1, leaky),
+     "winograd"},
+    {"conv 3x3 same 16->24 relu, bias", IMAGE(2, 16, 5, 7), CONV(24, 3, 1, 1, 1, 0, relu),
+     "winograd"},
+    {"conv 3x3 same stack 16->24->16 (Winograd's input gradients)", IMAGE(3, 16, 8, 12),
+     CONV(24, 3, 1, 1, 1, 1, leaky) CONV(16, 3, 1, 1, 1, 0, relu), "winograd"},
+    {"conv 5->7 3x3 bn tanh (odd channels)", IMAGE(3, 5, 6, 5), CONV(7, 3, 1, 1, 1, 1, tanh), NULL},
+    {"conv 3x3 on 1x1 maps 8->8 bn elu", IMAGE(3, 8, 1, 1), CONV(8, 3, 1, 1, 1, 1, elu), NULL},
+    {"conv 3x3 bn gelu", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, gelu), NULL},
+    {"conv 3x3 bn swish", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, swish), NULL},
+    {"conv 3x3 bn mish", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, mish), NULL},
+    /* the other families */
+    {"connected 18->5 linear", IMAGE(3, 2, 3, 3), "[connected]\noutput=5\nactivation=linear\n",
+     NULL},
+    {"connected bn leaky", IMAGE(4, 3, 2, 2),
+     "[connected]\noutput=6\nbatch_normalize=1\nactivation=leaky\n", NULL},
+    {"conv then connected", IMAGE(2, 8, 6, 6),
+     CONV(16, 3, 2, 1, 1, 1, leaky) "[connected]\noutput=7\nactivation=tanh\n", NULL},
+    /* leaky before the batch norm: a bias right before it has no gradient (0 up to round-off) */
+    {"batchnorm after conv", IMAGE(3, 8, 5, 6), CONV(16, 3, 1, 1, 1, 0, leaky) "[batchnorm]\n",
+     NULL},
+    {"maxpool 2x2/2 after conv", IMAGE(2, 8, 9, 7),
+     CONV(16, 3, 1, 1, 1, 1, relu) "[maxpool]\nsize=2\nstride=2\n", NULL},
+    {"maxpool 3x3/2 padding=2 (darknet)", IMAGE(2, 8, 11, 13),
+     CONV(16, 3, 1, 1, 1, 1, relu) "[maxpool]\nsize=3\nstride=2\npadding=2\n", NULL},
+    {"maxpool 2x2/1 (darknet's padding 1)", IMAGE(2, 8, 7, 6),
+     CONV(16, 3, 1, 1, 1, 1, leaky) "[maxpool]\nsize=2\nstride=1\n", NULL},
+    {"avgpool after conv", IMAGE(2, 8, 7, 5), CONV(16, 3, 1, 1, 1, 1, relu) "[avgpool]\n", NULL},
+    {"shortcut residual block", IMAGE(2, 3, 6, 5),
+     CONV(16, 3, 1, 1, 1, 0, relu)
+         CONV(16, 3, 1, 1, 1, 1,
+              linear) "[shortcut]\nfrom=-2\nactivation=linear\n" CONV(8, 1, 1, 0, 1, 0, linear),
+     NULL},
+    {"shortcut relu over a 1x1 bottleneck", IMAGE(2, 8, 7, 6),
+     CONV(16, 3, 1, 1, 1, 1, relu) CONV(8, 1, 1, 0, 1, 1, relu)
+         CONV(16, 3, 1, 1, 1, 1,
+              linear) "[shortcut]\nfrom=-3\nactivation=relu\n" CONV(8, 1, 1, 0, 1, 0, linear),
+     NULL},
+    {"shortcut of other sizes, alpha, beta", IMAGE(2, 4, 8, 8),
+     CONV(8, 3, 1, 1, 1, 1, leaky)
+         CONV(6, 3, 2, 1, 1, 1, leaky) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\nactivation=leaky\n",
+     NULL},
+    {"route of two layers", IMAGE(2, 4, 7, 6),
+     CONV(8, 3, 1, 1, 1, 1, relu)
+         CONV(16, 1, 1, 0, 1, 1, relu) "[route]\nlayers=-1,-2\n" CONV(8, 1, 1, 0, 1, 0, linear),
+     NULL},
+    {"softmax loss after connected", IMAGE(3, 2, 4, 4),
+     "[connected]\noutput=6\nactivation=linear\n[softmax]\n", NULL},
+    {"softmax label_smoothing and [cost] after conv and avgpool", IMAGE(3, 3, 5, 5),
+     CONV(10, 3, 1, 1, 1, 1, leaky) "[avgpool]\n[softmax]\nlabel_smoothing=0.1\n[cost]\n", NULL},
+    {"dropout after conv", IMAGE(2, 4, 6, 6),
+     CONV(8, 3, 1, 1, 1, 1, relu) "[dropout]\nprobability=0.5\n" CONV(6, 1, 1, 0, 1, 0, linear),
+     NULL},
+    {"upsample after conv", IMAGE(2, 4, 5, 4),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "[upsample]\nstride=2\n" CONV(4, 3, 1, 1, 1, 0, linear), NULL},
+    {"reorg after conv", IMAGE(2, 4, 6, 8),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "[reorg]\nstride=2\n" CONV(4, 1, 1, 0, 1, 0, linear), NULL},
+    {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
+     "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
+    /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
+     * projection, both shortcuts fused into the convolution before them on oneDNN, every output
+     * between them in nChw8c */
+    {"resnet blocks with route and projection", IMAGE(3, 3, 9, 10),
+     CONV(16, 3, 1, 1, 1, 1, relu) CONV(16, 1, 1, 0, 1, 1, leaky) CONV(16, 3, 1, 1, 1, 0, leaky)
+         CONV(16, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-3\nactivation=relu\n" CONV(32, 3, 2, 1,
+                                                                                       1, 1, relu)
+             CONV(32, 3, 1, 1, 1, 1, linear) "[route]\nlayers=-3\n" CONV(
+                 32, 1, 2, 0, 1, 1, linear) "[shortcut]\nfrom=-3\nactivation=relu\n"
+                                            "[route]\nlayers=-1,-5\n[avgpool]\n",
+     NULL},
+    {"resnet stem through pooling", IMAGE(2, 3, 11, 13),
+     CONV(16, 3, 1, 1, 1, 1, relu) "[maxpool]\nsize=3\nstride=2\npadding=2\n" CONV(16, 3, 1, 1, 1,
+                                                                                   1, relu)
+         CONV(16, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-3\nactivation=relu\n[maxpool]\nsize="
+                                         "2\nstride=1\n" CONV(16, 1, 1, 0, 1, 0,
+                                                              linear) "[avgpool]\n",
+     NULL},
+    {"mobilenetv2 inverted residual", IMAGE(2, 3, 7, 7),
+     CONV(8, 3, 1, 1, 1, 1, relu6) CONV(16, 1, 1, 0, 1, 1, relu6) CONV(16, 3, 1, 1, 16, 1, relu6)
+         CONV(8, 1, 1, 0, 1, 1, linear) "[shortcut]\nfrom=-4\nactivation=linear\n",
+     NULL},
+    /* sequence families */
+    {"linear gelu and layernorm", FEATURES(2, 5, 6),
+     "[linear]\noutput=12\nactivation=gelu\n[layernorm]\n[linear]\noutput=6\n", NULL},
+    {"attention heads=2 causal", FEATURES(2, 6, 8), "[attention]\nheads=2\n", NULL},
+    {"attention causal=0", FEATURES(2, 5, 8), "[attention]\nheads=2\ncausal=0\n", NULL},
+    {"attention dropout", FEATURES(2, 6, 8), "[attention]\nheads=2\ndropout=0.25\n", NULL},
+    {"rnn", FEATURES(2, 5, 6), "[rnn]\noutput=7\n", NULL},
+    {"lstm", FEATURES(2, 5, 6), "[lstm]\noutput=7\n", NULL},
+    {"gru", FEATURES(2, 5, 6), "[gru]\noutput=7\n", NULL},
+    {"gpt block (embedding, positional, tie=1)", TOKENS(2, 6, 11),
+     "[embedding]\noutput=8\n[positional]\n[layernorm]\n[attention]\nheads=2\n"
+     "[shortcut]\nfrom=-3\n[layernorm]\n[linear]\noutput=16\nactivation=gelu\n"
+     "[linear]\noutput=8\n[shortcut]\nfrom=-4\n[layernorm]\n[linear]\ntie=1\n[softmax]\n",
+     NULL},
+    {"char lstm (embedding, lstm, softmax)", TOKENS(2, 6, 9),
+     "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n[softmax]\n", NULL},
+};
+
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* ---- the engines ---- */
+
+#define BF16_REF 5 /* engines[]'s "bf16" row */
+
+/* How a net is configured to compute. Row 0 is the reference the others are compared with. */
+typedef struct Engine {
+    const char *name;
+    /* The backend whose kernels run the net: the CPU today. A GPU backend adds its rows to the
+     * table (CDL_BACKEND_GPU, with the [net] keys that select it, built() saying whether this
+     * binary can reach a device, and the precision of its products); run_engine then skips, as
+     * not applicable, a case with a family that has no kernels there (net_check_backend). */
+    Backend backend;
+    const char *keys;        /* its [net] keys */
+    GemmPrecision precision; /* of its products: which tolerance (engine_tolerance) */
+    int base;                /* the row it is compared with (an earlier one) */
+    int (*built)(void);      /* NULL: in every build */
+    /* 1 when the engine computes the built net (of either mode) otherwise than the reference:
+     * a case it leaves on the reference's kernels is skipped as not applicable. */
+    int (*applies)(const Net *net);
+    int must_apply; /* some case must apply, else the engine's selection is broken */
+} Engine;
+
+static int any_engine(const Net *net, const char *engine)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].engine && !strcmp(net->layers[i].engine, engine))
+            return 1;
+    return 0;
+}
+
+static int always(const Net *net)
+{
+    (void)net;
+    return 1;
+}
+
+static int on_winograd(const Net *net)
+{
+    return any_engine(net, "wino");
+}
+
+static int on_dnnl(const Net *net)
+{
+    return any_engine(net, "dnnl");
+}
+
+static int on_dnnl_or_winograd(const Net *net)
+{
+    return on_dnnl(net) || on_winograd(net);
+}
+
+/* Blocked layouts exist where oneDNN's blocks are the build's: not in the sanitizer build (no
+ * -march) on an AVX-512 CPU, nor without oneDNN. */
+static int blocked_built(void)
+{
+    return dnnl_conv_lanes_native();
+}
+
+/* dnnl_train_blocked changes only nets with gradients: inference nets always plan layouts. */
+static int training_blocked(const Net *net)
+{
+    for (int i = 0; net->want_grads && i < net->n_layers; i++)
+        if (net->layers[i].blocked >> LAYER_OUT_BIT & 1)
+            return 1;
+    return 0;
+}
+
+/* precision=bf16 rounds the operands of matrix products: nets with a weight matrix. */
+static int has_products(const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        for (int p = 0; p < net->layers[i].n_params; p++)
+            if (net->layers[i].params[p].trainable && net->layers[i].params[p].n_dims >= 2)
+                return 1;
+    return 0;
+}
+
+static const Engine engines[] = {
+    {"ref", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, NULL, always, 1},
+    {"winograd", CDL_BACKEND_CPU, "engine=ref\nwinograd=1\nwinograd_min_tiles=0\n", GEMM_FP32, 0,
+     NULL, on_winograd, 1},
+    {"dnnl", CDL_BACKEND_CPU, "engine=dnnl\ndnnl_train_blocked=0\n", GEMM_FP32, 0, dnnl_conv_built,
+     on_dnnl, 1},
+    {"dnnl blocked", CDL_BACKEND_CPU, "engine=dnnl\ndnnl_train_blocked=1\n", GEMM_FP32, 0,
+     blocked_built, training_blocked, 1},
+    /* oneDNN, Winograd or the reference layer by layer (dnnl_conv_preferred), with the default
+     * Winograd training rule */
+    {"auto", CDL_BACKEND_CPU, "engine=auto\n", GEMM_FP32, 0, dnnl_conv_built, on_dnnl_or_winograd,
+     1},
+    /* the rounding reference: the bf16 rows below are compared with it */
+    {"bf16", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\nprecision=bf16\n", GEMM_BF16, 0, NULL,
+     has_products, 1},
+    /* bf16 layers stay off Winograd today (float32 only): no case applies until they run it */
+    {"bf16 winograd", CDL_BACKEND_CPU,
+     "engine=ref\nwinograd=1\nwinograd_min_tiles=0\nprecision=bf16\n", GEMM_BF16, BF16_REF, NULL,
+     on_winograd, 0},
+    {"bf16 dnnl", CDL_BACKEND_CPU, "engine=dnnl\nprecision=bf16\ndnnl_train_blocked=0\n", GEMM_BF16,
+     BF16_REF, dnnl_conv_built, on_dnnl, 1},
+    {"bf16 dnnl blocked", CDL_BACKEND_CPU, "engine=dnnl\nprecision=bf16\ndnnl_train_blocked=1\n",
+     GEMM_BF16, BF16_REF, blocked_built, training_blocked, 1},
+    /* A GPU backend adds its rows here (see Engine.backend), compared with "ref" and with "bf16":
+     * {"gpu", CDL_BACKEND_GPU, "...", GEMM_FP32, 0, gpu_built, always, 1}, and a bf16 one. */
+};
+
+#define N_ENGINES (sizeof engines / sizeof engines[0])
+
+/* ---- tolerances ---- */
+
+/* Each tensor is compared relative to the reference tensor's largest magnitude,
+ * max |got - want| <= tol * max |want| (check_rel_error's measure); tol is derived so:
+ *
+ * float32 against float32: the engines compute the same sums in other orders (oneDNN's blocked
+ * kernels, Winograd's transforms, other gemm blockings). Each of the k - 1 roundings of a sum of k
+ * terms errs by at most u times the partial sum (u = 2^-24); for terms of random sign the partial
+ * sums grow as sqrt(j), so the roundings add like a random walk to about u sqrt(k) times the sum's
+ * typical size (Higham and Mary's probabilistic bound, lambda sqrt(k) u): about u sqrt(k) of the
+ * tensor's largest value. A layer's sums have at most k_l terms, bounded by its input or output
+ * size per sample or the batch's pixels (weight gradients, batch norm's statistics). Successive
+ * layers pass errors on with gains about 1 (initialised weights keep scales, batch norm
+ * normalises them) and add their own, independent ones: in quadrature. So tol = lambda u
+ * sqrt(sum_l k_l), lambda = 8: the largest of many elements (4 standard deviations), two engines'
+ * errors (sqrt 2), and Winograd's transforms, whose coefficients scale roundings by up to 2.
+ *
+ * bf16 against float32: rounding to bf16 (8 significant bits) moves an operand by up to 2^-8 of
+ * itself, uniformly at random (standard deviation 2^-8 / sqrt 3). A sum of k products of two
+ * rounded operands then errs like a random walk: sqrt(2/3) 2^-8 sqrt(k) times the terms' size,
+ * against a largest sum of about 3 sqrt(k) times it, i.e. 2^-8 / 4 of the largest value at one
+ * standard deviation, 2^-8 at four. The P weight matrices (products) of a net round
+ * independently: tol = lambda 2^-8 sqrt(P) + the float32 tolerance, lambda = 4 for the operands
+ * rounded from values that carry earlier layers' errors and for attention's and the recurrent
+ * layers' products of activations (two per weight matrix at most). Where the gradient has kinks
+ * (has_kinks), bf16's rounding moves values across them and each crossing changes whole terms
+ * of the gradient's sums, which no rounding-sized tolerance bounds: those gradients are compared
+ * among the bf16 engines only, the forwards and statistics still against float32.
+ *
+ * bf16 against bf16 (the rounding reference, "bf16"): in training both round the same operands
+ * to nearest even, so they differ as float32 sums do, plus 2^-8 for two things: oneDNN's bias
+ * gradient sums dy rounded to bf16 where the reference sums it in float32 (test_bf16), and
+ * values that differ by float32 round-off that round to neighbouring bf16 values. Inference on
+ * oneDNN folds batch norm into the weights before rounding them, so its roundings are not the
+ * reference's: inference outputs take the tolerance against float32. */
+#define FP32_U 0x1p-24 /* float32's unit roundoff */
+#define BF16_U 0x1p-8  /* bf16's */
+#define FP32_LAMBDA 8.0
+#define BF16_LAMBDA 4.0
+
+/* The tolerance of engine e against base on net (as built for the case and mode), for inference
+ * outputs (1) or the training pass's tensors (0). */
+static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int inference)
+{
+    double roundings = 0, products = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        const double batch = net->batch;
+        double k = fmax((double)shape_size(l->in_shape), (double)shape_size(l->out_shape));
+        k = fmax(k, batch * l->in_shape.h * l->in_shape.w);
+        k = fmax(k, batch * l->out_shape.h * l->out_shape.w);
+        roundings += k;
+        for (int p = 0; p < l->n_params; p++)
+            products += l->params[p].trainable && l->params[p].n_dims >= 2;
+    }
+    const double fp32 = FP32_LAMBDA * FP32_U * sqrt(roundings);
+    const double bf16 = fp32 + BF16_LAMBDA * BF16_U * sqrt(fmax(products, 1));
+    if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
+        return fp32;
+    return e->precision == base->precision && !inference ? fp32 + BF16_U : bf16;
+}
+
+/* 1 when the net's gradient jumps where a value crosses a point (relu, leaky and relu6 at 0 and
+ * 6, max pooling where two values of a window tie): bf16's rounding moves values across such
+ * points, and each crossing changes whole terms of the gradient's sums. */
+static int has_kinks(const Net *net)
+{
+    const LayerType *maxpool = layer_type_find("maxpool");
+    for (int i = 0; i < net->n_layers; i++) {
+        const ActivationKind a = net->layers[i].activation;
+        if (a == CDL_ACT_RELU || a == CDL_ACT_LEAKY || a == CDL_ACT_RELU6 ||
+            net->layers[i].type == maxpool)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- running a case ---- */
+
+enum { MODE_TRAINING, MODE_INFERENCE };
+static const char *const mode_names[] = {"training", "inference"};
+
+#define NET_SEED 5
+#define DATA_SEED 77
+#define DRAW_ID 7
+
+/* What one run of a case on one engine leaves to compare (malloc'd copies). */
+typedef struct Run {
+    Net net;
+    float *params0, *state0; /* the slabs as built */
+    float *out;              /* the last layer's output of the (training or inference) forward */
+    float loss;
+    float *input_delta;  /* training: dL/d(input) */
+    float *grads;        /* training: the gradient slab less what it held before */
+    float *state_change; /* training: the statistics slab less what it held before */
+    float *eval_out;     /* training: the training net's inference forward after it */
+    float eval_loss;
+    size_t in_n, out_n;
+} Run;
+
+static void run_free(Run *r)
+{
+    free(r->params0), free(r->state0), free(r->out), free(r->input_delta), free(r->grads);
+    free(r->state_change), free(r->eval_out);
+    net_free(&r->net);
+}
+
+static float *copy_of(const float *x, size_t n)
+{
+    float *c = malloc((n ? n : 1) * sizeof *c);
+    if (n)
+        memcpy(c, x, n * sizeof *c);
+    return c;
+}
+
+/* Fills every random thing a pass reads the same way whatever the engine: the input (token ids
+ * below vocab for an [embedding] first, else N(0,1)), the labels, in inference running
+ * statistics away from 0 and 1 (means N(0, 0.3^2), variances in [0.5, 1.5)), in training the
+ * gradients the backward adds onto and the last layer's output gradient (a loss ignores it). */
+static void fill_data(Net *net, int mode, Rng *rng)
+{
+    const size_t in_n = (size_t)net->batch * shape_size(net->in_shape);
+    const int token_ids = net->layers[0].type->reads_token_ids;
+    for (size_t i = 0; i < in_n; i++)
+        net->input[i] = token_ids ? (float)rng_below(rng, (uint32_t)net->vocab) : rng_normal(rng);
+    for (int b = 0; b < net->batch * net_labels_per_sample(net); b++)
+        net->labels[b] = (int)rng_below(rng, (uint32_t)net->classes);
+    for (int i = 0; mode == MODE_INFERENCE && i < net->n_layers; i++)
+        for (int p = 0; p < net->layers[i].n_params; p++) {
+            Param *pa = &net->layers[i].params[p];
+            const int variance = strstr(pa->name, "variance") != NULL;
+            for (size_t j = 0; !pa->trainable && j < pa->count; j++)
+                pa->data[j] = variance ? 0.5f + rng_uniform(rng) : 0.3f * rng_normal(rng);
+        }
+    if (mode == MODE_TRAINING)
+        check_fill_normal(net->grads, net->n_params, rng);
+}
+
+/* Builds case c on engine e for mode and runs it (Run); 0 when it ran, 1 when the engine does
+ * not apply to it (nothing left to free), -1 on a failure (reported). */
+static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
+{
+    memset(r, 0, sizeof *r);
+    char text[4096];
+    snprintf(text, sizeof text, "[net]\n%s%s%s", e->keys, c->net, c->body);
+    Error err = {0};
+    const int train = mode == MODE_TRAINING;
+    if (net_build_from_text(&r->net, text, c->name, train, NET_SEED, &err)) {
+        fprintf(stderr, "FAIL %s on %s (%s): cannot build: %s\n", c->name, e->name,
+                mode_names[mode], err.msg);
+        check_failures++;
+        return -1;
+    }
+    Net *net = &r->net;
+    if (net_resize(net, net->hyper.batch, train, &err)) {
+        fprintf(stderr, "FAIL %s on %s (%s): cannot resize: %s\n", c->name, e->name,
+                mode_names[mode], err.msg);
+        check_failures++;
+        net_free(net);
+        return -1;
+    }
+    if ((e->backend != CDL_BACKEND_CPU && net_check_backend(net, e->backend, &err)) ||
+        !e->applies(net)) {
+        net_free(net);
+        return 1;
+    }
+    r->params0 = copy_of(net->params, net->n_params);
+    r->state0 = copy_of(net->state, net->n_state);
+    Rng rng;
+    rng_seed(&rng, DATA_SEED, 1);
+    fill_data(net, mode, &rng);
+    float *grads_before = train ? copy_of(net->grads, net->n_params) : NULL;
+    float *state_before = copy_of(net->state, net->n_state);
+    const Layer *last = &net->layers[net->n_layers - 1];
+    r->in_n = (size_t)net->batch * shape_size(net->in_shape);
+    r->out_n = (size_t)net->batch * shape_size(last->out_shape);
+    net->train = train;
+    net->draw_id = DRAW_ID;
+    net->loss_divisor = (float)(net->batch * net_labels_per_sample(net));
+    net->loss = 0;
+    net_forward(net);
+    r->out = copy_of(last->out, r->out_n);
+    r->loss = net->loss;
+    if (train) {
+        for (size_t i = 0; i < r->out_n; i++)
+            last->delta[i] = rng_normal(&rng);
+        net_backward(net);
+        r->input_delta = copy_of(net->input_delta, r->in_n);
+        r->grads = copy_of(net->grads, net->n_params);
+        for (size_t i = 0; i < net->n_params; i++)
+            r->grads[i] -= grads_before[i];
+        r->state_change = copy_of(net->state, net->n_state);
+        for (size_t i = 0; i < net->n_state; i++)
+            r->state_change[i] -= state_before[i];
+        net->train = 0;
+        net->loss = 0;
+        net_forward(net);
+        r->eval_out = copy_of(last->out, r->out_n);
+        r->eval_loss = net->loss;
+    }
+    free(grads_before);
+    free(state_before);
+    return 0;
+}
+
+/* ---- comparing ---- */
+
+typedef struct EngineStats {
+    int runs, not_applicable, not_built;
+    int kinked;   /* training runs whose gradients were not compared (has_kinks) */
+    double worst; /* largest error / tolerance seen */
+    char worst_at[256];
+} EngineStats;
+
+static EngineStats stats[N_ENGINES];
+
+/* max |got - want| <= tol * max(max |want|, floor) over n values; on failure prints the worst
+ * index. */
+static void compare(const char *where, const char *tensor, const float *got, const float *want,
+                    size_t n, double tol, double floor, EngineStats *st)
+{
+    double scale = floor, worst = 0;
+    size_t at = 0;
+    int nan_mismatch = 0;
+    for (size_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs((double)want[i]));
+        const double d = fabs((double)got[i] - want[i]);
+        if (isnan(got[i]) != isnan(want[i]) || isinf(got[i]) != isinf(want[i])) {
+            nan_mismatch = 1;
+            at = i;
+            break;
+        }
+        if (d > worst)
+            worst = d, at = i;
+    }
+    check_count++;
+    const double bound = tol * scale;
+    const double ratio = bound > 0 ? worst / bound : worst > 0 ? INFINITY : 0;
+    if (ratio > st->worst) {
+        st->worst = ratio;
+        snprintf(st->worst_at, sizeof st->worst_at, "%.200s: %.50s", where, tensor);
+    }
+    if (nan_mismatch || !(worst <= bound)) {
+        check_failures++;
+        fprintf(stderr,
+                "FAIL %s: %s[%zu] = %.9g, reference %.9g: |difference| %.3g > tolerance %.3g "
+                "(%.3g x largest |reference| %.3g)\n",
+                where, tensor, at, n ? got[at] : 0.0f, n ? want[at] : 0.0f,
+                n ? fabs((double)got[at] - want[at]) : 0.0, bound, tol, scale);
+    }
+}
+
+/* Engine run r against the reference run base of the same case and mode. */
+static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *r, const Run *base,
+                         EngineStats *st)
+{
+    const Engine *be = &engines[e->base];
+    char where[256];
+    snprintf(where, sizeof where, "%s on %s against %s (%s)", c->name, e->name, be->name,
+             mode_names[mode]);
+    const Net *bn = &base->net, *n = &r->net;
+    /* the same parameters and statistics from the same seed */
+    if (n->n_params != bn->n_params || n->n_state != bn->n_state ||
+        memcmp(r->params0, base->params0, bn->n_params * sizeof(float)) ||
+        memcmp(r->state0, base->state0, bn->n_state * sizeof(float))) {
+        fprintf(stderr, "FAIL %s: the parameters built from the seed differ from the reference's\n",
+                where);
+        check_failures++;
+        return;
+    }
+    const double tol = engine_tolerance(e, be, bn, 0);
+    const double inference_tol = engine_tolerance(e, be, bn, 1);
+    const double out_tol = mode == MODE_INFERENCE ? inference_tol : tol;
+    compare(where, "output", r->out, base->out, base->out_n, out_tol, 0, st);
+    const int loss = bn->layers[bn->n_layers - 1].type->is_loss ||
+                     (bn->n_layers > 1 && bn->layers[bn->n_layers - 2].type->is_loss);
+    if (loss)
+        compare(where, "loss", &r->loss, &base->loss, 1, out_tol, 0, st);
+    if (mode != MODE_TRAINING)
+        return;
+    compare(where, "inference output after training", r->eval_out, base->eval_out, base->out_n,
+            inference_tol, 0, st);
+    if (loss)
+        compare(where, "inference loss after training", &r->eval_loss, &base->eval_loss, 1,
+                inference_tol, 0, st);
+    /* bf16 against float32 across kinks: the statistics only, the gradients against "bf16" */
+    const int gradients = e->precision == be->precision || !has_kinks(bn);
+    st->kinked += !gradients;
+    if (gradients && !bn->layers[0].type->reads_token_ids)
+        compare(where, "input gradient", r->input_delta, base->input_delta, base->in_n, tol, 0, st);
+    for (int i = 0; i < bn->n_layers; i++) {
+        const Layer *l = &bn->layers[i];
+        /* A layer's gradients sum its output gradient against values of unit scale (normalised
+         * inputs, x-hat, ones), so their round-off is that of its largest one even where a
+         * tensor's own sum cancels: the scales of a batch norm whose channels a depthwise
+         * convolution and another batch norm take one by one (mobilenetv2) have no gradient by
+         * scale invariance, up to round-off. */
+        double layer_scale = 0;
+        for (int p = 0; p < l->n_params; p++)
+            for (size_t j = 0; l->params[p].trainable && j < l->params[p].count; j++)
+                layer_scale =
+                    fmax(layer_scale, fabs(base->grads[l->params[p].grad - bn->grads + j]));
+        for (int p = 0; p < l->n_params; p++) {
+            const Param *pa = &l->params[p];
+            char tensor[128];
+            snprintf(tensor, sizeof tensor, "layer %d [%s] %s %s", i, l->type->name, pa->name,
+                     pa->trainable ? "gradient" : "change");
+            if (pa->trainable && !gradients)
+                continue;
+            const size_t at =
+                pa->trainable ? (size_t)(pa->grad - bn->grads) : (size_t)(pa->data - bn->state);
+            compare(where, tensor, (pa->trainable ? r->grads : r->state_change) + at,
+                    (pa->trainable ? base->grads : base->state_change) + at, pa->count, tol,
+                    pa->trainable ? layer_scale : 0, st);
+        }
+    }
+}
+
+/* The reference's own run: every convolution on the reference kernels, every layer plain. */
+static void check_reference(const OpCase *c, int mode, const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if ((l->engine && strcmp(l->engine, "ref")) || l->blocked >> LAYER_OUT_BIT & 1 ||
+            l->sum_from) {
+            fprintf(stderr, "FAIL %s (%s): the reference runs layer %d on %s%s\n", c->name,
+                    mode_names[mode], i, l->engine ? l->engine : "its kernels",
+                    l->blocked >> LAYER_OUT_BIT & 1 ? " in nChw8c" : "");
+            check_failures++;
+        }
+    }
+}
+
+int main(void)
+{
+    int runs = 0, not_applicable = 0, not_built = 0;
+    for (size_t ci = 0; ci < N_CASES; ci++)
+        for (int mode = 0; mode < 2; mode++) {
+            Run run[N_ENGINES];
+            int ran[N_ENGINES] = {0};
+            for (size_t ei = 0; ei < N_ENGINES; ei++) {
+                const Engine *e = &engines[ei];
+                if (e->built && !e->built()) {
+                    stats[ei].not_built++, not_built++;
+                    continue;
+                }
+                if (!ran[e->base] && ei) { /* its base does not apply: nor does it */
+                    stats[ei].not_applicable++, not_applicable++;
+                    continue;
+                }
+                const int st = run_engine(&cases[ci], e, mode, &run[ei]);
+                if (st == 1)
+                    stats[ei].not_applicable++, not_applicable++;
+                if (st == 1 && cases[ci].must_run_on && !strcmp(cases[ci].must_run_on, e->name)) {
+                    fprintf(stderr, "FAIL %s (%s): does not run on %s\n", cases[ci].name,
+                            mode_names[mode], e->name);
+                    check_failures++;
+                }
+                if (st)
+                    continue;
+                ran[ei] = 1;
+                if (ei == 0) {
+                    check_reference(&cases[ci], mode, &run[0].net);
+                    continue;
+                }
+                compare_runs(&cases[ci], e, mode, &run[ei], &run[e->base], &stats[ei]);
+                stats[ei].runs++, runs++;
+            }
+            for (size_t ei = 0; ei < N_ENGINES; ei++)
+                if (ran[ei])
+                    run_free(&run[ei]);
+        }
+    for (size_t ei = 1; ei < N_ENGINES; ei++) {
+        const EngineStats *s = &stats[ei];
+        if (s->not_built)
+            printf("  %-18s not built\n", engines[ei].name);
+        else
+            printf("  %-18s against %-4s %3d runs, %3d not applicable%s; largest error %.3g of its "
+                   "tolerance (%s)\n",
+                   engines[ei].name, engines[engines[ei].base].name, s->runs, s->not_applicable,
+                   s->kinked ? " (gradients of kinked nets left to the bf16 rows)" : "", s->worst,
+                   s->worst_at);
+        if (!s->not_built && engines[ei].must_apply && s->runs == 0) {
+            fprintf(stderr, "FAIL %s: no case runs on it (is its selection broken?)\n",
+                    engines[ei].name);
+            check_failures++;
+        }
+    }
+    printf("test_backend_ops: %d cases x 2 modes x %d engines: %d compared, %d skipped (%d not "
+           "applicable, %d not built)\n",
+           (int)N_CASES, (int)N_ENGINES - 1, runs, not_applicable + not_built, not_applicable,
+           not_built);
+    return check_report("test_backend_ops");
+}
