@@ -2,6 +2,7 @@
 // x86-64 context switch, and ASan's fiber annotations so that SAN=1 sees each stack switch.
 #include "fiber.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,20 +79,25 @@ void fiber_prepare(Fiber *f, void (*entry)(), int color)
     f->asan_fake_stack = nullptr;
 }
 
+void fiber_of_this_thread(Fiber *f)
+{
+    pthread_attr_t attr;
+    void *bottom = nullptr;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &bottom, &size);
+        pthread_attr_destroy(&attr);
+    }
+    f->stack = (char *)bottom;
+    f->stack_bytes = size;
+}
+
 void fiber_switch(Fiber *from, Fiber *to)
 {
 #ifdef CUDA_SIM_ASAN
-    __sanitizer_start_switch_fiber(&from->asan_fake_stack,
-                                   to->stack_bytes ? to->stack : to->asan_bottom,
-                                   to->stack_bytes ? to->stack_bytes : to->asan_size);
+    __sanitizer_start_switch_fiber(&from->asan_fake_stack, to->stack, to->stack_bytes);
     cuda_sim_switch(&from->sp, to->sp);
-    const void *bottom;
-    size_t size;
-    __sanitizer_finish_switch_fiber(from->asan_fake_stack, &bottom, &size);
-    if (to->stack_bytes == 0) { // the OS thread's stack switched to us: keep its bounds
-        to->asan_bottom = bottom;
-        to->asan_size = size;
-    }
+    __sanitizer_finish_switch_fiber(from->asan_fake_stack, nullptr, nullptr);
 #else
     cuda_sim_switch(&from->sp, to->sp);
 #endif
@@ -100,19 +106,16 @@ void fiber_switch(Fiber *from, Fiber *to)
 void fiber_exit(Fiber *from, Fiber *to)
 {
 #ifdef CUDA_SIM_ASAN
-    __sanitizer_start_switch_fiber(nullptr, to->asan_bottom, to->asan_size);
+    __sanitizer_start_switch_fiber(nullptr, to->stack, to->stack_bytes);
 #endif
     cuda_sim_switch(&from->sp, to->sp);
     abort(); // a finished fiber is never resumed
 }
 
-void fiber_started(Fiber *self, Fiber *from)
+void fiber_started()
 {
-    (void)self;
 #ifdef CUDA_SIM_ASAN
-    __sanitizer_finish_switch_fiber(nullptr, &from->asan_bottom, &from->asan_size);
-#else
-    (void)from;
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
 }
 

@@ -9,13 +9,14 @@
 namespace cuda_sim {
 
 struct Fiber {
-    void *sp = nullptr;          // saved stack pointer while switched out
-    char *stack = nullptr;       // lowest usable byte (above the guard page)
-    size_t stack_bytes = 0;      // usable bytes; 0 for an OS thread's own stack
+    void *sp = nullptr;      // saved stack pointer while switched out
+    char *stack = nullptr;   // lowest usable byte (above the guard page)
+    size_t stack_bytes = 0;  // usable bytes
     void *asan_fake_stack = nullptr;
-    const void *asan_bottom = nullptr; // for an OS thread's own stack: learned at the first switch
-    size_t asan_size = 0;
 };
+
+// The calling OS thread's own stack as a fiber, to switch back to.
+void fiber_of_this_thread(Fiber *f);
 
 // Makes `f` start `entry` (which must never return: it switches away for the last time with
 // fiber_exit) the next time it is switched to. `color` offsets the stack top so that the tops
@@ -29,7 +30,7 @@ void fiber_switch(Fiber *from, Fiber *to);
 [[noreturn]] void fiber_exit(Fiber *from, Fiber *to);
 
 // Called first thing in a fiber's entry: finishes the switch that started it (ASan).
-void fiber_started(Fiber *self, Fiber *from);
+void fiber_started();
 
 // n fibers with stacks for this OS thread, kept and reused by the next launch (grown as needed).
 Fiber *fiber_pool(int n);

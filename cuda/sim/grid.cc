@@ -40,6 +40,7 @@ struct Block {
     std::vector<Warp> warps;
     Fiber scheduler;                 // the OS thread's own context
     std::vector<Fiber *> free_fibers; // stacks not held by a started thread, last freed on top
+    Thread *returned;                // the thread whose return switched to the scheduler
     int barrier_arrived;
     unsigned barrier_generation;
     const char *barrier_file;
@@ -66,19 +67,42 @@ const char *warp_op_name(int op)
     abort();
 }
 
+bool runnable(const Block *b, const Thread *t);
+void start(Block *b, Thread *t);
+
+// Switches from waiting thread t straight to the next lane of its warp that can go on (a warp
+// collective costs one switch per lane), or to the scheduler when none can.
 void yield(Thread *t)
 {
-    fiber_switch(t->fiber, &current_block->scheduler);
+    Block *b = current_block;
+    Thread *lanes = b->threads + t->warp * 32;
+    const Warp &w = b->warps[t->warp];
+    const unsigned live = w.existing & ~w.exited & ~(1u << t->lane);
+    // Lanes after t first, then those before it: round-robin order.
+    const unsigned after = t->lane == 31 ? 0 : live & (~0u << (t->lane + 1));
+    for (unsigned m : {after, live & ~after})
+        for (; m; m &= m - 1) {
+            Thread *next = &lanes[__builtin_ctz(m)];
+            if (!runnable(b, next))
+                continue;
+            if (next->waiting == NOT_STARTED)
+                start(b, next);
+            cuda_sim_self = next;
+            fiber_switch(t->fiber, next->fiber);
+            return;
+        }
+    fiber_switch(t->fiber, &b->scheduler);
 }
 
 void thread_entry()
 {
     Block *b = current_block;
     Thread *t = cuda_sim_self;
-    fiber_started(t->fiber, &b->scheduler);
+    fiber_started();
     b->launch->body(b->launch->ctx);
     t->waiting = DONE;
     b->warps[t->warp].exited |= 1u << t->lane;
+    b->returned = t; // its stack is freed once the scheduler runs on its own
     fiber_exit(t->fiber, &b->scheduler);
 }
 
@@ -132,20 +156,27 @@ bool runnable(const Block *b, const Thread *t)
     }
 }
 
-// Runs t until it waits or returns. A thread that returns gives its stack back: threads that
-// never wait all run on the same few stacks, which stay in the L1 cache.
+// Gives t a stack from the pool, to start at thread_entry.
+void start(Block *b, Thread *t)
+{
+    t->fiber = b->free_fibers.back();
+    b->free_fibers.pop_back();
+    fiber_prepare(t->fiber, thread_entry, (int)b->free_fibers.size());
+    t->waiting = RUNNING;
+}
+
+// Runs t (and the lanes it switches to) until one returns or none of its warp can go on. A
+// thread that returns gives its stack back: threads that never wait all run on the same few
+// stacks, which stay in the L1 cache.
 void resume(Block *b, Thread *t)
 {
-    if (t->waiting == NOT_STARTED) {
-        t->fiber = b->free_fibers.back();
-        b->free_fibers.pop_back();
-        fiber_prepare(t->fiber, thread_entry, (int)b->free_fibers.size());
-        t->waiting = RUNNING;
-    }
+    if (t->waiting == NOT_STARTED)
+        start(b, t);
     cuda_sim_self = t;
+    b->returned = nullptr;
     fiber_switch(&b->scheduler, t->fiber);
-    if (t->waiting == DONE)
-        b->free_fibers.push_back(t->fiber);
+    if (b->returned)
+        b->free_fibers.push_back(b->returned->fiber);
 }
 
 // Warp by warp: a warp's lanes run round-robin until each has returned or waits at
@@ -163,25 +194,25 @@ void run_block(Block *b)
         memset(b->shared.data(), 0xff, b->shared.size());
     for (int i = 0; i < b->nthreads; i++)
         b->threads[i].waiting = NOT_STARTED;
-    int returned = 0;
-    while (returned < b->nthreads) {
+    for (bool live = true; live;) {
         bool any_ran = false;
+        live = false;
         for (size_t w = 0; w < b->warps.size(); w++) {
             Thread *lanes = b->threads + w * 32;
             const Warp &warp = b->warps[w];
             for (bool warp_ran = true; warp_ran;) {
                 warp_ran = false;
-                for (unsigned live = warp.existing & ~warp.exited; live; live &= live - 1) {
-                    Thread *t = &lanes[__builtin_ctz(live)];
+                for (unsigned m = warp.existing & ~warp.exited; m; m &= m - 1) {
+                    Thread *t = &lanes[__builtin_ctz(m)];
                     if (!runnable(b, t))
                         continue;
                     resume(b, t);
-                    returned += t->waiting == DONE;
                     warp_ran = any_ran = true;
                 }
             }
+            live |= (warp.existing & ~warp.exited) != 0;
         }
-        if (!any_ran)
+        if (live && !any_ran)
             report_deadlock(b);
     }
     cuda_sim_self = nullptr;
@@ -192,6 +223,7 @@ void run_block(Block *b)
 void run_grid(const Launch &launch)
 {
     Block b;
+    fiber_of_this_thread(&b.scheduler);
     b.launch = &launch;
     b.nthreads = (int)(launch.block.x * launch.block.y * launch.block.z);
     b.barrier_file = "";
@@ -244,7 +276,8 @@ void syncthreads(const char *file, int line)
     if (b->barrier_arrived == 0) {
         b->barrier_file = file;
         b->barrier_line = line;
-    } else if (line != b->barrier_line || strcmp(file, b->barrier_file) != 0) {
+    } else if (line != b->barrier_line ||
+               (file != b->barrier_file && strcmp(file, b->barrier_file) != 0)) {
         char what[1024];
         snprintf(what, sizeof what,
                  "a thread reaches __syncthreads at %s:%d while %d wait at the one at %s:%d",
@@ -315,7 +348,9 @@ const void *warp_collective(WarpOp op, unsigned mask, const void *value, size_t 
     w->mask[t->lane] = mask;
     w->op[t->lane] = (unsigned char)op;
     w->src[t->lane] = (unsigned char)(src_lane < 32 ? src_lane : 255);
-    if (bytes)
+    if (bytes == kWarpValueBytes) // shuffle() pads every value to 16 bytes: one fixed-size copy
+        memcpy(w->value[t->lane], value, kWarpValueBytes);
+    else if (bytes)
         memcpy(w->value[t->lane], value, bytes);
     w->waiting |= me;
     const unsigned participants = mask & w->existing;

@@ -17,7 +17,9 @@ T shuffle(WarpOp op, unsigned mask, T var, unsigned src_lane)
 {
     static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= kWarpValueBytes,
                   "a shuffled value must be trivially copyable and at most 16 bytes");
-    const void *got = warp_collective(op, mask, &var, sizeof var, src_lane);
+    alignas(16) unsigned char padded[kWarpValueBytes] = {};
+    memcpy(padded, (const void *)&var, sizeof var);
+    const void *got = warp_collective(op, mask, padded, kWarpValueBytes, src_lane);
     T out;
     memcpy((void *)&out, got, sizeof out);
     return out;
