@@ -65,8 +65,10 @@ static const size_t kStackBytes = 64 * 1024;
 void fiber_prepare(Fiber *f, void (*entry)(), int color)
 {
 #ifdef CUDA_SIM_ASAN
-    // The previous fiber on this stack never returned from its entry: clear its frames' poison.
-    __asan_unpoison_memory_region(f->stack, f->stack_bytes);
+    // The previous fiber on this stack never returned from its entry: clear the poison of the
+    // frames it left at the top (deeper frames returned, and unpoisoned themselves).
+    const size_t top_bytes = 16 * 1024;
+    __asan_unpoison_memory_region(f->stack + f->stack_bytes - top_bytes, top_bytes);
 #endif
     uintptr_t top = (uintptr_t)(f->stack + f->stack_bytes) - (uintptr_t)(color % 64) * 64;
     top &= ~(uintptr_t)15;

@@ -339,8 +339,9 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
     return cudaSuccess;
 }
 
-// Device memory: 256-byte aligned host memory, filled with 0xff bytes (NaN for floats) because
-// a GPU's is uninitialised, so a read before a write shows.
+// Device memory: 256-byte aligned host memory of exactly the size asked (so ASan sees a read
+// one past the end), filled with 0xff bytes (NaN for floats) because a GPU's is uninitialised,
+// so a read before a write shows.
 cudaError_t cudaMalloc(void **ptr, size_t bytes)
 {
     if (!ptr)
@@ -351,8 +352,8 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes)
     *ptr = nullptr;
     if (bytes == 0)
         return cudaSuccess;
-    void *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (!p)
+    void *p = nullptr;
+    if (posix_memalign(&p, 256, bytes) != 0)
         return fail(cudaErrorMemoryAllocation);
     memset(p, 0xff, bytes);
     std::lock_guard<std::mutex> lock(state_mutex);
@@ -384,8 +385,8 @@ cudaError_t cudaMallocHost(void **ptr, size_t bytes)
     const cudaError_t refused = refuse_during_capture();
     if (refused != cudaSuccess)
         return refused;
-    void *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + (bytes == 0) * 256);
-    if (!p)
+    void *p = nullptr;
+    if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0)
         return fail(cudaErrorMemoryAllocation);
     std::lock_guard<std::mutex> lock(state_mutex);
     host_allocations[p] = bytes;

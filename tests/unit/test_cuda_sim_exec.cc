@@ -338,12 +338,12 @@ static void test_bad_configurations_are_launch_errors(void)
     CHECK_STATUS(cuda_launch_error(), cudaErrorInvalidConfiguration);
 }
 
-/* Runs fn in a child process; returns whether it died of SIGABRT, and its stderr. */
-static bool child_aborts(void (*fn)(void), std::string *err)
+/* Runs fn in a child process; returns its wait status, and its stderr in *err. */
+static int run_in_child(void (*fn)(void), std::string *err)
 {
     int fds[2];
     if (pipe(fds) != 0)
-        return false;
+        return -1;
     fflush(NULL);
     const pid_t pid = fork();
     if (pid == 0) {
@@ -360,6 +360,12 @@ static bool child_aborts(void (*fn)(void), std::string *err)
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
+    return status;
+}
+
+static bool child_aborts(void (*fn)(void), std::string *err)
+{
+    const int status = run_in_child(fn, err);
     return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
 }
 
@@ -436,6 +442,34 @@ static void test_lane_missing_from_shuffle_aborts(void)
                    "mask never arrived (0x0000ffff returned)");
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Under SAN=1: a kernel reading one past its buffer is caught by ASan, with the kernel on the
+ * stack, as on a GPU compute-sanitizer would. */
+__global__ void read_past_end_kernel(float *out, const float *in, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i % n] = in[i]; /* i reaches n: the planted bug */
+}
+
+static void launch_read_past_end(void)
+{
+    const int n = 100;
+    float *in, *out;
+    cudaMalloc((void **)&in, n * sizeof *in);
+    cudaMalloc((void **)&out, n * sizeof *out);
+    CUDA_LAUNCH(read_past_end_kernel, 1, n + 1, 0, 0, out, in, n);
+}
+
+static void test_asan_catches_read_past_end(void)
+{
+    std::string err;
+    const int status = run_in_child(launch_read_past_end, &err);
+    CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK_CONTAINS(err.c_str(), "heap-buffer-overflow");
+    CHECK_CONTAINS(err.c_str(), "read_past_end_kernel");
+}
+#endif
+
 /* Timing, printed only: a kernel without barriers, and one block reduction per thread (two
  * barriers and ten shuffles). */
 __global__ void axpy_kernel(float *y, const float *x, int n)
@@ -506,6 +540,9 @@ int main(void)
     test_divergent_barrier_aborts_with_counts();
     test_barriers_at_different_lines_abort();
     test_lane_missing_from_shuffle_aborts();
+#if defined(__SANITIZE_ADDRESS__)
+    test_asan_catches_read_past_end();
+#endif
     print_timing();
     return check_report("test_cuda_sim_exec");
 }
