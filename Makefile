@@ -195,5 +195,6 @@ clean:
 	rm -rf $(filter-out build/torch-venv,$(wildcard build/*)) cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-nodnnl libcdl.a cdl.pc
 
 include tests/fuzz/fuzz.mk
+include cuda/cuda.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,172 @@
+/* cdl's example kernels (cuda/kernels/) run in the simulator against CPU references in double,
+ * within float32 rounding bounds derived per value (first order, U = 2^-24), plus one bf16
+ * rounding of each output for the bf16 versions (their inputs are bf16 values, which the
+ * reference reads exactly). */
+#include <stdlib.h>
+
+#include <vector>
+
+#include "cuda_sim_test.h"
+#include "kernels/activation.h"
+#include "kernels/layernorm.h"
+#include "kernels/reduce.h"
+
+static float *device_copy(const std::vector<float> &x)
+{
+    float *d;
+    cudaMalloc((void **)&d, x.size() * sizeof *d);
+    cudaMemcpy(d, x.data(), x.size() * sizeof *d, cudaMemcpyHostToDevice);
+    return d;
+}
+
+/* A float sum of values reached through at most `depth` additions has error at most
+ * depth U sum |x|. cuda_sum: a thread's grid-strided terms, 5 + 5 levels of shuffles, and the
+ * blocks' atomicAdds one after another. */
+static void test_sum_matches_reference(void)
+{
+    const size_t n = 100000;
+    std::vector<float> x(n);
+    unsigned seed = 21;
+    check_fill_uniform(x.data(), n, 0.0f, &seed);
+    double want = 0.0, abs_sum = 0.0;
+    for (float v : x) {
+        want += v;
+        abs_sum += fabs(v);
+    }
+    float *d_x = device_copy(x), *d_out;
+    cudaMalloc((void **)&d_out, sizeof *d_out);
+    CHECK_CUDA(cuda_sum(d_out, d_x, n, 0));
+    const size_t blocks = (n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024;
+    const size_t per_thread = (n + blocks * 256 - 1) / (blocks * 256);
+    const double depth = (double)(per_thread + 10 + blocks);
+    CHECK_NEAR(*d_out, want, depth * U32 * abs_sum);
+    cudaFree(d_x);
+    cudaFree(d_out);
+}
+
+/* The layernorm bound, from the kernel's order of operations with d = ceil(C/256) + 10 the
+ * depth of its block sums: |dmean| <= (d + 1) U sum|x| / C; the variance's relative error
+ * e <= (d + 3) U; rstd's <= e/2 + 3U (add, sqrt, divide); an output's error
+ * <= |w| rstd (|dmean| + |x - mean| (rstd's + 3U)) + 2U |y|. */
+template <typename T>
+static void check_layernorm(int N, int C, cudaDataType_t type, T (*narrow)(float),
+                            float (*widen)(T), double output_unit)
+{
+    std::vector<float> xf((size_t)N * C), w(C), b(C);
+    unsigned seed = 31;
+    check_fill_uniform(xf.data(), xf.size(), 2.0f, &seed); /* mean near 3: not centred */
+    check_fill_uniform(w.data(), C, -1.0f, &seed);
+    check_fill_uniform(b.data(), C, -1.0f, &seed);
+    std::vector<T> x(xf.size()), y(xf.size());
+    for (size_t i = 0; i < xf.size(); i++)
+        xf[i] = widen(x[i] = narrow(xf[i]));
+    T *d_x, *d_y;
+    float *d_mean, *d_rstd;
+    cudaMalloc((void **)&d_x, x.size() * sizeof(T));
+    cudaMalloc((void **)&d_y, y.size() * sizeof(T));
+    cudaMalloc((void **)&d_mean, N * sizeof(float));
+    cudaMalloc((void **)&d_rstd, N * sizeof(float));
+    cudaMemcpy(d_x, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice);
+    float *d_w = device_copy(w), *d_b = device_copy(b);
+    CHECK_CUDA(cuda_layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, type, 0));
+    const double d = (C + 255) / 256 + 10;
+    int bad = 0;
+    for (int r = 0; r < N; r++) {
+        const float *row = &xf[(size_t)r * C];
+        double mean = 0.0, abs_sum = 0.0, var = 0.0;
+        for (int i = 0; i < C; i++) {
+            mean += row[i];
+            abs_sum += fabs(row[i]);
+        }
+        mean /= C;
+        for (int i = 0; i < C; i++)
+            var += (row[i] - mean) * (row[i] - mean);
+        var /= C;
+        const double rstd = 1.0 / sqrt(var + 1e-5);
+        const double dmean = (d + 1) * U32 * abs_sum / C;
+        const double rstd_rel = (d + 3) * U32 / 2 + 3 * U32;
+        bad += !(fabs(d_mean[r] - mean) <= dmean);
+        bad += !(fabs(d_rstd[r] - rstd) <= rstd_rel * rstd);
+        for (int i = 0; i < C; i++) {
+            const double want = (row[i] - mean) * rstd * w[i] + b[i];
+            const double bound = fabs(w[i]) * rstd *
+                                     (dmean + fabs(row[i] - mean) * (rstd_rel + 3 * U32)) +
+                                 2 * U32 * fabs(want) + output_unit * fabs(want);
+            const double got = widen(d_y[(size_t)r * C + i]);
+            if (!(fabs(got - want) <= bound) && bad++ < 3)
+                fprintf(stderr, "  layernorm row %d col %d: %.9g, want %.9g (bound %.3g)\n", r,
+                        i, got, want, bound);
+        }
+    }
+    CHECK(bad == 0);
+    cudaFree(d_x);
+    cudaFree(d_y);
+    cudaFree(d_mean);
+    cudaFree(d_rstd);
+    cudaFree(d_w);
+    cudaFree(d_b);
+}
+
+static float same(float x) { return x; }
+static __nv_bfloat16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+static float from_bf16(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+static void test_layernorm_float_and_bf16(void)
+{
+    check_layernorm<float>(7, 300, CUDA_R_32F, same, same, 0.0);
+    check_layernorm<float>(3, 768, CUDA_R_32F, same, same, 0.0);
+    check_layernorm<__nv_bfloat16>(7, 300, CUDA_R_16BF, to_bf16, from_bf16, U_BF16);
+    check_layernorm<__nv_bfloat16>(3, 768, CUDA_R_16BF, to_bf16, from_bf16, U_BF16);
+    CHECK_STATUS(cuda_layernorm_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 8,
+                                        CUDA_R_16F, 0),
+                 cudaErrorInvalidValue);
+}
+
+/* The gelu bound: u = c (x + 0.044715 x^3) in float has error <= 7U c (|x| + 0.044715 |x|^3)
+ * (five roundings and the two constants); tanhf adds at most 2 ulp (4U, |tanh| < 1) and
+ * tanh' <= 1; then 0.5 x (1 + t) adds 2U |x| / 2 and 2U |y|. */
+template <typename T>
+static void check_gelu(size_t n, cudaDataType_t type, T (*narrow)(float), float (*widen)(T),
+                       double output_unit)
+{
+    std::vector<float> xf(n);
+    unsigned seed = 41;
+    check_fill_uniform(xf.data(), n, -1.0f, &seed);
+    for (float &v : xf)
+        v *= 3.0f; /* [-3, 3): tanh's curve and both tails */
+    std::vector<T> x(n);
+    for (size_t i = 0; i < n; i++)
+        xf[i] = widen(x[i] = narrow(xf[i]));
+    T *d_x;
+    cudaMalloc((void **)&d_x, n * sizeof(T));
+    cudaMemcpy(d_x, x.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+    CHECK_CUDA(cuda_gelu_forward(d_x, d_x, n, type, 0)); /* in place */
+    const double c = sqrt(2.0 / M_PI);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double v = xf[i], a = fabs(v);
+        const double want = 0.5 * v * (1.0 + tanh(c * (v + 0.044715 * v * v * v)));
+        const double du = 7 * U32 * c * (a + 0.044715 * a * a * a);
+        const double bound = 0.5 * a * (du + 4 * U32 + 2 * U32) + 2 * U32 * fabs(want) +
+                             output_unit * fabs(want);
+        const double got = widen(d_x[i]);
+        if (!(fabs(got - want) <= bound) && bad++ < 3)
+            fprintf(stderr, "  gelu(%.9g) = %.9g, want %.9g (bound %.3g)\n", v, got, want, bound);
+    }
+    CHECK(bad == 0);
+    cudaFree(d_x);
+}
+
+static void test_gelu_float_and_bf16(void)
+{
+    check_gelu<float>(10007, CUDA_R_32F, same, same, 0.0);
+    check_gelu<__nv_bfloat16>(10007, CUDA_R_16BF, to_bf16, from_bf16, U_BF16);
+}
+
+int main(void)
+{
+    test_sum_matches_reference();
+    test_layernorm_float_and_bf16();
+    test_gelu_float_and_bf16();
+    return check_report("test_cuda_sim_kernels");
+}
