@@ -174,12 +174,15 @@ $(BUILD)/examples/%: examples/%.c src/api/cdl.h $(EXAMPLE_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra $(OPT) $$(pkg-config --cflags ./cdl.pc) -o $@ $< $(EXAMPLE_LIBS)
 
-unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay
+# The CUDA simulator's tests (cuda/cuda.mk) join them where the CUDA toolkit's headers are.
+HAVE_CUDA = $(wildcard $(CUDA_DIR)/include/cuda_runtime_api.h)
+unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay $(if $(HAVE_CUDA),sim-build)
 
 # Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
 # "N passed, N failed".
 test: unit
-	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) FUZZ_REPLAY_DIR=$(FUZZ_REPLAY_DIR) tests/run.sh
+	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) FUZZ_REPLAY_DIR=$(FUZZ_REPLAY_DIR) \
+	  SIM_BUILD=$(if $(HAVE_CUDA),$(SIM_BUILD)) tests/run.sh
 
 demo: all
 	scripts/demo.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every unit test binary, the fuzz targets' corpus replay (tests/fuzz/replay.c), the
 # include-order check (scripts/check-includes.sh), the documentation's links
-# (scripts/check-doc-links.sh),
+# (scripts/check-doc-links.sh), the CUDA simulator's tests where the CUDA toolkit is (cuda/cuda.mk),
 # examples/train_digits (training through the public API to >= 90% accuracy), then (unless
 # SAN=1) the public library check (tests/check_public_lib.sh) and the Bats CLI tests; the last
 # line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
@@ -46,6 +46,14 @@ for r in "$FUZZ_REPLAY_DIR"/replay_*; do
     [ -x "$r" ] && check "fuzz replay $name" "$r" "tests/fuzz/corpus/$name" \
         "tests/fuzz/regressions/$name"
 done
+# The CUDA simulator's tests (cuda/cuda.mk), built where the CUDA toolkit is (SIM_BUILD set).
+if [ -n "${SIM_BUILD:-}" ]; then
+    for t in "$SIM_BUILD"/tests/test_cuda_sim_*; do
+        [ -x "$t" ] && check "$(basename "$t")" "$t"
+    done
+else
+    echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"
+fi
 check "include order" scripts/check-includes.sh
 check "doc links" scripts/check-doc-links.sh
 check train_digits "$BUILD/examples/train_digits" "$BUILD/logs/train_digits.cdl"
