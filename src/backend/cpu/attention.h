@@ -1,0 +1,119 @@
+/* What attention's CPU kernels share (backend/cpu/attention.c, the forward passes, and
+ * backend/cpu/attention_backward.c): the block sizes, the per-thread workspace, where a (sample,
+ * head) pair's tensors start and the heads' products. */
+#ifndef CDL_CPU_ATTENTION_H
+#define CDL_CPU_ATTENTION_H
+
+#include <omp.h>
+
+#include "core/layer.h"
+#include "layers/attention.h"
+#include "ops/gemm.h"
+#include "ops/gemm_packed.h"
+#include "ops/gemm_strided.h"
+
+/* Query rows per score gemm of staged=1: small enough to skip most of the causal mask's zeros,
+ * large enough for efficient gemms. */
+#define ATTENTION_ROW_BLOCK 64
+
+/* Query rows per block of ops/gemm_strided's products (the default): its calls cost little, so
+ * a causal block computes few masked scores. */
+#define STRIDED_ROW_BLOCK 16
+
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define ATTENTION_PARALLEL_MIN 32768
+
+/* Query rows per block of the packed path: one panel of keys, so that a causal block computes
+ * less than a panel of masked scores per row. */
+#define STRIP GEMM_PACKED_PANEL
+
+/* The workspace of one thread: [2][T][T] and K^T or V^T [D][T]; packed, the larger of the forward's
+ * K^T and V packed and [block][T], and the backward's [2][T][T] and V^T, K, Q, dY packed. */
+static inline size_t workspace_floats(const Attention *a)
+{
+    const size_t t = (size_t)a->seq;
+    if (!a->packed)
+        return 2 * t * t + (size_t)a->head_size * t;
+    const size_t d_t = gemm_packed_floats(a->head_size, a->seq); /* [D][T] packed */
+    const size_t t_d = gemm_packed_floats(a->seq, a->head_size); /* [T][D] packed */
+    const size_t forward = d_t + t_d + (size_t)a->block * t;
+    const size_t backward = 2 * t * t + d_t + 3 * t_d;
+    return forward > backward ? forward : backward;
+}
+
+/* 1 when the (sample, head) pairs of a forward or backward are worth a parallel region. */
+static inline int pairs_in_parallel(const Attention *a, int pairs)
+{
+    const double work = (double)pairs * a->seq * a->seq * a->head_size;
+    return pairs > 1 && work > ATTENTION_PARALLEL_MIN;
+}
+
+/* The threads a parallel loop may use: no more than there are workspaces. */
+static inline int loop_threads(const Attention *a)
+{
+    const int nt = omp_get_max_threads();
+    return nt < a->threads ? nt : a->threads;
+}
+
+/* Where one (sample, head) pair's tensors start; q, k, v and their gradients have row stride
+ * 3C, y and dy C, p and mask T. */
+typedef struct HeadView {
+    const float *q, *k, *v;
+    float *p, *mask, *y;
+} HeadView;
+
+static inline HeadView head_view(const Attention *a, int b, int h)
+{
+    const size_t t = (size_t)a->seq, c = (size_t)a->channels, ph = (size_t)b * a->heads + h;
+    const float *q = a->qkv + (size_t)b * t * 3 * c + (size_t)h * a->head_size;
+    return (HeadView){q,
+                      q + c,
+                      q + 2 * c,
+                      a->probs + ph * t * t,
+                      a->mask ? a->mask + ph * t * t : NULL,
+                      a->heads_out + (size_t)b * t * c + (size_t)h * a->head_size};
+}
+
+/* The keys a block of queries ending before row `end` attends to. */
+static inline int keys_of_block(const Attention *a, int end)
+{
+    return a->causal ? end : a->seq;
+}
+
+/* tr[D][T] = x^T for one head's x [T][D] of row stride ld: the right operand of the products
+ * by K^T and V^T. */
+static inline void transpose_head(const Attention *a, const float *x, int ld, float *tr)
+{
+    gemm_strided_transpose(a->seq, a->head_size, x, (size_t)ld, tr, (size_t)a->seq);
+}
+
+/* c[m][n] = alpha op(x) b + beta c for b [k][n] (op(x) = x [m][k] or, with trans_x, x^T for x
+ * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else ops/gemm_strided
+ * on the calling thread. */
+static inline void head_product(const Attention *a, int trans_x, int m, int n, int k, float alpha,
+                                const float *x, int ldx, const float *b, int ldb, float beta,
+                                float *c, int ldc)
+{
+    if (a->staged)
+        gemm(trans_x, 0, m, n, k, alpha, x, ldx, b, ldb, beta, c, ldc);
+    else
+        gemm_strided(m, n, k, alpha, x, trans_x ? 1 : (size_t)ldx, trans_x ? (size_t)ldx : 1, b,
+                     (size_t)ldb, beta, c, (size_t)ldc);
+}
+
+/* c[m][0..n) = a[m][k] B[k0 .. k0+k)[0..n) + beta c for B [k_total][n] packed by gemm_pack_rows
+ * (rows k0.. of every panel: a panel at a time, as gemm_packed_panels finds panel p at p * PANEL
+ * * k). */
+static inline void packed_product(int m, int n, int k, const float *a, int lda, const float *packed,
+                                  int k_total, int k0, float beta, float *c, int ldc)
+{
+    for (int j0 = 0; j0 < n; j0 += STRIP)
+        gemm_packed_panels(m, n - j0 < STRIP ? n - j0 : STRIP, k, a, lda,
+                           packed + ((size_t)(j0 / STRIP) * k_total + k0) * STRIP, 0, 1, beta,
+                           c + j0, ldc);
+}
+
+/* LayerKernels.backward (backend/cpu/attention_backward.c). */
+void attention_backward(Layer *l, const StepContext *ctx);
+
+#endif

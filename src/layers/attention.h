@@ -1,0 +1,41 @@
+/* [attention]'s configuration and per-batch state, shared by its meaning (layers/attention.c) and
+ * its kernels (backend/cpu/attention*.c); tensors [batch][T][C], H heads of D = C / H columns. */
+#ifndef CDL_ATTENTION_H
+#define CDL_ATTENTION_H
+
+/* Positions in l->params, in the order parse declares them. */
+enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
+
+typedef struct Attention {
+    int seq, channels;    /* T, C */
+    int heads, head_size; /* H, D */
+    int causal;
+    int staged;     /* 1: the stage-by-stage reference order */
+    float dropout;  /* probability of dropping an attention weight in training */
+    int packed_key; /* packed=1: the heads' products through ops/gemm_packed when fp32 */
+    int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
+    int block;   /* query rows per block: min(STRIDED_ROW_BLOCK, ATTENTION_ROW_BLOCK when staged or
+                  * STRIP when packed, T) */
+    int threads; /* workspaces */
+    /* The projections' products but their weight gradients through ops/gemm_rows and
+     * ops/gemm_packed (fp32, not staged) */
+    int packed_proj;
+    /* The per-batch state, in the net's slab (attention_resize): */
+    float *qkv;       /* [batch][T][3C]; forward_at's key/value cache */
+    float *heads_out; /* [batch][T][C]: the heads' outputs side by side */
+    /* [batch][H][T][T]: P; causal, zero above the diagonal up to the last key of the row's
+     * query block (keys_of_block; the backward reads no further), unset past it */
+    float *probs;
+    float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
+    int mask_is_valid; /* the last forward applied the mask (training) */
+    float *workspace;  /* [threads][workspace_floats] */
+    /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
+     * [batch][T][C] */
+    float *w_bf16, *out_w_bf16, *x_bf16;
+    /* packed_proj, kept between the passes of a step (StepContext.same_weights): weights and
+     * out_weights as gemm_pack packs them, transposed for the forward, and as they are for the
+     * backward's input gradients */
+    float *w_packed, *out_w_packed, *w_packed_back, *out_w_packed_back;
+} Attention;
+
+#endif

@@ -1,0 +1,12 @@
+/* [softmax]'s configuration and per-batch work, shared by its meaning (layers/softmax.c) and its
+ * kernels (backend/cpu/softmax.c); tensors [batch][groups][n]. */
+#ifndef CDL_SOFTMAX_H
+#define CDL_SOFTMAX_H
+
+typedef struct Softmax {
+    float label_smoothing;
+    int groups;
+    float *row_loss; /* work [batch][groups]: each row's loss, in the forward */
+} Softmax;
+
+#endif
