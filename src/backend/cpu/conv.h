@@ -1,5 +1,5 @@
 /* [convolutional] on the CPU: the layer's CPU state (ConvCpu, pointed to by Conv.cpu) and the
- * engines the dispatcher (conv.c) chooses from, each a section of conv.c for now:
+ * engines the dispatcher (conv.c) chooses from, one file each:
  *
  *   conv_im2col.c    the reference: im2col + gemm, image by image, several images per gemm, or one
  *                    image's work shared by the threads; ops/conv_small.h's direct kernel for
