@@ -3,10 +3,10 @@
  *   in, out [batch][c][h][w]
  *   scales, biases (trainable), rolling_mean, rolling_variance [c]
  *
- * No activation key: the output is the normalised input. */
-#include "core/layer.h"
+ * No activation key: the output is the normalised input. Its CPU kernels are in
+ * backend/cpu/batchnorm.c. */
 #include "core/net.h"
-#include "backend/cpu/bias_norm.h"
+#include "layers/bias_norm.h"
 
 static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -28,31 +28,6 @@ static void bn_layer_init(Layer *l, Rng *rng)
     bias_norm_init(l->priv, l);
 }
 
-static int bn_layer_resize(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    bias_norm_resize(l->priv, batch, st);
-    return CDL_OK;
-}
-
-static void bn_layer_forward(Layer *l, const StepContext *ctx)
-{
-    bias_norm_forward(l->priv, l, ctx, l->in[0], l->out);
-}
-
-static void bn_layer_backward(Layer *l, const StepContext *ctx)
-{
-    /* dL/dx is computed in place in l->delta, then added into the input's delta. */
-    bias_norm_backward(l->priv, l, ctx, l->delta);
-    float *dx = l->in_delta[0];
-    if (!dx)
-        return;
-    const size_t n = (size_t)ctx->batch * shape_size(l->in_shape);
-#pragma omp parallel for simd schedule(static) if (parallel : n >= 65536)
-    for (size_t i = 0; i < n; i++)
-        dx[i] += l->delta[i];
-}
-
 static int bn_layer_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)e;
@@ -71,11 +46,4 @@ const LayerType batchnorm_layer = {
     .darknet_weights = DARKNET_BATCHNORM,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
-};
-
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
-const LayerKernels cpu_batchnorm_kernels = {
-    .resize = bn_layer_resize,
-    .forward = bn_layer_forward,
-    .backward = bn_layer_backward,
 };

@@ -7,26 +7,12 @@
  *   [output], normalising each output over the batch.
  *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
- * to bf16 (gemm_operand); the bias or batch norm and the activation stay float32. */
+ * to bf16 (gemm_operand); the bias or batch norm and the activation stay float32. Its CPU kernels
+ * are in backend/cpu/connected.c. */
 #include <math.h>
 
-#include "core/layer.h"
-#include "core/layer_quant.h"
 #include "core/net.h"
-#include "backend/cpu/bias_norm.h"
-#include "ops/gemm.h"
-#include "ops/qgemm.h"
-
-/* Positions in l->params, in the order parse declares them. */
-enum { P_WEIGHTS, P_BIASES };
-
-typedef struct Connected {
-    int inputs, outputs;
-    BiasNorm stage;       /* bias, or batch norm over the batch */
-    unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for the batch */
-    /* precision=bf16: the weights and the input [batch][inputs] as each forward rounded them */
-    float *w_bf16, *x_bf16;
-} Connected;
+#include "layers/connected.h"
 
 static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -59,7 +45,7 @@ static void connected_init(Layer *l, Rng *rng)
 {
     const Connected *fc = l->priv;
     const float bound = 1.0f / sqrtf((float)fc->inputs);
-    Param *w = &l->params[P_WEIGHTS], *b = &l->params[P_BIASES];
+    Param *w = &l->params[CONNECTED_WEIGHTS], *b = &l->params[CONNECTED_BIASES];
     for (size_t i = 0; i < w->count; i++)
         w->data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
     bias_norm_init(&fc->stage, l);
@@ -68,68 +54,10 @@ static void connected_init(Layer *l, Rng *rng)
             b->data[i] = bound * (2.0f * rng_uniform(rng) - 1.0f);
 }
 
-static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    Connected *fc = l->priv;
-    fc->qwork =
-        layer_state_bytes(st, l->quant ? qgemm_work_bytes(batch, fc->outputs, fc->inputs) : 0);
-    const int bf16 = l->precision == GEMM_BF16 && !l->quant;
-    fc->w_bf16 = layer_state_floats(st, bf16 ? l->params[P_WEIGHTS].count : 0);
-    fc->x_bf16 = layer_state_floats(st, bf16 ? (size_t)batch * fc->inputs : 0);
-    bias_norm_resize(&fc->stage, batch, st);
-    return CDL_OK;
-}
-
 static int connected_quant_weights(const Layer *l)
 {
     (void)l;
-    return P_WEIGHTS;
-}
-
-static void connected_forward(Layer *l, const StepContext *ctx)
-{
-    Connected *fc = l->priv;
-    const int batch = ctx->batch, inputs = fc->inputs, outputs = fc->outputs;
-    const float *x = l->in[0];
-
-    /* out[batch][outputs] = x[batch][inputs] * W^T */
-    if (l->quant) {
-        qgemm_float(&l->quant->matrix, layer_quant_input(l->quant, x, 1, (size_t)batch * inputs, 0),
-                    batch, x, inputs, QGEMM_ROWS, l->out, outputs, QGEMM_ROWS, fc->qwork);
-    } else {
-        const Param *w = &l->params[P_WEIGHTS];
-        gemm(0, 1, batch, outputs, inputs, 1.0f,
-             gemm_operand(l->precision, x, (size_t)batch * inputs, fc->x_bf16), inputs,
-             gemm_operand(l->precision, w->data, w->count, fc->w_bf16), inputs, 0.0f, l->out,
-             outputs);
-    }
-
-    bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
-    layer_activate(l, batch);
-}
-
-static void connected_backward(Layer *l, const StepContext *ctx)
-{
-    Connected *fc = l->priv;
-    const int batch = ctx->batch, inputs = fc->inputs, outputs = fc->outputs;
-
-    layer_activation_backward(l, batch);
-    bias_norm_backward(&fc->stage, l, ctx, l->delta);
-    /* The bias and batch norm took their gradients: only the products read delta from here. */
-    const float *delta = gemm_operand(l->precision, l->delta, (size_t)batch * outputs, l->delta);
-
-    const int bf16 = l->precision == GEMM_BF16;
-    const float *x = bf16 ? fc->x_bf16 : l->in[0];
-    const float *w = bf16 ? fc->w_bf16 : l->params[P_WEIGHTS].data;
-    /* dW[outputs][inputs] += delta^T * x */
-    gemm(1, 0, outputs, inputs, batch, 1.0f, delta, outputs, x, inputs, 1.0f,
-         l->params[P_WEIGHTS].grad, inputs);
-    float *dx = l->in_delta[0];
-    /* dx[batch][inputs] += delta * W, or = when the net left it unzeroed (Layer.in_delta_fresh) */
-    if (dx)
-        gemm(0, 0, batch, inputs, outputs, 1.0f, delta, outputs, w, inputs,
-             layer_input_delta_beta(l, 0), dx, inputs);
+    return CONNECTED_WEIGHTS;
 }
 
 /* Flatten, Gemm with the weights transposed (bias as its C input, or no bias and
@@ -141,7 +69,7 @@ static int connected_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], gemm[ONNX_NAME_MAX];
     char pre[ONNX_NAME_MAX];
     onnx_input_flat(g, l, 0, x);
-    onnx_param(g, l, P_WEIGHTS, w);
+    onnx_param(g, l, CONNECTED_WEIGHTS, w);
     const char *out = onnx_output(g, l, 1);
     onnx_activation_input(pre, l->activation, out);
     const OnnxAttr trans_b = onnx_attr_int("transB", 1);
@@ -168,11 +96,4 @@ const LayerType connected_layer = {
     .darknet_weights = DARKNET_CONNECTED,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,
-};
-
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
-const LayerKernels cpu_connected_kernels = {
-    .resize = connected_resize,
-    .forward = connected_forward,
-    .backward = connected_backward,
 };

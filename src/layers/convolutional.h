@@ -1,13 +1,48 @@
-/* The convolutional layer's knobs and state for tests (layers/convolutional.c): images per gemm,
- * chained outputs. */
+/* [convolutional]'s configuration: what its parse (layers/convolutional.c) fills and every
+ * backend's kernels read, with a pointer to the CPU's state of the layer (backend/cpu/conv.h).
+ *
+ *   in  [batch][c][h][w] (l->in_shape)
+ *   out [batch][filters][out_h][out_w] (l->out_shape), out_h = (h + 2*padding - size)/stride + 1
+ *   weights [filters][c/groups][size][size] (l->params[CONV_WEIGHTS]); then the stage's: biases
+ *   [filters], or with batch_normalize scales, biases (the BN shift), rolling_mean,
+ *   rolling_variance [filters]
+ */
 #ifndef CDL_CONVOLUTIONAL_H
 #define CDL_CONVOLUTIONAL_H
 
-#include "core/layer.h"
+#include "core/net.h"
+#include "layers/bias_norm.h"
 
-/* From the next resize, l (a [convolutional] layer; others are left alone) puts images images side
- * by side in one gemm where it can (at most its thread's share of the batch); 1 runs image by
- * image, 0 (the default) chooses from the map size. */
-void conv_set_images_per_gemm(Layer *l, int images);
+/* The position of the weights in l->params (the stage's follow them, Conv.stage.first_param). */
+enum { CONV_WEIGHTS };
+
+/* What the [net] section asks of the convolutions' kernels (README: engine=, winograd=,
+ * winograd_min_tiles=), copied by parse: the CPU's kernels choose each layer's engine from it
+ * when they size the layer (backend/cpu/conv.c). */
+typedef struct ConvEngineAsk {
+    NetEngine engine;       /* [net] engine= */
+    int engine_given;       /* 1: the cfg names it (bf16 convolutions go to oneDNN unless ref) */
+    int winograd;           /* [net] winograd=1: 3x3 same convolutions may run on Winograd */
+    int winograd_min_tiles; /* [net] winograd_min_tiles= */
+    int train_batch;        /* the training mini-batch: [net] batch / subdivisions */
+} ConvEngineAsk;
+
+struct ConvCpu;
+
+typedef struct Conv {
+    int filters, size, stride, padding, groups;
+    BiasNorm stage; /* bias, or batch norm over batch and positions */
+    ConvEngineAsk ask;
+    /* The CPU's state of the layer (backend/cpu/conv.h: its engine, oneDNN's primitives,
+     * Winograd's plan and kept weights, the bf16 copies, its buffers in the net's slabs): made by
+     * the CPU's first resize of the layer, freed by its release; NULL before. */
+    struct ConvCpu *cpu;
+} Conv;
+
+/* The engine the CPU's kernels expect to run l on, "dnnl", "wino" or "ref" (Layer.engine), as
+ * parse names it so that `cdl info`, which sizes no layer, says it; resize then decides. Defined
+ * with the CPU's kernels (backend/cpu/conv.c), whose rules (dnnl_conv_preferred, winograd_worth)
+ * it applies to Conv.ask, and found by linking, as core finds the layer families. */
+const char *conv_engine_expected(const Layer *l);
 
 #endif

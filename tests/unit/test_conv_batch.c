@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cpu/conv.h"
 #include "check.h"
 #include "core/net.h"
 #include "core/net_quant.h"
-#include "layers/convolutional.h"
 
 #define TOL 1e-5
 

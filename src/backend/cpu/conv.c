@@ -1,0 +1,296 @@
+/* [convolutional]'s CPU kernels (layers/convolutional.c has its meaning): the dispatcher. Resize
+ * chooses the layer's engine (conv.h lists them, one file each) and sizes it; the forward and
+ * backward run the convolution on it, then the bias or batch norm and the activation.
+ *
+ *   in  [batch][c][h][w]
+ *   out [batch][filters][out_h][out_w]
+ *   weights [filters][c/groups][size][size]
+ *
+ * The engine: oneDNN with [net] engine=dnnl (not the default: see README), or engine=auto where
+ * dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
+ * implementation for the layer or the layer runs with int8 weights; in precision=bf16 oneDNN where
+ * dnnl_conv_bf16_runs, whatever the engine unless the cfg says engine=ref. Else Winograd with
+ * [net] winograd=1 for a same 3x3 one-group layer where winograd_worth, in float32. Else the
+ * reference: depthwise loops for one input channel per group, else im2col + gemm (int8 weights
+ * through qgemm_float).
+ *
+ * precision=bf16 (Layer.precision): the weights, the column matrices (the input itself for a
+ * direct or depthwise convolution) and delta are rounded to bf16 (gemm_operand) before the
+ * products, as torch.autocast("cpu", torch.bfloat16) takes a convolution's operands; the bias
+ * or batch norm and the activation stay float32.
+ *
+ * A training batch norm followed by leaky or relu (every engine) runs with the activation
+ * in its passes (bias_norm_forward_activated, bias_norm_backward_activated), leaving l->pre
+ * unwritten; the product then writes into the batch norm's x_hat buffer, which it keeps for the
+ * backward instead of x_hat (bias_norm_product_output). */
+#include "backend/cpu/conv.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/bias_norm.h"
+#include "layers/families.h"
+
+static const char *const engine_names[] = {"ref", "dnnl", "wino"}; /* ConvEngine */
+
+/* The shape's kinds. direct: 1x1, stride 1, no padding; depthwise: one input channel per group
+ * (not direct); same: neither, stride 1, the output as large as the input. */
+static int conv_direct(const Conv *cv)
+{
+    return cv->size == 1 && cv->stride == 1 && cv->padding == 0;
+}
+
+static int conv_depthwise(const Layer *l, const Conv *cv)
+{
+    return l->in_shape.c == cv->groups && cv->groups > 1 && !conv_direct(cv);
+}
+
+static int conv_same(const Layer *l, const Conv *cv)
+{
+    return !conv_direct(cv) && !conv_depthwise(l, cv) && cv->stride == 1 &&
+           l->out_shape.h == l->in_shape.h && l->out_shape.w == l->in_shape.w;
+}
+
+/* Winograd's condition on the layer and the request: a same 3x3 one-group convolution that
+ * winograd_worth, with [net] winograd=1. */
+static int winograd_asked(const Layer *l, const Conv *cv)
+{
+    const Shape in = l->in_shape;
+    return cv->ask.winograd && conv_same(l, cv) && cv->size == 3 && cv->groups == 1 &&
+           winograd_worth(in.c, cv->filters, in.h, in.w);
+}
+
+/* The engine Conv.ask asks for: oneDNN (engine=dnnl, or auto where dnnl_conv_preferred says so
+ * for the shape), else Winograd (winograd_asked), else the reference. */
+static ConvEngine conv_engine_wanted(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    const Shape in = l->in_shape, out = l->out_shape;
+    const int wino = winograd_asked(l, cv);
+    const int dnnl = cv->ask.engine == NET_ENGINE_DNNL ||
+                     (cv->ask.engine == NET_ENGINE_AUTO &&
+                      dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
+                                                          .in_h = in.h,
+                                                          .in_w = in.w,
+                                                          .out_c = cv->filters,
+                                                          .out_h = out.h,
+                                                          .out_w = out.w,
+                                                          .size = cv->size,
+                                                          .stride = cv->stride,
+                                                          .padding = cv->padding,
+                                                          .groups = cv->groups,
+                                                          .winograd = wino}));
+    return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
+}
+
+const char *conv_engine_expected(const Layer *l)
+{
+    return engine_names[conv_engine_wanted(l)];
+}
+
+/* The layer's CPU state with what does not depend on the batch: the engine asked for, the shape's
+ * kind, the reference's column matrices and few-channel plan; NULL when out of memory. */
+static ConvCpu *conv_cpu_make(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    ConvCpu *cpu = calloc(1, sizeof *cpu);
+    if (!cpu)
+        return NULL;
+    const Shape in = l->in_shape;
+    const int out_hw = l->out_shape.h * l->out_shape.w;
+    cpu->wanted = conv_engine_wanted(l);
+    cpu->dnnl.bf16_wanted =
+        (cv->ask.engine != NET_ENGINE_REF || !cv->ask.engine_given) && dnnl_conv_bf16_runs();
+    cpu->wino.training =
+        winograd_tiles(cv->ask.train_batch, in.h, in.w) >= cv->ask.winograd_min_tiles;
+    cpu->direct = conv_direct(cv);
+    cpu->depthwise = conv_depthwise(l, cv);
+    cpu->same = conv_same(l, cv);
+    const size_t kdim = (size_t)(in.c / cv->groups) * cv->size * cv->size;
+    /* A same convolution's input gradient unfolds delta: filters/groups channels. */
+    const size_t kdim_delta =
+        cpu->same ? (size_t)(cv->filters / cv->groups) * cv->size * cv->size : 0;
+    cpu->ref.cols_floats =
+        cpu->direct || cpu->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
+    cpu->ref.small = cpu->wanted == CONV_ENGINE_REF && cv->groups == 1 && cv->stride == 1 &&
+                     !cpu->direct &&
+                     conv_small_plan(&cpu->ref.small_plan, in.c, in.h, in.w, cv->filters, cv->size,
+                                     cv->padding) &&
+                     conv_small_buf_floats(&cpu->ref.small_plan) <= cpu->ref.cols_floats;
+    return cpu;
+}
+
+/* Conv.cpu, made on first use; NULL when out of memory. */
+static ConvCpu *conv_cpu(Layer *l)
+{
+    Conv *cv = l->priv;
+    if (!cv->cpu)
+        cv->cpu = conv_cpu_make(l);
+    return cv->cpu;
+}
+
+void conv_set_images_per_gemm(Layer *l, int images)
+{
+    /* without memory for the state, resize fails */
+    if (l->type == &convolutional_layer && conv_cpu(l))
+        ((Conv *)l->priv)->cpu->ref.images_asked = images > 0 ? images : 0;
+}
+
+GemmPrecision conv_precision(const Layer *l)
+{
+    return l->quant ? GEMM_FP32 : l->precision;
+}
+
+const float *conv_weights(const Layer *l, const ConvCpu *cpu)
+{
+    return conv_precision(l) == GEMM_BF16 ? cpu->w_bf16 : l->params[CONV_WEIGHTS].data;
+}
+
+const float *conv_input(const Layer *l, const ConvCpu *cpu)
+{
+    return conv_precision(l) == GEMM_BF16 && (cpu->direct || cpu->depthwise) ? cpu->x_bf16
+                                                                             : l->in[0];
+}
+
+int conv_image_threads(int batch)
+{
+    const int nt = omp_get_max_threads();
+    if (nt < 2 || batch < nt || (batch % nt && batch < 4 * nt))
+        return 1;
+    return nt;
+}
+
+static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    ConvCpu *cpu = conv_cpu(l);
+    if (!cpu)
+        return error_set(e, CDL_ERUNTIME, "layer %d [convolutional]: out of memory", l->index);
+    cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->wino.on = 0;
+    cpu->ref.images_per_gemm = 1;
+    l->engine = "ref";
+    l->scratch_per_sample = cpu->ref.cols_floats;
+    if (!l->quant &&
+        (l->precision == GEMM_BF16 ? cpu->dnnl.bf16_wanted : cpu->wanted == CONV_ENGINE_DNNL)) {
+        int rc = conv_dnnl_resize(l, batch, st, e);
+        if (rc || cpu->dnnl.on)
+            return rc;
+    }
+    conv_im2col_plan(l, batch);
+    const int threads = omp_get_max_threads();
+    conv_winograd_resize(l, batch, threads, st);
+    conv_im2col_resize(l, threads, st);
+    conv_int8_resize(l, cpu->ref.images_per_gemm * l->out_shape.h * l->out_shape.w, threads, st);
+    const size_t weights = l->params[CONV_WEIGHTS].count;
+    const int bf16 = l->precision == GEMM_BF16;
+    cpu->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
+    cpu->x_bf16 = layer_state_floats(
+        st, bf16 && (cpu->direct || cpu->depthwise) ? (size_t)batch * shape_size(l->in_shape) : 0);
+    bias_norm_resize(&((Conv *)l->priv)->stage, batch, st);
+    return CDL_OK;
+}
+
+static void conv_release(Layer *l)
+{
+    Conv *cv = l->priv;
+    if (!cv->cpu)
+        return;
+    dnnl_conv_release(&cv->cpu->dnnl.dc);
+    conv_winograd_release(cv->cpu);
+    free(cv->cpu);
+    cv->cpu = NULL;
+}
+
+/* A layer on oneDNN may take and give nChw8c (conv_dnnl_layout); the others are plain. */
+static int conv_layout(const Layer *l, int k)
+{
+    const Conv *cv = l->priv;
+    return cv->cpu ? conv_dnnl_layout(l, k) : LAYOUT_PLAIN;
+}
+
+static int conv_fuse_sum(Layer *l, int act)
+{
+    Conv *cv = l->priv;
+    return cv->cpu ? conv_dnnl_fuse_sum(l, act) : 0;
+}
+
+static void conv_forward(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    ConvCpu *cpu = cv->cpu;
+    const int batch = ctx->batch;
+    const GemmPrecision p = conv_precision(l);
+    if (conv_dnnl_forward_runs(l, ctx)) {
+        conv_dnnl_forward(l, ctx);
+        return;
+    }
+    gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_bf16);
+    const float *x =
+        cpu->direct || cpu->depthwise
+            ? gemm_operand(p, l->in[0], (size_t)batch * shape_size(l->in_shape), cpu->x_bf16)
+            : l->in[0];
+    /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
+    float *y = bias_norm_product_output(&cv->stage, l, ctx);
+    if (conv_winograd_runs(l, ctx))
+        conv_winograd_forward(l, ctx, x, y);
+    else if (cpu->depthwise)
+        conv_depthwise_forward(l, x, y, batch);
+    else
+        conv_im2col_forward(l, ctx, x, y);
+
+    if (bias_norm_forward_activated(&cv->stage, l, ctx, y))
+        return;
+    bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
+    layer_activate(l, batch);
+}
+
+static void conv_backward(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    ConvCpu *cpu = cv->cpu;
+    const int batch = ctx->batch;
+
+    if (!bias_norm_backward_activated(&cv->stage, l, ctx, l->delta)) {
+        layer_activation_backward(l, batch);
+        if (!cpu->dnnl.on || cv->stage.batch_normalize)
+            bias_norm_backward(&cv->stage, l, ctx, l->delta);
+    }
+    if (cpu->dnnl.on) {
+        conv_dnnl_backward(l, ctx);
+        return;
+    }
+    /* The bias and batch norm took their gradients: only the products read delta from here. */
+    gemm_operand(conv_precision(l), l->delta, (size_t)batch * shape_size(l->out_shape), l->delta);
+
+    float *dx = l->in_delta[0];
+    /* the products below add into it; Winograd's writes a fresh one instead */
+    const int fresh = dx && l->in_delta_fresh[0], wino = conv_winograd_runs(l, ctx);
+    if (fresh && !wino)
+        memset(dx, 0, (size_t)batch * shape_size(l->in_shape) * sizeof *dx);
+    if (cpu->depthwise) {
+        conv_depthwise_backward(l, conv_input(l, cpu), dx, batch);
+        return;
+    }
+    if (wino && cpu->wino.grad)
+        conv_winograd_weight_grads(l, ctx);
+    else
+        conv_im2col_weight_grads(l, ctx);
+    if (!dx)
+        return;
+    if (cpu->same)
+        conv_flip_weights(l);
+    if (wino)
+        conv_winograd_input_grads(l, ctx, dx, fresh);
+    else
+        conv_im2col_input_grads(l, ctx, dx);
+}
+
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+const LayerKernels cpu_convolutional_kernels = {
+    .resize = conv_resize,
+    .release = conv_release,
+    .layout = conv_layout,
+    .fuse_sum = conv_fuse_sum,
+    .forward = conv_forward,
+    .backward = conv_backward,
+};
