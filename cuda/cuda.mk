@@ -61,12 +61,19 @@ $(SIM_BUILD)/tests/%: $(SIM_BUILD)/tests/unit/%.o $(SIM_TEST_SUPPORT_OBJ) $(SIM_
 
 NVCC ?= $(CUDA_DIR)/bin/nvcc
 NVCC_BUILD := build/nvcc
-NVCC_FLAGS := -std=c++17 -O3 -Icuda -gencode arch=compute_80,code=sm_80 \
+NVCC_FLAGS := -std=c++17 -O3 -Icuda -Isrc -gencode arch=compute_80,code=sm_80 \
               -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
               -Xptxas -warn-spills -Werror all-warnings
 NVCC_OBJ := $(SIM_KERNEL_SRC:%.cu=$(NVCC_BUILD)/%.o)
 
 nvcc-check: $(NVCC_OBJ)
+
+# GPU=1 builds the library's kernels with the same flags.
+ifeq ($(GPU),1)
+$(BUILD)/%.o: %.cu $(wildcard cuda/*.h cuda/kernels/*.h cuda/kernels/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Isrc -c $< -o $@
+endif
 
 $(NVCC_BUILD)/%.o: %.cu $(wildcard cuda/*.h cuda/kernels/*.h cuda/kernels/*.cuh)
 	@mkdir -p $(dir $@)

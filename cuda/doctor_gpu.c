@@ -1,15 +1,20 @@
-/* cdl doctor's CUDA report (GPU=1 builds only): runtime, driver, cuDNN and the devices. A
- * machine without a driver gets "no driver", never a failure. */
-#include <cuda_runtime.h>
-#include <cudnn.h>
+/* cdl doctor's CUDA report (GPU=1 and GPU=sim builds): runtime, driver, cuDNN and the devices. A
+ * machine without a driver gets "no driver", never a failure; the simulator reports itself as the
+ * device and no cuDNN (it has none). */
+#include <cuda_runtime_api.h>
 #include <stdio.h>
+#ifndef CDL_GPU_SIM
+#include <cudnn.h>
+#endif
 
 #include "api/cdl_doctor.h"
 
 void doctor_gpu(cdl_doctor_report *r)
 {
+#ifndef CDL_GPU_SIM
     r->cudnn_built = CUDNN_VERSION;
     r->cudnn = (int)cudnnGetVersion();
+#endif
     if (cudaRuntimeGetVersion(&r->cuda_runtime) != cudaSuccess)
         r->cuda_runtime = 0;
     if (cudaDriverGetVersion(&r->cuda_driver) != cudaSuccess || r->cuda_driver == 0) {

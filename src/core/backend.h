@@ -35,6 +35,9 @@ typedef struct ExecContext {
 typedef struct BackendOps {
     Backend kind;
     const char *name; /* "CPU", "GPU" */
+    /* 1: the host may read and write the backend's memory directly (the CPU); 0: only through
+     * upload and download. */
+    int host_visible;
     /* Starts a net's execution context (its stream and library handles; not the workspace, which
      * net_resize sizes), or fails with a message (no device, no driver); close ends it. */
     int (*open)(ExecContext *exec, Error *e);
@@ -50,8 +53,9 @@ typedef struct BackendOps {
     /* Copies between host memory and the device's, returning when the copy is done. */
     void (*upload)(void *device, const void *host, size_t bytes);
     void (*download)(void *host, const void *device, size_t bytes);
-    /* Returns once every pass queued on exec has finished. */
-    void (*sync)(const ExecContext *exec);
+    /* Returns once every pass queued on exec has finished, with the first failure of those passes
+     * (CDL_ERUNTIME, "GPU: ... failed: ..."), which a pass itself cannot return. */
+    int (*sync)(const ExecContext *exec, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

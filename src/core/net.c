@@ -266,7 +266,27 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
     return CDL_OK;
 }
 
-/* Assigns every Param its place in the parameter, gradient or state slab. */
+/* Points every Param at its place in the slabs params, grads (NULL: no gradients) and state, laid
+ * out in the order of the layers and their parameters. */
+static void point_params(Net *net, float *params, float *grads, float *state)
+{
+    size_t param_at = 0, state_at = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        for (int p = 0; p < net->layers[i].n_params; p++) {
+            Param *pa = &net->layers[i].params[p];
+            if (pa->trainable) {
+                pa->data = params + param_at;
+                pa->grad = grads ? grads + param_at : NULL;
+                param_at += pa->count;
+            } else {
+                pa->data = state + state_at;
+                state_at += pa->count;
+            }
+        }
+}
+
+/* Allocates the parameter, gradient and state slabs on the net's backend (zeroed) and assigns
+ * every Param its place in them. */
 static int allocate_params(Net *net, int want_grads, Error *e)
 {
     for (int i = 0; i < net->n_layers; i++)
@@ -280,25 +300,44 @@ static int allocate_params(Net *net, int want_grads, Error *e)
     net->grads = want_grads ? be->alloc(net->n_params + 1, sizeof *net->grads) : NULL;
     if (!net->params || !net->state || (want_grads && !net->grads))
         return error_set(e, CDL_ERUNTIME, "out of memory for %zu parameters", net->n_params);
-    size_t param_at = 0, state_at = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        for (int p = 0; p < net->layers[i].n_params; p++) {
-            Param *pa = &net->layers[i].params[p];
-            if (pa->trainable) {
-                pa->data = net->params + param_at;
-                pa->grad = net->grads ? net->grads + param_at : NULL;
-                param_at += pa->count;
-            } else {
-                pa->data = net->state + state_at;
-                state_at += pa->count;
-            }
-        }
+    point_params(net, net->params, net->grads, net->state);
     return CDL_OK;
 }
 
-/* net_build on backend; init_params 0 skips the layers' initialisation (the slabs stay zero). */
-static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
-                 Backend backend, Error *e)
+/* Initialises every parameter and running statistic (LayerType.init, host code) from seed: in the
+ * slabs on a host-visible backend, else in host copies then uploaded. */
+static int init_params(Net *net, uint64_t seed, Error *e)
+{
+    Rng rng;
+    rng_seed(&rng, seed, 0x1417);
+    const BackendOps *be = net->backend;
+    float *params = net->params, *state = net->state;
+    if (!be->host_visible) {
+        params = calloc(net->n_params + 1, sizeof *params);
+        state = calloc(net->n_state + 1, sizeof *state);
+        if (!params || !state) {
+            free(params);
+            free(state);
+            return error_set(e, CDL_ERUNTIME, "out of memory for %zu parameters", net->n_params);
+        }
+        point_params(net, params, NULL, state);
+    }
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].type->init)
+            net->layers[i].type->init(&net->layers[i], &rng);
+    if (!be->host_visible) {
+        be->upload(net->params, params, net->n_params * sizeof *params);
+        be->upload(net->state, state, net->n_state * sizeof *state);
+        point_params(net, net->params, net->grads, net->state);
+        free(params);
+        free(state);
+    }
+    return CDL_OK;
+}
+
+/* net_build on backend; init 0 skips the layers' initialisation (the slabs stay zero). */
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, Backend backend,
+                 Error *e)
 {
     memset(net, 0, sizeof *net);
     net->backend = backend_find(backend);
@@ -327,11 +366,11 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_par
         return st;
     }
     plan_segments(net, want_grads);
-    Rng rng;
-    rng_seed(&rng, seed, 0x1417);
-    for (int i = 0; init_params && i < net->n_layers; i++)
-        if (net->layers[i].type->init)
-            net->layers[i].type->init(&net->layers[i], &rng);
+    st = init ? init_params(net, seed, e) : CDL_OK;
+    if (st) {
+        net_free(net);
+        return st;
+    }
     const Shape out = net->layers[net->n_layers - 1].out_shape;
     net->classes = (int)(shape_size(out) / (size_t)net_labels_per_sample(net));
     net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
@@ -402,7 +441,7 @@ static void free_activations(Net *net)
     net->backend->free(net->activations);
     net->backend->free(net->input);
     net->backend->free(net->input_delta);
-    free(net->labels);
+    net->backend->free(net->labels);
     net->backend->free(net->exec.workspace);
     net->activations = net->input = net->input_delta = net->exec.workspace = NULL;
     net->exec.workspace_floats = 0;
@@ -683,7 +722,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->activations = be->alloc(1, net->activation_bytes + sizeof(float));
     net->input = be->alloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? be->alloc(in_n, sizeof *net->input_delta) : NULL;
-    net->labels = calloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
+    net->labels = be->alloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
     net->exec.workspace = be->alloc(scratch + 1, sizeof *net->exec.workspace);
     net->exec.workspace_floats = scratch;
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
@@ -718,6 +757,11 @@ int net_precision_from_name(const char *name, GemmPrecision *precision)
 const char *net_precision_names(void)
 {
     return "fp32, bf16";
+}
+
+int net_sync(Net *net, Error *e)
+{
+    return net->backend->sync(&net->exec, e);
 }
 
 /* The context of a pass over the current mini-batch (train: the net's mode). */

@@ -185,6 +185,10 @@ int net_precision_from_name(const char *name, GemmPrecision *precision);
 /* "fp32, bf16": the names net_precision_from_name takes, for messages. */
 const char *net_precision_names(void);
 
+/* Waits for the passes queued on the net's backend (none on the CPU) and returns the first failure
+ * among them (CDL_ERUNTIME). Host code syncs before it downloads what a pass wrote. */
+int net_sync(Net *net, Error *e);
+
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
 void net_forward(Net *net);

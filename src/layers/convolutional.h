@@ -16,7 +16,7 @@
 /* The position of the weights in l->params (the stage's follow them, Conv.stage.first_param). */
 enum { CONV_WEIGHTS };
 
-/* What the [net] section asks of the convolutions' kernels (README: engine=, winograd=,
+/* What the [net] section asks of the convolutions' kernels (docs/config.md: engine=, winograd=,
  * winograd_min_tiles=), copied by parse: the CPU's kernels choose each layer's engine from it
  * when they size the layer (backend/cpu/conv.c). */
 typedef struct ConvEngineAsk {

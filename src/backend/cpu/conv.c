@@ -6,7 +6,7 @@
  *   out [batch][filters][out_h][out_w]
  *   weights [filters][c/groups][size][size]
  *
- * The engine: oneDNN with [net] engine=dnnl (not the default: see README), or engine=auto where
+ * The engine: oneDNN with [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto where
  * dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
  * implementation for the layer or the layer runs with int8 weights; in precision=bf16 oneDNN where
  * dnnl_conv_bf16_runs, whatever the engine unless the cfg says engine=ref. Else Winograd with

@@ -73,14 +73,16 @@ static void cpu_copy(void *to, const void *from, size_t bytes)
     memcpy(to, from, bytes);
 }
 
-static void cpu_sync(const ExecContext *exec)
+static int cpu_sync(const ExecContext *exec, Error *e)
 {
-    (void)exec;
+    (void)exec, (void)e;
+    return CDL_OK;
 }
 
 const BackendOps cpu_backend = {
     .kind = CDL_BACKEND_CPU,
     .name = "CPU",
+    .host_visible = 1,
     .open = cpu_open,
     .close = cpu_close,
     .kernels = cpu_kernels,

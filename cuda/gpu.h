@@ -1,0 +1,41 @@
+/* The GPU backend's execution context and the helpers its family kernels share (the C files of cuda/). A
+ * net's ExecContext (core/backend.h) holds the stream and, in handles, a GpuHandles. */
+#ifndef CDL_CUDA_GPU_H
+#define CDL_CUDA_GPU_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "core/layer.h"
+
+/* What ExecContext.handles points to on the GPU. */
+typedef struct GpuHandles {
+    cublasHandle_t cublas;
+    /* The first CUDA or cuBLAS failure of the net's passes (cudaSuccess: none), with what failed:
+     * the passes cannot return one, so the backend's sync reports it (gpu_backend.c). */
+    cudaError_t error;
+    char failed[96];
+} GpuHandles;
+
+static inline cudaStream_t gpu_stream(const StepContext *ctx)
+{
+    return (cudaStream_t)ctx->exec->stream;
+}
+
+static inline GpuHandles *gpu_handles(const StepContext *ctx)
+{
+    return (GpuHandles *)ctx->exec->handles;
+}
+
+/* Keeps the first failure of a pass (err not cudaSuccess), naming what failed. */
+void gpu_note(const StepContext *ctx, cudaError_t err, const char *what);
+/* The same for a cuBLAS status. */
+void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what);
+
+/* C = alpha * op(A) op(B) + beta * C in row-major terms, as ops/gemm.h's gemm: A [m][k]
+ * (or [k][m] when trans_a), B [k][n] (or [n][k] when trans_b), C [m][n], leading dimensions in
+ * elements; float32 on the device, through cuBLAS on the context's stream. */
+void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+#endif

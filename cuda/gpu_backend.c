@@ -1,0 +1,158 @@
+/* The GPU backend (core/backend.h): device memory from cudaMalloc, the passes queued on one stream
+ * per net with a cuBLAS handle bound to it, and each family's GPU kernel table found here by
+ * family. A family without one is refused when a net is built for the GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu.h"
+#include "layers/families.h"
+
+extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
+
+static const struct {
+    const LayerType *type;
+    const LayerKernels *kernels;
+} gpu_kernel_table[] = {
+    {&connected_layer, &gpu_connected_kernels},
+    {&softmax_layer, &gpu_softmax_kernels},
+    {&avgpool_layer, &gpu_avgpool_kernels},
+};
+
+static const LayerKernels *gpu_kernels(const LayerType *t)
+{
+    for (size_t i = 0; i < sizeof gpu_kernel_table / sizeof gpu_kernel_table[0]; i++)
+        if (gpu_kernel_table[i].type == t)
+            return gpu_kernel_table[i].kernels;
+    return NULL;
+}
+
+void gpu_note(const StepContext *ctx, cudaError_t err, const char *what)
+{
+    GpuHandles *h = gpu_handles(ctx);
+    if (err == cudaSuccess || h->error != cudaSuccess)
+        return;
+    h->error = err;
+    snprintf(h->failed, sizeof h->failed, "%s", what);
+}
+
+void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what)
+{
+    if (st != CUBLAS_STATUS_SUCCESS)
+        gpu_note(ctx, cudaErrorUnknown, what);
+}
+
+/* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. */
+void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    const cublasStatus_t st = cublasSgemm(
+        gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+    gpu_note_cublas(ctx, st, "cublasSgemm");
+}
+
+static int gpu_open(ExecContext *exec, Error *e)
+{
+    int devices = 0;
+    cudaError_t err = cudaGetDeviceCount(&devices);
+    if (err != cudaSuccess || devices < 1)
+        return error_set(e, CDL_ERUNTIME, "no CUDA device: %s",
+                         err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    GpuHandles *h = calloc(1, sizeof *h);
+    cudaStream_t stream = NULL;
+    if (!h)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess) {
+        free(h);
+        return error_set(e, CDL_ERUNTIME, "cudaStreamCreate: %s", cudaGetErrorString(err));
+    }
+    if (cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS) {
+        if (h->cublas)
+            cublasDestroy(h->cublas);
+        cudaStreamDestroy(stream);
+        free(h);
+        return error_set(e, CDL_ERUNTIME, "cuBLAS could not start");
+    }
+    *exec = (ExecContext){.stream = stream, .handles = h};
+    return CDL_OK;
+}
+
+static void gpu_close(ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    if (h) {
+        cublasDestroy(h->cublas);
+        free(h);
+    }
+    if (exec->stream)
+        cudaStreamDestroy((cudaStream_t)exec->stream);
+    exec->handles = exec->stream = NULL;
+}
+
+/* Device memory, zeroed; NULL when the device has not enough or count * size overflows. */
+static void *gpu_alloc(size_t count, size_t size)
+{
+    void *p = NULL;
+    if (size && count > (size_t)-1 / size)
+        return NULL;
+    const size_t bytes = count * size > 0 ? count * size : 1;
+    if (cudaMalloc(&p, bytes) != cudaSuccess)
+        return NULL;
+    if (cudaMemset(p, 0, bytes) != cudaSuccess) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void gpu_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+static void gpu_zero(void *p, size_t bytes, const ExecContext *exec)
+{
+    cudaMemsetAsync(p, 0, bytes, (cudaStream_t)exec->stream);
+}
+
+/* Host-device copies of buffers of the net, synchronous (cudaMemcpy orders them after the work
+ * queued on the stream only once the stream is synced: the net syncs before it reads). */
+static void gpu_upload(void *device, const void *host, size_t bytes)
+{
+    cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+}
+
+static void gpu_download(void *host, const void *device, size_t bytes)
+{
+    cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+}
+
+static int gpu_sync(const ExecContext *exec, Error *e)
+{
+    const cudaError_t err = cudaStreamSynchronize((cudaStream_t)exec->stream);
+    GpuHandles *h = exec->handles;
+    if (h->error != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: %s failed: %s", h->failed,
+                         cudaGetErrorString(h->error));
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: %s", cudaGetErrorString(err));
+    return CDL_OK;
+}
+
+const BackendOps gpu_backend = {
+    .kind = CDL_BACKEND_GPU,
+    .name = "GPU",
+    .host_visible = 0,
+    .open = gpu_open,
+    .close = gpu_close,
+    .kernels = gpu_kernels,
+    .alloc = gpu_alloc,
+    .free = gpu_free,
+    .zero = gpu_zero,
+    .upload = gpu_upload,
+    .download = gpu_download,
+    .sync = gpu_sync,
+};

@@ -1,0 +1,102 @@
+// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, and
+// global average pooling with its gradient. Sums over a plane or over a channel's planes run in
+// one block each (fixed order for a given shape: the same bits on every run).
+//   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)   pooled: (batch, channels)
+#include "planes.h"
+
+#include "kernels/reduce.cuh"
+#include "launch.h"
+
+__global__ void add_bias_kernel(float *y, const float *x, const float *bias, int channels,
+                                int spatial, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = x[i] + bias[(i / spatial) % channels];
+}
+
+// One block per channel: dbias[c] += the sum of delta over the batch and the plane.
+__global__ void bias_grad_kernel(float *dbias, const float *delta, int batch, int channels,
+                                 int spatial)
+{
+    const int c = blockIdx.x;
+    float sum = 0.0f;
+    for (int b = 0; b < batch; b++) {
+        const float *d = delta + ((size_t)b * channels + c) * spatial;
+        for (int s = threadIdx.x; s < spatial; s += blockDim.x)
+            sum += d[s];
+    }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0)
+        dbias[c] += sum;
+}
+
+// One block per plane: pooled[p] = its mean.
+__global__ void plane_mean_kernel(float *pooled, const float *x, int spatial)
+{
+    const float *v = x + (size_t)blockIdx.x * spatial;
+    float sum = 0.0f;
+    for (int s = threadIdx.x; s < spatial; s += blockDim.x)
+        sum += v[s];
+    sum = block_sum(sum);
+    if (threadIdx.x == 0)
+        pooled[blockIdx.x] = sum / (float)spatial;
+}
+
+__global__ void plane_mean_backward_kernel(float *dx, const float *dpooled, int spatial, size_t n)
+{
+    const float inv = 1.0f / (float)spatial;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dx[i] += dpooled[i / spatial] * inv;
+}
+
+static int grid_for(size_t n)
+{
+    const size_t blocks = (n + 255) / 256;
+    return blocks > 4096 ? 4096 : blocks < 1 ? 1 : (int)blocks;
+}
+
+static int block_for(int spatial)
+{
+    return spatial <= 32 ? 32 : spatial <= 128 ? 128 : 256;
+}
+
+extern "C" cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch,
+                                     int channels, int spatial, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * channels * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(add_bias_kernel, grid_for(n), 256, 0, stream, y, x, bias, channels, spatial, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels,
+                                      int spatial, cudaStream_t stream)
+{
+    if (channels == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(bias_grad_kernel, channels, block_for(spatial), 0, stream, dbias, delta, batch,
+                channels, spatial);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
+                                       cudaStream_t stream)
+{
+    if (planes == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(plane_mean_kernel, planes, block_for(spatial), 0, stream, pooled, x, spatial);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes,
+                                                int spatial, cudaStream_t stream)
+{
+    const size_t n = (size_t)planes * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(plane_mean_backward_kernel, grid_for(n), 256, 0, stream, dx, dpooled, spatial, n);
+    return cuda_launch_error();
+}

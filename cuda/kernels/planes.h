@@ -1,0 +1,29 @@
+/* Per-channel work on the device (planes.cu): C entry points, float32, tensors
+ * [batch][channels][spatial]. */
+#ifndef CDL_CUDA_PLANES_H
+#define CDL_CUDA_PLANES_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = x + bias[channel] (y may be x). */
+cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch, int channels,
+                          int spatial, cudaStream_t stream);
+/* dbias [channels] += delta summed over the batch and the plane. */
+cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels, int spatial,
+                           cudaStream_t stream);
+/* pooled [planes] = the mean of each plane of x [planes][spatial]. */
+cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
+                            cudaStream_t stream);
+/* dx [planes][spatial] += dpooled [planes] / spatial. */
+cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes, int spatial,
+                                     cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+/* [softmax]'s GPU kernels (layers/softmax.c has its meaning): a softmax per row with the
+ * cross-entropy loss and its fused gradient. The rows' losses are summed on the device in row
+ * order, as the CPU sums them, and the total comes back to the host: one device-to-host copy (and
+ * wait) per forward with labels.
+ *
+ *   in, out [batch][groups][n]   labels [batch][groups]
+ */
+#include "gpu.h"
+#include "kernels/softmax.h"
+#include "layers/softmax.h"
+
+static float smoothing_of(const Layer *l, const StepContext *ctx)
+{
+    return ctx->train ? ((const Softmax *)l->priv)->label_smoothing : 0.0f;
+}
+
+static int softmax_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    Softmax *sm = l->priv;
+    sm->row_loss = layer_work_floats(st, (size_t)batch * (size_t)sm->groups);
+    sm->loss_total = layer_state_bytes(st, sizeof(double));
+    return CDL_OK;
+}
+
+static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Softmax *sm = l->priv;
+    const int n = (int)(shape_size(l->out_shape) / (size_t)sm->groups);
+    const int rows = ctx->batch * sm->groups;
+    gpu_note(ctx,
+             cuda_softmax_forward(l->out, sm->row_loss, l->in[0], ctx->labels, rows, n,
+                                  smoothing_of(l, ctx), gpu_stream(ctx)),
+             "softmax forward");
+    if (!ctx->labels)
+        return;
+    double loss = 0;
+    gpu_note(ctx, cuda_loss_total(sm->loss_total, sm->row_loss, rows, gpu_stream(ctx)),
+             "softmax loss");
+    gpu_note(ctx,
+             cudaMemcpyAsync(&loss, sm->loss_total, sizeof loss, cudaMemcpyDeviceToHost,
+                             gpu_stream(ctx)),
+             "softmax loss download");
+    gpu_note(ctx, cudaStreamSynchronize(gpu_stream(ctx)), "softmax loss download");
+    *ctx->loss += (float)(loss / ctx->loss_divisor);
+}
+
+static void softmax_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    if (!l->in_delta[0])
+        return;
+    const Softmax *sm = l->priv;
+    const int n = (int)(shape_size(l->out_shape) / (size_t)sm->groups);
+    gpu_note(ctx,
+             cuda_softmax_backward(l->in_delta[0], l->out, l->delta, ctx->labels,
+                                   ctx->batch * sm->groups, n, 1.0f / ctx->loss_divisor,
+                                   smoothing_of(l, ctx), gpu_stream(ctx)),
+             "softmax backward");
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_softmax_kernels = {
+    .resize = softmax_resize_gpu,
+    .forward = softmax_forward_gpu,
+    .backward = softmax_backward_gpu,
+};
