@@ -241,6 +241,9 @@ float *layer_work_floats(LayerState *st, size_t n);
  * backend; each backend holds one table per family it runs (backend/cpu/cpu_backend.c), which the
  * net picks once when it builds (Layer.kernels). Every table fills forward and backward. */
 typedef struct LayerKernels {
+    /* The engine the backend expects to run l on ("ref", "dnnl", "wino"), named after parse for
+     * `cdl info` and profiles (Layer.engine; resize may name another). NULL: the family has one. */
+    const char *(*engine)(const Layer *l);
     /* Takes the per-batch private state of a mini-batch of batch samples from st
      * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
      * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by

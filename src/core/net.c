@@ -236,6 +236,7 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         st = st ? st : parse_common_keys(net, cfg, s, i, e);
         if (st)
             return st;
+        l->engine = l->kernels->engine ? l->kernels->engine(l) : NULL;
         st = darknet_check_keys(cfg, s, e);
         st = st ? st : cfg_check_unused(cfg, s, e);
         if (st)

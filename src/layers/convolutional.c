@@ -103,7 +103,6 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     layer_add_param(l, "weights", 1, 1, 4, (int64_t[]){filters, in.c / groups, size, size});
     bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
-    l->engine = conv_engine_expected(l);
     return CDL_OK;
 }
 

@@ -39,10 +39,5 @@ typedef struct Conv {
     struct ConvCpu *cpu;
 } Conv;
 
-/* The engine the CPU's kernels expect to run l on, "dnnl", "wino" or "ref" (Layer.engine), as
- * parse names it so that `cdl info`, which sizes no layer, says it; resize then decides. Defined
- * with the CPU's kernels (backend/cpu/conv.c), whose rules (dnnl_conv_preferred, winograd_worth)
- * it applies to Conv.ask, and found by linking, as core finds the layer families. */
-const char *conv_engine_expected(const Layer *l);
 
 #endif

@@ -84,7 +84,8 @@ static ConvEngine conv_engine_wanted(const Layer *l)
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 
-const char *conv_engine_expected(const Layer *l)
+/* The engine resize will choose, named before it runs (LayerKernels.engine). */
+static const char *conv_engine_expected(const Layer *l)
 {
     return engine_names[conv_engine_wanted(l)];
 }
@@ -287,6 +288,7 @@ static void conv_backward(Layer *l, const StepContext *ctx)
 
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
 const LayerKernels cpu_convolutional_kernels = {
+    .engine = conv_engine_expected,
     .resize = conv_resize,
     .release = conv_release,
     .layout = conv_layout,
