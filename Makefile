@@ -163,9 +163,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The int8 kernels: their own -m flags, whatever ARCH is (ops/qgemm.h picks one at run time).
-$(BUILD)/src/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
-$(BUILD)/src/ops/qgemm_avx2.o $(BUILD)/src/ops/qgemm_cols_avx2.o: CFLAGS += -mavx2
+# The int8 kernels: their own -m flags, whatever ARCH is (backend/cpu/qgemm.h picks one at run time).
+$(BUILD)/src/backend/cpu/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+$(BUILD)/src/backend/cpu/qgemm_avx2.o $(BUILD)/src/backend/cpu/qgemm_cols_avx2.o: CFLAGS += -mavx2
 
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a
@@ -192,7 +192,8 @@ $(BUILD)/examples/%: examples/%.c src/api/cdl.h $(EXAMPLE_DEPS)
 
 # The CUDA simulator's tests (cuda/cuda.mk) join them where the CUDA toolkit's headers are.
 HAVE_CUDA = $(wildcard $(CUDA_DIR)/include/cuda_runtime_api.h)
-unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay $(if $(HAVE_CUDA),sim-build)
+unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay \
+      $(if $(HAVE_CUDA),sim-build gpusim-tests)
 
 # Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
 # "N passed, N failed".

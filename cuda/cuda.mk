@@ -28,7 +28,13 @@ SIM_TEST_SUPPORT_OBJ := $(SIM_TEST_SUPPORT:%.c=$(SIM_BUILD)/%.o)
 SIM_TEST_BIN := $(SIM_TEST_SRC:tests/unit/%.cc=$(SIM_BUILD)/tests/%)
 SIM_LIB := $(SIM_BUILD)/libcdl_cuda_sim.a
 
-.PHONY: sim-build sim-test nvcc-check
+.PHONY: sim-build sim-test nvcc-check gpusim-tests gpusim-targets
+# make test's GPU=sim part (where the CUDA toolkit is): ./cdl-gpusim and the backend test built
+# against the simulator, in their own build directory (a make of its own: GPU=sim changes BUILD).
+gpusim-tests:
+	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
+gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops
+
 sim-build: $(SIM_TEST_BIN)
 
 sim-test: sim-build

@@ -15,6 +15,8 @@ typedef struct GpuHandles {
      * the passes cannot return one, so the backend's sync reports it (gpu_backend.c). */
     cudaError_t error;
     char failed[96];
+    /* Device work of cuda_sum_squares, its total last (kernels/slab.h). */
+    double *reduce_work;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)
@@ -27,12 +29,17 @@ static inline GpuHandles *gpu_handles(const StepContext *ctx)
     return (GpuHandles *)ctx->exec->handles;
 }
 
-/* Keeps the first failure of a pass (err not cudaSuccess), naming what failed. */
-void gpu_note(const StepContext *ctx, cudaError_t err, const char *what);
+/* Keeps the first failure of the work queued on exec (err not cudaSuccess), naming what failed. */
+void gpu_note_exec(const ExecContext *exec, cudaError_t err, const char *what);
+/* The same in a layer's pass. */
+static inline void gpu_note(const StepContext *ctx, cudaError_t err, const char *what)
+{
+    gpu_note_exec(ctx->exec, err, what);
+}
 /* The same for a cuBLAS status. */
 void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what);
 
-/* C = alpha * op(A) op(B) + beta * C in row-major terms, as ops/gemm.h's gemm: A [m][k]
+/* C = alpha * op(A) op(B) + beta * C in row-major terms, as backend/cpu/gemm.h's gemm: A [m][k]
  * (or [k][m] when trans_a), B [k][n] (or [n][k] when trans_b), C [m][n], leading dimensions in
  * elements; float32 on the device, through cuBLAS on the context's stream. */
 void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,

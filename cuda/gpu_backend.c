@@ -5,8 +5,10 @@
 #include <stdlib.h>
 
 #include "gpu.h"
+#include "kernels/slab.h"
 #include "layers/families.h"
 
+extern const SlabKernels gpu_slab_kernels;
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
 
 static const struct {
@@ -26,9 +28,9 @@ static const LayerKernels *gpu_kernels(const LayerType *t)
     return NULL;
 }
 
-void gpu_note(const StepContext *ctx, cudaError_t err, const char *what)
+void gpu_note_exec(const ExecContext *exec, cudaError_t err, const char *what)
 {
-    GpuHandles *h = gpu_handles(ctx);
+    GpuHandles *h = exec->handles;
     if (err == cudaSuccess || h->error != cudaSuccess)
         return;
     h->error = err;
@@ -51,13 +53,18 @@ void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, in
     gpu_note_cublas(ctx, st, "cublasSgemm");
 }
 
-static int gpu_open(ExecContext *exec, Error *e)
+static int gpu_open(ExecContext *exec, int device, Error *e)
 {
     int devices = 0;
     cudaError_t err = cudaGetDeviceCount(&devices);
     if (err != cudaSuccess || devices < 1)
         return error_set(e, CDL_ERUNTIME, "no CUDA device: %s",
                          err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    if (device < 0 || device >= devices)
+        return error_set(e, CDL_EUSAGE, "--gpu %d: this machine has %d CUDA device%s (0 to %d)",
+                         device, devices, devices == 1 ? "" : "s", devices - 1);
+    if ((err = cudaSetDevice(device)) != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU %d: %s", device, cudaGetErrorString(err));
     GpuHandles *h = calloc(1, sizeof *h);
     cudaStream_t stream = NULL;
     if (!h)
@@ -67,13 +74,16 @@ static int gpu_open(ExecContext *exec, Error *e)
         free(h);
         return error_set(e, CDL_ERUNTIME, "cudaStreamCreate: %s", cudaGetErrorString(err));
     }
-    if (cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
+    if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + sizeof(double)) !=
+            cudaSuccess ||
+        cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS) {
         if (h->cublas)
             cublasDestroy(h->cublas);
+        cudaFree(h->reduce_work);
         cudaStreamDestroy(stream);
         free(h);
-        return error_set(e, CDL_ERUNTIME, "cuBLAS could not start");
+        return error_set(e, CDL_ERUNTIME, "the GPU's context could not start (cuBLAS, memory)");
     }
     *exec = (ExecContext){.stream = stream, .handles = h};
     return CDL_OK;
@@ -84,6 +94,7 @@ static void gpu_close(ExecContext *exec)
     GpuHandles *h = exec->handles;
     if (h) {
         cublasDestroy(h->cublas);
+        cudaFree(h->reduce_work);
         free(h);
     }
     if (exec->stream)
@@ -149,6 +160,7 @@ const BackendOps gpu_backend = {
     .open = gpu_open,
     .close = gpu_close,
     .kernels = gpu_kernels,
+    .slab = &gpu_slab_kernels,
     .alloc = gpu_alloc,
     .free = gpu_free,
     .zero = gpu_zero,

@@ -10,7 +10,6 @@ cd "$(dirname "$0")/.." || exit 2
 # (ops may include util; util includes nothing above itself).
 FLOORS=(
     "util"
-    "ops"
     "io"
     "data"
     "core"

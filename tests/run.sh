@@ -51,6 +51,9 @@ if [ -n "${SIM_BUILD:-}" ]; then
     for t in "$SIM_BUILD"/tests/test_cuda_sim_*; do
         [ -x "$t" ] && check "$(basename "$t")" "$t"
     done
+    # every family the GPU backend has, against the CPU reference, on the simulator
+    check "test_backend_ops (GPU=sim)" "$SIM_BUILD/tests/test_backend_ops"
+    export CDL_GPUSIM_BIN="$PWD/${SIM_CDL:-cdl-gpusim}"
 else
     echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"
 fi

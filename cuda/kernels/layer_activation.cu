@@ -1,11 +1,11 @@
-// The activations of cdl's layers (ops/activation.h's kinds) and their derivatives on the device,
+// The activations of cdl's layers (backend/cpu/activation.h's kinds) and their derivatives on the device,
 // elementwise and grid-strided, float32 as the CPU computes them (libdevice's expf, tanhf, erff
 // and expm1f where the CPU has its own approximations: a few ulp apart).
 //   x (pre-activation), y (output), d (dL/dy in, dL/dx out): (n)
 #include "layer_activation.h"
 
 #include "launch.h"
-#include "ops/activation.h"
+#include "core/activation.h"
 
 __device__ __forceinline__ float sigmoid_of(float x)
 {
@@ -42,7 +42,7 @@ __device__ __forceinline__ float activate(float x, int kind)
     }
 }
 
-// dy/dx at x, y = activate(x) (the CPU's formulas, ops/activation.c's backward_range).
+// dy/dx at x, y = activate(x) (the CPU's formulas, backend/cpu/activation.c's backward_range).
 __device__ __forceinline__ float derivative(float x, float y, int kind)
 {
     switch (kind) {

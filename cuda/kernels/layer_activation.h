@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-/* y[i] = f(x[i]) for n values, f the ActivationKind kind (ops/activation.h); y may be x. */
+/* y[i] = f(x[i]) for n values, f the ActivationKind kind (backend/cpu/activation.h); y may be x. */
 cudaError_t cuda_activation_forward(float *y, const float *x, size_t n, int kind,
                                     cudaStream_t stream);
 /* d[i] *= f'(x[i]) given y[i] = f(x[i]): dL/dy into dL/dx in place. */

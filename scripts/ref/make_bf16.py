@@ -1,4 +1,4 @@
-"""PyTorch reference fixture for cdl's bf16 precision (precision=bf16, src/ops/bf16.h).
+"""PyTorch reference fixture for cdl's bf16 precision (precision=bf16, src/backend/cpu/bf16.h).
 
 Usage: /usr/bin/python3 scripts/ref/make_bf16.py
 (Debian's python3-torch 1.13; writes tests/ref/bf16.ref relative to the repository root, which

@@ -176,9 +176,10 @@ void cdl_model_predict(cdl_model *model, const float *input, float *probs)
 {
     Net *net = &model->net;
     net->batch = 1; /* activations always hold at least one sample */
-    memcpy(net->input, input, shape_size(net->in_shape) * sizeof *input);
+    memcpy(net_host_input(net), input, shape_size(net->in_shape) * sizeof *input);
+    net_commit_batch(net);
     net_forward(net);
-    memcpy(probs, net_output(net), (size_t)net->classes * sizeof *probs);
+    memcpy(probs, net_host_output(net), (size_t)net->classes * sizeof *probs);
 }
 
 void cdl_model_skip_crop(cdl_model *model)
@@ -219,12 +220,13 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
     Net *net = &model->net;
     if (api_model_reserve(model, 1, &e))
         return api_report(&e, err, err_size);
-    int st = cdl_model_load_image(model, image_path, net->input, err, err_size);
+    int st = cdl_model_load_image(model, image_path, net_host_input(net), err, err_size);
     if (st)
         return st;
     net->batch = 1;
+    net_commit_batch(net);
     net_forward(net);
-    memcpy(probs, net_output(net), (size_t)net->classes * sizeof *probs);
+    memcpy(probs, net_host_output(net), (size_t)net->classes * sizeof *probs);
     return CDL_OK;
 }
 
@@ -239,9 +241,10 @@ int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float 
     if (api_model_reserve(model, n, &e))
         return api_report(&e, err, err_size);
     net->batch = n;
-    memcpy(net->input, inputs, (size_t)n * shape_size(net->in_shape) * sizeof *inputs);
+    memcpy(net_host_input(net), inputs, (size_t)n * shape_size(net->in_shape) * sizeof *inputs);
+    net_commit_batch(net);
     net_forward(net);
-    memcpy(probs, net_output(net), (size_t)n * (size_t)net->classes * sizeof *probs);
+    memcpy(probs, net_host_output(net), (size_t)n * (size_t)net->classes * sizeof *probs);
     return CDL_OK;
 }
 
@@ -291,9 +294,9 @@ static int fill_from_arrays(Net *net, int sub, void *ctx, Error *e)
     (void)e;
     const ArrayBatches *b = ctx;
     const size_t per_image = shape_size(net->in_shape), first = (size_t)sub * (size_t)net->batch;
-    memcpy(net->input, b->images + first * per_image,
-           (size_t)net->batch * per_image * sizeof *net->input);
-    memcpy(net->labels, b->labels + first, (size_t)net->batch * sizeof *net->labels);
+    memcpy(net_host_input(net), b->images + first * per_image,
+           (size_t)net->batch * per_image * sizeof(float));
+    memcpy(net_host_labels(net), b->labels + first, (size_t)net->batch * sizeof(int));
     return CDL_OK;
 }
 

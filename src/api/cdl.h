@@ -177,6 +177,10 @@ typedef struct cdl_session_options {
      * weights_path are then unused) */
     const char *resume_path;
     const char *out_path; /* the checkpoint; NULL: weights/CFGNAME.cdl, or resume_path */
+    /* 1: the run's net, its gradients and the optimizer's state live on CUDA device gpu_device
+     * (a GPU build; otherwise the session is refused); 0: the CPU */
+    int on_gpu;
+    int gpu_device;
     /* Notes and warnings ("warning: ..."), one line without a newline each; NULL: dropped. */
     void (*on_message)(void *ctx, const char *line);
     void *message_ctx;
@@ -589,8 +593,8 @@ int cdl_threads_default(void);
 int cdl_threads_from_load(int cores_usable, int cores_online, double others_running);
 /* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
  * returns the count set. Also readies the arithmetic of the calling thread and OpenMP's, as
- * every cdl command has it: OpenBLAS's kernels for this CPU (src/ops/blas_kernels.h), and
- * subnormal floats flushed to zero (FTZ and DAZ, src/ops/subnormals.h: on Intel's cores each
+ * every cdl command has it: OpenBLAS's kernels for this CPU (src/backend/cpu/blas_kernels.h), and
+ * subnormal floats flushed to zero (FTZ and DAZ, src/backend/cpu/subnormals.h: on Intel's cores each
  * operation on one costs a microcode assist). */
 int cdl_set_threads(int threads);
 

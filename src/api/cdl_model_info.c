@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "cdl_model.h"
-#include "core/layer_quant.h"
+#include "backend/cpu/layer_quant.h"
 #include "core/net_split.h"
 
 _Static_assert(CDL_LAYER_MAX_INPUTS == LAYER_MAX_INPUTS, "cdl.h's input count follows core's");

@@ -6,7 +6,7 @@
 
 #include "cdl.h"
 #include "cdl_model.h"
-#include "core/net_quant.h"
+#include "backend/cpu/net_quant.h"
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "util/rng.h"

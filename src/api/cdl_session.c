@@ -39,6 +39,7 @@ struct cdl_session {
     int have_cfg;
     char cfg_path[PATH_MAX], weights_path[PATH_MAX], resume_path[PATH_MAX];
     int new_head; /* the initial weights' head is not loaded (cdl_session_options) */
+    NetPlacement where; /* where the net trains (cdl_session_options.on_gpu) */
     char data_path[PATH_MAX], out_path[PATH_MAX];
     DataConfig dc;
     TextData text; /* a sequence net's token streams (vocab.n = 0 otherwise) */
@@ -100,12 +101,13 @@ static void default_out_path(const char *cfg_path, char *out, size_t size)
 
 static int create(cdl_session *s, const cdl_session_options *o, Error *e)
 {
+    s->where = (NetPlacement){o->on_gpu ? CDL_BACKEND_GPU : CDL_BACKEND_CPU, o->gpu_device};
     s->on_message = o->on_message;
     s->message_ctx = o->message_ctx;
     if (o->resume_path) {
         snprintf(s->resume_path, sizeof s->resume_path, "%s", o->resume_path);
         snprintf(s->out_path, sizeof s->out_path, "%s", o->out_path ? o->out_path : o->resume_path);
-        int st = model_load(o->resume_path, &s->net, 1, &s->opt, &s->meta, e);
+        int st = model_load_on(o->resume_path, s->where, &s->net, 1, &s->opt, &s->meta, e);
         s->built = 1; /* model_load frees what it built when it fails */
         s->resumed = 1;
         return st;
@@ -253,6 +255,9 @@ static int build_fresh(cdl_session *s, Error *e)
     note_lines(s, s->net.cfg.warnings);
     s->meta.vocab = s->text.vocab; /* borrowed */
     if (s->weights_path[0] && (st = load_initial_weights(s, s->weights_path, e)))
+        return st;
+    /* Built and given its initial weights on the host, then moved where it trains. */
+    if ((st = net_move_to(&s->net, s->where, e)))
         return st;
     /* After the initial weights: the EMA starts from the weights training starts from. */
     return optimizer_init(&s->opt, &s->net, e);

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cdl.h"
-#include "ops/blas_kernels.h"
-#include "ops/subnormals.h"
+#include "backend/cpu/blas_kernels.h"
+#include "backend/cpu/subnormals.h"
 
 enum { LOAD_SAMPLES = 8, LOAD_SAMPLE_GAP_US = 2000 };
 

@@ -153,10 +153,13 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                          "with a new head");
     if (!resume && a->n_positional != 1)
         return error_set(e, CDL_EUSAGE, "train needs one CFG file (or --resume CKPT); see --help");
-    long seed;
+    long seed, gpu;
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
+    st = st ? st : args_get_int(a, "--gpu", -1, 0, 1024, &gpu, e);
     if (st)
         return st;
+    o.on_gpu = gpu >= 0;
+    o.gpu_device = gpu >= 0 ? (int)gpu : 0;
     if (!resume) {
         o.cfg_path = a->positional[0];
         o.seed = (uint64_t)seed;
@@ -183,9 +186,6 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     st = st ? st : args_get_int(a, "--time-limit", 0, 0, LONG_MAX, &time_limit, e);
     if (st)
         return st;
-    if (args_get(a, "--gpu"))
-        return error_set(e, CDL_EUSAGE,
-                         "--gpu: this cdl was built without GPU support (make GPU=1)");
     cdl_set_threads((int)threads);
     cdl_session_info info;
     cdl_session_get_info(s, &info);

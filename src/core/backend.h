@@ -32,15 +32,50 @@ typedef struct ExecContext {
     void *handles;
 } ExecContext;
 
+/* One update of a parameter tensor under train/optimizer.h's rules: what does not depend on the
+ * values. */
+typedef struct UpdateRule {
+    float lr;
+    float decay; /* this tensor's weight decay (0 when it takes none) */
+    float momentum;
+    int nesterov;                             /* sgd */
+    float beta1, beta2, eps;                  /* adam, adamw */
+    float step_size, bias2_sqrt;              /* lr / (1 - beta1^t), sqrt(1 - beta2^t) */
+    int decoupled;                            /* adamw */
+} UpdateRule;
+
+/* What the optimizer and the weights' EMA compute over n float32 values of the backend's memory
+ * (train/optimizer.h and train/ema.h say what each rule is). */
+typedef struct SlabKernels {
+    /* sgd: w -= lr * step, with g += decay w; v = momentum v + g; step = nesterov ? g + momentum v
+     * : v. */
+    void (*sgd)(float *w, float *v, const float *g, size_t n, const UpdateRule *r,
+                const ExecContext *exec);
+    /* adam and adamw (r->decoupled), m and v the moments. */
+    void (*adam)(float *w, float *m, float *v, const float *g, size_t n, const UpdateRule *r,
+                 const ExecContext *exec);
+    /* The sum of x[i]^2 in double, in an order fixed for n (not by the threads). */
+    double (*sum_squares)(const float *x, size_t n, const ExecContext *exec);
+    /* x *= s */
+    void (*scale)(float *x, size_t n, float s, const ExecContext *exec);
+    /* shadow = decay shadow + (1 - decay) w */
+    void (*average)(float *shadow, const float *w, size_t n, float decay, const ExecContext *exec);
+    /* Exchanges a [n] and b [n]. */
+    void (*swap)(float *a, float *b, size_t n, const ExecContext *exec);
+    /* to [n] = from [n], both the backend's. */
+    void (*copy)(float *to, const float *from, size_t n, const ExecContext *exec);
+} SlabKernels;
+
 typedef struct BackendOps {
     Backend kind;
     const char *name; /* "CPU", "GPU" */
     /* 1: the host may read and write the backend's memory directly (the CPU); 0: only through
      * upload and download. */
     int host_visible;
-    /* Starts a net's execution context (its stream and library handles; not the workspace, which
-     * net_resize sizes), or fails with a message (no device, no driver); close ends it. */
-    int (*open)(ExecContext *exec, Error *e);
+    /* Starts a net's execution context on device (0 on the CPU: its stream and library handles;
+     * not the workspace, which net_resize sizes), or fails with a message (no device, no driver);
+     * close ends it. */
+    int (*open)(ExecContext *exec, int device, Error *e);
     void (*close)(ExecContext *exec);
     /* The kernels of family t on this backend; NULL when it has none (the net refuses it). */
     const struct LayerKernels *(*kernels)(const struct LayerType *t);
@@ -53,6 +88,8 @@ typedef struct BackendOps {
     /* Copies between host memory and the device's, returning when the copy is done. */
     void (*upload)(void *device, const void *host, size_t bytes);
     void (*download)(void *host, const void *device, size_t bytes);
+    /* The optimizer's and the EMA's work on the backend's slabs. */
+    const SlabKernels *slab;
     /* Returns once every pass queued on exec has finished, with the first failure of those passes
      * (CDL_ERUNTIME, "GPU: ... failed: ..."), which a pass itself cannot return. */
     int (*sync)(const ExecContext *exec, Error *e);

@@ -6,16 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/activation.h"
 #include "core/backend.h"
+#include "core/precision.h"
 #include "io/cfg.h"
-#include "ops/activation.h"
-#include "ops/gemm.h"
 #include "util/error.h"
 #include "util/rng.h"
 
 typedef struct Net Net;
 typedef struct OnnxGraph OnnxGraph;
-typedef struct LayerQuant LayerQuant; /* core/layer_quant.h */
+typedef struct LayerQuant LayerQuant; /* backend/cpu/layer_quant.h */
 
 /* Per-sample shape; tensors passed between layers are [batch][c][h][w]. In a sequence net
  * ([net] seq=T, see core/net.h) they are [batch][1][T][features]: c = 1, one row per token
@@ -103,7 +103,7 @@ typedef struct Layer {
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerKernels.resize). NULL when priv_size is 0. */
     void *priv;
-    /* int8 weights (`cdl quantize`, core/net_quant.h): set, the forward multiplies in int8 through
+    /* int8 weights (`cdl quantize`, backend/cpu/net_quant.h): set, the forward multiplies in int8 through
      * qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
     /* The numerics of the layer's convolutions and matrix products: the net's (Net.precision, set
@@ -310,7 +310,7 @@ typedef struct LayerType {
      * cached step (cpu.forward_at) are exported. Returns CDL_EUSAGE with "layer N [type]: ..."
      * for a configuration ONNX cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
-    /* int8 inference (core/net_quant.h): the index in l->params of the weights this layer can
+    /* int8 inference (backend/cpu/net_quant.h): the index in l->params of the weights this layer can
      * run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
      * convolution, tied weights). Its forward then uses l->quant when set, and its resize takes
      * the work qgemm_float needs. NULL: the family has no int8 path. */

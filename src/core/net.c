@@ -8,8 +8,8 @@
 
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
-#include "ops/dnnl_conv.h"
-#include "ops/winograd.h"
+#include "backend/cpu/dnnl_conv.h"
+#include "backend/cpu/winograd.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
 #include "util/timer.h"
@@ -337,15 +337,17 @@ static int init_params(Net *net, uint64_t seed, Error *e)
 }
 
 /* net_build on backend; init 0 skips the layers' initialisation (the slabs stay zero). */
-static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, Backend backend,
-                 Error *e)
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init,
+                 NetPlacement where, Error *e)
 {
     memset(net, 0, sizeof *net);
-    net->backend = backend_find(backend);
+    net->backend = backend_find(where.backend);
     if (!net->backend)
         return error_set(e, CDL_EUSAGE, "this cdl was built without a %s backend%s",
-                         backend_name(backend), backend == CDL_BACKEND_GPU ? " (make GPU=1)" : "");
-    int opened = net->backend->open(&net->exec, e);
+                         backend_name(where.backend),
+                         where.backend == CDL_BACKEND_GPU ? " (make GPU=1)" : "");
+    net->device = where.device;
+    int opened = net->backend->open(&net->exec, where.device, e);
     if (opened) {
         net->backend = NULL;
         return opened;
@@ -380,16 +382,24 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, Ba
     return CDL_OK;
 }
 
+/* The CPU, where every net_build* without a placement builds. */
+static const NetPlacement on_cpu = {CDL_BACKEND_CPU, 0};
+
 int net_build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, Error *e)
 {
-    return build(net, cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
+    return build(net, cfg, want_grads, seed, 1, on_cpu, e);
+}
+
+int net_build_on(Net *net, Cfg *cfg, int want_grads, uint64_t seed, NetPlacement where, Error *e)
+{
+    return build(net, cfg, want_grads, seed, 1, where, e);
 }
 
 /* Builds from a parsed cfg, freeing it when the build fails (build owns it otherwise). */
 static int build_owning(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init_params,
-                        Backend backend, Error *e)
+                        NetPlacement where, Error *e)
 {
-    int st = build(net, cfg, want_grads, seed, init_params, backend, e);
+    int st = build(net, cfg, want_grads, seed, init_params, where, e);
     if (st)
         cfg_free(cfg);
     return st;
@@ -400,15 +410,61 @@ int net_build_from_text(Net *net, const char *text, const char *path, int want_g
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, on_cpu, e);
 }
 
 int net_build_from_text_on(Net *net, const char *text, const char *path, int want_grads,
-                           uint64_t seed, Backend backend, Error *e)
+                           uint64_t seed, NetPlacement where, Error *e)
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, backend, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 1, where, e);
+}
+
+int net_move_to(Net *net, NetPlacement where, Error *e)
+{
+    if (net->backend->kind == where.backend && net->device == where.device)
+        return CDL_OK;
+    char *text = cfg_to_text(&net->cfg);
+    if (!text)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Net moved;
+    int st = net_build_from_text_on(&moved, text, net->cfg.path, net->want_grads, net->seed, where,
+                                    e);
+    free(text);
+    st = st ? st : net_copy_weights(&moved, net, e);
+    if (st) {
+        if (moved.backend)
+            net_free(&moved);
+        return st;
+    }
+    moved.step = net->step;
+    net_set_precision(&moved, net->precision);
+    net_free(net);
+    *net = moved;
+    return CDL_OK;
+}
+
+int net_copy_weights(Net *to, const Net *from, Error *e)
+{
+    if (to->n_params != from->n_params || to->n_state != from->n_state)
+        return error_set(e, CDL_EUSAGE, "the nets' weights differ in size (%zu+%zu, %zu+%zu)",
+                         to->n_params, to->n_state, from->n_params, from->n_state);
+    int st = net_sync((Net *)from, e);
+    if (st)
+        return st;
+    const size_t bytes[] = {from->n_params * sizeof(float), from->n_state * sizeof(float)};
+    float *dst[] = {to->params, to->state};
+    const float *src[] = {from->params, from->state};
+    for (int k = 0; k < 2; k++) {
+        if (from->backend->host_visible)
+            to->backend->upload(dst[k], src[k], bytes[k]);
+        else if (to->backend->host_visible)
+            from->backend->download(dst[k], src[k], bytes[k]);
+        else
+            return error_set(e, CDL_EUSAGE, "weights copy between two devices: not supported");
+    }
+    return CDL_OK;
 }
 
 int net_build_from_text_uninitialised(Net *net, const char *text, const char *path, int want_grads,
@@ -416,7 +472,7 @@ int net_build_from_text_uninitialised(Net *net, const char *text, const char *pa
 {
     Cfg cfg;
     int st = cfg_parse_text(text, path, &cfg, e);
-    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, CDL_BACKEND_CPU, e);
+    return st ? st : build_owning(net, &cfg, want_grads, seed, 0, on_cpu, e);
 }
 
 int net_build_from_file(Net *net, const char *path, const char *const *overrides, int n_overrides,
@@ -432,7 +488,7 @@ int net_build_from_file(Net *net, const char *path, const char *const *overrides
         cfg_free(&cfg);
         return st;
     }
-    return build_owning(net, &cfg, want_grads, seed, 1, CDL_BACKEND_CPU, e);
+    return build_owning(net, &cfg, want_grads, seed, 1, on_cpu, e);
 }
 
 static void free_activations(Net *net)
@@ -444,6 +500,11 @@ static void free_activations(Net *net)
     net->backend->free(net->input_delta);
     net->backend->free(net->labels);
     net->backend->free(net->exec.workspace);
+    free(net->host_input);
+    free(net->host_labels);
+    free(net->host_output);
+    net->host_input = net->host_output = NULL;
+    net->host_labels = NULL;
     net->activations = net->input = net->input_delta = net->exec.workspace = NULL;
     net->exec.workspace_floats = 0;
     net->labels = NULL;
@@ -726,8 +787,17 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->labels = be->alloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
     net->exec.workspace = be->alloc(scratch + 1, sizeof *net->exec.workspace);
     net->exec.workspace_floats = scratch;
+    const size_t n_labels = (size_t)batch * (size_t)net_labels_per_sample(net);
+    const size_t n_out = (size_t)batch * shape_size(net->layers[net->n_layers - 1].out_shape);
+    int host_ok = 1;
+    if (!be->host_visible) {
+        net->host_input = calloc(in_n + 1, sizeof *net->host_input);
+        net->host_labels = calloc(n_labels + 1, sizeof *net->host_labels);
+        net->host_output = calloc(n_out + 1, sizeof *net->host_output);
+        host_ok = net->host_input && net->host_labels && net->host_output;
+    }
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
-        !net->labels || !net->exec.workspace) {
+        !net->labels || !net->exec.workspace || !host_ok) {
         free(plan);
         free_activations(net);
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
@@ -763,6 +833,40 @@ const char *net_precision_names(void)
 int net_sync(Net *net, Error *e)
 {
     return net->backend->sync(&net->exec, e);
+}
+
+float *net_host_input(Net *net)
+{
+    return net->host_input ? net->host_input : net->input;
+}
+
+int *net_host_labels(Net *net)
+{
+    return net->host_labels ? net->host_labels : net->labels;
+}
+
+void net_commit_batch(Net *net)
+{
+    if (!net->host_input)
+        return;
+    const size_t n_labels = (size_t)net->batch * (size_t)net_labels_per_sample(net);
+    net->backend->upload(net->input, net->host_input,
+                         (size_t)net->batch * shape_size(net->in_shape) * sizeof(float));
+    if (net->labels) /* NULL while a caller runs forwards without a loss (generation) */
+        net->backend->upload(net->labels, net->host_labels, n_labels * sizeof(int));
+}
+
+const float *net_host_output(Net *net)
+{
+    if (!net->host_output)
+        return net_output(net);
+    Error e = {0}; /* a failure of the passes is the caller's net_sync's to report */
+    net_sync(net, &e);
+    net->backend->download(net->host_output, net_output(net),
+                           (size_t)net->batch *
+                               shape_size(net->layers[net->n_layers - 1].out_shape) *
+                               sizeof(float));
+    return net->host_output;
 }
 
 /* The context of a pass over the current mini-batch (train: the net's mode). */

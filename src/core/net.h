@@ -34,7 +34,7 @@ typedef struct Hyper {
 } Hyper;
 
 /* The kernels convolutions run on ([net] engine=, docs/engines.md): the own im2col + OpenBLAS
- * reference, oneDNN (ops/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
+ * reference, oneDNN (backend/cpu/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
  * (dnnl_conv_preferred). */
 typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetEngine;
 
@@ -45,6 +45,7 @@ typedef struct Net {
      * every layer's kernels are its (Layer.kernels). Host code reads device slabs only through
      * backend->download. */
     const BackendOps *backend;
+    int device; /* the backend's device the net runs on (0 on the CPU) */
     Hyper hyper;
     /* The [net] augmentation keys (data/augment.h): how the loader turns a decoded sample into
      * the input, in training and in eval/predict. */
@@ -57,7 +58,7 @@ typedef struct Net {
     int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     NetEngine engine; /* [net] engine= */
     int engine_given; /* 1: the cfg names it (bf16 convolutions go to oneDNN unless engine=ref) */
-    int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on ops/winograd.h */
+    int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on backend/cpu/winograd.h */
     int winograd_min_tiles; /* [net] winograd_min_tiles=N: a mini-batch with fewer 2x2 output
                                tiles in a layer trains it on im2col (WINOGRAD_TRAINING_TILES) */
     /* [net] dnnl_train_blocked=0|1 (default 1 in a build for AVX-512, else 0): a net with
@@ -112,6 +113,10 @@ typedef struct Net {
     /* Where the layers' kernels run (core/backend.h): the shared workspace, and on a GPU the
      * stream and library handles. */
     ExecContext exec;
+    /* Host copies of the input, labels and output on a backend that is not host-visible
+     * (net_host_input); NULL on the CPU. */
+    float *host_input, *host_output;
+    int *host_labels;
 
     /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
      * optimizer batch, so accumulated mini-batch gradients equal the full batch's. */
@@ -139,7 +144,7 @@ typedef struct Net {
      * NULL (the default): no profiling. Not owned by the net. */
     struct Profiler *profiler;
     /* One allocation holding every quantized layer's LayerQuant and int8 tensors
-     * (core/net_quant.h); NULL in a float net. */
+     * (backend/cpu/net_quant.h); NULL in a float net. */
     void *quant_slab;
 } Net;
 
@@ -150,11 +155,24 @@ void net_free(Net *net);
 /* Parses cfg text (path names it in messages) and builds the net. */
 int net_build_from_text(Net *net, const char *text, const char *path, int want_grads, uint64_t seed,
                         Error *e);
-/* As net_build_from_text, on backend: fails with "FILE:LINE: layer N [type] has no GPU
- * implementation" at the first layer whose family has no kernels there, or when this build lacks
- * the backend. (The other net_build* build on the CPU.) */
+/* Where a net is built: a backend and its device (0 on the CPU). */
+typedef struct NetPlacement {
+    Backend backend;
+    int device;
+} NetPlacement;
+
+/* As net_build and net_build_from_text, on a backend: fail with "FILE:LINE: layer N [type] has no
+ * GPU implementation" at the first layer whose family has no kernels there, or when this build
+ * lacks the backend or the device is not there. (The other net_build* build on the CPU.) */
+int net_build_on(Net *net, Cfg *cfg, int want_grads, uint64_t seed, NetPlacement where, Error *e);
 int net_build_from_text_on(Net *net, const char *text, const char *path, int want_grads,
-                           uint64_t seed, Backend backend, Error *e);
+                           uint64_t seed, NetPlacement where, Error *e);
+/* Rebuilds net at where from its cfg with its weights, step and precision (not resized: a
+ * net_resize follows), freeing the old one; on failure net is left as it was. */
+int net_move_to(Net *net, NetPlacement where, Error *e);
+/* Copies the parameters and running statistics of from into to, two nets of one cfg on any
+ * backends (through download or upload where one is a device's). */
+int net_copy_weights(Net *to, const Net *from, Error *e);
 /* As net_build_from_text, but every parameter and running statistic is left zero instead of
  * initialised (seed still drives the net's random draws): for a caller that fills them all
  * next, as loading a checkpoint does. */
@@ -184,6 +202,16 @@ void net_set_precision(Net *net, GemmPrecision precision);
 int net_precision_from_name(const char *name, GemmPrecision *precision);
 /* "fp32, bf16": the names net_precision_from_name takes, for messages. */
 const char *net_precision_names(void);
+
+/* Host code's side of a mini-batch (loaders, evaluation, predict, generation): where it writes the
+ * input [batch][in_shape] and the labels [batch][net_labels_per_sample], and reads the output
+ * [batch][classes]. On a host-visible backend (the CPU) they are the net's own buffers; on a
+ * device, host copies that net_resize allocates: net_commit_batch uploads what host code wrote
+ * (call it before the forward), net_host_output syncs and downloads the last layer's output. */
+float *net_host_input(Net *net);
+int *net_host_labels(Net *net);
+void net_commit_batch(Net *net);
+const float *net_host_output(Net *net);
 
 /* Waits for the passes queued on the net's backend (none on the CPU) and returns the first failure
  * among them (CDL_ERUNTIME). Host code syncs before it downloads what a pass wrote. */

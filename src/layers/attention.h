@@ -12,13 +12,13 @@ typedef struct Attention {
     int causal;
     int staged;     /* 1: the stage-by-stage reference order */
     float dropout;  /* probability of dropping an attention weight in training */
-    int packed_key; /* packed=1: the heads' products through ops/gemm_packed when fp32 */
-    int packed;     /* the heads' products through ops/gemm_packed (fp32, not staged) */
+    int packed_key; /* packed=1: the heads' products through backend/cpu/gemm_packed when fp32 */
+    int packed;     /* the heads' products through backend/cpu/gemm_packed (fp32, not staged) */
     int block;   /* query rows per block: min(STRIDED_ROW_BLOCK, ATTENTION_ROW_BLOCK when staged or
                   * STRIP when packed, T) */
     int threads; /* workspaces */
-    /* The projections' products but their weight gradients through ops/gemm_rows and
-     * ops/gemm_packed (fp32, not staged) */
+    /* The projections' products but their weight gradients through backend/cpu/gemm_rows and
+     * backend/cpu/gemm_packed (fp32, not staged) */
     int packed_proj;
     /* The per-batch state, in the net's slab (attention_resize): */
     float *qkv;       /* [batch][T][3C]; forward_at's key/value cache */

@@ -17,7 +17,7 @@
 #include "layers/convolutional.h"
 
 /* Output extent along one axis, < 1 when empty (a floor even when the window is larger than the
- * padded input), as the kernels' conv_out_size (ops/im2col.h) computes it. */
+ * padded input), as the kernels' conv_out_size (backend/cpu/im2col.h) computes it. */
 static int out_extent(int in, int size, int stride, int padding)
 {
     const int span = in + 2 * padding - size;

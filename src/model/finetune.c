@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/net_quant.h"
+#include "backend/cpu/net_quant.h"
 #include "model/model_io.h"
 
 /* The longest text one skipped layer adds to the list (longer reasons are cut). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/net_quant.h"
+#include "backend/cpu/net_quant.h"
 #include "io/checkpoint_file.h"
 #include "train/ema.h"
 
@@ -104,8 +104,9 @@ static int save_quantized(const char *path, const Net *net, const cJSON *h, Erro
     return st;
 }
 
-int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
-               Error *e)
+/* model_save of a net whose slabs the host can read. */
+static int save_host(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
+                     Error *e)
 {
     if (opt && net_is_quantized(net))
         return error_set(e, CDL_EUSAGE, "%s: an int8 model has no optimizer state to save", path);
@@ -168,6 +169,85 @@ int model_save(const char *path, const Net *net, const Optimizer *opt, const Mod
     int st = checkpoint_file_write_slabs(path, h, slabs, 4, e);
     free(cfg_text);
     cJSON_Delete(h);
+    return st;
+}
+
+/* A host twin of net (built from its cfg, without gradients) holding its weights, and of opt
+ * (NULL: none) holding its state, EMA and step count: what a device's net and optimizer save and
+ * load through. */
+static int host_twin(const Net *net, const Optimizer *opt, Net *twin, Optimizer *twin_opt,
+                     Error *e)
+{
+    memset(twin_opt, 0, sizeof *twin_opt);
+    char *text = cfg_to_text(&net->cfg);
+    if (!text)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    int st = net_build_from_text_uninitialised(twin, text, net->cfg.path, opt != NULL, net->seed, e);
+    free(text);
+    if (st)
+        return st;
+    st = net_copy_weights(twin, net, e);
+    if (!st && opt)
+        st = optimizer_alloc(twin_opt, twin, e);
+    if (!st && opt) {
+        opt->backend->download(twin_opt->slab, opt->slab, opt->slab_floats * sizeof(float));
+        if (opt->ema && twin_opt->ema)
+            opt->backend->download(twin_opt->ema, opt->ema, ema_floats(net) * sizeof(float));
+        twin_opt->steps = opt->steps;
+    }
+    if (st) {
+        optimizer_free(twin_opt);
+        net_free(twin);
+    }
+    return st;
+}
+
+int model_save(const char *path, const Net *net, const Optimizer *opt, const ModelMeta *meta,
+               Error *e)
+{
+    if (net->backend->host_visible)
+        return save_host(path, net, opt, meta, e);
+    Net twin;
+    Optimizer twin_opt;
+    int st = host_twin(net, opt, &twin, &twin_opt, e);
+    if (st)
+        return st;
+    st = save_host(path, &twin, opt ? &twin_opt : NULL, meta, e);
+    optimizer_free(&twin_opt);
+    net_free(&twin);
+    return st;
+}
+
+int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads, Optimizer *opt,
+                  ModelMeta *meta, Error *e)
+{
+    if (where.backend == CDL_BACKEND_CPU)
+        return model_load(path, net, want_grads, opt, meta, e);
+    Net host;
+    Optimizer host_opt;
+    memset(net, 0, sizeof *net);
+    if (opt)
+        memset(opt, 0, sizeof *opt);
+    int st = model_load(path, &host, want_grads, opt ? &host_opt : NULL, meta, e);
+    char *text = st ? NULL : cfg_to_text(&host.cfg);
+    if (!st && !text)
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    st = st ? st : net_build_from_text_on(net, text, host.cfg.path, want_grads, host.seed, where, e);
+    st = st ? st : net_copy_weights(net, &host, e);
+    if (!st)
+        net->step = host.step;
+    if (!st && opt)
+        st = optimizer_alloc(opt, net, e);
+    if (!st && opt) {
+        opt->backend->upload(opt->slab, host_opt.slab, host_opt.slab_floats * sizeof(float));
+        if (opt->ema && host_opt.ema)
+            opt->backend->upload(opt->ema, host_opt.ema, ema_floats(&host) * sizeof(float));
+        opt->steps = host_opt.steps;
+    }
+    free(text);
+    if (opt)
+        optimizer_free(&host_opt);
+    net_free(&host);
     return st;
 }
 

@@ -33,4 +33,10 @@ int model_save_checkpoint(void *ctx, const char *path, const Net *net, const Opt
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e);
 
+/* model_load onto a backend (where): loaded on the host, then its weights, and with opt its
+ * optimizer's state, EMA and step count, uploaded into a net built there from the checkpoint's
+ * cfg. Fails as model_load does, or as net_build_on does there. */
+int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads, Optimizer *opt,
+                  ModelMeta *meta, Error *e);
+
 #endif

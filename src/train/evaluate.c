@@ -17,12 +17,13 @@ static int rank_of(const float *p, int classes, int truth)
 }
 
 /* Adds the mini-batch of n samples whose outputs the net just computed into r's counts. */
-static void tally(const Net *net, int n, EvalResult *r, int *top1, int *top5)
+static void tally(Net *net, int n, EvalResult *r, int *top1, int *top5)
 {
-    const float *out = net_output(net);
+    const float *out = net_host_output(net);
+    const int *labels = net_host_labels(net);
     for (int i = 0; i < n; i++) {
         const float *p = out + (size_t)i * (size_t)net->classes;
-        int truth = net->labels[i], best = 0;
+        int truth = labels[i], best = 0;
         for (int k = 1; k < net->classes; k++)
             best = p[k] > p[best] ? k : best;
         r->confusion[truth * r->classes + best]++;
@@ -64,10 +65,11 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
     int top1 = 0, top5 = 0;
     for (int b = 0; b < loader_batches_per_epoch(loader) && !st; b++) {
         int n;
-        st = loader_next(loader, net->input, net->labels, &n, e);
+        st = loader_next(loader, net_host_input(net), net_host_labels(net), &n, e);
         if (st)
             break;
         net->batch = n;
+        net_commit_batch(net);
         net_forward(net);
         loss += net->loss;
         tally(net, n, r, &top1, &top5);
@@ -102,13 +104,16 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
     net->loss_divisor = 1;
     double loss = 0;
     long tokens = 0, top1 = 0, top5 = 0;
-    const float *out = net_output(net);
+    const int *labels = net_host_labels(net);
     for (size_t first = 0; first < windows; first += (size_t)net->batch) {
-        text_fill_in_order(valid, first, net->batch, net->seq, one_hot, net->input, net->labels);
+        text_fill_in_order(valid, first, net->batch, net->seq, one_hot, net_host_input(net),
+                           net_host_labels(net));
+        net_commit_batch(net);
         net_forward(net);
         loss += net->loss;
+        const float *out = net_host_output(net);
         for (int i = 0; i < net->batch * net->seq; i++) {
-            const int truth = net->labels[i];
+            const int truth = labels[i];
             if (truth < 0 || truth >= net->classes)
                 continue;
             const int rank = rank_of(out + (size_t)i * (size_t)net->classes, net->classes, truth);

@@ -12,7 +12,7 @@
 static void set_input_token(Net *net, int t, int id)
 {
     const int width = net->in_shape.w;
-    float *row = net->input + (size_t)t * (size_t)width;
+    float *row = net_host_input(net) + (size_t)t * (size_t)width;
     if (width == 1) {
         row[0] = (float)id;
         return;
@@ -28,6 +28,7 @@ static void forward_context(Net *net, const int32_t *ctx, int len)
 {
     for (int t = 0; t < len; t++)
         set_input_token(net, t, ctx[t]);
+    net_commit_batch(net);
     net_forward(net);
 }
 
@@ -88,7 +89,7 @@ int generate_next_probs(Net *net, const int32_t *prompt, size_t n_prompt, float 
     net->train = 0;
     net->labels = NULL; /* no loss */
     forward_context(net, prompt + n_prompt - (size_t)len, len);
-    memcpy(probs, net_output(net) + (size_t)(len - 1) * (size_t)net->classes,
+    memcpy(probs, net_host_output(net) + (size_t)(len - 1) * (size_t)net->classes,
            (size_t)net->classes * sizeof *probs);
     net->labels = saved_labels;
     net->train = saved_train;
@@ -122,7 +123,8 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         Rng rng;
         rng_seed(&rng, o->seed, 0x6e0000000000ull ^ (uint64_t)i);
         const int id =
-            sample_token(net_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng, weights);
+            sample_token(net_host_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng,
+                         weights);
         sink(sink_ctx, id);
         if (i + 1 == o->tokens)
             break;
@@ -136,6 +138,7 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         ctx[len++] = id;
         if (cached) {
             set_input_token(net, len - 1, id);
+            net_commit_batch(net);
             net_forward_at(net, len - 1);
         } else {
             forward_context(net, ctx, len);

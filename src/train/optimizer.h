@@ -25,12 +25,13 @@ typedef struct Optimizer {
     /* The run's training keys, read from the net's cfg when the optimizer is set up. */
     TrainSettings settings;
     OptimizerKind kind; /* settings.optimizer */
-    /* The kind's state, one allocation: sgd: velocity [n_params]; adam, adamw: m [n_params]
-     * then v [n_params]. Same layout as the parameter slab. */
+    /* The kind's state, one allocation on the net's backend: sgd: velocity [n_params]; adam,
+     * adamw: m [n_params] then v [n_params]. Same layout as the parameter slab. */
     float *slab;
     size_t slab_floats;
     uint64_t steps; /* updates applied (t of the bias correction) */
     float *ema;     /* [ema_floats(net)] the weights' EMA (train/ema.h); NULL when ema=0 */
+    const BackendOps *backend; /* the net's, whose memory slab and ema are */
 } Optimizer;
 
 /* Floats of state an optimizer of kind keeps for n_params parameters. */

@@ -53,6 +53,7 @@ static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *lo
         const int st = fill(net, pass, ctx, e);
         if (st)
             return st;
+        net_commit_batch(net);
         net_forward(net);
         *loss += net->loss;
         if (!isfinite(net->loss))
@@ -80,7 +81,7 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
         return st;
     optimizer_step(opt, net, lr);
     net->step++;
-    return CDL_OK;
+    return net_sync(net, e);
 }
 
 int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
@@ -98,8 +99,8 @@ static int fill_from_dataset(Net *net, int sub, void *ctx, Error *e)
 {
     (void)e;
     const DatasetBatches *b = ctx;
-    dataset_fill_batch(b->data, b->order + (size_t)sub * (size_t)net->batch, net->batch, net->input,
-                       net->labels);
+    dataset_fill_batch(b->data, b->order + (size_t)sub * (size_t)net->batch, net->batch,
+                       net_host_input(net), net_host_labels(net));
     return CDL_OK;
 }
 
@@ -116,7 +117,7 @@ static int fill_from_loader(Net *net, int sub, void *ctx, Error *e)
 {
     (void)sub;
     int n;
-    const int st = loader_next(ctx, net->input, net->labels, &n, e);
+    const int st = loader_next(ctx, net_host_input(net), net_host_labels(net), &n, e);
     if (!st && n != net->batch)
         return error_set(e, CDL_EUSAGE,
                          "the loader gives mini-batches of %d samples but the net takes %d", n,
@@ -145,7 +146,8 @@ static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
     (void)sub, (void)e;
     const TextBatches *b = ctx;
     text_fill_random(b->stream, b->seed, net->draw_id, net->sample_offset, net->batch, net->seq,
-                     net->in_shape.w > 1 ? net->in_shape.w : 0, net->input, net->labels);
+                     net->in_shape.w > 1 ? net->in_shape.w : 0, net_host_input(net),
+                     net_host_labels(net));
     return CDL_OK;
 }
 

@@ -141,7 +141,7 @@ expect_error() {
 }
 
 @test "--gpu on a CPU build is a usage error" {
-    expect_error 2 "built without GPU support" train "$REPO/cfg/digits.cfg" --gpu 0
+    expect_error 2 "built without a GPU backend" train "$REPO/cfg/digits.cfg" --gpu 0
 }
 
 @test "absurd sizes are refused before allocating" {

@@ -43,9 +43,9 @@ $(FUZZ_OBJ_DIR)/%.o: %.c
 $(FUZZ_OBJ_DIR)/src/api/cdl_doctor.o: $(BUILD_INFO)
 $(FUZZ_OBJ_DIR)/src/api/cdl_doctor.o: FUZZ_CFLAGS += -I$(dir $(BUILD_INFO))
 
-# The int8 kernels' own -m flags, as the Makefile gives them (ops/qgemm.h picks one at run time).
-$(FUZZ_OBJ_DIR)/src/ops/qgemm_vnni.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vnni
-$(FUZZ_OBJ_DIR)/src/ops/qgemm_avx2.o $(FUZZ_OBJ_DIR)/src/ops/qgemm_cols_avx2.o: FUZZ_CFLAGS += -mavx2
+# The int8 kernels' own -m flags, as the Makefile gives them (backend/cpu/qgemm.h picks one at run time).
+$(FUZZ_OBJ_DIR)/src/backend/cpu/qgemm_vnni.o: FUZZ_CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+$(FUZZ_OBJ_DIR)/src/backend/cpu/qgemm_avx2.o $(FUZZ_OBJ_DIR)/src/backend/cpu/qgemm_cols_avx2.o: FUZZ_CFLAGS += -mavx2
 
 $(FUZZ_OBJ_DIR)/libfuzzcdl.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@

@@ -74,7 +74,7 @@ static void test_gradcheck(void)
     /* More rows than one query block (64): the blocked score and gradient gemms. */
     gradcheck_cfg("attention 70 rows causal", ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\n"));
     gradcheck_cfg("attention 70 rows bidirectional", ATTENTION_NET(70, 4, "heads=2\ncausal=0\n"));
-    /* packed=1: the heads' products through ops/gemm_packed, in 16-row blocks */
+    /* packed=1: the heads' products through backend/cpu/gemm_packed, in 16-row blocks */
     gradcheck_cfg("attention packed 70 rows causal",
                   ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\npacked=1\n"));
     gradcheck_cfg("attention packed 70 rows bidirectional",

@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "core/net.h"
-#include "ops/dnnl_conv.h"
+#include "backend/cpu/dnnl_conv.h"
 
 /* ---- the cases ---- */
 
@@ -333,7 +333,7 @@ static const Engine engines[] = {
 #define BF16_U 0x1p-8  /* bf16's */
 #define FP32_LAMBDA 8.0
 /* Another backend evaluates exp, tanh and erfc with its own library (CUDA's libdevice: within 2
- * ulp) where the CPU has its own approximations (ops/activation.c: a few ulp): a value of an
+ * ulp) where the CPU has its own approximations (backend/cpu/activation.c: a few ulp): a value of an
  * activation or softmax differs by up to about 8 ulp between them, independently from layer to
  * layer, so in quadrature over the layers (on top of the sums' round-off above). */
 #define BACKEND_ULPS 8.0
@@ -482,7 +482,8 @@ static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
     snprintf(text, sizeof text, "[net]\n%s%s%s", e->keys, c->net, c->body);
     Error err = {0};
     const int train = mode == MODE_TRAINING;
-    if (net_build_from_text_on(&r->net, text, c->name, train, NET_SEED, e->backend, &err)) {
+    if (net_build_from_text_on(&r->net, text, c->name, train, NET_SEED,
+                               (NetPlacement){e->backend, 0}, &err)) {
         /* a family without kernels on the engine's backend: not applicable */
         if (e->backend != CDL_BACKEND_CPU && strstr(err.msg, "has no GPU implementation"))
             return 1;

@@ -1,4 +1,4 @@
-/* precision=bf16 (ops/bf16.h, GemmPrecision): the rounding against torch's
+/* precision=bf16 (backend/cpu/bf16.h, GemmPrecision): the rounding against torch's
  * (tests/ref/bf16.ref, scripts/ref/make_bf16.py), gemm on bf16 operands against the float32 gemm
  * on operands rounded beforehand, every gemm layer's forward and backward in bf16 against its
  * float32 passes on rounded operands, a convolution and a connected layer against
@@ -12,9 +12,9 @@
 
 #include "check.h"
 #include "core/net.h"
-#include "ops/bf16.h"
-#include "ops/dnnl_conv.h"
-#include "ops/gemm.h"
+#include "backend/cpu/bf16.h"
+#include "backend/cpu/dnnl_conv.h"
+#include "backend/cpu/gemm.h"
 #include "ref_fixture.h"
 #include "util/rng.h"
 

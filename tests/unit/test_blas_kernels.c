@@ -1,4 +1,4 @@
-/* blas_choose_kernels (ops/blas_kernels.c): on an OpenBLAS that fell back to its Prescott
+/* blas_choose_kernels (backend/cpu/blas_kernels.c): on an OpenBLAS that fell back to its Prescott
  * kernels (forced here, as Debian's 0.3.21 does on CPUs it does not know), cdl switches it to
  * the kernels of the CPU's instruction set, and sgemm still gives the product. */
 #include <cblas.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/blas_kernels.h"
-#include "ops/gemm.h"
+#include "backend/cpu/blas_kernels.h"
+#include "backend/cpu/gemm.h"
 
 extern void gotoblas_dynamic_init(void) __attribute__((weak));
 extern void gotoblas_dynamic_quit(void) __attribute__((weak));

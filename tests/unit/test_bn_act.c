@@ -1,4 +1,4 @@
-/* ops/batchnorm.h with a fused activation (BnAct) against the unfused reference: the training
+/* backend/cpu/bn_math.h with a fused activation (BnAct) against the unfused reference: the training
  * forward followed by activation_forward, and activation_backward followed by the backward, for
  * leaky and relu, with and without a BnSync, within 1e-5 relative (max abs difference / max abs
  * value) on every output: the activated values, x_hat, inv_std, the running statistics, dx and
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/activation.h"
-#include "ops/batchnorm.h"
+#include "backend/cpu/activation.h"
+#include "backend/cpu/bn_math.h"
 
 #define REL_TOL 1e-5
 

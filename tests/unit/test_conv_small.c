@@ -1,4 +1,4 @@
-/* ops/conv_small.h against the im2col + gemm reference: the forward and the weight gradient
+/* backend/cpu/conv_small.h against the im2col + gemm reference: the forward and the weight gradient
  * (with beta 0 and 1) of few-channel stride-1 convolutions (the first layers of cfg/fashion.cfg
  * and cfg/cifar_small.cfg, odd maps and filter counts, sizes 1-5, padding 0-2) within 1e-5
  * relative (max abs difference / max abs value); plans refused beyond CONV_SMALL_MAX_TAPS. */
@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/conv_small.h"
-#include "ops/gemm.h"
-#include "ops/im2col.h"
+#include "backend/cpu/conv_small.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/im2col.h"
 
 #define REL_TOL 1e-5
 

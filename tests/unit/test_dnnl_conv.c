@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "core/net.h"
-#include "ops/dnnl_conv.h"
+#include "backend/cpu/dnnl_conv.h"
 
 #define TOL 1e-5
 

@@ -1,4 +1,4 @@
-/* GELU (ops/activation.c, fmaf Horner steps and ops/exp_vec.h) on a dense sweep against the
+/* GELU (backend/cpu/activation.c, fmaf Horner steps and backend/cpu/exp_vec.h) on a dense sweep against the
  * exact forms in double: x Phi(x) and Phi(x) + x phi(x) (its backward takes Phi as y / x from the
  * forward), within 1e-6 relative (max abs diff over max abs value) over [-20, 20], where float's
  * tails underflow, and 1e-5 relative per point where the tail is not tiny; and the same bits for
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "ops/activation.h"
+#include "backend/cpu/activation.h"
 
 static double phi_cdf(double x)
 {

@@ -1,4 +1,4 @@
-/* The product against a pre-packed operand (ops/gemm_packed.h) against OpenBLAS's gemm on the
+/* The product against a pre-packed operand (backend/cpu/gemm_packed.h) against OpenBLAS's gemm on the
  * same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
  * row remainder of the kernels (6 rows AVX2, 12 AVX-512) and partial panels, alone or second of
  * a pair of panels (the AVX-512 kernel's two panels), row blocks with a short last one; and the
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/gemm.h"
-#include "ops/gemm_packed.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_packed.h"
 #include "util/rng.h"
 
 /* max |got - want| / max |want| of C after C = A op(B) + beta C both ways. */

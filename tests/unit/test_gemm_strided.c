@@ -1,4 +1,4 @@
-/* The strided-operand product (ops/gemm_strided.h) against a double-precision reference: A read
+/* The strided-operand product (backend/cpu/gemm_strided.h) against a double-precision reference: A read
  * as itself and as a transpose, beta 0 and 1, alpha 1 and not, every row remainder of the tiles
  * (8 and 16 rows with AVX-512, 6 and 12 with AVX2) and every column remainder of their columns
  * (32 and 16, or 16 and 8: one or two vectors, the second partial), k from 0 to past the
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/gemm_strided.h"
+#include "backend/cpu/gemm_strided.h"
 #include "util/rng.h"
 
 /* 1 when every element of C = alpha A B + beta C is within the bound, A [m][k] stored as a

@@ -1,4 +1,4 @@
-/* The weight-gradient product C = A^T B + beta C (ops/gemm_tn.h) against OpenBLAS's gemm on the
+/* The weight-gradient product C = A^T B + beta C (backend/cpu/gemm_tn.h) against OpenBLAS's gemm on the
  * same matrices, within 1e-5 relative: beta 0 and 1, strided rows, every row remainder of the
  * 12-row tiles, partial column tiles (one or both halves), k across blocks of 128 and k = 0;
  * with AVX-512 the same bits as a plain loop adding each element's products in order k = 0, 1,
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/gemm.h"
-#include "ops/gemm_tn.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_tn.h"
 #include "util/rng.h"
 
 /* max |got - want| / max |want| after C = A^T B + beta C by gemm_tn and by gemm; with AVX-512,

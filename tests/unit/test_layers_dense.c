@@ -11,7 +11,7 @@
 #include "core/net.h"
 #include "gradcheck.h"
 #include "layer_test.h"
-#include "ops/im2col.h"
+#include "backend/cpu/im2col.h"
 
 /* ---- gradient checks ---- */
 
@@ -275,7 +275,7 @@ static void test_winograd_training_tiles(void)
 
 /* The outputs of an inference net (no gradients) built from text at batch on threads, seed 3,
  * input rng_normal(9): after its first forward, a second one (must be the same bits), then after
- * new weights in its first layer (ops/winograd.h's kept transformed weights must follow), then
+ * new weights in its first layer (backend/cpu/winograd.h's kept transformed weights must follow), then
  * at batch + 1 after a resize; [4][batch + 1][outputs], NULL on failure. */
 static float *inference_outputs(const char *text, int batch, int threads, size_t *n)
 {

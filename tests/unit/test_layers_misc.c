@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/activation.h"
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/net_quant.h"
+#include "backend/cpu/net_quant.h"
 #include "model/model_io.h"
 #include "train/trainer.h"
 #include "util/profiler.h"
@@ -276,7 +276,7 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     optimizer_free(&optimizer);
     net_free(&net);
 }
-/* int8 inference (core/net_quant.h): every quantizable layer of an inference net gets int8
+/* int8 inference (backend/cpu/net_quant.h): every quantizable layer of an inference net gets int8
  * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
  * the threads by images (4) and one run image by image with threaded products (3). */
 static void test_int8_inference_allocates_nothing(void)

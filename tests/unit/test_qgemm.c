@@ -1,16 +1,16 @@
-/* The int8 matrix product (ops/qgemm.h): every kernel against a plain integer reference on the
+/* The int8 matrix product (backend/cpu/qgemm.h): every kernel against a plain integer reference on the
  * unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
- * row blocks), the convolution's product in its columns layout (ops/qgemm_cols.h) likewise, and the
- * quantization arithmetic (ops/quantize.h). */
+ * row blocks), the convolution's product in its columns layout (backend/cpu/qgemm_cols.h) likewise, and the
+ * quantization arithmetic (backend/cpu/quantize.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "ops/qgemm.h"
-#include "ops/qgemm_cols.h"
-#include "ops/quantize.h"
+#include "backend/cpu/qgemm.h"
+#include "backend/cpu/qgemm_cols.h"
+#include "backend/cpu/quantize.h"
 #include "util/rng.h"
 
 /* The VNNI kernel's source over C versions of the five intrinsics it uses, as Intel's manual
@@ -55,7 +55,7 @@ static void _mm512_mask_storeu_epi32(void *p, __mmask16 mask, __m512i v)
 }
 #define QGEMM_VNNI_EMULATED
 #define qgemm_s32_vnni qgemm_s32_vnni_emulated
-#include "../../src/ops/qgemm_vnni.c"
+#include "../../src/backend/cpu/qgemm_vnni.c"
 #undef qgemm_s32_vnni
 
 /* c[i][j] = sum_k a[i][k] w[j][k] in int64, the definition. */

@@ -1,4 +1,4 @@
-/* int8 layers (core/net_quant.h): a quantized convolution (im2col and 1x1 paths), connected and
+/* int8 layers (backend/cpu/net_quant.h): a quantized convolution (im2col and 1x1 paths), connected and
  * linear layer against its float self within a bound derived from the scales; a calibrated
  * (static) grid; and an int8 checkpoint's round trip, size and refusals.
  *
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/net_quant.h"
+#include "backend/cpu/net_quant.h"
 #include "io/checkpoint_file.h"
 #include "model/model_io.h"
 #include "util/rng.h"

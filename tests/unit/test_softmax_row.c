@@ -1,14 +1,14 @@
-/* ops/softmax_row.c against the scalar libm softmax it replaced (expf, float sums) and the
+/* backend/cpu/softmax_row.c against the scalar libm softmax it replaced (expf, float sums) and the
  * log-sum-exp in double: within 1e-5 relative for row lengths around the vector widths, in place
  * and out of place, and deterministic; softmax_row_probs against softmax_row_scaled. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
-#include "ops/softmax_row.h"
+#include "backend/cpu/softmax_row.h"
 #include "util/rng.h"
 
-/* The softmax layer's and attention's row before ops/softmax_row.c, unchanged. */
+/* The softmax layer's and attention's row before backend/cpu/softmax_row.c, unchanged. */
 static void reference_row(const float *x, float *y, size_t n)
 {
     float max = x[0];

@@ -1,4 +1,4 @@
-/* cdl_set_threads flushes subnormal floats to zero (ops/subnormals.c) on the calling thread, on
+/* cdl_set_threads flushes subnormal floats to zero (backend/cpu/subnormals.c) on the calling thread, on
  * OpenMP's threads and on those a larger team creates later; normal floats are untouched. */
 #include <float.h>
 #include <omp.h>

@@ -1,10 +1,10 @@
-/* ops/sum_rows.c against the column sums it replaced (each column in row order in double, one
+/* backend/cpu/sum_rows.c against the column sums it replaced (each column in row order in double, one
  * 32-column block per pass): the same bits for every shape and thread count. */
 #include <omp.h>
 #include <stdlib.h>
 
 #include "check.h"
-#include "ops/sum_rows.h"
+#include "backend/cpu/sum_rows.h"
 #include "util/rng.h"
 
 static void reference_sum(float *sum, const float *x, size_t rows, size_t cols)

@@ -1,4 +1,4 @@
-/* ops/winograd.h against the im2col + gemm reference: the forward, input and weight gradients of
+/* backend/cpu/winograd.h against the im2col + gemm reference: the forward, input and weight gradients of
  * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3 (and 2
  * on some, with the plans that split the filters over the threads), within 1e-5 relative (max
  * abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles overhang; identical
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops/gemm.h"
-#include "ops/im2col.h"
-#include "ops/winograd.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/im2col.h"
+#include "backend/cpu/winograd.h"
 
 #define REL_TOL 1e-5
 

@@ -8,15 +8,15 @@
 
 #include "core/layer.h"
 #include "layers/attention.h"
-#include "ops/gemm.h"
-#include "ops/gemm_packed.h"
-#include "ops/gemm_strided.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_packed.h"
+#include "backend/cpu/gemm_strided.h"
 
 /* Query rows per score gemm of staged=1: small enough to skip most of the causal mask's zeros,
  * large enough for efficient gemms. */
 #define ATTENTION_ROW_BLOCK 64
 
-/* Query rows per block of ops/gemm_strided's products (the default): its calls cost little, so
+/* Query rows per block of backend/cpu/gemm_strided's products (the default): its calls cost little, so
  * a causal block computes few masked scores. */
 #define STRIDED_ROW_BLOCK 16
 
@@ -88,7 +88,7 @@ static inline void transpose_head(const Attention *a, const float *x, int ld, fl
 }
 
 /* c[m][n] = alpha op(x) b + beta c for b [k][n] (op(x) = x [m][k] or, with trans_x, x^T for x
- * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else ops/gemm_strided
+ * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else backend/cpu/gemm_strided
  * on the calling thread. */
 static inline void head_product(const Attention *a, int trans_x, int m, int n, int k, float alpha,
                                 const float *x, int ldx, const float *b, int ldb, float beta,

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/gemm_tn.h"
-#include "ops/sum_rows.h"
+#include "backend/cpu/gemm_tn.h"
+#include "backend/cpu/sum_rows.h"
 
 /* One row of softmax's backward: dp[keys] = scale * p (dp - sum_j p_j dp_j), dp first taken
  * through the dropout mask row (mask NULL: none). */
@@ -133,7 +133,7 @@ static void key_products(const Attention *a, const float *tr, const float *packe
     }
 }
 
-/* head_backward through ops/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
+/* head_backward through backend/cpu/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
  * [T][T] with dQ = dS' K block by block; then dK = dS'^T Q and dV = weights^T dY from the
  * transposes of dS' and of the weights. ws holds workspace_floats(a). */
 static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
@@ -296,7 +296,7 @@ void attention_backward(Layer *l, const StepContext *ctx)
             in_b[j] += g[c + j];
     }
     /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
-     * (delta and dqkv as the samples rounded them; ops/gemm_tn, the staged reference's are
+     * (delta and dqkv as the samples rounded them; backend/cpu/gemm_tn, the staged reference's are
      * OpenBLAS gemms). */
     const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
     gemm_tn(c, c, rows, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad, c);

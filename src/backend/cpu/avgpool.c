@@ -5,7 +5,7 @@
  *   out [batch][c][1][1]
  */
 #include "core/layer.h"
-#include "ops/dnnl_conv.h"
+#include "backend/cpu/dnnl_conv.h"
 
 /* Below this many input values a parallel region costs more than it saves. */
 #define AVGPOOL_PARALLEL_MIN 65536

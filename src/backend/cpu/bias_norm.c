@@ -1,8 +1,8 @@
 /* The bias or batch-norm stage on the CPU (layers/bias_norm.h has its meaning and state). */
 #include "backend/cpu/bias_norm.h"
 
-#include "ops/batchnorm.h"
-#include "ops/batchnorm_blocked.h"
+#include "backend/cpu/bn_math.h"
+#include "backend/cpu/batchnorm_blocked.h"
 
 static Param *param(const BiasNorm *bn, Layer *l, int which)
 {

@@ -5,9 +5,9 @@
  */
 #include "layers/connected.h"
 #include "backend/cpu/bias_norm.h"
-#include "core/layer_quant.h"
-#include "ops/gemm.h"
-#include "ops/qgemm.h"
+#include "backend/cpu/layer_quant.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/qgemm.h"
 
 static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
 {

@@ -1,4 +1,4 @@
-/* [convolutional] on oneDNN (ops/dnnl_conv.h), the engine of [net] engine=dnnl, or engine=auto
+/* [convolutional] on oneDNN (backend/cpu/dnnl_conv.h), the engine of [net] engine=dnnl, or engine=auto
  * where dnnl_conv_preferred says so for the layer's shape (conv.c chooses): the convolution
  * reorders the same NCHW tensors to and from its blocked layouts: forward with the bias fused (and
  * relu or leaky too when there is no batch norm), backward data, and backward weights with the

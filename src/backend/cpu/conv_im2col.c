@@ -6,7 +6,7 @@
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
  * unpadded convolution). A few-channel stride-1 one-group convolution (a first layer: at most
- * CONV_SMALL_MAX_TAPS taps) runs its forward and weight gradient on ops/conv_small.h's direct
+ * CONV_SMALL_MAX_TAPS taps) runs its forward and weight gradient on backend/cpu/conv_small.h's direct
  * kernel instead, in float32.
  *
  * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "backend/cpu/conv.h"
-#include "ops/im2col.h"
+#include "backend/cpu/im2col.h"
 
 /* Threads that accumulate weight gradients in private copies: each copy costs one weight
  * tensor, so beyond this many the images of a backward run one by one instead. */
@@ -42,7 +42,7 @@
 /* Multiply-adds an image from which split_threads shares one image's work over the threads. */
 #define CONV_SPLIT_MIN 262144
 
-/* The image's forward and weight gradient run ops/conv_small.h: planned so at the layer's first
+/* The image's forward and weight gradient run backend/cpu/conv_small.h: planned so at the layer's first
  * resize, float32 weights and products. */
 static int conv_small_runs(const Layer *l, const Conv *cv)
 {
@@ -78,7 +78,7 @@ void conv_im2col_plan(Layer *l, int batch)
  * single-threaded gemms (split_gemm), instead of OpenBLAS threading each call; 1 for layers
  * below CONV_SPLIT_MIN multiply-adds an image, for int8 weights (qgemm_float threads itself),
  * depthwise layers (their loops are threaded over planes) and few-channel layers on
- * ops/conv_small.h (one thread an image). */
+ * backend/cpu/conv_small.h (one thread an image). */
 static int split_threads(const Layer *l, const Conv *cv, int batch)
 {
     const ConvCpu *cpu = cv->cpu;

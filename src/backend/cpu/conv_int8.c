@@ -8,7 +8,7 @@
 #include <omp.h>
 
 #include "backend/cpu/conv.h"
-#include "core/layer_quant.h"
+#include "backend/cpu/layer_quant.h"
 
 void conv_int8_resize(Layer *l, int columns, int threads, LayerState *st)
 {

@@ -50,9 +50,9 @@ static const LayerKernels *cpu_kernels(const LayerType *t)
 }
 
 /* The CPU's kernels run when called: no stream, no handles. */
-static int cpu_open(ExecContext *exec, Error *e)
+static int cpu_open(ExecContext *exec, int device, Error *e)
 {
-    (void)e;
+    (void)device, (void)e;
     *exec = (ExecContext){0};
     return CDL_OK;
 }
@@ -86,6 +86,7 @@ const BackendOps cpu_backend = {
     .open = cpu_open,
     .close = cpu_close,
     .kernels = cpu_kernels,
+    .slab = &cpu_slab_kernels,
     .alloc = zeroed_lines,
     .free = free_lines,
     .zero = cpu_zero,

@@ -5,5 +5,7 @@
 #include "core/backend.h"
 
 extern const BackendOps cpu_backend;
+/* Its optimizer and EMA loops (backend/cpu/slab_kernels.c). */
+extern const SlabKernels cpu_slab_kernels;
 
 #endif

@@ -1,5 +1,6 @@
 /* The activation step of the layers that have one, on the CPU (declared in core/layer.h, which
  * every family's kernels include): l->out = f(l->pre) forward, l->delta through f' backward. */
+#include "backend/cpu/activation.h"
 #include "core/layer.h"
 
 void layer_activate(Layer *l, int batch)

@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "core/layer.h"
-#include "ops/sum_rows.h"
+#include "backend/cpu/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define LAYERNORM_PARALLEL_MIN 16384

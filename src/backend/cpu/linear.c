@@ -5,10 +5,10 @@
  *   W [output][inputs]: the layer's weights, or with tie=1 layer 0's [embedding] weights, which
  *   the forward reads and whose gradient the backward adds into
  *
- * In float32 (not int8, not bf16) the forward and the input gradient run on ops/gemm_rows: W
- * packed once per pass (ops/gemm_packed), the biases and the activation (its derivative in the
+ * In float32 (not int8, not bf16) the forward and the input gradient run on backend/cpu/gemm_rows: W
+ * packed once per pass (backend/cpu/gemm_packed), the biases and the activation (its derivative in the
  * backward, with the biases' gradient) fused into the product's blocks of rows; the weight
- * gradient is ops/gemm_tn's (an own kernel with AVX-512, else OpenBLAS).
+ * gradient is backend/cpu/gemm_tn's (an own kernel with AVX-512, else OpenBLAS).
  *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
  * to bf16 (gemm_operand); the biases and the activation stay float32. */
@@ -16,13 +16,13 @@
 
 #include <string.h>
 
-#include "core/layer_quant.h"
-#include "ops/gemm.h"
-#include "ops/gemm_packed.h"
-#include "ops/gemm_rows.h"
-#include "ops/gemm_tn.h"
-#include "ops/qgemm.h"
-#include "ops/sum_rows.h"
+#include "backend/cpu/layer_quant.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_packed.h"
+#include "backend/cpu/gemm_rows.h"
+#include "backend/cpu/gemm_tn.h"
+#include "backend/cpu/qgemm.h"
+#include "backend/cpu/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define LINEAR_PARALLEL_MIN 32768
@@ -34,7 +34,7 @@ static const Param *weights_of(Layer *l)
     return li->tied ? li->tied : layer_param(l, "weights");
 }
 
-/* 1 when the forward and the input gradient run on ops/gemm_rows (float32 products). */
+/* 1 when the forward and the input gradient run on backend/cpu/gemm_rows (float32 products). */
 static int packed_path(const Layer *l)
 {
     return !l->quant && l->precision == GEMM_FP32;
@@ -145,9 +145,9 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     const float *delta = gemm_operand(l->precision, l->delta, (size_t)rows * outputs, l->delta);
     const int bf16 = l->precision == GEMM_BF16;
     const float *x = bf16 ? li->x_bf16 : l->in[0], *w = bf16 ? li->w_bf16 : weights->data;
-    /* dW[outputs][inputs] += delta^T x (ops/gemm_tn) */
+    /* dW[outputs][inputs] += delta^T x (backend/cpu/gemm_tn) */
     gemm_tn(outputs, inputs, rows, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
-    /* dx[rows][inputs] += delta W (unless ops/gemm_rows took it) */
+    /* dx[rows][inputs] += delta W (unless backend/cpu/gemm_rows took it) */
     if (dx)
         gemm(0, 0, rows, inputs, outputs, 1.0f, delta, outputs, w, inputs, dx_beta, dx, inputs);
 }

@@ -14,7 +14,7 @@
  * rows; of the cell it keeps the gates and c_t (the saved rows' first half), not tanh(c_t).
  * Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read from the gate
  * rows of step t+1, which hold it by then), then their cell backward (tanh(c_t) taken again), the
- * bias gradients summed on the way; then dL/dx = dL/da W_ih over all rows (ops/gemm_packed) and
+ * bias gradients summed on the way; then dL/dx = dL/da W_ih over all rows (backend/cpu/gemm_packed) and
  * [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows
  * together). Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's
  * weights, so x_t W_ih^T + b_ih + b_hh comes from a table of one row per token id, computed once
@@ -26,9 +26,9 @@
 #include <omp.h>
 #include <string.h>
 
-#include "ops/exp_vec.h"
-#include "ops/gemm.h"
-#include "ops/lanes16.h"
+#include "backend/cpu/exp_vec.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/lanes16.h"
 
 /* This thread's share [*lo, *hi) of n items, in order of thread number. */
 static void thread_share(int n, int *lo, int *hi)
@@ -120,7 +120,7 @@ static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, 
     }
 }
 
-/* The fused lstm's gate nonlinearities, one exponential (ops/exp_vec.h) and one reciprocal each:
+/* The fused lstm's gate nonlinearities, one exponential (backend/cpu/exp_vec.h) and one reciprocal each:
  * sigmoid(x) = 1 / (1 + e^-x), and tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh (absolute;
  * activation's tanh pays a second polynomial for its relative precision near 0). With AVX-512 16
  * lanes at a time, the reciprocal by recip16 (a division costs several times as much); with AVX2 +
@@ -475,7 +475,7 @@ void lstm_fused_backward(Layer *l, const StepContext *ctx)
     }
     const Layer *emb = token_input(rc);
     if (dx && !emb) { /* dx += da W_ih, every step at once (time-major rows in dx_tm, then added);
-               ops/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
+               backend/cpu/gemm_packed, as OpenBLAS runs this narrow product at half the speed */
         float *dx_tm = rc->dx_tm;
         gemm_pack(0, GH, I, l->params[P_WEIGHTS_IH].data, I, rc->wcat);
         gemm_packed(rows, I, GH, rc->gates, (int)rc->ld_gates, rc->wcat, 0.0f, dx_tm, I);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/dnnl_conv.h"
+#include "backend/cpu/dnnl_conv.h"
 
 /* Below this many window reads a parallel region costs more than it saves. */
 #define MAXPOOL_PARALLEL_MIN 32768

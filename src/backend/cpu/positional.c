@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "core/layer.h"
-#include "ops/sum_rows.h"
+#include "backend/cpu/sum_rows.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define POSITIONAL_PARALLEL_MIN 32768

@@ -5,7 +5,7 @@
 #define CDL_CPU_RECURRENT_H
 
 #include "layers/recurrent.h"
-#include "ops/gemm_packed.h"
+#include "backend/cpu/gemm_packed.h"
 
 /* Hidden units per block of the fused lstm: one packed panel of each gate; and the floats that
  * pad its rows of state. */

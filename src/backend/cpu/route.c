@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "ops/dnnl_conv.h"
+#include "backend/cpu/dnnl_conv.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define ROUTE_PARALLEL_MIN 65536

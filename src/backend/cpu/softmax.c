@@ -6,7 +6,7 @@
 #include "layers/softmax.h"
 
 #include "core/layer.h"
-#include "ops/softmax_row.h"
+#include "backend/cpu/softmax_row.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768

@@ -1,0 +1,155 @@
+// The optimizer's and the EMA's elementwise work over a slab on the device (core/backend.h
+// SlabKernels, train/optimizer.h's rules), grid-strided, and the gradient's sum of squares in a
+// fixed order: per-block partial sums in double, then one thread adding them in block order.
+//   w, v, m, g, shadow, a, b, x: (n)
+#include "slab.h"
+
+#include "launch.h"
+
+#define SLAB_BLOCKS 1024
+#define SLAB_THREADS 256
+
+__global__ void sgd_kernel(float *w, float *v, const float *grad, size_t n, float lr, float decay,
+                           float momentum, float g_weight, float v_weight)
+{
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (size_t)gridDim.x * blockDim.x) {
+        const float g = grad[j] + decay * w[j];
+        const float vj = momentum * v[j] + g;
+        v[j] = vj;
+        w[j] -= lr * (g_weight * g + v_weight * vj);
+    }
+}
+
+__global__ void adam_kernel(float *w, float *m, float *v, const float *grad, size_t n,
+                            float shrink, float l2, float b1, float b2, float eps, float step_size,
+                            float bias2_sqrt)
+{
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+         j += (size_t)gridDim.x * blockDim.x) {
+        w[j] *= shrink;
+        const float g = grad[j] + l2 * w[j];
+        m[j] = b1 * m[j] + (1.0f - b1) * g;
+        v[j] = b2 * v[j] + (1.0f - b2) * g * g;
+        w[j] -= step_size * m[j] / (sqrtf(v[j]) / bias2_sqrt + eps);
+    }
+}
+
+// partial[block] = the block's share of sum x^2, in double; the threads' sums meet in shared
+// memory in thread order.
+__global__ void sum_squares_kernel(double *partial, const float *x, size_t n)
+{
+    __shared__ double sums[SLAB_THREADS];
+    double s = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        s += (double)x[i] * (double)x[i];
+    sums[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0;
+        for (int t = 0; t < (int)blockDim.x; t++)
+            total += sums[t];
+        partial[blockIdx.x] = total;
+    }
+}
+
+__global__ void sum_partials_kernel(double *total, const double *partial, int blocks)
+{
+    double s = 0;
+    for (int b = 0; b < blocks; b++)
+        s += partial[b];
+    *total = s;
+}
+
+__global__ void scale_kernel(float *x, size_t n, float s)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+__global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        shadow[i] = keep * shadow[i] + take * w[i];
+}
+
+__global__ void swap_kernel(float *a, float *b, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
+static int grid_for(size_t n)
+{
+    const size_t blocks = (n + SLAB_THREADS - 1) / SLAB_THREADS;
+    return blocks > SLAB_BLOCKS ? SLAB_BLOCKS : blocks < 1 ? 1 : (int)blocks;
+}
+
+extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr,
+                                float decay, float momentum, int nesterov, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(sgd_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, v, g, n, lr, decay, momentum,
+                nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr,
+                                 float decay, float b1, float b2, float eps, float step_size,
+                                 float bias2_sqrt, int decoupled, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(adam_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, m, v, g, n,
+                decoupled ? 1.0f - lr * decay : 1.0f, decoupled ? 0.0f : decay, b1, b2, eps,
+                step_size, bias2_sqrt);
+    return cuda_launch_error();
+}
+
+extern "C" size_t cuda_sum_squares_work(void)
+{
+    return (SLAB_BLOCKS + 1) * sizeof(double);
+}
+
+extern "C" cudaError_t cuda_sum_squares(double *total, double *work, const float *x, size_t n,
+                                        cudaStream_t stream)
+{
+    const int blocks = grid_for(n);
+    CUDA_LAUNCH(sum_squares_kernel, blocks, SLAB_THREADS, 0, stream, work, x, n);
+    CUDA_LAUNCH(sum_partials_kernel, 1, 1, 0, stream, total, work, blocks);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(scale_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, s);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay,
+                                    cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(average_kernel, grid_for(n), SLAB_THREADS, 0, stream, shadow, w, n, decay,
+                1.0f - decay);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(swap_kernel, grid_for(n), SLAB_THREADS, 0, stream, a, b, n);
+    return cuda_launch_error();
+}

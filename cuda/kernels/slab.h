@@ -1,0 +1,34 @@
+/* The optimizer's and the EMA's work over slabs on the device (slab.cu): C entry points, float32
+ * values, on one stream. */
+#ifndef CDL_CUDA_SLAB_H
+#define CDL_CUDA_SLAB_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
+cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
+                     float momentum, int nesterov, cudaStream_t stream);
+/* Adam, or AdamW when decoupled; step_size = lr / (1 - b1^t), bias2_sqrt = sqrt(1 - b2^t). */
+cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr,
+                      float decay, float b1, float b2, float eps, float step_size,
+                      float bias2_sqrt, int decoupled, cudaStream_t stream);
+/* Bytes of device work cuda_sum_squares needs. */
+size_t cuda_sum_squares_work(void);
+/* *total (device) = sum of x[i]^2 in double, in an order fixed by n. */
+cudaError_t cuda_sum_squares(double *total, double *work, const float *x, size_t n,
+                             cudaStream_t stream);
+cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
+/* shadow = decay shadow + (1 - decay) w */
+cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, cudaStream_t stream);
+cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

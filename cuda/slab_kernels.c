@@ -1,0 +1,75 @@
+/* The optimizer's and the EMA's work over slabs on the GPU (core/backend.h SlabKernels), queued on
+ * the net's stream; failures are kept for net_sync. */
+#include "gpu.h"
+#include "kernels/slab.h"
+
+static cudaStream_t stream_of(const ExecContext *exec)
+{
+    return (cudaStream_t)exec->stream;
+}
+
+static void gpu_sgd(float *w, float *v, const float *g, size_t n, const UpdateRule *r,
+                    const ExecContext *exec)
+{
+    gpu_note_exec(exec,
+                  cuda_sgd(w, v, g, n, r->lr, r->decay, r->momentum, r->nesterov, stream_of(exec)),
+                  "sgd");
+}
+
+static void gpu_adam(float *w, float *m, float *v, const float *g, size_t n, const UpdateRule *r,
+                     const ExecContext *exec)
+{
+    gpu_note_exec(exec,
+                  cuda_adam(w, m, v, g, n, r->lr, r->decay, r->beta1, r->beta2, r->eps,
+                            r->step_size, r->bias2_sqrt, r->decoupled, stream_of(exec)),
+                  "adam");
+}
+
+/* The sum on the device, then the one value back (a wait on the stream: clipping needs it). */
+static double gpu_sum_squares(const float *x, size_t n, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    double *total = h->reduce_work + cuda_sum_squares_work() / sizeof(double), sum = 0;
+    gpu_note_exec(exec, cuda_sum_squares(total, h->reduce_work, x, n, stream_of(exec)),
+                  "gradient norm");
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(&sum, total, sizeof sum, cudaMemcpyDeviceToHost,
+                                  stream_of(exec)),
+                  "gradient norm download");
+    gpu_note_exec(exec, cudaStreamSynchronize(stream_of(exec)), "gradient norm download");
+    return sum;
+}
+
+static void gpu_scale(float *x, size_t n, float s, const ExecContext *exec)
+{
+    gpu_note_exec(exec, cuda_scale(x, n, s, stream_of(exec)), "gradient scale");
+}
+
+static void gpu_average(float *shadow, const float *w, size_t n, float decay,
+                        const ExecContext *exec)
+{
+    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, stream_of(exec)), "ema");
+}
+
+static void gpu_swap(float *a, float *b, size_t n, const ExecContext *exec)
+{
+    gpu_note_exec(exec, cuda_swap(a, b, n, stream_of(exec)), "ema swap");
+}
+
+static void gpu_copy(float *to, const float *from, size_t n, const ExecContext *exec)
+{
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(to, from, n * sizeof *to, cudaMemcpyDeviceToDevice,
+                                  stream_of(exec)),
+                  "slab copy");
+}
+
+const SlabKernels gpu_slab_kernels = {
+    .sgd = gpu_sgd,
+    .adam = gpu_adam,
+    .sum_squares = gpu_sum_squares,
+    .scale = gpu_scale,
+    .average = gpu_average,
+    .swap = gpu_swap,
+    .copy = gpu_copy,
+};
