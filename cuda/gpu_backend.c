@@ -10,6 +10,9 @@
 
 extern const SlabKernels gpu_slab_kernels;
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
+extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_kernels,
+    gpu_dropout_kernels, gpu_upsample_kernels, gpu_reorg_kernels, gpu_crop_kernels,
+    gpu_cost_kernels;
 
 static const struct {
     const LayerType *type;
@@ -18,6 +21,14 @@ static const struct {
     {&connected_layer, &gpu_connected_kernels},
     {&softmax_layer, &gpu_softmax_kernels},
     {&avgpool_layer, &gpu_avgpool_kernels},
+    {&maxpool_layer, &gpu_maxpool_kernels},
+    {&shortcut_layer, &gpu_shortcut_kernels},
+    {&route_layer, &gpu_route_kernels},
+    {&dropout_layer, &gpu_dropout_kernels},
+    {&upsample_layer, &gpu_upsample_kernels},
+    {&reorg_layer, &gpu_reorg_kernels},
+    {&crop_layer, &gpu_crop_kernels},
+    {&cost_layer, &gpu_cost_kernels},
 };
 
 static const LayerKernels *gpu_kernels(const LayerType *t)

@@ -179,6 +179,67 @@ static const OpCase cases[] = {
      NULL},
     {"char lstm (embedding, lstm, softmax)", TOKENS(2, 6, 9),
      "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n[softmax]\n", NULL},
+    /* the families without parameters on the net input, before layers the GPU has (connected,
+     * softmax, avgpool): every one of them runs on the gpu row without a convolution */
+    {"maxpool 2x2/2 on the input", IMAGE(2, 3, 9, 7),
+     "[maxpool]\nsize=2\nstride=2\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
+    /* the second maxpool writes a fresh input delta (Layer.in_delta_fresh); its windows tie (the
+     * first one's overlapping windows repeat maxima), but tied values here share one source, so
+     * the gradients cannot tell which one a backend picks */
+    {"maxpool 3x3/2 padding=2, then 2x2/1 (fresh delta)", IMAGE(2, 3, 11, 13),
+     "[maxpool]\nsize=3\nstride=2\npadding=2\n[maxpool]\nsize=2\nstride=1\n[avgpool]\n"
+     "[softmax]\n",
+     NULL},
+    {"maxpool 3x3/3 padding=0, a whole-map window (global)", IMAGE(3, 4, 6, 6),
+     "[maxpool]\nsize=3\nstride=3\npadding=0\n[maxpool]\nsize=2\nstride=2\npadding=0\n"
+     "[connected]\noutput=3\nactivation=linear\n[softmax]\n",
+     NULL},
+    /* four equal values per window (copies of one input: the argmax's choice is invisible in the
+     * gradients, as above) */
+    {"upsample then maxpool 2x2/2", IMAGE(2, 3, 4, 5),
+     "[upsample]\nstride=2\n[maxpool]\nsize=2\nstride=2\n[connected]\noutput=4\n"
+     "activation=linear\n[softmax]\n",
+     NULL},
+    {"upsample stride 3 scale 0.5", IMAGE(2, 2, 3, 2),
+     "[upsample]\nstride=3\nscale=0.5\n[connected]\noutput=5\nactivation=tanh\n", NULL},
+    {"shortcut of equal shapes, alpha, beta, leaky", IMAGE(2, 3, 6, 5),
+     "[maxpool]\nsize=2\nstride=1\n[maxpool]\nsize=3\nstride=1\n"
+     "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\nactivation=leaky\n"
+     "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    /* from=-1 adds a layer to itself: one delta written, then added to */
+    {"shortcut of one layer twice, logistic", IMAGE(2, 2, 5, 4),
+     "[maxpool]\nsize=2\nstride=1\n[shortcut]\nfrom=-1\nbeta=-0.5\nactivation=logistic\n"
+     "[connected]\noutput=3\nactivation=linear\n",
+     NULL},
+    /* darknet's mappings: a larger `from` read with stride 2 into fewer channels, then a smaller
+     * one spread every 2 outputs */
+    {"shortcut from larger and smaller maps, other channels", IMAGE(2, 3, 8, 8),
+     "[maxpool]\nsize=2\nstride=1\n[maxpool]\nsize=2\nstride=2\n[route]\nlayers=-1,-1\n"
+     "[shortcut]\nfrom=-3\nalpha=0.5\nbeta=2\nactivation=leaky\n[upsample]\nstride=2\n"
+     "[shortcut]\nfrom=-4\nactivation=linear\n[connected]\noutput=5\nactivation=linear\n"
+     "[softmax]\n",
+     NULL},
+    {"route of three layers, one named twice", IMAGE(2, 3, 6, 7),
+     "[maxpool]\nsize=2\nstride=1\n[maxpool]\nsize=3\nstride=1\n"
+     "[route]\nlayers=-1,0,-2\n[avgpool]\n[softmax]\n",
+     NULL},
+    {"dropout on the input, then after maxpool", IMAGE(3, 3, 6, 5),
+     "[dropout]\nprobability=0.3\n[maxpool]\nsize=2\nstride=2\n[dropout]\nprobability=0.5\n"
+     "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    {"reorg stride 2 on the input", IMAGE(2, 8, 6, 4),
+     "[reorg]\nstride=2\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
+    {"crop (random windows, flip) on the input", IMAGE(3, 3, 9, 8),
+     "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n[maxpool]\nsize=2\nstride=2\n"
+     "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    {"crop noadjust=1, no flip", IMAGE(2, 2, 7, 6),
+     "[crop]\ncrop_height=4\ncrop_width=6\nnoadjust=1\n[connected]\noutput=3\n"
+     "activation=linear\n",
+     NULL},
+    {"softmax and [cost] after connected", IMAGE(3, 2, 3, 3),
+     "[connected]\noutput=6\nactivation=linear\n[softmax]\n[cost]\n", NULL},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -1,0 +1,70 @@
+/* [dropout]'s GPU kernels (layers/dropout.c has its meaning): inverted dropout in training with
+ * the CPU's masks (the key rng_key(seed, layer_draw_stream) computed here on the host, each
+ * value's SplitMix64 draw on the device: kernels/rng.cuh), the identity in inference.
+ *
+ *   in, out [batch][c][h][w]
+ */
+#include "kernels/dropout.h"
+#include "gpu.h"
+#include "kernels/copy.h"
+#include "layers/dropout.h"
+
+/* The mask as the CPU's resize takes it ([batch][c][h][w], device memory here). */
+static int dropout_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    Dropout *d = l->priv;
+    d->mask = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
+    d->mask_is_valid = 0;
+    return CDL_OK;
+}
+
+static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    Dropout *d = l->priv;
+    const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    d->mask_is_valid = ctx->train && d->probability > 0;
+    if (!d->mask_is_valid) {
+        gpu_note(ctx, cuda_copy_rows(l->out, n, l->in[0], n, 1, n, 0, gpu_stream(ctx)),
+                 "dropout forward");
+        return;
+    }
+    const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
+    const uint64_t first = (uint64_t)ctx->sample_offset * shape_size(l->out_shape);
+    gpu_note(ctx,
+             cuda_dropout_forward(l->out, d->mask, l->in[0], key, first, d->probability, d->scale,
+                                  n, gpu_stream(ctx)),
+             "dropout forward");
+}
+
+/* Inference: row t passes through (sequence nets). */
+static void dropout_forward_at_gpu(Layer *l, const StepContext *ctx, int t)
+{
+    const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
+    const size_t at = (size_t)t * row;
+    gpu_note(ctx,
+             cuda_copy_rows(l->out + at, sample, l->in[0] + at, sample, ctx->batch, row, 0,
+                            gpu_stream(ctx)),
+             "dropout forward_at");
+}
+
+static void dropout_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Dropout *d = l->priv;
+    float *in_delta = l->in_delta[0];
+    if (!in_delta)
+        return;
+    const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
+    const cudaError_t err =
+        d->mask_is_valid ? cuda_dropout_backward(in_delta, l->delta, d->mask, n, gpu_stream(ctx))
+                         : cuda_copy_rows(in_delta, n, l->delta, n, 1, n, 1, gpu_stream(ctx));
+    gpu_note(ctx, err, "dropout backward");
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_dropout_kernels = {
+    .resize = dropout_resize_gpu,
+    .forward = dropout_forward_gpu,
+    .backward = dropout_backward_gpu,
+    .forward_at = dropout_forward_at_gpu,
+};

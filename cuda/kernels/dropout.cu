@@ -1,0 +1,48 @@
+// Inverted dropout (backend/cpu/dropout.c's semantics): value i's draw is SplitMix64's output
+// first + i of the layer's key (kernels/rng.cuh, util/rng.h's rng_uniform_at), so the device
+// draws the CPU's masks, whatever the grid.
+//   in, out, mask, dx, dy: (n)
+#include "dropout.h"
+
+#include "kernels/grid.cuh"
+#include "kernels/rng.cuh"
+#include "launch.h"
+
+__global__ void dropout_forward_kernel(float *out, float *mask, const float *in, uint64_t key,
+                                       uint64_t first, float p, float scale, size_t n)
+{
+    GRID_STRIDE_LOOP(i, n)
+    {
+        const float m = rng_uniform_at_dev(key, first + i) < p ? 0.0f : scale;
+        mask[i] = m;
+        out[i] = in[i] * m;
+    }
+}
+
+__global__ void dropout_backward_kernel(float *dx, const float *dy, const float *mask, size_t n)
+{
+    GRID_STRIDE_LOOP(i, n)
+    {
+        dx[i] += dy[i] * mask[i];
+    }
+}
+
+extern "C" cudaError_t cuda_dropout_forward(float *out, float *mask, const float *in, uint64_t key,
+                                            uint64_t first, float p, float scale, size_t n,
+                                            cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(dropout_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, mask, in, key,
+                first, p, scale, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_dropout_backward(float *dx, const float *dy, const float *mask,
+                                             size_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(dropout_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, mask, n);
+    return cuda_launch_error();
+}

@@ -1,0 +1,26 @@
+/* Inverted dropout on the device (dropout.cu): C entry points, float32. */
+#ifndef CDL_CUDA_DROPOUT_H
+#define CDL_CUDA_DROPOUT_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* For i < n: mask[i] = rng_uniform_at(key, first + i) < p ? 0 : scale, out[i] = in[i] * mask[i]:
+ * the CPU's draws (util/rng.h) bit for bit. */
+cudaError_t cuda_dropout_forward(float *out, float *mask, const float *in, uint64_t key,
+                                 uint64_t first, float p, float scale, size_t n,
+                                 cudaStream_t stream);
+/* dx[i] += dy[i] * mask[i] for i < n. */
+cudaError_t cuda_dropout_backward(float *dx, const float *dy, const float *mask, size_t n,
+                                  cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

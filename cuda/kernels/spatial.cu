@@ -1,0 +1,194 @@
+// Index maps over planes (backend/cpu/{upsample,reorg,crop}.c's semantics), a thread per value,
+// grid-strided. Where several outputs feed one input's gradient (upsample) a thread per input
+// gathers them in the CPU's order; where the map is one to one (reorg, a crop's window) a thread
+// per output adds into its input's gradient, no two threads into the same value.
+//   upsample in, dx: (planes, ih, iw)   out, dy: (planes, ih*s, iw*s)
+//   reorg in, out, dx, dy: (batch, c, h, w)
+//   crop in, dx: (batch, c, ih, iw)   out, dy: (batch, c, oh, ow)   windows: (batch, 3)
+#include "spatial.h"
+
+#include "kernels/grid.cuh"
+#include "kernels/rng.cuh"
+#include "launch.h"
+
+__global__ void upsample_forward_kernel(float *out, const float *in, int ih, int iw, int s,
+                                        float scale, size_t n)
+{
+    const int oh = ih * s, ow = iw * s;
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const size_t p = o / ((size_t)oh * ow);
+        const int y = (int)(o / ow % oh), x = (int)(o % ow);
+        out[o] = scale * in[(p * ih + y / s) * iw + x / s];
+    }
+}
+
+__global__ void upsample_backward_kernel(float *dx, const float *dy, int ih, int iw, int s,
+                                         float scale, size_t n)
+{
+    const int ow = iw * s;
+    GRID_STRIDE_LOOP(i, n)
+    {
+        const size_t p = i / ((size_t)ih * iw);
+        const int y = (int)(i / iw % ih), x = (int)(i % iw);
+        const float *d = dy + (p * ih * s + (size_t)y * s) * ow + (size_t)x * s;
+        float sum = dx[i];
+        for (int dy_ = 0; dy_ < s; dy_++)
+            for (int dx_ = 0; dx_ < s; dx_++)
+                sum += scale * d[(size_t)dy_ * ow + dx_];
+        dx[i] = sum;
+    }
+}
+
+// The input index (within a sample) that output (i, j, k), taken with the input's dims
+// [c][h][w], reads (backend/cpu/reorg.c's source_index).
+__device__ __forceinline__ size_t reorg_source(int c, int h, int w, int s, int i, int j, int k)
+{
+    const int oc = c / (s * s), c2 = k % oc, offset = k / oc;
+    const size_t w2 = (size_t)i * s + offset % s, h2 = (size_t)j * s + offset / s;
+    return w2 + (size_t)w * s * (h2 + (size_t)h * s * c2);
+}
+
+__global__ void reorg_forward_kernel(float *out, const float *in, int c, int h, int w, int s,
+                                     size_t n)
+{
+    const size_t sample = (size_t)c * h * w;
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const int k = (int)(o / ((size_t)h * w) % c), j = (int)(o / w % h), i = (int)(o % w);
+        out[o] = in[o / sample * sample + reorg_source(c, h, w, s, i, j, k)];
+    }
+}
+
+// A permutation: every input's gradient receives exactly one output's.
+__global__ void reorg_backward_kernel(float *dx, const float *dy, int c, int h, int w, int s,
+                                      size_t n)
+{
+    const size_t sample = (size_t)c * h * w;
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const int k = (int)(o / ((size_t)h * w) % c), j = (int)(o / w % h), i = (int)(o % w);
+        dx[o / sample * sample + reorg_source(c, h, w, s, i, j, k)] += dy[o];
+    }
+}
+
+__global__ void crop_windows_kernel(int *windows, int batch, int spare_h, int spare_w, int flip,
+                                    int train, uint64_t key, uint64_t first)
+{
+    GRID_STRIDE_LOOP(b, (size_t)batch)
+    {
+        int *win = windows + 3 * b;
+        if (!train) {
+            win[0] = spare_h / 2, win[1] = spare_w / 2, win[2] = 0;
+            continue;
+        }
+        RngDev r = rng_seed_dev(key, first + b);
+        win[0] = (int)rng_below_dev(&r, (uint32_t)spare_h + 1);
+        win[1] = (int)rng_below_dev(&r, (uint32_t)spare_w + 1);
+        win[2] = flip && rng_below_dev(&r, 2);
+    }
+}
+
+// The input index of output (y, x) of plane p, its sample's window at win.
+__device__ __forceinline__ size_t crop_source(CropDims d, const int *win, size_t p, int y, int x)
+{
+    const int col = win[1] + (win[2] ? d.ow - 1 - x : x);
+    return (p * d.ih + win[0] + y) * d.iw + col;
+}
+
+__global__ void crop_forward_kernel(float *out, const float *in, const int *windows, CropDims d,
+                                    float scale, float shift, size_t n)
+{
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const size_t p = o / ((size_t)d.oh * d.ow);
+        const int y = (int)(o / d.ow % d.oh), x = (int)(o % d.ow);
+        out[o] = in[crop_source(d, windows + 3 * (p / d.c), p, y, x)] * scale + shift;
+    }
+}
+
+__global__ void crop_backward_kernel(float *dx, const float *dy, const int *windows, CropDims d,
+                                     float scale, size_t n)
+{
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const size_t p = o / ((size_t)d.oh * d.ow);
+        const int y = (int)(o / d.ow % d.oh), x = (int)(o % d.ow);
+        dx[crop_source(d, windows + 3 * (p / d.c), p, y, x)] += dy[o] * scale;
+    }
+}
+
+extern "C" cudaError_t cuda_upsample_forward(float *out, const float *in, int planes, int ih,
+                                             int iw, int s, float scale, cudaStream_t stream)
+{
+    const size_t n = (size_t)planes * ih * s * iw * s;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(upsample_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, ih, iw, s,
+                scale, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_upsample_backward(float *dx, const float *dy, int planes, int ih,
+                                              int iw, int s, float scale, cudaStream_t stream)
+{
+    const size_t n = (size_t)planes * ih * iw;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(upsample_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, ih, iw, s,
+                scale, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, int h,
+                                          int w, int s, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * h * w;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(reorg_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, c, h, w, s, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, int h,
+                                           int w, int s, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * h * w;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(reorg_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, c, h, w, s, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, int spare_w,
+                                         int flip, int train, uint64_t key, uint64_t first,
+                                         cudaStream_t stream)
+{
+    if (batch == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(crop_windows_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, windows, batch,
+                spare_h, spare_w, flip, train, key, first);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_crop_forward(float *out, const float *in, const int *windows,
+                                         CropDims d, float scale, float shift, cudaStream_t stream)
+{
+    const size_t n = (size_t)d.batch * d.c * d.oh * d.ow;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(crop_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, windows, d, scale,
+                shift, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_crop_backward(float *dx, const float *dy, const int *windows,
+                                          CropDims d, float scale, cudaStream_t stream)
+{
+    const size_t n = (size_t)d.batch * d.c * d.oh * d.ow;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(crop_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, windows, d, scale,
+                n);
+    return cuda_launch_error();
+}

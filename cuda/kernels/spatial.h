@@ -1,0 +1,45 @@
+/* Index maps over planes on the device (spatial.cu): [upsample], [reorg] and [crop], float32,
+ * plain NCHW; C entry points. */
+#ifndef CDL_CUDA_SPATIAL_H
+#define CDL_CUDA_SPATIAL_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out [planes][ih*s][iw*s] = scale * in [planes][ih][iw] at (y/s, x/s). */
+cudaError_t cuda_upsample_forward(float *out, const float *in, int planes, int ih, int iw, int s,
+                                  float scale, cudaStream_t stream);
+/* dx [planes][ih][iw] += scale * each of its s x s output gradients dy, in the CPU's order. */
+cudaError_t cuda_upsample_backward(float *dx, const float *dy, int planes, int ih, int iw, int s,
+                                   float scale, cudaStream_t stream);
+/* darknet's reorg (layers/reorg.c) of in [batch][c][h][w] with stride s, out taken with the
+ * input's dims; backward: dx += the permuted dy. */
+cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, int h, int w, int s,
+                               cudaStream_t stream);
+cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, int h, int w, int s,
+                                cudaStream_t stream);
+/* [crop]'s windows [batch][3] (row offset, column offset, mirrored): with train, sample b's drawn
+ * by PCG32 seeded (key, first + b) as the CPU draws them (rng_below of spare_h + 1, of spare_w + 1,
+ * then of 2 when flip); else the centre (spare_h / 2, spare_w / 2, 0). */
+cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, int spare_w, int flip,
+                              int train, uint64_t key, uint64_t first, cudaStream_t stream);
+/* The dimensions of a crop: in [batch][c][ih][iw], out [batch][c][oh][ow]. */
+typedef struct CropDims {
+    int batch, c, ih, iw, oh, ow;
+} CropDims;
+/* out = in's window * scale + shift. */
+cudaError_t cuda_crop_forward(float *out, const float *in, const int *windows, CropDims d,
+                              float scale, float shift, cudaStream_t stream);
+/* dx's window += dy * scale. */
+cudaError_t cuda_crop_backward(float *dx, const float *dy, const int *windows, CropDims d,
+                               float scale, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,45 @@
+/* [route]'s GPU kernels (layers/route.c has its meaning): concatenation along channels, plain NCHW
+ * only.
+ *
+ *   inputs k [batch][c_k][h][w]   all with the same h and w
+ *   out      [batch][sum c_k][h][w]
+ */
+#include "layers/route.h"
+#include "gpu.h"
+#include "kernels/copy.h"
+
+static void route_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Route *ro = l->priv;
+    const size_t out_sample = shape_size(l->out_shape);
+    size_t offset = 0;
+    for (int k = 0; k < l->n_inputs; k++) {
+        gpu_note(ctx,
+                 cuda_copy_rows(l->out + offset, out_sample, l->in[k], ro->sizes[k], ctx->batch,
+                                ro->sizes[k], 0, gpu_stream(ctx)),
+                 "route forward");
+        offset += ro->sizes[k];
+    }
+}
+
+/* Two listed entries may name the same layer: the inputs go one at a time, on one stream. */
+static void route_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Route *ro = l->priv;
+    const size_t out_sample = shape_size(l->out_shape);
+    size_t offset = 0;
+    for (int k = 0; k < l->n_inputs; k++) {
+        if (l->in_delta[k])
+            gpu_note(ctx,
+                     cuda_copy_rows(l->in_delta[k], ro->sizes[k], l->delta + offset, out_sample,
+                                    ctx->batch, ro->sizes[k], 1, gpu_stream(ctx)),
+                     "route backward");
+        offset += ro->sizes[k];
+    }
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_route_kernels = {
+    .forward = route_forward_gpu,
+    .backward = route_backward_gpu,
+};
