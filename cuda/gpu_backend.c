@@ -8,6 +8,8 @@
 #include "layers/families.h"
 
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
+extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
+    gpu_linear_kernels, gpu_attention_kernels;
 
 static const struct {
     const LayerType *type;
@@ -16,6 +18,11 @@ static const struct {
     {&connected_layer, &gpu_connected_kernels},
     {&softmax_layer, &gpu_softmax_kernels},
     {&avgpool_layer, &gpu_avgpool_kernels},
+    {&embedding_layer, &gpu_embedding_kernels},
+    {&positional_layer, &gpu_positional_kernels},
+    {&layernorm_layer, &gpu_layernorm_kernels},
+    {&linear_layer, &gpu_linear_kernels},
+    {&attention_layer, &gpu_attention_kernels},
 };
 
 static const LayerKernels *gpu_kernels(const LayerType *t)
