@@ -64,10 +64,10 @@ static void gemm_heads(const StepContext *ctx, int trans_a, int trans_b, int m, 
                        int ldb, long long stride_b, float beta, float *c, int ldc,
                        long long stride_c, int count)
 {
-    const cublasStatus_t st = cublasSgemmStridedBatched(
-        gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, stride_b, a, lda, stride_a,
-        &beta, c, ldc, stride_c, count);
+    const cublasStatus_t st =
+        cublasSgemmStridedBatched(gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
+                                  stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, count);
     gpu_note_cublas(ctx, st, "cublasSgemmStridedBatched");
 }
 
@@ -98,7 +98,8 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gemm_heads(ctx, 0, 1, t, t, d, scale, q, 3 * c, d, q + c, 3 * c, d, 0.0f,
                    a->probs + (size_t)b * h * tt, t, tt, h);
     }
-    gpu_note(ctx, cuda_attention_softmax(a->probs, ctx->batch * h * t, t, a->causal, gpu_stream(ctx)),
+    gpu_note(ctx,
+             cuda_attention_softmax(a->probs, ctx->batch * h * t, t, a->causal, gpu_stream(ctx)),
              "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
@@ -185,7 +186,8 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     }
     /* Input projection: d biases += column sums of dqkv, d weights += dqkv^T x, d x (+)= dqkv
      * weights. */
-    gpu_note(ctx, cuda_column_sums_add(l->params[P_BIASES].grad, dqkv, rows, 3 * c, gpu_stream(ctx)),
+    gpu_note(ctx,
+             cuda_column_sums_add(l->params[P_BIASES].grad, dqkv, rows, 3 * c, gpu_stream(ctx)),
              "attention biases gradient");
     gpu_gemm(ctx, 1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, l->in[0], c, 1.0f, w->grad, c);
     if (l->in_delta[0])

@@ -36,8 +36,8 @@ static void embedding_forward_at(Layer *l, const StepContext *ctx, int t)
 static void embedding_backward_gpu(Layer *l, const StepContext *ctx)
 {
     gpu_note(ctx,
-             cuda_embedding_grad(l->params[0].grad, l->delta, l->in[0], vocab_of(l),
-                                 l->out_shape.w, ctx->batch * l->out_shape.h, gpu_stream(ctx)),
+             cuda_embedding_grad(l->params[0].grad, l->delta, l->in[0], vocab_of(l), l->out_shape.w,
+                                 ctx->batch * l->out_shape.h, gpu_stream(ctx)),
              "embedding backward");
 }
 

@@ -9,12 +9,14 @@
 
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
 extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
-    gpu_linear_kernels, gpu_attention_kernels;
+    gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 
 static const struct {
     const LayerType *type;
     const LayerKernels *kernels;
 } gpu_kernel_table[] = {
+    /* one family a row, so that families join the table line by line */
+    // clang-format off
     {&connected_layer, &gpu_connected_kernels},
     {&softmax_layer, &gpu_softmax_kernels},
     {&avgpool_layer, &gpu_avgpool_kernels},
@@ -23,6 +25,10 @@ static const struct {
     {&layernorm_layer, &gpu_layernorm_kernels},
     {&linear_layer, &gpu_linear_kernels},
     {&attention_layer, &gpu_attention_kernels},
+    {&rnn_layer, &gpu_recurrent_kernels},
+    {&lstm_layer, &gpu_recurrent_kernels},
+    {&gru_layer, &gpu_recurrent_kernels},
+    // clang-format on
 };
 
 static const LayerKernels *gpu_kernels(const LayerType *t)

@@ -49,13 +49,15 @@ static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
     const int n = l->in_shape.w, rows = ctx->batch * l->in_shape.c * l->in_shape.h;
-    gpu_note(ctx, cuda_column_sums_add(l->params[P_BIASES].grad, l->delta, rows, n, gpu_stream(ctx)),
+    gpu_note(ctx,
+             cuda_column_sums_add(l->params[P_BIASES].grad, l->delta, rows, n, gpu_stream(ctx)),
              "layernorm biases gradient");
     gpu_note(ctx,
              cuda_layernorm_backward(l->in_delta[0], l->delta, l->in[0], l->params[P_SCALES].data,
                                      ln->mean, ln->inv_std, rows, n, gpu_stream(ctx)),
              "layernorm backward");
-    gpu_note(ctx, cuda_column_sums_add(l->params[P_SCALES].grad, l->delta, rows, n, gpu_stream(ctx)),
+    gpu_note(ctx,
+             cuda_column_sums_add(l->params[P_SCALES].grad, l->delta, rows, n, gpu_stream(ctx)),
              "layernorm scales gradient");
 }
 

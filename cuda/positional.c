@@ -30,15 +30,15 @@ static void positional_forward_at(Layer *l, const StepContext *ctx, int t)
 static void positional_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const size_t sample = shape_size(l->out_shape);
-    gpu_note(ctx,
-             cuda_column_sums_add(l->params[0].grad, l->delta, ctx->batch, (int)sample,
-                                  gpu_stream(ctx)),
-             "positional weights gradient");
+    gpu_note(
+        ctx,
+        cuda_column_sums_add(l->params[0].grad, l->delta, ctx->batch, (int)sample, gpu_stream(ctx)),
+        "positional weights gradient");
     if (l->in_delta[0])
-        gpu_note(ctx,
-                 cuda_accumulate(l->in_delta[0], l->delta, (size_t)ctx->batch * sample,
-                                 gpu_stream(ctx)),
-                 "positional input gradient");
+        gpu_note(
+            ctx,
+            cuda_accumulate(l->in_delta[0], l->delta, (size_t)ctx->batch * sample, gpu_stream(ctx)),
+            "positional input gradient");
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

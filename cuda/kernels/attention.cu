@@ -1,7 +1,8 @@
-// [attention]'s own kernels on the device, float32, between the cuBLAS products of cuda/attention.c:
-// the masked softmax of the score rows, the dropout mask drawn as the CPU draws it, the softmax's
-// backward, and forward_at's row of one (sample, head) pair from the key/value cache. One block
-// per row (per pair in forward_at); sums and maxima through block reductions (fixed order).
+// [attention]'s own kernels on the device, float32, between the cuBLAS products of
+// cuda/attention.c: the masked softmax of the score rows, the dropout mask drawn as the CPU draws
+// it, the softmax's backward, and forward_at's row of one (sample, head) pair from the key/value
+// cache. One block per row (per pair in forward_at); sums and maxima through block reductions
+// (fixed order).
 //   p, ds, mask, weights: (pairs, T, T), row i of a pair over the keys j <= i (causal) or all T
 //   qkv: (batch, T, 3C)   heads: (batch, T, C)   H heads of D = C / H columns
 #include "attention.h"
@@ -152,8 +153,8 @@ extern "C" cudaError_t cuda_attention_dropout(float *weights, float *mask, const
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), 256, 0, stream, weights, mask, p, key,
-                first, dropout, 1.0f / (1.0f - dropout), n);
+    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), 256, 0, stream, weights, mask, p, key, first,
+                dropout, 1.0f / (1.0f - dropout), n);
     return cuda_launch_error();
 }
 
@@ -166,9 +167,9 @@ extern "C" cudaError_t cuda_attention_apply_mask(float *weights, const float *p,
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_attention_softmax_backward(float *ds, const float *p,
-                                                       const float *mask, int rows, int T,
-                                                       int causal, cudaStream_t stream)
+extern "C" cudaError_t cuda_attention_softmax_backward(float *ds, const float *p, const float *mask,
+                                                       int rows, int T, int causal,
+                                                       cudaStream_t stream)
 {
     if (rows == 0)
         return cudaSuccess;

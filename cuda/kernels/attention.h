@@ -1,5 +1,6 @@
 /* [attention]'s kernels on the device (attention.cu): C entry points, float32. Score and weight
- * tensors are (pairs, T, T), a pair being a (sample, head); qkv (batch, T, 3C), heads (batch, T, C). */
+ * tensors are (pairs, T, T), a pair being a (sample, head); qkv (batch, T, 3C), heads (batch, T,
+ * C). */
 #ifndef CDL_CUDA_ATTENTION_H
 #define CDL_CUDA_ATTENTION_H
 

@@ -39,8 +39,8 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
 // mean(g x_hat)), and dout becomes dy * x_hat (the CPU's order: the parameter gradients are then
 // column sums of dout before and after).
 __global__ void layernorm_backward_kernel(float *dinp, float *dout, const float *inp,
-                                          const float *weight, const float *mean,
-                                          const float *rstd, int C)
+                                          const float *weight, const float *mean, const float *rstd,
+                                          int C)
 {
     const float *x = inp + (size_t)blockIdx.x * C;
     float *dy = dout + (size_t)blockIdx.x * C;
@@ -92,12 +92,11 @@ extern "C" cudaError_t cuda_layernorm_forward(void *out, float *mean, float *rst
 
 extern "C" cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp,
                                                const float *weight, const float *mean,
-                                               const float *rstd, int N, int C,
-                                               cudaStream_t stream)
+                                               const float *rstd, int N, int C, cudaStream_t stream)
 {
     if (N == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(layernorm_backward_kernel, N, 256, 0, stream, dinp, dout, inp, weight,
-                mean, rstd, C);
+    CUDA_LAUNCH(layernorm_backward_kernel, N, 256, 0, stream, dinp, dout, inp, weight, mean, rstd,
+                C);
     return cuda_launch_error();
 }

@@ -27,9 +27,9 @@ cudaError_t cuda_layernorm_forward_rows(void *out, float *mean, float *rstd, con
 /* The backward of N rows of C float values from the forward's mean and rstd: dinp (N, C) +=
  * dL/dinp (dinp NULL: not wanted) from dout (N, C) = dL/dout, which becomes dout * x_hat (so that
  * weight's gradient is then its column sums, as bias's are of dout before). */
-cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp,
-                                    const float *weight, const float *mean, const float *rstd,
-                                    int N, int C, cudaStream_t stream);
+cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp, const float *weight,
+                                    const float *mean, const float *rstd, int N, int C,
+                                    cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -90,8 +90,8 @@ __global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int
 }
 
 extern "C" cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids,
-                                             size_t id_stride, const float *table, int vocab,
-                                             int C, int rows, cudaStream_t stream)
+                                             size_t id_stride, const float *table, int vocab, int C,
+                                             int rows, cudaStream_t stream)
 {
     const size_t n = (size_t)rows * C;
     if (n == 0)

@@ -1,6 +1,7 @@
 /* Token-by-token inference (forward_at, the cached step of generation) on the GPU backend gives
  * the rows the GPU's whole-sequence forward gives, layer by layer: [embedding], [positional],
- * [layernorm], [linear] (tie=1 included) and [attention] (its key/value cache), as
+ * [layernorm], [linear] (tie=1 included), [attention] (its key/value cache) and [rnn], [lstm],
+ * [gru] (their state), as
  * test_layers_seq.c and test_attention.c check it on the CPU. Skipped in a build without the GPU
  * backend (GPU=1 runs it on the device, GPU=sim on the simulator). */
 #include <math.h>
@@ -107,8 +108,9 @@ static void check_forward_at(const char *name, const char *text, int exact)
         const double e = check_rel_error(got, want[i], n[i]);
         worst = fmax(worst, e);
         if (!(e <= tol))
-            fprintf(stderr, "FAIL %s: layer %d [%s] forward_at differs from forward by %.3g > %.3g\n",
-                    name, i, net.layers[i].type->name, e, tol);
+            fprintf(stderr,
+                    "FAIL %s: layer %d [%s] forward_at differs from forward by %.3g > %.3g\n", name,
+                    i, net.layers[i].type->name, e, tol);
         CHECK(e <= tol);
         free(got);
         free(want[i]);
@@ -141,5 +143,11 @@ int main(void)
     check_forward_at("attention heads=4 dropout=0.5 on features",
                      SEQ(2, 70, 8, 0) "[attention]\nheads=4\ndropout=0.5\n", 0);
     check_forward_at("attention heads=1 staged=1", SEQ(2, 7, 6, 0) "[attention]\nstaged=1\n", 0);
+    /* The recurrent layers' state: step t from the out and saved rows of the steps before. */
+    check_forward_at("rnn relu", SEQ(2, 5, 6, 0) "[rnn]\noutput=7\nactivation=relu\n", 0);
+    check_forward_at("gru", SEQ(3, 6, 5, 0) "[gru]\noutput=9\n", 0);
+    check_forward_at("char lstm: embedding, lstm, linear",
+                     SEQ(2, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n", 0);
+    check_forward_at("lstm fused=0", SEQ(2, 4, 3, 0) "[lstm]\noutput=5\nfused=0\n", 0);
     return check_report("test_gpu_forward_at");
 }
