@@ -13,11 +13,15 @@ extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpoo
 extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_kernels,
     gpu_dropout_kernels, gpu_upsample_kernels, gpu_reorg_kernels, gpu_crop_kernels,
     gpu_cost_kernels;
+extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
+    gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 
 static const struct {
     const LayerType *type;
     const LayerKernels *kernels;
 } gpu_kernel_table[] = {
+    /* one family a row, so that families join the table line by line */
+    // clang-format off
     {&connected_layer, &gpu_connected_kernels},
     {&softmax_layer, &gpu_softmax_kernels},
     {&avgpool_layer, &gpu_avgpool_kernels},
@@ -29,6 +33,15 @@ static const struct {
     {&reorg_layer, &gpu_reorg_kernels},
     {&crop_layer, &gpu_crop_kernels},
     {&cost_layer, &gpu_cost_kernels},
+    {&embedding_layer, &gpu_embedding_kernels},
+    {&positional_layer, &gpu_positional_kernels},
+    {&layernorm_layer, &gpu_layernorm_kernels},
+    {&linear_layer, &gpu_linear_kernels},
+    {&attention_layer, &gpu_attention_kernels},
+    {&rnn_layer, &gpu_recurrent_kernels},
+    {&lstm_layer, &gpu_recurrent_kernels},
+    {&gru_layer, &gpu_recurrent_kernels},
+    // clang-format on
 };
 
 static const LayerKernels *gpu_kernels(const LayerType *t)

@@ -1,7 +1,9 @@
-// Layer normalisation forward, one block per row: two block sums (mean, then the variance
-// around it, which is exact for rows of large mean where E[x^2] - mean^2 is not), then the
-// normalised row. Templated over the element type; statistics in float.
-//   out, inp: (N, C); weight, bias: (C); mean, rstd: (N)
+// Layer normalisation, one block per row: two block sums (mean, then the variance around it,
+// which is exact for rows of large mean where E[x^2] - mean^2 is not), then the normalised row;
+// and its backward (float32) as [layernorm] computes it (backend/cpu/layernorm.c). The forward is
+// templated over the element type; statistics in float.
+//   out, inp, dinp, dout: (N, C), row r at r * stride   weight, bias, dweight, dbias: (C)
+//   mean, rstd: (N), row r's at r * stat_stride
 #include "layernorm.h"
 
 #include "kernels/dtype.cuh"
@@ -10,10 +12,11 @@
 
 template <typename T>
 __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp,
-                                         const float *weight, const float *bias, int C)
+                                         const float *weight, const float *bias, int C, float eps,
+                                         size_t stride, size_t stat_stride)
 {
-    const T *x = inp + (size_t)blockIdx.x * C;
-    T *y = out + (size_t)blockIdx.x * C;
+    const T *x = inp + (size_t)blockIdx.x * stride;
+    T *y = out + (size_t)blockIdx.x * stride;
     float sum = 0.0f;
     for (int i = threadIdx.x; i < C; i += blockDim.x)
         sum += to_float(x[i]);
@@ -23,29 +26,77 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
         const float d = to_float(x[i]) - m;
         squares += d * d;
     }
-    const float s = rsqrtf(block_sum(squares) / C + 1e-5f);
+    const float s = rsqrtf(block_sum(squares) / C + eps);
     for (int i = threadIdx.x; i < C; i += blockDim.x)
         y[i] = from_float<T>((to_float(x[i]) - m) * s * weight[i] + bias[i]);
     if (threadIdx.x == 0 && mean) {
-        mean[blockIdx.x] = m;
-        rstd[blockIdx.x] = s;
+        mean[blockIdx.x * stat_stride] = m;
+        rstd[blockIdx.x * stat_stride] = s;
     }
 }
 
-extern "C" cudaError_t cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
-                                              const float *weight, const float *bias, int N, int C,
-                                              cudaDataType_t type, cudaStream_t stream)
+// With x_hat the normalised row and g = dy * weight: dinp += rstd (g - mean(g) - x_hat
+// mean(g x_hat)), and dout becomes dy * x_hat (the CPU's order: the parameter gradients are then
+// column sums of dout before and after).
+__global__ void layernorm_backward_kernel(float *dinp, float *dout, const float *inp,
+                                          const float *weight, const float *mean, const float *rstd,
+                                          int C)
+{
+    const float *x = inp + (size_t)blockIdx.x * C;
+    float *dy = dout + (size_t)blockIdx.x * C;
+    const float m = mean[blockIdx.x], s = rstd[blockIdx.x];
+    float sum_g = 0.0f, sum_g_x_hat = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        const float g = dy[i] * weight[i];
+        sum_g += g;
+        sum_g_x_hat += g * (x[i] - m) * s;
+    }
+    const float mean_g = block_sum(sum_g) / C, mean_g_x_hat = block_sum(sum_g_x_hat) / C;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        const float x_hat = (x[i] - m) * s;
+        if (dinp)
+            dinp[(size_t)blockIdx.x * C + i] +=
+                s * (dy[i] * weight[i] - mean_g - x_hat * mean_g_x_hat);
+        dy[i] *= x_hat;
+    }
+}
+
+extern "C" cudaError_t cuda_layernorm_forward_rows(void *out, float *mean, float *rstd,
+                                                   const void *inp, const float *weight,
+                                                   const float *bias, int N, int C, float eps,
+                                                   size_t stride, size_t stat_stride,
+                                                   cudaDataType_t type, cudaStream_t stream)
 {
     const int block = 256;
     if (N == 0)
         return cudaSuccess;
     if (type == CUDA_R_32F)
         CUDA_LAUNCH(layernorm_forward_kernel<float>, N, block, 0, stream, (float *)out, mean, rstd,
-                    (const float *)inp, weight, bias, C);
+                    (const float *)inp, weight, bias, C, eps, stride, stat_stride);
     else if (type == CUDA_R_16BF)
         CUDA_LAUNCH(layernorm_forward_kernel<__nv_bfloat16>, N, block, 0, stream,
-                    (__nv_bfloat16 *)out, mean, rstd, (const __nv_bfloat16 *)inp, weight, bias, C);
+                    (__nv_bfloat16 *)out, mean, rstd, (const __nv_bfloat16 *)inp, weight, bias, C,
+                    eps, stride, stat_stride);
     else
         return cudaErrorInvalidValue;
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
+                                              const float *weight, const float *bias, int N, int C,
+                                              cudaDataType_t type, cudaStream_t stream)
+{
+    return cuda_layernorm_forward_rows(out, mean, rstd, inp, weight, bias, N, C, 1e-5f, (size_t)C,
+                                       1, type, stream);
+}
+
+extern "C" cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp,
+                                               const float *weight, const float *mean,
+                                               const float *rstd, int N, int C, cudaStream_t stream)
+{
+    if (N == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(layernorm_backward_kernel, N, 256, 0, stream, dinp, dout, inp, weight, mean, rstd,
+                C);
     return cuda_launch_error();
 }

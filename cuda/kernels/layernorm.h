@@ -1,9 +1,10 @@
-/* Layer normalisation on the device (layernorm.cu): the C entry points of cdl's kernel. */
+/* Layer normalisation on the device (layernorm.cu): the C entry points of cdl's kernels. */
 #ifndef CDL_CUDA_LAYERNORM_H
 #define CDL_CUDA_LAYERNORM_H
 
 #include <cuda_runtime_api.h>
 #include <library_types.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +17,19 @@ extern "C" {
 cudaError_t cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
                                    const float *weight, const float *bias, int N, int C,
                                    cudaDataType_t type, cudaStream_t stream);
+/* The same with rstd = 1/sqrt(var + eps) over N rows at stride `stride` (elements) in inp and
+ * out, row r's statistics at mean[r * stat_stride] and rstd[r * stat_stride] ([layernorm]'s
+ * forward, and its forward_at over one token of each sample). */
+cudaError_t cuda_layernorm_forward_rows(void *out, float *mean, float *rstd, const void *inp,
+                                        const float *weight, const float *bias, int N, int C,
+                                        float eps, size_t stride, size_t stat_stride,
+                                        cudaDataType_t type, cudaStream_t stream);
+/* The backward of N rows of C float values from the forward's mean and rstd: dinp (N, C) +=
+ * dL/dinp (dinp NULL: not wanted) from dout (N, C) = dL/dout, which becomes dout * x_hat (so that
+ * weight's gradient is then its column sums, as bias's are of dout before). */
+cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp, const float *weight,
+                                    const float *mean, const float *rstd, int N, int C,
+                                    cudaStream_t stream);
 
 #ifdef __cplusplus
 }

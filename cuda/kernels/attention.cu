@@ -1,0 +1,189 @@
+// [attention]'s own kernels on the device, float32, between the cuBLAS products of
+// cuda/attention.c: the masked softmax of the score rows, the dropout mask drawn as the CPU draws
+// it, the softmax's backward, and forward_at's row of one (sample, head) pair from the key/value
+// cache. One block per row (per pair in forward_at); sums and maxima through block reductions
+// (fixed order).
+//   p, ds, mask, weights: (pairs, T, T), row i of a pair over the keys j <= i (causal) or all T
+//   qkv: (batch, T, 3C)   heads: (batch, T, C)   H heads of D = C / H columns
+#include "attention.h"
+
+#include <float.h>
+
+#include "kernels/reduce.cuh"
+#include "launch.h"
+
+// The largest v of the block, in every thread (block_sum's pattern).
+static __device__ float attention_block_max(float v)
+{
+    __shared__ float warp_max[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (lane == 0)
+        warp_max[warp] = v;
+    __syncthreads();
+    v = lane < warps ? warp_max[lane] : -FLT_MAX;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    __syncthreads();
+    return v;
+}
+
+// row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1. Ends with a barrier.
+static __device__ void softmax_row_in_place(float *row, int n, int width)
+{
+    float m = -FLT_MAX;
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+        m = fmaxf(m, row[j]);
+    m = attention_block_max(m);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const float e = expf(row[j] - m);
+        row[j] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / block_sum(sum);
+    for (int j = threadIdx.x; j < width; j += blockDim.x)
+        row[j] = j < n ? row[j] * inv : 0.0f;
+    __syncthreads();
+}
+
+__global__ void attention_softmax_kernel(float *p, int T, int causal)
+{
+    const int i = blockIdx.x % T;
+    softmax_row_in_place(p + (size_t)blockIdx.x * T, causal ? i + 1 : T, T);
+}
+
+// util/rng.h's rng_splitmix64 and rng_uniform_at, on the device: draw i of key in [0, 1).
+__device__ __forceinline__ float attention_uniform_at(unsigned long long key, unsigned long long i)
+{
+    unsigned long long z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+// Element e of the batch's (pairs, T, T) is draw first + e of key: the CPU's index
+// ((pair + first_pair) T + i) T + j, with first = first_pair T T.
+__global__ void attention_dropout_kernel(float *weights, float *mask, const float *p,
+                                         unsigned long long key, unsigned long long first,
+                                         float dropout, float keep_scale, size_t n)
+{
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const float m = attention_uniform_at(key, first + e) < dropout ? 0.0f : keep_scale;
+        mask[e] = m;
+        weights[e] = p[e] * m;
+    }
+}
+
+__global__ void attention_mask_kernel(float *weights, const float *p, const float *mask, size_t n)
+{
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * blockDim.x)
+        weights[e] = p[e] * mask[e];
+}
+
+// dS = P (dP m - sum_j P_j (dP m)_j) over the row's keys, 0 past them; dP (in ds) in place.
+__global__ void attention_softmax_backward_kernel(float *ds, const float *p, const float *mask,
+                                                  int T, int causal)
+{
+    const int i = blockIdx.x % T, n = causal ? i + 1 : T;
+    const size_t row = (size_t)blockIdx.x * T;
+    float dot = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const float dp = mask ? ds[row + j] * mask[row + j] : ds[row + j];
+        dot += p[row + j] * dp;
+    }
+    dot = block_sum(dot);
+    for (int j = threadIdx.x; j < T; j += blockDim.x) {
+        const float dp = mask ? ds[row + j] * mask[row + j] : ds[row + j];
+        ds[row + j] = j < n ? p[row + j] * (dp - dot) : 0.0f;
+    }
+}
+
+// Pair blockIdx.x = b H + h: its row t of heads from the cached q, k, v of rows <= t, with the
+// row's scores in scores (T floats of the pair).
+__global__ void attention_row_kernel(float *heads, float *scores_all, const float *qkv, int T,
+                                     int C, int H, int t, float scale)
+{
+    const int b = blockIdx.x / H, h = blockIdx.x % H, D = C / H;
+    const float *sample = qkv + (size_t)b * T * 3 * C;
+    const float *q = sample + (size_t)t * 3 * C + (size_t)h * D;
+    float *scores = scores_all + (size_t)blockIdx.x * T;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) {
+        const float *k = sample + (size_t)j * 3 * C + C + (size_t)h * D;
+        float dot = 0.0f;
+        for (int i = 0; i < D; i++)
+            dot += q[i] * k[i];
+        scores[j] = scale * dot;
+    }
+    __syncthreads();
+    softmax_row_in_place(scores, t + 1, t + 1);
+    float *y = heads + ((size_t)b * T + t) * C + (size_t)h * D;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float sum = 0.0f;
+        for (int j = 0; j <= t; j++)
+            sum += scores[j] * sample[(size_t)j * 3 * C + 2 * C + (size_t)h * D + i];
+        y[i] = sum;
+    }
+}
+
+#define ROW_BLOCK 128
+
+static int grid_for(size_t n)
+{
+    const size_t blocks = (n + 255) / 256;
+    return blocks > 4096 ? 4096 : blocks < 1 ? 1 : (int)blocks;
+}
+
+extern "C" cudaError_t cuda_attention_softmax(float *p, int rows, int T, int causal,
+                                              cudaStream_t stream)
+{
+    if (rows == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_softmax_kernel, rows, ROW_BLOCK, 0, stream, p, T, causal);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_attention_dropout(float *weights, float *mask, const float *p,
+                                              unsigned long long key, unsigned long long first,
+                                              float dropout, size_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), 256, 0, stream, weights, mask, p, key, first,
+                dropout, 1.0f / (1.0f - dropout), n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_attention_apply_mask(float *weights, const float *p, const float *mask,
+                                                 size_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_mask_kernel, grid_for(n), 256, 0, stream, weights, p, mask, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_attention_softmax_backward(float *ds, const float *p, const float *mask,
+                                                       int rows, int T, int causal,
+                                                       cudaStream_t stream)
+{
+    if (rows == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_softmax_backward_kernel, rows, ROW_BLOCK, 0, stream, ds, p, mask, T,
+                causal);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_attention_row(float *heads, float *scores, const float *qkv, int batch,
+                                          int T, int C, int H, int t, cudaStream_t stream)
+{
+    if (batch == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_row_kernel, batch * H, ROW_BLOCK, 0, stream, heads, scores, qkv, T, C, H,
+                t, 1.0f / sqrtf((float)(C / H)));
+    return cuda_launch_error();
+}

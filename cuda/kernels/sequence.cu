@@ -1,0 +1,140 @@
+// The per-token work of the sequence layers on the device, float32: [embedding]'s lookup and its
+// gradient, a row vector added to strided rows ([positional], the biases of [linear] and
+// [attention], also on the single rows of forward_at), and column sums for the parameter
+// gradients. Every sum runs in an order fixed by the shape (no atomics): the same bits on every
+// run.
+//   ids: (rows) at stride id_stride   table, grad: (vocab, C)   out: (rows, C) at stride out_stride
+//   x, y: (rows, n) at stride stride   v: (n)   sum: (n)
+#include "sequence.h"
+
+#include "launch.h"
+
+static int grid_for(size_t n)
+{
+    const size_t blocks = (n + 255) / 256;
+    return blocks > 4096 ? 4096 : blocks < 1 ? 1 : (int)blocks;
+}
+
+// The table's row of an id, or -1 when the id is outside [0, vocab) or NaN (as
+// backend/cpu/embedding.c's row_of).
+__device__ __forceinline__ int embedding_row(float id, int vocab)
+{
+    return id >= 0 && id < (float)vocab ? (int)id : -1;
+}
+
+__global__ void embedding_lookup_kernel(float *out, size_t out_stride, const float *ids,
+                                        size_t id_stride, const float *table, int vocab, int C,
+                                        size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t r = i / C, j = i % C;
+        const int id = embedding_row(ids[r * id_stride], vocab);
+        out[r * out_stride + j] = id < 0 ? 0.0f : table[(size_t)id * C + j];
+    }
+}
+
+// A thread per column j: grad[id][j] += delta[r][j] for the rows in order, as the CPU's threads
+// do over their columns, so tokens of the same id never race and each sum has the CPU's order.
+__global__ void embedding_grad_kernel(float *grad, const float *delta, const float *ids, int vocab,
+                                      int C, int rows)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= C)
+        return;
+    for (int r = 0; r < rows; r++) {
+        const int id = embedding_row(ids[r], vocab);
+        if (id >= 0)
+            grad[(size_t)id * C + j] += delta[(size_t)r * C + j];
+    }
+}
+
+__global__ void add_row_vector_kernel(float *y, const float *x, const float *v, int n,
+                                      size_t stride, size_t total)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t at = i / n * stride + i % n;
+        y[at] = x[at] + v[i % n];
+    }
+}
+
+__global__ void accumulate_kernel(float *y, const float *x, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] += x[i];
+}
+
+#define SUM_COLUMNS 32
+#define SUM_LANES 8
+
+// A block of 32 columns x 8 lanes: lane y sums rows y, y + 8, ... of its column, then lane 0 adds
+// the 8 partial sums in lane order.
+__global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int n)
+{
+    __shared__ float partial[SUM_LANES][SUM_COLUMNS];
+    const int col = threadIdx.x % SUM_COLUMNS, lane = threadIdx.x / SUM_COLUMNS;
+    const int j = blockIdx.x * SUM_COLUMNS + col;
+    float s = 0.0f;
+    for (int r = lane; j < n && r < rows; r += SUM_LANES)
+        s += x[(size_t)r * n + j];
+    partial[lane][col] = s;
+    __syncthreads();
+    if (lane == 0 && j < n) {
+        float total = 0.0f;
+        for (int k = 0; k < SUM_LANES; k++)
+            total += partial[k][col];
+        sum[j] += total;
+    }
+}
+
+extern "C" cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids,
+                                             size_t id_stride, const float *table, int vocab, int C,
+                                             int rows, cudaStream_t stream)
+{
+    const size_t n = (size_t)rows * C;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(embedding_lookup_kernel, grid_for(n), 256, 0, stream, out, out_stride, ids,
+                id_stride, table, vocab, C, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *ids,
+                                           int vocab, int C, int rows, cudaStream_t stream)
+{
+    if (C == 0 || rows == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(embedding_grad_kernel, (C + 127) / 128, 128, 0, stream, grad, delta, ids, vocab, C,
+                rows);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows,
+                                           int n, size_t stride, cudaStream_t stream)
+{
+    const size_t total = (size_t)rows * n;
+    if (total == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(add_row_vector_kernel, grid_for(total), 256, 0, stream, y, x, v, n, stride, total);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(accumulate_kernel, grid_for(n), 256, 0, stream, y, x, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n,
+                                            cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(column_sums_add_kernel, (n + SUM_COLUMNS - 1) / SUM_COLUMNS,
+                SUM_COLUMNS * SUM_LANES, 0, stream, sum, x, rows, n);
+    return cuda_launch_error();
+}

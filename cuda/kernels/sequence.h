@@ -1,0 +1,34 @@
+/* The per-token work of the sequence layers on the device (sequence.cu): C entry points, float32.
+ * Row r of a strided tensor starts at r * stride. */
+#ifndef CDL_CUDA_SEQUENCE_H
+#define CDL_CUDA_SEQUENCE_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[r][0..C) = table[id] for the id ids[r * id_stride] of each of rows rows, or zeros where the
+ * id is outside [0, vocab) ([embedding]'s rule); out's rows at out_stride. */
+cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids, size_t id_stride,
+                                  const float *table, int vocab, int C, int rows,
+                                  cudaStream_t stream);
+/* grad[id] += delta[r] for each row r of delta (rows, C) whose id ids[r] is in [0, vocab), the rows
+ * in order for every column (deterministic, the CPU's order). */
+cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *ids, int vocab, int C,
+                                int rows, cudaStream_t stream);
+/* y[r][j] = x[r][j] + v[j] for rows rows of n values at stride stride (y may be x). */
+cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows, int n,
+                                size_t stride, cudaStream_t stream);
+/* y[i] += x[i] for n values. */
+cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream);
+/* sum[j] += the sum over the rows of x (rows, n) of column j, in an order fixed by the shape. */
+cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,101 @@
+/* [linear]'s GPU kernels (layers/linear.c has its meaning): a dense layer on every row through
+ * cuBLAS, the biases added to the rows, then the activation. With tie=1, W is layer 0's
+ * [embedding] weights: the forward reads them and the backward adds into their gradient (before
+ * the embedding's own backward, which adds after it). precision=bf16 and int8 weights have no GPU
+ * kernels yet and are refused at resize.
+ *
+ *   in  [batch][rows][inputs]   out [batch][rows][output]   out[b][r] = act(in[b][r] W^T + biases)
+ *   W [output][inputs]   biases [output]
+ */
+#include "layers/linear.h"
+
+#include "gpu.h"
+#include "kernels/layer_activation.h"
+#include "kernels/sequence.h"
+#include "layer_activation.h"
+
+/* The weights W [output][inputs]: the layer's own, or the tied [embedding]'s. */
+static const Param *weights_of(Layer *l)
+{
+    const Linear *li = l->priv;
+    return li->tied ? li->tied : layer_param(l, "weights");
+}
+
+static int linear_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)batch, (void)st;
+    if (l->quant || l->precision != GEMM_FP32)
+        return error_set(e, CDL_EUSAGE, "layer %d [linear] with %s has no GPU implementation",
+                         l->index, l->quant ? "int8 weights" : "bf16");
+    return CDL_OK;
+}
+
+/* y rows [rows][output] at y_stride = x rows [rows][inputs] at x_stride times W^T, plus the
+ * biases. */
+static void linear_rows_gpu(Layer *l, const StepContext *ctx, const float *x, int x_stride,
+                            float *y, int y_stride, int rows)
+{
+    const Linear *li = l->priv;
+    const Param *biases = layer_param(l, "biases");
+    gpu_gemm(ctx, 0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l)->data,
+             li->inputs, 0.0f, y, y_stride);
+    if (biases)
+        gpu_note(ctx,
+                 cuda_add_row_vector(y, y, biases->data, rows, li->outputs, (size_t)y_stride,
+                                     gpu_stream(ctx)),
+                 "linear biases");
+}
+
+static void linear_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Linear *li = l->priv;
+    const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
+    linear_rows_gpu(l, ctx, l->in[0], li->inputs, layer_activation_input(l), li->outputs, rows);
+    gpu_layer_activate(l, ctx);
+}
+
+/* Row t of each sample: samples are in_sample and out_sample floats apart. */
+static void linear_forward_at(Layer *l, const StepContext *ctx, int t)
+{
+    const Linear *li = l->priv;
+    const int in_sample = (int)shape_size(l->in_shape), out_sample = (int)shape_size(l->out_shape);
+    const size_t at = (size_t)t * li->outputs;
+    linear_rows_gpu(l, ctx, l->in[0] + (size_t)t * li->inputs, in_sample,
+                    layer_activation_input(l) + at, out_sample, ctx->batch);
+    if (!l->pre || l->activation == CDL_ACT_LINEAR)
+        return;
+    for (int b = 0; b < ctx->batch; b++) {
+        const size_t row = (size_t)b * out_sample + at;
+        gpu_note(ctx,
+                 cuda_activation_forward(l->out + row, l->pre + row, (size_t)li->outputs,
+                                         (int)l->activation, gpu_stream(ctx)),
+                 "linear activation forward_at");
+    }
+}
+
+static void linear_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Linear *li = l->priv;
+    const int rows = ctx->batch * l->in_shape.c * l->in_shape.h;
+    const int inputs = li->inputs, outputs = li->outputs;
+    const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
+    gpu_layer_activation_backward(l, ctx);
+    if (biases)
+        gpu_note(ctx, cuda_column_sums_add(biases->grad, l->delta, rows, outputs, gpu_stream(ctx)),
+                 "linear biases gradient");
+    /* dW[outputs][inputs] += delta^T x */
+    gpu_gemm(ctx, 1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, l->in[0], inputs, 1.0f,
+             weights->grad, inputs);
+    /* dx[rows][inputs] += delta W, or = where the net left it unzeroed (Layer.in_delta_fresh) */
+    if (l->in_delta[0])
+        gpu_gemm(ctx, 0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs, weights->data, inputs,
+                 layer_input_delta_beta(l, 0), l->in_delta[0], inputs);
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_linear_kernels = {
+    .resize = linear_resize_gpu,
+    .forward = linear_forward_gpu,
+    .backward = linear_backward_gpu,
+    .forward_at = linear_forward_at,
+};

@@ -1,0 +1,153 @@
+/* Token-by-token inference (forward_at, the cached step of generation) on the GPU backend gives
+ * the rows the GPU's whole-sequence forward gives, layer by layer: [embedding], [positional],
+ * [layernorm], [linear] (tie=1 included), [attention] (its key/value cache) and [rnn], [lstm],
+ * [gru] (their state), as
+ * test_layers_seq.c and test_attention.c check it on the CPU. Skipped in a build without the GPU
+ * backend (GPU=1 runs it on the device, GPU=sim on the simulator). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/net.h"
+
+#define SEQ(batch, seq, inputs, vocab)                                                             \
+    "[net]\nbatch=" #batch "\nseq=" #seq "\ninputs=" #inputs "\nvocab=" #vocab "\n"
+
+/* float32's unit roundoff */
+#define FP32_U 0x1p-24
+
+/* forward and forward_at compute each row from the same values by the same formulas, but the
+ * products over batch rows (forward_at) and over batch * T rows (forward) may take other cuBLAS
+ * kernels, and attention's row kernel sums q.k and the weighted values in its own order where the
+ * forward's strided products sum in theirs: the sums of k terms differ by round-off, about
+ * u sqrt(k) of their size for terms of random sign (test_backend_ops.c's derivation), passed on
+ * through the layers in quadrature. So tol = 8 u sqrt(sum over the layers of their largest sum,
+ * the larger of a sample's input and output sizes): 8 for the largest of many elements (4
+ * standard deviations) and two orders' errors. */
+static double forward_at_tolerance(const Net *net)
+{
+    double k = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        k += fmax((double)shape_size(l->in_shape), (double)shape_size(l->out_shape));
+    }
+    return 8.0 * FP32_U * sqrt(k);
+}
+
+/* n floats of device memory at x, in a malloc'd host copy, after the net's passes. */
+static float *download(Net *net, const float *x, size_t n)
+{
+    float *c = malloc(n * sizeof *c);
+    Error err = {0};
+    if (net_sync(net, &err)) {
+        fprintf(stderr, "FAIL: %s\n", err.msg);
+        check_failures++;
+    }
+    net->backend->download(c, x, n * sizeof *c);
+    return c;
+}
+
+/* Random ids below vocab (one outside it) or N(0, 1) features, uploaded as the net's input. */
+static void upload_input(Net *net, uint64_t seed)
+{
+    const size_t n = (size_t)net->batch * shape_size(net->in_shape);
+    const int ids = net->layers[0].type->reads_token_ids;
+    float *x = malloc(n * sizeof *x);
+    Rng rng;
+    rng_seed(&rng, seed, 0);
+    for (size_t i = 0; i < n; i++)
+        x[i] = ids ? (float)rng_below(&rng, (uint32_t)net->vocab) : rng_normal(&rng);
+    if (ids)
+        x[3] = -1; /* an id outside the vocab: a zero row */
+    net->backend->upload(net->input, x, n * sizeof *x);
+    free(x);
+}
+
+/* Builds text on the GPU (inference), runs the forward over whole sequences, then a forward over
+ * other inputs (a stale cache every row must overwrite) and every layer's output set to NaN, then
+ * forward_at for t = 0 .. T-1 over the first inputs: every layer's output must be the first
+ * forward's, within tolerance (0: the same bits). */
+static void check_forward_at(const char *name, const char *text, int exact)
+{
+    Net net;
+    Error err = {0};
+    if (net_build_from_text_on(&net, text, name, 0, 5, CDL_BACKEND_GPU, &err) ||
+        net_resize(&net, net.hyper.batch, 0, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        return;
+    }
+    CHECK(net_can_forward_at(&net));
+    net.train = 0;
+    upload_input(&net, 1);
+    net_forward(&net);
+    float *want[16];
+    size_t n[16];
+    CHECK(net.n_layers <= 16);
+    for (int i = 0; i < net.n_layers && i < 16; i++) {
+        n[i] = (size_t)net.batch * shape_size(net.layers[i].out_shape);
+        want[i] = download(&net, net.layers[i].out, n[i]);
+    }
+    upload_input(&net, 2);
+    net_forward(&net);
+    for (int i = 0; i < net.n_layers && i < 16; i++) {
+        float *nan = malloc(n[i] * sizeof *nan);
+        for (size_t k = 0; k < n[i]; k++)
+            nan[k] = NAN;
+        net.backend->upload(net.layers[i].out, nan, n[i] * sizeof *nan);
+        free(nan);
+    }
+    upload_input(&net, 1);
+    for (int t = 0; t < net.seq; t++)
+        net_forward_at(&net, t);
+    const double tol = exact ? 0 : forward_at_tolerance(&net);
+    double worst = 0;
+    for (int i = 0; i < net.n_layers && i < 16; i++) {
+        float *got = download(&net, net.layers[i].out, n[i]);
+        const double e = check_rel_error(got, want[i], n[i]);
+        worst = fmax(worst, e);
+        if (!(e <= tol))
+            fprintf(stderr,
+                    "FAIL %s: layer %d [%s] forward_at differs from forward by %.3g > %.3g\n", name,
+                    i, net.layers[i].type->name, e, tol);
+        CHECK(e <= tol);
+        free(got);
+        free(want[i]);
+    }
+    printf("gpu forward_at, %s: largest relative difference %.3g (tolerance %.3g)\n", name, worst,
+           tol);
+    net_free(&net);
+}
+
+int main(void)
+{
+    if (!backend_find(CDL_BACKEND_GPU)) {
+        printf("test_gpu_forward_at: skipped (no GPU backend in this build)\n");
+        return 0;
+    }
+    /* Without products every value comes from the same operations in the same order. */
+    check_forward_at("embedding, positional, layernorm",
+                     SEQ(2, 5, 1, 11) "[embedding]\noutput=6\n[positional]\n[layernorm]\neps=0.5\n",
+                     1);
+    check_forward_at("the per-token stack, tied output",
+                     SEQ(2, 5, 1, 11) "[embedding]\noutput=6\n[positional]\n[layernorm]\n"
+                                      "[linear]\noutput=8\nactivation=gelu\n[linear]\noutput=6\n"
+                                      "[linear]\ntie=1\n",
+                     0);
+    check_forward_at("attention heads=2 between the token layers",
+                     SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
+                                      "[attention]\nheads=2\n[layernorm]\n[linear]\ntie=1\n",
+                     0);
+    /* Dropout acts in training only: forward and forward_at alike leave it out. */
+    check_forward_at("attention heads=4 dropout=0.5 on features",
+                     SEQ(2, 70, 8, 0) "[attention]\nheads=4\ndropout=0.5\n", 0);
+    check_forward_at("attention heads=1 staged=1", SEQ(2, 7, 6, 0) "[attention]\nstaged=1\n", 0);
+    /* The recurrent layers' state: step t from the out and saved rows of the steps before. */
+    check_forward_at("rnn relu", SEQ(2, 5, 6, 0) "[rnn]\noutput=7\nactivation=relu\n", 0);
+    check_forward_at("gru", SEQ(3, 6, 5, 0) "[gru]\noutput=9\n", 0);
+    check_forward_at("char lstm: embedding, lstm, linear",
+                     SEQ(2, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n", 0);
+    check_forward_at("lstm fused=0", SEQ(2, 4, 3, 0) "[lstm]\noutput=5\nfused=0\n", 0);
+    return check_report("test_gpu_forward_at");
+}
