@@ -8,6 +8,7 @@
 #include "layers/families.h"
 
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
+extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels;
 
 static const struct {
     const LayerType *type;
@@ -16,6 +17,8 @@ static const struct {
     {&connected_layer, &gpu_connected_kernels},
     {&softmax_layer, &gpu_softmax_kernels},
     {&avgpool_layer, &gpu_avgpool_kernels},
+    {&convolutional_layer, &gpu_convolutional_kernels}, /* cuda/convolutional.c */
+    {&batchnorm_layer, &gpu_batchnorm_kernels},         /* cuda/batchnorm.c */
 };
 
 static const LayerKernels *gpu_kernels(const LayerType *t)
