@@ -1,36 +1,32 @@
-/* [connected]'s GPU kernels (layers/connected.c has its meaning): a cuBLAS product and the bias,
- * then the activation. batch_normalize=1 has no GPU kernels yet and is refused at resize, as is
- * precision=bf16 (its rounding has no GPU kernels yet).
+/* [connected]'s GPU kernels (layers/connected.c has its meaning): a cuBLAS product, the bias or
+ * batch-norm stage (cuda/bias_norm.h, one channel per output), then the activation.
+ * precision=bf16 (its rounding has no GPU kernels yet) and int8 weights are refused at resize.
  *
  *   in [batch][inputs]   out [batch][outputs]   weights [outputs][inputs]   biases [outputs]
  */
-#include "gpu.h"
-#include "kernels/planes.h"
-#include "layer_activation.h"
 #include "layers/connected.h"
+#include "bias_norm.h"
+#include "gpu.h"
+#include "layer_activation.h"
 
 static int connected_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
-    (void)batch, (void)st;
-    const Connected *fc = l->priv;
-    if (fc->stage.batch_normalize || l->precision != GEMM_FP32)
+    Connected *fc = l->priv;
+    if (l->precision != GEMM_FP32 || l->quant)
         return error_set(e, CDL_EUSAGE, "layer %d [connected] with %s has no GPU implementation",
-                         l->index, fc->stage.batch_normalize ? "batch_normalize=1" : "bf16");
+                         l->index, l->quant ? "int8 weights" : "bf16");
+    gpu_bias_norm_resize(&fc->stage, batch, st);
     return CDL_OK;
 }
 
 static void connected_forward_gpu(Layer *l, const StepContext *ctx)
 {
-    const Connected *fc = l->priv;
+    Connected *fc = l->priv;
     const int batch = ctx->batch;
-    float *y = layer_activation_input(l);
-    /* y[batch][outputs] = x[batch][inputs] W^T + b */
+    /* out[batch][outputs] = x[batch][inputs] W^T, then the stage into the activation's input */
     gpu_gemm(ctx, 0, 1, batch, fc->outputs, fc->inputs, 1.0f, l->in[0], fc->inputs,
-             l->params[CONNECTED_WEIGHTS].data, fc->inputs, 0.0f, y, fc->outputs);
-    gpu_note(ctx,
-             cuda_add_bias(y, y, l->params[CONNECTED_BIASES].data, batch, fc->outputs, 1,
-                           gpu_stream(ctx)),
-             "connected bias");
+             l->params[CONNECTED_WEIGHTS].data, fc->inputs, 0.0f, l->out, fc->outputs);
+    gpu_bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
     gpu_layer_activate(l, ctx);
 }
 
@@ -39,10 +35,7 @@ static void connected_backward_gpu(Layer *l, const StepContext *ctx)
     const Connected *fc = l->priv;
     const int batch = ctx->batch;
     gpu_layer_activation_backward(l, ctx);
-    gpu_note(ctx,
-             cuda_bias_grad(l->params[CONNECTED_BIASES].grad, l->delta, batch, fc->outputs, 1,
-                            gpu_stream(ctx)),
-             "connected bias gradient");
+    gpu_bias_norm_backward(&fc->stage, l, ctx, l->delta, l->delta, 0.0f);
     /* dW[outputs][inputs] += delta^T x */
     gpu_gemm(ctx, 1, 0, fc->outputs, fc->inputs, batch, 1.0f, l->delta, fc->outputs, l->in[0],
              fc->inputs, 1.0f, l->params[CONNECTED_WEIGHTS].grad, fc->inputs);

@@ -240,6 +240,46 @@ static const OpCase cases[] = {
      NULL},
     {"softmax and [cost] after connected", IMAGE(3, 2, 3, 3),
      "[connected]\noutput=6\nactivation=linear\n[softmax]\n[cost]\n", NULL},
+    /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
+     * settings the cases above leave out, in nets of families the GPU runs */
+    {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
+     NULL},
+    {"gpu: conv 5x5 stride 2 padding=2 bias logistic", IMAGE(2, 3, 11, 10),
+     "[convolutional]\nfilters=4\nsize=5\nstride=2\npadding=2\nactivation=logistic\n", NULL},
+    {"gpu: conv 3x3 bn logistic", IMAGE(2, 4, 6, 7), CONV(6, 3, 1, 1, 1, 1, logistic), NULL},
+    {"gpu: grouped (groups=3) stride 2 bn relu", IMAGE(2, 6, 7, 7), CONV(9, 3, 2, 1, 3, 1, relu),
+     NULL},
+    {"gpu: depthwise stride 2, bias, linear", IMAGE(2, 8, 7, 9), CONV(8, 3, 2, 1, 8, 0, linear),
+     NULL},
+    /* 3 images of 1.4M column floats: chunks of 2 and 1 images (CONV_GPU_CHUNK_FLOATS) */
+    {"gpu: conv over several workspace chunks", IMAGE(3, 16, 96, 96), CONV(8, 3, 1, 1, 1, 1, leaky),
+     NULL},
+    {"gpu: [batchnorm] on the net input", IMAGE(3, 4, 5, 3), "[batchnorm]\n", NULL},
+    {"gpu: [batchnorm] between convolutions", IMAGE(2, 3, 6, 5),
+     CONV(8, 3, 1, 1, 1, 0, linear) "[batchnorm]\n" CONV(4, 1, 1, 0, 1, 0, relu), NULL},
+    {"gpu: connected bn linear", IMAGE(5, 2, 2, 3),
+     "[connected]\noutput=7\nbatch_normalize=1\nactivation=linear\n", NULL},
+    /* swish's derivative reads its input: l->pre is a buffer of its own */
+    {"gpu: connected bn swish", IMAGE(4, 3, 2, 2),
+     "[connected]\noutput=6\nbatch_normalize=1\nactivation=swish\n", NULL},
+    {"gpu: bn_darknet=1 bn_momentum bn_eps",
+     "bn_darknet=1\nbn_momentum=0.01\nbn_eps=0.001\n" IMAGE(2, 4, 5, 6),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "[batchnorm]\n", NULL},
+    /* a frozen layer's batch norm runs on its running statistics, untouched, in training */
+    {"gpu: frozen conv before a trained one", IMAGE(2, 4, 6, 6),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "freeze=1\n" CONV(6, 3, 1, 1, 1, 1, relu), NULL},
+    /* the first segment (layers 0 and 1) is replayed before its backward: no second update of the
+     * running statistics */
+    {"gpu: gradient checkpointing replays batch norm", IMAGE(2, 4, 6, 6),
+     CONV(8, 3, 1, 1, 1, 1, relu) "checkpoint=1\n" CONV(8, 3, 1, 1, 1, 1, leaky)
+         CONV(6, 1, 1, 0, 1, 1, linear) "checkpoint=1\n",
+     NULL},
+    {"gpu: tiny fashion net (conv bn leaky, conv s2, avgpool, connected, softmax)",
+     IMAGE(4, 1, 12, 12),
+     CONV(8, 3, 1, 1, 1, 1, leaky)
+         CONV(16, 3, 2, 1, 1, 0,
+              relu) "[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n",
+     NULL},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -1,0 +1,31 @@
+/* [batchnorm]'s GPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage alone
+ * (cuda/bias_norm.h), its input gradient added into the input's delta.
+ *
+ *   in, out [batch][c][h][w]
+ */
+#include "bias_norm.h"
+
+static int bn_layer_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    gpu_bias_norm_resize(l->priv, batch, st);
+    return CDL_OK;
+}
+
+static void bn_layer_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    gpu_bias_norm_forward(l->priv, l, ctx, l->in[0], l->out);
+}
+
+static void bn_layer_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    /* dx += dL/dx in the same pass (the CPU makes it in l->delta first, then adds it) */
+    gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->in_delta[0], 1.0f);
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_batchnorm_kernels = {
+    .resize = bn_layer_resize_gpu,
+    .forward = bn_layer_forward_gpu,
+    .backward = bn_layer_backward_gpu,
+};

@@ -1,0 +1,26 @@
+/* The bias or batch-norm stage on the GPU (layers/bias_norm.h has its meaning and state; the
+ * device twin of backend/cpu/bias_norm.h): tensors [batch][channels][spatial] in device memory.
+ * Batch norm computes what the CPU's unfused passes compute (ops/batchnorm.h); where the CPU fuses
+ * a leaky or relu into them, the GPU runs the stage and then the activation, which gives the same
+ * values (the activation's sign is that of the same float y). */
+#ifndef CDL_CUDA_BIAS_NORM_H
+#define CDL_CUDA_BIAS_NORM_H
+
+#include "gpu.h"
+#include "layers/bias_norm.h"
+
+/* Takes the batch norm's device state from st, as the CPU's resize does: x_hat [batch][channels]
+ * [spatial], inv_std and mean [channels], and in sync_sums the backward's per-channel sums. */
+void gpu_bias_norm_resize(BiasNorm *bn, int batch, LayerState *st);
+/* y = x + bias, or batch norm in the pass's mode (training: batch statistics, moving the running
+ * ones unless ctx->replay). y may equal x. sync_bn (ctx->sync_bn) has no GPU implementation: the
+ * pass fails (net_sync reports it). */
+void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x,
+                           float *y);
+/* Adds the parameter gradients of dy = dL/dy; with batch norm, dx = dx_beta * dx + dL/dx (dx may
+ * equal dy; NULL: the input's gradient is not wanted); without, dL/dx is dy itself (dx must be dy
+ * or NULL). */
+void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, const float *dy,
+                            float *dx, float dx_beta);
+
+#endif

@@ -1,0 +1,188 @@
+/* [convolutional]'s GPU kernels (layers/convolutional.c has its meaning): the own-kernel engine
+ * ("ref" on the GPU), im2col + cuBLAS products, then the bias or batch norm (cuda/bias_norm.h) and
+ * the activation. Every configuration the parse accepts (any size, stride, padding; groups,
+ * depthwise among them, through the same column matrices) in float32; precision=bf16 and int8
+ * weights are refused at resize. The CPU's state (Conv.cpu) is not used here.
+ *
+ *   in  [batch][c][h][w]   out [batch][filters][out_h][out_w]
+ *   weights [filters][c/groups][size][size]
+ *
+ * The batch goes in chunks of images whose column matrices fit CONV_GPU_CHUNK_FLOATS (at least
+ * one image), the images of a chunk side by side (cuda/kernels/im2col.h), from the net's
+ * workspace:
+ *
+ *   cols [c * size * size][images * out_hw]     the chunk's columns, group g's rows a block
+ *   rows [filters][images * out_hw]             the product, or delta gathered the same way
+ *
+ * forward:  cols = im2col(x); rows_g = W_g cols_g for each group; out = rows back to NCHW
+ * backward: rows = delta (NCHW to rows); dW_g += rows_g cols_g^T (cols of the forward's input
+ *           made again); cols_g = W_g^T rows_g; dx = col2im(cols), written or added
+ *           (layer_input_delta_beta)
+ *
+ * The groups' products of a chunk are one strided-batched cuBLAS call (a depthwise layer's too:
+ * channels products of fg x 9 x columns), so a chunk takes five launches forward, six backward. */
+#include "layers/convolutional.h"
+#include "bias_norm.h"
+#include "gpu.h"
+#include "kernels/im2col.h"
+#include "layer_activation.h"
+
+/* The most floats a chunk's cols and rows take together (unless one image needs more), 16 MiB:
+ * a chunk's products then have millions of multiply-adds per output row block, enough to keep a
+ * GPU busy, and the workspace stays small beside the activations. */
+#define CONV_GPU_CHUNK_FLOATS ((size_t)1 << 22)
+
+/* Floats of cols and rows that one image takes. */
+static size_t image_floats(const Layer *l, const Conv *cv)
+{
+    const size_t out_hw = (size_t)l->out_shape.h * l->out_shape.w;
+    return ((size_t)l->in_shape.c * cv->size * cv->size + (size_t)cv->filters) * out_hw;
+}
+
+/* Images per chunk for a pass of batch images: as many as fit CONV_GPU_CHUNK_FLOATS, at least 1. */
+static int chunk_images(const Layer *l, const Conv *cv, int batch)
+{
+    const size_t fit = CONV_GPU_CHUNK_FLOATS / image_floats(l, cv);
+    return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
+}
+
+static const char *conv_engine_gpu(const Layer *l)
+{
+    (void)l;
+    return "ref";
+}
+
+static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    Conv *cv = l->priv;
+    if (l->precision != GEMM_FP32 || l->quant)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [convolutional] with %s has no GPU implementation", l->index,
+                         l->quant ? "int8 weights" : "precision=bf16");
+    l->engine = "ref";
+    const size_t chunk = (size_t)chunk_images(l, cv, batch) * image_floats(l, cv);
+    l->scratch_per_sample = (chunk + (size_t)batch - 1) / (size_t)batch;
+    gpu_bias_norm_resize(&cv->stage, batch, st);
+    return CDL_OK;
+}
+
+/* The shape of a chunk of images for the column kernels. */
+static CudaConvShape chunk_shape(const Layer *l, const Conv *cv, int images)
+{
+    return (CudaConvShape){
+        .images = images,
+        .channels = l->in_shape.c,
+        .h = l->in_shape.h,
+        .w = l->in_shape.w,
+        .size = cv->size,
+        .stride = cv->stride,
+        .padding = cv->padding,
+        .out_h = l->out_shape.h,
+        .out_w = l->out_shape.w,
+    };
+}
+
+/* The chunk's buffers in the workspace and the products' dimensions. */
+typedef struct ConvChunk {
+    CudaConvShape shape;
+    float *cols, *rows;
+    int groups, fg, kdim, columns; /* filters and kdim per group, columns of cols and rows */
+    size_t w_stride, cols_stride, rows_stride; /* floats from one group's block to the next */
+} ConvChunk;
+
+static ConvChunk chunk_of(const Layer *l, const Conv *cv, const StepContext *ctx, int images)
+{
+    ConvChunk k = {.shape = chunk_shape(l, cv, images), .groups = cv->groups};
+    k.fg = cv->filters / cv->groups;
+    k.kdim = l->in_shape.c / cv->groups * cv->size * cv->size;
+    k.columns = images * l->out_shape.h * l->out_shape.w;
+    k.w_stride = (size_t)k.fg * k.kdim;
+    k.cols_stride = (size_t)k.kdim * k.columns;
+    k.rows_stride = (size_t)k.fg * k.columns;
+    k.cols = ctx->exec->workspace;
+    k.rows = k.cols + (size_t)cv->groups * k.cols_stride;
+    return k;
+}
+
+/* For every group g of the chunk at once (one cuBLAS call), C_g = op(A_g) op(B_g) + beta C_g in
+ * row-major terms as gpu_gemm's, X_g = X + g * stride_x: the groups' blocks of the weights, cols
+ * and rows are equally far apart. Each group writes its own C_g, so the order of the groups
+ * cannot change a value. */
+static void gemm_groups(const StepContext *ctx, int groups, int trans_a, int trans_b, int m, int n,
+                        int k, const float *a, int lda, size_t stride_a, const float *b, int ldb,
+                        size_t stride_b, float beta, float *c, int ldc, size_t stride_c)
+{
+    const float alpha = 1.0f;
+    /* row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first */
+    const cublasStatus_t st = cublasSgemmStridedBatched(
+        gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, (long long)stride_b, a, lda,
+        (long long)stride_a, &beta, c, ldc, (long long)stride_c, groups);
+    gpu_note_cublas(ctx, st, "convolution cublasSgemmStridedBatched");
+}
+
+static void conv_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
+    const size_t in_image = shape_size(l->in_shape), out_image = shape_size(l->out_shape);
+    const float *w = l->params[CONV_WEIGHTS].data;
+    cudaStream_t stream = gpu_stream(ctx);
+    for (int b0 = 0; b0 < batch; b0 += per_chunk) {
+        const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
+        const ConvChunk k = chunk_of(l, cv, ctx, images);
+        gpu_note(ctx, cuda_im2col(k.cols, l->in[0] + (size_t)b0 * in_image, k.shape, stream),
+                 "convolution im2col");
+        /* rows_g [fg][columns] = W_g [fg][kdim] cols_g [kdim][columns] */
+        gemm_groups(ctx, k.groups, 0, 0, k.fg, k.columns, k.kdim, w, k.kdim, k.w_stride, k.cols,
+                    k.columns, k.cols_stride, 0.0f, k.rows, k.columns, k.rows_stride);
+        gpu_note(ctx,
+                 cuda_image_rows(k.rows, l->out + (size_t)b0 * out_image, images, cv->filters,
+                                 l->out_shape.h * l->out_shape.w, 0, stream),
+                 "convolution output");
+    }
+    gpu_bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
+    gpu_layer_activate(l, ctx);
+}
+
+static void conv_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
+    const size_t in_image = shape_size(l->in_shape), out_image = shape_size(l->out_shape);
+    const Param *w = &l->params[CONV_WEIGHTS];
+    float *dx = l->in_delta[0];
+    const float dx_beta = layer_input_delta_beta(l, 0);
+    cudaStream_t stream = gpu_stream(ctx);
+
+    gpu_layer_activation_backward(l, ctx);
+    gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->delta, 0.0f);
+    for (int b0 = 0; b0 < batch; b0 += per_chunk) {
+        const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
+        const ConvChunk k = chunk_of(l, cv, ctx, images);
+        gpu_note(ctx, cuda_im2col(k.cols, l->in[0] + (size_t)b0 * in_image, k.shape, stream),
+                 "convolution im2col");
+        gpu_note(ctx,
+                 cuda_image_rows(k.rows, l->delta + (size_t)b0 * out_image, images, cv->filters,
+                                 l->out_shape.h * l->out_shape.w, 1, stream),
+                 "convolution delta rows");
+        /* dW_g [fg][kdim] += rows_g [fg][columns] cols_g^T */
+        gemm_groups(ctx, k.groups, 0, 1, k.fg, k.kdim, k.columns, k.rows, k.columns, k.rows_stride,
+                    k.cols, k.columns, k.cols_stride, 1.0f, w->grad, k.kdim, k.w_stride);
+        if (!dx)
+            continue;
+        /* cols_g [kdim][columns] = W_g^T rows_g, over the columns the product above read */
+        gemm_groups(ctx, k.groups, 1, 0, k.kdim, k.columns, k.fg, w->data, k.kdim, k.w_stride,
+                    k.rows, k.columns, k.rows_stride, 0.0f, k.cols, k.columns, k.cols_stride);
+        gpu_note(ctx, cuda_col2im(dx + (size_t)b0 * in_image, dx_beta, k.cols, k.shape, stream),
+                 "convolution col2im");
+    }
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_convolutional_kernels = {
+    .engine = conv_engine_gpu,
+    .resize = conv_resize_gpu,
+    .forward = conv_forward_gpu,
+    .backward = conv_backward_gpu,
+};

@@ -1,0 +1,197 @@
+// Batch normalisation over (batch, c, spatial) tensors as ops/batchnorm.c computes it: a channel's
+// sums (sum and sum of squares in training, dy and dy * x_hat in the backward) in double, by one
+// block per channel over its planes in a fixed order (the same bits on every run), then the
+// elementwise passes grid-strided over the whole tensor.
+//   x, y, x_hat, dy, dx: (batch, c, spatial)
+//   scale, bias, running_mean, running_var, mean, inv_std, dscale, dbias: (c)   sums: (2c)
+#include "batchnorm.h"
+
+#include <math.h>
+
+#include "launch.h"
+
+#define STATS_THREADS 256
+
+// The sums of *a and *b over the block, in every thread. blockDim.x is a multiple of 32 and every
+// thread calls it.
+__device__ inline void block_sum_pair(double *a, double *b)
+{
+    __shared__ double partial[2][32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        *a += __shfl_xor_sync(0xffffffffu, *a, offset);
+        *b += __shfl_xor_sync(0xffffffffu, *b, offset);
+    }
+    if (lane == 0) {
+        partial[0][warp] = *a;
+        partial[1][warp] = *b;
+    }
+    __syncthreads();
+    *a = lane < warps ? partial[0][lane] : 0.0;
+    *b = lane < warps ? partial[1][lane] : 0.0;
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        *a += __shfl_xor_sync(0xffffffffu, *a, offset);
+        *b += __shfl_xor_sync(0xffffffffu, *b, offset);
+    }
+    __syncthreads();
+}
+
+// One block per channel: its batch mean and inv_std, and the running statistics moved (channel
+// _stats in ops/batchnorm.c, the same float and double expressions).
+__global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *running_mean,
+                                       float *running_var, const float *x, int batch, int c,
+                                       int spatial, float momentum, float eps)
+{
+    const int ch = blockIdx.x;
+    double sum = 0.0, sum_sq = 0.0;
+    for (int b = 0; b < batch; b++) {
+        const float *xs = x + ((size_t)b * c + ch) * spatial;
+        for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
+            const double v = xs[s];
+            sum += v;
+            sum_sq += v * v;
+        }
+    }
+    block_sum_pair(&sum, &sum_sq);
+    if (threadIdx.x != 0)
+        return;
+    const double n = (double)batch * spatial, m = sum / n;
+    double var = sum_sq / n - m * m;
+    if (var < 0.0)
+        var = 0.0;
+    mean[ch] = (float)m;
+    inv_std[ch] = (float)(1.0 / sqrt(var + (double)eps));
+    if (!running_mean)
+        return;
+    const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * (float)m;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+}
+
+__global__ void batchnorm_normalize_kernel(float *y, float *x_hat, const float *x,
+                                           const float *mean, const float *inv_std,
+                                           const float *scale, const float *bias, int c,
+                                           int spatial, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(i / spatial % c);
+        const float h = (x[i] - mean[ch]) * inv_std[ch];
+        x_hat[i] = h;
+        y[i] = h * scale[ch] + bias[ch];
+    }
+}
+
+__global__ void batchnorm_eval_kernel(float *y, const float *x, const float *scale,
+                                      const float *bias, const float *running_mean,
+                                      const float *running_var, int c, int spatial, float eps,
+                                      int darknet, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(i / spatial % c);
+        const float std =
+            darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
+        const float a = scale[ch] / std, b = bias[ch] - running_mean[ch] * a;
+        y[i] = x[i] * a + b;
+    }
+}
+
+// One block per channel: the sums of dy and dy * x_hat, added into the parameter gradients and
+// kept in sums for the input gradient.
+__global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *dbias,
+                                           const float *dy, const float *x_hat, int batch, int c,
+                                           int spatial)
+{
+    const int ch = blockIdx.x;
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for (int b = 0; b < batch; b++) {
+        const size_t at = ((size_t)b * c + ch) * spatial;
+        for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
+            sum_dy += dy[at + s];
+            sum_dy_xhat += (double)dy[at + s] * x_hat[at + s];
+        }
+    }
+    block_sum_pair(&sum_dy, &sum_dy_xhat);
+    if (threadIdx.x != 0)
+        return;
+    dbias[ch] += (float)sum_dy;
+    dscale[ch] += (float)sum_dy_xhat;
+    sums[2 * ch] = sum_dy;
+    sums[2 * ch + 1] = sum_dy_xhat;
+}
+
+// dx = scale * inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat)), as plane_dx.
+__global__ void batchnorm_dx_kernel(float *dx, float dx_beta, const double *sums, const float *dy,
+                                    const float *x_hat, const float *inv_std, const float *scale,
+                                    double count, int c, int spatial, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(i / spatial % c);
+        const float k = scale[ch] * inv_std[ch];
+        const float mean_dy = (float)(sums[2 * ch] / count);
+        const float mean_dy_xhat = (float)(sums[2 * ch + 1] / count);
+        const float v = k * (dy[i] - mean_dy - x_hat[i] * mean_dy_xhat);
+        dx[i] = dx_beta != 0.0f ? dx_beta * dx[i] + v : v;
+    }
+}
+
+static int grid_for(size_t n)
+{
+    const size_t blocks = (n + 255) / 256;
+    return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
+}
+
+extern "C" cudaError_t cuda_batchnorm_forward_train(float *y, float *x_hat, float *mean,
+                                                    float *inv_std, const float *x,
+                                                    const float *scale, const float *bias,
+                                                    float *running_mean, float *running_var,
+                                                    int batch, int c, int spatial, float momentum,
+                                                    float eps, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(batchnorm_stats_kernel, c, STATS_THREADS, 0, stream, mean, inv_std, running_mean,
+                running_var, x, batch, c, spatial, momentum, eps);
+    cudaError_t err = cuda_launch_error();
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(batchnorm_normalize_kernel, grid_for(n), 256, 0, stream, y, x_hat, x, mean, inv_std,
+                scale, bias, c, spatial, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_batchnorm_forward_eval(float *y, const float *x, const float *scale,
+                                                   const float *bias, const float *running_mean,
+                                                   const float *running_var, int batch, int c,
+                                                   int spatial, float eps, int darknet,
+                                                   cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(batchnorm_eval_kernel, grid_for(n), 256, 0, stream, y, x, scale, bias, running_mean,
+                running_var, c, spatial, eps, darknet, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_batchnorm_backward(float *dx, float dx_beta, float *dscale,
+                                               float *dbias, double *sums, const float *dy,
+                                               const float *x_hat, const float *inv_std,
+                                               const float *scale, int batch, int c, int spatial,
+                                               cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(batchnorm_grad_sums_kernel, c, STATS_THREADS, 0, stream, sums, dscale, dbias, dy,
+                x_hat, batch, c, spatial);
+    cudaError_t err = cuda_launch_error();
+    if (err != cudaSuccess || !dx)
+        return err;
+    CUDA_LAUNCH(batchnorm_dx_kernel, grid_for(n), 256, 0, stream, dx, dx_beta, sums, dy, x_hat,
+                inv_std, scale, (double)batch * spatial, c, spatial, n);
+    return cuda_launch_error();
+}

@@ -1,0 +1,39 @@
+/* A convolution's column matrices on the device (im2col.cu): C entry points, float32. The images of
+ * a chunk sit side by side in every row, so that one gemm per group takes them all:
+ *
+ *   x, dx [images][channels][h][w]   cols [channels * size * size][images * out_h * out_w]
+ *   rows [channels][images * spatial]   nchw [images][channels][spatial]
+ *
+ * Row r = (channel, ki, kj) of cols, column (image, oy, ox): group g's rows are the block
+ * [g * kdim, (g + 1) * kdim) with kdim = channels / groups * size * size, as its channels are. */
+#ifndef CDL_CUDA_IM2COL_H
+#define CDL_CUDA_IM2COL_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The shape of the convolution the column matrices are made for. */
+typedef struct CudaConvShape {
+    int images, channels, h, w, size, stride, padding, out_h, out_w;
+} CudaConvShape;
+
+/* cols = im2col of x: the tap of input pixel (oy * stride - padding + ki, ox * stride - padding +
+ * kj) of channel and image, 0 where it falls outside the image. */
+cudaError_t cuda_im2col(float *cols, const float *x, CudaConvShape s, cudaStream_t stream);
+/* dx = beta * dx + col2im of cols: each input pixel the sum of the column entries of the taps
+ * that read it, in a fixed order (ki, then kj); beta 0 writes dx whole (its old values unread). */
+cudaError_t cuda_col2im(float *dx, float beta, const float *cols, CudaConvShape s,
+                        cudaStream_t stream);
+/* rows [channels][images * spatial] = nchw [images][channels][spatial] (to_rows 1), or the
+ * reverse (to_rows 0). */
+cudaError_t cuda_image_rows(float *rows, float *nchw, int images, int channels, int spatial,
+                            int to_rows, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
