@@ -72,7 +72,7 @@ static void check_forward_at(const char *name, const char *text, int exact)
 {
     Net net;
     Error err = {0};
-    if (net_build_from_text_on(&net, text, name, 0, 5, CDL_BACKEND_GPU, &err) ||
+    if (net_build_from_text_on(&net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err) ||
         net_resize(&net, net.hyper.batch, 0, &err)) {
         fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
         check_failures++;
