@@ -46,9 +46,9 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
     return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
 }
 
-static const char *conv_engine_gpu(const Layer *l)
+static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
-    (void)l;
+    (void)l, (void)exec;
     return "ref";
 }
 

@@ -80,8 +80,9 @@ void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, in
     gpu_note_cublas(ctx, st, "cublasSgemm");
 }
 
-static int gpu_open(ExecContext *exec, int device, Error *e)
+static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 {
+    (void)cfg;
     int devices = 0;
     cudaError_t err = cudaGetDeviceCount(&devices);
     if (err != cudaSuccess || devices < 1)

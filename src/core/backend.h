@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "io/cfg.h"
 #include "util/error.h"
 
 struct LayerType;
@@ -72,10 +73,11 @@ typedef struct BackendOps {
     /* 1: the host may read and write the backend's memory directly (the CPU); 0: only through
      * upload and download. */
     int host_visible;
-    /* Starts a net's execution context on device (0 on the CPU: its stream and library handles;
-     * not the workspace, which net_resize sizes), or fails with a message (no device, no driver);
-     * close ends it. */
-    int (*open)(ExecContext *exec, int device, Error *e);
+    /* Starts the execution context of a net of cfg on device (0 on the CPU): its stream and
+     * library handles, and the backend's options read from cfg's [net] keys; not the workspace,
+     * which net_resize sizes. Fails with a message (a bad key, no device, no driver); close ends
+     * it. */
+    int (*open)(ExecContext *exec, Cfg *cfg, int device, Error *e);
     void (*close)(ExecContext *exec);
     /* The kernels of family t on this backend; NULL when it has none (the net refuses it). */
     const struct LayerKernels *(*kernels)(const struct LayerType *t);
@@ -88,6 +90,9 @@ typedef struct BackendOps {
     /* Copies between host memory and the device's, returning when the copy is done. */
     void (*upload)(void *device, const void *host, size_t bytes);
     void (*download)(void *host, const void *device, size_t bytes);
+    /* 1 when a net with gradients keeps the layouts LayerKernels.layout offers in its training
+     * passes too, as inference always does (the CPU's dnnl_train_blocked); NULL: plain. */
+    int (*train_layouts)(const ExecContext *exec);
     /* The optimizer's and the EMA's work on the backend's slabs. */
     const SlabKernels *slab;
     /* Returns once every pass queued on exec has finished, with the first failure of those passes

@@ -222,6 +222,7 @@ typedef struct LayerState {
     size_t n_floats;      /* floats taken so far */
     size_t n_bytes;       /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
     size_t n_work;        /* work floats taken so far */
+    const ExecContext *exec; /* the backend's context of the net (its options, on the CPU) */
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16
@@ -243,7 +244,7 @@ float *layer_work_floats(LayerState *st, size_t n);
 typedef struct LayerKernels {
     /* The engine the backend expects to run l on ("ref", "dnnl", "wino"), named after parse for
      * `cdl info` and profiles (Layer.engine; resize may name another). NULL: the family has one. */
-    const char *(*engine)(const Layer *l);
+    const char *(*engine)(const Layer *l, const ExecContext *exec);
     /* Takes the per-batch private state of a mini-batch of batch samples from st
      * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
      * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by

@@ -8,42 +8,13 @@
 
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
-#include "backend/cpu/dnnl_conv.h"
-#include "backend/cpu/winograd.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
 #include "util/timer.h"
 
 /* The names a key takes; a table's index is the enum value it names. */
-static const char *const precision_names[] = {"fp32", "bf16"};     /* GemmPrecision */
-static const char *const engine_names[] = {"ref", "dnnl", "auto"}; /* NetEngine */
+static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
-
-/* [net] engine=ref|dnnl|auto (default ref); a build without oneDNN runs dnnl cfgs on the
- * reference, with a warning, and auto ones without. */
-static int parse_engine(Cfg *cfg, CfgSection *s, Net *net, Error *e)
-{
-    /* ref by default: with AVX-512 Winograd the reference trained resnet18_cifar 1.23x and
-     * fashion 1.14x faster than auto's all-oneDNN rule at 1 thread (docs/engines.md) */
-    int engine = NET_ENGINE_REF;
-    if (cfg_find(s, "engine")) {
-        int st = cfg_get_named(cfg, s, "engine", engine_names, N_NAMES(engine_names), &engine, e);
-        if (st)
-            return st;
-    }
-    if (engine == NET_ENGINE_DNNL && !dnnl_conv_built()) {
-        cfg_warn(cfg,
-                 "%s: warning: engine=dnnl: this cdl is built without oneDNN (make DNNL=0); "
-                 "convolutions run on the reference",
-                 cfg_where(cfg, s, cfg_find(s, "engine")).text);
-        engine = NET_ENGINE_REF;
-    }
-    if (engine == NET_ENGINE_AUTO && !dnnl_conv_built())
-        engine = NET_ENGINE_REF;
-    net->engine = (NetEngine)engine;
-    net->engine_given = cfg_find(s, "engine") != NULL;
-    return CDL_OK;
-}
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
  * otherwise is refused (it would size the input apart from the labels, one per token). */
@@ -99,15 +70,6 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
                           &precision, e);
     net->precision = (GemmPrecision)precision;
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
-    st = st ? st : parse_engine(cfg, s, net, e);
-    st = st ? st : cfg_get_flag(cfg, s, "winograd", 1, &net->winograd, e);
-    st = st ? st
-            : cfg_get_int_min(cfg, s, "winograd_min_tiles", WINOGRAD_TRAINING_TILES, 0,
-                              &net->winograd_min_tiles, e);
-    /* blocked training by default with AVX-512 (nChw16c): measured faster (docs/engines.md) */
-    st = st ? st
-            : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &net->dnnl_train_blocked,
-                           e);
     st = st ? st
             : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
                                    &net->augment, e);
@@ -236,7 +198,7 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         st = st ? st : parse_common_keys(net, cfg, s, i, e);
         if (st)
             return st;
-        l->engine = l->kernels->engine ? l->kernels->engine(l) : NULL;
+        l->engine = l->kernels->engine ? l->kernels->engine(l, &net->exec) : NULL;
         st = darknet_check_keys(cfg, s, e);
         st = st ? st : cfg_check_unused(cfg, s, e);
         if (st)
@@ -347,11 +309,6 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init,
                          backend_name(where.backend),
                          where.backend == CDL_BACKEND_GPU ? " (make GPU=1)" : "");
     net->device = where.device;
-    int opened = net->backend->open(&net->exec, where.device, e);
-    if (opened) {
-        net->backend = NULL;
-        return opened;
-    }
     net->seed = seed;
     net->split = 1;
     net->want_grads = want_grads;
@@ -362,6 +319,8 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init,
                        cfg->path, cfg->sections[0].line, first);
     st = st ? st : check_sections(cfg, e);
     st = st ? st : parse_net_section(net, cfg, &cfg->sections[0], e);
+    /* After the [net] keys are checked (the backend's among them): its own warnings once. */
+    st = st ? st : net->backend->open(&net->exec, cfg, where.device, e);
     st = st ? st : parse_layers(net, cfg, e);
     st = st ? st : allocate_params(net, want_grads, e);
     if (st) {
@@ -546,7 +505,7 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
     *floats = *bytes = 0;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        LayerState st = {0};
+        LayerState st = {.exec = &net->exec};
         int rc = l->kernels->resize ? l->kernels->resize(l, batch, &st, e) : CDL_OK;
         if (rc)
             return rc;
@@ -574,7 +533,8 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
                  : net_pre_in_place(net, l)      ? l->out
                                                  : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {.floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
+        LayerState carve = {.exec = &net->exec,
+                            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
                             .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
                             .work = (float *)(slab + b[NET_BUF_WORK].offset)};
         int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
@@ -616,7 +576,8 @@ static int untie(Net *net, const Layer *l)
 
 /* Sets every layer's Layer.blocked (LayerKernels.layout): an output is blocked where its writer
  * and every reader can take it so, the tied layers' tensors all or none, the net's output
- * plain; in a net with gradients only with [net] dnnl_train_blocked=1 (else all plain). */
+ * plain; in a net with gradients only where the backend keeps them in training
+ * (BackendOps.train_layouts, the CPU's dnnl_train_blocked=1), else all plain. */
 static void plan_layouts(Net *net)
 {
     const int n = net->n_layers;
@@ -624,7 +585,8 @@ static void plan_layouts(Net *net)
     const unsigned train = net->want_grads ? 1u << LAYER_TRAIN_BIT : 0;
     for (int i = 0; i < n; i++)
         net->layers[i].blocked = train;
-    if (net->want_grads && !net->dnnl_train_blocked)
+    if (net->want_grads &&
+        !(net->backend->train_layouts && net->backend->train_layouts(&net->exec)))
         return; /* all plain */
     for (int i = 0; i < n; i++) {
         Layer *l = &net->layers[i];

@@ -33,10 +33,6 @@ typedef struct Hyper {
     int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
 } Hyper;
 
-/* The kernels convolutions run on ([net] engine=, docs/engines.md): the own im2col + OpenBLAS
- * reference, oneDNN (backend/cpu/dnnl_conv.h), or per layer the one a fixed shape rule expects to be faster
- * (dnnl_conv_preferred). */
-typedef enum NetEngine { NET_ENGINE_REF, NET_ENGINE_DNNL, NET_ENGINE_AUTO } NetEngine;
 
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
@@ -56,16 +52,6 @@ typedef struct Net {
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
     int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
-    NetEngine engine; /* [net] engine= */
-    int engine_given; /* 1: the cfg names it (bf16 convolutions go to oneDNN unless engine=ref) */
-    int winograd;     /* [net] winograd=0|1: 3x3 same convolutions on backend/cpu/winograd.h */
-    int winograd_min_tiles; /* [net] winograd_min_tiles=N: a mini-batch with fewer 2x2 output
-                               tiles in a layer trains it on im2col (WINOGRAD_TRAINING_TILES) */
-    /* [net] dnnl_train_blocked=0|1 (default 1 in a build for AVX-512, else 0): a net with
-     * gradients keeps the activations and their gradients in nChw8c (nChw16c with AVX-512)
-     * between the layers that take it (Layer.blocked), as inference nets always do; 0: its
-     * layers all plain. */
-    int dnnl_train_blocked;
     Layer *layers;
     int n_layers;
     /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
@@ -247,9 +233,9 @@ const float *net_output(const Net *net);
 int net_first_nonfinite_output(Net *net);
 
 /* Reads and checks the [net] keys of cfg that are not the net's own: training's
- * (train/train_settings.h) and the data's. net_build calls it before it refuses an unknown [net]
+ * (train/train_settings.h) and the CPU backend's (backend/cpu/cpu_options.h). net_build calls it before it refuses an unknown [net]
  * key. Defined above core (train/net_keys.c) and found by linking, as layer_type_find is. */
-int net_read_foreign_keys(const Cfg *cfg, Error *e);
+int net_read_foreign_keys(Cfg *cfg, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

@@ -10,8 +10,8 @@
  *
  * precision=bf16 (Layer.precision) rounds the products' operands, as torch.autocast("cpu",
  * torch.bfloat16) takes a convolution's; the bias or batch norm and the activation stay float32.
- * The [net] keys engine=, winograd= and winograd_min_tiles= choose the kernels (Conv.ask), not
- * the numbers' meaning. */
+ * The [net] keys engine=, winograd= and winograd_min_tiles= choose the CPU's kernels
+ * (backend/cpu/cpu_options.h), not the numbers' meaning. */
 #include <math.h>
 
 #include "layers/convolutional.h"
@@ -89,13 +89,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     cv->stride = stride;
     cv->padding = padding;
     cv->groups = groups;
-    cv->ask = (ConvEngineAsk){
-        .engine = net->engine,
-        .engine_given = net->engine_given,
-        .winograd = net->winograd,
-        .winograd_min_tiles = net->winograd_min_tiles,
-        .train_batch = net->hyper.batch / net->hyper.subdivisions,
-    };
+    cv->train_batch = net->hyper.batch / net->hyper.subdivisions;
 
     l->out_shape = (Shape){filters, out_h, out_w};
     const size_t out_hw = (size_t)out_h * out_w;

@@ -16,23 +16,12 @@
 /* The position of the weights in l->params (the stage's follow them, Conv.stage.first_param). */
 enum { CONV_WEIGHTS };
 
-/* What the [net] section asks of the convolutions' kernels (docs/config.md: engine=, winograd=,
- * winograd_min_tiles=), copied by parse: the CPU's kernels choose each layer's engine from it
- * when they size the layer (backend/cpu/conv.c). */
-typedef struct ConvEngineAsk {
-    NetEngine engine;       /* [net] engine= */
-    int engine_given;       /* 1: the cfg names it (bf16 convolutions go to oneDNN unless ref) */
-    int winograd;           /* [net] winograd=1: 3x3 same convolutions may run on Winograd */
-    int winograd_min_tiles; /* [net] winograd_min_tiles= */
-    int train_batch;        /* the training mini-batch: [net] batch / subdivisions */
-} ConvEngineAsk;
-
 struct ConvCpu;
 
 typedef struct Conv {
     int filters, size, stride, padding, groups;
     BiasNorm stage; /* bias, or batch norm over batch and positions */
-    ConvEngineAsk ask;
+    int train_batch; /* the training mini-batch, [net] batch / subdivisions (engine choices) */
     /* The CPU's state of the layer (backend/cpu/conv.h: its engine, oneDNN's primitives,
      * Winograd's plan and kept weights, the bf16 copies, its buffers in the net's slabs): made by
      * the CPU's first resize of the layer, freed by its release; NULL before. */

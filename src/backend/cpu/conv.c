@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "backend/cpu/bias_norm.h"
+#include "backend/cpu/cpu_options.h"
 #include "layers/families.h"
 
 static const char *const engine_names[] = {"ref", "dnnl", "wino"}; /* ConvEngine */
@@ -54,22 +55,22 @@ static int conv_same(const Layer *l, const Conv *cv)
 
 /* Winograd's condition on the layer and the request: a same 3x3 one-group convolution that
  * winograd_worth, with [net] winograd=1. */
-static int winograd_asked(const Layer *l, const Conv *cv)
+static int winograd_asked(const Layer *l, const Conv *cv, const CpuOptions *o)
 {
     const Shape in = l->in_shape;
-    return cv->ask.winograd && conv_same(l, cv) && cv->size == 3 && cv->groups == 1 &&
+    return o->winograd && conv_same(l, cv) && cv->size == 3 && cv->groups == 1 &&
            winograd_worth(in.c, cv->filters, in.h, in.w);
 }
 
 /* The engine Conv.ask asks for: oneDNN (engine=dnnl, or auto where dnnl_conv_preferred says so
  * for the shape), else Winograd (winograd_asked), else the reference. */
-static ConvEngine conv_engine_wanted(const Layer *l)
+static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
 {
     const Conv *cv = l->priv;
     const Shape in = l->in_shape, out = l->out_shape;
-    const int wino = winograd_asked(l, cv);
-    const int dnnl = cv->ask.engine == NET_ENGINE_DNNL ||
-                     (cv->ask.engine == NET_ENGINE_AUTO &&
+    const int wino = winograd_asked(l, cv, o);
+    const int dnnl = o->engine == CPU_ENGINE_DNNL ||
+                     (o->engine == CPU_ENGINE_AUTO &&
                       dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
                                                           .in_h = in.h,
                                                           .in_w = in.w,
@@ -85,9 +86,9 @@ static ConvEngine conv_engine_wanted(const Layer *l)
 }
 
 /* The engine resize will choose, named before it runs (LayerKernels.engine). */
-static const char *conv_engine_expected(const Layer *l)
+static const char *conv_engine_expected(const Layer *l, const ExecContext *exec)
 {
-    return engine_names[conv_engine_wanted(l)];
+    return engine_names[conv_engine_wanted(l, cpu_options(exec))];
 }
 
 /* The layer's CPU state with what does not depend on the batch: the engine asked for, the shape's
@@ -100,11 +101,6 @@ static ConvCpu *conv_cpu_make(const Layer *l)
         return NULL;
     const Shape in = l->in_shape;
     const int out_hw = l->out_shape.h * l->out_shape.w;
-    cpu->wanted = conv_engine_wanted(l);
-    cpu->dnnl.bf16_wanted =
-        (cv->ask.engine != NET_ENGINE_REF || !cv->ask.engine_given) && dnnl_conv_bf16_runs();
-    cpu->wino.training =
-        winograd_tiles(cv->ask.train_batch, in.h, in.w) >= cv->ask.winograd_min_tiles;
     cpu->direct = conv_direct(cv);
     cpu->depthwise = conv_depthwise(l, cv);
     cpu->same = conv_same(l, cv);
@@ -162,11 +158,24 @@ int conv_image_threads(int batch)
     return nt;
 }
 
+/* The engine choices the net's options ([net] engine=, winograd=, winograd_min_tiles=) make for
+ * the layer. */
+static void conv_choose(const Layer *l, ConvCpu *cpu, const CpuOptions *o)
+{
+    const Conv *cv = l->priv;
+    cpu->wanted = conv_engine_wanted(l, o);
+    cpu->dnnl.bf16_wanted =
+        (o->engine != CPU_ENGINE_REF || !o->engine_given) && dnnl_conv_bf16_runs();
+    cpu->wino.training =
+        winograd_tiles(cv->train_batch, l->in_shape.h, l->in_shape.w) >= o->winograd_min_tiles;
+}
+
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     ConvCpu *cpu = conv_cpu(l);
     if (!cpu)
         return error_set(e, CDL_ERUNTIME, "layer %d [convolutional]: out of memory", l->index);
+    conv_choose(l, cpu, cpu_options(st->exec));
     cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->wino.on = 0;
     cpu->ref.images_per_gemm = 1;
     l->engine = "ref";

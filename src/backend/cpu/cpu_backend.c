@@ -3,7 +3,10 @@
  * here by family. */
 #include "backend/cpu/cpu_backend.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "backend/cpu/cpu_options.h"
 
 #include "layers/families.h"
 #include "util/cache_lines.h"
@@ -49,17 +52,32 @@ static const LayerKernels *cpu_kernels(const LayerType *t)
     return NULL;
 }
 
-/* The CPU's kernels run when called: no stream, no handles. */
-static int cpu_open(ExecContext *exec, int device, Error *e)
+/* The CPU's kernels run when called: no stream; its handles are its options (cpu_options). */
+static int cpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 {
-    (void)device, (void)e;
+    (void)device;
     *exec = (ExecContext){0};
+    CpuOptions *o = calloc(1, sizeof *o);
+    if (!o)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    const int st = cpu_options_read(cfg, 1, o, e);
+    if (st) {
+        free(o);
+        return st;
+    }
+    exec->handles = o;
     return CDL_OK;
 }
 
 static void cpu_close(ExecContext *exec)
 {
-    (void)exec;
+    free(exec->handles);
+    exec->handles = NULL;
+}
+
+static int cpu_train_layouts(const ExecContext *exec)
+{
+    return cpu_options(exec)->train_blocked;
 }
 
 static void cpu_zero(void *p, size_t bytes, const ExecContext *exec)
@@ -86,6 +104,7 @@ const BackendOps cpu_backend = {
     .open = cpu_open,
     .close = cpu_close,
     .kernels = cpu_kernels,
+    .train_layouts = cpu_train_layouts,
     .slab = &cpu_slab_kernels,
     .alloc = zeroed_lines,
     .free = free_lines,
