@@ -1,5 +1,5 @@
-/* The GPU backend's execution context and the helpers its family kernels share (the C files of cuda/). A
- * net's ExecContext (core/backend.h) holds the stream and, in handles, a GpuHandles. */
+/* The GPU backend's execution context and the helpers its family kernels share (the C files of
+ * cuda/). A net's ExecContext (core/backend.h) holds the stream and, in handles, a GpuHandles. */
 #ifndef CDL_CUDA_GPU_H
 #define CDL_CUDA_GPU_H
 
@@ -17,6 +17,10 @@ typedef struct GpuHandles {
     char failed[96];
     /* Device work of cuda_sum_squares, its total last (kernels/slab.h). */
     double *reduce_work;
+    /* The profiling clock (gpu_backend.c's clock_s): events recorded on the stream, the time of
+     * mark read as origin_s plus the events' elapsed time; NULL until first asked. */
+    cudaEvent_t clock_origin, clock_mark;
+    double clock_origin_s;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)

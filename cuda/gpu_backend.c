@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "kernels/slab.h"
 #include "layers/families.h"
+#include "util/timer.h"
 
 extern const SlabKernels gpu_slab_kernels;
 extern const LayerKernels gpu_connected_kernels, gpu_softmax_kernels, gpu_avgpool_kernels;
@@ -80,10 +81,17 @@ void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, in
     gpu_note_cublas(ctx, st, "cublasSgemm");
 }
 
+/* The oldest compute capability the kernels are built for (cuda/cuda.mk: sm_80, sm_90, PTX 9.0). */
+#define GPU_MIN_COMPUTE_MAJOR 8
+
 static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 {
     (void)cfg;
-    int devices = 0;
+    int driver = 0, devices = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
+        return error_set(e, CDL_ERUNTIME,
+                         "no CUDA driver on this machine (libcuda.so.1 is not loaded): --gpu "
+                         "needs one; `cdl doctor` shows what this build finds");
     cudaError_t err = cudaGetDeviceCount(&devices);
     if (err != cudaSuccess || devices < 1)
         return error_set(e, CDL_ERUNTIME, "no CUDA device: %s",
@@ -91,6 +99,14 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
     if (device < 0 || device >= devices)
         return error_set(e, CDL_EUSAGE, "--gpu %d: this machine has %d CUDA device%s (0 to %d)",
                          device, devices, devices == 1 ? "" : "s", devices - 1);
+    struct cudaDeviceProp prop;
+    if ((err = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU %d: %s", device, cudaGetErrorString(err));
+    if (prop.major < GPU_MIN_COMPUTE_MAJOR)
+        return error_set(e, CDL_ERUNTIME,
+                         "GPU %d (%s) has compute capability %d.%d; cdl's kernels need %d.0 or "
+                         "newer",
+                         device, prop.name, prop.major, prop.minor, GPU_MIN_COMPUTE_MAJOR);
     if ((err = cudaSetDevice(device)) != cudaSuccess)
         return error_set(e, CDL_ERUNTIME, "GPU %d: %s", device, cudaGetErrorString(err));
     GpuHandles *h = calloc(1, sizeof *h);
@@ -121,6 +137,10 @@ static void gpu_close(ExecContext *exec)
 {
     GpuHandles *h = exec->handles;
     if (h) {
+        if (h->clock_origin)
+            cudaEventDestroy(h->clock_origin);
+        if (h->clock_mark)
+            cudaEventDestroy(h->clock_mark);
         cublasDestroy(h->cublas);
         cudaFree(h->reduce_work);
         free(h);
@@ -181,6 +201,41 @@ static int gpu_sync(const ExecContext *exec, Error *e)
     return CDL_OK;
 }
 
+/* The device's clock for profiling: an event recorded on the stream, waited for, and its time
+ * after an origin event whose host time was taken when it completed. The events' elapsed time
+ * is a float of milliseconds: the origin moves up every second so that it keeps microseconds. */
+static double gpu_clock_s(const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    if (!h->clock_origin) {
+        if (cudaEventCreate(&h->clock_origin) != cudaSuccess ||
+            cudaEventCreate(&h->clock_mark) != cudaSuccess) {
+            gpu_note_exec(exec, cudaGetLastError(), "cudaEventCreate (profiling)");
+            if (h->clock_origin)
+                cudaEventDestroy(h->clock_origin);
+            h->clock_origin = NULL;
+            return time_now_s();
+        }
+        cudaEventRecord(h->clock_origin, stream);
+        cudaEventSynchronize(h->clock_origin);
+        h->clock_origin_s = time_now_s();
+    }
+    float ms = 0;
+    gpu_note_exec(exec, cudaEventRecord(h->clock_mark, stream), "cudaEventRecord (profiling)");
+    gpu_note_exec(exec, cudaEventSynchronize(h->clock_mark), "cudaEventSynchronize (profiling)");
+    gpu_note_exec(exec, cudaEventElapsedTime(&ms, h->clock_origin, h->clock_mark),
+                  "cudaEventElapsedTime (profiling)");
+    const double now_s = h->clock_origin_s + 1e-3 * (double)ms;
+    if (ms > 1000.0f) { /* the mark becomes the origin */
+        cudaEvent_t old = h->clock_origin;
+        h->clock_origin = h->clock_mark;
+        h->clock_mark = old;
+        h->clock_origin_s = now_s;
+    }
+    return now_s;
+}
+
 const BackendOps gpu_backend = {
     .kind = CDL_BACKEND_GPU,
     .name = "GPU",
@@ -195,4 +250,5 @@ const BackendOps gpu_backend = {
     .upload = gpu_upload,
     .download = gpu_download,
     .sync = gpu_sync,
+    .clock_s = gpu_clock_s,
 };

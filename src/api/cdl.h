@@ -76,6 +76,19 @@ int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_
 int cdl_model_export_safetensors(const cdl_model *model, const char *path, char *err,
                                  size_t err_size);
 
+/* ---- Running a model on a GPU (src/cdl_gpu.c) ---- */
+
+/* Moves an opened model onto CUDA device `device`: its weights, and for a model opened
+ * for_training its optimizer's state; its precision stays. Every later call (predict, generate,
+ * evaluate, bench, profile, save) then runs there, reading the device only by explicit copies.
+ * Refused with CDL_EUSAGE: a build without the GPU backend ("this cdl was built without a GPU
+ * backend (make GPU=1)"), an int8 model ("int8 runs on the CPU only"), a device number the
+ * machine does not have, a layer the GPU has no kernels for (named); CDL_ERUNTIME: no driver
+ * or no device. When the net cannot be built there, the model is left as it was. */
+int cdl_model_use_gpu(cdl_model *model, int device, char *err, size_t err_size);
+/* 1 when the model runs on a GPU (cdl_model_use_gpu). */
+int cdl_model_on_gpu(const cdl_model *model);
+
 /* Warnings about the model's cfg (darknet keys cdl ignores), "FILE:LINE: warning: ..." one per
  * line, or NULL. */
 const char *cdl_model_warnings(const cdl_model *model);
@@ -574,6 +587,10 @@ typedef struct cdl_doctor_report {
     /* What is missing or mismatched, each a sentence saying why it matters */
     int n_notes;
     char notes[CDL_DOCTOR_NOTES][CDL_DOCTOR_NOTE_SIZE];
+    /* GPU builds: cuBLAS's version ("12.4.5", from cublasGetProperty; the simulator's "simulated
+     * over OpenBLAS") and NCCL's ("2.21.5", or "not linked" when this build has none); "" in
+     * other builds. Last, so that the fields before keep their places. */
+    char cublas[64], nccl[64];
 } cdl_doctor_report;
 
 /* Fills r: the build, the BLAS library, cores and threads, OpenMP settings, oneDNN, CUDA and
@@ -594,8 +611,8 @@ int cdl_threads_from_load(int cores_usable, int cores_online, double others_runn
 /* Sets OpenMP's and OpenBLAS's thread count: threads > 0 as given, else cdl_threads_default();
  * returns the count set. Also readies the arithmetic of the calling thread and OpenMP's, as
  * every cdl command has it: OpenBLAS's kernels for this CPU (src/backend/cpu/blas_kernels.h), and
- * subnormal floats flushed to zero (FTZ and DAZ, src/backend/cpu/subnormals.h: on Intel's cores each
- * operation on one costs a microcode assist). */
+ * subnormal floats flushed to zero (FTZ and DAZ, src/backend/cpu/subnormals.h: on Intel's cores
+ * each operation on one costs a microcode assist). */
 int cdl_set_threads(int threads);
 
 /* ---- Checking a training run before it starts (src/cdl_check.c): `cdl check` ---- */

@@ -27,9 +27,11 @@ static int bench(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r,
     if (!st) {
         for (int i = 0; i < o->warmup; i++)
             timing_run_step(&t);
+        st = net_sync(&m->net, e); /* a device's queue empty: the clock starts with the steps */
         const double start = time_now_s();
         for (int i = 0; i < o->steps; i++)
             timing_run_step(&t);
+        st = st ? st : net_sync(&m->net, e); /* and stops when they are done */
         const double elapsed_s = time_now_s() - start;
         const Net *net = &m->net;
         *r = (cdl_bench_result){.batch = net->hyper.batch,
@@ -112,6 +114,13 @@ static int fill_profile(Net *net, const Profiler *prof, cdl_profile_result *r, E
     return CDL_OK;
 }
 
+/* The profiling clock of a net whose backend has its own (a GPU's CUDA events), ctx the net. */
+static double backend_clock_s(void *ctx)
+{
+    const Net *net = ctx;
+    return net->backend->clock_s(&net->exec);
+}
+
 static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result *r, Error *e)
 {
     TimingRun t;
@@ -120,17 +129,22 @@ static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result
     int st = setup(m, o, &t, e);
     st = st ? st : profiler_init_for_net(&prof, net, o->trace_path ? (size_t)o->steps : 0, e);
     if (!st) {
+        if (net->backend->clock_s) { /* the device's own times, not the host's launches */
+            prof.clock_s = backend_clock_s;
+            prof.clock_ctx = net;
+        }
         net->profiler = &prof;
         for (int i = 0; i < 1 + o->warmup; i++)
             timing_run_step(&t);
         profiler_reset(&prof);
         prof.tracing = o->trace_path != NULL;
         for (int i = 0; i < o->steps; i++) {
-            const double start_s = time_now_s();
+            const double start_s = profiler_now_s(&prof);
             timing_run_step(&t);
-            profiler_step(&prof, net->step - 1, start_s, time_now_s());
+            profiler_step(&prof, net->step - 1, start_s, profiler_now_s(&prof));
         }
         net->profiler = NULL;
+        st = net_sync(net, e);
     }
     if (!st && o->trace_path && !(st = trace_write(o->trace_path, prof.events, prof.n_events, e)))
         r->trace_events = prof.n_events;

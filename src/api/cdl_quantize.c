@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/net_quant.h"
 #include "cdl.h"
 #include "cdl_model.h"
-#include "backend/cpu/net_quant.h"
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "util/rng.h"
@@ -125,15 +125,18 @@ int cdl_model_save(const cdl_model *model, const char *path, char *err, size_t e
                                                                  : CDL_OK;
 }
 
-/* Random inputs in [0, 1) (token ids below the vocabulary for a sequence net), a fixed seed. */
+/* Random inputs in [0, 1) (token ids below the vocabulary for a sequence net), a fixed seed,
+ * committed to the net's backend. */
 static void random_inputs(Net *net, int batch)
 {
     Rng rng;
     rng_seed(&rng, 1, 0);
     const size_t n = (size_t)batch * shape_size(net->in_shape);
+    float *input = net_host_input(net);
     for (size_t i = 0; i < n; i++)
-        net->input[i] =
+        input[i] =
             net->seq > 0 ? (float)(int)(rng_uniform(&rng) * (float)net->vocab) : rng_uniform(&rng);
+    net_commit_batch(net);
 }
 
 static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r, Error *e)
@@ -150,10 +153,14 @@ static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_
     random_inputs(net, batch);
     for (int i = 0; i < o->warmup; i++)
         net_forward(net);
+    st = net_sync(net, e); /* a device's queue empty: the clock starts with the forwards */
     const double start = time_now_s();
     for (int i = 0; i < o->steps; i++)
         net_forward(net);
+    st = st ? st : net_sync(net, e); /* and stops when they are done */
     const double elapsed_s = time_now_s() - start;
+    if (st)
+        return st;
     *r = (cdl_bench_result){.batch = batch,
                             .seq = net->seq > 0 ? net->seq : 0,
                             .images_per_s = (double)batch * o->steps / elapsed_s,

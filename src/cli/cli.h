@@ -55,10 +55,19 @@ void cli_print_warnings(const char *warnings);
 int cli_get_precision(const Args *a, const char **name, Error *e);
 /* Runs an opened model in --precision's precision when given (checked by cli_get_precision). */
 int cli_apply_precision(const Args *a, cdl_model *model, Error *e);
+/* The --gpu option of the commands that run a model (train, eval, predict, bench, profile). */
+#define CLI_GPU_OPT                                                                                \
+    {                                                                                              \
+        "--gpu", 1, 0, "run on CUDA device N (needs a GPU=1 build; int8 models run on the CPU)"    \
+    }
+/* *device = --gpu's device, -1 when absent; a usage error when it is not a device number. */
+int cli_get_gpu(const Args *a, int *device, Error *e);
+/* Moves an opened model to --gpu's device when given (cdl_model_use_gpu). */
+int cli_apply_gpu(const Args *a, cdl_model *model, Error *e);
 /* Opens a CFG|MODEL argument through cdl_model_open (src/cli/model_arg.c): a checkpoint (a's
  * --set options are refused), or a cfg with a's --set overrides and parameters from seed 1,
  * whose warnings it prints; for_training adds gradients and the optimizer state (no activations
- * either way). */
+ * either way); then applies --precision and --gpu. */
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
 
 /* Signals (src/cli/signals.c). cli_signals_init, first in main: SIGXFSZ is ignored, so that a

@@ -19,6 +19,7 @@ static const OptSpec bench_opts[] = {
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--inference", 0, 0,
      "time inference forwards instead (a cfg or a checkpoint, int8 ones included)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
@@ -46,8 +47,10 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     st = st ? st : args_get_int(a, "--steps", 20, 1, INT_MAX, &b->steps, e);
     st = st ? st : args_get_int(a, "--warmup", 3, 0, INT_MAX, &b->warmup, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &b->threads, e);
-    const char *precision; /* applied by cli_open_model */
+    const char *precision; /* applied by cli_open_model, as --gpu */
+    int gpu;
     st = st ? st : cli_get_precision(a, &precision, e);
+    st = st ? st : cli_get_gpu(a, &gpu, e);
     return st;
 }
 

@@ -69,6 +69,7 @@ static void print_text(const cdl_doctor_report *r)
         cudnn_version(v4, sizeof v4, r->cudnn_built);
         printf("          CUDA runtime %s, driver %s, cuDNN %s (built with %s)\n", v1,
                r->cuda_driver ? v2 : "none", v3, v4);
+        printf("          cuBLAS %s, NCCL %s\n", r->cublas, r->nccl);
         for (int i = 0; i < r->n_devices; i++)
             printf("          device %d: %s, compute %d.%d, %.1f GiB\n", i, r->devices[i].name,
                    r->devices[i].major, r->devices[i].minor, r->devices[i].memory_gib);
@@ -124,6 +125,8 @@ static void print_json(const cdl_doctor_report *r)
     cJSON_AddNumberToObject(gpu, "cuda_driver", r->cuda_driver);
     cJSON_AddNumberToObject(gpu, "cudnn", r->cudnn);
     cJSON_AddNumberToObject(gpu, "cudnn_built", r->cudnn_built);
+    cJSON_AddStringToObject(gpu, "cublas", r->cublas);
+    cJSON_AddStringToObject(gpu, "nccl", r->nccl);
     cJSON *devices = cJSON_AddArrayToObject(gpu, "devices");
     for (int i = 0; i < r->n_devices; i++) {
         cJSON *d = cJSON_CreateObject();

@@ -18,6 +18,7 @@ static const OptSpec eval_opts[] = {
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--workers", 1, 0, "data loader threads (default 2; 0: load in the evaluating thread)"},
     {"--weights", 1, 0,
      "MODEL is then a CFG whose parameters come from FILE.safetensors (torchvision names), "
@@ -161,15 +162,16 @@ int cmd_eval(int argc, char **argv)
         return error_set(&e, CDL_EUSAGE, "eval takes one MODEL; see --help"), cli_fail(&e);
     long threads;
     const char *precision;
+    int gpu;
     if (args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
-        cli_get_precision(&a, &precision, &e))
+        cli_get_precision(&a, &precision, &e) || cli_get_gpu(&a, &gpu, &e))
         return cli_fail(&e);
     cdl_set_threads((int)threads);
     const char *model = a.n_positional ? a.positional[0] : CDL_DEFAULT_MODEL;
     cdl_model *m;
     if ((e.code = open_model(&a, model, &m, &e)))
         return cli_fail(&e);
-    if (cli_apply_precision(&a, m, &e)) {
+    if (cli_apply_precision(&a, m, &e) || cli_apply_gpu(&a, m, &e)) {
         cdl_model_free(m);
         return cli_fail(&e);
     }

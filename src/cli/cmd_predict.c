@@ -16,6 +16,7 @@ static const OptSpec predict_opts[] = {
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--batch", 1, 0, "images per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
@@ -174,7 +175,9 @@ static int generate_text(const Args *a, Error *e)
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : parse_temperature(a, &temperature, e);
     const char *precision;
+    int gpu;
     st = st ? st : cli_get_precision(a, &precision, e);
+    st = st ? st : cli_get_gpu(a, &gpu, e);
     if (!st && a->n_positional > 1)
         st = error_set(e, CDL_EUSAGE, "predict --prompt takes one MODEL and no image files");
     if (!st && args_get(a, "--probs") && !args_get(a, "--json"))
@@ -194,7 +197,7 @@ static int generate_text(const Args *a, Error *e)
         fprintf(stderr, "cdl: %s\n", err);
         return status;
     }
-    if (cli_apply_precision(a, m, e)) {
+    if (cli_apply_precision(a, m, e) || cli_apply_gpu(a, m, e)) {
         cdl_model_free(m);
         return cli_fail(e);
     }
@@ -264,10 +267,11 @@ int cmd_predict(int argc, char **argv)
         return generate_text(&a, &e);
     long top, threads, seed;
     const char *precision;
+    int gpu;
     if (args_get_int(&a, "--top", 5, 1, 100000, &top, &e) ||
         args_get_int(&a, "--threads", 0, 0, 1024, &threads, &e) ||
         args_get_int(&a, "--seed", 1, 0, LONG_MAX, &seed, &e) ||
-        cli_get_precision(&a, &precision, &e))
+        cli_get_precision(&a, &precision, &e) || cli_get_gpu(&a, &gpu, &e))
         return cli_fail(&e);
     cdl_set_threads((int)threads);
     /* The first file is the model when it is one (of any format: another format is refused
@@ -315,7 +319,8 @@ int cmd_predict(int argc, char **argv)
     if (args_get(&a, "--no-crop"))
         cdl_model_skip_crop(m);
     long batch;
-    if (cli_apply_precision(&a, m, &e) || args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
+    if (cli_apply_precision(&a, m, &e) || cli_apply_gpu(&a, m, &e) ||
+        args_get_int(&a, "--batch", 16, 1, 4096, &batch, &e)) {
         cdl_model_free(m);
         return cli_fail(&e);
     }

@@ -19,6 +19,7 @@ static const OptSpec profile_opts[] = {
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--trace", 1, 0, "write a Chrome trace (Perfetto, chrome://tracing) of the timed steps"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--json", 0, 0, "print one JSON object instead of a table"},
@@ -45,8 +46,10 @@ static int read_settings(const Args *a, ProfileSettings *p, Error *e)
     st = st ? st : args_get_int(a, "--iters", 10, 1, 1000000, &p->iters, e);
     st = st ? st : args_get_int(a, "--warmup", 1, 0, 1000000, &p->warmup, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &p->threads, e);
-    const char *precision; /* applied by cli_open_model */
+    const char *precision; /* applied by cli_open_model, as --gpu */
+    int gpu;
     st = st ? st : cli_get_precision(a, &precision, e);
+    st = st ? st : cli_get_gpu(a, &gpu, e);
     return st;
 }
 
@@ -67,10 +70,13 @@ static cJSON *stat_json(const cdl_time_stat *t)
     return o;
 }
 
-static void print_json(const cdl_profile_result *r, const ProfileSettings *p, int threads)
+/* gpu: the steps ran on a GPU, whose layers are timed with CUDA events (cdl_model_profile). */
+static void print_json(const cdl_profile_result *r, const ProfileSettings *p, int threads, int gpu)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", p->path);
+    cJSON_AddStringToObject(o, "device", gpu ? "gpu" : "cpu");
+    cJSON_AddStringToObject(o, "clock", gpu ? "cuda_events" : "host");
     cJSON_AddNumberToObject(o, "batch", r->batch);
     cJSON_AddNumberToObject(o, "passes_per_step", r->passes_per_step);
     cJSON_AddNumberToObject(o, "threads", threads);
@@ -110,10 +116,13 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
     cJSON_Delete(o);
 }
 
-static void print_table(const cdl_profile_result *r, const ProfileSettings *p, int threads)
+static void print_table(const cdl_profile_result *r, const ProfileSettings *p, int threads, int gpu)
 {
     printf("%s: batch %d, threads %d, %ld timed steps after %ld untimed\n", p->path, r->batch,
            threads, p->iters, p->warmup + 1);
+    if (gpu)
+        printf("on the GPU: each layer timed by CUDA events on the net's stream, waited for "
+               "before the next layer starts\n");
     if (r->passes_per_step > 1)
         printf("each step is %d passes of %d images: forward and backward times are per pass\n",
                r->passes_per_step, r->pass_batch);
@@ -164,9 +173,9 @@ static int run_profile(const Args *a, Error *e)
                 "be representative\n",
                 r.loss);
     if (!e->code && p.json)
-        print_json(&r, &p, threads);
+        print_json(&r, &p, threads, cdl_model_on_gpu(m));
     else if (!e->code)
-        print_table(&r, &p, threads);
+        print_table(&r, &p, threads, cdl_model_on_gpu(m));
     cdl_profile_result_free(&r);
     cdl_model_free(m);
     return e->code;

@@ -15,6 +15,7 @@ static const OptSpec quantize_opts[] = {
     {"--workers", 1, 0, "calibration loader threads (default 2)"},
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
+    {"--gpu", 1, 0, "refused: int8 runs on the CPU only"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_QUANTIZE_OPTS (int)(sizeof quantize_opts / sizeof quantize_opts[0])
@@ -26,6 +27,10 @@ static int run_quantize(const Args *a, Error *e)
     const char *model_path = a->positional[0], *out = args_get(a, "-o");
     if (!out)
         return error_set(e, CDL_EUSAGE, "quantize needs -o OUT.cdl, the int8 checkpoint to write");
+    if (args_get(a, "--gpu"))
+        return error_set(e, CDL_EUSAGE,
+                         "quantize --gpu: int8 runs on the CPU only (quantize and run int8 "
+                         "models without --gpu)");
     long batches, workers, threads;
     int st = args_get_int(a, "--batches", 0, 1, INT_MAX, &batches, e);
     st = st ? st : args_get_int(a, "--workers", CDL_DEFAULT_WORKERS, 0, 64, &workers, e);

@@ -98,6 +98,10 @@ typedef struct BackendOps {
     /* Returns once every pass queued on exec has finished, with the first failure of those passes
      * (CDL_ERUNTIME, "GPU: ... failed: ..."), which a pass itself cannot return. */
     int (*sync)(const ExecContext *exec, Error *e);
+    /* The time, in seconds on time_now_s()'s scale, at which the work queued on exec so far
+     * finishes, waiting for it: the clock profiling times layers with on a device (CUDA events
+     * on the stream); NULL (the CPU): time_now_s(). */
+    double (*clock_s)(const ExecContext *exec);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

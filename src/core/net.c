@@ -10,7 +10,6 @@
 #include "core/net_memory.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
-#include "util/timer.h"
 
 /* The names a key takes; a table's index is the enum value it names. */
 static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
@@ -874,10 +873,11 @@ void net_forward(Net *net)
     net->loss = 0;
     net->backward_ran = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        const double start_s = net->profiler ? time_now_s() : 0;
+        const double start_s = net->profiler ? profiler_now_s(net->profiler) : 0;
         forward_layer(net, &ctx, i);
         if (net->profiler)
-            profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s, time_now_s());
+            profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s,
+                           profiler_now_s(net->profiler));
     }
 }
 
@@ -964,11 +964,11 @@ void net_backward(Net *net)
             prepare_segment(net, first, last);
         for (int i = last; i >= first && i >= net->train_from; i--) {
             zero_deltas_before_backward(net, i);
-            const double start_s = net->profiler ? time_now_s() : 0;
+            const double start_s = net->profiler ? profiler_now_s(net->profiler) : 0;
             net->layers[i].kernels->backward(&net->layers[i], &ctx);
             if (net->profiler)
                 profiler_layer(net->profiler, net->step, i, PROFILE_BACKWARD, start_s,
-                               time_now_s());
+                               profiler_now_s(net->profiler));
             if (net->reduce_grads && net->collective)
                 net->collective->grads_ready(net->collective->ctx, i);
         }

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -11,13 +12,26 @@
 #include "train/eta.h"
 #include "util/timer.h"
 
-static int params_finite(const Layer *l)
+/* 1 when every parameter of l is finite (read through a download on a device; an error path,
+ * so it may allocate). */
+static int params_finite(const Net *net, const Layer *l)
 {
-    for (int k = 0; k < l->n_params; k++)
-        for (size_t j = 0; j < l->params[k].count; j++)
-            if (!isfinite(l->params[k].data[j]))
-                return 0;
-    return 1;
+    int finite = 1;
+    for (int k = 0; k < l->n_params && finite; k++) {
+        const size_t n = l->params[k].count;
+        const float *x = l->params[k].data;
+        float *copy = NULL;
+        if (!net->backend->host_visible) {
+            if (!(copy = malloc(n * sizeof *copy)))
+                return 1; /* unknown: say nothing about them */
+            net->backend->download(copy, x, n * sizeof *copy);
+            x = copy;
+        }
+        for (size_t j = 0; j < n && finite; j++)
+            finite = isfinite(x[j]);
+        free(copy);
+    }
+    return finite;
 }
 
 /* The error of a forward whose loss is not finite: which layer's output went first. */
@@ -32,7 +46,7 @@ static int nonfinite_loss(Net *net, Error *e)
     else
         snprintf(where, sizeof where, "layer %d [%s] produced the first non-finite output%s", i,
                  net->layers[i].type->name,
-                 params_finite(&net->layers[i]) ? "" : " (its parameters are not finite)");
+                 params_finite(net, &net->layers[i]) ? "" : " (its parameters are not finite)");
     return error_set(e, CDL_ERUNTIME, "step %llu: the loss is not finite; %s",
                      (unsigned long long)net->step + 1, where);
 }

@@ -66,13 +66,18 @@ void profiler_name_layer(Profiler *p, int layer, const char *type)
     snprintf(p->labels[layer], sizeof p->labels[layer], "%d %s", layer, type);
 }
 
+double profiler_now_s(const Profiler *p)
+{
+    return p->clock_s ? p->clock_s(p->clock_ctx) : time_now_s();
+}
+
 void profiler_reset(Profiler *p)
 {
     memset(p->forward, 0, (size_t)p->n_layers * sizeof *p->forward);
     memset(p->backward, 0, (size_t)p->n_layers * sizeof *p->backward);
     memset(&p->step, 0, sizeof p->step);
     p->n_events = p->dropped = 0;
-    p->origin_s = time_now_s();
+    p->origin_s = profiler_now_s(p);
 }
 
 static void add_event(Profiler *p, const char *name, const char *cat, uint64_t step, int layer,

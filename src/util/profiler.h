@@ -34,8 +34,13 @@ typedef struct Profiler {
     int tracing;
     TraceEvent *events; /* [max_events] */
     size_t n_events, max_events, dropped;
-    double origin_s;                /* time_now_s() the trace timestamps count from */
+    double origin_s;                /* profiler_now_s() the trace timestamps count from */
     char (*labels)[TRACE_NAME_MAX]; /* [n_layers] event names, "INDEX TYPE" */
+    /* The clock of the times recorded (profiler_now_s): NULL, time_now_s(); else
+     * clock_s(clock_ctx) on the same scale, e.g. a device's, which waits for the work queued
+     * before it (CUDA events). */
+    double (*clock_s)(void *ctx);
+    void *clock_ctx;
 } Profiler;
 
 /* Allocates statistics for n_layers layers and room for max_events trace events (0: no
@@ -44,10 +49,12 @@ int profiler_init(Profiler *p, int n_layers, size_t max_events, Error *e);
 void profiler_free(Profiler *p);
 /* Names layer's trace events "LAYER TYPE". */
 void profiler_name_layer(Profiler *p, int layer, const char *type);
+/* Now on p's clock (clock_s, else time_now_s()), in seconds. */
+double profiler_now_s(const Profiler *p);
 /* Forgets all times and events (e.g. after warm-up) and restarts the trace clock. */
 void profiler_reset(Profiler *p);
 /* Records one pass of layer in phase during optimizer step `step` (0-based, as Net.step;
- * trace events number it from 1), from start_s to end_s (time_now_s values). Allocates
+ * trace events number it from 1), from start_s to end_s (profiler_now_s values). Allocates
  * nothing. */
 void profiler_layer(Profiler *p, uint64_t step, int layer, ProfilePhase phase, double start_s,
                     double end_s);

@@ -144,6 +144,31 @@ expect_error() {
     expect_error 2 "built without a GPU backend" train "$REPO/cfg/digits.cfg" --gpu 0
 }
 
+@test "--gpu on a CPU build is the same one-line usage error in every command that runs a model" {
+    train_digits 1
+    gray_png x.png 8 "16 * x"
+    local refusal="this cdl was built without a GPU backend (make GPU=1)"
+    expect_error 2 "$refusal" eval digits.cdl --gpu 0
+    expect_error 2 "$refusal" predict digits.cdl x.png --gpu 0
+    expect_error 2 "$refusal" bench "$REPO/cfg/digits.cfg" --steps 1 --gpu 0
+    expect_error 2 "$refusal" bench digits.cdl --inference --steps 1 --gpu 0
+    expect_error 2 "$refusal" profile "$REPO/cfg/digits.cfg" --iters 1 --gpu 0
+    write_text_data
+    printf '[net]\nseq=8\nbatch=4\nepochs=1\n[embedding]\noutput=8\n[linear]\ntie=1\n[softmax]\n' \
+        > words.cfg
+    "$CDL" train words.cfg --data corpus.data --out words.cdl --threads 1 2>/dev/null
+    expect_error 2 "$refusal" predict words.cdl --prompt "the" --tokens 4 --gpu 0
+}
+
+@test "int8 runs on the CPU only: quantize --gpu and an int8 model with --gpu are refused" {
+    train_digits 1
+    expect_error 2 "int8 runs on the CPU only" quantize digits.cdl -o q.cdl --gpu 0
+    "$CDL" quantize digits.cdl -o q.cdl >/dev/null
+    gray_png x.png 8 "16 * x"
+    expect_error 2 "q.cdl: int8 runs on the CPU only" predict q.cdl x.png --gpu 0
+    expect_error 2 "q.cdl: int8 runs on the CPU only" bench q.cdl --inference --gpu 0
+}
+
 @test "absurd sizes are refused before allocating" {
     expect_error 2 "fewer than batch=2147483647" train "$REPO/cfg/digits.cfg" --set net.batch=2147483647
     expect_error 2 "layer 3 [connected] is too large" info "$REPO/cfg/digits.cfg" --set 3.output=2147483647

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# Training on the GPU backend, run on the CUDA simulator (./cdl-gpusim, make GPU=sim; skipped
-# where the CUDA toolkit is not): the same run as on the CPU, step by step within float32's
-# round-off, and checkpoints that move between the two.
+# The GPU backend, run on the CUDA simulator (./cdl-gpusim, make GPU=sim; skipped where the CUDA
+# toolkit is not): training as on the CPU, step by step within float32's round-off; checkpoints
+# that move between the two; eval, predict, generation, bench and profile with --gpu giving the
+# CPU's results; int8 refused.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
@@ -88,4 +89,168 @@ for l in open("both"):
     echo "$output"
     [ "$status" -eq 2 ]
     [[ "$output" == *"layer 0 [connected] with bf16 has no GPU implementation"* ]]
+}
+
+# A digits checkpoint of mlp.cfg trained on the CPU, at cpu.cdl.
+train_cpu_checkpoint() {
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+    "$CDL" train mlp.cfg --data digits.data --epochs 2 --out cpu.cdl --threads 1 2>/dev/null
+}
+
+@test "eval --gpu of a checkpoint gives the CPU's accuracy and loss" {
+    train_cpu_checkpoint
+    cpu=$("$GPU_CDL" eval cpu.cdl --data digits.data --json --threads 1)
+    run "$GPU_CDL" eval cpu.cdl --data digits.data --json --threads 1 --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # the same weights: at most a sample whose two best classes round apart, and the mean loss
+    # within float32's round-off of the products and of exp
+    python3 -c 'import json,sys
+cpu, gpu = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert cpu["samples"] == gpu["samples"] == 359, (cpu, gpu)
+assert abs(gpu["accuracy"] - cpu["accuracy"]) <= 1.0 / cpu["samples"], (gpu, cpu)
+assert abs(gpu["loss"] - cpu["loss"]) <= 1e-5 * cpu["loss"], (gpu, cpu)' "$cpu" "$output"
+}
+
+@test "predict --gpu of a checkpoint trained on the GPU picks the CPU's classes" {
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+    "$GPU_CDL" train mlp.cfg --data digits.data --epochs 2 --out gpu.cdl --threads 1 --gpu 0 \
+        2>/dev/null
+    for row in 1790 1791 1792 1793 1794 1795; do gray_png "d$row.png" digit "$row" > /dev/null; done
+    # on the CPU of a plain build, and on the GPU: the top class of every image, with
+    # probabilities within float32's round-off
+    "$CDL" predict gpu.cdl d*.png --top 1 --json > cpu.json
+    run "$GPU_CDL" predict gpu.cdl d*.png --top 1 --json --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys
+cpu, gpu = json.load(open("cpu.json")), json.loads(sys.argv[1])
+assert len(cpu) == len(gpu) == 6
+for c, g in zip(cpu, gpu):
+    assert c["file"] == g["file"] and c["top"][0]["index"] == g["top"][0]["index"], (c, g)
+    assert abs(c["top"][0]["probability"] - g["top"][0]["probability"]) <= 1e-5, (c, g)' "$output"
+}
+
+@test "a text model generates the CPU's greedy text on the GPU, with and without the cache" {
+    write_text_data
+    write_cfg tiny.cfg <<'CFG'
+[net]
+seq=16
+batch=16
+optimizer=adamw
+learning_rate=0.01
+decay=0.01
+clip_grad_norm=1
+epochs=1
+[embedding]
+output=32
+[positional]
+[layernorm]
+[attention]
+heads=2
+[shortcut]
+from=-3
+[layernorm]
+[linear]
+output=64
+activation=gelu
+[linear]
+output=32
+[shortcut]
+from=-4
+[layernorm]
+[linear]
+tie=1
+[softmax]
+CFG
+    "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 2>/dev/null
+    cpu=$("$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0)
+    [ "${#cpu}" -eq 67 ]
+    # greedy: each token is the arg-max of a distribution the GPU computes within round-off; a
+    # trained model's best two tokens are far apart, so the texts are the same
+    run "$GPU_CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0 --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$cpu" ]
+    run "$GPU_CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0 --gpu 0 \
+        --no-cache
+    [ "$output" = "$cpu" ]
+    # and its validation text evaluates as on the CPU
+    cpu_eval=$("$CDL" eval tiny.cdl --data corpus.data --json)
+    run "$GPU_CDL" eval tiny.cdl --data corpus.data --json --gpu 0
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys
+cpu, gpu = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert cpu["tokens"] == gpu["tokens"] and abs(cpu["accuracy"] - gpu["accuracy"]) <= 1 / cpu["tokens"]
+assert abs(gpu["loss"] - cpu["loss"]) <= 1e-5 * cpu["loss"], (cpu, gpu)' "$cpu_eval" "$output"
+}
+
+@test "bench --gpu times training steps and forwards on the GPU" {
+    run "$GPU_CDL" bench mlp.cfg --steps 2 --warmup 1 --gpu 0 --json
+    echo "$output"
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys
+r = json.loads(sys.argv[1])
+assert r["batch"] == 32 and r["images_per_s"] > 0 and r["ms_per_step"] > 0, r' "$output"
+    run "$GPU_CDL" bench mlp.cfg --steps 2 --inference --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "mlp.cfg: batch 32, threads "*" images/s ("*" ms/step)"* ]]
+}
+
+@test "profile --gpu times every layer with CUDA events, in the table, the JSON and the trace" {
+    run "$GPU_CDL" profile mlp.cfg --iters 2 --gpu 0 --trace trace.json
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"on the GPU: each layer timed by CUDA events on the net's stream"* ]]
+    [[ "$output" =~ "   0  connected      32x1x1 " ]]
+    [[ "$output" =~ "   1  connected      10x1x1 " ]]
+    [[ "$output" =~ "   2  softmax        10x1x1 " ]]
+    # every layer's forward and backward of both timed steps, and the steps
+    python3 -c 'import json
+ev = json.load(open("trace.json"))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+named = [e for e in ev if e.get("ph") == "X"]
+assert sum(e.get("cat") == "forward" for e in named) == 6, named
+assert sum(e.get("cat") == "backward" for e in named) == 6, named
+assert all(e["dur"] >= 0 for e in named), named'
+    run "$GPU_CDL" profile mlp.cfg --iters 2 --gpu 0 --json
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys
+r = json.loads(sys.argv[1])
+assert r["device"] == "gpu" and r["clock"] == "cuda_events", r
+assert [l["type"] for l in r["layers"]] == ["connected", "connected", "softmax"], r
+assert all(l["forward_ms"]["mean"] > 0 and l["backward_ms"]["mean"] > 0 for l in r["layers"]), r' "$output"
+}
+
+@test "a checkpoint profiles on the GPU with its optimizer state" {
+    train_cpu_checkpoint
+    run "$GPU_CDL" profile cpu.cdl --iters 1 --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ "   2  softmax        10x1x1 " ]]
+}
+
+@test "int8 runs on the CPU only: --gpu on an int8 model and quantize --gpu are refused" {
+    train_cpu_checkpoint
+    run "$GPU_CDL" quantize cpu.cdl -o q.cdl --gpu 0
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: quantize --gpu: int8 runs on the CPU only (quantize and run int8 models without --gpu)" ]
+    "$GPU_CDL" quantize cpu.cdl -o q.cdl > /dev/null
+    gray_png x.png 8 "16 * x"
+    run "$GPU_CDL" predict q.cdl x.png --gpu 0
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == "cdl: q.cdl: int8 runs on the CPU only"* ]]
+    run "$GPU_CDL" eval q.cdl --data digits.data --gpu 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == "cdl: q.cdl: int8 runs on the CPU only"* ]]
+}
+
+@test "--gpu names a device the machine has" {
+    run "$GPU_CDL" bench mlp.cfg --steps 1 --gpu 3
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --gpu 3: this machine has 1 CUDA device (0 to 0)" ]
 }

@@ -1,5 +1,5 @@
 /* Profiling: time statistics, trace-event recording limits, net_forward/net_backward timing
- * every layer in order, and the Chrome trace file format. */
+ * every layer in order on the profiler's clock, and the Chrome trace file format. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -101,6 +101,47 @@ static void test_net_passes_time_every_layer_in_execution_order(void)
     net_free(&net);
 }
 
+/* A clock that advances one second a reading (ctx: the reading count): what a device's clock
+ * (BackendOps.clock_s) is to the profiler. */
+static double ticking_clock_s(void *ctx)
+{
+    int *readings = ctx;
+    return (double)++*readings;
+}
+
+/* Net passes read the profiler's clock, not the host's, twice around each layer: every layer
+ * then lasts exactly one tick, and the trace counts from the reading at reset. */
+static void test_net_passes_read_the_profilers_own_clock(void)
+{
+    Net net;
+    Profiler p;
+    Error e = {0};
+    if (net_build_from_text(&net, net_text, "t.cfg", 1, 1, &e) || net_resize(&net, 2, 0, &e) ||
+        profiler_init(&p, net.n_layers, 2 * (size_t)net.n_layers, &e)) {
+        fprintf(stderr, "FAIL setup: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    int readings = 0;
+    p.clock_s = ticking_clock_s;
+    p.clock_ctx = &readings;
+    profiler_reset(&p); /* origin: reading 1 */
+    CHECK(readings == 1 && p.origin_s == 1.0);
+    p.tracing = 1;
+    net.train = 1;
+    net.profiler = &p;
+    net_forward(&net);
+    net_backward(&net);
+    CHECK(readings == 1 + 4 * net.n_layers);
+    for (int i = 0; i < net.n_layers; i++) {
+        CHECK(p.forward[i].count == 1 && p.forward[i].sum_s == 1.0);
+        CHECK(p.backward[i].count == 1 && p.backward[i].sum_s == 1.0);
+    }
+    CHECK(p.events[0].start_us == 1e6 && p.events[0].dur_us == 1e6);
+    profiler_free(&p);
+    net_free(&net);
+}
+
 /* The file's text (malloc'd), or NULL. */
 static char *read_text(const char *path)
 {
@@ -166,6 +207,7 @@ int main(void)
     test_layer_times_give_mean_sample_std_min_max();
     test_events_are_kept_only_while_tracing_and_up_to_capacity();
     test_net_passes_time_every_layer_in_execution_order();
+    test_net_passes_read_the_profilers_own_clock();
     test_trace_file_is_chrome_trace_event_json();
     test_failed_trace_write_names_the_file_and_leaves_no_temporary();
     return check_report("test_profiler");
