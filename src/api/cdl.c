@@ -184,18 +184,22 @@ void cdl_model_predict(cdl_model *model, const float *input, float *probs)
 
 void cdl_model_skip_crop(cdl_model *model)
 {
-    model->net.augment.center_crop = 0;
-    model->net.augment.letterbox = 0;
+    model->skip_crop = 1;
 }
 
 int cdl_model_load_image(cdl_model *model, const char *image_path, float *input, char *err,
                          size_t err_size)
 {
     Error e = {0};
+    AugmentConfig aug;
+    if (net_augment(&model->net, &aug, &e))
+        return api_report(&e, err, err_size);
+    if (model->skip_crop)
+        aug.center_crop = aug.letterbox = 0;
     Image img;
     if (image_load(image_path, &img, &e))
         return api_report(&e, err, err_size);
-    int st = augment_eval(&model->net.augment, &img, &model->scratch, input);
+    int st = augment_eval(&aug, &img, &model->scratch, input);
     image_free(&img);
     if (st)
         return error_set(&e, st, "%s: out of memory preprocessing the image", image_path),

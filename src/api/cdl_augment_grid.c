@@ -100,10 +100,13 @@ int cdl_model_write_augment_grid(const cdl_model *model, const char *data_path,
                                  char *err, size_t err_size)
 {
     Error e = {0};
-    const AugmentConfig *a = &model->net.augment;
-    if (a->out_c != 1 && a->out_c != 3)
+    AugmentConfig a;
+    if (net_augment(&model->net, &a, &e))
+        return api_report(&e, err, err_size);
+    if (a.out_c != 1 && a.out_c != 3)
         return error_set(&e, CDL_EUSAGE, "%s: cannot draw %d-channel inputs (only 1 or 3)",
-                         model->net.cfg.path, a->out_c),
+                         model->net.cfg.path, a.out_c),
                api_report(&e, err, err_size);
-    return write_grid(a, data_path, options, png_path, &e) ? api_report(&e, err, err_size) : CDL_OK;
+    return write_grid(&a, data_path, options, png_path, &e) ? api_report(&e, err, err_size)
+                                                            : CDL_OK;
 }

@@ -215,7 +215,9 @@ static int bench_loader(cdl_model *m, const char *data, const cdl_loader_bench_o
                                    .seed = o->seed,
                                    .train = 1,
                                    .drop_last = 1};
-        st = loader_open(&loader, &train, &net->augment, &opt, e);
+        AugmentConfig aug;
+        st = net_augment(net, &aug, e);
+        st = st ? st : loader_open(&loader, &train, &aug, &opt, e);
     }
     if (!st && (!(x = malloc((size_t)r->batch * shape_size(net->in_shape) * sizeof *x)) ||
                 !(y = malloc((size_t)r->batch * sizeof *y))))

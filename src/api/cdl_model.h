@@ -7,6 +7,7 @@
 #include "data/augment.h"
 #include "data/data_config.h"
 #include "model/model_io.h"
+#include "train/net_keys.h"
 #include "train/optimizer.h"
 #include "util/error.h"
 
@@ -16,6 +17,7 @@ struct cdl_model {
     Optimizer opt;  /* opened for_training: the checkpoint's state, or a fresh one */
     int capacity;   /* samples the activations hold (0: none allocated) */
     AugmentScratch scratch; /* preprocessing workspace */
+    int skip_crop;          /* cdl_model_skip_crop: eval's preprocessing without its crop */
     /* the checkpoint it was opened from, or the one whose head (and class names) --weights
      * loaded into a cfg: for messages */
     char origin[4096];

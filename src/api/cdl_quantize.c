@@ -36,7 +36,9 @@ static int calibrate(cdl_model *m, const cdl_quantize_options *o, cdl_quantize_r
                                   .workers = o->workers,
                                   .prefetch = LOADER_PREFETCH_PER_WORKER * (o->workers + 1),
                                   .train = 0};
-        st = loader_open(&loader, &train, &net->augment, &lo, e);
+        AugmentConfig aug;
+        st = net_augment(net, &aug, e);
+        st = st ? st : loader_open(&loader, &train, &aug, &lo, e);
     }
     st = st ? st : api_model_reserve(m, batch, e);
     st = st ? st : loader_start_epoch(loader, 0, 0, e);

@@ -502,7 +502,9 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
                                    .skip_bad = s->data.skip_bad,
                                    .rank = dist_rank(),
                                    .ranks = dist_size()};
-        st = loader_open(&loader, &s->train, &s->net.augment, &opt, e);
+        AugmentConfig aug;
+        st = net_augment(&s->net, &aug, e);
+        st = st ? st : loader_open(&loader, &s->train, &aug, &opt, e);
         source = st ? (TrainSource){0} : train_source_loader(loader);
     }
     st = st ? st : train_run(&s->net, &s->opt, &source, &s->valid_set, plan, &s->meta, cb, e);

@@ -69,10 +69,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
                           &precision, e);
     net->precision = (GemmPrecision)precision;
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
-    st = st ? st
-            : augment_config_parse(cfg, s, net->in_shape.c, net->in_shape.h, net->in_shape.w,
-                                   &net->augment, e);
-    st = st ? st : net_read_foreign_keys(cfg, e);
+    st = st ? st : net_read_foreign_keys(cfg, net->in_shape, e);
     st = st ? st : darknet_check_keys(cfg, s, e);
     st = st ? st : cfg_check_unused(cfg, s, e);
     st = st ? st : cfg_require_min(cfg, s, "batch", h->batch, 1, e);

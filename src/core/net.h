@@ -6,7 +6,6 @@
 #include <stdint.h>
 
 #include "core/layer.h"
-#include "data/augment.h"
 #include "io/cfg.h"
 
 
@@ -43,9 +42,6 @@ typedef struct Net {
     const BackendOps *backend;
     int device; /* the backend's device the net runs on (0 on the CPU) */
     Hyper hyper;
-    /* The [net] augmentation keys (data/augment.h): how the loader turns a decoded sample into
-     * the input, in training and in eval/predict. */
-    AugmentConfig augment;
     Shape in_shape;
     /* Sequence nets ([net] seq=T, darknet's time_steps): tokens per sample, 0 for image nets.
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
@@ -233,9 +229,10 @@ const float *net_output(const Net *net);
 int net_first_nonfinite_output(Net *net);
 
 /* Reads and checks the [net] keys of cfg that are not the net's own: training's
- * (train/train_settings.h) and the CPU backend's (backend/cpu/cpu_options.h). net_build calls it before it refuses an unknown [net]
+ * (train/train_settings.h), the augmentation of an input of shape in (data/augment.h, read where
+ * needed with train/net_keys.h's net_augment) and the CPU backend's (backend/cpu/cpu_options.h). net_build calls it before it refuses an unknown [net]
  * key. Defined above core (train/net_keys.c) and found by linking, as layer_type_find is. */
-int net_read_foreign_keys(Cfg *cfg, Error *e);
+int net_read_foreign_keys(Cfg *cfg, Shape in, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

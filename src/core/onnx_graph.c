@@ -17,15 +17,16 @@ enum { TENSOR_TYPE_SHAPE = 2, SHAPE_DIM = 1, DIM_VALUE = 1, DIM_PARAM = 2 };
 
 /* The [net] mean/std normalisation that cdl applies before the first layer, as graph nodes:
  * the graph input stays the image in [0,1] at the net's size, as `cdl predict` reads it. */
-static void add_normalization(OnnxGraph *g, const Net *net)
+static void add_normalization(OnnxGraph *g, const Net *net, const float *in_mean,
+                              const float *in_std)
 {
     const int c = net->in_shape.c;
     float mean[3], inv_std[3];
     int identity = 1;
-    for (int k = 0; k < c && k < 3; k++) {
-        mean[k] = net->augment.mean[k];
-        inv_std[k] = 1.0f / net->augment.std[k];
-        identity &= mean[k] == 0.0f && net->augment.std[k] == 1.0f;
+    for (int k = 0; in_mean && k < c && k < 3; k++) {
+        mean[k] = in_mean[k];
+        inv_std[k] = 1.0f / in_std[k];
+        identity &= mean[k] == 0.0f && in_std[k] == 1.0f;
     }
     if (identity || c > 3 || net->seq > 0) /* sequence nets take no image normalisation */
         return;
@@ -38,7 +39,7 @@ static void add_normalization(OnnxGraph *g, const Net *net)
     snprintf(g->input.name, sizeof g->input.name, "input.normalized");
 }
 
-int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
+int onnx_graph_init(OnnxGraph *g, const Net *net, const float *mean, const float *std, Error *e)
 {
     memset(g, 0, sizeof *g);
     pb_init(&g->body);
@@ -55,7 +56,7 @@ int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e)
         onnx_name(g->layers[i].name, &net->layers[i], NULL);
         g->layers[i].shape = net->layers[i].out_shape;
     }
-    add_normalization(g, net);
+    add_normalization(g, net, mean, std);
     return CDL_OK;
 }
 

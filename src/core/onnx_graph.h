@@ -76,8 +76,9 @@ typedef struct OnnxGraph {
     int token_ids; /* the graph input is int64 token ids [N][T] */
 } OnnxGraph;
 
-/* Prepares an empty graph for net's layers. */
-int onnx_graph_init(OnnxGraph *g, const Net *net, Error *e);
+/* Prepares an empty graph for net's layers, whose input the [net] keys normalise by mean and std
+ * (one per channel, the first 3; NULL: not normalised) before the first layer. */
+int onnx_graph_init(OnnxGraph *g, const Net *net, const float *mean, const float *std, Error *e);
 void onnx_graph_free(OnnxGraph *g);
 
 /* Appends a node: op_type op reading n_in values (an empty name skips an optional input)

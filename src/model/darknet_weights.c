@@ -201,10 +201,8 @@ static int use_darknet_defaults(Net *net, DarknetHeader *h, Error *e)
         net->hyper.bn_darknet = 1;
         st = cfg_apply_override(&net->cfg, "net.bn_darknet=1", e);
     }
-    if (!st && h->set_letterbox) {
-        net->augment.letterbox = 1;
+    if (!st && h->set_letterbox) /* read by net_augment (train/net_keys.h) */
         st = cfg_apply_override(&net->cfg, "net.letterbox=1", e);
-    }
     return st;
 }
 

@@ -7,6 +7,7 @@
  * a new build dependency and thousands of lines of generated code to keep in step with
  * onnx.proto. */
 #include "model/onnx_export.h"
+#include "train/net_keys.h"
 
 #include "util/atomic_file.h"
 
@@ -42,11 +43,17 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
 static int build_model(const Net *net, const char *graph_name, int batch, int opset, PbBuf *model,
                        Error *e)
 {
+    /* the input's normalisation; none in a net put together without a cfg (tests) */
+    AugmentConfig a;
+    const int normalised = net->cfg.n_sections > 0;
+    int st = normalised ? net_augment(net, &a, e) : CDL_OK;
+    if (st)
+        return st;
     OnnxGraph g;
     PbBuf graph, opset_id;
     pb_init(&graph);
     pb_init(&opset_id);
-    int st = onnx_graph_init(&g, net, e);
+    st = onnx_graph_init(&g, net, normalised ? a.mean : NULL, normalised ? a.std : NULL, e);
     st = st ? st : onnx_build_graph(net, &g, e);
     st = st ? st : onnx_graph_finish(&g, graph_name, batch, &graph, e);
     if (!st) {

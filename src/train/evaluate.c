@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "data/loader.h"
+#include "train/net_keys.h"
 
 /* Rank of the true class among the outputs (0 = predicted). */
 static int rank_of(const float *p, int classes, int truth)
@@ -45,7 +46,9 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
                               .prefetch = LOADER_PREFETCH_PER_WORKER * opt->workers,
                               .skip_bad = opt->skip_bad};
     Loader *loader;
-    int st = loader_open(&loader, src, &net->augment, &lo, e);
+    AugmentConfig aug;
+    int st = net_augment(net, &aug, e);
+    st = st ? st : loader_open(&loader, src, &aug, &lo, e);
     st = st ? st : loader_start_epoch(loader, 0, 0, e);
     if (st) {
         loader_close(loader);

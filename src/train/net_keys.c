@@ -1,14 +1,23 @@
 /* The [net] keys that are not the net's own, checked when a net is built (core/net.h
- * net_read_foreign_keys): training's settings, and the CPU backend's options, which a net on
- * another backend keeps for the CPU (a checkpoint of it runs there). */
+ * net_read_foreign_keys): training's settings, the data's augmentation, and the CPU backend's
+ * options, which a net on another backend keeps for the CPU (a checkpoint of it runs there). */
+#include "train/net_keys.h"
+
 #include "backend/cpu/cpu_options.h"
-#include "core/net.h"
 #include "train/train_settings.h"
 
-int net_read_foreign_keys(Cfg *cfg, Error *e)
+int net_read_foreign_keys(Cfg *cfg, Shape in, Error *e)
 {
     TrainSettings t;
+    AugmentConfig a;
     CpuOptions o;
-    int st = train_settings_read(cfg, &t, e);
+    int st = augment_config_parse(cfg, &cfg->sections[0], in.c, in.h, in.w, &a, e);
+    st = st ? st : train_settings_read(cfg, &t, e);
     return st ? st : cpu_options_read(cfg, 0, &o, e);
+}
+
+int net_augment(const Net *net, AugmentConfig *a, Error *e)
+{
+    const Shape in = net->in_shape;
+    return augment_config_parse(&net->cfg, &net->cfg.sections[0], in.c, in.h, in.w, a, e);
 }

@@ -7,6 +7,7 @@
 
 #include "cfg_errors.h"
 #include "check.h"
+#include "train/net_keys.h"
 #include "core/net.h"
 #include "data/augment.h"
 
@@ -35,7 +36,7 @@ static AugmentConfig config_from(const char *keys)
         fprintf(stderr, "  %s\n", e.msg);
         return a;
     }
-    a = net.augment;
+    CHECK(net_augment(&net, &a, &e) == CDL_OK);
     net_free(&net);
     return a;
 }
@@ -351,7 +352,9 @@ static void test_shipped_cfgs_have_identity_augmentation(void)
         Net net;
         Error e = {0};
         CHECK(net_build_from_file(&net, paths[i], NULL, 0, 0, 1, &e) == CDL_OK);
-        CHECK(augment_is_identity(&net.augment, net.in_shape.c, net.in_shape.h, net.in_shape.w));
+        AugmentConfig a;
+        CHECK(net_augment(&net, &a, &e) == CDL_OK);
+        CHECK(augment_is_identity(&a, net.in_shape.c, net.in_shape.h, net.in_shape.w));
         net_free(&net);
     }
 }
@@ -599,7 +602,7 @@ static void test_darknet_classifier_net_keys_parse(void)
     Error e = {0};
     char *text = darknet_net_section("/usr/share/darknet/cfg/darknet19.cfg");
     if (text && net_build_from_text(&net, text, "darknet19.cfg", 0, 1, &e) == CDL_OK) {
-        a = net.augment;
+        CHECK(net_augment(&net, &a, &e) == CDL_OK);
         net_free(&net);
     }
     free(text);

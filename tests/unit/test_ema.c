@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "train/net_keys.h"
 #include "model/model_io.h"
 #include "train/ema.h"
 #include "train/trainer.h"
@@ -139,7 +140,9 @@ static void test_validation_during_training_measures_the_ema(void)
     CHECK(source_from_dataset(&src, &data, &e) == CDL_OK);
     LoaderOptions lo = {.batch = 4, .seed = 7, .train = 1, .drop_last = 1};
     Loader *loader;
-    CHECK(loader_open(&loader, &src, &net.augment, &lo, &e) == CDL_OK);
+    AugmentConfig aug;
+    CHECK(net_augment(&net, &aug, &e) == CDL_OK);
+    CHECK(loader_open(&loader, &src, &aug, &lo, &e) == CDL_OK);
     Optimizer opt;
     CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
     char out[] = "/tmp/cdl_ema_XXXXXX";

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "train/net_keys.h"
 #include "backend/cpu/net_quant.h"
 #include "model/model_io.h"
 #include "train/trainer.h"
@@ -204,7 +205,9 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         /* In-memory samples without augmentation: copied, whatever the worker count. */
         LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0, 0, 0};
         Loader *loader;
-        CHECK(loader_open(&loader, &src, &net.augment, &opt, &e) == CDL_OK);
+        AugmentConfig aug;
+        CHECK(net_augment(&net, &aug, &e) == CDL_OK);
+        CHECK(loader_open(&loader, &src, &aug, &opt, &e) == CDL_OK);
         Optimizer optimizer;
         CHECK(optimizer_init(&optimizer, &net, &e) == CDL_OK);
         char out[] = "/tmp/cdl_no_alloc_XXXXXX";

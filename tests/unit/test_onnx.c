@@ -27,8 +27,6 @@ static void two_layer_net(Net *net, Layer layers[2], const LayerType *type)
     net->layers = layers;
     net->n_layers = 2;
     net->in_shape = (Shape){1, 2, 2};
-    for (int k = 0; k < 3; k++)
-        net->augment.std[k] = 1.0f; /* no [net] normalisation, as augment_config_parse sets */
     for (int i = 0; i < 2; i++) {
         layers[i].type = type;
         layers[i].index = i;
@@ -44,7 +42,7 @@ static void test_node_is_named_after_its_output(void)
     Layer layers[2];
     OnnxGraph g;
     two_layer_net(&net, layers, NULL);
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     onnx_node(&g, "Relu", 1, (const char *[]){"x"}, "y", 0, NULL);
     /* GraphProto.node (1) { input (1) "x", output (2) "y", name (3) "y", op_type (4) "Relu" } */
     const unsigned char want[] = {0x0a, 0x0f, 0x0a, 0x01, 'x', 0x12, 0x01, 'y', 0x1a,
@@ -59,7 +57,7 @@ static void test_attributes_carry_their_type(void)
     Layer layers[2];
     OnnxGraph g;
     two_layer_net(&net, layers, NULL);
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     const int64_t pads[] = {1, 2};
     const OnnxAttr attrs[] = {onnx_attr_int("axis", 1), onnx_attr_float("alpha", 0.5f),
                               onnx_attr_ints("pads", pads, 2)};
@@ -81,7 +79,7 @@ static void test_strings_attribute_has_one_field_per_value(void)
     Layer layers[2];
     OnnxGraph g;
     two_layer_net(&net, layers, NULL);
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     const char *const names[] = {"Tanh"};
     const OnnxAttr attr = onnx_attr_strings("activations", names, 1);
     onnx_node(&g, "Op", 0, NULL, "o", 1, &attr);
@@ -100,7 +98,7 @@ static void test_initializer_holds_dims_type_name_and_data(void)
     Layer layers[2];
     OnnxGraph g;
     two_layer_net(&net, layers, NULL);
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     const int64_t dims[] = {2, 1};
     const float data[] = {1.0f, -2.0f};
     onnx_initializer(&g, "w", ONNX_FLOAT, 2, dims, data);
@@ -128,7 +126,7 @@ static void test_param_is_named_after_layer(void)
     layers[1].params[0] =
         (Param){.name = "weights", .n_dims = 2, .dims = {3, 2}, .count = 6, .data = weights};
     layers[1].n_params = 1;
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     char name[ONNX_NAME_MAX];
     onnx_param(&g, &layers[1], 0, name);
     CHECK(!strcmp(name, "layer1.weights"));
@@ -141,7 +139,7 @@ static void test_inputs_convert_between_flat_and_nchw(void)
     Layer layers[2];
     OnnxGraph g;
     two_layer_net(&net, layers, NULL);
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     char name[ONNX_NAME_MAX];
     onnx_input_nchw(&g, &layers[0], 0, name); /* the graph input is NCHW: no node */
     CHECK(!strcmp(name, "input") && g.body.len == 0);
@@ -169,7 +167,7 @@ static void test_sequence_values_are_rank_3(void)
     net.seq = 4;
     net.in_shape = (Shape){1, 4, 1};
     layers[0].out_shape = (Shape){1, 4, 3};
-    CHECK(onnx_graph_init(&g, &net, NULL) == CDL_OK);
+    CHECK(onnx_graph_init(&g, &net, NULL, NULL, NULL) == CDL_OK);
     CHECK(g.sequence && !g.token_ids);
     onnx_output(&g, &layers[0], 1);
     char name[ONNX_NAME_MAX];
