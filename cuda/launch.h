@@ -15,7 +15,7 @@
 #ifdef CDL_GPU_SIM
 #include "sim/cuda_sim.h"
 
-#define CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+#define CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                \
     cuda_sim::launch(#kernel, kernel, (grid), (block), (shared_bytes), (stream), ##__VA_ARGS__)
 #define CUDA_DYNAMIC_SHARED(type, name) type *name = (type *)cuda_sim::dynamic_shared()
 
@@ -24,7 +24,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#define CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+#define CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                \
     kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__)
 #define CUDA_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif

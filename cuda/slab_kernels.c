@@ -33,8 +33,7 @@ static double gpu_sum_squares(const float *x, size_t n, const ExecContext *exec)
     gpu_note_exec(exec, cuda_sum_squares(total, h->reduce_work, x, n, stream_of(exec)),
                   "gradient norm");
     gpu_note_exec(exec,
-                  cudaMemcpyAsync(&sum, total, sizeof sum, cudaMemcpyDeviceToHost,
-                                  stream_of(exec)),
+                  cudaMemcpyAsync(&sum, total, sizeof sum, cudaMemcpyDeviceToHost, stream_of(exec)),
                   "gradient norm download");
     gpu_note_exec(exec, cudaStreamSynchronize(stream_of(exec)), "gradient norm download");
     return sum;
@@ -58,10 +57,9 @@ static void gpu_swap(float *a, float *b, size_t n, const ExecContext *exec)
 
 static void gpu_copy(float *to, const float *from, size_t n, const ExecContext *exec)
 {
-    gpu_note_exec(exec,
-                  cudaMemcpyAsync(to, from, n * sizeof *to, cudaMemcpyDeviceToDevice,
-                                  stream_of(exec)),
-                  "slab copy");
+    gpu_note_exec(
+        exec, cudaMemcpyAsync(to, from, n * sizeof *to, cudaMemcpyDeviceToDevice, stream_of(exec)),
+        "slab copy");
 }
 
 const SlabKernels gpu_slab_kernels = {

@@ -5,8 +5,8 @@
  *
  *   in, out [batch][groups][n]   labels [batch][groups]
  */
-#include "gpu.h"
 #include "kernels/softmax.h"
+#include "gpu.h"
 #include "layers/softmax.h"
 
 static float smoothing_of(const Layer *l, const StepContext *ctx)

@@ -9,11 +9,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 // *address = op(*address) atomically through the bits of T; returns the old value.
-template <typename T, typename Op>
-T atomic_update(T *address, Op op)
+template <typename T, typename Op> T atomic_update(T *address, Op op)
 {
     T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
     while (!__atomic_compare_exchange_n(address, &old, op(old), false, __ATOMIC_SEQ_CST,
@@ -22,8 +22,7 @@ T atomic_update(T *address, Op op)
     return old;
 }
 
-template <typename F, typename Bits, typename Op>
-F atomic_update_float(F *address, Op op)
+template <typename F, typename Bits, typename Op> F atomic_update_float(F *address, Op op)
 {
     static_assert(sizeof(F) == sizeof(Bits), "bits of the same size");
     Bits *bits = (Bits *)address;
@@ -43,12 +42,30 @@ F atomic_update_float(F *address, Op op)
 } // namespace cuda_sim
 
 #define CUDA_SIM_ATOMIC_INT(T)                                                                     \
-    inline T atomicAdd(T *a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }          \
-    inline T atomicSub(T *a, T v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }          \
-    inline T atomicAnd(T *a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }          \
-    inline T atomicOr(T *a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }            \
-    inline T atomicXor(T *a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }          \
-    inline T atomicExch(T *a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }        \
+    inline T atomicAdd(T *a, T v)                                                                  \
+    {                                                                                              \
+        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    inline T atomicSub(T *a, T v)                                                                  \
+    {                                                                                              \
+        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    inline T atomicAnd(T *a, T v)                                                                  \
+    {                                                                                              \
+        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    inline T atomicOr(T *a, T v)                                                                   \
+    {                                                                                              \
+        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                          \
+    }                                                                                              \
+    inline T atomicXor(T *a, T v)                                                                  \
+    {                                                                                              \
+        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    inline T atomicExch(T *a, T v)                                                                 \
+    {                                                                                              \
+        return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                        \
+    }                                                                                              \
     inline T atomicMax(T *a, T v)                                                                  \
     {                                                                                              \
         return cuda_sim::atomic_update(a, [v](T old) { return old > v ? old : v; });               \
@@ -86,8 +103,8 @@ inline float atomicAdd(float *a, float v)
 
 inline double atomicAdd(double *a, double v)
 {
-    return cuda_sim::atomic_update_float<double, unsigned long long>(a,
-                                                                     [v](double f) { return f + v; });
+    return cuda_sim::atomic_update_float<double, unsigned long long>(
+        a, [v](double f) { return f + v; });
 }
 
 inline float atomicExch(float *a, float v)
@@ -97,8 +114,9 @@ inline float atomicExch(float *a, float v)
 
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *a, __nv_bfloat16 v)
 {
-    return cuda_sim::atomic_update_float<__nv_bfloat16, unsigned short>(
-        a, [v](__nv_bfloat16 f) { return __float2bfloat16(__bfloat162float(f) + __bfloat162float(v)); });
+    return cuda_sim::atomic_update_float<__nv_bfloat16, unsigned short>(a, [v](__nv_bfloat16 f) {
+        return __float2bfloat16(__bfloat162float(f) + __bfloat162float(v));
+    });
 }
 
 inline __half atomicAdd(__half *a, __half v)

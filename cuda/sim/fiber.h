@@ -6,12 +6,13 @@
 
 #include <stddef.h>
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 struct Fiber {
-    void *sp = nullptr;      // saved stack pointer while switched out
-    char *stack = nullptr;   // lowest usable byte (above the guard page)
-    size_t stack_bytes = 0;  // usable bytes
+    void *sp = nullptr;     // saved stack pointer while switched out
+    char *stack = nullptr;  // lowest usable byte (above the guard page)
+    size_t stack_bytes = 0; // usable bytes
     void *asan_fake_stack = nullptr;
 };
 

@@ -10,16 +10,17 @@
 
 #include "fiber.h"
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 // One simulated CUDA thread. threadIdx reads the running one's through `cuda_sim_self`.
 struct Thread {
     uint3 thread_idx;
-    unsigned lane;   // linear index in the block % 32
-    unsigned warp;   // linear index in the block / 32
-    int waiting;     // a Wait below
+    unsigned lane;               // linear index in the block % 32
+    unsigned warp;               // linear index in the block / 32
+    int waiting;                 // a Wait below
     unsigned barrier_generation; // the barrier's generation it waits to see pass
-    Fiber *fiber;                 // a stack from the pool while started and not yet returned
+    Fiber *fiber;                // a stack from the pool while started and not yet returned
 };
 
 enum Wait { NOT_STARTED, RUNNING, AT_BARRIER, AT_WARP, DONE };

@@ -13,7 +13,8 @@
 #include "grid.h"
 #include "runtime.h"
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 // cudaErrorInvalidConfiguration for an empty or oversized grid or block, cudaErrorInvalidValue
 // for more dynamic shared memory than the kernel's limit (cudaFuncSetAttribute), else success.
@@ -35,7 +36,10 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block, size_
     };
     Call call{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
     auto run = [name, grid, block, shared_bytes, call]() mutable {
-        Launch launch{name, grid, block, shared_bytes,
+        Launch launch{name,
+                      grid,
+                      block,
+                      shared_bytes,
                       [](void *ctx) {
                           Call *c = (Call *)ctx;
                           std::apply(c->kernel, c->params); // each thread its own copy
@@ -52,8 +56,7 @@ void launch(const char *name, void (*kernel)(P...), dim3 grid, dim3 block, size_
 } // namespace cuda_sim
 
 // cudaFuncSetAttribute on a kernel itself, as cuda_runtime.h's template offers under nvcc.
-template <typename T>
-cudaError_t cudaFuncSetAttribute(T *kernel, cudaFuncAttribute attr, int value)
+template <typename T> cudaError_t cudaFuncSetAttribute(T *kernel, cudaFuncAttribute attr, int value)
 {
     return cudaFuncSetAttribute((const void *)kernel, attr, value);
 }

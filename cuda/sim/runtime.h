@@ -8,7 +8,8 @@
 
 #include <functional>
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 using StreamOp = std::function<cudaError_t()>;
 

@@ -10,10 +10,10 @@
 
 #include "grid.h"
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
-template <typename T>
-T shuffle(WarpOp op, unsigned mask, T var, unsigned src_lane)
+template <typename T> T shuffle(WarpOp op, unsigned mask, T var, unsigned src_lane)
 {
     static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= kWarpValueBytes,
                   "a shuffled value must be trivially copyable and at most 16 bytes");
@@ -33,8 +33,7 @@ inline unsigned shuffle_lane()
 } // namespace cuda_sim
 
 // The lane read: srcLane modulo width within the caller's segment of width lanes.
-template <typename T>
-T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize)
+template <typename T> T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize)
 {
     const unsigned lane = cuda_sim::shuffle_lane();
     const unsigned segment = lane & ~(unsigned)(width - 1);
@@ -43,8 +42,7 @@ T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize)
 }
 
 // A lane whose source falls before its segment keeps its own value.
-template <typename T>
-T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+template <typename T> T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 {
     const unsigned lane = cuda_sim::shuffle_lane();
     const unsigned segment = lane & ~(unsigned)(width - 1);
@@ -54,8 +52,7 @@ T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 }
 
 // A lane whose source falls past its segment keeps its own value.
-template <typename T>
-T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+template <typename T> T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 {
     const unsigned lane = cuda_sim::shuffle_lane();
     const unsigned src = lane + delta;
@@ -64,8 +61,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
 }
 
 // A lane whose partner falls past its segment keeps its own value (earlier segments are read).
-template <typename T>
-T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize)
+template <typename T> T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize)
 {
     const unsigned lane = cuda_sim::shuffle_lane();
     const unsigned src = lane ^ (unsigned)lane_mask;

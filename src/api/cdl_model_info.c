@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cdl_model.h"
 #include "backend/cpu/layer_quant.h"
+#include "cdl_model.h"
 #include "core/net_split.h"
 
 _Static_assert(CDL_LAYER_MAX_INPUTS == LAYER_MAX_INPUTS, "cdl.h's input count follows core's");

@@ -38,7 +38,7 @@ struct cdl_session {
     Cfg cfg;     /* a new run's cfg, with the overrides, until the net is built */
     int have_cfg;
     char cfg_path[PATH_MAX], weights_path[PATH_MAX], resume_path[PATH_MAX];
-    int new_head; /* the initial weights' head is not loaded (cdl_session_options) */
+    int new_head;       /* the initial weights' head is not loaded (cdl_session_options) */
     NetPlacement where; /* where the net trains (cdl_session_options.on_gpu) */
     char data_path[PATH_MAX], out_path[PATH_MAX];
     DataConfig dc;

@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cdl.h"
 #include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/subnormals.h"
+#include "cdl.h"
 
 enum { LOAD_SAMPLES = 8, LOAD_SAMPLE_GAP_US = 2000 };
 

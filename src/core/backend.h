@@ -39,10 +39,10 @@ typedef struct UpdateRule {
     float lr;
     float decay; /* this tensor's weight decay (0 when it takes none) */
     float momentum;
-    int nesterov;                             /* sgd */
-    float beta1, beta2, eps;                  /* adam, adamw */
-    float step_size, bias2_sqrt;              /* lr / (1 - beta1^t), sqrt(1 - beta2^t) */
-    int decoupled;                            /* adamw */
+    int nesterov;                /* sgd */
+    float beta1, beta2, eps;     /* adam, adamw */
+    float step_size, bias2_sqrt; /* lr / (1 - beta1^t), sqrt(1 - beta2^t) */
+    int decoupled;               /* adamw */
 } UpdateRule;
 
 /* What the optimizer and the weights' EMA compute over n float32 values of the backend's memory

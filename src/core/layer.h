@@ -103,8 +103,8 @@ typedef struct Layer {
      * before parse and frees with the net; its per-batch buffers point into the net's
      * activation slab (LayerKernels.resize). NULL when priv_size is 0. */
     void *priv;
-    /* int8 weights (`cdl quantize`, backend/cpu/net_quant.h): set, the forward multiplies in int8 through
-     * qgemm_float; NULL (the default): float. Owned by the net. */
+    /* int8 weights (`cdl quantize`, backend/cpu/net_quant.h): set, the forward multiplies in int8
+     * through qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
     /* The numerics of the layer's convolutions and matrix products: the net's (Net.precision, set
      * before parse and by net_set_precision). GEMM_BF16 takes their operands through
@@ -123,11 +123,11 @@ typedef struct Layer {
      * every pass, forward and backward, and the deltas share their outputs' layouts; see
      * layer_blocked). */
     unsigned blocked;
-    /* A residual sum fused into a convolution (net_resize, LayerKernels.fuse_sum): in the layer whose
-     * output only a [shortcut] reads, as that shortcut's first input, sum_into is the shortcut:
-     * the layer's inference forwards write the shortcut's output, act(this + its other input),
-     * and leave their own unwritten; in the shortcut, sum_from is that layer, and its inference
-     * forwards do nothing. NULL: not fused. */
+    /* A residual sum fused into a convolution (net_resize, LayerKernels.fuse_sum): in the layer
+     * whose output only a [shortcut] reads, as that shortcut's first input, sum_into is the
+     * shortcut: the layer's inference forwards write the shortcut's output, act(this + its other
+     * input), and leave their own unwritten; in the shortcut, sum_from is that layer, and its
+     * inference forwards do nothing. NULL: not fused. */
     struct Layer *sum_into;
     const struct Layer *sum_from;
 } Layer;
@@ -151,8 +151,8 @@ typedef struct Collective {
 /* What one pass of one layer reads beyond the layer itself, built by the net for every
  * forward, backward and forward_at call (core/net.c); nothing in it is owned by the layer. */
 typedef struct StepContext {
-    int batch;      /* samples in the mini-batch: every tensor is [batch][...] */
-    int train;      /* 1: training mode (batch statistics, dropout, random crops); 0: inference */
+    int batch; /* samples in the mini-batch: every tensor is [batch][...] */
+    int train; /* 1: training mode (batch statistics, dropout, random crops); 0: inference */
     /* Where the kernels run: the net's workspace (at least scratch_per_sample * batch floats),
      * and on a GPU its stream and library handles. */
     const ExecContext *exec;
@@ -216,12 +216,12 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
  * other segments' layers use the same memory in between, so a forward writes whatever it or
  * the backward reads later (the zeroed slab is no promise past the first pass). */
 typedef struct LayerState {
-    float *floats;        /* NULL when measuring */
-    unsigned char *bytes; /* NULL when measuring */
-    float *work;          /* NULL when measuring */
-    size_t n_floats;      /* floats taken so far */
-    size_t n_bytes;       /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
-    size_t n_work;        /* work floats taken so far */
+    float *floats;           /* NULL when measuring */
+    unsigned char *bytes;    /* NULL when measuring */
+    float *work;             /* NULL when measuring */
+    size_t n_floats;         /* floats taken so far */
+    size_t n_bytes;          /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
+    size_t n_work;           /* work floats taken so far */
     const ExecContext *exec; /* the backend's context of the net (its options, on the CPU) */
 } LayerState;
 
@@ -284,7 +284,6 @@ typedef struct LayerKernels {
     void (*forward_at)(Layer *l, const StepContext *ctx, int t);
 } LayerKernels;
 
-
 /* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */
 typedef enum DarknetWeightOrder {
     DARKNET_NO_WEIGHTS, /* the layer has no place in a .weights file */
@@ -311,8 +310,8 @@ typedef struct LayerType {
      * cached step (cpu.forward_at) are exported. Returns CDL_EUSAGE with "layer N [type]: ..."
      * for a configuration ONNX cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
-    /* int8 inference (backend/cpu/net_quant.h): the index in l->params of the weights this layer can
-     * run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
+    /* int8 inference (backend/cpu/net_quant.h): the index in l->params of the weights this layer
+     * can run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
      * convolution, tied weights). Its forward then uses l->quant when set, and its resize takes
      * the work qgemm_float needs. NULL: the family has no int8 path. */
     int (*quant_weights)(const Layer *l);

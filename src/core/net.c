@@ -66,7 +66,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     int precision = 0;
     st = st ? st
             : cfg_get_named(cfg, s, "precision", precision_names, N_NAMES(precision_names),
-                          &precision, e);
+                            &precision, e);
     net->precision = (GemmPrecision)precision;
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
     st = st ? st : net_read_foreign_keys(cfg, net->in_shape, e);
@@ -295,8 +295,8 @@ static int init_params(Net *net, uint64_t seed, Error *e)
 }
 
 /* net_build on backend; init 0 skips the layers' initialisation (the slabs stay zero). */
-static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init,
-                 NetPlacement where, Error *e)
+static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, NetPlacement where,
+                 Error *e)
 {
     memset(net, 0, sizeof *net);
     net->backend = backend_find(where.backend);
@@ -384,8 +384,8 @@ int net_move_to(Net *net, NetPlacement where, Error *e)
     if (!text)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     Net moved;
-    int st = net_build_from_text_on(&moved, text, net->cfg.path, net->want_grads, net->seed, where,
-                                    e);
+    int st =
+        net_build_from_text_on(&moved, text, net->cfg.path, net->want_grads, net->seed, where, e);
     free(text);
     st = st ? st : net_copy_weights(&moved, net, e);
     if (st) {
@@ -628,7 +628,8 @@ static int plan_sums(Net *net)
         const Layer *was = s->sum_from;
         s->sum_from = NULL;
         if (w && readers_of(net, w->index) == 1 && w->kernels->fuse_sum && s->kernels->plain_sum &&
-            s->kernels->plain_sum(s) && out_blocked(net, i) && w->kernels->fuse_sum(w, s->activation))
+            s->kernels->plain_sum(s) && out_blocked(net, i) &&
+            w->kernels->fuse_sum(w, s->activation))
             s->sum_from = w;
         changed |= was != s->sum_from;
     }
@@ -742,7 +743,8 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->activations = be->alloc(1, net->activation_bytes + sizeof(float));
     net->input = be->alloc(in_n, sizeof *net->input);
     net->input_delta = want_input_delta ? be->alloc(in_n, sizeof *net->input_delta) : NULL;
-    net->labels = be->alloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
+    net->labels =
+        be->alloc((size_t)batch * (size_t)net_labels_per_sample(net), sizeof *net->labels);
     net->exec.workspace = be->alloc(scratch + 1, sizeof *net->exec.workspace);
     net->exec.workspace_floats = scratch;
     const size_t n_labels = (size_t)batch * (size_t)net_labels_per_sample(net);
@@ -820,10 +822,9 @@ const float *net_host_output(Net *net)
         return net_output(net);
     Error e = {0}; /* a failure of the passes is the caller's net_sync's to report */
     net_sync(net, &e);
-    net->backend->download(net->host_output, net_output(net),
-                           (size_t)net->batch *
-                               shape_size(net->layers[net->n_layers - 1].out_shape) *
-                               sizeof(float));
+    net->backend->download(
+        net->host_output, net_output(net),
+        (size_t)net->batch * shape_size(net->layers[net->n_layers - 1].out_shape) * sizeof(float));
     return net->host_output;
 }
 
@@ -948,9 +949,9 @@ void net_backward(Net *net)
         replay_forward(net, 0, net->n_layers - 1);
     net->backward_ran = 1;
     if (net->input_delta)
-        net->backend->zero(net->input_delta,
-                           (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta,
-                           &net->exec);
+        net->backend->zero(
+            net->input_delta,
+            (size_t)net->batch * shape_size(net->in_shape) * sizeof *net->input_delta, &net->exec);
     const StepContext ctx = step_context(net, net->train);
     /* Segment by segment (a run of layers with the same Layer.segment), last first. */
     for (int last = net->n_layers - 1; last >= net->train_from;) {
@@ -1021,4 +1022,3 @@ int net_first_nonfinite_output(Net *net)
     }
     return i;
 }
-

@@ -8,7 +8,6 @@
 #include "core/layer.h"
 #include "io/cfg.h"
 
-
 /* Size limits that keep index arithmetic in range and refuse absurd allocations: the values of
  * one image in any layer (input included), a convolution's weights or im2col columns, and all
  * parameters together are at most NET_MAX_FLOATS floats; the activations of a mini-batch at
@@ -32,7 +31,6 @@ typedef struct Hyper {
     int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
 } Hyper;
 
-
 typedef struct Net {
     Cfg cfg; /* kept for error messages and checkpoints */
     /* The backend the net was built for: its slabs (params, grads, state, activations, input,
@@ -47,7 +45,7 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
-    int vocab;        /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
+    int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
     /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
@@ -230,8 +228,9 @@ int net_first_nonfinite_output(Net *net);
 
 /* Reads and checks the [net] keys of cfg that are not the net's own: training's
  * (train/train_settings.h), the augmentation of an input of shape in (data/augment.h, read where
- * needed with train/net_keys.h's net_augment) and the CPU backend's (backend/cpu/cpu_options.h). net_build calls it before it refuses an unknown [net]
- * key. Defined above core (train/net_keys.c) and found by linking, as layer_type_find is. */
+ * needed with train/net_keys.h's net_augment) and the CPU backend's (backend/cpu/cpu_options.h).
+ * net_build calls it before it refuses an unknown [net] key. Defined above core (train/net_keys.c)
+ * and found by linking, as layer_type_find is. */
 int net_read_foreign_keys(Cfg *cfg, Shape in, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
@@ -247,6 +246,5 @@ int net_can_forward_at(const Net *net);
 /* Runs every layer's forward_at for row t (inference; see LayerType.forward_at): after a
  * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */
 void net_forward_at(Net *net, int t);
-
 
 #endif

@@ -2,7 +2,6 @@
  * parameters and ONNX form (backend/cpu/bias_norm.c computes it). */
 #include "layers/bias_norm.h"
 
-
 static Param *param(const BiasNorm *bn, Layer *l, int which)
 {
     return bias_norm_param(bn, l, which);

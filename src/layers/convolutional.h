@@ -20,13 +20,12 @@ struct ConvCpu;
 
 typedef struct Conv {
     int filters, size, stride, padding, groups;
-    BiasNorm stage; /* bias, or batch norm over batch and positions */
+    BiasNorm stage;  /* bias, or batch norm over batch and positions */
     int train_batch; /* the training mini-batch, [net] batch / subdivisions (engine choices) */
     /* The CPU's state of the layer (backend/cpu/conv.h: its engine, oneDNN's primitives,
      * Winograd's plan and kept weights, the bf16 copies, its buffers in the net's slabs): made by
      * the CPU's first resize of the layer, freed by its release; NULL before. */
     struct ConvCpu *cpu;
 } Conv;
-
 
 #endif

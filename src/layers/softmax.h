@@ -6,7 +6,7 @@
 typedef struct Softmax {
     float label_smoothing;
     int groups;
-    float *row_loss; /* work [batch][groups]: each row's loss, in the forward */
+    float *row_loss;    /* work [batch][groups]: each row's loss, in the forward */
     double *loss_total; /* the GPU's: the rows' losses summed on the device (cuda/softmax.c) */
 } Softmax;
 

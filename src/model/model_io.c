@@ -175,14 +175,14 @@ static int save_host(const char *path, const Net *net, const Optimizer *opt, con
 /* A host twin of net (built from its cfg, without gradients) holding its weights, and of opt
  * (NULL: none) holding its state, EMA and step count: what a device's net and optimizer save and
  * load through. */
-static int host_twin(const Net *net, const Optimizer *opt, Net *twin, Optimizer *twin_opt,
-                     Error *e)
+static int host_twin(const Net *net, const Optimizer *opt, Net *twin, Optimizer *twin_opt, Error *e)
 {
     memset(twin_opt, 0, sizeof *twin_opt);
     char *text = cfg_to_text(&net->cfg);
     if (!text)
         return error_set(e, CDL_ERUNTIME, "out of memory");
-    int st = net_build_from_text_uninitialised(twin, text, net->cfg.path, opt != NULL, net->seed, e);
+    int st =
+        net_build_from_text_uninitialised(twin, text, net->cfg.path, opt != NULL, net->seed, e);
     free(text);
     if (st)
         return st;
@@ -232,7 +232,8 @@ int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads
     char *text = st ? NULL : cfg_to_text(&host.cfg);
     if (!st && !text)
         st = error_set(e, CDL_ERUNTIME, "out of memory");
-    st = st ? st : net_build_from_text_on(net, text, host.cfg.path, want_grads, host.seed, where, e);
+    st =
+        st ? st : net_build_from_text_on(net, text, host.cfg.path, want_grads, host.seed, where, e);
     st = st ? st : net_copy_weights(net, &host, e);
     if (!st)
         net->step = host.step;

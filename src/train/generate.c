@@ -122,9 +122,8 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
     for (int i = 0; i < o->tokens; i++) {
         Rng rng;
         rng_seed(&rng, o->seed, 0x6e0000000000ull ^ (uint64_t)i);
-        const int id =
-            sample_token(net_host_output(net) + (size_t)(len - 1) * row, net->classes, o, &rng,
-                         weights);
+        const int id = sample_token(net_host_output(net) + (size_t)(len - 1) * row, net->classes, o,
+                                    &rng, weights);
         sink(sink_ctx, id);
         if (i + 1 == o->tokens)
             break;

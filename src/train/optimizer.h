@@ -37,9 +37,9 @@ typedef struct Optimizer {
 /* Floats of state an optimizer of kind keeps for n_params parameters. */
 size_t optimizer_state_floats(OptimizerKind kind, size_t n_params);
 
-/* Sets o up for the optimizer of the net's cfg (train_settings_read; fails as it does): zeroed state, steps 0, and the EMA (when asked for)
- * starting from the net's current weights. o is overwritten; free with optimizer_free, even
- * after a failure. */
+/* Sets o up for the optimizer of the net's cfg (train_settings_read; fails as it does): zeroed
+ * state, steps 0, and the EMA (when asked for) starting from the net's current weights. o is
+ * overwritten; free with optimizer_free, even after a failure. */
 int optimizer_init(Optimizer *o, const Net *net, Error *e);
 /* optimizer_init without starting the EMA (o->ema uninitialised): for a caller that fills
  * it next, as loading a checkpoint that saved one does. */

@@ -20,7 +20,8 @@ const char *train_optimizer_name(OptimizerKind kind)
 static int parse_optimizer(const Cfg *cfg, CfgSection *s, TrainSettings *h, Error *e)
 {
     int kind = 0, darknet_adam = 0;
-    int st = cfg_get_named(cfg, s, "optimizer", optimizer_names, N_NAMES(optimizer_names), &kind, e);
+    int st =
+        cfg_get_named(cfg, s, "optimizer", optimizer_names, N_NAMES(optimizer_names), &kind, e);
     h->optimizer = (OptimizerKind)kind;
     /* darknet's adam=1: Adam with the decay added to the gradient, as optimizer=adam */
     st = st ? st : cfg_get_int(cfg, s, "adam", 0, &darknet_adam, e);

@@ -7,9 +7,9 @@
 
 #include "cfg_errors.h"
 #include "check.h"
-#include "train/net_keys.h"
 #include "core/net.h"
 #include "data/augment.h"
+#include "train/net_keys.h"
 
 /* A [c][h][w] image with distinct values in [0,1] (caller frees data). */
 static Image pattern_image(int c, int h, int w)

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "check.h"
 #include "core/net.h"
-#include "backend/cpu/dnnl_conv.h"
 
 /* ---- the cases ---- */
 
@@ -434,8 +434,8 @@ static const Engine engines[] = {
 #define BF16_U 0x1p-8  /* bf16's */
 #define FP32_LAMBDA 8.0
 /* Another backend evaluates exp, tanh and erfc with its own library (CUDA's libdevice: within 2
- * ulp) where the CPU has its own approximations (backend/cpu/activation.c: a few ulp): a value of an
- * activation or softmax differs by up to about 8 ulp between them, independently from layer to
+ * ulp) where the CPU has its own approximations (backend/cpu/activation.c: a few ulp): a value of
+ * an activation or softmax differs by up to about 8 ulp between them, independently from layer to
  * layer, so in quadrature over the layers (on top of the sums' round-off above). */
 #define BACKEND_ULPS 8.0
 #define BF16_LAMBDA 4.0

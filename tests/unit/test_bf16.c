@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "core/net.h"
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/dnnl_conv.h"
 #include "backend/cpu/gemm.h"
+#include "check.h"
+#include "core/net.h"
 #include "ref_fixture.h"
 #include "util/rng.h"
 

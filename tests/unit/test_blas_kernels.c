@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/gemm.h"
+#include "check.h"
 
 extern void gotoblas_dynamic_init(void) __attribute__((weak));
 extern void gotoblas_dynamic_quit(void) __attribute__((weak));

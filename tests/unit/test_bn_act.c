@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/activation.h"
 #include "backend/cpu/bn_math.h"
+#include "check.h"
 
 #define REL_TOL 1e-5
 

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/net_quant.h"
 #include "check.h"
 #include "core/net.h"
-#include "backend/cpu/net_quant.h"
 
 #define TOL 1e-5
 
@@ -174,7 +174,8 @@ static const ConvCase split_cases[] = {
     {128, 13, 11, 128, 1, 2, 0, 0, 1, 1, "split: 1x1 stride 2 projection"},
     {3, 33, 31, 16, 7, 2, 1, 0, 1, 1, "split: 7x7 stride 2 stem (split by columns)"},
     {32, 8, 8, 64, 3, 1, 1, 0, 2, 0, "split: grouped, bias"},
-    {3, 32, 32, 32, 3, 1, 1, 0, 1, 1, "cifar_small's first layer (backend/cpu/conv_small.h, not split)"},
+    {3, 32, 32, 32, 3, 1, 1, 0, 1, 1,
+     "cifar_small's first layer (backend/cpu/conv_small.h, not split)"},
 };
 
 /* A batch smaller than the threads, or uneven over them, at 2 threads (each image split over

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/conv_small.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
+#include "check.h"
 
 #define REL_TOL 1e-5
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "check.h"
 #include "core/net.h"
-#include "backend/cpu/dnnl_conv.h"
 
 #define TOL 1e-5
 

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "train/net_keys.h"
 #include "model/model_io.h"
 #include "train/ema.h"
+#include "train/net_keys.h"
 #include "train/trainer.h"
 
 /* Conv with batch norm (running statistics in the state slab), connected, softmax. */

@@ -1,13 +1,14 @@
-/* backend/cpu/exp_vec.h: the vector forms (exp16 with AVX-512, exp8 with AVX2 + FMA) give exp_vec's bits
- * on a strided sweep of every float bit pattern (every 127th, so every exponent and many mantissas)
- * and on the clamps' edges, NaN in gives NaN out, and exp_vec is within 4 ulp of double exp over
+/* backend/cpu/exp_vec.h: the vector forms (exp16 with AVX-512, exp8 with AVX2 + FMA) give exp_vec's
+ * bits on a strided sweep of every float bit pattern (every 127th, so every exponent and many
+ * mantissas) and on the clamps' edges, NaN in gives NaN out, and exp_vec is within 4 ulp of double
+ * exp over
  * [-87, 88]. (Every one of the 2^32 patterns was checked once by hand: 22 s, too long here.) */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/exp_vec.h"
+#include "check.h"
 
 #if defined(__AVX512F__)
 #define LANES 16

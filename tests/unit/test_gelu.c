@@ -1,13 +1,14 @@
-/* GELU (backend/cpu/activation.c, fmaf Horner steps and backend/cpu/exp_vec.h) on a dense sweep against the
- * exact forms in double: x Phi(x) and Phi(x) + x phi(x) (its backward takes Phi as y / x from the
- * forward), within 1e-6 relative (max abs diff over max abs value) over [-20, 20], where float's
- * tails underflow, and 1e-5 relative per point where the tail is not tiny; and the same bits for
- * an element wherever it falls in the vector loops (AVX-512 and AVX2: the last vector masked). */
+/* GELU (backend/cpu/activation.c, fmaf Horner steps and backend/cpu/exp_vec.h) on a dense sweep
+ * against the exact forms in double: x Phi(x) and Phi(x) + x phi(x) (its backward takes Phi as y /
+ * x from the forward), within 1e-6 relative (max abs diff over max abs value) over [-20, 20], where
+ * float's tails underflow, and 1e-5 relative per point where the tail is not tiny; and the same
+ * bits for an element wherever it falls in the vector loops (AVX-512 and AVX2: the last vector
+ * masked). */
 #include <math.h>
 #include <stdlib.h>
 
-#include "check.h"
 #include "backend/cpu/activation.h"
+#include "check.h"
 
 static double phi_cdf(double x)
 {

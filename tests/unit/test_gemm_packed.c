@@ -1,5 +1,5 @@
-/* The product against a pre-packed operand (backend/cpu/gemm_packed.h) against OpenBLAS's gemm on the
- * same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
+/* The product against a pre-packed operand (backend/cpu/gemm_packed.h) against OpenBLAS's gemm on
+ * the same matrices, within 1e-5 relative: both operand orders, beta 0 and 1, strided rows, every
  * row remainder of the kernels (6 rows AVX2, 12 AVX-512) and partial panels, alone or second of
  * a pair of panels (the AVX-512 kernel's two panels), row blocks with a short last one; and the
  * same bits at 1 and 2 threads; a stacked operand packed part by part (gemm_pack_rows) and products
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_packed.h"
+#include "check.h"
 #include "util/rng.h"
 
 /* max |got - want| / max |want| of C after C = A op(B) + beta C both ways. */

@@ -1,4 +1,5 @@
-/* The dense layer's fused products (backend/cpu/gemm_rows.h) against the unfused passes they replace
+/* The dense layer's fused products (backend/cpu/gemm_rows.h) against the unfused passes they
+ * replace
  * ([linear]'s OpenBLAS path: the biases copied into the output, gemm with beta 1, then
  * activation_forward; activation_backward, sum_rows_add into the biases' gradient, then gemm into
  * the input gradient), within 1e-5
@@ -11,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_packed.h"
 #include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/sum_rows.h"
+#include "check.h"
 
 /* One forward and backward of a dense layer both ways: m rows, inputs -> outputs. */
 typedef struct Case {

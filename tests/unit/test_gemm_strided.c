@@ -1,7 +1,7 @@
-/* The strided-operand product (backend/cpu/gemm_strided.h) against a double-precision reference: A read
- * as itself and as a transpose, beta 0 and 1, alpha 1 and not, every row remainder of the tiles
- * (8 and 16 rows with AVX-512, 6 and 12 with AVX2) and every column remainder of their columns
- * (32 and 16, or 16 and 8: one or two vectors, the second partial), k from 0 to past the
+/* The strided-operand product (backend/cpu/gemm_strided.h) against a double-precision reference: A
+ * read as itself and as a transpose, beta 0 and 1, alpha 1 and not, every row remainder of the
+ * tiles (8 and 16 rows with AVX-512, 6 and 12 with AVX2) and every column remainder of their
+ * columns (32 and 16, or 16 and 8: one or two vectors, the second partial), k from 0 to past the
  * attention head sizes; within the float bound of a k-term sum, (k + 2) * 2^-24 * (|alpha|
  * sum_i |a_ri b_ij| + |beta c_ij|); C's untouched columns stay as they were; and the transpose
  * exact, for rows and columns around its 16 x 16 (AVX2: 8 x 8) blocks. */
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/gemm_strided.h"
+#include "check.h"
 #include "util/rng.h"
 
 /* 1 when every element of C = alpha A B + beta C is within the bound, A [m][k] stored as a

@@ -1,5 +1,5 @@
-/* The weight-gradient product C = A^T B + beta C (backend/cpu/gemm_tn.h) against OpenBLAS's gemm on the
- * same matrices, within 1e-5 relative: beta 0 and 1, strided rows, every row remainder of the
+/* The weight-gradient product C = A^T B + beta C (backend/cpu/gemm_tn.h) against OpenBLAS's gemm on
+ * the same matrices, within 1e-5 relative: beta 0 and 1, strided rows, every row remainder of the
  * 12-row tiles, partial column tiles (one or both halves), k across blocks of 128 and k = 0;
  * with AVX-512 the same bits as a plain loop adding each element's products in order k = 0, 1,
  * ... with fmaf (the blocks of k keep the order), and the same bits at 1 and 2 threads (OpenBLAS,
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_tn.h"
+#include "check.h"
 #include "util/rng.h"
 
 /* max |got - want| / max |want| after C = A^T B + beta C by gemm_tn and by gemm; with AVX-512,

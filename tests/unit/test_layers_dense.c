@@ -6,12 +6,12 @@
 
 #include <omp.h>
 
+#include "backend/cpu/im2col.h"
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 #include "gradcheck.h"
 #include "layer_test.h"
-#include "backend/cpu/im2col.h"
 
 /* ---- gradient checks ---- */
 
@@ -275,8 +275,8 @@ static void test_winograd_training_tiles(void)
 
 /* The outputs of an inference net (no gradients) built from text at batch on threads, seed 3,
  * input rng_normal(9): after its first forward, a second one (must be the same bits), then after
- * new weights in its first layer (backend/cpu/winograd.h's kept transformed weights must follow), then
- * at batch + 1 after a resize; [4][batch + 1][outputs], NULL on failure. */
+ * new weights in its first layer (backend/cpu/winograd.h's kept transformed weights must follow),
+ * then at batch + 1 after a resize; [4][batch + 1][outputs], NULL on failure. */
 static float *inference_outputs(const char *text, int batch, int threads, size_t *n)
 {
     Net net;

@@ -202,7 +202,8 @@ static void test_a_net_is_built_for_a_backend(void)
                        "[maxpool]\nsize=2\nstride=2\n[connected]\noutput=3\n[softmax]\n";
     Net net;
     Error e = {0};
-    int st = net_build_from_text_on(&net, text, "t.cfg", 1, 1, (NetPlacement){CDL_BACKEND_CPU, 0}, &e);
+    int st =
+        net_build_from_text_on(&net, text, "t.cfg", 1, 1, (NetPlacement){CDL_BACKEND_CPU, 0}, &e);
     CHECK(st == CDL_OK);
     if (st)
         return;
@@ -212,8 +213,8 @@ static void test_a_net_is_built_for_a_backend(void)
               net.layers[i].kernels->backward);
     net_free(&net);
     if (!backend_find(CDL_BACKEND_GPU)) {
-        CHECK(net_build_from_text_on(&net, text, "t.cfg", 1, 1, (NetPlacement){CDL_BACKEND_GPU, 0}, &e) ==
-              CDL_EUSAGE);
+        CHECK(net_build_from_text_on(&net, text, "t.cfg", 1, 1, (NetPlacement){CDL_BACKEND_GPU, 0},
+                                     &e) == CDL_EUSAGE);
         CHECK_CONTAINS(e.msg, "this cdl was built without a GPU backend (make GPU=1)");
     }
 }

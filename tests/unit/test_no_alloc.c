@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "train/net_keys.h"
 #include "backend/cpu/net_quant.h"
+#include "check.h"
 #include "model/model_io.h"
+#include "train/net_keys.h"
 #include "train/trainer.h"
 #include "util/profiler.h"
 

@@ -1,16 +1,16 @@
-/* The int8 matrix product (backend/cpu/qgemm.h): every kernel against a plain integer reference on the
- * unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
- * row blocks), the convolution's product in its columns layout (backend/cpu/qgemm_cols.h) likewise, and the
- * quantization arithmetic (backend/cpu/quantize.h). */
+/* The int8 matrix product (backend/cpu/qgemm.h): every kernel against a plain integer reference on
+ * the unpacked matrices, bit for bit, over edge sizes (k not a multiple of 4, partial panels and
+ * row blocks), the convolution's product in its columns layout (backend/cpu/qgemm_cols.h) likewise,
+ * and the quantization arithmetic (backend/cpu/quantize.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/qgemm.h"
 #include "backend/cpu/qgemm_cols.h"
 #include "backend/cpu/quantize.h"
+#include "check.h"
 #include "util/rng.h"
 
 /* The VNNI kernel's source over C versions of the five intrinsics it uses, as Intel's manual

@@ -1,5 +1,5 @@
-/* int8 layers (backend/cpu/net_quant.h): a quantized convolution (im2col and 1x1 paths), connected and
- * linear layer against its float self within a bound derived from the scales; a calibrated
+/* int8 layers (backend/cpu/net_quant.h): a quantized convolution (im2col and 1x1 paths), connected
+ * and linear layer against its float self within a bound derived from the scales; a calibrated
  * (static) grid; and an int8 checkpoint's round trip, size and refusals.
  *
  * The bound. With dequantized weights w^ = s_w[j] q (|w^ - w| <= s_w[j]/2, symmetric rounding)
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "backend/cpu/net_quant.h"
+#include "check.h"
 #include "io/checkpoint_file.h"
 #include "model/model_io.h"
 #include "util/rng.h"

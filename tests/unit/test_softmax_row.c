@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "check.h"
 #include "backend/cpu/softmax_row.h"
+#include "check.h"
 #include "util/rng.h"
 
 /* The softmax layer's and attention's row before backend/cpu/softmax_row.c, unchanged. */

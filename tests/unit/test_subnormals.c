@@ -1,5 +1,6 @@
-/* cdl_set_threads flushes subnormal floats to zero (backend/cpu/subnormals.c) on the calling thread, on
- * OpenMP's threads and on those a larger team creates later; normal floats are untouched. */
+/* cdl_set_threads flushes subnormal floats to zero (backend/cpu/subnormals.c) on the calling
+ * thread, on OpenMP's threads and on those a larger team creates later; normal floats are
+ * untouched. */
 #include <float.h>
 #include <omp.h>
 

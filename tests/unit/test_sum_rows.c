@@ -1,10 +1,10 @@
-/* backend/cpu/sum_rows.c against the column sums it replaced (each column in row order in double, one
- * 32-column block per pass): the same bits for every shape and thread count. */
+/* backend/cpu/sum_rows.c against the column sums it replaced (each column in row order in double,
+ * one 32-column block per pass): the same bits for every shape and thread count. */
 #include <omp.h>
 #include <stdlib.h>
 
-#include "check.h"
 #include "backend/cpu/sum_rows.h"
+#include "check.h"
 #include "util/rng.h"
 
 static void reference_sum(float *sum, const float *x, size_t rows, size_t cols)

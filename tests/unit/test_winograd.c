@@ -1,17 +1,17 @@
-/* backend/cpu/winograd.h against the im2col + gemm reference: the forward, input and weight gradients of
- * every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1 and 3 (and 2
- * on some, with the plans that split the filters over the threads), within 1e-5 relative (max
- * abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles overhang; identical
- * results run twice on the same threads. */
+/* backend/cpu/winograd.h against the im2col + gemm reference: the forward, input and weight
+ * gradients of every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1
+ * and 3 (and 2 on some, with the plans that split the filters over the threads), within 1e-5
+ * relative (max abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles overhang;
+ * identical results run twice on the same threads. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/winograd.h"
+#include "check.h"
 
 #define REL_TOL 1e-5
 

@@ -21,7 +21,6 @@
 /* Below this many elements a parallel region costs more than it saves. */
 #define ACTIVATION_PARALLEL_MIN 16384
 
-
 static inline float sigmoid_vec(float x)
 {
     return 1.0f / (1.0f + exp_vec(-x));
@@ -406,4 +405,3 @@ void activation_backward(const float *x, const float *y, float *delta, size_t n,
         backward_range(x + begin, y + begin, delta + begin, end - begin, a);
     }
 }
-

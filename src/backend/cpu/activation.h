@@ -7,7 +7,6 @@
 
 #include "core/activation.h"
 
-
 /* y[i] = f(x[i]) for i < n; y may equal x. Large n splits over the OpenMP threads, except when
  * called inside a parallel region (then on the calling thread alone). */
 void activation_forward(const float *x, float *y, size_t n, ActivationKind a);

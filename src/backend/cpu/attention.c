@@ -6,27 +6,27 @@
  *
  * Queries go in blocks: with the causal mask a block needs only the keys up to its last row,
  * so the score products skip most of the masked upper triangle. The heads' products are
- * backend/cpu/gemm_strided's on the calling thread over blocks of STRIDED_ROW_BLOCK rows (K^T and V^T
- * transposed once per pair; the backward's dK and dV over all query rows at once, from the
+ * backend/cpu/gemm_strided's on the calling thread over blocks of STRIDED_ROW_BLOCK rows (K^T and
+ * V^T transposed once per pair; the backward's dK and dV over all query rows at once, from the
  * transposes that gemm_strided reads through its strides), OpenBLAS gemms over blocks of
  * ATTENTION_ROW_BLOCK rows in staged=1's reference; with packed=1 (fp32, not staged) they
- * go through backend/cpu/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks of
- * one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
+ * go through backend/cpu/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks
+ * of one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
  * 1/sqrt(D) goes into the softmax; the backward keeps the pair's scale * dS [T][T], takes dQ
  * block by block and dK, dV from the transposes of dS and of the weights). packed=1 is off by
  * default: under load it measured no faster than the gemms (the packing and the transposes
  * cost what the kernel saves at D = 32).
  * The samples run in parallel, one whole sample per task (its projections, single-threaded
- * products: in fp32 on backend/cpu/gemm_rows and backend/cpu/gemm_packed with both weight matrices packed once
- * per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel region per
- * forward and one plus the two weight-gradient products (backend/cpu/gemm_tn) per backward, so a thread
- * that another process holds up costs one sample's work, not a barrier per stage (under load, a
- * region per projection and per stage left the two threads waiting on each other). The bias
- * gradients are summed per sample, then over the samples in order, so results do not depend on
- * which thread ran what. staged=1 keeps the reference: stage by stage over the whole batch (the
- * projections as multi-threaded gemms, the (sample, head) pairs in parallel), the heads' products
- * as OpenBLAS gemms; the tests compare the default against it. The dropout mask is drawn from (net
- * seed, draw_id, layer index) as [dropout] draws its own.
+ * products: in fp32 on backend/cpu/gemm_rows and backend/cpu/gemm_packed with both weight matrices
+ * packed once per pass, in bf16 OpenBLAS gemms; and its heads), dynamically scheduled: one parallel
+ * region per forward and one plus the two weight-gradient products (backend/cpu/gemm_tn) per
+ * backward, so a thread that another process holds up costs one sample's work, not a barrier per
+ * stage (under load, a region per projection and per stage left the two threads waiting on each
+ * other). The bias gradients are summed per sample, then over the samples in order, so results do
+ * not depend on which thread ran what. staged=1 keeps the reference: stage by stage over the whole
+ * batch (the projections as multi-threaded gemms, the (sample, head) pairs in parallel), the heads'
+ * products as OpenBLAS gemms; the tests compare the default against it. The dropout mask is drawn
+ * from (net seed, draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
@@ -45,9 +45,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/net.h"
 #include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/softmax_row.h"
+#include "core/net.h"
 
 static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
 {

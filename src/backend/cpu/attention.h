@@ -6,18 +6,18 @@
 
 #include <omp.h>
 
-#include "core/layer.h"
-#include "layers/attention.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_packed.h"
 #include "backend/cpu/gemm_strided.h"
+#include "core/layer.h"
+#include "layers/attention.h"
 
 /* Query rows per score gemm of staged=1: small enough to skip most of the causal mask's zeros,
  * large enough for efficient gemms. */
 #define ATTENTION_ROW_BLOCK 64
 
-/* Query rows per block of backend/cpu/gemm_strided's products (the default): its calls cost little, so
- * a causal block computes few masked scores. */
+/* Query rows per block of backend/cpu/gemm_strided's products (the default): its calls cost little,
+ * so a causal block computes few masked scores. */
 #define STRIDED_ROW_BLOCK 16
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
@@ -88,8 +88,8 @@ static inline void transpose_head(const Attention *a, const float *x, int ld, fl
 }
 
 /* c[m][n] = alpha op(x) b + beta c for b [k][n] (op(x) = x [m][k] or, with trans_x, x^T for x
- * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else backend/cpu/gemm_strided
- * on the calling thread. */
+ * [k][m]; row strides ldx, ldb, ldc): OpenBLAS when staged (the reference), else
+ * backend/cpu/gemm_strided on the calling thread. */
 static inline void head_product(const Attention *a, int trans_x, int m, int n, int k, float alpha,
                                 const float *x, int ldx, const float *b, int ldb, float beta,
                                 float *c, int ldc)

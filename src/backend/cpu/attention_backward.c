@@ -133,8 +133,8 @@ static void key_products(const Attention *a, const float *tr, const float *packe
     }
 }
 
-/* head_backward through backend/cpu/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into ds
- * [T][T] with dQ = dS' K block by block; then dK = dS'^T Q and dV = weights^T dY from the
+/* head_backward through backend/cpu/gemm_packed (fp32): dP, then dS' = scale dS of all T rows into
+ * ds [T][T] with dQ = dS' K block by block; then dK = dS'^T Q and dV = weights^T dY from the
  * transposes of dS' and of the weights. ws holds workspace_floats(a). */
 static void head_backward_packed(const Attention *a, HeadView hv, const float *dy, float *dqkv,
                                  int use_mask, float *ws)

@@ -4,8 +4,8 @@
  *   in  [batch][c][h][w]
  *   out [batch][c][1][1]
  */
-#include "core/layer.h"
 #include "backend/cpu/dnnl_conv.h"
+#include "core/layer.h"
 
 /* Below this many input values a parallel region costs more than it saves. */
 #define AVGPOOL_PARALLEL_MIN 65536

@@ -1,8 +1,8 @@
 /* The bias or batch-norm stage on the CPU (layers/bias_norm.h has its meaning and state). */
 #include "backend/cpu/bias_norm.h"
 
-#include "backend/cpu/bn_math.h"
 #include "backend/cpu/batchnorm_blocked.h"
+#include "backend/cpu/bn_math.h"
 
 static Param *param(const BiasNorm *bn, Layer *l, int which)
 {
@@ -33,7 +33,8 @@ static void bias_norm_forward_blocked(BiasNorm *bn, Layer *l, const StepContext 
                                       const float *x, float *y)
 {
     const float *bias = param(bn, l, BN_BIASES)->data, *scale = param(bn, l, BN_SCALES)->data;
-    float *mean = param(bn, l, BN_ROLLING_MEAN)->data, *var = param(bn, l, BN_ROLLING_VARIANCE)->data;
+    float *mean = param(bn, l, BN_ROLLING_MEAN)->data,
+          *var = param(bn, l, BN_ROLLING_VARIANCE)->data;
     BnSync sync;
     if (ctx->train)
         batchnorm_blocked_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
@@ -147,8 +148,8 @@ int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, 
     /* nChw8c: a oneDNN convolution's (Layer.blocked) */
     (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1 ? batchnorm_blocked_forward_train
                                                 : batchnorm_forward_train)(
-        x, NULL, bn->x_hat, bn->inv_std, param(bn, l, BN_SCALES)->data, param(bn, l, BN_BIASES)->data,
-        ctx->replay ? NULL : param(bn, l, BN_ROLLING_MEAN)->data,
+        x, NULL, bn->x_hat, bn->inv_std, param(bn, l, BN_SCALES)->data,
+        param(bn, l, BN_BIASES)->data, ctx->replay ? NULL : param(bn, l, BN_ROLLING_MEAN)->data,
         ctx->replay ? NULL : param(bn, l, BN_ROLLING_VARIANCE)->data, ctx->batch, bn->channels,
         bn->spatial, ctx->bn_momentum, ctx->bn_eps, bn_sync(bn, ctx, &sync), &act);
     return 1;
@@ -166,4 +167,3 @@ int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext
         delta, ctx->batch, bn->channels, bn->spatial, bn_sync(bn, ctx, &sync), &act);
     return 1;
 }
-

@@ -1,4 +1,5 @@
-/* The bias or batch-norm stage on the CPU (layers/bias_norm.h): tensors [batch][channels][spatial]. */
+/* The bias or batch-norm stage on the CPU (layers/bias_norm.h): tensors [batch][channels][spatial].
+ */
 #ifndef CDL_CPU_BIAS_NORM_H
 #define CDL_CPU_BIAS_NORM_H
 

@@ -5,8 +5,8 @@
  */
 #include "layers/connected.h"
 #include "backend/cpu/bias_norm.h"
-#include "backend/cpu/layer_quant.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/layer_quant.h"
 #include "backend/cpu/qgemm.h"
 
 static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)

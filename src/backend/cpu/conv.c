@@ -6,8 +6,8 @@
  *   out [batch][filters][out_h][out_w]
  *   weights [filters][c/groups][size][size]
  *
- * The engine: oneDNN with [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto where
- * dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
+ * The engine: oneDNN with [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto
+ * where dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
  * implementation for the layer or the layer runs with int8 weights; in precision=bf16 oneDNN where
  * dnnl_conv_bf16_runs, whatever the engine unless the cfg says engine=ref. Else Winograd with
  * [net] winograd=1 for a same 3x3 one-group layer where winograd_worth, in float32. Else the
@@ -69,19 +69,19 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     const Conv *cv = l->priv;
     const Shape in = l->in_shape, out = l->out_shape;
     const int wino = winograd_asked(l, cv, o);
-    const int dnnl = o->engine == CPU_ENGINE_DNNL ||
-                     (o->engine == CPU_ENGINE_AUTO &&
-                      dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
-                                                          .in_h = in.h,
-                                                          .in_w = in.w,
-                                                          .out_c = cv->filters,
-                                                          .out_h = out.h,
-                                                          .out_w = out.w,
-                                                          .size = cv->size,
-                                                          .stride = cv->stride,
-                                                          .padding = cv->padding,
-                                                          .groups = cv->groups,
-                                                          .winograd = wino}));
+    const int dnnl =
+        o->engine == CPU_ENGINE_DNNL ||
+        (o->engine == CPU_ENGINE_AUTO && dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
+                                                                             .in_h = in.h,
+                                                                             .in_w = in.w,
+                                                                             .out_c = cv->filters,
+                                                                             .out_h = out.h,
+                                                                             .out_w = out.w,
+                                                                             .size = cv->size,
+                                                                             .stride = cv->stride,
+                                                                             .padding = cv->padding,
+                                                                             .groups = cv->groups,
+                                                                             .winograd = wino}));
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 

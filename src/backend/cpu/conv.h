@@ -2,25 +2,24 @@
  * engines the dispatcher (conv.c) chooses from, one file each:
  *
  *   conv_im2col.c    the reference: im2col + gemm, image by image, several images per gemm, or one
- *                    image's work shared by the threads; backend/cpu/conv_small.h's direct kernel for
- *                    few-channel layers' forward and weight gradient
- *   conv_depthwise.c depthwise convolutions (one input channel per group): direct loops
- *   conv_int8.c      int8 weights (l->quant): the reference's products through qgemm_float
- *   conv_winograd.c  F(2x2, 3x3) for 3x3 same one-group layers (backend/cpu/winograd.h)
- *   conv_dnnl.c      oneDNN (backend/cpu/dnnl_conv.h), its blocked layouts, folded batch norm and fused
- *                    residual sums
+ *                    image's work shared by the threads; backend/cpu/conv_small.h's direct kernel
+ * for few-channel layers' forward and weight gradient conv_depthwise.c depthwise convolutions (one
+ * input channel per group): direct loops conv_int8.c      int8 weights (l->quant): the reference's
+ * products through qgemm_float conv_winograd.c  F(2x2, 3x3) for 3x3 same one-group layers
+ * (backend/cpu/winograd.h) conv_dnnl.c      oneDNN (backend/cpu/dnnl_conv.h), its blocked layouts,
+ * folded batch norm and fused residual sums
  *
  * Tensors are those of layers/convolutional.h: in [batch][c][h][w], out
  * [batch][filters][out_h][out_w], weights [filters][c/groups][size][size]. */
 #ifndef CDL_CPU_CONV_H
 #define CDL_CPU_CONV_H
 
-#include "layers/convolutional.h"
 #include "backend/cpu/conv_small.h"
 #include "backend/cpu/dnnl_conv.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/qgemm.h"
 #include "backend/cpu/winograd.h"
+#include "layers/convolutional.h"
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define CONV_PARALLEL_MIN 32768
@@ -44,8 +43,8 @@ typedef struct ConvIm2col {
     int images_per_gemm, images_asked;
     size_t image_floats;
     /* few input channels (a first layer), stride 1, one group, on the reference engine: the
-     * forward and weight gradient of an image run backend/cpu/conv_small.h's direct kernel in float32
-     * (its plan fits in an image's im2col scratch) */
+     * forward and weight gradient of an image run backend/cpu/conv_small.h's direct kernel in
+     * float32 (its plan fits in an image's im2col scratch) */
     int small;
     ConvSmall small_plan;
 } ConvIm2col;

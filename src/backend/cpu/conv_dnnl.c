@@ -1,11 +1,11 @@
-/* [convolutional] on oneDNN (backend/cpu/dnnl_conv.h), the engine of [net] engine=dnnl, or engine=auto
- * where dnnl_conv_preferred says so for the layer's shape (conv.c chooses): the convolution
- * reorders the same NCHW tensors to and from its blocked layouts: forward with the bias fused (and
- * relu or leaky too when there is no batch norm), backward data, and backward weights with the
- * bias gradient; batch norm and the other activations stay as on the reference. oneDNN's blocked
- * copies of the tensors and its scratchpad are in the net's shared scratch buffer (resize raises
- * the layer's scratch to what they need); its reorders add the gradients (the += contract). A
- * layer falls back to the reference when oneDNN has only its slow reference implementation for it
+/* [convolutional] on oneDNN (backend/cpu/dnnl_conv.h), the engine of [net] engine=dnnl, or
+ * engine=auto where dnnl_conv_preferred says so for the layer's shape (conv.c chooses): the
+ * convolution reorders the same NCHW tensors to and from its blocked layouts: forward with the bias
+ * fused (and relu or leaky too when there is no batch norm), backward data, and backward weights
+ * with the bias gradient; batch norm and the other activations stay as on the reference. oneDNN's
+ * blocked copies of the tensors and its scratchpad are in the net's shared scratch buffer (resize
+ * raises the layer's scratch to what they need); its reorders add the gradients (the += contract).
+ * A layer falls back to the reference when oneDNN has only its slow reference implementation for it
  * ("ref:any"). In precision=bf16 the layer runs on oneDNN (DnnlConvDesc.bf16: x, w and dy rounded)
  * on its bf16 kernels where they outrun its float32 ones, else on those on rounded copies. In an
  * inference net (no gradients) batch norm's running statistics are folded into the weights and

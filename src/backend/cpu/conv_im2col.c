@@ -6,8 +6,8 @@
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
  * unpadded convolution). A few-channel stride-1 one-group convolution (a first layer: at most
- * CONV_SMALL_MAX_TAPS taps) runs its forward and weight gradient on backend/cpu/conv_small.h's direct
- * kernel instead, in float32.
+ * CONV_SMALL_MAX_TAPS taps) runs its forward and weight gradient on backend/cpu/conv_small.h's
+ * direct kernel instead, in float32.
  *
  * Small maps with large weights (CONV_WEIGHTS_PER_COLUMN) put a chunk of n images side by side
  * instead: their column matrices [kdim][n*out_hw] (a 1x1 direct layer gathers its input), one
@@ -42,8 +42,8 @@
 /* Multiply-adds an image from which split_threads shares one image's work over the threads. */
 #define CONV_SPLIT_MIN 262144
 
-/* The image's forward and weight gradient run backend/cpu/conv_small.h: planned so at the layer's first
- * resize, float32 weights and products. */
+/* The image's forward and weight gradient run backend/cpu/conv_small.h: planned so at the layer's
+ * first resize, float32 weights and products. */
 static int conv_small_runs(const Layer *l, const Conv *cv)
 {
     const ConvCpu *cpu = cv->cpu;

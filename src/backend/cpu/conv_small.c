@@ -1,6 +1,6 @@
-/* Direct convolution of few input channels (backend/cpu/conv_small.h). Over the flat output plane, the
- * forward keeps blocks of filters x 3 vectors of positions in registers (8 x 48 with AVX-512, 4 x
- * 24 with AVX2) and runs over the taps; the weight gradient keeps filters x taps of sums (4 x 6,
+/* Direct convolution of few input channels (backend/cpu/conv_small.h). Over the flat output plane,
+ * the forward keeps blocks of filters x 3 vectors of positions in registers (8 x 48 with AVX-512, 4
+ * x 24 with AVX2) and runs over the taps; the weight gradient keeps filters x taps of sums (4 x 6,
  * 4 x 3), one vector of positions each, runs over the plane and adds the lanes at the end. */
 #include "backend/cpu/conv_small.h"
 

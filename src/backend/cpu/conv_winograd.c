@@ -1,5 +1,5 @@
-/* [convolutional] on Winograd F(2x2, 3x3) (backend/cpu/winograd.h), the engine of [net] winograd=1 for
- * a same 3x3 one-group layer where winograd_worth (conv.c chooses), in float32: the forward and
+/* [convolutional] on Winograd F(2x2, 3x3) (backend/cpu/winograd.h), the engine of [net] winograd=1
+ * for a same 3x3 one-group layer where winograd_worth (conv.c chooses), in float32: the forward and
  * the input gradient (a Winograd convolution of delta with the flipped weights), and in a training
  * net whose mini-batch has [net] winograd_min_tiles output tiles the weight gradient too where
  * winograd_grad_worth (else the reference's). An inference net keeps the transformed weights

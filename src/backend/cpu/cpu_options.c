@@ -43,6 +43,5 @@ int cpu_options_read(Cfg *cfg, int warn, CpuOptions *o, Error *e)
                               &o->winograd_min_tiles, e);
     /* blocked training by default with AVX-512 (nChw16c): measured faster (docs/engines.md) */
     return st ? st
-              : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &o->train_blocked,
-                             e);
+              : cfg_get_flag(cfg, s, "dnnl_train_blocked", DNNL_LANES == 16, &o->train_blocked, e);
 }

@@ -13,7 +13,6 @@
 void gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
           const float *b, int ldb, float beta, float *c, int ldc);
 
-
 /* An operand x[0..n) of gemm as precision p takes it: x itself in GEMM_FP32 (copy unused, may
  * be NULL); in GEMM_BF16 copy[0..n), filled with x's bf16 roundings (copy may be x, to round
  * in place). gemm on such operands is the product in precision p: every product of two bf16

@@ -1,6 +1,6 @@
 /* A dense layer's products in blocks of rows with its bias and activation passes fused in
- * (backend/cpu/gemm_rows.h): the blocks split over the OpenMP threads; each block's product comes from
- * gemm_packed_panels and its element-wise pass runs on the calling thread (activation_forward
+ * (backend/cpu/gemm_rows.h): the blocks split over the OpenMP threads; each block's product comes
+ * from gemm_packed_panels and its element-wise pass runs on the calling thread (activation_forward
  * and activation_backward open no region inside one, nor does sum_rows_add); the backward's
  * bias gradient sums each block's rows while the block is in cache, then the blocks' sums. */
 #include "backend/cpu/gemm_rows.h"

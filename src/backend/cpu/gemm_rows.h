@@ -1,5 +1,5 @@
-/* A dense layer's products in blocks of rows against a packed operand (backend/cpu/gemm_packed), with
- * its element-wise passes fused in: the forward adds the biases and applies the activation to
+/* A dense layer's products in blocks of rows against a packed operand (backend/cpu/gemm_packed),
+ * with its element-wise passes fused in: the forward adds the biases and applies the activation to
  * each block while it is still in cache, the backward takes the activation's derivative of a
  * block of delta just before the block's input-gradient product reads it. */
 #ifndef CDL_GEMM_ROWS_H

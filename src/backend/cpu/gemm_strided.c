@@ -1,5 +1,5 @@
-/* Small products with a strided left operand (backend/cpu/gemm_strided.h): with AVX-512, tiles of 8 rows
- * by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
+/* Small products with a strided left operand (backend/cpu/gemm_strided.h): with AVX-512, tiles of 8
+ * rows by 32 columns in 16 zmm accumulators, each element of A broadcast from memory against two
  * vectors of a row of B (the partial last tile masked; a last part of at most 16 columns in tiles
  * of 16 rows by one vector instead), and transposes in 16 x 16 blocks in registers; with AVX2 +
  * FMA the same in 6 x 16 tiles of 12 ymm accumulators (a last part of at most 8 columns in tiles

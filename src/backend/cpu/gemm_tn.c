@@ -1,5 +1,5 @@
-/* C = A^T B + beta C (backend/cpu/gemm_tn.h). AVX-512: tiles of up to ROWS x COLS elements of C in 24
- * zmm accumulators; per k one broadcast of each of the tile's ROWS consecutive values of A's row
+/* C = A^T B + beta C (backend/cpu/gemm_tn.h). AVX-512: tiles of up to ROWS x COLS elements of C in
+ * 24 zmm accumulators; per k one broadcast of each of the tile's ROWS consecutive values of A's row
  * k and two loads of B's row k feed 2 ROWS FMAs. The k rows pass in blocks of KC; per block the
  * tiles go a column of tiles at a time, each column's strip of B (KC x COLS) packed once into a
  * buffer that stays in L1 while the column's tiles read it (A's block, KC x m, stays in L2). Both

@@ -3,8 +3,8 @@
  *
  * The weights W [channels][k] (a convolution's [filters][c*size*size], a dense layer's
  * [output][inputs]) are stored as int8 values with one symmetric scale per output channel
- * (backend/cpu/quantize.h); the float Param keeps their dequantized values, scale * q, for what reads
- * floats (export, `cdl info`). The input is quantized per tensor to uint8: from its range in
+ * (backend/cpu/quantize.h); the float Param keeps their dequantized values, scale * q, for what
+ * reads floats (export, `cdl info`). The input is quantized per tensor to uint8: from its range in
  * every forward (dynamic, as torch.ao.quantization.quantize_dynamic), or on a grid fixed by
  * calibration (static). */
 #ifndef CDL_CORE_LAYER_QUANT_H

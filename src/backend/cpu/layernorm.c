@@ -8,8 +8,8 @@
 
 #include <math.h>
 
-#include "core/layer.h"
 #include "backend/cpu/sum_rows.h"
+#include "core/layer.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define LAYERNORM_PARALLEL_MIN 16384

@@ -5,9 +5,9 @@
  *   W [output][inputs]: the layer's weights, or with tie=1 layer 0's [embedding] weights, which
  *   the forward reads and whose gradient the backward adds into
  *
- * In float32 (not int8, not bf16) the forward and the input gradient run on backend/cpu/gemm_rows: W
- * packed once per pass (backend/cpu/gemm_packed), the biases and the activation (its derivative in the
- * backward, with the biases' gradient) fused into the product's blocks of rows; the weight
+ * In float32 (not int8, not bf16) the forward and the input gradient run on backend/cpu/gemm_rows:
+ * W packed once per pass (backend/cpu/gemm_packed), the biases and the activation (its derivative
+ * in the backward, with the biases' gradient) fused into the product's blocks of rows; the weight
  * gradient is backend/cpu/gemm_tn's (an own kernel with AVX-512, else OpenBLAS).
  *
  * precision=bf16 (Layer.precision): the products take the weights, the input and delta rounded
@@ -16,11 +16,11 @@
 
 #include <string.h>
 
-#include "backend/cpu/layer_quant.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_packed.h"
 #include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/gemm_tn.h"
+#include "backend/cpu/layer_quant.h"
 #include "backend/cpu/qgemm.h"
 #include "backend/cpu/sum_rows.h"
 

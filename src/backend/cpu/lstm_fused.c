@@ -14,8 +14,8 @@
  * rows; of the cell it keeps the gates and c_t (the saved rows' first half), not tanh(c_t).
  * Backward likewise: its blocks' part of dL/dh_t = dL/da_{t+1} W_hh (dL/da_{t+1} read from the gate
  * rows of step t+1, which hold it by then), then their cell backward (tanh(c_t) taken again), the
- * bias gradients summed on the way; then dL/dx = dL/da W_ih over all rows (backend/cpu/gemm_packed) and
- * [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows
+ * bias gradients summed on the way; then dL/dx = dL/da W_ih over all rows (backend/cpu/gemm_packed)
+ * and [dW_ih | dW_hh] = dL/da^T [x, h_prev] in one sgemm. The state is time-major (a step's rows
  * together). Right after layer 0's [embedding] the fused lstm's inputs are rows of the embedding's
  * weights, so x_t W_ih^T + b_ih + b_hh comes from a table of one row per token id, computed once
  * per forward, and backward forms dW_ih and the embedding's gradient from dL/da summed per id
@@ -120,13 +120,13 @@ static inline void prefetch_lines(const Recurrent *rc, int batch, int t, int u, 
     }
 }
 
-/* The fused lstm's gate nonlinearities, one exponential (backend/cpu/exp_vec.h) and one reciprocal each:
- * sigmoid(x) = 1 / (1 + e^-x), and tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh (absolute;
- * activation's tanh pays a second polynomial for its relative precision near 0). With AVX-512 16
- * lanes at a time, the reciprocal by recip16 (a division costs several times as much); with AVX2 +
- * FMA 8 lanes, recip8, for the blocks of UNIT units (the cell's share of char_lstm's step at 1
- * thread on Zen 3, in perf: 5.6% -> 4.7%); else, and for a last block of fewer units, scalar, for
- * a simd loop. */
+/* The fused lstm's gate nonlinearities, one exponential (backend/cpu/exp_vec.h) and one reciprocal
+ * each: sigmoid(x) = 1 / (1 + e^-x), and tanh(x) = 2 sigmoid(2x) - 1, within ~2e-7 of tanh
+ * (absolute; activation's tanh pays a second polynomial for its relative precision near 0). With
+ * AVX-512 16 lanes at a time, the reciprocal by recip16 (a division costs several times as much);
+ * with AVX2 + FMA 8 lanes, recip8, for the blocks of UNIT units (the cell's share of char_lstm's
+ * step at 1 thread on Zen 3, in perf: 5.6% -> 4.7%); else, and for a last block of fewer units,
+ * scalar, for a simd loop. */
 #if defined(__AVX512F__)
 static inline __m512 gate_sigmoid16(__m512 x)
 {

@@ -6,8 +6,8 @@
  */
 #include <stddef.h>
 
-#include "core/layer.h"
 #include "backend/cpu/sum_rows.h"
+#include "core/layer.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define POSITIONAL_PARALLEL_MIN 32768

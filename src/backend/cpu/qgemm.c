@@ -1,5 +1,5 @@
-/* The int8 matrix product (backend/cpu/qgemm.h): packing, the portable kernel, the choice of kernel, and
- * the float product with its quantize and dequantize passes. */
+/* The int8 matrix product (backend/cpu/qgemm.h): packing, the portable kernel, the choice of
+ * kernel, and the float product with its quantize and dequantize passes. */
 #include "backend/cpu/qgemm.h"
 
 #include <omp.h>

@@ -1,5 +1,5 @@
-/* The int8 product of a convolution in its own layout (backend/cpu/qgemm_cols.h): packing, the portable
- * quantizer and kernel, and the choice of kernel. */
+/* The int8 product of a convolution in its own layout (backend/cpu/qgemm_cols.h): packing, the
+ * portable quantizer and kernel, and the choice of kernel. */
 #include "backend/cpu/qgemm_cols.h"
 
 #include <omp.h>

@@ -1,8 +1,8 @@
 /* The int8 product of a quantized convolution in its own layout: weights times the im2col
  * columns, output channels by positions, without transposing either side. The AVX2 kernel
  * multiplies uint8 codes by int8 weights with vpmaddubsw, whose int16 sums of two products
- * cannot saturate here: codes are 7-bit (backend/cpu/quantize.h), so |a1 w1 + a2 w2| <= 2 * 127 * 128
- * = 32512 < 2^15.
+ * cannot saturate here: codes are 7-bit (backend/cpu/quantize.h), so |a1 w1 + a2 w2| <= 2 * 127 *
+ * 128 = 32512 < 2^15.
  *
  *   x      [k][ldx] floats, m columns (positions) used: the input, quantized on the grid xq by
  *          qgemm_cols_quantize into panels of 16 positions by groups of 4 values of k,

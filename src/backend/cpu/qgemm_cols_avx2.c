@@ -1,5 +1,5 @@
-/* The AVX2 quantizer and kernel of the convolution's int8 product (backend/cpu/qgemm_cols.h), compiled
- * with -mavx2 (Makefile) and called only where qgemm_has_avx2().
+/* The AVX2 quantizer and kernel of the convolution's int8 product (backend/cpu/qgemm_cols.h),
+ * compiled with -mavx2 (Makefile) and called only where qgemm_has_avx2().
  *
  * Kernel: a block is up to 4 output channels by one panel of 16 positions, two vectors of 8
  * int32 sums per channel in registers (4 channels measured faster than 5 or 6 here, and divide

@@ -4,20 +4,20 @@
  *
  *   in  [batch][T][I], out [batch][T][H]; a_t = W_ih x_t + b_ih + W_hh h_{t-1} + b_hh [G*H]
  *
- * Forward projects the inputs of all batch*T rows in one product (backend/cpu/gemm_packed), then per
- * step multiplies the batch's h_{t-1} by W_hh (backend/cpu/gemm_packed: W_hh packed once per forward, not
- * by OpenBLAS on every step) and runs the cell's element-wise step. Backward runs the steps in
- * reverse (backpropagation through time; W_hh packed once more), leaving each step's dL/da_t in
- * place of its gate values, then dL/dx (backend/cpu/gemm_packed) and the weight gradients, [dW_ih |
- * dW_hh]^T in one sgemm, over all rows.
+ * Forward projects the inputs of all batch*T rows in one product (backend/cpu/gemm_packed), then
+ * per step multiplies the batch's h_{t-1} by W_hh (backend/cpu/gemm_packed: W_hh packed once per
+ * forward, not by OpenBLAS on every step) and runs the cell's element-wise step. Backward runs the
+ * steps in reverse (backpropagation through time; W_hh packed once more), leaving each step's
+ * dL/da_t in place of its gate values, then dL/dx (backend/cpu/gemm_packed) and the weight
+ * gradients, [dW_ih | dW_hh]^T in one sgemm, over all rows.
  *
  * precision=bf16 (Layer.precision): the gate products take bf16 operands (gemm_operand), as
  * torch.autocast("cpu", torch.bfloat16) runs the gate projections of an RNN cell: the weights,
  * the inputs and each step's h_{t-1} are rounded into copies, the backward's dL/da rows into
  * hh (per step) and in place once the bias gradients have summed them; the cells' element-wise
  * steps stay float32. */
-#include "backend/cpu/activation.h"
 #include "backend/cpu/recurrent.h"
+#include "backend/cpu/activation.h"
 
 #include <string.h>
 
@@ -292,8 +292,8 @@ static void recurrent_forward(Layer *l, const StepContext *ctx)
     const Param *w_ih = &l->params[P_WEIGHTS_IH], *w_hh = &l->params[P_WEIGHTS_HH];
     gemm_operand(l->precision, w_ih->data, w_ih->count, rc->w_ih_bf16);
     gemm_operand(l->precision, w_hh->data, w_hh->count, rc->w_hh_bf16);
-    /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T (backend/cpu/gemm_packed: OpenBLAS runs this product
-     * of a short K at half the speed) */
+    /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T (backend/cpu/gemm_packed: OpenBLAS runs this
+     * product of a short K at half the speed) */
     gemm_pack(1, I, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, rc->w_hh_packed);
     gemm_packed(rows, GH, I, gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
                 rc->w_hh_packed, 0.0f, rc->gates, GH);

@@ -4,8 +4,8 @@
 #ifndef CDL_CPU_RECURRENT_H
 #define CDL_CPU_RECURRENT_H
 
-#include "layers/recurrent.h"
 #include "backend/cpu/gemm_packed.h"
+#include "layers/recurrent.h"
 
 /* Hidden units per block of the fused lstm: one packed panel of each gate; and the floats that
  * pad its rows of state. */

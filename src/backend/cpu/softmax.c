@@ -5,8 +5,8 @@
  */
 #include "layers/softmax.h"
 
-#include "core/layer.h"
 #include "backend/cpu/softmax_row.h"
+#include "core/layer.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SOFTMAX_PARALLEL_MIN 32768

@@ -1,5 +1,5 @@
-/* One row's softmax, of the values or of the values scaled (backend/cpu/softmax_row.h), in three vector
- * passes: the max, the exponentials and their sum, the scaling; in AVX-512 or AVX2 + FMA
+/* One row's softmax, of the values or of the values scaled (backend/cpu/softmax_row.h), in three
+ * vector passes: the max, the exponentials and their sum, the scaling; in AVX-512 or AVX2 + FMA
  * intrinsics where the compiler targets them (a row of any length in vector steps, the last one
  * masked), else in loops the compiler vectorises. */
 #include "backend/cpu/softmax_row.h"

@@ -5,9 +5,9 @@
 #include <stddef.h>
 
 /* y[0..n) = softmax(x[0..n)) = exp(x - max) / sum exp(x - max), n >= 1, y may be x; returns
- * the log-sum-exp max + log(sum exp(x - max)). e^x is exp_vec (backend/cpu/exp_vec.h, a few float ulp),
- * 0 below e^-87 (where float underflows anyway), and the sums run in a fixed order for a given n,
- * so the result is deterministic. */
+ * the log-sum-exp max + log(sum exp(x - max)). e^x is exp_vec (backend/cpu/exp_vec.h, a few float
+ * ulp), 0 below e^-87 (where float underflows anyway), and the sums run in a fixed order for a
+ * given n, so the result is deterministic. */
 double softmax_row(const float *x, float *y, size_t n);
 
 /* y[0..n) = softmax(scale * x[0..n)) for scale > 0, as softmax_row (which is scale 1):

@@ -1,5 +1,5 @@
-/* Column sums over rows (backend/cpu/sum_rows.h): threads split the columns, so no two threads add into
- * the same sum and every column is summed in row order. Each task streams its rows in memory
+/* Column sums over rows (backend/cpu/sum_rows.h): threads split the columns, so no two threads add
+ * into the same sum and every column is summed in row order. Each task streams its rows in memory
  * order into double accumulators on the stack (a block of columns per pass over the rows would
  * read the matrix strided, one or two cache lines per row: latency bound), but for whole chunks
  * of SUM_ROWS_CHUNK columns, whose accumulators fit in registers (four or eight cache lines per

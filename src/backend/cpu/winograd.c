@@ -1,5 +1,5 @@
-/* Winograd convolution F(2x2, 3x3) (backend/cpu/winograd.h): the weight, input and output transforms
- * and the chunked products, and the weight gradient's transforms and products. */
+/* Winograd convolution F(2x2, 3x3) (backend/cpu/winograd.h): the weight, input and output
+ * transforms and the chunked products, and the weight gradient's transforms and products. */
 #include "backend/cpu/winograd.h"
 
 #include <omp.h>
