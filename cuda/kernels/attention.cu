@@ -12,30 +12,13 @@
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
-// The largest v of the block, in every thread (block_sum's pattern).
-static __device__ float attention_block_max(float v)
-{
-    __shared__ float warp_max[32];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    if (lane == 0)
-        warp_max[warp] = v;
-    __syncthreads();
-    v = lane < warps ? warp_max[lane] : -FLT_MAX;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    __syncthreads();
-    return v;
-}
-
 // row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1. Ends with a barrier.
 static __device__ void softmax_row_in_place(float *row, int n, int width)
 {
     float m = -FLT_MAX;
     for (int j = threadIdx.x; j < n; j += blockDim.x)
         m = fmaxf(m, row[j]);
-    m = attention_block_max(m);
+    m = block_max(m);
     float sum = 0.0f;
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
         const float e = expf(row[j] - m);

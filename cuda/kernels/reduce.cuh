@@ -3,6 +3,8 @@
 #ifndef CDL_CUDA_REDUCE_CUH
 #define CDL_CUDA_REDUCE_CUH
 
+#include <float.h>
+
 #include "launch.h"
 
 // The sum of v over the warp's 32 lanes, in every lane. Every lane must call it.
@@ -24,6 +26,23 @@ __device__ inline float block_sum(float v)
         warp_sums[warp] = v;
     __syncthreads();
     v = warp_sum(lane < warps ? warp_sums[lane] : 0.0f);
+    __syncthreads();
+    return v;
+}
+
+// The largest v of the block, in every thread (block_sum's pattern).
+__device__ inline float block_max(float v)
+{
+    __shared__ float warp_max[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (lane == 0)
+        warp_max[warp] = v;
+    __syncthreads();
+    v = lane < warps ? warp_max[lane] : -FLT_MAX;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
     __syncthreads();
     return v;
 }

@@ -8,23 +8,6 @@
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
-// The largest v of the block, in every thread (block_sum's pattern).
-__device__ inline float block_max(float v)
-{
-    __shared__ float warp_max[32];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    if (lane == 0)
-        warp_max[warp] = v;
-    __syncthreads();
-    v = lane < warps ? warp_max[lane] : -FLT_MAX;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    __syncthreads();
-    return v;
-}
-
 // out = softmax(in) per row; with labels, row_loss[r] = (1 - s) (lse - x[label]) +
 // s (lse - mean x), 0 for a label outside [0, n).
 __global__ void softmax_forward_kernel(float *out, float *row_loss, const float *in,
