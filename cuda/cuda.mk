@@ -29,11 +29,11 @@ SIM_TEST_BIN := $(SIM_TEST_SRC:tests/unit/%.cc=$(SIM_BUILD)/tests/%)
 SIM_LIB := $(SIM_BUILD)/libcdl_cuda_sim.a
 
 .PHONY: sim-build sim-test nvcc-check gpusim-tests gpusim-targets
-# make test's GPU=sim part (where the CUDA toolkit is): ./cdl-gpusim and the backend test built
+# make test's GPU=sim part (where the CUDA toolkit is): ./cdl-gpusim and the GPU's unit tests built
 # against the simulator, in their own build directory (a make of its own: GPU=sim changes BUILD).
 gpusim-tests:
 	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
-gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops
+gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at
 
 sim-build: $(SIM_TEST_BIN)
 
