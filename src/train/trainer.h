@@ -129,7 +129,7 @@ int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const 
 /* Trains net (built with gradients, sized for passes of hyper.batch / subdivisions / Net.split)
  * from meta->step up to plan->epochs epochs. A step takes subdivisions x split passes of train,
  * and mini-batches left over at the end of an epoch are dropped. The learning rate follows
- * net_learning_rate over the run's plan->epochs epochs. valid (may be NULL) is evaluated after
+ * train_learning_rate over the run's plan->epochs epochs. valid (may be NULL) is evaluated after
  * every epoch, with the EMA of the weights when opt keeps one. opt: set up for net
  * (optimizer_init or model_load). meta is updated and saved with every checkpoint (by
  * plan->save_checkpoint). A non-finite loss stops the run with trainer_step_with's error,
