@@ -999,25 +999,38 @@ const float *net_output(const Net *net)
     return net->layers[net->n_layers - 1].out;
 }
 
-static int all_finite(const float *x, size_t n)
+/* 1 when the n floats at x, the net's memory, are all finite (a device's downloaded first: a
+ * diagnosis, not the step; 1 when there is no memory to tell). */
+static int all_finite(Net *net, const float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
+    const float *v = x;
+    float *copy = NULL;
+    if (!net->backend->host_visible) {
+        Error e = {0}; /* a failed pass shows as values that are not finite, or not at all */
+        net_sync(net, &e);
+        if (!(copy = malloc((n ? n : 1) * sizeof *copy)))
+            return 1;
+        net->backend->download(copy, x, n * sizeof *copy);
+        v = copy;
+    }
+    size_t i = 0;
+    while (i < n && isfinite(v[i]))
+        i++;
+    free(copy);
+    return i == n;
 }
 
 int net_first_nonfinite_output(Net *net)
 {
     const size_t batch = (size_t)net->batch;
-    if (!all_finite(net->input, batch * shape_size(net->in_shape)))
+    if (!all_finite(net, net->input, batch * shape_size(net->in_shape)))
         return -1;
     StepContext ctx = replay_context(net);
     int i = 0;
     for (; i < net->n_layers; i++) {
         if (outputs_are_lent(net))
             forward_layer(net, &ctx, i);
-        if (!all_finite(net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
+        if (!all_finite(net, net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
             break;
     }
     return i;

@@ -254,3 +254,13 @@ assert all(l["forward_ms"]["mean"] > 0 and l["backward_ms"]["mean"] > 0 for l in
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: --gpu 3: this machine has 1 CUDA device (0 to 0)" ]
 }
+
+@test "a run that diverges on the GPU names the first layer whose output is not finite" {
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+    run "$GPU_CDL" train mlp.cfg --data digits.data --set net.learning_rate=1e6 --out new.cdl \
+        --threads 1 --log-every 1000 --gpu 0
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "${lines[-1]}" =~ the\ loss\ is\ not\ finite\;\ layer\ [0-9]+\ \[[a-z]+\]\ produced\ the\ first\ non-finite\ output ]]
+    [ ! -e new.cdl ]
+}
