@@ -33,7 +33,8 @@ SIM_LIB := $(SIM_BUILD)/libcdl_cuda_sim.a
 # against the simulator, in their own build directory (a make of its own: GPU=sim changes BUILD).
 gpusim-tests:
 	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
-gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at
+gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at \
+                $(BUILD)/tests/test_batch_staging
 
 sim-build: $(SIM_TEST_BIN)
 

@@ -21,6 +21,12 @@ typedef struct GpuHandles {
      * mark read as origin_s plus the events' elapsed time; NULL until first asked. */
     cudaEvent_t clock_origin, clock_mark;
     double clock_origin_s;
+    /* The mini-batches' uploads (gpu_backend.c's upload_staged): their own stream, so that a copy
+     * need not wait behind work queued after it; staged[slot] recorded after the last copy from
+     * staging slot `slot`, which the net's stream and the host wait for; passes_queued recorded on
+     * the net's stream, which the copies wait for before they overwrite the device's batch. */
+    cudaStream_t copy_stream;
+    cudaEvent_t staged[2], passes_queued;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)

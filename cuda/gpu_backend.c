@@ -1,8 +1,10 @@
 /* The GPU backend (core/backend.h): device memory from cudaMalloc, the passes queued on one stream
- * per net with a cuBLAS handle bound to it, and each family's GPU kernel table found here by
- * family. A family without one is refused when a net is built for the GPU. */
+ * per net with a cuBLAS handle bound to it, the mini-batches uploaded from pinned host memory on a
+ * copy stream beside it, and each family's GPU kernel table found here by family. A family without
+ * one is refused when a net is built for the GPU. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu.h"
 #include "kernels/slab.h"
@@ -84,6 +86,22 @@ void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, in
 /* The oldest compute capability the kernels are built for (cuda/cuda.mk: sm_80, sm_90, PTX 9.0). */
 #define GPU_MIN_COMPUTE_MAJOR 8
 
+/* Ends what gpu_open started in h, as far as it got, and frees h. */
+static void destroy_handles(GpuHandles *h)
+{
+    cudaEvent_t events[] = {h->clock_origin, h->clock_mark, h->staged[0], h->staged[1],
+                            h->passes_queued};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+        if (events[i])
+            cudaEventDestroy(events[i]);
+    if (h->copy_stream)
+        cudaStreamDestroy(h->copy_stream);
+    if (h->cublas)
+        cublasDestroy(h->cublas);
+    cudaFree(h->reduce_work);
+    free(h);
+}
+
 static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 {
     (void)cfg;
@@ -121,13 +139,15 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
     if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + sizeof(double)) !=
             cudaSuccess ||
         cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS) {
-        if (h->cublas)
-            cublasDestroy(h->cublas);
-        cudaFree(h->reduce_work);
+        cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS ||
+        cudaStreamCreateWithFlags(&h->copy_stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&h->staged[0], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&h->staged[1], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&h->passes_queued, cudaEventDisableTiming) != cudaSuccess) {
+        destroy_handles(h);
         cudaStreamDestroy(stream);
-        free(h);
-        return error_set(e, CDL_ERUNTIME, "the GPU's context could not start (cuBLAS, memory)");
+        return error_set(e, CDL_ERUNTIME,
+                         "the GPU's context could not start (cuBLAS, memory, streams, events)");
     }
     *exec = (ExecContext){.stream = stream, .handles = h};
     return CDL_OK;
@@ -136,15 +156,8 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 static void gpu_close(ExecContext *exec)
 {
     GpuHandles *h = exec->handles;
-    if (h) {
-        if (h->clock_origin)
-            cudaEventDestroy(h->clock_origin);
-        if (h->clock_mark)
-            cudaEventDestroy(h->clock_mark);
-        cublasDestroy(h->cublas);
-        cudaFree(h->reduce_work);
-        free(h);
-    }
+    if (h)
+        destroy_handles(h);
     if (exec->stream)
         cudaStreamDestroy((cudaStream_t)exec->stream);
     exec->handles = exec->stream = NULL;
@@ -187,6 +200,53 @@ static void gpu_upload(void *device, const void *host, size_t bytes)
 static void gpu_download(void *host, const void *device, size_t bytes)
 {
     cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+}
+
+/* Pinned host memory, zeroed: the device copies from it directly (and asynchronously, where
+ * pageable memory would be staged by the driver and the copy synchronous). */
+static void *gpu_alloc_host(size_t count, size_t size)
+{
+    void *p = NULL;
+    if (size && count > (size_t)-1 / size)
+        return NULL;
+    const size_t bytes = count * size > 0 ? count * size : 1;
+    if (cudaMallocHost(&p, bytes) != cudaSuccess)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void gpu_free_host(void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
+/* The copy stream waits for the passes queued so far (they may still read the device's input and
+ * labels, which the copies overwrite), copies, and marks the slot's event, which the net's stream
+ * waits for before its next pass: no host sync. */
+static void gpu_upload_staged(const StagedCopy *copies, int n, int slot, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    gpu_note_exec(exec, cudaEventRecord(h->passes_queued, stream), "cudaEventRecord (upload)");
+    gpu_note_exec(exec, cudaStreamWaitEvent(h->copy_stream, h->passes_queued, 0),
+                  "cudaStreamWaitEvent (upload)");
+    for (int i = 0; i < n; i++)
+        gpu_note_exec(exec,
+                      cudaMemcpyAsync(copies[i].device, copies[i].host, copies[i].bytes,
+                                      cudaMemcpyHostToDevice, h->copy_stream),
+                      "cudaMemcpyAsync (upload)");
+    gpu_note_exec(exec, cudaEventRecord(h->staged[slot], h->copy_stream),
+                  "cudaEventRecord (upload)");
+    gpu_note_exec(exec, cudaStreamWaitEvent(stream, h->staged[slot], 0),
+                  "cudaStreamWaitEvent (upload)");
+}
+
+static void gpu_wait_staged(int slot, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    gpu_note_exec(exec, cudaEventSynchronize(h->staged[slot]), "cudaEventSynchronize (upload)");
 }
 
 static int gpu_sync(const ExecContext *exec, Error *e)
@@ -249,6 +309,10 @@ const BackendOps gpu_backend = {
     .zero = gpu_zero,
     .upload = gpu_upload,
     .download = gpu_download,
+    .alloc_host = gpu_alloc_host,
+    .free_host = gpu_free_host,
+    .upload_staged = gpu_upload_staged,
+    .wait_staged = gpu_wait_staged,
     .sync = gpu_sync,
     .clock_s = gpu_clock_s,
 };

@@ -67,6 +67,13 @@ typedef struct SlabKernels {
     void (*copy)(float *to, const float *from, size_t n, const ExecContext *exec);
 } SlabKernels;
 
+/* One host-to-device copy of a mini-batch (BackendOps.upload_staged). */
+typedef struct StagedCopy {
+    void *device;
+    const void *host;
+    size_t bytes;
+} StagedCopy;
+
 typedef struct BackendOps {
     Backend kind;
     const char *name; /* "CPU", "GPU" */
@@ -90,6 +97,20 @@ typedef struct BackendOps {
     /* Copies between host memory and the device's, returning when the copy is done. */
     void (*upload)(void *device, const void *host, size_t bytes);
     void (*download)(void *host, const void *device, size_t bytes);
+    /* The staging of mini-batches on a backend that is not host-visible (NULL on the CPU, whose
+     * net's host code writes the net's own buffers). alloc_host: count * size bytes of zeroed
+     * host memory that the device copies from directly (pinned: cudaMallocHost); NULL when there
+     * is not enough. free_host takes NULL. */
+    void *(*alloc_host)(size_t count, size_t size);
+    void (*free_host)(void *p);
+    /* Queues the n copies of one mini-batch from host buffers of staging slot `slot` (0 or 1) and
+     * returns at once: on a copy stream of its own, after the passes queued on exec so far (which
+     * may still read the device buffers), and the passes queued on exec next wait for them. The
+     * host must not write the slot's buffers again before wait_staged(slot). */
+    void (*upload_staged)(const StagedCopy *copies, int n, int slot, const ExecContext *exec);
+    /* Returns once the copies slot's last upload_staged queued have read their host buffers
+     * (at once when there were none). */
+    void (*wait_staged)(int slot, const ExecContext *exec);
     /* 1 when a net with gradients keeps the layouts LayerKernels.layout offers in its training
      * passes too, as inference always does (the CPU's dnnl_train_blocked); NULL: plain. */
     int (*train_layouts)(const ExecContext *exec);

@@ -455,11 +455,20 @@ static void free_activations(Net *net)
     net->backend->free(net->input_delta);
     net->backend->free(net->labels);
     net->backend->free(net->exec.workspace);
-    free(net->host_input);
-    free(net->host_labels);
+    for (int k = 0; k < 2; k++) {
+        if (net->staged_input[k]) /* a copy may still read it */
+            net->backend->wait_staged(k, &net->exec);
+        if (net->backend->free_host) {
+            net->backend->free_host(net->staged_input[k]);
+            net->backend->free_host(net->staged_labels[k]);
+        }
+        net->staged_input[k] = NULL;
+        net->staged_labels[k] = NULL;
+    }
     free(net->host_output);
     net->host_input = net->host_output = NULL;
     net->host_labels = NULL;
+    net->host_slot = net->host_slot_ready = 0;
     net->activations = net->input = net->input_delta = net->exec.workspace = NULL;
     net->exec.workspace_floats = 0;
     net->labels = NULL;
@@ -751,10 +760,15 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     const size_t n_out = (size_t)batch * shape_size(net->layers[net->n_layers - 1].out_shape);
     int host_ok = 1;
     if (!be->host_visible) {
-        net->host_input = calloc(in_n + 1, sizeof *net->host_input);
-        net->host_labels = calloc(n_labels + 1, sizeof *net->host_labels);
+        for (int k = 0; k < 2; k++) {
+            net->staged_input[k] = be->alloc_host(in_n + 1, sizeof(float));
+            net->staged_labels[k] = be->alloc_host(n_labels + 1, sizeof(int));
+            host_ok = host_ok && net->staged_input[k] && net->staged_labels[k];
+        }
+        net->host_input = net->staged_input[0];
+        net->host_labels = net->staged_labels[0];
         net->host_output = calloc(n_out + 1, sizeof *net->host_output);
-        host_ok = net->host_input && net->host_labels && net->host_output;
+        host_ok = host_ok && net->host_output;
     }
     if (!net->activations || !net->input || (want_input_delta && !net->input_delta) ||
         !net->labels || !net->exec.workspace || !host_ok) {
@@ -795,14 +809,35 @@ int net_sync(Net *net, Error *e)
     return net->backend->sync(&net->exec, e);
 }
 
+/* Waits, once per turn of the slot, until the device has copied the slot's last batch: host code
+ * is about to write it. */
+static void host_slot_wait(Net *net)
+{
+    if (net->host_slot_ready)
+        return;
+    net->backend->wait_staged(net->host_slot, &net->exec);
+    net->host_slot_ready = 1;
+}
+
 float *net_host_input(Net *net)
 {
-    return net->host_input ? net->host_input : net->input;
+    if (!net->host_input)
+        return net->input;
+    host_slot_wait(net);
+    return net->host_input;
 }
 
 int *net_host_labels(Net *net)
 {
-    return net->host_labels ? net->host_labels : net->labels;
+    if (!net->host_labels)
+        return net->labels;
+    host_slot_wait(net);
+    return net->host_labels;
+}
+
+const int *net_batch_labels(const Net *net)
+{
+    return net->host_labels ? net->staged_labels[net->host_slot ^ 1] : net->labels;
 }
 
 void net_commit_batch(Net *net)
@@ -810,10 +845,17 @@ void net_commit_batch(Net *net)
     if (!net->host_input)
         return;
     const size_t n_labels = (size_t)net->batch * (size_t)net_labels_per_sample(net);
-    net->backend->upload(net->input, net->host_input,
-                         (size_t)net->batch * shape_size(net->in_shape) * sizeof(float));
-    if (net->labels) /* NULL while a caller runs forwards without a loss (generation) */
-        net->backend->upload(net->labels, net->host_labels, n_labels * sizeof(int));
+    const StagedCopy copies[2] = {
+        {net->input, net->host_input,
+         (size_t)net->batch * shape_size(net->in_shape) * sizeof(float)},
+        {net->labels, net->host_labels, n_labels * sizeof(int)},
+    };
+    /* labels NULL while a caller runs forwards without a loss (generation) */
+    net->backend->upload_staged(copies, net->labels ? 2 : 1, net->host_slot, &net->exec);
+    net->host_slot ^= 1;
+    net->host_slot_ready = 0;
+    net->host_input = net->staged_input[net->host_slot];
+    net->host_labels = net->staged_labels[net->host_slot];
 }
 
 const float *net_host_output(Net *net)

@@ -94,9 +94,17 @@ typedef struct Net {
      * stream and library handles. */
     ExecContext exec;
     /* Host copies of the input, labels and output on a backend that is not host-visible
-     * (net_host_input); NULL on the CPU. */
+     * (net_host_input); NULL on the CPU. The input and labels are staged in two slots of the
+     * backend's pinned memory (BackendOps.alloc_host) that take turns: host code fills slot
+     * host_slot while the device may still copy the last batch from the other one. host_input and
+     * host_labels are the slot's buffers; host_slot_ready is 1 once the slot's last copy to the
+     * device has finished (BackendOps.wait_staged), so host code may write it. */
     float *host_input, *host_output;
     int *host_labels;
+    float *staged_input[2];
+    int *staged_labels[2];
+    int host_slot;
+    int host_slot_ready;
 
     /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
      * optimizer batch, so accumulated mini-batch gradients equal the full batch's. */
@@ -187,10 +195,23 @@ const char *net_precision_names(void);
  * input [batch][in_shape] and the labels [batch][net_labels_per_sample], and reads the output
  * [batch][classes]. On a host-visible backend (the CPU) they are the net's own buffers; on a
  * device, host copies that net_resize allocates: net_commit_batch uploads what host code wrote
- * (call it before the forward), net_host_output syncs and downloads the last layer's output. */
+ * (call it before the forward), net_host_output syncs and downloads the last layer's output.
+ *
+ * On a device the input and labels are double-buffered: net_commit_batch queues the copies of the
+ * buffers host code wrote and returns at once, and net_host_input and net_host_labels return the
+ * other pair from then on (waiting, if need be, until the device has finished copying the batch
+ * before last from it), so that host code fills the next batch while the device copies and
+ * computes this one. So after a commit: (1) those buffers hold an older batch, not the committed
+ * one: write the whole next batch, and fetch the pointers again after every commit; (2) host code
+ * that reads back the labels of the batch it committed (evaluation's tally) reads
+ * net_batch_labels. The forwards after a commit see the committed batch, however many there are
+ * (the device keeps its own copy). */
 float *net_host_input(Net *net);
 int *net_host_labels(Net *net);
 void net_commit_batch(Net *net);
+/* The labels of the last committed batch as host code wrote them, until the next commit after
+ * (the CPU: the net's labels). */
+const int *net_batch_labels(const Net *net);
 const float *net_host_output(Net *net);
 
 /* Waits for the passes queued on the net's backend (none on the CPU) and returns the first failure

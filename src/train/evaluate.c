@@ -21,7 +21,7 @@ static int rank_of(const float *p, int classes, int truth)
 static void tally(Net *net, int n, EvalResult *r, int *top1, int *top5)
 {
     const float *out = net_host_output(net);
-    const int *labels = net_host_labels(net);
+    const int *labels = net_batch_labels(net);
     for (int i = 0; i < n; i++) {
         const float *p = out + (size_t)i * (size_t)net->classes;
         int truth = labels[i], best = 0;
@@ -107,7 +107,6 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
     net->loss_divisor = 1;
     double loss = 0;
     long tokens = 0, top1 = 0, top5 = 0;
-    const int *labels = net_host_labels(net);
     for (size_t first = 0; first < windows; first += (size_t)net->batch) {
         text_fill_in_order(valid, first, net->batch, net->seq, one_hot, net_host_input(net),
                            net_host_labels(net));
@@ -115,6 +114,7 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
         net_forward(net);
         loss += net->loss;
         const float *out = net_host_output(net);
+        const int *labels = net_batch_labels(net);
         for (int i = 0; i < net->batch * net->seq; i++) {
             const int truth = labels[i];
             if (truth < 0 || truth >= net->classes)

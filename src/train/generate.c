@@ -136,7 +136,9 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         }
         ctx[len++] = id;
         if (cached) {
-            set_input_token(net, len - 1, id);
+            /* the whole context: the host's input is double-buffered (net_commit_batch) */
+            for (int t = 0; t < len; t++)
+                set_input_token(net, t, ctx[t]);
             net_commit_batch(net);
             net_forward_at(net, len - 1);
         } else {
