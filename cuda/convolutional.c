@@ -1,8 +1,15 @@
-/* [convolutional]'s GPU kernels (layers/convolutional.c has its meaning): the own-kernel engine
- * ("ref" on the GPU), im2col + cuBLAS products, then the bias or batch norm (cuda/bias_norm.h) and
- * the activation. Every configuration the parse accepts (any size, stride, padding; groups,
- * depthwise among them, through the same column matrices) in float32; precision=bf16 and int8
- * weights are refused at resize. The CPU's state (Conv.cpu) is not used here.
+/* [convolutional]'s GPU kernels (layers/convolutional.c has its meaning): the convolution on one
+ * of two engines, [net] gpu_engine= (gpu.h), then the bias or batch norm (cuda/bias_norm.h) and
+ * the activation on cdl's kernels whatever the engine:
+ * - "cudnn" (the default of a GPU=1 build): cuDNN's convolutions (conv_cudnn.h), descriptors and
+ *   algorithms made at resize and kept in Conv.gpu, the workspace the net's (scratch_per_sample
+ *   raised to what the algorithms need);
+ * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
+ * Every configuration the parse accepts (any size, stride, padding; groups, depthwise among them)
+ * in float32 on both; precision=bf16 and int8 weights are refused at resize. The CPU's state
+ * (Conv.cpu) is not used here.
+ *
+ * The own engine:
  *
  *   in  [batch][c][h][w]   out [batch][filters][out_h][out_w]
  *   weights [filters][c/groups][size][size]
@@ -22,7 +29,11 @@
  * The groups' products of a chunk are one strided-batched cuBLAS call (a depthwise layer's too:
  * channels products of fg x 9 x columns), so a chunk takes five launches forward, six backward. */
 #include "layers/convolutional.h"
+
+#include <stdlib.h>
+
 #include "bias_norm.h"
+#include "conv_cudnn.h"
 #include "gpu.h"
 #include "kernels/im2col.h"
 #include "layer_activation.h"
@@ -48,9 +59,37 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
-    (void)l, (void)exec;
-    return "ref";
+    (void)l;
+    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN ? "cudnn" : "ref";
 }
+
+#ifndef CDL_GPU_SIM
+/* The layer's state on the GPU (Conv.gpu), made by the first resize on cuDNN. */
+struct ConvGpu {
+    ConvCudnn cudnn;
+};
+
+/* cuDNN's descriptors and algorithms for batch (once a batch: net_resize calls resize twice for
+ * each), and the scratch they need. */
+static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
+{
+    Conv *cv = l->priv;
+    if (!cv->gpu && !(cv->gpu = calloc(1, sizeof *cv->gpu)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    ConvCudnn *c = &cv->gpu->cudnn;
+    if (c->batch != batch) {
+        int st = conv_cudnn_describe(c, l, batch, e);
+        st = st ? st : conv_cudnn_choose(c, h->cudnn, l, e);
+        if (st) {
+            c->batch = 0;
+            return st;
+        }
+    }
+    const size_t floats = (c->workspace_bytes + sizeof(float) - 1) / sizeof(float);
+    l->scratch_per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
+    return CDL_OK;
+}
+#endif
 
 static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -59,11 +98,31 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "layer %d [convolutional] with %s has no GPU implementation", l->index,
                          l->quant ? "int8 weights" : "precision=bf16");
-    l->engine = "ref";
-    const size_t chunk = (size_t)chunk_images(l, cv, batch) * image_floats(l, cv);
-    l->scratch_per_sample = (chunk + (size_t)batch - 1) / (size_t)batch;
+    const GpuHandles *h = st->exec->handles;
+    l->engine = conv_engine_gpu(l, st->exec);
+    if (h->engine == GPU_ENGINE_CUDNN) {
+#ifndef CDL_GPU_SIM
+        const int status = conv_resize_cudnn(l, batch, h, e);
+        if (status)
+            return status;
+#endif
+    } else {
+        const size_t chunk = (size_t)chunk_images(l, cv, batch) * image_floats(l, cv);
+        l->scratch_per_sample = (chunk + (size_t)batch - 1) / (size_t)batch;
+    }
     gpu_bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
+}
+
+static void conv_release_gpu(Layer *l)
+{
+    Conv *cv = l->priv;
+#ifndef CDL_GPU_SIM
+    if (cv->gpu)
+        conv_cudnn_release(&cv->gpu->cudnn);
+#endif
+    free(cv->gpu);
+    cv->gpu = NULL;
 }
 
 /* The shape of a chunk of images for the column kernels. */
@@ -121,7 +180,8 @@ static void gemm_groups(const StepContext *ctx, int groups, int trans_a, int tra
     gpu_note_cublas(ctx, st, "convolution cublasSgemmStridedBatched");
 }
 
-static void conv_forward_gpu(Layer *l, const StepContext *ctx)
+/* The own engine's forward: the convolution into l->out. */
+static void conv_forward_ref(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
     const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
@@ -141,11 +201,23 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
                                  l->out_shape.h * l->out_shape.w, 0, stream),
                  "convolution output");
     }
+}
+
+static void conv_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+#ifndef CDL_GPU_SIM
+    if (gpu_handles(ctx)->engine == GPU_ENGINE_CUDNN)
+        conv_cudnn_forward(&cv->gpu->cudnn, l, ctx);
+    else
+#endif
+        conv_forward_ref(l, ctx);
     gpu_bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
     gpu_layer_activate(l, ctx);
 }
 
-static void conv_backward_gpu(Layer *l, const StepContext *ctx)
+/* The own engine's backward from l->delta, the gradient of the convolution's output. */
+static void conv_backward_ref(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
     const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
@@ -154,9 +226,6 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
     float *dx = l->in_delta[0];
     const float dx_beta = layer_input_delta_beta(l, 0);
     cudaStream_t stream = gpu_stream(ctx);
-
-    gpu_layer_activation_backward(l, ctx);
-    gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->delta, 0.0f);
     for (int b0 = 0; b0 < batch; b0 += per_chunk) {
         const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
         const ConvChunk k = chunk_of(l, cv, ctx, images);
@@ -179,10 +248,25 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
     }
 }
 
+static void conv_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    gpu_layer_activation_backward(l, ctx);
+    gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->delta, 0.0f);
+#ifndef CDL_GPU_SIM
+    if (gpu_handles(ctx)->engine == GPU_ENGINE_CUDNN) {
+        conv_cudnn_backward(&cv->gpu->cudnn, l, ctx);
+        return;
+    }
+#endif
+    conv_backward_ref(l, ctx);
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_convolutional_kernels = {
     .engine = conv_engine_gpu,
     .resize = conv_resize_gpu,
+    .release = conv_release_gpu,
     .forward = conv_forward_gpu,
     .backward = conv_backward_gpu,
 };

@@ -8,9 +8,17 @@
 
 #include "core/layer.h"
 
+/* [net] gpu_engine=: what the GPU's convolutions run on: cuDNN (conv_cudnn.h; the default of a
+ * GPU=1 build) or the own im2col + cuBLAS kernels (the only one of a GPU=sim build). */
+typedef enum GpuEngine { GPU_ENGINE_CUDNN, GPU_ENGINE_REF } GpuEngine;
+
 /* What ExecContext.handles points to on the GPU. */
 typedef struct GpuHandles {
     cublasHandle_t cublas;
+    GpuEngine engine;
+    /* A cudnnHandle_t bound to the stream with engine cudnn, else NULL (gpu.h stays free of
+     * cudnn.h, which a GPU=sim build does not use). */
+    void *cudnn;
     /* The first CUDA or cuBLAS failure of the net's passes (cudaSuccess: none), with what failed:
      * the passes cannot return one, so the backend's sync reports it (gpu_backend.c). */
     cudaError_t error;

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef CDL_GPU_SIM
+#include <cudnn.h>
+#endif
+
 #include "gpu.h"
 #include "kernels/slab.h"
 #include "layers/families.h"
@@ -83,6 +87,64 @@ void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, in
     gpu_note_cublas(ctx, st, "cublasSgemm");
 }
 
+static const char *const gpu_engine_names[] = {"cudnn", "ref"}; /* GpuEngine */
+
+/* [net] gpu_engine=cudnn|ref: cudnn by default where cuDNN is built in (GPU=1), ref on the
+ * simulator (GPU=sim), which refuses cudnn. (train/net_keys.c checks the key in every build.) */
+static int read_gpu_engine(Cfg *cfg, GpuEngine *engine, Error *e)
+{
+    CfgSection *s = &cfg->sections[0];
+    const CfgEntry *given = cfg_find(s, "gpu_engine");
+    int named = GPU_ENGINE_CUDNN;
+    int st = cfg_get_named(cfg, s, "gpu_engine", gpu_engine_names, 2, &named, e);
+    if (st)
+        return st;
+#ifdef CDL_GPU_SIM
+    if (given && named == GPU_ENGINE_CUDNN)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: gpu_engine=cudnn: this cdl is built on the GPU simulator (make "
+                         "GPU=sim), which has no cuDNN; gpu_engine=ref runs there",
+                         cfg_where(cfg, s, given).text);
+    named = GPU_ENGINE_REF;
+#else
+    (void)given;
+#endif
+    *engine = (GpuEngine)named;
+    return CDL_OK;
+}
+
+/* With engine cudnn, h's cuDNN handle on stream. */
+static int open_cudnn(GpuHandles *h, cudaStream_t stream, Error *e)
+{
+    if (h->engine != GPU_ENGINE_CUDNN)
+        return CDL_OK;
+#ifdef CDL_GPU_SIM
+    (void)stream;
+    return error_set(e, CDL_EUSAGE, "gpu_engine=cudnn: this cdl is built without cuDNN");
+#else
+    cudnnHandle_t handle = NULL;
+    cudnnStatus_t st = cudnnCreate(&handle);
+    if (st == CUDNN_STATUS_SUCCESS && (st = cudnnSetStream(handle, stream)) != CUDNN_STATUS_SUCCESS)
+        cudnnDestroy(handle);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return error_set(e, CDL_ERUNTIME,
+                         "gpu_engine=cudnn: cuDNN could not start (cudnnCreate: %s); "
+                         "gpu_engine=ref runs the convolutions on cdl's own kernels",
+                         cudnnGetErrorString(st));
+    h->cudnn = handle;
+    return CDL_OK;
+#endif
+}
+
+static void close_cudnn(GpuHandles *h)
+{
+#ifndef CDL_GPU_SIM
+    if (h->cudnn)
+        cudnnDestroy((cudnnHandle_t)h->cudnn);
+#endif
+    h->cudnn = NULL;
+}
+
 /* The oldest compute capability the kernels are built for (cuda/cuda.mk: sm_80, sm_90, PTX 9.0). */
 #define GPU_MIN_COMPUTE_MAJOR 8
 
@@ -96,6 +158,7 @@ static void destroy_handles(GpuHandles *h)
             cudaEventDestroy(events[i]);
     if (h->copy_stream)
         cudaStreamDestroy(h->copy_stream);
+    close_cudnn(h);
     if (h->cublas)
         cublasDestroy(h->cublas);
     cudaFree(h->reduce_work);
@@ -104,8 +167,11 @@ static void destroy_handles(GpuHandles *h)
 
 static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
 {
-    (void)cfg;
+    GpuEngine engine;
     int driver = 0, devices = 0;
+    int st = read_gpu_engine(cfg, &engine, e);
+    if (st)
+        return st;
     if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
         return error_set(e, CDL_ERUNTIME,
                          "no CUDA driver on this machine (libcuda.so.1 is not loaded): --gpu "
@@ -148,6 +214,12 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
         cudaStreamDestroy(stream);
         return error_set(e, CDL_ERUNTIME,
                          "the GPU's context could not start (cuBLAS, memory, streams, events)");
+    }
+    h->engine = engine;
+    if ((st = open_cudnn(h, stream, e))) {
+        destroy_handles(h);
+        cudaStreamDestroy(stream);
+        return st;
     }
     *exec = (ExecContext){.stream = stream, .handles = h};
     return CDL_OK;

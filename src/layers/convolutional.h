@@ -17,6 +17,7 @@
 enum { CONV_WEIGHTS };
 
 struct ConvCpu;
+struct ConvGpu;
 
 typedef struct Conv {
     int filters, size, stride, padding, groups;
@@ -26,6 +27,9 @@ typedef struct Conv {
      * Winograd's plan and kept weights, the bf16 copies, its buffers in the net's slabs): made by
      * the CPU's first resize of the layer, freed by its release; NULL before. */
     struct ConvCpu *cpu;
+    /* The GPU's state of the layer (cuda/convolutional.c: cuDNN's descriptors and algorithms),
+     * made by the GPU's first resize of the layer, freed by its release; NULL before. */
+    struct ConvGpu *gpu;
 } Conv;
 
 #endif

@@ -1,0 +1,55 @@
+/* [convolutional] on cuDNN (the GPU's engine "cudnn", [net] gpu_engine=cudnn, the default of a
+ * GPU=1 build): the layer's descriptors, its algorithms chosen once per shape, and its passes
+ * through cuDNN's legacy convolution API (cudnnConvolutionForward, BackwardData, BackwardFilter).
+ * Not in a GPU=sim build: the simulator has no cuDNN (gpu_backend.c refuses gpu_engine=cudnn
+ * there), and this header declares nothing then.
+ *
+ *   x  [batch][c][h][w]            NCHW float32, l->in[0]
+ *   y  [batch][filters][oh][ow]    NCHW float32, l->out before the bias/batch norm
+ *   w  [filters][c/groups][size][size]  KCRS, the group count on the convolution descriptor
+ *
+ * The math is float32 on FMA kernels only (CUDNN_FMA_MATH: CUDNN_DEFAULT_MATH lets cuDNN pick
+ * TF32 tensor cores on Ampere and newer, which rounds the operands to 10 mantissa bits, far from
+ * the CPU's numbers), and only deterministic algorithms, as the rest of the GPU backend has no
+ * float atomics: a run repeats its numbers. */
+#ifndef CDL_CUDA_CONV_CUDNN_H
+#define CDL_CUDA_CONV_CUDNN_H
+
+#ifndef CDL_GPU_SIM
+#include <cudnn.h>
+
+#include "core/layer.h"
+
+typedef struct ConvCudnn {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    int batch; /* the batch the descriptors describe, 0 before conv_cudnn_describe */
+    /* Chosen by conv_cudnn_choose for that batch, with the workspace the three need (the most) */
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t workspace_bytes;
+} ConvCudnn;
+
+/* Creates c's descriptors if they are not yet and sets them to layer l ([convolutional], its
+ * in_shape and out_shape set by parse) over batch samples; no handle, no device. Returns CDL_OK,
+ * or CDL_ERUNTIME naming the layer and cuDNN's status. */
+int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e);
+
+/* Picks the fastest deterministic FMA algorithm of each pass by cuDNN's heuristics
+ * (cudnnGet*Algorithm_v7, which runs nothing) for c's descriptors, and their workspace. */
+int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error *e);
+
+/* Destroys the descriptors (none created: nothing). */
+void conv_cudnn_release(ConvCudnn *c);
+
+/* y = conv(x, w), written whole (beta 0). */
+void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *ctx);
+
+/* dw += conv_filter(x, dy) (beta 1, cdl's gradient contract); with dx, dx = conv_data(w, dy)
+ * written or added by layer_input_delta_beta. dy is l->delta. */
+void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *ctx);
+
+#endif
+#endif

@@ -1,0 +1,169 @@
+/* cuDNN's view of every [convolutional] is cdl's (cuda/conv_cudnn.h): for each convolution of
+ * the zoo's cfgs (sizes 1, 3, 5, 7; strides 1 and 2; padded or not; depthwise) and of a few
+ * shapes the zoo lacks (grouped but not depthwise, odd sizes, padding wider than the kernel
+ * reaches), the descriptors conv_cudnn_describe sets give cuDNN's output dimensions
+ * (cudnnGetConvolution2dForwardOutputDim) equal to the layer's out_shape, and the tensor and
+ * filter descriptors read back as the layer's shapes. cuDNN's descriptor calls need no driver:
+ * this runs against the real libcudnn in a GPU=1 build, on any machine. The passes themselves
+ * (cudnnCreate on) need a device: scripts/gpu-check.sh's test_backend_ops compares them with the
+ * CPU. Skipped in other builds, after checking there that [net] gpu_engine= is a known key of
+ * every build. */
+#include <glob.h>
+#include <stdio.h>
+
+#include "check.h"
+#include "core/net.h"
+#include "layers/convolutional.h"
+#include "layers/families.h"
+#if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
+#include "conv_cudnn.h"
+#endif
+
+#define BATCH 3
+
+/* A CPU build keeps gpu_engine for the GPU: a known key, its value checked. */
+static void test_gpu_engine_is_a_known_key(void)
+{
+    const char *body = "width=8\nheight=8\nchannels=2\n[convolutional]\nfilters=2\nsize=3\n";
+    char text[256];
+    Net net;
+    Error e = {0};
+    snprintf(text, sizeof text, "[net]\ngpu_engine=ref\n%s", body);
+    CHECK(net_build_from_text(&net, text, "t.cfg", 1, 1, &e) == CDL_OK);
+    net_free(&net);
+    snprintf(text, sizeof text, "[net]\ngpu_engine=cuda\n%s", body);
+    CHECK(net_build_from_text(&net, text, "t.cfg", 1, 1, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "t.cfg:2");
+    CHECK_CONTAINS(e.msg, "expected one of cudnn, ref");
+}
+
+#if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
+/* Every convolution of net: cuDNN's output dimensions and the descriptors' shapes are cdl's.
+ * Returns the convolutions checked. */
+static int check_net_convolutions(const Net *net, const char *name)
+{
+    int checked = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->type != &convolutional_layer)
+            continue;
+        const Conv *cv = l->priv;
+        ConvCudnn c = {0};
+        Error e = {0};
+        const int st = conv_cudnn_describe(&c, l, BATCH, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s: %s\n", name, e.msg);
+            conv_cudnn_release(&c);
+            continue;
+        }
+        int n = 0, ch = 0, h = 0, w = 0;
+        CHECK(cudnnGetConvolution2dForwardOutputDim(c.conv, c.x, c.w, &n, &ch, &h, &w) ==
+              CUDNN_STATUS_SUCCESS);
+        const Shape out = l->out_shape, in = l->in_shape;
+        const int same = n == BATCH && ch == out.c && h == out.h && w == out.w;
+        CHECK(same);
+        if (!same)
+            fprintf(stderr,
+                    "%s layer %d (size %d stride %d padding %d groups %d, in %dx%dx%d): cuDNN "
+                    "%dx%dx%dx%d, cdl %dx%dx%dx%d\n",
+                    name, l->index, cv->size, cv->stride, cv->padding, cv->groups, in.c, in.h, in.w,
+                    n, ch, h, w, BATCH, out.c, out.h, out.w);
+
+        cudnnDataType_t type;
+        int ns, cs, hs, ws;
+        CHECK(cudnnGetTensor4dDescriptor(c.y, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
+              CUDNN_STATUS_SUCCESS);
+        CHECK(type == CUDNN_DATA_FLOAT && n == BATCH && ch == out.c && h == out.h && w == out.w);
+        /* packed NCHW, as cdl's tensors */
+        CHECK(ws == 1 && hs == out.w && cs == out.h * out.w && ns == out.c * out.h * out.w);
+        CHECK(cudnnGetTensor4dDescriptor(c.x, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
+              CUDNN_STATUS_SUCCESS);
+        CHECK(n == BATCH && ch == in.c && h == in.h && w == in.w && ns == in.c * in.h * in.w);
+
+        cudnnTensorFormat_t format;
+        int k = 0, c_per_group = 0, r = 0, s = 0;
+        CHECK(cudnnGetFilter4dDescriptor(c.w, &type, &format, &k, &c_per_group, &r, &s) ==
+              CUDNN_STATUS_SUCCESS);
+        CHECK(format == CUDNN_TENSOR_NCHW && k == cv->filters && c_per_group == in.c / cv->groups &&
+              r == cv->size && s == cv->size);
+        /* the weights cuDNN reads are the layer's, all of them */
+        CHECK((size_t)k * c_per_group * r * s == l->params[CONV_WEIGHTS].count);
+
+        int groups = 0;
+        cudnnMathType_t math;
+        CHECK(cudnnGetConvolutionGroupCount(c.conv, &groups) == CUDNN_STATUS_SUCCESS);
+        CHECK(groups == cv->groups);
+        CHECK(cudnnGetConvolutionMathType(c.conv, &math) == CUDNN_STATUS_SUCCESS);
+        CHECK(math == CUDNN_FMA_MATH);
+        conv_cudnn_release(&c);
+        checked++;
+    }
+    return checked;
+}
+
+/* Every zoo cfg's convolutions. */
+static void test_zoo_convolutions_match_cudnn(void)
+{
+    glob_t g = {0};
+    int checked = 0;
+    CHECK(glob("cfg/*.cfg", 0, NULL, &g) == 0 && g.gl_pathc > 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        Net net;
+        Error e = {0};
+        const int st = net_build_from_file(&net, g.gl_pathv[i], NULL, 0, 0, 1, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s\n", e.msg);
+            continue;
+        }
+        checked += check_net_convolutions(&net, g.gl_pathv[i]);
+        net_free(&net);
+    }
+    globfree(&g);
+    /* the zoo holds hundreds (resnet50 alone 53) */
+    CHECK(checked > 200);
+    printf("test_cudnn_descriptors: %d zoo convolutions\n", checked);
+}
+
+/* Shapes the zoo lacks, each a net of one convolution over an odd-sized input. */
+static void test_other_shapes_match_cudnn(void)
+{
+    static const char *const layers[] = {
+        "filters=6\nsize=3\nstride=1\npad=1\ngroups=2\n",      /* grouped, not depthwise */
+        "filters=4\nsize=5\nstride=2\npad=1\n",                /* 5x5 strided */
+        "filters=4\nsize=5\nstride=2\npadding=2\n",            /* explicit padding */
+        "filters=8\nsize=7\nstride=2\npadding=3\ngroups=4\n",  /* 7x7 grouped */
+        "filters=4\nsize=1\nstride=2\npadding=1\n",            /* padding beyond a 1x1 kernel */
+        "filters=12\nsize=3\nstride=2\npadding=0\ngroups=4\n", /* depthwise x3 */
+        "filters=3\nsize=2\nstride=1\n",                       /* even size, no padding */
+    };
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "[net]\nwidth=13\nheight=11\nchannels=4\n[convolutional]\n%s",
+                 layers[i]);
+        Net net;
+        Error e = {0};
+        const int st = net_build_from_text(&net, text, "t.cfg", 0, 1, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s: %s\n", layers[i], e.msg);
+            continue;
+        }
+        CHECK(check_net_convolutions(&net, layers[i]) == 1);
+        net_free(&net);
+    }
+}
+#endif
+
+int main(void)
+{
+    test_gpu_engine_is_a_known_key();
+#if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
+    test_zoo_convolutions_match_cudnn();
+    test_other_shapes_match_cudnn();
+#else
+    printf("test_cudnn_descriptors: descriptors skipped (cuDNN is in GPU=1 builds only)\n");
+#endif
+    return check_report("test_cudnn_descriptors");
+}
