@@ -21,6 +21,16 @@ typedef struct GpuHandles {
      * mark read as origin_s plus the events' elapsed time; NULL until first asked. */
     cudaEvent_t clock_origin, clock_mark;
     double clock_origin_s;
+    /* A step captured as a CUDA graph (BackendOps.capture_begin): capturing 1 while it is
+     * recorded, when the kernels take per-step values from device memory, in reduce_work after
+     * cuda_sum_squares' total: loss_sum, where softmax leaves the loss total instead of downloading
+     * it, and step_values {lr, step_size, bias2_sqrt}, uploaded from step_values_host before each
+     * replay of graph (NULL: none captured). */
+    int capturing;
+    double *loss_sum;
+    float *step_values;
+    float step_values_host[3];
+    cudaGraphExec_t graph;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)

@@ -118,7 +118,8 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
         free(h);
         return error_set(e, CDL_ERUNTIME, "cudaStreamCreate: %s", cudaGetErrorString(err));
     }
-    if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + sizeof(double)) !=
+    /* reduce_work: cuda_sum_squares' work and total, then loss_sum and step_values */
+    if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + 3 * sizeof(double)) !=
             cudaSuccess ||
         cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS) {
@@ -129,6 +130,8 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
         free(h);
         return error_set(e, CDL_ERUNTIME, "the GPU's context could not start (cuBLAS, memory)");
     }
+    h->loss_sum = h->reduce_work + cuda_sum_squares_work() / sizeof(double) + 1;
+    h->step_values = (float *)(h->loss_sum + 1);
     *exec = (ExecContext){.stream = stream, .handles = h};
     return CDL_OK;
 }
@@ -141,6 +144,8 @@ static void gpu_close(ExecContext *exec)
             cudaEventDestroy(h->clock_origin);
         if (h->clock_mark)
             cudaEventDestroy(h->clock_mark);
+        if (h->graph)
+            cudaGraphExecDestroy(h->graph);
         cublasDestroy(h->cublas);
         cudaFree(h->reduce_work);
         free(h);
@@ -236,6 +241,65 @@ static double gpu_clock_s(const ExecContext *exec)
     return now_s;
 }
 
+/* Thread-local capture: the loader's threads never touch CUDA, and a call of this thread that
+ * would wait (a download, a sync) breaks the capture, which capture_end then reports. */
+static int gpu_capture_begin(const ExecContext *exec, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    const cudaError_t err =
+        cudaStreamBeginCapture((cudaStream_t)exec->stream, cudaStreamCaptureModeThreadLocal);
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: cudaStreamBeginCapture: %s",
+                         cudaGetErrorString(err));
+    h->capturing = 1;
+    return CDL_OK;
+}
+
+static int gpu_capture_end(const ExecContext *exec, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    cudaGraph_t graph = NULL;
+    cudaError_t err = cudaStreamEndCapture((cudaStream_t)exec->stream, &graph);
+    h->capturing = 0;
+    if (h->error != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: the step could not be captured: %s failed: %s",
+                         h->failed, cudaGetErrorString(h->error));
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: the step could not be captured: %s",
+                         cudaGetErrorString(err));
+    cudaGraphExec_t instance = NULL;
+    err = cudaGraphInstantiate(&instance, graph, 0);
+    cudaGraphDestroy(graph);
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: cudaGraphInstantiate: %s", cudaGetErrorString(err));
+    if (h->graph)
+        cudaGraphExecDestroy(h->graph);
+    h->graph = instance;
+    return CDL_OK;
+}
+
+/* The step's values go up on the stream, before the graph, from memory that outlives the copy. */
+static int gpu_replay(const ExecContext *exec, const UpdateRule *step, double *loss_sum, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    if (!h->graph)
+        return error_set(e, CDL_ERUNTIME, "GPU: no step was captured to replay");
+    h->step_values_host[0] = step->lr;
+    h->step_values_host[1] = step->step_size;
+    h->step_values_host[2] = step->bias2_sqrt;
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(h->step_values, h->step_values_host, sizeof h->step_values_host,
+                                  cudaMemcpyHostToDevice, stream),
+                  "step values upload");
+    gpu_note_exec(exec, cudaGraphLaunch(h->graph, stream), "cudaGraphLaunch");
+    gpu_note_exec(
+        exec,
+        cudaMemcpyAsync(loss_sum, h->loss_sum, sizeof *loss_sum, cudaMemcpyDeviceToHost, stream),
+        "loss download");
+    return gpu_sync(exec, e);
+}
+
 const BackendOps gpu_backend = {
     .kind = CDL_BACKEND_GPU,
     .name = "GPU",
@@ -251,4 +315,7 @@ const BackendOps gpu_backend = {
     .download = gpu_download,
     .sync = gpu_sync,
     .clock_s = gpu_clock_s,
+    .capture_begin = gpu_capture_begin,
+    .capture_end = gpu_capture_end,
+    .replay = gpu_replay,
 };

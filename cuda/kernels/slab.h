@@ -10,13 +10,15 @@
 extern "C" {
 #endif
 
+/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt} that the kernels read instead
+ * of the host's arguments (a captured step, whose graph keeps its arguments: gpu_backend.c). */
 /* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
 cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
-                     float momentum, int nesterov, cudaStream_t stream);
+                     float momentum, int nesterov, const float *values, cudaStream_t stream);
 /* Adam, or AdamW when decoupled; step_size = lr / (1 - b1^t), bias2_sqrt = sqrt(1 - b2^t). */
 cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr, float decay,
                       float b1, float b2, float eps, float step_size, float bias2_sqrt,
-                      int decoupled, cudaStream_t stream);
+                      int decoupled, const float *values, cudaStream_t stream);
 /* Bytes of device work cuda_sum_squares needs. */
 size_t cuda_sum_squares_work(void);
 /* *total (device) = sum of x[i]^2 in double, in an order fixed by n. */

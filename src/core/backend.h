@@ -102,6 +102,17 @@ typedef struct BackendOps {
      * finishes, waiting for it: the clock profiling times layers with on a device (CUDA events
      * on the stream); NULL (the CPU): time_now_s(). */
     double (*clock_s)(const ExecContext *exec);
+    /* A training step captured once and replayed as a CUDA graph (train --cuda-graph); NULL on a
+     * backend without graphs (the CPU). capture_begin records the work queued on exec from then
+     * on instead of running it, the kernels reading what changes from step to step from device
+     * memory: the loss, summed there instead of downloaded (a capture cannot wait), and the
+     * optimizer's lr, step_size and bias2_sqrt. capture_end makes the recording exec's graph,
+     * replacing the last (failing, naming what could not be captured). replay uploads step's lr,
+     * step_size and bias2_sqrt, runs the graph, waits for it as sync does and sets *loss_sum to
+     * the loss it summed, not yet divided by the loss divisor. */
+    int (*capture_begin)(const ExecContext *exec, Error *e);
+    int (*capture_end)(const ExecContext *exec, Error *e);
+    int (*replay)(const ExecContext *exec, const UpdateRule *step, double *loss_sum, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in
