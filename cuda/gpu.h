@@ -5,8 +5,17 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 
 #include "core/layer.h"
+
+/* What a step captured as a CUDA graph reads from device memory rather than from its kernels'
+ * arguments, which the graph keeps as they were at the capture. */
+typedef struct GpuStepValues {
+    double loss_sum;  /* softmax's loss total, left here instead of downloaded */
+    uint64_t draw_id; /* StepContext.draw_id: dropout computes its key from it on the device */
+    float lr, step_size, bias2_sqrt; /* the optimizer's (UpdateRule), in this order */
+} GpuStepValues;
 
 /* What ExecContext.handles points to on the GPU. */
 typedef struct GpuHandles {
@@ -21,15 +30,12 @@ typedef struct GpuHandles {
      * mark read as origin_s plus the events' elapsed time; NULL until first asked. */
     cudaEvent_t clock_origin, clock_mark;
     double clock_origin_s;
-    /* A step captured as a CUDA graph (BackendOps.capture_begin): capturing 1 while it is
-     * recorded, when the kernels take per-step values from device memory, in reduce_work after
-     * cuda_sum_squares' total: loss_sum, where softmax leaves the loss total instead of downloading
-     * it, and step_values {lr, step_size, bias2_sqrt}, uploaded from step_values_host before each
-     * replay of graph (NULL: none captured). */
+    /* A step captured as a CUDA graph (BackendOps.capture_begin): capturing is 1 while it is
+     * recorded, when the kernels take what changes from step to step from step (device memory),
+     * which the replay of graph uploads from step_host first; graph NULL: none captured. */
     int capturing;
-    double *loss_sum;
-    float *step_values;
-    float step_values_host[3];
+    GpuStepValues *step;
+    GpuStepValues step_host;
     cudaGraphExec_t graph;
 } GpuHandles;
 

@@ -118,20 +118,19 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
         free(h);
         return error_set(e, CDL_ERUNTIME, "cudaStreamCreate: %s", cudaGetErrorString(err));
     }
-    /* reduce_work: cuda_sum_squares' work and total, then loss_sum and step_values */
-    if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + 3 * sizeof(double)) !=
+    if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + sizeof(double)) !=
             cudaSuccess ||
+        cudaMalloc((void **)&h->step, sizeof *h->step) != cudaSuccess ||
         cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS) {
         if (h->cublas)
             cublasDestroy(h->cublas);
         cudaFree(h->reduce_work);
+        cudaFree(h->step);
         cudaStreamDestroy(stream);
         free(h);
         return error_set(e, CDL_ERUNTIME, "the GPU's context could not start (cuBLAS, memory)");
     }
-    h->loss_sum = h->reduce_work + cuda_sum_squares_work() / sizeof(double) + 1;
-    h->step_values = (float *)(h->loss_sum + 1);
     *exec = (ExecContext){.stream = stream, .handles = h};
     return CDL_OK;
 }
@@ -148,6 +147,7 @@ static void gpu_close(ExecContext *exec)
             cudaGraphExecDestroy(h->graph);
         cublasDestroy(h->cublas);
         cudaFree(h->reduce_work);
+        cudaFree(h->step);
         free(h);
     }
     if (exec->stream)
@@ -279,24 +279,26 @@ static int gpu_capture_end(const ExecContext *exec, Error *e)
 }
 
 /* The step's values go up on the stream, before the graph, from memory that outlives the copy. */
-static int gpu_replay(const ExecContext *exec, const UpdateRule *step, double *loss_sum, Error *e)
+static int gpu_replay(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
+                      double *loss_sum, Error *e)
 {
     GpuHandles *h = exec->handles;
     cudaStream_t stream = (cudaStream_t)exec->stream;
     if (!h->graph)
         return error_set(e, CDL_ERUNTIME, "GPU: no step was captured to replay");
-    h->step_values_host[0] = step->lr;
-    h->step_values_host[1] = step->step_size;
-    h->step_values_host[2] = step->bias2_sqrt;
+    h->step_host = (GpuStepValues){.draw_id = draw_id,
+                                   .lr = step->lr,
+                                   .step_size = step->step_size,
+                                   .bias2_sqrt = step->bias2_sqrt};
     gpu_note_exec(exec,
-                  cudaMemcpyAsync(h->step_values, h->step_values_host, sizeof h->step_values_host,
+                  cudaMemcpyAsync(h->step, &h->step_host, sizeof h->step_host,
                                   cudaMemcpyHostToDevice, stream),
                   "step values upload");
     gpu_note_exec(exec, cudaGraphLaunch(h->graph, stream), "cudaGraphLaunch");
-    gpu_note_exec(
-        exec,
-        cudaMemcpyAsync(loss_sum, h->loss_sum, sizeof *loss_sum, cudaMemcpyDeviceToHost, stream),
-        "loss download");
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(loss_sum, &h->step->loss_sum, sizeof *loss_sum,
+                                  cudaMemcpyDeviceToHost, stream),
+                  "loss download");
     return gpu_sync(exec, e);
 }
 

@@ -12,7 +12,7 @@ static cudaStream_t stream_of(const ExecContext *exec)
 static const float *step_values_of(const ExecContext *exec)
 {
     const GpuHandles *h = exec->handles;
-    return h->capturing ? h->step_values : NULL;
+    return h->capturing ? &h->step->lr : NULL;
 }
 
 static void gpu_sgd(float *w, float *v, const float *g, size_t n, const UpdateRule *r,

@@ -255,8 +255,8 @@ typedef struct cdl_run_options {
     int (*stop_requested)(void *ctx);
     void *stop_ctx;
     /* 1: every step runs as one CUDA graph, captured at the first step and replayed (a GPU
-     * session): the same losses as without. What it cannot capture yet (dropout, clipping,
-     * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
+     * session): the same losses as without. What it cannot capture yet ([crop], [attention],
+     * clipping, subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
     int cuda_graph;
 } cdl_run_options;
 

@@ -6,6 +6,7 @@
 #define CDL_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "io/cfg.h"
 #include "util/error.h"
@@ -105,14 +106,16 @@ typedef struct BackendOps {
     /* A training step captured once and replayed as a CUDA graph (train --cuda-graph); NULL on a
      * backend without graphs (the CPU). capture_begin records the work queued on exec from then
      * on instead of running it, the kernels reading what changes from step to step from device
-     * memory: the loss, summed there instead of downloaded (a capture cannot wait), and the
-     * optimizer's lr, step_size and bias2_sqrt. capture_end makes the recording exec's graph,
-     * replacing the last (failing, naming what could not be captured). replay uploads step's lr,
-     * step_size and bias2_sqrt, runs the graph, waits for it as sync does and sets *loss_sum to
-     * the loss it summed, not yet divided by the loss divisor. */
+     * memory: the loss, summed there instead of downloaded (a capture cannot wait), the
+     * optimizer's lr, step_size and bias2_sqrt, and the pass's draw id (StepContext.draw_id).
+     * capture_end makes the recording exec's graph, replacing the last (failing, naming what
+     * could not be captured). replay uploads step's lr, step_size and bias2_sqrt and draw_id,
+     * runs the graph, waits for it as sync does and sets *loss_sum to the loss it summed, not
+     * yet divided by the loss divisor. */
     int (*capture_begin)(const ExecContext *exec, Error *e);
     int (*capture_end)(const ExecContext *exec, Error *e);
-    int (*replay)(const ExecContext *exec, const UpdateRule *step, double *loss_sum, Error *e);
+    int (*replay)(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
+                  double *loss_sum, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

@@ -125,7 +125,7 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
     for (int i = 0; i < net->n_layers; i++) {
         const char *family = net->layers[i].type->name;
         softmaxes += !strcmp(family, "softmax");
-        if (!strcmp(family, "dropout") || !strcmp(family, "crop") || !strcmp(family, "attention"))
+        if (!strcmp(family, "crop") || !strcmp(family, "attention"))
             return error_set(e, CDL_EUSAGE,
                              "--cuda-graph does not capture layer %d [%s] yet: its random draws "
                              "are keyed on the host (train without it)",
@@ -138,8 +138,8 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
 
 /* A step of one pass as a CUDA graph: the batch is uploaded, the graph of forward, backward and
  * update (captured at the first step, and again when a buffer moved) replayed with the step's
- * lr and bias corrections, the loss downloaded once it finished. A non-finite loss is found
- * only after the update, which the replay has applied. */
+ * lr, bias corrections and draw id (dropout's masks), the loss downloaded once it finished. A
+ * non-finite loss is found only after the update, which the replay has applied. */
 static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, StepGraph *g,
                         float *loss, Error *e)
 {
@@ -165,7 +165,7 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
         *g = now;
     }
     double loss_sum;
-    if ((st = be->replay(&net->exec, &rule, &loss_sum, e)))
+    if ((st = be->replay(&net->exec, &rule, net->draw_id, &loss_sum, e)))
         return st;
     opt->steps++;
     net->loss = (float)(loss_sum / net->loss_divisor);
