@@ -53,6 +53,14 @@ static void gpu_scale(float *x, size_t n, float s, const ExecContext *exec)
     gpu_note_exec(exec, cuda_scale(x, n, s, stream_of(exec)), "gradient scale");
 }
 
+/* No download: the coefficient is computed and applied on the device. */
+static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    gpu_note_exec(exec, cuda_clip_norm(x, n, max_norm, h->reduce_work, stream_of(exec)),
+                  "gradient clipping");
+}
+
 static void gpu_average(float *shadow, const float *w, size_t n, float decay,
                         const ExecContext *exec)
 {
@@ -76,6 +84,7 @@ const SlabKernels gpu_slab_kernels = {
     .adam = gpu_adam,
     .sum_squares = gpu_sum_squares,
     .scale = gpu_scale,
+    .clip_norm = gpu_clip_norm,
     .average = gpu_average,
     .swap = gpu_swap,
     .copy = gpu_copy,

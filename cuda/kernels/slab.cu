@@ -79,6 +79,19 @@ __global__ void scale_kernel(float *x, size_t n, float s)
         x[i] *= s;
 }
 
+// x *= max_norm / (sqrt(*sum) + 1e-6) when that is below 1: clip_gradients' coefficient
+// (train/optimizer.c), in double as there, read from the device so that no one waits for it.
+__global__ void clip_kernel(float *x, size_t n, const double *sum, float max_norm)
+{
+    const double coef = max_norm / (sqrt(*sum) + 1e-6);
+    if (coef >= 1)
+        return;
+    const float s = (float)coef;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
 __global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -145,6 +158,17 @@ extern "C" cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stre
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(scale_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, s);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work,
+                                      cudaStream_t stream)
+{
+    double *total = work + SLAB_BLOCKS;
+    const cudaError_t err = cuda_sum_squares(total, work, x, n, stream);
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(clip_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, total, max_norm);
     return cuda_launch_error();
 }
 

@@ -25,6 +25,10 @@ size_t cuda_sum_squares_work(void);
 cudaError_t cuda_sum_squares(double *total, double *work, const float *x, size_t n,
                              cudaStream_t stream);
 cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
+/* Scales x so that its L2 norm is at most max_norm, as clip_gradients (train/optimizer.c): by
+ * max_norm / (sqrt(sum of x^2) + 1e-6) when that is below 1, the sum in cuda_sum_squares' order
+ * and the coefficient in double, all on the device; work: cuda_sum_squares_work() bytes. */
+cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work, cudaStream_t stream);
 /* shadow = decay shadow + (1 - decay) w */
 cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, cudaStream_t stream);
 cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream);

@@ -256,7 +256,7 @@ typedef struct cdl_run_options {
     void *stop_ctx;
     /* 1: every step runs as one CUDA graph, captured at the first step and replayed (a GPU
      * session): the same losses as without. What it cannot capture yet ([crop], [attention],
-     * clipping, subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
+     * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
     int cuda_graph;
 } cdl_run_options;
 

@@ -60,6 +60,10 @@ typedef struct SlabKernels {
     double (*sum_squares)(const float *x, size_t n, const ExecContext *exec);
     /* x *= s */
     void (*scale)(float *x, size_t n, float s, const ExecContext *exec);
+    /* x *= max_norm / (sqrt(sum_squares(x)) + 1e-6) when that is below 1, the coefficient in
+     * double, computed where x is (a device does not wait for it); NULL: the optimizer computes
+     * it on the host from sum_squares and applies it with scale. */
+    void (*clip_norm)(float *x, size_t n, float max_norm, const ExecContext *exec);
     /* shadow = decay shadow + (1 - decay) w */
     void (*average)(float *shadow, const float *w, size_t n, float decay, const ExecContext *exec);
     /* Exchanges a [n] and b [n]. */

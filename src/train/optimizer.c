@@ -54,6 +54,10 @@ void optimizer_free(Optimizer *o)
 static void clip_gradients(Net *net, float max_norm)
 {
     const SlabKernels *k = net->backend->slab;
+    if (k->clip_norm) {
+        k->clip_norm(net->grads, net->n_params, max_norm, &net->exec);
+        return;
+    }
     const double sum = k->sum_squares(net->grads, net->n_params, &net->exec);
     const double coef = max_norm / (sqrt(sum) + 1e-6);
     if (coef < 1)

@@ -117,8 +117,6 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
     if (net->hyper.subdivisions * net->split > 1)
         return error_set(e, CDL_EUSAGE, not_yet,
                          "a step of several passes (subdivisions > 1, or a split batch)");
-    if (opt->settings.clip_grad_norm > 0)
-        return error_set(e, CDL_EUSAGE, not_yet, "clip_grad_norm (its norm is read on the host)");
     if (opt->ema)
         return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
     int softmaxes = 0;
