@@ -135,9 +135,9 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
 }
 
 /* A step of one pass as a CUDA graph: the batch is uploaded, the graph of forward, backward and
- * update (captured at the first step, and again when a buffer moved) replayed with the step's
- * lr, bias corrections and draw id (dropout's masks), the loss downloaded once it finished. A
- * non-finite loss is found only after the update, which the replay has applied. */
+ * update (captured at the first step it runs, and again when a buffer moved) replayed with the
+ * step's lr, bias corrections and draw id (dropout's masks), the loss downloaded once it finished.
+ * A non-finite loss is found only after the update, which the replay has applied. */
 static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, StepGraph *g,
                         float *loss, Error *e)
 {
@@ -339,6 +339,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
     StepGraph graph = {0};
+    /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
+     * plan at their first call (cuBLAS's workspace) is done outside the capture */
+    int graph_ready = 0;
     if (plan->cuda_graph && (st = graph_refusal(net, opt, plan, e)))
         return st;
     while (net->step < total && !st) {
@@ -353,9 +356,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
-        st = plan->cuda_graph
-                 ? step_graphed(net, opt, train->fill, train->ctx, lr, &graph, &loss, e)
-                 : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        st = graph_ready ? step_graphed(net, opt, train->fill, train->ctx, lr, &graph, &loss, e)
+                         : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        graph_ready = plan->cuda_graph;
         if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);
         if (st)
