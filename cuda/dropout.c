@@ -31,9 +31,12 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
     }
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
     const uint64_t first = (uint64_t)ctx->sample_offset * shape_size(l->out_shape);
+    /* a captured step keys on the draw id each replay uploads */
+    const GpuHandles *h = gpu_handles(ctx);
     gpu_note(ctx,
-             cuda_dropout_forward(l->out, d->mask, l->in[0], key, first, d->probability, d->scale,
-                                  n, gpu_stream(ctx)),
+             cuda_dropout_forward(l->out, d->mask, l->in[0], key,
+                                  h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
+                                  first, d->probability, d->scale, n, gpu_stream(ctx)),
              "dropout forward");
 }
 

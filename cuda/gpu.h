@@ -5,12 +5,21 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 
 #include "core/layer.h"
 
 /* [net] gpu_engine=: what the GPU's convolutions run on: cuDNN (conv_cudnn.h; the default of a
  * GPU=1 build) or the own im2col + cuBLAS kernels (the only one of a GPU=sim build). */
 typedef enum GpuEngine { GPU_ENGINE_CUDNN, GPU_ENGINE_REF } GpuEngine;
+
+/* What a step captured as a CUDA graph reads from device memory rather than from its kernels'
+ * arguments, which the graph keeps as they were at the capture. */
+typedef struct GpuStepValues {
+    double loss_sum;  /* softmax's loss total, left here instead of downloaded */
+    uint64_t draw_id; /* StepContext.draw_id: dropout computes its key from it on the device */
+    float lr, step_size, bias2_sqrt; /* the optimizer's (UpdateRule), in this order */
+} GpuStepValues;
 
 /* What ExecContext.handles points to on the GPU. */
 typedef struct GpuHandles {
@@ -35,6 +44,14 @@ typedef struct GpuHandles {
      * the net's stream, which the copies wait for before they overwrite the device's batch. */
     cudaStream_t copy_stream;
     cudaEvent_t staged[2], passes_queued;
+
+    /* A step captured as a CUDA graph (BackendOps.capture_begin): capturing is 1 while it is
+     * recorded, when the kernels take what changes from step to step from step (device memory),
+     * which the replay of graph uploads from step_host first; graph NULL: none captured. */
+    int capturing;
+    GpuStepValues *step;
+    GpuStepValues step_host;
+    cudaGraphExec_t graph;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)

@@ -159,9 +159,12 @@ static void destroy_handles(GpuHandles *h)
     if (h->copy_stream)
         cudaStreamDestroy(h->copy_stream);
     close_cudnn(h);
+    if (h->graph)
+        cudaGraphExecDestroy(h->graph);
     if (h->cublas)
         cublasDestroy(h->cublas);
     cudaFree(h->reduce_work);
+    cudaFree(h->step);
     free(h);
 }
 
@@ -204,6 +207,7 @@ static int gpu_open(ExecContext *exec, Cfg *cfg, int device, Error *e)
     }
     if (cudaMalloc((void **)&h->reduce_work, cuda_sum_squares_work() + sizeof(double)) !=
             cudaSuccess ||
+        cudaMalloc((void **)&h->step, sizeof *h->step) != cudaSuccess ||
         cublasCreate(&h->cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(h->cublas, stream) != CUBLAS_STATUS_SUCCESS ||
         cudaStreamCreateWithFlags(&h->copy_stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -368,6 +372,67 @@ static double gpu_clock_s(const ExecContext *exec)
     return now_s;
 }
 
+/* Thread-local capture: the loader's threads never touch CUDA, and a call of this thread that
+ * would wait (a download, a sync) breaks the capture, which capture_end then reports. */
+static int gpu_capture_begin(const ExecContext *exec, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    const cudaError_t err =
+        cudaStreamBeginCapture((cudaStream_t)exec->stream, cudaStreamCaptureModeThreadLocal);
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: cudaStreamBeginCapture: %s",
+                         cudaGetErrorString(err));
+    h->capturing = 1;
+    return CDL_OK;
+}
+
+static int gpu_capture_end(const ExecContext *exec, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    cudaGraph_t graph = NULL;
+    cudaError_t err = cudaStreamEndCapture((cudaStream_t)exec->stream, &graph);
+    h->capturing = 0;
+    if (h->error != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: the step could not be captured: %s failed: %s",
+                         h->failed, cudaGetErrorString(h->error));
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: the step could not be captured: %s",
+                         cudaGetErrorString(err));
+    cudaGraphExec_t instance = NULL;
+    err = cudaGraphInstantiate(&instance, graph, 0);
+    cudaGraphDestroy(graph);
+    if (err != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "GPU: cudaGraphInstantiate: %s", cudaGetErrorString(err));
+    if (h->graph)
+        cudaGraphExecDestroy(h->graph);
+    h->graph = instance;
+    return CDL_OK;
+}
+
+/* The step's values go up on the stream, before the graph, from memory that outlives the copy. */
+static int gpu_replay(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
+                      double *loss_sum, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    if (!h->graph)
+        return error_set(e, CDL_ERUNTIME, "GPU: no step was captured to replay");
+    h->step_host = (GpuStepValues){.draw_id = draw_id,
+                                   .lr = step->lr,
+                                   .step_size = step->step_size,
+                                   .bias2_sqrt = step->bias2_sqrt};
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(h->step, &h->step_host, sizeof h->step_host,
+                                  cudaMemcpyHostToDevice, stream),
+                  "step values upload");
+    gpu_note_exec(exec, cudaGraphLaunch(h->graph, stream), "cudaGraphLaunch");
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(loss_sum, &h->step->loss_sum, sizeof *loss_sum,
+                                  cudaMemcpyDeviceToHost, stream),
+                  "loss download");
+    return gpu_sync(exec, e);
+}
+
 const BackendOps gpu_backend = {
     .kind = CDL_BACKEND_GPU,
     .name = "GPU",
@@ -387,4 +452,7 @@ const BackendOps gpu_backend = {
     .wait_staged = gpu_wait_staged,
     .sync = gpu_sync,
     .clock_s = gpu_clock_s,
+    .capture_begin = gpu_capture_begin,
+    .capture_end = gpu_capture_end,
+    .replay = gpu_replay,
 };

@@ -8,11 +8,19 @@ static cudaStream_t stream_of(const ExecContext *exec)
     return (cudaStream_t)exec->stream;
 }
 
+/* The device's copy of the step's lr, step_size and bias2_sqrt while a step is captured. */
+static const float *step_values_of(const ExecContext *exec)
+{
+    const GpuHandles *h = exec->handles;
+    return h->capturing ? &h->step->lr : NULL;
+}
+
 static void gpu_sgd(float *w, float *v, const float *g, size_t n, const UpdateRule *r,
                     const ExecContext *exec)
 {
     gpu_note_exec(exec,
-                  cuda_sgd(w, v, g, n, r->lr, r->decay, r->momentum, r->nesterov, stream_of(exec)),
+                  cuda_sgd(w, v, g, n, r->lr, r->decay, r->momentum, r->nesterov,
+                           step_values_of(exec), stream_of(exec)),
                   "sgd");
 }
 
@@ -21,7 +29,8 @@ static void gpu_adam(float *w, float *m, float *v, const float *g, size_t n, con
 {
     gpu_note_exec(exec,
                   cuda_adam(w, m, v, g, n, r->lr, r->decay, r->beta1, r->beta2, r->eps,
-                            r->step_size, r->bias2_sqrt, r->decoupled, stream_of(exec)),
+                            r->step_size, r->bias2_sqrt, r->decoupled, step_values_of(exec),
+                            stream_of(exec)),
                   "adam");
 }
 
@@ -42,6 +51,14 @@ static double gpu_sum_squares(const float *x, size_t n, const ExecContext *exec)
 static void gpu_scale(float *x, size_t n, float s, const ExecContext *exec)
 {
     gpu_note_exec(exec, cuda_scale(x, n, s, stream_of(exec)), "gradient scale");
+}
+
+/* No download: the coefficient is computed and applied on the device. */
+static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    gpu_note_exec(exec, cuda_clip_norm(x, n, max_norm, h->reduce_work, stream_of(exec)),
+                  "gradient clipping");
 }
 
 static void gpu_average(float *shadow, const float *w, size_t n, float decay,
@@ -67,6 +84,7 @@ const SlabKernels gpu_slab_kernels = {
     .adam = gpu_adam,
     .sum_squares = gpu_sum_squares,
     .scale = gpu_scale,
+    .clip_norm = gpu_clip_norm,
     .average = gpu_average,
     .swap = gpu_swap,
     .copy = gpu_copy,

@@ -1,7 +1,8 @@
 /* [softmax]'s GPU kernels (layers/softmax.c has its meaning): a softmax per row with the
  * cross-entropy loss and its fused gradient. The rows' losses are summed on the device in row
  * order, as the CPU sums them, and the total comes back to the host: one device-to-host copy (and
- * wait) per forward with labels.
+ * wait) per forward with labels; in a step being captured as a CUDA graph, which cannot wait, the
+ * total stays in GpuStepValues.loss_sum, which the replay downloads (gpu_backend.c).
  *
  *   in, out [batch][groups][n]   labels [batch][groups]
  */
@@ -34,6 +35,12 @@ static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
              "softmax forward");
     if (!ctx->labels)
         return;
+    GpuHandles *h = gpu_handles(ctx);
+    if (h->capturing) {
+        gpu_note(ctx, cuda_loss_total(&h->step->loss_sum, sm->row_loss, rows, gpu_stream(ctx)),
+                 "softmax loss");
+        return;
+    }
     double loss = 0;
     gpu_note(ctx, cuda_loss_total(sm->loss_total, sm->row_loss, rows, gpu_stream(ctx)),
              "softmax loss");

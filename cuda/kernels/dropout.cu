@@ -8,9 +8,13 @@
 #include "kernels/rng.cuh"
 #include "launch.h"
 
+// draw_id not NULL: the key is layer_draw_stream's of *draw_id and layer, rng_key'd here.
 __global__ void dropout_forward_kernel(float *out, float *mask, const float *in, uint64_t key,
+                                       const uint64_t *draw_id, uint64_t seed, int layer,
                                        uint64_t first, float p, float scale, size_t n)
 {
+    if (draw_id)
+        key = rng_key_dev(seed, (*draw_id << 16) ^ (uint64_t)layer);
     GRID_STRIDE_LOOP(i, n)
     {
         const float m = rng_uniform_at_dev(key, first + i) < p ? 0.0f : scale;
@@ -28,13 +32,14 @@ __global__ void dropout_backward_kernel(float *dx, const float *dy, const float 
 }
 
 extern "C" cudaError_t cuda_dropout_forward(float *out, float *mask, const float *in, uint64_t key,
+                                            const uint64_t *draw_id, uint64_t seed, int layer,
                                             uint64_t first, float p, float scale, size_t n,
                                             cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(dropout_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, mask, in, key,
-                first, p, scale, n);
+                draw_id, seed, layer, first, p, scale, n);
     return cuda_launch_error();
 }
 

@@ -1,7 +1,8 @@
 // util/rng's draws on the device, bit for bit: the counter-based SplitMix64 of rng_uniform_at
 // (dropout's masks) and PCG32's rng_seed, rng_u32 and rng_below (crop's windows, one stream per
 // sample), so that a pass draws on the GPU what it draws on the CPU. The keys (rng_key) are
-// computed on the host, from the seed and the layer's stream, and passed by value.
+// computed on the host, from the seed and the layer's stream, and passed by value, except in a
+// step captured as a CUDA graph, whose draw id is read on the device (rng_key_dev).
 #ifndef CDL_CUDA_RNG_CUH
 #define CDL_CUDA_RNG_CUH
 
@@ -47,6 +48,14 @@ __device__ __forceinline__ RngDev rng_seed_dev(uint64_t seed, uint64_t stream)
     r.state += seed;
     rng_u32_dev(&r);
     return r;
+}
+
+// rng_key.
+__device__ __forceinline__ uint64_t rng_key_dev(uint64_t seed, uint64_t stream)
+{
+    RngDev r = rng_seed_dev(seed, stream);
+    const uint64_t high = rng_u32_dev(&r);
+    return high << 32 | rng_u32_dev(&r);
 }
 
 // rng_below: uniform integer in [0, n).

@@ -9,9 +9,13 @@
 #define SLAB_BLOCKS 1024
 #define SLAB_THREADS 256
 
+// values (device, in this order: lr, step_size, bias2_sqrt) replaces the host's lr, step_size
+// and bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from there.
 __global__ void sgd_kernel(float *w, float *v, const float *grad, size_t n, float lr, float decay,
-                           float momentum, float g_weight, float v_weight)
+                           float momentum, float g_weight, float v_weight, const float *values)
 {
+    if (values)
+        lr = values[0];
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (size_t)gridDim.x * blockDim.x) {
         const float g = grad[j] + decay * w[j];
@@ -21,10 +25,16 @@ __global__ void sgd_kernel(float *w, float *v, const float *grad, size_t n, floa
     }
 }
 
-__global__ void adam_kernel(float *w, float *m, float *v, const float *grad, size_t n,
-                            float shrink, float l2, float b1, float b2, float eps, float step_size,
-                            float bias2_sqrt)
+__global__ void adam_kernel(float *w, float *m, float *v, const float *grad, size_t n, float shrink,
+                            float l2, float b1, float b2, float eps, float step_size,
+                            float bias2_sqrt, const float *values, float decoupled_decay)
 {
+    if (values) { // shrink as cuda_adam computes it on the host, rounded alike
+        shrink = decoupled_decay != 0.0f ? __fadd_rn(1.0f, -__fmul_rn(values[0], decoupled_decay))
+                                         : 1.0f;
+        step_size = values[1];
+        bias2_sqrt = values[2];
+    }
     for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
          j += (size_t)gridDim.x * blockDim.x) {
         w[j] *= shrink;
@@ -69,6 +79,19 @@ __global__ void scale_kernel(float *x, size_t n, float s)
         x[i] *= s;
 }
 
+// x *= max_norm / (sqrt(*sum) + 1e-6) when that is below 1: clip_gradients' coefficient
+// (train/optimizer.c), in double as there, read from the device so that no one waits for it.
+__global__ void clip_kernel(float *x, size_t n, const double *sum, float max_norm)
+{
+    const double coef = max_norm / (sqrt(*sum) + 1e-6);
+    if (coef >= 1)
+        return;
+    const float s = (float)coef;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
 __global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -92,25 +115,27 @@ static int grid_for(size_t n)
     return blocks > SLAB_BLOCKS ? SLAB_BLOCKS : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr,
-                                float decay, float momentum, int nesterov, cudaStream_t stream)
+extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
+                                float momentum, int nesterov, const float *values,
+                                cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(sgd_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, v, g, n, lr, decay, momentum,
-                nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f);
+                nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f, values);
     return cuda_launch_error();
 }
 
 extern "C" cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr,
                                  float decay, float b1, float b2, float eps, float step_size,
-                                 float bias2_sqrt, int decoupled, cudaStream_t stream)
+                                 float bias2_sqrt, int decoupled, const float *values,
+                                 cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(adam_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, m, v, g, n,
                 decoupled ? 1.0f - lr * decay : 1.0f, decoupled ? 0.0f : decay, b1, b2, eps,
-                step_size, bias2_sqrt);
+                step_size, bias2_sqrt, values, decoupled ? decay : 0.0f);
     return cuda_launch_error();
 }
 
@@ -133,6 +158,17 @@ extern "C" cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stre
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(scale_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, s);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work,
+                                      cudaStream_t stream)
+{
+    double *total = work + SLAB_BLOCKS;
+    const cudaError_t err = cuda_sum_squares(total, work, x, n, stream);
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(clip_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, total, max_norm);
     return cuda_launch_error();
 }
 

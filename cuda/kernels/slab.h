@@ -10,19 +10,25 @@
 extern "C" {
 #endif
 
+/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt} that the kernels read instead
+ * of the host's arguments (a captured step, whose graph keeps its arguments: gpu_backend.c). */
 /* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
 cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
-                     float momentum, int nesterov, cudaStream_t stream);
+                     float momentum, int nesterov, const float *values, cudaStream_t stream);
 /* Adam, or AdamW when decoupled; step_size = lr / (1 - b1^t), bias2_sqrt = sqrt(1 - b2^t). */
 cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr, float decay,
                       float b1, float b2, float eps, float step_size, float bias2_sqrt,
-                      int decoupled, cudaStream_t stream);
+                      int decoupled, const float *values, cudaStream_t stream);
 /* Bytes of device work cuda_sum_squares needs. */
 size_t cuda_sum_squares_work(void);
 /* *total (device) = sum of x[i]^2 in double, in an order fixed by n. */
 cudaError_t cuda_sum_squares(double *total, double *work, const float *x, size_t n,
                              cudaStream_t stream);
 cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
+/* Scales x so that its L2 norm is at most max_norm, as clip_gradients (train/optimizer.c): by
+ * max_norm / (sqrt(sum of x^2) + 1e-6) when that is below 1, the sum in cuda_sum_squares' order
+ * and the coefficient in double, all on the device; work: cuda_sum_squares_work() bytes. */
+cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work, cudaStream_t stream);
 /* shadow = decay shadow + (1 - decay) w */
 cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, cudaStream_t stream);
 cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream);

@@ -254,6 +254,10 @@ typedef struct cdl_run_options {
      * written. Under mpirun every rank stops when one rank's says so. */
     int (*stop_requested)(void *ctx);
     void *stop_ctx;
+    /* 1: every step after the first runs as one CUDA graph, captured at the second and replayed
+     * (a GPU session): the same losses as without. What it cannot capture yet ([crop], [attention],
+     * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
+    int cuda_graph;
 } cdl_run_options;
 
 typedef struct cdl_step_report {

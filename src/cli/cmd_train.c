@@ -45,6 +45,10 @@ static const OptSpec train_opts[] = {
     {"--trace", 1, 0, "trace file of --profile-steps (default: the checkpoint's, .trace.json)"},
     {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
     {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
+    {"--cuda-graph", 0, 0,
+     "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
+     "losses; refused for what it cannot capture yet: [crop], [attention], subdivisions, "
+     "ema, mpirun, --profile-steps)"},
     {"--dist-timeout", 1, 0,
      "under mpirun: seconds a rank waits for the others before the run stops (default 300)"},
     {"--help", 0, 0, "show this help"},
@@ -158,6 +162,9 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
     st = st ? st : args_get_int(a, "--gpu", -1, 0, 1024, &gpu, e);
     if (st)
         return st;
+    if (args_get(a, "--cuda-graph") && gpu < 0)
+        return error_set(e, CDL_EUSAGE,
+                         "--cuda-graph captures a GPU's training step: it needs --gpu N");
     o.on_gpu = gpu >= 0;
     o.gpu_device = gpu >= 0 ? (int)gpu : 0;
     if (!resume) {
@@ -204,7 +211,8 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
                                .profile_steps = args_get(a, "--profile-steps"),
                                .trace_path = args_get(a, "--trace"),
                                .dist_timeout_s = (double)dist_timeout,
-                               .stop_requested = cli_stop_requested};
+                               .stop_requested = cli_stop_requested,
+                               .cuda_graph = args_get(a, "--cuda-graph") != NULL};
     TrainWatch watch = {.progress = progress};
     const cdl_callbacks cb = {watch_step, watch_epoch, &watch};
     /* Until now a signal ends the process at once: there is nothing to save. */

@@ -6,6 +6,7 @@
 #define CDL_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "io/cfg.h"
 #include "util/error.h"
@@ -59,6 +60,10 @@ typedef struct SlabKernels {
     double (*sum_squares)(const float *x, size_t n, const ExecContext *exec);
     /* x *= s */
     void (*scale)(float *x, size_t n, float s, const ExecContext *exec);
+    /* x *= max_norm / (sqrt(sum_squares(x)) + 1e-6) when that is below 1, the coefficient in
+     * double, computed where x is (a device does not wait for it); NULL: the optimizer computes
+     * it on the host from sum_squares and applies it with scale. */
+    void (*clip_norm)(float *x, size_t n, float max_norm, const ExecContext *exec);
     /* shadow = decay shadow + (1 - decay) w */
     void (*average)(float *shadow, const float *w, size_t n, float decay, const ExecContext *exec);
     /* Exchanges a [n] and b [n]. */
@@ -123,6 +128,19 @@ typedef struct BackendOps {
      * finishes, waiting for it: the clock profiling times layers with on a device (CUDA events
      * on the stream); NULL (the CPU): time_now_s(). */
     double (*clock_s)(const ExecContext *exec);
+    /* A training step captured once and replayed as a CUDA graph (train --cuda-graph); NULL on a
+     * backend without graphs (the CPU). capture_begin records the work queued on exec from then
+     * on instead of running it, the kernels reading what changes from step to step from device
+     * memory: the loss, summed there instead of downloaded (a capture cannot wait), the
+     * optimizer's lr, step_size and bias2_sqrt, and the pass's draw id (StepContext.draw_id).
+     * capture_end makes the recording exec's graph, replacing the last (failing, naming what
+     * could not be captured). replay uploads step's lr, step_size and bias2_sqrt and draw_id,
+     * runs the graph, waits for it as sync does and sets *loss_sum to the loss it summed, not
+     * yet divided by the loss divisor. */
+    int (*capture_begin)(const ExecContext *exec, Error *e);
+    int (*capture_end)(const ExecContext *exec, Error *e);
+    int (*replay)(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
+                  double *loss_sum, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

@@ -54,6 +54,10 @@ void optimizer_free(Optimizer *o)
 static void clip_gradients(Net *net, float max_norm)
 {
     const SlabKernels *k = net->backend->slab;
+    if (k->clip_norm) {
+        k->clip_norm(net->grads, net->n_params, max_norm, &net->exec);
+        return;
+    }
     const double sum = k->sum_squares(net->grads, net->n_params, &net->exec);
     const double coef = max_norm / (sqrt(sum) + 1e-6);
     if (coef < 1)
@@ -66,22 +70,28 @@ static float param_decay(const TrainSettings *h, const Param *p)
     return p->decay || h->decay_bn_bias ? h->decay : 0.0f;
 }
 
+UpdateRule optimizer_next_rule(const Optimizer *o, float lr)
+{
+    const TrainSettings *h = &o->settings;
+    const double t = (double)(o->steps + 1);
+    return (UpdateRule){.lr = lr,
+                        .momentum = h->momentum,
+                        .nesterov = h->nesterov,
+                        .beta1 = h->beta1,
+                        .beta2 = h->beta2,
+                        .eps = h->eps,
+                        .step_size = (float)(lr / (1.0 - pow(h->beta1, t))),
+                        .bias2_sqrt = (float)sqrt(1.0 - pow(h->beta2, t)),
+                        .decoupled = o->kind == CDL_OPT_ADAMW};
+}
+
 void optimizer_step(Optimizer *o, Net *net, float lr)
 {
     const TrainSettings *h = &o->settings;
     if (h->clip_grad_norm > 0)
         clip_gradients(net, h->clip_grad_norm);
+    UpdateRule rule = optimizer_next_rule(o, lr);
     o->steps++;
-    const double t = (double)o->steps;
-    UpdateRule rule = {.lr = lr,
-                       .momentum = h->momentum,
-                       .nesterov = h->nesterov,
-                       .beta1 = h->beta1,
-                       .beta2 = h->beta2,
-                       .eps = h->eps,
-                       .step_size = (float)(lr / (1.0 - pow(h->beta1, t))),
-                       .bias2_sqrt = (float)sqrt(1.0 - pow(h->beta2, t)),
-                       .decoupled = o->kind == CDL_OPT_ADAMW};
     const SlabKernels *k = net->backend->slab;
     for (int i = net->train_from; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];

@@ -49,5 +49,8 @@ void optimizer_free(Optimizer *o);
 /* One update of net's parameters at rate lr from the gradients accumulated in net->grads (see
  * the top of this file); leaves the gradients zeroed. Allocates nothing. */
 void optimizer_step(Optimizer *o, Net *net, float lr);
+/* The rule of the update optimizer_step(o, net, lr) applies next (step o->steps + 1), its weight
+ * decay left 0 (each tensor has its own): what a step replayed as a CUDA graph uploads. */
+UpdateRule optimizer_next_rule(const Optimizer *o, float lr);
 
 #endif

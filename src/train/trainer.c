@@ -98,6 +98,85 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     return net_sync(net, e);
 }
 
+/* The buffers a captured step's graph holds the addresses of: when one moves, it is captured
+ * again. */
+typedef struct StepGraph {
+    const void *activations, *input, *labels, *workspace, *params, *grads, *slab;
+} StepGraph;
+
+/* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
+ * needs the host inside a step (a download, a draw id, a value that changes from step to step). */
+static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *plan, Error *e)
+{
+    const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
+    if (!net->backend->capture_begin)
+        return error_set(e, CDL_EUSAGE,
+                         "--cuda-graph captures a GPU's training step: it needs --gpu");
+    if (plan->dist)
+        return error_set(e, CDL_EUSAGE, not_yet, "a data-parallel run");
+    if (net->hyper.subdivisions * net->split > 1)
+        return error_set(e, CDL_EUSAGE, not_yet,
+                         "a step of several passes (subdivisions > 1, or a split batch)");
+    if (opt->ema)
+        return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
+    int softmaxes = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const char *family = net->layers[i].type->name;
+        softmaxes += !strcmp(family, "softmax");
+        if (!strcmp(family, "crop") || !strcmp(family, "attention"))
+            return error_set(e, CDL_EUSAGE,
+                             "--cuda-graph does not capture layer %d [%s] yet: its random draws "
+                             "are keyed on the host (train without it)",
+                             i, family);
+    }
+    if (softmaxes != 1)
+        return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
+    return CDL_OK;
+}
+
+/* A step of one pass as a CUDA graph: the batch is uploaded, the graph of forward, backward and
+ * update (captured at the first step it runs, and again when a buffer moved) replayed with the
+ * step's lr, bias corrections and draw id (dropout's masks), the loss downloaded once it finished.
+ * A non-finite loss is found only after the update, which the replay has applied. */
+static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, StepGraph *g,
+                        float *loss, Error *e)
+{
+    const BackendOps *be = net->backend;
+    *loss = 0;
+    net->draw_id = net->step * (uint64_t)net->hyper.subdivisions;
+    int st = fill(net, 0, ctx, e);
+    if (st)
+        return st;
+    net_commit_batch(net);
+    const UpdateRule rule = optimizer_next_rule(opt, lr);
+    const StepGraph now = {net->activations, net->input, net->labels, net->exec.workspace,
+                           net->params,      net->grads, opt->slab};
+    if (memcmp(&now, g, sizeof now)) {
+        if ((st = be->capture_begin(&net->exec, e)))
+            return st;
+        net_forward(net);
+        net_backward(net);
+        optimizer_step(opt, net, lr);
+        opt->steps--; /* recorded, not applied: the replay below applies it */
+        if ((st = be->capture_end(&net->exec, e)))
+            return st;
+        *g = now;
+    }
+    double loss_sum;
+    if ((st = be->replay(&net->exec, &rule, net->draw_id, &loss_sum, e)))
+        return st;
+    opt->steps++;
+    net->loss = (float)(loss_sum / net->loss_divisor);
+    *loss = net->loss;
+    if (!isfinite(*loss))
+        return error_set(e, CDL_ERUNTIME,
+                         "step %llu: the loss is not finite (the step ran whole as a CUDA graph: "
+                         "train without --cuda-graph to find the layer)",
+                         (unsigned long long)net->step + 1);
+    net->step++;
+    return CDL_OK;
+}
+
 int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
                       Error *e)
 {
@@ -259,6 +338,12 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     Eta eta;
     eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
+    StepGraph graph = {0};
+    /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
+     * plan at their first call (cuBLAS's workspace) is done outside the capture */
+    int graph_ready = 0;
+    if (plan->cuda_graph && (st = graph_refusal(net, opt, plan, e)))
+        return st;
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
@@ -271,7 +356,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
-        st = step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        st = graph_ready ? step_graphed(net, opt, train->fill, train->ctx, lr, &graph, &loss, e)
+                         : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        graph_ready = plan->cuda_graph;
         if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);
         if (st)

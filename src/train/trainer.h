@@ -71,6 +71,11 @@ typedef struct TrainPlan {
      * and loss are summed over the ranks, each sample's loss divided by batch * ranks; only rank
      * 0 evaluates, saves and reports epochs. */
     Dist *dist;
+    /* 1: every step after the run's first (eager, to warm the libraries up) is one CUDA graph,
+     * captured at the second step (and again should the net's buffers move) and replayed
+     * (BackendOps.capture_begin): the same losses as without. A run it cannot hold yet is
+     * refused with CDL_EUSAGE (train_run says which). */
+    int cuda_graph;
 } TrainPlan;
 
 /* Fills net->input and net->labels with pass `pass` (0..subdivisions x Net.split - 1) of a step:

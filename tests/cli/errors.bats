@@ -144,6 +144,11 @@ expect_error() {
     expect_error 2 "built without a GPU backend" train "$REPO/cfg/digits.cfg" --gpu 0
 }
 
+@test "--cuda-graph without --gpu is a usage error" {
+    expect_error 2 "--cuda-graph captures a GPU's training step: it needs --gpu N" \
+        train "$REPO/cfg/digits.cfg" --cuda-graph
+}
+
 @test "--gpu on a CPU build is the same one-line usage error in every command that runs a model" {
     train_digits 1
     gray_png x.png 8 "16 * x"
