@@ -96,6 +96,21 @@ EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(BUILD)/%.o) $(GPU_SIM_SRC:%.cc=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# GPU=sim: the C files that do not name the GPU backend compile to the same objects as in the plain
+# build (same flags but the GPU's defines and include paths, which none of them reads), so the
+# simulator's build takes those from the plain build's folder (build/rel, build/san under SAN=1)
+# and compiles only the files that do: make test's GPU=sim part costs the simulator and cuda/.
+ifeq ($(GPU),sim)
+GPU_NAMING_SRC := src/backend/backends.c src/api/cdl_doctor.c
+PLAIN_BUILD := $(BUILD:build/gpusim-%=build/%)
+LIB_OBJ := $(patsubst %.c,$(PLAIN_BUILD)/%.o,$(filter-out $(GPU_NAMING_SRC) $(GPU_SRC),$(LIB_SRC))) \
+           $(GPU_NAMING_SRC:%.c=$(BUILD)/%.o) $(GPU_SRC:%.c=$(BUILD)/%.o) \
+           $(GPU_CU_SRC:%.cu=$(BUILD)/%.o) $(GPU_SIM_SRC:%.cc=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(PLAIN_BUILD)/%.o)
+$(PLAIN_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+endif
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -164,8 +179,10 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The int8 kernels: their own -m flags, whatever ARCH is (backend/cpu/qgemm.h picks one at run time).
-$(BUILD)/src/backend/cpu/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512bw -mavx512vnni
-$(BUILD)/src/backend/cpu/qgemm_avx2.o $(BUILD)/src/backend/cpu/qgemm_cols_avx2.o: CFLAGS += -mavx2
+$(addsuffix /src/backend/cpu/qgemm_vnni.o,$(BUILD) $(PLAIN_BUILD)): \
+    CFLAGS += -mavx512f -mavx512bw -mavx512vnni
+$(foreach b,$(BUILD) $(PLAIN_BUILD),$(b)/src/backend/cpu/qgemm_avx2.o \
+    $(b)/src/backend/cpu/qgemm_cols_avx2.o): CFLAGS += -mavx2
 
 # The CLI's objects but main, for unit tests of CLI code (such as the progress bar).
 CLI_LIB := $(BUILD)/libcdl_cli.a

@@ -31,7 +31,8 @@ SIM_LIB := $(SIM_BUILD)/libcdl_cuda_sim.a
 .PHONY: sim-build sim-test nvcc-check gpusim-tests gpusim-targets
 # make test's GPU=sim part (where the CUDA toolkit is): ./cdl-gpusim and the GPU's unit tests built
 # against the simulator, in their own build directory (a make of its own: GPU=sim changes BUILD).
-gpusim-tests:
+# (after the plain build's library and CLI objects, which the simulator's build links: Makefile)
+gpusim-tests: $(LIB) $(CLI_OBJ)
 	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
 gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at \
                 $(BUILD)/tests/test_batch_staging
