@@ -469,8 +469,7 @@ step racecheck 75 check_racecheck
 step torch_compile 160 check_torch_compile
 
 not_yet=("bf16 and fp16 kernels on the GPU (cdl refuses --precision bf16 with --gpu)"
-    "CUDA graphs (every step launches its kernels one by one)"
-    "cuDNN convolutions (convolutions are im2col + cuBLAS; cuDNN is linked for cdl doctor only)"
+    "--cuda-graph's speed (its equality with eager steps is tested on the simulator: gpu.bats)"
     "several GPUs (NCCL)")
 echo "not yet on the GPU, so not checked or timed:"
 printf '  %s\n' "${not_yet[@]}"
