@@ -178,36 +178,7 @@ for c, g in zip(cpu, gpu):
 
 @test "a text model generates the CPU's greedy text on the GPU, with and without the cache" {
     write_text_data
-    write_cfg tiny.cfg <<'CFG'
-[net]
-seq=16
-batch=16
-optimizer=adamw
-learning_rate=0.01
-decay=0.01
-clip_grad_norm=1
-epochs=1
-[embedding]
-output=32
-[positional]
-[layernorm]
-[attention]
-heads=2
-[shortcut]
-from=-3
-[layernorm]
-[linear]
-output=64
-activation=gelu
-[linear]
-output=32
-[shortcut]
-from=-4
-[layernorm]
-[linear]
-tie=1
-[softmax]
-CFG
+    write_tiny_gpt 16 16 64 1
     "$CDL" train tiny.cfg --data corpus.data --out tiny.cdl --threads 1 2>/dev/null
     cpu=$("$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 0)
     [ "${#cpu}" -eq 67 ]

@@ -60,3 +60,50 @@ open("corpus.txt", "w").write("\n".join(lines) + "\n")
 PY
     printf 'type=text\ntrain=corpus.txt\nvalid_split=0.1\n' > corpus.data
 }
+
+# A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output, as
+# tiny.cfg; write_tiny_gpt [SEQ BATCH MLP EPOCHS] (default 16 16 64 2).
+write_tiny_gpt() {
+    write_cfg tiny.cfg <<EOF2
+[net]
+seq=${1:-16}
+batch=${2:-16}
+optimizer=adamw
+learning_rate=0.01
+decay=0.01
+clip_grad_norm=1
+epochs=${4:-2}
+
+[embedding]
+output=32
+
+[positional]
+
+[layernorm]
+
+[attention]
+heads=2
+
+[shortcut]
+from=-3
+
+[layernorm]
+
+[linear]
+output=${3:-64}
+activation=gelu
+
+[linear]
+output=32
+
+[shortcut]
+from=-4
+
+[layernorm]
+
+[linear]
+tie=1
+
+[softmax]
+EOF2
+}

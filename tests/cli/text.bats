@@ -3,54 +3,6 @@
 # and sampled generation (with and without the cache), eval, resume, and the errors.
 load helpers
 
-# A one-block pre-LN transformer: embedding, positions, attention, GELU MLP, tied output, as
-# tiny.cfg; write_tiny_gpt [SEQ BATCH MLP] (default 16 16 64).
-write_tiny_gpt() {
-    write_cfg tiny.cfg <<EOF2
-[net]
-seq=${1:-16}
-batch=${2:-16}
-optimizer=adamw
-learning_rate=0.01
-decay=0.01
-clip_grad_norm=1
-epochs=2
-
-[embedding]
-output=32
-
-[positional]
-
-[layernorm]
-
-[attention]
-heads=2
-
-[shortcut]
-from=-3
-
-[layernorm]
-
-[linear]
-output=${3:-64}
-activation=gelu
-
-[linear]
-output=32
-
-[shortcut]
-from=-4
-
-[layernorm]
-
-[linear]
-tie=1
-
-[softmax]
-EOF2
-}
-
-
 @test "a tiny transformer trains on text: the loss falls and the epoch line gives bits per token" {
     write_text_data
     write_tiny_gpt
