@@ -102,7 +102,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # and compiles only the files that do: make test's GPU=sim part costs the simulator and cuda/.
 ifeq ($(GPU),sim)
 GPU_NAMING_SRC := src/backend/backends.c src/api/cdl_doctor.c
-PLAIN_BUILD := $(BUILD:build/gpusim-%=build/%)
+PLAIN_BUILD := $(subst gpusim-,,$(BUILD))
 LIB_OBJ := $(patsubst %.c,$(PLAIN_BUILD)/%.o,$(filter-out $(GPU_NAMING_SRC) $(GPU_SRC),$(LIB_SRC))) \
            $(GPU_NAMING_SRC:%.c=$(BUILD)/%.o) $(GPU_SRC:%.c=$(BUILD)/%.o) \
            $(GPU_CU_SRC:%.cu=$(BUILD)/%.o) $(GPU_SIM_SRC:%.cc=$(BUILD)/%.o)

@@ -47,11 +47,13 @@ sim-test: sim-build
 	  else failed=$$((failed + 1)); echo "FAIL $$name:"; sed 's/^/    /' $$log | tail -n 40; fi; \
 	done; [ $$failed -eq 0 ]
 
-$(SIM_BUILD)/%.o: %.cc
+# The simulator's C++ and the kernels as C++, in its own build and in a GPU=sim build of cdl
+# (whose folder differs with DNNL=0: build/nodnnl-gpusim-rel).
+$(addsuffix /%.o,$(sort $(SIM_BUILD) $(if $(filter sim,$(GPU)),$(BUILD)))): %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
 
-$(SIM_BUILD)/%.o: %.cu
+$(addsuffix /%.o,$(sort $(SIM_BUILD) $(if $(filter sim,$(GPU)),$(BUILD)))): %.cu
 	@mkdir -p $(dir $@)
 	$(CXX) $(SIM_CXXFLAGS) -x c++ -c $< -o $@
 
