@@ -44,16 +44,20 @@ endif
 # .cu files compiled as C++ by the host compiler, cudart and cuBLAS by the simulator's shims
 # (cuda/README.md); under build/gpusim-rel, ./cdl-gpusim. cuDNN is not simulated: the GPU
 # backend's own engine runs there.
+# With MPI=1 as well, a GPU net's gradient buckets are summed by NCCL (cuda/nccl_collective.c):
+# GPU=1 links libnccl from CUDA_DIR, GPU=sim builds cuda/sim/nccl_shim.cc (NCCL's calls over MPI)
+# into ./cdl-gpusim-mpi; without MPI=1 the shim is left out.
 CUDA_DIR ?= /usr/local/cuda
 GPU_SRC = $(if $(filter 1 sim,$(GPU)),$(sort $(wildcard cuda/*.c)))
 GPU_CU_SRC = $(if $(filter 1 sim,$(GPU)),$(sort $(wildcard cuda/kernels/*.cu)))
-GPU_SIM_SRC = $(if $(filter sim,$(GPU)),$(sort $(wildcard cuda/sim/*.cc)))
+GPU_SIM_SRC = $(if $(filter sim,$(GPU)),$(filter-out $(if $(filter 1,$(MPI)),,cuda/sim/nccl_shim.cc),\
+                $(sort $(wildcard cuda/sim/*.cc))))
 ifeq ($(GPU),1)
 BUILD := $(BUILD:build/%=build/gpu-%)
 CDL := $(if $(filter 1,$(SAN)),$(BUILD)/cdl,$(CDL:cdl%=cdl-gpu%))
 GPU_CFLAGS := -DCDL_GPU -I$(CUDA_DIR)/include -Icuda
 GPU_LDLIBS := -L$(CUDA_DIR)/lib64 -lcublas -lcublasLt -lcudnn -lcudart_static \
-              -Wl,-rpath,$(CUDA_DIR)/lib64 -ldl -lrt -lpthread -lstdc++
+              -Wl,-rpath,$(CUDA_DIR)/lib64 -ldl -lrt -lpthread -lstdc++ $(if $(filter 1,$(MPI)),-lnccl)
 endif
 ifeq ($(GPU),sim)
 BUILD := $(BUILD:build/%=build/gpusim-%)
@@ -101,7 +105,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # simulator's build takes those from the plain build's folder (build/rel, build/san under SAN=1)
 # and compiles only the files that do: make test's GPU=sim part costs the simulator and cuda/.
 ifeq ($(GPU),sim)
-GPU_NAMING_SRC := src/backend/backends.c src/api/cdl_doctor.c
+GPU_NAMING_SRC := src/backend/backends.c src/api/cdl_doctor.c src/train/dist.c
 PLAIN_BUILD := $(subst gpusim-,,$(BUILD))
 LIB_OBJ := $(patsubst %.c,$(PLAIN_BUILD)/%.o,$(filter-out $(GPU_NAMING_SRC) $(GPU_SRC),$(LIB_SRC))) \
            $(GPU_NAMING_SRC:%.c=$(BUILD)/%.o) $(GPU_SRC:%.c=$(BUILD)/%.o) \
@@ -229,7 +233,7 @@ format:
 
 # clean keeps build/torch-venv (scripts/torch-venv.sh: a 5 GB download to remake).
 clean:
-	rm -rf $(filter-out build/torch-venv,$(wildcard build/*)) cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-gpusim cdl-nodnnl libcdl.a cdl.pc
+	rm -rf $(filter-out build/torch-venv,$(wildcard build/*)) cdl cdl-mpi cdl-gpu cdl-gpu-mpi cdl-gpusim cdl-gpusim-mpi cdl-nodnnl libcdl.a cdl.pc
 
 include tests/fuzz/fuzz.mk
 include cuda/cuda.mk

@@ -17,7 +17,8 @@ SIM_SAN_LDFLAGS := -fsanitize=address,undefined
 SIM_LDLIBS := -L$(OPENBLAS_DIR) -l:libopenblas.so.0 -Wl,-rpath,$(OPENBLAS_DIR) -lm \
               $(if $(filter 1,$(SAN)),$(SIM_SAN_LDFLAGS))
 
-SIM_SRC := $(sort $(wildcard cuda/sim/*.cc))
+# (nccl_shim.cc, NCCL over MPI, only in a GPU=sim build with MPI=1: Makefile's GPU_SIM_SRC)
+SIM_SRC := $(filter-out cuda/sim/nccl_shim.cc,$(sort $(wildcard cuda/sim/*.cc)))
 SIM_KERNEL_SRC := $(sort $(wildcard cuda/kernels/*.cu))
 SIM_TEST_SRC := $(sort $(wildcard tests/unit/test_cuda_sim_*.cc))
 # The tests' CHECK macros (C, with the RNG they fill from).
@@ -52,6 +53,9 @@ sim-test: sim-build
 $(addsuffix /%.o,$(sort $(SIM_BUILD) $(if $(filter sim,$(GPU)),$(BUILD)))): %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
+
+# The NCCL shim calls MPI: mpicc's flags (MPI=1), without Open MPI's C++ bindings.
+$(BUILD)/cuda/sim/nccl_shim.o: SIM_CXXFLAGS += $(MPI_CFLAGS) -DOMPI_SKIP_MPICXX=1
 
 $(addsuffix /%.o,$(sort $(SIM_BUILD) $(if $(filter sim,$(GPU)),$(BUILD)))): %.cu
 	@mkdir -p $(dir $@)

@@ -2,7 +2,10 @@
  * CDL_MPI (make MPI=1), else one process, rank 0 of 1. Every collective is non-blocking and
  * polled against a deadline, so a rank that stopped or died cannot hold the others forever.
  * While they wait, and after every step, the other ranks send rank 0 a heartbeat, so that on a
- * timeout rank 0 can name the ranks it has not heard from. */
+ * timeout rank 0 can name the ranks it has not heard from. The gradient buckets go through a
+ * BucketReducer: MPI's Iallreduce on a net whose memory the host reads (the CPU), or, on a GPU
+ * (GPU=1 or GPU=sim), the device's collective library on a stream of its own
+ * (train/dist_device.h: NCCL). The loss and sync_bn's sums, host values, stay MPI's. */
 #include "train/dist.h"
 
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include "train/dist_device.h"
 #include "util/timer.h"
 
 /* Gradient floats per bucket (4 MB): large enough that a message's latency does not count,
@@ -30,9 +34,23 @@ typedef struct Bucket {
     size_t at, count;
 } Bucket;
 
+/* How a step's gradient buckets are summed over the ranks. */
+typedef struct BucketReducer {
+    /* Starts the sum of bucket i: count floats of the gradient slab at grads. A failure marks the
+     * run broken, the error in d->fail. */
+    void (*start)(Dist *d, int i, float *grads, size_t count);
+    /* Lets the sums in flight progress, after a layer's backward. */
+    void (*progress)(Dist *d);
+    /* After the last bucket's start and the loss's (d->reqs[n_buckets]): returns once both are
+     * summed for what reads them next (the optimizer's passes), or fails past the deadline. */
+    int (*join)(Dist *d);
+} BucketReducer;
+
 struct Dist {
     Net *net;
     Collective collective;
+    const BucketReducer *reducer;
+    DeviceAllreduce *device; /* the GPU's reducer's communicator, else NULL */
     Bucket *buckets;
     MPI_Request *reqs;   /* [n_buckets + 1]: the buckets', then the loss's */
     int n_buckets, next; /* next: the next bucket to start (they start in order) */
@@ -178,27 +196,72 @@ static int wait_all(Dist *d, int n, MPI_Request *reqs, const char *what)
     }
 }
 
+/* The MPI reducer: a non-blocking allreduce per bucket on the host's view of the slab, polled
+ * with the loss's against the deadline. */
+static void mpi_start(Dist *d, int i, float *grads, size_t count)
+{
+    MPI_Iallreduce(MPI_IN_PLACE, grads, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &d->reqs[i]);
+}
+
+static void mpi_progress(Dist *d)
+{
+    int flag;
+    MPI_Testall(d->next, d->reqs, &flag, MPI_STATUSES_IGNORE);
+}
+
+static int mpi_join(Dist *d)
+{
+    return wait_all(d, d->n_buckets + 1, d->reqs, "the gradient allreduce");
+}
+
+static const BucketReducer mpi_reducer = {mpi_start, mpi_progress, mpi_join};
+
+#ifdef CDL_GPU
+/* The device's reducer (a GPU net: its slab is device memory, which MPI may not read): the sums
+ * queued on the communication stream; join makes the net's stream wait for them, and polls the
+ * loss's MPI request against the deadline. */
+static void device_start(Dist *d, int i, float *grads, size_t count)
+{
+    (void)i;
+    if (device_allreduce_start(d->device, grads, count, &d->fail))
+        d->broken = 1;
+}
+
+static void device_progress(Dist *d)
+{
+    (void)d; /* the device's library progresses on its own */
+}
+
+static int device_join(Dist *d)
+{
+    if (!d->broken && device_allreduce_join(d->device, &d->fail))
+        d->broken = 1;
+    return wait_all(d, 1, &d->reqs[d->n_buckets], "the gradient allreduce");
+}
+
+static const BucketReducer device_reducer = {device_start, device_progress, device_join};
+#endif
+
 static void start_bucket(Dist *d)
 {
     const Bucket *b = &d->buckets[d->next];
     if (!d->first_start_s)
         d->first_start_s = time_now_s();
-    MPI_Iallreduce(MPI_IN_PLACE, d->net->grads + b->at, (int)b->count, MPI_FLOAT, MPI_SUM,
-                   MPI_COMM_WORLD, &d->reqs[d->next]);
+    d->reducer->start(d, d->next, d->net->grads + b->at, b->count);
     d->next++;
 }
 
-/* Collective.grads_ready: starts the buckets whose layers are all done, and lets MPI progress
- * the ones in flight. */
+/* Collective.grads_ready: starts the buckets whose layers are all done, and lets the reducer
+ * progress the ones in flight. */
 static void grads_ready(void *ctx, int layer)
 {
     Dist *d = ctx;
     if (d->broken)
         return;
-    while (d->next < d->n_buckets && d->buckets[d->next].lo_layer >= layer)
+    while (!d->broken && d->next < d->n_buckets && d->buckets[d->next].lo_layer >= layer)
         start_bucket(d);
-    int flag;
-    MPI_Testall(d->next, d->reqs, &flag, MPI_STATUSES_IGNORE);
+    d->reducer->progress(d);
 }
 
 /* Collective.sum: sync_bn's batch sums. A timeout leaves buf as it is and marks the run
@@ -254,7 +317,14 @@ int dist_open(Dist **out, Net *net, double timeout_s, Error *e)
     d->timeout_s = timeout_s;
     d->beat_s = timeout_s / 4 < 0.5 ? timeout_s / 4 : 0.5;
     d->send_req = MPI_REQUEST_NULL;
+    d->reducer = &mpi_reducer;
     int st = plan_buckets(d, e);
+#ifdef CDL_GPU
+    if (!st && net->backend->kind == CDL_BACKEND_GPU) {
+        st = device_allreduce_open(&d->device, &net->exec, world_rank, world_size, e);
+        d->reducer = &device_reducer;
+    }
+#endif
     if (!st && world_rank == 0) {
         d->heard_s = calloc((size_t)world_size, sizeof *d->heard_s);
         d->recv_buf = calloc((size_t)world_size, sizeof *d->recv_buf);
@@ -291,6 +361,9 @@ void dist_close(Dist *d, Net *net)
         }
         wait_all(d, 1, &d->send_req, "the last heartbeat");
     }
+#ifdef CDL_GPU
+    device_allreduce_close(d->device);
+#endif
     free(d->buckets);
     free(d->reqs);
     free(d->heard_s);
@@ -315,7 +388,7 @@ int dist_finish_step(Dist *d, float *loss, Error *e)
         MPI_Iallreduce(MPI_IN_PLACE, &d->loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                        &d->reqs[d->n_buckets]);
     }
-    st = st ? st : wait_all(d, d->n_buckets + 1, d->reqs, "the gradient allreduce");
+    st = st ? st : d->reducer->join(d);
     d->wait_s += time_now_s() - backward_end_s;
     d->next = 0;
     if (st) {

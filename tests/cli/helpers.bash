@@ -107,3 +107,24 @@ tie=1
 [softmax]
 EOF2
 }
+
+# Largest difference between two checkpoints' tensors, relative to each tensor's magnitude;
+# $3 (optional) FILE:FROM:TO leaves rows FROM..TO-1 of FILE.npy out of the comparison.
+max_rel_diff() {
+    "$CDL" export npy "$1" a >/dev/null && "$CDL" export npy "$2" b >/dev/null
+    python3 - "${3:-}" <<'PY'
+import os, sys, numpy as np
+skip = sys.argv[1].split(":") if sys.argv[1] else None
+worst = 0.0
+for f in sorted(os.listdir("a")):
+    if f.endswith(".npy"):
+        x = np.load("a/" + f).astype(np.float64)
+        y = np.load("b/" + f).astype(np.float64)
+        if skip and f == skip[0] + ".npy":
+            keep = np.r_[0:int(skip[1]), int(skip[2]):len(x)]
+            x, y = x[keep], y[keep]
+        if x.size:
+            worst = max(worst, np.max(np.abs(x - y)) / max(np.max(np.abs(x)), 1e-12))
+print("%.3g" % worst)
+PY
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# Data-parallel training of a GPU net (make MPI=1 GPU=sim, ./cdl-gpusim-mpi): the gradient
+# buckets summed by NCCL on a communication stream (cuda/nccl_collective.c), here through the
+# simulator's NCCL over MPI (cuda/sim/nccl_shim.cc). 2 ranks with batch B/2 train the weights 1
+# process with batch B trains. The binary is built here when mpicc and the CUDA toolkit's headers
+# are there, else the tests are skipped.
+
+load helpers
+
+setup_file() {
+    export CDL_GPU_MPI="${CDL_GPUSIM_MPI_BIN:-$REPO/cdl-gpusim-mpi}"
+    if [ -z "${CDL_GPUSIM_MPI_BIN:-}" ] && command -v mpicc >/dev/null &&
+        command -v mpirun >/dev/null && [ -f "${CUDA_DIR:-/usr/local/cuda}/include/nccl.h" ]; then
+        make -C "$REPO" -j2 MPI=1 GPU=sim cdl-gpusim-mpi >/dev/null 2>&1 || true
+    fi
+}
+
+setup() {
+    command -v mpirun >/dev/null || skip "mpirun is not installed (scripts/deps.sh installs Open MPI)"
+    [ -x "$CDL_GPU_MPI" ] || skip "no cdl built with MPI=1 GPU=sim ($CDL_GPU_MPI)"
+    # the checkpoints' export too: any cdl reads them
+    CDL="$CDL_GPU_MPI"
+    WORK="$(mktemp -d)"
+    cd "$WORK"
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+    # a digits net of the families the GPU runs (connected, softmax), as gpu.bats's
+    write_cfg mlp.cfg <<'CFG'
+[net]
+batch=32
+width=8
+height=8
+channels=1
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+[connected]
+output=32
+activation=leaky
+[connected]
+output=10
+[softmax]
+CFG
+}
+
+@test "GPU, NCCL: 2 ranks with batch 16 train the weights 1 GPU process with batch 32 does" {
+    "$CDL_GPU_MPI" train mlp.cfg --data digits.data --epochs 1 --threads 1 --gpu 0 \
+        --out one.cdl 2>/dev/null
+    run mpirun --allow-run-as-root --oversubscribe -np 2 "$CDL_GPU_MPI" train mlp.cfg \
+        --data digits.data --set net.batch=16 --epochs 1 --threads 1 --gpu 0 --out two.cdl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"on 2 ranks (allreduce: "*"saved two.cdl"* ]]
+    diff=$(max_rel_diff one.cdl two.cdl)
+    echo "max relative difference $diff"
+    python3 -c "import sys; sys.exit(not float('$diff') <= 1e-5)"
+}
