@@ -1,6 +1,6 @@
 /* Per-channel batch normalisation on the device (batchnorm.cu): C entry points, float32 tensors
- * [batch][c][spatial], the CPU's formulas (backend/cpu/bn_math.h): training normalises with the biased
- * batch variance, 1/sqrt(var + eps), and moves the running statistics with the unbiased one;
+ * [batch][c][spatial], the CPU's formulas (backend/cpu/bn_math.h): training normalises with the
+ * biased batch variance, 1/sqrt(var + eps), and moves the running statistics with the unbiased one;
  * inference divides by sqrt(var + eps), or darknet's sqrt(var) + 1e-6. */
 #ifndef CDL_CUDA_BATCHNORM_H
 #define CDL_CUDA_BATCHNORM_H

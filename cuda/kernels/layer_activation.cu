@@ -1,11 +1,11 @@
-// The activations of cdl's layers (backend/cpu/activation.h's kinds) and their derivatives on the device,
-// elementwise and grid-strided, float32 as the CPU computes them (libdevice's expf, tanhf, erff
-// and expm1f where the CPU has its own approximations: a few ulp apart).
+// The activations of cdl's layers (backend/cpu/activation.h's kinds) and their derivatives on the
+// device, elementwise and grid-strided, float32 as the CPU computes them (libdevice's expf, tanhf,
+// erff and expm1f where the CPU has its own approximations: a few ulp apart).
 //   x (pre-activation), y (output), d (dL/dy in, dL/dx out): (n)
 #include "layer_activation.h"
 
-#include "launch.h"
 #include "core/activation.h"
+#include "launch.h"
 
 __device__ __forceinline__ float sigmoid_of(float x)
 {
@@ -108,8 +108,8 @@ extern "C" cudaError_t cuda_activation_forward(float *y, const float *x, size_t 
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_activation_backward(float *d, const float *x, const float *y,
-                                                size_t n, int kind, cudaStream_t stream)
+extern "C" cudaError_t cuda_activation_backward(float *d, const float *x, const float *y, size_t n,
+                                                int kind, cudaStream_t stream)
 {
     if (n == 0 || kind == CDL_ACT_LINEAR)
         return cudaSuccess;

@@ -84,15 +84,14 @@ extern "C" cudaError_t cuda_softmax_forward(float *out, float *row_loss, const f
 {
     if (rows == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(softmax_forward_kernel, rows, block_for(n), 0, stream, out, row_loss, in, labels,
-                n, smoothing);
+    CUDA_LAUNCH(softmax_forward_kernel, rows, block_for(n), 0, stream, out, row_loss, in, labels, n,
+                smoothing);
     return cuda_launch_error();
 }
 
 extern "C" cudaError_t cuda_softmax_backward(float *dx, const float *p, const float *dy,
-                                             const int *labels, int rows, int n,
-                                             float inv_divisor, float smoothing,
-                                             cudaStream_t stream)
+                                             const int *labels, int rows, int n, float inv_divisor,
+                                             float smoothing, cudaStream_t stream)
 {
     if (rows == 0)
         return cudaSuccess;

@@ -22,24 +22,7 @@ setup() {
     CDL="$CDL_GPU_MPI"
     WORK="$(mktemp -d)"
     cd "$WORK"
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
-    # a digits net of the families the GPU runs (connected, softmax), as gpu.bats's
-    write_cfg mlp.cfg <<'CFG'
-[net]
-batch=32
-width=8
-height=8
-channels=1
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-[connected]
-output=32
-activation=leaky
-[connected]
-output=10
-[softmax]
-CFG
+    write_digits_mlp
 }
 
 @test "GPU, NCCL: 2 ranks with batch 16 train the weights 1 GPU process with batch 32 does" {

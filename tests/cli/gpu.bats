@@ -11,23 +11,7 @@ setup() {
     [ -x "$GPU_CDL" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
     WORK="$(mktemp -d)"
     cd "$WORK"
-    # a digits net of the families the GPU runs (connected, softmax)
-    write_cfg mlp.cfg <<'CFG'
-[net]
-batch=32
-width=8
-height=8
-channels=1
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-[connected]
-output=32
-activation=leaky
-[connected]
-output=10
-[softmax]
-CFG
+    write_digits_mlp
 }
 
 # The step losses of a --log file, one per line.
@@ -39,7 +23,6 @@ for l in open(sys.argv[1]):
 }
 
 @test "a net trains on the GPU with the CPU's losses" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     "$CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log cpu.jsonl --out cpu.cdl \
         --threads 1
     run "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log gpu.jsonl \
@@ -62,7 +45,6 @@ for l in open("both"):
 # leave the loss there for the trainer: a graph holding the first step's values, or a step that
 # also ran while it was being captured, would change the curve.
 @test "--cuda-graph replays the step with the eager run's losses and weights, bit for bit" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     sed '/^\[softmax\]/i [dropout]\nprobability=0.2' mlp.cfg > dropout.cfg
     local adamw=(--set net.optimizer=adamw --set net.learning_rate=0.003 --set net.policy=cosine
         --set net.warmup=5 --set net.decay=0.01 --set net.clip_grad_norm=0.05)
@@ -83,7 +65,6 @@ for l in open("both"):
 }
 
 @test "--cuda-graph refuses, in one line, what it does not capture yet" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     sed '0,/^\[connected\]/s//[crop]\ncrop_height=6\ncrop_width=6\n[connected]/' mlp.cfg > crop.cfg
     local graph=(--data digits.data --epochs 1 --out new.cdl --threads 1 --gpu 0 --cuda-graph)
     run "$GPU_CDL" train mlp.cfg --set net.ema=0.99 "${graph[@]}"
@@ -102,7 +83,6 @@ for l in open("both"):
 }
 
 @test "a checkpoint trained on the GPU evaluates on the CPU as the GPU did, and resumes on either" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --out gpu.cdl --threads 1 --gpu 0 \
         --log gpu.jsonl
     run "$CDL" eval gpu.cdl --data digits.data --json
@@ -129,7 +109,6 @@ for l in open("both"):
 }
 
 @test "what the GPU has no kernels for is refused, naming the layer, never run elsewhere" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     run "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --gpu 0 --precision bf16
     echo "$output"
     [ "$status" -eq 2 ]
@@ -138,7 +117,6 @@ for l in open("both"):
 
 # A digits checkpoint of mlp.cfg trained on the CPU, at cpu.cdl.
 train_cpu_checkpoint() {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     "$CDL" train mlp.cfg --data digits.data --epochs 2 --out cpu.cdl --threads 1 2>/dev/null
 }
 
@@ -158,7 +136,6 @@ assert abs(gpu["loss"] - cpu["loss"]) <= 1e-5 * cpu["loss"], (gpu, cpu)' "$cpu" 
 }
 
 @test "predict --gpu of a checkpoint trained on the GPU picks the CPU's classes" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     "$GPU_CDL" train mlp.cfg --data digits.data --epochs 2 --out gpu.cdl --threads 1 --gpu 0 \
         2>/dev/null
     for row in 1790 1791 1792 1793 1794 1795; do gray_png "d$row.png" digit "$row" > /dev/null; done
@@ -272,7 +249,6 @@ assert all(l["forward_ms"]["mean"] > 0 and l["backward_ms"]["mean"] > 0 for l in
 }
 
 @test "a run that diverges on the GPU names the first layer whose output is not finite" {
-    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
     run "$GPU_CDL" train mlp.cfg --data digits.data --set net.learning_rate=1e6 --out new.cdl \
         --threads 1 --log-every 1000 --gpu 0
     echo "$output"

@@ -128,3 +128,25 @@ for f in sorted(os.listdir("a")):
 print("%.3g" % worst)
 PY
 }
+
+# A digits MLP of families every backend runs (connected, softmax) as mlp.cfg, and digits.data
+# pointing at the bundled data: the GPU tests' net.
+write_digits_mlp() {
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+    write_cfg mlp.cfg <<'CFG'
+[net]
+batch=32
+width=8
+height=8
+channels=1
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+[connected]
+output=32
+activation=leaky
+[connected]
+output=10
+[softmax]
+CFG
+}
