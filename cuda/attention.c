@@ -197,6 +197,7 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_attention_kernels = {
+    .host_keyed = 1, /* dropout's key */
     .resize = attention_resize_gpu,
     .forward = attention_forward_gpu,
     .backward = attention_backward_gpu,

@@ -57,6 +57,7 @@ static void crop_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_crop_kernels = {
+    .host_keyed = 1, /* the windows' draws */
     .resize = crop_resize_gpu,
     .forward = crop_forward_gpu,
     .backward = crop_backward_gpu,

@@ -1041,9 +1041,7 @@ const float *net_output(const Net *net)
     return net->layers[net->n_layers - 1].out;
 }
 
-/* 1 when the n floats at x, the net's memory, are all finite (a device's downloaded first: a
- * diagnosis, not the step; 1 when there is no memory to tell). */
-static int all_finite(Net *net, const float *x, size_t n)
+int net_values_finite(Net *net, const float *x, size_t n)
 {
     const float *v = x;
     float *copy = NULL;
@@ -1065,14 +1063,14 @@ static int all_finite(Net *net, const float *x, size_t n)
 int net_first_nonfinite_output(Net *net)
 {
     const size_t batch = (size_t)net->batch;
-    if (!all_finite(net, net->input, batch * shape_size(net->in_shape)))
+    if (!net_values_finite(net, net->input, batch * shape_size(net->in_shape)))
         return -1;
     StepContext ctx = replay_context(net);
     int i = 0;
     for (; i < net->n_layers; i++) {
         if (outputs_are_lent(net))
             forward_layer(net, &ctx, i);
-        if (!all_finite(net, net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
+        if (!net_values_finite(net, net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
             break;
     }
     return i;

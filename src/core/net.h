@@ -246,6 +246,9 @@ const float *net_output(const Net *net);
  * forward layer by layer (changing no running statistic), checking each output as it is made;
  * only with memory_plan=0 and no segments does it read the forward's outputs as they are. */
 int net_first_nonfinite_output(Net *net);
+/* 1 when the n floats at x, the net's memory, are all finite (a device's downloaded first: a
+ * diagnosis, not the step; 1 when there is no memory to tell). */
+int net_values_finite(Net *net, const float *x, size_t n);
 
 /* Reads and checks the [net] keys of cfg that are not the net's own: training's
  * (train/train_settings.h), the augmentation of an input of shape in (data/augment.h, read where

@@ -4,7 +4,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -12,26 +11,13 @@
 #include "train/eta.h"
 #include "util/timer.h"
 
-/* 1 when every parameter of l is finite (read through a download on a device; an error path,
- * so it may allocate). */
-static int params_finite(const Net *net, const Layer *l)
+/* 1 when every parameter of l is finite (net_values_finite: an error path). */
+static int params_finite(Net *net, const Layer *l)
 {
-    int finite = 1;
-    for (int k = 0; k < l->n_params && finite; k++) {
-        const size_t n = l->params[k].count;
-        const float *x = l->params[k].data;
-        float *copy = NULL;
-        if (!net->backend->host_visible) {
-            if (!(copy = malloc(n * sizeof *copy)))
-                return 1; /* unknown: say nothing about them */
-            net->backend->download(copy, x, n * sizeof *copy);
-            x = copy;
-        }
-        for (size_t j = 0; j < n && finite; j++)
-            finite = isfinite(x[j]);
-        free(copy);
-    }
-    return finite;
+    for (int k = 0; k < l->n_params; k++)
+        if (!net_values_finite(net, l->params[k].data, l->params[k].count))
+            return 0;
+    return 1;
 }
 
 /* The error of a forward whose loss is not finite: which layer's output went first. */
@@ -119,17 +105,17 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
                          "a step of several passes (subdivisions > 1, or a split batch)");
     if (opt->ema)
         return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
-    int softmaxes = 0;
+    int losses = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        const char *family = net->layers[i].type->name;
-        softmaxes += !strcmp(family, "softmax");
-        if (!strcmp(family, "crop") || !strcmp(family, "attention"))
+        const Layer *l = &net->layers[i];
+        losses += l->type->is_loss;
+        if (l->kernels->host_keyed)
             return error_set(e, CDL_EUSAGE,
                              "--cuda-graph does not capture layer %d [%s] yet: its random draws "
                              "are keyed on the host (train without it)",
-                             i, family);
+                             i, l->type->name);
     }
-    if (softmaxes != 1)
+    if (losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
     return CDL_OK;
 }
