@@ -1070,7 +1070,8 @@ int net_first_nonfinite_output(Net *net)
     for (; i < net->n_layers; i++) {
         if (outputs_are_lent(net))
             forward_layer(net, &ctx, i);
-        if (!net_values_finite(net, net->layers[i].out, batch * shape_size(net->layers[i].out_shape)))
+        if (!net_values_finite(net, net->layers[i].out,
+                               batch * shape_size(net->layers[i].out_shape)))
             break;
     }
     return i;
