@@ -11,16 +11,6 @@
 #include "kernels/layernorm.h"
 #include "kernels/sequence.h"
 
-static int layernorm_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    LayerNorm *ln = l->priv;
-    const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
-    ln->mean = layer_state_floats(st, rows);
-    ln->inv_std = layer_state_floats(st, rows);
-    return CDL_OK;
-}
-
 static void layernorm_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
@@ -63,7 +53,7 @@ static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_layernorm_kernels = {
-    .resize = layernorm_resize_gpu,
+    .resize = layernorm_resize,
     .forward = layernorm_forward_gpu,
     .backward = layernorm_backward_gpu,
     .forward_at = layernorm_forward_at,

@@ -67,6 +67,16 @@ static int layernorm_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     return CDL_OK;
 }
 
+int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    LayerNorm *ln = l->priv;
+    const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
+    ln->mean = layer_state_floats(st, rows);
+    ln->inv_std = layer_state_floats(st, rows);
+    return CDL_OK;
+}
+
 const LayerType layernorm_layer = {
     .name = "layernorm",
     .priv_size = sizeof(LayerNorm),

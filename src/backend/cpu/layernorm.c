@@ -14,16 +14,6 @@
 /* Below this many values a parallel region costs more than it saves. */
 #define LAYERNORM_PARALLEL_MIN 16384
 
-static int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    LayerNorm *ln = l->priv;
-    const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
-    ln->mean = layer_state_floats(st, rows);
-    ln->inv_std = layer_state_floats(st, rows);
-    return CDL_OK;
-}
-
 /* Normalises row r of in into out ([n] each, n = w) and keeps its statistics. */
 static void normalize_row(const Layer *l, const float *in, float *out, size_t r)
 {
