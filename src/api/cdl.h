@@ -270,6 +270,8 @@ typedef struct cdl_step_report {
                           * moving average of the step time, the first warm-up steps left out */
     double elapsed_s;    /* training time so far */
     int logged;          /* 1 every log_every steps and at the last step */
+    float loss_scale;    /* precision fp16: the loss scale after the step; 0 in other precisions */
+    uint64_t skipped_steps; /* precision fp16: steps skipped for non-finite gradients so far */
 } cdl_step_report;
 
 typedef struct cdl_epoch_report {
@@ -719,10 +721,11 @@ int cdl_model_bench_inference(cdl_model *model, const cdl_timing_options *option
 
 /* ---- Numerics of convolutions and matrix products (src/cdl_precision.c) ---- */
 
-/* 0 when name is a precision cdl computes in: "fp32", or "bf16" (the operands of convolutions
- * and matrix products rounded to bfloat16, products summed in float32, float32 weights and
- * everything else, as torch.autocast("cpu", torch.bfloat16)); else CDL_EUSAGE with "unknown
- * precision 'NAME' (expected fp32, bf16)". A cfg sets it with its [net] precision= key. */
+/* 0 when name is a precision cdl computes in: "fp32", or "bf16", "tf32" or "fp16" (the operands
+ * of convolutions and matrix products rounded to that format, products summed in float32, float32
+ * weights and everything else, as torch.autocast does; fp16 training scales the loss); else
+ * CDL_EUSAGE with "unknown precision 'NAME' (expected fp32, bf16, tf32, fp16)". A cfg sets it
+ * with its [net] precision= key. */
 int cdl_precision_check(const char *name, char *err, size_t err_size);
 /* Runs the model in precision name from now on, whatever its cfg says (a checkpoint's
  * weights are float32 either way); resizes its activations when it has any. */

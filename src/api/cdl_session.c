@@ -439,6 +439,8 @@ static void on_step(void *ctx, const StepReport *t)
         .images_per_s = t->images_per_s,
         .eta_s = r->time_limit_s > 0 && left_s < t->eta_s ? left_s : t->eta_s,
         .elapsed_s = t->elapsed_s,
+        .loss_scale = t->loss_scale,
+        .skipped_steps = t->skipped_steps,
         .logged = t->step % (uint64_t)r->log_every == 0 || t->step == t->total_steps};
     if (p.logged) {
         const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};

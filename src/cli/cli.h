@@ -46,9 +46,9 @@ void cli_print_warnings(const char *warnings);
 #define CLI_PRECISION_OPT                                                                          \
     {                                                                                              \
         "--precision", 1, 0,                                                                       \
-            "fp32 or bf16: bf16 rounds the operands of convolutions and matrix products to "       \
-            "bfloat16 and "                                                                        \
-            "sums in float32, as torch.autocast (default: the cfg's [net] precision, fp32)"        \
+            "fp32, bf16, tf32 or fp16: the last three round the operands of convolutions and "     \
+            "matrix products to that format and sum in float32, as torch.autocast; fp16 "          \
+            "training scales the loss (default: the cfg's [net] precision, fp32)"                  \
     }
 /* *name = --precision's value, NULL when absent; a usage error naming the option when it is no
  * precision cdl has. */

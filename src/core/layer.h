@@ -107,10 +107,10 @@ typedef struct Layer {
      * through qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
     /* The numerics of the layer's convolutions and matrix products: the net's (Net.precision, set
-     * before parse and by net_set_precision). GEMM_BF16 takes their operands through
-     * gemm_operand, rounded into copies the layer's resize takes from its state when the
-     * precision is bf16; everything else (bias, normalisation, activation, softmax, loss) stays
-     * float32. The parameters are float32 either way. */
+     * before parse and by net_set_precision). GEMM_BF16, GEMM_TF32 and GEMM_FP16 take their
+     * operands rounded to that format (the CPU's gemm_operand, into copies the layer's resize
+     * takes from its state; the GPU's gpu_gemm_batched); everything else (bias, normalisation,
+     * activation, softmax, loss) stays float32. The parameters are float32 either way. */
     GemmPrecision precision;
     /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
      * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
@@ -161,6 +161,9 @@ typedef struct StepContext {
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
     float *loss;
     float loss_divisor;
+    /* Loss layers multiply their input gradients by grad_scale (backward): fp16's loss scale
+     * (train/loss_scale.h), 1 otherwise. */
+    float grad_scale;
     /* With the layer's index, fixes every random draw of the pass (layer_draw_stream), whatever
      * the thread count: the net's seed and the pass's draw id. */
     uint64_t seed;

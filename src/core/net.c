@@ -12,7 +12,7 @@
 #include "util/profiler.h"
 
 /* The names a key takes; a table's index is the enum value it names. */
-static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
+static const char *const precision_names[] = {"fp32", "bf16", "tf32", "fp16"}; /* GemmPrecision */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
@@ -332,6 +332,7 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, Ne
     const Shape out = net->layers[net->n_layers - 1].out_shape;
     net->classes = (int)(shape_size(out) / (size_t)net_labels_per_sample(net));
     net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
+    net->grad_scale = 1.0f;
     net->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     return CDL_OK;
@@ -801,7 +802,7 @@ int net_precision_from_name(const char *name, GemmPrecision *precision)
 
 const char *net_precision_names(void)
 {
-    return "fp32, bf16";
+    return "fp32, bf16, tf32, fp16";
 }
 
 int net_sync(Net *net, Error *e)
@@ -880,6 +881,7 @@ static StepContext step_context(Net *net, int train)
         .labels = net->labels,
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
+        .grad_scale = net->grad_scale,
         .seed = net->seed,
         .draw_id = net->draw_id,
         .bn_momentum = net->hyper.bn_momentum,

@@ -31,7 +31,7 @@ typedef struct Attention {
     float *workspace;  /* [threads][workspace_floats] */
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
-    float *w_bf16, *out_w_bf16, *x_bf16;
+    float *w_rounded, *out_w_rounded, *x_rounded;
     /* packed_proj, kept between the passes of a step (StepContext.same_weights): weights and
      * out_weights as gemm_pack packs them, transposed for the forward, and as they are for the
      * backward's input gradients */

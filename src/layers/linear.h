@@ -12,7 +12,7 @@ typedef struct Linear {
     unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for every row */
     /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
-    float *w_bf16, *x_bf16;
+    float *w_rounded, *x_rounded;
     /* float32 only, kept between the passes of a step (StepContext.same_weights): W^T for the
      * forward and W for the backward, as gemm_pack packs them */
     float *w_packed, *w_packed_back;

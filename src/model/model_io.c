@@ -40,6 +40,13 @@ static cJSON *optimizer_record(const Optimizer *o)
     cJSON_AddStringToObject(r, "kind", train_optimizer_name(o->kind));
     cJSON_AddNumberToObject(r, "floats", (double)o->slab_floats);
     cJSON_AddStringToObject(r, "steps", steps);
+    if (o->loss_scale.enabled) { /* fp16's loss scaling (train/loss_scale.h) */
+        char skipped[32];
+        snprintf(skipped, sizeof skipped, "%llu", (unsigned long long)o->loss_scale.skipped);
+        cJSON_AddNumberToObject(r, "loss_scale", o->loss_scale.scale);
+        cJSON_AddNumberToObject(r, "loss_scale_good_steps", o->loss_scale.good_steps);
+        cJSON_AddStringToObject(r, "skipped_steps", skipped);
+    }
     return r;
 }
 
@@ -194,6 +201,7 @@ static int host_twin(const Net *net, const Optimizer *opt, Net *twin, Optimizer 
         if (opt->ema && twin_opt->ema)
             opt->backend->download(twin_opt->ema, opt->ema, ema_floats(net) * sizeof(float));
         twin_opt->steps = opt->steps;
+        twin_opt->loss_scale = opt->loss_scale;
     }
     if (st) {
         optimizer_free(twin_opt);
@@ -244,6 +252,7 @@ int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads
         if (opt->ema && host_opt.ema)
             opt->backend->upload(opt->ema, host_opt.ema, ema_floats(&host) * sizeof(float));
         opt->steps = host_opt.steps;
+        opt->loss_scale = host_opt.loss_scale;
     }
     free(text);
     if (opt)
@@ -339,6 +348,8 @@ typedef struct SavedTraining {
     OptimizerKind kind;
     uint64_t steps;
     size_t optimizer_floats, shadow_floats;
+    int has_loss_scale; /* loss_scale holds the saved fp16 loss scaling */
+    LossScale loss_scale;
 } SavedTraining;
 
 /* Reads the "optimizer" record (or the "has_velocity" flag of older checkpoints) and
@@ -360,6 +371,15 @@ static int read_saved_training(const char *path, const cJSON *h, const Net *net,
         s->has_optimizer = 1;
         s->kind = (OptimizerKind)k;
         s->steps = json_u64(r, "steps");
+        const cJSON *scale = cJSON_GetObjectItemCaseSensitive(r, "loss_scale");
+        s->has_loss_scale =
+            cJSON_IsNumber(scale) && scale->valuedouble >= 1 && scale->valuedouble <= 0x1p24;
+        if (s->has_loss_scale)
+            s->loss_scale = (LossScale){.enabled = 1,
+                                        .scale = (float)scale->valuedouble,
+                                        .good_steps = json_count(r, "loss_scale_good_steps") %
+                                                      LOSS_SCALE_GROWTH_INTERVAL,
+                                        .skipped = json_u64(r, "skipped_steps")};
         s->optimizer_floats = (size_t)json_count(r, "floats");
         const size_t need = optimizer_state_floats(s->kind, net->n_params);
         if (s->optimizer_floats != need)
@@ -418,6 +438,8 @@ static int restore_tensors(const char *path, CheckpointReader *r, const SavedTra
     st = checkpoint_file_read_into(r, saved->has_optimizer ? opt->slab : NULL,
                                    saved->optimizer_floats * sizeof(float), e);
     opt->steps = saved->has_optimizer ? saved->steps : opt->steps;
+    if (saved->has_loss_scale && opt->loss_scale.enabled)
+        opt->loss_scale = saved->loss_scale;
     if (!st)
         st = checkpoint_file_read_into(r, opt->ema, saved->shadow_floats * sizeof(float), e);
     return st ? st : checkpoint_file_finish(r, e);

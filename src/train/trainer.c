@@ -70,6 +70,7 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
                      float *loss, Error *e)
 {
     const int first_sample = net->sample_offset;
+    net->grad_scale = opt->loss_scale.scale;
     int st = run_passes(net, fill, ctx, dist, loss, e);
     net->sample_offset = first_sample;
     net->later_pass = 0;
@@ -79,7 +80,8 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     }
     if (dist && (st = dist_finish_step(dist, loss, e)))
         return st;
-    optimizer_step(opt, net, lr);
+    if (loss_scale_unscale(&opt->loss_scale, net))
+        optimizer_step(opt, net, lr);
     net->step++;
     return net_sync(net, e);
 }
@@ -105,6 +107,8 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
                          "a step of several passes (subdivisions > 1, or a split batch)");
     if (opt->ema)
         return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
+    if (opt->loss_scale.enabled)
+        return error_set(e, CDL_EUSAGE, not_yet, "fp16's loss scaling (precision=fp16)");
     int losses = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
@@ -366,7 +370,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             lr,
                             steps_per_s * batch * ranks,
                             eta_left_s(&eta, total - net->step),
-                            elapsed};
+                            elapsed,
+                            opt->loss_scale.enabled ? opt->loss_scale.scale : 0.0f,
+                            opt->loss_scale.skipped};
             cb->on_step(cb->ctx, &r);
         }
         int asked;

@@ -141,12 +141,12 @@ GemmPrecision conv_precision(const Layer *l)
 
 const float *conv_weights(const Layer *l, const ConvCpu *cpu)
 {
-    return conv_precision(l) == GEMM_BF16 ? cpu->w_bf16 : l->params[CONV_WEIGHTS].data;
+    return conv_precision(l) != GEMM_FP32 ? cpu->w_rounded : l->params[CONV_WEIGHTS].data;
 }
 
 const float *conv_input(const Layer *l, const ConvCpu *cpu)
 {
-    return conv_precision(l) == GEMM_BF16 && (cpu->direct || cpu->depthwise) ? cpu->x_bf16
+    return conv_precision(l) != GEMM_FP32 && (cpu->direct || cpu->depthwise) ? cpu->x_rounded
                                                                              : l->in[0];
 }
 
@@ -180,8 +180,9 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cpu->ref.images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = cpu->ref.cols_floats;
-    if (!l->quant &&
-        (l->precision == GEMM_BF16 ? cpu->dnnl.bf16_wanted : cpu->wanted == CONV_ENGINE_DNNL)) {
+    if (!l->quant && (l->precision == GEMM_BF16   ? cpu->dnnl.bf16_wanted
+                      : l->precision == GEMM_FP32 ? cpu->wanted == CONV_ENGINE_DNNL
+                                                  : 0)) {
         int rc = conv_dnnl_resize(l, batch, st, e);
         if (rc || cpu->dnnl.on)
             return rc;
@@ -192,10 +193,11 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     conv_im2col_resize(l, threads, st);
     conv_int8_resize(l, cpu->ref.images_per_gemm * l->out_shape.h * l->out_shape.w, threads, st);
     const size_t weights = l->params[CONV_WEIGHTS].count;
-    const int bf16 = l->precision == GEMM_BF16;
-    cpu->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
-    cpu->x_bf16 = layer_state_floats(
-        st, bf16 && (cpu->direct || cpu->depthwise) ? (size_t)batch * shape_size(l->in_shape) : 0);
+    const int rounded = l->precision != GEMM_FP32;
+    cpu->w_rounded = layer_state_floats(st, rounded ? weights : 0);
+    cpu->x_rounded = layer_state_floats(st, rounded && (cpu->direct || cpu->depthwise)
+                                                ? (size_t)batch * shape_size(l->in_shape)
+                                                : 0);
     bias_norm_resize(&((Conv *)l->priv)->stage, batch, st);
     return CDL_OK;
 }
@@ -234,10 +236,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         conv_dnnl_forward(l, ctx);
         return;
     }
-    gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_bf16);
+    gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_rounded);
     const float *x =
         cpu->direct || cpu->depthwise
-            ? gemm_operand(p, l->in[0], (size_t)batch * shape_size(l->in_shape), cpu->x_bf16)
+            ? gemm_operand(p, l->in[0], (size_t)batch * shape_size(l->in_shape), cpu->x_rounded)
             : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);

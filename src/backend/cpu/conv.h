@@ -111,7 +111,7 @@ typedef struct ConvCpu {
                           convolution of delta with the flipped weights, no col2im */
     /* precision=bf16: the weights rounded by each forward, and the rounded input of a direct or
      * depthwise convolution [batch][c][h][w] (the others round their column matrices) */
-    float *w_bf16, *x_bf16;
+    float *w_rounded, *x_rounded;
     ConvIm2col ref;
     ConvInt8 int8;
     ConvDnnl dnnl;
