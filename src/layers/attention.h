@@ -32,7 +32,8 @@ typedef struct Attention {
     /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
      * [batch][T][C] */
     float *w_bf16, *out_w_bf16, *x_bf16;
-    /* packed_proj, kept between the passes of a step (StepContext.same_weights): weights and
+    /* packed_proj, kept between the passes of a step (StepContext.same_weights, kept memory:
+     * layer_kept_floats): weights and
      * out_weights as gemm_pack packs them, transposed for the forward, and as they are for the
      * backward's input gradients */
     float *w_packed, *out_w_packed, *w_packed_back, *out_w_packed_back;

@@ -13,8 +13,8 @@ typedef struct Linear {
     /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
      * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
     float *w_bf16, *x_bf16;
-    /* float32 only, kept between the passes of a step (StepContext.same_weights): W^T for the
-     * forward and W for the backward, as gemm_pack packs them */
+    /* float32 only, kept between the passes of a step (StepContext.same_weights, kept memory:
+     * layer_kept_floats): W^T for the forward and W for the backward, as gemm_pack packs them */
     float *w_packed, *w_packed_back;
     float *bias_sums; /* work, float32 with biases: gemm_act_backward's sums of delta's blocks */
 } Linear;
