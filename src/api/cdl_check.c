@@ -248,8 +248,9 @@ static void check_weights(Check *c, Net *net, const cdl_check_options *o, const 
     model_meta_free(&head);
 }
 
-/* Builds the net (its parameters only) from cfg (consumed) as a new run would, with a text's
- * vocabulary, then checks it against the data and the initial weights, and measures a step. */
+/* Builds the net from cfg (consumed) as a new run would, with a text's vocabulary and gradients
+ * (a net without them has no recomputed segments, which the step's memory depends on), then checks
+ * it against the data and the initial weights, and measures a step. */
 static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const DataConfig *dc,
                       const TextData *td)
 {
@@ -259,7 +260,7 @@ static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const Data
     if (td->vocab.n && cfg_apply_override(cfg, vocab, &e))
         problem(c, "%s", e.msg);
     Net net;
-    const int st = net_build(&net, cfg, 0, 1, &e);
+    const int st = net_build(&net, cfg, 1, 1, &e);
     const Cfg *built = st ? cfg : &net.cfg;
     add_lines(c, built->problems, 1);
     add_lines(c, built->warnings, 0);

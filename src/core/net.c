@@ -504,8 +504,9 @@ static void bind_inputs(Net *net, Layer *l)
     }
 }
 
-/* Measures every layer's private state for batch into l->state_floats and l->state_bytes
- * (LayerState); the totals go to *floats and *bytes. */
+/* Measures every layer's private state for batch into l->state_floats, state_bytes, work_floats
+ * and kept_floats (LayerState); the totals of state and kept floats go to *floats, of bytes to
+ * *bytes. */
 static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Error *e)
 {
     *floats = *bytes = 0;
@@ -518,7 +519,8 @@ static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Err
         l->state_floats = st.n_floats;
         l->state_bytes = st.n_bytes;
         l->work_floats = st.n_work;
-        *floats += st.n_floats;
+        l->kept_floats = st.n_kept;
+        *floats += st.n_floats + st.n_kept;
         *bytes += st.n_bytes;
     }
     return CDL_OK;
@@ -542,7 +544,8 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
         LayerState carve = {.exec = &net->exec,
                             .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
                             .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
-                            .work = (float *)(slab + b[NET_BUF_WORK].offset)};
+                            .work = (float *)(slab + b[NET_BUF_WORK].offset),
+                            .kept = (float *)(slab + b[NET_BUF_KEPT].offset)};
         int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;

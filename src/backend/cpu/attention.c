@@ -78,10 +78,10 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     const size_t w_fwd = gemm_packed_floats((int)c, 3 * (int)c),
                  w_bwd = gemm_packed_floats(3 * (int)c, (int)c);
     const size_t out_fwd = gemm_packed_floats((int)c, (int)c); /* the backward's is the same */
-    a->w_packed = layer_state_floats(st, a->packed_proj ? w_fwd : 0);
-    a->out_w_packed = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
-    a->w_packed_back = layer_state_floats(st, a->packed_proj ? w_bwd : 0);
-    a->out_w_packed_back = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed = layer_kept_floats(st, a->packed_proj ? w_fwd : 0);
+    a->out_w_packed = layer_kept_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed_back = layer_kept_floats(st, a->packed_proj ? w_bwd : 0);
+    a->out_w_packed_back = layer_kept_floats(st, a->packed_proj ? out_fwd : 0);
     return CDL_OK;
 }
 

@@ -52,8 +52,8 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     li->x_rounded = layer_state_floats(st, rounded ? (size_t)rows * li->inputs : 0);
     const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
                  bwd = gemm_packed_floats(li->outputs, li->inputs);
-    li->w_packed = layer_state_floats(st, packed_path(l) ? fwd : 0);
-    li->w_packed_back = layer_state_floats(st, packed_path(l) ? bwd : 0);
+    li->w_packed = layer_kept_floats(st, packed_path(l) ? fwd : 0);
+    li->w_packed_back = layer_kept_floats(st, packed_path(l) ? bwd : 0);
     li->bias_sums = layer_work_floats(st, packed_path(l) && li->has_biases
                                               ? gemm_act_backward_sums_floats(rows, li->outputs)
                                               : 0);
