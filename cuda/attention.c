@@ -90,9 +90,12 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
     if (a->mask_is_valid) {
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
         const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)tt;
+        /* a captured step keys on the draw id each replay uploads */
+        const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
-                 cuda_attention_dropout(a->workspace, a->mask, a->probs, key, first, a->dropout,
-                                        probs, gpu_stream(ctx)),
+                 cuda_attention_dropout(a->workspace, a->mask, a->probs, key,
+                                        gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
+                                        l->index, first, a->dropout, probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;
     }
@@ -187,7 +190,6 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_attention_kernels = {
-    .host_keyed = 1, /* dropout's key */
     .resize = attention_resize_gpu,
     .forward = attention_forward_gpu,
     .backward = attention_backward_gpu,

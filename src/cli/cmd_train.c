@@ -47,8 +47,8 @@ static const OptSpec train_opts[] = {
     {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
     {"--cuda-graph", 0, 0,
      "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
-     "losses; refused for what it cannot capture yet: [crop], [attention], subdivisions, "
-     "ema, fp16, mpirun, --profile-steps)"},
+     "losses; refused for what it cannot capture yet: subdivisions, fp16, mpirun, "
+     "--profile-steps)"},
     {"--dist-timeout", 1, 0,
      "under mpirun: seconds a rank waits for the others before the run stops (default 300)"},
     {"--help", 0, 0, "show this help"},

@@ -257,9 +257,6 @@ typedef struct LayerKernels {
     /* The engine the backend expects to run l on ("ref", "dnnl", "wino"), named after parse for
      * `cdl info` and profiles (Layer.engine; resize may name another). NULL: the family has one. */
     const char *(*engine)(const Layer *l, const ExecContext *exec);
-    /* 1: a pass reads something from the host that changes from step to step (a draw keyed
-     * there), so a step captured as a CUDA graph cannot hold it (--cuda-graph refuses it). */
-    int host_keyed;
     /* Takes the per-batch private state of a mini-batch of batch samples from st
      * (layer_state_floats, layer_state_bytes, layer_work_floats, layer_kept_floats) and points
      * priv's buffers at it; parameters are assigned (params[].grad NULL in a net without

@@ -105,20 +105,11 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
     if (net->hyper.subdivisions * net->split > 1)
         return error_set(e, CDL_EUSAGE, not_yet,
                          "a step of several passes (subdivisions > 1, or a split batch)");
-    if (opt->ema)
-        return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
     if (opt->loss_scale.enabled)
         return error_set(e, CDL_EUSAGE, not_yet, "fp16's loss scaling (precision=fp16)");
     int losses = 0;
-    for (int i = 0; i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
-        losses += l->type->is_loss;
-        if (l->kernels->host_keyed)
-            return error_set(e, CDL_EUSAGE,
-                             "--cuda-graph does not capture layer %d [%s] yet: its random draws "
-                             "are keyed on the host (train without it)",
-                             i, l->type->name);
-    }
+    for (int i = 0; i < net->n_layers; i++)
+        losses += net->layers[i].type->is_loss;
     if (losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
     return CDL_OK;

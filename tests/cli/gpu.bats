@@ -46,6 +46,8 @@ for l in open("both"):
 # also ran while it was being captured, would change the curve.
 @test "--cuda-graph replays the step with the eager run's losses and weights, bit for bit" {
     sed '/^\[softmax\]/i [dropout]\nprobability=0.2' mlp.cfg > dropout.cfg
+    # random crops (their windows keyed on the device) and the weights' EMA
+    sed '0,/^\[connected\]/s//[crop]\ncrop_height=6\ncrop_width=6\nflip=1\n[connected]/' mlp.cfg > crop.cfg
     local adamw=(--set net.optimizer=adamw --set net.learning_rate=0.003 --set net.policy=cosine
         --set net.warmup=5 --set net.decay=0.01 --set net.clip_grad_norm=0.05)
     for run in eager graph; do
@@ -55,26 +57,37 @@ for l in open("both"):
         "$GPU_CDL" train mlp.cfg "${common[@]}" --log sgd_$run.jsonl --out sgd_$run.cdl
         "$GPU_CDL" train dropout.cfg "${adamw[@]}" "${common[@]}" --log adamw_$run.jsonl \
             --out adamw_$run.cdl
+        "$GPU_CDL" train crop.cfg --set net.ema=0.9 "${common[@]}" --log crop_$run.jsonl \
+            --out crop_$run.cdl
     done
     # the simulator runs the same kernels in the same order either way: equal, not close
     [ "$(step_losses sgd_eager.jsonl | wc -l)" -eq 88 ]
     diff <(step_losses sgd_eager.jsonl) <(step_losses sgd_graph.jsonl)
     diff <(step_losses adamw_eager.jsonl) <(step_losses adamw_graph.jsonl)
+    diff <(step_losses crop_eager.jsonl) <(step_losses crop_graph.jsonl)
     cmp sgd_eager.cdl sgd_graph.cdl
     cmp adamw_eager.cdl adamw_graph.cdl
+    cmp crop_eager.cdl crop_graph.cdl
+}
+
+@test "--cuda-graph replays a transformer's step, attention dropout keyed on the device, bit for bit" {
+    write_text_data
+    write_tiny_gpt 16 16 64 1
+    sed 's/^heads=2$/heads=2\ndropout=0.2/' tiny.cfg > drop.cfg
+    grep -q "dropout=0.2" drop.cfg
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        "$GPU_CDL" train drop.cfg --data corpus.data --log-every 1 --threads 1 --gpu 0 \
+            "${graph[@]}" --log $run.jsonl --out $run.cdl
+    done
+    [ "$(step_losses eager.jsonl | wc -l)" -ge 4 ]
+    diff <(step_losses eager.jsonl) <(step_losses graph.jsonl)
+    cmp eager.cdl graph.cdl
 }
 
 @test "--cuda-graph refuses, in one line, what it does not capture yet" {
-    sed '0,/^\[connected\]/s//[crop]\ncrop_height=6\ncrop_width=6\n[connected]/' mlp.cfg > crop.cfg
     local graph=(--data digits.data --epochs 1 --out new.cdl --threads 1 --gpu 0 --cuda-graph)
-    run "$GPU_CDL" train mlp.cfg --set net.ema=0.99 "${graph[@]}"
-    echo "$output"
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: --cuda-graph does not capture the weights' EMA (ema=) yet (train without it)" ]
-    run "$GPU_CDL" train crop.cfg "${graph[@]}"
-    echo "$output"
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: --cuda-graph does not capture layer 0 [crop] yet: its random draws are keyed on the host (train without it)" ]
     run "$GPU_CDL" train mlp.cfg --set net.subdivisions=2 "${graph[@]}"
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
