@@ -307,6 +307,9 @@ typedef struct cdl_callbacks {
 int cdl_dist_init(int *argc, char ***argv);
 int cdl_dist_rank(void);
 int cdl_dist_size(void);
+/* The rank's position among the ranks on its machine, *local_size their number (0 of 1 without
+ * mpirun): which of the machine's GPUs it takes when each rank has its own. */
+int cdl_dist_local_rank(int *local_size);
 /* Every rank passes its status; returns the highest of all, and *report is 1 on the one rank
  * that should print its error (the lowest that failed), so a failure is reported once. */
 int cdl_dist_agree(int status, int *report);

@@ -60,7 +60,9 @@ int cli_apply_precision(const Args *a, cdl_model *model, Error *e);
     {                                                                                              \
         "--gpu", 1, 0, "run on CUDA device N (needs a GPU=1 build; int8 models run on the CPU)"    \
     }
-/* *device = --gpu's device, -1 when absent; a usage error when it is not a device number. */
+/* *device = --gpu's device, -1 when absent: N, or of a list A,B,... under mpirun the one at the
+ * rank's position among its machine's ranks (cdl_dist_local_rank); a usage error when it is not
+ * a device number or list, or a list without mpirun or shorter than the machine's ranks. */
 int cli_get_gpu(const Args *a, int *device, Error *e);
 /* Moves an opened model to --gpu's device when given (cdl_model_use_gpu). */
 int cli_apply_gpu(const Args *a, cdl_model *model, Error *e);

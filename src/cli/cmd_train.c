@@ -44,7 +44,9 @@ static const OptSpec train_opts[] = {
     {"--profile-steps", 1, 0, "write a Chrome trace of these steps: A-B or A,B,... (1-based)"},
     {"--trace", 1, 0, "trace file of --profile-steps (default: the checkpoint's, .trace.json)"},
     {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
-    {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
+    {"--gpu", 1, 0,
+     "train on GPU N (needs a GPU=1 build); under mpirun A,B,... gives each rank on a machine its "
+     "own: the machine's first rank A, the next B, ..."},
     {"--cuda-graph", 0, 0,
      "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
      "losses; refused for what it cannot capture yet: subdivisions, fp16, mpirun, "
@@ -157,16 +159,17 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                          "with a new head");
     if (!resume && a->n_positional != 1)
         return error_set(e, CDL_EUSAGE, "train needs one CFG file (or --resume CKPT); see --help");
-    long seed, gpu;
+    long seed;
+    int gpu;
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
-    st = st ? st : args_get_int(a, "--gpu", -1, 0, 1024, &gpu, e);
+    st = st ? st : cli_get_gpu(a, &gpu, e);
     if (st)
         return st;
     if (args_get(a, "--cuda-graph") && gpu < 0)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph captures a GPU's training step: it needs --gpu N");
     o.on_gpu = gpu >= 0;
-    o.gpu_device = gpu >= 0 ? (int)gpu : 0;
+    o.gpu_device = gpu >= 0 ? gpu : 0;
     if (!resume) {
         o.cfg_path = a->positional[0];
         o.seed = (uint64_t)seed;

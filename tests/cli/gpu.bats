@@ -278,6 +278,13 @@ assert all(l["forward_ms"]["mean"] > 0 and l["backward_ms"]["mean"] > 0 for l in
     echo "$output"
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: --gpu 3: this machine has 1 CUDA device (0 to 0)" ]
+    # a list gives each rank under mpirun its device (dist_gpu.bats): one process takes one
+    run "$GPU_CDL" train mlp.cfg --data digits.data --gpu 0,1
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --gpu 0,1 names a device for each rank: start the run with mpirun -np 2 (a make MPI=1 build), or give one device" ]
+    run "$GPU_CDL" train mlp.cfg --data digits.data --gpu 0,
+    [ "$status" -eq 2 ]
+    [[ "$output" == "cdl: bad value '0,' for --gpu: expected a device number"* ]]
 }
 
 @test "a run that diverges on the GPU names the first layer whose output is not finite" {
