@@ -248,6 +248,22 @@ assert [l["type"] for l in r["layers"]] == ["connected", "connected", "softmax"]
 assert all(l["forward_ms"]["mean"] > 0 and l["backward_ms"]["mean"] > 0 for l in r["layers"]), r' "$output"
 }
 
+@test "train --profile-steps on the GPU traces the chosen steps on the device's clock" {
+    run "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --threads 1 --gpu 0 \
+        --profile-steps 2-3 --out p.cdl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wrote p.trace.json (14 events)"* ]]
+    # 2 steps: each of the 3 layers' forward and backward, and the step, which holds them
+    python3 -c 'import json
+ev = json.load(open("p.trace.json"))["traceEvents"]
+steps = [e for e in ev if e["name"] == "step"]
+assert len(steps) == 2, steps
+for s in steps:
+    inner = [e for e in ev if e["name"] != "step" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]
+    assert len(inner) == 6, inner'
+}
+
 @test "a checkpoint profiles on the GPU with its optimizer state" {
     train_cpu_checkpoint
     run "$GPU_CDL" profile cpu.cdl --iters 1 --gpu 0
