@@ -23,9 +23,9 @@ typedef struct NpyArray {
 } NpyArray;
 
 /* Reads path (format 1.0, 2.0 or 3.0) into *a. Refused (CDL_EUSAGE), naming the file: another
- * dtype (integers, big-endian, complex, ...), Fortran order, more than NPY_MAX_DIMS dims;
- * (CDL_ERUNTIME) a file that is not .npy, a malformed header, a data size that is not the
- * shape's. On failure *a is empty (npy_array_free is still safe). */
+ * dtype (integers, big-endian, complex, ...), Fortran order; (CDL_ERUNTIME) a file that is not
+ * .npy, a malformed header, more than NPY_MAX_DIMS dims, a data size that is not the shape's.
+ * On failure *a is empty (npy_array_free is still safe). */
 int npy_read(const char *path, NpyArray *a, Error *e);
 void npy_array_free(NpyArray *a);
 
