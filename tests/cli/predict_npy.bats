@@ -3,6 +3,11 @@
 # the name of the values --json reports: "probability" after a softmax, "logit" without one.
 load helpers
 
+# The .npy files are written by numpy (python3's).
+numpy_or_skip() {
+    python3 -c "import numpy" 2> /dev/null || skip "python3 has no numpy"
+}
+
 # small_cfg FILE [LAST]: an 8x8 grayscale net with mean/std, ending in LAST (default softmax).
 small_cfg() {
     printf '[net]\nwidth=8\nheight=8\nchannels=1\nmean=0.5\nstd=0.25\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=relu\n\n[connected]\noutput=3\nactivation=linear\n%s' \
@@ -28,6 +33,7 @@ for r in json.load(open(sys.argv[1])):
 }
 
 @test "a .npy tensor with or without a batch axis predicts as the image it holds, in argument order" {
+    numpy_or_skip
     small_cfg n.cfg
     gray_png x.png 8 "(x * 30 + y * 7)"
     npy one.npy float32 1 8 8
@@ -45,6 +51,7 @@ for r in json.load(open(sys.argv[1])):
 }
 
 @test "float16 and float64 .npy arrays are read as float32" {
+    numpy_or_skip
     small_cfg n.cfg
     npy f2.npy float16 2 1 8 8
     npy f8.npy float64 2 1 8 8
@@ -58,6 +65,7 @@ for r in json.load(open(sys.argv[1])):
 }
 
 @test "a .npy of another shape, dtype or layout is refused with one line naming the file (exit 2)" {
+    numpy_or_skip
     small_cfg n.cfg
     npy wide.npy float32 1 8 9
     run "$CDL" predict n.cfg wide.npy
@@ -86,6 +94,7 @@ np.save("fortran.npy", np.asfortranarray(np.zeros((1, 8, 8), np.float32)))'
 }
 
 @test "predict names its values: probability after a softmax, logit without one" {
+    numpy_or_skip
     small_cfg soft.cfg
     small_cfg raw.cfg ""
     npy x.npy float32 1 8 8
