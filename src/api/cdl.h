@@ -119,6 +119,24 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
 int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
                             size_t err_size);
 
+/* 1 when path names a NumPy .npy file (it starts with the magic "\x93NUMPY"). */
+int cdl_is_npy_file(const char *path);
+/* Reads a .npy file of model inputs: float32 (float64 is rounded to float32, float16 converted
+ * exactly), C order, shaped as one input (c, h, w) or a batch of them (n, c, h, w), holding
+ * what the net receives before its cfg's mean/std normalisation (an exported ONNX graph's
+ * input: no decoding, resizing or cropping is done). *inputs [*n][c][h][w] (malloc'd; free()
+ * it) holds them normalised, as cdl_model_load_image leaves an image. Another shape, dtype or
+ * layout is a usage error naming the file, its shape and the shape expected. */
+int cdl_model_load_npy(cdl_model *model, const char *npy_path, float **inputs, int *n, char *err,
+                       size_t err_size);
+/* cdl_model_load_npy, then cdl_model_predict_batch of all its inputs: *probs [*n][classes]
+ * (malloc'd; free() it). */
+int cdl_model_predict_npy(cdl_model *model, const char *npy_path, float **probs, int *n, char *err,
+                          size_t err_size);
+/* 1 when the model's outputs are probabilities (its last layer is [softmax], or darknet's
+ * [cost] after one); 0 when they are its last layer's raw values (a classifier's logits). */
+int cdl_model_outputs_probabilities(const cdl_model *model);
+
 /* Text models (sequence nets trained on text; their vocabulary is in the checkpoint). */
 int cdl_model_is_text(const cdl_model *model);
 
