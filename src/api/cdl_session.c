@@ -24,8 +24,10 @@
 #include "io/tfevents.h"
 #include "model/model_io.h"
 #include "train/dist.h"
+#include "train/resume.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
+#include "util/hash_table.h"
 
 _Static_assert(CDL_DEFAULT_WORKERS == LOADER_DEFAULT_WORKERS, "one default for loader threads");
 
@@ -307,6 +309,44 @@ static int open_sets(cdl_session *s, Error *e)
     return CDL_OK;
 }
 
+/* The training data's sizes and fingerprint, as the checkpoint records them. */
+static DataPrint data_print(const cdl_session *s)
+{
+    if (s->net.seq > 0)
+        return (DataPrint){s->text.train.n, s->text.valid.n, text_data_fingerprint(&s->text)};
+    const uint64_t prints[2] = {source_fingerprint(&s->train), source_fingerprint(&s->valid)};
+    return (DataPrint){(uint64_t)s->train.n, (uint64_t)s->valid.n,
+                       fnv1a_add(FNV1A_START, prints, sizeof prints)};
+}
+
+/* Puts a resumed run at the checkpoint's progress in its own steps (train/resume.h), and says
+ * what changed in the data since the checkpoint and what resuming does about it. */
+static int place_resumed(cdl_session *s, const DataPrint *now, Error *e)
+{
+    const int global_batch = s->net.hyper.batch * dist_size();
+    const int steps_per_epoch = (int)(s->samples / global_batch);
+    if (steps_per_epoch < 1) /* run() refuses it */
+        return CDL_OK;
+    char changes[256];
+    data_print_changes(&s->meta.data, now, s->net.seq > 0 ? "tokens" : "samples", changes,
+                       sizeof changes);
+    ResumePoint p;
+    int st = resume_point(&s->meta, s->resume_path, steps_per_epoch, global_batch,
+                          changes[0] != '\0', &p, e);
+    if (st)
+        return st;
+    if (changes[0])
+        note(s,
+             "warning: %s changed since %s was written: %s; resuming continues after epoch %d "
+             "with %d steps an epoch%s%s",
+             s->data_path, s->resume_path, changes, p.epochs_done, steps_per_epoch,
+             p.epoch_restarts ? " (the epoch it had begun starts over)" : "",
+             !s->dc.valid && s->dc.valid_split > 0 ? ", and the validation split is drawn anew"
+                                                   : "");
+    s->meta.step = p.step;
+    return CDL_OK;
+}
+
 static int attach(cdl_session *s, const char *data_path, Error *e)
 {
     if (s->data_path[0])
@@ -334,8 +374,11 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
         st = st ? st : build_fresh(s, e);
     }
     st = st ? st : open_sets(s, e);
+    const DataPrint now = st ? (DataPrint){0} : data_print(s);
+    st = st || !s->resumed ? st : place_resumed(s, &now, e);
     if (st)
         return st;
+    s->meta.data = now;
     /* Recorded absolute, so that --resume and eval work from any directory. */
     char absolute[PATH_MAX];
     snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s",
@@ -548,8 +591,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
             : step_trace_begin(&trace, lead ? o->profile_steps : NULL, lead ? o->trace_path : NULL,
                                s->out_path, &s->net, s->meta.step, total_steps, &tcb, e);
     if (!st && s->meta.step >= total_steps)
-        note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
-             s->meta.epochs_done);
+        note(s, "%s already has %d epochs; nothing to do (raise --epochs)",
+             s->resumed ? s->resume_path : s->out_path, s->meta.epochs_done);
     TrainPlan plan = {.epochs = epochs,
                       .out_path = s->out_path,
                       .valid = {s->data.workers, s->data.skip_bad},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/file.h"
+#include "util/hash_table.h"
 #include "util/rng.h"
 #include "util/timer.h"
 
@@ -107,6 +108,14 @@ void text_data_free(TextData *td)
     free(td->train.ids);
     free(td->valid.ids);
     memset(td, 0, sizeof *td);
+}
+
+uint64_t text_data_fingerprint(const TextData *td)
+{
+    const size_t sizes[2] = {td->train.n, td->valid.n};
+    uint64_t h = fnv1a_add(FNV1A_START, sizes, sizeof sizes);
+    h = fnv1a_add(h, td->train.ids, td->train.n * sizeof *td->train.ids);
+    return fnv1a_add(h, td->valid.ids, td->valid.n * sizeof *td->valid.ids);
 }
 
 size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, int seq)
