@@ -16,7 +16,6 @@
 #include "core/net_split.h"
 #include "data/dataset.h"
 #include "data/text_data.h"
-#include "train/ema.h"
 #include "train/optimizer.h"
 
 /* A check in progress: the result it fills, and whether a line could not be kept. */
@@ -175,25 +174,35 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
 }
 
 /* The bytes a training step holds, as train allocates them: a sequence net's activations for a
- * pass of the mini-batch as train splits it at the default thread count (core/net_split.h). */
+ * pass of the mini-batch as train splits it at the default thread count (core/net_split.h); and
+ * what the process may use, which a larger step is a problem against. */
 static void check_memory(Check *c, Net *net)
 {
     Error e = {0};
     cdl_check_result *r = c->r;
-    size_t activations;
+    ApiStepMemory m;
     r->train_pass = net_training_pass(net, omp_get_max_threads());
-    if (net_batch_bytes(net, r->train_pass, 1, &activations, &e)) {
+    if (api_step_memory(net, r->train_pass, &m, &e)) {
         problem(c, "%s", e.msg);
         return;
     }
-    TrainSettings t; /* read and checked when the net was built */
-    train_settings_read(&net->cfg, &t, &e);
-    const size_t ema = t.ema > 0 ? ema_floats(net) : 0;
-    r->param_bytes = (net->n_params + net->n_state) * sizeof(float);
-    r->grad_bytes = net->n_params * sizeof(float);
-    r->optimizer_bytes = (optimizer_state_floats(t.optimizer, net->n_params) + ema) * sizeof(float);
-    r->activation_bytes = activations;
-    r->total_bytes = r->param_bytes + r->grad_bytes + r->optimizer_bytes + activations;
+    r->param_bytes = m.params;
+    r->grad_bytes = m.grads;
+    r->optimizer_bytes = m.optimizer;
+    r->activation_bytes = m.activations;
+    r->scratch_bytes = m.scratch;
+    r->total_bytes = m.total;
+    MemLimit limit;
+    mem_limit_of_process(&limit);
+    r->memory_left_bytes = limit.left_bytes;
+    if (limit.what[0]) {
+        char text[400];
+        api_memory_limit_text(&limit, text, sizeof text);
+        if (!(r->memory_limit = strdup(text)))
+            c->out_of_memory = 1;
+    }
+    if (api_check_step_fits(&m, &limit, net->cfg.path ? net->cfg.path : "the cfg", &e))
+        problem(c, "%s", e.msg);
 }
 
 static void describe_net(cdl_check_result *r, const Net *net)
@@ -259,7 +268,7 @@ static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const Data
     if (td->vocab.n && cfg_apply_override(cfg, vocab, &e))
         problem(c, "%s", e.msg);
     Net net;
-    const int st = net_build(&net, cfg, 0, 1, &e);
+    const int st = net_build(&net, cfg, 1, 1, &e); /* with gradients, as train measures */
     const Cfg *built = st ? cfg : &net.cfg;
     add_lines(c, built->problems, 1);
     add_lines(c, built->warnings, 0);
@@ -314,5 +323,6 @@ void cdl_check_result_free(cdl_check_result *result)
     free(result->warnings);
     free(result->data_path);
     free(result->weights_note);
+    free(result->memory_limit);
     memset(result, 0, sizeof *result);
 }

@@ -557,6 +557,19 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
     return st;
 }
 
+/* Refuses a CPU run whose step needs more memory than the process may use, before the step's
+ * buffers are allocated (a GPU's are on the device). */
+static int check_step_fits(cdl_session *s, int pass, Error *e)
+{
+    if (s->where.backend != CDL_BACKEND_CPU)
+        return CDL_OK;
+    ApiStepMemory m;
+    MemLimit limit;
+    int st = api_step_memory(&s->net, pass, &m, e);
+    mem_limit_of_process(&limit);
+    return st ? st : api_check_step_fits(&m, &limit, s->resumed ? s->resume_path : s->cfg_path, e);
+}
+
 static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb, Error *e)
 {
     if (!s->data_path[0])
@@ -574,8 +587,10 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph does not capture a profiled step yet: --profile-steps "
                          "times each layer (train without one of them)");
-    int st = prepare_output(s->out_path, e);
     const int split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
+    int st =
+        o->skip_memory_check ? CDL_OK : check_step_fits(s, h->batch / h->subdivisions / split, e);
+    st = st ? st : prepare_output(s->out_path, e);
     st = st ? st : net_resize_split(&s->net, split, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
