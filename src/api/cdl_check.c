@@ -257,6 +257,32 @@ static void check_weights(Check *c, Net *net, const cdl_check_options *o, const 
     model_meta_free(&head);
 }
 
+/* Values of a cfg that check lists before it stops building. */
+#define CHECK_MAX_BAD_VALUES 32
+
+/* Removes the entry of cfg at the line that msg ("CFG:LINE: ...", a build's refusal) names;
+ * 0 when msg names none. */
+static int drop_refused_entry(Cfg *cfg, const char *msg)
+{
+    const size_t n = cfg->path ? strlen(cfg->path) : 0;
+    if (!n || strncmp(msg, cfg->path, n) || msg[n] != ':')
+        return 0;
+    const int line = atoi(msg + n + 1);
+    for (int i = 0; i < cfg->n_sections; i++) {
+        CfgSection *sec = &cfg->sections[i];
+        for (int k = 0; k < sec->n_entries; k++)
+            if (sec->entries[k].line == line && !sec->entries[k].set) {
+                free(sec->entries[k].key);
+                free(sec->entries[k].value);
+                memmove(&sec->entries[k], &sec->entries[k + 1],
+                        (size_t)(sec->n_entries - k - 1) * sizeof *sec->entries);
+                sec->n_entries--;
+                return 1;
+            }
+    }
+    return 0;
+}
+
 /* Builds the net (its parameters only) from cfg (consumed) as a new run would, with a text's
  * vocabulary, then checks it against the data and the initial weights, and measures a step. */
 static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const DataConfig *dc,
@@ -268,7 +294,13 @@ static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const Data
     if (td->vocab.n && cfg_apply_override(cfg, vocab, &e))
         problem(c, "%s", e.msg);
     Net net;
-    const int st = net_build(&net, cfg, 1, 1, &e); /* with gradients, as train measures */
+    int st = net_build(&net, cfg, 1, 1, &e); /* with gradients, as train measures */
+    /* A value the build refuses is listed and left out (its default taken) to find the next. */
+    for (int tries = 0; st && tries < CHECK_MAX_BAD_VALUES && drop_refused_entry(cfg, e.msg);
+         tries++) {
+        problem(c, "%s", e.msg);
+        st = net_build(&net, cfg, 1, 1, &e);
+    }
     const Cfg *built = st ? cfg : &net.cfg;
     add_lines(c, built->problems, 1);
     add_lines(c, built->warnings, 0);

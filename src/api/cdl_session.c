@@ -309,6 +309,26 @@ static int open_sets(cdl_session *s, Error *e)
     return CDL_OK;
 }
 
+/* A new run whose data could not be read: an error of its cfg (which the data do not size, as
+ * they size a sequence net's vocabulary) is the one to report, the data's after it. Builds the
+ * net to find it (the cfg is consumed: the session is failing). */
+static int cfg_error_first(cdl_session *s, Error *e)
+{
+    if (!s->have_cfg || !s->cfg.n_sections || cfg_get_str(&s->cfg.sections[0], "seq", NULL))
+        return e->code;
+    Net net;
+    Error cfg_e = {0};
+    s->have_cfg = 0;
+    if (!net_build(&net, &s->cfg, 0, s->meta.seed, &cfg_e)) {
+        net_free(&net);
+        return e->code;
+    }
+    cfg_free(&s->cfg);
+    const Error data_e = *e;
+    *e = cfg_e;
+    return error_append(e, cfg_e.code, " (and %s)", data_e.msg);
+}
+
 /* The training data's sizes and fingerprint, as the checkpoint records them. */
 static DataPrint data_print(const cdl_session *s)
 {
@@ -371,7 +391,7 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
         st = st ? st : check_text_net(s, e);
     } else {
         st = load_data(s, NULL, e);
-        st = st ? st : build_fresh(s, e);
+        st = st ? cfg_error_first(s, e) : build_fresh(s, e);
     }
     st = st ? st : open_sets(s, e);
     const DataPrint now = st ? (DataPrint){0} : data_print(s);

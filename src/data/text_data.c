@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/file.h"
 #include "util/hash_table.h"
@@ -28,6 +29,26 @@ static int read_whole(const char *path, char **text, size_t *len, Error *e)
     return failure ? error_set(e, CDL_ERUNTIME, "%s: %s", path,
                                failure == ENOMEM ? "out of memory" : "cannot read")
                    : CDL_OK;
+}
+
+/* A text that is not there yet: when a comment of the .data file at data_path names the script
+ * that writes it (cfg/kjv.data: "Write it first with scripts/text-data.sh"), e says so. */
+static void say_script(const char *data_path, Error *e)
+{
+    FILE *f = fopen(data_path, "r");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *script = line[0] == '#' ? strstr(line, "scripts/") : NULL;
+        if (script) {
+            int len = (int)strcspn(script, " \t\r\n,;");
+            len -= script[len - 1] == '.'; /* the sentence's full stop */
+            error_append(e, e->code, "; %s says to write it first with %.*s", data_path, len,
+                         script);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
 }
 
 static int encode(const TextVocab *v, const char *text, size_t len, const char *path,
@@ -57,7 +78,8 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     const int n_texts = dc->valid ? 2 : 1;
     int st = CDL_OK;
     for (int i = 0; i < n_texts && !st; i++)
-        st = read_whole(paths[i], &texts[i], &lens[i], e);
+        if ((st = read_whole(paths[i], &texts[i], &lens[i], e)) && access(paths[i], F_OK))
+            say_script(dc->path, e);
     if (!st && vocab) {
         st = text_vocab_copy(&td->vocab, vocab, e);
     } else if (!st && dc->tokens_bytes) {

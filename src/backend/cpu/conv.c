@@ -85,10 +85,21 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 
-/* The engine resize will choose, named before it runs (LayerKernels.engine). */
+/* A bf16 layer's products run on oneDNN unless the reference engine is asked for by name, where
+ * the CPU has bf16 instructions. */
+static int conv_bf16_on_dnnl(const CpuOptions *o)
+{
+    return (o->engine != CPU_ENGINE_REF || !o->engine_given) && dnnl_conv_bf16_runs();
+}
+
+/* The engine resize will choose, named before it runs (LayerKernels.engine): a bf16 layer's is
+ * oneDNN's where conv_bf16_on_dnnl. */
 static const char *conv_engine_expected(const Layer *l, const ExecContext *exec)
 {
-    return engine_names[conv_engine_wanted(l, cpu_options(exec))];
+    const CpuOptions *o = cpu_options(exec);
+    if (l->precision == GEMM_BF16 && !l->quant && conv_bf16_on_dnnl(o))
+        return engine_names[CONV_ENGINE_DNNL];
+    return engine_names[conv_engine_wanted(l, o)];
 }
 
 /* The reference's scratch for one image: the columns of its input (forward, weight gradient) or,
@@ -174,8 +185,7 @@ static void conv_choose(const Layer *l, ConvCpu *cpu, const CpuOptions *o)
 {
     const Conv *cv = l->priv;
     cpu->wanted = conv_engine_wanted(l, o);
-    cpu->dnnl.bf16_wanted =
-        (o->engine != CPU_ENGINE_REF || !o->engine_given) && dnnl_conv_bf16_runs();
+    cpu->dnnl.bf16_wanted = conv_bf16_on_dnnl(o);
     cpu->wino.training =
         winograd_tiles(cv->train_batch, l->in_shape.h, l->in_shape.w) >= o->winograd_min_tiles;
 }
