@@ -276,6 +276,11 @@ typedef struct cdl_run_options {
      * (a GPU session): the same losses as without. What it cannot capture yet ([crop], [attention],
      * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
     int cuda_graph;
+    /* 1: train even when a step's memory (cdl_check_result.total_bytes, less the parameters
+     * already there) is more than the process may still take; 0: such a run is refused before
+     * it allocates (CDL_ERUNTIME naming both figures and the limit: the cgroup's, MemAvailable
+     * or RLIMIT_AS), where it would otherwise be killed without a word. CPU sessions only. */
+    int skip_memory_check;
 } cdl_run_options;
 
 typedef struct cdl_step_report {
@@ -682,6 +687,16 @@ typedef struct cdl_check_result {
     /* Samples per training pass, the activations' batch above: the mini-batch, or the smaller
      * passes a sequence net trains it in at the default thread count (cdl_model_summary's) */
     int train_pass;
+    /* Of activation_bytes, the layers' shared workspace, which an engine may leave partly
+     * untouched: a step's peak resident memory lies between total_bytes less it and
+     * total_bytes (past the process's own code and data). */
+    size_t scratch_bytes;
+    /* What the process may still take (UINT64_MAX: nothing limits it), and what sets that ("the
+     * cgroup's memory.max (PATH) is 1.5 GiB and 1.2 GiB of it is in use", "MemAvailable
+     * (/proc/meminfo) is 21.4 GiB", "ulimit -v (RLIMIT_AS) is 1.0 GiB and 300.2 MiB of it is
+     * in use"; NULL when nothing does); a step that needs more is one of the errors. */
+    uint64_t memory_left_bytes;
+    char *memory_limit;
 } cdl_check_result;
 
 /* Checks everything `cdl train` refuses before it trains, without training or reading the
@@ -697,6 +712,9 @@ typedef struct cdl_check_result {
 int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
               size_t err_size);
 void cdl_check_result_free(cdl_check_result *result);
+
+/* bytes as "12.3 KiB" (B, KiB, MiB or GiB, 1024 each) into text, which it returns. */
+const char *cdl_format_bytes(uint64_t bytes, char text[16]);
 
 /* ---- Images ---- */
 

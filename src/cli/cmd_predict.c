@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api/cdl.h"
 #include "cli/cli.h"
@@ -341,6 +342,13 @@ int cmd_predict(int argc, char **argv)
     cdl_set_threads((int)threads);
     /* The first file is the model when it is one (of any format: another format is refused
      * saying how to use it, never classified as an image with the default model). */
+    struct stat first_st;
+    if (a.n_positional > 0 && stat(a.positional[0], &first_st) == 0 && S_ISDIR(first_st.st_mode))
+        return error_set(&e, CDL_EUSAGE,
+                         "%s: a directory, not a model or an image: name the checkpoint in it "
+                         "(%s/latest.cdl is the last one train wrote there)",
+                         a.positional[0], a.positional[0]),
+               cli_fail(&e);
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
     int first = a.n_positional > 0 && (cfg || cdl_is_model_file(a.positional[0])) ? 1 : 0;
     const char *model = first ? a.positional[0] : CDL_DEFAULT_MODEL;

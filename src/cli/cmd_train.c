@@ -51,6 +51,9 @@ static const OptSpec train_opts[] = {
      "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
      "losses; refused for what it cannot capture yet: subdivisions, fp16, mpirun, "
      "--profile-steps)"},
+    {"--no-memory-check", 0, 0,
+     "train even when a step needs more memory than the process may use (cgroup limit, "
+     "MemAvailable, ulimit -v), which is otherwise refused before training"},
     {"--dist-timeout", 1, 0,
      "under mpirun: seconds a rank waits for the others before the run stops (default 300)"},
     {"--help", 0, 0, "show this help"},
@@ -215,7 +218,8 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
                                .trace_path = args_get(a, "--trace"),
                                .dist_timeout_s = (double)dist_timeout,
                                .stop_requested = cli_stop_requested,
-                               .cuda_graph = args_get(a, "--cuda-graph") != NULL};
+                               .cuda_graph = args_get(a, "--cuda-graph") != NULL,
+                               .skip_memory_check = args_get(a, "--no-memory-check") != NULL};
     TrainWatch watch = {.progress = progress};
     const cdl_callbacks cb = {watch_step, watch_epoch, &watch};
     /* Until now a signal ends the process at once: there is nothing to save. */

@@ -231,6 +231,7 @@ typedef struct LayerState {
     size_t n_work;           /* work floats taken so far */
     size_t n_kept;           /* kept floats taken so far */
     const ExecContext *exec; /* the backend's context of the net (its options, on the CPU) */
+    int input_grads;         /* the backward writes a gradient of an input (Layer.in_delta) */
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16

@@ -504,15 +504,28 @@ static void bind_inputs(Net *net, Layer *l)
     }
 }
 
+/* Whether l's backward will write a gradient of one of its inputs (net_layer_input_delta not
+ * NULL) in a net with gradients (want_grads), the net input's only when want_input_delta. */
+static int writes_input_grads(const Net *net, const Layer *l, int want_grads, int want_input_delta)
+{
+    for (int k = 0; want_grads && k < l->n_inputs; k++)
+        if (l->inputs[k] >= net->train_from ||
+            (l->inputs[k] < 0 && !net->train_from && want_input_delta))
+            return 1;
+    return 0;
+}
+
 /* Measures every layer's private state for batch into l->state_floats, state_bytes, work_floats
  * and kept_floats (LayerState); the totals of state and kept floats go to *floats, of bytes to
  * *bytes. */
-static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Error *e)
+static int measure_state(Net *net, int batch, int want_grads, int want_input_delta, size_t *floats,
+                         size_t *bytes, Error *e)
 {
     *floats = *bytes = 0;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        LayerState st = {.exec = &net->exec};
+        LayerState st = {.exec = &net->exec,
+                         .input_grads = writes_input_grads(net, l, want_grads, want_input_delta)};
         int rc = l->kernels->resize ? l->kernels->resize(l, batch, &st, e) : CDL_OK;
         if (rc)
             return rc;
@@ -541,11 +554,13 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
                  : net_pre_in_place(net, l)      ? l->out
                                                  : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {.exec = &net->exec,
-                            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
-                            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
-                            .work = (float *)(slab + b[NET_BUF_WORK].offset),
-                            .kept = (float *)(slab + b[NET_BUF_KEPT].offset)};
+        LayerState carve = {
+            .exec = &net->exec,
+            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
+            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
+            .work = (float *)(slab + b[NET_BUF_WORK].offset),
+            .kept = (float *)(slab + b[NET_BUF_KEPT].offset),
+            .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
         int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;
@@ -668,8 +683,8 @@ typedef struct BatchSizes {
     size_t scratch, input; /* floats */
 } BatchSizes;
 
-static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
-                         LiveBuffer **buffers, Error *e)
+static int measure_batch(Net *net, int batch, int want_grads, int want_input_delta,
+                         int check_limits, BatchSizes *b, LiveBuffer **buffers, Error *e)
 {
     memset(b, 0, sizeof *b);
     size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
@@ -685,12 +700,14 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     size_t state_floats, state_bytes;
-    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    int st =
+        measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
     /* The layouts and fused sums the layers' primitives allow, which those then follow. */
     if (!st) {
         plan_layouts(net);
         if (plan_sums(net)) {
-            st = measure_state(net, batch, &state_floats, &state_bytes, e);
+            st = measure_state(net, batch, want_grads, want_input_delta, &state_floats,
+                               &state_bytes, e);
             plan_layouts(net);
         }
     }
@@ -727,18 +744,20 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, 0, &b, NULL, e);
+    int st = measure_batch(net, batch, net->want_grads, 0, 0, &b, NULL, e);
     *bytes = st ? 0 : b.slab;
     return st;
 }
 
-int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *scratch_bytes,
+                    Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, want_grads, 1, &b, NULL, e);
+    int st = measure_batch(net, batch, want_grads, 0, 1, &b, NULL, e);
     *bytes = st ? 0
                 : b.slab + (b.scratch + b.input) * sizeof(float) +
                       (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
+    *scratch_bytes = st ? 0 : b.scratch * sizeof(float);
     return st;
 }
 
@@ -747,7 +766,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     free_activations(net);
     BatchSizes b;
     LiveBuffer *plan = NULL;
-    int st = measure_batch(net, batch, net->want_grads, 1, &b, &plan, e);
+    int st = measure_batch(net, batch, net->want_grads, want_input_delta, 1, &b, &plan, e);
     if (st)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;

@@ -182,10 +182,12 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e);
  * net_resize it after). */
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
 /* *bytes = what net_resize(net, batch, 0) allocates for a net with gradients when want_grads
- * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as
- * net_resize does when a mini-batch that large is refused. A net built without gradients has no
- * recomputed segments: measure a training step on one built with them. */
-int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e);
+ * (activations, deltas, layer state, input, labels, scratch), without allocating, and
+ * *scratch_bytes of it the layers' shared scratch (which an engine may leave partly untouched);
+ * fails as net_resize does when a mini-batch that large is refused. A net built without gradients
+ * has no recomputed segments: measure a training step on one built with them. */
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *scratch_bytes,
+                    Error *e);
 
 /* Sets the precision of the net and of every layer (Layer.precision); a net_resize must follow
  * before the next pass (layers in bf16, tf32 or fp16 take rounded copies of their operands at

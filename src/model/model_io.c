@@ -73,6 +73,20 @@ static cJSON *quantized_record(const Net *net)
 /* The pieces of a quantized net's parameter data, in parameter-slab order: each trainable
  * tensor's floats, or a quantized one's int8 values then its float scales. *n pieces; NULL when
  * out of memory. */
+/* {"train": "N", "valid": "N", "fingerprint": "N"}: uint64 values as strings. */
+static cJSON *data_print_record(const DataPrint *d)
+{
+    cJSON *r = cJSON_CreateObject();
+    const uint64_t values[] = {d->train, d->valid, d->fingerprint};
+    const char *const keys[] = {"train", "valid", "fingerprint"};
+    for (int i = 0; i < 3; i++) {
+        char number[32];
+        snprintf(number, sizeof number, "%llu", (unsigned long long)values[i]);
+        cJSON_AddStringToObject(r, keys[i], number);
+    }
+    return r;
+}
+
 static CheckpointSlab *quantized_params(const Net *net, int *n)
 {
     int count = 0;
@@ -143,6 +157,13 @@ static int save_host(const char *path, const Net *net, const Optimizer *opt, con
     cJSON_AddNumberToObject(h, "epochs_done", meta->epochs_done);
     cJSON_AddNumberToObject(h, "steps_per_epoch", meta->steps_per_epoch);
     cJSON_AddNumberToObject(h, "epochs_planned", meta->epochs_planned);
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->samples_seen);
+    cJSON_AddStringToObject(h, "samples_seen", number);
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->samples_in_epoch);
+    cJSON_AddStringToObject(h, "samples_in_epoch", number);
+    cJSON_AddNumberToObject(h, "global_batch", meta->global_batch);
+    if (meta->data.fingerprint)
+        cJSON_AddItemToObject(h, "dataset", data_print_record(&meta->data));
     cJSON_AddNumberToObject(h, "valid_accuracy", meta->valid_accuracy);
     cJSON_AddNumberToObject(h, "valid_loss", meta->valid_loss);
     cJSON_AddStringToObject(h, "data", meta->data_path);
@@ -295,6 +316,12 @@ static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e
     meta->epochs_done = json_count(h, "epochs_done");
     meta->steps_per_epoch = json_count(h, "steps_per_epoch");
     meta->epochs_planned = json_count(h, "epochs_planned");
+    meta->samples_seen = json_u64(h, "samples_seen");
+    meta->samples_in_epoch = json_u64(h, "samples_in_epoch");
+    meta->global_batch = json_count(h, "global_batch");
+    const cJSON *dataset = cJSON_GetObjectItemCaseSensitive(h, "dataset");
+    meta->data = (DataPrint){json_u64(dataset, "train"), json_u64(dataset, "valid"),
+                             json_u64(dataset, "fingerprint")};
     meta->valid_accuracy = json_number(h, "valid_accuracy", -1);
     meta->valid_loss = json_number(h, "valid_loss", -1);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(h, "data");

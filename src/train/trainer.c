@@ -311,6 +311,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     net->step = meta->step;
     const int ranks = plan->dist ? dist_size() : 1;
     net->loss_divisor = (float)batch * (float)ranks * (float)net_labels_per_sample(net);
+    meta->global_batch = batch * ranks;
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
     const double start = time_now_s();
@@ -346,6 +347,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             break;
         loss_sum += loss;
         loss_steps++;
+        meta->samples_seen += (uint64_t)meta->global_batch;
+        meta->samples_in_epoch =
+            pos + 1 < steps_per_epoch ? (uint64_t)(pos + 1) * (uint64_t)meta->global_batch : 0;
         const double elapsed = time_now_s() - start, training_s = elapsed - paused_s;
         const double steps_per_s =
             (double)(net->step - first) / (training_s > 0 ? training_s : 1e-9);

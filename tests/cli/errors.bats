@@ -180,13 +180,13 @@ expect_error() {
     expect_error 2 "[convolutional] size=2147483647, padding=1073741823: expected at most" info "$REPO/cfg/digits.cfg" --set 0.size=2147483647
 }
 
-@test "resume with nothing to do into a new --out is a notice, not an error" {
+@test "resume with nothing to do into a new --out is a notice naming the checkpoint, not an error" {
     train_digits 1
     run "$CDL" train --resume digits.cdl --epochs 1 --out other.cdl
     echo "status $status, output: $output"
     [ "$status" -eq 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ "${lines[0]}" == "cdl: other.cdl already has 1 epochs; nothing to do"* ]]
+    [[ "${lines[0]}" == "cdl: digits.cdl already has 1 epochs; nothing to do"* ]]
 }
 
 @test "--out naming a directory fails before any training" {
