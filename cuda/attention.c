@@ -19,6 +19,7 @@
 #include "core/net.h"
 #include "gpu.h"
 #include "kernels/attention.h"
+#include "kernels/dropout.h"
 #include "kernels/sequence.h"
 #include "layers/attention.h"
 
@@ -88,14 +89,17 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
              "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
+        /* [dropout]'s kernel: weight e of the batch's (pairs, T, T) is draw first + e of the
+         * layer's key, the CPU's index ((pair + first_pair) T + i) T + j with first =
+         * first_pair T T; a captured step keys on the draw id each replay uploads */
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
         const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)tt;
-        /* a captured step keys on the draw id each replay uploads */
         const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
-                 cuda_attention_dropout(a->workspace, a->mask, a->probs, key,
-                                        gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
-                                        l->index, first, a->dropout, probs, gpu_stream(ctx)),
+                 cuda_dropout_forward(a->workspace, a->mask, a->probs, key,
+                                      gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
+                                      l->index, first, a->dropout, 1.0f / (1.0f - a->dropout),
+                                      probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;
     }

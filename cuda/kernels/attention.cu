@@ -11,7 +11,6 @@
 
 #include "kernels/grid.cuh"
 #include "kernels/reduce.cuh"
-#include "kernels/rng.cuh"
 #include "launch.h"
 
 // row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1. Ends with a barrier.
@@ -37,22 +36,6 @@ __global__ void attention_softmax_kernel(float *p, int T, int causal)
 {
     const int i = blockIdx.x % T;
     softmax_row_in_place(p + (size_t)blockIdx.x * T, causal ? i + 1 : T, T);
-}
-
-// Element e of the batch's (pairs, T, T) is draw first + e of key: the CPU's index
-// ((pair + first_pair) T + i) T + j, with first = first_pair T T.
-// draw_id not NULL: the key is computed here (layer_key_dev).
-__global__ void attention_dropout_kernel(float *weights, float *mask, const float *p, uint64_t key,
-                                         const uint64_t *draw_id, uint64_t seed, int layer,
-                                         uint64_t first, float dropout, float keep_scale, size_t n)
-{
-    key = layer_key_dev(key, draw_id, seed, layer);
-    GRID_STRIDE_LOOP(e, n)
-    {
-        const float m = rng_uniform_at_dev(key, first + e) < dropout ? 0.0f : keep_scale;
-        mask[e] = m;
-        weights[e] = p[e] * m;
-    }
 }
 
 __global__ void attention_mask_kernel(float *weights, const float *p, const float *mask, size_t n)
@@ -114,18 +97,6 @@ extern "C" cudaError_t cuda_attention_softmax(float *p, int rows, int T, int cau
     if (rows == 0)
         return cudaSuccess;
     CUDA_LAUNCH(attention_softmax_kernel, rows, ROW_BLOCK, 0, stream, p, T, causal);
-    return cuda_launch_error();
-}
-
-extern "C" cudaError_t cuda_attention_dropout(float *weights, float *mask, const float *p,
-                                              uint64_t key, const uint64_t *draw_id, uint64_t seed,
-                                              int layer, uint64_t first, float dropout, size_t n,
-                                              cudaStream_t stream)
-{
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), GRID_BLOCK, 0, stream, weights, mask, p, key,
-                draw_id, seed, layer, first, dropout, 1.0f / (1.0f - dropout), n);
     return cuda_launch_error();
 }
 

@@ -22,21 +22,29 @@ for l in open(sys.argv[1]):
     if r["type"] == "step": print(r["loss"])' "$1"
 }
 
-@test "a net trains on the GPU with the CPU's losses" {
+# Trains mlp.cfg one epoch on the CPU (cpu.cdl, cpu.jsonl) and on the GPU (gpu.cdl, gpu.jsonl)
+# with the extra options given, and compares their 44 step losses: float32 round-off of the
+# products and of libdevice's exp grows over 44 steps of SGD, so the curves agree to 1e-4
+# relative, far below a step's change. In bf16, tf32 and fp16 both round the same float32
+# operands to nearest even (test_backend_ops): they differ as in float32.
+same_losses_as_cpu() {
+    rm -f cpu.jsonl gpu.jsonl # --log appends
     "$CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log cpu.jsonl --out cpu.cdl \
-        --threads 1
+        --threads 1 "$@"
     run "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log gpu.jsonl \
-        --out gpu.cdl --threads 1 --gpu 0
+        --out gpu.cdl --threads 1 --gpu 0 "$@"
     echo "$output"
     [ "$status" -eq 0 ]
     paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
     [ "$(wc -l < both)" -eq 44 ]
-    # float32 round-off of the products and of libdevice's exp grows over 44 steps of SGD:
-    # the curves agree to 1e-4 relative, far below a step's change
     python3 -c 'import sys
 for l in open("both"):
     c, g = map(float, l.split())
     assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+}
+
+@test "a net trains on the GPU with the CPU's losses" {
+    same_losses_as_cpu
 }
 
 # The step replayed as a CUDA graph must take each step's lr and Adam's bias corrections (a
@@ -126,21 +134,7 @@ for l in open("both"):
 
 @test "bf16, tf32 and fp16 train on the GPU with the CPU's losses in the same precision" {
     for p in bf16 tf32 fp16; do
-        rm -f cpu.jsonl gpu.jsonl # --log appends
-        "$CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log cpu.jsonl \
-            --out cpu.cdl --threads 1 --precision $p
-        run "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --log-every 1 --log gpu.jsonl \
-            --out gpu.cdl --threads 1 --gpu 0 --precision $p
-        echo "$output"
-        [ "$status" -eq 0 ]
-        paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-        [ "$(wc -l < both)" -eq 44 ]
-        # both round the same float32 operands to nearest even (test_backend_ops): the curves
-        # differ by float32's round-off, as in float32
-        python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+        same_losses_as_cpu --precision $p
     done
     # fp16's loss scale is logged, and the run's checkpoint resumes with it on the CPU
     grep -q '"loss_scale":65536' gpu.jsonl

@@ -10,19 +10,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+
+#include "backend/cpu/round.h"
 
 /* x rounded to the nearest bf16 value, ties to even (c10::BFloat16's round_to_nearest_even):
  * infinities stay, a NaN becomes the quiet NaN 0x7fc00000, subnormals round like the rest and
  * a value past the largest bf16 becomes an infinity. */
 static inline float bf16_round(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u
-                                        : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
+    return round_dropping_bits(x, 16);
 }
 
 /* dst[i] = bf16_round(src[i]) for i < n; dst may be src (rounding in place). */

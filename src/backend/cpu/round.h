@@ -1,8 +1,9 @@
-/* tf32 and fp16 rounding: what NVIDIA's tensor cores take for float32 products (tf32) and what
- * torch.autocast("cuda", torch.float16) does to a product's operands (fp16), kept in float32
- * storage, as bf16.h does for bf16. Both have 10 mantissa bits, so a product of two rounded
- * values (22 significant bits) is exact in float32: the float32 sgemm on rounded operands gives
- * their numerics with float32 accumulation. cuda/kernels/operand.cu rounds the same way. */
+/* Rounding float32 values to fewer mantissa bits, kept in float32 storage: tf32's and fp16's, what
+ * NVIDIA's tensor cores take for float32 products (tf32) and what torch.autocast("cuda",
+ * torch.float16) does to a product's operands (fp16); bf16.h rounds bf16 with the same function.
+ * Both have 10 mantissa bits, so a product of two rounded values (22 significant bits) is exact in
+ * float32: the float32 sgemm on rounded operands gives their numerics with float32 accumulation.
+ * cuda/kernels/operand.cu rounds the same way. */
 #ifndef CDL_ROUND_H
 #define CDL_ROUND_H
 
@@ -10,16 +11,23 @@
 #include <stdint.h>
 #include <string.h>
 
-/* x rounded to tf32 (the low 13 mantissa bits dropped), ties to even: infinities stay, a NaN
- * becomes the quiet NaN 0x7fc00000, a value past the largest tf32 becomes an infinity. */
-static inline float tf32_round(float x)
+/* x rounded to the float32 values whose low `dropped` mantissa bits are zero (1 to 22), ties to
+ * even: infinities stay, a NaN becomes the quiet NaN 0x7fc00000, subnormals round like the rest
+ * and a value past the largest such value becomes an infinity. bf16 drops 16 (bf16.h), tf32 13. */
+static inline float round_dropping_bits(float x, int dropped)
 {
+    const uint32_t half = (1u << (dropped - 1)) - 1u, kept = ~((1u << dropped) - 1u);
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u
-                                        : (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    u = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : (u + half + ((u >> dropped) & 1u)) & kept;
     memcpy(&x, &u, sizeof x);
     return x;
+}
+
+/* x rounded to tf32 (the low 13 mantissa bits dropped), ties to even. */
+static inline float tf32_round(float x)
+{
+    return round_dropping_bits(x, 13);
 }
 
 /* x rounded to the nearest IEEE half (fp16) value, ties to even, as __float2half_rn: a NaN
