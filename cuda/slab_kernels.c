@@ -15,20 +15,20 @@ static const float *step_values_of(const ExecContext *exec)
     return h->capturing ? &h->step->lr : NULL;
 }
 
-static void gpu_sgd(float *w, float *v, const float *g, size_t n, const UpdateRule *r,
-                    const ExecContext *exec)
+static void gpu_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs,
+                    size_t values, const UpdateRule *r, const ExecContext *exec)
 {
     gpu_note_exec(exec,
-                  cuda_sgd(w, v, g, n, r->lr, r->decay, r->momentum, r->nesterov,
+                  cuda_sgd(w, v, g, runs, n_runs, values, r->lr, r->momentum, r->nesterov,
                            step_values_of(exec), stream_of(exec)),
                   "sgd");
 }
 
-static void gpu_adam(float *w, float *m, float *v, const float *g, size_t n, const UpdateRule *r,
-                     const ExecContext *exec)
+static void gpu_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs, int n_runs,
+                     size_t values, const UpdateRule *r, const ExecContext *exec)
 {
     gpu_note_exec(exec,
-                  cuda_adam(w, m, v, g, n, r->lr, r->decay, r->beta1, r->beta2, r->eps,
+                  cuda_adam(w, m, v, g, runs, n_runs, values, r->lr, r->beta1, r->beta2, r->eps,
                             r->step_size, r->bias2_sqrt, r->decoupled, step_values_of(exec),
                             stream_of(exec)),
                   "adam");

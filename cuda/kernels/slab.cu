@@ -11,32 +11,56 @@
 
 // values (device, in this order: lr, step_size, bias2_sqrt) replaces the host's lr, step_size
 // and bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from there.
-__global__ void sgd_kernel(float *w, float *v, const float *grad, size_t n, float lr, float decay,
-                           float momentum, float g_weight, float v_weight, const float *values)
+// The run that holds value p of the runs' values counted in order (runs sorted by first, the
+// first at 0): a binary search, the same run for the neighbouring threads of a warp but at a
+// tensor's edge.
+__device__ __forceinline__ const SlabRun *run_of(const SlabRun *runs, int n_runs, size_t p)
+{
+    int lo = 0, hi = n_runs - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (runs[mid].first <= p)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return &runs[lo];
+}
+
+__global__ void sgd_kernel(float *w, float *v, const float *grad, const SlabRun *runs, int n_runs,
+                           size_t n, float lr, float momentum, float g_weight, float v_weight,
+                           const float *values)
 {
     if (values)
         lr = values[0];
-    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
-         j += (size_t)gridDim.x * blockDim.x) {
-        const float g = grad[j] + decay * w[j];
+    for (size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x; p < n;
+         p += (size_t)gridDim.x * blockDim.x) {
+        const SlabRun *run = run_of(runs, n_runs, p);
+        const size_t j = run->offset + (p - run->first);
+        const float g = grad[j] + run->decay * w[j];
         const float vj = momentum * v[j] + g;
         v[j] = vj;
         w[j] -= lr * (g_weight * g + v_weight * vj);
     }
 }
 
-__global__ void adam_kernel(float *w, float *m, float *v, const float *grad, size_t n, float shrink,
-                            float l2, float b1, float b2, float eps, float step_size,
-                            float bias2_sqrt, const float *values, float decoupled_decay)
+// AdamW's shrink 1 - lr decay computed with __fmul_rn/__fadd_rn, so that nvcc contracts it no
+// more than the host's compiler does (backend/cpu/slab_kernels.c).
+__global__ void adam_kernel(float *w, float *m, float *v, const float *grad, const SlabRun *runs,
+                            int n_runs, size_t n, float lr, int decoupled, float b1, float b2,
+                            float eps, float step_size, float bias2_sqrt, const float *values)
 {
-    if (values) { // shrink as cuda_adam computes it on the host, rounded alike
-        shrink = decoupled_decay != 0.0f ? __fadd_rn(1.0f, -__fmul_rn(values[0], decoupled_decay))
-                                         : 1.0f;
+    if (values) {
+        lr = values[0];
         step_size = values[1];
         bias2_sqrt = values[2];
     }
-    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
-         j += (size_t)gridDim.x * blockDim.x) {
+    for (size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x; p < n;
+         p += (size_t)gridDim.x * blockDim.x) {
+        const SlabRun *run = run_of(runs, n_runs, p);
+        const size_t j = run->offset + (p - run->first);
+        const float shrink = decoupled ? __fadd_rn(1.0f, -__fmul_rn(lr, run->decay)) : 1.0f;
+        const float l2 = decoupled ? 0.0f : run->decay;
         w[j] *= shrink;
         const float g = grad[j] + l2 * w[j];
         m[j] = b1 * m[j] + (1.0f - b1) * g;
@@ -115,27 +139,26 @@ static int grid_for(size_t n)
     return blocks > SLAB_BLOCKS ? SLAB_BLOCKS : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
-                                float momentum, int nesterov, const float *values,
-                                cudaStream_t stream)
+extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs,
+                                size_t n, float lr, float momentum, int nesterov,
+                                const float *values, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(sgd_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, v, g, n, lr, decay, momentum,
-                nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f, values);
+    CUDA_LAUNCH(sgd_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, v, g, runs, n_runs, n, lr,
+                momentum, nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f, values);
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr,
-                                 float decay, float b1, float b2, float eps, float step_size,
-                                 float bias2_sqrt, int decoupled, const float *values,
-                                 cudaStream_t stream)
+extern "C" cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs,
+                                 int n_runs, size_t n, float lr, float b1, float b2, float eps,
+                                 float step_size, float bias2_sqrt, int decoupled,
+                                 const float *values, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(adam_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, m, v, g, n,
-                decoupled ? 1.0f - lr * decay : 1.0f, decoupled ? 0.0f : decay, b1, b2, eps,
-                step_size, bias2_sqrt, values, decoupled ? decay : 0.0f);
+    CUDA_LAUNCH(adam_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, m, v, g, runs, n_runs, n, lr,
+                decoupled, b1, b2, eps, step_size, bias2_sqrt, values);
     return cuda_launch_error();
 }
 

@@ -6,19 +6,24 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 
+#include "core/slab_run.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* values: NULL, or device memory holding {lr, step_size, bias2_sqrt} that the kernels read instead
  * of the host's arguments (a captured step, whose graph keeps its arguments: gpu_backend.c). */
+/* The updates below cover the values of runs [n_runs] (device memory; n values in all) of slabs
+ * that share the parameter slab's layout, in one launch, each run with its own weight decay. */
 /* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
-cudaError_t cuda_sgd(float *w, float *v, const float *g, size_t n, float lr, float decay,
-                     float momentum, int nesterov, const float *values, cudaStream_t stream);
+cudaError_t cuda_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs, size_t n,
+                     float lr, float momentum, int nesterov, const float *values,
+                     cudaStream_t stream);
 /* Adam, or AdamW when decoupled; step_size = lr / (1 - b1^t), bias2_sqrt = sqrt(1 - b2^t). */
-cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, size_t n, float lr, float decay,
-                      float b1, float b2, float eps, float step_size, float bias2_sqrt,
-                      int decoupled, const float *values, cudaStream_t stream);
+cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs, int n_runs,
+                      size_t n, float lr, float b1, float b2, float eps, float step_size,
+                      float bias2_sqrt, int decoupled, const float *values, cudaStream_t stream);
 /* Bytes of device work cuda_sum_squares needs. */
 size_t cuda_sum_squares_work(void);
 /* *total (device) = sum of x[i]^2 in double, in an order fixed by n. */

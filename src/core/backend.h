@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/slab_run.h"
 #include "io/cfg.h"
 #include "util/error.h"
 
@@ -38,7 +39,6 @@ typedef struct ExecContext {
  * values. */
 typedef struct UpdateRule {
     float lr;
-    float decay; /* this tensor's weight decay (0 when it takes none) */
     float momentum;
     int nesterov;                /* sgd */
     float beta1, beta2, eps;     /* adam, adamw */
@@ -49,13 +49,16 @@ typedef struct UpdateRule {
 /* What the optimizer and the weights' EMA compute over n float32 values of the backend's memory
  * (train/optimizer.h and train/ema.h say what each rule is). */
 typedef struct SlabKernels {
-    /* sgd: w -= lr * step, with g += decay w; v = momentum v + g; step = nesterov ? g + momentum v
-     * : v. */
-    void (*sgd)(float *w, float *v, const float *g, size_t n, const UpdateRule *r,
-                const ExecContext *exec);
+    /* The update of the values of runs [n_runs] (the backend's memory; values of them in all)
+     * in the slabs w, g and the optimizer's state, which share the parameter slab's layout, each
+     * run with its decay: one pass (one launch on a device) however many tensors the net has.
+     * sgd: w -= lr * step, with g += decay w; v = momentum v + g; step = nesterov ? g +
+     * momentum v : v. */
+    void (*sgd)(float *w, float *v, const float *g, const SlabRun *runs, int n_runs, size_t values,
+                const UpdateRule *r, const ExecContext *exec);
     /* adam and adamw (r->decoupled), m and v the moments. */
-    void (*adam)(float *w, float *m, float *v, const float *g, size_t n, const UpdateRule *r,
-                 const ExecContext *exec);
+    void (*adam)(float *w, float *m, float *v, const float *g, const SlabRun *runs, int n_runs,
+                 size_t values, const UpdateRule *r, const ExecContext *exec);
     /* The sum of x[i]^2 in double, in an order fixed for n (not by the threads). */
     double (*sum_squares)(const float *x, size_t n, const ExecContext *exec);
     /* x *= s */

@@ -13,6 +13,42 @@ size_t optimizer_state_floats(OptimizerKind kind, size_t n_params)
     return kind == CDL_OPT_SGD ? n_params : 2 * n_params;
 }
 
+/* p's weight decay: on flagged tensors, or on all of them with decay_bn_bias=1. */
+static float param_decay(const TrainSettings *h, const Param *p)
+{
+    return p->decay || h->decay_bn_bias ? h->decay : 0.0f;
+}
+
+/* o->runs: every trainable tensor of the layers from net->train_from on, in the backend's memory;
+ * 0 when out of memory. */
+static int make_runs(Optimizer *o, const Net *net)
+{
+    int n = 0;
+    for (int i = net->train_from; i < net->n_layers; i++)
+        for (int j = 0; j < net->layers[i].n_params; j++)
+            n += net->layers[i].params[j].trainable;
+    SlabRun *runs = calloc((size_t)n + 1, sizeof *runs);
+    if (!runs || !(o->runs = o->backend->alloc((size_t)n + 1, sizeof *o->runs))) {
+        free(runs);
+        return 0;
+    }
+    o->n_runs = 0;
+    o->run_values = 0;
+    for (int i = net->train_from; i < net->n_layers; i++)
+        for (int j = 0; j < net->layers[i].n_params; j++) {
+            const Param *p = &net->layers[i].params[j];
+            if (p->trainable)
+                runs[o->n_runs++] = (SlabRun){.offset = (size_t)(p->data - net->params),
+                                              .first = o->run_values,
+                                              .count = p->count,
+                                              .decay = param_decay(&o->settings, p)};
+            o->run_values += p->trainable ? p->count : 0;
+        }
+    o->backend->upload(o->runs, runs, (size_t)n * sizeof *runs);
+    free(runs);
+    return 1;
+}
+
 int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
 {
     memset(o, 0, sizeof *o);
@@ -26,7 +62,7 @@ int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
     o->slab = o->backend->alloc(o->slab_floats + 1, sizeof *o->slab);
     if (o->settings.ema > 0 && o->slab)
         o->ema = o->backend->alloc(ema_floats(net) + 1, sizeof *o->ema);
-    if (!o->slab || (o->settings.ema > 0 && !o->ema))
+    if (!o->slab || (o->settings.ema > 0 && !o->ema) || !make_runs(o, net))
         return error_set(e, CDL_ERUNTIME, "out of memory for the %s state of %zu parameters",
                          train_optimizer_name(o->kind), net->n_params);
     return CDL_OK;
@@ -45,6 +81,7 @@ void optimizer_free(Optimizer *o)
     if (o->backend) {
         o->backend->free(o->slab);
         o->backend->free(o->ema);
+        o->backend->free(o->runs);
     }
     memset(o, 0, sizeof *o);
 }
@@ -63,12 +100,6 @@ static void clip_gradients(Net *net, float max_norm)
     const double coef = max_norm / (sqrt(sum) + 1e-6);
     if (coef < 1)
         k->scale(net->grads, net->n_params, (float)coef, &net->exec);
-}
-
-/* p's weight decay: on flagged tensors, or on all of them with decay_bn_bias=1. */
-static float param_decay(const TrainSettings *h, const Param *p)
-{
-    return p->decay || h->decay_bn_bias ? h->decay : 0.0f;
 }
 
 UpdateRule optimizer_next_rule(const Optimizer *o, float lr)
@@ -91,24 +122,15 @@ void optimizer_step(Optimizer *o, Net *net, float lr)
     const TrainSettings *h = &o->settings;
     if (h->clip_grad_norm > 0)
         clip_gradients(net, h->clip_grad_norm);
-    UpdateRule rule = optimizer_next_rule(o, lr);
+    const UpdateRule rule = optimizer_next_rule(o, lr);
     o->steps++;
     const SlabKernels *k = net->backend->slab;
-    for (int i = net->train_from; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i];
-        for (int j = 0; j < l->n_params; j++) {
-            Param *p = &l->params[j];
-            if (!p->trainable)
-                continue;
-            const size_t at = (size_t)(p->data - net->params);
-            rule.decay = param_decay(h, p);
-            if (o->kind == CDL_OPT_SGD)
-                k->sgd(p->data, o->slab + at, p->grad, p->count, &rule, &net->exec);
-            else
-                k->adam(p->data, o->slab + at, o->slab + net->n_params + at, p->grad, p->count,
-                        &rule, &net->exec);
-        }
-    }
+    if (o->kind == CDL_OPT_SGD)
+        k->sgd(net->params, o->slab, net->grads, o->runs, o->n_runs, o->run_values, &rule,
+               &net->exec);
+    else
+        k->adam(net->params, o->slab, o->slab + net->n_params, net->grads, o->runs, o->n_runs,
+                o->run_values, &rule, &net->exec);
     net_zero_grads(net);
     if (o->ema)
         ema_update(o->ema, net, h->ema);

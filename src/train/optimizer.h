@@ -30,9 +30,15 @@ typedef struct Optimizer {
      * adamw: m [n_params] then v [n_params]. Same layout as the parameter slab. */
     float *slab;
     size_t slab_floats;
-    uint64_t steps; /* updates applied (t of the bias correction) */
+    uint64_t steps;       /* updates applied (t of the bias correction) */
     LossScale loss_scale; /* fp16's (train/loss_scale.h): the steps it skipped are not in steps */
-    float *ema;     /* [ema_floats(net)] the weights' EMA (train/ema.h); NULL when ema=0 */
+    float *ema;           /* [ema_floats(net)] the weights' EMA (train/ema.h); NULL when ema=0 */
+    /* The trainable tensors of the layers from net->train_from on, with their weight decay, as
+     * runs of the parameter slab in the backend's memory (one update over all: SlabKernels);
+     * run_values of them in all. */
+    SlabRun *runs;
+    int n_runs;
+    size_t run_values;
     const BackendOps *backend; /* the net's, whose memory slab and ema are */
 } Optimizer;
 

@@ -45,6 +45,9 @@ for l in open("both"):
 
 @test "a net trains on the GPU with the CPU's losses" {
     same_losses_as_cpu
+    # AdamW's decoupled decay on the weights but not the biases: one update over the slab's runs
+    same_losses_as_cpu --set net.optimizer=adamw --set net.learning_rate=0.003 \
+        --set net.decay=0.01
 }
 
 # The step replayed as a CUDA graph must take each step's lr and Adam's bias corrections (a

@@ -8,11 +8,11 @@
 /* Below this many values a parallel region costs more than it saves. */
 #define SLAB_PARALLEL_MIN 65536
 
-static void cpu_sgd(float *w, float *v, const float *grad, size_t count, const UpdateRule *r,
-                    const ExecContext *exec)
+/* SGD over one run: count values at w, v and grad. */
+static void sgd_run(float *w, float *v, const float *grad, size_t count, float decay,
+                    const UpdateRule *r)
 {
-    (void)exec;
-    const float momentum = r->momentum, decay = r->decay, lr = r->lr;
+    const float momentum = r->momentum, lr = r->lr;
     /* The step is g_weight*g + v_weight*v: g + momentum*v (nesterov) or v. */
     const float g_weight = r->nesterov ? 1.0f : 0.0f, v_weight = r->nesterov ? momentum : 1.0f;
     const long n = (long)count;
@@ -25,11 +25,11 @@ static void cpu_sgd(float *w, float *v, const float *grad, size_t count, const U
     }
 }
 
-static void cpu_adam(float *w, float *m, float *v, const float *grad, size_t count,
-                     const UpdateRule *r, const ExecContext *exec)
+/* Adam or AdamW over one run. */
+static void adam_run(float *w, float *m, float *v, const float *grad, size_t count, float decay,
+                     const UpdateRule *r)
 {
-    (void)exec;
-    const float decay = r->decay, b1 = r->beta1, b2 = r->beta2, eps = r->eps;
+    const float b1 = r->beta1, b2 = r->beta2, eps = r->eps;
     const float shrink = r->decoupled ? 1.0f - r->lr * decay : 1.0f;
     const float l2 = r->decoupled ? 0.0f : decay;
     const float step_size = r->step_size, bias2_sqrt = r->bias2_sqrt;
@@ -41,6 +41,26 @@ static void cpu_adam(float *w, float *m, float *v, const float *grad, size_t cou
         m[j] = b1 * m[j] + (1.0f - b1) * g;
         v[j] = b2 * v[j] + (1.0f - b2) * g * g;
         w[j] -= step_size * m[j] / (sqrtf(v[j]) / bias2_sqrt + eps);
+    }
+}
+
+static void cpu_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs,
+                    size_t values, const UpdateRule *r, const ExecContext *exec)
+{
+    (void)values, (void)exec;
+    for (int i = 0; i < n_runs; i++) {
+        const size_t at = runs[i].offset;
+        sgd_run(w + at, v + at, g + at, runs[i].count, runs[i].decay, r);
+    }
+}
+
+static void cpu_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs, int n_runs,
+                     size_t values, const UpdateRule *r, const ExecContext *exec)
+{
+    (void)values, (void)exec;
+    for (int i = 0; i < n_runs; i++) {
+        const size_t at = runs[i].offset;
+        adam_run(w + at, m + at, v + at, g + at, runs[i].count, runs[i].decay, r);
     }
 }
 
