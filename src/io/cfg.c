@@ -326,12 +326,13 @@ static int bad_value(const Cfg *cfg, const CfgSection *s, const CfgEntry *en, co
                      cfg_where(cfg, s, en).text, en->value, en->key, s->name, expected);
 }
 
+/* 0 and *out = text's integer; -1 when text is no integer, or one beyond +-CFG_INT_MAX. */
 static int parse_int(const char *text, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (end == text || *strip(end) || errno || v < -2147483647L || v > 2147483647L)
+    if (end == text || *strip(end) || errno || v < -CFG_INT_MAX || v > CFG_INT_MAX)
         return -1;
     *out = (int)v;
     return 0;
@@ -353,7 +354,7 @@ int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *ou
     CfgEntry *en = ask(s, key);
     *out = def;
     if (en && parse_int(en->value, out))
-        return bad_value(cfg, s, en, "an integer", e);
+        return bad_value(cfg, s, en, "an integer in " CFG_INT_RANGE, e);
     return CDL_OK;
 }
 
@@ -481,7 +482,7 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                      Error *e)
 {
     return get_list(cfg, s, key, out, sizeof *out, parse_int_item, max, n,
-                    "a comma-separated list of integers", e);
+                    "a comma-separated list of integers in " CFG_INT_RANGE, e);
 }
 
 int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,

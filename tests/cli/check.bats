@@ -50,7 +50,7 @@ assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
         --set 9.output=3
     [ "$status" -eq 2 ]
     [ "${lines[0]}" = "cdl: --set '9.output=3': no layer 9 (the cfg has layers 0..4, or use net)" ]
-    [ "${lines[1]}" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer" ]
+    [ "${lines[1]}" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer in -16777216..16777216" ]
     [ "${lines[-1]}" = "2 problems: train would refuse this" ]
 }
 
