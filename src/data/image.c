@@ -26,27 +26,6 @@ void image_free(Image *img)
     }
 }
 
-static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *e)
-{
-    *out = NULL;
-    *out_bytes = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    }
-    char *data;
-    const int failure = file_read_stream(f, &data, out_bytes);
-    fclose(f);
-    if (failure == ENOMEM) {
-        return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
-    }
-    if (failure) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(failure));
-    }
-    *out = (uint8_t *)data;
-    return CDL_OK;
-}
-
 static int check_size(const char *path, unsigned long w, unsigned long h, Error *e)
 {
     if (w == 0 || h == 0) {
@@ -392,7 +371,7 @@ int image_load(const char *path, Image *img, Error *e)
     memset(img, 0, sizeof *img);
     uint8_t *data;
     size_t bytes;
-    int rc = read_file(path, &data, &bytes, e);
+    int rc = file_read_path(path, FILE_MAX_IMAGE_BYTES, "image", (char **)&data, &bytes, e);
     if (rc) {
         return rc;
     }

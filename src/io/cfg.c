@@ -168,17 +168,11 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
 static int load(const char *path, int lenient, Cfg *cfg, Error *e)
 {
     memset(cfg, 0, sizeof *cfg);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open config: %s", path, strerror(errno));
     char *text;
     size_t len;
-    const int failure = file_read_stream(f, &text, &len);
-    fclose(f);
-    if (failure == ENOMEM)
-        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    const int failure = file_read_path(path, FILE_MAX_CFG_BYTES, "config", &text, &len, e);
     if (failure)
-        return error_set(e, CDL_EUSAGE, "%s: cannot read config", path);
+        return failure;
     if (strlen(text) != len) {
         free(text);
         return error_set(e, CDL_EUSAGE, "%s: not a text config file (contains NUL bytes)", path);
