@@ -42,3 +42,26 @@ bounded() {
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: /dev/zero: larger than 1024 MiB, the most cdl reads for one text (is it the right file?)" ]
 }
+
+# Renames the first node of ONNX file $1 to $3 and sets its producer to $4, into $2.
+rename_onnx() {
+    /usr/bin/python3 - "$@" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+m.graph.node[0].name = sys.argv[3]
+m.producer_name = sys.argv[4]
+onnx.save(m, sys.argv[2])
+PY
+}
+
+@test "ONNX node and producer names are escaped in the imported cfg's comments, never cfg keys" {
+    "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
+    "$CDL" import d.onnx -o d.cfg > /dev/null
+    # a newline in the name put mean=9 into [net]: the import predicted differently, exit 0
+    rename_onnx d.onnx evil.onnx $'layer0\nmean=9\n# ' $'cdl\x1b[31m'
+    run "$CDL" import evil.onnx -o evil.cfg
+    [ "$status" -eq 0 ]
+    grep -qxF "# node 'layer0\\x0Amean=9\\x0A# ' (Conv)" evil.cfg
+    grep -qF "producer 'cdl\\x1B[31m')" evil.cfg
+    diff <(grep -v '^#' d.cfg) <(grep -v '^#' evil.cfg)
+}
