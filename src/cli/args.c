@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/utf8.h"
 
 static int find_spec(const Args *a, const char *name, size_t len)
 {
@@ -91,9 +92,15 @@ void args_print_help(const char *cmd, const char *synopsis, const char *about, c
     }
 }
 
+void cli_print_message(const char *msg)
+{
+    char line[4 * sizeof(Error){0}.msg];
+    fprintf(stderr, "cdl: %s\n", utf8_escape_line(msg, line, sizeof line));
+}
+
 int cli_fail(const Error *e)
 {
-    fprintf(stderr, "cdl: %s\n", e->msg);
+    cli_print_message(e->msg);
     return e->code ? e->code : CDL_ERUNTIME;
 }
 
@@ -102,7 +109,9 @@ void cli_print_warnings(const char *warnings)
     for (const char *at = warnings; at && *at;) {
         const char *end = strchr(at, '\n');
         const int len = end ? (int)(end - at) : (int)strlen(at);
-        fprintf(stderr, "cdl: %.*s\n", len, at);
+        char raw[sizeof(Error){0}.msg];
+        snprintf(raw, sizeof raw, "%.*s", len, at);
+        cli_print_message(raw);
         at += len + (end != NULL);
     }
 }

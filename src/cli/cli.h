@@ -37,10 +37,17 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
 
-/* Prints "cdl: MESSAGE" to stderr and returns e->code. */
+/* Prints "cdl: MESSAGE" to stderr, escaped into one printable line (utf8_escape_line): the
+ * names from files that messages quote may hold any byte. */
+void cli_print_message(const char *msg);
+/* cli_print_message(e->msg); returns e->code. */
 int cli_fail(const Error *e);
-/* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
+/* Prints each line of warnings (a cfg's, may be NULL) as cli_print_message does. */
 void cli_print_warnings(const char *warnings);
+struct cJSON;
+/* The JSON text of o (malloc'd; NULL when out of memory) for --json and --log output
+ * (src/cli/json_text.c): every string in o made valid UTF-8 first. */
+char *cli_json_text(struct cJSON *o);
 /* The --precision option of the commands that run a model (train, eval, predict, bench,
  * profile). */
 #define CLI_PRECISION_OPT                                                                          \

@@ -70,6 +70,6 @@ int cmd_augment(int argc, char **argv)
         cdl_model_free(m);
     }
     if (st)
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
     return st;
 }

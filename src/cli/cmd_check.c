@@ -139,7 +139,7 @@ static void print_json(const cdl_check_result *r, const char *cfg)
         cJSON_AddNumberToObject(m, "total", (double)r->total_bytes);
         cJSON_AddNumberToObject(o, "train_pass", r->train_pass);
     }
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);

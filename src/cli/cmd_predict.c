@@ -9,6 +9,7 @@
 #include "api/cdl.h"
 #include "cli/cli.h"
 #include "util/timer.h"
+#include "util/utf8.h"
 
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
@@ -67,15 +68,17 @@ static void report_image(const cdl_model *m, const char *path, const float *prob
     cJSON *item = cJSON_CreateObject();
     cJSON_AddStringToObject(item, "file", path);
     cJSON *list = cJSON_AddArrayToObject(item, "top");
+    char line[4096];
     if (!json)
-        printf("%s:\n", path);
+        printf("%s:\n", utf8_escape_line(path, line, sizeof line));
     for (int j = 0; j < k; j++) {
         char number[16];
         snprintf(number, sizeof number, "%d", best[j]);
         const char *name = cdl_model_class_name(m, best[j]);
         name = name ? name : number;
         if (!json)
-            printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]], name);
+            printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]],
+                   utf8_escape_line(name, line, sizeof line));
         cJSON *entry = cJSON_CreateObject();
         cJSON_AddStringToObject(entry, "class", name);
         cJSON_AddNumberToObject(entry, "index", best[j]);
@@ -143,7 +146,7 @@ static int print_next_token_probs(cdl_model *m, const char *prompt)
                  ? cdl_model_next_token_probs(m, prompt, probs, ids, &n_ids, err, sizeof err)
                  : CDL_ERUNTIME;
     if (st) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
     } else {
         cJSON *r = cJSON_CreateObject(), *id_list = cJSON_AddArrayToObject(r, "ids");
         cJSON_AddStringToObject(r, "prompt", prompt);
@@ -152,7 +155,7 @@ static int print_next_token_probs(cdl_model *m, const char *prompt)
         cJSON *prob_list = cJSON_AddArrayToObject(r, "probs");
         for (int i = 0; i < classes; i++)
             cJSON_AddItemToArray(prob_list, cJSON_CreateNumber(probs[i]));
-        char *text = cJSON_PrintUnformatted(r);
+        char *text = cli_json_text(r);
         if (text)
             printf("%s\n", text);
         st = text ? CDL_OK : CDL_ERUNTIME;
@@ -194,7 +197,7 @@ static int generate_text(const Args *a, Error *e)
                                   .batch = 1};
     int status = cdl_model_open(model, &how, &m, err, sizeof err);
     if (status) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         return status;
     }
     if (cli_apply_precision(a, m, e) || cli_apply_gpu(a, m, e)) {
@@ -204,7 +207,7 @@ static int generate_text(const Args *a, Error *e)
     const char *prompt = args_get(a, "--prompt");
     /* Checked before the prompt is echoed, so a refused prompt prints nothing else. */
     if ((status = cdl_model_check_prompt(m, prompt, err, sizeof err))) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         cdl_model_free(m);
         return status;
     }
@@ -224,7 +227,9 @@ static int generate_text(const Args *a, Error *e)
     status = cdl_model_generate(m, prompt, &o, on_text, &out, err, sizeof err);
     const double seconds = time_now_s() - start;
     if (status) {
-        fprintf(stderr, "%scdl: %s\n", out.json ? "" : "\n", err);
+        if (!out.json)
+            fputc('\n', stderr); /* after the text streamed so far */
+        cli_print_message(err);
     } else if (out.json) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "prompt", prompt);
@@ -233,7 +238,7 @@ static int generate_text(const Args *a, Error *e)
         cJSON_AddNumberToObject(r, "seconds", seconds);
         cJSON_AddNumberToObject(r, "tokens_per_s", (double)out.tokens / seconds);
         cJSON_AddBoolToObject(r, "cache", !o.no_cache && cdl_model_has_cache(m));
-        char *text = cJSON_PrintUnformatted(r);
+        char *text = cli_json_text(r);
         if (text)
             printf("%s\n", text);
         free(text);
@@ -313,7 +318,7 @@ int cmd_predict(int argc, char **argv)
     else if (!status && weights)
         fprintf(stderr, "cdl: --weights %s\n", note);
     if (status) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         return status;
     }
     if (args_get(&a, "--no-crop"))
@@ -348,7 +353,7 @@ int cmd_predict(int argc, char **argv)
         for (int i = start; i < end; i++) {
             if (cdl_model_load_image(m, a.positional[i], inputs + (size_t)n * per_image, err,
                                      sizeof err)) {
-                fprintf(stderr, "cdl: %s\n", err);
+                cli_print_message(err);
                 status = CDL_ERUNTIME;
                 continue;
             }
@@ -356,7 +361,7 @@ int cmd_predict(int argc, char **argv)
         }
         const int st = n ? cdl_model_predict_batch(m, inputs, n, probs, err, sizeof err) : 0;
         if (st) {
-            fprintf(stderr, "cdl: %s\n", err);
+            cli_print_message(err);
             status = st;
             stop = 1;
         }
@@ -365,7 +370,7 @@ int cmd_predict(int argc, char **argv)
                          results);
     }
     if (json) {
-        char *text = cJSON_PrintUnformatted(results);
+        char *text = cli_json_text(results);
         if (text)
             printf("%s\n", text);
         free(text);

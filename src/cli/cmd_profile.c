@@ -109,7 +109,7 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
     cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
     if (p->trace_path)
         cJSON_AddStringToObject(o, "trace", p->trace_path);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         puts(text);
     free(text);

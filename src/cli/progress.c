@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "cli/cli.h"
+
 /* s as M:SS or H:MM:SS (0:00 when not positive). */
 static void format_duration(char *out, size_t size, double s)
 {
@@ -22,7 +24,7 @@ static void format_duration(char *out, size_t size, double s)
  * is recorded for the end of the run. */
 static void write_json_line(Progress *p, cJSON *o, uint64_t step)
 {
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     cJSON_Delete(o);
     if (!text)
         return;

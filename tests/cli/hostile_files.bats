@@ -65,3 +65,43 @@ PY
     grep -qF "producer 'cdl\\x1B[31m')" evil.cfg
     diff <(grep -v '^#' d.cfg) <(grep -v '^#' evil.cfg)
 }
+
+# digits with class names that are not UTF-8 (8) or hold a terminal escape (9), at names.cdl.
+train_hostile_names() {
+    printf 'zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\nbad\xffname\nesc\x1b[2Jnine\n' > n.names
+    printf 'classes=10\nnames=n.names\ntrain=%s/data/digits.csv.gz\nvalid_split=0.2\n' "$REPO" > n.data
+    "$CDL" train "$REPO/cfg/digits.cfg" --data n.data --epochs 1 --out names.cdl --threads 1 \
+        > /dev/null 2>&1
+}
+
+@test "--json stays valid UTF-8 JSON with file and class names that are not" {
+    train_hostile_names
+    img=$(printf 'img\xff\x1b[2J.png')
+    gray_png "$img" digit 0 > /dev/null
+    "$CDL" predict names.cdl "$img" --top 10 --json > p.json
+    /usr/bin/python3 - <<'PY'
+import json
+d = json.load(open("p.json", encoding="utf-8"))
+assert d[0]["file"] == "img\ufffd\x1b[2J.png", d[0]["file"]
+names = {c["class"] for c in d[0]["top"]}
+assert {"bad\ufffdname", "esc\x1b[2Jnine"} <= names, names
+PY
+    "$CDL" eval names.cdl --data n.data --json > e.json
+    /usr/bin/python3 -c 'import json; assert "bad\ufffdname" in json.load(open("e.json", encoding="utf-8"))["per_class_accuracy"]'
+}
+
+@test "file and class names reach the terminal escaped, never as raw control bytes" {
+    train_hostile_names
+    img=$(printf 'img\xff\x1b[2J.png')
+    gray_png "$img" digit 0 > /dev/null
+    run "$CDL" predict names.cdl "$img" --top 10
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = 'img\xFF\x1B[2J.png:' ]
+    [[ "$output" == *'  bad\xFFname'* && "$output" == *'  esc\x1B[2Jnine'* ]]
+    [[ "$output" != *$'\x1b'* ]]
+    run "$CDL" eval names.cdl --data n.data
+    [[ "$output" == *'bad\xFFname'* && "$output" != *$'\x1b'* ]]
+    # error messages too: a missing image whose name holds an escape
+    run "$CDL" predict names.cdl $'gone\x1b[2J.png'
+    [[ "$output" == *'gone\x1B[2J.png'* && "$output" != *$'\x1b'* ]]
+}
