@@ -105,3 +105,30 @@ PY
     run "$CDL" predict names.cdl $'gone\x1b[2J.png'
     [[ "$output" == *'gone\x1B[2J.png'* && "$output" != *$'\x1b'* ]]
 }
+
+@test "a safetensors file of 200,000 tensors is read in linear time (its duplicate check was quadratic)" {
+    /usr/bin/python3 - <<'PY'
+import json, struct
+n = 200000
+hdr = {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(n)}
+text = json.dumps(hdr, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+open("many.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + b"\0" * (4 * n))
+PY
+    # well under a second now; 91 s before (the bound is generous, not a timing)
+    run timeout 60 "$CDL" export onnx "$REPO/cfg/digits.cfg" --weights many.safetensors -o d.onnx
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not in the cfg: t0, t1, t2, t3, t4, t5 and 199994 more" ]]
+}
+
+@test "a safetensors tensor named twice is refused naming it" {
+    /usr/bin/python3 - <<'PY'
+import struct
+text = b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'
+text += b" " * (-len(text) % 8)
+open("twice.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + b"\0" * 8)
+PY
+    run "$CDL" export onnx "$REPO/cfg/digits.cfg" --weights twice.safetensors -o d.onnx
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: twice.safetensors: tensor 'a' appears twice" ]
+}
