@@ -92,6 +92,23 @@ void args_print_help(const char *cmd, const char *synopsis, const char *about, c
     }
 }
 
+int cli_check_output(const Args *a, const char *path, FileKind kind, Error *e)
+{
+    static const char *const outputs[] = {"-o", "--out", "--log", "--trace", "--tensorboard"};
+    const char *inputs[ARGS_MAX + sizeof a->values / sizeof a->values[0]];
+    int n = 0;
+    for (int i = 0; i < a->n_positional; i++)
+        inputs[n++] = a->positional[i];
+    for (int i = 0; i < a->n_specs; i++) {
+        int output = 0;
+        for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++)
+            output |= !strcmp(a->specs[i].name, outputs[k]);
+        if (a->specs[i].takes_value && !a->specs[i].repeat && a->values[i] && !output)
+            inputs[n++] = a->values[i];
+    }
+    return file_check_output(path, kind, inputs, n, e);
+}
+
 void cli_print_message(const char *msg)
 {
     char line[4 * sizeof(Error){0}.msg];

@@ -5,6 +5,7 @@
 
 #include "api/cdl.h"
 #include "util/error.h"
+#include "util/file_kind.h"
 
 #define ARGS_MAX 256
 
@@ -37,6 +38,11 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
 
+/* Refuses (CDL_EUSAGE naming path) to write a file of kind at path when that would replace an
+ * input of the command (a positional argument or the value of an option that does not name an
+ * output: -o, --out, --log, --trace, --tensorboard) or a file of another kind
+ * (file_check_output). Every command that writes a file checks its output with it up front. */
+int cli_check_output(const Args *a, const char *path, FileKind kind, Error *e);
 /* Prints "cdl: MESSAGE" to stderr, escaped into one printable line (utf8_escape_line): the
  * names from files that messages quote may hold any byte. */
 void cli_print_message(const char *msg);

@@ -381,7 +381,7 @@ int safetensors_write(const char *path, const SafetensorsTensor *tensors, int n_
         return error_set(e, CDL_ERUNTIME, "out of memory");
     const size_t len = strlen(text), padded = (len + 7) / 8 * 8;
     AtomicFile f;
-    int st = atomic_file_open(&f, path, e);
+    int st = atomic_file_open(&f, path, FILE_KIND_SAFETENSORS, e);
     if (st) {
         free(text);
         return st;

@@ -132,3 +132,65 @@ PY
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: twice.safetensors: tensor 'a' appears twice" ]
 }
+
+@test "import -o refuses to replace a trained checkpoint with cfg text, and -o and --out naming one file" {
+    train_digits 1
+    cp digits.cdl kept.cdl
+    "$CDL" export onnx digits.cdl -o d.onnx > /dev/null
+    run "$CDL" import d.onnx -o digits.cdl
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: digits.cdl: exists and is a cdl checkpoint, not a cfg file; not overwriting it (choose another path)" ]
+    cmp digits.cdl kept.cdl
+    run "$CDL" import d.onnx -o n.cfg --out n.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: n.cfg: -o (the cfg) and --out (the checkpoint) name one file" ]
+    [ ! -e n.cfg ]
+    # a cfg it wrote before is replaced
+    "$CDL" import d.onnx -o n.cfg > /dev/null
+    "$CDL" import d.onnx -o n.cfg > /dev/null
+}
+
+@test "export and quantize refuse to overwrite their own input, under any name" {
+    train_digits 1
+    cp digits.cdl kept.cdl
+    ln -s digits.cdl link.cdl
+    for args in "darknet digits.cdl -o digits.cdl" "onnx digits.cdl -o link.cdl" "safetensors digits.cdl -o digits.cdl"; do
+        run "$CDL" export $args
+        [ "$status" -eq 2 ]
+        [[ "$output" == "cdl: "*": is an input of this command (digits.cdl); not overwriting it (choose another output path)" ]]
+    done
+    run "$CDL" quantize digits.cdl -o digits.cdl
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: digits.cdl: is an input of this command (digits.cdl); not overwriting it (choose another output path)" ]
+    cmp digits.cdl kept.cdl
+}
+
+@test "every -o refuses a file of another kind and keeps it; files of its own kind are replaced" {
+    train_digits 1
+    echo "my notes" > notes.txt
+    cp notes.txt kept.txt
+    for args in "export onnx digits.cdl -o notes.txt" "export darknet digits.cdl -o notes.txt" \
+        "export safetensors digits.cdl -o notes.txt" "quantize digits.cdl -o notes.txt" \
+        "graph digits.cdl -o notes.txt" "profile digits.cdl --iters 1 --trace notes.txt"; do
+        run "$CDL" $args
+        [ "$status" -eq 2 ]
+        [[ "$output" == "cdl: notes.txt: exists and is a text file, not "*"; not overwriting it (choose another path)" ]]
+    done
+    "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --log run.jsonl --out r.cdl 2> /dev/null
+    run "$CDL" plot run.jsonl -o notes.txt
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: notes.txt: exists and is a text file, not a PNG image; not overwriting it (choose another path)" ]
+    run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --log notes.txt --out r.cdl
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: notes.txt: exists and is a text file, not a JSON file; not overwriting it (choose another path)" ]
+    cmp notes.txt kept.txt
+    # the kind it writes is replaced, as before
+    for n in 1 2; do
+        "$CDL" export onnx digits.cdl -o d.onnx > /dev/null
+        "$CDL" export darknet digits.cdl -o d.weights > /dev/null
+        "$CDL" export safetensors digits.cdl -o d.safetensors > /dev/null
+        "$CDL" plot run.jsonl -o p.png
+        "$CDL" graph digits.cdl -o g.dot
+        "$CDL" profile digits.cdl --iters 1 --trace t.json > /dev/null
+    done
+}
