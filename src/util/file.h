@@ -14,7 +14,8 @@
 #define FILE_MAX_IMAGE_BYTES ((size_t)256 << 20)
 #define FILE_MAX_TEXT_BYTES ((size_t)1 << 30)
 #define FILE_MAX_LOG_BYTES ((size_t)1 << 30)
-#define FILE_MAX_ONNX_BYTES ((size_t)2 << 30) /* protobuf's own limit */
+#define FILE_MAX_ONNX_BYTES ((size_t)2 << 30)    /* protobuf's own limit */
+#define FILE_MAX_DATASET_BYTES ((size_t)2 << 30) /* an IDX or digits CSV file, decompressed */
 
 /* Reads the file at path whole into *data (malloc'd, with a NUL after the *bytes bytes read;
  * NULL on failure) when it holds at most max_bytes, reading no more than max_bytes + 1. what names
@@ -24,6 +25,11 @@
  * the right file?)". */
 int file_read_path(const char *path, size_t max_bytes, const char *what, char **data, size_t *bytes,
                    Error *e);
+/* file_read_path of a file that may be gzip-compressed (zlib passes other files through): the
+ * data decompressed, max_bytes bounding what it decompresses to; a damaged .gz is CDL_ERUNTIME
+ * "PATH: truncated (compressed data ends early)" or "PATH: corrupt: REASON". */
+int file_read_path_gz(const char *path, size_t max_bytes, const char *what, char **data,
+                      size_t *bytes, Error *e);
 
 /* 3 when text starts with the UTF-8 byte order mark (EF BB BF) that Windows editors put at the
  * start of a text file, else 0: every reader of a text file (cfg, .data, names, lists, CSV,

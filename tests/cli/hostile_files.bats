@@ -43,6 +43,13 @@ bounded() {
     [ "$output" = "cdl: /dev/zero: larger than 1024 MiB, the most cdl reads for one text (is it the right file?)" ]
 }
 
+@test "a dataset file that never ends (digits CSV or IDX, read through zlib) is refused at 2 GiB" {
+    printf 'classes=10\ntrain=/dev/zero\n' > z.data
+    bounded train "$REPO/cfg/digits.cfg" --data z.data --epochs 1 --out z.cdl
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: z.data: /dev/zero: larger than 2048 MiB, the most cdl reads for one dataset (is it the right file?)" ]
+}
+
 # Renames the first node of ONNX file $1 to $3 and sets its producer to $4, into $2.
 rename_onnx() {
     /usr/bin/python3 - "$@" <<'PY'
@@ -180,7 +187,7 @@ PY
     run "$CDL" plot run.jsonl -o notes.txt
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: notes.txt: exists and is a text file, not a PNG image; not overwriting it (choose another path)" ]
-    run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --log notes.txt --out r.cdl
+    run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --trace notes.txt --out r.cdl
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: notes.txt: exists and is a text file, not a JSON file; not overwriting it (choose another path)" ]
     cmp notes.txt kept.txt
