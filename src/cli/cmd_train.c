@@ -199,9 +199,8 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))
         return st;
     const char *log_path = args_get(a, "--log"), *trace_path = args_get(a, "--trace");
-    if ((log_path && (st = cli_check_output(a, log_path, FILE_KIND_JSON, e))) ||
-        (trace_path && (st = cli_check_output(a, trace_path, FILE_KIND_JSON, e))))
-        return st;
+    if (trace_path && (st = cli_check_output(a, trace_path, FILE_KIND_JSON, e)))
+        return st; /* the log is appended to (a device or pipe too): it replaces nothing */
     if (log_path && cdl_dist_rank() == 0 && !(progress->jsonl = fopen(log_path, "a")))
         return error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
     progress->log_path = log_path;
