@@ -207,5 +207,7 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
 void progress_on_message(void *ctx, const char *line)
 {
     const Progress *p = ctx;
-    fprintf(stderr, "%scdl: %s\n", p->tty ? "\r\033[K" : "", line);
+    if (p->tty)
+        fputs("\r\033[K", stderr); /* the progress bar's line */
+    cli_print_message(line);
 }

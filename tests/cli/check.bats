@@ -85,9 +85,9 @@ assert m["activations"] > 32 * 4 * (16 * 64 * 3), m'
 }
 
 @test "check refuses a mini-batch too large to train, as train does" {
-    run "$CDL" check "$REPO/cfg/digits.cfg" --set net.batch=40000000
+    run "$CDL" check "$REPO/cfg/digits.cfg" --set net.batch=16000000
     [ "$status" -eq 2 ]
-    [[ "$output" == *"digits.cfg: a mini-batch of 40000000 images needs more than 1073741824 activation values; lower batch or raise subdivisions"* ]]
+    [[ "$output" == *"digits.cfg: a mini-batch of 16000000 images needs more than 1073741824 activation values; lower batch or raise subdivisions"* ]]
 }
 
 @test "check of a missing cfg or data file, and of no CFG" {
