@@ -4,10 +4,12 @@
 # refuses to replace its own input or a file of another kind.
 load helpers
 
-# Runs cdl under a 4 GB address-space limit, so that an unbounded read fails fast instead of
-# filling the machine: a bounded one stops at its limit (at most 2 GiB) with its message.
+# Runs cdl on one thread under a 6 GB address-space limit, so that an unbounded read fails fast
+# instead of filling the machine: a bounded one stops at its limit (at most 2 GiB, 3 GiB mapped
+# while its buffer grows) with its message.
 bounded() {
-    run bash -c 'ulimit -v 4000000; exec "$@"' cdl "$CDL" "$@"
+    run env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v 6000000; exec "$@"' cdl \
+        "$CDL" "$@"
 }
 
 @test "a config that never ends (/dev/zero) is refused at 16 MiB" {
