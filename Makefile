@@ -100,13 +100,14 @@ EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(BUILD)/%.o) $(GPU_SIM_SRC:%.cc=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-# GPU=sim: the C files that do not name the GPU backend compile to the same objects as in the plain
-# build (same flags but the GPU's defines and include paths, which none of them reads), so the
-# simulator's build takes those from the plain build's folder (build/rel, build/san under SAN=1)
-# and compiles only the files that do: make test's GPU=sim part costs the simulator and cuda/.
-ifeq ($(GPU),sim)
+# GPU=sim and GPU=1: the C files that do not name the GPU backend compile to the same objects as
+# in the plain build (same flags but the GPU's defines and include paths, which none of them
+# reads), so a GPU build takes those from the plain build's folder (build/rel, build/san under
+# SAN=1) and compiles only the files that do: make test's GPU parts cost the simulator, nvcc's
+# kernels and cuda/.
+ifneq ($(filter 1 sim,$(GPU)),)
 GPU_NAMING_SRC := src/backend/backends.c src/api/cdl_doctor.c src/train/dist.c
-PLAIN_BUILD := $(subst gpusim-,,$(BUILD))
+PLAIN_BUILD := $(subst gpu-,,$(subst gpusim-,,$(BUILD)))
 LIB_OBJ := $(patsubst %.c,$(PLAIN_BUILD)/%.o,$(filter-out $(GPU_NAMING_SRC) $(GPU_SRC),$(LIB_SRC))) \
            $(GPU_NAMING_SRC:%.c=$(BUILD)/%.o) $(GPU_SRC:%.c=$(BUILD)/%.o) \
            $(GPU_CU_SRC:%.cu=$(BUILD)/%.o) $(GPU_SIM_SRC:%.cc=$(BUILD)/%.o)
@@ -211,16 +212,20 @@ $(BUILD)/examples/%: examples/%.c src/api/cdl.h $(EXAMPLE_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra $(OPT) $$(pkg-config --cflags ./cdl.pc) -o $@ $< $(EXAMPLE_LIBS)
 
-# The CUDA simulator's tests (cuda/cuda.mk) join them where the CUDA toolkit's headers are.
+# The CUDA simulator's tests (cuda/cuda.mk) join them where the CUDA toolkit's headers are, and
+# (without SAN) the GPU=1 build and its cuDNN descriptor test where nvcc and cuDNN are.
 HAVE_CUDA = $(wildcard $(CUDA_DIR)/include/cuda_runtime_api.h)
+HAVE_GPU1 = $(if $(filter 1,$(SAN)),,$(and $(wildcard $(CUDA_DIR)/bin/nvcc),\
+              $(wildcard $(CUDA_DIR)/include/cudnn.h)))
 unit: deps $(CDL) $(TEST_BIN) libcdl.a cdl.pc $(EXAMPLE_BIN) fuzz-replay \
-      $(if $(HAVE_CUDA),sim-build gpusim-tests)
+      $(if $(HAVE_CUDA),sim-build gpusim-tests) $(if $(HAVE_GPU1),gpu1-tests)
 
 # Unit tests, the examples, then (without SAN) the Bats CLI tests; tests/run.sh prints
 # "N passed, N failed".
 test: unit
 	@CDL_BIN=$(abspath $(CDL)) BUILD=$(BUILD) SAN=$(SAN) FUZZ_REPLAY_DIR=$(FUZZ_REPLAY_DIR) \
-	  SIM_BUILD=$(if $(HAVE_CUDA),$(SIM_BUILD)) tests/run.sh
+	  SIM_BUILD=$(if $(HAVE_CUDA),$(SIM_BUILD)) \
+	  GPU1_BUILD=$(if $(HAVE_GPU1),$(BUILD:build/%=build/gpu-%)) tests/run.sh
 
 demo: all
 	scripts/demo.sh

@@ -8,7 +8,6 @@
  * are the same. staged= and packed= choose the CPU's order of work only: the GPU computes the same
  * values either way. forward_at keeps qkv as the key/value cache, as the CPU does: row t of
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
- * precision=bf16 has no GPU kernels yet and is refused at resize.
  *
  *   in, out [batch][T][C]   qkv [batch][T][3C]   P, mask [batch][H][T][T]   heads [batch][T][C]
  *   Attention.workspace on the GPU: work of one pass, [batch][H][T][T] for the dropped weights P m
@@ -33,9 +32,6 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     Attention *a = l->priv;
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = probs_floats(a, batch);
-    if (l->precision != GEMM_FP32)
-        return error_set(e, CDL_EUSAGE, "layer %d [attention] with bf16 has no GPU implementation",
-                         l->index);
     if (probs > NET_MAX_BATCH_FLOATS)
         return error_set(e, CDL_EUSAGE,
                          "layer %d [attention]: a mini-batch of %d needs more than %zu attention "
@@ -52,30 +48,19 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     a->mask = layer_state_floats(st, a->dropout > 0 && grads ? probs : 0);
     a->mask_is_valid = 0;
     a->workspace = layer_work_floats(st, ((a->mask ? 1 : 0) + (grads ? 1 : 0)) * probs);
-    a->w_bf16 = a->out_w_bf16 = a->x_bf16 = NULL;
+    a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
+    /* the backward's dL/d(heads) and dL/d(qkv) first; the products' operands are at most qkv,
+     * P or the input weights */
+    gpu_reserve_scratch(l, batch, rows * 4 * c, size_max(size_max(rows * 3 * c, probs), 3 * c * c));
     a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
     return CDL_OK;
 }
 
-/* count products c_i = alpha op(a_i) op(b_i) + beta c_i in row-major terms as gpu_gemm's, operand
- * i at a + i * stride_a (and so on): the heads of one sample. */
-static void gemm_heads(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k,
-                       float alpha, const float *a, int lda, long long stride_a, const float *b,
-                       int ldb, long long stride_b, float beta, float *c, int ldc,
-                       long long stride_c, int count)
-{
-    const cublasStatus_t st =
-        cublasSgemmStridedBatched(gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
-                                  stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, count);
-    gpu_note_cublas(ctx, st, "cublasSgemmStridedBatched");
-}
-
 /* y [rows][n] at y_stride = x [rows][k] at x_stride times w^T ([n][k]) + bias. */
-static void project(const StepContext *ctx, const float *x, int x_stride, int rows, int k, int n,
-                    const float *w, const float *bias, float *y, int y_stride)
+static void project(const StepContext *ctx, GemmPrecision p, const float *x, int x_stride, int rows,
+                    int k, int n, const float *w, const float *bias, float *y, int y_stride)
 {
-    gpu_gemm(ctx, 0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 0.0f, y, y_stride);
+    gpu_gemm(ctx, p, 0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 0.0f, y, y_stride);
     gpu_note(ctx, cuda_add_row_vector(y, y, bias, rows, n, (size_t)y_stride, gpu_stream(ctx)),
              "attention biases");
 }
@@ -90,13 +75,13 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
     const float scale = 1.0f / sqrtf((float)d);
     a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
 
-    project(ctx, l->in[0], c, rows, c, 3 * c, l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
-            a->qkv, 3 * c);
+    project(ctx, l->precision, l->in[0], c, rows, c, 3 * c, l->params[P_WEIGHTS].data,
+            l->params[P_BIASES].data, a->qkv, 3 * c);
     /* S = scale Q K^T per (sample, head), into P */
     for (int b = 0; b < ctx->batch; b++) {
         const float *q = a->qkv + (size_t)b * t * 3 * c;
-        gemm_heads(ctx, 0, 1, t, t, d, scale, q, 3 * c, d, q + c, 3 * c, d, 0.0f,
-                   a->probs + (size_t)b * h * tt, t, tt, h);
+        gpu_gemm_batched(ctx, l->precision, 0, 1, t, t, d, scale, q, 3 * c, d, q + c, 3 * c, d,
+                         0.0f, a->probs + (size_t)b * h * tt, t, tt, h);
     }
     gpu_note(ctx,
              cuda_attention_softmax(a->probs, ctx->batch * h * t, t, a->causal, gpu_stream(ctx)),
@@ -105,19 +90,22 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
     if (a->mask_is_valid) {
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
         const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)tt;
+        /* a captured step keys on the draw id each replay uploads */
+        const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
-                 cuda_attention_dropout(a->workspace, a->mask, a->probs, key, first, a->dropout,
-                                        probs, gpu_stream(ctx)),
+                 cuda_attention_dropout(a->workspace, a->mask, a->probs, key,
+                                        gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
+                                        l->index, first, a->dropout, probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;
     }
     /* Y = weights V per (sample, head), the heads side by side */
     for (int b = 0; b < ctx->batch; b++) {
         const float *v = a->qkv + (size_t)b * t * 3 * c + 2 * c;
-        gemm_heads(ctx, 0, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t, tt, v, 3 * c, d, 0.0f,
-                   a->heads_out + (size_t)b * t * c, c, d, h);
+        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t,
+                         tt, v, 3 * c, d, 0.0f, a->heads_out + (size_t)b * t * c, c, d, h);
     }
-    project(ctx, a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
+    project(ctx, l->precision, a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
             l->params[P_OUT_BIASES].data, l->out, c);
 }
 
@@ -127,14 +115,14 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
     const int c = a->channels, stride = a->seq * c;
     const size_t at = (size_t)t * c;
     /* Row t of every sample: rows of the batch are T rows apart. P's rows hold the scores. */
-    project(ctx, l->in[0] + at, stride, ctx->batch, c, 3 * c, l->params[P_WEIGHTS].data,
-            l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
+    project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 3 * c,
+            l->params[P_WEIGHTS].data, l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
     gpu_note(ctx,
              cuda_attention_row(a->heads_out, a->probs, a->qkv, ctx->batch, a->seq, c, a->heads, t,
                                 gpu_stream(ctx)),
              "attention forward_at");
-    project(ctx, a->heads_out + at, stride, ctx->batch, c, c, l->params[P_OUT_WEIGHTS].data,
-            l->params[P_OUT_BIASES].data, l->out + at, stride);
+    project(ctx, l->precision, a->heads_out + at, stride, ctx->batch, c, c,
+            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at, stride);
 }
 
 static void attention_backward_gpu(Layer *l, const StepContext *ctx)
@@ -156,8 +144,10 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx,
              cuda_column_sums_add(l->params[P_OUT_BIASES].grad, l->delta, rows, c, gpu_stream(ctx)),
              "attention out_biases gradient");
-    gpu_gemm(ctx, 1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
-    gpu_gemm(ctx, 0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+    gpu_gemm(ctx, l->precision, 1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f,
+             out_w->grad, c);
+    gpu_gemm(ctx, l->precision, 0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads,
+             c);
 
     const float *weights = a->probs;
     if (mask) {
@@ -167,9 +157,9 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     }
     /* dP = dY V^T per (sample, head), then dS through the mask and the softmax */
     for (int b = 0; b < ctx->batch; b++)
-        gemm_heads(ctx, 0, 1, t, t, d, 1.0f, dheads + (size_t)b * t * c, c, d,
-                   a->qkv + (size_t)b * t * 3 * c + 2 * c, 3 * c, d, 0.0f, ds + (size_t)b * h * tt,
-                   t, tt, h);
+        gpu_gemm_batched(ctx, l->precision, 0, 1, t, t, d, 1.0f, dheads + (size_t)b * t * c, c, d,
+                         a->qkv + (size_t)b * t * 3 * c + 2 * c, 3 * c, d, 0.0f,
+                         ds + (size_t)b * h * tt, t, tt, h);
     gpu_note(ctx,
              cuda_attention_softmax_backward(ds, a->probs, mask, ctx->batch * h * t, t, a->causal,
                                              gpu_stream(ctx)),
@@ -179,25 +169,27 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     for (int b = 0; b < ctx->batch; b++) {
         const float *q = a->qkv + (size_t)b * t * 3 * c, *ds_b = ds + (size_t)b * h * tt;
         float *dq = dqkv + (size_t)b * t * 3 * c;
-        gemm_heads(ctx, 0, 0, t, d, t, scale, ds_b, t, tt, q + c, 3 * c, d, 0.0f, dq, 3 * c, d, h);
-        gemm_heads(ctx, 1, 0, t, d, t, scale, ds_b, t, tt, q, 3 * c, d, 0.0f, dq + c, 3 * c, d, h);
-        gemm_heads(ctx, 1, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t, tt,
-                   dheads + (size_t)b * t * c, c, d, 0.0f, dq + 2 * c, 3 * c, d, h);
+        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, t, scale, ds_b, t, tt, q + c, 3 * c, d,
+                         0.0f, dq, 3 * c, d, h);
+        gpu_gemm_batched(ctx, l->precision, 1, 0, t, d, t, scale, ds_b, t, tt, q, 3 * c, d, 0.0f,
+                         dq + c, 3 * c, d, h);
+        gpu_gemm_batched(ctx, l->precision, 1, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t,
+                         tt, dheads + (size_t)b * t * c, c, d, 0.0f, dq + 2 * c, 3 * c, d, h);
     }
     /* Input projection: d biases += column sums of dqkv, d weights += dqkv^T x, d x (+)= dqkv
      * weights. */
     gpu_note(ctx,
              cuda_column_sums_add(l->params[P_BIASES].grad, dqkv, rows, 3 * c, gpu_stream(ctx)),
              "attention biases gradient");
-    gpu_gemm(ctx, 1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, l->in[0], c, 1.0f, w->grad, c);
+    gpu_gemm(ctx, l->precision, 1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, l->in[0], c, 1.0f, w->grad,
+             c);
     if (l->in_delta[0])
-        gpu_gemm(ctx, 0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c,
+        gpu_gemm(ctx, l->precision, 0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c,
                  layer_input_delta_beta(l, 0), l->in_delta[0], c);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_attention_kernels = {
-    .host_keyed = 1, /* dropout's key */
     .resize = attention_resize_gpu,
     .forward = attention_forward_gpu,
     .backward = attention_backward_gpu,

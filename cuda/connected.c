@@ -1,6 +1,6 @@
 /* [connected]'s GPU kernels (layers/connected.c has its meaning): a cuBLAS product, the bias or
  * batch-norm stage (cuda/bias_norm.h, one channel per output), then the activation.
- * precision=bf16 (its rounding has no GPU kernels yet) and int8 weights are refused at resize.
+ * int8 weights are refused at resize.
  *
  *   in [batch][inputs]   out [batch][outputs]   weights [outputs][inputs]   biases [outputs]
  */
@@ -12,9 +12,13 @@
 static int connected_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Connected *fc = l->priv;
-    if (l->precision != GEMM_FP32 || l->quant)
-        return error_set(e, CDL_EUSAGE, "layer %d [connected] with %s has no GPU implementation",
-                         l->index, l->quant ? "int8 weights" : "bf16");
+    if (l->quant)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [connected] with int8 weights has no GPU implementation",
+                         l->index);
+    const size_t in = (size_t)batch * fc->inputs, out = (size_t)batch * fc->outputs;
+    const size_t weights = (size_t)fc->outputs * fc->inputs;
+    gpu_reserve_scratch(l, batch, 0, size_max(size_max(in, out), weights));
     gpu_bias_norm_resize(&fc->stage, batch, st);
     return CDL_OK;
 }
@@ -24,7 +28,7 @@ static void connected_forward_gpu(Layer *l, const StepContext *ctx)
     Connected *fc = l->priv;
     const int batch = ctx->batch;
     /* out[batch][outputs] = x[batch][inputs] W^T, then the stage into the activation's input */
-    gpu_gemm(ctx, 0, 1, batch, fc->outputs, fc->inputs, 1.0f, l->in[0], fc->inputs,
+    gpu_gemm(ctx, l->precision, 0, 1, batch, fc->outputs, fc->inputs, 1.0f, l->in[0], fc->inputs,
              l->params[CONNECTED_WEIGHTS].data, fc->inputs, 0.0f, l->out, fc->outputs);
     gpu_bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
     gpu_layer_activate(l, ctx);
@@ -37,13 +41,13 @@ static void connected_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_layer_activation_backward(l, ctx);
     gpu_bias_norm_backward(&fc->stage, l, ctx, l->delta, l->delta, 0.0f);
     /* dW[outputs][inputs] += delta^T x */
-    gpu_gemm(ctx, 1, 0, fc->outputs, fc->inputs, batch, 1.0f, l->delta, fc->outputs, l->in[0],
-             fc->inputs, 1.0f, l->params[CONNECTED_WEIGHTS].grad, fc->inputs);
+    gpu_gemm(ctx, l->precision, 1, 0, fc->outputs, fc->inputs, batch, 1.0f, l->delta, fc->outputs,
+             l->in[0], fc->inputs, 1.0f, l->params[CONNECTED_WEIGHTS].grad, fc->inputs);
     /* dx[batch][inputs] += delta W, or = where the net left it unzeroed (Layer.in_delta_fresh) */
     if (l->in_delta[0])
-        gpu_gemm(ctx, 0, 0, batch, fc->inputs, fc->outputs, 1.0f, l->delta, fc->outputs,
-                 l->params[CONNECTED_WEIGHTS].data, fc->inputs, layer_input_delta_beta(l, 0),
-                 l->in_delta[0], fc->inputs);
+        gpu_gemm(ctx, l->precision, 0, 0, batch, fc->inputs, fc->outputs, 1.0f, l->delta,
+                 fc->outputs, l->params[CONNECTED_WEIGHTS].data, fc->inputs,
+                 layer_input_delta_beta(l, 0), l->in_delta[0], fc->inputs);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

@@ -6,8 +6,9 @@
  *   raised to what the algorithms need);
  * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
  * Every configuration the parse accepts (any size, stride, padding; groups, depthwise among them)
- * in float32 on both; precision=bf16 and int8 weights are refused at resize. The CPU's state
- * (Conv.cpu) is not used here.
+ * in float32 on both. In precision bf16, tf32 or fp16 the layer runs on the own engine, whose
+ * products round their operands (gpu_gemm_batched) as the CPU's do; int8 weights are refused at
+ * resize. The CPU's state (Conv.cpu) is not used here.
  *
  * The own engine:
  *
@@ -57,10 +58,17 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
     return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
 }
 
+/* 1 when the layer runs on cuDNN: gpu_engine=cudnn in float32 (its other precisions run on the
+ * own engine, whose products round their operands as the CPU's do). */
+static int on_cudnn(const Layer *l, const ExecContext *exec)
+{
+    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN &&
+           l->precision == GEMM_FP32;
+}
+
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
-    (void)l;
-    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN ? "cudnn" : "ref";
+    return on_cudnn(l, exec) ? "cudnn" : "ref";
 }
 
 #ifndef CDL_GPU_SIM
@@ -94,21 +102,22 @@ static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
 static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
-    if (l->precision != GEMM_FP32 || l->quant)
+    if (l->quant)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [convolutional] with %s has no GPU implementation", l->index,
-                         l->quant ? "int8 weights" : "precision=bf16");
-    const GpuHandles *h = st->exec->handles;
+                         "layer %d [convolutional] with int8 weights has no GPU implementation",
+                         l->index);
     l->engine = conv_engine_gpu(l, st->exec);
-    if (h->engine == GPU_ENGINE_CUDNN) {
+    if (on_cudnn(l, st->exec)) {
 #ifndef CDL_GPU_SIM
-        const int status = conv_resize_cudnn(l, batch, h, e);
+        const int status = conv_resize_cudnn(l, batch, st->exec->handles, e);
         if (status)
             return status;
 #endif
     } else {
+        /* the chunk's cols and rows, and the products' operands: weights, cols or rows */
         const size_t chunk = (size_t)chunk_images(l, cv, batch) * image_floats(l, cv);
-        l->scratch_per_sample = (chunk + (size_t)batch - 1) / (size_t)batch;
+        const size_t weights = l->params[CONV_WEIGHTS].count;
+        gpu_reserve_scratch(l, batch, chunk, chunk > weights ? chunk : weights);
     }
     gpu_bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
@@ -163,23 +172,6 @@ static ConvChunk chunk_of(const Layer *l, const Conv *cv, const StepContext *ctx
     return k;
 }
 
-/* For every group g of the chunk at once (one cuBLAS call), C_g = op(A_g) op(B_g) + beta C_g in
- * row-major terms as gpu_gemm's, X_g = X + g * stride_x: the groups' blocks of the weights, cols
- * and rows are equally far apart. Each group writes its own C_g, so the order of the groups
- * cannot change a value. */
-static void gemm_groups(const StepContext *ctx, int groups, int trans_a, int trans_b, int m, int n,
-                        int k, const float *a, int lda, size_t stride_a, const float *b, int ldb,
-                        size_t stride_b, float beta, float *c, int ldc, size_t stride_c)
-{
-    const float alpha = 1.0f;
-    /* row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first */
-    const cublasStatus_t st = cublasSgemmStridedBatched(
-        gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, (long long)stride_b, a, lda,
-        (long long)stride_a, &beta, c, ldc, (long long)stride_c, groups);
-    gpu_note_cublas(ctx, st, "convolution cublasSgemmStridedBatched");
-}
-
 /* The own engine's forward: the convolution into l->out. */
 static void conv_forward_ref(Layer *l, const StepContext *ctx)
 {
@@ -194,8 +186,9 @@ static void conv_forward_ref(Layer *l, const StepContext *ctx)
         gpu_note(ctx, cuda_im2col(k.cols, l->in[0] + (size_t)b0 * in_image, k.shape, stream),
                  "convolution im2col");
         /* rows_g [fg][columns] = W_g [fg][kdim] cols_g [kdim][columns] */
-        gemm_groups(ctx, k.groups, 0, 0, k.fg, k.columns, k.kdim, w, k.kdim, k.w_stride, k.cols,
-                    k.columns, k.cols_stride, 0.0f, k.rows, k.columns, k.rows_stride);
+        gpu_gemm_batched(ctx, l->precision, 0, 0, k.fg, k.columns, k.kdim, 1.0f, w, k.kdim,
+                         (long long)k.w_stride, k.cols, k.columns, (long long)k.cols_stride, 0.0f,
+                         k.rows, k.columns, (long long)k.rows_stride, k.groups);
         gpu_note(ctx,
                  cuda_image_rows(k.rows, l->out + (size_t)b0 * out_image, images, cv->filters,
                                  l->out_shape.h * l->out_shape.w, 0, stream),
@@ -207,7 +200,7 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
 #ifndef CDL_GPU_SIM
-    if (gpu_handles(ctx)->engine == GPU_ENGINE_CUDNN)
+    if (on_cudnn(l, ctx->exec))
         conv_cudnn_forward(&cv->gpu->cudnn, l, ctx);
     else
 #endif
@@ -236,13 +229,15 @@ static void conv_backward_ref(Layer *l, const StepContext *ctx)
                                  l->out_shape.h * l->out_shape.w, 1, stream),
                  "convolution delta rows");
         /* dW_g [fg][kdim] += rows_g [fg][columns] cols_g^T */
-        gemm_groups(ctx, k.groups, 0, 1, k.fg, k.kdim, k.columns, k.rows, k.columns, k.rows_stride,
-                    k.cols, k.columns, k.cols_stride, 1.0f, w->grad, k.kdim, k.w_stride);
+        gpu_gemm_batched(ctx, l->precision, 0, 1, k.fg, k.kdim, k.columns, 1.0f, k.rows, k.columns,
+                         (long long)k.rows_stride, k.cols, k.columns, (long long)k.cols_stride,
+                         1.0f, w->grad, k.kdim, (long long)k.w_stride, k.groups);
         if (!dx)
             continue;
         /* cols_g [kdim][columns] = W_g^T rows_g, over the columns the product above read */
-        gemm_groups(ctx, k.groups, 1, 0, k.kdim, k.columns, k.fg, w->data, k.kdim, k.w_stride,
-                    k.rows, k.columns, k.rows_stride, 0.0f, k.cols, k.columns, k.cols_stride);
+        gpu_gemm_batched(ctx, l->precision, 1, 0, k.kdim, k.columns, k.fg, 1.0f, w->data, k.kdim,
+                         (long long)k.w_stride, k.rows, k.columns, (long long)k.rows_stride, 0.0f,
+                         k.cols, k.columns, (long long)k.cols_stride, k.groups);
         gpu_note(ctx, cuda_col2im(dx + (size_t)b0 * in_image, dx_beta, k.cols, k.shape, stream),
                  "convolution col2im");
     }
@@ -254,7 +249,7 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_layer_activation_backward(l, ctx);
     gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->delta, 0.0f);
 #ifndef CDL_GPU_SIM
-    if (gpu_handles(ctx)->engine == GPU_ENGINE_CUDNN) {
+    if (on_cudnn(l, ctx->exec)) {
         conv_cudnn_backward(&cv->gpu->cudnn, l, ctx);
         return;
     }

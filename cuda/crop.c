@@ -34,9 +34,12 @@ static void crop_forward_gpu(Layer *l, const StepContext *ctx)
     const Crop *cr = l->priv;
     const CropDims d = dims_of(l, ctx);
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
+    /* a captured step keys on the draw id each replay uploads */
+    const GpuHandles *h = gpu_handles(ctx);
     gpu_note(ctx,
              cuda_crop_windows(cr->windows, ctx->batch, d.ih - d.oh, d.iw - d.ow, cr->flip,
-                               ctx->train, key, (uint64_t)ctx->sample_offset, gpu_stream(ctx)),
+                               ctx->train, key, h->capturing ? &h->step->draw_id : NULL, ctx->seed,
+                               l->index, (uint64_t)ctx->sample_offset, gpu_stream(ctx)),
              "crop windows");
     gpu_note(
         ctx,
@@ -57,7 +60,6 @@ static void crop_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_crop_kernels = {
-    .host_keyed = 1, /* the windows' draws */
     .resize = crop_resize_gpu,
     .forward = crop_forward_gpu,
     .backward = crop_backward_gpu,

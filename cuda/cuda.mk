@@ -29,7 +29,7 @@ SIM_TEST_SUPPORT_OBJ := $(SIM_TEST_SUPPORT:%.c=$(SIM_BUILD)/%.o)
 SIM_TEST_BIN := $(SIM_TEST_SRC:tests/unit/%.cc=$(SIM_BUILD)/tests/%)
 SIM_LIB := $(SIM_BUILD)/libcdl_cuda_sim.a
 
-.PHONY: sim-build sim-test nvcc-check gpusim-tests gpusim-targets
+.PHONY: sim-build sim-test nvcc-check gpusim-tests gpusim-targets gpu1-tests gpu1-targets
 # make test's GPU=sim part (where the CUDA toolkit is): ./cdl-gpusim and the GPU's unit tests built
 # against the simulator, in their own build directory (a make of its own: GPU=sim changes BUILD).
 # (after the plain build's library and CLI objects, which the simulator's build links: Makefile)
@@ -37,6 +37,13 @@ gpusim-tests: $(LIB) $(CLI_OBJ)
 	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
 gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at \
                 $(BUILD)/tests/test_batch_staging
+
+# make test's GPU=1 part (where nvcc and cuDNN are; Makefile's HAVE_GPU1): ./cdl-gpu compiled and
+# linked, the kernels by nvcc for sm_80, sm_90 and PTX (a register spill an error), and
+# test_cudnn_descriptors, which runs against the real libcudnn without a device.
+gpu1-tests: $(LIB) $(CLI_OBJ)
+	@$(MAKE) --no-print-directory GPU=1 gpu1-targets
+gpu1-targets: $(CDL) $(BUILD)/tests/test_cudnn_descriptors
 
 sim-build: $(SIM_TEST_BIN)
 

@@ -74,10 +74,37 @@ static inline void gpu_note(const StepContext *ctx, cudaError_t err, const char 
 /* The same for a cuBLAS status. */
 void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what);
 
-/* C = alpha * op(A) op(B) + beta * C in row-major terms, as backend/cpu/gemm.h's gemm: A [m][k]
- * (or [k][m] when trans_a), B [k][n] (or [n][k] when trans_b), C [m][n], leading dimensions in
- * elements; float32 on the device, through cuBLAS on the context's stream. */
-void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
-              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* count products C_i = alpha op(A_i) op(B_i) + beta C_i in row-major terms, as
+ * backend/cpu/gemm.h's gemm: A_i [m][k] (or [k][m] when trans_a) at a + i * stride_a, B_i [k][n]
+ * (or [n][k] when trans_b) at b + i * stride_b, C_i [m][n] at c + i * stride_c, leading
+ * dimensions and strides in elements; float32 on the device, through cuBLAS on the context's
+ * stream. In precision p other than GEMM_FP32 the operands are rounded to p (to nearest even)
+ * into copies at the end of the net's workspace (gpu_reserve_scratch) and multiplied with
+ * float32 sums, as the CPU's gemm_operand does: the same numerics up to the order of the sums. */
+void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b, int m,
+                      int n, int k, float alpha, const float *a, int lda, long long stride_a,
+                      const float *b, int ldb, long long stride_b, float beta, float *c, int ldc,
+                      long long stride_c, int count);
+
+/* One product of gpu_gemm_batched. */
+static inline void gpu_gemm(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b,
+                            int m, int n, int k, float alpha, const float *a, int lda,
+                            const float *b, int ldb, float beta, float *c, int ldc)
+{
+    gpu_gemm_batched(ctx, p, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc,
+                     0, 1);
+}
+
+/* The larger of a and b: the largest of a family's operands for gpu_reserve_scratch. */
+static inline size_t size_max(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Sets l's scratch (Layer.scratch_per_sample, for a mini-batch of batch) to hold own floats that
+ * its passes use from the start of the net's workspace and, in a precision other than fp32, the
+ * rounded copies of one product's two operands that gpu_gemm_batched puts at its end, neither
+ * operand spanning more than largest_operand floats. */
+void gpu_reserve_scratch(Layer *l, int batch, size_t own, size_t largest_operand);
 
 #endif

@@ -11,6 +11,7 @@
 #endif
 
 #include "gpu.h"
+#include "kernels/operand.h"
 #include "kernels/slab.h"
 #include "layers/families.h"
 #include "util/timer.h"
@@ -77,14 +78,85 @@ void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what
         gpu_note(ctx, cudaErrorUnknown, what);
 }
 
-/* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. */
-void gpu_gemm(const StepContext *ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
-              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+/* The bytes the rounded copies of the two operands of a product may take at the workspace's end
+ * beyond their values: each copy starts 256-aligned, as cuBLAS's fastest kernels want. */
+#define OPERAND_ALIGN 256
+
+void gpu_reserve_scratch(Layer *l, int batch, size_t own, size_t largest_operand)
 {
-    const cublasStatus_t st = cublasSgemm(
-        gpu_handles(ctx)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
-    gpu_note_cublas(ctx, st, "cublasSgemm");
+    const size_t operands =
+        l->precision == GEMM_FP32 ? 0 : 2 * largest_operand + 2 * OPERAND_ALIGN / sizeof(float);
+    l->scratch_per_sample = (own + operands + (size_t)batch - 1) / (size_t)batch;
+}
+
+/* Elements from the first to the last that count matrices of rows x cols read, at leading
+ * dimension ld, stride elements apart. */
+static size_t operand_span(int count, long long stride, int rows, int cols, int ld)
+{
+    return (size_t)(count - 1) * (size_t)stride + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+}
+
+static size_t align_up(size_t bytes)
+{
+    return (bytes + OPERAND_ALIGN - 1) / OPERAND_ALIGN * OPERAND_ALIGN;
+}
+
+/* The copies precision p multiplies from (p is not GEMM_FP32). */
+static CudaOperandFormat gpu_operand_format(GemmPrecision p)
+{
+    return p == GEMM_BF16   ? CUDA_OPERAND_BF16
+           : p == GEMM_FP16 ? CUDA_OPERAND_FP16
+                            : CUDA_OPERAND_TF32;
+}
+
+/* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. */
+void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b, int m,
+                      int n, int k, float alpha, const float *a, int lda, long long stride_a,
+                      const float *b, int ldb, long long stride_b, float beta, float *c, int ldc,
+                      long long stride_c, int count)
+{
+    const cublasHandle_t cublas = gpu_handles(ctx)->cublas;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (m <= 0 || n <= 0 || count <= 0)
+        return;
+    if (p == GEMM_FP32) {
+        gpu_note_cublas(ctx,
+                        cublasSgemmStridedBatched(cublas, op_b, op_a, n, m, k, &alpha, b, ldb,
+                                                  stride_b, a, lda, stride_a, &beta, c, ldc,
+                                                  stride_c, count),
+                        "cublasSgemmStridedBatched");
+        return;
+    }
+    const CudaOperandFormat format = gpu_operand_format(p);
+    const size_t bytes = cuda_operand_bytes(format);
+    const size_t span_a = operand_span(count, stride_a, trans_a ? k : m, trans_a ? m : k, lda);
+    const size_t span_b = operand_span(count, stride_b, trans_b ? n : k, trans_b ? k : n, ldb);
+    const size_t need = align_up(span_a * bytes) + align_up(span_b * bytes);
+    const size_t have = ctx->exec->workspace_floats * sizeof(float);
+    if (need > have) {
+        gpu_note(ctx, cudaErrorInvalidValue,
+                 "a product's rounded operands exceed the workspace (gpu_reserve_scratch)");
+        return;
+    }
+    /* the copies at the workspace's end, where the layer's own use (from its start) stops */
+    char *copy_a = (char *)ctx->exec->workspace + (have - need) / OPERAND_ALIGN * OPERAND_ALIGN;
+    char *copy_b = copy_a + align_up(span_a * bytes);
+    gpu_note(ctx, cuda_round_operand(copy_a, a, span_a, format, gpu_stream(ctx)),
+             "rounding a product's operand");
+    gpu_note(ctx, cuda_round_operand(copy_b, b, span_b, format, gpu_stream(ctx)),
+             "rounding a product's operand");
+    const cudaDataType type = format == CUDA_OPERAND_BF16   ? CUDA_R_16BF
+                              : format == CUDA_OPERAND_FP16 ? CUDA_R_16F
+                                                            : CUDA_R_32F;
+    const cublasComputeType_t compute =
+        format == CUDA_OPERAND_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    gpu_note_cublas(ctx,
+                    cublasGemmStridedBatchedEx(cublas, op_b, op_a, n, m, k, &alpha, copy_b, type,
+                                               ldb, stride_b, copy_a, type, lda, stride_a, &beta, c,
+                                               CUDA_R_32F, ldc, stride_c, count, compute,
+                                               CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmStridedBatchedEx");
 }
 
 static const char *const gpu_engine_names[] = {"cudnn", "ref"}; /* GpuEngine */

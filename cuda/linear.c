@@ -1,8 +1,8 @@
 /* [linear]'s GPU kernels (layers/linear.c has its meaning): a dense layer on every row through
  * cuBLAS, the biases added to the rows, then the activation. With tie=1, W is layer 0's
  * [embedding] weights: the forward reads them and the backward adds into their gradient (before
- * the embedding's own backward, which adds after it). precision=bf16 and int8 weights have no GPU
- * kernels yet and are refused at resize.
+ * the embedding's own backward, which adds after it). int8 weights have no GPU kernels yet and are
+ * refused at resize.
  *
  *   in  [batch][rows][inputs]   out [batch][rows][output]   out[b][r] = act(in[b][r] W^T + biases)
  *   W [output][inputs]   biases [output]
@@ -23,10 +23,15 @@ static const Param *weights_of(Layer *l)
 
 static int linear_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
-    (void)batch, (void)st;
-    if (l->quant || l->precision != GEMM_FP32)
-        return error_set(e, CDL_EUSAGE, "layer %d [linear] with %s has no GPU implementation",
-                         l->index, l->quant ? "int8 weights" : "bf16");
+    (void)st;
+    const Linear *li = l->priv;
+    if (l->quant)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [linear] with int8 weights has no GPU implementation", l->index);
+    const size_t in = (size_t)batch * shape_size(l->in_shape);
+    const size_t out = (size_t)batch * shape_size(l->out_shape);
+    gpu_reserve_scratch(l, batch, 0,
+                        size_max(size_max(in, out), (size_t)li->outputs * (size_t)li->inputs));
     return CDL_OK;
 }
 
@@ -37,8 +42,8 @@ static void linear_rows_gpu(Layer *l, const StepContext *ctx, const float *x, in
 {
     const Linear *li = l->priv;
     const Param *biases = layer_param(l, "biases");
-    gpu_gemm(ctx, 0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, weights_of(l)->data,
-             li->inputs, 0.0f, y, y_stride);
+    gpu_gemm(ctx, l->precision, 0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride,
+             weights_of(l)->data, li->inputs, 0.0f, y, y_stride);
     if (biases)
         gpu_note(ctx,
                  cuda_add_row_vector(y, y, biases->data, rows, li->outputs, (size_t)y_stride,
@@ -84,12 +89,12 @@ static void linear_backward_gpu(Layer *l, const StepContext *ctx)
         gpu_note(ctx, cuda_column_sums_add(biases->grad, l->delta, rows, outputs, gpu_stream(ctx)),
                  "linear biases gradient");
     /* dW[outputs][inputs] += delta^T x */
-    gpu_gemm(ctx, 1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, l->in[0], inputs, 1.0f,
-             weights->grad, inputs);
+    gpu_gemm(ctx, l->precision, 1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, l->in[0],
+             inputs, 1.0f, weights->grad, inputs);
     /* dx[rows][inputs] += delta W, or = where the net left it unzeroed (Layer.in_delta_fresh) */
     if (l->in_delta[0])
-        gpu_gemm(ctx, 0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs, weights->data, inputs,
-                 layer_input_delta_beta(l, 0), l->in_delta[0], inputs);
+        gpu_gemm(ctx, l->precision, 0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs,
+                 weights->data, inputs, layer_input_delta_beta(l, 0), l->in_delta[0], inputs);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

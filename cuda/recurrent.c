@@ -6,8 +6,7 @@
  * step's dL/da_t in place of its gate values, then dL/dx and the weight gradients over all rows
  * (dW_hh from h_{t-1} rows gathered by a shift). [lstm] fused= picks the CPU's path: the GPU
  * computes its values (with its tanh formula, fused_formulas) in the per-step order. forward_at
- * runs step t alone from the state the steps before left in out and saved. precision=bf16 has no
- * GPU kernels yet and is refused at resize.
+ * runs step t alone from the state the steps before left in out and saved.
  *
  *   in [batch][T][I]   out [batch][T][H]   gates, dhh [batch][T][G*H]   saved [batch][T][S*H]
  *   hh [batch][G*H]   dh, dh_carry, dc [batch][H]   work: h_{t-1} rows [batch][T][H]
@@ -54,10 +53,8 @@ static const Layer *token_input(const Layer *l)
 
 static int recurrent_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Recurrent *rc = l->priv;
-    if (l->precision != GEMM_FP32)
-        return error_set(e, CDL_EUSAGE, "layer %d [%s] with bf16 has no GPU implementation",
-                         l->index, l->type->name);
     const size_t B = (size_t)batch, T = (size_t)rc->steps, H = (size_t)rc->hidden;
     const size_t GH = (size_t)rc->cell->gates * H, SH = (size_t)saved_of(rc) * H;
     rc->time_major = 0;
@@ -75,9 +72,16 @@ static int recurrent_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     rc->xh = layer_work_floats(st, grads ? B * T * H : 0);
     const Layer *emb = token_input(l);
     rc->token_rows = layer_work_floats(st, grads && emb ? (size_t)emb->params[0].dims[0] * GH : 0);
-    rc->zeros = rc->w_ih_bf16 = rc->w_hh_bf16 = rc->x_bf16 = rc->h_bf16 = NULL;
+    rc->zeros = rc->w_ih_rounded = rc->w_hh_rounded = rc->x_rounded = rc->h_rounded = NULL;
     rc->w_hh_packed = rc->dx_tm = rc->wcat = rc->tiles = rc->bias = NULL;
     rc->token_of = NULL;
+    /* the products' operands: rows of x, gates or h, W_ih and W_hh, and the per-id sums and the
+     * embedding's table where token_input reads it */
+    const size_t I = (size_t)rc->inputs;
+    size_t largest = size_max(B * T * size_max(I, GH), GH * size_max(I, H));
+    if (emb)
+        largest = size_max(largest, (size_t)emb->params[0].dims[0] * size_max(GH, I));
+    gpu_reserve_scratch(l, batch, 0, largest);
     return CDL_OK;
 }
 
@@ -88,8 +92,8 @@ static void step_forward(Layer *l, const StepContext *ctx, int t)
     const int batch = ctx->batch, T = rc->steps, H = rc->hidden, G = rc->cell->gates;
     /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
     if (t > 0)
-        gpu_gemm(ctx, 0, 1, batch, G * H, H, 1.0f, l->out + (size_t)(t - 1) * H, T * H,
-                 l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, G * H);
+        gpu_gemm(ctx, l->precision, 0, 1, batch, G * H, H, 1.0f, l->out + (size_t)(t - 1) * H,
+                 T * H, l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, G * H);
     gpu_note(ctx,
              cuda_recurrent_step_forward(kind_of(rc), fused_formulas(rc), rc->gates,
                                          t > 0 ? rc->hh : NULL, l->params[P_BIASES_IH].data,
@@ -112,8 +116,8 @@ static void recurrent_forward_gpu(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int rows = ctx->batch * rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
     /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
-    gpu_gemm(ctx, 0, 1, rows, GH, I, 1.0f, l->in[0], I, l->params[P_WEIGHTS_IH].data, I, 0.0f,
-             rc->gates, GH);
+    gpu_gemm(ctx, l->precision, 0, 1, rows, GH, I, 1.0f, l->in[0], I, l->params[P_WEIGHTS_IH].data,
+             I, 0.0f, rc->gates, GH);
     for (int t = 0; t < rc->steps; t++)
         step_forward(l, ctx, t);
 }
@@ -123,7 +127,7 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
     Recurrent *rc = l->priv;
     const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
     /* gates row t of every sample = x_t W_ih^T */
-    gpu_gemm(ctx, 0, 1, ctx->batch, GH, I, 1.0f, l->in[0] + (size_t)t * I, T * I,
+    gpu_gemm(ctx, l->precision, 0, 1, ctx->batch, GH, I, 1.0f, l->in[0] + (size_t)t * I, T * I,
              l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates + (size_t)t * GH, T * GH);
     step_forward(l, ctx, t);
 }
@@ -158,7 +162,7 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
         }
         /* dh_carry[batch][H] += dL/d(W_hh h_{t-1}) W_hh */
         if (t > 0)
-            gpu_gemm(ctx, 0, 0, batch, H, GH, 1.0f, rc->dhh + (size_t)t * GH, T * GH,
+            gpu_gemm(ctx, l->precision, 0, 0, batch, H, GH, 1.0f, rc->dhh + (size_t)t * GH, T * GH,
                      l->params[P_WEIGHTS_HH].data, H, 1.0f, rc->dh_carry, H);
     }
     /* The biases: column sums of dL/da (b_ih) and of dL/d(W_hh h) (b_hh: the same but the gru's).
@@ -180,22 +184,22 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
             ctx,
             cuda_embedding_grad(rc->token_rows, rc->gates, emb->in[0], vocab, GH, rows, stream),
             "lstm token sums");
-        gpu_gemm(ctx, 1, 0, GH, I, vocab, 1.0f, rc->token_rows, GH, e->data, I, 1.0f,
+        gpu_gemm(ctx, l->precision, 1, 0, GH, I, vocab, 1.0f, rc->token_rows, GH, e->data, I, 1.0f,
                  l->params[P_WEIGHTS_IH].grad, I);
         if (e->grad)
-            gpu_gemm(ctx, 0, 0, vocab, I, GH, 1.0f, rc->token_rows, GH,
+            gpu_gemm(ctx, l->precision, 0, 0, vocab, I, GH, 1.0f, rc->token_rows, GH,
                      l->params[P_WEIGHTS_IH].data, I, 1.0f, e->grad, I);
     } else {
         /* dx[batch*T][I] += da W_ih, dW_ih += da^T x */
         if (l->in_delta[0])
-            gpu_gemm(ctx, 0, 0, rows, I, GH, 1.0f, rc->gates, GH, l->params[P_WEIGHTS_IH].data, I,
-                     1.0f, l->in_delta[0], I);
-        gpu_gemm(ctx, 1, 0, GH, I, rows, 1.0f, rc->gates, GH, l->in[0], I, 1.0f,
+            gpu_gemm(ctx, l->precision, 0, 0, rows, I, GH, 1.0f, rc->gates, GH,
+                     l->params[P_WEIGHTS_IH].data, I, 1.0f, l->in_delta[0], I);
+        gpu_gemm(ctx, l->precision, 1, 0, GH, I, rows, 1.0f, rc->gates, GH, l->in[0], I, 1.0f,
                  l->params[P_WEIGHTS_IH].grad, I);
     }
     /* dW_hh += dhh^T h_prev */
     gpu_note(ctx, cuda_recurrent_shift(rc->xh, l->out, batch, T, H, stream), "recurrent h_prev");
-    gpu_gemm(ctx, 1, 0, GH, H, rows, 1.0f, rc->dhh, GH, rc->xh, H, 1.0f,
+    gpu_gemm(ctx, l->precision, 1, 0, GH, H, rows, 1.0f, rc->dhh, GH, rc->xh, H, 1.0f,
              l->params[P_WEIGHTS_HH].grad, H);
 }
 

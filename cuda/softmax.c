@@ -60,7 +60,7 @@ static void softmax_backward_gpu(Layer *l, const StepContext *ctx)
     const int n = (int)(shape_size(l->out_shape) / (size_t)sm->groups);
     gpu_note(ctx,
              cuda_softmax_backward(l->in_delta[0], l->out, l->delta, ctx->labels,
-                                   ctx->batch * sm->groups, n, 1.0f / ctx->loss_divisor,
+                                   ctx->batch * sm->groups, n, ctx->grad_scale / ctx->loss_divisor,
                                    smoothing_of(l, ctx), gpu_stream(ctx)),
              "softmax backward");
 }

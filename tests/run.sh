@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every unit test binary, the fuzz targets' corpus replay (tests/fuzz/replay.c), the
 # include-order check (scripts/check-includes.sh), the documentation's links
-# (scripts/check-doc-links.sh), the CUDA simulator's tests where the CUDA toolkit is (cuda/cuda.mk),
+# (scripts/check-doc-links.sh), the CUDA simulator's tests where the CUDA toolkit is and the GPU=1
+# build's link and cuDNN descriptor test where nvcc and cuDNN are (cuda/cuda.mk),
 # examples/train_digits (training through the public API to >= 90% accuracy), then (unless
 # SAN=1) the public library check (tests/check_public_lib.sh) and the Bats CLI tests; the last
 # line is "N passed, N failed". Called by `make test` with BUILD, CDL_BIN and SAN set.
@@ -58,6 +59,12 @@ if [ -n "${SIM_BUILD:-}" ]; then
     export CDL_GPUSIM_BIN="$PWD/${SIM_CDL:-cdl-gpusim}"
 else
     echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"
+fi
+# The GPU=1 build (cuda/cuda.mk's gpu1-tests): it links and starts, and cuDNN's descriptors of
+# every convolution are cdl's (no device needed).
+if [ -n "${GPU1_BUILD:-}" ]; then
+    check "cdl-gpu (GPU=1) links and starts" sh -c './cdl-gpu --version | grep "GPU=1"'
+    check "test_cudnn_descriptors (GPU=1)" "$GPU1_BUILD/tests/test_cudnn_descriptors"
 fi
 check "include order" scripts/check-includes.sh
 check "doc links" scripts/check-doc-links.sh

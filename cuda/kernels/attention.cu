@@ -9,7 +9,9 @@
 
 #include <float.h>
 
+#include "kernels/grid.cuh"
 #include "kernels/reduce.cuh"
+#include "kernels/rng.cuh"
 #include "launch.h"
 
 // row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1. Ends with a barrier.
@@ -37,25 +39,17 @@ __global__ void attention_softmax_kernel(float *p, int T, int causal)
     softmax_row_in_place(p + (size_t)blockIdx.x * T, causal ? i + 1 : T, T);
 }
 
-// util/rng.h's rng_splitmix64 and rng_uniform_at, on the device: draw i of key in [0, 1).
-__device__ __forceinline__ float attention_uniform_at(unsigned long long key, unsigned long long i)
-{
-    unsigned long long z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
-
 // Element e of the batch's (pairs, T, T) is draw first + e of key: the CPU's index
 // ((pair + first_pair) T + i) T + j, with first = first_pair T T.
-__global__ void attention_dropout_kernel(float *weights, float *mask, const float *p,
-                                         unsigned long long key, unsigned long long first,
-                                         float dropout, float keep_scale, size_t n)
+// draw_id not NULL: the key is computed here (layer_key_dev).
+__global__ void attention_dropout_kernel(float *weights, float *mask, const float *p, uint64_t key,
+                                         const uint64_t *draw_id, uint64_t seed, int layer,
+                                         uint64_t first, float dropout, float keep_scale, size_t n)
 {
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
-         e += (size_t)gridDim.x * blockDim.x) {
-        const float m = attention_uniform_at(key, first + e) < dropout ? 0.0f : keep_scale;
+    key = layer_key_dev(key, draw_id, seed, layer);
+    GRID_STRIDE_LOOP(e, n)
+    {
+        const float m = rng_uniform_at_dev(key, first + e) < dropout ? 0.0f : keep_scale;
         mask[e] = m;
         weights[e] = p[e] * m;
     }
@@ -63,9 +57,8 @@ __global__ void attention_dropout_kernel(float *weights, float *mask, const floa
 
 __global__ void attention_mask_kernel(float *weights, const float *p, const float *mask, size_t n)
 {
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
-         e += (size_t)gridDim.x * blockDim.x)
-        weights[e] = p[e] * mask[e];
+    GRID_STRIDE_LOOP(e, n)
+    weights[e] = p[e] * mask[e];
 }
 
 // dS = P (dP m - sum_j P_j (dP m)_j) over the row's keys, 0 past them; dP (in ds) in place.
@@ -115,12 +108,6 @@ __global__ void attention_row_kernel(float *heads, float *scores_all, const floa
 
 #define ROW_BLOCK 128
 
-static int grid_for(size_t n)
-{
-    const size_t blocks = (n + 255) / 256;
-    return blocks > 4096 ? 4096 : blocks < 1 ? 1 : (int)blocks;
-}
-
 extern "C" cudaError_t cuda_attention_softmax(float *p, int rows, int T, int causal,
                                               cudaStream_t stream)
 {
@@ -131,13 +118,14 @@ extern "C" cudaError_t cuda_attention_softmax(float *p, int rows, int T, int cau
 }
 
 extern "C" cudaError_t cuda_attention_dropout(float *weights, float *mask, const float *p,
-                                              unsigned long long key, unsigned long long first,
-                                              float dropout, size_t n, cudaStream_t stream)
+                                              uint64_t key, const uint64_t *draw_id, uint64_t seed,
+                                              int layer, uint64_t first, float dropout, size_t n,
+                                              cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), 256, 0, stream, weights, mask, p, key, first,
-                dropout, 1.0f / (1.0f - dropout), n);
+    CUDA_LAUNCH(attention_dropout_kernel, grid_for(n), GRID_BLOCK, 0, stream, weights, mask, p, key,
+                draw_id, seed, layer, first, dropout, 1.0f / (1.0f - dropout), n);
     return cuda_launch_error();
 }
 
@@ -146,7 +134,7 @@ extern "C" cudaError_t cuda_attention_apply_mask(float *weights, const float *p,
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(attention_mask_kernel, grid_for(n), 256, 0, stream, weights, p, mask, n);
+    CUDA_LAUNCH(attention_mask_kernel, grid_for(n), GRID_BLOCK, 0, stream, weights, p, mask, n);
     return cuda_launch_error();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,10 +17,11 @@ extern "C" {
 cudaError_t cuda_attention_softmax(float *p, int rows, int T, int causal, cudaStream_t stream);
 /* mask[e] = 0 with probability dropout, else 1 / (1 - dropout), and weights[e] = p[e] mask[e],
  * for n values; mask[e] comes from draw first + e of key (util/rng.h's rng_uniform_at, as the
- * CPU draws it). */
-cudaError_t cuda_attention_dropout(float *weights, float *mask, const float *p,
-                                   unsigned long long key, unsigned long long first, float dropout,
-                                   size_t n, cudaStream_t stream);
+ * CPU draws it), or with draw_id not NULL (a step captured as a CUDA graph) of the key of seed,
+ * *draw_id and layer computed on the device (kernels/rng.cuh's layer_key_dev). */
+cudaError_t cuda_attention_dropout(float *weights, float *mask, const float *p, uint64_t key,
+                                   const uint64_t *draw_id, uint64_t seed, int layer,
+                                   uint64_t first, float dropout, size_t n, cudaStream_t stream);
 /* weights[e] = p[e] mask[e] for n values (the backward's dropped weights). */
 cudaError_t cuda_attention_apply_mask(float *weights, const float *p, const float *mask, size_t n,
                                       cudaStream_t stream);

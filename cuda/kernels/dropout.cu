@@ -13,8 +13,7 @@ __global__ void dropout_forward_kernel(float *out, float *mask, const float *in,
                                        const uint64_t *draw_id, uint64_t seed, int layer,
                                        uint64_t first, float p, float scale, size_t n)
 {
-    if (draw_id)
-        key = rng_key_dev(seed, (*draw_id << 16) ^ (uint64_t)layer);
+    key = layer_key_dev(key, draw_id, seed, layer);
     GRID_STRIDE_LOOP(i, n)
     {
         const float m = rng_uniform_at_dev(key, first + i) < p ? 0.0f : scale;

@@ -58,6 +58,15 @@ __device__ __forceinline__ uint64_t rng_key_dev(uint64_t seed, uint64_t stream)
     return high << 32 | rng_u32_dev(&r);
 }
 
+// The key of layer's draws in a pass: key as the host computed it (rng_key of the seed and
+// layer_draw_stream), or in a step captured as a CUDA graph (draw_id not NULL) rng_key_dev's of
+// the draw id each replay uploads.
+__device__ __forceinline__ uint64_t layer_key_dev(uint64_t key, const uint64_t *draw_id,
+                                                  uint64_t seed, int layer)
+{
+    return draw_id ? rng_key_dev(seed, (*draw_id << 16) ^ (uint64_t)layer) : key;
+}
+
 // rng_below: uniform integer in [0, n).
 __device__ __forceinline__ uint32_t rng_below_dev(RngDev *r, uint32_t n)
 {

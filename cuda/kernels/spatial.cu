@@ -72,9 +72,12 @@ __global__ void reorg_backward_kernel(float *dx, const float *dy, int c, int h, 
     }
 }
 
+// draw_id not NULL: the key is computed here (layer_key_dev).
 __global__ void crop_windows_kernel(int *windows, int batch, int spare_h, int spare_w, int flip,
-                                    int train, uint64_t key, uint64_t first)
+                                    int train, uint64_t key, const uint64_t *draw_id, uint64_t seed,
+                                    int layer, uint64_t first)
 {
+    key = layer_key_dev(key, draw_id, seed, layer);
     GRID_STRIDE_LOOP(b, (size_t)batch)
     {
         int *win = windows + 3 * b;
@@ -161,13 +164,14 @@ extern "C" cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch
 }
 
 extern "C" cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, int spare_w,
-                                         int flip, int train, uint64_t key, uint64_t first,
+                                         int flip, int train, uint64_t key, const uint64_t *draw_id,
+                                         uint64_t seed, int layer, uint64_t first,
                                          cudaStream_t stream)
 {
     if (batch == 0)
         return cudaSuccess;
     CUDA_LAUNCH(crop_windows_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, windows, batch,
-                spare_h, spare_w, flip, train, key, first);
+                spare_h, spare_w, flip, train, key, draw_id, seed, layer, first);
     return cuda_launch_error();
 }
 

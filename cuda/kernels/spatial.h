@@ -24,9 +24,12 @@ cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, in
                                 cudaStream_t stream);
 /* [crop]'s windows [batch][3] (row offset, column offset, mirrored): with train, sample b's drawn
  * by PCG32 seeded (key, first + b) as the CPU draws them (rng_below of spare_h + 1, of spare_w + 1,
- * then of 2 when flip); else the centre (spare_h / 2, spare_w / 2, 0). */
+ * then of 2 when flip); else the centre (spare_h / 2, spare_w / 2, 0). With draw_id not NULL (a
+ * step captured as a CUDA graph) the key is that of seed, *draw_id and layer, computed on the
+ * device (kernels/rng.cuh's layer_key_dev). */
 cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, int spare_w, int flip,
-                              int train, uint64_t key, uint64_t first, cudaStream_t stream);
+                              int train, uint64_t key, const uint64_t *draw_id, uint64_t seed,
+                              int layer, uint64_t first, cudaStream_t stream);
 /* The dimensions of a crop: in [batch][c][ih][iw], out [batch][c][oh][ow]. */
 typedef struct CropDims {
     int batch, c, ih, iw, oh, ow;

@@ -39,7 +39,8 @@ struct CUevent_st {
     double ms = 0.0;
 };
 
-namespace {
+namespace
+{
 
 thread_local cudaError_t last_error = cudaSuccess;
 std::mutex state_mutex; // guards the tables below (the simulator itself is single-threaded)
@@ -65,10 +66,9 @@ bool break_unsafe_captures()
     std::lock_guard<std::mutex> lock(state_mutex);
     bool broke = false;
     for (CUstream_st *s : capturing_streams) {
-        const bool concerned =
-            s->capture_mode == cudaStreamCaptureModeGlobal ||
-            (s->capture_mode == cudaStreamCaptureModeThreadLocal &&
-             s->capture_thread == std::this_thread::get_id());
+        const bool concerned = s->capture_mode == cudaStreamCaptureModeGlobal ||
+                               (s->capture_mode == cudaStreamCaptureModeThreadLocal &&
+                                s->capture_thread == std::this_thread::get_id());
         if (concerned) {
             s->capture_broken = true;
             broke = true;
@@ -127,7 +127,8 @@ bool valid_kind(cudaMemcpyKind kind)
 
 } // namespace
 
-namespace cuda_sim {
+namespace cuda_sim
+{
 
 cudaError_t record_error(cudaError_t err)
 {
@@ -214,44 +215,70 @@ const char *cudaGetErrorName(cudaError_t err)
 const char *cudaGetErrorString(cudaError_t err)
 {
     switch (err) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorInvalidValue:
+        return "invalid argument";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection:
+        return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+        return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+        return "invalid resource handle";
+    case cudaErrorNotReady:
+        return "device not ready";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated:
         return "operation failed due to a previous error during capture";
     case cudaErrorStreamCaptureWrongThread:
         return "attempt to terminate a thread-local capture sequence from another thread";
     case cudaErrorStreamCaptureImplicit:
         return "operation would make the legacy stream depend on a capturing blocking stream";
-    case cudaErrorIllegalState: return "the operation is not permitted in the current state";
-    default: return "unrecognized error code";
+    case cudaErrorIllegalState:
+        return "the operation is not permitted in the current state";
+    default:
+        return "unrecognized error code";
     }
 }
+
+// The devices the simulator shows: CDL_GPUSIM_DEVICES (1 to 16), else 1. They are one: every
+// device's memory is the process's, its work the same fibers; only the number is simulated, for
+// the code that picks a device (a rank's, under mpirun).
+static int device_count()
+{
+    const char *env = getenv("CDL_GPUSIM_DEVICES");
+    const int n = env ? atoi(env) : 1;
+    return n >= 1 && n <= 16 ? n : 1;
+}
+
+static thread_local int current_device = 0;
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
     if (!count)
         return fail(cudaErrorInvalidValue);
-    *count = 1;
+    *count = device_count();
     return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device)
 {
-    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+    if (device < 0 || device >= device_count())
+        return fail(cudaErrorInvalidDevice);
+    current_device = device;
+    return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int *device)
 {
     if (!device)
         return fail(cudaErrorInvalidValue);
-    *device = 0;
+    *device = current_device;
     return cudaSuccess;
 }
 
@@ -273,7 +300,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
 {
     if (!prop)
         return fail(cudaErrorInvalidValue);
-    if (device != 0)
+    if (device < 0 || device >= device_count())
         return fail(cudaErrorInvalidDevice);
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "cdl simulator");
@@ -313,15 +340,32 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     cudaDeviceProp p;
     cudaGetDeviceProperties(&p, 0);
     switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
-    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
-    case cudaDevAttrWarpSize: *value = p.warpSize; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
-    default: return fail(cudaErrorInvalidValue);
+    case cudaDevAttrMultiProcessorCount:
+        *value = p.multiProcessorCount;
+        break;
+    case cudaDevAttrMaxThreadsPerBlock:
+        *value = p.maxThreadsPerBlock;
+        break;
+    case cudaDevAttrWarpSize:
+        *value = p.warpSize;
+        break;
+    case cudaDevAttrComputeCapabilityMajor:
+        *value = p.major;
+        break;
+    case cudaDevAttrComputeCapabilityMinor:
+        *value = p.minor;
+        break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+        *value = (int)p.sharedMemPerBlock;
+        break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+        *value = (int)p.sharedMemPerBlockOptin;
+        break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+        *value = p.maxThreadsPerMultiProcessor;
+        break;
+    default:
+        return fail(cudaErrorInvalidValue);
     }
     return cudaSuccess;
 }
@@ -626,14 +670,13 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *
     if (!status)
         return fail(cudaErrorInvalidValue);
     const CUstream_st *s = stream_of(stream);
-    *status = !s->capturing         ? cudaStreamCaptureStatusNone
+    *status = !s->capturing       ? cudaStreamCaptureStatusNone
               : s->capture_broken ? cudaStreamCaptureStatusInvalidated
                                   : cudaStreamCaptureStatusActive;
     return cudaSuccess;
 }
 
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
-                                 unsigned long long flags)
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
 {
     (void)flags;
     if (!exec || !graph)

@@ -10,7 +10,7 @@ Usage:
    net's width, height and channels, is read as float/255 NCHW and run in onnxruntime
    (as a batch of two when the batch axis is dynamic: both rows must agree).
 3. PREDICT.json is `cdl predict MODEL IMAGE --top ALL --json` of the same image: its
-   probabilities, placed by class index, must equal the ONNX output to 1e-4 (the float32
+   values ("probability", or "logit" for a net without a softmax), placed by class index, must equal the ONNX output to 1e-4 (the float32
    rounding of two different evaluation orders, with margin). Prints the largest
    difference as "max abs diff X"; exits 1 on any failure.
 """
@@ -45,7 +45,7 @@ def compare(path, image_path, predict_path):
         top = json.load(f)[0]["top"]
     expected = np.full(out.shape[1], np.nan, dtype=np.float64)
     for entry in top:
-        expected[entry["index"]] = entry["probability"]
+        expected[entry["index"]] = entry["probability" if "probability" in entry else "logit"]
     if len(top) != out.shape[1] or np.isnan(expected).any():
         sys.exit(f"predict lists {len(top)} classes, the ONNX output has {out.shape[1]}")
     diff = float(np.max(np.abs(out[0].astype(np.float64) - expected)))

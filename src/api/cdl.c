@@ -7,6 +7,8 @@
 
 #include "cdl_model.h"
 #include "data/image.h"
+#include "io/npy.h"
+#include "layers/families.h"
 #include "model/darknet_weights.h"
 #include "train/generate.h"
 #include "train/trainer.h"
@@ -205,6 +207,105 @@ int cdl_model_load_image(cdl_model *model, const char *image_path, float *input,
         return error_set(&e, st, "%s: out of memory preprocessing the image", image_path),
                api_report(&e, err, err_size);
     return CDL_OK;
+}
+
+int cdl_is_npy_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char magic[6] = {0};
+    const size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return got == sizeof magic && !memcmp(magic, "\x93NUMPY", 6);
+}
+
+/* "(3, 8, 8)" */
+static const char *shape_text(const int64_t *dims, int n, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int k = 0; k < n && used < size; k++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s%lld", k ? ", " : "", (long long)dims[k]);
+    if (used < size)
+        snprintf(buf + used, size - used, "%s)", n == 1 ? "," : "");
+    return buf;
+}
+
+/* CDL_OK when a holds the net's input [c][h][w] or a batch of them, *n the count. */
+static int check_npy_shape(const Net *net, const char *path, const NpyArray *a, int *n, Error *e)
+{
+    const int64_t want[3] = {net->in_shape.c, net->in_shape.h, net->in_shape.w};
+    const int batched = a->n_dims == 4;
+    int fits =
+        (a->n_dims == 3 || batched) && (!batched || (a->dims[0] >= 1 && a->dims[0] <= INT32_MAX));
+    for (int k = 0; fits && k < 3; k++)
+        fits = a->dims[batched + k] == want[k];
+    if (!fits) {
+        char got[128], one[64];
+        return error_set(e, CDL_EUSAGE,
+                         "%s: shape %s: expected the net's input %s, or a batch (N, %lld, %lld, "
+                         "%lld), of float32 in C order",
+                         path, shape_text(a->dims, a->n_dims, got, sizeof got),
+                         shape_text(want, 3, one, sizeof one), (long long)want[0],
+                         (long long)want[1], (long long)want[2]);
+    }
+    *n = batched ? (int)a->dims[0] : 1;
+    return CDL_OK;
+}
+
+int cdl_model_load_npy(cdl_model *model, const char *npy_path, float **inputs, int *n, char *err,
+                       size_t err_size)
+{
+    Error e = {0};
+    AugmentConfig aug;
+    NpyArray a = {0};
+    *inputs = NULL;
+    *n = 0;
+    int st = net_augment(&model->net, &aug, &e);
+    st = st ? st : npy_read(npy_path, &a, &e);
+    st = st ? st : check_npy_shape(&model->net, npy_path, &a, n, &e);
+    if (st) {
+        npy_array_free(&a);
+        *n = 0;
+        return api_report(&e, err, err_size);
+    }
+    const Shape in = model->net.in_shape;
+    if (augment_normalises(&aug))
+        for (int k = 0; k < *n; k++)
+            augment_normalize(a.data + (size_t)k * shape_size(in), in.c, (size_t)in.h * in.w,
+                              aug.mean, aug.std);
+    *inputs = a.data; /* handed to the caller, who frees it */
+    return CDL_OK;
+}
+
+int cdl_model_predict_npy(cdl_model *model, const char *npy_path, float **probs, int *n, char *err,
+                          size_t err_size)
+{
+    float *inputs;
+    *probs = NULL;
+    int st = cdl_model_load_npy(model, npy_path, &inputs, n, err, err_size);
+    if (st)
+        return st;
+    *probs = malloc((size_t)*n * (size_t)model->net.classes * sizeof **probs);
+    st = *probs ? cdl_model_predict_batch(model, inputs, *n, *probs, err, err_size)
+                : (snprintf(err, err_size, "%s: out of memory", npy_path), CDL_ERUNTIME);
+    free(inputs);
+    if (st) {
+        free(*probs);
+        *probs = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
+int cdl_model_outputs_probabilities(const cdl_model *model)
+{
+    const Net *net = &model->net;
+    int last = net->n_layers - 1;
+    if (last > 0 && net->layers[last].type->follows_loss)
+        last--; /* darknet's [cost] passes the softmax's probabilities through */
+    return last >= 0 && net->layers[last].type == &softmax_layer;
 }
 
 int cdl_write_png(const char *path, const float *pixels, int channels, int height, int width,

@@ -119,6 +119,24 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
 int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float *probs, char *err,
                             size_t err_size);
 
+/* 1 when path names a NumPy .npy file (it starts with the magic "\x93NUMPY"). */
+int cdl_is_npy_file(const char *path);
+/* Reads a .npy file of model inputs: float32 (float64 is rounded to float32, float16 converted
+ * exactly), C order, shaped as one input (c, h, w) or a batch of them (n, c, h, w), holding
+ * what the net receives before its cfg's mean/std normalisation (an exported ONNX graph's
+ * input: no decoding, resizing or cropping is done). *inputs [*n][c][h][w] (malloc'd; free()
+ * it) holds them normalised, as cdl_model_load_image leaves an image. Another shape, dtype or
+ * layout is a usage error naming the file, its shape and the shape expected. */
+int cdl_model_load_npy(cdl_model *model, const char *npy_path, float **inputs, int *n, char *err,
+                       size_t err_size);
+/* cdl_model_load_npy, then cdl_model_predict_batch of all its inputs: *probs [*n][classes]
+ * (malloc'd; free() it). */
+int cdl_model_predict_npy(cdl_model *model, const char *npy_path, float **probs, int *n, char *err,
+                          size_t err_size);
+/* 1 when the model's outputs are probabilities (its last layer is [softmax], or darknet's
+ * [cost] after one); 0 when they are its last layer's raw values (a classifier's logits). */
+int cdl_model_outputs_probabilities(const cdl_model *model);
+
 /* Text models (sequence nets trained on text; their vocabulary is in the checkpoint). */
 int cdl_model_is_text(const cdl_model *model);
 
@@ -258,6 +276,11 @@ typedef struct cdl_run_options {
      * (a GPU session): the same losses as without. What it cannot capture yet ([crop], [attention],
      * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
     int cuda_graph;
+    /* 1: train even when a step's memory (cdl_check_result.total_bytes, less the parameters
+     * already there) is more than the process may still take; 0: such a run is refused before
+     * it allocates (CDL_ERUNTIME naming both figures and the limit: the cgroup's, MemAvailable
+     * or RLIMIT_AS), where it would otherwise be killed without a word. CPU sessions only. */
+    int skip_memory_check;
 } cdl_run_options;
 
 typedef struct cdl_step_report {
@@ -270,6 +293,8 @@ typedef struct cdl_step_report {
                           * moving average of the step time, the first warm-up steps left out */
     double elapsed_s;    /* training time so far */
     int logged;          /* 1 every log_every steps and at the last step */
+    float loss_scale;    /* precision fp16: the loss scale after the step; 0 in other precisions */
+    uint64_t skipped_steps; /* precision fp16: steps skipped for non-finite gradients so far */
 } cdl_step_report;
 
 typedef struct cdl_epoch_report {
@@ -305,6 +330,9 @@ typedef struct cdl_callbacks {
 int cdl_dist_init(int *argc, char ***argv);
 int cdl_dist_rank(void);
 int cdl_dist_size(void);
+/* The rank's position among the ranks on its machine, *local_size their number (0 of 1 without
+ * mpirun): which of the machine's GPUs it takes when each rank has its own. */
+int cdl_dist_local_rank(int *local_size);
 /* Every rank passes its status; returns the highest of all, and *report is 1 on the one rank
  * that should print its error (the lowest that failed), so a failure is reported once. */
 int cdl_dist_agree(int status, int *report);
@@ -664,6 +692,16 @@ typedef struct cdl_check_result {
     /* Samples per training pass, the activations' batch above: the mini-batch, or the smaller
      * passes a sequence net trains it in at the default thread count (cdl_model_summary's) */
     int train_pass;
+    /* Of activation_bytes, the layers' shared workspace, which an engine may leave partly
+     * untouched: a step's peak resident memory lies between total_bytes less it and
+     * total_bytes (past the process's own code and data). */
+    size_t scratch_bytes;
+    /* What the process may still take (UINT64_MAX: nothing limits it), and what sets that ("the
+     * cgroup's memory.max (PATH) is 1.5 GiB and 1.2 GiB of it is in use", "MemAvailable
+     * (/proc/meminfo) is 21.4 GiB", "ulimit -v (RLIMIT_AS) is 1.0 GiB and 300.2 MiB of it is
+     * in use"; NULL when nothing does); a step that needs more is one of the errors. */
+    uint64_t memory_left_bytes;
+    char *memory_limit;
 } cdl_check_result;
 
 /* Checks everything `cdl train` refuses before it trains, without training or reading the
@@ -679,6 +717,9 @@ typedef struct cdl_check_result {
 int cdl_check(const cdl_check_options *options, cdl_check_result *result, char *err,
               size_t err_size);
 void cdl_check_result_free(cdl_check_result *result);
+
+/* bytes as "12.3 KiB" (B, KiB, MiB or GiB, 1024 each) into text, which it returns. */
+const char *cdl_format_bytes(uint64_t bytes, char text[16]);
 
 /* ---- Images ---- */
 
@@ -724,10 +765,11 @@ int cdl_model_bench_inference(cdl_model *model, const cdl_timing_options *option
 
 /* ---- Numerics of convolutions and matrix products (src/cdl_precision.c) ---- */
 
-/* 0 when name is a precision cdl computes in: "fp32", or "bf16" (the operands of convolutions
- * and matrix products rounded to bfloat16, products summed in float32, float32 weights and
- * everything else, as torch.autocast("cpu", torch.bfloat16)); else CDL_EUSAGE with "unknown
- * precision 'NAME' (expected fp32, bf16)". A cfg sets it with its [net] precision= key. */
+/* 0 when name is a precision cdl computes in: "fp32", or "bf16", "tf32" or "fp16" (the operands
+ * of convolutions and matrix products rounded to that format, products summed in float32, float32
+ * weights and everything else, as torch.autocast does; fp16 training scales the loss); else
+ * CDL_EUSAGE with "unknown precision 'NAME' (expected fp32, bf16, tf32, fp16)". A cfg sets it
+ * with its [net] precision= key. */
 int cdl_precision_check(const char *name, char *err, size_t err_size);
 /* Runs the model in precision name from now on, whatever its cfg says (a checkpoint's
  * weights are float32 either way); resizes its activations when it has any. */

@@ -114,13 +114,6 @@ static int fill_profile(Net *net, const Profiler *prof, cdl_profile_result *r, E
     return CDL_OK;
 }
 
-/* The profiling clock of a net whose backend has its own (a GPU's CUDA events), ctx the net. */
-static double backend_clock_s(void *ctx)
-{
-    const Net *net = ctx;
-    return net->backend->clock_s(&net->exec);
-}
-
 static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result *r, Error *e)
 {
     TimingRun t;
@@ -129,10 +122,6 @@ static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result
     int st = setup(m, o, &t, e);
     st = st ? st : profiler_init_for_net(&prof, net, o->trace_path ? (size_t)o->steps : 0, e);
     if (!st) {
-        if (net->backend->clock_s) { /* the device's own times, not the host's launches */
-            prof.clock_s = backend_clock_s;
-            prof.clock_ctx = net;
-        }
         net->profiler = &prof;
         for (int i = 0; i < 1 + o->warmup; i++)
             timing_run_step(&t);

@@ -16,7 +16,6 @@
 #include "core/net_split.h"
 #include "data/dataset.h"
 #include "data/text_data.h"
-#include "train/ema.h"
 #include "train/optimizer.h"
 
 /* A check in progress: the result it fills, and whether a line could not be kept. */
@@ -175,25 +174,35 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
 }
 
 /* The bytes a training step holds, as train allocates them: a sequence net's activations for a
- * pass of the mini-batch as train splits it at the default thread count (core/net_split.h). */
+ * pass of the mini-batch as train splits it at the default thread count (core/net_split.h); and
+ * what the process may use, which a larger step is a problem against. */
 static void check_memory(Check *c, Net *net)
 {
     Error e = {0};
     cdl_check_result *r = c->r;
-    size_t activations;
+    ApiStepMemory m;
     r->train_pass = net_training_pass(net, omp_get_max_threads());
-    if (net_batch_bytes(net, r->train_pass, 1, &activations, &e)) {
+    if (api_step_memory(net, r->train_pass, &m, &e)) {
         problem(c, "%s", e.msg);
         return;
     }
-    TrainSettings t; /* read and checked when the net was built */
-    train_settings_read(&net->cfg, &t, &e);
-    const size_t ema = t.ema > 0 ? ema_floats(net) : 0;
-    r->param_bytes = (net->n_params + net->n_state) * sizeof(float);
-    r->grad_bytes = net->n_params * sizeof(float);
-    r->optimizer_bytes = (optimizer_state_floats(t.optimizer, net->n_params) + ema) * sizeof(float);
-    r->activation_bytes = activations;
-    r->total_bytes = r->param_bytes + r->grad_bytes + r->optimizer_bytes + activations;
+    r->param_bytes = m.params;
+    r->grad_bytes = m.grads;
+    r->optimizer_bytes = m.optimizer;
+    r->activation_bytes = m.activations;
+    r->scratch_bytes = m.scratch;
+    r->total_bytes = m.total;
+    MemLimit limit;
+    mem_limit_of_process(&limit);
+    r->memory_left_bytes = limit.left_bytes;
+    if (limit.what[0]) {
+        char text[400];
+        api_memory_limit_text(&limit, text, sizeof text);
+        if (!(r->memory_limit = strdup(text)))
+            c->out_of_memory = 1;
+    }
+    if (api_check_step_fits(&m, &limit, net->cfg.path ? net->cfg.path : "the cfg", &e))
+        problem(c, "%s", e.msg);
 }
 
 static void describe_net(cdl_check_result *r, const Net *net)
@@ -248,8 +257,35 @@ static void check_weights(Check *c, Net *net, const cdl_check_options *o, const 
     model_meta_free(&head);
 }
 
-/* Builds the net (its parameters only) from cfg (consumed) as a new run would, with a text's
- * vocabulary, then checks it against the data and the initial weights, and measures a step. */
+/* Values of a cfg that check lists before it stops building. */
+#define CHECK_MAX_BAD_VALUES 32
+
+/* Removes the entry of cfg at the line that msg ("CFG:LINE: ...", a build's refusal) names;
+ * 0 when msg names none. */
+static int drop_refused_entry(Cfg *cfg, const char *msg)
+{
+    const size_t n = cfg->path ? strlen(cfg->path) : 0;
+    if (!n || strncmp(msg, cfg->path, n) || msg[n] != ':')
+        return 0;
+    const int line = atoi(msg + n + 1);
+    for (int i = 0; i < cfg->n_sections; i++) {
+        CfgSection *sec = &cfg->sections[i];
+        for (int k = 0; k < sec->n_entries; k++)
+            if (sec->entries[k].line == line && !sec->entries[k].set) {
+                free(sec->entries[k].key);
+                free(sec->entries[k].value);
+                memmove(&sec->entries[k], &sec->entries[k + 1],
+                        (size_t)(sec->n_entries - k - 1) * sizeof *sec->entries);
+                sec->n_entries--;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* Builds the net from cfg (consumed) as a new run would, with a text's vocabulary and gradients
+ * (a net without them has no recomputed segments, which the step's memory depends on), then checks
+ * it against the data and the initial weights, and measures a step. */
 static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const DataConfig *dc,
                       const TextData *td)
 {
@@ -259,7 +295,13 @@ static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const Data
     if (td->vocab.n && cfg_apply_override(cfg, vocab, &e))
         problem(c, "%s", e.msg);
     Net net;
-    const int st = net_build(&net, cfg, 0, 1, &e);
+    int st = net_build(&net, cfg, 1, 1, &e); /* with gradients, as train measures */
+    /* A value the build refuses is listed and left out (its default taken) to find the next. */
+    for (int tries = 0; st && tries < CHECK_MAX_BAD_VALUES && drop_refused_entry(cfg, e.msg);
+         tries++) {
+        problem(c, "%s", e.msg);
+        st = net_build(&net, cfg, 1, 1, &e);
+    }
     const Cfg *built = st ? cfg : &net.cfg;
     add_lines(c, built->problems, 1);
     add_lines(c, built->warnings, 0);
@@ -314,5 +356,6 @@ void cdl_check_result_free(cdl_check_result *result)
     free(result->warnings);
     free(result->data_path);
     free(result->weights_note);
+    free(result->memory_limit);
     memset(result, 0, sizeof *result);
 }

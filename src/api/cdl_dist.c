@@ -17,6 +17,11 @@ int cdl_dist_size(void)
     return dist_size();
 }
 
+int cdl_dist_local_rank(int *local_size)
+{
+    return dist_local_rank(local_size);
+}
+
 int cdl_dist_agree(int status, int *report)
 {
     return dist_agree(status, report);

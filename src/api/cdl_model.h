@@ -10,6 +10,7 @@
 #include "train/net_keys.h"
 #include "train/optimizer.h"
 #include "util/error.h"
+#include "util/mem_limit.h"
 
 struct cdl_model {
     Net net;
@@ -49,5 +50,20 @@ void api_default_data_path(const char *cfg_path, char *out, size_t size);
  * (src/cdl_session.c). */
 int api_check_text_net(const Net *net, const char *data_path, const DataConfig *dc, int vocab_n,
                        Error *e);
+
+/* What a training step holds, in bytes, as train allocates it (cdl_check_result's figures). */
+typedef struct ApiStepMemory {
+    size_t params, grads, optimizer, activations, total;
+    size_t scratch; /* of activations, the layers' shared workspace */
+    const char *optimizer_name;
+} ApiStepMemory;
+/* The step of a net not yet resized for training, in passes of pass samples (src/cdl_memory.c). */
+int api_step_memory(Net *net, int pass, ApiStepMemory *m, Error *e);
+/* "the cgroup's memory.max (PATH) is 1.5 GiB and 1.2 GiB of it is in use" into out. */
+void api_memory_limit_text(const MemLimit *limit, char *out, size_t size);
+/* CDL_ERUNTIME "WHERE: a training step needs X (...), Y of it still to take, but only Z is left:
+ * LIMIT; ..." when what m has not allocated yet (all but the parameters) is more than limit
+ * leaves. */
+int api_check_step_fits(const ApiStepMemory *m, const MemLimit *limit, const char *where, Error *e);
 
 #endif

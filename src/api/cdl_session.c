@@ -24,9 +24,11 @@
 #include "io/tfevents.h"
 #include "model/model_io.h"
 #include "train/dist.h"
+#include "train/resume.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
 #include "util/file_kind.h"
+#include "util/hash_table.h"
 
 _Static_assert(CDL_DEFAULT_WORKERS == LOADER_DEFAULT_WORKERS, "one default for loader threads");
 
@@ -308,6 +310,64 @@ static int open_sets(cdl_session *s, Error *e)
     return CDL_OK;
 }
 
+/* A new run whose data could not be read: an error of its cfg (which the data do not size, as
+ * they size a sequence net's vocabulary) is the one to report, the data's after it. Builds the
+ * net to find it (the cfg is consumed: the session is failing). */
+static int cfg_error_first(cdl_session *s, Error *e)
+{
+    if (!s->have_cfg || !s->cfg.n_sections || cfg_get_str(&s->cfg.sections[0], "seq", NULL))
+        return e->code;
+    Net net;
+    Error cfg_e = {0};
+    s->have_cfg = 0;
+    if (!net_build(&net, &s->cfg, 0, s->meta.seed, &cfg_e)) {
+        net_free(&net);
+        return e->code;
+    }
+    cfg_free(&s->cfg);
+    const Error data_e = *e;
+    *e = cfg_e;
+    return error_append(e, cfg_e.code, " (and %s)", data_e.msg);
+}
+
+/* The training data's sizes and fingerprint, as the checkpoint records them. */
+static DataPrint data_print(const cdl_session *s)
+{
+    if (s->net.seq > 0)
+        return (DataPrint){s->text.train.n, s->text.valid.n, text_data_fingerprint(&s->text)};
+    const uint64_t prints[2] = {source_fingerprint(&s->train), source_fingerprint(&s->valid)};
+    return (DataPrint){(uint64_t)s->train.n, (uint64_t)s->valid.n,
+                       fnv1a_add(FNV1A_START, prints, sizeof prints)};
+}
+
+/* Puts a resumed run at the checkpoint's progress in its own steps (train/resume.h), and says
+ * what changed in the data since the checkpoint and what resuming does about it. */
+static int place_resumed(cdl_session *s, const DataPrint *now, Error *e)
+{
+    const int global_batch = s->net.hyper.batch * dist_size();
+    const int steps_per_epoch = (int)(s->samples / global_batch);
+    if (steps_per_epoch < 1) /* run() refuses it */
+        return CDL_OK;
+    char changes[256];
+    data_print_changes(&s->meta.data, now, s->net.seq > 0 ? "tokens" : "samples", changes,
+                       sizeof changes);
+    ResumePoint p;
+    int st = resume_point(&s->meta, s->resume_path, steps_per_epoch, global_batch,
+                          changes[0] != '\0', &p, e);
+    if (st)
+        return st;
+    if (changes[0])
+        note(s,
+             "warning: %s changed since %s was written: %s; resuming continues after epoch %d "
+             "with %d steps an epoch%s%s",
+             s->data_path, s->resume_path, changes, p.epochs_done, steps_per_epoch,
+             p.epoch_restarts ? " (the epoch it had begun starts over)" : "",
+             !s->dc.valid && s->dc.valid_split > 0 ? ", and the validation split is drawn anew"
+                                                   : "");
+    s->meta.step = p.step;
+    return CDL_OK;
+}
+
 static int attach(cdl_session *s, const char *data_path, Error *e)
 {
     if (s->data_path[0])
@@ -332,11 +392,14 @@ static int attach(cdl_session *s, const char *data_path, Error *e)
         st = st ? st : check_text_net(s, e);
     } else {
         st = load_data(s, NULL, e);
-        st = st ? st : build_fresh(s, e);
+        st = st ? cfg_error_first(s, e) : build_fresh(s, e);
     }
     st = st ? st : open_sets(s, e);
+    const DataPrint now = st ? (DataPrint){0} : data_print(s);
+    st = st || !s->resumed ? st : place_resumed(s, &now, e);
     if (st)
         return st;
+    s->meta.data = now;
     /* Recorded absolute, so that --resume and eval work from any directory. */
     char absolute[PATH_MAX];
     snprintf(s->meta.data_path, sizeof s->meta.data_path, "%s",
@@ -440,6 +503,8 @@ static void on_step(void *ctx, const StepReport *t)
         .images_per_s = t->images_per_s,
         .eta_s = r->time_limit_s > 0 && left_s < t->eta_s ? left_s : t->eta_s,
         .elapsed_s = t->elapsed_s,
+        .loss_scale = t->loss_scale,
+        .skipped_steps = t->skipped_steps,
         .logged = t->step % (uint64_t)r->log_every == 0 || t->step == t->total_steps};
     if (p.logged) {
         const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};
@@ -515,6 +580,19 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
     return st;
 }
 
+/* Refuses a CPU run whose step needs more memory than the process may use, before the step's
+ * buffers are allocated (a GPU's are on the device). */
+static int check_step_fits(cdl_session *s, int pass, Error *e)
+{
+    if (s->where.backend != CDL_BACKEND_CPU)
+        return CDL_OK;
+    ApiStepMemory m;
+    MemLimit limit;
+    int st = api_step_memory(&s->net, pass, &m, e);
+    mem_limit_of_process(&limit);
+    return st ? st : api_check_step_fits(&m, &limit, s->resumed ? s->resume_path : s->cfg_path, e);
+}
+
 static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb, Error *e)
 {
     if (!s->data_path[0])
@@ -532,8 +610,10 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph does not capture a profiled step yet: --profile-steps "
                          "times each layer (train without one of them)");
-    int st = prepare_output(s->out_path, e);
     const int split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
+    int st =
+        o->skip_memory_check ? CDL_OK : check_step_fits(s, h->batch / h->subdivisions / split, e);
+    st = st ? st : prepare_output(s->out_path, e);
     st = st ? st : net_resize_split(&s->net, split, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
@@ -549,8 +629,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
             : step_trace_begin(&trace, lead ? o->profile_steps : NULL, lead ? o->trace_path : NULL,
                                s->out_path, &s->net, s->meta.step, total_steps, &tcb, e);
     if (!st && s->meta.step >= total_steps)
-        note(s, "%s already has %d epochs; nothing to do (raise --epochs)", s->out_path,
-             s->meta.epochs_done);
+        note(s, "%s already has %d epochs; nothing to do (raise --epochs)",
+             s->resumed ? s->resume_path : s->out_path, s->meta.epochs_done);
     TrainPlan plan = {.epochs = epochs,
                       .out_path = s->out_path,
                       .valid = {s->data.workers, s->data.skip_bad},

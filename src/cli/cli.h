@@ -59,9 +59,9 @@ char *cli_json_text(struct cJSON *o);
 #define CLI_PRECISION_OPT                                                                          \
     {                                                                                              \
         "--precision", 1, 0,                                                                       \
-            "fp32 or bf16: bf16 rounds the operands of convolutions and matrix products to "       \
-            "bfloat16 and "                                                                        \
-            "sums in float32, as torch.autocast (default: the cfg's [net] precision, fp32)"        \
+            "fp32, bf16, tf32 or fp16: the last three round the operands of convolutions and "     \
+            "matrix products to that format and sum in float32, as torch.autocast; fp16 "          \
+            "training scales the loss (default: the cfg's [net] precision, fp32)"                  \
     }
 /* *name = --precision's value, NULL when absent; a usage error naming the option when it is no
  * precision cdl has. */
@@ -73,7 +73,9 @@ int cli_apply_precision(const Args *a, cdl_model *model, Error *e);
     {                                                                                              \
         "--gpu", 1, 0, "run on CUDA device N (needs a GPU=1 build; int8 models run on the CPU)"    \
     }
-/* *device = --gpu's device, -1 when absent; a usage error when it is not a device number. */
+/* *device = --gpu's device, -1 when absent: N, or of a list A,B,... under mpirun the one at the
+ * rank's position among its machine's ranks (cdl_dist_local_rank); a usage error when it is not
+ * a device number or list, or a list without mpirun or shorter than the machine's ranks. */
 int cli_get_gpu(const Args *a, int *device, Error *e);
 /* Moves an opened model to --gpu's device when given (cdl_model_use_gpu). */
 int cli_apply_gpu(const Args *a, cdl_model *model, Error *e);

@@ -20,18 +20,6 @@ static const OptSpec check_opts[] = {
 };
 #define N_CHECK_OPTS (int)(sizeof check_opts / sizeof check_opts[0])
 
-/* bytes as "12.3 KiB" (B, KiB, MiB or GiB) into text [16]. */
-static const char *human(size_t bytes, char *text)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
-    double v = (double)bytes;
-    int u = 0;
-    for (; v >= 1024 && u < 3; u++)
-        v /= 1024;
-    snprintf(text, 16, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return text;
-}
-
 /* The problems and warnings to stderr, the summary to stdout. */
 static void print_text(const cdl_check_result *r, const char *cfg)
 {
@@ -61,9 +49,13 @@ static void print_text(const cdl_check_result *r, const char *cfg)
         printf("a training step (batch %d in %d mini-batch%s of %d%s) holds %s: parameters %s, "
                "gradients %s, %s state %s, activations %s\n",
                r->batch, r->subdivisions, r->subdivisions == 1 ? "" : "es",
-               r->batch / r->subdivisions, passes, human(r->total_bytes, t[0]),
-               human(r->param_bytes, t[1]), human(r->grad_bytes, t[2]), r->optimizer,
-               human(r->optimizer_bytes, t[3]), human(r->activation_bytes, t[4]));
+               r->batch / r->subdivisions, passes, cdl_format_bytes(r->total_bytes, t[0]),
+               cdl_format_bytes(r->param_bytes, t[1]), cdl_format_bytes(r->grad_bytes, t[2]),
+               r->optimizer, cdl_format_bytes(r->optimizer_bytes, t[3]),
+               cdl_format_bytes(r->activation_bytes, t[4]));
+        if (r->memory_limit)
+            printf("this process may take %s more: %s\n",
+                   cdl_format_bytes(r->memory_left_bytes, t[0]), r->memory_limit);
     }
     if (r->n_errors)
         printf("%d problem%s: train would refuse this\n", r->n_errors, r->n_errors == 1 ? "" : "s");
@@ -126,6 +118,11 @@ static void print_json(const cdl_check_result *r, const char *cfg)
         cJSON_AddNumberToObject(m, "optimizer", (double)r->optimizer_bytes);
         cJSON_AddNumberToObject(m, "activations", (double)r->activation_bytes);
         cJSON_AddNumberToObject(m, "total", (double)r->total_bytes);
+        cJSON_AddNumberToObject(m, "scratch", (double)r->scratch_bytes);
+        if (r->memory_limit) {
+            cJSON_AddNumberToObject(m, "left", (double)r->memory_left_bytes);
+            cJSON_AddStringToObject(o, "memory_limit", r->memory_limit);
+        }
         cJSON_AddNumberToObject(o, "train_pass", r->train_pass);
     }
     char *text = cli_json_text(o);

@@ -1,10 +1,11 @@
-/* cdl predict: classifies image files with a model and prints the top-k classes, or continues
- * a text prompt with a text model. */
+/* cdl predict: classifies image files (or the tensors of .npy files) with a model and prints
+ * the top-k classes, or continues a text prompt with a text model. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api/cdl.h"
 #include "cli/cli.h"
@@ -60,32 +61,94 @@ static void top_k(const float *p, int classes, int k, int *out)
     }
 }
 
-/* Prints (or, with json, appends to results) the top k classes of one image; best: [k]. */
-static void report_image(const cdl_model *m, const char *path, const float *probs, int k, int *best,
-                         int json, cJSON *results)
+/* One input of a forward pass: an image file (row -1) or row `row` of a .npy file. */
+typedef struct Sample {
+    const char *file;
+    int row;
+} Sample;
+
+/* What every reported sample shares: the model, how many classes to list, where to. */
+typedef struct Report {
+    const cdl_model *m;
+    int k, *best; /* best: [k] */
+    int json, probabilities;
+    cJSON *results;
+} Report;
+
+/* Prints (or, with json, appends to results) the top k classes of one sample. The values are
+ * "probability" for a net that ends in a softmax, else its raw outputs, "logit". */
+static void report_sample(const Report *r, Sample s, const float *out)
 {
-    top_k(probs, cdl_model_classes(m), k, best);
+    top_k(out, cdl_model_classes(r->m), r->k, r->best);
     cJSON *item = cJSON_CreateObject();
-    cJSON_AddStringToObject(item, "file", path);
+    cJSON_AddStringToObject(item, "file", s.file);
+    if (s.row >= 0)
+        cJSON_AddNumberToObject(item, "row", s.row);
     cJSON *list = cJSON_AddArrayToObject(item, "top");
     char line[4096];
-    if (!json)
-        printf("%s:\n", utf8_escape_line(path, line, sizeof line));
-    for (int j = 0; j < k; j++) {
+    if (!r->json && s.row >= 0)
+        printf("%s[%d]:\n", utf8_escape_line(s.file, line, sizeof line), s.row);
+    else if (!r->json)
+        printf("%s:\n", utf8_escape_line(s.file, line, sizeof line));
+    for (int j = 0; j < r->k; j++) {
+        const int c = r->best[j];
         char number[16];
-        snprintf(number, sizeof number, "%d", best[j]);
-        const char *name = cdl_model_class_name(m, best[j]);
+        snprintf(number, sizeof number, "%d", c);
+        const char *name = cdl_model_class_name(r->m, c);
         name = name ? name : number;
-        if (!json)
-            printf("  %6.2f%%  %s\n", 100.0 * probs[best[j]],
-                   utf8_escape_line(name, line, sizeof line));
+        if (!r->json && r->probabilities)
+            printf("  %6.2f%%  %s\n", 100.0 * out[c], utf8_escape_line(name, line, sizeof line));
+        else if (!r->json)
+            printf("  %10.4g  %s\n", out[c], utf8_escape_line(name, line, sizeof line));
         cJSON *entry = cJSON_CreateObject();
         cJSON_AddStringToObject(entry, "class", name);
-        cJSON_AddNumberToObject(entry, "index", best[j]);
-        cJSON_AddNumberToObject(entry, "probability", probs[best[j]]);
+        cJSON_AddNumberToObject(entry, "index", c);
+        cJSON_AddNumberToObject(entry, r->probabilities ? "probability" : "logit", out[c]);
         cJSON_AddItemToArray(list, entry);
     }
-    cJSON_AddItemToArray(results, item);
+    cJSON_AddItemToArray(r->results, item);
+}
+
+/* One forward pass over n samples' inputs, then their reports; outs: [n][classes]. */
+static int run_samples(cdl_model *m, const Report *r, const float *inputs, const Sample *samples,
+                       int n, float *outs)
+{
+    char err[1024];
+    const int st = cdl_model_predict_batch(m, inputs, n, outs, err, sizeof err);
+    if (st) {
+        cli_print_message(err);
+        return st;
+    }
+    for (int j = 0; j < n; j++)
+        report_sample(r, samples[j], outs + (size_t)j * (size_t)cdl_model_classes(m));
+    return CDL_OK;
+}
+
+/* Every row of a .npy file, in forward passes of up to batch rows; 0, or the failure that
+ * stops the command (a file refused is reported and *status set, and the others go on). */
+static int run_npy(cdl_model *m, const Report *r, const char *path, int batch, Sample *samples,
+                   float *outs, int *status)
+{
+    char err[1024];
+    float *rows;
+    int n;
+    const int refused = cdl_model_load_npy(m, path, &rows, &n, err, sizeof err);
+    if (refused) {
+        cli_print_message(err);
+        *status = refused;
+        return CDL_OK;
+    }
+    int c, h, w, st = CDL_OK;
+    cdl_model_input_shape(m, &c, &h, &w);
+    const size_t per_row = (size_t)c * (size_t)h * (size_t)w;
+    for (int start = 0; start < n && !st; start += batch) {
+        const int chunk = n - start < batch ? n - start : batch;
+        for (int j = 0; j < chunk; j++)
+            samples[j] = (Sample){path, start + j};
+        st = run_samples(m, r, rows + (size_t)start * per_row, samples, chunk, outs);
+    }
+    free(rows);
+    return st;
 }
 
 /* Streams generated text to stdout (or collects it for --json). */
@@ -258,14 +321,16 @@ int cmd_predict(int argc, char **argv)
     if (args_parse(argc, argv, predict_opts, N_PREDICT_OPTS, &a, &e))
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
-        args_print_help("predict", "[MODEL|CFG] IMAGE... [options]  |  [MODEL] --prompt TEXT",
-                        "Classifies PNG or JPEG files; MODEL defaults to " CDL_DEFAULT_MODEL
-                        ".\nA CFG builds the network with freshly initialised parameters (--seed), "
-                        "for testing an architecture,\nor with weights from --weights "
-                        "(safetensors, darknet .weights, a checkpoint).\n"
-                        "With --prompt, a text model continues the prompt, printing tokens as "
-                        "they come\n(--seed then seeds the sampling).",
-                        predict_opts, N_PREDICT_OPTS);
+        args_print_help(
+            "predict", "[MODEL|CFG] IMAGE|NPY... [options]  |  [MODEL] --prompt TEXT",
+            "Classifies PNG or JPEG files, or .npy tensors of the net's input shape "
+            "(C, H, W) or\n(N, C, H, W) (one result per row); MODEL defaults to " CDL_DEFAULT_MODEL
+            ".\nA CFG builds the network with freshly initialised parameters (--seed), "
+            "for testing an architecture,\nor with weights from --weights "
+            "(safetensors, darknet .weights, a checkpoint).\n"
+            "With --prompt, a text model continues the prompt, printing tokens as "
+            "they come\n(--seed then seeds the sampling).",
+            predict_opts, N_PREDICT_OPTS);
         return 0;
     }
     if (args_get(&a, "--prompt"))
@@ -281,11 +346,19 @@ int cmd_predict(int argc, char **argv)
     cdl_set_threads((int)threads);
     /* The first file is the model when it is one (of any format: another format is refused
      * saying how to use it, never classified as an image with the default model). */
+    struct stat first_st;
+    if (a.n_positional > 0 && stat(a.positional[0], &first_st) == 0 && S_ISDIR(first_st.st_mode))
+        return error_set(&e, CDL_EUSAGE,
+                         "%s: a directory, not a model or an image: name the checkpoint in it "
+                         "(%s/latest.cdl is the last one train wrote there)",
+                         a.positional[0], a.positional[0]),
+               cli_fail(&e);
     const int cfg = a.n_positional > 0 && is_cfg(a.positional[0]);
     int first = a.n_positional > 0 && (cfg || cdl_is_model_file(a.positional[0])) ? 1 : 0;
     const char *model = first ? a.positional[0] : CDL_DEFAULT_MODEL;
     if (a.n_positional - first < 1)
-        return error_set(&e, CDL_EUSAGE, "predict needs at least one image file; see --help"),
+        return error_set(&e, CDL_EUSAGE,
+                         "predict needs at least one image or .npy file; see --help"),
                cli_fail(&e);
     const char *weights = args_get(&a, "--weights");
     if (weights && (!cfg || args_get(&a, "--seed")))
@@ -336,39 +409,40 @@ int cmd_predict(int argc, char **argv)
     cdl_model_input_shape(m, &c, &h, &w);
     const size_t per_image = (size_t)c * (size_t)h * (size_t)w;
     int *best = malloc((size_t)k * sizeof *best);
-    float *probs = malloc((size_t)batch * (size_t)classes * sizeof *probs);
+    float *outs = malloc((size_t)batch * (size_t)classes * sizeof *outs);
     float *inputs = malloc((size_t)batch * per_image * sizeof *inputs);
-    const char **decoded = malloc((size_t)batch * sizeof *decoded);
+    Sample *samples = malloc((size_t)batch * sizeof *samples);
     cJSON *results = cJSON_CreateArray();
-    int stop = !best || !probs || !inputs || !decoded;
+    const Report r = {m, k, best, json, cdl_model_outputs_probabilities(m), results};
+    int stop = !best || !outs || !inputs || !samples;
     if (stop) {
         fprintf(stderr, "cdl: out of memory\n");
         status = CDL_ERUNTIME;
     }
-    /* Chunks of --batch files: decode each (a bad file reports its error and is left out),
-     * one forward pass over the rest, then their results in argument order. */
-    for (int start = first; start < a.n_positional && !stop; start += (int)batch) {
-        const int end = start + (int)batch < a.n_positional ? start + (int)batch : a.n_positional;
-        int n = 0;
-        for (int i = start; i < end; i++) {
-            if (cdl_model_load_image(m, a.positional[i], inputs + (size_t)n * per_image, err,
-                                     sizeof err)) {
-                cli_print_message(err);
-                status = CDL_ERUNTIME;
-                continue;
-            }
-            decoded[n++] = a.positional[i];
-        }
-        const int st = n ? cdl_model_predict_batch(m, inputs, n, probs, err, sizeof err) : 0;
-        if (st) {
+    /* Images are decoded into passes of --batch (a bad file reports its error and is left
+     * out); a .npy file runs the images before it, then its own rows: results come in
+     * argument order. */
+    int n = 0;
+    for (int i = first; i < a.n_positional && !stop; i++) {
+        const char *path = a.positional[i];
+        int st = CDL_OK;
+        if (cdl_is_npy_file(path)) {
+            st = n ? run_samples(m, &r, inputs, samples, n, outs) : CDL_OK;
+            n = 0;
+            st = st ? st : run_npy(m, &r, path, (int)batch, samples, outs, &status);
+        } else if (cdl_model_load_image(m, path, inputs + (size_t)n * per_image, err, sizeof err)) {
             cli_print_message(err);
-            status = st;
-            stop = 1;
+            status = CDL_ERUNTIME;
+        } else {
+            samples[n++] = (Sample){path, -1};
+            st = n == batch ? run_samples(m, &r, inputs, samples, n, outs) : CDL_OK;
+            n = n == batch ? 0 : n;
         }
-        for (int j = 0; j < n && !st; j++)
-            report_image(m, decoded[j], probs + (size_t)j * (size_t)classes, k, best, json,
-                         results);
+        if (st)
+            status = st, stop = 1;
     }
+    const int last = n && !stop ? run_samples(m, &r, inputs, samples, n, outs) : CDL_OK;
+    status = last ? last : status;
     if (json) {
         char *text = cli_json_text(results);
         if (text)
@@ -377,9 +451,9 @@ int cmd_predict(int argc, char **argv)
     }
     cJSON_Delete(results);
     free(best);
-    free(probs);
+    free(outs);
     free(inputs);
-    free(decoded);
+    free(samples);
     cdl_model_free(m);
     return status;
 }

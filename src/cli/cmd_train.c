@@ -44,11 +44,16 @@ static const OptSpec train_opts[] = {
     {"--profile-steps", 1, 0, "write a Chrome trace of these steps: A-B or A,B,... (1-based)"},
     {"--trace", 1, 0, "trace file of --profile-steps (default: the checkpoint's, .trace.json)"},
     {"--cpu", 0, 0, "train on the CPU (the only device in this build)"},
-    {"--gpu", 1, 0, "train on GPU N (needs a GPU=1 build)"},
+    {"--gpu", 1, 0,
+     "train on GPU N (needs a GPU=1 build); under mpirun A,B,... gives each rank on a machine its "
+     "own: the machine's first rank A, the next B, ..."},
     {"--cuda-graph", 0, 0,
      "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
-     "losses; refused for what it cannot capture yet: [crop], [attention], subdivisions, "
-     "ema, mpirun, --profile-steps)"},
+     "losses; refused for what it cannot capture yet: subdivisions, fp16, mpirun, "
+     "--profile-steps)"},
+    {"--no-memory-check", 0, 0,
+     "train even when a step needs more memory than the process may use (cgroup limit, "
+     "MemAvailable, ulimit -v), which is otherwise refused before training"},
     {"--dist-timeout", 1, 0,
      "under mpirun: seconds a rank waits for the others before the run stops (default 300)"},
     {"--help", 0, 0, "show this help"},
@@ -157,16 +162,17 @@ static int open_session(const Args *a, Progress *progress, cdl_session **s, Erro
                          "with a new head");
     if (!resume && a->n_positional != 1)
         return error_set(e, CDL_EUSAGE, "train needs one CFG file (or --resume CKPT); see --help");
-    long seed, gpu;
+    long seed;
+    int gpu;
     int st = args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
-    st = st ? st : args_get_int(a, "--gpu", -1, 0, 1024, &gpu, e);
+    st = st ? st : cli_get_gpu(a, &gpu, e);
     if (st)
         return st;
     if (args_get(a, "--cuda-graph") && gpu < 0)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph captures a GPU's training step: it needs --gpu N");
     o.on_gpu = gpu >= 0;
-    o.gpu_device = gpu >= 0 ? (int)gpu : 0;
+    o.gpu_device = gpu >= 0 ? gpu : 0;
     if (!resume) {
         o.cfg_path = a->positional[0];
         o.seed = (uint64_t)seed;
@@ -214,7 +220,8 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
                                .trace_path = trace_path,
                                .dist_timeout_s = (double)dist_timeout,
                                .stop_requested = cli_stop_requested,
-                               .cuda_graph = args_get(a, "--cuda-graph") != NULL};
+                               .cuda_graph = args_get(a, "--cuda-graph") != NULL,
+                               .skip_memory_check = args_get(a, "--no-memory-check") != NULL};
     TrainWatch watch = {.progress = progress};
     const cdl_callbacks cb = {watch_step, watch_epoch, &watch};
     /* Until now a signal ends the process at once: there is nothing to save. */

@@ -1,6 +1,9 @@
 /* The CFG|MODEL argument that inspection and timing commands take: a checkpoint, or a cfg
  * file built with the command's --set overrides, opened through cdl.h, run in --precision, on
  * --gpu's device. */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "api/cdl.h"
 #include "cli/cli.h"
 
@@ -39,12 +42,48 @@ int cli_apply_precision(const Args *a, cdl_model *model, Error *e)
     return st;
 }
 
+/* The most devices --gpu lists. */
+#define CLI_MAX_GPUS 64
+
 int cli_get_gpu(const Args *a, int *device, Error *e)
 {
-    long gpu;
-    int st = args_get_int(a, "--gpu", -1, 0, 1024, &gpu, e);
-    *device = st ? -1 : (int)gpu;
-    return st;
+    const char *text = args_get(a, "--gpu");
+    *device = -1;
+    if (!text)
+        return CDL_OK;
+    int devices[CLI_MAX_GPUS], n = 0;
+    for (const char *at = text;; at++) {
+        char *end;
+        errno = 0;
+        const long d = strtol(at, &end, 10);
+        if (end == at || errno || d < 0 || d > 1024 || n == CLI_MAX_GPUS || (*end && *end != ','))
+            return error_set(e, CDL_EUSAGE,
+                             "bad value '%s' for --gpu: expected a device number in 0..1024, or "
+                             "up to %d of them separated by commas (one per rank under mpirun)",
+                             text, CLI_MAX_GPUS);
+        devices[n++] = (int)d;
+        at = end;
+        if (!*at)
+            break;
+    }
+    if (n == 1) {
+        *device = devices[0];
+        return CDL_OK;
+    }
+    int local_size;
+    const int local = cdl_dist_local_rank(&local_size);
+    if (cdl_dist_size() == 1)
+        return error_set(e, CDL_EUSAGE,
+                         "--gpu %s names a device for each rank: start the run with mpirun -np %d "
+                         "(a make MPI=1 build), or give one device",
+                         text, n);
+    if (local_size > n)
+        return error_set(
+            e, CDL_EUSAGE,
+            "--gpu %s names %d devices for the %d ranks mpirun started on this machine", text, n,
+            local_size);
+    *device = devices[local];
+    return CDL_OK;
 }
 
 int cli_apply_gpu(const Args *a, cdl_model *model, Error *e)

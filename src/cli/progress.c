@@ -66,6 +66,10 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         if (p->tokens_per_sample)
             cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
+        if (r->loss_scale > 0) {
+            cJSON_AddNumberToObject(o, "loss_scale", r->loss_scale);
+            cJSON_AddNumberToObject(o, "skipped_steps", (double)r->skipped_steps);
+        }
         write_json_line(p, o, r->step);
     }
     if (p->tty) {
@@ -81,8 +85,13 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         format_duration(eta, sizeof eta, r->eta_s);
         const char *unit;
         const double rate = shown_rate(p, r->images_per_s, &unit);
-        fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f %s ETA %s\n", r->epoch + 1,
-                p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr, rate, unit, eta);
+        char scale[64] = "";
+        if (r->loss_scale > 0)
+            snprintf(scale, sizeof scale, " loss scale %g (%llu skipped)", r->loss_scale,
+                     (unsigned long long)r->skipped_steps);
+        fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f %s ETA %s%s\n", r->epoch + 1,
+                p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr, rate, unit, eta,
+                scale);
     }
 }
 

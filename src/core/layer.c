@@ -66,6 +66,13 @@ float *layer_work_floats(LayerState *st, size_t n)
     return at;
 }
 
+float *layer_kept_floats(LayerState *st, size_t n)
+{
+    float *at = st->kept && n ? st->kept + st->n_kept : NULL;
+    st->n_kept += n;
+    return at;
+}
+
 void *layer_state_bytes(LayerState *st, size_t n)
 {
     void *at = st->bytes && n ? st->bytes + st->n_bytes : NULL;

@@ -89,9 +89,9 @@ typedef struct Layer {
      * (im2col columns and the like), set by parse; resize may raise it for the batch it sizes
      * the layer for (oneDNN's scratchpad). The net allocates the maximum once. */
     size_t scratch_per_sample;
-    /* Floats and bytes of per-batch private state, and floats of work, the layer took at the
-     * last net_resize (LayerKernels.resize), in the net's activation slab. */
-    size_t state_floats, state_bytes, work_floats;
+    /* Floats and bytes of per-batch private state, floats of work and floats kept between passes,
+     * the layer took at the last net_resize (LayerKernels.resize), in the net's activation slab. */
+    size_t state_floats, state_bytes, work_floats, kept_floats;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
      * is in (-1: none). */
     int segment;
@@ -107,10 +107,10 @@ typedef struct Layer {
      * through qgemm_float; NULL (the default): float. Owned by the net. */
     LayerQuant *quant;
     /* The numerics of the layer's convolutions and matrix products: the net's (Net.precision, set
-     * before parse and by net_set_precision). GEMM_BF16 takes their operands through
-     * gemm_operand, rounded into copies the layer's resize takes from its state when the
-     * precision is bf16; everything else (bias, normalisation, activation, softmax, loss) stays
-     * float32. The parameters are float32 either way. */
+     * before parse and by net_set_precision). GEMM_BF16, GEMM_TF32 and GEMM_FP16 take their
+     * operands rounded to that format (the CPU's gemm_operand, into copies the layer's resize
+     * takes from its state; the GPU's gpu_gemm_batched); everything else (bias, normalisation,
+     * activation, softmax, loss) stays float32. The parameters are float32 either way. */
     GemmPrecision precision;
     /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
      * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
@@ -161,6 +161,9 @@ typedef struct StepContext {
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
     float *loss;
     float loss_divisor;
+    /* Loss layers multiply their input gradients by grad_scale (backward): fp16's loss scale
+     * (train/loss_scale.h), 1 otherwise. */
+    float grad_scale;
     /* With the layer's index, fixes every random draw of the pass (layer_draw_stream), whatever
      * the thread count: the net's seed and the pass's draw id. */
     uint64_t seed;
@@ -212,17 +215,23 @@ static inline uint64_t layer_draw_stream(const StepContext *ctx, const Layer *l)
  * layer_state_bytes return NULL and only count), then to carve, with the layer's part of the
  * activation slab (zeroed). Both calls must ask for the same sizes in the same order. The state
  * carries things from a layer's forward to its backward (or to the forward_at calls after it),
- * never from one pass to the next: in a training net with gradient checkpointing (core/net.h)
- * other segments' layers use the same memory in between, so a forward writes whatever it or
- * the backward reads later (the zeroed slab is no promise past the first pass). */
+ * never from one pass to the next: the memory plan (core/net_memory.h) lends it to other layers'
+ * buffers outside that span (between a segment's forward and its replay too, with gradient
+ * checkpointing), so a forward writes whatever it or the backward reads later (the zeroed slab is
+ * no promise past the first pass). What a layer carries from one pass to the next (what it
+ * derives from the weights once a step, StepContext.same_weights) is kept memory instead
+ * (layer_kept_floats), which nothing else uses. */
 typedef struct LayerState {
     float *floats;           /* NULL when measuring */
     unsigned char *bytes;    /* NULL when measuring */
     float *work;             /* NULL when measuring */
+    float *kept;             /* NULL when measuring */
     size_t n_floats;         /* floats taken so far */
     size_t n_bytes;          /* bytes taken so far, each request rounded up to LAYER_STATE_ALIGN */
     size_t n_work;           /* work floats taken so far */
+    size_t n_kept;           /* kept floats taken so far */
     const ExecContext *exec; /* the backend's context of the net (its options, on the CPU) */
+    int input_grads;         /* the backward writes a gradient of an input (Layer.in_delta) */
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16
@@ -236,6 +245,10 @@ void *layer_state_bytes(LayerState *st, size_t n);
  * backward call only, nothing written there read by a later call (a backward's partial weight
  * gradients), which the memory plan lends to other buffers between its calls. */
 float *layer_work_floats(LayerState *st, size_t n);
+/* n floats kept from one pass to the next (NULL when measuring or n is 0): what a layer derives
+ * from its weights in a step's first pass and reuses in the later ones (StepContext.same_weights:
+ * packed copies), which the memory plan gives to no other buffer. */
+float *layer_kept_floats(LayerState *st, size_t n);
 
 /* What a layer family computes on one backend (core/backend.h): its per-batch state, its step and
  * the backend's hooks (layouts, fused sums). A family's meaning (LayerType) is the same on every
@@ -245,14 +258,12 @@ typedef struct LayerKernels {
     /* The engine the backend expects to run l on ("ref", "dnnl", "wino"), named after parse for
      * `cdl info` and profiles (Layer.engine; resize may name another). NULL: the family has one. */
     const char *(*engine)(const Layer *l, const ExecContext *exec);
-    /* 1: a pass reads something from the host that changes from step to step (a draw keyed
-     * there), so a step captured as a CUDA graph cannot hold it (--cuda-graph refuses it). */
-    int host_keyed;
     /* Takes the per-batch private state of a mini-batch of batch samples from st
-     * (layer_state_floats, layer_state_bytes, layer_work_floats) and points priv's buffers at it;
-     * parameters are assigned (params[].grad NULL in a net without gradients). Called twice by
-     * net_resize (see LayerState), never inside the training step; allocates nothing. Returns
-     * CDL_EUSAGE when the batch is too large for the layer (may be NULL: no state). */
+     * (layer_state_floats, layer_state_bytes, layer_work_floats, layer_kept_floats) and points
+     * priv's buffers at it; parameters are assigned (params[].grad NULL in a net without
+     * gradients). Called twice by net_resize (see LayerState), never inside the training step;
+     * allocates nothing. Returns CDL_EUSAGE when the batch is too large for the layer (may be NULL:
+     * no state). */
     int (*resize)(Layer *l, int batch, LayerState *st, Error *e);
     /* Releases what resize made outside the net's slabs (oneDNN primitives); the net calls it
      * when it frees the layer. NULL: nothing to release. */

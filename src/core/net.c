@@ -12,7 +12,7 @@
 #include "util/profiler.h"
 
 /* The names a key takes; a table's index is the enum value it names. */
-static const char *const precision_names[] = {"fp32", "bf16"}; /* GemmPrecision */
+static const char *const precision_names[] = {"fp32", "bf16", "tf32", "fp16"}; /* GemmPrecision */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
 /* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
@@ -332,6 +332,7 @@ static int build(Net *net, Cfg *cfg, int want_grads, uint64_t seed, int init, Ne
     const Shape out = net->layers[net->n_layers - 1].out_shape;
     net->classes = (int)(shape_size(out) / (size_t)net_labels_per_sample(net));
     net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
+    net->grad_scale = 1.0f;
     net->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     return CDL_OK;
@@ -503,21 +504,36 @@ static void bind_inputs(Net *net, Layer *l)
     }
 }
 
-/* Measures every layer's private state for batch into l->state_floats and l->state_bytes
- * (LayerState); the totals go to *floats and *bytes. */
-static int measure_state(Net *net, int batch, size_t *floats, size_t *bytes, Error *e)
+/* Whether l's backward will write a gradient of one of its inputs (net_layer_input_delta not
+ * NULL) in a net with gradients (want_grads), the net input's only when want_input_delta. */
+static int writes_input_grads(const Net *net, const Layer *l, int want_grads, int want_input_delta)
+{
+    for (int k = 0; want_grads && k < l->n_inputs; k++)
+        if (l->inputs[k] >= net->train_from ||
+            (l->inputs[k] < 0 && !net->train_from && want_input_delta))
+            return 1;
+    return 0;
+}
+
+/* Measures every layer's private state for batch into l->state_floats, state_bytes, work_floats
+ * and kept_floats (LayerState); the totals of state and kept floats go to *floats, of bytes to
+ * *bytes. */
+static int measure_state(Net *net, int batch, int want_grads, int want_input_delta, size_t *floats,
+                         size_t *bytes, Error *e)
 {
     *floats = *bytes = 0;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        LayerState st = {.exec = &net->exec};
+        LayerState st = {.exec = &net->exec,
+                         .input_grads = writes_input_grads(net, l, want_grads, want_input_delta)};
         int rc = l->kernels->resize ? l->kernels->resize(l, batch, &st, e) : CDL_OK;
         if (rc)
             return rc;
         l->state_floats = st.n_floats;
         l->state_bytes = st.n_bytes;
         l->work_floats = st.n_work;
-        *floats += st.n_floats;
+        l->kept_floats = st.n_kept;
+        *floats += st.n_floats + st.n_kept;
         *bytes += st.n_bytes;
     }
     return CDL_OK;
@@ -538,10 +554,13 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
                  : net_pre_in_place(net, l)      ? l->out
                                                  : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {.exec = &net->exec,
-                            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
-                            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
-                            .work = (float *)(slab + b[NET_BUF_WORK].offset)};
+        LayerState carve = {
+            .exec = &net->exec,
+            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
+            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
+            .work = (float *)(slab + b[NET_BUF_WORK].offset),
+            .kept = (float *)(slab + b[NET_BUF_KEPT].offset),
+            .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
         int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;
@@ -664,8 +683,8 @@ typedef struct BatchSizes {
     size_t scratch, input; /* floats */
 } BatchSizes;
 
-static int measure_batch(Net *net, int batch, int want_grads, int check_limits, BatchSizes *b,
-                         LiveBuffer **buffers, Error *e)
+static int measure_batch(Net *net, int batch, int want_grads, int want_input_delta,
+                         int check_limits, BatchSizes *b, LiveBuffer **buffers, Error *e)
 {
     memset(b, 0, sizeof *b);
     size_t activations = 0; /* every layer's out, delta and pre, unshared: the limit's measure */
@@ -681,12 +700,14 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     size_t state_floats, state_bytes;
-    int st = measure_state(net, batch, &state_floats, &state_bytes, e);
+    int st =
+        measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
     /* The layouts and fused sums the layers' primitives allow, which those then follow. */
     if (!st) {
         plan_layouts(net);
         if (plan_sums(net)) {
-            st = measure_state(net, batch, &state_floats, &state_bytes, e);
+            st = measure_state(net, batch, want_grads, want_input_delta, &state_floats,
+                               &state_bytes, e);
             plan_layouts(net);
         }
     }
@@ -723,18 +744,20 @@ static int measure_batch(Net *net, int batch, int want_grads, int check_limits, 
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, net->want_grads, 0, &b, NULL, e);
+    int st = measure_batch(net, batch, net->want_grads, 0, 0, &b, NULL, e);
     *bytes = st ? 0 : b.slab;
     return st;
 }
 
-int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e)
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *scratch_bytes,
+                    Error *e)
 {
     BatchSizes b;
-    int st = measure_batch(net, batch, want_grads, 1, &b, NULL, e);
+    int st = measure_batch(net, batch, want_grads, 0, 1, &b, NULL, e);
     *bytes = st ? 0
                 : b.slab + (b.scratch + b.input) * sizeof(float) +
                       (size_t)batch * (size_t)net_labels_per_sample(net) * sizeof(int);
+    *scratch_bytes = st ? 0 : b.scratch * sizeof(float);
     return st;
 }
 
@@ -743,7 +766,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     free_activations(net);
     BatchSizes b;
     LiveBuffer *plan = NULL;
-    int st = measure_batch(net, batch, net->want_grads, 1, &b, &plan, e);
+    int st = measure_batch(net, batch, net->want_grads, want_input_delta, 1, &b, &plan, e);
     if (st)
         return st;
     const size_t scratch = b.scratch, in_n = b.input;
@@ -801,7 +824,7 @@ int net_precision_from_name(const char *name, GemmPrecision *precision)
 
 const char *net_precision_names(void)
 {
-    return "fp32, bf16";
+    return "fp32, bf16, tf32, fp16";
 }
 
 int net_sync(Net *net, Error *e)
@@ -880,6 +903,7 @@ static StepContext step_context(Net *net, int train)
         .labels = net->labels,
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
+        .grad_scale = net->grad_scale,
         .seed = net->seed,
         .draw_id = net->draw_id,
         .bn_momentum = net->hyper.bn_momentum,

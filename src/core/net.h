@@ -48,8 +48,8 @@ typedef struct Net {
     int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
-    /* [net] precision=fp32|bf16: the numerics of every layer's convolutions and matrix products
-     * (Layer.precision); net_set_precision changes it. */
+    /* [net] precision=fp32|bf16|tf32|fp16: the numerics of every layer's convolutions and matrix
+     * products (Layer.precision); net_set_precision changes it. */
     GemmPrecision precision;
     int classes; /* output size of the last layer (per token in a sequence net) */
 
@@ -109,6 +109,9 @@ typedef struct Net {
     /* Loss scaling: each sample's loss is divided by loss_divisor, the whole
      * optimizer batch, so accumulated mini-batch gradients equal the full batch's. */
     float loss_divisor;
+    /* The factor of the loss layers' input gradients (StepContext.grad_scale): fp16's loss scale
+     * in training (train/loss_scale.h), 1 otherwise. */
+    float grad_scale;
     float loss; /* summed over the last forward's mini-batch, already divided */
     uint64_t seed;
     uint64_t step; /* optimizer steps taken */
@@ -179,16 +182,21 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e);
  * net_resize it after). */
 int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
 /* *bytes = what net_resize(net, batch, 0) allocates for a net with gradients when want_grads
- * (activations, deltas, layer state, input, labels, scratch), without allocating; fails as
- * net_resize does when a mini-batch that large is refused. */
-int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, Error *e);
+ * (activations, deltas, layer state, input, labels, scratch), without allocating, and
+ * *scratch_bytes of it the layers' shared scratch (which an engine may leave partly untouched);
+ * fails as net_resize does when a mini-batch that large is refused. A net built without gradients
+ * has no recomputed segments: measure a training step on one built with them. */
+int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *scratch_bytes,
+                    Error *e);
 
 /* Sets the precision of the net and of every layer (Layer.precision); a net_resize must follow
- * before the next pass (bf16 layers take rounded copies of their operands at resize). */
+ * before the next pass (layers in bf16, tf32 or fp16 take rounded copies of their operands at
+ * resize). */
 void net_set_precision(Net *net, GemmPrecision precision);
-/* *precision = the precision called name ("fp32", "bf16"); CDL_EUSAGE when there is none. */
+/* *precision = the precision called name ("fp32", "bf16", "tf32", "fp16"); CDL_EUSAGE when there
+ * is none. */
 int net_precision_from_name(const char *name, GemmPrecision *precision);
-/* "fp32, bf16": the names net_precision_from_name takes, for messages. */
+/* "fp32, bf16, tf32, fp16": the names net_precision_from_name takes, for messages. */
 const char *net_precision_names(void);
 
 /* Host code's side of a mini-batch (loaders, evaluation, predict, generation): where it writes the

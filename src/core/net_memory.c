@@ -88,6 +88,8 @@ static void plan_layer(const Net *net, int i, int batch, const Timeline *t, Live
     written_by(&b[NET_BUF_WORK], t, i, l->work_floats * sizeof(float));
     if (bwd >= 0)
         b[NET_BUF_WORK].spans[b[NET_BUF_WORK].n_spans++] = (LiveSpan){bwd, bwd};
+    b[NET_BUF_KEPT].bytes = l->kept_floats * sizeof(float);
+    whole_pass(&b[NET_BUF_KEPT], t);
     /* Its readers: their forward and replay, their backward unless it ignores its inputs. */
     for (int j = i + 1; j < net->n_layers; j++)
         for (int k = 0; k < net->layers[j].n_inputs; k++)

@@ -16,7 +16,9 @@
  *   pre    forward (and replay) to its backward; none when the activation runs in place
  *          (net_pre_in_place);
  *   state  forward (and replay) to its backward;
- *   work   its forward, its replay and its backward, each alone (layer_work_floats).
+ *   work   its forward, its replay and its backward, each alone (layer_work_floats);
+ *   kept   the whole pass, and so every pass: what a layer carries from one pass of a step to the
+ *          next (layer_kept_floats) shares memory with nothing.
  * A net without gradients has only the forward steps. A net that can generate token by token
  * (net_can_forward_at: every layer has forward_at, which reads what the forward left, and no
  * gradient checkpointing) keeps every output, pre-activation and state buffer to the end. [net]
@@ -36,6 +38,7 @@ enum {
     NET_BUF_STATE_FLOATS,
     NET_BUF_STATE_BYTES,
     NET_BUF_WORK,
+    NET_BUF_KEPT,
     NET_BUFFERS
 };
 
@@ -48,9 +51,9 @@ enum {
 int net_pre_in_place(const Net *net, const Layer *l);
 
 /* Plans the slab of a mini-batch of batch samples (the layers' state measured into
- * Layer.state_floats and state_bytes): buffers[n_layers * NET_BUFFERS] receive each buffer's
- * size and offset (bytes 0: the buffer does not exist), *bytes the slab's size. buffers is the
- * caller's. Fails only when out of memory. */
+ * Layer.state_floats, state_bytes, work_floats and kept_floats): buffers[n_layers * NET_BUFFERS]
+ * receive each buffer's size and offset (bytes 0: the buffer does not exist), *bytes the slab's
+ * size. buffers is the caller's. Fails only when out of memory. */
 int net_memory_plan(const Net *net, int batch, LiveBuffer *buffers, size_t *bytes, Error *e);
 
 #endif

@@ -170,7 +170,7 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     return CDL_OK;
 }
 
-static int has_normalisation(const AugmentConfig *a)
+int augment_normalises(const AugmentConfig *a)
 {
     for (int k = 0; k < 3; k++)
         if (a->mean[k] != 0.0f || a->std[k] != 1.0f)
@@ -183,7 +183,7 @@ int augment_is_identity(const AugmentConfig *a, int c, int h, int w)
     return c == a->out_c && h == a->out_h && w == a->out_w && !a->random_resized_crop &&
            !a->max_crop && !a->pad && !a->flip && !a->flip_vertical && a->angle == 0 &&
            a->brightness == 0 && a->contrast == 0 && a->hue == 0 && a->saturation == 1 &&
-           a->exposure == 1 && !has_normalisation(a) && a->erasing == 0 && !a->center_crop;
+           a->exposure == 1 && !augment_normalises(a) && a->erasing == 0 && !a->center_crop;
 }
 
 void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index)
@@ -570,7 +570,7 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
 static void finish(const AugmentConfig *a, Rng *rng, float *out)
 {
     const size_t plane = (size_t)a->out_h * a->out_w;
-    if (has_normalisation(a))
+    if (augment_normalises(a))
         augment_normalize(out, a->out_c, plane, a->mean, a->std);
     CropBox box;
     if (rng && a->erasing > 0 && rng_uniform(rng) < a->erasing &&

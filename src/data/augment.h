@@ -105,6 +105,8 @@ void augment_brightness(float *img, size_t n, float factor);
 /* torchvision adjust_contrast: clamp(factor * img + (1 - factor) * m), m the mean luma
  * (0.299 R + 0.587 G + 0.114 B) when c == 3, else the mean of all values. */
 void augment_contrast(float *img, int c, size_t plane, float factor);
+/* 1 when a's mean or std changes a value (its normalisation is not the identity). */
+int augment_normalises(const AugmentConfig *a);
 /* img [c][plane] = (img - mean[k]) / std[k] per channel k. */
 void augment_normalize(float *img, int c, size_t plane, const float *mean, const float *std);
 

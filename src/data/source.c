@@ -1,8 +1,10 @@
-/* SampleSource over an in-memory Dataset, and the common destructor. */
+/* SampleSource over an in-memory Dataset, the common destructor, and a source's fingerprint. */
 #include "data/source.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/hash_table.h"
 
 static int dataset_read(const SampleSource *s, int i, Image *img, int *label, Error *e)
 {
@@ -61,4 +63,19 @@ void source_free(SampleSource *s)
     if (s->destroy)
         s->destroy(s);
     memset(s, 0, sizeof *s);
+}
+
+uint64_t source_fingerprint(const SampleSource *s)
+{
+    const int dims[5] = {s->n, s->classes, s->c, s->h, s->w};
+    uint64_t h = fnv1a_add(FNV1A_START, dims, sizeof dims);
+    const Dataset *d = source_dataset(s);
+    if (d)
+        return fnv1a_add(fnv1a_add(h, d->labels, (size_t)d->n * sizeof *d->labels), d->pixels,
+                         (size_t)d->n * d->c * d->h * d->w);
+    for (int i = 0; i < s->n; i++) {
+        const char *path = s->path(s, i);
+        h = path ? fnv1a_add(h, path, strlen(path) + 1) : h;
+    }
+    return h;
 }

@@ -30,6 +30,10 @@ int source_from_dataset(SampleSource *s, Dataset *d, Error *e);
 /* The Dataset behind a source_from_dataset source, or NULL for any other source (the loader
  * copies such samples straight from their pixels). */
 const Dataset *source_dataset(const SampleSource *s);
+/* A fingerprint of the samples, cheap next to reading them: their count and shape, and the
+ * labels and pixels of in-memory samples or the paths of image files (a file changed in place
+ * keeps its fingerprint). A resumed run compares it with the checkpoint's (train/model_meta.h). */
+uint64_t source_fingerprint(const SampleSource *s);
 /* Calls s->destroy and zeroes s; safe on a zeroed source. */
 void source_free(SampleSource *s);
 

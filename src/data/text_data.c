@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/file.h"
+#include "util/hash_table.h"
 #include "util/rng.h"
 #include "util/timer.h"
 
@@ -19,6 +21,26 @@ static int read_whole(const char *path, char **text, size_t *len, Error *e)
         *len -= bom;
     }
     return failure;
+}
+
+/* A text that is not there yet: when a comment of the .data file at data_path names the script
+ * that writes it (cfg/kjv.data: "Write it first with scripts/text-data.sh"), e says so. */
+static void say_script(const char *data_path, Error *e)
+{
+    FILE *f = fopen(data_path, "r");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *script = line[0] == '#' ? strstr(line, "scripts/") : NULL;
+        if (script) {
+            int len = (int)strcspn(script, " \t\r\n,;");
+            len -= script[len - 1] == '.'; /* the sentence's full stop */
+            error_append(e, e->code, "; %s says to write it first with %.*s", data_path, len,
+                         script);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
 }
 
 static int encode(const TextVocab *v, const char *text, size_t len, const char *path,
@@ -48,7 +70,8 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     const int n_texts = dc->valid ? 2 : 1;
     int st = CDL_OK;
     for (int i = 0; i < n_texts && !st; i++)
-        st = read_whole(paths[i], &texts[i], &lens[i], e);
+        if ((st = read_whole(paths[i], &texts[i], &lens[i], e)) && access(paths[i], F_OK))
+            say_script(dc->path, e);
     if (!st && vocab) {
         st = text_vocab_copy(&td->vocab, vocab, e);
     } else if (!st && dc->tokens_bytes) {
@@ -99,6 +122,14 @@ void text_data_free(TextData *td)
     free(td->train.ids);
     free(td->valid.ids);
     memset(td, 0, sizeof *td);
+}
+
+uint64_t text_data_fingerprint(const TextData *td)
+{
+    const size_t sizes[2] = {td->train.n, td->valid.n};
+    uint64_t h = fnv1a_add(FNV1A_START, sizes, sizeof sizes);
+    h = fnv1a_add(h, td->train.ids, td->train.n * sizeof *td->train.ids);
+    return fnv1a_add(h, td->valid.ids, td->valid.n * sizeof *td->valid.ids);
 }
 
 size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, int seq)

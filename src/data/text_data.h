@@ -36,6 +36,8 @@ typedef struct TextData {
  * Errors name the file. */
 int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e);
 void text_data_free(TextData *td);
+/* A fingerprint of the token streams (train, then valid), as source_fingerprint of images. */
+uint64_t text_data_fingerprint(const TextData *td);
 
 /* The bytes of text that windows first .. first+count-1 of s predict (their labels), for bits
  * per byte. */

@@ -1,13 +1,15 @@
-/* Parser for darknet-style INI config files. */
+/* Parser for darknet-style INI config files, and the nearest cfgs to one that is not there. */
 #include "io/cfg.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/file.h"
 
@@ -165,12 +167,82 @@ int cfg_parse_text(const char *text, const char *path, Cfg *cfg, Error *e)
     return parse(text, path, 0, cfg, e);
 }
 
+/* Levenshtein distance of a and b (each at most 63 bytes are compared). */
+static int edit_distance(const char *a, const char *b)
+{
+    int row[64], n = (int)strnlen(b, 63), m = (int)strnlen(a, 63);
+    for (int j = 0; j <= n; j++)
+        row[j] = j;
+    for (int i = 1; i <= m; i++) {
+        int diagonal = row[0];
+        row[0] = i;
+        for (int j = 1; j <= n; j++) {
+            const int up = row[j], best = up < row[j - 1] ? up + 1 : row[j - 1] + 1;
+            const int swap = diagonal + (a[i - 1] != b[j - 1]);
+            row[j] = best < swap ? best : swap;
+            diagonal = up;
+        }
+    }
+    return row[n];
+}
+
+/* The cfgs beside path that its name is nearest, at most 4: those sharing its first 3
+ * characters, then those within 2 edits, each by fewest edits (then name): "; the nearest are
+ * a.cfg, b.cfg" into out, or "". cfg/resnet.cfg gives resnet18, resnet34, resnet50,
+ * resnet18_cifar. */
+static void nearest_cfgs(const char *path, char *out, size_t size)
+{
+    enum { SHOWN = 4 };
+    char dir[4096], stem[64], best[SHOWN][64] = {{0}};
+    int best_d[SHOWN], n = 0;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    snprintf(stem, sizeof stem, "%.*s", (int)strcspn(base, "."), base);
+    out[0] = '\0';
+    DIR *d = opendir(dir);
+    for (struct dirent *en; d && (en = readdir(d));) {
+        const size_t len = strlen(en->d_name);
+        if (len < 5 || len > 63 || strcmp(en->d_name + len - 4, ".cfg"))
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len - 4, en->d_name);
+        const int prefix = strlen(stem) >= 3 && !strncmp(stem, name, 3);
+        const int dist = edit_distance(stem, name) + (prefix ? 0 : 1000);
+        if (!prefix && dist > 1002)
+            continue;
+        int k = n < SHOWN ? n++ : SHOWN;
+        for (; k > 0 &&
+               (best_d[k - 1] > dist || (best_d[k - 1] == dist && strcmp(best[k - 1], name) > 0));
+             k--)
+            if (k < SHOWN) {
+                best_d[k] = best_d[k - 1];
+                memcpy(best[k], best[k - 1], sizeof best[k]);
+            }
+        if (k < SHOWN) {
+            best_d[k] = dist;
+            memcpy(best[k], name, sizeof best[k]);
+        }
+    }
+    if (d)
+        closedir(d);
+    for (int k = 0; k < n; k++) {
+        const size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s%.*s%s.cfg", k ? ", " : "; the nearest are ",
+                 (int)(base - path), path, best[k]);
+    }
+}
+
 static int load(const char *path, int lenient, Cfg *cfg, Error *e)
 {
     memset(cfg, 0, sizeof *cfg);
     char *text;
     size_t len;
     const int failure = file_read_path(path, FILE_MAX_CFG_BYTES, "config", &text, &len, e);
+    if (failure && access(path, F_OK) != 0 && errno == ENOENT) {
+        char nearest[512];
+        nearest_cfgs(path, nearest, sizeof nearest);
+        return error_append(e, failure, "%s", nearest);
+    }
     if (failure)
         return failure;
     if (strlen(text) != len) {

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/atomic_file.h"
+#include "util/half.h"
 
 /* Bytes per element of a dtype; 0 when safetensors has no such dtype. */
 static size_t dtype_bytes(const char *dtype)
@@ -240,26 +241,6 @@ const SafetensorsTensor *safetensors_find(const Safetensors *st, const char *nam
 int safetensors_is_float(const SafetensorsTensor *t)
 {
     return !strcmp(t->dtype, "F32") || !strcmp(t->dtype, "F16") || !strcmp(t->dtype, "BF16");
-}
-
-/* IEEE binary16 to binary32, subnormals, infinities and NaNs included. */
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    uint32_t bits;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | mant << 13;
-    else if (exp)
-        bits = sign | (exp + 112) << 23 | mant << 13;
-    else if (!mant)
-        bits = sign;
-    else {
-        const float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 /* One element of a little-endian float tensor as float32. */

@@ -29,10 +29,11 @@ typedef struct Attention {
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */
     float *workspace;  /* [threads][workspace_floats] */
-    /* precision=bf16: weights, out_weights as the last forward rounded them, and the input
-     * [batch][T][C] */
-    float *w_bf16, *out_w_bf16, *x_bf16;
-    /* packed_proj, kept between the passes of a step (StepContext.same_weights): weights and
+    /* precision bf16, tf32 or fp16: weights, out_weights as the last forward rounded them, and the
+     * input [batch][T][C] */
+    float *w_rounded, *out_w_rounded, *x_rounded;
+    /* packed_proj, kept between the passes of a step (StepContext.same_weights, kept memory:
+     * layer_kept_floats): weights and
      * out_weights as gemm_pack packs them, transposed for the forward, and as they are for the
      * backward's input gradients */
     float *w_packed, *out_w_packed, *w_packed_back, *out_w_packed_back;

@@ -13,7 +13,7 @@ typedef struct Connected {
     BiasNorm stage;       /* bias, or batch norm over the batch */
     unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for the batch */
     /* precision=bf16: the weights and the input [batch][inputs] as each forward rounded them */
-    float *w_bf16, *x_bf16;
+    float *w_rounded, *x_rounded;
 } Connected;
 
 #endif

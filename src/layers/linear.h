@@ -10,11 +10,11 @@ typedef struct Linear {
     const Param *tied;   /* layer 0's [embedding] weights W, bound at parse; NULL: its own */
     int has_biases;
     unsigned char *qwork; /* int8 weights (l->quant): qgemm_float's work for every row */
-    /* precision=bf16: the weights as the last forward rounded them, and the input rows of a pass
-     * [batch][rows][inputs] (of forward_at: [batch][inputs]) */
-    float *w_bf16, *x_bf16;
-    /* float32 only, kept between the passes of a step (StepContext.same_weights): W^T for the
-     * forward and W for the backward, as gemm_pack packs them */
+    /* precision bf16, tf32 or fp16: the weights as the last forward rounded them, and the input
+     * rows of a pass [batch][rows][inputs] (of forward_at: [batch][inputs]) */
+    float *w_rounded, *x_rounded;
+    /* float32 only, kept between the passes of a step (StepContext.same_weights, kept memory:
+     * layer_kept_floats): W^T for the forward and W for the backward, as gemm_pack packs them */
     float *w_packed, *w_packed_back;
     float *bias_sums; /* work, float32 with biases: gemm_act_backward's sums of delta's blocks */
 } Linear;

@@ -35,7 +35,7 @@ typedef struct Recurrent {
     float *zeros;    /* [G*H] the state before the first step */
     /* precision=bf16: the weights as the last forward rounded them, the input [batch][T][I] and
      * one step's h_{t-1} [batch][H] */
-    float *w_ih_bf16, *w_hh_bf16, *x_bf16, *h_bf16;
+    float *w_ih_rounded, *w_hh_rounded, *x_rounded, *h_rounded;
     /* Work: W_hh as the per-step products take it (gemm_pack), W_hh^T [H][G*H] in forward and
      * W_hh [G*H][H] in backward, packed by each call that runs steps; before them forward's
      * W_ih^T [I][G*H], after them backward's W_ih [G*H][I], then [dW_ih | dW_hh]^T [I+H][G*H] */

@@ -40,6 +40,13 @@ static cJSON *optimizer_record(const Optimizer *o)
     cJSON_AddStringToObject(r, "kind", train_optimizer_name(o->kind));
     cJSON_AddNumberToObject(r, "floats", (double)o->slab_floats);
     cJSON_AddStringToObject(r, "steps", steps);
+    if (o->loss_scale.enabled) { /* fp16's loss scaling (train/loss_scale.h) */
+        char skipped[32];
+        snprintf(skipped, sizeof skipped, "%llu", (unsigned long long)o->loss_scale.skipped);
+        cJSON_AddNumberToObject(r, "loss_scale", o->loss_scale.scale);
+        cJSON_AddNumberToObject(r, "loss_scale_good_steps", o->loss_scale.good_steps);
+        cJSON_AddStringToObject(r, "skipped_steps", skipped);
+    }
     return r;
 }
 
@@ -66,6 +73,20 @@ static cJSON *quantized_record(const Net *net)
 /* The pieces of a quantized net's parameter data, in parameter-slab order: each trainable
  * tensor's floats, or a quantized one's int8 values then its float scales. *n pieces; NULL when
  * out of memory. */
+/* {"train": "N", "valid": "N", "fingerprint": "N"}: uint64 values as strings. */
+static cJSON *data_print_record(const DataPrint *d)
+{
+    cJSON *r = cJSON_CreateObject();
+    const uint64_t values[] = {d->train, d->valid, d->fingerprint};
+    const char *const keys[] = {"train", "valid", "fingerprint"};
+    for (int i = 0; i < 3; i++) {
+        char number[32];
+        snprintf(number, sizeof number, "%llu", (unsigned long long)values[i]);
+        cJSON_AddStringToObject(r, keys[i], number);
+    }
+    return r;
+}
+
 static CheckpointSlab *quantized_params(const Net *net, int *n)
 {
     int count = 0;
@@ -136,6 +157,13 @@ static int save_host(const char *path, const Net *net, const Optimizer *opt, con
     cJSON_AddNumberToObject(h, "epochs_done", meta->epochs_done);
     cJSON_AddNumberToObject(h, "steps_per_epoch", meta->steps_per_epoch);
     cJSON_AddNumberToObject(h, "epochs_planned", meta->epochs_planned);
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->samples_seen);
+    cJSON_AddStringToObject(h, "samples_seen", number);
+    snprintf(number, sizeof number, "%llu", (unsigned long long)meta->samples_in_epoch);
+    cJSON_AddStringToObject(h, "samples_in_epoch", number);
+    cJSON_AddNumberToObject(h, "global_batch", meta->global_batch);
+    if (meta->data.fingerprint)
+        cJSON_AddItemToObject(h, "dataset", data_print_record(&meta->data));
     cJSON_AddNumberToObject(h, "valid_accuracy", meta->valid_accuracy);
     cJSON_AddNumberToObject(h, "valid_loss", meta->valid_loss);
     cJSON_AddStringToObject(h, "data", meta->data_path);
@@ -194,6 +222,7 @@ static int host_twin(const Net *net, const Optimizer *opt, Net *twin, Optimizer 
         if (opt->ema && twin_opt->ema)
             opt->backend->download(twin_opt->ema, opt->ema, ema_floats(net) * sizeof(float));
         twin_opt->steps = opt->steps;
+        twin_opt->loss_scale = opt->loss_scale;
     }
     if (st) {
         optimizer_free(twin_opt);
@@ -244,6 +273,7 @@ int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads
         if (opt->ema && host_opt.ema)
             opt->backend->upload(opt->ema, host_opt.ema, ema_floats(&host) * sizeof(float));
         opt->steps = host_opt.steps;
+        opt->loss_scale = host_opt.loss_scale;
     }
     free(text);
     if (opt)
@@ -287,6 +317,12 @@ static int read_meta(const char *path, const cJSON *h, const Net *net, ModelMeta
     meta->epochs_done = json_count(h, "epochs_done");
     meta->steps_per_epoch = json_count(h, "steps_per_epoch");
     meta->epochs_planned = json_count(h, "epochs_planned");
+    meta->samples_seen = json_u64(h, "samples_seen");
+    meta->samples_in_epoch = json_u64(h, "samples_in_epoch");
+    meta->global_batch = json_count(h, "global_batch");
+    const cJSON *dataset = cJSON_GetObjectItemCaseSensitive(h, "dataset");
+    meta->data = (DataPrint){json_u64(dataset, "train"), json_u64(dataset, "valid"),
+                             json_u64(dataset, "fingerprint")};
     meta->valid_accuracy = json_number(h, "valid_accuracy", -1);
     meta->valid_loss = json_number(h, "valid_loss", -1);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(h, "data");
@@ -345,6 +381,8 @@ typedef struct SavedTraining {
     OptimizerKind kind;
     uint64_t steps;
     size_t optimizer_floats, shadow_floats;
+    int has_loss_scale; /* loss_scale holds the saved fp16 loss scaling */
+    LossScale loss_scale;
 } SavedTraining;
 
 /* Reads the "optimizer" record (or the "has_velocity" flag of older checkpoints) and
@@ -366,6 +404,15 @@ static int read_saved_training(const char *path, const cJSON *h, const Net *net,
         s->has_optimizer = 1;
         s->kind = (OptimizerKind)k;
         s->steps = json_u64(r, "steps");
+        const cJSON *scale = cJSON_GetObjectItemCaseSensitive(r, "loss_scale");
+        s->has_loss_scale =
+            cJSON_IsNumber(scale) && scale->valuedouble >= 1 && scale->valuedouble <= 0x1p24;
+        if (s->has_loss_scale)
+            s->loss_scale = (LossScale){.enabled = 1,
+                                        .scale = (float)scale->valuedouble,
+                                        .good_steps = json_count(r, "loss_scale_good_steps") %
+                                                      LOSS_SCALE_GROWTH_INTERVAL,
+                                        .skipped = json_u64(r, "skipped_steps")};
         s->optimizer_floats = (size_t)json_count(r, "floats");
         const size_t need = optimizer_state_floats(s->kind, net->n_params);
         if (s->optimizer_floats != need)
@@ -424,6 +471,8 @@ static int restore_tensors(const char *path, CheckpointReader *r, const SavedTra
     st = checkpoint_file_read_into(r, saved->has_optimizer ? opt->slab : NULL,
                                    saved->optimizer_floats * sizeof(float), e);
     opt->steps = saved->has_optimizer ? saved->steps : opt->steps;
+    if (saved->has_loss_scale && opt->loss_scale.enabled)
+        opt->loss_scale = saved->loss_scale;
     if (!st)
         st = checkpoint_file_read_into(r, opt->ema, saved->shadow_floats * sizeof(float), e);
     return st ? st : checkpoint_file_finish(r, e);

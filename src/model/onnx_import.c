@@ -74,6 +74,7 @@ typedef struct Importer {
     ImportValue *values;
     int n_values, cap_values;
     Shape in_shape;
+    int64_t batch; /* the graph input's N: -1 when symbolic */
     int input_flat;
     float bn_eps;
     int have_bn_eps;
@@ -803,18 +804,28 @@ static int import_reduce_mean(Importer *im, const OnnxNode *n)
 {
     const ImportValue *x;
     int layer;
+    const OnnxTensor *axes_input = NULL;
     int st = check_attrs(im, n, (const char *const[]){"axes", "keepdims", NULL});
     st = st ? st : input_layer(im, n, 0, &x);
     if (st)
         return st;
-    const OnnxAttribute *axes = onnx_node_attr(n, "axes");
-    int spatial = axes && axes->n_ints == 2 && !x->flat;
+    /* axes: an attribute up to opset 17, the optional input 1 from opset 18 */
+    const OnnxAttribute *attr = onnx_node_attr(n, "axes");
+    st = attr ? CDL_OK : input_constant(im, n, 1, 2, &axes_input);
+    if (st)
+        return st;
+    if (axes_input && axes_input->data_type != ONNX_READ_INT64)
+        return refuse(im, n, "axes '%s' must be int64", axes_input->name);
+    const int64_t *axes = attr ? attr->ints : axes_input ? axes_input->ints : NULL;
+    const int n_axes = attr ? attr->n_ints : axes_input ? (int)axes_input->count : 0;
+    int spatial = n_axes == 2 && !x->flat;
     for (int k = 0; spatial && k < 2; k++)
-        spatial = axes->ints[k] == 2 + k || axes->ints[k] == k - 2;
+        spatial = axes[k] == 2 + k || axes[k] == k - 2;
     if (!spatial) {
         char buf[128];
-        return refuse(im, n, "attribute axes=%s: cdl averages over the spatial axes [2,3] only",
-                      axes ? ints_text(axes->ints, axes->n_ints, buf, sizeof buf) : "(all)");
+        return refuse(im, n, "%s axes=%s: cdl averages over the spatial axes [2,3] only",
+                      axes_input ? "input" : "attribute",
+                      axes ? ints_text(axes, n_axes, buf, sizeof buf) : "(all)");
     }
     st = read_input(im, n, 0, &x, &layer);
     ImportLayer *l = st ? NULL : add_layer(im, K_AVGPOOL, n);
@@ -870,14 +881,17 @@ static int import_flatten(Importer *im, const OnnxNode *n, int reshape)
         st = input_constant(im, n, 1, 2, &shape);
         if (st)
             return st;
-        char buf[128];
+        char buf[128], batch[24] = "N";
         const int64_t *d = shape->ints;
+        if (im->batch > 0)
+            snprintf(batch, sizeof batch, "%lld", (long long)im->batch);
+        /* N is 0 (copied), -1 (inferred), the input's fixed batch, or 1 when that is symbolic */
         if (shape->data_type != ONNX_READ_INT64 || shape->count != 2 ||
-            !(d[0] == 0 || d[0] == 1 || d[0] == -1) || !(d[1] == -1 || d[1] == (int64_t)features) ||
-            (d[0] == -1 && d[1] == -1))
-            return refuse(im, n, "shape %s: only a reshape to [N, %zu] is supported",
+            !(d[0] == 0 || d[0] == -1 || d[0] == (im->batch < 0 ? 1 : im->batch)) ||
+            !(d[1] == -1 || d[1] == (int64_t)features) || (d[0] == -1 && d[1] == -1))
+            return refuse(im, n, "shape %s: only a flatten to [%s, %zu] is supported",
                           shape->ints ? ints_text(d, (int)shape->count, buf, sizeof buf) : "?",
-                          features);
+                          batch, features);
     }
     return bind_output(im, n, x->layer, 1);
 }
@@ -902,6 +916,25 @@ static int import_constant(Importer *im, const OnnxNode *n)
     return bind(im, n->outputs[0], 0, a->t, 0);
 }
 
+/* Where a constant that broadcasts against the [N, C, H, W] graph input by ONNX's numpy rule
+ * (shapes aligned on the right) varies: "" when it holds one value per channel or one for all
+ * (every dim 1 but C's, which is C or 1), else the axis ("N", "H", "W"), or NULL when it does
+ * not broadcast against the input at all. */
+static const char *constant_varies_along(const OnnxTensor *t, int64_t batch, Shape in)
+{
+    static const char *const axis_name[] = {"N", "C", "H", "W"};
+    const int64_t input[4] = {batch, in.c, in.h, in.w};
+    if (t->n_dims > 4)
+        return NULL;
+    for (int k = 0; k < t->n_dims; k++) {
+        const int axis = 4 - t->n_dims + k;
+        if (t->dims[k] == 1 || (axis == 1 && t->dims[k] == in.c))
+            continue;
+        return t->dims[k] == input[axis] ? axis_name[axis] : NULL;
+    }
+    return "";
+}
+
 /* Sub, Mul and Div of per-channel constants right at the graph input: [net] mean and std. */
 static int import_normalisation(Importer *im, const OnnxNode *n, int sub, int div)
 {
@@ -910,12 +943,25 @@ static int import_normalisation(Importer *im, const OnnxNode *n, int sub, int di
     const int channels = im->in_shape.c;
     if (!x || !c || x->constant || x->layer != -1 || !c->constant || im->n_layers ||
         im->normalised != (sub ? 0 : 1) || channels > 3 ||
-        c->constant->data_type != ONNX_READ_FLOAT || (int)c->constant->count != channels)
+        c->constant->data_type != ONNX_READ_FLOAT)
         return refuse(im, n,
                       "only a per-channel Sub then Mul or Div of constants right at the "
                       "graph input (the [net] mean/std normalisation) is supported");
+    const OnnxTensor *t = c->constant;
+    const char *along = constant_varies_along(t, im->batch, im->in_shape);
+    if (!along || *along) {
+        char buf[128], how[64] = "does not broadcast against";
+        if (along)
+            snprintf(how, sizeof how, "varies along %s of", along);
+        return refuse(im, n,
+                      "constant '%s' of shape %s %s the [N,%d,%d,%d] input (ONNX aligns shapes "
+                      "on the right): cdl's [net] mean/std hold one value per channel (shape "
+                      "[%d,1,1] or [1,%d,1,1])",
+                      n->inputs[1], ints_text(t->dims, t->n_dims, buf, sizeof buf), how, channels,
+                      im->in_shape.h, im->in_shape.w, channels, channels);
+    }
     for (int k = 0; k < channels; k++) {
-        const float v = c->constant->floats[k];
+        const float v = t->floats[t->count == 1 ? 0 : k];
         if (sub)
             im->mean[k] = v;
         else
@@ -1015,6 +1061,7 @@ static int import_input(Importer *im)
                          in->name, in->elem_type, ints_text(in->dims, in->n_dims, buf, sizeof buf));
     }
     im->in_shape = (Shape){(int)in->dims[1], (int)in->dims[2], (int)in->dims[3]};
+    im->batch = in->dims[0] > 0 ? in->dims[0] : -1;
     for (int k = 0; k < 3; k++)
         im->std[k] = 1.0f;
     return bind(im, in->name, -1, NULL, 0);

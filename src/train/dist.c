@@ -28,6 +28,7 @@ static const double DIST_GRACE_S = 2.0;
 
 static int joined; /* MPI_Init ran */
 static int world_rank, world_size = 1;
+static int local_rank, local_size = 1; /* among the ranks on this machine */
 
 typedef struct Bucket {
     int lo_layer; /* starts once layer lo_layer's backward is done */
@@ -79,7 +80,20 @@ int dist_init(int *argc, char ***argv)
     joined = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    MPI_Comm machine;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
+                            &machine) != MPI_SUCCESS)
+        return CDL_ERUNTIME;
+    MPI_Comm_rank(machine, &local_rank);
+    MPI_Comm_size(machine, &local_size);
+    MPI_Comm_free(&machine);
     return CDL_OK;
+}
+
+int dist_local_rank(int *size)
+{
+    *size = local_size;
+    return local_rank;
 }
 
 int dist_rank(void)
@@ -431,6 +445,12 @@ int dist_rank(void)
 int dist_size(void)
 {
     return 1;
+}
+
+int dist_local_rank(int *local_size)
+{
+    *local_size = 1;
+    return 0;
 }
 
 int dist_agree(int st, int *report)

@@ -13,6 +13,9 @@
 int dist_init(int *argc, char ***argv);
 int dist_rank(void);
 int dist_size(void);
+/* The rank's position among the ranks on its machine, *local_size their number (0 of 1 without
+ * mpirun): which of the machine's devices it takes (--gpu A,B,...). */
+int dist_local_rank(int *local_size);
 /* Every rank passes its status; returns the highest, and *report is 1 on the lowest rank whose
  * status is not 0 (so a failure in setup is printed once). Alone: st and *report = st != 0. */
 int dist_agree(int st, int *report);

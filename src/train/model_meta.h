@@ -10,11 +10,24 @@
 #include "data/text_vocab.h"
 #include "util/error.h"
 
+/* The training data a checkpoint was written with, which a resumed run compares with its own. */
+typedef struct DataPrint {
+    uint64_t train, valid; /* samples of each set (a text's: tokens) */
+    uint64_t fingerprint;  /* source_fingerprint or text_data_fingerprint; 0: not recorded */
+} DataPrint;
+
 typedef struct ModelMeta {
     uint64_t seed;
-    uint64_t step;   /* optimizer steps taken */
-    int epochs_done; /* whole epochs finished (informational) */
+    uint64_t step;   /* optimizer steps taken (in steps of the run that wrote it) */
+    int epochs_done; /* whole epochs finished */
     int steps_per_epoch;
+    /* Progress in samples, which means the same at any rank count or batch (train/resume.h):
+     * samples taken by all ranks together since the run began, and of them in the epoch under
+     * way (0 at an epoch's end); global_batch is the samples of one step (batch x ranks), 0 in
+     * checkpoints written before cdl recorded these. */
+    uint64_t samples_seen, samples_in_epoch;
+    int global_batch;
+    DataPrint data;
     int epochs_planned; /* total epochs of the run that wrote it (for --resume) */
     char **names;       /* class names (may be NULL) */
     int n_names;

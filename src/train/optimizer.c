@@ -22,6 +22,7 @@ int optimizer_alloc(Optimizer *o, const Net *net, Error *e)
     o->kind = o->settings.optimizer;
     o->slab_floats = optimizer_state_floats(o->kind, net->n_params);
     o->backend = net->backend;
+    o->loss_scale = loss_scale_start(net->precision);
     o->slab = o->backend->alloc(o->slab_floats + 1, sizeof *o->slab);
     if (o->settings.ema > 0 && o->slab)
         o->ema = o->backend->alloc(ema_floats(net) + 1, sizeof *o->ema);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/net.h"
+#include "train/loss_scale.h"
 #include "train/train_settings.h"
 
 typedef struct Optimizer {
@@ -30,6 +31,7 @@ typedef struct Optimizer {
     float *slab;
     size_t slab_floats;
     uint64_t steps; /* updates applied (t of the bias correction) */
+    LossScale loss_scale; /* fp16's (train/loss_scale.h): the steps it skipped are not in steps */
     float *ema;     /* [ema_floats(net)] the weights' EMA (train/ema.h); NULL when ema=0 */
     const BackendOps *backend; /* the net's, whose memory slab and ema are */
 } Optimizer;

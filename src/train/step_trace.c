@@ -6,7 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/timer.h"
+/* The profiling clock of a net whose backend has its own (a GPU's CUDA events), ctx the net. */
+static double backend_clock_s(void *ctx)
+{
+    const Net *net = ctx;
+    return net->backend->clock_s(&net->exec);
+}
 
 int profiler_init_for_net(Profiler *p, const Net *net, size_t traced_steps, Error *e)
 {
@@ -15,6 +20,11 @@ int profiler_init_for_net(Profiler *p, const Net *net, size_t traced_steps, Erro
     int st = profiler_init(p, net->n_layers, traced_steps * per_step, e);
     for (int i = 0; !st && i < net->n_layers; i++)
         profiler_name_layer(p, i, net->layers[i].type->name);
+    if (!st && net->backend->clock_s) { /* the device's own times, not the host's launches */
+        p->clock_s = backend_clock_s;
+        p->clock_ctx = (void *)net;
+        profiler_reset(p); /* the trace's origin on that clock */
+    }
     return st;
 }
 
@@ -83,18 +93,23 @@ static int wants(const StepTrace *t, uint64_t step)
     return 0;
 }
 
-/* Step `step` (1-based) is about to run. */
+/* Step `step` (1-based) is about to run: the net is profiled in the traced steps only, so that
+ * the others run as without --profile-steps (a device's clock waits for its work). */
 static void begin_step(StepTrace *t, uint64_t step)
 {
     t->profiler.tracing = wants(t, step);
-    t->mark_s = time_now_s();
+    t->net->profiler = t->profiler.tracing ? &t->profiler : NULL;
+    if (t->profiler.tracing)
+        t->mark_s = profiler_now_s(&t->profiler);
 }
 
 static void on_step(void *ctx, const StepReport *r)
 {
     StepTrace *t = ctx;
-    profiler_step(&t->profiler, r->step - 1, t->mark_s, time_now_s());
+    if (t->profiler.tracing)
+        profiler_step(&t->profiler, r->step - 1, t->mark_s, profiler_now_s(&t->profiler));
     t->profiler.tracing = 0;
+    t->net->profiler = NULL;
     if (t->inner.on_step)
         t->inner.on_step(t->inner.ctx, r);
     /* At an epoch's end evaluation and the checkpoint come first: on_epoch begins the step. */
@@ -136,7 +151,6 @@ int step_trace_begin(StepTrace *t, const char *spec, const char *path, const cha
     t->net = net;
     t->inner = *cb;
     *cb = (TrainCallbacks){.on_step = on_step, .on_epoch = on_epoch, .ctx = t};
-    net->profiler = &t->profiler;
     begin_step(t, done_steps + 1);
     return CDL_OK;
 }

@@ -12,7 +12,8 @@
 
 /* Sizes a profiler for net: statistics for every layer (named "INDEX TYPE" in the trace)
  * and room for the events of traced_steps optimizer steps: each layer's forward and
- * backward per mini-batch, and the step itself. */
+ * backward per mini-batch, and the step itself; on the net's backend's clock where it has one
+ * (BackendOps.clock_s: a GPU's CUDA events), else the host's. */
 int profiler_init_for_net(Profiler *p, const Net *net, size_t traced_steps, Error *e);
 
 #define STEP_TRACE_MAX_RANGES 64

@@ -70,6 +70,7 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
                      float *loss, Error *e)
 {
     const int first_sample = net->sample_offset;
+    net->grad_scale = opt->loss_scale.scale;
     int st = run_passes(net, fill, ctx, dist, loss, e);
     net->sample_offset = first_sample;
     net->later_pass = 0;
@@ -79,7 +80,8 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     }
     if (dist && (st = dist_finish_step(dist, loss, e)))
         return st;
-    optimizer_step(opt, net, lr);
+    if (loss_scale_unscale(&opt->loss_scale, net))
+        optimizer_step(opt, net, lr);
     net->step++;
     return net_sync(net, e);
 }
@@ -103,18 +105,11 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
     if (net->hyper.subdivisions * net->split > 1)
         return error_set(e, CDL_EUSAGE, not_yet,
                          "a step of several passes (subdivisions > 1, or a split batch)");
-    if (opt->ema)
-        return error_set(e, CDL_EUSAGE, not_yet, "the weights' EMA (ema=)");
+    if (opt->loss_scale.enabled)
+        return error_set(e, CDL_EUSAGE, not_yet, "fp16's loss scaling (precision=fp16)");
     int losses = 0;
-    for (int i = 0; i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
-        losses += l->type->is_loss;
-        if (l->kernels->host_keyed)
-            return error_set(e, CDL_EUSAGE,
-                             "--cuda-graph does not capture layer %d [%s] yet: its random draws "
-                             "are keyed on the host (train without it)",
-                             i, l->type->name);
-    }
+    for (int i = 0; i < net->n_layers; i++)
+        losses += net->layers[i].type->is_loss;
     if (losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
     return CDL_OK;
@@ -316,6 +311,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     net->step = meta->step;
     const int ranks = plan->dist ? dist_size() : 1;
     net->loss_divisor = (float)batch * (float)ranks * (float)net_labels_per_sample(net);
+    meta->global_batch = batch * ranks;
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
     const double start = time_now_s();
@@ -351,6 +347,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             break;
         loss_sum += loss;
         loss_steps++;
+        meta->samples_seen += (uint64_t)meta->global_batch;
+        meta->samples_in_epoch =
+            pos + 1 < steps_per_epoch ? (uint64_t)(pos + 1) * (uint64_t)meta->global_batch : 0;
         const double elapsed = time_now_s() - start, training_s = elapsed - paused_s;
         const double steps_per_s =
             (double)(net->step - first) / (training_s > 0 ? training_s : 1e-9);
@@ -366,7 +365,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             lr,
                             steps_per_s * batch * ranks,
                             eta_left_s(&eta, total - net->step),
-                            elapsed};
+                            elapsed,
+                            opt->loss_scale.enabled ? opt->loss_scale.scale : 0.0f,
+                            opt->loss_scale.skipped};
             cb->on_step(cb->ctx, &r);
         }
         int asked;

@@ -20,6 +20,8 @@ typedef struct StepReport {
                             the evaluations and checkpoints between epochs */
     double eta_s;        /* estimated seconds until the last step (train/eta.h) */
     double elapsed_s;
+    float loss_scale;       /* fp16's loss scale after the step (train/loss_scale.h); 0: none */
+    uint64_t skipped_steps; /* steps fp16's loss scaling skipped so far */
 } StepReport;
 
 typedef struct EpochReport {

@@ -15,7 +15,7 @@ int error_set(Error *e, int code, const char *fmt, ...) __attribute__((format(pr
 /* Chaining context onto a message that a callee filled: error_prefix puts fmt's text before
  * e's message ("PATH: " + "FILE:LINE: ..."), error_append after it; both set e->code = code
  * (e may be NULL) and return code, so callers can `return error_prefix(e, st, "%s: ", path)`.
- * The result is cut at the message's capacity. */
+ * A result longer than msg keeps its start and end, cut in the middle (" [...] "). */
 int error_prefix(Error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int error_append(Error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

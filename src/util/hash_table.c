@@ -14,13 +14,18 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+uint64_t fnv1a_add(uint64_t h, const void *bytes, size_t len)
+{
+    const unsigned char *b = bytes;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 /* FNV-1a, then mixed. */
 static uint64_t hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return mix64(h);
+    return mix64(fnv1a_add(FNV1A_START, s, len));
 }
 
 int32_t u64_map_get(const U64Map *m, uint64_t key)

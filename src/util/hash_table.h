@@ -1,11 +1,17 @@
-/* Open-addressing hash tables: 64-bit keys to int32 values (U64Map), and byte strings interned to
- * dense indices 0, 1, 2, ... in order of first insertion (ByteSet). Both grow by doubling at half
- * load and keep their storage until freed; a zeroed struct is an empty table. */
+/* FNV-1a fingerprints, and open-addressing hash tables: 64-bit keys to int32 values (U64Map), and
+ * byte strings interned to dense indices 0, 1, 2, ... in order of first insertion (ByteSet). Both
+ * grow by doubling at half load and keep their storage until freed; a zeroed struct is an empty
+ * table. */
 #ifndef CDL_HASH_TABLE_H
 #define CDL_HASH_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* FNV-1a over bytes, continued from h (FNV1A_START for the first piece): a fingerprint that one
+ * changed, added or removed byte changes. */
+#define FNV1A_START 0xcbf29ce484222325ull
+uint64_t fnv1a_add(uint64_t h, const void *bytes, size_t len);
 
 typedef struct U64Map {
     uint64_t *keys;

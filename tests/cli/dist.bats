@@ -116,6 +116,23 @@ CFG
     [[ "$output" != *"ranks"* ]]
 }
 
+@test "--resume at another rank count continues after the epochs done, in its own steps" {
+    mpi_or_skip
+    digits_cfg "" ""
+    # 1797 samples: 56 steps of 2x16 an epoch, 112 of 16 in one process, 37 of 3x16
+    mpi 2 train d.cfg --set net.batch=16 --epochs 2 --threads 1 --out r.cdl 2>/dev/null
+    run "$CDL_MPI" train --resume r.cdl --epochs 3 --threads 1 --out one.cdl --log-every 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == "epoch 3/3 step 1/112 "* ]]
+    [[ "$output" != *"epoch 2/3"* ]]
+    run mpi 3 train --resume r.cdl --epochs 3 --threads 1 --out three.cdl --log-every 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == "epoch 3/3 step 1/37 "* && "$output" == *"epoch 3/3: train loss"* ]]
+    run mpi 3 train --resume r.cdl --epochs 2 --threads 1 --out three.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: r.cdl already has 2 epochs; nothing to do (raise --epochs)"* ]]
+}
+
 @test "a bad cfg under mpirun is reported once, exit 2" {
     mpi_or_skip
     digits_cfg "bogus=1" ""

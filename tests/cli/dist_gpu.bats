@@ -37,3 +37,27 @@ setup() {
     echo "max relative difference $diff"
     python3 -c "import sys; sys.exit(not float('$diff') <= 1e-5)"
 }
+
+@test "GPU, NCCL: --gpu 0,1 gives each rank on the machine its own device" {
+    "$CDL_GPU_MPI" train mlp.cfg --data digits.data --epochs 1 --threads 1 --gpu 0 \
+        --out one.cdl 2>/dev/null
+    # the simulator shows CDL_GPUSIM_DEVICES devices: rank 0 takes device 0, rank 1 device 1
+    CDL_GPUSIM_DEVICES=2 run mpirun --allow-run-as-root --oversubscribe -x CDL_GPUSIM_DEVICES \
+        -np 2 "$CDL_GPU_MPI" train mlp.cfg --data digits.data --set net.batch=16 --epochs 1 \
+        --threads 1 --gpu 0,1 --out two.cdl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    diff=$(max_rel_diff one.cdl two.cdl)
+    python3 -c "import sys; sys.exit(not float('$diff') <= 1e-5)"
+    # with one device, rank 1's device 1 is not there: refused, naming it
+    run mpirun --allow-run-as-root --oversubscribe -np 2 "$CDL_GPU_MPI" train mlp.cfg \
+        --data digits.data --set net.batch=16 --epochs 1 --threads 1 --gpu 0,1 --out no.cdl
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"cdl: --gpu 1: this machine has 1 CUDA device (0 to 0)"* ]]
+    # fewer devices than the machine's ranks
+    run mpirun --allow-run-as-root --oversubscribe -np 3 "$CDL_GPU_MPI" train mlp.cfg \
+        --data digits.data --epochs 1 --threads 1 --gpu 0,1 --out no.cdl
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"cdl: --gpu 0,1 names 2 devices for the 3 ranks mpirun started on this machine"* ]]
+    [ ! -e no.cdl ]
+}

@@ -181,13 +181,13 @@ expect_error() {
     expect_error 2 "[convolutional] is too large: 4503599627370496 weights" info "$REPO/cfg/digits.cfg" --set 0.size=16777216
 }
 
-@test "resume with nothing to do into a new --out is a notice, not an error" {
+@test "resume with nothing to do into a new --out is a notice naming the checkpoint, not an error" {
     train_digits 1
     run "$CDL" train --resume digits.cdl --epochs 1 --out other.cdl
     echo "status $status, output: $output"
     [ "$status" -eq 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ "${lines[0]}" == "cdl: other.cdl already has 1 epochs; nothing to do"* ]]
+    [[ "${lines[0]}" == "cdl: digits.cdl already has 1 epochs; nothing to do"* ]]
 }
 
 @test "--out naming a directory fails before any training" {

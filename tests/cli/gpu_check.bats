@@ -24,20 +24,20 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 names = [x["name"] for x in s["steps"]]
 assert names == ["libraries", "gpu", "doctor", "test_gpu_forward_at", "test_backend_ops",
-                 "curves", "bf16_refused", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
+                 "curves", "precisions", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
                  "racecheck", "torch_compile"], names
 status = {x["name"]: x["status"] for x in s["steps"]}
 for name in ("gpu", "time_resnet18_cifar", "time_gpt_tiny", "memcheck", "racecheck",
              "torch_compile"):
     assert status[name] == "skip", (name, status[name])
-for name in ("libraries", "doctor", "curves", "bf16_refused"):
+for name in ("libraries", "doctor", "curves", "precisions"):
     assert status[name] == "ok", (name, status[name])
 assert s["mode"] == "sim" and s["failed"] == 0
 assert sys.argv[2] == f"{s['passed']} passed, {s['failed']} failed"
 assert s["passed"] + s["skipped"] == len(names)
 assert s["figures"]["curves.steps"] == 88
 assert s["figures"]["curves.step1_relative"] <= 1e-4
-assert any("bf16" in line for line in s["not_yet"])
+assert s["figures"]["precisions.fp16.step1_relative"] <= 1e-3
 EOF
 }
 

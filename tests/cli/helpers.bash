@@ -150,3 +150,36 @@ output=10
 [softmax]
 CFG
 }
+
+# make_folder DIR CLASS... : DIR/CLASS/0..5.png (0..PER_CLASS-1), 8x8 grayscale, a pattern per
+# class.
+make_folder() {
+    PER_CLASS=${PER_CLASS:-6} /usr/bin/python3 - "$@" <<'PY'
+import os, struct, sys, zlib
+root, classes = sys.argv[1], sys.argv[2:]
+per_class = int(os.environ["PER_CLASS"])
+def png(path, pix):
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    raw = b"".join(b"\0" + bytes(r) for r in pix)
+    head = struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head)
+                           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+for k, c in enumerate(classes):
+    os.makedirs(f"{root}/{c}", exist_ok=True)
+    for i in range(per_class):
+        png(f"{root}/{c}/{i}.png", [[(x * (k + 1) * 29 + y * 7 + i * 13) % 256 for x in range(8)]
+                                    for y in range(8)])
+PY
+}
+
+# A classifier of 8x8 gray images into $1 [3] classes: a hidden layer, then the head (layer 1).
+write_small_cfg() {
+    printf '[net]\nbatch=4\nwidth=8\nheight=8\nchannels=1\n\n[connected]\noutput=8\nactivation=relu\n\n[connected]\noutput=%s\nactivation=linear\n\n[softmax]\n' \
+        "${1:-3}" > small.cfg
+}
+
+# A character model small enough to train in a second.
+write_text_cfg() {
+    printf '[net]\nbatch=8\nseq=16\ninputs=1\nlearning_rate=0.01\noptimizer=adam\n\n[embedding]\noutput=16\n\n[linear]\n\n[softmax]\n' > text.cfg
+}

@@ -187,3 +187,78 @@ PY
     [[ "${lines[0]}" == "usage: cdl import MODEL.onnx -o NET.cfg [--out NET.cdl]"* ]]
     [[ "$output" == *"BatchNormalization"*"GlobalAveragePool"*"Concat"* ]]
 }
+
+# Small models from scripts/ref/make_onnx_import_cases.py, committed under tests/ref/onnx/.
+CASES="$BATS_TEST_DIRNAME/../ref/onnx"
+
+# onnxruntime_or_skip: the comparisons with onnxruntime need it in python3 (the pyenv one).
+onnxruntime_or_skip() {
+    python3 -c "import numpy, onnxruntime, PIL" 2> /dev/null || skip "python3 has no onnxruntime"
+}
+
+# random_npy FILE D0 D1 ...: seeded uniform [0, 1) float32 values of that shape.
+random_npy() {
+    python3 -c 'import sys, numpy as np
+shape = [int(d) for d in sys.argv[2:]]
+np.save(sys.argv[1], np.random.default_rng(len(shape)).random(shape, dtype=np.float32))' "$@"
+}
+
+@test "Sub/Div constants shaped [3,1,1] or [1,3,1,1] at the input import as [net] mean/std" {
+    for name in norm_c11 norm_1c11; do
+        run "$CDL" import "$CASES/$name.onnx" -o "$name.cfg"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        grep -qx 'mean=0.485,0.456,0.406' "$name.cfg"
+        grep -qx 'std=0.229,0.224,0.225' "$name.cfg"
+    done
+}
+
+@test "Sub constants shaped [3], [1,3], [1,1,1,3] or [3,1] vary along W or H: refused with their shape" {
+    for name in norm_3 norm_13 norm_1113 norm_31; do
+        run "$CDL" import "$CASES/$name.onnx" -o "$name.cfg"
+        echo "$output"
+        [ "$status" -eq 2 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [ ! -e "$name.cfg" ]
+    done
+    run "$CDL" import "$CASES/norm_1113.onnx" -o n.cfg
+    [ "$output" = "cdl: $CASES/norm_1113.onnx: node '/Sub' (Sub): constant '/Constant_output_0' of shape [1,1,1,3] varies along W of the [N,3,5,3] input (ONNX aligns shapes on the right): cdl's [net] mean/std hold one value per channel (shape [3,1,1] or [1,3,1,1])" ]
+    run "$CDL" import "$CASES/norm_3.onnx" -o n.cfg
+    [[ "$output" == *"constant '/Constant_output_0' of shape [3] varies along W of the [N,3,5,3] input"* ]]
+    run "$CDL" import "$CASES/norm_13.onnx" -o n.cfg
+    [[ "$output" == *"of shape [1,3] varies along W of the [N,3,5,3] input"* ]]
+    run "$CDL" import "$CASES/norm_31.onnx" -o n.cfg
+    [[ "$output" == *"of shape [3,1] varies along H of the [N,3,3,5] input"* ]]
+}
+
+@test "an opset-18 ReduceMean takes its axes from its input: [avgpool]" {
+    run "$CDL" import "$CASES/reduce18.onnx" -o r.cfg
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "r.cfg: 3 layers from 4 ONNX nodes (opset 18)" ]
+    grep -qx '\[avgpool\]' r.cfg
+}
+
+@test "Reshape to [2,-1] on a fixed batch of 2 is the flatten; to [1,-1] it is refused" {
+    run "$CDL" import "$CASES/reshape_b2.onnx" -o b2.cfg
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run "$CDL" import "$CASES/reshape_b2_1.onnx" -o b1.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: $CASES/reshape_b2_1.onnx: node '/Reshape' (Reshape): shape [1,-1]: only a flatten to [2, 18] is supported" ]
+}
+
+@test "imported models give onnxruntime's outputs on the same .npy tensor, one row per sample" {
+    onnxruntime_or_skip
+    # name and the .npy's shape: without a batch axis, a batch of 1, the fixed batch of 2
+    for spec in "norm_c11:3 6 6" "norm_1c11:1 3 6 6" "reduce18:1 3 6 6" "reshape_b2:2 3 6 6"; do
+        name=${spec%%:*}
+        random_npy x.npy ${spec#*:}
+        "$CDL" import "$CASES/$name.onnx" -o "$name.cfg" --out "$name.cdl" > /dev/null
+        "$CDL" predict "$name.cdl" x.npy --top 100 --json > "$name.json"
+        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$CASES/$name.onnx" x.npy "$name.json"
+        echo "# $name: ${lines[-1]}" >&3
+        [ "$status" -eq 0 ]
+    done
+    [ "$(python3 -c 'import json; print(len(json.load(open("reshape_b2.json"))))')" -eq 2 ]
+}

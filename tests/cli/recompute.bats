@@ -95,6 +95,22 @@ assert p["train_activation_bytes"] < 0.5 * u["train_activation_bytes"]'
     /usr/bin/python3 -c "import sys; sys.exit(0 if 0 < $ckpt < 0.5 * $plain else 1)"
 }
 
+@test "check counts the smaller activation slab of recompute_every in a step's memory" {
+    for every in 0 8; do
+        run "$CDL" check "$REPO/cfg/resnet50.cfg" --data "$REPO/cfg/digits.data" --json \
+            --set net.batch=16 --set net.subdivisions=1 --set net.recompute_every=$every
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" > check$every.json
+    done
+    /usr/bin/python3 - <<'PY'
+import json
+plain, ckpt = (json.load(open(f"check{n}.json"))["memory_bytes"] for n in (0, 8))
+print(plain["activations"] >> 20, ckpt["activations"] >> 20)
+assert 0 < ckpt["activations"] < 0.5 * plain["activations"]
+assert ckpt["total"] - ckpt["activations"] == plain["total"] - plain["activations"]
+PY
+}
+
 @test "bad recompute keys name the key" {
     run "$CDL" info "$REPO/cfg/digits.cfg" --set net.recompute_every=-1
     [ "$status" -eq 2 ]

@@ -1,6 +1,6 @@
 /* The public API (cdl.h): a trainer built from a cfg learns a separable toy problem,
  * saves a checkpoint, and a model loaded from it predicts the right classes; opening models,
- * their layer information, exports and the augmentation preview. */
+ * predicting on .npy tensors, their layer information, exports and the augmentation preview. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include "api/cdl.h"
 #include "check.h"
+#include "io/npy.h"
 #include "util/rng.h"
 
 #define SIDE 6
@@ -244,6 +245,60 @@ static void test_layer_info_and_export(const char *dir)
     unlink(cfg_path);
 }
 
+/* cdl_model_predict_npy: each row of an (n, c, h, w) .npy file gives what cdl_model_predict
+ * gives it after the cfg's mean/std; another shape is a usage error naming the file; and
+ * cdl_model_outputs_probabilities tells a softmax's outputs from a net's raw ones. */
+static void test_predict_npy(const char *dir)
+{
+    char cfg_path[512], raw_path[512], npy_path[512], err[1024];
+    snprintf(cfg_path, sizeof cfg_path, "%s/npy.cfg", dir);
+    snprintf(raw_path, sizeof raw_path, "%s/raw.cfg", dir);
+    snprintf(npy_path, sizeof npy_path, "%s/x.npy", dir);
+    write_toy_cfg(cfg_path);
+    const char *const norm[] = {"net.mean=0.5", "net.std=0.25"};
+    const cdl_open_options o = {.overrides = norm, .n_overrides = 2, .seed = 3, .batch = 1};
+    cdl_model *m;
+    CHECK(cdl_model_open(cfg_path, &o, &m, err, sizeof err) == 0);
+    CHECK(cdl_model_outputs_probabilities(m) == 1);
+    float rows[3][SIDE * SIDE];
+    Rng rng;
+    rng_seed(&rng, 4, 0);
+    for (int k = 0; k < 3; k++)
+        make_image(&rng, k % 2, rows[k]);
+    const int64_t dims[4] = {3, 1, SIDE, SIDE};
+    Error e = {0};
+    CHECK(npy_write(npy_path, &rows[0][0], 4, dims, &e) == 0);
+    CHECK(cdl_is_npy_file(npy_path) && !cdl_is_npy_file(cfg_path));
+    float *probs;
+    int n;
+    CHECK(cdl_model_predict_npy(m, npy_path, &probs, &n, err, sizeof err) == 0 && n == 3);
+    for (int k = 0; k < 3 && n == 3; k++) {
+        float x[SIDE * SIDE], p[2];
+        for (int i = 0; i < SIDE * SIDE; i++)
+            x[i] = (rows[k][i] - 0.5f) / 0.25f;
+        cdl_model_predict(m, x, p);
+        /* one sample or three in a pass: the same sums, up to float32 rounding */
+        CHECK_NEAR(probs[2 * k], p[0], 1e-6);
+        CHECK_NEAR(probs[2 * k + 1], p[1], 1e-6);
+    }
+    free(probs);
+    const int64_t wrong[4] = {1, 2, SIDE, SIDE};
+    CHECK(npy_write(npy_path, &rows[0][0], 4, wrong, &e) == 0);
+    CHECK(cdl_model_predict_npy(m, npy_path, &probs, &n, err, sizeof err) == 2 && !probs && !n);
+    CHECK_CONTAINS(err, "x.npy: shape (1, 2, 6, 6): expected the net's input (1, 6, 6)");
+    cdl_model_free(m);
+
+    FILE *f = fopen(raw_path, "w");
+    fprintf(f, "[net]\nwidth=%d\nheight=%d\nchannels=1\n[connected]\noutput=2\n", SIDE, SIDE);
+    fclose(f);
+    CHECK(cdl_model_from_cfg(raw_path, 1, &m, err, sizeof err) == 0);
+    CHECK(cdl_model_outputs_probabilities(m) == 0);
+    cdl_model_free(m);
+    unlink(cfg_path);
+    unlink(raw_path);
+    unlink(npy_path);
+}
+
 static void test_errors_are_reported_with_codes(void)
 {
     char err[1024];
@@ -262,6 +317,7 @@ int main(void)
         return 1;
     test_trainer_learns_and_model_predicts(dir);
     test_model_open(dir);
+    test_predict_npy(dir);
     test_layer_info_and_export(dir);
     test_errors_are_reported_with_codes();
     rmdir(dir);

@@ -286,7 +286,9 @@ static const OpCase cases[] = {
 
 /* ---- the engines ---- */
 
-#define BF16_REF 5 /* engines[]'s "bf16" row */
+#define BF16_REF 5  /* engines[]'s "bf16" row */
+#define TF32_REF 9  /* "tf32" */
+#define FP16_REF 10 /* "fp16" */
 
 /* How a net is configured to compute. Row 0 is the reference the others are compared with. */
 typedef struct Engine {
@@ -388,9 +390,19 @@ static const Engine engines[] = {
      BF16_REF, dnnl_conv_built, on_dnnl, 1},
     {"bf16 dnnl blocked", CDL_BACKEND_CPU, "engine=dnnl\nprecision=bf16\ndnnl_train_blocked=1\n",
      GEMM_BF16, BF16_REF, blocked_built, training_blocked, 1},
-    /* the GPU backend (GPU=1 or GPU=sim builds) against the CPU's reference; its bf16 row comes
-     * with its bf16 kernels */
+    /* the rounding references of the GPU's other precisions, compared with float32 */
+    {"tf32", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\nprecision=tf32\n", GEMM_TF32, 0, NULL,
+     has_products, 1},
+    {"fp16", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\nprecision=fp16\n", GEMM_FP16, 0, NULL,
+     has_products, 1},
+    /* the GPU backend (GPU=1 or GPU=sim builds) against the CPU's reference in each precision */
     {"gpu", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, gpu_built, always, 1},
+    {"gpu bf16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=bf16\n", GEMM_BF16, BF16_REF,
+     gpu_built, has_products, 1},
+    {"gpu tf32", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=tf32\n", GEMM_TF32, TF32_REF,
+     gpu_built, has_products, 1},
+    {"gpu fp16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=fp16\n", GEMM_FP16, FP16_REF,
+     gpu_built, has_products, 1},
 };
 
 #define N_ENGINES (sizeof engines / sizeof engines[0])
@@ -424,14 +436,19 @@ static const Engine engines[] = {
  * of the gradient's sums, which no rounding-sized tolerance bounds: those gradients are compared
  * among the bf16 engines only, the forwards and statistics still against float32.
  *
- * bf16 against bf16 (the rounding reference, "bf16"): in training both round the same operands
- * to nearest even, so they differ as float32 sums do, plus 2^-8 for two things: oneDNN's bias
+ * tf32 and fp16 (10 mantissa bits: up to 2^-11 of an operand) against float32: the same with
+ * 2^-11 for 2^-8.
+ *
+ * bf16 against bf16 (the rounding reference, "bf16"; tf32 and fp16 against theirs alike): in
+ * training both round the same operands to nearest even, so they differ as float32 sums do,
+ * plus the format's unit for two things: oneDNN's bias
  * gradient sums dy rounded to bf16 where the reference sums it in float32 (test_bf16), and
  * values that differ by float32 round-off that round to neighbouring bf16 values. Inference on
  * oneDNN folds batch norm into the weights before rounding them, so its roundings are not the
  * reference's: inference outputs take the tolerance against float32. */
 #define FP32_U 0x1p-24 /* float32's unit roundoff */
 #define BF16_U 0x1p-8  /* bf16's */
+#define HALF_U 0x1p-11 /* tf32's and fp16's */
 #define FP32_LAMBDA 8.0
 /* Another backend evaluates exp, tanh and erfc with its own library (CUDA's libdevice: within 2
  * ulp) where the CPU has its own approximations (backend/cpu/activation.c: a few ulp): a value of
@@ -458,10 +475,11 @@ static double engine_tolerance(const Engine *e, const Engine *base, const Net *n
     double fp32 = FP32_LAMBDA * FP32_U * sqrt(roundings);
     if (e->backend != base->backend) /* another backend's transcendental functions */
         fp32 += BACKEND_ULPS * FP32_U * sqrt((double)net->n_layers);
-    const double bf16 = fp32 + BF16_LAMBDA * BF16_U * sqrt(fmax(products, 1));
+    const double u = e->precision == GEMM_BF16 ? BF16_U : HALF_U;
+    const double rounded = fp32 + BF16_LAMBDA * u * sqrt(fmax(products, 1));
     if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
         return fp32;
-    return e->precision == base->precision && !inference ? fp32 + BF16_U : bf16;
+    return e->precision == base->precision && !inference ? fp32 + u : rounded;
 }
 
 /* 1 when the net's gradient jumps where a value crosses a point (relu, leaky and relu6 at 0 and

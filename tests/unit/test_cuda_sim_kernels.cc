@@ -6,9 +6,12 @@
 
 #include <vector>
 
+#include "backend/cpu/bf16.h"
+#include "backend/cpu/round.h"
 #include "cuda_sim_test.h"
 #include "kernels/activation.h"
 #include "kernels/layernorm.h"
+#include "kernels/operand.h"
 #include "kernels/reduce.h"
 
 static float *device_copy(const std::vector<float> &x)
@@ -89,13 +92,13 @@ static void check_layernorm(int N, int C, cudaDataType_t type, T (*narrow)(float
         bad += !(fabs(d_rstd[r] - rstd) <= rstd_rel * rstd);
         for (int i = 0; i < C; i++) {
             const double want = (row[i] - mean) * rstd * w[i] + b[i];
-            const double bound = fabs(w[i]) * rstd *
-                                     (dmean + fabs(row[i] - mean) * (rstd_rel + 3 * U32)) +
-                                 2 * U32 * fabs(want) + output_unit * fabs(want);
+            const double bound =
+                fabs(w[i]) * rstd * (dmean + fabs(row[i] - mean) * (rstd_rel + 3 * U32)) +
+                2 * U32 * fabs(want) + output_unit * fabs(want);
             const double got = widen(d_y[(size_t)r * C + i]);
             if (!(fabs(got - want) <= bound) && bad++ < 3)
-                fprintf(stderr, "  layernorm row %d col %d: %.9g, want %.9g (bound %.3g)\n", r,
-                        i, got, want, bound);
+                fprintf(stderr, "  layernorm row %d col %d: %.9g, want %.9g (bound %.3g)\n", r, i,
+                        got, want, bound);
         }
     }
     CHECK(bad == 0);
@@ -107,9 +110,18 @@ static void check_layernorm(int N, int C, cudaDataType_t type, T (*narrow)(float
     cudaFree(d_b);
 }
 
-static float same(float x) { return x; }
-static __nv_bfloat16 to_bf16(float x) { return __float2bfloat16_rn(x); }
-static float from_bf16(__nv_bfloat16 x) { return __bfloat162float(x); }
+static float same(float x)
+{
+    return x;
+}
+static __nv_bfloat16 to_bf16(float x)
+{
+    return __float2bfloat16_rn(x);
+}
+static float from_bf16(__nv_bfloat16 x)
+{
+    return __bfloat162float(x);
+}
 
 static void test_layernorm_float_and_bf16(void)
 {
@@ -147,8 +159,8 @@ static void check_gelu(size_t n, cudaDataType_t type, T (*narrow)(float), float 
         const double v = xf[i], a = fabs(v);
         const double want = 0.5 * v * (1.0 + tanh(c * (v + 0.044715 * v * v * v)));
         const double du = 7 * U32 * c * (a + 0.044715 * a * a * a);
-        const double bound = 0.5 * a * (du + 4 * U32 + 2 * U32) + 2 * U32 * fabs(want) +
-                             output_unit * fabs(want);
+        const double bound =
+            0.5 * a * (du + 4 * U32 + 2 * U32) + 2 * U32 * fabs(want) + output_unit * fabs(want);
         const double got = widen(d_x[i]);
         if (!(fabs(got - want) <= bound) && bad++ < 3)
             fprintf(stderr, "  gelu(%.9g) = %.9g, want %.9g (bound %.3g)\n", v, got, want, bound);
@@ -163,8 +175,57 @@ static void test_gelu_float_and_bf16(void)
     check_gelu<__nv_bfloat16>(10007, CUDA_R_16BF, to_bf16, from_bf16, U_BF16);
 }
 
+/* cuda_round_operand's copies hold, bit for bit, the CPU's roundings (bf16_round, tf32_round,
+ * fp16_round, which test_bf16 and test_rounding check against torch's): on ties, subnormals,
+ * the formats' overflow thresholds, infinities, NaNs and random values of every scale. */
+static void test_operand_rounding_matches_cpu(void)
+{
+    static const uint32_t edges[] = {0x00000000, 0x80000000, 0x3F808000, 0x3F818000, 0x3F801000,
+                                     0x3F803000, 0x3F800FFF, 0x3F801001, 0x387FF000, 0x33000000,
+                                     0x33000001, 0x00000001, 0x007FFFFF, 0x477FEFFF, 0x477FF000,
+                                     0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
+                                     0xFF800000, 0x7FC00000, 0x7F800001};
+    const size_t n_edges = sizeof edges / sizeof edges[0], n = n_edges + 3000;
+    std::vector<float> x(n);
+    memcpy(x.data(), edges, sizeof edges);
+    unsigned seed = 5;
+    check_fill_uniform(x.data() + n_edges, n - n_edges, -1.0f, &seed);
+    for (size_t i = n_edges; i < n; i++)
+        x[i] = ldexpf(x[i], (int)(i % 60) - 30);
+    float *d_x = device_copy(x), *d_copy;
+    cudaMalloc((void **)&d_copy, n * sizeof(float));
+    for (int format = CUDA_OPERAND_TF32; format <= CUDA_OPERAND_FP16; format++) {
+        const CudaOperandFormat f = (CudaOperandFormat)format;
+        CHECK_CUDA(cuda_round_operand(d_copy, d_x, n, f, 0));
+        std::vector<unsigned char> copy(n * cuda_operand_bytes(f));
+        cudaMemcpy(copy.data(), d_copy, copy.size(), cudaMemcpyDeviceToHost);
+        int mismatches = 0;
+        for (size_t i = 0; i < n; i++) {
+            float got, want;
+            if (f == CUDA_OPERAND_TF32) {
+                memcpy(&got, &copy[i * 4], 4);
+                want = tf32_round(x[i]);
+            } else if (f == CUDA_OPERAND_BF16) {
+                got = __bfloat162float(((const __nv_bfloat16 *)copy.data())[i]);
+                want = bf16_round(x[i]);
+            } else {
+                got = __half2float(((const __half *)copy.data())[i]);
+                want = fp16_round(x[i]);
+            }
+            const bool same = std::isnan(want) ? std::isnan(got) : memcmp(&got, &want, 4) == 0;
+            if (!same && mismatches++ < 5)
+                fprintf(stderr, "FAIL format %d: 0x%08x rounds to %a, the CPU's %a\n", format,
+                        ((const uint32_t *)x.data())[i], got, want);
+        }
+        CHECK(mismatches == 0);
+    }
+    cudaFree(d_x);
+    cudaFree(d_copy);
+}
+
 int main(void)
 {
+    test_operand_rounding_matches_cpu();
     test_sum_matches_reference();
     test_layernorm_float_and_bf16();
     test_gelu_float_and_bf16();

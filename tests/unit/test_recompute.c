@@ -5,13 +5,17 @@
  * ([net] memory_plan=0, no recompute), in a smaller activation slab: an image net with
  * convolution, batch norm, shortcut, route, max pooling and dropout, and a sequence net with
  * attention (and its dropout), layernorm and a tied output, with segments cut anywhere (inside
- * blocks, so shortcuts and routes reach across them), at block starts, and with frozen layers. */
+ * blocks, so shortcuts and routes reach across them), at block starts, and with frozen layers;
+ * and the sequence net in the split passes the trainer runs it as, whose later passes reuse what
+ * the first derived from the weights (kept memory, which the plan must lend to nothing). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "core/net.h"
+#include "core/net_split.h"
 #include "train/optimizer.h"
+#include "train/trainer.h"
 
 /* The [net] section (its %s takes more keys), then the layers: "@" marks where checkpoint=1 may
  * go (the net without recompute drops the marks), "!" where freeze=1 may. */
@@ -152,6 +156,52 @@ static void test_sequence_net(void)
     check_same_training(sequence_net, "", "checkpoint=1", "");
 }
 
+/* BatchFill: pass `pass` of a step as fill makes mini-batch `pass`. */
+static int fill_pass(Net *net, int pass, void *ctx, Error *e)
+{
+    (void)ctx, (void)e;
+    fill(net, pass);
+    return CDL_OK;
+}
+
+/* The sequence net trained as the trainer trains it, each mini-batch in two passes (the second
+ * reuses the packed weights of the first, StepContext.same_weights): with the plan and segments
+ * it gives the weights it gives with every buffer its own, bit for bit. */
+static void check_same_split_training(const char *net_keys, const char *mark)
+{
+    Net plain, ckpt;
+    Optimizer po, co;
+    Error e = {0};
+    if (build(&plain, sequence_net, "memory_plan=0", "", "", &e) ||
+        build(&ckpt, sequence_net, net_keys, mark, "", &e) || net_resize_split(&plain, 2, &e) ||
+        net_resize_split(&ckpt, 2, &e) || optimizer_init(&po, &plain, &e) ||
+        optimizer_init(&co, &ckpt, &e)) {
+        fprintf(stderr, "FAIL setup (%s %s): %s\n", net_keys, mark, e.msg);
+        check_failures++;
+        return;
+    }
+    plain.train = ckpt.train = 1;
+    for (int step = 0; step < 3; step++) {
+        float plain_loss, ckpt_loss;
+        CHECK(trainer_step_with(&plain, &po, fill_pass, NULL, 0.01f, &plain_loss, &e) == CDL_OK);
+        CHECK(trainer_step_with(&ckpt, &co, fill_pass, NULL, 0.01f, &ckpt_loss, &e) == CDL_OK);
+        CHECK(plain_loss == ckpt_loss);
+    }
+    CHECK(same(plain.params, ckpt.params, plain.n_params));
+    optimizer_free(&po);
+    optimizer_free(&co);
+    net_free(&plain);
+    net_free(&ckpt);
+}
+
+static void test_sequence_net_in_split_passes(void)
+{
+    check_same_split_training("", "");
+    check_same_split_training("recompute_every=2", "");
+    check_same_split_training("recompute_every=3", "");
+    check_same_split_training("", "checkpoint=1");
+}
+
 /* Layers 0-2 frozen (inference mode, no backward): segments below, across and above it. */
 static void test_frozen_layers(void)
 {
@@ -220,6 +270,7 @@ int main(void)
 {
     test_image_net();
     test_sequence_net();
+    test_sequence_net_in_split_passes();
     test_frozen_layers();
     test_inference_net_keeps_every_buffer();
     test_nonfinite_diagnosis();

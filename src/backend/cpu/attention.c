@@ -70,18 +70,18 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->mask = layer_state_floats(st, a->dropout > 0 && l->params[P_WEIGHTS].grad ? probs : 0);
     a->mask_is_valid = 0;
     a->workspace = layer_state_floats(st, (size_t)a->threads * workspace_floats(a));
-    const int bf16 = l->precision == GEMM_BF16;
-    a->w_bf16 = layer_state_floats(st, bf16 ? 3 * c * c : 0);
-    a->out_w_bf16 = layer_state_floats(st, bf16 ? c * c : 0);
-    a->x_bf16 = layer_state_floats(st, bf16 ? rows * c : 0);
+    const int rounded = l->precision != GEMM_FP32;
+    a->w_rounded = layer_state_floats(st, rounded ? 3 * c * c : 0);
+    a->out_w_rounded = layer_state_floats(st, rounded ? c * c : 0);
+    a->x_rounded = layer_state_floats(st, rounded ? rows * c : 0);
     a->packed_proj = !a->staged && l->precision == GEMM_FP32;
     const size_t w_fwd = gemm_packed_floats((int)c, 3 * (int)c),
                  w_bwd = gemm_packed_floats(3 * (int)c, (int)c);
     const size_t out_fwd = gemm_packed_floats((int)c, (int)c); /* the backward's is the same */
-    a->w_packed = layer_state_floats(st, a->packed_proj ? w_fwd : 0);
-    a->out_w_packed = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
-    a->w_packed_back = layer_state_floats(st, a->packed_proj ? w_bwd : 0);
-    a->out_w_packed_back = layer_state_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed = layer_kept_floats(st, a->packed_proj ? w_fwd : 0);
+    a->out_w_packed = layer_kept_floats(st, a->packed_proj ? out_fwd : 0);
+    a->w_packed_back = layer_kept_floats(st, a->packed_proj ? w_bwd : 0);
+    a->out_w_packed_back = layer_kept_floats(st, a->packed_proj ? out_fwd : 0);
     return CDL_OK;
 }
 
@@ -94,10 +94,10 @@ static void linear_rows(GemmPrecision p, const float *x, int x_stride, int rows,
 #pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
         memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
-        if (p == GEMM_BF16)
+        if (p != GEMM_FP32)
             gemm_operand(p, x + (size_t)r * x_stride, (size_t)k, x_copy + (size_t)r * k);
     }
-    if (p == GEMM_BF16)
+    if (p != GEMM_FP32)
         x = x_copy, x_stride = k;
     gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
 }
@@ -106,7 +106,7 @@ static void linear_rows(GemmPrecision p, const float *x, int x_stride, int rows,
  * p (a product's output that autocast would hold in bf16 and that feeds further products). */
 static void round_rows(GemmPrecision p, float *x, int n, int width, size_t stride)
 {
-    for (int r = 0; p == GEMM_BF16 && r < n; r++)
+    for (int r = 0; p != GEMM_FP32 && r < n; r++)
         gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
 }
 
@@ -159,7 +159,7 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
                 }
             weights = ws;
         }
-        if (prec == GEMM_BF16) {
+        if (prec != GEMM_FP32) {
             for (int i = 0; i < rows; i++)
                 gemm_operand(prec, weights + (size_t)i * t, (size_t)keys, ws + (size_t)i * t);
             weights = ws;
@@ -183,7 +183,7 @@ typedef struct ForwardStep {
     uint64_t key, first_pair; /* the dropout key, the global index of the batch's first pair */
 } ForwardStep;
 
-/* qkv of rows [r0, r0 + n) from x (rounded into x_bf16 in bf16), itself rounded in bf16. */
+/* qkv of rows [r0, r0 + n) from x (rounded into x_rounded in bf16), itself rounded in bf16. */
 static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
 {
     const Attention *a = l->priv;
@@ -195,7 +195,7 @@ static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
     else
         linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
                     l->params[P_BIASES].data, qkv, 3 * (int)c,
-                    a->x_bf16 ? a->x_bf16 + r0 * c : NULL);
+                    a->x_rounded ? a->x_rounded + r0 * c : NULL);
     gemm_operand(s->p, qkv, (size_t)n * 3 * c, qkv);
 }
 
@@ -235,8 +235,8 @@ static void attention_forward(Layer *l, const StepContext *ctx)
     const ForwardStep s = {
         .p = p,
         .x = l->in[0],
-        .w_in = gemm_operand(p, w->data, w->count, a->w_bf16),
-        .w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_bf16),
+        .w_in = gemm_operand(p, w->data, w->count, a->w_rounded),
+        .w_out = gemm_operand(p, out_w->data, out_w->count, a->out_w_rounded),
         .out = l->out,
         .use_mask = a->mask_is_valid,
         .key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0,
@@ -303,12 +303,12 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
     const int c = a->channels, stride = a->seq * c, pairs = ctx->batch * a->heads;
     const size_t at = (size_t)t * c;
     const GemmPrecision p = l->precision;
-    const int bf16 = p == GEMM_BF16;
+    const int rounded = p != GEMM_FP32;
     /* Row t of every sample: rows of the batch are T rows apart; the weights as the forward
      * before rounded them. */
     linear_rows(p, l->in[0] + at, stride, ctx->batch, c, 3 * c,
-                bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
-                a->qkv + 3 * at, 3 * stride, a->x_bf16);
+                rounded ? a->w_rounded : l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
+                a->qkv + 3 * at, 3 * stride, a->x_rounded);
     round_rows(p, a->qkv + 3 * at, ctx->batch, 3 * c, 3 * (size_t)stride);
     const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static) num_threads(                                             \
@@ -318,8 +318,8 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
                         a->workspace + (size_t)omp_get_thread_num() * ws_floats);
     round_rows(p, a->heads_out + at, ctx->batch, c, (size_t)stride);
     linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
-                bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data,
-                l->out + at, stride, NULL);
+                rounded ? a->out_w_rounded : l->params[P_OUT_WEIGHTS].data,
+                l->params[P_OUT_BIASES].data, l->out + at, stride, NULL);
 }
 
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */

@@ -69,7 +69,7 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     const size_t tt = (size_t)t * t;
     float *dq = dqkv, *dk = dqkv + c, *dv = dqkv + 2 * c;
     float *ds = ws, *dropped = ws + tt, *vt = dropped + tt;
-    const int weights_copied = use_mask || prec == GEMM_BF16;
+    const int weights_copied = use_mask || prec != GEMM_FP32;
     const float *weights = weights_copied ? dropped : hv.p;
     prefetch_head(a, hv);
     prefetch_block(a, hv.p, 0);
@@ -205,13 +205,14 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
     const GemmPrecision p = l->precision;
-    const int bf16 = p == GEMM_BF16;
+    const int rounded = p != GEMM_FP32;
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
     sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)rows, (size_t)c);
     const float *delta = gemm_operand(p, l->delta, (size_t)rows * c, l->delta);
     gemm(1, 0, c, c, rows, 1.0f, delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
-    gemm(0, 0, rows, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : out_w->data, c, 0.0f, dheads, c);
+    gemm(0, 0, rows, c, c, 1.0f, delta, c, rounded ? a->out_w_rounded : out_w->data, c, 0.0f,
+         dheads, c);
     gemm_operand(p, dheads, (size_t)rows * c, dheads);
 
 #pragma omp parallel for schedule(static)                                                          \
@@ -220,13 +221,13 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
         pair_backward(a, p, pair, dheads, dqkv);
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
-    const float *x = bf16 ? a->x_bf16 : l->in[0];
+    const float *x = rounded ? a->x_rounded : l->in[0];
     sum_rows_add(l->params[P_BIASES].grad, dqkv, (size_t)rows, 3 * (size_t)c);
     gemm_operand(p, dqkv, (size_t)rows * 3 * c, dqkv);
     gemm(1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, x, c, 1.0f, w->grad, c);
     float *dx = l->in_delta[0];
     if (dx)
-        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, bf16 ? a->w_bf16 : w->data, c,
+        gemm(0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, rounded ? a->w_rounded : w->data, c,
              layer_input_delta_beta(l, 0), dx, c);
 }
 
@@ -238,7 +239,7 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     const Attention *a = l->priv;
     const int t = a->seq, c = a->channels;
     const GemmPrecision p = l->precision;
-    const int bf16 = p == GEMM_BF16;
+    const int rounded = p != GEMM_FP32;
     const size_t r0 = (size_t)b * t;
     float *delta = l->delta + r0 * c, *dh = dheads + r0 * c, *dq = dqkv + r0 * 3 * c;
 
@@ -249,8 +250,8 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     if (a->packed_proj)
         gemm_packed_panels(t, c, c, delta, c, a->out_w_packed_back, 0, panels, 0.0f, dh, c);
     else
-        gemm(0, 0, t, c, c, 1.0f, delta, c, bf16 ? a->out_w_bf16 : l->params[P_OUT_WEIGHTS].data, c,
-             0.0f, dh, c);
+        gemm(0, 0, t, c, c, 1.0f, delta, c,
+             rounded ? a->out_w_rounded : l->params[P_OUT_WEIGHTS].data, c, 0.0f, dh, c);
     gemm_operand(p, dh, (size_t)t * c, dh);
 
     for (int h = 0; h < a->heads; h++)
@@ -263,8 +264,8 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
         gemm_packed_panels(t, c, 3 * c, dq, 3 * c, a->w_packed_back, 0, panels,
                            layer_input_delta_beta(l, 0), dx + r0 * c, c);
     else if (dx)
-        gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, bf16 ? a->w_bf16 : l->params[P_WEIGHTS].data, c,
-             layer_input_delta_beta(l, 0), dx + r0 * c, c);
+        gemm(0, 0, t, c, 3 * c, 1.0f, dq, 3 * c, rounded ? a->w_rounded : l->params[P_WEIGHTS].data,
+             c, layer_input_delta_beta(l, 0), dx + r0 * c, c);
 }
 
 void attention_backward(Layer *l, const StepContext *ctx)
@@ -298,7 +299,7 @@ void attention_backward(Layer *l, const StepContext *ctx)
     /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
      * (delta and dqkv as the samples rounded them; backend/cpu/gemm_tn, the staged reference's are
      * OpenBLAS gemms). */
-    const float *x = l->precision == GEMM_BF16 ? a->x_bf16 : l->in[0];
+    const float *x = l->precision != GEMM_FP32 ? a->x_rounded : l->in[0];
     gemm_tn(c, c, rows, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad, c);
     gemm_tn(3 * c, c, rows, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
 }

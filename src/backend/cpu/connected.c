@@ -15,9 +15,9 @@ static int connected_resize(Layer *l, int batch, LayerState *st, Error *e)
     Connected *fc = l->priv;
     fc->qwork =
         layer_state_bytes(st, l->quant ? qgemm_work_bytes(batch, fc->outputs, fc->inputs) : 0);
-    const int bf16 = l->precision == GEMM_BF16 && !l->quant;
-    fc->w_bf16 = layer_state_floats(st, bf16 ? l->params[CONNECTED_WEIGHTS].count : 0);
-    fc->x_bf16 = layer_state_floats(st, bf16 ? (size_t)batch * fc->inputs : 0);
+    const int rounded = l->precision != GEMM_FP32 && !l->quant;
+    fc->w_rounded = layer_state_floats(st, rounded ? l->params[CONNECTED_WEIGHTS].count : 0);
+    fc->x_rounded = layer_state_floats(st, rounded ? (size_t)batch * fc->inputs : 0);
     bias_norm_resize(&fc->stage, batch, st);
     return CDL_OK;
 }
@@ -35,8 +35,8 @@ static void connected_forward(Layer *l, const StepContext *ctx)
     } else {
         const Param *w = &l->params[CONNECTED_WEIGHTS];
         gemm(0, 1, batch, outputs, inputs, 1.0f,
-             gemm_operand(l->precision, x, (size_t)batch * inputs, fc->x_bf16), inputs,
-             gemm_operand(l->precision, w->data, w->count, fc->w_bf16), inputs, 0.0f, l->out,
+             gemm_operand(l->precision, x, (size_t)batch * inputs, fc->x_rounded), inputs,
+             gemm_operand(l->precision, w->data, w->count, fc->w_rounded), inputs, 0.0f, l->out,
              outputs);
     }
 
@@ -54,9 +54,9 @@ static void connected_backward(Layer *l, const StepContext *ctx)
     /* The bias and batch norm took their gradients: only the products read delta from here. */
     const float *delta = gemm_operand(l->precision, l->delta, (size_t)batch * outputs, l->delta);
 
-    const int bf16 = l->precision == GEMM_BF16;
-    const float *x = bf16 ? fc->x_bf16 : l->in[0];
-    const float *w = bf16 ? fc->w_bf16 : l->params[CONNECTED_WEIGHTS].data;
+    const int rounded = l->precision != GEMM_FP32;
+    const float *x = rounded ? fc->x_rounded : l->in[0];
+    const float *w = rounded ? fc->w_rounded : l->params[CONNECTED_WEIGHTS].data;
     /* dW[outputs][inputs] += delta^T * x */
     gemm(1, 0, outputs, inputs, batch, 1.0f, delta, outputs, x, inputs, 1.0f,
          l->params[CONNECTED_WEIGHTS].grad, inputs);

@@ -85,10 +85,38 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 
-/* The engine resize will choose, named before it runs (LayerKernels.engine). */
+/* A bf16 layer's products run on oneDNN unless the reference engine is asked for by name, where
+ * the CPU has bf16 instructions. */
+static int conv_bf16_on_dnnl(const CpuOptions *o)
+{
+    return (o->engine != CPU_ENGINE_REF || !o->engine_given) && dnnl_conv_bf16_runs();
+}
+
+/* The engine resize will choose, named before it runs (LayerKernels.engine): a bf16 layer's is
+ * oneDNN's where conv_bf16_on_dnnl. */
 static const char *conv_engine_expected(const Layer *l, const ExecContext *exec)
 {
-    return engine_names[conv_engine_wanted(l, cpu_options(exec))];
+    const CpuOptions *o = cpu_options(exec);
+    if (l->precision == GEMM_BF16 && !l->quant && conv_bf16_on_dnnl(o))
+        return engine_names[CONV_ENGINE_DNNL];
+    return engine_names[conv_engine_wanted(l, o)];
+}
+
+/* The reference's scratch for one image: the columns of its input (forward, weight gradient) or,
+ * when the backward makes an input gradient (input_grads), of a same convolution's delta
+ * (filters/groups channels), whichever is larger; at least the small kernel's buffer. A first
+ * layer makes no input gradient: with 3 channels and 32 filters its columns are a tenth. */
+static size_t conv_cols_floats(const Layer *l, const ConvCpu *cpu, int input_grads)
+{
+    const Conv *cv = l->priv;
+    const size_t kdim = (size_t)(l->in_shape.c / cv->groups) * cv->size * cv->size;
+    const size_t kdim_delta =
+        cpu->same && input_grads ? (size_t)(cv->filters / cv->groups) * cv->size * cv->size : 0;
+    const size_t cols = cpu->direct || cpu->depthwise ? 0
+                                                      : (kdim > kdim_delta ? kdim : kdim_delta) *
+                                                            l->out_shape.h * l->out_shape.w;
+    const size_t small = cpu->ref.small ? conv_small_buf_floats(&cpu->ref.small_plan) : 0;
+    return cols > small ? cols : small;
 }
 
 /* The layer's CPU state with what does not depend on the batch: the engine asked for, the shape's
@@ -100,21 +128,14 @@ static ConvCpu *conv_cpu_make(const Layer *l)
     if (!cpu)
         return NULL;
     const Shape in = l->in_shape;
-    const int out_hw = l->out_shape.h * l->out_shape.w;
     cpu->direct = conv_direct(cv);
     cpu->depthwise = conv_depthwise(l, cv);
     cpu->same = conv_same(l, cv);
-    const size_t kdim = (size_t)(in.c / cv->groups) * cv->size * cv->size;
-    /* A same convolution's input gradient unfolds delta: filters/groups channels. */
-    const size_t kdim_delta =
-        cpu->same ? (size_t)(cv->filters / cv->groups) * cv->size * cv->size : 0;
-    cpu->ref.cols_floats =
-        cpu->direct || cpu->depthwise ? 0 : (kdim > kdim_delta ? kdim : kdim_delta) * out_hw;
     cpu->ref.small = cpu->wanted == CONV_ENGINE_REF && cv->groups == 1 && cv->stride == 1 &&
                      !cpu->direct &&
                      conv_small_plan(&cpu->ref.small_plan, in.c, in.h, in.w, cv->filters, cv->size,
                                      cv->padding) &&
-                     conv_small_buf_floats(&cpu->ref.small_plan) <= cpu->ref.cols_floats;
+                     conv_small_buf_floats(&cpu->ref.small_plan) <= conv_cols_floats(l, cpu, 1);
     return cpu;
 }
 
@@ -141,12 +162,12 @@ GemmPrecision conv_precision(const Layer *l)
 
 const float *conv_weights(const Layer *l, const ConvCpu *cpu)
 {
-    return conv_precision(l) == GEMM_BF16 ? cpu->w_bf16 : l->params[CONV_WEIGHTS].data;
+    return conv_precision(l) != GEMM_FP32 ? cpu->w_rounded : l->params[CONV_WEIGHTS].data;
 }
 
 const float *conv_input(const Layer *l, const ConvCpu *cpu)
 {
-    return conv_precision(l) == GEMM_BF16 && (cpu->direct || cpu->depthwise) ? cpu->x_bf16
+    return conv_precision(l) != GEMM_FP32 && (cpu->direct || cpu->depthwise) ? cpu->x_rounded
                                                                              : l->in[0];
 }
 
@@ -164,10 +185,24 @@ static void conv_choose(const Layer *l, ConvCpu *cpu, const CpuOptions *o)
 {
     const Conv *cv = l->priv;
     cpu->wanted = conv_engine_wanted(l, o);
-    cpu->dnnl.bf16_wanted =
-        (o->engine != CPU_ENGINE_REF || !o->engine_given) && dnnl_conv_bf16_runs();
+    cpu->dnnl.bf16_wanted = conv_bf16_on_dnnl(o);
     cpu->wino.training =
         winograd_tiles(cv->train_batch, l->in_shape.h, l->in_shape.w) >= o->winograd_min_tiles;
+}
+
+/* Raises the scratch to what the reference's column matrices take: all of an image's passes, or
+ * those Winograd leaves it (a training net's weight gradient without wino.grad); none when
+ * Winograd runs every pass. */
+static void conv_ref_scratch(Layer *l, ConvCpu *cpu, int input_grads)
+{
+    const ConvWinograd *wg = &cpu->wino;
+    const int training = l->params[CONV_WEIGHTS].grad != NULL;
+    const int wino = wg->on && (wg->training || !training);
+    cpu->input_grads = input_grads && !wino; /* made by the reference */
+    cpu->ref.cols_floats =
+        wino && (wg->grad || !training) ? 0 : conv_cols_floats(l, cpu, cpu->input_grads);
+    if (cpu->ref.cols_floats > l->scratch_per_sample)
+        l->scratch_per_sample = cpu->ref.cols_floats;
 }
 
 static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
@@ -179,23 +214,29 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->wino.on = 0;
     cpu->ref.images_per_gemm = 1;
     l->engine = "ref";
-    l->scratch_per_sample = cpu->ref.cols_floats;
-    if (!l->quant &&
-        (l->precision == GEMM_BF16 ? cpu->dnnl.bf16_wanted : cpu->wanted == CONV_ENGINE_DNNL)) {
+    l->scratch_per_sample = 0;
+    conv_ref_scratch(l, cpu, st->input_grads);
+    if (!l->quant && (l->precision == GEMM_BF16   ? cpu->dnnl.bf16_wanted
+                      : l->precision == GEMM_FP32 ? cpu->wanted == CONV_ENGINE_DNNL
+                                                  : 0)) {
         int rc = conv_dnnl_resize(l, batch, st, e);
         if (rc || cpu->dnnl.on)
             return rc;
     }
-    conv_im2col_plan(l, batch);
     const int threads = omp_get_max_threads();
+    l->scratch_per_sample = 0;
     conv_winograd_resize(l, batch, threads, st);
+    conv_ref_scratch(l, cpu, st->input_grads);
+    if (cpu->ref.cols_floats)
+        conv_im2col_plan(l, batch);
     conv_im2col_resize(l, threads, st);
     conv_int8_resize(l, cpu->ref.images_per_gemm * l->out_shape.h * l->out_shape.w, threads, st);
     const size_t weights = l->params[CONV_WEIGHTS].count;
-    const int bf16 = l->precision == GEMM_BF16;
-    cpu->w_bf16 = layer_state_floats(st, bf16 ? weights : 0);
-    cpu->x_bf16 = layer_state_floats(
-        st, bf16 && (cpu->direct || cpu->depthwise) ? (size_t)batch * shape_size(l->in_shape) : 0);
+    const int rounded = l->precision != GEMM_FP32;
+    cpu->w_rounded = layer_state_floats(st, rounded ? weights : 0);
+    cpu->x_rounded = layer_state_floats(st, rounded && (cpu->direct || cpu->depthwise)
+                                                ? (size_t)batch * shape_size(l->in_shape)
+                                                : 0);
     bias_norm_resize(&((Conv *)l->priv)->stage, batch, st);
     return CDL_OK;
 }
@@ -234,10 +275,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
         conv_dnnl_forward(l, ctx);
         return;
     }
-    gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_bf16);
+    gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_rounded);
     const float *x =
         cpu->direct || cpu->depthwise
-            ? gemm_operand(p, l->in[0], (size_t)batch * shape_size(l->in_shape), cpu->x_bf16)
+            ? gemm_operand(p, l->in[0], (size_t)batch * shape_size(l->in_shape), cpu->x_rounded)
             : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);

@@ -109,9 +109,10 @@ typedef struct ConvCpu {
     int depthwise;     /* one input channel per group: direct loops, no gemm */
     int same;          /* stride 1, output as large as the input: the input gradient is a
                           convolution of delta with the flipped weights, no col2im */
+    int input_grads;   /* the backward makes an input gradient (LayerState.input_grads) */
     /* precision=bf16: the weights rounded by each forward, and the rounded input of a direct or
      * depthwise convolution [batch][c][h][w] (the others round their column matrices) */
-    float *w_bf16, *x_bf16;
+    float *w_rounded, *x_rounded;
     ConvIm2col ref;
     ConvInt8 int8;
     ConvDnnl dnnl;

@@ -72,8 +72,8 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     dn->b_fold = layer_work_floats(st, dn->folded ? (size_t)out.c : 0);
     /* a folded layer's training forward (the reference's) rounds into these in bf16 */
     const int bf16_ref = dn->folded && d.bf16;
-    cpu->w_bf16 = layer_state_floats(st, bf16_ref ? l->params[CONV_WEIGHTS].count : 0);
-    cpu->x_bf16 = layer_state_floats(
+    cpu->w_rounded = layer_state_floats(st, bf16_ref ? l->params[CONV_WEIGHTS].count : 0);
+    cpu->x_rounded = layer_state_floats(
         st, bf16_ref && (cpu->direct || cpu->depthwise) ? (size_t)batch * shape_size(in) : 0);
     return CDL_OK;
 }

@@ -57,7 +57,7 @@ void conv_im2col_plan(Layer *l, int batch)
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w;
     const int kdim = cg * cv->size * cv->size,
-              kdim_delta = cpu->same ? fg * cv->size * cv->size : 0;
+              kdim_delta = cpu->same && cpu->input_grads ? fg * cv->size * cv->size : 0;
     const int kd = cpu->direct ? cg : kdim > kdim_delta ? kdim : kdim_delta;
     cpu->ref.image_floats = (size_t)(kd + (fg > cg ? fg : cg)) * out_hw;
     const int short_gemm = (double)fg * kdim >= (double)CONV_WEIGHTS_PER_COLUMN * out_hw;

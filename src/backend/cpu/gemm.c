@@ -1,10 +1,11 @@
-/* Matrix multiply through OpenBLAS (row-major cblas_sgemm), and its bf16 operands. */
+/* Matrix multiply through OpenBLAS (row-major cblas_sgemm), and its rounded operands. */
 #include "backend/cpu/gemm.h"
 
 #include <cblas.h>
 
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/blas_kernels.h"
+#include "backend/cpu/round.h"
 
 void gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
           const float *b, int ldb, float beta, float *c, int ldc)
@@ -18,8 +19,20 @@ void gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const floa
 
 const float *gemm_operand(GemmPrecision p, const float *x, size_t n, float *copy)
 {
-    if (p == GEMM_FP32)
+    switch (p) {
+    case GEMM_FP32:
         return x;
-    bf16_round_floats(copy, x, n);
+    case GEMM_BF16:
+        bf16_round_floats(copy, x, n);
+        break;
+    case GEMM_TF32:
+        for (size_t i = 0; i < n; i++)
+            copy[i] = tf32_round(x[i]);
+        break;
+    case GEMM_FP16:
+        for (size_t i = 0; i < n; i++)
+            copy[i] = fp16_round(x[i]);
+        break;
+    }
     return copy;
 }

@@ -47,13 +47,13 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
     const int rows = batch * l->in_shape.c * l->in_shape.h;
     li->qwork =
         layer_state_bytes(st, l->quant ? qgemm_work_bytes(rows, li->outputs, li->inputs) : 0);
-    const int bf16 = l->precision == GEMM_BF16 && !l->quant;
-    li->w_bf16 = layer_state_floats(st, bf16 ? (size_t)li->outputs * li->inputs : 0);
-    li->x_bf16 = layer_state_floats(st, bf16 ? (size_t)rows * li->inputs : 0);
+    const int rounded = l->precision != GEMM_FP32 && !l->quant;
+    li->w_rounded = layer_state_floats(st, rounded ? (size_t)li->outputs * li->inputs : 0);
+    li->x_rounded = layer_state_floats(st, rounded ? (size_t)rows * li->inputs : 0);
     const size_t fwd = gemm_packed_floats(li->inputs, li->outputs),
                  bwd = gemm_packed_floats(li->outputs, li->inputs);
-    li->w_packed = layer_state_floats(st, packed_path(l) ? fwd : 0);
-    li->w_packed_back = layer_state_floats(st, packed_path(l) ? bwd : 0);
+    li->w_packed = layer_kept_floats(st, packed_path(l) ? fwd : 0);
+    li->w_packed_back = layer_kept_floats(st, packed_path(l) ? bwd : 0);
     li->bias_sums = layer_work_floats(st, packed_path(l) && li->has_biases
                                               ? gemm_act_backward_sums_floats(rows, li->outputs)
                                               : 0);
@@ -61,7 +61,7 @@ static int linear_resize(Layer *l, int batch, LayerState *st, Error *e)
 }
 
 /* y[rows][outputs] = x[rows][inputs] W^T + biases, rows strided by x_stride and y_stride; in bf16
- * with the weights forward rounded and x's rows rounded into x_bf16 first. */
+ * with the weights forward rounded and x's rows rounded into x_rounded first. */
 static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_stride, int rows)
 {
     const Linear *li = l->priv;
@@ -82,11 +82,11 @@ static void linear_rows(Layer *l, const float *x, int x_stride, float *y, int y_
             memcpy(y + (size_t)r * y_stride, biases->data, (size_t)li->outputs * sizeof *y);
     }
     const float *w = weights_of(l)->data;
-    if (l->precision == GEMM_BF16) {
+    if (l->precision != GEMM_FP32) {
         for (int r = 0; r < rows; r++)
-            gemm_operand(GEMM_BF16, x + (size_t)r * x_stride, (size_t)li->inputs,
-                         li->x_bf16 + (size_t)r * li->inputs);
-        x = li->x_bf16, x_stride = li->inputs, w = li->w_bf16;
+            gemm_operand(l->precision, x + (size_t)r * x_stride, (size_t)li->inputs,
+                         li->x_rounded + (size_t)r * li->inputs);
+        x = li->x_rounded, x_stride = li->inputs, w = li->w_rounded;
     }
     gemm(0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride, w, li->inputs,
          biases ? 1.0f : 0.0f, y, y_stride);
@@ -106,7 +106,7 @@ static void linear_forward(Layer *l, const StepContext *ctx)
                       l->out);
         return;
     }
-    gemm_operand(l->quant ? GEMM_FP32 : l->precision, w->data, w->count, li->w_bf16);
+    gemm_operand(l->quant ? GEMM_FP32 : l->precision, w->data, w->count, li->w_rounded);
     linear_rows(l, l->in[0], li->inputs, layer_activation_input(l), li->outputs, rows);
     layer_activate(l, ctx->batch);
 }
@@ -143,8 +143,9 @@ static void linear_backward(Layer *l, const StepContext *ctx)
     }
     /* The biases took their gradients: only the products read delta from here. */
     const float *delta = gemm_operand(l->precision, l->delta, (size_t)rows * outputs, l->delta);
-    const int bf16 = l->precision == GEMM_BF16;
-    const float *x = bf16 ? li->x_bf16 : l->in[0], *w = bf16 ? li->w_bf16 : weights->data;
+    const int rounded = l->precision != GEMM_FP32;
+    const float *x = rounded ? li->x_rounded : l->in[0],
+                *w = rounded ? li->w_rounded : weights->data;
     /* dW[outputs][inputs] += delta^T x (backend/cpu/gemm_tn) */
     gemm_tn(outputs, inputs, rows, delta, outputs, x, inputs, 1.0f, weights->grad, inputs);
     /* dx[rows][inputs] += delta W (unless backend/cpu/gemm_rows took it) */

@@ -164,11 +164,11 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
     rc->dh_carry = layer_state_floats(st, B * H);
     rc->dc = layer_state_floats(st, B * H);
     rc->zeros = layer_state_floats(st, GH);
-    const int bf16 = l->precision == GEMM_BF16;
-    rc->w_ih_bf16 = layer_state_floats(st, bf16 ? GH * (size_t)rc->inputs : 0);
-    rc->w_hh_bf16 = layer_state_floats(st, bf16 ? GH * H : 0);
-    rc->x_bf16 = layer_state_floats(st, bf16 ? B * T * (size_t)rc->inputs : 0);
-    rc->h_bf16 = layer_state_floats(st, bf16 ? B * H : 0);
+    const int rounded = l->precision != GEMM_FP32;
+    rc->w_ih_rounded = layer_state_floats(st, rounded ? GH * (size_t)rc->inputs : 0);
+    rc->w_hh_rounded = layer_state_floats(st, rounded ? GH * H : 0);
+    rc->x_rounded = layer_state_floats(st, rounded ? B * T * (size_t)rc->inputs : 0);
+    rc->h_rounded = layer_state_floats(st, rounded ? B * H : 0);
     if (fused_lstm(l)) {
         const size_t I = (size_t)rc->inputs, U = (size_t)unit_blocks(rc), K = I + H;
         rc->xh = layer_state_floats(st, (T + 1) * B * rc->ld_xh);
@@ -203,9 +203,9 @@ static int recurrent_resize(Layer *l, int batch, LayerState *st, Error *e)
 }
 
 /* The weights the products take: the forward's bf16 copy, or the float32 tensor. */
-static const float *weights_for(const Layer *l, int param, const float *bf16_copy)
+static const float *weights_for(const Layer *l, int param, const float *rounded_copy)
 {
-    return l->precision == GEMM_BF16 ? bf16_copy : l->params[param].data;
+    return l->precision != GEMM_FP32 ? rounded_copy : l->params[param].data;
 }
 
 /* rows[n] of a matrix with row stride ld, width values each, as the products take them: x
@@ -214,7 +214,7 @@ static const float *rows_operand(const Layer *l, const float *x, int n, int widt
                                  float *copy, int *ld_out)
 {
     *ld_out = ld;
-    if (l->precision != GEMM_BF16)
+    if (l->precision == GEMM_FP32)
         return x;
     for (int r = 0; r < n; r++)
         gemm_operand(l->precision, x + (size_t)r * ld, (size_t)width, copy + (size_t)r * width);
@@ -240,7 +240,7 @@ static void pack_forward_weights(const Layer *l)
 {
     const Recurrent *rc = l->priv;
     const int H = rc->hidden, GH = rc->cell->gates * H;
-    gemm_pack(1, H, GH, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16), H, rc->w_hh_packed);
+    gemm_pack(1, H, GH, weights_for(l, P_WEIGHTS_HH, rc->w_hh_rounded), H, rc->w_hh_packed);
 }
 
 /* Step t for every sample: gates row t holds W_ih x_t; h_{t-1} is row t-1 of l->out. packed:
@@ -258,12 +258,12 @@ static void recurrent_step(Layer *l, const StepContext *ctx, int t, const float 
     if (t > 0) {
         int ld;
         const float *h_prev =
-            rows_operand(l, l->out + (size_t)(t - 1) * H, batch, H, T * H, rc->h_bf16, &ld);
+            rows_operand(l, l->out + (size_t)(t - 1) * H, batch, H, T * H, rc->h_rounded, &ld);
         if (packed)
             gemm_packed(batch, GH, H, h_prev, ld, packed, 0.0f, rc->hh, GH);
         else
-            gemm(0, 1, batch, GH, H, 1.0f, h_prev, ld, weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16),
-                 H, 0.0f, rc->hh, GH);
+            gemm(0, 1, batch, GH, H, 1.0f, h_prev, ld,
+                 weights_for(l, P_WEIGHTS_HH, rc->w_hh_rounded), H, 0.0f, rc->hh, GH);
     }
 #pragma omp parallel for schedule(static) if ((size_t)batch * GH >= RECURRENT_PARALLEL_MIN)
     for (int b = 0; b < batch; b++) {
@@ -290,13 +290,13 @@ static void recurrent_forward(Layer *l, const StepContext *ctx)
     const int rows = ctx->batch * rc->steps, I = rc->inputs;
     const int GH = rc->cell->gates * rc->hidden;
     const Param *w_ih = &l->params[P_WEIGHTS_IH], *w_hh = &l->params[P_WEIGHTS_HH];
-    gemm_operand(l->precision, w_ih->data, w_ih->count, rc->w_ih_bf16);
-    gemm_operand(l->precision, w_hh->data, w_hh->count, rc->w_hh_bf16);
+    gemm_operand(l->precision, w_ih->data, w_ih->count, rc->w_ih_rounded);
+    gemm_operand(l->precision, w_hh->data, w_hh->count, rc->w_hh_rounded);
     /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T (backend/cpu/gemm_packed: OpenBLAS runs this
      * product of a short K at half the speed) */
-    gemm_pack(1, I, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, rc->w_hh_packed);
-    gemm_packed(rows, GH, I, gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_bf16), I,
-                rc->w_hh_packed, 0.0f, rc->gates, GH);
+    gemm_pack(1, I, GH, weights_for(l, P_WEIGHTS_IH, rc->w_ih_rounded), I, rc->w_hh_packed);
+    gemm_packed(rows, GH, I, gemm_operand(l->precision, l->in[0], (size_t)rows * I, rc->x_rounded),
+                I, rc->w_hh_packed, 0.0f, rc->gates, GH);
     pack_forward_weights(l);
     for (int t = 0; t < rc->steps; t++)
         recurrent_step(l, ctx, t, rc->w_hh_packed);
@@ -310,11 +310,11 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
      * rounded them) */
     int ld;
     const float *x =
-        rows_operand(l, l->in[0] + (size_t)t * I, ctx->batch, I, T * I, rc->x_bf16, &ld);
+        rows_operand(l, l->in[0] + (size_t)t * I, ctx->batch, I, T * I, rc->x_rounded, &ld);
     const size_t first = state_row(rc, ctx->batch, 0, t);
     const size_t apart = (state_row(rc, ctx->batch, 1, t) - first) * rc->ld_gates;
-    gemm(0, 1, ctx->batch, GH, I, 1.0f, x, ld, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, 0.0f,
-         rc->gates + first * rc->ld_gates, (int)apart);
+    gemm(0, 1, ctx->batch, GH, I, 1.0f, x, ld, weights_for(l, P_WEIGHTS_IH, rc->w_ih_rounded), I,
+         0.0f, rc->gates + first * rc->ld_gates, (int)apart);
     recurrent_step(l, ctx, t, NULL);
 }
 
@@ -345,7 +345,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, I = rc->inputs, H = rc->hidden;
     const int GH = rc->cell->gates * H, rows = batch * T;
-    const float *w_hh = weights_for(l, P_WEIGHTS_HH, rc->w_hh_bf16);
+    const float *w_hh = weights_for(l, P_WEIGHTS_HH, rc->w_hh_rounded);
     memset(rc->dh_carry, 0, (size_t)batch * H * sizeof *rc->dh_carry);
     memset(rc->dc, 0, (size_t)batch * H * sizeof *rc->dc);
     gemm_pack(0, GH, H, w_hh, H, rc->w_hh_packed);
@@ -398,7 +398,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
     float *dx = l->in_delta[0];
     /* dx[batch*T][I] += da W_ih (backend/cpu/gemm_packed, as the forward's x W_ih^T) */
     if (dx) {
-        gemm_pack(0, GH, I, weights_for(l, P_WEIGHTS_IH, rc->w_ih_bf16), I, rc->w_hh_packed);
+        gemm_pack(0, GH, I, weights_for(l, P_WEIGHTS_IH, rc->w_ih_rounded), I, rc->w_hh_packed);
         gemm_packed(rows, I, GH, rc->gates, GH, rc->w_hh_packed, 1.0f, dx, I);
     }
     /* The weight gradients' operand [x_t, h_{t-1}] [batch*T][I+H] (zeros for h_{-1}), so that
@@ -406,7 +406,7 @@ static void recurrent_backward(Layer *l, const StepContext *ctx)
      * takes dL/d(W_hh h)), into the packed weights' work memory, then added transposed: OpenBLAS
      * runs this product faster than the two dW = da^T x, which pack the tall da^T twice. */
     const int K = I + H;
-    const float *x = l->precision == GEMM_BF16 ? rc->x_bf16 : l->in[0];
+    const float *x = l->precision != GEMM_FP32 ? rc->x_rounded : l->in[0];
 #pragma omp parallel for schedule(static) if ((size_t)rows * K >= RECURRENT_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
         float *dst = rc->xh + (size_t)r * K;

@@ -90,7 +90,7 @@ static void softmax_backward(Layer *l, const StepContext *ctx)
     const size_t n = shape_size(l->out_shape) / groups;
     const int rows = ctx->batch * (int)groups;
     const int *labels = ctx->labels;
-    const float inv_divisor = 1.0f / ctx->loss_divisor, smoothing = smoothing_of(l, ctx);
+    const float inv_divisor = ctx->grad_scale / ctx->loss_divisor, smoothing = smoothing_of(l, ctx);
     /* The smoothed target's weights: every class, and the label on top. */
     const float all_weight = smoothing / (float)n * inv_divisor;
     const float label_weight = (1.0f - smoothing) * inv_divisor;

@@ -1,0 +1,100 @@
+"""Writes the small ONNX models of tests/cli/import.bats's import cases (tests/ref/onnx/).
+
+Usage (Debian's /usr/bin/python3, which has torch and onnx):
+    /usr/bin/python3 scripts/ref/make_onnx_import_cases.py [OUTDIR]   # default tests/ref/onnx
+
+Each is a torch module with weights from torch.manual_seed(0), exported by torch.onnx.export
+(opset 13, fixed shapes, constants folded), on a small input:
+  norm_c11, norm_1c11   (x - mean) / std with constants shaped [3,1,1] and [1,3,1,1], then a
+                        convolution and a linear layer: per-channel, imported as [net] mean/std;
+  norm_3, norm_13, norm_1113, norm_31
+                        the same with constants shaped [3], [1,3], [1,1,1,3] (on a 5x3 input:
+                        by ONNX's numpy broadcasting they vary along W) and [3,1] (a 3x5 input:
+                        along H): refused;
+  reduce18              a convolution, x.mean((2, 3)) and a linear layer, moved to opset 18,
+                        where ReduceMean takes its axes as an int64 input, not an attribute
+                        (torch 1.13 exports up to opset 17; the move changes only that node);
+  reshape_b2            a fixed batch of 2: a convolution, x.reshape(2, -1) and a linear layer;
+  reshape_b2_1          the same batch reshaped to [1, -1] (the two samples in one row): refused.
+None ends in a softmax: `cdl predict` reports their outputs as logits.
+"""
+
+import os
+import sys
+
+import onnx
+import torch
+from onnx import helper, numpy_helper
+
+
+class Net(torch.nn.Module):
+    """Optional normalisation, conv 3->2 (3x3, stride 2), relu, a reduction, linear -> 5."""
+
+    def __init__(self, features, norm_shape=None, reduce=None):
+        super().__init__()
+        self.norm_shape, self.reduce = norm_shape, reduce
+        self.conv = torch.nn.Conv2d(3, 2, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(features, 5)
+        self.mean = torch.tensor([0.485, 0.456, 0.406])
+        self.std = torch.tensor([0.229, 0.224, 0.225])
+
+    def forward(self, x):
+        if self.norm_shape is not None:
+            x = (x - self.mean.reshape(self.norm_shape)) / self.std.reshape(self.norm_shape)
+        x = torch.relu(self.conv(x))
+        if self.reduce == "mean":
+            x = x.mean((2, 3))
+        elif self.reduce is not None:
+            x = x.reshape(*self.reduce)
+        else:
+            x = torch.flatten(x, 1)
+        return self.fc(x)
+
+
+def export(path, net, shape):
+    net.eval()
+    torch.onnx.export(net, torch.zeros(*shape), path, opset_version=13, input_names=["input"],
+                      output_names=["output"], do_constant_folding=True)
+
+
+def to_opset18(path):
+    """ReduceMean's axes attribute becomes an int64 initializer input; the opset becomes 18."""
+    model = onnx.load(path)
+    for node in model.graph.node:
+        if node.op_type == "ReduceMean":
+            axes = next(a for a in node.attribute if a.name == "axes")
+            name = node.name + "_axes"
+            model.graph.initializer.append(numpy_helper.from_array(
+                torch.tensor(list(axes.ints), dtype=torch.int64).numpy(), name))
+            node.input.append(name)
+            node.attribute.remove(axes)
+    model.opset_import[0].version = 18
+    onnx.save(model, path)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "ref", "onnx")
+    os.makedirs(out, exist_ok=True)
+    cases = {  # name: (input shape, features after the conv, normalisation shape, reduction)
+        "norm_c11": ((1, 3, 6, 6), 18, (3, 1, 1), None),
+        "norm_1c11": ((1, 3, 6, 6), 18, (1, 3, 1, 1), None),
+        "norm_3": ((1, 3, 5, 3), 12, (3,), None),
+        "norm_13": ((1, 3, 5, 3), 12, (1, 3), None),
+        "norm_1113": ((1, 3, 5, 3), 12, (1, 1, 1, 3), None),
+        "norm_31": ((1, 3, 3, 5), 12, (3, 1), None),
+        "reduce18": ((1, 3, 6, 6), 2, None, "mean"),
+        "reshape_b2": ((2, 3, 6, 6), 18, None, (2, -1)),
+        "reshape_b2_1": ((2, 3, 6, 6), 36, None, (1, -1)),
+    }
+    for name, (shape, features, norm_shape, reduce) in cases.items():
+        torch.manual_seed(0)
+        path = os.path.join(out, name + ".onnx")
+        export(path, Net(features, norm_shape, reduce), shape)
+        if name == "reduce18":
+            to_opset18(path)
+        print(f"{path}: {os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    main()
