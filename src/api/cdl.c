@@ -57,7 +57,7 @@ static int refuse_other_kind(const char *path, Error *e)
     if (kind == FILE_KIND_MISSING)
         return error_set(e, CDL_ERUNTIME, "%s: cannot open model or config: %s", path,
                          strerror(err_no));
-    if (kind == FILE_KIND_CHECKPOINT || kind == FILE_KIND_CFG || kind == FILE_KIND_TEXT ||
+    if (kind == FILE_KIND_CHECKPOINT || kind == FILE_KIND_CFG || file_kind_is_text(kind) ||
         kind == FILE_KIND_EMPTY)
         return CDL_OK; /* text is parsed as a cfg, which names what is wrong in it */
     char why[600];

@@ -516,6 +516,11 @@ int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, 
 
 /* ---- Exporting a model (src/cdl_export.c) ---- */
 
+/* Every writer of the library (these exports, cdl_import_onnx, cdl_model_save, cdl_write_png,
+ * checkpoints) writes atomically and replaces only nothing, an empty file or a file of the kind
+ * it writes: anything else at path is refused with CDL_EUSAGE naming it ("PATH: exists and is a
+ * text file, not an ONNX model; not overwriting it (choose another path)"). */
+
 #define CDL_ONNX_OPSET_MIN 13
 #define CDL_ONNX_OPSET_MAX 17
 #define CDL_ONNX_OPSET_DEFAULT 13

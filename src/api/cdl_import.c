@@ -12,7 +12,7 @@
 static int write_text(const char *path, const char *text, Error *e)
 {
     AtomicFile f;
-    int st = atomic_file_open(&f, path, e);
+    int st = atomic_file_open(&f, path, FILE_KIND_CFG, e);
     if (st)
         return st;
     fputs(text, f.file);

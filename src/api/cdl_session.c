@@ -27,6 +27,7 @@
 #include "train/resume.h"
 #include "train/step_trace.h"
 #include "train/trainer.h"
+#include "util/file_kind.h"
 #include "util/hash_table.h"
 
 _Static_assert(CDL_DEFAULT_WORKERS == LOADER_DEFAULT_WORKERS, "one default for loader threads");
@@ -453,7 +454,7 @@ static int prepare_output(const char *path, Error *e)
     if (access(dir, W_OK))
         return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoints there: %s", dir,
                          strerror(errno));
-    return checkpoint_file_check_replaceable(path, e);
+    return file_check_output(path, FILE_KIND_CHECKPOINT, NULL, 0, e);
 }
 
 /* A run in progress: the trainer's reports turned into the public ones, with TensorBoard

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/utf8.h"
 
 static int find_spec(const Args *a, const char *name, size_t len)
 {
@@ -91,9 +92,32 @@ void args_print_help(const char *cmd, const char *synopsis, const char *about, c
     }
 }
 
+int cli_check_output(const Args *a, const char *path, FileKind kind, Error *e)
+{
+    static const char *const outputs[] = {"-o", "--out", "--log", "--trace", "--tensorboard"};
+    const char *inputs[ARGS_MAX + sizeof a->values / sizeof a->values[0]];
+    int n = 0;
+    for (int i = 0; i < a->n_positional; i++)
+        inputs[n++] = a->positional[i];
+    for (int i = 0; i < a->n_specs; i++) {
+        int output = 0;
+        for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++)
+            output |= !strcmp(a->specs[i].name, outputs[k]);
+        if (a->specs[i].takes_value && !a->specs[i].repeat && a->values[i] && !output)
+            inputs[n++] = a->values[i];
+    }
+    return file_check_output(path, kind, inputs, n, e);
+}
+
+void cli_print_message(const char *msg)
+{
+    char line[4 * sizeof(Error){0}.msg];
+    fprintf(stderr, "cdl: %s\n", utf8_escape_line(msg, line, sizeof line));
+}
+
 int cli_fail(const Error *e)
 {
-    fprintf(stderr, "cdl: %s\n", e->msg);
+    cli_print_message(e->msg);
     return e->code ? e->code : CDL_ERUNTIME;
 }
 
@@ -102,7 +126,9 @@ void cli_print_warnings(const char *warnings)
     for (const char *at = warnings; at && *at;) {
         const char *end = strchr(at, '\n');
         const int len = end ? (int)(end - at) : (int)strlen(at);
-        fprintf(stderr, "cdl: %.*s\n", len, at);
+        char raw[sizeof(Error){0}.msg];
+        snprintf(raw, sizeof raw, "%.*s", len, at);
+        cli_print_message(raw);
         at += len + (end != NULL);
     }
 }

@@ -5,6 +5,7 @@
 
 #include "api/cdl.h"
 #include "util/error.h"
+#include "util/file_kind.h"
 
 #define ARGS_MAX 256
 
@@ -37,10 +38,22 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
 
-/* Prints "cdl: MESSAGE" to stderr and returns e->code. */
+/* Refuses (CDL_EUSAGE naming path) to write a file of kind at path when that would replace an
+ * input of the command (a positional argument or the value of an option that does not name an
+ * output: -o, --out, --log, --trace, --tensorboard) or a file of another kind
+ * (file_check_output). Every command that writes a file checks its output with it up front. */
+int cli_check_output(const Args *a, const char *path, FileKind kind, Error *e);
+/* Prints "cdl: MESSAGE" to stderr, escaped into one printable line (utf8_escape_line): the
+ * names from files that messages quote may hold any byte. */
+void cli_print_message(const char *msg);
+/* cli_print_message(e->msg); returns e->code. */
 int cli_fail(const Error *e);
-/* Prints each line of warnings (a cfg's, may be NULL) to stderr as "cdl: LINE". */
+/* Prints each line of warnings (a cfg's, may be NULL) as cli_print_message does. */
 void cli_print_warnings(const char *warnings);
+struct cJSON;
+/* The JSON text of o (malloc'd; NULL when out of memory) for --json and --log output
+ * (src/cli/json_text.c): every string in o made valid UTF-8 first. */
+char *cli_json_text(struct cJSON *o);
 /* The --precision option of the commands that run a model (train, eval, predict, bench,
  * profile). */
 #define CLI_PRECISION_OPT                                                                          \

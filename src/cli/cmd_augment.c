@@ -60,6 +60,8 @@ int cmd_augment(int argc, char **argv)
     if (args.n_positional != 1 || !data_path || !out_path)
         return error_set(&e, CDL_EUSAGE, "augment needs a CFG, --data and -o; see --help"),
                cli_fail(&e);
+    if (cli_check_output(&args, out_path, FILE_KIND_PNG, &e))
+        return cli_fail(&e);
     const cdl_open_options how = {
         .overrides = args.repeats, .n_overrides = args.n_repeats, .seed = 1, .kind = CDL_OPEN_CFG};
     cdl_model *m;
@@ -70,6 +72,6 @@ int cmd_augment(int argc, char **argv)
         cdl_model_free(m);
     }
     if (st)
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
     return st;
 }

@@ -92,7 +92,7 @@ static void print_result(const BenchSettings *b, int threads, const cdl_bench_re
     cJSON_AddNumberToObject(o, "ms_per_step", r->ms_per_step);
     cJSON_AddNumberToObject(o, "activation_bytes", (double)r->activation_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         puts(text);
     free(text);

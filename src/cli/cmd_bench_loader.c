@@ -35,7 +35,7 @@ static void print_result(const cdl_loader_bench_result *b, int workers, const ch
     cJSON_AddNumberToObject(o, "images", b->images);
     cJSON_AddNumberToObject(o, "elapsed_s", b->elapsed_s);
     cJSON_AddNumberToObject(o, "images_per_s", rate);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         puts(text);
     free(text);

@@ -20,22 +20,11 @@ static const OptSpec check_opts[] = {
 };
 #define N_CHECK_OPTS (int)(sizeof check_opts / sizeof check_opts[0])
 
-/* Each line of text to stderr as "cdl: LINE". */
-static void print_lines(const char *text)
-{
-    for (const char *at = text; at && *at;) {
-        const char *end = strchr(at, '\n');
-        const int len = end ? (int)(end - at) : (int)strlen(at);
-        fprintf(stderr, "cdl: %.*s\n", len, at);
-        at += len + (end != NULL);
-    }
-}
-
 /* The problems and warnings to stderr, the summary to stdout. */
 static void print_text(const cdl_check_result *r, const char *cfg)
 {
-    print_lines(r->warnings);
-    print_lines(r->errors);
+    cli_print_warnings(r->warnings);
+    cli_print_warnings(r->errors);
     if (r->built) {
         printf("%s: input %dx%dx%d (CxHxW), %d outputs%s, %zu parameters (+%zu running "
                "statistics)\n",
@@ -136,7 +125,7 @@ static void print_json(const cdl_check_result *r, const char *cfg)
         }
         cJSON_AddNumberToObject(o, "train_pass", r->train_pass);
     }
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);

@@ -141,7 +141,7 @@ static void print_json(const cdl_doctor_report *r)
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
     for (int i = 0; i < r->n_notes; i++)
         cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);

@@ -9,6 +9,7 @@
 
 #include "api/cdl.h"
 #include "cli/cli.h"
+#include "util/utf8.h"
 
 static const OptSpec eval_opts[] = {
     {"--data", 1, 0,
@@ -58,7 +59,7 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "accuracy", r->top1);
     cJSON_AddNumberToObject(o, "top5", r->top5);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);
@@ -85,7 +86,7 @@ static void print_json(const cdl_eval_result *r, const cdl_model *m, const char 
         cJSON_AddItemToArray(confusion,
                              cJSON_CreateIntArray(r->confusion + c * r->classes, r->classes));
     }
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);
@@ -95,7 +96,7 @@ static void print_json(const cdl_eval_result *r, const cdl_model *m, const char 
 static void print_tables(const cdl_eval_result *r, const cdl_model *m, const char *model,
                          const char *data)
 {
-    char buf[32];
+    char buf[32], line[4096];
     printf("%s on %s: %d samples\n", model, data, r->samples);
     if (r->skipped)
         printf("skipped %d unreadable samples (replaced by the next readable ones)\n", r->skipped);
@@ -104,7 +105,8 @@ static void print_tables(const cdl_eval_result *r, const cdl_model *m, const cha
         printf("  top-5 %.2f%%", 100 * r->top5);
     printf("\n\nper-class accuracy:\n");
     for (int c = 0; c < r->classes; c++)
-        printf("  %-20s %6.2f%%\n", class_name(m, c, buf, sizeof buf),
+        printf("  %-20s %6.2f%%\n",
+               utf8_escape_line(class_name(m, c, buf, sizeof buf), line, sizeof line),
                100 * cdl_eval_class_accuracy(r, c));
     printf("\nconfusion matrix (rows: true class, columns: predicted):\n      ");
     for (int c = 0; c < r->classes; c++)
@@ -114,7 +116,7 @@ static void print_tables(const cdl_eval_result *r, const cdl_model *m, const cha
         printf("  %3d ", t);
         for (int c = 0; c < r->classes; c++)
             printf(" %5d", r->confusion[t * r->classes + c]);
-        printf("  %s\n", class_name(m, t, buf, sizeof buf));
+        printf("  %s\n", utf8_escape_line(class_name(m, t, buf, sizeof buf), line, sizeof line));
     }
 }
 

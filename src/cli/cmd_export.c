@@ -83,14 +83,15 @@ static int export_onnx(const Args *a, Error *e)
     st = st ? st
             : args_get_int(a, "--opset", CDL_ONNX_OPSET_DEFAULT, CDL_ONNX_OPSET_MIN,
                            CDL_ONNX_OPSET_MAX, &opset, e);
-    cdl_model *m;
-    st = st ? st : load_model(a, model, &m, e);
-    if (st)
-        return st;
     char name[PATH_MAX], out[PATH_MAX + 8];
     model_name(model, name, sizeof name);
     snprintf(out, sizeof out, "%s.onnx", name);
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
+    cdl_model *m;
+    st = st ? st : cli_check_output(a, path, FILE_KIND_ONNX, e);
+    st = st ? st : load_model(a, model, &m, e);
+    if (st)
+        return st;
     st = e->code =
         cdl_model_export_onnx(m, name, path, (int)batch, (int)opset, e->msg, sizeof e->msg);
     cdl_model_free(m);
@@ -134,14 +135,15 @@ static int export_tensors(const Args *a, const char *format, Error *e)
         return error_set(e, CDL_EUSAGE, "export %s takes at most one MODEL or CFG; see --help",
                          format);
     const char *model = a->n_positional == 2 ? a->positional[1] : CDL_DEFAULT_MODEL;
-    cdl_model *m;
-    int st = load_model(a, model, &m, e);
-    if (st)
-        return st;
     char name[PATH_MAX], out[PATH_MAX + 16];
     model_name(model, name, sizeof name);
     snprintf(out, sizeof out, "%s%s", name, darknet ? ".weights" : ".safetensors");
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
+    cdl_model *m;
+    int st = cli_check_output(a, path, darknet ? FILE_KIND_WEIGHTS : FILE_KIND_SAFETENSORS, e);
+    st = st ? st : load_model(a, model, &m, e);
+    if (st)
+        return st;
     cdl_model_summary sum;
     cdl_model_get_summary(m, &sum);
     st = e->code = darknet ? cdl_model_export_darknet(m, path, e->msg, sizeof e->msg)

@@ -122,7 +122,7 @@ static int find_program(const char *name, char *found, size_t size)
 static int write_dot_file(const cdl_model *m, const char *model, const char *out, Error *e)
 {
     AtomicFile f;
-    int st = atomic_file_open(&f, out, e);
+    int st = atomic_file_open(&f, out, FILE_KIND_DOT, e);
     if (st)
         return st;
     write_dot(f.file, m, model);
@@ -185,15 +185,20 @@ static int run_graph(const Args *a, Error *e)
     if (a->n_positional > 1)
         return error_set(e, CDL_EUSAGE, "graph takes one CFG or MODEL; see --help");
     const char *model = a->n_positional ? a->positional[0] : CDL_DEFAULT_MODEL;
-    const char *out = args_get(a, "-o");
+    const char *out = args_get(a, "-o"), *format = out ? render_format(out) : NULL;
+    const FileKind kind = !format                  ? FILE_KIND_DOT
+                          : !strcmp(format, "png") ? FILE_KIND_PNG
+                                                   : FILE_KIND_SVG;
+    if (out && cli_check_output(a, out, kind, e))
+        return e->code;
     cdl_model *m;
     int st = cli_open_model(a, model, 0, &m, e);
     if (st)
         return st;
     if (!out)
         write_dot(stdout, m, model);
-    else if (render_format(out))
-        st = render(m, model, out, render_format(out), e);
+    else if (format)
+        st = render(m, model, out, format, e);
     else
         st = write_dot_file(m, model, out, e);
     cdl_model_free(m);

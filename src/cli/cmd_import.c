@@ -1,5 +1,6 @@
 /* cdl import: an ONNX model as a cfg and a checkpoint. */
 #include <stdio.h>
+#include <string.h>
 
 #include "api/cdl.h"
 #include "cli/cli.h"
@@ -40,6 +41,11 @@ int cmd_import(int argc, char **argv)
         return cli_fail(&e);
     }
     const char *cfg = args_get(&a, "-o"), *model = args_get(&a, "--out");
+    if (model && !strcmp(cfg, model))
+        error_set(&e, CDL_EUSAGE, "%s: -o (the cfg) and --out (the checkpoint) name one file", cfg);
+    if (e.code || cli_check_output(&a, cfg, FILE_KIND_CFG, &e) ||
+        (model && cli_check_output(&a, model, FILE_KIND_CHECKPOINT, &e)))
+        return cli_fail(&e);
     cdl_import_summary s;
     if ((e.code = cdl_import_onnx(a.positional[0], cfg, model, &s, e.msg, sizeof e.msg)))
         return cli_fail(&e);

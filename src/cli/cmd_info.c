@@ -52,7 +52,7 @@ static void print_json(const cdl_model *m, const char *path)
         cJSON_AddNumberToObject(o, "train_activation_bytes", (double)bytes);
     if (!cdl_model_inference_activation_bytes(m, &bytes, NULL, 0))
         cJSON_AddNumberToObject(o, "inference_activation_bytes", (double)bytes);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         printf("%s\n", text);
     free(text);

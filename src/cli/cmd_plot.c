@@ -321,6 +321,8 @@ static int plot_runs(const Args *a, Error *e)
     const char *out = args_get(a, "-o");
     if (!out)
         return error_set(e, CDL_EUSAGE, "plot needs -o OUT.png; see --help");
+    if (cli_check_output(a, out, FILE_KIND_PNG, e))
+        return e->code;
     if (a->n_positional < 1)
         return error_set(e, CDL_EUSAGE, "plot needs at least one JSONL log; see --help");
     if (a->n_positional > MAX_RUNS)

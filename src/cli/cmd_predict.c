@@ -10,6 +10,7 @@
 #include "api/cdl.h"
 #include "cli/cli.h"
 #include "util/timer.h"
+#include "util/utf8.h"
 
 static const OptSpec predict_opts[] = {
     {"--top", 1, 0, "how many classes to print per image (default 5)"},
@@ -84,10 +85,11 @@ static void report_sample(const Report *r, Sample s, const float *out)
     if (s.row >= 0)
         cJSON_AddNumberToObject(item, "row", s.row);
     cJSON *list = cJSON_AddArrayToObject(item, "top");
+    char line[4096];
     if (!r->json && s.row >= 0)
-        printf("%s[%d]:\n", s.file, s.row);
+        printf("%s[%d]:\n", utf8_escape_line(s.file, line, sizeof line), s.row);
     else if (!r->json)
-        printf("%s:\n", s.file);
+        printf("%s:\n", utf8_escape_line(s.file, line, sizeof line));
     for (int j = 0; j < r->k; j++) {
         const int c = r->best[j];
         char number[16];
@@ -95,9 +97,9 @@ static void report_sample(const Report *r, Sample s, const float *out)
         const char *name = cdl_model_class_name(r->m, c);
         name = name ? name : number;
         if (!r->json && r->probabilities)
-            printf("  %6.2f%%  %s\n", 100.0 * out[c], name);
+            printf("  %6.2f%%  %s\n", 100.0 * out[c], utf8_escape_line(name, line, sizeof line));
         else if (!r->json)
-            printf("  %10.4g  %s\n", out[c], name);
+            printf("  %10.4g  %s\n", out[c], utf8_escape_line(name, line, sizeof line));
         cJSON *entry = cJSON_CreateObject();
         cJSON_AddStringToObject(entry, "class", name);
         cJSON_AddNumberToObject(entry, "index", c);
@@ -114,7 +116,7 @@ static int run_samples(cdl_model *m, const Report *r, const float *inputs, const
     char err[1024];
     const int st = cdl_model_predict_batch(m, inputs, n, outs, err, sizeof err);
     if (st) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         return st;
     }
     for (int j = 0; j < n; j++)
@@ -132,7 +134,7 @@ static int run_npy(cdl_model *m, const Report *r, const char *path, int batch, S
     int n;
     const int refused = cdl_model_load_npy(m, path, &rows, &n, err, sizeof err);
     if (refused) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         *status = refused;
         return CDL_OK;
     }
@@ -207,7 +209,7 @@ static int print_next_token_probs(cdl_model *m, const char *prompt)
                  ? cdl_model_next_token_probs(m, prompt, probs, ids, &n_ids, err, sizeof err)
                  : CDL_ERUNTIME;
     if (st) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
     } else {
         cJSON *r = cJSON_CreateObject(), *id_list = cJSON_AddArrayToObject(r, "ids");
         cJSON_AddStringToObject(r, "prompt", prompt);
@@ -216,7 +218,7 @@ static int print_next_token_probs(cdl_model *m, const char *prompt)
         cJSON *prob_list = cJSON_AddArrayToObject(r, "probs");
         for (int i = 0; i < classes; i++)
             cJSON_AddItemToArray(prob_list, cJSON_CreateNumber(probs[i]));
-        char *text = cJSON_PrintUnformatted(r);
+        char *text = cli_json_text(r);
         if (text)
             printf("%s\n", text);
         st = text ? CDL_OK : CDL_ERUNTIME;
@@ -258,7 +260,7 @@ static int generate_text(const Args *a, Error *e)
                                   .batch = 1};
     int status = cdl_model_open(model, &how, &m, err, sizeof err);
     if (status) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         return status;
     }
     if (cli_apply_precision(a, m, e) || cli_apply_gpu(a, m, e)) {
@@ -268,7 +270,7 @@ static int generate_text(const Args *a, Error *e)
     const char *prompt = args_get(a, "--prompt");
     /* Checked before the prompt is echoed, so a refused prompt prints nothing else. */
     if ((status = cdl_model_check_prompt(m, prompt, err, sizeof err))) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         cdl_model_free(m);
         return status;
     }
@@ -288,7 +290,9 @@ static int generate_text(const Args *a, Error *e)
     status = cdl_model_generate(m, prompt, &o, on_text, &out, err, sizeof err);
     const double seconds = time_now_s() - start;
     if (status) {
-        fprintf(stderr, "%scdl: %s\n", out.json ? "" : "\n", err);
+        if (!out.json)
+            fputc('\n', stderr); /* after the text streamed so far */
+        cli_print_message(err);
     } else if (out.json) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "prompt", prompt);
@@ -297,7 +301,7 @@ static int generate_text(const Args *a, Error *e)
         cJSON_AddNumberToObject(r, "seconds", seconds);
         cJSON_AddNumberToObject(r, "tokens_per_s", (double)out.tokens / seconds);
         cJSON_AddBoolToObject(r, "cache", !o.no_cache && cdl_model_has_cache(m));
-        char *text = cJSON_PrintUnformatted(r);
+        char *text = cli_json_text(r);
         if (text)
             printf("%s\n", text);
         free(text);
@@ -387,7 +391,7 @@ int cmd_predict(int argc, char **argv)
     else if (!status && weights)
         fprintf(stderr, "cdl: --weights %s\n", note);
     if (status) {
-        fprintf(stderr, "cdl: %s\n", err);
+        cli_print_message(err);
         return status;
     }
     if (args_get(&a, "--no-crop"))
@@ -427,7 +431,7 @@ int cmd_predict(int argc, char **argv)
             n = 0;
             st = st ? st : run_npy(m, &r, path, (int)batch, samples, outs, &status);
         } else if (cdl_model_load_image(m, path, inputs + (size_t)n * per_image, err, sizeof err)) {
-            fprintf(stderr, "cdl: %s\n", err);
+            cli_print_message(err);
             status = CDL_ERUNTIME;
         } else {
             samples[n++] = (Sample){path, -1};
@@ -440,7 +444,7 @@ int cmd_predict(int argc, char **argv)
     const int last = n && !stop ? run_samples(m, &r, inputs, samples, n, outs) : CDL_OK;
     status = last ? last : status;
     if (json) {
-        char *text = cJSON_PrintUnformatted(results);
+        char *text = cli_json_text(results);
         if (text)
             printf("%s\n", text);
         free(text);

@@ -42,7 +42,8 @@ static int read_settings(const Args *a, ProfileSettings *p, Error *e)
     p->path = a->positional[0];
     p->trace_path = args_get(a, "--trace");
     p->json = args_get(a, "--json") != NULL;
-    int st = args_get_int(a, "--batch", 0, 1, INT_MAX, &p->batch, e);
+    int st = p->trace_path ? cli_check_output(a, p->trace_path, FILE_KIND_JSON, e) : CDL_OK;
+    st = st ? st : args_get_int(a, "--batch", 0, 1, INT_MAX, &p->batch, e);
     st = st ? st : args_get_int(a, "--iters", 10, 1, 1000000, &p->iters, e);
     st = st ? st : args_get_int(a, "--warmup", 1, 0, 1000000, &p->warmup, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &p->threads, e);
@@ -109,7 +110,7 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
     cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
     if (p->trace_path)
         cJSON_AddStringToObject(o, "trace", p->trace_path);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     if (text)
         puts(text);
     free(text);

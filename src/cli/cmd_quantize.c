@@ -27,6 +27,8 @@ static int run_quantize(const Args *a, Error *e)
     const char *model_path = a->positional[0], *out = args_get(a, "-o");
     if (!out)
         return error_set(e, CDL_EUSAGE, "quantize needs -o OUT.cdl, the int8 checkpoint to write");
+    if (cli_check_output(a, out, FILE_KIND_CHECKPOINT, e))
+        return e->code;
     if (args_get(a, "--gpu"))
         return error_set(e, CDL_EUSAGE,
                          "quantize --gpu: int8 runs on the CPU only (quantize and run int8 "

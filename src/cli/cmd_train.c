@@ -204,7 +204,9 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
     cdl_session_get_info(s, &info);
     if ((st = args_get_int(a, "--epochs", info.default_epochs, 1, 1000000, &epochs, e)))
         return st;
-    const char *log_path = args_get(a, "--log");
+    const char *log_path = args_get(a, "--log"), *trace_path = args_get(a, "--trace");
+    if (trace_path && (st = cli_check_output(a, trace_path, FILE_KIND_JSON, e)))
+        return st; /* the log is appended to (a device or pipe too): it replaces nothing */
     if (log_path && cdl_dist_rank() == 0 && !(progress->jsonl = fopen(log_path, "a")))
         return error_set(e, CDL_ERUNTIME, "%s: cannot open log: %s", log_path, strerror(errno));
     progress->log_path = log_path;
@@ -215,7 +217,7 @@ static int run_training(cdl_session *s, const Args *a, Progress *progress, int *
                                .log_every = (int)log_every,
                                .tensorboard_dir = args_get(a, "--tensorboard"),
                                .profile_steps = args_get(a, "--profile-steps"),
-                               .trace_path = args_get(a, "--trace"),
+                               .trace_path = trace_path,
                                .dist_timeout_s = (double)dist_timeout,
                                .stop_requested = cli_stop_requested,
                                .cuda_graph = args_get(a, "--cuda-graph") != NULL,

@@ -2,11 +2,12 @@
 #include "cli/plot_log.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/file.h"
 
 static int series_add(Series *s, double x, double y)
 {
@@ -68,19 +69,22 @@ int plot_log_read(const char *path, Run *run, Error *e)
 {
     const char *slash = strrchr(path, '/');
     run->name = slash ? slash + 1 : path;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t cap = 0;
-    int line = 0, records = 0, st = CDL_OK;
-    ssize_t len;
-    while (!st && (len = getline(&text, &cap, f)) >= 0) {
+    char *text;
+    size_t bytes;
+    int st = file_read_path(path, FILE_MAX_LOG_BYTES, "log", &text, &bytes, e);
+    if (st)
+        return st;
+    int line = 0, records = 0;
+    for (char *at = text, *end = text + bytes; !st && at < end;) {
+        char *newline = memchr(at, '\n', (size_t)(end - at)), *this_line = at;
+        const size_t len = newline ? (size_t)(newline - at) : (size_t)(end - at);
+        at[len] = '\0'; /* text[bytes] is a NUL already */
+        at += len + 1;
         line++;
-        if (!text[strspn(text, " \t\r\n")])
+        if (!this_line[strspn(this_line, " \t\r")])
             continue;
-        cJSON *o = cJSON_ParseWithOpts(text, NULL, 1);
-        if (!cJSON_IsObject(o) && text[len - 1] != '\n') {
+        cJSON *o = cJSON_ParseWithOpts(this_line, NULL, 1);
+        if (!cJSON_IsObject(o) && !newline) {
             run->cut_line = line;
             run->cut_bytes = (long)len;
             run->records_kept = records;
@@ -92,12 +96,9 @@ int plot_log_read(const char *path, Run *run, Error *e)
         }
         cJSON_Delete(o);
     }
-    if (!st && ferror(f))
-        st = error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(errno));
     if (!st && !records)
         st = error_set(e, CDL_ERUNTIME,
                        "%s: no step or epoch records (expected a `cdl train --log` file)", path);
     free(text);
-    fclose(f);
     return st;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "cli/cli.h"
+
 /* s as M:SS or H:MM:SS (0:00 when not positive). */
 static void format_duration(char *out, size_t size, double s)
 {
@@ -22,7 +24,7 @@ static void format_duration(char *out, size_t size, double s)
  * is recorded for the end of the run. */
 static void write_json_line(Progress *p, cJSON *o, uint64_t step)
 {
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = cli_json_text(o);
     cJSON_Delete(o);
     if (!text)
         return;
@@ -214,5 +216,7 @@ void progress_on_epoch(void *ctx, const cdl_epoch_report *r)
 void progress_on_message(void *ctx, const char *line)
 {
     const Progress *p = ctx;
-    fprintf(stderr, "%scdl: %s\n", p->tty ? "\r\033[K" : "", line);
+    if (p->tty)
+        fputs("\r\033[K", stderr); /* the progress bar's line */
+    cli_print_message(line);
 }

@@ -630,7 +630,7 @@ static int load_config(DataConfig *dc, const char *path, KeyLines *lines, Error 
     if (kind == FILE_KIND_DIRECTORY) {
         return implied_folder(dc, path, e);
     }
-    if (kind != FILE_KIND_TEXT) {
+    if (!file_kind_is_text(kind)) {
         return refuse_kind(path, kind, e);
     }
     FILE *f = fopen(path, "r");

@@ -2,7 +2,6 @@
    tail split for validation, and batch filling as float NCHW. */
 #include "data/dataset.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,71 +23,6 @@ void dataset_free(Dataset *d)
     free(d->pixels);
     free(d->labels);
     memset(d, 0, sizeof *d);
-}
-
-/* Reads a whole file, gzip-compressed or raw (zlib passes raw files through), into a
-   NUL-terminated buffer. A truncated or corrupt .gz is an error naming the file. */
-static int read_whole_file(const char *path, uint8_t **out, size_t *out_bytes, Error *e)
-{
-    *out = NULL;
-    *out_bytes = 0;
-    errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path,
-                         errno ? strerror(errno) : "out of memory");
-    }
-    gzbuffer(f, 1 << 17);
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            gzclose(f);
-            return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
-        }
-        if (len == cap) {
-            if (cap > ((size_t)1 << 40)) {
-                free(buf);
-                gzclose(f);
-                return error_set(e, CDL_ERUNTIME, "%s: file too large", path);
-            }
-            cap *= 2;
-            uint8_t *grown = realloc(buf, cap + 1);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                continue;
-            }
-            buf = grown;
-        }
-        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
-        int got = gzread(f, buf + len, (unsigned)want);
-        if (got <= 0) {
-            break;
-        }
-        len += (size_t)got;
-    }
-    int errnum = Z_OK;
-    const char *zmsg = gzerror(f, &errnum);
-    int saved_errno = errno;
-    if (errnum != Z_OK) {
-        int code;
-        if (errnum == Z_BUF_ERROR) {
-            code = error_set(e, CDL_ERUNTIME, "%s: truncated (compressed data ends early)", path);
-        } else if (errnum == Z_ERRNO) {
-            code = error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(saved_errno));
-        } else {
-            code = error_set(e, CDL_ERUNTIME, "%s: corrupt: %s", path, zmsg);
-        }
-        free(buf);
-        gzclose(f);
-        return code;
-    }
-    gzclose(f);
-    buf[len] = 0;
-    *out = buf;
-    *out_bytes = len;
-    return CDL_OK;
 }
 
 static uint32_t read_be32(const uint8_t *p)
@@ -175,7 +109,8 @@ static int load_idx(const char *images_path, const uint8_t *buf, size_t bytes,
     }
     uint8_t *lbuf;
     size_t lbytes;
-    rc = read_whole_file(labels_path, &lbuf, &lbytes, e);
+    rc = file_read_path_gz(labels_path, FILE_MAX_DATASET_BYTES, "dataset", (char **)&lbuf, &lbytes,
+                           e);
     if (rc) {
         return rc;
     }
@@ -367,7 +302,8 @@ int dataset_load(const char *images_path, const char *labels_path, Dataset *d, E
     memset(d, 0, sizeof *d);
     uint8_t *buf;
     size_t bytes;
-    int rc = read_whole_file(images_path, &buf, &bytes, e);
+    int rc =
+        file_read_path_gz(images_path, FILE_MAX_DATASET_BYTES, "dataset", (char **)&buf, &bytes, e);
     if (rc) {
         return rc;
     }

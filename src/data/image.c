@@ -4,7 +4,6 @@
    (setjmp/longjmp), never printed. */
 #include "data/image.h"
 
-#include <errno.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -16,6 +15,7 @@
 
 #include <jpeglib.h>
 
+#include "util/atomic_file.h"
 #include "util/file.h"
 
 void image_free(Image *img)
@@ -24,27 +24,6 @@ void image_free(Image *img)
         free(img->data);
         memset(img, 0, sizeof *img);
     }
-}
-
-static int read_file(const char *path, uint8_t **out, size_t *out_bytes, Error *e)
-{
-    *out = NULL;
-    *out_bytes = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    }
-    char *data;
-    const int failure = file_read_stream(f, &data, out_bytes);
-    fclose(f);
-    if (failure == ENOMEM) {
-        return error_set(e, CDL_ERUNTIME, "%s: out of memory reading the file", path);
-    }
-    if (failure) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot read: %s", path, strerror(failure));
-    }
-    *out = (uint8_t *)data;
-    return CDL_OK;
 }
 
 static int check_size(const char *path, unsigned long w, unsigned long h, Error *e)
@@ -392,7 +371,7 @@ int image_load(const char *path, Image *img, Error *e)
     memset(img, 0, sizeof *img);
     uint8_t *data;
     size_t bytes;
-    int rc = read_file(path, &data, &bytes, e);
+    int rc = file_read_path(path, FILE_MAX_IMAGE_BYTES, "image", (char **)&data, &bytes, e);
     if (rc) {
         return rc;
     }
@@ -660,9 +639,10 @@ int image_write_png(const char *path, const Image *img, Error *e)
         return error_set(e, CDL_EUSAGE, "%s: cannot write a %dx%dx%d image as PNG", path, img->c,
                          img->h, img->w);
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        return error_set(e, CDL_ERUNTIME, "%s: cannot create: %s", path, strerror(errno));
+    AtomicFile out;
+    const int opened = atomic_file_open(&out, path, FILE_KIND_PNG, e);
+    if (opened) {
+        return opened;
     }
     PngSource status = {0};
     png_structp png =
@@ -672,18 +652,16 @@ int image_write_png(const char *path, const Image *img, Error *e)
     if (!info || !row) {
         png_destroy_write_struct(&png, NULL);
         free(row);
-        fclose(f);
-        remove(path);
+        atomic_file_abort(&out);
         return error_set(e, CDL_ERUNTIME, "%s: out of memory for the PNG encoder", path);
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(row);
-        fclose(f);
-        remove(path);
+        atomic_file_abort(&out);
         return error_set(e, CDL_ERUNTIME, "%s: cannot write: %s", path, status.msg);
     }
-    png_init_io(png, f);
+    png_init_io(png, out.file);
     png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, color_types[img->c],
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -701,9 +679,5 @@ int image_write_png(const char *path, const Image *img, Error *e)
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     free(row);
-    if (fclose(f) != 0) {
-        remove(path);
-        return error_set(e, CDL_ERUNTIME, "%s: cannot write: %s", path, strerror(errno));
-    }
-    return CDL_OK;
+    return atomic_file_commit(&out, e);
 }

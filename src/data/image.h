@@ -60,7 +60,7 @@ int image_resize(const Image *img, const CropBox *box, int c, int h, int w, Imag
 int image_to_input(const Image *img, int c, int h, int w, float *out);
 
 /* Writes img (c = 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) as an 8-bit PNG, values clamped to [0,1]
-   and rounded. */
+   and rounded; atomically, refusing to replace a file that is not a PNG (atomic_file_open). */
 int image_write_png(const char *path, const Image *img, Error *e);
 
 #endif

@@ -1,7 +1,6 @@
 /* Reading and tokenising text datasets; training and validation windows. */
 #include "data/text_data.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,20 +14,13 @@
 /* The whole file at path (malloc'd, *len bytes). */
 static int read_whole(const char *path, char **text, size_t *len, Error *e)
 {
-    *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open text: %s", path, strerror(errno));
-    const int failure = file_read_stream(f, text, len);
-    fclose(f);
+    const int failure = file_read_path(path, FILE_MAX_TEXT_BYTES, "text", text, len, e);
     const size_t bom = failure ? 0 : file_bom_bytes(*text); /* not a token of the text */
     if (bom) {
         memmove(*text, *text + bom, *len + 1 - bom);
         *len -= bom;
     }
-    return failure ? error_set(e, CDL_ERUNTIME, "%s: %s", path,
-                               failure == ENOMEM ? "out of memory" : "cannot read")
-                   : CDL_OK;
+    return failure;
 }
 
 /* A text that is not there yet: when a comment of the .data file at data_path names the script

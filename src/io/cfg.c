@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/file.h"
 
@@ -234,22 +235,16 @@ static void nearest_cfgs(const char *path, char *out, size_t size)
 static int load(const char *path, int lenient, Cfg *cfg, Error *e)
 {
     memset(cfg, 0, sizeof *cfg);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        const int err = errno;
-        char nearest[512];
-        nearest_cfgs(path, nearest, sizeof nearest);
-        return error_set(e, CDL_ERUNTIME, "%s: cannot open config: %s%s", path, strerror(err),
-                         err == ENOENT ? nearest : "");
-    }
     char *text;
     size_t len;
-    const int failure = file_read_stream(f, &text, &len);
-    fclose(f);
-    if (failure == ENOMEM)
-        return error_set(e, CDL_ERUNTIME, "%s: out of memory", path);
+    const int failure = file_read_path(path, FILE_MAX_CFG_BYTES, "config", &text, &len, e);
+    if (failure && access(path, F_OK) != 0 && errno == ENOENT) {
+        char nearest[512];
+        nearest_cfgs(path, nearest, sizeof nearest);
+        return error_append(e, failure, "%s", nearest);
+    }
     if (failure)
-        return error_set(e, CDL_EUSAGE, "%s: cannot read config", path);
+        return failure;
     if (strlen(text) != len) {
         free(text);
         return error_set(e, CDL_EUSAGE, "%s: not a text config file (contains NUL bytes)", path);
@@ -397,12 +392,13 @@ static int bad_value(const Cfg *cfg, const CfgSection *s, const CfgEntry *en, co
                      cfg_where(cfg, s, en).text, en->value, en->key, s->name, expected);
 }
 
+/* 0 and *out = text's integer; -1 when text is no integer, or one beyond +-CFG_INT_MAX. */
 static int parse_int(const char *text, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (end == text || *strip(end) || errno || v < -2147483647L || v > 2147483647L)
+    if (end == text || *strip(end) || errno || v < -CFG_INT_MAX || v > CFG_INT_MAX)
         return -1;
     *out = (int)v;
     return 0;
@@ -424,7 +420,7 @@ int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *ou
     CfgEntry *en = ask(s, key);
     *out = def;
     if (en && parse_int(en->value, out))
-        return bad_value(cfg, s, en, "an integer", e);
+        return bad_value(cfg, s, en, "an integer in " CFG_INT_RANGE, e);
     return CDL_OK;
 }
 
@@ -552,7 +548,7 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                      Error *e)
 {
     return get_list(cfg, s, key, out, sizeof *out, parse_int_item, max, n,
-                    "a comma-separated list of integers", e);
+                    "a comma-separated list of integers in " CFG_INT_RANGE, e);
 }
 
 int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,

@@ -7,6 +7,12 @@
 
 #define CFG_MAX_LIST 64
 
+/* Every integer a cfg gives is within +-CFG_INT_MAX (2^24): far above any real width, count or
+ * step number, and low enough that the sums and products the layers make of a few of them fit
+ * an int. A value beyond it is refused where it is read (FILE:LINE, exit 2). */
+#define CFG_INT_MAX 16777216L
+#define CFG_INT_RANGE "-16777216..16777216"
+
 typedef struct CfgEntry {
     char *key;
     char *value;
@@ -64,8 +70,9 @@ typedef struct CfgWhere {
 } CfgWhere;
 CfgWhere cfg_where(const Cfg *cfg, const CfgSection *s, const CfgEntry *en);
 
-/* Typed getters: return CDL_OK and the default when absent; a malformed value is a
- * CDL_EUSAGE error "FILE:LINE: bad value 'v' for key 'k' in [s]: expected ...". */
+/* Typed getters: return CDL_OK and the default when absent; a malformed value (an integer beyond
+ * +-CFG_INT_MAX too) is a CDL_EUSAGE error "FILE:LINE: bad value 'v' for key 'k' in [s]:
+ * expected ...". */
 int cfg_get_int(const Cfg *cfg, CfgSection *s, const char *key, int def, int *out, Error *e);
 int cfg_get_float(const Cfg *cfg, CfgSection *s, const char *key, float def, float *out, Error *e);
 /* String value or def (not copied; valid while cfg lives). */

@@ -133,39 +133,10 @@ done:
     return rc;
 }
 
-int checkpoint_file_check_replaceable(const char *path, Error *e)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode)) /* nothing there, or a rename will fail */
-        return CDL_OK;
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0) /* holds nothing: `--out $(mktemp)` */
-        return CDL_OK;
-    if (!S_ISREG(sb.st_mode))
-        return error_set(e, CDL_EUSAGE,
-                         "%s: is not a regular file; not replacing it with a checkpoint", path);
-    unsigned char magic[sizeof checkpoint_magic];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(e, CDL_EUSAGE,
-                         "%s: cannot read it (%s) to check that it is a cdl checkpoint; not "
-                         "overwriting it",
-                         path, strerror(errno));
-    const size_t got = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    if (got != sizeof magic || memcmp(magic, checkpoint_magic, sizeof magic))
-        return error_set(e, CDL_EUSAGE,
-                         "%s: exists and is not a cdl checkpoint; not overwriting it (choose "
-                         "another path for the checkpoint)",
-                         path);
-    return CDL_OK;
-}
-
 int checkpoint_file_write_slabs(const char *path, const cJSON *header, const CheckpointSlab *slabs,
                                 int n_slabs, Error *e)
 {
-    int rc = checkpoint_file_check_replaceable(path, e);
-    if (rc)
-        return rc;
+    int rc;
     if (!header)
         return error_set(e, CDL_ERUNTIME, "%s: cannot write checkpoint: no header", path);
     uint64_t raw_bytes = 0;
@@ -183,7 +154,7 @@ int checkpoint_file_write_slabs(const char *path, const cJSON *header, const Che
         goto done;
     }
     size_t json_bytes = strlen(json);
-    rc = atomic_file_open(&out, path, e);
+    rc = atomic_file_open(&out, path, FILE_KIND_CHECKPOINT, e);
     if (rc)
         goto done;
     opened = 1;

@@ -34,17 +34,10 @@
 /* Writes atomically (util/atomic_file.h: an unnamed or temporary file in the same directory,
  * fflush+fsync, then rename() over path, and fsync the directory). On any failure the temp file
  * is removed and path is untouched. A path that holds anything but a checkpoint (a cfg given as
- * the output by mistake) is refused as checkpoint_file_check_replaceable says. blob may be NULL
+ * the output by mistake) is refused as file_check_output (util/file_kind.h) says. blob may be NULL
  * when blob_bytes is 0. */
 int checkpoint_file_write(const char *path, const cJSON *header, const void *blob,
                           size_t blob_bytes, Error *e);
-
-/* CDL_OK when writing a checkpoint at path loses nothing: nothing (or a directory, which the
- * write will fail on) is there, an empty file (mktemp's), or a file that starts with the
- * checkpoint magic. Else
- * CDL_EUSAGE naming path: a file that is not a checkpoint, one that cannot be read, or no
- * regular file (a device, a FIFO). */
-int checkpoint_file_check_replaceable(const char *path, Error *e);
 
 /* One piece of the blob, which is the concatenation of the slabs in order. */
 typedef struct CheckpointSlab {

@@ -53,7 +53,7 @@ int npy_write(const char *path, const float *data, int n_dims, const int64_t *di
     for (int k = 0; k < n_dims; k++)
         count *= (size_t)dims[k];
     AtomicFile f;
-    int st = atomic_file_open(&f, path, e);
+    int st = atomic_file_open(&f, path, FILE_KIND_NPY, e);
     if (st)
         return st;
     fwrite(preamble, 1, sizeof preamble, f.file);

@@ -2,7 +2,6 @@
  * fields with pb_next and checking every count against the bytes it came from. */
 #include "io/onnx_read.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,15 +505,11 @@ int onnx_model_parse(const void *bytes, size_t len, OnnxModel *m, Error *e)
 int onnx_model_load(const char *path, OnnxModel *m, Error *e)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(e, CDL_ERUNTIME, "%s: %s", path, strerror(errno));
     char *data;
     size_t len;
-    const int err = file_read_stream(f, &data, &len);
-    fclose(f);
+    const int err = file_read_path(path, FILE_MAX_ONNX_BYTES, "ONNX model", &data, &len, e);
     if (err)
-        return error_set(e, CDL_ERUNTIME, "%s: %s", path, strerror(err));
+        return err;
     const int st = onnx_model_parse(data, len, m, e);
     free(data);
     return st ? error_prefix(e, st, "%s: ", path) : CDL_OK;

@@ -170,7 +170,10 @@ static int parse_header(Safetensors *st, const char *text, size_t header_bytes, 
                 st_code = error_set(e, CDL_EUSAGE, "%s: __metadata__ is not an object", st->path);
             continue;
         }
-        if (safetensors_find(st, item->string))
+        int added;
+        if (byte_set_intern(&st->names, item->string, strlen(item->string), &added) < 0)
+            st_code = error_set(e, CDL_ERUNTIME, "out of memory");
+        else if (!added)
             st_code =
                 error_set(e, CDL_EUSAGE, "%s: tensor '%s' appears twice", st->path, item->string);
         else if (!(st_code = parse_tensor(st, item, data_bytes, &st->tensors[st->n_tensors], e)))
@@ -224,16 +227,15 @@ void safetensors_close(Safetensors *st)
     for (int k = 0; k < st->n_tensors; k++)
         free(st->tensors[k].name);
     free(st->tensors);
+    byte_set_free(&st->names);
     free(st->path);
     memset(st, 0, sizeof *st);
 }
 
 const SafetensorsTensor *safetensors_find(const Safetensors *st, const char *name)
 {
-    for (int k = 0; k < st->n_tensors; k++)
-        if (!strcmp(st->tensors[k].name, name))
-            return &st->tensors[k];
-    return NULL;
+    const int32_t k = byte_set_find(&st->names, name, strlen(name));
+    return k >= 0 && k < st->n_tensors ? &st->tensors[k] : NULL;
 }
 
 int safetensors_is_float(const SafetensorsTensor *t)
@@ -360,7 +362,7 @@ int safetensors_write(const char *path, const SafetensorsTensor *tensors, int n_
         return error_set(e, CDL_ERUNTIME, "out of memory");
     const size_t len = strlen(text), padded = (len + 7) / 8 * 8;
     AtomicFile f;
-    int st = atomic_file_open(&f, path, e);
+    int st = atomic_file_open(&f, path, FILE_KIND_SAFETENSORS, e);
     if (st) {
         free(text);
         return st;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "util/error.h"
+#include "util/hash_table.h"
 
 #define SAFETENSORS_MAX_DIMS 8
 /* Headers longer than this are refused (the safetensors package's own limit). */
@@ -47,6 +48,7 @@ typedef struct Safetensors {
     uint64_t data_start; /* 8 + N */
     SafetensorsTensor *tensors;
     int n_tensors;
+    ByteSet names; /* tensor k's name is index k: duplicates found and names looked up hashed */
 } Safetensors;
 
 /* 1 when path ends in ".safetensors". */

@@ -57,10 +57,6 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         return layer_bad_key(l, cfg, s, "stride", stride, "expected at least 1", e);
     if (padding < 0)
         return layer_bad_key(l, cfg, s, "padding", padding, "expected 0 or more", e);
-    if ((size_t)size > NET_MAX_FLOATS || (size_t)padding > NET_MAX_FLOATS)
-        return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d: [%s] size=%d, padding=%d: expected at most %zu", path,
-                         s->line, l->index, s->name, size, padding, NET_MAX_FLOATS);
     if (groups < 1 || in.c % groups || filters % groups)
         return error_set(e, CDL_EUSAGE,
                          "%s: layer %d: [%s] groups=%d must divide both the input channels "

@@ -17,8 +17,6 @@ static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     int stride, size, padding;
     int st = cfg_get_int_min(cfg, s, "stride", 1, 1, &stride, e);
     st = st ? st : cfg_get_int_min(cfg, s, "size", stride, 1, &size, e);
-    if (!st && (size_t)size > NET_MAX_FLOATS) /* size defaults to stride */
-        st = cfg_bad_value(cfg, s, cfg_find(s, "size") ? "size" : "stride", e, "too large");
     st = st ? st : cfg_get_int_min(cfg, s, "padding", size - 1, 0, &padding, e);
     if (st)
         return st;

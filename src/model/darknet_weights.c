@@ -253,7 +253,7 @@ int darknet_weights_save(const Net *net, const char *path, uint64_t seen, Error 
     if (st)
         return st;
     AtomicFile out;
-    if ((st = atomic_file_open(&out, path, e)))
+    if ((st = atomic_file_open(&out, path, FILE_KIND_WEIGHTS, e)))
         return st;
     const int32_t version[3] = {0, 2, 0};
     int ok = fwrite(version, sizeof version, 1, out.file) == 1 &&

@@ -308,7 +308,8 @@ static int json_count(const cJSON *h, const char *key)
     return v >= 0 && v <= INT_MAX ? (int)v : 0;
 }
 
-static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e)
+/* The header's metadata; a class list names at most as many classes as net has outputs. */
+static int read_meta(const char *path, const cJSON *h, const Net *net, ModelMeta *meta, Error *e)
 {
     memset(meta, 0, sizeof *meta);
     meta->seed = json_u64(h, "seed");
@@ -329,6 +330,11 @@ static int read_meta(const char *path, const cJSON *h, ModelMeta *meta, Error *e
         snprintf(meta->data_path, sizeof meta->data_path, "%s", data->valuestring);
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(h, "names");
     int n = cJSON_IsArray(names) ? cJSON_GetArraySize(names) : 0;
+    if (n > net->classes) /* fewer is a dataset with fewer classes than the net has outputs */
+        return error_set(e, CDL_ERUNTIME,
+                         "%s: the header names %d classes but the model has only %d outputs (a "
+                         "damaged or edited checkpoint)",
+                         path, n, net->classes);
     if (n > 0) {
         meta->names = calloc((size_t)n, sizeof *meta->names);
         if (!meta->names)
@@ -581,7 +587,7 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     st = check_tensor_table(path, h, net, e);
     if (!st && quantized) {
         st = read_quantized(path, quantized, net, e);
-        st = st ? st : read_meta(path, h, meta, e);
+        st = st ? st : read_meta(path, h, net, meta, e);
         st = st ? st : restore_quantized(path, &r, net, e);
         goto loaded;
     }
@@ -591,7 +597,7 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
     if (!st && r.raw_bytes != floats * sizeof(float))
         st = error_set(e, CDL_ERUNTIME, "%s: tensor data holds %zu bytes, the model needs %zu",
                        path, (size_t)r.raw_bytes, floats * sizeof(float));
-    st = st ? st : read_meta(path, h, meta, e);
+    st = st ? st : read_meta(path, h, net, meta, e);
     st = st ? st : restore_tensors(path, &r, &saved, net, opt, e);
 loaded:
     if (st) {

@@ -79,7 +79,7 @@ int onnx_export(const Net *net, const char *graph_name, const char *path, int ba
     pb_init(&model);
     int st = build_model(net, graph_name, batch, opset, &model, e);
     AtomicFile f;
-    if (!st && !(st = atomic_file_open(&f, path, e))) {
+    if (!st && !(st = atomic_file_open(&f, path, FILE_KIND_ONNX, e))) {
         fwrite(model.data, 1, model.len, f.file);
         st = atomic_file_commit(&f, e);
     }

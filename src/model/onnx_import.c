@@ -12,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
+/* A name from the file in a comment of the written cfg: escaped into one line (a newline in a
+ * node's name would start a cfg key), cut at this many bytes. */
+#define COMMENT_NAME_BYTES 256
+
 typedef enum ImportKind {
     K_CONV,
     K_CONNECTED,
@@ -1137,8 +1143,9 @@ static void write_floats(Text *t, const char *key, const float *v, int n)
 
 static void write_layer(Text *t, const ImportLayer *l, int index)
 {
-    text_printf(t, "\n# node '%s' (%s)\n[%s]\n", l->node->name, l->node->op_type,
-                kind_section[l->kind]);
+    char name[COMMENT_NAME_BYTES], op[COMMENT_NAME_BYTES];
+    text_printf(t, "\n# node '%s' (%s)\n[%s]\n", utf8_escape_line(l->node->name, name, sizeof name),
+                utf8_escape_line(l->node->op_type, op, sizeof op), kind_section[l->kind]);
     switch (l->kind) {
     case K_CONV:
         text_printf(t, "filters=%d\nsize=%d\nstride=%d\npadding=%d\n", l->filters, l->size,
@@ -1178,11 +1185,13 @@ static char *write_cfg(const Importer *im, const char *source)
 {
     Text t = {0};
     const Shape in = im->in_shape;
+    char file[COMMENT_NAME_BYTES], producer[COMMENT_NAME_BYTES];
     text_printf(&t,
                 "# Imported from %s (ONNX opset %lld, producer '%s') by cdl import.\n"
                 "[net]\nbatch=1\nwidth=%d\nheight=%d\nchannels=%d\n",
-                source, (long long)im->m->opset, im->m->producer ? im->m->producer : "", in.w, in.h,
-                in.c);
+                utf8_escape_line(source, file, sizeof file), (long long)im->m->opset,
+                utf8_escape_line(im->m->producer ? im->m->producer : "", producer, sizeof producer),
+                in.w, in.h, in.c);
     if (im->have_bn_eps)
         write_floats(&t, "bn_eps", &im->bn_eps, 1);
     if (im->normalised) {

@@ -137,9 +137,12 @@ static void atomic_file_release(AtomicFile *f)
     f->file = NULL;
 }
 
-int atomic_file_open(AtomicFile *f, const char *path, Error *e)
+int atomic_file_open(AtomicFile *f, const char *path, FileKind kind, Error *e)
 {
     memset(f, 0, sizeof *f);
+    const int refused = file_check_output(path, kind, NULL, 0, e);
+    if (refused)
+        return refused;
     const size_t tmp_bytes = strlen(path) + TEMP_EXTRA_BYTES;
     char *dir = dir_of(path);
     f->path = strdup(path);

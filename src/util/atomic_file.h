@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "util/error.h"
+#include "util/file_kind.h"
 
 typedef struct AtomicFile {
     FILE *file; /* write the contents here */
@@ -16,9 +17,11 @@ typedef struct AtomicFile {
     int unnamed; /* 1: file has no name yet (O_TMPFILE); commit links it as tmp_path */
 } AtomicFile;
 
-/* Removes the temporary names of dead processes from path's directory, then creates the
- * temporary file there. Errors start with path. */
-int atomic_file_open(AtomicFile *f, const char *path, Error *e);
+/* Refuses to replace what path holds unless it is of kind, the kind the caller writes
+ * (file_check_output: nothing there, an empty file or a file of that kind), then removes the
+ * temporary names of dead processes from path's directory and creates the temporary file there.
+ * Errors start with path. */
+int atomic_file_open(AtomicFile *f, const char *path, FileKind kind, Error *e);
 /* Flushes, syncs, closes and renames the temporary file over path (and frees f). On failure the
  * temporary file is removed and path is untouched. */
 int atomic_file_commit(AtomicFile *f, Error *e);

@@ -60,6 +60,25 @@ static int looks_like_safetensors(const unsigned char *b, size_t n, long long fi
     return len >= 2 && len <= (uint64_t)file_size - 8;
 }
 
+/* The kind of a text file: a cfg, or what its first bytes that are not white space start with. */
+static FileKind text_kind(const unsigned char *b, size_t n)
+{
+    if (looks_like_cfg(b, n))
+        return FILE_KIND_CFG;
+    size_t i = 0;
+    while (i < n && strchr(" \t\r\n", b[i]))
+        i++;
+    const char *at = (const char *)b + i;
+    const size_t left = n - i;
+    if (left >= 1 && *at == '{')
+        return FILE_KIND_JSON;
+    if (left >= 7 && !memcmp(at, "digraph", 7))
+        return FILE_KIND_DOT;
+    if ((left >= 4 && !memcmp(at, "<svg", 4)) || (left >= 5 && !memcmp(at, "<?xml", 5)))
+        return FILE_KIND_SVG;
+    return FILE_KIND_TEXT;
+}
+
 FileKind file_kind(const char *path, int *err_no)
 {
     struct stat st;
@@ -91,13 +110,21 @@ FileKind file_kind(const char *path, int *err_no)
         return FILE_KIND_GZIP;
     if (looks_like_safetensors(b, n, (long long)st.st_size))
         return FILE_KIND_SAFETENSORS;
+    if (n >= 6 && !memcmp(b, "\x93NUMPY", 6))
+        return FILE_KIND_NPY;
     if (looks_like_text(b, n))
-        return looks_like_cfg(b, n) ? FILE_KIND_CFG : FILE_KIND_TEXT;
+        return text_kind(b, n);
     if (has_suffix(path, ".onnx"))
         return FILE_KIND_ONNX;
     if (has_suffix(path, ".weights"))
         return FILE_KIND_WEIGHTS;
     return FILE_KIND_BINARY;
+}
+
+int file_kind_is_text(FileKind kind)
+{
+    return kind == FILE_KIND_TEXT || kind == FILE_KIND_JSON || kind == FILE_KIND_DOT ||
+           kind == FILE_KIND_SVG;
 }
 
 const char *file_kind_name(FileKind kind)
@@ -113,7 +140,11 @@ const char *file_kind_name(FileKind kind)
         [FILE_KIND_ONNX] = "an ONNX model",
         [FILE_KIND_SAFETENSORS] = "a safetensors file",
         [FILE_KIND_WEIGHTS] = "darknet .weights",
+        [FILE_KIND_NPY] = "a NumPy .npy file",
         [FILE_KIND_CFG] = "a cfg file",
+        [FILE_KIND_JSON] = "a JSON file",
+        [FILE_KIND_DOT] = "a Graphviz DOT file",
+        [FILE_KIND_SVG] = "an SVG image",
         [FILE_KIND_TEXT] = "a text file",
         [FILE_KIND_BINARY] = "a binary file",
     };
@@ -147,4 +178,37 @@ int file_kind_not_checkpoint(FileKind kind, const char *path, char *out, size_t 
         snprintf(out, size, "not a cdl checkpoint (bad magic)");
         return CDL_ERUNTIME;
     }
+}
+
+int file_check_output(const char *path, FileKind writes, const char *const *inputs, int n_inputs,
+                      Error *e)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode)) /* nothing there, or the write will fail */
+        return CDL_OK;
+    for (int k = 0; k < n_inputs; k++) {
+        struct stat in;
+        if (inputs[k] && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
+            in.st_ino == sb.st_ino)
+            return error_set(e, CDL_EUSAGE,
+                             "%s: is an input of this command (%s); not overwriting it (choose "
+                             "another output path)",
+                             path, inputs[k]);
+    }
+    if (!S_ISREG(sb.st_mode))
+        return error_set(e, CDL_EUSAGE, "%s: is not a regular file; not replacing it with %s", path,
+                         file_kind_name(writes));
+    if (sb.st_size == 0) /* holds nothing: `-o $(mktemp)` */
+        return CDL_OK;
+    int err_no = 0;
+    const FileKind kind = file_kind(path, &err_no);
+    if (kind == FILE_KIND_MISSING)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: cannot read it (%s) to check what it holds; not overwriting it", path,
+                         strerror(err_no));
+    if (kind != writes)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: exists and is %s, not %s; not overwriting it (choose another path)",
+                         path, file_kind_name(kind), file_kind_name(writes));
+    return CDL_OK;
 }

@@ -42,7 +42,7 @@ static void put_event(FILE *f, const TraceEvent *ev)
 int trace_write(const char *path, const TraceEvent *events, size_t n, Error *e)
 {
     AtomicFile out;
-    int st = atomic_file_open(&out, path, e);
+    int st = atomic_file_open(&out, path, FILE_KIND_JSON, e);
     if (st)
         return st;
     fputs("{\"traceEvents\":[", out.file);

@@ -131,7 +131,7 @@ write_two_images() {
 @test "errors from --set name the option, not the cfg's line, in train, info and augment" {
     run "$CDL" train "$REPO/cfg/digits.cfg" --set net.batch=abc
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer" ]
+    [ "$output" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer in -16777216..16777216" ]
     run "$CDL" info "$REPO/cfg/digits.cfg" --set 0.filtres=3
     [ "$status" -eq 2 ]
     [[ "$output" == "cdl: --set 0.filtres=3: unknown key 'filtres' in [convolutional] (valid keys: "* ]]

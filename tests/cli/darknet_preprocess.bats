@@ -63,7 +63,7 @@ Image.frombytes('L', (16, 8), bytes((x * 16 + y * 7) % 256 for y in range(8) for
 @test "predict and export take --set with a CFG, and name the option in its errors" {
     run "$CDL" predict "$REPO/cfg/digits.cfg" --set net.batch=abc x.png
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer" ]
+    [ "$output" = "cdl: --set net.batch=abc: bad value 'abc' for key 'batch' in [net]: expected an integer in -16777216..16777216" ]
     run "$CDL" export onnx "$REPO/cfg/digits.cfg" --set 0.filters=0 -o x.onnx
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: --set 0.filters=0: layer 0: [convolutional] filters=0: expected at least 1" ]

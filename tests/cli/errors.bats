@@ -175,9 +175,10 @@ expect_error() {
 }
 
 @test "absurd sizes are refused before allocating" {
-    expect_error 2 "fewer than batch=2147483647" train "$REPO/cfg/digits.cfg" --set net.batch=2147483647
-    expect_error 2 "layer 3 [connected] is too large" info "$REPO/cfg/digits.cfg" --set 3.output=2147483647
-    expect_error 2 "[convolutional] size=2147483647, padding=1073741823: expected at most" info "$REPO/cfg/digits.cfg" --set 0.size=2147483647
+    expect_error 2 "bad value '2147483647' for key 'batch' in [net]: expected an integer in -16777216..16777216" train "$REPO/cfg/digits.cfg" --set net.batch=2147483647
+    expect_error 2 "fewer than batch=16777216" train "$REPO/cfg/digits.cfg" --set net.batch=16777216
+    expect_error 2 "layer 3 [connected]: the net would have more than 268435456 parameters" info "$REPO/cfg/digits.cfg" --set 3.output=16777216
+    expect_error 2 "[convolutional] is too large: 4503599627370496 weights" info "$REPO/cfg/digits.cfg" --set 0.size=16777216
 }
 
 @test "resume with nothing to do into a new --out is a notice naming the checkpoint, not an error" {

@@ -181,7 +181,7 @@ PY
     [ "$output" = "cdl: import takes one MODEL.onnx and -o NET.cfg; see --help" ]
     run "$CDL" import missing.onnx -o net.cfg
     [ "$status" -eq 1 ]
-    [ "$output" = "cdl: missing.onnx: No such file or directory" ]
+    [ "$output" = "cdl: missing.onnx: cannot open ONNX model: No such file or directory" ]
     run "$CDL" import --help
     [ "$status" -eq 0 ]
     [[ "${lines[0]}" == "usage: cdl import MODEL.onnx -o NET.cfg [--out NET.cdl]"* ]]

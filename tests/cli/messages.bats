@@ -10,7 +10,7 @@ load helpers
     echo "$output"
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
-    [ "$output" = "cdl: bad.cfg:2: bad value 'abc' for key 'batch' in [net]: expected an integer (and bad.data: cannot open data file: No such file or directory)" ]
+    [ "$output" = "cdl: bad.cfg:2: bad value 'abc' for key 'batch' in [net]: expected an integer in -16777216..16777216 (and bad.data: cannot open data file: No such file or directory)" ]
 }
 
 @test "check lists every bad value of the cfg, not only the first" {

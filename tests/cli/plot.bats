@@ -67,7 +67,7 @@ expect_error() {
 }
 
 @test "a missing log fails naming it" {
-    expect_error 1 "nope.jsonl: cannot open: No such file or directory" nope.jsonl -o out.png
+    expect_error 1 "nope.jsonl: cannot open log: No such file or directory" nope.jsonl -o out.png
 }
 
 @test "a malformed JSON line fails naming file and line" {

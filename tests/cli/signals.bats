@@ -197,10 +197,10 @@ in_readonly_dir() {
     printf 'classes=10\ntrain=%s/data/digits.csv.gz\nvalid_split=0.2\n' "$REPO" > my.data
     cp my.cfg my.cfg.orig
     cp my.data my.data.orig
-    for out in my.cfg my.data; do
-        run "$CDL" train my.cfg --data my.data --epochs 1 --threads 1 --out "$out"
+    for out in my.cfg:"a cfg file" my.data:"a text file"; do
+        run "$CDL" train my.cfg --data my.data --epochs 1 --threads 1 --out "${out%%:*}"
         [ "$status" -eq 2 ]
-        [ "$output" = "cdl: $out: exists and is not a cdl checkpoint; not overwriting it (choose another path for the checkpoint)" ]
+        [ "$output" = "cdl: ${out%%:*}: exists and is ${out#*:}, not a cdl checkpoint; not overwriting it (choose another path)" ]
     done
     cmp my.cfg my.cfg.orig
     cmp my.data my.data.orig

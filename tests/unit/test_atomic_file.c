@@ -38,12 +38,12 @@ static void test_commit_leaves_only_the_file_and_abort_nothing(void)
     snprintf(path, sizeof path, "%s/out.txt", root);
     AtomicFile f;
     Error e = {0};
-    CHECK(atomic_file_open(&f, path, &e) == CDL_OK);
+    CHECK(atomic_file_open(&f, path, FILE_KIND_TEXT, &e) == CDL_OK);
     fputs("whole", f.file);
     CHECK(atomic_file_commit(&f, &e) == CDL_OK);
     list_root(names, sizeof names);
     CHECK(!strcmp(names, "out.txt"));
-    CHECK(atomic_file_open(&f, path, &e) == CDL_OK);
+    CHECK(atomic_file_open(&f, path, FILE_KIND_TEXT, &e) == CDL_OK);
     fputs("half", f.file);
     atomic_file_abort(&f);
     list_root(names, sizeof names);
@@ -69,7 +69,7 @@ static void test_write_past_the_file_size_limit_says_so(void)
     CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
     AtomicFile f;
     Error e = {0};
-    CHECK(atomic_file_open(&f, path, &e) == CDL_OK);
+    CHECK(atomic_file_open(&f, path, FILE_KIND_TEXT, &e) == CDL_OK);
     static char block[10000];
     fwrite(block, 1, sizeof block, f.file); /* unchecked, as most writers do */
     CHECK(atomic_file_commit(&f, &e) == CDL_ERUNTIME);
@@ -126,7 +126,7 @@ static void test_temporary_names_of_dead_processes_are_removed(void)
             fclose(f);
     AtomicFile w;
     Error e = {0};
-    CHECK(atomic_file_open(&w, path, &e) == CDL_OK);
+    CHECK(atomic_file_open(&w, path, FILE_KIND_TEXT, &e) == CDL_OK);
     CHECK(atomic_file_commit(&w, &e) == CDL_OK);
     list_root(names, sizeof names);
     char expected[4096];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 #include "io/cfg.h"
@@ -51,7 +52,7 @@ static void test_set_is_named(void)
     int v;
     CHECK(cfg_get_int(&cfg, &cfg.sections[0], "batch", 1, &v, &e) == CDL_EUSAGE);
     CHECK(!strcmp(e.msg, "--set net.batch=abc: bad value 'abc' for key 'batch' in [net]: "
-                         "expected an integer"));
+                         "expected an integer in -16777216..16777216"));
     CHECK(cfg_get_int(&cfg, &cfg.sections[0], "width", 1, &v, &e) == CDL_EUSAGE);
     CHECK_CONTAINS(e.msg, "--set net.width=x: bad value 'x'");
     CHECK(!strcmp(cfg_where(&cfg, &cfg.sections[0], NULL).text, "o.cfg:1"));
@@ -83,8 +84,31 @@ static void test_lenient_lists_every_problem(void)
     remove(path);
 }
 
+/* Integers beyond +-2^24 are refused where they are read (issue 43 item 5): [lstm]
+ * output=2147483647 and [convolutional] stride=2147483647 reached signed overflows in the
+ * layer's shapes and in im2col. */
+static void test_integers_are_bounded(void)
+{
+    expect_cfg_error("[net]\nbatch=2\nseq=4\nvocab=8\n[embedding]\noutput=4\n[lstm]\n"
+                     "output=2147483647\n[linear]\n[softmax]\n",
+                     "t.cfg:8: bad value '2147483647' for key 'output' in [lstm]: expected an "
+                     "integer in -16777216..16777216");
+    expect_cfg_error("[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n[convolutional]\n"
+                     "filters=2\nsize=3\nstride=2147483647\npad=1\n[connected]\noutput=2\n"
+                     "[softmax]\n",
+                     "t.cfg:9: bad value '2147483647' for key 'stride' in [convolutional]");
+    expect_cfg_error("[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\nsteps=10,16777217\n"
+                     "[connected]\noutput=2\n[softmax]\n",
+                     "t.cfg:6: bad value '10,16777217' for key 'steps' in [net]: expected a "
+                     "comma-separated list of integers in -16777216..16777216");
+    expect_cfg_error("[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n[connected]\n"
+                     "output=-16777217\n[softmax]\n",
+                     "t.cfg:7: bad value '-16777217' for key 'output' in [connected]");
+}
+
 int main(void)
 {
+    test_integers_are_bounded();
     test_bom_is_skipped();
     test_duplicates();
     test_set_is_named();

@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "util/atomic_file.h"
+#include "util/file_kind.h"
 
 static int checks_run, checks_failed;
 
@@ -624,19 +625,23 @@ static void test_write_over_a_file_that_is_not_a_checkpoint_is_refused(void)
     write_whole_file(path, "[net]\nbatch=1\n", 14);
     cJSON *h = make_header(1);
     Error e = {0};
-    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_EUSAGE);
+    CHECK(file_check_output(path, FILE_KIND_CHECKPOINT, NULL, 0, &e) == CDL_EUSAGE);
     CHECK(checkpoint_file_write(path, h, "abc", 3, &e) == CDL_EUSAGE);
     CHECK(strncmp(e.msg, path, strlen(path)) == 0);
-    CHECK(strstr(e.msg, "is not a cdl checkpoint; not overwriting it") != NULL);
+    CHECK(strstr(e.msg, ": exists and is a cfg file, not a cdl checkpoint; not overwriting it "
+                        "(choose another path)") != NULL);
     size_t bytes = 0;
     unsigned char *kept = read_whole_file(path, &bytes);
     CHECK(kept && bytes == 14 && !memcmp(kept, "[net]\nbatch=1\n", 14));
     CHECK(count_dir_entries(dir) == 1);
     write_whole_file(path, "", 0); /* empty (mktemp's): nothing to lose */
-    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_OK);
+    CHECK(file_check_output(path, FILE_KIND_CHECKPOINT, NULL, 0, &e) == CDL_OK);
+    const char *inputs[] = {path};
+    CHECK(file_check_output(path, FILE_KIND_CHECKPOINT, inputs, 1, &e) == CDL_EUSAGE);
+    CHECK(strstr(e.msg, ": is an input of this command") != NULL);
     join_path(path, dir, "missing.cdl");
-    CHECK(checkpoint_file_check_replaceable(path, &e) == CDL_OK);
-    CHECK(checkpoint_file_check_replaceable("/dev/null", &e) == CDL_EUSAGE);
+    CHECK(file_check_output(path, FILE_KIND_CHECKPOINT, NULL, 0, &e) == CDL_OK);
+    CHECK(file_check_output("/dev/null", FILE_KIND_CHECKPOINT, NULL, 0, &e) == CDL_EUSAGE);
     CHECK(strstr(e.msg, "/dev/null: is not a regular file") != NULL);
     free(kept);
     cJSON_Delete(h);

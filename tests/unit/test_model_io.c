@@ -1,6 +1,7 @@
 /* Model checkpoints: every tensor, the optimizer state, the EMA and the metadata survive a round
- * trip; inference loads the EMA; a checkpoint whose tensor table disagrees with its cfg, or
- * whose optimizer state is of another kind than its cfg's optimizer, is refused. */
+ * trip; inference loads the EMA; a checkpoint whose tensor table disagrees with its cfg, whose
+ * optimizer state is of another kind than its cfg's optimizer, or whose class list does not name
+ * its outputs, is refused. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,30 @@ static void test_tensor_table_mismatch_is_refused(const char *dir)
     unlink(path);
 }
 
+/* A class list longer than the outputs (issue 43: an edited header) is refused, not shown beside
+ * the wrong outputs; a shorter one (a dataset with fewer classes than the net's outputs) loads. */
+static void test_class_names_must_fit_the_outputs(const char *dir)
+{
+    Net net, back;
+    Error e = {0};
+    CHECK(build(&net, 1) == 0);
+    char *names[] = {"cat", "dog", "bird", "fish", "frog"};
+    ModelMeta meta = {.names = names, .n_names = 5}, loaded;
+    char path[512];
+    snprintf(path, sizeof path, "%s/names.cdl", dir);
+    CHECK(model_save(path, &net, NULL, &meta, &e) == CDL_OK);
+    CHECK(model_load(path, &back, 0, NULL, &loaded, &e) == CDL_ERUNTIME);
+    CHECK_CONTAINS(e.msg, "names.cdl: the header names 5 classes but the model has only 4 outputs");
+    meta.n_names = 3;
+    CHECK(model_save(path, &net, NULL, &meta, &e) == CDL_OK);
+    CHECK(model_load(path, &back, 0, NULL, &loaded, &e) == CDL_OK);
+    CHECK(loaded.n_names == 3 && !strcmp(loaded.names[2], "bird"));
+    model_meta_free(&loaded);
+    net_free(&back);
+    net_free(&net);
+    unlink(path);
+}
+
 /* Out-of-range header counts (a hand-edited header) load as 0, not as an undefined cast. */
 static void test_out_of_range_counts_load_as_zero(const char *dir)
 {
@@ -289,6 +314,7 @@ int main(void)
     test_optimizer_state_of_another_kind_is_refused(dir);
     test_tensor_table_mismatch_is_refused(dir);
     test_out_of_range_counts_load_as_zero(dir);
+    test_class_names_must_fit_the_outputs(dir);
     rmdir(dir);
     return check_report("test_model_io");
 }

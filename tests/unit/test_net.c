@@ -227,22 +227,25 @@ static void test_huge_sizes_are_refused(void)
     expect_cfg_error("[net]\nwidth=100000\nheight=100000\nchannels=100000\n[softmax]\n",
                      "t.cfg:1: the input 100000x100000x100000 (CxHxW) is too large");
     snprintf(text, sizeof text, "%s[convolutional]\npadding=2147483647\n", head);
-    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] size=1, padding=2147483647: "
-                           "expected at most");
-    snprintf(text, sizeof text, "%s[convolutional]\nsize=2147483647\npadding=1073741823\n", head);
-    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] size=2147483647");
-    snprintf(text, sizeof text, "%s[convolutional]\nfilters=100000000\nsize=3\n", head);
-    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] is too large: 900000000 weights");
-    snprintf(text, sizeof text, "%s[connected]\noutput=2147483647\n", head);
-    expect_cfg_error(text, "t.cfg:5: layer 0 [connected] is too large: its output 2147483647x1x1");
+    expect_cfg_error(text, "t.cfg:6: bad value '2147483647' for key 'padding' in [convolutional]: "
+                           "expected an integer in -16777216..16777216");
+    snprintf(text, sizeof text, "%s[convolutional]\nsize=16777216\npadding=8388608\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] is too large: 281474976710656 "
+                           "weights");
+    snprintf(text, sizeof text, "%s[convolutional]\nfilters=16000000\nsize=5\n", head);
+    expect_cfg_error(text, "t.cfg:5: layer 0: [convolutional] is too large: 400000000 weights");
+    expect_cfg_error("[net]\nwidth=2\nheight=1\nchannels=16777216\n[dropout]\n[route]\n"
+                     "layers=-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1\n",
+                     "t.cfg:6: layer 1 [route] is too large: its output 268435456x1x2");
     snprintf(text, sizeof text, "%s[connected]\noutput=4000000\n[connected]\noutput=100\n", head);
     expect_cfg_error(text, "t.cfg:7: layer 1 [connected]: the net would have more than");
     snprintf(text, sizeof text, "%s[maxpool]\nsize=2147483647\n", head);
-    expect_cfg_error(text,
-                     "t.cfg:6: bad value '2147483647' for key 'size' in [maxpool]: too large");
-    expect_cfg_error("[net]\nwidth=1\nheight=1\nchannels=134217728\n[dropout]\n[route]\n"
-                     "layers=-1,-1,-1\n",
-                     "t.cfg:7: layer 1 [route]: more than 268435456 channels");
+    expect_cfg_error(text, "t.cfg:6: bad value '2147483647' for key 'size' in [maxpool]: expected "
+                           "an integer in -16777216..16777216");
+    expect_cfg_error("[net]\nwidth=1\nheight=1\nchannels=16777216\n[dropout]\n[route]\n"
+                     "layers=-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1,-1\n[route]\n"
+                     "layers=-1,-2\n",
+                     "t.cfg:9: layer 2 [route]: more than 268435456 channels");
     /* A batch whose activations would not fit is refused by net_resize, not attempted. */
     Net net;
     Error e = {0};
