@@ -2,7 +2,7 @@
  * only.
  *
  *   inputs k [batch][c_k][h][w]   all with the same h and w
- *   out      [batch][sum c_k][h][w]
+ *   out      [batch][sum c_k / groups][h][w]   input k's channel group group_id
  */
 #include "layers/route.h"
 #include "gpu.h"
@@ -14,11 +14,12 @@ static void route_forward_gpu(Layer *l, const StepContext *ctx)
     const size_t out_sample = shape_size(l->out_shape);
     size_t offset = 0;
     for (int k = 0; k < l->n_inputs; k++) {
+        const size_t n = route_part(ro, k);
         gpu_note(ctx,
-                 cuda_copy_rows(l->out + offset, out_sample, l->in[k], ro->sizes[k], ctx->batch,
-                                ro->sizes[k], 0, gpu_stream(ctx)),
+                 cuda_copy_rows(l->out + offset, out_sample, l->in[k] + ro->group_id * n,
+                                ro->sizes[k], ctx->batch, n, 0, gpu_stream(ctx)),
                  "route forward");
-        offset += ro->sizes[k];
+        offset += n;
     }
 }
 
@@ -29,12 +30,14 @@ static void route_backward_gpu(Layer *l, const StepContext *ctx)
     const size_t out_sample = shape_size(l->out_shape);
     size_t offset = 0;
     for (int k = 0; k < l->n_inputs; k++) {
+        const size_t n = route_part(ro, k);
         if (l->in_delta[k])
             gpu_note(ctx,
-                     cuda_copy_rows(l->in_delta[k], ro->sizes[k], l->delta + offset, out_sample,
-                                    ctx->batch, ro->sizes[k], 1, gpu_stream(ctx)),
+                     cuda_copy_rows(l->in_delta[k] + ro->group_id * n, ro->sizes[k],
+                                    l->delta + offset, out_sample, ctx->batch, n, 1,
+                                    gpu_stream(ctx)),
                      "route backward");
-        offset += ro->sizes[k];
+        offset += n;
     }
 }
 

@@ -1,13 +1,18 @@
 /* [route]: concatenates earlier layers' outputs along channels, in the listed order.
  *
  *   inputs k [batch][c_k][h][w]   all with the same h and w
- *   out      [batch][sum c_k][h][w]
+ *   out      [batch][sum c_k / groups][h][w]
  *
- * layers= takes indices: negative ones count back from this layer, others are absolute. */
+ * layers= takes indices: negative ones count back from this layer, others are absolute.
+ * groups=G, group_id=g (AlexeyAB's darknet, yolov4-tiny's CSP blocks): each input is cut into G
+ * equal runs of channels and contributes run g, channels [g c_k/G, (g+1) c_k/G); every c_k must
+ * divide by G (darknet cuts c_k h w / G values without checking). */
 #include "layers/route.h"
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+
+#include <stdio.h>
 
 static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -36,6 +41,12 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
                          l->index - 1, l->index);
     }
     l->n_inputs = n;
+    Route *ro = l->priv;
+    st = cfg_get_int_min(cfg, s, "groups", 1, 1, &ro->groups, e);
+    st = st ? st : cfg_get_int_min(cfg, s, "group_id", 0, 0, &ro->group_id, e);
+    st = st ? st : cfg_require_max(cfg, s, "group_id", ro->group_id, ro->groups, 0, e);
+    if (st)
+        return st;
     Shape first = net->layers[l->inputs[0]].out_shape;
     Shape out = {0, first.h, first.w};
     for (int k = 0; k < n; k++) {
@@ -49,8 +60,12 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
         if ((size_t)out.c + (size_t)in.c > NET_MAX_FLOATS)
             return error_set(e, CDL_EUSAGE, "%s: layer %d [%s]: more than %zu channels",
                              cfg_where(cfg, s, en).text, l->index, s->name, NET_MAX_FLOATS);
-        out.c += in.c;
-        ((Route *)l->priv)->sizes[k] = shape_size(in);
+        if (in.c % ro->groups)
+            return cfg_bad_value(cfg, s, "groups", e,
+                                 "layer %d's %d channels do not split into %d equal groups",
+                                 l->inputs[k], in.c, ro->groups);
+        out.c += in.c / ro->groups;
+        ro->sizes[k] = shape_size(in);
     }
     l->in_shape = first;
     l->out_shape = out;
@@ -58,14 +73,30 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
     return CDL_OK;
 }
 
+/* Concat along channels; with groups, each input first goes through a Slice of its group. */
 static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net, (void)e;
-    char names[LAYER_MAX_INPUTS][ONNX_NAME_MAX];
+    (void)e;
+    const Route *ro = l->priv;
+    char names[LAYER_MAX_INPUTS][ONNX_NAME_MAX], part[ONNX_NAME_MAX], arg[3][ONNX_NAME_MAX + 8];
     const char *in[LAYER_MAX_INPUTS];
     for (int k = 0; k < l->n_inputs; k++) {
         onnx_input_nchw(g, l, k, names[k]);
         in[k] = names[k];
+        if (ro->groups == 1)
+            continue;
+        const int64_t c = net->layers[l->inputs[k]].out_shape.c / ro->groups;
+        const int64_t bounds[3] = {ro->group_id * c, (ro->group_id + 1) * c, 1};
+        const char *const arg_names[] = {"starts", "ends", "axes"};
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "group%d", k);
+        onnx_name(part, l, suffix);
+        for (int a = 0; a < 3; a++) {
+            snprintf(arg[a], sizeof arg[a], "%s.%s", part, arg_names[a]);
+            onnx_int64s(g, arg[a], 1, &bounds[a]);
+        }
+        onnx_node(g, "Slice", 4, (const char *[]){names[k], arg[0], arg[1], arg[2]}, part, 0, NULL);
+        snprintf(names[k], sizeof names[k], "%s", part);
     }
     const OnnxAttr axis = onnx_attr_int("axis", 1);
     onnx_node(g, "Concat", l->n_inputs, in, onnx_output(g, l, 0), 1, &axis);

@@ -39,7 +39,7 @@ expect_same_as_predict() {
 # Every layer type, activation and layout change, on the digits' 8x8 gray images: grouped,
 # depthwise and strided convolutions; shortcuts from larger (strided), smaller (spread) and
 # flat inputs with fewer or more channels, alpha and beta; maxpools with even and uneven
-# padding; routes of one and two layers; dropout after NCHW and flat values; a standalone
+# padding; routes of one and two layers and of a channel group; dropout after NCHW and flat values; a standalone
 # batchnorm; connected with batch norm feeding a convolution.
 write_layers_cfg() {
     cat > layers.cfg <<'CFG'
@@ -112,6 +112,11 @@ activation=elu
 [route]
 layers=-1,1
 
+[route]
+layers=-1
+groups=2
+group_id=1
+
 [dropout]
 probability=0.3
 
@@ -141,7 +146,7 @@ size=1
 activation=linear
 
 [shortcut]
-from=17
+from=18
 beta=0.5
 
 [avgpool]

@@ -224,6 +224,10 @@ static const OpCase cases[] = {
      "[maxpool]\nsize=2\nstride=1\n[maxpool]\nsize=3\nstride=1\n"
      "[route]\nlayers=-1,0,-2\n[avgpool]\n[softmax]\n",
      NULL},
+    {"route of channel groups (yolov4-tiny's CSP split)", IMAGE(2, 8, 6, 5),
+     "[maxpool]\nsize=2\nstride=1\n[route]\nlayers=-1\ngroups=2\ngroup_id=1\n"
+     "[route]\nlayers=-1,-2\ngroups=4\ngroup_id=2\n[avgpool]\n[softmax]\n",
+     NULL},
     {"dropout on the input, then after maxpool", IMAGE(3, 3, 6, 5),
      "[dropout]\nprobability=0.3\n[maxpool]\nsize=2\nstride=2\n[dropout]\nprobability=0.5\n"
      "[connected]\noutput=4\nactivation=linear\n[softmax]\n",

@@ -732,8 +732,49 @@ static void test_route_concatenates_in_order(void)
     net_free(&net);
 }
 
+/* groups=2, group_id=1 (yolov4-tiny's CSP split): each input gives its second half of channels,
+ * and the backward adds into that half alone. */
+static void test_route_groups_take_one_channel_group(void)
+{
+    Net net;
+    /* 0: identity 2x2x4 (values i), 1: identity 2x2x2, 2: route of 0 then 1, group 1 of 2. */
+    if (build_sized("[net]\nwidth=2\nheight=2\nchannels=4\n[maxpool]\nsize=1\n[route]\nlayers=0\n"
+                    "groups=2\ngroup_id=0\n[route]\nlayers=0,1\ngroups=2\ngroup_id=1\n",
+                    2, &net))
+        return;
+    CHECK(same_shape(net.layers[1].out_shape, 2, 2, 2));
+    CHECK(same_shape(net.layers[2].out_shape, 3, 2, 2));
+    for (int i = 0; i < 32; i++)
+        net.input[i] = (float)i;
+    net_forward(&net);
+    /* Layer 1 is channels 0-1 of each sample; layer 2 channels 2-3, then layer 1's channel 1. */
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 4; k++) {
+            CHECK_NEAR(net.layers[1].out[b * 8 + k], b * 16 + k, 0);
+            CHECK_NEAR(net.layers[2].out[b * 12 + k], b * 16 + 8 + k, 0);
+            CHECK_NEAR(net.layers[2].out[b * 12 + 4 + k], b * 16 + 12 + k, 0);
+            CHECK_NEAR(net.layers[2].out[b * 12 + 8 + k], b * 16 + 4 + k, 0);
+        }
+    for (int i = 0; i < 24; i++)
+        net.layers[2].delta[i] = (float)(i + 1);
+    net_backward(&net);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 4; k++) {
+            CHECK_NEAR(net.layers[1].delta[b * 8 + k], 0, 0);
+            CHECK_NEAR(net.layers[1].delta[b * 8 + 4 + k], b * 12 + 8 + k + 1, 0);
+        }
+    net_free(&net);
+}
+
 static void test_route_errors(void)
 {
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=0,-1\ngroups=2\n",
+                     "t.cfg:14: bad value '2' for key 'groups' in [route]: layer 0's 1 channels "
+                     "do not split into 2 equal groups");
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=0\ngroups=2\ngroup_id=2\n",
+                     "t.cfg:15: bad value '2' for key 'group_id' in [route]: must be < 2");
+    expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=0\ngroups=0\n",
+                     "t.cfg:14: bad value '0' for key 'groups' in [route]: must be >= 1");
     expect_cfg_error(SHORTCUT_BASE "[route]\nlayers=-1,1\n",
                      "t.cfg:13: layer 3 [route]: inputs must have the same height and width: layer "
                      "2 is 1x4x4, layer 1 is 1x2x2 (CxHxW)");
@@ -890,6 +931,9 @@ static void test_gradients(void)
     gradcheck_cfg("route 3 with a repeat",
                   NET_HEAD(4, 4, 2) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=1\n"
                                     "[route]\nlayers=0,1,0\n[shortcut]\nfrom=1\nalpha=0.5\n");
+    gradcheck_cfg("route groups",
+                  NET_HEAD(3, 3, 4) "[maxpool]\nsize=1\n[maxpool]\nsize=2\nstride=1\n"
+                                    "[route]\nlayers=0,1,0\ngroups=2\ngroup_id=1\n");
 
     gradcheck_cfg("softmax", NET_HEAD(3, 2, 2) "[softmax]\n");
     gradcheck_cfg("avgpool softmax", NET_HEAD(3, 3, 5) "[avgpool]\n[softmax]\n");
@@ -931,6 +975,7 @@ int main(void)
     test_shortcut_channel_mismatch();
     test_shortcut_errors();
     test_route_concatenates_in_order();
+    test_route_groups_take_one_channel_group();
     test_route_errors();
     test_softmax_probabilities_and_loss();
     test_softmax_loss_is_exact_when_probability_underflows();

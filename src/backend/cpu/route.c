@@ -2,7 +2,7 @@
  * NCHW or, with inputs of whole channel blocks, oneDNN's blocked nChw8c.
  *
  *   inputs k [batch][c_k][h][w]   all with the same h and w
- *   out      [batch][sum c_k][h][w]
+ *   out      [batch][sum c_k / groups][h][w]   input k's channel group group_id
  */
 #include "layers/route.h"
 
@@ -22,8 +22,8 @@ static void route_forward(Layer *l, const StepContext *ctx)
     for (int b = 0; b < batch; b++) {
         float *dst = l->out + b * out_sample;
         for (int k = 0; k < l->n_inputs; k++) {
-            size_t n = ro->sizes[k];
-            memcpy(dst, l->in[k] + b * n, n * sizeof *dst);
+            const size_t n = route_part(ro, k);
+            memcpy(dst, l->in[k] + b * ro->sizes[k] + ro->group_id * n, n * sizeof *dst);
             dst += n;
         }
     }
@@ -36,13 +36,13 @@ static void route_backward(Layer *l, const StepContext *ctx)
     int batch = ctx->batch;
     size_t offset = 0;
     for (int k = 0; k < l->n_inputs; k++) {
-        size_t n = ro->sizes[k];
+        const size_t n = route_part(ro, k);
         float *in_delta = l->in_delta[k];
         if (in_delta) {
             /* Two listed entries may name the same layer: the inputs go one at a time. */
 #pragma omp parallel for schedule(static) if (batch * out_sample > ROUTE_PARALLEL_MIN)
             for (int b = 0; b < batch; b++) {
-                float *dst = in_delta + b * n;
+                float *dst = in_delta + b * ro->sizes[k] + ro->group_id * n;
                 const float *src = l->delta + b * out_sample + offset;
                 for (size_t i = 0; i < n; i++)
                     dst[i] += src[i];
@@ -53,13 +53,13 @@ static void route_backward(Layer *l, const StepContext *ctx)
 }
 
 /* In nChw8c a sample's channel blocks follow each other as its channels do in NCHW: inputs of
- * whole blocks concatenate in it as they are, all with the output (LayerKernels.layout). */
+ * whole blocks concatenate in it as they are, all with the output (LayerKernels.layout); so do
+ * channel groups of whole blocks. */
 static int route_layout(const Layer *l, int k)
 {
     (void)k;
     for (int i = 0; i < l->n_inputs; i++)
-        if (((const Route *)l->priv)->sizes[i] / ((size_t)l->out_shape.h * l->out_shape.w) %
-            DNNL_LANES)
+        if (route_part(l->priv, i) / ((size_t)l->out_shape.h * l->out_shape.w) % DNNL_LANES)
             return LAYOUT_PLAIN;
     return LAYOUT_TIED;
 }
