@@ -13,7 +13,6 @@ static const struct {
 } unsupported_sections[] = {
     {"detection", "YOLOv1's detection layer: cdl runs classifiers, not detectors"},
     {"region", "YOLOv2's region layer: cdl runs classifiers, not detectors"},
-    {"yolo", "YOLOv3's detection layer: cdl runs classifiers, not detectors"},
     {"crnn", "a convolutional recurrent layer, which cdl does not have"},
     {"local", "a locally connected layer (unshared weights), which cdl does not have"},
     {"deconvolutional", "a transposed convolution, which cdl does not have"},
@@ -64,6 +63,14 @@ static const struct {
     {"rnn", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"lstm", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"gru", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
+    {"yolo", "random", "0", KEY_IGNORE, "multi-scale training is not implemented"},
+    {"yolo", "resize", "1", KEY_IGNORE, "multi-scale training is not implemented"},
+    {"yolo", "focal_loss", "0", KEY_REFUSE, "the focal loss is not implemented"},
+    {"yolo", "label_smooth_eps", "0", KEY_REFUSE, "label smoothing is not implemented"},
+    {"yolo", "objectness_smooth", "0", KEY_REFUSE, "objectness smoothing is not implemented"},
+    {"yolo", "new_coords", "0", KEY_REFUSE, "YOLOv4-csp's new coordinates are not implemented"},
+    {"yolo", "counters_per_class", NULL, KEY_REFUSE, "class multipliers are not implemented"},
+    {"yolo", "map", NULL, KEY_REFUSE, "class maps are not implemented"},
     {"rnn", "shortcut", "0", KEY_REFUSE,
      "darknet's shortcut through time (adding h_{t-1} to the state) is not supported"},
 };

@@ -158,6 +158,10 @@ typedef struct StepContext {
     const ExecContext *exec;
     /* [batch][labels per sample] class ids of the loss; NULL: no loss is computed. */
     const int *labels;
+    /* Truth boxes of the detection losses (families with reads_truth): [batch][truth_boxes]
+     * [TRUTH_FLOATS] floats, darknet's net.truth (layers/yolo.h); NULL: no loss is computed. */
+    const float *truth;
+    int truth_boxes;
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
     float *loss;
     float loss_divisor;
@@ -337,6 +341,9 @@ typedef struct LayerType {
     /* 1: the layer is the loss (reads ctx->labels, ignores the delta it is seeded with); it is
      * the last layer, or followed only by a layer with follows_loss. */
     int is_loss;
+    /* 1: the layer is a detection loss ([yolo]): it reads ctx->truth, not ctx->labels, may sit
+     * anywhere (one per scale), and its backward ignores its delta. */
+    int reads_truth;
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
     /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a

@@ -901,6 +901,8 @@ static StepContext step_context(Net *net, int train)
         .train = train,
         .exec = &net->exec,
         .labels = net->labels,
+        .truth = net->truth,
+        .truth_boxes = net->truth_boxes,
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
         .grad_scale = net->grad_scale,
@@ -928,6 +930,7 @@ static StepContext replay_context(Net *net)
     StepContext ctx = step_context(net, net->train);
     ctx.replay = 1;
     ctx.labels = NULL;
+    ctx.truth = NULL;
     return ctx;
 }
 

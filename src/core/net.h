@@ -90,6 +90,10 @@ typedef struct Net {
     float *input;            /* [batch][in_shape] */
     float *input_delta;      /* [batch][in_shape] dL/d(input), only when requested */
     int *labels;             /* [batch][net_labels_per_sample] */
+    /* Truth boxes of the detection losses (StepContext.truth): [batch][truth_boxes][5] floats in
+     * host memory that the caller owns and sets before a forward (CPU only for now); NULL: none. */
+    const float *truth;
+    int truth_boxes;
     /* Where the layers' kernels run (core/backend.h): the shared workspace, and on a GPU the
      * stream and library handles. */
     ExecContext exec;

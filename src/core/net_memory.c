@@ -100,7 +100,9 @@ static void plan_layer(const Net *net, int i, int batch, const Timeline *t, Live
                     read_at(&b[NET_BUF_OUT], t->backward[j]);
             }
     const int last = i == net->n_layers - 1;
-    if (last)
+    /* The last layer's output, and every detection layer's (detections read them after the pass).
+     */
+    if (last || l->type->reads_truth)
         read_at(&b[NET_BUF_OUT], t->end);
     if (net_can_forward_at(net))
         for (int k = NET_BUF_OUT; k <= NET_BUF_STATE_BYTES; k++)

@@ -8,7 +8,7 @@ static const LayerType *const layer_types[] = {
     &dropout_layer,       &shortcut_layer,  &route_layer,     &softmax_layer,   &crop_layer,
     &cost_layer,          &reorg_layer,     &upsample_layer,  &embedding_layer, &positional_layer,
     &layernorm_layer,     &linear_layer,    &attention_layer, &rnn_layer,       &lstm_layer,
-    &gru_layer,
+    &gru_layer,           &yolo_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
@@ -35,5 +35,5 @@ const char *layer_type_names(void)
 {
     return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
            "softmax, crop, cost, reorg, upsample, embedding, positional, layernorm, linear, "
-           "attention, rnn, lstm, gru";
+           "attention, rnn, lstm, gru, yolo";
 }

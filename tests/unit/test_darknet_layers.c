@@ -212,8 +212,8 @@ static void test_gradients_of_the_darknet_layers(void)
 
 static void test_darknet_sections_cdl_lacks_are_refused_by_name(void)
 {
-    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[yolo]\nmask=0\n",
-                     "t.cfg:8: unsupported section [yolo]: YOLOv3's detection layer");
+    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[region]\nnum=1\n",
+                     "t.cfg:8: unsupported section [region]: YOLOv2's region layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[crnn]\n",
                      "unsupported section [crnn]: a convolutional recurrent layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[local]\n", "unsupported section [local]");

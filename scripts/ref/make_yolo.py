@@ -1,0 +1,356 @@
+"""Reference fixture for cdl's [yolo] layer: darknet's delta and cost, written from the definitions
+of AlexeyAB's darknet (src/yolo_layer.c: forward_yolo_layer, process_batch, delta_yolo_box,
+delta_yolo_class, averages_yolo_deltas; src/box.c: box_iou, box_giou, box_diou, box_ciou,
+dx_box_iou), in float64 numpy, rule by rule.
+
+Usage: /usr/bin/python3 scripts/ref/make_yolo.py
+(writes tests/ref/yolo.cfg, one [yolo] section per case, and tests/ref/yolo.ref.)
+
+The net: layer 0 an identity ([maxpool] size=1) of the input (batch 2, 14 channels = 2 anchors x
+(2 classes + 5), a 4 x 3 grid, so anchors are in pixels of a 4 x 3 input), then per case a [yolo]
+reading it ([route] layers=0 before all but the first), all given the same truth boxes:
+    mse    darknet's defaults: iou_loss=mse, iou_normalizer=0.75, ignore_thresh=0.5, an anchor of
+           num=3 outside mask= (its truth is skipped), a truth of class 5 (skipped)
+    giou   yolov4's settings: giou, iou_normalizer=0.07, iou_thresh=0.213, scale_x_y=1.05,
+           max_delta=5, obj_normalizer=1.5
+    diou   truth_thresh=0.3 (cells overlapping a truth learn it), ignore_thresh=0.2
+    ciou   ciou with iou_thresh=0.1 of kind giou
+
+Stored: input [2][14][3][4], truth [2][4][5] (x, y, w, h, class; a sample's list ends at x = 0),
+and per case CASE.out (the logistic outputs), CASE.delta (darknet's l.delta) and CASE.cost
+(darknet's l.cost, show_details=1). For mse the script also asserts that -delta is the gradient,
+by autograd, of the loss it is the gradient of (binary cross-entropies on objectness, classes and
+x, y; half squared errors on w, h), the assignment of cells to truths held fixed.
+"""
+import math
+
+import numpy as np
+import torch
+
+from ref_format import fixture_dir, seed_torch, write_cfg, write_ref
+
+W, H, CLASSES, NUM_MASK = 4, 3, 2, 2
+ANCHORS = [0.9, 1.1, 1.6, 1.4, 3.0, 2.6]
+CASES = {
+    "mse": dict(iou_loss="mse", mask=[0, 1], num=3),
+    "giou": dict(iou_loss="giou", mask=[1, 2], num=3, iou_normalizer=0.07, iou_thresh=0.213,
+                 scale_x_y=1.05, max_delta=5.0, obj_normalizer=1.5),
+    "diou": dict(iou_loss="diou", mask=[0, 2], num=3, truth_thresh=0.3, ignore_thresh=0.2),
+    "ciou": dict(iou_loss="ciou", mask=[0, 1], num=3, iou_thresh=0.1, iou_thresh_kind="giou"),
+}
+DEFAULTS = dict(ignore_thresh=0.5, truth_thresh=1.0, iou_thresh=1.0, iou_thresh_kind="iou",
+                scale_x_y=1.0, iou_normalizer=0.75, obj_normalizer=1.0, max_delta=math.inf)
+
+
+def f32(v):
+    return float(np.float32(v))
+
+
+def logistic(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def area_terms(a, b):
+    """Intersection and union of boxes (x, y, w, h)."""
+    def ov(x1, w1, x2, w2):
+        return min(x1 + w1 / 2, x2 + w2 / 2) - max(x1 - w1 / 2, x2 - w2 / 2)
+    w, h = ov(a[0], a[2], b[0], b[2]), ov(a[1], a[3], b[1], b[3])
+    inter = 0.0 if w < 0 or h < 0 else w * h
+    return inter, a[2] * a[3] + b[2] * b[3] - inter
+
+
+def iou(a, b):
+    i, u = area_terms(a, b)
+    return 0.0 if i == 0 or u == 0 else i / u
+
+
+def enclosing(a, b):
+    cw = max(a[0] + a[2] / 2, b[0] + b[2] / 2) - min(a[0] - a[2] / 2, b[0] - b[2] / 2)
+    ch = max(a[1] + a[3] / 2, b[1] + b[3] / 2) - min(a[1] - a[3] / 2, b[1] - b[3] / 2)
+    return cw, ch
+
+
+def aspect(a, b):
+    return 4 / math.pi ** 2 * (math.atan(b[2] / b[3]) - math.atan(a[2] / a[3])) ** 2
+
+
+def iou_kind(a, b, kind):
+    """box_iou, box_giou, box_diou (distance term to the power 0.6), box_ciou."""
+    v = iou(a, b)
+    cw, ch = enclosing(a, b)
+    if kind == "giou":
+        c = cw * ch
+        return v if c == 0 else v - (c - area_terms(a, b)[1]) / c
+    c2 = cw * cw + ch * ch
+    if kind == "iou" or c2 == 0:
+        return v
+    d = ((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) / c2
+    if kind == "diou":
+        return v - d ** 0.6
+    ar = aspect(a, b)
+    return v - (d + ar / (1 - v + ar + 1e-6) * ar)
+
+
+def dx_box_iou(p, t, kind):
+    """darknet's dx_box_iou for boxes of positive size: partial derivatives of IoU (GIoU) in the
+    prediction's top, bottom, left, right, mapped to x, y, w, h as darknet does (w, h not halved),
+    plus for diou/ciou darknet's distance (and aspect) terms; where the boxes do not overlap only
+    the extra term is kept."""
+    pt, pb, pl, pr = p[1] - p[3] / 2, p[1] + p[3] / 2, p[0] - p[2] / 2, p[0] + p[2] / 2
+    tt, tb, tl, tr = t[1] - t[3] / 2, t[1] + t[3] / 2, t[0] - t[2] / 2, t[0] + t[2] / 2
+    X = (pb - pt) * (pr - pl)
+    Xhat = (tb - tt) * (tr - tl)
+    Ih, Iw = min(pb, tb) - max(pt, tt), min(pr, tr) - max(pl, tl)
+    I = Iw * Ih
+    U = X + Xhat - I
+    Cw, Ch = max(pr, tr) - min(pl, tl), max(pb, tb) - min(pt, tt)
+    C = Cw * Ch
+    dX = {"t": -(pr - pl), "b": pr - pl, "l": -(pb - pt), "r": pb - pt}
+    dI = {"t": -Iw if pt > tt else 0, "b": Iw if pb < tb else 0,
+          "l": -Ih if pl > tl else 0, "r": Ih if pr < tr else 0}
+    dC = {"t": -Cw if pt < tt else 0, "b": Cw if pb > tb else 0,
+          "l": -Ch if pl < tl else 0, "r": Ch if pr > tr else 0}
+    apart = Iw <= 0 or Ih <= 0
+    side = {}
+    for k in "tblr":
+        dU = dX[k] - dI[k]
+        s = (U * dI[k] - I * dU) / (U * U) if U > 0 else 0.0
+        if kind == "giou":
+            extra = (C * dU - U * dC[k]) / (C * C)
+            s = extra if apart else s + (extra if C > 0 else 0)
+        side[k] = s
+    g = [side["l"] + side["r"], side["t"] + side["b"], side["r"] - side["l"], side["b"] - side["t"]]
+    if kind not in ("diou", "ciou"):
+        return g
+    S = (p[0] - t[0]) ** 2 + (p[1] - t[1]) ** 2
+    C2 = Cw * Cw + Ch * Ch
+    dCw_dx = (1 if pr > tr else 0) - (1 if pl < tl else 0)
+    dCh_dy = (1 if pb > tb else 0) - (1 if pt < tt else 0)
+    dCw_dw = (0.5 if pr > tr else 0) + (0.5 if pl < tl else 0)
+    dCh_dh = (0.5 if pb > tb else 0) + (0.5 if pt < tt else 0)
+    d = [(2 * (t[0] - p[0]) * C2 - 2 * Cw * dCw_dx * S) / C2 ** 2,
+         (2 * (t[1] - p[1]) * C2 - 2 * Ch * dCh_dy * S) / C2 ** 2,
+         2 * Cw * dCw_dw * S / C2 ** 2, 2 * Ch * dCh_dh * S / C2 ** 2]
+    if kind == "ciou":
+        diff = math.atan(t[2] / t[3]) - math.atan(p[2] / p[3])
+        ar = aspect(p, t)
+        alpha = ar / (1 - I / U + ar + 1e-6)
+        d[2] += alpha * 8 / math.pi ** 2 * diff * p[3]
+        d[3] -= alpha * 8 / math.pi ** 2 * diff * p[2]
+    if apart:
+        return d
+    return [g[k] + d[k] for k in range(4)] if C2 > 0 else g
+
+
+class Layer:
+    def __init__(self, case):
+        self.__dict__.update(DEFAULTS)
+        self.__dict__.update(case)
+        self.anchors = np.array(ANCHORS).reshape(-1, 2)
+
+    def forward(self, z):
+        out = z.copy()
+        for n in range(NUM_MASK):
+            out[:, n, :] = logistic(z[:, n, :])  # entries 2, 3 (w, h) are put back below
+            out[:, n, 2:4] = z[:, n, 2:4]
+            out[:, n, 0:2] = out[:, n, 0:2] * self.scale_x_y - 0.5 * (self.scale_x_y - 1)
+        return out
+
+    def pred_box(self, out, b, n, j, i, anchor):
+        e = out[b, n, :, j, i]
+        return (i + e[0]) / W, (j + e[1]) / H, math.exp(e[2]) * anchor[0] / W, \
+            math.exp(e[3]) * anchor[1] / H
+
+    def delta_box(self, out, delta, b, n, j, i, anchor, t):
+        pred = self.pred_box(out, b, n, j, i, anchor)
+        ious = (iou(pred, t), iou_kind(pred, t, "giou"))
+        e, d = out[b, n, :, j, i], delta[b, n, :, j, i]
+        if self.iou_loss == "mse":
+            s = (2 - t[2] * t[3]) * self.iou_normalizer
+            target = [t[0] * W - i, t[1] * H - j, math.log(t[2] * W / anchor[0]),
+                      math.log(t[3] * H / anchor[1])]
+            for k in range(4):
+                d[k] += s * (target[k] - e[k])
+            return ious
+        g = dx_box_iou(pred, t, self.iou_loss)
+        g[2] *= math.exp(e[2])
+        g[3] *= math.exp(e[3])
+        for k in range(4):
+            v = g[k] * self.iou_normalizer
+            v = 0.0 if not math.isfinite(v) else v
+            d[k] += min(max(v, -self.max_delta), self.max_delta)
+        return ious
+
+    @staticmethod
+    def delta_class(out, delta, b, n, j, i, cls):
+        e, d = out[b, n, 5:, j, i], delta[b, n, 5:, j, i]
+        if d[cls] != 0:
+            d[cls] = 1 - e[cls]
+            return
+        for k in range(CLASSES):
+            d[k] = (1.0 if k == cls else 0.0) - e[k]
+
+    def truths(self, truth, b):
+        for t in truth[b]:
+            if t[0] == 0:
+                return
+            yield tuple(t[:4]), int(t[4])
+
+    def loss(self, z, truth):
+        out = self.forward(z)
+        delta = np.zeros_like(out)
+        tally = dict(iou=0.0, giou=0.0, count=0)
+        mask = self.mask
+        for b in range(z.shape[0]):
+            for j in range(H):
+                for i in range(W):
+                    for n in range(NUM_MASK):
+                        anchor = self.anchors[mask[n]]
+                        pred = self.pred_box(out, b, n, j, i, anchor)
+                        scored = np.any(out[b, n, 5:, j, i] > 0.25)
+                        best_match, best, best_t = 0.0, 0.0, None
+                        for t, cls in self.truths(truth, b):
+                            if not 0 <= cls < CLASSES:
+                                continue
+                            v = iou(pred, t)
+                            if v > best_match and scored:
+                                best_match = v
+                            if v > best:
+                                best, best_t = v, (t, cls)
+                        delta[b, n, 4, j, i] = self.obj_normalizer * (0 - out[b, n, 4, j, i])
+                        if best_match > self.ignore_thresh:
+                            delta[b, n, 4, j, i] = 0
+                        if best > self.truth_thresh:
+                            t, cls = best_t
+                            delta[b, n, 4, j, i] = self.obj_normalizer * (1 - out[b, n, 4, j, i])
+                            self.delta_class(out, delta, b, n, j, i, cls)
+                            self.delta_box(out, delta, b, n, j, i, anchor, t)
+            for t, cls in self.truths(truth, b):
+                if not 0 <= cls < CLASSES:
+                    continue
+                shape = (0, 0, t[2], t[3])
+                ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in self.anchors]
+                best_n = max(range(len(ious)), key=lambda k: (ious[k], -k))
+                i, j = int(t[0] * W), int(t[1] * H)
+                for a in range(self.num):
+                    if a not in mask:
+                        continue
+                    anchor_box = (0, 0, self.anchors[a][0] / W, self.anchors[a][1] / H)
+                    extra = self.iou_thresh < 1 and \
+                        iou_kind(anchor_box, shape, self.iou_thresh_kind) > self.iou_thresh
+                    if a != best_n and not extra:
+                        continue
+                    n = mask.index(a)
+                    v, gv = self.delta_box(out, delta, b, n, j, i, self.anchors[a], t)
+                    tally["iou"] += 1 - v
+                    tally["giou"] += 1 - gv
+                    tally["count"] += 1
+                    delta[b, n, 4, j, i] = self.obj_normalizer * (1 - out[b, n, 4, j, i])
+                    self.delta_class(out, delta, b, n, j, i, cls)
+            if self.iou_thresh < 1:
+                for n in range(NUM_MASK):
+                    d = delta[b, n]
+                    for j in range(H):
+                        for i in range(W):
+                            positive = int(np.sum(d[5:, j, i] > 0))
+                            if d[4, j, i] != 0 and positive:
+                                d[0:4, j, i] /= positive
+        return out, delta, self.cost(delta, tally)
+
+    def cost(self, delta, tally):
+        total = float(np.sum(delta ** 2))
+        if self.iou_loss == "mse":
+            return total
+        box = float(np.sum(delta[:, :, 0:4] ** 2))
+        s = tally["giou"] if self.iou_loss == "giou" else tally["iou"]
+        avg = self.iou_normalizer * s / tally["count"] if tally["count"] else 0.0
+        return avg + self.obj_normalizer * (total - box)
+
+
+def mse_potential_grad(layer, z, truth, delta):
+    """Autograd of the loss whose negative gradient the mse delta is (scale_x_y 1, iou_thresh 1,
+    truth_thresh 1, no cell given two truths), the targets read off the assignment: BCE on
+    objectness (target 1 where a truth was given, ignored where delta is 0 and no truth, else 0),
+    on classes and x, y; half squared error on w, h."""
+    zt = torch.tensor(z, requires_grad=True)
+    loss = torch.zeros((), dtype=torch.float64)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    for b in range(z.shape[0]):
+        for t, cls in layer.truths(truth, b):
+            if not 0 <= cls < CLASSES:
+                continue
+            shape = (0, 0, t[2], t[3])
+            ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in layer.anchors]
+            best_n = max(range(len(ious)), key=lambda k: (ious[k], -k))
+            if best_n not in layer.mask:
+                continue
+            n, i, j = layer.mask.index(best_n), int(t[0] * W), int(t[1] * H)
+            a = layer.anchors[best_n]
+            s = (2 - t[2] * t[3]) * layer.iou_normalizer
+            e = zt[b, n, :, j, i]
+            xy = torch.tensor([t[0] * W - i, t[1] * H - j], dtype=torch.float64)
+            wh = torch.tensor([math.log(t[2] * W / a[0]), math.log(t[3] * H / a[1])],
+                              dtype=torch.float64)
+            loss = loss + s * bce(e[0:2], xy, reduction="sum") + s * 0.5 * torch.sum((wh - e[2:4]) ** 2)
+            onehot = torch.tensor([1.0 if k == cls else 0.0 for k in range(CLASSES)],
+                                  dtype=torch.float64)
+            loss = loss + bce(e[5:], onehot, reduction="sum")
+            loss = loss + layer.obj_normalizer * bce(e[4], torch.tensor(1.0, dtype=torch.float64))
+            delta[b, n, 4, j, i] = np.nan  # this objectness is done
+    for idx in zip(*np.nonzero(delta[:, :, 4] != 0)):
+        if not np.isnan(delta[idx[0], idx[1], 4, idx[2], idx[3]]):
+            b, n, j, i = idx
+            loss = loss + layer.obj_normalizer * bce(zt[b, n, 4, j, i],
+                                                     torch.tensor(0.0, dtype=torch.float64))
+    loss.backward()
+    return zt.grad.numpy()
+
+
+def cfg_text():
+    sections = []
+    for k, (name, case) in enumerate(CASES.items()):
+        c = dict(DEFAULTS, **case)
+        lines = ["# case %s" % name] + (["[route]", "layers=0", ""] if k else []) + ["[yolo]", "mask=%s" % ",".join(map(str, c["mask"])),
+                 "anchors=%s" % ",".join("%g" % a for a in ANCHORS), "classes=%d" % CLASSES,
+                 "num=%d" % c["num"], "iou_loss=%s" % c["iou_loss"]]
+        for key in ("ignore_thresh", "truth_thresh", "iou_thresh", "scale_x_y", "iou_normalizer",
+                    "obj_normalizer"):
+            if c[key] != DEFAULTS[key]:
+                lines.append("%s=%g" % (key, c[key]))
+        if c["iou_thresh_kind"] != "iou":
+            lines.append("iou_thresh_kind=%s" % c["iou_thresh_kind"])
+        if math.isfinite(c["max_delta"]):
+            lines.append("max_delta=%g" % c["max_delta"])
+        sections.append("\n".join(lines) + "\n")
+    return "[net]\nbatch=2\nwidth=%d\nheight=%d\nchannels=%d\n\n[maxpool]\nsize=1\n\n" % (
+        W, H, NUM_MASK * (CLASSES + 5)) + "\n".join(sections)
+
+
+def main():
+    seed_torch(0)
+    rng = np.random.default_rng(39)
+    z = rng.normal(0, 1, (2, NUM_MASK, CLASSES + 5, H, W)).astype(np.float32).astype(np.float64)
+    truth = np.zeros((2, 4, 5))
+    truth[0, 0] = [0.30, 0.45, 0.25, 0.40, 1]
+    truth[0, 1] = [0.71, 0.20, 0.55, 0.30, 0]
+    truth[0, 2] = [0.55, 0.80, 0.30, 0.35, 5]  # class out of range: skipped
+    truth[0, 3] = [0.12, 0.88, 0.70, 0.75, 0]
+    truth[1, 0] = [0.62, 0.58, 0.45, 0.62, 1]
+    truth = truth.astype(np.float32).astype(np.float64)
+    tensors = [("input", torch.tensor(z.reshape(2, -1, H, W))),
+               ("truth", torch.tensor(truth))]
+    for name, case in CASES.items():
+        layer = Layer(case)
+        out, delta, cost = layer.loss(z, truth)
+        tensors += [(name + ".out", torch.tensor(out.reshape(2, -1, H, W))),
+                    (name + ".delta", torch.tensor(delta.reshape(2, -1, H, W))),
+                    (name + ".cost", torch.tensor([cost]))]
+        if name == "mse":
+            grad = mse_potential_grad(layer, z, truth, delta.copy())
+            assert np.allclose(grad, -delta, rtol=1e-12, atol=1e-12), np.abs(grad + delta).max()
+    write_cfg("yolo", cfg_text())
+    write_ref(fixture_dir() + "/yolo.ref", tensors)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+/* [yolo]'s configuration (layers/yolo.c parses it; backend/cpu/yolo.c computes with it) and the
+ * truth-box layout every detection loss reads (StepContext.truth). */
+#ifndef CDL_YOLO_H
+#define CDL_YOLO_H
+
+#include "core/layer.h"
+
+/* One truth box in StepContext.truth, darknet's net.truth: centre x, y and width, height relative
+ * to the net input (0..1), then the class id as a float. A sample's boxes come first, then
+ * unused slots of zeros: a box with x = 0 ends the sample's list, as in darknet. */
+enum { TRUTH_X, TRUTH_Y, TRUTH_W, TRUTH_H, TRUTH_CLASS, TRUTH_FLOATS };
+
+#define YOLO_MAX_ANCHORS 64
+
+/* How a box's position is learned (iou_loss=): darknet's IOU_LOSS. */
+typedef enum { YOLO_MSE, YOLO_IOU, YOLO_GIOU, YOLO_DIOU, YOLO_CIOU } YoloIouLoss;
+
+typedef struct Yolo {
+    int classes;
+    int n_mask;                          /* anchors this layer predicts (|mask|) */
+    int mask[YOLO_MAX_ANCHORS];          /* their indices among all anchors */
+    int total;                           /* num=: all anchors of the net */
+    float anchors[2 * YOLO_MAX_ANCHORS]; /* w, h in input pixels, for all num anchors */
+    int net_w, net_h;                    /* the net input, what anchors are relative to */
+    int max_boxes;                       /* max=: truth boxes read per sample (at most) */
+    float ignore_thresh, truth_thresh, iou_thresh;
+    YoloIouLoss iou_loss;
+    YoloIouLoss iou_thresh_kind; /* how iou_thresh compares anchors (never YOLO_MSE) */
+    float iou_normalizer, cls_normalizer, obj_normalizer, max_delta, scale_x_y;
+    /* Read for detection (NMS), unused by the loss: */
+    float jitter, beta_nms;
+    int nms_kind; /* 0 default, 1 greedynms, 2 diounms */
+    /* Per-batch state (resize): darknet's l.delta, the negative gradient of the loss with
+     * respect to the layer's input, [batch][out_shape], written by the forward. */
+    float *delta;
+} Yolo;
+
+#endif
