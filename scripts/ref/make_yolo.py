@@ -190,11 +190,21 @@ class Layer:
         for k in range(CLASSES):
             d[k] = (1.0 if k == cls else 0.0) - e[k]
 
-    def truths(self, truth, b):
+    @staticmethod
+    def truths(truth, b):
+        """A sample's truths as darknet reads them: x = 0 ends the list, a class out of range is
+        skipped."""
         for t in truth[b]:
             if t[0] == 0:
                 return
-            yield tuple(t[:4]), int(t[4])
+            if 0 <= int(t[4]) < CLASSES:
+                yield tuple(t[:4]), int(t[4])
+
+    def best_anchor(self, t):
+        """Of all num anchors, the first of best IoU with t's width and height."""
+        shape = (0, 0, t[2], t[3])
+        ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in self.anchors]
+        return max(range(len(ious)), key=lambda k: (ious[k], -k))
 
     def loss(self, z, truth):
         out = self.forward(z)
@@ -210,8 +220,6 @@ class Layer:
                         scored = np.any(out[b, n, 5:, j, i] > 0.25)
                         best_match, best, best_t = 0.0, 0.0, None
                         for t, cls in self.truths(truth, b):
-                            if not 0 <= cls < CLASSES:
-                                continue
                             v = iou(pred, t)
                             if v > best_match and scored:
                                 best_match = v
@@ -226,11 +234,8 @@ class Layer:
                             self.delta_class(out, delta, b, n, j, i, cls)
                             self.delta_box(out, delta, b, n, j, i, anchor, t)
             for t, cls in self.truths(truth, b):
-                if not 0 <= cls < CLASSES:
-                    continue
                 shape = (0, 0, t[2], t[3])
-                ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in self.anchors]
-                best_n = max(range(len(ious)), key=lambda k: (ious[k], -k))
+                best_n = self.best_anchor(t)
                 i, j = int(t[0] * W), int(t[1] * H)
                 for a in range(self.num):
                     if a not in mask:
@@ -277,11 +282,7 @@ def mse_potential_grad(layer, z, truth, delta):
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     for b in range(z.shape[0]):
         for t, cls in layer.truths(truth, b):
-            if not 0 <= cls < CLASSES:
-                continue
-            shape = (0, 0, t[2], t[3])
-            ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in layer.anchors]
-            best_n = max(range(len(ious)), key=lambda k: (ious[k], -k))
+            best_n = layer.best_anchor(t)
             if best_n not in layer.mask:
                 continue
             n, i, j = layer.mask.index(best_n), int(t[0] * W), int(t[1] * H)

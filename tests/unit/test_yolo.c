@@ -20,16 +20,24 @@
 static const char *const cases[] = {"mse", "giou", "diou", "ciou"};
 #define N_CASES 4
 
+/* The fixture and its net (layer 2k + 1 the [yolo] of cases[k]); -1 after a message. */
+static int load_yolo_net(RefFixture *f, Net *net)
+{
+    if (ref_fixture_load("tests/ref/yolo.ref", f))
+        return -1;
+    if (ref_net_build(net, f, "tests/ref/yolo.cfg", NULL, 0, 2)) {
+        ref_fixture_free(f);
+        return -1;
+    }
+    return 0;
+}
+
 static void test_yolo_matches_darknet_reference(void)
 {
     RefFixture f;
     Net net;
-    if (ref_fixture_load("tests/ref/yolo.ref", &f))
+    if (load_yolo_net(&f, &net))
         return;
-    if (ref_net_build(&net, &f, "tests/ref/yolo.cfg", NULL, 0, 2)) {
-        ref_fixture_free(&f);
-        return;
-    }
     const RefTensor *truth = ref_fixture_get(&f, "truth");
     CHECK(truth && truth->ndim == 3 && truth->dims[2] == TRUTH_FLOATS);
     if (!truth)
@@ -80,12 +88,8 @@ static void test_yolo_without_truth_adds_no_loss(void)
 {
     RefFixture f;
     Net net;
-    if (ref_fixture_load("tests/ref/yolo.ref", &f))
+    if (load_yolo_net(&f, &net))
         return;
-    if (ref_net_build(&net, &f, "tests/ref/yolo.cfg", NULL, 0, 2)) {
-        ref_fixture_free(&f);
-        return;
-    }
     net.train = 1;
     net_forward(&net);
     CHECK(net.loss == 0);

@@ -231,12 +231,26 @@ typedef struct YoloTally {
     int count;
 } YoloTally;
 
-/* The truth t of a sample: its box, and its class (-1 when out of range, as darknet skips it). */
-static Box truth_box(const float *truth, int *class_id, int classes)
+/* Steps *t to the next truth from there among the first n_truth of a sample, as darknet reads
+ * them: a box with x = 0 ends the list, a class out of range is skipped. Returns 0 at the end. */
+static int next_truth(const float *truth, int n_truth, int classes, int *t, Box *box, int *class_id)
 {
-    const float c = truth[TRUTH_CLASS];
-    *class_id = c >= 0 && c < classes ? (int)c : -1;
-    return (Box){truth[TRUTH_X], truth[TRUTH_Y], truth[TRUTH_W], truth[TRUTH_H]};
+    for (; *t < n_truth; ++*t) {
+        const float *f = truth + (size_t)*t * TRUTH_FLOATS;
+        *box = (Box){f[TRUTH_X], f[TRUTH_Y], f[TRUTH_W], f[TRUTH_H]};
+        *class_id = f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < classes ? (int)f[TRUTH_CLASS] : -1;
+        if (box->x == 0)
+            return 0;
+        if (*class_id >= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Anchor n as a box at the origin, relative to the net input. */
+static Box anchor_shape(const Yolo *yo, int n)
+{
+    return (Box){0, 0, yo->anchors[2 * n] / yo->net_w, yo->anchors[2 * n + 1] / yo->net_h};
 }
 
 /* The rule for cells where a prediction overlaps a truth: objectness is pushed to 0 unless the
@@ -253,33 +267,27 @@ static void delta_predictions(const Yolo *yo, const float *out, float *delta, co
                 const size_t obj = c.at + 4 * stride, cls = c.at + 5 * stride;
                 const Box pred = predicted_box(yo, out, c, w, h, stride);
                 float best_match = 0, best = 0;
-                int best_t = 0, scored = 0;
+                int best_class = 0, scored = 0, class_id;
+                Box tb, best_box = {0, 0, 0, 0};
                 for (int k = 0; k < yo->classes; k++)
                     scored |= out[cls + stride * k] > 0.25f;
-                for (int t = 0; t < n_truth; t++) {
-                    int class_id;
-                    const Box tb = truth_box(truth + t * TRUTH_FLOATS, &class_id, yo->classes);
-                    if (tb.x == 0)
-                        break;
-                    if (class_id < 0)
-                        continue;
+                for (int t = 0; next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
                     const float iou = box_iou(pred, tb);
                     if (iou > best_match && scored)
                         best_match = iou;
                     if (iou > best) {
                         best = iou;
-                        best_t = t;
+                        best_box = tb;
+                        best_class = class_id;
                     }
                 }
                 delta[obj] = yo->obj_normalizer * (0 - out[obj]);
                 if (best_match > yo->ignore_thresh)
                     delta[obj] = 0;
                 if (best > yo->truth_thresh) {
-                    int class_id;
-                    const Box tb = truth_box(truth + best_t * TRUTH_FLOATS, &class_id, yo->classes);
                     delta[obj] = yo->obj_normalizer * (1 - out[obj]);
-                    delta_class(out, delta, cls, class_id, yo->classes, stride);
-                    delta_box(yo, out, delta, c, tb, w, h, stride);
+                    delta_class(out, delta, cls, best_class, yo->classes, stride);
+                    delta_box(yo, out, delta, c, best_box, w, h, stride);
                 }
             }
 }
@@ -313,20 +321,14 @@ static void delta_truths(const Yolo *yo, const float *out, float *delta, const f
                          int n_truth, size_t sample, int w, int h, YoloTally *tally)
 {
     const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
-    for (int t = 0; t < n_truth; t++) {
-        int class_id;
-        const Box tb = truth_box(truth + t * TRUTH_FLOATS, &class_id, yo->classes);
-        if (tb.x == 0)
-            break;
-        if (class_id < 0)
-            continue;
+    int class_id;
+    Box tb;
+    for (int t = 0; next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
         const Box shape = {0, 0, tb.w, tb.h};
         float best = 0;
         int best_n = 0;
         for (int n = 0; n < yo->total; n++) {
-            const Box anchor = {0, 0, yo->anchors[2 * n] / yo->net_w,
-                                yo->anchors[2 * n + 1] / yo->net_h};
-            const float iou = box_iou(anchor, shape);
+            const float iou = box_iou(anchor_shape(yo, n), shape);
             if (iou > best) {
                 best = iou;
                 best_n = n;
@@ -338,10 +340,9 @@ static void delta_truths(const Yolo *yo, const float *out, float *delta, const f
             const int m = mask_index(yo, n);
             if (m < 0)
                 continue;
-            const Box anchor = {0, 0, yo->anchors[2 * n] / yo->net_w,
-                                yo->anchors[2 * n + 1] / yo->net_h};
-            if (n == best_n || (yo->iou_thresh < 1.0f &&
-                                box_iou_kind(anchor, shape, yo->iou_thresh_kind) > yo->iou_thresh))
+            if (n == best_n ||
+                (yo->iou_thresh < 1.0f &&
+                 box_iou_kind(anchor_shape(yo, n), shape, yo->iou_thresh_kind) > yo->iou_thresh))
                 assign_truth(yo, out, delta, (Cell){at + m * entries, i, j, n}, tb, class_id, w, h,
                              tally);
         }
