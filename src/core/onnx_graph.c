@@ -269,6 +269,14 @@ static void relu6(OnnxGraph *g, const char *x, const char *y)
     onnx_node(g, "Clip", 3, (const char *[]){x, lo, hi}, y, 0, NULL);
 }
 
+/* y = HardSigmoid(x) with torch's alpha 1/6 and beta 1/2 (HardSwish is an operator only from
+ * opset 14: hardswish is x times it). */
+static void hardsigmoid(OnnxGraph *g, const char *x, const char *y)
+{
+    const OnnxAttr attrs[] = {onnx_attr_float("alpha", 1.0f / 6.0f), onnx_attr_float("beta", 0.5f)};
+    onnx_node(g, "HardSigmoid", 1, &x, y, 2, attrs);
+}
+
 void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y)
 {
     const OnnxAttr leaky = onnx_attr_float("alpha", 0.1f), elu = onnx_attr_float("alpha", 1.0f);
@@ -302,6 +310,16 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
         break;
     case CDL_ACT_MISH:
         times_x(g, x, "Softplus", "Tanh", y);
+        break;
+    case CDL_ACT_HARDSWISH: {
+        char t[ONNX_NAME_MAX];
+        snprintf(t, sizeof t, "%s.HardSigmoid", y);
+        hardsigmoid(g, x, t);
+        onnx_node(g, "Mul", 2, (const char *[]){x, t}, y, 0, NULL);
+        break;
+    }
+    case CDL_ACT_HARDSIGMOID:
+        hardsigmoid(g, x, y);
         break;
     }
 }
