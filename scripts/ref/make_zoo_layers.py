@@ -1,0 +1,118 @@
+"""PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
+hardswish, hardsigmoid and a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
+[scale_channels].
+
+Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
+(Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
+below, relative to the repository root, which is found from this script's path.)
+
+Each net runs on a batch of 2 images in float64 from float32-representable inputs and
+parameters; the loss is sum(out * r) for a stored random r, so dL/d(out) = r. Stored: input, r,
+the parameters layerI.NAME (cdl's names), out (the last layer's output), grad.input and
+grad.layerI.NAME. Seeds are fixed and torch runs on one thread: running the script twice gives
+identical bytes. The .ref format is ref_format.py's.
+
+  se_block (MobileNetV3's block on a 3x5x6 image; weights and biases N(0, 1), N(0, 0.4^2) in
+  layer 3, wider than torch's init, so that every piece of the hard activations is reached: of
+  layer 0's 480 pre-activations 114 are below -3 and 115 above 3, of layer 3's 16 one is above 3):
+    0 [convolutional] 8 filters 3x3 pad 1, hardswish       x0 = F.hardswish(conv(x))
+    1 [avgpool]                                           s = x0.mean((2, 3), keepdim=True)
+    2 [convolutional] 4 filters 1x1, relu                  F.relu(conv(s))
+    3 [convolutional] 8 filters 1x1, hardsigmoid           z = F.hardsigmoid(conv(.))
+    4 [scale_channels] from=0                             x0 * z
+"""
+
+import torch
+import torch.nn.functional as F
+
+from ref_format import f32, seed_torch, write_fixture
+
+DT = torch.float64
+BATCH = 2
+
+SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
+[net]
+batch=2
+channels=3
+height=5
+width=6
+
+# 0: 8x5x6
+[convolutional]
+filters=8
+size=3
+pad=1
+activation=hardswish
+
+# 1: 8x1x1
+[avgpool]
+
+# 2: 4x1x1
+[convolutional]
+filters=4
+size=1
+activation=relu
+
+# 3: 8x1x1
+[convolutional]
+filters=8
+size=1
+activation=hardsigmoid
+
+# 4: 8x5x6, layer 0 times layer 3 per channel
+[scale_channels]
+from=0
+"""
+
+
+def conv_params(name, filters, channels, size, spread):
+    """Weights [filters][channels][size][size] and biases [filters] ~ N(0, spread^2)."""
+    w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
+    b = f32(spread * torch.randn(filters, dtype=DT))
+    return {f"{name}.weights": w, f"{name}.biases": b}
+
+
+def se_block():
+    p = {}
+    p.update(conv_params("layer0", 8, 3, 3, 1.0))
+    p.update(conv_params("layer2", 4, 8, 1, 1.0))
+    p.update(conv_params("layer3", 8, 4, 1, 0.4))
+    x = f32(torch.randn(BATCH, 3, 5, 6, dtype=DT))
+
+    def forward(x, p):
+        x0 = F.hardswish(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1))
+        s = x0.mean((2, 3), keepdim=True)
+        s = F.relu(F.conv2d(s, p["layer2.weights"], p["layer2.biases"]))
+        z = F.hardsigmoid(F.conv2d(s, p["layer3.weights"], p["layer3.biases"]))
+        return x0 * z
+
+    return SE_BLOCK_CFG, x, p, forward
+
+
+def compute(x, params, forward):
+    """The (name, tensor) pairs of one fixture, in file order."""
+    p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
+    x = x.clone().requires_grad_(True)
+    out = forward(x, p)
+    r = f32(torch.randn(out.shape, dtype=DT))
+    (out * r).sum().backward()
+    tensors = [("input", x.detach().clone()), ("r", r)]
+    tensors += [(n, t.detach().clone()) for n, t in p.items()]
+    tensors.append(("out", out.detach().clone()))
+    tensors.append(("grad.input", x.grad.detach().clone()))
+    tensors += [(f"grad.{n}", t.grad.detach().clone()) for n, t in p.items()]
+    return tensors
+
+
+FIXTURES = [("se_block", se_block)]
+
+
+def main():
+    for name, make in FIXTURES:
+        seed_torch(0)
+        cfg, x, params, forward = make()
+        write_fixture(name, cfg, compute(x, params, forward))
+
+
+if __name__ == "__main__":
+    main()
