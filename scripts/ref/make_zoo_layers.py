@@ -1,6 +1,6 @@
 """PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
-hardswish, hardsigmoid and a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
-[scale_channels].
+hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
+[scale_channels], and ShuffleNet's channel shuffle.
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -20,6 +20,13 @@ identical bytes. The .ref format is ref_format.py's.
     2 [convolutional] 4 filters 1x1, relu                  F.relu(conv(s))
     3 [convolutional] 8 filters 1x1, hardsigmoid           z = F.hardsigmoid(conv(.))
     4 [scale_channels] from=0                             x0 * z
+
+  shuffle_unit (ShuffleNet's grouped 1x1, shuffle, depthwise 3x3 on a 4x5x6 image; weights and
+  biases N(0, 0.5^2)):
+    0 [convolutional] 6 filters 1x1 groups 2, relu         F.relu(conv(x, groups=2))
+    1 [shuffle] groups=2                                   torch.nn.ChannelShuffle(2)
+    2 [convolutional] 6 filters 3x3 pad 1 groups 6        conv(., groups=6, padding=1)
+    3 [convolutional] 6 filters 1x1 groups 3, linear       conv(., groups=3)
 """
 
 import torch
@@ -65,8 +72,43 @@ from=0
 """
 
 
+SHUFFLE_UNIT_CFG = """# scripts/ref/make_zoo_layers.py: ShuffleNet's unit
+[net]
+batch=2
+channels=4
+height=5
+width=6
+
+# 0: 6x5x6
+[convolutional]
+filters=6
+size=1
+groups=2
+activation=relu
+
+# 1: 6x5x6, channels 0 3 1 4 2 5
+[shuffle]
+groups=2
+
+# 2: 6x5x6
+[convolutional]
+filters=6
+size=3
+pad=1
+groups=6
+activation=linear
+
+# 3: 6x5x6
+[convolutional]
+filters=6
+size=1
+groups=3
+activation=linear
+"""
+
+
 def conv_params(name, filters, channels, size, spread):
-    """Weights [filters][channels][size][size] and biases [filters] ~ N(0, spread^2)."""
+    """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
     w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
     b = f32(spread * torch.randn(filters, dtype=DT))
     return {f"{name}.weights": w, f"{name}.biases": b}
@@ -89,6 +131,31 @@ def se_block():
     return SE_BLOCK_CFG, x, p, forward
 
 
+def channel_shuffle(x, groups):
+    """[N][g][c/g][h][w] transposed to [N][c/g][g][h][w]: torch.nn.ChannelShuffle, written out so
+    that autograd differentiates it (checked against the module's forward)."""
+    n, c, h, w = x.shape
+    y = x.view(n, groups, c // groups, h, w).transpose(1, 2).reshape(n, c, h, w)
+    assert torch.equal(y, torch.nn.ChannelShuffle(groups)(x.detach()))
+    return y
+
+
+def shuffle_unit():
+    p = {}
+    p.update(conv_params("layer0", 6, 2, 1, 0.5))
+    p.update(conv_params("layer2", 6, 1, 3, 0.5))
+    p.update(conv_params("layer3", 6, 2, 1, 0.5))
+    x = f32(torch.randn(BATCH, 4, 5, 6, dtype=DT))
+
+    def forward(x, p):
+        y = F.relu(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], groups=2))
+        y = channel_shuffle(y, 2)
+        y = F.conv2d(y, p["layer2.weights"], p["layer2.biases"], padding=1, groups=6)
+        return F.conv2d(y, p["layer3.weights"], p["layer3.biases"], groups=3)
+
+    return SHUFFLE_UNIT_CFG, x, p, forward
+
+
 def compute(x, params, forward):
     """The (name, tensor) pairs of one fixture, in file order."""
     p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
@@ -104,7 +171,7 @@ def compute(x, params, forward):
     return tensors
 
 
-FIXTURES = [("se_block", se_block)]
+FIXTURES = [("se_block", se_block), ("shuffle_unit", shuffle_unit)]
 
 
 def main():

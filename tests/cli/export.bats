@@ -41,7 +41,8 @@ expect_same_as_predict() {
 # flat inputs with fewer or more channels, alpha and beta; maxpools with even and uneven
 # padding; routes of one and two layers; dropout after NCHW and flat values; a standalone
 # batchnorm; connected with batch norm feeding a convolution; a squeeze-excitation block
-# ([avgpool], two 1x1 convolutions, [scale_channels]) on 8x8 maps, added to the classifier.
+# ([avgpool], two 1x1 convolutions, [scale_channels]) after a channel [shuffle] on 8x8 maps,
+# added to the classifier.
 write_layers_cfg() {
     cat > layers.cfg <<'CFG'
 [net]
@@ -147,6 +148,9 @@ beta=0.5
 
 [route]
 layers=0
+
+[shuffle]
+groups=4
 
 [convolutional]
 filters=10

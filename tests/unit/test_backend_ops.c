@@ -145,6 +145,8 @@ static const OpCase cases[] = {
      CONV(8, 3, 1, 1, 1, 1, hardswish) "[avgpool]\n" CONV(4, 1, 1, 0, 1, 0, relu)
          CONV(8, 1, 1, 0, 1, 0, hardsigmoid) "[scale_channels]\nfrom=-4\n",
      NULL},
+    {"shufflenet unit (grouped 1x1, shuffle, depthwise)", IMAGE(2, 4, 5, 6),
+     CONV(6, 1, 1, 0, 2, 1, relu) "[shuffle]\ngroups=2\n" CONV(6, 3, 1, 1, 6, 1, linear), NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
@@ -238,6 +240,8 @@ static const OpCase cases[] = {
      "[maxpool]\nsize=1\n[avgpool]\n[scale_channels]\nfrom=0\nactivation=tanh\n"
      "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
      NULL},
+    {"shuffle groups=3 on the input", IMAGE(2, 6, 3, 4),
+     "[shuffle]\ngroups=3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
     {"reorg stride 2 on the input", IMAGE(2, 8, 6, 4),
      "[reorg]\nstride=2\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
     {"crop (random windows, flip) on the input", IMAGE(3, 3, 9, 8),

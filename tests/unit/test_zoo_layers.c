@@ -1,7 +1,8 @@
-/* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
- * each with values derived by hand, its cfg errors, finite-difference gradient checks and a
- * PyTorch fixture (scripts/ref/make_zoo_layers.py). The hard activations are checked with the
- * others in test_layers_misc and test_layers_dense, and here inside the fixture. */
+/* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation) and
+ * [shuffle] (ShuffleNet's channel shuffle), each with values derived by hand, its cfg errors,
+ * finite-difference gradient checks and a PyTorch fixture (scripts/ref/make_zoo_layers.py). The
+ * hard activations are checked with the others in test_layers_misc and test_layers_dense, and here
+ * inside the fixture. */
 #include <stdio.h>
 
 #include "cfg_errors.h"
@@ -78,11 +79,64 @@ static void test_scale_channels_gradients(void)
                   IMAGE_NET(2, 3, 2, 2) "[avgpool]\n[scale_channels]\nfrom=-1\n");
 }
 
+/* ---- [shuffle] ---- */
+
+/* Channels 0..5 in 2 groups come out as 0 3 1 4 2 5 (torch.nn.ChannelShuffle(2)), in 3 groups as
+ * 0 2 4 1 3 5; the backward sends each output plane's delta back to its source plane. */
+static void test_shuffle_values(void)
+{
+    static const float two[6] = {0, 3, 1, 4, 2, 5}, three[6] = {0, 2, 4, 1, 3, 5};
+    for (int g = 2; g <= 3; g++) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 IMAGE_NET(2, 6, 1, 2) "[maxpool]\nsize=1\n[shuffle]\ngroups=%d\n", g);
+        Net net;
+        if (build_test_net(text, &net))
+            continue;
+        const float *order = g == 2 ? two : three;
+        float want[24], back[24];
+        for (int i = 0; i < 24; i++) {
+            const int b = i / 12, k = i / 2 % 6, x = i % 2;
+            net.input[i] = (float)i;
+            want[i] = (float)(b * 12 + (int)order[k] * 2 + x);
+        }
+        net.train = 1;
+        net_forward(&net);
+        check_values(net.layers[1].out, want, 24, 0);
+        net_zero_grads(&net);
+        for (int i = 0; i < 24; i++)
+            net.layers[1].delta[i] = (float)(100 + i);
+        net_backward(&net);
+        for (int i = 0; i < 24; i++)
+            back[(int)want[i]] = (float)(100 + i);
+        check_values(net.layers[0].delta, back, 24, 0);
+        net_free(&net);
+    }
+}
+
+static void test_shuffle_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 6, 2, 2) "[shuffle]\ngroups=4\n",
+                     "t.cfg:7: layer 0: [shuffle] groups=4: expected a positive divisor of the "
+                     "input's channels");
+    expect_cfg_error(IMAGE_NET(1, 6, 2, 2) "[shuffle]\ngroups=0\n", "groups=0: expected");
+}
+
+static void test_shuffle_gradients(void)
+{
+    gradcheck_cfg("shuffle between grouped convolutions",
+                  IMAGE_NET(2, 4, 3, 4) "[convolutional]\nfilters=6\nsize=1\ngroups=2\n"
+                                        "activation=linear\n[shuffle]\ngroups=3\n"
+                                        "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\n"
+                                        "activation=linear\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
 {
     ref_expect_sum_loss_fixture("se_block", 2);
+    ref_expect_sum_loss_fixture("shuffle_unit", 2);
 }
 
 int main(void)
@@ -90,6 +144,9 @@ int main(void)
     test_scale_channels_values();
     test_scale_channels_errors();
     test_scale_channels_gradients();
+    test_shuffle_values();
+    test_shuffle_errors();
+    test_shuffle_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }
