@@ -24,7 +24,7 @@ extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_k
 extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
-    gpu_scale_channels_kernels, gpu_shuffle_kernels;
+    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels;
 
 static const struct {
     const LayerType *type;
@@ -55,6 +55,7 @@ static const struct {
     {&batchnorm_layer, &gpu_batchnorm_kernels},
     {&scale_channels_layer, &gpu_scale_channels_kernels},
     {&shuffle_layer, &gpu_shuffle_kernels},
+    {&pad_layer, &gpu_pad_kernels},
     // clang-format on
 };
 

@@ -1,6 +1,6 @@
 """PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
 hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
-[scale_channels], and ShuffleNet's channel shuffle.
+[scale_channels], ShuffleNet's channel shuffle and explicit padding.
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -27,6 +27,11 @@ identical bytes. The .ref format is ref_format.py's.
     1 [shuffle] groups=2                                   torch.nn.ChannelShuffle(2)
     2 [convolutional] 6 filters 3x3 pad 1 groups 6        conv(., groups=6, padding=1)
     3 [convolutional] 6 filters 1x1 groups 3, linear       conv(., groups=3)
+
+  pad_conv (a 2x4x5 image, weights and biases N(0, 0.5^2)):
+    0 [pad] left=1 right=2 bottom=1 value=0.5              F.pad(x, (1, 2, 0, 1), value=0.5)
+    1 [convolutional] 3 filters 3x3 stride 2, linear       conv(., stride=2)
+    2 [pad] padding=1                                      F.pad(., (1, 1, 1, 1))
 """
 
 import torch
@@ -107,6 +112,33 @@ activation=linear
 """
 
 
+PAD_CONV_CFG = """# scripts/ref/make_zoo_layers.py: explicit padding around a strided convolution
+[net]
+batch=2
+channels=2
+height=4
+width=5
+
+# 0: 2x5x8
+[pad]
+left=1
+right=2
+bottom=1
+value=0.5
+
+# 1: 3x2x3
+[convolutional]
+filters=3
+size=3
+stride=2
+activation=linear
+
+# 2: 3x4x5
+[pad]
+padding=1
+"""
+
+
 def conv_params(name, filters, channels, size, spread):
     """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
     w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
@@ -156,6 +188,18 @@ def shuffle_unit():
     return SHUFFLE_UNIT_CFG, x, p, forward
 
 
+def pad_conv():
+    p = conv_params("layer1", 3, 2, 3, 0.5)
+    x = f32(torch.randn(BATCH, 2, 4, 5, dtype=DT))
+
+    def forward(x, p):
+        y = F.pad(x, (1, 2, 0, 1), value=0.5)
+        y = F.conv2d(y, p["layer1.weights"], p["layer1.biases"], stride=2)
+        return F.pad(y, (1, 1, 1, 1))
+
+    return PAD_CONV_CFG, x, p, forward
+
+
 def compute(x, params, forward):
     """The (name, tensor) pairs of one fixture, in file order."""
     p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
@@ -171,7 +215,7 @@ def compute(x, params, forward):
     return tensors
 
 
-FIXTURES = [("se_block", se_block), ("shuffle_unit", shuffle_unit)]
+FIXTURES = [("se_block", se_block), ("shuffle_unit", shuffle_unit), ("pad_conv", pad_conv)]
 
 
 def main():

@@ -41,8 +41,8 @@ expect_same_as_predict() {
 # flat inputs with fewer or more channels, alpha and beta; maxpools with even and uneven
 # padding; routes of one and two layers; dropout after NCHW and flat values; a standalone
 # batchnorm; connected with batch norm feeding a convolution; a squeeze-excitation block
-# ([avgpool], two 1x1 convolutions, [scale_channels]) after a channel [shuffle] on 8x8 maps,
-# added to the classifier.
+# ([avgpool], two 1x1 convolutions, [scale_channels]) after a channel [shuffle] and a [pad] on
+# 8x8 maps, added to the classifier.
 write_layers_cfg() {
     cat > layers.cfg <<'CFG'
 [net]
@@ -151,6 +151,11 @@ layers=0
 
 [shuffle]
 groups=4
+
+[pad]
+left=1
+bottom=2
+value=0.5
 
 [convolutional]
 filters=10

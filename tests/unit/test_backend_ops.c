@@ -147,6 +147,10 @@ static const OpCase cases[] = {
      NULL},
     {"shufflenet unit (grouped 1x1, shuffle, depthwise)", IMAGE(2, 4, 5, 6),
      CONV(6, 1, 1, 0, 2, 1, relu) "[shuffle]\ngroups=2\n" CONV(6, 3, 1, 1, 6, 1, linear), NULL},
+    {"pad (asymmetric, value) around a strided conv", IMAGE(2, 3, 6, 5),
+     "[pad]\nleft=1\nright=2\nbottom=1\nvalue=0.5\n" CONV(
+         8, 3, 2, 0, 1, 1, leaky) "[pad]\npadding=1\n" CONV(4, 3, 1, 0, 1, 0, linear),
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
@@ -242,6 +246,9 @@ static const OpCase cases[] = {
      NULL},
     {"shuffle groups=3 on the input", IMAGE(2, 6, 3, 4),
      "[shuffle]\ngroups=3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
+    {"pad on the input", IMAGE(2, 3, 4, 3),
+     "[pad]\ntop=2\nleft=1\nvalue=-0.5\n[connected]\noutput=5\nactivation=linear\n[softmax]\n",
+     NULL},
     {"reorg stride 2 on the input", IMAGE(2, 8, 6, 4),
      "[reorg]\nstride=2\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
     {"crop (random windows, flip) on the input", IMAGE(3, 3, 9, 8),

@@ -1,8 +1,8 @@
-/* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation) and
- * [shuffle] (ShuffleNet's channel shuffle), each with values derived by hand, its cfg errors,
- * finite-difference gradient checks and a PyTorch fixture (scripts/ref/make_zoo_layers.py). The
- * hard activations are checked with the others in test_layers_misc and test_layers_dense, and here
- * inside the fixture. */
+/* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
+ * [shuffle] (ShuffleNet's channel shuffle) and [pad] (explicit padding), each with values derived
+ * by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
+ * (scripts/ref/make_zoo_layers.py). The hard activations are checked with the others in
+ * test_layers_misc and test_layers_dense, and here inside the fixture. */
 #include <stdio.h>
 
 #include "cfg_errors.h"
@@ -131,12 +131,57 @@ static void test_shuffle_gradients(void)
                                         "activation=linear\n");
 }
 
+/* ---- [pad] ---- */
+
+/* A 2x3 plane padded by top 1, bottom 0, left 2, right 1 with value -1 is 3x6, the plane at row 1,
+ * column 2; the backward takes that window of the delta. */
+static void test_pad_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 1, 2, 3) "[maxpool]\nsize=1\n[pad]\ntop=1\nbottom=0\n"
+                                             "left=2\nright=1\nvalue=-1\n",
+                       &net))
+        return;
+    CHECK(net.layers[1].out_shape.c == 1 && net.layers[1].out_shape.h == 3 &&
+          net.layers[1].out_shape.w == 6);
+    const float want[18] = {-1, -1, -1, -1, -1, -1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6, -1};
+    for (int i = 0; i < 6; i++)
+        net.input[i] = (float)(i + 1);
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, want, 18, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 18; i++)
+        net.layers[1].delta[i] = (float)i;
+    net_backward(&net);
+    const float back[6] = {8, 9, 10, 14, 15, 16};
+    check_values(net.layers[0].delta, back, 6, 0);
+    net_free(&net);
+}
+
+static void test_pad_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 1, 2, 3) "[pad]\nleft=-1\n",
+                     "t.cfg:7: bad value '-1' for key 'left' in [pad]: must be >= 0");
+    expect_cfg_error(IMAGE_NET(1, 1, 2, 3) "[pad]\npadding=-2\n",
+                     "t.cfg:7: bad value '-2' for key 'padding' in [pad]: must be >= 0");
+}
+
+static void test_pad_gradients(void)
+{
+    gradcheck_cfg("pad between convolutions",
+                  IMAGE_NET(2, 2, 3, 4) "[convolutional]\nfilters=3\nsize=1\nactivation=linear\n"
+                                        "[pad]\ntop=2\nright=1\nvalue=0.25\n"
+                                        "[convolutional]\nfilters=2\nsize=3\nactivation=tanh\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
 {
     ref_expect_sum_loss_fixture("se_block", 2);
     ref_expect_sum_loss_fixture("shuffle_unit", 2);
+    ref_expect_sum_loss_fixture("pad_conv", 2);
 }
 
 int main(void)
@@ -147,6 +192,9 @@ int main(void)
     test_shuffle_values();
     test_shuffle_errors();
     test_shuffle_gradients();
+    test_pad_values();
+    test_pad_errors();
+    test_pad_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }

@@ -16,7 +16,7 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_route_kernels, cpu_softmax_kernels, cpu_crop_kernels, cpu_cost_kernels, cpu_reorg_kernels,
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
-    cpu_shuffle_kernels;
+    cpu_shuffle_kernels, cpu_pad_kernels;
 
 static const struct {
     const LayerType *type;
@@ -45,6 +45,7 @@ static const struct {
     {&gru_layer, &cpu_recurrent_kernels},
     {&scale_channels_layer, &cpu_scale_channels_kernels},
     {&shuffle_layer, &cpu_shuffle_kernels},
+    {&pad_layer, &cpu_pad_kernels},
 };
 
 static const LayerKernels *cpu_kernels(const LayerType *t)
