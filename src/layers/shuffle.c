@@ -7,8 +7,6 @@
  */
 #include "layers/shuffle.h"
 
-#include <stdio.h>
-
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
@@ -33,22 +31,8 @@ static int shuffle_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     (void)net, (void)e;
     const Shape s = l->in_shape;
     const int groups = ((const Shuffle *)l->priv)->groups;
-    char x[ONNX_NAME_MAX], split[ONNX_NAME_MAX], moved[ONNX_NAME_MAX];
-    char split_shape[ONNX_NAME_MAX + 6], out_shape[ONNX_NAME_MAX + 6];
-    onnx_input_nchw(g, l, 0, x);
-    const char *out = onnx_output(g, l, 0);
-    onnx_name(split, l, "split");
-    onnx_name(moved, l, "moved");
-    snprintf(split_shape, sizeof split_shape, "%s.shape", split);
-    snprintf(out_shape, sizeof out_shape, "%s.shape", out);
-    const int64_t rank5[] = {0, groups, s.c / groups, s.h, s.w};
-    const int64_t final[] = {0, s.c, s.h, s.w}, perm[] = {0, 2, 1, 3, 4};
-    onnx_int64s(g, split_shape, 5, rank5);
-    onnx_int64s(g, out_shape, 4, final);
-    onnx_node(g, "Reshape", 2, (const char *[]){x, split_shape}, split, 0, NULL);
-    const OnnxAttr attr = onnx_attr_ints("perm", perm, 5);
-    onnx_node(g, "Transpose", 1, (const char *[]){split}, moved, 1, &attr);
-    onnx_node(g, "Reshape", 2, (const char *[]){moved, out_shape}, out, 0, NULL);
+    const int64_t rank5[] = {0, groups, s.c / groups, s.h, s.w}, perm[] = {0, 2, 1, 3, 4};
+    onnx_permute_channels(g, l, 5, rank5, perm);
     return CDL_OK;
 }
 
