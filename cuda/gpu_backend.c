@@ -23,7 +23,8 @@ extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_k
     gpu_cost_kernels;
 extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
-extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels;
+extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
+    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels;
 
 static const struct {
     const LayerType *type;
@@ -52,6 +53,9 @@ static const struct {
     {&gru_layer, &gpu_recurrent_kernels},
     {&convolutional_layer, &gpu_convolutional_kernels},
     {&batchnorm_layer, &gpu_batchnorm_kernels},
+    {&scale_channels_layer, &gpu_scale_channels_kernels},
+    {&shuffle_layer, &gpu_shuffle_kernels},
+    {&pad_layer, &gpu_pad_kernels},
     // clang-format on
 };
 

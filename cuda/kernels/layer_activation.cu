@@ -12,6 +12,13 @@ __device__ __forceinline__ float sigmoid_of(float x)
     return 1.0f / (1.0f + expf(-x));
 }
 
+// relu6(x + 3): hardsigmoid is v / 6, hardswish x v / 6 (backend/cpu/activation.c's order).
+__device__ __forceinline__ float relu6_of_x_plus_3(float x)
+{
+    const float v = x + 3.0f < 0 ? 0.0f : x + 3.0f;
+    return v > 6.0f ? 6.0f : v;
+}
+
 __device__ __forceinline__ float activate(float x, int kind)
 {
     switch (kind) {
@@ -37,6 +44,10 @@ __device__ __forceinline__ float activate(float x, int kind)
         const float e = expf(x < 20.0f ? x : 20.0f), n = e * (e + 2.0f);
         return x * (n / (n + 2.0f));
     }
+    case CDL_ACT_HARDSWISH:
+        return x * relu6_of_x_plus_3(x) / 6.0f;
+    case CDL_ACT_HARDSIGMOID:
+        return relu6_of_x_plus_3(x) / 6.0f;
     default:
         return x;
     }
@@ -69,6 +80,10 @@ __device__ __forceinline__ float derivative(float x, float y, int kind)
         const float e = expf(x < 20.0f ? x : 20.0f), num = e * (e + 2.0f), den = num + 2.0f;
         return num / den + x * (4.0f * (num + 1.0f) / (den * den)) * sigmoid_of(x);
     }
+    case CDL_ACT_HARDSWISH:
+        return x < -3.0f ? 0.0f : x <= 3.0f ? x / 3.0f + 0.5f : 1.0f;
+    case CDL_ACT_HARDSIGMOID:
+        return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f;
     default:
         return 1.0f;
     }

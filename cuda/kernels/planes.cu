@@ -1,7 +1,9 @@
-// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, and
-// global average pooling with its gradient. Sums over a plane or over a channel's planes run in
-// one block each (fixed order for a given shape: the same bits on every run).
-//   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)   pooled: (batch, channels)
+// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, global
+// average pooling with its gradient, and scaling each plane by its own value with its gradients.
+// Sums over a plane or over a channel's planes run in one block each (fixed order for a given
+// shape: the same bits on every run).
+//   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
+//   pooled, scale, dscale: (batch, channels)
 #include "planes.h"
 
 #include "kernels/reduce.cuh"
@@ -51,6 +53,36 @@ __global__ void plane_mean_backward_kernel(float *dx, const float *dpooled, int 
         dx[i] += dpooled[i / spatial] * inv;
 }
 
+__global__ void plane_scale_kernel(float *y, const float *x, const float *scale, int spatial,
+                                   size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = scale[i / spatial] * x[i];
+}
+
+// One block per plane: dscale[p] += its sum of dy * x, and dx += dy * scale[p]. dx and dscale may
+// be one buffer (the two inputs of [scale_channels] one layer, of 1x1 planes): thread 0 then adds
+// both, one after the other.
+__global__ void plane_scale_backward_kernel(float *dx, float *dscale, const float *dy,
+                                            const float *x, const float *scale, int spatial)
+{
+    const size_t at = (size_t)blockIdx.x * spatial;
+    const float k = scale[blockIdx.x];
+    float sum = 0.0f;
+    for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
+        const float d = dy[at + s];
+        sum += d * x[at + s];
+        if (dx)
+            dx[at + s] += d * k;
+    }
+    if (!dscale)
+        return;
+    sum = block_sum(sum);
+    if (threadIdx.x == 0)
+        dscale[blockIdx.x] += sum;
+}
+
 static int grid_for(size_t n)
 {
     const size_t blocks = (n + 255) / 256;
@@ -98,5 +130,26 @@ extern "C" cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled,
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(plane_mean_backward_kernel, grid_for(n), 256, 0, stream, dx, dpooled, spatial, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes,
+                                        int spatial, cudaStream_t stream)
+{
+    const size_t n = (size_t)planes * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(plane_scale_kernel, grid_for(n), 256, 0, stream, y, x, scale, spatial, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_plane_scale_backward(float *dx, float *dscale, const float *dy,
+                                                 const float *x, const float *scale, int planes,
+                                                 int spatial, cudaStream_t stream)
+{
+    if (planes == 0 || (!dx && !dscale))
+        return cudaSuccess;
+    CUDA_LAUNCH(plane_scale_backward_kernel, planes, block_for(spatial), 0, stream, dx, dscale, dy,
+                x, scale, spatial);
     return cuda_launch_error();
 }

@@ -22,6 +22,15 @@ cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spati
 cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes, int spatial,
                                      cudaStream_t stream);
 
+/* y [planes][spatial] = x times scale [planes], each plane its own value. */
+cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes, int spatial,
+                             cudaStream_t stream);
+/* Its gradients from dy [planes][spatial]: dx += dy * scale, dscale [planes] += the plane's sum of
+ * dy * x; either may be NULL (not needed). */
+cudaError_t cuda_plane_scale_backward(float *dx, float *dscale, const float *dy, const float *x,
+                                      const float *scale, int planes, int spatial,
+                                      cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

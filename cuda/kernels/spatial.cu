@@ -1,10 +1,12 @@
-// Index maps over planes (backend/cpu/{upsample,reorg,crop}.c's semantics), a thread per value,
-// grid-strided. Where several outputs feed one input's gradient (upsample) a thread per input
-// gathers them in the CPU's order; where the map is one to one (reorg, a crop's window) a thread
-// per output adds into its input's gradient, no two threads into the same value.
+// Index maps over planes (backend/cpu/{upsample,reorg,crop,shuffle,pad}.c's semantics), a thread
+// per value, grid-strided. Where several outputs feed one input's gradient (upsample) a thread per
+// input gathers them in the CPU's order; where the map is one to one (reorg, a crop's window) a
+// thread per output adds into its input's gradient, no two threads into the same value.
 //   upsample in, dx: (planes, ih, iw)   out, dy: (planes, ih*s, iw*s)
 //   reorg in, out, dx, dy: (batch, c, h, w)
 //   crop in, dx: (batch, c, ih, iw)   out, dy: (batch, c, oh, ow)   windows: (batch, 3)
+//   shuffle in, out, dx, dy: (batch, c, spatial)
+//   pad in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
 #include "spatial.h"
 
 #include "kernels/grid.cuh"
@@ -69,6 +71,50 @@ __global__ void reorg_backward_kernel(float *dx, const float *dy, int c, int h, 
     {
         const int k = (int)(o / ((size_t)h * w) % c), j = (int)(o / w % h), i = (int)(o % w);
         dx[o / sample * sample + reorg_source(c, h, w, s, i, j, k)] += dy[o];
+    }
+}
+
+// The input index of output o of a shuffle, its channel k reading channel
+// layers/shuffle.h's shuffle_source (a permutation: backward adds each dy into one dx).
+__device__ __forceinline__ size_t shuffle_input(size_t o, int c, int spatial, int groups)
+{
+    const size_t p = o / spatial;
+    const int k = (int)(p % c);
+    return (p - k + (size_t)(k % groups * (c / groups) + k / groups)) * spatial + o % spatial;
+}
+
+__global__ void shuffle_forward_kernel(float *out, const float *in, int c, int spatial, int groups,
+                                       size_t n)
+{
+    GRID_STRIDE_LOOP(o, n)
+    out[o] = in[shuffle_input(o, c, spatial, groups)];
+}
+
+__global__ void shuffle_backward_kernel(float *dx, const float *dy, int c, int spatial, int groups,
+                                        size_t n)
+{
+    GRID_STRIDE_LOOP(o, n)
+    dx[shuffle_input(o, c, spatial, groups)] += dy[o];
+}
+
+__global__ void pad_forward_kernel(float *out, const float *in, PadDims d, float value, size_t n)
+{
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const size_t p = o / ((size_t)d.oh * d.ow);
+        const int y = (int)(o / d.ow % d.oh) - d.top, x = (int)(o % d.ow) - d.left;
+        out[o] = y >= 0 && y < d.ih && x >= 0 && x < d.iw ? in[(p * d.ih + y) * d.iw + x] : value;
+    }
+}
+
+// A thread per input value: the one output gradient it receives.
+__global__ void pad_backward_kernel(float *dx, const float *dy, PadDims d, size_t n)
+{
+    GRID_STRIDE_LOOP(i, n)
+    {
+        const size_t p = i / ((size_t)d.ih * d.iw);
+        const int y = (int)(i / d.iw % d.ih), x = (int)(i % d.iw);
+        dx[i] += dy[(p * d.oh + y + d.top) * d.ow + x + d.left];
     }
 }
 
@@ -194,5 +240,46 @@ extern "C" cudaError_t cuda_crop_backward(float *dx, const float *dy, const int 
         return cudaSuccess;
     CUDA_LAUNCH(crop_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, windows, d, scale,
                 n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_shuffle_forward(float *out, const float *in, int batch, int c,
+                                            int spatial, int groups, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(shuffle_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, c, spatial,
+                groups, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_shuffle_backward(float *dx, const float *dy, int batch, int c,
+                                             int spatial, int groups, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * c * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(shuffle_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, c, spatial,
+                groups, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_pad_forward(float *out, const float *in, PadDims d, float value,
+                                        cudaStream_t stream)
+{
+    const size_t n = (size_t)d.planes * d.oh * d.ow;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(pad_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, d, value, n);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_pad_backward(float *dx, const float *dy, PadDims d, cudaStream_t stream)
+{
+    const size_t n = (size_t)d.planes * d.ih * d.iw;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(pad_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, d, n);
     return cuda_launch_error();
 }

@@ -1,5 +1,5 @@
-/* Index maps over planes on the device (spatial.cu): [upsample], [reorg] and [crop], float32,
- * plain NCHW; C entry points. */
+/* Index maps over planes on the device (spatial.cu): [upsample], [reorg], [crop], [shuffle], [pad],
+ * float32, plain NCHW; C entry points. */
 #ifndef CDL_CUDA_SPATIAL_H
 #define CDL_CUDA_SPATIAL_H
 
@@ -22,6 +22,21 @@ cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, in
                                cudaStream_t stream);
 cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, int h, int w, int s,
                                 cudaStream_t stream);
+/* [shuffle] of in [batch][c][spatial] in groups (layers/shuffle.h's shuffle_source); backward:
+ * dx += the permuted dy. */
+cudaError_t cuda_shuffle_forward(float *out, const float *in, int batch, int c, int spatial,
+                                 int groups, cudaStream_t stream);
+cudaError_t cuda_shuffle_backward(float *dx, const float *dy, int batch, int c, int spatial,
+                                  int groups, cudaStream_t stream);
+/* [pad]'s planes: in [planes][ih][iw] at row top, column left of out [planes][oh][ow]. */
+typedef struct PadDims {
+    int planes, ih, iw, oh, ow, top, left;
+} PadDims;
+/* out = in where it lies, value elsewhere. */
+cudaError_t cuda_pad_forward(float *out, const float *in, PadDims d, float value,
+                             cudaStream_t stream);
+/* dx += dy's window of the input. */
+cudaError_t cuda_pad_backward(float *dx, const float *dy, PadDims d, cudaStream_t stream);
 /* [crop]'s windows [batch][3] (row offset, column offset, mirrored): with train, sample b's drawn
  * by PCG32 seeded (key, first + b) as the CPU draws them (rng_below of spare_h + 1, of spare_w + 1,
  * then of 2 when flip); else the centre (spare_h / 2, spare_w / 2, 0). With draw_id not NULL (a

@@ -7,10 +7,20 @@ static const struct {
     const char *name;
     ActivationKind kind;
 } names[] = {
-    {"linear", CDL_ACT_LINEAR},     {"relu", CDL_ACT_RELU},        {"leaky", CDL_ACT_LEAKY},
-    {"logistic", CDL_ACT_LOGISTIC}, {"sigmoid", CDL_ACT_LOGISTIC}, {"tanh", CDL_ACT_TANH},
-    {"elu", CDL_ACT_ELU},           {"relu6", CDL_ACT_RELU6},      {"gelu", CDL_ACT_GELU},
-    {"swish", CDL_ACT_SWISH},       {"silu", CDL_ACT_SWISH},       {"mish", CDL_ACT_MISH},
+    {"linear", CDL_ACT_LINEAR},
+    {"relu", CDL_ACT_RELU},
+    {"leaky", CDL_ACT_LEAKY},
+    {"logistic", CDL_ACT_LOGISTIC},
+    {"sigmoid", CDL_ACT_LOGISTIC},
+    {"tanh", CDL_ACT_TANH},
+    {"elu", CDL_ACT_ELU},
+    {"relu6", CDL_ACT_RELU6},
+    {"gelu", CDL_ACT_GELU},
+    {"swish", CDL_ACT_SWISH},
+    {"silu", CDL_ACT_SWISH},
+    {"mish", CDL_ACT_MISH},
+    {"hardswish", CDL_ACT_HARDSWISH},
+    {"hardsigmoid", CDL_ACT_HARDSIGMOID},
 };
 
 int activation_from_name(const char *name, ActivationKind *out)
@@ -34,11 +44,12 @@ const char *activation_name(ActivationKind a)
 
 const char *activation_valid_names(void)
 {
-    return "linear, relu, leaky, logistic (sigmoid), tanh, elu, relu6, gelu, swish (silu), mish";
+    return "linear, relu, leaky, logistic (sigmoid), tanh, elu, relu6, gelu, swish (silu), mish, "
+           "hardswish, hardsigmoid";
 }
 
 int activation_backward_reads_input(ActivationKind a)
 {
     return a == CDL_ACT_ELU || a == CDL_ACT_RELU6 || a == CDL_ACT_GELU || a == CDL_ACT_SWISH ||
-           a == CDL_ACT_MISH;
+           a == CDL_ACT_MISH || a == CDL_ACT_HARDSWISH || a == CDL_ACT_HARDSIGMOID;
 }

@@ -14,6 +14,8 @@ typedef enum ActivationKind {
     CDL_ACT_GELU, /* exact (erf) form, as PyTorch's default */
     CDL_ACT_SWISH,
     CDL_ACT_MISH,
+    CDL_ACT_HARDSWISH,   /* x relu6(x + 3) / 6, as torch's (MobileNetV3) */
+    CDL_ACT_HARDSIGMOID, /* relu6(x + 3) / 6, as torch's (not Keras' 0.2x + 0.5) */
     CDL_ACT_COUNT
 } ActivationKind;
 
@@ -22,8 +24,8 @@ int activation_from_name(const char *name, ActivationKind *out);
 const char *activation_name(ActivationKind a);
 /* The comma-separated list of valid names, for error messages. */
 const char *activation_valid_names(void);
-/* 1 when the derivative needs the input x (elu, relu6, gelu, swish, mish); 0 when the output
- * y = f(x) alone gives it, so a forward may write y over x. */
+/* 1 when the derivative needs the input x (elu, relu6, gelu, swish, mish, hardswish,
+ * hardsigmoid); 0 when the output y = f(x) alone gives it, so a forward may write y over x. */
 int activation_backward_reads_input(ActivationKind a);
 
 #endif

@@ -204,6 +204,27 @@ const char *onnx_output(OnnxGraph *g, const Layer *l, int flat)
     return g->layers[l->index].name;
 }
 
+void onnx_permute_channels(OnnxGraph *g, const Layer *l, int rank, const int64_t *split,
+                           const int64_t *perm)
+{
+    const Shape os = l->out_shape;
+    char x[ONNX_NAME_MAX], split_value[ONNX_NAME_MAX], moved[ONNX_NAME_MAX];
+    char split_shape[ONNX_NAME_MAX + 6], out_shape[ONNX_NAME_MAX + 6];
+    onnx_input_nchw(g, l, 0, x);
+    const char *out = onnx_output(g, l, 0);
+    onnx_name(split_value, l, "split");
+    onnx_name(moved, l, "moved");
+    snprintf(split_shape, sizeof split_shape, "%s.shape", split_value);
+    snprintf(out_shape, sizeof out_shape, "%s.shape", out);
+    const int64_t final[] = {0, os.c, os.h, os.w};
+    onnx_int64s(g, split_shape, rank, split);
+    onnx_int64s(g, out_shape, 4, final);
+    onnx_node(g, "Reshape", 2, (const char *[]){x, split_shape}, split_value, 0, NULL);
+    const OnnxAttr attr = onnx_attr_ints("perm", perm, rank);
+    onnx_node(g, "Transpose", 1, (const char *[]){split_value}, moved, 1, &attr);
+    onnx_node(g, "Reshape", 2, (const char *[]){moved, out_shape}, out, 0, NULL);
+}
+
 void onnx_linear(OnnxGraph *g, const char *x, const char *w, const char *b, const char *y)
 {
     char wt[ONNX_NAME_MAX], product[ONNX_NAME_MAX];
@@ -269,6 +290,14 @@ static void relu6(OnnxGraph *g, const char *x, const char *y)
     onnx_node(g, "Clip", 3, (const char *[]){x, lo, hi}, y, 0, NULL);
 }
 
+/* y = HardSigmoid(x) with torch's alpha 1/6 and beta 1/2 (HardSwish is an operator only from
+ * opset 14: hardswish is x times it). */
+static void hardsigmoid(OnnxGraph *g, const char *x, const char *y)
+{
+    const OnnxAttr attrs[] = {onnx_attr_float("alpha", 1.0f / 6.0f), onnx_attr_float("beta", 0.5f)};
+    onnx_node(g, "HardSigmoid", 1, &x, y, 2, attrs);
+}
+
 void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y)
 {
     const OnnxAttr leaky = onnx_attr_float("alpha", 0.1f), elu = onnx_attr_float("alpha", 1.0f);
@@ -302,6 +331,16 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
         break;
     case CDL_ACT_MISH:
         times_x(g, x, "Softplus", "Tanh", y);
+        break;
+    case CDL_ACT_HARDSWISH: {
+        char t[ONNX_NAME_MAX];
+        snprintf(t, sizeof t, "%s.HardSigmoid", y);
+        hardsigmoid(g, x, t);
+        onnx_node(g, "Mul", 2, (const char *[]){x, t}, y, 0, NULL);
+        break;
+    }
+    case CDL_ACT_HARDSIGMOID:
+        hardsigmoid(g, x, y);
         break;
     }
 }

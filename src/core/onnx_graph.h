@@ -107,6 +107,12 @@ void onnx_input_flat(OnnxGraph *g, const Layer *l, int k, char name[ONNX_NAME_MA
 /* Records whether l's output is flat and returns the name its last node must write. */
 const char *onnx_output(OnnxGraph *g, const Layer *l, int flat);
 
+/* l's output, a permutation of its input 0 [N][c][h][w]: a Reshape to [N][split[1..rank)],
+ * a Transpose by perm (rank entries, perm[0] = 0) and a Reshape to l's [N][c][h][w] output, the
+ * intermediate values "layer<i>.split" and "layer<i>.moved" ([reorg], [shuffle]). */
+void onnx_permute_channels(OnnxGraph *g, const Layer *l, int rank, const int64_t *split,
+                           const int64_t *perm);
+
 /* y = x w^T (+ b) over the last axis of x, as torch.nn.Linear: w [out][in] is a weight
  * initializer (transposed by a Transpose node, which runtimes fold), b [out] or NULL. The
  * intermediate values are "<y>.weights_t" and "<y>.matmul". */

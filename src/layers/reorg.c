@@ -12,8 +12,6 @@
  *   out [batch][c*s*s][h/s][w/s] */
 #include "layers/reorg.h"
 
-#include <stdio.h>
-
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
@@ -38,24 +36,10 @@ static int reorg_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
 static int reorg_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
-    const Shape is = l->in_shape, os = l->out_shape;
+    const Shape is = l->in_shape;
     const int s = reorg_stride(l);
-    char x[ONNX_NAME_MAX], split[ONNX_NAME_MAX], moved[ONNX_NAME_MAX];
-    char split_shape[ONNX_NAME_MAX + 6], out_shape[ONNX_NAME_MAX + 6];
-    onnx_input_nchw(g, l, 0, x);
-    const char *out = onnx_output(g, l, 0);
-    onnx_name(split, l, "split");
-    onnx_name(moved, l, "moved");
-    snprintf(split_shape, sizeof split_shape, "%s.shape", split);
-    snprintf(out_shape, sizeof out_shape, "%s.shape", out);
-    const int64_t rank6[] = {0, is.c / (s * s), is.h, s, is.w, s};
-    const int64_t final[] = {0, os.c, os.h, os.w}, perm[] = {0, 3, 5, 1, 2, 4};
-    onnx_int64s(g, split_shape, 6, rank6);
-    onnx_int64s(g, out_shape, 4, final);
-    onnx_node(g, "Reshape", 2, (const char *[]){x, split_shape}, split, 0, NULL);
-    const OnnxAttr attr = onnx_attr_ints("perm", perm, 6);
-    onnx_node(g, "Transpose", 1, (const char *[]){split}, moved, 1, &attr);
-    onnx_node(g, "Reshape", 2, (const char *[]){moved, out_shape}, out, 0, NULL);
+    const int64_t rank6[] = {0, is.c / (s * s), is.h, s, is.w, s}, perm[] = {0, 3, 5, 1, 2, 4};
+    onnx_permute_channels(g, l, 6, rank6, perm);
     return CDL_OK;
 }
 

@@ -19,30 +19,14 @@
 
 static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int from;
+    int index;
     float alpha, beta;
-    int st = cfg_get_int(cfg, s, "from", 0, &from, e);
+    int st = layer_parse_from(l, cfg, s, &index, e);
     st = st ? st : layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
     st = st ? st : cfg_get_float(cfg, s, "alpha", 1.0f, &alpha, e);
     st = st ? st : cfg_get_float(cfg, s, "beta", 1.0f, &beta, e);
     if (st)
         return st;
-    const CfgEntry *en = cfg_find(s, "from");
-    if (!en)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] needs key 'from'", cfg->path, s->line,
-                         l->index, s->name);
-    int index = from < 0 ? l->index + from : from;
-    if (index < 0 || index >= l->index) {
-        if (l->index == 0)
-            return error_set(e, CDL_EUSAGE,
-                             "%s: layer 0 [%s]: from=%d: there is no earlier layer to add",
-                             cfg_where(cfg, s, en).text, s->name, from);
-        return error_set(e, CDL_EUSAGE,
-                         "%s: layer %d [%s]: from=%d names layer %d, not an earlier layer "
-                         "(0..%d, or -1..-%d)",
-                         cfg_where(cfg, s, en).text, l->index, s->name, from, index, l->index - 1,
-                         l->index);
-    }
     l->inputs[1] = index;
     l->n_inputs = 2;
     l->out_shape = l->in_shape;
@@ -51,8 +35,8 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
         return error_set(e, CDL_EUSAGE,
                          "%s: layer %d [%s]: in a sequence net the layers added must have one "
                          "shape (layer %d is %dx%dx%d, the input %dx%dx%d)",
-                         cfg_where(cfg, s, en).text, l->index, s->name, index, fs.c, fs.h, fs.w,
-                         l->out_shape.c, l->out_shape.h, l->out_shape.w);
+                         cfg_where(cfg, s, cfg_find(s, "from")).text, l->index, s->name, index,
+                         fs.c, fs.h, fs.w, l->out_shape.c, l->out_shape.h, l->out_shape.w);
     l->flops = 2.0 * (double)shape_size(l->out_shape);
     Shortcut *sc = l->priv;
     sc->alpha = alpha;

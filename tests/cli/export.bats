@@ -40,7 +40,9 @@ expect_same_as_predict() {
 # depthwise and strided convolutions; shortcuts from larger (strided), smaller (spread) and
 # flat inputs with fewer or more channels, alpha and beta; maxpools with even and uneven
 # padding; routes of one and two layers and of a channel group; dropout after NCHW and flat values; a standalone
-# batchnorm; connected with batch norm feeding a convolution.
+# batchnorm; connected with batch norm feeding a convolution; a squeeze-excitation block
+# ([avgpool], two 1x1 convolutions, [scale_channels]) after a channel [shuffle] and a [pad] on
+# 8x8 maps, added to the classifier.
 write_layers_cfg() {
     cat > layers.cfg <<'CFG'
 [net]
@@ -149,7 +151,42 @@ activation=linear
 from=18
 beta=0.5
 
+[route]
+layers=0
+
+[shuffle]
+groups=4
+
+[pad]
+left=1
+bottom=2
+value=0.5
+
+[convolutional]
+filters=10
+size=1
+activation=hardswish
+
 [avgpool]
+
+[convolutional]
+filters=3
+size=1
+activation=relu
+
+[convolutional]
+filters=10
+size=1
+activation=hardsigmoid
+
+[scale_channels]
+from=-4
+activation=swish
+
+[avgpool]
+
+[shortcut]
+from=19
 
 [softmax]
 CFG

@@ -117,3 +117,20 @@ void ref_expect_sum_loss_grads(const RefFixture *f, Net *net, const char *prefix
     snprintf(name, sizeof name, "%sgrad.", prefix);
     ref_expect_params(f, net, name, 1, REF_TRAINABLE_ONLY);
 }
+
+void ref_expect_sum_loss_fixture(const char *name, int batch)
+{
+    char cfg_path[96], ref_path[96];
+    snprintf(cfg_path, sizeof cfg_path, "tests/ref/%s.cfg", name);
+    snprintf(ref_path, sizeof ref_path, "tests/ref/%s.ref", name);
+    RefFixture f;
+    Net net;
+    const int ready = ref_fixture_load(ref_path, &f) == 0 &&
+                      ref_net_build(&net, &f, cfg_path, NULL, 0, batch) == 0;
+    CHECK(ready);
+    if (ready) {
+        ref_expect_sum_loss_grads(&f, &net, "");
+        net_free(&net);
+    }
+    ref_fixture_free(&f);
+}

@@ -41,4 +41,8 @@ void ref_expect_outputs(const RefFixture *f, const Net *net);
  * PREFIXgrad.layerI.NAME. */
 void ref_expect_sum_loss_grads(const RefFixture *f, Net *net, const char *prefix);
 
+/* The fixture tests/ref/NAME.cfg and NAME.ref, built at batch (one check that it loads), through
+ * ref_expect_sum_loss_grads: the output, the input gradient and every parameter gradient. */
+void ref_expect_sum_loss_fixture(const char *name, int batch);
+
 #endif

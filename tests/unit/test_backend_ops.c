@@ -93,6 +93,8 @@ static const OpCase cases[] = {
     {"conv 3x3 bn gelu", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, gelu), NULL},
     {"conv 3x3 bn swish", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, swish), NULL},
     {"conv 3x3 bn mish", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, mish), NULL},
+    {"conv 3x3 bn hardswish", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, hardswish), NULL},
+    {"conv 3x3 bn hardsigmoid", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, hardsigmoid), NULL},
     /* the other families */
     {"connected 18->5 linear", IMAGE(3, 2, 3, 3), "[connected]\noutput=5\nactivation=linear\n",
      NULL},
@@ -139,6 +141,16 @@ static const OpCase cases[] = {
      CONV(8, 3, 1, 1, 1, 1, leaky) "[upsample]\nstride=2\n" CONV(4, 3, 1, 1, 1, 0, linear), NULL},
     {"reorg after conv", IMAGE(2, 4, 6, 8),
      CONV(8, 3, 1, 1, 1, 1, leaky) "[reorg]\nstride=2\n" CONV(4, 1, 1, 0, 1, 0, linear), NULL},
+    {"squeeze-excitation (avgpool, 1x1 convs, scale_channels)", IMAGE(2, 3, 6, 5),
+     CONV(8, 3, 1, 1, 1, 1, hardswish) "[avgpool]\n" CONV(4, 1, 1, 0, 1, 0, relu)
+         CONV(8, 1, 1, 0, 1, 0, hardsigmoid) "[scale_channels]\nfrom=-4\n",
+     NULL},
+    {"shufflenet unit (grouped 1x1, shuffle, depthwise)", IMAGE(2, 4, 5, 6),
+     CONV(6, 1, 1, 0, 2, 1, relu) "[shuffle]\ngroups=2\n" CONV(6, 3, 1, 1, 6, 1, linear), NULL},
+    {"pad (asymmetric, value) around a strided conv", IMAGE(2, 3, 6, 5),
+     "[pad]\nleft=1\nright=2\nbottom=1\nvalue=0.5\n" CONV(
+         8, 3, 2, 0, 1, 1, leaky) "[pad]\npadding=1\n" CONV(4, 3, 1, 0, 1, 0, linear),
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
@@ -231,6 +243,15 @@ static const OpCase cases[] = {
     {"dropout on the input, then after maxpool", IMAGE(3, 3, 6, 5),
      "[dropout]\nprobability=0.3\n[maxpool]\nsize=2\nstride=2\n[dropout]\nprobability=0.5\n"
      "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    {"scale_channels by an avgpool, tanh", IMAGE(2, 3, 5, 4),
+     "[maxpool]\nsize=1\n[avgpool]\n[scale_channels]\nfrom=0\nactivation=tanh\n"
+     "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    {"shuffle groups=3 on the input", IMAGE(2, 6, 3, 4),
+     "[shuffle]\ngroups=3\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},
+    {"pad on the input", IMAGE(2, 3, 4, 3),
+     "[pad]\ntop=2\nleft=1\nvalue=-0.5\n[connected]\noutput=5\nactivation=linear\n[softmax]\n",
      NULL},
     {"reorg stride 2 on the input", IMAGE(2, 8, 6, 4),
      "[reorg]\nstride=2\n[connected]\noutput=5\nactivation=linear\n[softmax]\n", NULL},

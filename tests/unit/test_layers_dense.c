@@ -64,8 +64,9 @@ static void test_gradcheck_convolutions(void)
 
 static void test_gradcheck_activations_through_conv(void)
 {
-    static const char *const names[] = {"linear", "relu",  "leaky", "logistic", "tanh",
-                                        "elu",    "relu6", "gelu",  "swish",    "mish"};
+    static const char *const names[] = {"linear", "relu", "leaky",     "logistic",
+                                        "tanh",   "elu",  "relu6",     "gelu",
+                                        "swish",  "mish", "hardswish", "hardsigmoid"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char text[512], label[64];
         snprintf(text, sizeof text,

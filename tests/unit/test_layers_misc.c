@@ -73,6 +73,10 @@ static double ref_activation(ActivationKind a, double x)
         return x * ref_sigmoid(x);
     case CDL_ACT_MISH:
         return x * tanh(ref_softplus(x));
+    case CDL_ACT_HARDSWISH:
+        return x * fmin(fmax(x + 3, 0), 6) / 6;
+    case CDL_ACT_HARDSIGMOID:
+        return fmin(fmax(x + 3, 0), 6) / 6;
     case CDL_ACT_COUNT:
         break;
     }
@@ -104,6 +108,10 @@ static double ref_derivative(ActivationKind a, double x)
         return s + x * s * (1 - s);
     case CDL_ACT_MISH:
         return t + x * (1 - t * t) * s;
+    case CDL_ACT_HARDSWISH: /* at the kinks torch's choice: the middle piece on [-3, 3] */
+        return x < -3 ? 0 : x <= 3 ? x / 3 + 0.5 : 1;
+    case CDL_ACT_HARDSIGMOID: /* 0 at the kinks, as torch */
+        return x > -3 && x < 3 ? 1.0 / 6 : 0;
     case CDL_ACT_COUNT:
         break;
     }
@@ -144,21 +152,21 @@ static void test_activation_names(void)
  * O(h^2) truncation is < 2e-5 for these functions, float round-off ~2e-5). */
 static void test_activation_values_and_derivatives(void)
 {
-    const float points[] = {-7.5f, -3.0f, -0.5f, 0.0f, 0.3f, 2.5f, 7.0f};
+    const float points[] = {-7.5f, -3.0f, -0.5f, 0.0f, 0.3f, 2.5f, 3.0f, 7.0f};
     for (int k = 0; k < CDL_ACT_COUNT; k++) {
         ActivationKind a = (ActivationKind)k;
         for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
             float x = points[i];
             double want = ref_activation(a, x);
             CHECK_NEAR(act1(a, x), want, 1e-6 * fmax(1.0, fabs(want)));
-            int kink = x == 0.0f && (a == CDL_ACT_RELU || a == CDL_ACT_LEAKY ||
-                                     a == CDL_ACT_RELU6 || a == CDL_ACT_ELU);
-            if (kink && a != CDL_ACT_ELU)
-                continue; /* f' jumps at 0 */
+            int kink = (x == 0.0f && (a == CDL_ACT_RELU || a == CDL_ACT_LEAKY ||
+                                      a == CDL_ACT_RELU6 || a == CDL_ACT_ELU)) ||
+                       (fabsf(x) == 3.0f && (a == CDL_ACT_HARDSWISH || a == CDL_ACT_HARDSIGMOID));
             double slope = ref_derivative(a, x);
+            /* f' jumps at a kink: the hand-derived one there is the convention torch takes */
             CHECK_NEAR(act1_derivative(a, x), slope, 1e-6 * fmax(1.0, fabs(slope)));
             if (kink)
-                continue; /* elu' is continuous at 0 but f'' jumps: O(h) difference error */
+                continue; /* a jump in f' (or in f'', elu's at 0): O(h) difference error */
             float h = 1e-2f;
             double fd = ((double)act1(a, x + h) - act1(a, x - h)) / (2.0 * h);
             CHECK_NEAR(act1_derivative(a, x), fd, 2e-4);

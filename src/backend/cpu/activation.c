@@ -26,6 +26,15 @@ static inline float sigmoid_vec(float x)
     return 1.0f / (1.0f + exp_vec(-x));
 }
 
+/* relu6(x + 3), of which torch's hardsigmoid is v / 6 and hardswish x v / 6 (NaN kept: the
+ * selects are false for it). */
+static inline float relu6_of_x_plus_3(float x)
+{
+    float v = x + 3.0f;
+    v = v < 0 ? 0.0f : v;
+    return v > 6.0f ? 6.0f : v;
+}
+
 /* tanh(softplus(x)) without forming softplus: with e = e^x, (1+e)^2 = e^(2 softplus),
  * so tanh(softplus(x)) = ((1+e)^2 - 1) / ((1+e)^2 + 1) = e(e+2) / (e(e+2) + 2), which
  * has no cancellation for any x; past x = 20 it is 1 in float, so e is capped there. */
@@ -285,6 +294,16 @@ static void forward_range(const float *x, float *y, size_t n, ActivationKind a)
         for (i = 0; i < n; i++)
             y[i] = x[i] * tanh_softplus(x[i]);
         break;
+    case CDL_ACT_HARDSWISH:
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            y[i] = x[i] * relu6_of_x_plus_3(x[i]) / 6.0f;
+        break;
+    case CDL_ACT_HARDSIGMOID:
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            y[i] = relu6_of_x_plus_3(x[i]) / 6.0f;
+        break;
     case CDL_ACT_COUNT:
         break;
     }
@@ -358,6 +377,18 @@ static void backward_range(const float *x, const float *y, float *d, size_t n, A
             float one_minus_t2 = 4.0f * (num + 1.0f) / (den * den);
             d[i] *= t + v * one_minus_t2 * sigmoid_vec(v);
         }
+        break;
+    case CDL_ACT_HARDSWISH:
+        /* torch's choice at the kinks: x / 3 + 1/2 on [-3, 3], so -1/2 at -3 and 3/2 at 3 */
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            d[i] = x[i] < -3.0f ? 0.0f : x[i] <= 3.0f ? d[i] * (x[i] / 3.0f + 0.5f) : d[i];
+        break;
+    case CDL_ACT_HARDSIGMOID:
+        /* 1/6 strictly inside (-3, 3), 0 at and beyond the kinks, as torch */
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            d[i] = x[i] > -3.0f && x[i] < 3.0f ? d[i] * (1.0f / 6.0f) : 0.0f;
         break;
     }
 }

@@ -15,7 +15,8 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_maxpool_kernels, cpu_avgpool_kernels, cpu_dropout_kernels, cpu_shortcut_kernels,
     cpu_route_kernels, cpu_softmax_kernels, cpu_crop_kernels, cpu_cost_kernels, cpu_reorg_kernels,
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
-    cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_yolo_kernels;
+    cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
+    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels;
 
 static const struct {
     const LayerType *type;
@@ -43,6 +44,9 @@ static const struct {
     {&rnn_layer, &cpu_recurrent_kernels},
     {&lstm_layer, &cpu_recurrent_kernels},
     {&gru_layer, &cpu_recurrent_kernels},
+    {&scale_channels_layer, &cpu_scale_channels_kernels},
+    {&shuffle_layer, &cpu_shuffle_kernels},
+    {&pad_layer, &cpu_pad_kernels},
 };
 
 static const LayerKernels *cpu_kernels(const LayerType *t)

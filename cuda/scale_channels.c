@@ -1,0 +1,36 @@
+/* [scale_channels]'s GPU kernels (layers/scale_channels.c has its meaning): each plane of `from`
+ * times its channel's scale, then the activation.
+ *
+ *   scale [batch][c][1][1]   input 0
+ *   from  [batch][c][h][w]   input 1; also the output shape
+ *   out   [batch][c][h][w]
+ */
+#include "gpu.h"
+#include "kernels/planes.h"
+#include "layer_activation.h"
+
+static void scale_channels_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Shape o = l->out_shape;
+    gpu_note(ctx,
+             cuda_plane_scale(layer_activation_input(l), l->in[1], l->in[0], ctx->batch * o.c,
+                              o.h * o.w, gpu_stream(ctx)),
+             "scale_channels forward");
+    gpu_layer_activate(l, ctx);
+}
+
+static void scale_channels_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Shape o = l->out_shape;
+    gpu_layer_activation_backward(l, ctx);
+    gpu_note(ctx,
+             cuda_plane_scale_backward(l->in_delta[1], l->in_delta[0], l->delta, l->in[1], l->in[0],
+                                       ctx->batch * o.c, o.h * o.w, gpu_stream(ctx)),
+             "scale_channels backward");
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_scale_channels_kernels = {
+    .forward = scale_channels_forward_gpu,
+    .backward = scale_channels_backward_gpu,
+};

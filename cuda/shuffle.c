@@ -1,0 +1,34 @@
+/* [shuffle]'s GPU kernels (layers/shuffle.c has its meaning): a permutation of each sample's
+ * channel planes (shuffle_source).
+ *
+ *   in, out [batch][c][h][w]
+ */
+#include "layers/shuffle.h"
+#include "gpu.h"
+#include "kernels/spatial.h"
+
+static void shuffle_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const Shape s = l->in_shape;
+    gpu_note(ctx,
+             cuda_shuffle_forward(l->out, l->in[0], ctx->batch, s.c, s.h * s.w,
+                                  ((const Shuffle *)l->priv)->groups, gpu_stream(ctx)),
+             "shuffle forward");
+}
+
+static void shuffle_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    if (!l->in_delta[0])
+        return;
+    const Shape s = l->in_shape;
+    gpu_note(ctx,
+             cuda_shuffle_backward(l->in_delta[0], l->delta, ctx->batch, s.c, s.h * s.w,
+                                   ((const Shuffle *)l->priv)->groups, gpu_stream(ctx)),
+             "shuffle backward");
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_shuffle_kernels = {
+    .forward = shuffle_forward_gpu,
+    .backward = shuffle_backward_gpu,
+};

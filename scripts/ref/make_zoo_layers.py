@@ -1,0 +1,229 @@
+"""PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
+hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
+[scale_channels], ShuffleNet's channel shuffle and explicit padding.
+
+Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
+(Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
+below, relative to the repository root, which is found from this script's path.)
+
+Each net runs on a batch of 2 images in float64 from float32-representable inputs and
+parameters; the loss is sum(out * r) for a stored random r, so dL/d(out) = r. Stored: input, r,
+the parameters layerI.NAME (cdl's names), out (the last layer's output), grad.input and
+grad.layerI.NAME. Seeds are fixed and torch runs on one thread: running the script twice gives
+identical bytes. The .ref format is ref_format.py's.
+
+  se_block (MobileNetV3's block on a 3x5x6 image; weights and biases N(0, 1), N(0, 0.4^2) in
+  layer 3, wider than torch's init, so that every piece of the hard activations is reached: of
+  layer 0's 480 pre-activations 114 are below -3 and 115 above 3, of layer 3's 16 one is above 3):
+    0 [convolutional] 8 filters 3x3 pad 1, hardswish       x0 = F.hardswish(conv(x))
+    1 [avgpool]                                           s = x0.mean((2, 3), keepdim=True)
+    2 [convolutional] 4 filters 1x1, relu                  F.relu(conv(s))
+    3 [convolutional] 8 filters 1x1, hardsigmoid           z = F.hardsigmoid(conv(.))
+    4 [scale_channels] from=0                             x0 * z
+
+  shuffle_unit (ShuffleNet's grouped 1x1, shuffle, depthwise 3x3 on a 4x5x6 image; weights and
+  biases N(0, 0.5^2)):
+    0 [convolutional] 6 filters 1x1 groups 2, relu         F.relu(conv(x, groups=2))
+    1 [shuffle] groups=2                                   torch.nn.ChannelShuffle(2)
+    2 [convolutional] 6 filters 3x3 pad 1 groups 6        conv(., groups=6, padding=1)
+    3 [convolutional] 6 filters 1x1 groups 3, linear       conv(., groups=3)
+
+  pad_conv (a 2x4x5 image, weights and biases N(0, 0.5^2)):
+    0 [pad] left=1 right=2 bottom=1 value=0.5              F.pad(x, (1, 2, 0, 1), value=0.5)
+    1 [convolutional] 3 filters 3x3 stride 2, linear       conv(., stride=2)
+    2 [pad] padding=1                                      F.pad(., (1, 1, 1, 1))
+"""
+
+import torch
+import torch.nn.functional as F
+
+from ref_format import f32, seed_torch, write_fixture
+
+DT = torch.float64
+BATCH = 2
+
+SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
+[net]
+batch=2
+channels=3
+height=5
+width=6
+
+# 0: 8x5x6
+[convolutional]
+filters=8
+size=3
+pad=1
+activation=hardswish
+
+# 1: 8x1x1
+[avgpool]
+
+# 2: 4x1x1
+[convolutional]
+filters=4
+size=1
+activation=relu
+
+# 3: 8x1x1
+[convolutional]
+filters=8
+size=1
+activation=hardsigmoid
+
+# 4: 8x5x6, layer 0 times layer 3 per channel
+[scale_channels]
+from=0
+"""
+
+
+SHUFFLE_UNIT_CFG = """# scripts/ref/make_zoo_layers.py: ShuffleNet's unit
+[net]
+batch=2
+channels=4
+height=5
+width=6
+
+# 0: 6x5x6
+[convolutional]
+filters=6
+size=1
+groups=2
+activation=relu
+
+# 1: 6x5x6, channels 0 3 1 4 2 5
+[shuffle]
+groups=2
+
+# 2: 6x5x6
+[convolutional]
+filters=6
+size=3
+pad=1
+groups=6
+activation=linear
+
+# 3: 6x5x6
+[convolutional]
+filters=6
+size=1
+groups=3
+activation=linear
+"""
+
+
+PAD_CONV_CFG = """# scripts/ref/make_zoo_layers.py: explicit padding around a strided convolution
+[net]
+batch=2
+channels=2
+height=4
+width=5
+
+# 0: 2x5x8
+[pad]
+left=1
+right=2
+bottom=1
+value=0.5
+
+# 1: 3x2x3
+[convolutional]
+filters=3
+size=3
+stride=2
+activation=linear
+
+# 2: 3x4x5
+[pad]
+padding=1
+"""
+
+
+def conv_params(name, filters, channels, size, spread):
+    """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
+    w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
+    b = f32(spread * torch.randn(filters, dtype=DT))
+    return {f"{name}.weights": w, f"{name}.biases": b}
+
+
+def se_block():
+    p = {}
+    p.update(conv_params("layer0", 8, 3, 3, 1.0))
+    p.update(conv_params("layer2", 4, 8, 1, 1.0))
+    p.update(conv_params("layer3", 8, 4, 1, 0.4))
+    x = f32(torch.randn(BATCH, 3, 5, 6, dtype=DT))
+
+    def forward(x, p):
+        x0 = F.hardswish(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1))
+        s = x0.mean((2, 3), keepdim=True)
+        s = F.relu(F.conv2d(s, p["layer2.weights"], p["layer2.biases"]))
+        z = F.hardsigmoid(F.conv2d(s, p["layer3.weights"], p["layer3.biases"]))
+        return x0 * z
+
+    return SE_BLOCK_CFG, x, p, forward
+
+
+def channel_shuffle(x, groups):
+    """[N][g][c/g][h][w] transposed to [N][c/g][g][h][w]: torch.nn.ChannelShuffle, written out so
+    that autograd differentiates it (checked against the module's forward)."""
+    n, c, h, w = x.shape
+    y = x.view(n, groups, c // groups, h, w).transpose(1, 2).reshape(n, c, h, w)
+    assert torch.equal(y, torch.nn.ChannelShuffle(groups)(x.detach()))
+    return y
+
+
+def shuffle_unit():
+    p = {}
+    p.update(conv_params("layer0", 6, 2, 1, 0.5))
+    p.update(conv_params("layer2", 6, 1, 3, 0.5))
+    p.update(conv_params("layer3", 6, 2, 1, 0.5))
+    x = f32(torch.randn(BATCH, 4, 5, 6, dtype=DT))
+
+    def forward(x, p):
+        y = F.relu(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], groups=2))
+        y = channel_shuffle(y, 2)
+        y = F.conv2d(y, p["layer2.weights"], p["layer2.biases"], padding=1, groups=6)
+        return F.conv2d(y, p["layer3.weights"], p["layer3.biases"], groups=3)
+
+    return SHUFFLE_UNIT_CFG, x, p, forward
+
+
+def pad_conv():
+    p = conv_params("layer1", 3, 2, 3, 0.5)
+    x = f32(torch.randn(BATCH, 2, 4, 5, dtype=DT))
+
+    def forward(x, p):
+        y = F.pad(x, (1, 2, 0, 1), value=0.5)
+        y = F.conv2d(y, p["layer1.weights"], p["layer1.biases"], stride=2)
+        return F.pad(y, (1, 1, 1, 1))
+
+    return PAD_CONV_CFG, x, p, forward
+
+
+def compute(x, params, forward):
+    """The (name, tensor) pairs of one fixture, in file order."""
+    p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
+    x = x.clone().requires_grad_(True)
+    out = forward(x, p)
+    r = f32(torch.randn(out.shape, dtype=DT))
+    (out * r).sum().backward()
+    tensors = [("input", x.detach().clone()), ("r", r)]
+    tensors += [(n, t.detach().clone()) for n, t in p.items()]
+    tensors.append(("out", out.detach().clone()))
+    tensors.append(("grad.input", x.grad.detach().clone()))
+    tensors += [(f"grad.{n}", t.grad.detach().clone()) for n, t in p.items()]
+    return tensors
+
+
+FIXTURES = [("se_block", se_block), ("shuffle_unit", shuffle_unit), ("pad_conv", pad_conv)]
+
+
+def main():
+    for name, make in FIXTURES:
+        seed_torch(0)
+        cfg, x, params, forward = make()
+        write_fixture(name, cfg, compute(x, params, forward))
+
+
+if __name__ == "__main__":
+    main()

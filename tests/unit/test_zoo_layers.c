@@ -1,0 +1,200 @@
+/* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
+ * [shuffle] (ShuffleNet's channel shuffle) and [pad] (explicit padding), each with values derived
+ * by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
+ * (scripts/ref/make_zoo_layers.py). The hard activations are checked with the others in
+ * test_layers_misc and test_layers_dense, and here inside the fixture. */
+#include <stdio.h>
+
+#include "cfg_errors.h"
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+#include "layer_test.h"
+#include "ref_net.h"
+
+#define IMAGE_NET(batch, c, h, w)                                                                  \
+    "[net]\nbatch=" #batch "\nchannels=" #c "\nheight=" #h "\nwidth=" #w "\n"
+
+/* ---- [scale_channels] ---- */
+
+/* out[b][k][i] = scale[b][k] * from[b][k][i]: layer 1 (the avgpool of layer 0's planes) scales
+ * layer 0's planes. With the input 1..16 over 2 channels of 2x2 for 2 samples, each plane's mean
+ * is its value + 1.5 - i % 4; the backward of all-ones deltas gives the scale's plane sum of
+ * from, and from's the scale. */
+static void test_scale_channels_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(2, 2, 2, 2) "[maxpool]\nsize=1\n[avgpool]\n"
+                                             "[scale_channels]\nfrom=0\n",
+                       &net))
+        return;
+    CHECK(net.layers[2].out_shape.c == 2 && net.layers[2].out_shape.h == 2 &&
+          net.layers[2].out_shape.w == 2);
+    float want[16];
+    for (int i = 0; i < 16; i++) {
+        net.input[i] = (float)(i + 1);
+        want[i] = (float)(i + 1) * (float)(i / 4 * 4 + 2.5);
+    }
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[2].out, want, 16, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 16; i++)
+        net.layers[2].delta[i] = 1.0f;
+    net_backward(&net);
+    /* d layer0 = scale (direct) + 1/4 of the plane sum of from (through the avgpool) */
+    for (int i = 0; i < 16; i++)
+        want[i] = (float)(i / 4 * 4 + 2.5) + (float)(4 * (i / 4 * 4 + 2.5)) / 4.0f;
+    check_values(net.layers[0].delta, want, 16, 1e-6);
+    net_free(&net);
+}
+
+static void test_scale_channels_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[scale_channels]\nfrom=-1\n",
+                     "t.cfg:7: layer 0 [scale_channels]: from=-1: there is no earlier layer");
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[maxpool]\nsize=1\n[avgpool]\n[scale_channels]\n",
+                     "t.cfg:9: layer 2 [scale_channels] needs key 'from'");
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[maxpool]\nsize=1\n[scale_channels]\nfrom=0\n",
+                     "t.cfg:9: layer 1 [scale_channels]: the previous layer must hold one value "
+                     "per channel of layer 0 (2x1x1), not 2x2x2 (CxHxW)");
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[maxpool]\nsize=1\n[route]\nlayers=0,0\n[avgpool]\n"
+                                           "[scale_channels]\nfrom=0\n",
+                     "of layer 0 (2x1x1), not 4x1x1");
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[avgpool]\n[scale_channels]\nfrom=0\nscale_wh=1\n",
+                     "t.cfg:9: layer 1: [scale_channels] scale_wh=1: only 0 (a scale per "
+                     "channel) is supported");
+}
+
+static void test_scale_channels_gradients(void)
+{
+    gradcheck_cfg("scale_channels (squeeze-excitation)",
+                  IMAGE_NET(2, 3, 4, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=linear\n[avgpool]\n[convolutional]\n"
+                                        "filters=2\nsize=1\nactivation=relu\n[convolutional]\n"
+                                        "filters=4\nsize=1\nactivation=logistic\n"
+                                        "[scale_channels]\nfrom=0\nactivation=tanh\n");
+    /* from=-1: both inputs one layer, out = x^2 (one delta added to twice) */
+    gradcheck_cfg("scale_channels of a layer by itself",
+                  IMAGE_NET(2, 3, 2, 2) "[avgpool]\n[scale_channels]\nfrom=-1\n");
+}
+
+/* ---- [shuffle] ---- */
+
+/* Channels 0..5 in 2 groups come out as 0 3 1 4 2 5 (torch.nn.ChannelShuffle(2)), in 3 groups as
+ * 0 2 4 1 3 5; the backward sends each output plane's delta back to its source plane. */
+static void test_shuffle_values(void)
+{
+    static const float two[6] = {0, 3, 1, 4, 2, 5}, three[6] = {0, 2, 4, 1, 3, 5};
+    for (int g = 2; g <= 3; g++) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 IMAGE_NET(2, 6, 1, 2) "[maxpool]\nsize=1\n[shuffle]\ngroups=%d\n", g);
+        Net net;
+        if (build_test_net(text, &net))
+            continue;
+        const float *order = g == 2 ? two : three;
+        float want[24], back[24];
+        for (int i = 0; i < 24; i++) {
+            const int b = i / 12, k = i / 2 % 6, x = i % 2;
+            net.input[i] = (float)i;
+            want[i] = (float)(b * 12 + (int)order[k] * 2 + x);
+        }
+        net.train = 1;
+        net_forward(&net);
+        check_values(net.layers[1].out, want, 24, 0);
+        net_zero_grads(&net);
+        for (int i = 0; i < 24; i++)
+            net.layers[1].delta[i] = (float)(100 + i);
+        net_backward(&net);
+        for (int i = 0; i < 24; i++)
+            back[(int)want[i]] = (float)(100 + i);
+        check_values(net.layers[0].delta, back, 24, 0);
+        net_free(&net);
+    }
+}
+
+static void test_shuffle_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 6, 2, 2) "[shuffle]\ngroups=4\n",
+                     "t.cfg:7: layer 0: [shuffle] groups=4: expected a positive divisor of the "
+                     "input's channels");
+    expect_cfg_error(IMAGE_NET(1, 6, 2, 2) "[shuffle]\ngroups=0\n", "groups=0: expected");
+}
+
+static void test_shuffle_gradients(void)
+{
+    gradcheck_cfg("shuffle between grouped convolutions",
+                  IMAGE_NET(2, 4, 3, 4) "[convolutional]\nfilters=6\nsize=1\ngroups=2\n"
+                                        "activation=linear\n[shuffle]\ngroups=3\n"
+                                        "[convolutional]\nfilters=4\nsize=3\npad=1\ngroups=2\n"
+                                        "activation=linear\n");
+}
+
+/* ---- [pad] ---- */
+
+/* A 2x3 plane padded by top 1, bottom 0, left 2, right 1 with value -1 is 3x6, the plane at row 1,
+ * column 2; the backward takes that window of the delta. */
+static void test_pad_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 1, 2, 3) "[maxpool]\nsize=1\n[pad]\ntop=1\nbottom=0\n"
+                                             "left=2\nright=1\nvalue=-1\n",
+                       &net))
+        return;
+    CHECK(net.layers[1].out_shape.c == 1 && net.layers[1].out_shape.h == 3 &&
+          net.layers[1].out_shape.w == 6);
+    const float want[18] = {-1, -1, -1, -1, -1, -1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6, -1};
+    for (int i = 0; i < 6; i++)
+        net.input[i] = (float)(i + 1);
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, want, 18, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 18; i++)
+        net.layers[1].delta[i] = (float)i;
+    net_backward(&net);
+    const float back[6] = {8, 9, 10, 14, 15, 16};
+    check_values(net.layers[0].delta, back, 6, 0);
+    net_free(&net);
+}
+
+static void test_pad_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 1, 2, 3) "[pad]\nleft=-1\n",
+                     "t.cfg:7: bad value '-1' for key 'left' in [pad]: must be >= 0");
+    expect_cfg_error(IMAGE_NET(1, 1, 2, 3) "[pad]\npadding=-2\n",
+                     "t.cfg:7: bad value '-2' for key 'padding' in [pad]: must be >= 0");
+}
+
+static void test_pad_gradients(void)
+{
+    gradcheck_cfg("pad between convolutions",
+                  IMAGE_NET(2, 2, 3, 4) "[convolutional]\nfilters=3\nsize=1\nactivation=linear\n"
+                                        "[pad]\ntop=2\nright=1\nvalue=0.25\n"
+                                        "[convolutional]\nfilters=2\nsize=3\nactivation=tanh\n");
+}
+
+/* ---- PyTorch ---- */
+
+static void test_matches_pytorch(void)
+{
+    ref_expect_sum_loss_fixture("se_block", 2);
+    ref_expect_sum_loss_fixture("shuffle_unit", 2);
+    ref_expect_sum_loss_fixture("pad_conv", 2);
+}
+
+int main(void)
+{
+    test_scale_channels_values();
+    test_scale_channels_errors();
+    test_scale_channels_gradients();
+    test_shuffle_values();
+    test_shuffle_errors();
+    test_shuffle_gradients();
+    test_pad_values();
+    test_pad_errors();
+    test_pad_gradients();
+    test_matches_pytorch();
+    return check_report("test_zoo_layers");
+}
