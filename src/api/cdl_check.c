@@ -116,10 +116,13 @@ static int read_data(Check *c, const char *path, DataConfig *dc, TextData *td)
 {
     Error e = {0};
     cdl_check_result *r = c->r;
-    if (data_config_load(path, dc, &e)) {
+    Error names_problem;
+    if (data_config_load_listing(path, dc, &names_problem, &e)) {
         problem(c, "%s", e.msg);
         return 0;
     }
+    if (names_problem.code)
+        problem(c, "%s", names_problem.msg);
     r->data_read = 1;
     r->data_kind = kind_name(dc->train_kind);
     r->data_classes = dc->classes;

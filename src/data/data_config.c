@@ -455,7 +455,10 @@ static int implied_names(DataConfig *dc, Error *e)
 }
 
 /* Cross-key checks, dataset kinds and the class names, once every line is read. */
-static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
+/* Checks the keys' combinations, tells the kinds of train= and valid= and loads the class names.
+ * names_problem not NULL: a names= or labels= file that fails to load is reported there instead,
+ * the classes named by number when classes= gives their count. */
+static int finish(DataConfig *dc, const KeyLines *lines, Error *names_problem, Error *e)
 {
     if (dc->valid && dc->valid_split > 0) {
         return error_set(e, CDL_EUSAGE, "%s: give either valid= or valid_split=, not both",
@@ -502,10 +505,20 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *e)
                              dc->path, dc->train_kind == DATA_LIST ? dc->train : dc->valid);
         }
     }
-    if (dc->names_path || dc->labels_path) {
-        return load_name_files(dc, lines, e);
+    if (!dc->names_path && !dc->labels_path) {
+        return implied_names(dc, e);
     }
-    return implied_names(dc, e);
+    const int classes = dc->classes;
+    const int loaded = load_name_files(dc, lines, e);
+    if (!loaded || !names_problem || classes < 1) {
+        return loaded;
+    }
+    *names_problem = *e;
+    free_strings(dc->names, dc->n_names);
+    dc->names = NULL;
+    dc->n_names = 0;
+    dc->classes = classes;
+    return default_names(dc, e);
 }
 
 /* ---- datasets named without a .data file ---- */
@@ -655,7 +668,8 @@ static int load_config(DataConfig *dc, const char *path, KeyLines *lines, Error 
     return rc;
 }
 
-int data_config_load(const char *path, DataConfig *dc, Error *e)
+/* data_config_load, a names= file's failure in names_problem when that is not NULL (finish). */
+static int load(const char *path, DataConfig *dc, Error *names_problem, Error *e)
 {
     memset(dc, 0, sizeof *dc);
     if (!(dc->path = strdup(path))) {
@@ -665,12 +679,24 @@ int data_config_load(const char *path, DataConfig *dc, Error *e)
     KeyLines lines = {0};
     int rc = load_config(dc, path, &lines, e);
     if (!rc) {
-        rc = finish(dc, &lines, e);
+        rc = finish(dc, &lines, names_problem, e);
     }
     if (rc) {
         data_config_free(dc);
     }
     return rc;
+}
+
+int data_config_load(const char *path, DataConfig *dc, Error *e)
+{
+    return load(path, dc, NULL, e);
+}
+
+int data_config_load_listing(const char *path, DataConfig *dc, Error *names_problem, Error *e)
+{
+    names_problem->code = CDL_OK;
+    names_problem->msg[0] = '\0';
+    return load(path, dc, names_problem, e);
 }
 
 /* ---- opening the sets ---- */

@@ -90,6 +90,11 @@ typedef struct DataConfig {
    file that is no dataset; a missing file is CDL_ERUNTIME naming it. On failure dc is left
    zeroed. */
 int data_config_load(const char *path, DataConfig *dc, Error *e);
+/* data_config_load for a caller that lists every problem (`cdl check`): a names= or labels= file
+ * that fails to load (missing, unreadable, the wrong count) is reported in *names_problem (code
+ * CDL_OK when none) while the rest loads, the classes named by number, where classes= gives their
+ * count; without it the load fails as data_config_load does. */
+int data_config_load_listing(const char *path, DataConfig *dc, Error *names_problem, Error *e);
 
 /* Frees everything and zeroes dc; safe on a zeroed DataConfig. */
 void data_config_free(DataConfig *dc);

@@ -354,8 +354,8 @@ PY
 import numpy as np
 assert np.load("tensors/layer1.weights.npy").shape == (8, 2, 3, 3)   # groups=4 of 8 channels
 assert np.load("tensors/layer2.weights.npy").shape == (8, 1, 3, 3)   # depthwise
-assert np.load("tensors/layer16.weights.npy").shape == (12, 54)      # 6x3x3 inputs
-assert np.load("tensors/layer13.rolling_variance.npy").shape == (16,)
+assert np.load("tensors/layer17.weights.npy").shape == (12, 54)      # 6x3x3 inputs
+assert np.load("tensors/layer14.rolling_variance.npy").shape == (8,)  # after the group route
 '
 }
 

@@ -24,6 +24,21 @@ load helpers
     [[ "$output" == *"3 problems: train would refuse this"* ]]
 }
 
+@test "check goes on past a names= file it cannot read, listing the .data's other problems" {
+    printf 'classes=10\ntrain=missing.csv\nnames=missing.names\n' > d.data
+    run "$CDL" check "$REPO/cfg/digits.cfg" --data d.data
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"d.data:3: cannot open names file 'missing.names'"* ]]
+    [[ "$output" == *"d.data: train=missing.csv: cannot read"* ]]
+    [[ "$output" == *"2 problems"* ]]
+    # without classes= the names give the count: nothing more can be checked
+    printf 'train=missing.csv\nnames=missing.names\n' > n.data
+    run "$CDL" check "$REPO/cfg/digits.cfg" --data n.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"n.data:2: cannot open names file 'missing.names'"* ]]
+}
+
 @test "a long path's message keeps its reason" {
     long=$(printf 'directory%.0s/' $(seq 200))
     run "$CDL" train "${long}x.cfg"
