@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/atomic_file.h"
 #include "util/half.h"
@@ -193,6 +194,17 @@ static int read_array(FILE *f, const char *path, NpyArray *a, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "%s: a Fortran-order array: cdl reads C order (np.ascontiguousarray)",
                          path);
+    /* a regular file must hold the shape's values exactly: checked before allocating for them */
+    struct stat sb;
+    const long at = ftell(f);
+    const int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && at >= 0;
+    const size_t left = regular ? (size_t)(sb.st_size - at) : 0;
+    if (regular && left / elem < a->count)
+        return error_set(e, CDL_ERUNTIME, "%s: truncated: its shape needs %zu values of %zu bytes",
+                         path, a->count, elem);
+    if (regular && left > a->count * elem)
+        return error_set(e, CDL_ERUNTIME, "%s: bytes after the %zu values of the shape", path,
+                         a->count);
     if (!(a->data = malloc(a->count ? a->count * sizeof *a->data : 1)))
         return error_set(e, CDL_ERUNTIME, "%s: out of memory for %zu values", path, a->count);
     unsigned char buf[4096];

@@ -10,7 +10,7 @@ out=tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$out"
-mkdir -p "$out"/{cfg,checkpoint,png,jpeg,data_config,idx,cifar,csv,list,darknet_weights,vocab,plot,onnx,safetensors}
+mkdir -p "$out"/{cfg,checkpoint,png,jpeg,data_config,idx,cifar,csv,list,darknet_weights,vocab,plot,onnx,safetensors,npy}
 
 # ---- cfg: the repo's small cfgs, and one with the layer families they lack ----
 cp cfg/digits.cfg cfg/lenet.cfg cfg/cifar_small.cfg "$out/cfg/"
@@ -211,6 +211,22 @@ for name, dtype, shape, raw in tensors:
 text = json.dumps(header, separators=(",", ":")).encode()
 text += b" " * (-len(text) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + data)
+PY
+
+# ---- npy: float32, float64 and float16 arrays, C order, formats 1.0 and 2.0 ----
+python3 - "$out/npy" <<'PY'
+import struct, sys
+def npy(path, descr, shape, raw, version=1):
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    text = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    pad = -(len(text) + 1 + (10 if version == 1 else 12)) % 64
+    text = (text + " " * pad + "\n").encode()
+    size = struct.pack("<H" if version == 1 else "<I", len(text))
+    open(path, "wb").write(b"\x93NUMPY" + bytes([version, 0]) + size + text + raw)
+npy(sys.argv[1] + "/f4.npy", "<f4", [2, 3], struct.pack("<6f", *range(6)))
+npy(sys.argv[1] + "/f8.npy", "<f8", [1, 1, 2, 2], struct.pack("<4d", 0.5, -1, 1e300, 3))
+npy(sys.argv[1] + "/f2.npy", "<f2", [3], struct.pack("<3e", 1.5, -2.0, 65504), version=2)
+npy(sys.argv[1] + "/scalar.npy", "<f4", [], struct.pack("<f", 7))
 PY
 
 du -sh "$out"
