@@ -108,47 +108,42 @@ static void test_a_missing_label_file_is_a_runtime_error(void)
     CHECK_CONTAINS(e.msg, "none.txt: cannot open label file");
 }
 
+/* 1 when boxes_label_path of dir/image is dir/label with found as want_found. */
+static int label_path_is(const char *image, const char *label, int want_found)
+{
+    char path[256], want[256];
+    snprintf(path, sizeof path, "%s/%s", dir, image);
+    snprintf(want, sizeof want, "%s/%s", dir, label);
+    int found;
+    char *got = boxes_label_path(path, &found);
+    const int same = got && !strcmp(got, want) && found == want_found;
+    if (!same)
+        fprintf(stderr, "  %s: label file %s (found %d)\n", image, got ? got : "NULL", found);
+    free(got);
+    return same;
+}
+
 static void test_label_path_follows_darknet_rule(void)
 {
-    char path[256];
-    int found;
     const char *folders[] = {"images",        "images/images", "images/labels",  "labels",
                              "labels/images", "voc",           "voc/JPEGImages", "voc/labels"};
     for (size_t k = 0; k < sizeof folders / sizeof *folders; k++) {
+        char path[256];
         snprintf(path, sizeof path, "%s/%s", dir, folders[k]);
         mkdir(path, 0777);
     }
-    /* The last /images/ becomes /labels/ when that file exists. */
+    /* Only the last /images/ becomes /labels/; a missing file is named where darknet looks. */
     write_file("labels/images/a.txt", "");
-    snprintf(path, sizeof path, "%s/images/images/a.png", dir);
-    char *got = boxes_label_path(path, &found);
-    char want[256];
-    snprintf(want, sizeof want, "%s/images/labels/a.txt", dir);
-    CHECK(got && !strcmp(got, want) && !found); /* only the last one is replaced */
-    free(got);
+    CHECK(label_path_is("images/images/a.png", "images/labels/a.txt", 0));
     write_file("images/labels/a.txt", "");
-    got = boxes_label_path(path, &found);
-    CHECK(got && !strcmp(got, want) && found);
-    free(got);
+    CHECK(label_path_is("images/images/a.png", "images/labels/a.txt", 1));
     /* JPEGImages too; else the .txt beside the image. */
     write_file("voc/labels/b.txt", "");
-    snprintf(path, sizeof path, "%s/voc/JPEGImages/b.jpg", dir);
-    got = boxes_label_path(path, &found);
-    snprintf(want, sizeof want, "%s/voc/labels/b.txt", dir);
-    CHECK(got && !strcmp(got, want) && found);
-    free(got);
+    CHECK(label_path_is("voc/JPEGImages/b.jpg", "voc/labels/b.txt", 1));
     write_file("voc/JPEGImages/c.txt", "");
-    snprintf(path, sizeof path, "%s/voc/JPEGImages/c.jpeg", dir);
-    got = boxes_label_path(path, &found);
-    snprintf(want, sizeof want, "%s/voc/JPEGImages/c.txt", dir);
-    CHECK(got && !strcmp(got, want) && found);
-    free(got);
+    CHECK(label_path_is("voc/JPEGImages/c.jpeg", "voc/JPEGImages/c.txt", 1));
     /* No such folder and no extension: .txt appended beside it. */
-    snprintf(path, sizeof path, "%s/voc/d", dir);
-    got = boxes_label_path(path, &found);
-    snprintf(want, sizeof want, "%s/voc/d.txt", dir);
-    CHECK(got && !strcmp(got, want) && !found);
-    free(got);
+    CHECK(label_path_is("voc/d", "voc/d.txt", 0));
 }
 
 static void test_placement_scales_offsets_then_flips(void)
