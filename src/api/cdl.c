@@ -201,7 +201,7 @@ int cdl_model_load_image(cdl_model *model, const char *image_path, float *input,
     Image img;
     if (image_load(image_path, &img, &e))
         return api_report(&e, err, err_size);
-    int st = augment_eval(&aug, &img, &model->scratch, input);
+    int st = augment_eval(&aug, &img, &model->scratch, input, NULL);
     image_free(&img);
     if (st)
         return error_set(&e, st, "%s: out of memory preprocessing the image", image_path),

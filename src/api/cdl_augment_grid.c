@@ -59,8 +59,8 @@ static int draw_grid(const AugmentConfig *a, const SampleSource *src,
             break;
         Rng rng;
         augment_seed(&rng, g->seed, g->epoch, i);
-        st = g->eval ? augment_eval(a, &img, &scratch, x)
-                     : augment_train(a, &img, &rng, &scratch, x);
+        st = g->eval ? augment_eval(a, &img, &scratch, x, NULL)
+                     : augment_train(a, &img, &rng, &scratch, x, NULL);
         image_free(&img);
         if (st)
             st = error_set(e, CDL_ERUNTIME, "out of memory");

@@ -171,7 +171,7 @@ static int time_loader(Loader *l, const cdl_loader_bench_options *o, float *x, i
         int st = loader_start_epoch(l, epoch, 0, e);
         for (int k = 0; !st && k < loader_batches_per_epoch(l); k++) {
             int n;
-            st = loader_next(l, x, y, &n, e);
+            st = loader_next(l, x, y, NULL, &n, e);
             if (epoch == 0 && k == 0)
                 start = time_now_s();
             else

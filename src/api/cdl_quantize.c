@@ -47,7 +47,7 @@ static int calibrate(cdl_model *m, const cdl_quantize_options *o, cdl_quantize_r
             net->layers[i].quant->observe = 1;
     for (int k = 0; !st && k < batches && k < loader_batches_per_epoch(loader); k++) {
         int n;
-        st = loader_next(loader, net->input, labels, &n, e);
+        st = loader_next(loader, net->input, labels, NULL, &n, e);
         if (st || n == 0)
             break;
         net->batch = n;

@@ -16,6 +16,7 @@
 #include "cdl_eval.h"
 #include "cdl_model.h"
 #include "core/net_split.h"
+#include "data/boxes.h"
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "data/source_files.h"
@@ -287,6 +288,8 @@ static int open_sets(cdl_session *s, Error *e)
         s->valid_set.tokens = s->text.valid.n ? &s->text.valid : NULL;
         return CDL_OK;
     }
+    const int detection = net_truth_boxes(&s->net) > 0;
+    s->dc.boxes = detection;
     int st = data_config_open_sources(&s->dc, &s->train, &s->valid, e);
     if (st)
         return st;
@@ -306,7 +309,12 @@ static int open_sets(cdl_session *s, Error *e)
         s->meta.n_names = s->dc.n_names;
     }
     s->samples = s->train.n;
-    s->valid_set.images = s->valid.n ? &s->valid : NULL;
+    s->valid_set.images = s->valid.n && !detection ? &s->valid : NULL;
+    if (s->valid.n && detection)
+        note(s,
+             "%s: the %d validation images are not evaluated: a detection net's evaluation "
+             "(mAP) is not written yet",
+             s->data_path, s->valid.n);
     return CDL_OK;
 }
 
@@ -547,15 +555,25 @@ static void on_epoch(void *ctx, const EpochReport *t)
     }
 }
 
-/* The one call of the training loop: from the session's progress to plan->epochs. */
+/* The one call of the training loop: from the session's progress to plan->epochs. A detection
+ * net's truth boxes go through a buffer of a mini-batch's, [batch][net_truth_boxes][TRUTH_FLOATS],
+ * which the loader fills. */
 static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, double dist_timeout_s,
                  Error *e)
 {
     Loader *loader = NULL;
     TrainSource source;
-    int st = dist_size() > 1 ? dist_open(&plan->dist, &s->net, dist_timeout_s, e) : CDL_OK;
-    if (st)
+    const int truth_boxes = net_truth_boxes(&s->net);
+    float *truth = truth_boxes ? calloc((size_t)s->net.batch * (size_t)truth_boxes * TRUTH_FLOATS,
+                                        sizeof *truth)
+                               : NULL;
+    int st = truth_boxes && !truth ? error_set(e, CDL_ERUNTIME, "out of memory for truth boxes")
+                                   : net_set_truth(&s->net, truth, e);
+    st = st || dist_size() <= 1 ? st : dist_open(&plan->dist, &s->net, dist_timeout_s, e);
+    if (st) {
+        free(truth);
         return st;
+    }
     if (s->net.seq > 0) {
         source = train_source_text(&s->text_batches, &s->net);
     } else {
@@ -567,7 +585,8 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
                                    .drop_last = 1,
                                    .skip_bad = s->data.skip_bad,
                                    .rank = dist_rank(),
-                                   .ranks = dist_size()};
+                                   .ranks = dist_size(),
+                                   .truth_boxes = truth_boxes};
         AugmentConfig aug;
         st = net_augment(&s->net, &aug, e);
         st = st ? st : loader_open(&loader, &s->train, &aug, &opt, e);
@@ -577,6 +596,8 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
     loader_close(loader);
     dist_close(plan->dist, &s->net);
     plan->dist = NULL;
+    net_set_truth(&s->net, NULL, NULL);
+    free(truth);
     return st;
 }
 

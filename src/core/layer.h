@@ -159,7 +159,7 @@ typedef struct StepContext {
     /* [batch][labels per sample] class ids of the loss; NULL: no loss is computed. */
     const int *labels;
     /* Truth boxes of the detection losses (families with reads_truth): [batch][truth_boxes]
-     * [TRUTH_FLOATS] floats, darknet's net.truth (layers/yolo.h); NULL: no loss is computed. */
+     * [TRUTH_FLOATS] floats, darknet's net.truth (data/boxes.h); NULL: no loss is computed. */
     const float *truth;
     int truth_boxes;
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
@@ -344,6 +344,9 @@ typedef struct LayerType {
     /* 1: the layer is a detection loss ([yolo]): it reads ctx->truth, not ctx->labels, may sit
      * anywhere (one per scale), and its backward ignores its delta. */
     int reads_truth;
+    /* reads_truth families: the boxes of a sample's truth list the layer reads at most ([yolo]'s
+     * max=); every sample gets the largest of the net's layers' slots (net_truth_boxes). */
+    int (*truth_boxes)(const Layer *l);
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
     /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a

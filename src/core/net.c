@@ -858,6 +858,30 @@ int *net_host_labels(Net *net)
     return net->host_labels;
 }
 
+int net_truth_boxes(const Net *net)
+{
+    int boxes = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->type->reads_truth && l->type->truth_boxes(l) > boxes)
+            boxes = l->type->truth_boxes(l);
+    }
+    return boxes;
+}
+
+int net_set_truth(Net *net, float *truth, Error *e)
+{
+    for (int i = 0; truth && !net->backend->host_visible && i < net->n_layers; i++)
+        if (net->layers[i].type->reads_truth)
+            return error_set(e, CDL_EUSAGE,
+                             "layer %d [%s] reads truth boxes, which are not staged to the %s yet "
+                             "(train a detection net on the CPU)",
+                             i, net->layers[i].type->name, net->backend->name);
+    net->truth = truth;
+    net->truth_boxes = truth ? net_truth_boxes(net) : 0;
+    return CDL_OK;
+}
+
 const int *net_batch_labels(const Net *net)
 {
     return net->host_labels ? net->staged_labels[net->host_slot ^ 1] : net->labels;

@@ -524,11 +524,14 @@ static float *reserve(AugmentScratch *s, int k, size_t floats)
 }
 
 /* Frames in as eval does into dst [c][out_h][out_w] (letterbox, short-side resize + center
- * crop, or a plain resize), converting channels; scratch buffer 0 holds the resized image. */
-static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScratch *s, float *dst)
+ * crop, or a plain resize), converting channels, and says where in's normalised coordinates land
+ * in placed; scratch buffer 0 holds the resized image. */
+static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScratch *s, float *dst,
+                      BoxPlacement *placed)
 {
     const int oh = a->out_h, ow = a->out_w;
     int rh = oh, rw = ow; /* the resized image */
+    *placed = box_placement_identity();
     if (a->letterbox) {
         if ((double)ow / in->w < (double)oh / in->h)
             rh = (int)((long)in->h * ow / in->w);
@@ -555,14 +558,21 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
         resize_darknet(in, c, rh, rw, resized);
     else if (image_resize(in, NULL, c, rh, rw, &s->image, resized))
         return CDL_ERUNTIME;
+    /* The resized image's corner in dst: inside it (letterbox) or outside (center crop). */
+    int x0, y0;
     if (a->letterbox) {
+        x0 = (ow - rw) / 2;
+        y0 = (oh - rh) / 2;
         fill_values(dst, (size_t)c * oh * ow, 0.5f);
-        copy_block(resized, c, rh, rw, 0, 0, dst, oh, ow, (ow - rw) / 2, (oh - rh) / 2, rw, rh);
+        copy_block(resized, c, rh, rw, 0, 0, dst, oh, ow, x0, y0, rw, rh);
     } else {
         /* torchvision CenterCrop: offsets round half to even, as Python's round. */
-        const int y0 = (int)rint((rh - oh) / 2.0), x0 = (int)rint((rw - ow) / 2.0);
-        copy_block(resized, c, rh, rw, x0, y0, dst, oh, ow, 0, 0, ow, oh);
+        x0 = -(int)rint((rw - ow) / 2.0);
+        y0 = -(int)rint((rh - oh) / 2.0);
+        copy_block(resized, c, rh, rw, -x0, -y0, dst, oh, ow, 0, 0, ow, oh);
     }
+    *placed = (BoxPlacement){(float)rw / (float)ow, (float)rh / (float)oh, (float)x0 / (float)ow,
+                             (float)y0 / (float)oh, 0};
     return CDL_OK;
 }
 
@@ -580,8 +590,10 @@ static void finish(const AugmentConfig *a, Rng *rng, float *out)
                 fill_values(out + ch * plane + (size_t)y * a->out_w + box.x, (size_t)box.w, 0.0f);
 }
 
-/* The random crop (resized, darknet, or the eval framing) of in into dst [in->c][out_h][out_w]. */
-static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *dst)
+/* The random crop (resized, darknet, or the eval framing) of in into dst [in->c][out_h][out_w];
+ * placed as frame_eval's for the eval framing (the crops do not carry boxes yet). */
+static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *dst,
+                BoxPlacement *placed)
 {
     const int c = in->c;
     Image cropped = {c, a->out_h, a->out_w, dst};
@@ -598,16 +610,18 @@ static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratc
         augment_warp(in, &m, 1, 0.0f, &cropped);
         return CDL_OK;
     }
-    return frame_eval(a, in, c, s, dst);
+    return frame_eval(a, in, c, s, dst, placed);
 }
 
-int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out)
+int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out,
+                  BoxPlacement *placed)
 {
     const int c = in->c, oh = a->out_h, ow = a->out_w;
     const size_t plane = (size_t)oh * ow;
+    BoxPlacement where = box_placement_identity();
     /* The steps work in out itself when it has the decoded channels (no copy at the end). */
     float *cur = c == a->out_c ? out : reserve(s, 1, (size_t)c * plane);
-    if (!cur || crop(a, in, rng, s, cur))
+    if (!cur || crop(a, in, rng, s, cur, &where))
         return CDL_ERUNTIME;
     float *other = reserve(s, 0, (size_t)c * plane);
     if (!other)
@@ -620,8 +634,10 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
         cur = other;
         other = t;
     }
-    if (a->flip && rng_uniform(rng) < 0.5f)
+    if (a->flip && rng_uniform(rng) < 0.5f) {
         augment_flip(cur, c, oh, ow, 0);
+        where.flip = 1;
+    }
     if (a->flip_vertical && rng_uniform(rng) < 0.5f)
         augment_flip(cur, c, oh, ow, 1);
     if (a->angle > 0 && !a->max_crop) {
@@ -650,13 +666,35 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
             return CDL_ERUNTIME;
     }
     finish(a, rng, out);
+    if (placed)
+        *placed = where;
     return CDL_OK;
 }
 
-int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out)
+int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out,
+                 BoxPlacement *placed)
 {
-    int st = frame_eval(a, in, a->out_c, s, out);
+    BoxPlacement where;
+    int st = frame_eval(a, in, a->out_c, s, out, &where);
     if (!st)
         finish(a, NULL, out);
+    if (placed)
+        *placed = where;
     return st;
+}
+
+int augment_check_boxes(const AugmentConfig *a, Error *e)
+{
+    const char *key = a->random_resized_crop ? "random_resized_crop"
+                      : a->max_crop          ? "min_crop/max_crop"
+                      : a->pad               ? "pad"
+                      : a->flip_vertical     ? "flip_vertical"
+                      : a->angle > 0         ? "angle"
+                      : a->center_crop       ? "center_crop"
+                                             : NULL;
+    return key ? error_set(e, CDL_EUSAGE,
+                           "[net] %s: this augmentation does not move truth boxes yet (a detection "
+                           "net takes letterbox or a plain resize, flip, and colour jitter)",
+                           key)
+               : CDL_OK;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/boxes.h"
 #include "data/image.h"
 #include "io/cfg.h"
 #include "util/rng.h"
@@ -52,11 +53,19 @@ typedef struct AugmentScratch {
 void augment_scratch_free(AugmentScratch *s);
 
 /* Train-time transform of in into out [out_c][out_h][out_w]; every random draw comes from
- * rng, so a sample's augmentation depends only on how rng was seeded. Returns CDL_ERUNTIME
- * only when scratch memory cannot be had. */
-int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out);
-/* Eval-time: resize (+ center crop or letterbox) and normalise; deterministic. */
-int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out);
+ * rng, so a sample's augmentation depends only on how rng was seeded. placed (NULL: not asked)
+ * receives where in's normalised coordinates land in out, for the transforms
+ * augment_check_boxes accepts. Returns CDL_ERUNTIME only when scratch memory cannot be had. */
+int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out,
+                  BoxPlacement *placed);
+/* Eval-time: resize (+ center crop or letterbox) and normalise; deterministic. placed as for
+ * augment_train (center crop's boxes may leave the frame). */
+int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out,
+                 BoxPlacement *placed);
+/* CDL_OK when every transform a configures carries truth boxes (BoxPlacement): letterbox or a
+ * plain resize, the left-right flip, colour jitter, normalisation, erasing; else CDL_EUSAGE
+ * naming the first [net] key whose transform does not move boxes yet. */
+int augment_check_boxes(const AugmentConfig *a, Error *e);
 
 /* ---- The steps, exposed for tests. Images are planar [c][h][w]. ---- */
 

@@ -731,7 +731,7 @@ static int load_arrays(const DataConfig *dc, DataKind kind, const char *role, co
 static int open_files(const DataConfig *dc, DataKind kind, const char *path,
                       char *const *folder_classes, SampleSource *s, Error *e)
 {
-    char *const *match = dc->match_names ? dc->match_names : dc->names;
+    char *const *match = dc->boxes ? NULL : dc->match_names ? dc->match_names : dc->names;
     int rc = kind == DATA_FOLDER ? source_folder_open(s, path, folder_classes, dc->classes, e)
              : kind == DATA_LIST ? source_list_open(s, path, match, dc->classes, e)
                                  : source_csv_open(s, path, dc->names, dc->classes, e);

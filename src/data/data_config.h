@@ -82,6 +82,10 @@ typedef struct DataConfig {
     char **names; /* [n_names]; "0".."classes-1" when neither names= nor class folders give them */
     int n_names;  /* == classes */
     char **match_names; /* [n_names] labels= strings when both labels= and names= are given */
+    /* 1: the sets feed a detection net (set by the caller before data_config_open_sources): a
+       darknet list's samples are read with their label files' boxes, and their paths need not
+       hold class names (source_list_open with names NULL). */
+    int boxes;
 } DataConfig;
 
 /* Parses path, tells the kinds of train= and valid= and loads the class names. Errors (code

@@ -18,9 +18,10 @@
 
 /* One ready (or being filled) mini-batch. */
 typedef struct Slot {
-    float *x;  /* [batch][out_c][out_h][out_w] */
-    int *y;    /* [batch] */
-    int index; /* mini-batch index within the epoch */
+    float *x;     /* [batch][out_c][out_h][out_w] */
+    int *y;       /* [batch] */
+    float *truth; /* [batch][truth_boxes][TRUTH_FLOATS], or NULL without truth_boxes */
+    int index;    /* mini-batch index within the epoch */
     int n, ready, status, skipped;
     Error error;
 } Slot;
@@ -36,6 +37,7 @@ struct Loader {
     AugmentConfig aug;
     LoaderOptions opt;
     size_t sample_floats;  /* out_c * out_h * out_w */
+    size_t sample_truth;   /* truth_boxes * TRUTH_FLOATS */
     int batches;           /* per epoch (this rank's) */
     int ranks;             /* LoaderOptions.ranks, at least 1 */
     int *order;            /* [src->n]: the epoch's sample order */
@@ -73,16 +75,18 @@ static void epoch_order(int *order, int n, uint64_t seed, int epoch)
     rng_shuffle(&rng, order, n);
 }
 
-/* Reads the sample at position pos of the epoch order into img and *label, and its index
- * into *index. With skip_bad an unreadable sample is replaced by the next readable position
- * (wrapping) and counted in *skipped. */
-static int read_sample(Loader *l, int pos, Image *img, int *label, int *index, int *skipped,
-                       Error *e)
+/* Reads the sample at position pos of the epoch order into img, *label and (given) its truth
+ * boxes, and its index into *index. With skip_bad an unreadable sample (image or label file) is
+ * replaced by the next readable position (wrapping) and counted in *skipped. */
+static int read_sample(Loader *l, int pos, Image *img, int *label, float *truth, int *index,
+                       int *skipped, Error *e)
 {
     const SampleSource *s = l->src;
     for (int tried = 0; tried < s->n; tried++) {
         *index = l->order[(pos + tried) % s->n];
         int st = s->read(s, *index, img, label, e);
+        if (!st && truth && (st = s->read_boxes(s, *index, truth, l->opt.truth_boxes, e)))
+            image_free(img);
         if (!st) {
             *skipped += tried > 0;
             return CDL_OK;
@@ -96,28 +100,31 @@ static int read_sample(Loader *l, int pos, Image *img, int *label, int *index, i
 }
 
 /* Transforms img (sample `index`) into out [out_c][out_h][out_w]: a copy when nothing
- * changes it, else augment_train with draws seeded by (seed, epoch, index), or augment_eval. */
-static int transform_sample(Loader *l, Worker *w, const Image *img, int index, float *out, Error *e)
+ * changes it, else augment_train with draws seeded by (seed, epoch, index), or augment_eval;
+ * placed says where its boxes go. */
+static int transform_sample(Loader *l, Worker *w, const Image *img, int index, float *out,
+                            BoxPlacement *placed, Error *e)
 {
     int st;
     if (augment_is_identity(&l->aug, img->c, img->h, img->w)) {
         memcpy(out, img->data, l->sample_floats * sizeof *out);
+        *placed = box_placement_identity();
         return CDL_OK;
     }
     if (l->opt.train) {
         Rng rng;
         augment_seed(&rng, l->opt.seed, l->epoch, index);
-        st = augment_train(&l->aug, img, &rng, &w->scratch, out);
+        st = augment_train(&l->aug, img, &rng, &w->scratch, out, placed);
     } else {
-        st = augment_eval(&l->aug, img, &w->scratch, out);
+        st = augment_eval(&l->aug, img, &w->scratch, out, placed);
     }
     return st ? error_set(e, st, "out of memory augmenting a sample") : CDL_OK;
 }
 
-/* Fills x [n][...] and y [n] with mini-batch k, stopping early (its content is then
- * dropped by the caller) when the loader restarts under generation. */
-static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x, int *y, int *n,
-                      int *skipped, Error *e)
+/* Fills x [n][...], y [n] and (with truth_boxes) truth [n][...] with mini-batch k, stopping early
+ * (its content is then dropped by the caller) when the loader restarts under generation. */
+static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x, int *y,
+                      float *truth, int *n, int *skipped, Error *e)
 {
     const int first = (k * l->ranks + l->opt.rank) * l->opt.batch, left = l->src->n - first;
     *n = left < l->opt.batch ? left : l->opt.batch;
@@ -131,11 +138,16 @@ static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x
             return CDL_OK;
         Image img = {0};
         int index;
-        int st = read_sample(l, first + i, &img, &y[i], &index, skipped, e);
-        st = st ? st : transform_sample(l, w, &img, index, x + (size_t)i * l->sample_floats, e);
+        BoxPlacement placed;
+        float *boxes = l->opt.truth_boxes ? truth + (size_t)i * l->sample_truth : NULL;
+        int st = read_sample(l, first + i, &img, &y[i], boxes, &index, skipped, e);
+        st = st ? st
+                : transform_sample(l, w, &img, index, x + (size_t)i * l->sample_floats, &placed, e);
         image_free(&img);
         if (st)
             return st;
+        if (boxes)
+            boxes_place(boxes, l->opt.truth_boxes, &placed);
     }
     return CDL_OK;
 }
@@ -161,7 +173,8 @@ static void *worker_main(void *arg)
         l->busy++;
         pthread_mutex_unlock(&l->mutex);
         int n, skipped;
-        int st = fill_batch(l, w, k, generation, slot->x, slot->y, &n, &skipped, &slot->error);
+        int st = fill_batch(l, w, k, generation, slot->x, slot->y, slot->truth, &n, &skipped,
+                            &slot->error);
         pthread_mutex_lock(&l->mutex);
         if (atomic_load(&l->generation) == generation) {
             slot->index = k;
@@ -193,8 +206,13 @@ const SampleSource *loader_source(const Loader *l)
     return l->src;
 }
 
-static int check_options(const SampleSource *src, const LoaderOptions *opt, Error *e)
+static int check_options(const SampleSource *src, const AugmentConfig *aug,
+                         const LoaderOptions *opt, Error *e)
 {
+    if (opt->truth_boxes < 0 || (opt->truth_boxes > 0 && !src->read_boxes))
+        return error_set(e, CDL_EUSAGE,
+                         "loader: a detection net reads truth boxes, which this dataset has not "
+                         "(image files with darknet label files have)");
     if (opt->batch < 1 || opt->workers < 0 || (opt->workers > 0 && opt->prefetch < 1))
         return error_set(e, CDL_EUSAGE,
                          "loader: batch (%d) and prefetch (%d) must be at least 1, workers (%d) "
@@ -209,7 +227,7 @@ static int check_options(const SampleSource *src, const LoaderOptions *opt, Erro
     if (opt->drop_last && src->n < opt->batch * (opt->ranks > 1 ? opt->ranks : 1))
         return error_set(e, CDL_EUSAGE, "the dataset has %d samples, fewer than a mini-batch of %d",
                          src->n, opt->batch);
-    return CDL_OK;
+    return opt->truth_boxes > 0 ? augment_check_boxes(aug, e) : CDL_OK;
 }
 
 /* Allocates the order, the ring slots and the workers' state (threads start later). */
@@ -231,7 +249,9 @@ static int allocate(Loader *l, Error *e)
     for (int i = 0; i < l->n_slots; i++) {
         l->slots[i].x = malloc((size_t)l->opt.batch * l->sample_floats * sizeof(float));
         l->slots[i].y = malloc((size_t)l->opt.batch * sizeof(int));
-        if (!l->slots[i].x || !l->slots[i].y)
+        l->slots[i].truth =
+            l->sample_truth ? malloc((size_t)l->opt.batch * l->sample_truth * sizeof(float)) : NULL;
+        if (!l->slots[i].x || !l->slots[i].y || (l->sample_truth && !l->slots[i].truth))
             return error_set(e, CDL_ERUNTIME,
                              "loader: out of memory for %d prefetched mini-batches of %d",
                              l->n_slots, l->opt.batch);
@@ -243,7 +263,7 @@ int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
                 const LoaderOptions *opt, Error *e)
 {
     *out = NULL;
-    int st = check_options(src, opt, e);
+    int st = check_options(src, aug, opt, e);
     if (st)
         return st;
     Loader *l = calloc(1, sizeof *l);
@@ -253,6 +273,7 @@ int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
     l->aug = *aug;
     l->opt = *opt;
     l->sample_floats = (size_t)aug->out_c * (size_t)aug->out_h * (size_t)aug->out_w;
+    l->sample_truth = (size_t)opt->truth_boxes * TRUTH_FLOATS;
     l->ranks = opt->ranks > 1 ? opt->ranks : 1;
     l->batches =
         opt->drop_last ? src->n / (opt->batch * l->ranks) : (src->n + opt->batch - 1) / opt->batch;
@@ -297,6 +318,7 @@ void loader_close(Loader *l)
     for (int i = 0; l->slots && i < l->n_slots; i++) {
         free(l->slots[i].x);
         free(l->slots[i].y);
+        free(l->slots[i].truth);
     }
     pthread_cond_destroy(&l->work_cond);
     pthread_cond_destroy(&l->ready_cond);
@@ -333,7 +355,7 @@ int loader_start_epoch(Loader *l, int epoch, int first, Error *e)
     return CDL_OK;
 }
 
-int loader_next(Loader *l, float *x, int *y, int *n, Error *e)
+int loader_next(Loader *l, float *x, int *y, float *truth, int *n, Error *e)
 {
     *n = 0;
     if (!l->started || l->next_take >= l->batches)
@@ -343,8 +365,8 @@ int loader_next(Loader *l, float *x, int *y, int *n, Error *e)
         int skipped;
         Error error = {0};
         const unsigned generation = atomic_load(&l->generation);
-        int st =
-            fill_batch(l, &l->workers[0], l->next_take++, generation, x, y, n, &skipped, &error);
+        int st = fill_batch(l, &l->workers[0], l->next_take++, generation, x, y, truth, n, &skipped,
+                            &error);
         l->skipped += skipped;
         return st ? error_set(e, st, "%s", error.msg) : CDL_OK;
     }
@@ -361,6 +383,8 @@ int loader_next(Loader *l, float *x, int *y, int *n, Error *e)
     else if (!st) {
         memcpy(x, slot->x, (size_t)slot->n * l->sample_floats * sizeof *x);
         memcpy(y, slot->y, (size_t)slot->n * sizeof *y);
+        if (l->sample_truth)
+            memcpy(truth, slot->truth, (size_t)slot->n * l->sample_truth * sizeof *truth);
     }
     pthread_mutex_lock(&l->mutex);
     slot->ready = 0;

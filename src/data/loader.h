@@ -23,6 +23,9 @@ typedef struct LoaderOptions {
      * ranks * batch positions, so the ranks' shards make up the one-process epoch of mini-batches
      * of ranks * batch samples. Needs drop_last (and train) when ranks > 1. */
     int rank, ranks;
+    /* Truth-box slots per sample (a detection net's net_truth_boxes), read with each sample
+     * (SampleSource.read_boxes) and moved as its image is framed and flipped; 0: no boxes. */
+    int truth_boxes;
 } LoaderOptions;
 
 /* The command line's defaults: worker threads (in-memory data without augmentation measured
@@ -37,10 +40,12 @@ void loader_close(Loader *l);
 int loader_batches_per_epoch(const Loader *l);
 /* Positions the loader at mini-batch `first` of `epoch` (resume) and starts producing. */
 int loader_start_epoch(Loader *l, int epoch, int first, Error *e);
-/* Blocks until the next mini-batch is ready and copies it into x [n][c][h][w] and y [n];
- * *n is the batch size (smaller only for a last partial batch without drop_last). A
- * sample that cannot be read fails with its file's name unless skip_bad is set. */
-int loader_next(Loader *l, float *x, int *y, int *n, Error *e);
+/* Blocks until the next mini-batch is ready and copies it into x [n][c][h][w], y [n] and, with
+ * truth_boxes, truth [n][truth_boxes][TRUTH_FLOATS] (data/boxes.h; else truth may be NULL);
+ * *n is the batch size (smaller only for a last partial batch without drop_last). A sample
+ * whose image or label file cannot be read fails with the file's name (and line) unless
+ * skip_bad is set. */
+int loader_next(Loader *l, float *x, int *y, float *truth, int *n, Error *e);
 /* Samples replaced because they could not be read, in the mini-batches taken since the
  * epoch started. */
 int loader_skipped(const Loader *l);

@@ -19,6 +19,11 @@ struct SampleSource {
     /* Decodes sample i (0 <= i < n) into img (allocated here; the caller image_frees it)
      * and its label. A corrupt or unreadable file is CDL_ERUNTIME naming the file. */
     int (*read)(const SampleSource *s, int i, Image *img, int *label, Error *e);
+    /* Reads sample i's truth boxes into truth [max_boxes][TRUTH_FLOATS] (data/boxes.h: its boxes,
+     * then zeros), their classes checked against `classes`; thread-safe. NULL: the samples have no
+     * boxes (in-memory datasets). File sources read the image's darknet label file
+     * (boxes_label_path), whose bad lines fail naming FILE:LINE. */
+    int (*read_boxes)(const SampleSource *s, int i, float *truth, int max_boxes, Error *e);
     /* The file a sample comes from (for messages), or NULL for in-memory samples. */
     const char *(*path)(const SampleSource *s, int i);
     void (*destroy)(SampleSource *s);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/boxes.h"
 #include "util/rng.h"
 
 char *path_resolve(const char *base_file, const char *path, int *found)
@@ -88,6 +89,22 @@ static int files_read(const SampleSource *s, int i, Image *img, int *label, Erro
     return image_load(l->paths[i], img, e);
 }
 
+static int files_read_boxes(const SampleSource *s, int i, float *truth, int max_boxes, Error *e)
+{
+    const FileList *l = s->impl;
+    int found, n;
+    char *label_path = boxes_label_path(l->paths[i], &found);
+    int st = !label_path ? error_set(e, CDL_ERUNTIME, "out of memory for a label file's name")
+             : !found    ? error_set(e, CDL_ERUNTIME,
+                                     "%s: its label file %s does not exist (darknet's rule: the "
+                                        "image's path with /images/ or /JPEGImages/ made /labels/, "
+                                        "else beside the image, with the extension .txt)",
+                                     l->paths[i], label_path)
+                         : boxes_read(label_path, s->classes, truth, max_boxes, &n, e);
+    free(label_path);
+    return st;
+}
+
 static const char *files_path(const SampleSource *s, int i)
 {
     const FileList *l = s->impl;
@@ -117,6 +134,7 @@ int source_from_file_list(SampleSource *s, FileList *l, int classes, const char 
     s->n = owned->n;
     s->classes = classes;
     s->read = files_read;
+    s->read_boxes = files_read_boxes;
     s->path = files_path;
     s->destroy = files_destroy;
     s->impl = owned;

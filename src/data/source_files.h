@@ -33,7 +33,9 @@ int source_folder_open(SampleSource *s, const char *root, char *const *classes, 
    label is the class whose name occurs as a substring of the path as written in the list ("rain"
    matches "train/"); when several names occur the one ending last wins (ties: the longest), so
    "data/train/cat/1.jpg" is "cat", and the path is counted as ambiguous (see
-   source_ambiguous_labels). A path holding no class name is CDL_EUSAGE naming LIST:LINE. */
+   source_ambiguous_labels). A path holding no class name is CDL_EUSAGE naming LIST:LINE. names =
+   NULL opens a detector's list: every label is 0 and s->read_boxes reads the boxes, of n_names
+   classes, from each image's label file (data/boxes.h). */
 int source_list_open(SampleSource *s, const char *list_path, char *const *names, int n_names,
                      Error *e);
 

@@ -1,5 +1,6 @@
-/* darknet classifier lists: one image path per line, the label being the class name that occurs
-   in the path (darknet's substring rule), with ambiguous paths counted for a warning. */
+/* darknet lists: one image path per line; a classifier's label is the class name that occurs in
+   the path (darknet's substring rule), with ambiguous paths counted for a warning, a detector's
+   boxes are in the image's label file. */
 #include "data/source_files.h"
 
 #include <errno.h>
@@ -44,12 +45,13 @@ static int match_label(const NameIndex *ix, const char *path, size_t len, int *a
     return best;
 }
 
-/* One line's sample: the label by substring match, then the resolved path. */
+/* One line's sample: the label by substring match (0 without ix: a detection list), then the
+   resolved path. */
 static int add_line(FileList *l, const NameIndex *ix, const char *list_path, int line_no,
                     const char *path, size_t len, Error *e)
 {
-    int ambiguous;
-    int cls = match_label(ix, path, len, &ambiguous);
+    int ambiguous = 0;
+    const int cls = ix ? match_label(ix, path, len, &ambiguous) : 0;
     if (cls < 0) {
         return error_set(e, CDL_EUSAGE, "%s:%d: no class name occurs in the path '%s'", list_path,
                          line_no, path);
@@ -69,16 +71,16 @@ int source_list_open(SampleSource *s, const char *list_path, char *const *names,
     if (!f) {
         return error_set(e, CDL_ERUNTIME, "%s: cannot open list: %s", list_path, strerror(errno));
     }
-    NameIndex ix;
+    NameIndex ix = {0};
     FileList l = {0};
-    int rc = name_index_build(&ix, names, n_names, e);
+    int rc = names ? name_index_build(&ix, names, n_names, e) : CDL_OK;
     char *buf = NULL;
     size_t cap = 0;
     for (int line_no = 1; !rc && getline(&buf, &cap, f) >= 0; line_no++) {
         char *path = text_trim(buf + (line_no == 1 ? file_bom_bytes(buf) : 0));
         size_t len = strlen(path);
         if (len > 0) {
-            rc = add_line(&l, &ix, list_path, line_no, path, len, e);
+            rc = add_line(&l, names ? &ix : NULL, list_path, line_no, path, len, e);
         }
     }
     if (!rc && ferror(f)) {

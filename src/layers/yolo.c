@@ -9,7 +9,7 @@
  *        logistic(in); w, h as they come in (the box is anchor * exp(w) / net width)
  *
  * Truth boxes: the loss reads StepContext.truth, [batch][truth_boxes][TRUTH_FLOATS] floats in
- * darknet's net.truth layout (layers/yolo.h: x, y, w, h relative to the net input, class), the
+ * darknet's net.truth layout (data/boxes.h: x, y, w, h relative to the net input, class), the
  * detection counterpart of StepContext.labels (int class ids, which cannot hold boxes); NULL
  * computes no loss (inference). A net may hold several [yolo] layers anywhere (one per scale);
  * each reads the same boxes, the first max= of them, and keeps its output to the end of the pass
@@ -135,11 +135,18 @@ static int yolo_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     return CDL_OK;
 }
 
+static int yolo_truth_boxes(const Layer *l)
+{
+    const Yolo *yo = l->priv;
+    return yo->max_boxes;
+}
+
 const LayerType yolo_layer = {
     .name = "yolo",
     .priv_size = sizeof(Yolo),
     .parse = yolo_parse,
     .reads_truth = 1,
+    .truth_boxes = yolo_truth_boxes,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

@@ -1,14 +1,9 @@
-/* [yolo]'s configuration (layers/yolo.c parses it; backend/cpu/yolo.c computes with it) and the
- * truth-box layout every detection loss reads (StepContext.truth). */
+/* [yolo]'s configuration (layers/yolo.c parses it; backend/cpu/yolo.c computes with it). */
 #ifndef CDL_YOLO_H
 #define CDL_YOLO_H
 
 #include "core/layer.h"
-
-/* One truth box in StepContext.truth, darknet's net.truth: centre x, y and width, height relative
- * to the net input (0..1), then the class id as a float. A sample's boxes come first, then
- * unused slots of zeros: a box with x = 0 ends the sample's list, as in darknet. */
-enum { TRUTH_X, TRUTH_Y, TRUTH_W, TRUTH_H, TRUTH_CLASS, TRUTH_FLOATS };
+#include "data/boxes.h" /* the truth-box layout every detection loss reads (TRUTH_X ..) */
 
 #define YOLO_MAX_ANCHORS 64
 

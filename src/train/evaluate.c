@@ -68,7 +68,7 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
     int top1 = 0, top5 = 0;
     for (int b = 0; b < loader_batches_per_epoch(loader) && !st; b++) {
         int n;
-        st = loader_next(loader, net_host_input(net), net_host_labels(net), &n, e);
+        st = loader_next(loader, net_host_input(net), net_host_labels(net), NULL, &n, e);
         if (st)
             break;
         net->batch = n;

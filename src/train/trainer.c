@@ -186,12 +186,13 @@ float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *pe
     return loss;
 }
 
-/* Takes the next mini-batch of the loader (ctx) into the net. */
+/* Takes the next mini-batch of the loader (ctx) into the net: its truth boxes too, into
+ * net->truth, when the loader reads them. */
 static int fill_from_loader(Net *net, int sub, void *ctx, Error *e)
 {
     (void)sub;
     int n;
-    const int st = loader_next(ctx, net_host_input(net), net_host_labels(net), &n, e);
+    const int st = loader_next(ctx, net_host_input(net), net_host_labels(net), net->truth, &n, e);
     if (!st && n != net->batch)
         return error_set(e, CDL_EUSAGE,
                          "the loader gives mini-batches of %d samples but the net takes %d", n,

@@ -110,7 +110,8 @@ typedef struct TrainSource {
     void *ctx;
 } TrainSource;
 
-/* A Loader (train=1, drop_last, mini-batches of the net's) as a TrainSource. */
+/* A Loader (train=1, drop_last, mini-batches of the net's) as a TrainSource. A loader with
+ * truth_boxes (a detection net) fills the net's truth buffer (net_set_truth) as well. */
 TrainSource train_source_loader(Loader *loader);
 
 /* Random windows of a token stream (text_data.h) for a sequence net: mini-batch `sub` of step s

@@ -310,7 +310,7 @@ static void test_erasing_region_stays_inside(void)
     for (int seed = 0; seed < 20; seed++) {
         Rng r;
         augment_seed(&r, (uint64_t)seed, 0, 0);
-        CHECK(augment_train(&a, &img, &r, &s, out) == CDL_OK);
+        CHECK(augment_train(&a, &img, &r, &s, out, NULL) == CDL_OK);
         int zeros = 0, mismatched = 0;
         for (int i = 0; i < 12 * 16; i++) {
             zeros += out[i] == 0;
@@ -336,10 +336,10 @@ static void test_identity_config_copies_exactly(void)
     Rng r;
     augment_seed(&r, 1, 0, 0);
     Rng before = r;
-    CHECK(augment_train(&a, &img, &r, &s, out) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, out, NULL) == CDL_OK);
     CHECK(!memcmp(out, img.data, sizeof out));
     CHECK(r.state == before.state); /* no draws */
-    CHECK(augment_eval(&a, &img, &s, out) == CDL_OK);
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
     CHECK(!memcmp(out, img.data, sizeof out));
     augment_scratch_free(&s);
     image_free(&img);
@@ -401,15 +401,15 @@ static void test_same_seed_same_output_other_sample_other_draws(void)
     AugmentScratch s = {0};
     Rng r;
     augment_seed(&r, 42, 3, 17);
-    CHECK(augment_train(&a, &img, &r, &s, first) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, first, NULL) == CDL_OK);
     augment_seed(&r, 42, 3, 17);
-    CHECK(augment_train(&a, &img, &r, &s, again) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, again, NULL) == CDL_OK);
     CHECK(!memcmp(first, again, N * sizeof *first));
     augment_seed(&r, 42, 3, 18);
-    CHECK(augment_train(&a, &img, &r, &s, again) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, again, NULL) == CDL_OK);
     CHECK(memcmp(first, again, N * sizeof *first));
     augment_seed(&r, 42, 4, 17);
-    CHECK(augment_train(&a, &img, &r, &s, again) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, again, NULL) == CDL_OK);
     CHECK(memcmp(first, again, N * sizeof *first));
 
     Rng x, y;
@@ -438,12 +438,12 @@ static void test_scratch_stops_growing(void)
     full.crop_scale_min = 1.0f;
     full.crop_ratio_min = 0.1f;
     full.crop_ratio_max = 10.0f;
-    CHECK(augment_train(&full, &img, &r, &s, out) == CDL_OK);
+    CHECK(augment_train(&full, &img, &r, &s, out, NULL) == CDL_OK);
     float *b0 = s.buf[0], *b1 = s.buf[1];
     size_t f0 = s.floats[0], f1 = s.floats[1];
     for (int i = 0; i < 50; i++) {
         augment_seed(&r, 1, 0, i);
-        CHECK(augment_train(&a, &img, &r, &s, out) == CDL_OK);
+        CHECK(augment_train(&a, &img, &r, &s, out, NULL) == CDL_OK);
     }
     CHECK(s.buf[0] == b0 && s.buf[1] == b1 && s.floats[0] == f0 && s.floats[1] == f1);
     augment_scratch_free(&s);
@@ -459,7 +459,7 @@ static void test_rgb_sample_to_gray_net_is_luma(void)
     AugmentScratch s = {0};
     Rng r;
     augment_seed(&r, 1, 0, 0);
-    CHECK(augment_train(&a, &img, &r, &s, out) == CDL_OK);
+    CHECK(augment_train(&a, &img, &r, &s, out, NULL) == CDL_OK);
     CHECK_NEAR(out[0], 0.299, 1e-6);
     CHECK_NEAR(out[1], 0.587, 1e-6);
     augment_scratch_free(&s);
@@ -472,7 +472,7 @@ static void test_normalisation_follows_everything(void)
     Image img = {3, 1, 2, rgb};
     float out[6];
     AugmentScratch s = {0};
-    CHECK(augment_eval(&a, &img, &s, out) == CDL_OK);
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
     CHECK(!max_abs_diff(out, (float[]){1, -1, 1, 0, 0.5f, 0}, 6, 1e-6f));
     augment_scratch_free(&s);
 }
@@ -484,7 +484,7 @@ static void test_letterbox_fits_inside_with_gray_bars(void)
     Image img = pattern_image(1, 2, 4);
     float out[16];
     AugmentScratch s = {0};
-    CHECK(augment_eval(&a, &img, &s, out) == CDL_OK);
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
     for (int x = 0; x < 4; x++) {
         CHECK(out[x] == 0.5f && out[12 + x] == 0.5f);
         CHECK(out[4 + x] == img.data[x] && out[8 + x] == img.data[4 + x]);
@@ -501,7 +501,7 @@ static void test_center_crop_resizes_short_side_then_crops(void)
     Image img = pattern_image(1, 4, 8);
     float out[4], resized[8];
     AugmentScratch s = {0};
-    CHECK(augment_eval(&a, &img, &s, out) == CDL_OK);
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
     image_to_input(&img, 1, 2, 4, resized);
     CHECK(out[0] == resized[1] && out[1] == resized[2]);
     CHECK(out[2] == resized[5] && out[3] == resized[6]);

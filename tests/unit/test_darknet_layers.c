@@ -345,7 +345,7 @@ static void test_letterbox_uses_darknets_resize(void)
     AugmentConfig a;
     CHECK(augment_config_parse(&cfg, &cfg.sections[0], 1, 3, 3, &a, &e) == CDL_OK);
     AugmentScratch s = {0};
-    CHECK(augment_eval(&a, &img, &s, out) == CDL_OK);
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
     const float expected[9] = {0.5f, 0.5f, 0.5f, 0.0f, 0.5f, 1.0f, 0.5f, 0.5f, 0.5f};
     CHECK(!memcmp(out, expected, sizeof expected));
     augment_scratch_free(&s);

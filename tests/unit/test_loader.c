@@ -161,7 +161,7 @@ static Output run_epochs(Loader *l, const AugmentConfig *a, int batch, int epoch
         o.status = loader_start_epoch(l, epoch, 0, &e);
         for (int k = 0; k < batches && !o.status; k++) {
             int n;
-            o.status = loader_next(l, o.x + o.floats, o.y + o.labels, &n, &e);
+            o.status = loader_next(l, o.x + o.floats, o.y + o.labels, NULL, &n, &e);
             o.floats += (size_t)n * per;
             o.labels += (size_t)n;
         }
@@ -262,7 +262,7 @@ static void test_eval_batches_are_in_order_with_a_partial_last_batch(void)
         float x[5 * 16];
         int y[5], n, seen = 0;
         for (int k = 0; k < 5; k++) {
-            CHECK(loader_next(l, x, y, &n, &e) == CDL_OK);
+            CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK);
             CHECK(n == (k < 4 ? 5 : 3));
             for (int i = 0; i < n; i++, seen++) {
                 CHECK(y[i] == seen % 3);
@@ -270,7 +270,7 @@ static void test_eval_batches_are_in_order_with_a_partial_last_batch(void)
             }
         }
         CHECK(seen == 23);
-        CHECK(loader_next(l, x, y, &n, &e) == CDL_EUSAGE); /* the epoch is over */
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_EUSAGE); /* the epoch is over */
         loader_close(l);
     }
     source_free(&s);
@@ -321,10 +321,10 @@ static void test_resumed_epoch_gives_the_same_remaining_batches(void)
     float x[3 * 3 * 8 * 8], xr[3 * 3 * 8 * 8];
     int y[3], yr[3], n, nr;
     for (int k = 0; k < loader_batches_per_epoch(whole); k++) {
-        CHECK(loader_next(whole, x, y, &n, &e) == CDL_OK);
+        CHECK(loader_next(whole, x, y, NULL, &n, &e) == CDL_OK);
         if (k < 2)
             continue;
-        CHECK(loader_next(resumed, xr, yr, &nr, &e) == CDL_OK);
+        CHECK(loader_next(resumed, xr, yr, NULL, &nr, &e) == CDL_OK);
         CHECK(n == nr && !memcmp(x, xr, (size_t)n * per * sizeof *x) &&
               !memcmp(y, yr, (size_t)n * sizeof *y));
     }
@@ -348,9 +348,9 @@ static void test_unreadable_sample_fails_with_its_file_name(void)
         loader_start_epoch(l, 0, 0, &e);
         float x[2 * 3 * 8 * 8];
         int y[2], n;
-        CHECK(loader_next(l, x, y, &n, &e) == CDL_OK);
-        CHECK(loader_next(l, x, y, &n, &e) == CDL_OK);
-        CHECK(loader_next(l, x, y, &n, &e) == CDL_ERUNTIME); /* positions 4 and 5 */
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK);
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK);
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_ERUNTIME); /* positions 4 and 5 */
         CHECK_CONTAINS(e.msg, f.paths[4]);
         loader_close(l);
     }
@@ -374,7 +374,7 @@ static void test_skip_bad_replaces_with_the_next_readable_sample_and_counts(void
         Error e = {0};
         AugmentScratch scratch = {0};
         if (k != 2 && k != 5 && !image_load(f.paths[k], &img, &e)) {
-            augment_eval(&a, &img, &scratch, good + k * per);
+            augment_eval(&a, &img, &scratch, good + k * per, NULL);
             image_free(&img);
         }
         augment_scratch_free(&scratch);
@@ -387,7 +387,7 @@ static void test_skip_bad_replaces_with_the_next_readable_sample_and_counts(void
         loader_start_epoch(l, 0, 0, &e);
         float x[6 * 3 * 8 * 8];
         int y[6], n;
-        CHECK(loader_next(l, x, y, &n, &e) == CDL_OK && n == 6);
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK && n == 6);
         for (int i = 0; i < 6; i++) {
             CHECK(y[i] == (expect[i] < 3 ? 0 : 1));
             CHECK(!memcmp(x + i * per, good + expect[i] * per, per * sizeof *x));
@@ -440,7 +440,7 @@ static void test_workers_stay_at_most_prefetch_batches_ahead(void)
     loader_start_epoch(l, 0, 0, &e);
     float x[4 * 4];
     int y[4], n;
-    CHECK(loader_next(l, x, y, &n, &e) == CDL_OK);
+    CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK);
     struct timespec t = {0, 200 * 1000000L};
     nanosleep(&t, NULL);
     /* Batch 0 taken, batches 1 and 2 prefetched: nothing else may have been read. */
@@ -459,7 +459,7 @@ static void test_close_and_restart_while_workers_are_busy(void)
     CHECK(loader_start_epoch(l, 3, 5, &e) == CDL_OK);
     float x[8 * 4];
     int y[8], n;
-    CHECK(loader_next(l, x, y, &n, &e) == CDL_OK && n == 8);
+    CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK && n == 8);
     int order[1000];
     expected_order(order, 1000, 3);
     for (int i = 0; i < 8; i++)

@@ -243,12 +243,12 @@ static void test_random_resized_crop_allocates_nothing_after_first_sample(void)
     AugmentScratch s = {0};
     Rng rng;
     augment_seed(&rng, 1, 0, 0);
-    CHECK(augment_train(&a, &img, &rng, &s, out) == CDL_OK);
+    CHECK(augment_train(&a, &img, &rng, &s, out, NULL) == CDL_OK);
     allocations = 0;
     counting = 1;
     for (int i = 1; i < 50; i++) {
         augment_seed(&rng, 1, 0, i);
-        CHECK(augment_train(&a, &img, &rng, &s, out) == CDL_OK);
+        CHECK(augment_train(&a, &img, &rng, &s, out, NULL) == CDL_OK);
     }
     counting = 0;
     CHECK(allocations == 0);
