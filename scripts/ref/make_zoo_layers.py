@@ -56,13 +56,13 @@ from ref_format import f32, seed_torch, write_fixture
 DT = torch.float64
 BATCH = 2
 
-SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
-[net]
-batch=2
-channels=3
-height=5
-width=6
 
+def net_section(channels, height, width):
+    """The [net] section of a fixture's cfg: a batch of BATCH images of that shape."""
+    return f"[net]\nbatch={BATCH}\nchannels={channels}\nheight={height}\nwidth={width}\n"
+
+SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
+""" + net_section(3, 5, 6) + """
 # 0: 8x5x6
 [convolutional]
 filters=8
@@ -92,12 +92,7 @@ from=0
 
 
 SHUFFLE_UNIT_CFG = """# scripts/ref/make_zoo_layers.py: ShuffleNet's unit
-[net]
-batch=2
-channels=4
-height=5
-width=6
-
+""" + net_section(4, 5, 6) + """
 # 0: 6x5x6
 [convolutional]
 filters=6
@@ -127,12 +122,7 @@ activation=linear
 
 
 PAD_CONV_CFG = """# scripts/ref/make_zoo_layers.py: explicit padding around a strided convolution
-[net]
-batch=2
-channels=2
-height=4
-width=5
-
+""" + net_section(2, 4, 5) + """
 # 0: 2x5x8
 [pad]
 left=1
@@ -154,12 +144,7 @@ padding=1
 
 
 CONVNEXT_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: ConvNeXt's block (without its drop path)
-[net]
-batch=2
-channels=4
-height=5
-width=6
-
+""" + net_section(4, 5, 6) + """
 # 0: 8x5x6
 [convolutional]
 filters=8
