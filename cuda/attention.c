@@ -98,7 +98,7 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gpu_note(ctx,
                  cuda_dropout_forward(a->workspace, a->mask, a->probs, key,
                                       gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
-                                      l->index, first, a->dropout, 1.0f / (1.0f - a->dropout),
+                                      l->index, first, a->dropout, 1.0f / (1.0f - a->dropout), 1,
                                       probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;

@@ -1,23 +1,14 @@
-/* [dropout]'s GPU kernels (layers/dropout.c has its meaning): inverted dropout in training with
- * the CPU's masks (the key rng_key(seed, layer_draw_stream) computed here on the host, each
- * value's SplitMix64 draw on the device: kernels/rng.cuh), the identity in inference.
+/* [dropout]'s and [drop_path]'s GPU kernels (layers/dropout.c has their meaning): inverted dropout
+ * in training with the CPU's masks (the key rng_key(seed, layer_draw_stream) computed here on the
+ * host, each draw's SplitMix64 value on the device: kernels/rng.cuh), a draw per value or per
+ * sample, the identity in inference.
  *
- *   in, out [batch][c][h][w]
+ *   in, out [batch][c][h][w]   mask [batch][c][h][w] or [batch]
  */
 #include "kernels/dropout.h"
 #include "gpu.h"
 #include "kernels/copy.h"
 #include "layers/dropout.h"
-
-/* The mask as the CPU's resize takes it ([batch][c][h][w], device memory here). */
-static int dropout_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    Dropout *d = l->priv;
-    d->mask = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
-    d->mask_is_valid = 0;
-    return CDL_OK;
-}
 
 static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
 {
@@ -30,13 +21,14 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
         return;
     }
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-    const uint64_t first = (uint64_t)ctx->sample_offset * shape_size(l->out_shape);
+    const size_t per_draw = dropout_values_per_draw(l);
+    const uint64_t first = (uint64_t)ctx->sample_offset * (shape_size(l->out_shape) / per_draw);
     /* a captured step keys on the draw id each replay uploads */
     const GpuHandles *h = gpu_handles(ctx);
     gpu_note(ctx,
              cuda_dropout_forward(l->out, d->mask, l->in[0], key,
                                   h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
-                                  first, d->probability, d->scale, n, gpu_stream(ctx)),
+                                  first, d->probability, d->scale, per_draw, n, gpu_stream(ctx)),
              "dropout forward");
 }
 
@@ -59,14 +51,16 @@ static void dropout_backward_gpu(Layer *l, const StepContext *ctx)
         return;
     const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     const cudaError_t err =
-        d->mask_is_valid ? cuda_dropout_backward(in_delta, l->delta, d->mask, n, gpu_stream(ctx))
+        d->mask_is_valid ? cuda_dropout_backward(in_delta, l->delta, d->mask,
+                                                 dropout_values_per_draw(l), n, gpu_stream(ctx))
                          : cuda_copy_rows(in_delta, n, l->delta, n, 1, n, 1, gpu_stream(ctx));
     gpu_note(ctx, err, "dropout backward");
 }
 
-/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family, [dropout] and
+ * [drop_path] alike). */
 const LayerKernels gpu_dropout_kernels = {
-    .resize = dropout_resize_gpu,
+    .resize = dropout_resize,
     .forward = dropout_forward_gpu,
     .backward = dropout_backward_gpu,
     .forward_at = dropout_forward_at_gpu,

@@ -24,7 +24,7 @@ extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_k
 extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
-    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels;
+    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels;
 
 static const struct {
     const LayerType *type;
@@ -39,6 +39,7 @@ static const struct {
     {&shortcut_layer, &gpu_shortcut_kernels},
     {&route_layer, &gpu_route_kernels},
     {&dropout_layer, &gpu_dropout_kernels},
+    {&drop_path_layer, &gpu_dropout_kernels},
     {&upsample_layer, &gpu_upsample_kernels},
     {&reorg_layer, &gpu_reorg_kernels},
     {&crop_layer, &gpu_crop_kernels},
@@ -56,6 +57,7 @@ static const struct {
     {&scale_channels_layer, &gpu_scale_channels_kernels},
     {&shuffle_layer, &gpu_shuffle_kernels},
     {&pad_layer, &gpu_pad_kernels},
+    {&layer_scale_layer, &gpu_layer_scale_kernels},
     // clang-format on
 };
 

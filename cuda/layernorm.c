@@ -1,28 +1,33 @@
-/* [layernorm]'s GPU kernels (layers/layernorm.c has its meaning): each row of w values
- * normalised with the parsed eps, then scaled and shifted (cuda/kernels/layernorm.cu); the
- * backward as the CPU's: the biases' gradient the column sums of delta, the row pass (input
- * gradient) turning delta into delta * x_hat, the scales' gradient its column sums.
+/* [layernorm]'s GPU kernels (layers/layernorm.c has its meaning): each group of n values along the
+ * axis (a row's w values, or with channels=1 a position's c values) normalised with the parsed eps,
+ * then scaled and shifted (cuda/kernels/layernorm.cu); the backward as the CPU's: the biases'
+ * gradient the sums of delta over everything but the axis, the group pass (input gradient)
+ * turning delta into delta * x_hat, the scales' gradient its sums.
  *
- *   in, out [batch][rows][w] (rows = c*h)   scales, biases [w]   mean, inv_std [batch][rows]
+ *   in, out [batch * groups][n][inner] (layers/channel_axis.h: [batch*c*h][w][1] or
+ *   [batch][c][h*w])   scales, biases [n]   mean, inv_std [batch * groups][inner]
  */
 #include "layers/layernorm.h"
 
 #include "gpu.h"
 #include "kernels/layernorm.h"
+#include "kernels/planes.h"
 #include "kernels/sequence.h"
 
 static void layernorm_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const int n = l->in_shape.w, rows = ctx->batch * l->in_shape.c * l->in_shape.h;
+    const ChannelAxis a = ln->axis;
+    const int groups = ctx->batch * a.groups * a.inner;
     gpu_note(ctx,
              cuda_layernorm_forward_rows(l->out, ln->mean, ln->inv_std, l->in[0],
-                                         l->params[P_SCALES].data, l->params[P_BIASES].data, rows,
-                                         n, ln->eps, (size_t)n, 1, CUDA_R_32F, gpu_stream(ctx)),
+                                         l->params[P_SCALES].data, l->params[P_BIASES].data, groups,
+                                         a.n, ln->eps, (size_t)a.n * a.inner, 1, a.inner,
+                                         CUDA_R_32F, gpu_stream(ctx)),
              "layernorm forward");
 }
 
-/* Row t of each sample: rows tokens apart, as the statistics. */
+/* Row t of each sample (sequence nets: rows of w values): rows tokens apart, as the statistics. */
 static void layernorm_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const LayerNorm *ln = l->priv;
@@ -31,23 +36,31 @@ static void layernorm_forward_at(Layer *l, const StepContext *ctx, int t)
              cuda_layernorm_forward_rows(l->out + t * n, ln->mean + t, ln->inv_std + t,
                                          l->in[0] + t * n, l->params[P_SCALES].data,
                                          l->params[P_BIASES].data, ctx->batch, (int)n, ln->eps,
-                                         tokens * n, tokens, CUDA_R_32F, gpu_stream(ctx)),
+                                         tokens * n, tokens, 1, CUDA_R_32F, gpu_stream(ctx)),
              "layernorm forward_at");
+}
+
+/* grad [n] += the sums of x [batch * groups][n][inner] over everything but the axis. */
+static cudaError_t axis_sums_add(float *grad, const float *x, ChannelAxis a, int batch,
+                                 cudaStream_t stream)
+{
+    const int outer = batch * a.groups;
+    return a.inner == 1 ? cuda_column_sums_add(grad, x, outer, a.n, stream)
+                        : cuda_bias_grad(grad, x, outer, a.n, a.inner, stream);
 }
 
 static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const int n = l->in_shape.w, rows = ctx->batch * l->in_shape.c * l->in_shape.h;
-    gpu_note(ctx,
-             cuda_column_sums_add(l->params[P_BIASES].grad, l->delta, rows, n, gpu_stream(ctx)),
+    const ChannelAxis a = ln->axis;
+    const int groups = ctx->batch * a.groups * a.inner;
+    gpu_note(ctx, axis_sums_add(l->params[P_BIASES].grad, l->delta, a, ctx->batch, gpu_stream(ctx)),
              "layernorm biases gradient");
     gpu_note(ctx,
              cuda_layernorm_backward(l->in_delta[0], l->delta, l->in[0], l->params[P_SCALES].data,
-                                     ln->mean, ln->inv_std, rows, n, gpu_stream(ctx)),
+                                     ln->mean, ln->inv_std, groups, a.n, a.inner, gpu_stream(ctx)),
              "layernorm backward");
-    gpu_note(ctx,
-             cuda_column_sums_add(l->params[P_SCALES].grad, l->delta, rows, n, gpu_stream(ctx)),
+    gpu_note(ctx, axis_sums_add(l->params[P_SCALES].grad, l->delta, a, ctx->batch, gpu_stream(ctx)),
              "layernorm scales gradient");
 }
 

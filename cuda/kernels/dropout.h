@@ -10,16 +10,18 @@
 extern "C" {
 #endif
 
-/* For i < n: mask[i] = rng_uniform_at(key, first + i) < p ? 0 : scale, out[i] = in[i] * mask[i]:
- * the CPU's draws (util/rng.h) bit for bit. */
+/* For i < n, with d = i / per_draw (per_draw 1: a draw per value; a sample's size: per sample):
+ * mask[d] = rng_uniform_at(key, first + d) < p ? 0 : scale, out[i] = in[i] * mask[d]: the CPU's
+ * draws (util/rng.h) bit for bit. */
 /* draw_id: NULL, or device memory whose value replaces key by rng_key(seed, (*draw_id << 16) ^
  * layer), computed on the device (a step captured as a CUDA graph, whose draw id changes). */
 cudaError_t cuda_dropout_forward(float *out, float *mask, const float *in, uint64_t key,
                                  const uint64_t *draw_id, uint64_t seed, int layer, uint64_t first,
-                                 float p, float scale, size_t n, cudaStream_t stream);
-/* dx[i] += dy[i] * mask[i] for i < n. */
-cudaError_t cuda_dropout_backward(float *dx, const float *dy, const float *mask, size_t n,
-                                  cudaStream_t stream);
+                                 float p, float scale, size_t per_draw, size_t n,
+                                 cudaStream_t stream);
+/* dx[i] += dy[i] * mask[i / per_draw] for i < n. */
+cudaError_t cuda_dropout_backward(float *dx, const float *dy, const float *mask, size_t per_draw,
+                                  size_t n, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -17,18 +17,21 @@ extern "C" {
 cudaError_t cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
                                    const float *weight, const float *bias, int N, int C,
                                    cudaDataType_t type, cudaStream_t stream);
-/* The same with rstd = 1/sqrt(var + eps) over N rows at stride `stride` (elements) in inp and
- * out, row r's statistics at mean[r * stat_stride] and rstd[r * stat_stride] ([layernorm]'s
- * forward, and its forward_at over one token of each sample). */
+/* The same with rstd = 1/sqrt(var + eps) over N rows of C values, row r's first value at
+ * (r / inner) * stride + r % inner (elements) in inp and out, its values inner apart (inner 1: rows
+ * `stride` apart; else [layernorm] channels=1, rows [N / inner][C][inner], stride C * inner), row
+ * r's statistics at mean[r * stat_stride] and rstd[r * stat_stride] ([layernorm]'s forward, and
+ * its forward_at over one token of each sample). */
 cudaError_t cuda_layernorm_forward_rows(void *out, float *mean, float *rstd, const void *inp,
                                         const float *weight, const float *bias, int N, int C,
-                                        float eps, size_t stride, size_t stat_stride,
+                                        float eps, size_t stride, size_t stat_stride, int inner,
                                         cudaDataType_t type, cudaStream_t stream);
-/* The backward of N rows of C float values from the forward's mean and rstd: dinp (N, C) +=
- * dL/dinp (dinp NULL: not wanted) from dout (N, C) = dL/dout, which becomes dout * x_hat (so that
- * weight's gradient is then its column sums, as bias's are of dout before). */
+/* The backward of N rows of C float values ([N / inner][C][inner], a row's values inner apart)
+ * from the forward's mean and rstd: dinp += dL/dinp (dinp NULL: not wanted) from dout = dL/dout,
+ * which becomes dout * x_hat (so that weight's gradient is then its sums over the rows, as bias's
+ * are of dout before). */
 cudaError_t cuda_layernorm_backward(float *dinp, float *dout, const float *inp, const float *weight,
-                                    const float *mean, const float *rstd, int N, int C,
+                                    const float *mean, const float *rstd, int N, int C, int inner,
                                     cudaStream_t stream);
 
 #ifdef __cplusplus

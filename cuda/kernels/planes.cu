@@ -1,5 +1,6 @@
-// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, global
-// average pooling with its gradient, and scaling each plane by its own value with its gradients.
+// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
+// by a value per channel and its gradient, global average pooling with its gradient, and scaling
+// each plane by its own value with its gradients.
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
@@ -17,16 +18,26 @@ __global__ void add_bias_kernel(float *y, const float *x, const float *bias, int
         y[i] = x[i] + bias[(i / spatial) % channels];
 }
 
-// One block per channel: dbias[c] += the sum of delta over the batch and the plane.
-__global__ void bias_grad_kernel(float *dbias, const float *delta, int batch, int channels,
-                                 int spatial)
+// y = x * scale[channel], or y += that with add.
+__global__ void channel_scale_kernel(float *y, const float *x, const float *scale, int channels,
+                                     int spatial, int add, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = (add ? y[i] : 0.0f) + x[i] * scale[(i / spatial) % channels];
+}
+
+// One block per channel: dbias[c] += the sum of delta over the batch and the plane, each value
+// times x's (x NULL: times 1).
+__global__ void bias_grad_kernel(float *dbias, const float *delta, const float *x, int batch,
+                                 int channels, int spatial)
 {
     const int c = blockIdx.x;
     float sum = 0.0f;
     for (int b = 0; b < batch; b++) {
-        const float *d = delta + ((size_t)b * channels + c) * spatial;
+        const size_t at = ((size_t)b * channels + c) * spatial;
         for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-            sum += d[s];
+            sum += x ? delta[at + s] * x[at + s] : delta[at + s];
     }
     sum = block_sum(sum);
     if (threadIdx.x == 0)
@@ -104,13 +115,30 @@ extern "C" cudaError_t cuda_add_bias(float *y, const float *x, const float *bias
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels,
-                                      int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch,
+                                       int channels, int spatial, cudaStream_t stream)
 {
     if (channels == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(bias_grad_kernel, channels, block_for(spatial), 0, stream, dbias, delta, batch,
+    CUDA_LAUNCH(bias_grad_kernel, channels, block_for(spatial), 0, stream, dscale, dy, x, batch,
                 channels, spatial);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels,
+                                      int spatial, cudaStream_t stream)
+{
+    return cuda_scale_grad(dbias, delta, NULL, batch, channels, spatial, stream);
+}
+
+extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
+                                          int channels, int spatial, int add, cudaStream_t stream)
+{
+    const size_t n = (size_t)batch * channels * spatial;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(channel_scale_kernel, grid_for(n), 256, 0, stream, y, x, scale, channels, spatial,
+                add, n);
     return cuda_launch_error();
 }
 

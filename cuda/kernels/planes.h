@@ -15,6 +15,13 @@ cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch
 /* dbias [channels] += delta summed over the batch and the plane. */
 cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels, int spatial,
                            cudaStream_t stream);
+/* y = x * scale[channel] (add 0), or y += x * scale[channel] (add 1): [layer_scale]'s forward
+ * and its input gradient; y may be x when add is 0. */
+cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
+                               int channels, int spatial, int add, cudaStream_t stream);
+/* dscale [channels] += dy * x summed over the batch and the plane. */
+cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch, int channels,
+                            int spatial, cudaStream_t stream);
 /* pooled [planes] = the mean of each plane of x [planes][spatial]. */
 cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
                             cudaStream_t stream);

@@ -1,6 +1,8 @@
 """PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
 hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
-[scale_channels], ShuffleNet's channel shuffle and explicit padding.
+[scale_channels], ShuffleNet's channel shuffle, explicit padding, and ConvNeXt's block
+([layernorm] channels=1, [layer_scale]; its stochastic depth, [drop_path], draws from cdl's own
+keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead).
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -32,6 +34,18 @@ identical bytes. The .ref format is ref_format.py's.
     0 [pad] left=1 right=2 bottom=1 value=0.5              F.pad(x, (1, 2, 0, 1), value=0.5)
     1 [convolutional] 3 filters 3x3 stride 2, linear       conv(., stride=2)
     2 [pad] padding=1                                      F.pad(., (1, 1, 1, 1))
+
+  convnext_block (a 2x4x5x6 image; convolution weights and biases N(0, 0.5^2), layer norm scales
+  N(1, 0.5^2) and biases N(0, 0.5^2), layer scales N(0, 0.5^2) (ConvNeXt starts them at 1e-6,
+  which would hide the branch)):
+    0 [convolutional] 8 filters 3x3 pad 1, linear         x0 = conv(x, padding=1)
+    1 [convolutional] 8 filters 7x7 pad 1 groups 8        conv(x0, padding=3, groups=8)
+    2 [layernorm] channels=1 eps=1e-6                     LayerNorm2d: F.layer_norm over the
+                                                          channels of the map permuted to NHWC
+    3 [convolutional] 16 filters 1x1, gelu                F.gelu(conv(.))
+    4 [convolutional] 8 filters 1x1, linear               conv(.)
+    5 [layer_scale]                                       gamma.view(8, 1, 1) * .
+    6 [shortcut] from=0                                   x0 + .
 """
 
 import torch
@@ -42,13 +56,13 @@ from ref_format import f32, seed_torch, write_fixture
 DT = torch.float64
 BATCH = 2
 
-SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
-[net]
-batch=2
-channels=3
-height=5
-width=6
 
+def net_section(channels, height, width):
+    """The [net] section of a fixture's cfg: a batch of BATCH images of that shape."""
+    return f"[net]\nbatch={BATCH}\nchannels={channels}\nheight={height}\nwidth={width}\n"
+
+SE_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: squeeze-excitation with the hard activations
+""" + net_section(3, 5, 6) + """
 # 0: 8x5x6
 [convolutional]
 filters=8
@@ -78,12 +92,7 @@ from=0
 
 
 SHUFFLE_UNIT_CFG = """# scripts/ref/make_zoo_layers.py: ShuffleNet's unit
-[net]
-batch=2
-channels=4
-height=5
-width=6
-
+""" + net_section(4, 5, 6) + """
 # 0: 6x5x6
 [convolutional]
 filters=6
@@ -113,12 +122,7 @@ activation=linear
 
 
 PAD_CONV_CFG = """# scripts/ref/make_zoo_layers.py: explicit padding around a strided convolution
-[net]
-batch=2
-channels=2
-height=4
-width=5
-
+""" + net_section(2, 4, 5) + """
 # 0: 2x5x8
 [pad]
 left=1
@@ -136,6 +140,49 @@ activation=linear
 # 2: 3x4x5
 [pad]
 padding=1
+"""
+
+
+CONVNEXT_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: ConvNeXt's block (without its drop path)
+""" + net_section(4, 5, 6) + """
+# 0: 8x5x6
+[convolutional]
+filters=8
+size=3
+pad=1
+activation=linear
+
+# 1: 8x5x6, depthwise 7x7
+[convolutional]
+filters=8
+size=7
+pad=1
+groups=8
+activation=linear
+
+# 2: 8x5x6, each position's 8 channels normalised
+[layernorm]
+channels=1
+eps=1e-6
+
+# 3: 16x5x6
+[convolutional]
+filters=16
+size=1
+activation=gelu
+
+# 4: 8x5x6
+[convolutional]
+filters=8
+size=1
+activation=linear
+
+# 5: 8x5x6, a learnable scale per channel
+[layer_scale]
+
+# 6: 8x5x6, the residual sum
+[shortcut]
+from=0
 """
 
 
@@ -200,6 +247,29 @@ def pad_conv():
     return PAD_CONV_CFG, x, p, forward
 
 
+def convnext_block():
+    p = {}
+    p.update(conv_params("layer0", 8, 4, 3, 0.5))
+    p.update(conv_params("layer1", 8, 1, 7, 0.5))
+    p["layer2.scales"] = f32(1 + 0.5 * torch.randn(8, dtype=DT))
+    p["layer2.biases"] = f32(0.5 * torch.randn(8, dtype=DT))
+    p.update(conv_params("layer3", 16, 8, 1, 0.5))
+    p.update(conv_params("layer4", 8, 16, 1, 0.5))
+    p["layer5.scales"] = f32(0.5 * torch.randn(8, dtype=DT))
+    x = f32(torch.randn(BATCH, 4, 5, 6, dtype=DT))
+
+    def forward(x, p):
+        x0 = F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1)
+        y = F.conv2d(x0, p["layer1.weights"], p["layer1.biases"], padding=3, groups=8)
+        y = F.layer_norm(y.permute(0, 2, 3, 1), (8,), p["layer2.scales"], p["layer2.biases"], 1e-6)
+        y = y.permute(0, 3, 1, 2)
+        y = F.gelu(F.conv2d(y, p["layer3.weights"], p["layer3.biases"]))
+        y = F.conv2d(y, p["layer4.weights"], p["layer4.biases"])
+        return x0 + p["layer5.scales"].view(8, 1, 1) * y
+
+    return CONVNEXT_BLOCK_CFG, x, p, forward
+
+
 def compute(x, params, forward):
     """The (name, tensor) pairs of one fixture, in file order."""
     p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
@@ -215,7 +285,12 @@ def compute(x, params, forward):
     return tensors
 
 
-FIXTURES = [("se_block", se_block), ("shuffle_unit", shuffle_unit), ("pad_conv", pad_conv)]
+FIXTURES = [
+    ("se_block", se_block),
+    ("shuffle_unit", shuffle_unit),
+    ("pad_conv", pad_conv),
+    ("convnext_block", convnext_block),
+]
 
 
 def main():

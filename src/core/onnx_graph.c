@@ -156,6 +156,18 @@ void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX
     onnx_initializer(g, name, ONNX_FLOAT, p->n_dims, p->dims, p->data);
 }
 
+void onnx_param_along(OnnxGraph *g, const Layer *l, int param, int planes, char name[ONNX_NAME_MAX])
+{
+    const Param *p = &l->params[param];
+    if (!planes) {
+        onnx_param(g, l, param, name);
+        return;
+    }
+    onnx_name(name, l, p->name);
+    const int64_t dims[] = {(int64_t)p->count, 1, 1};
+    onnx_initializer(g, name, ONNX_FLOAT, 3, dims, p->data);
+}
+
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k)
 {
     return l->inputs[k] < 0 ? &g->input : &g->layers[l->inputs[k]];

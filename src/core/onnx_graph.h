@@ -98,6 +98,10 @@ void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
 /* Adds l->params[param] as the initializer "layer<i>.<param name>" with the Param's shape;
  * name receives the value name. */
 void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX]);
+/* onnx_param, shaped [count][1][1] when planes is set: one value per channel, broadcast over the
+ * planes of [N][count][h][w] (a per-channel tensor of [layer_scale], [layernorm] channels=1). */
+void onnx_param_along(OnnxGraph *g, const Layer *l, int param, int planes,
+                      char name[ONNX_NAME_MAX]);
 /* What the graph knows about l's k-th input (the graph input for -1). */
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k);
 /* name = l's k-th input as [N][c][h][w] ([N][c*h][w] in a sequence net; adding a Reshape when

@@ -1,21 +1,25 @@
 /* [dropout]: inverted dropout. In training each value is dropped with `probability`
  * and the kept ones are scaled by 1/(1-probability), so evaluation is the identity.
+ * [drop_path]: stochastic depth, torchvision.ops.StochasticDepth(p, mode="row"): the same with one
+ * draw per sample, which drops or keeps (scaled) the whole sample; placed on a residual branch
+ * before its [shortcut], it drops the branch of some samples.
  *
  *   in, out [batch][c][h][w]
  *
- * The mask is drawn from (net seed, draw_id, layer index) at every training forward, value i
- * of the mini-batch from position sample_offset * sample size + i: the same pass id redraws
- * the same mask, whatever the thread count or the rank holding the sample. */
+ * The mask is drawn from (net seed, draw_id, layer index) at every training forward, draw i of
+ * the mini-batch (a value, or a sample) from position sample_offset * draws per sample + i: the
+ * same pass id redraws the same mask, whatever the thread count or the rank holding the sample. */
 #include "layers/dropout.h"
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
-static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+/* Both sections: probability [default_p], per_sample. */
+static int parse_probability(Layer *l, const Cfg *cfg, CfgSection *s, float default_p,
+                             int per_sample, Error *e)
 {
-    (void)net;
     float p;
-    int st = cfg_get_float(cfg, s, "probability", 0.5f, &p, e);
+    int st = cfg_get_float(cfg, s, "probability", default_p, &p, e);
     if (st)
         return st;
     if (!(p >= 0.0f && p < 1.0f))
@@ -25,6 +29,29 @@ static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
     Dropout *d = l->priv;
     d->probability = p;
     d->scale = 1.0f / (1.0f - p);
+    d->per_sample = per_sample;
+    return CDL_OK;
+}
+
+static int dropout_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    (void)net;
+    return parse_probability(l, cfg, s, 0.5f, 0, e);
+}
+
+static int drop_path_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    (void)net;
+    return parse_probability(l, cfg, s, 0.1f, 1, e);
+}
+
+int dropout_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e;
+    Dropout *d = l->priv;
+    d->mask = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape) /
+                                         dropout_values_per_draw(l));
+    d->mask_is_valid = 0;
     return CDL_OK;
 }
 
@@ -43,6 +70,16 @@ const LayerType dropout_layer = {
     .name = "dropout",
     .priv_size = sizeof(Dropout),
     .parse = dropout_parse,
+    .export_onnx = dropout_export_onnx,
+    .backward_ignores_inputs = 1,
+    .backward_ignores_output = 1,
+    .splits_batch = 1,
+};
+
+const LayerType drop_path_layer = {
+    .name = "drop_path",
+    .priv_size = sizeof(Dropout),
+    .parse = drop_path_parse,
     .export_onnx = dropout_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,

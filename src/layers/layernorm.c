@@ -1,8 +1,11 @@
-/* [layernorm]: layer normalisation of each row of w values, as torch.nn.LayerNorm(w, eps).
+/* [layernorm]: layer normalisation of each row of w values, as torch.nn.LayerNorm(w, eps); with
+ * channels=1, of each position's c values in an image, as ConvNeXt's LayerNorm2d (torchvision's
+ * F.layer_norm over the channels of the map permuted to [batch][h][w][c]).
  *
- *   in, out [batch][rows][w] (rows = c*h: the T tokens of a sequence net, w = C)
- *   out[r] = (in[r] - mean(in[r])) / sqrt(var(in[r]) + eps) * scales + biases
- *   (var is the biased variance); scales [w] start at 1, biases [w] at 0.
+ *   in, out [batch][rows][w] (rows = c*h: the T tokens of a sequence net, w = C), or with
+ *   channels=1 [batch][c][h*w]; x a group of n values along the axis (w, or c)
+ *   out[x] = (x - mean(x)) / sqrt(var(x) + eps) * scales + biases
+ *   (var is the biased variance); scales [n] start at 1, biases [n] at 0.
  *
  * Its CPU kernels are in backend/cpu/layernorm.c. */
 #include "layers/layernorm.h"
@@ -12,18 +15,25 @@
 
 static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    (void)net;
     float eps;
+    int channels;
     int st = cfg_get_float(cfg, s, "eps", 1e-5f, &eps, e);
+    st = st ? st : cfg_get_int(cfg, s, "channels", 0, &channels, e);
     if (st)
         return st;
     if (!(eps > 0))
         return cfg_bad_value(cfg, s, "eps", e, "must be > 0");
+    if (channels != 0 && channels != 1)
+        return cfg_bad_value(cfg, s, "channels", e, "expected 0 or 1");
+    if (channels && net->seq > 0)
+        return layer_bad_key(l, cfg, s, "channels", channels,
+                             "a sequence net normalises each token's features (channels=0)", e);
     LayerNorm *ln = l->priv;
     ln->eps = eps;
+    ln->axis = channel_axis(l->in_shape, !channels);
     l->out_shape = l->in_shape;
-    layer_add_param(l, "scales", 1, 0, 1, (int64_t[]){l->in_shape.w});
-    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){l->in_shape.w});
+    layer_add_param(l, "scales", 1, 0, 1, (int64_t[]){ln->axis.n});
+    layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){ln->axis.n});
     /* mean, variance, then a multiply-add per value */
     l->flops = 5.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
@@ -32,14 +42,15 @@ static int layernorm_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 static void layernorm_init(Layer *l, Rng *rng)
 {
     (void)rng;
-    for (int j = 0; j < l->in_shape.w; j++) {
+    for (int j = 0; j < ((const LayerNorm *)l->priv)->axis.n; j++) {
         l->params[P_SCALES].data[j] = 1;
         l->params[P_BIASES].data[j] = 0;
     }
 }
 
-/* The normalisation over the last axis from ReduceMean, Sub, Mul, Sqrt and Div, which every
- * opset from 13 has (LayerNormalization only comes with opset 17). */
+/* The normalisation over the last axis (or the channels, axis 1, with scales and biases
+ * [c][1][1]) from ReduceMean, Sub, Mul, Sqrt and Div, which every opset from 13 has
+ * (LayerNormalization only comes with opset 17, and over the last axes only). */
 static int layernorm_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
@@ -49,12 +60,14 @@ static int layernorm_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     for (int k = 0; suffixes[k]; k++)
         onnx_name(v[k], l, suffixes[k]);
     enum { MEAN, CENTERED, SQUARES, VARIANCE, EPS, VAR_EPS, STD, NORMALIZED, SCALED };
+    const LayerNorm *ln = l->priv;
+    const int planes = ln->axis.channels;
     onnx_input_nchw(g, l, 0, x);
-    onnx_param(g, l, P_SCALES, scales);
-    onnx_param(g, l, P_BIASES, biases);
-    onnx_scalar(g, v[EPS], ((const LayerNorm *)l->priv)->eps);
-    const int64_t last[] = {-1};
-    const OnnxAttr reduce[] = {onnx_attr_ints("axes", last, 1), onnx_attr_int("keepdims", 1)};
+    onnx_param_along(g, l, P_SCALES, planes, scales);
+    onnx_param_along(g, l, P_BIASES, planes, biases);
+    onnx_scalar(g, v[EPS], ln->eps);
+    const int64_t axis[] = {planes ? 1 : -1};
+    const OnnxAttr reduce[] = {onnx_attr_ints("axes", axis, 1), onnx_attr_int("keepdims", 1)};
     onnx_node(g, "ReduceMean", 1, (const char *[]){x}, v[MEAN], 2, reduce);
     onnx_node(g, "Sub", 2, (const char *[]){x, v[MEAN]}, v[CENTERED], 0, NULL);
     onnx_node(g, "Mul", 2, (const char *[]){v[CENTERED], v[CENTERED]}, v[SQUARES], 0, NULL);
@@ -71,9 +84,9 @@ int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     (void)e;
     LayerNorm *ln = l->priv;
-    const size_t rows = (size_t)batch * (size_t)l->in_shape.c * (size_t)l->in_shape.h;
-    ln->mean = layer_state_floats(st, rows);
-    ln->inv_std = layer_state_floats(st, rows);
+    const size_t groups = (size_t)batch * (size_t)ln->axis.groups * (size_t)ln->axis.inner;
+    ln->mean = layer_state_floats(st, groups);
+    ln->inv_std = layer_state_floats(st, groups);
     return CDL_OK;
 }
 

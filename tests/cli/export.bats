@@ -42,7 +42,8 @@ expect_same_as_predict() {
 # padding; routes of one and two layers and of a channel group; dropout after NCHW and flat values; a standalone
 # batchnorm; connected with batch norm feeding a convolution; a squeeze-excitation block
 # ([avgpool], two 1x1 convolutions, [scale_channels]) after a channel [shuffle] and a [pad] on
-# 8x8 maps, added to the classifier.
+# 8x8 maps, then ConvNeXt's [layernorm] channels=1, [layer_scale] and [drop_path] on a residual
+# branch, added to the classifier.
 write_layers_cfg() {
     cat > layers.cfg <<'CFG'
 [net]
@@ -182,6 +183,18 @@ activation=hardsigmoid
 [scale_channels]
 from=-4
 activation=swish
+
+[layernorm]
+channels=1
+
+[layer_scale]
+init=0.5
+
+[drop_path]
+probability=0.2
+
+[shortcut]
+from=-4
 
 [avgpool]
 

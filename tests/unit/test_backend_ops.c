@@ -151,6 +151,14 @@ static const OpCase cases[] = {
      "[pad]\nleft=1\nright=2\nbottom=1\nvalue=0.5\n" CONV(
          8, 3, 2, 0, 1, 1, leaky) "[pad]\npadding=1\n" CONV(4, 3, 1, 0, 1, 0, linear),
      NULL},
+    /* ConvNeXt's block: depthwise 7x7, LayerNorm2d, 1x1 up (gelu) and down, layer scale, drop
+     * path (a draw per sample, the CPU's keys on the device), the residual sum */
+    {"convnext block (layernorm channels=1, layer_scale, drop_path)", IMAGE(3, 4, 6, 5),
+     CONV(8, 3, 1, 1, 1, 0, linear)
+         CONV(8, 7, 1, 1, 8, 0, linear) "[layernorm]\nchannels=1\n" CONV(32, 1, 1, 0, 1, 0, gelu)
+             CONV(8, 1, 1, 0, 1, 0, linear) "[layer_scale]\ninit=0.5\n"
+                                            "[drop_path]\nprobability=0.5\n[shortcut]\nfrom=-7\n",
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
@@ -178,6 +186,10 @@ static const OpCase cases[] = {
     /* sequence families */
     {"linear gelu and layernorm", FEATURES(2, 5, 6),
      "[linear]\noutput=12\nactivation=gelu\n[layernorm]\n[linear]\noutput=6\n", NULL},
+    {"layer_scale and drop_path on tokens", FEATURES(3, 5, 6),
+     "[linear]\noutput=6\n[layer_scale]\ninit=0.5\n[drop_path]\nprobability=0.4\n"
+     "[shortcut]\nfrom=-3\n",
+     NULL},
     {"attention heads=2 causal", FEATURES(2, 6, 8), "[attention]\nheads=2\n", NULL},
     {"attention causal=0", FEATURES(2, 5, 8), "[attention]\nheads=2\ncausal=0\n", NULL},
     {"attention dropout", FEATURES(2, 6, 8), "[attention]\nheads=2\ndropout=0.25\n", NULL},

@@ -1,8 +1,11 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
- * [shuffle] (ShuffleNet's channel shuffle) and [pad] (explicit padding), each with values derived
- * by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
- * (scripts/ref/make_zoo_layers.py). The hard activations are checked with the others in
- * test_layers_misc and test_layers_dense, and here inside the fixture. */
+ * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
+ * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], each with values
+ * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
+ * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
+ * The hard activations are checked with the others in test_layers_misc and test_layers_dense, and
+ * here inside the fixture. */
+#include <math.h>
 #include <stdio.h>
 
 #include "cfg_errors.h"
@@ -175,6 +178,169 @@ static void test_pad_gradients(void)
                                         "[convolutional]\nfilters=2\nsize=3\nactivation=tanh\n");
 }
 
+/* ---- [drop_path] ---- */
+
+/* torchvision's StochasticDepth(p, "row") in training: each of 4000 samples of 3 values kept whole,
+ * times exactly 1/(1-p) in float, or dropped whole; the kept share within 4 standard deviations of
+ * 1 - p (sqrt(p(1-p)/4000) = 0.0068 for p = 0.25); the backward sends each sample's delta through
+ * its own factor. In inference, and with probability=0, the identity. */
+static void test_drop_path_masks(void)
+{
+    enum { N = 4000, V = 3 };
+    const float p = 0.25f, scale = 1.0f / (1.0f - p);
+    Net net;
+    if (build_test_net(IMAGE_NET(4000, 3, 1, 1) "[maxpool]\nsize=1\n[drop_path]\n"
+                                                "probability=0.25\n",
+                       &net))
+        return;
+    for (int i = 0; i < N * V; i++)
+        net.input[i] = (float)(i % 7) - 2.5f;
+    net.train = 1;
+    net_forward(&net);
+    const float *out = net.layers[1].out;
+    int kept = 0, whole = 1, exact = 1;
+    for (int b = 0; b < N; b++) {
+        const int keeps = out[b * V] != 0.0f;
+        kept += keeps;
+        for (int j = 0; j < V; j++) {
+            const float x = net.input[b * V + j];
+            whole &= (out[b * V + j] != 0.0f) == keeps;
+            exact &= out[b * V + j] == (keeps ? x * scale : 0.0f);
+        }
+    }
+    CHECK(whole);
+    CHECK(exact);
+    CHECK_NEAR((double)kept / N, 1.0 - p, 4 * sqrt(p * (1.0 - p) / N));
+    net_zero_grads(&net);
+    for (int i = 0; i < N * V; i++)
+        net.layers[1].delta[i] = 1.0f;
+    net_backward(&net);
+    int back = 1;
+    for (int i = 0; i < N * V; i++)
+        back &= net.layers[0].delta[i] == (out[i / V * V] != 0.0f ? scale : 0.0f);
+    CHECK(back);
+    net.train = 0;
+    net_forward(&net);
+    check_values(net.layers[1].out, net.input, N * V, 0);
+    net_free(&net);
+
+    if (build_test_net(IMAGE_NET(8, 3, 1, 1) "[maxpool]\nsize=1\n[drop_path]\nprobability=0\n",
+                       &net))
+        return;
+    for (int i = 0; i < 8 * V; i++)
+        net.input[i] = (float)i;
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, net.input, 8 * V, 0);
+    net_free(&net);
+}
+
+static void test_drop_path_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[drop_path]\nprobability=1\n",
+                     "t.cfg:7: bad value '1' for key 'probability' in [drop_path]: expected a "
+                     "number in [0, 1)");
+}
+
+static void test_drop_path_gradients(void)
+{
+    gradcheck_cfg("drop_path on a residual branch",
+                  IMAGE_NET(6, 3, 3, 4) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=linear\n[convolutional]\nfilters=4\nsize=1\n"
+                                        "activation=tanh\n[drop_path]\nprobability=0.5\n"
+                                        "[shortcut]\nfrom=0\n");
+}
+
+/* ---- [layernorm] channels=1 ---- */
+
+/* Each position's 2 channels (a, b) normalise to (+-d, -+d) / sqrt(d^2 + eps), d = (a - b) / 2,
+ * whatever the other positions hold; scales 1 and biases 0 at the start. */
+static void test_layernorm_channels_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 2, 1, 3) "[maxpool]\nsize=1\n[layernorm]\nchannels=1\n"
+                                             "eps=0.25\n",
+                       &net))
+        return;
+    CHECK(net.layers[1].params[0].count == 2);
+    const float in[6] = {1, 5, -2, 3, 5, 6}; /* channel 0: 1 5 -2, channel 1: 3 5 6 */
+    for (int i = 0; i < 6; i++)
+        net.input[i] = in[i];
+    net.train = 1;
+    net_forward(&net);
+    float want[6];
+    for (int p = 0; p < 3; p++) {
+        const float d = (in[p] - in[3 + p]) / 2.0f;
+        want[p] = d / sqrtf(d * d + 0.25f);
+        want[3 + p] = -want[p];
+    }
+    check_values(net.layers[1].out, want, 6, 1e-6);
+    net_free(&net);
+}
+
+static void test_layernorm_channels_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[layernorm]\nchannels=2\n",
+                     "t.cfg:7: bad value '2' for key 'channels' in [layernorm]: expected 0 or 1");
+    expect_cfg_error("[net]\nbatch=1\nseq=4\ninputs=3\n[layernorm]\nchannels=1\n",
+                     "t.cfg:6: layer 0: [layernorm] channels=1: a sequence net normalises each "
+                     "token's features (channels=0)");
+}
+
+static void test_layernorm_channels_gradients(void)
+{
+    gradcheck_cfg("layernorm channels=1 between convolutions",
+                  IMAGE_NET(2, 3, 3, 4) "[convolutional]\nfilters=5\nsize=3\npad=1\n"
+                                        "activation=linear\n[layernorm]\nchannels=1\n"
+                                        "[convolutional]\nfilters=3\nsize=1\nactivation=tanh\n");
+}
+
+/* ---- [layer_scale] ---- */
+
+/* scales start at init (ConvNeXt's 1e-6 by default); out[b][k][i] = scales[k] * in[b][k][i], and
+ * the backward of all-ones deltas gives in's scales and scales' sums of in. In a sequence net the
+ * scales are per feature of a token. */
+static void test_layer_scale_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(2, 2, 1, 2) "[maxpool]\nsize=1\n[layer_scale]\n", &net))
+        return;
+    CHECK(net.layers[1].params[0].count == 2 && net.layers[1].params[0].data[0] == 1e-6f);
+    set_param(&net.layers[1], "scales", (const float[]){2, -3}, 2);
+    for (int i = 0; i < 8; i++)
+        net.input[i] = (float)(i + 1);
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, (const float[]){2, 4, -9, -12, 10, 12, -21, -24}, 8, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 8; i++)
+        net.layers[1].delta[i] = 1.0f;
+    net_backward(&net);
+    check_values(net.layers[0].delta, (const float[]){2, 2, -3, -3, 2, 2, -3, -3}, 8, 0);
+    check_values(net.layers[1].params[0].grad, (const float[]){1 + 2 + 5 + 6, 3 + 4 + 7 + 8}, 2, 0);
+    net_free(&net);
+
+    if (build_test_net("[net]\nbatch=1\nseq=2\ninputs=3\n[layer_scale]\ninit=0.5\n", &net))
+        return;
+    CHECK(net.layers[0].params[0].count == 3);
+    set_param(&net.layers[0], "scales", (const float[]){1, 2, 3}, 3);
+    for (int i = 0; i < 6; i++)
+        net.input[i] = 1.0f;
+    net_forward(&net);
+    check_values(net.layers[0].out, (const float[]){1, 2, 3, 1, 2, 3}, 6, 0);
+    net_free(&net);
+}
+
+static void test_layer_scale_gradients(void)
+{
+    gradcheck_cfg("layer_scale after a convolution",
+                  IMAGE_NET(2, 3, 3, 4) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=linear\n[layer_scale]\ninit=0.5\n"
+                                        "[convolutional]\nfilters=2\nsize=1\nactivation=tanh\n");
+    gradcheck_cfg("layer_scale on tokens", "[net]\nbatch=2\nseq=3\ninputs=4\n[linear]\noutput=5\n"
+                                           "[layer_scale]\ninit=0.5\n[linear]\noutput=4\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
@@ -182,6 +348,7 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("se_block", 2);
     ref_expect_sum_loss_fixture("shuffle_unit", 2);
     ref_expect_sum_loss_fixture("pad_conv", 2);
+    ref_expect_sum_loss_fixture("convnext_block", 2);
 }
 
 int main(void)
@@ -195,6 +362,14 @@ int main(void)
     test_pad_values();
     test_pad_errors();
     test_pad_gradients();
+    test_drop_path_masks();
+    test_drop_path_errors();
+    test_drop_path_gradients();
+    test_layernorm_channels_values();
+    test_layernorm_channels_errors();
+    test_layernorm_channels_gradients();
+    test_layer_scale_values();
+    test_layer_scale_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }

@@ -1,5 +1,6 @@
 /* The bias or batch-norm stage on the CPU (layers/bias_norm.h has its meaning and state). */
 #include "backend/cpu/bias_norm.h"
+#include "backend/cpu/sum_rows.h"
 
 #include "backend/cpu/batchnorm_blocked.h"
 #include "backend/cpu/bn_math.h"
@@ -106,18 +107,7 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
                            delta, batch, channels, spatial, bn_sync(bn, ctx, &sync), NULL);
         return;
     }
-    /* dbias[c] += sum over the batch and positions of delta[b][c][.], in a fixed order. */
-#pragma omp parallel for schedule(static) if ((size_t)batch * channels * spatial >= 16384)
-    for (int c = 0; c < channels; c++) {
-        double sum = 0.0;
-        for (int b = 0; b < batch; b++) {
-            const float *d = delta + ((size_t)b * channels + c) * spatial;
-#pragma omp simd reduction(+ : sum)
-            for (int i = 0; i < spatial; i++)
-                sum += d[i];
-        }
-        biases->grad[c] += (float)sum;
-    }
+    channel_sums_add(biases->grad, delta, NULL, (size_t)batch, (size_t)channels, (size_t)spatial);
 }
 
 /* The activation a batch norm's passes take with them (l's leaky or relu), else 0. */

@@ -16,7 +16,7 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_route_kernels, cpu_softmax_kernels, cpu_crop_kernels, cpu_cost_kernels, cpu_reorg_kernels,
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
-    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels;
+    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels;
 
 static const struct {
     const LayerType *type;
@@ -28,6 +28,7 @@ static const struct {
     {&maxpool_layer, &cpu_maxpool_kernels},
     {&avgpool_layer, &cpu_avgpool_kernels},
     {&dropout_layer, &cpu_dropout_kernels},
+    {&drop_path_layer, &cpu_dropout_kernels},
     {&shortcut_layer, &cpu_shortcut_kernels},
     {&route_layer, &cpu_route_kernels},
     {&softmax_layer, &cpu_softmax_kernels},
@@ -47,6 +48,7 @@ static const struct {
     {&scale_channels_layer, &cpu_scale_channels_kernels},
     {&shuffle_layer, &cpu_shuffle_kernels},
     {&pad_layer, &cpu_pad_kernels},
+    {&layer_scale_layer, &cpu_layer_scale_kernels},
 };
 
 static const LayerKernels *cpu_kernels(const LayerType *t)

@@ -1,7 +1,7 @@
-/* [dropout]'s CPU kernels (layers/dropout.c has its meaning): inverted dropout in training, the
- * identity in inference.
+/* [dropout]'s and [drop_path]'s CPU kernels (layers/dropout.c has their meaning): inverted dropout
+ * in training, a draw per value or per sample, the identity in inference.
  *
- *   in, out [batch][c][h][w]
+ *   in, out [batch][c][h][w]   mask [batch][c][h][w] or [batch]
  */
 #include "layers/dropout.h"
 
@@ -9,15 +9,6 @@
 
 /* Below this many values a parallel region costs more than it saves. */
 #define DROPOUT_PARALLEL_MIN 65536
-
-static int dropout_resize(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)e;
-    Dropout *d = l->priv;
-    d->mask = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
-    d->mask_is_valid = 0;
-    return CDL_OK;
-}
 
 static void dropout_forward(Layer *l, const StepContext *ctx)
 {
@@ -29,12 +20,23 @@ static void dropout_forward(Layer *l, const StepContext *ctx)
         memcpy(l->out, in, n * sizeof *l->out);
         return;
     }
-    /* Value i's draw is computed directly from i, so the loop vectorises and splits across
-     * threads with the same mask for any thread count. */
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-    const uint64_t first = (uint64_t)ctx->sample_offset * shape_size(l->out_shape);
+    const size_t per_draw = dropout_values_per_draw(l);
+    const uint64_t first = (uint64_t)ctx->sample_offset * (shape_size(l->out_shape) / per_draw);
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
+    if (per_draw > 1) {
+        /* [drop_path]: a draw per sample, then each sample times its own */
+        for (int b = 0; b < ctx->batch; b++)
+            mask[b] = rng_uniform_at(key, first + (uint64_t)b) < p ? 0.0f : scale;
+#pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
+        for (int b = 0; b < ctx->batch; b++)
+            for (size_t i = (size_t)b * per_draw; i < (size_t)(b + 1) * per_draw; i++)
+                out[i] = in[i] * mask[b];
+        return;
+    }
+    /* Value i's draw is computed directly from i, so the loop vectorises and splits across
+     * threads with the same mask for any thread count. */
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) {
         mask[i] = rng_uniform_at(key, first + i) < p ? 0.0f : scale;
@@ -67,12 +69,21 @@ static void dropout_backward(Layer *l, const StepContext *ctx)
             in_delta[i] += delta[i];
         return;
     }
+    const size_t per_draw = dropout_values_per_draw(l);
+    if (per_draw > 1) {
+#pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
+        for (int b = 0; b < ctx->batch; b++)
+            for (size_t i = (size_t)b * per_draw; i < (size_t)(b + 1) * per_draw; i++)
+                in_delta[i] += delta[i] * mask[b];
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         in_delta[i] += delta[i] * mask[i];
 }
 
-/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
+/* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family, [dropout] and
+ * [drop_path] alike). */
 const LayerKernels cpu_dropout_kernels = {
     .resize = dropout_resize,
     .forward = dropout_forward,

@@ -1,9 +1,9 @@
-/* Column sums over rows (backend/cpu/sum_rows.h): threads split the columns, so no two threads add
- * into the same sum and every column is summed in row order. Each task streams its rows in memory
- * order into double accumulators on the stack (a block of columns per pass over the rows would
- * read the matrix strided, one or two cache lines per row: latency bound), but for whole chunks
- * of SUM_ROWS_CHUNK columns, whose accumulators fit in registers (four or eight cache lines per
- * row). */
+/* Column sums over rows and channel sums over planes (backend/cpu/sum_rows.h). Column sums: threads
+ * split the columns, so no two threads add into the same sum and every column is summed in row
+ * order. Each task streams its rows in memory order into double accumulators on the stack (a block
+ * of columns per pass over the rows would read the matrix strided, one or two cache lines per row:
+ * latency bound), but for whole chunks of SUM_ROWS_CHUNK columns, whose accumulators fit in
+ * registers (four or eight cache lines per row). */
 #include "backend/cpu/sum_rows.h"
 
 #include <omp.h>
@@ -72,5 +72,27 @@ void sum_rows_add(float *sum, const float *x, size_t rows, size_t cols)
     for (long task = 0; task < tasks; task++) {
         const size_t first = (size_t)task * width;
         sum_task(sum + first, x + first, rows, cols, cols - first < width ? cols - first : width);
+    }
+}
+
+void channel_sums_add(float *sum, const float *x, const float *y, size_t outer, size_t channels,
+                      size_t inner)
+{
+#pragma omp parallel for schedule(static) if (outer * channels * inner >= SUM_ROWS_PARALLEL_MIN)
+    for (size_t k = 0; k < channels; k++) {
+        double acc = 0.0;
+        for (size_t o = 0; o < outer; o++) {
+            const size_t at = (o * channels + k) * inner;
+            if (y) {
+#pragma omp simd reduction(+ : acc)
+                for (size_t i = 0; i < inner; i++)
+                    acc += (double)x[at + i] * y[at + i];
+            } else {
+#pragma omp simd reduction(+ : acc)
+                for (size_t i = 0; i < inner; i++)
+                    acc += x[at + i];
+            }
+        }
+        sum[k] += (float)acc;
     }
 }

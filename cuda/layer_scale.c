@@ -1,0 +1,41 @@
+/* [layer_scale]'s GPU kernels (layers/layer_scale.c has its meaning): each channel times its
+ * scale (kernels/planes.cu).
+ *
+ *   in, out [outer][n][inner]: [batch][c][h*w] in an image net, [batch*T][w][1] in a sequence net
+ *   scales [n]
+ */
+#include "layers/layer_scale.h"
+
+#include "gpu.h"
+#include "kernels/planes.h"
+
+static void layer_scale_forward_gpu(Layer *l, const StepContext *ctx)
+{
+    const ChannelAxis a = ((const LayerScale *)l->priv)->axis;
+    gpu_note(ctx,
+             cuda_channel_scale(l->out, l->in[0], l->params[0].data, ctx->batch * a.groups, a.n,
+                                a.inner, 0, gpu_stream(ctx)),
+             "layer_scale forward");
+}
+
+static void layer_scale_backward_gpu(Layer *l, const StepContext *ctx)
+{
+    const ChannelAxis a = ((const LayerScale *)l->priv)->axis;
+    const int outer = ctx->batch * a.groups;
+    if (l->params[0].grad)
+        gpu_note(ctx,
+                 cuda_scale_grad(l->params[0].grad, l->delta, l->in[0], outer, a.n, a.inner,
+                                 gpu_stream(ctx)),
+                 "layer_scale scales gradient");
+    if (l->in_delta[0])
+        gpu_note(ctx,
+                 cuda_channel_scale(l->in_delta[0], l->delta, l->params[0].data, outer, a.n,
+                                    a.inner, 1, gpu_stream(ctx)),
+                 "layer_scale backward");
+}
+
+/* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
+const LayerKernels gpu_layer_scale_kernels = {
+    .forward = layer_scale_forward_gpu,
+    .backward = layer_scale_backward_gpu,
+};
