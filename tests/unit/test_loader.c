@@ -134,7 +134,7 @@ static const char *train_keys = "random_resized_crop=1\nflip=1\nangle=10\nmean=0
 static Loader *open_loader(const SampleSource *s, const AugmentConfig *a, int batch, int workers,
                            int train, int drop_last, int skip_bad)
 {
-    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0};
+    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0, 0};
     Loader *l = NULL;
     Error e = {0};
     if (loader_open(&l, s, a, &o, &e))
@@ -224,7 +224,7 @@ static void test_rank_shards_make_up_the_one_process_epoch(void)
     Output whole = run_epochs(one, &a, 6, 2);
     const size_t per = (size_t)a.out_c * a.out_h * a.out_w;
     for (int rank = 0; rank < 3; rank++) {
-        LoaderOptions o = {2, 2, 4, SEED, 1, 1, 0, rank, 3};
+        LoaderOptions o = {2, 2, 4, SEED, 1, 1, 0, rank, 3, 0};
         Loader *l = NULL;
         Error e = {0};
         CHECK(loader_open(&l, &s, &a, &o, &e) == CDL_OK);
@@ -240,7 +240,7 @@ static void test_rank_shards_make_up_the_one_process_epoch(void)
         output_free(&part);
         loader_close(l);
     }
-    LoaderOptions bad = {2, 0, 0, SEED, 1, 0, 0, 1, 3};
+    LoaderOptions bad = {2, 0, 0, SEED, 1, 0, 0, 1, 3, 0};
     Loader *l = NULL;
     Error e = {0};
     CHECK(loader_open(&l, &s, &a, &bad, &e) == CDL_EUSAGE); /* shards need drop_last */
