@@ -52,27 +52,28 @@ int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKi
     return CDL_OK;
 }
 
-int layer_parse_from(const Layer *l, const Cfg *cfg, CfgSection *s, int *index, Error *e)
+int layer_parse_from(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int *index,
+                     Error *e)
 {
     int from;
-    const int st = cfg_get_int(cfg, s, "from", 0, &from, e);
+    const int st = cfg_get_int(cfg, s, key, 0, &from, e);
     if (st)
         return st;
-    const CfgEntry *en = cfg_find(s, "from");
+    const CfgEntry *en = cfg_find(s, key);
     if (!en)
-        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] needs key 'from'", cfg->path, s->line,
-                         l->index, s->name);
+        return error_set(e, CDL_EUSAGE, "%s:%d: layer %d [%s] needs key '%s'", cfg->path, s->line,
+                         l->index, s->name, key);
     *index = from < 0 ? l->index + from : from;
     if (*index >= 0 && *index < l->index)
         return CDL_OK;
     if (l->index == 0)
         return error_set(e, CDL_EUSAGE,
-                         "%s: layer 0 [%s]: from=%d: there is no earlier layer to read",
-                         cfg_where(cfg, s, en).text, s->name, from);
+                         "%s: layer 0 [%s]: %s=%d: there is no earlier layer to read",
+                         cfg_where(cfg, s, en).text, s->name, key, from);
     return error_set(e, CDL_EUSAGE,
-                     "%s: layer %d [%s]: from=%d names layer %d, not an earlier layer (0..%d, or "
+                     "%s: layer %d [%s]: %s=%d names layer %d, not an earlier layer (0..%d, or "
                      "-1..-%d)",
-                     cfg_where(cfg, s, en).text, l->index, s->name, from, *index, l->index - 1,
+                     cfg_where(cfg, s, en).text, l->index, s->name, key, from, *index, l->index - 1,
                      l->index);
 }
 

@@ -400,10 +400,11 @@ int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key
                   const char *why, Error *e);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
-/* Shared parse helper for layers that read an earlier layer named by their required `from=` key
- * (negative: counted back from this layer): sets *index to its absolute index, or returns
- * CDL_EUSAGE naming the key's line. */
-int layer_parse_from(const Layer *l, const Cfg *cfg, CfgSection *s, int *index, Error *e);
+/* Shared parse helper for layers that read an earlier layer named by a required key (`from=` of
+ * [shortcut], `source=` of [attention]; negative: counted back from this layer): sets *index to
+ * its absolute index, or returns CDL_EUSAGE naming the key's line. */
+int layer_parse_from(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int *index,
+                     Error *e);
 /* Where a layer with an activation writes its pre-activation values: l->pre when the
  * activation is not linear, else l->out. layer_activate then fills l->out. */
 static inline float *layer_activation_input(Layer *l)

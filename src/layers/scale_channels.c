@@ -13,7 +13,7 @@
 static int scale_channels_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int index, scale_wh;
-    int st = layer_parse_from(l, cfg, s, &index, e);
+    int st = layer_parse_from(l, cfg, s, "from", &index, e);
     st = st ? st : layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
     st = st ? st : cfg_get_int(cfg, s, "scale_wh", 0, &scale_wh, e);
     if (st)

@@ -21,7 +21,7 @@ static int shortcut_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
 {
     int index;
     float alpha, beta;
-    int st = layer_parse_from(l, cfg, s, &index, e);
+    int st = layer_parse_from(l, cfg, s, "from", &index, e);
     st = st ? st : layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
     st = st ? st : cfg_get_float(cfg, s, "alpha", 1.0f, &alpha, e);
     st = st ? st : cfg_get_float(cfg, s, "beta", 1.0f, &beta, e);
