@@ -31,6 +31,11 @@ static size_t probs_floats(const Attention *a, int batch)
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
+    if (a->mem_seq)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention] with source= (cross-attention) has no GPU "
+                         "implementation",
+                         l->index);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = probs_floats(a, batch);
     if (probs > NET_MAX_BATCH_FLOATS)

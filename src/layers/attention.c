@@ -1,6 +1,10 @@
-/* [attention]: multi-head self-attention, as nanoGPT's CausalSelfAttention.
+/* [attention]: multi-head self-attention, as nanoGPT's CausalSelfAttention, or with source=
+ * cross-attention, as nn.MultiheadAttention(query=in, key=value=memory).
  *
  *   in, out [batch][T][C] (Shape {1, T, C}); H = heads, D = C / H
+ *   memory [batch][S][C]: with source=, the output of that earlier layer (l->in[1]), S rows of
+ *   the same C features; its rows give k and v (the weights' key and value rows) where the input's
+ *   give them without
  *   weights [3C][C], biases [3C]: the fused projection, query rows, then key, then value rows
  *   out_weights [C][C], out_biases [C]: the output projection
  *
@@ -22,12 +26,44 @@
 #include "core/onnx_graph.h"
 
 /* The line of key when the section sets it, else the section header's. */
+/* source=: the memory layer into l->inputs[1] and its rows into a->mem_seq, after the checks
+ * that cross-attention needs (an earlier layer of C features per row, bidirectional, no dropout,
+ * the reference kernels). */
+static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
+{
+    Attention *a = l->priv;
+    int index;
+    const int st = layer_parse_from(l, cfg, s, "source", &index, e);
+    if (st)
+        return st;
+    const Shape m = net->layers[index].out_shape;
+    if (m.c != 1 || m.w != a->channels)
+        return error_set(e, CDL_EUSAGE,
+                         "%s: layer %d [%s]: source names layer %d, whose output is %dx%dx%d: "
+                         "expected 1 x rows x %d, the input's features per row",
+                         cfg_where(cfg, s, cfg_find(s, "source")).text, l->index, s->name, index,
+                         m.c, m.h, m.w, a->channels);
+    if (a->causal)
+        return layer_bad_key(l, cfg, s, "causal", 1,
+                             "cross-attention (source=) attends to every memory row: causal=0", e);
+    if (a->dropout > 0)
+        return cfg_bad_value(cfg, s, "dropout", e, "cross-attention (source=) has no dropout yet");
+    if (a->packed_key || a->staged)
+        return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
+                             "cross-attention (source=) runs the reference kernels only", e);
+    l->inputs[1] = index;
+    l->n_inputs = 2;
+    a->mem_seq = m.h;
+    return CDL_OK;
+}
+
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     int heads, causal, staged, packed;
     float dropout;
+    const int cross = cfg_find(s, "source") != NULL;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
-    st = st ? st : cfg_get_flag(cfg, s, "causal", 1, &causal, e);
+    st = st ? st : cfg_get_flag(cfg, s, "causal", !cross, &causal, e);
     st = st ? st : cfg_get_flag(cfg, s, "staged", 0, &staged, e);
     st = st ? st : cfg_get_flag(cfg, s, "packed", 0, &packed, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
@@ -55,6 +91,9 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->staged = staged;
     a->packed_key = packed;
     a->dropout = dropout;
+    a->mem_seq = 0;
+    if (cross && (st = parse_source(l, cfg, s, net, e)))
+        return st;
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
@@ -63,10 +102,15 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     layer_add_param(l, "biases", 1, 0, 1, (int64_t[]){3 * channels});
     layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
     layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
-    /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C] */
-    l->scratch_per_sample = 4 * (size_t)a->seq * c + 4 * c;
-    const double t = a->seq, pairs = causal ? t * (t + 1) / 2 : t * t;
-    l->flops = 8.0 * t * (double)c * (double)c + 4.0 * pairs * (double)c;
+    /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C];
+     * cross-attention's dL/d(heads) [T][C], dL/dq [T][C] and dL/d(kv) [S][2C] */
+    l->scratch_per_sample =
+        cross ? 2 * (size_t)(a->seq + a->mem_seq) * c : 4 * (size_t)a->seq * c + 4 * c;
+    const double t = a->seq, s_rows = cross ? a->mem_seq : t;
+    const double pairs = causal ? t * (t + 1) / 2 : t * s_rows;
+    /* the query and output projections of T rows, the key and value ones of S (T without source=)
+     */
+    l->flops = (4.0 * t + 4.0 * s_rows) * (double)c * (double)c + 4.0 * pairs * (double)c;
     return CDL_OK;
 }
 
@@ -99,8 +143,12 @@ static void onnx_causal_mask(OnnxGraph *g, const char *name, int t)
  * Y = P V, transposed and reshaped back to [N][T][C], then the output projection. */
 static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net, (void)e;
+    (void)net;
     const Attention *a = l->priv;
+    if (a->mem_seq)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention]: cross-attention (source=) has no ONNX export yet",
+                         l->index);
     static const char *const suffixes[] = {
         "qkv",    "qkv.split", "qkv.heads", "q",      "k",      "v", "k_t",    "scores",
         "scaled", "scale",     "mask",      "masked", "probs",  "y", "y.rows", "heads",

@@ -10,6 +10,9 @@ typedef struct Attention {
     int seq, channels;    /* T, C */
     int heads, head_size; /* H, D */
     int causal;
+    /* Cross-attention (source=): S, the rows of the memory l->in[1] [batch][S][C] that gives the
+     * keys and values; 0: self-attention (keys and values from the input too) */
+    int mem_seq;
     int staged;     /* 1: the stage-by-stage reference order */
     float dropout;  /* probability of dropping an attention weight in training */
     int packed_key; /* packed=1: the heads' products through backend/cpu/gemm_packed when fp32 */
@@ -21,10 +24,13 @@ typedef struct Attention {
      * backend/cpu/gemm_packed (fp32, not staged) */
     int packed_proj;
     /* The per-batch state, in the net's slab (attention_resize): */
-    float *qkv;       /* [batch][T][3C]; forward_at's key/value cache */
+    /* [batch][T][3C]; forward_at's key/value cache. Cross-attention: q [batch][T][C], then kv
+     * [batch][S][2C] */
+    float *qkv;
     float *heads_out; /* [batch][T][C]: the heads' outputs side by side */
-    /* [batch][H][T][T]: P; causal, zero above the diagonal up to the last key of the row's
-     * query block (keys_of_block; the backward reads no further), unset past it */
+    /* [batch][H][T][T] (cross-attention: [batch][H][T][S]): P; causal, zero above the diagonal up
+     * to the last key of the row's query block (keys_of_block; the backward reads no further),
+     * unset past it */
     float *probs;
     float *mask;       /* [batch][H][T][T]: 0 or 1/(1-dropout); nets with gradients only */
     int mask_is_valid; /* the last forward applied the mask (training) */

@@ -17,6 +17,12 @@
 /* A sequence net of batch 2 feeding T rows of C features into one [attention] with `keys`. */
 #define ATTENTION_NET(t, c, keys) "[net]\nbatch=2\nseq=" #t "\ninputs=" #c "\n[attention]\n" keys
 
+/* Cross-attention (source=) in a sequence net of batch 2 and 6 rows of 16 features: layer 1 (every
+ * other row and feature of layer 0: 3 rows of 8) is the memory, layer 3 (6 rows of 8) the query. */
+#define CROSS_NET(keys)                                                                            \
+    "[net]\nbatch=2\nseq=6\ninputs=16\n[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n"         \
+    "[route]\nlayers=0\n[linear]\noutput=8\n[attention]\nsource=1\n" keys
+
 /* ---- helpers ---- */
 
 /* Builds text as "t.cfg" with gradients or not and sizes it for its [net] batch; returns the
@@ -79,6 +85,12 @@ static void test_gradcheck(void)
                   ATTENTION_NET(70, 4, "heads=2\ndropout=0.2\npacked=1\n"));
     gradcheck_cfg("attention packed 70 rows bidirectional",
                   ATTENTION_NET(70, 4, "heads=2\ncausal=0\npacked=1\n"));
+    /* dL/d(query) reaches the input through layers 3 and 0, dL/d(memory) through 1 and 0 */
+    gradcheck_cfg("cross-attention 1 head", CROSS_NET("heads=1\n"));
+    gradcheck_cfg("cross-attention 2 heads", CROSS_NET("heads=2\ncausal=0\n"));
+    /* the memory is the query's own layer: both deltas are one buffer */
+    gradcheck_cfg("cross-attention on its input",
+                  ATTENTION_NET(4, 8, "heads=2\n") "[attention]\nheads=2\nsource=-1\n");
     gradcheck_cfg("two attentions, shortcut, softmax",
                   ATTENTION_NET(3, 6, "heads=3\n") "[attention]\nheads=2\ncausal=0\n"
                                                    "[shortcut]\nfrom=-2\n[softmax]\n");

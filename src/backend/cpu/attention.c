@@ -52,6 +52,8 @@
 static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
+    if (a->mem_seq)
+        return attention_cross_resize(l, batch, st, e);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)a->seq;
     if (probs > NET_MAX_BATCH_FLOATS)
@@ -83,23 +85,6 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->w_packed_back = layer_kept_floats(st, a->packed_proj ? w_bwd : 0);
     a->out_w_packed_back = layer_kept_floats(st, a->packed_proj ? out_fwd : 0);
     return CDL_OK;
-}
-
-/* y[rows][n] = x[rows][k] w^T + bias for w [n][k]; row r of x starts at r * x_stride and of
- * y at r * y_stride. In precision p, x's rows are rounded into x_copy [rows][k] first (w is
- * already rounded). */
-static void linear_rows(GemmPrecision p, const float *x, int x_stride, int rows, int k, int n,
-                        const float *w, const float *bias, float *y, int y_stride, float *x_copy)
-{
-#pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
-    for (int r = 0; r < rows; r++) {
-        memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
-        if (p != GEMM_FP32)
-            gemm_operand(p, x + (size_t)r * x_stride, (size_t)k, x_copy + (size_t)r * k);
-    }
-    if (p != GEMM_FP32)
-        x = x_copy, x_stride = k;
-    gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
 }
 
 /* Rounds rows[0..n) of a [n][stride] matrix to bf16 in place, width values each, in precision
@@ -193,9 +178,9 @@ static void project_in(const Layer *l, const ForwardStep *s, size_t r0, int n)
         gemm_bias_act(n, 3 * (int)c, (int)c, s->x + r0 * c, (int)c, s->w_in_packed,
                       l->params[P_BIASES].data, CDL_ACT_LINEAR, qkv, qkv);
     else
-        linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
-                    l->params[P_BIASES].data, qkv, 3 * (int)c,
-                    a->x_rounded ? a->x_rounded + r0 * c : NULL);
+        attention_linear_rows(s->p, s->x + r0 * c, (int)c, n, (int)c, 3 * (int)c, s->w_in,
+                              l->params[P_BIASES].data, qkv, 3 * (int)c,
+                              a->x_rounded ? a->x_rounded + r0 * c : NULL);
     gemm_operand(s->p, qkv, (size_t)n * 3 * c, qkv);
 }
 
@@ -212,8 +197,8 @@ static void project_out(const Layer *l, const ForwardStep *s, size_t r0, int n)
                       l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, s->out + r0 * c,
                       s->out + r0 * c);
     else
-        linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out,
-                    l->params[P_OUT_BIASES].data, s->out + r0 * c, (int)c, NULL);
+        attention_linear_rows(GEMM_FP32, heads, (int)c, n, (int)c, (int)c, s->w_out,
+                              l->params[P_OUT_BIASES].data, s->out + r0 * c, (int)c, NULL);
 }
 
 /* Pair `pair` (sample pair / H, head pair % H) of the batch, in the workspace of this thread. */
@@ -228,6 +213,10 @@ static void pair_forward(const Layer *l, const ForwardStep *s, int pair)
 static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
+    if (a->mem_seq) {
+        attention_cross_forward(l, ctx);
+        return;
+    }
     const int t = a->seq, rows = ctx->batch * t, pairs = ctx->batch * a->heads;
     const GemmPrecision p = l->precision;
     const Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
@@ -300,15 +289,20 @@ static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv,
 static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
+    if (a->mem_seq) {
+        /* every query row attends to the whole memory: row t is the full forward's */
+        attention_cross_forward(l, ctx);
+        return;
+    }
     const int c = a->channels, stride = a->seq * c, pairs = ctx->batch * a->heads;
     const size_t at = (size_t)t * c;
     const GemmPrecision p = l->precision;
     const int rounded = p != GEMM_FP32;
     /* Row t of every sample: rows of the batch are T rows apart; the weights as the forward
      * before rounded them. */
-    linear_rows(p, l->in[0] + at, stride, ctx->batch, c, 3 * c,
-                rounded ? a->w_rounded : l->params[P_WEIGHTS].data, l->params[P_BIASES].data,
-                a->qkv + 3 * at, 3 * stride, a->x_rounded);
+    attention_linear_rows(p, l->in[0] + at, stride, ctx->batch, c, 3 * c,
+                          rounded ? a->w_rounded : l->params[P_WEIGHTS].data,
+                          l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride, a->x_rounded);
     round_rows(p, a->qkv + 3 * at, ctx->batch, 3 * c, 3 * (size_t)stride);
     const size_t ws_floats = workspace_floats(a);
 #pragma omp parallel for schedule(static) num_threads(                                             \
@@ -317,9 +311,9 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
         head_forward_at(a, p, head_view(a, pair / a->heads, pair % a->heads), t,
                         a->workspace + (size_t)omp_get_thread_num() * ws_floats);
     round_rows(p, a->heads_out + at, ctx->batch, c, (size_t)stride);
-    linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
-                rounded ? a->out_w_rounded : l->params[P_OUT_WEIGHTS].data,
-                l->params[P_OUT_BIASES].data, l->out + at, stride, NULL);
+    attention_linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
+                          rounded ? a->out_w_rounded : l->params[P_OUT_WEIGHTS].data,
+                          l->params[P_OUT_BIASES].data, l->out + at, stride, NULL);
 }
 
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */

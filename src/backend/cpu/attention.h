@@ -5,6 +5,7 @@
 #define CDL_CPU_ATTENTION_H
 
 #include <omp.h>
+#include <string.h>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_packed.h"
@@ -113,7 +114,48 @@ static inline void packed_product(int m, int n, int k, const float *a, int lda, 
                            c + j0, ldc);
 }
 
+/* y[rows][n] = x[rows][k] w^T + bias for w [n][k]; row r of x starts at r * x_stride and of
+ * y at r * y_stride. In precision p, x's rows are rounded into x_copy [rows][k] first (w is
+ * already rounded). */
+static inline void attention_linear_rows(GemmPrecision p, const float *x, int x_stride, int rows,
+                                         int k, int n, const float *w, const float *bias, float *y,
+                                         int y_stride, float *x_copy)
+{
+#pragma omp parallel for schedule(static) if ((size_t)rows * n > ATTENTION_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) {
+        memcpy(y + (size_t)r * y_stride, bias, (size_t)n * sizeof *y);
+        if (p != GEMM_FP32)
+            gemm_operand(p, x + (size_t)r * x_stride, (size_t)k, x_copy + (size_t)r * k);
+    }
+    if (p != GEMM_FP32)
+        x = x_copy, x_stride = k;
+    gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
+}
+
+/* One row of softmax's backward: dp[keys] = scale * p (dp - sum_j p_j dp_j), dp first taken
+ * through the dropout mask row (mask NULL: none). */
+static inline void softmax_row_backward(const float *p, const float *mask, int keys, float scale,
+                                        float *dp)
+{
+    if (mask)
+        for (int j = 0; j < keys; j++)
+            dp[j] *= mask[j];
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int j = 0; j < keys; j++)
+        dot += p[j] * dp[j];
+#pragma omp simd
+    for (int j = 0; j < keys; j++)
+        dp[j] = scale * p[j] * (dp[j] - dot);
+}
+
 /* LayerKernels.backward (backend/cpu/attention_backward.c). */
 void attention_backward(Layer *l, const StepContext *ctx);
+
+/* Cross-attention's (Attention.mem_seq, backend/cpu/attention_cross.c): the reference kernels
+ * alone, which attention_resize, attention_forward and attention_backward hand it to. */
+int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e);
+void attention_cross_forward(Layer *l, const StepContext *ctx);
+void attention_cross_backward(Layer *l, const StepContext *ctx);
 
 #endif

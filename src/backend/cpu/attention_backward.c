@@ -14,23 +14,6 @@
 #include "backend/cpu/gemm_tn.h"
 #include "backend/cpu/sum_rows.h"
 
-/* One row of softmax's backward: dp[keys] = scale * p (dp - sum_j p_j dp_j), dp first taken
- * through the dropout mask row (mask NULL: none). */
-static void softmax_row_backward(const float *p, const float *mask, int keys, float scale,
-                                 float *dp)
-{
-    if (mask)
-        for (int j = 0; j < keys; j++)
-            dp[j] *= mask[j];
-    float dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int j = 0; j < keys; j++)
-        dot += p[j] * dp[j];
-#pragma omp simd
-    for (int j = 0; j < keys; j++)
-        dp[j] = scale * p[j] * (dp[j] - dot);
-}
-
 /* Asks for the pair's rows of Q, K and V: the backward finds them out of the cache, and the
  * products' strided reads alone keep few misses in flight. */
 static void prefetch_head(const Attention *a, HeadView hv)
@@ -271,6 +254,10 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
 void attention_backward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
+    if (a->mem_seq) {
+        attention_cross_backward(l, ctx);
+        return;
+    }
     const int rows = ctx->batch * a->seq, c = a->channels, pairs = ctx->batch * a->heads;
     float *dheads = ctx->exec->workspace;            /* [batch][T][C] */
     float *dqkv = dheads + (size_t)rows * c;         /* [batch][T][3C] */

@@ -1,0 +1,146 @@
+/* [attention]'s cross-attention on the CPU (source=, Attention.mem_seq; layers/attention.c has its
+ * meaning): the queries from the input, the keys and values from the memory, every product an
+ * OpenBLAS gemm, the projections over the whole batch and the (sample, head) pairs in parallel,
+ * as staged=1 runs self-attention. The packed and per-sample paths of backend/cpu/attention.c are
+ * self-attention's alone; cross-attention runs in fp32, without dropout.
+ *
+ *   in, out [batch][T][C]   memory [batch][S][C]   H heads of D = C / H columns
+ *   q [batch][T][C] = in Wq^T + bq            Wq, bq: rows [0, C) of weights, biases
+ *   kv [batch][S][2C] = memory Wkv^T + bkv    Wkv, bkv: rows [C, 3C), keys then values
+ *   per (sample, head): P = softmax(Q K^T / sqrt(D)) [T][S], Y = P V [T][D]
+ *   out = heads Wo^T + bo
+ */
+#include <math.h>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/softmax_row.h"
+#include "backend/cpu/sum_rows.h"
+#include "core/net.h"
+
+int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    Attention *a = l->priv;
+    if (l->precision != GEMM_FP32)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention]: cross-attention (source=) runs in fp32 only",
+                         l->index);
+    const size_t q_rows = (size_t)batch * a->seq, m_rows = (size_t)batch * a->mem_seq;
+    const size_t c = (size_t)a->channels, ts = (size_t)a->seq * a->mem_seq;
+    const size_t probs = (size_t)batch * a->heads * ts;
+    if (probs > NET_MAX_BATCH_FLOATS)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention]: a mini-batch of %d needs more than %zu attention "
+                         "weights; lower batch or raise subdivisions",
+                         l->index, batch, NET_MAX_BATCH_FLOATS);
+    a->threads = omp_get_max_threads();
+    a->packed = a->packed_proj = 0;
+    a->block = a->seq;
+    a->qkv = layer_state_floats(st, q_rows * c + m_rows * 2 * c);
+    a->heads_out = layer_state_floats(st, q_rows * c);
+    a->probs = layer_state_floats(st, probs);
+    a->mask = NULL;
+    a->mask_is_valid = 0;
+    /* the backward's dP [T][S] per thread */
+    a->workspace = layer_state_floats(st, (size_t)a->threads * ts);
+    a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
+    a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
+    return CDL_OK;
+}
+
+/* Where pair (b, h)'s tensors start: q and dq of row stride C, k and v (v = k + C) of 2C, p T x S.
+ */
+typedef struct CrossView {
+    const float *q, *k;
+    float *p;
+    size_t q_at, k_at; /* offsets of q in [batch][T][C], of k in [batch][S][2C] */
+} CrossView;
+
+static CrossView cross_view(const Attention *a, int batch, int b, int h)
+{
+    const size_t c = (size_t)a->channels, t = (size_t)a->seq, s = (size_t)a->mem_seq;
+    const size_t col = (size_t)h * a->head_size;
+    const size_t q_at = b * t * c + col, k_at = b * s * 2 * c + col;
+    const float *kv = a->qkv + (size_t)batch * t * c;
+    return (CrossView){a->qkv + q_at, kv + k_at, a->probs + ((size_t)b * a->heads + h) * t * s,
+                       q_at, k_at};
+}
+
+void attention_cross_forward(Layer *l, const StepContext *ctx)
+{
+    Attention *a = l->priv;
+    const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
+    const int pairs = ctx->batch * a->heads;
+    const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
+    float *kv = a->qkv + (size_t)ctx->batch * t * c;
+    attention_linear_rows(GEMM_FP32, l->in[0], c, ctx->batch * t, c, c, w, bias, a->qkv, c, NULL);
+    attention_linear_rows(GEMM_FP32, l->in[1], c, ctx->batch * s, c, 2 * c, w + (size_t)c * c,
+                          bias + c, kv, 2 * c, NULL);
+    const float scale = 1.0f / sqrtf((float)d);
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
+    for (int pair = 0; pair < pairs; pair++) {
+        const CrossView v = cross_view(a, ctx->batch, pair / a->heads, pair % a->heads);
+        gemm(0, 1, t, s, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
+        for (int i = 0; i < t; i++)
+            softmax_row_probs(v.p + (size_t)i * s, v.p + (size_t)i * s, (size_t)s, 1.0f);
+        gemm(0, 0, t, d, s, 1.0f, v.p, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
+    }
+    attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
+                          l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
+                          NULL);
+}
+
+/* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)
+ * from dheads [batch][T][C]; dp holds [T][S]. */
+static void cross_pair_backward(const Attention *a, int batch, int pair, const float *dheads,
+                                float *dq, float *dkv, float *dp)
+{
+    const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
+    const CrossView v = cross_view(a, batch, pair / a->heads, pair % a->heads);
+    const float *dy = dheads + v.q_at;
+    float *dk = dkv + v.k_at;
+    gemm(0, 1, t, s, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s); /* dP = dY V^T */
+    gemm(1, 0, s, d, t, 1.0f, v.p, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = P^T dY */
+    for (int i = 0; i < t; i++)
+        softmax_row_backward(v.p + (size_t)i * s, NULL, s, 1.0f / sqrtf((float)d),
+                             dp + (size_t)i * s);
+    gemm(0, 0, t, d, s, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
+    gemm(1, 0, s, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+}
+
+void attention_cross_backward(Layer *l, const StepContext *ctx)
+{
+    Attention *a = l->priv;
+    const int c = a->channels, pairs = ctx->batch * a->heads;
+    const int q_rows = ctx->batch * a->seq, m_rows = ctx->batch * a->mem_seq;
+    Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
+    float *dheads = ctx->exec->workspace;       /* [batch][T][C] */
+    float *dq = dheads + (size_t)q_rows * c;    /* [batch][T][C] */
+    float *dkv = dq + (size_t)q_rows * c;       /* [batch][S][2C] */
+    const float *wkv = w->data + (size_t)c * c; /* [2C][C] */
+
+    /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
+    sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)q_rows, (size_t)c);
+    gemm(1, 0, c, c, q_rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
+    gemm(0, 0, q_rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
+    for (int pair = 0; pair < pairs; pair++)
+        cross_pair_backward(a, ctx->batch, pair, dheads, dq, dkv,
+                            a->workspace + (size_t)omp_get_thread_num() * a->seq * a->mem_seq);
+
+    /* Input projections: d weights += [dq^T in; dkv^T memory], d in += dq Wq, d memory += dkv
+     * Wkv. Where the memory is the input, both deltas are one buffer: the second adds. */
+    float *bias_grad = l->params[P_BIASES].grad;
+    sum_rows_add(bias_grad, dq, (size_t)q_rows, (size_t)c);
+    sum_rows_add(bias_grad + c, dkv, (size_t)m_rows, 2 * (size_t)c);
+    gemm(1, 0, c, c, q_rows, 1.0f, dq, c, l->in[0], c, 1.0f, w->grad, c);
+    gemm(1, 0, 2 * c, c, m_rows, 1.0f, dkv, 2 * c, l->in[1], c, 1.0f, w->grad + (size_t)c * c, c);
+    float *dx = l->in_delta[0], *dm = l->in_delta[1];
+    if (dx)
+        gemm(0, 0, q_rows, c, c, 1.0f, dq, c, w->data, c, layer_input_delta_beta(l, 0), dx, c);
+    if (dm)
+        gemm(0, 0, m_rows, c, 2 * c, 1.0f, dkv, 2 * c, wkv, c,
+             dm == dx ? 1.0f : layer_input_delta_beta(l, 1), dm, c);
+}
