@@ -44,8 +44,9 @@ static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
                          cfg_where(cfg, s, cfg_find(s, "source")).text, l->index, s->name, index,
                          m.c, m.h, m.w, a->channels);
     if (a->causal)
-        return layer_bad_key(l, cfg, s, "causal", 1,
-                             "cross-attention (source=) attends to every memory row: causal=0", e);
+        return layer_bad_key(
+            l, cfg, s, "causal", 1,
+            "cross-attention (source=) attends to every memory row: expected causal=0", e);
     if (a->dropout > 0)
         return cfg_bad_value(cfg, s, "dropout", e, "cross-attention (source=) has no dropout yet");
     if (a->packed_key || a->staged)

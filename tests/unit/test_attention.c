@@ -313,6 +313,24 @@ static void test_cfg_errors(void)
     expect_cfg_error(ATTENTION_NET(4, 8, "causal=2\n"), "t.cfg:6: bad value '2' for key 'causal'");
     expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=1\n[attention]\n",
                      "t.cfg:5: layer 0: [attention] needs a sequence net");
+    /* source=: an earlier layer of the input's features per row, bidirectional, the reference
+     * kernels without dropout */
+    expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=1\n",
+                     "t.cfg:8: layer 1 [attention]: source=1 names layer 1, not an earlier layer");
+    expect_cfg_error(ATTENTION_NET(4, 8, "source=-1\n"),
+                     "t.cfg:6: layer 0 [attention]: source=-1: there is no earlier layer");
+    expect_cfg_error("[net]\nbatch=2\nseq=4\ninputs=8\n[linear]\noutput=4\n[linear]\noutput=8\n"
+                     "[attention]\nsource=0\n",
+                     "t.cfg:10: layer 2 [attention]: source names layer 0, whose output is 1x4x4: "
+                     "expected 1 x rows x 8");
+    expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\ncausal=1\n",
+                     "t.cfg:9: layer 1: [attention] causal=1: cross-attention (source=) attends to "
+                     "every memory row: expected causal=0");
+    expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\npacked=1\n",
+                     "t.cfg:9: layer 1: [attention] packed=1: cross-attention (source=) runs the "
+                     "reference kernels only");
+    expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\ndropout=0.1\n",
+                     "t.cfg:9: bad value '0.1' for key 'dropout' in [attention]: cross-attention");
 }
 
 /* ---- the per-sample order against the staged reference ---- */
