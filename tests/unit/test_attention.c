@@ -1,6 +1,7 @@
 /* [attention]: gradient checks, token-by-token inference against the full forward, causality,
  * the dropout mask, cfg errors, the per-sample order against staged=1's, and the PyTorch
- * fixture tests/ref/attention.ref (scripts/ref/make_attention.py). */
+ * fixtures tests/ref/attention.ref and cross_attention.ref (scripts/ref/make_attention.py,
+ * make_cross_attention.py). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -439,6 +440,26 @@ static void test_matches_pytorch(void)
     ref_fixture_free(&f);
 }
 
+/* Cross-attention against nn.MultiheadAttention(query, memory, memory) with a memory of 3 rows
+ * and a query of 6 (tests/ref/cross_attention.ref, scripts/ref/make_cross_attention.py): the
+ * output, the input's gradient (through both the query and the memory) and every parameter's. */
+static void test_cross_matches_pytorch(void)
+{
+    RefFixture f;
+    Net net;
+    if (ref_fixture_load("tests/ref/cross_attention.ref", &f)) {
+        check_failures++;
+        return;
+    }
+    if (ref_net_build(&net, &f, "tests/ref/cross_attention.cfg", NULL, 0, 2)) {
+        check_failures++;
+    } else {
+        ref_expect_sum_loss_grads(&f, &net, "");
+        net_free(&net);
+    }
+    ref_fixture_free(&f);
+}
+
 int main(void)
 {
     test_gradcheck();
@@ -451,5 +472,6 @@ int main(void)
     test_cfg_errors();
     test_matches_staged();
     test_matches_pytorch();
+    test_cross_matches_pytorch();
     return check_report("test_attention");
 }
