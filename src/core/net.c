@@ -504,13 +504,19 @@ static void bind_inputs(Net *net, Layer *l)
     }
 }
 
+/* Whether the output of layer `from` (-1: the net input) takes a gradient in a net with
+ * gradients: a trained layer's, or the net input's when want_input_delta and no layer is frozen. */
+static int takes_delta(const Net *net, int from, int want_input_delta)
+{
+    return from >= net->train_from || (from < 0 && !net->train_from && want_input_delta);
+}
+
 /* Whether l's backward will write a gradient of one of its inputs (net_layer_input_delta not
  * NULL) in a net with gradients (want_grads), the net input's only when want_input_delta. */
 static int writes_input_grads(const Net *net, const Layer *l, int want_grads, int want_input_delta)
 {
     for (int k = 0; want_grads && k < l->n_inputs; k++)
-        if (l->inputs[k] >= net->train_from ||
-            (l->inputs[k] < 0 && !net->train_from && want_input_delta))
+        if (takes_delta(net, l->inputs[k], want_input_delta))
             return 1;
     return 0;
 }
@@ -1081,10 +1087,10 @@ const float *net_layer_input(const Net *net, const Layer *l, int k)
 
 float *net_layer_input_delta(Net *net, const Layer *l, int k)
 {
-    int from = l->inputs[k];
-    if (from >= net->train_from)
-        return net->layers[from].delta;
-    return from < 0 && !net->train_from ? net->input_delta : NULL;
+    const int from = l->inputs[k];
+    if (!takes_delta(net, from, net->input_delta != NULL))
+        return NULL;
+    return from >= 0 ? net->layers[from].delta : net->input_delta;
 }
 
 const float *net_output(const Net *net)
