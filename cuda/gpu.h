@@ -16,9 +16,9 @@ typedef enum GpuEngine { GPU_ENGINE_CUDNN, GPU_ENGINE_REF } GpuEngine;
 /* What a step captured as a CUDA graph reads from device memory rather than from its kernels'
  * arguments, which the graph keeps as they were at the capture. */
 typedef struct GpuStepValues {
-    double loss_sum;  /* softmax's loss total, left here instead of downloaded */
     uint64_t draw_id; /* StepContext.draw_id: dropout computes its key from it on the device */
     float lr, step_size, bias2_sqrt; /* the optimizer's (UpdateRule), in this order */
+    float skip; /* 1 when fp16's gradients were not finite: the update leaves everything (slab.h) */
 } GpuStepValues;
 
 /* What ExecContext.handles points to on the GPU. */
@@ -45,13 +45,17 @@ typedef struct GpuHandles {
     cudaStream_t copy_stream;
     cudaEvent_t staged[2], passes_queued;
 
-    /* A step captured as a CUDA graph (BackendOps.capture_begin): capturing is 1 while it is
-     * recorded, when the kernels take what changes from step to step from step (device memory),
-     * which the replay of graph uploads from step_host first; graph NULL: none captured. */
+    /* A step captured as CUDA graphs, one per pass (BackendOps.capture_begin): capturing is 1
+     * while one is recorded, when the kernels take what changes from step to step from step
+     * (device memory), which each replay uploads from step_host first, and softmax leaves its
+     * loss total at loss_slot, the pass's of pass_losses [graph_parts] (device) instead of
+     * downloading it; graphs [graph_parts], NULL where none was captured. */
     int capturing;
     GpuStepValues *step;
     GpuStepValues step_host;
-    cudaGraphExec_t graph;
+    double *pass_losses, *loss_slot;
+    cudaGraphExec_t *graphs;
+    int graph_parts;
 } GpuHandles;
 
 static inline cudaStream_t gpu_stream(const StepContext *ctx)

@@ -226,6 +226,19 @@ static void close_cudnn(GpuHandles *h)
 /* The oldest compute capability the kernels are built for (cuda/cuda.mk: sm_80, sm_90, PTX 9.0). */
 #define GPU_MIN_COMPUTE_MAJOR 8
 
+/* Destroys h's captured graphs and their losses' memory. */
+static void drop_graphs(GpuHandles *h)
+{
+    for (int i = 0; i < h->graph_parts; i++)
+        if (h->graphs[i])
+            cudaGraphExecDestroy(h->graphs[i]);
+    free(h->graphs);
+    cudaFree(h->pass_losses);
+    h->graphs = NULL;
+    h->pass_losses = NULL;
+    h->graph_parts = 0;
+}
+
 /* Ends what gpu_open started in h, as far as it got, and frees h. */
 static void destroy_handles(GpuHandles *h)
 {
@@ -237,8 +250,7 @@ static void destroy_handles(GpuHandles *h)
     if (h->copy_stream)
         cudaStreamDestroy(h->copy_stream);
     close_cudnn(h);
-    if (h->graph)
-        cudaGraphExecDestroy(h->graph);
+    drop_graphs(h);
     if (h->cublas)
         cublasDestroy(h->cublas);
     cudaFree(h->reduce_work);
@@ -451,10 +463,24 @@ static double gpu_clock_s(const ExecContext *exec)
 }
 
 /* Thread-local capture: the loader's threads never touch CUDA, and a call of this thread that
- * would wait (a download, a sync) breaks the capture, which capture_end then reports. */
-static int gpu_capture_begin(const ExecContext *exec, Error *e)
+ * would wait (a download, a sync) breaks the capture, which capture_end then reports. The graphs
+ * and the passes' losses are made for a step of `parts` passes at its first (before the capture:
+ * allocating is not captured). */
+static int gpu_capture_begin(const ExecContext *exec, int part, int parts, Error *e)
 {
     GpuHandles *h = exec->handles;
+    if (parts != h->graph_parts) {
+        drop_graphs(h);
+        h->graphs = calloc((size_t)parts, sizeof *h->graphs);
+        if (!h->graphs ||
+            cudaMalloc((void **)&h->pass_losses, (size_t)parts * sizeof *h->pass_losses) !=
+                cudaSuccess) {
+            drop_graphs(h);
+            return error_set(e, CDL_ERUNTIME, "GPU: no memory for the step's graphs");
+        }
+        h->graph_parts = parts;
+    }
+    h->loss_slot = h->pass_losses + part;
     const cudaError_t err =
         cudaStreamBeginCapture((cudaStream_t)exec->stream, cudaStreamCaptureModeThreadLocal);
     if (err != cudaSuccess)
@@ -464,7 +490,7 @@ static int gpu_capture_begin(const ExecContext *exec, Error *e)
     return CDL_OK;
 }
 
-static int gpu_capture_end(const ExecContext *exec, Error *e)
+static int gpu_capture_end(const ExecContext *exec, int part, Error *e)
 {
     GpuHandles *h = exec->handles;
     cudaGraph_t graph = NULL;
@@ -481,20 +507,22 @@ static int gpu_capture_end(const ExecContext *exec, Error *e)
     cudaGraphDestroy(graph);
     if (err != cudaSuccess)
         return error_set(e, CDL_ERUNTIME, "GPU: cudaGraphInstantiate: %s", cudaGetErrorString(err));
-    if (h->graph)
-        cudaGraphExecDestroy(h->graph);
-    h->graph = instance;
+    if (h->graphs[part])
+        cudaGraphExecDestroy(h->graphs[part]);
+    h->graphs[part] = instance;
     return CDL_OK;
 }
 
-/* The step's values go up on the stream, before the graph, from memory that outlives the copy. */
-static int gpu_replay(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
-                      double *loss_sum, Error *e)
+/* The pass's values go up on the stream, before its graph, from memory that outlives the copy
+ * (a copy from pageable memory has read it when it returns). No wait. */
+static int gpu_replay(const ExecContext *exec, int part, const UpdateRule *step, uint64_t draw_id,
+                      Error *e)
 {
     GpuHandles *h = exec->handles;
     cudaStream_t stream = (cudaStream_t)exec->stream;
-    if (!h->graph)
-        return error_set(e, CDL_ERUNTIME, "GPU: no step was captured to replay");
+    if (part >= h->graph_parts || !h->graphs[part])
+        return error_set(e, CDL_ERUNTIME, "GPU: no graph was captured for pass %d to replay",
+                         part + 1);
     h->step_host = (GpuStepValues){.draw_id = draw_id,
                                    .lr = step->lr,
                                    .step_size = step->step_size,
@@ -503,12 +531,29 @@ static int gpu_replay(const ExecContext *exec, const UpdateRule *step, uint64_t 
                   cudaMemcpyAsync(h->step, &h->step_host, sizeof h->step_host,
                                   cudaMemcpyHostToDevice, stream),
                   "step values upload");
-    gpu_note_exec(exec, cudaGraphLaunch(h->graph, stream), "cudaGraphLaunch");
+    gpu_note_exec(exec, cudaGraphLaunch(h->graphs[part], stream), "cudaGraphLaunch");
+    return CDL_OK;
+}
+
+/* The replayed step's outcome: one download of the passes' losses, one of the skip flag, one
+ * wait. */
+static int gpu_step_outcome(const ExecContext *exec, double *pass_losses, int *updated, Error *e)
+{
+    GpuHandles *h = exec->handles;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    float skip = 1;
     gpu_note_exec(exec,
-                  cudaMemcpyAsync(loss_sum, &h->step->loss_sum, sizeof *loss_sum,
+                  cudaMemcpyAsync(pass_losses, h->pass_losses,
+                                  (size_t)h->graph_parts * sizeof *pass_losses,
                                   cudaMemcpyDeviceToHost, stream),
                   "loss download");
-    return gpu_sync(exec, e);
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost,
+                                  stream),
+                  "loss download");
+    const int st = gpu_sync(exec, e);
+    *updated = skip == 0.0f;
+    return st;
 }
 
 const BackendOps gpu_backend = {
@@ -533,4 +578,5 @@ const BackendOps gpu_backend = {
     .capture_begin = gpu_capture_begin,
     .capture_end = gpu_capture_end,
     .replay = gpu_replay,
+    .step_outcome = gpu_step_outcome,
 };

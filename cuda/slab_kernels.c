@@ -8,7 +8,7 @@ static cudaStream_t stream_of(const ExecContext *exec)
     return (cudaStream_t)exec->stream;
 }
 
-/* The device's copy of the step's lr, step_size and bias2_sqrt while a step is captured. */
+/* The device's copy of the step's lr, step_size, bias2_sqrt and skip while a step is captured. */
 static const float *step_values_of(const ExecContext *exec)
 {
     const GpuHandles *h = exec->handles;
@@ -53,6 +53,22 @@ static void gpu_scale(float *x, size_t n, float s, const ExecContext *exec)
     gpu_note_exec(exec, cuda_scale(x, n, s, stream_of(exec)), "gradient scale");
 }
 
+/* The outcome on the device, for a captured step's update; downloaded (a wait) unless capturing. */
+static int gpu_unscale(float *g, size_t n, float s, const ExecContext *exec)
+{
+    GpuHandles *h = exec->handles;
+    gpu_note_exec(exec, cuda_unscale(g, n, s, &h->step->skip, h->reduce_work, stream_of(exec)),
+                  "gradient unscaling");
+    if (h->capturing)
+        return 1;
+    float skip = 1;
+    gpu_note_exec(
+        exec, cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream_of(exec)),
+        "gradient unscaling download");
+    gpu_note_exec(exec, cudaStreamSynchronize(stream_of(exec)), "gradient unscaling download");
+    return skip == 0.0f;
+}
+
 /* No download: the coefficient is computed and applied on the device. */
 static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext *exec)
 {
@@ -64,7 +80,7 @@ static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext 
 static void gpu_average(float *shadow, const float *w, size_t n, float decay,
                         const ExecContext *exec)
 {
-    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, stream_of(exec)), "ema");
+    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, step_values_of(exec), stream_of(exec)), "ema");
 }
 
 static void gpu_swap(float *a, float *b, size_t n, const ExecContext *exec)
@@ -84,6 +100,7 @@ const SlabKernels gpu_slab_kernels = {
     .adam = gpu_adam,
     .sum_squares = gpu_sum_squares,
     .scale = gpu_scale,
+    .unscale = gpu_unscale,
     .clip_norm = gpu_clip_norm,
     .average = gpu_average,
     .swap = gpu_swap,

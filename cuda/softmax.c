@@ -2,7 +2,7 @@
  * cross-entropy loss and its fused gradient. The rows' losses are summed on the device in row
  * order, as the CPU sums them, and the total comes back to the host: one device-to-host copy (and
  * wait) per forward with labels; in a step being captured as a CUDA graph, which cannot wait, the
- * total stays in GpuStepValues.loss_sum, which the replay downloads (gpu_backend.c).
+ * total stays at GpuHandles.loss_slot, which the step's outcome downloads (gpu_backend.c).
  *
  *   in, out [batch][groups][n]   labels [batch][groups]
  */
@@ -37,7 +37,7 @@ static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
         return;
     GpuHandles *h = gpu_handles(ctx);
     if (h->capturing) {
-        gpu_note(ctx, cuda_loss_total(&h->step->loss_sum, sm->row_loss, rows, gpu_stream(ctx)),
+        gpu_note(ctx, cuda_loss_total(h->loss_slot, sm->row_loss, rows, gpu_stream(ctx)),
                  "softmax loss");
         return;
     }

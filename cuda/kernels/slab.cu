@@ -9,8 +9,9 @@
 #define SLAB_BLOCKS 1024
 #define SLAB_THREADS 256
 
-// values (device, in this order: lr, step_size, bias2_sqrt) replaces the host's lr, step_size
-// and bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from there.
+// values (device, in this order: lr, step_size, bias2_sqrt, skip) replaces the host's lr,
+// step_size and bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from
+// there; skip not 0 (unscale_kernel's: fp16's gradients were not finite) leaves w and the state.
 // The run that holds value p of the runs' values counted in order (runs sorted by first, the
 // first at 0): a binary search, the same run for the neighbouring threads of a warp but at a
 // tensor's edge.
@@ -31,8 +32,11 @@ __global__ void sgd_kernel(float *w, float *v, const float *grad, const SlabRun 
                            size_t n, float lr, float momentum, float g_weight, float v_weight,
                            const float *values)
 {
-    if (values)
+    if (values) {
+        if (values[3] != 0.0f)
+            return;
         lr = values[0];
+    }
     for (size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x; p < n;
          p += (size_t)gridDim.x * blockDim.x) {
         const SlabRun *run = run_of(runs, n_runs, p);
@@ -51,6 +55,8 @@ __global__ void adam_kernel(float *w, float *m, float *v, const float *grad, con
                             float eps, float step_size, float bias2_sqrt, const float *values)
 {
     if (values) {
+        if (values[3] != 0.0f)
+            return;
         lr = values[0];
         step_size = values[1];
         bias2_sqrt = values[2];
@@ -116,11 +122,25 @@ __global__ void clip_kernel(float *x, size_t n, const double *sum, float max_nor
         x[i] *= s;
 }
 
-__global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take)
+__global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take,
+                               const float *values)
 {
+    if (values && values[3] != 0.0f)
+        return;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         shadow[i] = keep * shadow[i] + take * w[i];
+}
+
+// x *= s when *sum (of x^2) is finite, else x = 0; *skip (when not NULL) = 0 or 1 accordingly.
+__global__ void unscale_kernel(float *x, size_t n, const double *sum, float s, float *skip)
+{
+    const int finite = isfinite(*sum);
+    if (skip && blockIdx.x == 0 && threadIdx.x == 0)
+        *skip = finite ? 0.0f : 1.0f;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] = finite ? x[i] * s : 0.0f;
 }
 
 __global__ void swap_kernel(float *a, float *b, size_t n)
@@ -195,13 +215,24 @@ extern "C" cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay,
+extern "C" cudaError_t cuda_unscale(float *x, size_t n, float s, float *skip, double *work,
                                     cudaStream_t stream)
+{
+    double *total = work + SLAB_BLOCKS;
+    const cudaError_t err = cuda_sum_squares(total, work, x, n, stream);
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(unscale_kernel, grid_for(n), SLAB_THREADS, 0, stream, x, n, total, s, skip);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay,
+                                    const float *values, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(average_kernel, grid_for(n), SLAB_THREADS, 0, stream, shadow, w, n, decay,
-                1.0f - decay);
+                1.0f - decay, values);
     return cuda_launch_error();
 }
 

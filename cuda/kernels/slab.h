@@ -12,8 +12,10 @@
 extern "C" {
 #endif
 
-/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt} that the kernels read instead
- * of the host's arguments (a captured step, whose graph keeps its arguments: gpu_backend.c). */
+/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt, skip} that the kernels read
+ * instead of the host's arguments (a captured step, whose graph keeps its arguments:
+ * gpu_backend.c); skip not 0 (cuda_unscale's) makes the updates and the average leave everything
+ * as it was. */
 /* The updates below cover the values of runs [n_runs] (device memory; n values in all) of slabs
  * that share the parameter slab's layout, in one launch, each run with its own weight decay. */
 /* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
@@ -34,8 +36,13 @@ cudaError_t cuda_scale(float *x, size_t n, float s, cudaStream_t stream);
  * max_norm / (sqrt(sum of x^2) + 1e-6) when that is below 1, the sum in cuda_sum_squares' order
  * and the coefficient in double, all on the device; work: cuda_sum_squares_work() bytes. */
 cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work, cudaStream_t stream);
+/* fp16's unscaling: x *= s when every x is finite, else x = 0, the test on the sum of squares in
+ * cuda_sum_squares' order; *skip (device, when not NULL) = 0 (finite) or 1; work as above. */
+cudaError_t cuda_unscale(float *x, size_t n, float s, float *skip, double *work,
+                         cudaStream_t stream);
 /* shadow = decay shadow + (1 - decay) w */
-cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, cudaStream_t stream);
+cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, const float *values,
+                         cudaStream_t stream);
 cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream);
 
 #ifdef __cplusplus

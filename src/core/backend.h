@@ -63,6 +63,11 @@ typedef struct SlabKernels {
     double (*sum_squares)(const float *x, size_t n, const ExecContext *exec);
     /* x *= s */
     void (*scale)(float *x, size_t n, float s, const ExecContext *exec);
+    /* fp16's unscaling of the gradients g [n] (train/loss_scale.h): g *= s when every value is
+     * finite, else g = 0; returns 1 when they were finite. A device also keeps the outcome where
+     * a captured step's update reads it (sgd, adam and average then leave everything as it was
+     * when they were not), and while a step is captured, which cannot wait, returns 1. */
+    int (*unscale)(float *g, size_t n, float s, const ExecContext *exec);
     /* x *= max_norm / (sqrt(sum_squares(x)) + 1e-6) when that is below 1, the coefficient in
      * double, computed where x is (a device does not wait for it); NULL: the optimizer computes
      * it on the host from sum_squares and applies it with scale. */
@@ -131,19 +136,24 @@ typedef struct BackendOps {
      * finishes, waiting for it: the clock profiling times layers with on a device (CUDA events
      * on the stream); NULL (the CPU): time_now_s(). */
     double (*clock_s)(const ExecContext *exec);
-    /* A training step captured once and replayed as a CUDA graph (train --cuda-graph); NULL on a
-     * backend without graphs (the CPU). capture_begin records the work queued on exec from then
-     * on instead of running it, the kernels reading what changes from step to step from device
-     * memory: the loss, summed there instead of downloaded (a capture cannot wait), the
-     * optimizer's lr, step_size and bias2_sqrt, and the pass's draw id (StepContext.draw_id).
-     * capture_end makes the recording exec's graph, replacing the last (failing, naming what
-     * could not be captured). replay uploads step's lr, step_size and bias2_sqrt and draw_id,
-     * runs the graph, waits for it as sync does and sets *loss_sum to the loss it summed, not
-     * yet divided by the loss divisor. */
-    int (*capture_begin)(const ExecContext *exec, Error *e);
-    int (*capture_end)(const ExecContext *exec, Error *e);
-    int (*replay)(const ExecContext *exec, const UpdateRule *step, uint64_t draw_id,
-                  double *loss_sum, Error *e);
+    /* A training step captured once and replayed as CUDA graphs (train --cuda-graph), one graph
+     * per pass of the step (`part` 0 to parts - 1; the last also holds the update), each replayed
+     * after its pass's batch was committed; NULL on a backend without graphs (the CPU).
+     * capture_begin records the work queued on exec from then on instead of running it, the
+     * kernels reading what changes from step to step from device memory: the optimizer's lr,
+     * step_size and bias2_sqrt, the pass's draw id (StepContext.draw_id) and whether fp16's
+     * unscaling found the gradients finite (SlabKernels.unscale); the loss is summed there
+     * instead of downloaded (a capture cannot wait). A single loss layer only. capture_end makes
+     * the recording graph `part` of exec, replacing the last (failing, naming what could not be
+     * captured). replay uploads step's lr, step_size and bias2_sqrt and draw_id and queues graph
+     * `part`, without waiting. step_outcome waits for the replayed step as sync does and sets
+     * pass_losses [parts] to each pass's loss, not yet divided by the loss divisor, and *updated
+     * to 0 when fp16's unscaling skipped the update, else 1. */
+    int (*capture_begin)(const ExecContext *exec, int part, int parts, Error *e);
+    int (*capture_end)(const ExecContext *exec, int part, Error *e);
+    int (*replay)(const ExecContext *exec, int part, const UpdateRule *step, uint64_t draw_id,
+                  Error *e);
+    int (*step_outcome)(const ExecContext *exec, double *pass_losses, int *updated, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

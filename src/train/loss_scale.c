@@ -13,20 +13,20 @@ int loss_scale_unscale(LossScale *s, Net *net)
 {
     if (!s->enabled)
         return 1;
-    const SlabKernels *k = net->backend->slab;
-    /* a sum of squares in double is finite exactly when every gradient is */
-    const double sum = k->sum_squares(net->grads, net->n_params, &net->exec);
-    if (!isfinite(sum)) {
-        net_zero_grads(net);
+    const int finite =
+        net->backend->slab->unscale(net->grads, net->n_params, 1.0f / s->scale, &net->exec);
+    loss_scale_record(s, finite);
+    return finite;
+}
+
+void loss_scale_record(LossScale *s, int finite)
+{
+    if (!finite) {
         s->scale = fmaxf(s->scale * 0.5f, 1.0f);
         s->good_steps = 0;
         s->skipped++;
-        return 0;
-    }
-    k->scale(net->grads, net->n_params, 1.0f / s->scale, &net->exec);
-    if (++s->good_steps == LOSS_SCALE_GROWTH_INTERVAL) {
+    } else if (++s->good_steps == LOSS_SCALE_GROWTH_INTERVAL) {
         s->scale = fminf(s->scale * 2.0f, 0x1p24f);
         s->good_steps = 0;
     }
-    return 1;
 }

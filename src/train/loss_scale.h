@@ -30,5 +30,8 @@ LossScale loss_scale_start(GemmPrecision p);
  * LOSS_SCALE_GROWTH_INTERVAL of them, and returns 1 (update); otherwise zeroes them, halves the
  * scale, counts the step skipped and returns 0 (no update). Not enabled: returns 1 at once. */
 int loss_scale_unscale(LossScale *s, Net *net);
+/* loss_scale_unscale's bookkeeping of a step whose gradients were finite or not, for a step whose
+ * unscaling ran on a device inside a captured step (the outcome known after its replay). */
+void loss_scale_record(LossScale *s, int finite);
 
 #endif

@@ -3,7 +3,9 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -38,22 +40,31 @@ static int nonfinite_loss(Net *net, Error *e)
 }
 
 /* The passes of a step: each of the cfg's subdivisions as net->split passes of net->batch samples
- * (core/net_split.h). Pass `part` of a subdivision takes its samples from part * batch on, with
+ * (core/net_split.h). Pass `pass` of a subdivision takes its samples from part * batch on, with
  * the subdivision's draw id and the sample offset moved that far, so that every sample gets the
- * window, crop and dropout mask it gets in an unsplit pass. Sums the passes' losses into loss. */
+ * window, crop and dropout mask it gets in an unsplit pass. Sets them up and commits the pass's
+ * batch, filled by fill; first_sample: the step's sample offset. */
+static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void *ctx, Error *e)
+{
+    const int split = net->split;
+    net->draw_id = net->step * (uint64_t)net->hyper.subdivisions + (uint64_t)(pass / split);
+    net->sample_offset = first_sample + pass % split * net->batch;
+    net->later_pass = pass > 0;
+    const int st = fill(net, pass, ctx, e);
+    if (!st)
+        net_commit_batch(net);
+    return st;
+}
+
+/* Runs the passes of a step, summing their losses into loss. */
 static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *loss, Error *e)
 {
-    const int subdivisions = net->hyper.subdivisions, split = net->split;
-    const int count = subdivisions * split, first_sample = net->sample_offset;
+    const int count = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
     *loss = 0;
     for (int pass = 0; pass < count; pass++) {
-        net->draw_id = net->step * (uint64_t)subdivisions + (uint64_t)(pass / split);
-        net->sample_offset = first_sample + pass % split * net->batch;
-        net->later_pass = pass > 0;
-        const int st = fill(net, pass, ctx, e);
+        const int st = begin_pass(net, pass, first_sample, fill, ctx, e);
         if (st)
             return st;
-        net_commit_batch(net);
         net_forward(net);
         *loss += net->loss;
         if (!isfinite(net->loss))
@@ -86,15 +97,18 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     return net_sync(net, e);
 }
 
-/* The buffers a captured step's graph holds the addresses of: when one moves, it is captured
- * again. */
+/* What a captured step's graphs hold: the addresses of the buffers and fp16's loss scale (in the
+ * loss layers' and the unscaling's arguments); when one changes, the step is captured again.
+ * pass_losses [passes]: the passes' losses of the last replay. */
 typedef struct StepGraph {
     const void *activations, *input, *labels, *workspace, *params, *grads, *slab;
+    double *pass_losses;
+    double grad_scale;
 } StepGraph;
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
  * needs the host inside a step (a download, a draw id, a value that changes from step to step). */
-static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *plan, Error *e)
+static int graph_refusal(const Net *net, const TrainPlan *plan, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
     if (!net->backend->capture_begin)
@@ -102,11 +116,6 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
                          "--cuda-graph captures a GPU's training step: it needs --gpu");
     if (plan->dist)
         return error_set(e, CDL_EUSAGE, not_yet, "a data-parallel run");
-    if (net->hyper.subdivisions * net->split > 1)
-        return error_set(e, CDL_EUSAGE, not_yet,
-                         "a step of several passes (subdivisions > 1, or a split batch)");
-    if (opt->loss_scale.enabled)
-        return error_set(e, CDL_EUSAGE, not_yet, "fp16's loss scaling (precision=fp16)");
     int losses = 0;
     for (int i = 0; i < net->n_layers; i++)
         losses += net->layers[i].type->is_loss;
@@ -115,45 +124,75 @@ static int graph_refusal(const Net *net, const Optimizer *opt, const TrainPlan *
     return CDL_OK;
 }
 
-/* A step of one pass as a CUDA graph: the batch is uploaded, the graph of forward, backward and
- * update (captured at the first step it runs, and again when a buffer moved) replayed with the
- * step's lr, bias corrections and draw id (dropout's masks), the loss downloaded once it finished.
- * A non-finite loss is found only after the update, which the replay has applied. */
+/* Records pass `pass` of a step (of passes in all) as its graph: forward and backward, and after
+ * the last pass fp16's unscaling and the update, recorded but not applied (the replay applies
+ * them). */
+static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr, Error *e)
+{
+    const BackendOps *be = net->backend;
+    int st = be->capture_begin(&net->exec, pass, passes, e);
+    if (st)
+        return st;
+    net_forward(net);
+    net_backward(net);
+    if (pass == passes - 1) {
+        if (opt->loss_scale.enabled)
+            be->slab->unscale(net->grads, net->n_params, 1.0f / opt->loss_scale.scale,
+                              &net->exec);
+        optimizer_step(opt, net, lr);
+        opt->steps--;
+    }
+    return be->capture_end(&net->exec, pass, e);
+}
+
+/* A step as CUDA graphs, one per pass: each pass's batch uploaded, its graph (captured at the
+ * first step it runs, and again when what it holds changed) replayed with the step's lr, bias
+ * corrections and the pass's draw id (dropout's masks), the losses downloaded once the step
+ * finished. fp16's unscaling decides on the device whether the update runs; the loss scale's
+ * bookkeeping follows here. A non-finite loss is found only after the step, which the replay
+ * has applied. */
 static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, StepGraph *g,
                         float *loss, Error *e)
 {
     const BackendOps *be = net->backend;
-    *loss = 0;
-    net->draw_id = net->step * (uint64_t)net->hyper.subdivisions;
-    int st = fill(net, 0, ctx, e);
-    if (st)
-        return st;
-    net_commit_batch(net);
+    const int passes = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
+    net->grad_scale = opt->loss_scale.scale;
     const UpdateRule rule = optimizer_next_rule(opt, lr);
-    const StepGraph now = {net->activations, net->input, net->labels, net->exec.workspace,
-                           net->params,      net->grads, opt->slab};
-    if (memcmp(&now, g, sizeof now)) {
-        if ((st = be->capture_begin(&net->exec, e)))
-            return st;
-        net_forward(net);
-        net_backward(net);
-        optimizer_step(opt, net, lr);
-        opt->steps--; /* recorded, not applied: the replay below applies it */
-        if ((st = be->capture_end(&net->exec, e)))
-            return st;
-        *g = now;
+    int st = CDL_OK, capture = 0;
+    for (int pass = 0; pass < passes && !st; pass++) {
+        if ((st = begin_pass(net, pass, first_sample, fill, ctx, e)))
+            break;
+        const StepGraph now = {net->activations, net->input, net->labels,      net->exec.workspace,
+                               net->params,      net->grads, opt->slab,        g->pass_losses,
+                               net->grad_scale};
+        if (pass == 0 && memcmp(&now, g, sizeof now)) {
+            capture = 1;
+            *g = now;
+        }
+        if (capture)
+            st = capture_pass(net, opt, pass, passes, lr, e);
+        st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id, e);
     }
-    double loss_sum;
-    if ((st = be->replay(&net->exec, &rule, net->draw_id, &loss_sum, e)))
+    net->sample_offset = first_sample;
+    net->later_pass = 0;
+    int updated = 0;
+    if (st || (st = be->step_outcome(&net->exec, g->pass_losses, &updated, e))) {
+        memset(g, 0, offsetof(StepGraph, pass_losses)); /* captured again at the next step */
         return st;
-    opt->steps++;
-    net->loss = (float)(loss_sum / net->loss_divisor);
-    *loss = net->loss;
+    }
+    *loss = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        net->loss = (float)(g->pass_losses[pass] / net->loss_divisor);
+        *loss += net->loss;
+    }
     if (!isfinite(*loss))
         return error_set(e, CDL_ERUNTIME,
-                         "step %llu: the loss is not finite (the step ran whole as a CUDA graph: "
+                         "step %llu: the loss is not finite (the step ran whole as CUDA graphs: "
                          "train without --cuda-graph to find the layer)",
                          (unsigned long long)net->step + 1);
+    if (opt->loss_scale.enabled)
+        loss_scale_record(&opt->loss_scale, updated);
+    opt->steps += updated;
     net->step++;
     return CDL_OK;
 }
@@ -325,8 +364,10 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
      * plan at their first call (cuBLAS's workspace) is done outside the capture */
     int graph_ready = 0;
-    if (plan->cuda_graph && (st = graph_refusal(net, opt, plan, e)))
+    if (plan->cuda_graph && (st = graph_refusal(net, plan, e)))
         return st;
+    if (plan->cuda_graph && !(graph.pass_losses = calloc((size_t)passes, sizeof(double))))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
@@ -412,5 +453,6 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 break;
         }
     }
+    free(graph.pass_losses);
     return st;
 }

@@ -13,6 +13,7 @@
 #include "kernels/layernorm.h"
 #include "kernels/operand.h"
 #include "kernels/reduce.h"
+#include "kernels/slab.h"
 
 static float *device_copy(const std::vector<float> &x)
 {
@@ -223,8 +224,71 @@ static void test_operand_rounding_matches_cpu(void)
     cudaFree(d_copy);
 }
 
+static std::vector<float> host_copy(const float *d, size_t n)
+{
+    std::vector<float> x(n);
+    cudaMemcpy(x.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    return x;
+}
+
+/* fp16's unscaling: finite gradients times s exactly, skip 0; one infinity zeroes them all, skip
+ * 1, and then SGD, Adam and the average leave their slabs as they were (a captured step whose
+ * update is skipped on the device); with skip 0 each changes them. */
+static void test_unscale_skips_the_update(void)
+{
+    const size_t n = 3000;
+    std::vector<float> g(n), w(n), state(n);
+    unsigned seed = 9;
+    check_fill_uniform(g.data(), n, -0.5f, &seed);
+    check_fill_uniform(w.data(), n, -0.5f, &seed);
+    check_fill_uniform(state.data(), n, 0.0f, &seed);
+    float *d_g = device_copy(g), *d_w = device_copy(w), *d_m = device_copy(state),
+          *d_v = device_copy(state), *d_values;
+    double *work;
+    SlabRun *d_run;
+    const SlabRun run = {0, 0, n, 0.01f};
+    cudaMalloc((void **)&work, cuda_sum_squares_work());
+    cudaMalloc((void **)&d_values, 4 * sizeof(float));
+    cudaMalloc((void **)&d_run, sizeof run);
+    cudaMemcpy(d_run, &run, sizeof run, cudaMemcpyHostToDevice);
+    const float values[4] = {0.1f, 0.1f, 1.0f, 0.5f}; /* skip not yet 0 or 1 */
+    cudaMemcpy(d_values, values, sizeof values, cudaMemcpyHostToDevice);
+    CHECK_CUDA(cuda_unscale(d_g, n, 0x1p-10f, d_values + 3, work, 0));
+    std::vector<float> got = host_copy(d_g, n), flags = host_copy(d_values, 4);
+    int exact = 1;
+    for (size_t i = 0; i < n; i++)
+        exact &= got[i] == g[i] * 0x1p-10f;
+    CHECK(exact && flags[3] == 0.0f);
+    g[n / 2] = INFINITY;
+    cudaMemcpy(d_g, g.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    CHECK_CUDA(cuda_unscale(d_g, n, 0x1p-10f, d_values + 3, work, 0));
+    got = host_copy(d_g, n);
+    flags = host_copy(d_values, 4);
+    int zeroed = 1;
+    for (size_t i = 0; i < n; i++)
+        zeroed &= got[i] == 0.0f;
+    CHECK(zeroed && flags[3] == 1.0f);
+    /* skipped: every slab as it was, although the weights' decay would move them */
+    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, 0));
+    CHECK_CUDA(cuda_adam(d_w, d_m, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 1,
+                         d_values, 0));
+    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values, 0));
+    CHECK(host_copy(d_w, n) == w && host_copy(d_m, n) == state && host_copy(d_v, n) == state);
+    const float update[4] = {0.1f, 0.1f, 1.0f, 0.0f};
+    cudaMemcpy(d_values, update, sizeof update, cudaMemcpyHostToDevice);
+    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, 0));
+    CHECK(host_copy(d_w, n) != w);
+    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values, 0));
+    CHECK(host_copy(d_m, n) != state);
+    for (float *d : {d_g, d_w, d_m, d_v, d_values})
+        cudaFree(d);
+    cudaFree(work);
+    cudaFree(d_run);
+}
+
 int main(void)
 {
+    test_unscale_skips_the_update();
     test_operand_rounding_matches_cpu();
     test_sum_matches_reference();
     test_layernorm_float_and_bf16();

@@ -1,5 +1,6 @@
 /* The optimizer's and the EMA's loops over slabs on the CPU (core/backend.h SlabKernels): SGD,
- * Adam and AdamW, the gradient norm and its scaling, the weights' moving average. */
+ * Adam and AdamW, the gradient norm and its scaling, fp16's unscaling, the weights' moving
+ * average. */
 #include "backend/cpu/cpu_backend.h"
 
 #include <math.h>
@@ -83,6 +84,16 @@ static void cpu_scale(float *x, size_t count, float s, const ExecContext *exec)
         x[i] *= s;
 }
 
+static int cpu_unscale(float *g, size_t n, float s, const ExecContext *exec)
+{
+    if (!isfinite(cpu_sum_squares(g, n, exec))) {
+        memset(g, 0, n * sizeof *g);
+        return 0;
+    }
+    cpu_scale(g, n, s, exec);
+    return 1;
+}
+
 static void cpu_average(float *shadow, const float *w, size_t n, float decay,
                         const ExecContext *exec)
 {
@@ -115,6 +126,7 @@ const SlabKernels cpu_slab_kernels = {
     .adam = cpu_adam,
     .sum_squares = cpu_sum_squares,
     .scale = cpu_scale,
+    .unscale = cpu_unscale,
     .average = cpu_average,
     .swap = cpu_swap,
     .copy = cpu_copy,
