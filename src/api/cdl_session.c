@@ -568,7 +568,8 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
                                         sizeof *truth)
                                : NULL;
     int st = truth_boxes && !truth ? error_set(e, CDL_ERUNTIME, "out of memory for truth boxes")
-                                   : net_set_truth(&s->net, truth, e);
+                                   : CDL_OK;
+    net_set_truth(&s->net, truth);
     st = st || dist_size() <= 1 ? st : dist_open(&plan->dist, &s->net, dist_timeout_s, e);
     if (st) {
         free(truth);
@@ -596,7 +597,7 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
     loader_close(loader);
     dist_close(plan->dist, &s->net);
     plan->dist = NULL;
-    net_set_truth(&s->net, NULL, NULL);
+    net_set_truth(&s->net, NULL);
     free(truth);
     return st;
 }

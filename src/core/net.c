@@ -875,17 +875,10 @@ int net_truth_boxes(const Net *net)
     return boxes;
 }
 
-int net_set_truth(Net *net, float *truth, Error *e)
+void net_set_truth(Net *net, float *truth)
 {
-    for (int i = 0; truth && !net->backend->host_visible && i < net->n_layers; i++)
-        if (net->layers[i].type->reads_truth)
-            return error_set(e, CDL_EUSAGE,
-                             "layer %d [%s] reads truth boxes, which are not staged to the %s yet "
-                             "(train a detection net on the CPU)",
-                             i, net->layers[i].type->name, net->backend->name);
     net->truth = truth;
     net->truth_boxes = truth ? net_truth_boxes(net) : 0;
-    return CDL_OK;
 }
 
 const int *net_batch_labels(const Net *net)

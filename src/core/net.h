@@ -91,8 +91,8 @@ typedef struct Net {
     float *input_delta;      /* [batch][in_shape] dL/d(input), only when requested */
     int *labels;             /* [batch][net_labels_per_sample] */
     /* Truth boxes of the detection losses (StepContext.truth): [batch][truth_boxes][5] floats in
-     * host memory that the caller owns and fills before a forward (CPU only for now:
-     * net_set_truth); NULL: none. */
+     * host memory that the caller owns and fills before a forward (net_set_truth); NULL:
+     * none. */
     float *truth;
     int truth_boxes;
     /* Where the layers' kernels run (core/backend.h): the shared workspace, and on a GPU the
@@ -230,10 +230,9 @@ const float *net_host_output(Net *net);
  * LayerType.truth_boxes of its reads_truth layers; 0 when none reads boxes. */
 int net_truth_boxes(const Net *net);
 /* Points the detection losses at truth [batch][net_truth_boxes][TRUTH_FLOATS] (data/boxes.h),
- * host memory that the caller owns and fills before each forward (NULL: no loss). Refused
- * (CDL_EUSAGE, naming the first layer that reads boxes) on a backend the host cannot write, whose
- * truth staging is not written yet. */
-int net_set_truth(Net *net, float *truth, Error *e);
+ * host memory that the caller owns and fills before each forward (NULL: no loss); the losses read
+ * it on the host on every backend (a GPU's bring their outputs there: cuda/yolo.c). */
+void net_set_truth(Net *net, float *truth);
 
 /* Waits for the passes queued on the net's backend (none on the CPU) and returns the first failure
  * among them (CDL_ERUNTIME). Host code syncs before it downloads what a pass wrote. */

@@ -1,4 +1,5 @@
-/* [yolo]'s configuration (layers/yolo.c parses it; backend/cpu/yolo.c computes with it). */
+/* [yolo]'s configuration (layers/yolo.c parses it; layers/yolo_loss.c and each backend's yolo
+ * kernels compute with it). */
 #ifndef CDL_YOLO_H
 #define CDL_YOLO_H
 
@@ -28,6 +29,10 @@ typedef struct Yolo {
     /* Per-batch state (resize): darknet's l.delta, the negative gradient of the loss with
      * respect to the layer's input, [batch][out_shape], written by the forward. */
     float *delta;
+    /* On a GPU (cuda/yolo.c): host memory [2][batch][out_shape] holding the output and the delta
+     * while the loss is computed on the host, made by its resize and freed by its release; NULL
+     * on the CPU. */
+    float *host;
 } Yolo;
 
 #endif

@@ -108,3 +108,30 @@ PY
     [ "$status" -eq 2 ]
     [[ "$output" == *"[net] pad: this augmentation does not move truth boxes yet"* ]]
 }
+
+# On the GPU (the simulator's build) the outputs come from the device and the loss from the host
+# (cuda/yolo.c): the step losses are the CPU's within float32 round-off, with darknet's defaults
+# and with scale_x_y and the CIoU loss, whose deltas are computed on the device's outputs.
+@test "a detector trains on the GPU with the CPU's losses" {
+    local gpu_cdl="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
+    [ -x "$gpu_cdl" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
+    detection_set
+    sed 's/^max=4$/max=4\nscale_x_y=1.1\niou_loss=ciou\niou_normalizer=0.07/' tiny.cfg > ciou.cfg
+    grep -q "iou_loss=ciou" ciou.cfg
+    for cfg in tiny ciou; do
+        "$CDL" train $cfg.cfg --data det.data --epochs 3 --out cpu.cdl --threads 1 --workers 0 \
+            --log cpu_$cfg.jsonl --log-every 1
+        "$gpu_cdl" train $cfg.cfg --data det.data --epochs 3 --out gpu.cdl --threads 1 \
+            --workers 0 --gpu 0 --log gpu_$cfg.jsonl --log-every 1
+        paste <(jq -r 'select(.type == "step").loss' cpu_$cfg.jsonl) \
+            <(jq -r 'select(.type == "step").loss' gpu_$cfg.jsonl) > both
+        [ "$(wc -l < both)" -eq 6 ]
+        python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    done
+    run "$gpu_cdl" train tiny.cfg --data det.data --epochs 1 --out g.cdl --gpu 0 --cuda-graph
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--cuda-graph does not capture a loss other than one [softmax]'s yet"* ]]
+}

@@ -1,0 +1,26 @@
+/* [yolo]'s elementwise work on the device (yolo.cu): C entry points, float32.
+ *
+ *   in, out, delta, in_delta [batch][n_mask][entries][h][w], entries = classes + 5, plane = h w */
+#ifndef CDL_CUDA_YOLO_H
+#define CDL_CUDA_YOLO_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out = in with entries 0, 1 (x, y) scale_x_y logistic(in) - (scale_x_y - 1) / 2, entries 2, 3
+ * (w, h) as they are, and entries 4.. (objectness, classes) logistic(in); n values in all. */
+cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries, size_t plane,
+                              float scale_x_y, cudaStream_t stream);
+/* in_delta += k delta, n values. */
+cudaError_t cuda_yolo_backward(float *in_delta, const float *delta, size_t n, float k,
+                               cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

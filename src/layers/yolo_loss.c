@@ -1,0 +1,401 @@
+/* [yolo]'s loss (yolo_loss.h): darknet's delta and cost given truth boxes (AlexeyAB's
+ * yolo_layer.c and box.c, followed rule by rule), on the host for every backend.
+ *
+ *   in, out, Yolo.delta [batch][n_mask][classes + 5][h][w]
+ *
+ * What the delta is the gradient of (its sign flipped): on objectness and class scores, of the
+ * binary cross-entropy of the logistic output against 0 or 1 (σ(z) - t is d BCE / dz); with
+ * iou_loss=mse and scale_x_y=1, on x, y of s BCE(σ(z), t) and on w, h of s (t - z)^2 / 2, times
+ * iou_normalizer, s = 2 - truth w h. Not a gradient: the choices (which cell and anchor a truth
+ * goes to, the ignore rule, a second truth in a cell overwriting the first's class target) are
+ * steps; scale_x_y != 1 drops its factor; the IoU losses' deltas are darknet's own expressions
+ * (dx_box_iou: w, h not halved, no logistic factor on x, y); iou_thresh < 1 divides box deltas
+ * by the classes of positive delta. The printed cost is none of these losses either. */
+#include "layers/yolo_loss.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct Box {
+    float x, y, w, h;
+} Box;
+
+/* Directions of a box's x, y, w, h that raise an IoU (darknet's dxrep, already in x, y, w, h). */
+typedef struct BoxGrad {
+    float x, y, w, h;
+} BoxGrad;
+
+/* What delta_box reports for the cost: the IoU and GIoU of the prediction with its truth. */
+typedef struct BoxIous {
+    float iou, giou;
+} BoxIous;
+
+static float overlap(float x1, float w1, float x2, float w2)
+{
+    const float left = fmaxf(x1 - w1 / 2, x2 - w2 / 2);
+    const float right = fminf(x1 + w1 / 2, x2 + w2 / 2);
+    return right - left;
+}
+
+/* The intersection and union areas of a and b. */
+static void box_areas(Box a, Box b, float *inter, float *uni)
+{
+    const float w = overlap(a.x, a.w, b.x, b.w), h = overlap(a.y, a.h, b.y, b.h);
+    *inter = w < 0 || h < 0 ? 0 : w * h;
+    *uni = a.w * a.h + b.w * b.h - *inter;
+}
+
+static float box_iou(Box a, Box b)
+{
+    float inter, uni;
+    box_areas(a, b, &inter, &uni);
+    return inter == 0 || uni == 0 ? 0 : inter / uni;
+}
+
+/* Width and height of the smallest box holding a and b. */
+static void enclosing(Box a, Box b, float *w, float *h)
+{
+    *w = fmaxf(a.x + a.w / 2, b.x + b.w / 2) - fminf(a.x - a.w / 2, b.x - b.w / 2);
+    *h = fmaxf(a.y + a.h / 2, b.y + b.h / 2) - fminf(a.y - a.h / 2, b.y - b.h / 2);
+}
+
+/* darknet's CIoU aspect term 4/π² (atan(w_b/h_b) - atan(w_a/h_a))². */
+static float aspect_term(Box a, Box b)
+{
+    const float d = atanf(b.w / b.h) - atanf(a.w / a.h);
+    return (float)(4 / (M_PI * M_PI)) * d * d;
+}
+
+/* box_iou, box_giou, box_diou (with darknet's exponent 0.6 on the distance term), box_ciou. */
+static float box_iou_kind(Box a, Box b, YoloIouLoss kind)
+{
+    const float iou = box_iou(a, b);
+    float cw, ch, inter, uni;
+    enclosing(a, b, &cw, &ch);
+    if (kind == YOLO_GIOU) {
+        box_areas(a, b, &inter, &uni);
+        return cw * ch == 0 ? iou : iou - (cw * ch - uni) / (cw * ch);
+    }
+    const float c2 = cw * cw + ch * ch;
+    if ((kind != YOLO_DIOU && kind != YOLO_CIOU) || c2 == 0)
+        return iou;
+    const float dist = ((a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y)) / c2;
+    if (kind == YOLO_DIOU)
+        return iou - powf(dist, 0.6f);
+    const float ar = aspect_term(a, b);
+    return iou - (dist + ar / (1 - iou + ar + 0.000001f) * ar);
+}
+
+/* The centre-distance term of DIoU and CIoU, with the enclosing box's corners chosen as darknet
+ * picks them (pred's side where it sticks out). */
+static BoxGrad distance_grad(Box p, Box t)
+{
+    const float pt = p.y - p.h / 2, pb = p.y + p.h / 2, pl = p.x - p.w / 2, pr = p.x + p.w / 2;
+    const float tt = t.y - t.h / 2, tb = t.y + t.h / 2, tl = t.x - t.w / 2, tr = t.x + t.w / 2;
+    float cw, ch;
+    enclosing(p, t, &cw, &ch);
+    const float c = cw * cw + ch * ch;
+    const float s = (p.x - t.x) * (p.x - t.x) + (p.y - t.y) * (p.y - t.y);
+    const float dcw_dx = (pr > tr) - (pl < tl), dch_dy = (pb > tb) - (pt < tt);
+    const float dcw_dw = 0.5f * (pr > tr) + 0.5f * (pl < tl);
+    const float dch_dh = 0.5f * (pb > tb) + 0.5f * (pt < tt);
+    return (BoxGrad){(2 * (t.x - p.x) * c - 2 * cw * dcw_dx * s) / (c * c),
+                     (2 * (t.y - p.y) * c - 2 * ch * dch_dy * s) / (c * c),
+                     2 * cw * dcw_dw * s / (c * c), 2 * ch * dch_dh * s / (c * c)};
+}
+
+/* darknet's dx_box_iou: the direction that raises IoU (or GIoU, DIoU, CIoU) in the prediction's
+ * x, y, w, h, from its top, bottom, left and right sides (the prediction's w, h are positive:
+ * exp of the input, 0 replaced by 1). Where the boxes do not overlap, GIoU, DIoU and CIoU keep
+ * only their extra term. */
+static BoxGrad dx_box_iou(Box p, Box t, YoloIouLoss kind)
+{
+    const float pt = p.y - p.h / 2, pb = p.y + p.h / 2, pl = p.x - p.w / 2, pr = p.x + p.w / 2;
+    const float tt = t.y - t.h / 2, tb = t.y + t.h / 2, tl = t.x - t.w / 2, tr = t.x + t.w / 2;
+    const float area = (pb - pt) * (pr - pl), truth_area = (tb - tt) * (tr - tl);
+    const float ih = fminf(pb, tb) - fmaxf(pt, tt), iw = fminf(pr, tr) - fmaxf(pl, tl);
+    const float inter = iw * ih, uni = area + truth_area - inter;
+    const float cw = fmaxf(pr, tr) - fminf(pl, tl), ch = fmaxf(pb, tb) - fminf(pt, tt);
+    const float c = cw * ch;
+    /* d/d(top, bottom, left, right) of the prediction's area, the intersection, the union and
+     * the enclosing area. */
+    const float dx_area[4] = {-(pr - pl), pr - pl, -(pb - pt), pb - pt};
+    const float d_inter[4] = {pt > tt ? -iw : 0, pb < tb ? iw : 0, pl > tl ? -ih : 0,
+                              pr < tr ? ih : 0};
+    const float d_enc[4] = {pt < tt ? -cw : 0, pb > tb ? cw : 0, pl < tl ? -ch : 0,
+                            pr > tr ? ch : 0};
+    const int apart = iw <= 0 || ih <= 0;
+    float side[4];
+    for (int k = 0; k < 4; k++) {
+        const float d_uni = dx_area[k] - d_inter[k];
+        side[k] = uni > 0 ? (uni * d_inter[k] - inter * d_uni) / (uni * uni) : 0;
+        if (kind == YOLO_GIOU) {
+            const float extra = (c * d_uni - uni * d_enc[k]) / (c * c);
+            side[k] = apart ? extra : side[k] + (c > 0 ? extra : 0);
+        }
+    }
+    BoxGrad g = {side[2] + side[3], side[0] + side[1], side[3] - side[2], side[1] - side[0]};
+    if (kind != YOLO_DIOU && kind != YOLO_CIOU)
+        return g;
+    BoxGrad d = distance_grad(p, t);
+    if (kind == YOLO_CIOU) {
+        const float diff = atanf(t.w / t.h) - atanf(p.w / p.h);
+        const float ar = aspect_term(p, t);
+        const float alpha = ar / (1 - inter / uni + ar + 0.000001f);
+        d.w += alpha * (float)(8 / (M_PI * M_PI)) * diff * p.h;
+        d.h -= alpha * (float)(8 / (M_PI * M_PI)) * diff * p.w;
+    }
+    if (apart)
+        return d;
+    if (cw * cw + ch * ch > 0)
+        g = (BoxGrad){g.x + d.x, g.y + d.y, g.w + d.w, g.h + d.h};
+    return g;
+}
+
+/* Where one anchor of one cell keeps its entries: out[at + entry * stride]. */
+typedef struct Cell {
+    size_t at;
+    int i, j;   /* column and row */
+    int anchor; /* index among all num anchors */
+} Cell;
+
+static Box predicted_box(const Yolo *yo, const float *out, Cell c, int w, int h, size_t stride)
+{
+    return (Box){(c.i + out[c.at]) / w, (c.j + out[c.at + stride]) / h,
+                 expf(out[c.at + 2 * stride]) * yo->anchors[2 * c.anchor] / yo->net_w,
+                 expf(out[c.at + 3 * stride]) * yo->anchors[2 * c.anchor + 1] / yo->net_h};
+}
+
+static float finite_or_zero(float v)
+{
+    return isfinite(v) ? v : 0;
+}
+
+/* darknet's delta_yolo_box with accumulate=1: adds the box deltas of cell c toward truth. */
+static BoxIous delta_box(const Yolo *yo, const float *out, float *delta, Cell c, Box truth, int w,
+                         int h, size_t stride)
+{
+    Box pred = predicted_box(yo, out, c, w, h, stride);
+    const BoxIous ious = {box_iou(pred, truth), box_iou_kind(pred, truth, YOLO_GIOU)};
+    const float *x = out + c.at;
+    float *d = delta + c.at;
+    if (yo->iou_loss == YOLO_MSE) {
+        const float s = (2 - truth.w * truth.h) * yo->iou_normalizer;
+        d[0] += s * (truth.x * w - c.i - x[0]);
+        d[stride] += s * (truth.y * h - c.j - x[stride]);
+        d[2 * stride] +=
+            s * (logf(truth.w * yo->net_w / yo->anchors[2 * c.anchor]) - x[2 * stride]);
+        d[3 * stride] +=
+            s * (logf(truth.h * yo->net_h / yo->anchors[2 * c.anchor + 1]) - x[3 * stride]);
+        return ious;
+    }
+    pred.w = pred.w == 0 ? 1 : pred.w;
+    pred.h = pred.h == 0 ? 1 : pred.h;
+    const BoxGrad g = dx_box_iou(pred, truth, yo->iou_loss);
+    float v[4] = {g.x, g.y, g.w * expf(x[2 * stride]), g.h * expf(x[3 * stride])};
+    for (int k = 0; k < 4; k++) {
+        v[k] = finite_or_zero(v[k] * yo->iou_normalizer);
+        if (yo->max_delta != FLT_MAX)
+            v[k] = fminf(fmaxf(v[k], -yo->max_delta), yo->max_delta);
+        d[k * stride] += v[k];
+    }
+    return ious;
+}
+
+/* darknet's delta_yolo_class (no focal loss, label smoothing or class multipliers: then
+ * cls_normalizer has no effect either): targets 1 for the class and 0 for the others; a cell that
+ * already has a target class only gets this one's set to 1. */
+static void delta_class(const float *out, float *delta, size_t at, int class_id, int classes,
+                        size_t stride)
+{
+    if (delta[at + stride * class_id] != 0) {
+        const float r = 1 - out[at + stride * class_id];
+        if (isfinite(r))
+            delta[at + stride * class_id] = r;
+        return;
+    }
+    for (int k = 0; k < classes; k++) {
+        const float r = (k == class_id) - out[at + stride * k];
+        if (isfinite(r))
+            delta[at + stride * k] = r;
+    }
+}
+
+/* What the cost needs besides the deltas: over the truths given a cell, the sums of 1 - IoU and
+ * 1 - GIoU, and their count. */
+typedef struct YoloTally {
+    double iou_loss, giou_loss;
+    int count;
+} YoloTally;
+
+/* Steps *t to the next truth from there among the first n_truth of a sample, as darknet reads
+ * them: a box with x = 0 ends the list, a class out of range is skipped. Returns 0 at the end. */
+static int next_truth(const float *truth, int n_truth, int classes, int *t, Box *box, int *class_id)
+{
+    for (; *t < n_truth; ++*t) {
+        const float *f = truth + (size_t)*t * TRUTH_FLOATS;
+        *box = (Box){f[TRUTH_X], f[TRUTH_Y], f[TRUTH_W], f[TRUTH_H]};
+        *class_id = f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < classes ? (int)f[TRUTH_CLASS] : -1;
+        if (box->x == 0)
+            return 0;
+        if (*class_id >= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Anchor n as a box at the origin, relative to the net input. */
+static Box anchor_shape(const Yolo *yo, int n)
+{
+    return (Box){0, 0, yo->anchors[2 * n] / yo->net_w, yo->anchors[2 * n + 1] / yo->net_h};
+}
+
+/* The rule for cells where a prediction overlaps a truth: objectness is pushed to 0 unless the
+ * best IoU with a truth of a class the cell already scores above 0.25 passes ignore_thresh;
+ * above truth_thresh the cell learns that truth as if assigned to it. */
+static void delta_predictions(const Yolo *yo, const float *out, float *delta, const float *truth,
+                              int n_truth, size_t sample, int w, int h)
+{
+    const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
+    for (int j = 0; j < h; j++)
+        for (int i = 0; i < w; i++)
+            for (int n = 0; n < yo->n_mask; n++) {
+                const Cell c = {sample + n * entries + (size_t)j * w + i, i, j, yo->mask[n]};
+                const size_t obj = c.at + 4 * stride, cls = c.at + 5 * stride;
+                const Box pred = predicted_box(yo, out, c, w, h, stride);
+                float best_match = 0, best = 0;
+                int best_class = 0, scored = 0, class_id;
+                Box tb, best_box = {0, 0, 0, 0};
+                for (int k = 0; k < yo->classes; k++)
+                    scored |= out[cls + stride * k] > 0.25f;
+                for (int t = 0; next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
+                    const float iou = box_iou(pred, tb);
+                    if (iou > best_match && scored)
+                        best_match = iou;
+                    if (iou > best) {
+                        best = iou;
+                        best_box = tb;
+                        best_class = class_id;
+                    }
+                }
+                delta[obj] = yo->obj_normalizer * (0 - out[obj]);
+                if (best_match > yo->ignore_thresh)
+                    delta[obj] = 0;
+                if (best > yo->truth_thresh) {
+                    delta[obj] = yo->obj_normalizer * (1 - out[obj]);
+                    delta_class(out, delta, cls, best_class, yo->classes, stride);
+                    delta_box(yo, out, delta, c, best_box, w, h, stride);
+                }
+            }
+}
+
+/* Assigns truth tb to cell c: box, objectness 1 and class deltas, and the tally. */
+static void assign_truth(const Yolo *yo, const float *out, float *delta, Cell c, Box tb,
+                         int class_id, int w, int h, YoloTally *tally)
+{
+    const size_t stride = (size_t)w * h;
+    const BoxIous ious = delta_box(yo, out, delta, c, tb, w, h, stride);
+    tally->iou_loss += 1 - ious.iou;
+    tally->giou_loss += 1 - ious.giou;
+    tally->count++;
+    delta[c.at + 4 * stride] = yo->obj_normalizer * (1 - out[c.at + 4 * stride]);
+    delta_class(out, delta, c.at + 5 * stride, class_id, yo->classes, stride);
+}
+
+static int mask_index(const Yolo *yo, int anchor)
+{
+    for (int n = 0; n < yo->n_mask; n++)
+        if (yo->mask[n] == anchor)
+            return n;
+    return -1;
+}
+
+/* Each truth goes to the cell holding its centre, with the anchor of best IoU by width and height
+ * among all num (when this layer has it), and with iou_thresh < 1 also every other anchor of this
+ * layer whose IoU of kind iou_thresh_kind passes it. The cell is clamped into the grid: darknet
+ * indexes past the row for a centre at exactly 1. */
+static void delta_truths(const Yolo *yo, const float *out, float *delta, const float *truth,
+                         int n_truth, size_t sample, int w, int h, YoloTally *tally)
+{
+    const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
+    int class_id;
+    Box tb;
+    for (int t = 0; next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
+        const Box shape = {0, 0, tb.w, tb.h};
+        float best = 0;
+        int best_n = 0;
+        for (int n = 0; n < yo->total; n++) {
+            const float iou = box_iou(anchor_shape(yo, n), shape);
+            if (iou > best) {
+                best = iou;
+                best_n = n;
+            }
+        }
+        const int i = (int)fminf(tb.x * w, w - 1), j = (int)fminf(tb.y * h, h - 1);
+        const size_t at = sample + (size_t)j * w + i;
+        for (int n = 0; n < yo->total; n++) {
+            const int m = mask_index(yo, n);
+            if (m < 0)
+                continue;
+            if (n == best_n ||
+                (yo->iou_thresh < 1.0f &&
+                 box_iou_kind(anchor_shape(yo, n), shape, yo->iou_thresh_kind) > yo->iou_thresh))
+                assign_truth(yo, out, delta, (Cell){at + m * entries, i, j, n}, tb, class_id, w, h,
+                             tally);
+        }
+    }
+}
+
+/* With iou_thresh < 1, a cell's box deltas (added once per truth given it) are divided by the
+ * number of its classes with a positive delta. */
+static void average_box_deltas(const Yolo *yo, float *delta, size_t sample, int w, int h)
+{
+    const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
+    for (int n = 0; n < yo->n_mask; n++)
+        for (size_t p = 0; p < stride; p++) {
+            float *d = delta + sample + n * entries + p;
+            if (d[4 * stride] == 0)
+                continue;
+            int positive = 0;
+            for (int k = 0; k < yo->classes; k++)
+                positive += d[(5 + k) * stride] > 0;
+            for (int k = 0; positive && k < 4; k++)
+                d[k * stride] /= positive;
+        }
+}
+
+/* darknet's cost of the batch from its deltas and tally (show_details=1, its default). */
+static double yolo_cost(const Yolo *yo, const float *delta, int batch, int w, int h,
+                        const YoloTally *tally)
+{
+    const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
+    double all = 0, box = 0;
+    for (size_t k = 0; k < (size_t)batch * yo->n_mask * entries; k++) {
+        all += (double)delta[k] * delta[k];
+        if (k % entries < 4 * stride)
+            box += (double)delta[k] * delta[k];
+    }
+    if (yo->iou_loss == YOLO_MSE)
+        return all;
+    const double iou_loss = yo->iou_loss == YOLO_GIOU ? tally->giou_loss : tally->iou_loss;
+    const double avg = tally->count ? yo->iou_normalizer * iou_loss / tally->count : 0;
+    return avg + yo->obj_normalizer * (all - box);
+}
+
+double yolo_loss(const Yolo *yo, const float *out, float *delta, const float *truth,
+                 int truth_boxes, int batch, int w, int h)
+{
+    const size_t sample = (size_t)yo->n_mask * (size_t)(yo->classes + 5) * (size_t)w * (size_t)h;
+    memset(delta, 0, (size_t)batch * sample * sizeof *delta);
+    const int n_truth = truth_boxes < yo->max_boxes ? truth_boxes : yo->max_boxes;
+    YoloTally tally = {0, 0, 0};
+    for (int b = 0; b < batch; b++) {
+        const float *boxes = truth + (size_t)b * truth_boxes * TRUTH_FLOATS;
+        delta_predictions(yo, out, delta, boxes, n_truth, b * sample, w, h);
+        delta_truths(yo, out, delta, boxes, n_truth, b * sample, w, h, &tally);
+        if (yo->iou_thresh < 1.0f)
+            average_box_deltas(yo, delta, b * sample, w, h);
+    }
+    return yolo_cost(yo, delta, batch, w, h, &tally);
+}
