@@ -1,18 +1,24 @@
-/* [attention]'s GPU kernels (layers/attention.c has its meaning): the two projections as cuBLAS
+/* [attention]'s GPU kernels (layers/attention.c has its meaning): the projections as cuBLAS
  * products over all rows, the heads' products as strided batched cuBLAS products over the heads of
- * one sample (a head's Q, K and V are D columns of qkv, heads D columns apart), and the masked
- * softmax, the dropout mask and the softmax's backward as own kernels
+ * one sample (a head's Q, K and V are D columns of their rows, heads D columns apart), and the
+ * masked softmax, the dropout mask and the softmax's backward as own kernels
  * (cuda/kernels/attention.cu). The scores are computed for every key and the causal mask applied
  * by the softmax (the CPU skips most masked blocks: the same values). The dropout mask is drawn
  * from the CPU's key and indices (util/rng.h's counter-based draws on the device), so both masks
  * are the same. staged= and packed= choose the CPU's order of work only: the GPU computes the same
  * values either way. forward_at keeps qkv as the key/value cache, as the CPU does: row t of
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
+ * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
+ * (backend/cpu/attention_cross.c), in fp32 and without dropout as there; its forward_at is the
+ * whole forward (every query row attends to the whole memory).
  *
- *   in, out [batch][T][C]   qkv [batch][T][3C]   P, mask [batch][H][T][T]   heads [batch][T][C]
- *   Attention.workspace on the GPU: work of one pass, [batch][H][T][T] for the dropped weights P m
- *   (dropout in training) then [batch][H][T][T] for dS (nets with gradients)
- *   the backward's dL/d(heads) [batch][T][C] and dL/d(qkv) [batch][T][3C] in the net's workspace
+ *   in, out [batch][T][C]   memory (source=) [batch][S][C]; S = T in self-attention
+ *   self: qkv [batch][T][3C]; cross: q [batch][T][C] then kv [batch][S][2C] in Attention.qkv
+ *   P, mask [batch][H][T][S]   heads [batch][T][C]
+ *   Attention.workspace on the GPU: work of one pass, [batch][H][T][S] for the dropped weights P m
+ *   (dropout in training) then [batch][H][T][S] for dS (nets with gradients)
+ *   the backward's dL/d(heads) [batch][T][C], then dL/d(qkv) [batch][T][3C] (self) or dL/dq
+ *   [batch][T][C] and dL/d(kv) [batch][S][2C] (cross), in the net's workspace
  */
 #include <math.h>
 
@@ -23,20 +29,53 @@
 #include "kernels/sequence.h"
 #include "layers/attention.h"
 
+/* Key rows per sample: the memory's in cross-attention, the input's otherwise. */
+static int keys_of(const Attention *a)
+{
+    return a->mem_seq ? a->mem_seq : a->seq;
+}
+
 static size_t probs_floats(const Attention *a, int batch)
 {
-    return (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)a->seq;
+    return (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)keys_of(a);
+}
+
+/* Where the heads' operands are, in Attention.qkv or in their gradients: q rows q_stride floats
+ * apart, k and v (v = k + C) rows kv_stride apart, sample b's at q + b T q_stride and k + b S
+ * kv_stride. */
+typedef struct HeadsView {
+    float *q, *k;
+    int q_stride, kv_stride;
+} HeadsView;
+
+/* The view of qkv (or of its gradient, laid out alike) for a mini-batch of batch. */
+static HeadsView heads_view(const Attention *a, float *qkv, int batch)
+{
+    const int c = a->channels;
+    if (a->mem_seq)
+        return (HeadsView){qkv, qkv + (size_t)batch * a->seq * c, c, 2 * c};
+    return (HeadsView){qkv, qkv + c, 3 * c, 3 * c};
+}
+
+static const float *sample_q(const Attention *a, HeadsView v, int b)
+{
+    return v.q + (size_t)b * a->seq * v.q_stride;
+}
+
+static const float *sample_k(const Attention *a, HeadsView v, int b)
+{
+    return v.k + (size_t)b * keys_of(a) * v.kv_stride;
 }
 
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
-    if (a->mem_seq)
+    if (a->mem_seq && l->precision != GEMM_FP32)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention] with source= (cross-attention) has no GPU "
-                         "implementation",
+                         "layer %d [attention]: cross-attention (source=) runs in fp32 only",
                          l->index);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
+    const size_t m_rows = (size_t)batch * (size_t)a->mem_seq;
     const size_t probs = probs_floats(a, batch);
     if (probs > NET_MAX_BATCH_FLOATS)
         return error_set(e, CDL_EUSAGE,
@@ -44,10 +83,11 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
                          "weights; lower batch or raise subdivisions",
                          l->index, batch, NET_MAX_BATCH_FLOATS);
     const int grads = l->params[P_WEIGHTS].grad != NULL;
+    const size_t qkv = a->mem_seq ? rows * c + m_rows * 2 * c : rows * 3 * c;
     a->threads = 1;
     a->packed = a->packed_proj = 0;
     a->block = a->seq;
-    a->qkv = layer_state_floats(st, rows * 3 * c);
+    a->qkv = layer_state_floats(st, qkv);
     a->heads_out = layer_state_floats(st, rows * c);
     a->probs = layer_state_floats(st, probs);
     /* Dropout acts in training only, which needs gradients. */
@@ -57,7 +97,7 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     /* the backward's dL/d(heads) and dL/d(qkv) first; the products' operands are at most qkv,
      * P or the input weights */
-    gpu_reserve_scratch(l, batch, rows * 4 * c, size_max(size_max(rows * 3 * c, probs), 3 * c * c));
+    gpu_reserve_scratch(l, batch, rows * c + qkv, size_max(size_max(qkv, probs), 3 * c * c));
     a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
     return CDL_OK;
 }
@@ -71,26 +111,40 @@ static void project(const StepContext *ctx, GemmPrecision p, const float *x, int
              "attention biases");
 }
 
+/* The input projections: self-attention's qkv = in W^T + b; cross-attention's q from the input
+ * (rows [0, C) of W and b) and kv from the memory (rows [C, 3C)). */
+static void project_inputs(Layer *l, const StepContext *ctx, HeadsView v)
+{
+    const Attention *a = l->priv;
+    const int c = a->channels;
+    const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
+    if (!a->mem_seq) {
+        project(ctx, l->precision, l->in[0], c, ctx->batch * a->seq, c, 3 * c, w, bias, v.q, 3 * c);
+        return;
+    }
+    project(ctx, l->precision, l->in[0], c, ctx->batch * a->seq, c, c, w, bias, v.q, c);
+    project(ctx, l->precision, l->in[1], c, ctx->batch * a->mem_seq, c, 2 * c, w + (size_t)c * c,
+            bias + c, v.k, 2 * c);
+}
+
 static void attention_forward_gpu(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int t = a->seq, c = a->channels, h = a->heads, d = a->head_size;
-    const int rows = ctx->batch * t;
-    const long long tt = (long long)t * t;
+    const int t = a->seq, s = keys_of(a), c = a->channels, h = a->heads, d = a->head_size;
+    const long long ts = (long long)t * s;
     const size_t probs = probs_floats(a, ctx->batch);
     const float scale = 1.0f / sqrtf((float)d);
+    const HeadsView v = heads_view(a, a->qkv, ctx->batch);
     a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
 
-    project(ctx, l->precision, l->in[0], c, rows, c, 3 * c, l->params[P_WEIGHTS].data,
-            l->params[P_BIASES].data, a->qkv, 3 * c);
+    project_inputs(l, ctx, v);
     /* S = scale Q K^T per (sample, head), into P */
-    for (int b = 0; b < ctx->batch; b++) {
-        const float *q = a->qkv + (size_t)b * t * 3 * c;
-        gpu_gemm_batched(ctx, l->precision, 0, 1, t, t, d, scale, q, 3 * c, d, q + c, 3 * c, d,
-                         0.0f, a->probs + (size_t)b * h * tt, t, tt, h);
-    }
+    for (int b = 0; b < ctx->batch; b++)
+        gpu_gemm_batched(ctx, l->precision, 0, 1, t, s, d, scale, sample_q(a, v, b), v.q_stride, d,
+                         sample_k(a, v, b), v.kv_stride, d, 0.0f, a->probs + (size_t)b * h * ts, s,
+                         ts, h);
     gpu_note(ctx,
-             cuda_attention_softmax(a->probs, ctx->batch * h * t, t, a->causal, gpu_stream(ctx)),
+             cuda_attention_softmax(a->probs, ctx->batch * h * t, s, a->causal, gpu_stream(ctx)),
              "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
@@ -98,7 +152,7 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
          * layer's key, the CPU's index ((pair + first_pair) T + i) T + j with first =
          * first_pair T T; a captured step keys on the draw id each replay uploads */
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-        const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)tt;
+        const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)ts;
         const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
                  cuda_dropout_forward(a->workspace, a->mask, a->probs, key,
@@ -109,18 +163,21 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         weights = a->workspace;
     }
     /* Y = weights V per (sample, head), the heads side by side */
-    for (int b = 0; b < ctx->batch; b++) {
-        const float *v = a->qkv + (size_t)b * t * 3 * c + 2 * c;
-        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t,
-                         tt, v, 3 * c, d, 0.0f, a->heads_out + (size_t)b * t * c, c, d, h);
-    }
-    project(ctx, l->precision, a->heads_out, c, rows, c, c, l->params[P_OUT_WEIGHTS].data,
-            l->params[P_OUT_BIASES].data, l->out, c);
+    for (int b = 0; b < ctx->batch; b++)
+        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, s, 1.0f, weights + (size_t)b * h * ts, s,
+                         ts, sample_k(a, v, b) + c, v.kv_stride, d, 0.0f,
+                         a->heads_out + (size_t)b * t * c, c, d, h);
+    project(ctx, l->precision, a->heads_out, c, ctx->batch * t, c, c,
+            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c);
 }
 
 static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
+    if (a->mem_seq) { /* every query row attends to the whole memory: row t is the forward's */
+        attention_forward_gpu(l, ctx);
+        return;
+    }
     const int c = a->channels, stride = a->seq * c;
     const size_t at = (size_t)t * c;
     /* Row t of every sample: rows of the batch are T rows apart. P's rows hold the scores. */
@@ -134,17 +191,35 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
             l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at, stride);
 }
 
+/* An input projection's backward: d biases[at..at+n) += column sums of dy [rows][n], d weights
+ * rows [at, at+n) += dy^T x, and dx [rows][C] = dx beta + dy weights' rows (dx NULL: none). */
+static void project_backward(Layer *l, const StepContext *ctx, const float *x, int rows, int n,
+                             const float *dy, int at, float *dx, float beta)
+{
+    const int c = ((const Attention *)l->priv)->channels;
+    const Param *w = &l->params[P_WEIGHTS];
+    gpu_note(ctx,
+             cuda_column_sums_add(l->params[P_BIASES].grad + at, dy, rows, n, gpu_stream(ctx)),
+             "attention biases gradient");
+    gpu_gemm(ctx, l->precision, 1, 0, n, c, rows, 1.0f, dy, n, x, c, 1.0f,
+             w->grad + (size_t)at * c, c);
+    if (dx)
+        gpu_gemm(ctx, l->precision, 0, 0, rows, c, n, 1.0f, dy, n, w->data + (size_t)at * c, c,
+                 beta, dx, c);
+}
+
 static void attention_backward_gpu(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    const int t = a->seq, c = a->channels, h = a->heads, d = a->head_size;
+    const int t = a->seq, s = keys_of(a), c = a->channels, h = a->heads, d = a->head_size;
     const int rows = ctx->batch * t;
-    const long long tt = (long long)t * t;
+    const long long ts = (long long)t * s;
     const size_t probs = probs_floats(a, ctx->batch);
     const float scale = 1.0f / sqrtf((float)d);
-    Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
-    float *dheads = ctx->exec->workspace;    /* [batch][T][C] */
-    float *dqkv = dheads + (size_t)rows * c; /* [batch][T][3C] */
+    const Param *out_w = &l->params[P_OUT_WEIGHTS];
+    float *dheads = ctx->exec->workspace; /* [batch][T][C] */
+    const HeadsView v = heads_view(a, a->qkv, ctx->batch);
+    const HeadsView dv = heads_view(a, dheads + (size_t)rows * c, ctx->batch);
     const float *mask = a->mask_is_valid ? a->mask : NULL;
     float *dropped = a->workspace, *ds = a->workspace + (a->mask ? probs : 0);
 
@@ -166,35 +241,36 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     }
     /* dP = dY V^T per (sample, head), then dS through the mask and the softmax */
     for (int b = 0; b < ctx->batch; b++)
-        gpu_gemm_batched(ctx, l->precision, 0, 1, t, t, d, 1.0f, dheads + (size_t)b * t * c, c, d,
-                         a->qkv + (size_t)b * t * 3 * c + 2 * c, 3 * c, d, 0.0f,
-                         ds + (size_t)b * h * tt, t, tt, h);
+        gpu_gemm_batched(ctx, l->precision, 0, 1, t, s, d, 1.0f, dheads + (size_t)b * t * c, c, d,
+                         sample_k(a, v, b) + c, v.kv_stride, d, 0.0f, ds + (size_t)b * h * ts, s,
+                         ts, h);
     gpu_note(ctx,
-             cuda_attention_softmax_backward(ds, a->probs, mask, ctx->batch * h * t, t, a->causal,
+             cuda_attention_softmax_backward(ds, a->probs, mask, ctx->batch * h * t, s, a->causal,
                                              gpu_stream(ctx)),
              "attention softmax backward");
     /* dQ = scale dS K, dK = scale dS^T Q, dV = weights^T dY per (sample, head): every column of
-     * dqkv written */
+     * the gradients of q, k and v written */
     for (int b = 0; b < ctx->batch; b++) {
-        const float *q = a->qkv + (size_t)b * t * 3 * c, *ds_b = ds + (size_t)b * h * tt;
-        float *dq = dqkv + (size_t)b * t * 3 * c;
-        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, t, scale, ds_b, t, tt, q + c, 3 * c, d,
-                         0.0f, dq, 3 * c, d, h);
-        gpu_gemm_batched(ctx, l->precision, 1, 0, t, d, t, scale, ds_b, t, tt, q, 3 * c, d, 0.0f,
-                         dq + c, 3 * c, d, h);
-        gpu_gemm_batched(ctx, l->precision, 1, 0, t, d, t, 1.0f, weights + (size_t)b * h * tt, t,
-                         tt, dheads + (size_t)b * t * c, c, d, 0.0f, dq + 2 * c, 3 * c, d, h);
+        const float *ds_b = ds + (size_t)b * h * ts;
+        float *dq = (float *)sample_q(a, dv, b), *dk = (float *)sample_k(a, dv, b);
+        gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, s, scale, ds_b, s, ts, sample_k(a, v, b),
+                         v.kv_stride, d, 0.0f, dq, dv.q_stride, d, h);
+        gpu_gemm_batched(ctx, l->precision, 1, 0, s, d, t, scale, ds_b, s, ts, sample_q(a, v, b),
+                         v.q_stride, d, 0.0f, dk, dv.kv_stride, d, h);
+        gpu_gemm_batched(ctx, l->precision, 1, 0, s, d, t, 1.0f, weights + (size_t)b * h * ts, s,
+                         ts, dheads + (size_t)b * t * c, c, d, 0.0f, dk + c, dv.kv_stride, d, h);
     }
-    /* Input projection: d biases += column sums of dqkv, d weights += dqkv^T x, d x (+)= dqkv
-     * weights. */
-    gpu_note(ctx,
-             cuda_column_sums_add(l->params[P_BIASES].grad, dqkv, rows, 3 * c, gpu_stream(ctx)),
-             "attention biases gradient");
-    gpu_gemm(ctx, l->precision, 1, 0, 3 * c, c, rows, 1.0f, dqkv, 3 * c, l->in[0], c, 1.0f, w->grad,
-             c);
-    if (l->in_delta[0])
-        gpu_gemm(ctx, l->precision, 0, 0, rows, c, 3 * c, 1.0f, dqkv, 3 * c, w->data, c,
-                 layer_input_delta_beta(l, 0), l->in_delta[0], c);
+    /* Input projections: self-attention's one over qkv; cross-attention's over q, then over kv
+     * into the memory's gradient (which adds where the memory is the input). */
+    float *dx = l->in_delta[0];
+    if (!a->mem_seq) {
+        project_backward(l, ctx, l->in[0], rows, 3 * c, dv.q, 0, dx, layer_input_delta_beta(l, 0));
+        return;
+    }
+    float *dm = l->in_delta[1];
+    project_backward(l, ctx, l->in[0], rows, c, dv.q, 0, dx, layer_input_delta_beta(l, 0));
+    project_backward(l, ctx, l->in[1], ctx->batch * a->mem_seq, 2 * c, dv.k, c, dm,
+                     dm == dx ? 1.0f : layer_input_delta_beta(l, 1));
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
