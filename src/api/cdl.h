@@ -137,6 +137,37 @@ int cdl_model_predict_npy(cdl_model *model, const char *npy_path, float **probs,
  * [cost] after one); 0 when they are its last layer's raw values (a classifier's logits). */
 int cdl_model_outputs_probabilities(const cdl_model *model);
 
+/* ---- Object detection (src/cdl_detect.c) ---- */
+
+/* One detected object: a box and one of its classes. */
+typedef struct cdl_detection {
+    int class_id;
+    float score;      /* objectness times the class's probability */
+    float x, y, w, h; /* the box in pixels of the image: left, top, width, height (may reach
+                         past the image's sides) */
+} cdl_detection;
+
+typedef struct cdl_detect_options {
+    float thresh; /* report a box's class when its score is above this (darknet: 0.25) */
+    float nms;    /* non-maximum suppression's threshold ([yolo] nms_kind= says which; darknet:
+                     0.45); 0: none */
+} cdl_detect_options;
+
+/* 1 when the model is a detector (it has a [yolo] layer). */
+int cdl_model_is_detector(const cdl_model *model);
+/* Detects objects in a PNG or JPEG file: the image framed as eval frames it (letterbox=1 as
+ * darknet's detector), the boxes of every [yolo] layer (darknet's get_network_boxes), then
+ * per-class NMS as the last [yolo] layer's nms_kind= and beta_nms= say. *dets (malloc'd; free()
+ * it) receives *n detections, one per box and class above options->thresh, highest score
+ * first; *image_w, *image_h the image's size. A model that is not a detector is CDL_EUSAGE. */
+int cdl_model_detect_file(cdl_model *model, const char *image_path,
+                          const cdl_detect_options *options, cdl_detection **dets, int *n,
+                          int *image_w, int *image_h, char *err, size_t err_size);
+/* Decodes a PNG or JPEG file as it is: *pixels [*channels][*height][*width] in [0,1] (malloc'd;
+ * free() it), 1 channel for gray images, 3 for colour. */
+int cdl_read_image(const char *path, float **pixels, int *channels, int *height, int *width,
+                   char *err, size_t err_size);
+
 /* Text models (sequence nets trained on text; their vocabulary is in the checkpoint). */
 int cdl_model_is_text(const cdl_model *model);
 
