@@ -406,6 +406,40 @@ void cdl_eval_result_free(cdl_eval_result *result);
  * trained on); a text model on the validation text of a type=text one. */
 int cdl_model_evaluate(cdl_model *model, const char *data_path, const cdl_data_options *options,
                        cdl_eval_result *result, char *err, size_t err_size);
+/* A detector's figures on a dataset with truth boxes (cdl_model_evaluate_detection). */
+typedef struct cdl_detection_class_result {
+    int truths;
+    double ap50, ap50_95; /* -1 when the class has no truths */
+    int tp, fp;           /* detections above the threshold, at IoU 0.5 */
+    double avg_iou;       /* the true positives' IoU summed, over tp + fp (0 when none) */
+} cdl_detection_class_result;
+
+typedef struct cdl_detection_eval_result {
+    int images, classes;
+    int points;   /* how AP was computed: 101 (COCO), 11 (VOC 2007), 0 (area under the curve) */
+    float thresh; /* the score threshold of the figures below */
+    double map50, map50_95; /* the mean AP over the classes with truths */
+    int truths, tp, fp, fn;
+    double precision, recall, f1, avg_iou;
+    cdl_detection_class_result *per_class; /* [classes] */
+} cdl_detection_eval_result;
+
+typedef struct cdl_detection_eval_options {
+    float thresh; /* score threshold of TP, FP, precision, recall, F1, average IoU (0.25) */
+    float nms;    /* as cdl_detect_options (0.45) */
+    int points;   /* 0, 11 or 101 */
+} cdl_detection_eval_options;
+
+/* Evaluates a detector on the validation set of a .data file (NULL: the dataset it trained on),
+ * whose images have darknet label files: each image detected as cdl_model_detect_file does,
+ * keeping scores above 0.005 (darknet's detector map), then matched to its truths as
+ * pycocotools' COCOeval matches (bbox, area all, 100 detections per image and class): per
+ * class AP at IoU 0.5 and averaged over 0.5:0.05:0.95 (101-point AP equals COCOeval's), and at
+ * options->thresh darknet's TP, FP, precision, recall, F1 and average IoU. */
+int cdl_model_evaluate_detection(cdl_model *model, const char *data_path,
+                                 const cdl_detection_eval_options *options,
+                                 cdl_detection_eval_result *result, char *err, size_t err_size);
+void cdl_detection_eval_result_free(cdl_detection_eval_result *result);
 /* The dataset the model's checkpoint trained on ("" when it names none). */
 const char *cdl_model_data_path(const cdl_model *model);
 

@@ -138,3 +138,87 @@ PY
     [[ "$output" == *"notes.txt: exists and is a text file, not a PNG image; not overwriting it"* ]]
     [ "$(cat notes.txt)" = notes ]
 }
+
+@test "eval of a detector: per-class AP, TP, FP and mAP, as text and --json" {
+    train_detector
+    printf 'classes=1\ntrain=train.txt\nvalid=train.txt\nnames=det.names\n' > val.data
+    run "$CDL" eval det.cdl --data val.data --threads 1
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "det.cdl on val.data: 16 images, 16 boxes" ]]
+    [[ "$output" == *"  square  "*"%"* ]]
+    [[ "$output" == *"at score > 0.25 (IoU 0.5): TP "*", precision "*", recall "*", F1 "*", average IoU "*"%"* ]]
+    [[ "$output" == *"mAP@0.5 "*"%  mAP@0.5:0.95 "*"%  (COCO 101-point AP)"* ]]
+    for p in 101 11 0; do
+        "$CDL" eval det.cdl --data val.data --threads 1 --json --points $p > "eval$p.json"
+    done
+    /usr/bin/python3 - <<'PY'
+import json
+runs = {p: json.load(open("eval%d.json" % p)) for p in (101, 11, 0)}
+for p, r in runs.items():
+    assert r["points"] == p and r["images"] == 16 and r["truths"] == 16, r
+    c = r["per_class"][0]
+    assert c["class"] == "square" and c["truths"] == 16
+    assert c["ap50"] == r["map50"] and c["ap50_95"] == r["map50_95"]
+    assert 0.5 < r["map50"] <= 1 and 0 < r["map50_95"] < r["map50"], r
+    assert r["tp"] + r["fn"] == 16 and (c["tp"], c["fp"]) == (r["tp"], r["fp"])
+    assert abs(r["precision"] - r["tp"] / (r["tp"] + r["fp"])) < 1e-12
+    assert abs(r["recall"] - r["tp"] / 16) < 1e-12
+    assert abs(r["f1"] - 2 * r["precision"] * r["recall"] / (r["precision"] + r["recall"])) < 1e-12
+# the points change AP only; the matches and the figures at the threshold stay
+assert len({(r["tp"], r["fp"], r["avg_iou"]) for r in runs.values()}) == 1
+PY
+}
+
+@test "eval of a detector equals pycocotools on cdl detect's boxes (skipped without pycocotools)" {
+    python3 -c "import pycocotools" 2>/dev/null || skip "python3 has no pycocotools"
+    train_detector
+    printf 'classes=1\ntrain=train.txt\nvalid=train.txt\nnames=det.names\n' > val.data
+    "$CDL" eval det.cdl --data val.data --threads 1 --json > eval.json
+    # darknet's detector map keeps scores above 0.005, as detect --thresh 0.005 does
+    "$CDL" detect det.cdl $(cat train.txt) --thresh 0.005 --json --threads 1 > dets.json
+    python3 - <<'PY'
+import contextlib, io, json
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+results = json.load(open("dets.json"))
+gt = COCO()
+anns = []
+for i, r in enumerate(results):
+    _, x, y, w, h = map(float, open(r["file"].replace("/images/", "/labels/")[:-4] + ".txt").read().split())
+    W, H = r["width"], r["height"]
+    anns.append({"id": i + 1, "image_id": i, "category_id": 0, "iscrowd": 0, "area": w * W * h * H,
+                 "bbox": [(x - w / 2) * W, (y - h / 2) * H, w * W, h * H]})
+gt.dataset = {"images": [{"id": i} for i in range(len(results))], "categories": [{"id": 0}],
+              "annotations": anns}
+with contextlib.redirect_stdout(io.StringIO()):
+    gt.createIndex()
+    dt = gt.loadRes([{"image_id": i, "category_id": d["index"], "score": d["score"],
+                      "bbox": [d["x"], d["y"], d["w"], d["h"]]}
+                     for i, r in enumerate(results) for d in r["detections"]])
+    ev = COCOeval(gt, dt, "bbox")
+    ev.evaluate(); ev.accumulate(); ev.summarize()
+got = json.load(open("eval.json"))
+assert abs(got["map50_95"] - ev.stats[0]) < 1e-6, (got["map50_95"], ev.stats[0])
+assert abs(got["map50"] - ev.stats[1]) < 1e-6, (got["map50"], ev.stats[1])
+PY
+}
+
+@test "eval of a detector refuses bad --points, --skip-bad and a dataset of other classes (exit 2)" {
+    detection_set
+    printf 'classes=1\ntrain=train.txt\nvalid=train.txt\nnames=det.names\n' > val.data
+    "$CDL" train tiny.cfg --data det.data --epochs 1 --out det.cdl --threads 1 >/dev/null 2>&1
+    run "$CDL" eval det.cdl --data val.data --points 5
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: bad value '5' for --points: expected 0, 11 or 101" ]
+    run "$CDL" eval det.cdl --data val.data --skip-bad
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --skip-bad: a detector's evaluation stops at an unreadable image" ]
+    printf 'square\ncircle\n' > two.names
+    printf 'classes=2\ntrain=train.txt\nvalid=train.txt\nnames=two.names\n' > two.data
+    run "$CDL" eval det.cdl --data two.data
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: two.data: classes=2, but the detector's [yolo] layers have 1" ]
+    run "$CDL" eval det.cdl --data det.data
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: det.data: no validation set (set valid= or valid_split=)" ]
+}
