@@ -13,6 +13,21 @@ int cdl_model_is_detector(const cdl_model *model)
     return net_last_yolo(&model->net) != NULL;
 }
 
+/* A detection and the order it was found in, for a sort that keeps that order among equals. */
+typedef struct Ranked {
+    cdl_detection d;
+    int found;
+} Ranked;
+
+/* Descending score; equal scores in the order found. */
+static int compare_ranked(const void *pa, const void *pb)
+{
+    const Ranked *a = pa, *b = pb;
+    if (a->d.score != b->d.score)
+        return a->d.score > b->d.score ? -1 : 1;
+    return (a->found > b->found) - (a->found < b->found);
+}
+
 /* The detections of the image in the net's input (after a forward) as cdl_detections: one per
  * box and class whose score is above thresh, in pixels of the image, highest score first (equal
  * scores in decoding order, then by class). */
@@ -22,9 +37,13 @@ static int collect(const DetectionList *list, float thresh, int image_w, int ima
     int count = 0;
     for (size_t i = 0; i < (size_t)list->n * list->classes; i++)
         count += list->prob[i] > thresh;
+    Ranked *ranked = malloc((size_t)(count ? count : 1) * sizeof *ranked);
     cdl_detection *out = malloc((size_t)(count ? count : 1) * sizeof *out);
-    if (!out)
+    if (!ranked || !out) {
+        free(ranked);
+        free(out);
         return error_set(e, CDL_ERUNTIME, "out of memory holding %d detections", count);
+    }
     int m = 0;
     for (int i = 0; i < list->n; i++)
         for (int k = 0; k < list->classes; k++) {
@@ -32,17 +51,15 @@ static int collect(const DetectionList *list, float thresh, int image_w, int ima
             if (!(score > thresh))
                 continue;
             const Box b = list->items[i].box;
-            cdl_detection d = {k,
-                               score,
-                               (b.x - b.w / 2) * image_w,
-                               (b.y - b.h / 2) * image_h,
-                               b.w * image_w,
-                               b.h * image_h};
-            int at = m++;
-            for (; at > 0 && out[at - 1].score < score; at--)
-                out[at] = out[at - 1];
-            out[at] = d;
+            ranked[m] = (Ranked){{k, score, (b.x - b.w / 2) * image_w, (b.y - b.h / 2) * image_h,
+                                  b.w * image_w, b.h * image_h},
+                                 m};
+            m++;
         }
+    qsort(ranked, (size_t)count, sizeof *ranked, compare_ranked);
+    for (int i = 0; i < count; i++)
+        out[i] = ranked[i].d;
+    free(ranked);
     *dets = out;
     *n = count;
     return CDL_OK;
