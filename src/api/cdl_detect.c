@@ -77,6 +77,8 @@ static int detect_image(cdl_model *m, const Image *img, const char *path,
     AugmentConfig aug;
     if (net_augment(net, &aug, e) || api_model_reserve(m, 1, e))
         return e->code;
+    if (detect_check_framing(&aug, e))
+        return error_prefix(e, e->code, "%s: ", m->origin);
     net->batch = 1;
     if (augment_eval(&aug, img, &m->scratch, net_host_input(net), NULL))
         return error_set(e, CDL_ERUNTIME, "%s: out of memory preprocessing the image", path);

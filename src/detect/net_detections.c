@@ -13,6 +13,15 @@ const Layer *net_last_yolo(const Net *net)
     return NULL;
 }
 
+int detect_check_framing(const AugmentConfig *aug, Error *e)
+{
+    if (aug->center_crop)
+        return error_set(e, CDL_EUSAGE,
+                         "[net] center_crop=1: a detector frames its input with letterbox=1 or a "
+                         "plain resize (the crop would cut boxes off)");
+    return CDL_OK;
+}
+
 int net_detections(const Net *net, int b, const DetectFrame *frame, float thresh, float nms,
                    DetectionList *list, Error *e)
 {

@@ -5,6 +5,7 @@
 #define CDL_NET_DETECTIONS_H
 
 #include "core/net.h"
+#include "data/augment.h"
 #include "detect/detection.h"
 
 /* The [yolo] layer whose nms_kind and beta_nms NMS follows (the net's last), or NULL when the
@@ -16,6 +17,10 @@ typedef struct DetectFrame {
     int image_w, image_h;
     int letterbox; /* 1: fitted inside keeping its aspect ([net] letterbox=1), 0: resized */
 } DetectFrame;
+
+/* CDL_OK when aug's eval framing is one detections map back through: letterbox or a plain
+ * resize; CDL_EUSAGE for center_crop (it cuts boxes off). */
+int detect_check_framing(const AugmentConfig *aug, Error *e);
 
 /* After net_forward: list (initialised for the classes of net_last_yolo, emptied first) gets
  * sample b's detections above thresh from every [yolo] layer in layer order, their boxes

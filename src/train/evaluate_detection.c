@@ -75,7 +75,7 @@ int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOpt
                          "the validation set has no truth boxes (a detector evaluates on a "
                          "darknet list with label files)");
     AugmentConfig aug;
-    if (net_augment(net, &aug, e))
+    if (net_augment(net, &aug, e) || detect_check_framing(&aug, e))
         return e->code;
     const int classes = ((const Yolo *)last->priv)->classes, train = net->train, batch = net->batch;
     net->train = 0;

@@ -124,7 +124,7 @@ PY
     [[ "$output" == *"set/images/0.png: "*" objects"* ]]
 }
 
-@test "detect's usage errors: bad --thresh, -o with two images, -o over a non-PNG (exit 2)" {
+@test "detect's usage errors: bad --thresh, -o with two images, -o over a non-PNG, center_crop (exit 2)" {
     detection_set
     run "$CDL" detect tiny.cfg set/images/0.png --thresh 2
     [ "$status" -eq 2 ]
@@ -137,6 +137,9 @@ PY
     [ "$status" -eq 2 ]
     [[ "$output" == *"notes.txt: exists and is a text file, not a PNG image; not overwriting it"* ]]
     [ "$(cat notes.txt)" = notes ]
+    run "$CDL" detect tiny.cfg set/images/0.png --set net.letterbox=0 --set net.center_crop=1
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: tiny.cfg: [net] center_crop=1: a detector frames its input with letterbox=1 or a plain resize (the crop would cut boxes off)" ]
 }
 
 @test "eval of a detector: per-class AP, TP, FP and mAP, as text and --json" {
