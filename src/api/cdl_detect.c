@@ -13,6 +13,13 @@ int cdl_model_is_detector(const cdl_model *model)
     return net_last_yolo(&model->net) != NULL;
 }
 
+int api_require_detector(const cdl_model *model, Error *e)
+{
+    if (cdl_model_is_detector(model))
+        return CDL_OK;
+    return error_set(e, CDL_EUSAGE, "%s: not a detector (it has no [yolo] layer)", model->origin);
+}
+
 /* A detection and the order it was found in, for a sort that keeps that order among equals. */
 typedef struct Ranked {
     cdl_detection d;
@@ -65,15 +72,13 @@ static int collect(const DetectionList *list, float thresh, int image_w, int ima
     return CDL_OK;
 }
 
-/* Frames img into the net's input as eval does, runs the net and collects its boxes. */
+/* Frames img into the net's input as eval does, runs the net (a detector) and collects its
+ * boxes. */
 static int detect_image(cdl_model *m, const Image *img, const char *path,
                         const cdl_detect_options *o, cdl_detection **dets, int *n, Error *e)
 {
     Net *net = &m->net;
     const Layer *last = net_last_yolo(net);
-    if (!last)
-        return error_set(e, CDL_EUSAGE, "%s: the model has no [yolo] layer: it is not a detector",
-                         m->origin);
     AugmentConfig aug;
     if (net_augment(net, &aug, e) || api_model_reserve(m, 1, e))
         return e->code;
@@ -101,11 +106,7 @@ int cdl_model_detect_file(cdl_model *model, const char *image_path,
     Image img;
     *dets = NULL;
     *n = 0;
-    if (!cdl_model_is_detector(model))
-        return error_set(&e, CDL_EUSAGE, "%s: the model has no [yolo] layer: it is not a detector",
-                         model->origin),
-               api_report(&e, err, err_size);
-    if (image_load(image_path, &img, &e))
+    if (api_require_detector(model, &e) || image_load(image_path, &img, &e))
         return api_report(&e, err, err_size);
     *image_w = img.w;
     *image_h = img.h;

@@ -80,10 +80,8 @@ int cdl_model_evaluate_detection(cdl_model *model, const char *data_path,
 {
     Error e = {0};
     memset(result, 0, sizeof *result);
-    if (!net_last_yolo(&model->net))
-        return error_set(&e, CDL_EUSAGE, "%s: the model has no [yolo] layer: it is not a detector",
-                         model->origin),
-               api_report(&e, err, err_size);
+    if (api_require_detector(model, &e))
+        return api_report(&e, err, err_size);
     char recorded[4096];
     model_meta_find_data(&model->meta, model->origin, recorded, sizeof recorded);
     const char *data = data_path ? data_path : recorded;

@@ -163,7 +163,7 @@ int cmd_detect(int argc, char **argv)
     cdl_model *m;
     if (cli_open_model(&a, a.positional[0], 0, &m, &e))
         return cli_fail(&e);
-    if (!cdl_model_is_detector(m)) {
+    if (!cdl_model_is_detector(m)) { /* one line, before any image */
         cdl_model_free(m);
         return error_set(&e, CDL_EUSAGE,
                          "%s: not a detector (it has no [yolo] layer); classify images with "
