@@ -1,7 +1,8 @@
 /* Detection decoding and NMS against scripts/ref/make_detect.py (darknet's get_yolo_detections,
  * correct_yolo_boxes, do_nms_sort and diounms_sort written from their definitions in float64):
  * two [yolo] layers (one with scale_x_y) on the same input, boxes mapped onto letterboxed and
- * resized images, then NMS of each kind; and a net without [yolo] refused.
+ * resized images, then NMS of each kind; NMS's order among equal scores; and a net without [yolo]
+ * refused.
  *
  * Tolerance: REF_TOLERANCE (1e-4 relative) on boxes and scores, computed in float32 from logistic
  * and exp (~1e-7 relative); the script checked that no score or overlap is within 1e-4 of a
@@ -12,6 +13,7 @@
 #include "check.h"
 #include "core/net.h"
 #include "detect/net_detections.h"
+#include "detect/nms.h"
 #include "ref_fixture.h"
 #include "ref_net.h"
 
@@ -83,6 +85,28 @@ static void test_detections_match_darknet_reference(void)
     ref_fixture_free(&f);
 }
 
+/* Of equal scores the box found first is kept; a detection of objectness 0 suppresses nothing
+ * (darknet moves those out of the sort), even with the highest score. */
+static void test_nms_ties_and_objectness_zero(void)
+{
+    DetectionList list;
+    Error e = {0};
+    detection_list_init(&list, 1);
+    CHECK(detection_list_reserve(&list, 4, &e) == CDL_OK);
+    const Box same = {0.5f, 0.5f, 0.2f, 0.2f};
+    const float objectness[4] = {0.7f, 0.7f, 0, 0.7f}, prob[4] = {0.6f, 0.6f, 0.9f, 0.6f};
+    for (int i = 0; i < 4; i++) {
+        list.items[i] = (Detection){same, objectness[i], 3 - i}; /* found in reverse order */
+        list.prob[i] = prob[i];
+    }
+    list.n = 4;
+    CHECK(nms_sort(&list, 0.45f, NMS_DEFAULT, 0.6f, &e) == CDL_OK);
+    /* index 0 (found first) is item 3 */
+    CHECK(list.prob[3] == 0.6f && list.prob[0] == 0 && list.prob[1] == 0);
+    CHECK(list.prob[2] == 0.9f); /* objectness 0: untouched, and suppressed nothing */
+    detection_list_free(&list);
+}
+
 static void test_a_net_without_yolo_is_not_a_detector(void)
 {
     Net net;
@@ -102,6 +126,7 @@ static void test_a_net_without_yolo_is_not_a_detector(void)
 int main(void)
 {
     test_detections_match_darknet_reference();
+    test_nms_ties_and_objectness_zero();
     test_a_net_without_yolo_is_not_a_detector();
     return check_report("test_detect");
 }
