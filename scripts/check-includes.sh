@@ -15,6 +15,7 @@ FLOORS=(
     "core"
     "layers"
     "backend"
+    "detect"
     "train"
     "model"
     "api"

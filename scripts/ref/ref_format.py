@@ -4,16 +4,19 @@ the float32 rounding of the values the C side starts from, seeding, and the fixt
 Format: the line "CDLREF 1", then per tensor a line "NAME NDIM D0 D1 ..." followed by its
 float32 little-endian values in C order. A fixture NAME is tests/ref/NAME.cfg (the net) and
 tests/ref/NAME.ref (its tensors), relative to the repository that holds this script.
+
+torch is imported only where it is used, so that a script run by a Python without it
+(make_detection_map.py, by the Python that has pycocotools) can write numpy arrays.
 """
 import os
 
 import numpy as np
-import torch
 
 
 def f32(x):
     """Rounds to float32-representable values (the C side starts from these), kept in float64:
     a tensor stays a float64 tensor, a Python float a float."""
+    import torch
     if isinstance(x, float):
         return float(torch.tensor(x, dtype=torch.float32))
     return x.to(torch.float32).to(torch.float64)
@@ -21,6 +24,7 @@ def f32(x):
 
 def seed_torch(seed):
     """One CPU thread (reductions in a fixed order) and a fixed seed: fixtures regenerate byte-identical."""
+    import torch
     torch.set_num_threads(1)
     torch.manual_seed(seed)
 
@@ -40,7 +44,8 @@ def write_cfg(name, cfg_text):
 
 
 def write_ref(path, tensors, finite=True):
-    """Writes (name, torch tensor) pairs to path; names are unique, under 64 chars, no spaces.
+    """Writes (name, torch tensor or numpy array) pairs to path; names are unique, under 64 chars,
+    no spaces.
     finite=False lets infinities and NaNs through (fixtures of rounding edge cases)."""
     names = set()
     with open(path, "wb") as f:
@@ -48,7 +53,8 @@ def write_ref(path, tensors, finite=True):
         for name, t in tensors:
             assert name not in names and len(name) < 64 and " " not in name, name
             names.add(name)
-            a = np.ascontiguousarray(t.detach().cpu().numpy().astype("<f4"))
+            a = t if isinstance(t, np.ndarray) else t.detach().cpu().numpy()
+            a = np.ascontiguousarray(a.astype("<f4"))
             assert 1 <= a.ndim <= 8
             assert not finite or np.all(np.isfinite(a)), name
             f.write(("%s %d %s\n" % (name, a.ndim, " ".join(str(d) for d in a.shape))).encode())

@@ -137,6 +137,37 @@ int cdl_model_predict_npy(cdl_model *model, const char *npy_path, float **probs,
  * [cost] after one); 0 when they are its last layer's raw values (a classifier's logits). */
 int cdl_model_outputs_probabilities(const cdl_model *model);
 
+/* ---- Object detection (src/cdl_detect.c) ---- */
+
+/* One detected object: a box and one of its classes. */
+typedef struct cdl_detection {
+    int class_id;
+    float score;      /* objectness times the class's probability */
+    float x, y, w, h; /* the box in pixels of the image: left, top, width, height (may reach
+                         past the image's sides) */
+} cdl_detection;
+
+typedef struct cdl_detect_options {
+    float thresh; /* report a box's class when its score is above this (darknet: 0.25) */
+    float nms;    /* non-maximum suppression's threshold ([yolo] nms_kind= says which; darknet:
+                     0.45); 0: none */
+} cdl_detect_options;
+
+/* 1 when the model is a detector (it has a [yolo] layer). */
+int cdl_model_is_detector(const cdl_model *model);
+/* Detects objects in a PNG or JPEG file: the image framed as eval frames it (letterbox=1 as
+ * darknet's detector), the boxes of every [yolo] layer (darknet's get_network_boxes), then
+ * per-class NMS as the last [yolo] layer's nms_kind= and beta_nms= say. *dets (malloc'd; free()
+ * it) receives *n detections, one per box and class above options->thresh, highest score
+ * first; *image_w, *image_h the image's size. A model that is not a detector is CDL_EUSAGE. */
+int cdl_model_detect_file(cdl_model *model, const char *image_path,
+                          const cdl_detect_options *options, cdl_detection **dets, int *n,
+                          int *image_w, int *image_h, char *err, size_t err_size);
+/* Decodes a PNG or JPEG file as it is: *pixels [*channels][*height][*width] in [0,1] (malloc'd;
+ * free() it), 1 channel for gray images, 3 for colour. */
+int cdl_read_image(const char *path, float **pixels, int *channels, int *height, int *width,
+                   char *err, size_t err_size);
+
 /* Text models (sequence nets trained on text; their vocabulary is in the checkpoint). */
 int cdl_model_is_text(const cdl_model *model);
 
@@ -375,6 +406,40 @@ void cdl_eval_result_free(cdl_eval_result *result);
  * trained on); a text model on the validation text of a type=text one. */
 int cdl_model_evaluate(cdl_model *model, const char *data_path, const cdl_data_options *options,
                        cdl_eval_result *result, char *err, size_t err_size);
+/* A detector's figures on a dataset with truth boxes (cdl_model_evaluate_detection). */
+typedef struct cdl_detection_class_result {
+    int truths;
+    double ap50, ap50_95; /* -1 when the class has no truths */
+    int tp, fp;           /* detections above the threshold, at IoU 0.5 */
+    double avg_iou;       /* the true positives' IoU summed, over tp + fp (0 when none) */
+} cdl_detection_class_result;
+
+typedef struct cdl_detection_eval_result {
+    int images, classes;
+    int points;   /* how AP was computed: 101 (COCO), 11 (VOC 2007), 0 (area under the curve) */
+    float thresh; /* the score threshold of the figures below */
+    double map50, map50_95; /* the mean AP over the classes with truths */
+    int truths, tp, fp, fn;
+    double precision, recall, f1, avg_iou;
+    cdl_detection_class_result *per_class; /* [classes] */
+} cdl_detection_eval_result;
+
+typedef struct cdl_detection_eval_options {
+    float thresh; /* score threshold of TP, FP, precision, recall, F1, average IoU (0.25) */
+    float nms;    /* as cdl_detect_options (0.45) */
+    int points;   /* 0, 11 or 101 */
+} cdl_detection_eval_options;
+
+/* Evaluates a detector on the validation set of a .data file (NULL: the dataset it trained on),
+ * whose images have darknet label files: each image detected as cdl_model_detect_file does,
+ * keeping scores above 0.005 (darknet's detector map), then matched to its truths as
+ * pycocotools' COCOeval matches (bbox, area all, 100 detections per image and class): per
+ * class AP at IoU 0.5 and averaged over 0.5:0.05:0.95 (101-point AP equals COCOeval's), and at
+ * options->thresh darknet's TP, FP, precision, recall, F1 and average IoU. */
+int cdl_model_evaluate_detection(cdl_model *model, const char *data_path,
+                                 const cdl_detection_eval_options *options,
+                                 cdl_detection_eval_result *result, char *err, size_t err_size);
+void cdl_detection_eval_result_free(cdl_detection_eval_result *result);
 /* The dataset the model's checkpoint trained on ("" when it names none). */
 const char *cdl_model_data_path(const cdl_model *model);
 

@@ -312,8 +312,8 @@ static int open_sets(cdl_session *s, Error *e)
     s->valid_set.images = s->valid.n && !detection ? &s->valid : NULL;
     if (s->valid.n && detection)
         note(s,
-             "%s: the %d validation images are not evaluated: a detection net's evaluation "
-             "(mAP) is not written yet",
+             "%s: the %d validation images are not evaluated during training: `cdl eval` of "
+             "the checkpoint gives a detector's mAP",
              s->data_path, s->valid.n);
     return CDL_OK;
 }

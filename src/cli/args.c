@@ -81,6 +81,22 @@ int args_get_int(const Args *a, const char *name, long def, long min, long max, 
     return CDL_OK;
 }
 
+int args_get_float(const Args *a, const char *name, double def, double min, double max, double *out,
+                   Error *e)
+{
+    const char *v = args_get(a, name);
+    *out = def;
+    if (!v)
+        return CDL_OK;
+    char *end;
+    const double x = strtod(v, &end);
+    if (end == v || *end || !(x >= min && x <= max))
+        return error_set(e, CDL_EUSAGE, "bad value '%s' for %s: expected a number in [%g, %g]", v,
+                         name, min, max);
+    *out = x;
+    return CDL_OK;
+}
+
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs)
 {

@@ -34,6 +34,10 @@ const char *args_get(const Args *a, const char *name);
 /* Integer option with default; a malformed value is a usage error. */
 int args_get_int(const Args *a, const char *name, long def, long min, long max, long *out,
                  Error *e);
+/* Number option with default; a malformed value or one outside [min, max] (NaN included) is a
+ * usage error. */
+int args_get_float(const Args *a, const char *name, double def, double min, double max, double *out,
+                   Error *e);
 /* Prints "usage: cdl CMD SYNOPSIS" and the options table to stdout. */
 void args_print_help(const char *cmd, const char *synopsis, const char *about, const OptSpec *specs,
                      int n_specs);
@@ -100,6 +104,7 @@ int cli_stop_requested(void *ctx);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_detect(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

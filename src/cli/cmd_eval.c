@@ -1,5 +1,6 @@
 /* cdl eval: loss, top-1/top-5 accuracy, per-class accuracy and the confusion matrix of a
- * model on the validation set of a .data file; for a text model, the validation loss, bits per
+ * model on the validation set of a .data file; for a detector, mAP and per-class AP, TP, FP and
+ * darknet's figures at a score threshold; for a text model, the validation loss, bits per
  * token, bits per byte and next-token accuracy. */
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -26,6 +27,13 @@ static const OptSpec eval_opts[] = {
      "darknet .weights or a checkpoint's matching layers; needs --data"},
     {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--skip-bad", 0, 0, "replace unreadable images by the next readable one (counted)"},
+    {"--thresh", 1, 0,
+     "detectors: the score threshold of TP, FP, precision, recall, F1, average IoU (default "
+     "0.25)"},
+    {"--points", 1, 0,
+     "detectors: AP as 101 (COCO), 11 (PASCAL VOC 2007) or 0 (area under the curve) recall "
+     "points (default 101)"},
+    {"--nms", 1, 0, "detectors: non-maximum suppression threshold; 0: none (default 0.45)"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_EVAL_OPTS (int)(sizeof eval_opts / sizeof eval_opts[0])
@@ -120,6 +128,99 @@ static void print_tables(const cdl_eval_result *r, const cdl_model *m, const cha
     }
 }
 
+/* A detector's figures: tables, or one JSON object. */
+static void print_detection(const cdl_detection_eval_result *r, const cdl_model *m,
+                            const char *model, const char *data, int json)
+{
+    char buf[32], line[4096];
+    const char *how = r->points == 101  ? "COCO 101-point"
+                      : r->points == 11 ? "VOC 11-point"
+                                        : "area under the curve";
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", model);
+        cJSON_AddStringToObject(o, "data", data);
+        cJSON_AddNumberToObject(o, "images", r->images);
+        cJSON_AddNumberToObject(o, "truths", r->truths);
+        cJSON_AddNumberToObject(o, "points", r->points);
+        cJSON_AddNumberToObject(o, "map50", r->map50);
+        cJSON_AddNumberToObject(o, "map50_95", r->map50_95);
+        cJSON_AddNumberToObject(o, "thresh", r->thresh);
+        cJSON_AddNumberToObject(o, "tp", r->tp);
+        cJSON_AddNumberToObject(o, "fp", r->fp);
+        cJSON_AddNumberToObject(o, "fn", r->fn);
+        cJSON_AddNumberToObject(o, "precision", r->precision);
+        cJSON_AddNumberToObject(o, "recall", r->recall);
+        cJSON_AddNumberToObject(o, "f1", r->f1);
+        cJSON_AddNumberToObject(o, "avg_iou", r->avg_iou);
+        cJSON *list = cJSON_AddArrayToObject(o, "per_class");
+        for (int k = 0; k < r->classes; k++) {
+            const cdl_detection_class_result *c = &r->per_class[k];
+            cJSON *item = cJSON_CreateObject();
+            cJSON_AddStringToObject(item, "class", class_name(m, k, buf, sizeof buf));
+            cJSON_AddNumberToObject(item, "index", k);
+            cJSON_AddNumberToObject(item, "truths", c->truths);
+            cJSON_AddNumberToObject(item, "ap50", c->ap50);
+            cJSON_AddNumberToObject(item, "ap50_95", c->ap50_95);
+            cJSON_AddNumberToObject(item, "tp", c->tp);
+            cJSON_AddNumberToObject(item, "fp", c->fp);
+            cJSON_AddNumberToObject(item, "avg_iou", c->avg_iou);
+            cJSON_AddItemToArray(list, item);
+        }
+        char *text = cli_json_text(o);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        cJSON_Delete(o);
+        return;
+    }
+    printf("%s on %s: %d images, %d boxes\n\n", model, data, r->images, r->truths);
+    printf("  %-20s %8s %10s %7s %6s %6s %8s\n", "class", "AP@0.5", "AP@.5:.95", "truths", "TP",
+           "FP", "avg IoU");
+    for (int k = 0; k < r->classes; k++) {
+        const cdl_detection_class_result *c = &r->per_class[k];
+        printf("  %-20s ", utf8_escape_line(class_name(m, k, buf, sizeof buf), line, sizeof line));
+        if (c->truths)
+            printf("%7.2f%% %9.2f%% ", 100 * c->ap50, 100 * c->ap50_95);
+        else
+            printf("%8s %10s ", "-", "-");
+        printf("%7d %6d %6d %7.2f%%\n", c->truths, c->tp, c->fp, 100 * c->avg_iou);
+    }
+    printf("\nat score > %g (IoU 0.5): TP %d, FP %d, FN %d, precision %.4f, recall %.4f, F1 "
+           "%.4f, average IoU %.2f%%\n",
+           r->thresh, r->tp, r->fp, r->fn, r->precision, r->recall, r->f1, 100 * r->avg_iou);
+    printf("mAP@0.5 %.2f%%  mAP@0.5:0.95 %.2f%%  (%s AP)\n", 100 * r->map50, 100 * r->map50_95,
+           how);
+}
+
+/* eval of a detector: --thresh, --points, --nms read, then its figures printed. */
+static int evaluate_detector(const Args *a, cdl_model *m, const char *model, const char *data,
+                             Error *e)
+{
+    double thresh, nms;
+    long points;
+    int st = args_get_float(a, "--thresh", 0.25, 0, 1, &thresh, e);
+    st = st ? st : args_get_float(a, "--nms", 0.45, 0, 1, &nms, e);
+    st = st ? st : args_get_int(a, "--points", 101, 0, 101, &points, e);
+    if (!st && points != 0 && points != 11 && points != 101)
+        st =
+            error_set(e, CDL_EUSAGE, "bad value '%ld' for --points: expected 0, 11 or 101", points);
+    if (!st && args_get(a, "--skip-bad"))
+        st = error_set(e, CDL_EUSAGE,
+                       "--skip-bad: a detector's evaluation stops at an "
+                       "unreadable image");
+    if (st)
+        return st;
+    const cdl_detection_eval_options o = {(float)thresh, (float)nms, (int)points};
+    cdl_detection_eval_result r;
+    st = e->code =
+        cdl_model_evaluate_detection(m, args_get(a, "--data"), &o, &r, e->msg, sizeof e->msg);
+    if (!st)
+        print_detection(&r, m, model, data, args_get(a, "--json") != NULL);
+    cdl_detection_eval_result_free(&r);
+    return st;
+}
+
 /* A checkpoint; or, with --weights, the cfg model built with --set and loaded from it. */
 static int open_model(const Args *a, const char *model, cdl_model **m, Error *e)
 {
@@ -185,7 +286,11 @@ int cmd_eval(int argc, char **argv)
     int st = CDL_OK;
     if (!data[0])
         st = error_set(&e, CDL_EUSAGE, "%s: the model names no dataset; pass --data", model);
-    else if (!cdl_model_is_text(m))
+    else if (cdl_model_is_detector(m)) {
+        st = evaluate_detector(&a, m, model, data, &e);
+        cdl_model_free(m);
+        return st ? cli_fail(&e) : 0;
+    } else if (!cdl_model_is_text(m))
         st = args_get_int(&a, "--workers", CDL_DEFAULT_WORKERS, 0, 256, &workers, &e);
     const cdl_data_options opt = {(int)workers, args_get(&a, "--skip-bad") != NULL};
     if (!st)

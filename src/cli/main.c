@@ -10,8 +10,9 @@ static const struct {
     const char *about;
 } commands[] = {
     {"train", cmd_train, "train a network from a cfg (or resume a checkpoint)"},
-    {"eval", cmd_eval, "evaluate a model on a dataset: loss, accuracy, confusion matrix"},
+    {"eval", cmd_eval, "evaluate a model on a dataset: loss, accuracy, confusion matrix; mAP"},
     {"predict", cmd_predict, "classify image files (PNG, JPEG) with a model"},
+    {"detect", cmd_detect, "find objects in image files with a detector: boxes, classes, scores"},
     {"info", cmd_info, "print a model's layer table: shapes, parameters, FLOPs"},
     {"export", cmd_export, "write a model as ONNX, or its tensors as .npy files"},
     {"import", cmd_import, "turn an ONNX model into a cfg and a checkpoint"},

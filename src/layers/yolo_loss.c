@@ -17,9 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct Box {
-    float x, y, w, h;
-} Box;
+#include "data/box_overlap.h"
 
 /* Directions of a box's x, y, w, h that raise an IoU (darknet's dxrep, already in x, y, w, h). */
 typedef struct BoxGrad {
@@ -31,35 +29,6 @@ typedef struct BoxIous {
     float iou, giou;
 } BoxIous;
 
-static float overlap(float x1, float w1, float x2, float w2)
-{
-    const float left = fmaxf(x1 - w1 / 2, x2 - w2 / 2);
-    const float right = fminf(x1 + w1 / 2, x2 + w2 / 2);
-    return right - left;
-}
-
-/* The intersection and union areas of a and b. */
-static void box_areas(Box a, Box b, float *inter, float *uni)
-{
-    const float w = overlap(a.x, a.w, b.x, b.w), h = overlap(a.y, a.h, b.y, b.h);
-    *inter = w < 0 || h < 0 ? 0 : w * h;
-    *uni = a.w * a.h + b.w * b.h - *inter;
-}
-
-static float box_iou(Box a, Box b)
-{
-    float inter, uni;
-    box_areas(a, b, &inter, &uni);
-    return inter == 0 || uni == 0 ? 0 : inter / uni;
-}
-
-/* Width and height of the smallest box holding a and b. */
-static void enclosing(Box a, Box b, float *w, float *h)
-{
-    *w = fmaxf(a.x + a.w / 2, b.x + b.w / 2) - fminf(a.x - a.w / 2, b.x - b.w / 2);
-    *h = fmaxf(a.y + a.h / 2, b.y + b.h / 2) - fminf(a.y - a.h / 2, b.y - b.h / 2);
-}
-
 /* darknet's CIoU aspect term 4/π² (atan(w_b/h_b) - atan(w_a/h_a))². */
 static float aspect_term(Box a, Box b)
 {
@@ -70,19 +39,19 @@ static float aspect_term(Box a, Box b)
 /* box_iou, box_giou, box_diou (with darknet's exponent 0.6 on the distance term), box_ciou. */
 static float box_iou_kind(Box a, Box b, YoloIouLoss kind)
 {
+    if (kind == YOLO_DIOU)
+        return box_diou(a, b, 0.6f);
     const float iou = box_iou(a, b);
     float cw, ch, inter, uni;
-    enclosing(a, b, &cw, &ch);
+    box_enclosing(a, b, &cw, &ch);
     if (kind == YOLO_GIOU) {
         box_areas(a, b, &inter, &uni);
         return cw * ch == 0 ? iou : iou - (cw * ch - uni) / (cw * ch);
     }
     const float c2 = cw * cw + ch * ch;
-    if ((kind != YOLO_DIOU && kind != YOLO_CIOU) || c2 == 0)
+    if (kind != YOLO_CIOU || c2 == 0)
         return iou;
     const float dist = ((a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y)) / c2;
-    if (kind == YOLO_DIOU)
-        return iou - powf(dist, 0.6f);
     const float ar = aspect_term(a, b);
     return iou - (dist + ar / (1 - iou + ar + 0.000001f) * ar);
 }
@@ -94,7 +63,7 @@ static BoxGrad distance_grad(Box p, Box t)
     const float pt = p.y - p.h / 2, pb = p.y + p.h / 2, pl = p.x - p.w / 2, pr = p.x + p.w / 2;
     const float tt = t.y - t.h / 2, tb = t.y + t.h / 2, tl = t.x - t.w / 2, tr = t.x + t.w / 2;
     float cw, ch;
-    enclosing(p, t, &cw, &ch);
+    box_enclosing(p, t, &cw, &ch);
     const float c = cw * cw + ch * ch;
     const float s = (p.x - t.x) * (p.x - t.x) + (p.y - t.y) * (p.y - t.y);
     const float dcw_dx = (pr > tr) - (pl < tl), dch_dy = (pb > tb) - (pt < tt);

@@ -1,0 +1,110 @@
+/* A detector over a dataset: detections and truths of every image, then their metrics. */
+#include "train/evaluate_detection.h"
+
+#include <stdlib.h>
+
+#include "data/boxes.h"
+#include "detect/net_detections.h"
+#include "layers/yolo.h"
+#include "train/net_keys.h"
+
+/* A growable array of DetBoxes. */
+typedef struct DetBoxes {
+    DetBox *items;
+    int n, capacity;
+} DetBoxes;
+
+static int push_box(DetBoxes *b, DetBox box, Error *e)
+{
+    if (b->n == b->capacity) {
+        const int capacity = b->capacity ? 2 * b->capacity : 256;
+        DetBox *items = realloc(b->items, (size_t)capacity * sizeof *items);
+        if (!items)
+            return error_set(e, CDL_ERUNTIME, "out of memory holding %d boxes", b->n);
+        b->items = items;
+        b->capacity = capacity;
+    }
+    b->items[b->n++] = box;
+    return CDL_OK;
+}
+
+/* Image i's truths (boxes relative to the image) into gts; truth: room for the list. */
+static int add_truths(const SampleSource *src, int i, float *truth, DetBoxes *gts, Error *e)
+{
+    int st = src->read_boxes(src, i, truth, DETECTION_EVAL_MAX_TRUTHS, e);
+    for (int t = 0; !st && t < DETECTION_EVAL_MAX_TRUTHS; t++) {
+        const float *f = truth + (size_t)t * TRUTH_FLOATS;
+        if (f[TRUTH_X] == 0)
+            break;
+        st = push_box(
+            gts,
+            (DetBox){i, (int)f[TRUTH_CLASS], 0, {f[TRUTH_X], f[TRUTH_Y], f[TRUTH_W], f[TRUTH_H]}},
+            e);
+    }
+    return st;
+}
+
+/* Image i detected: every class score left after NMS, as a detection of that class. */
+static int add_detections(Net *net, const AugmentConfig *aug, AugmentScratch *scratch,
+                          const Image *img, int i, const DetectionEvalOptions *opt,
+                          DetectionList *list, DetBoxes *found, Error *e)
+{
+    if (augment_eval(aug, img, scratch, net_host_input(net), NULL))
+        return error_set(e, CDL_ERUNTIME, "out of memory preprocessing an image");
+    net_commit_batch(net);
+    net_forward(net);
+    const DetectFrame frame = {img->w, img->h, aug->letterbox};
+    int st = net_detections(net, 0, &frame, DETECTION_EVAL_MIN_SCORE, opt->nms, list, e);
+    for (int d = 0; !st && d < list->n; d++)
+        for (int k = 0; !st && k < list->classes; k++) {
+            const float score = list->prob[(size_t)d * list->classes + k];
+            if (score > 0)
+                st = push_box(found, (DetBox){i, k, score, list->items[d].box}, e);
+        }
+    return st;
+}
+
+int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOptions *opt,
+                       DetMetrics *m, int *images, Error *e)
+{
+    const Layer *last = net_last_yolo(net);
+    if (!last)
+        return error_set(e, CDL_EUSAGE, "the net has no [yolo] layer: it is not a detector");
+    if (!src->read_boxes)
+        return error_set(e, CDL_EUSAGE,
+                         "the validation set has no truth boxes (a detector evaluates on a "
+                         "darknet list with label files)");
+    AugmentConfig aug;
+    if (net_augment(net, &aug, e) || detect_check_framing(&aug, e))
+        return e->code;
+    const int classes = ((const Yolo *)last->priv)->classes, train = net->train, batch = net->batch;
+    net->train = 0;
+    net->batch = 1;
+    DetBoxes gts = {0}, found = {0};
+    DetectionList list;
+    detection_list_init(&list, classes);
+    AugmentScratch scratch = {0};
+    float *truth = malloc((size_t)DETECTION_EVAL_MAX_TRUTHS * TRUTH_FLOATS * sizeof *truth);
+    int st = truth ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory for truth boxes");
+    for (int i = 0; !st && i < src->n; i++) {
+        Image img;
+        int label;
+        if ((st = src->read(src, i, &img, &label, e)))
+            break;
+        st = add_truths(src, i, truth, &gts, e);
+        st = st ? st : add_detections(net, &aug, &scratch, &img, i, opt, &list, &found, e);
+        image_free(&img);
+    }
+    if (!st)
+        st = det_metrics_compute(gts.items, gts.n, found.items, found.n, classes, opt->points,
+                                 opt->thresh, m, e);
+    *images = src->n;
+    net->train = train;
+    net->batch = batch;
+    free(truth);
+    free(gts.items);
+    free(found.items);
+    detection_list_free(&list);
+    augment_scratch_free(&scratch);
+    return st;
+}
