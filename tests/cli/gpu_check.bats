@@ -24,13 +24,13 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 names = [x["name"] for x in s["steps"]]
 assert names == ["libraries", "gpu", "doctor", "test_gpu_forward_at", "test_backend_ops",
-                 "curves", "precisions", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
+                 "curves", "precisions", "graphs", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
                  "racecheck", "torch_compile"], names
 status = {x["name"]: x["status"] for x in s["steps"]}
 for name in ("gpu", "time_resnet18_cifar", "time_gpt_tiny", "memcheck", "racecheck",
              "torch_compile"):
     assert status[name] == "skip", (name, status[name])
-for name in ("libraries", "doctor", "curves", "precisions"):
+for name in ("libraries", "doctor", "curves", "precisions", "graphs"):
     assert status[name] == "ok", (name, status[name])
 assert s["mode"] == "sim" and s["failed"] == 0
 assert sys.argv[2] == f"{s['passed']} passed, {s['failed']} failed"
