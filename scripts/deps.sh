@@ -12,6 +12,7 @@ packages=(
     dataset-fashion-mnist python3-torch python3-numpy python3-sklearn python3-pil python3-skimage
     darknet python3-onnx graphviz python3-torchvision
     bible-kjv bible-kjv-text fortunes # text corpora of scripts/text-data.sh
+    sword-text-sparv diatheke # the Spanish side of text-data.sh's verse pairs (Reina-Valera 1909)
     openmpi-bin libopenmpi-dev # make MPI=1 (data-parallel training)
     python3-pip # pip for the PyPI packages below on Debian's own python3
 )

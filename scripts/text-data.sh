@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Writes the text corpora of cfg/kjv.data and cfg/fortunes.data from Debian packages
 # (scripts/deps.sh installs them): data/text/kjv.txt, the King James Bible (bible-kjv,
-# bible-kjv-text), and data/text/fortunes.txt, every fortune cookie file of `fortunes` and
-# `fortunes-min`. A file that is already there and complete is kept.
-# Usage: scripts/text-data.sh [--force]      (--force rewrites both)
+# bible-kjv-text), data/text/fortunes.txt, every fortune cookie file of `fortunes` and
+# `fortunes-min`, and data/text/kjv-rv1909.tsv, the sequence-to-sequence pairs: each verse of the
+# King James Bible and of the Spanish Reina-Valera 1909 (sword-text-sparv, read with diatheke),
+# "english<TAB>spanish", verse by verse. A file that is already there and complete is kept.
+# Usage: scripts/text-data.sh [--force]      (--force rewrites them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +38,26 @@ write() {
 # put digits into generated prose. A line per verse keeps the text's own sentence breaks.
 kjv_text() {
     bible -f Gen1:1-Rev22:21 | sed -E 's/^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ //'
+}
+
+# One verse per line as diatheke prints the Reina-Valera 1909 in plain text ("Genesis 1:1: EN el
+# principio ..."), its reference kept as "chapter:verse" for the alignment check, the Strong's
+# numbers the module still carries ("<G5547>") and the line's surrounding blanks dropped, and the
+# module's name line ("(spaRV1909eb)") left out. 18 verses are empty: this versification moves
+# their words into a neighbour.
+spanish_verses() {
+    diatheke -b spaRV1909eb -f plain -k "Gen 1:1-Rev 22:21" |
+        sed -E -e '/^\(spaRV1909eb\)$/d' -e 's/<[GH][0-9]+>//g' -e 's/ +/ /g' -e 's/ +$//' |
+        sed -E 's/^.* ([0-9]+:[0-9]+): ?/\1\t/'
+}
+
+# "english<TAB>spanish" for the verses both sides have text for, in the Bible's order; stops
+# (status 1) at the first verse whose chapter and verse differ between the two (lines out of step).
+verse_pairs() {
+    paste <(bible -f Gen1:1-Rev22:21 | sed -E 's/^[1-3]?[A-Za-z]+([0-9]+:[0-9]+) /\1\t/') \
+        <(spanish_verses) |
+        awk -F '\t' '$1 != $3 { printf "text-data: verse %d is %s in English, %s in Spanish\n", NR, $1, $3 > "/dev/stderr"; exit 1 }
+                    $2 != "" && $4 != "" { print $2 "\t" $4 }'
 }
 
 # The cookie files in name order; the "%" separator lines become blank lines, and a blank line
@@ -74,4 +96,21 @@ if [ $force = 0 ] && [ -f "$fortunes" ] && cmp -s "$fortunes" <(fortunes_text); 
     echo "text-data: $fortunes is complete ($(wc -c <"$fortunes") bytes)"
 else
     write "$fortunes" fortunes_text
+fi
+
+pairs=$out/kjv-rv1909.tsv
+pair_count=31084 # the 31102 verses less the 18 the Spanish leaves empty
+if [ $force = 0 ] && [ -f "$pairs" ] && [ "$(wc -l <"$pairs")" -eq $pair_count ]; then
+    echo "text-data: $pairs is complete ($(wc -c <"$pairs") bytes)"
+else
+    command -v diatheke >/dev/null || missing diatheke diatheke
+    diatheke -b system -k modulelist 2>/dev/null | grep '^spaRV1909eb ' >/dev/null ||
+        missing "the SWORD module spaRV1909eb" sword-text-sparv
+    write "$pairs" verse_pairs
+    lines=$(wc -l <"$pairs")
+    [ "$lines" -eq $pair_count ] || {
+        echo "text-data: $pairs has $lines pairs, expected $pair_count" >&2
+        rm -f "$pairs"
+        exit 1
+    }
 fi
