@@ -347,6 +347,9 @@ typedef struct LayerType {
     /* reads_truth families: the boxes of a sample's truth list the layer reads at most ([yolo]'s
      * max=); every sample gets the largest of the net's layers' slots (net_truth_boxes). */
     int (*truth_boxes)(const Layer *l);
+    /* reads_truth families: darknet's jitter= of the layer, the random placement of the
+     * detection data (AugmentConfig.box_jitter: the net's last such layer's); NULL: none. */
+    float (*box_jitter)(const Layer *l);
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
     /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a

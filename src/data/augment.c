@@ -183,7 +183,8 @@ int augment_is_identity(const AugmentConfig *a, int c, int h, int w)
     return c == a->out_c && h == a->out_h && w == a->out_w && !a->random_resized_crop &&
            !a->max_crop && !a->pad && !a->flip && !a->flip_vertical && a->angle == 0 &&
            a->brightness == 0 && a->contrast == 0 && a->hue == 0 && a->saturation == 1 &&
-           a->exposure == 1 && !augment_normalises(a) && a->erasing == 0 && !a->center_crop;
+           a->exposure == 1 && !augment_normalises(a) && a->erasing == 0 && !a->center_crop &&
+           a->box_jitter == 0;
 }
 
 void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index)
@@ -590,13 +591,41 @@ static void finish(const AugmentConfig *a, Rng *rng, float *out)
                 fill_values(out + ch * plane + (size_t)y * a->out_w + box.x, (size_t)box.w, 0.0f);
 }
 
-/* The random crop (resized, darknet, or the eval framing) of in into dst [in->c][out_h][out_w];
- * placed as frame_eval's for the eval framing (the crops do not carry boxes yet). */
+/* darknet's detection placement (pjreddie's load_data_detection) of in into dst
+ * [in->c][out_h][out_w]: the aspect w/h of in, each side moved by up to jitter of itself, at a
+ * scale in [0.25, 2] of the input's width (or height, for an aspect below 1), placed at a random
+ * position, the rest grey (0.5); draws the two sides, the scale, then x and y. placed maps in's
+ * normalised coordinates into dst. */
+static void jitter_place(const AugmentConfig *a, const Image *in, Rng *rng, float *dst,
+                         BoxPlacement *placed)
+{
+    const float w = (float)a->out_w, h = (float)a->out_h;
+    const float dw = a->box_jitter * (float)in->w, dh = a->box_jitter * (float)in->h;
+    const float side_w = (float)in->w + uniform(rng, -dw, dw);
+    const float aspect = side_w / ((float)in->h + uniform(rng, -dh, dh));
+    const float scale = uniform(rng, 0.25f, 2.0f);
+    const float nw = aspect < 1 ? scale * h * aspect : scale * w;
+    const float nh = aspect < 1 ? scale * h : scale * w / aspect;
+    const float dx = uniform(rng, 0.0f, w - nw), dy = uniform(rng, 0.0f, h - nh);
+    const Affine m = {(float)in->w / nw, 0, -dx * (float)in->w / nw,
+                      0, (float)in->h / nh, -dy * (float)in->h / nh};
+    Image placed_image = {in->c, a->out_h, a->out_w, dst};
+    augment_warp(in, &m, 0, 0.5f, &placed_image);
+    *placed = (BoxPlacement){nw / w, nh / h, dx / w, dy / h, 0};
+}
+
+/* The random crop (resized, darknet, the detection placement, or the eval framing) of in into
+ * dst [in->c][out_h][out_w]; placed says where in's normalised coordinates land (the resized
+ * and darknet crops do not carry boxes yet). */
 static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *dst,
                 BoxPlacement *placed)
 {
     const int c = in->c;
     Image cropped = {c, a->out_h, a->out_w, dst};
+    if (a->box_jitter > 0) {
+        jitter_place(a, in, rng, dst, placed);
+        return CDL_OK;
+    }
     if (a->random_resized_crop) {
         const float scale[2] = {a->crop_scale_min, a->crop_scale_max};
         const float ratio[2] = {a->crop_ratio_min, a->crop_ratio_max};

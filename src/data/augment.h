@@ -29,6 +29,10 @@ typedef struct AugmentConfig {
     float erasing;                   /* probability of random erasing */
     int letterbox;                   /* eval/predict: fit inside, pad with 0.5 (darknet) */
     int center_crop;                 /* eval: resize the short side then center crop */
+    /* Detection (set by the net, not a [net] key: its [yolo] layers' jitter=): darknet's random
+     * placement, the image at a random aspect and scale in [0.25, 2] of the input put at a random
+     * position on grey, in place of the framing (augment_train); 0: off. */
+    float box_jitter;
 } AugmentConfig;
 
 /* Reads the augmentation keys of the [net] section (so cfg_check_unused knows them) and

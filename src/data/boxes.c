@@ -145,15 +145,40 @@ int boxes_read(const char *label_path, int classes, float *truth, int max_boxes,
     return st;
 }
 
+static float clamp01(float v)
+{
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
 void boxes_place(float *truth, int max_boxes, const BoxPlacement *p)
 {
+    int kept = 0;
     for (int i = 0; i < max_boxes && truth[(size_t)i * TRUTH_FLOATS + TRUTH_X] != 0; i++) {
-        float *b = truth + (size_t)i * TRUTH_FLOATS;
-        b[TRUTH_X] = b[TRUTH_X] * p->scale_x + p->offset_x;
-        b[TRUTH_Y] = b[TRUTH_Y] * p->scale_y + p->offset_y;
-        b[TRUTH_W] *= p->scale_x;
-        b[TRUTH_H] *= p->scale_y;
+        const float *b = truth + (size_t)i * TRUTH_FLOATS;
+        float x = b[TRUTH_X] * p->scale_x + p->offset_x, w = b[TRUTH_W] * p->scale_x;
+        float y = b[TRUTH_Y] * p->scale_y + p->offset_y, h = b[TRUTH_H] * p->scale_y;
         if (p->flip)
-            b[TRUTH_X] = 1.0f - b[TRUTH_X];
+            x = 1.0f - x;
+        /* a box inside the image keeps its values exactly; one reaching past is clipped */
+        if (x - w / 2 < 0 || x + w / 2 > 1) {
+            const float left = clamp01(x - w / 2), right = clamp01(x + w / 2);
+            x = (left + right) / 2;
+            w = right - left;
+        }
+        if (y - h / 2 < 0 || y + h / 2 > 1) {
+            const float top = clamp01(y - h / 2), bottom = clamp01(y + h / 2);
+            y = (top + bottom) / 2;
+            h = bottom - top;
+        }
+        if (w < 0.001f || h < 0.001f)
+            continue;
+        float *to = truth + (size_t)kept++ * TRUTH_FLOATS;
+        to[TRUTH_CLASS] = b[TRUTH_CLASS];
+        to[TRUTH_X] = x;
+        to[TRUTH_Y] = y;
+        to[TRUTH_W] = w;
+        to[TRUTH_H] = h;
     }
+    memset(truth + (size_t)kept * TRUTH_FLOATS, 0,
+           (size_t)(max_boxes - kept) * TRUTH_FLOATS * sizeof *truth);
 }

@@ -37,7 +37,9 @@ char *boxes_label_path(const char *image_path, int *found);
  * included, is CDL_EUSAGE naming FILE:LINE and the field. An unreadable file is CDL_ERUNTIME. */
 int boxes_read(const char *label_path, int classes, float *truth, int max_boxes, int *n, Error *e);
 
-/* Moves the boxes of truth [max_boxes][TRUTH_FLOATS] (up to the first with x = 0) as p says. */
+/* Moves the boxes of truth [max_boxes][TRUTH_FLOATS] (up to the first with x = 0) as p says,
+ * then, as darknet's correct_boxes and fill_truth_detection, clips their sides into the image and
+ * drops those left narrower or lower than 0.001 (the others move up, zeros after them). */
 void boxes_place(float *truth, int max_boxes, const BoxPlacement *p);
 
 #endif

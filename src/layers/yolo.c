@@ -135,6 +135,11 @@ static int yolo_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     return CDL_OK;
 }
 
+static float yolo_box_jitter(const Layer *l)
+{
+    return ((const Yolo *)l->priv)->jitter;
+}
+
 static int yolo_truth_boxes(const Layer *l)
 {
     const Yolo *yo = l->priv;
@@ -147,6 +152,7 @@ const LayerType yolo_layer = {
     .parse = yolo_parse,
     .reads_truth = 1,
     .truth_boxes = yolo_truth_boxes,
+    .box_jitter = yolo_box_jitter,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

@@ -23,7 +23,7 @@ typedef struct Yolo {
     YoloIouLoss iou_loss;
     YoloIouLoss iou_thresh_kind; /* how iou_thresh compares anchors (never YOLO_MSE) */
     float iou_normalizer, cls_normalizer, obj_normalizer, max_delta, scale_x_y;
-    /* Read for detection (NMS), unused by the loss: */
+    /* Read for detection (the data's placement, NMS), unused by the loss: */
     float jitter, beta_nms;
     int nms_kind; /* 0 default, 1 greedynms, 2 diounms */
     /* Per-batch state (resize): darknet's l.delta, the negative gradient of the loss with

@@ -23,5 +23,11 @@ int net_read_foreign_keys(Cfg *cfg, Shape in, Error *e)
 int net_augment(const Net *net, AugmentConfig *a, Error *e)
 {
     const Shape in = net->in_shape;
-    return augment_config_parse(&net->cfg, &net->cfg.sections[0], in.c, in.h, in.w, a, e);
+    const int st = augment_config_parse(&net->cfg, &net->cfg.sections[0], in.c, in.h, in.w, a, e);
+    for (int i = 0; !st && i < net->n_layers; i++) {
+        const LayerType *t = net->layers[i].type;
+        if (t->reads_truth && t->box_jitter)
+            a->box_jitter = t->box_jitter(&net->layers[i]);
+    }
+    return st;
 }

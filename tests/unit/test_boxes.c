@@ -222,6 +222,68 @@ static void test_letterbox_and_flip_carry_the_box(void)
     image_free(&img);
 }
 
+/* darknet's jitter placement (AugmentConfig.box_jitter): the placed box, clipped into the frame,
+ * centres on the part of the square the net sees, whatever the draw's scale, aspect and position;
+ * some draws shrink the image, some enlarge it past the frame. */
+static void test_jitter_placement_carries_the_box(void)
+{
+    AugmentConfig a = {.out_c = 3,
+                       .out_h = 32,
+                       .out_w = 32,
+                       .flip = 1,
+                       .saturation = 1,
+                       .exposure = 1,
+                       .std = {1, 1, 1},
+                       .box_jitter = 0.3f};
+    const int w = 48, h = 36, x0 = 18, y0 = 12, s = 12;
+    Image img = square_image(w, h, x0, y0, s);
+    float out[3 * 32 * 32];
+    AugmentScratch scratch = {0};
+    int larger = 0, smaller = 0, seen = 0;
+    for (int sample = 0; sample < 24; sample++) {
+        float box[2][TRUTH_FLOATS] = {
+            {(x0 + s / 2.0f) / w, (y0 + s / 2.0f) / h, (float)s / w, (float)s / h, 1}};
+        Rng rng;
+        augment_seed(&rng, 3, 0, sample);
+        BoxPlacement placed;
+        CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
+        larger += placed.scale_x > 1;
+        smaller += placed.scale_x < 1;
+        boxes_place(&box[0][0], 2, &placed);
+        float cx, cy;
+        bright_centre(out, 32, 32, &cx, &cy);
+        /* dropped (the square left the frame), or a sliver whose pixels blur below the
+         * threshold */
+        if (box[0][TRUTH_X] == 0 || box[0][TRUTH_W] * 32 < 2 || box[0][TRUTH_H] * 32 < 2)
+            continue;
+        seen++;
+        CHECK_NEAR(box[0][TRUTH_X] * 32, cx, 1.0);
+        CHECK_NEAR(box[0][TRUTH_Y] * 32, cy, 1.0);
+        CHECK(box[0][TRUTH_CLASS] == 1 && box[1][TRUTH_X] == 0);
+    }
+    CHECK(larger > 0 && smaller > 0 && seen >= 12);
+    augment_scratch_free(&scratch);
+    image_free(&img);
+}
+
+/* A box reaching past the frame is clipped to its visible part; one left thinner than 0.001 is
+ * dropped and the boxes after it move up. */
+static void test_placement_clips_and_drops(void)
+{
+    float truth[3][TRUTH_FLOATS] = {
+        {0.9f, 0.5f, 0.4f, 0.2f, 1}, {0.2f, 0.5f, 0.1f, 0.1f, 2}, {0.5f, 0.5f, 0.2f, 0.2f, 3}};
+    const BoxPlacement p = {2, 1, -0.2f, 0, 0}; /* x' = 2 x - 0.2 */
+    boxes_place(&truth[0][0], 3, &p);
+    /* box 0: 1.6 +- 0.4 lies past 1: dropped; box 1: 0.2 +- 0.1 -> [0.1, 0.3] kept as it is;
+     * box 2: 0.8 +- 0.2 -> [0.6, 1.0] */
+    CHECK_NEAR(truth[0][TRUTH_X], 0.2, 1e-6);
+    CHECK_NEAR(truth[0][TRUTH_W], 0.2, 1e-6);
+    CHECK(truth[0][TRUTH_CLASS] == 2 && truth[1][TRUTH_CLASS] == 3);
+    CHECK_NEAR(truth[1][TRUTH_X], 0.8, 1e-6);
+    CHECK_NEAR(truth[1][TRUTH_W], 0.4, 1e-6);
+    CHECK(truth[2][TRUTH_X] == 0 && truth[2][TRUTH_CLASS] == 0);
+}
+
 static void test_transforms_that_do_not_carry_boxes_are_refused(void)
 {
     AugmentConfig a = {.out_c = 3, .out_h = 8, .out_w = 8, .letterbox = 1, .flip = 1};
@@ -312,6 +374,8 @@ int main(void)
     test_label_path_follows_darknet_rule();
     test_placement_scales_offsets_then_flips();
     test_letterbox_and_flip_carry_the_box();
+    test_jitter_placement_carries_the_box();
+    test_placement_clips_and_drops();
     test_transforms_that_do_not_carry_boxes_are_refused();
     test_loader_truth_is_the_same_with_any_worker_count();
     char cmd[96];
