@@ -1,6 +1,7 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
  * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
- * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], each with values
+ * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], DenseNet's
+ * pre-activation ([batchnorm] activation=), each with values
  * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
  * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
  * The hard activations are checked with the others in test_layers_misc and test_layers_dense, and
@@ -341,6 +342,55 @@ static void test_layer_scale_gradients(void)
                                            "[layer_scale]\ninit=0.5\n[linear]\noutput=4\n");
 }
 
+/* ---- [batchnorm] activation= ---- */
+
+/* In inference, with the running statistics of the start (mean 0, variance 1), scales 1 and shifts
+ * 0, out = act(x / sqrt(1 + eps)): relu zeroes the negative half, leaky scales it by 0.1. */
+static void test_batchnorm_activation_values(void)
+{
+    const float in[6] = {-3, -1, 0, 0.5f, 2, 4}, s = 1.0f / sqrtf(1.0f + 1e-5f);
+    for (int leaky = 0; leaky <= 1; leaky++) {
+        Net net;
+        if (build_test_net(leaky ? IMAGE_NET(1, 1, 2, 3) "[batchnorm]\nactivation=leaky\n"
+                                 : IMAGE_NET(1, 1, 2, 3) "[batchnorm]\nactivation=relu\n",
+                           &net))
+            continue;
+        float want[6];
+        for (int i = 0; i < 6; i++) {
+            net.input[i] = in[i];
+            want[i] = in[i] * s * (in[i] < 0 ? (leaky ? 0.1f : 0.0f) : 1.0f);
+        }
+        net_forward(&net);
+        check_values(net.layers[0].out, want, 6, 1e-6);
+        net_free(&net);
+    }
+}
+
+static void test_batchnorm_activation_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[batchnorm]\nactivation=softish\n",
+                     "t.cfg:7: bad value 'softish' for key 'activation' in [batchnorm]");
+}
+
+/* relu and leaky take the training passes fused into the batch norm's; swish (whose derivative
+ * reads its input) and tanh the separate activation step; on the net input and on a route. */
+static void test_batchnorm_activation_gradients(void)
+{
+    gradcheck_cfg("batchnorm relu between convolutions",
+                  IMAGE_NET(3, 3, 3, 4) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=linear\n[batchnorm]\nactivation=relu\n"
+                                        "[convolutional]\nfilters=3\nsize=1\nactivation=tanh\n");
+    gradcheck_cfg("batchnorm leaky and swish on the net input",
+                  IMAGE_NET(3, 2, 3, 3) "[batchnorm]\nactivation=leaky\n[batchnorm]\n"
+                                        "activation=swish\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "activation=linear\n");
+    gradcheck_cfg("batchnorm tanh on a route (DenseNet's concatenation)",
+                  IMAGE_NET(2, 2, 3, 3) "[convolutional]\nfilters=3\nsize=3\npad=1\n"
+                                        "activation=linear\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "activation=linear\n[route]\nlayers=0,1\n"
+                                        "[batchnorm]\nactivation=tanh\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
@@ -349,6 +399,7 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("shuffle_unit", 2);
     ref_expect_sum_loss_fixture("pad_conv", 2);
     ref_expect_sum_loss_fixture("convnext_block", 2);
+    ref_expect_sum_loss_fixture("dense_layer", 2);
 }
 
 int main(void)
@@ -370,6 +421,9 @@ int main(void)
     test_layernorm_channels_gradients();
     test_layer_scale_values();
     test_layer_scale_gradients();
+    test_batchnorm_activation_values();
+    test_batchnorm_activation_errors();
+    test_batchnorm_activation_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }
