@@ -28,11 +28,12 @@ whose batch norms (weights and biases drawn as make's) take their running statis
 corner crops of PHOTO (a JPEG or PNG) prepared by the torchvision weights' own eval transforms
 (resize_size, crop_size, mean, std; resized bilinear with antialiasing on float pixels, where PIL
 would round the resized image to 8 bits, and where EfficientNet's weights say bicubic, which cdl
-does not have), the variance + 0.01, and whose last linear layer is scaled to make the largest
-logit about 4: trained weights are not at hand, and random ones measured on noise pass so little
-of a photo to the logits that a wrong resize would go unseen. Writes OUT/NAME.photo.safetensors
-and OUT/NAME.photo.probs.json, torchvision's softmax of PHOTO through those transforms, which
-`cdl predict cfg/NAME.cfg PHOTO` (the cfg's [net] recipe) must match.
+does not have), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
+scaled to make the largest logit about 4: trained weights are not at hand, and random ones
+measured on noise pass so little of a photo to the logits that a wrong resize would go unseen.
+Writes OUT/NAME.photo.safetensors and OUT/NAME.photo.probs.json, torchvision's softmax of PHOTO
+through those transforms, which `cdl predict cfg/NAME.cfg PHOTO` (the cfg's [net] recipe) must
+match.
 probs: exits 1 unless cdl's `predict --top ALL --json` probabilities match torchvision's to
 1e-5 relative; prints the largest difference.
 random: torchvision.models.MODEL() (resnet50, vgg16, ...) with torchvision's own random
@@ -101,13 +102,21 @@ def torch_half(out, given_size, seed):
             json.dump(probs.tolist(), f)
 
 
-# cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows:
-# resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
-# bilinear)
+# cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows
+# (resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
+# bilinear), what each batch norm's measured variance gets added). The addition sets how much of
+# the photo reaches the logits: with 0.01 a ResNet turns the float rounding of two resizes into
+# 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize. VGG (no batch
+# norm) passes so much that the rounding alone comes within 1e-5: its safetensors test runs on
+# random pixels instead.
 PHOTO_RECIPES = {
-    "mobilenet_v3_small": ("mobilenet_v3_small", "MobileNet_V3_Small_Weights.IMAGENET1K_V1"),
-    "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2"),
-    "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1"),
+    "resnet18": ("resnet18", "ResNet18_Weights.IMAGENET1K_V1", 0.5),
+    "resnet34": ("resnet34", "ResNet34_Weights.IMAGENET1K_V1", 0.5),
+    "resnet50": ("resnet50", "ResNet50_Weights.IMAGENET1K_V1", 0.5),
+    "mobilenetv2": ("mobilenet_v2", "MobileNet_V2_Weights.IMAGENET1K_V1", 0.01),
+    "mobilenet_v3_small": ("mobilenet_v3_small", "MobileNet_V3_Small_Weights.IMAGENET1K_V1", 0.01),
+    "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2", 0.01),
+    "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
 }
 
 
@@ -120,7 +129,7 @@ def torch_photo(out, photo, names, seed):
     torch.set_num_threads(1)
     image = F.pil_to_tensor(Image.open(photo).convert("RGB")).float() / 255
     for name in names:
-        ctor, weights = PHOTO_RECIPES[name]
+        ctor, weights, variance_added = PHOTO_RECIPES[name]
         enum, member = weights.split(".")
         recipe = getattr(torchvision.models, enum)[member].transforms()
 
@@ -146,7 +155,7 @@ def torch_photo(out, photo, names, seed):
             model.train()(crops)
             model.eval()
             for m in norms:
-                m.running_var.add_(0.01)  # a channel the crops left dead would amplify rounding
+                m.running_var.add_(variance_added)
                 m.num_batches_tracked.fill_(7)
             x = prepare(image)[None]
             head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
