@@ -105,10 +105,10 @@ def torch_half(out, given_size, seed):
 # cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows
 # (resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
 # bilinear), what each batch norm's measured variance gets added). The addition sets how much of
-# the photo reaches the logits: with 0.01 a ResNet turns the float rounding of two resizes into
-# 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize. VGG (no batch
-# norm) passes so much that the rounding alone comes within 1e-5: its safetensors test runs on
-# random pixels instead.
+# the photo reaches the logits: with 0.01 a ResNet or a ShuffleNet turns the float rounding of two
+# resizes into 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize.
+# VGG (no batch norm) passes so much that the rounding alone comes within 1e-5: its safetensors
+# test runs on random pixels instead.
 PHOTO_RECIPES = {
     "resnet18": ("resnet18", "ResNet18_Weights.IMAGENET1K_V1", 0.5),
     "resnet34": ("resnet34", "ResNet34_Weights.IMAGENET1K_V1", 0.5),
@@ -117,6 +117,7 @@ PHOTO_RECIPES = {
     "mobilenet_v3_small": ("mobilenet_v3_small", "MobileNet_V3_Small_Weights.IMAGENET1K_V1", 0.01),
     "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2", 0.01),
     "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", "ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1", 0.5),
 }
 
 

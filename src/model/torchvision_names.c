@@ -258,6 +258,66 @@ static int name_se_blocks(TorchNames *t, const Net *net, int staged, Error *e)
     return add_classifier(t, net, last + 1, e);
 }
 
+/* [route] concatenating several inputs' channels (not [shortcut]'s or [scale_channels]' sum or
+ * product, which keep the channel count). */
+static int is_concat(const Layer *l)
+{
+    return l->n_inputs >= 2 && !l->n_params && l->out_shape.c > l->in_shape.c;
+}
+
+/* ShuffleNetV2: conv1, then units stageS.I, each closed by the concatenation of its two halves: a
+ * unit of five convolutions (the first of a stage) has branch1.0/.1 and .2/.3 first, every unit
+ * branch2.0/.1, .3/.4 and .5/.6; then conv5 and fc. */
+static int name_shufflenet(TorchNames *t, const Net *net, Error *e)
+{
+    static const int branch1[] = {0, 2}, branch2[] = {0, 3, 5};
+    const int last = last_conv(net);
+    int unit[5], n = 0, stage = 1, in_stage = 0, first = -1;
+    for (int i = 0; i <= last; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l))
+            return unexpected(net, l, t->family, "a layer with tensors among the convolutions", e);
+        if (is_conv(l) && first < 0) {
+            add_layer(t, l, "conv1.0", "conv1.1");
+            first = i;
+        } else if (is_conv(l) && i == last) {
+            add_layer(t, l, "conv5.0", "conv5.1");
+        } else if (is_conv(l)) {
+            if (n == 5)
+                return unexpected(net, l, t->family, "a unit of more than 5 convolutions", e);
+            unit[n++] = i;
+        } else if (is_concat(l)) {
+            if (n != 3 && n != 5)
+                return unexpected(net, l, t->family, "a unit of neither 3 nor 5 convolutions", e);
+            if (n == 5) {
+                stage++;
+                in_stage = 0;
+            }
+            for (int k = 0; k < n; k++) {
+                const int b1 = n == 5 && k < 2, at = b1 ? branch1[k] : branch2[k - (n == 5) * 2];
+                char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+                snprintf(module, sizeof module, "stage%d.%d.branch%d.%d", stage, in_stage,
+                         b1 ? 1 : 2, at);
+                snprintf(norm, sizeof norm, "stage%d.%d.branch%d.%d", stage, in_stage, b1 ? 1 : 2,
+                         at + 1);
+                add_layer(t, &net->layers[unit[k]], module, norm);
+            }
+            in_stage++;
+            n = 0;
+        }
+    }
+    int fc = 0;
+    for (int i = last + 1; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && fc++)
+            return unexpected(net, l, t->family, "a second [connected] (torchvision has one, fc)",
+                              e);
+        if (l->n_params)
+            add_layer(t, l, "fc", "fc");
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -314,39 +374,44 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, unnormed = 0, max_tensors = 0;
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         grouped |= is_grouped(l);
         shortcut |= is_shortcut(l);
         unnormed |= is_conv(l) && !has_norm(l);
+        concat |= is_concat(l);
         max_tensors += l->n_params + 1;
         if (l->n_params && !is_conv(l) && !is_connected(l))
-            return error_set(e, CDL_EUSAGE,
-                             "%s: layer %d [%s] has tensors but torchvision's resnet, vgg, "
-                             "mobilenet and efficientnet have only convolutions, batch norms "
-                             "and linear layers",
-                             net->cfg.path, i, l->type->name);
+            return error_set(
+                e, CDL_EUSAGE,
+                "%s: layer %d [%s] has tensors but torchvision's resnet, vgg, "
+                "mobilenet, efficientnet and shufflenet have only convolutions, batch norms "
+                "and linear layers",
+                net->cfg.path, i, l->type->name);
     }
     if (!(t->tensors = calloc((size_t)max_tensors + 1, sizeof *t->tensors)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     if (last_conv(net) < 0)
         return error_set(e, CDL_EUSAGE,
-                         "%s: no convolution: not a torchvision resnet, vgg, mobilenet or "
-                         "efficientnet layout",
+                         "%s: no convolution: not a torchvision resnet, vgg, mobilenet, "
+                         "efficientnet or shufflenet layout",
                          net->cfg.path);
     /* squeeze-excitation's convolutions are the only ones without batch norm in a grouped net */
     const int se = grouped && unnormed,
               efficientnet = se && net->layers[0].activation == CDL_ACT_SWISH;
+    const int shufflenet = grouped && !se && concat;
     t->family = efficientnet ? "efficientnet"
                 : se         ? "mobilenet_v3"
+                : shufflenet ? "shufflenet"
                 : grouped    ? "mobilenetv2"
                 : shortcut   ? "resnet"
                              : "vgg";
-    int st = se         ? name_se_blocks(t, net, efficientnet, e)
-             : grouped  ? name_mobilenet(t, net, e)
-             : shortcut ? name_resnet(t, net, e)
-                        : name_vgg(t, net, e);
+    int st = se           ? name_se_blocks(t, net, efficientnet, e)
+             : shufflenet ? name_shufflenet(t, net, e)
+             : grouped    ? name_mobilenet(t, net, e)
+             : shortcut   ? name_resnet(t, net, e)
+                          : name_vgg(t, net, e);
     t->head_layer = t->n_tensors ? t->tensors[t->n_tensors - 1].layer : -1;
     return st;
 }

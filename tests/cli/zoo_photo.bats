@@ -12,7 +12,8 @@ load helpers
 
 GEN="$REPO/scripts/ref/make_torchvision_safetensors.py"
 PHOTO=/usr/share/darknet/data/dog.jpg
-NAMES="resnet18 resnet34 resnet50 mobilenetv2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0"
+NAMES="resnet18 resnet34 resnet50 mobilenetv2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0
+    shufflenet_v2_x1_0"
 
 setup_file() {
     /usr/bin/python3 -c "import torchvision" 2> /dev/null || skip "/usr/bin/python3 has no torchvision"
@@ -54,6 +55,10 @@ photo_matches() {
 
 @test "zoo photo: efficientnet_b0 gives torchvision's probabilities (resized bilinear)" {
     photo_matches efficientnet_b0
+}
+
+@test "zoo photo: shufflenet_v2_x1_0 gives torchvision's probabilities" {
+    photo_matches shufflenet_v2_x1_0
 }
 
 @test "zoo photo: a resize one pixel off (257, not 256) fails the comparison for every cfg" {
