@@ -4,7 +4,8 @@ hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convol
 ([layernorm] channels=1, [layer_scale]; its stochastic depth, [drop_path], draws from cdl's own
 keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead), and
 DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
-convolution wrote).
+convolution wrote), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
+position embedding).
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -60,6 +61,14 @@ identical bytes. The .ref format is ref_format.py's.
     4 [convolutional] 2 filters 3x3 pad 1, tanh           torch.tanh(conv(., padding=1))
     5 [route] layers=0,-1                                  torch.cat((x0, .), 1)
     6 [batchnorm] activation=relu                          F.relu(F.batch_norm(.))
+
+  vit_embed (a 2x3x8x8 image; every tensor N(0, 0.5^2), layer norm scales N(1, 0.5^2), the class
+  token too (torchvision starts it at 0, which would hide its place)):
+    0 [convolutional] 6 filters 4x4 stride 4, linear      conv(x, stride=4): 6x2x2 patches
+    1 [tokens] class_token=1 positional=1                  torch.cat((class_token.expand(2, 1, 6),
+                                                          x.flatten(2).transpose(1, 2)), 1)
+                                                          + positional: 2x5x6
+    2 [layernorm] eps=1e-6                                 F.layer_norm over each token's 6
 """
 
 import torch
@@ -240,6 +249,26 @@ activation=relu
 """
 
 
+VIT_EMBED_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's embedding
+""" + net_section(3, 8, 8) + """
+# 0: 6x2x2, one 4x4 patch per position
+[convolutional]
+filters=6
+size=4
+stride=4
+activation=linear
+
+# 1: 1x5x6, the class token then the 4 patches' tokens, plus the position embedding
+[tokens]
+class_token=1
+positional=1
+
+# 2: 1x5x6, each token normalised
+[layernorm]
+eps=0.000001
+"""
+
+
 def conv_params(name, filters, channels, size, spread):
     """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
     w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
@@ -360,6 +389,23 @@ def dense_layer():
     return DENSE_LAYER_CFG, x, p, forward, state
 
 
+def vit_embed():
+    p = conv_params("layer0", 6, 3, 4, 0.5)
+    p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer1.positional"] = f32(0.5 * torch.randn(5, 6, dtype=DT))
+    p["layer2.scales"] = f32(1 + 0.5 * torch.randn(6, dtype=DT))
+    p["layer2.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 8, 8, dtype=DT))
+
+    def forward(x, p):
+        y = F.conv2d(x, p["layer0.weights"], p["layer0.biases"], stride=4)
+        y = y.flatten(2).transpose(1, 2)
+        y = torch.cat((p["layer1.class_token"].expand(BATCH, 1, 6), y), 1) + p["layer1.positional"]
+        return F.layer_norm(y, (6,), p["layer2.scales"], p["layer2.biases"], 1e-6)
+
+    return VIT_EMBED_CFG, x, p, forward, {}
+
+
 def compute(x, params, forward, state):
     """The (name, tensor) pairs of one fixture, in file order; state holds tensors the net loads
     but does not train (batch norm's running statistics)."""
@@ -383,6 +429,7 @@ FIXTURES = [
     ("pad_conv", pad_conv),
     ("convnext_block", convnext_block),
     ("dense_layer", dense_layer),
+    ("vit_embed", vit_embed),
 ]
 
 

@@ -169,6 +169,12 @@ static const OpCase cases[] = {
     /* swish's derivative reads its input: l->pre is a buffer of its own */
     {"[batchnorm] swish on the net input", IMAGE(2, 3, 5, 4),
      "[batchnorm]\nactivation=swish\n" CONV(4, 3, 1, 1, 1, 0, linear), NULL},
+    /* a vision transformer's embedding; the GPU has no [tokens] (the case is not applicable) */
+    {"vit embedding (patch conv, tokens with class token and positions, layernorm)",
+     IMAGE(2, 3, 8, 12),
+     "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
+     "class_token=1\npositional=1\n[layernorm]\neps=0.000001\n",
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2
