@@ -24,7 +24,8 @@ extern const LayerKernels gpu_maxpool_kernels, gpu_shortcut_kernels, gpu_route_k
 extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_layernorm_kernels,
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
-    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels;
+    gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels,
+    gpu_tokens_kernels;
 
 static const struct {
     const LayerType *type;
@@ -58,6 +59,7 @@ static const struct {
     {&shuffle_layer, &gpu_shuffle_kernels},
     {&pad_layer, &gpu_pad_kernels},
     {&layer_scale_layer, &gpu_layer_scale_kernels},
+    {&tokens_layer, &gpu_tokens_kernels},
     // clang-format on
 };
 

@@ -11,7 +11,8 @@
  *   class_token [C]   zeros at the start (torchvision's)
  *   positional [T][C] N(0, 0.02^2) at the start (torchvision's)
  *
- * Neither takes weight decay. Its CPU kernels are in backend/cpu/tokens.c. */
+ * Neither takes weight decay. Its CPU kernels are in backend/cpu/tokens.c, its GPU ones in
+ * cuda/tokens.c. */
 #include "layers/tokens.h"
 
 #include "core/net.h"

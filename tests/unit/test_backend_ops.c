@@ -169,7 +169,7 @@ static const OpCase cases[] = {
     /* swish's derivative reads its input: l->pre is a buffer of its own */
     {"[batchnorm] swish on the net input", IMAGE(2, 3, 5, 4),
      "[batchnorm]\nactivation=swish\n" CONV(4, 3, 1, 1, 1, 0, linear), NULL},
-    /* a vision transformer's embedding; the GPU has no [tokens] (the case is not applicable) */
+    /* a vision transformer's embedding: patches to token rows, class token, position embedding */
     {"vit embedding (patch conv, tokens with class token and positions, layernorm)",
      IMAGE(2, 3, 8, 12),
      "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
