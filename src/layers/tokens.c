@@ -8,8 +8,8 @@
  *                                   sequence net's rows: out[b][class_token + p][k] = in[b][k][p]
  *                                   (+ positional[class_token + p][k]); with class_token,
  *                                   out[b][0][k] = class_token[k] (+ positional[0][k])
- *   class_token [C]   zeros at the start (torchvision's)
- *   positional [T][C] N(0, 0.02^2) at the start (torchvision's)
+ *   class_token [1][1][C]   zeros at the start (torchvision's class_token, its shape too)
+ *   positional [1][T][C]    N(0, 0.02^2) at the start (torchvision's encoder.pos_embedding)
  *
  * Neither takes weight decay. Its CPU kernels are in backend/cpu/tokens.c, its GPU ones in
  * cuda/tokens.c. */
@@ -36,11 +36,11 @@ static int tokens_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     t->token_param = t->pos_param = -1;
     if (t->class_token) {
         t->token_param = l->n_params;
-        layer_add_param(l, "class_token", 1, 0, 1, (int64_t[]){t->channels});
+        layer_add_param(l, "class_token", 1, 0, 3, (int64_t[]){1, 1, t->channels});
     }
     if (t->positional) {
         t->pos_param = l->n_params;
-        layer_add_param(l, "positional", 1, 0, 2, (int64_t[]){seq, t->channels});
+        layer_add_param(l, "positional", 1, 0, 3, (int64_t[]){1, seq, t->channels});
     }
     l->flops = (double)shape_size(l->out_shape);
     return CDL_OK;
