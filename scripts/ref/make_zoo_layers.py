@@ -5,7 +5,8 @@ hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convol
 keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead), and
 DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
 convolution wrote), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
-position embedding).
+position embedding) and encoder block ([attention] on those tokens in an image net, [select_token]
+for the head).
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -69,6 +70,19 @@ identical bytes. The .ref format is ref_format.py's.
                                                           x.flatten(2).transpose(1, 2)), 1)
                                                           + positional: 2x5x6
     2 [layernorm] eps=1e-6                                 F.layer_norm over each token's 6
+
+  vit_block (torchvision's EncoderBlock and head on vit_embed's tokens; weights and biases
+  N(0, 0.5^2), layer norm scales N(1, 0.5^2)):
+    0-1 as vit_embed                                      x1: 2x5x6
+    2 [layernorm] eps=1e-6                                 F.layer_norm
+    3 [attention] heads=2 causal=0                         F.multi_head_attention_forward
+    4 [shortcut] from=1                                    x4 = x1 + .
+    5 [layernorm] eps=1e-6
+    6 [linear] output=12 activation=gelu                   F.gelu(F.linear(.))
+    7 [linear] output=6                                    F.linear(.)
+    8 [shortcut] from=4                                    x4 + .
+    9 [select_token] index=0                               [:, 0]: the class token, 2x6
+    10 [connected] output=3                                F.linear(.)
 """
 
 import torch
@@ -269,6 +283,55 @@ eps=0.000001
 """
 
 
+VIT_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's encoder block and head
+""" + net_section(3, 8, 8) + """
+# 0: 6x2x2, one 4x4 patch per position
+[convolutional]
+filters=6
+size=4
+stride=4
+activation=linear
+
+# 1: 1x5x6 tokens
+[tokens]
+class_token=1
+positional=1
+
+# 2-4: x + attention(layernorm(x)), every token seeing every token
+[layernorm]
+eps=0.000001
+
+[attention]
+heads=2
+causal=0
+
+[shortcut]
+from=1
+
+# 5-8: x + mlp(layernorm(x))
+[layernorm]
+eps=0.000001
+
+[linear]
+output=12
+activation=gelu
+
+[linear]
+output=6
+
+[shortcut]
+from=4
+
+# 9-10: the class token's row, then the head
+[select_token]
+index=0
+
+[connected]
+output=3
+activation=linear
+"""
+
+
 def conv_params(name, filters, channels, size, spread):
     """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
     w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
@@ -406,6 +469,42 @@ def vit_embed():
     return VIT_EMBED_CFG, x, p, forward, {}
 
 
+def vit_block():
+    p = conv_params("layer0", 6, 3, 4, 0.5)
+    p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer1.positional"] = f32(0.5 * torch.randn(5, 6, dtype=DT))
+    for i in (2, 5):
+        p[f"layer{i}.scales"] = f32(1 + 0.5 * torch.randn(6, dtype=DT))
+        p[f"layer{i}.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer3.weights"] = f32(0.5 * torch.randn(18, 6, dtype=DT))
+    p["layer3.biases"] = f32(0.5 * torch.randn(18, dtype=DT))
+    p["layer3.out_weights"] = f32(0.5 * torch.randn(6, 6, dtype=DT))
+    p["layer3.out_biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer6.weights"] = f32(0.5 * torch.randn(12, 6, dtype=DT))
+    p["layer6.biases"] = f32(0.5 * torch.randn(12, dtype=DT))
+    p["layer7.weights"] = f32(0.5 * torch.randn(6, 12, dtype=DT))
+    p["layer7.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer10.weights"] = f32(0.5 * torch.randn(3, 6, dtype=DT))
+    p["layer10.biases"] = f32(0.5 * torch.randn(3, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 8, 8, dtype=DT))
+
+    def forward(x, p):
+        y = F.conv2d(x, p["layer0.weights"], p["layer0.biases"], stride=4)
+        y = y.flatten(2).transpose(1, 2)
+        x1 = torch.cat((p["layer1.class_token"].expand(BATCH, 1, 6), y), 1) + p["layer1.positional"]
+        y = F.layer_norm(x1, (6,), p["layer2.scales"], p["layer2.biases"], 1e-6).transpose(0, 1)
+        y, _ = F.multi_head_attention_forward(
+            y, y, y, 6, 2, p["layer3.weights"], p["layer3.biases"], None, None, False, 0.0,
+            p["layer3.out_weights"], p["layer3.out_biases"], training=False, need_weights=False)
+        x4 = x1 + y.transpose(0, 1)
+        y = F.layer_norm(x4, (6,), p["layer5.scales"], p["layer5.biases"], 1e-6)
+        y = F.gelu(F.linear(y, p["layer6.weights"], p["layer6.biases"]))
+        y = x4 + F.linear(y, p["layer7.weights"], p["layer7.biases"])
+        return F.linear(y[:, 0], p["layer10.weights"], p["layer10.biases"])
+
+    return VIT_BLOCK_CFG, x, p, forward, {}
+
+
 def compute(x, params, forward, state):
     """The (name, tensor) pairs of one fixture, in file order; state holds tensors the net loads
     but does not train (batch norm's running statistics)."""
@@ -430,6 +529,7 @@ FIXTURES = [
     ("convnext_block", convnext_block),
     ("dense_layer", dense_layer),
     ("vit_embed", vit_embed),
+    ("vit_block", vit_block),
 ]
 
 

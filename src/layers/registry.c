@@ -11,6 +11,7 @@ static const LayerType *const layer_types[] = {
     &linear_layer,        &attention_layer,      &rnn_layer,         &lstm_layer,
     &gru_layer,           &scale_channels_layer, &shuffle_layer,     &pad_layer,
     &yolo_layer,          &drop_path_layer,      &layer_scale_layer, &tokens_layer,
+    &select_token_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
@@ -38,5 +39,5 @@ const char *layer_type_names(void)
     return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
            "softmax, crop, cost, reorg, upsample, embedding, positional, layernorm, linear, "
            "attention, rnn, lstm, gru, scale_channels, shuffle, pad, yolo, drop_path, layer_scale, "
-           "tokens";
+           "tokens, select_token";
 }

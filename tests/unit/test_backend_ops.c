@@ -175,6 +175,15 @@ static const OpCase cases[] = {
      "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
      "class_token=1\npositional=1\n[layernorm]\neps=0.000001\n",
      NULL},
+    /* torchvision's EncoderBlock on those tokens, then the class token's head */
+    {"vit block (attention on token rows of an image net, mlp, select_token, head)",
+     IMAGE(2, 3, 8, 12),
+     "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
+     "class_token=1\npositional=1\n[layernorm]\n[attention]\nheads=2\ncausal=0\n"
+     "[shortcut]\nfrom=1\n[layernorm]\n[linear]\noutput=16\nactivation=gelu\n[linear]\n"
+     "output=8\n[shortcut]\nfrom=4\n[select_token]\n[connected]\noutput=5\n"
+     "activation=linear\n[softmax]\n",
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2

@@ -1,7 +1,8 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
  * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
  * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], DenseNet's
- * pre-activation ([batchnorm] activation=), a vision transformer's [tokens], each with values
+ * pre-activation ([batchnorm] activation=), a vision transformer's [tokens] and [select_token]
+ * ([attention] on token rows in an image net), each with values
  * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
  * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
  * The hard activations are checked with the others in test_layers_misc and test_layers_dense, and
@@ -449,6 +450,52 @@ static void test_tokens_gradients(void)
                                         "activation=tanh\n");
 }
 
+/* ---- [select_token] ---- */
+
+/* Row 1 of each sample's 3 tokens of 2 features; the backward adds the delta into that row. */
+static void test_select_token_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(2, 1, 3, 2) "[maxpool]\nsize=1\n[select_token]\nindex=1\n", &net))
+        return;
+    CHECK(net.layers[1].out_shape.c == 1 && net.layers[1].out_shape.h == 1 &&
+          net.layers[1].out_shape.w == 2);
+    for (int i = 0; i < 12; i++)
+        net.input[i] = (float)i;
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, (const float[]){2, 3, 8, 9}, 4, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 4; i++)
+        net.layers[1].delta[i] = (float)(10 + i);
+    net_backward(&net);
+    check_values(net.layers[0].delta, (const float[]){0, 0, 10, 11, 0, 0, 0, 0, 12, 13, 0, 0}, 12,
+                 0);
+    net_free(&net);
+}
+
+static void test_select_token_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 1, 3, 2) "[select_token]\nindex=3\n",
+                     "t.cfg:7: layer 0: [select_token] index=3: expected a token of the input, "
+                     "0..T-1");
+    expect_cfg_error(IMAGE_NET(1, 2, 3, 2) "[select_token]\n",
+                     "t.cfg:6: layer 0: [select_token] needs token rows (one channel of T "
+                     "tokens), not 2x3x2 (CxHxW)");
+}
+
+static void test_vit_block_gradients(void)
+{
+    gradcheck_cfg("a vision transformer's block and head on [tokens]",
+                  IMAGE_NET(2, 3, 4, 6) "[convolutional]\nfilters=4\nsize=2\nstride=2\n"
+                                        "activation=linear\n[tokens]\nclass_token=1\n"
+                                        "positional=1\n[layernorm]\n[attention]\nheads=2\n"
+                                        "causal=0\n[shortcut]\nfrom=1\n[linear]\noutput=8\n"
+                                        "activation=gelu\n[linear]\noutput=4\n[shortcut]\n"
+                                        "from=4\n[select_token]\n[connected]\noutput=3\n"
+                                        "activation=tanh\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
@@ -459,6 +506,7 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("convnext_block", 2);
     ref_expect_sum_loss_fixture("dense_layer", 2);
     ref_expect_sum_loss_fixture("vit_embed", 2);
+    ref_expect_sum_loss_fixture("vit_block", 2);
 }
 
 int main(void)
@@ -486,6 +534,9 @@ int main(void)
     test_tokens_values();
     test_tokens_errors();
     test_tokens_gradients();
+    test_select_token_values();
+    test_select_token_errors();
+    test_vit_block_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }

@@ -17,7 +17,7 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
     cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels,
-    cpu_tokens_kernels;
+    cpu_tokens_kernels, cpu_select_token_kernels;
 
 static const struct {
     const LayerType *type;
@@ -51,6 +51,7 @@ static const struct {
     {&pad_layer, &cpu_pad_kernels},
     {&layer_scale_layer, &cpu_layer_scale_kernels},
     {&tokens_layer, &cpu_tokens_kernels},
+    {&select_token_layer, &cpu_select_token_kernels},
 };
 
 static const LayerKernels *cpu_kernels(const LayerType *t)
