@@ -1,9 +1,10 @@
-/* [batchnorm]'s GPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage alone
- * (cuda/bias_norm.h), its input gradient added into the input's delta.
+/* [batchnorm]'s GPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage
+ * (cuda/bias_norm.h) and the layer's activation, its input gradient added into the input's delta.
  *
  *   in, out [batch][c][h][w]
  */
 #include "bias_norm.h"
+#include "layer_activation.h"
 
 static int bn_layer_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -14,12 +15,14 @@ static int bn_layer_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 
 static void bn_layer_forward_gpu(Layer *l, const StepContext *ctx)
 {
-    gpu_bias_norm_forward(l->priv, l, ctx, l->in[0], l->out);
+    gpu_bias_norm_forward(l->priv, l, ctx, l->in[0], layer_activation_input(l));
+    gpu_layer_activate(l, ctx);
 }
 
 static void bn_layer_backward_gpu(Layer *l, const StepContext *ctx)
 {
     /* dx += dL/dx in the same pass (the CPU makes it in l->delta first, then adds it) */
+    gpu_layer_activation_backward(l, ctx);
     gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->in_delta[0], 1.0f);
 }
 

@@ -25,7 +25,7 @@ extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_lay
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
     gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels,
-    gpu_yolo_kernels;
+    gpu_yolo_kernels, gpu_tokens_kernels, gpu_select_token_kernels;
 
 static const struct {
     const LayerType *type;
@@ -60,6 +60,8 @@ static const struct {
     {&pad_layer, &gpu_pad_kernels},
     {&layer_scale_layer, &gpu_layer_scale_kernels},
     {&yolo_layer, &gpu_yolo_kernels},
+    {&tokens_layer, &gpu_tokens_kernels},
+    {&select_token_layer, &gpu_select_token_kernels},
     // clang-format on
 };
 

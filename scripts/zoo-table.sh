@@ -18,6 +18,10 @@ purpose() {
     gpt_tiny) echo "GPT-style character transformer: 4 blocks, width 128, 4 heads, context 128 (counts at 256 tokens)" ;;
     lenet) echo "LeNet-5 for MNIST / Fashion-MNIST" ;;
     mobilenetv2) echo "torchvision mobilenet_v2: depthwise, inverted residuals" ;;
+    mobilenet_v3_small | mobilenet_v3_large)
+        echo "torchvision $1: inverted residuals, squeeze-excitation, hardswish" ;;
+    efficientnet_b0) echo "torchvision efficientnet_b0: MBConv, squeeze-excitation, swish, stochastic depth" ;;
+    shufflenet_v2_x1_0) echo "torchvision shufflenet_v2_x1_0: channel split, depthwise, channel shuffle" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
     resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;
     resnet_fashion) echo "Fashion-MNIST ResNet: 93.3% in 16 min on 2 cores (acceptance run)" ;;

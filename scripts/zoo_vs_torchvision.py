@@ -4,11 +4,13 @@ Usage (Debian's python3, which has torch and torchvision):
     /usr/bin/python3 scripts/zoo_vs_torchvision.py CDL CFG [--seed S]
 
 CFG is one of cfg/resnet18.cfg, resnet34, resnet50, resnet18_cifar, resnet34_cifar, vgg16,
-mobilenetv2 (picked by file name). The script
+mobilenetv2, mobilenet_v3_small, mobilenet_v3_large, efficientnet_b0, shufflenet_v2_x1_0 (picked
+by file name). The script
 1. copies the cfg with a [net] of its input size alone (no recipe, no preprocessing),
    writes the parameters initialised from --seed with `CDL export npy` and loads them, in
    layer order, into the matching torchvision model (convolutions with the batch norm that
-   follows each, then the linear layers, in the order torchvision defines its modules);
+   follows each, squeeze-excitation's convolutions with their biases, then the linear layers,
+   in the order torchvision defines its modules);
    the CIFAR variants get a 3x3 stride-1 stem conv and no max pooling;
 2. writes a random RGB PNG of the net's size, dimmed until torchvision's largest logit is
    about 4 (random weights grow activations with depth; a saturated softmax hides
@@ -50,6 +52,10 @@ MODELS = {
     "resnet34_cifar": lambda: cifar(torchvision.models.resnet34(num_classes=10)),
     "vgg16": lambda: torchvision.models.vgg16(),
     "mobilenetv2": lambda: torchvision.models.mobilenet_v2(),
+    "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(),
+    "mobilenet_v3_large": lambda: torchvision.models.mobilenet_v3_large(),
+    "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
+    "shufflenet_v2_x1_0": lambda: torchvision.models.shufflenet_v2_x1_0(),
 }
 
 

@@ -71,14 +71,14 @@ __global__ void accumulate_kernel(float *y, const float *x, size_t n)
 
 // A block of 32 columns x 8 lanes: lane y sums rows y, y + 8, ... of its column, then lane 0 adds
 // the 8 partial sums in lane order.
-__global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int n)
+__global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int n, size_t stride)
 {
     __shared__ float partial[SUM_LANES][SUM_COLUMNS];
     const int col = threadIdx.x % SUM_COLUMNS, lane = threadIdx.x / SUM_COLUMNS;
     const int j = blockIdx.x * SUM_COLUMNS + col;
     float s = 0.0f;
     for (int r = lane; j < n && r < rows; r += SUM_LANES)
-        s += x[(size_t)r * n + j];
+        s += x[(size_t)r * stride + j];
     partial[lane][col] = s;
     __syncthreads();
     if (lane == 0 && j < n) {
@@ -129,12 +129,63 @@ extern "C" cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaS
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n,
-                                            cudaStream_t stream)
+extern "C" cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n,
+                                                    size_t stride, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(column_sums_add_kernel, (n + SUM_COLUMNS - 1) / SUM_COLUMNS,
-                SUM_COLUMNS * SUM_LANES, 0, stream, sum, x, rows, n);
+                SUM_COLUMNS * SUM_LANES, 0, stream, sum, x, rows, n, stride);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n,
+                                            cudaStream_t stream)
+{
+    return cuda_strided_column_sums_add(sum, x, rows, n, (size_t)n, stream);
+}
+
+// One output value per thread: token row j of sample b, channel k.
+__global__ void tokens_forward_kernel(float *out, const float *in, const float *token, int c, int p,
+                                      int first, size_t total)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t rows = (size_t)(first + p), b = i / (rows * c), j = i / c % rows;
+        const int k = (int)(i % c);
+        out[i] = (int)j < first ? token[k] : in[(b * c + k) * p + (j - first)];
+    }
+}
+
+// One input value per thread: channel k of position q of sample b.
+__global__ void tokens_backward_kernel(float *dx, const float *dy, int c, int p, int first,
+                                       size_t total)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t b = i / ((size_t)c * p), k = i / p % c, q = i % p;
+        dx[i] += dy[(b * (first + p) + first + q) * c + k];
+    }
+}
+
+extern "C" cudaError_t cuda_tokens_forward(float *out, const float *in, const float *token,
+                                           int batch, int c, int p, int first, cudaStream_t stream)
+{
+    const size_t total = (size_t)batch * (first + p) * c;
+    if (total == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(tokens_forward_kernel, grid_for(total), 256, 0, stream, out, in, token, c, p, first,
+                total);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_tokens_backward(float *dx, const float *dy, int batch, int c, int p,
+                                            int first, cudaStream_t stream)
+{
+    const size_t total = (size_t)batch * c * p;
+    if (total == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(tokens_backward_kernel, grid_for(total), 256, 0, stream, dx, dy, c, p, first,
+                total);
     return cuda_launch_error();
 }

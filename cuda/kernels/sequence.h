@@ -26,6 +26,16 @@ cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int ro
 cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream);
 /* sum[j] += the sum over the rows of x (rows, n) of column j, in an order fixed by the shape. */
 cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n, cudaStream_t stream);
+/* The same over rows at stride stride (>= n): the first n values of each. */
+cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n, size_t stride,
+                                         cudaStream_t stream);
+/* [tokens] (layers/tokens.h): out [batch][first + p][c] from in [batch][c][p], row j < first the
+ * class token token [c] (first 0 or 1), row first + i position i's channels. */
+cudaError_t cuda_tokens_forward(float *out, const float *in, const float *token, int batch, int c,
+                                int p, int first, cudaStream_t stream);
+/* dx [batch][c][p] += the token rows of dy [batch][first + p][c], transposed back. */
+cudaError_t cuda_tokens_backward(float *dx, const float *dy, int batch, int c, int p, int first,
+                                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@ which has torch and torchvision, for the torch half):
     python3 scripts/ref/make_torchvision_safetensors.py probs CDL_JSON OUT/NAME.probs.json
     python3 scripts/ref/make_torchvision_safetensors.py same A.safetensors B.safetensors
     python3 scripts/ref/make_torchvision_safetensors.py random MODEL FILE.safetensors [--seed 0]
+    python3 scripts/ref/make_torchvision_safetensors.py photo OUT PHOTO [NAME ...] [--seed 1]
 
 make: for resnet18, resnet34, resnet50, vgg16 and mobilenet_v2 (cfg/NAME.cfg; vgg16 at 224x224,
 whatever --size says, since its classifier takes torchvision's 7x7 features whole):
@@ -22,6 +23,17 @@ whatever --size says, since its classifier takes torchvision's 7x7 features whol
    dict; for resnet18 also OUT/resnet18_f16.safetensors, the same in float16, and
    OUT/resnet18_bf16.safetensors in bfloat16 (numpy has no bfloat16: the file is written here,
    rounding to nearest even as torch does).
+photo: for the zoo cfgs of PHOTO_RECIPES (or the NAMEs given), weights for torchvision's model
+whose batch norms (weights and biases drawn as make's) take their running statistics from four
+corner crops of PHOTO (a JPEG or PNG) prepared by the torchvision weights' own eval transforms
+(resize_size, crop_size, mean, std; resized bilinear with antialiasing on float pixels, where PIL
+would round the resized image to 8 bits, and where EfficientNet's weights say bicubic, which cdl
+does not have), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
+scaled to make the largest logit about 4: trained weights are not at hand, and random ones
+measured on noise pass so little of a photo to the logits that a wrong resize would go unseen.
+Writes OUT/NAME.photo.safetensors and OUT/NAME.photo.probs.json, torchvision's softmax of PHOTO
+through those transforms, which `cdl predict cfg/NAME.cfg PHOTO` (the cfg's [net] recipe) must
+match.
 probs: exits 1 unless cdl's `predict --top ALL --json` probabilities match torchvision's to
 1e-5 relative; prints the largest difference.
 random: torchvision.models.MODEL() (resnet50, vgg16, ...) with torchvision's own random
@@ -88,6 +100,87 @@ def torch_half(out, given_size, seed):
             probs = torch.softmax(model(x), dim=1)[0].double().numpy()
         with open(os.path.join(out, name + ".probs.json"), "w") as f:
             json.dump(probs.tolist(), f)
+
+
+# cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows
+# (resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
+# bilinear), what each batch norm's measured variance gets added). The addition sets how much of
+# the photo reaches the logits: with 0.01 a ResNet or a ShuffleNet turns the float rounding of two
+# resizes into 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize.
+# VGG (no batch norm) passes so much that the rounding alone comes within 1e-5: its safetensors
+# test runs on random pixels instead.
+PHOTO_RECIPES = {
+    "resnet18": ("resnet18", "ResNet18_Weights.IMAGENET1K_V1", 0.5),
+    "resnet34": ("resnet34", "ResNet34_Weights.IMAGENET1K_V1", 0.5),
+    "resnet50": ("resnet50", "ResNet50_Weights.IMAGENET1K_V1", 0.5),
+    "mobilenetv2": ("mobilenet_v2", "MobileNet_V2_Weights.IMAGENET1K_V1", 0.01),
+    "mobilenet_v3_small": ("mobilenet_v3_small", "MobileNet_V3_Small_Weights.IMAGENET1K_V1", 0.01),
+    "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2", 0.01),
+    "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", "ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1", 0.5),
+}
+
+
+def torch_photo(out, photo, names, seed):
+    import torch
+    import torchvision
+    import torchvision.transforms.functional as F
+    from PIL import Image
+
+    torch.set_num_threads(1)
+    image = F.pil_to_tensor(Image.open(photo).convert("RGB")).float() / 255
+    for name in names:
+        ctor, weights, variance_added = PHOTO_RECIPES[name]
+        enum, member = weights.split(".")
+        recipe = getattr(torchvision.models, enum)[member].transforms()
+
+        def prepare(x):
+            """The weights' eval transforms on float pixels (PIL would round the resize to
+            8 bits), bilinear with PIL's antialiasing, as cdl resizes."""
+            x = F.resize(x, recipe.resize_size, F.InterpolationMode.BILINEAR, antialias=True)
+            return F.normalize(F.center_crop(x, recipe.crop_size), recipe.mean, recipe.std)
+
+        torch.manual_seed(seed)
+        model = getattr(torchvision.models, ctor)()
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+        # four corner crops of the photo set the running statistics
+        h, w = image.shape[1:]
+        side = min(w, h) * 3 // 4
+        crops = torch.stack([prepare(image[:, y:y + side, x:x + side])
+                             for x, y in ((0, 0), (w - side, 0), (0, h - side), (w - side, h - side))])
+        with torch.no_grad():
+            for m in norms:
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+                m.momentum = None
+            model.train()(crops)
+            model.eval()
+            for m in norms:
+                m.running_var.add_(variance_added)
+                m.num_batches_tracked.fill_(7)
+            x = prepare(image)[None]
+            head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+            scale = 4 / model(x).abs().max().item()  # the largest logit about 4
+            head.weight.mul_(scale)
+            head.bias.mul_(scale)
+            probs = torch.softmax(model(x), dim=1)[0].double().numpy()
+        with open(os.path.join(out, name + ".photo.probs.json"), "w") as f:
+            json.dump(probs.tolist(), f)
+        np.savez(os.path.join(out, name + ".photo.npz"),
+                 **{k: v.numpy() for k, v in model.state_dict().items()})
+
+
+def photo(out, path, names, seed):
+    from safetensors.numpy import save_file
+
+    subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "torch-photo", out, path,
+                    str(seed)] + names, check=True)
+    for name in names:
+        npz = os.path.join(out, name + ".photo.npz")
+        with np.load(npz) as z:
+            tensors = {k: np.ascontiguousarray(z[k]) for k in z.files}
+        os.remove(npz)
+        save_file(tensors, os.path.join(out, name + ".photo.safetensors"), metadata={"format": "pt"})
 
 
 def torch_random(model, path, seed):
@@ -208,6 +301,15 @@ def main():
     elif cmd == "make":
         opts = dict(zip(args[1::2], args[2::2]))
         make(args[0], int(opts.get("--size", 64)), int(opts.get("--seed", 1)))
+    elif cmd == "torch-photo":
+        torch_photo(args[0], args[1], args[3:], int(args[2]))
+    elif cmd == "photo":
+        names, seed = args[2:], 1
+        if "--seed" in names:
+            at = names.index("--seed")
+            seed = int(names[at + 1])
+            names = names[:at] + names[at + 2:]
+        photo(args[0], args[1], names or list(PHOTO_RECIPES), seed)
     elif cmd == "torch-random":
         torch_random(args[0], args[1], int(args[2]))
     elif cmd == "random":

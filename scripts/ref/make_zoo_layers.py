@@ -1,8 +1,12 @@
 """PyTorch reference fixtures for the modern zoo's layers and activations (issue 41):
 hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convolutional] and
-[scale_channels], ShuffleNet's channel shuffle, explicit padding, and ConvNeXt's block
+[scale_channels], ShuffleNet's channel shuffle, explicit padding, ConvNeXt's block
 ([layernorm] channels=1, [layer_scale]; its stochastic depth, [drop_path], draws from cdl's own
-keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead).
+keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead), and
+DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
+convolution wrote), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
+position embedding) and encoder block ([attention] on those tokens in an image net, [select_token]
+for the head).
 
 Usage: /usr/bin/python3 scripts/ref/make_zoo_layers.py
 (Debian's python3-torch 1.13; writes tests/ref/NAME.cfg and tests/ref/NAME.ref for each NAME
@@ -46,6 +50,39 @@ identical bytes. The .ref format is ref_format.py's.
     4 [convolutional] 8 filters 1x1, linear               conv(.)
     5 [layer_scale]                                       gamma.view(8, 1, 1) * .
     6 [shortcut] from=0                                   x0 + .
+
+  dense_layer (a 2x3x5x6 image, in training mode: batch statistics, torch's biased variance in the
+  normalisation; convolution weights and biases N(0, 0.5^2), batch-norm scales N(1, 0.5^2) and
+  shifts N(0, 0.5^2); the convolutions end in tanh, as a linear one's bias right before a batch
+  norm has a gradient of exactly 0, which cdl's float rounding turns into noise):
+    0 [convolutional] 4 filters 3x3 pad 1, tanh           x0 = torch.tanh(conv(x, padding=1))
+    1 [batchnorm] activation=relu                          F.relu(F.batch_norm(x0))
+    2 [convolutional] 6 filters 1x1, tanh                  torch.tanh(conv(.))
+    3 [batchnorm] activation=swish                         F.silu(F.batch_norm(.))
+    4 [convolutional] 2 filters 3x3 pad 1, tanh           torch.tanh(conv(., padding=1))
+    5 [route] layers=0,-1                                  torch.cat((x0, .), 1)
+    6 [batchnorm] activation=relu                          F.relu(F.batch_norm(.))
+
+  vit_embed (a 2x3x8x8 image; every tensor N(0, 0.5^2), layer norm scales N(1, 0.5^2), the class
+  token too (torchvision starts it at 0, which would hide its place)):
+    0 [convolutional] 6 filters 4x4 stride 4, linear      conv(x, stride=4): 6x2x2 patches
+    1 [tokens] class_token=1 positional=1                  torch.cat((class_token.expand(2, 1, 6),
+                                                          x.flatten(2).transpose(1, 2)), 1)
+                                                          + positional: 2x5x6
+    2 [layernorm] eps=1e-6                                 F.layer_norm over each token's 6
+
+  vit_block (torchvision's EncoderBlock and head on vit_embed's tokens; weights and biases
+  N(0, 0.5^2), layer norm scales N(1, 0.5^2)):
+    0-1 as vit_embed                                      x1: 2x5x6
+    2 [layernorm] eps=1e-6                                 F.layer_norm
+    3 [attention] heads=2 causal=0                         F.multi_head_attention_forward
+    4 [shortcut] from=1                                    x4 = x1 + .
+    5 [layernorm] eps=1e-6
+    6 [linear] output=12 activation=gelu                   F.gelu(F.linear(.))
+    7 [linear] output=6                                    F.linear(.)
+    8 [shortcut] from=4                                    x4 + .
+    9 [select_token] index=0                               [:, 0]: the class token, 2x6
+    10 [connected] output=3                                F.linear(.)
 """
 
 import torch
@@ -186,6 +223,115 @@ from=0
 """
 
 
+DENSE_LAYER_CFG = """# scripts/ref/make_zoo_layers.py: DenseNet's dense layer, pre-activation batch norms
+""" + net_section(3, 5, 6) + """
+# 0: 4x5x6
+[convolutional]
+filters=4
+size=3
+pad=1
+activation=tanh
+
+# 1: 4x5x6, batch norm then relu
+[batchnorm]
+activation=relu
+
+# 2: 6x5x6
+[convolutional]
+filters=6
+size=1
+activation=tanh
+
+# 3: 6x5x6, batch norm then swish (its derivative reads the pre-activation)
+[batchnorm]
+activation=swish
+
+# 4: 2x5x6
+[convolutional]
+filters=2
+size=3
+pad=1
+activation=tanh
+
+# 5: 6x5x6, layer 0's channels then layer 4's
+[route]
+layers=0,-1
+
+# 6: 6x5x6
+[batchnorm]
+activation=relu
+"""
+
+
+VIT_EMBED_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's embedding
+""" + net_section(3, 8, 8) + """
+# 0: 6x2x2, one 4x4 patch per position
+[convolutional]
+filters=6
+size=4
+stride=4
+activation=linear
+
+# 1: 1x5x6, the class token then the 4 patches' tokens, plus the position embedding
+[tokens]
+class_token=1
+positional=1
+
+# 2: 1x5x6, each token normalised
+[layernorm]
+eps=0.000001
+"""
+
+
+VIT_BLOCK_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's encoder block and head
+""" + net_section(3, 8, 8) + """
+# 0: 6x2x2, one 4x4 patch per position
+[convolutional]
+filters=6
+size=4
+stride=4
+activation=linear
+
+# 1: 1x5x6 tokens
+[tokens]
+class_token=1
+positional=1
+
+# 2-4: x + attention(layernorm(x)), every token seeing every token
+[layernorm]
+eps=0.000001
+
+[attention]
+heads=2
+causal=0
+
+[shortcut]
+from=1
+
+# 5-8: x + mlp(layernorm(x))
+[layernorm]
+eps=0.000001
+
+[linear]
+output=12
+activation=gelu
+
+[linear]
+output=6
+
+[shortcut]
+from=4
+
+# 9-10: the class token's row, then the head
+[select_token]
+index=0
+
+[connected]
+output=3
+activation=linear
+"""
+
+
 def conv_params(name, filters, channels, size, spread):
     """Weights [filters][channels per group][size][size] and biases [filters] ~ N(0, spread^2)."""
     w = f32(spread * torch.randn(filters, channels, size, size, dtype=DT))
@@ -207,7 +353,7 @@ def se_block():
         z = F.hardsigmoid(F.conv2d(s, p["layer3.weights"], p["layer3.biases"]))
         return x0 * z
 
-    return SE_BLOCK_CFG, x, p, forward
+    return SE_BLOCK_CFG, x, p, forward, {}
 
 
 def channel_shuffle(x, groups):
@@ -232,7 +378,7 @@ def shuffle_unit():
         y = F.conv2d(y, p["layer2.weights"], p["layer2.biases"], padding=1, groups=6)
         return F.conv2d(y, p["layer3.weights"], p["layer3.biases"], groups=3)
 
-    return SHUFFLE_UNIT_CFG, x, p, forward
+    return SHUFFLE_UNIT_CFG, x, p, forward, {}
 
 
 def pad_conv():
@@ -244,7 +390,7 @@ def pad_conv():
         y = F.conv2d(y, p["layer1.weights"], p["layer1.biases"], stride=2)
         return F.pad(y, (1, 1, 1, 1))
 
-    return PAD_CONV_CFG, x, p, forward
+    return PAD_CONV_CFG, x, p, forward, {}
 
 
 def convnext_block():
@@ -267,11 +413,101 @@ def convnext_block():
         y = F.conv2d(y, p["layer4.weights"], p["layer4.biases"])
         return x0 + p["layer5.scales"].view(8, 1, 1) * y
 
-    return CONVNEXT_BLOCK_CFG, x, p, forward
+    return CONVNEXT_BLOCK_CFG, x, p, forward, {}
 
 
-def compute(x, params, forward):
-    """The (name, tensor) pairs of one fixture, in file order."""
+def bn_params(name, channels):
+    """A batch norm's scales ~ N(1, 0.5^2) and shifts (cdl's biases) ~ N(0, 0.5^2)."""
+    return {f"{name}.scales": f32(1 + 0.5 * torch.randn(channels, dtype=DT)),
+            f"{name}.biases": f32(0.5 * torch.randn(channels, dtype=DT))}
+
+
+def dense_layer():
+    p = {}
+    p.update(conv_params("layer0", 4, 3, 3, 0.5))
+    p.update(bn_params("layer1", 4))
+    p.update(conv_params("layer2", 6, 4, 1, 0.5))
+    p.update(bn_params("layer3", 6))
+    p.update(conv_params("layer4", 2, 6, 3, 0.5))
+    p.update(bn_params("layer6", 6))
+    x = f32(torch.randn(BATCH, 3, 5, 6, dtype=DT))
+
+    def norm(y, p, i):
+        """Batch norm in training mode: batch statistics, eps 1e-5 ([net] bn_eps's default)."""
+        return F.batch_norm(y, None, None, p[f"layer{i}.scales"], p[f"layer{i}.biases"],
+                            training=True, eps=1e-5)
+
+    def forward(x, p):
+        x0 = torch.tanh(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1))
+        y = F.relu(norm(x0, p, 1))
+        y = F.silu(norm(torch.tanh(F.conv2d(y, p["layer2.weights"], p["layer2.biases"])), p, 3))
+        y = torch.tanh(F.conv2d(y, p["layer4.weights"], p["layer4.biases"], padding=1))
+        return F.relu(norm(torch.cat((x0, y), 1), p, 6))
+
+    # the running statistics the training pass moves (unread by its output): torch's start
+    state = {}
+    for i, c in ((1, 4), (3, 6), (6, 6)):
+        state[f"layer{i}.rolling_mean"] = torch.zeros(c, dtype=DT)
+        state[f"layer{i}.rolling_variance"] = torch.ones(c, dtype=DT)
+    return DENSE_LAYER_CFG, x, p, forward, state
+
+
+def vit_embed():
+    p = conv_params("layer0", 6, 3, 4, 0.5)
+    p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer1.positional"] = f32(0.5 * torch.randn(5, 6, dtype=DT))
+    p["layer2.scales"] = f32(1 + 0.5 * torch.randn(6, dtype=DT))
+    p["layer2.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 8, 8, dtype=DT))
+
+    def forward(x, p):
+        y = F.conv2d(x, p["layer0.weights"], p["layer0.biases"], stride=4)
+        y = y.flatten(2).transpose(1, 2)
+        y = torch.cat((p["layer1.class_token"].expand(BATCH, 1, 6), y), 1) + p["layer1.positional"]
+        return F.layer_norm(y, (6,), p["layer2.scales"], p["layer2.biases"], 1e-6)
+
+    return VIT_EMBED_CFG, x, p, forward, {}
+
+
+def vit_block():
+    p = conv_params("layer0", 6, 3, 4, 0.5)
+    p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer1.positional"] = f32(0.5 * torch.randn(5, 6, dtype=DT))
+    for i in (2, 5):
+        p[f"layer{i}.scales"] = f32(1 + 0.5 * torch.randn(6, dtype=DT))
+        p[f"layer{i}.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer3.weights"] = f32(0.5 * torch.randn(18, 6, dtype=DT))
+    p["layer3.biases"] = f32(0.5 * torch.randn(18, dtype=DT))
+    p["layer3.out_weights"] = f32(0.5 * torch.randn(6, 6, dtype=DT))
+    p["layer3.out_biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer6.weights"] = f32(0.5 * torch.randn(12, 6, dtype=DT))
+    p["layer6.biases"] = f32(0.5 * torch.randn(12, dtype=DT))
+    p["layer7.weights"] = f32(0.5 * torch.randn(6, 12, dtype=DT))
+    p["layer7.biases"] = f32(0.5 * torch.randn(6, dtype=DT))
+    p["layer10.weights"] = f32(0.5 * torch.randn(3, 6, dtype=DT))
+    p["layer10.biases"] = f32(0.5 * torch.randn(3, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 8, 8, dtype=DT))
+
+    def forward(x, p):
+        y = F.conv2d(x, p["layer0.weights"], p["layer0.biases"], stride=4)
+        y = y.flatten(2).transpose(1, 2)
+        x1 = torch.cat((p["layer1.class_token"].expand(BATCH, 1, 6), y), 1) + p["layer1.positional"]
+        y = F.layer_norm(x1, (6,), p["layer2.scales"], p["layer2.biases"], 1e-6).transpose(0, 1)
+        y, _ = F.multi_head_attention_forward(
+            y, y, y, 6, 2, p["layer3.weights"], p["layer3.biases"], None, None, False, 0.0,
+            p["layer3.out_weights"], p["layer3.out_biases"], training=False, need_weights=False)
+        x4 = x1 + y.transpose(0, 1)
+        y = F.layer_norm(x4, (6,), p["layer5.scales"], p["layer5.biases"], 1e-6)
+        y = F.gelu(F.linear(y, p["layer6.weights"], p["layer6.biases"]))
+        y = x4 + F.linear(y, p["layer7.weights"], p["layer7.biases"])
+        return F.linear(y[:, 0], p["layer10.weights"], p["layer10.biases"])
+
+    return VIT_BLOCK_CFG, x, p, forward, {}
+
+
+def compute(x, params, forward, state):
+    """The (name, tensor) pairs of one fixture, in file order; state holds tensors the net loads
+    but does not train (batch norm's running statistics)."""
     p = {n: torch.nn.Parameter(t.clone()) for n, t in params.items()}
     x = x.clone().requires_grad_(True)
     out = forward(x, p)
@@ -279,6 +515,7 @@ def compute(x, params, forward):
     (out * r).sum().backward()
     tensors = [("input", x.detach().clone()), ("r", r)]
     tensors += [(n, t.detach().clone()) for n, t in p.items()]
+    tensors += list(state.items())
     tensors.append(("out", out.detach().clone()))
     tensors.append(("grad.input", x.grad.detach().clone()))
     tensors += [(f"grad.{n}", t.grad.detach().clone()) for n, t in p.items()]
@@ -290,14 +527,17 @@ FIXTURES = [
     ("shuffle_unit", shuffle_unit),
     ("pad_conv", pad_conv),
     ("convnext_block", convnext_block),
+    ("dense_layer", dense_layer),
+    ("vit_embed", vit_embed),
+    ("vit_block", vit_block),
 ]
 
 
 def main():
     for name, make in FIXTURES:
         seed_torch(0)
-        cfg, x, params, forward = make()
-        write_fixture(name, cfg, compute(x, params, forward))
+        cfg, x, params, forward, state = make()
+        write_fixture(name, cfg, compute(x, params, forward, state))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@
  *                             with darknet's own bilinear (data/resize_darknet.h), as darknet
  *   center_crop [0]           eval: short side to size/0.875, center crop (torchvision's eval);
  *                             0: plain resize to the net's size
+ *   resize_size [0]           center_crop's short side instead of size/0.875 (torchvision's
+ *                             resize_size: 232 for its newer weights' 224 crops)
  * Train-time order: crop (random resized, darknet, or the eval framing when neither is set),
  * pad + random crop, flips, rotation, brightness, contrast, HSV (darknet's order: hue,
  * saturation, exposure), channel conversion, normalisation, erasing. Colour works on the
@@ -119,6 +121,7 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     st = st ? st : cfg_get_float(cfg, s, "erasing", 0.0f, &a->erasing, e);
     st = st ? st : cfg_get_flag(cfg, s, "letterbox", 0, &a->letterbox, e);
     st = st ? st : cfg_get_flag(cfg, s, "center_crop", 0, &a->center_crop, e);
+    st = st ? st : cfg_get_int(cfg, s, "resize_size", 0, &a->resize_size, e);
     if (st)
         return st;
 
@@ -157,6 +160,14 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     st = st ? st
             : require(!(a->letterbox && a->center_crop), cfg, s, "center_crop",
                       "choose one eval framing: letterbox or center_crop", e);
+    st = st ? st
+            : require(!cfg_find(s, "resize_size") || a->center_crop, cfg, s, "resize_size",
+                      "needs center_crop=1", e);
+    st = st ? st
+            : require(!cfg_find(s, "resize_size") ||
+                          (a->resize_size >= h && a->resize_size >= w && a->resize_size <= 65536),
+                      cfg, s, "resize_size",
+                      "must be at least the net's height and width (the crop), at most 65536", e);
     if (st)
         return st;
     if (a->random_resized_crop && !ratio_given && a->aspect != 1.0f) {
@@ -541,7 +552,8 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
         rh = rh > 0 ? rh : 1;
         rw = rw > 0 ? rw : 1;
     } else if (a->center_crop) {
-        const float th = (float)oh / 0.875f, tw = (float)ow / 0.875f;
+        const float th = a->resize_size ? (float)a->resize_size : (float)oh / 0.875f,
+                    tw = a->resize_size ? (float)a->resize_size : (float)ow / 0.875f;
         if ((double)in->w * th >= (double)in->h * tw) {
             rh = (int)th;
             rw = (int)((double)th * in->w / in->h);

@@ -71,11 +71,13 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     if (st)
         return st;
     const int channels = l->in_shape.w;
-    if (net->seq <= 0 || l->in_shape.c != 1)
+    if (l->in_shape.c != 1)
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d: [%s] needs a sequence net ([net] seq=T) and an input "
-                         "of one row per token",
-                         cfg->path, s->line, l->index, s->name);
+                         "%s:%d: layer %d: [%s] needs token rows: a sequence net ([net] seq=T), or "
+                         "in an image net one channel of T tokens ([tokens]' output), not %dx%dx%d "
+                         "(CxHxW)",
+                         cfg->path, s->line, l->index, s->name, l->in_shape.c, l->in_shape.h,
+                         l->in_shape.w);
     if (heads < 1 || channels % heads)
         return cfg_bad_value(cfg, s, "heads", e,
                              "the %d features per token must split evenly over the heads",

@@ -3,20 +3,20 @@
  *   in, out [batch][c][h][w]
  *   scales, biases (trainable), rolling_mean, rolling_variance [c]
  *
- * No activation key: the output is the normalised input. Its CPU kernels are in
+ * out = act(normalised input), `activation=` [linear]: with relu it is DenseNet's pre-activation
+ * (BN then ReLU on a tensor no convolution wrote). Its CPU kernels are in
  * backend/cpu/batchnorm.c. */
 #include "core/net.h"
 #include "layers/bias_norm.h"
 
 static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    (void)cfg;
-    (void)s;
     (void)net;
-    (void)e;
     BiasNorm *bn = l->priv;
     l->out_shape = l->in_shape;
-    l->activation = CDL_ACT_LINEAR;
+    int st = layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
+    if (st)
+        return st;
     bias_norm_declare(bn, l, 1, l->in_shape.c, l->in_shape.h * l->in_shape.w);
     l->flops = 2.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
@@ -31,9 +31,12 @@ static void bn_layer_init(Layer *l, Rng *rng)
 static int bn_layer_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)e;
-    char x[ONNX_NAME_MAX];
+    char x[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, x);
-    bias_norm_onnx_batchnorm(l->priv, l, net, g, x, onnx_output(g, l, 0));
+    const char *out = onnx_output(g, l, 0);
+    onnx_activation_input(pre, l->activation, out);
+    bias_norm_onnx_batchnorm(l->priv, l, net, g, x, pre);
+    onnx_activation(g, l->activation, pre, out);
     return CDL_OK;
 }
 

@@ -10,7 +10,8 @@ static const LayerType *const layer_types[] = {
     &upsample_layer,      &embedding_layer,      &positional_layer,  &layernorm_layer,
     &linear_layer,        &attention_layer,      &rnn_layer,         &lstm_layer,
     &gru_layer,           &scale_channels_layer, &shuffle_layer,     &pad_layer,
-    &yolo_layer,          &drop_path_layer,      &layer_scale_layer,
+    &yolo_layer,          &drop_path_layer,      &layer_scale_layer, &tokens_layer,
+    &select_token_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])
@@ -37,5 +38,6 @@ const char *layer_type_names(void)
 {
     return "convolutional, connected, batchnorm, maxpool, avgpool, dropout, shortcut, route, "
            "softmax, crop, cost, reorg, upsample, embedding, positional, layernorm, linear, "
-           "attention, rnn, lstm, gru, scale_channels, shuffle, pad, yolo, drop_path, layer_scale";
+           "attention, rnn, lstm, gru, scale_channels, shuffle, pad, yolo, drop_path, layer_scale, "
+           "tokens, select_token";
 }

@@ -181,6 +181,143 @@ static int name_mobilenet(TorchNames *t, const Net *net, Error *e)
     return add_classifier(t, net, last + 1, e);
 }
 
+/* The layer after a block's projection (layer i), past a [drop_path], is a [shortcut]: the block
+ * adds its input. */
+static int block_adds_input(const Net *net, int i)
+{
+    for (int j = i + 1; j < net->n_layers; j++) {
+        const Layer *l = &net->layers[j];
+        if (is_shortcut(l))
+            return 1;
+        if (l->n_params || !same_shape(l->in_shape, l->out_shape))
+            return 0;
+    }
+    return 0;
+}
+
+/* MobileNetV3 (features.N) and EfficientNet (features.S.I, staged): blocks of convolutions up to
+ * a linear one, each convolution with batch norm block.K.0/.1 and squeeze-excitation's two
+ * block.K.fc1/fc2; the stem before them and the convolution after them are features.N.0/.1. */
+static int name_se_blocks(TorchNames *t, const Net *net, int staged, Error *e)
+{
+    const int last = last_conv(net);
+    int feature = 0, in_stage = 0, k = 0, fc = 0;
+    char block[TORCH_NAME_MAX] = "";
+    for (int i = 0; i <= last; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l))
+            return unexpected(net, l, t->family, "a layer with tensors among the convolutions", e);
+        if (!is_conv(l))
+            continue;
+        char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+        if (i == 0 || i == last) { /* the stem and the last convolution: Conv2dNormActivation */
+            if (i == last) {
+                feature++;
+                in_stage = 0;
+            }
+            snprintf(module, sizeof module, "features.%d.0", feature);
+            snprintf(norm, sizeof norm, "features.%d.1", feature);
+            add_layer(t, l, module, norm);
+            continue;
+        }
+        if (!block[0]) { /* a block starts; one that does not add its input starts a stage */
+            int adds = 0;
+            for (int j = i; j <= last && !adds; j++)
+                if (is_conv(&net->layers[j]) && has_norm(&net->layers[j]) &&
+                    net->layers[j].activation == CDL_ACT_LINEAR) {
+                    adds = block_adds_input(net, j);
+                    break;
+                }
+            if (!staged || !adds) {
+                feature++;
+                in_stage = 0;
+            } else {
+                in_stage++;
+            }
+            if (staged)
+                snprintf(block, sizeof block, "features.%d.%d.block", feature, in_stage);
+            else
+                snprintf(block, sizeof block, "features.%d.block", feature);
+            k = fc = 0;
+        }
+        if (has_norm(l)) {
+            snprintf(module, sizeof module, "%s.%d.0", block, k);
+            snprintf(norm, sizeof norm, "%s.%d.1", block, k++);
+        } else { /* squeeze-excitation: fc1 then fc2 */
+            snprintf(module, sizeof module, "%s.%d.fc%d", block, k, ++fc);
+            snprintf(norm, sizeof norm, "%s", module);
+            if (fc == 2) {
+                k++;
+                fc = 0;
+            }
+        }
+        add_layer(t, l, module, norm);
+        if (has_norm(l) && l->activation == CDL_ACT_LINEAR)
+            block[0] = '\0'; /* the projection closes the block */
+    }
+    return add_classifier(t, net, last + 1, e);
+}
+
+/* [route] concatenating several inputs' channels (not [shortcut]'s or [scale_channels]' sum or
+ * product, which keep the channel count). */
+static int is_concat(const Layer *l)
+{
+    return l->n_inputs >= 2 && !l->n_params && l->out_shape.c > l->in_shape.c;
+}
+
+/* ShuffleNetV2: conv1, then units stageS.I, each closed by the concatenation of its two halves: a
+ * unit of five convolutions (the first of a stage) has branch1.0/.1 and .2/.3 first, every unit
+ * branch2.0/.1, .3/.4 and .5/.6; then conv5 and fc. */
+static int name_shufflenet(TorchNames *t, const Net *net, Error *e)
+{
+    static const int branch1[] = {0, 2}, branch2[] = {0, 3, 5};
+    const int last = last_conv(net);
+    int unit[5], n = 0, stage = 1, in_stage = 0, first = -1;
+    for (int i = 0; i <= last; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l))
+            return unexpected(net, l, t->family, "a layer with tensors among the convolutions", e);
+        if (is_conv(l) && first < 0) {
+            add_layer(t, l, "conv1.0", "conv1.1");
+            first = i;
+        } else if (is_conv(l) && i == last) {
+            add_layer(t, l, "conv5.0", "conv5.1");
+        } else if (is_conv(l)) {
+            if (n == 5)
+                return unexpected(net, l, t->family, "a unit of more than 5 convolutions", e);
+            unit[n++] = i;
+        } else if (is_concat(l)) {
+            if (n != 3 && n != 5)
+                return unexpected(net, l, t->family, "a unit of neither 3 nor 5 convolutions", e);
+            if (n == 5) {
+                stage++;
+                in_stage = 0;
+            }
+            for (int k = 0; k < n; k++) {
+                const int b1 = n == 5 && k < 2, at = b1 ? branch1[k] : branch2[k - (n == 5) * 2];
+                char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+                snprintf(module, sizeof module, "stage%d.%d.branch%d.%d", stage, in_stage,
+                         b1 ? 1 : 2, at);
+                snprintf(norm, sizeof norm, "stage%d.%d.branch%d.%d", stage, in_stage, b1 ? 1 : 2,
+                         at + 1);
+                add_layer(t, &net->layers[unit[k]], module, norm);
+            }
+            in_stage++;
+            n = 0;
+        }
+    }
+    int fc = 0;
+    for (int i = last + 1; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && fc++)
+            return unexpected(net, l, t->family, "a second [connected] (torchvision has one, fc)",
+                              e);
+        if (l->n_params)
+            add_layer(t, l, "fc", "fc");
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -237,28 +374,44 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, max_tensors = 0;
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         grouped |= is_grouped(l);
         shortcut |= is_shortcut(l);
+        unnormed |= is_conv(l) && !has_norm(l);
+        concat |= is_concat(l);
         max_tensors += l->n_params + 1;
         if (l->n_params && !is_conv(l) && !is_connected(l))
-            return error_set(e, CDL_EUSAGE,
-                             "%s: layer %d [%s] has tensors but torchvision's resnet, vgg and "
-                             "mobilenetv2 have only convolutions, batch norms and linear layers",
-                             net->cfg.path, i, l->type->name);
+            return error_set(
+                e, CDL_EUSAGE,
+                "%s: layer %d [%s] has tensors but torchvision's resnet, vgg, "
+                "mobilenet, efficientnet and shufflenet have only convolutions, batch norms "
+                "and linear layers",
+                net->cfg.path, i, l->type->name);
     }
     if (!(t->tensors = calloc((size_t)max_tensors + 1, sizeof *t->tensors)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
-    t->family = grouped ? "mobilenetv2" : shortcut ? "resnet" : "vgg";
     if (last_conv(net) < 0)
         return error_set(e, CDL_EUSAGE,
-                         "%s: no convolution: not a torchvision resnet, vgg or mobilenetv2 layout",
+                         "%s: no convolution: not a torchvision resnet, vgg, mobilenet, "
+                         "efficientnet or shufflenet layout",
                          net->cfg.path);
-    int st = grouped    ? name_mobilenet(t, net, e)
-             : shortcut ? name_resnet(t, net, e)
-                        : name_vgg(t, net, e);
+    /* squeeze-excitation's convolutions are the only ones without batch norm in a grouped net */
+    const int se = grouped && unnormed,
+              efficientnet = se && net->layers[0].activation == CDL_ACT_SWISH;
+    const int shufflenet = grouped && !se && concat;
+    t->family = efficientnet ? "efficientnet"
+                : se         ? "mobilenet_v3"
+                : shufflenet ? "shufflenet"
+                : grouped    ? "mobilenetv2"
+                : shortcut   ? "resnet"
+                             : "vgg";
+    int st = se           ? name_se_blocks(t, net, efficientnet, e)
+             : shufflenet ? name_shufflenet(t, net, e)
+             : grouped    ? name_mobilenet(t, net, e)
+             : shortcut   ? name_resnet(t, net, e)
+                          : name_vgg(t, net, e);
     t->head_layer = t->n_tensors ? t->tensors[t->n_tensors - 1].layer : -1;
     return st;
 }

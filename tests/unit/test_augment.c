@@ -509,6 +509,23 @@ static void test_center_crop_resizes_short_side_then_crops(void)
     image_free(&img);
 }
 
+static void test_resize_size_sets_the_short_side_before_the_crop(void)
+{
+    /* 8x4 (WxH) into a 2x2 net with resize_size=3: the short side goes to 3, the long side to
+     * int(3 * 8 / 4) = 6, and the crop's corner is (round(4 / 2), round(1 / 2)) = (2, 0), Python's
+     * round as torchvision's CenterCrop: rows 0..1, columns 2..3 of that 6x3 resize. */
+    AugmentConfig a = config_from("width=2\nheight=2\nchannels=1\ncenter_crop=1\nresize_size=3");
+    Image img = pattern_image(1, 4, 8);
+    float out[4], resized[18];
+    AugmentScratch s = {0};
+    CHECK(augment_eval(&a, &img, &s, out, NULL) == CDL_OK);
+    image_to_input(&img, 1, 3, 6, resized);
+    CHECK(out[0] == resized[2] && out[1] == resized[3]);
+    CHECK(out[2] == resized[8] && out[3] == resized[9]);
+    augment_scratch_free(&s);
+    image_free(&img);
+}
+
 static void test_keys_are_validated(void)
 {
     const char *head = "[net]\nwidth=8\nheight=8\nchannels=1\n";
@@ -526,6 +543,10 @@ static void test_keys_are_validated(void)
         {"flip=2\n", "key 'flip' in [net]: expected 0 or 1"},
         {"erasing=1.5\n", "key 'erasing' in [net]: must be a probability"},
         {"letterbox=1\ncenter_crop=1\n", "t.cfg:6: bad value '1' for key 'center_crop'"},
+        {"resize_size=9\n", "t.cfg:5: bad value '9' for key 'resize_size' in [net]: needs "
+                            "center_crop=1"},
+        {"center_crop=1\nresize_size=7\n", "t.cfg:6: bad value '7' for key 'resize_size' in "
+                                           "[net]: must be at least the net's height and width"},
         {"min_crop=16\nmax_crop=12\n", "key 'min_crop' in [net]: min_crop must not exceed"},
         {"min_crop=8\nrandom_resized_crop=1\n", "choose one crop recipe"},
         {"angle=-1\n", "key 'angle' in [net]: must be >= 0"},
@@ -639,6 +660,7 @@ int main(void)
     test_normalisation_follows_everything();
     test_letterbox_fits_inside_with_gray_bars();
     test_center_crop_resizes_short_side_then_crops();
+    test_resize_size_sets_the_short_side_before_the_crop();
     test_keys_are_validated();
     test_defaults_and_derived_values();
     test_darknet_classifier_net_keys_parse();

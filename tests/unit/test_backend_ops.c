@@ -159,6 +159,31 @@ static const OpCase cases[] = {
              CONV(8, 1, 1, 0, 1, 0, linear) "[layer_scale]\ninit=0.5\n"
                                             "[drop_path]\nprobability=0.5\n[shortcut]\nfrom=-7\n",
      NULL},
+    /* DenseNet's dense layer: batch norm and relu on a concatenation no convolution wrote, then
+     * 1x1 and 3x3 convs, the new channels routed onto the old */
+    {"densenet layer ([batchnorm] relu on a route, 1x1, 3x3, route)", IMAGE(3, 4, 5, 6),
+     CONV(6, 3, 1, 1, 1, 0, linear) "[batchnorm]\nactivation=relu\n" CONV(8, 1, 1, 0, 1, 1, relu)
+         CONV(4, 3, 1, 1, 1, 0, linear) "[route]\nlayers=0,-1\n"
+                                        "[batchnorm]\nactivation=relu\n",
+     NULL},
+    /* swish's derivative reads its input: l->pre is a buffer of its own */
+    {"[batchnorm] swish on the net input", IMAGE(2, 3, 5, 4),
+     "[batchnorm]\nactivation=swish\n" CONV(4, 3, 1, 1, 1, 0, linear), NULL},
+    /* a vision transformer's embedding: patches to token rows, class token, position embedding */
+    {"vit embedding (patch conv, tokens with class token and positions, layernorm)",
+     IMAGE(2, 3, 8, 12),
+     "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
+     "class_token=1\npositional=1\n[layernorm]\neps=0.000001\n",
+     NULL},
+    /* torchvision's EncoderBlock on those tokens, then the class token's head */
+    {"vit block (attention on token rows of an image net, mlp, select_token, head)",
+     IMAGE(2, 3, 8, 12),
+     "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
+     "class_token=1\npositional=1\n[layernorm]\n[attention]\nheads=2\ncausal=0\n"
+     "[shortcut]\nfrom=1\n[layernorm]\n[linear]\noutput=16\nactivation=gelu\n[linear]\n"
+     "output=8\n[shortcut]\nfrom=4\n[select_token]\n[connected]\noutput=5\n"
+     "activation=linear\n[softmax]\n",
+     NULL},
     {"crop (random windows, flip) before conv", IMAGE(3, 3, 9, 8),
      "[crop]\ncrop_height=6\ncrop_width=5\nflip=1\n" CONV(8, 3, 1, 1, 1, 1, relu), NULL},
     /* resnet's blocks: a downsampling block with [route] back to its input and the 1x1/2

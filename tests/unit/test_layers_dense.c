@@ -626,8 +626,8 @@ static void test_cfg_errors_name_file_and_line(void)
                      "t.cfg:7: bad value 'sigmund' for key 'activation' in [convolutional]");
     expect_cfg_error(NET(1, 1, 4, 4) "[connected]\noutput=0\n",
                      "t.cfg:7: layer 0: [connected] output=0");
-    expect_cfg_error(NET(1, 1, 4, 4) "[batchnorm]\nactivation=relu\n",
-                     "t.cfg:7: unknown key 'activation' in [batchnorm]");
+    expect_cfg_error(NET(1, 1, 4, 4) "[batchnorm]\nactivation=sigmund\n",
+                     "t.cfg:7: bad value 'sigmund' for key 'activation' in [batchnorm]");
 }
 
 /* ---- kernels ---- */

@@ -1,6 +1,8 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
  * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
- * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], each with values
+ * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], DenseNet's
+ * pre-activation ([batchnorm] activation=), a vision transformer's [tokens] and [select_token]
+ * ([attention] on token rows in an image net), each with values
  * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
  * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
  * The hard activations are checked with the others in test_layers_misc and test_layers_dense, and
@@ -341,6 +343,159 @@ static void test_layer_scale_gradients(void)
                                            "[layer_scale]\ninit=0.5\n[linear]\noutput=4\n");
 }
 
+/* ---- [batchnorm] activation= ---- */
+
+/* In inference, with the running statistics of the start (mean 0, variance 1), scales 1 and shifts
+ * 0, out = act(x / sqrt(1 + eps)): relu zeroes the negative half, leaky scales it by 0.1. */
+static void test_batchnorm_activation_values(void)
+{
+    const float in[6] = {-3, -1, 0, 0.5f, 2, 4}, s = 1.0f / sqrtf(1.0f + 1e-5f);
+    for (int leaky = 0; leaky <= 1; leaky++) {
+        Net net;
+        if (build_test_net(leaky ? IMAGE_NET(1, 1, 2, 3) "[batchnorm]\nactivation=leaky\n"
+                                 : IMAGE_NET(1, 1, 2, 3) "[batchnorm]\nactivation=relu\n",
+                           &net))
+            continue;
+        float want[6];
+        for (int i = 0; i < 6; i++) {
+            net.input[i] = in[i];
+            want[i] = in[i] * s * (in[i] < 0 ? (leaky ? 0.1f : 0.0f) : 1.0f);
+        }
+        net_forward(&net);
+        check_values(net.layers[0].out, want, 6, 1e-6);
+        net_free(&net);
+    }
+}
+
+static void test_batchnorm_activation_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[batchnorm]\nactivation=softish\n",
+                     "t.cfg:7: bad value 'softish' for key 'activation' in [batchnorm]");
+}
+
+/* relu and leaky take the training passes fused into the batch norm's; swish (whose derivative
+ * reads its input) and tanh the separate activation step; on the net input and on a route. */
+static void test_batchnorm_activation_gradients(void)
+{
+    gradcheck_cfg("batchnorm relu between convolutions",
+                  IMAGE_NET(3, 3, 3, 4) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=linear\n[batchnorm]\nactivation=relu\n"
+                                        "[convolutional]\nfilters=3\nsize=1\nactivation=tanh\n");
+    gradcheck_cfg("batchnorm leaky and swish on the net input",
+                  IMAGE_NET(3, 2, 3, 3) "[batchnorm]\nactivation=leaky\n[batchnorm]\n"
+                                        "activation=swish\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "activation=linear\n");
+    gradcheck_cfg("batchnorm tanh on a route (DenseNet's concatenation)",
+                  IMAGE_NET(2, 2, 3, 3) "[convolutional]\nfilters=3\nsize=3\npad=1\n"
+                                        "activation=linear\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "activation=linear\n[route]\nlayers=0,1\n"
+                                        "[batchnorm]\nactivation=tanh\n");
+}
+
+/* ---- [tokens] ---- */
+
+/* A 2-channel 1x2 map per sample becomes 1 + 2 tokens of 2 features: the class token, then the
+ * positions' channel pairs, each plus its position's embedding. The backward sends each token's
+ * delta to its position's channels, the class token the batch's sums of row 0, the embedding the
+ * batch's sums of every row. */
+static void test_tokens_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(2, 2, 1, 2) "[maxpool]\nsize=1\n[tokens]\nclass_token=1\n"
+                                             "positional=1\n",
+                       &net))
+        return;
+    const Layer *t = &net.layers[1];
+    CHECK(t->out_shape.c == 1 && t->out_shape.h == 3 && t->out_shape.w == 2);
+    CHECK(t->params[0].count == 2 && t->params[0].data[0] == 0.0f && t->params[1].count == 6);
+    set_param(&net.layers[1], "class_token", (const float[]){10, 20}, 2);
+    set_param(&net.layers[1], "positional", (const float[]){1, 2, 3, 4, 5, 6}, 6);
+    for (int i = 0; i < 8; i++)
+        net.input[i] = (float)(100 * (i + 1)); /* sample 0: channel 0 100 200, channel 1 300 400 */
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out,
+                 (const float[]){11, 22, 103, 304, 205, 406, 11, 22, 503, 704, 605, 806}, 12, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 12; i++)
+        net.layers[1].delta[i] = (float)i;
+    net_backward(&net);
+    check_values(net.layers[0].delta, (const float[]){2, 4, 3, 5, 8, 10, 9, 11}, 8, 0);
+    check_values(net.layers[1].params[0].grad, (const float[]){0 + 6, 1 + 7}, 2, 0);
+    check_values(net.layers[1].params[1].grad, (const float[]){6, 8, 10, 12, 14, 16}, 6, 0);
+    net_free(&net);
+
+    if (build_test_net(IMAGE_NET(1, 3, 2, 2) "[tokens]\n", &net))
+        return;
+    CHECK(net.layers[0].n_params == 0 && net.layers[0].out_shape.h == 4 &&
+          net.layers[0].out_shape.w == 3);
+    net_free(&net);
+}
+
+static void test_tokens_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[tokens]\nclass_token=2\n",
+                     "t.cfg:7: bad value '2' for key 'class_token' in [tokens]: expected 0 or 1");
+    expect_cfg_error("[net]\nbatch=1\nseq=4\ninputs=3\n[tokens]\n",
+                     "t.cfg:5: layer 0: [tokens] turns an image net's map into tokens; a sequence "
+                     "net has them already");
+}
+
+static void test_tokens_gradients(void)
+{
+    gradcheck_cfg("tokens between a patch embedding and a layer norm",
+                  IMAGE_NET(2, 3, 4, 6) "[convolutional]\nfilters=5\nsize=2\nstride=2\n"
+                                        "activation=linear\n[tokens]\nclass_token=1\n"
+                                        "positional=1\n[layernorm]\n[connected]\noutput=3\n"
+                                        "activation=tanh\n");
+}
+
+/* ---- [select_token] ---- */
+
+/* Row 1 of each sample's 3 tokens of 2 features; the backward adds the delta into that row. */
+static void test_select_token_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(2, 1, 3, 2) "[maxpool]\nsize=1\n[select_token]\nindex=1\n", &net))
+        return;
+    CHECK(net.layers[1].out_shape.c == 1 && net.layers[1].out_shape.h == 1 &&
+          net.layers[1].out_shape.w == 2);
+    for (int i = 0; i < 12; i++)
+        net.input[i] = (float)i;
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out, (const float[]){2, 3, 8, 9}, 4, 0);
+    net_zero_grads(&net);
+    for (int i = 0; i < 4; i++)
+        net.layers[1].delta[i] = (float)(10 + i);
+    net_backward(&net);
+    check_values(net.layers[0].delta, (const float[]){0, 0, 10, 11, 0, 0, 0, 0, 12, 13, 0, 0}, 12,
+                 0);
+    net_free(&net);
+}
+
+static void test_select_token_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 1, 3, 2) "[select_token]\nindex=3\n",
+                     "t.cfg:7: layer 0: [select_token] index=3: expected a token of the input, "
+                     "0..T-1");
+    expect_cfg_error(IMAGE_NET(1, 2, 3, 2) "[select_token]\n",
+                     "t.cfg:6: layer 0: [select_token] needs token rows (one channel of T "
+                     "tokens), not 2x3x2 (CxHxW)");
+}
+
+static void test_vit_block_gradients(void)
+{
+    gradcheck_cfg("a vision transformer's block and head on [tokens]",
+                  IMAGE_NET(2, 3, 4, 6) "[convolutional]\nfilters=4\nsize=2\nstride=2\n"
+                                        "activation=linear\n[tokens]\nclass_token=1\n"
+                                        "positional=1\n[layernorm]\n[attention]\nheads=2\n"
+                                        "causal=0\n[shortcut]\nfrom=1\n[linear]\noutput=8\n"
+                                        "activation=gelu\n[linear]\noutput=4\n[shortcut]\n"
+                                        "from=4\n[select_token]\n[connected]\noutput=3\n"
+                                        "activation=tanh\n");
+}
+
 /* ---- PyTorch ---- */
 
 static void test_matches_pytorch(void)
@@ -349,6 +504,9 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("shuffle_unit", 2);
     ref_expect_sum_loss_fixture("pad_conv", 2);
     ref_expect_sum_loss_fixture("convnext_block", 2);
+    ref_expect_sum_loss_fixture("dense_layer", 2);
+    ref_expect_sum_loss_fixture("vit_embed", 2);
+    ref_expect_sum_loss_fixture("vit_block", 2);
 }
 
 int main(void)
@@ -370,6 +528,15 @@ int main(void)
     test_layernorm_channels_gradients();
     test_layer_scale_values();
     test_layer_scale_gradients();
+    test_batchnorm_activation_values();
+    test_batchnorm_activation_errors();
+    test_batchnorm_activation_gradients();
+    test_tokens_values();
+    test_tokens_errors();
+    test_tokens_gradients();
+    test_select_token_values();
+    test_select_token_errors();
+    test_vit_block_gradients();
     test_matches_pytorch();
     return check_report("test_zoo_layers");
 }

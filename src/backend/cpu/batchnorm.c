@@ -1,5 +1,6 @@
-/* [batchnorm]'s CPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage alone,
- * its input gradient added into the input's delta.
+/* [batchnorm]'s CPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage and the
+ * layer's activation, as a convolution's (fused for relu and leaky in training), its input
+ * gradient added into the input's delta.
  *
  *   in, out [batch][c][h][w]
  */
@@ -14,13 +15,20 @@ static int bn_layer_resize(Layer *l, int batch, LayerState *st, Error *e)
 
 static void bn_layer_forward(Layer *l, const StepContext *ctx)
 {
-    bias_norm_forward(l->priv, l, ctx, l->in[0], l->out);
+    if (bias_norm_forward_activated(l->priv, l, ctx, l->in[0]))
+        return;
+    bias_norm_forward(l->priv, l, ctx, l->in[0], layer_activation_input(l));
+    layer_activate(l, ctx->batch);
 }
 
 static void bn_layer_backward(Layer *l, const StepContext *ctx)
 {
-    /* dL/dx is computed in place in l->delta, then added into the input's delta. */
-    bias_norm_backward(l->priv, l, ctx, l->delta);
+    /* dL/dx (through the activation) is computed in place in l->delta, then added into the
+     * input's delta. */
+    if (!bias_norm_backward_activated(l->priv, l, ctx, l->delta)) {
+        layer_activation_backward(l, ctx->batch);
+        bias_norm_backward(l->priv, l, ctx, l->delta);
+    }
     float *dx = l->in_delta[0];
     if (!dx)
         return;

@@ -16,7 +16,8 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_route_kernels, cpu_softmax_kernels, cpu_crop_kernels, cpu_cost_kernels, cpu_reorg_kernels,
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
-    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels;
+    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels,
+    cpu_tokens_kernels, cpu_select_token_kernels;
 
 static const struct {
     const LayerType *type;
@@ -49,6 +50,8 @@ static const struct {
     {&shuffle_layer, &cpu_shuffle_kernels},
     {&pad_layer, &cpu_pad_kernels},
     {&layer_scale_layer, &cpu_layer_scale_kernels},
+    {&tokens_layer, &cpu_tokens_kernels},
+    {&select_token_layer, &cpu_select_token_kernels},
 };
 
 static const LayerKernels *cpu_kernels(const LayerType *t)
