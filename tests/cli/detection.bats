@@ -70,3 +70,27 @@ for l in open("both"):
     [ "$status" -eq 2 ]
     [[ "$output" == *"--cuda-graph does not capture a loss other than one [softmax]'s yet"* ]]
 }
+
+# scripts/detection_data.py (what scripts/detection-data.sh runs) on a few images: darknet's
+# layout, every label a valid box of a Fashion-MNIST class, and cfg/yolo_fashion.cfg trains on it.
+@test "the fashion-det generator writes a detection set yolo_fashion.cfg trains on" {
+    /usr/bin/python3 "$REPO/scripts/detection_data.py" fdet --train 8 --valid 4 --seed 3
+    [ "$(wc -l < fdet/train.txt)" -eq 8 ] && [ "$(wc -l < fdet/valid.txt)" -eq 4 ]
+    /usr/bin/python3 - <<'PY'
+from PIL import Image
+for split, n in (("train", 8), ("valid", 4)):
+    for i in range(n):
+        assert Image.open(f"fdet/images/{split}/{i}.png").size == (96, 96)
+        lines = open(f"fdet/labels/{split}/{i}.txt").read().splitlines()
+        assert 1 <= len(lines) <= 3, lines
+        for l in lines:
+            c, x, y, w, h = l.split()
+            assert 0 <= int(c) < 10 and all(0 < float(v) < 1 for v in (x, y)), l
+            assert all(0 < float(v) <= 56 / 96 + 1e-6 for v in (w, h)), l
+PY
+    printf 'classes=10\ntrain=fdet/train.txt\nvalid=fdet/valid.txt\nnames=%s\n' \
+        "$REPO/cfg/fashion.names" > fdet.data
+    "$CDL" train "$REPO/cfg/yolo_fashion.cfg" --data fdet.data --set net.batch=4 --epochs 1 \
+        --out f.cdl --threads 1
+    "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4 and .map50 >= 0'
+}
