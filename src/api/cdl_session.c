@@ -508,6 +508,8 @@ static void on_step(void *ctx, const StepReport *t)
         .steps_per_epoch = t->steps_per_epoch,
         .loss = t->loss,
         .lr = t->lr,
+        .avg_loss = t->avg_loss,
+        .images = t->images,
         .images_per_s = t->images_per_s,
         .eta_s = r->time_limit_s > 0 && left_s < t->eta_s ? left_s : t->eta_s,
         .elapsed_s = t->elapsed_s,

@@ -61,7 +61,9 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         cJSON_AddNumberToObject(o, "step", (double)r->step);
         cJSON_AddNumberToObject(o, "epoch", r->epoch + 1);
         cJSON_AddNumberToObject(o, "loss", r->loss);
+        cJSON_AddNumberToObject(o, "avg_loss", r->avg_loss);
         cJSON_AddNumberToObject(o, "lr", r->lr);
+        cJSON_AddNumberToObject(o, "images", (double)r->images);
         cJSON_AddNumberToObject(o, "images_per_s", r->images_per_s);
         if (p->tokens_per_sample)
             cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
@@ -89,9 +91,10 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         if (r->loss_scale > 0)
             snprintf(scale, sizeof scale, " loss scale %g (%llu skipped)", r->loss_scale,
                      (unsigned long long)r->skipped_steps);
-        fprintf(stderr, "epoch %d/%d step %d/%d loss %.4f lr %.4g %.0f %s ETA %s%s\n", r->epoch + 1,
-                p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->lr, rate, unit, eta,
-                scale);
+        fprintf(stderr,
+                "epoch %d/%d step %d/%d loss %.4f avg %.4f lr %.4g images %llu %.0f %s ETA %s%s\n",
+                r->epoch + 1, p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss,
+                r->avg_loss, r->lr, (unsigned long long)r->images, rate, unit, eta, scale);
     }
 }
 
@@ -114,8 +117,8 @@ int progress_format_bar(char *out, size_t size, int width, const Progress *p,
     const char *unit;
     const double rate = shown_rate(p, r->images_per_s, &unit);
     snprintf(head, sizeof head, "epoch %d/%d ", r->epoch + 1, p->epochs);
-    snprintf(tails[0], sizeof tails[0], " %d/%d loss %.4f lr %.4g %.0f %s ETA %s", r->step_in_epoch,
-             r->steps_per_epoch, r->loss, r->lr, rate, unit, eta);
+    snprintf(tails[0], sizeof tails[0], " %d/%d loss %.4f avg %.4f lr %.4g %.0f %s ETA %s",
+             r->step_in_epoch, r->steps_per_epoch, r->loss, r->avg_loss, r->lr, rate, unit, eta);
     snprintf(tails[1], sizeof tails[1], " %d/%d loss %.4f ETA %s", r->step_in_epoch,
              r->steps_per_epoch, r->loss, eta);
     const int room = width - 1; /* the last column stays empty: a full line wraps on some terms */

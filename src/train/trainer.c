@@ -356,6 +356,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     const uint64_t first = net->step;
     const double start = time_now_s();
     double loss_sum = 0, paused_s = 0; /* paused: evaluating and saving between epochs */
+    float avg_loss = -1;               /* darknet's running average, from the run's first step */
     double last_training_s = 0;
     Eta eta;
     eta_init(&eta);
@@ -389,6 +390,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
             break;
         loss_sum += loss;
         loss_steps++;
+        avg_loss = avg_loss < 0 ? loss : 0.9f * avg_loss + 0.1f * loss;
         meta->samples_seen += (uint64_t)meta->global_batch;
         meta->samples_in_epoch =
             pos + 1 < steps_per_epoch ? (uint64_t)(pos + 1) * (uint64_t)meta->global_batch : 0;
@@ -405,6 +407,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             steps_per_epoch,
                             loss,
                             lr,
+                            avg_loss,
+                            meta->samples_seen,
                             steps_per_s * batch * ranks,
                             eta_left_s(&eta, total - net->step),
                             elapsed,
