@@ -30,10 +30,10 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
     const int planes = ctx->batch * l->out_shape.c;
     const cudaError_t err =
         up->downsample
-            ? cuda_upsample_spread(l->in_delta[0], l->delta, planes, l->out_shape.h,
-                                   l->out_shape.w, up->stride, up->scale, 1, gpu_stream(ctx))
-            : cuda_upsample_gather(l->in_delta[0], l->delta, planes, l->in_shape.h,
-                                   l->in_shape.w, up->stride, up->scale, 1, gpu_stream(ctx));
+            ? cuda_upsample_spread(l->in_delta[0], l->delta, planes, l->out_shape.h, l->out_shape.w,
+                                   up->stride, up->scale, 1, gpu_stream(ctx))
+            : cuda_upsample_gather(l->in_delta[0], l->delta, planes, l->in_shape.h, l->in_shape.w,
+                                   up->stride, up->scale, 1, gpu_stream(ctx));
     gpu_note(ctx, err, "upsample backward");
 }
 

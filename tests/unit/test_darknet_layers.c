@@ -224,8 +224,7 @@ static void test_gradients_of_the_darknet_layers(void)
                                                      "noadjust=1\n");
     gradcheck_cfg("reorg", NET_HEAD(4, 2, 4) "[reorg]\nstride=2\n");
     gradcheck_cfg("upsample", NET_HEAD(2, 3, 2) "[upsample]\nstride=2\nscale=1.5\n");
-    gradcheck_cfg("upsample stride=-2",
-                  NET_HEAD(4, 6, 2) "[upsample]\nstride=-2\nscale=0.5\n");
+    gradcheck_cfg("upsample stride=-2", NET_HEAD(4, 6, 2) "[upsample]\nstride=-2\nscale=0.5\n");
     gradcheck_cfg("crop conv softmax", NET_HEAD(5, 5, 2) "[crop]\ncrop_width=3\ncrop_height=3\n"
                                                          "[convolutional]\nfilters=3\nsize=3\n"
                                                          "[softmax]\n");

@@ -38,7 +38,8 @@ static void upsample_gather(float *small, const float *big, int planes, int sh, 
     for (int p = 0; p < planes; p++)
         for (int y = 0; y < sh; y++)
             for (int x = 0; x < sw; x++) {
-                const float *window = big + ((size_t)p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
+                const float *window =
+                    big + ((size_t)p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
                 float *dst = small + ((size_t)p * sh + y) * sw + x;
                 float sum = add ? *dst : 0.0f;
                 for (int wy = 0; wy < s; wy++)
