@@ -142,6 +142,26 @@ PY
     [ "$output" = "cdl: tiny.cfg: [net] center_crop=1: a detector frames its input with letterbox=1 or a plain resize (the crop would cut boxes off)" ]
 }
 
+@test "detect --weights: a cfg with a model's darknet .weights detects as the model; a checkpoint with --weights is refused (exit 2)" {
+    detection_set
+    "$CDL" train tiny.cfg --data det.data --epochs 20 --out det.cdl --threads 1 >/dev/null 2>&1
+    "$CDL" export darknet det.cdl -o det.weights 2>/dev/null
+    "$CDL" detect det.cdl set/images/*.png --thresh 0.01 --json --threads 1 > model.json
+    run "$CDL" detect tiny.cfg --weights det.weights set/images/*.png --thresh 0.01 --json \
+        --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: --weights det.weights: darknet 0.2.0 weights"* ]]
+    printf '%s\n' "$output" | grep -v '^cdl: ' > cfg.json
+    /usr/bin/python3 -c "
+import json
+a, b = json.load(open('model.json')), json.load(open('cfg.json'))
+strip = lambda r: [[(d['index'], d['score'], d['x'], d['y'], d['w'], d['h']) for d in i['detections']] for i in r]
+assert strip(a) == strip(b) and sum(map(len, strip(a))) > 0, (a[:1], b[:1])"
+    run "$CDL" detect det.cdl --weights det.weights set/images/0.png
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --weights goes with a CFG: det.cdl is a checkpoint, which has its weights" ]
+}
+
 @test "eval of a detector: per-class AP, TP, FP and mAP, as text and --json" {
     train_detector
     printf 'classes=1\ntrain=train.txt\nvalid=train.txt\nnames=det.names\n' > val.data
