@@ -172,7 +172,8 @@ int cmd_detect(int argc, char **argv)
     if (!cdl_model_is_detector(m)) { /* one line, before any image */
         cdl_model_free(m);
         return error_set(&e, CDL_EUSAGE,
-                         "%s: not a detector (it has no [yolo] layer); classify images with "
+                         "%s: not a detector (it has no [yolo] or [region] layer); classify images "
+                         "with "
                          "cdl predict",
                          a.positional[0]),
                cli_fail(&e);

@@ -4,13 +4,13 @@
 #include <string.h>
 
 static const LayerType *const layer_types[] = {
-    &convolutional_layer, &connected_layer,      &batchnorm_layer,   &maxpool_layer,
-    &avgpool_layer,       &dropout_layer,        &shortcut_layer,    &route_layer,
-    &softmax_layer,       &crop_layer,           &cost_layer,        &reorg_layer,
-    &upsample_layer,      &embedding_layer,      &positional_layer,  &layernorm_layer,
-    &linear_layer,        &attention_layer,      &rnn_layer,         &lstm_layer,
-    &gru_layer,           &scale_channels_layer, &shuffle_layer,     &pad_layer,
-    &yolo_layer,          &drop_path_layer,      &layer_scale_layer,
+    &convolutional_layer, &connected_layer,      &batchnorm_layer,  &maxpool_layer,
+    &avgpool_layer,       &dropout_layer,        &shortcut_layer,   &route_layer,
+    &softmax_layer,       &crop_layer,           &cost_layer,       &reorg_layer,
+    &upsample_layer,      &embedding_layer,      &positional_layer, &layernorm_layer,
+    &linear_layer,        &attention_layer,      &rnn_layer,        &lstm_layer,
+    &gru_layer,           &scale_channels_layer, &shuffle_layer,    &pad_layer,
+    &yolo_layer,          &region_layer,         &drop_path_layer,  &layer_scale_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])

@@ -28,6 +28,9 @@ detector_weights() {
     done
 }
 
+# pjreddie's [yolo] box deltas have no normalizer (AlexeyAB's default, cdl's, is 0.75).
+YOLO_UNNORMALIZED="--set 16.iou_normalizer=1 --set 23.iou_normalizer=1"
+
 # A training set darknet's random flip cannot change: one 416x416 image, mirror-symmetric, with
 # a centred box and a mirrored pair (set/images/sym.png, set/labels/sym.txt, train.txt, t.data
 # of 80 classes, backup/ for darknet's final weights).
@@ -53,13 +56,15 @@ one_step_cfg() {
          s/^jitter *=.*/jitter=0/; s/^random *=.*/random=0/' "$1"
 }
 
-# one_step_losses CFG WEIGHTS: prints darknet's printed loss of the first step and cdl's.
-# iou_normalizer=1: pjreddie's box deltas have no normalizer (AlexeyAB's default is 0.75).
+# one_step_losses CFG WEIGHTS [ARGS...]: prints darknet's printed loss of the first step and
+# cdl's (cdl train given ARGS too).
 one_step_losses() {
-    local darknet cdl
-    darknet=$(darknet detector train t.data "$1" "$2" 2>/dev/null | sed -n 's/^1: \([0-9.]*\),.*/\1/p')
-    "$CDL" train "$1" --data t.data --weights "$2" --epochs 1 --log run.jsonl --threads 1 \
-        --set 16.iou_normalizer=1 --set 23.iou_normalizer=1 --out one.cdl >/dev/null 2>&1
+    local darknet cdl cfg=$1 weights=$2
+    shift 2
+    darknet=$(darknet detector train t.data "$cfg" "$weights" 2>/dev/null |
+        sed -n 's/^1: \([0-9.]*\),.*/\1/p')
+    "$CDL" train "$cfg" --data t.data --weights "$weights" --epochs 1 --log run.jsonl \
+        --threads 1 --out one.cdl "$@" >/dev/null 2>&1
     cdl=$(/usr/bin/python3 -c "import json; print(json.loads(open('run.jsonl').readline())['loss'])")
     echo "$darknet $cdl"
 }
@@ -69,23 +74,62 @@ one_step_losses() {
     one_step_cfg /usr/share/darknet/cfg/yolov3-tiny.cfg |
         sed 's/^batch_normalize=1/batch_normalize=0/' > y.cfg
     random_weights y.cfg y.weights --seed 1
-    read -r darknet cdl < <(one_step_losses y.cfg y.weights)
+    read -r darknet cdl < <(one_step_losses y.cfg y.weights $YOLO_UNNORMALIZED)
     echo "darknet $darknet cdl $cdl"
     # darknet prints the mean of its two [yolo] layers' costs; cdl their sum.
     /usr/bin/python3 -c "assert abs($cdl / 2 - $darknet) <= 1e-5 * $darknet, ($darknet, $cdl)"
     echo "# darknet $darknet, cdl $cdl / 2" >&3
 }
 
-@test "yolov3-tiny.cfg with batch norm: one training step's loss is darknet's to 1e-3" {
-    # cdl's training batch norm is PyTorch's (biased variance, sqrt(var + 1e-5)); darknet's
-    # divides by sqrt(unbiased var) + 1e-6: that alone moves the loss by about 3e-4.
+# With batch norm the losses differ by the training normalisation: cdl's is PyTorch's (biased
+# variance, sqrt(var + 1e-5)), darknet's divides by sqrt(unbiased var) + 1e-6; over the n = 169
+# values of a 13x13 map the two scale a normalised value apart by about 1/(2n) = 3e-3, which
+# bounds what the loss may move.
+BN_TOLERANCE=5e-3
+
+@test "yolov3-tiny.cfg with batch norm: one training step's loss is darknet's to 5e-3" {
     symmetric_set
     one_step_cfg /usr/share/darknet/cfg/yolov3-tiny.cfg > y.cfg
     random_weights y.cfg y.weights --seed 1 --variances 0.5,2
-    read -r darknet cdl < <(one_step_losses y.cfg y.weights)
+    read -r darknet cdl < <(one_step_losses y.cfg y.weights $YOLO_UNNORMALIZED)
     echo "darknet $darknet cdl $cdl"
-    /usr/bin/python3 -c "assert abs($cdl / 2 - $darknet) <= 1e-3 * $darknet, ($darknet, $cdl)"
+    /usr/bin/python3 -c "assert abs($cdl / 2 - $darknet) <= $BN_TOLERANCE * $darknet, ($darknet, $cdl)"
     echo "# darknet $darknet, cdl $cdl / 2" >&3
+}
+
+@test "yolov2-tiny.cfg ([region]): cdl detect gives darknet detector valid's boxes and scores" {
+    cp /usr/share/darknet/cfg/yolov2-tiny.cfg .
+    for seed in 1 2; do
+        # softmax classes: only the objectness bias moves the count; -2 leaves about a thousand
+        random_weights yolov2-tiny.cfg v$seed.weights --seed $seed --variances 0.5,2 \
+            --score-bias -2
+        run compare_detections yolov2-tiny.cfg v$seed.weights "$PHOTO" 80
+        echo "$output"
+        [ "$status" -eq 0 ]
+        echo "# seed $seed: $output" >&3
+    done
+}
+
+@test "yolov2-tiny.cfg without batch norm: one training step's loss is darknet's to 1e-5" {
+    # The first step's images are fewer than 12800: the anchor prior is in the loss.
+    symmetric_set
+    one_step_cfg /usr/share/darknet/cfg/yolov2-tiny.cfg |
+        sed 's/^batch_normalize=1/batch_normalize=0/' > v.cfg
+    random_weights v.cfg v.weights --seed 1
+    read -r darknet cdl < <(one_step_losses v.cfg v.weights)
+    echo "darknet $darknet cdl $cdl"
+    /usr/bin/python3 -c "assert abs($cdl - $darknet) <= 1e-5 * $darknet, ($darknet, $cdl)"
+    echo "# darknet $darknet, cdl $cdl" >&3
+}
+
+@test "yolov2-tiny.cfg with batch norm: one training step's loss is darknet's to 5e-3" {
+    symmetric_set
+    one_step_cfg /usr/share/darknet/cfg/yolov2-tiny.cfg > v.cfg
+    random_weights v.cfg v.weights --seed 1 --variances 0.5,2
+    read -r darknet cdl < <(one_step_losses v.cfg v.weights)
+    echo "darknet $darknet cdl $cdl"
+    /usr/bin/python3 -c "assert abs($cdl - $darknet) <= $BN_TOLERANCE * $darknet, ($darknet, $cdl)"
+    echo "# darknet $darknet, cdl $cdl" >&3
 }
 
 @test "yolov3-tiny.cfg trained a step by cdl: its exported .weights detect in darknet as in cdl" {

@@ -113,7 +113,7 @@ PY
     printf '[net]\nwidth=8\nheight=8\nchannels=3\n\n[connected]\noutput=2\n\n[softmax]\n' > cls.cfg
     run "$CDL" detect cls.cfg set/images/0.png
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: cls.cfg: not a detector (it has no [yolo] layer); classify images with cdl predict" ]
+    [ "$output" = "cdl: cls.cfg: not a detector (it has no [yolo] or [region] layer); classify images with cdl predict" ]
 }
 
 @test "detect reports a missing image by name (exit 1) and still detects in the others" {
@@ -240,7 +240,7 @@ PY
     printf 'classes=2\ntrain=train.txt\nvalid=train.txt\nnames=two.names\n' > two.data
     run "$CDL" eval det.cdl --data two.data
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.data: classes=2, but the detector's [yolo] layers have 1" ]
+    [ "$output" = "cdl: two.data: classes=2, but the detector's [yolo] or [region] layers have 1" ]
     run "$CDL" eval det.cdl --data det.data
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: det.data: no validation set (set valid= or valid_split=)" ]

@@ -234,8 +234,8 @@ static void test_gradients_of_the_darknet_layers(void)
 
 static void test_darknet_sections_cdl_lacks_are_refused_by_name(void)
 {
-    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[region]\nnum=1\n",
-                     "t.cfg:8: unsupported section [region]: YOLOv2's region layer");
+    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[detection]\n",
+                     "t.cfg:8: unsupported section [detection]: YOLOv1's detection layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[crnn]\n",
                      "unsupported section [crnn]: a convolutional recurrent layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[local]\n", "unsupported section [local]");

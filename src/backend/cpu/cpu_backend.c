@@ -16,7 +16,8 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_route_kernels, cpu_softmax_kernels, cpu_crop_kernels, cpu_cost_kernels, cpu_reorg_kernels,
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
-    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels;
+    cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_region_kernels,
+    cpu_layer_scale_kernels;
 
 static const struct {
     const LayerType *type;
@@ -41,6 +42,7 @@ static const struct {
     {&layernorm_layer, &cpu_layernorm_kernels},
     {&linear_layer, &cpu_linear_kernels},
     {&yolo_layer, &cpu_yolo_kernels},
+    {&region_layer, &cpu_region_kernels},
     {&attention_layer, &cpu_attention_kernels},
     {&rnn_layer, &cpu_recurrent_kernels},
     {&lstm_layer, &cpu_recurrent_kernels},
