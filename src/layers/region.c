@@ -30,7 +30,7 @@ static int parse_anchors(Region *r, const Cfg *cfg, CfgSection *s, Error *e)
     if (n == 0)
         for (int i = 0; i < 2 * r->num; i++)
             r->anchors[i] = 0.5f;
-    else if (n < 2 * r->num)
+    else if (n != 2 * r->num)
         return cfg_bad_value(cfg, s, "anchors", e,
                              "expected %d values (a width and a height for each of num=%d)",
                              2 * r->num, r->num);
