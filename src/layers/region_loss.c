@@ -95,8 +95,8 @@ static void delta_predictions(const Region *r, const float *out, float *delta, c
                 if (best > r->thresh)
                     delta[obj] = 0;
                 if (seen < REGION_PRIOR_IMAGES) {
-                    const Box prior = {(i + .5f) / w, (j + .5f) / h, r->anchors[2 * n] / w,
-                                       r->anchors[2 * n + 1] / h};
+                    const Box prior = {(float)((i + .5) / w), (float)((j + .5) / h),
+                                       r->anchors[2 * n] / w, r->anchors[2 * n + 1] / h};
                     delta_box(r, out + at, delta + at, prior, n, i, j, w, h, stride, .01f);
                 }
             }
