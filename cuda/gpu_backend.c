@@ -25,7 +25,8 @@ extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_lay
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
     gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels,
-    gpu_yolo_kernels, gpu_tokens_kernels, gpu_select_token_kernels;
+    gpu_yolo_kernels, gpu_tokens_kernels, gpu_select_token_kernels,
+    gpu_region_kernels;
 
 static const struct {
     const LayerType *type;
@@ -62,6 +63,7 @@ static const struct {
     {&yolo_layer, &gpu_yolo_kernels},
     {&tokens_layer, &gpu_tokens_kernels},
     {&select_token_layer, &gpu_select_token_kernels},
+    {&region_layer, &gpu_region_kernels},
     // clang-format on
 };
 
@@ -476,9 +478,8 @@ static int gpu_capture_begin(const ExecContext *exec, int part, int parts, Error
     if (parts != h->graph_parts) {
         drop_graphs(h);
         h->graphs = calloc((size_t)parts, sizeof *h->graphs);
-        if (!h->graphs ||
-            cudaMalloc((void **)&h->pass_losses, (size_t)parts * sizeof *h->pass_losses) !=
-                cudaSuccess) {
+        if (!h->graphs || cudaMalloc((void **)&h->pass_losses,
+                                     (size_t)parts * sizeof *h->pass_losses) != cudaSuccess) {
             drop_graphs(h);
             return error_set(e, CDL_ERUNTIME, "GPU: no memory for the step's graphs");
         }
@@ -551,10 +552,9 @@ static int gpu_step_outcome(const ExecContext *exec, double *pass_losses, int *u
                                   (size_t)h->graph_parts * sizeof *pass_losses,
                                   cudaMemcpyDeviceToHost, stream),
                   "loss download");
-    gpu_note_exec(exec,
-                  cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost,
-                                  stream),
-                  "loss download");
+    gpu_note_exec(
+        exec, cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream),
+        "loss download");
     const int st = gpu_sync(exec, e);
     *updated = skip == 0.0f;
     return st;

@@ -1,8 +1,9 @@
 /* [upsample]'s GPU kernels (layers/upsample.c has its meaning): nearest-neighbour upsampling by
- * an integer stride, times scale (darknet's negative stride is refused at parse).
+ * an integer stride, times scale, or with a negative stride the sum of each window, times scale;
+ * the same spread and gather maps as backend/cpu/upsample.c.
  *
- *   in  [batch][c][h][w]
- *   out [batch][c][h*stride][w*stride]
+ *   upsampling    in [batch][c][h][w]   out [batch][c][h*stride][w*stride]
+ *   downsampling  in [batch][c][h][w]   out [batch][c][h/stride][w/stride]
  */
 #include "layers/upsample.h"
 #include "gpu.h"
@@ -11,10 +12,14 @@
 static void upsample_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Upsample *up = l->priv;
-    gpu_note(ctx,
-             cuda_upsample_forward(l->out, l->in[0], ctx->batch * l->in_shape.c, l->in_shape.h,
-                                   l->in_shape.w, up->stride, up->scale, gpu_stream(ctx)),
-             "upsample forward");
+    const int planes = ctx->batch * l->out_shape.c;
+    const cudaError_t err =
+        up->downsample
+            ? cuda_upsample_gather(l->out, l->in[0], planes, l->out_shape.h, l->out_shape.w,
+                                   up->stride, up->scale, 0, gpu_stream(ctx))
+            : cuda_upsample_spread(l->out, l->in[0], planes, l->in_shape.h, l->in_shape.w,
+                                   up->stride, up->scale, 0, gpu_stream(ctx));
+    gpu_note(ctx, err, "upsample forward");
 }
 
 static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
@@ -22,11 +27,14 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
     const Upsample *up = l->priv;
     if (!l->in_delta[0])
         return;
-    gpu_note(ctx,
-             cuda_upsample_backward(l->in_delta[0], l->delta, ctx->batch * l->in_shape.c,
-                                    l->in_shape.h, l->in_shape.w, up->stride, up->scale,
-                                    gpu_stream(ctx)),
-             "upsample backward");
+    const int planes = ctx->batch * l->out_shape.c;
+    const cudaError_t err =
+        up->downsample
+            ? cuda_upsample_spread(l->in_delta[0], l->delta, planes, l->out_shape.h, l->out_shape.w,
+                                   up->stride, up->scale, 1, gpu_stream(ctx))
+            : cuda_upsample_gather(l->in_delta[0], l->delta, planes, l->in_shape.h, l->in_shape.w,
+                                   up->stride, up->scale, 1, gpu_stream(ctx));
+    gpu_note(ctx, err, "upsample backward");
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

@@ -1,8 +1,8 @@
 // Index maps over planes (backend/cpu/{upsample,reorg,crop,shuffle,pad}.c's semantics), a thread
-// per value, grid-strided. Where several outputs feed one input's gradient (upsample) a thread per
-// input gathers them in the CPU's order; where the map is one to one (reorg, a crop's window) a
+// per value, grid-strided. Where several values feed one (upsample's gather) a thread per
+// target sums them in the CPU's order; where the map is one to one (reorg, a crop's window) a
 // thread per output adds into its input's gradient, no two threads into the same value.
-//   upsample in, dx: (planes, ih, iw)   out, dy: (planes, ih*s, iw*s)
+//   upsample small: (planes, sh, sw)   big: (planes, sh*s, sw*s)
 //   reorg in, out, dx, dy: (batch, c, h, w)
 //   crop in, dx: (batch, c, ih, iw)   out, dy: (batch, c, oh, ow)   windows: (batch, 3)
 //   shuffle in, out, dx, dy: (batch, c, spatial)
@@ -13,32 +13,33 @@
 #include "kernels/rng.cuh"
 #include "launch.h"
 
-__global__ void upsample_forward_kernel(float *out, const float *in, int ih, int iw, int s,
-                                        float scale, size_t n)
+__global__ void upsample_spread_kernel(float *big, const float *small, int sh, int sw, int s,
+                                       float scale, int add, size_t n)
 {
-    const int oh = ih * s, ow = iw * s;
+    const int bh = sh * s, bw = sw * s;
     GRID_STRIDE_LOOP(o, n)
     {
-        const size_t p = o / ((size_t)oh * ow);
-        const int y = (int)(o / ow % oh), x = (int)(o % ow);
-        out[o] = scale * in[(p * ih + y / s) * iw + x / s];
+        const size_t p = o / ((size_t)bh * bw);
+        const int y = (int)(o / bw % bh), x = (int)(o % bw);
+        const float v = scale * small[(p * sh + y / s) * sw + x / s];
+        big[o] = add ? big[o] + v : v;
     }
 }
 
-__global__ void upsample_backward_kernel(float *dx, const float *dy, int ih, int iw, int s,
-                                         float scale, size_t n)
+__global__ void upsample_gather_kernel(float *small, const float *big, int sh, int sw, int s,
+                                       float scale, int add, size_t n)
 {
-    const int ow = iw * s;
+    const int bw = sw * s;
     GRID_STRIDE_LOOP(i, n)
     {
-        const size_t p = i / ((size_t)ih * iw);
-        const int y = (int)(i / iw % ih), x = (int)(i % iw);
-        const float *d = dy + (p * ih * s + (size_t)y * s) * ow + (size_t)x * s;
-        float sum = dx[i];
-        for (int dy_ = 0; dy_ < s; dy_++)
-            for (int dx_ = 0; dx_ < s; dx_++)
-                sum += scale * d[(size_t)dy_ * ow + dx_];
-        dx[i] = sum;
+        const size_t p = i / ((size_t)sh * sw);
+        const int y = (int)(i / sw % sh), x = (int)(i % sw);
+        const float *window = big + (p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
+        float sum = add ? small[i] : 0.0f;
+        for (int wy = 0; wy < s; wy++)
+            for (int wx = 0; wx < s; wx++)
+                sum += scale * window[(size_t)wy * bw + wx];
+        small[i] = sum;
     }
 }
 
@@ -167,25 +168,27 @@ __global__ void crop_backward_kernel(float *dx, const float *dy, const int *wind
     }
 }
 
-extern "C" cudaError_t cuda_upsample_forward(float *out, const float *in, int planes, int ih,
-                                             int iw, int s, float scale, cudaStream_t stream)
+extern "C" cudaError_t cuda_upsample_spread(float *big, const float *small, int planes, int sh,
+                                            int sw, int s, float scale, int add,
+                                            cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * ih * s * iw * s;
+    const size_t n = (size_t)planes * sh * s * sw * s;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(upsample_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, ih, iw, s,
-                scale, n);
+    CUDA_LAUNCH(upsample_spread_kernel, grid_for(n), GRID_BLOCK, 0, stream, big, small, sh, sw, s,
+                scale, add, n);
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_upsample_backward(float *dx, const float *dy, int planes, int ih,
-                                              int iw, int s, float scale, cudaStream_t stream)
+extern "C" cudaError_t cuda_upsample_gather(float *small, const float *big, int planes, int sh,
+                                            int sw, int s, float scale, int add,
+                                            cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * ih * iw;
+    const size_t n = (size_t)planes * sh * sw;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(upsample_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, ih, iw, s,
-                scale, n);
+    CUDA_LAUNCH(upsample_gather_kernel, grid_for(n), GRID_BLOCK, 0, stream, small, big, sh, sw, s,
+                scale, add, n);
     return cuda_launch_error();
 }
 

@@ -10,12 +10,13 @@
 extern "C" {
 #endif
 
-/* out [planes][ih*s][iw*s] = scale * in [planes][ih][iw] at (y/s, x/s). */
-cudaError_t cuda_upsample_forward(float *out, const float *in, int planes, int ih, int iw, int s,
-                                  float scale, cudaStream_t stream);
-/* dx [planes][ih][iw] += scale * each of its s x s output gradients dy, in the CPU's order. */
-cudaError_t cuda_upsample_backward(float *dx, const float *dy, int planes, int ih, int iw, int s,
-                                   float scale, cudaStream_t stream);
+/* [upsample]'s two maps (backend/cpu/upsample.c): spread, big [planes][sh*s][sw*s] (=, or += with
+ * add) scale * small [planes][sh][sw] at (y/s, x/s); gather, small (=, or += with add) the sum of
+ * scale * its s x s window of big, in the CPU's order. */
+cudaError_t cuda_upsample_spread(float *big, const float *small, int planes, int sh, int sw, int s,
+                                 float scale, int add, cudaStream_t stream);
+cudaError_t cuda_upsample_gather(float *small, const float *big, int planes, int sh, int sw, int s,
+                                 float scale, int add, cudaStream_t stream);
 /* darknet's reorg (layers/reorg.c) of in [batch][c][h][w] with stride s, out taken with the
  * input's dims; backward: dx += the permuted dy. */
 cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, int h, int w, int s,

@@ -2,7 +2,7 @@
 """Writes darknet .weights with random values for a cfg, for parity tests against Debian's darknet.
 
 usage: make_darknet_weights.py CFG NPY_DIR OUT [--seed S] [--version MAJOR.MINOR.REVISION]
-                              [--variances LOW,HIGH] [--copy]
+                              [--variances LOW,HIGH] [--copy] [--score-bias B]
 
 NPY_DIR is `cdl export npy CFG NPY_DIR`: the tensors' names and shapes, and with --copy their
 values (instead of random ones), so that OUT is what `cdl export darknet` should write. The file is
@@ -13,7 +13,9 @@ rolling_variance. The header's `seen` is a uint64 when major*10+minor >= 2, else
 Values: weights N(0, 2/fan_in), biases N(0, 0.1), scales U(0.5, 1.5), means N(0, 0.2) and
 variances log-uniform in [LOW, HIGH] (default [0.001, 2], so that darknet's sqrt(var) + 1e-6 and
 sqrt(var + 1e-5) differ visibly at the small ones; deep nets need a higher LOW to keep their
-outputs from saturating).
+outputs from saturating). --score-bias B adds B to the biases of the objectness and class
+channels of the convolution before each [yolo] or [region] (each anchor's channels after its 4
+box ones), so that a detector with random weights finds few boxes instead of every one.
 """
 import argparse
 import os
@@ -30,14 +32,33 @@ ORDER = {
 ALIASES = {"conv": "convolutional", "conn": "connected", "fc": "connected"}
 
 
-def layer_types(cfg_path):
-    """The section names after [net], in order, as darknet families."""
-    names = []
+def layer_sections(cfg_path):
+    """The sections after [net], in order, as (darknet family, {key: value})."""
+    sections = []
     for line in open(cfg_path):
-        m = re.match(r"\s*\[([^\]]+)\]", line)
+        line = line.split("#")[0].split(";")[0].strip()
+        m = re.match(r"\[([^\]]+)\]", line)
         if m:
-            names.append(ALIASES.get(m.group(1).strip(), m.group(1).strip()))
-    return names[1:]
+            sections.append((ALIASES.get(m.group(1).strip(), m.group(1).strip()), {}))
+        elif "=" in line and sections:
+            key, value = line.split("=", 1)
+            sections[-1][1][key.strip()] = value.strip()
+    return sections[1:]
+
+
+def anchors_of(kind, keys):
+    """How many anchors a [yolo] (its mask, else num) or [region] (num) layer predicts."""
+    if kind == "yolo" and "mask" in keys:
+        return len(keys["mask"].split(","))
+    return int(keys.get("num", 1))
+
+
+def add_score_bias(biases, anchors, bias):
+    """biases [anchors * entries] with bias added to each anchor's entries after the first 4."""
+    entries = biases.size // anchors
+    for a in range(anchors):
+        biases[a * entries + 4:(a + 1) * entries] += bias
+    return biases
 
 
 def random_tensor(rng, name, shape, variances):
@@ -62,6 +83,7 @@ def main():
     ap.add_argument("--version", default="0.2.0")
     ap.add_argument("--variances", default="0.001,2")
     ap.add_argument("--copy", action="store_true", help="write NPY_DIR's values")
+    ap.add_argument("--score-bias", type=float, default=0.0)
     args = ap.parse_args()
     major, minor, revision = (int(v) for v in args.version.split("."))
     rng = np.random.default_rng(args.seed)
@@ -70,13 +92,17 @@ def main():
         f.write(struct.pack("<3i", major, minor, revision))
         wide = major * 10 + minor >= 2 and major < 1000 and minor < 1000
         f.write(struct.pack("<Q" if wide else "<i", 0))
-        for i, kind in enumerate(layer_types(args.cfg)):
+        sections = layer_sections(args.cfg)
+        for i, (kind, _) in enumerate(sections):
+            head = sections[i + 1] if i + 1 < len(sections) else ("", {})
             for name in ORDER.get(kind, []):
                 path = os.path.join(args.npy_dir, "layer%d.%s.npy" % (i, name))
                 if os.path.exists(path):
                     values = np.load(path)
                     if not args.copy:
                         values = random_tensor(rng, name, values.shape, variances)
+                    if name == "biases" and head[0] in ("yolo", "region") and args.score_bias:
+                        values = add_score_bias(values, anchors_of(*head), args.score_bias)
                     f.write(values.astype("<f4").tobytes())
 
 

@@ -153,11 +153,12 @@ typedef struct cdl_detect_options {
                      0.45); 0: none */
 } cdl_detect_options;
 
-/* 1 when the model is a detector (it has a [yolo] layer). */
+/* 1 when the model is a detector (it has a [yolo] or [region] layer). */
 int cdl_model_is_detector(const cdl_model *model);
 /* Detects objects in a PNG or JPEG file: the image framed as eval frames it (letterbox=1 as
- * darknet's detector), the boxes of every [yolo] layer (darknet's get_network_boxes), then
- * per-class NMS as the last [yolo] layer's nms_kind= and beta_nms= say. *dets (malloc'd; free()
+ * darknet's detector), the boxes of every [yolo] or [region] layer (darknet's
+ * get_network_boxes), then per-class NMS as the last [yolo] layer's nms_kind= and beta_nms= say
+ * (IoU after a [region]). *dets (malloc'd; free()
  * it) receives *n detections, one per box and class above options->thresh, highest score
  * first; *image_w, *image_h the image's size. A model that is not a detector is CDL_EUSAGE. */
 int cdl_model_detect_file(cdl_model *model, const char *image_path,

@@ -6,18 +6,17 @@
 #include "cdl_model.h"
 #include "data/image.h"
 #include "detect/net_detections.h"
-#include "layers/yolo.h"
 
 int cdl_model_is_detector(const cdl_model *model)
 {
-    return net_last_yolo(&model->net) != NULL;
+    return net_last_detector(&model->net) != NULL;
 }
 
 int api_require_detector(const cdl_model *model, Error *e)
 {
     if (cdl_model_is_detector(model))
         return CDL_OK;
-    return error_set(e, CDL_EUSAGE, "%s: not a detector (it has no [yolo] layer)", model->origin);
+    return error_set(e, CDL_EUSAGE, "%s: not a detector (it has no [yolo] or [region] layer)", model->origin);
 }
 
 /* A detection and the order it was found in, for a sort that keeps that order among equals. */
@@ -78,7 +77,7 @@ static int detect_image(cdl_model *m, const Image *img, const char *path,
                         const cdl_detect_options *o, cdl_detection **dets, int *n, Error *e)
 {
     Net *net = &m->net;
-    const Layer *last = net_last_yolo(net);
+    const Layer *last = net_last_detector(net);
     AugmentConfig aug;
     if (net_augment(net, &aug, e) || api_model_reserve(m, 1, e))
         return e->code;
@@ -90,7 +89,7 @@ static int detect_image(cdl_model *m, const Image *img, const char *path,
     net_commit_batch(net);
     net_forward(net);
     DetectionList list;
-    detection_list_init(&list, ((const Yolo *)last->priv)->classes);
+    detection_list_init(&list, detector_classes(last));
     const DetectFrame frame = {img->w, img->h, aug.letterbox};
     int st = net_detections(net, 0, &frame, o->thresh, o->nms, &list, e);
     st = st ? st : collect(&list, o->thresh, img->w, img->h, dets, n, e);

@@ -6,7 +6,6 @@
 #include "cdl_model.h"
 #include "data/data_config.h"
 #include "detect/net_detections.h"
-#include "layers/yolo.h"
 #include "train/evaluate_detection.h"
 
 /* Moves m's figures into out. */
@@ -49,7 +48,7 @@ static int evaluate_on(cdl_model *m, const char *data, const cdl_detection_eval_
     DataConfig dc = {0};
     SampleSource train = {0}, valid = {0};
     const DetectionEvalOptions opt = {o->thresh, o->nms, o->points};
-    const int classes = ((const Yolo *)net_last_yolo(&m->net)->priv)->classes;
+    const int classes = detector_classes(net_last_detector(&m->net));
     DetMetrics metrics = {0};
     int images = 0;
     int st = data_config_load(data, &dc, e);
@@ -57,7 +56,7 @@ static int evaluate_on(cdl_model *m, const char *data, const cdl_detection_eval_
         dc.split_seed = m->meta.seed;
     dc.boxes = 1;
     if (!st && dc.classes != classes)
-        st = error_set(e, CDL_EUSAGE, "%s: classes=%d, but the detector's [yolo] layers have %d",
+        st = error_set(e, CDL_EUSAGE, "%s: classes=%d, but the detector's [yolo] or [region] layers have %d",
                        data, dc.classes, classes);
     if (!st && (st = model_meta_check_names(&m->meta, dc.names, dc.n_names, m->origin, data, e)))
         error_append(e, st, "; evaluate it on the dataset it was trained on");

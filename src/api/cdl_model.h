@@ -40,8 +40,8 @@ int api_load_weights(Net *net, const char *path, int new_head, char *note, size_
  * they differ; CDL_OK when they agree or no head was loaded. */
 int api_check_head_names(const ModelMeta *head, char *const *names, int n, const char *path,
                          const char *data_path, Error *e);
-/* CDL_OK for a detector (a net with [yolo] layers), else CDL_EUSAGE "MODEL: not a detector (it
- * has no [yolo] layer)" (src/cdl_detect.c). */
+/* CDL_OK for a detector (a net with [yolo] or [region] layers), else CDL_EUSAGE "MODEL: not a
+ * detector (it has no [yolo] or [region] layer)" (src/cdl_detect.c). */
 int api_require_detector(const cdl_model *model, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);

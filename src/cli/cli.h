@@ -88,6 +88,10 @@ int cli_apply_gpu(const Args *a, cdl_model *model, Error *e);
  * whose warnings it prints; for_training adds gradients and the optimizer state (no activations
  * either way); then applies --precision and --gpu. */
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e);
+/* Loads a's --weights (when given) into model, opened from path, which must then be a cfg
+ * (cdl_model_load_weights: darknet .weights, safetensors, a checkpoint's matching layers), and
+ * prints what was loaded; a usage error when path is a checkpoint. */
+int cli_load_weights(const Args *a, const char *path, cdl_model *model, Error *e);
 
 /* Signals (src/cli/signals.c). cli_signals_init, first in main: SIGXFSZ is ignored, so that a
  * write past `ulimit -f` fails with EFBIG and is reported naming its file. After

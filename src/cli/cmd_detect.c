@@ -20,6 +20,8 @@ static const OptSpec detect_opts[] = {
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    {"--weights", 1, 0,
+     "with a CFG: load darknet .weights, FILE.safetensors or a checkpoint's matching layers"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_DETECT_OPTS (int)(sizeof detect_opts / sizeof detect_opts[0])
@@ -163,10 +165,15 @@ int cmd_detect(int argc, char **argv)
     cdl_model *m;
     if (cli_open_model(&a, a.positional[0], 0, &m, &e))
         return cli_fail(&e);
+    if (cli_load_weights(&a, a.positional[0], m, &e)) {
+        cdl_model_free(m);
+        return cli_fail(&e);
+    }
     if (!cdl_model_is_detector(m)) { /* one line, before any image */
         cdl_model_free(m);
         return error_set(&e, CDL_EUSAGE,
-                         "%s: not a detector (it has no [yolo] layer); classify images with "
+                         "%s: not a detector (it has no [yolo] or [region] layer); classify images "
+                         "with "
                          "cdl predict",
                          a.positional[0]),
                cli_fail(&e);

@@ -2,6 +2,7 @@
  * file built with the command's --set overrides, opened through cdl.h, run in --precision, on
  * --gpu's device. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "api/cdl.h"
@@ -22,6 +23,23 @@ int cli_open_model(const Args *a, const char *path, int for_training, cdl_model 
         cdl_model_free(*model);
         return st;
     }
+    return CDL_OK;
+}
+
+int cli_load_weights(const Args *a, const char *path, cdl_model *model, Error *e)
+{
+    const char *weights = args_get(a, "--weights");
+    if (!weights)
+        return CDL_OK;
+    if (cdl_is_checkpoint(path))
+        return error_set(e, CDL_EUSAGE,
+                         "--weights goes with a CFG: %s is a checkpoint, which has its weights",
+                         path);
+    char note[1200];
+    const int st = cdl_model_load_weights(model, weights, note, sizeof note, e->msg, sizeof e->msg);
+    if (st)
+        return e->code = st;
+    fprintf(stderr, "cdl: --weights %s\n", note);
     return CDL_OK;
 }
 

@@ -12,7 +12,6 @@ static const struct {
     const char *name, *what;
 } unsupported_sections[] = {
     {"detection", "YOLOv1's detection layer: cdl runs classifiers, not detectors"},
-    {"region", "YOLOv2's region layer: cdl runs classifiers, not detectors"},
     {"crnn", "a convolutional recurrent layer, which cdl does not have"},
     {"local", "a locally connected layer (unshared weights), which cdl does not have"},
     {"deconvolutional", "a transposed convolution, which cdl does not have"},
@@ -71,6 +70,15 @@ static const struct {
     {"yolo", "new_coords", "0", KEY_REFUSE, "YOLOv4-csp's new coordinates are not implemented"},
     {"yolo", "counters_per_class", NULL, KEY_REFUSE, "class multipliers are not implemented"},
     {"yolo", "map", NULL, KEY_REFUSE, "class maps are not implemented"},
+    {"region", "random", "0", KEY_IGNORE, "multi-scale training is not implemented"},
+    {"region", "absolute", NULL, KEY_IGNORE, "darknet's region loss does not read it either"},
+    {"region", "log", NULL, KEY_IGNORE, "darknet's region loss does not read it either"},
+    {"region", "sqrt", NULL, KEY_IGNORE, "darknet's region loss does not read it either"},
+    {"region", "classfix", NULL, KEY_IGNORE, "darknet's region loss does not read it either"},
+    {"region", "mask_scale", NULL, KEY_IGNORE, "it weighs mask coordinates (coords > 4) only"},
+    {"region", "background", "0", KEY_REFUSE, "a background class is not implemented"},
+    {"region", "tree", NULL, KEY_REFUSE, "hierarchical (tree) softmax is not supported"},
+    {"region", "map", NULL, KEY_REFUSE, "class maps are not implemented"},
     {"rnn", "shortcut", "0", KEY_REFUSE,
      "darknet's shortcut through time (adding h_{t-1} to the state) is not supported"},
 };

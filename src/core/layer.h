@@ -162,6 +162,9 @@ typedef struct StepContext {
      * [TRUTH_FLOATS] floats, darknet's net.truth (data/boxes.h); NULL: no loss is computed. */
     const float *truth;
     int truth_boxes;
+    /* Images trained on, this mini-batch's included (darknet's net.seen during the forward):
+     * [region]'s early anchor prior. */
+    uint64_t images_seen;
     /* Loss layers add sum_b loss_b / loss_divisor into *loss (forward). */
     float *loss;
     float loss_divisor;

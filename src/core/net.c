@@ -926,6 +926,9 @@ static StepContext step_context(Net *net, int train)
         .labels = net->labels,
         .truth = net->truth,
         .truth_boxes = net->truth_boxes,
+        .images_seen =
+            net->images_seen +
+            (uint64_t)net->batch * (net->draw_id % (uint64_t)net->hyper.subdivisions + 1),
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
         .grad_scale = net->grad_scale,

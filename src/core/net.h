@@ -120,6 +120,9 @@ typedef struct Net {
     float loss; /* summed over the last forward's mini-batch, already divided */
     uint64_t seed;
     uint64_t step; /* optimizer steps taken */
+    /* Images trained on before the current step (the trainer keeps it; StepContext.images_seen
+     * adds the step's mini-batches so far). */
+    uint64_t images_seen;
     /* Identifies the current forward pass (step * subdivisions + mini-batch): with seed
      * it fixes every random draw (dropout masks), whatever the thread count. */
     uint64_t draw_id;

@@ -1,6 +1,6 @@
-/* The detections of a net whose outputs come from [yolo] layers: decoded from every [yolo] layer
- * after a forward, mapped onto the image, then NMS as the last [yolo] layer says (darknet's
- * get_network_boxes and do_nms_sort / diounms_sort). */
+/* The detections of a net whose outputs come from [yolo] or [region] layers: decoded from every
+ * such layer after a forward, mapped onto the image, then NMS as the last [yolo] layer says, or
+ * IoU NMS after a [region] (darknet's get_network_boxes and do_nms_sort / diounms_sort). */
 #ifndef CDL_NET_DETECTIONS_H
 #define CDL_NET_DETECTIONS_H
 
@@ -8,9 +8,11 @@
 #include "data/augment.h"
 #include "detect/detection.h"
 
-/* The [yolo] layer whose nms_kind and beta_nms NMS follows (the net's last), or NULL when the
- * net has none (not a detector). */
-const Layer *net_last_yolo(const Net *net);
+/* The net's last [yolo] or [region] layer (a [yolo]'s nms_kind and beta_nms are what NMS
+ * follows), or NULL when the net has none (not a detector). */
+const Layer *net_last_detector(const Net *net);
+/* classes= of a [yolo] or [region] layer. */
+int detector_classes(const Layer *l);
 
 /* The image a sample came from and how it was framed to the net input. */
 typedef struct DetectFrame {
@@ -22,9 +24,9 @@ typedef struct DetectFrame {
  * resize; CDL_EUSAGE for center_crop (it cuts boxes off). */
 int detect_check_framing(const AugmentConfig *aug, Error *e);
 
-/* After net_forward: list (initialised for the classes of net_last_yolo, emptied first) gets
- * sample b's detections above thresh from every [yolo] layer in layer order, their boxes
- * relative to frame's image; then, when nms > 0, NMS at that threshold. */
+/* After net_forward: list (initialised for the classes of net_last_detector, emptied first) gets
+ * sample b's detections above thresh from every [yolo] and [region] layer in layer order, their
+ * boxes relative to frame's image; then, when nms > 0, NMS at that threshold. */
 int net_detections(const Net *net, int b, const DetectFrame *frame, float thresh, float nms,
                    DetectionList *list, Error *e);
 

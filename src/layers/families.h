@@ -10,6 +10,6 @@ extern const LayerType convolutional_layer, connected_layer, batchnorm_layer, ma
     crop_layer, cost_layer, reorg_layer, upsample_layer, embedding_layer, positional_layer,
     layernorm_layer, linear_layer, attention_layer, rnn_layer, lstm_layer, gru_layer,
     scale_channels_layer, shuffle_layer, pad_layer, yolo_layer, layer_scale_layer, tokens_layer,
-    select_token_layer;
+    select_token_layer, region_layer;
 
 #endif

@@ -6,7 +6,8 @@
 #include "core/layer.h"
 
 typedef struct Upsample {
-    int stride;
+    int stride;     /* the factor, positive */
+    int downsample; /* 1: darknet's negative stride, a summing downsample by `stride` */
     float scale;
 } Upsample;
 

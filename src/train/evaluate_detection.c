@@ -5,7 +5,6 @@
 
 #include "data/boxes.h"
 #include "detect/net_detections.h"
-#include "layers/yolo.h"
 #include "train/net_keys.h"
 
 /* A growable array of DetBoxes. */
@@ -67,9 +66,10 @@ static int add_detections(Net *net, const AugmentConfig *aug, AugmentScratch *sc
 int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOptions *opt,
                        DetMetrics *m, int *images, Error *e)
 {
-    const Layer *last = net_last_yolo(net);
+    const Layer *last = net_last_detector(net);
     if (!last)
-        return error_set(e, CDL_EUSAGE, "the net has no [yolo] layer: it is not a detector");
+        return error_set(e, CDL_EUSAGE,
+                         "the net has no [yolo] or [region] layer: it is not a detector");
     if (!src->read_boxes)
         return error_set(e, CDL_EUSAGE,
                          "the validation set has no truth boxes (a detector evaluates on a "
@@ -77,7 +77,7 @@ int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOpt
     AugmentConfig aug;
     if (net_augment(net, &aug, e) || detect_check_framing(&aug, e))
         return e->code;
-    const int classes = ((const Yolo *)last->priv)->classes, train = net->train, batch = net->batch;
+    const int classes = detector_classes(last), train = net->train, batch = net->batch;
     net->train = 0;
     net->batch = 1;
     DetBoxes gts = {0}, found = {0};

@@ -381,6 +381,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
+        net->images_seen = meta->samples_seen;
         st = graph_ready ? step_graphed(net, opt, train->fill, train->ctx, lr, &graph, &loss, e)
                          : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
         graph_ready = plan->cuda_graph;

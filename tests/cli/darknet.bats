@@ -105,6 +105,17 @@ type=sse
 CFG
 }
 
+# replace_first_pool CFG SECTION: CFG with its first 2x2/2 [maxpool] replaced by SECTION (text
+# with \n escapes), in place.
+replace_first_pool() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+text, pool = open(sys.argv[1]).read(), "[maxpool]\nsize=2\nstride=2\n"
+assert pool in text
+open(sys.argv[1], "w").write(text.replace(pool, sys.argv[2].replace("\\n", "\n"), 1))
+PY
+}
+
 # square.png: a 300x300 crop of the photo. Its aspect is the net's, so darknet's letterbox and
 # its plain resize (classifier fout: short side to the net's size, centre crop) give the same
 # input.
@@ -214,6 +225,19 @@ PY
     echo "# largest relative difference to darknet's %g output: $output" >&3
 }
 
+@test "a downsampling [upsample] (stride=-2) matches darknet classifier fout to 1e-4" {
+    write_parity_cfg
+    cp parity.cfg down.cfg
+    replace_first_pool down.cfg '[upsample]\nstride=-2\nscale=0.25\n'
+    write_darknet_data 5
+    random_weights down.cfg down.cfg.weights --seed 1
+    square_photo
+    run compare_fout down.cfg down.cfg
+    echo "$output"
+    [ "$status" -eq 0 ]
+    /usr/bin/python3 -c "assert $output < 1e-4, $output"
+}
+
 @test "with PyTorch's batch norm (bn_darknet=0) the same weights miss darknet's output" {
     write_parity_cfg
     write_darknet_data 5
@@ -253,9 +277,11 @@ PY
 @test "a darknet model exports to ONNX that onnxruntime runs as cdl predict does" {
     write_parity_cfg
     random_weights parity.cfg parity.weights --seed 4
-    # Also the variants of crop and upsample the parity net does not use.
+    # Also the variants of crop and upsample the parity net does not use (a summing downsample
+    # in place of the 2x2 max pool).
     sed 's/^flip=1$/noadjust=1/; /^\[upsample\]$/,/^$/ s/^stride=2$/stride=2\nscale=0.5/' \
         parity.cfg > variants.cfg
+    replace_first_pool variants.cfg '[upsample]\nstride=-2\nscale=0.5\n'
     square_photo
     /usr/bin/python3 -c "
 from PIL import Image

@@ -43,14 +43,20 @@ row() {
     done
 }
 
-@test "darknet's YOLOv3 detectors run; the older ones are refused by their section" {
+@test "darknet's YOLOv3 and YOLOv2 detectors run; the older ones are refused by their section" {
     for name in yolov3 yolov3-tiny yolov3-spp yolov3-voc; do
         run row "$name.cfg"
         echo "$output"
         [[ "$output" == "| $name.cfg | runs | "*"; ignored: 'random' in [yolo] |" ]]
     done
-    for pair in yolov2:region yolov2-tiny:region yolo9000:region yolov1:local \
-        yolov1-tiny:detection t1.test:detection; do
+    for name in yolov2 yolov2-tiny yolov2-voc yolov2-tiny-voc; do
+        run row "$name.cfg"
+        echo "$output"
+        [[ "$output" == "| $name.cfg | runs | "*"; ignored: 'absolute' in [region], 'random' in [region] |" ]]
+    done
+    run row yolo9000.cfg
+    [[ "$output" == *"'tree' in [region]: hierarchical (tree) softmax is not supported |" ]]
+    for pair in yolov1:local yolov1-tiny:detection t1.test:detection; do
         run row "${pair%%:*}.cfg"
         echo "$output"
         [[ "$output" == *"unsupported section [${pair##*:}]: "* ]]

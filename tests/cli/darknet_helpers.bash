@@ -36,3 +36,25 @@ print("ok", darknet[0], cdl[0])
 PY
 }
 
+
+# darknet_valid CFG WEIGHTS IMAGE CLASSES: `darknet detector valid` on IMAGE into results/
+# (comp4_det_test_<class>.txt, classes named 0..CLASSES-1). Its loader reads four images ahead,
+# so the list names IMAGE four times (fewer crash it); each result line then comes four times.
+darknet_valid() {
+    seq 0 $(($4 - 1)) > names.txt
+    printf '%s\n' "$3" "$3" "$3" "$3" > valid.txt
+    rm -rf results && mkdir results
+    printf 'classes=%d\nnames=names.txt\nvalid=valid.txt\nresults=results\n' "$4" > valid.data
+    darknet detector valid valid.data "$1" "$2" > darknet.log 2>&1
+}
+
+# compare_detections CFG WEIGHTS IMAGE CLASSES: darknet detector valid's boxes and scores against
+# cdl detect's with the same threshold (.005) and NMS (.45); prints the largest differences.
+# Tolerances: scores 1e-5 (darknet prints 6 decimals; float sums in another order move the
+# sixth), box edges 0.01 px (a box's exp(tw) amplifies the last bits of its output).
+compare_detections() {
+    darknet_valid "$@"
+    "$CDL" detect "$1" --weights "$2" "$3" --thresh 0.005 --nms 0.45 --json > cdl.json 2>/dev/null
+    /usr/bin/python3 "$REPO/scripts/ref/compare_darknet_detections.py" results cdl.json 0.005 \
+        1e-5 0.01
+}

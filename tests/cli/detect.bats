@@ -116,7 +116,7 @@ PY
     printf '[net]\nwidth=8\nheight=8\nchannels=3\n\n[connected]\noutput=2\n\n[softmax]\n' > cls.cfg
     run "$CDL" detect cls.cfg set/images/0.png
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: cls.cfg: not a detector (it has no [yolo] layer); classify images with cdl predict" ]
+    [ "$output" = "cdl: cls.cfg: not a detector (it has no [yolo] or [region] layer); classify images with cdl predict" ]
 }
 
 @test "detect reports a missing image by name (exit 1) and still detects in the others" {
@@ -143,6 +143,26 @@ PY
     run "$CDL" detect tiny.cfg set/images/0.png --set net.letterbox=0 --set net.center_crop=1
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: tiny.cfg: [net] center_crop=1: a detector frames its input with letterbox=1 or a plain resize (the crop would cut boxes off)" ]
+}
+
+@test "detect --weights: a cfg with a model's darknet .weights detects as the model; a checkpoint with --weights is refused (exit 2)" {
+    detection_set
+    "$CDL" train tiny.cfg --data det.data --epochs 20 --out det.cdl --threads 1 >/dev/null 2>&1
+    "$CDL" export darknet det.cdl -o det.weights 2>/dev/null
+    "$CDL" detect det.cdl set/images/*.png --thresh 0.01 --json --threads 1 > model.json
+    run "$CDL" detect tiny.cfg --weights det.weights set/images/*.png --thresh 0.01 --json \
+        --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: --weights det.weights: darknet 0.2.0 weights"* ]]
+    printf '%s\n' "$output" | grep -v '^cdl: ' > cfg.json
+    /usr/bin/python3 -c "
+import json
+a, b = json.load(open('model.json')), json.load(open('cfg.json'))
+strip = lambda r: [[(d['index'], d['score'], d['x'], d['y'], d['w'], d['h']) for d in i['detections']] for i in r]
+assert strip(a) == strip(b) and sum(map(len, strip(a))) > 0, (a[:1], b[:1])"
+    run "$CDL" detect det.cdl --weights det.weights set/images/0.png
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --weights goes with a CFG: det.cdl is a checkpoint, which has its weights" ]
 }
 
 @test "eval of a detector: per-class AP, TP, FP and mAP, as text and --json" {
@@ -223,7 +243,7 @@ PY
     printf 'classes=2\ntrain=train.txt\nvalid=train.txt\nnames=two.names\n' > two.data
     run "$CDL" eval det.cdl --data two.data
     [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.data: classes=2, but the detector's [yolo] layers have 1" ]
+    [ "$output" = "cdl: two.data: classes=2, but the detector's [yolo] or [region] layers have 1" ]
     run "$CDL" eval det.cdl --data det.data
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: det.data: no validation set (set valid= or valid_split=)" ]

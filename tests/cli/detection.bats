@@ -94,3 +94,27 @@ PY
         --out f.cdl --threads 1
     "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4 and .map50 >= 0'
 }
+
+# The same for [region] (cuda/region.c): logistic and softmax classes, the anchor prior on (the
+# first 12800 images), rescore and bias_match.
+@test "a [region] detector trains on the GPU with the CPU's losses" {
+    local gpu_cdl="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
+    [ -x "$gpu_cdl" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
+    detection_set
+    sed -n '/^\[yolo\]$/q;p' tiny.cfg > logistic.cfg
+    printf '[region]\nanchors=1.2,1.2\nclasses=1\nnum=1\nmax=4\nrescore=1\n' >> logistic.cfg
+    sed 's/^rescore=1$/softmax=1\nbias_match=1\nobject_scale=5/' logistic.cfg > softmax.cfg
+    for cfg in logistic softmax; do
+        "$CDL" train $cfg.cfg --data det.data --epochs 3 --out cpu.cdl --threads 1 --workers 0 \
+            --log cpu_$cfg.jsonl --log-every 1
+        "$gpu_cdl" train $cfg.cfg --data det.data --epochs 3 --out gpu.cdl --threads 1 \
+            --workers 0 --gpu 0 --log gpu_$cfg.jsonl --log-every 1
+        paste <(jq -r 'select(.type == "step").loss' cpu_$cfg.jsonl) \
+            <(jq -r 'select(.type == "step").loss' gpu_$cfg.jsonl) > both
+        [ "$(wc -l < both)" -eq 6 ]
+        python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    done
+}

@@ -254,6 +254,8 @@ static const OpCase cases[] = {
      "[upsample]\nstride=2\n[maxpool]\nsize=2\nstride=2\n[connected]\noutput=4\n"
      "activation=linear\n[softmax]\n",
      NULL},
+    {"upsample stride -2 scale 0.25 (darknet's summing downsample)", IMAGE(2, 3, 4, 6),
+     "[upsample]\nstride=-2\nscale=0.25\n[connected]\noutput=5\nactivation=tanh\n", NULL},
     {"upsample stride 3 scale 0.5", IMAGE(2, 2, 3, 2),
      "[upsample]\nstride=3\nscale=0.5\n[connected]\noutput=5\nactivation=tanh\n", NULL},
     {"shortcut of equal shapes, alpha, beta, leaky", IMAGE(2, 3, 6, 5),

@@ -153,10 +153,31 @@ static void test_upsample_repeats_each_value_times_scale(void)
     net_free(&net);
 }
 
-static void test_upsample_refuses_darknets_negative_stride(void)
+static void test_negative_stride_sums_each_window_times_scale(void)
 {
-    expect_cfg_error(NET_HEAD(4, 4, 1) "[upsample]\nstride=-2\n",
-                     "[upsample] stride=-2: expected a positive upsampling factor");
+    /* darknet's reverse upsample: out[y][x] = scale * sum of in over the window at (2y, 2x). */
+    Net net;
+    if (build_counting(NET_HEAD(4, 2, 2) "[upsample]\nstride=-2\nscale=0.25\n", &net))
+        return;
+    net_forward(&net);
+    const Shape out = net.layers[0].out_shape;
+    CHECK(out.c == 2 && out.h == 1 && out.w == 2);
+    for (int k = 0; k < 2; k++)
+        for (int x = 0; x < 2; x++) {
+            const int corner = k * 8 + 2 * x;
+            const float sum = (float)(corner + corner + 1 + corner + 4 + corner + 5);
+            CHECK(net.layers[0].out[k * 2 + x] == 0.25f * sum);
+        }
+    net_free(&net);
+}
+
+static void test_upsample_refuses_stride_0_and_uneven_downsampling(void)
+{
+    expect_cfg_error(NET_HEAD(4, 4, 1) "[upsample]\nstride=0\n",
+                     "t.cfg:6: layer 0: [upsample] stride=0: expected a nonzero factor");
+    expect_cfg_error(NET_HEAD(6, 4, 1) "[upsample]\nstride=-3\n",
+                     "[upsample] stride=-3: the input's 4x6 (height x width) is not a multiple "
+                     "of 3");
 }
 
 /* ---- [cost] ---- */
@@ -203,6 +224,7 @@ static void test_gradients_of_the_darknet_layers(void)
                                                      "noadjust=1\n");
     gradcheck_cfg("reorg", NET_HEAD(4, 2, 4) "[reorg]\nstride=2\n");
     gradcheck_cfg("upsample", NET_HEAD(2, 3, 2) "[upsample]\nstride=2\nscale=1.5\n");
+    gradcheck_cfg("upsample stride=-2", NET_HEAD(4, 6, 2) "[upsample]\nstride=-2\nscale=0.5\n");
     gradcheck_cfg("crop conv softmax", NET_HEAD(5, 5, 2) "[crop]\ncrop_width=3\ncrop_height=3\n"
                                                          "[convolutional]\nfilters=3\nsize=3\n"
                                                          "[softmax]\n");
@@ -212,8 +234,8 @@ static void test_gradients_of_the_darknet_layers(void)
 
 static void test_darknet_sections_cdl_lacks_are_refused_by_name(void)
 {
-    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[region]\nnum=1\n",
-                     "t.cfg:8: unsupported section [region]: YOLOv2's region layer");
+    expect_cfg_error(NET_HEAD(4, 4, 1) "inputs=3\n[convolutional]\n[detection]\n",
+                     "t.cfg:8: unsupported section [detection]: YOLOv1's detection layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[crnn]\n",
                      "unsupported section [crnn]: a convolutional recurrent layer");
     expect_cfg_error(NET_HEAD(4, 4, 1) "[local]\n", "unsupported section [local]");
@@ -361,7 +383,8 @@ int main(void)
     test_reorg_is_darknets_permutation();
     test_reorg_refuses_sizes_its_stride_does_not_divide();
     test_upsample_repeats_each_value_times_scale();
-    test_upsample_refuses_darknets_negative_stride();
+    test_negative_stride_sums_each_window_times_scale();
+    test_upsample_refuses_stride_0_and_uneven_downsampling();
     test_cost_after_softmax_passes_the_probabilities_and_loss();
     test_cost_elsewhere_is_refused_naming_its_loss();
     test_gradients_of_the_darknet_layers();

@@ -113,7 +113,7 @@ static void test_a_net_without_yolo_is_not_a_detector(void)
     Error e = {0};
     CHECK(net_build_from_text(&net, "[net]\nwidth=4\nheight=4\nchannels=1\n\n[maxpool]\nsize=1\n",
                               "plain.cfg", 0, 1, &e) == CDL_OK);
-    CHECK(net_last_yolo(&net) == NULL);
+    CHECK(net_last_detector(&net) == NULL);
     DetectionList list;
     detection_list_init(&list, 1);
     const DetectFrame how = {4, 4, 0};

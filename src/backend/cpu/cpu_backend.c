@@ -17,7 +17,7 @@ extern const LayerKernels cpu_convolutional_kernels, cpu_connected_kernels, cpu_
     cpu_upsample_kernels, cpu_embedding_kernels, cpu_positional_kernels, cpu_layernorm_kernels,
     cpu_linear_kernels, cpu_attention_kernels, cpu_recurrent_kernels, cpu_scale_channels_kernels,
     cpu_shuffle_kernels, cpu_pad_kernels, cpu_yolo_kernels, cpu_layer_scale_kernels,
-    cpu_tokens_kernels, cpu_select_token_kernels;
+    cpu_tokens_kernels, cpu_select_token_kernels, cpu_region_kernels;
 
 static const struct {
     const LayerType *type;
@@ -42,6 +42,7 @@ static const struct {
     {&layernorm_layer, &cpu_layernorm_kernels},
     {&linear_layer, &cpu_linear_kernels},
     {&yolo_layer, &cpu_yolo_kernels},
+    {&region_layer, &cpu_region_kernels},
     {&attention_layer, &cpu_attention_kernels},
     {&rnn_layer, &cpu_recurrent_kernels},
     {&lstm_layer, &cpu_recurrent_kernels},

@@ -1,0 +1,27 @@
+/* [region]'s elementwise work on the device (region.cu): C entry points, float32.
+ *
+ *   in, out, delta, in_delta [batch][num][entries][h][w], entries = classes + 5, plane = h w */
+#ifndef CDL_CUDA_REGION_H
+#define CDL_CUDA_REGION_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out = in with entries 0, 1, 4 (x, y, objectness) logistic(in), 2, 3 (w, h) as they are, and
+ * the classes (entries 5..) logistic each, or with softmax the softmax over the classes of each
+ * anchor and cell; n values in all. */
+cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entries, size_t plane,
+                                int softmax, cudaStream_t stream);
+/* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4. */
+cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out, size_t n,
+                                 int entries, size_t plane, float k, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
