@@ -33,8 +33,8 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     Attention *a = l->priv;
     if (a->mem_seq)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention] with source= (cross-attention) has no GPU "
-                         "implementation",
+                         "layer %d [attention] with source= (cross-attention) or key_padding= "
+                         "has no GPU implementation",
                          l->index);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = probs_floats(a, batch);

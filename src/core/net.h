@@ -45,6 +45,10 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
+    /* Sequence to sequence ([net] source=S, docs/text.md): each sample's input row holds S
+     * source token ids, then the seq=T target ids; the labels are the T target positions'. 0: a
+     * net of one sequence. */
+    int source;
     int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;

@@ -9,8 +9,14 @@
  *   kv [batch][S][2C] = memory Wkv^T + bkv    Wkv, bkv: rows [C, 3C), keys then values
  *   per (sample, head): P = softmax(Q K^T / sqrt(D)) [T][S], Y = P V [T][D]
  *   out = heads Wo^T + bo
+ *
+ * The same kernels run self-attention with key_padding= (the input is then its own memory, S = T,
+ * and causal= holds): a score whose key is masked (a later row under causal=1, a padded token
+ * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
+ * whose keys are all masked gets zero weights (PyTorch's would be NaN).
  */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/softmax_row.h"
@@ -65,6 +71,20 @@ static CrossView cross_view(const Attention *a, int batch, int b, int h)
                        q_at, k_at};
 }
 
+/* Row i's scores of sample b [S] with every masked key -inf; 0 when none is left. */
+static int mask_scores(const Attention *a, const float *ids, int i, float *scores)
+{
+    const int s = a->mem_seq;
+    int left = 0;
+    for (int j = 0; j < s; j++) {
+        const int masked = (a->causal && j > i) || (ids && ids[j] < 0);
+        if (masked)
+            scores[j] = -INFINITY;
+        left += !masked;
+    }
+    return left;
+}
+
 void attention_cross_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
@@ -79,10 +99,18 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++) {
-        const CrossView v = cross_view(a, ctx->batch, pair / a->heads, pair % a->heads);
+        const int b = pair / a->heads;
+        const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
+        const float *ids =
+            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
         gemm(0, 1, t, s, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
-        for (int i = 0; i < t; i++)
-            softmax_row_probs(v.p + (size_t)i * s, v.p + (size_t)i * s, (size_t)s, 1.0f);
+        for (int i = 0; i < t; i++) {
+            float *row = v.p + (size_t)i * s;
+            if ((a->causal || ids) && !mask_scores(a, ids, i, row))
+                memset(row, 0, (size_t)s * sizeof *row);
+            else
+                softmax_row_probs(row, row, (size_t)s, 1.0f);
+        }
         gemm(0, 0, t, d, s, 1.0f, v.p, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
     }
     attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,

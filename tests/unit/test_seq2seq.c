@@ -1,0 +1,145 @@
+/* Sequence-to-sequence nets ([net] source=S): [embedding] part= and share=, [attention]
+ * key_padding=, the tied head on the target's embedding; gradient checks with padded samples,
+ * the padding's effect, cfg errors, and the PyTorch nn.Transformer fixture
+ * tests/ref/seq2seq_transformer.ref (scripts/ref/make_seq2seq.py). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg_errors.h"
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+#include "layers/attention.h"
+
+/* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
+#define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
+
+/* A post-norm encoder layer over the source (layers 0-4; 4 is the memory) and a decoder layer over
+ * the target (5-12) with the target's embedding `target_keys`, causal self-attention and
+ * cross-attention, both masked, and a tied head (13-14). */
+#define ENCODER_DECODER(target_keys)                                                               \
+    PAIR_NET("[embedding]\noutput=8\npart=source\n[positional]\n"                                  \
+             "[attention]\nheads=2\ncausal=0\nkey_padding=source\n[shortcut]\nfrom=-2\n"           \
+             "[layernorm]\n"                                                                       \
+             "[embedding]\noutput=8\npart=target\n" target_keys "[positional]\n"                   \
+             "[attention]\nheads=2\nkey_padding=target\n[shortcut]\nfrom=-2\n[layernorm]\n"        \
+             "[attention]\nheads=2\nsource=4\nkey_padding=source\n[shortcut]\nfrom=-2\n"           \
+             "[layernorm]\n[linear]\ntie=1\n[softmax]\n")
+
+/* Builds text as "t.cfg" for its batch, without gradients; prints the message on failure. */
+static int build(const char *text, Net *net)
+{
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 0, 5, &e) ||
+        net_resize(net, net->hyper.batch, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return -1;
+    }
+    return 0;
+}
+
+static void test_gradcheck(void)
+{
+    gradcheck_cfg("separate embeddings, tied head", ENCODER_DECODER(""));
+    gradcheck_cfg("shared embedding, tied head", ENCODER_DECODER("share=0\n"));
+    /* key padding on a self-attention of one head, and cross-attention without it */
+    gradcheck_cfg("key padding, one head",
+                  PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
+                           "key_padding=source\n[embedding]\noutput=4\npart=target\n"
+                           "[attention]\nsource=1\n[linear]\n[softmax]\n"));
+}
+
+/* Shapes: each [embedding] gives its part's rows; the shared one has no weights of its own. */
+static void test_shapes(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER("share=0\n"), &net))
+        return;
+    CHECK(net.in_shape.h == 9);
+    CHECK(net.layers[0].out_shape.h == 4);
+    CHECK(net.layers[5].out_shape.h == 5);
+    CHECK(net.layers[5].n_params == 0);
+    CHECK(net.layers[14].out_shape.h == 5 && net.layers[14].out_shape.w == 7);
+    net_free(&net);
+}
+
+/* The attention weights [batch][H][T][S] of layer l's last forward: sample 0's of the padded key
+ * (column `padded`) and of every key after the query (causal) are 0, every row sums to 1. */
+static void check_weights(const Net *net, int l, int padded)
+{
+    const Attention *a = net->layers[l].priv;
+    const int t = a->seq, s = a->mem_seq;
+    for (int h = 0; h < a->heads; h++)
+        for (int i = 0; i < t; i++) {
+            const float *p = a->probs + ((size_t)h * t + (size_t)i) * (size_t)s;
+            double sum = 0;
+            for (int j = 0; j < s; j++) {
+                if (j == padded || (a->causal && j > i))
+                    CHECK(p[j] == 0.0f);
+                else
+                    CHECK(p[j] > 0.0f);
+                sum += p[j];
+            }
+            CHECK_NEAR(sum, 1.0, 1e-5);
+        }
+}
+
+/* Sample 0 of 3 source tokens (the 4th padded) and 4 target tokens (the 5th padded): the padded
+ * keys get weight 0 in the encoder's self-attention, the decoder's and the cross-attention. */
+static void test_masked_keys_get_no_weight(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int rows = net.in_shape.h;
+    for (int b = 0; b < net.batch; b++)
+        for (int r = 0; r < rows; r++)
+            net.input[b * rows + r] = (float)((b + 3 * r) % 7);
+    net.input[3] = -1;
+    net.input[8] = -1;
+    net_forward(&net);
+    check_weights(&net, 2, 3);
+    check_weights(&net, 7, 4);
+    check_weights(&net, 10, 3);
+    net_free(&net);
+}
+
+static void test_cfg_errors(void)
+{
+    expect_cfg_error("[net]\nbatch=1\nsource=4\ninputs=1\n[embedding]\noutput=4\n",
+                     "t.cfg:3: bad value '4' for key 'source' in [net]: source tokens come before "
+                     "the target's in a net of token ids: it needs seq=T");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\n"),
+                     "t.cfg:7: bad value '' for key 'part' in [embedding]: a sequence-to-sequence "
+                     "net ([net] source=) embeds the source or the target");
+    expect_cfg_error("[net]\nseq=4\ninputs=1\n[embedding]\noutput=4\npart=target\n",
+                     "t.cfg:6: bad value 'target' for key 'part' in [embedding]: part= is for "
+                     "sequence-to-sequence nets");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[embedding]\noutput=8\n"
+                              "part=target\nshare=0\n"),
+                     "bad value '0' for key 'share' in [embedding]: layer 0 is not an [embedding] "
+                     "of output=8");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
+                              "key_padding=target\n"),
+                     "bad value 'target' for key 'key_padding' in [attention]: the keys are 4 rows "
+                     "(the input's) but the target has 5 tokens");
+    expect_cfg_error("[net]\nseq=4\ninputs=8\n[attention]\nkey_padding=source\n",
+                     "t.cfg:5: bad value 'source' for key 'key_padding' in [attention]: a key "
+                     "padding mask needs the source and target of a sequence-to-sequence net");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
+                              "key_padding=source\ndropout=0.1\n"),
+                     "bad value '0.1' for key 'dropout' in [attention]: key_padding= has no "
+                     "dropout yet");
+}
+
+int main(void)
+{
+    test_gradcheck();
+    test_shapes();
+    test_masked_keys_get_no_weight();
+    test_cfg_errors();
+    return check_report("test_seq2seq");
+}
