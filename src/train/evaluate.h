@@ -33,6 +33,10 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
  * mini-batches of net->batch: the mean cross-entropy per predicted token and the next-token
  * top-1/top-5 accuracy; no confusion matrix. Restores net->train. */
 int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e);
+/* A sequence-to-sequence net over the pairs of pairs->valid in order (text_pairs.h), as
+ * evaluate_text: the mean cross-entropy per target token (EOS included, padding not) and the
+ * top-1/top-5 accuracy of each next target token given the true ones before it. */
+int evaluate_pairs(Net *net, const TextPairs *pairs, EvalResult *r, Error *e);
 void eval_result_free(EvalResult *r);
 /* Fraction of class c's samples predicted as c (0 when the class has none). */
 double eval_class_accuracy(const EvalResult *r, int c);

@@ -45,7 +45,7 @@ static int make_random_tokens(TimingRun *t, Error *e)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     for (size_t i = 0; i < t->tokens.n; i++)
         t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net->classes);
-    t->text = (TextBatches){&t->tokens, TIMING_SEED};
+    t->text = (TextBatches){&t->tokens, TIMING_SEED, NULL};
     t->text_source = train_source_text(&t->text, t->net);
     return CDL_OK;
 }

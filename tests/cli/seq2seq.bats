@@ -1,0 +1,101 @@
+#!/usr/bin/env bats
+# Sequence to sequence: cfg/reverse.cfg learns the toy reverse task to exact match, and paired
+# text's errors name the file and line.
+load helpers
+
+# The reverse task's 2,000 pairs in reverse.tsv and a .data file naming it.
+write_reverse_data() {
+    "$REPO/scripts/toy-pairs.sh" reverse 2000 1 "$WORK/reverse.tsv" >/dev/null
+    printf 'type=pairs\ntrain=reverse.tsv\nvalid_split=0.1\n' > reverse.data
+}
+
+# A .data file of type=pairs over the TSV given on stdin.
+write_pairs() {
+    cat > pairs.tsv
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+}
+
+@test "cfg/reverse.cfg learns to reverse words: every next token of the validation pairs right" {
+    write_reverse_data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"epoch 60/60: train loss "*", valid loss "*" bits/token), next-token accuracy 100.00%"* ]]
+    run "$CDL" eval reverse.cdl --data reverse.data --json
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"accuracy":1,'* ]]
+}
+
+@test "paired text: a line without one tab, an empty side, bad UTF-8 and a control mark name FILE:LINE" {
+    write_cfg s2s.cfg <<'EOF2'
+[net]
+batch=2
+source=4
+seq=5
+inputs=1
+[embedding]
+output=4
+part=source
+[embedding]
+output=4
+part=target
+share=0
+[attention]
+source=0
+[linear]
+tie=1
+[softmax]
+EOF2
+    printf 'ab\tba\nabc cba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: expected source<TAB>target, found 0 tabs"* ]]
+    printf 'ab\tba\na\tb\tc\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:2: expected source<TAB>target, found 2 tabs"* ]]
+    printf 'ab\tba\n\tba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: the source is empty"* ]]
+    printf 'ab\t\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:1: the target is empty"* ]]
+    printf 'ab\tba\nx\ty\xff\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: invalid UTF-8 in the target (byte 0xff)"* ]]
+    printf 'a\x02b\tba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:1: the source holds the control character U+0002"* ]]
+}
+
+@test "paired text in two files: they must align line by line, and each side's line is named" {
+    write_cfg s2s.cfg < "$REPO/cfg/reverse.cfg"
+    printf 'ab\ncd\nef\n' > train.src
+    printf 'ba\ndc\n' > train.tgt
+    printf 'type=pairs\ntrain=train.src\ntrain_target=train.tgt\n' > two.data
+    run "$CDL" train s2s.cfg --data two.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"train.src has 3 lines but "*"train.tgt has 2: a source file and its targets' file pair line by line"* ]]
+    printf 'ba\n\nfe\n' > train.tgt
+    run "$CDL" train s2s.cfg --data two.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"train.tgt:2: the target is empty"* ]]
+    printf 'ba\ndc\nfe\n' > train.tgt
+    run "$CDL" train s2s.cfg --data two.data --epochs 1 --out two.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"two.data: the training set has 3 pairs, fewer than batch=32"* ]]
+    run "$CDL" train s2s.cfg --data two.data --epochs 1 --out two.cdl --set net.batch=3
+    [ "$status" -eq 0 ]
+}
+
+@test "pairs longer than the net are left out and counted; a net and data of the other kind are refused" {
+    write_cfg s2s.cfg < "$REPO/cfg/reverse.cfg"
+    printf 'abcdefghij\tjihgfedcba\nab\tba\ncd\tdc\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data --epochs 1 --set net.batch=2 --out p.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"pairs.data: 1 pairs are longer than the net's source=8 tokens or its seq=9 target rows"* ]]
+    printf 'type=text\ntrain=pairs.tsv\n' > text.data
+    run "$CDL" train s2s.cfg --data text.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"a sequence-to-sequence net ([net] source=S) trains on paired text: the .data file needs type=pairs"* ]]
+}
