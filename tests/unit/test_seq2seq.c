@@ -1,7 +1,7 @@
 /* Sequence-to-sequence nets ([net] source=S): [embedding] part= and share=, [attention]
  * key_padding=, the tied head on the target's embedding; gradient checks with padded samples,
  * the padding's effect, cfg errors, and the PyTorch nn.Transformer fixture
- * tests/ref/seq2seq_transformer.ref (scripts/ref/make_seq2seq.py). */
+ * tests/ref/seq2seq.ref (scripts/ref/make_seq2seq.py). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,8 @@
 #include "core/net.h"
 #include "gradcheck.h"
 #include "layers/attention.h"
+#include "ref_fixture.h"
+#include "ref_net.h"
 
 /* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
 #define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
@@ -135,11 +137,42 @@ static void test_cfg_errors(void)
                      "dropout yet");
 }
 
+/* nn.Transformer (one post-norm encoder and decoder layer, d_model 16, 2 heads) between embeddings
+ * with positions and a tied head, padded on both sides: the memory, the logits, the
+ * probabilities, the loss and every parameter's gradient to 1e-4. */
+static void test_matches_nn_transformer(void)
+{
+    RefFixture f;
+    Net net;
+    if (ref_fixture_load("tests/ref/seq2seq.ref", &f)) {
+        check_failures++;
+        return;
+    }
+    if (ref_net_build(&net, &f, "tests/ref/seq2seq.cfg", NULL, 0, 3)) {
+        check_failures++;
+        ref_fixture_free(&f);
+        return;
+    }
+    net.train = 1;
+    net_forward(&net);
+    const size_t rows = (size_t)net.batch * (size_t)net.seq;
+    ref_expect_close(&f, "out9", net.layers[9].out, (size_t)net.batch * 5 * 16);
+    ref_expect_close(&f, "out23", net.layers[23].out, rows * (size_t)net.vocab);
+    ref_expect_close(&f, "out24", net.layers[24].out, rows * (size_t)net.vocab);
+    ref_expect_close(&f, "loss", &net.loss, 1);
+    net_zero_grads(&net);
+    net_backward(&net);
+    ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
+    net_free(&net);
+    ref_fixture_free(&f);
+}
+
 int main(void)
 {
     test_gradcheck();
     test_shapes();
     test_masked_keys_get_no_weight();
     test_cfg_errors();
+    test_matches_nn_transformer();
     return check_report("test_seq2seq");
 }
