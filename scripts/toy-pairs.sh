@@ -5,6 +5,8 @@
 # seeded with SEED, so every awk writes the same file.
 # Usage: scripts/toy-pairs.sh reverse|copy [N [SEED [OUT]]]   (N 2000, SEED 1, OUT data/toy/TASK.tsv)
 set -euo pipefail
+out=${4:-}
+[ -n "$out" ] && [ "${out#/}" = "$out" ] && out="$PWD/$out" # OUT is from the caller's directory
 cd "$(dirname "$0")/.."
 
 task=${1:-}
@@ -17,7 +19,7 @@ reverse | copy) ;;
 esac
 n=${2:-2000}
 seed=${3:-1}
-out=${4:-data/toy/$task.tsv}
+out=${out:-data/toy/$task.tsv}
 mkdir -p "$(dirname "$out")"
 awk -v n="$n" -v seed="$seed" -v task="$task" 'BEGIN {
     x = seed % 2147483647

@@ -161,6 +161,16 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
                        void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
                        char *err, size_t err_size);
 
+/* 1 when model is a sequence-to-sequence model ([net] source=S, trained on paired text). */
+int cdl_model_is_seq2seq(const cdl_model *model);
+/* The greedy target of source (UTF-8) with a sequence-to-sequence model: the encoder runs once,
+ * then the decoder once per token, each the most probable, until the end mark or the net's target
+ * rows are full. *target (malloc'd, NUL-terminated; free it) gets its text, *tokens its token
+ * count. A character outside the vocabulary, a source longer than the net's source rows, or a
+ * model of another kind is a usage error. */
+int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
+                     size_t err_size);
+
 /* probs [cdl_model_classes] = a text model's distribution of the token that follows prompt (its
  * last seq tokens): the one cdl_model_generate draws its first token from. ids, when not NULL,
  * receives the prompt's token ids (room for strlen(prompt)) and *n_ids their count. */

@@ -985,6 +985,14 @@ void net_forward(Net *net)
     }
 }
 
+void net_forward_from(Net *net, int first)
+{
+    StepContext ctx = step_context(net, net->train);
+    net->loss = 0;
+    for (int i = first; i < net->n_layers; i++)
+        forward_layer(net, &ctx, i);
+}
+
 int net_can_forward_at(const Net *net)
 {
     for (int i = 0; i < net->n_layers; i++)

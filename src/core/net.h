@@ -287,6 +287,11 @@ static inline int net_labels_per_sample(const Net *net)
 {
     return net->seq > 0 ? net->seq : 1;
 }
+/* Runs the forward of layers [first, n_layers) only, on the committed input: after a net_forward,
+ * the layers before first keep their outputs (a sequence-to-sequence net's encoder, run once while
+ * its decoder runs for every new token). Only for a net that keeps every output
+ * (net_can_forward_at), whose memory plan lends no layer's buffers to another. */
+void net_forward_from(Net *net, int first);
 /* 1 when every layer has forward_at (token-by-token generation with caches) and the net keeps
  * what the forward left for it: not with gradient checkpointing, whose segments' buffers are lent
  * to others (the memory plan keeps every output and state of such a net otherwise,

@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
-# Sequence to sequence: cfg/reverse.cfg learns the toy reverse task to exact match, and paired
-# text's errors name the file and line.
+# Sequence to sequence: cfg/reverse.cfg learns the toy reverse task to exact match (teacher-forced
+# accuracy and greedy decoding with predict --source), and paired text's errors name the file and
+# line.
 load helpers
 
 # The reverse task's 2,000 pairs in reverse.tsv and a .data file naming it.
 write_reverse_data() {
-    "$REPO/scripts/toy-pairs.sh" reverse 2000 1 "$WORK/reverse.tsv" >/dev/null
+    "$REPO/scripts/toy-pairs.sh" reverse 2000 1 reverse.tsv >/dev/null
     printf 'type=pairs\ntrain=reverse.tsv\nvalid_split=0.1\n' > reverse.data
 }
 
@@ -23,6 +24,54 @@ write_pairs() {
     run "$CDL" eval reverse.cdl --data reverse.data --json
     [ "$status" -eq 0 ]
     [[ "$output" == *'"accuracy":1,'* ]]
+}
+
+@test "predict --source and --sources: the greedy targets of 300 new words are their reversals" {
+    write_reverse_data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 2>/dev/null
+    run "$CDL" predict reverse.cdl --source abcdefg
+    [ "$status" -eq 0 ]
+    [ "$output" = "gfedcba" ]
+    run "$CDL" predict reverse.cdl --source hij --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["source"] == "hij" and r["target"] == "jih" and r["tokens"] == 3 and r["seconds"] >= 0, r'
+    # words drawn from another seed: mostly not in the training pairs
+    "$REPO/scripts/toy-pairs.sh" reverse 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    cut -f2 new.tsv > new.want
+    run "$CDL" predict reverse.cdl --sources new.src
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" > new.got
+    diff new.got new.want
+    run "$CDL" predict reverse.cdl --sources new.src --json
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows), rows[:3]'
+}
+
+@test "predict --source refuses what it cannot decode, naming the line of a sources file" {
+    write_reverse_data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 \
+        --epochs 1 2>/dev/null
+    printf 'abc\nxyz\nabcdefghij\nde\n' > bad.src
+    run "$CDL" predict reverse.cdl --sources bad.src
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.src:2: the source: the character 'x' (U+0078) at byte 0 is not in the vocabulary"* ]]
+    [[ "$output" == *"bad.src:3: the source has 10 tokens: the net reads 1 to 8"* ]]
+    [ "$(printf '%s\n' "$output" | grep -vc '^cdl:')" -eq 2 ] # the targets of lines 1 and 4
+    run "$CDL" predict reverse.cdl --prompt abc
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"reverse.cdl is a sequence-to-sequence model: it decodes a source"* ]]
+    run "$CDL" predict reverse.cdl --source abc --sources bad.src
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"give --source TEXT or --sources FILE, not both"* ]]
+    run "$CDL" predict reverse.cdl --sources missing.src
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"missing.src: cannot open the sources"* ]]
 }
 
 @test "paired text: a line without one tab, an empty side, bad UTF-8 and a control mark name FILE:LINE" {

@@ -1,0 +1,89 @@
+/* Greedy decoding of a sequence-to-sequence net: the input row, the encoder once, the decoder per
+ * token. */
+#include "train/decode.h"
+
+#include "layers/attention.h"
+#include "layers/embedding.h"
+#include "layers/families.h"
+
+/* Whether layer l reads the target rows of the net input: their [embedding], or an attention
+ * masking their padding. */
+static int reads_target(const Net *net, const Layer *l)
+{
+    if (l->type == &embedding_layer)
+        return ((const Embedding *)l->priv)->first_row == net->source;
+    const Attention *a = l->priv;
+    return l->type == &attention_layer && a->key_padding && a->pad_first == net->source;
+}
+
+int decode_first_layer(const Net *net, int *first, Error *e)
+{
+    if (net->source <= 0)
+        return error_set(e, CDL_EUSAGE,
+                         "--source needs a sequence-to-sequence model ([net] source=S, trained "
+                         "on paired text)");
+    if (!net_can_forward_at(net))
+        return error_set(e, CDL_EUSAGE,
+                         "greedy decoding keeps the encoder's outputs between tokens: every layer "
+                         "needs a cached step (forward_at) and no gradient checkpointing");
+    *first = -1;
+    for (int i = 0; i < net->n_layers && *first < 0; i++)
+        if (net->layers[i].type == &embedding_layer && reads_target(net, &net->layers[i]))
+            *first = i;
+    for (int i = 0; i < net->n_layers; i++)
+        if (reads_target(net, &net->layers[i]) && (*first < 0 || i < *first))
+            return error_set(e, CDL_EUSAGE,
+                             "layer %d reads the target rows before the target's [embedding]: "
+                             "the decoder must start with it",
+                             i);
+    return *first < 0 ? error_set(e, CDL_EUSAGE, "the net has no [embedding] part=target") : CDL_OK;
+}
+
+/* The net input: the source padded to S, the target rows [n_target + 1] (BOS, then target) padded
+ * to T. The whole row, as net_commit_batch asks. */
+static void fill_input(Net *net, const int32_t *source, int n_source, int bos,
+                       const int32_t *target, int n_target)
+{
+    float *x = net_host_input(net), *rows = x + net->source;
+    for (int r = 0; r < net->source; r++)
+        x[r] = r < n_source ? (float)source[r] : -1.0f;
+    for (int r = 0; r < net->seq; r++)
+        rows[r] = r == 0 ? (float)bos : r <= n_target ? (float)target[r - 1] : -1.0f;
+    net_commit_batch(net);
+}
+
+static int most_probable(const float *p, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = p[i] > p[best] ? i : best;
+    return best;
+}
+
+int decode_greedy(Net *net, int first, const int32_t *source, int n_source, int bos, int eos,
+                  int32_t *out, int *n_out, Error *e)
+{
+    *n_out = 0;
+    if (net->batch != 1 || net->train)
+        return error_set(e, CDL_EUSAGE, "decoding needs a net in inference mode for one sample");
+    if (n_source < 1 || n_source > net->source)
+        return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d", n_source,
+                         net->source);
+    int *saved_labels = net->labels;
+    net->labels = NULL; /* no loss */
+    fill_input(net, source, n_source, bos, out, 0);
+    net_forward(net);
+    for (int t = 0; t < net->seq; t++) {
+        const int id =
+            most_probable(net_host_output(net) + (size_t)t * (size_t)net->classes, net->classes);
+        if (id == eos)
+            break;
+        out[(*n_out)++] = id;
+        if (t + 1 == net->seq)
+            break;
+        fill_input(net, source, n_source, bos, out, *n_out);
+        net_forward_from(net, first);
+    }
+    net->labels = saved_labels;
+    return CDL_OK;
+}
