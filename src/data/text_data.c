@@ -87,7 +87,9 @@ static int build_vocab(const DataConfig *dc, const TextVocab *vocab, char *const
                                   e);
 }
 
-/* type=pairs: the pairs' vocabulary (with the start and end marks) and their ids. */
+/* type=pairs: the pairs' vocabulary (with the start and end marks) and their ids. The vocabulary
+ * is built from the pairs' sides alone; BPE learns from them one a line (a merge never crosses a
+ * line break), characters from them side by side. */
 static int load_pairs(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e)
 {
     PairText texts[2];
@@ -95,16 +97,19 @@ static int load_pairs(const DataConfig *dc, const TextVocab *vocab, TextData *td
     int st = text_pairs_read(dc, texts, &n_texts, e);
     if (st)
         return st;
-    char *const bytes[2] = {texts[0].text, texts[1].text};
-    const size_t lens[2] = {texts[0].len, texts[1].len};
-    const char *paths[2] = {texts[0].path, texts[1].path};
+    char *sides = NULL;
+    size_t len = 0;
+    st = text_pairs_sides(texts, dc->tokens_bpe ? 1 : n_texts, dc->tokens_bpe ? "\n" : "", &sides,
+                          &len, e);
+    const char *paths[1] = {texts[0].path};
     const char marks[] = TEXT_PAIR_BOS TEXT_PAIR_EOS;
-    st = build_vocab(dc, vocab, bytes, lens, paths, n_texts, lens[0], marks, 2, td, e);
+    st = st ? st : build_vocab(dc, vocab, &sides, &len, paths, 1, len, marks, 2, td, e);
     st = st ? st : token_byte_table(&td->vocab, &td->token_bytes, e);
     st = st ? st
             : text_pairs_load(texts, n_texts, dc->valid_split, dc->split_seed, &td->vocab,
                               &td->pairs, e);
-    td->train_bytes = lens[0];
+    td->train_bytes = texts[0].len;
+    free(sides);
     text_pairs_free_texts(texts);
     if (st)
         text_data_free(td);

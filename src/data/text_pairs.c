@@ -168,6 +168,44 @@ void text_pairs_free_texts(PairText texts[2])
     memset(texts, 0, 2 * sizeof *texts);
 }
 
+/* Joining the sides: each followed by sep (0 or 1 byte) into a buffer with room for them all. */
+typedef struct Joiner {
+    char *text;
+    size_t len;
+    const char *sep;
+} Joiner;
+
+static int join_pair(void *ctx, Line source, Line target, size_t line_no, Error *e)
+{
+    (void)line_no, (void)e;
+    Joiner *j = ctx;
+    const Line sides[2] = {source, target};
+    for (int k = 0; k < 2; k++) {
+        memcpy(j->text + j->len, sides[k].at, sides[k].len);
+        j->len += sides[k].len;
+        memcpy(j->text + j->len, j->sep, strlen(j->sep));
+        j->len += strlen(j->sep);
+    }
+    return CDL_OK;
+}
+
+int text_pairs_sides(const PairText *texts, int n_texts, const char *sep, char **joined,
+                     size_t *len, Error *e)
+{
+    size_t room = 1;
+    for (int i = 0; i < n_texts; i++)
+        room += 2 * texts[i].len + 2; /* a separator may stand where none was */
+    Joiner j = {malloc(room), 0, sep};
+    if (!j.text)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (int i = 0; i < n_texts; i++)
+        for_each_pair(&texts[i], join_pair, &j, e); /* checked pairs: no failure */
+    j.text[j.len] = 0;
+    *joined = j.text;
+    *len = j.len;
+    return CDL_OK;
+}
+
 /* Encoding into TextPairs: the ids and the pairs grow in buffers sized for every byte. */
 typedef struct Encoder {
     const TextVocab *vocab;

@@ -57,6 +57,11 @@ typedef struct PairText {
  * is CDL_EUSAGE naming FILE:LINE (the files and their counts); a missing file is CDL_ERUNTIME. */
 int text_pairs_read(const DataConfig *dc, PairText texts[2], int *n_texts, Error *e);
 void text_pairs_free_texts(PairText texts[2]);
+/* *joined (malloc'd, *len bytes, NUL-terminated) = every side of every pair of texts, in order,
+ * each followed by sep ("" or one byte): the text a vocabulary is built from, without the tabs
+ * and line breaks that only separate the sides. */
+int text_pairs_sides(const PairText *texts, int n_texts, const char *sep, char **joined,
+                     size_t *len, Error *e);
 
 /* Encodes the pairs of texts (text_pairs_read's) with vocab, which holds STX and ETX: the valid
  * set from texts[1] when n_texts is 2, else valid_split of the pairs drawn by split_seed. A
