@@ -1,7 +1,7 @@
 /* Sequence-to-sequence nets ([net] source=S): [embedding] part= and share=, [attention]
  * key_padding=, the tied head on the target's embedding; gradient checks with padded samples,
- * the padding's effect, cfg errors, and the PyTorch nn.Transformer fixture
- * tests/ref/seq2seq.ref (scripts/ref/make_seq2seq.py). */
+ * zero weights on masked keys, cfg errors, and the PyTorch nn.Transformer fixtures
+ * tests/ref/seq2seq and seq2seq_norm_first (scripts/ref/make_seq2seq.py). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,18 +137,22 @@ static void test_cfg_errors(void)
                      "dropout yet");
 }
 
-/* nn.Transformer (one post-norm encoder and decoder layer, d_model 16, 2 heads) between embeddings
- * with positions and a tied head, padded on both sides: the memory, the logits, the
- * probabilities, the loss and every parameter's gradient to 1e-4. */
-static void test_matches_nn_transformer(void)
+/* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
+ * post-norm, seq2seq_norm_first norm_first=True) between embeddings with positions and a tied
+ * head, padded on both sides: the memory, the logits, the probabilities, the loss and every
+ * parameter's gradient to 1e-4. */
+static void check_nn_transformer(const char *name)
 {
     RefFixture f;
     Net net;
-    if (ref_fixture_load("tests/ref/seq2seq.ref", &f)) {
+    char ref[128], cfg[128];
+    snprintf(ref, sizeof ref, "tests/ref/%s.ref", name);
+    snprintf(cfg, sizeof cfg, "tests/ref/%s.cfg", name);
+    if (ref_fixture_load(ref, &f)) {
         check_failures++;
         return;
     }
-    if (ref_net_build(&net, &f, "tests/ref/seq2seq.cfg", NULL, 0, 3)) {
+    if (ref_net_build(&net, &f, cfg, NULL, 0, 3)) {
         check_failures++;
         ref_fixture_free(&f);
         return;
@@ -173,6 +177,7 @@ int main(void)
     test_shapes();
     test_masked_keys_get_no_weight();
     test_cfg_errors();
-    test_matches_nn_transformer();
+    check_nn_transformer("seq2seq");
+    check_nn_transformer("seq2seq_norm_first");
     return check_report("test_seq2seq");
 }
