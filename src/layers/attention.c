@@ -26,8 +26,8 @@
 #include "core/onnx_graph.h"
 
 /* source=: the memory layer into l->inputs[1] and its rows into a->mem_seq, after the checks
- * that cross-attention needs (an earlier layer of C features per row, bidirectional, no dropout,
- * the reference kernels). */
+ * that cross-attention needs (an earlier layer of C features per row, bidirectional, the
+ * reference kernels). */
 static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     Attention *a = l->priv;
@@ -46,8 +46,6 @@ static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
         return layer_bad_key(
             l, cfg, s, "causal", 1,
             "cross-attention (source=) attends to every memory row: expected causal=0", e);
-    if (a->dropout > 0)
-        return cfg_bad_value(cfg, s, "dropout", e, "cross-attention (source=) has no dropout yet");
     if (a->packed_key || a->staged)
         return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
                              "cross-attention (source=) runs the reference kernels only", e);
@@ -80,8 +78,6 @@ static int parse_key_padding(Layer *l, const Cfg *cfg, CfgSection *s, const Net 
                              a->mem_seq ? "the source= layer's" : "the input's",
                              padding_names[padding], part_rows);
     if (!a->mem_seq) { /* the reference kernels, the input as its own memory */
-        if (a->dropout > 0)
-            return cfg_bad_value(cfg, s, "dropout", e, "key_padding= has no dropout yet");
         if (a->packed_key || a->staged)
             return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
                                  "key_padding= runs the reference kernels only", e);

@@ -47,6 +47,13 @@ static void test_gradcheck(void)
 {
     gradcheck_cfg("separate embeddings, tied head", ENCODER_DECODER(""));
     gradcheck_cfg("shared embedding, tied head", ENCODER_DECODER("share=0\n"));
+    /* dropout on the attention weights, the masked keys' and the others' */
+    gradcheck_cfg("dropout in every attention",
+                  PAIR_NET("[embedding]\noutput=8\npart=source\n[attention]\nheads=2\ncausal=0\n"
+                           "key_padding=source\ndropout=0.2\n[embedding]\noutput=8\n"
+                           "part=target\n[attention]\nheads=2\nkey_padding=target\ndropout=0.2\n"
+                           "[attention]\nheads=2\nsource=1\nkey_padding=source\ndropout=0.2\n"
+                           "[linear]\n[softmax]\n"));
     /* key padding on a self-attention of one head, and cross-attention without it */
     gradcheck_cfg("key padding, one head",
                   PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
@@ -109,6 +116,51 @@ static void test_masked_keys_get_no_weight(void)
     net_free(&net);
 }
 
+/* A cross-attention with dropout=0.5: in inference the output of dropout=0's (the same weights),
+ * in training another one, whose probabilities still sum to 1 per row. */
+static void test_dropout_only_in_training(void)
+{
+#define DROPOUT_NET(p)                                                                             \
+    PAIR_NET("[embedding]\noutput=8\npart=source\n[embedding]\noutput=8\npart=target\n"            \
+             "[attention]\nheads=2\nsource=0\nkey_padding=source\ndropout=" p "\n[linear]\n"       \
+             "[softmax]\n")
+    Net plain, dropped;
+    Error e = {0};
+    if (build(DROPOUT_NET("0"), &plain))
+        return;
+    if (net_build_from_text(&dropped, DROPOUT_NET("0.5"), "t.cfg", 1, 5, &e) ||
+        net_resize(&dropped, 3, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        net_free(&plain);
+        return;
+    }
+    const size_t in_n = 3 * 9, out_n = 3 * 5 * 7;
+    for (size_t i = 0; i < in_n; i++)
+        plain.input[i] = dropped.input[i] = (float)(i % 7);
+    net_forward(&plain);
+    dropped.train = 0;
+    net_forward(&dropped);
+    CHECK(!memcmp(net_output(&plain), net_output(&dropped), out_n * sizeof(float)));
+    dropped.train = 1;
+    memset(dropped.labels, 0xff, 3 * 5 * sizeof *dropped.labels); /* -1: no loss */
+    net_forward(&dropped);
+    double diff = 0, worst_sum = 0;
+    for (size_t i = 0; i < out_n; i++)
+        diff = fmax(diff, fabs(net_output(&plain)[i] - net_output(&dropped)[i]));
+    for (size_t r = 0; r < out_n / 7; r++) {
+        double sum = 0;
+        for (int k = 0; k < 7; k++)
+            sum += net_output(&dropped)[r * 7 + (size_t)k];
+        worst_sum = fmax(worst_sum, fabs(sum - 1));
+    }
+    CHECK(diff > 1e-3);
+    CHECK(worst_sum < 1e-5);
+    net_free(&plain);
+    net_free(&dropped);
+#undef DROPOUT_NET
+}
+
 static void test_cfg_errors(void)
 {
     expect_cfg_error("[net]\nbatch=1\nsource=4\ninputs=1\n[embedding]\noutput=4\n",
@@ -131,10 +183,6 @@ static void test_cfg_errors(void)
     expect_cfg_error("[net]\nseq=4\ninputs=8\n[attention]\nkey_padding=source\n",
                      "t.cfg:5: bad value 'source' for key 'key_padding' in [attention]: a key "
                      "padding mask needs the source and target of a sequence-to-sequence net");
-    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
-                              "key_padding=source\ndropout=0.1\n"),
-                     "bad value '0.1' for key 'dropout' in [attention]: key_padding= has no "
-                     "dropout yet");
 }
 
 /* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
@@ -176,6 +224,7 @@ int main(void)
     test_gradcheck();
     test_shapes();
     test_masked_keys_get_no_weight();
+    test_dropout_only_in_training();
     test_cfg_errors();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
