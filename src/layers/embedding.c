@@ -29,6 +29,9 @@ static int parse_share(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
     int st = layer_parse_from(l, cfg, s, "share", &index, e);
     if (st)
         return st;
+    if (cfg_find(s, "vocab"))
+        return cfg_bad_value(cfg, s, "vocab", e, "share= reads layer %d's table, of its vocab",
+                             index);
     const Layer *other = &net->layers[index];
     if (other->type != l->type || other->out_shape.w != channels)
         return cfg_bad_value(cfg, s, "share", e,

@@ -176,6 +176,10 @@ static void test_cfg_errors(void)
                               "part=target\nshare=0\n"),
                      "bad value '0' for key 'share' in [embedding]: layer 0 is not an [embedding] "
                      "of output=8");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[embedding]\noutput=4\n"
+                              "part=target\nshare=0\nvocab=9\n"),
+                     "t.cfg:14: bad value '9' for key 'vocab' in [embedding]: share= reads layer "
+                     "0's table, of its vocab");
     expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
                               "key_padding=target\n"),
                      "bad value 'target' for key 'key_padding' in [attention]: the keys are 4 rows "
