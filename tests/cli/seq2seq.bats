@@ -53,6 +53,20 @@ rows = json.load(sys.stdin)
 assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows), rows[:3]'
 }
 
+@test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
+    "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
+    printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data copy.data --out copy.cdl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"epoch 60/60: "*"next-token accuracy 100.00%"* ]]
+    "$REPO/scripts/toy-pairs.sh" copy 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    run "$CDL" predict copy.cdl --sources new.src
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" > new.got
+    diff new.got new.src
+}
+
 @test "predict --source refuses what it cannot decode, naming the line of a sources file" {
     write_reverse_data
     "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 \
