@@ -170,6 +170,13 @@ int cdl_model_is_seq2seq(const cdl_model *model);
  * model of another kind is a usage error. */
 int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
                      size_t err_size);
+/* As cdl_model_decode for n sources at once, one forward pass of n samples per token: targets[k]
+ * (malloc'd) and tokens[k] for source k. A source that cannot be decoded fails them all, naming
+ * why; cdl_model_check_source tells them apart first. */
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
+                           int *tokens, char *err, size_t err_size);
+/* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
+int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
 
 /* probs [cdl_model_classes] = a text model's distribution of the token that follows prompt (its
  * last seq tokens): the one cdl_model_generate draws its first token from. ids, when not NULL,

@@ -19,7 +19,7 @@ static const OptSpec predict_opts[] = {
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     CLI_GPU_OPT,
-    {"--batch", 1, 0, "images per forward pass (default 16)"},
+    {"--batch", 1, 0, "images (or --sources lines) per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
     {"--weights", 1, 0,

@@ -1,5 +1,6 @@
 /* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding with a sequence-to-sequence
- * model, one target per source (cmd_predict.c hands the parsed options here). */
+ * model, one target per source, the sources of a file in forward passes of --batch (cmd_predict.c
+ * hands the parsed options here). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,39 +11,73 @@
 #include "util/timer.h"
 #include "util/utf8.h"
 
-/* Decodes one source: its target on a line of stdout, or an object in results (--json). where
- * ("FILE:LINE"; NULL for --source) prefixes a refusal, which is printed and returned. */
-static int decode_one(cdl_model *m, const char *source, const char *where, cJSON *results)
+/* The sources waiting for one forward pass of decoding. */
+typedef struct Chunk {
+    char **sources; /* [cap], malloc'd copies */
+    int n, cap;
+} Chunk;
+
+/* Decodes the chunk's sources in one batch: each target on a line of stdout, or an object in
+ * results (--json); empties the chunk. A failure is printed and returned. */
+static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
 {
-    char err[1024], *target;
-    int tokens;
+    char err[1024];
+    char **targets = calloc((size_t)c->n + 1, sizeof *targets);
+    int *tokens = calloc((size_t)c->n + 1, sizeof *tokens);
     const double start = time_now_s();
-    const int st = cdl_model_decode(m, source, &target, &tokens, err, sizeof err);
-    const double seconds = time_now_s() - start;
-    if (st) {
-        char message[1200];
-        snprintf(message, sizeof message, "%s%s%s", where ? where : "", where ? ": " : "", err);
-        cli_print_message(message);
-        return st;
+    int st = targets && tokens ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n,
+                                                        targets, tokens, err, sizeof err)
+                               : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
+    const double seconds = (time_now_s() - start) / (c->n ? c->n : 1);
+    if (st)
+        cli_print_message(err);
+    for (int k = 0; k < c->n; k++) {
+        if (!st && !results) {
+            printf("%s\n", targets[k]);
+        } else if (!st) {
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "source", c->sources[k]);
+            cJSON_AddStringToObject(r, "target", targets[k]);
+            cJSON_AddNumberToObject(r, "tokens", tokens[k]);
+            cJSON_AddNumberToObject(r, "seconds", seconds);
+            cJSON_AddItemToArray(results, r);
+        }
+        if (targets)
+            free(targets[k]);
+        free(c->sources[k]);
     }
-    if (!results) {
-        printf("%s\n", target);
-        fflush(stdout);
-    } else {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "source", source);
-        cJSON_AddStringToObject(r, "target", target);
-        cJSON_AddNumberToObject(r, "tokens", tokens);
-        cJSON_AddNumberToObject(r, "seconds", seconds);
-        cJSON_AddItemToArray(results, r);
-    }
-    free(target);
-    return CDL_OK;
+    fflush(stdout);
+    free(targets);
+    free(tokens);
+    c->n = 0;
+    return st;
 }
 
-/* Every line of path (without its line break) through decode_one; a line refused is reported
- * and the others go on. Returns the last failure's code. */
-static int decode_file(cdl_model *m, const char *path, cJSON *results)
+/* Adds source (line line_no of where, 0 for --source) to the chunk, decoding it when full; a
+ * source the model cannot decode is reported as WHERE:LINE: ... and left out. */
+static int add_source(cdl_model *m, Chunk *c, const char *source, const char *where, long line_no,
+                      cJSON *results)
+{
+    char err[1024];
+    int st = cdl_model_check_source(m, source, err, sizeof err);
+    if (st) {
+        char message[1200];
+        if (line_no)
+            snprintf(message, sizeof message, "%s:%ld: %s", where, line_no, err);
+        cli_print_message(line_no ? message : err);
+        return st;
+    }
+    if (!(c->sources[c->n] = strdup(source))) {
+        cli_print_message("out of memory");
+        return CDL_ERUNTIME;
+    }
+    c->n++;
+    return c->n == c->cap ? decode_chunk(m, c, results) : CDL_OK;
+}
+
+/* Every line of path (without its line break) through add_source, in passes of the chunk's
+ * size; a line refused is reported and the others go on. Returns the last failure's code. */
+static int decode_file(cdl_model *m, Chunk *c, const char *path, cJSON *results)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -51,15 +86,14 @@ static int decode_file(cdl_model *m, const char *path, cJSON *results)
         cli_print_message(message);
         return CDL_ERUNTIME;
     }
-    char *line = NULL, where[1100];
+    char *line = NULL;
     size_t cap = 0;
     int status = CDL_OK;
     ssize_t n;
     for (long line_no = 1; (n = getline(&line, &cap, f)) >= 0; line_no++) {
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = 0;
-        snprintf(where, sizeof where, "%s:%ld", path, line_no);
-        const int st = decode_one(m, line, where, results);
+        const int st = add_source(m, c, line, path, line_no, results);
         status = st ? st : status;
     }
     free(line);
@@ -69,10 +103,11 @@ static int decode_file(cdl_model *m, const char *path, cJSON *results)
 
 int predict_decode(const Args *a, Error *e)
 {
-    long threads;
+    long threads, batch;
     const char *precision, *source = args_get(a, "--source"), *file = args_get(a, "--sources");
     int gpu;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
+    st = st ? st : args_get_int(a, "--batch", 16, 1, 4096, &batch, e);
     st = st ? st : cli_get_precision(a, &precision, e);
     st = st ? st : cli_get_gpu(a, &gpu, e);
     if (!st && a->n_positional > 1)
@@ -97,7 +132,16 @@ int predict_decode(const Args *a, Error *e)
     }
     const int json = args_get(a, "--json") != NULL;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
-    status = source ? decode_one(m, source, NULL, results) : decode_file(m, file, results);
+    Chunk c = {calloc((size_t)batch, sizeof *c.sources), 0, (int)batch};
+    if (!c.sources) {
+        cli_print_message("out of memory");
+        status = CDL_ERUNTIME;
+    } else {
+        status = source ? add_source(m, &c, source, NULL, 0, results)
+                        : decode_file(m, &c, file, results);
+        const int last = c.n ? decode_chunk(m, &c, results) : CDL_OK;
+        status = last ? last : status;
+    }
     if (json) {
         cJSON *out = source ? cJSON_DetachItemFromArray(results, 0) : results;
         char *text = out ? cli_json_text(out) : NULL;
@@ -108,6 +152,7 @@ int predict_decode(const Args *a, Error *e)
             cJSON_Delete(out);
         cJSON_Delete(results);
     }
+    free(c.sources);
     cdl_model_free(m);
     return status;
 }

@@ -39,16 +39,26 @@ int decode_first_layer(const Net *net, int *first, Error *e)
     return *first < 0 ? error_set(e, CDL_EUSAGE, "the net has no [embedding] part=target") : CDL_OK;
 }
 
-/* The net input: the source padded to S, the target rows [n_target + 1] (BOS, then target) padded
- * to T. The whole row, as net_commit_batch asks. */
-static void fill_input(Net *net, const int32_t *source, int n_source, int bos,
-                       const int32_t *target, int n_target)
+/* Sample b of the net input: the source padded to S, the target rows [n_target + 1] (BOS, then
+ * target) padded to T; no source (NULL): all padding. */
+static void fill_sample(Net *net, int b, const int32_t *source, int n_source, int bos,
+                        const int32_t *target, int n_target)
 {
-    float *x = net_host_input(net), *rows = x + net->source;
+    float *x = net_host_input(net) + (size_t)b * (size_t)(net->source + net->seq);
+    float *rows = x + net->source;
     for (int r = 0; r < net->source; r++)
         x[r] = r < n_source ? (float)source[r] : -1.0f;
     for (int r = 0; r < net->seq; r++)
-        rows[r] = r == 0 ? (float)bos : r <= n_target ? (float)target[r - 1] : -1.0f;
+        rows[r] = source && r == 0 ? (float)bos : r <= n_target ? (float)target[r - 1] : -1.0f;
+}
+
+/* The whole batch's input, as net_commit_batch asks, committed. */
+static void fill_input(Net *net, const int32_t *const *sources, const int *n_sources, int n,
+                       int bos, const int32_t *out, const int *n_out)
+{
+    for (int b = 0; b < net->batch; b++)
+        fill_sample(net, b, b < n ? sources[b] : NULL, b < n ? n_sources[b] : 0, bos,
+                    out + (size_t)b * (size_t)net->seq, b < n ? n_out[b] : -1);
     net_commit_batch(net);
 }
 
@@ -60,28 +70,39 @@ static int most_probable(const float *p, int n)
     return best;
 }
 
-int decode_greedy(Net *net, int first, const int32_t *source, int n_source, int bos, int eos,
-                  int32_t *out, int *n_out, Error *e)
+int decode_greedy(Net *net, int first, const int32_t *const *sources, const int *n_sources, int n,
+                  int bos, int eos, int32_t *out, int *n_out, Error *e)
 {
-    *n_out = 0;
-    if (net->batch != 1 || net->train)
-        return error_set(e, CDL_EUSAGE, "decoding needs a net in inference mode for one sample");
-    if (n_source < 1 || n_source > net->source)
-        return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d", n_source,
-                         net->source);
+    if (net->train || n < 1 || n > net->batch)
+        return error_set(e, CDL_EUSAGE,
+                         "decoding needs a net in inference mode sized for the %d sources", n);
+    for (int k = 0; k < n; k++) {
+        n_out[k] = 0;
+        if (n_sources[k] < 1 || n_sources[k] > net->source)
+            return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d",
+                             n_sources[k], net->source);
+    }
     int *saved_labels = net->labels;
     net->labels = NULL; /* no loss */
-    fill_input(net, source, n_source, bos, out, 0);
+    fill_input(net, sources, n_sources, n, bos, out, n_out);
     net_forward(net);
+    const size_t seq = (size_t)net->seq;
     for (int t = 0; t < net->seq; t++) {
-        const int id =
-            most_probable(net_host_output(net) + (size_t)t * (size_t)net->classes, net->classes);
-        if (id == eos)
+        int running = 0;
+        const float *probs = net_host_output(net);
+        for (int k = 0; k < n; k++) {
+            if (n_out[k] != t) /* finished at an earlier row */
+                continue;
+            const int id =
+                most_probable(probs + ((size_t)k * seq + (size_t)t) * net->classes, net->classes);
+            if (id == eos)
+                continue;
+            out[(size_t)k * seq + (size_t)n_out[k]++] = id;
+            running = 1;
+        }
+        if (!running || t + 1 == net->seq)
             break;
-        out[(*n_out)++] = id;
-        if (t + 1 == net->seq)
-            break;
-        fill_input(net, source, n_source, bos, out, *n_out);
+        fill_input(net, sources, n_sources, n, bos, out, n_out);
         net_forward_from(net, first);
     }
     net->labels = saved_labels;

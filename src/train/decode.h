@@ -12,12 +12,14 @@
  * that one reads the target rows (an [attention] key_padding=target). */
 int decode_first_layer(const Net *net, int *first, Error *e);
 
-/* out [*n_out] = the greedy target of source [n_source] (ids below the vocabulary): the target
- * rows start as BOS then padding; each step takes the most probable token (the lowest id on ties)
- * at the last filled row, stops at EOS (not stored) or when the T rows are full, else writes it to
- * the next row and runs the decoder (layers first ..) again. net: inference mode, batch 1; first:
- * decode_first_layer's; out: room for T ids. A source of more than S tokens is refused. */
-int decode_greedy(Net *net, int first, const int32_t *source, int n_source, int bos, int eos,
-                  int32_t *out, int *n_out, Error *e);
+/* The greedy targets of n sources at once (n <= net->batch; the samples past n are padding):
+ * source k is sources[k] [n_sources[k]] (ids below the vocabulary). The target rows start as BOS
+ * then padding; each step takes every unfinished sample's most probable token (the lowest id on
+ * ties) at its last filled row; EOS (not stored) finishes it, else the token goes to its next row;
+ * when every sample is finished or the T rows are full it stops, else the decoder (layers first
+ * ..) runs again. out [n][T] gets the tokens, n_out [n] their counts. net: inference mode; first:
+ * decode_first_layer's. A source of no token or more than S is refused. */
+int decode_greedy(Net *net, int first, const int32_t *const *sources, const int *n_sources, int n,
+                  int bos, int eos, int32_t *out, int *n_out, Error *e);
 
 #endif

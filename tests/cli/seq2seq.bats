@@ -46,6 +46,12 @@ assert r["source"] == "hij" and r["target"] == "jih" and r["tokens"] == 3 and r[
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" > new.got
     diff new.got new.want
+    # in passes of 7 sources (the last one of 6), or one by one: the same targets
+    run "$CDL" predict reverse.cdl --sources new.src --batch 7
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - new.want
+    run "$CDL" predict reverse.cdl --sources new.src --batch 1
+    printf '%s\n' "$output" | diff - new.want
     run "$CDL" predict reverse.cdl --sources new.src --json
     printf '%s' "$output" | /usr/bin/python3 -c '
 import json, sys
