@@ -181,7 +181,10 @@ static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
     if ((st = text_data_load(&s->dc, vocab, &s->text, e)) || vocab || !s->dc.tokens_bpe)
         return st;
     const TextData *t = &s->text;
-    const size_t tokens = t->train.n + (s->dc.valid ? 0 : t->valid.n); /* all of train= */
+    const size_t pair_tokens =
+        text_pairs_tokens(&t->pairs.train) + (s->dc.valid ? 0 : text_pairs_tokens(&t->pairs.valid));
+    const size_t tokens = s->dc.pairs ? pair_tokens /* every side of train='s pairs */
+                                      : t->train.n + (s->dc.valid ? 0 : t->valid.n); /* train= */
     note(s,
          "%s: learned %d BPE merges in %.2f s: %d tokens, %zu tokens for %zu bytes (%.4f tokens "
          "per byte)",

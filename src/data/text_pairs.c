@@ -317,6 +317,14 @@ void text_pairs_free(TextPairs *tp)
     memset(tp, 0, sizeof *tp);
 }
 
+size_t text_pairs_tokens(const PairSet *set)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < set->n; i++)
+        n += (size_t)set->pairs[i].n_source + (size_t)set->pairs[i].n_target;
+    return n;
+}
+
 static size_t keep_fitting(PairSet *set, int source, int seq)
 {
     size_t kept = 0;

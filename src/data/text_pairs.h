@@ -70,6 +70,9 @@ int text_pairs_load(const PairText *texts, int n_texts, float valid_split, uint6
                     const TextVocab *vocab, TextPairs *tp, Error *e);
 void text_pairs_free(TextPairs *tp);
 
+/* The tokens of every side of every pair of set. */
+size_t text_pairs_tokens(const PairSet *set);
+
 /* Drops the pairs of train and valid that do not fit source=S, seq=T (see above); returns how
  * many were dropped. */
 size_t text_pairs_fit(TextPairs *tp, int source, int seq);

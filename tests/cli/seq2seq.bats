@@ -94,6 +94,23 @@ assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows),
     [[ "$output" == *"missing.src: cannot open the sources"* ]]
 }
 
+@test "paired text takes byte and BPE tokens: the BPE is learned from the pairs' sides" {
+    "$REPO/scripts/toy-pairs.sh" reverse 200 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\ntokens=byte\n' > byte.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data byte.data --out byte.cdl --epochs 1 --threads 1
+    [ "$status" -eq 0 ]
+    run "$CDL" info byte.cdl
+    [[ "$output" == *"a vocabulary of 256"* ]]
+    run "$CDL" predict byte.cdl --source abc
+    [ "$status" -eq 0 ]
+    printf 'type=pairs\ntrain=pairs.tsv\ntokens=bpe\nvocab_size=270\n' > bpe.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data bpe.data --out bpe.cdl --epochs 1 --threads 1
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "cdl: pairs.tsv: learned 14 BPE merges in "*" s: 270 tokens, "*" tokens for "*" bytes"* ]]
+    run "$CDL" predict bpe.cdl --source abc
+    [ "$status" -eq 0 ]
+}
+
 @test "paired text: a line without one tab, an empty side, bad UTF-8 and a control mark name FILE:LINE" {
     write_cfg s2s.cfg <<'EOF2'
 [net]
