@@ -14,6 +14,7 @@
 #include "layers/attention.h"
 #include "ref_fixture.h"
 #include "ref_net.h"
+#include "train/decode.h"
 
 /* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
 #define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
@@ -161,6 +162,58 @@ static void test_dropout_only_in_training(void)
 #undef DROPOUT_NET
 }
 
+/* The most probable token of row t of sample b's output. */
+static int argmax_row(const Net *net, int b, int t)
+{
+    const float *p = net_output(net) + ((size_t)b * (size_t)net->seq + (size_t)t) * net->classes;
+    int best = 0;
+    for (int i = 1; i < net->classes; i++)
+        best = p[i] > p[best] ? i : best;
+    return best;
+}
+
+/* Greedy decoding of three sources in one batch, the decoder alone run per token, gives the
+ * tokens of a whole forward per token and per source (BOS 5, EOS 6, random weights). */
+static void test_decoding_runs_the_encoder_once(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int32_t a[] = {1, 2, 3, 4}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {4, 2, 1};
+    int32_t out[3 * 5];
+    int n_out[3], first;
+    Error e = {0};
+    CHECK(decode_first_layer(&net, &first, &e) == CDL_OK && first == 5);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, out, n_out, &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) { /* one sample at a time, every layer for every token */
+        float *x = net.input;
+        for (size_t i = 0; i < 3 * 9; i++)
+            x[i] = -1.0f;
+        for (int r = 0; r < n_sources[k]; r++)
+            x[r] = (float)sources[k][r];
+        x[4] = 5; /* BOS */
+        int n = 0;
+        for (int t = 0; t < 5; t++) {
+            net_forward(&net);
+            const int id = argmax_row(&net, 0, t);
+            if (id == 6)
+                break;
+            CHECK(n < n_out[k] && out[k * 5 + n] == id);
+            n++;
+            if (t + 1 < 5)
+                x[4 + t + 1] = (float)id;
+        }
+        CHECK(n == n_out[k]);
+    }
+    const int32_t *too_long[] = {a, a};
+    const int lengths[] = {4, 5};
+    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, out, n_out, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "the source has 5 tokens: the net reads 1 to 4");
+    net_free(&net);
+}
+
 static void test_cfg_errors(void)
 {
     expect_cfg_error("[net]\nbatch=1\nsource=4\ninputs=1\n[embedding]\noutput=4\n",
@@ -229,6 +282,7 @@ int main(void)
     test_shapes();
     test_masked_keys_get_no_weight();
     test_dropout_only_in_training();
+    test_decoding_runs_the_encoder_once();
     test_cfg_errors();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
