@@ -382,6 +382,10 @@ struct cdl_eval_result {
     int *confusion; /* [classes][classes]: row = true class, column = predicted; NULL when
                        per_token */
     int skipped;    /* unreadable samples replaced (skip_bad) */
+    /* a sequence-to-sequence model's: the validation pairs decoded greedily, and the fraction
+     * whose target came out exactly (0 and 0 for other models) */
+    int decoded;
+    double exact_match;
 };
 
 /* The fraction of class c's samples predicted as c (0 when it has none). */

@@ -19,7 +19,9 @@ void api_eval_result_take(EvalResult *r, cdl_eval_result *out)
                              .top1 = r->top1,
                              .top5 = r->top5,
                              .confusion = r->confusion,
-                             .skipped = r->skipped};
+                             .skipped = r->skipped,
+                             .decoded = r->decoded,
+                             .exact_match = r->exact_match};
     memset(r, 0, sizeof *r);
 }
 
@@ -69,7 +71,7 @@ static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *d
                        pairs ? "pairs that fit the net" : "text");
     st = st ? st : reserve_mini_batch(m, e);
     if (!st)
-        st = pairs ? evaluate_pairs(&m->net, &td.pairs, r, e)
+        st = pairs ? evaluate_pairs(&m->net, &td.pairs, 1, r, e)
                    : evaluate_text(&m->net, &td.valid, r, e);
     text_data_free(&td);
     return st;

@@ -51,6 +51,9 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
                "top-5 %.2f%%\n",
                model, data, r->samples, r->loss, r->loss / M_LN2, bytes, 100 * r->top1,
                100 * r->top5);
+        if (r->decoded)
+            printf("greedy decoding: %.2f%% of %d pairs exactly their target\n",
+                   100 * r->exact_match, r->decoded);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -61,6 +64,10 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     cJSON_AddNumberToObject(o, "bits_per_token", r->loss / M_LN2);
     cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "accuracy", r->top1);
+    if (r->decoded) {
+        cJSON_AddNumberToObject(o, "pairs_decoded", r->decoded);
+        cJSON_AddNumberToObject(o, "exact_match", r->exact_match);
+    }
     cJSON_AddNumberToObject(o, "top5", r->top5);
     char *text = cli_json_text(o);
     if (text)

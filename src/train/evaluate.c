@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "data/loader.h"
+#include "train/decode.h"
 #include "train/net_keys.h"
 
 /* Rank of the true class among the outputs (0 = predicted). */
@@ -164,14 +165,54 @@ static void fill_pairs(const void *set, size_t first, Net *net)
     }
 }
 
-int evaluate_pairs(Net *net, const TextPairs *pairs, EvalResult *r, Error *e)
+/* Greedy decoding of every pair of valid, net->batch at a time: r->decoded, r->exact_match. */
+static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
+{
+    int first;
+    int st = decode_first_layer(net, &first, e);
+    if (st)
+        return st;
+    const int batch = net->batch, seq = net->seq;
+    const int32_t **sources = malloc((size_t)batch * sizeof *sources);
+    int *lengths = malloc((size_t)batch * sizeof *lengths), *n_out = malloc(batch * sizeof *n_out);
+    int32_t *out = malloc((size_t)batch * (size_t)seq * sizeof *out);
+    if (!sources || !lengths || !n_out || !out)
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    const int saved_train = net->train;
+    net->train = 0;
+    size_t exact = 0;
+    for (size_t start = 0; start < tp->valid.n && !st; start += (size_t)batch) {
+        const size_t left = tp->valid.n - start;
+        const int n = left < (size_t)batch ? (int)left : batch;
+        const TextPair *p = tp->valid.pairs + start;
+        for (int k = 0; k < n; k++) {
+            sources[k] = tp->ids + p[k].source;
+            lengths[k] = p[k].n_source;
+        }
+        st = decode_greedy(net, first, sources, lengths, n, tp->bos, tp->eos, out, n_out, e);
+        for (int k = 0; k < n && !st; k++)
+            exact += n_out[k] == p[k].n_target &&
+                     !memcmp(out + (size_t)k * (size_t)seq, tp->ids + p[k].target,
+                             (size_t)p[k].n_target * sizeof *out);
+    }
+    net->train = saved_train;
+    r->decoded = (int)tp->valid.n;
+    r->exact_match = (double)exact / (double)tp->valid.n;
+    free(sources);
+    free(lengths);
+    free(n_out);
+    free(out);
+    return st;
+}
+
+int evaluate_pairs(Net *net, const TextPairs *pairs, int greedy, EvalResult *r, Error *e)
 {
     memset(r, 0, sizeof *r);
     if (!pairs->valid.n)
         return error_set(e, CDL_EUSAGE, "no validation pairs fit the net");
     double loss;
     evaluate_tokens(net, pairs->valid.n, fill_pairs, pairs, &loss, r);
-    return CDL_OK;
+    return greedy ? decode_pairs(net, pairs, r, e) : CDL_OK;
 }
 
 double eval_class_accuracy(const EvalResult *r, int c)

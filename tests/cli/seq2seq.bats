@@ -16,14 +16,18 @@ write_pairs() {
     printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
 }
 
-@test "cfg/reverse.cfg learns to reverse words: every next token of the validation pairs right" {
+@test "cfg/reverse.cfg learns to reverse words: every validation pair decodes to its target" {
     write_reverse_data
     run "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1
     [ "$status" -eq 0 ]
     [[ "$output" == *"epoch 60/60: train loss "*", valid loss "*" bits/token), next-token accuracy 100.00%"* ]]
+    run "$CDL" eval reverse.cdl --data reverse.data
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"next-token accuracy 100.00%"* ]]
+    [[ "$output" == *"greedy decoding: 100.00% of 200 pairs exactly their target"* ]]
     run "$CDL" eval reverse.cdl --data reverse.data --json
     [ "$status" -eq 0 ]
-    [[ "$output" == *'"accuracy":1,'* ]]
+    [[ "$output" == *'"accuracy":1,"pairs_decoded":200,"exact_match":1,'* ]]
 }
 
 @test "predict --source and --sources: the greedy targets of 300 new words are their reversals" {
