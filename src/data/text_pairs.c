@@ -341,22 +341,29 @@ size_t text_pairs_fit(TextPairs *tp, int source, int seq)
     return keep_fitting(&tp->train, source, seq) + keep_fitting(&tp->valid, source, seq);
 }
 
+void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,
+                          const int32_t *target_ids, int n_target, int source, int seq, float *x)
+{
+    float *target = x + source;
+    for (int r = 0; r < source; r++)
+        x[r] = r < n_source ? (float)source_ids[r] : -1.0f;
+    /* row r reads the token before target token r: BOS first */
+    for (int r = 0; r < seq; r++)
+        target[r] = r == 0 && n_target >= 0 ? (float)bos
+                    : r <= n_target         ? (float)target_ids[r - 1]
+                                            : -1.0f;
+}
+
 void text_pairs_fill(const TextPairs *tp, const TextPair *p, int b, int source, int seq, float *x,
                      int *y)
 {
-    float *xb = x + (size_t)b * (size_t)(source + seq), *target = xb + source;
+    const int n_target = p ? p->n_target : -1;
+    text_pairs_input_row(p ? tp->ids + p->source : NULL, p ? p->n_source : 0, tp->bos,
+                         p ? tp->ids + p->target : NULL, n_target, source, seq,
+                         x + (size_t)b * (size_t)(source + seq));
     int *yb = y + (size_t)b * (size_t)seq;
-    const int n_source = p ? p->n_source : 0, n_target = p ? p->n_target : -1;
-    for (int r = 0; r < source; r++)
-        xb[r] = r < n_source ? (float)tp->ids[p->source + (size_t)r] : -1.0f;
-    for (int r = 0; r < seq; r++) {
-        /* row r reads the token before target token r (BOS first) and predicts token r (EOS
-         * after the last) */
-        target[r] = r == 0 && p     ? (float)tp->bos
-                    : r <= n_target ? (float)tp->ids[p->target + (size_t)r - 1]
-                                    : -1.0f;
+    for (int r = 0; r < seq; r++) /* row r predicts target token r, EOS after the last */
         yb[r] = r < n_target ? tp->ids[p->target + (size_t)r] : r == n_target ? tp->eos : -1;
-    }
 }
 
 void text_pairs_fill_random(const TextPairs *tp, uint64_t seed, uint64_t draw, int first, int batch,

@@ -77,6 +77,10 @@ size_t text_pairs_tokens(const PairSet *set);
  * many were dropped. */
 size_t text_pairs_fit(TextPairs *tp, int source, int seq);
 
+/* One sample's input row x [S + T] (see above): source_ids [n_source], then BOS and target_ids
+ * [n_target] (n_target -1: no target row, all padding), each part padded with -1. */
+void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,
+                          const int32_t *target_ids, int n_target, int source, int seq, float *x);
 /* Fills sample b of x [batch][S + T] and y [batch][T] with pair p (NULL: padding only, no
  * labels). */
 void text_pairs_fill(const TextPairs *tp, const TextPair *p, int b, int source, int seq, float *x,

@@ -2,6 +2,7 @@
  * token. */
 #include "train/decode.h"
 
+#include "data/text_pairs.h"
 #include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/families.h"
@@ -39,26 +40,16 @@ int decode_first_layer(const Net *net, int *first, Error *e)
     return *first < 0 ? error_set(e, CDL_EUSAGE, "the net has no [embedding] part=target") : CDL_OK;
 }
 
-/* Sample b of the net input: the source padded to S, the target rows [n_target + 1] (BOS, then
- * target) padded to T; no source (NULL): all padding. */
-static void fill_sample(Net *net, int b, const int32_t *source, int n_source, int bos,
-                        const int32_t *target, int n_target)
-{
-    float *x = net_host_input(net) + (size_t)b * (size_t)(net->source + net->seq);
-    float *rows = x + net->source;
-    for (int r = 0; r < net->source; r++)
-        x[r] = r < n_source ? (float)source[r] : -1.0f;
-    for (int r = 0; r < net->seq; r++)
-        rows[r] = source && r == 0 ? (float)bos : r <= n_target ? (float)target[r - 1] : -1.0f;
-}
-
-/* The whole batch's input, as net_commit_batch asks, committed. */
+/* The whole batch's input (text_pairs_input_row per sample; the samples past n all padding), as
+ * net_commit_batch asks, committed. */
 static void fill_input(Net *net, const int32_t *const *sources, const int *n_sources, int n,
                        int bos, const int32_t *out, const int *n_out)
 {
+    float *x = net_host_input(net);
     for (int b = 0; b < net->batch; b++)
-        fill_sample(net, b, b < n ? sources[b] : NULL, b < n ? n_sources[b] : 0, bos,
-                    out + (size_t)b * (size_t)net->seq, b < n ? n_out[b] : -1);
+        text_pairs_input_row(b < n ? sources[b] : NULL, b < n ? n_sources[b] : 0, bos,
+                             out + (size_t)b * (size_t)net->seq, b < n ? n_out[b] : -1, net->source,
+                             net->seq, x + (size_t)b * (size_t)(net->source + net->seq));
     net_commit_batch(net);
 }
 
