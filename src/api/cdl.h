@@ -500,6 +500,8 @@ typedef struct cdl_model_summary {
      * where training splits each mini-batch into smaller passes (docs/memory.md, "Passes sized to
      * the cache"); last, so that the fields before keep their places */
     int train_pass;
+    /* a sequence-to-sequence net's source tokens before its seq target rows; 0 else (last too) */
+    int source;
 } cdl_model_summary;
 
 typedef struct cdl_layer_info {
