@@ -87,8 +87,10 @@ static int for_each_pair(const PairText *t, PairVisit visit, void *ctx, Error *e
     while (next_line(t->text, sources_end, &pos, &line)) {
         line_no++;
         Line source = line;
-        int st = t->target_at ? !next_line(t->text, t->len, &target_pos, &target)
-                              : split_tsv(line, t->path, line_no, &source, &target, e);
+        int st = t->target_at ? CDL_OK : split_tsv(line, t->path, line_no, &source, &target, e);
+        if (t->target_at && !next_line(t->text, t->len, &target_pos, &target))
+            st = error_set(e, CDL_EUSAGE, "%s:%zu: no target line for this source", t->target_path,
+                           line_no);
         st = st ? st : check_side(source, "source", t->path, line_no, e);
         st = st ? st
                 : check_side(target, "target", t->target_at ? t->target_path : t->path, line_no, e);
@@ -99,6 +101,7 @@ static int for_each_pair(const PairText *t, PairVisit visit, void *ctx, Error *e
     return CDL_OK;
 }
 
+/* Visits nothing: for_each_pair's own checks are the point. */
 static int check_pair(void *ctx, Line source, Line target, size_t line_no, Error *e)
 {
     (void)ctx, (void)source, (void)target, (void)line_no, (void)e;
