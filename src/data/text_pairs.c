@@ -282,7 +282,7 @@ int text_pairs_load(const PairText *texts, int n_texts, float valid_split, uint6
     tp->ids = malloc((bytes + 1) * sizeof *tp->ids);
     int st = tp->ids ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory");
     size_t n_ids = 0, id_count;
-    int32_t marks[2];
+    int32_t marks[2] = {0, 0};
     st = st ? st
             : text_vocab_encode(vocab, TEXT_PAIR_BOS TEXT_PAIR_EOS, 2, marks, &id_count,
                                 "the start and end marks", e);
