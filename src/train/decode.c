@@ -48,8 +48,9 @@ static void fill_input(Net *net, const int32_t *const *sources, const int *n_sou
     float *x = net_host_input(net);
     for (int b = 0; b < net->batch; b++)
         text_pairs_input_row(b < n ? sources[b] : NULL, b < n ? n_sources[b] : 0, bos,
-                             out + (size_t)b * (size_t)net->seq, b < n ? n_out[b] : -1, net->source,
-                             net->seq, x + (size_t)b * (size_t)(net->source + net->seq));
+                             b < n ? out + (size_t)b * (size_t)net->seq : NULL,
+                             b < n ? n_out[b] : -1, net->source, net->seq,
+                             x + (size_t)b * (size_t)(net->source + net->seq));
     net_commit_batch(net);
 }
 
