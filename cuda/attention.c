@@ -70,6 +70,11 @@ static const float *sample_k(const Attention *a, HeadsView v, int b)
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
+    if (a->key_padding || (a->mem_seq && a->dropout > 0))
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [attention] with key_padding= or with dropout in "
+                         "cross-attention (source=) has no GPU implementation",
+                         l->index);
     if (a->mem_seq && l->precision != GEMM_FP32)
         return error_set(e, CDL_EUSAGE,
                          "layer %d [attention]: cross-attention (source=) runs in fp32 only",

@@ -5,8 +5,23 @@
  *   out [batch][T][C]   out[b][t] = weights[in[b][t]]
  *   weights [vocab][C]
  */
+#include "layers/embedding.h"
 #include "gpu.h"
 #include "kernels/sequence.h"
+
+/* The GPU reads every row of the ids with the layer's own weights: a sequence-to-sequence
+ * embedding's part= and share= are the CPU's. */
+static int embedding_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)batch, (void)st;
+    const Embedding *em = l->priv;
+    if (em->first_row || em->input_rows != l->out_shape.h || !l->n_params)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [embedding]: part= and share= (a sequence-to-sequence net) "
+                         "run on the CPU only",
+                         l->index);
+    return CDL_OK;
+}
 
 static int vocab_of(const Layer *l)
 {
@@ -43,6 +58,7 @@ static void embedding_backward_gpu(Layer *l, const StepContext *ctx)
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_embedding_kernels = {
+    .resize = embedding_resize_gpu,
     .forward = embedding_forward_gpu,
     .backward = embedding_backward_gpu,
     .forward_at = embedding_forward_at,

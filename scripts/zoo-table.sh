@@ -24,6 +24,7 @@ purpose() {
     shufflenet_v2_x1_0) echo "torchvision shufflenet_v2_x1_0: channel split, depthwise, channel shuffle" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
     resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;
+    reverse) echo "sequence-to-sequence toy: 2+2 post-norm Transformer layers, width 32, reverse or copy words (counts at 256 tokens)" ;;
     resnet_fashion) echo "Fashion-MNIST ResNet: 93.3% in 16 min on 2 cores (acceptance run)" ;;
     vgg16) echo "torchvision vgg16 (ImageNet, no batch norm)" ;;
     *) sed -n '1s/^#[[:space:]]*//p' "cfg/$1.cfg" ;;

@@ -466,6 +466,11 @@ static int encode_prompt(const cdl_model *model, const char *prompt, int32_t **i
                          "%s has no vocabulary: --prompt needs a checkpoint of a sequence net "
                          "trained on text (`cdl train CFG --data TEXT`)",
                          model->origin);
+    if (model->net.source > 0)
+        return error_set(e, CDL_EUSAGE,
+                         "%s is a sequence-to-sequence model: it decodes a source "
+                         "(`cdl predict %s --source TEXT`), it does not continue a prompt",
+                         model->origin, model->origin);
     const size_t len = strlen(prompt);
     *ids = malloc((len + 1) * sizeof **ids);
     return *ids ? text_vocab_encode(&model->meta.vocab, prompt, len, *ids, n_ids, "--prompt", e)

@@ -193,6 +193,23 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
                        void (*on_text)(void *ctx, const char *text, size_t len), void *ctx,
                        char *err, size_t err_size);
 
+/* 1 when model is a sequence-to-sequence model ([net] source=S, trained on paired text). */
+int cdl_model_is_seq2seq(const cdl_model *model);
+/* The greedy target of source (UTF-8) with a sequence-to-sequence model: the encoder runs once,
+ * then the decoder once per token, each the most probable, until the end mark or the net's target
+ * rows are full. *target (malloc'd, NUL-terminated; free it) gets its text, *tokens its token
+ * count. A character outside the vocabulary, a source longer than the net's source rows, or a
+ * model of another kind is a usage error. */
+int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
+                     size_t err_size);
+/* As cdl_model_decode for n sources at once, one forward pass of n samples per token: targets[k]
+ * (malloc'd) and tokens[k] for source k. A source that cannot be decoded fails them all, naming
+ * why; cdl_model_check_source tells them apart first. */
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
+                           int *tokens, char *err, size_t err_size);
+/* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
+int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
+
 /* probs [cdl_model_classes] = a text model's distribution of the token that follows prompt (its
  * last seq tokens): the one cdl_model_generate draws its first token from. ids, when not NULL,
  * receives the prompt's token ids (room for strlen(prompt)) and *n_ids their count. */
@@ -399,6 +416,10 @@ struct cdl_eval_result {
     int *confusion; /* [classes][classes]: row = true class, column = predicted; NULL when
                        per_token */
     int skipped;    /* unreadable samples replaced (skip_bad) */
+    /* a sequence-to-sequence model's: the validation pairs decoded greedily, and the fraction
+     * whose target came out exactly (0 and 0 for other models) */
+    int decoded;
+    double exact_match;
 };
 
 /* The fraction of class c's samples predicted as c (0 when it has none). */
@@ -547,6 +568,8 @@ typedef struct cdl_model_summary {
      * where training splits each mini-batch into smaller passes (docs/memory.md, "Passes sized to
      * the cache"); last, so that the fields before keep their places */
     int train_pass;
+    /* a sequence-to-sequence net's source tokens before its seq target rows; 0 else (last too) */
+    int source;
 } cdl_model_summary;
 
 typedef struct cdl_layer_info {

@@ -97,9 +97,11 @@ static const char *kind_name(DataKind kind)
 /* Every file the .data names (each part of a comma-separated list) must be readable. */
 static void check_files(Check *c, const DataConfig *dc)
 {
-    const char *const keys[] = {"train", "train_labels", "valid", "valid_labels"};
-    const char *const paths[] = {dc->train, dc->train_labels, dc->valid, dc->valid_labels};
-    for (int k = 0; k < 4; k++)
+    const char *const keys[] = {"train",        "train_labels", "valid",
+                                "valid_labels", "train_target", "valid_target"};
+    const char *const paths[] = {dc->train,        dc->train_labels, dc->valid,
+                                 dc->valid_labels, dc->train_target, dc->valid_target};
+    for (int k = 0; k < 6; k++)
         for (const char *p = paths[k]; p && *p;) {
             const size_t n = strcspn(p, ",");
             char part[PATH_MAX];
@@ -124,7 +126,7 @@ static int read_data(Check *c, const char *path, DataConfig *dc, TextData *td)
     if (names_problem.code)
         problem(c, "%s", names_problem.msg);
     r->data_read = 1;
-    r->data_kind = kind_name(dc->train_kind);
+    r->data_kind = dc->pairs ? "paired text" : kind_name(dc->train_kind);
     r->data_classes = dc->classes;
     check_files(c, dc);
     if (dc->train_kind == DATA_TEXT) {

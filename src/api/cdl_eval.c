@@ -19,7 +19,9 @@ void api_eval_result_take(EvalResult *r, cdl_eval_result *out)
                              .top1 = r->top1,
                              .top5 = r->top5,
                              .confusion = r->confusion,
-                             .skipped = r->skipped};
+                             .skipped = r->skipped,
+                             .decoded = r->decoded,
+                             .exact_match = r->exact_match};
     memset(r, 0, sizeof *r);
 }
 
@@ -50,19 +52,27 @@ static int reserve_mini_batch(cdl_model *m, Error *e)
     return st;
 }
 
-/* A text model on the validation text of a type=text .data file. */
+/* A text model on the validation text of a type=text .data file, a sequence-to-sequence model on
+ * the validation pairs (those that fit it) of a type=pairs one. */
 static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *data, EvalResult *r,
                                Error *e)
 {
     TextData td = {0};
+    const int pairs = m->net.source > 0;
     int st = CDL_OK;
-    if (dc->train_kind != DATA_TEXT)
-        st = error_set(e, CDL_EUSAGE, "%s: a text model evaluates on a type=text dataset", data);
+    if (dc->train_kind != DATA_TEXT || dc->pairs != pairs)
+        st = error_set(e, CDL_EUSAGE, "%s: a %s model evaluates on a type=%s dataset", data,
+                       pairs ? "sequence-to-sequence" : "text", pairs ? "pairs" : "text");
     st = st ? st : text_data_load(dc, &m->meta.vocab, &td, e);
-    if (!st && !td.valid.n)
-        st = error_set(e, CDL_EUSAGE, "%s: no validation text (set valid= or valid_split=)", data);
+    if (!st && pairs)
+        text_pairs_fit(&td.pairs, m->net.source, m->net.seq);
+    if (!st && !(pairs ? td.pairs.valid.n : td.valid.n))
+        st = error_set(e, CDL_EUSAGE, "%s: no validation %s (set valid= or valid_split=)", data,
+                       pairs ? "pairs that fit the net" : "text");
     st = st ? st : reserve_mini_batch(m, e);
-    st = st ? st : evaluate_text(&m->net, &td.valid, r, e);
+    if (!st)
+        st = pairs ? evaluate_pairs(&m->net, &td.pairs, 1, r, e)
+                   : evaluate_text(&m->net, &td.valid, r, e);
     text_data_free(&td);
     return st;
 }

@@ -25,6 +25,7 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .batch = net->hyper.batch,
         .subdivisions = net->hyper.subdivisions,
         .seq = net->seq > 0 ? net->seq : 0,
+        .source = net->source,
         .vocab = net->seq > 0 ? net->vocab : 0,
         .n_layers = net->n_layers,
         .params = net->n_params,

@@ -181,7 +181,10 @@ static int load_data(cdl_session *s, const TextVocab *vocab, Error *e)
     if ((st = text_data_load(&s->dc, vocab, &s->text, e)) || vocab || !s->dc.tokens_bpe)
         return st;
     const TextData *t = &s->text;
-    const size_t tokens = t->train.n + (s->dc.valid ? 0 : t->valid.n); /* all of train= */
+    const size_t pair_tokens =
+        text_pairs_tokens(&t->pairs.train) + (s->dc.valid ? 0 : text_pairs_tokens(&t->pairs.valid));
+    const size_t tokens = s->dc.pairs ? pair_tokens /* every side of train='s pairs */
+                                      : t->train.n + (s->dc.valid ? 0 : t->valid.n); /* train= */
     note(s,
          "%s: learned %d BPE merges in %.2f s: %d tokens, %zu tokens for %zu bytes (%.4f tokens "
          "per byte)",
@@ -204,6 +207,13 @@ int api_check_text_net(const Net *net, const char *data_path, const DataConfig *
                          "%s: a sequence net ([net] seq=%d) trains on text: the .data file needs "
                          "type=text",
                          data_path, net->seq);
+    if (dc->pairs != (net->source > 0))
+        return error_set(e, CDL_EUSAGE,
+                         dc->pairs ? "%s: paired text (type=pairs) is for a sequence-to-sequence "
+                                     "net ([net] source=S)"
+                                   : "%s: a sequence-to-sequence net ([net] source=S) trains on "
+                                     "paired text: the .data file needs type=pairs",
+                         data_path);
     if (net->vocab != v || net->classes != v)
         return error_set(e, CDL_EUSAGE,
                          "%s: the text has %d distinct tokens but the net has vocab=%d and %d "
@@ -279,11 +289,32 @@ static void warn_ambiguous_labels(const cdl_session *s, const SampleSource *src,
              n, which, first ? first : "?");
 }
 
+/* A sequence-to-sequence net's pairs: those that do not fit its rows are dropped (and counted). */
+static int open_pairs(cdl_session *s, Error *e)
+{
+    TextPairs *tp = &s->text.pairs;
+    const size_t dropped = text_pairs_fit(tp, s->net.source, s->net.seq);
+    if (dropped)
+        note(s,
+             "%s: %zu pairs are longer than the net's source=%d tokens or its seq=%d target rows "
+             "(the target and its end mark): left out",
+             s->data_path, dropped, s->net.source, s->net.seq);
+    if (!tp->train.n)
+        return error_set(e, CDL_EUSAGE, "%s: no training pair fits source=%d and seq=%d",
+                         s->data_path, s->net.source, s->net.seq);
+    s->text_batches = (TextBatches){NULL, s->meta.seed, tp};
+    s->samples = (long)tp->train.n;
+    s->valid_set.pairs = tp->valid.n ? tp : NULL;
+    return CDL_OK;
+}
+
 /* Opens the image sources (and class names) or wraps the loaded text. */
 static int open_sets(cdl_session *s, Error *e)
 {
+    if (s->net.source > 0)
+        return open_pairs(s, e);
     if (s->net.seq > 0) {
-        s->text_batches = (TextBatches){&s->text.train, s->meta.seed};
+        s->text_batches = (TextBatches){&s->text.train, s->meta.seed, NULL};
         s->samples = (long)text_windows(&s->text.train, s->net.seq);
         s->valid_set.tokens = s->text.valid.n ? &s->text.valid : NULL;
         return CDL_OK;
@@ -341,6 +372,9 @@ static int cfg_error_first(cdl_session *s, Error *e)
 /* The training data's sizes and fingerprint, as the checkpoint records them. */
 static DataPrint data_print(const cdl_session *s)
 {
+    if (s->net.source > 0)
+        return (DataPrint){s->text.pairs.train.n, s->text.pairs.valid.n,
+                           text_data_fingerprint(&s->text)};
     if (s->net.seq > 0)
         return (DataPrint){s->text.train.n, s->text.valid.n, text_data_fingerprint(&s->text)};
     const uint64_t prints[2] = {source_fingerprint(&s->train), source_fingerprint(&s->valid)};
@@ -629,7 +663,10 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
         return error_set(e, CDL_EUSAGE,
                          "%s: the training set has %ld %s, fewer than batch=%d x %d ranks",
                          s->data_path, s->samples,
-                         s->net.seq > 0 ? "windows of seq+1 tokens" : "samples", h->batch, ranks);
+                         s->net.source > 0 ? "pairs"
+                         : s->net.seq > 0  ? "windows of seq+1 tokens"
+                                           : "samples",
+                         h->batch, ranks);
     if (o->cuda_graph && o->profile_steps)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph does not capture a profiled step yet: --profile-steps "
@@ -688,7 +725,7 @@ int cdl_session_evaluate(cdl_session *session, cdl_eval_result *result, char *er
     const Hyper *h = &s->net.hyper;
     memset(result, 0, sizeof *result);
     int st = CDL_OK;
-    if (!s->valid_set.images && !s->valid_set.tokens)
+    if (!s->valid_set.images && !s->valid_set.tokens && !s->valid_set.pairs)
         st = error_set(&e, CDL_EUSAGE, "%s: no validation set (set valid= or valid_split=)",
                        s->data_path[0] ? s->data_path : "the session");
     st = st ? st : net_resize(&s->net, h->batch / h->subdivisions, 0, &e);

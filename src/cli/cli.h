@@ -109,6 +109,8 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_detect(int argc, char **argv);
+/* cdl predict's --source and --sources (cli/predict_decode.c), its options parsed into a. */
+int predict_decode(const Args *a, Error *e);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -52,10 +52,16 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
                               int json)
 {
     if (!json) {
-        printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token  %.4f bits/byte  next-token "
-               "accuracy %.2f%%  top-5 %.2f%%\n",
-               model, data, r->samples, r->loss, r->loss / M_LN2, r->bits_per_byte, 100 * r->top1,
+        char bytes[48] = ""; /* paired text's predictions have no bytes of text */
+        if (r->bits_per_byte > 0)
+            snprintf(bytes, sizeof bytes, "  %.4f bits/byte", r->bits_per_byte);
+        printf("%s on %s: %d tokens\nloss %.4f  %.4f bits/token%s  next-token accuracy %.2f%%  "
+               "top-5 %.2f%%\n",
+               model, data, r->samples, r->loss, r->loss / M_LN2, bytes, 100 * r->top1,
                100 * r->top5);
+        if (r->decoded)
+            printf("greedy decoding: %.2f%% of %d pairs exactly their target\n",
+                   100 * r->exact_match, r->decoded);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -66,6 +72,10 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     cJSON_AddNumberToObject(o, "bits_per_token", r->loss / M_LN2);
     cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "accuracy", r->top1);
+    if (r->decoded) {
+        cJSON_AddNumberToObject(o, "pairs_decoded", r->decoded);
+        cJSON_AddNumberToObject(o, "exact_match", r->exact_match);
+    }
     cJSON_AddNumberToObject(o, "top5", r->top5);
     char *text = cli_json_text(o);
     if (text)

@@ -24,6 +24,8 @@ static void print_json(const cdl_model *m, const char *path)
     cJSON_AddItemToObject(o, "input", cJSON_CreateIntArray(in, 3));
     if (sum.seq > 0) {
         cJSON_AddNumberToObject(o, "seq", sum.seq);
+        if (sum.source > 0)
+            cJSON_AddNumberToObject(o, "source", sum.source);
         cJSON_AddNumberToObject(o, "vocab", sum.vocab);
     }
     cJSON *layers = cJSON_AddArrayToObject(o, "layers");
@@ -65,7 +67,11 @@ static void print_table(const cdl_model *m, const char *path)
     cdl_model_get_summary(m, &sum);
     printf("%s: input %dx%dx%d (CxHxW), batch %d, subdivisions %d\n", path, sum.c, sum.h, sum.w,
            sum.batch, sum.subdivisions);
-    if (sum.seq > 0)
+    if (sum.source > 0)
+        printf("sequence to sequence: %d source tokens and %d target rows per sample, a "
+               "vocabulary of %d\n",
+               sum.source, sum.seq, sum.vocab);
+    else if (sum.seq > 0)
         printf("sequence net: %d tokens per sample, a vocabulary of %d\n", sum.seq, sum.vocab);
     printf("%4s  %-14s %-16s %-10s %12s %12s\n", "#", "type", "output CxHxW", "activation",
            "params", "MFLOPs");

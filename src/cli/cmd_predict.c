@@ -19,7 +19,7 @@ static const OptSpec predict_opts[] = {
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     CLI_GPU_OPT,
-    {"--batch", 1, 0, "images per forward pass (default 16)"},
+    {"--batch", 1, 0, "images (or --sources lines) per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
     {"--weights", 1, 0,
@@ -31,6 +31,9 @@ static const OptSpec predict_opts[] = {
     {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
     {"--top-k", 1, 0, "text models: sample among the K most probable tokens (default: all)"},
     {"--no-cache", 0, 0, "text models: recompute the whole context for every token"},
+    {"--source", 1, 0, "sequence-to-sequence models: print the greedy target of this source text"},
+    {"--sources", 1, 0,
+     "sequence-to-sequence models: a file of sources, one per line: one target line each"},
     {"--probs", 0, 0,
      "text models, with --json: print the prompt's token ids and the next token's distribution "
      "instead of generating"},
@@ -322,19 +325,24 @@ int cmd_predict(int argc, char **argv)
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
         args_print_help(
-            "predict", "[MODEL|CFG] IMAGE|NPY... [options]  |  [MODEL] --prompt TEXT",
+            "predict",
+            "[MODEL|CFG] IMAGE|NPY... [options]  |  [MODEL] --prompt TEXT  |  [MODEL] --source "
+            "TEXT",
             "Classifies PNG or JPEG files, or .npy tensors of the net's input shape "
             "(C, H, W) or\n(N, C, H, W) (one result per row); MODEL defaults to " CDL_DEFAULT_MODEL
             ".\nA CFG builds the network with freshly initialised parameters (--seed), "
             "for testing an architecture,\nor with weights from --weights "
             "(safetensors, darknet .weights, a checkpoint).\n"
             "With --prompt, a text model continues the prompt, printing tokens as "
-            "they come\n(--seed then seeds the sampling).",
+            "they come\n(--seed then seeds the sampling). With --source (or --sources FILE), a "
+            "sequence-to-sequence\nmodel prints the greedy target of each source.",
             predict_opts, N_PREDICT_OPTS);
         return 0;
     }
     if (args_get(&a, "--prompt"))
         return generate_text(&a, &e);
+    if (args_get(&a, "--source") || args_get(&a, "--sources"))
+        return predict_decode(&a, &e);
     long top, threads, seed;
     const char *precision;
     int gpu;
@@ -375,10 +383,12 @@ int cmd_predict(int argc, char **argv)
                                 .batch = 1};
     int status = cdl_model_open(model, &o, &m, err, sizeof err);
     if (!status && cdl_model_is_text(m)) {
+        const int seq2seq = cdl_model_is_seq2seq(m);
         snprintf(err, sizeof err,
-                 "%s is a text model: it continues a prompt (`cdl predict %s --prompt TEXT`), it "
-                 "does not classify images",
-                 model, model);
+                 "%s is a %s model: it %s (`cdl predict %s %s TEXT`), it does not classify images",
+                 model, seq2seq ? "sequence-to-sequence" : "text",
+                 seq2seq ? "decodes a source" : "continues a prompt", model,
+                 seq2seq ? "--source" : "--prompt");
         cdl_model_free(m);
         status = CDL_EUSAGE;
     }

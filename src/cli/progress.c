@@ -154,11 +154,14 @@ static void print_epoch(const Progress *p, const cdl_epoch_report *r)
     format_duration(took, sizeof took, r->elapsed_s);
     fprintf(stderr, "epoch %d/%d%s: train loss %.4f", r->epoch, p->epochs,
             r->stopped ? " (stopped at the time limit)" : "", r->train_loss);
-    if (r->validated && r->per_token)
+    if (r->validated && r->per_token && r->valid_bits_per_byte > 0)
         fprintf(stderr,
                 ", valid loss %.4f (%.3f bits/token, %.4f bits/byte), next-token accuracy %.2f%%",
                 r->valid_loss, r->valid_loss / M_LN2, r->valid_bits_per_byte,
                 100.0 * r->valid_top1);
+    else if (r->validated && r->per_token) /* paired text: no bytes per prediction */
+        fprintf(stderr, ", valid loss %.4f (%.3f bits/token), next-token accuracy %.2f%%",
+                r->valid_loss, r->valid_loss / M_LN2, 100.0 * r->valid_top1);
     else if (r->validated)
         fprintf(stderr, ", valid loss %.4f, accuracy %.2f%%", r->valid_loss, 100.0 * r->valid_top1);
     if (r->skipped)

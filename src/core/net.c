@@ -15,20 +15,21 @@
 static const char *const precision_names[] = {"fp32", "bf16", "tf32", "fp16"}; /* GemmPrecision */
 #define N_NAMES(table) (int)(sizeof table / sizeof table[0])
 
-/* A sequence net's input is [1][seq][inputs] per sample: a width, height or channels that says
- * otherwise is refused (it would size the input apart from the labels, one per token). */
+/* A sequence net's input is [1][source + seq][inputs] per sample: a width, height or channels that
+ * says otherwise is refused (it would size the input apart from the labels, one per token). */
 static int check_sequence_shape(const Cfg *cfg, CfgSection *s, const Net *net, int inputs, Error *e)
 {
     const char *const keys[] = {"channels", "height", "width"};
-    const int expected[] = {1, net->seq, inputs},
+    const int expected[] = {1, net->source + net->seq, inputs},
               given[] = {net->in_shape.c, net->in_shape.h, net->in_shape.w};
     const char *seq_key = cfg_find(s, "seq") ? "seq" : "time_steps";
     for (int k = 0; k < 3; k++)
         if (given[k] != expected[k])
             return cfg_bad_value(cfg, s, keys[k], e,
-                                 "contradicts %s=%d: a sequence net's input is 1 x %s x inputs "
+                                 "contradicts %s=%d: a sequence net's input is 1 x %s%s x inputs "
                                  "(here %dx%dx%d, CxHxW); leave width, height and channels out",
-                                 seq_key, net->seq, seq_key, 1, net->seq, inputs);
+                                 seq_key, net->seq, net->source ? "(source + seq)" : "", seq_key, 1,
+                                 net->source + net->seq, inputs);
     return CDL_OK;
 }
 
@@ -50,8 +51,14 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_require_min(cfg, s, "time_steps", net->seq, 0, e);
     st = st ? st : cfg_require_min(cfg, s, "vocab", net->vocab, 0, e);
     st = st ? st : cfg_require_min(cfg, s, "inputs", inputs, 1, e);
+    st = st ? st : cfg_get_int(cfg, s, "source", 0, &net->source, e);
+    st = st ? st : cfg_require_min(cfg, s, "source", net->source, 0, e);
+    if (!st && net->source && (net->seq < 1 || inputs != 1))
+        st = cfg_bad_value(cfg, s, "source", e,
+                           "source tokens come before the target's in a net of token ids: it "
+                           "needs seq=T (the target's tokens) and inputs=1");
     if (!st && net->seq > 0) /* a sequence of `inputs` values per token; no image keys */
-        net->in_shape = (Shape){1, net->seq, inputs};
+        net->in_shape = (Shape){1, net->source + net->seq, inputs};
     st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
     st = st ? st : cfg_get_int(cfg, s, "height", net->in_shape.h, &net->in_shape.h, e);
     st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);
@@ -972,6 +979,14 @@ void net_forward(Net *net)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s,
                            profiler_now_s(net->profiler));
     }
+}
+
+void net_forward_from(Net *net, int first)
+{
+    StepContext ctx = step_context(net, net->train);
+    net->loss = 0;
+    for (int i = first; i < net->n_layers; i++)
+        forward_layer(net, &ctx, i);
 }
 
 int net_can_forward_at(const Net *net)

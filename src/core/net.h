@@ -45,6 +45,10 @@ typedef struct Net {
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
     int seq;
+    /* Sequence to sequence ([net] source=S, docs/text.md): each sample's input row holds S
+     * source token ids, then the seq=T target ids; the labels are the T target positions'. 0: a
+     * net of one sequence. */
+    int source;
     int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
@@ -285,6 +289,11 @@ static inline int net_labels_per_sample(const Net *net)
 {
     return net->seq > 0 ? net->seq : 1;
 }
+/* Runs the forward of layers [first, n_layers) only, on the committed input: after a net_forward,
+ * the layers before first keep their outputs (a sequence-to-sequence net's encoder, run once while
+ * its decoder runs for every new token). Only for a net that keeps every output
+ * (net_can_forward_at), whose memory plan lends no layer's buffers to another. */
+void net_forward_from(Net *net, int first);
 /* 1 when every layer has forward_at (token-by-token generation with caches) and the net keeps
  * what the forward left for it: not with gradient checkpointing, whose segments' buffers are lent
  * to others (the memory plan keeps every output and state of such a net otherwise,

@@ -17,8 +17,8 @@
 enum { MAX_CLASSES = 1 << 16 };
 
 static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names, "
-                                 "labels, type, tokens, vocab_size, valid_split, backup, "
-                                 "top";
+                                 "labels, type, tokens, vocab_size, valid_split, train_target, "
+                                 "valid_target, backup, top";
 
 static const char *const KIND_NAMES[] = {
     [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
@@ -45,6 +45,8 @@ void data_config_free(DataConfig *dc)
     free(dc->train_labels);
     free(dc->valid);
     free(dc->valid_labels);
+    free(dc->train_target);
+    free(dc->valid_target);
     free(dc->names_path);
     free(dc->labels_path);
     free(dc->type);
@@ -176,7 +178,7 @@ static int parse_type(const char *value, DataKind *kind)
         DataKind kind;
     } types[] = {{"cifar10", DATA_CIFAR10}, {"cifar100", DATA_CIFAR100}, {"folder", DATA_FOLDER},
                  {"list", DATA_LIST},       {"csv", DATA_CSV},           {"idx", DATA_ARRAYS},
-                 {"digits", DATA_ARRAYS},   {"text", DATA_TEXT}};
+                 {"digits", DATA_ARRAYS},   {"text", DATA_TEXT},         {"pairs", DATA_TEXT}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         if (!strcmp(value, types[i].name)) {
             *kind = types[i].kind;
@@ -199,6 +201,8 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
         slot = &dc->train_labels;
     } else if (!strcmp(key, "valid_labels")) {
         slot = &dc->valid_labels;
+    } else if (!strcmp(key, "train_target") || !strcmp(key, "valid_target")) {
+        slot = key[0] == 't' ? &dc->train_target : &dc->valid_target;
     } else if (!strcmp(key, "names")) {
         slot = &dc->names_path;
         slot_line = &lines->names;
@@ -210,9 +214,10 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
         if (!parse_type(value, &kind)) {
             return error_set(e, CDL_EUSAGE,
                              "%s:%d: type=%s: expected cifar10, cifar100, folder, list, csv, idx, "
-                             "digits or text",
+                             "digits, text or pairs",
                              dc->path, line, value);
         }
+        dc->pairs = !strcmp(value, "pairs");
         slot = &dc->type;
         slot_line = &lines->type;
     }
@@ -470,6 +475,16 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *names_problem, E
     if (dc->valid_labels && !dc->valid) {
         return error_set(e, CDL_EUSAGE, "%s: valid_labels= given without valid=", dc->path);
     }
+    if ((dc->train_target || dc->valid_target) && !dc->pairs) {
+        return error_set(e, CDL_EUSAGE, "%s: %s= applies to type=pairs only", dc->path,
+                         dc->train_target ? "train_target" : "valid_target");
+    }
+    if (dc->pairs && dc->valid && !dc->train_target != !dc->valid_target) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s: train= and valid= are both TSV files or both source files with a "
+                         "%s= beside them",
+                         dc->path, dc->train_target ? "valid_target" : "train_target");
+    }
     int rc = dc->train ? detect_kind(dc, dc->train, "train", &dc->train_kind, e) : CDL_OK;
     if (!rc && dc->valid) {
         rc = detect_kind(dc, dc->valid, "valid", &dc->valid_kind, e);
@@ -488,9 +503,9 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *names_problem, E
                          dc->path, lines->tokens, DATA_BPE_MIN_VOCAB, DATA_BPE_MAX_VOCAB);
     }
     if (dc->train_kind == DATA_TEXT) { /* the vocabulary comes from the text (data/text_data.h) */
-        return dc->train
-                   ? CDL_OK
-                   : error_set(e, CDL_EUSAGE, "%s: type=text needs train= (a text file)", dc->path);
+        return dc->train ? CDL_OK
+                         : error_set(e, CDL_EUSAGE, "%s: type=%s needs train= (a text file)",
+                                     dc->path, dc->pairs ? "pairs" : "text");
     }
     if (lines->tokens || lines->vocab_size) {
         return error_set(e, CDL_EUSAGE, "%s:%d: %s= applies to type=text only", dc->path,

@@ -20,8 +20,13 @@
                           the names shown, class by class
      type=KIND            forces the kind of train= and valid=: cifar10, cifar100, folder, list,
                           csv, idx or digits (idx and digits both mean dataset_load's formats), or
-                          text (plain text for sequence nets: data/text_data.h; no classes)
-     tokens=char|byte|bpe type=text: tokens are characters (UTF-8 code points), bytes, or
+                          text (plain text for sequence nets: data/text_data.h; no classes), or
+                          pairs (paired text for sequence-to-sequence nets, read as text:
+                          source<TAB>target lines, or with train_target= two aligned files;
+                          data/text_pairs.h)
+     train_target=PATH    type=pairs: the targets, line by line, of the sources in train=
+     valid_target=PATH    type=pairs: the same for valid=
+     tokens=char|byte|bpe type=text or pairs: tokens are characters (UTF-8 code points), bytes, or
                           byte-level BPE tokens learned from the training text [char]
      vocab_size=N         tokens=bpe (required there): the BPE's tokens, 256 bytes plus N-256
                           merges (DATA_BPE_MIN_VOCAB..DATA_BPE_MAX_VOCAB; fewer when the text
@@ -70,8 +75,10 @@ typedef struct DataConfig {
     char *path; /* the .data file */
     int classes;
     char *train, *train_labels, *valid, *valid_labels, *names_path; /* NULL when absent */
-    char *labels_path; /* labels= when names= is given too, else NULL */
-    char *type;        /* type= or NULL */
+    char *labels_path;                 /* labels= when names= is given too, else NULL */
+    char *type;                        /* type= or NULL */
+    int pairs;                         /* type=pairs: train_kind DATA_TEXT holding paired text */
+    char *train_target, *valid_target; /* type=pairs: the targets' files, NULL for TSV */
     DataKind train_kind, valid_kind;
     float valid_split;
     /* the seed of an image-file valid_split (training's --seed; DATA_SPLIT_SEED when loaded) */

@@ -61,8 +61,67 @@ static int token_byte_table(const TextVocab *v, uint32_t **table, Error *e)
     return CDL_OK;
 }
 
+/* The vocabulary of the texts (train's, then valid's) as type=text builds it: vocab's copy, the
+ * bytes, the BPE merges of texts[0] (learned_bytes of it), or every character of them, with
+ * `extra` (len extra_len) as one more text. */
+static int build_vocab(const DataConfig *dc, const TextVocab *vocab, char *const *texts,
+                       const size_t *lens, const char *const *paths, int n_texts, size_t learned,
+                       const char *extra, size_t extra_len, TextData *td, Error *e)
+{
+    if (vocab)
+        return text_vocab_copy(&td->vocab, vocab, e);
+    if (dc->tokens_bytes) {
+        text_vocab_bytes(&td->vocab);
+        return CDL_OK;
+    }
+    if (dc->tokens_bpe) {
+        const double start_s = time_now_s();
+        const int st = text_vocab_learn_bpe(&td->vocab, texts[0], learned, dc->vocab_size, e);
+        td->learn_s = time_now_s() - start_s;
+        return st ? error_prefix(e, st, "%s: ", paths[0]) : CDL_OK;
+    }
+    const char *all[3] = {texts[0], n_texts > 1 ? texts[1] : extra, extra};
+    const size_t all_lens[3] = {lens[0], n_texts > 1 ? lens[1] : extra_len, extra_len};
+    const char *all_paths[3] = {paths[0], n_texts > 1 ? paths[1] : "", ""};
+    return text_vocab_build_chars(&td->vocab, all, all_lens, all_paths, n_texts + (extra_len > 0),
+                                  e);
+}
+
+/* type=pairs: the pairs' vocabulary (with the start and end marks) and their ids. The vocabulary
+ * is built from the pairs' sides alone; BPE learns from them one a line (a merge never crosses a
+ * line break), characters from them side by side. */
+static int load_pairs(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e)
+{
+    PairText texts[2];
+    int n_texts;
+    int st = text_pairs_read(dc, texts, &n_texts, e);
+    if (st)
+        return st;
+    char *sides = NULL;
+    size_t len = 0;
+    st = text_pairs_sides(texts, dc->tokens_bpe ? 1 : n_texts, dc->tokens_bpe ? "\n" : "", &sides,
+                          &len, e);
+    const char *paths[1] = {texts[0].path};
+    const char marks[] = TEXT_PAIR_BOS TEXT_PAIR_EOS;
+    st = st ? st : build_vocab(dc, vocab, &sides, &len, paths, 1, len, marks, 2, td, e);
+    st = st ? st : token_byte_table(&td->vocab, &td->token_bytes, e);
+    st = st ? st
+            : text_pairs_load(texts, n_texts, dc->valid_split, dc->split_seed, &td->vocab,
+                              &td->pairs, e);
+    td->train_bytes = texts[0].len;
+    free(sides);
+    text_pairs_free_texts(texts);
+    if (st)
+        text_data_free(td);
+    return st;
+}
+
 int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, Error *e)
 {
+    if (dc->pairs) {
+        memset(td, 0, sizeof *td);
+        return load_pairs(dc, vocab, td, e);
+    }
     memset(td, 0, sizeof *td);
     char *texts[2] = {NULL, NULL};
     size_t lens[2] = {0, 0};
@@ -72,23 +131,10 @@ int text_data_load(const DataConfig *dc, const TextVocab *vocab, TextData *td, E
     for (int i = 0; i < n_texts && !st; i++)
         if ((st = read_whole(paths[i], &texts[i], &lens[i], e)) && access(paths[i], F_OK))
             say_script(dc->path, e);
-    if (!st && vocab) {
-        st = text_vocab_copy(&td->vocab, vocab, e);
-    } else if (!st && dc->tokens_bytes) {
-        text_vocab_bytes(&td->vocab);
-    } else if (!st && dc->tokens_bpe) {
-        /* The held-out tail is cut from the tokens later: approximate it by bytes here. */
-        const size_t learned =
-            dc->valid ? lens[0] : lens[0] - (size_t)((double)lens[0] * dc->valid_split);
-        const double start_s = time_now_s();
-        st = text_vocab_learn_bpe(&td->vocab, texts[0], learned, dc->vocab_size, e);
-        td->learn_s = time_now_s() - start_s;
-        if (st)
-            error_prefix(e, st, "%s: ", paths[0]);
-    } else if (!st) {
-        st =
-            text_vocab_build_chars(&td->vocab, (const char *const *)texts, lens, paths, n_texts, e);
-    }
+    /* The held-out tail is cut from the tokens later: approximate it by bytes for BPE here. */
+    const size_t learned =
+        dc->valid ? lens[0] : lens[0] - (size_t)((double)lens[0] * dc->valid_split);
+    st = st ? st : build_vocab(dc, vocab, texts, lens, paths, n_texts, learned, NULL, 0, td, e);
     st = st ? st : token_byte_table(&td->vocab, &td->token_bytes, e);
     st = st ? st : encode(&td->vocab, texts[0], lens[0], paths[0], &td->train, e);
     if (!st && dc->valid)
@@ -118,6 +164,7 @@ void text_data_free(TextData *td)
     if (!td)
         return;
     text_vocab_free(&td->vocab);
+    text_pairs_free(&td->pairs);
     free(td->token_bytes);
     free(td->train.ids);
     free(td->valid.ids);
@@ -129,7 +176,15 @@ uint64_t text_data_fingerprint(const TextData *td)
     const size_t sizes[2] = {td->train.n, td->valid.n};
     uint64_t h = fnv1a_add(FNV1A_START, sizes, sizeof sizes);
     h = fnv1a_add(h, td->train.ids, td->train.n * sizeof *td->train.ids);
-    return fnv1a_add(h, td->valid.ids, td->valid.n * sizeof *td->valid.ids);
+    h = fnv1a_add(h, td->valid.ids, td->valid.n * sizeof *td->valid.ids);
+    const PairSet *sets[2] = {&td->pairs.train, &td->pairs.valid};
+    for (int k = 0; k < 2; k++) /* the pairs' tokens, in their order */
+        for (size_t i = 0; i < sets[k]->n; i++) {
+            const TextPair *p = &sets[k]->pairs[i];
+            h = fnv1a_add(h, td->pairs.ids + p->source, (size_t)p->n_source * sizeof(int32_t));
+            h = fnv1a_add(h, td->pairs.ids + p->target, (size_t)p->n_target * sizeof(int32_t));
+        }
+    return h;
 }
 
 size_t text_predicted_bytes(const TokenStream *s, size_t first, size_t count, int seq)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "data/data_config.h"
+#include "data/text_pairs.h"
 #include "data/text_vocab.h"
 
 typedef struct TokenStream {
@@ -23,12 +24,16 @@ typedef struct TokenStream {
 typedef struct TextData {
     TextVocab vocab;
     TokenStream train, valid; /* valid.n = 0 when there is no validation text */
-    uint32_t *token_bytes;    /* [vocab.n] */
-    size_t train_bytes;       /* the train= text's */
-    double learn_s;           /* seconds spent learning the BPE merges (0: none learned) */
+    /* type=pairs: the pairs of a sequence-to-sequence net (train and valid above stay empty) */
+    TextPairs pairs;
+    uint32_t *token_bytes; /* [vocab.n] */
+    size_t train_bytes;    /* the train= text's */
+    double learn_s;        /* seconds spent learning the BPE merges (0: none learned) */
 } TextData;
 
-/* Reads train= (and valid=) of a type=text DataConfig. vocab NULL: the vocabulary is built from
+/* Reads train= (and valid=) of a type=text DataConfig, or the pairs of a type=pairs one
+ * (data/text_pairs.h: the vocabulary is then built from every side of every pair, and always
+ * holds the start and end marks STX and ETX). vocab NULL: the vocabulary is built from
  * the text (dc->tokens_bytes: bytes; dc->tokens_bpe: the BPE merges learned from the training
  * text, without the held-out tail when valid_split is set; else the characters of train and
  * valid); otherwise the text is encoded with a copy of *vocab (a resumed model's) and a

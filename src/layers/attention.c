@@ -25,10 +25,9 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
-/* The line of key when the section sets it, else the section header's. */
 /* source=: the memory layer into l->inputs[1] and its rows into a->mem_seq, after the checks
- * that cross-attention needs (an earlier layer of C features per row, bidirectional, no dropout,
- * the reference kernels). */
+ * that cross-attention needs (an earlier layer of C features per row, bidirectional, the
+ * reference kernels). */
 static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     Attention *a = l->priv;
@@ -47,8 +46,6 @@ static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
         return layer_bad_key(
             l, cfg, s, "causal", 1,
             "cross-attention (source=) attends to every memory row: expected causal=0", e);
-    if (a->dropout > 0)
-        return cfg_bad_value(cfg, s, "dropout", e, "cross-attention (source=) has no dropout yet");
     if (a->packed_key || a->staged)
         return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
                              "cross-attention (source=) runs the reference kernels only", e);
@@ -58,9 +55,46 @@ static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     return CDL_OK;
 }
 
+/* Where the masked keys are: which part of a sequence-to-sequence net's input row gives their
+ * token ids (KeyPadding), and the reference path for self-attention too. */
+enum KeyPadding { PAD_NONE, PAD_SOURCE, PAD_TARGET };
+static const char *const padding_names[] = {"none", "source", "target"};
+
+/* key_padding=: the net input into l->inputs[2], the rows of its ids into a->pad_first and
+ * a->pad_stride, after checking that the keys are that part's rows. */
+static int parse_key_padding(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, int padding,
+                             Error *e)
+{
+    Attention *a = l->priv;
+    if (!net->source)
+        return cfg_bad_value(cfg, s, "key_padding", e,
+                             "a key padding mask needs the source and target of a "
+                             "sequence-to-sequence net ([net] source=S)");
+    const int key_rows = a->mem_seq ? a->mem_seq : a->seq;
+    const int part_rows = padding == PAD_SOURCE ? net->source : net->seq;
+    if (key_rows != part_rows)
+        return cfg_bad_value(cfg, s, "key_padding", e,
+                             "the keys are %d rows (%s) but the %s has %d tokens", key_rows,
+                             a->mem_seq ? "the source= layer's" : "the input's",
+                             padding_names[padding], part_rows);
+    if (!a->mem_seq) { /* the reference kernels, the input as its own memory */
+        if (a->packed_key || a->staged)
+            return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
+                                 "key_padding= runs the reference kernels only", e);
+        l->inputs[1] = l->inputs[0];
+        a->mem_seq = a->seq;
+    }
+    a->key_padding = padding;
+    a->pad_first = padding == PAD_SOURCE ? 0 : net->source;
+    a->pad_stride = net->in_shape.h;
+    l->inputs[2] = -1; /* the net input's token ids */
+    l->n_inputs = 3;
+    return CDL_OK;
+}
+
 static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int heads, causal, staged, packed;
+    int heads, causal, staged, packed, padding;
     float dropout;
     const int cross = cfg_find(s, "source") != NULL;
     int st = cfg_get_int(cfg, s, "heads", 1, &heads, e);
@@ -68,6 +102,7 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     st = st ? st : cfg_get_flag(cfg, s, "staged", 0, &staged, e);
     st = st ? st : cfg_get_flag(cfg, s, "packed", 0, &packed, e);
     st = st ? st : cfg_get_float(cfg, s, "dropout", 0.0f, &dropout, e);
+    st = st ? st : cfg_get_named(cfg, s, "key_padding", padding_names, 3, &padding, e);
     if (st)
         return st;
     const int channels = l->in_shape.w;
@@ -95,8 +130,12 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     a->packed_key = packed;
     a->dropout = dropout;
     a->mem_seq = 0;
+    a->key_padding = PAD_NONE;
     if (cross && (st = parse_source(l, cfg, s, net, e)))
         return st;
+    if (padding != PAD_NONE && (st = parse_key_padding(l, cfg, s, net, padding, e)))
+        return st;
+    const int reference = a->mem_seq > 0; /* cross-attention's kernels */
 
     const size_t c = (size_t)channels;
     l->out_shape = l->in_shape;
@@ -106,10 +145,11 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
     layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
     /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C];
-     * cross-attention's dL/d(heads) [T][C], dL/dq [T][C] and dL/d(kv) [S][2C] */
+     * cross-attention's (and key padding's) dL/d(heads) [T][C], dL/dq [T][C] and dL/d(kv) [S][2C]
+     */
     l->scratch_per_sample =
-        cross ? 2 * (size_t)(a->seq + a->mem_seq) * c : 4 * (size_t)a->seq * c + 4 * c;
-    const double t = a->seq, s_rows = cross ? a->mem_seq : t;
+        reference ? 2 * (size_t)(a->seq + a->mem_seq) * c : 4 * (size_t)a->seq * c + 4 * c;
+    const double t = a->seq, s_rows = reference ? a->mem_seq : t;
     const double pairs = causal ? t * (t + 1) / 2 : t * s_rows;
     /* the query and output projections of T rows, the key and value ones of S (T without source=)
      */
@@ -150,7 +190,8 @@ static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     const Attention *a = l->priv;
     if (a->mem_seq)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention]: cross-attention (source=) has no ONNX export yet",
+                         "layer %d [attention]: cross-attention (source=) and key_padding= have "
+                         "no ONNX export yet",
                          l->index);
     static const char *const suffixes[] = {
         "qkv",    "qkv.split", "qkv.heads", "q",      "k",      "v", "k_t",    "scores",

@@ -13,6 +13,12 @@ typedef struct Attention {
     /* Cross-attention (source=): S, the rows of the memory l->in[1] [batch][S][C] that gives the
      * keys and values; 0: self-attention (keys and values from the input too) */
     int mem_seq;
+    /* key_padding=source|target (sequence-to-sequence nets): a key whose token id in the net
+     * input l->in[2] [batch][pad_stride] at row pad_first + j is negative (paired text's padding)
+     * gets weight 0, as nn.MultiheadAttention's key_padding_mask. Self-attention with it reads its
+     * input as the memory too (l->in[1], mem_seq = T) on cross-attention's reference kernels. */
+    int key_padding;
+    int pad_first, pad_stride;
     int staged;     /* 1: the stage-by-stage reference order */
     float dropout;  /* probability of dropping an attention weight in training */
     int packed_key; /* packed=1: the heads' products through backend/cpu/gemm_packed when fp32 */

@@ -6,8 +6,8 @@
  *   weights [output][inputs], biases [output]: U(-1/sqrt(inputs), 1/sqrt(inputs)) as nn.Linear
  *
  * With tie=1 the layer has no weights of its own: W is the [embedding] weights [vocab][C] of
- * layer 0 (weight tying, as GPT-2's output projection), so output = vocab and inputs = C; the
- * forward reads them and the backward adds into their gradient.
+ * the last [embedding] before it (weight tying, as GPT-2's output projection), so output = vocab
+ * and inputs = C; the forward reads them and the backward adds into their gradient.
  *
  * Its CPU kernels (float32, bf16 and int8 products) are in backend/cpu/linear.c. */
 #include "layers/linear.h"
@@ -16,20 +16,27 @@
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "layers/embedding.h"
 
-/* Checks tie=1 against layer 0, which must be an [embedding] of vocab `outputs` and C `inputs`. */
+/* Checks tie=1 against the last [embedding] before l (layer 0 of a language model, the target's
+ * in a sequence-to-sequence net), which must be of vocab `outputs` and C `inputs`; *tied gets
+ * its weights. */
 static int check_tie(const Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, int outputs,
-                     Error *e)
+                     const Param **tied, Error *e)
 {
     const CfgWhere where = cfg_where(cfg, s, cfg_find(s, "tie"));
-    if (l->index == 0 || !net->layers[0].type->reads_token_ids)
+    int at = l->index - 1;
+    while (at >= 0 && !net->layers[at].type->reads_token_ids)
+        at--;
+    if (at < 0)
         return error_set(e, CDL_EUSAGE,
-                         "%s: layer %d [%s] tie=1 uses the weights of an [embedding] first "
-                         "layer, and this net has none",
+                         "%s: layer %d [%s] tie=1 uses the weights of an [embedding] before it, "
+                         "and this net has none",
                          where.text, l->index, s->name);
-    const Layer *emb = &net->layers[0];
+    const Layer *emb = &net->layers[at];
     const int channels = emb->out_shape.w;
-    const int vocab = (int)(emb->params[0].count / (size_t)channels);
+    *tied = embedding_weights(emb);
+    const int vocab = (int)((*tied)->count / (size_t)channels);
     if (outputs != vocab || l->in_shape.w != channels)
         return error_set(e, CDL_EUSAGE,
                          "%s: layer %d [%s] tie=1 needs output=%d (the [embedding]'s vocab) "
@@ -56,13 +63,12 @@ static int linear_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
                          cfg->path, s->line, l->index, s->name);
     if (outputs < 1)
         return cfg_require_min(cfg, s, "output", outputs, 1, e);
-    if (tied && (st = check_tie(l, cfg, s, net, outputs, e)))
-        return st;
-
     Linear *li = l->priv;
+    li->tied = NULL;
+    if (tied && (st = check_tie(l, cfg, s, net, outputs, &li->tied, e)))
+        return st;
     li->inputs = l->in_shape.w;
     li->outputs = outputs;
-    li->tied = tied ? &net->layers[0].params[0] : NULL;
     li->has_biases = has_biases;
     l->out_shape = (Shape){l->in_shape.c, l->in_shape.h, outputs};
     if (!tied)

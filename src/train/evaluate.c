@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "data/loader.h"
+#include "train/decode.h"
 #include "train/net_keys.h"
 
 /* Rank of the true class among the outputs (0 = predicted). */
@@ -93,26 +94,25 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
     return CDL_OK;
 }
 
-int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
+/* Fills the net's input and labels with samples first .. first + net->batch - 1 of a set. */
+typedef void (*TokenBatchFill)(const void *set, size_t first, Net *net);
+
+/* A sequence net over `samples` samples of set in mini-batches (fill): the summed loss into *loss
+ * and the next-token figures into r. */
+static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const void *set,
+                            double *loss, EvalResult *r)
 {
-    memset(r, 0, sizeof *r);
-    const size_t windows = text_windows(valid, net->seq);
-    if (!windows)
-        return error_set(e, CDL_EUSAGE, "the validation text holds %zu tokens, fewer than seq=%d+1",
-                         valid->n, net->seq);
-    const int one_hot = net->in_shape.w > 1 ? net->in_shape.w : 0;
     const int saved_train = net->train;
     const float saved_divisor = net->loss_divisor;
     net->train = 0;
     net->loss_divisor = 1;
-    double loss = 0;
+    *loss = 0;
     long tokens = 0, top1 = 0, top5 = 0;
-    for (size_t first = 0; first < windows; first += (size_t)net->batch) {
-        text_fill_in_order(valid, first, net->batch, net->seq, one_hot, net_host_input(net),
-                           net_host_labels(net));
+    for (size_t first = 0; first < samples; first += (size_t)net->batch) {
+        fill(set, first, net);
         net_commit_batch(net);
         net_forward(net);
-        loss += net->loss;
+        *loss += net->loss;
         const float *out = net_host_output(net);
         const int *labels = net_batch_labels(net);
         for (int i = 0; i < net->batch * net->seq; i++) {
@@ -130,12 +130,89 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
     r->per_token = 1;
     r->classes = net->classes;
     r->samples = (int)tokens;
-    r->loss = loss / (double)tokens;
-    const size_t bytes = valid->token_bytes ? text_predicted_bytes(valid, 0, windows, net->seq) : 0;
-    r->bits_per_byte = bytes ? loss / M_LN2 / (double)bytes : 0;
+    r->loss = *loss / (double)tokens;
     r->top1 = (double)top1 / (double)tokens;
     r->top5 = (double)top5 / (double)tokens;
+}
+
+static void fill_windows(const void *set, size_t first, Net *net)
+{
+    text_fill_in_order(set, first, net->batch, net->seq, net->in_shape.w > 1 ? net->in_shape.w : 0,
+                       net_host_input(net), net_host_labels(net));
+}
+
+int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
+{
+    memset(r, 0, sizeof *r);
+    const size_t windows = text_windows(valid, net->seq);
+    if (!windows)
+        return error_set(e, CDL_EUSAGE, "the validation text holds %zu tokens, fewer than seq=%d+1",
+                         valid->n, net->seq);
+    double loss;
+    evaluate_tokens(net, windows, fill_windows, valid, &loss, r);
+    const size_t bytes = valid->token_bytes ? text_predicted_bytes(valid, 0, windows, net->seq) : 0;
+    r->bits_per_byte = bytes ? loss / M_LN2 / (double)bytes : 0;
     return CDL_OK;
+}
+
+static void fill_pairs(const void *set, size_t first, Net *net)
+{
+    const TextPairs *tp = set;
+    for (int b = 0; b < net->batch; b++) {
+        const size_t i = first + (size_t)b;
+        text_pairs_fill(tp, i < tp->valid.n ? &tp->valid.pairs[i] : NULL, b, net->source, net->seq,
+                        net_host_input(net), net_host_labels(net));
+    }
+}
+
+/* Greedy decoding of every pair of valid, net->batch at a time: r->decoded, r->exact_match. */
+static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
+{
+    int first;
+    int st = decode_first_layer(net, &first, e);
+    if (st)
+        return st;
+    const int batch = net->batch, seq = net->seq;
+    const int32_t **sources = malloc((size_t)batch * sizeof *sources);
+    int *lengths = malloc((size_t)batch * sizeof *lengths), *n_out = malloc(batch * sizeof *n_out);
+    int32_t *out = malloc((size_t)batch * (size_t)seq * sizeof *out);
+    if (!sources || !lengths || !n_out || !out)
+        st = error_set(e, CDL_ERUNTIME, "out of memory");
+    const int saved_train = net->train;
+    net->train = 0;
+    size_t exact = 0;
+    for (size_t start = 0; start < tp->valid.n && !st; start += (size_t)batch) {
+        const size_t left = tp->valid.n - start;
+        const int n = left < (size_t)batch ? (int)left : batch;
+        const TextPair *p = tp->valid.pairs + start;
+        for (int k = 0; k < n; k++) {
+            sources[k] = tp->ids + p[k].source;
+            lengths[k] = p[k].n_source;
+        }
+        st = decode_greedy(net, first, sources, lengths, n, tp->bos, tp->eos, out, n_out, e);
+        for (int k = 0; k < n && !st; k++)
+            exact += n_out[k] == p[k].n_target &&
+                     !memcmp(out + (size_t)k * (size_t)seq, tp->ids + p[k].target,
+                             (size_t)p[k].n_target * sizeof *out);
+    }
+    net->train = saved_train;
+    r->decoded = (int)tp->valid.n;
+    r->exact_match = (double)exact / (double)tp->valid.n;
+    free(sources);
+    free(lengths);
+    free(n_out);
+    free(out);
+    return st;
+}
+
+int evaluate_pairs(Net *net, const TextPairs *pairs, int greedy, EvalResult *r, Error *e)
+{
+    memset(r, 0, sizeof *r);
+    if (!pairs->valid.n)
+        return error_set(e, CDL_EUSAGE, "no validation pairs fit the net");
+    double loss;
+    evaluate_tokens(net, pairs->valid.n, fill_pairs, pairs, &loss, r);
+    return greedy ? decode_pairs(net, pairs, r, e) : CDL_OK;
 }
 
 double eval_class_accuracy(const EvalResult *r, int c)

@@ -18,6 +18,10 @@ typedef struct EvalResult {
     int *confusion;       /* [classes][classes]: row = true class, column = predicted; NULL
                              when per_token */
     int skipped;          /* unreadable samples replaced (skip_bad) */
+    /* evaluate_pairs with greedy decoding: the pairs decoded, and the fraction whose greedy
+     * target is exactly theirs (0 and 0 when not measured) */
+    int decoded;
+    double exact_match;
 } EvalResult;
 
 typedef struct EvalOptions {
@@ -33,6 +37,12 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
  * mini-batches of net->batch: the mean cross-entropy per predicted token and the next-token
  * top-1/top-5 accuracy; no confusion matrix. Restores net->train. */
 int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e);
+/* A sequence-to-sequence net over the pairs of pairs->valid in order (text_pairs.h), as
+ * evaluate_text: the mean cross-entropy per target token (EOS included, padding not) and the
+ * top-1/top-5 accuracy of each next target token given the true ones before it; with greedy,
+ * also every pair's greedy target (train/decode.h, net->batch at a time) against its own:
+ * r->decoded and r->exact_match (a net whose decoder cannot run alone is refused). */
+int evaluate_pairs(Net *net, const TextPairs *pairs, int greedy, EvalResult *r, Error *e);
 void eval_result_free(EvalResult *r);
 /* Fraction of class c's samples predicted as c (0 when the class has none). */
 double eval_class_accuracy(const EvalResult *r, int c);

@@ -35,17 +35,37 @@ static int make_random_dataset(const Net *net, Dataset *d, Error *e)
     return CDL_OK;
 }
 
-/* Random token ids below the net's outputs: as many as windows for a few batches. */
+/* A sequence-to-sequence net's pairs over the random tokens: each a source of S tokens and a
+ * target of T - 1 (with BOS and EOS, token ids 0 and 1), so that every row computes. */
+static int make_random_pairs(TimingRun *t, Error *e)
+{
+    const size_t source = (size_t)t->net->source, seq = (size_t)t->net->seq;
+    const size_t n = t->tokens.n / (source + seq);
+    TextPair *pairs = malloc((n + 1) * sizeof *pairs);
+    if (!pairs)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        pairs[i] =
+            (TextPair){i * (source + seq), i * (source + seq) + source, (int)source, (int)seq - 1};
+    t->pairs = (TextPairs){t->tokens.ids, {pairs, n}, {NULL, 0}, 0, 1};
+    t->text.pairs = &t->pairs;
+    return CDL_OK;
+}
+
+/* Random token ids below the net's outputs: as many as windows (or pairs) for a few batches. */
 static int make_random_tokens(TimingRun *t, Error *e)
 {
     Rng rng;
     rng_seed(&rng, TIMING_SEED, 0x7e4c0000u);
-    t->tokens.n = 4 * (size_t)t->net->hyper.batch * (size_t)(t->net->seq + 1);
+    t->tokens.n = 4 * (size_t)t->net->hyper.batch * (size_t)(t->net->source + t->net->seq + 1);
     if (!(t->tokens.ids = malloc(t->tokens.n * sizeof *t->tokens.ids)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     for (size_t i = 0; i < t->tokens.n; i++)
         t->tokens.ids[i] = (int32_t)rng_below(&rng, (uint32_t)t->net->classes);
-    t->text = (TextBatches){&t->tokens, TIMING_SEED};
+    t->text = (TextBatches){&t->tokens, TIMING_SEED, NULL};
+    int st = t->net->source > 0 ? make_random_pairs(t, e) : CDL_OK;
+    if (st)
+        return st;
     t->text_source = train_source_text(&t->text, t->net);
     return CDL_OK;
 }
@@ -90,5 +110,6 @@ void timing_run_free(TimingRun *t)
     dataset_free(&t->data);
     free(t->order);
     free(t->tokens.ids);
+    free(t->pairs.train.pairs);
     memset(t, 0, sizeof *t);
 }

@@ -17,6 +17,9 @@ typedef struct TimingRun {
     int *order;     /* [data.n] the identity sample order */
     /* Sequence nets instead: random token ids below the vocabulary, drawn as training windows. */
     TokenStream tokens;
+    /* A sequence-to-sequence net's: pairs of a whole source and a target filling its rows, over
+     * those tokens */
+    TextPairs pairs;
     TextBatches text;
     TrainSource text_source; /* their windows as the trainer draws them */
 } TimingRun;

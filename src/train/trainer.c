@@ -259,6 +259,11 @@ static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
 {
     (void)sub, (void)e;
     const TextBatches *b = ctx;
+    if (b->pairs) {
+        text_pairs_fill_random(b->pairs, b->seed, net->draw_id, net->sample_offset, net->batch,
+                               net->source, net->seq, net_host_input(net), net_host_labels(net));
+        return CDL_OK;
+    }
     text_fill_random(b->stream, b->seed, net->draw_id, net->sample_offset, net->batch, net->seq,
                      net->in_shape.w > 1 ? net->in_shape.w : 0, net_host_input(net),
                      net_host_labels(net));
@@ -268,8 +273,9 @@ static int fill_from_text(Net *net, int sub, void *ctx, Error *e)
 TrainSource train_source_text(TextBatches *batches, const Net *net)
 {
     /* an epoch of R ranks holds as many windows as one of a process with R times the batch */
-    const size_t batches_per_epoch =
-        text_windows(batches->stream, net->seq) / ((size_t)net->batch * (size_t)dist_size());
+    const size_t samples =
+        batches->pairs ? batches->pairs->train.n : text_windows(batches->stream, net->seq);
+    const size_t batches_per_epoch = samples / ((size_t)net->batch * (size_t)dist_size());
     return (TrainSource){batches_per_epoch > INT32_MAX ? INT32_MAX : (int)batches_per_epoch, NULL,
                          fill_from_text, NULL, batches};
 }
@@ -280,8 +286,9 @@ int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const 
     /* The EMA is what eval and predict will use: measure it. */
     if (opt->ema)
         ema_swap(opt->ema, net);
-    int st = valid->images ? evaluate(net, valid->images, o, r, e)
-                           : evaluate_text(net, valid->tokens, r, e);
+    int st = valid->images  ? evaluate(net, valid->images, o, r, e)
+             : valid->pairs ? evaluate_pairs(net, valid->pairs, 0, r, e)
+                            : evaluate_text(net, valid->tokens, r, e);
     if (opt->ema)
         ema_swap(opt->ema, net);
     return st;
@@ -297,7 +304,8 @@ static int end_epoch(Net *net, const Optimizer *opt, const ValidSet *valid, cons
     if (dist_rank() != 0) /* rank 0 evaluates, saves and reports for the run */
         return CDL_OK;
     /* Interrupted inside an epoch: save at once (the resumed run evaluates at the epoch's end). */
-    if (valid && (valid->images || valid->tokens) && !(r->interrupted && r->stopped)) {
+    if (valid && (valid->images || valid->tokens || valid->pairs) &&
+        !(r->interrupted && r->stopped)) {
         st = train_evaluate(net, opt, valid, &plan->valid, &result, e);
         if (st)
             return st;

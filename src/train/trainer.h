@@ -116,19 +116,24 @@ typedef struct TrainSource {
  * truth_boxes (a detection net) fills the net's truth buffer (net_set_truth) as well. */
 TrainSource train_source_loader(Loader *loader);
 
-/* Random windows of a token stream (text_data.h) for a sequence net: mini-batch `sub` of step s
+/* Random windows of a token stream (text_data.h) for a sequence net, or random pairs
+ * (text_pairs.h) for a sequence-to-sequence net: mini-batch `sub` of step s
  * draws its windows from (seed, s * subdivisions + sub), so a resumed run draws the same (a pass
  * of a split mini-batch draws its part of them: Net.sample_offset). */
 typedef struct TextBatches {
     const TokenStream *stream;
     uint64_t seed;
+    /* a sequence-to-sequence net's: pairs drawn from pairs->train instead (stream NULL) */
+    const TextPairs *pairs;
 } TextBatches;
 TrainSource train_source_text(TextBatches *batches, const Net *net);
 
-/* The validation set evaluated after every epoch: images, tokens (a sequence net) or neither. */
+/* The validation set evaluated after every epoch: images, tokens (a sequence net), pairs (a
+ * sequence-to-sequence net) or none. */
 typedef struct ValidSet {
     const SampleSource *images;
     const TokenStream *tokens;
+    const TextPairs *pairs; /* a sequence-to-sequence net's: pairs->valid */
 } ValidSet;
 
 /* Evaluates valid (images or tokens; net sized by net_resize) with the EMA of the weights when

@@ -317,3 +317,11 @@ for s in steps:
     [[ "${lines[-1]}" =~ the\ loss\ is\ not\ finite\;\ layer\ [0-9]+\ \[[a-z]+\]\ produced\ the\ first\ non-finite\ output ]]
     [ ! -e new.cdl ]
 }
+
+@test "a sequence-to-sequence net runs on the CPU only: --gpu refuses its embeddings' parts" {
+    "$REPO/scripts/toy-pairs.sh" reverse 100 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    run "$GPU_CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --gpu 0
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: layer 0 [embedding]: part= and share= (a sequence-to-sequence net) run on the CPU only" ]
+}

@@ -87,6 +87,19 @@ static char *on_reference(const char *cfg_text)
     return text;
 }
 
+/* A sequence-to-sequence net's samples as paired text pads them: sample b's last b source and
+ * target tokens are padding (-1), and so are the labels of those target positions. */
+static void pad_pairs(Net *net, int batch)
+{
+    const int rows = net->in_shape.h;
+    for (int b = 0; b < batch; b++)
+        for (int k = 0; k < b && k < net->source - 1 && k < net->seq - 1; k++) {
+            net->input[(size_t)b * rows + (size_t)(net->source - 1 - k)] = -1.0f;
+            net->input[(size_t)b * rows + (size_t)(rows - 1 - k)] = -1.0f;
+            net->labels[b * net->seq + net->seq - 1 - k] = -1;
+        }
+}
+
 int gradcheck_cfg(const char *label, const char *cfg_text)
 {
     Error e = {0};
@@ -118,6 +131,8 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
         net.input[i] = token_ids ? (float)rng_below(&rng, (uint32_t)net.vocab) : rng_normal(&rng);
     for (int b = 0; b < batch * net_labels_per_sample(&net); b++)
         net.labels[b] = (int)rng_below(&rng, (uint32_t)net.classes);
+    if (net.source)
+        pad_pairs(&net, batch);
     Layer *last = &net.layers[net.n_layers - 1];
     size_t out_n = (size_t)batch * shape_size(last->out_shape);
     float *r = malloc(out_n * sizeof *r);

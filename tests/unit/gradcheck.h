@@ -8,7 +8,8 @@
  * L is the softmax cross-entropy when the last layer is [softmax], else sum(out * r)
  * for a fixed random r. Up to 256 elements per tensor are checked. Sequence nets ([net] seq=T)
  * get one label per token; when the first layer is [embedding] the input holds random token
- * ids below [net] vocab and its gradient is not checked. Prints each
+ * ids below [net] vocab and its gradient is not checked; in a sequence-to-sequence net ([net]
+ * source=S) sample b's last b source and target tokens are padding (-1, labels too). Prints each
  * mismatch with label; returns the number of failures (0 also adds a passing check). */
 int gradcheck_cfg(const char *label, const char *cfg_text);
 

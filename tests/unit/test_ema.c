@@ -150,7 +150,7 @@ static void test_validation_during_training_measures_the_ema(void)
     ModelMeta meta = {.seed = 7};
     TrainPlan plan = {.epochs = 2, .out_path = out, .save_checkpoint = model_save_checkpoint};
     const TrainSource train = train_source_loader(loader);
-    const ValidSet valid = {&src, NULL};
+    const ValidSet valid = {&src, NULL, NULL};
     CHECK(train_run(&net, &opt, &train, &valid, &plan, &meta, NULL, &e) == CDL_OK);
     EvalOptions eo = {0, 0};
     EvalResult raw, averaged;

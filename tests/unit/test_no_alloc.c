@@ -237,31 +237,40 @@ static const char *text_cfg =
     "[dropout]\nprobability=0.2\n[linear]\noutput=8\nactivation=gelu\n[layernorm]\n"
     "[linear]\ntie=1\n[softmax]\n";
 
-/* In precision (bf16: every sequence family rounds its operands into memory taken at resize). */
-static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
+/* A sequence-to-sequence net with every masked attention, dropout in each, trained on pairs. */
+static const char *pairs_cfg =
+    "[net]\nbatch=4\nsubdivisions=2\nsource=5\nseq=6\nvocab=7\noptimizer=adam\n"
+    "[embedding]\noutput=8\npart=source\n[attention]\nheads=2\ncausal=0\nkey_padding=source\n"
+    "dropout=0.1\n[embedding]\noutput=8\npart=target\nshare=0\n[attention]\nheads=2\n"
+    "key_padding=target\ndropout=0.1\n[attention]\nheads=2\nsource=1\nkey_padding=source\n"
+    "dropout=0.1\n[linear]\ntie=1\n[softmax]\n";
+
+/* Builds cfg in precision, sized for mini-batches of 2; -1 (after a failure) when it fails. */
+static int build_sequence_net(Net *net, const char *cfg, GemmPrecision precision)
 {
-    Net net;
     Error e = {0};
-    if (net_build_from_text(&net, text_cfg, "t.cfg", 1, 3, &e)) {
+    if (net_build_from_text(net, cfg, "t.cfg", 1, 3, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
-        return;
+        return -1;
     }
-    net_set_precision(&net, precision);
-    if (net_resize(&net, 2, 0, &e)) {
+    net_set_precision(net, precision);
+    if (net_resize(net, 2, 0, &e)) {
         fprintf(stderr, "FAIL setup: %s\n", e.msg);
         check_failures++;
-        net_free(&net);
-        return;
+        net_free(net);
+        return -1;
     }
-    int32_t ids[200];
-    for (int i = 0; i < 200; i++)
-        ids[i] = (i * 5 + i / 7) % 7;
-    const TokenStream stream = {.ids = ids, .n = 200};
-    TextBatches batches = {&stream, 3};
-    const TrainSource train = train_source_text(&batches, &net);
+    return 0;
+}
+
+/* One epoch of train (net's steps counted), in which no step allocates; then frees net. */
+static void check_steps_allocate_nothing(Net *net, const TrainSource *train, uint64_t steps,
+                                         const char *what)
+{
+    Error e = {0};
     Optimizer optimizer;
-    CHECK(optimizer_init(&optimizer, &net, &e) == CDL_OK);
+    CHECK(optimizer_init(&optimizer, net, &e) == CDL_OK);
     char out[] = "/tmp/cdl_no_alloc_XXXXXX";
     close(mkstemp(out));
     ModelMeta meta = {.seed = 3};
@@ -269,15 +278,49 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     long measured = 0;
     TrainCallbacks cb = {count_step_allocations, NULL, &measured};
     allocations = blas_allocations = 0;
-    CHECK(train_run(&net, &optimizer, &train, NULL, &plan, &meta, &cb, &e) == CDL_OK);
+    CHECK(train_run(net, &optimizer, train, NULL, &plan, &meta, &cb, &e) == CDL_OK);
     __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
-    CHECK(net.step == 8); /* 33 windows of 6 tokens: 16 mini-batches of 2, 8 steps */
+    CHECK(net->step == steps);
     CHECK(measured == 0);
-    printf("test_no_alloc: text steps: %ld allocations by cdl, %ld inside OpenBLAS's sgemm\n",
+    printf("test_no_alloc: %s steps: %ld allocations by cdl, %ld inside OpenBLAS's sgemm\n", what,
            measured, blas_allocations);
     unlink(out);
     optimizer_free(&optimizer);
-    net_free(&net);
+    net_free(net);
+}
+
+/* In precision (bf16: every sequence family rounds its operands into memory taken at resize). */
+static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
+{
+    Net net;
+    if (build_sequence_net(&net, text_cfg, precision))
+        return;
+    int32_t ids[200];
+    for (int i = 0; i < 200; i++)
+        ids[i] = (i * 5 + i / 7) % 7;
+    const TokenStream stream = {.ids = ids, .n = 200};
+    TextBatches batches = {&stream, 3, NULL};
+    const TrainSource train = train_source_text(&batches, &net);
+    /* 33 windows of 6 tokens: 16 mini-batches of 2, 8 steps */
+    check_steps_allocate_nothing(&net, &train, 8, "text");
+}
+
+/* 20 pairs of 1 to 5 source and 1 to 5 target tokens (padded): 10 mini-batches of 2, 5 steps. */
+static void test_pair_training_steps_allocate_nothing(void)
+{
+    Net net;
+    if (build_sequence_net(&net, pairs_cfg, GEMM_FP32))
+        return;
+    int32_t ids[200];
+    TextPair pairs[20];
+    for (int i = 0; i < 200; i++)
+        ids[i] = (i * 5 + i / 7) % 5;
+    for (int i = 0; i < 20; i++)
+        pairs[i] = (TextPair){(size_t)i * 10, (size_t)i * 10 + 5, i % 5 + 1, (i + 2) % 5 + 1};
+    const TextPairs tp = {ids, {pairs, 20}, {NULL, 0}, 5, 6};
+    TextBatches batches = {NULL, 3, &tp};
+    const TrainSource train = train_source_text(&batches, &net);
+    check_steps_allocate_nothing(&net, &train, 5, "pairs");
 }
 /* int8 inference (backend/cpu/net_quant.h): every quantizable layer of an inference net gets int8
  * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
@@ -443,6 +486,7 @@ int main(void)
     test_loader_fed_training_steps_allocate_nothing();
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
+    test_pair_training_steps_allocate_nothing();
     test_int8_inference_allocates_nothing();
     test_dnnl_inference_allocates_nothing();
     test_winograd_inference_allocates_nothing();

@@ -9,13 +9,24 @@
  *   kv [batch][S][2C] = memory Wkv^T + bkv    Wkv, bkv: rows [C, 3C), keys then values
  *   per (sample, head): P = softmax(Q K^T / sqrt(D)) [T][S], Y = P V [T][D]
  *   out = heads Wo^T + bo
+ *
+ * The same kernels run self-attention with key_padding= (the input is then its own memory, S = T,
+ * and causal= holds): a score whose key is masked (a later row under causal=1, a padded token
+ * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
+ * whose keys are all masked gets zero weights (PyTorch's would be NaN).
+ *
+ * With dropout= in training, Y = (P o M) V with M [T][S] per pair drawn as self-attention's: 0 with
+ * probability dropout, else 1 / (1 - dropout), from (net seed, draw_id, layer) at the pair's index
+ * in the step's global mini-batch; P stays undropped for the softmax's backward.
  */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/softmax_row.h"
 #include "backend/cpu/sum_rows.h"
 #include "core/net.h"
+#include "util/rng.h"
 
 int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -38,10 +49,11 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->qkv = layer_state_floats(st, q_rows * c + m_rows * 2 * c);
     a->heads_out = layer_state_floats(st, q_rows * c);
     a->probs = layer_state_floats(st, probs);
-    a->mask = NULL;
+    const int dropout = a->dropout > 0 && l->params[P_WEIGHTS].grad;
+    a->mask = layer_state_floats(st, dropout ? probs : 0);
     a->mask_is_valid = 0;
-    /* the backward's dP [T][S] per thread */
-    a->workspace = layer_state_floats(st, (size_t)a->threads * ts);
+    /* per thread: the backward's dP [T][S], and with dropout the dropped weights P o M [T][S] */
+    a->workspace = layer_state_floats(st, (size_t)a->threads * (dropout ? 2 : 1) * ts);
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
     return CDL_OK;
@@ -51,7 +63,7 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
  */
 typedef struct CrossView {
     const float *q, *k;
-    float *p;
+    float *p, *mask;   /* mask NULL without dropout */
     size_t q_at, k_at; /* offsets of q in [batch][T][C], of k in [batch][S][2C] */
 } CrossView;
 
@@ -61,8 +73,37 @@ static CrossView cross_view(const Attention *a, int batch, int b, int h)
     const size_t col = (size_t)h * a->head_size;
     const size_t q_at = b * t * c + col, k_at = b * s * 2 * c + col;
     const float *kv = a->qkv + (size_t)batch * t * c;
-    return (CrossView){a->qkv + q_at, kv + k_at, a->probs + ((size_t)b * a->heads + h) * t * s,
-                       q_at, k_at};
+    const size_t p_at = ((size_t)b * a->heads + h) * t * s;
+    return (CrossView){
+        a->qkv + q_at, kv + k_at, a->probs + p_at, a->mask_is_valid ? a->mask + p_at : NULL,
+        q_at,          k_at};
+}
+
+/* Row i's scores of sample b [S] with every masked key -inf; 0 when none is left. */
+static int mask_scores(const Attention *a, const float *ids, int i, float *scores)
+{
+    const int s = a->mem_seq;
+    int left = 0;
+    for (int j = 0; j < s; j++) {
+        const int masked = (a->causal && j > i) || (ids && ids[j] < 0);
+        if (masked)
+            scores[j] = -INFINITY;
+        left += !masked;
+    }
+    return left;
+}
+
+/* weights [T][S] = P o M for pair (the pair's index in the step's global mini-batch), drawing M
+ * into v's mask. */
+static void drop_weights(const Attention *a, const CrossView *v, uint64_t key, uint64_t pair,
+                         float *weights)
+{
+    const size_t n = (size_t)a->seq * (size_t)a->mem_seq;
+    const float keep_scale = 1.0f / (1.0f - a->dropout);
+    for (size_t at = 0; at < n; at++) {
+        v->mask[at] = rng_uniform_at(key, pair * n + at) < a->dropout ? 0.0f : keep_scale;
+        weights[at] = v->p[at] * v->mask[at];
+    }
 }
 
 void attention_cross_forward(Layer *l, const StepContext *ctx)
@@ -70,6 +111,9 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
     Attention *a = l->priv;
     const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
     const int pairs = ctx->batch * a->heads;
+    a->mask_is_valid = ctx->train && a->dropout > 0 && a->mask;
+    const uint64_t key = a->mask_is_valid ? rng_key(ctx->seed, layer_draw_stream(ctx, l)) : 0;
+    const uint64_t first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
     float *kv = a->qkv + (size_t)ctx->batch * t * c;
     attention_linear_rows(GEMM_FP32, l->in[0], c, ctx->batch * t, c, c, w, bias, a->qkv, c, NULL);
@@ -79,11 +123,24 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++) {
-        const CrossView v = cross_view(a, ctx->batch, pair / a->heads, pair % a->heads);
+        const int b = pair / a->heads;
+        const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
+        const float *ids =
+            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
         gemm(0, 1, t, s, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
-        for (int i = 0; i < t; i++)
-            softmax_row_probs(v.p + (size_t)i * s, v.p + (size_t)i * s, (size_t)s, 1.0f);
-        gemm(0, 0, t, d, s, 1.0f, v.p, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
+        for (int i = 0; i < t; i++) {
+            float *row = v.p + (size_t)i * s;
+            if ((a->causal || ids) && !mask_scores(a, ids, i, row))
+                memset(row, 0, (size_t)s * sizeof *row);
+            else
+                softmax_row_probs(row, row, (size_t)s, 1.0f);
+        }
+        float *weights = v.p;
+        if (v.mask) {
+            weights = a->workspace + (size_t)omp_get_thread_num() * 2 * (size_t)t * s;
+            drop_weights(a, &v, key, first_pair + (uint64_t)pair, weights);
+        }
+        gemm(0, 0, t, d, s, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
     }
     attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
                           l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
@@ -91,19 +148,25 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
 }
 
 /* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)
- * from dheads [batch][T][C]; dp holds [T][S]. */
+ * from dheads [batch][T][C]; ws holds [T][S] (dP), and with dropout [T][S] more. */
 static void cross_pair_backward(const Attention *a, int batch, int pair, const float *dheads,
-                                float *dq, float *dkv, float *dp)
+                                float *dq, float *dkv, float *ws)
 {
     const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
     const CrossView v = cross_view(a, batch, pair / a->heads, pair % a->heads);
-    const float *dy = dheads + v.q_at;
-    float *dk = dkv + v.k_at;
-    gemm(0, 1, t, s, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s); /* dP = dY V^T */
-    gemm(1, 0, s, d, t, 1.0f, v.p, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = P^T dY */
-    for (int i = 0; i < t; i++)
-        softmax_row_backward(v.p + (size_t)i * s, NULL, s, 1.0f / sqrtf((float)d),
-                             dp + (size_t)i * s);
+    const float *dy = dheads + v.q_at, *weights = v.p;
+    float *dk = dkv + v.k_at, *dp = ws;
+    if (v.mask) { /* the weights Y used: P o M */
+        float *dropped = ws + (size_t)t * s;
+        for (size_t at = 0; at < (size_t)t * s; at++)
+            dropped[at] = v.p[at] * v.mask[at];
+        weights = dropped;
+    }
+    gemm(0, 1, t, s, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
+    gemm(1, 0, s, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
+    for (int i = 0; i < t; i++) /* through the mask (dP *= M), then the softmax */
+        softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, s,
+                             1.0f / sqrtf((float)d), dp + (size_t)i * s);
     gemm(0, 0, t, d, s, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
     gemm(1, 0, s, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
 }
@@ -128,7 +191,8 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
         cross_pair_backward(a, ctx->batch, pair, dheads, dq, dkv,
-                            a->workspace + (size_t)omp_get_thread_num() * a->seq * a->mem_seq);
+                            a->workspace + (size_t)omp_get_thread_num() * (a->mask ? 2 : 1) *
+                                               a->seq * a->mem_seq);
 
     /* Input projections: d weights += [dq^T in; dkv^T memory], d in += dq Wq, d memory += dkv
      * Wkv. Where the memory is the input, both deltas are one buffer: the second adds. */

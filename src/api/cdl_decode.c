@@ -1,0 +1,153 @@
+/* Greedy decoding through the public API: a source sentence to its target text with a
+ * sequence-to-sequence model (train/decode.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdl.h"
+#include "cdl_model.h"
+#include "data/text_pairs.h"
+#include "train/decode.h"
+
+int cdl_model_is_seq2seq(const cdl_model *model)
+{
+    return model->net.source > 0 && model->meta.vocab.n > 0;
+}
+
+/* The token id of the mark (TEXT_PAIR_BOS or _EOS) in the model's vocabulary. */
+static int mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
+{
+    int32_t ids[2];
+    size_t n;
+    const int st = text_vocab_encode(&model->meta.vocab, mark, 1, ids, &n, "the model", e);
+    *id = ids[0];
+    return st;
+}
+
+/* Appends token id's text to *text (*len bytes, room for *cap). */
+static int append_token(const TextVocab *v, int id, char **text, size_t *len, size_t *cap, Error *e)
+{
+    char bytes[TEXT_TOKEN_MAX_BYTES];
+    const size_t n = (size_t)text_vocab_decode(v, id, bytes);
+    if (*len + n + 1 > *cap) {
+        const size_t grown_cap = 2 * (*len + n + 1);
+        char *grown = realloc(*text, grown_cap);
+        if (!grown)
+            return error_set(e, CDL_ERUNTIME, "out of memory");
+        *text = grown;
+        *cap = grown_cap;
+    }
+    memcpy(*text + *len, bytes, n);
+    *len += n;
+    (*text)[*len] = 0;
+    return CDL_OK;
+}
+
+/* Usage errors before anything runs: a model of another kind, or one whose decoder cannot run
+ * alone; *first, *bos and *eos for decode_greedy. */
+static int check_model(const cdl_model *model, int *first, int *bos, int *eos, Error *e)
+{
+    int st = cdl_model_is_seq2seq(model)
+                 ? CDL_OK
+                 : error_set(e, CDL_EUSAGE,
+                             "%s is not a sequence-to-sequence model: --source needs one trained "
+                             "on paired text ([net] source=S, a type=pairs dataset)",
+                             model->origin);
+    st = st ? st : decode_first_layer(&model->net, first, e);
+    st = st ? st : mark_id(model, TEXT_PAIR_BOS, bos, e);
+    return st ? st : mark_id(model, TEXT_PAIR_EOS, eos, e);
+}
+
+/* source's ids into ids (room for strlen(source)), *n their count: a character outside the
+ * vocabulary, no token or more than the net's source rows is a usage error. */
+static int encode_source(const cdl_model *model, const char *source, int32_t *ids, int *n, Error *e)
+{
+    size_t count = 0;
+    const int st =
+        text_vocab_encode(&model->meta.vocab, source, strlen(source), ids, &count, "the source", e);
+    *n = (int)count;
+    if (!st && (count < 1 || count > (size_t)model->net.source))
+        return error_set(e, CDL_EUSAGE, "the source has %zu tokens: the net reads 1 to %d", count,
+                         model->net.source);
+    return st;
+}
+
+int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size)
+{
+    Error e = {0};
+    int first, bos, eos, n;
+    int32_t *ids = malloc((strlen(source) + 1) * sizeof *ids);
+    int st = ids ? check_model(model, &first, &bos, &eos, &e)
+                 : error_set(&e, CDL_ERUNTIME, "out of memory");
+    st = st ? st : encode_source(model, source, ids, &n, &e);
+    free(ids);
+    return st ? api_report(&e, err, err_size) : CDL_OK;
+}
+
+/* Every source's ids in one allocation (*all, freed by the caller): ids[k] and n_ids[k]. */
+static int encode_sources(const cdl_model *model, const char *const *sources, int n, int32_t **all,
+                          const int32_t **ids, int *n_ids, Error *e)
+{
+    size_t bytes = 0;
+    for (int k = 0; k < n; k++)
+        bytes += strlen(sources[k]);
+    if (!(*all = malloc((bytes + 1) * sizeof **all)))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    size_t at = 0;
+    for (int k = 0; k < n; k++) {
+        const int st = encode_source(model, sources[k], *all + at, &n_ids[k], e);
+        if (st)
+            return st;
+        ids[k] = *all + at;
+        at += (size_t)n_ids[k];
+    }
+    return CDL_OK;
+}
+
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
+                           int *tokens, char *err, size_t err_size)
+{
+    Error e = {0};
+    Net *net = &model->net;
+    memset(targets, 0, (size_t)n * sizeof *targets);
+    int first = 0, bos = 0, eos = 0;
+    int32_t *all = NULL, *out = malloc((size_t)n * (size_t)net->seq * sizeof *out);
+    const int32_t **ids = malloc((size_t)n * sizeof *ids);
+    int *n_ids = malloc((size_t)n * sizeof *n_ids);
+    int st = n < 1 ? error_set(&e, CDL_EUSAGE, "decoding needs at least one source")
+             : !out || !ids || !n_ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
+                                      : check_model(model, &first, &bos, &eos, &e);
+    st = st ? st : encode_sources(model, sources, n, &all, ids, n_ids, &e);
+    st = st ? st : api_model_reserve(model, n, &e);
+    const int saved_train = net->train;
+    if (!st) {
+        net->batch = n;
+        net->train = 0;
+        st = decode_greedy(net, first, ids, n_ids, n, bos, eos, out, tokens, &e);
+        net->train = saved_train;
+    }
+    for (int k = 0; k < n && !st; k++) {
+        size_t len = 0, cap = 0;
+        for (int i = 0; i < tokens[k] && !st; i++)
+            st = append_token(&model->meta.vocab, out[(size_t)k * (size_t)net->seq + (size_t)i],
+                              &targets[k], &len, &cap, &e);
+        if (!st && !targets[k] && !(targets[k] = calloc(1, 1)))
+            st = error_set(&e, CDL_ERUNTIME, "out of memory");
+    }
+    free(all);
+    free(out);
+    free(ids);
+    free(n_ids);
+    if (!st)
+        return CDL_OK;
+    for (int k = 0; k < n; k++) {
+        free(targets[k]);
+        targets[k] = NULL;
+    }
+    return api_report(&e, err, err_size);
+}
+
+int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
+                     size_t err_size)
+{
+    return cdl_model_decode_batch(model, &source, 1, target, tokens, err, err_size);
+}

@@ -1,0 +1,25 @@
+/* Greedy decoding with a sequence-to-sequence net ([net] source=S, seq=T; the sample layout of
+ * data/text_pairs.h): the encoder runs once per source, then the decoder once per new token. */
+#ifndef CDL_DECODE_H
+#define CDL_DECODE_H
+
+#include <stdint.h>
+
+#include "core/net.h"
+
+/* The first layer of the decoder: the [embedding] of the target rows (part=target). Fails unless
+ * the net is sequence to sequence, keeps every output (net_can_forward_at) and no layer before
+ * that one reads the target rows (an [attention] key_padding=target). */
+int decode_first_layer(const Net *net, int *first, Error *e);
+
+/* The greedy targets of n sources at once (n <= net->batch; the samples past n are padding):
+ * source k is sources[k] [n_sources[k]] (ids below the vocabulary). The target rows start as BOS
+ * then padding; each step takes every unfinished sample's most probable token (the lowest id on
+ * ties) at its last filled row; EOS (not stored) finishes it, else the token goes to its next row;
+ * when every sample is finished or the T rows are full it stops, else the decoder (layers first
+ * ..) runs again. out [n][T] gets the tokens, n_out [n] their counts. net: inference mode; first:
+ * decode_first_layer's. A source of no token or more than S is refused. */
+int decode_greedy(Net *net, int first, const int32_t *const *sources, const int *n_sources, int n,
+                  int bos, int eos, int32_t *out, int *n_out, Error *e);
+
+#endif

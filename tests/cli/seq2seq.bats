@@ -1,0 +1,191 @@
+#!/usr/bin/env bats
+# Sequence to sequence: cfg/reverse.cfg learns the toy reverse task to exact match (teacher-forced
+# accuracy and greedy decoding with predict --source), and paired text's errors name the file and
+# line.
+load helpers
+
+# The reverse task's 2,000 pairs in reverse.tsv and a .data file naming it.
+write_reverse_data() {
+    "$REPO/scripts/toy-pairs.sh" reverse 2000 1 reverse.tsv >/dev/null
+    printf 'type=pairs\ntrain=reverse.tsv\nvalid_split=0.1\n' > reverse.data
+}
+
+# A .data file of type=pairs over the TSV given on stdin.
+write_pairs() {
+    cat > pairs.tsv
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+}
+
+@test "cfg/reverse.cfg learns to reverse words: every validation pair decodes to its target" {
+    write_reverse_data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"epoch 60/60: train loss "*", valid loss "*" bits/token), next-token accuracy 100.00%"* ]]
+    run "$CDL" eval reverse.cdl --data reverse.data
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"next-token accuracy 100.00%"* ]]
+    [[ "$output" == *"greedy decoding: 100.00% of 200 pairs exactly their target"* ]]
+    run "$CDL" eval reverse.cdl --data reverse.data --json
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"accuracy":1,"pairs_decoded":200,"exact_match":1,'* ]]
+}
+
+@test "predict --source and --sources: the greedy targets of 300 new words are their reversals" {
+    write_reverse_data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 2>/dev/null
+    run "$CDL" predict reverse.cdl --source abcdefg
+    [ "$status" -eq 0 ]
+    [ "$output" = "gfedcba" ]
+    run "$CDL" predict reverse.cdl --source hij --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["source"] == "hij" and r["target"] == "jih" and r["tokens"] == 3 and r["seconds"] >= 0, r'
+    # words drawn from another seed: mostly not in the training pairs
+    "$REPO/scripts/toy-pairs.sh" reverse 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    cut -f2 new.tsv > new.want
+    run "$CDL" predict reverse.cdl --sources new.src
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" > new.got
+    diff new.got new.want
+    # in passes of 7 sources (the last one of 6), or one by one: the same targets
+    run "$CDL" predict reverse.cdl --sources new.src --batch 7
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - new.want
+    run "$CDL" predict reverse.cdl --sources new.src --batch 1
+    printf '%s\n' "$output" | diff - new.want
+    run "$CDL" predict reverse.cdl --sources new.src --json
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows), rows[:3]'
+}
+
+@test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
+    "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
+    printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data copy.data --out copy.cdl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"epoch 60/60: "*"next-token accuracy 100.00%"* ]]
+    "$REPO/scripts/toy-pairs.sh" copy 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    run "$CDL" predict copy.cdl --sources new.src
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" > new.got
+    diff new.got new.src
+}
+
+@test "predict --source refuses what it cannot decode, naming the line of a sources file" {
+    write_reverse_data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 \
+        --epochs 1 2>/dev/null
+    printf 'abc\nxyz\nabcdefghij\nde\n' > bad.src
+    run "$CDL" predict reverse.cdl --sources bad.src
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.src:2: the source: the character 'x' (U+0078) at byte 0 is not in the vocabulary"* ]]
+    [[ "$output" == *"bad.src:3: the source has 10 tokens: the net reads 1 to 8"* ]]
+    [ "$(printf '%s\n' "$output" | grep -vc '^cdl:')" -eq 2 ] # the targets of lines 1 and 4
+    run "$CDL" predict reverse.cdl --prompt abc
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"reverse.cdl is a sequence-to-sequence model: it decodes a source"* ]]
+    run "$CDL" predict reverse.cdl --source abc --sources bad.src
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"give --source TEXT or --sources FILE, not both"* ]]
+    run "$CDL" predict reverse.cdl --sources missing.src
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"missing.src: cannot open the sources"* ]]
+}
+
+@test "paired text takes byte and BPE tokens: the BPE is learned from the pairs' sides" {
+    "$REPO/scripts/toy-pairs.sh" reverse 200 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\ntokens=byte\n' > byte.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data byte.data --out byte.cdl --epochs 1 --threads 1
+    [ "$status" -eq 0 ]
+    run "$CDL" info byte.cdl
+    [[ "$output" == *"a vocabulary of 256"* ]]
+    run "$CDL" predict byte.cdl --source abc
+    [ "$status" -eq 0 ]
+    printf 'type=pairs\ntrain=pairs.tsv\ntokens=bpe\nvocab_size=270\n' > bpe.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data bpe.data --out bpe.cdl --epochs 1 --threads 1
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "cdl: pairs.tsv: learned 14 BPE merges in "*" s: 270 tokens, "*" tokens for "*" bytes"* ]]
+    run "$CDL" predict bpe.cdl --source abc
+    [ "$status" -eq 0 ]
+}
+
+@test "paired text: a line without one tab, an empty side, bad UTF-8 and a control mark name FILE:LINE" {
+    write_cfg s2s.cfg <<'EOF2'
+[net]
+batch=2
+source=4
+seq=5
+inputs=1
+[embedding]
+output=4
+part=source
+[embedding]
+output=4
+part=target
+share=0
+[attention]
+source=0
+[linear]
+tie=1
+[softmax]
+EOF2
+    printf 'ab\tba\nabc cba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: expected source<TAB>target, found 0 tabs"* ]]
+    printf 'ab\tba\na\tb\tc\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:2: expected source<TAB>target, found 2 tabs"* ]]
+    printf 'ab\tba\n\tba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: the source is empty"* ]]
+    printf 'ab\t\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:1: the target is empty"* ]]
+    printf 'ab\tba\nx\ty\xff\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"pairs.tsv:2: invalid UTF-8 in the target (byte 0xff)"* ]]
+    printf 'a\x02b\tba\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data
+    [[ "$output" == *"pairs.tsv:1: the source holds the control character U+0002"* ]]
+}
+
+@test "paired text in two files: they must align line by line, and each side's line is named" {
+    write_cfg s2s.cfg < "$REPO/cfg/reverse.cfg"
+    printf 'ab\ncd\nef\n' > train.src
+    printf 'ba\ndc\n' > train.tgt
+    printf 'type=pairs\ntrain=train.src\ntrain_target=train.tgt\n' > two.data
+    run "$CDL" train s2s.cfg --data two.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"train.src has 3 lines but "*"train.tgt has 2: a source file and its targets' file pair line by line"* ]]
+    printf 'ba\n\nfe\n' > train.tgt
+    run "$CDL" train s2s.cfg --data two.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"train.tgt:2: the target is empty"* ]]
+    printf 'ba\ndc\nfe\n' > train.tgt
+    run "$CDL" train s2s.cfg --data two.data --epochs 1 --out two.cdl
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"two.data: the training set has 3 pairs, fewer than batch=32"* ]]
+    run "$CDL" train s2s.cfg --data two.data --epochs 1 --out two.cdl --set net.batch=3
+    [ "$status" -eq 0 ]
+}
+
+@test "pairs longer than the net are left out and counted; a net and data of the other kind are refused" {
+    write_cfg s2s.cfg < "$REPO/cfg/reverse.cfg"
+    printf 'abcdefghij\tjihgfedcba\nab\tba\ncd\tdc\n' | write_pairs
+    run "$CDL" train s2s.cfg --data pairs.data --epochs 1 --set net.batch=2 --out p.cdl
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"pairs.data: 1 pairs are longer than the net's source=8 tokens or its seq=9 target rows"* ]]
+    printf 'type=text\ntrain=pairs.tsv\n' > text.data
+    run "$CDL" train s2s.cfg --data text.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"a sequence-to-sequence net ([net] source=S) trains on paired text: the .data file needs type=pairs"* ]]
+}

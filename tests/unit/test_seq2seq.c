@@ -1,0 +1,290 @@
+/* Sequence-to-sequence nets ([net] source=S): [embedding] part= and share=, [attention]
+ * key_padding=, the tied head on the target's embedding; gradient checks with padded samples,
+ * zero weights on masked keys, cfg errors, and the PyTorch nn.Transformer fixtures
+ * tests/ref/seq2seq and seq2seq_norm_first (scripts/ref/make_seq2seq.py). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg_errors.h"
+#include "check.h"
+#include "core/net.h"
+#include "gradcheck.h"
+#include "layers/attention.h"
+#include "ref_fixture.h"
+#include "ref_net.h"
+#include "train/decode.h"
+
+/* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
+#define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
+
+/* A post-norm encoder layer over the source (layers 0-4; 4 is the memory) and a decoder layer over
+ * the target (5-12) with the target's embedding `target_keys`, causal self-attention and
+ * cross-attention, both masked, and a tied head (13-14). */
+#define ENCODER_DECODER(target_keys)                                                               \
+    PAIR_NET("[embedding]\noutput=8\npart=source\n[positional]\n"                                  \
+             "[attention]\nheads=2\ncausal=0\nkey_padding=source\n[shortcut]\nfrom=-2\n"           \
+             "[layernorm]\n"                                                                       \
+             "[embedding]\noutput=8\npart=target\n" target_keys "[positional]\n"                   \
+             "[attention]\nheads=2\nkey_padding=target\n[shortcut]\nfrom=-2\n[layernorm]\n"        \
+             "[attention]\nheads=2\nsource=4\nkey_padding=source\n[shortcut]\nfrom=-2\n"           \
+             "[layernorm]\n[linear]\ntie=1\n[softmax]\n")
+
+/* Builds text as "t.cfg" for its batch, without gradients; prints the message on failure. */
+static int build(const char *text, Net *net)
+{
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 0, 5, &e) ||
+        net_resize(net, net->hyper.batch, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return -1;
+    }
+    return 0;
+}
+
+static void test_gradcheck(void)
+{
+    gradcheck_cfg("separate embeddings, tied head", ENCODER_DECODER(""));
+    gradcheck_cfg("shared embedding, tied head", ENCODER_DECODER("share=0\n"));
+    /* dropout on the attention weights, the masked keys' and the others' */
+    gradcheck_cfg("dropout in every attention",
+                  PAIR_NET("[embedding]\noutput=8\npart=source\n[attention]\nheads=2\ncausal=0\n"
+                           "key_padding=source\ndropout=0.2\n[embedding]\noutput=8\n"
+                           "part=target\n[attention]\nheads=2\nkey_padding=target\ndropout=0.2\n"
+                           "[attention]\nheads=2\nsource=1\nkey_padding=source\ndropout=0.2\n"
+                           "[linear]\n[softmax]\n"));
+    /* key padding on a self-attention of one head, and cross-attention without it */
+    gradcheck_cfg("key padding, one head",
+                  PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
+                           "key_padding=source\n[embedding]\noutput=4\npart=target\n"
+                           "[attention]\nsource=1\n[linear]\n[softmax]\n"));
+}
+
+/* Shapes: each [embedding] gives its part's rows; the shared one has no weights of its own. */
+static void test_shapes(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER("share=0\n"), &net))
+        return;
+    CHECK(net.in_shape.h == 9);
+    CHECK(net.layers[0].out_shape.h == 4);
+    CHECK(net.layers[5].out_shape.h == 5);
+    CHECK(net.layers[5].n_params == 0);
+    CHECK(net.layers[14].out_shape.h == 5 && net.layers[14].out_shape.w == 7);
+    net_free(&net);
+}
+
+/* The attention weights [batch][H][T][S] of layer l's last forward: sample 0's of the padded key
+ * (column `padded`) and of every key after the query (causal) are 0, every row sums to 1. */
+static void check_weights(const Net *net, int l, int padded)
+{
+    const Attention *a = net->layers[l].priv;
+    const int t = a->seq, s = a->mem_seq;
+    for (int h = 0; h < a->heads; h++)
+        for (int i = 0; i < t; i++) {
+            const float *p = a->probs + ((size_t)h * t + (size_t)i) * (size_t)s;
+            double sum = 0;
+            for (int j = 0; j < s; j++) {
+                if (j == padded || (a->causal && j > i))
+                    CHECK(p[j] == 0.0f);
+                else
+                    CHECK(p[j] > 0.0f);
+                sum += p[j];
+            }
+            CHECK_NEAR(sum, 1.0, 1e-5);
+        }
+}
+
+/* Sample 0 of 3 source tokens (the 4th padded) and 4 target tokens (the 5th padded): the padded
+ * keys get weight 0 in the encoder's self-attention, the decoder's and the cross-attention. */
+static void test_masked_keys_get_no_weight(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int rows = net.in_shape.h;
+    for (int b = 0; b < net.batch; b++)
+        for (int r = 0; r < rows; r++)
+            net.input[b * rows + r] = (float)((b + 3 * r) % 7);
+    net.input[3] = -1;
+    net.input[8] = -1;
+    net_forward(&net);
+    check_weights(&net, 2, 3);
+    check_weights(&net, 7, 4);
+    check_weights(&net, 10, 3);
+    net_free(&net);
+}
+
+/* A cross-attention with dropout=0.5: in inference the output of dropout=0's (the same weights),
+ * in training another one, whose probabilities still sum to 1 per row. */
+static void test_dropout_only_in_training(void)
+{
+#define DROPOUT_NET(p)                                                                             \
+    PAIR_NET("[embedding]\noutput=8\npart=source\n[embedding]\noutput=8\npart=target\n"            \
+             "[attention]\nheads=2\nsource=0\nkey_padding=source\ndropout=" p "\n[linear]\n"       \
+             "[softmax]\n")
+    Net plain, dropped;
+    Error e = {0};
+    if (build(DROPOUT_NET("0"), &plain))
+        return;
+    if (net_build_from_text(&dropped, DROPOUT_NET("0.5"), "t.cfg", 1, 5, &e) ||
+        net_resize(&dropped, 3, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        net_free(&plain);
+        return;
+    }
+    const size_t in_n = 3 * 9, out_n = 3 * 5 * 7;
+    for (size_t i = 0; i < in_n; i++)
+        plain.input[i] = dropped.input[i] = (float)(i % 7);
+    net_forward(&plain);
+    dropped.train = 0;
+    net_forward(&dropped);
+    CHECK(!memcmp(net_output(&plain), net_output(&dropped), out_n * sizeof(float)));
+    dropped.train = 1;
+    memset(dropped.labels, 0xff, 3 * 5 * sizeof *dropped.labels); /* -1: no loss */
+    net_forward(&dropped);
+    double diff = 0, worst_sum = 0;
+    for (size_t i = 0; i < out_n; i++)
+        diff = fmax(diff, fabs(net_output(&plain)[i] - net_output(&dropped)[i]));
+    for (size_t r = 0; r < out_n / 7; r++) {
+        double sum = 0;
+        for (int k = 0; k < 7; k++)
+            sum += net_output(&dropped)[r * 7 + (size_t)k];
+        worst_sum = fmax(worst_sum, fabs(sum - 1));
+    }
+    CHECK(diff > 1e-3);
+    CHECK(worst_sum < 1e-5);
+    net_free(&plain);
+    net_free(&dropped);
+#undef DROPOUT_NET
+}
+
+/* The most probable token of row t of sample b's output. */
+static int argmax_row(const Net *net, int b, int t)
+{
+    const float *p = net_output(net) + ((size_t)b * (size_t)net->seq + (size_t)t) * net->classes;
+    int best = 0;
+    for (int i = 1; i < net->classes; i++)
+        best = p[i] > p[best] ? i : best;
+    return best;
+}
+
+/* Greedy decoding of three sources in one batch, the decoder alone run per token, gives the
+ * tokens of a whole forward per token and per source (BOS 5, EOS 6, random weights). */
+static void test_decoding_runs_the_encoder_once(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int32_t a[] = {1, 2, 3, 4}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {4, 2, 1};
+    int32_t out[3 * 5];
+    int n_out[3], first;
+    Error e = {0};
+    CHECK(decode_first_layer(&net, &first, &e) == CDL_OK && first == 5);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, out, n_out, &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) { /* one sample at a time, every layer for every token */
+        float *x = net.input;
+        for (size_t i = 0; i < 3 * 9; i++)
+            x[i] = -1.0f;
+        for (int r = 0; r < n_sources[k]; r++)
+            x[r] = (float)sources[k][r];
+        x[4] = 5; /* BOS */
+        int n = 0;
+        for (int t = 0; t < 5; t++) {
+            net_forward(&net);
+            const int id = argmax_row(&net, 0, t);
+            if (id == 6)
+                break;
+            CHECK(n < n_out[k] && out[k * 5 + n] == id);
+            n++;
+            if (t + 1 < 5)
+                x[4 + t + 1] = (float)id;
+        }
+        CHECK(n == n_out[k]);
+    }
+    const int32_t *too_long[] = {a, a};
+    const int lengths[] = {4, 5};
+    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, out, n_out, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "the source has 5 tokens: the net reads 1 to 4");
+    net_free(&net);
+}
+
+static void test_cfg_errors(void)
+{
+    expect_cfg_error("[net]\nbatch=1\nsource=4\ninputs=1\n[embedding]\noutput=4\n",
+                     "t.cfg:3: bad value '4' for key 'source' in [net]: source tokens come before "
+                     "the target's in a net of token ids: it needs seq=T");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\n"),
+                     "t.cfg:7: bad value '' for key 'part' in [embedding]: a sequence-to-sequence "
+                     "net ([net] source=) embeds the source or the target");
+    expect_cfg_error("[net]\nseq=4\ninputs=1\n[embedding]\noutput=4\npart=target\n",
+                     "t.cfg:6: bad value 'target' for key 'part' in [embedding]: part= is for "
+                     "sequence-to-sequence nets");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[embedding]\noutput=8\n"
+                              "part=target\nshare=0\n"),
+                     "bad value '0' for key 'share' in [embedding]: layer 0 is not an [embedding] "
+                     "of output=8");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[embedding]\noutput=4\n"
+                              "part=target\nshare=0\nvocab=9\n"),
+                     "t.cfg:14: bad value '9' for key 'vocab' in [embedding]: share= reads layer "
+                     "0's table, of its vocab");
+    expect_cfg_error(PAIR_NET("[embedding]\noutput=4\npart=source\n[attention]\ncausal=0\n"
+                              "key_padding=target\n"),
+                     "bad value 'target' for key 'key_padding' in [attention]: the keys are 4 rows "
+                     "(the input's) but the target has 5 tokens");
+    expect_cfg_error("[net]\nseq=4\ninputs=8\n[attention]\nkey_padding=source\n",
+                     "t.cfg:5: bad value 'source' for key 'key_padding' in [attention]: a key "
+                     "padding mask needs the source and target of a sequence-to-sequence net");
+}
+
+/* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
+ * post-norm, seq2seq_norm_first norm_first=True) between embeddings with positions and a tied
+ * head, padded on both sides: the memory, the logits, the probabilities, the loss and every
+ * parameter's gradient to 1e-4. */
+static void check_nn_transformer(const char *name)
+{
+    RefFixture f;
+    Net net;
+    char ref[128], cfg[128];
+    snprintf(ref, sizeof ref, "tests/ref/%s.ref", name);
+    snprintf(cfg, sizeof cfg, "tests/ref/%s.cfg", name);
+    if (ref_fixture_load(ref, &f)) {
+        check_failures++;
+        return;
+    }
+    if (ref_net_build(&net, &f, cfg, NULL, 0, 3)) {
+        check_failures++;
+        ref_fixture_free(&f);
+        return;
+    }
+    net.train = 1;
+    net_forward(&net);
+    const size_t rows = (size_t)net.batch * (size_t)net.seq;
+    ref_expect_close(&f, "out9", net.layers[9].out, (size_t)net.batch * 5 * 16);
+    ref_expect_close(&f, "out23", net.layers[23].out, rows * (size_t)net.vocab);
+    ref_expect_close(&f, "out24", net.layers[24].out, rows * (size_t)net.vocab);
+    ref_expect_close(&f, "loss", &net.loss, 1);
+    net_zero_grads(&net);
+    net_backward(&net);
+    ref_expect_params(&f, &net, "grad.", 1, REF_TRAINABLE_ONLY);
+    net_free(&net);
+    ref_fixture_free(&f);
+}
+
+int main(void)
+{
+    test_gradcheck();
+    test_shapes();
+    test_masked_keys_get_no_weight();
+    test_dropout_only_in_training();
+    test_decoding_runs_the_encoder_once();
+    test_cfg_errors();
+    check_nn_transformer("seq2seq");
+    check_nn_transformer("seq2seq_norm_first");
+    return check_report("test_seq2seq");
+}
