@@ -420,6 +420,7 @@ struct cdl_eval_result {
      * whose target came out exactly (0 and 0 for other models) */
     int decoded;
     double exact_match;
+    double bleu, chrf; /* their text's corpus BLEU and chrF as sacreBLEU's defaults, 0 to 100 */
 };
 
 /* The fraction of class c's samples predicted as c (0 when it has none). */

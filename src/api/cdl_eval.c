@@ -21,7 +21,9 @@ void api_eval_result_take(EvalResult *r, cdl_eval_result *out)
                              .confusion = r->confusion,
                              .skipped = r->skipped,
                              .decoded = r->decoded,
-                             .exact_match = r->exact_match};
+                             .exact_match = r->exact_match,
+                             .bleu = r->bleu,
+                             .chrf = r->chrf};
     memset(r, 0, sizeof *r);
 }
 
@@ -71,7 +73,7 @@ static int evaluate_text_model(cdl_model *m, const DataConfig *dc, const char *d
                        pairs ? "pairs that fit the net" : "text");
     st = st ? st : reserve_mini_batch(m, e);
     if (!st)
-        st = pairs ? evaluate_pairs(&m->net, &td.pairs, 1, r, e)
+        st = pairs ? evaluate_pairs(&m->net, &td.pairs, &m->meta.vocab, r, e)
                    : evaluate_text(&m->net, &td.valid, r, e);
     text_data_free(&td);
     return st;

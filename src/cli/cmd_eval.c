@@ -60,8 +60,9 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
                model, data, r->samples, r->loss, r->loss / M_LN2, bytes, 100 * r->top1,
                100 * r->top5);
         if (r->decoded)
-            printf("greedy decoding: %.2f%% of %d pairs exactly their target\n",
-                   100 * r->exact_match, r->decoded);
+            printf("greedy decoding: %.2f%% of %d pairs exactly their target, BLEU %.2f, chrF "
+                   "%.2f\n",
+                   100 * r->exact_match, r->decoded, r->bleu, r->chrf);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -75,6 +76,8 @@ static void print_text_result(const cdl_eval_result *r, const char *model, const
     if (r->decoded) {
         cJSON_AddNumberToObject(o, "pairs_decoded", r->decoded);
         cJSON_AddNumberToObject(o, "exact_match", r->exact_match);
+        cJSON_AddNumberToObject(o, "bleu", r->bleu);
+        cJSON_AddNumberToObject(o, "chrf", r->chrf);
     }
     cJSON_AddNumberToObject(o, "top5", r->top5);
     char *text = cli_json_text(o);

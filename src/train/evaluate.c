@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "data/loader.h"
+#include "train/bleu.h"
+#include "train/chrf.h"
 #include "train/decode.h"
 #include "train/net_keys.h"
 
@@ -165,8 +167,20 @@ static void fill_pairs(const void *set, size_t first, Net *net)
     }
 }
 
-/* Greedy decoding of every pair of valid, net->batch at a time: r->decoded, r->exact_match. */
-static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
+/* text [n * TEXT_TOKEN_MAX_BYTES + 1] = the tokens ids [n] as text, NUL-terminated. */
+static char *ids_text(const TextVocab *vocab, const int32_t *ids, int n, char *text)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+        at += (size_t)text_vocab_decode(vocab, ids[i], text + at);
+    text[at] = 0;
+    return text;
+}
+
+/* Greedy decoding of every pair of valid, net->batch at a time: r->decoded, r->exact_match,
+ * and the corpus BLEU and chrF of the decoded targets' text against the pairs' (vocab's). */
+static int decode_pairs(Net *net, const TextPairs *tp, const TextVocab *vocab, EvalResult *r,
+                        Error *e)
 {
     int first;
     int st = decode_first_layer(net, &first, e);
@@ -176,8 +190,12 @@ static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
     const int32_t **sources = malloc((size_t)batch * sizeof *sources);
     int *lengths = malloc((size_t)batch * sizeof *lengths), *n_out = malloc(batch * sizeof *n_out);
     int32_t *out = malloc((size_t)batch * (size_t)seq * sizeof *out);
-    if (!sources || !lengths || !n_out || !out)
+    const size_t text_bytes = (size_t)seq * TEXT_TOKEN_MAX_BYTES + 1;
+    char *hypothesis = malloc(text_bytes), *reference = malloc(text_bytes);
+    if (!sources || !lengths || !n_out || !out || !hypothesis || !reference)
         st = error_set(e, CDL_ERUNTIME, "out of memory");
+    BleuStats bleu = {0};
+    ChrfStats chrf = {0};
     const int saved_train = net->train;
     net->train = 0;
     size_t exact = 0;
@@ -190,14 +208,23 @@ static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
             lengths[k] = p[k].n_source;
         }
         st = decode_greedy(net, first, sources, lengths, n, tp->bos, tp->eos, out, n_out, e);
-        for (int k = 0; k < n && !st; k++)
+        for (int k = 0; k < n && !st; k++) {
+            const int32_t *decoded = out + (size_t)k * (size_t)seq;
             exact += n_out[k] == p[k].n_target &&
-                     !memcmp(out + (size_t)k * (size_t)seq, tp->ids + p[k].target,
-                             (size_t)p[k].n_target * sizeof *out);
+                     !memcmp(decoded, tp->ids + p[k].target, (size_t)p[k].n_target * sizeof *out);
+            ids_text(vocab, decoded, n_out[k], hypothesis);
+            ids_text(vocab, tp->ids + p[k].target, p[k].n_target, reference);
+            if (bleu_add(&bleu, hypothesis, reference) || chrf_add(&chrf, hypothesis, reference))
+                st = error_set(e, CDL_ERUNTIME, "out of memory");
+        }
     }
     net->train = saved_train;
     r->decoded = (int)tp->valid.n;
     r->exact_match = (double)exact / (double)tp->valid.n;
+    r->bleu = bleu_score(&bleu);
+    r->chrf = chrf_score(&chrf);
+    free(hypothesis);
+    free(reference);
     free(sources);
     free(lengths);
     free(n_out);
@@ -205,14 +232,15 @@ static int decode_pairs(Net *net, const TextPairs *tp, EvalResult *r, Error *e)
     return st;
 }
 
-int evaluate_pairs(Net *net, const TextPairs *pairs, int greedy, EvalResult *r, Error *e)
+int evaluate_pairs(Net *net, const TextPairs *pairs, const TextVocab *vocab, EvalResult *r,
+                   Error *e)
 {
     memset(r, 0, sizeof *r);
     if (!pairs->valid.n)
         return error_set(e, CDL_EUSAGE, "no validation pairs fit the net");
     double loss;
     evaluate_tokens(net, pairs->valid.n, fill_pairs, pairs, &loss, r);
-    return greedy ? decode_pairs(net, pairs, r, e) : CDL_OK;
+    return vocab ? decode_pairs(net, pairs, vocab, r, e) : CDL_OK;
 }
 
 double eval_class_accuracy(const EvalResult *r, int c)

@@ -22,6 +22,8 @@ typedef struct EvalResult {
      * target is exactly theirs (0 and 0 when not measured) */
     int decoded;
     double exact_match;
+    double bleu, chrf; /* with greedy decoding: sacreBLEU's corpus BLEU and chrF (train/bleu.h,
+                          train/chrf.h) of the decoded targets' text, in [0, 100] */
 } EvalResult;
 
 typedef struct EvalOptions {
@@ -39,10 +41,12 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
 int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e);
 /* A sequence-to-sequence net over the pairs of pairs->valid in order (text_pairs.h), as
  * evaluate_text: the mean cross-entropy per target token (EOS included, padding not) and the
- * top-1/top-5 accuracy of each next target token given the true ones before it; with greedy,
- * also every pair's greedy target (train/decode.h, net->batch at a time) against its own:
- * r->decoded and r->exact_match (a net whose decoder cannot run alone is refused). */
-int evaluate_pairs(Net *net, const TextPairs *pairs, int greedy, EvalResult *r, Error *e);
+ * top-1/top-5 accuracy of each next target token given the true ones before it; given the
+ * vocabulary (NULL: not), also every pair's greedy target (train/decode.h, net->batch at a time)
+ * against its own: r->decoded, r->exact_match, and the BLEU and chrF of their text (a net whose
+ * decoder cannot run alone is refused). */
+int evaluate_pairs(Net *net, const TextPairs *pairs, const TextVocab *vocab, EvalResult *r,
+                   Error *e);
 void eval_result_free(EvalResult *r);
 /* Fraction of class c's samples predicted as c (0 when the class has none). */
 double eval_class_accuracy(const EvalResult *r, int c);

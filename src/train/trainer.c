@@ -287,7 +287,7 @@ int train_evaluate(Net *net, const Optimizer *opt, const ValidSet *valid, const 
     if (opt->ema)
         ema_swap(opt->ema, net);
     int st = valid->images  ? evaluate(net, valid->images, o, r, e)
-             : valid->pairs ? evaluate_pairs(net, valid->pairs, 0, r, e)
+             : valid->pairs ? evaluate_pairs(net, valid->pairs, NULL, r, e)
                             : evaluate_text(net, valid->tokens, r, e);
     if (opt->ema)
         ema_swap(opt->ema, net);

@@ -28,6 +28,9 @@ write_pairs() {
     run "$CDL" eval reverse.cdl --data reverse.data --json
     [ "$status" -eq 0 ]
     [[ "$output" == *'"accuracy":1,"pairs_decoded":200,"exact_match":1,'* ]]
+    # chrF of exact targets is 100; BLEU of one-word targets is 0, as sacreBLEU's (no 2-grams:
+    # test_translation_scores compares it with sacreBLEU on sentences)
+    jq -e '.chrf == 100 and .bleu == 0' <<< "$output"
 }
 
 @test "predict --source and --sources: the greedy targets of 300 new words are their reversals" {
