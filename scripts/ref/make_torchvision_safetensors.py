@@ -29,8 +29,9 @@ corner crops of PHOTO (a JPEG or PNG) prepared by the torchvision weights' own e
 (resize_size, crop_size, mean, std; resized bilinear with antialiasing on float pixels, where PIL
 would round the resized image to 8 bits, and where EfficientNet's weights say bicubic, which cdl
 does not have), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
-scaled to make the largest logit about 4: trained weights are not at hand, and random ones
-measured on noise pass so little of a photo to the logits that a wrong resize would go unseen.
+scaled to make the largest logit about 2 (drawn first where it starts at zeros, as ViT's; float
+rounding grows with the logits): trained weights are not at hand, and random ones measured on
+noise pass so little of a photo to the logits that a wrong resize would go unseen.
 Writes OUT/NAME.photo.safetensors and OUT/NAME.photo.probs.json, torchvision's softmax of PHOTO
 through those transforms, which `cdl predict cfg/NAME.cfg PHOTO` (the cfg's [net] recipe) must
 match.
@@ -108,7 +109,7 @@ def torch_half(out, given_size, seed):
 # the photo reaches the logits: with 0.01 a ResNet or a ShuffleNet turns the float rounding of two
 # resizes into 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize.
 # VGG (no batch norm) passes so much that the rounding alone comes within 1e-5: its safetensors
-# test runs on random pixels instead.
+# test runs on random pixels instead. ViT has no batch norm.
 PHOTO_RECIPES = {
     "resnet18": ("resnet18", "ResNet18_Weights.IMAGENET1K_V1", 0.5),
     "resnet34": ("resnet34", "ResNet34_Weights.IMAGENET1K_V1", 0.5),
@@ -118,6 +119,7 @@ PHOTO_RECIPES = {
     "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2", 0.01),
     "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
     "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", "ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1", 0.5),
+    "vit_b_16": ("vit_b_16", "ViT_B_16_Weights.IMAGENET1K_V1", 0.0),
 }
 
 
@@ -160,7 +162,9 @@ def torch_photo(out, photo, names, seed):
                 m.num_batches_tracked.fill_(7)
             x = prepare(image)[None]
             head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
-            scale = 4 / model(x).abs().max().item()  # the largest logit about 4
+            if not head.weight.any():  # ViT's head starts at zeros
+                head.weight.normal_(0, 0.01)
+            scale = 2 / model(x).abs().max().item()  # the largest logit about 2
             head.weight.mul_(scale)
             head.bias.mul_(scale)
             probs = torch.softmax(model(x), dim=1)[0].double().numpy()

@@ -318,6 +318,82 @@ static int name_shufflenet(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* Appends one tensor under a name of its own (no module prefix). */
+static void add_named(TorchNames *t, int layer, int param, const char *name)
+{
+    TorchTensor *x = &t->tensors[t->n_tensors++];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->layer = layer;
+    x->param = param;
+}
+
+/* VisionTransformer: class_token, conv_proj, encoder.pos_embedding, then per encoder block
+ * (layer norm, attention, layer norm, linear, linear) ln_1, self_attention, ln_2, mlp.0, mlp.3,
+ * then encoder.ln and heads.head; torch's state-dict order. */
+static int name_vit(TorchNames *t, const Net *net, Error *e)
+{
+    /* the layers with tensors after [tokens], in order, and what each must hold */
+    static const char *const block_param[] = {"scales", "out_weights", "scales", "weights",
+                                              "weights"};
+    int tokens = -1, conv = -1;
+    for (int i = 0; i < net->n_layers && tokens < 0; i++) {
+        if (param_index(&net->layers[i], "class_token") >= 0)
+            tokens = i;
+        else if (is_conv(&net->layers[i]))
+            conv = i;
+    }
+    const Layer *tl = &net->layers[tokens];
+    if (conv < 0 || param_index(tl, "positional") < 0)
+        return unexpected(net, tl, t->family,
+                          "a class token needs a patch convolution before it and a position "
+                          "embedding",
+                          e);
+    add_named(t, tokens, param_index(tl, "class_token"), "class_token");
+    add_layer(t, &net->layers[conv], "conv_proj", "conv_proj");
+    add_named(t, tokens, param_index(tl, "positional"), "encoder.pos_embedding");
+    int weighted[1024], n = 0;
+    for (int i = tokens + 1; i < net->n_layers; i++)
+        if (net->layers[i].n_params) {
+            if (n == (int)(sizeof weighted / sizeof weighted[0]))
+                return unexpected(net, &net->layers[i], t->family, "a layer past 1024", e);
+            weighted[n++] = i;
+        }
+    if (n < 2 || (n - 2) % 5)
+        return unexpected(net, tl, t->family,
+                          "not followed by blocks of 5 layers with tensors, a layer norm and a "
+                          "head",
+                          e);
+    for (int k = 0; k < n - 2; k++) {
+        const Layer *l = &net->layers[weighted[k]];
+        if (param_index(l, block_param[k % 5]) < 0)
+            return unexpected(net, l, t->family, "out of an encoder block's order", e);
+        /* the block's tensors: the cdl name and torch's name after encoder_layer_N. */
+        static const char *const tensors[5][4][2] = {
+            {{"scales", "ln_1.weight"}, {"biases", "ln_1.bias"}},
+            {{"weights", "self_attention.in_proj_weight"},
+             {"biases", "self_attention.in_proj_bias"},
+             {"out_weights", "self_attention.out_proj.weight"},
+             {"out_biases", "self_attention.out_proj.bias"}},
+            {{"scales", "ln_2.weight"}, {"biases", "ln_2.bias"}},
+            {{"weights", "mlp.0.weight"}, {"biases", "mlp.0.bias"}},
+            {{"weights", "mlp.3.weight"}, {"biases", "mlp.3.bias"}},
+        };
+        for (int j = 0; j < 4 && tensors[k % 5][j][0]; j++) {
+            char name[TORCH_NAME_MAX];
+            snprintf(name, sizeof name, "encoder.layers.encoder_layer_%d.%s", k / 5,
+                     tensors[k % 5][j][1]);
+            add_named(t, l->index, param_index(l, tensors[k % 5][j][0]), name);
+        }
+    }
+    const Layer *ln = &net->layers[weighted[n - 2]], *head = &net->layers[weighted[n - 1]];
+    if (param_index(ln, "scales") < 0 || !is_connected(head))
+        return unexpected(net, head, t->family, "not encoder.ln then the [connected] head", e);
+    add_named(t, ln->index, param_index(ln, "scales"), "encoder.ln.weight");
+    add_named(t, ln->index, param_index(ln, "biases"), "encoder.ln.bias");
+    add_layer(t, head, "heads.head", "heads.head");
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -374,14 +450,18 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, max_tensors = 0;
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         grouped |= is_grouped(l);
         shortcut |= is_shortcut(l);
         unnormed |= is_conv(l) && !has_norm(l);
         concat |= is_concat(l);
+        vit |= param_index(l, "class_token") >= 0;
         max_tensors += l->n_params + 1;
+    }
+    for (int i = 0; i < net->n_layers && !vit; i++) {
+        const Layer *l = &net->layers[i];
         if (l->n_params && !is_conv(l) && !is_connected(l))
             return error_set(
                 e, CDL_EUSAGE,
@@ -401,13 +481,15 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
     const int se = grouped && unnormed,
               efficientnet = se && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
-    t->family = efficientnet ? "efficientnet"
-                : se         ? "mobilenet_v3"
-                : shufflenet ? "shufflenet"
-                : grouped    ? "mobilenetv2"
-                : shortcut   ? "resnet"
-                             : "vgg";
-    int st = se           ? name_se_blocks(t, net, efficientnet, e)
+    t->family = vit            ? "vit"
+                : efficientnet ? "efficientnet"
+                : se           ? "mobilenet_v3"
+                : shufflenet   ? "shufflenet"
+                : grouped      ? "mobilenetv2"
+                : shortcut     ? "resnet"
+                               : "vgg";
+    int st = vit          ? name_vit(t, net, e)
+             : se         ? name_se_blocks(t, net, efficientnet, e)
              : shufflenet ? name_shufflenet(t, net, e)
              : grouped    ? name_mobilenet(t, net, e)
              : shortcut   ? name_resnet(t, net, e)

@@ -1,11 +1,11 @@
 /* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
  * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2,
- * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0).
+ * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, vit_b_16).
  *
  * The family is read from the net's structure: a grouped convolution makes it MobileNetV2, or
  * with convolutions without batch norm too (squeeze-excitation's) MobileNetV3, or EfficientNet
  * when the stem's activation is swish, or with [route]s concatenating channels ShuffleNetV2; a
- * [shortcut] makes it a ResNet, convolutions and
+ * [shortcut] makes it a ResNet, a [tokens] class token a VisionTransformer, convolutions and
  * connected layers alone a VGG. Weighted layers map in order, as scripts/zoo_vs_torchvision.py
  * checks their computation:
  *   ResNet       the first convolution is conv1/bn1; each [shortcut] closes a block, whose
@@ -29,6 +29,11 @@
  *                stageS.I each closed by a concatenation: one of five convolutions starts a
  *                stage (from stage2), its first two branch1.0/.1 and .2/.3; a unit's last three
  *                are branch2.0/.1, .3/.4, .5/.6.
+ *   ViT          class_token and encoder.pos_embedding the [tokens]' tensors, conv_proj the
+ *                convolution before it; then blocks of five layers with tensors (layer norm,
+ *                attention, layer norm, linear, linear): encoder.layers.encoder_layer_N.ln_1,
+ *                self_attention.in_proj_weight/in_proj_bias/out_proj.weight/out_proj.bias, ln_2,
+ *                mlp.0, mlp.3; the last layer norm encoder.ln, the [connected] heads.head.
  * A convolution's weights are P.weight; with batch norm its scales, biases, rolling_mean and
  * rolling_variance are B.weight, B.bias, B.running_mean, B.running_var (torch also keeps
  * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. */
@@ -50,7 +55,7 @@ typedef struct TorchTensor {
  * running_mean, running_var, num_batches_tracked). */
 typedef struct TorchNames {
     const char *family; /* "resnet", "vgg", "mobilenetv2", "mobilenet_v3", "efficientnet",
-                           "shufflenet" */
+                           "shufflenet", "vit" */
     TorchTensor *tensors;
     int n_tensors;
     int head_layer; /* the last layer with parameters: a changed head keeps its initial values */
