@@ -120,6 +120,7 @@ PHOTO_RECIPES = {
     "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
     "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", "ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1", 0.5),
     "vit_b_16": ("vit_b_16", "ViT_B_16_Weights.IMAGENET1K_V1", 0.0),
+    "regnet_y_400mf": ("regnet_y_400mf", "RegNet_Y_400MF_Weights.IMAGENET1K_V2", 0.5),
 }
 
 

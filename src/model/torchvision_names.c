@@ -394,6 +394,79 @@ static int name_vit(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* trunk_output.blockS.blockS-I.SUFFIX, a RegNet block's tensor name. */
+static void regnet_name(char out[TORCH_NAME_MAX], int stage, int index, const char *suffix)
+{
+    snprintf(out, TORCH_NAME_MAX, "trunk_output.block%d.block%d-%d.%s", stage, stage, index,
+             suffix);
+}
+
+/* RegNet: stem.0/.1, then blocks trunk_output.blockS.blockS-I, each closed by a residual sum (a
+ * [shortcut] of two inputs of its shape; [scale_channels] reads a 1x1 map): a convolution before
+ * a [route] back to the block input is proj.0/.1 and starts stage S; after it, the convolutions
+ * with batch norm are f.a, f.b and f.c (.0 conv, .1 norm), squeeze-excitation's f.se.fc1 and
+ * f.se.fc2; then fc. */
+static int name_regnet(TorchNames *t, const Net *net, Error *e)
+{
+    static const char *const normed[][2] = {
+        {"f.a.0", "f.a.1"}, {"f.b.0", "f.b.1"}, {"f.c.0", "f.c.1"}};
+    static const char *const excitation[] = {"f.se.fc1", "f.se.fc2"};
+    char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+    int stage = 0, in_stage = 0, k = 0, se = 0, fc = 0, stem = -1, start = -1;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l) && !is_connected(l))
+            return unexpected(net, l, t->family, "a layer with tensors in a block", e);
+        if (is_conv(l) && stem < 0) {
+            add_layer(t, l, "stem.0", "stem.1");
+            stem = i;
+            continue;
+        }
+        if (is_connected(l)) {
+            if (fc++)
+                return unexpected(net, l, t->family,
+                                  "a second [connected] (torchvision has one, fc)", e);
+            add_layer(t, l, "fc", "fc");
+            continue;
+        }
+        if (l->n_inputs >= 2 && same_shape(l->in_shape, l->out_shape)) { /* the block's sum */
+            start = -1;
+            continue;
+        }
+        if (!is_conv(l))
+            continue;
+        if (start < 0) { /* a block starts: with a projection, a stage */
+            int proj = 0;
+            for (int j = i + 1; j < net->n_layers && !proj && !is_conv(&net->layers[j]); j++)
+                proj = is_route_back(&net->layers[j]);
+            if (proj || !stage) {
+                stage++;
+                in_stage = 0;
+            } else {
+                in_stage++;
+            }
+            start = i;
+            k = se = 0;
+            if (proj) {
+                regnet_name(module, stage, in_stage, "proj.0");
+                regnet_name(norm, stage, in_stage, "proj.1");
+                add_layer(t, l, module, norm);
+                continue;
+            }
+        }
+        if (has_norm(l) ? k == 3 : se == 2)
+            return unexpected(net, l, t->family, "a block of more convolutions than RegNet's", e);
+        regnet_name(module, stage, in_stage, has_norm(l) ? normed[k][0] : excitation[se]);
+        regnet_name(norm, stage, in_stage, has_norm(l) ? normed[k][1] : excitation[se]);
+        if (has_norm(l))
+            k++;
+        else
+            se++;
+        add_layer(t, l, module, norm);
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -450,7 +523,8 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, max_tensors = 0;
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, route_back = 0,
+        max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         grouped |= is_grouped(l);
@@ -458,6 +532,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
         unnormed |= is_conv(l) && !has_norm(l);
         concat |= is_concat(l);
         vit |= param_index(l, "class_token") >= 0;
+        route_back |= is_route_back(l);
         max_tensors += l->n_params + 1;
     }
     for (int i = 0; i < net->n_layers && !vit; i++) {
@@ -478,10 +553,11 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                          "efficientnet or shufflenet layout",
                          net->cfg.path);
     /* squeeze-excitation's convolutions are the only ones without batch norm in a grouped net */
-    const int se = grouped && unnormed,
-              efficientnet = se && net->layers[0].activation == CDL_ACT_SWISH;
+    const int se = grouped && unnormed, regnet = se && route_back,
+              efficientnet = se && !regnet && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
     t->family = vit            ? "vit"
+                : regnet       ? "regnet"
                 : efficientnet ? "efficientnet"
                 : se           ? "mobilenet_v3"
                 : shufflenet   ? "shufflenet"
@@ -489,6 +565,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                 : shortcut     ? "resnet"
                                : "vgg";
     int st = vit          ? name_vit(t, net, e)
+             : regnet     ? name_regnet(t, net, e)
              : se         ? name_se_blocks(t, net, efficientnet, e)
              : shufflenet ? name_shufflenet(t, net, e)
              : grouped    ? name_mobilenet(t, net, e)

@@ -1,34 +1,36 @@
 /* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
  * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2,
- * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, vit_b_16).
+ * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, vit_b_16,
+ * regnet_y_400mf).
  *
  * The family is read from the net's structure: a grouped convolution makes it MobileNetV2, or
  * with convolutions without batch norm too (squeeze-excitation's) MobileNetV3, or EfficientNet
- * when the stem's activation is swish, or with [route]s concatenating channels ShuffleNetV2; a
- * [shortcut] makes it a ResNet, a [tokens] class token a VisionTransformer, convolutions and
- * connected layers alone a VGG. Weighted layers map in order, as scripts/zoo_vs_torchvision.py
- * checks their computation:
- *   ResNet       the first convolution is conv1/bn1; each [shortcut] closes a block, whose
- *                convolutions are convK/bnK and, after a [route] back to the block input,
- *                downsample.0/downsample.1; a block with a downsample starts the next stage
- *                (layer1.0 of a bottleneck net has one too); the connected layer is fc.
- *   VGG          features.N (N counts torchvision's Sequential: a convolution, its batch norm
- *                and its activation one each, a pooling one), then classifier.N (a connected
- *                layer and its activation one each, a layer keeping its shape, dropout, one).
- *   MobileNetV2  features.0 is the stem (features.0.0 conv, .1 norm); a linear convolution
- *                closes each inverted residual features.N, whose convolutions before it are
- *                conv.K.0/conv.K.1 and the linear one conv.K/conv.K+1; a convolution after the
- *                last block is features.N.0/.1; then classifier.N as VGG's.
- *   MobileNetV3  features.0 is the stem (.0 conv, .1 norm); each block features.N.block ends at
- *                its linear convolution; in it a convolution with batch norm is K.0/K.1, the two
- *                of squeeze-excitation K.fc1 and K.fc2 (K counting the block's modules); the
- *                convolution after the last block is features.N.0/.1; classifier.N as VGG's.
+ * when the stem's activation is swish, or RegNet with a [route] back to a block's input, or with
+ * [route]s concatenating channels ShuffleNetV2; a [shortcut] makes it a ResNet, a [tokens] class
+ * token a VisionTransformer, convolutions and connected layers alone a VGG. Weighted layers map in
+ * order, as scripts/zoo_vs_torchvision.py checks their computation: ResNet       the first
+ * convolution is conv1/bn1; each [shortcut] closes a block, whose convolutions are convK/bnK and,
+ * after a [route] back to the block input, downsample.0/downsample.1; a block with a downsample
+ * starts the next stage (layer1.0 of a bottleneck net has one too); the connected layer is fc. VGG
+ * features.N (N counts torchvision's Sequential: a convolution, its batch norm and its activation
+ * one each, a pooling one), then classifier.N (a connected layer and its activation one each, a
+ * layer keeping its shape, dropout, one). MobileNetV2  features.0 is the stem (features.0.0 conv,
+ * .1 norm); a linear convolution closes each inverted residual features.N, whose convolutions
+ * before it are conv.K.0/conv.K.1 and the linear one conv.K/conv.K+1; a convolution after the last
+ * block is features.N.0/.1; then classifier.N as VGG's. MobileNetV3  features.0 is the stem (.0
+ * conv, .1 norm); each block features.N.block ends at its linear convolution; in it a convolution
+ * with batch norm is K.0/K.1, the two of squeeze-excitation K.fc1 and K.fc2 (K counting the block's
+ * modules); the convolution after the last block is features.N.0/.1; classifier.N as VGG's.
  *   EfficientNet as MobileNetV3 with blocks features.S.I.block: a block that does not add its
  *                input (no [shortcut] after its linear convolution) starts stage S.
  *   ShuffleNetV2 conv1.0/.1 the first convolution, conv5.0/.1 the last, fc; between them units
  *                stageS.I each closed by a concatenation: one of five convolutions starts a
  *                stage (from stage2), its first two branch1.0/.1 and .2/.3; a unit's last three
  *                are branch2.0/.1, .3/.4, .5/.6.
+ *   RegNet       stem.0/.1; blocks trunk_output.blockS.blockS-I closed by a residual [shortcut]:
+ *                a convolution before a [route] back to the block input is proj.0/.1 and starts
+ *                stage S; the block's convolutions with batch norm are f.a, f.b, f.c (.0/.1),
+ *                squeeze-excitation's f.se.fc1 and f.se.fc2; then fc.
  *   ViT          class_token and encoder.pos_embedding the [tokens]' tensors, conv_proj the
  *                convolution before it; then blocks of five layers with tensors (layer norm,
  *                attention, layer norm, linear, linear): encoder.layers.encoder_layer_N.ln_1,
@@ -55,7 +57,7 @@ typedef struct TorchTensor {
  * running_mean, running_var, num_batches_tracked). */
 typedef struct TorchNames {
     const char *family; /* "resnet", "vgg", "mobilenetv2", "mobilenet_v3", "efficientnet",
-                           "shufflenet", "vit" */
+                           "shufflenet", "vit", "regnet" */
     TorchTensor *tensors;
     int n_tensors;
     int head_layer; /* the last layer with parameters: a changed head keeps its initial values */
