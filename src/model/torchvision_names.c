@@ -467,6 +467,105 @@ static int name_regnet(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* Appends layer l's param named param under prefix.suffix in torch's shape dims[0..n_dims). */
+static void add_reshaped(TorchNames *t, const Layer *l, const char *param, const char *prefix,
+                         const char *suffix, int n_dims, const int64_t *dims)
+{
+    add(t, l->index, param_index(l, param), prefix, suffix);
+    TorchTensor *x = &t->tensors[t->n_tensors - 1];
+    x->n_dims = n_dims;
+    memcpy(x->dims, dims, (size_t)n_dims * sizeof *dims);
+}
+
+/* A [layernorm]'s scales and biases as prefix.weight and prefix.bias. */
+static void add_norm(TorchNames *t, const Layer *l, const char *prefix)
+{
+    add(t, l->index, param_index(l, "scales"), prefix, "weight");
+    add(t, l->index, param_index(l, "biases"), prefix, "bias");
+}
+
+/* ConvNeXt: features.0.0/.1 the stem convolution and its layer norm; blocks features.S.I from a
+ * depthwise convolution to their [shortcut]: layer_scale (torch's [C][1][1]), block.0 the
+ * depthwise convolution, block.2 the layer norm, block.3 and block.5 the 1x1 convolutions (torch's
+ * Linear [out][in]); a layer norm and a convolution outside the blocks downsample, features.S.0
+ * and .1, S counting torch's Sequential (stages at odd S); after the last convolution the layer
+ * norm is classifier.0 and the [connected] classifier.2. */
+static int name_convnext(TorchNames *t, const Net *net, Error *e)
+{
+    const int last = last_conv(net);
+    int feature = 0, in_stage = -1, in_block = 0, k = 0, stem = 1;
+    char prefix[TORCH_NAME_MAX - 16]; /* room for .layer_scale, .weight, .bias */
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (is_shortcut(l)) {
+            in_block = 0;
+            continue;
+        }
+        if (!l->n_params)
+            continue;
+        if (is_connected(l)) {
+            add_layer(t, l, "classifier.2", "classifier.2");
+            continue;
+        }
+        if (i > last && !in_block) {
+            add_norm(t, l, "classifier.0");
+            continue;
+        }
+        if (is_grouped(l) && !in_block) { /* a block starts */
+            if (in_stage < 0 || feature % 2 == 0) {
+                feature++;
+                in_stage = 0;
+            } else {
+                in_stage++;
+            }
+            in_block = 1;
+            k = 0;
+            char scale[TORCH_NAME_MAX - 16];
+            snprintf(scale, sizeof scale, "features.%d.%d", feature, in_stage);
+            /* torch lists the block's layer_scale first: it is the layer before the shortcut */
+            for (int j = i + 1; j < net->n_layers && !is_shortcut(&net->layers[j]); j++) {
+                const Layer *s = &net->layers[j];
+                if (s->n_params == 1 && !is_conv(s))
+                    add_reshaped(t, s, "scales", scale, "layer_scale", 3,
+                                 (int64_t[]){s->params[0].dims[0], 1, 1});
+            }
+        }
+        if (in_block) {
+            static const int at[] = {0, 2, 3, 5};
+            if (l->n_params == 1 && !is_conv(l))
+                continue; /* the layer scale, named above */
+            if (k == 4)
+                return unexpected(net, l, t->family, "a fifth layer with tensors in a block", e);
+            snprintf(prefix, sizeof prefix, "features.%d.%d.block.%d", feature, in_stage, at[k]);
+            if (k == 1)
+                add_norm(t, l, prefix);
+            else if (k == 0)
+                add_layer(t, l, prefix, prefix);
+            else {
+                const int64_t *d = l->params[param_index(l, "weights")].dims;
+                add_reshaped(t, l, "weights", prefix, "weight", 2, (int64_t[]){d[0], d[1]});
+                add(t, l->index, param_index(l, "biases"), prefix, "bias");
+            }
+            k++;
+            continue;
+        }
+        /* outside the blocks: the stem's convolution and norm, or a downsampling norm and conv */
+        if (!is_conv(l) && !stem && feature % 2)
+            feature++;
+        snprintf(prefix, sizeof prefix, "features.%d.%d", feature,
+                 is_conv(l) ? stem ? 0 : 1
+                 : stem     ? 1
+                            : 0);
+        if (is_conv(l))
+            add_layer(t, l, prefix, prefix);
+        else {
+            add_norm(t, l, prefix);
+            stem = 0;
+        }
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -535,7 +634,13 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
         route_back |= is_route_back(l);
         max_tensors += l->n_params + 1;
     }
-    for (int i = 0; i < net->n_layers && !vit; i++) {
+    /* ConvNeXt's layer norms and layer scales are its other layers with tensors */
+    int others = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        others |=
+            net->layers[i].n_params && !is_conv(&net->layers[i]) && !is_connected(&net->layers[i]);
+    const int convnext = !vit && others && grouped;
+    for (int i = 0; i < net->n_layers && !vit && !convnext; i++) {
         const Layer *l = &net->layers[i];
         if (l->n_params && !is_conv(l) && !is_connected(l))
             return error_set(
@@ -557,6 +662,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
               efficientnet = se && !regnet && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
     t->family = vit            ? "vit"
+                : convnext     ? "convnext"
                 : regnet       ? "regnet"
                 : efficientnet ? "efficientnet"
                 : se           ? "mobilenet_v3"
@@ -565,6 +671,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                 : shortcut     ? "resnet"
                                : "vgg";
     int st = vit          ? name_vit(t, net, e)
+             : convnext   ? name_convnext(t, net, e)
              : regnet     ? name_regnet(t, net, e)
              : se         ? name_se_blocks(t, net, efficientnet, e)
              : shufflenet ? name_shufflenet(t, net, e)
