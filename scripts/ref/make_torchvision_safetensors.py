@@ -26,9 +26,8 @@ whatever --size says, since its classifier takes torchvision's 7x7 features whol
 photo: for the zoo cfgs of PHOTO_RECIPES (or the NAMEs given), weights for torchvision's model
 whose batch norms (weights and biases drawn as make's) take their running statistics from four
 corner crops of PHOTO (a JPEG or PNG) prepared by the torchvision weights' own eval transforms
-(resize_size, crop_size, mean, std; resized bilinear with antialiasing on float pixels, where PIL
-would round the resized image to 8 bits, and where EfficientNet's weights say bicubic, which cdl
-does not have), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
+(resize_size, crop_size, mean, std, interpolation; resized with antialiasing on float pixels,
+where PIL would round the resized image to 8 bits), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
 scaled to make the largest logit about 2 (drawn first where it starts at zeros, as ViT's; float
 rounding grows with the logits): trained weights are not at hand, and random ones measured on
 noise pass so little of a photo to the logits that a wrong resize would go unseen.
@@ -104,8 +103,8 @@ def torch_half(out, given_size, seed):
 
 
 # cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows
-# (resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
-# bilinear), what each batch norm's measured variance gets added). The addition sets how much of
+# (resize_size, crop, mean/std, interpolation), what each batch norm's measured variance gets
+# added). The addition sets how much of
 # the photo reaches the logits: with 0.01 a ResNet or a ShuffleNet turns the float rounding of two
 # resizes into 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize.
 # VGG (no batch norm) passes so much that the rounding alone comes within 1e-5: its safetensors
@@ -140,8 +139,8 @@ def torch_photo(out, photo, names, seed):
 
         def prepare(x):
             """The weights' eval transforms on float pixels (PIL would round the resize to
-            8 bits), bilinear with PIL's antialiasing, as cdl resizes."""
-            x = F.resize(x, recipe.resize_size, F.InterpolationMode.BILINEAR, antialias=True)
+            8 bits), with PIL's antialiasing, as cdl resizes."""
+            x = F.resize(x, recipe.resize_size, recipe.interpolation, antialias=True)
             return F.normalize(F.center_crop(x, recipe.crop_size), recipe.mean, recipe.std)
 
         torch.manual_seed(seed)

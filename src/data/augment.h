@@ -30,6 +30,7 @@ typedef struct AugmentConfig {
     int letterbox;                   /* eval/predict: fit inside, pad with 0.5 (darknet) */
     int center_crop;                 /* eval: resize the short side then center crop */
     int resize_size;                 /* center_crop's short side (0: the net's size / 0.875) */
+    ResizeFilter interpolation;      /* the resizes' filter (data/image.h) */
 } AugmentConfig;
 
 /* Reads the augmentation keys of the [net] section (so cfg_check_unused knows them) and

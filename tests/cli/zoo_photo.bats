@@ -53,7 +53,7 @@ photo_matches() {
     photo_matches mobilenet_v3_large
 }
 
-@test "zoo photo: efficientnet_b0 gives torchvision's probabilities (resized bilinear)" {
+@test "zoo photo: efficientnet_b0 (interpolation=bicubic) gives torchvision's probabilities" {
     photo_matches efficientnet_b0
 }
 
