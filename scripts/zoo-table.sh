@@ -22,6 +22,9 @@ purpose() {
         echo "torchvision $1: inverted residuals, squeeze-excitation, hardswish" ;;
     efficientnet_b0) echo "torchvision efficientnet_b0: MBConv, squeeze-excitation, swish, stochastic depth" ;;
     shufflenet_v2_x1_0) echo "torchvision shufflenet_v2_x1_0: channel split, depthwise, channel shuffle" ;;
+    vit_b_16) echo "torchvision vit_b_16: 16x16 patches, class token, 12 encoder blocks" ;;
+    regnet_y_400mf) echo "torchvision regnet_y_400mf: grouped bottlenecks, squeeze-excitation" ;;
+    convnext_tiny) echo "torchvision convnext_tiny: 7x7 depthwise, LayerNorm2d, layer scale, stochastic depth" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
     resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;
     reverse) echo "sequence-to-sequence toy: 2+2 post-norm Transformer layers, width 32, reverse or copy words (counts at 256 tokens)" ;;

@@ -4,8 +4,8 @@ Usage (Debian's python3, which has torch and torchvision):
     /usr/bin/python3 scripts/zoo_vs_torchvision.py CDL CFG [--seed S]
 
 CFG is one of cfg/resnet18.cfg, resnet34, resnet50, resnet18_cifar, resnet34_cifar, vgg16,
-mobilenetv2, mobilenet_v3_small, mobilenet_v3_large, efficientnet_b0, shufflenet_v2_x1_0 (picked
-by file name). The script
+mobilenetv2, mobilenet_v3_small, mobilenet_v3_large, efficientnet_b0, shufflenet_v2_x1_0,
+regnet_y_400mf (picked by file name). The script
 1. copies the cfg with a [net] of its input size alone (no recipe, no preprocessing),
    writes the parameters initialised from --seed with `CDL export npy` and loads them, in
    layer order, into the matching torchvision model (convolutions with the batch norm that
@@ -56,6 +56,7 @@ MODELS = {
     "mobilenet_v3_large": lambda: torchvision.models.mobilenet_v3_large(),
     "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
     "shufflenet_v2_x1_0": lambda: torchvision.models.shufflenet_v2_x1_0(),
+    "regnet_y_400mf": lambda: torchvision.models.regnet_y_400mf(),
 }
 
 

@@ -26,11 +26,11 @@ whatever --size says, since its classifier takes torchvision's 7x7 features whol
 photo: for the zoo cfgs of PHOTO_RECIPES (or the NAMEs given), weights for torchvision's model
 whose batch norms (weights and biases drawn as make's) take their running statistics from four
 corner crops of PHOTO (a JPEG or PNG) prepared by the torchvision weights' own eval transforms
-(resize_size, crop_size, mean, std; resized bilinear with antialiasing on float pixels, where PIL
-would round the resized image to 8 bits, and where EfficientNet's weights say bicubic, which cdl
-does not have), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
-scaled to make the largest logit about 4: trained weights are not at hand, and random ones
-measured on noise pass so little of a photo to the logits that a wrong resize would go unseen.
+(resize_size, crop_size, mean, std, interpolation; resized with antialiasing on float pixels,
+where PIL would round the resized image to 8 bits), the variances raised by PHOTO_RECIPES' addition, and whose last linear layer is
+scaled to make the largest logit about 2 (drawn first where it starts at zeros, as ViT's; float
+rounding grows with the logits): trained weights are not at hand, and random ones measured on
+noise pass so little of a photo to the logits that a wrong resize would go unseen.
 Writes OUT/NAME.photo.safetensors and OUT/NAME.photo.probs.json, torchvision's softmax of PHOTO
 through those transforms, which `cdl predict cfg/NAME.cfg PHOTO` (the cfg's [net] recipe) must
 match.
@@ -103,12 +103,12 @@ def torch_half(out, given_size, seed):
 
 
 # cfg name: (torchvision constructor, the weights whose eval transforms the cfg's [net] follows
-# (resize_size, crop, mean/std; cdl resizes bilinear only, EfficientNet's bicubic is compared as
-# bilinear), what each batch norm's measured variance gets added). The addition sets how much of
+# (resize_size, crop, mean/std, interpolation), what each batch norm's measured variance gets
+# added). The addition sets how much of
 # the photo reaches the logits: with 0.01 a ResNet or a ShuffleNet turns the float rounding of two
 # resizes into 1e-4 differences, with 0.5 the mobile nets no longer tell a 256 from a 257 resize.
 # VGG (no batch norm) passes so much that the rounding alone comes within 1e-5: its safetensors
-# test runs on random pixels instead.
+# test runs on random pixels instead. ViT has no batch norm.
 PHOTO_RECIPES = {
     "resnet18": ("resnet18", "ResNet18_Weights.IMAGENET1K_V1", 0.5),
     "resnet34": ("resnet34", "ResNet34_Weights.IMAGENET1K_V1", 0.5),
@@ -118,6 +118,9 @@ PHOTO_RECIPES = {
     "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNet_V3_Large_Weights.IMAGENET1K_V2", 0.01),
     "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights.IMAGENET1K_V1", 0.01),
     "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", "ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1", 0.5),
+    "vit_b_16": ("vit_b_16", "ViT_B_16_Weights.IMAGENET1K_V1", 0.0),
+    "regnet_y_400mf": ("regnet_y_400mf", "RegNet_Y_400MF_Weights.IMAGENET1K_V2", 0.5),
+    "convnext_tiny": ("convnext_tiny", "ConvNeXt_Tiny_Weights.IMAGENET1K_V1", 0.0),
 }
 
 
@@ -136,8 +139,8 @@ def torch_photo(out, photo, names, seed):
 
         def prepare(x):
             """The weights' eval transforms on float pixels (PIL would round the resize to
-            8 bits), bilinear with PIL's antialiasing, as cdl resizes."""
-            x = F.resize(x, recipe.resize_size, F.InterpolationMode.BILINEAR, antialias=True)
+            8 bits), with PIL's antialiasing, as cdl resizes."""
+            x = F.resize(x, recipe.resize_size, recipe.interpolation, antialias=True)
             return F.normalize(F.center_crop(x, recipe.crop_size), recipe.mean, recipe.std)
 
         torch.manual_seed(seed)
@@ -160,7 +163,9 @@ def torch_photo(out, photo, names, seed):
                 m.num_batches_tracked.fill_(7)
             x = prepare(image)[None]
             head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
-            scale = 4 / model(x).abs().max().item()  # the largest logit about 4
+            if not head.weight.any():  # ViT's head starts at zeros
+                head.weight.normal_(0, 0.01)
+            scale = 2 / model(x).abs().max().item()  # the largest logit about 2
             head.weight.mul_(scale)
             head.bias.mul_(scale)
             probs = torch.softmax(model(x), dim=1)[0].double().numpy()

@@ -29,6 +29,8 @@
  *                             0: plain resize to the net's size
  *   resize_size [0]           center_crop's short side instead of size/0.875 (torchvision's
  *                             resize_size: 232 for its newer weights' 224 crops)
+ *   interpolation [bilinear]  the filter of every resize here (crops and framing): bilinear or
+ *                             bicubic (data/image.h), torchvision's interpolation
  * Train-time order: crop (random resized, darknet, or the eval framing when neither is set),
  * pad + random crop, flips, rotation, brightness, contrast, HSV (darknet's order: hue,
  * saturation, exposure), channel conversion, normalisation, erasing. Colour works on the
@@ -124,6 +126,10 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     st = st ? st : cfg_get_int(cfg, s, "resize_size", 0, &a->resize_size, e);
     if (st)
         return st;
+    const char *interpolation = cfg_get_str(s, "interpolation", "bilinear");
+    a->interpolation = !strcmp(interpolation, "bicubic") ? RESIZE_BICUBIC : RESIZE_BILINEAR;
+    if (strcmp(interpolation, "bilinear") && strcmp(interpolation, "bicubic"))
+        return cfg_bad_value(cfg, s, "interpolation", e, "expected bilinear or bicubic");
 
     const int darknet_crop = cfg_find(s, "min_crop") || cfg_find(s, "max_crop");
     if (darknet_crop) {
@@ -562,14 +568,14 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
             rh = (int)((double)tw * in->h / in->w);
         }
     } else {
-        return image_resize(in, NULL, c, oh, ow, &s->image, dst);
+        return image_resize_with(in, NULL, c, oh, ow, a->interpolation, &s->image, dst);
     }
     float *resized = reserve(s, 0, (size_t)c * rh * rw);
     if (!resized)
         return CDL_ERUNTIME;
     if (a->letterbox) /* darknet's own resize: the same input as darknet's predict */
         resize_darknet(in, c, rh, rw, resized);
-    else if (image_resize(in, NULL, c, rh, rw, &s->image, resized))
+    else if (image_resize_with(in, NULL, c, rh, rw, a->interpolation, &s->image, resized))
         return CDL_ERUNTIME;
     /* The resized image's corner in dst: inside it (letterbox) or outside (center crop). */
     int x0, y0;
@@ -643,7 +649,7 @@ static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratc
         const float ratio[2] = {a->crop_ratio_min, a->crop_ratio_max};
         CropBox b;
         augment_resized_crop_box(in->w, in->h, scale, ratio, rng, &b);
-        return image_resize(in, &b, c, a->out_h, a->out_w, &s->image, dst);
+        return image_resize_with(in, &b, c, a->out_h, a->out_w, a->interpolation, &s->image, dst);
     }
     if (a->max_crop) {
         Affine m = augment_darknet_crop(in->w, in->h, a->out_w, a->out_h, a->min_crop, a->max_crop,

@@ -30,6 +30,7 @@ typedef struct AugmentConfig {
     int letterbox;                   /* eval/predict: fit inside, pad with 0.5 (darknet) */
     int center_crop;                 /* eval: resize the short side then center crop */
     int resize_size;                 /* center_crop's short side (0: the net's size / 0.875) */
+    ResizeFilter interpolation;      /* the resizes' filter (data/image.h) */
     /* Detection (set by the net, not a [net] key: its [yolo] layers' jitter=): darknet's random
      * placement, the image at a random aspect and scale in [0.25, 2] of the input put at a random
      * position on grey, in place of the framing (augment_train); 0: off. */

@@ -390,34 +390,52 @@ int image_load(const char *path, Image *img, Error *e)
 
 /* ---- resize ---- */
 
-/* The bilinear (triangle) filter of one output coordinate along one axis: input indices
-   [first, last) with weight tri((i + 0.5 - center) / stretch) / norm. */
+/* The filter of one output coordinate along one axis: input indices [first, last) with weight
+   kernel((i + 0.5 - center) / stretch) / norm, the kernel of support 1 (bilinear's triangle) or
+   2 (bicubic's cubic convolution). */
 typedef struct Taps {
     int first, last;
+    ResizeFilter filter;
     double center, stretch, norm;
 } Taps;
 
-static Taps taps_for(int out_index, int in_size, int out_size)
+/* The filter's kernel at distance d (in input pixels over stretch). */
+static double kernel(ResizeFilter filter, double d)
+{
+    d = fabs(d);
+    if (filter == RESIZE_BILINEAR)
+        return d < 1.0 ? 1.0 - d : 0.0;
+    const double a = -0.5; /* PIL's and torch's antialiased bicubic */
+    if (d < 1.0)
+        return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+    return d < 2.0 ? ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a : 0.0;
+}
+
+static double support(ResizeFilter filter)
+{
+    return filter == RESIZE_BICUBIC ? 2.0 : 1.0;
+}
+
+static Taps taps_for(int out_index, int in_size, int out_size, ResizeFilter filter)
 {
     double scale = (double)in_size / out_size;
     Taps t;
+    t.filter = filter;
     t.stretch = scale > 1.0 ? scale : 1.0;
     t.center = (out_index + 0.5) * scale;
-    int first = (int)(t.center - t.stretch + 0.5), last = (int)(t.center + t.stretch + 0.5);
+    const double reach = support(filter) * t.stretch;
+    int first = (int)(t.center - reach + 0.5), last = (int)(t.center + reach + 0.5);
     t.first = first < 0 ? 0 : first;
     t.last = last > in_size ? in_size : last;
     t.norm = 0;
-    for (int i = t.first; i < t.last; i++) {
-        double d = fabs((i + 0.5 - t.center) / t.stretch);
-        t.norm += d < 1.0 ? 1.0 - d : 0.0;
-    }
+    for (int i = t.first; i < t.last; i++)
+        t.norm += kernel(filter, (i + 0.5 - t.center) / t.stretch);
     return t;
 }
 
 static double tap_weight(const Taps *t, int i)
 {
-    double d = fabs((i + 0.5 - t->center) / t->stretch);
-    return d < 1.0 ? (1.0 - d) / t->norm : 0.0;
+    return kernel(t->filter, (i + 0.5 - t->center) / t->stretch) / t->norm;
 }
 
 /* One axis of a resize, precomputed: output o = sum over j < k of weight[o][j] * in[first[o] +
@@ -430,28 +448,28 @@ typedef struct AxisTaps {
 } AxisTaps;
 
 /* The longest filter of a resize of in_size to out_size: the k of its AxisTaps. */
-static int axis_length(int in_size, int out_size)
+static int axis_length(int in_size, int out_size, ResizeFilter filter)
 {
     int k = 1;
     for (int o = 0; o < out_size; o++) {
-        Taps t = taps_for(o, in_size, out_size);
+        Taps t = taps_for(o, in_size, out_size, filter);
         k = t.last - t.first > k ? t.last - t.first : k;
     }
     return k;
 }
 
 /* An upper bound of axis_length(n, out_size) for every n <= in_size: a filter spans fewer than
-   2 * stretch + 1 inputs, stretch = max(1, n / out_size). */
-static int axis_bound(int in_size, int out_size)
+   2 * support * stretch + 1 inputs, stretch = max(1, n / out_size). */
+static int axis_bound(int in_size, int out_size, ResizeFilter filter)
 {
     double stretch = in_size > out_size ? (double)in_size / out_size : 1.0;
-    return (int)(2.0 * stretch) + 1;
+    return (int)(2.0 * support(filter) * stretch) + 1;
 }
 
-static void axis_fill(AxisTaps *a, int in_size, int out_size)
+static void axis_fill(AxisTaps *a, int in_size, int out_size, ResizeFilter filter)
 {
     for (int o = 0; o < out_size; o++) {
-        Taps t = taps_for(o, in_size, out_size);
+        Taps t = taps_for(o, in_size, out_size, filter);
         int first = t.first + a->k <= in_size ? t.first : in_size - a->k;
         float *wt = a->weight + (size_t)o * a->k;
         for (int j = 0; j < a->k; j++) {
@@ -571,10 +589,16 @@ static float *scratch_reserve(ImageScratch *s, size_t floats)
 int image_resize(const Image *img, const CropBox *box, int c, int h, int w, ImageScratch *s,
                  float *out)
 {
+    return image_resize_with(img, box, c, h, w, RESIZE_BILINEAR, s, out);
+}
+
+int image_resize_with(const Image *img, const CropBox *box, int c, int h, int w,
+                      ResizeFilter filter, ImageScratch *s, float *out)
+{
     static const float luma[3] = {0.299f, 0.587f, 0.114f};
     const CropBox whole = {0, 0, img->w, img->h};
     const CropBox *b = box ? box : &whole;
-    AxisTaps tx = {.k = axis_length(b->w, w)}, ty = {.k = axis_length(b->h, h)};
+    AxisTaps tx = {.k = axis_length(b->w, w, filter)}, ty = {.k = axis_length(b->h, h, filter)};
     /* Multiply-adds per plane: across then down (tmp [b->h][w]), or down then across (tmp
        [h][b->w]); the first pass runs once per mixed source channel. */
     const int sources = c == 1 && img->c >= 3 ? 3 : 1;
@@ -584,8 +608,8 @@ int image_resize(const Image *img, const CropBox *box, int c, int h, int w, Imag
     /* Carved from s: tx.first [w], ty.first [h] (ints, the size of floats), the weights, then
        tmp. Reserved for the largest box of img, so that once one box of an image has been
        resized, no other box of an image of that size allocates. */
-    const size_t taps =
-        (size_t)w * (1 + axis_bound(img->w, w)) + (size_t)h * (1 + axis_bound(img->h, h));
+    const size_t taps = (size_t)w * (1 + axis_bound(img->w, w, filter)) +
+                        (size_t)h * (1 + axis_bound(img->h, h, filter));
     const size_t tmp_bound =
         (size_t)img->h * w > (size_t)h * img->w ? (size_t)img->h * w : (size_t)h * img->w;
     float *mem = scratch_reserve(s, taps + tmp_bound);
@@ -597,8 +621,8 @@ int image_resize(const Image *img, const CropBox *box, int c, int h, int w, Imag
     tx.weight = mem + w + h;
     ty.weight = tx.weight + (size_t)w * tx.k;
     float *tmp = ty.weight + (size_t)h * ty.k;
-    axis_fill(&tx, b->w, w);
-    axis_fill(&ty, b->h, h);
+    axis_fill(&tx, b->w, w, filter);
+    axis_fill(&ty, b->h, h, filter);
     const size_t in_plane = (size_t)img->h * img->w, stride = (size_t)img->w;
     const size_t corner = (size_t)b->y * stride + (size_t)b->x, plane = (size_t)h * w;
     for (int k = 0; k < c; k++) {

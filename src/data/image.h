@@ -44,6 +44,11 @@ typedef struct ImageScratch {
 /* Frees the memory and zeroes s; safe on a zeroed ImageScratch. */
 void image_scratch_free(ImageScratch *s);
 
+/* The interpolation of image_resize_with: bilinear (a triangle of support 1) or bicubic (the
+   cubic convolution of support 2 with a = -0.5, PIL's and F.interpolate(mode="bicubic",
+   antialias=True)'s), each widened by the scale factor when downscaling. */
+typedef enum ResizeFilter { RESIZE_BILINEAR, RESIZE_BICUBIC } ResizeFilter;
+
 /* Converts channels (to 1: ITU-R 601 luma 0.299 R + 0.587 G + 0.114 B; 1 to 3: replication)
    and resizes box of img (NULL: all of it; else inside img and not empty) with bilinear
    interpolation into out [c][h][w]. Sample positions follow the align_corners=False convention
@@ -54,6 +59,9 @@ void image_scratch_free(ImageScratch *s);
    in float. Allocates only when s must grow; CDL_ERUNTIME when that fails (out untouched). */
 int image_resize(const Image *img, const CropBox *box, int c, int h, int w, ImageScratch *s,
                  float *out);
+/* image_resize with the interpolation filter (image_resize is its RESIZE_BILINEAR). */
+int image_resize_with(const Image *img, const CropBox *box, int c, int h, int w,
+                      ResizeFilter filter, ImageScratch *s, float *out);
 
 /* image_resize of all of img with scratch memory of its own, allocated and freed in the call:
    for one-off conversions (loops keep an ImageScratch). */

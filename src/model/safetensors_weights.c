@@ -39,12 +39,21 @@ static void list_append(char *out, size_t size, const char *what, const NameList
     snprintf(out + used, size - used, "; %s: %s%s", what, l->text, more);
 }
 
-static int same_dims(const Param *p, const SafetensorsTensor *t)
+/* torch's shape of entry x: its own (TorchTensor.n_dims), else the Param's. */
+static int torch_dims(const TorchTensor *x, const Param *p, const int64_t **dims)
 {
-    if (p->n_dims != t->n_dims)
+    *dims = x->n_dims ? x->dims : p->dims;
+    return x->n_dims ? x->n_dims : p->n_dims;
+}
+
+static int same_dims(const TorchTensor *x, const Param *p, const SafetensorsTensor *t)
+{
+    const int64_t *dims;
+    const int n = torch_dims(x, p, &dims);
+    if (n != t->n_dims)
         return 0;
-    for (int d = 0; d < p->n_dims; d++)
-        if (p->dims[d] != t->dims[d])
+    for (int d = 0; d < n; d++)
+        if (dims[d] != t->dims[d])
             return 0;
     return 1;
 }
@@ -82,9 +91,11 @@ static int check_tensors(const Net *net, const Safetensors *st, const TorchNames
         }
         if (!safetensors_is_float(t))
             list_add(&dtypes, "%s (%s)", x->name, t->dtype, "");
-        if (same_dims(p, t))
+        if (same_dims(x, p, t))
             continue;
-        weights_shape_text(p->dims, p->n_dims, mine, sizeof mine);
+        const int64_t *dims;
+        const int n_dims = torch_dims(x, p, &dims);
+        weights_shape_text(dims, n_dims, mine, sizeof mine);
         weights_shape_text(t->dims, t->n_dims, theirs, sizeof theirs);
         list_add(x->layer == names->head_layer ? &head : &shapes, "%s %s vs %s", x->name, mine,
                  theirs);
@@ -175,8 +186,9 @@ int safetensors_save_net(const Net *net, const char *path, Error *e)
         }
         const Param *p = &net->layers[x->layer].params[x->param];
         snprintf(t->dtype, sizeof t->dtype, "F32");
-        t->n_dims = p->n_dims;
-        memcpy(t->dims, p->dims, sizeof p->dims);
+        const int64_t *dims;
+        t->n_dims = torch_dims(x, p, &dims);
+        memcpy(t->dims, dims, (size_t)t->n_dims * sizeof *dims);
         t->count = p->count;
         t->data = p->data;
     }

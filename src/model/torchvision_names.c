@@ -318,6 +318,254 @@ static int name_shufflenet(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* Appends one tensor under a name of its own (no module prefix). */
+static void add_named(TorchNames *t, int layer, int param, const char *name)
+{
+    TorchTensor *x = &t->tensors[t->n_tensors++];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->layer = layer;
+    x->param = param;
+}
+
+/* VisionTransformer: class_token, conv_proj, encoder.pos_embedding, then per encoder block
+ * (layer norm, attention, layer norm, linear, linear) ln_1, self_attention, ln_2, mlp.0, mlp.3,
+ * then encoder.ln and heads.head; torch's state-dict order. */
+static int name_vit(TorchNames *t, const Net *net, Error *e)
+{
+    /* the layers with tensors after [tokens], in order, and what each must hold */
+    static const char *const block_param[] = {"scales", "out_weights", "scales", "weights",
+                                              "weights"};
+    int tokens = -1, conv = -1;
+    for (int i = 0; i < net->n_layers && tokens < 0; i++) {
+        if (param_index(&net->layers[i], "class_token") >= 0)
+            tokens = i;
+        else if (is_conv(&net->layers[i]))
+            conv = i;
+    }
+    const Layer *tl = &net->layers[tokens];
+    if (conv < 0 || param_index(tl, "positional") < 0)
+        return unexpected(net, tl, t->family,
+                          "a class token needs a patch convolution before it and a position "
+                          "embedding",
+                          e);
+    add_named(t, tokens, param_index(tl, "class_token"), "class_token");
+    add_layer(t, &net->layers[conv], "conv_proj", "conv_proj");
+    add_named(t, tokens, param_index(tl, "positional"), "encoder.pos_embedding");
+    int weighted[1024], n = 0;
+    for (int i = tokens + 1; i < net->n_layers; i++)
+        if (net->layers[i].n_params) {
+            if (n == (int)(sizeof weighted / sizeof weighted[0]))
+                return unexpected(net, &net->layers[i], t->family, "a layer past 1024", e);
+            weighted[n++] = i;
+        }
+    if (n < 2 || (n - 2) % 5)
+        return unexpected(net, tl, t->family,
+                          "not followed by blocks of 5 layers with tensors, a layer norm and a "
+                          "head",
+                          e);
+    for (int k = 0; k < n - 2; k++) {
+        const Layer *l = &net->layers[weighted[k]];
+        if (param_index(l, block_param[k % 5]) < 0)
+            return unexpected(net, l, t->family, "out of an encoder block's order", e);
+        /* the block's tensors: the cdl name and torch's name after encoder_layer_N. */
+        static const char *const tensors[5][4][2] = {
+            {{"scales", "ln_1.weight"}, {"biases", "ln_1.bias"}},
+            {{"weights", "self_attention.in_proj_weight"},
+             {"biases", "self_attention.in_proj_bias"},
+             {"out_weights", "self_attention.out_proj.weight"},
+             {"out_biases", "self_attention.out_proj.bias"}},
+            {{"scales", "ln_2.weight"}, {"biases", "ln_2.bias"}},
+            {{"weights", "mlp.0.weight"}, {"biases", "mlp.0.bias"}},
+            {{"weights", "mlp.3.weight"}, {"biases", "mlp.3.bias"}},
+        };
+        for (int j = 0; j < 4 && tensors[k % 5][j][0]; j++) {
+            char name[TORCH_NAME_MAX];
+            snprintf(name, sizeof name, "encoder.layers.encoder_layer_%d.%s", k / 5,
+                     tensors[k % 5][j][1]);
+            add_named(t, l->index, param_index(l, tensors[k % 5][j][0]), name);
+        }
+    }
+    const Layer *ln = &net->layers[weighted[n - 2]], *head = &net->layers[weighted[n - 1]];
+    if (param_index(ln, "scales") < 0 || !is_connected(head))
+        return unexpected(net, head, t->family, "not encoder.ln then the [connected] head", e);
+    add_named(t, ln->index, param_index(ln, "scales"), "encoder.ln.weight");
+    add_named(t, ln->index, param_index(ln, "biases"), "encoder.ln.bias");
+    add_layer(t, head, "heads.head", "heads.head");
+    return CDL_OK;
+}
+
+/* trunk_output.blockS.blockS-I.SUFFIX, a RegNet block's tensor name. */
+static void regnet_name(char out[TORCH_NAME_MAX], int stage, int index, const char *suffix)
+{
+    snprintf(out, TORCH_NAME_MAX, "trunk_output.block%d.block%d-%d.%s", stage, stage, index,
+             suffix);
+}
+
+/* RegNet: stem.0/.1, then blocks trunk_output.blockS.blockS-I, each closed by a residual sum (a
+ * [shortcut] of two inputs of its shape; [scale_channels] reads a 1x1 map): a convolution before
+ * a [route] back to the block input is proj.0/.1 and starts stage S; after it, the convolutions
+ * with batch norm are f.a, f.b and f.c (.0 conv, .1 norm), squeeze-excitation's f.se.fc1 and
+ * f.se.fc2; then fc. */
+static int name_regnet(TorchNames *t, const Net *net, Error *e)
+{
+    static const char *const normed[][2] = {
+        {"f.a.0", "f.a.1"}, {"f.b.0", "f.b.1"}, {"f.c.0", "f.c.1"}};
+    static const char *const excitation[] = {"f.se.fc1", "f.se.fc2"};
+    char module[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+    int stage = 0, in_stage = 0, k = 0, se = 0, fc = 0, stem = -1, start = -1;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params && !is_conv(l) && !is_connected(l))
+            return unexpected(net, l, t->family, "a layer with tensors in a block", e);
+        if (is_conv(l) && stem < 0) {
+            add_layer(t, l, "stem.0", "stem.1");
+            stem = i;
+            continue;
+        }
+        if (is_connected(l)) {
+            if (fc++)
+                return unexpected(net, l, t->family,
+                                  "a second [connected] (torchvision has one, fc)", e);
+            add_layer(t, l, "fc", "fc");
+            continue;
+        }
+        if (l->n_inputs >= 2 && same_shape(l->in_shape, l->out_shape)) { /* the block's sum */
+            start = -1;
+            continue;
+        }
+        if (!is_conv(l))
+            continue;
+        if (start < 0) { /* a block starts: with a projection, a stage */
+            int proj = 0;
+            for (int j = i + 1; j < net->n_layers && !proj && !is_conv(&net->layers[j]); j++)
+                proj = is_route_back(&net->layers[j]);
+            if (proj || !stage) {
+                stage++;
+                in_stage = 0;
+            } else {
+                in_stage++;
+            }
+            start = i;
+            k = se = 0;
+            if (proj) {
+                regnet_name(module, stage, in_stage, "proj.0");
+                regnet_name(norm, stage, in_stage, "proj.1");
+                add_layer(t, l, module, norm);
+                continue;
+            }
+        }
+        if (has_norm(l) ? k == 3 : se == 2)
+            return unexpected(net, l, t->family, "a block of more convolutions than RegNet's", e);
+        regnet_name(module, stage, in_stage, has_norm(l) ? normed[k][0] : excitation[se]);
+        regnet_name(norm, stage, in_stage, has_norm(l) ? normed[k][1] : excitation[se]);
+        if (has_norm(l))
+            k++;
+        else
+            se++;
+        add_layer(t, l, module, norm);
+    }
+    return CDL_OK;
+}
+
+/* Appends layer l's param named param under prefix.suffix in torch's shape dims[0..n_dims). */
+static void add_reshaped(TorchNames *t, const Layer *l, const char *param, const char *prefix,
+                         const char *suffix, int n_dims, const int64_t *dims)
+{
+    add(t, l->index, param_index(l, param), prefix, suffix);
+    TorchTensor *x = &t->tensors[t->n_tensors - 1];
+    x->n_dims = n_dims;
+    memcpy(x->dims, dims, (size_t)n_dims * sizeof *dims);
+}
+
+/* A [layernorm]'s scales and biases as prefix.weight and prefix.bias. */
+static void add_norm(TorchNames *t, const Layer *l, const char *prefix)
+{
+    add(t, l->index, param_index(l, "scales"), prefix, "weight");
+    add(t, l->index, param_index(l, "biases"), prefix, "bias");
+}
+
+/* ConvNeXt: features.0.0/.1 the stem convolution and its layer norm; blocks features.S.I from a
+ * depthwise convolution to their [shortcut]: layer_scale (torch's [C][1][1]), block.0 the
+ * depthwise convolution, block.2 the layer norm, block.3 and block.5 the 1x1 convolutions (torch's
+ * Linear [out][in]); a layer norm and a convolution outside the blocks downsample, features.S.0
+ * and .1, S counting torch's Sequential (stages at odd S); after the last convolution the layer
+ * norm is classifier.0 and the [connected] classifier.2. */
+static int name_convnext(TorchNames *t, const Net *net, Error *e)
+{
+    const int last = last_conv(net);
+    int feature = 0, in_stage = -1, in_block = 0, k = 0, stem = 1;
+    char prefix[TORCH_NAME_MAX - 16]; /* room for .layer_scale, .weight, .bias */
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (is_shortcut(l)) {
+            in_block = 0;
+            continue;
+        }
+        if (!l->n_params)
+            continue;
+        if (is_connected(l)) {
+            add_layer(t, l, "classifier.2", "classifier.2");
+            continue;
+        }
+        if (i > last && !in_block) {
+            add_norm(t, l, "classifier.0");
+            continue;
+        }
+        if (is_grouped(l) && !in_block) { /* a block starts */
+            if (in_stage < 0 || feature % 2 == 0) {
+                feature++;
+                in_stage = 0;
+            } else {
+                in_stage++;
+            }
+            in_block = 1;
+            k = 0;
+            char scale[TORCH_NAME_MAX - 16];
+            snprintf(scale, sizeof scale, "features.%d.%d", feature, in_stage);
+            /* torch lists the block's layer_scale first: it is the layer before the shortcut */
+            for (int j = i + 1; j < net->n_layers && !is_shortcut(&net->layers[j]); j++) {
+                const Layer *s = &net->layers[j];
+                if (s->n_params == 1 && !is_conv(s))
+                    add_reshaped(t, s, "scales", scale, "layer_scale", 3,
+                                 (int64_t[]){s->params[0].dims[0], 1, 1});
+            }
+        }
+        if (in_block) {
+            static const int at[] = {0, 2, 3, 5};
+            if (l->n_params == 1 && !is_conv(l))
+                continue; /* the layer scale, named above */
+            if (k == 4)
+                return unexpected(net, l, t->family, "a fifth layer with tensors in a block", e);
+            snprintf(prefix, sizeof prefix, "features.%d.%d.block.%d", feature, in_stage, at[k]);
+            if (k == 1)
+                add_norm(t, l, prefix);
+            else if (k == 0)
+                add_layer(t, l, prefix, prefix);
+            else {
+                const int64_t *d = l->params[param_index(l, "weights")].dims;
+                add_reshaped(t, l, "weights", prefix, "weight", 2, (int64_t[]){d[0], d[1]});
+                add(t, l->index, param_index(l, "biases"), prefix, "bias");
+            }
+            k++;
+            continue;
+        }
+        /* outside the blocks: the stem's convolution and norm, or a downsampling norm and conv */
+        if (!is_conv(l) && !stem && feature % 2)
+            feature++;
+        snprintf(prefix, sizeof prefix, "features.%d.%d", feature,
+                 is_conv(l) ? stem ? 0 : 1
+                 : stem     ? 1
+                            : 0);
+        if (is_conv(l))
+            add_layer(t, l, prefix, prefix);
+        else {
+            add_norm(t, l, prefix);
+            stem = 0;
+        }
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -374,14 +622,26 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, max_tensors = 0;
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, route_back = 0,
+        max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         grouped |= is_grouped(l);
         shortcut |= is_shortcut(l);
         unnormed |= is_conv(l) && !has_norm(l);
         concat |= is_concat(l);
+        vit |= param_index(l, "class_token") >= 0;
+        route_back |= is_route_back(l);
         max_tensors += l->n_params + 1;
+    }
+    /* ConvNeXt's layer norms and layer scales are its other layers with tensors */
+    int others = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        others |=
+            net->layers[i].n_params && !is_conv(&net->layers[i]) && !is_connected(&net->layers[i]);
+    const int convnext = !vit && others && grouped;
+    for (int i = 0; i < net->n_layers && !vit && !convnext; i++) {
+        const Layer *l = &net->layers[i];
         if (l->n_params && !is_conv(l) && !is_connected(l))
             return error_set(
                 e, CDL_EUSAGE,
@@ -398,16 +658,22 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                          "efficientnet or shufflenet layout",
                          net->cfg.path);
     /* squeeze-excitation's convolutions are the only ones without batch norm in a grouped net */
-    const int se = grouped && unnormed,
-              efficientnet = se && net->layers[0].activation == CDL_ACT_SWISH;
+    const int se = grouped && unnormed, regnet = se && route_back,
+              efficientnet = se && !regnet && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
-    t->family = efficientnet ? "efficientnet"
-                : se         ? "mobilenet_v3"
-                : shufflenet ? "shufflenet"
-                : grouped    ? "mobilenetv2"
-                : shortcut   ? "resnet"
-                             : "vgg";
-    int st = se           ? name_se_blocks(t, net, efficientnet, e)
+    t->family = vit            ? "vit"
+                : convnext     ? "convnext"
+                : regnet       ? "regnet"
+                : efficientnet ? "efficientnet"
+                : se           ? "mobilenet_v3"
+                : shufflenet   ? "shufflenet"
+                : grouped      ? "mobilenetv2"
+                : shortcut     ? "resnet"
+                               : "vgg";
+    int st = vit          ? name_vit(t, net, e)
+             : convnext   ? name_convnext(t, net, e)
+             : regnet     ? name_regnet(t, net, e)
+             : se         ? name_se_blocks(t, net, efficientnet, e)
              : shufflenet ? name_shufflenet(t, net, e)
              : grouped    ? name_mobilenet(t, net, e)
              : shortcut   ? name_resnet(t, net, e)

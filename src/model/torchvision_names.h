@@ -1,13 +1,15 @@
 /* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
  * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2,
- * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0).
+ * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, regnet_y_400mf,
+ * convnext_tiny, vit_b_16).
  *
- * The family is read from the net's structure: a grouped convolution makes it MobileNetV2, or
- * with convolutions without batch norm too (squeeze-excitation's) MobileNetV3, or EfficientNet
- * when the stem's activation is swish, or with [route]s concatenating channels ShuffleNetV2; a
- * [shortcut] makes it a ResNet, convolutions and
- * connected layers alone a VGG. Weighted layers map in order, as scripts/zoo_vs_torchvision.py
- * checks their computation:
+ * The family is read from the net's structure: a [tokens] class token makes it a ViT; grouped
+ * convolutions make it MobileNetV2, or with other layers with tensors (layer norms, layer
+ * scales) ConvNeXt, or with convolutions without batch norm (squeeze-excitation's) MobileNetV3,
+ * EfficientNet when the stem's activation is swish, RegNet with a [route] back to a block's
+ * input, or with [route]s concatenating channels ShuffleNetV2; a [shortcut] makes it a ResNet,
+ * convolutions and connected layers alone a VGG. Weighted layers map in order, as
+ * scripts/zoo_vs_torchvision.py checks their computation:
  *   ResNet       the first convolution is conv1/bn1; each [shortcut] closes a block, whose
  *                convolutions are convK/bnK and, after a [route] back to the block input,
  *                downsample.0/downsample.1; a block with a downsample starts the next stage
@@ -29,9 +31,25 @@
  *                stageS.I each closed by a concatenation: one of five convolutions starts a
  *                stage (from stage2), its first two branch1.0/.1 and .2/.3; a unit's last three
  *                are branch2.0/.1, .3/.4, .5/.6.
+ *   RegNet       stem.0/.1; blocks trunk_output.blockS.blockS-I closed by a residual [shortcut]:
+ *                a convolution before a [route] back to the block input is proj.0/.1 and starts
+ *                stage S; the block's convolutions with batch norm are f.a, f.b, f.c (.0/.1),
+ *                squeeze-excitation's f.se.fc1 and f.se.fc2; then fc.
+ *   ConvNeXt     features.0.0/.1 the stem convolution and layer norm; blocks features.S.I from
+ *                a depthwise convolution to their [shortcut]: layer_scale, block.0 (the
+ *                depthwise convolution), block.2 (layer norm), block.3 and block.5 (the 1x1
+ *                convolutions, named in torch's Linear shape); a layer norm and convolution
+ *                between stages features.S.0/.1; after the blocks classifier.0 (layer norm) and
+ *                classifier.2 (the [connected]).
+ *   ViT          class_token and encoder.pos_embedding the [tokens]' tensors, conv_proj the
+ *                convolution before it; then blocks of five layers with tensors (layer norm,
+ *                attention, layer norm, linear, linear): encoder.layers.encoder_layer_N.ln_1,
+ *                self_attention.in_proj_weight/in_proj_bias/out_proj.weight/out_proj.bias, ln_2,
+ *                mlp.0, mlp.3; the last layer norm encoder.ln, the [connected] heads.head.
  * A convolution's weights are P.weight; with batch norm its scales, biases, rolling_mean and
  * rolling_variance are B.weight, B.bias, B.running_mean, B.running_var (torch also keeps
- * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. */
+ * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. A [layernorm]'s scales
+ * and biases are its weight and bias. */
 #ifndef CDL_TORCHVISION_NAMES_H
 #define CDL_TORCHVISION_NAMES_H
 
@@ -40,17 +58,22 @@
 #define TORCH_NAME_MAX 64
 
 /* One state-dict entry: layer `layer`'s params[param], or (param -1) a batch norm's
- * num_batches_tracked. */
+ * num_batches_tracked. n_dims 0: torch's shape is the Param's; else dims[0..n_dims), the same
+ * values in another shape (ConvNeXt's Linear [out][in] where cdl has a 1x1 convolution's
+ * [out][in][1][1]). */
 typedef struct TorchTensor {
     char name[TORCH_NAME_MAX];
     int layer, param;
+    int n_dims;
+    int64_t dims[PARAM_MAX_DIMS];
 } TorchTensor;
 
 /* The state dict of a net, in torch's order (a module's weight, then its norm's weight, bias,
  * running_mean, running_var, num_batches_tracked). */
 typedef struct TorchNames {
     const char *family; /* "resnet", "vgg", "mobilenetv2", "mobilenet_v3", "efficientnet",
-                           "shufflenet" */
+                           "shufflenet", "vit", "regnet",
+                           "convnext" */
     TorchTensor *tensors;
     int n_tensors;
     int head_layer; /* the last layer with parameters: a changed head keeps its initial values */

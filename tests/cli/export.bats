@@ -210,6 +210,12 @@ CFG
     for cfg in "$REPO"/cfg/*.cfg; do
         name=$(basename "$cfg" .cfg)
         grep -q '^seq=' "$cfg" && continue # text models: next test and export_text.bats
+        if grep -q '^\[tokens\]' "$cfg"; then # vit_b_16: [tokens] has no ONNX form yet
+            run "$CDL" export onnx "$cfg" -o "$name.onnx"
+            [ "$status" -eq 2 ]
+            [ "$output" = "cdl: layer 1 [tokens]: not exportable to ONNX" ]
+            continue
+        fi
         run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"
         echo "$output"
         [ "$status" -eq 0 ]

@@ -13,7 +13,7 @@ load helpers
 GEN="$REPO/scripts/ref/make_torchvision_safetensors.py"
 PHOTO=/usr/share/darknet/data/dog.jpg
 NAMES="resnet18 resnet34 resnet50 mobilenetv2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0
-    shufflenet_v2_x1_0"
+    shufflenet_v2_x1_0 vit_b_16 regnet_y_400mf convnext_tiny"
 
 setup_file() {
     /usr/bin/python3 -c "import torchvision" 2> /dev/null || skip "/usr/bin/python3 has no torchvision"
@@ -53,12 +53,24 @@ photo_matches() {
     photo_matches mobilenet_v3_large
 }
 
-@test "zoo photo: efficientnet_b0 gives torchvision's probabilities (resized bilinear)" {
+@test "zoo photo: efficientnet_b0 (interpolation=bicubic) gives torchvision's probabilities" {
     photo_matches efficientnet_b0
 }
 
 @test "zoo photo: shufflenet_v2_x1_0 gives torchvision's probabilities" {
     photo_matches shufflenet_v2_x1_0
+}
+
+@test "zoo photo: vit_b_16 gives torchvision's probabilities" {
+    photo_matches vit_b_16
+}
+
+@test "zoo photo: regnet_y_400mf (resize_size=232) gives torchvision's probabilities" {
+    photo_matches regnet_y_400mf
+}
+
+@test "zoo photo: convnext_tiny (resize_size=236) gives torchvision's probabilities" {
+    photo_matches convnext_tiny
 }
 
 @test "zoo photo: a resize one pixel off (257, not 256) fails the comparison for every cfg" {

@@ -314,10 +314,11 @@ static void test_cfg_errors(void)
     expect_cfg_error(ATTENTION_NET(4, 8, "heads=2\ndropout=-0.1\n"),
                      "t.cfg:7: bad value '-0.1' for key 'dropout'");
     expect_cfg_error(ATTENTION_NET(4, 8, "causal=2\n"), "t.cfg:6: bad value '2' for key 'causal'");
-    expect_cfg_error("[net]\nwidth=4\nheight=4\nchannels=3\n[attention]\n",
-                     "t.cfg:5: layer 0: [attention] needs token rows: a sequence net ([net] seq=T), "
-                     "or in an image net one channel of T tokens ([tokens]' output), not 3x4x4 "
-                     "(CxHxW)");
+    expect_cfg_error(
+        "[net]\nwidth=4\nheight=4\nchannels=3\n[attention]\n",
+        "t.cfg:5: layer 0: [attention] needs token rows: a sequence net ([net] seq=T), "
+        "or in an image net one channel of T tokens ([tokens]' output), not 3x4x4 "
+        "(CxHxW)");
     /* source=: an earlier layer of the input's features per row, bidirectional, the reference
      * kernels */
     expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=1\n",

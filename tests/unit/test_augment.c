@@ -543,6 +543,8 @@ static void test_keys_are_validated(void)
         {"flip=2\n", "key 'flip' in [net]: expected 0 or 1"},
         {"erasing=1.5\n", "key 'erasing' in [net]: must be a probability"},
         {"letterbox=1\ncenter_crop=1\n", "t.cfg:6: bad value '1' for key 'center_crop'"},
+        {"interpolation=nearest\n", "t.cfg:5: bad value 'nearest' for key 'interpolation' in "
+                                    "[net]: expected bilinear or bicubic"},
         {"resize_size=9\n", "t.cfg:5: bad value '9' for key 'resize_size' in [net]: needs "
                             "center_crop=1"},
         {"center_crop=1\nresize_size=7\n", "t.cfg:6: bad value '7' for key 'resize_size' in "

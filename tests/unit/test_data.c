@@ -912,6 +912,36 @@ static void test_resize_down_widens_triangle_filter_like_pil(void)
     CHECK_NEAR(out[1], 4.0 / 1.75, 1e-6);
 }
 
+/* The cubic convolution with a = -0.5: 1.5|x|^3 - 2.5|x|^2 + 1 below 1, -0.5|x|^3 + 2.5|x|^2 -
+   4|x| + 2 below 2. */
+static double cubic(double x)
+{
+    x = fabs(x);
+    return x < 1 ? (1.5 * x - 2.5) * x * x + 1 : x < 2 ? ((-0.5 * x + 2.5) * x - 4) * x + 2 : 0;
+}
+
+static void test_bicubic_down_widens_the_cubic_like_pil(void)
+{
+    /* 4 -> 2: scale 2, centres 1 and 3, the cubic stretched to half-width 4 over pixel centres
+       i + 0.5, all four pixels in reach of each output, weights normalised to sum 1 (PIL
+       BICUBIC; torch antialias=True): out[0] = sum_i in_i cubic((i + 0.5 - 1) / 2) / norm. */
+    float px[4] = {0, 0, 1, 1}, out[2];
+    Image img = {.c = 1, .h = 1, .w = 4, .data = px};
+    ImageScratch s = {0};
+    CHECK(image_resize_with(&img, NULL, 1, 1, 2, RESIZE_BICUBIC, &s, out) == CDL_OK);
+    image_scratch_free(&s);
+    for (int o = 0; o < 2; o++) {
+        double sum = 0, norm = 0;
+        for (int i = 0; i < 4; i++) {
+            const double w = cubic((i + 0.5 - (2 * o + 1)) / 2.0);
+            sum += w * px[i];
+            norm += w;
+        }
+        CHECK_NEAR(out[o], sum / norm, 1e-6);
+    }
+    CHECK_NEAR(out[0], 0.15625 / 1.890625, 1e-6); /* the same numbers, worked by hand */
+}
+
 static void test_rgb_to_gray_uses_itu_601_luma(void)
 {
     float px[3] = {1.0f, 0.5f, 0.25f}, out[1];
@@ -1026,6 +1056,7 @@ int main(void)
     test_resize_2x2_to_4x4_follows_align_corners_false();
     test_resize_same_size_is_identity();
     test_resize_down_widens_triangle_filter_like_pil();
+    test_bicubic_down_widens_the_cubic_like_pil();
     test_rgb_to_gray_uses_itu_601_luma();
     test_gray_to_rgb_replicates();
     test_fashion_mnist_train_loads();
