@@ -68,8 +68,11 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
+    const size_t packed_bytes = backward ? 0 : dnnl_conv_packed_weights_bytes(&dn->dc);
+    dn->w_packed = layer_kept_floats(st, (packed_bytes + sizeof(float) - 1) / sizeof(float));
     dn->w_fold = layer_work_floats(st, dn->folded ? l->params[CONV_WEIGHTS].count : 0);
-    dn->b_fold = layer_work_floats(st, dn->folded ? (size_t)out.c : 0);
+    dn->b_fold = packed_bytes ? layer_kept_floats(st, dn->folded ? (size_t)out.c : 0)
+                              : layer_work_floats(st, dn->folded ? (size_t)out.c : 0);
     /* a folded layer's training forward (the reference's) rounds into these in bf16 */
     const int bf16_ref = dn->folded && d.bf16;
     cpu->w_rounded = layer_state_floats(st, bf16_ref ? l->params[CONV_WEIGHTS].count : 0);
@@ -128,12 +131,20 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
     const int bn = cv->stage.batch_normalize && !dn->folded;
     const float *w = l->params[CONV_WEIGHTS].data;
     const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
-    if (dn->folded) {
+    const int fold = dn->folded && !(dn->w_packed && ctx->same_weights);
+    if (fold) {
         const Param *pw = &l->params[CONV_WEIGHTS];
         bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, dn->w_fold,
                        dn->b_fold);
         w = dn->w_fold;
-        b = dn->b_fold;
+    }
+    b = dn->folded ? dn->b_fold : b;
+    unsigned blocked = dnnl_blocked(l, ctx);
+    if (dn->w_packed) { /* reordered once for the forwards of the same weights */
+        if (!ctx->same_weights)
+            dnnl_conv_pack_weights(&dn->dc, w, dn->w_packed);
+        w = dn->w_packed;
+        blocked |= DNNL_CONV_W_PACKED;
     }
     /* with batch norm, its input buffer when its fused pass keeps it (else l->out) */
     float *y = bn          ? bias_norm_product_output(&cv->stage, l, ctx)
@@ -147,7 +158,7 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
             memcpy(y + i, l->sum_into->in[1] + i,
                    (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
     }
-    dnnl_conv_forward(&dn->dc, x, w, b, y, ctx->exec->workspace, dnnl_blocked(l, ctx));
+    dnnl_conv_forward(&dn->dc, x, w, b, y, ctx->exec->workspace, blocked);
     if (bn && bias_norm_forward_activated(&cv->stage, l, ctx, y))
         return;
     if (bn)

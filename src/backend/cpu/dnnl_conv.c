@@ -206,14 +206,16 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     }
 }
 
-/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
+/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy, the
+ * forward's w (DNNL_CONV_W_PACKED). */
 static int arg_of(const DnnlConvArg *g, unsigned which)
 {
     return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
                ? (which & DNNL_CONV_X_BLOCKED) != 0
            : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
                ? (which & DNNL_CONV_Y_BLOCKED) != 0
-               : 0;
+           : g->arg == DNNL_ARG_WEIGHTS ? (which & DNNL_CONV_W_PACKED) != 0
+                                        : 0;
 }
 
 /* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
@@ -553,6 +555,26 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
+{
+    const DnnlConvArg *w = forward_arg(d, DNNL_ARG_WEIGHTS);
+    if (!w || w->round)
+        return 0;
+    return memory_bytes(w->inner ? w->inner : w->user);
+}
+
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+{
+    const DnnlConvArg *g = forward_arg(d, DNNL_ARG_WEIGHTS);
+    if (!g->inner) {
+        memcpy(packed, w, memory_bytes(g->user));
+        return;
+    }
+    dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)w);
+    dnnl_memory_set_data_handle(g->inner, packed);
+    reorder(g->reorder, g->user, g->inner);
+}
+
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
                         float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
@@ -616,6 +638,17 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
                        void *scratch, unsigned blocked)
 {
     (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch, (void)blocked;
+}
+
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
+{
+    (void)d;
+    return 0;
+}
+
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+{
+    (void)d, (void)w, (void)packed;
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

@@ -133,8 +133,18 @@ void dnnl_conv_release(DnnlConv *d);
 int dnnl_conv_lanes_native(void);
 
 /* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/L][h][w][L], L =
- * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder. */
-enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
+ * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder; its w as
+ * dnnl_conv_pack_weights wrote it (the forward's own layout). */
+enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2, DNNL_CONV_W_PACKED = 4 };
+
+/* The bytes of the forward's weights in the layout its primitive takes them (a prepared d); 0
+ * where they cannot be packed ahead (bf16 operands rounded on float32 kernels), and without
+ * oneDNN. */
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d);
+/* packed (dnnl_conv_packed_weights_bytes) = the plain weights w in the forward's own layout, for
+ * forwards with DNNL_CONV_W_PACKED: an inference net reorders its weights once, not every
+ * forward. */
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed);
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)
  * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)
