@@ -58,8 +58,13 @@ CFG
     [ "$status" -eq 0 ]
     [[ "$output" == *"convolutional"*"engine ref"* ]]
     [[ "$output" != *"engine dnnl"* ]]
-    # the default is ref
+    # the default is auto in an inference net (info opens the model for inference), ref in a
+    # training one (profile's steps)
     [ "$("$CDL" info "$REPO/cfg/digits.cfg" --json | jq -c '[.layers[].engine]')" = \
+        "$("$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=auto |
+            jq -c '[.layers[].engine]')" ]
+    [ "$("$CDL" profile "$REPO/cfg/digits.cfg" --iters 1 --warmup 0 --threads 1 --json |
+        jq -c '[.layers[].engine]')" = \
         "$("$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=ref |
             jq -c '[.layers[].engine]')" ]
     run "$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=dnnl

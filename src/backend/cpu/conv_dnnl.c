@@ -21,6 +21,7 @@
 
 #include "backend/cpu/bias_norm.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/cpu_options.h"
 
 int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -52,6 +53,7 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         .backward = backward,
         .data_grad = backward,
         .bf16 = l->precision == GEMM_BF16,
+        .winograd_inference = cpu_options(st->exec)->winograd,
     };
     int rc = dnnl_conv_prepare(&dn->dc, &d, e);
     if (rc)
