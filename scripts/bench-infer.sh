@@ -87,6 +87,7 @@ stop_peers() {
     for name in "${!peer_pid[@]}"; do
         exec {peer_in[$name]}>&- {peer_out[$name]}<&-
         wait "${peer_pid[$name]}" 2>/dev/null || true
+        rm -f "$tmp/$name.in" "$tmp/$name.out"
     done
     peer_pid=() peer_in=() peer_out=()
 }

@@ -202,7 +202,8 @@ static void check_chain(const char *label, int w, int h, int sums, const char *b
 }
 
 /* Convolutions (conv-BN-relu, conv-BN-leaky, conv-BN-linear, conv-relu with bias, conv-BN-logistic
- * stride 2, conv 3 channels: batch norm folded into the weights and bias, relu and leaky fused)
+ * stride 2, conv-BN-relu6, conv 3 channels: batch norm folded into the weights and bias, relu,
+ * leaky and relu6 fused)
  * and a shortcut to the first with relu, which the third computes (sum and relu post-ops). */
 static void test_inference_chain(void)
 {
@@ -215,6 +216,7 @@ static void test_inference_chain(void)
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
                 "[convolutional]\nfilters=16\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
                 "activation=logistic\n"
+                "[convolutional]\nfilters=32\nsize=1\nbatch_normalize=1\nactivation=relu6\n"
                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n");
 }
 

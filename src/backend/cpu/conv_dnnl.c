@@ -9,8 +9,8 @@
  * ("ref:any"). In precision=bf16 the layer runs on oneDNN (DnnlConvDesc.bf16: x, w and dy rounded)
  * on its bf16 kernels where they outrun its float32 ones, else on those on rounded copies. In an
  * inference net (no gradients) batch norm's running statistics are folded into the weights and
- * bias each forward (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as
- * without batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the
+ * bias (batchnorm_fold; once for the forwards of the same weights, ConvDnnl.w_packed), so that
+ * oneDNN applies them with relu, leaky or relu6 fused as without batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the
  * forward's are that and the neighbours take it too (conv_dnnl_layout, Layer.blocked: net_resize
  * decides), in inference forwards only. Built without oneDNN (make DNNL=0), dnnl_conv_prepare
  * fails and no layer comes here.
@@ -33,7 +33,10 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     const Shape in = l->in_shape, out = l->out_shape;
     dn->folded = bn && !backward;
     const ActivationKind act = dn->sum_act ? (ActivationKind)(dn->sum_act - 1) : l->activation;
-    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY);
+    /* relu6's derivative reads its input (l->pre), which a fused forward leaves unwritten: fused
+     * in inference only */
+    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
+                                        (act == CDL_ACT_RELU6 && !backward));
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -50,6 +53,7 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         .sum = dn->sum_act != 0,
         .eltwise = dn->fused,
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
         .backward = backward,
         .data_grad = backward,
         .bf16 = l->precision == GEMM_BF16,
@@ -84,13 +88,14 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 }
 
 /* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
- * applies relu, leaky or nothing after it as post-ops (LayerKernels.fuse_sum). */
+ * applies relu, leaky, relu6 or nothing after it as post-ops (LayerKernels.fuse_sum). */
 int conv_dnnl_fuse_sum(Layer *l, int act)
 {
     ConvDnnl *dn = &((Conv *)l->priv)->cpu->dnnl;
     dn->sum_act = 0;
     if (act < 0 || !dn->on || !dn->folded || l->activation != CDL_ACT_LINEAR ||
-        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY))
+        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY &&
+         act != CDL_ACT_RELU6))
         return 0;
     dn->sum_act = act + 1;
     return 1;

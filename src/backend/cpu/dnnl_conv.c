@@ -371,6 +371,8 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
         s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
         s = s || !c->eltwise
                 ? s
+            : c->bound > 0
+                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, c->bound)
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }

@@ -27,6 +27,7 @@ typedef struct DnnlConvDesc {
                       y comes holding what to add */
     int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
     float slope;   /* eltwise's negative slope */
+    float bound;   /* > 0: eltwise is y = min(max(y, 0), bound) instead (relu6: 6) */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
