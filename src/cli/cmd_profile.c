@@ -125,8 +125,8 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
 
 static void print_table(const cdl_profile_result *r, const ProfileSettings *p, int threads, int gpu)
 {
-    printf("%s: batch %d, threads %d, %ld timed %s after %ld untimed\n", p->path, r->batch,
-           threads, p->iters, p->inference ? "inference forwards" : "steps", p->warmup + 1);
+    printf("%s: batch %d, threads %d, %ld timed %s after %ld untimed\n", p->path, r->batch, threads,
+           p->iters, p->inference ? "inference forwards" : "steps", p->warmup + 1);
     if (gpu)
         printf("on the GPU: each layer timed by CUDA events on the net's stream, waited for "
                "before the next layer starts\n");
@@ -202,7 +202,8 @@ int cmd_profile(int argc, char **argv)
             "profile", "CFG|MODEL [options]",
             "Times each layer's forward and backward over training steps on random data "
             "(one untimed step, --warmup more, then --iters timed ones; with --inference, "
-            "inference forwards and the forward alone) and prints per layer: mean ± standard deviation in ms, share of the step, forward+backward "
+            "inference forwards and the forward alone) and prints per layer: mean ± standard "
+            "deviation in ms, share of the step, forward+backward "
             "FLOPs of the step (3x the forward for convolutional and connected layers), the "
             "achieved GFLOP/s, parameters and activation memory; then the step time, "
             "images/s, the layers' sum against the step, and the peak memory.",

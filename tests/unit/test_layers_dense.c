@@ -320,15 +320,15 @@ static float *inference_outputs(const char *text, int batch, int threads, size_t
 }
 
 /* An inference net's winograd layers (engine=ref) keep their transformed weights from one
- * forward to the next (transformed again when the weights change) and split the filters over the threads at
- * a small batch: at batch 1 and 2 on 1 and 2 threads they agree with winograd=0 (im2col) within
- * 1e-5 of the largest value, before and after new weights and a resize, and a repeated forward
- * gives the same bits. */
+ * forward to the next (transformed again when the weights change) and split the filters over the
+ * threads at a small batch: at batch 1 and 2 on 1 and 2 threads they agree with winograd=0 (im2col)
+ * within 1e-5 of the largest value, before and after new weights and a resize, and a repeated
+ * forward gives the same bits. */
 static void test_winograd_inference_matches_im2col(void)
 {
 #define WINO_INFER(flag)                                                                           \
     NET(1, 16, 8, 12)                                                                              \
-    "engine=ref\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                              \
+    "engine=ref\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                  \
     "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=36\nsize=3\npad=1\n"            \
     "activation=linear\n"
     const int saved = omp_get_max_threads();

@@ -83,16 +83,16 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     const int dnnl =
         engine == CPU_ENGINE_DNNL ||
         (engine == CPU_ENGINE_AUTO && dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
-                                                                             .in_h = in.h,
-                                                                             .in_w = in.w,
-                                                                             .out_c = cv->filters,
-                                                                             .out_h = out.h,
-                                                                             .out_w = out.w,
-                                                                             .size = cv->size,
-                                                                             .stride = cv->stride,
-                                                                             .padding = cv->padding,
-                                                                             .groups = cv->groups,
-                                                                             .winograd = wino}));
+                                                                          .in_h = in.h,
+                                                                          .in_w = in.w,
+                                                                          .out_c = cv->filters,
+                                                                          .out_h = out.h,
+                                                                          .out_w = out.w,
+                                                                          .size = cv->size,
+                                                                          .stride = cv->stride,
+                                                                          .padding = cv->padding,
+                                                                          .groups = cv->groups,
+                                                                          .winograd = wino}));
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 

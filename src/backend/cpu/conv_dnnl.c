@@ -10,10 +10,10 @@
  * on its bf16 kernels where they outrun its float32 ones, else on those on rounded copies. In an
  * inference net (no gradients) batch norm's running statistics are folded into the weights and
  * bias (batchnorm_fold; once for the forwards of the same weights, ConvDnnl.w_packed), so that
- * oneDNN applies them with relu, leaky or relu6 fused as without batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the
- * forward's are that and the neighbours take it too (conv_dnnl_layout, Layer.blocked: net_resize
- * decides), in inference forwards only. Built without oneDNN (make DNNL=0), dnnl_conv_prepare
- * fails and no layer comes here.
+ * oneDNN applies them with relu, leaky or relu6 fused as without batch norm; and the input and
+ * output pass in oneDNN's blocked layout nChw8c where the forward's are that and the neighbours
+ * take it too (conv_dnnl_layout, Layer.blocked: net_resize decides), in inference forwards only.
+ * Built without oneDNN (make DNNL=0), dnnl_conv_prepare fails and no layer comes here.
  *
  *   in [batch][c][h][w] -> out [batch][filters][out_h][out_w]
  */

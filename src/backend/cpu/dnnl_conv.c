@@ -335,12 +335,12 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
         s = s || c->out_c % DNNL_LANES
                 ? s
                 : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
-        const int winograd = c->winograd_inference && c->size == 3 && c->stride == 1 &&
-                             c->groups == 1 && !c->bf16;
+        const int winograd =
+            c->winograd_inference && c->size == 3 && c->stride == 1 && c->groups == 1 && !c->bf16;
         const dnnl_alg_kind_t algs[2] = {dnnl_convolution_winograd, dnnl_convolution_direct};
         for (int k = winograd ? 0 : 1; !s && k < 2; k++) {
-            dnnl_status_t t = dnnl_convolution_forward_desc_init(fd, prop, algs[k], &xb, &m->w_any,
-                                                                 b, &yb, m->strides, m->pad, m->pad);
+            dnnl_status_t t = dnnl_convolution_forward_desc_init(
+                fd, prop, algs[k], &xb, &m->w_any, b, &yb, m->strides, m->pad, m->pad);
             t = t ? t : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
             if (!t && !ref_impl(*fpd))
                 return t;
@@ -369,8 +369,7 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     if (!s && (c->sum || c->eltwise)) {
         s = dnnl_post_ops_create(&ops);
         s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
-        s = s || !c->eltwise
-                ? s
+        s = s || !c->eltwise ? s
             : c->bound > 0
                 ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, c->bound)
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);

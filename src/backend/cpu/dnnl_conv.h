@@ -31,15 +31,15 @@ typedef struct DnnlConvDesc {
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
-    int winograd_inference; /* 1: an inference forward (neither backward) of a 3x3 stride-1
-                               float32 convolution may run on oneDNN's Winograd kernels (F(4x4,
-                               3x3) or F(2x2, 3x3): fewer products, rounding errors a few times
-                               the direct ones'), where it has them */
     int bf16;      /* 1: x, w and dy taken in bf16 (rounded to nearest even), float32 sums, y,
                       dx, dw and db float32: the numerics of torch.autocast("cpu",
                       torch.bfloat16). On oneDNN's bf16 kernels (its reorders round) where they
                       outrun its float32 ones (dnnl_conv_bf16_kernels), else on its float32
                       kernels, the operands rounded into float32 copies (DNNL_ROUND_FLOATS) */
+    /* 1: an inference forward (neither backward) of a 3x3 stride-1 float32 convolution may run on
+     * oneDNN's Winograd kernels (F(4x4, 3x3) or F(2x2, 3x3): fewer products, rounding errors a
+     * few times the direct ones'), where it has them */
+    int winograd_inference;
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
