@@ -316,7 +316,8 @@ static int ref_impl(const_dnnl_primitive_desc_t pd)
  * where oneDNN 2.6 on AVX-512 picks brgconv on nhwc, a layout no other layer takes: there x and
  * y (each of whole DNNL_LANES blocks; the other left to oneDNN) are asked in nChw16c (its
  * jit:avx512_core kernels), so that the activations can stay blocked between layers
- * (dnnl_conv_blocked), unless no kernel but the reference one takes them; and a 3x3 stride-1
+ * (dnnl_conv_blocked), unless no kernel but the reference one takes them (bf16 operands too: x
+ * in bf16 nChw16c, which bf16_pack fills from the float32 blocked tensor); and a 3x3 stride-1
  * one with desc.winograd_inference runs on oneDNN's Winograd kernels where it has them
  * (jit_wino_4x3, jit_fp32_wino_2x3: 2-3x the direct kernels' speed on resnet's 3x3 layers). */
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_desc_t *fd,
@@ -324,14 +325,17 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
                                 const_dnnl_primitive_attr_t attr)
 {
     const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
-    if (prop == dnnl_forward_inference && DNNL_LANES == 16 && !bf16_operands(c) &&
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
         (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
-        dnnl_memory_desc_t xb = m->x_any, yb = m->y_any;
+        /* bf16 operands: x in bf16 nChw16c, rounded from the float32 blocked tensor as it is
+         * (DNNL_ROUND_PACK), y in float32 nChw16c */
+        const dnnl_data_type_t op = bf16_operands(c) ? dnnl_bf16 : dnnl_f32;
+        dnnl_memory_desc_t xb = m->x_op, yb = m->y_any;
         dnnl_status_t s = c->in_c % DNNL_LANES
                               ? dnnl_success
-                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, dnnl_f32, dnnl_nChw16c);
+                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, op, dnnl_nChw16c);
         s = s || c->out_c % DNNL_LANES
                 ? s
                 : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
@@ -340,7 +344,7 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
         const dnnl_alg_kind_t algs[2] = {dnnl_convolution_winograd, dnnl_convolution_direct};
         for (int k = winograd ? 0 : 1; !s && k < 2; k++) {
             dnnl_status_t t = dnnl_convolution_forward_desc_init(
-                fd, prop, algs[k], &xb, &m->w_any, b, &yb, m->strides, m->pad, m->pad);
+                fd, prop, algs[k], &xb, &m->w_op, b, &yb, m->strides, m->pad, m->pad);
             t = t ? t : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
             if (!t && !ref_impl(*fpd))
                 return t;
