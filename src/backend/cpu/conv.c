@@ -224,6 +224,7 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     conv_choose(l, cpu, cpu_options(st->exec));
     cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->wino.on = 0;
     cpu->dnnl.w_packed = NULL;
+    cpu->dnnl.packed_ready = 0;
     cpu->ref.images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = 0;
@@ -259,6 +260,7 @@ static void conv_release(Layer *l)
     if (!cv->cpu)
         return;
     dnnl_conv_release(&cv->cpu->dnnl.dc);
+    dnnl_conv_release(&cv->cpu->dnnl.wino);
     conv_winograd_release(cv->cpu);
     free(cv->cpu);
     cv->cpu = NULL;

@@ -23,6 +23,26 @@
 #include "backend/cpu/conv.h"
 #include "backend/cpu/cpu_options.h"
 
+/* An inference forward's Winograd twin of dn->dc (prepared), where [net] winograd=1 asks for
+ * it and oneDNN has Winograd kernels for the shape: a 3x3 stride-1 one-group float32
+ * convolution of whole 16-channel blocks in and out (so that it takes and gives the layouts
+ * dn->dc does); dn->wino released otherwise. */
+static void conv_dnnl_winograd_prepare(ConvDnnl *dn, const DnnlConvDesc *d, int asked)
+{
+    Error ignored = {0};
+    DnnlConvDesc w = *d;
+    w.winograd_inference = 1;
+    if (!asked || d->backward || d->data_grad || d->bf16 || d->size != 3 || d->stride != 1 ||
+        d->groups != 1 || d->in_c % 16 || d->out_c % 16 || !dnnl_conv_lanes_native() ||
+        dnnl_conv_prepare(&dn->wino, &w, &ignored) ||
+        !strstr(dn->wino.impl[DNNL_CONV_FWD], "wino") ||
+        dnnl_conv_blocked(&dn->wino, DNNL_CONV_X_BLOCKED) !=
+            dnnl_conv_blocked(&dn->dc, DNNL_CONV_X_BLOCKED) ||
+        dnnl_conv_blocked(&dn->wino, DNNL_CONV_Y_BLOCKED) !=
+            dnnl_conv_blocked(&dn->dc, DNNL_CONV_Y_BLOCKED))
+        dnnl_conv_release(&dn->wino);
+}
+
 int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
@@ -57,7 +77,6 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         .backward = backward,
         .data_grad = backward,
         .bf16 = l->precision == GEMM_BF16,
-        .winograd_inference = cpu_options(st->exec)->winograd,
     };
     int rc = dnnl_conv_prepare(&dn->dc, &d, e);
     if (rc)
@@ -69,12 +88,16 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         }
     dn->on = 1;
     l->engine = "dnnl";
-    const size_t floats = (dn->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    conv_dnnl_winograd_prepare(dn, &d, cpu_options(st->exec)->winograd);
+    const size_t scratch = dn->dc.scratch_bytes > dn->wino.scratch_bytes ? dn->dc.scratch_bytes
+                                                                         : dn->wino.scratch_bytes;
+    const size_t floats = (scratch + sizeof(float) - 1) / sizeof(float);
     const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
-    const size_t packed_bytes = backward ? 0 : dnnl_conv_packed_weights_bytes(&dn->dc);
+    const size_t packed_bytes =
+        backward ? 0 : dnnl_conv_packed_weights_bytes(dn->wino.prepared ? &dn->wino : &dn->dc);
     dn->w_packed = layer_kept_floats(st, (packed_bytes + sizeof(float) - 1) / sizeof(float));
     dn->w_fold = layer_work_floats(st, dn->folded ? l->params[CONV_WEIGHTS].count : 0);
     dn->b_fold = packed_bytes ? layer_kept_floats(st, dn->folded ? (size_t)out.c : 0)
@@ -138,8 +161,15 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
     const int bn = cv->stage.batch_normalize && !dn->folded;
     const float *w = l->params[CONV_WEIGHTS].data;
     const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
-    const int fold = dn->folded && !(dn->w_packed && ctx->same_weights);
-    if (fold) {
+    /* An inference net's steady primitive (Winograd's where prepared) reads the weights packed in
+     * its layout, once per weights; Winograd's transform costs many direct forwards (0.9 s for
+     * resnet18's), so the first forward of new weights runs the direct one on them instead, and
+     * only a second one of the same weights packs them (a one-image predict never does). */
+    DnnlConv *steady = dn->wino.prepared ? &dn->wino : &dn->dc;
+    if (!ctx->same_weights)
+        dn->packed_ready = 0;
+    const int packed = dn->w_packed && (dn->packed_ready || ctx->same_weights || steady == &dn->dc);
+    if (dn->folded && !(packed && dn->packed_ready)) {
         const Param *pw = &l->params[CONV_WEIGHTS];
         bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, dn->w_fold,
                        dn->b_fold);
@@ -147,9 +177,11 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
     }
     b = dn->folded ? dn->b_fold : b;
     unsigned blocked = dnnl_blocked(l, ctx);
-    if (dn->w_packed) { /* reordered once for the forwards of the same weights */
-        if (!ctx->same_weights)
-            dnnl_conv_pack_weights(&dn->dc, w, dn->w_packed);
+    DnnlConv *dc = packed ? steady : &dn->dc;
+    if (packed) {
+        if (!dn->packed_ready)
+            dnnl_conv_pack_weights(steady, w, dn->w_packed);
+        dn->packed_ready = 1;
         w = dn->w_packed;
         blocked |= DNNL_CONV_W_PACKED;
     }
@@ -165,7 +197,7 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
             memcpy(y + i, l->sum_into->in[1] + i,
                    (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
     }
-    dnnl_conv_forward(&dn->dc, x, w, b, y, ctx->exec->workspace, blocked);
+    dnnl_conv_forward(dc, x, w, b, y, ctx->exec->workspace, blocked);
     if (bn && bias_norm_forward_activated(&cv->stage, l, ctx, y))
         return;
     if (bn)
