@@ -199,7 +199,7 @@ for name in "${net_names[@]}"; do
             done
             for batch in "${batches[@]}"; do
                 steps=$(((per_run + batch - 1) / batch))
-                warmup=$((batch == 1 ? 3 : 1))
+                warmup=$((batch == 1 ? 3 : 2)) # cdl: its second forward transforms for Winograd
                 rm -f "$tmp"/rate.*
                 for ((r = 0; r < repeats; r++)); do
                     for runner in "${runners[@]}"; do
