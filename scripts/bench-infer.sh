@@ -20,7 +20,7 @@
 #            [--precisions fp32,bf16,int8] [--repeats N] [--images N] [--no-compile] [--quick]
 #   nets: resnet18 resnet50 mobilenetv2 (cfg/NAME.cfg; default: all); batches: any (default
 #   1,16; 64 too for throughput); --images: images per timed run (default per net: resnet50
-#   16, resnet18 32, mobilenetv2 64; at least one step); --no-compile: no torch.compile column
+#   8, resnet18 16, mobilenetv2 32; at least one step); --no-compile: no torch.compile column
 #   (its first compilation of a net takes a minute); --quick: resnet18, batch 1, 1 thread,
 #   fp32, 1 repeat of 2 images (a check that everything runs, not a measurement).
 #   Besides printing it, a run (not --quick) writes its table to docs/speed/ as a dated
@@ -59,9 +59,9 @@ IFS=, read -r -a thread_counts <<<"$thread_list"
 IFS=, read -r -a precisions <<<"$precision_list"
 default_images() {
     case "$1" in
-    resnet50) echo 16 ;;
-    resnet18) echo 32 ;;
-    mobilenetv2) echo 64 ;;
+    resnet50) echo 8 ;;
+    resnet18) echo 16 ;;
+    mobilenetv2) echo 32 ;;
     *) return 1 ;;
     esac
 }
@@ -78,14 +78,20 @@ fail() {
 }
 venv=${TORCH_VENV:-build/torch-venv}
 py=$venv/bin/python
-[ -x "$py" ] && env -u OPENBLAS_CORETYPE "$py" -c 'import torch, onnxruntime, onnx' 2>/dev/null ||
+if ! [ -x "$py" ] || ! env -u OPENBLAS_CORETYPE "$py" -c 'import torch, onnxruntime, onnx' 2>/dev/null; then
     fail "$venv lacks torch, onnxruntime or onnx: run scripts/torch-venv.sh"
+fi
 tmp=$(mktemp -d)
 declare -A peer_pid=() peer_in=() peer_out=()
+# close_peer NAME: closes the script's ends of NAME's FIFOs (the peer sees its input end).
+close_peer() {
+    local fd_in=${peer_in[$1]} fd_out=${peer_out[$1]}
+    exec {fd_in}>&- {fd_out}<&-
+}
 stop_peers() {
     local name
     for name in "${!peer_pid[@]}"; do
-        exec {peer_in[$name]}>&- {peer_out[$name]}<&-
+        close_peer "$name"
         wait "${peer_pid[$name]}" 2>/dev/null || true
         rm -f "$tmp/$name.in" "$tmp/$name.out"
     done
@@ -115,11 +121,13 @@ peer_start() {
             scripts/bench_infer_peer.py "$@" --threads "$t"
     ) <"$tmp/$name.in" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     peer_pid[$name]=$!
-    exec {peer_in[$name]}>"$tmp/$name.in" {peer_out[$name]}<"$tmp/$name.out"
-    if ! read -r line <&"${peer_out[$name]}"; then
+    local fd_in fd_out
+    exec {fd_in}>"$tmp/$name.in" {fd_out}<"$tmp/$name.out"
+    peer_in[$name]=$fd_in peer_out[$name]=$fd_out
+    if ! read -r line <&"$fd_out"; then
         echo "bench-infer: $name did not start:" >&2
         tail -3 "$tmp/$name.err" >&2
-        exec {peer_in[$name]}>&- {peer_out[$name]}<&-
+        close_peer "$name"
         unset "peer_pid[$name]" "peer_in[$name]" "peer_out[$name]"
         rm -f "$tmp/$name.in" "$tmp/$name.out"
         return 1
@@ -142,12 +150,22 @@ rate() {
         else
             echo "bench-infer: $runner failed at batch $batch:" >&2
             tail -3 "$tmp/$runner.err" >&2
-            exec {peer_in[$runner]}>&- {peer_out[$runner]}<&-
-            unset "peer_pid[$runner]"
+            close_peer "$runner"
+            unset "peer_pid[$runner]" "peer_in[$runner]" "peer_out[$runner]"
             echo -
         fi ;;
     esac
 }
+
+# shown RATE: images/s as the row's unit shows it ("-" stays)
+shown() {
+    if [ "$1" = - ]; then echo -; elif [ "$unit" = ms ]; then
+        awk -v r="$1" 'BEGIN { printf "%.2f", 1e3 / r }'
+    else awk -v r="$1" 'BEGIN { printf "%.1f", r }'; fi
+}
+# ratio A B: A / B to two places ("-" when B is missing)
+ratio() { if [ -z "$2" ] || [ "$2" = - ]; then echo -; else
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; fi; }
 
 # shellcheck source=scripts/lib/speed-table.sh
 source scripts/lib/speed-table.sh
@@ -217,13 +235,6 @@ for name in "${net_names[@]}"; do
                 best=$(printf '%s\n' "$torch" "$torch_compiled" | grep -v -- - | sort -g | tail -1)
                 unit=img/s
                 [ "$batch" = 1 ] && unit=ms
-                shown() { # images/s as the unit shows it
-                    if [ "$1" = - ]; then echo -; elif [ $unit = ms ]; then
-                        awk -v r="$1" 'BEGIN { printf "%.2f", 1e3 / r }'
-                    else awk -v r="$1" 'BEGIN { printf "%.1f", r }'; fi
-                }
-                ratio() { [ -z "$2" ] || [ "$2" = - ] && echo - ||
-                    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
                 row=("$name" "$precision" "$t" "$batch" "$unit" "$(shown "${med[cdl]}")"
                     "$(shown "${med[ort]}")" "$(shown "$torch")" "$(shown "$torch_compiled")"
                     "$(ratio "${med[cdl]}" "${med[ort]}")" "$(ratio "${med[cdl]}" "$best")")
