@@ -4,7 +4,8 @@ connected, batch norm, maxpool, avgpool, dropout, route, shortcut, softmax: the 
 cfg/) and times the same training steps (SGD with momentum and weight decay, BN in train
 mode) or, with --inference, forwards without gradients, on random data; --bf16 runs the
 forwards (and so the backwards) under torch.autocast("cpu", torch.bfloat16), cdl's
---precision bf16.
+--precision bf16; --compile runs the model through torch.compile (PyTorch 2; the warm-up
+steps include the compilation).
 
 Run with Debian's /usr/bin/python3 (python3-torch) or any python with torch (scripts/
 torch-venv.sh). Prints one JSON line:
@@ -50,6 +51,8 @@ def activation(name):
         return nn.LeakyReLU(LEAKY_SLOPE)
     if name == "relu":
         return nn.ReLU()
+    if name == "relu6":
+        return nn.ReLU6()
     if name == "logistic":
         return nn.Sigmoid()
     if name == "tanh":
@@ -200,6 +203,8 @@ def main():
                    help="time forwards in eval mode without gradients instead")
     p.add_argument("--bf16", action="store_true",
                    help='forwards under torch.autocast("cpu", torch.bfloat16)')
+    p.add_argument("--compile", action="store_true",
+                   help="run the model through torch.compile (PyTorch 2)")
     p.add_argument("--params", action="store_true",
                    help="print the trainable parameter count (cdl info's) and exit")
     args = p.parse_args()
@@ -226,6 +231,9 @@ def main():
                           momentum=float(net.get("momentum", 0.9)))
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(batch, *model.input_shape)
+    if args.inference:  # the inputs of cdl bench --inference and scripts/bench_ort.py
+        x = torch.rand(batch, *model.input_shape)
+    run = torch.compile(model) if args.compile else model
     labels = torch.randint(0, model.classes, (batch,))
 
     def autocast():
@@ -234,13 +242,13 @@ def main():
     def train_step():
         opt.zero_grad(set_to_none=False)
         with autocast():
-            loss = loss_fn(model(x), labels)
+            loss = loss_fn(run(x), labels)
         loss.backward()
         opt.step()
 
     def inference_step():
         with torch.no_grad(), autocast():
-            model(x)
+            run(x)
 
     step = inference_step if args.inference else train_step
     model.train(not args.inference)
@@ -257,6 +265,7 @@ def main():
         "threads": torch.get_num_threads(),
         "inference": args.inference,
         "bf16": args.bf16,
+        "compile": args.compile,
         "torch": torch.__version__,
     }))
 

@@ -138,6 +138,7 @@ int cdl_model_load_darknet_weights(cdl_model *model, const char *weights_path, c
 {
     Error e = {0};
     int st = darknet_weights_load(&model->net, weights_path, NULL, &e);
+    net_weights_changed(&model->net);
     return st ? api_report(&e, err, err_size) : CDL_OK;
 }
 

@@ -527,7 +527,9 @@ typedef struct cdl_profile_result {
     float loss;                     /* the last step's, as cdl_bench_result's */
 } cdl_profile_result;
 
-/* Times each layer's forward and backward over training steps, as `caffe time` does. */
+/* Times each layer's forward and backward over training steps, as `caffe time` does; a model
+ * opened for inference (not for_training): each layer's forward over inference forwards of
+ * options->batch samples (backward times 0, flops the forward's, one pass a step). */
 int cdl_model_profile(cdl_model *model, const cdl_timing_options *options,
                       cdl_profile_result *result, char *err, size_t err_size);
 void cdl_profile_result_free(cdl_profile_result *result);

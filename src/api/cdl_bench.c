@@ -1,5 +1,5 @@
 /* Timing in the public API (cdl.h): whole training steps (bench) and each layer's share of
- * them (profile) on random data, and the data loader alone. */
+ * them or of inference forwards (profile) on random data, and the data loader alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,15 +59,24 @@ static cdl_time_stat time_stat_ms(const TimeStat *t)
                            1e3 * t->max_s};
 }
 
-/* Forward + backward FLOPs of one sample. Convolution and connected layers do a GEMM of
- * the forward's size for the weight gradient and another for the input gradient (skipped
- * for the net input); every other layer's backward costs about what its forward does. */
+/* Forward + backward FLOPs of one sample (the forward's alone in an inference net).
+ * Convolution and connected layers do a GEMM of the forward's size for the weight gradient
+ * and another for the input gradient (skipped for the net input); every other layer's
+ * backward costs about what its forward does. */
 static double sample_step_flops(Net *net, const Layer *l)
 {
+    if (!net->want_grads)
+        return l->flops;
     const int gemm = l->type->gemm_bound;
     if (!gemm)
         return 2 * l->flops;
     return (net_layer_input_delta(net, l, 0) ? 3 : 2) * l->flops;
+}
+
+/* Samples per timed step: a training step's, or an inference forward's. */
+static int profile_batch(const Net *net)
+{
+    return net->want_grads ? net->hyper.batch : net->batch;
 }
 
 static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
@@ -80,8 +89,8 @@ static cdl_layer_profile layer_cost(Net *net, const Profiler *prof, int i)
                            .forward = time_stat_ms(&prof->forward[i]),
                            .backward = time_stat_ms(&prof->backward[i]),
                            .engine = l->engine};
-    const double passes = net->hyper.subdivisions * net->split;
-    c.flops = sample_step_flops(net, l) * net->hyper.batch;
+    const double passes = net->want_grads ? net->hyper.subdivisions * net->split : 1;
+    c.flops = sample_step_flops(net, l) * profile_batch(net);
     c.step_ms = (c.forward.mean_ms + c.backward.mean_ms) * passes;
     c.share = c.step_ms / (1e3 * time_stat_mean_s(&prof->step));
     c.gflops_per_s = c.step_ms > 0 ? c.flops / (c.step_ms * 1e6) : 0;
@@ -100,46 +109,73 @@ static int fill_profile(Net *net, const Profiler *prof, cdl_profile_result *r, E
     if (!(r->layers = calloc((size_t)net->n_layers, sizeof *r->layers)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     r->n_layers = net->n_layers;
-    r->batch = net->hyper.batch;
-    r->passes_per_step = net->hyper.subdivisions * net->split;
+    r->batch = profile_batch(net);
+    r->passes_per_step = net->want_grads ? net->hyper.subdivisions * net->split : 1;
     r->pass_batch = net->batch;
     r->step = time_stat_ms(&prof->step);
     for (int i = 0; i < net->n_layers; i++) {
         r->layers[i] = layer_cost(net, prof, i);
         r->layers_ms += r->layers[i].step_ms;
     }
-    r->images_per_s = net->hyper.batch / (r->step.mean_ms / 1e3);
+    r->images_per_s = r->batch / (r->step.mean_ms / 1e3);
     r->layers_share = r->layers_ms / r->step.mean_ms;
     r->loss = net->loss;
     return CDL_OK;
 }
 
+/* Times o->steps calls of run_step(t) after 1 + o->warmup untimed ones into prof (set as the
+ * net's, which feeds it each layer's passes), tracing them when o->trace_path is set. */
+static int profile_steps(cdl_model *m, const cdl_timing_options *o, void (*run_step)(void *),
+                         void *t, Profiler *prof, cdl_profile_result *r, Error *e)
+{
+    Net *net = &m->net;
+    int st = profiler_init_for_net(prof, net, o->trace_path ? (size_t)o->steps : 0, e);
+    if (st)
+        return st;
+    net->profiler = prof;
+    for (int i = 0; i < 1 + o->warmup; i++)
+        run_step(t);
+    profiler_reset(prof);
+    prof->tracing = o->trace_path != NULL;
+    for (int i = 0; i < o->steps; i++) {
+        const double start_s = profiler_now_s(prof);
+        const uint64_t step = net->step;
+        run_step(t);
+        profiler_step(prof, net->want_grads ? step : (uint64_t)i, start_s, profiler_now_s(prof));
+    }
+    net->profiler = NULL;
+    st = net_sync(net, e);
+    if (!st && o->trace_path && !(st = trace_write(o->trace_path, prof->events, prof->n_events, e)))
+        r->trace_events = prof->n_events;
+    return st ? st : fill_profile(net, prof, r, e);
+}
+
+static void training_step(void *t)
+{
+    timing_run_step(t);
+}
+
+static void inference_forward(void *net)
+{
+    net_forward(net);
+}
+
+/* A model opened for training times its training steps; one opened for inference its
+ * inference forwards (no gradients: oneDNN's folded batch norm, fused sums, blocked layouts). */
 static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result *r, Error *e)
 {
-    TimingRun t;
     Profiler prof = {0};
-    Net *net = &m->net;
-    int st = setup(m, o, &t, e);
-    st = st ? st : profiler_init_for_net(&prof, net, o->trace_path ? (size_t)o->steps : 0, e);
-    if (!st) {
-        net->profiler = &prof;
-        for (int i = 0; i < 1 + o->warmup; i++)
-            timing_run_step(&t);
-        profiler_reset(&prof);
-        prof.tracing = o->trace_path != NULL;
-        for (int i = 0; i < o->steps; i++) {
-            const double start_s = profiler_now_s(&prof);
-            timing_run_step(&t);
-            profiler_step(&prof, net->step - 1, start_s, profiler_now_s(&prof));
-        }
-        net->profiler = NULL;
-        st = net_sync(net, e);
+    int st;
+    if (!m->net.want_grads) {
+        st = api_inference_setup(m, o->batch, e);
+        st = st ? st : profile_steps(m, o, inference_forward, &m->net, &prof, r, e);
+    } else {
+        TimingRun t;
+        st = setup(m, o, &t, e);
+        st = st ? st : profile_steps(m, o, training_step, &t, &prof, r, e);
+        timing_run_free(&t);
     }
-    if (!st && o->trace_path && !(st = trace_write(o->trace_path, prof.events, prof.n_events, e)))
-        r->trace_events = prof.n_events;
-    st = st ? st : fill_profile(net, &prof, r, e);
     profiler_free(&prof);
-    timing_run_free(&t);
     return st;
 }
 

@@ -45,6 +45,10 @@ int api_check_head_names(const ModelMeta *head, char *const *names, int n, const
 int api_require_detector(const cdl_model *model, Error *e);
 /* Sizes the model's activations for at least n samples (allocates when n > capacity). */
 int api_model_reserve(cdl_model *model, int n, Error *e);
+/* Readies a model opened for inference (CDL_EUSAGE otherwise) for timing forwards of batch
+ * samples (0: the cfg's mini-batch): activations sized, inference mode, random inputs in [0, 1)
+ * (token ids for a sequence net) from a fixed seed in its input (src/cdl_quantize.c). */
+int api_inference_setup(cdl_model *model, int batch, Error *e);
 /* The .data file a run of cfg_path trains on by default: "cfg/x.cfg" -> "cfg/x.data"
  * (src/cdl_session.c). */
 void api_default_data_path(const char *cfg_path, char *out, size_t size);

@@ -141,18 +141,27 @@ static void random_inputs(Net *net, int batch)
     net_commit_batch(net);
 }
 
-static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r, Error *e)
+int api_inference_setup(cdl_model *m, int batch, Error *e)
 {
     Net *net = &m->net;
     if (net->want_grads)
         return error_set(e, CDL_EUSAGE, "timing inference needs a model opened for inference");
-    const int batch = o->batch > 0 ? o->batch : net->hyper.batch / net->hyper.subdivisions;
+    batch = batch > 0 ? batch : net->hyper.batch / net->hyper.subdivisions;
     int st = api_model_reserve(m, batch, e);
     if (st)
         return st;
     net->batch = batch;
     net->train = 0;
     random_inputs(net, batch);
+    return CDL_OK;
+}
+
+static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r, Error *e)
+{
+    Net *net = &m->net;
+    int st = api_inference_setup(m, o->batch, e);
+    if (st)
+        return st;
     for (int i = 0; i < o->warmup; i++)
         net_forward(net);
     st = net_sync(net, e); /* a device's queue empty: the clock starts with the forwards */
@@ -163,9 +172,9 @@ static int bench_inference(cdl_model *m, const cdl_timing_options *o, cdl_bench_
     const double elapsed_s = time_now_s() - start;
     if (st)
         return st;
-    *r = (cdl_bench_result){.batch = batch,
+    *r = (cdl_bench_result){.batch = net->batch,
                             .seq = net->seq > 0 ? net->seq : 0,
-                            .images_per_s = (double)batch * o->steps / elapsed_s,
+                            .images_per_s = (double)net->batch * o->steps / elapsed_s,
                             .ms_per_step = 1e3 * elapsed_s / o->steps,
                             .activation_bytes = net->activation_bytes};
     return CDL_OK;

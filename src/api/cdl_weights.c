@@ -86,6 +86,7 @@ int cdl_model_load_weights(cdl_model *model, const char *path, char *note, size_
     char line[1200];
     ModelMeta head = {0};
     int st = api_load_weights(&model->net, path, 0, line, sizeof line, &head, &e);
+    net_weights_changed(&model->net);
     if (st)
         return api_report(&e, err, err_size);
     if (head.n_names && !model->meta.n_names) { /* a cfg's model: the loaded head's classes */

@@ -1,5 +1,6 @@
-/* cdl profile: times every layer's forward and backward over training steps on random
- * data, as `caffe time` does, and reports each layer's share of the step, its FLOP rate,
+/* cdl profile: times every layer's forward and backward over training steps (with
+ * --inference: its forward over inference forwards) on random data, as `caffe time` does, and
+ * reports each layer's share of the step, its FLOP rate,
  * parameters and activation memory; optionally writes a Chrome trace of the timed steps. */
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -15,6 +16,8 @@
 static const OptSpec profile_opts[] = {
     {"--batch", 1, 0, "images per step (default: the model's batch; sets subdivisions=1)"},
     {"--iters", 1, 0, "timed training steps (default 10)"},
+    {"--inference", 0, 0,
+     "time inference forwards instead, as bench --inference (a cfg or a checkpoint)"},
     {"--warmup", 1, 0, "untimed steps after the first untimed one (default 1)"},
     {"--threads", 1, 0,
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
@@ -33,6 +36,7 @@ typedef struct ProfileSettings {
     long batch;             /* 0: the model's */
     long iters, warmup, threads;
     int json;
+    int inference; /* forwards of a net without gradients */
 } ProfileSettings;
 
 static int read_settings(const Args *a, ProfileSettings *p, Error *e)
@@ -42,6 +46,7 @@ static int read_settings(const Args *a, ProfileSettings *p, Error *e)
     p->path = a->positional[0];
     p->trace_path = args_get(a, "--trace");
     p->json = args_get(a, "--json") != NULL;
+    p->inference = args_get(a, "--inference") != NULL;
     int st = p->trace_path ? cli_check_output(a, p->trace_path, FILE_KIND_JSON, e) : CDL_OK;
     st = st ? st : args_get_int(a, "--batch", 0, 1, INT_MAX, &p->batch, e);
     st = st ? st : args_get_int(a, "--iters", 10, 1, 1000000, &p->iters, e);
@@ -78,6 +83,7 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
     cJSON_AddStringToObject(o, "model", p->path);
     cJSON_AddStringToObject(o, "device", gpu ? "gpu" : "cpu");
     cJSON_AddStringToObject(o, "clock", gpu ? "cuda_events" : "host");
+    cJSON_AddBoolToObject(o, "inference", p->inference);
     cJSON_AddNumberToObject(o, "batch", r->batch);
     cJSON_AddNumberToObject(o, "passes_per_step", r->passes_per_step);
     cJSON_AddNumberToObject(o, "threads", threads);
@@ -119,8 +125,8 @@ static void print_json(const cdl_profile_result *r, const ProfileSettings *p, in
 
 static void print_table(const cdl_profile_result *r, const ProfileSettings *p, int threads, int gpu)
 {
-    printf("%s: batch %d, threads %d, %ld timed steps after %ld untimed\n", p->path, r->batch,
-           threads, p->iters, p->warmup + 1);
+    printf("%s: batch %d, threads %d, %ld timed %s after %ld untimed\n", p->path, r->batch, threads,
+           p->iters, p->inference ? "inference forwards" : "steps", p->warmup + 1);
     if (gpu)
         printf("on the GPU: each layer timed by CUDA events on the net's stream, waited for "
                "before the next layer starts\n");
@@ -143,9 +149,12 @@ static void print_table(const cdl_profile_result *r, const ProfileSettings *p, i
     }
     printf("step: %.3f ± %.3f ms (min %.3f, max %.3f), %.1f images/s\n", r->step.mean_ms,
            r->step.std_ms, r->step.min_ms, r->step.max_ms, r->images_per_s);
-    printf("layers: %.3f ms of the step (%.1f%%); the rest zeroes gradients, fills the batch "
-           "and updates the weights\n",
-           r->layers_ms, 100 * r->layers_share);
+    if (p->inference)
+        printf("layers: %.3f ms of the forward (%.1f%%)\n", r->layers_ms, 100 * r->layers_share);
+    else
+        printf("layers: %.3f ms of the step (%.1f%%); the rest zeroes gradients, fills the batch "
+               "and updates the weights\n",
+               r->layers_ms, 100 * r->layers_share);
     printf("peak memory: %.1f MiB (maximum resident set)\n", peak_rss_bytes() / (1 << 20));
     if (p->trace_path)
         printf("trace: %s (%zu events)\n", p->trace_path, r->trace_events);
@@ -160,7 +169,7 @@ static int run_profile(const Args *a, Error *e)
     cdl_set_threads((int)p.threads);
     const int threads = omp_get_max_threads();
     cdl_model *m;
-    if ((st = cli_open_model(a, p.path, 1, &m, e)))
+    if ((st = cli_open_model(a, p.path, !p.inference, &m, e)))
         return st;
     const cdl_timing_options o = {.batch = (int)p.batch,
                                   .steps = (int)p.iters,
@@ -192,8 +201,9 @@ int cmd_profile(int argc, char **argv)
         args_print_help(
             "profile", "CFG|MODEL [options]",
             "Times each layer's forward and backward over training steps on random data "
-            "(one untimed step, --warmup more, then --iters timed ones) and prints per "
-            "layer: mean ± standard deviation in ms, share of the step, forward+backward "
+            "(one untimed step, --warmup more, then --iters timed ones; with --inference, "
+            "inference forwards and the forward alone) and prints per layer: mean ± standard "
+            "deviation in ms, share of the step, forward+backward "
             "FLOPs of the step (3x the forward for convolutional and connected layers), the "
             "achieved GFLOP/s, parameters and activation memory; then the step time, "
             "images/s, the layers' sum against the step, and the peak memory.",

@@ -777,6 +777,7 @@ int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *
 int net_resize(Net *net, int batch, int want_input_delta, Error *e)
 {
     free_activations(net);
+    net->weights_kept = 0; /* the layers' kept memory is laid out anew */
     BatchSizes b;
     LiveBuffer *plan = NULL;
     int st = measure_batch(net, batch, net->want_grads, want_input_delta, 1, &b, &plan, e);
@@ -946,7 +947,7 @@ static StepContext step_context(Net *net, int train)
         .bn_darknet = net->hyper.bn_darknet,
         .sample_offset = net->sample_offset,
         .sync_bn = net->hyper.sync_bn ? net->collective : NULL,
-        .same_weights = net->later_pass,
+        .same_weights = net->later_pass || net->weights_kept,
     };
 }
 
@@ -979,6 +980,12 @@ void net_forward(Net *net)
             profiler_layer(net->profiler, net->step, i, PROFILE_FORWARD, start_s,
                            profiler_now_s(net->profiler));
     }
+    net->weights_kept = !net->want_grads && !net->train;
+}
+
+void net_weights_changed(Net *net)
+{
+    net->weights_kept = 0;
 }
 
 void net_forward_from(Net *net, int first)

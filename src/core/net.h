@@ -140,6 +140,12 @@ typedef struct Net {
      * optimizer has not moved the weights since the step's first pass (StepContext.same_weights).
      * 0 outside a step of several passes. */
     int later_pass;
+    /* 1 after an inference-mode forward of a net without gradients, until net_resize or
+     * net_weights_changed: its weights and batch-norm statistics are those of that forward, so
+     * the next one may reuse what the layers derived from them (StepContext.same_weights: oneDNN's
+     * folded and reordered weights). A training-mode forward (its running statistics move)
+     * clears it. */
+    int weights_kept;
     /* Passes each of the cfg's subdivisions runs as in training (core/net_split.h; 1: one): the
      * trainer's passes hold hyper.batch / subdivisions / split samples, net_resize's batch. */
     int split;
@@ -248,6 +254,9 @@ int net_sync(Net *net, Error *e);
 /* Runs every layer's forward on net->input (and net->labels for the loss when
  * labels != NULL). Output probabilities are in net->layers[n_layers-1].out. */
 void net_forward(Net *net);
+/* Says that a net's parameters or running statistics were written since its last forward (a
+ * load of weights into an opened model): its next forward derives its packed copies anew. */
+void net_weights_changed(Net *net);
 /* Runs the backward of layers n_layers-1 down to train_from, zeroing each delta just before
  * the first backward that adds into it (Layer.last_reader); adds into grads. With gradient
  * checkpointing each segment's forward runs again just before its backward: the gradients are

@@ -58,10 +58,18 @@ CFG
     [ "$status" -eq 0 ]
     [[ "$output" == *"convolutional"*"engine ref"* ]]
     [[ "$output" != *"engine dnnl"* ]]
-    # the default is ref
+    # the default is auto in an inference net (info opens the model for inference), ref in a
+    # training one (profile's steps)
     [ "$("$CDL" info "$REPO/cfg/digits.cfg" --json | jq -c '[.layers[].engine]')" = \
-        "$("$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=ref |
+        "$("$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=auto |
             jq -c '[.layers[].engine]')" ]
+    profile_engines() {
+        "$CDL" profile "$REPO/cfg/digits.cfg" --iters 1 --warmup 0 --threads 1 --json "$@" |
+            jq -c '[.layers[].engine]'
+    }
+    [ "$(profile_engines)" = "$(profile_engines --set net.engine=ref)" ]
+    [ "$(profile_engines)" != "$(profile_engines --set net.engine=dnnl)" ] ||
+        [[ "$("$CDL" --version)" != *DNNL=1* ]]
     run "$CDL" info "$REPO/cfg/digits.cfg" --json --set net.engine=dnnl
     [ "$status" -eq 0 ]
     engine=$(printf '%s\n' "$output" | jq -r '.layers[0].engine')

@@ -61,6 +61,30 @@ assert p["peak_rss_bytes"] > 0
 PY
 }
 
+@test "profile --inference times forwards only: no backward, forward FLOPs, layers within 10% of the forward" {
+    info_json "$REPO/cfg/digits.cfg" > info.json
+    run "$CDL" profile "$REPO/cfg/digits.cfg" --inference --batch 4 --iters 5 --threads 1 --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" > profile.json
+    /usr/bin/python3 - <<'PY'
+import json
+info = json.load(open("info.json"))["layers"]
+p = json.load(open("profile.json"))
+assert p["inference"] is True and p["batch"] == 4 and p["passes_per_step"] == 1
+layers = p["layers"]
+total = sum(l["forward_ms"]["mean"] for l in layers)
+step = p["step_ms"]["mean"]
+assert abs(total - step) <= 0.10 * step, (total, step)
+for l, i in zip(layers, info):
+    assert l["backward_ms"]["max"] == 0
+    assert abs(l["flops"] - i["flops"] * 4) <= 1e-6 * max(l["flops"], 1), (l, i)
+PY
+    run "$CDL" profile "$REPO/cfg/digits.cfg" --inference --batch 2 --iters 2 --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"2 timed inference forwards after 2 untimed"* ]]
+    [[ "$output" == *"layers: "*" ms of the forward ("*"%)"* ]]
+}
+
 @test "profile --trace writes a Chrome trace: each layer pass and one event per step" {
     n=$(info_json "$REPO/cfg/digits.cfg" | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
     run "$CDL" profile "$REPO/cfg/digits.cfg" --iters 4 --threads 1 --trace trace.json

@@ -3,7 +3,8 @@
  * engines): a residual block's input gradient added onto the shortcut's, the layouts oneDNN's
  * inference and training chains pass in nChw8c and the residual sums fused into convolutions,
  * bit-identical reruns, bf16 chains plain against blocked, a backward that writes its input's
- * delta whole, and primitives remade at another batch size; all within 1e-5 of the reference
+ * delta whole, primitives remade at another batch size, and an inference net's weights folded and
+ * reordered once until they change; all within 1e-5 of the reference
  * tensor's largest magnitude. In a build without oneDNN (make DNNL=0) it checks that engine=dnnl
  * falls back to the reference; where oneDNN's blocks are not the build's (dnnl_conv_lanes_native:
  * the sanitizer build, without -march, on an AVX-512 CPU) that every layer stays plain. */
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/conv.h"
 #include "backend/cpu/dnnl_conv.h"
 #include "check.h"
 #include "core/net.h"
@@ -141,8 +143,8 @@ static int blocked_out(const Layer *l)
  * every output but the net's passed on in nChw8c on oneDNN where its blocks are the build's
  * (none on the reference, none elsewhere), and sums shortcuts computed by the convolution before
  * them (Layer.sum_from: none on the reference); the outputs within 1e-5, and those of the same
- * net's training-mode forward (batch statistics, the reference's path and plain layouts); a rerun
- * that gives the same bytes. */
+ * net's training-mode forward (batch statistics, the reference's path and plain layouts); a
+ * second forward (oneDNN's Winograd twins) within 1e-5 too, and a third that gives its bytes. */
 static void check_chain(const char *label, int w, int h, int sums, const char *body)
 {
     const char *engines[2] = {"ref", "dnnl"};
@@ -183,16 +185,21 @@ static void check_chain(const char *label, int w, int h, int sums, const char *b
     const Layer *lr = &nets[0].layers[last], *ld = &nets[1].layers[last];
     const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
     check_close(label, "output", ld->out, lr->out, out_n);
-    float *first = malloc(out_n * sizeof *first);
-    memcpy(first, ld->out, out_n * sizeof *first);
+    /* The second forward of the same weights runs the Winograd twins (ConvDnnl.wino) where
+     * there are any: within 1e-5 again; from there on every rerun gives the same bytes. */
     net_forward(&nets[1]);
-    CHECK(!memcmp(first, ld->out, out_n * sizeof *first));
-    free(first);
+    char what[160];
+    snprintf(what, sizeof what, "%s, second forward", label);
+    check_close(what, "output", ld->out, lr->out, out_n);
+    float *second = malloc(out_n * sizeof *second);
+    memcpy(second, ld->out, out_n * sizeof *second);
+    net_forward(&nets[1]);
+    CHECK(!memcmp(second, ld->out, out_n * sizeof *second));
+    free(second);
     for (int k = 0; k < 2; k++) {
         nets[k].train = 1;
         net_forward(&nets[k]);
     }
-    char what[160];
     snprintf(what, sizeof what, "%s, training forward", label);
     check_close(what, "output", ld->out, lr->out, out_n);
     net_free(&nets[0]);
@@ -200,7 +207,8 @@ static void check_chain(const char *label, int w, int h, int sums, const char *b
 }
 
 /* Convolutions (conv-BN-relu, conv-BN-leaky, conv-BN-linear, conv-relu with bias, conv-BN-logistic
- * stride 2, conv 3 channels: batch norm folded into the weights and bias, relu and leaky fused)
+ * stride 2, conv-BN-relu6, conv 3 channels: batch norm folded into the weights and bias, relu,
+ * leaky and relu6 fused)
  * and a shortcut to the first with relu, which the third computes (sum and relu post-ops). */
 static void test_inference_chain(void)
 {
@@ -213,6 +221,7 @@ static void test_inference_chain(void)
                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n"
                 "[convolutional]\nfilters=16\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
                 "activation=logistic\n"
+                "[convolutional]\nfilters=32\nsize=1\nbatch_normalize=1\nactivation=relu6\n"
                 "[convolutional]\nfilters=3\nsize=1\nbatch_normalize=1\nactivation=linear\n");
 }
 
@@ -476,6 +485,57 @@ static void test_resize_keeps_results(void)
     net_free(&b);
 }
 
+/* An inference net on oneDNN folds and reorders its weights once (ConvDnnl.w_packed) for the
+ * forwards of the same weights: after new weights and running statistics (a load: then
+ * net_weights_changed) its forward follows them, within 1e-5 of the reference's; after a
+ * training-mode forward (running statistics moved) it folds them anew by itself. */
+static void test_packed_weights_follow_changes(void)
+{
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "[net]\nbatch=3\nwidth=7\nheight=6\nchannels=3\nengine=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+                 "[shortcut]\nfrom=-2\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=leaky\n",
+                 engines[k]);
+        if (run_text(text, "packed weights", 0, &nets[k])) {
+            if (k)
+                net_free(&nets[0]);
+            return;
+        }
+    }
+    const Layer *lr = &nets[0].layers[nets[0].n_layers - 1];
+    const Layer *ld = &nets[1].layers[nets[1].n_layers - 1];
+    const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
+    CHECK(nets[1].weights_kept);
+    CHECK(!dnnl_conv_built() || ((Conv *)nets[1].layers[0].priv)->cpu->dnnl.w_packed);
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < nets[k].n_layers; j++) {
+            Layer *l = &nets[k].layers[j];
+            for (int p = 0; p < l->n_params; p++)
+                for (size_t i = 0; i < l->params[p].count; i++)
+                    l->params[p].data[i] *= l->params[p].trainable ? -0.5f : 1.5f;
+        }
+        net_weights_changed(&nets[k]);
+        net_forward(&nets[k]);
+    }
+    check_close("packed weights", "output after new weights", ld->out, lr->out, out_n);
+    for (int k = 0; k < 2; k++) {
+        nets[k].train = 1; /* moves the running statistics */
+        net_forward(&nets[k]);
+        CHECK(!nets[k].weights_kept);
+        nets[k].train = 0;
+        net_forward(&nets[k]);
+    }
+    check_close("packed weights", "output after a training-mode forward", ld->out, lr->out, out_n);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
 int main(void)
 {
     test_residual_adds();
@@ -487,5 +547,6 @@ int main(void)
     test_train_plain_by_default();
     test_train_pool_chain();
     test_resize_keeps_results();
+    test_packed_weights_follow_changes();
     return check_report("test_dnnl_conv");
 }

@@ -199,13 +199,14 @@ static void test_winograd_matches_im2col(void)
 }
 
 /* A net of one 16 -> 16 3x3 convolution on 14x14 maps (49 output tiles an image) at batch, built
- * with or without gradients, with more [net] keys, and sized for batch; 1 when it cannot be. */
+ * with or without gradients, on the reference engine (an inference net's default is oneDNN's),
+ * with more [net] keys, and sized for batch; 1 when it cannot be. */
 static int build_wino_net(Net *net, int batch, int want_grads, const char *keys)
 {
     char text[256];
     snprintf(text, sizeof text,
-             "[net]\nbatch=%d\nwidth=14\nheight=14\nchannels=16\n%s\n[convolutional]\n"
-             "filters=16\nsize=3\npad=1\n",
+             "[net]\nbatch=%d\nwidth=14\nheight=14\nchannels=16\nengine=ref\n%s\n"
+             "[convolutional]\nfilters=16\nsize=3\npad=1\n",
              batch, keys);
     Error e = {0};
     if (net_build_from_text(net, text, "t.cfg", want_grads, 3, &e))
@@ -318,16 +319,16 @@ static float *inference_outputs(const char *text, int batch, int threads, size_t
     return all;
 }
 
-/* An inference net's winograd layers keep their transformed weights from one forward to the
- * next (transformed again when the weights change) and split the filters over the threads at
- * a small batch: at batch 1 and 2 on 1 and 2 threads they agree with winograd=0 (im2col) within
- * 1e-5 of the largest value, before and after new weights and a resize, and a repeated forward
- * gives the same bits. */
+/* An inference net's winograd layers (engine=ref) keep their transformed weights from one
+ * forward to the next (transformed again when the weights change) and split the filters over the
+ * threads at a small batch: at batch 1 and 2 on 1 and 2 threads they agree with winograd=0 (im2col)
+ * within 1e-5 of the largest value, before and after new weights and a resize, and a repeated
+ * forward gives the same bits. */
 static void test_winograd_inference_matches_im2col(void)
 {
 #define WINO_INFER(flag)                                                                           \
     NET(1, 16, 8, 12)                                                                              \
-    "winograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                              \
+    "engine=ref\nwinograd=" flag "\n[convolutional]\nfilters=24\nsize=3\npad=1\n"                  \
     "batch_normalize=1\nactivation=leaky\n[convolutional]\nfilters=36\nsize=3\npad=1\n"            \
     "activation=linear\n"
     const int saved = omp_get_max_threads();

@@ -68,10 +68,19 @@ typedef struct ConvDnnl {
     int on, fused;
     DnnlConv dc;
     /* in an inference net (no gradients) with batch norm: its inference forward folds the
-     * running statistics into w_fold and b_fold (work) and runs them as the convolution's weights
+     * running statistics into w_fold (work) and b_fold and runs them as the convolution's weights
      * and bias, the activation fused as without batch norm */
     int folded;
     float *w_fold, *b_fold;
+    /* an inference net's weights (folded, with batch norm) in its steady forward primitive's own
+     * layout (dnnl_conv_pack_weights), and b_fold, in kept memory, valid while packed_ready: made
+     * once for the forwards of the same weights (StepContext.same_weights); NULL where they
+     * cannot be packed ahead (then every forward folds and reorders) */
+    void *w_packed;
+    int packed_ready;
+    /* an inference forward's Winograd twin of dc (conv_dnnl_winograd_prepare; not prepared where
+     * none): the steady primitive, from the second forward of the same weights on */
+    DnnlConv wino;
     /* A folded layer whose output a [shortcut] alone reads (conv_dnnl_fuse_sum): 1 + that
      * shortcut's activation, which the inference forward applies after adding its other input
      * (oneDNN's sum post-op) into the shortcut's output (Layer.sum_into); 0: none */

@@ -9,11 +9,11 @@
  * ("ref:any"). In precision=bf16 the layer runs on oneDNN (DnnlConvDesc.bf16: x, w and dy rounded)
  * on its bf16 kernels where they outrun its float32 ones, else on those on rounded copies. In an
  * inference net (no gradients) batch norm's running statistics are folded into the weights and
- * bias each forward (batchnorm_fold), so that oneDNN applies them with relu or leaky fused as
- * without batch norm; and the input and output pass in oneDNN's blocked layout nChw8c where the
- * forward's are that and the neighbours take it too (conv_dnnl_layout, Layer.blocked: net_resize
- * decides), in inference forwards only. Built without oneDNN (make DNNL=0), dnnl_conv_prepare
- * fails and no layer comes here.
+ * bias (batchnorm_fold; once for the forwards of the same weights, ConvDnnl.w_packed), so that
+ * oneDNN applies them with relu, leaky or relu6 fused as without batch norm; and the input and
+ * output pass in oneDNN's blocked layout nChw8c where the forward's are that and the neighbours
+ * take it too (conv_dnnl_layout, Layer.blocked: net_resize decides), in inference forwards only.
+ * Built without oneDNN (make DNNL=0), dnnl_conv_prepare fails and no layer comes here.
  *
  *   in [batch][c][h][w] -> out [batch][filters][out_h][out_w]
  */
@@ -21,6 +21,27 @@
 
 #include "backend/cpu/bias_norm.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/cpu_options.h"
+
+/* An inference forward's Winograd twin of dn->dc (prepared), where [net] winograd=1 asks for
+ * it and oneDNN has Winograd kernels for the shape: a 3x3 stride-1 one-group float32
+ * convolution of whole 16-channel blocks in and out (so that it takes and gives the layouts
+ * dn->dc does); dn->wino released otherwise. */
+static void conv_dnnl_winograd_prepare(ConvDnnl *dn, const DnnlConvDesc *d, int asked)
+{
+    Error ignored = {0};
+    DnnlConvDesc w = *d;
+    w.winograd_inference = 1;
+    if (!asked || d->backward || d->data_grad || d->bf16 || d->size != 3 || d->stride != 1 ||
+        d->groups != 1 || d->in_c % 16 || d->out_c % 16 || !dnnl_conv_lanes_native() ||
+        dnnl_conv_prepare(&dn->wino, &w, &ignored) ||
+        !strstr(dn->wino.impl[DNNL_CONV_FWD], "wino") ||
+        dnnl_conv_blocked(&dn->wino, DNNL_CONV_X_BLOCKED) !=
+            dnnl_conv_blocked(&dn->dc, DNNL_CONV_X_BLOCKED) ||
+        dnnl_conv_blocked(&dn->wino, DNNL_CONV_Y_BLOCKED) !=
+            dnnl_conv_blocked(&dn->dc, DNNL_CONV_Y_BLOCKED))
+        dnnl_conv_release(&dn->wino);
+}
 
 int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -32,7 +53,10 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     const Shape in = l->in_shape, out = l->out_shape;
     dn->folded = bn && !backward;
     const ActivationKind act = dn->sum_act ? (ActivationKind)(dn->sum_act - 1) : l->activation;
-    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY);
+    /* relu6's derivative reads its input (l->pre), which a fused forward leaves unwritten: fused
+     * in inference only */
+    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
+                                        (act == CDL_ACT_RELU6 && !backward));
     const DnnlConvDesc d = {
         .batch = batch,
         .in_c = in.c,
@@ -49,6 +73,7 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         .sum = dn->sum_act != 0,
         .eltwise = dn->fused,
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
         .backward = backward,
         .data_grad = backward,
         .bf16 = l->precision == GEMM_BF16,
@@ -63,13 +88,20 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         }
     dn->on = 1;
     l->engine = "dnnl";
-    const size_t floats = (dn->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    conv_dnnl_winograd_prepare(dn, &d, cpu_options(st->exec)->winograd);
+    const size_t scratch = dn->dc.scratch_bytes > dn->wino.scratch_bytes ? dn->dc.scratch_bytes
+                                                                         : dn->wino.scratch_bytes;
+    const size_t floats = (scratch + sizeof(float) - 1) / sizeof(float);
     const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     if (per_sample > l->scratch_per_sample)
         l->scratch_per_sample = per_sample;
     bias_norm_resize(&cv->stage, batch, st);
+    const size_t packed_bytes =
+        backward ? 0 : dnnl_conv_packed_weights_bytes(dn->wino.prepared ? &dn->wino : &dn->dc);
+    dn->w_packed = layer_kept_floats(st, (packed_bytes + sizeof(float) - 1) / sizeof(float));
     dn->w_fold = layer_work_floats(st, dn->folded ? l->params[CONV_WEIGHTS].count : 0);
-    dn->b_fold = layer_work_floats(st, dn->folded ? (size_t)out.c : 0);
+    dn->b_fold = packed_bytes ? layer_kept_floats(st, dn->folded ? (size_t)out.c : 0)
+                              : layer_work_floats(st, dn->folded ? (size_t)out.c : 0);
     /* a folded layer's training forward (the reference's) rounds into these in bf16 */
     const int bf16_ref = dn->folded && d.bf16;
     cpu->w_rounded = layer_state_floats(st, bf16_ref ? l->params[CONV_WEIGHTS].count : 0);
@@ -79,13 +111,14 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 }
 
 /* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
- * applies relu, leaky or nothing after it as post-ops (LayerKernels.fuse_sum). */
+ * applies relu, leaky, relu6 or nothing after it as post-ops (LayerKernels.fuse_sum). */
 int conv_dnnl_fuse_sum(Layer *l, int act)
 {
     ConvDnnl *dn = &((Conv *)l->priv)->cpu->dnnl;
     dn->sum_act = 0;
     if (act < 0 || !dn->on || !dn->folded || l->activation != CDL_ACT_LINEAR ||
-        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY))
+        (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY &&
+         act != CDL_ACT_RELU6))
         return 0;
     dn->sum_act = act + 1;
     return 1;
@@ -128,12 +161,29 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
     const int bn = cv->stage.batch_normalize && !dn->folded;
     const float *w = l->params[CONV_WEIGHTS].data;
     const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
-    if (dn->folded) {
+    /* An inference net's steady primitive (Winograd's where prepared) reads the weights packed in
+     * its layout, once per weights; Winograd's transform costs many direct forwards (0.9 s for
+     * resnet18's), so the first forward of new weights runs the direct one on them instead, and
+     * only a second one of the same weights packs them (a one-image predict never does). */
+    DnnlConv *steady = dn->wino.prepared ? &dn->wino : &dn->dc;
+    if (!ctx->same_weights)
+        dn->packed_ready = 0;
+    const int packed = dn->w_packed && (dn->packed_ready || ctx->same_weights || steady == &dn->dc);
+    if (dn->folded && !(packed && dn->packed_ready)) {
         const Param *pw = &l->params[CONV_WEIGHTS];
         bias_norm_fold(&cv->stage, l, ctx, w, pw->count / (size_t)cv->filters, dn->w_fold,
                        dn->b_fold);
         w = dn->w_fold;
-        b = dn->b_fold;
+    }
+    b = dn->folded ? dn->b_fold : b;
+    unsigned blocked = dnnl_blocked(l, ctx);
+    DnnlConv *dc = packed ? steady : &dn->dc;
+    if (packed) {
+        if (!dn->packed_ready)
+            dnnl_conv_pack_weights(steady, w, dn->w_packed);
+        dn->packed_ready = 1;
+        w = dn->w_packed;
+        blocked |= DNNL_CONV_W_PACKED;
     }
     /* with batch norm, its input buffer when its fused pass keeps it (else l->out) */
     float *y = bn          ? bias_norm_product_output(&cv->stage, l, ctx)
@@ -147,7 +197,7 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
             memcpy(y + i, l->sum_into->in[1] + i,
                    (n - i < CONV_COPY_BLOCK ? n - i : CONV_COPY_BLOCK) * sizeof *y);
     }
-    dnnl_conv_forward(&dn->dc, x, w, b, y, ctx->exec->workspace, dnnl_blocked(l, ctx));
+    dnnl_conv_forward(dc, x, w, b, y, ctx->exec->workspace, blocked);
     if (bn && bias_norm_forward_activated(&cv->stage, l, ctx, y))
         return;
     if (bn)

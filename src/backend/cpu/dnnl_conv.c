@@ -206,14 +206,16 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     }
 }
 
-/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy. */
+/* 1 when g is one of the tensors of which: x and dx (DNNL_CONV_X_BLOCKED), y and dy, the
+ * forward's w (DNNL_CONV_W_PACKED). */
 static int arg_of(const DnnlConvArg *g, unsigned which)
 {
     return g->arg == DNNL_ARG_SRC || g->arg == DNNL_ARG_DIFF_SRC
                ? (which & DNNL_CONV_X_BLOCKED) != 0
            : g->arg == DNNL_ARG_DST || g->arg == DNNL_ARG_DIFF_DST
                ? (which & DNNL_CONV_Y_BLOCKED) != 0
-               : 0;
+           : g->arg == DNNL_ARG_WEIGHTS ? (which & DNNL_CONV_W_PACKED) != 0
+                                        : 0;
 }
 
 /* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
@@ -314,32 +316,42 @@ static int ref_impl(const_dnnl_primitive_desc_t pd)
  * where oneDNN 2.6 on AVX-512 picks brgconv on nhwc, a layout no other layer takes: there x and
  * y (each of whole DNNL_LANES blocks; the other left to oneDNN) are asked in nChw16c (its
  * jit:avx512_core kernels), so that the activations can stay blocked between layers
- * (dnnl_conv_blocked), unless no kernel but the reference one takes them. */
+ * (dnnl_conv_blocked), unless no kernel but the reference one takes them (bf16 operands too: x
+ * in bf16 nChw16c, which bf16_pack fills from the float32 blocked tensor); and a 3x3 stride-1
+ * one with desc.winograd_inference runs on oneDNN's Winograd kernels where it has them
+ * (jit_wino_4x3, jit_fp32_wino_2x3: 2-3x the direct kernels' speed on resnet's 3x3 layers). */
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_desc_t *fd,
                                 const DnnlConvDesc *c, const Mds *m, dnnl_prop_kind_t prop,
                                 const_dnnl_primitive_attr_t attr)
 {
     const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
-    if (prop == dnnl_forward_inference && DNNL_LANES == 16 && !bf16_operands(c) &&
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
         (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
-        dnnl_memory_desc_t xb = m->x_any, yb = m->y_any;
+        /* bf16 operands: x in bf16 nChw16c, rounded from the float32 blocked tensor as it is
+         * (DNNL_ROUND_PACK), y in float32 nChw16c */
+        const dnnl_data_type_t op = bf16_operands(c) ? dnnl_bf16 : dnnl_f32;
+        dnnl_memory_desc_t xb = m->x_op, yb = m->y_any;
         dnnl_status_t s = c->in_c % DNNL_LANES
                               ? dnnl_success
-                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, dnnl_f32, dnnl_nChw16c);
+                              : dnnl_memory_desc_init_by_tag(&xb, 4, x, op, dnnl_nChw16c);
         s = s || c->out_c % DNNL_LANES
                 ? s
                 : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
-        s = s ? s
-              : dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &xb,
-                                                   &m->w_any, b, &yb, m->strides, m->pad, m->pad);
-        s = s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
-        if (!s && !ref_impl(*fpd))
-            return s;
-        if (!s)
-            dnnl_primitive_desc_destroy(*fpd);
-        *fpd = NULL;
+        const int winograd =
+            c->winograd_inference && c->size == 3 && c->stride == 1 && c->groups == 1 && !c->bf16;
+        const dnnl_alg_kind_t algs[2] = {dnnl_convolution_winograd, dnnl_convolution_direct};
+        for (int k = winograd ? 0 : 1; !s && k < 2; k++) {
+            dnnl_status_t t = dnnl_convolution_forward_desc_init(
+                fd, prop, algs[k], &xb, &m->w_op, b, &yb, m->strides, m->pad, m->pad);
+            t = t ? t : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
+            if (!t && !ref_impl(*fpd))
+                return t;
+            if (!t)
+                dnnl_primitive_desc_destroy(*fpd);
+            *fpd = NULL;
+        }
     }
     dnnl_status_t s =
         dnnl_convolution_forward_desc_init(fd, prop, dnnl_convolution_direct, &m->x_op, &m->w_op, b,
@@ -361,8 +373,9 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     if (!s && (c->sum || c->eltwise)) {
         s = dnnl_post_ops_create(&ops);
         s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
-        s = s || !c->eltwise
-                ? s
+        s = s || !c->eltwise ? s
+            : c->bound > 0
+                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, c->bound)
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }
@@ -553,6 +566,26 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
+{
+    const DnnlConvArg *w = forward_arg(d, DNNL_ARG_WEIGHTS);
+    if (!w || w->round)
+        return 0;
+    return memory_bytes(w->inner ? w->inner : w->user);
+}
+
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+{
+    const DnnlConvArg *g = forward_arg(d, DNNL_ARG_WEIGHTS);
+    if (!g->inner) {
+        memcpy(packed, w, memory_bytes(g->user));
+        return;
+    }
+    dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)w);
+    dnnl_memory_set_data_handle(g->inner, packed);
+    reorder(g->reorder, g->user, g->inner);
+}
+
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,
                         float *dw, float *db, void *scratch, unsigned blocked, int dx_fresh)
 {
@@ -616,6 +649,17 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
                        void *scratch, unsigned blocked)
 {
     (void)d, (void)x, (void)w, (void)b, (void)y, (void)scratch, (void)blocked;
+}
+
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
+{
+    (void)d;
+    return 0;
+}
+
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+{
+    (void)d, (void)w, (void)packed;
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

@@ -27,6 +27,7 @@ typedef struct DnnlConvDesc {
                       y comes holding what to add */
     int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
     float slope;   /* eltwise's negative slope */
+    float bound;   /* > 0: eltwise is y = min(max(y, 0), bound) instead (relu6: 6) */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
@@ -35,6 +36,10 @@ typedef struct DnnlConvDesc {
                       torch.bfloat16). On oneDNN's bf16 kernels (its reorders round) where they
                       outrun its float32 ones (dnnl_conv_bf16_kernels), else on its float32
                       kernels, the operands rounded into float32 copies (DNNL_ROUND_FLOATS) */
+    /* 1: an inference forward (neither backward) of a 3x3 stride-1 float32 convolution may run on
+     * oneDNN's Winograd kernels (F(4x4, 3x3) or F(2x2, 3x3): fewer products, rounding errors a
+     * few times the direct ones'), where it has them */
+    int winograd_inference;
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -133,8 +138,18 @@ void dnnl_conv_release(DnnlConv *d);
 int dnnl_conv_lanes_native(void);
 
 /* Bits of dnnl_conv_forward's blocked: its x, its y in nChw8c ([batch][c/L][h][w][L], L =
- * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder. */
-enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2 };
+ * DNNL_LANES, c a multiple of L), as the forward's own layout, without the reorder; its w as
+ * dnnl_conv_pack_weights wrote it (the forward's own layout). */
+enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2, DNNL_CONV_W_PACKED = 4 };
+
+/* The bytes of the forward's weights in the layout its primitive takes them (a prepared d); 0
+ * where they cannot be packed ahead (bf16 operands rounded on float32 kernels), and without
+ * oneDNN. */
+size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d);
+/* packed (dnnl_conv_packed_weights_bytes) = the plain weights w in the forward's own layout, for
+ * forwards with DNNL_CONV_W_PACKED: an inference net reorders its weights once, not every
+ * forward. */
+void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed);
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)
  * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)

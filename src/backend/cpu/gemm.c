@@ -13,6 +13,11 @@ void gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const floa
     if (m <= 0 || n <= 0)
         return;
     blas_choose_kernels(); /* a no-op after cdl_set_threads */
+    if (m == 1) { /* one row (a batch-1 connected layer): OpenBLAS 0.3.21's sgemm packs all of B */
+        cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, trans_b ? n : k,
+                    trans_b ? k : n, alpha, b, ldb, a, trans_a ? lda : 1, beta, c, 1);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
