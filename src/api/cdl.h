@@ -207,6 +207,12 @@ int cdl_model_decode(cdl_model *model, const char *source, char **target, int *t
  * why; cdl_model_check_source tells them apart first. */
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
                            int *tokens, char *err, size_t err_size);
+/* As cdl_model_decode with beam search of beam hypotheses (train/decode.h): the target of the
+ * best sum of log-probabilities over its length (tokens, the end mark included) to the power
+ * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it. beam
+ * 1 gives cdl_model_decode's target. */
+int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
+                          char **target, int *tokens, char *err, size_t err_size);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
 

@@ -1,5 +1,5 @@
-/* Greedy decoding through the public API: a source sentence to its target text with a
- * sequence-to-sequence model (train/decode.h). */
+/* Greedy decoding and beam search through the public API: a source sentence to its target text
+ * with a sequence-to-sequence model (train/decode.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +103,23 @@ static int encode_sources(const cdl_model *model, const char *const *sources, in
     return CDL_OK;
 }
 
+/* targets[k] (malloc'd) = the text of out [n][seq]'s first tokens[k] ids of row k. */
+static int targets_text(const cdl_model *model, const int32_t *out, const int *tokens, int n,
+                        char **targets, Error *e)
+{
+    int st = CDL_OK;
+    for (int k = 0; k < n && !st; k++) {
+        size_t len = 0, cap = 0;
+        for (int i = 0; i < tokens[k] && !st; i++)
+            st = append_token(&model->meta.vocab,
+                              out[(size_t)k * (size_t)model->net.seq + (size_t)i], &targets[k],
+                              &len, &cap, e);
+        if (!st && !targets[k] && !(targets[k] = calloc(1, 1)))
+            st = error_set(e, CDL_ERUNTIME, "out of memory");
+    }
+    return st;
+}
+
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
                            int *tokens, char *err, size_t err_size)
 {
@@ -125,14 +142,7 @@ int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, 
         st = decode_greedy(net, first, ids, n_ids, n, bos, eos, out, tokens, &e);
         net->train = saved_train;
     }
-    for (int k = 0; k < n && !st; k++) {
-        size_t len = 0, cap = 0;
-        for (int i = 0; i < tokens[k] && !st; i++)
-            st = append_token(&model->meta.vocab, out[(size_t)k * (size_t)net->seq + (size_t)i],
-                              &targets[k], &len, &cap, &e);
-        if (!st && !targets[k] && !(targets[k] = calloc(1, 1)))
-            st = error_set(&e, CDL_ERUNTIME, "out of memory");
-    }
+    st = st ? st : targets_text(model, out, tokens, n, targets, &e);
     free(all);
     free(out);
     free(ids);
@@ -143,6 +153,37 @@ int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, 
         free(targets[k]);
         targets[k] = NULL;
     }
+    return api_report(&e, err, err_size);
+}
+
+int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
+                          char **target, int *tokens, char *err, size_t err_size)
+{
+    Error e = {0};
+    Net *net = &model->net;
+    *target = NULL;
+    int first = 0, bos = 0, eos = 0, n_ids = 0;
+    int32_t *out = malloc((size_t)net->seq * sizeof *out);
+    int32_t *ids = malloc((strlen(source) + 1) * sizeof *ids);
+    int st = beam < 1 ? error_set(&e, CDL_EUSAGE, "--beam %d: a beam holds 1 or more targets", beam)
+             : !out || !ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
+                            : check_model(model, &first, &bos, &eos, &e);
+    st = st ? st : encode_source(model, source, ids, &n_ids, &e);
+    st = st ? st : api_model_reserve(model, beam, &e);
+    const int saved_train = net->train;
+    if (!st) {
+        net->batch = beam;
+        net->train = 0;
+        st = decode_beam(net, first, ids, n_ids, beam, length_penalty, bos, eos, out, tokens, &e);
+        net->train = saved_train;
+    }
+    st = st ? st : targets_text(model, out, tokens, 1, target, &e);
+    free(out);
+    free(ids);
+    if (!st)
+        return CDL_OK;
+    free(*target);
+    *target = NULL;
     return api_report(&e, err, err_size);
 }
 

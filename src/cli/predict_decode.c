@@ -1,6 +1,6 @@
-/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding with a sequence-to-sequence
- * model, one target per source, the sources of a file in forward passes of --batch (cmd_predict.c
- * hands the parsed options here). */
+/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding (or --beam K's beam search)
+ * with a sequence-to-sequence model, one target per source, the sources of a file in forward
+ * passes of --batch (cmd_predict.c hands the parsed options here). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +11,29 @@
 #include "util/timer.h"
 #include "util/utf8.h"
 
-/* The sources waiting for one forward pass of decoding. */
+/* The sources waiting for one forward pass of decoding (beam 1), or for beam search one by one
+ * (beam > 1). */
 typedef struct Chunk {
     char **sources; /* [cap], malloc'd copies */
     int n, cap;
+    int beam;
+    float length_penalty;
 } Chunk;
+
+/* targets[k] and tokens[k] of the chunk's sources: greedy targets in one batch, or beam search's
+ * one source after another. */
+static int decode_targets(cdl_model *m, const Chunk *c, char **targets, int *tokens, char *err,
+                          size_t err_size)
+{
+    if (c->beam == 1)
+        return cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, targets, tokens,
+                                      err, err_size);
+    int st = CDL_OK;
+    for (int k = 0; k < c->n && !st; k++)
+        st = cdl_model_decode_beam(m, c->sources[k], c->beam, c->length_penalty, &targets[k],
+                                   &tokens[k], err, err_size);
+    return st;
+}
 
 /* Decodes the chunk's sources in one batch: each target on a line of stdout, or an object in
  * results (--json); empties the chunk. A failure is printed and returned. */
@@ -25,8 +43,7 @@ static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
     char **targets = calloc((size_t)c->n + 1, sizeof *targets);
     int *tokens = calloc((size_t)c->n + 1, sizeof *tokens);
     const double start = time_now_s();
-    int st = targets && tokens ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n,
-                                                        targets, tokens, err, sizeof err)
+    int st = targets && tokens ? decode_targets(m, c, targets, tokens, err, sizeof err)
                                : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
     const double seconds = (time_now_s() - start) / (c->n ? c->n : 1);
     if (st)
@@ -103,11 +120,14 @@ static int decode_file(cdl_model *m, Chunk *c, const char *path, cJSON *results)
 
 int predict_decode(const Args *a, Error *e)
 {
-    long threads, batch;
+    long threads, batch, beam;
+    double length_penalty;
     const char *precision, *source = args_get(a, "--source"), *file = args_get(a, "--sources");
     int gpu;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : args_get_int(a, "--batch", 16, 1, 4096, &batch, e);
+    st = st ? st : args_get_int(a, "--beam", 1, 1, 256, &beam, e);
+    st = st ? st : args_get_float(a, "--length-penalty", 1.0, -10.0, 10.0, &length_penalty, e);
     st = st ? st : cli_get_precision(a, &precision, e);
     st = st ? st : cli_get_gpu(a, &gpu, e);
     if (!st && a->n_positional > 1)
@@ -132,7 +152,8 @@ int predict_decode(const Args *a, Error *e)
     }
     const int json = args_get(a, "--json") != NULL;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
-    Chunk c = {calloc((size_t)batch, sizeof *c.sources), 0, (int)batch};
+    Chunk c = {calloc((size_t)batch, sizeof *c.sources), 0, (int)batch, (int)beam,
+               (float)length_penalty};
     if (!c.sources) {
         cli_print_message("out of memory");
         status = CDL_ERUNTIME;

@@ -1,6 +1,10 @@
-/* Greedy decoding of a sequence-to-sequence net: the input row, the encoder once, the decoder per
- * token. */
+/* Greedy decoding and beam search with a sequence-to-sequence net: the input row, the encoder
+ * once, the decoder per token. */
 #include "train/decode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "data/text_pairs.h"
 #include "layers/attention.h"
@@ -98,5 +102,116 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
         net_forward_from(net, first);
     }
     net->labels = saved_labels;
+    return CDL_OK;
+}
+
+/* A candidate of a beam step: hypothesis `from` extended by token `id`, its sum of
+ * log-probabilities. */
+typedef struct BeamCandidate {
+    double score;
+    int from, id;
+} BeamCandidate;
+
+/* Inserts c into best [*n] (at most cap, best first; ties keep the earlier arrival). */
+static void keep_best(BeamCandidate *best, int *n, int cap, BeamCandidate c)
+{
+    int at = *n < cap ? (*n)++ : cap;
+    if (at == cap && !(c.score > best[cap - 1].score))
+        return;
+    if (at == cap)
+        at = cap - 1;
+    while (at > 0 && c.score > best[at - 1].score) {
+        best[at] = best[at - 1];
+        at--;
+    }
+    best[at] = c;
+}
+
+int decode_beam(Net *net, int first, const int32_t *source, int n_source, int beam,
+                float length_penalty, int bos, int eos, int32_t *out, int *n_out, Error *e)
+{
+    const int seq = net->seq, classes = net->classes;
+    if (beam < 1 || beam > net->batch)
+        return error_set(e, CDL_EUSAGE, "a beam of %d needs a net sized for %d samples", beam,
+                         beam);
+    if (beam == 1) /* one hypothesis: the most probable token at each step */
+        return decode_greedy(net, first, &source, &n_source, 1, bos, eos, out, n_out, e);
+    if (n_source < 1 || n_source > net->source)
+        return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d", n_source,
+                         net->source);
+    /* the live hypotheses' tokens [beam][seq] (and the next step's), their scores, the rows'
+     * sources, the candidates */
+    int32_t *tokens = malloc(2 * (size_t)beam * (size_t)seq * sizeof *tokens);
+    double *scores = malloc(2 * (size_t)beam * sizeof *scores);
+    const int32_t **sources = malloc((size_t)beam * sizeof *sources);
+    int *n_sources = malloc((size_t)beam * sizeof *n_sources);
+    int *lengths = malloc((size_t)beam * sizeof *lengths);
+    BeamCandidate *best = malloc(2 * (size_t)beam * sizeof *best);
+    if (!tokens || !scores || !sources || !n_sources || !lengths || !best) {
+        free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    }
+    int32_t *next_tokens = tokens + (size_t)beam * (size_t)seq;
+    double *next_scores = scores + beam, best_finished = -INFINITY;
+    for (int k = 0; k < beam; k++) {
+        sources[k] = source;
+        n_sources[k] = n_source;
+    }
+    int *saved_labels = net->labels;
+    net->labels = NULL; /* no loss */
+    int live = 1;
+    scores[0] = 0;
+    *n_out = 0;
+    for (int t = 0; t < seq && live > 0; t++) {
+        for (int k = 0; k < live; k++)
+            lengths[k] = t;
+        fill_input(net, sources, n_sources, live, bos, tokens, lengths);
+        if (t == 0)
+            net_forward(net);
+        else
+            net_forward_from(net, first);
+        const float *probs = net_host_output(net);
+        int n_best = 0;
+        for (int k = 0; k < live; k++) {
+            const float *p = probs + ((size_t)k * (size_t)seq + (size_t)t) * (size_t)classes;
+            for (int id = 0; id < classes; id++)
+                if (p[id] > 0)
+                    keep_best(best, &n_best, 2 * beam,
+                              (BeamCandidate){scores[k] + log((double)p[id]), k, id});
+        }
+        int next_live = 0;
+        for (int c = 0; c < n_best && next_live < beam; c++) {
+            const BeamCandidate *b = &best[c];
+            const int ends = b->id == eos || t + 1 == seq;
+            const int length = b->id == eos ? t : t + 1;
+            if (ends) {
+                const double score = b->score / pow((double)t + 1, (double)length_penalty);
+                if (score > best_finished) {
+                    best_finished = score;
+                    memcpy(out, tokens + (size_t)b->from * (size_t)seq, (size_t)t * sizeof *out);
+                    if (b->id != eos)
+                        out[t] = b->id;
+                    *n_out = length;
+                }
+                continue;
+            }
+            int32_t *to = next_tokens + (size_t)next_live * (size_t)seq;
+            memcpy(to, tokens + (size_t)b->from * (size_t)seq, (size_t)t * sizeof *to);
+            to[t] = b->id;
+            next_scores[next_live++] = b->score;
+        }
+        /* A live hypothesis's sum only falls: the best score it can still reach is its sum over
+         * the most favourable length (T with a penalty >= 0, its next one below 0). */
+        const double reach = pow(length_penalty >= 0 ? (double)seq : (double)t + 2, length_penalty);
+        live = 0;
+        for (int k = 0; k < next_live; k++)
+            if (next_scores[k] / reach > best_finished) {
+                memcpy(tokens + (size_t)live * (size_t)seq, next_tokens + (size_t)k * (size_t)seq,
+                       (size_t)seq * sizeof *tokens);
+                scores[live++] = next_scores[k];
+            }
+    }
+    net->labels = saved_labels;
+    free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
     return CDL_OK;
 }

@@ -22,4 +22,15 @@ int decode_first_layer(const Net *net, int *first, Error *e);
 int decode_greedy(Net *net, int first, const int32_t *const *sources, const int *n_sources, int n,
                   int bos, int eos, int32_t *out, int *n_out, Error *e);
 
+/* Beam search over one source (sources as decode_greedy's, with net->batch >= beam: beam k in
+ * row k): from BOS, each step extends every live hypothesis by every token and keeps the beam
+ * best by the sum of their log-probabilities (ties: the earlier hypothesis, then the lower id);
+ * one ending in EOS is finished, scored by its sum over its length (its tokens, EOS included)
+ * to the power length_penalty, and a hypothesis that fills the T rows finishes as it is. A live
+ * hypothesis that can no longer beat the best finished one (its sum only falls) is dropped; the
+ * search ends when none is live and gives the best finished: its tokens into out [T], their count
+ * into *n_out. beam 1 is decode_greedy. */
+int decode_beam(Net *net, int first, const int32_t *source, int n_source, int beam,
+                float length_penalty, int bos, int eos, int32_t *out, int *n_out, Error *e);
+
 #endif

@@ -118,3 +118,30 @@ for l in open("both"):
     assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
     done
 }
+
+# cdl augment outlines a detector's boxes where augment_train placed them: with darknet's random
+# placement (jitter) the red outline of each tile's box holds the tile's bright square.
+@test "augment draws a detector's boxes around its objects, placed as training places them" {
+    detection_set
+    sed -i 's/^max=4$/max=4\njitter=0.3/' tiny.cfg
+    "$CDL" augment tiny.cfg --data det.data -o grid.png --n 8 --cols 8 --zoom 2
+    /usr/bin/python3 - <<'PY'
+import numpy as np
+from PIL import Image
+g = np.asarray(Image.open("grid.png").convert("RGB")).astype(int)
+tile, gap = 64, 2
+checked = 0
+for i in range(8):
+    t = g[gap:gap + tile, gap + i * (tile + gap):gap + i * (tile + gap) + tile]
+    red = (t[..., 0] == 255) & (t[..., 1] == 0) & (t[..., 2] == 0)
+    bright = (t.min(axis=2) > 150) & ~red
+    if not red.any() or bright.sum() < 16:
+        continue  # the square left the frame, or shrank to a few pixels
+    ys, xs = np.nonzero(red)
+    by, bx = np.nonzero(bright)
+    assert ys.min() - 2 <= by.min() and by.max() <= ys.max() + 2, (i, ys.min(), ys.max(), by.min(), by.max())
+    assert xs.min() - 2 <= bx.min() and bx.max() <= xs.max() + 2, (i, xs.min(), xs.max(), bx.min(), bx.max())
+    checked += 1
+assert checked >= 4, checked
+PY
+}

@@ -66,6 +66,31 @@ rows = json.load(sys.stdin)
 assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows), rows[:3]'
 }
 
+# Beam search: one hypothesis is the greedy search, mistakes included (a model trained 4 epochs);
+# four on the trained model find every reversal too, with any length penalty (the search goes on
+# while a live hypothesis can beat the best finished one, so short ones ended early do not win).
+@test "predict --beam: beam 1 is greedy decoding, beam 4 reverses 300 new words" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    cut -f2 new.tsv > new.want
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    "$CDL" predict early.cdl --sources new.src > greedy.got
+    "$CDL" predict early.cdl --sources new.src --beam 1 > beam1.got
+    diff greedy.got beam1.got
+    ! diff -q greedy.got new.want >/dev/null # the early model still errs: a real comparison
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 2>/dev/null
+    for penalty in 0 1 2; do
+        run "$CDL" predict reverse.cdl --sources new.src --beam 4 --length-penalty $penalty
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" | diff - new.want
+    done
+    run "$CDL" predict reverse.cdl --source abc --beam 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--beam"* ]]
+}
+
 @test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
     "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
     printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data
