@@ -216,6 +216,12 @@ CFG
             [ "$output" = "cdl: layer 1 [tokens]: not exportable to ONNX" ]
             continue
         fi
+        if grep -q '^\[yolo\]' "$cfg"; then # detectors: [yolo] has no ONNX form yet
+            run "$CDL" export onnx "$cfg" -o "$name.onnx"
+            [ "$status" -eq 2 ]
+            [[ "$output" == "cdl: layer "*" [yolo]: not exportable to ONNX" ]]
+            continue
+        fi
         run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"
         echo "$output"
         [ "$status" -eq 0 ]
@@ -230,6 +236,12 @@ CFG
     local n=0
     for cfg in $(grep -l '^seq=' "$REPO"/cfg/*.cfg); do
         name=$(basename "$cfg" .cfg)
+        if grep -q '^source=' "$cfg"; then # sequence to sequence: no ONNX export yet
+            run "$CDL" export onnx "$cfg" -o "$name.onnx"
+            [ "$status" -eq 2 ]
+            [[ "$output" == *"a sequence-to-sequence net has no ONNX export yet"* ]]
+            continue
+        fi
         run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"
         echo "$output"
         [ "$status" -eq 0 ]
