@@ -44,6 +44,23 @@ PY
     [[ "$output" == *"[net] pad: this augmentation does not move truth boxes yet"* ]]
 }
 
+# Trains $2.cfg (on det.data) 3 epochs, 6 steps, on the CPU and on the GPU build $1 and checks
+# their step losses agree to 1e-4 relative: the device computes the outputs, the host the loss.
+same_losses_on_gpu() {
+    local gpu_cdl=$1 cfg=$2
+    "$CDL" train $cfg.cfg --data det.data --epochs 3 --out cpu.cdl --threads 1 --workers 0 \
+        --log cpu_$cfg.jsonl --log-every 1
+    "$gpu_cdl" train $cfg.cfg --data det.data --epochs 3 --out gpu.cdl --threads 1 \
+        --workers 0 --gpu 0 --log gpu_$cfg.jsonl --log-every 1
+    paste <(jq -r 'select(.type == "step").loss' cpu_$cfg.jsonl) \
+        <(jq -r 'select(.type == "step").loss' gpu_$cfg.jsonl) > both
+    [ "$(wc -l < both)" -eq 6 ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+}
+
 # On the GPU (the simulator's build) the outputs come from the device and the loss from the host
 # (cuda/yolo.c): the step losses are the CPU's within float32 round-off, with darknet's defaults
 # and with scale_x_y and the CIoU loss, whose deltas are computed on the device's outputs.
@@ -54,17 +71,7 @@ PY
     sed 's/^max=4$/max=4\nscale_x_y=1.1\niou_loss=ciou\niou_normalizer=0.07/' tiny.cfg > ciou.cfg
     grep -q "iou_loss=ciou" ciou.cfg
     for cfg in tiny ciou; do
-        "$CDL" train $cfg.cfg --data det.data --epochs 3 --out cpu.cdl --threads 1 --workers 0 \
-            --log cpu_$cfg.jsonl --log-every 1
-        "$gpu_cdl" train $cfg.cfg --data det.data --epochs 3 --out gpu.cdl --threads 1 \
-            --workers 0 --gpu 0 --log gpu_$cfg.jsonl --log-every 1
-        paste <(jq -r 'select(.type == "step").loss' cpu_$cfg.jsonl) \
-            <(jq -r 'select(.type == "step").loss' gpu_$cfg.jsonl) > both
-        [ "$(wc -l < both)" -eq 6 ]
-        python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+        same_losses_on_gpu "$gpu_cdl" $cfg
     done
     run "$gpu_cdl" train tiny.cfg --data det.data --epochs 1 --out g.cdl --gpu 0 --cuda-graph
     [ "$status" -eq 2 ]
@@ -105,17 +112,7 @@ PY
     printf '[region]\nanchors=1.2,1.2\nclasses=1\nnum=1\nmax=4\nrescore=1\n' >> logistic.cfg
     sed 's/^rescore=1$/softmax=1\nbias_match=1\nobject_scale=5/' logistic.cfg > softmax.cfg
     for cfg in logistic softmax; do
-        "$CDL" train $cfg.cfg --data det.data --epochs 3 --out cpu.cdl --threads 1 --workers 0 \
-            --log cpu_$cfg.jsonl --log-every 1
-        "$gpu_cdl" train $cfg.cfg --data det.data --epochs 3 --out gpu.cdl --threads 1 \
-            --workers 0 --gpu 0 --log gpu_$cfg.jsonl --log-every 1
-        paste <(jq -r 'select(.type == "step").loss' cpu_$cfg.jsonl) \
-            <(jq -r 'select(.type == "step").loss' gpu_$cfg.jsonl) > both
-        [ "$(wc -l < both)" -eq 6 ]
-        python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+        same_losses_on_gpu "$gpu_cdl" $cfg
     done
 }
 

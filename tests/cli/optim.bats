@@ -58,7 +58,10 @@ assert all(abs(a - b) <= 1e-7 for a, b in zip(lrs, want)), lrs
 import json
 epochs = [r for r in map(json.loads, open("run.jsonl")) if r["type"] == "epoch"]
 got = json.load(open("eval.json"))
-assert abs(got["loss"] - epochs[-1]["valid_loss"]) <= 1e-9, (got["loss"], epochs[-1])
+# eval opens an inference net, whose convolutions run on oneDNN (engine=auto) where training
+# validated on its own engine: the same weights agree to float32 round-off, far below what
+# measuring the raw weights instead of the EMA'"'"'s would change
+assert abs(got["loss"] - epochs[-1]["valid_loss"]) <= 1e-6 * epochs[-1]["valid_loss"], (got["loss"], epochs[-1])
 assert got["accuracy"] == epochs[-1]["accuracy"]
 '
 }
