@@ -172,8 +172,8 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, s, 1.0f, weights + (size_t)b * h * ts, s,
                          ts, sample_k(a, v, b) + c, v.kv_stride, d, 0.0f,
                          a->heads_out + (size_t)b * t * c, c, d, h);
-    project(ctx, l->precision, a->heads_out, c, ctx->batch * t, c, c,
-            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c);
+    project(ctx, l->precision, a->heads_out, c, ctx->batch * t, c, c, l->params[P_OUT_WEIGHTS].data,
+            l->params[P_OUT_BIASES].data, l->out, c);
 }
 
 static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
@@ -203,11 +203,10 @@ static void project_backward(Layer *l, const StepContext *ctx, const float *x, i
 {
     const int c = ((const Attention *)l->priv)->channels;
     const Param *w = &l->params[P_WEIGHTS];
-    gpu_note(ctx,
-             cuda_column_sums_add(l->params[P_BIASES].grad + at, dy, rows, n, gpu_stream(ctx)),
+    gpu_note(ctx, cuda_column_sums_add(l->params[P_BIASES].grad + at, dy, rows, n, gpu_stream(ctx)),
              "attention biases gradient");
-    gpu_gemm(ctx, l->precision, 1, 0, n, c, rows, 1.0f, dy, n, x, c, 1.0f,
-             w->grad + (size_t)at * c, c);
+    gpu_gemm(ctx, l->precision, 1, 0, n, c, rows, 1.0f, dy, n, x, c, 1.0f, w->grad + (size_t)at * c,
+             c);
     if (dx)
         gpu_gemm(ctx, l->precision, 0, 0, rows, c, n, 1.0f, dy, n, w->data + (size_t)at * c, c,
                  beta, dx, c);

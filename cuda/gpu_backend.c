@@ -25,8 +25,7 @@ extern const LayerKernels gpu_embedding_kernels, gpu_positional_kernels, gpu_lay
     gpu_linear_kernels, gpu_attention_kernels, gpu_recurrent_kernels;
 extern const LayerKernels gpu_convolutional_kernels, gpu_batchnorm_kernels,
     gpu_scale_channels_kernels, gpu_shuffle_kernels, gpu_pad_kernels, gpu_layer_scale_kernels,
-    gpu_yolo_kernels, gpu_tokens_kernels, gpu_select_token_kernels,
-    gpu_region_kernels;
+    gpu_yolo_kernels, gpu_tokens_kernels, gpu_select_token_kernels, gpu_region_kernels;
 
 static const struct {
     const LayerType *type;

@@ -62,9 +62,10 @@ static int gpu_unscale(float *g, size_t n, float s, const ExecContext *exec)
     if (h->capturing)
         return 1;
     float skip = 1;
-    gpu_note_exec(
-        exec, cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream_of(exec)),
-        "gradient unscaling download");
+    gpu_note_exec(exec,
+                  cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost,
+                                  stream_of(exec)),
+                  "gradient unscaling download");
     gpu_note_exec(exec, cudaStreamSynchronize(stream_of(exec)), "gradient unscaling download");
     return skip == 0.0f;
 }
@@ -80,7 +81,8 @@ static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext 
 static void gpu_average(float *shadow, const float *w, size_t n, float decay,
                         const ExecContext *exec)
 {
-    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, step_values_of(exec), stream_of(exec)), "ema");
+    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, step_values_of(exec), stream_of(exec)),
+                  "ema");
 }
 
 static void gpu_swap(float *a, float *b, size_t n, const ExecContext *exec)

@@ -49,8 +49,7 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx, cudaMemcpyAsync(out, l->out, n * sizeof *out, cudaMemcpyDeviceToHost, stream),
              "yolo output download");
     gpu_note(ctx, cudaStreamSynchronize(stream), "yolo output download");
-    const double cost =
-        yolo_loss(yo, out, delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h);
+    const double cost = yolo_loss(yo, out, delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h);
     gpu_note(ctx,
              cudaMemcpyAsync(yo->delta, delta, n * sizeof *delta, cudaMemcpyHostToDevice, stream),
              "yolo delta upload");

@@ -72,7 +72,7 @@ extern "C" cudaError_t cuda_region_backward(float *in_delta, const float *delta,
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(region_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, in_delta, delta, out,
-                n, entries, plane, k);
+    CUDA_LAUNCH(region_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, in_delta, delta, out, n,
+                entries, plane, k);
     return cuda_launch_error();
 }

@@ -343,8 +343,8 @@ typedef struct cdl_step_report {
     int epoch;                          /* 0-based epoch the step belongs to */
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
-    float avg_loss;  /* darknet's running average: the first loss, then 0.9 avg + 0.1 loss */
-    uint64_t images; /* samples trained on so far (all ranks, resumed runs included) */
+    float avg_loss;      /* darknet's running average: the first loss, then 0.9 avg + 0.1 loss */
+    uint64_t images;     /* samples trained on so far (all ranks, resumed runs included) */
     double images_per_s; /* over the training time since the run (or resume) started */
     double eta_s;        /* seconds until the last step (or the time limit, when sooner), from the
                           * moving average of the step time, the first warm-up steps left out */

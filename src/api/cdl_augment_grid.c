@@ -130,8 +130,9 @@ static int write_grid(const AugmentConfig *a, int truth_boxes, const char *data_
     g.n = g.n < train.n ? g.n : train.n;
     g.cols = g.cols < g.n ? g.cols : g.n;
     if (!st && truth_boxes && !train.read_boxes)
-        st = error_set(e, CDL_EUSAGE, "%s: a detector's samples need boxes, which this dataset "
-                                      "has not (a darknet list with label files)",
+        st = error_set(e, CDL_EUSAGE,
+                       "%s: a detector's samples need boxes, which this dataset "
+                       "has not (a darknet list with label files)",
                        data_path);
     if (!st && truth_boxes)
         st = augment_check_boxes(a, e);

@@ -16,7 +16,8 @@ int api_require_detector(const cdl_model *model, Error *e)
 {
     if (cdl_model_is_detector(model))
         return CDL_OK;
-    return error_set(e, CDL_EUSAGE, "%s: not a detector (it has no [yolo] or [region] layer)", model->origin);
+    return error_set(e, CDL_EUSAGE, "%s: not a detector (it has no [yolo] or [region] layer)",
+                     model->origin);
 }
 
 /* A detection and the order it was found in, for a sort that keeps that order among equals. */

@@ -56,8 +56,9 @@ static int evaluate_on(cdl_model *m, const char *data, const cdl_detection_eval_
         dc.split_seed = m->meta.seed;
     dc.boxes = 1;
     if (!st && dc.classes != classes)
-        st = error_set(e, CDL_EUSAGE, "%s: classes=%d, but the detector's [yolo] or [region] layers have %d",
-                       data, dc.classes, classes);
+        st = error_set(e, CDL_EUSAGE,
+                       "%s: classes=%d, but the detector's [yolo] or [region] layers have %d", data,
+                       dc.classes, classes);
     if (!st && (st = model_meta_check_names(&m->meta, dc.names, dc.n_names, m->origin, data, e)))
         error_append(e, st, "; evaluate it on the dataset it was trained on");
     st = st ? st : data_config_open_sources(&dc, &train, &valid, e);

@@ -34,7 +34,8 @@ static const OptSpec predict_opts[] = {
     {"--source", 1, 0, "sequence-to-sequence models: print the greedy target of this source text"},
     {"--sources", 1, 0,
      "sequence-to-sequence models: a file of sources, one per line: one target line each"},
-    {"--beam", 1, 0, "sequence-to-sequence models: beam search of K hypotheses (default 1: greedy)"},
+    {"--beam", 1, 0,
+     "sequence-to-sequence models: beam search of K hypotheses (default 1: greedy)"},
     {"--length-penalty", 1, 0,
      "with --beam: a target's log-probability is divided by its length to this power (default 1)"},
     {"--probs", 0, 0,
@@ -338,7 +339,8 @@ int cmd_predict(int argc, char **argv)
             "(safetensors, darknet .weights, a checkpoint).\n"
             "With --prompt, a text model continues the prompt, printing tokens as "
             "they come\n(--seed then seeds the sampling). With --source (or --sources FILE), a "
-            "sequence-to-sequence\nmodel prints the greedy target of each source (--beam K: beam search's).",
+            "sequence-to-sequence\nmodel prints the greedy target of each source (--beam K: beam "
+            "search's).",
             predict_opts, N_PREDICT_OPTS);
         return 0;
     }

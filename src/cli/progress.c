@@ -93,8 +93,8 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
                      (unsigned long long)r->skipped_steps);
         fprintf(stderr,
                 "epoch %d/%d step %d/%d loss %.4f avg %.4f lr %.4g images %llu %.0f %s ETA %s%s\n",
-                r->epoch + 1, p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss,
-                r->avg_loss, r->lr, (unsigned long long)r->images, rate, unit, eta, scale);
+                r->epoch + 1, p->epochs, r->step_in_epoch, r->steps_per_epoch, r->loss, r->avg_loss,
+                r->lr, (unsigned long long)r->images, rate, unit, eta, scale);
     }
 }
 

@@ -625,8 +625,8 @@ static void jitter_place(const AugmentConfig *a, const Image *in, Rng *rng, floa
     const float nw = aspect < 1 ? scale * h * aspect : scale * w;
     const float nh = aspect < 1 ? scale * h : scale * w / aspect;
     const float dx = uniform(rng, 0.0f, w - nw), dy = uniform(rng, 0.0f, h - nh);
-    const Affine m = {(float)in->w / nw, 0, -dx * (float)in->w / nw,
-                      0, (float)in->h / nh, -dy * (float)in->h / nh};
+    const Affine m = {(float)in->w / nw,      0, -dx * (float)in->w / nw, 0, (float)in->h / nh,
+                      -dy * (float)in->h / nh};
     Image placed_image = {in->c, a->out_h, a->out_w, dst};
     augment_warp(in, &m, 0, 0.5f, &placed_image);
     *placed = (BoxPlacement){nw / w, nh / h, dx / w, dy / h, 0};

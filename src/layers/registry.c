@@ -11,7 +11,7 @@ static const LayerType *const layer_types[] = {
     &linear_layer,        &attention_layer,      &rnn_layer,         &lstm_layer,
     &gru_layer,           &scale_channels_layer, &shuffle_layer,     &pad_layer,
     &yolo_layer,          &drop_path_layer,      &layer_scale_layer, &tokens_layer,
-    &select_token_layer,   &region_layer,
+    &select_token_layer,  &region_layer,
 };
 
 #define N_LAYER_TYPES (sizeof layer_types / sizeof layer_types[0])

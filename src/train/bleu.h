@@ -7,8 +7,8 @@
 #define BLEU_ORDER 4
 
 typedef struct BleuStats {
-    long sys_len, ref_len;                         /* tokens of the hypotheses, the references */
-    long correct[BLEU_ORDER], total[BLEU_ORDER];   /* clipped matches, hypothesis n-grams */
+    long sys_len, ref_len;                       /* tokens of the hypotheses, the references */
+    long correct[BLEU_ORDER], total[BLEU_ORDER]; /* clipped matches, hypothesis n-grams */
 } BleuStats;
 
 /* mteval-v13a's tokenization of line (sacreBLEU's Tokenizer13a, after its rstrip): tokens

@@ -13,15 +13,16 @@
  * Unicode ones (categories Zs, Zl, Zp and the bidirectional separators). */
 static int is_space(uint32_t cp)
 {
-    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 ||
-           cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
-           cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 int units_split(const char *text, int words, Units *u)
 {
     const size_t n_bytes = strlen(text);
-    size_t *start = malloc((n_bytes + 1) * sizeof *start), *len = malloc((n_bytes + 1) * sizeof *len);
+    size_t *start = malloc((n_bytes + 1) * sizeof *start),
+           *len = malloc((n_bytes + 1) * sizeof *len);
     *u = (Units){text, start, len, 0};
     if (!start || !len) {
         units_free(u);

@@ -137,8 +137,7 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
     net_backward(net);
     if (pass == passes - 1) {
         if (opt->loss_scale.enabled)
-            be->slab->unscale(net->grads, net->n_params, 1.0f / opt->loss_scale.scale,
-                              &net->exec);
+            be->slab->unscale(net->grads, net->n_params, 1.0f / opt->loss_scale.scale, &net->exec);
         optimizer_step(opt, net, lr);
         opt->steps--;
     }
@@ -162,9 +161,9 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     for (int pass = 0; pass < passes && !st; pass++) {
         if ((st = begin_pass(net, pass, first_sample, fill, ctx, e)))
             break;
-        const StepGraph now = {net->activations, net->input, net->labels,      net->exec.workspace,
-                               net->params,      net->grads, opt->slab,        g->pass_losses,
-                               net->grad_scale};
+        const StepGraph now = {net->activations,    net->input,     net->labels,
+                               net->exec.workspace, net->params,    net->grads,
+                               opt->slab,           g->pass_losses, net->grad_scale};
         if (pass == 0 && memcmp(&now, g, sizeof now)) {
             capture = 1;
             *g = now;

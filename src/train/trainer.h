@@ -16,8 +16,8 @@ typedef struct StepReport {
     int epoch;                          /* 0-based epoch the step belongs to */
     int step_in_epoch, steps_per_epoch; /* 1-based position */
     float loss, lr;
-    float avg_loss;  /* darknet's running average of the loss (0.9 avg + 0.1 loss) */
-    uint64_t images; /* samples trained on so far (ModelMeta.samples_seen) */
+    float avg_loss;      /* darknet's running average of the loss (0.9 avg + 0.1 loss) */
+    uint64_t images;     /* samples trained on so far (ModelMeta.samples_seen) */
     double images_per_s; /* over the training time since the run (or resume) started, without
                             the evaluations and checkpoints between epochs */
     double eta_s;        /* estimated seconds until the last step (train/eta.h) */

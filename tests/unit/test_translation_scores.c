@@ -1,6 +1,7 @@
-/* BLEU's 13a tokenization, corpus BLEU and chrF against sacreBLEU's (tests/ref/translation_scores.txt,
- * from scripts/ref/make_translation_scores.py): the tokens equal, the scores within 1e-9 (the
- * same double operations in the same order, so equal but for the libm's exp and log). */
+/* BLEU's 13a tokenization, corpus BLEU and chrF against sacreBLEU's
+ * (tests/ref/translation_scores.txt, from scripts/ref/make_translation_scores.py): the tokens
+ * equal, the scores within 1e-9 (the same double operations in the same order, so equal but for the
+ * libm's exp and log). */
 #include <stdlib.h>
 #include <string.h>
 
