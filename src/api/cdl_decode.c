@@ -23,25 +23,6 @@ static int mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
     return st;
 }
 
-/* Appends token id's text to *text (*len bytes, room for *cap). */
-static int append_token(const TextVocab *v, int id, char **text, size_t *len, size_t *cap, Error *e)
-{
-    char bytes[TEXT_TOKEN_MAX_BYTES];
-    const size_t n = (size_t)text_vocab_decode(v, id, bytes);
-    if (*len + n + 1 > *cap) {
-        const size_t grown_cap = 2 * (*len + n + 1);
-        char *grown = realloc(*text, grown_cap);
-        if (!grown)
-            return error_set(e, CDL_ERUNTIME, "out of memory");
-        *text = grown;
-        *cap = grown_cap;
-    }
-    memcpy(*text + *len, bytes, n);
-    *len += n;
-    (*text)[*len] = 0;
-    return CDL_OK;
-}
-
 /* Usage errors before anything runs: a model of another kind, or one whose decoder cannot run
  * alone; *first, *bos and *eos for decode_greedy. */
 static int check_model(const cdl_model *model, int *first, int *bos, int *eos, Error *e)
@@ -107,17 +88,13 @@ static int encode_sources(const cdl_model *model, const char *const *sources, in
 static int targets_text(const cdl_model *model, const int32_t *out, const int *tokens, int n,
                         char **targets, Error *e)
 {
-    int st = CDL_OK;
-    for (int k = 0; k < n && !st; k++) {
-        size_t len = 0, cap = 0;
-        for (int i = 0; i < tokens[k] && !st; i++)
-            st = append_token(&model->meta.vocab,
-                              out[(size_t)k * (size_t)model->net.seq + (size_t)i], &targets[k],
-                              &len, &cap, e);
-        if (!st && !targets[k] && !(targets[k] = calloc(1, 1)))
-            st = error_set(e, CDL_ERUNTIME, "out of memory");
+    const size_t seq = (size_t)model->net.seq;
+    for (int k = 0; k < n; k++) {
+        if (!(targets[k] = malloc((size_t)tokens[k] * TEXT_TOKEN_MAX_BYTES + 1)))
+            return error_set(e, CDL_ERUNTIME, "out of memory");
+        text_vocab_decode_ids(&model->meta.vocab, out + (size_t)k * seq, tokens[k], targets[k]);
     }
-    return st;
+    return CDL_OK;
 }
 
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,

@@ -214,6 +214,15 @@ int text_vocab_decode(const TextVocab *v, int id, char out[TEXT_TOKEN_MAX_BYTES]
     return utf8_encode(v->code_points[id], out);
 }
 
+char *text_vocab_decode_ids(const TextVocab *v, const int32_t *ids, int n, char *text)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+        at += (size_t)text_vocab_decode(v, ids[i], text + at);
+    text[at] = 0;
+    return text;
+}
+
 int text_vocab_token_bytes(const TextVocab *v, int id)
 {
     char text[TEXT_TOKEN_MAX_BYTES];

@@ -40,6 +40,9 @@ int text_vocab_encode(const TextVocab *v, const char *text, size_t len, int32_t 
 /* The text of token id into out (not NUL-terminated); returns its byte count (0 for an id
  * outside the vocabulary). */
 int text_vocab_decode(const TextVocab *v, int id, char out[TEXT_TOKEN_MAX_BYTES]);
+/* text [n * TEXT_TOKEN_MAX_BYTES + 1] = the texts of ids [n] one after another, NUL-terminated;
+ * returns text. */
+char *text_vocab_decode_ids(const TextVocab *v, const int32_t *ids, int n, char *text);
 /* The bytes of token id's text (0 for an id outside the vocabulary). */
 int text_vocab_token_bytes(const TextVocab *v, int id);
 /* The checkpoint form (malloc'd; NULL when out of memory): "byte"; "bpe" followed by each merge's

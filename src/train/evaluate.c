@@ -167,16 +167,6 @@ static void fill_pairs(const void *set, size_t first, Net *net)
     }
 }
 
-/* text [n * TEXT_TOKEN_MAX_BYTES + 1] = the tokens ids [n] as text, NUL-terminated. */
-static char *ids_text(const TextVocab *vocab, const int32_t *ids, int n, char *text)
-{
-    size_t at = 0;
-    for (int i = 0; i < n; i++)
-        at += (size_t)text_vocab_decode(vocab, ids[i], text + at);
-    text[at] = 0;
-    return text;
-}
-
 /* Greedy decoding of every pair of valid, net->batch at a time: r->decoded, r->exact_match,
  * and the corpus BLEU and chrF of the decoded targets' text against the pairs' (vocab's). */
 static int decode_pairs(Net *net, const TextPairs *tp, const TextVocab *vocab, EvalResult *r,
@@ -212,8 +202,8 @@ static int decode_pairs(Net *net, const TextPairs *tp, const TextVocab *vocab, E
             const int32_t *decoded = out + (size_t)k * (size_t)seq;
             exact += n_out[k] == p[k].n_target &&
                      !memcmp(decoded, tp->ids + p[k].target, (size_t)p[k].n_target * sizeof *out);
-            ids_text(vocab, decoded, n_out[k], hypothesis);
-            ids_text(vocab, tp->ids + p[k].target, p[k].n_target, reference);
+            text_vocab_decode_ids(vocab, decoded, n_out[k], hypothesis);
+            text_vocab_decode_ids(vocab, tp->ids + p[k].target, p[k].n_target, reference);
             if (bleu_add(&bleu, hypothesis, reference) || chrf_add(&chrf, hypothesis, reference))
                 st = error_set(e, CDL_ERUNTIME, "out of memory");
         }
