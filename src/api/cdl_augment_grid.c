@@ -11,13 +11,24 @@
 /* Pixels between tiles and around the grid (white). */
 enum { GRID_GAP = 2 };
 
+/* Tile i's place in the grid: its top-left pixel and zoomed size. */
+typedef struct Tile {
+    int top, left, h, w;
+} Tile;
+
+static Tile tile_of(const AugmentConfig *a, int i, const cdl_augment_grid_options *g)
+{
+    const int h = a->out_h * g->zoom, w = a->out_w * g->zoom;
+    return (Tile){GRID_GAP + (i / g->cols) * (h + GRID_GAP),
+                  GRID_GAP + (i % g->cols) * (w + GRID_GAP), h, w};
+}
+
 /* Draws tile i's input [c][h][w] (normalisation undone) at its grid place in grid. */
 static void place_tile(const AugmentConfig *a, const float *input, int i,
                        const cdl_augment_grid_options *g, Image *grid)
 {
-    const int th = a->out_h * g->zoom, tw = a->out_w * g->zoom;
-    const int top = GRID_GAP + (i / g->cols) * (th + GRID_GAP);
-    const int left = GRID_GAP + (i % g->cols) * (tw + GRID_GAP);
+    const Tile t = tile_of(a, i, g);
+    const int th = t.h, tw = t.w, top = t.top, left = t.left;
     const size_t in_plane = (size_t)a->out_h * a->out_w, grid_plane = (size_t)grid->h * grid->w;
     for (int k = 0; k < a->out_c; k++)
         for (int y = 0; y < th; y++)
@@ -34,9 +45,8 @@ static void place_tile(const AugmentConfig *a, const float *input, int i,
 static void outline_boxes(const AugmentConfig *a, const float *truth, int max_boxes, int i,
                           const cdl_augment_grid_options *g, Image *grid)
 {
-    const int th = a->out_h * g->zoom, tw = a->out_w * g->zoom;
-    const int top = GRID_GAP + (i / g->cols) * (th + GRID_GAP);
-    const int left = GRID_GAP + (i % g->cols) * (tw + GRID_GAP);
+    const Tile t = tile_of(a, i, g);
+    const int th = t.h, tw = t.w, top = t.top, left = t.left;
     const size_t plane = (size_t)grid->h * grid->w;
     for (int k = 0; k < max_boxes && truth[(size_t)k * TRUTH_FLOATS + TRUTH_X] != 0; k++) {
         const float *b = truth + (size_t)k * TRUTH_FLOATS;
