@@ -41,3 +41,16 @@ load helpers
     awk -v a="$cdl" -v b="$ort" -v c="$torch" 'BEGIN { exit !(a > 0 && b > 0 && c > 0) }'
     [ ! -e "$WORK/speed" ]
 }
+
+@test "bench-startup --quick: cdl predict's process and ONNX Runtime's give one answer and a row" {
+    python3 -c 'import onnxruntime, PIL, numpy' 2>/dev/null ||
+        skip "python3 has no onnxruntime, PIL or numpy"
+    run env CDL_SPEED_DIR="$WORK/speed" "$REPO/scripts/bench-startup.sh" --quick
+    [ "$status" -eq 0 ]
+    row=$(printf '%s\n' "$output" | grep '^digits ')
+    read -r net cdl_ms ort_ms ratio cdl_b1 ort_b1 ratio_b1 <<<"$row"
+    awk -v a="$cdl_ms" -v b="$ort_ms" -v c="$cdl_b1" 'BEGIN { exit !(a > 0 && b > 0 && c > 0) }'
+    [ ! -e "$WORK/speed" ]
+    run "$REPO/scripts/bench-startup.sh" --frobnicate
+    [ "$status" -eq 2 ]
+}
