@@ -217,3 +217,21 @@ EOF2
     [ "$status" -eq 2 ]
     [[ "$output" == *"a sequence-to-sequence net ([net] source=S) trains on paired text: the .data file needs type=pairs"* ]]
 }
+
+@test "cfg/translate.cfg trains on verse pairs, and scripts/seq2seq_torch.py's nn.Transformer has its parameter count" {
+    /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "no python3-torch"
+    printf 'In the beginning God created the heaven and the earth.\tEN el principio crió Dios los cielos y la tierra.\n' > train.tsv
+    printf 'And God said, Let there be light: and there was light.\tY dijo Dios: Sea la luz: y fué la luz.\n' >> train.tsv
+    printf 'And God saw the light, that it was good.\tY vió Dios que la luz era buena.\n' > valid.tsv
+    printf 'type=pairs\ntokens=char\ntrain=train.tsv\nvalid=valid.tsv\n' > pairs.data
+    run "$CDL" train "$REPO/cfg/translate.cfg" --data pairs.data --out t.cdl --threads 1 \
+        --set net.batch=2 --set net.max_batches=2
+    [ "$status" -eq 0 ]
+    cdl_params=$("$CDL" info t.cdl --json | jq .params)
+    torch_params=$(/usr/bin/python3 "$REPO/scripts/seq2seq_torch.py" --train train.tsv \
+        --valid valid.tsv --source 128 --seq 129 --width 128 --heads 4 --ff 512 --layers 2 --params)
+    echo "cdl $cdl_params, PyTorch $torch_params"
+    [ -n "$cdl_params" ] && [ "$cdl_params" = "$torch_params" ]
+    run "$CDL" predict t.cdl --source "And God saw the light."
+    [ "$status" -eq 0 ]
+}
