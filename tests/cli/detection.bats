@@ -142,3 +142,63 @@ for i in range(8):
 assert checked >= 4, checked
 PY
 }
+
+# mosaic=1 (AlexeyAB's): half the tiles are four images cut to the quadrants around a random
+# centre; every bright square pixel the net sees lies inside a red outline (or on its edge), some
+# tiles hold several boxes, and the same seed draws the same grid.
+@test "augment draws mosaics with each piece's boxes around its squares" {
+    detection_set
+    sed -i 's/^max=4$/max=4\njitter=0.3/; s/^flip=1$/flip=1\nmosaic=1/' tiny.cfg
+    "$CDL" augment tiny.cfg --data det.data -o grid.png --n 16 --cols 8 --zoom 2
+    "$CDL" augment tiny.cfg --data det.data -o again.png --n 16 --cols 8 --zoom 2
+    cmp grid.png again.png
+    /usr/bin/python3 - <<'PY'
+import numpy as np
+from PIL import Image
+g = np.asarray(Image.open("grid.png").convert("RGB")).astype(int)
+tile, gap = 64, 2
+several = 0
+for i in range(16):
+    top, left = gap + (i // 8) * (tile + gap), gap + (i % 8) * (tile + gap)
+    t = g[top:top + tile, left:left + tile]
+    red = (t[..., 0] == 255) & (t[..., 1] == 0) & (t[..., 2] == 0)
+    bright = (t.min(axis=2) > 150) & ~red
+    near_red = np.zeros_like(red)
+    for dy in range(-2, 3):
+        for dx in range(-2, 3):
+            near_red |= np.roll(np.roll(red, dy, 0), dx, 1)
+    for y, x in zip(*np.nonzero(bright & ~near_red)):
+        enclosed = red[y, :x].any() and red[y, x:].any() and red[:y, x].any() and red[y:, x].any()
+        assert enclosed, (i, y, x)
+    right = np.roll(red, -1, 1); below = np.roll(red, -1, 0)
+    corners = red & right & below & ~np.roll(red, 1, 1) & ~np.roll(red, 1, 0)
+    several += corners.sum() >= 2
+assert several >= 2, several
+PY
+}
+
+@test "a detector trains with mosaic=1; a classifier is refused it" {
+    detection_set
+    sed -i 's/^flip=1$/flip=1\nmosaic=1/' tiny.cfg
+    run "$CDL" train tiny.cfg --data det.data --epochs 2 --out det.cdl --threads 1
+    [ "$status" -eq 0 ]
+    mkdir -p cls/a cls/b
+    cp set/images/[0-7].png cls/a/; cp set/images/1[0-5].png cls/b/
+    write_cfg cls.cfg <<'CFG'
+[net]
+batch=2
+width=8
+height=8
+channels=3
+mosaic=1
+
+[connected]
+output=2
+activation=linear
+
+[softmax]
+CFG
+    run "$CDL" train cls.cfg --data cls --epochs 1 --out cls.cdl --threads 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"[net] mosaic=1 needs a detection net"* ]]
+}
