@@ -202,3 +202,48 @@ CFG
     [ "$status" -eq 2 ]
     [[ "$output" == *"[net] mosaic=1 needs a detection net"* ]]
 }
+
+# The same labels as a COCO-style JSON (train=*.json) and as darknet label files give the same
+# batches, so the same losses, step by step; names come from the JSON's categories.
+@test "a COCO JSON train= trains as the same labels in darknet label files do" {
+    detection_set
+    /usr/bin/python3 - <<'PY'
+import json
+from PIL import Image
+images, annotations = [], []
+for i in range(16):
+    w, h = Image.open(f"set/images/{i}.png").size
+    cls, cx, cy, bw, bh = open(f"set/labels/{i}.txt").read().split()
+    x, y, bw, bh = (float(cx) - float(bw) / 2) * w, (float(cy) - float(bh) / 2) * h, float(bw) * w, float(bh) * h
+    images.append({"id": 100 + i, "file_name": f"set/images/{i}.png", "width": w, "height": h})
+    annotations.append({"id": i, "image_id": 100 + i, "category_id": 7, "bbox": [x, y, bw, bh], "iscrowd": 0})
+    # the label file holds the values the JSON's conversion computes, to the last bit
+    open(f"set/labels/{i}.txt", "w").write(
+        f"0 {(x + bw / 2) / w!r} {(y + bh / 2) / h!r} {bw / w!r} {bh / h!r}\n")
+json.dump({"images": images, "annotations": annotations,
+           "categories": [{"id": 7, "name": "square"}]}, open("det.json", "w"))
+open("coco.data", "w").write("train=det.json\nbackup=backup/\n")
+PY
+    "$CDL" train tiny.cfg --data det.data --epochs 2 --out list.cdl --threads 1 --log list.jsonl --log-every 1
+    "$CDL" train tiny.cfg --data coco.data --epochs 2 --out coco.cdl --threads 1 --log coco.jsonl --log-every 1
+    /usr/bin/python3 - <<'PY'
+import json
+def losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if r["type"] == "step"]
+a, b = losses("list.jsonl"), losses("coco.jsonl")
+assert len(a) == 4 and a == b, (a, b)
+PY
+}
+
+@test "a bad COCO annotation stops training naming the file and the annotation" {
+    detection_set
+    cat > bad.json <<'JSON'
+{"images": [{"id": 1, "file_name": "set/images/0.png", "width": 36, "height": 48}],
+ "annotations": [{"id": 41, "image_id": 1, "category_id": 3, "bbox": [1, 2, 3, 4]}],
+ "categories": [{"id": 1, "name": "square"}]}
+JSON
+    printf 'train=bad.json\n' > bad.data
+    run "$CDL" train tiny.cfg --data bad.data --epochs 1 --out bad.cdl --threads 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.json: annotations[0] (id 41): category_id is no category's id"* ]]
+}
