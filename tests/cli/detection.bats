@@ -247,3 +247,34 @@ JSON
     [ "$status" -eq 2 ]
     [[ "$output" == *"bad.json: annotations[0] (id 41): category_id is no category's id"* ]]
 }
+
+# AlexeyAB's yolov4-tiny (cfg/yolov4_tiny.cfg): darknet prints 6.910 BFLOPs for it, and its
+# 6,056,606 weights are AlexeyAB's count for 80 classes; its [yolo] keys are read (ciou,
+# scale_x_y, nms_kind, beta_nms) or named when ignored (resize); a forward pass finds boxes.
+@test "yolov4_tiny.cfg loads with AlexeyAB's parameters and FLOPs and runs forward" {
+    "$CDL" info "$REPO/cfg/yolov4_tiny.cfg" --json 2> warnings.txt > info.json
+    jq -e '.params == 6056606 and .flops == 6910385664' info.json
+    grep -q "darknet key 'resize' in \[yolo\] is ignored: AlexeyAB's random rescale" warnings.txt
+    /usr/bin/python3 -c 'from PIL import Image; Image.effect_noise((64, 48), 40).convert("RGB").save("n.png")'
+    run "$CDL" detect "$REPO/cfg/yolov4_tiny.cfg" n.png --thresh 0.2 --threads 2
+    [ "$status" -eq 0 ]
+    [[ "${lines[-1]}" == *"%  x="*" y="*" w="*" h="* ]]
+    sed 's/^beta_nms=0.6$/beta_nms=0.6\nnew_coords=1/' "$REPO/cfg/yolov4_tiny.cfg" > v.cfg
+    run "$CDL" info v.cfg
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"new_coords"*"YOLOv4-csp's new coordinates are not implemented"* ]]
+}
+
+@test "yolov4_tiny_fashion.cfg trains on fashion-det and evaluates" {
+    /usr/bin/python3 "$REPO/scripts/detection_data.py" fdet --train 8 --valid 4 --seed 3
+    printf 'classes=10\ntrain=fdet/train.txt\nvalid=fdet/valid.txt\nnames=%s\n' \
+        "$REPO/cfg/fashion.names" > fdet.data
+    "$CDL" train "$REPO/cfg/yolov4_tiny_fashion.cfg" --data fdet.data --set net.batch=4 \
+        --epochs 2 --out f.cdl --threads 2 --log run.jsonl --log-every 1
+    /usr/bin/python3 - <<'PY'
+import json, math
+losses = [r["loss"] for r in map(json.loads, open("run.jsonl")) if r["type"] == "step"]
+assert len(losses) == 4 and all(math.isfinite(l) and l > 0 for l in losses), losses
+PY
+    "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4'
+}
