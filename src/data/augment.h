@@ -35,8 +35,7 @@ typedef struct AugmentConfig {
      * placement, the image at a random aspect and scale in [0.25, 2] of the input put at a random
      * position on grey, in place of the framing (augment_train); 0: off. */
     float box_jitter;
-    int mosaic; /* AlexeyAB's [net] mosaic=1: half the training samples are mosaics (data/mosaic.h)
-                 */
+    int mosaic; /* AlexeyAB's mosaic=1: half the training samples are mosaics (data/mosaic.h) */
 } AugmentConfig;
 
 /* Reads the augmentation keys of the [net] section (so cfg_check_unused knows them) and

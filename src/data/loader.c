@@ -10,13 +10,13 @@
  * others are decoded and augmented by the workers into a slot, which loader_next copies out. */
 #include "data/loader.h"
 
-#include "data/mosaic.h"
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "data/mosaic.h"
 
 /* One ready (or being filled) mini-batch. */
 typedef struct Slot {
@@ -216,7 +216,7 @@ static int check_options(const SampleSource *src, const AugmentConfig *aug,
     if (opt->truth_boxes < 0 || (opt->truth_boxes > 0 && !src->read_boxes))
         return error_set(e, CDL_EUSAGE,
                          "loader: a detection net reads truth boxes, which this dataset has not "
-                         "(image files with darknet label files have)");
+                         "(a darknet list with label files, or a COCO JSON, has)");
     if (aug->mosaic && opt->train && opt->truth_boxes == 0)
         return error_set(e, CDL_EUSAGE,
                          "[net] mosaic=1 needs a detection net (one that reads truth boxes)");
