@@ -143,14 +143,18 @@ def dx_box_iou(p, t, kind):
 
 
 class Layer:
-    def __init__(self, case):
+    def __init__(self, case, anchors=ANCHORS, grid=(W, H), net=(W, H), classes=CLASSES):
+        """A [yolo] of case's keys over a grid of grid = (w, h) cells of a net input of net =
+        (w, h) pixels, anchors in those pixels (make_yolov4_tiny.py's heads; here both are
+        the input's)."""
         self.__dict__.update(DEFAULTS)
         self.__dict__.update(case)
-        self.anchors = np.array(ANCHORS).reshape(-1, 2)
+        self.anchors = np.array(anchors).reshape(-1, 2)
+        (self.gw, self.gh), (self.nw, self.nh), self.classes = grid, net, classes
 
     def forward(self, z):
         out = z.copy()
-        for n in range(NUM_MASK):
+        for n in range(len(self.mask)):
             out[:, n, :] = logistic(z[:, n, :])  # entries 2, 3 (w, h) are put back below
             out[:, n, 2:4] = z[:, n, 2:4]
             out[:, n, 0:2] = out[:, n, 0:2] * self.scale_x_y - 0.5 * (self.scale_x_y - 1)
@@ -158,8 +162,8 @@ class Layer:
 
     def pred_box(self, out, b, n, j, i, anchor):
         e = out[b, n, :, j, i]
-        return (i + e[0]) / W, (j + e[1]) / H, math.exp(e[2]) * anchor[0] / W, \
-            math.exp(e[3]) * anchor[1] / H
+        return (i + e[0]) / self.gw, (j + e[1]) / self.gh, math.exp(e[2]) * anchor[0] / self.nw, \
+            math.exp(e[3]) * anchor[1] / self.nh
 
     def delta_box(self, out, delta, b, n, j, i, anchor, t):
         pred = self.pred_box(out, b, n, j, i, anchor)
@@ -167,8 +171,8 @@ class Layer:
         e, d = out[b, n, :, j, i], delta[b, n, :, j, i]
         if self.iou_loss == "mse":
             s = (2 - t[2] * t[3]) * self.iou_normalizer
-            target = [t[0] * W - i, t[1] * H - j, math.log(t[2] * W / anchor[0]),
-                      math.log(t[3] * H / anchor[1])]
+            target = [t[0] * self.gw - i, t[1] * self.gh - j, math.log(t[2] * self.nw / anchor[0]),
+                      math.log(t[3] * self.nh / anchor[1])]
             for k in range(4):
                 d[k] += s * (target[k] - e[k])
             return ious
@@ -181,29 +185,27 @@ class Layer:
             d[k] += min(max(v, -self.max_delta), self.max_delta)
         return ious
 
-    @staticmethod
-    def delta_class(out, delta, b, n, j, i, cls):
+    def delta_class(self, out, delta, b, n, j, i, cls):
         e, d = out[b, n, 5:, j, i], delta[b, n, 5:, j, i]
         if d[cls] != 0:
             d[cls] = 1 - e[cls]
             return
-        for k in range(CLASSES):
+        for k in range(self.classes):
             d[k] = (1.0 if k == cls else 0.0) - e[k]
 
-    @staticmethod
-    def truths(truth, b):
+    def truths(self, truth, b):
         """A sample's truths as darknet reads them: x = 0 ends the list, a class out of range is
         skipped."""
         for t in truth[b]:
             if t[0] == 0:
                 return
-            if 0 <= int(t[4]) < CLASSES:
+            if 0 <= int(t[4]) < self.classes:
                 yield tuple(t[:4]), int(t[4])
 
     def best_anchor(self, t):
         """Of all num anchors, the first of best IoU with t's width and height."""
         shape = (0, 0, t[2], t[3])
-        ious = [iou((0, 0, a[0] / W, a[1] / H), shape) for a in self.anchors]
+        ious = [iou((0, 0, a[0] / self.nw, a[1] / self.nh), shape) for a in self.anchors]
         return max(range(len(ious)), key=lambda k: (ious[k], -k))
 
     def loss(self, z, truth):
@@ -212,9 +214,9 @@ class Layer:
         tally = dict(iou=0.0, giou=0.0, count=0)
         mask = self.mask
         for b in range(z.shape[0]):
-            for j in range(H):
-                for i in range(W):
-                    for n in range(NUM_MASK):
+            for j in range(self.gh):
+                for i in range(self.gw):
+                    for n in range(len(mask)):
                         anchor = self.anchors[mask[n]]
                         pred = self.pred_box(out, b, n, j, i, anchor)
                         scored = np.any(out[b, n, 5:, j, i] > 0.25)
@@ -236,11 +238,11 @@ class Layer:
             for t, cls in self.truths(truth, b):
                 shape = (0, 0, t[2], t[3])
                 best_n = self.best_anchor(t)
-                i, j = int(t[0] * W), int(t[1] * H)
+                i, j = int(t[0] * self.gw), int(t[1] * self.gh)
                 for a in range(self.num):
                     if a not in mask:
                         continue
-                    anchor_box = (0, 0, self.anchors[a][0] / W, self.anchors[a][1] / H)
+                    anchor_box = (0, 0, self.anchors[a][0] / self.nw, self.anchors[a][1] / self.nh)
                     extra = self.iou_thresh < 1 and \
                         iou_kind(anchor_box, shape, self.iou_thresh_kind) > self.iou_thresh
                     if a != best_n and not extra:
@@ -253,10 +255,10 @@ class Layer:
                     delta[b, n, 4, j, i] = self.obj_normalizer * (1 - out[b, n, 4, j, i])
                     self.delta_class(out, delta, b, n, j, i, cls)
             if self.iou_thresh < 1:
-                for n in range(NUM_MASK):
+                for n in range(len(mask)):
                     d = delta[b, n]
-                    for j in range(H):
-                        for i in range(W):
+                    for j in range(self.gh):
+                        for i in range(self.gw):
                             positive = int(np.sum(d[5:, j, i] > 0))
                             if d[4, j, i] != 0 and positive:
                                 d[0:4, j, i] /= positive

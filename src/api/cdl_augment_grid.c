@@ -7,6 +7,7 @@
 
 #include "cdl_model.h"
 #include "data/data_config.h"
+#include "data/mosaic.h"
 
 /* Pixels between tiles and around the grid (white). */
 enum { GRID_GAP = 2 };
@@ -106,10 +107,11 @@ static int draw_grid(const AugmentConfig *a, const SampleSource *src, int truth_
         augment_seed(&rng, g->seed, g->epoch, i);
         BoxPlacement placed;
         st = g->eval ? augment_eval(a, &img, &scratch, x, &placed)
-                     : augment_train(a, &img, &rng, &scratch, x, &placed);
+                     : augment_train_mosaic(a, src, &img, truth, truth_boxes, &rng, &scratch, x,
+                                            &placed, e);
         image_free(&img);
         if (st) {
-            st = error_set(e, CDL_ERUNTIME, "out of memory");
+            st = g->eval ? error_set(e, CDL_ERUNTIME, "out of memory") : st;
             break;
         }
         place_tile(a, x, i, g, grid);

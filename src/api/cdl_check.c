@@ -90,6 +90,8 @@ static const char *kind_name(DataKind kind)
         return "csv";
     case DATA_TEXT:
         return "text";
+    case DATA_COCO:
+        return "coco json";
     }
     return "?";
 }

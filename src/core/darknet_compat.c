@@ -63,7 +63,9 @@ static const struct {
     {"lstm", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"gru", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"yolo", "random", "0", KEY_IGNORE, "multi-scale training is not implemented"},
-    {"yolo", "resize", "1", KEY_IGNORE, "multi-scale training is not implemented"},
+    {"yolo", "resize", "1", KEY_IGNORE,
+     "AlexeyAB's random rescale of the training crop is not implemented (cdl's jitter placement "
+     "scales the image by 0.25 to 2)"},
     {"yolo", "focal_loss", "0", KEY_REFUSE, "the focal loss is not implemented"},
     {"yolo", "label_smooth_eps", "0", KEY_REFUSE, "label smoothing is not implemented"},
     {"yolo", "objectness_smooth", "0", KEY_REFUSE, "objectness smoothing is not implemented"},

@@ -31,6 +31,8 @@
  *                             resize_size: 232 for its newer weights' 224 crops)
  *   interpolation [bilinear]  the filter of every resize here (crops and framing): bilinear or
  *                             bicubic (data/image.h), torchvision's interpolation
+ *   mosaic [0]                AlexeyAB's darknet: half the training samples are four images cut
+ *                             to the quadrants around a random centre (data/mosaic.h; detectors)
  * Train-time order: crop (random resized, darknet, or the eval framing when neither is set),
  * pad + random crop, flips, rotation, brightness, contrast, HSV (darknet's order: hue,
  * saturation, exposure), channel conversion, normalisation, erasing. Colour works on the
@@ -124,6 +126,7 @@ int augment_config_parse(const Cfg *cfg, CfgSection *s, int c, int h, int w, Aug
     st = st ? st : cfg_get_flag(cfg, s, "letterbox", 0, &a->letterbox, e);
     st = st ? st : cfg_get_flag(cfg, s, "center_crop", 0, &a->center_crop, e);
     st = st ? st : cfg_get_int(cfg, s, "resize_size", 0, &a->resize_size, e);
+    st = st ? st : cfg_get_flag(cfg, s, "mosaic", 0, &a->mosaic, e);
     if (st)
         return st;
     const char *interpolation = cfg_get_str(s, "interpolation", "bilinear");
@@ -201,7 +204,7 @@ int augment_is_identity(const AugmentConfig *a, int c, int h, int w)
            !a->max_crop && !a->pad && !a->flip && !a->flip_vertical && a->angle == 0 &&
            a->brightness == 0 && a->contrast == 0 && a->hue == 0 && a->saturation == 1 &&
            a->exposure == 1 && !augment_normalises(a) && a->erasing == 0 && !a->center_crop &&
-           a->box_jitter == 0;
+           a->box_jitter == 0 && !a->mosaic;
 }
 
 void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index)
@@ -520,16 +523,18 @@ void augment_normalize(float *img, int c, size_t plane, const float *mean, const
 
 void augment_scratch_free(AugmentScratch *s)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < AUGMENT_SCRATCH_BUFFERS; k++) {
         free(s->buf[k]);
         s->buf[k] = NULL;
         s->floats[k] = 0;
     }
+    free(s->truth);
+    s->truth = NULL;
+    s->truth_floats = 0;
     image_scratch_free(&s->image);
 }
 
-/* Scratch buffer k with room for at least floats values (grows, never shrinks). */
-static float *reserve(AugmentScratch *s, int k, size_t floats)
+float *augment_scratch_reserve(AugmentScratch *s, int k, size_t floats)
 {
     if (s->floats[k] < floats) {
         float *p = realloc(s->buf[k], floats * sizeof *p);
@@ -570,7 +575,7 @@ static int frame_eval(const AugmentConfig *a, const Image *in, int c, AugmentScr
     } else {
         return image_resize_with(in, NULL, c, oh, ow, a->interpolation, &s->image, dst);
     }
-    float *resized = reserve(s, 0, (size_t)c * rh * rw);
+    float *resized = augment_scratch_reserve(s, 0, (size_t)c * rh * rw);
     if (!resized)
         return CDL_ERUNTIME;
     if (a->letterbox) /* darknet's own resize: the same input as darknet's predict */
@@ -632,11 +637,8 @@ static void jitter_place(const AugmentConfig *a, const Image *in, Rng *rng, floa
     *placed = (BoxPlacement){nw / w, nh / h, dx / w, dy / h, 0};
 }
 
-/* The random crop (resized, darknet, the detection placement, or the eval framing) of in into
- * dst [in->c][out_h][out_w]; placed says where in's normalised coordinates land (the resized
- * and darknet crops do not carry boxes yet). */
-static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *dst,
-                BoxPlacement *placed)
+int augment_frame_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s,
+                        float *dst, BoxPlacement *placed)
 {
     const int c = in->c;
     Image cropped = {c, a->out_h, a->out_w, dst};
@@ -663,14 +665,26 @@ static int crop(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratc
 int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out,
                   BoxPlacement *placed)
 {
-    const int c = in->c, oh = a->out_h, ow = a->out_w;
-    const size_t plane = (size_t)oh * ow;
     BoxPlacement where = box_placement_identity();
-    /* The steps work in out itself when it has the decoded channels (no copy at the end). */
-    float *cur = c == a->out_c ? out : reserve(s, 1, (size_t)c * plane);
-    if (!cur || crop(a, in, rng, s, cur, &where))
+    float *framed = augment_framed_buffer(a, in->c, s, out);
+    if (!framed || augment_frame_train(a, in, rng, s, framed, &where))
         return CDL_ERUNTIME;
-    float *other = reserve(s, 0, (size_t)c * plane);
+    return augment_train_framed(a, in->c, framed, rng, s, out, &where, placed);
+}
+
+float *augment_framed_buffer(const AugmentConfig *a, int c, AugmentScratch *s, float *out)
+{
+    /* The steps work in out itself when it has the decoded channels (no copy at the end). */
+    return c == a->out_c ? out : augment_scratch_reserve(s, 1, (size_t)c * a->out_h * a->out_w);
+}
+
+int augment_train_framed(const AugmentConfig *a, int c, float *cur, Rng *rng, AugmentScratch *s,
+                         float *out, const BoxPlacement *framed_at, BoxPlacement *placed)
+{
+    const int oh = a->out_h, ow = a->out_w;
+    const size_t plane = (size_t)oh * ow;
+    BoxPlacement where = *framed_at;
+    float *other = augment_scratch_reserve(s, 0, (size_t)c * plane);
     if (!other)
         return CDL_ERUNTIME;
     if (a->pad) {

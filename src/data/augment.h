@@ -35,6 +35,7 @@ typedef struct AugmentConfig {
      * placement, the image at a random aspect and scale in [0.25, 2] of the input put at a random
      * position on grey, in place of the framing (augment_train); 0: off. */
     float box_jitter;
+    int mosaic; /* AlexeyAB's mosaic=1: half the training samples are mosaics (data/mosaic.h) */
 } AugmentConfig;
 
 /* Reads the augmentation keys of the [net] section (so cfg_check_unused knows them) and
@@ -50,13 +51,21 @@ int augment_is_identity(const AugmentConfig *a, int c, int h, int w);
  * not depend on the shuffled order or on which loader thread augments the sample. */
 void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index);
 
-/* Per-thread workspace so that augmenting allocates nothing after the first calls. */
+/* Per-thread workspace so that augmenting allocates nothing after the first calls: buffers 0 and 1
+ * serve augment_train's steps, 2 and 3 a mosaic's pieces (data/mosaic.h), which also keeps the
+ * truth boxes of its other three images in truth. */
+enum { AUGMENT_SCRATCH_BUFFERS = 4 };
 typedef struct AugmentScratch {
-    float *buf[2];
-    size_t floats[2];
+    float *buf[AUGMENT_SCRATCH_BUFFERS];
+    size_t floats[AUGMENT_SCRATCH_BUFFERS];
+    float *truth;
+    size_t truth_floats;
     ImageScratch image; /* image_resize's */
 } AugmentScratch;
 void augment_scratch_free(AugmentScratch *s);
+/* Scratch buffer k with room for at least floats values (grows, never shrinks); NULL when out of
+ * memory. */
+float *augment_scratch_reserve(AugmentScratch *s, int k, size_t floats);
 
 /* Train-time transform of in into out [out_c][out_h][out_w]; every random draw comes from
  * rng, so a sample's augmentation depends only on how rng was seeded. placed (NULL: not asked)
@@ -64,6 +73,18 @@ void augment_scratch_free(AugmentScratch *s);
  * augment_check_boxes accepts. Returns CDL_ERUNTIME only when scratch memory cannot be had. */
 int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out,
                   BoxPlacement *placed);
+/* augment_train in its two halves, for a mosaic (data/mosaic.h) that frames four images into one
+ * before the rest. augment_frame_train: in's random placement (darknet's jitter, the resized or
+ * darknet crop, or the eval framing) into dst [in->c][out_h][out_w], placed as augment_train's.
+ * augment_framed_buffer: where to frame c channels for augment_train_framed (out itself when c is
+ * the net's, else scratch buffer 1; NULL when out of memory). augment_train_framed: the steps
+ * after the framing (pad, flips, rotation, colour, channel conversion, normalisation, erasing) of
+ * framed [c][out_h][out_w] (changed) into out; framed_at is where the framing put the boxes. */
+int augment_frame_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s,
+                        float *dst, BoxPlacement *placed);
+float *augment_framed_buffer(const AugmentConfig *a, int c, AugmentScratch *s, float *out);
+int augment_train_framed(const AugmentConfig *a, int c, float *framed, Rng *rng, AugmentScratch *s,
+                         float *out, const BoxPlacement *framed_at, BoxPlacement *placed);
 /* Eval-time: resize (+ center crop or letterbox) and normalise; deterministic. placed as for
  * augment_train (center crop's boxes may leave the frame). */
 int augment_eval(const AugmentConfig *a, const Image *in, AugmentScratch *s, float *out,

@@ -145,12 +145,18 @@ int boxes_read(const char *label_path, int classes, float *truth, int max_boxes,
     return st;
 }
 
-static float clamp01(float v)
+static float clamp(float v, float lo, float hi)
 {
-    return v < 0 ? 0 : v > 1 ? 1 : v;
+    return v < lo ? lo : v > hi ? hi : v;
 }
 
 void boxes_place(float *truth, int max_boxes, const BoxPlacement *p)
+{
+    const BoxClip frame = {0, 0, 1, 1};
+    boxes_place_within(truth, max_boxes, p, &frame);
+}
+
+void boxes_place_within(float *truth, int max_boxes, const BoxPlacement *p, const BoxClip *clip)
 {
     int kept = 0;
     for (int i = 0; i < max_boxes && truth[(size_t)i * TRUTH_FLOATS + TRUTH_X] != 0; i++) {
@@ -159,14 +165,16 @@ void boxes_place(float *truth, int max_boxes, const BoxPlacement *p)
         float y = b[TRUTH_Y] * p->scale_y + p->offset_y, h = b[TRUTH_H] * p->scale_y;
         if (p->flip)
             x = 1.0f - x;
-        /* a box inside the image keeps its values exactly; one reaching past is clipped */
-        if (x - w / 2 < 0 || x + w / 2 > 1) {
-            const float left = clamp01(x - w / 2), right = clamp01(x + w / 2);
+        /* a box inside the clip keeps its values exactly; one reaching past is clipped */
+        if (x - w / 2 < clip->left || x + w / 2 > clip->right) {
+            const float left = clamp(x - w / 2, clip->left, clip->right),
+                        right = clamp(x + w / 2, clip->left, clip->right);
             x = (left + right) / 2;
             w = right - left;
         }
-        if (y - h / 2 < 0 || y + h / 2 > 1) {
-            const float top = clamp01(y - h / 2), bottom = clamp01(y + h / 2);
+        if (y - h / 2 < clip->top || y + h / 2 > clip->bottom) {
+            const float top = clamp(y - h / 2, clip->top, clip->bottom),
+                        bottom = clamp(y + h / 2, clip->top, clip->bottom);
             y = (top + bottom) / 2;
             h = bottom - top;
         }

@@ -42,4 +42,11 @@ int boxes_read(const char *label_path, int classes, float *truth, int max_boxes,
  * drops those left narrower or lower than 0.001 (the others move up, zeros after them). */
 void boxes_place(float *truth, int max_boxes, const BoxPlacement *p);
 
+/* A rectangle of the frame in normalised coordinates (0..1). */
+typedef struct BoxClip {
+    float left, top, right, bottom;
+} BoxClip;
+/* boxes_place clipping to clip instead of the whole frame (a mosaic's quadrant). */
+void boxes_place_within(float *truth, int max_boxes, const BoxPlacement *p, const BoxClip *clip);
+
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "data/cifar.h"
+#include "data/source_coco.h"
 #include "data/source_files.h"
 #include "util/file.h"
 #include "util/file_kind.h"
@@ -24,7 +25,7 @@ static const char *const KIND_NAMES[] = {
     [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
     [DATA_CIFAR100] = "CIFAR-100",       [DATA_FOLDER] = "an image folder",
     [DATA_LIST] = "a darknet list",      [DATA_CSV] = "a CSV of image paths",
-    [DATA_TEXT] = "a text file",
+    [DATA_TEXT] = "a text file",         [DATA_COCO] = "a COCO JSON",
 };
 
 static void free_strings(char **v, int n)
@@ -178,7 +179,8 @@ static int parse_type(const char *value, DataKind *kind)
         DataKind kind;
     } types[] = {{"cifar10", DATA_CIFAR10}, {"cifar100", DATA_CIFAR100}, {"folder", DATA_FOLDER},
                  {"list", DATA_LIST},       {"csv", DATA_CSV},           {"idx", DATA_ARRAYS},
-                 {"digits", DATA_ARRAYS},   {"text", DATA_TEXT},         {"pairs", DATA_TEXT}};
+                 {"digits", DATA_ARRAYS},   {"text", DATA_TEXT},         {"pairs", DATA_TEXT},
+                 {"coco", DATA_COCO}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         if (!strcmp(value, types[i].name)) {
             *kind = types[i].kind;
@@ -373,6 +375,8 @@ static int detect_kind(const DataConfig *dc, const char *path, const char *role,
         *kind = cifar ? DATA_ARRAYS : DATA_FOLDER;
     } else if (has_extension(path, ".txt") || has_extension(path, ".list")) {
         *kind = DATA_LIST;
+    } else if (has_extension(path, ".json")) {
+        *kind = DATA_COCO;
     } else if (has_extension(path, ".csv")) {
         *kind = csv_holds_paths(path) ? DATA_CSV : DATA_ARRAYS;
     } else if (has_extension(path, ".bin")) {
@@ -429,9 +433,26 @@ static int load_name_files(DataConfig *dc, const KeyLines *lines, Error *e)
     return rc;
 }
 
-/* Without names=: the train folder's class folders, else CIFAR's class count, else classes=. */
+/* Without names=: the train folder's class folders, a COCO JSON's categories, else CIFAR's class
+   count, else classes=. */
 static int implied_names(DataConfig *dc, Error *e)
 {
+    if (dc->train && dc->train_kind == DATA_COCO) {
+        char **names;
+        int n;
+        int rc = coco_category_names(dc->train, &names, &n, e);
+        if (rc) {
+            return error_prefix(e, rc, "%s: ", dc->path);
+        }
+        if (dc->classes && n != dc->classes) {
+            free_strings(names, n);
+            return error_set(e, CDL_EUSAGE, "%s: train=%s holds %d categories but classes=%d",
+                             dc->path, dc->train, n, dc->classes);
+        }
+        dc->names = names;
+        dc->n_names = dc->classes = n;
+        return CDL_OK;
+    }
     if (dc->train && dc->train_kind == DATA_FOLDER) {
         char **folders;
         int n;
@@ -511,6 +532,12 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *names_problem, E
         return error_set(e, CDL_EUSAGE, "%s:%d: %s= applies to type=text only", dc->path,
                          lines->tokens ? lines->tokens : lines->vocab_size,
                          lines->tokens ? "tokens" : "vocab_size");
+    }
+    if (dc->train && dc->train_kind == DATA_COCO && dc->valid_split > 0) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s: valid_split= does not split a COCO JSON train=: give valid= (a "
+                         "second JSON)",
+                         dc->path);
     }
     if ((dc->train && dc->train_kind == DATA_LIST) || (dc->valid && dc->valid_kind == DATA_LIST)) {
         if (!dc->names_path && !dc->labels_path) {
@@ -747,9 +774,16 @@ static int open_files(const DataConfig *dc, DataKind kind, const char *path,
                       char *const *folder_classes, SampleSource *s, Error *e)
 {
     char *const *match = dc->boxes ? NULL : dc->match_names ? dc->match_names : dc->names;
-    int rc = kind == DATA_FOLDER ? source_folder_open(s, path, folder_classes, dc->classes, e)
-             : kind == DATA_LIST ? source_list_open(s, path, match, dc->classes, e)
-                                 : source_csv_open(s, path, dc->names, dc->classes, e);
+    if (kind == DATA_COCO && !dc->boxes) {
+        return error_set(e, CDL_EUSAGE,
+                         "%s: %s is COCO JSON detection labels, for a detection net ([yolo] or "
+                         "[region])",
+                         dc->path, path);
+    }
+    int rc = kind == DATA_COCO     ? source_coco_open(s, path, dc->classes, e)
+             : kind == DATA_FOLDER ? source_folder_open(s, path, folder_classes, dc->classes, e)
+             : kind == DATA_LIST   ? source_list_open(s, path, match, dc->classes, e)
+                                   : source_csv_open(s, path, dc->names, dc->classes, e);
     return rc ? error_prefix(e, rc, "%s: ", dc->path) : CDL_OK;
 }
 

@@ -23,7 +23,8 @@
                           text (plain text for sequence nets: data/text_data.h; no classes), or
                           pairs (paired text for sequence-to-sequence nets, read as text:
                           source<TAB>target lines, or with train_target= two aligned files;
-                          data/text_pairs.h)
+                          data/text_pairs.h), or coco (a COCO-style JSON of detection labels:
+                          data/source_coco.h)
      train_target=PATH    type=pairs: the targets, line by line, of the sources in train=
      valid_target=PATH    type=pairs: the same for valid=
      tokens=char|byte|bpe type=text or pairs: tokens are characters (UTF-8 code points), bytes, or
@@ -37,12 +38,13 @@
      backup=, top=        darknet keys, accepted and ignored
    Without type=, a dataset's kind follows its path: a directory is CIFAR when it holds the
    downloaded batches (cifar_detect) and else an image folder (root/<class>/<image>); *.txt and
-   *.list are darknet lists (names= required); *.csv is a CSV of path,label lines when its first
-   field is not a number, else digits pixels; *.bin (a comma-separated list of batches allowed) is
-   CIFAR-10 or -100 by file name or size; anything else is IDX or digits CSV by content.
-   Class names: from names= when given, else the train folder's class folders, else "0".."N-1".
-   A dataset may also be named without a .data file (data_config_load tells them apart by
-   content, except that a *.data name is always read as one):
+   *.list are darknet lists (names= required); *.json is COCO-style JSON (detection nets only;
+   class names from its categories unless names= gives them; no valid_split); *.csv is a CSV of
+   path,label lines when its first field is not a number, else digits pixels; *.bin (a
+   comma-separated list of batches allowed) is CIFAR-10 or -100 by file name or size; anything else
+   is IDX or digits CSV by content. Class names: from names= when given, else the train folder's
+   class folders, else "0".."N-1". A dataset may also be named without a .data file
+   (data_config_load tells them apart by content, except that a *.data name is always read as one):
      a directory          CIFAR batches (the test batch validates); else DIR/train with DIR/val
                           (or DIR/valid) when there are such folders, each an image folder;
                           else one image folder with valid_split=DATA_FOLDER_VALID_SPLIT
@@ -67,6 +69,7 @@ typedef enum DataKind {
     DATA_LIST,     /* darknet list of image paths, decoded when read */
     DATA_CSV,      /* CSV of path,label lines, decoded when read */
     DATA_TEXT,     /* plain text, read by data/text_data.h */
+    DATA_COCO,     /* COCO-style JSON detection labels (data/source_coco.h), decoded when read */
 } DataKind;
 
 enum { DATA_BPE_MIN_VOCAB = 256, DATA_BPE_MAX_VOCAB = 1 << 20 };

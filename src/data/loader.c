@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/mosaic.h"
+
 /* One ready (or being filled) mini-batch. */
 typedef struct Slot {
     float *x;     /* [batch][out_c][out_h][out_w] */
@@ -100,12 +102,12 @@ static int read_sample(Loader *l, int pos, Image *img, int *label, float *truth,
 }
 
 /* Transforms img (sample `index`) into out [out_c][out_h][out_w]: a copy when nothing
- * changes it, else augment_train with draws seeded by (seed, epoch, index), or augment_eval;
- * placed says where its boxes go. */
-static int transform_sample(Loader *l, Worker *w, const Image *img, int index, float *out,
-                            BoxPlacement *placed, Error *e)
+ * changes it, else augment_train (or a mosaic of it, data/mosaic.h) with draws seeded by (seed,
+ * epoch, index), or augment_eval; boxes (NULL: none) are the sample's, which a mosaic replaces by
+ * its own, and placed says where they go. */
+static int transform_sample(Loader *l, Worker *w, const Image *img, int index, float *boxes,
+                            float *out, BoxPlacement *placed, Error *e)
 {
-    int st;
     if (augment_is_identity(&l->aug, img->c, img->h, img->w)) {
         memcpy(out, img->data, l->sample_floats * sizeof *out);
         *placed = box_placement_identity();
@@ -114,11 +116,12 @@ static int transform_sample(Loader *l, Worker *w, const Image *img, int index, f
     if (l->opt.train) {
         Rng rng;
         augment_seed(&rng, l->opt.seed, l->epoch, index);
-        st = augment_train(&l->aug, img, &rng, &w->scratch, out, placed);
-    } else {
-        st = augment_eval(&l->aug, img, &w->scratch, out, placed);
+        return augment_train_mosaic(&l->aug, l->src, img, boxes, boxes ? l->opt.truth_boxes : 0,
+                                    &rng, &w->scratch, out, placed, e);
     }
-    return st ? error_set(e, st, "out of memory augmenting a sample") : CDL_OK;
+    return augment_eval(&l->aug, img, &w->scratch, out, placed)
+               ? error_set(e, CDL_ERUNTIME, "out of memory augmenting a sample")
+               : CDL_OK;
 }
 
 /* Fills x [n][...], y [n] and (with truth_boxes) truth [n][...] with mini-batch k, stopping early
@@ -142,7 +145,8 @@ static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x
         float *boxes = l->opt.truth_boxes ? truth + (size_t)i * l->sample_truth : NULL;
         int st = read_sample(l, first + i, &img, &y[i], boxes, &index, skipped, e);
         st = st ? st
-                : transform_sample(l, w, &img, index, x + (size_t)i * l->sample_floats, &placed, e);
+                : transform_sample(l, w, &img, index, boxes, x + (size_t)i * l->sample_floats,
+                                   &placed, e);
         image_free(&img);
         if (st)
             return st;
@@ -212,7 +216,10 @@ static int check_options(const SampleSource *src, const AugmentConfig *aug,
     if (opt->truth_boxes < 0 || (opt->truth_boxes > 0 && !src->read_boxes))
         return error_set(e, CDL_EUSAGE,
                          "loader: a detection net reads truth boxes, which this dataset has not "
-                         "(image files with darknet label files have)");
+                         "(a darknet list with label files, or a COCO JSON, has)");
+    if (aug->mosaic && opt->train && opt->truth_boxes == 0)
+        return error_set(e, CDL_EUSAGE,
+                         "[net] mosaic=1 needs a detection net (one that reads truth boxes)");
     if (opt->batch < 1 || opt->workers < 0 || (opt->workers > 0 && opt->prefetch < 1))
         return error_set(e, CDL_EUSAGE,
                          "loader: batch (%d) and prefetch (%d) must be at least 1, workers (%d) "

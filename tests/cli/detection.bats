@@ -142,3 +142,139 @@ for i in range(8):
 assert checked >= 4, checked
 PY
 }
+
+# mosaic=1 (AlexeyAB's): half the tiles are four images cut to the quadrants around a random
+# centre; every bright square pixel the net sees lies inside a red outline (or on its edge), some
+# tiles hold several boxes, and the same seed draws the same grid.
+@test "augment draws mosaics with each piece's boxes around its squares" {
+    detection_set
+    sed -i 's/^max=4$/max=4\njitter=0.3/; s/^flip=1$/flip=1\nmosaic=1/' tiny.cfg
+    "$CDL" augment tiny.cfg --data det.data -o grid.png --n 16 --cols 8 --zoom 2
+    "$CDL" augment tiny.cfg --data det.data -o again.png --n 16 --cols 8 --zoom 2
+    cmp grid.png again.png
+    /usr/bin/python3 - <<'PY'
+import numpy as np
+from PIL import Image
+g = np.asarray(Image.open("grid.png").convert("RGB")).astype(int)
+tile, gap = 64, 2
+several = 0
+for i in range(16):
+    top, left = gap + (i // 8) * (tile + gap), gap + (i % 8) * (tile + gap)
+    t = g[top:top + tile, left:left + tile]
+    red = (t[..., 0] == 255) & (t[..., 1] == 0) & (t[..., 2] == 0)
+    bright = (t.min(axis=2) > 150) & ~red
+    near_red = np.zeros_like(red)
+    for dy in range(-2, 3):
+        for dx in range(-2, 3):
+            near_red |= np.roll(np.roll(red, dy, 0), dx, 1)
+    for y, x in zip(*np.nonzero(bright & ~near_red)):
+        enclosed = red[y, :x].any() and red[y, x:].any() and red[:y, x].any() and red[y:, x].any()
+        assert enclosed, (i, y, x)
+    right = np.roll(red, -1, 1); below = np.roll(red, -1, 0)
+    corners = red & right & below & ~np.roll(red, 1, 1) & ~np.roll(red, 1, 0)
+    several += corners.sum() >= 2
+assert several >= 2, several
+PY
+}
+
+@test "a detector trains with mosaic=1; a classifier is refused it" {
+    detection_set
+    sed -i 's/^flip=1$/flip=1\nmosaic=1/' tiny.cfg
+    run "$CDL" train tiny.cfg --data det.data --epochs 2 --out det.cdl --threads 1
+    [ "$status" -eq 0 ]
+    mkdir -p cls/a cls/b
+    cp set/images/[0-7].png cls/a/; cp set/images/1[0-5].png cls/b/
+    write_cfg cls.cfg <<'CFG'
+[net]
+batch=2
+width=8
+height=8
+channels=3
+mosaic=1
+
+[connected]
+output=2
+activation=linear
+
+[softmax]
+CFG
+    run "$CDL" train cls.cfg --data cls --epochs 1 --out cls.cdl --threads 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"[net] mosaic=1 needs a detection net"* ]]
+}
+
+# The same labels as a COCO-style JSON (train=*.json) and as darknet label files give the same
+# batches, so the same losses, step by step; names come from the JSON's categories.
+@test "a COCO JSON train= trains as the same labels in darknet label files do" {
+    detection_set
+    /usr/bin/python3 - <<'PY'
+import json
+from PIL import Image
+images, annotations = [], []
+for i in range(16):
+    w, h = Image.open(f"set/images/{i}.png").size
+    cls, cx, cy, bw, bh = open(f"set/labels/{i}.txt").read().split()
+    x, y, bw, bh = (float(cx) - float(bw) / 2) * w, (float(cy) - float(bh) / 2) * h, float(bw) * w, float(bh) * h
+    images.append({"id": 100 + i, "file_name": f"set/images/{i}.png", "width": w, "height": h})
+    annotations.append({"id": i, "image_id": 100 + i, "category_id": 7, "bbox": [x, y, bw, bh], "iscrowd": 0})
+    # the label file holds the values the JSON's conversion computes, to the last bit
+    open(f"set/labels/{i}.txt", "w").write(
+        f"0 {(x + bw / 2) / w!r} {(y + bh / 2) / h!r} {bw / w!r} {bh / h!r}\n")
+json.dump({"images": images, "annotations": annotations,
+           "categories": [{"id": 7, "name": "square"}]}, open("det.json", "w"))
+open("coco.data", "w").write("train=det.json\nbackup=backup/\n")
+PY
+    "$CDL" train tiny.cfg --data det.data --epochs 2 --out list.cdl --threads 1 --log list.jsonl --log-every 1
+    "$CDL" train tiny.cfg --data coco.data --epochs 2 --out coco.cdl --threads 1 --log coco.jsonl --log-every 1
+    /usr/bin/python3 - <<'PY'
+import json
+def losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if r["type"] == "step"]
+a, b = losses("list.jsonl"), losses("coco.jsonl")
+assert len(a) == 4 and a == b, (a, b)
+PY
+}
+
+@test "a bad COCO annotation stops training naming the file and the annotation" {
+    detection_set
+    cat > bad.json <<'JSON'
+{"images": [{"id": 1, "file_name": "set/images/0.png", "width": 36, "height": 48}],
+ "annotations": [{"id": 41, "image_id": 1, "category_id": 3, "bbox": [1, 2, 3, 4]}],
+ "categories": [{"id": 1, "name": "square"}]}
+JSON
+    printf 'train=bad.json\n' > bad.data
+    run "$CDL" train tiny.cfg --data bad.data --epochs 1 --out bad.cdl --threads 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.json: annotations[0] (id 41): category_id is no category's id"* ]]
+}
+
+# AlexeyAB's yolov4-tiny (cfg/yolov4_tiny.cfg): darknet prints 6.910 BFLOPs for it, and its
+# 6,056,606 weights are AlexeyAB's count for 80 classes; its [yolo] keys are read (ciou,
+# scale_x_y, nms_kind, beta_nms) or named when ignored (resize); a forward pass finds boxes.
+@test "yolov4_tiny.cfg loads with AlexeyAB's parameters and FLOPs and runs forward" {
+    "$CDL" info "$REPO/cfg/yolov4_tiny.cfg" --json 2> warnings.txt > info.json
+    jq -e '.params == 6056606 and .flops == 6910385664' info.json
+    grep -q "darknet key 'resize' in \[yolo\] is ignored: AlexeyAB's random rescale" warnings.txt
+    /usr/bin/python3 -c 'from PIL import Image; Image.effect_noise((64, 48), 40).convert("RGB").save("n.png")'
+    run "$CDL" detect "$REPO/cfg/yolov4_tiny.cfg" n.png --thresh 0.2 --threads 2
+    [ "$status" -eq 0 ]
+    [[ "${lines[-1]}" == *"%  x="*" y="*" w="*" h="* ]]
+    sed 's/^beta_nms=0.6$/beta_nms=0.6\nnew_coords=1/' "$REPO/cfg/yolov4_tiny.cfg" > v.cfg
+    run "$CDL" info v.cfg
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"new_coords"*"YOLOv4-csp's new coordinates are not implemented"* ]]
+}
+
+@test "yolov4_tiny_fashion.cfg trains on fashion-det and evaluates" {
+    /usr/bin/python3 "$REPO/scripts/detection_data.py" fdet --train 8 --valid 4 --seed 3
+    printf 'classes=10\ntrain=fdet/train.txt\nvalid=fdet/valid.txt\nnames=%s\n' \
+        "$REPO/cfg/fashion.names" > fdet.data
+    "$CDL" train "$REPO/cfg/yolov4_tiny_fashion.cfg" --data fdet.data --set net.batch=4 \
+        --epochs 2 --out f.cdl --threads 2 --log run.jsonl --log-every 1
+    /usr/bin/python3 - <<'PY'
+import json, math
+losses = [r["loss"] for r in map(json.loads, open("run.jsonl")) if r["type"] == "step"]
+assert len(losses) == 4 and all(math.isfinite(l) and l > 0 for l in losses), losses
+PY
+    "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4'
+}

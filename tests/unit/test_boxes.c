@@ -299,7 +299,7 @@ static void test_transforms_that_do_not_carry_boxes_are_refused(void)
 }
 
 /* A detection list of 6 PNGs with label files beside them: every sample's truth arrives with it,
- * moved as its image was, and the batches are the same with 0 and 3 workers. */
+ * moved as its image was, and the batches are the same with 0 and 3 workers, mosaics too. */
 static void test_loader_truth_is_the_same_with_any_worker_count(void)
 {
     char list[8192] = "", name[64], path[256], label[128];
@@ -351,6 +351,27 @@ static void test_loader_truth_is_the_same_with_any_worker_count(void)
     }
     CHECK(memcmp(x[0], x[1], sizeof x[0]) == 0);
     CHECK(memcmp(truth[0], truth[1], sizeof truth[0]) == 0);
+    /* mosaics (data/mosaic.h) draw their other images and pieces from the sample's own seed */
+    a.mosaic = 1;
+    float mosaic_x[2][BATCH * 3 * 16 * 16], mosaic_truth[2][BATCH][BOXES][TRUTH_FLOATS];
+    for (int run = 0; run < 2; run++) {
+        const LoaderOptions o = {.batch = BATCH,
+                                 .workers = run ? 3 : 0,
+                                 .prefetch = 2,
+                                 .seed = 9,
+                                 .train = 1,
+                                 .drop_last = 1,
+                                 .truth_boxes = BOXES};
+        Loader *l;
+        CHECK(loader_open(&l, &src, &a, &o, &e) == CDL_OK);
+        CHECK(loader_start_epoch(l, 1, 0, &e) == CDL_OK);
+        CHECK(loader_next(l, mosaic_x[run], y, &mosaic_truth[run][0][0][0], &n, &e) == CDL_OK);
+        CHECK(loader_next(l, mosaic_x[run], y, &mosaic_truth[run][0][0][0], &n, &e) == CDL_OK);
+        loader_close(l);
+    }
+    CHECK(memcmp(mosaic_x[0], mosaic_x[1], sizeof mosaic_x[0]) == 0);
+    CHECK(memcmp(mosaic_truth[0], mosaic_truth[1], sizeof mosaic_truth[0]) == 0);
+    a.mosaic = 0;
     for (int i = 0; i < BATCH; i++) {
         float cx, cy;
         bright_centre(x[0] + (size_t)i * 3 * 16 * 16, 16, 16, &cx, &cy);
