@@ -283,4 +283,5 @@ const LayerKernels gpu_attention_kernels = {
     .forward = attention_forward_gpu,
     .backward = attention_backward_gpu,
     .forward_at = attention_forward_at,
+    .keeps_rows = 1,
 };

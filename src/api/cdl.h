@@ -202,17 +202,25 @@ int cdl_model_is_seq2seq(const cdl_model *model);
  * model of another kind is a usage error. */
 int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
                      size_t err_size);
-/* As cdl_model_decode for n sources at once, one forward pass of n samples per token: targets[k]
- * (malloc'd) and tokens[k] for source k. A source that cannot be decoded fails them all, naming
- * why; cdl_model_check_source tells them apart first. */
-int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
-                           int *tokens, char *err, size_t err_size);
-/* As cdl_model_decode with beam search of beam hypotheses (train/decode.h): the target of the
- * best sum of log-probabilities over its length (tokens, the end mark included) to the power
- * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it. beam
- * 1 gives cdl_model_decode's target. */
-int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
-                          char **target, int *tokens, char *err, size_t err_size);
+
+/* How cdl_model_decode_batch chooses each target (train/decode.h). */
+typedef struct cdl_decode_options {
+    /* > 1: beam search of beam hypotheses, one source at a time: the target of the best sum of
+     * log-probabilities over its length (tokens, the end mark included) to the power
+     * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it */
+    int beam;
+    float length_penalty;
+    int no_cache; /* 1: the decoder over all target rows per token (no key/value cache) */
+} cdl_decode_options;
+
+/* As cdl_model_decode for n sources, the greedy ones in one forward pass of n samples per token,
+ * as options say (NULL: greedy, cached): targets[k] (malloc'd) and tokens[k] for source k, and
+ * log_probs[k] (unless log_probs is NULL) the sum of the natural logs of its tokens'
+ * probabilities, the end mark's included where it came. A source that cannot be decoded fails
+ * them all, naming why; cdl_model_check_source tells them apart first. */
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
+                           const cdl_decode_options *options, char **targets, int *tokens,
+                           double *log_probs, char *err, size_t err_size);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
 

@@ -97,28 +97,50 @@ static int targets_text(const cdl_model *model, const int32_t *out, const int *t
     return CDL_OK;
 }
 
-int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
-                           int *tokens, char *err, size_t err_size)
+/* Every source's target into out [n][seq], tokens [n] and log_probs [n]: greedy in one batch,
+ * or beam search one source after another. */
+static int decode_all(cdl_model *model, const int32_t *const *ids, const int *n_ids, int n,
+                      const cdl_decode_options *o, int first, int bos, int eos, int32_t *out,
+                      int *tokens, double *log_probs, Error *e)
+{
+    Net *net = &model->net;
+    const DecodeOptions how = {.use_cache = !o->no_cache};
+    const int rows = o->beam > 1 ? o->beam : n;
+    int st = api_model_reserve(model, rows, e);
+    if (st)
+        return st;
+    const int saved_train = net->train;
+    net->batch = rows;
+    net->train = 0;
+    if (o->beam <= 1)
+        st = decode_greedy(net, first, ids, n_ids, n, bos, eos, &how, out, tokens, log_probs, e);
+    for (int k = 0; k < n && o->beam > 1 && !st; k++)
+        st = decode_beam(net, first, ids[k], n_ids[k], o->beam, o->length_penalty, bos, eos, &how,
+                         out + (size_t)k * (size_t)net->seq, &tokens[k],
+                         log_probs ? &log_probs[k] : NULL, e);
+    net->train = saved_train;
+    return st;
+}
+
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
+                           const cdl_decode_options *options, char **targets, int *tokens,
+                           double *log_probs, char *err, size_t err_size)
 {
     Error e = {0};
-    Net *net = &model->net;
+    const cdl_decode_options greedy = {.beam = 1, .length_penalty = 1.0f};
+    const cdl_decode_options *o = options ? options : &greedy;
     memset(targets, 0, (size_t)n * sizeof *targets);
     int first = 0, bos = 0, eos = 0;
-    int32_t *all = NULL, *out = malloc((size_t)n * (size_t)net->seq * sizeof *out);
+    int32_t *all = NULL, *out = malloc((size_t)n * (size_t)model->net.seq * sizeof *out);
     const int32_t **ids = malloc((size_t)n * sizeof *ids);
     int *n_ids = malloc((size_t)n * sizeof *n_ids);
     int st = n < 1 ? error_set(&e, CDL_EUSAGE, "decoding needs at least one source")
+             : o->beam < 1
+                 ? error_set(&e, CDL_EUSAGE, "--beam %d: a beam holds 1 or more targets", o->beam)
              : !out || !ids || !n_ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
                                       : check_model(model, &first, &bos, &eos, &e);
     st = st ? st : encode_sources(model, sources, n, &all, ids, n_ids, &e);
-    st = st ? st : api_model_reserve(model, n, &e);
-    const int saved_train = net->train;
-    if (!st) {
-        net->batch = n;
-        net->train = 0;
-        st = decode_greedy(net, first, ids, n_ids, n, bos, eos, out, tokens, &e);
-        net->train = saved_train;
-    }
+    st = st ? st : decode_all(model, ids, n_ids, n, o, first, bos, eos, out, tokens, log_probs, &e);
     st = st ? st : targets_text(model, out, tokens, n, targets, &e);
     free(all);
     free(out);
@@ -133,39 +155,8 @@ int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, 
     return api_report(&e, err, err_size);
 }
 
-int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
-                          char **target, int *tokens, char *err, size_t err_size)
-{
-    Error e = {0};
-    Net *net = &model->net;
-    *target = NULL;
-    int first = 0, bos = 0, eos = 0, n_ids = 0;
-    int32_t *out = malloc((size_t)net->seq * sizeof *out);
-    int32_t *ids = malloc((strlen(source) + 1) * sizeof *ids);
-    int st = beam < 1 ? error_set(&e, CDL_EUSAGE, "--beam %d: a beam holds 1 or more targets", beam)
-             : !out || !ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
-                            : check_model(model, &first, &bos, &eos, &e);
-    st = st ? st : encode_source(model, source, ids, &n_ids, &e);
-    st = st ? st : api_model_reserve(model, beam, &e);
-    const int saved_train = net->train;
-    if (!st) {
-        net->batch = beam;
-        net->train = 0;
-        st = decode_beam(net, first, ids, n_ids, beam, length_penalty, bos, eos, out, tokens, &e);
-        net->train = saved_train;
-    }
-    st = st ? st : targets_text(model, out, tokens, 1, target, &e);
-    free(out);
-    free(ids);
-    if (!st)
-        return CDL_OK;
-    free(*target);
-    *target = NULL;
-    return api_report(&e, err, err_size);
-}
-
 int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
                      size_t err_size)
 {
-    return cdl_model_decode_batch(model, &source, 1, target, tokens, err, err_size);
+    return cdl_model_decode_batch(model, &source, 1, NULL, target, tokens, NULL, err, err_size);
 }

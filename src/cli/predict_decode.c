@@ -12,28 +12,12 @@
 #include "util/utf8.h"
 
 /* The sources waiting for one forward pass of decoding (beam 1), or for beam search one by one
- * (beam > 1). */
+ * (beam > 1), and how they are decoded. */
 typedef struct Chunk {
     char **sources; /* [cap], malloc'd copies */
     int n, cap;
-    int beam;
-    float length_penalty;
+    cdl_decode_options how;
 } Chunk;
-
-/* targets[k] and tokens[k] of the chunk's sources: greedy targets in one batch, or beam search's
- * one source after another. */
-static int decode_targets(cdl_model *m, const Chunk *c, char **targets, int *tokens, char *err,
-                          size_t err_size)
-{
-    if (c->beam == 1)
-        return cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, targets, tokens,
-                                      err, err_size);
-    int st = CDL_OK;
-    for (int k = 0; k < c->n && !st; k++)
-        st = cdl_model_decode_beam(m, c->sources[k], c->beam, c->length_penalty, &targets[k],
-                                   &tokens[k], err, err_size);
-    return st;
-}
 
 /* Decodes the chunk's sources in one batch: each target on a line of stdout, or an object in
  * results (--json); empties the chunk. A failure is printed and returned. */
@@ -42,9 +26,12 @@ static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
     char err[1024];
     char **targets = calloc((size_t)c->n + 1, sizeof *targets);
     int *tokens = calloc((size_t)c->n + 1, sizeof *tokens);
+    double *log_probs = calloc((size_t)c->n + 1, sizeof *log_probs);
     const double start = time_now_s();
-    int st = targets && tokens ? decode_targets(m, c, targets, tokens, err, sizeof err)
-                               : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
+    int st = targets && tokens && log_probs
+                 ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, &c->how,
+                                          targets, tokens, log_probs, err, sizeof err)
+                 : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
     const double seconds = (time_now_s() - start) / (c->n ? c->n : 1);
     if (st)
         cli_print_message(err);
@@ -66,6 +53,7 @@ static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
     fflush(stdout);
     free(targets);
     free(tokens);
+    free(log_probs);
     c->n = 0;
     return st;
 }
@@ -152,8 +140,10 @@ int predict_decode(const Args *a, Error *e)
     }
     const int json = args_get(a, "--json") != NULL;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
-    Chunk c = {calloc((size_t)batch, sizeof *c.sources), 0, (int)batch, (int)beam,
-               (float)length_penalty};
+    Chunk c = {calloc((size_t)batch, sizeof *c.sources),
+               0,
+               (int)batch,
+               {(int)beam, (float)length_penalty, args_get(a, "--no-cache") != NULL}};
     if (!c.sources) {
         cli_print_message("out of memory");
         status = CDL_ERUNTIME;

@@ -140,7 +140,7 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
             for (int t = 0; t < len; t++)
                 set_input_token(net, t, ctx[t]);
             net_commit_batch(net);
-            net_forward_at(net, len - 1);
+            net_forward_at(net, 0, len - 1);
         } else {
             forward_context(net, ctx, len);
         }

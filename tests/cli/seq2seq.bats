@@ -91,6 +91,23 @@ assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows),
     [[ "$output" == *"--beam"* ]]
 }
 
+# The decoder's key/value caches change nothing but the time: the early model (4 epochs, still
+# erring, so that the targets depend on every probability) gives the same greedy and beam targets
+# with and without --no-cache.
+@test "predict --source: the cached decoder gives --no-cache's targets, greedy and beam" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    for how in "--batch 16" "--batch 1" "--beam 4"; do
+        "$CDL" predict early.cdl --sources new.src $how > cached.got
+        "$CDL" predict early.cdl --sources new.src $how --no-cache > uncached.got
+        [ "$(wc -l < cached.got)" -eq 300 ]
+        diff cached.got uncached.got
+    done
+}
+
 @test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
     "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
     printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data

@@ -186,7 +186,9 @@ static void test_decoding_runs_the_encoder_once(void)
     int n_out[3], first;
     Error e = {0};
     CHECK(decode_first_layer(&net, &first, &e) == CDL_OK && first == 5);
-    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, out, n_out, &e) == CDL_OK);
+    const DecodeOptions uncached = {.use_cache = 0};
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &uncached, out, n_out, NULL,
+                        &e) == CDL_OK);
     for (int k = 0; k < 3; k++) { /* one sample at a time, every layer for every token */
         float *x = net.input;
         for (size_t i = 0; i < 3 * 9; i++)
@@ -209,8 +211,115 @@ static void test_decoding_runs_the_encoder_once(void)
     }
     const int32_t *too_long[] = {a, a};
     const int lengths[] = {4, 5};
-    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, out, n_out, &e) == CDL_EUSAGE);
+    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, &uncached, out, n_out, NULL, &e) ==
+          CDL_EUSAGE);
     CHECK_CONTAINS(e.msg, "the source has 5 tokens: the net reads 1 to 4");
+    net_free(&net);
+}
+
+/* Greedy decoding of three padded sources and beam search of three hypotheses (each length
+ * penalty) over each source, cached and uncached: the same tokens, and log-probabilities within
+ * 1e-5 (BOS vocab-2, EOS vocab-1, random weights: the targets run long and the beam's hypotheses
+ * extend one another's, so its caches move between rows). */
+static void check_cache_matches_uncached(const char *name, Net *net)
+{
+    const int32_t a[] = {1, 2, 3, 4, 0}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {net->source, 2, 1};
+    const int bos = net->vocab - 2, eos = net->vocab - 1, seq = net->seq;
+    const DecodeOptions how[2] = {{.use_cache = 0}, {.use_cache = 1}};
+    int32_t out[2][3 * 8];
+    int n_out[2][3], first;
+    double log_probs[2][3];
+    Error e = {0};
+    CHECK(seq <= 8 && net->batch == 3 && decode_first_layer(net, &first, &e) == CDL_OK);
+    for (int cached = 0; cached < 2; cached++)
+        CHECK(decode_greedy(net, first, sources, n_sources, 3, bos, eos, &how[cached], out[cached],
+                            n_out[cached], log_probs[cached], &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) {
+        CHECK(n_out[0][k] == n_out[1][k] && n_out[0][k] > 0);
+        CHECK(!memcmp(out[0] + k * seq, out[1] + k * seq, (size_t)n_out[0][k] * sizeof **out));
+        CHECK(fabs(log_probs[0][k] - log_probs[1][k]) < 1e-5);
+    }
+    for (int k = 0; k < 3; k++)
+        for (float penalty = 0; penalty <= 2; penalty += 1) {
+            for (int cached = 0; cached < 2; cached++)
+                CHECK(decode_beam(net, first, sources[k], n_sources[k], 3, penalty, bos, eos,
+                                  &how[cached], out[cached], n_out[cached], log_probs[cached],
+                                  &e) == CDL_OK);
+            CHECK(n_out[0][0] == n_out[1][0] && n_out[0][0] > 0);
+            CHECK(!memcmp(out[0], out[1], (size_t)n_out[0][0] * sizeof **out));
+            CHECK(fabs(log_probs[0][0] - log_probs[1][0]) < 1e-5);
+        }
+    if (check_failures)
+        fprintf(stderr, "  %s\n", name);
+}
+
+/* Sample k's input row x [S + T]: source tokens (k + r) % 5 for r < k + 2, the target rows'
+ * tokens (3k + r) % 7 % (vocab - 1); -1 pads the source. */
+static void fill_distinct_sample(const Net *net, float *x, int k)
+{
+    for (int r = 0; r < net->source + net->seq; r++)
+        x[r] = r < net->source ? (r < k + 2 ? (float)((k + r) % 5) : -1.0f)
+                               : (float)((3 * k + r) % 7 % (net->vocab - 1));
+}
+
+/* Three samples of other sources and targets through a whole forward; then their caches move
+ * (sample k gets sample from[k]'s) with their input rows, and the cached step of row t of each
+ * gives the forward's row t of sample from[k] to 1e-5: self-attention's keys and values and the
+ * memory's moved with the sample. */
+static void check_gathered_caches(const char *name, Net *net)
+{
+    int first;
+    Error e = {0};
+    CHECK(decode_first_layer(net, &first, &e) == CDL_OK);
+    const int from[3] = {2, 0, 0}, t = 3, row = net->source + net->seq;
+    const size_t per_sample = (size_t)net->seq * (size_t)net->classes;
+    float *x = net_host_input(net), *want = malloc(3 * per_sample * sizeof *want);
+    for (int k = 0; k < 3; k++)
+        fill_distinct_sample(net, x + (size_t)k * row, k);
+    net_commit_batch(net);
+    net_forward(net);
+    memcpy(want, net_output(net), 3 * per_sample * sizeof *want);
+    float *scratch = malloc(net_gather_samples(net, first, from, 3, NULL) * sizeof *scratch);
+    net_gather_samples(net, first, from, 3, scratch);
+    x = net_host_input(net);
+    for (int k = 0; k < 3; k++) /* the samples' input rows, moved as their caches were */
+        fill_distinct_sample(net, x + (size_t)k * row, from[k]);
+    net_commit_batch(net);
+    net_forward_at(net, first, t);
+    double worst = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < net->classes; i++) {
+            const size_t at = (size_t)t * net->classes + (size_t)i;
+            const double d =
+                fabs(net_output(net)[k * per_sample + at] - want[from[k] * per_sample + at]);
+            worst = d > worst ? d : worst;
+        }
+    CHECK(worst < 1e-5);
+    if (worst >= 1e-5)
+        fprintf(stderr, "  %s: moved caches' row %d off by %g\n", name, t, worst);
+    free(scratch);
+    free(want);
+}
+
+static void test_cached_decoding_matches_uncached(void)
+{
+    Net net;
+    if (!build(ENCODER_DECODER(""), &net)) {
+        check_cache_matches_uncached("post-norm", &net);
+        check_gathered_caches("post-norm", &net);
+        net_free(&net);
+    }
+    Error e = {0};
+    if (net_build_from_file(&net, "tests/ref/seq2seq_norm_first.cfg", NULL, 0, 0, 7, &e) ||
+        net_resize(&net, net.hyper.batch, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    check_cache_matches_uncached("norm_first", &net);
+    check_gathered_caches("norm_first", &net);
     net_free(&net);
 }
 
@@ -283,6 +392,7 @@ int main(void)
     test_masked_keys_get_no_weight();
     test_dropout_only_in_training();
     test_decoding_runs_the_encoder_once();
+    test_cached_decoding_matches_uncached();
     test_cfg_errors();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
