@@ -176,6 +176,7 @@ typedef struct cdl_generate_options {
     int tokens;        /* how many tokens to produce */
     float temperature; /* 0: greedy and deterministic */
     int top_k;         /* > 0: sample among the k most probable tokens */
+    float top_p;       /* in (0, 1): among the fewest most probable whose weights reach top_p */
     uint64_t seed;     /* the same seed, prompt and options give the same text */
     int no_cache;      /* 1: recompute the whole context for every token (no key/value cache) */
 } cdl_generate_options;
@@ -210,6 +211,13 @@ typedef struct cdl_decode_options {
      * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it */
     int beam;
     float length_penalty;
+    /* beam 1: each token drawn as cdl_generate_options' are (temperature 0: the most probable),
+     * the draws from (seed, the source, the target row): the same source gives the same target
+     * wherever it comes. Beam search refuses a temperature, top_k and top_p. */
+    float temperature;
+    int top_k;
+    float top_p;
+    uint64_t seed;
     int no_cache; /* 1: the decoder over all target rows per token (no key/value cache) */
 } cdl_decode_options;
 

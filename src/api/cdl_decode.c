@@ -104,7 +104,7 @@ static int decode_all(cdl_model *model, const int32_t *const *ids, const int *n_
                       int *tokens, double *log_probs, Error *e)
 {
     Net *net = &model->net;
-    const DecodeOptions how = {.use_cache = !o->no_cache};
+    const DecodeOptions how = {{o->temperature, o->top_k, o->top_p}, o->seed, !o->no_cache};
     const int rows = o->beam > 1 ? o->beam : n;
     int st = api_model_reserve(model, rows, e);
     if (st)

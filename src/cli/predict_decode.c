@@ -1,7 +1,8 @@
-/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding (or --beam K's beam search)
- * with a sequence-to-sequence model, one target per source, the sources of a file in forward
- * passes of --batch (cmd_predict.c hands the parsed options here). */
+/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding (or sampling, or --beam K's
+ * beam search) with a sequence-to-sequence model, one target per source, the sources of a file
+ * in forward passes of --batch (cmd_predict.c hands the parsed options here). */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,14 +109,18 @@ static int decode_file(cdl_model *m, Chunk *c, const char *path, cJSON *results)
 
 int predict_decode(const Args *a, Error *e)
 {
-    long threads, batch, beam;
-    double length_penalty;
+    long threads, batch, beam, top_k, seed;
+    double length_penalty, temperature, top_p;
     const char *precision, *source = args_get(a, "--source"), *file = args_get(a, "--sources");
     int gpu;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : args_get_int(a, "--batch", 16, 1, 4096, &batch, e);
     st = st ? st : args_get_int(a, "--beam", 1, 1, 256, &beam, e);
     st = st ? st : args_get_float(a, "--length-penalty", 1.0, -10.0, 10.0, &length_penalty, e);
+    st = st ? st : args_get_float(a, "--temperature", 0.0, 0.0, 1000.0, &temperature, e);
+    st = st ? st : args_get_int(a, "--top-k", 0, 0, INT_MAX, &top_k, e);
+    st = st ? st : args_get_float(a, "--top-p", 1.0, 1e-6, 1.0, &top_p, e);
+    st = st ? st : args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     st = st ? st : cli_get_precision(a, &precision, e);
     st = st ? st : cli_get_gpu(a, &gpu, e);
     if (!st && a->n_positional > 1)
@@ -143,7 +148,8 @@ int predict_decode(const Args *a, Error *e)
     Chunk c = {calloc((size_t)batch, sizeof *c.sources),
                0,
                (int)batch,
-               {(int)beam, (float)length_penalty, args_get(a, "--no-cache") != NULL}};
+               {(int)beam, (float)length_penalty, (float)temperature, (int)top_k, (float)top_p,
+                (uint64_t)seed, args_get(a, "--no-cache") != NULL}};
     if (!c.sources) {
         cli_print_message("out of memory");
         status = CDL_ERUNTIME;

@@ -1,5 +1,5 @@
-/* Greedy decoding and beam search with a sequence-to-sequence net: the input row, the encoder
- * once, the decoder per token. */
+/* Greedy decoding, sampling and beam search with a sequence-to-sequence net: the input row, the
+ * encoder once, the decoder per token. */
 #include "train/decode.h"
 
 #include <math.h>
@@ -10,6 +10,7 @@
 #include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/families.h"
+#include "util/hash_table.h"
 
 /* Whether layer l reads the target rows of the net input: their [embedding], or an attention
  * masking their padding. */
@@ -58,14 +59,6 @@ static void fill_input(Net *net, const int32_t *const *sources, const int *n_sou
     net_commit_batch(net);
 }
 
-static int most_probable(const float *p, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        best = p[i] > p[best] ? i : best;
-    return best;
-}
-
 /* Runs the decoder for row t of the committed input: the cached step or all its rows. */
 static void decoder_forward(Net *net, int first, int t, int use_cache)
 {
@@ -90,6 +83,9 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
             return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d",
                              n_sources[k], net->source);
     }
+    float *weights = malloc(2 * (size_t)net->classes * sizeof *weights);
+    if (!weights)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
     int *saved_labels = net->labels;
     net->labels = NULL; /* no loss */
     fill_input(net, sources, n_sources, n, bos, out, n_out);
@@ -102,7 +98,11 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
             if (n_out[k] != t) /* finished at an earlier row */
                 continue;
             const float *p = probs + ((size_t)k * seq + (size_t)t) * net->classes;
-            const int id = most_probable(p, net->classes);
+            Rng rng;
+            const uint64_t source_key =
+                fnv1a_add(FNV1A_START, sources[k], (size_t)n_sources[k] * sizeof *sources[k]);
+            rng_seed(&rng, o->seed, fnv1a_add(source_key, &t, sizeof t));
+            const int id = sample_token(p, net->classes, &o->sample, &rng, weights);
             if (log_probs)
                 log_probs[k] += log((double)p[id]);
             if (id == eos)
@@ -116,6 +116,7 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
         decoder_forward(net, first, t + 1, o->use_cache);
     }
     net->labels = saved_labels;
+    free(weights);
     return CDL_OK;
 }
 
@@ -155,6 +156,12 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
     if (n_source < 1 || n_source > net->source)
         return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d", n_source,
                          net->source);
+    const SampleOptions *s = &o->sample;
+    if (sample_draws(s) || s->top_k > 0 || (s->top_p > 0 && s->top_p < 1))
+        return error_set(e, CDL_EUSAGE,
+                         "--temperature, --top-k and --top-p draw one target per source: not "
+                         "with --beam %d, which keeps the %d most probable hypotheses",
+                         beam, beam);
     const int use_cache = o->use_cache && net_can_gather_samples(net, first);
     /* the live hypotheses' tokens [beam][seq] (and the next step's), their scores, the rows'
      * sources, the candidates, the hypotheses each row extends (this step's and the next's) and

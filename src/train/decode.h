@@ -1,19 +1,27 @@
-/* Greedy decoding with a sequence-to-sequence net ([net] source=S, seq=T; the sample layout of
- * data/text_pairs.h): the encoder runs once per source, then the decoder once per new token. */
+/* Greedy decoding, sampling and beam search with a sequence-to-sequence net ([net] source=S, seq=T;
+ * the sample layout of data/text_pairs.h): the encoder runs once per source, then the decoder once
+ * per new token. */
 #ifndef CDL_DECODE_H
 #define CDL_DECODE_H
 
 #include <stdint.h>
 
 #include "core/net.h"
+#include "train/sample.h"
 
 /* The first layer of the decoder: the [embedding] of the target rows (part=target). Fails unless
  * the net is sequence to sequence, keeps every output (net_can_forward_at) and no layer before
  * that one reads the target rows (an [attention] key_padding=target). */
 int decode_first_layer(const Net *net, int *first, Error *e);
 
-/* How the decoder runs per token. */
+/* How each token is chosen and how the decoder runs per token. */
 typedef struct DecodeOptions {
+    /* greedy decoding's choice (temperature 0: the most probable token) or its draw; beam search
+     * refuses any but the default (temperature 0, top_k 0, top_p 0 or 1) */
+    SampleOptions sample;
+    /* the draws of source k's token at target row t come from (seed, source k's ids, t): the
+     * same source gives the same target in any batch and at any place of the file */
+    uint64_t seed;
     /* 1: the cached step (net_forward_at from the decoder's first layer: row t of each decoder
      * layer alone, self-attention appending row t's key and value, cross-attention reading the
      * memory's, computed once per source); 0: the decoder over all T rows per token
@@ -25,8 +33,9 @@ typedef struct DecodeOptions {
 /* The greedy targets of n sources at once (n <= net->batch; the samples past n are padding):
  * source k is sources[k] [n_sources[k]] (ids below the vocabulary). The target rows start as BOS
  * then padding; each step takes every unfinished sample's most probable token (the lowest id on
- * ties) at its last filled row; EOS (not stored) finishes it, else the token goes to its next row;
- * when every sample is finished or the T rows are full it stops, else the decoder (layers first
+ * ties) at its last filled row, or draws it (o->sample); EOS (not stored) finishes it, else the
+ * token goes to its next row; when every sample is finished or the T rows are full it stops, else
+ * the decoder (layers first
  * ..) runs again. out [n][T] gets the tokens, n_out [n] their counts, log_probs [n] (unless NULL)
  * the sums of the natural logs of their probabilities, EOS's included where it came. net:
  * inference mode; first: decode_first_layer's. A source of no token or more than S is refused. */

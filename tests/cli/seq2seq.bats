@@ -108,6 +108,35 @@ assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows),
     done
 }
 
+# Sampling draws each token from (seed, source, row): the same seed gives the same targets in any
+# batch, another seed others; --temperature 0 is greedy; beam search refuses to sample by name.
+@test "predict --source --temperature: seeded sampling, the same in any batch, refused with --beam" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 100 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    "$CDL" predict early.cdl --sources new.src > greedy.got
+    "$CDL" predict early.cdl --sources new.src --temperature 0 --top-k 3 > zero.got
+    diff greedy.got zero.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 3 > a.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 3 \
+        --batch 7 --no-cache > b.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 4 > c.got
+    [ "$(wc -l < a.got)" -eq 100 ]
+    diff a.got b.got
+    ! diff -q a.got c.got >/dev/null
+    ! diff -q a.got greedy.got >/dev/null
+    for flag in "--temperature 1" "--top-k 2" "--top-p 0.5"; do
+        run "$CDL" predict early.cdl --source abc --beam 2 $flag
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--temperature, --top-k and --top-p"*"not with --beam 2"* ]]
+    done
+    run "$CDL" predict early.cdl --source abc --top-p 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--top-p"* ]]
+}
+
 @test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
     "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
     printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data

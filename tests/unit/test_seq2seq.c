@@ -323,6 +323,49 @@ static void test_cached_decoding_matches_uncached(void)
     net_free(&net);
 }
 
+/* Sampled decoding (temperature 1, top_k 4): the draws come from (seed, source, row), so a
+ * source gets the same target alone as in a batch of others, cached or not; another seed gives
+ * other targets; beam search refuses to sample. */
+static void test_sampled_decoding_is_seeded(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int32_t a[] = {1, 2, 3, 4}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {4, 2, 1};
+    int32_t out[3][3 * 5];
+    int n_out[3][3], first, differ = 0;
+    double log_probs[3][3];
+    Error e = {0};
+    CHECK(decode_first_layer(&net, &first, &e) == CDL_OK);
+    const DecodeOptions drawn = {{1.0f, 4, 0}, 11, 1}, uncached = {{1.0f, 4, 0}, 11, 0},
+                        reseeded = {{1.0f, 4, 0}, 12, 1};
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &drawn, out[0], n_out[0],
+                        log_probs[0], &e) == CDL_OK);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &uncached, out[1], n_out[1],
+                        log_probs[1], &e) == CDL_OK);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &reseeded, out[2], n_out[2], NULL,
+                        &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) {
+        int32_t alone[5];
+        int n_alone;
+        CHECK(decode_greedy(&net, first, &sources[k], &n_sources[k], 1, 5, 6, &drawn, alone,
+                            &n_alone, NULL, &e) == CDL_OK);
+        CHECK(n_alone == n_out[0][k] && n_out[1][k] == n_out[0][k]);
+        CHECK(!memcmp(alone, out[0] + 5 * k, (size_t)n_alone * sizeof *alone));
+        CHECK(!memcmp(out[1] + 5 * k, out[0] + 5 * k, (size_t)n_alone * sizeof *alone));
+        CHECK(fabs(log_probs[0][k] - log_probs[1][k]) < 1e-5);
+        differ += n_out[2][k] != n_out[0][k] ||
+                  memcmp(out[2] + 5 * k, out[0] + 5 * k, (size_t)n_alone * sizeof *alone);
+    }
+    CHECK(differ > 0);
+    CHECK(decode_beam(&net, first, a, 4, 2, 1.0f, 5, 6, &drawn, out[0], n_out[0], NULL, &e) ==
+          CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "not with --beam 2");
+    net_free(&net);
+}
+
 static void test_cfg_errors(void)
 {
     expect_cfg_error("[net]\nbatch=1\nsource=4\ninputs=1\n[embedding]\noutput=4\n",
@@ -393,6 +436,7 @@ int main(void)
     test_dropout_only_in_training();
     test_decoding_runs_the_encoder_once();
     test_cached_decoding_matches_uncached();
+    test_sampled_decoding_is_seeded();
     test_cfg_errors();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
