@@ -221,14 +221,27 @@ typedef struct cdl_decode_options {
     int no_cache; /* 1: the decoder over all target rows per token (no key/value cache) */
 } cdl_decode_options;
 
+/* One decoded target. */
+typedef struct cdl_target {
+    char *text;      /* malloc'd, NUL-terminated (cdl_targets_free) */
+    int32_t *ids;    /* [tokens] its token ids, malloc'd (cdl_targets_free) */
+    int tokens;      /* its token count, the end mark not counted */
+    double log_prob; /* the sum of the natural logs of its tokens' probabilities, the end mark's
+                      * included where it came */
+    /* log_prob over its length (tokens, plus the end mark where it came) to the power
+     * length_penalty: what beam search ranks by */
+    double score;
+} cdl_target;
+
 /* As cdl_model_decode for n sources, the greedy ones in one forward pass of n samples per token,
- * as options say (NULL: greedy, cached): targets[k] (malloc'd) and tokens[k] for source k, and
- * log_probs[k] (unless log_probs is NULL) the sum of the natural logs of its tokens'
- * probabilities, the end mark's included where it came. A source that cannot be decoded fails
- * them all, naming why; cdl_model_check_source tells them apart first. */
+ * as options say (NULL: greedy, cached): targets[k] for source k. A source that cannot be
+ * decoded fails them all, naming why (targets are then empty); cdl_model_check_source tells them
+ * apart first. */
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
-                           const cdl_decode_options *options, char **targets, int *tokens,
-                           double *log_probs, char *err, size_t err_size);
+                           const cdl_decode_options *options, cdl_target *targets, char *err,
+                           size_t err_size);
+/* Frees the text and ids of targets [n]. */
+void cdl_targets_free(cdl_target *targets, int n);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
 

@@ -20,41 +20,46 @@ typedef struct Chunk {
     cdl_decode_options how;
 } Chunk;
 
+/* The JSON of source's target t, decoded in seconds. */
+static cJSON *target_json(const char *source, const cdl_target *t, double seconds)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "source", source);
+    cJSON_AddStringToObject(r, "target", t->text);
+    cJSON_AddNumberToObject(r, "tokens", t->tokens);
+    cJSON *ids = cJSON_AddArrayToObject(r, "ids");
+    for (int i = 0; i < t->tokens; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(t->ids[i]));
+    cJSON_AddNumberToObject(r, "log_prob", t->log_prob);
+    cJSON_AddNumberToObject(r, "score", t->score);
+    cJSON_AddNumberToObject(r, "seconds", seconds);
+    return r;
+}
+
 /* Decodes the chunk's sources in one batch: each target on a line of stdout, or an object in
  * results (--json); empties the chunk. A failure is printed and returned. */
 static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
 {
     char err[1024];
-    char **targets = calloc((size_t)c->n + 1, sizeof *targets);
-    int *tokens = calloc((size_t)c->n + 1, sizeof *tokens);
-    double *log_probs = calloc((size_t)c->n + 1, sizeof *log_probs);
+    cdl_target *targets = calloc((size_t)c->n + 1, sizeof *targets);
     const double start = time_now_s();
-    int st = targets && tokens && log_probs
-                 ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, &c->how,
-                                          targets, tokens, log_probs, err, sizeof err)
-                 : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
+    int st = targets ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, &c->how,
+                                              targets, err, sizeof err)
+                     : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
     const double seconds = (time_now_s() - start) / (c->n ? c->n : 1);
     if (st)
         cli_print_message(err);
     for (int k = 0; k < c->n; k++) {
-        if (!st && !results) {
-            printf("%s\n", targets[k]);
-        } else if (!st) {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "source", c->sources[k]);
-            cJSON_AddStringToObject(r, "target", targets[k]);
-            cJSON_AddNumberToObject(r, "tokens", tokens[k]);
-            cJSON_AddNumberToObject(r, "seconds", seconds);
-            cJSON_AddItemToArray(results, r);
-        }
-        if (targets)
-            free(targets[k]);
+        if (!st && !results)
+            printf("%s\n", targets[k].text);
+        else if (!st)
+            cJSON_AddItemToArray(results, target_json(c->sources[k], &targets[k], seconds));
         free(c->sources[k]);
     }
     fflush(stdout);
+    if (targets)
+        cdl_targets_free(targets, c->n);
     free(targets);
-    free(tokens);
-    free(log_probs);
     c->n = 0;
     return st;
 }
