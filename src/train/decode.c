@@ -150,7 +150,7 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
     if (beam < 1 || beam > net->batch)
         return error_set(e, CDL_EUSAGE, "a beam of %d needs a net sized for %d samples", beam,
                          beam);
-    if (beam == 1) /* one hypothesis: the most probable token at each step */
+    if (beam == 1) /* one hypothesis: decode_greedy's, the most probable token (or a draw) */
         return decode_greedy(net, first, &source, &n_source, 1, bos, eos, o, out, n_out, log_prob,
                              e);
     if (n_source < 1 || n_source > net->source)
