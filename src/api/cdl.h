@@ -208,7 +208,8 @@ int cdl_model_decode(cdl_model *model, const char *source, char **target, int *t
 typedef struct cdl_decode_options {
     /* > 1: beam search of beam hypotheses, one source at a time: the target of the best sum of
      * log-probabilities over its length (tokens, the end mark included) to the power
-     * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it */
+     * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it;
+     * 1: one target (greedy or drawn); below 1 is a usage error */
     int beam;
     float length_penalty;
     /* beam 1: each token drawn as cdl_generate_options' are (temperature 0: the most probable),
