@@ -10,6 +10,7 @@
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
+#include "data/text_pairs.h"
 #include "gradcheck.h"
 #include "layers/attention.h"
 #include "ref_fixture.h"
@@ -217,10 +218,44 @@ static void test_decoding_runs_the_encoder_once(void)
     net_free(&net);
 }
 
+/* The log-probability of target [n] after source [n_source] by one whole forward of sample 0
+ * (every other sample all padding): its tokens' at their rows, and EOS's after them when the
+ * target left a row for it. */
+static double teacher_forced_log_prob(Net *net, const int32_t *source, int n_source,
+                                      const int32_t *target, int n, int bos, int eos)
+{
+    const int row = net->source + net->seq;
+    float *x = net_host_input(net);
+    for (int b = 0; b < net->batch; b++)
+        text_pairs_input_row(b ? NULL : source, b ? 0 : n_source, bos, b ? NULL : target,
+                             b ? -1 : n, net->source, net->seq, x + (size_t)b * row);
+    net_commit_batch(net);
+    net_forward(net);
+    double sum = 0;
+    for (int t = 0; t <= n && t < net->seq; t++)
+        sum += log(net_output(net)[(size_t)t * net->classes + (size_t)(t < n ? target[t] : eos)]);
+    return sum;
+}
+
+/* Whether every sample of the encoder's output (layer memory) is sample 0's: beam search's rows
+ * all read its source. */
+static int rows_read_one_source(const Net *net, int memory)
+{
+    const Layer *l = &net->layers[memory];
+    const size_t n = shape_size(l->out_shape);
+    for (int b = 1; b < net->batch; b++)
+        for (size_t i = 0; i < n; i++)
+            if (fabsf(l->out[(size_t)b * n + i] - l->out[i]) > 1e-6f)
+                return 0;
+    return 1;
+}
+
 /* Greedy decoding of three padded sources and beam search of three hypotheses (each length
  * penalty) over each source, cached and uncached: the same tokens, and log-probabilities within
- * 1e-5 (BOS vocab-2, EOS vocab-1, random weights: the targets run long and the beam's hypotheses
- * extend one another's, so its caches move between rows). */
+ * 1e-5; every beam row reads the source, and the beam's log-probability is a whole forward's of
+ * its target (BOS vocab-2, EOS
+ * vocab-1, random weights: the targets run long and the beam's hypotheses extend one another's,
+ * so its caches move between rows). */
 static void check_cache_matches_uncached(const char *name, Net *net)
 {
     const int32_t a[] = {1, 2, 3, 4, 0}, b[] = {4, 0}, c[] = {2};
@@ -250,6 +285,12 @@ static void check_cache_matches_uncached(const char *name, Net *net)
             CHECK(n_out[0][0] == n_out[1][0] && n_out[0][0] > 0);
             CHECK(!memcmp(out[0], out[1], (size_t)n_out[0][0] * sizeof **out));
             CHECK(fabs(log_probs[0][0] - log_probs[1][0]) < 1e-5);
+            /* the best hypothesis's score is the model's for its target, whichever row it ran in
+             * (every row reads the source) */
+            CHECK(rows_read_one_source(net, first - 1));
+            CHECK(fabs(log_probs[1][0] - teacher_forced_log_prob(net, sources[k], n_sources[k],
+                                                                 out[1], n_out[1][0], bos, eos)) <
+                  1e-5);
         }
     if (check_failures)
         fprintf(stderr, "  %s\n", name);
