@@ -10,7 +10,10 @@
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
  * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
  * (backend/cpu/attention_cross.c), in fp32 and without dropout as there; its forward_at is the
- * whole forward (every query row attends to the whole memory).
+ * whole forward (every query row attends to the whole memory). key_padding= runs those kernels as
+ * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
+ * token id in the net input is negative weight 0 (a row of them all, zero weights), so the
+ * backward, through P, gives them no gradient.
  *
  *   in, out [batch][T][C]   memory (source=) [batch][S][C]; S = T in self-attention
  *   self: qkv [batch][T][3C]; cross: q [batch][T][C] then kv [batch][S][2C] in Attention.qkv
@@ -70,10 +73,10 @@ static const float *sample_k(const Attention *a, HeadsView v, int b)
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
-    if (a->key_padding || (a->mem_seq && a->dropout > 0))
+    if (a->mem_seq && a->dropout > 0)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention] with key_padding= or with dropout in "
-                         "cross-attention (source=) has no GPU implementation",
+                         "layer %d [attention] with dropout in cross-attention (source=) or "
+                         "key_padding= has no GPU implementation",
                          l->index);
     if (a->mem_seq && l->precision != GEMM_FP32)
         return error_set(e, CDL_EUSAGE,
@@ -148,9 +151,17 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gpu_gemm_batched(ctx, l->precision, 0, 1, t, s, d, scale, sample_q(a, v, b), v.q_stride, d,
                          sample_k(a, v, b), v.kv_stride, d, 0.0f, a->probs + (size_t)b * h * ts, s,
                          ts, h);
-    gpu_note(ctx,
-             cuda_attention_softmax(a->probs, ctx->batch * h * t, s, a->causal, gpu_stream(ctx)),
-             "attention softmax");
+    if (a->key_padding)
+        gpu_note(ctx,
+                 cuda_attention_softmax_padded(a->probs, ctx->batch, h, t, s, a->causal,
+                                               l->in[2] + a->pad_first, a->pad_stride,
+                                               gpu_stream(ctx)),
+                 "attention key padding softmax");
+    else
+        gpu_note(
+            ctx,
+            cuda_attention_softmax(a->probs, ctx->batch * h * t, s, a->causal, gpu_stream(ctx)),
+            "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
         /* [dropout]'s kernel: weight e of the batch's (pairs, T, T) is draw first + e of the
@@ -283,4 +294,5 @@ const LayerKernels gpu_attention_kernels = {
     .forward = attention_forward_gpu,
     .backward = attention_backward_gpu,
     .forward_at = attention_forward_at,
+    .keeps_rows = 1,
 };

@@ -209,4 +209,5 @@ const LayerKernels gpu_recurrent_kernels = {
     .forward = recurrent_forward_gpu,
     .backward = recurrent_backward_gpu,
     .forward_at = recurrent_forward_at,
+    .keeps_rows = 1,
 };

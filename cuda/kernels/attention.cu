@@ -1,6 +1,6 @@
 // [attention]'s own kernels on the device, float32, between the cuBLAS products of
 // cuda/attention.c: the masked softmax of the score rows, the dropout mask drawn as the CPU draws
-// it, the softmax's backward, and forward_at's row of one (sample, head) pair from the key/value
+// it, the softmax's backward (masked keys, of weight 0, get no gradient through it), and forward_at's row of one (sample, head) pair from the key/value
 // cache. One block per row (per pair in forward_at); sums and maxima through block reductions
 // (fixed order).
 //   p, ds, mask, weights: (pairs, T, T), row i of a pair over the keys j <= i (causal) or all T
@@ -13,7 +13,8 @@
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
-// row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1. Ends with a barrier.
+// row[0..n) = softmax(row[0..n)) in place, row[n..width) = 0; n >= 1; a row whose scores are all
+// -inf (every key masked) becomes 0. Ends with a barrier.
 static __device__ void softmax_row_in_place(float *row, int n, int width)
 {
     float m = -FLT_MAX;
@@ -26,7 +27,7 @@ static __device__ void softmax_row_in_place(float *row, int n, int width)
         row[j] = e;
         sum += e;
     }
-    const float inv = 1.0f / block_sum(sum);
+    const float total = block_sum(sum), inv = total > 0.0f ? 1.0f / total : 0.0f;
     for (int j = threadIdx.x; j < width; j += blockDim.x)
         row[j] = j < n ? row[j] * inv : 0.0f;
     __syncthreads();
@@ -36,6 +37,21 @@ __global__ void attention_softmax_kernel(float *p, int T, int causal)
 {
     const int i = blockIdx.x % T;
     softmax_row_in_place(p + (size_t)blockIdx.x * T, causal ? i + 1 : T, T);
+}
+
+// Row blockIdx.x = (b H + h) T + i of S scores: the keys j > i (causal) and those whose id
+// ids[b ids_stride + j] is negative (key padding) get -inf, then the softmax (all masked: 0).
+__global__ void attention_softmax_padded_kernel(float *p, int T, int S, int H, int causal,
+                                                const float *ids, int ids_stride)
+{
+    const int i = blockIdx.x % T, b = blockIdx.x / (H * T);
+    const float *key_ids = ids + (size_t)b * ids_stride;
+    float *row = p + (size_t)blockIdx.x * S;
+    for (int j = threadIdx.x; j < S; j += blockDim.x)
+        if ((causal && j > i) || key_ids[j] < 0.0f)
+            row[j] = -INFINITY;
+    __syncthreads();
+    softmax_row_in_place(row, S, S);
 }
 
 __global__ void attention_mask_kernel(float *weights, const float *p, const float *mask, size_t n)
@@ -97,6 +113,17 @@ extern "C" cudaError_t cuda_attention_softmax(float *p, int rows, int T, int cau
     if (rows == 0)
         return cudaSuccess;
     CUDA_LAUNCH(attention_softmax_kernel, rows, ROW_BLOCK, 0, stream, p, T, causal);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_attention_softmax_padded(float *p, int batch, int H, int T, int S,
+                                                     int causal, const float *ids, int ids_stride,
+                                                     cudaStream_t stream)
+{
+    if (batch == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(attention_softmax_padded_kernel, batch * H * T, ROW_BLOCK, 0, stream, p, T, S, H,
+                causal, ids, ids_stride);
     return cuda_launch_error();
 }
 

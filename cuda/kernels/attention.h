@@ -15,6 +15,11 @@ extern "C" {
 /* Each of rows rows of T scores (row i of a pair is row r % T) into its softmax over the keys
  * j <= i (causal) or all T, in place, the masked keys set to 0. */
 cudaError_t cuda_attention_softmax(float *p, int rows, int T, int causal, cudaStream_t stream);
+/* Key padding: each row (b H + h) T + i of the (batch, H, T, S) scores into its softmax over the
+ * keys j whose id ids[b ids_stride + j] is not negative (and j <= i when causal), in place, the
+ * masked keys set to 0; a row with every key masked becomes 0. */
+cudaError_t cuda_attention_softmax_padded(float *p, int batch, int H, int T, int S, int causal,
+                                          const float *ids, int ids_stride, cudaStream_t stream);
 /* weights[e] = p[e] mask[e] for n values (the backward's dropped weights). */
 cudaError_t cuda_attention_apply_mask(float *weights, const float *p, const float *mask, size_t n,
                                       cudaStream_t stream);

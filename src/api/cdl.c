@@ -523,7 +523,9 @@ int cdl_model_generate(cdl_model *model, const char *prompt, const cdl_generate_
     int32_t *ids;
     size_t n_ids;
     int st = start_text(model, prompt, &ids, &n_ids, &e);
-    const GenerateOptions o = {options->tokens, options->temperature, options->top_k, options->seed,
+    const GenerateOptions o = {options->tokens,
+                               {options->temperature, options->top_k, options->top_p},
+                               options->seed,
                                !options->no_cache};
     TextSink sink = {&model->meta.vocab, on_text, ctx};
     st = st ? st : generate_tokens(&model->net, ids, n_ids, &o, emit_token, &sink, &e);

@@ -176,6 +176,7 @@ typedef struct cdl_generate_options {
     int tokens;        /* how many tokens to produce */
     float temperature; /* 0: greedy and deterministic */
     int top_k;         /* > 0: sample among the k most probable tokens */
+    float top_p;       /* in (0, 1): among the fewest most probable whose weights reach top_p */
     uint64_t seed;     /* the same seed, prompt and options give the same text */
     int no_cache;      /* 1: recompute the whole context for every token (no key/value cache) */
 } cdl_generate_options;
@@ -202,17 +203,46 @@ int cdl_model_is_seq2seq(const cdl_model *model);
  * model of another kind is a usage error. */
 int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
                      size_t err_size);
-/* As cdl_model_decode for n sources at once, one forward pass of n samples per token: targets[k]
- * (malloc'd) and tokens[k] for source k. A source that cannot be decoded fails them all, naming
- * why; cdl_model_check_source tells them apart first. */
-int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
-                           int *tokens, char *err, size_t err_size);
-/* As cdl_model_decode with beam search of beam hypotheses (train/decode.h): the target of the
- * best sum of log-probabilities over its length (tokens, the end mark included) to the power
- * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it. beam
- * 1 gives cdl_model_decode's target. */
-int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
-                          char **target, int *tokens, char *err, size_t err_size);
+
+/* How cdl_model_decode_batch chooses each target (train/decode.h). */
+typedef struct cdl_decode_options {
+    /* > 1: beam search of beam hypotheses, one source at a time: the target of the best sum of
+     * log-probabilities over its length (tokens, the end mark included) to the power
+     * length_penalty (1: the mean; 0: the sum), searched until no live hypothesis can beat it;
+     * 1: one target (greedy or drawn); below 1 is a usage error */
+    int beam;
+    float length_penalty;
+    /* beam 1: each token drawn as cdl_generate_options' are (temperature 0: the most probable),
+     * the draws from (seed, the source, the target row): the same source gives the same target
+     * wherever it comes. Beam search refuses a temperature, top_k and top_p. */
+    float temperature;
+    int top_k;
+    float top_p;
+    uint64_t seed;
+    int no_cache; /* 1: the decoder over all target rows per token (no key/value cache) */
+} cdl_decode_options;
+
+/* One decoded target. */
+typedef struct cdl_target {
+    char *text;      /* malloc'd, NUL-terminated (cdl_targets_free) */
+    int32_t *ids;    /* [tokens] its token ids, malloc'd (cdl_targets_free) */
+    int tokens;      /* its token count, the end mark not counted */
+    double log_prob; /* the sum of the natural logs of its tokens' probabilities, the end mark's
+                      * included where it came */
+    /* log_prob over its length (tokens, plus the end mark where it came) to the power
+     * length_penalty: what beam search ranks by */
+    double score;
+} cdl_target;
+
+/* As cdl_model_decode for n sources, the greedy ones in one forward pass of n samples per token,
+ * as options say (NULL: greedy, cached): targets[k] for source k. A source that cannot be
+ * decoded fails them all, naming why (targets are then empty); cdl_model_check_source tells them
+ * apart first. */
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
+                           const cdl_decode_options *options, cdl_target *targets, char *err,
+                           size_t err_size);
+/* Frees the text and ids of targets [n]. */
+void cdl_targets_free(cdl_target *targets, int n);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
 

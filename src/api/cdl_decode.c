@@ -1,5 +1,6 @@
 /* Greedy decoding and beam search through the public API: a source sentence to its target text
  * with a sequence-to-sequence model (train/decode.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,88 +85,108 @@ static int encode_sources(const cdl_model *model, const char *const *sources, in
     return CDL_OK;
 }
 
-/* targets[k] (malloc'd) = the text of out [n][seq]'s first tokens[k] ids of row k. */
-static int targets_text(const cdl_model *model, const int32_t *out, const int *tokens, int n,
-                        char **targets, Error *e)
+/* targets [n]: row k of out [n][seq], its first tokens[k] ids, as text and ids, with its
+ * log-probability and score. */
+static int fill_targets(const cdl_model *model, const int32_t *out, const int *tokens,
+                        const double *log_probs, float length_penalty, int n, cdl_target *targets,
+                        Error *e)
 {
-    const size_t seq = (size_t)model->net.seq;
+    const int seq = model->net.seq;
     for (int k = 0; k < n; k++) {
-        if (!(targets[k] = malloc((size_t)tokens[k] * TEXT_TOKEN_MAX_BYTES + 1)))
+        cdl_target *t = &targets[k];
+        const int32_t *ids = out + (size_t)k * (size_t)seq;
+        t->text = malloc((size_t)tokens[k] * TEXT_TOKEN_MAX_BYTES + 1);
+        t->ids = malloc(((size_t)tokens[k] + 1) * sizeof *t->ids);
+        if (!t->text || !t->ids)
             return error_set(e, CDL_ERUNTIME, "out of memory");
-        text_vocab_decode_ids(&model->meta.vocab, out + (size_t)k * seq, tokens[k], targets[k]);
+        text_vocab_decode_ids(&model->meta.vocab, ids, tokens[k], t->text);
+        memcpy(t->ids, ids, (size_t)tokens[k] * sizeof *t->ids);
+        t->tokens = tokens[k];
+        t->log_prob = log_probs[k];
+        const int length = tokens[k] < seq ? tokens[k] + 1 : tokens[k]; /* the end mark came */
+        t->score = log_probs[k] / pow((double)length, (double)length_penalty);
     }
     return CDL_OK;
 }
 
-int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n, char **targets,
-                           int *tokens, char *err, size_t err_size)
+/* Every source's target into out [n][seq], tokens [n] and log_probs [n]: greedy in one batch,
+ * or beam search one source after another. */
+static int decode_all(cdl_model *model, const int32_t *const *ids, const int *n_ids, int n,
+                      const cdl_decode_options *o, int first, int bos, int eos, int32_t *out,
+                      int *tokens, double *log_probs, Error *e)
+{
+    Net *net = &model->net;
+    const DecodeOptions how = {{o->temperature, o->top_k, o->top_p}, o->seed, !o->no_cache};
+    const int rows = o->beam > 1 ? o->beam : n;
+    int st = api_model_reserve(model, rows, e);
+    if (st)
+        return st;
+    const int saved_train = net->train;
+    net->batch = rows;
+    net->train = 0;
+    if (o->beam <= 1)
+        st = decode_greedy(net, first, ids, n_ids, n, bos, eos, &how, out, tokens, log_probs, e);
+    for (int k = 0; k < n && o->beam > 1 && !st; k++)
+        st = decode_beam(net, first, ids[k], n_ids[k], o->beam, o->length_penalty, bos, eos, &how,
+                         out + (size_t)k * (size_t)net->seq, &tokens[k], &log_probs[k], e);
+    net->train = saved_train;
+    return st;
+}
+
+void cdl_targets_free(cdl_target *targets, int n)
+{
+    for (int k = 0; k < n; k++) {
+        free(targets[k].text);
+        free(targets[k].ids);
+        targets[k].text = NULL;
+        targets[k].ids = NULL;
+    }
+}
+
+int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
+                           const cdl_decode_options *options, cdl_target *targets, char *err,
+                           size_t err_size)
 {
     Error e = {0};
-    Net *net = &model->net;
-    memset(targets, 0, (size_t)n * sizeof *targets);
+    const cdl_decode_options greedy = {.beam = 1, .length_penalty = 1.0f};
+    const cdl_decode_options *o = options ? options : &greedy;
+    if (n > 0)
+        memset(targets, 0, (size_t)n * sizeof *targets);
     int first = 0, bos = 0, eos = 0;
-    int32_t *all = NULL, *out = malloc((size_t)n * (size_t)net->seq * sizeof *out);
-    const int32_t **ids = malloc((size_t)n * sizeof *ids);
-    int *n_ids = malloc((size_t)n * sizeof *n_ids);
+    const size_t rows = n > 0 ? (size_t)n : 1;
+    int32_t *all = NULL, *out = malloc(rows * (size_t)model->net.seq * sizeof *out);
+    const int32_t **ids = malloc(rows * sizeof *ids);
+    int *n_ids = malloc(rows * sizeof *n_ids), *tokens = malloc(rows * sizeof *tokens);
+    double *log_probs = malloc(rows * sizeof *log_probs);
     int st = n < 1 ? error_set(&e, CDL_EUSAGE, "decoding needs at least one source")
-             : !out || !ids || !n_ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
-                                      : check_model(model, &first, &bos, &eos, &e);
+             : o->beam < 1
+                 ? error_set(&e, CDL_EUSAGE, "--beam %d: a beam holds 1 or more targets", o->beam)
+             : !out || !ids || !n_ids || !tokens || !log_probs
+                 ? error_set(&e, CDL_ERUNTIME, "out of memory")
+                 : check_model(model, &first, &bos, &eos, &e);
     st = st ? st : encode_sources(model, sources, n, &all, ids, n_ids, &e);
-    st = st ? st : api_model_reserve(model, n, &e);
-    const int saved_train = net->train;
-    if (!st) {
-        net->batch = n;
-        net->train = 0;
-        st = decode_greedy(net, first, ids, n_ids, n, bos, eos, out, tokens, &e);
-        net->train = saved_train;
-    }
-    st = st ? st : targets_text(model, out, tokens, n, targets, &e);
+    st = st ? st : decode_all(model, ids, n_ids, n, o, first, bos, eos, out, tokens, log_probs, &e);
+    st = st ? st : fill_targets(model, out, tokens, log_probs, o->length_penalty, n, targets, &e);
     free(all);
     free(out);
     free(ids);
     free(n_ids);
+    free(tokens);
+    free(log_probs);
     if (!st)
         return CDL_OK;
-    for (int k = 0; k < n; k++) {
-        free(targets[k]);
-        targets[k] = NULL;
-    }
-    return api_report(&e, err, err_size);
-}
-
-int cdl_model_decode_beam(cdl_model *model, const char *source, int beam, float length_penalty,
-                          char **target, int *tokens, char *err, size_t err_size)
-{
-    Error e = {0};
-    Net *net = &model->net;
-    *target = NULL;
-    int first = 0, bos = 0, eos = 0, n_ids = 0;
-    int32_t *out = malloc((size_t)net->seq * sizeof *out);
-    int32_t *ids = malloc((strlen(source) + 1) * sizeof *ids);
-    int st = beam < 1 ? error_set(&e, CDL_EUSAGE, "--beam %d: a beam holds 1 or more targets", beam)
-             : !out || !ids ? error_set(&e, CDL_ERUNTIME, "out of memory")
-                            : check_model(model, &first, &bos, &eos, &e);
-    st = st ? st : encode_source(model, source, ids, &n_ids, &e);
-    st = st ? st : api_model_reserve(model, beam, &e);
-    const int saved_train = net->train;
-    if (!st) {
-        net->batch = beam;
-        net->train = 0;
-        st = decode_beam(net, first, ids, n_ids, beam, length_penalty, bos, eos, out, tokens, &e);
-        net->train = saved_train;
-    }
-    st = st ? st : targets_text(model, out, tokens, 1, target, &e);
-    free(out);
-    free(ids);
-    if (!st)
-        return CDL_OK;
-    free(*target);
-    *target = NULL;
+    cdl_targets_free(targets, n);
     return api_report(&e, err, err_size);
 }
 
 int cdl_model_decode(cdl_model *model, const char *source, char **target, int *tokens, char *err,
                      size_t err_size)
 {
-    return cdl_model_decode_batch(model, &source, 1, target, tokens, err, err_size);
+    cdl_target t;
+    const int st = cdl_model_decode_batch(model, &source, 1, NULL, &t, err, err_size);
+    *target = st ? NULL : t.text;
+    *tokens = st ? 0 : t.tokens;
+    if (!st)
+        free(t.ids);
+    return st;
 }

@@ -21,16 +21,27 @@ static const OptSpec predict_opts[] = {
     CLI_GPU_OPT,
     {"--batch", 1, 0, "images (or --sources lines) per forward pass (default 16)"},
     {"--no-crop", 0, 0, "resize to the net's size without the cfg's center crop or letterbox"},
-    {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
+    {"--seed", 1, 0,
+     "with a CFG: initialise the parameters from this seed; with --prompt or --source: seed the "
+     "sampling (default 1)"},
     {"--weights", 1, 0,
      "with a CFG: load FILE.safetensors (torchvision names), darknet .weights or a checkpoint's "
      "matching layers (instead of --seed)"},
     {"--set", 1, 1, "with a CFG: override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
     {"--prompt", 1, 0, "text models: generate text that continues this prompt"},
     {"--tokens", 1, 0, "text models: how many tokens to generate (default 200)"},
-    {"--temperature", 1, 0, "text models: sampling temperature; 0 is greedy (default 1)"},
-    {"--top-k", 1, 0, "text models: sample among the K most probable tokens (default: all)"},
-    {"--no-cache", 0, 0, "text models: recompute the whole context for every token"},
+    {"--temperature", 1, 0,
+     "text and sequence-to-sequence models: sampling temperature; 0 is greedy (default 1, with "
+     "--source 0)"},
+    {"--top-k", 1, 0,
+     "text and sequence-to-sequence models: sample among the K most probable tokens (default: "
+     "all)"},
+    {"--top-p", 1, 0,
+     "text and sequence-to-sequence models: sample among the fewest most probable tokens whose "
+     "weights reach P of the total (default 1: all)"},
+    {"--no-cache", 0, 0,
+     "text and sequence-to-sequence models: recompute the whole context (the decoder's rows) for "
+     "every token"},
     {"--source", 1, 0, "sequence-to-sequence models: print the greedy target of this source text"},
     {"--sources", 1, 0,
      "sequence-to-sequence models: a file of sources, one per line: one target line each"},
@@ -242,8 +253,10 @@ static int generate_text(const Args *a, Error *e)
 {
     long tokens, top_k, seed, threads;
     float temperature;
+    double top_p;
     int st = args_get_int(a, "--tokens", 200, 1, 100000000, &tokens, e);
     st = st ? st : args_get_int(a, "--top-k", 0, 0, INT_MAX, &top_k, e);
+    st = st ? st : args_get_float(a, "--top-p", 1.0, 1e-6, 1.0, &top_p, e);
     st = st ? st : args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     st = st ? st : args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : parse_temperature(a, &temperature, e);
@@ -286,8 +299,9 @@ static int generate_text(const Args *a, Error *e)
         cdl_model_free(m);
         return status;
     }
-    const cdl_generate_options o = {(int)tokens, temperature, (int)top_k, (uint64_t)seed,
-                                    args_get(a, "--no-cache") != NULL};
+    const cdl_generate_options o = {(int)tokens,    temperature,
+                                    (int)top_k,     (float)top_p,
+                                    (uint64_t)seed, args_get(a, "--no-cache") != NULL};
     TextOut out = {.json = args_get(a, "--json") != NULL};
     if (!out.json) {
         fputs(prompt, stdout);
@@ -340,7 +354,7 @@ int cmd_predict(int argc, char **argv)
             "With --prompt, a text model continues the prompt, printing tokens as "
             "they come\n(--seed then seeds the sampling). With --source (or --sources FILE), a "
             "sequence-to-sequence\nmodel prints the greedy target of each source (--beam K: beam "
-            "search's).",
+            "search's; --temperature: a sampled one).",
             predict_opts, N_PREDICT_OPTS);
         return 0;
     }

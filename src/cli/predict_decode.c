@@ -1,7 +1,8 @@
-/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding (or --beam K's beam search)
- * with a sequence-to-sequence model, one target per source, the sources of a file in forward
- * passes of --batch (cmd_predict.c hands the parsed options here). */
+/* cdl predict MODEL --source TEXT | --sources FILE: greedy decoding (or sampling, or --beam K's
+ * beam search) with a sequence-to-sequence model, one target per source, the sources of a file
+ * in forward passes of --batch (cmd_predict.c hands the parsed options here). */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,27 +13,27 @@
 #include "util/utf8.h"
 
 /* The sources waiting for one forward pass of decoding (beam 1), or for beam search one by one
- * (beam > 1). */
+ * (beam > 1), and how they are decoded. */
 typedef struct Chunk {
     char **sources; /* [cap], malloc'd copies */
     int n, cap;
-    int beam;
-    float length_penalty;
+    cdl_decode_options how;
 } Chunk;
 
-/* targets[k] and tokens[k] of the chunk's sources: greedy targets in one batch, or beam search's
- * one source after another. */
-static int decode_targets(cdl_model *m, const Chunk *c, char **targets, int *tokens, char *err,
-                          size_t err_size)
+/* The JSON of source's target t, decoded in seconds. */
+static cJSON *target_json(const char *source, const cdl_target *t, double seconds)
 {
-    if (c->beam == 1)
-        return cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, targets, tokens,
-                                      err, err_size);
-    int st = CDL_OK;
-    for (int k = 0; k < c->n && !st; k++)
-        st = cdl_model_decode_beam(m, c->sources[k], c->beam, c->length_penalty, &targets[k],
-                                   &tokens[k], err, err_size);
-    return st;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "source", source);
+    cJSON_AddStringToObject(r, "target", t->text);
+    cJSON_AddNumberToObject(r, "tokens", t->tokens);
+    cJSON *ids = cJSON_AddArrayToObject(r, "ids");
+    for (int i = 0; i < t->tokens; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(t->ids[i]));
+    cJSON_AddNumberToObject(r, "log_prob", t->log_prob);
+    cJSON_AddNumberToObject(r, "score", t->score);
+    cJSON_AddNumberToObject(r, "seconds", seconds);
+    return r;
 }
 
 /* Decodes the chunk's sources in one batch: each target on a line of stdout, or an object in
@@ -40,32 +41,25 @@ static int decode_targets(cdl_model *m, const Chunk *c, char **targets, int *tok
 static int decode_chunk(cdl_model *m, Chunk *c, cJSON *results)
 {
     char err[1024];
-    char **targets = calloc((size_t)c->n + 1, sizeof *targets);
-    int *tokens = calloc((size_t)c->n + 1, sizeof *tokens);
+    cdl_target *targets = calloc((size_t)c->n + 1, sizeof *targets);
     const double start = time_now_s();
-    int st = targets && tokens ? decode_targets(m, c, targets, tokens, err, sizeof err)
-                               : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
+    int st = targets ? cdl_model_decode_batch(m, (const char *const *)c->sources, c->n, &c->how,
+                                              targets, err, sizeof err)
+                     : (snprintf(err, sizeof err, "out of memory"), CDL_ERUNTIME);
     const double seconds = (time_now_s() - start) / (c->n ? c->n : 1);
     if (st)
         cli_print_message(err);
     for (int k = 0; k < c->n; k++) {
-        if (!st && !results) {
-            printf("%s\n", targets[k]);
-        } else if (!st) {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "source", c->sources[k]);
-            cJSON_AddStringToObject(r, "target", targets[k]);
-            cJSON_AddNumberToObject(r, "tokens", tokens[k]);
-            cJSON_AddNumberToObject(r, "seconds", seconds);
-            cJSON_AddItemToArray(results, r);
-        }
-        if (targets)
-            free(targets[k]);
+        if (!st && !results)
+            printf("%s\n", targets[k].text);
+        else if (!st)
+            cJSON_AddItemToArray(results, target_json(c->sources[k], &targets[k], seconds));
         free(c->sources[k]);
     }
     fflush(stdout);
+    if (targets)
+        cdl_targets_free(targets, c->n);
     free(targets);
-    free(tokens);
     c->n = 0;
     return st;
 }
@@ -120,14 +114,18 @@ static int decode_file(cdl_model *m, Chunk *c, const char *path, cJSON *results)
 
 int predict_decode(const Args *a, Error *e)
 {
-    long threads, batch, beam;
-    double length_penalty;
+    long threads, batch, beam, top_k, seed;
+    double length_penalty, temperature, top_p;
     const char *precision, *source = args_get(a, "--source"), *file = args_get(a, "--sources");
     int gpu;
     int st = args_get_int(a, "--threads", 0, 0, 1024, &threads, e);
     st = st ? st : args_get_int(a, "--batch", 16, 1, 4096, &batch, e);
     st = st ? st : args_get_int(a, "--beam", 1, 1, 256, &beam, e);
     st = st ? st : args_get_float(a, "--length-penalty", 1.0, -10.0, 10.0, &length_penalty, e);
+    st = st ? st : args_get_float(a, "--temperature", 0.0, 0.0, 1000.0, &temperature, e);
+    st = st ? st : args_get_int(a, "--top-k", 0, 0, INT_MAX, &top_k, e);
+    st = st ? st : args_get_float(a, "--top-p", 1.0, 1e-6, 1.0, &top_p, e);
+    st = st ? st : args_get_int(a, "--seed", 1, 0, LONG_MAX, &seed, e);
     st = st ? st : cli_get_precision(a, &precision, e);
     st = st ? st : cli_get_gpu(a, &gpu, e);
     if (!st && a->n_positional > 1)
@@ -152,8 +150,11 @@ int predict_decode(const Args *a, Error *e)
     }
     const int json = args_get(a, "--json") != NULL;
     cJSON *results = json ? cJSON_CreateArray() : NULL;
-    Chunk c = {calloc((size_t)batch, sizeof *c.sources), 0, (int)batch, (int)beam,
-               (float)length_penalty};
+    Chunk c = {calloc((size_t)batch, sizeof *c.sources),
+               0,
+               (int)batch,
+               {(int)beam, (float)length_penalty, (float)temperature, (int)top_k, (float)top_p,
+                (uint64_t)seed, args_get(a, "--no-cache") != NULL}};
     if (!c.sources) {
         cli_print_message("out of memory");
         status = CDL_ERUNTIME;

@@ -303,6 +303,14 @@ typedef struct LayerKernels {
      * state). Must give the row forward gives, up to the rounding of matrix products over fewer
      * rows (BLAS may sum in another order). */
     void (*forward_at)(Layer *l, const StepContext *ctx, int t);
+    /* 1 when forward_at reads what the calls for earlier rows left in the layer (attention's
+     * keys and values, a recurrent state); 0 where it reads row t of its inputs alone. */
+    int keeps_rows;
+    /* Layers that keep rows (NULL where none can be moved): moves sample from[k]'s cache to
+     * sample k for k < n (every from[k] < batch, the samples of the last pass), as beam search
+     * keeps hypotheses that extend others. Returns the floats of scratch that needs (scratch NULL:
+     * moves nothing). */
+    size_t (*gather_samples)(Layer *l, int batch, const int *from, int n, float *scratch);
 } LayerKernels;
 
 /* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */

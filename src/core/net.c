@@ -1004,11 +1004,32 @@ int net_can_forward_at(const Net *net)
     return net->n_layers > 0 && net->n_segments == 0;
 }
 
-void net_forward_at(Net *net, int t)
+void net_forward_at(Net *net, int first, int t)
 {
     const StepContext ctx = step_context(net, 0);
-    for (int i = 0; i < net->n_layers; i++)
+    for (int i = first; i < net->n_layers; i++)
         net->layers[i].kernels->forward_at(&net->layers[i], &ctx, t);
+}
+
+int net_can_gather_samples(const Net *net, int first)
+{
+    for (int i = first; i < net->n_layers; i++)
+        if (net->layers[i].kernels->keeps_rows && !net->layers[i].kernels->gather_samples)
+            return 0;
+    return 1;
+}
+
+size_t net_gather_samples(Net *net, int first, const int *from, int n, float *scratch)
+{
+    size_t most = 0;
+    for (int i = first; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        const size_t floats = l->kernels->gather_samples
+                                  ? l->kernels->gather_samples(l, net->batch, from, n, scratch)
+                                  : 0;
+        most = floats > most ? floats : most;
+    }
+    return most;
 }
 
 static void zero_delta(Net *net, Layer *l)

@@ -308,8 +308,16 @@ void net_forward_from(Net *net, int first);
  * to others (the memory plan keeps every output and state of such a net otherwise,
  * core/net_memory.h). */
 int net_can_forward_at(const Net *net);
-/* Runs every layer's forward_at for row t (inference; see LayerType.forward_at): after a
- * net_forward over rows [0, t), the last layer's row t equals a full net_forward's. */
-void net_forward_at(Net *net, int t);
+/* Runs the forward_at of layers [first, n_layers) for row t of theirs (inference; see
+ * LayerKernels.forward_at): after a net_forward over rows [0, t), the last layer's row t equals a
+ * full net_forward's. first > 0: the layers before it keep their outputs (a sequence-to-sequence
+ * net's encoder, whose rows are not the decoder's). */
+void net_forward_at(Net *net, int first, int t);
+/* 1 when every layer of [first, n_layers) that keeps rows can move them between samples
+ * (LayerKernels.keeps_rows, gather_samples). */
+int net_can_gather_samples(const Net *net, int first);
+/* The gather_samples of layers [first, n_layers) (LayerKernels.gather_samples): sample from[k]'s
+ * caches to sample k, k < n, through scratch; scratch NULL: returns the floats it needs. */
+size_t net_gather_samples(Net *net, int first, const int *from, int n, float *scratch);
 
 #endif

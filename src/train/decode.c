@@ -1,5 +1,5 @@
-/* Greedy decoding and beam search with a sequence-to-sequence net: the input row, the encoder
- * once, the decoder per token. */
+/* Greedy decoding, sampling and beam search with a sequence-to-sequence net: the input row, the
+ * encoder once, the decoder per token. */
 #include "train/decode.h"
 
 #include <math.h>
@@ -10,6 +10,7 @@
 #include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/families.h"
+#include "util/hash_table.h"
 
 /* Whether layer l reads the target rows of the net input: their [embedding], or an attention
  * masking their padding. */
@@ -58,26 +59,33 @@ static void fill_input(Net *net, const int32_t *const *sources, const int *n_sou
     net_commit_batch(net);
 }
 
-static int most_probable(const float *p, int n)
+/* Runs the decoder for row t of the committed input: the cached step or all its rows. */
+static void decoder_forward(Net *net, int first, int t, int use_cache)
 {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        best = p[i] > p[best] ? i : best;
-    return best;
+    if (use_cache)
+        net_forward_at(net, first, t);
+    else
+        net_forward_from(net, first);
 }
 
 int decode_greedy(Net *net, int first, const int32_t *const *sources, const int *n_sources, int n,
-                  int bos, int eos, int32_t *out, int *n_out, Error *e)
+                  int bos, int eos, const DecodeOptions *o, int32_t *out, int *n_out,
+                  double *log_probs, Error *e)
 {
     if (net->train || n < 1 || n > net->batch)
         return error_set(e, CDL_EUSAGE,
                          "decoding needs a net in inference mode sized for the %d sources", n);
     for (int k = 0; k < n; k++) {
         n_out[k] = 0;
+        if (log_probs)
+            log_probs[k] = 0;
         if (n_sources[k] < 1 || n_sources[k] > net->source)
             return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d",
                              n_sources[k], net->source);
     }
+    float *weights = malloc(2 * (size_t)net->classes * sizeof *weights);
+    if (!weights)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
     int *saved_labels = net->labels;
     net->labels = NULL; /* no loss */
     fill_input(net, sources, n_sources, n, bos, out, n_out);
@@ -89,8 +97,14 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
         for (int k = 0; k < n; k++) {
             if (n_out[k] != t) /* finished at an earlier row */
                 continue;
-            const int id =
-                most_probable(probs + ((size_t)k * seq + (size_t)t) * net->classes, net->classes);
+            const float *p = probs + ((size_t)k * seq + (size_t)t) * net->classes;
+            Rng rng;
+            const uint64_t source_key =
+                fnv1a_add(FNV1A_START, sources[k], (size_t)n_sources[k] * sizeof *sources[k]);
+            rng_seed(&rng, o->seed, fnv1a_add(source_key, &t, sizeof t));
+            const int id = sample_token(p, net->classes, &o->sample, &rng, weights);
+            if (log_probs)
+                log_probs[k] += log((double)p[id]);
             if (id == eos)
                 continue;
             out[(size_t)k * seq + (size_t)n_out[k]++] = id;
@@ -99,9 +113,10 @@ int decode_greedy(Net *net, int first, const int32_t *const *sources, const int 
         if (!running || t + 1 == net->seq)
             break;
         fill_input(net, sources, n_sources, n, bos, out, n_out);
-        net_forward_from(net, first);
+        decoder_forward(net, first, t + 1, o->use_cache);
     }
     net->labels = saved_labels;
+    free(weights);
     return CDL_OK;
 }
 
@@ -128,31 +143,51 @@ static void keep_best(BeamCandidate *best, int *n, int cap, BeamCandidate c)
 }
 
 int decode_beam(Net *net, int first, const int32_t *source, int n_source, int beam,
-                float length_penalty, int bos, int eos, int32_t *out, int *n_out, Error *e)
+                float length_penalty, int bos, int eos, const DecodeOptions *o, int32_t *out,
+                int *n_out, double *log_prob, Error *e)
 {
     const int seq = net->seq, classes = net->classes;
     if (beam < 1 || beam > net->batch)
         return error_set(e, CDL_EUSAGE, "a beam of %d needs a net sized for %d samples", beam,
                          beam);
-    if (beam == 1) /* one hypothesis: the most probable token at each step */
-        return decode_greedy(net, first, &source, &n_source, 1, bos, eos, out, n_out, e);
+    if (beam == 1) /* one hypothesis: decode_greedy's, the most probable token (or a draw) */
+        return decode_greedy(net, first, &source, &n_source, 1, bos, eos, o, out, n_out, log_prob,
+                             e);
     if (n_source < 1 || n_source > net->source)
         return error_set(e, CDL_EUSAGE, "the source has %d tokens: the net reads 1 to %d", n_source,
                          net->source);
+    const SampleOptions *s = &o->sample;
+    if (sample_draws(s) || s->top_k > 0 || (s->top_p > 0 && s->top_p < 1))
+        return error_set(e, CDL_EUSAGE,
+                         "--temperature, --top-k and --top-p draw one target per source: not "
+                         "with --beam %d, which keeps the %d most probable hypotheses",
+                         beam, beam);
+    const int use_cache = o->use_cache && net_can_gather_samples(net, first);
     /* the live hypotheses' tokens [beam][seq] (and the next step's), their scores, the rows'
-     * sources, the candidates */
+     * sources, the candidates, the hypotheses each row extends (this step's and the next's) and
+     * the decoder caches' scratch for moving rows */
     int32_t *tokens = malloc(2 * (size_t)beam * (size_t)seq * sizeof *tokens);
     double *scores = malloc(2 * (size_t)beam * sizeof *scores);
     const int32_t **sources = malloc((size_t)beam * sizeof *sources);
     int *n_sources = malloc((size_t)beam * sizeof *n_sources);
     int *lengths = malloc((size_t)beam * sizeof *lengths);
     BeamCandidate *best = malloc(2 * (size_t)beam * sizeof *best);
-    if (!tokens || !scores || !sources || !n_sources || !lengths || !best) {
+    int *from = malloc(2 * (size_t)beam * sizeof *from);
+    float *scratch = NULL;
+    if (from && use_cache) {
+        for (int k = 0; k < beam; k++)
+            from[k] = k;
+        scratch = malloc(net_gather_samples(net, first, from, beam, NULL) * sizeof *scratch + 1);
+    }
+    if (!tokens || !scores || !sources || !n_sources || !lengths || !best || !from ||
+        (use_cache && !scratch)) {
         free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
+        free(from), free(scratch);
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
     int32_t *next_tokens = tokens + (size_t)beam * (size_t)seq;
-    double *next_scores = scores + beam, best_finished = -INFINITY;
+    double *next_scores = scores + beam, best_finished = -INFINITY, best_sum = 0;
+    int *next_from = from + beam;
     for (int k = 0; k < beam; k++) {
         sources[k] = source;
         n_sources[k] = n_source;
@@ -163,13 +198,15 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
     scores[0] = 0;
     *n_out = 0;
     for (int t = 0; t < seq && live > 0; t++) {
-        for (int k = 0; k < live; k++)
-            lengths[k] = t;
-        fill_input(net, sources, n_sources, live, bos, tokens, lengths);
+        /* every row reads the source (the encoder runs once, for all of them); the rows past the
+         * live ones hold BOS alone */
+        for (int k = 0; k < beam; k++)
+            lengths[k] = k < live ? t : 0;
+        fill_input(net, sources, n_sources, beam, bos, tokens, lengths);
         if (t == 0)
             net_forward(net);
         else
-            net_forward_from(net, first);
+            decoder_forward(net, first, t, use_cache);
         const float *probs = net_host_output(net);
         int n_best = 0;
         for (int k = 0; k < live; k++) {
@@ -185,9 +222,10 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
             const int ends = b->id == eos || t + 1 == seq;
             const int length = b->id == eos ? t : t + 1;
             if (ends) {
-                const double score = b->score / pow((double)t + 1, (double)length_penalty);
-                if (score > best_finished) {
-                    best_finished = score;
+                const double finished = b->score / pow((double)t + 1, (double)length_penalty);
+                if (finished > best_finished) {
+                    best_finished = finished;
+                    best_sum = b->score;
                     memcpy(out, tokens + (size_t)b->from * (size_t)seq, (size_t)t * sizeof *out);
                     if (b->id != eos)
                         out[t] = b->id;
@@ -198,6 +236,7 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
             int32_t *to = next_tokens + (size_t)next_live * (size_t)seq;
             memcpy(to, tokens + (size_t)b->from * (size_t)seq, (size_t)t * sizeof *to);
             to[t] = b->id;
+            next_from[next_live] = b->from;
             next_scores[next_live++] = b->score;
         }
         /* A live hypothesis's sum only falls: the best score it can still reach is its sum over
@@ -208,10 +247,16 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
             if (next_scores[k] / reach > best_finished) {
                 memcpy(tokens + (size_t)live * (size_t)seq, next_tokens + (size_t)k * (size_t)seq,
                        (size_t)seq * sizeof *tokens);
+                from[live] = next_from[k];
                 scores[live++] = next_scores[k];
             }
+        if (use_cache && live > 0) /* each row's cache becomes its hypothesis's parent's */
+            net_gather_samples(net, first, from, live, scratch);
     }
     net->labels = saved_labels;
+    if (log_prob)
+        *log_prob = best_sum;
     free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
+    free(from), free(scratch);
     return CDL_OK;
 }

@@ -189,6 +189,7 @@ static int decode_pairs(Net *net, const TextPairs *tp, const TextVocab *vocab, E
     const int saved_train = net->train;
     net->train = 0;
     size_t exact = 0;
+    const DecodeOptions cached = {.use_cache = 1};
     for (size_t start = 0; start < tp->valid.n && !st; start += (size_t)batch) {
         const size_t left = tp->valid.n - start;
         const int n = left < (size_t)batch ? (int)left : batch;
@@ -197,7 +198,8 @@ static int decode_pairs(Net *net, const TextPairs *tp, const TextVocab *vocab, E
             sources[k] = tp->ids + p[k].source;
             lengths[k] = p[k].n_source;
         }
-        st = decode_greedy(net, first, sources, lengths, n, tp->bos, tp->eos, out, n_out, e);
+        st = decode_greedy(net, first, sources, lengths, n, tp->bos, tp->eos, &cached, out, n_out,
+                           NULL, e);
         for (int k = 0; k < n && !st; k++) {
             const int32_t *decoded = out + (size_t)k * (size_t)seq;
             exact += n_out[k] == p[k].n_target &&

@@ -1,11 +1,8 @@
-/* Token-by-token generation: context bookkeeping, the cached and uncached forward, sampling. */
+/* Token-by-token generation: context bookkeeping, the cached and uncached forward. */
 #include "train/generate.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "util/rng.h"
 
 /* Writes token id at row t of the net's input: its id, or a one-hot row when the net takes
  * one-hot tokens (inputs = vocabulary). */
@@ -30,42 +27,6 @@ static void forward_context(Net *net, const int32_t *ctx, int len)
         set_input_token(net, t, ctx[t]);
     net_commit_batch(net);
     net_forward(net);
-}
-
-static int descending(const void *a, const void *b)
-{
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x < y) - (x > y);
-}
-
-/* The next token from the probabilities p[n] (the net's softmax output at one position);
- * weights [n] is scratch. */
-static int sample_token(const float *p, int n, const GenerateOptions *o, Rng *rng, float *weights)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        best = p[i] > p[best] ? i : best;
-    if (o->temperature <= 0)
-        return best;
-    /* Tokens below the k-th largest probability are left out. */
-    float floor_p = 0;
-    if (o->top_k > 0 && o->top_k < n) {
-        memcpy(weights, p, (size_t)n * sizeof *weights);
-        qsort(weights, (size_t)n, sizeof *weights, descending);
-        floor_p = weights[o->top_k - 1];
-    }
-    /* p^(1/T) renormalised is softmax(logits / T); relative to the best token for range. */
-    const double inv_t = 1.0 / o->temperature;
-    double total = 0;
-    for (int i = 0; i < n; i++) {
-        weights[i] = p[i] >= floor_p && p[i] > 0 ? (float)pow((double)p[i] / p[best], inv_t) : 0;
-        total += weights[i];
-    }
-    double u = rng_uniform(rng) * total;
-    for (int i = 0; i < n; i++)
-        if (weights[i] > 0 && (u -= weights[i]) < 0)
-            return i;
-    return best;
 }
 
 /* Refuses a net or prompt generation cannot start from. */
@@ -105,7 +66,7 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
         return st;
     const int cached = o->use_cache && net_can_forward_at(net);
     int32_t *ctx = malloc((size_t)seq * sizeof *ctx);
-    float *weights = malloc((size_t)net->classes * sizeof *weights);
+    float *weights = malloc(2 * (size_t)net->classes * sizeof *weights);
     if (!ctx || !weights) {
         free(ctx);
         free(weights);
@@ -122,8 +83,8 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
     for (int i = 0; i < o->tokens; i++) {
         Rng rng;
         rng_seed(&rng, o->seed, 0x6e0000000000ull ^ (uint64_t)i);
-        const int id = sample_token(net_host_output(net) + (size_t)(len - 1) * row, net->classes, o,
-                                    &rng, weights);
+        const int id = sample_token(net_host_output(net) + (size_t)(len - 1) * row, net->classes,
+                                    &o->sample, &rng, weights);
         sink(sink_ctx, id);
         if (i + 1 == o->tokens)
             break;
@@ -140,7 +101,7 @@ int generate_tokens(Net *net, const int32_t *prompt, size_t n_prompt, const Gene
             for (int t = 0; t < len; t++)
                 set_input_token(net, t, ctx[t]);
             net_commit_batch(net);
-            net_forward_at(net, len - 1);
+            net_forward_at(net, 0, len - 1);
         } else {
             forward_context(net, ctx, len);
         }

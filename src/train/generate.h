@@ -1,5 +1,5 @@
 /* Text generation with a sequence net: extends a prompt token by token, sampling each next token
- * from the net's output for the last position (temperature, top-k), with or without the layers'
+ * from the net's output for the last position (train/sample.h), with or without the layers'
  * caches (LayerType.forward_at: attention's keys and values, recurrent state). */
 #ifndef CDL_GENERATE_H
 #define CDL_GENERATE_H
@@ -8,15 +8,15 @@
 #include <stdint.h>
 
 #include "core/net.h"
+#include "train/sample.h"
 
 typedef struct GenerateOptions {
-    int tokens;        /* how many tokens to produce */
-    float temperature; /* 0: greedy (the most probable token, the lowest id on ties) */
-    int top_k;         /* > 0: sample among the k most probable tokens only */
-    uint64_t seed;     /* the sampling draws come from (seed, position) */
-    int use_cache;     /* 1: forward_at per new token when every layer has it
-                          (net_can_forward_at); else, or 0: a full forward over the context for
-                          every token */
+    int tokens;           /* how many tokens to produce */
+    SampleOptions sample; /* how each token is chosen */
+    uint64_t seed;        /* the sampling draws come from (seed, position) */
+    int use_cache;        /* 1: forward_at per new token when every layer has it
+                             (net_can_forward_at); else, or 0: a full forward over the context for
+                             every token */
 } GenerateOptions;
 
 /* Receives each generated token id as it is produced. */

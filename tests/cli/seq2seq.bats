@@ -91,6 +91,91 @@ assert len(rows) == 300 and all(r["target"] == r["source"][::-1] for r in rows),
     [[ "$output" == *"--beam"* ]]
 }
 
+# The decoder's key/value caches change nothing but the time: the early model (4 epochs, still
+# erring, so that the targets depend on every probability) gives the same greedy and beam targets
+# with and without --no-cache, their log-probabilities within 1e-5.
+@test "predict --source: the cached decoder gives --no-cache's targets, greedy and beam" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 300 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    for how in "--batch 16" "--batch 1" "--beam 4"; do
+        "$CDL" predict early.cdl --sources new.src $how --json > cached.json
+        "$CDL" predict early.cdl --sources new.src $how --json --no-cache > uncached.json
+        /usr/bin/python3 - cached.json uncached.json <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert len(a) == len(b) == 300
+for x, y in zip(a, b):
+    assert (x["source"], x["target"], x["ids"]) == (y["source"], y["target"], y["ids"]), (x, y)
+    assert abs(x["log_prob"] - y["log_prob"]) < 1e-5, (x, y)
+PY
+    done
+}
+
+# --json: one object per source with its target's text, token count and ids, log-probability
+# (a sum of logs, at most 0) and score (the log-probability over the length, the end mark counted
+# where it came within the net's 9 target rows, to the power --length-penalty).
+@test "predict --source --json: target, tokens, ids, log_prob and score per source" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 50 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    run "$CDL" predict early.cdl --source abc --json
+    [ "$status" -eq 0 ]
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert set(r) == {"source", "target", "tokens", "ids", "log_prob", "score", "seconds"}, r
+assert r["source"] == "abc" and r["tokens"] == len(r["ids"]) == len(r["target"]), r'
+    for how in "" "--beam 3 --length-penalty 0.5" "--temperature 1 --seed 2"; do
+        "$CDL" predict early.cdl --sources new.src $how --json > got.json
+        "$CDL" predict early.cdl --sources new.src $how > got.txt
+        /usr/bin/python3 - got.json got.txt "$how" <<'PY'
+import json, sys
+rows, lines = json.load(open(sys.argv[1])), open(sys.argv[2]).read().split("\n")[:-1]
+penalty = 0.5 if "length-penalty" in sys.argv[3] else 1.0
+assert len(rows) == len(lines) == 50
+for r, line in zip(rows, lines):
+    assert r["target"] == line and r["tokens"] == len(r["ids"]), (r, line)
+    assert r["log_prob"] <= 0, r
+    length = r["tokens"] + (r["tokens"] < 9)
+    assert abs(r["score"] - r["log_prob"] / length ** penalty) < 1e-9, r
+PY
+    done
+}
+
+# Sampling draws each token from (seed, source, row): the same seed gives the same targets in any
+# batch, another seed others; --temperature 0 is greedy; beam search refuses to sample by name.
+@test "predict --source --temperature: seeded sampling, the same in any batch, refused with --beam" {
+    write_reverse_data
+    "$REPO/scripts/toy-pairs.sh" reverse 100 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out early.cdl --threads 1 \
+        --epochs 4 2>/dev/null
+    "$CDL" predict early.cdl --sources new.src > greedy.got
+    "$CDL" predict early.cdl --sources new.src --temperature 0 --top-k 3 > zero.got
+    diff greedy.got zero.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 3 > a.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 3 \
+        --batch 7 --no-cache > b.got
+    "$CDL" predict early.cdl --sources new.src --temperature 1.5 --top-k 5 --top-p 0.9 --seed 4 > c.got
+    [ "$(wc -l < a.got)" -eq 100 ]
+    diff a.got b.got
+    ! diff -q a.got c.got >/dev/null
+    ! diff -q a.got greedy.got >/dev/null
+    for flag in "--temperature 1" "--top-k 2" "--top-p 0.5"; do
+        run "$CDL" predict early.cdl --source abc --beam 2 $flag
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--temperature, --top-k and --top-p"*"not with --beam 2"* ]]
+    done
+    run "$CDL" predict early.cdl --source abc --top-p 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--top-p"* ]]
+}
+
 @test "the same cfg learns the copy task: the greedy target of each of 300 new words is the word" {
     "$REPO/scripts/toy-pairs.sh" copy 2000 1 copy.tsv >/dev/null
     printf 'type=pairs\ntrain=copy.tsv\nvalid_split=0.1\n' > copy.data

@@ -43,6 +43,12 @@ PY
     c=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-k 5 --seed 5)
     [ "$a" = "$b" ]
     [ "$a" != "$c" ]
+    # top-p: nucleus sampling, seeded alike; a nucleus of one token is greedy
+    d=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-p 0.8 --seed 4)
+    e=$("$CDL" predict tiny.cdl --prompt "the" --tokens 60 --temperature 0.9 --top-p 0.8 --seed 4 --no-cache)
+    [ "$d" = "$e" ]
+    run "$CDL" predict tiny.cdl --prompt "the cat" --tokens 60 --temperature 1 --top-p 0.000001
+    [ "$output" = "$first" ]
 }
 
 @test "predict --prompt --json reports the text, token count, rate and whether the cache ran" {

@@ -121,7 +121,7 @@ static void check_forward_at_row_by_row(const char *keys)
     net_forward(&net);
     memcpy(net.input, x, in_n * sizeof *x);
     for (int t = 0; t < net.seq; t++)
-        net_forward_at(&net, t);
+        net_forward_at(&net, 0, t);
     const double diff = max_abs_diff(net_output(&net), want, out_n);
     char label[64];
     snprintf(label, sizeof label, "%s", keys);
@@ -162,7 +162,7 @@ static void test_forward_at_after_prompt(void)
     fill_normal(net.input, in_n, 3); /* the prompt, with the old last token */
     net_forward(&net);
     memcpy(net.input, x, in_n * sizeof *x);
-    net_forward_at(&net, t);
+    net_forward_at(&net, 0, t);
     double diff = 0;
     for (int b = 0; b < net.batch; b++) {
         const size_t row = ((size_t)b * net.seq + t) * c;

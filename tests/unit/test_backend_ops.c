@@ -36,6 +36,8 @@ typedef struct OpCase {
 /* A sequence net of token ids (an [embedding] first) or of inputs features a token. */
 #define TOKENS(batch, seq, vocab) "batch=" #batch "\nseq=" #seq "\nvocab=" #vocab "\n"
 #define FEATURES(batch, seq, inputs) "batch=" #batch "\nseq=" #seq "\ninputs=" #inputs "\n"
+/* A sequence-to-sequence net's input row: source then seq values (token ids where read so). */
+#define PAIRS(batch, source, seq) "batch=" #batch "\nsource=" #source "\nseq=" #seq "\ninputs=1\n"
 
 #define CONV(filters, size, stride, pad, groups, bn, act)                                          \
     "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
@@ -222,6 +224,19 @@ static const OpCase cases[] = {
     {"attention source= (cross-attention)", FEATURES(2, 6, 16),
      "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n[route]\nlayers=0\n[linear]\noutput=8\n"
      "[attention]\nheads=2\nsource=1\n",
+     NULL},
+    /* key_padding= in a sequence-to-sequence net of 4 source and 4 target rows, through a linear
+     * and a pool to 4 rows of 8 (layer 1): the input's N(0,1) values are the ids, the negative
+     * ones padding (some rows all of it); self-attention bidirectional over the source's keys,
+     * causal over the target's, then cross-attention from layer 1 over the source's */
+    {"attention key_padding=source", PAIRS(3, 4, 4),
+     "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n"
+     "[attention]\nheads=2\ncausal=0\nkey_padding=source\n",
+     NULL},
+    {"attention key_padding=target causal, cross-attention key_padding=source", PAIRS(3, 4, 4),
+     "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n"
+     "[attention]\nheads=2\nkey_padding=target\n"
+     "[attention]\nheads=2\nsource=1\nkey_padding=source\n",
      NULL},
     {"rnn", FEATURES(2, 5, 6), "[rnn]\noutput=7\n", NULL},
     {"lstm", FEATURES(2, 5, 6), "[lstm]\noutput=7\n", NULL},

@@ -481,7 +481,7 @@ static void test_sequence_layers_in_bf16(void)
     net_forward(&net[0]);
     memcpy(last, out16->out, out_n * sizeof *last);
     for (int t = 0; t < T; t++)
-        net_forward_at(&net[0], t);
+        net_forward_at(&net[0], 0, t);
     const size_t row = shape_size(out16->out_shape) / (size_t)T;
     for (int b = 0; b < net[0].batch; b++) {
         const size_t at = ((size_t)b * T + (size_t)(T - 1)) * row;

@@ -192,7 +192,7 @@ static void check_forward_at(const char *text, double tolerance)
             l->out[k] = NAN;
     }
     for (int t = 0; t < net.seq; t++)
-        net_forward_at(&net, t);
+        net_forward_at(&net, 0, t);
     for (int i = 0; i < net.n_layers; i++) {
         const Layer *l = &net.layers[i];
         const double err =

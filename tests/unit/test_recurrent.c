@@ -94,7 +94,7 @@ static void test_forward_at_row_by_row_equals_forward(void)
         memcpy(want, last->out, n * sizeof *want);
         memcpy(want_h, rec->out, h_n * sizeof *want_h);
 
-        net_forward_at(&net, 5);
+        net_forward_at(&net, 0, 5);
         double worst = 0;
         for (size_t i = 0; i < n; i++)
             worst = fmax(worst, fabs(last->out[i] - want[i]));
@@ -103,7 +103,7 @@ static void test_forward_at_row_by_row_equals_forward(void)
         memset(rec->out, 0, h_n * sizeof *rec->out);
         memset(last->out, 0, n * sizeof *last->out);
         for (int t = 0; t < 6; t++)
-            net_forward_at(&net, t);
+            net_forward_at(&net, 0, t);
         worst = 0;
         for (size_t i = 0; i < h_n; i++)
             worst = fmax(worst, fabs(rec->out[i] - want_h[i]));
@@ -114,6 +114,47 @@ static void test_forward_at_row_by_row_equals_forward(void)
         CHECK_NEAR(worst, 0, 1e-5);
         free(want);
         free(want_h);
+        net_free(&net);
+    }
+}
+
+/* After a forward, the states move between samples (sample k gets sample from[k]'s) with their
+ * input rows: forward_at(5) then gives row 5 of sample from[k]'s forward, to float round-off. */
+static void test_gathered_state_gives_the_moved_samples_rows(void)
+{
+    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, SEQ_NET(3, 6, 4) "[%s]\noutput=5\n[softmax]\n", sections[k]);
+        Net net;
+        if (build(text, &net))
+            continue;
+        CHECK(net_can_gather_samples(&net, 0));
+        Rng rng;
+        rng_seed(&rng, 5, 0);
+        const size_t row = shape_size(net.in_shape), in_n = 3 * row;
+        float *x = malloc(in_n * sizeof *x);
+        for (size_t i = 0; i < in_n; i++)
+            x[i] = net.input[i] = rng_normal(&rng);
+        net_forward(&net);
+        const Layer *last = &net.layers[1];
+        const size_t per_sample = shape_size(last->out_shape), width = (size_t)last->out_shape.w;
+        float *want = malloc(3 * per_sample * sizeof *want);
+        memcpy(want, last->out, 3 * per_sample * sizeof *want);
+        const int from[3] = {2, 0, 0};
+        float *scratch = malloc(net_gather_samples(&net, 0, from, 3, NULL) * sizeof *scratch);
+        net_gather_samples(&net, 0, from, 3, scratch);
+        for (int b = 0; b < 3; b++)
+            memcpy(net.input + b * row, x + from[b] * row, row * sizeof *x);
+        net_forward_at(&net, 0, 5);
+        double worst = 0;
+        for (int b = 0; b < 3; b++)
+            for (size_t i = 0; i < width; i++)
+                worst = fmax(worst, fabs(last->out[b * per_sample + 5 * width + i] -
+                                         want[from[b] * per_sample + 5 * width + i]));
+        CHECK_NEAR(worst, 0, 1e-5);
+        free(scratch);
+        free(want);
+        free(x);
         net_free(&net);
     }
 }
@@ -407,6 +448,7 @@ int main(void)
     test_darknet_one_step_net_runs();
     test_samples_are_independent();
     test_forward_at_row_by_row_equals_forward();
+    test_gathered_state_gives_the_moved_samples_rows();
     test_matches_pytorch();
     test_results_do_not_depend_on_thread_count();
     test_fused_lstm_matches_reference();

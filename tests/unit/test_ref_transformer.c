@@ -24,7 +24,7 @@ static void check_token_by_token(const RefFixture *f, Net *net, const RefTensor 
     net_forward(net);
     memcpy(net->input, input->data, input->count * sizeof *net->input);
     for (int t = 0; t < net->seq; t++)
-        net_forward_at(net, t);
+        net_forward_at(net, 0, t);
     ref_expect_outputs(f, net);
 }
 

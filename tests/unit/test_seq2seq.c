@@ -10,6 +10,7 @@
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
+#include "data/text_pairs.h"
 #include "gradcheck.h"
 #include "layers/attention.h"
 #include "ref_fixture.h"
@@ -186,7 +187,9 @@ static void test_decoding_runs_the_encoder_once(void)
     int n_out[3], first;
     Error e = {0};
     CHECK(decode_first_layer(&net, &first, &e) == CDL_OK && first == 5);
-    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, out, n_out, &e) == CDL_OK);
+    const DecodeOptions uncached = {.use_cache = 0};
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &uncached, out, n_out, NULL,
+                        &e) == CDL_OK);
     for (int k = 0; k < 3; k++) { /* one sample at a time, every layer for every token */
         float *x = net.input;
         for (size_t i = 0; i < 3 * 9; i++)
@@ -209,8 +212,198 @@ static void test_decoding_runs_the_encoder_once(void)
     }
     const int32_t *too_long[] = {a, a};
     const int lengths[] = {4, 5};
-    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, out, n_out, &e) == CDL_EUSAGE);
+    CHECK(decode_greedy(&net, first, too_long, lengths, 2, 5, 6, &uncached, out, n_out, NULL, &e) ==
+          CDL_EUSAGE);
     CHECK_CONTAINS(e.msg, "the source has 5 tokens: the net reads 1 to 4");
+    net_free(&net);
+}
+
+/* The log-probability of target [n] after source [n_source] by one whole forward of sample 0
+ * (every other sample all padding): its tokens' at their rows, and EOS's after them when the
+ * target left a row for it. */
+static double teacher_forced_log_prob(Net *net, const int32_t *source, int n_source,
+                                      const int32_t *target, int n, int bos, int eos)
+{
+    const int row = net->source + net->seq;
+    float *x = net_host_input(net);
+    for (int b = 0; b < net->batch; b++)
+        text_pairs_input_row(b ? NULL : source, b ? 0 : n_source, bos, b ? NULL : target,
+                             b ? -1 : n, net->source, net->seq, x + (size_t)b * row);
+    net_commit_batch(net);
+    net_forward(net);
+    double sum = 0;
+    for (int t = 0; t <= n && t < net->seq; t++)
+        sum += log(net_output(net)[(size_t)t * net->classes + (size_t)(t < n ? target[t] : eos)]);
+    return sum;
+}
+
+/* Whether every sample of the encoder's output (layer memory) is sample 0's: beam search's rows
+ * all read its source. */
+static int rows_read_one_source(const Net *net, int memory)
+{
+    const Layer *l = &net->layers[memory];
+    const size_t n = shape_size(l->out_shape);
+    for (int b = 1; b < net->batch; b++)
+        for (size_t i = 0; i < n; i++)
+            if (fabsf(l->out[(size_t)b * n + i] - l->out[i]) > 1e-6f)
+                return 0;
+    return 1;
+}
+
+/* Greedy decoding of three padded sources and beam search of three hypotheses (each length
+ * penalty) over each source, cached and uncached: the same tokens, and log-probabilities within
+ * 1e-5; every beam row reads the source, and the beam's log-probability is a whole forward's of
+ * its target (BOS vocab-2, EOS
+ * vocab-1, random weights: the targets run long and the beam's hypotheses extend one another's,
+ * so its caches move between rows). */
+static void check_cache_matches_uncached(const char *name, Net *net)
+{
+    const int32_t a[] = {1, 2, 3, 4, 0}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {net->source, 2, 1};
+    const int bos = net->vocab - 2, eos = net->vocab - 1, seq = net->seq;
+    const DecodeOptions how[2] = {{.use_cache = 0}, {.use_cache = 1}};
+    int32_t out[2][3 * 8];
+    int n_out[2][3], first;
+    double log_probs[2][3];
+    Error e = {0};
+    CHECK(seq <= 8 && net->batch == 3 && decode_first_layer(net, &first, &e) == CDL_OK);
+    for (int cached = 0; cached < 2; cached++)
+        CHECK(decode_greedy(net, first, sources, n_sources, 3, bos, eos, &how[cached], out[cached],
+                            n_out[cached], log_probs[cached], &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) {
+        CHECK(n_out[0][k] == n_out[1][k] && n_out[0][k] > 0);
+        CHECK(!memcmp(out[0] + k * seq, out[1] + k * seq, (size_t)n_out[0][k] * sizeof **out));
+        CHECK(fabs(log_probs[0][k] - log_probs[1][k]) < 1e-5);
+    }
+    for (int k = 0; k < 3; k++)
+        for (float penalty = 0; penalty <= 2; penalty += 1) {
+            for (int cached = 0; cached < 2; cached++)
+                CHECK(decode_beam(net, first, sources[k], n_sources[k], 3, penalty, bos, eos,
+                                  &how[cached], out[cached], n_out[cached], log_probs[cached],
+                                  &e) == CDL_OK);
+            CHECK(n_out[0][0] == n_out[1][0] && n_out[0][0] > 0);
+            CHECK(!memcmp(out[0], out[1], (size_t)n_out[0][0] * sizeof **out));
+            CHECK(fabs(log_probs[0][0] - log_probs[1][0]) < 1e-5);
+            /* the best hypothesis's score is the model's for its target, whichever row it ran in
+             * (every row reads the source) */
+            CHECK(rows_read_one_source(net, first - 1));
+            CHECK(fabs(log_probs[1][0] - teacher_forced_log_prob(net, sources[k], n_sources[k],
+                                                                 out[1], n_out[1][0], bos, eos)) <
+                  1e-5);
+        }
+    if (check_failures)
+        fprintf(stderr, "  %s\n", name);
+}
+
+/* Sample k's input row x [S + T]: source tokens (k + r) % 5 for r < k + 2, the target rows'
+ * tokens (3k + r) % 7 % (vocab - 1); -1 pads the source. */
+static void fill_distinct_sample(const Net *net, float *x, int k)
+{
+    for (int r = 0; r < net->source + net->seq; r++)
+        x[r] = r < net->source ? (r < k + 2 ? (float)((k + r) % 5) : -1.0f)
+                               : (float)((3 * k + r) % 7 % (net->vocab - 1));
+}
+
+/* Three samples of other sources and targets through a whole forward; then their caches move
+ * (sample k gets sample from[k]'s) with their input rows, and the cached step of row t of each
+ * gives the forward's row t of sample from[k] to 1e-5: self-attention's keys and values and the
+ * memory's moved with the sample. */
+static void check_gathered_caches(const char *name, Net *net)
+{
+    int first;
+    Error e = {0};
+    CHECK(decode_first_layer(net, &first, &e) == CDL_OK);
+    const int from[3] = {2, 0, 0}, t = 3, row = net->source + net->seq;
+    const size_t per_sample = (size_t)net->seq * (size_t)net->classes;
+    float *x = net_host_input(net), *want = malloc(3 * per_sample * sizeof *want);
+    for (int k = 0; k < 3; k++)
+        fill_distinct_sample(net, x + (size_t)k * row, k);
+    net_commit_batch(net);
+    net_forward(net);
+    memcpy(want, net_output(net), 3 * per_sample * sizeof *want);
+    float *scratch = malloc(net_gather_samples(net, first, from, 3, NULL) * sizeof *scratch);
+    net_gather_samples(net, first, from, 3, scratch);
+    x = net_host_input(net);
+    for (int k = 0; k < 3; k++) /* the samples' input rows, moved as their caches were */
+        fill_distinct_sample(net, x + (size_t)k * row, from[k]);
+    net_commit_batch(net);
+    net_forward_at(net, first, t);
+    double worst = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < net->classes; i++) {
+            const size_t at = (size_t)t * net->classes + (size_t)i;
+            const double d =
+                fabs(net_output(net)[k * per_sample + at] - want[from[k] * per_sample + at]);
+            worst = d > worst ? d : worst;
+        }
+    CHECK(worst < 1e-5);
+    if (worst >= 1e-5)
+        fprintf(stderr, "  %s: moved caches' row %d off by %g\n", name, t, worst);
+    free(scratch);
+    free(want);
+}
+
+static void test_cached_decoding_matches_uncached(void)
+{
+    Net net;
+    if (!build(ENCODER_DECODER(""), &net)) {
+        check_cache_matches_uncached("post-norm", &net);
+        check_gathered_caches("post-norm", &net);
+        net_free(&net);
+    }
+    Error e = {0};
+    if (net_build_from_file(&net, "tests/ref/seq2seq_norm_first.cfg", NULL, 0, 0, 7, &e) ||
+        net_resize(&net, net.hyper.batch, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    check_cache_matches_uncached("norm_first", &net);
+    check_gathered_caches("norm_first", &net);
+    net_free(&net);
+}
+
+/* Sampled decoding (temperature 1, top_k 4): the draws come from (seed, source, row), so a
+ * source gets the same target alone as in a batch of others, cached or not; another seed gives
+ * other targets; beam search refuses to sample. */
+static void test_sampled_decoding_is_seeded(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int32_t a[] = {1, 2, 3, 4}, b[] = {4, 0}, c[] = {2};
+    const int32_t *sources[] = {a, b, c};
+    const int n_sources[] = {4, 2, 1};
+    int32_t out[3][3 * 5];
+    int n_out[3][3], first, differ = 0;
+    double log_probs[3][3];
+    Error e = {0};
+    CHECK(decode_first_layer(&net, &first, &e) == CDL_OK);
+    const DecodeOptions drawn = {{1.0f, 4, 0}, 11, 1}, uncached = {{1.0f, 4, 0}, 11, 0},
+                        reseeded = {{1.0f, 4, 0}, 12, 1};
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &drawn, out[0], n_out[0],
+                        log_probs[0], &e) == CDL_OK);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &uncached, out[1], n_out[1],
+                        log_probs[1], &e) == CDL_OK);
+    CHECK(decode_greedy(&net, first, sources, n_sources, 3, 5, 6, &reseeded, out[2], n_out[2], NULL,
+                        &e) == CDL_OK);
+    for (int k = 0; k < 3; k++) {
+        int32_t alone[5];
+        int n_alone;
+        CHECK(decode_greedy(&net, first, &sources[k], &n_sources[k], 1, 5, 6, &drawn, alone,
+                            &n_alone, NULL, &e) == CDL_OK);
+        CHECK(n_alone == n_out[0][k] && n_out[1][k] == n_out[0][k]);
+        CHECK(!memcmp(alone, out[0] + 5 * k, (size_t)n_alone * sizeof *alone));
+        CHECK(!memcmp(out[1] + 5 * k, out[0] + 5 * k, (size_t)n_alone * sizeof *alone));
+        CHECK(fabs(log_probs[0][k] - log_probs[1][k]) < 1e-5);
+        differ += n_out[2][k] != n_out[0][k] ||
+                  memcmp(out[2] + 5 * k, out[0] + 5 * k, (size_t)n_alone * sizeof *alone);
+    }
+    CHECK(differ > 0);
+    CHECK(decode_beam(&net, first, a, 4, 2, 1.0f, 5, 6, &drawn, out[0], n_out[0], NULL, &e) ==
+          CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg, "not with --beam 2");
     net_free(&net);
 }
 
@@ -283,6 +476,8 @@ int main(void)
     test_masked_keys_get_no_weight();
     test_dropout_only_in_training();
     test_decoding_runs_the_encoder_once();
+    test_cached_decoding_matches_uncached();
+    test_sampled_decoding_is_seeded();
     test_cfg_errors();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");

@@ -29,7 +29,8 @@
  * from (net seed, draw_id, layer index) as [dropout] draws its own.
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
- * attends to the cached keys and values of rows <= t, O(t C) per call. A bidirectional layer
+ * attends to the cached keys and values of rows <= t, O(t C) per call (gather_samples moves
+ * a sample's cache to another). A bidirectional layer
  * (causal=0) attends to all T rows in forward, which a token-by-token pass cannot know: its
  * forward_at sees rows <= t only and so differs from forward.
  *
@@ -45,6 +46,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/gather_samples.h"
 #include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/softmax_row.h"
 #include "core/net.h"
@@ -290,8 +292,7 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
     if (a->mem_seq) {
-        /* every query row attends to the whole memory: row t is the full forward's */
-        attention_cross_forward(l, ctx);
+        attention_cross_forward_at(l, ctx, t);
         return;
     }
     const int c = a->channels, stride = a->seq * c, pairs = ctx->batch * a->heads;
@@ -316,10 +317,22 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
                           l->params[P_OUT_BIASES].data, l->out + at, stride, NULL);
 }
 
+/* The key/value cache of each sample: qkv's [T][3C] (cross-attention's q and kv). */
+static size_t attention_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+{
+    Attention *a = l->priv;
+    if (a->mem_seq)
+        return attention_cross_gather_samples(l, batch, from, n, scratch);
+    return gather_sample_blocks(a->qkv, (size_t)a->seq * 3 * (size_t)a->channels, from, n,
+                                scratch);
+}
+
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
 const LayerKernels cpu_attention_kernels = {
     .resize = attention_resize,
     .forward = attention_forward,
     .backward = attention_backward,
     .forward_at = attention_forward_at,
+    .keeps_rows = 1,
+    .gather_samples = attention_gather_samples,
 };

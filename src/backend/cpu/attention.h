@@ -157,5 +157,7 @@ void attention_backward(Layer *l, const StepContext *ctx);
 int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e);
 void attention_cross_forward(Layer *l, const StepContext *ctx);
 void attention_cross_backward(Layer *l, const StepContext *ctx);
+void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t);
+size_t attention_cross_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch);
 
 #endif

@@ -15,6 +15,10 @@
  * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
  * whose keys are all masked gets zero weights (PyTorch's would be NaN).
  *
+ * forward_at computes row t alone from the cache: the memory's keys and values as the forward left
+ * them (once per source), and under key padding's self-attention the rows < t's with row t's
+ * appended.
+ *
  * With dropout= in training, Y = (P o M) V with M [T][S] per pair drawn as self-attention's: 0 with
  * probability dropout, else 1 / (1 - dropout), from (net seed, draw_id, layer) at the pair's index
  * in the step's global mini-batch; P stays undropped for the softmax's backward.
@@ -23,6 +27,7 @@
 #include <string.h>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/gather_samples.h"
 #include "backend/cpu/softmax_row.h"
 #include "backend/cpu/sum_rows.h"
 #include "core/net.h"
@@ -145,6 +150,70 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
     attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
                           l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
                           NULL);
+}
+
+/* Row t of every sample: its query (and under key padding's self-attention, its key and value,
+ * into the cache), its scores over the keys (the rows <= t under causal=1, else the whole memory,
+ * whose keys and values the forward computed once), their weights and its output row. */
+void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t)
+{
+    Attention *a = l->priv;
+    const int s = a->mem_seq, c = a->channels, d = a->head_size, stride = a->seq * c;
+    const int pairs = ctx->batch * a->heads, keys = a->causal ? t + 1 : s;
+    const size_t at = (size_t)t * c;
+    const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
+    float *kv = a->qkv + (size_t)ctx->batch * stride;
+    attention_linear_rows(GEMM_FP32, l->in[0] + at, stride, ctx->batch, c, c, w, bias, a->qkv + at,
+                          stride, NULL);
+    if (l->in[1] == l->in[0])
+        attention_linear_rows(GEMM_FP32, l->in[0] + at, stride, ctx->batch, c, 2 * c,
+                              w + (size_t)c * c, bias + c, kv + 2 * at, 2 * s * c, NULL);
+    const float scale = 1.0f / sqrtf((float)d);
+#pragma omp parallel for schedule(static)                                                          \
+    num_threads(loop_threads(a)) if ((size_t)pairs * keys * d > ATTENTION_PARALLEL_MIN)
+    for (int pair = 0; pair < pairs; pair++) {
+        const int b = pair / a->heads;
+        const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
+        const float *ids =
+            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+        const float *q = v.q + at;
+        float *row = v.p + (size_t)t * s, *y = a->heads_out + v.q_at + at;
+        for (int j = 0; j < keys; j++) {
+            const float *k = v.k + (size_t)j * 2 * c;
+            float dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int i = 0; i < d; i++)
+                dot += q[i] * k[i];
+            row[j] = scale * dot;
+        }
+        if ((a->causal || ids) && !mask_scores(a, ids, t, row))
+            memset(row, 0, (size_t)s * sizeof *row);
+        else
+            softmax_row_probs(row, row, (size_t)s, 1.0f);
+        memset(y, 0, (size_t)d * sizeof *y);
+        for (int j = 0; j < keys; j++) {
+            const float *value = v.k + c + (size_t)j * 2 * c, weight = row[j];
+#pragma omp simd
+            for (int i = 0; i < d; i++)
+                y[i] += weight * value[i];
+        }
+    }
+    attention_linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
+                          l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at,
+                          stride, NULL);
+}
+
+/* Each sample's q [T][C] and kv [S][2C]: the memory's keys and values move too (beam search's
+ * hypotheses share one source, so they are the same), and key padding's self-attention keeps its
+ * cache there. */
+size_t attention_cross_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+{
+    Attention *a = l->priv;
+    const size_t q = (size_t)a->seq * a->channels;
+    const size_t q_floats = gather_sample_blocks(a->qkv, q, from, n, scratch);
+    const size_t kv_floats = gather_sample_blocks(
+        a->qkv + (size_t)batch * q, (size_t)a->mem_seq * 2 * a->channels, from, n, scratch);
+    return q_floats > kv_floats ? q_floats : kv_floats;
 }
 
 /* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)

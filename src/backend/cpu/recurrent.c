@@ -21,6 +21,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/gather_samples.h"
 #include "backend/cpu/gemm.h"
 
 /* Below this many values per step an element-wise parallel region costs more than it saves. */
@@ -318,6 +319,24 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
     recurrent_step(l, ctx, t, NULL);
 }
 
+/* Each sample's state: its outputs h [T][H] and saved values (T rows of state_row's, a block of
+ * the sample's or one row per step). */
+static size_t recurrent_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+{
+    Recurrent *rc = l->priv;
+    const size_t steps = (size_t)rc->steps;
+    size_t most = gather_sample_blocks(l->out, steps * (size_t)rc->hidden, from, n, scratch);
+    if (!steps_of(rc)->saved)
+        return most;
+    for (size_t t = 0; t < (rc->time_major ? steps : 1); t++) {
+        const size_t floats = gather_sample_blocks(
+            saved_row(rc, state_row(rc, batch, 0, (int)t)),
+            rc->time_major ? rc->ld_saved : steps * rc->ld_saved, from, n, scratch);
+        most = floats > most ? floats : most;
+    }
+    return most;
+}
+
 /* sums[j] += sum over the rows of m[rows][cols] of m[r][j], in row order. */
 static void add_column_sums(const float *m, size_t rows, int cols, float *sums)
 {
@@ -440,4 +459,6 @@ const LayerKernels cpu_recurrent_kernels = {
     .forward = recurrent_forward,
     .backward = recurrent_backward,
     .forward_at = recurrent_forward_at,
+    .keeps_rows = 1,
+    .gather_samples = recurrent_gather_samples,
 };
