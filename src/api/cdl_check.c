@@ -16,6 +16,7 @@
 #include "core/net_split.h"
 #include "data/dataset.h"
 #include "data/text_data.h"
+#include "detect/net_detections.h"
 #include "train/optimizer.h"
 
 /* A check in progress: the result it fills, and whether a line could not be kept. */
@@ -159,14 +160,18 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
         problem(c, "%s", e.msg);
         return;
     }
-    if (dc->classes > net->classes)
-        problem(c, "%s: the data has %d classes but the net outputs %d", dc->path, dc->classes,
-                net->classes);
-    else if (dc->classes < net->classes)
+    /* a detector's classes are its [yolo]/[region] layers', not the width of its output */
+    const Layer *detector = net_last_detector(net);
+    const int classes = detector ? detector_classes(detector) : net->classes;
+    if (dc->classes > classes)
+        problem(c, "%s: the data has %d classes but the net %s %d", dc->path, dc->classes,
+                detector ? "detects" : "outputs", classes);
+    else if (dc->classes < classes)
         warning(c,
-                "%s: warning: the data has %d classes and the net outputs %d: outputs %d..%d are "
-                "never a label",
-                dc->path, dc->classes, net->classes, dc->classes, net->classes - 1);
+                "%s: warning: the data has %d classes and the net %s %d: %s %d..%d are never "
+                "a label",
+                dc->path, dc->classes, detector ? "detects" : "outputs", classes,
+                detector ? "classes" : "outputs", dc->classes, classes - 1);
     const Shape in = net->in_shape;
     if (r->data_c && r->data_c != in.c)
         warning(c,

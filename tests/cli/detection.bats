@@ -278,3 +278,16 @@ assert len(losses) == 4 and all(math.isfinite(l) and l > 0 for l in losses), los
 PY
     "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4'
 }
+
+@test "check compares the data's classes with the detector's [yolo] classes, not its output width" {
+    detection_set
+    run "$CDL" check tiny.cfg --data det.data
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"warning: the data has"* ]]
+    [ "${lines[-1]}" = "ok: train would start" ]
+    sed -i 's/^classes=1$/classes=3/' det.data
+    printf 'square\ncircle\nstar\n' > det.names
+    run "$CDL" check tiny.cfg --data det.data
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"det.data: the data has 3 classes but the net detects 1"* ]]
+}
