@@ -1,7 +1,8 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
  * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
  * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], DenseNet's
- * pre-activation ([batchnorm] activation=), a vision transformer's [tokens] and [select_token]
+ * pre-activation ([batchnorm] activation=) and bias-free convolutions ([convolutional] bias=0),
+ * a vision transformer's [tokens] and [select_token]
  * ([attention] on token rows in an image net), each with values
  * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
  * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
@@ -392,6 +393,46 @@ static void test_batchnorm_activation_gradients(void)
                                         "[batchnorm]\nactivation=tanh\n");
 }
 
+/* ---- [convolutional] bias=0 ---- */
+
+/* A bias-free 1x1 convolution of weight 2 and -1 over 2 channels has only its weights: out =
+ * 2*a - b per position; the backward of deltas 1..4 gives the weights the sums of delta*input. */
+static void test_conv_bias_free_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 2, 1, 2) "[convolutional]\nfilters=1\nsize=1\nbias=0\n"
+                                             "activation=linear\n",
+                       &net))
+        return;
+    CHECK(net.layers[0].n_params == 1 && net.n_params == 2);
+    set_param(&net.layers[0], "weights", (const float[]){2, -1}, 2);
+    for (int i = 0; i < 4; i++)
+        net.input[i] = (float)(i + 1); /* channel 0: 1 2, channel 1: 3 4 */
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[0].out, (const float[]){-1, 0}, 2, 0);
+    net_zero_grads(&net);
+    net.layers[0].delta[0] = 1.0f;
+    net.layers[0].delta[1] = 10.0f;
+    net_backward(&net);
+    check_values(net.layers[0].params[0].grad, (const float[]){21, 43}, 2, 0);
+    net_free(&net);
+}
+
+static void test_conv_bias_free_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[convolutional]\nbias=2\n",
+                     "t.cfg:7: layer 0: [convolutional] bias=2: expected 0 or 1");
+}
+
+static void test_conv_bias_free_gradients(void)
+{
+    gradcheck_cfg("bias-free convolutions, 3x3 tanh and 1x1 linear",
+                  IMAGE_NET(2, 3, 4, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\nbias=0\n"
+                                        "activation=tanh\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "bias=0\nactivation=linear\n");
+}
+
 /* ---- [tokens] ---- */
 
 /* A 2-channel 1x2 map per sample becomes 1 + 2 tokens of 2 features: the class token, then the
@@ -505,6 +546,7 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("pad_conv", 2);
     ref_expect_sum_loss_fixture("convnext_block", 2);
     ref_expect_sum_loss_fixture("dense_layer", 2);
+    ref_expect_sum_loss_fixture("dense_transition", 2);
     ref_expect_sum_loss_fixture("vit_embed", 2);
     ref_expect_sum_loss_fixture("vit_block", 2);
 }
@@ -531,6 +573,9 @@ int main(void)
     test_batchnorm_activation_values();
     test_batchnorm_activation_errors();
     test_batchnorm_activation_gradients();
+    test_conv_bias_free_values();
+    test_conv_bias_free_errors();
+    test_conv_bias_free_gradients();
     test_tokens_values();
     test_tokens_errors();
     test_tokens_gradients();
