@@ -5,7 +5,8 @@ hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convol
 keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead), and
 DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
 convolution wrote) and transition (bias-free convolutions, bias=0; a 2x2 average pool as [upsample]
-stride=-2 scale=0.25), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
+stride=-2 scale=0.25), Inception v3's poolings ([avgpool] size= stride= padding=, [maxpool] without
+padding), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
 position embedding) and encoder block ([attention] on those tokens in an image net, [select_token]
 for the head).
 
@@ -76,6 +77,13 @@ identical bytes. The .ref format is ref_format.py's.
     5 [batchnorm] activation=relu                          the transition's norm, relu
     6 [convolutional] 3 filters 1x1 bias=0, linear        its conv
     7 [upsample] stride=-2 scale=0.25                      F.avg_pool2d(., 2, 2): 2x3x2x3
+
+  inception_pools (Inception v3's poolings on a 2x3x9x8 image; weights and biases N(0, 0.5^2)):
+    0 [convolutional] 4 filters 3x3 pad 1, tanh           torch.tanh(conv(x, padding=1))
+    1 [avgpool] size=3 stride=1 padding=1                  F.avg_pool2d(., 3, 1, 1): 4x9x8
+                                                          (count_include_pad=True)
+    2 [avgpool] size=3 stride=2 padding=1                  F.avg_pool2d(., 3, 2, 1): 4x5x4
+    3 [maxpool] size=3 stride=2 padding=0                  F.max_pool2d(., 3, 2): 4x2x1
 
   vit_embed (a 2x3x8x8 image; every tensor N(0, 0.5^2), layer norm scales N(1, 0.5^2), the class
   token too (torchvision starts it at 0, which would hide its place)):
@@ -329,6 +337,35 @@ scale=0.25
 """
 
 
+INCEPTION_POOLS_CFG = """# scripts/ref/make_zoo_layers.py: Inception v3's poolings
+""" + net_section(3, 9, 8) + """
+# 0: 4x9x8
+[convolutional]
+filters=4
+size=3
+pad=1
+activation=tanh
+
+# 1: 4x9x8, the 3x3 average of each position, padding counted
+[avgpool]
+size=3
+stride=1
+padding=1
+
+# 2: 4x5x4
+[avgpool]
+size=3
+stride=2
+padding=1
+
+# 3: 4x2x1, no padding
+[maxpool]
+size=3
+stride=2
+padding=0
+"""
+
+
 VIT_EMBED_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's embedding
 """ + net_section(3, 8, 8) + """
 # 0: 6x2x2, one 4x4 patch per position
@@ -547,6 +584,19 @@ def dense_transition():
     return DENSE_TRANSITION_CFG, x, p, forward, state
 
 
+def inception_pools():
+    p = conv_params("layer0", 4, 3, 3, 0.5)
+    x = f32(torch.randn(BATCH, 3, 9, 8, dtype=DT))
+
+    def forward(x, p):
+        y = torch.tanh(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1))
+        y = F.avg_pool2d(y, 3, 1, 1, count_include_pad=True)
+        y = F.avg_pool2d(y, 3, 2, 1, count_include_pad=True)
+        return F.max_pool2d(y, 3, 2)
+
+    return INCEPTION_POOLS_CFG, x, p, forward, {}
+
+
 def vit_embed():
     p = conv_params("layer0", 6, 3, 4, 0.5)
     p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
@@ -624,6 +674,7 @@ FIXTURES = [
     ("convnext_block", convnext_block),
     ("dense_layer", dense_layer),
     ("dense_transition", dense_transition),
+    ("inception_pools", inception_pools),
     ("vit_embed", vit_embed),
     ("vit_block", vit_block),
 ]

@@ -333,6 +333,10 @@ static const OpCase cases[] = {
      "[convolutional]\nfilters=4\nsize=3\npad=1\nbias=0\nactivation=tanh\n"
      "[convolutional]\nfilters=3\nsize=1\nbias=0\nactivation=linear\n",
      NULL},
+    {"gpu: avgpool 3x3 stride 1 padding 1 (inception_v3), then 3x3 stride 2", IMAGE(2, 3, 7, 6),
+     CONV(4, 3, 1, 1, 1, 0, tanh) "[avgpool]\nsize=3\nstride=1\npadding=1\n[avgpool]\nsize=3\n"
+                                  "stride=2\npadding=1\n",
+     NULL},
     {"gpu: densenet121's transition", IMAGE(2, 3, 6, 4),
      CONV(4, 3, 1, 1, 1, 0, linear) "[batchnorm]\nactivation=relu\n[convolutional]\nfilters=2\n"
                                     "size=1\nbias=0\nactivation=linear\n[upsample]\nstride=-2\n"
