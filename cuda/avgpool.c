@@ -1,12 +1,29 @@
-/* [avgpool]'s GPU kernels (layers/avgpool.c has its meaning): global average pooling.
+/* [avgpool]'s GPU kernels (layers/avgpool.c has its meaning): global average pooling, or the
+ * windowed average (cuda/kernels/avgpool.h).
  *
- *   in  [batch][c][h][w]   out [batch][c][1][1]
+ *   in  [batch][c][h][w]   out [batch][c][1][1], or windowed [batch][c][out_h][out_w]
  */
+#include "kernels/avgpool.h"
 #include "gpu.h"
 #include "kernels/planes.h"
+#include "layers/avgpool.h"
+
+static AvgpoolDims window_dims(const Layer *l, int batch)
+{
+    const Avgpool *a = l->priv;
+    return (AvgpoolDims){batch * l->in_shape.c, l->in_shape.h, l->in_shape.w, l->out_shape.h,
+                         l->out_shape.w,        a->size,       a->stride,     a->padding};
+}
 
 static void avgpool_forward_gpu(Layer *l, const StepContext *ctx)
 {
+    if (((const Avgpool *)l->priv)->size) {
+        gpu_note(
+            ctx,
+            cuda_avgpool_forward(l->out, l->in[0], window_dims(l, ctx->batch), gpu_stream(ctx)),
+            "avgpool forward");
+        return;
+    }
     gpu_note(ctx,
              cuda_plane_mean(l->out, l->in[0], ctx->batch * l->in_shape.c,
                              l->in_shape.h * l->in_shape.w, gpu_stream(ctx)),
@@ -17,6 +34,13 @@ static void avgpool_backward_gpu(Layer *l, const StepContext *ctx)
 {
     if (!l->in_delta[0])
         return;
+    if (((const Avgpool *)l->priv)->size) {
+        gpu_note(ctx,
+                 cuda_avgpool_backward(l->in_delta[0], l->delta, window_dims(l, ctx->batch),
+                                       gpu_stream(ctx)),
+                 "avgpool backward");
+        return;
+    }
     gpu_note(ctx,
              cuda_plane_mean_backward(l->in_delta[0], l->delta, ctx->batch * l->in_shape.c,
                                       l->in_shape.h * l->in_shape.w, gpu_stream(ctx)),

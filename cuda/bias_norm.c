@@ -2,6 +2,7 @@
 #include "bias_norm.h"
 
 #include "kernels/batchnorm.h"
+#include "kernels/copy.h"
 #include "kernels/planes.h"
 
 void gpu_bias_norm_resize(BiasNorm *bn, int batch, LayerState *st)
@@ -27,6 +28,14 @@ static int refuse_sync_bn(const BiasNorm *bn, const StepContext *ctx)
 void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
+    if (!bn->has_bias) {
+        if (y != x)
+            gpu_note(ctx,
+                     cuda_copy_rows(y, 0, x, 0, 1, (size_t)batch * channels * spatial, 0,
+                                    gpu_stream(ctx)),
+                     "bias-free forward");
+        return;
+    }
     const float *bias = bias_norm_param(bn, l, BN_BIASES)->data;
     if (!bn->batch_normalize) {
         gpu_note(ctx, cuda_add_bias(y, x, bias, batch, channels, spatial, gpu_stream(ctx)),
@@ -57,6 +66,8 @@ void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx
                             float *dx, float dx_beta)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
+    if (!bn->has_bias)
+        return;
     Param *biases = bias_norm_param(bn, l, BN_BIASES);
     if (!bn->batch_normalize) {
         gpu_note(ctx, cuda_bias_grad(biases->grad, dy, batch, channels, spatial, gpu_stream(ctx)),

@@ -9,7 +9,7 @@
 #            [--warmup N] [--quick]
 #   nets: resnet18_cifar resnet18 fashion cifar_small char_lstm gpt_tiny resnet50
 #         resnet18_cifar_inference resnet18_inference resnet50_inference resnet18_cifar_bf16
-#         resnet50_bf16 (default: all; _bf16: cdl
+#         resnet50_bf16 densenet121 densenet121_inference (default: all; _bf16: cdl
 #         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
 #         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
 #         measurement); --steps: every net's (default: per net)
@@ -22,7 +22,7 @@ args=("$@")
 quick=0
 all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50
 all_nets+=,resnet18_cifar_inference,resnet18_inference,resnet50_inference
-all_nets+=,resnet18_cifar_bf16,resnet50_bf16
+all_nets+=,resnet18_cifar_bf16,resnet50_bf16,densenet121,densenet121_inference
 nets=$all_nets
 thread_list=1,2
 repeats=3
@@ -57,6 +57,8 @@ net_spec() {
     resnet18_cifar_inference) echo "cfg/resnet18_cifar.cfg 64 inference 10" ;;
     resnet18_inference) echo "cfg/resnet18.cfg 16 inference 10" ;;
     resnet50_inference) echo "cfg/resnet50.cfg 16 inference 10" ;;
+    densenet121) echo "cfg/densenet121.cfg 8 train 5" ;;
+    densenet121_inference) echo "cfg/densenet121.cfg 16 inference 10" ;;
     *) return 1 ;;
     esac
 }

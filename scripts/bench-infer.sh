@@ -18,9 +18,9 @@
 #         scripts/bench_int8_torch.py), both calibrated on random batches.
 # Usage: scripts/bench-infer.sh [--nets A,B,..] [--batches 1,16] [--threads 1,2]
 #            [--precisions fp32,bf16,int8] [--repeats N] [--images N] [--no-compile] [--quick]
-#   nets: resnet18 resnet50 mobilenetv2 (cfg/NAME.cfg; default: all); batches: any (default
+#   nets: resnet18 resnet50 mobilenetv2 densenet121 (cfg/NAME.cfg; default: all); batches: any (default
 #   1,16; 64 too for throughput); --images: images per timed run (default per net: resnet50
-#   8, resnet18 16, mobilenetv2 32; at least one step); --no-compile: no torch.compile column
+#   8, densenet121 8, resnet18 16, mobilenetv2 32; at least one step); --no-compile: no torch.compile column
 #   (its first compilation of a net takes a minute); --quick: resnet18, batch 1, 1 thread,
 #   fp32, 1 repeat of 2 images (a check that everything runs, not a measurement).
 #   Besides printing it, a run (not --quick) writes its table to docs/speed/ as a dated
@@ -31,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 args=("$@")
 quick=0
-nets=resnet18,resnet50,mobilenetv2
+nets=resnet18,resnet50,mobilenetv2,densenet121
 batch_list=1,16
 thread_list=1,2
 precision_list=fp32,bf16,int8
@@ -59,7 +59,7 @@ IFS=, read -r -a thread_counts <<<"$thread_list"
 IFS=, read -r -a precisions <<<"$precision_list"
 default_images() {
     case "$1" in
-    resnet50) echo 8 ;;
+    resnet50 | densenet121) echo 8 ;;
     resnet18) echo 16 ;;
     mobilenetv2) echo 32 ;;
     *) return 1 ;;

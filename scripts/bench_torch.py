@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer for `cdl bench`: builds the net a cdl cfg describes (convolutional,
-connected, batch norm, maxpool, avgpool, dropout, route, shortcut, softmax: the image cfgs of
-cfg/) and times the same training steps (SGD with momentum and weight decay, BN in train
+connected, batchnorm, maxpool, avgpool (global or windowed), upsample, dropout, route, shortcut,
+softmax: the image cfgs of cfg/ they make up) and times the same training steps (SGD with momentum and weight decay, BN in train
 mode) or, with --inference, forwards without gradients, on random data; --bf16 runs the
 forwards (and so the backwards) under torch.autocast("cpu", torch.bfloat16), cdl's
 --precision bf16; --compile runs the model through torch.compile (PyTorch 2; the warm-up
@@ -82,6 +82,21 @@ class DarknetMaxPool(nn.Module):
         return self.pool(x)
 
 
+class Resample(nn.Module):
+    """[upsample]: nearest upsampling by stride times scale, or with a negative stride the sum
+    of each stride x stride window times scale (an average pool times scale * stride^2)."""
+
+    def __init__(self, stride, scale):
+        super().__init__()
+        self.stride, self.scale = stride, scale
+
+    def forward(self, x):
+        if self.stride < 0:
+            s = -self.stride
+            return F.avg_pool2d(x, s) * (self.scale * s * s)
+        return F.interpolate(x, scale_factor=self.stride, mode="nearest") * self.scale
+
+
 ALIASES = {"conv": "convolutional", "max": "maxpool", "avg": "avgpool", "conn": "connected"}
 
 
@@ -117,9 +132,10 @@ class CfgNet(nn.Module):
                 stride, groups = int(s.get("stride", 1)), int(s.get("groups", 1))
                 padding = size // 2 if int(s.get("pad", 0)) else int(s.get("padding", 0))
                 bn = int(s.get("batch_normalize", 0))
-                conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=not bn)
+                bias = not bn and int(s.get("bias", 1))
+                conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=bias)
                 nn.init.normal_(conv.weight, 0.0, (2.0 / (c // groups * size * size)) ** 0.5)
-                if not bn:
+                if bias:
                     nn.init.zeros_(conv.bias)
                 self.decayed.append(conv.weight)
                 parts = [conv]
@@ -137,9 +153,22 @@ class CfgNet(nn.Module):
                 module = DarknetMaxPool(size, stride, padding)
                 h = (h + padding - size) // stride + 1
                 w = (w + padding - size) // stride + 1
+            elif name == "avgpool" and int(s.get("size", 0)):
+                size = int(s["size"])
+                stride, padding = int(s.get("stride", size)), int(s.get("padding", 0))
+                module = nn.AvgPool2d(size, stride, padding, count_include_pad=True)
+                h = (h + 2 * padding - size) // stride + 1
+                w = (w + 2 * padding - size) // stride + 1
             elif name == "avgpool":
                 module = nn.AdaptiveAvgPool2d(1)
                 h = w = 1
+            elif name == "batchnorm":
+                module = nn.Sequential(nn.BatchNorm2d(c, eps=bn_eps, momentum=bn_momentum),
+                                       activation(s.get("activation", "linear")))
+            elif name == "upsample":
+                stride = int(s.get("stride", 2))
+                module = Resample(stride, float(s.get("scale", 1)))
+                h, w = (h // -stride, w // -stride) if stride < 0 else (h * stride, w * stride)
             elif name == "connected":
                 outputs = int(s["output"])
                 bn = int(s.get("batch_normalize", 0))

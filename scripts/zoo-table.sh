@@ -24,6 +24,7 @@ purpose() {
     shufflenet_v2_x1_0) echo "torchvision shufflenet_v2_x1_0: channel split, depthwise, channel shuffle" ;;
     vit_b_16) echo "torchvision vit_b_16: 16x16 patches, class token, 12 encoder blocks" ;;
     regnet_y_400mf) echo "torchvision regnet_y_400mf: grouped bottlenecks, squeeze-excitation" ;;
+    densenet121) echo "torchvision densenet121: dense blocks of [route] concatenations, pre-activation batch norms, bias-free convolutions" ;;
     convnext_tiny) echo "torchvision convnext_tiny: 7x7 depthwise, LayerNorm2d, layer scale, stochastic depth" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
     resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;

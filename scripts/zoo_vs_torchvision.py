@@ -5,12 +5,13 @@ Usage (Debian's python3, which has torch and torchvision):
 
 CFG is one of cfg/resnet18.cfg, resnet34, resnet50, resnet18_cifar, resnet34_cifar, vgg16,
 mobilenetv2, mobilenet_v3_small, mobilenet_v3_large, efficientnet_b0, shufflenet_v2_x1_0,
-regnet_y_400mf (picked by file name). The script
+regnet_y_400mf, densenet121 (picked by file name). The script
 1. copies the cfg with a [net] of its input size alone (no recipe, no preprocessing),
    writes the parameters initialised from --seed with `CDL export npy` and loads them, in
    layer order, into the matching torchvision model (convolutions with the batch norm that
    follows each, squeeze-excitation's convolutions with their biases, then the linear layers,
-   in the order torchvision defines its modules);
+   in the order torchvision defines its modules; DenseNet's batch norms that no convolution
+   precedes, cdl's [batchnorm] layers, take torchvision's BatchNorm2d modules in order too);
    the CIFAR variants get a 3x3 stride-1 stem conv and no max pooling;
 2. writes a random RGB PNG of the net's size, dimmed until torchvision's largest logit is
    about 4 (random weights grow activations with depth; a saturated softmax hides
@@ -57,20 +58,61 @@ MODELS = {
     "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
     "shufflenet_v2_x1_0": lambda: torchvision.models.shufflenet_v2_x1_0(),
     "regnet_y_400mf": lambda: torchvision.models.regnet_y_400mf(),
+    "densenet121": lambda: torchvision.models.densenet121(),
 }
 
 
 def cdl_layers(npy_dir):
-    """{layer index: {tensor name: array}} from `cdl export npy`'s layerN.NAME.npy files."""
+    """[{tensor name: array}] of the layers with tensors, in order, from `cdl export npy`'s
+    layerN.NAME.npy files."""
     layers = {}
     for name in os.listdir(npy_dir):
         index, tensor = name[len("layer"):-len(".npy")].split(".", 1)
         layers.setdefault(int(index), {})[tensor] = np.load(os.path.join(npy_dir, name))
-    return [layers[i] for i in sorted(layers) if "weights" in layers[i]]
+    return [layers[i] for i in sorted(layers)]
+
+
+def copy_norm(bn, t):
+    """A cdl batch norm's tensors into BatchNorm2d bn."""
+    bn.weight.copy_(torch.from_numpy(t["scales"]))
+    bn.bias.copy_(torch.from_numpy(t["biases"]))
+    bn.running_mean.copy_(torch.from_numpy(t["rolling_mean"]))
+    bn.running_var.copy_(torch.from_numpy(t["rolling_variance"]))
+
+
+def load_in_order(model, layers):
+    """Copies cdl's layers with tensors, in order, into model's Conv2d, Linear and BatchNorm2d
+    modules in their order: a convolution with batch norm takes a Conv2d and the BatchNorm2d
+    after it, a [batchnorm] layer a BatchNorm2d of its own (DenseNet's pre-activations)."""
+    kinds = (torch.nn.Conv2d, torch.nn.Linear, torch.nn.BatchNorm2d)
+    modules = iter([m for m in model.modules() if isinstance(m, kinds)])
+    with torch.no_grad():
+        for i, t in enumerate(layers):
+            m = next(modules, None)
+            if "weights" in t:
+                if not isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) or \
+                        tuple(m.weight.shape) != t["weights"].shape:
+                    sys.exit(f"layer {i}: cdl weights {t['weights'].shape}, torchvision {m}")
+                m.weight.copy_(torch.from_numpy(t["weights"]))
+                if "scales" in t:
+                    m = next(modules, None)
+                elif ("biases" in t) != (m.bias is not None):
+                    sys.exit(f"layer {i}: the bias of cdl's convolution is not torchvision's")
+                elif "biases" in t:
+                    m.bias.copy_(torch.from_numpy(t["biases"]))
+                    continue
+                else:
+                    continue
+            if not isinstance(m, torch.nn.BatchNorm2d) or m.weight.shape != t["scales"].shape:
+                sys.exit(f"layer {i}: cdl's batch norm of {t['scales'].shape}, torchvision {m}")
+            copy_norm(m, t)
+    if next(modules, None) is not None:
+        sys.exit("torchvision has more modules with tensors than cdl has layers")
 
 
 def load(model, layers):
     """Copies cdl's weighted layers, in order, into model's Conv2d(+BatchNorm2d) and Linear."""
+    layers = [t for t in layers if "weights" in t]
     modules = [m for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
     norms = {}
     previous = None
@@ -88,10 +130,7 @@ def load(model, layers):
             m.weight.copy_(torch.from_numpy(t["weights"]))
             bn = norms.get(m)
             if bn is not None:
-                bn.weight.copy_(torch.from_numpy(t["scales"]))
-                bn.bias.copy_(torch.from_numpy(t["biases"]))
-                bn.running_mean.copy_(torch.from_numpy(t["rolling_mean"]))
-                bn.running_var.copy_(torch.from_numpy(t["rolling_variance"]))
+                copy_norm(bn, t)
             elif m.bias is not None:
                 m.bias.copy_(torch.from_numpy(t["biases"]))
             elif "biases" in t:
@@ -137,7 +176,11 @@ def main():
         npy = os.path.join(tmp, "npy")
         subprocess.run([args.cdl, "export", "npy", cfg, npy, "--seed", seed], check=True,
                        stdout=subprocess.DEVNULL)
-        load(model, cdl_layers(npy))
+        layers = cdl_layers(npy)
+        if any("weights" not in t for t in layers):
+            load_in_order(model, layers)
+        else:
+            load(model, layers)
         info = json.loads(subprocess.run([args.cdl, "info", cfg, "--json"], check=True,
                                          capture_output=True, text=True).stdout)
         _, h, w = info["input"]

@@ -121,6 +121,7 @@ PHOTO_RECIPES = {
     "vit_b_16": ("vit_b_16", "ViT_B_16_Weights.IMAGENET1K_V1", 0.0),
     "regnet_y_400mf": ("regnet_y_400mf", "RegNet_Y_400MF_Weights.IMAGENET1K_V2", 0.5),
     "convnext_tiny": ("convnext_tiny", "ConvNeXt_Tiny_Weights.IMAGENET1K_V1", 0.0),
+    "densenet121": ("densenet121", "DenseNet121_Weights.IMAGENET1K_V1", 0.5),
 }
 
 

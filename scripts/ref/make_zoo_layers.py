@@ -4,7 +4,9 @@ hardswish, hardsigmoid, a squeeze-excitation block of [avgpool], two 1x1 [convol
 ([layernorm] channels=1, [layer_scale]; its stochastic depth, [drop_path], draws from cdl's own
 keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks instead), and
 DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
-convolution wrote), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
+convolution wrote) and transition (bias-free convolutions, bias=0; a 2x2 average pool as [upsample]
+stride=-2 scale=0.25), Inception v3's poolings ([avgpool] size= stride= padding=, [maxpool] without
+padding), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
 position embedding) and encoder block ([attention] on those tokens in an image net, [select_token]
 for the head).
 
@@ -62,6 +64,26 @@ identical bytes. The .ref format is ref_format.py's.
     4 [convolutional] 2 filters 3x3 pad 1, tanh           torch.tanh(conv(., padding=1))
     5 [route] layers=0,-1                                  torch.cat((x0, .), 1)
     6 [batchnorm] activation=relu                          F.relu(F.batch_norm(.))
+
+  dense_transition (torchvision DenseNet's dense layer and transition on a 2x3x4x6 image, in
+  training mode; bias-free convolutions as torch's bias=False, weights N(0, 0.5^2), batch norms as
+  dense_layer's):
+    0 [convolutional] 4 filters 3x3 pad 1 bias=0, linear  x0 = conv(x, padding=1)
+    1 [batchnorm] activation=relu                          norm1, relu1
+    2 [convolutional] 6 filters 1x1 bias=0, batch norm,    conv1, norm2, relu2
+      relu
+    3 [convolutional] 2 filters 3x3 pad 1 bias=0, linear  conv2
+    4 [route] layers=0,-1                                  torch.cat((x0, .), 1)
+    5 [batchnorm] activation=relu                          the transition's norm, relu
+    6 [convolutional] 3 filters 1x1 bias=0, linear        its conv
+    7 [upsample] stride=-2 scale=0.25                      F.avg_pool2d(., 2, 2): 2x3x2x3
+
+  inception_pools (Inception v3's poolings on a 2x3x9x8 image; weights and biases N(0, 0.5^2)):
+    0 [convolutional] 4 filters 3x3 pad 1, tanh           torch.tanh(conv(x, padding=1))
+    1 [avgpool] size=3 stride=1 padding=1                  F.avg_pool2d(., 3, 1, 1): 4x9x8
+                                                          (count_include_pad=True)
+    2 [avgpool] size=3 stride=2 padding=1                  F.avg_pool2d(., 3, 2, 1): 4x5x4
+    3 [maxpool] size=3 stride=2 padding=0                  F.max_pool2d(., 3, 2): 4x2x1
 
   vit_embed (a 2x3x8x8 image; every tensor N(0, 0.5^2), layer norm scales N(1, 0.5^2), the class
   token too (torchvision starts it at 0, which would hide its place)):
@@ -263,6 +285,87 @@ activation=relu
 """
 
 
+DENSE_TRANSITION_CFG = """# scripts/ref/make_zoo_layers.py: DenseNet's dense layer and transition
+""" + net_section(3, 4, 6) + """
+# 0: 4x4x6, no bias
+[convolutional]
+filters=4
+size=3
+pad=1
+bias=0
+activation=linear
+
+# 1: 4x4x6
+[batchnorm]
+activation=relu
+
+# 2: 6x4x6
+[convolutional]
+filters=6
+size=1
+bias=0
+batch_normalize=1
+activation=relu
+
+# 3: 2x4x6, no bias
+[convolutional]
+filters=2
+size=3
+pad=1
+bias=0
+activation=linear
+
+# 4: 6x4x6
+[route]
+layers=0,-1
+
+# 5: 6x4x6
+[batchnorm]
+activation=relu
+
+# 6: 3x4x6, no bias
+[convolutional]
+filters=3
+size=1
+bias=0
+activation=linear
+
+# 7: 3x2x3, a 2x2 average pool with stride 2
+[upsample]
+stride=-2
+scale=0.25
+"""
+
+
+INCEPTION_POOLS_CFG = """# scripts/ref/make_zoo_layers.py: Inception v3's poolings
+""" + net_section(3, 9, 8) + """
+# 0: 4x9x8
+[convolutional]
+filters=4
+size=3
+pad=1
+activation=tanh
+
+# 1: 4x9x8, the 3x3 average of each position, padding counted
+[avgpool]
+size=3
+stride=1
+padding=1
+
+# 2: 4x5x4
+[avgpool]
+size=3
+stride=2
+padding=1
+
+# 3: 4x2x1, no padding
+[maxpool]
+size=3
+stride=2
+padding=0
+"""
+
+
 VIT_EMBED_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's embedding
 """ + net_section(3, 8, 8) + """
 # 0: 6x2x2, one 4x4 patch per position
@@ -452,6 +555,48 @@ def dense_layer():
     return DENSE_LAYER_CFG, x, p, forward, state
 
 
+def dense_transition():
+    p = {"layer0.weights": f32(0.5 * torch.randn(4, 3, 3, 3, dtype=DT))}
+    p.update(bn_params("layer1", 4))
+    p["layer2.weights"] = f32(0.5 * torch.randn(6, 4, 1, 1, dtype=DT))
+    p.update(bn_params("layer2", 6))
+    p["layer3.weights"] = f32(0.5 * torch.randn(2, 6, 3, 3, dtype=DT))
+    p.update(bn_params("layer5", 6))
+    p["layer6.weights"] = f32(0.5 * torch.randn(3, 6, 1, 1, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 4, 6, dtype=DT))
+
+    def norm(y, p, i):
+        return F.batch_norm(y, None, None, p[f"layer{i}.scales"], p[f"layer{i}.biases"],
+                            training=True, eps=1e-5)
+
+    def forward(x, p):
+        x0 = F.conv2d(x, p["layer0.weights"], padding=1)
+        y = F.relu(norm(x0, p, 1))
+        y = F.relu(norm(F.conv2d(y, p["layer2.weights"]), p, 2))
+        y = F.conv2d(y, p["layer3.weights"], padding=1)
+        y = F.relu(norm(torch.cat((x0, y), 1), p, 5))
+        return F.avg_pool2d(F.conv2d(y, p["layer6.weights"]), 2, 2)
+
+    state = {}
+    for i, c in ((1, 4), (2, 6), (5, 6)):
+        state[f"layer{i}.rolling_mean"] = torch.zeros(c, dtype=DT)
+        state[f"layer{i}.rolling_variance"] = torch.ones(c, dtype=DT)
+    return DENSE_TRANSITION_CFG, x, p, forward, state
+
+
+def inception_pools():
+    p = conv_params("layer0", 4, 3, 3, 0.5)
+    x = f32(torch.randn(BATCH, 3, 9, 8, dtype=DT))
+
+    def forward(x, p):
+        y = torch.tanh(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=1))
+        y = F.avg_pool2d(y, 3, 1, 1, count_include_pad=True)
+        y = F.avg_pool2d(y, 3, 2, 1, count_include_pad=True)
+        return F.max_pool2d(y, 3, 2)
+
+    return INCEPTION_POOLS_CFG, x, p, forward, {}
+
+
 def vit_embed():
     p = conv_params("layer0", 6, 3, 4, 0.5)
     p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
@@ -528,6 +673,8 @@ FIXTURES = [
     ("pad_conv", pad_conv),
     ("convnext_block", convnext_block),
     ("dense_layer", dense_layer),
+    ("dense_transition", dense_transition),
+    ("inception_pools", inception_pools),
     ("vit_embed", vit_embed),
     ("vit_block", vit_block),
 ]

@@ -17,7 +17,7 @@ static int bn_layer_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *ne
     int st = layer_parse_activation(l, cfg, s, CDL_ACT_LINEAR, e);
     if (st)
         return st;
-    bias_norm_declare(bn, l, 1, l->in_shape.c, l->in_shape.h * l->in_shape.w);
+    bias_norm_declare(bn, l, 1, 1, l->in_shape.c, l->in_shape.h * l->in_shape.w);
     l->flops = 2.0 * (double)shape_size(l->in_shape);
     return CDL_OK;
 }

@@ -7,13 +7,17 @@ static Param *param(const BiasNorm *bn, Layer *l, int which)
     return bias_norm_param(bn, l, which);
 }
 
-void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial)
+void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int bias, int channels,
+                       int spatial)
 {
     bn->batch_normalize = batch_normalize;
+    bn->has_bias = batch_normalize || bias;
     bn->channels = channels;
     bn->spatial = spatial;
     bn->first_param = l->n_params;
     const int64_t dims[] = {channels};
+    if (!bn->has_bias)
+        return;
     layer_add_param(l, "biases", 1, 0, 1, dims);
     if (batch_normalize) {
         layer_add_param(l, "scales", 1, 0, 1, dims);
@@ -24,7 +28,7 @@ void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels
 
 void bias_norm_init(const BiasNorm *bn, Layer *l)
 {
-    for (int i = 0; i < bn->channels; i++) {
+    for (int i = 0; i < bn->channels && bn->has_bias; i++) {
         param(bn, l, BN_BIASES)->data[i] = 0.0f;
         if (bn->batch_normalize) {
             param(bn, l, BN_SCALES)->data[i] = 1.0f;

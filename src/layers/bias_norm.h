@@ -11,6 +11,8 @@
 
 typedef struct BiasNorm {
     int batch_normalize;
+    int has_bias;          /* 0: neither batch norm nor a bias (a bias-free convolution): the
+                              stage passes its input on and declares no parameters */
     int first_param;       /* index of "biases" in l->params; with batch norm "scales",
                               "rolling_mean" and "rolling_variance" follow it */
     int channels, spatial; /* per sample */
@@ -30,9 +32,16 @@ static inline Param *bias_norm_param(const BiasNorm *bn, Layer *l, int which)
     return &l->params[bn->first_param + which];
 }
 
-/* Declares the parameters on l (biases; with batch norm also scales and the running
- * statistics). */
-void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int channels, int spatial);
+/* The biases (the batch norm's shift with batch norm), NULL in a stage without them. */
+static inline Param *bias_norm_biases(const BiasNorm *bn, Layer *l)
+{
+    return bn->has_bias ? bias_norm_param(bn, l, BN_BIASES) : NULL;
+}
+
+/* Declares the parameters on l: with batch norm the biases (its shift), scales and the running
+ * statistics; without, the biases when bias is 1, else none. */
+void bias_norm_declare(BiasNorm *bn, Layer *l, int batch_normalize, int bias, int channels,
+                       int spatial);
 /* biases 0, scales 1, running mean 0, running variance 1. */
 void bias_norm_init(const BiasNorm *bn, Layer *l);
 /* ONNX: without batch norm, adds the biases [channels] as an initializer for the caller's

@@ -34,7 +34,7 @@ static int connected_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 
     l->out_shape = (Shape){outputs, 1, 1};
     layer_add_param(l, "weights", 1, 1, 2, (int64_t[]){outputs, (int64_t)fc->inputs});
-    bias_norm_declare(&fc->stage, l, bn != 0, outputs, 1);
+    bias_norm_declare(&fc->stage, l, bn != 0, 1, outputs, 1);
     l->flops = 2.0 * (double)fc->inputs * outputs;
     return CDL_OK;
 }

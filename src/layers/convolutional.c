@@ -4,7 +4,7 @@
  *
  *   in  [batch][c][h][w]
  *   out [batch][filters][out_h][out_w], out_h = (h + 2*padding - size)/stride + 1
- *   weights [filters][c/groups][size][size]; biases [filters]
+ *   weights [filters][c/groups][size][size]; biases [filters] (none with bias=0)
  *   with batch_normalize: scales, biases (the BN shift; no conv bias), rolling_mean,
  *   rolling_variance [filters]
  *
@@ -26,7 +26,7 @@ static int out_extent(int in, int size, int stride, int padding)
 
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int filters, size, stride, pad, padding, groups, bn;
+    int filters, size, stride, pad, padding, groups, bn, bias;
     int rc = cfg_get_int(cfg, s, "filters", 1, &filters, e);
     if (!rc)
         rc = cfg_get_int(cfg, s, "size", 1, &size, e);
@@ -43,6 +43,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     if (!rc)
         rc = cfg_get_int(cfg, s, "batch_normalize", 0, &bn, e);
     if (!rc)
+        rc = cfg_get_int(cfg, s, "bias", 1, &bias, e);
+    if (!rc)
         rc = layer_parse_activation(l, cfg, s, CDL_ACT_LOGISTIC, e);
     if (rc)
         return rc;
@@ -57,6 +59,8 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
         return layer_bad_key(l, cfg, s, "stride", stride, "expected at least 1", e);
     if (padding < 0)
         return layer_bad_key(l, cfg, s, "padding", padding, "expected 0 or more", e);
+    if (bias != 0 && bias != 1)
+        return layer_bad_key(l, cfg, s, "bias", bias, "expected 0 or 1", e);
     if (groups < 1 || in.c % groups || filters % groups)
         return error_set(e, CDL_EUSAGE,
                          "%s: layer %d: [%s] groups=%d must divide both the input channels "
@@ -91,7 +95,7 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const size_t out_hw = (size_t)out_h * out_w;
     const size_t kdim = (size_t)(in.c / groups) * size * size;
     layer_add_param(l, "weights", 1, 1, 4, (int64_t[]){filters, in.c / groups, size, size});
-    bias_norm_declare(&cv->stage, l, bn != 0, filters, (int)out_hw);
+    bias_norm_declare(&cv->stage, l, bn != 0, bias, filters, (int)out_hw);
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     return CDL_OK;
 }
@@ -114,7 +118,7 @@ static int conv_quant_weights(const Layer *l)
     return cv->groups == 1 ? CONV_WEIGHTS : -1;
 }
 
-/* Conv (bias as its B input, or no bias and BatchNormalization), then the activation. */
+/* Conv (bias as its B input, or no B: bias=0, or BatchNormalization), then the activation. */
 static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)e;
@@ -137,9 +141,11 @@ static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
         onnx_name(conv, l, "conv");
         onnx_node(g, "Conv", 2, (const char *[]){x, w}, conv, 4, attrs);
         bias_norm_onnx_batchnorm(&cv->stage, l, net, g, conv, pre);
-    } else {
+    } else if (cv->stage.has_bias) {
         bias_norm_onnx_biases(&cv->stage, l, g, b);
         onnx_node(g, "Conv", 3, (const char *[]){x, w, b}, pre, 4, attrs);
+    } else {
+        onnx_node(g, "Conv", 2, (const char *[]){x, w}, pre, 4, attrs);
     }
     onnx_activation(g, l->activation, pre, out);
     return CDL_OK;

@@ -4,8 +4,8 @@
  *   in  [batch][c][h][w] (l->in_shape)
  *   out [batch][filters][out_h][out_w] (l->out_shape), out_h = (h + 2*padding - size)/stride + 1
  *   weights [filters][c/groups][size][size] (l->params[CONV_WEIGHTS]); then the stage's: biases
- *   [filters], or with batch_normalize scales, biases (the BN shift), rolling_mean,
- *   rolling_variance [filters]
+ *   [filters] (none with bias=0), or with batch_normalize scales, biases (the BN shift),
+ *   rolling_mean, rolling_variance [filters]
  */
 #ifndef CDL_CONVOLUTIONAL_H
 #define CDL_CONVOLUTIONAL_H

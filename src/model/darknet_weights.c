@@ -36,6 +36,10 @@ static int layout_of(Layer *l, Layout *lay, Error *e)
     else if (l->type->darknet_weights == DARKNET_BATCHNORM)
         names = batchnorm, n = 3;
     memset(lay, 0, sizeof *lay);
+    if (names && names != batchnorm && !layer_param(l, "biases"))
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [%s]: darknet .weights have no bias-free layer (bias=0)",
+                         l->index, l->type->name);
     for (int k = 0; k < n; k++) {
         Param *p = layer_param(l, names[k]);
         if (!p) /* the batch-norm tensors of a layer without batch_normalize */

@@ -23,6 +23,11 @@ static int param_index(const Layer *l, const char *name)
     return -1;
 }
 
+static int is_batchnorm(const Layer *l)
+{
+    return l->type->darknet_weights == DARKNET_BATCHNORM;
+}
+
 static int has_norm(const Layer *l)
 {
     return param_index(l, "scales") >= 0;
@@ -59,6 +64,8 @@ static void add(TorchNames *t, int layer, int param, const char *prefix, const c
     x->param = param;
 }
 
+static void add_batch_norm(TorchNames *t, const Layer *l, const char *norm);
+
 /* Layer i's tensors: module is the convolution's or linear's name, norm its batch norm's. */
 static void add_layer(TorchNames *t, const Layer *l, const char *module, const char *norm)
 {
@@ -68,6 +75,12 @@ static void add_layer(TorchNames *t, const Layer *l, const char *module, const c
             add(t, l->index, param_index(l, "biases"), module, "bias");
         return;
     }
+    add_batch_norm(t, l, norm);
+}
+
+/* Layer l's batch norm (a convolution's, or a [batchnorm]) as BatchNorm2d norm. */
+static void add_batch_norm(TorchNames *t, const Layer *l, const char *norm)
+{
     add(t, l->index, param_index(l, "scales"), norm, "weight");
     add(t, l->index, param_index(l, "biases"), norm, "bias");
     add(t, l->index, param_index(l, "rolling_mean"), norm, "running_mean");
@@ -566,6 +579,75 @@ static int name_convnext(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* The next layer with tensors after layer i, or NULL. */
+static const Layer *next_with_tensors(const Net *net, int i)
+{
+    for (int j = i + 1; j < net->n_layers; j++)
+        if (net->layers[j].n_params)
+            return &net->layers[j];
+    return NULL;
+}
+
+/* DenseNet: features.conv0/norm0 the stem; a [batchnorm] before a convolution with batch norm
+ * starts dense layer features.denseblockB.denselayerK (from 1): it is norm1, that convolution
+ * conv1/norm2, the bias-free one after it conv2; a [batchnorm] before a convolution without
+ * batch norm is features.transitionB.norm, that convolution .conv, and ends block B; a
+ * [batchnorm] before the [connected] is features.norm5, the [connected] classifier. */
+static int name_densenet(TorchNames *t, const Net *net, Error *e)
+{
+    char name[TORCH_NAME_MAX];
+    int block = 1, dense_layer = 0, stem = 1, conv2 = 0, transition = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i], *next = next_with_tensors(net, i);
+        if (!l->n_params)
+            continue;
+        if (stem) {
+            if (!is_conv(l) || !has_norm(l))
+                return unexpected(net, l, t->family, "not the stem convolution with batch norm", e);
+            add_layer(t, l, "features.conv0", "features.norm0");
+            stem = 0;
+        } else if (is_batchnorm(l)) {
+            if (next && is_connected(next)) {
+                add_batch_norm(t, l, "features.norm5");
+            } else if (next && is_conv(next) && has_norm(next)) {
+                snprintf(name, sizeof name, "features.denseblock%d.denselayer%d.norm1", block,
+                         ++dense_layer);
+                add_batch_norm(t, l, name);
+            } else if (next && is_conv(next)) {
+                snprintf(name, sizeof name, "features.transition%d.norm", block);
+                add_batch_norm(t, l, name);
+                transition = 1;
+            } else {
+                return unexpected(net, l, t->family,
+                                  "a [batchnorm] before neither a convolution nor the classifier",
+                                  e);
+            }
+        } else if (is_connected(l)) {
+            add_layer(t, l, "classifier", "classifier");
+        } else if (transition) {
+            snprintf(name, sizeof name, "features.transition%d.conv", block++);
+            add_layer(t, l, name, name);
+            transition = dense_layer = 0;
+        } else if (has_norm(l) && dense_layer && !conv2) {
+            char norm[TORCH_NAME_MAX];
+            snprintf(name, sizeof name, "features.denseblock%d.denselayer%d.conv1", block,
+                     dense_layer);
+            snprintf(norm, sizeof norm, "features.denseblock%d.denselayer%d.norm2", block,
+                     dense_layer);
+            add_layer(t, l, name, norm);
+            conv2 = 1;
+        } else if (!has_norm(l) && conv2) {
+            snprintf(name, sizeof name, "features.denseblock%d.denselayer%d.conv2", block,
+                     dense_layer);
+            add_layer(t, l, name, name);
+            conv2 = 0;
+        } else {
+            return unexpected(net, l, t->family, "a layer out of a dense layer's order", e);
+        }
+    }
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -622,7 +704,7 @@ static int name_resnet(TorchNames *t, const Net *net, Error *e)
 int torchvision_names(const Net *net, TorchNames *t, Error *e)
 {
     memset(t, 0, sizeof *t);
-    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, route_back = 0,
+    int grouped = 0, shortcut = 0, unnormed = 0, concat = 0, vit = 0, route_back = 0, densenet = 0,
         max_tensors = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
@@ -632,6 +714,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
         concat |= is_concat(l);
         vit |= param_index(l, "class_token") >= 0;
         route_back |= is_route_back(l);
+        densenet |= is_batchnorm(l);
         max_tensors += l->n_params + 1;
     }
     /* ConvNeXt's layer norms and layer scales are its other layers with tensors */
@@ -640,7 +723,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
         others |=
             net->layers[i].n_params && !is_conv(&net->layers[i]) && !is_connected(&net->layers[i]);
     const int convnext = !vit && others && grouped;
-    for (int i = 0; i < net->n_layers && !vit && !convnext; i++) {
+    for (int i = 0; i < net->n_layers && !vit && !convnext && !densenet; i++) {
         const Layer *l = &net->layers[i];
         if (l->n_params && !is_conv(l) && !is_connected(l))
             return error_set(
@@ -661,7 +744,8 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
     const int se = grouped && unnormed, regnet = se && route_back,
               efficientnet = se && !regnet && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
-    t->family = vit            ? "vit"
+    t->family = densenet       ? "densenet"
+                : vit          ? "vit"
                 : convnext     ? "convnext"
                 : regnet       ? "regnet"
                 : efficientnet ? "efficientnet"
@@ -670,7 +754,8 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                 : grouped      ? "mobilenetv2"
                 : shortcut     ? "resnet"
                                : "vgg";
-    int st = vit          ? name_vit(t, net, e)
+    int st = densenet     ? name_densenet(t, net, e)
+             : vit        ? name_vit(t, net, e)
              : convnext   ? name_convnext(t, net, e)
              : regnet     ? name_regnet(t, net, e)
              : se         ? name_se_blocks(t, net, efficientnet, e)

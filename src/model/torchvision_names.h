@@ -1,9 +1,10 @@
 /* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
  * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2,
  * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, regnet_y_400mf,
- * convnext_tiny, vit_b_16).
+ * convnext_tiny, vit_b_16, densenet121).
  *
- * The family is read from the net's structure: a [tokens] class token makes it a ViT; grouped
+ * The family is read from the net's structure: a [batchnorm] layer makes it a DenseNet, a
+ * [tokens] class token a ViT; grouped
  * convolutions make it MobileNetV2, or with other layers with tensors (layer norms, layer
  * scales) ConvNeXt, or with convolutions without batch norm (squeeze-excitation's) MobileNetV3,
  * EfficientNet when the stem's activation is swish, RegNet with a [route] back to a block's
@@ -46,6 +47,11 @@
  *                attention, layer norm, linear, linear): encoder.layers.encoder_layer_N.ln_1,
  *                self_attention.in_proj_weight/in_proj_bias/out_proj.weight/out_proj.bias, ln_2,
  *                mlp.0, mlp.3; the last layer norm encoder.ln, the [connected] heads.head.
+ *   DenseNet     features.conv0/norm0 the stem; a [batchnorm] before a convolution with batch
+ *                norm starts features.denseblockB.denselayerK: norm1, then conv1/norm2 and the
+ *                bias-free conv2; a [batchnorm] before a convolution without batch norm is
+ *                features.transitionB.norm and that convolution .conv, closing block B; the
+ *                [batchnorm] before the [connected] features.norm5, the [connected] classifier.
  * A convolution's weights are P.weight; with batch norm its scales, biases, rolling_mean and
  * rolling_variance are B.weight, B.bias, B.running_mean, B.running_var (torch also keeps
  * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. A [layernorm]'s scales
@@ -73,7 +79,7 @@ typedef struct TorchTensor {
 typedef struct TorchNames {
     const char *family; /* "resnet", "vgg", "mobilenetv2", "mobilenet_v3", "efficientnet",
                            "shufflenet", "vit", "regnet",
-                           "convnext" */
+                           "convnext", "densenet" */
     TorchTensor *tensors;
     int n_tensors;
     int head_layer; /* the last layer with parameters: a changed head keeps its initial values */

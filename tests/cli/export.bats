@@ -284,6 +284,14 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
     expect_same_as_predict flat.onnx flat.cfg
 }
 
+@test "Inception's and DenseNet's layers export: windowed [avgpool], unpadded [maxpool], bias=0" {
+    # 9x8 RGB input: a bias-free conv, the 3x3 average with padding counted, a 3x3 stride-2
+    # average (5x4), an unpadded 3x3 stride-2 max pool (2x1).
+    printf '[net]\nwidth=8\nheight=9\nchannels=3\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nbias=0\nactivation=tanh\n\n[avgpool]\nsize=3\nstride=1\npadding=1\n\n[avgpool]\nsize=3\nstride=2\npadding=1\n\n[maxpool]\nsize=3\nstride=2\npadding=0\n\n[connected]\noutput=5\nactivation=linear\n\n[softmax]\n' > pools.cfg
+    "$CDL" export onnx pools.cfg --seed 3
+    expect_same_as_predict pools.onnx pools.cfg --seed 3
+}
+
 @test "the ONNX of a cfg depends on --seed as cdl predict does" {
     write_layers_cfg
     "$CDL" export onnx layers.cfg --seed 2

@@ -48,7 +48,7 @@ params() {
     [ "$(params "$REPO/cfg/mobilenetv2.cfg")" -eq 3504872 ]
 }
 
-@test "the MobileNetV3, EfficientNet-B0, ShuffleNetV2, ViT-B/16, RegNetY-400MF and ConvNeXt-Tiny cfgs have torchvision's parameter counts" {
+@test "the MobileNetV3, EfficientNet-B0, ShuffleNetV2, ViT-B/16, RegNetY-400MF, ConvNeXt-Tiny and DenseNet-121 cfgs have torchvision's parameter counts" {
     [ "$(params "$REPO/cfg/mobilenet_v3_small.cfg")" -eq 2542856 ]
     [ "$(params "$REPO/cfg/mobilenet_v3_large.cfg")" -eq 5483032 ]
     [ "$(params "$REPO/cfg/efficientnet_b0.cfg")" -eq 5288548 ]
@@ -56,6 +56,7 @@ params() {
     [ "$(params "$REPO/cfg/vit_b_16.cfg")" -eq 86567656 ]
     [ "$(params "$REPO/cfg/regnet_y_400mf.cfg")" -eq 4344144 ]
     [ "$(params "$REPO/cfg/convnext_tiny.cfg")" -eq 28589128 ]
+    [ "$(params "$REPO/cfg/densenet121.cfg")" -eq 7978856 ]
 }
 
 @test "the CIFAR ResNets are torchvision's with a 3x3x3x64 stem and a 10-class head" {
@@ -68,7 +69,8 @@ params() {
 
 @test "the torchvision-layout cfgs compute torchvision's networks on the same weights" {
     for name in resnet18 resnet34 resnet50 resnet18_cifar resnet34_cifar vgg16 mobilenetv2 \
-        mobilenet_v3_small mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 regnet_y_400mf; do
+        mobilenet_v3_small mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 regnet_y_400mf \
+        densenet121; do
         run /usr/bin/python3 "$REPO/scripts/zoo_vs_torchvision.py" "$CDL" "$REPO/cfg/$name.cfg"
         echo "$output"
         [ "$status" -eq 0 ]

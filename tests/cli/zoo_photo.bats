@@ -13,7 +13,7 @@ load helpers
 GEN="$REPO/scripts/ref/make_torchvision_safetensors.py"
 PHOTO=/usr/share/darknet/data/dog.jpg
 NAMES="resnet18 resnet34 resnet50 mobilenetv2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0
-    shufflenet_v2_x1_0 vit_b_16 regnet_y_400mf convnext_tiny"
+    shufflenet_v2_x1_0 vit_b_16 regnet_y_400mf convnext_tiny densenet121"
 
 setup_file() {
     /usr/bin/python3 -c "import torchvision" 2> /dev/null || skip "/usr/bin/python3 has no torchvision"
@@ -71,6 +71,10 @@ photo_matches() {
 
 @test "zoo photo: convnext_tiny (resize_size=236) gives torchvision's probabilities" {
     photo_matches convnext_tiny
+}
+
+@test "zoo photo: densenet121 (bias-free convolutions, [batchnorm] pre-activations) gives torchvision's probabilities" {
+    photo_matches densenet121
 }
 
 @test "zoo photo: a resize one pixel off (257, not 256) fails the comparison for every cfg" {

@@ -82,6 +82,10 @@ static const OpCase cases[] = {
     {"darknet's default activation, grouped, bias",
      DNNL_CONV(8, 9, 7, 8, 3, 1, 1, 0, 2, 0, logistic)},
     {"odd: stride 3, padding 2, uneven windows", DNNL_CONV(8, 10, 8, 8, 3, 3, 0, 2, 1, 1, linear)},
+    {"densenet121: bias-free 3x3 (bias=0)", IMAGE(3, 8, 9, 7),
+     "[convolutional]\nfilters=8\nsize=3\npad=1\nbias=0\nactivation=linear\n", "dnnl"},
+    {"densenet121: bias-free 1x1, relu fused", IMAGE(3, 8, 9, 7),
+     "[convolutional]\nfilters=16\nsize=1\nbias=0\nactivation=relu\n", "dnnl"},
     /* Winograd's (3x3 same, 16 or more channels and filters, maps of 4 or more a side), odd
      * channel counts, 1x1 maps, the smooth activations */
     {"conv 3x3 same 16->16 bn leaky", IMAGE(2, 16, 8, 6), CONV(16, 3, 1, 1, 1, 1, leaky),
@@ -339,6 +343,20 @@ static const OpCase cases[] = {
     {"gpu: conv over several workspace chunks", IMAGE(3, 16, 96, 96), CONV(8, 3, 1, 1, 1, 1, leaky),
      NULL},
     {"gpu: [batchnorm] on the net input", IMAGE(3, 4, 5, 3), "[batchnorm]\n", NULL},
+    /* a bias-free convolution's stage copies to l->pre (tanh) or leaves l->out as it is */
+    {"gpu: bias-free conv 3x3 tanh, then linear (bias=0)", IMAGE(2, 3, 6, 5),
+     "[convolutional]\nfilters=4\nsize=3\npad=1\nbias=0\nactivation=tanh\n"
+     "[convolutional]\nfilters=3\nsize=1\nbias=0\nactivation=linear\n",
+     NULL},
+    {"gpu: avgpool 3x3 stride 1 padding 1 (inception_v3), then 3x3 stride 2", IMAGE(2, 3, 7, 6),
+     CONV(4, 3, 1, 1, 1, 0, tanh) "[avgpool]\nsize=3\nstride=1\npadding=1\n[avgpool]\nsize=3\n"
+                                  "stride=2\npadding=1\n",
+     NULL},
+    {"gpu: densenet121's transition", IMAGE(2, 3, 6, 4),
+     CONV(4, 3, 1, 1, 1, 0, linear) "[batchnorm]\nactivation=relu\n[convolutional]\nfilters=2\n"
+                                    "size=1\nbias=0\nactivation=linear\n[upsample]\nstride=-2\n"
+                                    "scale=0.25\n",
+     NULL},
     {"gpu: [batchnorm] between convolutions", IMAGE(2, 3, 6, 5),
      CONV(8, 3, 1, 1, 1, 0, linear) "[batchnorm]\n" CONV(4, 1, 1, 0, 1, 0, relu), NULL},
     {"gpu: connected bn linear", IMAGE(5, 2, 2, 3),

@@ -238,6 +238,24 @@ static void test_a_batchnorm_with_a_shift_cannot_be_saved(void)
     net_free(&net);
 }
 
+static void test_a_bias_free_convolution_cannot_be_saved(void)
+{
+    Net net;
+    if (build(&net, "[net]\nbatch=1\nchannels=1\nheight=4\nwidth=4\n[convolutional]\nfilters=2\n"
+                    "size=3\nbias=0\nactivation=linear\n"))
+        return;
+    Error e = {0};
+    remove(path); /* the earlier tests' file: the refused save writes none */
+    CHECK(darknet_weights_save(&net, path, 0, &e) == CDL_EUSAGE);
+    CHECK_CONTAINS(e.msg,
+                   "layer 0 [convolutional]: darknet .weights have no bias-free layer (bias=0)");
+    FILE *f = fopen(path, "rb");
+    CHECK(!f);
+    if (f)
+        fclose(f);
+    net_free(&net);
+}
+
 int main(void)
 {
     snprintf(path, sizeof path, "/tmp/cdl_test_darknet_%d.weights", (int)getpid());
@@ -247,6 +265,7 @@ int main(void)
     test_old_header_and_transposed_connected_weights_are_read();
     test_files_that_do_not_fit_the_cfg_are_refused_naming_the_layer();
     test_a_batchnorm_with_a_shift_cannot_be_saved();
+    test_a_bias_free_convolution_cannot_be_saved();
     remove(path);
     return check_report("darknet_weights");
 }

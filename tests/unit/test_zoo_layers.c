@@ -1,7 +1,9 @@
 /* The layers the modern zoo's families need (issue 41): [scale_channels] (squeeze-excitation),
  * [shuffle] (ShuffleNet's channel shuffle), [pad] (explicit padding), and ConvNeXt's [drop_path]
  * (stochastic depth), [layernorm] channels=1 (LayerNorm2d) and [layer_scale], DenseNet's
- * pre-activation ([batchnorm] activation=), a vision transformer's [tokens] and [select_token]
+ * pre-activation ([batchnorm] activation=) and bias-free convolutions ([convolutional] bias=0),
+ * Inception's windowed average pooling ([avgpool] size=), a vision transformer's [tokens] and
+ * [select_token]
  * ([attention] on token rows in an image net), each with values
  * derived by hand, its cfg errors, finite-difference gradient checks and a PyTorch fixture
  * (scripts/ref/make_zoo_layers.py; [drop_path]'s masks are checked by their statistics instead).
@@ -392,6 +394,108 @@ static void test_batchnorm_activation_gradients(void)
                                         "[batchnorm]\nactivation=tanh\n");
 }
 
+/* ---- [convolutional] bias=0 ---- */
+
+/* A bias-free 1x1 convolution of weight 2 and -1 over 2 channels has only its weights: out =
+ * 2*a - b per position; the backward of deltas 1..4 gives the weights the sums of delta*input. */
+static void test_conv_bias_free_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 2, 1, 2) "[convolutional]\nfilters=1\nsize=1\nbias=0\n"
+                                             "activation=linear\n",
+                       &net))
+        return;
+    CHECK(net.layers[0].n_params == 1 && net.n_params == 2);
+    set_param(&net.layers[0], "weights", (const float[]){2, -1}, 2);
+    for (int i = 0; i < 4; i++)
+        net.input[i] = (float)(i + 1); /* channel 0: 1 2, channel 1: 3 4 */
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[0].out, (const float[]){-1, 0}, 2, 0);
+    net_zero_grads(&net);
+    net.layers[0].delta[0] = 1.0f;
+    net.layers[0].delta[1] = 10.0f;
+    net_backward(&net);
+    check_values(net.layers[0].params[0].grad, (const float[]){21, 43}, 2, 0);
+    net_free(&net);
+}
+
+static void test_conv_bias_free_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[convolutional]\nbias=2\n",
+                     "t.cfg:7: layer 0: [convolutional] bias=2: expected 0 or 1");
+}
+
+static void test_conv_bias_free_gradients(void)
+{
+    gradcheck_cfg("bias-free convolutions, 3x3 tanh and 1x1 linear",
+                  IMAGE_NET(2, 3, 4, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\nbias=0\n"
+                                        "activation=tanh\n[convolutional]\nfilters=2\nsize=1\n"
+                                        "bias=0\nactivation=linear\n");
+}
+
+/* ---- [avgpool] size= ---- */
+
+/* A 3x3 average with stride 1 and padding 1 over the 2x3 plane 1..6 divides each clipped window's
+ * sum by 9 (torch's count_include_pad): the corner (0, 0) sums 1 2 4 5; the backward of deltas
+ * of 9 gives each input the number of windows holding it (4 in a corner column, 6 in the middle
+ * one). */
+static void test_avgpool_window_values(void)
+{
+    Net net;
+    if (build_test_net(IMAGE_NET(1, 1, 2, 3) "[maxpool]\nsize=1\n[avgpool]\nsize=3\nstride=1\n"
+                                             "padding=1\n",
+                       &net))
+        return;
+    CHECK(net.layers[1].out_shape.h == 2 && net.layers[1].out_shape.w == 3);
+    for (int i = 0; i < 6; i++)
+        net.input[i] = (float)(i + 1);
+    net.train = 1;
+    net_forward(&net);
+    check_values(net.layers[1].out,
+                 (const float[]){12 / 9.0f, 21 / 9.0f, 16 / 9.0f, 12 / 9.0f, 21 / 9.0f, 16 / 9.0f},
+                 6, 1e-6);
+    net_zero_grads(&net);
+    for (int i = 0; i < 6; i++)
+        net.layers[1].delta[i] = 9.0f;
+    net_backward(&net);
+    check_values(net.layers[0].delta, (const float[]){4, 6, 4, 4, 6, 4}, 6, 1e-6);
+    net_free(&net);
+
+    /* size alone: stride size, torch's default: 2x2 windows of a 2x4 plane */
+    if (build_test_net(IMAGE_NET(1, 1, 2, 4) "[avgpool]\nsize=2\n", &net))
+        return;
+    CHECK(net.layers[0].out_shape.h == 1 && net.layers[0].out_shape.w == 2);
+    for (int i = 0; i < 8; i++)
+        net.input[i] = (float)(i + 1);
+    net_forward(&net);
+    check_values(net.layers[0].out, (const float[]){3.5f, 5.5f}, 2, 0);
+    net_free(&net);
+}
+
+static void test_avgpool_window_errors(void)
+{
+    expect_cfg_error(IMAGE_NET(1, 2, 4, 4) "[avgpool]\nsize=3\npadding=2\n",
+                     "t.cfg:8: bad value '2' for key 'padding' in [avgpool]: must be at most "
+                     "size/2, as torch's");
+    expect_cfg_error(IMAGE_NET(1, 2, 4, 4) "[avgpool]\nstride=2\n",
+                     "t.cfg:7: bad value '2' for key 'stride' in [avgpool]: needs a window: give "
+                     "size (without it the pooling is global)");
+    expect_cfg_error(IMAGE_NET(1, 2, 2, 2) "[avgpool]\nsize=5\npadding=1\n",
+                     "t.cfg:6: layer 0 [avgpool]: empty output: the 2x2 input plus padding 1 on "
+                     "each side is smaller than the window size 5");
+    expect_cfg_error(IMAGE_NET(1, 2, 4, 4) "[avgpool]\nsize=-1\n", "'size' in [avgpool]");
+}
+
+static void test_avgpool_window_gradients(void)
+{
+    gradcheck_cfg("avgpool 3x3 stride 1 padding 1, then 3x3 stride 2 padding 1",
+                  IMAGE_NET(2, 3, 5, 6) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=tanh\n[avgpool]\nsize=3\nstride=1\n"
+                                        "padding=1\n[avgpool]\nsize=3\nstride=2\npadding=1\n"
+                                        "[connected]\noutput=3\nactivation=tanh\n");
+}
+
 /* ---- [tokens] ---- */
 
 /* A 2-channel 1x2 map per sample becomes 1 + 2 tokens of 2 features: the class token, then the
@@ -505,6 +609,8 @@ static void test_matches_pytorch(void)
     ref_expect_sum_loss_fixture("pad_conv", 2);
     ref_expect_sum_loss_fixture("convnext_block", 2);
     ref_expect_sum_loss_fixture("dense_layer", 2);
+    ref_expect_sum_loss_fixture("dense_transition", 2);
+    ref_expect_sum_loss_fixture("inception_pools", 2);
     ref_expect_sum_loss_fixture("vit_embed", 2);
     ref_expect_sum_loss_fixture("vit_block", 2);
 }
@@ -531,6 +637,12 @@ int main(void)
     test_batchnorm_activation_values();
     test_batchnorm_activation_errors();
     test_batchnorm_activation_gradients();
+    test_conv_bias_free_values();
+    test_conv_bias_free_errors();
+    test_conv_bias_free_gradients();
+    test_avgpool_window_values();
+    test_avgpool_window_errors();
+    test_avgpool_window_gradients();
     test_tokens_values();
     test_tokens_errors();
     test_tokens_gradients();

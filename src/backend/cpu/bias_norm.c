@@ -1,5 +1,8 @@
 /* The bias or batch-norm stage on the CPU (layers/bias_norm.h has its meaning and state). */
 #include "backend/cpu/bias_norm.h"
+
+#include <string.h>
+
 #include "backend/cpu/sum_rows.h"
 
 #include "backend/cpu/batchnorm_blocked.h"
@@ -50,8 +53,13 @@ static void bias_norm_forward_blocked(BiasNorm *bn, Layer *l, const StepContext 
 void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x, float *y)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
-    const float *bias = param(bn, l, BN_BIASES)->data;
     bn->keeps_input = 0;
+    if (!bn->has_bias) {
+        if (y != x)
+            memcpy(y, x, (size_t)batch * channels * spatial * sizeof *y);
+        return;
+    }
+    const float *bias = param(bn, l, BN_BIASES)->data;
     if (bn->batch_normalize) {
         const float *scale = param(bn, l, BN_SCALES)->data;
         float *mean = param(bn, l, BN_ROLLING_MEAN)->data;
@@ -93,6 +101,8 @@ void bias_norm_fold(const BiasNorm *bn, Layer *l, const StepContext *ctx, const 
 void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, float *delta)
 {
     const int batch = ctx->batch, channels = bn->channels, spatial = bn->spatial;
+    if (!bn->has_bias)
+        return;
     Param *biases = param(bn, l, BN_BIASES);
     if (bn->batch_normalize) {
         Param *scales = param(bn, l, BN_SCALES);

@@ -69,7 +69,7 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
         .stride = cv->stride,
         .padding = cv->padding,
         .groups = cv->groups,
-        .bias = !bn || dn->folded,
+        .bias = (!bn && cv->stage.has_bias) || dn->folded,
         .sum = dn->sum_act != 0,
         .eltwise = dn->fused,
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
@@ -160,7 +160,8 @@ void conv_dnnl_forward(Layer *l, const StepContext *ctx)
     const float *x = l->in[0];
     const int bn = cv->stage.batch_normalize && !dn->folded;
     const float *w = l->params[CONV_WEIGHTS].data;
-    const float *b = bn ? NULL : l->params[cv->stage.first_param].data;
+    const Param *biases = bn ? NULL : bias_norm_biases(&cv->stage, l);
+    const float *b = biases ? biases->data : NULL;
     /* An inference net's steady primitive (Winograd's where prepared) reads the weights packed in
      * its layout, once per weights; Winograd's transform costs many direct forwards (0.9 s for
      * resnet18's), so the first forward of new weights runs the direct one on them instead, and
@@ -210,8 +211,8 @@ void conv_dnnl_backward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
     const int bn = cv->stage.batch_normalize;
-    Param *w = &l->params[CONV_WEIGHTS], *b = &l->params[cv->stage.first_param];
+    Param *w = &l->params[CONV_WEIGHTS], *b = bn ? NULL : bias_norm_biases(&cv->stage, l);
     dnnl_conv_backward(&cv->cpu->dnnl.dc, l->in[0], l->delta, w->data, l->in_delta[0], w->grad,
-                       bn ? NULL : b->grad, ctx->exec->workspace, dnnl_blocked(l, ctx),
+                       b ? b->grad : NULL, ctx->exec->workspace, dnnl_blocked(l, ctx),
                        l->in_delta_fresh[0]);
 }

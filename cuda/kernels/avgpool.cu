@@ -1,0 +1,79 @@
+// Windowed average pooling (backend/cpu/avgpool.c's semantics): a thread per output sums its
+// clipped window in the CPU's order; the backward gathers, a thread per input, the gradients of
+// the windows holding it, in output order (the CPU's order of adding them: no atomics).
+//   in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
+#include "avgpool.h"
+
+#include "kernels/grid.cuh"
+#include "launch.h"
+
+// [*lo, *hi): the rows (or columns) of window i along an axis of extent n inside the plane.
+__device__ __forceinline__ void window_span(AvgpoolDims d, int i, int n, int *lo, int *hi)
+{
+    const int start = i * d.stride - d.padding;
+    *lo = start > 0 ? start : 0;
+    *hi = start + d.size < n ? start + d.size : n;
+}
+
+__global__ void avgpool_forward_kernel(float *out, const float *in, AvgpoolDims d)
+{
+    const size_t out_plane = (size_t)d.oh * d.ow, n = (size_t)d.planes * out_plane;
+    const float inv = 1.0f / (float)(d.size * d.size);
+    GRID_STRIDE_LOOP(o, n)
+    {
+        const size_t p = o / out_plane;
+        const int i = (int)(o % out_plane / d.ow), j = (int)(o % d.ow);
+        int y0, y1, x0, x1;
+        window_span(d, i, d.ih, &y0, &y1);
+        window_span(d, j, d.iw, &x0, &x1);
+        const float *plane = in + p * d.ih * d.iw;
+        float sum = 0.0f;
+        for (int y = y0; y < y1; y++)
+            for (int x = x0; x < x1; x++)
+                sum += plane[y * d.iw + x];
+        out[o] = sum * inv;
+    }
+}
+
+__global__ void avgpool_backward_kernel(float *dx, const float *dy, AvgpoolDims d)
+{
+    const size_t in_plane = (size_t)d.ih * d.iw, n = (size_t)d.planes * in_plane;
+    const float inv = 1.0f / (float)(d.size * d.size);
+    GRID_STRIDE_LOOP(t, n)
+    {
+        const size_t p = t / in_plane;
+        const int at = (int)(t % in_plane), y = at / d.iw, x = at % d.iw;
+        // the windows holding (y, x): i * stride - padding <= y <= i * stride - padding + size - 1
+        const int lo_y = y + d.padding - d.size + 1, lo_x = x + d.padding - d.size + 1;
+        const int i0 = lo_y > 0 ? (lo_y + d.stride - 1) / d.stride : 0;
+        const int j0 = lo_x > 0 ? (lo_x + d.stride - 1) / d.stride : 0;
+        const int i1 = (y + d.padding) / d.stride < d.oh ? (y + d.padding) / d.stride : d.oh - 1;
+        const int j1 = (x + d.padding) / d.stride < d.ow ? (x + d.padding) / d.stride : d.ow - 1;
+        const float *g = dy + p * d.oh * d.ow;
+        float sum = dx[t];
+        for (int i = i0; i <= i1; i++)
+            for (int j = j0; j <= j1; j++)
+                sum += g[(size_t)i * d.ow + j] * inv;
+        dx[t] = sum;
+    }
+}
+
+extern "C" cudaError_t cuda_avgpool_forward(float *out, const float *in, AvgpoolDims d,
+                                            cudaStream_t stream)
+{
+    const size_t n = (size_t)d.planes * d.oh * d.ow;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(avgpool_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, d);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_avgpool_backward(float *dx, const float *dy, AvgpoolDims d,
+                                             cudaStream_t stream)
+{
+    const size_t n = (size_t)d.planes * d.ih * d.iw;
+    if (n == 0)
+        return cudaSuccess;
+    CUDA_LAUNCH(avgpool_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, d);
+    return cuda_launch_error();
+}

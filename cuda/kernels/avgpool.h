@@ -1,0 +1,28 @@
+/* Windowed [avgpool] on the device (avgpool.cu): C entry points, float32, plain NCHW. Output
+ * (i, j) averages the input rows i*stride - padding .. + size-1 (columns likewise) that lie in
+ * the plane, over size*size (torch's count_include_pad=True). Global pooling is planes.h's. */
+#ifndef CDL_CUDA_AVGPOOL_H
+#define CDL_CUDA_AVGPOOL_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The window shapes of a layer: planes = batch * channels. */
+typedef struct AvgpoolDims {
+    int planes, ih, iw, oh, ow, size, stride, padding;
+} AvgpoolDims;
+
+/* out [planes][oh][ow] = each window's sum of in [planes][ih][iw] over size*size. */
+cudaError_t cuda_avgpool_forward(float *out, const float *in, AvgpoolDims d, cudaStream_t stream);
+/* dx [planes][ih][iw] += the output gradients dy over size*size of the windows holding each
+ * input, added in output order as the CPU adds them. */
+cudaError_t cuda_avgpool_backward(float *dx, const float *dy, AvgpoolDims d, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
