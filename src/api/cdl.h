@@ -628,9 +628,11 @@ int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, 
 /* The ONNX IR version that goes with opset. */
 int cdl_onnx_ir_version(int opset);
 /* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
- * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. */
+ * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. A detector's
+ * outputs are its [yolo]/[region] heads, or with decode_boxes its boxes [N][B][4] (centre x, y,
+ * width, height in input pixels) and scores [N][B][classes] (docs/interop.md). */
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
-                          int batch, int opset, char *err, size_t err_size);
+                          int batch, int opset, int decode_boxes, char *err, size_t err_size);
 /* Writes darknet .weights (version 0.2.0) for the model's cfg; `seen` = the images a
  * checkpoint trained on (steps x batch). */
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size);
