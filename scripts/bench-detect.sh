@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Detector inference speed: yolov3-tiny at 416x416, batch 1, cdl (`cdl bench --inference`, fp32;
-# bf16 too where the CPU has avx512_bf16) against Debian's darknet CPU forward and ONNX Runtime
+# Detector inference speed: yolov3-tiny at 416x416, batch 1, cdl (`cdl bench --inference`, fp32,
+# int8 from `cdl quantize` with dynamic input grids, and bf16 where the CPU has avx512_bf16)
+# against Debian's darknet CPU forward and ONNX Runtime
 # (scripts/bench_ort.py on `cdl export onnx --decode`'s model: the heads and the box decode, no
 # NMS), at the same thread count (OMP_NUM_THREADS for darknet and cdl, intra-op threads for ONNX
 # Runtime). darknet's figure is its own "Predicted in X seconds" (network_predict alone, the
@@ -51,12 +52,23 @@ ratio() { if [ "$2" = - ] || [ -z "$2" ]; then echo -; else awk -v a="$1" -v b="
 ./cdl export onnx "$cfg" --weights "$tmp/y.weights" --decode -o "$tmp/y.onnx" >/dev/null 2>&1 ||
     fail "cdl export onnx --decode failed"
 grep -qw avx512_bf16 /proc/cpuinfo && bf16=1 || bf16=0
+# int8: `cdl quantize` takes a checkpoint; one training step on one grey image makes one.
+mkdir -p "$tmp/one/images" "$tmp/one/labels"
+/usr/bin/python3 -c 'import sys; from PIL import Image; Image.new("RGB", (416, 416), (90, 90, 90)).save(sys.argv[1])' \
+    "$tmp/one/images/0.png"
+echo "0 0.5 0.5 0.3 0.3" >"$tmp/one/labels/0.txt"
+echo "$tmp/one/images/0.png" >"$tmp/one.txt"
+seq 0 79 >"$tmp/names.txt"
+printf 'classes=80\ntrain=%s\nnames=%s\n' "$tmp/one.txt" "$tmp/names.txt" >"$tmp/one.data"
+./cdl train "$cfg" --data "$tmp/one.data" --epochs 1 --set net.batch=1 --set net.subdivisions=1 \
+    --set net.burn_in=0 --threads 1 --out "$tmp/y.cdl" >/dev/null 2>&1 || fail "cdl train (one step) failed"
+./cdl quantize "$tmp/y.cdl" -o "$tmp/y8.cdl" --threads 1 >/dev/null 2>&1 || fail "cdl quantize failed"
 
-# cdl_rate THREADS [--precision P]: images/s of `cdl bench --inference`.
+# cdl_rate MODEL THREADS [--precision P]: images/s of `cdl bench --inference`.
 cdl_rate() {
-    local t=$1
-    shift
-    OMP_NUM_THREADS=$t ./cdl bench "$cfg" --inference --batch 1 --steps "$images" --warmup 1 \
+    local model=$1 t=$2
+    shift 2
+    OMP_NUM_THREADS=$t ./cdl bench "$model" --inference --batch 1 --steps "$images" --warmup 1 \
         --threads "$t" --json "$@" 2>"$tmp/stderr" | field images_per_s ||
         { cat "$tmp/stderr" >&2 && fail "cdl bench failed"; }
 }
@@ -81,28 +93,29 @@ source scripts/lib/speed-table.sh
 [ $quick = 1 ] || speed_table_begin bench-detect "${args[@]}"
 speed_table_meta threads "$thread_list"
 speed_table_meta repeats "$repeats (medians of alternating runs of $images images)"
-speed_table_columns net threads batch "cdl fp32" "cdl bf16" darknet "ONNX Runtime" \
+speed_table_columns net threads batch "cdl fp32" "cdl int8" "cdl bf16" darknet "ONNX Runtime" \
     "cdl/darknet" "cdl/ort"
 echo "yolov3-tiny 416x416, batch 1, images/s (medians of $repeats runs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %3s %5s %9s %9s %9s %9s %11s %7s\n' net thr batch "cdl fp32" "cdl bf16" darknet ort \
-    cdl/darknet cdl/ort
+printf '%-12s %3s %5s %9s %9s %9s %9s %9s %11s %7s\n' net thr batch "cdl fp32" "cdl int8" \
+    "cdl bf16" darknet ort cdl/darknet cdl/ort
 for t in ${thread_list//,/ }; do
-    declare -A runs=([cdl]= [bf16]= [darknet]= [ort]=)
+    declare -A runs=([cdl]= [int8]= [bf16]= [darknet]= [ort]=)
     for _ in $(seq "$repeats"); do
-        runs[cdl]+="$(cdl_rate "$t") "
-        [ $bf16 = 1 ] && runs[bf16]+="$(cdl_rate "$t" --precision bf16) "
+        runs[cdl]+="$(cdl_rate "$cfg" "$t") "
+        runs[int8]+="$(cdl_rate "$tmp/y8.cdl" "$t") "
+        [ $bf16 = 1 ] && runs[bf16]+="$(cdl_rate "$cfg" "$t" --precision bf16) "
         runs[darknet]+="$(darknet_rate "$t") "
         runs[ort]+="$(ort_rate "$t") "
     done
     declare -A med
-    for k in cdl bf16 darknet ort; do
+    for k in cdl int8 bf16 darknet ort; do
         med[$k]=$(tr ' ' '\n' <<<"${runs[$k]}" | grep -v -- '^-\?$' | median)
         med[$k]=${med[$k]:--}
     done
-    row=(yolov3-tiny "$t" 1 "$(shown "${med[cdl]}")" "$(shown "${med[bf16]}")"
+    row=(yolov3-tiny "$t" 1 "$(shown "${med[cdl]}")" "$(shown "${med[int8]}")" "$(shown "${med[bf16]}")"
         "$(shown "${med[darknet]}")" "$(shown "${med[ort]}")"
         "$(ratio "${med[cdl]}" "${med[darknet]}")" "$(ratio "${med[cdl]}" "${med[ort]}")")
-    printf '%-12s %3s %5s %9s %9s %9s %9s %11s %7s\n' "${row[@]}"
+    printf '%-12s %3s %5s %9s %9s %9s %9s %9s %11s %7s\n' "${row[@]}"
     speed_table_row "${row[@]}"
 done
 speed_table_end
