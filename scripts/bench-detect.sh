@@ -33,7 +33,9 @@ while [ $# -gt 0 ]; do
 done
 fail() { echo "bench-detect: $*" >&2 && exit 1; }
 cfg=/usr/share/darknet/cfg/yolov3-tiny.cfg photo=/usr/share/darknet/data/dog.jpg
-command -v darknet >/dev/null && [ -f "$cfg" ] || fail "needs Debian's darknet (apt install darknet)"
+if ! command -v darknet >/dev/null || ! [ -f "$cfg" ]; then
+    fail "needs Debian's darknet (apt install darknet)"
+fi
 py=${PYTHON:-python3}
 ort=1
 "$py" -c 'import onnxruntime' 2>/dev/null || ort=0
@@ -99,11 +101,11 @@ echo "yolov3-tiny 416x416, batch 1, images/s (medians of $repeats runs); load: $
 printf '%-12s %3s %5s %9s %9s %9s %9s %9s %11s %7s\n' net thr batch "cdl fp32" "cdl int8" \
     "cdl bf16" darknet ort cdl/darknet cdl/ort
 for t in ${thread_list//,/ }; do
-    declare -A runs=([cdl]= [int8]= [bf16]= [darknet]= [ort]=)
+    declare -A runs=([cdl]="" [int8]="" [bf16]="" [darknet]="" [ort]="")
     for _ in $(seq "$repeats"); do
         runs[cdl]+="$(cdl_rate "$cfg" "$t") "
         runs[int8]+="$(cdl_rate "$tmp/y8.cdl" "$t") "
-        [ $bf16 = 1 ] && runs[bf16]+="$(cdl_rate "$cfg" "$t" --precision bf16) "
+        [ "$bf16" = 1 ] && runs[bf16]+="$(cdl_rate "$cfg" "$t" --precision bf16) "
         runs[darknet]+="$(darknet_rate "$t") "
         runs[ort]+="$(ort_rate "$t") "
     done
