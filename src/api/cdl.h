@@ -483,12 +483,36 @@ typedef struct cdl_detection_eval_result {
     int truths, tp, fp, fn;
     double precision, recall, f1, avg_iou;
     cdl_detection_class_result *per_class; /* [classes] */
+    struct cdl_label_suspect *suspects;    /* [n_suspects], most suspect first (audit) */
+    int n_suspects;
 } cdl_detection_eval_result;
 
+/* A label that looks wrong (src/detect/det_audit.h has the rules). */
+typedef enum {
+    CDL_SUSPECT_CLASS,  /* a confident detection of another class matches the truth */
+    CDL_SUSPECT_BOX,    /* the truth's class is found confidently, but beside the box */
+    CDL_SUSPECT_MISSING /* a confident detection matches no truth */
+} cdl_suspect_kind;
+
+typedef struct cdl_label_suspect {
+    cdl_suspect_kind kind;
+    float suspicion;       /* the rank key, in [0, 1] */
+    char image_path[4096]; /* the image, as the list names it */
+    char label_path[4096]; /* its label file */
+    int label_line;        /* the truth's line in it (1-based); 0 for a missing label */
+    int label_class;       /* the truth's class; -1 for a missing label */
+    int found_class;       /* the detection's */
+    float score, iou;      /* the detection's score; its IoU with the truth (missing: best) */
+    float truth_box[4];    /* centre x, y, width, height as fractions of the image (0 missing) */
+    float found_box[4];    /* the detection's */
+} cdl_label_suspect;
+
 typedef struct cdl_detection_eval_options {
-    float thresh; /* score threshold of TP, FP, precision, recall, F1, average IoU (0.25) */
+    float thresh; /* score threshold of TP, FP, precision, recall, F1, average IoU (0.25); the
+                     score a detection needs to accuse a label in an audit */
     float nms;    /* as cdl_detect_options (0.45) */
     int points;   /* 0, 11 or 101 */
+    int audit;    /* keep the audit's most suspect labels, at most this many (0: no audit) */
 } cdl_detection_eval_options;
 
 /* Evaluates a detector on the validation set of a .data file (NULL: the dataset it trained on),
@@ -496,7 +520,8 @@ typedef struct cdl_detection_eval_options {
  * keeping scores above 0.005 (darknet's detector map), then matched to its truths as
  * pycocotools' COCOeval matches (bbox, area all, 100 detections per image and class): per
  * class AP at IoU 0.5 and averaged over 0.5:0.05:0.95 (101-point AP equals COCOeval's), and at
- * options->thresh darknet's TP, FP, precision, recall, F1 and average IoU. */
+ * options->thresh darknet's TP, FP, precision, recall, F1 and average IoU. With options->audit,
+ * result->suspects lists the labels most likely wrong, at most options->audit of them. */
 int cdl_model_evaluate_detection(cdl_model *model, const char *data_path,
                                  const cdl_detection_eval_options *options,
                                  cdl_detection_eval_result *result, char *err, size_t err_size);
@@ -658,9 +683,11 @@ int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, 
 /* The ONNX IR version that goes with opset. */
 int cdl_onnx_ir_version(int opset);
 /* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
- * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. */
+ * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. A detector's
+ * outputs are its [yolo]/[region] heads, or with decode_boxes its boxes [N][B][4] (centre x, y,
+ * width, height in input pixels) and scores [N][B][classes] (docs/interop.md). */
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
-                          int batch, int opset, char *err, size_t err_size);
+                          int batch, int opset, int decode_boxes, char *err, size_t err_size);
 /* Writes darknet .weights (version 0.2.0) for the model's cfg; `seen` = the images a
  * checkpoint trained on (steps x batch). */
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size);

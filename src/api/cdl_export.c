@@ -16,12 +16,12 @@ int cdl_onnx_ir_version(int opset)
 }
 
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
-                          int batch, int opset, char *err, size_t err_size)
+                          int batch, int opset, int decode_boxes, char *err, size_t err_size)
 {
     Error e = {0};
-    return onnx_export(&model->net, graph_name, path, batch, opset, &e)
-               ? api_report(&e, err, err_size)
-               : CDL_OK;
+    const OnnxExportOptions o = {batch, opset, decode_boxes};
+    return onnx_export(&model->net, graph_name, path, &o, &e) ? api_report(&e, err, err_size)
+                                                              : CDL_OK;
 }
 
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size)

@@ -10,6 +10,7 @@
 
 #include "api/cdl.h"
 #include "cli/cli.h"
+#include "cli/eval_audit.h"
 #include "util/utf8.h"
 
 static const OptSpec eval_opts[] = {
@@ -34,6 +35,13 @@ static const OptSpec eval_opts[] = {
      "detectors: AP as 101 (COCO), 11 (PASCAL VOC 2007) or 0 (area under the curve) recall "
      "points (default 101)"},
     {"--nms", 1, 0, "detectors: non-maximum suppression threshold; 0: none (default 0.45)"},
+    {"--audit", 0, 0,
+     "detectors: also list the labels most likely wrong (a class swapped, a box off, a box "
+     "missing), most suspect first"},
+    {"--audit-top", 1, 0, "detectors: how many suspects --audit lists (default 20, at most 400)"},
+    {"--audit-sheet", 1, 0,
+     "detectors: with --audit, draw the suspects' crops with truth (green) and detection (red) "
+     "on one PNG"},
     {"--help", 0, 0, "show this help"},
 };
 #define N_EVAL_OPTS (int)(sizeof eval_opts / sizeof eval_opts[0])
@@ -166,6 +174,8 @@ static void print_detection(const cdl_detection_eval_result *r, const cdl_model 
         cJSON_AddNumberToObject(o, "recall", r->recall);
         cJSON_AddNumberToObject(o, "f1", r->f1);
         cJSON_AddNumberToObject(o, "avg_iou", r->avg_iou);
+        if (r->suspects)
+            audit_print(r, m, o);
         cJSON *list = cJSON_AddArrayToObject(o, "per_class");
         for (int k = 0; k < r->classes; k++) {
             const cdl_detection_class_result *c = &r->per_class[k];
@@ -204,6 +214,8 @@ static void print_detection(const cdl_detection_eval_result *r, const cdl_model 
            r->thresh, r->tp, r->fp, r->fn, r->precision, r->recall, r->f1, 100 * r->avg_iou);
     printf("mAP@0.5 %.2f%%  mAP@0.5:0.95 %.2f%%  (%s AP)\n", 100 * r->map50, 100 * r->map50_95,
            how);
+    if (r->suspects)
+        audit_print(r, m, NULL);
 }
 
 /* eval of a detector: --thresh, --points, --nms read, then its figures printed. */
@@ -211,8 +223,14 @@ static int evaluate_detector(const Args *a, cdl_model *m, const char *model, con
                              Error *e)
 {
     double thresh, nms;
-    long points;
+    long points, top;
+    const char *sheet = args_get(a, "--audit-sheet");
+    const int audit = args_get(a, "--audit") != NULL;
     int st = args_get_float(a, "--thresh", 0.25, 0, 1, &thresh, e);
+    st = st ? st : args_get_int(a, "--audit-top", 20, 1, 400, &top, e);
+    if (!st && !audit && (sheet || args_get(a, "--audit-top")))
+        st = error_set(e, CDL_EUSAGE, "--audit-top and --audit-sheet go with --audit");
+    st = st || !sheet ? st : cli_check_output(a, sheet, FILE_KIND_PNG, e);
     st = st ? st : args_get_float(a, "--nms", 0.45, 0, 1, &nms, e);
     st = st ? st : args_get_int(a, "--points", 101, 0, 101, &points, e);
     if (!st && points != 0 && points != 11 && points != 101)
@@ -224,12 +242,15 @@ static int evaluate_detector(const Args *a, cdl_model *m, const char *model, con
                        "unreadable image");
     if (st)
         return st;
-    const cdl_detection_eval_options o = {(float)thresh, (float)nms, (int)points};
+    const cdl_detection_eval_options o = {(float)thresh, (float)nms, (int)points,
+                                          audit ? (int)top : 0};
     cdl_detection_eval_result r;
     st = e->code =
         cdl_model_evaluate_detection(m, args_get(a, "--data"), &o, &r, e->msg, sizeof e->msg);
     if (!st)
         print_detection(&r, m, model, data, args_get(a, "--json") != NULL);
+    if (!st && sheet && !(st = audit_sheet_write(&r, sheet, e)))
+        fprintf(stderr, "cdl: %s: %d suspects drawn\n", sheet, r.n_suspects);
     cdl_detection_eval_result_free(&r);
     return st;
 }
@@ -303,7 +324,10 @@ int cmd_eval(int argc, char **argv)
         st = evaluate_detector(&a, m, model, data, &e);
         cdl_model_free(m);
         return st ? cli_fail(&e) : 0;
-    } else if (!cdl_model_is_text(m))
+    } else if (args_get(&a, "--audit") || args_get(&a, "--audit-sheet"))
+        st = error_set(&e, CDL_EUSAGE,
+                       "--audit: %s is not a detector (it has no [yolo] or [region] layer)", model);
+    else if (!cdl_model_is_text(m))
         st = args_get_int(&a, "--workers", CDL_DEFAULT_WORKERS, 0, 256, &workers, &e);
     const cdl_data_options opt = {(int)workers, args_get(&a, "--skip-bad") != NULL};
     if (!st)

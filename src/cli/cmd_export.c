@@ -15,6 +15,9 @@ static const OptSpec export_opts[] = {
      "or .safetensors)"},
     {"--batch", 1, 0, "onnx: fix the batch axis to N (default: dynamic, named N)"},
     {"--opset", 1, 0, "onnx: operator set 13..17 (default 13; IR version 7, or 8 from 15)"},
+    {"--decode", 0, 0,
+     "onnx, detectors: output the decoded boxes [N,B,4] (centre x, y, w, h in input pixels) and "
+     "scores [N,B,C] instead of the raw [yolo]/[region] heads (no NMS)"},
     {"--seed", 1, 0, "with a CFG: initialise the parameters from this seed (default 1)"},
     {"--weights", 1, 0,
      "with a CFG: load its parameters from FILE.safetensors (torchvision names), darknet "
@@ -92,8 +95,8 @@ static int export_onnx(const Args *a, Error *e)
     st = st ? st : load_model(a, model, &m, e);
     if (st)
         return st;
-    st = e->code =
-        cdl_model_export_onnx(m, name, path, (int)batch, (int)opset, e->msg, sizeof e->msg);
+    st = e->code = cdl_model_export_onnx(m, name, path, (int)batch, (int)opset,
+                                         args_get(a, "--decode") != NULL, e->msg, sizeof e->msg);
     cdl_model_free(m);
     if (!st)
         printf("%s: opset %ld, IR version %d, %s batch\n", path, opset,
@@ -129,8 +132,9 @@ static int export_npy(const Args *a, Error *e)
 static int export_tensors(const Args *a, const char *format, Error *e)
 {
     const int darknet = !strcmp(format, "darknet");
-    if (args_get(a, "--batch") || args_get(a, "--opset"))
-        return error_set(e, CDL_EUSAGE, "options --batch and --opset apply to export onnx");
+    if (args_get(a, "--batch") || args_get(a, "--opset") || args_get(a, "--decode") != NULL)
+        return error_set(e, CDL_EUSAGE,
+                         "options --batch, --opset and --decode apply to export onnx");
     if (a->n_positional > 2)
         return error_set(e, CDL_EUSAGE, "export %s takes at most one MODEL or CFG; see --help",
                          format);

@@ -141,6 +141,19 @@ void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v)
     onnx_initializer(g, name, ONNX_INT64, 1, dims, v);
 }
 
+void onnx_slice(OnnxGraph *g, const char *x, int64_t axis, int64_t start, int64_t end,
+                const char *y)
+{
+    char bounds[3][ONNX_NAME_MAX + 8];
+    const char *const bound_names[] = {"starts", "ends", "axes"};
+    const int64_t values[] = {start, end, axis};
+    for (int k = 0; k < 3; k++) {
+        snprintf(bounds[k], sizeof bounds[k], "%s.%s", y, bound_names[k]);
+        onnx_int64s(g, bounds[k], 1, &values[k]);
+    }
+    onnx_node(g, "Slice", 4, (const char *[]){x, bounds[0], bounds[1], bounds[2]}, y, 0, NULL);
+}
+
 void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix)
 {
     if (suffix)
@@ -357,41 +370,66 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
     }
 }
 
-/* A ValueInfoProto: a float tensor named name of rank 2 ([batch][c*h*w], flat), 3 (a sequence
- * net's [batch][c*h][w]) or 4, or the int64 token ids [batch][T] of a sequence net. */
-static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batch, int sequence,
-                           int token_ids)
+/* A ValueInfoProto: a tensor of elem_type named name, [batch][dims[1]]..[dims[rank-1]]. */
+static void put_value_info(PbBuf *graph, int field, const char *name, int elem_type, int rank,
+                           const int64_t *dims, int batch)
 {
     PbBuf shape, tensor, type, info;
     pb_init(&shape);
     pb_init(&tensor);
     pb_init(&type);
     pb_init(&info);
-    const int64_t dims[] = {batch, v->shape.c, v->shape.h, v->shape.w};
-    const int64_t flat_dims[] = {batch, (int64_t)shape_size(v->shape)};
-    const int64_t seq_dims[] = {batch, (int64_t)v->shape.c * v->shape.h, v->shape.w};
-    const int64_t *d = v->flat || token_ids ? flat_dims : sequence ? seq_dims : dims;
-    const int rank = v->flat || token_ids ? 2 : sequence ? 3 : 4;
     for (int k = 0; k < rank; k++) {
         PbBuf dim;
         pb_init(&dim);
         if (k == 0 && batch == 0)
             pb_string(&dim, DIM_PARAM, "N");
         else
-            pb_int(&dim, DIM_VALUE, d[k]);
+            pb_int(&dim, DIM_VALUE, k == 0 ? batch : dims[k]);
         pb_message(&shape, SHAPE_DIM, &dim);
         pb_free(&dim);
     }
-    pb_int(&tensor, TENSOR_TYPE_ELEM, token_ids ? ONNX_INT64 : ONNX_FLOAT);
+    pb_int(&tensor, TENSOR_TYPE_ELEM, elem_type);
     pb_message(&tensor, TENSOR_TYPE_SHAPE, &shape);
     pb_message(&type, TYPE_TENSOR, &tensor);
-    pb_string(&info, VALUE_NAME, v->name);
+    pb_string(&info, VALUE_NAME, name);
     pb_message(&info, VALUE_TYPE, &type);
     pb_message(graph, field, &info);
     pb_free(&shape);
     pb_free(&tensor);
     pb_free(&type);
     pb_free(&info);
+}
+
+/* dims (dims[0] unset) and rank of a layer's value: [N][c*h*w] when flat (or token ids),
+ * [N][c*h][w] in a sequence net, else [N][c][h][w]. */
+static int layer_value_dims(const OnnxLayer *v, int sequence, int token_ids, int64_t dims[4])
+{
+    if (v->flat || token_ids) {
+        dims[1] = (int64_t)shape_size(v->shape);
+        return 2;
+    }
+    if (sequence) {
+        dims[1] = (int64_t)v->shape.c * v->shape.h;
+        dims[2] = v->shape.w;
+        return 3;
+    }
+    dims[1] = v->shape.c;
+    dims[2] = v->shape.h;
+    dims[3] = v->shape.w;
+    return 4;
+}
+
+int onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims, Error *e)
+{
+    if (g->n_outputs == ONNX_MAX_OUTPUTS)
+        return error_set(e, CDL_EUSAGE, "more than %d ONNX graph outputs", ONNX_MAX_OUTPUTS);
+    OnnxOutput *o = &g->outputs[g->n_outputs++];
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->rank = rank;
+    for (int k = 0; k < rank; k++)
+        o->dims[k] = dims[k];
+    return CDL_OK;
 }
 
 int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e)
@@ -403,8 +441,18 @@ int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *gr
     pb_raw(graph, g->body.data, g->body.len);
     OnnxLayer input = g->input; /* layers may read the normalised input; the graph takes this */
     snprintf(input.name, sizeof input.name, "input");
-    put_value_info(graph, GRAPH_INPUT, &input, batch, g->sequence, g->token_ids);
-    put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch, g->sequence, 0);
+    int64_t dims[4];
+    int rank = layer_value_dims(&input, g->sequence, g->token_ids, dims);
+    put_value_info(graph, GRAPH_INPUT, "input", g->token_ids ? ONNX_INT64 : ONNX_FLOAT, rank, dims,
+                   batch);
+    for (int k = 0; k < g->n_outputs; k++)
+        put_value_info(graph, GRAPH_OUTPUT, g->outputs[k].name, ONNX_FLOAT, g->outputs[k].rank,
+                       g->outputs[k].dims, batch);
+    if (!g->n_outputs) {
+        const OnnxLayer *last = &g->layers[g->n_layers - 1];
+        rank = layer_value_dims(last, g->sequence, 0, dims);
+        put_value_info(graph, GRAPH_OUTPUT, last->name, ONNX_FLOAT, rank, dims, batch);
+    }
     if (graph->failed)
         return error_set(e, CDL_ERUNTIME, "out of memory building the ONNX graph");
     return CDL_OK;

@@ -20,6 +20,7 @@
 #include "io/protobuf.h"
 
 #define ONNX_NAME_MAX 64
+#define ONNX_MAX_OUTPUTS 16
 
 /* TensorProto.DataType values used here. */
 enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
@@ -66,6 +67,13 @@ typedef struct OnnxLayer {
     int flat;                 /* the value is [N][c*h*w] rather than [N][c][h][w] */
 } OnnxLayer;
 
+/* A graph output declared by onnx_graph_add_output: float [N][dims[1]]..[dims[rank-1]]. */
+typedef struct OnnxOutput {
+    char name[ONNX_NAME_MAX];
+    int rank;
+    int64_t dims[4]; /* dims[0], the batch axis, is set by onnx_graph_finish */
+} OnnxOutput;
+
 typedef struct OnnxGraph {
     PbBuf body;        /* GraphProto fields 1 (node) and 5 (initializer) so far */
     OnnxLayer input;   /* what layers read as the net input: the graph input "input"
@@ -74,6 +82,8 @@ typedef struct OnnxGraph {
     int n_layers;
     int sequence;  /* a sequence net: unflattened values are [N][T][features] */
     int token_ids; /* the graph input is int64 token ids [N][T] */
+    OnnxOutput outputs[ONNX_MAX_OUTPUTS]; /* the graph outputs; none: the last layer's output */
+    int n_outputs;
 } OnnxGraph;
 
 /* Prepares an empty graph for net's layers, whose input the [net] keys normalise by mean and std
@@ -92,6 +102,15 @@ void onnx_initializer(OnnxGraph *g, const char *name, int data_type, int n_dims,
 /* Shorthands: a float scalar, and a vector of int64 (shapes, pads, slice bounds). */
 void onnx_scalar(OnnxGraph *g, const char *name, float v);
 void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v);
+
+/* y = x[start:end] along axis, with the bounds as initializers "<y>.starts", "<y>.ends" and
+ * "<y>.axes". */
+void onnx_slice(OnnxGraph *g, const char *x, int64_t axis, int64_t start, int64_t end,
+                const char *y);
+
+/* Declares name, a float value of rank dims (dims[0], the batch axis, is ignored), as a graph
+ * output in place of the last layer's; CDL_EUSAGE past ONNX_MAX_OUTPUTS. */
+int onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims, Error *e);
 
 /* name = "layer<i>" or "layer<i>.<suffix>" (suffix NULL for the former). */
 void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
@@ -129,8 +148,8 @@ void onnx_activation_input(char x[ONNX_NAME_MAX], ActivationKind a, const char *
 void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *y);
 
 /* graph = the whole GraphProto: name, the nodes and initializers, the input "input" and the
- * last layer's output as graph output, with batch axis "N" when batch is 0, else batch
- * (in a sequence net the token axis is fixed at T).
+ * outputs declared by onnx_graph_add_output (none: the last layer's output) as graph outputs, with
+ * batch axis "N" when batch is 0, else batch (in a sequence net the token axis is fixed at T).
  * Returns CDL_ERUNTIME when memory ran out while building. */
 int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e);
 

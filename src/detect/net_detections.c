@@ -6,7 +6,7 @@
 #include "detect/yolo_boxes.h"
 #include "layers/families.h"
 
-static int is_detection_layer(const Layer *l)
+int layer_is_detector(const Layer *l)
 {
     return l->type == &yolo_layer || l->type == &region_layer;
 }
@@ -14,7 +14,7 @@ static int is_detection_layer(const Layer *l)
 const Layer *net_last_detector(const Net *net)
 {
     for (int i = net->n_layers - 1; i >= 0; i--)
-        if (is_detection_layer(&net->layers[i]))
+        if (layer_is_detector(&net->layers[i]))
             return &net->layers[i];
     return NULL;
 }
@@ -44,7 +44,7 @@ int net_detections(const Net *net, int b, const DetectFrame *frame, float thresh
     list->n = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        if (!is_detection_layer(l))
+        if (!layer_is_detector(l))
             continue;
         if (detector_classes(l) != list->classes)
             return error_set(e, CDL_EUSAGE,

@@ -8,6 +8,8 @@
 #include "data/augment.h"
 #include "detect/detection.h"
 
+/* 1 when l is a [yolo] or [region] layer. */
+int layer_is_detector(const Layer *l);
 /* The net's last [yolo] or [region] layer (a [yolo]'s nms_kind and beta_nms are what NMS
  * follows), or NULL when the net has none (not a detector). */
 const Layer *net_last_detector(const Net *net);

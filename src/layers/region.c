@@ -20,6 +20,7 @@
 #include "layers/region.h"
 
 #include "core/net.h"
+#include "layers/detector_onnx.h"
 
 /* anchors= w, h pairs in grid cells, one per num (darknet's default: 0.5 each). */
 static int parse_anchors(Region *r, const Cfg *cfg, CfgSection *s, Error *e)
@@ -104,11 +105,24 @@ static int region_truth_boxes(const Layer *l)
     return r->max_boxes;
 }
 
+/* The layer's output (logistic x, y and objectness, softmax or logistic classes, w and h as they
+ * come); the box decode is the exporter's (model/onnx_detector.c). */
+static int region_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net;
+    (void)e;
+    const Region *r = l->priv;
+    const DetectorActivations a = {r->num, r->classes, 1.0f, r->softmax};
+    detector_export_onnx(l, g, &a);
+    return CDL_OK;
+}
+
 const LayerType region_layer = {
     .name = "region",
     .priv_size = sizeof(Region),
     .parse = region_parse,
     .reads_truth = 1,
     .truth_boxes = region_truth_boxes,
+    .export_onnx = region_export_onnx,
     .backward_ignores_inputs = 1,
 };

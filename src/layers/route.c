@@ -78,7 +78,7 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
 {
     (void)e;
     const Route *ro = l->priv;
-    char names[LAYER_MAX_INPUTS][ONNX_NAME_MAX], part[ONNX_NAME_MAX], arg[3][ONNX_NAME_MAX + 8];
+    char names[LAYER_MAX_INPUTS][ONNX_NAME_MAX], part[ONNX_NAME_MAX];
     const char *in[LAYER_MAX_INPUTS];
     for (int k = 0; k < l->n_inputs; k++) {
         onnx_input_nchw(g, l, k, names[k]);
@@ -86,16 +86,10 @@ static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
         if (ro->groups == 1)
             continue;
         const int64_t c = net->layers[l->inputs[k]].out_shape.c / ro->groups;
-        const int64_t bounds[3] = {ro->group_id * c, (ro->group_id + 1) * c, 1};
-        const char *const arg_names[] = {"starts", "ends", "axes"};
         char suffix[32];
         snprintf(suffix, sizeof suffix, "group%d", k);
         onnx_name(part, l, suffix);
-        for (int a = 0; a < 3; a++) {
-            snprintf(arg[a], sizeof arg[a], "%s.%s", part, arg_names[a]);
-            onnx_int64s(g, arg[a], 1, &bounds[a]);
-        }
-        onnx_node(g, "Slice", 4, (const char *[]){names[k], arg[0], arg[1], arg[2]}, part, 0, NULL);
+        onnx_slice(g, names[k], 1, ro->group_id * c, (ro->group_id + 1) * c, part);
         snprintf(names[k], sizeof names[k], "%s", part);
     }
     const OnnxAttr axis = onnx_attr_int("axis", 1);

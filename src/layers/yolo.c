@@ -27,6 +27,7 @@
 #include <float.h>
 
 #include "core/net.h"
+#include "layers/detector_onnx.h"
 
 static const char *const iou_loss_names[] = {"mse", "iou", "giou", "diou", "ciou"};
 static const char *const nms_kind_names[] = {"default", "greedynms", "diounms"};
@@ -146,6 +147,18 @@ static int yolo_truth_boxes(const Layer *l)
     return yo->max_boxes;
 }
 
+/* The layer's output (logistic entries, w and h as they come); the box decode is the exporter's
+ * (model/onnx_detector.c). */
+static int yolo_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net;
+    (void)e;
+    const Yolo *yo = l->priv;
+    const DetectorActivations a = {yo->n_mask, yo->classes, yo->scale_x_y, 0};
+    detector_export_onnx(l, g, &a);
+    return CDL_OK;
+}
+
 const LayerType yolo_layer = {
     .name = "yolo",
     .priv_size = sizeof(Yolo),
@@ -153,6 +166,7 @@ const LayerType yolo_layer = {
     .reads_truth = 1,
     .truth_boxes = yolo_truth_boxes,
     .box_jitter = yolo_box_jitter,
+    .export_onnx = yolo_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

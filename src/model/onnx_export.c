@@ -7,6 +7,7 @@
  * a new build dependency and thousands of lines of generated code to keep in step with
  * onnx.proto. */
 #include "model/onnx_export.h"
+#include "model/onnx_detector.h"
 #include "train/net_keys.h"
 
 #include "util/atomic_file.h"
@@ -40,8 +41,8 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
 }
 
 /* model = the ModelProto of net's graph. */
-static int build_model(const Net *net, const char *graph_name, int batch, int opset, PbBuf *model,
-                       Error *e)
+static int build_model(const Net *net, const char *graph_name, const OnnxExportOptions *o,
+                       PbBuf *model, Error *e)
 {
     /* the input's normalisation; none in a net put together without a cfg (tests) */
     AugmentConfig a;
@@ -55,11 +56,12 @@ static int build_model(const Net *net, const char *graph_name, int batch, int op
     pb_init(&opset_id);
     st = onnx_graph_init(&g, net, normalised ? a.mean : NULL, normalised ? a.std : NULL, e);
     st = st ? st : onnx_build_graph(net, &g, e);
-    st = st ? st : onnx_graph_finish(&g, graph_name, batch, &graph, e);
+    st = st ? st : onnx_detector_outputs(net, &g, o->decode_boxes, e);
+    st = st ? st : onnx_graph_finish(&g, graph_name, o->batch, &graph, e);
     if (!st) {
         pb_string(&opset_id, OPSET_DOMAIN, ""); /* the default ai.onnx domain */
-        pb_int(&opset_id, OPSET_VERSION, opset);
-        pb_int(model, MODEL_IR_VERSION, onnx_ir_version(opset));
+        pb_int(&opset_id, OPSET_VERSION, o->opset);
+        pb_int(model, MODEL_IR_VERSION, onnx_ir_version(o->opset));
         pb_string(model, MODEL_PRODUCER_NAME, "cdl");
         pb_message(model, MODEL_OPSET_IMPORT, &opset_id);
         pb_message(model, MODEL_GRAPH, &graph);
@@ -72,12 +74,12 @@ static int build_model(const Net *net, const char *graph_name, int batch, int op
     return st;
 }
 
-int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
-                Error *e)
+int onnx_export(const Net *net, const char *graph_name, const char *path,
+                const OnnxExportOptions *o, Error *e)
 {
     PbBuf model;
     pb_init(&model);
-    int st = build_model(net, graph_name, batch, opset, &model, e);
+    int st = build_model(net, graph_name, o, &model, e);
     AtomicFile f;
     if (!st && !(st = atomic_file_open(&f, path, FILE_KIND_ONNX, e))) {
         fwrite(model.data, 1, model.len, f.file);

@@ -19,9 +19,17 @@ int onnx_ir_version(int opset);
  * export_onnx fails with "layer N [type]: not exportable to ONNX". */
 int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e);
 
-/* Writes net to path atomically (nothing is left at path on failure). graph_name names the
- * graph; batch 0 makes the batch axis symbolic ("N"). */
-int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
-                Error *e);
+typedef struct OnnxExportOptions {
+    int batch;        /* 0: the batch axis is symbolic ("N") */
+    int opset;        /* ONNX_OPSET_MIN..ONNX_OPSET_MAX */
+    int decode_boxes; /* a detector's outputs are its decoded boxes and scores, not its heads
+                         (model/onnx_detector.h) */
+} OnnxExportOptions;
+
+/* Writes net to path atomically (nothing is left at path on failure); graph_name names the
+ * graph. A detector's outputs are those of onnx_detector_outputs, any other net's its last
+ * layer's. */
+int onnx_export(const Net *net, const char *graph_name, const char *path,
+                const OnnxExportOptions *o, Error *e);
 
 #endif

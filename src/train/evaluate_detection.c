@@ -7,28 +7,30 @@
 #include "detect/net_detections.h"
 #include "train/net_keys.h"
 
-/* A growable array of DetBoxes. */
-typedef struct DetBoxes {
-    DetBox *items;
-    int n, capacity;
-} DetBoxes;
-
-static int push_box(DetBoxes *b, DetBox box, Error *e)
+/* Appends box to items [*n] of *capacity, growing it. */
+static int push_box(DetBox **items, int *n, int *capacity, DetBox box, Error *e)
 {
-    if (b->n == b->capacity) {
-        const int capacity = b->capacity ? 2 * b->capacity : 256;
-        DetBox *items = realloc(b->items, (size_t)capacity * sizeof *items);
-        if (!items)
-            return error_set(e, CDL_ERUNTIME, "out of memory holding %d boxes", b->n);
-        b->items = items;
-        b->capacity = capacity;
+    if (*n == *capacity) {
+        const int grown = *capacity ? 2 * *capacity : 256;
+        DetBox *more = realloc(*items, (size_t)grown * sizeof *more);
+        if (!more)
+            return error_set(e, CDL_ERUNTIME, "out of memory holding %d boxes", *n);
+        *items = more;
+        *capacity = grown;
     }
-    b->items[b->n++] = box;
+    (*items)[(*n)++] = box;
     return CDL_OK;
 }
 
+void detection_eval_boxes_free(DetectionEvalBoxes *b)
+{
+    free(b->truths);
+    free(b->found);
+    *b = (DetectionEvalBoxes){0};
+}
+
 /* Image i's truths (boxes relative to the image) into gts; truth: room for the list. */
-static int add_truths(const SampleSource *src, int i, float *truth, DetBoxes *gts, Error *e)
+static int add_truths(const SampleSource *src, int i, float *truth, DetectionEvalBoxes *b, Error *e)
 {
     int st = src->read_boxes(src, i, truth, DETECTION_EVAL_MAX_TRUTHS, e);
     for (int t = 0; !st && t < DETECTION_EVAL_MAX_TRUTHS; t++) {
@@ -36,7 +38,7 @@ static int add_truths(const SampleSource *src, int i, float *truth, DetBoxes *gt
         if (f[TRUTH_X] == 0)
             break;
         st = push_box(
-            gts,
+            &b->truths, &b->n_truths, &b->truths_capacity,
             (DetBox){i, (int)f[TRUTH_CLASS], 0, {f[TRUTH_X], f[TRUTH_Y], f[TRUTH_W], f[TRUTH_H]}},
             e);
     }
@@ -46,7 +48,7 @@ static int add_truths(const SampleSource *src, int i, float *truth, DetBoxes *gt
 /* Image i detected: every class score left after NMS, as a detection of that class. */
 static int add_detections(Net *net, const AugmentConfig *aug, AugmentScratch *scratch,
                           const Image *img, int i, const DetectionEvalOptions *opt,
-                          DetectionList *list, DetBoxes *found, Error *e)
+                          DetectionList *list, DetectionEvalBoxes *b, Error *e)
 {
     if (augment_eval(aug, img, scratch, net_host_input(net), NULL))
         return error_set(e, CDL_ERUNTIME, "out of memory preprocessing an image");
@@ -58,13 +60,14 @@ static int add_detections(Net *net, const AugmentConfig *aug, AugmentScratch *sc
         for (int k = 0; !st && k < list->classes; k++) {
             const float score = list->prob[(size_t)d * list->classes + k];
             if (score > 0)
-                st = push_box(found, (DetBox){i, k, score, list->items[d].box}, e);
+                st = push_box(&b->found, &b->n_found, &b->found_capacity,
+                              (DetBox){i, k, score, list->items[d].box}, e);
         }
     return st;
 }
 
 int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOptions *opt,
-                       DetMetrics *m, int *images, Error *e)
+                       DetMetrics *m, int *images, DetectionEvalBoxes *keep, Error *e)
 {
     const Layer *last = net_last_detector(net);
     if (!last)
@@ -80,7 +83,7 @@ int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOpt
     const int classes = detector_classes(last), train = net->train, batch = net->batch;
     net->train = 0;
     net->batch = 1;
-    DetBoxes gts = {0}, found = {0};
+    DetectionEvalBoxes boxes = {0};
     DetectionList list;
     detection_list_init(&list, classes);
     AugmentScratch scratch = {0};
@@ -91,19 +94,21 @@ int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOpt
         int label;
         if ((st = src->read(src, i, &img, &label, e)))
             break;
-        st = add_truths(src, i, truth, &gts, e);
-        st = st ? st : add_detections(net, &aug, &scratch, &img, i, opt, &list, &found, e);
+        st = add_truths(src, i, truth, &boxes, e);
+        st = st ? st : add_detections(net, &aug, &scratch, &img, i, opt, &list, &boxes, e);
         image_free(&img);
     }
     if (!st)
-        st = det_metrics_compute(gts.items, gts.n, found.items, found.n, classes, opt->points,
-                                 opt->thresh, m, e);
+        st = det_metrics_compute(boxes.truths, boxes.n_truths, boxes.found, boxes.n_found, classes,
+                                 opt->points, opt->thresh, m, e);
     *images = src->n;
     net->train = train;
     net->batch = batch;
     free(truth);
-    free(gts.items);
-    free(found.items);
+    if (keep)
+        *keep = boxes;
+    else
+        detection_eval_boxes_free(&boxes);
     detection_list_free(&list);
     augment_scratch_free(&scratch);
     return st;

@@ -19,10 +19,20 @@ typedef struct DetectionEvalOptions {
     int points;   /* 0, 11 or 101 (detection_metrics.h) */
 } DetectionEvalOptions;
 
+/* Every truth and detection of an evaluation, in image order, boxes relative to their image. */
+typedef struct DetectionEvalBoxes {
+    DetBox *truths, *found;
+    int n_truths, n_found;
+    int truths_capacity, found_capacity;
+} DetectionEvalBoxes;
+void detection_eval_boxes_free(DetectionEvalBoxes *b);
+
 /* Runs net (with [yolo] layers, sized for at least one sample) over every image of src in order,
  * one forward each, and fills m (det_metrics_free it) and *images. A sample's boxes come from
- * src->read_boxes; a source without boxes is CDL_EUSAGE. Restores net->train and net->batch. */
+ * src->read_boxes; a source without boxes is CDL_EUSAGE. Restores net->train and net->batch.
+ * keep (NULL: not kept) receives the truths and detections scored (free them with
+ * detection_eval_boxes_free, on failure too). */
 int evaluate_detection(Net *net, const SampleSource *src, const DetectionEvalOptions *opt,
-                       DetMetrics *m, int *images, Error *e);
+                       DetMetrics *m, int *images, DetectionEvalBoxes *keep, Error *e);
 
 #endif

@@ -216,10 +216,13 @@ CFG
             [ "$output" = "cdl: layer 1 [tokens]: not exportable to ONNX" ]
             continue
         fi
-        if grep -q '^\[yolo\]' "$cfg"; then # detectors: [yolo] has no ONNX form yet
-            run "$CDL" export onnx "$cfg" -o "$name.onnx"
-            [ "$status" -eq 2 ]
-            [[ "$output" == "cdl: layer "*" [yolo]: not exportable to ONNX" ]]
+        if grep -q '^\[yolo\]' "$cfg"; then # detectors: both checkers here, values in export_detector.bats
+            for decode in "" --decode; do
+                "$CDL" export onnx "$cfg" $decode -o "$name.onnx" > /dev/null
+                run /usr/bin/python3 "$REPO/scripts/ref/onnx_check.py" "$name.onnx"
+                echo "$output"
+                [ "$status" -eq 0 ]
+            done
             continue
         fi
         run "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx"

@@ -203,10 +203,11 @@ static void test_layer_info_and_export(const char *dir)
     CHECK(!strcmp(l.type, "softmax") && l.params == 0 && l.inputs[0] == 1);
 
     snprintf(out, sizeof out, "%s/info.onnx", dir);
-    CHECK(cdl_model_export_onnx(m, "info", out, 0, CDL_ONNX_OPSET_DEFAULT, err, sizeof err) == 0);
+    CHECK(cdl_model_export_onnx(m, "info", out, 0, CDL_ONNX_OPSET_DEFAULT, 0, err, sizeof err) ==
+          0);
     CHECK(file_size(out) > 0 && cdl_onnx_ir_version(CDL_ONNX_OPSET_DEFAULT) == 7);
     unlink(out);
-    CHECK(cdl_model_export_onnx(m, "info", "/nonexistent/x.onnx", 0, 13, err, sizeof err) == 1);
+    CHECK(cdl_model_export_onnx(m, "info", "/nonexistent/x.onnx", 0, 13, 0, err, sizeof err) == 1);
     CHECK_CONTAINS(err, "/nonexistent/x.onnx");
     snprintf(out, sizeof out, "%s/info.weights", dir);
     CHECK(cdl_model_export_darknet(m, out, err, sizeof err) == 0);

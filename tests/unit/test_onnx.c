@@ -190,7 +190,8 @@ static void test_layer_without_export_is_refused_and_nothing_is_written(void)
     char path[64];
     snprintf(path, sizeof path, "/tmp/cdl_test_onnx_%ld.onnx", (long)getpid());
     Error e = {0};
-    CHECK(onnx_export(&net, "future", path, 0, ONNX_OPSET_DEFAULT, &e) == CDL_EUSAGE);
+    CHECK(onnx_export(&net, "future", path, &(OnnxExportOptions){0, ONNX_OPSET_DEFAULT, 0}, &e) ==
+          CDL_EUSAGE);
     CHECK_CONTAINS(e.msg, "layer 0 [future]: not exportable to ONNX");
     CHECK(access(path, F_OK) != 0);
 }

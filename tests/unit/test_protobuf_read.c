@@ -135,7 +135,7 @@ static size_t export_small(uint8_t **bytes)
     CHECK(fd >= 0);
     close(fd);
     CHECK(net_build_from_text(&net, small_cfg, "small.cfg", 0, 3, &e) == CDL_OK);
-    CHECK(onnx_export(&net, "small", path, 0, 13, &e) == CDL_OK);
+    CHECK(onnx_export(&net, "small", path, &(OnnxExportOptions){0, 13, 0}, &e) == CDL_OK);
     net_free(&net);
     FILE *f = fopen(path, "rb");
     fseek(f, 0, SEEK_END);
