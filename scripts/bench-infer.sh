@@ -12,7 +12,8 @@
 #   fp32: float32 everywhere.
 #   bf16: cdl --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16)
 #         (ONNX Runtime's CPU provider has no bf16 convolutions: "-").
-#   int8: cdl quantize (dynamic input grids) of the model `cdl import` makes of the exported
+#   int8: cdl quantize --calibrate (static input grids, on 8 random images: oneDNN's int8
+#         convolutions where the CPU has VNNI) of the model `cdl import` makes of the exported
 #         one, against ONNX Runtime's static QDQ model from its own quantizer (scripts/
 #         bench_ort.py --quantize) and PyTorch's static int8 model (fbgemm;
 #         scripts/bench_int8_torch.py), both calibrated on random batches.
@@ -103,6 +104,22 @@ trap 'stop_peers; rm -rf "$tmp"' EXIT
 torch_env() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
 field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p"; } # field NAME <<< ONE-LINE-JSON
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+calibration_data() { # calibration_data CFG: a .data file of 8 random RGB images of CFG's size
+    local side dir=$tmp/calibration
+    side=$(sed -n 's/^width *= *//p' "$1" | head -1)
+    mkdir -p "$dir/images/0"
+    /usr/bin/python3 - "$dir/images/0" "$side" <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+rng = np.random.default_rng(1)
+for i in range(8):
+    pixels = rng.integers(0, 256, (int(sys.argv[2]), int(sys.argv[2]), 3), dtype=np.uint8)
+    Image.fromarray(pixels).save("%s/random%d.png" % (sys.argv[1], i))
+PY
+    printf 'classes=1\ntrain=%s\nvalid=%s\n' "$dir/images" "$dir/images" >"$dir/random.data"
+    echo "$dir/random.data"
+}
 quiet() { # quiet CMD...: CMD's stdout; on failure its stderr, then exit
     local out
     out=$("$@" 2>"$tmp/stderr") || { cat "$tmp/stderr" >&2 && fail "failed: $*"; }
@@ -199,7 +216,8 @@ for name in "${net_names[@]}"; do
         bf16) cdl_flags=(--precision bf16) runners=("${runners[@]/ort/}") ;;
         int8)
             quiet ./cdl import "$tmp/$name.onnx" -o "$tmp/$name.cfg" --out "$tmp/$name.cdl" >/dev/null
-            quiet ./cdl quantize "$tmp/$name.cdl" -o "$tmp/$name.int8.cdl" >/dev/null
+            quiet ./cdl quantize "$tmp/$name.cdl" -o "$tmp/$name.int8.cdl" --batches 8 \
+                --calibrate "$(calibration_data "$cfg")" >/dev/null
             quiet torch_env OMP_NUM_THREADS=1 "$py" scripts/bench_ort.py "$tmp/$name.onnx" \
                 --quantize "$tmp/$name.int8.onnx" --batch 2 >/dev/null
             cdl_model=$tmp/$name.int8.cdl runners=(cdl ort int8) ;;
@@ -245,5 +263,5 @@ for name in "${net_names[@]}"; do
         done
     done
 done
-echo "(int8: PyTorch is its static int8 model, no compile; cdl quantizes its inputs per batch)"
+echo "(int8: PyTorch is its static int8 model, no compile; cdl's convolutions are calibrated too)"
 speed_table_end

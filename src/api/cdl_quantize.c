@@ -100,11 +100,16 @@ static int quantize(cdl_model *m, const cdl_quantize_options *o, cdl_quantize_re
         return st;
     net_quant_from_float(net);
     net_quant_prepare(net);
-    /* The layers' resize takes the int8 work: size the activations again. */
+    /* The layers' resize takes the int8 work: size the activations again, and once more after a
+     * calibration, whose grids let convolutions run on oneDNN's int8 kernels (made with them). */
     const int capacity = m->capacity;
     m->capacity = 0;
     st = api_model_reserve(m, capacity, e);
-    return st ? st : o && o->calibrate_data ? calibrate(m, o, r, e) : CDL_OK;
+    st = st ? st : o && o->calibrate_data ? calibrate(m, o, r, e) : CDL_OK;
+    if (st || !r->calibrated)
+        return st;
+    m->capacity = 0;
+    return api_model_reserve(m, capacity, e);
 }
 
 int cdl_model_quantize(cdl_model *model, const cdl_quantize_options *options,

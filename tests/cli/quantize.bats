@@ -77,3 +77,20 @@ load helpers
     [ "$status" -eq 1 ]
     [[ "$output" == *"cut.cdl"* ]]
 }
+
+@test "a calibrated int8 fashion model evaluates within half a point of float, on oneDNN with VNNI" {
+    [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
+        skip "Fashion-MNIST (Debian's dataset-fashion-mnist) is not installed"
+    "$CDL" train "$REPO/cfg/fashion.cfg" --epochs 1 --out fashion.cdl --threads 2 \
+        --log-every 100000 2>/dev/null
+    run "$CDL" quantize fashion.cdl -o q.cdl --calibrate "$REPO/cfg/fashion.data" --threads 2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"3 convolution input grids calibrated"* ]]
+    # engine=auto runs calibrated int8 convolutions on oneDNN where the CPU has AVX-512 VNNI
+    if "$CDL" doctor | grep -q "DNNL=1" && grep -qw avx512_vnni /proc/cpuinfo; then
+        [ "$("$CDL" info q.cdl | grep -c 'int8 (static input)  engine dnnl')" -eq 3 ]
+    fi
+    fp=$("$CDL" eval fashion.cdl --threads 2 --json | jq .accuracy)
+    q=$("$CDL" eval q.cdl --threads 2 --json | jq .accuracy)
+    jq -n --argjson a "$fp" --argjson b "$q" '($a - $b) | fabs <= 0.005' | grep -qx true
+}

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "backend/cpu/net_quant.h"
 #include "check.h"
 #include "model/model_io.h"
@@ -324,8 +325,9 @@ static void test_pair_training_steps_allocate_nothing(void)
 }
 /* int8 inference (backend/cpu/net_quant.h): every quantizable layer of an inference net gets int8
  * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
- * the threads by images (4) and one run image by image with threaded products (3). */
-static void test_int8_inference_allocates_nothing(void)
+ * the threads by images (4) and one run image by image with threaded products (3); nor do those
+ * of calibrated convolutions (on oneDNN's int8 kernels where the CPU has VNNI). */
+static void test_int8_inference_allocates_nothing(int calibrated)
 {
     static const char *text =
         "[net]\nbatch=4\nwidth=20\nheight=20\nchannels=3\n"
@@ -344,6 +346,11 @@ static void test_int8_inference_allocates_nothing(void)
         net_quant_from_float(&net);
         net_quant_prepare(&net);
     }
+    for (int i = 0; !st && calibrated && i < 4; i++)
+        if (net.layers[i].quant) {
+            net.layers[i].quant->static_input = 1;
+            net.layers[i].quant->input = quant_params_u8(-0.5f, 1.6f);
+        }
     for (int batch = 4; batch >= 3; batch--) {
         st = st ? st : net_resize(&net, batch, 0, &e);
         if (st) {
@@ -362,6 +369,9 @@ static void test_int8_inference_allocates_nothing(void)
         CHECK(allocations == 0);
     }
     CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
+    if (calibrated && !st)
+        CHECK((strcmp(net.layers[0].engine, "dnnl") == 0) ==
+              (dnnl_conv_built() && qgemm_has_vnni()));
     net_free(&net);
 }
 
@@ -487,7 +497,8 @@ int main(void)
     test_text_training_steps_allocate_nothing(GEMM_FP32);
     test_text_training_steps_allocate_nothing(GEMM_BF16);
     test_pair_training_steps_allocate_nothing();
-    test_int8_inference_allocates_nothing();
+    test_int8_inference_allocates_nothing(0);
+    test_int8_inference_allocates_nothing(1);
     test_dnnl_inference_allocates_nothing();
     test_winograd_inference_allocates_nothing();
     test_split_image_step_allocates_nothing();

@@ -8,7 +8,8 @@
  *
  * The engine: oneDNN with [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto
  * where dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
- * implementation for the layer or the layer runs with int8 weights; in precision=bf16 oneDNN where
+ * implementation for the layer; int8 layers on oneDNN's int8 kernels where conv_int8_on_dnnl says
+ * so, else on the reference's int8 products; in precision=bf16 oneDNN where
  * dnnl_conv_bf16_runs, whatever the engine unless the cfg says engine=ref. Else Winograd with
  * [net] winograd=1 for a same 3x3 one-group layer where winograd_worth, in float32. Else the
  * reference: depthwise loops for one input channel per group, else im2col + gemm (int8 weights
@@ -31,6 +32,7 @@
 
 #include "backend/cpu/bias_norm.h"
 #include "backend/cpu/cpu_options.h"
+#include "backend/cpu/layer_quant.h"
 #include "layers/families.h"
 
 static const char *const engine_names[] = {"ref", "dnnl", "wino"}; /* ConvEngine */
@@ -96,6 +98,17 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 
+/* An int8 layer runs on oneDNN's int8 kernels (conv_dnnl_int8.c) where its input grid is
+ * calibrated (oneDNN's int8 convolutions take their scales when made, so a grid from each
+ * batch's range stays on the own kernels) and [net] engine=dnnl, or auto on a CPU with AVX-512
+ * VNNI, where it was measured (docs/engines.md). */
+static int conv_int8_on_dnnl(const Layer *l, const CpuOptions *o)
+{
+    const CpuEngine engine = conv_engine_setting(l, o);
+    return l->quant && l->quant->static_input && dnnl_conv_built() &&
+           (engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && qgemm_has_vnni()));
+}
+
 /* A bf16 layer's products run on oneDNN unless the reference engine is asked for by name, where
  * the CPU has bf16 instructions. */
 static int conv_bf16_on_dnnl(const CpuOptions *o)
@@ -108,6 +121,8 @@ static int conv_bf16_on_dnnl(const CpuOptions *o)
 static const char *conv_engine_expected(const Layer *l, const ExecContext *exec)
 {
     const CpuOptions *o = cpu_options(exec);
+    if (l->quant)
+        return engine_names[conv_int8_on_dnnl(l, o) ? CONV_ENGINE_DNNL : CONV_ENGINE_REF];
     if (l->precision == GEMM_BF16 && !l->quant && conv_bf16_on_dnnl(o))
         return engine_names[CONV_ENGINE_DNNL];
     return engine_names[conv_engine_wanted(l, o)];
@@ -222,17 +237,19 @@ static int conv_resize(Layer *l, int batch, LayerState *st, Error *e)
     if (!cpu)
         return error_set(e, CDL_ERUNTIME, "layer %d [convolutional]: out of memory", l->index);
     conv_choose(l, cpu, cpu_options(st->exec));
-    cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->wino.on = 0;
+    cpu->dnnl.on = cpu->dnnl.fused = cpu->dnnl.folded = cpu->dnnl.int8 = cpu->wino.on = 0;
     cpu->dnnl.w_packed = NULL;
     cpu->dnnl.packed_ready = 0;
     cpu->ref.images_per_gemm = 1;
     l->engine = "ref";
     l->scratch_per_sample = 0;
     conv_ref_scratch(l, cpu, st->input_grads);
-    if (!l->quant && (l->precision == GEMM_BF16   ? cpu->dnnl.bf16_wanted
-                      : l->precision == GEMM_FP32 ? cpu->wanted == CONV_ENGINE_DNNL
-                                                  : 0)) {
-        int rc = conv_dnnl_resize(l, batch, st, e);
+    if (l->quant                    ? conv_int8_on_dnnl(l, cpu_options(st->exec))
+        : l->precision == GEMM_BF16 ? cpu->dnnl.bf16_wanted
+        : l->precision == GEMM_FP32 ? cpu->wanted == CONV_ENGINE_DNNL
+                                    : 0) {
+        int rc =
+            l->quant ? conv_dnnl_int8_resize(l, batch, st, e) : conv_dnnl_resize(l, batch, st, e);
         if (rc || cpu->dnnl.on)
             return rc;
     }
@@ -286,7 +303,7 @@ static void conv_forward(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch;
     const GemmPrecision p = conv_precision(l);
     if (conv_dnnl_forward_runs(l, ctx)) {
-        conv_dnnl_forward(l, ctx);
+        (cpu->dnnl.int8 ? conv_dnnl_int8_forward : conv_dnnl_forward)(l, ctx);
         return;
     }
     gemm_operand(p, l->params[CONV_WEIGHTS].data, l->params[CONV_WEIGHTS].count, cpu->w_rounded);

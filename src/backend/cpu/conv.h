@@ -85,6 +85,11 @@ typedef struct ConvDnnl {
      * shortcut's activation, which the inference forward applies after adding its other input
      * (oneDNN's sum post-op) into the shortcut's output (Layer.sum_into); 0: none */
     int sum_act;
+    /* the layer runs int8 (l->quant, calibrated) on oneDNN's int8 kernels (conv_dnnl_int8.c):
+     * w_packed holds its int8 weights, with batch norm a_fold and b_fold its folded scale and
+     * bias per channel (kept, valid while packed_ready; w_fold: ones, the weights folded) */
+    int int8;
+    float *a_fold;
 } ConvDnnl;
 
 /* Winograd's state (conv_winograd.c). */
@@ -218,6 +223,13 @@ void conv_dnnl_backward(Layer *l, const StepContext *ctx);
 /* LayerKernels.layout and fuse_sum: a layer on oneDNN may take and give nChw8c, and a folded one
  * may write a [shortcut]'s sum. */
 int conv_dnnl_layout(const Layer *l, int k);
+
+/* ---- int8 on oneDNN (conv_dnnl_int8.c) ---- */
+
+/* Makes the layer's int8 primitive for batch (dnnl.on and dnnl.int8 = 1), or leaves dnnl.on 0
+ * where oneDNN has only its reference kernel for it (the own int8 kernels run it then). */
+int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e);
+void conv_dnnl_int8_forward(Layer *l, const StepContext *ctx);
 int conv_dnnl_fuse_sum(Layer *l, int act);
 
 #endif

@@ -116,7 +116,7 @@ int conv_dnnl_fuse_sum(Layer *l, int act)
 {
     ConvDnnl *dn = &((Conv *)l->priv)->cpu->dnnl;
     dn->sum_act = 0;
-    if (act < 0 || !dn->on || !dn->folded || l->activation != CDL_ACT_LINEAR ||
+    if (act < 0 || !dn->on || !dn->folded || dn->int8 || l->activation != CDL_ACT_LINEAR ||
         (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY &&
          act != CDL_ACT_RELU6))
         return 0;

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/bf16.h"
@@ -128,6 +129,8 @@ void dnnl_conv_release(DnnlConv *d)
             dnnl_primitive_destroy(p->prim);
         if (p->scratchpad)
             dnnl_memory_destroy(p->scratchpad);
+        if (p->zero_point)
+            dnnl_memory_destroy(p->zero_point);
         for (int i = 0; i < p->n_args; i++)
             release_arg(&p->args[i]);
     }
@@ -135,11 +138,13 @@ void dnnl_conv_release(DnnlConv *d)
 }
 
 /* The plain descriptors of one convolution: x, y, bias, and weights ([groups][out/g][in/g][k][k]
- * as goihw when grouped, else oihw: the same bytes as cdl's [out_c][in_c/groups][k][k]); any:
- * the same shapes with the layout left to oneDNN, float32 (y, and the gradients dx and dw), and
- * in the operands' type (bf16 or float32: x, w and dy as the products take them). */
+ * as goihw when grouped, else oihw: the same bytes as cdl's [out_c][in_c/groups][k][k]; int8 in
+ * an int8 desc); any: the same shapes with the layout left to oneDNN, float32 (y, and the
+ * gradients dx and dw), and in the operands' type (bf16 or float32: x, w and dy as the products
+ * take them; uint8 x and int8 w in an int8 desc); channel: an int8 forward's a and b
+ * [1][out_c][1][1]. */
 typedef struct Mds {
-    dnnl_memory_desc_t x, w, b, y, x_any, w_any, y_any, x_op, w_op, y_op;
+    dnnl_memory_desc_t x, w, b, y, x_any, w_any, y_any, x_op, w_op, y_op, channel;
     /* Padding is symmetric, as PyTorch gives it: oneDNN's output size (in + 2 pad - size) /
      * stride + 1 rounds down as ours does, leaving what the last window misses unread. */
     dnnl_dims_t strides, pad;
@@ -158,8 +163,11 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
     const dnnl_dims_t b = {c->out_c};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
-    const dnnl_data_type_t op = bf16_operands(c) ? dnnl_bf16 : dnnl_f32;
+    const dnnl_data_type_t op = c->int8 ? dnnl_u8 : bf16_operands(c) ? dnnl_bf16 : dnnl_f32;
+    const dnnl_data_type_t w_op = c->int8 ? dnnl_s8 : op, w_type = c->int8 ? dnnl_s8 : dnnl_f32;
+    const dnnl_dims_t channel = {1, c->out_c, 1, 1};
     dnnl_status_t s = dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_f32, dnnl_nchw);
+    s = s ? s : dnnl_memory_desc_init_by_tag(&m->channel, 4, channel, dnnl_f32, dnnl_nchw);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, dnnl_f32, dnnl_nchw);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_any, 4, x, dnnl_f32, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_any, 4, y, dnnl_f32, any);
@@ -169,14 +177,14 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     if (c->groups > 1) {
         const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->size,
                                c->size};
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 5, w, dnnl_f32, dnnl_goihw);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 5, w, w_type, dnnl_goihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 5, w, dnnl_f32, any);
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 5, w, op, any);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 5, w, w_op, any);
     } else {
         const dnnl_dims_t w = {c->out_c, c->in_c, c->size, c->size};
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 4, w, dnnl_f32, dnnl_oihw);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 4, w, w_type, dnnl_oihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, any);
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 4, w, op, any);
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 4, w, w_op, any);
     }
     m->strides[0] = m->strides[1] = c->stride;
     m->pad[0] = m->pad[1] = c->padding;
@@ -201,8 +209,11 @@ static const dnnl_memory_desc_t *plain_md(const Mds *m, int arg)
     case DNNL_ARG_BIAS:
     case DNNL_ARG_DIFF_BIAS:
         return &m->b;
-    default:
+    case DNNL_ARG_DST:
+    case DNNL_ARG_DIFF_DST:
         return &m->y;
+    default: /* an int8 forward's a or b (post-op arguments) */
+        return &m->channel;
     }
 }
 
@@ -265,6 +276,13 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
         s = s ? s : dnnl_primitive_attr_create(&attr);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, sum);
     }
+    if (!s && c->int8 && a->arg == DNNL_ARG_SRC) { /* quantizes: x / x_scale + zero point */
+        const float inverse = 1.0f / c->x_scale;
+        const int32_t zero_point = c->x_zero_point;
+        s = dnnl_primitive_attr_create(&attr);
+        s = s ? s : dnnl_primitive_attr_set_output_scales(attr, 1, 0, &inverse);
+        s = s ? s : dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &zero_point);
+    }
     dnnl_primitive_desc_t rpd = NULL;
     s = s        ? s
         : a->out ? dnnl_reorder_primitive_desc_create(&rpd, inner, engine, user, engine, attr)
@@ -319,13 +337,14 @@ static int ref_impl(const_dnnl_primitive_desc_t pd)
  * (dnnl_conv_blocked), unless no kernel but the reference one takes them (bf16 operands too: x
  * in bf16 nChw16c, which bf16_pack fills from the float32 blocked tensor); and a 3x3 stride-1
  * one with desc.winograd_inference runs on oneDNN's Winograd kernels where it has them
- * (jit_wino_4x3, jit_fp32_wino_2x3: 2-3x the direct kernels' speed on resnet's 3x3 layers). */
+ * (jit_wino_4x3, jit_fp32_wino_2x3: 2-3x the direct kernels' speed on resnet's 3x3 layers). An
+ * int8 one keeps oneDNN's layouts (nhwc: its int8 kernels take no nChw16c float32 output). */
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_desc_t *fd,
                                 const DnnlConvDesc *c, const Mds *m, dnnl_prop_kind_t prop,
                                 const_dnnl_primitive_attr_t attr)
 {
     const dnnl_memory_desc_t *b = c->bias ? &m->b : NULL;
-    if (prop == dnnl_forward_inference && DNNL_LANES == 16 &&
+    if (prop == dnnl_forward_inference && DNNL_LANES == 16 && !c->int8 &&
         (c->in_c % DNNL_LANES == 0 || c->out_c % DNNL_LANES == 0)) {
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
@@ -359,6 +378,22 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
     return s ? s : dnnl_primitive_desc_create(fpd, fd, attr, engine, NULL);
 }
 
+/* An int8 forward's attributes: per-channel output scales x_scale * w_scales[j], and the input's
+ * zero point, given at run time (oneDNN's int8 convolutions take it no other way). */
+static dnnl_status_t int8_attr(const DnnlConvDesc *c, dnnl_primitive_attr_t attr)
+{
+    float *scales = malloc((size_t)c->out_c * sizeof *scales);
+    if (!scales)
+        return dnnl_out_of_memory;
+    for (int j = 0; j < c->out_c; j++)
+        scales[j] = c->x_scale * c->w_scales[j];
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    dnnl_status_t s = dnnl_primitive_attr_set_output_scales(attr, c->out_c, 1 << 1, scales);
+    s = s ? s : dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime);
+    free(scales);
+    return s;
+}
+
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
 {
     Mds m;
@@ -370,9 +405,15 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     s = s ? s : dnnl_primitive_attr_create(&battr);
     s = s ? s : dnnl_primitive_attr_set_scratchpad_mode(battr, dnnl_scratchpad_mode_user);
-    if (!s && (c->sum || c->eltwise)) {
+    if (!s && c->int8)
+        s = int8_attr(c, attr);
+    if (!s && (c->sum || c->eltwise || c->int8)) {
         s = dnnl_post_ops_create(&ops);
         s = s || !c->sum ? s : dnnl_post_ops_append_sum(ops, 1.0f);
+        s = s || !c->int8 || !c->channel_scale
+                ? s
+                : dnnl_post_ops_append_binary(ops, dnnl_binary_mul, &m.channel);
+        s = s || !c->int8 ? s : dnnl_post_ops_append_binary(ops, dnnl_binary_add, &m.channel);
         s = s || !c->eltwise ? s
             : c->bound > 0
                 ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, c->bound)
@@ -385,7 +426,18 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
     dnnl_primitive_desc_t fpd = NULL, bpd = NULL, wpd = NULL;
     const int nb = c->bias ? 4 : 3;
     s = s ? s : forward_pd(&fpd, &fd, c, &m, prop, attr);
-    if (!s) {
+    if (!s && c->int8) { /* x, w, y, then b and a (the post-ops' order: a first) */
+        const int mul = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+        const int add = DNNL_ARG_ATTR_MULTIPLE_POST_OP(c->channel_scale) | DNNL_ARG_SRC_1;
+        const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, add, mul};
+        s = make_prim(d, DNNL_CONV_FWD, &m, c, fpd, 4 + c->channel_scale, args,
+                      (const int[]){0, 0, 1, 0, 0});
+        d->zero_point = c->x_zero_point;
+        dnnl_memory_desc_t zp;
+        s = s ? s : dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x);
+        s = s ? s
+              : dnnl_memory_create(&d->p[DNNL_CONV_FWD].zero_point, &zp, engine, &d->zero_point);
+    } else if (!s) {
         const int args[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
         s = make_prim(d, DNNL_CONV_FWD, &m, c, fpd, nb, args, (const int[]){0, 0, 1, 0});
     }
@@ -513,7 +565,7 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
 {
     DnnlConvPrim *p = &d->p[k];
     char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    dnnl_exec_arg_t a[DNNL_CONV_MAX_ARGS + 1];
+    dnnl_exec_arg_t a[DNNL_CONV_MAX_ARGS + 2];
     for (int i = 0; i < p->n_args; i++) {
         DnnlConvArg *g = &p->args[i];
         dnnl_memory_set_data_handle(g->user, (void *)(uintptr_t)ptr[i]);
@@ -548,6 +600,8 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
         dnnl_memory_set_data_handle(p->scratchpad, base + p->scratchpad_offset);
         a[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratchpad};
     }
+    if (p->zero_point)
+        a[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, p->zero_point};
     dnnl_primitive_execute(p->prim, stream, n, a);
     dnnl_stream_wait(stream);
     for (int i = 0; i < p->n_args; i++) {
@@ -566,6 +620,12 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
+void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
+                            const float *b, float *y, void *scratch)
+{
+    run(d, DNNL_CONV_FWD, (const void *[]){x, w_packed, y, b, a}, scratch, DNNL_CONV_W_PACKED, 0);
+}
+
 size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
 {
     const DnnlConvArg *w = forward_arg(d, DNNL_ARG_WEIGHTS);
@@ -574,7 +634,7 @@ size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
     return memory_bytes(w->inner ? w->inner : w->user);
 }
 
-void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed)
 {
     const DnnlConvArg *g = forward_arg(d, DNNL_ARG_WEIGHTS);
     if (!g->inner) {
@@ -657,9 +717,15 @@ size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d)
     return 0;
 }
 
-void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed)
+void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed)
 {
     (void)d, (void)w, (void)packed;
+}
+
+void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
+                            const float *b, float *y, void *scratch)
+{
+    (void)d, (void)x, (void)w_packed, (void)a, (void)b, (void)y, (void)scratch;
 }
 
 void dnnl_conv_backward(DnnlConv *d, const float *x, const float *dy, const float *w, float *dx,

@@ -15,6 +15,7 @@
 #define CDL_DNNL_CONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/error.h"
 
@@ -40,6 +41,17 @@ typedef struct DnnlConvDesc {
      * oneDNN's Winograd kernels (F(4x4, 3x3) or F(2x2, 3x3): fewer products, rounding errors a
      * few times the direct ones'), where it has them */
     int winograd_inference;
+    /* 1: an int8 inference forward (cdl quantize's calibrated layers): x (float32) quantized to
+     * uint8 codes round(x / x_scale) + x_zero_point by the reorder into the primitive's layout
+     * (saturating at 0 and 255), w the int8 values [out_c][in_c/groups][size][size] of per-channel
+     * scales w_scales [out_c] (read by dnnl_conv_prepare only), int32 sums of (code - zero
+     * point) * w; y = x_scale * w_scales[j] * sum, then times a[j] with channel_scale (a folded
+     * batch norm), plus b[j], then the eltwise: dnnl_conv_forward_int8. No bias or sum here. */
+    int int8;
+    float x_scale;
+    int x_zero_point;
+    const float *w_scales;
+    int channel_scale;
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -47,7 +59,7 @@ struct dnnl_primitive;
 struct dnnl_memory;
 
 enum { DNNL_CONV_FWD, DNNL_CONV_BWD_DATA, DNNL_CONV_BWD_WEIGHTS, DNNL_CONV_PRIMS };
-enum { DNNL_CONV_MAX_ARGS = 4 };
+enum { DNNL_CONV_MAX_ARGS = 5 };
 
 enum { DNNL_ROUND_NONE, DNNL_ROUND_PACK, DNNL_ROUND_FLOATS };
 
@@ -80,6 +92,8 @@ typedef struct DnnlConvPrim {
     struct dnnl_memory *scratchpad; /* oneDNN's own, after the blocked copies; NULL if none */
     size_t scratchpad_offset;
     size_t bytes; /* the blocked copies and the scratchpad, 64-byte aligned each */
+    /* an int8 forward's input zero point (a runtime argument of oneDNN's), at DnnlConv's */
+    struct dnnl_memory *zero_point;
 } DnnlConvPrim;
 
 typedef struct DnnlConv {
@@ -90,6 +104,7 @@ typedef struct DnnlConv {
      * blocked copies and scratchpad, plus room to align it to 64 bytes. */
     size_t scratch_bytes;
     char impl[DNNL_CONV_PRIMS][32]; /* oneDNN's implementation names ("jit:avx2", ...) */
+    int32_t zero_point;             /* desc.x_zero_point, where the primitive reads it */
 } DnnlConv;
 
 /* 1 when this cdl is built with oneDNN. */
@@ -144,12 +159,12 @@ enum { DNNL_CONV_X_BLOCKED = 1, DNNL_CONV_Y_BLOCKED = 2, DNNL_CONV_W_PACKED = 4 
 
 /* The bytes of the forward's weights in the layout its primitive takes them (a prepared d); 0
  * where they cannot be packed ahead (bf16 operands rounded on float32 kernels), and without
- * oneDNN. */
+ * oneDNN. An int8 forward's hold the weights' sums it corrects the zero point with. */
 size_t dnnl_conv_packed_weights_bytes(const DnnlConv *d);
-/* packed (dnnl_conv_packed_weights_bytes) = the plain weights w in the forward's own layout, for
- * forwards with DNNL_CONV_W_PACKED: an inference net reorders its weights once, not every
- * forward. */
-void dnnl_conv_pack_weights(DnnlConv *d, const float *w, void *packed);
+/* packed (dnnl_conv_packed_weights_bytes) = the plain weights w (float32, or int8 in an int8
+ * desc) in the forward's own layout, for forwards with DNNL_CONV_W_PACKED: an inference net
+ * reorders its weights once, not every forward. */
+void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed);
 
 /* 1 when d's forward (prepared) reads x (DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED)
  * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)
@@ -160,6 +175,11 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
  * and y in nChw8c where its bits say so (dnnl_conv_blocked), else plain NCHW. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
+/* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW) =
+ * the convolution of x (plain NCHW) quantized, by w_packed (dnnl_conv_pack_weights' of the int8
+ * values), scaled, times a [out_c] (with channel_scale; else ignored), plus b [out_c]. */
+void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
+                            const float *b, float *y, void *scratch);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
  * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad), or dx =
  * with dx_fresh (what dx held is ignored: in nChw8c the primitive writes it without the copy).

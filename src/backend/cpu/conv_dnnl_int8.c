@@ -1,0 +1,95 @@
+/* [convolutional] with int8 weights (l->quant) on oneDNN's int8 kernels (AVX-512 VNNI's brgconv
+ * and jit_int8 on Zen 4): conv.c sends a layer here where its input grid is calibrated (static)
+ * and the engine says oneDNN. The input is quantized to uint8 on the layer's grid by oneDNN's
+ * reorder into the primitive's layout (nhwc), the int8 weights are reordered once (with the sums
+ * the zero point's correction takes), and the primitive scales the int32 sums per channel and
+ * applies the bias, a batch norm folded into a scale and a bias per channel, and relu, leaky or
+ * relu6, as post-ops, writing float32 that its reorder returns to NCHW. The own int8 kernels
+ * (conv_int8.c) stay the reference: tests/unit/test_conv_int8_dnnl.c compares the two.
+ *
+ *   in [batch][c][h][w] (float32) -> out [batch][filters][out_h][out_w] (float32)
+ *   W  [filters][c][size][size] int8 (LayerQuant.values), one group
+ */
+#include <string.h>
+
+#include "backend/cpu/bias_norm.h"
+#include "backend/cpu/conv.h"
+#include "backend/cpu/layer_quant.h"
+
+int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e)
+{
+    (void)e; /* a layer oneDNN cannot take stays on the own int8 kernels */
+    Conv *cv = l->priv;
+    ConvDnnl *dn = &cv->cpu->dnnl;
+    const LayerQuant *q = l->quant;
+    const int bn = cv->stage.batch_normalize;
+    const ActivationKind act = l->activation;
+    const Shape in = l->in_shape, out = l->out_shape;
+    const int fused = act == CDL_ACT_RELU || act == CDL_ACT_LEAKY || act == CDL_ACT_RELU6;
+    const DnnlConvDesc d = {
+        .batch = batch,
+        .in_c = in.c,
+        .in_h = in.h,
+        .in_w = in.w,
+        .out_c = out.c,
+        .out_h = out.h,
+        .out_w = out.w,
+        .size = cv->size,
+        .stride = cv->stride,
+        .padding = cv->padding,
+        .groups = cv->groups,
+        .eltwise = fused,
+        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
+        .int8 = 1,
+        .x_scale = q->input.scale,
+        .x_zero_point = q->input.zero_point,
+        .w_scales = q->scales,
+        .channel_scale = bn,
+    };
+    Error ignored = {0};
+    if (dnnl_conv_prepare(&dn->dc, &d, &ignored) ||
+        !strncmp(dn->dc.impl[DNNL_CONV_FWD], "ref", 3)) {
+        dnnl_conv_release(&dn->dc);
+        return CDL_OK;
+    }
+    dn->on = dn->int8 = 1;
+    dn->folded = bn;
+    dn->fused = fused;
+    l->engine = "dnnl";
+    const size_t floats = (dn->dc.scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
+    if (per_sample > l->scratch_per_sample)
+        l->scratch_per_sample = per_sample;
+    bias_norm_resize(&cv->stage, batch, st);
+    const size_t packed_bytes = dnnl_conv_packed_weights_bytes(&dn->dc);
+    dn->w_packed = layer_kept_floats(st, (packed_bytes + sizeof(float) - 1) / sizeof(float));
+    dn->w_fold = layer_work_floats(st, bn ? (size_t)out.c : 0);
+    dn->a_fold = layer_kept_floats(st, bn ? (size_t)out.c : 0);
+    dn->b_fold = layer_kept_floats(st, bn ? (size_t)out.c : 0);
+    return CDL_OK;
+}
+
+/* The weights packed, and batch norm folded (its scale per channel is the fold of weights 1),
+ * once for the forwards of the same weights. */
+void conv_dnnl_int8_forward(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    ConvDnnl *dn = &cv->cpu->dnnl;
+    if (!ctx->same_weights)
+        dn->packed_ready = 0;
+    if (!dn->packed_ready) {
+        dnnl_conv_pack_weights(&dn->dc, l->quant->values, dn->w_packed);
+        if (dn->folded) {
+            for (int j = 0; j < cv->filters; j++)
+                dn->w_fold[j] = 1.0f;
+            bias_norm_fold(&cv->stage, l, ctx, dn->w_fold, 1, dn->a_fold, dn->b_fold);
+        }
+        dn->packed_ready = 1;
+    }
+    const float *b = dn->folded ? dn->b_fold : l->params[cv->stage.first_param].data;
+    float *y = dn->fused ? l->out : layer_activation_input(l);
+    dnnl_conv_forward_int8(&dn->dc, l->in[0], dn->w_packed, dn->a_fold, b, y, ctx->exec->workspace);
+    if (!dn->fused)
+        layer_activate(l, ctx->batch);
+}

@@ -1,0 +1,294 @@
+/* int8 convolutions on oneDNN's int8 kernels (backend/cpu/conv_dnnl_int8.c, [net] engine=dnnl)
+ * against the own int8 kernels (engine=ref, conv_int8.c) on the convolution configurations of
+ * the zoo cfgs: the 7x7 stride-2 stem, 3x3 bodies at stride 1 and 2, 1x1 bottlenecks and stride-2
+ * projections, fashion's one-channel first layer, channel counts that are not whole blocks, k
+ * not a multiple of 4; batch norm (folded) or a bias; relu, leaky, relu6 or linear; and a
+ * residual block through [shortcut].
+ *
+ * The tolerance. Both engines take the same int8 weights, the same calibrated input grid
+ * (s_x, zp), and the inputs are placed within 0.3 of a code (x = s_x (c - zp + u), |u| <= 0.3),
+ * away from the rounding ties, so both give every input the same code and both int32 sums
+ * sum_k (c_k - zp) q_jk are the same, exactly. Output j is a_j s_x s_w[j] sum + b_j (a_j, b_j
+ * the batch norm's folded scale and bias, or 1 and the bias): the engines differ only in the
+ * float rounding of that scaling and bias, a few roundings of values that stay below 2^20 units
+ * of a_j s_x s_w[j] here (at most 1/16 unit each), whereas one input code wrong (padding, zero
+ * point, the weights' zero-point sums) moves the sum by |q_jk| >= 1 unit. So each output must
+ * agree within half a unit, |a_j| s_x s_w[j] / 2 (on Zen 4 they agree exactly). Built without
+ * oneDNN (make DNNL=0), engine=dnnl runs the own kernels and the outputs are equal. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/bn_math.h"
+#include "backend/cpu/dnnl_conv.h"
+#include "backend/cpu/net_quant.h"
+#include "check.h"
+#include "core/net.h"
+#include "util/rng.h"
+
+enum { BATCH = 2 };
+
+typedef struct Int8Case {
+    int c, h, w; /* input */
+    int filters, size, stride, padding, bn;
+    const char *activation;
+    const char *from; /* the cfgs that use it */
+} Int8Case;
+
+static const Int8Case cases[] = {
+    {3, 17, 17, 16, 7, 2, 3, 1, "relu", "resnet18/34/50: 7x7 stride-2 stem"},
+    {16, 9, 9, 16, 3, 1, 1, 1, "relu", "resnet*: 3x3 body"},
+    {16, 9, 8, 32, 3, 2, 1, 1, "relu", "resnet*: 3x3 stride 2"},
+    {32, 7, 7, 16, 1, 1, 0, 1, "relu", "resnet50: 1x1 bottleneck"},
+    {16, 9, 9, 32, 1, 2, 0, 1, "linear", "resnet*: 1x1 stride-2 projection"},
+    {1, 12, 12, 32, 3, 1, 1, 1, "leaky", "fashion, resnet_fashion: first layer"},
+    {32, 6, 6, 64, 3, 1, 1, 1, "leaky", "fashion: second layer"},
+    {20, 7, 7, 20, 3, 1, 1, 0, "leaky", "digits: bias and leaky, 20 channels"},
+    {5, 6, 6, 7, 1, 1, 0, 0, "linear", "1x1, k = 5"},
+    {8, 6, 6, 8, 3, 1, 1, 1, "relu6", "mobilenetv2: relu6"},
+};
+
+/* The input grid every layer is calibrated on: [-1, 2]. */
+static QuantParams grid(void)
+{
+    return quant_params_u8(-1.0f, 2.0f);
+}
+
+/* Batch norm's statistics and affine parameters, and biases, away from 0 and 1 (the same draws
+ * for every net of a test). */
+static void randomize_params(Net *net)
+{
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    for (int j = 0; j < net->n_layers; j++) {
+        Layer *l = &net->layers[j];
+        for (int p = 0; p < l->n_params; p++) {
+            Param *q = &l->params[p];
+            for (size_t i = 0; i < q->count && strcmp(q->name, "weights"); i++) {
+                const float u = rng_uniform(&rng);
+                q->data[i] = !strcmp(q->name, "rolling_variance") ? 0.3f + u
+                             : !strcmp(q->name, "scales") ? (u < 0.1f ? -1.0f : 1.0f) * (0.5f + u)
+                                                          : 0.6f * u - 0.3f;
+            }
+        }
+    }
+}
+
+/* Builds the net of text, gives its convolutions int8 weights on the calibrated grid, resizes. */
+static int build_int8(const char *text, Net *net)
+{
+    Error e = {0};
+    int st = net_build_from_text(net, text, "int8.cfg", 0, 5, &e);
+    unsigned char *which = st ? NULL : calloc((size_t)net->n_layers, 1);
+    if (!st) {
+        randomize_params(net);
+        for (int i = 0; i < net->n_layers; i++)
+            which[i] = net_layer_quantizable(&net->layers[i]) >= 0 &&
+                       !strcmp(net->layers[i].type->name, "convolutional");
+        st = net_quant_alloc(net, which, &e);
+    }
+    if (!st) {
+        net_quant_from_float(net);
+        net_quant_prepare(net);
+        for (int i = 0; i < net->n_layers; i++)
+            if (net->layers[i].quant) {
+                net->layers[i].quant->static_input = 1;
+                net->layers[i].quant->input = grid();
+            }
+        st = net_resize(net, BATCH, 0, &e);
+    }
+    free(which);
+    if (st)
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+    CHECK(st == 0);
+    return st;
+}
+
+/* Inputs within 0.3 of a code of the grid. */
+static void on_grid_inputs(Net *net)
+{
+    const QuantParams q = grid();
+    Rng rng;
+    rng_seed(&rng, 23, 0);
+    const size_t n = (size_t)BATCH * shape_size(net->in_shape);
+    for (size_t i = 0; i < n; i++) {
+        const int code = (int)(rng_uniform(&rng) * (QUANT_CODE_MAX + 1)) % (QUANT_CODE_MAX + 1);
+        net->input[i] = q.scale * ((float)(code - q.zero_point) + 0.6f * rng_uniform(&rng) - 0.3f);
+    }
+}
+
+/* a_j of layer l (its batch norm's folded scale, or 1). */
+static float channel_scale(const Net *net, Layer *l, int j)
+{
+    const Param *scales = layer_param(l, "scales");
+    if (!scales)
+        return 1.0f;
+    const float one = 1.0f;
+    float a, b;
+    batchnorm_fold(&one, 1, scales->data + j, layer_param(l, "biases")->data + j,
+                   layer_param(l, "rolling_mean")->data + j,
+                   layer_param(l, "rolling_variance")->data + j, 1, net->hyper.bn_eps,
+                   net->hyper.bn_darknet, &a, &b);
+    return a;
+}
+
+/* engine=dnnl puts an int8 layer on oneDNN in a build with it; with VNNI (where this was
+ * measured) it must take every shape here, elsewhere oneDNN may lack int8 kernels with zero
+ * points for some (then the own kernels run it); without oneDNN it never does. */
+static int on_dnnl_where_expected(const Layer *l)
+{
+    const int on = !strcmp(l->engine, "dnnl");
+    return dnnl_conv_built() ? on || !qgemm_has_vnni() : !on;
+}
+
+static void test_layer(const Int8Case *k)
+{
+    char text[2][512];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
+                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
+                 "batch_normalize=%d\nactivation=%s\n",
+                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
+                 k->bn, k->activation);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        on_grid_inputs(&nets[e]);
+        net_forward(&nets[e]);
+    }
+    Layer *ref = &nets[0].layers[0], *dnnl = &nets[1].layers[0];
+    CHECK(!strcmp(ref->engine, "ref"));
+    CHECK(on_dnnl_where_expected(dnnl));
+    const size_t plane = (size_t)ref->out_shape.h * ref->out_shape.w;
+    const size_t n = (size_t)BATCH * shape_size(ref->out_shape);
+    const float s_x = grid().scale;
+    double worst_units = 0;
+    int over = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % (size_t)k->filters);
+        const double unit =
+            fabs((double)channel_scale(&nets[0], ref, j)) * s_x * ref->quant->scales[j];
+        const double units = fabs((double)dnnl->out[i] - ref->out[i]) / unit;
+        over += !(units <= 0.5);
+        worst_units = units > worst_units ? units : worst_units;
+    }
+    printf("%-45s engine %-4s (%s): at most %.3g units of a sum apart\n", k->from, dnnl->engine,
+           nets[1].layers[0].quant ? "int8" : "?", worst_units);
+    CHECK(over == 0);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
+/* Calibrates the grids of the convolutions after the first on the net's input (their inputs'
+ * ranges: the engines differ beyond a grid, where the own kernels clip the codes at
+ * QUANT_CODE_MAX and oneDNN's at 255), the first keeping grid(). */
+static void calibrate_after_first(Net *net)
+{
+    Error e = {0};
+    for (int i = 1; i < net->n_layers; i++) {
+        LayerQuant *q = net->layers[i].quant;
+        if (q) {
+            q->static_input = q->seen = 0;
+            q->observe = 1;
+        }
+    }
+    CHECK(net_resize(net, BATCH, 0, &e) == 0);
+    net_forward(net);
+    for (int i = 1; i < net->n_layers; i++) {
+        LayerQuant *q = net->layers[i].quant;
+        if (q) {
+            q->observe = 0;
+            q->static_input = 1;
+            q->input = quant_params_u8(q->seen_min, q->seen_max);
+        }
+    }
+    CHECK(net_resize(net, BATCH, 0, &e) == 0);
+}
+
+/* A residual block (stem, 3x3 body with batch norm and relu, 3x3 linear, [shortcut] to the stem
+ * with relu) on both engines, the body calibrated. Its inputs are the stem's outputs, not placed
+ * on their grid,
+ * so an input at a rounding tie may take the next code on one engine: each output is held within
+ * one code of every input of the last convolution, |a_j| s_x s_w[j] sum_k |q_jk| (a bound of the
+ * block's plumbing, the layers' precision being test_layer's). */
+static void test_residual_block(void)
+{
+    char text[2][768];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=8\nheight=8\nchannels=3\nengine=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=linear\n[shortcut]\nfrom=-3\nactivation=relu\n",
+                 BATCH, engines[e]);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        on_grid_inputs(&nets[e]);
+        calibrate_after_first(&nets[e]);
+        net_forward(&nets[e]);
+    }
+    for (int i = 0; i < 3; i++)
+        CHECK(on_dnnl_where_expected(&nets[1].layers[i]));
+    Layer *last = &nets[0].layers[2];
+    const LayerQuant *q = last->quant;
+    const size_t plane = 64, n = (size_t)BATCH * 16 * plane;
+    const float *yr = nets[0].layers[3].out, *yd = nets[1].layers[3].out;
+    int over = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % 16);
+        double taps = 0;
+        for (int t = 0; t < q->k; t++)
+            taps += abs(q->values[(size_t)j * q->k + t]);
+        const double bound = fabs((double)channel_scale(&nets[0], last, j)) * grid().scale *
+                             q->scales[j] * (taps + 0.5);
+        const double err = fabs((double)yd[i] - yr[i]);
+        over += !(err <= bound);
+        worst = err / bound > worst ? err / bound : worst;
+    }
+    printf("residual block: at most %.3g of the bound apart\n", worst);
+    CHECK(over == 0);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
+/* A layer whose grid comes from each batch's range (not calibrated) stays on the own kernels. */
+static void test_dynamic_grid_stays_own(void)
+{
+    Net net;
+    Error e = {0};
+    const char *text = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=16\nengine=dnnl\n"
+                       "[convolutional]\nfilters=16\nsize=3\npad=1\nactivation=relu\n";
+    if (net_build_from_text(&net, text, "d.cfg", 0, 5, &e)) {
+        CHECK(0);
+        return;
+    }
+    unsigned char which[1] = {1};
+    CHECK(net_quant_alloc(&net, which, &e) == 0);
+    net_quant_from_float(&net);
+    net_quant_prepare(&net);
+    CHECK(net_resize(&net, BATCH, 0, &e) == 0);
+    CHECK(!strcmp(net.layers[0].engine, "ref"));
+    net_free(&net);
+}
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        test_layer(&cases[i]);
+    test_residual_block();
+    test_dynamic_grid_stays_own();
+    return check_report("test_conv_int8_dnnl");
+}
