@@ -318,10 +318,30 @@ for s in steps:
     [ ! -e new.cdl ]
 }
 
-@test "a sequence-to-sequence net runs on the CPU only: --gpu refuses its embeddings' parts" {
-    "$REPO/scripts/toy-pairs.sh" reverse 100 1 pairs.tsv >/dev/null
+@test "cfg/reverse.cfg trains on the GPU with the CPU's losses and decodes the CPU's targets" {
+    "$REPO/scripts/toy-pairs.sh" reverse 200 1 pairs.tsv >/dev/null
     printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    run "$GPU_CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --gpu 0
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: layer 0 [embedding]: part= and share= (a sequence-to-sequence net) run on the CPU only" ]
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 2 --log-every 1 \
+        --log cpu.jsonl --out cpu.cdl --threads 1
+    run "$GPU_CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 2 --log-every 1 \
+        --log gpu.jsonl --out gpu.cdl --threads 1 --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # the source and target embeddings (part=, one table through share=0 and the tied head)
+    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
+    [ "$(wc -l < both)" -eq 12 ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    # greedy decoding, cached on the GPU as on the CPU and uncached (--no-cache): the same targets
+    cut -f1 pairs.tsv | head -8 > few.src
+    "$CDL" predict cpu.cdl --sources few.src > cpu.txt
+    [ "$(wc -l < cpu.txt)" -eq 8 ]
+    run "$GPU_CDL" predict gpu.cdl --sources few.src --gpu 0
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - cpu.txt
+    run "$GPU_CDL" predict gpu.cdl --sources few.src --gpu 0 --no-cache
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - cpu.txt
 }
