@@ -345,3 +345,31 @@ for l in open("both"):
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | diff - cpu.txt
 }
+
+# A model trained on the CPU long enough that its targets differ word to word (and beam search's
+# from greedy's on some), decoded on the GPU: the cached decoder (cross-attention's query row
+# against the memory's keys and values, computed once per source; beam search reordering the
+# caches with gather_samples) gives --no-cache's targets and log-probabilities within 1e-5, and
+# the CPU's targets.
+@test "the GPU's cached decoder gives --no-cache's and the CPU's targets, greedy and beam" {
+    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
+        --threads 1 2>/dev/null
+    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    for how in "--batch 16" "--beam 3"; do
+        "$CDL" predict early.cdl --sources new.src $how --json > cpu.json
+        "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 > cached.json
+        "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 --no-cache > uncached.json
+        /usr/bin/python3 - cpu.json cached.json uncached.json <<'PY'
+import json, sys
+cpu, a, b = (json.load(open(f)) for f in sys.argv[1:4])
+assert len(cpu) == len(a) == len(b) == 12
+assert len({x["target"] for x in cpu}) > 6, cpu
+for c, x, y in zip(cpu, a, b):
+    assert c["target"] == x["target"] == y["target"] and x["ids"] == y["ids"], (c, x, y)
+    assert abs(x["log_prob"] - y["log_prob"]) < 1e-5, (x, y)
+PY
+    done
+}
