@@ -2,7 +2,8 @@
 # The GPU backend, run on the CUDA simulator (./cdl-gpusim, make GPU=sim; skipped where the CUDA
 # toolkit is not): training as on the CPU, step by step within float32's round-off; checkpoints
 # that move between the two; eval, predict, generation, bench and profile with --gpu giving the
-# CPU's results, in float32 and in bf16, tf32 and fp16; int8 refused.
+# CPU's results, in float32 and in bf16, tf32 and fp16; a sequence-to-sequence net trained and
+# decoded (cached, greedy and beam) as on the CPU; int8 refused.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
