@@ -9,8 +9,9 @@
  * values either way. forward_at keeps qkv as the key/value cache, as the CPU does: row t of
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
  * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
- * (backend/cpu/attention_cross.c), in fp32 and without dropout as there; its forward_at is the
- * whole forward (every query row attends to the whole memory). key_padding= runs those kernels as
+ * (backend/cpu/attention_cross.c), in fp32 and without dropout as there; its forward_at computes
+ * query row t against the memory's keys and values that the forward left (once per source), and
+ * gather_samples moves each sample's cache for beam search. key_padding= runs those kernels as
  * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
  * token id in the net input is negative weight 0 (a row of them all, zero weights), so the
  * backward, through P, gives them no gradient.
@@ -187,24 +188,63 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
             l->params[P_OUT_BIASES].data, l->out, c);
 }
 
+/* Row t of every sample from the cache: its q (and in self-attention, its k and v; in key
+ * padding's, into the kv rows), then one block per (sample, head) attends to the keys of rows
+ * <= t (causal) or to the whole memory, whose keys and values the forward computed once per
+ * source. Rows of the batch are T rows apart; P's rows hold the weights. */
 static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
-    if (a->mem_seq) { /* every query row attends to the whole memory: row t is the forward's */
-        attention_forward_gpu(l, ctx);
-        return;
-    }
-    const int c = a->channels, stride = a->seq * c;
+    const int c = a->channels, s = keys_of(a), stride = a->seq * c;
     const size_t at = (size_t)t * c;
-    /* Row t of every sample: rows of the batch are T rows apart. P's rows hold the scores. */
-    project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 3 * c,
-            l->params[P_WEIGHTS].data, l->params[P_BIASES].data, a->qkv + 3 * at, 3 * stride);
+    const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
+    const HeadsView v = heads_view(a, a->qkv, ctx->batch);
+    if (!a->mem_seq)
+        project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 3 * c, w, bias,
+                v.q + 3 * at, 3 * stride);
+    else {
+        project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, c, w, bias, v.q + at,
+                stride);
+        if (l->in[1] == l->in[0])
+            project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 2 * c,
+                    w + (size_t)c * c, bias + c, v.k + 2 * at, 2 * s * c);
+    }
+    const float *ids = a->key_padding ? l->in[2] + a->pad_first : NULL;
     gpu_note(ctx,
-             cuda_attention_row(a->heads_out, a->probs, a->qkv, ctx->batch, a->seq, c, a->heads, t,
-                                gpu_stream(ctx)),
+             cuda_attention_row(a->heads_out, a->probs, v.q, v.q_stride, v.k, v.kv_stride,
+                                ctx->batch, a->seq, s, c, a->heads, t, a->causal ? t + 1 : s, ids,
+                                a->pad_stride, gpu_stream(ctx)),
              "attention forward_at");
     project(ctx, l->precision, a->heads_out + at, stride, ctx->batch, c, c,
             l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at, stride);
+}
+
+/* x [batch][block] on the device: sample k's block becomes sample from[k]'s for k < n, through
+ * scratch [n][block] in host memory (the caller's; NULL moves nothing). Returns its floats. */
+static size_t gather_device_blocks(float *x, size_t block, const int *from, int n, float *scratch)
+{
+    if (scratch) {
+        for (int k = 0; k < n; k++)
+            cudaMemcpy(scratch + (size_t)k * block, x + (size_t)from[k] * block, block * sizeof *x,
+                       cudaMemcpyDeviceToHost);
+        cudaMemcpy(x, scratch, (size_t)n * block * sizeof *x, cudaMemcpyHostToDevice);
+    }
+    return (size_t)n * block;
+}
+
+/* Beam search's reordering of the cache (LayerKernels.gather_samples): each sample's qkv
+ * [T][3C], or in cross-attention its q [T][C] and kv [S][2C] (the memory's keys and values move
+ * too: a beam's hypotheses share one source). */
+static size_t attention_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+{
+    Attention *a = l->priv;
+    const size_t c = (size_t)a->channels, t = (size_t)a->seq;
+    if (!a->mem_seq)
+        return gather_device_blocks(a->qkv, t * 3 * c, from, n, scratch);
+    const size_t q = gather_device_blocks(a->qkv, t * c, from, n, scratch);
+    const size_t kv = gather_device_blocks(a->qkv + (size_t)batch * t * c,
+                                           (size_t)a->mem_seq * 2 * c, from, n, scratch);
+    return q > kv ? q : kv;
 }
 
 /* An input projection's backward: d biases[at..at+n) += column sums of dy [rows][n], d weights
@@ -295,4 +335,5 @@ const LayerKernels gpu_attention_kernels = {
     .backward = attention_backward_gpu,
     .forward_at = attention_forward_at,
     .keeps_rows = 1,
+    .gather_samples = attention_gather_samples,
 };

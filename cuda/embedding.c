@@ -1,40 +1,38 @@
 /* [embedding]'s GPU kernels (layers/embedding.c has its meaning): a row of the weights per token
  * id, and the weights' gradient summed in the CPU's order (cuda/kernels/sequence.cu).
  *
- *   in  [batch][T] token ids stored as floats
- *   out [batch][T][C]   out[b][t] = weights[in[b][t]]
- *   weights [vocab][C]
+ *   in  [batch][R] token ids stored as floats (R = Embedding.input_rows)
+ *   out [batch][T][C]   out[b][t] = weights[in[b][first_row + t]]
+ *   weights [vocab][C] (embedding_weights: the layer's own or, with share=, another's)
  */
 #include "layers/embedding.h"
 #include "gpu.h"
 #include "kernels/sequence.h"
 
-/* The GPU reads every row of the ids with the layer's own weights: a sequence-to-sequence
- * embedding's part= and share= are the CPU's. */
-static int embedding_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
-{
-    (void)batch, (void)st;
-    const Embedding *em = l->priv;
-    if (em->first_row || em->input_rows != l->out_shape.h || !l->n_params)
-        return error_set(e, CDL_EUSAGE,
-                         "layer %d [embedding]: part= and share= (a sequence-to-sequence net) "
-                         "run on the CPU only",
-                         l->index);
-    return CDL_OK;
-}
-
 static int vocab_of(const Layer *l)
 {
-    return (int)(l->params[0].count / (size_t)l->out_shape.w);
+    return (int)(embedding_weights(l)->count / (size_t)l->out_shape.w);
+}
+
+/* The ids of out row 0 of sample 0 (part=target starts at the source's length). */
+static const float *first_id(const Layer *l)
+{
+    return l->in[0] + ((const Embedding *)l->priv)->first_row;
+}
+
+/* The ids per sample of the net input. */
+static size_t ids_per_sample(const Layer *l)
+{
+    return (size_t)((const Embedding *)l->priv)->input_rows;
 }
 
 static void embedding_forward_gpu(Layer *l, const StepContext *ctx)
 {
-    const int channels = l->out_shape.w;
+    const int channels = l->out_shape.w, rows = l->out_shape.h;
     gpu_note(ctx,
-             cuda_embedding_lookup(l->out, (size_t)channels, l->in[0], 1, l->params[0].data,
-                                   vocab_of(l), channels, ctx->batch * l->out_shape.h,
-                                   gpu_stream(ctx)),
+             cuda_embedding_lookup(l->out, (size_t)channels, first_id(l), rows, ids_per_sample(l),
+                                   embedding_weights(l)->data, vocab_of(l), channels,
+                                   ctx->batch * rows, gpu_stream(ctx)),
              "embedding forward");
 }
 
@@ -42,23 +40,27 @@ static void embedding_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const size_t tokens = (size_t)l->out_shape.h, channels = (size_t)l->out_shape.w;
     gpu_note(ctx,
-             cuda_embedding_lookup(l->out + (size_t)t * channels, tokens * channels, l->in[0] + t,
-                                   tokens, l->params[0].data, vocab_of(l), (int)channels,
+             cuda_embedding_lookup(l->out + (size_t)t * channels, tokens * channels,
+                                   first_id(l) + t, 1, ids_per_sample(l),
+                                   embedding_weights(l)->data, vocab_of(l), (int)channels,
                                    ctx->batch, gpu_stream(ctx)),
              "embedding forward_at");
 }
 
+/* Adds into the weights' gradient, the shared table's with share= (after the tied head's and
+ * the later [embedding]s', as on the CPU: the backward runs the layers in reverse). */
 static void embedding_backward_gpu(Layer *l, const StepContext *ctx)
 {
+    const int rows = l->out_shape.h;
     gpu_note(ctx,
-             cuda_embedding_grad(l->params[0].grad, l->delta, l->in[0], vocab_of(l), l->out_shape.w,
-                                 ctx->batch * l->out_shape.h, gpu_stream(ctx)),
+             cuda_embedding_grad(embedding_weights(l)->grad, l->delta, first_id(l), rows,
+                                 ids_per_sample(l), vocab_of(l), l->out_shape.w, ctx->batch * rows,
+                                 gpu_stream(ctx)),
              "embedding backward");
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_embedding_kernels = {
-    .resize = embedding_resize_gpu,
     .forward = embedding_forward_gpu,
     .backward = embedding_backward_gpu,
     .forward_at = embedding_forward_at,

@@ -52,6 +52,21 @@ static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
     *ctx->loss += (float)(loss / ctx->loss_divisor);
 }
 
+/* Row t of every sample (sequence nets' cached step; no loss): a launch per sample, the rows
+ * being groups apart. */
+static void softmax_forward_at(Layer *l, const StepContext *ctx, int t)
+{
+    const Softmax *sm = l->priv;
+    const size_t n = shape_size(l->out_shape) / (size_t)sm->groups;
+    for (int b = 0; b < ctx->batch; b++) {
+        const size_t at = ((size_t)b * (size_t)sm->groups + (size_t)t) * n;
+        gpu_note(ctx,
+                 cuda_softmax_forward(l->out + at, sm->row_loss, l->in[0] + at, NULL, 1, (int)n,
+                                      0.0f, gpu_stream(ctx)),
+                 "softmax forward_at");
+    }
+}
+
 static void softmax_backward_gpu(Layer *l, const StepContext *ctx)
 {
     if (!l->in_delta[0])
@@ -70,4 +85,5 @@ const LayerKernels gpu_softmax_kernels = {
     .resize = softmax_resize_gpu,
     .forward = softmax_forward_gpu,
     .backward = softmax_backward_gpu,
+    .forward_at = softmax_forward_at,
 };

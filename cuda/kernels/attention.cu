@@ -1,8 +1,8 @@
 // [attention]'s own kernels on the device, float32, between the cuBLAS products of
 // cuda/attention.c: the masked softmax of the score rows, the dropout mask drawn as the CPU draws
-// it, the softmax's backward (masked keys, of weight 0, get no gradient through it), and forward_at's row of one (sample, head) pair from the key/value
-// cache. One block per row (per pair in forward_at); sums and maxima through block reductions
-// (fixed order).
+// it, the softmax's backward (masked keys, of weight 0, get no gradient through it), and
+// forward_at's row of one (sample, head) pair from the key/value cache. One block per row (per pair
+// in forward_at); sums and maxima through block reductions (fixed order).
 //   p, ds, mask, weights: (pairs, T, T), row i of a pair over the keys j <= i (causal) or all T
 //   qkv: (batch, T, 3C)   heads: (batch, T, C)   H heads of D = C / H columns
 #include "attention.h"
@@ -78,29 +78,32 @@ __global__ void attention_softmax_backward_kernel(float *ds, const float *p, con
     }
 }
 
-// Pair blockIdx.x = b H + h: its row t of heads from the cached q, k, v of rows <= t, with the
-// row's scores in scores (T floats of the pair).
-__global__ void attention_row_kernel(float *heads, float *scores_all, const float *qkv, int T,
-                                     int C, int H, int t, float scale)
+// Pair blockIdx.x = b H + h: its row t of heads from the cached query row t and the keys and
+// values of its first keys key rows (v = k + C), the keys whose id is negative masked (ids not
+// NULL; all masked: zero weights), with the row's weights in scores (S floats of the pair).
+__global__ void attention_row_kernel(float *heads, float *scores_all, const float *q_all,
+                                     int q_stride, const float *k_all, int kv_stride, int T, int S,
+                                     int C, int H, int t, int keys, const float *ids,
+                                     int ids_stride, float scale)
 {
     const int b = blockIdx.x / H, h = blockIdx.x % H, D = C / H;
-    const float *sample = qkv + (size_t)b * T * 3 * C;
-    const float *q = sample + (size_t)t * 3 * C + (size_t)h * D;
-    float *scores = scores_all + (size_t)blockIdx.x * T;
-    for (int j = threadIdx.x; j <= t; j += blockDim.x) {
-        const float *k = sample + (size_t)j * 3 * C + C + (size_t)h * D;
+    const float *q = q_all + ((size_t)b * T + t) * q_stride + (size_t)h * D;
+    const float *k_sample = k_all + (size_t)b * S * kv_stride + (size_t)h * D;
+    float *scores = scores_all + (size_t)blockIdx.x * S;
+    for (int j = threadIdx.x; j < keys; j += blockDim.x) {
+        const float *k = k_sample + (size_t)j * kv_stride;
         float dot = 0.0f;
         for (int i = 0; i < D; i++)
             dot += q[i] * k[i];
-        scores[j] = scale * dot;
+        scores[j] = ids && ids[(size_t)b * ids_stride + j] < 0.0f ? -INFINITY : scale * dot;
     }
     __syncthreads();
-    softmax_row_in_place(scores, t + 1, t + 1);
+    softmax_row_in_place(scores, keys, keys);
     float *y = heads + ((size_t)b * T + t) * C + (size_t)h * D;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
         float sum = 0.0f;
-        for (int j = 0; j <= t; j++)
-            sum += scores[j] * sample[(size_t)j * 3 * C + 2 * C + (size_t)h * D + i];
+        for (int j = 0; j < keys; j++)
+            sum += scores[j] * k_sample[(size_t)j * kv_stride + C + i];
         y[i] = sum;
     }
 }
@@ -147,12 +150,14 @@ extern "C" cudaError_t cuda_attention_softmax_backward(float *ds, const float *p
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_attention_row(float *heads, float *scores, const float *qkv, int batch,
-                                          int T, int C, int H, int t, cudaStream_t stream)
+extern "C" cudaError_t cuda_attention_row(float *heads, float *scores, const float *q, int q_stride,
+                                          const float *k, int kv_stride, int batch, int T, int S,
+                                          int C, int H, int t, int keys, const float *ids,
+                                          int ids_stride, cudaStream_t stream)
 {
     if (batch == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(attention_row_kernel, batch * H, ROW_BLOCK, 0, stream, heads, scores, qkv, T, C, H,
-                t, 1.0f / sqrtf((float)(C / H)));
+    CUDA_LAUNCH(attention_row_kernel, batch * H, ROW_BLOCK, 0, stream, heads, scores, q, q_stride,
+                k, kv_stride, T, S, C, H, t, keys, ids, ids_stride, 1.0f / sqrtf((float)(C / H)));
     return cuda_launch_error();
 }

@@ -27,10 +27,15 @@ cudaError_t cuda_attention_apply_mask(float *weights, const float *p, const floa
  * weights, taken through mask unless NULL) and becomes dL/dS of the (unscaled) scores. */
 cudaError_t cuda_attention_softmax_backward(float *ds, const float *p, const float *mask, int rows,
                                             int T, int causal, cudaStream_t stream);
-/* Row t of heads for every (sample, head) pair from the q, k, v rows <= t of qkv (the cache):
- * softmax(q k^T / sqrt(D)) v; scores holds T floats per pair (batch * H * T). */
-cudaError_t cuda_attention_row(float *heads, float *scores, const float *qkv, int batch, int T,
-                               int C, int H, int t, cudaStream_t stream);
+/* Row t of heads (batch, T, C) for every (sample, head) pair from the cache: query row t of q
+ * (rows q_stride apart, T per sample) against the first keys rows of k (rows kv_stride apart, S
+ * per sample; the values at k + C): softmax(q k^T / sqrt(D)) v, a key whose id
+ * ids[b ids_stride + j] is negative getting weight 0 (ids NULL: none). scores holds S floats per
+ * pair (batch * H * S). */
+cudaError_t cuda_attention_row(float *heads, float *scores, const float *q, int q_stride,
+                               const float *k, int kv_stride, int batch, int T, int S, int C, int H,
+                               int t, int keys, const float *ids, int ids_stride,
+                               cudaStream_t stream);
 
 #ifdef __cplusplus
 }

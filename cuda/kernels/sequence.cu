@@ -3,7 +3,9 @@
 // [attention], also on the single rows of forward_at), and column sums for the parameter
 // gradients. Every sum runs in an order fixed by the shape (no atomics): the same bits on every
 // run.
-//   ids: (rows) at stride id_stride   table, grad: (vocab, C)   out: (rows, C) at stride out_stride
+//   ids: (rows) in runs of run consecutive ids, run k's first at k * run_stride (a sample's rows of
+//        a net input row that holds more than the layer reads, or one row per sample)
+//   table, grad: (vocab, C)   out: (rows, C) at stride out_stride
 //   x, y: (rows, n) at stride stride   v: (n)   sum: (n)
 #include "sequence.h"
 
@@ -22,28 +24,34 @@ __device__ __forceinline__ int embedding_row(float id, int vocab)
     return id >= 0 && id < (float)vocab ? (int)id : -1;
 }
 
-__global__ void embedding_lookup_kernel(float *out, size_t out_stride, const float *ids,
-                                        size_t id_stride, const float *table, int vocab, int C,
+// The id of row r: ids in runs of run, run k's first at k * run_stride.
+__device__ __forceinline__ float id_of_row(const float *ids, size_t r, int run, size_t run_stride)
+{
+    return ids[r / run * run_stride + r % run];
+}
+
+__global__ void embedding_lookup_kernel(float *out, size_t out_stride, const float *ids, int run,
+                                        size_t run_stride, const float *table, int vocab, int C,
                                         size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t r = i / C, j = i % C;
-        const int id = embedding_row(ids[r * id_stride], vocab);
+        const int id = embedding_row(id_of_row(ids, r, run, run_stride), vocab);
         out[r * out_stride + j] = id < 0 ? 0.0f : table[(size_t)id * C + j];
     }
 }
 
 // A thread per column j: grad[id][j] += delta[r][j] for the rows in order, as the CPU's threads
 // do over their columns, so tokens of the same id never race and each sum has the CPU's order.
-__global__ void embedding_grad_kernel(float *grad, const float *delta, const float *ids, int vocab,
-                                      int C, int rows)
+__global__ void embedding_grad_kernel(float *grad, const float *delta, const float *ids, int run,
+                                      size_t run_stride, int vocab, int C, int rows)
 {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= C)
         return;
     for (int r = 0; r < rows; r++) {
-        const int id = embedding_row(ids[r], vocab);
+        const int id = embedding_row(id_of_row(ids, (size_t)r, run, run_stride), vocab);
         if (id >= 0)
             grad[(size_t)id * C + j] += delta[(size_t)r * C + j];
     }
@@ -90,24 +98,25 @@ __global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int
 }
 
 extern "C" cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids,
-                                             size_t id_stride, const float *table, int vocab, int C,
-                                             int rows, cudaStream_t stream)
+                                             int run, size_t run_stride, const float *table,
+                                             int vocab, int C, int rows, cudaStream_t stream)
 {
     const size_t n = (size_t)rows * C;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(embedding_lookup_kernel, grid_for(n), 256, 0, stream, out, out_stride, ids,
-                id_stride, table, vocab, C, n);
+    CUDA_LAUNCH(embedding_lookup_kernel, grid_for(n), 256, 0, stream, out, out_stride, ids, run,
+                run_stride, table, vocab, C, n);
     return cuda_launch_error();
 }
 
 extern "C" cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *ids,
-                                           int vocab, int C, int rows, cudaStream_t stream)
+                                           int run, size_t run_stride, int vocab, int C, int rows,
+                                           cudaStream_t stream)
 {
     if (C == 0 || rows == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(embedding_grad_kernel, (C + 127) / 128, 128, 0, stream, grad, delta, ids, vocab, C,
-                rows);
+    CUDA_LAUNCH(embedding_grad_kernel, (C + 127) / 128, 128, 0, stream, grad, delta, ids, run,
+                run_stride, vocab, C, rows);
     return cuda_launch_error();
 }
 

@@ -13,7 +13,7 @@
  * An id is the integer part of its float; an id outside [0, vocab) (or NaN: the padding of
  * paired text is -1) gives a zero row and no gradient. There is no input gradient: ids are not
  * differentiable. A [linear] with tie=1 reuses the weights as its output projection and adds into
- * their gradient too. Its CPU kernels are in backend/cpu/embedding.c. */
+ * their gradient too. Its kernels are in backend/cpu/embedding.c and cuda/embedding.c. */
 #include "layers/embedding.h"
 
 #include "core/net.h"

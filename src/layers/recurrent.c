@@ -25,6 +25,7 @@
 
 #include "core/net.h"
 #include "core/onnx_graph.h"
+#include "layers/embedding.h"
 
 static const Cell rnn_cell = {CELL_RNN, "RNN", {0}, 1};
 static const Cell lstm_cell = {CELL_LSTM, "LSTM", {0, 3, 1, 2}, 4};
@@ -80,9 +81,13 @@ static int recurrent_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     rc->hidden = hidden;
     rc->fused = fused;
     const Layer *first = &net->layers[0];
+    /* the fused token rows read the ids as one contiguous row per token: an [embedding] of the
+     * whole input row (not a sequence-to-sequence net's part=) */
     rc->embedding = cell == &lstm_cell && l->n_inputs == 1 && l->inputs[0] == 0 &&
-                            first->type->reads_token_ids && first->n_params == 1 &&
-                            first->params[0].n_dims == 2 && first->params[0].dims[1] == in.w
+                            first->type->reads_token_ids &&
+                            ((const Embedding *)first->priv)->input_rows == first->out_shape.h &&
+                            first->n_params == 1 && first->params[0].n_dims == 2 &&
+                            first->params[0].dims[1] == in.w
                         ? first
                         : NULL;
     l->out_shape = (Shape){1, rc->steps, hidden};

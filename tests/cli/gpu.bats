@@ -2,7 +2,8 @@
 # The GPU backend, run on the CUDA simulator (./cdl-gpusim, make GPU=sim; skipped where the CUDA
 # toolkit is not): training as on the CPU, step by step within float32's round-off; checkpoints
 # that move between the two; eval, predict, generation, bench and profile with --gpu giving the
-# CPU's results, in float32 and in bf16, tf32 and fp16; int8 refused.
+# CPU's results, in float32 and in bf16, tf32 and fp16; a sequence-to-sequence net trained and
+# decoded (cached, greedy and beam) as on the CPU; int8 refused.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
@@ -318,10 +319,58 @@ for s in steps:
     [ ! -e new.cdl ]
 }
 
-@test "a sequence-to-sequence net runs on the CPU only: --gpu refuses its embeddings' parts" {
-    "$REPO/scripts/toy-pairs.sh" reverse 100 1 pairs.tsv >/dev/null
+@test "cfg/reverse.cfg trains on the GPU with the CPU's losses and decodes the CPU's targets" {
+    "$REPO/scripts/toy-pairs.sh" reverse 200 1 pairs.tsv >/dev/null
     printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    run "$GPU_CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --gpu 0
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: layer 0 [embedding]: part= and share= (a sequence-to-sequence net) run on the CPU only" ]
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 2 --log-every 1 \
+        --log cpu.jsonl --out cpu.cdl --threads 1
+    run "$GPU_CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 2 --log-every 1 \
+        --log gpu.jsonl --out gpu.cdl --threads 1 --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # the source and target embeddings (part=, one table through share=0 and the tied head)
+    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
+    [ "$(wc -l < both)" -eq 12 ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    # greedy decoding, cached on the GPU as on the CPU and uncached (--no-cache): the same targets
+    cut -f1 pairs.tsv | head -8 > few.src
+    "$CDL" predict cpu.cdl --sources few.src > cpu.txt
+    [ "$(wc -l < cpu.txt)" -eq 8 ]
+    run "$GPU_CDL" predict gpu.cdl --sources few.src --gpu 0
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - cpu.txt
+    run "$GPU_CDL" predict gpu.cdl --sources few.src --gpu 0 --no-cache
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | diff - cpu.txt
+}
+
+# A model trained on the CPU long enough that its targets differ word to word (and beam search's
+# from greedy's on some), decoded on the GPU: the cached decoder (cross-attention's query row
+# against the memory's keys and values, computed once per source; beam search reordering the
+# caches with gather_samples) gives --no-cache's targets and log-probabilities within 1e-5, and
+# the CPU's targets.
+@test "the GPU's cached decoder gives --no-cache's and the CPU's targets, greedy and beam" {
+    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
+        --threads 1 2>/dev/null
+    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    for how in "--batch 16" "--beam 3"; do
+        "$CDL" predict early.cdl --sources new.src $how --json > cpu.json
+        "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 > cached.json
+        "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 --no-cache > uncached.json
+        /usr/bin/python3 - cpu.json cached.json uncached.json <<'PY'
+import json, sys
+cpu, a, b = (json.load(open(f)) for f in sys.argv[1:4])
+assert len(cpu) == len(a) == len(b) == 12
+assert len({x["target"] for x in cpu}) > 6, cpu
+for c, x, y in zip(cpu, a, b):
+    assert c["target"] == x["target"] == y["target"] and x["ids"] == y["ids"], (c, x, y)
+    assert abs(x["log_prob"] - y["log_prob"]) < 1e-5, (x, y)
+PY
+    done
 }

@@ -320,3 +320,24 @@ EOF2
     run "$CDL" predict t.cdl --source "And God saw the light."
     [ "$status" -eq 0 ]
 }
+
+# An [lstm] on the target's [embedding] (layer 0, part=target): the fused LSTM's token rows read a
+# contiguous row of ids per token, which a part= embedding's rows are not, so fused=1 takes the
+# unfused path there and trains with fused=0's losses.
+@test "an LSTM decoder over part=target trains with fused=1 as with fused=0" {
+    "$REPO/scripts/toy-pairs.sh" reverse 200 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    for fused in 1 0; do
+        printf '[net]\nbatch=8\nsource=8\nseq=9\ninputs=1\noptimizer=adam\nlearning_rate=0.003\nepochs=1\n[embedding]\noutput=16\npart=target\n[lstm]\noutput=16\nfused=%s\n[embedding]\noutput=16\npart=source\nshare=0\n[route]\nlayers=1\n[attention]\nheads=2\nsource=2\n[linear]\ntie=1\n[softmax]\n' \
+            "$fused" > lstm$fused.cfg
+        "$CDL" train lstm$fused.cfg --data pairs.data --threads 1 --log-every 1 \
+            --log fused$fused.jsonl --out fused$fused.cdl 2>/dev/null
+    done
+    paste <(jq -r 'select(.type == "step") | .loss' fused1.jsonl) \
+        <(jq -r 'select(.type == "step") | .loss' fused0.jsonl) > both
+    [ "$(wc -l < both)" -eq 25 ]
+    /usr/bin/python3 -c 'import sys
+for l in open("both"):
+    a, b = map(float, l.split())
+    assert abs(a - b) <= 1e-5 * abs(b), (a, b)'
+}

@@ -242,6 +242,12 @@ static const OpCase cases[] = {
      "[attention]\nheads=2\nkey_padding=target\n"
      "[attention]\nheads=2\nsource=1\nkey_padding=source\n",
      NULL},
+    /* an encoder-decoder's embeddings: the source's 4 ids, then the target's 5 through the
+     * source's table (share=0), a cross-attention over the source, the head tied to the table */
+    {"embedding part=source, part=target share=0, tie=1", PAIRS(3, 4, 5) "vocab=7\n",
+     "[embedding]\noutput=8\npart=source\n[embedding]\noutput=8\npart=target\nshare=0\n"
+     "[attention]\nheads=2\nsource=0\n[linear]\ntie=1\n[softmax]\n",
+     NULL},
     {"rnn", FEATURES(2, 5, 6), "[rnn]\noutput=7\n", NULL},
     {"lstm", FEATURES(2, 5, 6), "[lstm]\noutput=7\n", NULL},
     {"gru", FEATURES(2, 5, 6), "[gru]\noutput=7\n", NULL},

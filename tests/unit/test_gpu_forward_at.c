@@ -1,7 +1,7 @@
 /* Token-by-token inference (forward_at, the cached step of generation) on the GPU backend gives
  * the rows the GPU's whole-sequence forward gives, layer by layer: [embedding], [positional],
- * [layernorm], [linear] (tie=1 included), [attention] (its key/value cache) and [rnn], [lstm],
- * [gru] (their state), as
+ * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
+ * [lstm], [gru] (their state), as
  * test_layers_seq.c and test_attention.c check it on the CPU. Skipped in a build without the GPU
  * backend (GPU=1 runs it on the device, GPU=sim on the simulator). */
 #include <math.h>
@@ -133,7 +133,7 @@ int main(void)
     check_forward_at("the per-token stack, tied output",
                      SEQ(2, 5, 1, 11) "[embedding]\noutput=6\n[positional]\n[layernorm]\n"
                                       "[linear]\noutput=8\nactivation=gelu\n[linear]\noutput=6\n"
-                                      "[linear]\ntie=1\n",
+                                      "[linear]\ntie=1\n[softmax]\n",
                      0);
     check_forward_at("attention heads=2 between the token layers",
                      SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
