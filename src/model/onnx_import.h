@@ -10,9 +10,14 @@
  *                         layer's only reader and has no activation yet (the conv bias moves
  *                         into the running mean); else [batchnorm]; one epsilon for the whole
  *                         graph, as [net] bn_eps
- *   Relu LeakyRelu(0.1) Sigmoid Tanh Elu(1) Clip(0,6)
- *                         activation= of the [convolutional], [connected] or [shortcut] it
- *                         follows (its only reader, still linear); anywhere else refused
+ *   Relu LeakyRelu(0.1) Sigmoid Tanh Elu(1) Clip(0,6) HardSigmoid(1/6, 1/2) HardSwish
+ *                         activation= of the [convolutional], [connected], [shortcut] or
+ *                         [batchnorm] it follows (its only reader, still linear); anywhere
+ *                         else refused
+ *   Sigmoid or HardSigmoid of x, then Mul by x (x read by nothing else)
+ *                         activation=swish or hardswish, as above
+ *   Mul of a [C,1,1] layer by a [C,H,W] one
+ *                         [scale_channels] from= the map (squeeze-excitation)
  *   MaxPool               [maxpool]: pads equal per side or one more after (darknet's uneven
  *                         padding); ceil_mode=1 as one more row and column of padding after,
  *                         where that gives its size

@@ -19,10 +19,11 @@ Image.fromarray(pixels[:, :, 0] if c == 1 else pixels, "L" if c == 1 else "RGB")
 PY
 }
 
-# layer_rows MODEL: `cdl info`'s layer rows without the index column, dropout and cost layers
-# (which export as Identity and so import as no layer).
+# layer_rows MODEL: `cdl info`'s layer rows without the index column, dropout, drop_path and
+# cost layers (which export as Identity and so import as no layer).
 layer_rows() {
-    "$CDL" info "$1" | awk '$1 ~ /^[0-9]+$/ && $2 != "dropout" && $2 != "cost" {$1 = ""; print}'
+    "$CDL" info "$1" |
+        awk '$1 ~ /^[0-9]+$/ && $2 != "dropout" && $2 != "drop_path" && $2 != "cost" {$1 = ""; print}'
 }
 
 # same_outputs A.json B.json: two `cdl predict --json` outputs agree to 1e-5 relative.
@@ -45,11 +46,10 @@ PY
         grep -q "^seq=" "$cfg" && continue # text nets have no ONNX export
         # vgg16's 550 MB adds no layer kind; torchvision's vgg11 below covers the family.
         [ "$name" = vgg16 ] && continue
-        # The modern zoo's layers have no import yet (squeeze-excitation's Mul, swish and
-        # hardswish as Sigmoid/HardSigmoid then Mul, the channel shuffle's Reshape, LayerNorm2d's
-        # ReduceMean), and vit_b_16 no export: `cdl import` names the first node it refuses.
+        # No import yet of the channel shuffle's Reshape or LayerNorm2d's ReduceMean, and
+        # vit_b_16 has no export: `cdl import` names the first node it refuses.
         case "$name" in
-        mobilenet_v3_* | efficientnet_* | shufflenet_* | regnet_* | convnext_* | vit_*) continue ;;
+        shufflenet_* | convnext_* | vit_*) continue ;;
         esac
         grep -q '^\[yolo\]' "$cfg" && continue # detectors: no ONNX export yet (export.bats)
         "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx" > /dev/null
@@ -99,6 +99,32 @@ PY
         [ "$status" -eq 0 ]
         rm "$name.onnx" "$name.cdl"
     done
+}
+
+# Swish and hardswish as x times Sigmoid/HardSigmoid(x), squeeze-excitation's Mul by a
+# per-channel gate; mobilenet_v3_small at opsets 11 and 17 too (17 writes HardSwish).
+@test "torchvision efficientnet_b0, mobilenet_v3, regnet_y import and match onnxruntime to 1e-5" {
+    local models=(efficientnet_b0 mobilenet_v3_small mobilenet_v3_large regnet_y_400mf
+        mobilenet_v3_small-opset11 mobilenet_v3_small-opset17)
+    /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . efficientnet_b0 \
+        mobilenet_v3_small mobilenet_v3_large regnet_y_400mf mobilenet_v3_small@11 \
+        mobilenet_v3_small@17 2> /dev/null
+    for name in "${models[@]}"; do
+        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        "$CDL" predict "$name.cdl" "${name%-opset*}.png" --top 100000 --json --no-crop > "$name.json"
+        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "${name%-opset*}.png" \
+            "$name.json"
+        echo "# $name: ${lines[-1]}" >&3
+        [ "$status" -eq 0 ]
+        rm "$name.onnx" "$name.cdl"
+    done
+    # squeeze-excitation as the zoo cfg writes it: [avgpool], two 1x1 convs, [scale_channels]
+    grep -A1 -m1 '^\[scale_channels\]' efficientnet_b0.cfg | grep -q '^from=-4$'
+    grep -q '^activation=swish$' efficientnet_b0.cfg
+    grep -q '^activation=hardswish$' mobilenet_v3_small-opset17.cfg
+    grep -q '^activation=hardsigmoid$' mobilenet_v3_small.cfg
 }
 
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
@@ -152,6 +178,10 @@ if kind == "sin":
     nodes.append(helper.make_node("Sin", ["y"], ["z"], name="sine"))
 if kind == "leaky":
     nodes.append(helper.make_node("LeakyRelu", ["y"], ["z"], name="act", alpha=0.2))
+if kind == "hardsigmoid":
+    nodes.append(helper.make_node("HardSigmoid", ["y"], ["z"], name="gate", alpha=0.2))
+if kind == "square":
+    nodes.append(helper.make_node("Mul", ["y", "y"], ["z"], name="square"))
 out = "z" if len(nodes) > 1 else "y"
 graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6, 6])],
                           [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], [w])
@@ -179,7 +209,15 @@ PY
     run "$CDL" import leaky.onnx -o leaky.cfg
     [ "$status" -eq 2 ]
     [[ "$output" == "cdl: leaky.onnx: node 'act' (LeakyRelu): attribute alpha=0.2: "* ]]
-    [ ! -e sin.cfg ] && [ ! -e dilated.cfg ] && [ ! -e asym.cfg ] && [ ! -e leaky.cfg ]
+    onnx_graph hsig.onnx hardsigmoid
+    run "$CDL" import hsig.onnx -o hsig.cfg
+    [ "$status" -eq 2 ]
+    [[ "$output" == "cdl: hsig.onnx: node 'gate' (HardSigmoid): attributes alpha=0.2 beta=0.5: "* ]]
+    onnx_graph square.onnx square
+    run "$CDL" import square.onnx -o square.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: square.onnx: node 'square' (Mul): multiplies 2x6x6 by 2x6x6: cdl multiplies a feature map only by a per-channel [C,1,1] gate of the same C ([scale_channels])" ]
+    [ ! -e hsig.cfg ] && [ ! -e square.cfg ] && [ ! -e sin.cfg ] && [ ! -e dilated.cfg ] && [ ! -e asym.cfg ] && [ ! -e leaky.cfg ]
 }
 
 @test "import usage: -o is required, a missing file exits 1, --help lists the operators" {

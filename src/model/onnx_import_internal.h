@@ -1,0 +1,156 @@
+/* The parts of `cdl import` (onnx_import.h) shared by its files: the layers being built, the
+ * ONNX values they bind, and the helpers that read a node's inputs and attributes. The node
+ * importers live by pattern group: onnx_import_layers.c (one node, one layer or a fold),
+ * onnx_import_gates.c (activations, and the Mul patterns: x·gate(x) activations,
+ * squeeze-excitation's per-channel scale). Every importer returns CDL_OK or an error naming
+ * the node (import_refuse). */
+#ifndef CDL_ONNX_IMPORT_INTERNAL_H
+#define CDL_ONNX_IMPORT_INTERNAL_H
+
+#include "model/onnx_import.h"
+
+/* A name from the file in a comment of the written cfg: escaped into one line (a newline in a
+ * node's name would start a cfg key), cut at this many bytes. */
+#define COMMENT_NAME_BYTES 256
+
+typedef enum ImportKind {
+    K_CONV,
+    K_CONNECTED,
+    K_BATCHNORM,
+    K_MAXPOOL,
+    K_AVGPOOL,
+    K_ROUTE,
+    K_SHORTCUT,
+    K_SOFTMAX,
+    K_SCALE_CHANNELS
+} ImportKind;
+
+/* A parameter of a layer: cdl's name and its values in cdl's layout, either the ONNX
+ * tensor's own (borrowed: large weights are not copied) or owned, when the import changes
+ * them (folded biases and means, transposed weights) or makes them (zero biases). */
+typedef struct ImportParam {
+    const char *name;
+    const float *data;
+    float *owned; /* data, when owned; else NULL */
+    size_t count;
+} ImportParam;
+
+enum { IMPORT_MAX_PARAMS = 5 };
+
+typedef struct ImportLayer {
+    ImportKind kind;
+    const OnnxNode *node; /* the node that made it (for messages) */
+    Shape out;
+    int flat; /* its value is [N][features] (a rank-2 ONNX tensor) */
+    int filters, size, stride, padding, groups, batch_normalize, outputs;
+    ActivationKind activation;
+    int refs[LAYER_MAX_INPUTS]; /* route: the layers read; shortcut: refs[0] = from */
+    int n_refs;
+    int open_bias;    /* a MatMul's [connected]: an Add of a constant may still give biases */
+    const char *head; /* the ONNX value the layer last wrote: folds read only this one */
+    ImportParam params[IMPORT_MAX_PARAMS];
+    int n_params;
+} ImportLayer;
+
+/* What an ONNX value is: a layer's output (-1: the net input) or a constant tensor. */
+typedef struct ImportValue {
+    const char *name;
+    int layer;
+    const OnnxTensor *constant;
+    int flat;
+} ImportValue;
+
+typedef struct Importer {
+    const OnnxModel *m;
+    ImportLayer *layers;
+    int n_layers, cap_layers;
+    ImportValue *values;
+    int n_values, cap_values;
+    Shape in_shape;
+    int64_t batch; /* the graph input's N: -1 when symbolic */
+    int input_flat;
+    float bn_eps;
+    int have_bn_eps;
+    float mean[3], std[3];
+    int normalised;          /* 1: Sub seen, 2: Mul/Div seen too */
+    unsigned char *consumed; /* [m->n_nodes]: 1 for a node a pattern before it took in */
+    Error *e;
+} Importer;
+
+/* ---- messages (onnx_import_values.c) ---- */
+
+/* CDL_EUSAGE: "node 'NAME' (OP): why". */
+int import_refuse(const Importer *im, const OnnxNode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int import_out_of_memory(const Importer *im);
+/* "[1,2,3]" */
+const char *import_ints_text(const int64_t *v, int n, char *buf, size_t size);
+
+/* ---- values ---- */
+
+ImportValue *import_find_value(const Importer *im, const char *name);
+int import_bind(Importer *im, const char *name, int layer, const OnnxTensor *constant, int flat);
+/* The shape of the layer (or net input, -1) a value holds. */
+Shape import_layer_shape(const Importer *im, int layer);
+/* How many node inputs and graph outputs read name. */
+int import_readers(const Importer *im, const char *name);
+/* *v = the value of input k of n, which must be a layer's (or the net input). */
+int import_input_layer(Importer *im, const OnnxNode *n, int k, const ImportValue **v);
+/* *t = input k of n as a constant (NULL when absent and optional; optional 2: any type). */
+int import_input_constant(Importer *im, const OnnxNode *n, int k, int optional,
+                          const OnnxTensor **t);
+
+/* ---- attributes ---- */
+
+/* Refuses any attribute of n not named in allowed (NULL-terminated). */
+int import_check_attrs(Importer *im, const OnnxNode *n, const char *const *allowed);
+int64_t import_attr_int(const OnnxNode *n, const char *name, int64_t def);
+float import_attr_float(const OnnxNode *n, const char *name, float def);
+/* A Conv's or pooling's window: square kernel, equal strides, pads [4], dilations 1. */
+int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_dims, int *ksize,
+                        int *stride, int64_t pads[4]);
+
+/* ---- layers ---- */
+
+ImportLayer *import_add_layer(Importer *im, ImportKind kind, const OnnxNode *n);
+void import_add_param(ImportLayer *l, const char *name, const float *src, size_t count);
+float *import_add_owned_param(Importer *im, ImportLayer *l, const char *name, const float *src,
+                              size_t count);
+ImportParam *import_find_param(ImportLayer *l, const char *name);
+/* Input k of n made the last layer (a [route] to it when it is not): *v, *layer. */
+int import_read_input(Importer *im, const OnnxNode *n, int k, const ImportValue **v, int *layer);
+int import_bind_output(Importer *im, const OnnxNode *n, int layer, int flat);
+/* The layer x's producer, when x is its last output and has one reader; else NULL. */
+ImportLayer *import_fold_target(Importer *im, const ImportValue *x);
+
+/* ---- node importers (onnx_import_layers.c) ---- */
+
+int import_conv(Importer *im, const OnnxNode *n);
+int import_gemm(Importer *im, const OnnxNode *n);
+int import_matmul(Importer *im, const OnnxNode *n);
+int import_add(Importer *im, const OnnxNode *n);
+int import_concat(Importer *im, const OnnxNode *n);
+int import_batchnorm(Importer *im, const OnnxNode *n);
+int import_maxpool(Importer *im, const OnnxNode *n);
+int import_avgpool(Importer *im, const OnnxNode *n, int global);
+int import_reduce_mean(Importer *im, const OnnxNode *n);
+int import_softmax(Importer *im, const OnnxNode *n);
+int import_flatten(Importer *im, const OnnxNode *n, int reshape);
+int import_alias(Importer *im, const OnnxNode *n);
+int import_constant(Importer *im, const OnnxNode *n);
+/* Sub, Mul (div 0) or Div of per-channel constants at the graph input: [net] mean/std. */
+int import_normalisation(Importer *im, const OnnxNode *n, int sub, int div);
+
+/* ---- activations and gates (onnx_import_gates.c) ---- */
+
+/* Relu, Sigmoid, ...: the activation of the layer before. */
+int import_activation(Importer *im, const OnnxNode *n, ActivationKind a);
+int import_clip(Importer *im, const OnnxNode *n);
+/* Sigmoid and HardSigmoid (torch's alpha 1/6), and with a Mul by their input, swish and
+ * hardswish. */
+int import_sigmoid(Importer *im, const OnnxNode *n);
+int import_hard_sigmoid(Importer *im, const OnnxNode *n);
+/* Mul of two layers: [scale_channels]; of constants at the input: [net] std. */
+int import_mul(Importer *im, const OnnxNode *n);
+
+#endif
