@@ -15,9 +15,21 @@
 
 #include "util/utf8.h"
 
-static const char *const kind_section[] = {"convolutional", "connected", "batchnorm",
-                                           "maxpool",       "avgpool",   "route",
-                                           "shortcut",      "softmax",   "scale_channels"};
+static const char *const kind_section[] = {"convolutional",  "connected", "batchnorm", "maxpool",
+                                           "avgpool",        "route",     "shortcut",  "softmax",
+                                           "scale_channels", "shuffle",   "pad",       "layernorm",
+                                           "layer_scale"};
+
+/* Whether every input of n is an int64 constant (shape arithmetic). */
+static int int64_inputs(const Importer *im, const OnnxNode *n)
+{
+    for (int k = 0; k < n->n_inputs; k++) {
+        const ImportValue *v = import_find_value(im, n->inputs[k]);
+        if (!v || !v->constant || v->constant->data_type != ONNX_READ_INT64)
+            return 0;
+    }
+    return n->n_inputs > 0;
+}
 
 static int import_node(Importer *im, const OnnxNode *n)
 {
@@ -28,6 +40,21 @@ static int import_node(Importer *im, const OnnxNode *n)
         return n->n_outputs ? import_constant(im, n) : import_refuse(im, n, "has no output");
     if (!n->n_outputs || !n->n_inputs)
         return import_refuse(im, n, "has no %s", n->n_outputs ? "input" : "output");
+    if ((!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) &&
+        int64_inputs(im, n))
+        return import_int_arithmetic(im, n, op[0]);
+    if (!strcmp(op, "Shape"))
+        return import_shape(im, n);
+    if (!strcmp(op, "Gather"))
+        return import_gather(im, n);
+    if (!strcmp(op, "Slice"))
+        return import_slice(im, n);
+    if (!strcmp(op, "Pad"))
+        return import_pad(im, n);
+    if (!strcmp(op, "Transpose"))
+        return import_transpose(im, n);
+    if (!strcmp(op, "LayerNormalization"))
+        return import_layer_normalization(im, n);
     if (!strcmp(op, "Conv"))
         return import_conv(im, n);
     if (!strcmp(op, "BatchNormalization"))
@@ -82,6 +109,11 @@ static int import_node(Importer *im, const OnnxNode *n)
         const int st = import_check_attrs(im, n, (const char *const[]){"ratio", "seed", NULL});
         return st ? st : import_alias(im, n);
     }
+    if (!strcmp(op, "Div") && n->n_inputs == 2) {
+        const ImportValue *x = import_find_value(im, n->inputs[0]);
+        if (x && !x->constant && x->layer >= 0)
+            return import_gelu(im, n, x);
+    }
     if (!strcmp(op, "Sub") || !strcmp(op, "Div"))
         return import_normalisation(im, n, op[0] == 'S', op[0] == 'D');
     return import_refuse(im, n, "operator not supported by cdl import (see `cdl import --help`)");
@@ -131,6 +163,11 @@ static int import_output(Importer *im)
     const ImportValue *v = import_find_value(im, im->m->outputs[0].name);
     if (!v || v->constant || v->layer < 0 || !im->n_layers)
         return error_set(im->e, CDL_EUSAGE, "graph output '%s' is not computed by any layer",
+                         im->m->outputs[0].name);
+    if (v->flat == VALUE_NHWC)
+        return error_set(im->e, CDL_EUSAGE,
+                         "graph output '%s' is a channels-last [N,H,W,C] map: cdl's layers "
+                         "give [N,C,H,W]",
                          im->m->outputs[0].name);
     if (v->layer == im->n_layers - 1)
         return CDL_OK;
@@ -219,7 +256,27 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
         for (int k = 0; k < l->n_refs; k++)
             text_printf(t, "%s%d", k ? "," : "", l->refs[k] - index);
         text_printf(t, "\n");
+        if (l->groups > 1)
+            text_printf(t, "groups=%d\ngroup_id=%d\n", l->groups, l->group_id);
         break;
+    case K_SHUFFLE:
+        text_printf(t, "groups=%d\n", l->groups);
+        break;
+    case K_LAYERNORM: {
+        char eps[32];
+        float_text(l->eps, eps);
+        text_printf(t, "channels=1\neps=%s\n", eps);
+        break;
+    }
+    case K_LAYER_SCALE:
+        break;
+    case K_PAD: {
+        char value[32];
+        float_text(l->pad_value, value);
+        text_printf(t, "top=%d\nleft=%d\nbottom=%d\nright=%d\nvalue=%s\n", l->pad[0], l->pad[1],
+                    l->pad[2], l->pad[3], value);
+        break;
+    }
     case K_SHORTCUT:
     case K_SCALE_CHANNELS:
         text_printf(t, "from=%d\n", l->refs[0] - index);
@@ -293,6 +350,11 @@ static void importer_free(Importer *im)
     free(im->layers);
     free(im->values);
     free(im->consumed);
+    for (int k = 0; k < im->n_made; k++) {
+        free(im->made[k]->ints);
+        free(im->made[k]);
+    }
+    free(im->made);
 }
 
 int onnx_import(const OnnxModel *m, const char *source, OnnxImport *imp, Error *e)

@@ -26,7 +26,25 @@
  *   Gemm (transB, alpha = beta = 1), MatMul (+ Add of a constant: the biases)
  *                         [connected]
  *   Add of two layers     [shortcut] (equal shapes)
- *   Concat (axis 1)       [route]
+ *   Concat (axis 1)       [route] (a chain past 16 inputs; of one input: no layer)
+ *   Slice of channels [s, e) of a map, one of equal groups
+ *                         [route] groups=C/(e-s) group_id=s/(e-s)
+ *   Reshape to [N,g,C/g,H,W], Transpose [0,2,1,3,4], Reshape back
+ *                         [shuffle] groups=g
+ *   Shape, Gather, Add/Sub/Mul/Div of int64 constants
+ *                         no layer: folded to a constant (torch's x.chunk(2, dim=1))
+ *   Pad (constant, H and W)   [pad] (all zero: no layer)
+ *   AveragePool of kxk windows (count_include_pad when padded)
+ *                         [convolutional] groups=C of constant weights 1/k²
+ *   Transpose to channels last [0,2,3,1] and back [0,3,1,2]
+ *                         no layer; on channels last only the layer norm, MatMul over the
+ *                         channels ([convolutional] 1x1), activations and Add are taken
+ *   LayerNormalization over channels last, or its chain ReduceMean, Sub, Pow, ReduceMean,
+ *   Add, Sqrt, Div (Mul, Add)  [layernorm] channels=1
+ *   Div by sqrt(2), Erf, Add 1, Mul x, Mul 0.5
+ *                         activation=gelu, as the activations above
+ *   Mul of a map by a per-channel constant
+ *                         [layer_scale]
  *   Softmax (over the features of a vector or a 1x1 map)
  *                         [softmax]
  *   Flatten(axis 1), Reshape to [N, features], Identity, Dropout, Constant

@@ -75,11 +75,17 @@ static int import_gate(Importer *im, const OnnxNode *n, ActivationKind gate, Act
     const int mul = find_product(im, self, x->name, n->outputs[0]);
     if (mul < 0 || import_readers(im, n->outputs[0]) != 1)
         return import_activation(im, n, gate);
-    ImportLayer *l = activation_target(im, x, 2);
-    if (!l)
-        return refuse_standalone(im, n, x);
-    im->consumed[mul] = 1;
-    return set_activation(im, &im->m->nodes[mul], l, product, x->flat);
+    st = import_fold_activation(im, n, x, 2, product, mul);
+    if (!st)
+        im->consumed[mul] = 1;
+    return st;
+}
+
+int import_fold_activation(Importer *im, const OnnxNode *n, const ImportValue *x, int n_readers,
+                           ActivationKind a, int last)
+{
+    ImportLayer *l = activation_target(im, x, n_readers);
+    return l ? set_activation(im, &im->m->nodes[last], l, a, x->flat) : refuse_standalone(im, n, x);
 }
 
 int import_sigmoid(Importer *im, const OnnxNode *n)
@@ -113,7 +119,8 @@ static int import_scale_channels(Importer *im, const OnnxNode *n, const ImportVa
     const int a_gate = sa.h == 1 && sa.w == 1 && !(sb.h == 1 && sb.w == 1);
     const ImportValue *gate = a_gate ? a : b, *map = a_gate ? b : a;
     const Shape sg = a_gate ? sa : sb, sm = a_gate ? sb : sa;
-    if (sg.h != 1 || sg.w != 1 || sg.c != sm.c || map->flat || map->layer < 0)
+    if (sg.h != 1 || sg.w != 1 || sg.c != sm.c || map->flat || gate->flat == VALUE_NHWC ||
+        map->layer < 0)
         return import_refuse(im, n,
                              "multiplies %dx%dx%d by %dx%dx%d: cdl multiplies a feature map "
                              "only by a per-channel [C,1,1] gate of the same C "
@@ -144,6 +151,10 @@ int import_mul(Importer *im, const OnnxNode *n)
     if (!a || !b)
         return import_refuse(im, n, "input '%s' is not produced by any earlier node",
                              n->inputs[a ? 1 : 0]);
+    if (a->constant && !b->constant && b->layer >= 0)
+        return import_layer_scale(im, n, b, a->constant);
+    if (b->constant && !a->constant && a->layer >= 0)
+        return import_layer_scale(im, n, a, b->constant);
     if (a->constant || b->constant || a->layer < 0 || b->layer < 0)
         return import_normalisation(im, n, 0, 0);
     return import_scale_channels(im, n, a, b);

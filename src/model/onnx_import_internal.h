@@ -2,8 +2,10 @@
  * ONNX values they bind, and the helpers that read a node's inputs and attributes. The node
  * importers live by pattern group: onnx_import_layers.c (one node, one layer or a fold),
  * onnx_import_gates.c (activations, and the Mul patterns: x·gate(x) activations,
- * squeeze-excitation's per-channel scale). Every importer returns CDL_OK or an error naming
- * the node (import_refuse). */
+ * squeeze-excitation's per-channel scale), onnx_import_pools.c (pooling, Pad),
+ * onnx_import_shapes.c (shape arithmetic, channel
+ * slices and shuffles), onnx_import_chains.c (layer norm, GELU, channels-last MatMul). Every
+ * importer returns CDL_OK or an error naming the node (import_refuse). */
 #ifndef CDL_ONNX_IMPORT_INTERNAL_H
 #define CDL_ONNX_IMPORT_INTERNAL_H
 
@@ -22,7 +24,11 @@ typedef enum ImportKind {
     K_ROUTE,
     K_SHORTCUT,
     K_SOFTMAX,
-    K_SCALE_CHANNELS
+    K_SCALE_CHANNELS,
+    K_SHUFFLE,
+    K_PAD,
+    K_LAYERNORM,
+    K_LAYER_SCALE
 } ImportKind;
 
 /* A parameter of a layer: cdl's name and its values in cdl's layout, either the ONNX
@@ -42,7 +48,11 @@ typedef struct ImportLayer {
     const OnnxNode *node; /* the node that made it (for messages) */
     Shape out;
     int flat; /* its value is [N][features] (a rank-2 ONNX tensor) */
-    int filters, size, stride, padding, groups, batch_normalize, outputs;
+    int filters, size, stride, padding, batch_normalize, outputs;
+    int groups, group_id; /* [convolutional] groups; [route] groups, group_id; [shuffle] */
+    int pad[4];           /* [pad] top, left, bottom, right */
+    float pad_value;      /* [pad] value */
+    float eps;            /* [layernorm] */
     ActivationKind activation;
     int refs[LAYER_MAX_INPUTS]; /* route: the layers read; shortcut: refs[0] = from */
     int n_refs;
@@ -52,12 +62,16 @@ typedef struct ImportLayer {
     int n_params;
 } ImportLayer;
 
+/* How a layer's output is laid out in an ONNX value (ImportValue.flat): any layout but
+ * VALUE_MAP is refused where a node needs [N,C,H,W]. */
+enum { VALUE_MAP = 0, VALUE_VECTOR = 1, VALUE_NHWC = 2 };
+
 /* What an ONNX value is: a layer's output (-1: the net input) or a constant tensor. */
 typedef struct ImportValue {
     const char *name;
     int layer;
     const OnnxTensor *constant;
-    int flat;
+    int flat; /* VALUE_MAP [N,C,H,W], VALUE_VECTOR [N,features], VALUE_NHWC [N,H,W,C] */
 } ImportValue;
 
 typedef struct Importer {
@@ -74,6 +88,8 @@ typedef struct Importer {
     float mean[3], std[3];
     int normalised;          /* 1: Sub seen, 2: Mul/Div seen too */
     unsigned char *consumed; /* [m->n_nodes]: 1 for a node a pattern before it took in */
+    OnnxTensor **made;       /* constants the import computed (folded shapes), owned */
+    int n_made, cap_made;
     Error *e;
 } Importer;
 
@@ -83,6 +99,7 @@ typedef struct Importer {
 int import_refuse(const Importer *im, const OnnxNode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int import_out_of_memory(const Importer *im);
+int import_refuse_channels_last(const Importer *im, const OnnxNode *n);
 /* "[1,2,3]" */
 const char *import_ints_text(const int64_t *v, int n, char *buf, size_t size);
 
@@ -123,6 +140,20 @@ int import_bind_output(Importer *im, const OnnxNode *n, int layer, int flat);
 /* The layer x's producer, when x is its last output and has one reader; else NULL. */
 ImportLayer *import_fold_target(Importer *im, const ImportValue *x);
 
+/* ---- looking ahead (patterns of several nodes) ---- */
+
+/* The index of the only node reading value, when exactly one does and its type is op; else
+ * -1. */
+int import_sole_reader(const Importer *im, const char *value, const char *op);
+/* The constant named name wherever the graph defines it: an initializer, a Constant node or an
+ * Identity of one, also one after the node being imported (a pattern reads its later nodes').
+ * NULL if none. */
+const OnnxTensor *import_graph_constant(const Importer *im, const char *name);
+/* The input of the two-input node n that is not value; NULL when value is neither. */
+const char *import_other_input(const OnnxNode *n, const char *value);
+/* Whether name is a one-value float constant within tolerance of want. */
+int import_is_scalar(const Importer *im, const char *name, float want, float tolerance);
+
 /* ---- node importers (onnx_import_layers.c) ---- */
 
 int import_conv(Importer *im, const OnnxNode *n);
@@ -131,9 +162,6 @@ int import_matmul(Importer *im, const OnnxNode *n);
 int import_add(Importer *im, const OnnxNode *n);
 int import_concat(Importer *im, const OnnxNode *n);
 int import_batchnorm(Importer *im, const OnnxNode *n);
-int import_maxpool(Importer *im, const OnnxNode *n);
-int import_avgpool(Importer *im, const OnnxNode *n, int global);
-int import_reduce_mean(Importer *im, const OnnxNode *n);
 int import_softmax(Importer *im, const OnnxNode *n);
 int import_flatten(Importer *im, const OnnxNode *n, int reshape);
 int import_alias(Importer *im, const OnnxNode *n);
@@ -141,16 +169,51 @@ int import_constant(Importer *im, const OnnxNode *n);
 /* Sub, Mul (div 0) or Div of per-channel constants at the graph input: [net] mean/std. */
 int import_normalisation(Importer *im, const OnnxNode *n, int sub, int div);
 
+/* ---- pooling and padding (onnx_import_pools.c) ---- */
+
+int import_maxpool(Importer *im, const OnnxNode *n);
+int import_avgpool(Importer *im, const OnnxNode *n, int global);
+int import_reduce_mean(Importer *im, const OnnxNode *n);
+int import_pad(Importer *im, const OnnxNode *n);
+
 /* ---- activations and gates (onnx_import_gates.c) ---- */
 
 /* Relu, Sigmoid, ...: the activation of the layer before. */
 int import_activation(Importer *im, const OnnxNode *n, ActivationKind a);
 int import_clip(Importer *im, const OnnxNode *n);
+/* Activation a on the layer of x, which n_readers nodes read (the chain's own), the value of
+ * node last's output now. */
+int import_fold_activation(Importer *im, const OnnxNode *n, const ImportValue *x, int n_readers,
+                           ActivationKind a, int last);
 /* Sigmoid and HardSigmoid (torch's alpha 1/6), and with a Mul by their input, swish and
  * hardswish. */
 int import_sigmoid(Importer *im, const OnnxNode *n);
 int import_hard_sigmoid(Importer *im, const OnnxNode *n);
 /* Mul of two layers: [scale_channels]; of constants at the input: [net] std. */
 int import_mul(Importer *im, const OnnxNode *n);
+
+/* ---- shapes and channels (onnx_import_shapes.c) ---- */
+
+int import_shape(Importer *im, const OnnxNode *n);
+int import_gather(Importer *im, const OnnxNode *n);
+/* Add, Sub, Mul, Div (op: the first letter) of int64 constants: a folded constant. */
+int import_int_arithmetic(Importer *im, const OnnxNode *n, char op);
+int import_slice(Importer *im, const OnnxNode *n);
+/* A Reshape by shape, a 5-D constant: the channel shuffle, or refused. */
+int import_channel_shuffle(Importer *im, const OnnxNode *n, const OnnxTensor *shape);
+
+/* ---- chains of elementwise nodes (onnx_import_chains.c) ---- */
+
+int import_transpose(Importer *im, const OnnxNode *n);
+/* MatMul of a channels-last map x by the constant w. */
+int import_channel_matmul(Importer *im, const OnnxNode *n, const ImportValue *x,
+                          const OnnxTensor *w);
+/* ReduceMean n of x over its channels. */
+int import_channel_norm(Importer *im, const OnnxNode *n, const ImportValue *x);
+int import_layer_normalization(Importer *im, const OnnxNode *n);
+/* Div n of the layer value x. */
+int import_gelu(Importer *im, const OnnxNode *n, const ImportValue *x);
+/* Mul n of the layer value x by the constant t. */
+int import_layer_scale(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *t);
 
 #endif

@@ -139,7 +139,10 @@ int import_matmul(Importer *im, const OnnxNode *n)
         return st;
     if (w->n_dims != 2)
         return import_refuse(im, n, "weight '%s' has %d dims, expected 2", w->name, w->n_dims);
-    st = import_read_input(im, n, 0, &x, &layer);
+    st = import_input_layer(im, n, 0, &x);
+    if (!st && x->flat == VALUE_NHWC)
+        return import_channel_matmul(im, n, x, w);
+    st = st ? st : import_read_input(im, n, 0, &x, &layer);
     if (!st && !x->flat && import_layer_shape(im, layer).h * import_layer_shape(im, layer).w != 1)
         return import_refuse(im, n, "multiplies a feature map, not a vector");
     st = st ? st : add_connected(im, n, layer, w, 1, NULL);
@@ -166,13 +169,14 @@ int import_add(Importer *im, const OnnxNode *n)
         ImportLayer *l = x->constant ? NULL : import_fold_target(im, x);
         if (!l || !l->open_bias)
             return import_refuse(im, n, "adds a constant to a value that is not a MatMul's output");
-        if (c->data_type != ONNX_READ_FLOAT || (int)c->count != l->outputs)
+        const int outputs = l->kind == K_CONV ? l->filters : l->outputs;
+        if (c->data_type != ONNX_READ_FLOAT || (int)c->count != outputs)
             return import_refuse(im, n, "constant '%s' has %zu values for %d outputs", c->name,
-                                 c->count, l->outputs);
+                                 c->count, outputs);
         memcpy(import_find_param(l, "biases")->owned, c->floats, c->count * sizeof(float));
         l->open_bias = 0;
         l->head = n->outputs[0];
-        return import_bind_output(im, n, x->layer, 1);
+        return import_bind_output(im, n, x->layer, x->flat);
     }
     const Shape sa = import_layer_shape(im, a->layer), sb = import_layer_shape(im, b->layer);
     if (sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
@@ -193,10 +197,26 @@ int import_add(Importer *im, const OnnxNode *n)
     l->refs[0] = from->layer;
     l->n_refs = 1;
     l->out = sa;
-    l->flat = a->flat && b->flat;
+    if ((a->flat == VALUE_NHWC) != (b->flat == VALUE_NHWC))
+        return import_refuse(im, n, "adds a channels-last map to a channels-first one");
+    l->flat = a->flat == VALUE_NHWC ? VALUE_NHWC : a->flat && b->flat;
     return import_bind_output(im, n, im->n_layers - 1, l->flat);
 }
 
+/* A [route] of refs (n of them) whose output is out. */
+static ImportLayer *add_route(Importer *im, const OnnxNode *n, const int *refs, int n_refs,
+                              Shape out)
+{
+    ImportLayer *l = import_add_layer(im, K_ROUTE, n);
+    if (l) {
+        memcpy(l->refs, refs, (size_t)n_refs * sizeof *refs);
+        l->n_refs = n_refs;
+        l->out = out;
+    }
+    return l;
+}
+
+/* Concat along channels: a [route] (a chain of them past LAYER_MAX_INPUTS inputs). */
 int import_concat(Importer *im, const OnnxNode *n)
 {
     int st = import_check_attrs(im, n, (const char *const[]){"axis", NULL});
@@ -206,10 +226,12 @@ int import_concat(Importer *im, const OnnxNode *n)
     if (axis != 1)
         return import_refuse(im, n, "attribute axis=%lld: cdl routes concatenate channels (axis 1)",
                              (long long)axis);
-    if (n->n_inputs < 1 || n->n_inputs > LAYER_MAX_INPUTS)
-        return import_refuse(im, n, "%d inputs: a [route] takes 1 to %d", n->n_inputs,
-                             LAYER_MAX_INPUTS);
-    int refs[LAYER_MAX_INPUTS], c = 0;
+    if (n->n_inputs == 1) { /* cdl's export of a [route] of one channel group */
+        const ImportValue *v;
+        st = import_input_layer(im, n, 0, &v);
+        return st ? st : import_bind_output(im, n, v->layer, v->flat);
+    }
+    int refs[LAYER_MAX_INPUTS], n_refs = 0, c = 0;
     Shape first = {0, 0, 0};
     for (int k = 0; k < n->n_inputs; k++) {
         const ImportValue *v;
@@ -218,24 +240,28 @@ int import_concat(Importer *im, const OnnxNode *n)
             return st;
         if (v->layer < 0 || v->flat)
             return import_refuse(im, n, "input '%s' is %s: a [route] joins layers' feature maps",
-                                 v->name, v->layer < 0 ? "the graph input" : "a vector");
+                                 v->name,
+                                 v->layer < 0              ? "the graph input"
+                                 : v->flat == VALUE_VECTOR ? "a vector"
+                                                           : "a channels-last map");
         const Shape s = import_layer_shape(im, v->layer);
         if (k && (s.h != first.h || s.w != first.w))
             return import_refuse(im, n, "joins %dx%d and %dx%d maps", first.h, first.w, s.h, s.w);
         first = k ? first : s;
-        refs[k] = v->layer;
         c += s.c;
+        if (n_refs == LAYER_MAX_INPUTS) { /* more than a [route] takes: join these first */
+            if (!add_route(im, n, refs, n_refs, (Shape){c - s.c, s.h, s.w}))
+                return CDL_ERUNTIME;
+            refs[0] = im->n_layers - 1;
+            n_refs = 1;
+        }
+        refs[n_refs++] = v->layer;
     }
-    ImportLayer *l = import_add_layer(im, K_ROUTE, n);
-    if (!l)
+    if (!add_route(im, n, refs, n_refs, (Shape){c, first.h, first.w}))
         return CDL_ERUNTIME;
-    memcpy(l->refs, refs, sizeof refs);
-    l->n_refs = n->n_inputs;
-    l->out = (Shape){c, first.h, first.w};
     return import_bind_output(im, n, im->n_layers - 1, 0);
 }
 
-/* Relu, LeakyRelu, Sigmoid, Tanh, Elu, Clip: the activation of the layer before. */
 int import_batchnorm(Importer *im, const OnnxNode *n)
 {
     static const char *const allowed[] = {"epsilon",       "momentum", "spatial",
@@ -246,6 +272,8 @@ int import_batchnorm(Importer *im, const OnnxNode *n)
     for (int k = 0; !st && k < 4; k++)
         st = import_input_constant(im, n, k + 1, 0, &t[k]);
     st = st ? st : import_input_layer(im, n, 0, &x);
+    if (!st && x->flat == VALUE_NHWC)
+        return import_refuse_channels_last(im, n);
     if (st)
         return st;
     if (import_attr_int(n, "training_mode", 0))
@@ -302,145 +330,14 @@ int import_batchnorm(Importer *im, const OnnxNode *n)
     return import_bind_output(im, n, im->n_layers - 1, x->flat);
 }
 
-/* The padding to add after the input so that cdl's rounded-down output size is ceil_mode's
- * (0 without ceil_mode): ceil((h + pads - size) / stride) + 1 windows, less a last one that
- * would start in the padding after the input, as onnxruntime and PyTorch count them. cdl's
- * windows ignore padded cells, as ONNX MaxPool does. */
-static int ceil_mode_padding(const OnnxNode *n, int h, int size, int stride, const int64_t pads[4])
-{
-    if (!import_attr_int(n, "ceil_mode", 0))
-        return 0;
-    const int span = h + (int)(pads[0] + pads[2]) - size;
-    int out = (span + stride - 1) / stride + 1;
-    if ((out - 1) * stride >= h + pads[0])
-        out--;
-    const int floor_out = span / stride + 1;
-    return out > floor_out ? (out - 1) * stride - span : 0;
-}
-
-int import_maxpool(Importer *im, const OnnxNode *n)
-{
-    static const char *const allowed[] = {"auto_pad", "ceil_mode",     "dilations", "kernel_shape",
-                                          "pads",     "storage_order", "strides",   NULL};
-    const ImportValue *x;
-    int layer, size, stride;
-    int64_t pads[4];
-    int st = import_check_attrs(im, n, allowed);
-    st = st ? st : import_window_attrs(im, n, NULL, &size, &stride, pads);
-    if (st)
-        return st;
-    if (n->n_outputs > 1)
-        return import_refuse(im, n, "output Indices is not supported");
-    if (import_attr_int(n, "storage_order", 0))
-        return import_refuse(im, n, "attribute storage_order=1 is not supported");
-    st = import_read_input(im, n, 0, &x, &layer);
-    if (st)
-        return st;
-    const Shape in = import_layer_shape(im, layer);
-    if (x->flat || in.h + pads[0] + pads[2] < size || in.w + pads[0] + pads[2] < size)
-        return import_refuse(im, n, "the window is larger than its input");
-    const int extra_h = ceil_mode_padding(n, in.h, size, stride, pads);
-    const int extra_w = ceil_mode_padding(n, in.w, size, stride, pads);
-    if (extra_h != extra_w)
-        return import_refuse(im, n,
-                             "attribute ceil_mode=1 on a %dx%d input: cdl pads rows and columns "
-                             "alike",
-                             in.h, in.w);
-    const int before = (int)pads[0], after = (int)pads[2] + extra_h, padding = before + after;
-    if (after != before && after != before + 1)
-        return import_refuse(im, n,
-                             "attribute pads=[%lld,%lld,%lld,%lld]%s: cdl pads as many after as "
-                             "before, or one more",
-                             (long long)pads[0], (long long)pads[1], (long long)pads[2],
-                             (long long)pads[3], extra_h ? " with ceil_mode=1" : "");
-    if (padding > 2 * (size - 1))
-        return import_refuse(im, n, "pads of %d exceed the window's %d", padding, size - 1);
-    const int out_h = (in.h + padding - size) / stride + 1;
-    const int out_w = (in.w + padding - size) / stride + 1;
-    ImportLayer *l = import_add_layer(im, K_MAXPOOL, n);
-    if (!l)
-        return CDL_ERUNTIME;
-    l->size = size;
-    l->stride = stride;
-    l->padding = padding;
-    l->out = (Shape){in.c, out_h, out_w};
-    return import_bind_output(im, n, im->n_layers - 1, 0);
-}
-
-/* GlobalAveragePool, or AveragePool over the whole input or of 1x1 windows (an identity). */
-int import_avgpool(Importer *im, const OnnxNode *n, int global)
-{
-    static const char *const allowed[] = {
-        "auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides", NULL};
-    const ImportValue *x;
-    int layer, size = 0, stride = 1;
-    int64_t pads[4] = {0};
-    int st = import_check_attrs(im, n, global ? (const char *const[]){NULL} : allowed);
-    st = st ? st : global ? CDL_OK : import_window_attrs(im, n, NULL, &size, &stride, pads);
-    st = st ? st : import_input_layer(im, n, 0, &x);
-    if (st)
-        return st;
-    const Shape in = import_layer_shape(im, x->layer);
-    if (!global && size == 1 && stride == 1 && !pads[0] && !pads[2])
-        return import_bind_output(im, n, x->layer, x->flat);
-    if (!global && (pads[0] || pads[2] || size != in.h || size != in.w))
-        return import_refuse(im, n,
-                             "attribute kernel_shape=[%d,%d] on a %dx%d input: cdl's [avgpool] "
-                             "averages the whole map",
-                             size, size, in.h, in.w);
-    if (x->flat)
-        return import_refuse(im, n, "its input is a vector, not a feature map");
-    st = import_read_input(im, n, 0, &x, &layer);
-    ImportLayer *l = st ? NULL : import_add_layer(im, K_AVGPOOL, n);
-    if (!l)
-        return st ? st : CDL_ERUNTIME;
-    l->out = (Shape){in.c, 1, 1};
-    return import_bind_output(im, n, im->n_layers - 1, 0);
-}
-
-/* ReduceMean over the spatial axes (2, 3): [avgpool], a vector when keepdims=0. */
-int import_reduce_mean(Importer *im, const OnnxNode *n)
-{
-    const ImportValue *x;
-    int layer;
-    const OnnxTensor *axes_input = NULL;
-    int st = import_check_attrs(im, n, (const char *const[]){"axes", "keepdims", NULL});
-    st = st ? st : import_input_layer(im, n, 0, &x);
-    if (st)
-        return st;
-    /* axes: an attribute up to opset 17, the optional input 1 from opset 18 */
-    const OnnxAttribute *attr = onnx_node_attr(n, "axes");
-    st = attr ? CDL_OK : import_input_constant(im, n, 1, 2, &axes_input);
-    if (st)
-        return st;
-    if (axes_input && axes_input->data_type != ONNX_READ_INT64)
-        return import_refuse(im, n, "axes '%s' must be int64", axes_input->name);
-    const int64_t *axes = attr ? attr->ints : axes_input ? axes_input->ints : NULL;
-    const int n_axes = attr ? attr->n_ints : axes_input ? (int)axes_input->count : 0;
-    int spatial = n_axes == 2 && !x->flat;
-    for (int k = 0; spatial && k < 2; k++)
-        spatial = axes[k] == 2 + k || axes[k] == k - 2;
-    if (!spatial) {
-        char buf[128];
-        return import_refuse(im, n, "%s axes=%s: cdl averages over the spatial axes [2,3] only",
-                             axes_input ? "input" : "attribute",
-                             axes ? import_ints_text(axes, n_axes, buf, sizeof buf) : "(all)");
-    }
-    st = import_read_input(im, n, 0, &x, &layer);
-    ImportLayer *l = st ? NULL : import_add_layer(im, K_AVGPOOL, n);
-    if (!l)
-        return st ? st : CDL_ERUNTIME;
-    l->out = (Shape){import_layer_shape(im, layer).c, 1, 1};
-    l->flat = !import_attr_int(n, "keepdims", 1);
-    return import_bind_output(im, n, im->n_layers - 1, l->flat);
-}
-
 int import_softmax(Importer *im, const OnnxNode *n)
 {
     const ImportValue *x;
     int layer;
     int st = import_check_attrs(im, n, (const char *const[]){"axis", NULL});
     st = st ? st : import_read_input(im, n, 0, &x, &layer);
+    if (!st && x->flat == VALUE_NHWC)
+        return import_refuse_channels_last(im, n);
     if (st)
         return st;
     const Shape in = import_layer_shape(im, layer);
@@ -469,6 +366,8 @@ int import_flatten(Importer *im, const OnnxNode *n, int reshape)
                                 reshape ? (const char *const[]){"allowzero", NULL}
                                         : (const char *const[]){"axis", NULL});
     st = st ? st : import_input_layer(im, n, 0, &x);
+    if (!st && x->flat == VALUE_NHWC)
+        return import_refuse_channels_last(im, n);
     if (st)
         return st;
     const size_t features = shape_size(import_layer_shape(im, x->layer));
@@ -480,6 +379,8 @@ int import_flatten(Importer *im, const OnnxNode *n, int reshape)
         st = import_input_constant(im, n, 1, 2, &shape);
         if (st)
             return st;
+        if (shape->data_type == ONNX_READ_INT64 && shape->count == 5)
+            return import_channel_shuffle(im, n, shape);
         char buf[128], batch[24] = "N";
         const int64_t *d = shape->ints;
         if (im->batch > 0)

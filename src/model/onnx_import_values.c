@@ -2,6 +2,7 @@
  * the values nodes bind, attributes, and the layers being built. */
 #include "model/onnx_import_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,13 @@ int import_refuse(const Importer *im, const OnnxNode *n, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     return error_set(im->e, CDL_EUSAGE, "node '%s' (%s): %s", n->name, n->op_type, why);
+}
+
+int import_refuse_channels_last(const Importer *im, const OnnxNode *n)
+{
+    return import_refuse(im, n,
+                         "its input is a channels-last [N,H,W,C] map (after a Transpose): "
+                         "cdl imports this operator on [N,C,H,W] only");
 }
 
 int import_out_of_memory(const Importer *im)
@@ -293,4 +301,52 @@ ImportLayer *import_fold_target(Importer *im, const ImportValue *x)
         return NULL;
     ImportLayer *l = &im->layers[x->layer];
     return strcmp(l->head, x->name) ? NULL : l;
+}
+
+int import_sole_reader(const Importer *im, const char *value, const char *op)
+{
+    if (import_readers(im, value) != 1)
+        return -1;
+    for (int k = 0; k < im->m->n_nodes; k++) {
+        const OnnxNode *n = &im->m->nodes[k];
+        for (int i = 0; i < n->n_inputs; i++)
+            if (!strcmp(n->inputs[i], value))
+                return strcmp(n->op_type, op) || !n->n_outputs ? -1 : k;
+    }
+    return -1;
+}
+
+const OnnxTensor *import_graph_constant(const Importer *im, const char *name)
+{
+    const OnnxTensor *t = onnx_model_initializer(im->m, name);
+    for (int hops = 0; !t && hops < 8; hops++) { /* Identity of Identity of ... a constant */
+        const OnnxNode *from = NULL;
+        for (int k = 0; !from && k < im->m->n_nodes; k++)
+            if (im->m->nodes[k].n_outputs && !strcmp(im->m->nodes[k].outputs[0], name))
+                from = &im->m->nodes[k];
+        const OnnxAttribute *a = from ? onnx_node_attr(from, "value") : NULL;
+        if (from && !strcmp(from->op_type, "Constant") && a)
+            return a->t;
+        if (!from || strcmp(from->op_type, "Identity") || from->n_inputs != 1)
+            return NULL;
+        name = from->inputs[0];
+        t = onnx_model_initializer(im->m, name);
+    }
+    return t;
+}
+
+const char *import_other_input(const OnnxNode *n, const char *value)
+{
+    if (n->n_inputs != 2)
+        return NULL;
+    return !strcmp(n->inputs[0], value)   ? n->inputs[1]
+           : !strcmp(n->inputs[1], value) ? n->inputs[0]
+                                          : NULL;
+}
+
+int import_is_scalar(const Importer *im, const char *name, float want, float tolerance)
+{
+    const OnnxTensor *t = name ? import_graph_constant(im, name) : NULL;
+    return t && t->data_type == ONNX_READ_FLOAT && t->count == 1 &&
+           fabsf(t->floats[0] - want) <= tolerance;
 }
