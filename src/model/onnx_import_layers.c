@@ -403,6 +403,13 @@ int import_alias(Importer *im, const OnnxNode *n)
     const ImportValue *x = import_find_value(im, n->inputs[0]);
     if (x && x->constant)
         return import_bind(im, n->outputs[0], 0, x->constant, 0);
+    const ImportValue *mode =
+        n->n_inputs > 2 && n->inputs[2][0] ? import_find_value(im, n->inputs[2]) : NULL;
+    if (mode && (!mode->constant || mode->constant->data_type != ONNX_READ_INT64 ||
+                 mode->constant->count != 1 || mode->constant->ints[0]))
+        return import_refuse(im, n,
+                             "input training_mode is not a constant false: only "
+                             "inference graphs import");
     int st = import_input_layer(im, n, 0, &x);
     if (!st && n->n_outputs > 1 && n->outputs[1][0] && import_readers(im, n->outputs[1]))
         return import_refuse(im, n, "its mask output is read: only inference graphs import");

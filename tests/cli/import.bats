@@ -206,6 +206,10 @@ if kind == "leaky":
     nodes.append(helper.make_node("LeakyRelu", ["y"], ["z"], name="act", alpha=0.2))
 if kind == "hardsigmoid":
     nodes.append(helper.make_node("HardSigmoid", ["y"], ["z"], name="gate", alpha=0.2))
+if kind in ("dropout_bool", "dropout_train"):  # training_mode as a bool, as torch writes it
+    mode = numpy_helper.from_array(np.array(kind == "dropout_train"), "mode")
+    nodes = [helper.make_node("Constant", [], ["mode"], value=mode)] + nodes
+    nodes.append(helper.make_node("Dropout", ["y", "", "mode"], ["z"], name="drop"))
 if kind == "transpose":
     nodes.append(helper.make_node("Transpose", ["y"], ["z"], name="hw", perm=[0, 1, 3, 2]))
 if kind == "square":
@@ -228,6 +232,13 @@ PY
     onnx_graph ok.onnx plain
     run "$CDL" import ok.onnx -o ok.cfg --out ok.cdl
     [ "$status" -eq 0 ]
+    onnx_graph drop.onnx dropout_bool
+    run "$CDL" import drop.onnx -o drop.cfg
+    [ "$status" -eq 0 ]
+    onnx_graph train.onnx dropout_train
+    run "$CDL" import train.onnx -o train.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: train.onnx: node 'drop' (Dropout): input training_mode is not a constant false: only inference graphs import" ]
     onnx_graph sin.onnx sin
     run "$CDL" import sin.onnx -o sin.cfg
     [ "$status" -eq 2 ]
