@@ -135,12 +135,20 @@ static int find_norm_chain(const Importer *im, const OnnxNode *n, const ImportVa
     return 1;
 }
 
-/* The per-channel constant of node k (a Mul or Add of value by it), or NULL. */
-static const OnnxTensor *channel_constant(const Importer *im, int k, const char *value, int c)
+/* The per-channel constant of node k (a Mul or Add of value, laid out as flat, by it): c
+ * values along the last axis of a channels-last map ([C]), along axis 1 of a map ([C,1,1]);
+ * NULL otherwise. */
+static const OnnxTensor *channel_constant(const Importer *im, int k, const char *value, int c,
+                                          int flat)
 {
     const char *name = k < 0 ? NULL : import_other_input(&im->m->nodes[k], value);
     const OnnxTensor *t = name ? import_graph_constant(im, name) : NULL;
-    return t && t->data_type == ONNX_READ_FLOAT && (int)t->count == c ? t : NULL;
+    if (!t || t->data_type != ONNX_READ_FLOAT || (int)t->count != c || t->n_dims < 1)
+        return NULL;
+    const int64_t *d = t->dims + t->n_dims;
+    if (flat == VALUE_NHWC)
+        return d[-1] == c ? t : NULL;
+    return t->n_dims >= 3 && d[-3] == c && d[-2] == 1 && d[-1] == 1 ? t : NULL;
 }
 
 /* [layernorm] channels=1 of x with eps, scales and biases (NULL: ones, zeros), the output of
@@ -210,9 +218,10 @@ int import_channel_norm(Importer *im, const OnnxNode *n, const ImportValue *x)
                              "and Add of per-channel constants)");
     const Shape in = import_layer_shape(im, x->layer);
     const OnnxNode *nodes = im->m->nodes;
-    const OnnxTensor *scales = channel_constant(im, c.scale, nodes[c.div].outputs[0], in.c);
+    const OnnxTensor *scales =
+        channel_constant(im, c.scale, nodes[c.div].outputs[0], in.c, x->flat);
     const OnnxTensor *biases =
-        scales ? channel_constant(im, c.shift, nodes[c.scale].outputs[0], in.c) : NULL;
+        scales ? channel_constant(im, c.shift, nodes[c.scale].outputs[0], in.c, x->flat) : NULL;
     const int taken[] = {c.sub, c.square, c.variance, c.add_eps, c.sqrt, c.div};
     for (size_t k = 0; k < sizeof taken / sizeof *taken; k++)
         im->consumed[taken[k]] = 1;
