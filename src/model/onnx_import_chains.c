@@ -276,16 +276,16 @@ int import_gelu(Importer *im, const OnnxNode *n, const ImportValue *x)
     return st;
 }
 
-/* Mul of a [C,H,W] layer by a constant of C values shaped [C,1,1], [1,C,1,1] or [C] (torch's
- * layer scale; cdl's own export writes [C,1,1]): [layer_scale]. */
+/* Mul of a [C,H,W] layer by a constant of C values shaped [C,1,1] or [1,C,1,1] (torch's layer
+ * scale, cdl's own export; a [C] would broadcast along W): [layer_scale]. */
 int import_layer_scale(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *t)
 {
     int layer;
     const Shape in = import_layer_shape(im, x->layer);
     int per_channel = t->data_type == ONNX_READ_FLOAT && (int)t->count == in.c &&
-                      x->flat == VALUE_MAP && t->n_dims >= 1 && t->n_dims <= 4;
+                      x->flat == VALUE_MAP && t->n_dims >= 3 && t->n_dims <= 4;
     for (int k = 0; per_channel && k < t->n_dims; k++)
-        per_channel = t->dims[k] == (t->n_dims - k == 3 || t->n_dims == 1 ? in.c : 1);
+        per_channel = t->dims[k] == (t->n_dims - k == 3 ? in.c : 1);
     if (!per_channel) {
         char buf[128];
         return import_refuse(im, n,

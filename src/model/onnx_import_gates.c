@@ -119,7 +119,7 @@ static int import_scale_channels(Importer *im, const OnnxNode *n, const ImportVa
     const int a_gate = sa.h == 1 && sa.w == 1 && !(sb.h == 1 && sb.w == 1);
     const ImportValue *gate = a_gate ? a : b, *map = a_gate ? b : a;
     const Shape sg = a_gate ? sa : sb, sm = a_gate ? sb : sa;
-    if (sg.h != 1 || sg.w != 1 || sg.c != sm.c || map->flat || gate->flat == VALUE_NHWC ||
+    if (sg.h != 1 || sg.w != 1 || sg.c != sm.c || map->flat || gate->flat != VALUE_MAP ||
         map->layer < 0)
         return import_refuse(im, n,
                              "multiplies %dx%dx%d by %dx%dx%d: cdl multiplies a feature map "

@@ -170,7 +170,8 @@ int import_add(Importer *im, const OnnxNode *n)
         if (!l || !l->open_bias)
             return import_refuse(im, n, "adds a constant to a value that is not a MatMul's output");
         const int outputs = l->kind == K_CONV ? l->filters : l->outputs;
-        if (c->data_type != ONNX_READ_FLOAT || (int)c->count != outputs)
+        if (c->data_type != ONNX_READ_FLOAT || (int)c->count != outputs ||
+            (c->n_dims && c->dims[c->n_dims - 1] != outputs)) /* along the last axis */
             return import_refuse(im, n, "constant '%s' has %zu values for %d outputs", c->name,
                                  c->count, outputs);
         memcpy(import_find_param(l, "biases")->owned, c->floats, c->count * sizeof(float));

@@ -210,6 +210,10 @@ if kind in ("dropout_bool", "dropout_train"):  # training_mode as a bool, as tor
     mode = numpy_helper.from_array(np.array(kind == "dropout_train"), "mode")
     nodes = [helper.make_node("Constant", [], ["mode"], value=mode)] + nodes
     nodes.append(helper.make_node("Dropout", ["y", "", "mode"], ["z"], name="drop"))
+if kind == "scale_w":  # a [C] constant broadcasts along W, not C
+    scale = numpy_helper.from_array(np.array([2, 3], np.float32), "s")
+    nodes = [helper.make_node("Constant", [], ["s"], value=scale)] + nodes
+    nodes.append(helper.make_node("Mul", ["y", "s"], ["z"], name="scale"))
 if kind == "transpose":
     nodes.append(helper.make_node("Transpose", ["y"], ["z"], name="hw", perm=[0, 1, 3, 2]))
 if kind == "square":
@@ -263,6 +267,10 @@ PY
     run "$CDL" import square.onnx -o square.cfg
     [ "$status" -eq 2 ]
     [ "$output" = "cdl: square.onnx: node 'square' (Mul): multiplies 2x6x6 by 2x6x6: cdl multiplies a feature map only by a per-channel [C,1,1] gate of the same C ([scale_channels])" ]
+    onnx_graph scale_w.onnx scale_w
+    run "$CDL" import scale_w.onnx -o scale_w.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: scale_w.onnx: node 'scale' (Mul): multiplies a 2x6x6 map by constant 's' of shape [2]: cdl multiplies by one value per channel ([layer_scale], shape [C,1,1])" ]
     onnx_graph hw.onnx transpose
     run "$CDL" import hw.onnx -o hw.cfg
     [ "$status" -eq 2 ]
