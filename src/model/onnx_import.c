@@ -43,6 +43,10 @@ static int import_node(Importer *im, const OnnxNode *n)
     if ((!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) &&
         int64_inputs(im, n))
         return import_int_arithmetic(im, n, op[0]);
+    if ((!strcmp(op, "Concat") || !strcmp(op, "Reshape") || !strcmp(op, "Slice") ||
+         !strcmp(op, "Transpose") || !strcmp(op, "Cast") || !strcmp(op, "ConstantOfShape")) &&
+        int64_inputs(im, n))
+        return import_fold_ints(im, n);
     if (!strcmp(op, "Shape"))
         return import_shape(im, n);
     if (!strcmp(op, "Gather"))

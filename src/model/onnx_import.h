@@ -31,8 +31,10 @@
  *                         [route] groups=C/(e-s) group_id=s/(e-s)
  *   Reshape to [N,g,C/g,H,W], Transpose [0,2,1,3,4], Reshape back
  *                         [shuffle] groups=g
- *   Shape, Gather, Add/Sub/Mul/Div of int64 constants
- *                         no layer: folded to a constant (torch's x.chunk(2, dim=1))
+ *   Shape, Gather, Add/Sub/Mul/Div, Concat, Reshape, Slice, Transpose, Cast,
+ *   ConstantOfShape of int64 constants
+ *                         no layer: folded to a constant (torch's x.chunk(2, dim=1),
+ *                         F.pad's pads)
  *   Pad (constant, H and W)   [pad] (all zero: no layer)
  *   AveragePool of kxk windows (count_include_pad when padded)
  *                         [convolutional] groups=C of constant weights 1/k²

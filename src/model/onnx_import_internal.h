@@ -4,8 +4,9 @@
  * onnx_import_gates.c (activations, and the Mul patterns: x·gate(x) activations,
  * squeeze-excitation's per-channel scale), onnx_import_pools.c (pooling, Pad),
  * onnx_import_shapes.c (shape arithmetic, channel
- * slices and shuffles), onnx_import_chains.c (layer norm, GELU, channels-last MatMul). Every
- * importer returns CDL_OK or an error naming the node (import_refuse). */
+ * slices and shuffles), onnx_import_fold.c (int64 constants computed), onnx_import_chains.c (layer
+ * norm, GELU, channels-last MatMul). Every importer returns CDL_OK or an error naming the node
+ * (import_refuse). */
 #ifndef CDL_ONNX_IMPORT_INTERNAL_H
 #define CDL_ONNX_IMPORT_INTERNAL_H
 
@@ -194,6 +195,11 @@ int import_mul(Importer *im, const OnnxNode *n);
 
 /* ---- shapes and channels (onnx_import_shapes.c) ---- */
 
+/* A new int64 constant [dims] owned by the importer, bound to n's output; *values its data. */
+int import_make_ints(Importer *im, const OnnxNode *n, int n_dims, const int64_t *dims,
+                     int64_t **values);
+/* *t = the int64 constant input k of n (NULL when absent), or a refusal. */
+int import_int_input(Importer *im, const OnnxNode *n, int k, const OnnxTensor **t);
 int import_shape(Importer *im, const OnnxNode *n);
 int import_gather(Importer *im, const OnnxNode *n);
 /* Add, Sub, Mul, Div (op: the first letter) of int64 constants: a folded constant. */
@@ -215,5 +221,11 @@ int import_layer_normalization(Importer *im, const OnnxNode *n);
 int import_gelu(Importer *im, const OnnxNode *n, const ImportValue *x);
 /* Mul n of the layer value x by the constant t. */
 int import_layer_scale(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *t);
+
+/* ---- int64 constants folded (onnx_import_fold.c) ---- */
+
+/* Concat, Reshape, Slice, Transpose, Cast or ConstantOfShape of int64 constants (torch's
+ * export of F.pad's pads): a new constant. */
+int import_fold_ints(Importer *im, const OnnxNode *n);
 
 #endif

@@ -11,11 +11,18 @@
 /* An entry of a folded shape that is the graph input's symbolic batch: no arithmetic on it. */
 #define SYMBOLIC_BATCH INT64_MIN
 
-/* A new int64 constant of count values [n_dims = count ? 1 : 0], owned by the importer and
- * bound to n's output; *values its data. */
-static int make_constant(Importer *im, const OnnxNode *n, size_t count, int scalar,
-                         int64_t **values)
+int import_make_ints(Importer *im, const OnnxNode *n, int n_dims, const int64_t *dims,
+                     int64_t **values)
 {
+    size_t count = 1;
+    for (int k = 0; k < n_dims; k++) {
+        if (dims[k] < 0 || dims[k] > 4096)
+            return import_refuse(im, n, "a folded shape tensor of dimension %lld",
+                                 (long long)dims[k]);
+        count *= (size_t)dims[k];
+    }
+    if (n_dims > ONNX_READ_MAX_DIMS || count > 4096)
+        return import_refuse(im, n, "a folded shape tensor of %zu values", count);
     if (im->n_made == im->cap_made) {
         const int cap = im->cap_made ? 2 * im->cap_made : 16;
         OnnxTensor **grown = realloc(im->made, (size_t)cap * sizeof *grown);
@@ -34,16 +41,23 @@ static int make_constant(Importer *im, const OnnxNode *n, size_t count, int scal
     im->made[im->n_made++] = t;
     t->name = (char *)n->outputs[0];
     t->data_type = ONNX_READ_INT64;
-    t->n_dims = scalar ? 0 : 1;
-    t->dims[0] = (int64_t)count;
+    t->n_dims = n_dims;
+    memcpy(t->dims, dims, (size_t)n_dims * sizeof *dims);
     t->count = count;
     t->ints = ints;
     *values = ints;
     return import_bind(im, n->outputs[0], 0, t, 0);
 }
 
-/* The int64 constant input k of n, or a refusal. */
-static int int_input(Importer *im, const OnnxNode *n, int k, const OnnxTensor **t)
+/* A new 1-D int64 constant of count values (a scalar when scalar), bound to n's output. */
+static int make_constant(Importer *im, const OnnxNode *n, size_t count, int scalar,
+                         int64_t **values)
+{
+    const int64_t dims[1] = {(int64_t)count};
+    return import_make_ints(im, n, scalar ? 0 : 1, dims, values);
+}
+
+int import_int_input(Importer *im, const OnnxNode *n, int k, const OnnxTensor **t)
 {
     int st = import_input_constant(im, n, k, 2, t);
     if (!st && *t && (*t)->data_type != ONNX_READ_INT64)
@@ -55,7 +69,7 @@ static int int_input(Importer *im, const OnnxNode *n, int k, const OnnxTensor **
 int import_shape(Importer *im, const OnnxNode *n)
 {
     const ImportValue *x;
-    int64_t *v;
+    int64_t *v = NULL;
     int st = import_check_attrs(im, n, (const char *const[]){NULL});
     st = st ? st : import_input_layer(im, n, 0, &x);
     if (!st && x->flat == VALUE_NHWC)
@@ -79,10 +93,10 @@ int import_shape(Importer *im, const OnnxNode *n)
 int import_gather(Importer *im, const OnnxNode *n)
 {
     const OnnxTensor *data, *idx;
-    int64_t *v;
+    int64_t *v = NULL;
     int st = import_check_attrs(im, n, (const char *const[]){"axis", NULL});
-    st = st ? st : int_input(im, n, 0, &data);
-    st = st ? st : int_input(im, n, 1, &idx);
+    st = st ? st : import_int_input(im, n, 0, &data);
+    st = st ? st : import_int_input(im, n, 1, &idx);
     if (st)
         return st;
     if (import_attr_int(n, "axis", 0) != 0 || data->n_dims != 1 || idx->n_dims > 1)
@@ -105,10 +119,10 @@ int import_gather(Importer *im, const OnnxNode *n)
 int import_int_arithmetic(Importer *im, const OnnxNode *n, char op)
 {
     const OnnxTensor *a, *b;
-    int64_t *v;
+    int64_t *v = NULL;
     int st = import_check_attrs(im, n, (const char *const[]){NULL});
-    st = st ? st : int_input(im, n, 0, &a);
-    st = st ? st : int_input(im, n, 1, &b);
+    st = st ? st : import_int_input(im, n, 0, &a);
+    st = st ? st : import_int_input(im, n, 1, &b);
     if (st)
         return st;
     const size_t count = a->count > b->count ? a->count : b->count;
@@ -134,10 +148,10 @@ int import_slice(Importer *im, const OnnxNode *n)
     const ImportValue *x;
     const OnnxTensor *starts, *ends, *axes, *steps;
     int st = import_check_attrs(im, n, (const char *const[]){NULL});
-    st = st ? st : int_input(im, n, 1, &starts);
-    st = st ? st : int_input(im, n, 2, &ends);
-    st = st ? st : n->n_inputs > 3 && n->inputs[3][0] ? int_input(im, n, 3, &axes) : CDL_OK;
-    st = st ? st : n->n_inputs > 4 && n->inputs[4][0] ? int_input(im, n, 4, &steps) : CDL_OK;
+    st = st ? st : import_int_input(im, n, 1, &starts);
+    st = st ? st : import_int_input(im, n, 2, &ends);
+    st = st ? st : n->n_inputs > 3 && n->inputs[3][0] ? import_int_input(im, n, 3, &axes) : CDL_OK;
+    st = st ? st : n->n_inputs > 4 && n->inputs[4][0] ? import_int_input(im, n, 4, &steps) : CDL_OK;
     st = st ? st : import_input_layer(im, n, 0, &x);
     if (st)
         return st;
