@@ -3,10 +3,9 @@
  * importers live by pattern group: onnx_import_layers.c (one node, one layer or a fold),
  * onnx_import_gates.c (activations, and the Mul patterns: x·gate(x) activations,
  * squeeze-excitation's per-channel scale), onnx_import_pools.c (pooling, Pad),
- * onnx_import_shapes.c (shape arithmetic, channel
- * slices and shuffles), onnx_import_fold.c (int64 constants computed), onnx_import_chains.c (layer
- * norm, GELU, channels-last MatMul). Every importer returns CDL_OK or an error naming the node
- * (import_refuse). */
+ * onnx_import_shapes.c (shape arithmetic, channel slices and shuffles), onnx_import_fold.c
+ * (int64 constants computed), onnx_import_chains.c (layer norm, GELU, channels-last MatMul).
+ * Every importer returns CDL_OK or an error naming the node (import_refuse). */
 #ifndef CDL_ONNX_IMPORT_INTERNAL_H
 #define CDL_ONNX_IMPORT_INTERNAL_H
 
