@@ -7,7 +7,6 @@
 #include "model/onnx_import.h"
 #include "model/onnx_import_internal.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

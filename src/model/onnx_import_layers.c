@@ -2,7 +2,6 @@
  * (onnx_import_internal.h). */
 #include "model/onnx_import_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 

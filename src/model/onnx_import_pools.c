@@ -3,7 +3,6 @@
  * Pad ([pad]). */
 #include "model/onnx_import_internal.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* The padding to add after the input so that cdl's rounded-down output size is ceil_mode's
