@@ -15,7 +15,11 @@ Each is a torch module with weights from torch.manual_seed(0), exported by torch
                         where ReduceMean takes its axes as an int64 input, not an attribute
                         (torch 1.13 exports up to opset 17; the move changes only that node);
   reshape_b2            a fixed batch of 2: a convolution, x.reshape(2, -1) and a linear layer;
-  reshape_b2_1          the same batch reshaped to [1, -1] (the two samples in one row): refused.
+  reshape_b2_1          the same batch reshaped to [1, -1] (the two samples in one row): refused;
+  pools                 a convolution, a 3x3/1 average padded by 1 (counting the padding), a
+                        2x2/2 average and a linear layer: AveragePool of windows;
+  padded                a convolution, F.pad (left 1, right 2, bottom 3, value 0.5) and a
+                        linear layer: the pads as folded int64 arithmetic, a Pad.
 None ends in a softmax: `cdl predict` reports their outputs as logits.
 """
 
@@ -49,6 +53,36 @@ class Net(torch.nn.Module):
         else:
             x = torch.flatten(x, 1)
         return self.fc(x)
+
+
+class Pools(torch.nn.Module):
+    """Conv 3->2 (3x3, stride 1, no padding) to 6x6, a 3x3/1 average padded by 1
+    (count_include_pad, torch's default), a 2x2/2 average, linear -> 5."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 2, 3)
+        self.fc = torch.nn.Linear(18, 5)
+
+    def forward(self, x):
+        x = torch.nn.functional.avg_pool2d(self.conv(x), 3, stride=1, padding=1)
+        x = torch.nn.functional.avg_pool2d(x, 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class Padded(torch.nn.Module):
+    """Conv 3->2 (3x3, stride 2) to 3x3, F.pad (left 1, right 2, bottom 3, value 0.5) to 6x6,
+    linear -> 5: torch writes the pads as int64 arithmetic (ConstantOfShape, Concat, Reshape,
+    a backwards Slice, Transpose, Cast) feeding the Pad."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 2, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(72, 5)
+
+    def forward(self, x):
+        x = torch.nn.functional.pad(self.conv(x), (1, 2, 0, 3), value=0.5)
+        return self.fc(torch.flatten(x, 1))
 
 
 def export(path, net, shape):
@@ -94,6 +128,14 @@ def main():
         if name == "reduce18":
             to_opset18(path)
         print(f"{path}: {os.path.getsize(path)} bytes")
+    torch.manual_seed(0)
+    path = os.path.join(out, "pools.onnx")
+    export(path, Pools(), (1, 3, 8, 8))
+    print(f"{path}: {os.path.getsize(path)} bytes")
+    torch.manual_seed(0)
+    path = os.path.join(out, "padded.onnx")
+    export(path, Padded(), (1, 3, 6, 6))
+    print(f"{path}: {os.path.getsize(path)} bytes")
 
 
 if __name__ == "__main__":

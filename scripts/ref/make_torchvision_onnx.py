@@ -1,10 +1,11 @@
 """Writes torchvision models with seeded random weights as ONNX files, for `cdl import` tests.
 
 Usage (Debian's /usr/bin/python3, which has torch and torchvision):
-    /usr/bin/python3 scripts/ref/make_torchvision_onnx.py OUTDIR MODEL[:SIZE] ...
+    /usr/bin/python3 scripts/ref/make_torchvision_onnx.py OUTDIR MODEL[:SIZE][@OPSET] ...
 
 For each MODEL (a torchvision.models constructor name: resnet18, mobilenet_v2, vgg11, ...):
-OUTDIR/MODEL.onnx from torch.onnx.export (opset 13, batch 1, eval mode, so torch folds batch
+OUTDIR/MODEL.onnx (OUTDIR/MODEL-opsetOPSET.onnx when OPSET is given) from torch.onnx.export
+(opset OPSET, default 13, batch 1, eval mode, so torch folds batch
 norm into the convolutions) of the model built with weights=None after torch.manual_seed(0),
 its batch-norm running statistics drawn at random too (so that they are not the identity),
 on a SIZE x SIZE RGB input (default 64); and OUTDIR/MODEL.png, random pixels of that size.
@@ -20,7 +21,7 @@ import torchvision
 from PIL import Image
 
 
-def export(name, size, out_dir):
+def export(name, size, opset, out_dir):
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None)
     with torch.no_grad():
@@ -32,7 +33,8 @@ def export(name, size, out_dir):
                 m.bias.uniform_(-0.5, 0.5)
     model.eval()
     x = torch.zeros(1, 3, size, size)
-    torch.onnx.export(model, x, f"{out_dir}/{name}.onnx", opset_version=13,
+    path = f"{out_dir}/{name}-opset{opset}.onnx" if opset else f"{out_dir}/{name}.onnx"
+    torch.onnx.export(model, x, path, opset_version=opset or 13,
                       input_names=["input"], output_names=["output"])
     pixels = np.random.default_rng(size).integers(0, 256, (size, size, 3), dtype=np.uint8)
     Image.fromarray(pixels, "RGB").save(f"{out_dir}/{name}.png")
@@ -43,9 +45,10 @@ def main():
         sys.exit(__doc__)
     failed = 0
     for spec in sys.argv[2:]:
+        spec, _, opset = spec.partition("@")
         name, _, size = spec.partition(":")
         try:
-            export(name, int(size or 64), sys.argv[1])
+            export(name, int(size or 64), int(opset or 0), sys.argv[1])
         except Exception as err:  # torch's exporter raises many kinds
             print(f"{name}: torch.onnx.export failed: {err}", file=sys.stderr)
             failed = 1

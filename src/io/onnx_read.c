@@ -153,8 +153,11 @@ static int tensor_finish(OnnxTensor *t, const PbField *raw, int n_floats, int n_
         t->ints = NULL;
         return CDL_OK;
     }
-    if (t->data_type == ONNX_READ_INT64 || t->data_type == ONNX_READ_INT32) {
-        const size_t size = t->data_type == ONNX_READ_INT64 ? 8 : 4;
+    if (t->data_type == ONNX_READ_INT64 || t->data_type == ONNX_READ_INT32 ||
+        t->data_type == ONNX_READ_BOOL) {
+        const size_t size = t->data_type == ONNX_READ_INT64   ? 8
+                            : t->data_type == ONNX_READ_INT32 ? 4
+                                                              : 1;
         if (raw) {
             if (raw->len != count * size)
                 return error_set(e, CDL_ERUNTIME,
@@ -169,7 +172,7 @@ static int tensor_finish(OnnxTensor *t, const PbField *raw, int n_floats, int n_
                 uint64_t v = 0;
                 for (int b = (int)size - 1; b >= 0; b--)
                     v = v << 8 | raw->data[i * size + (size_t)b];
-                t->ints[i] = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
+                t->ints[i] = size == 4 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v;
             }
         } else if ((size_t)n_ints != count)
             return error_set(e, CDL_ERUNTIME,
@@ -183,7 +186,7 @@ static int tensor_finish(OnnxTensor *t, const PbField *raw, int n_floats, int n_
     }
     return error_set(e, CDL_ERUNTIME,
                      "tensor '%s': data type %d is not supported (float32, "
-                     "int32 and int64 are)",
+                     "int32, int64 and bool are)",
                      name, t->data_type);
 }
 

@@ -6,8 +6,9 @@
  *               inputs and outputs with their element type and shape
  *   NodeProto   op_type, name, domain, inputs, outputs, attributes
  *   Attribute   FLOAT, INT, STRING, TENSOR, FLOATS, INTS (others are kept with their type only)
- *   Tensor      FLOAT (raw_data or float_data), INT64 (raw_data or int64_data) and INT32
- *               (raw_data or int32_data, widened to int64); other data types and external data
+ *   Tensor      FLOAT (raw_data or float_data), INT64 (raw_data or int64_data), INT32 and
+ *               BOOL (raw_data or int32_data, widened to int64: a bool is 0 or 1, as Dropout's
+ *               training_mode); other data types and external data
  *               are refused, naming the tensor
  *
  * Fields the importer does not use (doc strings, metadata, value_info, sparse initializers,
@@ -24,7 +25,7 @@
 #define ONNX_READ_MAX_DIMS 8
 
 /* TensorProto.DataType values read. */
-enum { ONNX_READ_FLOAT = 1, ONNX_READ_INT32 = 6, ONNX_READ_INT64 = 7 };
+enum { ONNX_READ_FLOAT = 1, ONNX_READ_INT32 = 6, ONNX_READ_INT64 = 7, ONNX_READ_BOOL = 9 };
 
 /* AttributeProto.AttributeType values. */
 enum {
@@ -38,7 +39,7 @@ enum {
 
 typedef struct OnnxTensor {
     char *name;
-    int data_type; /* ONNX_READ_FLOAT or ONNX_READ_INT64 (INT32 is widened) */
+    int data_type; /* ONNX_READ_FLOAT or ONNX_READ_INT64 (INT32 and BOOL are widened) */
     int n_dims;    /* 0: a scalar */
     int64_t dims[ONNX_READ_MAX_DIMS];
     size_t count;  /* product of dims */

@@ -10,9 +10,14 @@
  *                         layer's only reader and has no activation yet (the conv bias moves
  *                         into the running mean); else [batchnorm]; one epsilon for the whole
  *                         graph, as [net] bn_eps
- *   Relu LeakyRelu(0.1) Sigmoid Tanh Elu(1) Clip(0,6)
- *                         activation= of the [convolutional], [connected] or [shortcut] it
- *                         follows (its only reader, still linear); anywhere else refused
+ *   Relu LeakyRelu(0.1) Sigmoid Tanh Elu(1) Clip(0,6) HardSigmoid(1/6, 1/2) HardSwish
+ *                         activation= of the [convolutional], [connected], [shortcut] or
+ *                         [batchnorm] it follows (its only reader, still linear); anywhere
+ *                         else refused
+ *   Sigmoid or HardSigmoid of x, then Mul by x (x read by nothing else)
+ *                         activation=swish or hardswish, as above
+ *   Mul of a [C,1,1] layer by a [C,H,W] one
+ *                         [scale_channels] from= the map (squeeze-excitation)
  *   MaxPool               [maxpool]: pads equal per side or one more after (darknet's uneven
  *                         padding); ceil_mode=1 as one more row and column of padding after,
  *                         where that gives its size
@@ -21,7 +26,27 @@
  *   Gemm (transB, alpha = beta = 1), MatMul (+ Add of a constant: the biases)
  *                         [connected]
  *   Add of two layers     [shortcut] (equal shapes)
- *   Concat (axis 1)       [route]
+ *   Concat (axis 1)       [route] (a chain past 16 inputs; of one input: no layer)
+ *   Slice of channels [s, e) of a map, one of equal groups
+ *                         [route] groups=C/(e-s) group_id=s/(e-s)
+ *   Reshape to [N,g,C/g,H,W], Transpose [0,2,1,3,4], Reshape back
+ *                         [shuffle] groups=g
+ *   Shape, Gather, Add/Sub/Mul/Div, Concat, Reshape, Slice, Transpose, Cast,
+ *   ConstantOfShape of int64 constants
+ *                         no layer: folded to a constant (torch's x.chunk(2, dim=1),
+ *                         F.pad's pads)
+ *   Pad (constant, H and W)   [pad] (all zero: no layer)
+ *   AveragePool of kxk windows (count_include_pad when padded)
+ *                         [convolutional] groups=C of constant weights 1/k²
+ *   Transpose to channels last [0,2,3,1] and back [0,3,1,2]
+ *                         no layer; on channels last only the layer norm, MatMul over the
+ *                         channels ([convolutional] 1x1), activations and Add are taken
+ *   LayerNormalization over channels last, or its chain ReduceMean, Sub, Pow, ReduceMean,
+ *   Add, Sqrt, Div (Mul, Add)  [layernorm] channels=1
+ *   Div by sqrt(2), Erf, Add 1, Mul x, Mul 0.5
+ *                         activation=gelu, as the activations above
+ *   Mul of a map by a per-channel constant
+ *                         [layer_scale]
  *   Softmax (over the features of a vector or a 1x1 map)
  *                         [softmax]
  *   Flatten(axis 1), Reshape to [N, features], Identity, Dropout, Constant
