@@ -247,6 +247,8 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
                     l->stride, l->padding);
         if (l->groups != 1)
             text_printf(t, "groups=%d\n", l->groups);
+        if (l->no_bias)
+            text_printf(t, "bias=0\n");
         break;
     case K_CONNECTED:
         text_printf(t, "output=%d\n", l->outputs);
@@ -284,8 +286,11 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
     case K_SCALE_CHANNELS:
         text_printf(t, "from=%d\n", l->refs[0] - index);
         break;
-    case K_BATCHNORM:
     case K_AVGPOOL:
+        if (l->size) /* a window; without one the pooling is global */
+            text_printf(t, "size=%d\nstride=%d\npadding=%d\n", l->size, l->stride, l->padding);
+        break;
+    case K_BATCHNORM:
     case K_SOFTMAX:
         break;
     }

@@ -37,7 +37,7 @@
  *                         F.pad's pads)
  *   Pad (constant, H and W)   [pad] (all zero: no layer)
  *   AveragePool of kxk windows (count_include_pad when padded)
- *                         [convolutional] groups=C of constant weights 1/k²
+ *                         [avgpool] size=k stride=s padding=p
  *   Transpose to channels last [0,2,3,1] and back [0,3,1,2]
  *                         no layer; on channels last only the layer norm, MatMul over the
  *                         channels ([convolutional] 1x1), activations and Add are taken

@@ -57,6 +57,7 @@ typedef struct ImportLayer {
     int refs[LAYER_MAX_INPUTS]; /* route: the layers read; shortcut: refs[0] = from */
     int n_refs;
     int open_bias;    /* a MatMul's [connected]: an Add of a constant may still give biases */
+    int no_bias;      /* a Conv without its bias input: [convolutional] bias=0 */
     const char *head; /* the ONNX value the layer last wrote: folds read only this one */
     ImportParam params[IMPORT_MAX_PARAMS];
     int n_params;

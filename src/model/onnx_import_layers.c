@@ -61,7 +61,8 @@ int import_conv(Importer *im, const OnnxNode *n)
     l->groups = (int)groups;
     l->out = (Shape){(int)filters, out_h, out_w};
     import_add_param(l, "weights", w->floats, w->count);
-    if (!import_add_owned_param(im, l, "biases", b ? b->floats : NULL, (size_t)filters))
+    l->no_bias = !b;
+    if (b && !import_add_owned_param(im, l, "biases", b->floats, (size_t)filters))
         return CDL_ERUNTIME;
     return import_bind_output(im, n, im->n_layers - 1, 0);
 }
@@ -301,6 +302,9 @@ int import_batchnorm(Importer *im, const OnnxNode *n)
     if (l && (l->kind == K_CONV || l->kind == K_CONNECTED) && !l->batch_normalize &&
         l->activation == CDL_ACT_LINEAR) {
         /* BN(conv + bias) = scale (conv - (mean - bias)) / sqrt(var + eps) + shift. */
+        if (l->no_bias && !import_add_owned_param(im, l, "biases", NULL, t[1]->count))
+            return CDL_ERUNTIME;
+        l->no_bias = 0; /* the batch norm's shift takes the biases' place */
         ImportParam *bias = import_find_param(l, "biases");
         float *mean = import_add_owned_param(im, l, "rolling_mean", t[2]->floats, t[2]->count);
         if (!mean)

@@ -1,6 +1,5 @@
 /* `cdl import`: pooling and padding (onnx_import_internal.h): MaxPool, the averages
- * ([avgpool] over the whole map; windows as a depthwise convolution of constant weights), and
- * Pad ([pad]). */
+ * ([avgpool] over the whole map or over windows), and Pad ([pad]). */
 #include "model/onnx_import_internal.h"
 
 #include <string.h>
@@ -70,9 +69,9 @@ int import_maxpool(Importer *im, const OnnxNode *n)
     return import_bind_output(im, n, im->n_layers - 1, 0);
 }
 
-/* AveragePool of kxk windows at stride s, pads p (the same on every side): a [convolutional]
- * groups=C of constant weights 1/k², which counts padded cells as zeros, so only with
- * count_include_pad=1 or no pads (inception_v3's 3x3/1 pad 1 and densenet's 2x2/2). */
+/* AveragePool of kxk windows at stride s, pads p (the same on every side): [avgpool] size=k
+ * stride=s padding=p, which counts padded cells as zeros as torch's count_include_pad=True does,
+ * so only with count_include_pad=1 or no pads (inception_v3's 3x3/1 pad 1, densenet's 2x2/2). */
 static int window_average(Importer *im, const OnnxNode *n, const ImportValue *x, int size,
                           int stride, const int64_t pads[4])
 {
@@ -84,33 +83,26 @@ static int window_average(Importer *im, const OnnxNode *n, const ImportValue *x,
         return import_refuse(im, n, "attribute ceil_mode=1 is not supported on an average");
     if ((pads[0] || pads[2]) && !import_attr_int(n, "count_include_pad", 0))
         return import_refuse(im, n,
-                             "attribute count_include_pad=0 with pads: cdl averages windows as "
-                             "a depthwise convolution, which counts the padding");
-    if (pads[0] != pads[2])
+                             "attribute count_include_pad=0 with pads: cdl's [avgpool] counts "
+                             "the padding in a window's average");
+    if (pads[0] != pads[2] || pads[0] != pads[1] || pads[0] != pads[3] || pads[0] > size / 2)
         return import_refuse(im, n,
-                             "attribute pads=[%lld,%lld,%lld,%lld]: cdl pads both sides "
-                             "alike",
+                             "attribute pads=[%lld,%lld,%lld,%lld]: cdl pads every side alike, "
+                             "at most half the window",
                              (long long)pads[0], (long long)pads[1], (long long)pads[2],
                              (long long)pads[3]);
     const Shape in = import_layer_shape(im, x->layer);
     if (in.h + 2 * pads[0] < size || in.w + 2 * pads[0] < size)
         return import_refuse(im, n, "the window is larger than its %dx%d input", in.h, in.w);
     int st = import_read_input(im, n, 0, &x, &layer);
-    ImportLayer *l = st ? NULL : import_add_layer(im, K_CONV, n);
+    ImportLayer *l = st ? NULL : import_add_layer(im, K_AVGPOOL, n);
     if (!l)
         return st ? st : CDL_ERUNTIME;
-    l->filters = l->groups = in.c;
     l->size = size;
     l->stride = stride;
     l->padding = (int)pads[0];
     l->out = (Shape){in.c, (in.h + 2 * l->padding - size) / stride + 1,
                      (in.w + 2 * l->padding - size) / stride + 1};
-    const size_t count = (size_t)in.c * (size_t)size * (size_t)size;
-    float *w = import_add_owned_param(im, l, "weights", NULL, count);
-    if (!w || !import_add_owned_param(im, l, "biases", NULL, (size_t)in.c))
-        return CDL_ERUNTIME;
-    for (size_t k = 0; k < count; k++)
-        w[k] = 1.0f / (float)(size * size);
     return import_bind_output(im, n, im->n_layers - 1, 0);
 }
 
