@@ -227,6 +227,10 @@ typedef struct cdl_target {
     char *text;      /* malloc'd, NUL-terminated (cdl_targets_free) */
     int32_t *ids;    /* [tokens] its token ids, malloc'd (cdl_targets_free) */
     int tokens;      /* its token count, the end mark not counted */
+    /* [source_tokens] the source's token ids, malloc'd (cdl_targets_free): the encoder's input
+     * row before its -1 padding */
+    int32_t *source_ids;
+    int source_tokens;
     double log_prob; /* the sum of the natural logs of its tokens' probabilities, the end mark's
                       * included where it came */
     /* log_prob over its length (tokens, plus the end mark where it came) to the power
@@ -241,7 +245,7 @@ typedef struct cdl_target {
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
                            const cdl_decode_options *options, cdl_target *targets, char *err,
                            size_t err_size);
-/* Frees the text and ids of targets [n]. */
+/* Frees the text, ids and source ids of targets [n]. */
 void cdl_targets_free(cdl_target *targets, int n);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
