@@ -20,8 +20,20 @@ int onnx_ir_version(int opset);
 int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e);
 
 /* Writes net to path atomically (nothing is left at path on failure). graph_name names the
- * graph; batch 0 makes the batch axis symbolic ("N"). */
+ * graph; batch 0 makes the batch axis symbolic ("N"). A sequence-to-sequence net ([net] source=S)
+ * is two graphs instead, written to onnx_part_path(path, "encoder") and (path, "decoder"):
+ *   encoder: "source" int64 [N][S] (the source's ids, -1 padding) -> "memory" [N][S][C], the
+ *     output of the layer the cross-attention reads;
+ *   decoder: one step of the decoder for target row t: "token" int64 [N][1] (row t's id, the start
+ *     mark's at t = 0), "position" int64 [1] (t), "memory", "source", and per self-attention
+ *     layer i "past.<i>.key" and "past.<i>.value" [N][H][t][D] (rows 0..t-1; t = 0: empty) ->
+ *     "log_probs" [N][V] (the next token's, after a last [softmax]; else "logits"), and
+ *     "present.<i>.key", "present.<i>.value" [N][H][t+1][D], the next step's past. The
+ *     cross-attention's keys and values are computed from the memory in each step. */
 int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
                 Error *e);
+
+/* out = path without a final ".onnx", then ".<part>.onnx" (a sequence-to-sequence net's files). */
+void onnx_part_path(const char *path, const char *part, char *out, size_t size);
 
 #endif
