@@ -662,9 +662,15 @@ int cdl_model_inference_activation_bytes(const cdl_model *model, size_t *bytes, 
 /* The ONNX IR version that goes with opset. */
 int cdl_onnx_ir_version(int opset);
 /* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
- * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. */
+ * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. A
+ * sequence-to-sequence model is two files instead, its encoder and one step of its decoder with
+ * past keys and values: cdl_onnx_part_path(path, "encoder") and (path, "decoder")
+ * (docs/interop.md). */
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
                           int batch, int opset, char *err, size_t err_size);
+/* out = path without a final ".onnx", then ".<part>.onnx": where a sequence-to-sequence model's
+ * part ("encoder", "decoder") goes. */
+void cdl_onnx_part_path(const char *path, const char *part, char *out, size_t size);
 /* Writes darknet .weights (version 0.2.0) for the model's cfg; `seen` = the images a
  * checkpoint trained on (steps x batch). */
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size);

@@ -15,6 +15,11 @@ int cdl_onnx_ir_version(int opset)
     return onnx_ir_version(opset);
 }
 
+void cdl_onnx_part_path(const char *path, const char *part, char *out, size_t size)
+{
+    onnx_part_path(path, part, out, size);
+}
+
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
                           int batch, int opset, char *err, size_t err_size)
 {

@@ -88,15 +88,27 @@ static int export_onnx(const Args *a, Error *e)
     snprintf(out, sizeof out, "%s.onnx", name);
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
     cdl_model *m;
-    st = st ? st : cli_check_output(a, path, FILE_KIND_ONNX, e);
     st = st ? st : load_model(a, model, &m, e);
     if (st)
         return st;
-    st = e->code =
-        cdl_model_export_onnx(m, name, path, (int)batch, (int)opset, e->msg, sizeof e->msg);
+    /* a sequence-to-sequence model's encoder and decoder step go beside each other */
+    cdl_model_summary summary;
+    cdl_model_get_summary(m, &summary);
+    const int parts = summary.source > 0;
+    char encoder[PATH_MAX + 16], decoder[PATH_MAX + 16], written[2 * PATH_MAX + 40];
+    cdl_onnx_part_path(path, "encoder", encoder, sizeof encoder);
+    cdl_onnx_part_path(path, "decoder", decoder, sizeof decoder);
+    snprintf(written, sizeof written, "%s", path);
+    if (parts)
+        snprintf(written, sizeof written, "%s and %s", encoder, decoder);
+    st = cli_check_output(a, parts ? encoder : path, FILE_KIND_ONNX, e);
+    st = st || !parts ? st : cli_check_output(a, decoder, FILE_KIND_ONNX, e);
+    st = st ? st
+            : (e->code = cdl_model_export_onnx(m, name, path, (int)batch, (int)opset, e->msg,
+                                               sizeof e->msg));
     cdl_model_free(m);
     if (!st)
-        printf("%s: opset %ld, IR version %d, %s batch\n", path, opset,
+        printf("%s: opset %ld, IR version %d, %s batch\n", written, opset,
                cdl_onnx_ir_version((int)opset), batch ? "fixed" : "dynamic");
     return st;
 }
