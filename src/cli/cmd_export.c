@@ -181,7 +181,9 @@ int cmd_export(int argc, char **argv)
             "export darknet|safetensors [MODEL|CFG] [-o OUT]",
             "onnx: writes the inference graph as an ONNX model (batch norm with its "
             "running statistics,\ndropout as identity) for onnxruntime; MODEL "
-            "defaults to " CDL_DEFAULT_MODEL ".\nnpy: writes each parameter and "
+            "defaults to " CDL_DEFAULT_MODEL ".\nA sequence-to-sequence model is two files, "
+            "NAME.encoder.onnx and NAME.decoder.onnx\n(its encoder and one decoder step; -o "
+            "names the prefix).\nnpy: writes each parameter and "
             "running statistic as DIR/layerN.NAME.npy (float32).\ndarknet: writes "
             "darknet's .weights (version 0.2.0) for its cfg.\nsafetensors: writes "
             "the tensors under torchvision's state-dict names (zoo resnet, vgg, mobilenetv2).\n"
