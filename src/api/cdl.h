@@ -224,9 +224,9 @@ typedef struct cdl_decode_options {
 
 /* One decoded target. */
 typedef struct cdl_target {
-    char *text;      /* malloc'd, NUL-terminated (cdl_targets_free) */
-    int32_t *ids;    /* [tokens] its token ids, malloc'd (cdl_targets_free) */
-    int tokens;      /* its token count, the end mark not counted */
+    char *text;   /* malloc'd, NUL-terminated (cdl_targets_free) */
+    int32_t *ids; /* [tokens] its token ids, malloc'd (cdl_targets_free) */
+    int tokens;   /* its token count, the end mark not counted */
     /* [source_tokens] the source's token ids, malloc'd (cdl_targets_free): the encoder's input
      * row before its -1 padding */
     int32_t *source_ids;

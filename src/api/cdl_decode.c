@@ -172,8 +172,9 @@ int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
                  : check_model(model, &first, &bos, &eos, &e);
     st = st ? st : encode_sources(model, sources, n, &all, ids, n_ids, &e);
     st = st ? st : decode_all(model, ids, n_ids, n, o, first, bos, eos, out, tokens, log_probs, &e);
-    st = st ? st : fill_targets(model, out, tokens, log_probs, o->length_penalty, ids, n_ids, n,
-                                   targets, &e);
+    st = st ? st
+            : fill_targets(model, out, tokens, log_probs, o->length_penalty, ids, n_ids, n, targets,
+                           &e);
     free(all);
     free(out);
     free(ids);

@@ -241,11 +241,10 @@ static void export_cache(OnnxGraph *g, const Layer *l, const char *what, const c
 
 /* masked = logits [N][H][T][S] + 0, or -inf where the source's id is padding (key_padding=source,
  * as nn.MultiheadAttention's key_padding_mask). */
-static void export_key_padding(OnnxGraph *g, const Layer *l, const char *logits,
-                               const char *masked)
+static void export_key_padding(OnnxGraph *g, const Layer *l, const char *logits, const char *masked)
 {
-    static const char *const suffixes[] = {"padded", "pad_inf", "pad_zero", "pad_mask", "pad_mask4",
-                                           NULL};
+    static const char *const suffixes[] = {"padded",   "pad_inf",   "pad_zero",
+                                           "pad_mask", "pad_mask4", NULL};
     enum { PADDED, INF, ZERO, MASK, MASK4 };
     char v[5][ONNX_NAME_MAX];
     for (int k = 0; suffixes[k]; k++)
@@ -270,9 +269,9 @@ static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     const Attention *a = l->priv;
     const int cross = l->n_inputs > 1 && l->inputs[1] != l->inputs[0];
     const int step = g->part == ONNX_DECODER_STEP;
-    static const char *const suffixes[] = {"k_t",     "scores", "scaled", "scale", "mask",
-                                           "masked",  "padded_scores", "probs",  "y",
-                                           "y.rows",  "heads",  "rows",   NULL};
+    static const char *const suffixes[] = {"k_t",    "scores",        "scaled", "scale", "mask",
+                                           "masked", "padded_scores", "probs",  "y",     "y.rows",
+                                           "heads",  "rows",          NULL};
     enum { K_T, SCORES, SCALED, SCALE, MASK, MASKED, PADDED, PROBS, Y, Y_ROWS, HEADS, ROWS_SHAPE };
     char v[12][ONNX_NAME_MAX], x[ONNX_NAME_MAX], p[4][ONNX_NAME_MAX];
     char qkv[3][ONNX_NAME_MAX], memory[ONNX_NAME_MAX], memory_kv[3][ONNX_NAME_MAX];

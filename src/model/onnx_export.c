@@ -53,7 +53,7 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e)
 
 /* model = the ModelProto of the finished graph g named graph_name (and frees g). */
 static int wrap_graph(OnnxGraph *g, const char *graph_name, int batch, int opset, PbBuf *model,
-                     Error *e)
+                      Error *e)
 {
     PbBuf graph, opset_id;
     pb_init(&graph);
@@ -226,8 +226,9 @@ static int export_seq2seq(const Net *net, const char *graph_name, const char *pa
         st = onnx_graph_init(&g, net, NULL, NULL, e);
         g.part = k ? ONNX_DECODER_STEP : ONNX_ENCODER;
         g.batch = batch;
-        st = st ? st : k ? build_decoder_step(net, first, memory, &g, e)
-                         : build_encoder(net, memory, &g, e);
+        st = st  ? st
+             : k ? build_decoder_step(net, first, memory, &g, e)
+                 : build_encoder(net, memory, &g, e);
         char name[256];
         snprintf(name, sizeof name, "%s.%s", graph_name, parts[k]);
         if (st)
