@@ -7,9 +7,9 @@ Usage:
 2. TARGETS.json is `cdl predict MODEL --sources FILE --json`: each source's token ids and cdl's
    greedy target (ids and summed log-probability). All the sources run as one batch, padded with
    -1 to the encoder's S rows: the encoder once, then the decoder step per target row from the
-   start mark BOS (id 0 by default: a character vocabulary sorts STX, the start mark, first and
-   ETX, the end mark, second), with empty past keys and values at row 0 and each step's present
-   ones after, each row's next token the most probable (the lowest id on ties), until the end mark
+   start mark BOS (the decoder's metadata "bos_id" and "eos_id", which an export of a trained
+   model holds; BOS and EOS on the command line otherwise), with empty past keys and values at
+   row 0 and each step's present ones after, each row's next token the most probable (the lowest id on ties), until the end mark
    EOS or the decoder's T rows (its position table's) are full.
    Every target must be cdl's, ids exactly, log-probability (the end mark's included where it
    came) to 1e-4 absolute. Prints the largest difference as "max abs diff X"; exits 1 on any
@@ -47,9 +47,15 @@ def main():
     if len(sys.argv) not in (3, 5):
         sys.exit(__doc__)
     prefix, targets_path = sys.argv[1:3]
-    bos, eos = (int(v) for v in sys.argv[3:5]) if len(sys.argv) == 5 else (0, 1)
     _, encoder = load(prefix + ".encoder.onnx")
     decoder_model, decoder = load(prefix + ".decoder.onnx")
+    metadata = {p.key: p.value for p in decoder_model.metadata_props}
+    if len(sys.argv) == 5:
+        bos, eos = (int(v) for v in sys.argv[3:5])
+    elif "bos_id" in metadata and "eos_id" in metadata:
+        bos, eos = int(metadata["bos_id"]), int(metadata["eos_id"])
+    else:
+        sys.exit("the decoder names no bos_id and eos_id: give BOS and EOS")
     with open(targets_path) as f:
         rows = json.load(f)
     rows = rows if isinstance(rows, list) else [rows]

@@ -664,8 +664,8 @@ int cdl_onnx_ir_version(int opset);
 /* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
  * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. A
  * sequence-to-sequence model is two files instead, its encoder and one step of its decoder with
- * past keys and values: cdl_onnx_part_path(path, "encoder") and (path, "decoder")
- * (docs/interop.md). */
+ * past keys and values: cdl_onnx_part_path(path, "encoder") and (path, "decoder"), the latter
+ * naming the start and end marks' ids in its metadata (docs/interop.md). */
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
                           int batch, int opset, char *err, size_t err_size);
 /* out = path without a final ".onnx", then ".<part>.onnx": where a sequence-to-sequence model's

@@ -14,8 +14,7 @@ int cdl_model_is_seq2seq(const cdl_model *model)
     return model->net.source > 0 && model->meta.vocab.n > 0;
 }
 
-/* The token id of the mark (TEXT_PAIR_BOS or _EOS) in the model's vocabulary. */
-static int mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
+int api_mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
 {
     int32_t ids[2];
     size_t n;
@@ -35,8 +34,8 @@ static int check_model(const cdl_model *model, int *first, int *bos, int *eos, E
                              "on paired text ([net] source=S, a type=pairs dataset)",
                              model->origin);
     st = st ? st : decode_first_layer(&model->net, first, e);
-    st = st ? st : mark_id(model, TEXT_PAIR_BOS, bos, e);
-    return st ? st : mark_id(model, TEXT_PAIR_EOS, eos, e);
+    st = st ? st : api_mark_id(model, TEXT_PAIR_BOS, bos, e);
+    return st ? st : api_mark_id(model, TEXT_PAIR_EOS, eos, e);
 }
 
 /* source's ids into ids (room for strlen(source)), *n their count: a character outside the

@@ -18,6 +18,7 @@
 #include "util/atomic_file.h"
 
 enum { MODEL_IR_VERSION = 1, MODEL_PRODUCER_NAME = 2, MODEL_GRAPH = 7, MODEL_OPSET_IMPORT = 8 };
+enum { MODEL_METADATA_PROPS = 14, ENTRY_KEY = 1, ENTRY_VALUE = 2 };
 enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2 };
 
 int onnx_ir_version(int opset)
@@ -211,9 +212,23 @@ void onnx_part_path(const char *path, const char *part, char *out, size_t size)
     snprintf(out, size, "%.*s.%s.onnx", (int)n, path, part);
 }
 
-/* A sequence-to-sequence net's encoder and decoder step, both built before either is written. */
+/* Adds the metadata entry key = value (an int) to model. */
+static void put_metadata(PbBuf *model, const char *key, int value)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%d", value);
+    PbBuf entry;
+    pb_init(&entry);
+    pb_string(&entry, ENTRY_KEY, key);
+    pb_string(&entry, ENTRY_VALUE, text);
+    pb_message(model, MODEL_METADATA_PROPS, &entry);
+    pb_free(&entry);
+}
+
+/* A sequence-to-sequence net's encoder and decoder step (the latter with the marks' ids in its
+ * metadata unless marks is NULL), both built before either is written. */
 static int export_seq2seq(const Net *net, const char *graph_name, const char *path, int batch,
-                          int opset, Error *e)
+                          int opset, const int *marks, Error *e)
 {
     static const char *const parts[] = {"encoder", "decoder"};
     int first, memory;
@@ -236,6 +251,10 @@ static int export_seq2seq(const Net *net, const char *graph_name, const char *pa
         else
             st = wrap_graph(&g, name, batch, opset, &models[k], e);
     }
+    if (!st && marks) {
+        put_metadata(&models[1], "bos_id", marks[0]);
+        put_metadata(&models[1], "eos_id", marks[1]);
+    }
     for (int k = 0; k < 2 && !st; k++) {
         char part_path[4096];
         onnx_part_path(path, parts[k], part_path, sizeof part_path);
@@ -249,8 +268,14 @@ static int export_seq2seq(const Net *net, const char *graph_name, const char *pa
 int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
                 Error *e)
 {
+    return onnx_export_marked(net, graph_name, path, batch, opset, NULL, e);
+}
+
+int onnx_export_marked(const Net *net, const char *graph_name, const char *path, int batch,
+                       int opset, const int marks[2], Error *e)
+{
     if (net->source)
-        return export_seq2seq(net, graph_name, path, batch, opset, e);
+        return export_seq2seq(net, graph_name, path, batch, opset, marks, e);
     PbBuf model;
     pb_init(&model);
     int st = build_model(net, graph_name, batch, opset, &model, e);

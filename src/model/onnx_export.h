@@ -32,6 +32,10 @@ int onnx_build_graph(const Net *net, OnnxGraph *g, Error *e);
  *     cross-attention's keys and values are computed from the memory in each step. */
 int onnx_export(const Net *net, const char *graph_name, const char *path, int batch, int opset,
                 Error *e);
+/* onnx_export of a sequence-to-sequence net whose vocabulary's start and end marks are marks[0]
+ * and marks[1]: the decoder's file names them in its metadata, "bos_id" and "eos_id". */
+int onnx_export_marked(const Net *net, const char *graph_name, const char *path, int batch,
+                       int opset, const int marks[2], Error *e);
 
 /* out = path without a final ".onnx", then ".<part>.onnx" (a sequence-to-sequence net's files). */
 void onnx_part_path(const char *path, const char *part, char *out, size_t size);

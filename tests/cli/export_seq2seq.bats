@@ -122,6 +122,10 @@ EOF2
     [ "$status" -eq 0 ]
     [ "$output" = "parts.encoder.onnx and parts.decoder.onnx: opset 13, IR version 7, fixed batch" ]
     [ -s parts.encoder.onnx ] && [ -s parts.decoder.onnx ] && [ ! -e parts.onnx ]
+    # the start and end marks' ids, STX and ETX: the first two of a character vocabulary
+    run /usr/bin/python3 -c 'import onnx, sys
+print(*((p.key, p.value) for p in onnx.load(sys.argv[1]).metadata_props))' parts.decoder.onnx
+    [ "$output" = "('bos_id', '0') ('eos_id', '1')" ]
     echo notes > kept.decoder.onnx
     run "$CDL" export onnx early.cdl -o kept
     [ "$status" -eq 2 ]
