@@ -8,6 +8,8 @@
  * In a sequence net ([net] seq=T) the unflattened values are [N][c*h][w] instead, rank 3,
  * [N][T][features] (c is 1 there), and the graph input is int64 token ids [N][T] when the
  * first layer reads token ids ([embedding]), else float [N][T][inputs].
+ * A sequence-to-sequence net is built as two parts instead (OnnxPart), whose inputs and outputs
+ * the exporter and the layers declare by name (onnx_graph_declare; model/onnx_export.h).
  * Names: the graph input is "input", layer i's output "layer<i>", its parameters
  * "layer<i>.<param name>" and its intermediate values "layer<i>.<suffix>". Each node is
  * named after its output, which is unique. */
