@@ -224,9 +224,13 @@ typedef struct cdl_decode_options {
 
 /* One decoded target. */
 typedef struct cdl_target {
-    char *text;      /* malloc'd, NUL-terminated (cdl_targets_free) */
-    int32_t *ids;    /* [tokens] its token ids, malloc'd (cdl_targets_free) */
-    int tokens;      /* its token count, the end mark not counted */
+    char *text;   /* malloc'd, NUL-terminated (cdl_targets_free) */
+    int32_t *ids; /* [tokens] its token ids, malloc'd (cdl_targets_free) */
+    int tokens;   /* its token count, the end mark not counted */
+    /* [source_tokens] the source's token ids, malloc'd (cdl_targets_free): the encoder's input
+     * row before its -1 padding */
+    int32_t *source_ids;
+    int source_tokens;
     double log_prob; /* the sum of the natural logs of its tokens' probabilities, the end mark's
                       * included where it came */
     /* log_prob over its length (tokens, plus the end mark where it came) to the power
@@ -241,7 +245,7 @@ typedef struct cdl_target {
 int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
                            const cdl_decode_options *options, cdl_target *targets, char *err,
                            size_t err_size);
-/* Frees the text and ids of targets [n]. */
+/* Frees the text, ids and source ids of targets [n]. */
 void cdl_targets_free(cdl_target *targets, int n);
 /* 0 when model decodes source (cdl_model_decode's usage errors otherwise, without running it). */
 int cdl_model_check_source(const cdl_model *model, const char *source, char *err, size_t err_size);
@@ -685,9 +689,15 @@ int cdl_onnx_ir_version(int opset);
 /* Writes the inference graph named graph_name as an ONNX model (batch norm with its running
  * statistics, dropout as identity); batch 0 leaves the batch dimension dynamic. A detector's
  * outputs are its [yolo]/[region] heads, or with decode_boxes its boxes [N][B][4] (centre x, y,
- * width, height in input pixels) and scores [N][B][classes] (docs/interop.md). */
+ * width, height in input pixels) and scores [N][B][classes]. A sequence-to-sequence model is two
+ * files instead, its encoder and one step of its decoder with past keys and values:
+ * cdl_onnx_part_path(path, "encoder") and (path, "decoder"), the latter naming the start and end
+ * marks' ids in its metadata (docs/interop.md). */
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
                           int batch, int opset, int decode_boxes, char *err, size_t err_size);
+/* out = path without a final ".onnx", then ".<part>.onnx": where a sequence-to-sequence model's
+ * part ("encoder", "decoder") goes. */
+void cdl_onnx_part_path(const char *path, const char *part, char *out, size_t size);
 /* Writes darknet .weights (version 0.2.0) for the model's cfg; `seen` = the images a
  * checkpoint trained on (steps x batch). */
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size);

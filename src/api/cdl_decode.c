@@ -14,8 +14,7 @@ int cdl_model_is_seq2seq(const cdl_model *model)
     return model->net.source > 0 && model->meta.vocab.n > 0;
 }
 
-/* The token id of the mark (TEXT_PAIR_BOS or _EOS) in the model's vocabulary. */
-static int mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
+int api_mark_id(const cdl_model *model, const char *mark, int *id, Error *e)
 {
     int32_t ids[2];
     size_t n;
@@ -35,8 +34,8 @@ static int check_model(const cdl_model *model, int *first, int *bos, int *eos, E
                              "on paired text ([net] source=S, a type=pairs dataset)",
                              model->origin);
     st = st ? st : decode_first_layer(&model->net, first, e);
-    st = st ? st : mark_id(model, TEXT_PAIR_BOS, bos, e);
-    return st ? st : mark_id(model, TEXT_PAIR_EOS, eos, e);
+    st = st ? st : api_mark_id(model, TEXT_PAIR_BOS, bos, e);
+    return st ? st : api_mark_id(model, TEXT_PAIR_EOS, eos, e);
 }
 
 /* source's ids into ids (room for strlen(source)), *n their count: a character outside the
@@ -86,10 +85,11 @@ static int encode_sources(const cdl_model *model, const char *const *sources, in
 }
 
 /* targets [n]: row k of out [n][seq], its first tokens[k] ids, as text and ids, with its
- * log-probability and score. */
+ * log-probability and score, and source k's ids [n_ids[k]]. */
 static int fill_targets(const cdl_model *model, const int32_t *out, const int *tokens,
-                        const double *log_probs, float length_penalty, int n, cdl_target *targets,
-                        Error *e)
+                        const double *log_probs, float length_penalty,
+                        const int32_t *const *source_ids, const int *n_ids, int n,
+                        cdl_target *targets, Error *e)
 {
     const int seq = model->net.seq;
     for (int k = 0; k < n; k++) {
@@ -97,8 +97,11 @@ static int fill_targets(const cdl_model *model, const int32_t *out, const int *t
         const int32_t *ids = out + (size_t)k * (size_t)seq;
         t->text = malloc((size_t)tokens[k] * TEXT_TOKEN_MAX_BYTES + 1);
         t->ids = malloc(((size_t)tokens[k] + 1) * sizeof *t->ids);
-        if (!t->text || !t->ids)
+        t->source_ids = malloc((size_t)n_ids[k] * sizeof *t->source_ids);
+        if (!t->text || !t->ids || !t->source_ids)
             return error_set(e, CDL_ERUNTIME, "out of memory");
+        memcpy(t->source_ids, source_ids[k], (size_t)n_ids[k] * sizeof *t->source_ids);
+        t->source_tokens = n_ids[k];
         text_vocab_decode_ids(&model->meta.vocab, ids, tokens[k], t->text);
         memcpy(t->ids, ids, (size_t)tokens[k] * sizeof *t->ids);
         t->tokens = tokens[k];
@@ -138,8 +141,10 @@ void cdl_targets_free(cdl_target *targets, int n)
     for (int k = 0; k < n; k++) {
         free(targets[k].text);
         free(targets[k].ids);
+        free(targets[k].source_ids);
         targets[k].text = NULL;
         targets[k].ids = NULL;
+        targets[k].source_ids = NULL;
     }
 }
 
@@ -166,7 +171,9 @@ int cdl_model_decode_batch(cdl_model *model, const char *const *sources, int n,
                  : check_model(model, &first, &bos, &eos, &e);
     st = st ? st : encode_sources(model, sources, n, &all, ids, n_ids, &e);
     st = st ? st : decode_all(model, ids, n_ids, n, o, first, bos, eos, out, tokens, log_probs, &e);
-    st = st ? st : fill_targets(model, out, tokens, log_probs, o->length_penalty, n, targets, &e);
+    st = st ? st
+            : fill_targets(model, out, tokens, log_probs, o->length_penalty, ids, n_ids, n, targets,
+                           &e);
     free(all);
     free(out);
     free(ids);
@@ -186,7 +193,9 @@ int cdl_model_decode(cdl_model *model, const char *source, char **target, int *t
     const int st = cdl_model_decode_batch(model, &source, 1, NULL, &t, err, err_size);
     *target = st ? NULL : t.text;
     *tokens = st ? 0 : t.tokens;
-    if (!st)
+    if (!st) {
         free(t.ids);
+        free(t.source_ids);
+    }
     return st;
 }

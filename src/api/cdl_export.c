@@ -2,6 +2,7 @@
 #include "cdl.h"
 
 #include "cdl_model.h"
+#include "data/text_pairs.h"
 #include "model/darknet_weights.h"
 #include "model/npy_export.h"
 #include "model/onnx_export.h"
@@ -15,13 +16,25 @@ int cdl_onnx_ir_version(int opset)
     return onnx_ir_version(opset);
 }
 
+void cdl_onnx_part_path(const char *path, const char *part, char *out, size_t size)
+{
+    onnx_part_path(path, part, out, size);
+}
+
 int cdl_model_export_onnx(const cdl_model *model, const char *graph_name, const char *path,
                           int batch, int opset, int decode_boxes, char *err, size_t err_size)
 {
     Error e = {0};
-    const OnnxExportOptions o = {batch, opset, decode_boxes};
-    return onnx_export(&model->net, graph_name, path, &o, &e) ? api_report(&e, err, err_size)
-                                                              : CDL_OK;
+    int marks[2];
+    int st = CDL_OK;
+    const int marked = cdl_model_is_seq2seq(model); /* a model trained on pairs: its vocabulary */
+    if (marked) {
+        st = api_mark_id(model, TEXT_PAIR_BOS, &marks[0], &e);
+        st = st ? st : api_mark_id(model, TEXT_PAIR_EOS, &marks[1], &e);
+    }
+    const OnnxExportOptions o = {batch, opset, decode_boxes, marked ? marks : NULL};
+    st = st ? st : onnx_export(&model->net, graph_name, path, &o, &e);
+    return st ? api_report(&e, err, err_size) : CDL_OK;
 }
 
 int cdl_model_export_darknet(const cdl_model *model, const char *path, char *err, size_t err_size)

@@ -26,6 +26,8 @@ struct cdl_model {
 
 /* Copies e's message into err (when err_size > 0) and returns e's code. */
 int api_report(const Error *e, char *err, size_t err_size);
+/* *id = the token id of the mark (TEXT_PAIR_BOS or _EOS) in the model's vocabulary. */
+int api_mark_id(const cdl_model *model, const char *mark, int *id, Error *e);
 /* Loads a cfg's net from the weights at path (src/cdl_weights.c: a cdl checkpoint's matching
  * layers, safetensors under torchvision's names, else darknet .weights); note receives the
  * line saying what was loaded and skipped. head_names (may be NULL) receives, in names and

@@ -91,15 +91,28 @@ static int export_onnx(const Args *a, Error *e)
     snprintf(out, sizeof out, "%s.onnx", name);
     const char *path = args_get(a, "-o") ? args_get(a, "-o") : out;
     cdl_model *m;
-    st = st ? st : cli_check_output(a, path, FILE_KIND_ONNX, e);
     st = st ? st : load_model(a, model, &m, e);
     if (st)
         return st;
-    st = e->code = cdl_model_export_onnx(m, name, path, (int)batch, (int)opset,
-                                         args_get(a, "--decode") != NULL, e->msg, sizeof e->msg);
+    /* a sequence-to-sequence model's encoder and decoder step go beside each other */
+    cdl_model_summary summary;
+    cdl_model_get_summary(m, &summary);
+    const int parts = summary.source > 0;
+    char encoder[PATH_MAX + 16], decoder[PATH_MAX + 16], written[2 * PATH_MAX + 40];
+    cdl_onnx_part_path(path, "encoder", encoder, sizeof encoder);
+    cdl_onnx_part_path(path, "decoder", decoder, sizeof decoder);
+    snprintf(written, sizeof written, "%s", path);
+    if (parts)
+        snprintf(written, sizeof written, "%s and %s", encoder, decoder);
+    st = cli_check_output(a, parts ? encoder : path, FILE_KIND_ONNX, e);
+    st = st || !parts ? st : cli_check_output(a, decoder, FILE_KIND_ONNX, e);
+    st = st ? st
+            : (e->code = cdl_model_export_onnx(m, name, path, (int)batch, (int)opset,
+                                               args_get(a, "--decode") != NULL, e->msg,
+                                               sizeof e->msg));
     cdl_model_free(m);
     if (!st)
-        printf("%s: opset %ld, IR version %d, %s batch\n", path, opset,
+        printf("%s: opset %ld, IR version %d, %s batch\n", written, opset,
                cdl_onnx_ir_version((int)opset), batch ? "fixed" : "dynamic");
     return st;
 }
@@ -173,7 +186,9 @@ int cmd_export(int argc, char **argv)
             "export darknet|safetensors [MODEL|CFG] [-o OUT]",
             "onnx: writes the inference graph as an ONNX model (batch norm with its "
             "running statistics,\ndropout as identity) for onnxruntime; MODEL "
-            "defaults to " CDL_DEFAULT_MODEL ".\nnpy: writes each parameter and "
+            "defaults to " CDL_DEFAULT_MODEL ".\nA sequence-to-sequence model is two files, "
+            "NAME.encoder.onnx and NAME.decoder.onnx\n(its encoder and one decoder step; -o "
+            "names the prefix).\nnpy: writes each parameter and "
             "running statistic as DIR/layerN.NAME.npy (float32).\ndarknet: writes "
             "darknet's .weights (version 0.2.0) for its cfg.\nsafetensors: writes "
             "the tensors under torchvision's state-dict names (zoo resnet, vgg, mobilenetv2).\n"

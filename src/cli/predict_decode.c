@@ -30,6 +30,9 @@ static cJSON *target_json(const char *source, const cdl_target *t, double second
     cJSON *ids = cJSON_AddArrayToObject(r, "ids");
     for (int i = 0; i < t->tokens; i++)
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(t->ids[i]));
+    cJSON *source_ids = cJSON_AddArrayToObject(r, "source_ids");
+    for (int i = 0; i < t->source_tokens; i++)
+        cJSON_AddItemToArray(source_ids, cJSON_CreateNumber(t->source_ids[i]));
     cJSON_AddNumberToObject(r, "log_prob", t->log_prob);
     cJSON_AddNumberToObject(r, "score", t->score);
     cJSON_AddNumberToObject(r, "seconds", seconds);

@@ -47,6 +47,11 @@ int onnx_graph_init(OnnxGraph *g, const Net *net, const float *mean, const float
     if (!g->layers)
         return error_set(e, CDL_ERUNTIME, "out of memory");
     g->n_layers = net->n_layers;
+    g->io_cap = 2 * net->n_layers + 4;
+    g->inputs = calloc((size_t)g->io_cap, sizeof *g->inputs);
+    g->outputs = calloc((size_t)g->io_cap, sizeof *g->outputs);
+    if (!g->inputs || !g->outputs)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
     snprintf(g->input.name, sizeof g->input.name, "input");
     g->input.shape = net->in_shape;
     g->sequence = net->seq > 0;
@@ -64,8 +69,38 @@ void onnx_graph_free(OnnxGraph *g)
 {
     pb_free(&g->body);
     free(g->layers);
+    free(g->inputs);
+    free(g->outputs);
     g->layers = NULL;
+    g->inputs = g->outputs = NULL;
     g->n_layers = 0;
+}
+
+void onnx_graph_declare(OnnxGraph *g, const OnnxValue *v, int output)
+{
+    int *n = output ? &g->n_outputs : &g->n_inputs;
+    if (*n == g->io_cap) {
+        g->body.failed = 1;
+        return;
+    }
+    (output ? g->outputs : g->inputs)[(*n)++] = *v;
+}
+
+void onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims)
+{
+    OnnxValue v = onnx_value_batch(name, ONNX_FLOAT, g->batch);
+    v.rank = rank;
+    for (int k = 1; k < rank; k++)
+        v.dims[k] = dims[k];
+    onnx_graph_declare(g, &v, 1);
+}
+
+OnnxValue onnx_value_batch(const char *name, int data_type, int batch)
+{
+    OnnxValue v = {.data_type = data_type, .rank = 1, .dims = {batch}};
+    v.dim_names[0] = batch ? NULL : "N";
+    snprintf(v.name, sizeof v.name, "%s", name);
+    return v;
 }
 
 static void put_attr(PbBuf *node, const OnnxAttr *a)
@@ -179,6 +214,35 @@ void onnx_param_along(OnnxGraph *g, const Layer *l, int param, int planes, char 
     onnx_name(name, l, p->name);
     const int64_t dims[] = {(int64_t)p->count, 1, 1};
     onnx_initializer(g, name, ONNX_FLOAT, 3, dims, p->data);
+}
+
+void onnx_param_name(const Net *net, const Param *p, char name[ONNX_NAME_MAX])
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->n_params > 0 && p >= l->params && p < l->params + l->n_params) {
+            onnx_name(name, l, p->name);
+            return;
+        }
+    }
+    snprintf(name, ONNX_NAME_MAX, "%s", p->name); /* a net's parameters are its layers' */
+}
+
+void onnx_padding(OnnxGraph *g, const char *ids, const char *padded)
+{
+    char zero[ONNX_NAME_MAX + 8];
+    snprintf(zero, sizeof zero, "%s.zero", padded);
+    const int64_t value = 0;
+    onnx_initializer(g, zero, ONNX_INT64, 0, NULL, &value);
+    onnx_node(g, "Less", 2, (const char *[]){ids, zero}, padded, 0, NULL);
+}
+
+void onnx_unsqueeze(OnnxGraph *g, const char *x, int n_axes, const int64_t *axes, const char *y)
+{
+    char axes_name[ONNX_NAME_MAX + 8];
+    snprintf(axes_name, sizeof axes_name, "%s.axes", y);
+    onnx_int64s(g, axes_name, n_axes, axes);
+    onnx_node(g, "Unsqueeze", 2, (const char *[]){x, axes_name}, y, 0, NULL);
 }
 
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k)
@@ -370,29 +434,28 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
     }
 }
 
-/* A ValueInfoProto: a tensor of elem_type named name, [batch][dims[1]]..[dims[rank-1]]. */
-static void put_value_info(PbBuf *graph, int field, const char *name, int elem_type, int rank,
-                           const int64_t *dims, int batch)
+/* A ValueInfoProto of v. */
+static void put_declared(PbBuf *graph, int field, const OnnxValue *v)
 {
     PbBuf shape, tensor, type, info;
     pb_init(&shape);
     pb_init(&tensor);
     pb_init(&type);
     pb_init(&info);
-    for (int k = 0; k < rank; k++) {
+    for (int k = 0; k < v->rank; k++) {
         PbBuf dim;
         pb_init(&dim);
-        if (k == 0 && batch == 0)
-            pb_string(&dim, DIM_PARAM, "N");
+        if (v->dim_names[k])
+            pb_string(&dim, DIM_PARAM, v->dim_names[k]);
         else
-            pb_int(&dim, DIM_VALUE, k == 0 ? batch : dims[k]);
+            pb_int(&dim, DIM_VALUE, v->dims[k]);
         pb_message(&shape, SHAPE_DIM, &dim);
         pb_free(&dim);
     }
-    pb_int(&tensor, TENSOR_TYPE_ELEM, elem_type);
+    pb_int(&tensor, TENSOR_TYPE_ELEM, v->data_type);
     pb_message(&tensor, TENSOR_TYPE_SHAPE, &shape);
     pb_message(&type, TYPE_TENSOR, &tensor);
-    pb_string(&info, VALUE_NAME, name);
+    pb_string(&info, VALUE_NAME, v->name);
     pb_message(&info, VALUE_TYPE, &type);
     pb_message(graph, field, &info);
     pb_free(&shape);
@@ -401,35 +464,19 @@ static void put_value_info(PbBuf *graph, int field, const char *name, int elem_t
     pb_free(&info);
 }
 
-/* dims (dims[0] unset) and rank of a layer's value: [N][c*h*w] when flat (or token ids),
- * [N][c*h][w] in a sequence net, else [N][c][h][w]. */
-static int layer_value_dims(const OnnxLayer *v, int sequence, int token_ids, int64_t dims[4])
+/* A ValueInfoProto: a float tensor named name of rank 2 ([batch][c*h*w], flat), 3 (a sequence
+ * net's [batch][c*h][w]) or 4, or the int64 token ids [batch][T] of a sequence net. */
+static void put_value_info(PbBuf *graph, int field, const OnnxLayer *v, int batch, int sequence,
+                           int token_ids)
 {
-    if (v->flat || token_ids) {
-        dims[1] = (int64_t)shape_size(v->shape);
-        return 2;
-    }
-    if (sequence) {
-        dims[1] = (int64_t)v->shape.c * v->shape.h;
-        dims[2] = v->shape.w;
-        return 3;
-    }
-    dims[1] = v->shape.c;
-    dims[2] = v->shape.h;
-    dims[3] = v->shape.w;
-    return 4;
-}
-
-int onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims, Error *e)
-{
-    if (g->n_outputs == ONNX_MAX_OUTPUTS)
-        return error_set(e, CDL_EUSAGE, "more than %d ONNX graph outputs", ONNX_MAX_OUTPUTS);
-    OnnxOutput *o = &g->outputs[g->n_outputs++];
-    snprintf(o->name, sizeof o->name, "%s", name);
-    o->rank = rank;
-    for (int k = 0; k < rank; k++)
-        o->dims[k] = dims[k];
-    return CDL_OK;
+    const int64_t dims[] = {batch, v->shape.c, v->shape.h, v->shape.w};
+    const int64_t flat_dims[] = {batch, (int64_t)shape_size(v->shape)};
+    const int64_t seq_dims[] = {batch, (int64_t)v->shape.c * v->shape.h, v->shape.w};
+    const int64_t *d = v->flat || token_ids ? flat_dims : sequence ? seq_dims : dims;
+    OnnxValue value = onnx_value_batch(v->name, token_ids ? ONNX_INT64 : ONNX_FLOAT, batch);
+    value.rank = v->flat || token_ids ? 2 : sequence ? 3 : 4;
+    memcpy(value.dims + 1, d + 1, (size_t)(value.rank - 1) * sizeof *d);
+    put_declared(graph, field, &value);
 }
 
 int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e)
@@ -439,20 +486,18 @@ int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *gr
     if (g->body.failed)
         graph->failed = 1;
     pb_raw(graph, g->body.data, g->body.len);
-    OnnxLayer input = g->input; /* layers may read the normalised input; the graph takes this */
-    snprintf(input.name, sizeof input.name, "input");
-    int64_t dims[4];
-    int rank = layer_value_dims(&input, g->sequence, g->token_ids, dims);
-    put_value_info(graph, GRAPH_INPUT, "input", g->token_ids ? ONNX_INT64 : ONNX_FLOAT, rank, dims,
-                   batch);
-    for (int k = 0; k < g->n_outputs; k++)
-        put_value_info(graph, GRAPH_OUTPUT, g->outputs[k].name, ONNX_FLOAT, g->outputs[k].rank,
-                       g->outputs[k].dims, batch);
-    if (!g->n_outputs) {
-        const OnnxLayer *last = &g->layers[g->n_layers - 1];
-        rank = layer_value_dims(last, g->sequence, 0, dims);
-        put_value_info(graph, GRAPH_OUTPUT, last->name, ONNX_FLOAT, rank, dims, batch);
+    if (g->part != ONNX_WHOLE_NET) {
+        for (int k = 0; k < g->n_inputs; k++)
+            put_declared(graph, GRAPH_INPUT, &g->inputs[k]);
+    } else {
+        OnnxLayer input = g->input; /* layers may read the normalised input; the graph takes it */
+        snprintf(input.name, sizeof input.name, "input");
+        put_value_info(graph, GRAPH_INPUT, &input, batch, g->sequence, g->token_ids);
     }
+    for (int k = 0; k < g->n_outputs; k++)
+        put_declared(graph, GRAPH_OUTPUT, &g->outputs[k]);
+    if (g->part == ONNX_WHOLE_NET && !g->n_outputs)
+        put_value_info(graph, GRAPH_OUTPUT, &g->layers[g->n_layers - 1], batch, g->sequence, 0);
     if (graph->failed)
         return error_set(e, CDL_ERUNTIME, "out of memory building the ONNX graph");
     return CDL_OK;

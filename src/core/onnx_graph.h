@@ -8,6 +8,8 @@
  * In a sequence net ([net] seq=T) the unflattened values are [N][c*h][w] instead, rank 3,
  * [N][T][features] (c is 1 there), and the graph input is int64 token ids [N][T] when the
  * first layer reads token ids ([embedding]), else float [N][T][inputs].
+ * A sequence-to-sequence net is built as two parts instead (OnnxPart), whose inputs and outputs
+ * the exporter and the layers declare by name (onnx_graph_declare; model/onnx_export.h).
  * Names: the graph input is "input", layer i's output "layer<i>", its parameters
  * "layer<i>.<param name>" and its intermediate values "layer<i>.<suffix>". Each node is
  * named after its output, which is unique. */
@@ -20,7 +22,6 @@
 #include "io/protobuf.h"
 
 #define ONNX_NAME_MAX 64
-#define ONNX_MAX_OUTPUTS 16
 
 /* TensorProto.DataType values used here. */
 enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
@@ -60,19 +61,32 @@ static inline OnnxAttr onnx_attr_strings(const char *name, const char *const *v,
     return (OnnxAttr){.name = name, .type = ONNX_ATTR_STRINGS, .strings = v, .n_ints = n};
 }
 
+/* Which graph of a net is built: all of it, or a sequence-to-sequence net's encoder or one step
+ * of its decoder (onnx_export.h says what they read and write). */
+typedef enum OnnxPart { ONNX_WHOLE_NET, ONNX_ENCODER, ONNX_DECODER_STEP } OnnxPart;
+
+/* The graph inputs of the parts: the source's int64 ids [N][S] (-1 padding), the int64 id [N][1]
+ * of the target row a decoder step reads, and that row's position [1] (0 for the start mark). */
+#define ONNX_SOURCE_IDS "source"
+#define ONNX_TOKEN_ID "token"
+#define ONNX_POSITION "position"
+
+/* A graph input or output that a part declares: a tensor of data_type whose dims[k] is a size, or
+ * the symbolic axis dim_names[k] where that is not NULL. */
+typedef struct OnnxValue {
+    char name[ONNX_NAME_MAX];
+    int data_type;
+    int rank;
+    int64_t dims[4];
+    const char *dim_names[4];
+} OnnxValue;
+
 /* What the graph knows about one layer. */
 typedef struct OnnxLayer {
     char name[ONNX_NAME_MAX]; /* the value holding its output */
     Shape shape;              /* out_shape */
     int flat;                 /* the value is [N][c*h*w] rather than [N][c][h][w] */
 } OnnxLayer;
-
-/* A graph output declared by onnx_graph_add_output: float [N][dims[1]]..[dims[rank-1]]. */
-typedef struct OnnxOutput {
-    char name[ONNX_NAME_MAX];
-    int rank;
-    int64_t dims[4]; /* dims[0], the batch axis, is set by onnx_graph_finish */
-} OnnxOutput;
 
 typedef struct OnnxGraph {
     PbBuf body;        /* GraphProto fields 1 (node) and 5 (initializer) so far */
@@ -82,14 +96,22 @@ typedef struct OnnxGraph {
     int n_layers;
     int sequence;  /* a sequence net: unflattened values are [N][T][features] */
     int token_ids; /* the graph input is int64 token ids [N][T] */
-    OnnxOutput outputs[ONNX_MAX_OUTPUTS]; /* the graph outputs; none: the last layer's output */
-    int n_outputs;
+    OnnxPart part;
+    int batch; /* the batch axis of declared values: its size, or 0 for the symbolic "N" */
+    /* a part's graph inputs and outputs, or the whole net's declared outputs
+       (onnx_graph_declare, onnx_graph_add_output), in order; [io_cap] each */
+    OnnxValue *inputs, *outputs;
+    int n_inputs, n_outputs, io_cap;
 } OnnxGraph;
 
 /* Prepares an empty graph for net's layers, whose input the [net] keys normalise by mean and std
  * (one per channel, the first 3; NULL: not normalised) before the first layer. */
 int onnx_graph_init(OnnxGraph *g, const Net *net, const float *mean, const float *std, Error *e);
 void onnx_graph_free(OnnxGraph *g);
+/* Adds v to the part's graph inputs (output 0) or outputs (output 1). */
+void onnx_graph_declare(OnnxGraph *g, const OnnxValue *v, int output);
+/* The value of the batch axis of a part's inputs and outputs: batch, or "N" when batch is 0. */
+OnnxValue onnx_value_batch(const char *name, int data_type, int batch);
 
 /* Appends a node: op_type op reading n_in values (an empty name skips an optional input)
  * and writing output. */
@@ -108,9 +130,9 @@ void onnx_int64s(OnnxGraph *g, const char *name, int n, const int64_t *v);
 void onnx_slice(OnnxGraph *g, const char *x, int64_t axis, int64_t start, int64_t end,
                 const char *y);
 
-/* Declares name, a float value of rank dims (dims[0], the batch axis, is ignored), as a graph
- * output in place of the last layer's; CDL_EUSAGE past ONNX_MAX_OUTPUTS. */
-int onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims, Error *e);
+/* Declares name, a float value [N][dims[1]]..[dims[rank-1]] (dims[0] unused: the batch axis is
+ * g->batch's), as a graph output of the whole net: declared outputs replace the last layer's. */
+void onnx_graph_add_output(OnnxGraph *g, const char *name, int rank, const int64_t *dims);
 
 /* name = "layer<i>" or "layer<i>.<suffix>" (suffix NULL for the former). */
 void onnx_name(char name[ONNX_NAME_MAX], const Layer *l, const char *suffix);
@@ -121,6 +143,14 @@ void onnx_param(OnnxGraph *g, const Layer *l, int param, char name[ONNX_NAME_MAX
  * planes of [N][count][h][w] (a per-channel tensor of [layer_scale], [layernorm] channels=1). */
 void onnx_param_along(OnnxGraph *g, const Layer *l, int param, int planes,
                       char name[ONNX_NAME_MAX]);
+/* name = parameter p's value as the layer holding it names it ("layer<i>.<param name>"): a
+ * table that several layers read ([embedding] share=, [linear] tie=1) has one name. */
+void onnx_param_name(const Net *net, const Param *p, char name[ONNX_NAME_MAX]);
+/* padded = Less(ids, 0): which int64 token ids of ids are padding (bool, ids' shape); the zero it
+ * compares with is the initializer "<padded>.zero". */
+void onnx_padding(OnnxGraph *g, const char *ids, const char *padded);
+/* y = Unsqueeze(x, axes) (the axes an int64 initializer "<y>.axes"). */
+void onnx_unsqueeze(OnnxGraph *g, const char *x, int n_axes, const int64_t *axes, const char *y);
 /* What the graph knows about l's k-th input (the graph input for -1). */
 const OnnxLayer *onnx_input(const OnnxGraph *g, const Layer *l, int k);
 /* name = l's k-th input as [N][c][h][w] ([N][c*h][w] in a sequence net; adding a Reshape when
@@ -149,7 +179,8 @@ void onnx_activation(OnnxGraph *g, ActivationKind a, const char *x, const char *
 
 /* graph = the whole GraphProto: name, the nodes and initializers, the input "input" and the
  * outputs declared by onnx_graph_add_output (none: the last layer's output) as graph outputs, with
- * batch axis "N" when batch is 0, else batch (in a sequence net the token axis is fixed at T).
+ * batch axis "N" when batch is 0, else batch (in a sequence net the token axis is fixed at T); a
+ * part's declared inputs and outputs instead.
  * Returns CDL_ERUNTIME when memory ran out while building. */
 int onnx_graph_finish(const OnnxGraph *g, const char *name, int batch, PbBuf *graph, Error *e);
 

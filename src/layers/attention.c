@@ -20,6 +20,7 @@
 #include "layers/attention.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/net.h"
@@ -181,80 +182,141 @@ static void onnx_causal_mask(OnnxGraph *g, const char *name, int t)
     free(mask);
 }
 
-/* The fused projection to qkv [N][T][3C], reshaped and transposed to [3][N][H][T][D] and
- * gathered into Q, K, V [N][H][T][D]; P = Softmax(Q K^T * scale (+ the causal mask)) [N][H][T][T],
- * Y = P V, transposed and reshaped back to [N][T][C], then the output projection. */
+/* The fused projection of x's rows [N][R][C] to qkv [N][R][3C], reshaped and transposed to
+ * [3][N][H][R][D] and gathered into the thirds asked for (want[k]: q, k, v) [N][H][R][D], named
+ * "layer<i>.<prefix>q" etc.; the intermediate values "layer<i>.<prefix>qkv(.split, .heads)". */
+static void export_heads(OnnxGraph *g, const Layer *l, const char *x, const char *w, const char *b,
+                         const char *prefix, const int want[3], char thirds[3][ONNX_NAME_MAX])
+{
+    const Attention *a = l->priv;
+    static const char *const suffixes[] = {"qkv", "qkv.split", "qkv.heads", "qkv.split_shape"};
+    char v[4][ONNX_NAME_MAX], suffix[ONNX_NAME_MAX];
+    for (int k = 0; k < 4; k++) {
+        snprintf(suffix, sizeof suffix, "%s%s", prefix, suffixes[k]);
+        onnx_name(v[k], l, suffix);
+    }
+    onnx_linear(g, x, w, b, v[0]);
+    onnx_int64s(g, v[3], 5, (const int64_t[]){0, -1, 3, a->heads, a->head_size});
+    onnx_node(g, "Reshape", 2, (const char *[]){v[0], v[3]}, v[1], 0, NULL);
+    const int64_t to_heads[] = {2, 0, 3, 1, 4};
+    const OnnxAttr perm_heads = onnx_attr_ints("perm", to_heads, 5);
+    onnx_node(g, "Transpose", 1, (const char *[]){v[1]}, v[2], 1, &perm_heads);
+    const OnnxAttr axis0 = onnx_attr_int("axis", 0);
+    for (int k = 0; k < 3; k++) {
+        if (!want[k])
+            continue;
+        char index[ONNX_NAME_MAX];
+        snprintf(suffix, sizeof suffix, "%s%c", prefix, "qkv"[k]);
+        onnx_name(thirds[k], l, suffix);
+        snprintf(suffix, sizeof suffix, "%sindex%d", prefix, k);
+        onnx_name(index, l, suffix);
+        const int64_t at = k;
+        onnx_initializer(g, index, ONNX_INT64, 0, NULL, &at);
+        onnx_node(g, "Gather", 2, (const char *[]){v[2], index}, thirds[k], 1, &axis0);
+    }
+}
+
+/* A decoder step's keys or values (what: "key" or "value"): the graph input "past.<i>.<what>"
+ * [N][H][t][D] (the earlier rows') and the step's row current [N][H][1][D] concatenated into the
+ * graph output "present.<i>.<what>" [N][H][t+1][D], which all names. */
+static void export_cache(OnnxGraph *g, const Layer *l, const char *what, const char *current,
+                         char all[ONNX_NAME_MAX])
+{
+    const Attention *a = l->priv;
+    OnnxValue past = onnx_value_batch("", ONNX_FLOAT, g->batch);
+    past.rank = 4;
+    past.dims[1] = a->heads;
+    past.dims[3] = a->head_size;
+    past.dim_names[2] = "t";
+    snprintf(past.name, sizeof past.name, "past.%d.%s", l->index, what);
+    OnnxValue present = past;
+    present.dim_names[2] = "t+1";
+    snprintf(present.name, sizeof present.name, "present.%d.%s", l->index, what);
+    onnx_graph_declare(g, &past, 0);
+    onnx_graph_declare(g, &present, 1);
+    snprintf(all, ONNX_NAME_MAX, "%s", present.name);
+    const OnnxAttr axis = onnx_attr_int("axis", 2);
+    onnx_node(g, "Concat", 2, (const char *[]){past.name, current}, all, 1, &axis);
+}
+
+/* masked = logits [N][H][T][S] + 0, or -inf where the source's id is padding (key_padding=source,
+ * as nn.MultiheadAttention's key_padding_mask). */
+static void export_key_padding(OnnxGraph *g, const Layer *l, const char *logits, const char *masked)
+{
+    static const char *const suffixes[] = {"padded",   "pad_inf",   "pad_zero",
+                                           "pad_mask", "pad_mask4", NULL};
+    enum { PADDED, INF, ZERO, MASK, MASK4 };
+    char v[5][ONNX_NAME_MAX];
+    for (int k = 0; suffixes[k]; k++)
+        onnx_name(v[k], l, suffixes[k]);
+    onnx_padding(g, ONNX_SOURCE_IDS, v[PADDED]);
+    onnx_scalar(g, v[INF], -INFINITY);
+    onnx_scalar(g, v[ZERO], 0.0f);
+    onnx_node(g, "Where", 3, (const char *[]){v[PADDED], v[INF], v[ZERO]}, v[MASK], 0, NULL);
+    onnx_unsqueeze(g, v[MASK], 2, (const int64_t[]){1, 2}, v[MASK4]);
+    onnx_node(g, "Add", 2, (const char *[]){logits, v[MASK4]}, masked, 0, NULL);
+}
+
+/* The fused projection's q, k, v [N][H][T][D] (export_heads; with source=, k and v of the memory's
+ * rows [N][S][C], computed in the graph that reads the memory; in a decoder step, a
+ * self-attention's k and v after its past rows, export_cache); P = Softmax(Q K^T * scale (+ the
+ * causal mask over a whole sequence, + the source's padding mask)) [N][H][T][S], Y = P V,
+ * transposed and reshaped back to [N][T][C], then the output projection. A decoder step's target
+ * keys are never padding: key_padding=target masks nothing there. */
 static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    (void)net;
+    (void)net, (void)e;
     const Attention *a = l->priv;
-    if (a->mem_seq)
-        return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention]: cross-attention (source=) and key_padding= have "
-                         "no ONNX export yet",
-                         l->index);
-    static const char *const suffixes[] = {
-        "qkv",    "qkv.split", "qkv.heads", "q",      "k",      "v", "k_t",    "scores",
-        "scaled", "scale",     "mask",      "masked", "probs",  "y", "y.rows", "heads",
-        "split",  "rows",      "index0",    "index1", "index2", NULL};
-    enum {
-        QKV,
-        QKV_SPLIT,
-        QKV_HEADS,
-        Q,
-        K,
-        V,
-        K_T,
-        SCORES,
-        SCALED,
-        SCALE,
-        MASK,
-        MASKED,
-        PROBS,
-        Y,
-        Y_ROWS,
-        HEADS,
-        SPLIT_SHAPE,
-        ROWS_SHAPE,
-        INDEX0
-    };
-    char v[21][ONNX_NAME_MAX], x[ONNX_NAME_MAX], p[4][ONNX_NAME_MAX];
+    const int cross = l->n_inputs > 1 && l->inputs[1] != l->inputs[0];
+    const int step = g->part == ONNX_DECODER_STEP;
+    static const char *const suffixes[] = {"k_t",    "scores",        "scaled", "scale", "mask",
+                                           "masked", "padded_scores", "probs",  "y",     "y.rows",
+                                           "heads",  "rows",          NULL};
+    enum { K_T, SCORES, SCALED, SCALE, MASK, MASKED, PADDED, PROBS, Y, Y_ROWS, HEADS, ROWS_SHAPE };
+    char v[12][ONNX_NAME_MAX], x[ONNX_NAME_MAX], p[4][ONNX_NAME_MAX];
+    char qkv[3][ONNX_NAME_MAX], memory[ONNX_NAME_MAX], memory_kv[3][ONNX_NAME_MAX];
+    char keys[ONNX_NAME_MAX], values[ONNX_NAME_MAX];
     for (int k = 0; suffixes[k]; k++)
         onnx_name(v[k], l, suffixes[k]);
     onnx_input_nchw(g, l, 0, x);
     for (int k = 0; k < 4; k++)
         onnx_param(g, l, k, p[k]);
-    const int64_t t = a->seq, c = a->channels;
-    onnx_linear(g, x, p[P_WEIGHTS], p[P_BIASES], v[QKV]);
-    onnx_int64s(g, v[SPLIT_SHAPE], 5, (const int64_t[]){0, t, 3, a->heads, a->head_size});
-    onnx_node(g, "Reshape", 2, (const char *[]){v[QKV], v[SPLIT_SHAPE]}, v[QKV_SPLIT], 0, NULL);
-    const int64_t to_heads[] = {2, 0, 3, 1, 4}, key_t[] = {0, 1, 3, 2}, to_rows[] = {0, 2, 1, 3};
-    const OnnxAttr perm_heads = onnx_attr_ints("perm", to_heads, 5);
-    onnx_node(g, "Transpose", 1, (const char *[]){v[QKV_SPLIT]}, v[QKV_HEADS], 1, &perm_heads);
-    const OnnxAttr axis0 = onnx_attr_int("axis", 0);
-    for (int k = 0; k < 3; k++) {
-        const int64_t index = k;
-        onnx_initializer(g, v[INDEX0 + k], ONNX_INT64, 0, NULL, &index);
-        onnx_node(g, "Gather", 2, (const char *[]){v[QKV_HEADS], v[INDEX0 + k]}, v[Q + k], 1,
-                  &axis0);
+    export_heads(g, l, x, p[P_WEIGHTS], p[P_BIASES], "", (const int[]){1, !cross, !cross}, qkv);
+    if (cross) {
+        onnx_input_nchw(g, l, 1, memory);
+        export_heads(g, l, memory, p[P_WEIGHTS], p[P_BIASES], "memory.", (const int[]){0, 1, 1},
+                     memory_kv);
+        snprintf(keys, sizeof keys, "%s", memory_kv[1]);
+        snprintf(values, sizeof values, "%s", memory_kv[2]);
+    } else if (step) {
+        export_cache(g, l, "key", qkv[1], keys);
+        export_cache(g, l, "value", qkv[2], values);
+    } else {
+        snprintf(keys, sizeof keys, "%s", qkv[1]);
+        snprintf(values, sizeof values, "%s", qkv[2]);
     }
+    const int64_t key_t[] = {0, 1, 3, 2}, to_rows[] = {0, 2, 1, 3};
     const OnnxAttr perm_key = onnx_attr_ints("perm", key_t, 4);
-    onnx_node(g, "Transpose", 1, (const char *[]){v[K]}, v[K_T], 1, &perm_key);
-    onnx_node(g, "MatMul", 2, (const char *[]){v[Q], v[K_T]}, v[SCORES], 0, NULL);
+    onnx_node(g, "Transpose", 1, (const char *[]){keys}, v[K_T], 1, &perm_key);
+    onnx_node(g, "MatMul", 2, (const char *[]){qkv[0], v[K_T]}, v[SCORES], 0, NULL);
     onnx_scalar(g, v[SCALE], 1.0f / sqrtf((float)a->head_size));
     onnx_node(g, "Mul", 2, (const char *[]){v[SCORES], v[SCALE]}, v[SCALED], 0, NULL);
     const char *logits = v[SCALED];
-    if (a->causal) {
+    if (a->causal && !step) {
         onnx_causal_mask(g, v[MASK], a->seq);
         onnx_node(g, "Add", 2, (const char *[]){v[SCALED], v[MASK]}, v[MASKED], 0, NULL);
         logits = v[MASKED];
     }
+    if (a->key_padding && a->pad_first == 0) {
+        export_key_padding(g, l, logits, v[PADDED]);
+        logits = v[PADDED];
+    }
     const OnnxAttr last = onnx_attr_int("axis", 3);
     onnx_node(g, "Softmax", 1, (const char *[]){logits}, v[PROBS], 1, &last);
-    onnx_node(g, "MatMul", 2, (const char *[]){v[PROBS], v[V]}, v[Y], 0, NULL);
+    onnx_node(g, "MatMul", 2, (const char *[]){v[PROBS], values}, v[Y], 0, NULL);
     const OnnxAttr perm_rows = onnx_attr_ints("perm", to_rows, 4);
     onnx_node(g, "Transpose", 1, (const char *[]){v[Y]}, v[Y_ROWS], 1, &perm_rows);
-    onnx_int64s(g, v[ROWS_SHAPE], 3, (const int64_t[]){0, t, c});
+    onnx_int64s(g, v[ROWS_SHAPE], 3, (const int64_t[]){0, -1, a->channels});
     onnx_node(g, "Reshape", 2, (const char *[]){v[Y_ROWS], v[ROWS_SHAPE]}, v[HEADS], 0, NULL);
     onnx_linear(g, v[HEADS], p[P_OUT_WEIGHTS], p[P_OUT_BIASES], onnx_output(g, l, 0));
     return CDL_OK;

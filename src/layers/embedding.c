@@ -16,6 +16,8 @@
  * their gradient too. Its kernels are in backend/cpu/embedding.c and cuda/embedding.c. */
 #include "layers/embedding.h"
 
+#include <stdio.h>
+
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
@@ -100,16 +102,48 @@ static void embedding_init(Layer *l, Rng *rng)
         w->data[i] = rng_normal(rng);
 }
 
+/* A sequence-to-sequence net's part: Gather of the weights' rows by the int64 ids [N][T] of the
+ * source or of the decoder step's token, the padding's (-1) rows zero as in cdl:
+ * out = Gather(weights, Where(padded, 0, ids)) * Unsqueeze(Not(padded), 2). */
+static void export_part(const Layer *l, OnnxGraph *g, const char *w)
+{
+    static const char *const suffixes[] = {"padded", "ids", "rows", "kept", "keep", "keep3", NULL};
+    enum { PADDED, IDS, ROWS, KEPT, KEEP, KEEP3 };
+    char v[6][ONNX_NAME_MAX];
+    for (int k = 0; suffixes[k]; k++)
+        onnx_name(v[k], l, suffixes[k]);
+    const char *ids = ((const Embedding *)l->priv)->first_row ? ONNX_TOKEN_ID : ONNX_SOURCE_IDS;
+    char zero[ONNX_NAME_MAX + 8];
+    snprintf(zero, sizeof zero, "%s.zero", v[PADDED]);
+    onnx_padding(g, ids, v[PADDED]);
+    onnx_node(g, "Where", 3, (const char *[]){v[PADDED], zero, ids}, v[IDS], 0, NULL);
+    const OnnxAttr axis = onnx_attr_int("axis", 0), to_float = onnx_attr_int("to", ONNX_FLOAT);
+    onnx_node(g, "Gather", 2, (const char *[]){w, v[IDS]}, v[ROWS], 1, &axis);
+    onnx_node(g, "Not", 1, (const char *[]){v[PADDED]}, v[KEPT], 0, NULL);
+    onnx_node(g, "Cast", 1, (const char *[]){v[KEPT]}, v[KEEP], 1, &to_float);
+    onnx_unsqueeze(g, v[KEEP], 1, (const int64_t[]){2}, v[KEEP3]);
+    onnx_node(g, "Mul", 2, (const char *[]){v[ROWS], v[KEEP3]}, onnx_output(g, l, 0), 0, NULL);
+}
+
 /* Gather of the weights' rows by the graph input's int64 ids [N][T]: out [N][T][C]. Unlike cdl,
- * which gives an id outside [0, vocab) a zero row, ONNX runtimes refuse such an index. */
+ * which gives an id outside [0, vocab) a zero row, ONNX runtimes refuse such an index; in a
+ * sequence-to-sequence net's parts the padding (-1) is masked (export_part). The weights are
+ * named by the layer holding them (share=). */
 static int embedding_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
-    if (net->source)
+    if (net->source && g->part == ONNX_WHOLE_NET)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [embedding]: a sequence-to-sequence net has no ONNX export yet",
+                         "layer %d [embedding]: a sequence-to-sequence net is exported as its "
+                         "encoder and decoder step, not as one graph",
                          l->index);
+    const Param *p = embedding_weights(l);
     char w[ONNX_NAME_MAX];
-    onnx_param(g, l, 0, w);
+    onnx_param_name(net, p, w);
+    onnx_initializer(g, w, ONNX_FLOAT, p->n_dims, p->dims, p->data);
+    if (net->source) {
+        export_part(l, g, w);
+        return CDL_OK;
+    }
     const OnnxAttr axis = onnx_attr_int("axis", 0);
     onnx_node(g, "Gather", 2, (const char *[]){w, onnx_input(g, l, 0)->name}, onnx_output(g, l, 0),
               1, &axis);

@@ -102,7 +102,7 @@ static int linear_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Erro
     char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], b[ONNX_NAME_MAX], pre[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, x);
     if (li->tied)
-        onnx_name(w, &net->layers[0], li->tied->name);
+        onnx_param_name(net, li->tied, w);
     else
         onnx_param(g, l, 0, w);
     if (li->has_biases)

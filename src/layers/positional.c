@@ -26,14 +26,21 @@ static void positional_init(Layer *l, Rng *rng)
         w->data[i] = rng_normal(rng);
 }
 
-/* Add of the weights [T][C], broadcast over the batch. */
+/* Add of the weights [T][C], broadcast over the batch; in a decoder step, of the weights' row at
+ * the step's position (Gather, [1][C]). */
 static int positional_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
-    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX];
+    char x[ONNX_NAME_MAX], w[ONNX_NAME_MAX], row[ONNX_NAME_MAX];
     onnx_input_nchw(g, l, 0, x);
     onnx_param(g, l, 0, w);
-    onnx_node(g, "Add", 2, (const char *[]){x, w}, onnx_output(g, l, 0), 0, NULL);
+    if (g->part == ONNX_DECODER_STEP) {
+        onnx_name(row, l, "row");
+        const OnnxAttr axis = onnx_attr_int("axis", 0);
+        onnx_node(g, "Gather", 2, (const char *[]){w, ONNX_POSITION}, row, 1, &axis);
+    }
+    const char *added = g->part == ONNX_DECODER_STEP ? row : w;
+    onnx_node(g, "Add", 2, (const char *[]){x, added}, onnx_output(g, l, 0), 0, NULL);
     return CDL_OK;
 }
 

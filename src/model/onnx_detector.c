@@ -9,6 +9,9 @@
 #include "layers/region.h"
 #include "layers/yolo.h"
 
+/* The [yolo] and [region] layers a detector may export. */
+#define MAX_HEADS 16
+
 /* What the decode of one head needs: anchors per cell and their sizes in input pixels. */
 typedef struct Head {
     const Layer *layer;
@@ -132,8 +135,8 @@ static int head_decode(OnnxGraph *g, const Net *net, const Head *h, const char *
 /* The boxes and scores of every head, concatenated along the box axis. */
 static int decoded_outputs(const Net *net, OnnxGraph *g, const Head *heads, int n, Error *e)
 {
-    char boxes[ONNX_MAX_OUTPUTS][ONNX_NAME_MAX], scores[ONNX_MAX_OUTPUTS][ONNX_NAME_MAX];
-    const char *box_in[ONNX_MAX_OUTPUTS], *score_in[ONNX_MAX_OUTPUTS];
+    char boxes[MAX_HEADS][ONNX_NAME_MAX], scores[MAX_HEADS][ONNX_NAME_MAX];
+    const char *box_in[MAX_HEADS], *score_in[MAX_HEADS];
     int64_t total = 0;
     for (int k = 0; k < n; k++) {
         onnx_name(boxes[k], heads[k].layer, "decode_boxes");
@@ -149,14 +152,13 @@ static int decoded_outputs(const Net *net, OnnxGraph *g, const Head *heads, int 
     const OnnxAttr axis = onnx_attr_int("axis", 1);
     onnx_node(g, "Concat", n, box_in, "boxes", 1, &axis);
     onnx_node(g, "Concat", n, score_in, "scores", 1, &axis);
-    const int st = onnx_graph_add_output(g, "boxes", 3, (const int64_t[]){0, total, 4}, e);
-    return st ? st
-              : onnx_graph_add_output(g, "scores", 3, (const int64_t[]){0, total, heads[0].classes},
-                                      e);
+    onnx_graph_add_output(g, "boxes", 3, (const int64_t[]){0, total, 4});
+    onnx_graph_add_output(g, "scores", 3, (const int64_t[]){0, total, heads[0].classes});
+    return CDL_OK;
 }
 
 /* Each head's output under the name "<family><index>". */
-static int raw_outputs(OnnxGraph *g, const Head *heads, int n, Error *e)
+static void raw_outputs(OnnxGraph *g, const Head *heads, int n)
 {
     for (int k = 0; k < n; k++) {
         const Layer *l = heads[k].layer;
@@ -164,24 +166,21 @@ static int raw_outputs(OnnxGraph *g, const Head *heads, int n, Error *e)
         snprintf(name, sizeof name, "%s%d", l->type->name, l->index);
         onnx_node(g, "Identity", 1, (const char *[]){g->layers[l->index].name}, name, 0, NULL);
         const int64_t dims[] = {0, l->out_shape.c, l->out_shape.h, l->out_shape.w};
-        const int st = onnx_graph_add_output(g, name, 4, dims, e);
-        if (st)
-            return st;
+        onnx_graph_add_output(g, name, 4, dims);
     }
-    return CDL_OK;
 }
 
 int onnx_detector_outputs(const Net *net, OnnxGraph *g, int decode, Error *e)
 {
-    Head heads[ONNX_MAX_OUTPUTS];
+    Head heads[MAX_HEADS];
     int n = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         if (!layer_is_detector(l))
             continue;
-        if (n == ONNX_MAX_OUTPUTS)
+        if (n == MAX_HEADS)
             return error_set(e, CDL_EUSAGE, "more than %d [yolo] and [region] layers to export",
-                             ONNX_MAX_OUTPUTS);
+                             MAX_HEADS);
         heads[n] = head_of(l, net);
         if (heads[n].classes != heads[0].classes)
             return error_set(e, CDL_EUSAGE,
@@ -195,5 +194,8 @@ int onnx_detector_outputs(const Net *net, OnnxGraph *g, int decode, Error *e)
         return decode ? error_set(e, CDL_EUSAGE,
                                   "--decode: the net has no [yolo] or [region] layer to decode")
                       : CDL_OK;
-    return decode ? decoded_outputs(net, g, heads, n, e) : raw_outputs(g, heads, n, e);
+    if (decode)
+        return decoded_outputs(net, g, heads, n, e);
+    raw_outputs(g, heads, n);
+    return CDL_OK;
 }

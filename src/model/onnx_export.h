@@ -24,12 +24,26 @@ typedef struct OnnxExportOptions {
     int opset;        /* ONNX_OPSET_MIN..ONNX_OPSET_MAX */
     int decode_boxes; /* a detector's outputs are its decoded boxes and scores, not its heads
                          (model/onnx_detector.h) */
+    const int *marks; /* a sequence-to-sequence net's start and end marks' ids [2], which the
+                         decoder's file names in its metadata ("bos_id", "eos_id"); NULL: none */
 } OnnxExportOptions;
 
 /* Writes net to path atomically (nothing is left at path on failure); graph_name names the
  * graph. A detector's outputs are those of onnx_detector_outputs, any other net's its last
- * layer's. */
+ * layer's. A sequence-to-sequence net ([net] source=S) is two graphs instead, written to
+ * onnx_part_path(path, "encoder") and (path, "decoder"):
+ *   encoder: "source" int64 [N][S] (the source's ids, -1 padding) -> "memory" [N][S][C], the
+ *     output of the layer the cross-attention reads;
+ *   decoder: one step of the decoder for target row t: "token" int64 [N][1] (row t's id, the start
+ *     mark's at t = 0), "position" int64 [1] (t), "memory", "source", and per self-attention
+ *     layer i "past.<i>.key" and "past.<i>.value" [N][H][t][D] (rows 0..t-1; t = 0: empty) ->
+ *     "log_probs" [N][V] (the next token's, after a last [softmax]; else "logits"), and
+ *     "present.<i>.key", "present.<i>.value" [N][H][t+1][D], the next step's past. The
+ *     cross-attention's keys and values are computed from the memory in each step. */
 int onnx_export(const Net *net, const char *graph_name, const char *path,
                 const OnnxExportOptions *o, Error *e);
+
+/* out = path without a final ".onnx", then ".<part>.onnx" (a sequence-to-sequence net's files). */
+void onnx_part_path(const char *path, const char *part, char *out, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/onnx_graph.h"
 #include "util/utf8.h"
 
 static const char *const kind_section[] = {"convolutional",  "connected", "batchnorm", "maxpool",
@@ -124,10 +125,20 @@ static int import_node(Importer *im, const OnnxNode *n)
 
 /* ---- the graph ---- */
 
-/* The net input: the one graph input that is not an initializer, [N][c][h][w] floats. */
+/* The net input: the one graph input that is not an initializer, [N][c][h][w] floats (not the
+ * source ids of a sequence-to-sequence part). */
 static int import_input(Importer *im)
 {
     const OnnxValueInfo *in = NULL;
+    for (int k = 0; k < im->m->n_inputs; k++)
+        if (!strcmp(im->m->inputs[k].name, ONNX_SOURCE_IDS) &&
+            im->m->inputs[k].elem_type == ONNX_READ_INT64)
+            return error_set(im->e, CDL_EUSAGE,
+                             "graph input '%s' (token ids): the encoder or the decoder step of a "
+                             "sequence-to-sequence model, as `cdl export onnx` writes them; cdl "
+                             "imports one graph of the whole net, not these parts (keep the .cdl "
+                             "model they came from)",
+                             ONNX_SOURCE_IDS);
     for (int k = 0; k < im->m->n_inputs; k++) {
         const OnnxValueInfo *v = &im->m->inputs[k];
         if (onnx_model_initializer(im->m, v->name))

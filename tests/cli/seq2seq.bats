@@ -114,7 +114,8 @@ PY
     done
 }
 
-# --json: one object per source with its target's text, token count and ids, log-probability
+# --json: one object per source with its target's text, token count and ids, the source's ids
+# (one per character here, in the vocabulary the target's ids are in), log-probability
 # (a sum of logs, at most 0) and score (the log-probability over the length, the end mark counted
 # where it came within the net's 9 target rows, to the power --length-penalty).
 @test "predict --source --json: target, tokens, ids, log_prob and score per source" {
@@ -128,7 +129,8 @@ PY
     printf '%s' "$output" | /usr/bin/python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-assert set(r) == {"source", "target", "tokens", "ids", "log_prob", "score", "seconds"}, r
+assert set(r) == {"source", "target", "tokens", "ids", "source_ids", "log_prob", "score",
+                  "seconds"}, r
 assert r["source"] == "abc" and r["tokens"] == len(r["ids"]) == len(r["target"]), r'
     for how in "" "--beam 3 --length-penalty 0.5" "--temperature 1 --seed 2"; do
         "$CDL" predict early.cdl --sources new.src $how --json > got.json
@@ -138,7 +140,12 @@ import json, sys
 rows, lines = json.load(open(sys.argv[1])), open(sys.argv[2]).read().split("\n")[:-1]
 penalty = 0.5 if "length-penalty" in sys.argv[3] else 1.0
 assert len(rows) == len(lines) == 50
+vocab = {}
+for r in rows:
+    for char, id in zip(r["source"] + r["target"], r["source_ids"] + r["ids"]):
+        assert vocab.setdefault(char, id) == id, (r, vocab)
 for r, line in zip(rows, lines):
+    assert len(r["source_ids"]) == len(r["source"]), r
     assert r["target"] == line and r["tokens"] == len(r["ids"]), (r, line)
     assert r["log_prob"] <= 0, r
     length = r["tokens"] + (r["tokens"] < 9)
