@@ -107,9 +107,9 @@ static int export_onnx(const Args *a, Error *e)
     st = cli_check_output(a, parts ? encoder : path, FILE_KIND_ONNX, e);
     st = st || !parts ? st : cli_check_output(a, decoder, FILE_KIND_ONNX, e);
     st = st ? st
-            : (e->code = cdl_model_export_onnx(m, name, path, (int)batch, (int)opset,
-                                               args_get(a, "--decode") != NULL, e->msg,
-                                               sizeof e->msg));
+            : (e->code =
+                   cdl_model_export_onnx(m, name, path, (int)batch, (int)opset,
+                                         args_get(a, "--decode") != NULL, e->msg, sizeof e->msg));
     cdl_model_free(m);
     if (!st)
         printf("%s: opset %ld, IR version %d, %s batch\n", written, opset,

@@ -79,22 +79,29 @@ PY
     grep -q '^layers=-3$' r.cfg
 }
 
+# Imports each NAME.onnx (written by make_torchvision_onnx.py; NAME-opsetK reads NAME.png) and
+# compares cdl predict's outputs with onnxruntime's to 1e-5 (scripts/ref/onnx_import_check.py).
+imports_match_onnxruntime() {
+    for name in "$@"; do
+        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        "$CDL" predict "$name.cdl" "${name%-opset*}.png" --top 100000 --json --no-crop > "$name.json"
+        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "${name%-opset*}.png" \
+            "$name.json"
+        echo "# $name: ${lines[-1]}" >&3
+        [ "$status" -eq 0 ]
+        rm "$name.onnx" "$name.cdl"
+    done
+}
+
 # One generator run writes all the models (about 600 MB, most of it vgg11's classifier);
 # squeezenet1_0 adds MaxPool ceil_mode=1 and Concat, mnasnet0_5 ReduceMean.
 @test "torchvision resnet18, mobilenet_v2, vgg11 and others import and match onnxruntime to 1e-5" {
     local models=(resnet18 mobilenet_v2 vgg11 squeezenet1_0 mnasnet0_5)
     /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . resnet18 mobilenet_v2 vgg11:224 \
         squeezenet1_0 mnasnet0_5 2> /dev/null
-    for name in "${models[@]}"; do
-        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
-        echo "$output"
-        [ "$status" -eq 0 ]
-        "$CDL" predict "$name.cdl" "$name.png" --top 100000 --json --no-crop > "$name.json"
-        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "$name.png" "$name.json"
-        echo "# $name: ${lines[-1]}" >&3
-        [ "$status" -eq 0 ]
-        rm "$name.onnx" "$name.cdl"
-    done
+    imports_match_onnxruntime "${models[@]}"
 }
 
 # Swish and hardswish as x times Sigmoid/HardSigmoid(x), squeeze-excitation's Mul by a
@@ -108,17 +115,7 @@ PY
     /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . efficientnet_b0 \
         mobilenet_v3_small mobilenet_v3_large regnet_y_400mf shufflenet_v2_x1_0 \
         mobilenet_v3_small@11 mobilenet_v3_small@17 shufflenet_v2_x1_0@11 2> /dev/null
-    for name in "${models[@]}"; do
-        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
-        echo "$output"
-        [ "$status" -eq 0 ]
-        "$CDL" predict "$name.cdl" "${name%-opset*}.png" --top 100000 --json --no-crop > "$name.json"
-        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "${name%-opset*}.png" \
-            "$name.json"
-        echo "# $name: ${lines[-1]}" >&3
-        [ "$status" -eq 0 ]
-        rm "$name.onnx" "$name.cdl"
-    done
+    imports_match_onnxruntime "${models[@]}"
     # squeeze-excitation as the zoo cfg writes it: [avgpool], two 1x1 convs, [scale_channels]
     grep -A1 -m1 '^\[scale_channels\]' efficientnet_b0.cfg | grep -q '^from=-4$'
     grep -q '^activation=swish$' efficientnet_b0.cfg
@@ -131,26 +128,17 @@ PY
 # convnext: Transpose to channels last and back, the layer norm as ReduceMean ... Div, Mul,
 # Add, Linear over the channels as MatMul, GELU as Div, Erf, Add, Mul, Mul, the layer scale's
 # Mul (at opset 17 too); densenet: Relu after a standalone BatchNormalization, Concat of up to
-# 32 inputs (chained [route]s), a zero Pad and AveragePool 2x2/2 (a depthwise convolution).
+# 32 inputs (chained [route]s), a zero Pad and AveragePool 2x2/2 ([avgpool] size=2 stride=2).
 @test "torchvision convnext_tiny and densenet121 import and match onnxruntime to 1e-5" {
     local models=(convnext_tiny densenet121 convnext_tiny-opset17)
     /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . convnext_tiny densenet121 \
         convnext_tiny@17 2> /dev/null
-    for name in "${models[@]}"; do
-        run "$CDL" import "$name.onnx" -o "$name.cfg" --out "$name.cdl"
-        echo "$output"
-        [ "$status" -eq 0 ]
-        "$CDL" predict "$name.cdl" "${name%-opset*}.png" --top 100000 --json --no-crop > "$name.json"
-        run python3 "$REPO/scripts/ref/onnx_import_check.py" "$name.onnx" "${name%-opset*}.png" \
-            "$name.json"
-        echo "# $name: ${lines[-1]}" >&3
-        [ "$status" -eq 0 ]
-        rm "$name.onnx" "$name.cdl"
-    done
+    imports_match_onnxruntime "${models[@]}"
     grep -A2 -m1 '^\[layernorm\]' convnext_tiny.cfg | grep -q '^channels=1$'
     grep -q '^activation=gelu$' convnext_tiny.cfg
     grep -q '^\[layer_scale\]$' convnext_tiny.cfg
     grep -A1 '^\[batchnorm\]' densenet121.cfg | grep -q '^activation=relu$'
+    grep -A1 '^\[avgpool\]' densenet121.cfg | grep -q '^size=2$'
 }
 
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {

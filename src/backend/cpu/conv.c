@@ -79,22 +79,12 @@ static CpuEngine conv_engine_setting(const Layer *l, const CpuOptions *o)
 static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
 {
     const Conv *cv = l->priv;
-    const Shape in = l->in_shape, out = l->out_shape;
     const int wino = winograd_asked(l, cv, o);
     const CpuEngine engine = conv_engine_setting(l, o);
+    DnnlConvDesc desc = conv_dnnl_desc(l, 0, CDL_ACT_LINEAR, 0);
+    desc.winograd = wino;
     const int dnnl =
-        engine == CPU_ENGINE_DNNL ||
-        (engine == CPU_ENGINE_AUTO && dnnl_conv_preferred(&(DnnlConvDesc){.in_c = in.c,
-                                                                          .in_h = in.h,
-                                                                          .in_w = in.w,
-                                                                          .out_c = cv->filters,
-                                                                          .out_h = out.h,
-                                                                          .out_w = out.w,
-                                                                          .size = cv->size,
-                                                                          .stride = cv->stride,
-                                                                          .padding = cv->padding,
-                                                                          .groups = cv->groups,
-                                                                          .winograd = wino}));
+        engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && dnnl_conv_preferred(&desc));
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 

@@ -208,6 +208,11 @@ void conv_winograd_release(ConvCpu *cpu);
 
 /* ---- oneDNN (conv_dnnl.c) ---- */
 
+/* The oneDNN description of l's convolution for batch images: its shapes and window, with the
+ * eltwise fields of activation act (relu, leaky: slope 0.1, relu6: bound 6) set when fused; the
+ * other fields 0. */
+DnnlConvDesc conv_dnnl_desc(const Layer *l, int batch, ActivationKind act, int fused);
+
 /* Makes the oneDNN primitives for batch (the same ones on resize's measuring and carving calls)
  * and raises the scratch to what they need; dnnl.on = 0 when the layer stays on the reference. */
 int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e);

@@ -43,6 +43,28 @@ static void conv_dnnl_winograd_prepare(ConvDnnl *dn, const DnnlConvDesc *d, int 
         dnnl_conv_release(&dn->wino);
 }
 
+DnnlConvDesc conv_dnnl_desc(const Layer *l, int batch, ActivationKind act, int fused)
+{
+    const Conv *cv = l->priv;
+    const Shape in = l->in_shape, out = l->out_shape;
+    return (DnnlConvDesc){
+        .batch = batch,
+        .in_c = in.c,
+        .in_h = in.h,
+        .in_w = in.w,
+        .out_c = out.c,
+        .out_h = out.h,
+        .out_w = out.w,
+        .size = cv->size,
+        .stride = cv->stride,
+        .padding = cv->padding,
+        .groups = cv->groups,
+        .eltwise = fused,
+        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
+        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
+    };
+}
+
 int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
@@ -57,27 +79,11 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
      * in inference only */
     dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
                                         (act == CDL_ACT_RELU6 && !backward));
-    const DnnlConvDesc d = {
-        .batch = batch,
-        .in_c = in.c,
-        .in_h = in.h,
-        .in_w = in.w,
-        .out_c = out.c,
-        .out_h = out.h,
-        .out_w = out.w,
-        .size = cv->size,
-        .stride = cv->stride,
-        .padding = cv->padding,
-        .groups = cv->groups,
-        .bias = (!bn && cv->stage.has_bias) || dn->folded,
-        .sum = dn->sum_act != 0,
-        .eltwise = dn->fused,
-        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
-        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
-        .backward = backward,
-        .data_grad = backward,
-        .bf16 = l->precision == GEMM_BF16,
-    };
+    DnnlConvDesc d = conv_dnnl_desc(l, batch, act, dn->fused);
+    d.bias = (!bn && cv->stage.has_bias) || dn->folded;
+    d.sum = dn->sum_act != 0;
+    d.backward = d.data_grad = backward;
+    d.bf16 = l->precision == GEMM_BF16;
     int rc = dnnl_conv_prepare(&dn->dc, &d, e);
     if (rc)
         return rc;

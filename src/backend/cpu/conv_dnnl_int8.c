@@ -24,29 +24,14 @@ int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e)
     const LayerQuant *q = l->quant;
     const int bn = cv->stage.batch_normalize;
     const ActivationKind act = l->activation;
-    const Shape in = l->in_shape, out = l->out_shape;
+    const Shape out = l->out_shape;
     const int fused = act == CDL_ACT_RELU || act == CDL_ACT_LEAKY || act == CDL_ACT_RELU6;
-    const DnnlConvDesc d = {
-        .batch = batch,
-        .in_c = in.c,
-        .in_h = in.h,
-        .in_w = in.w,
-        .out_c = out.c,
-        .out_h = out.h,
-        .out_w = out.w,
-        .size = cv->size,
-        .stride = cv->stride,
-        .padding = cv->padding,
-        .groups = cv->groups,
-        .eltwise = fused,
-        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
-        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
-        .int8 = 1,
-        .x_scale = q->input.scale,
-        .x_zero_point = q->input.zero_point,
-        .w_scales = q->scales,
-        .channel_scale = bn,
-    };
+    DnnlConvDesc d = conv_dnnl_desc(l, batch, act, fused);
+    d.int8 = 1;
+    d.x_scale = q->input.scale;
+    d.x_zero_point = q->input.zero_point;
+    d.w_scales = q->scales;
+    d.channel_scale = bn;
     Error ignored = {0};
     if (dnnl_conv_prepare(&dn->dc, &d, &ignored) ||
         !strncmp(dn->dc.impl[DNNL_CONV_FWD], "ref", 3)) {
