@@ -323,8 +323,7 @@ static size_t attention_gather_samples(Layer *l, int batch, const int *from, int
     Attention *a = l->priv;
     if (a->mem_seq)
         return attention_cross_gather_samples(l, batch, from, n, scratch);
-    return gather_sample_blocks(a->qkv, (size_t)a->seq * 3 * (size_t)a->channels, from, n,
-                                scratch);
+    return gather_sample_blocks(a->qkv, (size_t)a->seq * 3 * (size_t)a->channels, from, n, scratch);
 }
 
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
