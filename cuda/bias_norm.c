@@ -53,7 +53,7 @@ void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const
                  cuda_batchnorm_forward_train(y, bn->x_hat, bn->mean, bn->inv_std, x, scale, bias,
                                               ctx->replay ? NULL : mean, ctx->replay ? NULL : var,
                                               batch, channels, spatial, ctx->bn_momentum,
-                                              ctx->bn_eps, gpu_stream(ctx)),
+                                              ctx->bn_eps, ctx->bn_darknet, gpu_stream(ctx)),
                  "batch norm forward");
     else
         gpu_note(ctx,
@@ -80,6 +80,6 @@ void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx
     gpu_note(ctx,
              cuda_batchnorm_backward(dx, dx_beta, scales->grad, biases->grad, bn->sync_sums, dy,
                                      bn->x_hat, bn->inv_std, scales->data, batch, channels, spatial,
-                                     gpu_stream(ctx)),
+                                     ctx->bn_darknet, gpu_stream(ctx)),
              "batch norm backward");
 }

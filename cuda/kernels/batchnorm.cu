@@ -36,11 +36,29 @@ __device__ inline void block_sum_pair(double *a, double *b)
     __syncthreads();
 }
 
+// backend/cpu/bn_math.c's batchnorm_train_inv_std: 1/sqrt(var + eps), or darknet's
+// 1/(sqrt(unbiased var) + 1e-6), of a channel of n values with the biased variance var.
+__device__ inline double train_inv_std(double var, double n, float eps, int darknet)
+{
+    if (!darknet)
+        return 1.0 / sqrt(var + (double)eps);
+    return 1.0 / (sqrt(n > 1.0 ? var * n / (n - 1.0) : var) + 0.000001);
+}
+
+// backend/cpu/bn_math.c's batchnorm_xhat_gain: the factor on x_hat * mean(dy * x_hat) in dx.
+__device__ inline float xhat_gain(float inv_std, double n, int darknet)
+{
+    if (!darknet)
+        return 1.0f;
+    const double s = 1.0 / (double)inv_std, std = s - 0.000001;
+    return n > 1.0 && std > 0.0 ? (float)(n * s / ((n - 1.0) * std)) : 0.0f;
+}
+
 // One block per channel: its batch mean and inv_std, and the running statistics moved (channel
 // _stats in ops/batchnorm.c, the same float and double expressions).
 __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *running_mean,
                                        float *running_var, const float *x, int batch, int c,
-                                       int spatial, float momentum, float eps)
+                                       int spatial, float momentum, float eps, int darknet)
 {
     const int ch = blockIdx.x;
     double sum = 0.0, sum_sq = 0.0;
@@ -60,7 +78,7 @@ __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *runni
     if (var < 0.0)
         var = 0.0;
     mean[ch] = (float)m;
-    inv_std[ch] = (float)(1.0 / sqrt(var + (double)eps));
+    inv_std[ch] = (float)train_inv_std(var, n, eps, darknet);
     if (!running_mean)
         return;
     const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
@@ -121,17 +139,18 @@ __global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *d
     sums[2 * ch + 1] = sum_dy_xhat;
 }
 
-// dx = scale * inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat)), as plane_dx.
+// dx = scale * inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat) * gain), as plane_dx.
 __global__ void batchnorm_dx_kernel(float *dx, float dx_beta, const double *sums, const float *dy,
                                     const float *x_hat, const float *inv_std, const float *scale,
-                                    double count, int c, int spatial, size_t n)
+                                    double count, int c, int spatial, int darknet, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const int ch = (int)(i / spatial % c);
         const float k = scale[ch] * inv_std[ch];
         const float mean_dy = (float)(sums[2 * ch] / count);
-        const float mean_dy_xhat = (float)(sums[2 * ch + 1] / count);
+        const float mean_dy_xhat =
+            (float)(sums[2 * ch + 1] / count) * xhat_gain(inv_std[ch], count, darknet);
         const float v = k * (dy[i] - mean_dy - x_hat[i] * mean_dy_xhat);
         dx[i] = dx_beta != 0.0f ? dx_beta * dx[i] + v : v;
     }
@@ -148,13 +167,13 @@ extern "C" cudaError_t cuda_batchnorm_forward_train(float *y, float *x_hat, floa
                                                     const float *scale, const float *bias,
                                                     float *running_mean, float *running_var,
                                                     int batch, int c, int spatial, float momentum,
-                                                    float eps, cudaStream_t stream)
+                                                    float eps, int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(batchnorm_stats_kernel, c, STATS_THREADS, 0, stream, mean, inv_std, running_mean,
-                running_var, x, batch, c, spatial, momentum, eps);
+                running_var, x, batch, c, spatial, momentum, eps, darknet);
     cudaError_t err = cuda_launch_error();
     if (err != cudaSuccess)
         return err;
@@ -181,7 +200,7 @@ extern "C" cudaError_t cuda_batchnorm_backward(float *dx, float dx_beta, float *
                                                float *dbias, double *sums, const float *dy,
                                                const float *x_hat, const float *inv_std,
                                                const float *scale, int batch, int c, int spatial,
-                                               cudaStream_t stream)
+                                               int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -192,6 +211,6 @@ extern "C" cudaError_t cuda_batchnorm_backward(float *dx, float dx_beta, float *
     if (err != cudaSuccess || !dx)
         return err;
     CUDA_LAUNCH(batchnorm_dx_kernel, grid_for(n), 256, 0, stream, dx, dx_beta, sums, dy, x_hat,
-                inv_std, scale, (double)batch * spatial, c, spatial, n);
+                inv_std, scale, (double)batch * spatial, c, spatial, darknet, n);
     return cuda_launch_error();
 }

@@ -1,7 +1,8 @@
 /* Per-channel batch normalisation on the device (batchnorm.cu): C entry points, float32 tensors
  * [batch][c][spatial], the CPU's formulas (backend/cpu/bn_math.h): training normalises with the
  * biased batch variance, 1/sqrt(var + eps), and moves the running statistics with the unbiased one;
- * inference divides by sqrt(var + eps), or darknet's sqrt(var) + 1e-6. */
+ * inference divides by sqrt(var + eps); with darknet set both divide by darknet's sqrt(var) + 1e-6,
+ * training's of the unbiased batch variance. */
 #ifndef CDL_CUDA_BATCHNORM_H
 #define CDL_CUDA_BATCHNORM_H
 
@@ -18,7 +19,7 @@ extern "C" {
 cudaError_t cuda_batchnorm_forward_train(float *y, float *x_hat, float *mean, float *inv_std,
                                          const float *x, const float *scale, const float *bias,
                                          float *running_mean, float *running_var, int batch, int c,
-                                         int spatial, float momentum, float eps,
+                                         int spatial, float momentum, float eps, int darknet,
                                          cudaStream_t stream);
 /* Inference mode: y = (x - running_mean) / std * scale + bias (y may be x). */
 cudaError_t cuda_batchnorm_forward_eval(float *y, const float *x, const float *scale,
@@ -31,7 +32,7 @@ cudaError_t cuda_batchnorm_forward_eval(float *y, const float *x, const float *s
 cudaError_t cuda_batchnorm_backward(float *dx, float dx_beta, float *dscale, float *dbias,
                                     double *sums, const float *dy, const float *x_hat,
                                     const float *inv_std, const float *scale, int batch, int c,
-                                    int spatial, cudaStream_t stream);
+                                    int spatial, int darknet, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -15,12 +15,25 @@ reading it ([route] layers=0 before all but the first), all given the same truth
            max_delta=5, obj_normalizer=1.5
     diou   truth_thresh=0.3 (cells overlapping a truth learn it), ignore_thresh=0.2
     ciou   ciou with iou_thresh=0.1 of kind giou
+    focal  focal_loss=1 (AlexeyAB's delta_yolo_class: alpha 0.5, gamma 2)
+    smooth label_smooth_eps=0.1 (class targets 1 - eps/2 and eps/2), ciou, truth_thresh=0.3,
+           ignore_thresh=0.2
+    objsmooth  objectness_smooth=1 with truth_thresh=0.3, ignore_thresh=0.2 and
+           obj_normalizer=1.5, so that its three rules are reached: an ignored cell's objectness
+           target is its best matching IoU (where that raises the delta), a cell past
+           truth_thresh learns IoU^2 in objectness and class, and a truth's own cell takes
+           objectness 1 only where its delta is still 0
 
 Stored: input [2][14][3][4], truth [2][4][5] (x, y, w, h, class; a sample's list ends at x = 0),
 and per case CASE.out (the logistic outputs), CASE.delta (darknet's l.delta) and CASE.cost
 (darknet's l.cost, show_details=1). For mse the script also asserts that -delta is the gradient,
 by autograd, of the loss it is the gradient of (binary cross-entropies on objectness, classes and
-x, y; half squared errors on w, h), the assignment of cells to truths held fixed.
+x, y; half squared errors on w, h), the assignment of cells to truths held fixed. For focal,
+smooth and objsmooth it checks by central differences that -delta on objectness and classes is
+the gradient of the loss each entry's last rule names: the binary cross-entropy of the logistic
+output against that rule's target (smoothed, or an IoU), times its weight; for focal's truth class
+the focal loss -alpha (1 - p)^2 log p itself; the targets (IoUs) and focal's weight on the other
+classes (alpha times the truth class's focal factor) held fixed, as darknet treats them.
 """
 import math
 
@@ -37,9 +50,16 @@ CASES = {
                  scale_x_y=1.05, max_delta=5.0, obj_normalizer=1.5),
     "diou": dict(iou_loss="diou", mask=[0, 2], num=3, truth_thresh=0.3, ignore_thresh=0.2),
     "ciou": dict(iou_loss="ciou", mask=[0, 1], num=3, iou_thresh=0.1, iou_thresh_kind="giou"),
+    "focal": dict(iou_loss="mse", mask=[0, 1], num=3, focal_loss=1),
+    "smooth": dict(iou_loss="ciou", mask=[0, 1], num=3, label_smooth_eps=0.1, truth_thresh=0.3,
+                   ignore_thresh=0.2),
+    "objsmooth": dict(iou_loss="mse", mask=[0, 1], num=3, objectness_smooth=1, truth_thresh=0.3,
+                      ignore_thresh=0.2, obj_normalizer=1.5),
 }
 DEFAULTS = dict(ignore_thresh=0.5, truth_thresh=1.0, iou_thresh=1.0, iou_thresh_kind="iou",
-                scale_x_y=1.0, iou_normalizer=0.75, obj_normalizer=1.0, max_delta=math.inf)
+                scale_x_y=1.0, iou_normalizer=0.75, obj_normalizer=1.0, max_delta=math.inf,
+                focal_loss=0, label_smooth_eps=0.0, objectness_smooth=0)
+FOCAL_ALPHA = 0.5
 
 
 def f32(v):
@@ -185,13 +205,30 @@ class Layer:
             d[k] += min(max(v, -self.max_delta), self.max_delta)
         return ious
 
+    def target(self, out, delta, idx, target, weight=1.0):
+        """delta[idx] = weight (target - out[idx]): -d/dz of weight BCE(logistic(z), target);
+        the rule is kept in self.rules for the gradient check."""
+        delta[idx] = weight * (target - out[idx])
+        self.rules[idx] = ("bce", target, weight)
+
+    def smoothed(self, y):
+        return y * (1 - self.label_smooth_eps) + 0.5 * self.label_smooth_eps
+
     def delta_class(self, out, delta, b, n, j, i, cls):
-        e, d = out[b, n, 5:, j, i], delta[b, n, 5:, j, i]
-        if d[cls] != 0:
-            d[cls] = 1 - e[cls]
+        """AlexeyAB's delta_yolo_class without class multipliers."""
+        at = lambda k: (b, n, 5 + k, j, i)
+        if delta[at(cls)] != 0:
+            self.target(out, delta, at(cls), self.smoothed(1.0))
+            return
+        if self.focal_loss:
+            pt = out[at(cls)] + 1e-15
+            factor = -(1 - pt) * (2 * pt * math.log(pt) + pt - 1)
+            for k in range(self.classes):
+                self.target(out, delta, at(k), 1.0 if k == cls else 0.0, FOCAL_ALPHA * factor)
+            self.rules[at(cls)] = ("focal",)
             return
         for k in range(self.classes):
-            d[k] = (1.0 if k == cls else 0.0) - e[k]
+            self.target(out, delta, at(k), self.smoothed(1.0 if k == cls else 0.0))
 
     def truths(self, truth, b):
         """A sample's truths as darknet reads them: x = 0 ends the list, a class out of range is
@@ -211,6 +248,7 @@ class Layer:
     def loss(self, z, truth):
         out = self.forward(z)
         delta = np.zeros_like(out)
+        self.rules = {}
         tally = dict(iou=0.0, giou=0.0, count=0)
         mask = self.mask
         for b in range(z.shape[0]):
@@ -227,13 +265,21 @@ class Layer:
                                 best_match = v
                             if v > best:
                                 best, best_t = v, (t, cls)
-                        delta[b, n, 4, j, i] = self.obj_normalizer * (0 - out[b, n, 4, j, i])
+                        obj = (b, n, 4, j, i)
+                        self.target(out, delta, obj, 0.0, self.obj_normalizer)
                         if best_match > self.ignore_thresh:
-                            delta[b, n, 4, j, i] = 0
+                            if not self.objectness_smooth:
+                                delta[obj] = 0
+                                self.rules[obj] = ("none",)
+                            elif self.obj_normalizer * (best_match - out[obj]) > delta[obj]:
+                                self.target(out, delta, obj, best_match, self.obj_normalizer)
                         if best > self.truth_thresh:
                             t, cls = best_t
-                            delta[b, n, 4, j, i] = self.obj_normalizer * (1 - out[b, n, 4, j, i])
+                            self.target(out, delta, obj, best * best if self.objectness_smooth
+                                        else 1.0, self.obj_normalizer)
                             self.delta_class(out, delta, b, n, j, i, cls)
+                            if self.objectness_smooth:
+                                self.target(out, delta, (b, n, 5 + cls, j, i), best * best)
                             self.delta_box(out, delta, b, n, j, i, anchor, t)
             for t, cls in self.truths(truth, b):
                 shape = (0, 0, t[2], t[3])
@@ -252,7 +298,8 @@ class Layer:
                     tally["iou"] += 1 - v
                     tally["giou"] += 1 - gv
                     tally["count"] += 1
-                    delta[b, n, 4, j, i] = self.obj_normalizer * (1 - out[b, n, 4, j, i])
+                    if not self.objectness_smooth or delta[b, n, 4, j, i] == 0:
+                        self.target(out, delta, (b, n, 4, j, i), 1.0, self.obj_normalizer)
                     self.delta_class(out, delta, b, n, j, i, cls)
             if self.iou_thresh < 1:
                 for n in range(len(mask)):
@@ -309,6 +356,35 @@ def mse_potential_grad(layer, z, truth, delta):
     return zt.grad.numpy()
 
 
+def entry_loss(rule, z):
+    """The loss whose gradient in the logit z the rule's delta is, negated."""
+    p = logistic(z)
+    if rule[0] == "focal":
+        return -FOCAL_ALPHA * (1 - p) ** 2 * math.log(p)
+    _, target, weight = rule
+    return -weight * (target * math.log(p) + (1 - target) * math.log(1 - p))
+
+
+def check_smooth_gradients(layer, z, delta):
+    """Central differences of each objectness and class entry's loss (layer.rules, the targets and
+    weights of the unperturbed outputs) against -delta; entries without a rule have delta 0.
+    Returns the rules seen."""
+    h = 1e-6
+    seen = set()
+    for idx in np.ndindex(delta.shape):
+        if idx[2] < 4:
+            continue
+        rule = layer.rules.get(idx, ("none",))
+        seen.add(rule[0] if rule[0] != "bce" else "bce target %g" % rule[1] if rule[1] in (0, 1)
+                 else "bce target other")
+        if rule[0] == "none":
+            assert delta[idx] == 0, idx
+            continue
+        numeric = (entry_loss(rule, z[idx] + h) - entry_loss(rule, z[idx] - h)) / (2 * h)
+        assert abs(numeric + delta[idx]) <= 1e-6 * max(1.0, abs(numeric)), (idx, numeric, delta[idx])
+    return seen
+
+
 def cfg_text():
     sections = []
     for k, (name, case) in enumerate(CASES.items()):
@@ -320,6 +396,11 @@ def cfg_text():
                     "obj_normalizer"):
             if c[key] != DEFAULTS[key]:
                 lines.append("%s=%g" % (key, c[key]))
+        for key in ("focal_loss", "objectness_smooth"):
+            if c[key]:
+                lines.append("%s=%d" % (key, c[key]))
+        if c["label_smooth_eps"]:
+            lines.append("label_smooth_eps=%g" % c["label_smooth_eps"])
         if c["iou_thresh_kind"] != "iou":
             lines.append("iou_thresh_kind=%s" % c["iou_thresh_kind"])
         if math.isfinite(c["max_delta"]):
@@ -351,6 +432,8 @@ def main():
         if name == "mse":
             grad = mse_potential_grad(layer, z, truth, delta.copy())
             assert np.allclose(grad, -delta, rtol=1e-12, atol=1e-12), np.abs(grad + delta).max()
+        if name in ("focal", "smooth", "objsmooth"):
+            print(name, sorted(check_smooth_gradients(layer, z, delta)))
     write_cfg("yolo", cfg_text())
     write_ref(fixture_dir() + "/yolo.ref", tensors)
 

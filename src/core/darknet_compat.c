@@ -66,9 +66,6 @@ static const struct {
     {"yolo", "resize", "1", KEY_IGNORE,
      "AlexeyAB's random rescale of the training crop is not implemented (cdl's jitter placement "
      "scales the image by 0.25 to 2)"},
-    {"yolo", "focal_loss", "0", KEY_REFUSE, "the focal loss is not implemented"},
-    {"yolo", "label_smooth_eps", "0", KEY_REFUSE, "label smoothing is not implemented"},
-    {"yolo", "objectness_smooth", "0", KEY_REFUSE, "objectness smoothing is not implemented"},
     {"yolo", "new_coords", "0", KEY_REFUSE, "YOLOv4-csp's new coordinates are not implemented"},
     {"yolo", "counters_per_class", NULL, KEY_REFUSE, "class multipliers are not implemented"},
     {"yolo", "map", NULL, KEY_REFUSE, "class maps are not implemented"},

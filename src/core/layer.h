@@ -191,7 +191,8 @@ typedef struct StepContext {
      * copies) instead of deriving it again. 0 in every other pass. */
     int same_weights;
     /* The [net] batch-norm settings (core/net.h Hyper): momentum of the running statistics,
-     * epsilon, and 1 for darknet's inference division by sqrt(var) + 1e-6. */
+     * epsilon, and 1 for darknet's formula (division by sqrt(var) + 1e-6, in training of the
+     * unbiased batch variance). */
     float bn_momentum, bn_eps;
     int bn_darknet;
 } StepContext;

@@ -64,9 +64,12 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);
     if (!st && net->seq > 0)
         st = check_sequence_shape(cfg, s, net, inputs, e);
-    st = st ? st : cfg_get_float(cfg, s, "bn_momentum", 0.1f, &h->bn_momentum, e);
-    st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
     st = st ? st : cfg_get_int(cfg, s, "bn_darknet", 0, &h->bn_darknet, e);
+    /* darknet's rolling statistics move by 0.01 */
+    st =
+        st ? st
+           : cfg_get_float(cfg, s, "bn_momentum", h->bn_darknet ? 0.01f : 0.1f, &h->bn_momentum, e);
+    st = st ? st : cfg_get_float(cfg, s, "bn_eps", 1e-5f, &h->bn_eps, e);
     st = st ? st : cfg_get_int(cfg, s, "sync_bn", 0, &h->sync_bn, e);
     st = st ? st : cfg_get_int(cfg, s, "recompute_every", 0, &net->recompute_every, e);
     st = st ? st : cfg_require_min(cfg, s, "recompute_every", net->recompute_every, 0, e);

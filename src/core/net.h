@@ -27,7 +27,7 @@ typedef struct Hyper {
      * (core/net_split.h); 0: one pass each */
     int split_passes;
     float bn_momentum, bn_eps;
-    int bn_darknet; /* 1: inference batch norm divides by sqrt(var) + 1e-6, as darknet */
+    int bn_darknet; /* 1: batch norm as darknet's: sqrt(var) + 1e-6, unbiased in training */
     int sync_bn;    /* 1: batch statistics over every rank of a data-parallel run */
 } Hyper;
 

@@ -11,8 +11,9 @@ static int clamp_int(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Frames in (augment_frame_train), converts it to c channels, and pastes the piece of quadrant q
- * (0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right of the centre cut_x, cut_y) into dst
+/* Frames in (augment_frame_train), mirrors the frame left-right with a->flip and a coin (p = 0.5,
+ * drawn after the framing), converts it to c channels, and pastes the piece of quadrant q (0
+ * top-left, 1 top-right, 2 bottom-left, 3 bottom-right of the centre cut_x, cut_y) into dst
  * [c][out_h][out_w]; moves in's boxes truth [max_boxes][TRUTH_FLOATS] (may be NULL) with the
  * piece and clips them to the quadrant. Scratch buffers 2 and 3 hold the frame. */
 static int paste_quadrant(const AugmentConfig *a, const Image *in, int q, int cut_x, int cut_y,
@@ -25,6 +26,18 @@ static int paste_quadrant(const AugmentConfig *a, const Image *in, int q, int cu
     BoxPlacement p = box_placement_identity();
     if (!frame || augment_frame_train(a, in, rng, s, frame, &p))
         return CDL_ERUNTIME;
+    /* The image's extent in its frame, in whole pixels. */
+    int left = (int)lrintf(p.offset_x * (float)w);
+    int end_x = (int)lrintf((p.offset_x + p.scale_x) * (float)w);
+    const int top = (int)lrintf(p.offset_y * (float)h);
+    const int end_y = (int)lrintf((p.offset_y + p.scale_y) * (float)h);
+    if (a->flip && rng_uniform(rng) < 0.5f) { /* as AlexeyAB's, which swaps pleft and pright */
+        augment_flip(frame, in->c, h, w, 0);
+        p.flip = 1;
+        const int mirrored_left = w - end_x;
+        end_x = w - left;
+        left = mirrored_left;
+    }
     if (in->c != c) {
         float *converted = augment_scratch_reserve(s, 3, (size_t)c * plane);
         const Image framed = {in->c, h, w, frame};
@@ -35,11 +48,6 @@ static int paste_quadrant(const AugmentConfig *a, const Image *in, int q, int cu
     const int right = q & 1, bottom = q >> 1;
     const int qx0 = right ? cut_x : 0, qx1 = right ? w : cut_x;
     const int qy0 = bottom ? cut_y : 0, qy1 = bottom ? h : cut_y;
-    /* The image's extent in its frame, in whole pixels. */
-    const int left = (int)lrintf(p.offset_x * (float)w);
-    const int end_x = (int)lrintf((p.offset_x + p.scale_x) * (float)w);
-    const int top = (int)lrintf(p.offset_y * (float)h);
-    const int end_y = (int)lrintf((p.offset_y + p.scale_y) * (float)h);
     /* The piece's top-left corner in the frame: its side facing the centre on the image's edge,
      * the piece kept inside the frame. */
     const int sx = right ? clamp_int(left, 0, cut_x) : clamp_int(end_x, cut_x, w) - cut_x;
@@ -50,7 +58,8 @@ static int paste_quadrant(const AugmentConfig *a, const Image *in, int q, int cu
                    frame + ch * plane + (size_t)(y - qy0 + sy) * w + sx,
                    (size_t)(qx1 - qx0) * sizeof *dst);
     if (truth) {
-        p.offset_x += (float)(qx0 - sx) / (float)w;
+        /* the flip mirrors x before the shift: 1 - (x scale + offset) + shift */
+        p.offset_x += (float)(p.flip ? sx - qx0 : qx0 - sx) / (float)w;
         p.offset_y += (float)(qy0 - sy) / (float)h;
         const BoxClip quadrant = {(float)qx0 / (float)w, (float)qy0 / (float)h,
                                   (float)qx1 / (float)w, (float)qy1 / (float)h};
@@ -127,7 +136,9 @@ int augment_train_mosaic(const AugmentConfig *a, const SampleSource *src, const 
             return st;
     }
     const BoxPlacement framed_at = box_placement_identity();
-    return augment_train_framed(a, c, mosaic, rng, s, out, &framed_at, placed)
+    AugmentConfig rest = *a;
+    rest.flip = 0; /* each piece had its own */
+    return augment_train_framed(&rest, c, mosaic, rng, s, out, &framed_at, placed)
                ? error_set(e, CDL_ERUNTIME, "out of memory for a mosaic")
                : CDL_OK;
 }

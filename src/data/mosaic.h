@@ -20,14 +20,16 @@
  *   is framed as augment_frame_train frames one (the detection jitter placement, or the eval
  *   framing) and the piece of that frame of the quadrant's size next to the image's edge that
  *   faces the centre (pushed inside the frame where the image is smaller than the quadrant:
- *   AlexeyAB's left/right/top/bot shifts) is pasted into the quadrant; a frame of other channels
- *   than first's is converted to first's;
- * - then the steps after framing (flip, colour, ...) apply to the whole mosaic, where darknet
- *   draws flips and colour for each image.
+ *   AlexeyAB's left/right/top/bot shifts) is pasted into the quadrant; with flip=1 each frame is
+ *   first mirrored left-right on a coin of its own (p = 0.5), the piece then taken from the
+ *   mirrored frame, as AlexeyAB's; a frame of other channels than first's is converted to
+ *   first's;
+ * - then the steps after framing but the flip (colour, ...) apply to the whole mosaic, where
+ *   darknet draws colour for each image.
  *
  * truth receives the mosaic's boxes, quadrant by quadrant, up to max_boxes, placed in the
- * mosaic except for the whole-picture flip, which *placed says (box_placement_identity's, plus
- * flip), as augment_train's placed. Fails with CDL_ERUNTIME (out of memory) or a read's error. */
+ * mosaic (each piece's flip included); *placed is box_placement_identity's, as augment_train's
+ * placed. Fails with CDL_ERUNTIME (out of memory) or a read's error. */
 int augment_train_mosaic(const AugmentConfig *a, const SampleSource *src, const Image *first,
                          float *truth, int max_boxes, Rng *rng, AugmentScratch *s, float *out,
                          BoxPlacement *placed, Error *e);

@@ -83,6 +83,11 @@ static int parse_thresholds(Yolo *yo, const Cfg *cfg, CfgSection *s, Error *e)
     st = st ? st : cfg_get_float(cfg, s, "obj_normalizer", 1.0f, &yo->obj_normalizer, e);
     st = st ? st : cfg_get_float(cfg, s, "max_delta", FLT_MAX, &yo->max_delta, e);
     st = st ? st : cfg_require_min(cfg, s, "max_delta", yo->max_delta, 0, e);
+    st = st ? st : cfg_get_flag(cfg, s, "focal_loss", 0, &yo->focal_loss, e);
+    st = st ? st : cfg_get_flag(cfg, s, "objectness_smooth", 0, &yo->objectness_smooth, e);
+    st = st ? st : cfg_get_float(cfg, s, "label_smooth_eps", 0.0f, &yo->label_smooth_eps, e);
+    st = st ? st : cfg_require_min(cfg, s, "label_smooth_eps", yo->label_smooth_eps, 0, e);
+    st = st ? st : cfg_require_max(cfg, s, "label_smooth_eps", yo->label_smooth_eps, 1, 1, e);
     yo->iou_thresh_kind = (YoloIouLoss)(kind + 1);
     return st;
 }

@@ -23,6 +23,11 @@ typedef struct Yolo {
     YoloIouLoss iou_loss;
     YoloIouLoss iou_thresh_kind; /* how iou_thresh compares anchors (never YOLO_MSE) */
     float iou_normalizer, cls_normalizer, obj_normalizer, max_delta, scale_x_y;
+    /* AlexeyAB's class and objectness targets (layers/yolo_loss.c): focal_loss=1 the focal
+     * loss's deltas on the classes, label_smooth_eps=e class targets 1 - e/2 and e/2,
+     * objectness_smooth=1 IoU-valued objectness targets. */
+    int focal_loss, objectness_smooth;
+    float label_smooth_eps;
     /* Read for detection (the data's placement, NMS), unused by the loss: */
     float jitter, beta_nms;
     int nms_kind; /* 0 default, 1 greedynms, 2 diounms */

@@ -6,11 +6,13 @@
  * What the delta is the gradient of (its sign flipped): on objectness and class scores, of the
  * binary cross-entropy of the logistic output against 0 or 1 (σ(z) - t is d BCE / dz); with
  * iou_loss=mse and scale_x_y=1, on x, y of s BCE(σ(z), t) and on w, h of s (t - z)^2 / 2, times
- * iou_normalizer, s = 2 - truth w h. Not a gradient: the choices (which cell and anchor a truth
- * goes to, the ignore rule, a second truth in a cell overwriting the first's class target) are
- * steps; scale_x_y != 1 drops its factor; the IoU losses' deltas are darknet's own expressions
- * (dx_box_iou: w, h not halved, no logistic factor on x, y); iou_thresh < 1 divides box deltas
- * by the classes of positive delta. The printed cost is none of these losses either. */
+ * iou_normalizer, s = 2 - truth w h; label_smooth_eps smooths those class targets,
+ * objectness_smooth makes some objectness and class targets IoUs (held fixed), focal_loss
+ * (delta_class) puts the focal loss on the truth class. Not a gradient: the choices (which cell and
+ * anchor a truth goes to, the ignore rule, a second truth in a cell overwriting the first's class
+ * target) are steps; scale_x_y != 1 drops its factor; the IoU losses' deltas are darknet's own
+ * expressions (dx_box_iou: w, h not halved, no logistic factor on x, y); iou_thresh < 1 divides box
+ * deltas by the classes of positive delta. The printed cost is none of these losses either. */
 #include "layers/yolo_loss.h"
 
 #include <float.h>
@@ -172,20 +174,38 @@ static BoxIous delta_box(const Yolo *yo, const float *out, float *delta, Cell c,
     return ious;
 }
 
-/* darknet's delta_yolo_class (no focal loss, label smoothing or class multipliers: then
- * cls_normalizer has no effect either): targets 1 for the class and 0 for the others; a cell that
- * already has a target class only gets this one's set to 1. */
-static void delta_class(const float *out, float *delta, size_t at, int class_id, int classes,
+/* A class target y with label_smooth_eps: y (1 - eps) + eps / 2. */
+static float smoothed(const Yolo *yo, float y)
+{
+    return yo->label_smooth_eps != 0 ? y * (1 - yo->label_smooth_eps) + 0.5f * yo->label_smooth_eps
+                                     : y;
+}
+
+/* darknet's delta_yolo_class (no class multipliers: then cls_normalizer has no effect either):
+ * targets 1 for the class and 0 for the others, smoothed by label_smooth_eps; a cell that already
+ * has a target class only gets this one's set. With focal_loss (where a cell gets its first
+ * class) every class's delta is (target - p) times alpha g(p_t), alpha = 0.5 and g(p) = (1 - p)
+ * (1 - p - 2 p log p): the truth class's is minus the gradient of the focal loss
+ * -alpha (1 - p)^2 log p (gamma 2), the others' that of alpha g(p_t) BCE(p, 0), g(p_t) taken as
+ * a constant. */
+static void delta_class(const Yolo *yo, const float *out, float *delta, size_t at, int class_id,
                         size_t stride)
 {
     if (delta[at + stride * class_id] != 0) {
-        const float r = 1 - out[at + stride * class_id];
+        const float r = smoothed(yo, 1) - out[at + stride * class_id];
         if (isfinite(r))
             delta[at + stride * class_id] = r;
         return;
     }
-    for (int k = 0; k < classes; k++) {
-        const float r = (k == class_id) - out[at + stride * k];
+    if (yo->focal_loss) {
+        const float pt = out[at + stride * class_id] + 0.000000000000001f;
+        const float weight = 0.5f * -(1 - pt) * (2 * pt * logf(pt) + pt - 1);
+        for (int k = 0; k < yo->classes; k++)
+            delta[at + stride * k] = ((k == class_id) - out[at + stride * k]) * weight;
+        return;
+    }
+    for (int k = 0; k < yo->classes; k++) {
+        const float r = smoothed(yo, k == class_id) - out[at + stride * k];
         if (isfinite(r))
             delta[at + stride * k] = r;
     }
@@ -221,8 +241,10 @@ static Box anchor_shape(const Yolo *yo, int n)
 }
 
 /* The rule for cells where a prediction overlaps a truth: objectness is pushed to 0 unless the
- * best IoU with a truth of a class the cell already scores above 0.25 passes ignore_thresh;
- * above truth_thresh the cell learns that truth as if assigned to it. */
+ * best IoU with a truth of a class the cell already scores above 0.25 passes ignore_thresh
+ * (then, with objectness_smooth, pushed to that IoU where that raises the delta); above
+ * truth_thresh the cell learns that truth as if assigned to it, objectness and the truth's class
+ * toward the IoU squared with objectness_smooth. */
 static void delta_predictions(const Yolo *yo, const float *out, float *delta, const float *truth,
                               int n_truth, size_t sample, int w, int h)
 {
@@ -250,16 +272,23 @@ static void delta_predictions(const Yolo *yo, const float *out, float *delta, co
                 }
                 delta[obj] = yo->obj_normalizer * (0 - out[obj]);
                 if (best_match > yo->ignore_thresh)
-                    delta[obj] = 0;
+                    delta[obj] =
+                        yo->objectness_smooth
+                            ? fmaxf(delta[obj], yo->obj_normalizer * (best_match - out[obj]))
+                            : 0;
                 if (best > yo->truth_thresh) {
-                    delta[obj] = yo->obj_normalizer * (1 - out[obj]);
-                    delta_class(out, delta, cls, best_class, yo->classes, stride);
+                    const float target = yo->objectness_smooth ? best * best : 1;
+                    delta[obj] = yo->obj_normalizer * (target - out[obj]);
+                    delta_class(yo, out, delta, cls, best_class, stride);
+                    if (yo->objectness_smooth)
+                        delta[cls + stride * best_class] = target - out[cls + stride * best_class];
                     delta_box(yo, out, delta, c, best_box, w, h, stride);
                 }
             }
 }
 
-/* Assigns truth tb to cell c: box, objectness 1 and class deltas, and the tally. */
+/* Assigns truth tb to cell c: box, objectness 1 (with objectness_smooth only where the cell's
+ * objectness delta is still 0) and class deltas, and the tally. */
 static void assign_truth(const Yolo *yo, const float *out, float *delta, Cell c, Box tb,
                          int class_id, int w, int h, YoloTally *tally)
 {
@@ -268,8 +297,10 @@ static void assign_truth(const Yolo *yo, const float *out, float *delta, Cell c,
     tally->iou_loss += 1 - ious.iou;
     tally->giou_loss += 1 - ious.giou;
     tally->count++;
-    delta[c.at + 4 * stride] = yo->obj_normalizer * (1 - out[c.at + 4 * stride]);
-    delta_class(out, delta, c.at + 5 * stride, class_id, yo->classes, stride);
+    float *obj = &delta[c.at + 4 * stride];
+    if (!yo->objectness_smooth || *obj == 0)
+        *obj = yo->obj_normalizer * (1 - out[c.at + 4 * stride]);
+    delta_class(yo, out, delta, c.at + 5 * stride, class_id, stride);
 }
 
 static int mask_index(const Yolo *yo, int anchor)

@@ -203,6 +203,8 @@ static int use_darknet_defaults(Net *net, DarknetHeader *h, Error *e)
     int st = CDL_OK;
     if (h->set_bn_darknet) {
         net->hyper.bn_darknet = 1;
+        if (!cfg_find(s, "bn_momentum")) /* bn_darknet's default, as a cfg with it gets */
+            net->hyper.bn_momentum = 0.01f;
         st = cfg_apply_override(&net->cfg, "net.bn_darknet=1", e);
     }
     if (!st && h->set_letterbox) /* read by net_augment (train/net_keys.h) */

@@ -31,15 +31,15 @@ typedef struct DarknetHeader {
 
 /* Loads the tensors of the .weights file at path into net (built from the cfg the weights
  * belong to) and makes the net compute as darknet does, unless its cfg chose otherwise (the key
- * is in its [net], or given with --set): bn_darknet=1 (batch norm divides by sqrt(var) + 1e-6)
- * unless the cfg sets bn_darknet, and letterbox=1 (darknet predict's framing: fit inside, fill
- * 0.5, darknet's resize) unless it sets letterbox or center_crop. Both are recorded in the net's
- * cfg, so its checkpoints keep them.
- * The file's size is checked against the net's layers before anything is read: a file that
- * ends inside a layer, or goes on after the last one, is refused (CDL_EUSAGE) naming the file,
- * the cfg and the layer; so is a non-finite value or a negative variance (the mark of a
- * mismatched layout). header (may be NULL) receives the file's header. On failure the net's
- * tensors are unspecified. */
+ * is in its [net], or given with --set): bn_darknet=1 (batch norm divides by sqrt(var) + 1e-6,
+ * in training of the unbiased batch variance, its running statistics moving by bn_momentum's
+ * default then, 0.01) unless the cfg sets bn_darknet, and letterbox=1 (darknet predict's framing:
+ * fit inside, fill 0.5, darknet's resize) unless it sets letterbox or center_crop. Both are
+ * recorded in the net's cfg, so its checkpoints keep them. The file's size is checked against the
+ * net's layers before anything is read: a file that ends inside a layer, or goes on after the last
+ * one, is refused (CDL_EUSAGE) naming the file, the cfg and the layer; so is a non-finite value or
+ * a negative variance (the mark of a mismatched layout). header (may be NULL) receives the file's
+ * header. On failure the net's tensors are unspecified. */
 int darknet_weights_load(Net *net, const char *path, DarknetHeader *header, Error *e);
 
 /* Writes net's tensors as a darknet .weights file (atomically), with `seen` images. A layer

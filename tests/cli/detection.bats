@@ -63,14 +63,18 @@ for l in open("both"):
 
 # On the GPU (the simulator's build) the outputs come from the device and the loss from the host
 # (cuda/yolo.c): the step losses are the CPU's within float32 round-off, with darknet's defaults
-# and with scale_x_y and the CIoU loss, whose deltas are computed on the device's outputs.
+# and with scale_x_y and the CIoU loss, whose deltas are computed on the device's outputs, and
+# with AlexeyAB's focal loss, label smoothing and objectness smoothing.
 @test "a detector trains on the GPU with the CPU's losses" {
     local gpu_cdl="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
     [ -x "$gpu_cdl" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
     detection_set
     sed 's/^max=4$/max=4\nscale_x_y=1.1\niou_loss=ciou\niou_normalizer=0.07/' tiny.cfg > ciou.cfg
     grep -q "iou_loss=ciou" ciou.cfg
-    for cfg in tiny ciou; do
+    sed 's/^max=4$/max=4\nfocal_loss=1\nlabel_smooth_eps=0.1\nobjectness_smooth=1\nignore_thresh=0.2\ntruth_thresh=0.5/' \
+        tiny.cfg > smooth.cfg
+    grep -q "objectness_smooth=1" smooth.cfg
+    for cfg in tiny ciou smooth; do
         same_losses_on_gpu "$gpu_cdl" $cfg
     done
     run "$gpu_cdl" train tiny.cfg --data det.data --epochs 1 --out g.cdl --gpu 0 --cuda-graph

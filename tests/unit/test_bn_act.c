@@ -81,19 +81,19 @@ static void check_case(int batch, int c, int spatial, ActivationKind kind, int s
 
     float *pre = malloc(n * sizeof *pre);
     batchnorm_forward_train(x, pre, s[0].x_hat, s[0].inv_std, scale, bias, s[0].mean, s[0].var,
-                            batch, c, spatial, 0.1f, 1e-5f, bsp, NULL);
+                            batch, c, spatial, 0.1f, 1e-5f, 0, bsp, NULL);
     activation_forward(pre, s[0].y, n, kind);
     batchnorm_forward_train(x, NULL, s[1].x_hat, s[1].inv_std, scale, bias, s[1].mean, s[1].var,
-                            batch, c, spatial, 0.1f, 1e-5f, bsp, &act);
+                            batch, c, spatial, 0.1f, 1e-5f, 0, bsp, &act);
     activation_backward(pre, s[0].y, s[0].delta, n, kind);
     batchnorm_backward(s[0].delta, s[0].x_hat, s[0].inv_std, scale, s[0].dscale, s[0].dbias,
-                       s[0].delta, batch, c, spatial, bsp, NULL);
+                       s[0].delta, batch, c, spatial, 0, bsp, NULL);
     batchnorm_backward(s[1].delta, s[1].x_hat, s[1].inv_std, scale, s[1].dscale, s[1].dbias,
-                       s[1].delta, batch, c, spatial, bsp, &act);
+                       s[1].delta, batch, c, spatial, 0, bsp, &act);
     batchnorm_forward_train(x, NULL, NULL, s[2].inv_std, scale, bias, s[2].mean, s[2].var, batch, c,
-                            spatial, 0.1f, 1e-5f, bsp, &kept);
+                            spatial, 0.1f, 1e-5f, 0, bsp, &kept);
     batchnorm_backward(s[2].delta, x, s[2].inv_std, scale, s[2].dscale, s[2].dbias, s[2].delta,
-                       batch, c, spatial, bsp, &kept);
+                       batch, c, spatial, 0, bsp, &kept);
 
     CHECK(check_rel_error(s[1].x_hat, s[0].x_hat, n) <= REL_TOL);
     check_running_stats(x, batch, c, spatial, s[0].mean, s[0].var);

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
 #include "data/augment.h"
 #include "data/resize_darknet.h"
 #include "gradcheck.h"
+#include "ref_net.h"
 
 #define NET_HEAD(w, h, c) "[net]\nbatch=2\nwidth=" #w "\nheight=" #h "\nchannels=" #c "\n"
 
@@ -324,6 +326,46 @@ static void test_bn_darknet_divides_by_sqrt_var_plus_1e6(void)
                      "bad value '2' for key 'bn_darknet' in [net]: must be <= 1");
 }
 
+/* Training with bn_darknet=1 against scripts/ref/make_bn_darknet.py (darknet's forward in
+ * float64, the exact gradient of it): the outputs, every gradient and the running statistics
+ * moved by the default momentum 0.01, through the fused leaky and relu passes and the plain one,
+ * on the reference engine and on oneDNN in plain and blocked (nChw16c/8c) layouts. */
+static void test_bn_darknet_trains_as_darknets_reference(void)
+{
+    const char *const engines[][2] = {{"net.engine=ref", "net.dnnl_train_blocked=0"},
+                                      {"net.engine=dnnl", "net.dnnl_train_blocked=0"},
+                                      {"net.engine=dnnl", "net.dnnl_train_blocked=1"}};
+    RefFixture f;
+    CHECK(ref_fixture_load("tests/ref/bn_darknet.ref", &f) == 0);
+    for (int k = 0; f.n && k < (dnnl_conv_built() ? 3 : 1); k++) {
+        Net net;
+        CHECK(ref_net_build(&net, &f, "tests/ref/bn_darknet.cfg", engines[k], 2, 2) == 0);
+        if (!net.layers)
+            continue;
+        CHECK(net.hyper.bn_momentum == 0.01f);
+        /* on oneDNN's blocked layouts, layer 0 (its own pass) and 2 (leaky's fused) */
+        if (k == 2 && dnnl_conv_lanes_native())
+            CHECK((net.layers[0].blocked & net.layers[2].blocked) >> LAYER_OUT_BIT & 1);
+        ref_expect_sum_loss_grads(&f, &net, "");
+        ref_expect_params(&f, &net, "after.", 0, REF_STATE_ONLY);
+        net_free(&net);
+    }
+    ref_fixture_free(&f);
+}
+
+static void test_bn_darknet_gradients(void)
+{
+    gradcheck_cfg("bn_darknet conv + bn leaky",
+                  NET_HEAD(4, 3, 2) "bn_darknet=1\n[convolutional]\nfilters=3\nsize=3\npad=1\n"
+                                    "batch_normalize=1\nactivation=leaky\n");
+    gradcheck_cfg("bn_darknet conv + bn linear, [batchnorm]",
+                  NET_HEAD(3, 3, 2) "bn_darknet=1\n[convolutional]\nfilters=3\nsize=1\n"
+                                    "batch_normalize=1\nactivation=linear\n[batchnorm]\n");
+    gradcheck_cfg("bn_darknet connected + bn",
+                  NET_HEAD(2, 2, 3) "bn_darknet=1\n[connected]\noutput=4\nbatch_normalize=1\n"
+                                    "activation=linear\n");
+}
+
 /* ---- darknet's resize ---- */
 
 static void test_resize_darknet_aligns_corners(void)
@@ -394,6 +436,8 @@ int main(void)
     test_ignored_darknet_keys_warn_once_naming_the_first_line();
     test_darknet_section_aliases();
     test_bn_darknet_divides_by_sqrt_var_plus_1e6();
+    test_bn_darknet_trains_as_darknets_reference();
+    test_bn_darknet_gradients();
     test_resize_darknet_aligns_corners();
     test_resize_darknet_keeps_darknets_last_row_quirk();
     test_letterbox_uses_darknets_resize();

@@ -1,6 +1,6 @@
 /* Mosaic augmentation (data/mosaic.h): each placed box lies exactly on the pasted square it
- * belongs to, in plain-resize and jitter framings; half the samples are mosaics; the same seed
- * gives the same mosaic. */
+ * belongs to, in plain-resize and jitter framings, each piece flipped or not; half the samples
+ * are mosaics; the pieces flip independently; the same seed gives the same mosaic. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +157,71 @@ static void test_mosaic_boxes_follow_jittered_pieces(void)
     check_boxes_follow_the_pieces(&a);
 }
 
+/* Sample k of ramps: channel 0 rises left to right, channel 1 top to bottom, channel 2 is k / 4;
+ * no boxes. */
+static int read_ramp(const SampleSource *s, int k, Image *img, int *label, Error *e)
+{
+    (void)s, (void)e;
+    *img = (Image){3, SIDE, SIDE, malloc((size_t)3 * SIDE * SIDE * sizeof(float))};
+    for (int y = 0; img->data && y < SIDE; y++)
+        for (int x = 0; x < SIDE; x++) {
+            float *px = img->data + (size_t)y * SIDE + x;
+            px[0] = (x + 0.5f) / SIDE;
+            px[SIDE * SIDE] = (y + 0.5f) / SIDE;
+            px[2 * SIDE * SIDE] = k / 4.0f;
+        }
+    *label = 0;
+    return img->data ? CDL_OK : CDL_ERUNTIME;
+}
+
+static int read_no_box(const SampleSource *s, int k, float *truth, int max_boxes, Error *e)
+{
+    (void)s, (void)k, (void)e;
+    memset(truth, 0, (size_t)max_boxes * TRUTH_FLOATS * sizeof *truth);
+    return CDL_OK;
+}
+
+static const SampleSource ramps = {.n = SAMPLES, .read = read_ramp, .read_boxes = read_no_box};
+
+/* Mosaics of ramps with flip=1: at each corner of the picture (inside its quadrant, since the
+ * centre is at least 0.2 of the side from every edge) channel 0 falls left to right where that
+ * piece was flipped, and channel 1 always rises (no vertical flip). Pieces flip each on its own
+ * coin: some pictures mix flipped and unflipped pieces (a whole-picture flip never would), and
+ * with flip=0 none is flipped. */
+static void test_mosaic_pieces_flip_independently(void)
+{
+    for (int flip = 0; flip <= 1; flip++) {
+        AugmentConfig a = mosaic_config();
+        a.flip = flip;
+        AugmentScratch scratch = {0};
+        int mixed = 0, flipped = 0;
+        for (int sample = 0; sample < 32; sample++) {
+            Image first;
+            int label;
+            Error e = {0};
+            float out[3 * OUT * OUT];
+            CHECK(read_ramp(&ramps, sample % SAMPLES, &first, &label, &e) == CDL_OK);
+            Rng rng;
+            augment_seed(&rng, 5, 0, sample);
+            BoxPlacement placed;
+            CHECK(augment_train_mosaic(&a, &ramps, &first, NULL, 0, &rng, &scratch, out, &placed,
+                                       &e) == CDL_OK);
+            image_free(&first);
+            int falling = 0;
+            for (int q = 0; q < 4; q++) {
+                const int x = q & 1 ? OUT - 2 : 0, y = q >> 1 ? OUT - 2 : 0;
+                const float *at = out + (size_t)y * OUT + x;
+                falling += at[1] < at[0];
+                CHECK(at[OUT * OUT + OUT] > at[OUT * OUT]);
+            }
+            flipped += falling;
+            mixed += falling != 0 && falling != 4;
+        }
+        CHECK(flip ? mixed >= 4 : flipped == 0);
+        augment_scratch_free(&scratch);
+    }
+}
+
 /* The same seed, epoch and sample give the same picture and boxes. */
 static void test_mosaic_is_reproducible(void)
 {
@@ -186,6 +251,7 @@ int main(void)
 {
     test_mosaic_boxes_follow_resized_pieces();
     test_mosaic_boxes_follow_jittered_pieces();
+    test_mosaic_pieces_flip_independently();
     test_mosaic_is_reproducible();
     return check_report("test_mosaic");
 }

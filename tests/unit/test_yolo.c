@@ -1,7 +1,9 @@
 /* [yolo] against scripts/ref/make_yolo.py (darknet's delta and cost written from its definitions
- * in float64): four [yolo] layers (mse; giou with iou_thresh, scale_x_y and max_delta; diou with
- * truth_thresh; ciou with iou_thresh of kind giou) on the same input and truth boxes, then the
- * gradient their backward passes into the input; and the cfg checks.
+ * in float64): seven [yolo] layers (mse; giou with iou_thresh, scale_x_y and max_delta; diou with
+ * truth_thresh; ciou with iou_thresh of kind giou; focal_loss; label_smooth_eps;
+ * objectness_smooth, whose deltas the script checked against central differences of the losses
+ * they are the gradients of) on the same input and truth boxes, then the gradient their backward
+ * passes into the input; and the cfg checks.
  *
  * Tolerance: REF_TOLERANCE (1e-4 relative, ref_fixture.h's measure). cdl computes in float32:
  * logistic and exp lose ~1e-7 relative, and the IoU gradients divide differences of box sides
@@ -17,8 +19,8 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 
-static const char *const cases[] = {"mse", "giou", "diou", "ciou"};
-#define N_CASES 4
+static const char *const cases[] = {"mse", "giou", "diou", "ciou", "focal", "smooth", "objsmooth"};
+#define N_CASES 7
 
 /* The fixture and its net (layer 2k + 1 the [yolo] of cases[k]); -1 after a message. */
 static int load_yolo_net(RefFixture *f, Net *net)
@@ -120,8 +122,17 @@ static void test_yolo_cfg_errors(void)
     expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\niou_loss=l1\n",
                      "t.cfg:11: bad value 'l1' for key 'iou_loss' in [yolo]: expected one of mse, "
                      "iou, giou, diou, ciou");
-    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nfocal_loss=1\n",
-                     "t.cfg:11: unsupported value '1' for key 'focal_loss' in [yolo]");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nnew_coords=1\n",
+                     "t.cfg:11: unsupported value '1' for key 'new_coords' in [yolo]");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nfocal_loss=2\n",
+                     "t.cfg:11: bad value '2' for key 'focal_loss' in [yolo]: expected 0 or 1");
+    expect_cfg_error(
+        YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nlabel_smooth_eps=1.5\n",
+        "t.cfg:11: bad value '1.5' for key 'label_smooth_eps' in [yolo]: must be <= 1");
+    expect_cfg_error(
+        YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nobjectness_smooth=-1\n",
+        "t.cfg:11: bad value '-1' for key 'objectness_smooth' in [yolo]: expected 0 or "
+        "1");
 }
 
 int main(void)

@@ -90,7 +90,7 @@ static void normalize_block(const float *x, float *y, float *x_hat, float *inv_s
                             const float *scale, const float *bias, float *running_mean,
                             float *running_var, int batch, int blocks, size_t sp, int k,
                             const double *s0, const double *s1, double n, float momentum, float eps,
-                            const BnAct *act)
+                            int darknet, const BnAct *act)
 {
     float m[LANES], is[LANES], g[LANES], beta[LANES];
     for (int j = 0; j < LANES; j++) {
@@ -99,7 +99,7 @@ static void normalize_block(const float *x, float *y, float *x_hat, float *inv_s
         double var = s1[j] / n - mean * mean;
         if (var < 0.0)
             var = 0.0;
-        const double inv = 1.0 / sqrt(var + (double)eps);
+        const double inv = batchnorm_train_inv_std(var, n, eps, darknet);
         inv_std[ch] = is[j] = (float)inv;
         m[j] = (float)mean;
         g[j] = scale[ch];
@@ -131,7 +131,7 @@ static void normalize_block(const float *x, float *y, float *x_hat, float *inv_s
 void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                                      const float *scale, const float *bias, float *running_mean,
                                      float *running_var, int batch, int c, int spatial,
-                                     float momentum, float eps, const BnSync *sync,
+                                     float momentum, float eps, int darknet, const BnSync *sync,
                                      const BnAct *act)
 {
     const int blocks = c / LANES;
@@ -145,7 +145,7 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
             act_lanes(NULL, NULL, NULL, k, &none);
             block_sums(x, NULL, batch, blocks, sp, k, s0, s1, &none);
             normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch,
-                            blocks, sp, k, s0, s1, n, momentum, eps, act);
+                            blocks, sp, k, s0, s1, n, momentum, eps, darknet, act);
         }
         return;
     }
@@ -166,7 +166,7 @@ void batchnorm_blocked_forward_train(const float *x, float *y, float *x_hat, flo
         double s0[LANES], s1[LANES];
         synced_sums(sums, k, s0, s1);
         normalize_block(x, y, x_hat, inv_std, scale, bias, running_mean, running_var, batch, blocks,
-                        sp, k, s0, s1, sums[2 * c], momentum, eps, act);
+                        sp, k, s0, s1, sums[2 * c], momentum, eps, darknet, act);
     }
 }
 
@@ -199,7 +199,7 @@ void batchnorm_blocked_forward_eval(const float *x, float *y, const float *scale
  * dy through act's lanes and x_hat remade, as block_sums takes them. */
 static void block_dx(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
                      float *dx, int batch, int blocks, size_t sp, int k, const double *s0,
-                     const double *s1, double n, const Lanes *act)
+                     const double *s1, double n, int darknet, const Lanes *act)
 {
     float kk[LANES], mdy[LANES], mdx[LANES];
     float g[LANES], beta[LANES], m[LANES], is[LANES], slope[LANES];
@@ -207,7 +207,7 @@ static void block_dx(const float *dy, const float *x_hat, const float *inv_std, 
         const int ch = k * LANES + j;
         kk[j] = scale[ch] * inv_std[ch];
         mdy[j] = (float)(s0[j] / n);
-        mdx[j] = (float)(s1[j] / n);
+        mdx[j] = (float)(s1[j] / n) * batchnorm_xhat_gain(inv_std[ch], n, darknet);
         g[j] = act->g[j], beta[j] = act->beta[j], m[j] = act->m[j], is[j] = act->is[j];
         slope[j] = act->slope[j];
     }
@@ -225,7 +225,8 @@ static void block_dx(const float *dy, const float *x_hat, const float *inv_std, 
 
 void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float *inv_std,
                                 const float *scale, float *dscale, float *dbias, float *dx,
-                                int batch, int c, int spatial, const BnSync *sync, const BnAct *act)
+                                int batch, int c, int spatial, int darknet, const BnSync *sync,
+                                const BnAct *act)
 {
     const int blocks = c / LANES;
     const size_t sp = (size_t)spatial;
@@ -242,7 +243,8 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
             dscale[k * LANES + j] += (float)s1[j];
         }
         if (!sync) {
-            block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n, &lanes);
+            block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, n, darknet,
+                     &lanes);
             continue;
         }
         store_sums(sums, k, s0, s1);
@@ -258,6 +260,7 @@ void batchnorm_blocked_backward(const float *dy, const float *x_hat, const float
         Lanes lanes;
         synced_sums(sums, k, s0, s1);
         act_lanes(act, scale, inv_std, k, &lanes);
-        block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c], &lanes);
+        block_dx(dy, x_hat, inv_std, scale, dx, batch, blocks, sp, k, s0, s1, sums[2 * c], darknet,
+                 &lanes);
     }
 }

@@ -41,10 +41,10 @@ static void bias_norm_forward_blocked(BiasNorm *bn, Layer *l, const StepContext 
           *var = param(bn, l, BN_ROLLING_VARIANCE)->data;
     BnSync sync;
     if (ctx->train)
-        batchnorm_blocked_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
-                                        ctx->replay ? NULL : mean, ctx->replay ? NULL : var,
-                                        ctx->batch, bn->channels, bn->spatial, ctx->bn_momentum,
-                                        ctx->bn_eps, bn_sync(bn, ctx, &sync), NULL);
+        batchnorm_blocked_forward_train(
+            x, y, bn->x_hat, bn->inv_std, scale, bias, ctx->replay ? NULL : mean,
+            ctx->replay ? NULL : var, ctx->batch, bn->channels, bn->spatial, ctx->bn_momentum,
+            ctx->bn_eps, ctx->bn_darknet, bn_sync(bn, ctx, &sync), NULL);
     else
         batchnorm_blocked_forward_eval(x, y, scale, bias, mean, var, ctx->batch, bn->channels,
                                        bn->spatial, ctx->bn_eps, ctx->bn_darknet);
@@ -72,7 +72,7 @@ void bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const flo
             batchnorm_forward_train(x, y, bn->x_hat, bn->inv_std, scale, bias,
                                     ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch,
                                     channels, spatial, ctx->bn_momentum, ctx->bn_eps,
-                                    bn_sync(bn, ctx, &sync), NULL);
+                                    ctx->bn_darknet, bn_sync(bn, ctx, &sync), NULL);
         else
             batchnorm_forward_eval(x, y, scale, bias, mean, var, batch, channels, spatial,
                                    ctx->bn_eps, ctx->bn_darknet);
@@ -110,11 +110,12 @@ void bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, fl
         if (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1) {
             batchnorm_blocked_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad,
                                        biases->grad, delta, batch, channels, spatial,
-                                       bn_sync(bn, ctx, &sync), NULL);
+                                       ctx->bn_darknet, bn_sync(bn, ctx, &sync), NULL);
             return;
         }
         batchnorm_backward(delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, biases->grad,
-                           delta, batch, channels, spatial, bn_sync(bn, ctx, &sync), NULL);
+                           delta, batch, channels, spatial, ctx->bn_darknet,
+                           bn_sync(bn, ctx, &sync), NULL);
         return;
     }
     channel_sums_add(biases->grad, delta, NULL, (size_t)batch, (size_t)channels, (size_t)spatial);
@@ -151,7 +152,7 @@ int bias_norm_forward_activated(BiasNorm *bn, Layer *l, const StepContext *ctx, 
         x, NULL, bn->x_hat, bn->inv_std, param(bn, l, BN_SCALES)->data,
         param(bn, l, BN_BIASES)->data, ctx->replay ? NULL : param(bn, l, BN_ROLLING_MEAN)->data,
         ctx->replay ? NULL : param(bn, l, BN_ROLLING_VARIANCE)->data, ctx->batch, bn->channels,
-        bn->spatial, ctx->bn_momentum, ctx->bn_eps, bn_sync(bn, ctx, &sync), &act);
+        bn->spatial, ctx->bn_momentum, ctx->bn_eps, ctx->bn_darknet, bn_sync(bn, ctx, &sync), &act);
     return 1;
 }
 
@@ -164,6 +165,7 @@ int bias_norm_backward_activated(const BiasNorm *bn, Layer *l, const StepContext
     BnSync sync;
     (layer_blocked(l, ctx) >> LAYER_OUT_BIT & 1 ? batchnorm_blocked_backward : batchnorm_backward)(
         delta, bn->x_hat, bn->inv_std, scales->data, scales->grad, param(bn, l, BN_BIASES)->grad,
-        delta, ctx->batch, bn->channels, bn->spatial, bn_sync(bn, ctx, &sync), &act);
+        delta, ctx->batch, bn->channels, bn->spatial, ctx->bn_darknet, bn_sync(bn, ctx, &sync),
+        &act);
     return 1;
 }

@@ -112,17 +112,33 @@ static void sync_sums(const BnSync *sync, double *sums, int c)
 #pragma omp barrier
 }
 
+double batchnorm_train_inv_std(double var, double n, float eps, int darknet)
+{
+    if (!darknet)
+        return 1.0 / sqrt(var + (double)eps);
+    const double unbiased = n > 1.0 ? var * n / (n - 1.0) : var;
+    return 1.0 / (sqrt(unbiased) + 0.000001);
+}
+
+float batchnorm_xhat_gain(float inv_std, double n, int darknet)
+{
+    if (!darknet)
+        return 1.0f;
+    const double s = 1.0 / (double)inv_std, std = s - 0.000001;
+    return n > 1.0 && std > 0.0 ? (float)(n * s / ((n - 1.0) * std)) : 0.0f;
+}
+
 /* Channel ch's inv_std (and act->mean) from the sums of n values, and its running statistics
  * moved; *m and *is: the mean and inv_std in float, as the normalisation uses them. */
 static void channel_stats(float *inv_std, float *running_mean, float *running_var, int ch,
-                          const double *sums, double n, float momentum, float eps, const BnAct *act,
-                          float *m, float *is)
+                          const double *sums, double n, float momentum, float eps, int darknet,
+                          const BnAct *act, float *m, float *is)
 {
     const double mean = sums[0] / n;
     double var = sums[1] / n - mean * mean;
     if (var < 0.0)
         var = 0.0;
-    const double inv = 1.0 / sqrt(var + (double)eps);
+    const double inv = batchnorm_train_inv_std(var, n, eps, darknet);
     inv_std[ch] = (float)inv;
     *m = (float)mean;
     *is = (float)inv;
@@ -174,7 +190,7 @@ static void normalize_plane(const float *x, float *y, float *x_hat, size_t base,
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps, const BnSync *sync, const BnAct *act)
+                             float eps, int darknet, const BnSync *sync, const BnAct *act)
 {
     const size_t sp = (size_t)spatial;
     double local[sync ? 1 : 2 * c + 1];
@@ -193,7 +209,7 @@ void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_
         float m[c1 - c0 + 1], is[c1 - c0 + 1];
         for (int ch = c0; ch < c1; ch++)
             channel_stats(inv_std, running_mean, running_var, ch, sums + 2 * ch, sums[2 * c],
-                          momentum, eps, act, &m[ch - c0], &is[ch - c0]);
+                          momentum, eps, darknet, act, &m[ch - c0], &is[ch - c0]);
         for (int b = 0; b < batch; b++)
             for (int ch = c0; ch < c1; ch++)
                 normalize_plane(x, y, x_hat, ((size_t)b * c + ch) * sp, sp, m[ch - c0], is[ch - c0],
@@ -277,13 +293,15 @@ static void grad_plane_sums(const float *dy, const float *x_hat, const float *in
 }
 
 /* dx of the plane at base [sp] of channel ch from the gradient sums of n values:
- * dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat)). */
+ * dx = scale*inv_std * (dy - mean(dy) - x_hat * mean(dy*x_hat) * gain), gain
+ * batchnorm_xhat_gain's. */
 static void plane_dx(const float *dy, const float *x_hat, const float *inv_std, const float *scale,
                      float *dx, size_t base, size_t sp, int ch, const double *sums, double n,
-                     const BnAct *act)
+                     int darknet, const BnAct *act)
 {
     const float k = scale[ch] * inv_std[ch];
-    const float mean_dy = (float)(sums[0] / n), mean_dy_xhat = (float)(sums[1] / n);
+    const float mean_dy = (float)(sums[0] / n),
+                mean_dy_xhat = (float)(sums[1] / n) * batchnorm_xhat_gain(inv_std[ch], n, darknet);
     const float *d = dy + base, *xh = x_hat + base;
     float *o = dx + base;
     if (act) {
@@ -304,7 +322,7 @@ static void plane_dx(const float *dy, const float *x_hat, const float *inv_std, 
 
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial, const BnSync *sync, const BnAct *act)
+                        int c, int spatial, int darknet, const BnSync *sync, const BnAct *act)
 {
     const size_t sp = (size_t)spatial;
     double local[sync ? 1 : 2 * c + 1];
@@ -330,6 +348,6 @@ void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_st
         for (int b = 0; b < batch; b++)
             for (int ch = c0; ch < c1; ch++)
                 plane_dx(dy, x_hat, inv_std, scale, dx, ((size_t)b * c + ch) * sp, sp, ch,
-                         sums + 2 * ch, sums[2 * c], act);
+                         sums + 2 * ch, sums[2 * c], darknet, act);
     }
 }

@@ -1,6 +1,8 @@
 /* Per-channel batch normalisation over [batch][c][spatial] with PyTorch's semantics:
  * y = (x - mean) / sqrt(var + eps) * scale + bias, normalising with the biased batch
- * variance and tracking the unbiased one in the running statistics. */
+ * variance and tracking the unbiased one in the running statistics; or, where `darknet` is set,
+ * with pjreddie's darknet's: y = (x - mean) / (sqrt(var) + 1e-6) * scale + bias with the
+ * unbiased batch variance var (src/batchnorm_layer.c, src/blas.c normalize_cpu). */
 #ifndef CDL_BATCHNORM_H
 #define CDL_BATCHNORM_H
 
@@ -31,7 +33,8 @@ typedef struct BnAct {
 } BnAct;
 
 /* Training mode. Normalises with the batch statistics, saves x_hat [batch][c][spatial]
- * and inv_std [c] = 1/sqrt(var + eps) for the backward pass, and moves the running
+ * and inv_std [c] = 1/sqrt(var + eps) (darknet: 1/(sqrt(unbiased var) + 1e-6), eps unused) for
+ * the backward pass, and moves the running
  * statistics: mean = (1-momentum)*mean + momentum*batch_mean, likewise var with the
  * unbiased batch variance (running_mean and running_var NULL: they are left alone, as in a
  * replayed forward). y may equal x. sync: see BnSync. With act, writes act->out = f(y) in the
@@ -39,7 +42,7 @@ typedef struct BnAct {
 void batchnorm_forward_train(const float *x, float *y, float *x_hat, float *inv_std,
                              const float *scale, const float *bias, float *running_mean,
                              float *running_var, int batch, int c, int spatial, float momentum,
-                             float eps, const BnSync *sync, const BnAct *act);
+                             float eps, int darknet, const BnSync *sync, const BnAct *act);
 
 /* Inference mode: normalises with the running statistics, dividing by sqrt(var + eps), or with
  * darknet set by darknet's sqrt(var) + 1e-6 (eps unused). y may equal x. */
@@ -55,12 +58,22 @@ void batchnorm_fold(const float *w, size_t per_channel, const float *scale, cons
                     const float *running_mean, const float *running_var, int c, float eps,
                     int darknet, float *w_out, float *b_out);
 
+/* The inv_std that batchnorm_forward_train keeps for a channel whose n values have the biased
+ * variance var. */
+double batchnorm_train_inv_std(double var, double n, float eps, int darknet);
+
+/* The factor on x_hat * mean(dy * x_hat) in the backward's dx (bn_math.c's plane_dx) of a
+ * channel normalised over n values with inv_std: 1 for PyTorch's formula; darknet's divides by
+ * sqrt(var) + 1e-6 of the unbiased var, whose derivative takes n s / ((n - 1) sqrt(var)), s =
+ * 1/inv_std (0 where var is 0: x_hat is 0 there). */
+float batchnorm_xhat_gain(float inv_std, double n, int darknet);
+
 /* Backward of batchnorm_forward_train given dy = dL/dy: ADDS dL/dscale and dL/dbias into
  * dscale and dbias [c] (this process's share under sync), and WRITES dL/dx into dx. dx may
  * equal dy. sync: the statistics forward used. With act, dy is the gradient of act->out (the
  * forward's), taken back through the activation on the way: dy * (y > 0 ? 1 : slope). */
 void batchnorm_backward(const float *dy, const float *x_hat, const float *inv_std,
                         const float *scale, float *dscale, float *dbias, float *dx, int batch,
-                        int c, int spatial, const BnSync *sync, const BnAct *act);
+                        int c, int spatial, int darknet, const BnSync *sync, const BnAct *act);
 
 #endif
