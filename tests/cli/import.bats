@@ -141,6 +141,23 @@ imports_match_onnxruntime() {
     grep -A1 '^\[avgpool\]' densenet121.cfg | grep -q '^size=2$'
 }
 
+@test "non-square Conv windows import as size=h,w stride=h,w padding=h,w" {
+    { cat "$REPO/tests/ref/inception_convs.cfg"; printf '\n[connected]\noutput=5\nactivation=linear\n\n[softmax]\n'; } > convs.cfg
+    "$CDL" export onnx convs.cfg --seed 3 -o convs.onnx > /dev/null
+    "$CDL" import convs.onnx -o back.cfg --out back.cdl
+    [ "$(grep -A4 -m1 '^\[convolutional\]' back.cfg | tr '\n' ' ')" = \
+        "[convolutional] filters=4 size=1,7 stride=1,1 padding=0,3 " ]
+    grep -qx 'size=3,1' back.cfg
+    grep -qx 'stride=2,1' back.cfg
+    diff <(layer_rows convs.cfg) <(layer_rows back.cdl)
+    random_png image.png 8 3
+    "$CDL" predict convs.cfg --seed 3 image.png --top 100000 --json --no-crop > a.json 2> /dev/null
+    "$CDL" predict back.cdl image.png --top 100000 --json --no-crop > b.json 2> /dev/null
+    run same_outputs a.json b.json
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
     "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
     size=$(stat -c %s d.onnx)

@@ -11,7 +11,9 @@
  * here inside the fixture. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
@@ -602,6 +604,32 @@ static void test_vit_block_gradients(void)
 
 /* ---- PyTorch ---- */
 
+/* Inception v3's non-square convolutions against torch on each CPU engine: the reference
+ * (im2col + gemm) and oneDNN (where built; engine=dnnl falls back to the reference otherwise). */
+static void test_inception_convs_match_pytorch_on_each_engine(void)
+{
+    static const char *const engines[] = {"net.engine=ref", "net.engine=dnnl"};
+    RefFixture f;
+    const int loaded = ref_fixture_load("tests/ref/inception_convs.ref", &f) == 0;
+    CHECK(loaded);
+    if (!loaded)
+        return;
+    for (int k = 0; k < 2; k++) {
+        Net net;
+        const int built =
+            ref_net_build(&net, &f, "tests/ref/inception_convs.cfg", &engines[k], 1, 2) == 0;
+        CHECK(built);
+        if (!built)
+            continue;
+        if (k == 1 && dnnl_conv_built())
+            for (int i = 0; i < net.n_layers; i++)
+                CHECK(net.layers[i].engine && !strcmp(net.layers[i].engine, "dnnl"));
+        ref_expect_sum_loss_grads(&f, &net, "");
+        net_free(&net);
+    }
+    ref_fixture_free(&f);
+}
+
 static void test_matches_pytorch(void)
 {
     ref_expect_sum_loss_fixture("se_block", 2);
@@ -617,6 +645,7 @@ static void test_matches_pytorch(void)
 
 int main(void)
 {
+    test_inception_convs_match_pytorch_on_each_engine();
     test_scale_channels_values();
     test_scale_channels_errors();
     test_scale_channels_gradients();
