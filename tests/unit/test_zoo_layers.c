@@ -602,6 +602,24 @@ static void test_vit_block_gradients(void)
                                         "activation=tanh\n");
 }
 
+/* ---- a branch nothing reads (Inception v3's auxiliary classifier) ---- */
+
+/* Layers whose output no later layer reads compute, take no gradient and pass none back: the
+ * finite differences of their parameters are 0, and their input's gradient is the other
+ * branches' alone (cfg/inception_v3.cfg's AuxLogits). */
+static void test_unread_branch_gradients(void)
+{
+    gradcheck_cfg("an unread branch beside the net",
+                  IMAGE_NET(2, 3, 6, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=tanh\n[avgpool]\nsize=3\nstride=2\n"
+                                        "[convolutional]\nfilters=3\nsize=1\n"
+                                        "batch_normalize=1\nactivation=relu\n[avgpool]\n"
+                                        "[connected]\noutput=5\nactivation=linear\n"
+                                        "[route]\nlayers=-5\n[convolutional]\nfilters=2\n"
+                                        "size=1,3\npadding=0,1\nactivation=tanh\n"
+                                        "[connected]\noutput=3\nactivation=linear\n");
+}
+
 /* ---- PyTorch ---- */
 
 /* Inception v3's non-square convolutions against torch on each CPU engine: the reference
@@ -645,6 +663,7 @@ static void test_matches_pytorch(void)
 
 int main(void)
 {
+    test_unread_branch_gradients();
     test_inception_convs_match_pytorch_on_each_engine();
     test_scale_channels_values();
     test_scale_channels_errors();
