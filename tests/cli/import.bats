@@ -158,6 +158,19 @@ imports_match_onnxruntime() {
     [ "$status" -eq 0 ]
 }
 
+# inception_v3 at 299x299 (torch 1.13's export in eval mode: no auxiliary classifier): the
+# factorised 1x7, 7x1, 1x3 and 3x1 Convs, the branch_pool AveragePools (3x3/1 padded by 1) and
+# the block Concats, at opsets 11, 13 and 17.
+@test "torchvision inception_v3 imports at opsets 11, 13 and 17 and matches onnxruntime to 1e-5" {
+    local models=(inception_v3 inception_v3-opset11 inception_v3-opset17)
+    /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . inception_v3:299 \
+        inception_v3:299@11 inception_v3:299@17 2> /dev/null
+    imports_match_onnxruntime "${models[@]}"
+    grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'size=1,7'
+    grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'padding=0,3'
+    grep -A6 '^# node .*/Mixed_7b/branch3x3_2b/conv/Conv' inception_v3.cfg | grep -qx 'size=3,1'
+}
+
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
     "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
     size=$(stat -c %s d.onnx)
