@@ -612,6 +612,20 @@ static void test_shapes_and_flops(void)
     CHECK(net.layers[0].scratch_per_sample == 3 * 25 * 15);
     net_free(&net);
 
+    /* A 1x7 window with strides 2,1 and padding 0,3 on 9x7: 4 filters of [3][1][7], out 4x5x7,
+     * its scratch the im2col columns [3*7][5*7] */
+    if (build_test_net(NET(1, 3, 9, 7) "engine=ref\n[convolutional]\nfilters=4\nsize=1,7\n"
+                                       "stride=2,1\npadding=0,3\n",
+                       &net) == CDL_OK) {
+        const Param *w = layer_param(&net.layers[0], "weights");
+        CHECK(w->dims[0] == 4 && w->dims[1] == 3 && w->dims[2] == 1 && w->dims[3] == 7);
+        CHECK(net.layers[0].out_shape.c == 4 && net.layers[0].out_shape.h == 5 &&
+              net.layers[0].out_shape.w == 7);
+        CHECK_NEAR(net.layers[0].flops, 2.0 * 35 * 4 * 3 * 7, 0);
+        CHECK(net.layers[0].scratch_per_sample == 3 * 7 * 35);
+        net_free(&net);
+    }
+
     /* A 1x1 stride-1 convolution reads its input directly: no scratch. */
     if (build_test_net(NET(1, 3, 4, 4) "engine=ref\n[convolutional]\nfilters=2\nsize=1\n", &net) ==
         CDL_OK) {
