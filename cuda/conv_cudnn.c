@@ -46,14 +46,14 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e)
                           l, "cudnnSetTensor4dDescriptor (output)", e);
     st = st ? st
             : cudnn_check(cudnnSetFilter4dDescriptor(c->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                     cv->filters, in.c / cv->groups, cv->size,
-                                                     cv->size),
+                                                     cv->filters, in.c / cv->groups, cv->win.size_h,
+                                                     cv->win.size_w),
                           l, "cudnnSetFilter4dDescriptor", e);
     /* cross-correlation, as every framework's "convolution" and cdl's im2col */
     st = st ? st
             : cudnn_check(cudnnSetConvolution2dDescriptor(
-                              c->conv, cv->padding, cv->padding, cv->stride, cv->stride, 1, 1,
-                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                              c->conv, cv->win.pad_h, cv->win.pad_w, cv->win.stride_h,
+                              cv->win.stride_w, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                           l, "cudnnSetConvolution2dDescriptor", e);
     st = st ? st
             : cudnn_check(cudnnSetConvolutionGroupCount(c->conv, cv->groups), l,

@@ -5,21 +5,21 @@
  *   algorithms made at resize and kept in Conv.gpu, the workspace the net's (scratch_per_sample
  *   raised to what the algorithms need);
  * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
- * Every configuration the parse accepts (any size, stride, padding; groups, depthwise among them)
- * in float32 on both. In precision bf16, tf32 or fp16 the layer runs on the own engine, whose
- * products round their operands (gpu_gemm_batched) as the CPU's do; int8 weights are refused at
- * resize. The CPU's state (Conv.cpu) is not used here.
+ * Every configuration the parse accepts (any size, stride, padding, square or not; groups,
+ * depthwise among them) in float32 on both. In precision bf16, tf32 or fp16 the layer runs on the
+ * own engine, whose products round their operands (gpu_gemm_batched) as the CPU's do; int8 weights
+ * are refused at resize. The CPU's state (Conv.cpu) is not used here.
  *
  * The own engine:
  *
  *   in  [batch][c][h][w]   out [batch][filters][out_h][out_w]
- *   weights [filters][c/groups][size][size]
+ *   weights [filters][c/groups][size_h][size_w] (Conv.win)
  *
  * The batch goes in chunks of images whose column matrices fit CONV_GPU_CHUNK_FLOATS (at least
  * one image), the images of a chunk side by side (cuda/kernels/im2col.h), from the net's
  * workspace:
  *
- *   cols [c * size * size][images * out_hw]     the chunk's columns, group g's rows a block
+ *   cols [c * size_h * size_w][images * out_hw]     the chunk's columns, group g's rows a block
  *   rows [filters][images * out_hw]             the product, or delta gathered the same way
  *
  * forward:  cols = im2col(x); rows_g = W_g cols_g for each group; out = rows back to NCHW
@@ -48,7 +48,7 @@
 static size_t image_floats(const Layer *l, const Conv *cv)
 {
     const size_t out_hw = (size_t)l->out_shape.h * l->out_shape.w;
-    return ((size_t)l->in_shape.c * cv->size * cv->size + (size_t)cv->filters) * out_hw;
+    return ((size_t)l->in_shape.c * window2d_taps(cv->win) + (size_t)cv->filters) * out_hw;
 }
 
 /* Images per chunk for a pass of batch images: as many as fit CONV_GPU_CHUNK_FLOATS, at least 1. */
@@ -142,11 +142,14 @@ static CudaConvShape chunk_shape(const Layer *l, const Conv *cv, int images)
         .channels = l->in_shape.c,
         .h = l->in_shape.h,
         .w = l->in_shape.w,
-        .size = cv->size,
-        .stride = cv->stride,
-        .padding = cv->padding,
         .out_h = l->out_shape.h,
         .out_w = l->out_shape.w,
+        .size_h = cv->win.size_h,
+        .size_w = cv->win.size_w,
+        .stride_h = cv->win.stride_h,
+        .stride_w = cv->win.stride_w,
+        .pad_h = cv->win.pad_h,
+        .pad_w = cv->win.pad_w,
     };
 }
 
@@ -162,7 +165,7 @@ static ConvChunk chunk_of(const Layer *l, const Conv *cv, const StepContext *ctx
 {
     ConvChunk k = {.shape = chunk_shape(l, cv, images), .groups = cv->groups};
     k.fg = cv->filters / cv->groups;
-    k.kdim = l->in_shape.c / cv->groups * cv->size * cv->size;
+    k.kdim = l->in_shape.c / cv->groups * window2d_taps(cv->win);
     k.columns = images * l->out_shape.h * l->out_shape.w;
     k.w_stride = (size_t)k.fg * k.kdim;
     k.cols_stride = (size_t)k.kdim * k.columns;

@@ -9,7 +9,8 @@
 #            [--warmup N] [--quick]
 #   nets: resnet18_cifar resnet18 fashion cifar_small char_lstm gpt_tiny resnet50
 #         resnet18_cifar_inference resnet18_inference resnet50_inference resnet18_cifar_bf16
-#         resnet50_bf16 densenet121 densenet121_inference (default: all; _bf16: cdl
+#         resnet50_bf16 densenet121 densenet121_inference inception_v3 inception_v3_inference
+#         (default: all; _bf16: cdl
 #         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
 #         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
 #         measurement); --steps: every net's (default: per net)
@@ -23,6 +24,7 @@ quick=0
 all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50
 all_nets+=,resnet18_cifar_inference,resnet18_inference,resnet50_inference
 all_nets+=,resnet18_cifar_bf16,resnet50_bf16,densenet121,densenet121_inference
+all_nets+=,inception_v3,inception_v3_inference
 nets=$all_nets
 thread_list=1,2
 repeats=3
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2 && shift 2 ;;
     --warmup) warmup=$2 && shift 2 ;;
     --quick) steps=2 warmup=1 repeats=1 quick=1 && shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-cpu: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -59,6 +61,8 @@ net_spec() {
     resnet50_inference) echo "cfg/resnet50.cfg 16 inference 10" ;;
     densenet121) echo "cfg/densenet121.cfg 8 train 5" ;;
     densenet121_inference) echo "cfg/densenet121.cfg 16 inference 10" ;;
+    inception_v3) echo "cfg/inception_v3.cfg 8 train 5" ;;
+    inception_v3_inference) echo "cfg/inception_v3.cfg 16 inference 10" ;;
     *) return 1 ;;
     esac
 }

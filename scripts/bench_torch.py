@@ -100,6 +100,12 @@ class Resample(nn.Module):
 ALIASES = {"conv": "convolutional", "max": "maxpool", "avg": "avgpool", "conn": "connected"}
 
 
+def per_axis(value):
+    """A convolution key's (height, width): "3" gives (3, 3), "1,7" gives (1, 7)."""
+    v = [int(x) for x in str(value).split(",")]
+    return (v[0], v[-1])
+
+
 class CfgNet(nn.Module):
     """The layers of a cdl cfg as a graph: layer i reads layer i-1, or, for [route] and
     [shortcut], the layers its keys name (negative indices are relative). Initialised as
@@ -128,13 +134,17 @@ class CfgNet(nn.Module):
             name = ALIASES.get(name, name)
             reads, kind = [i - 1], name
             if name == "convolutional":
-                filters, size = int(s["filters"]), int(s.get("size", 1))
-                stride, groups = int(s.get("stride", 1)), int(s.get("groups", 1))
-                padding = size // 2 if int(s.get("pad", 0)) else int(s.get("padding", 0))
+                filters, size = int(s["filters"]), per_axis(s.get("size", 1))
+                stride, groups = per_axis(s.get("stride", 1)), int(s.get("groups", 1))
+                if int(s.get("pad", 0)):
+                    padding = (size[0] // 2, size[1] // 2)
+                else:
+                    padding = per_axis(s.get("padding", 0))
                 bn = int(s.get("batch_normalize", 0))
                 bias = not bn and int(s.get("bias", 1))
                 conv = nn.Conv2d(c, filters, size, stride, padding, groups=groups, bias=bias)
-                nn.init.normal_(conv.weight, 0.0, (2.0 / (c // groups * size * size)) ** 0.5)
+                fan_in = c // groups * size[0] * size[1]
+                nn.init.normal_(conv.weight, 0.0, (2.0 / fan_in) ** 0.5)
                 if bias:
                     nn.init.zeros_(conv.bias)
                 self.decayed.append(conv.weight)
@@ -144,8 +154,8 @@ class CfgNet(nn.Module):
                 parts.append(activation(s.get("activation", "logistic")))
                 module = nn.Sequential(*parts)
                 c = filters
-                h = (h + 2 * padding - size) // stride + 1
-                w = (w + 2 * padding - size) // stride + 1
+                h = (h + 2 * padding[0] - size[0]) // stride[0] + 1
+                w = (w + 2 * padding[1] - size[1]) // stride[1] + 1
             elif name == "maxpool":
                 stride = int(s.get("stride", 1))
                 size = int(s.get("size", stride))

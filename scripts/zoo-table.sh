@@ -25,6 +25,7 @@ purpose() {
     vit_b_16) echo "torchvision vit_b_16: 16x16 patches, class token, 12 encoder blocks" ;;
     regnet_y_400mf) echo "torchvision regnet_y_400mf: grouped bottlenecks, squeeze-excitation" ;;
     densenet121) echo "torchvision densenet121: dense blocks of [route] concatenations, pre-activation batch norms, bias-free convolutions" ;;
+    inception_v3) echo "torchvision inception_v3: factorised 1x7/7x1 and 1x3/3x1 convolutions, [route] branches, the auxiliary classifier's tensors" ;;
     convnext_tiny) echo "torchvision convnext_tiny: 7x7 depthwise, LayerNorm2d, layer scale, stochastic depth" ;;
     resnet18 | resnet34 | resnet50) echo "torchvision $1 (ImageNet)" ;;
     resnet18_cifar | resnet34_cifar) echo "torchvision ${1%_cifar} with the CIFAR 3x3 stem" ;;

@@ -5,7 +5,7 @@ Usage (Debian's python3, which has torch and torchvision):
 
 CFG is one of cfg/resnet18.cfg, resnet34, resnet50, resnet18_cifar, resnet34_cifar, vgg16,
 mobilenetv2, mobilenet_v3_small, mobilenet_v3_large, efficientnet_b0, shufflenet_v2_x1_0,
-regnet_y_400mf, densenet121 (picked by file name). The script
+regnet_y_400mf, densenet121, inception_v3 (picked by file name). The script
 1. copies the cfg with a [net] of its input size alone (no recipe, no preprocessing),
    writes the parameters initialised from --seed with `CDL export npy` and loads them, in
    layer order, into the matching torchvision model (convolutions with the batch norm that
@@ -59,6 +59,9 @@ MODELS = {
     "shufflenet_v2_x1_0": lambda: torchvision.models.shufflenet_v2_x1_0(),
     "regnet_y_400mf": lambda: torchvision.models.regnet_y_400mf(),
     "densenet121": lambda: torchvision.models.densenet121(),
+    # the default model: aux_logits=True (its AuxLogits modules, between Mixed_6e and Mixed_7a,
+    # take the cfg's auxiliary layers in order; eval mode does not run them), transform_input=False
+    "inception_v3": lambda: torchvision.models.inception_v3(init_weights=False),
 }
 
 

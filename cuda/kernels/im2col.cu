@@ -2,7 +2,7 @@
 // of images between NCHW and rows of images side by side, elementwise and grid-strided. col2im
 // gathers: each input pixel sums the entries of the taps that read it, in a fixed order, so no
 // two threads write one value (deterministic, no atomics).
-//   x, dx: (images, channels, h, w)   cols: (channels * size * size, images * out_h * out_w)
+//   x, dx: (images, channels, h, w)   cols: (channels * size_h * size_w, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
 #include "im2col.h"
 
@@ -10,15 +10,15 @@
 
 __global__ void im2col_kernel(float *cols, const float *x, CudaConvShape s, size_t n)
 {
-    const int kk = s.size * s.size, out_hw = s.out_h * s.out_w;
+    const int kk = s.size_h * s.size_w, out_hw = s.out_h * s.out_w;
     const size_t columns = (size_t)s.images * out_hw;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t row = i / columns, column = i % columns;
         const int c = (int)(row / kk), tap = (int)(row % kk);
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
-        const int iy = p / s.out_w * s.stride - s.padding + tap / s.size;
-        const int ix = p % s.out_w * s.stride - s.padding + tap % s.size;
+        const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
+        const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
         cols[i] = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
                       ? x[(((size_t)b * s.channels + c) * s.h + iy) * s.w + ix]
                       : 0.0f;
@@ -34,18 +34,18 @@ __global__ void col2im_kernel(float *dx, float beta, const float *cols, CudaConv
         const int ix = (int)(i % s.w), iy = (int)(i / s.w % s.h);
         const size_t plane = i / ((size_t)s.w * s.h);
         const int c = (int)(plane % s.channels), b = (int)(plane / s.channels);
-        const float *col = cols + (size_t)c * s.size * s.size * columns + (size_t)b * out_hw;
+        const float *col = cols + (size_t)c * s.size_h * s.size_w * columns + (size_t)b * out_hw;
         float sum = 0.0f;
-        for (int ki = 0; ki < s.size; ki++) {
-            const int ty = iy + s.padding - ki;
-            if (ty < 0 || ty % s.stride || ty / s.stride >= s.out_h)
+        for (int ki = 0; ki < s.size_h; ki++) {
+            const int ty = iy + s.pad_h - ki;
+            if (ty < 0 || ty % s.stride_h || ty / s.stride_h >= s.out_h)
                 continue;
-            for (int kj = 0; kj < s.size; kj++) {
-                const int tx = ix + s.padding - kj;
-                if (tx < 0 || tx % s.stride || tx / s.stride >= s.out_w)
+            for (int kj = 0; kj < s.size_w; kj++) {
+                const int tx = ix + s.pad_w - kj;
+                if (tx < 0 || tx % s.stride_w || tx / s.stride_w >= s.out_w)
                     continue;
-                sum += col[(size_t)(ki * s.size + kj) * columns + ty / s.stride * s.out_w +
-                           tx / s.stride];
+                sum += col[(size_t)(ki * s.size_w + kj) * columns + ty / s.stride_h * s.out_w +
+                           tx / s.stride_w];
             }
         }
         dx[i] = beta != 0.0f ? beta * dx[i] + sum : sum;
@@ -76,7 +76,7 @@ static int grid_for(size_t n)
 extern "C" cudaError_t cuda_im2col(float *cols, const float *x, CudaConvShape s,
                                    cudaStream_t stream)
 {
-    const size_t n = (size_t)s.channels * s.size * s.size * s.images * s.out_h * s.out_w;
+    const size_t n = (size_t)s.channels * s.size_h * s.size_w * s.images * s.out_h * s.out_w;
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(im2col_kernel, grid_for(n), 256, 0, stream, cols, x, s, n);

@@ -1,11 +1,12 @@
 /* A convolution's column matrices on the device (im2col.cu): C entry points, float32. The images of
  * a chunk sit side by side in every row, so that one gemm per group takes them all:
  *
- *   x, dx [images][channels][h][w]   cols [channels * size * size][images * out_h * out_w]
+ *   x, dx [images][channels][h][w]   cols [channels * size_h * size_w][images * out_h * out_w]
  *   rows [channels][images * spatial]   nchw [images][channels][spatial]
  *
  * Row r = (channel, ki, kj) of cols, column (image, oy, ox): group g's rows are the block
- * [g * kdim, (g + 1) * kdim) with kdim = channels / groups * size * size, as its channels are. */
+ * [g * kdim, (g + 1) * kdim) with kdim = channels / groups * size_h * size_w, as its channels are.
+ */
 #ifndef CDL_CUDA_IM2COL_H
 #define CDL_CUDA_IM2COL_H
 
@@ -15,12 +16,14 @@
 extern "C" {
 #endif
 
-/* The shape of the convolution the column matrices are made for. */
+/* The shape of the convolution the column matrices are made for: a kernel of size_h x size_w, its
+ * stride and padding per axis. */
 typedef struct CudaConvShape {
-    int images, channels, h, w, size, stride, padding, out_h, out_w;
+    int images, channels, h, w, out_h, out_w;
+    int size_h, size_w, stride_h, stride_w, pad_h, pad_w;
 } CudaConvShape;
 
-/* cols = im2col of x: the tap of input pixel (oy * stride - padding + ki, ox * stride - padding +
+/* cols = im2col of x: the tap of input pixel (oy * stride_h - pad_h + ki, ox * stride_w - pad_w +
  * kj) of channel and image, 0 where it falls outside the image. */
 cudaError_t cuda_im2col(float *cols, const float *x, CudaConvShape s, cudaStream_t stream);
 /* dx = beta * dx + col2im of cols: each input pixel the sum of the column entries of the taps

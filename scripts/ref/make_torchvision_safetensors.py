@@ -122,6 +122,7 @@ PHOTO_RECIPES = {
     "regnet_y_400mf": ("regnet_y_400mf", "RegNet_Y_400MF_Weights.IMAGENET1K_V2", 0.5),
     "convnext_tiny": ("convnext_tiny", "ConvNeXt_Tiny_Weights.IMAGENET1K_V1", 0.0),
     "densenet121": ("densenet121", "DenseNet121_Weights.IMAGENET1K_V1", 0.5),
+    "inception_v3": ("inception_v3", "Inception_V3_Weights.IMAGENET1K_V1", 0.5),
 }
 
 

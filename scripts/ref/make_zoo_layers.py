@@ -6,7 +6,8 @@ keys, which torch's generator cannot reproduce: test_zoo_layers checks its masks
 DenseNet's dense layer ([batchnorm] activation=: batch norm and an activation on a tensor no
 convolution wrote) and transition (bias-free convolutions, bias=0; a 2x2 average pool as [upsample]
 stride=-2 scale=0.25), Inception v3's poolings ([avgpool] size= stride= padding=, [maxpool] without
-padding), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
+padding) and factorised convolutions (kernels of 1x7, 7x1, 1x3, 3x1 with a stride and padding per
+axis), and a vision transformer's embedding ([tokens]: patches to tokens, class token,
 position embedding) and encoder block ([attention] on those tokens in an image net, [select_token]
 for the head).
 
@@ -84,6 +85,16 @@ identical bytes. The .ref format is ref_format.py's.
                                                           (count_include_pad=True)
     2 [avgpool] size=3 stride=2 padding=1                  F.avg_pool2d(., 3, 2, 1): 4x5x4
     3 [maxpool] size=3 stride=2 padding=0                  F.max_pool2d(., 3, 2): 4x2x1
+
+  inception_convs (Inception v3's factorised convolutions, kernels of h x w with a stride and
+  padding per axis, on a 2x3x9x8 image; weights and biases N(0, 0.5^2)):
+    0 [convolutional] 4 filters size=1,7 padding=0,3,     torch.tanh(conv(x, padding=(0, 3))):
+      tanh                                                4x9x8
+    1 [convolutional] 5 filters size=7,1 pad=1, tanh      torch.tanh(conv(., padding=(3, 0)))
+    2 [convolutional] 4 filters size=1,3 stride=1,2       torch.tanh(conv(., stride=(1, 2),
+      padding=0,1, tanh                                   padding=(0, 1))): 4x9x4
+    3 [convolutional] 3 filters size=3,1 stride=2,1       conv(., stride=(2, 1), padding=(1, 0)):
+      padding=1,0, linear                                 3x5x4
 
   vit_embed (a 2x3x8x8 image; every tensor N(0, 0.5^2), layer norm scales N(1, 0.5^2), the class
   token too (torchvision starts it at 0, which would hide its place)):
@@ -366,6 +377,40 @@ padding=0
 """
 
 
+INCEPTION_CONVS_CFG = """# scripts/ref/make_zoo_layers.py: Inception v3's non-square convolutions
+""" + net_section(3, 9, 8) + """
+# 0: 4x9x8
+[convolutional]
+filters=4
+size=1,7
+padding=0,3
+activation=tanh
+
+# 1: 5x9x8, pad=1: padding 3,0
+[convolutional]
+filters=5
+size=7,1
+pad=1
+activation=tanh
+
+# 2: 4x9x4
+[convolutional]
+filters=4
+size=1,3
+stride=1,2
+padding=0,1
+activation=tanh
+
+# 3: 3x5x4
+[convolutional]
+filters=3
+size=3,1
+stride=2,1
+padding=1,0
+activation=linear
+"""
+
+
 VIT_EMBED_CFG = """# scripts/ref/make_zoo_layers.py: a vision transformer's embedding
 """ + net_section(3, 8, 8) + """
 # 0: 6x2x2, one 4x4 patch per position
@@ -597,6 +642,24 @@ def inception_pools():
     return INCEPTION_POOLS_CFG, x, p, forward, {}
 
 
+def inception_convs():
+    p = {}
+    for i, (filters, channels, h, w) in enumerate(((4, 3, 1, 7), (5, 4, 7, 1), (4, 5, 1, 3),
+                                                     (3, 4, 3, 1))):
+        p[f"layer{i}.weights"] = f32(0.5 * torch.randn(filters, channels, h, w, dtype=DT))
+        p[f"layer{i}.biases"] = f32(0.5 * torch.randn(filters, dtype=DT))
+    x = f32(torch.randn(BATCH, 3, 9, 8, dtype=DT))
+
+    def forward(x, p):
+        y = torch.tanh(F.conv2d(x, p["layer0.weights"], p["layer0.biases"], padding=(0, 3)))
+        y = torch.tanh(F.conv2d(y, p["layer1.weights"], p["layer1.biases"], padding=(3, 0)))
+        y = torch.tanh(F.conv2d(y, p["layer2.weights"], p["layer2.biases"], stride=(1, 2),
+                                padding=(0, 1)))
+        return F.conv2d(y, p["layer3.weights"], p["layer3.biases"], stride=(2, 1), padding=(1, 0))
+
+    return INCEPTION_CONVS_CFG, x, p, forward, {}
+
+
 def vit_embed():
     p = conv_params("layer0", 6, 3, 4, 0.5)
     p["layer1.class_token"] = f32(0.5 * torch.randn(6, dtype=DT))
@@ -675,6 +738,7 @@ FIXTURES = [
     ("dense_layer", dense_layer),
     ("dense_transition", dense_transition),
     ("inception_pools", inception_pools),
+    ("inception_convs", inception_convs),
     ("vit_embed", vit_embed),
     ("vit_block", vit_block),
 ]

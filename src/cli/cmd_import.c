@@ -23,7 +23,7 @@ int cmd_import(int argc, char **argv)
             "import", "MODEL.onnx -o NET.cfg [--out NET.cdl]",
             "Maps an ONNX inference graph onto cdl layers: writes the cfg and, with --out, a\n"
             "checkpoint holding its parameters (`cdl predict NET.cdl IMAGE`). Operators:\n"
-            "  Conv (group; square kernel, equal strides, symmetric pads, no dilation),\n"
+            "  Conv (group; kernel, strides and pads per axis, symmetric pads, no dilation),\n"
             "  BatchNormalization (folded into the Conv or Gemm before it where it can be),\n"
             "  Relu, LeakyRelu (alpha 0.1), Sigmoid, Tanh, Elu (alpha 1), Clip (0..6: relu6),\n"
             "  HardSigmoid (alpha 1/6), HardSwish after a Conv, Gemm, Add or BatchNormalization,\n"

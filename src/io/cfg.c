@@ -558,6 +558,20 @@ int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *ou
                     "a comma-separated list of numbers", e);
 }
 
+int cfg_get_int_pair(const Cfg *cfg, CfgSection *s, const char *key, int def, int out[2], Error *e)
+{
+    int n;
+    const int st = get_list(cfg, s, key, out, sizeof *out, parse_int_item, 2, &n,
+                            "an integer in " CFG_INT_RANGE ", or two as height,width", e);
+    if (st)
+        return st;
+    if (n == 0)
+        out[0] = def;
+    if (n < 2)
+        out[1] = out[0];
+    return CDL_OK;
+}
+
 void cfg_warn(Cfg *cfg, const char *fmt, ...)
 {
     va_list ap;

@@ -82,6 +82,9 @@ int cfg_get_int_list(const Cfg *cfg, CfgSection *s, const char *key, int *out, i
                      Error *e);
 int cfg_get_float_list(const Cfg *cfg, CfgSection *s, const char *key, float *out, int max, int *n,
                        Error *e);
+/* A value per image axis: "v" gives out[0] = out[1] = v, "h,w" gives out[0] = h (height),
+ * out[1] = w (width); absent, both def. */
+int cfg_get_int_pair(const Cfg *cfg, CfgSection *s, const char *key, int def, int out[2], Error *e);
 /* Validation, for the checks a getter does not make. Each returns CDL_OK or CDL_EUSAGE with
  * "FILE:LINE: bad value 'V' for key 'K' in [S]: WHY" at key's line, V its text as written.
  * cfg_bad_value always fails (an absent key: the section's line and V ''). */

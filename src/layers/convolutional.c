@@ -3,8 +3,11 @@
  * layers/convolutional.h, its CPU kernels backend/cpu/conv.c (one file per engine beside it).
  *
  *   in  [batch][c][h][w]
- *   out [batch][filters][out_h][out_w], out_h = (h + 2*padding - size)/stride + 1
- *   weights [filters][c/groups][size][size]; biases [filters] (none with bias=0)
+ *   out [batch][filters][out_h][out_w], out_h = (h + 2*pad_h - size_h)/stride_h + 1, out_w
+ *       likewise (layers/convolutional.h's Conv.win; size=, stride=, padding= take one value for
+ *       both axes or two, height,width: size=1,7 padding=0,3 is torch's kernel_size=(1, 7),
+ *       padding=(0, 3))
+ *   weights [filters][c/groups][size_h][size_w]; biases [filters] (none with bias=0)
  *   with batch_normalize: scales, biases (the BN shift; no conv bias), rolling_mean,
  *   rolling_variance [filters]
  *
@@ -13,31 +16,36 @@
  * The [net] keys engine=, winograd= and winograd_min_tiles= choose the CPU's kernels
  * (backend/cpu/cpu_options.h), not the numbers' meaning. */
 #include <math.h>
+#include <stdio.h>
 
 #include "layers/convolutional.h"
 
-/* Output extent along one axis, < 1 when empty (a floor even when the window is larger than the
- * padded input), as the kernels' conv_out_size (backend/cpu/im2col.h) computes it. */
-static int out_extent(int in, int size, int stride, int padding)
+/* "size=S, stride=T, padding=P" as the cfg would write win: one value per key for a square
+ * window, height,width otherwise. */
+static void window_text(Window2d win, char *text, size_t bytes)
 {
-    const int span = in + 2 * padding - size;
-    return span < 0 ? 0 : span / stride + 1;
+    if (window2d_is_square(win))
+        snprintf(text, bytes, "size=%d, stride=%d, padding=%d", win.size_h, win.stride_h,
+                 win.pad_h);
+    else
+        snprintf(text, bytes, "size=%d,%d, stride=%d,%d, padding=%d,%d", win.size_h, win.size_w,
+                 win.stride_h, win.stride_w, win.pad_h, win.pad_w);
 }
 
 static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
-    int filters, size, stride, pad, padding, groups, bn, bias;
+    int filters, size[2], stride[2], pad, padding[2], groups, bn, bias;
     int rc = cfg_get_int(cfg, s, "filters", 1, &filters, e);
     if (!rc)
-        rc = cfg_get_int(cfg, s, "size", 1, &size, e);
+        rc = cfg_get_int_pair(cfg, s, "size", 1, size, e);
     if (!rc)
-        rc = cfg_get_int(cfg, s, "stride", 1, &stride, e);
+        rc = cfg_get_int_pair(cfg, s, "stride", 1, stride, e);
     if (!rc)
         rc = cfg_get_int(cfg, s, "pad", 0, &pad, e);
     if (!rc)
-        rc = cfg_get_int(cfg, s, "padding", 0, &padding, e);
-    if (!rc && pad) /* as darknet: pad=1 means size/2 whatever padding= says */
-        padding = size / 2;
+        rc = cfg_get_int_pair(cfg, s, "padding", 0, padding, e);
+    for (int axis = 0; !rc && pad && axis < 2; axis++) /* as darknet: pad=1 means size/2 */
+        padding[axis] = size[axis] / 2;
     if (!rc)
         rc = cfg_get_int(cfg, s, "groups", 1, &groups, e);
     if (!rc)
@@ -53,12 +61,14 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     const Shape in = l->in_shape;
     if (filters < 1)
         return layer_bad_key(l, cfg, s, "filters", filters, "expected at least 1", e);
-    if (size < 1)
-        return layer_bad_key(l, cfg, s, "size", size, "expected at least 1", e);
-    if (stride < 1)
-        return layer_bad_key(l, cfg, s, "stride", stride, "expected at least 1", e);
-    if (padding < 0)
-        return layer_bad_key(l, cfg, s, "padding", padding, "expected 0 or more", e);
+    for (int axis = 0; axis < 2; axis++) {
+        if (size[axis] < 1)
+            return layer_bad_key(l, cfg, s, "size", size[axis], "expected at least 1", e);
+        if (stride[axis] < 1)
+            return layer_bad_key(l, cfg, s, "stride", stride[axis], "expected at least 1", e);
+        if (padding[axis] < 0)
+            return layer_bad_key(l, cfg, s, "padding", padding[axis], "expected 0 or more", e);
+    }
     if (bias != 0 && bias != 1)
         return layer_bad_key(l, cfg, s, "bias", bias, "expected 0 or 1", e);
     if (groups < 1 || in.c % groups || filters % groups)
@@ -67,14 +77,17 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
                          "(%d) and filters (%d)",
                          cfg_where(cfg, s, cfg_find(s, "groups")).text, l->index, s->name, groups,
                          in.c, filters);
-    const int out_h = out_extent(in.h, size, stride, padding);
-    const int out_w = out_extent(in.w, size, stride, padding);
-    if (out_h < 1 || out_w < 1)
+    const Window2d win = {size[0], size[1], stride[0], stride[1], padding[0], padding[1]};
+    const int out_h = window_out_extent(in.h, win.size_h, win.stride_h, win.pad_h);
+    const int out_w = window_out_extent(in.w, win.size_w, win.stride_w, win.pad_w);
+    if (out_h < 1 || out_w < 1) {
+        char text[96];
+        window_text(win, text, sizeof text);
         return error_set(e, CDL_EUSAGE,
-                         "%s:%d: layer %d: [%s] output would be empty: input %dx%d, size=%d, "
-                         "stride=%d, padding=%d",
-                         path, s->line, l->index, s->name, in.h, in.w, size, stride, padding);
-    const double kdim_values = (double)(in.c / groups) * size * size;
+                         "%s:%d: layer %d: [%s] output would be empty: input %dx%d, %s", path,
+                         s->line, l->index, s->name, in.h, in.w, text);
+    }
+    const double kdim_values = (double)(in.c / groups) * win.size_h * win.size_w;
     if (kdim_values * filters > (double)NET_MAX_FLOATS ||
         kdim_values * out_h * out_w > (double)NET_MAX_FLOATS)
         return error_set(e, CDL_EUSAGE,
@@ -85,16 +98,15 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
 
     Conv *cv = l->priv;
     cv->filters = filters;
-    cv->size = size;
-    cv->stride = stride;
-    cv->padding = padding;
+    cv->win = win;
     cv->groups = groups;
     cv->train_batch = net->hyper.batch / net->hyper.subdivisions;
 
     l->out_shape = (Shape){filters, out_h, out_w};
     const size_t out_hw = (size_t)out_h * out_w;
-    const size_t kdim = (size_t)(in.c / groups) * size * size;
-    layer_add_param(l, "weights", 1, 1, 4, (int64_t[]){filters, in.c / groups, size, size});
+    const size_t kdim = (size_t)(in.c / groups) * window2d_taps(win);
+    layer_add_param(l, "weights", 1, 1, 4,
+                    (int64_t[]){filters, in.c / groups, win.size_h, win.size_w});
     bias_norm_declare(&cv->stage, l, bn != 0, bias, filters, (int)out_hw);
     l->flops = 2.0 * (double)out_hw * filters * (double)kdim;
     return CDL_OK;
@@ -104,7 +116,7 @@ static void conv_init(Layer *l, Rng *rng)
 {
     const Conv *cv = l->priv;
     Param *w = &l->params[CONV_WEIGHTS];
-    const int fan_in = (l->in_shape.c / cv->groups) * cv->size * cv->size;
+    const int fan_in = (l->in_shape.c / cv->groups) * window2d_taps(cv->win);
     const float std = sqrtf(2.0f / (float)fan_in);
     for (size_t i = 0; i < w->count; i++)
         w->data[i] = std * rng_normal(rng);
@@ -129,8 +141,9 @@ static int conv_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
     onnx_param(g, l, CONV_WEIGHTS, w);
     const char *out = onnx_output(g, l, 0);
     onnx_activation_input(pre, l->activation, out);
-    const int64_t kernel[] = {cv->size, cv->size}, strides[] = {cv->stride, cv->stride};
-    const int64_t pads[] = {cv->padding, cv->padding, cv->padding, cv->padding};
+    const Window2d win = cv->win;
+    const int64_t kernel[] = {win.size_h, win.size_w}, strides[] = {win.stride_h, win.stride_w};
+    const int64_t pads[] = {win.pad_h, win.pad_w, win.pad_h, win.pad_w}; /* begins, then ends */
     const OnnxAttr attrs[] = {
         onnx_attr_ints("kernel_shape", kernel, 2),
         onnx_attr_ints("strides", strides, 2),

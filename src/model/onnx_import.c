@@ -247,6 +247,16 @@ static void write_floats(Text *t, const char *key, const float *v, int n)
     text_printf(t, "\n");
 }
 
+/* A convolution's size=, stride=, padding=: one value each when square, else height,width. */
+static void write_window(Text *t, Window2d w)
+{
+    if (window2d_is_square(w))
+        text_printf(t, "size=%d\nstride=%d\npadding=%d\n", w.size_h, w.stride_h, w.pad_h);
+    else
+        text_printf(t, "size=%d,%d\nstride=%d,%d\npadding=%d,%d\n", w.size_h, w.size_w, w.stride_h,
+                    w.stride_w, w.pad_h, w.pad_w);
+}
+
 static void write_layer(Text *t, const ImportLayer *l, int index)
 {
     char name[COMMENT_NAME_BYTES], op[COMMENT_NAME_BYTES];
@@ -254,8 +264,8 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
                 utf8_escape_line(l->node->op_type, op, sizeof op), kind_section[l->kind]);
     switch (l->kind) {
     case K_CONV:
-        text_printf(t, "filters=%d\nsize=%d\nstride=%d\npadding=%d\n", l->filters, l->size,
-                    l->stride, l->padding);
+        text_printf(t, "filters=%d\n", l->filters);
+        write_window(t, l->win);
         if (l->groups != 1)
             text_printf(t, "groups=%d\n", l->groups);
         if (l->no_bias)

@@ -57,7 +57,8 @@ int import_channel_matmul(Importer *im, const OnnxNode *n, const ImportValue *x,
         return st ? st : CDL_ERUNTIME;
     const int64_t cin = w->dims[0], cout = w->dims[1];
     l->filters = (int)cout;
-    l->size = l->stride = l->groups = 1;
+    l->win = window2d_square(1, 1, 0);
+    l->groups = 1;
     l->out = (Shape){(int)cout, in.h, in.w};
     l->open_bias = 1;
     float *wd = import_add_owned_param(im, l, "weights", NULL, w->count);

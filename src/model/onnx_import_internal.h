@@ -9,6 +9,7 @@
 #ifndef CDL_ONNX_IMPORT_INTERNAL_H
 #define CDL_ONNX_IMPORT_INTERNAL_H
 
+#include "core/window2d.h"
 #include "model/onnx_import.h"
 
 /* A name from the file in a comment of the written cfg: escaped into one line (a newline in a
@@ -48,7 +49,8 @@ typedef struct ImportLayer {
     const OnnxNode *node; /* the node that made it (for messages) */
     Shape out;
     int flat; /* its value is [N][features] (a rank-2 ONNX tensor) */
-    int filters, size, stride, padding, batch_normalize, outputs;
+    int filters, size, stride, padding, batch_normalize, outputs; /* size..padding: pools' */
+    Window2d win;         /* [convolutional]'s kernel, stride and padding per axis */
     int groups, group_id; /* [convolutional] groups; [route] groups, group_id; [shuffle] */
     int pad[4];           /* [pad] top, left, bottom, right */
     float pad_value;      /* [pad] value */
@@ -124,9 +126,15 @@ int import_input_constant(Importer *im, const OnnxNode *n, int k, int optional,
 int import_check_attrs(Importer *im, const OnnxNode *n, const char *const *allowed);
 int64_t import_attr_int(const OnnxNode *n, const char *name, int64_t def);
 float import_attr_float(const OnnxNode *n, const char *name, float def);
-/* A Conv's or pooling's window: square kernel, equal strides, pads [4], dilations 1. */
-int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_dims, int *ksize,
-                        int *stride, int64_t pads[4]);
+/* A Conv's or pooling's window per axis: kernel_shape (kernel_dims, a Conv's weight shape, when
+ * absent), strides, pads [h_begin, w_begin, h_end, w_end] as given (win's pads the begins),
+ * dilations 1. */
+int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_dims, Window2d *win,
+                        int64_t pads[4]);
+/* A pooling's window: import_window_attrs, then a square kernel ksize, equal strides, rows padded
+ * as columns. */
+int import_square_window_attrs(Importer *im, const OnnxNode *n, int *ksize, int *stride,
+                               int64_t pads[4]);
 
 /* ---- layers ---- */
 

@@ -11,7 +11,8 @@ int import_conv(Importer *im, const OnnxNode *n)
                                           "pads",     "strides",   NULL};
     const ImportValue *x;
     const OnnxTensor *w, *b;
-    int layer, size, stride;
+    int layer;
+    Window2d win;
     int64_t pads[4];
     int st = import_check_attrs(im, n, allowed);
     st = st ? st : import_input_constant(im, n, 1, 0, &w);
@@ -21,7 +22,7 @@ int import_conv(Importer *im, const OnnxNode *n)
     if (w->n_dims != 4)
         return import_refuse(im, n, "weight '%s' has %d dims: cdl convolutions are 2-D", w->name,
                              w->n_dims);
-    st = import_window_attrs(im, n, w->dims + 2, &size, &stride, pads);
+    st = import_window_attrs(im, n, w->dims + 2, &win, pads);
     st = st ? st : import_read_input(im, n, 0, &x, &layer);
     if (st)
         return st;
@@ -35,10 +36,10 @@ int import_conv(Importer *im, const OnnxNode *n)
                              "attribute group=%lld with weight [%lld,%lld,...] does not fit %d "
                              "input channels",
                              (long long)groups, (long long)filters, (long long)w->dims[1], in.c);
-    if (w->dims[2] != size || w->dims[3] != size)
+    if (w->dims[2] != win.size_h || w->dims[3] != win.size_w)
         return import_refuse(im, n, "kernel_shape does not match the weight's %lldx%lld",
                              (long long)w->dims[2], (long long)w->dims[3]);
-    if (pads[0] != pads[2])
+    if (pads[0] != pads[2] || pads[1] != pads[3])
         return import_refuse(im, n,
                              "attribute pads=[%lld,%lld,%lld,%lld]: cdl convolutions pad both "
                              "sides alike",
@@ -47,17 +48,15 @@ int import_conv(Importer *im, const OnnxNode *n)
     if (b && (int64_t)b->count != filters)
         return import_refuse(im, n, "bias '%s' has %zu values for %lld filters", b->name, b->count,
                              (long long)filters);
-    const int out_h = (in.h + 2 * (int)pads[0] - size) / stride + 1;
-    const int out_w = (in.w + 2 * (int)pads[0] - size) / stride + 1;
-    if (in.h + 2 * pads[0] < size || in.w + 2 * pads[0] < size)
+    const int out_h = window_out_extent(in.h, win.size_h, win.stride_h, win.pad_h);
+    const int out_w = window_out_extent(in.w, win.size_w, win.stride_w, win.pad_w);
+    if (out_h < 1 || out_w < 1)
         return import_refuse(im, n, "the window is larger than its %dx%d input", in.h, in.w);
     ImportLayer *l = import_add_layer(im, K_CONV, n);
     if (!l)
         return CDL_ERUNTIME;
     l->filters = (int)filters;
-    l->size = size;
-    l->stride = stride;
-    l->padding = (int)pads[0];
+    l->win = win;
     l->groups = (int)groups;
     l->out = (Shape){(int)filters, out_h, out_w};
     import_add_param(l, "weights", w->floats, w->count);

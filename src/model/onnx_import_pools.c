@@ -28,7 +28,7 @@ int import_maxpool(Importer *im, const OnnxNode *n)
     int layer, size, stride;
     int64_t pads[4];
     int st = import_check_attrs(im, n, allowed);
-    st = st ? st : import_window_attrs(im, n, NULL, &size, &stride, pads);
+    st = st ? st : import_square_window_attrs(im, n, &size, &stride, pads);
     if (st)
         return st;
     if (n->n_outputs > 1)
@@ -162,7 +162,7 @@ int import_avgpool(Importer *im, const OnnxNode *n, int global)
     int layer, size = 0, stride = 1;
     int64_t pads[4] = {0};
     int st = import_check_attrs(im, n, global ? (const char *const[]){NULL} : allowed);
-    st = st ? st : global ? CDL_OK : import_window_attrs(im, n, NULL, &size, &stride, pads);
+    st = st ? st : global ? CDL_OK : import_square_window_attrs(im, n, &size, &stride, pads);
     st = st ? st : import_input_layer(im, n, 0, &x);
     if (st)
         return st;

@@ -172,10 +172,11 @@ static int check_auto_pad(Importer *im, const OnnxNode *n)
     return CDL_OK;
 }
 
-/* The window of a Conv or pooling node: square kernel ksize (kernel_dims when the node has no
- * kernel_shape, a Conv's weight shape), equal strides, pads (before, after), dilations 1. */
-int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_dims, int *ksize,
-                        int *stride, int64_t pads[4])
+/* The window of a Conv or pooling node per axis: kernel_shape (kernel_dims when the node has none,
+ * a Conv's weight shape), strides, pads [h_begin, w_begin, h_end, w_end] as given (win's pads are
+ * the begins), dilations 1. */
+int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_dims, Window2d *win,
+                        int64_t pads[4])
 {
     int64_t kernel[2], strides[2], dil[2];
     char buf[128];
@@ -191,25 +192,54 @@ int import_window_attrs(Importer *im, const OnnxNode *n, const int64_t *kernel_d
             return import_refuse(im, n, "attribute kernel_shape is missing");
         kernel[0] = kernel_dims[0], kernel[1] = kernel_dims[1];
     }
-    if (kernel[0] != kernel[1] || kernel[0] < 1)
-        return import_refuse(im, n, "attribute kernel_shape=%s: cdl windows are square",
+    if (kernel[0] < 1 || kernel[1] < 1)
+        return import_refuse(im, n, "attribute kernel_shape=%s: expected sizes of at least 1",
                              import_ints_text(kernel, 2, buf, sizeof buf));
-    if (strides[0] != strides[1] || strides[0] < 1)
-        return import_refuse(im, n,
-                             "attribute strides=%s: cdl strides are equal in both directions",
+    if (strides[0] < 1 || strides[1] < 1)
+        return import_refuse(im, n, "attribute strides=%s: expected strides of at least 1",
                              import_ints_text(strides, 2, buf, sizeof buf));
     if (dil[0] != 1 || dil[1] != 1)
         return import_refuse(im, n, "attribute dilations=%s: cdl has no dilated windows",
                              import_ints_text(dil, 2, buf, sizeof buf));
-    if (pads[0] != pads[1] || pads[2] != pads[3] || pads[0] < 0 || pads[2] < 0)
-        return import_refuse(im, n, "attribute pads=%s: cdl pads rows and columns alike",
-                             import_ints_text(pads, 4, buf, sizeof buf));
-    if (kernel[0] > 4096 || strides[0] > 4096 || pads[0] > 4096 || pads[2] > 4096)
+    for (int k = 0; k < 4; k++)
+        if (pads[k] < 0)
+            return import_refuse(im, n, "attribute pads=%s: negative padding is not supported",
+                                 import_ints_text(pads, 4, buf, sizeof buf));
+    for (int axis = 0; axis < 2; axis++)
+        if (kernel[axis] > 4096 || strides[axis] > 4096 || pads[axis] > 4096 ||
+            pads[axis + 2] > 4096)
+            return import_refuse(im, n,
+                                 "window of %lld with stride %lld and pads %lld, %lld is too large",
+                                 (long long)kernel[axis], (long long)strides[axis],
+                                 (long long)pads[axis], (long long)pads[axis + 2]);
+    *win = (Window2d){(int)kernel[0],  (int)kernel[1], (int)strides[0],
+                      (int)strides[1], (int)pads[0],   (int)pads[1]};
+    return CDL_OK;
+}
+
+int import_square_window_attrs(Importer *im, const OnnxNode *n, int *ksize, int *stride,
+                               int64_t pads[4])
+{
+    Window2d win;
+    char buf[128];
+    const int st = import_window_attrs(im, n, NULL, &win, pads);
+    if (st)
+        return st;
+    if (win.size_h != win.size_w)
         return import_refuse(
-            im, n, "window of %lld with stride %lld and pads %lld, %lld is too large",
-            (long long)kernel[0], (long long)strides[0], (long long)pads[0], (long long)pads[2]);
-    *ksize = (int)kernel[0];
-    *stride = (int)strides[0];
+            im, n, "attribute kernel_shape=%s: cdl pooling windows are square",
+            import_ints_text((const int64_t[]){win.size_h, win.size_w}, 2, buf, sizeof buf));
+    if (win.stride_h != win.stride_w)
+        return import_refuse(
+            im, n,
+            "attribute strides=%s: cdl pooling strides are equal in both "
+            "directions",
+            import_ints_text((const int64_t[]){win.stride_h, win.stride_w}, 2, buf, sizeof buf));
+    if (pads[0] != pads[1] || pads[2] != pads[3])
+        return import_refuse(im, n, "attribute pads=%s: cdl pools pad rows and columns alike",
+                             import_ints_text(pads, 4, buf, sizeof buf));
+    *ksize = win.size_h;
+    *stride = win.stride_h;
     return CDL_OK;
 }
 

@@ -648,6 +648,34 @@ static int name_densenet(TorchNames *t, const Net *net, Error *e)
     return CDL_OK;
 }
 
+/* Inception v3: the layers with tensors take torchvision_inception_module's names in order. */
+static int name_inception(TorchNames *t, const Net *net, Error *e)
+{
+    int k = 0, fc;
+    char path[TORCH_NAME_MAX - 8], conv[TORCH_NAME_MAX], norm[TORCH_NAME_MAX];
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (!l->n_params)
+            continue;
+        if (!torchvision_inception_module(k++, path, sizeof path, &fc))
+            return unexpected(net, l, t->family, "a layer with tensors after the fc", e);
+        if (fc && !is_connected(l))
+            return unexpected(net, l, t->family, "not the [connected] layer of an fc", e);
+        if (!fc && (!is_conv(l) || !has_norm(l)))
+            return unexpected(net, l, t->family,
+                              "not a convolution with batch norm (a BasicConv2d)", e);
+        snprintf(conv, sizeof conv, fc ? "%s" : "%s.conv", path);
+        snprintf(norm, sizeof norm, fc ? "%s" : "%s.bn", path);
+        add_layer(t, l, conv, norm);
+    }
+    if (torchvision_inception_module(k, path, sizeof path, &fc))
+        return error_set(e, CDL_EUSAGE,
+                         "%s: the layers with tensors end before torchvision inception_v3's "
+                         "module %s",
+                         net->cfg.path, path);
+    return CDL_OK;
+}
+
 static int name_resnet(TorchNames *t, const Net *net, Error *e)
 {
     const Layer *stem = &net->layers[0];
@@ -744,6 +772,8 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
     const int se = grouped && unnormed, regnet = se && route_back,
               efficientnet = se && !regnet && net->layers[0].activation == CDL_ACT_SWISH;
     const int shufflenet = grouped && !se && concat;
+    /* Inception's blocks concatenate branches of plain convolutions */
+    const int inception = concat && !grouped && !densenet && !vit && !convnext;
     t->family = densenet       ? "densenet"
                 : vit          ? "vit"
                 : convnext     ? "convnext"
@@ -752,6 +782,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
                 : se           ? "mobilenet_v3"
                 : shufflenet   ? "shufflenet"
                 : grouped      ? "mobilenetv2"
+                : inception    ? "inception_v3"
                 : shortcut     ? "resnet"
                                : "vgg";
     int st = densenet     ? name_densenet(t, net, e)
@@ -761,6 +792,7 @@ int torchvision_names(const Net *net, TorchNames *t, Error *e)
              : se         ? name_se_blocks(t, net, efficientnet, e)
              : shufflenet ? name_shufflenet(t, net, e)
              : grouped    ? name_mobilenet(t, net, e)
+             : inception  ? name_inception(t, net, e)
              : shortcut   ? name_resnet(t, net, e)
                           : name_vgg(t, net, e);
     t->head_layer = t->n_tensors ? t->tensors[t->n_tensors - 1].layer : -1;

@@ -1,14 +1,15 @@
 /* torchvision's state-dict names for the tensors of a zoo cfg laid out as torchvision's model
  * (cfg/resnet18, resnet34, resnet50 and their _cifar variants, vgg16, mobilenetv2,
  * mobilenet_v3_small and _large, efficientnet_b0, shufflenet_v2_x1_0, regnet_y_400mf,
- * convnext_tiny, vit_b_16, densenet121).
+ * convnext_tiny, vit_b_16, densenet121, inception_v3).
  *
  * The family is read from the net's structure: a [batchnorm] layer makes it a DenseNet, a
  * [tokens] class token a ViT; grouped
  * convolutions make it MobileNetV2, or with other layers with tensors (layer norms, layer
  * scales) ConvNeXt, or with convolutions without batch norm (squeeze-excitation's) MobileNetV3,
  * EfficientNet when the stem's activation is swish, RegNet with a [route] back to a block's
- * input, or with [route]s concatenating channels ShuffleNetV2; a [shortcut] makes it a ResNet,
+ * input, or with [route]s concatenating channels ShuffleNetV2; such [route]s without grouped
+ * convolutions make it Inception v3; a [shortcut] makes it a ResNet,
  * convolutions and connected layers alone a VGG. Weighted layers map in order, as
  * scripts/zoo_vs_torchvision.py checks their computation:
  *   ResNet       the first convolution is conv1/bn1; each [shortcut] closes a block, whose
@@ -52,6 +53,11 @@
  *                bias-free conv2; a [batchnorm] before a convolution without batch norm is
  *                features.transitionB.norm and that convolution .conv, closing block B; the
  *                [batchnorm] before the [connected] features.norm5, the [connected] classifier.
+ *   Inception v3 the stem's Conv2d_1a_3x3 to Conv2d_4a_3x3, then blocks Mixed_5b to Mixed_7c and
+ *                AuxLogits (after Mixed_6e), each BasicConv2d in torch's order (InceptionA's
+ *                branch1x1, branch5x5_1, _2, branch3x3dbl_1 to _3, branch_pool; B's, C's, D's
+ *                and E's likewise: the cfg's branches in the order torch defines them) as
+ *                NAME.conv/NAME.bn; the auxiliary [connected] AuxLogits.fc, the last one fc.
  * A convolution's weights are P.weight; with batch norm its scales, biases, rolling_mean and
  * rolling_variance are B.weight, B.bias, B.running_mean, B.running_var (torch also keeps
  * B.num_batches_tracked, an I64 scalar); without, its biases are P.bias. A [layernorm]'s scales
@@ -90,5 +96,10 @@ typedef struct TorchNames {
  * even after a failure. */
 int torchvision_names(const Net *net, TorchNames *names, Error *e);
 void torchvision_names_free(TorchNames *names);
+
+/* Inception v3's module k (from 0) with tensors, in torch's order, into path
+ * ("Mixed_6b.branch7x7_2", "AuxLogits.fc"), *fc 1 for a Linear (else a BasicConv2d); 0 past the
+ * last. */
+int torchvision_inception_module(int k, char *path, size_t bytes, int *fc);
 
 #endif

@@ -5,7 +5,7 @@
 load helpers
 
 @test "bench-infer nets: the PyTorch peer of each has cdl info's parameter count" {
-    for net in resnet18 resnet50 mobilenetv2 densenet121; do
+    for net in resnet18 resnet50 mobilenetv2 densenet121 inception_v3; do
         cdl_params=$("$CDL" info "$REPO/cfg/$net.cfg" --json | jq .params)
         torch_params=$(cd "$REPO" && /usr/bin/python3 scripts/bench_torch.py \
             --cfg "cfg/$net.cfg" --params)

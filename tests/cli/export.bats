@@ -300,6 +300,25 @@ assert dims(g.output[0]) == [1, 5, 1, 1], dims(g.output[0])
     expect_same_as_predict pools.onnx pools.cfg --seed 3
 }
 
+@test "non-square convolutions export with kernel_shape, strides and pads per axis" {
+    # Inception v3's factorised convolutions (tests/ref/inception_convs.cfg) and a head
+    { cat "$REPO/tests/ref/inception_convs.cfg"; printf '\n[connected]\noutput=5\nactivation=linear\n\n[softmax]\n'; } > convs.cfg
+    "$CDL" export onnx convs.cfg --seed 3
+    run /usr/bin/python3 -c "
+import onnx
+g = onnx.load('convs.onnx').graph
+for n in g.node:
+    if n.op_type == 'Conv':
+        a = {x.name: list(x.ints) for x in n.attribute if x.ints}
+        print(a['kernel_shape'], a['strides'], a['pads'])"
+    echo "$output"
+    [ "${lines[0]}" = "[1, 7] [1, 1] [0, 3, 0, 3]" ]
+    [ "${lines[1]}" = "[7, 1] [1, 1] [3, 0, 3, 0]" ]
+    [ "${lines[2]}" = "[1, 3] [1, 2] [0, 1, 0, 1]" ]
+    [ "${lines[3]}" = "[3, 1] [2, 1] [1, 0, 1, 0]" ]
+    expect_same_as_predict convs.onnx convs.cfg --seed 3
+}
+
 @test "the ONNX of a cfg depends on --seed as cdl predict does" {
     write_layers_cfg
     "$CDL" export onnx layers.cfg --seed 2

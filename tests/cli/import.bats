@@ -141,6 +141,36 @@ imports_match_onnxruntime() {
     grep -A1 '^\[avgpool\]' densenet121.cfg | grep -q '^size=2$'
 }
 
+@test "non-square Conv windows import as size=h,w stride=h,w padding=h,w" {
+    { cat "$REPO/tests/ref/inception_convs.cfg"; printf '\n[connected]\noutput=5\nactivation=linear\n\n[softmax]\n'; } > convs.cfg
+    "$CDL" export onnx convs.cfg --seed 3 -o convs.onnx > /dev/null
+    "$CDL" import convs.onnx -o back.cfg --out back.cdl
+    [ "$(grep -A4 -m1 '^\[convolutional\]' back.cfg | tr '\n' ' ')" = \
+        "[convolutional] filters=4 size=1,7 stride=1,1 padding=0,3 " ]
+    grep -qx 'size=3,1' back.cfg
+    grep -qx 'stride=2,1' back.cfg
+    diff <(layer_rows convs.cfg) <(layer_rows back.cdl)
+    random_png image.png 8 3
+    "$CDL" predict convs.cfg --seed 3 image.png --top 100000 --json --no-crop > a.json 2> /dev/null
+    "$CDL" predict back.cdl image.png --top 100000 --json --no-crop > b.json 2> /dev/null
+    run same_outputs a.json b.json
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+# inception_v3 at 299x299 (torch 1.13's export in eval mode: no auxiliary classifier): the
+# factorised 1x7, 7x1, 1x3 and 3x1 Convs, the branch_pool AveragePools (3x3/1 padded by 1) and
+# the block Concats, at opsets 11, 13 and 17.
+@test "torchvision inception_v3 imports at opsets 11, 13 and 17 and matches onnxruntime to 1e-5" {
+    local models=(inception_v3 inception_v3-opset11 inception_v3-opset17)
+    /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . inception_v3:299 \
+        inception_v3:299@11 inception_v3:299@17 2> /dev/null
+    imports_match_onnxruntime "${models[@]}"
+    grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'size=1,7'
+    grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'padding=0,3'
+    grep -A6 '^# node .*/Mixed_7b/branch3x3_2b/conv/Conv' inception_v3.cfg | grep -qx 'size=3,1'
+}
+
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
     "$CDL" export onnx "$REPO/cfg/digits.cfg" -o d.onnx > /dev/null
     size=$(stat -c %s d.onnx)

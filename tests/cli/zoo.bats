@@ -59,6 +59,10 @@ params() {
     [ "$(params "$REPO/cfg/densenet121.cfg")" -eq 7978856 ]
 }
 
+@test "inception_v3.cfg has torchvision inception_v3's 27,161,264 parameters, the auxiliary classifier's among them" {
+    [ "$(params "$REPO/cfg/inception_v3.cfg")" -eq 27161264 ]
+}
+
 @test "the CIFAR ResNets are torchvision's with a 3x3x3x64 stem and a 10-class head" {
     # torchvision's count, minus the 7x7x3x64 stem and the 512x1000+1000 head, plus the
     # 3x3x3x64 stem and the 512x10+10 head.
@@ -70,7 +74,7 @@ params() {
 @test "the torchvision-layout cfgs compute torchvision's networks on the same weights" {
     for name in resnet18 resnet34 resnet50 resnet18_cifar resnet34_cifar vgg16 mobilenetv2 \
         mobilenet_v3_small mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 regnet_y_400mf \
-        densenet121; do
+        densenet121 inception_v3; do
         run /usr/bin/python3 "$REPO/scripts/zoo_vs_torchvision.py" "$CDL" "$REPO/cfg/$name.cfg"
         echo "$output"
         [ "$status" -eq 0 ]

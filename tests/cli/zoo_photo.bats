@@ -13,7 +13,7 @@ load helpers
 GEN="$REPO/scripts/ref/make_torchvision_safetensors.py"
 PHOTO=/usr/share/darknet/data/dog.jpg
 NAMES="resnet18 resnet34 resnet50 mobilenetv2 mobilenet_v3_small mobilenet_v3_large efficientnet_b0
-    shufflenet_v2_x1_0 vit_b_16 regnet_y_400mf convnext_tiny densenet121"
+    shufflenet_v2_x1_0 vit_b_16 regnet_y_400mf convnext_tiny densenet121 inception_v3"
 
 setup_file() {
     /usr/bin/python3 -c "import torchvision" 2> /dev/null || skip "/usr/bin/python3 has no torchvision"
@@ -77,10 +77,16 @@ photo_matches() {
     photo_matches densenet121
 }
 
+@test "zoo photo: inception_v3 (299x299 from a 342 resize, 1x7 and 7x1 kernels, the auxiliary classifier's tensors) gives torchvision's probabilities" {
+    photo_matches inception_v3
+}
+
 @test "zoo photo: a resize one pixel off (257, not 256) fails the comparison for every cfg" {
     for name in $NAMES; do
+        local off=257
+        [ "$name" = inception_v3 ] && off=343 # its crop is 299, from 342
         "$CDL" predict "$REPO/cfg/$name.cfg" "$PHOTO" --set net.center_crop=1 \
-            --set net.resize_size=257 --weights "$(T $name.photo.safetensors)" --top 100000 \
+            --set net.resize_size=$off --weights "$(T $name.photo.safetensors)" --top 100000 \
             --json > cdl.json 2>/dev/null
         run python3 "$GEN" probs cdl.json "$(T $name.photo.probs.json)"
         echo "$name: $output"

@@ -86,6 +86,28 @@ static const OpCase cases[] = {
      "[convolutional]\nfilters=8\nsize=3\npad=1\nbias=0\nactivation=linear\n", "dnnl"},
     {"densenet121: bias-free 1x1, relu fused", IMAGE(3, 8, 9, 7),
      "[convolutional]\nfilters=16\nsize=1\nbias=0\nactivation=relu\n", "dnnl"},
+    /* non-square kernels (Inception v3's factorised convolutions: size=h,w, stride and padding
+     * per axis), on oneDNN and on the reference's im2col (never Winograd, the depthwise loops or
+     * the few-channel kernel, which take square windows) */
+    {"inception_v3: 1x7 same, bn relu", IMAGE(3, 8, 9, 7),
+     "[convolutional]\nfilters=8\nsize=1,7\npadding=0,3\nbatch_normalize=1\nbias=0\n"
+     "activation=relu\n",
+     "dnnl"},
+    {"inception_v3: 7x1 same, bn relu", IMAGE(3, 8, 9, 7),
+     "[convolutional]\nfilters=8\nsize=7,1\npadding=3,0\nbatch_normalize=1\nbias=0\n"
+     "activation=relu\n",
+     "dnnl"},
+    {"inception_v3: 1x3 and 3x1 (pad=1), 16 channels (not Winograd)", IMAGE(3, 16, 6, 5),
+     "[convolutional]\nfilters=16\nsize=1,3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+     "[convolutional]\nfilters=16\nsize=3,1\npad=1\nbatch_normalize=1\nactivation=relu\n",
+     "dnnl"},
+    {"non-square strides 2,1 and padding 1,2, bias leaky", IMAGE(3, 5, 11, 8),
+     "[convolutional]\nfilters=6\nsize=3,5\nstride=2,1\npadding=1,2\nactivation=leaky\n", "dnnl"},
+    {"non-square grouped and depthwise (im2col, not the depthwise loops)", IMAGE(2, 8, 7, 9),
+     "[convolutional]\nfilters=8\nsize=1,3\nstride=1,2\npadding=0,1\ngroups=2\n"
+     "batch_normalize=1\nactivation=linear\n"
+     "[convolutional]\nfilters=8\nsize=3,1\npadding=1,0\ngroups=8\nactivation=relu\n",
+     "dnnl"},
     /* Winograd's (3x3 same, 16 or more channels and filters, maps of 4 or more a side), odd
      * channel counts, 1x1 maps, the smooth activations */
     {"conv 3x3 same 16->16 bn leaky", IMAGE(2, 16, 8, 6), CONV(16, 3, 1, 1, 1, 1, leaky),
@@ -345,6 +367,13 @@ static const OpCase cases[] = {
      NULL},
     {"gpu: depthwise stride 2, bias, linear", IMAGE(2, 8, 7, 9), CONV(8, 3, 2, 1, 8, 0, linear),
      NULL},
+    {"gpu: 1x7 then 7x1 same, bn relu (inception_v3)", IMAGE(2, 3, 8, 9),
+     "[convolutional]\nfilters=5\nsize=1,7\npadding=0,3\nbatch_normalize=1\nbias=0\n"
+     "activation=relu\n[convolutional]\nfilters=4\nsize=7,1\npadding=3,0\n"
+     "batch_normalize=1\nbias=0\nactivation=relu\n",
+     NULL},
+    {"gpu: 3x1 stride 1,2 padding 1,0, bias tanh", IMAGE(2, 3, 9, 10),
+     "[convolutional]\nfilters=4\nsize=3,1\nstride=1,2\npadding=1,0\nactivation=tanh\n", NULL},
     /* 3 images of 1.4M column floats: chunks of 2 and 1 images (CONV_GPU_CHUNK_FLOATS) */
     {"gpu: conv over several workspace chunks", IMAGE(3, 16, 96, 96), CONV(8, 3, 1, 1, 1, 1, leaky),
      NULL},

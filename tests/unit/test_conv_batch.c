@@ -20,25 +20,33 @@
 
 typedef struct ConvCase {
     int c, h, w; /* input */
-    int filters, size, stride, pad, padding, groups, bn;
+    int filters;
+    const char *size, *stride; /* one value, or height,width */
+    int pad;
+    const char *padding;
+    int groups, bn;
     const char *from; /* the cfgs that use it */
 } ConvCase;
 
 static const ConvCase cases[] = {
-    {3, 9, 7, 8, 3, 1, 1, 0, 1, 1, "resnet*_cifar, cifar_small: first layer"},
-    {8, 4, 4, 8, 3, 1, 1, 0, 1, 1, "resnet*: 3x3 body on a 4x4 map"},
-    {64, 2, 2, 64, 3, 1, 1, 0, 1, 1, "resnet*: 512x4x4 body scaled down (batches by itself)"},
-    {8, 9, 7, 16, 3, 2, 1, 0, 1, 1, "resnet*: 3x3 stride 2"},
-    {8, 9, 7, 16, 1, 2, 0, 0, 1, 1, "resnet*: 1x1 stride 2 projection"},
-    {8, 7, 7, 4, 1, 1, 0, 0, 1, 1, "resnet50, mobilenetv2: 1x1 (direct)"},
-    {3, 17, 15, 8, 7, 2, 1, 0, 1, 1, "resnet18/34/50: 7x7 stride 2 stem"},
-    {8, 9, 7, 12, 3, 1, 1, 0, 2, 1, "grouped (tests' groups=2)"},
-    {8, 9, 7, 8, 1, 1, 1, 0, 1, 1, "darknet19: size=1 pad=1 (padding 0)"},
-    {3, 11, 9, 6, 5, 1, 1, 0, 1, 0, "lenet: 5x5 pad=1 (padding 2), bias"},
-    {3, 11, 9, 6, 5, 1, 0, 0, 1, 0, "lenet: 5x5 unpadded"},
-    {8, 9, 7, 10, 1, 1, 1, 0, 1, 0, "darknet19, cifar_darknet: 1x1 classifier, bias"},
-    {8, 9, 7, 8, 3, 1, 1, 0, 2, 0, "grouped, bias"},
-    {8, 10, 8, 8, 3, 3, 0, 2, 1, 1, "odd: stride 3, padding 2, uneven windows"},
+    {3, 9, 7, 8, "3", "1", 1, "0", 1, 1, "resnet*_cifar, cifar_small: first layer"},
+    {8, 4, 4, 8, "3", "1", 1, "0", 1, 1, "resnet*: 3x3 body on a 4x4 map"},
+    {64, 2, 2, 64, "3", "1", 1, "0", 1, 1, "resnet*: 512x4x4 body scaled down (batches by itself)"},
+    {8, 9, 7, 16, "3", "2", 1, "0", 1, 1, "resnet*: 3x3 stride 2"},
+    {8, 9, 7, 16, "1", "2", 0, "0", 1, 1, "resnet*: 1x1 stride 2 projection"},
+    {8, 7, 7, 4, "1", "1", 0, "0", 1, 1, "resnet50, mobilenetv2: 1x1 (direct)"},
+    {3, 17, 15, 8, "7", "2", 1, "0", 1, 1, "resnet18/34/50: 7x7 stride 2 stem"},
+    {8, 9, 7, 12, "3", "1", 1, "0", 2, 1, "grouped (tests' groups=2)"},
+    {8, 9, 7, 8, "1", "1", 1, "0", 1, 1, "darknet19: size=1 pad=1 (padding 0)"},
+    {3, 11, 9, 6, "5", "1", 1, "0", 1, 0, "lenet: 5x5 pad=1 (padding 2), bias"},
+    {3, 11, 9, 6, "5", "1", 0, "0", 1, 0, "lenet: 5x5 unpadded"},
+    {8, 9, 7, 10, "1", "1", 1, "0", 1, 0, "darknet19, cifar_darknet: 1x1 classifier, bias"},
+    {8, 9, 7, 8, "3", "1", 1, "0", 2, 0, "grouped, bias"},
+    {8, 10, 8, 8, "3", "3", 0, "2", 1, 1, "odd: stride 3, padding 2, uneven windows"},
+    {8, 9, 7, 8, "1,7", "1", 0, "0,3", 1, 1,
+     "inception_v3: 1x7 (same: flipped-weight input gradient)"},
+    {8, 9, 7, 8, "7,1", "1", 1, "0", 1, 1, "inception_v3: 7x1 pad=1 (padding 3,0)"},
+    {8, 9, 7, 6, "3,1", "2,1", 0, "1,0", 1, 0, "non-square strides, bias"},
 };
 
 /* Batches with partial chunks of 4 images at 1 and 2 threads (10: 2 threads of 5). */
@@ -59,7 +67,7 @@ static int run_case(const ConvCase *k, const Mode *m, int batch, int images, Net
     Error e = {0};
     snprintf(text, sizeof text,
              "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nprecision=%s\n"
-             "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npad=%d\npadding=%d\ngroups=%d\n"
+             "[convolutional]\nfilters=%d\nsize=%s\nstride=%s\npad=%d\npadding=%s\ngroups=%d\n"
              "batch_normalize=%d\nactivation=leaky\n",
              batch, k->w, k->h, k->c, m->precision, k->filters, k->size, k->stride, k->pad,
              k->padding, k->groups, k->bn);
@@ -167,15 +175,17 @@ static void compare_case(const ConvCase *k, const Mode *m, int batch, int thread
 /* Layers of at least CONV_SPLIT_MIN multiply-adds an image (262144): at 2 threads a batch of 1
  * or 3 images shares each image's im2col and products over the threads (split_threads). */
 static const ConvCase split_cases[] = {
-    {32, 8, 8, 32, 3, 1, 1, 0, 1, 1, "split: 3x3 same (flipped-weight input gradient)"},
-    {128, 2, 2, 128, 3, 1, 1, 0, 1, 1, "split: 3x3 of large weights on a 2x2 map"},
-    {128, 7, 7, 64, 1, 1, 0, 0, 1, 1, "split: 1x1 direct"},
-    {32, 9, 7, 64, 3, 2, 1, 0, 1, 1, "split: 3x3 stride 2 (col2im)"},
-    {128, 13, 11, 128, 1, 2, 0, 0, 1, 1, "split: 1x1 stride 2 projection"},
-    {3, 33, 31, 16, 7, 2, 1, 0, 1, 1, "split: 7x7 stride 2 stem (split by columns)"},
-    {32, 8, 8, 64, 3, 1, 1, 0, 2, 0, "split: grouped, bias"},
-    {3, 32, 32, 32, 3, 1, 1, 0, 1, 1,
+    {32, 8, 8, 32, "3", "1", 1, "0", 1, 1, "split: 3x3 same (flipped-weight input gradient)"},
+    {128, 2, 2, 128, "3", "1", 1, "0", 1, 1, "split: 3x3 of large weights on a 2x2 map"},
+    {128, 7, 7, 64, "1", "1", 0, "0", 1, 1, "split: 1x1 direct"},
+    {32, 9, 7, 64, "3", "2", 1, "0", 1, 1, "split: 3x3 stride 2 (col2im)"},
+    {128, 13, 11, 128, "1", "2", 0, "0", 1, 1, "split: 1x1 stride 2 projection"},
+    {3, 33, 31, 16, "7", "2", 1, "0", 1, 1, "split: 7x7 stride 2 stem (split by columns)"},
+    {32, 8, 8, 64, "3", "1", 1, "0", 2, 0, "split: grouped, bias"},
+    {3, 32, 32, 32, "3", "1", 1, "0", 1, 1,
      "cifar_small's first layer (backend/cpu/conv_small.h, not split)"},
+    {64, 9, 8, 64, "1,7", "1", 0, "0,3", 1, 1, "split: 1x7 same (inception_v3)"},
+    {64, 9, 8, 64, "3,1", "2,1", 0, "1,0", 1, 1, "split: 3x1 strides 2,1 (col2im)"},
 };
 
 /* A batch smaller than the threads, or uneven over them, at 2 threads (each image split over

@@ -17,7 +17,7 @@ static void check_case(int c, int h, int w, int filters, int size, int pad)
 {
     ConvSmall s;
     CHECK(conv_small_plan(&s, c, h, w, filters, size, pad));
-    const int oh = conv_out_size(h, size, 1, pad), ow = conv_out_size(w, size, 1, pad);
+    const int oh = window_out_extent(h, size, 1, pad), ow = window_out_extent(w, size, 1, pad);
     CHECK(s.oh == oh && s.ow == ow);
     const size_t in = (size_t)c * h * w, out = (size_t)filters * oh * ow;
     const size_t kdim = (size_t)c * size * size, weights = filters * kdim;
@@ -34,7 +34,7 @@ static void check_case(int c, int h, int w, int filters, int size, int pad)
     memcpy(dw_ref, dw, weights * sizeof *dw);
 
     const int hw = oh * ow;
-    im2col(x, c, h, w, size, 1, pad, cols, (size_t)hw);
+    im2col(x, c, h, w, window2d_square(size, 1, pad), cols, (size_t)hw);
     gemm(0, 0, filters, hw, (int)kdim, 1.0f, wt, (int)kdim, cols, hw, 0.0f, y_ref, hw);
     conv_small_forward(&s, x, wt, y, buf);
     CHECK(check_rel_error(y, y_ref, out) <= REL_TOL);

@@ -65,10 +65,11 @@ static int check_net_convolutions(const Net *net, const char *name)
         CHECK(same);
         if (!same)
             fprintf(stderr,
-                    "%s layer %d (size %d stride %d padding %d groups %d, in %dx%dx%d): cuDNN "
-                    "%dx%dx%dx%d, cdl %dx%dx%dx%d\n",
-                    name, l->index, cv->size, cv->stride, cv->padding, cv->groups, in.c, in.h, in.w,
-                    n, ch, h, w, BATCH, out.c, out.h, out.w);
+                    "%s layer %d (size %dx%d stride %d,%d padding %d,%d groups %d, in %dx%dx%d): "
+                    "cuDNN %dx%dx%dx%d, cdl %dx%dx%dx%d\n",
+                    name, l->index, cv->win.size_h, cv->win.size_w, cv->win.stride_h,
+                    cv->win.stride_w, cv->win.pad_h, cv->win.pad_w, cv->groups, in.c, in.h, in.w, n,
+                    ch, h, w, BATCH, out.c, out.h, out.w);
 
         cudnnDataType_t type;
         int ns, cs, hs, ws;
@@ -86,7 +87,7 @@ static int check_net_convolutions(const Net *net, const char *name)
         CHECK(cudnnGetFilter4dDescriptor(c.w, &type, &format, &k, &c_per_group, &r, &s) ==
               CUDNN_STATUS_SUCCESS);
         CHECK(format == CUDNN_TENSOR_NCHW && k == cv->filters && c_per_group == in.c / cv->groups &&
-              r == cv->size && s == cv->size);
+              r == cv->win.size_h && s == cv->win.size_w);
         /* the weights cuDNN reads are the layer's, all of them */
         CHECK((size_t)k * c_per_group * r * s == l->params[CONV_WEIGHTS].count);
 

@@ -53,6 +53,24 @@ static void test_gradcheck_convolutions(void)
                                                 "batch_normalize=1\nactivation=leaky\n"
                                                 "[convolutional]\nfilters=3\nsize=3\nstride=2\n"
                                                 "pad=1\nactivation=tanh\n");
+    /* non-square kernels: size, stride and padding per axis (height,width) */
+    gradcheck_cfg("conv 1x7 padding 0,3", NET(2, 3, 5, 8) "[convolutional]\nfilters=4\n"
+                                                          "size=1,7\npadding=0,3\n"
+                                                          "activation=linear\n");
+    gradcheck_cfg("conv 7x1 padding 3,0 + bn", NET(2, 3, 8, 5) "[convolutional]\nfilters=4\n"
+                                                               "size=7,1\npadding=3,0\n"
+                                                               "batch_normalize=1\n"
+                                                               "activation=linear\n");
+    gradcheck_cfg("conv 1x3 pad=1 stride 2,1", NET(2, 2, 7, 6) "[convolutional]\nfilters=3\n"
+                                                               "size=1,3\npad=1\nstride=2,1\n"
+                                                               "activation=linear\n");
+    gradcheck_cfg("conv 3x1 stride 1,3 padding 2,1", NET(2, 2, 6, 8) "[convolutional]\n"
+                                                                     "filters=3\nsize=3,1\n"
+                                                                     "stride=1,3\npadding=2,1\n"
+                                                                     "activation=linear\n");
+    gradcheck_cfg("conv 1x3 groups=2", NET(2, 4, 5, 5) "[convolutional]\nfilters=6\nsize=1,3\n"
+                                                       "padding=0,1\ngroups=2\n"
+                                                       "activation=linear\n");
     /* [net] winograd=1 (the default) takes 3x3 same convolutions of 16 or more channels and
      * filters on maps of 4 or more pixels a side (odd maps: test_winograd), in training from
      * winograd_min_tiles output tiles a pass (0 here: any); larger nets are compared with
@@ -594,6 +612,20 @@ static void test_shapes_and_flops(void)
     CHECK(net.layers[0].scratch_per_sample == 3 * 25 * 15);
     net_free(&net);
 
+    /* A 1x7 window with strides 2,1 and padding 0,3 on 9x7: 4 filters of [3][1][7], out 4x5x7,
+     * its scratch the im2col columns [3*7][5*7] */
+    if (build_test_net(NET(1, 3, 9, 7) "engine=ref\n[convolutional]\nfilters=4\nsize=1,7\n"
+                                       "stride=2,1\npadding=0,3\n",
+                       &net) == CDL_OK) {
+        const Param *w = layer_param(&net.layers[0], "weights");
+        CHECK(w->dims[0] == 4 && w->dims[1] == 3 && w->dims[2] == 1 && w->dims[3] == 7);
+        CHECK(net.layers[0].out_shape.c == 4 && net.layers[0].out_shape.h == 5 &&
+              net.layers[0].out_shape.w == 7);
+        CHECK_NEAR(net.layers[0].flops, 2.0 * 35 * 4 * 3 * 7, 0);
+        CHECK(net.layers[0].scratch_per_sample == 3 * 7 * 35);
+        net_free(&net);
+    }
+
     /* A 1x1 stride-1 convolution reads its input directly: no scratch. */
     if (build_test_net(NET(1, 3, 4, 4) "engine=ref\n[convolutional]\nfilters=2\nsize=1\n", &net) ==
         CDL_OK) {
@@ -615,6 +647,14 @@ static void test_cfg_errors_name_file_and_line(void)
                      "t.cfg:9: layer 1: [convolutional] output would be empty");
     expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=5\nstride=2\n",
                      "t.cfg:6: layer 0: [convolutional] output would be empty");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=1,7\n",
+                     "t.cfg:6: layer 0: [convolutional] output would be empty: input 4x4, "
+                     "size=1,7, stride=1,1, padding=0,0");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=1,2,3\n",
+                     "t.cfg:7: bad value '1,2,3' for key 'size' in [convolutional]: expected an "
+                     "integer in -16777216..16777216, or two as height,width");
+    expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=3\nstride=1,0\n",
+                     "t.cfg:8: layer 0: [convolutional] stride=0");
     expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nfilters=0\n",
                      "t.cfg:7: layer 0: [convolutional] filters=0");
     expect_cfg_error(NET(1, 1, 4, 4) "[convolutional]\nsize=0\n",
@@ -634,10 +674,11 @@ static void test_cfg_errors_name_file_and_line(void)
 /* ---- kernels ---- */
 
 /* col2im is the adjoint of im2col: <im2col(x), y> = <x, col2im(y)>. */
-static void check_im2col_adjoint(int c, int h, int w, int size, int stride, int pad)
+static void check_im2col_adjoint(int c, int h, int w, Window2d win)
 {
-    const int oh = conv_out_size(h, size, stride, pad), ow = conv_out_size(w, size, stride, pad);
-    const size_t n_im = (size_t)c * h * w, n_col = (size_t)c * size * size * oh * ow;
+    const int oh = window_out_extent(h, win.size_h, win.stride_h, win.pad_h);
+    const int ow = window_out_extent(w, win.size_w, win.stride_w, win.pad_w);
+    const size_t n_im = (size_t)c * h * w, n_col = (size_t)c * window2d_taps(win) * oh * ow;
     float *x = malloc(n_im * sizeof *x), *back = calloc(n_im, sizeof *back);
     float *col = malloc(n_col * sizeof *col), *y = malloc(n_col * sizeof *y);
     Rng rng;
@@ -646,8 +687,8 @@ static void check_im2col_adjoint(int c, int h, int w, int size, int stride, int 
         x[i] = rng_normal(&rng);
     for (size_t i = 0; i < n_col; i++)
         y[i] = rng_normal(&rng);
-    im2col(x, c, h, w, size, stride, pad, col, (size_t)oh * ow);
-    col2im(y, c, h, w, size, stride, pad, (size_t)oh * ow, back);
+    im2col(x, c, h, w, win, col, (size_t)oh * ow);
+    col2im(y, c, h, w, win, (size_t)oh * ow, back);
     double lhs = 0, rhs = 0;
     for (size_t i = 0; i < n_col; i++)
         lhs += (double)col[i] * y[i];
@@ -662,30 +703,37 @@ static void check_im2col_adjoint(int c, int h, int w, int size, int stride, int 
 
 static void test_col2im_is_the_adjoint_of_im2col(void)
 {
-    check_im2col_adjoint(3, 7, 6, 3, 1, 1);
-    check_im2col_adjoint(2, 9, 8, 3, 2, 1);
-    check_im2col_adjoint(2, 8, 9, 5, 3, 2);
-    check_im2col_adjoint(1, 5, 5, 4, 2, 0);
-    check_im2col_adjoint(64, 20, 20, 3, 1, 1); /* large enough to run threaded */
+    check_im2col_adjoint(3, 7, 6, window2d_square(3, 1, 1));
+    check_im2col_adjoint(2, 9, 8, window2d_square(3, 2, 1));
+    check_im2col_adjoint(2, 8, 9, window2d_square(5, 3, 2));
+    check_im2col_adjoint(1, 5, 5, window2d_square(4, 2, 0));
+    check_im2col_adjoint(64, 20, 20, window2d_square(3, 1, 1));   /* large enough to run threaded */
+    check_im2col_adjoint(3, 9, 8, (Window2d){1, 7, 1, 1, 0, 3});  /* 1x7, same shape */
+    check_im2col_adjoint(3, 9, 8, (Window2d){7, 1, 1, 1, 3, 0});  /* 7x1, same shape */
+    check_im2col_adjoint(2, 11, 9, (Window2d){3, 1, 2, 1, 1, 0}); /* 3x1, strides 2 and 1 */
+    check_im2col_adjoint(2, 9, 11, (Window2d){1, 3, 1, 2, 0, 2}); /* 1x3, strides 1 and 2 */
 }
 
 /* im2col equals the definition, tap by tap, on odd sizes, every stride path (1, "same", 2, 3),
  * 1x1 windows and a column stride ldcol wider than the output. */
-static void check_im2col_naive(int c, int h, int w, int size, int stride, int pad, int extra)
+static void check_im2col_naive(int c, int h, int w, Window2d win, int extra)
 {
-    const int oh = conv_out_size(h, size, stride, pad), ow = conv_out_size(w, size, stride, pad);
-    const size_t ld = (size_t)oh * ow + extra, n_col = (size_t)c * size * size * ld;
+    const int oh = window_out_extent(h, win.size_h, win.stride_h, win.pad_h);
+    const int ow = window_out_extent(w, win.size_w, win.stride_w, win.pad_w);
+    const int taps = window2d_taps(win);
+    const size_t ld = (size_t)oh * ow + extra, n_col = (size_t)c * taps * ld;
     float *x = malloc((size_t)c * h * w * sizeof *x), *col = malloc(n_col * sizeof *col);
     for (int i = 0; i < c * h * w; i++)
         x[i] = (float)(i + 1);
     for (size_t i = 0; i < n_col; i++)
         col[i] = -1.0f;
-    im2col(x, c, h, w, size, stride, pad, col, ld);
+    im2col(x, c, h, w, win, col, ld);
     int bad = 0;
-    for (int r = 0; r < c * size * size; r++) {
-        const int ch = r / (size * size), ki = r / size % size, kj = r % size;
+    for (int r = 0; r < c * taps; r++) {
+        const int ch = r / taps, ki = r % taps / win.size_w, kj = r % win.size_w;
         for (int p = 0; p < oh * ow; p++) {
-            const int iy = p / ow * stride - pad + ki, ix = p % ow * stride - pad + kj;
+            const int iy = p / ow * win.stride_h - win.pad_h + ki;
+            const int ix = p % ow * win.stride_w - win.pad_w + kj;
             const float want =
                 iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : x[((size_t)ch * h + iy) * w + ix];
             bad += col[(size_t)r * ld + p] != want;
@@ -700,20 +748,24 @@ static void check_im2col_naive(int c, int h, int w, int size, int stride, int pa
 
 static void test_im2col_matches_the_definition(void)
 {
-    check_im2col_naive(3, 7, 6, 3, 1, 1, 0);    /* same shape */
-    check_im2col_naive(2, 9, 8, 3, 1, 0, 5);    /* stride 1, no pad */
-    check_im2col_naive(2, 9, 8, 3, 2, 1, 3);    /* stride 2 */
-    check_im2col_naive(2, 11, 7, 1, 2, 0, 0);   /* 1x1 stride 2 (a downsampling shortcut) */
-    check_im2col_naive(1, 13, 10, 5, 3, 2, 1);  /* stride 3 */
-    check_im2col_naive(2, 5, 5, 4, 2, 3, 0);    /* pad larger than a stride */
-    check_im2col_naive(64, 17, 15, 3, 2, 1, 0); /* large enough to run threaded */
+    check_im2col_naive(3, 7, 6, window2d_square(3, 1, 1), 0);     /* same shape */
+    check_im2col_naive(2, 9, 8, window2d_square(3, 1, 0), 5);     /* stride 1, no pad */
+    check_im2col_naive(2, 9, 8, window2d_square(3, 2, 1), 3);     /* stride 2 */
+    check_im2col_naive(2, 11, 7, window2d_square(1, 2, 0), 0);    /* 1x1 stride 2 (a shortcut) */
+    check_im2col_naive(1, 13, 10, window2d_square(5, 3, 2), 1);   /* stride 3 */
+    check_im2col_naive(2, 5, 5, window2d_square(4, 2, 3), 0);     /* pad larger than a stride */
+    check_im2col_naive(64, 17, 15, window2d_square(3, 2, 1), 0);  /* large enough to run threaded */
+    check_im2col_naive(2, 9, 8, (Window2d){1, 7, 1, 1, 0, 3}, 2); /* 1x7, same shape */
+    check_im2col_naive(2, 9, 8, (Window2d){7, 1, 1, 1, 3, 0}, 0); /* 7x1, same shape */
+    check_im2col_naive(2, 10, 9, (Window2d){1, 3, 2, 1, 0, 1}, 1); /* 1x3, strides 2 and 1 */
+    check_im2col_naive(2, 9, 10, (Window2d){3, 1, 1, 3, 1, 2}, 0); /* 3x1, strides 1 and 3 */
 }
 
 static void test_im2col_rows_are_shifted_images(void)
 {
     /* 3x3 image, 3x3 kernel, pad 1: row (ki=0, kj=0) is the image shifted down-right */
     float col[81];
-    im2col(sample_image, 1, 3, 3, 3, 1, 1, col, 9);
+    im2col(sample_image, 1, 3, 3, window2d_square(3, 1, 1), col, 9);
     const float top_left[] = {0, 0, 0, 0, 1, 2, 0, 4, 5};
     const float centre[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     const float right[] = {2, 3, 0, 5, 6, 0, 8, 9, 0};
@@ -727,7 +779,7 @@ static void test_im2col_rows_are_shifted_images(void)
     float ones[81];
     for (int i = 0; i < 81; i++)
         ones[i] = 1;
-    col2im(ones, 1, 3, 3, 3, 1, 1, 9, im);
+    col2im(ones, 1, 3, 3, window2d_square(3, 1, 1), 9, im);
     /* each pixel receives one count per window covering it: 4 in corners, 6 on edges, 9 in
      * the middle */
     const float counts[] = {104, 106, 104, 106, 109, 106, 104, 106, 104};

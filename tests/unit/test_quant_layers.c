@@ -30,6 +30,11 @@ static const char *const layers[] = {
     /* 1x1, stride 1: the input is its own column matrix; k = 5, not a multiple of 4 */
     "[net]\nbatch=3\nwidth=4\nheight=4\nchannels=5\n"
     "[convolutional]\nfilters=7\nsize=1\nactivation=linear\n",
+    /* 1x7 and 3x1 windows with strides per axis (Inception v3's): kdim 3 * 7 = 21 */
+    "[net]\nbatch=3\nwidth=9\nheight=7\nchannels=3\n"
+    "[convolutional]\nfilters=6\nsize=1,7\nstride=2,1\npadding=0,3\nactivation=linear\n",
+    "[net]\nbatch=3\nwidth=6\nheight=8\nchannels=4\n"
+    "[convolutional]\nfilters=5\nsize=3,1\nstride=1,2\npadding=1,0\nactivation=linear\n",
     "[net]\nbatch=3\nwidth=3\nheight=3\nchannels=2\n[connected]\noutput=11\nactivation=linear\n",
     /* 5 rows of 13 values per sample */
     "[net]\nbatch=3\nwidth=13\nheight=5\nchannels=1\n[linear]\noutput=9\n",

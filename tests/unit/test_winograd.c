@@ -27,14 +27,16 @@ static void reference(Case *t)
 {
     const int hw = t->h * t->w, kdim = t->c * 9;
     for (int b = 0; b < t->batch; b++) {
-        im2col(t->x + (size_t)b * t->c * hw, t->c, t->h, t->w, 3, 1, 1, t->cols, (size_t)hw);
+        im2col(t->x + (size_t)b * t->c * hw, t->c, t->h, t->w, window2d_square(3, 1, 1), t->cols,
+               (size_t)hw);
         gemm(0, 0, t->k, hw, kdim, 1.0f, t->wt, kdim, t->cols, hw, 0.0f,
              t->y_ref + (size_t)b * t->k * hw, hw);
         gemm(0, 1, t->k, kdim, hw, 1.0f, t->delta + (size_t)b * t->k * hw, hw, t->cols, hw,
              b ? 1.0f : 0.0f, t->dw_ref, kdim);
         gemm(1, 0, kdim, hw, t->k, 1.0f, t->wt, kdim, t->delta + (size_t)b * t->k * hw, hw, 0.0f,
              t->cols, hw);
-        col2im(t->cols, t->c, t->h, t->w, 3, 1, 1, (size_t)hw, t->dx_ref + (size_t)b * t->c * hw);
+        col2im(t->cols, t->c, t->h, t->w, window2d_square(3, 1, 1), (size_t)hw,
+               t->dx_ref + (size_t)b * t->c * hw);
     }
 }
 

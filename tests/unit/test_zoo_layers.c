@@ -11,7 +11,9 @@
  * here inside the fixture. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "backend/cpu/dnnl_conv.h"
 #include "cfg_errors.h"
 #include "check.h"
 #include "core/net.h"
@@ -600,7 +602,51 @@ static void test_vit_block_gradients(void)
                                         "activation=tanh\n");
 }
 
+/* ---- a branch nothing reads (Inception v3's auxiliary classifier) ---- */
+
+/* Layers whose output no later layer reads compute, take no gradient and pass none back: the
+ * finite differences of their parameters are 0, and their input's gradient is the other
+ * branches' alone (cfg/inception_v3.cfg's AuxLogits). */
+static void test_unread_branch_gradients(void)
+{
+    gradcheck_cfg("an unread branch beside the net",
+                  IMAGE_NET(2, 3, 6, 5) "[convolutional]\nfilters=4\nsize=3\npad=1\n"
+                                        "activation=tanh\n[avgpool]\nsize=3\nstride=2\n"
+                                        "[convolutional]\nfilters=3\nsize=1\n"
+                                        "batch_normalize=1\nactivation=relu\n[avgpool]\n"
+                                        "[connected]\noutput=5\nactivation=linear\n"
+                                        "[route]\nlayers=-5\n[convolutional]\nfilters=2\n"
+                                        "size=1,3\npadding=0,1\nactivation=tanh\n"
+                                        "[connected]\noutput=3\nactivation=linear\n");
+}
+
 /* ---- PyTorch ---- */
+
+/* Inception v3's non-square convolutions against torch on each CPU engine: the reference
+ * (im2col + gemm) and oneDNN (where built; engine=dnnl falls back to the reference otherwise). */
+static void test_inception_convs_match_pytorch_on_each_engine(void)
+{
+    static const char *const engines[] = {"net.engine=ref", "net.engine=dnnl"};
+    RefFixture f;
+    const int loaded = ref_fixture_load("tests/ref/inception_convs.ref", &f) == 0;
+    CHECK(loaded);
+    if (!loaded)
+        return;
+    for (int k = 0; k < 2; k++) {
+        Net net;
+        const int built =
+            ref_net_build(&net, &f, "tests/ref/inception_convs.cfg", &engines[k], 1, 2) == 0;
+        CHECK(built);
+        if (!built)
+            continue;
+        if (k == 1 && dnnl_conv_built())
+            for (int i = 0; i < net.n_layers; i++)
+                CHECK(net.layers[i].engine && !strcmp(net.layers[i].engine, "dnnl"));
+        ref_expect_sum_loss_grads(&f, &net, "");
+        net_free(&net);
+    }
+    ref_fixture_free(&f);
+}
 
 static void test_matches_pytorch(void)
 {
@@ -617,6 +663,8 @@ static void test_matches_pytorch(void)
 
 int main(void)
 {
+    test_unread_branch_gradients();
+    test_inception_convs_match_pytorch_on_each_engine();
     test_scale_channels_values();
     test_scale_channels_errors();
     test_scale_channels_gradients();

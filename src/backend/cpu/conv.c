@@ -4,7 +4,8 @@
  *
  *   in  [batch][c][h][w]
  *   out [batch][filters][out_h][out_w]
- *   weights [filters][c/groups][size][size]
+ *   weights [filters][c/groups][size_h][size_w] (Conv.win: Winograd, the depthwise loops and
+ *   the few-channel kernel take square windows only; others run on oneDNN or im2col + gemm)
  *
  * The engine: oneDNN with [net] engine=dnnl (not the default: see docs/engines.md), or engine=auto
  * where dnnl_conv_preferred says so for the layer's shape, unless it has only its slow reference
@@ -38,21 +39,26 @@
 static const char *const engine_names[] = {"ref", "dnnl", "wino"}; /* ConvEngine */
 
 /* The shape's kinds. direct: 1x1, stride 1, no padding; depthwise: one input channel per group
- * (not direct); same: neither, stride 1, the output as large as the input. */
+ * and a square window (not direct); same: neither, stride 1 along both axes, the output as large
+ * as the input. */
 static int conv_direct(const Conv *cv)
 {
-    return cv->size == 1 && cv->stride == 1 && cv->padding == 0;
+    const Window2d w = cv->win;
+    return w.size_h == 1 && w.size_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_h == 0 &&
+           w.pad_w == 0;
 }
 
 static int conv_depthwise(const Layer *l, const Conv *cv)
 {
-    return l->in_shape.c == cv->groups && cv->groups > 1 && !conv_direct(cv);
+    return l->in_shape.c == cv->groups && cv->groups > 1 && window2d_is_square(cv->win) &&
+           !conv_direct(cv);
 }
 
 static int conv_same(const Layer *l, const Conv *cv)
 {
-    return !conv_direct(cv) && !conv_depthwise(l, cv) && cv->stride == 1 &&
-           l->out_shape.h == l->in_shape.h && l->out_shape.w == l->in_shape.w;
+    return !conv_direct(cv) && !conv_depthwise(l, cv) && cv->win.stride_h == 1 &&
+           cv->win.stride_w == 1 && l->out_shape.h == l->in_shape.h &&
+           l->out_shape.w == l->in_shape.w;
 }
 
 /* Winograd's condition on the layer and the request: a same 3x3 one-group convolution that
@@ -60,8 +66,8 @@ static int conv_same(const Layer *l, const Conv *cv)
 static int winograd_asked(const Layer *l, const Conv *cv, const CpuOptions *o)
 {
     const Shape in = l->in_shape;
-    return o->winograd && conv_same(l, cv) && cv->size == 3 && cv->groups == 1 &&
-           winograd_worth(in.c, cv->filters, in.h, in.w);
+    return o->winograd && conv_same(l, cv) && window2d_is_square(cv->win) && cv->win.size_h == 3 &&
+           cv->groups == 1 && winograd_worth(in.c, cv->filters, in.h, in.w);
 }
 
 /* The [net] engine the layer runs under: the cfg's; unnamed, auto in an inference net (no
@@ -125,9 +131,10 @@ static const char *conv_engine_expected(const Layer *l, const ExecContext *exec)
 static size_t conv_cols_floats(const Layer *l, const ConvCpu *cpu, int input_grads)
 {
     const Conv *cv = l->priv;
-    const size_t kdim = (size_t)(l->in_shape.c / cv->groups) * cv->size * cv->size;
+    const int taps = window2d_taps(cv->win);
+    const size_t kdim = (size_t)(l->in_shape.c / cv->groups) * taps;
     const size_t kdim_delta =
-        cpu->same && input_grads ? (size_t)(cv->filters / cv->groups) * cv->size * cv->size : 0;
+        cpu->same && input_grads ? (size_t)(cv->filters / cv->groups) * taps : 0;
     const size_t cols = cpu->direct || cpu->depthwise ? 0
                                                       : (kdim > kdim_delta ? kdim : kdim_delta) *
                                                             l->out_shape.h * l->out_shape.w;
@@ -147,10 +154,11 @@ static ConvCpu *conv_cpu_make(const Layer *l)
     cpu->direct = conv_direct(cv);
     cpu->depthwise = conv_depthwise(l, cv);
     cpu->same = conv_same(l, cv);
-    cpu->ref.small = cpu->wanted == CONV_ENGINE_REF && cv->groups == 1 && cv->stride == 1 &&
-                     !cpu->direct &&
-                     conv_small_plan(&cpu->ref.small_plan, in.c, in.h, in.w, cv->filters, cv->size,
-                                     cv->padding) &&
+    const Window2d win = cv->win;
+    cpu->ref.small = cpu->wanted == CONV_ENGINE_REF && cv->groups == 1 && window2d_is_square(win) &&
+                     win.stride_h == 1 && !cpu->direct &&
+                     conv_small_plan(&cpu->ref.small_plan, in.c, in.h, in.w, cv->filters,
+                                     win.size_h, win.pad_h) &&
                      conv_small_buf_floats(&cpu->ref.small_plan) <= conv_cols_floats(l, cpu, 1);
     return cpu;
 }

@@ -1,6 +1,7 @@
 /* [convolutional]'s depthwise layers on the CPU (one input channel per group, conv.c chooses):
  * direct loops, their gemms would be a single row each. Filter f reads input channel
- * f / (filters/groups) only.
+ * f / (filters/groups) only. Square windows only (conv.c sends others to im2col + gemm): size
+ * is Conv.win's size_h, as are the stride and padding.
  *
  *   in [batch][c][h][w] -> out [batch][filters][out_h][out_w], weights [filters][1][size][size]
  */
@@ -21,8 +22,8 @@ void conv_depthwise_forward(const Layer *l, const float *x, float *out, int batc
 {
     const Conv *cv = l->priv;
     const Shape in = l->in_shape;
-    const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
-    const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
+    const int fg = cv->filters / cv->groups, size = cv->win.size_h, stride = cv->win.stride_h;
+    const int pad = cv->win.pad_h, out_h = l->out_shape.h, out_w = l->out_shape.w;
     const float *w = conv_weights(l, cv->cpu);
     const int planes = batch * cv->filters;
 
@@ -65,8 +66,8 @@ void conv_depthwise_backward(const Layer *l, const float *x, float *dx, int batc
 {
     const Conv *cv = l->priv;
     const Shape in = l->in_shape;
-    const int fg = cv->filters / cv->groups, size = cv->size, stride = cv->stride;
-    const int pad = cv->padding, out_h = l->out_shape.h, out_w = l->out_shape.w;
+    const int fg = cv->filters / cv->groups, size = cv->win.size_h, stride = cv->win.stride_h;
+    const int pad = cv->win.pad_h, out_h = l->out_shape.h, out_w = l->out_shape.w;
     const size_t in_hw = (size_t)in.h * in.w, out_hw = (size_t)out_h * out_w;
     const float *w = conv_weights(l, cv->cpu);
     float *dw = l->params[CONV_WEIGHTS].grad;

@@ -32,7 +32,7 @@ static void conv_dnnl_winograd_prepare(ConvDnnl *dn, const DnnlConvDesc *d, int 
     Error ignored = {0};
     DnnlConvDesc w = *d;
     w.winograd_inference = 1;
-    if (!asked || d->backward || d->data_grad || d->bf16 || d->size != 3 || d->stride != 1 ||
+    if (!asked || d->backward || d->data_grad || d->bf16 || !dnnl_conv_is_3x3_stride1(d) ||
         d->groups != 1 || d->in_c % 16 || d->out_c % 16 || !dnnl_conv_lanes_native() ||
         dnnl_conv_prepare(&dn->wino, &w, &ignored) ||
         !strstr(dn->wino.impl[DNNL_CONV_FWD], "wino") ||
@@ -55,9 +55,7 @@ DnnlConvDesc conv_dnnl_desc(const Layer *l, int batch, ActivationKind act, int f
         .out_c = out.c,
         .out_h = out.h,
         .out_w = out.w,
-        .size = cv->size,
-        .stride = cv->stride,
-        .padding = cv->padding,
+        .win = cv->win,
         .groups = cv->groups,
         .eltwise = fused,
         .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,

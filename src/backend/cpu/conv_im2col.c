@@ -1,7 +1,8 @@
 /* [convolutional]'s reference on the CPU: im2col + gemm (conv.c chooses it where no other engine
  * runs the layer; int8 weights' products in conv_int8.c).
  *
- *   in [batch][c][h][w] -> out [batch][filters][out_h][out_w], weights [filters][c/groups][k][k]
+ *   in [batch][c][h][w] -> out [batch][filters][out_h][out_w],
+ *   weights [filters][c/groups][size_h][size_w] (Conv.win)
  *
  * Each image and group is one gemm: out_g[filters/g][out_hw] = W_g * cols, with cols the
  * im2col unfolding of the group's input channels (the input itself for a 1x1, stride 1,
@@ -56,8 +57,8 @@ void conv_im2col_plan(Layer *l, int batch)
     ConvCpu *cpu = cv->cpu;
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
     const int out_hw = l->out_shape.h * l->out_shape.w;
-    const int kdim = cg * cv->size * cv->size,
-              kdim_delta = cpu->same && cpu->input_grads ? fg * cv->size * cv->size : 0;
+    const int kdim = cg * window2d_taps(cv->win),
+              kdim_delta = cpu->same && cpu->input_grads ? fg * window2d_taps(cv->win) : 0;
     const int kd = cpu->direct ? cg : kdim > kdim_delta ? kdim : kdim_delta;
     cpu->ref.image_floats = (size_t)(kd + (fg > cg ? fg : cg)) * out_hw;
     const int short_gemm = (double)fg * kdim >= (double)CONV_WEIGHTS_PER_COLUMN * out_hw;
@@ -137,10 +138,9 @@ static void unfold_input(const Layer *l, const Conv *cv, const float *xg, int c0
                          float *cols)
 {
     const Shape in = l->in_shape;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kk = cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kk = window2d_taps(cv->win);
     float *rows = cols + (size_t)c0 * kk * out_hw;
-    im2col(xg + (size_t)c0 * in.h * in.w, c1 - c0, in.h, in.w, cv->size, cv->stride, cv->padding,
-           rows, (size_t)out_hw);
+    im2col(xg + (size_t)c0 * in.h * in.w, c1 - c0, in.h, in.w, cv->win, rows, (size_t)out_hw);
     gemm_operand(conv_precision(l), rows, (size_t)(c1 - c0) * kk * out_hw, rows);
 }
 
@@ -154,7 +154,7 @@ static void forward_image(const Layer *l, const Conv *cv, const float *x_b, floa
     const ConvCpu *cpu = cv->cpu;
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
     const float *w = conv_weights(l, cpu);
     int c0, c1;
     split_channels(split, cg, &c0, &c1);
@@ -189,7 +189,7 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     const ConvCpu *cpu = cv->cpu;
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
     int c0, c1;
     split_channels(split, cg, &c0, &c1);
     if (conv_small_runs(l, cv)) {
@@ -209,14 +209,19 @@ static void weight_grads_image(const Layer *l, const Conv *cv, const float *x_b,
     }
 }
 
-/* With the flipped weights the input gradient of a same convolution is the convolution of delta
- * (padded by size-1-pad, which is pad). */
+/* With the flipped weights (both axes: the taps' order reversed) the input gradient of a same
+ * convolution is the convolution of delta padded by size-1-pad along each axis (which is pad). */
+static Window2d flipped_window(Window2d w)
+{
+    return (Window2d){w.size_h, w.size_w, 1, 1, w.size_h - 1 - w.pad_h, w.size_w - 1 - w.pad_w};
+}
+
 void conv_flip_weights(const Layer *l)
 {
     const Conv *cv = l->priv;
     const ConvCpu *cpu = cv->cpu;
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
-    const int kk = cv->size * cv->size;
+    const int kk = window2d_taps(cv->win);
     const float *w = conv_weights(l, cpu);
     for (int g = 0; g < cv->groups; g++) {
         const float *wg = w + (size_t)g * fg * cg * kk;
@@ -237,16 +242,16 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
     const ConvCpu *cpu = cv->cpu;
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
-    const int kk = cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
+    const int kk = window2d_taps(cv->win);
     const float *w = conv_weights(l, cpu);
     if (cpu->same) {
         const int kdim_delta = fg * kk;
         int f0, f1;
         split_channels(split, fg, &f0, &f1);
         for (int g = 0; g < cv->groups; g++) {
-            im2col(delta_b + ((size_t)g * fg + f0) * out_hw, f1 - f0, in.h, in.w, cv->size, 1,
-                   cv->size - 1 - cv->padding, cols + (size_t)f0 * kk * out_hw, (size_t)out_hw);
+            im2col(delta_b + ((size_t)g * fg + f0) * out_hw, f1 - f0, in.h, in.w,
+                   flipped_window(cv->win), cols + (size_t)f0 * kk * out_hw, (size_t)out_hw);
             split_barrier(split);
             conv_gemm(split, 0, 0, cg, out_hw, kdim_delta,
                       cpu->ref.w_flipped + (size_t)g * cg * kdim_delta, kdim_delta, cols, out_hw,
@@ -265,8 +270,8 @@ static void input_grads_image(const Layer *l, const Conv *cv, const float *delta
         } else {
             conv_gemm(split, 1, 0, kdim, out_hw, fg, wg, kdim, dg, out_hw, 0.0f, cols, out_hw);
             split_barrier(split);
-            col2im(cols + (size_t)c0 * kk * out_hw, c1 - c0, in.h, in.w, cv->size, cv->stride,
-                   cv->padding, (size_t)out_hw, dxg + (size_t)c0 * in.h * in.w);
+            col2im(cols + (size_t)c0 * kk * out_hw, c1 - c0, in.h, in.w, cv->win, (size_t)out_hw,
+                   dxg + (size_t)c0 * in.h * in.w);
             split_barrier(split);
         }
     }
@@ -316,9 +321,8 @@ static void unfold_images(const Layer *l, const Conv *cv, const float *x, int n,
         return;
     }
     for (int j = 0; j < n; j++)
-        im2col(xg + j * in_size, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
-               cols + (size_t)j * out_hw, ld);
-    gemm_operand(conv_precision(l), cols, (size_t)cg * cv->size * cv->size * ld, cols);
+        im2col(xg + j * in_size, cg, in.h, in.w, cv->win, cols + (size_t)j * out_hw, ld);
+    gemm_operand(conv_precision(l), cols, (size_t)cg * window2d_taps(cv->win) * ld, cols);
 }
 
 /* The scratch of a chunk of n images: the columns, then the product's (or delta's) rows. */
@@ -335,7 +339,7 @@ static void forward_images(const Layer *l, const Conv *cv, const float *x, float
                            float *scratch, QuantParams xq)
 {
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
     const int ld = n * out_hw;
     const float *w = conv_weights(l, cv->cpu);
     float *cols = scratch, *y = chunk_rows(cv, l, scratch, n);
@@ -356,7 +360,7 @@ static void weight_grads_images(const Layer *l, const Conv *cv, const float *x, 
                                 int n, float beta, float *dw, float *scratch)
 {
     const int cg = l->in_shape.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
     const int ld = n * out_hw;
     float *cols = scratch, *d = chunk_rows(cv, l, scratch, n);
     for (int g = 0; g < cv->groups; g++) {
@@ -373,7 +377,7 @@ static void input_grads_images(const Layer *l, const Conv *cv, const float *delt
     const ConvCpu *cpu = cv->cpu;
     const Shape in = l->in_shape;
     const int cg = in.c / cv->groups, fg = cv->filters / cv->groups;
-    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * cv->size * cv->size;
+    const int out_hw = l->out_shape.h * l->out_shape.w, kdim = cg * window2d_taps(cv->win);
     const int ld = n * out_hw, in_hw = in.h * in.w;
     const size_t in_size = shape_size(in), out_size = shape_size(l->out_shape);
     const float *w = conv_weights(l, cpu);
@@ -381,10 +385,10 @@ static void input_grads_images(const Layer *l, const Conv *cv, const float *delt
     for (int g = 0; g < cv->groups; g++) {
         float *dxg = dx + (size_t)g * cg * in_hw;
         if (cpu->same) {
-            const int kdim_delta = fg * cv->size * cv->size;
+            const int kdim_delta = fg * window2d_taps(cv->win);
             for (int j = 0; j < n; j++)
-                im2col(delta + j * out_size + (size_t)g * fg * out_hw, fg, in.h, in.w, cv->size, 1,
-                       cv->size - 1 - cv->padding, cols + (size_t)j * out_hw, (size_t)ld);
+                im2col(delta + j * out_size + (size_t)g * fg * out_hw, fg, in.h, in.w,
+                       flipped_window(cv->win), cols + (size_t)j * out_hw, (size_t)ld);
             gemm(0, 0, cg, ld, kdim_delta, 1.0f, cpu->ref.w_flipped + (size_t)g * cg * kdim_delta,
                  kdim_delta, cols, ld, 0.0f, rows, ld);
             unpack_images(rows, n, cg, out_hw, dxg, in_size, 1);
@@ -396,8 +400,8 @@ static void input_grads_images(const Layer *l, const Conv *cv, const float *delt
             unpack_images(cols, n, cg, out_hw, dxg, in_size, 1);
         else
             for (int j = 0; j < n; j++)
-                col2im(cols + (size_t)j * out_hw, cg, in.h, in.w, cv->size, cv->stride, cv->padding,
-                       (size_t)ld, dxg + j * in_size);
+                col2im(cols + (size_t)j * out_hw, cg, in.h, in.w, cv->win, (size_t)ld,
+                       dxg + j * in_size);
     }
 }
 

@@ -14,7 +14,7 @@ void conv_int8_resize(Layer *l, int columns, int threads, LayerState *st)
 {
     const Conv *cv = l->priv;
     ConvInt8 *q = &cv->cpu->int8;
-    const int kdim = (l->in_shape.c / cv->groups) * cv->size * cv->size;
+    const int kdim = (l->in_shape.c / cv->groups) * window2d_taps(cv->win);
     q->threads = l->quant ? threads : 0;
     q->work_bytes = l->quant ? qgemm_work_bytes(columns, cv->filters, kdim) : 0;
     q->work = layer_state_bytes(st, (size_t)q->threads * q->work_bytes);

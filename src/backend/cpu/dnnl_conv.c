@@ -69,7 +69,7 @@ int dnnl_conv_preferred(const DnnlConvDesc *desc)
 {
     if (DNNL_LANES == 16)
         return !desc->winograd || DNNL_AUTO_WINOGRAD;
-    return desc->groups == 1 && desc->size == 3 && desc->stride == 1 && desc->in_c >= 64 &&
+    return desc->groups == 1 && dnnl_conv_is_3x3_stride1(desc) && desc->in_c >= 64 &&
            desc->in_h >= 8 && desc->in_w >= 8;
 }
 
@@ -175,19 +175,21 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_op, 4, y, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x);
     if (c->groups > 1) {
-        const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->size,
-                               c->size};
+        const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->win.size_h,
+                               c->win.size_w};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 5, w, w_type, dnnl_goihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 5, w, dnnl_f32, any);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 5, w, w_op, any);
     } else {
-        const dnnl_dims_t w = {c->out_c, c->in_c, c->size, c->size};
+        const dnnl_dims_t w = {c->out_c, c->in_c, c->win.size_h, c->win.size_w};
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w, 4, w, w_type, dnnl_oihw);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_any, 4, w, dnnl_f32, any);
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->w_op, 4, w, w_op, any);
     }
-    m->strides[0] = m->strides[1] = c->stride;
-    m->pad[0] = m->pad[1] = c->padding;
+    m->strides[0] = c->win.stride_h;
+    m->strides[1] = c->win.stride_w;
+    m->pad[0] = c->win.pad_h;
+    m->pad[1] = c->win.pad_w;
     return s;
 }
 
@@ -359,7 +361,7 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *fpd, dnnl_convolution_des
                 ? s
                 : dnnl_memory_desc_init_by_tag(&yb, 4, y, dnnl_f32, dnnl_nChw16c);
         const int winograd =
-            c->winograd_inference && c->size == 3 && c->stride == 1 && c->groups == 1 && !c->bf16;
+            c->winograd_inference && dnnl_conv_is_3x3_stride1(c) && c->groups == 1 && !c->bf16;
         const dnnl_alg_kind_t algs[2] = {dnnl_convolution_winograd, dnnl_convolution_direct};
         for (int k = winograd ? 0 : 1; !s && k < 2; k++) {
             dnnl_status_t t = dnnl_convolution_forward_desc_init(
@@ -491,10 +493,11 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
     if (s) {
         dnnl_conv_release(d);
         return error_set(e, CDL_ERUNTIME,
-                         "oneDNN: no convolution for %dx%dx%d -> %dx%dx%d, size %d, stride %d, "
-                         "padding %d, groups %d (status %d)",
+                         "oneDNN: no convolution for %dx%dx%d -> %dx%dx%d, size %dx%d, stride "
+                         "%d,%d, padding %d,%d, groups %d (status %d)",
                          desc->in_c, desc->in_h, desc->in_w, desc->out_c, desc->out_h, desc->out_w,
-                         desc->size, desc->stride, desc->padding, desc->groups, (int)s);
+                         desc->win.size_h, desc->win.size_w, desc->win.stride_h, desc->win.stride_w,
+                         desc->win.pad_h, desc->win.pad_w, desc->groups, (int)s);
     }
     d->desc = *desc;
     d->prepared = 1;

@@ -3,7 +3,7 @@
  * NCHW float32 as everywhere in cdl:
  *
  *   x  [batch][in_c][in_h][in_w]       y  [batch][out_c][out_h][out_w]
- *   w  [out_c][in_c/groups][size][size] b  [out_c]
+ *   w  [out_c][in_c/groups][size_h][size_w] b  [out_c]
  *
  * The primitives choose their own layouts (dnnl_format_tag_any: on AVX2 the direct jit:avx2
  * kernels on nChw8c activations and 8i8o-blocked weights, where plain NCHW would get im2col and
@@ -17,12 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/window2d.h"
 #include "util/error.h"
 
 /* The convolution a DnnlConv computes. */
 typedef struct DnnlConvDesc {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w;
-    int size, stride, padding, groups;
+    Window2d win; /* the kernel's extent, stride and padding per axis */
+    int groups;
     int bias;      /* 1: y += b in the forward, and db in the weights' backward */
     int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
                       y comes holding what to add */
@@ -43,16 +45,23 @@ typedef struct DnnlConvDesc {
     int winograd_inference;
     /* 1: an int8 inference forward (cdl quantize's calibrated layers): x (float32) quantized to
      * uint8 codes round(x / x_scale) + x_zero_point by the reorder into the primitive's layout
-     * (saturating at 0 and 255), w the int8 values [out_c][in_c/groups][size][size] of per-channel
-     * scales w_scales [out_c] (read by dnnl_conv_prepare only), int32 sums of (code - zero
-     * point) * w; y = x_scale * w_scales[j] * sum, then times a[j] with channel_scale (a folded
-     * batch norm), plus b[j], then the eltwise: dnnl_conv_forward_int8. No bias or sum here. */
+     * (saturating at 0 and 255), w the int8 values [out_c][in_c/groups][size_h][size_w] of
+     * per-channel scales w_scales [out_c] (read by dnnl_conv_prepare only), int32 sums of (code -
+     * zero point) * w; y = x_scale * w_scales[j] * sum, then times a[j] with channel_scale (a
+     * folded batch norm), plus b[j], then the eltwise: dnnl_conv_forward_int8. No bias or sum here.
+     */
     int int8;
     float x_scale;
     int x_zero_point;
     const float *w_scales;
     int channel_scale;
 } DnnlConvDesc;
+
+/* Whether desc's kernel is 3x3 with stride 1 along both axes (Winograd's shape). */
+static inline int dnnl_conv_is_3x3_stride1(const DnnlConvDesc *desc)
+{
+    return window2d_is_square(desc->win) && desc->win.size_h == 3 && desc->win.stride_h == 1;
+}
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
 struct dnnl_primitive;

@@ -25,9 +25,9 @@ static void valid_range(int off, int w, int stride, int out_w, int *lo, int *hi)
  * column matrix by a constant offset: the row is one contiguous copy of the channel plane,
  * then the taps that wrapped around a row edge or fell off the top or bottom are zeroed.
  * This beats a copy per output row at the widths of small images (7, 14, 28). */
-static int same_shape(int h, int w, int stride, int out_h, int out_w)
+static int same_shape(int h, int w, Window2d win, int out_h, int out_w)
 {
-    return stride == 1 && out_h == h && out_w == w;
+    return win.stride_h == 1 && win.stride_w == 1 && out_h == h && out_w == w;
 }
 
 /* The flat window [p0, p1) of row (ki, kj)'s positions that read inside the plane, and the
@@ -37,9 +37,9 @@ typedef struct Shift {
     ptrdiff_t shift, p0, p1;
 } Shift;
 
-static Shift same_shift(int h, int w, int ki, int kj, int pad)
+static Shift same_shift(int h, int w, int ki, int kj, Window2d win)
 {
-    const int dy = ki - pad, dx = kj - pad;
+    const int dy = ki - win.pad_h, dx = kj - win.pad_w;
     Shift s;
     s.oy0 = dy < 0 ? -dy : 0;
     s.oy1 = dy > 0 ? h - dy : h;
@@ -68,16 +68,16 @@ static inline void zero_outside(float *restrict d, int h, int w, const Shift *s)
             d[(size_t)oy * w + ox] = 0.0f;
 }
 
-static void im2col_same(const float *restrict im, int c, int h, int w, int size, int pad,
+static void im2col_same(const float *restrict im, int c, int h, int w, Window2d win,
                         float *restrict col, size_t ldcol)
 {
-    const int rows = c * size * size;
+    const int taps = window2d_taps(win), rows = c * taps;
     const size_t work = (size_t)rows * h * w;
 
 #pragma omp parallel for schedule(static) if (work >= IM2COL_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
-        const int kj = r % size, ki = (r / size) % size, ch = r / (size * size);
-        const Shift s = same_shift(h, w, ki, kj, pad);
+        const int kj = r % win.size_w, ki = r % taps / win.size_w, ch = r / taps;
+        const Shift s = same_shift(h, w, ki, kj, win);
         float *restrict dst = col + (size_t)r * ldcol;
         if (s.p1 > s.p0)
             memcpy(dst + s.p0, im + (size_t)ch * h * w + (s.p0 + s.shift),
@@ -99,34 +99,34 @@ static inline void copy_taps(float *restrict d, const float *restrict s, int lo,
         d[ox] = s[ox * stride];
 }
 
-void im2col(const float *restrict im, int c, int h, int w, int size, int stride, int pad,
-            float *restrict col, size_t ldcol)
+void im2col(const float *restrict im, int c, int h, int w, Window2d win, float *restrict col,
+            size_t ldcol)
 {
-    const int out_h = conv_out_size(h, size, stride, pad);
-    const int out_w = conv_out_size(w, size, stride, pad);
-    const int rows = c * size * size;
+    const int out_h = window_out_extent(h, win.size_h, win.stride_h, win.pad_h);
+    const int out_w = window_out_extent(w, win.size_w, win.stride_w, win.pad_w);
+    const int taps = window2d_taps(win), rows = c * taps;
     const size_t work = (size_t)rows * (size_t)out_h * (size_t)out_w;
-    if (same_shape(h, w, stride, out_h, out_w)) {
-        im2col_same(im, c, h, w, size, pad, col, ldcol);
+    if (same_shape(h, w, win, out_h, out_w)) {
+        im2col_same(im, c, h, w, win, col, ldcol);
         return;
     }
 
 #pragma omp parallel for schedule(static) if (work >= IM2COL_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
-        const int kj = r % size, ki = (r / size) % size, ch = r / (size * size);
-        const int off = kj - pad;
+        const int kj = r % win.size_w, ki = r % taps / win.size_w, ch = r / taps;
+        const int off = kj - win.pad_w;
         const float *restrict src = im + (size_t)ch * h * w;
         float *restrict dst = col + (size_t)r * ldcol;
         int lo, hi;
-        valid_range(off, w, stride, out_w, &lo, &hi);
+        valid_range(off, w, win.stride_w, out_w, &lo, &hi);
         for (int oy = 0; oy < out_h; oy++) {
             float *restrict d = dst + (size_t)oy * out_w;
-            const int iy = oy * stride - pad + ki;
+            const int iy = oy * win.stride_h - win.pad_h + ki;
             if (iy < 0 || iy >= h) {
                 memset(d, 0, (size_t)out_w * sizeof *d);
                 continue;
             }
-            copy_taps(d, src + (size_t)iy * w + off, lo, hi, stride);
+            copy_taps(d, src + (size_t)iy * w + off, lo, hi, win.stride_w);
         }
         /* The edge taps column by column: a memset call per row costs more than its stores. */
         for (int ox = 0; ox < lo; ox++)
@@ -140,16 +140,17 @@ void im2col(const float *restrict im, int c, int h, int w, int size, int stride,
 
 /* Each channel adds its rows in (ki, kj) order, as the row-wise loop below does, so both
  * give every pixel the same sums. */
-static void col2im_same(float *restrict col, int c, int h, int w, int size, int pad, size_t ldcol,
+static void col2im_same(float *restrict col, int c, int h, int w, Window2d win, size_t ldcol,
                         float *restrict im)
 {
-    const size_t work = (size_t)c * size * size * h * w;
+    const int taps = window2d_taps(win);
+    const size_t work = (size_t)c * taps * h * w;
 
 #pragma omp parallel for schedule(static) if (work >= IM2COL_PARALLEL_MIN)
     for (int ch = 0; ch < c; ch++) {
-        for (int k = 0; k < size * size; k++) {
-            const Shift s = same_shift(h, w, k / size, k % size, pad);
-            float *restrict src = col + ((size_t)ch * size * size + k) * ldcol;
+        for (int k = 0; k < taps; k++) {
+            const Shift s = same_shift(h, w, k / win.size_w, k % win.size_w, win);
+            float *restrict src = col + ((size_t)ch * taps + k) * ldcol;
             zero_outside(src, h, w, &s);
             if (s.p1 <= s.p0)
                 continue;
@@ -163,14 +164,15 @@ static void col2im_same(float *restrict col, int c, int h, int w, int size, int 
     }
 }
 
-void col2im(float *restrict col, int c, int h, int w, int size, int stride, int pad, size_t ldcol,
+void col2im(float *restrict col, int c, int h, int w, Window2d win, size_t ldcol,
             float *restrict im)
 {
-    const int out_h = conv_out_size(h, size, stride, pad);
-    const int out_w = conv_out_size(w, size, stride, pad);
-    const size_t work = (size_t)c * size * size * (size_t)out_h * (size_t)out_w;
-    if (same_shape(h, w, stride, out_h, out_w)) {
-        col2im_same(col, c, h, w, size, pad, ldcol, im);
+    const int out_h = window_out_extent(h, win.size_h, win.stride_h, win.pad_h);
+    const int out_w = window_out_extent(w, win.size_w, win.stride_w, win.pad_w);
+    const int taps = window2d_taps(win);
+    const size_t work = (size_t)c * taps * (size_t)out_h * (size_t)out_w;
+    if (same_shape(h, w, win, out_h, out_w)) {
+        col2im_same(col, c, h, w, win, ldcol, im);
         return;
     }
 
@@ -179,13 +181,13 @@ void col2im(float *restrict col, int c, int h, int w, int size, int stride, int 
 #pragma omp parallel for schedule(static) if (work >= IM2COL_PARALLEL_MIN)
     for (int ch = 0; ch < c; ch++) {
         float *restrict plane = im + (size_t)ch * h * w;
-        for (int k = 0; k < size * size; k++) {
-            const int ki = k / size, off = k % size - pad;
-            const float *restrict rows = col + ((size_t)ch * size * size + k) * ldcol;
+        for (int k = 0; k < taps; k++) {
+            const int ki = k / win.size_w, off = k % win.size_w - win.pad_w;
+            const float *restrict rows = col + ((size_t)ch * taps + k) * ldcol;
             int lo, hi;
-            valid_range(off, w, stride, out_w, &lo, &hi);
+            valid_range(off, w, win.stride_w, out_w, &lo, &hi);
             for (int oy = 0; oy < out_h; oy++) {
-                const int iy = oy * stride - pad + ki;
+                const int iy = oy * win.stride_h - win.pad_h + ki;
                 if (iy < 0 || iy >= h)
                     continue;
                 const float *restrict s = rows + (size_t)oy * out_w;
@@ -193,7 +195,7 @@ void col2im(float *restrict col, int c, int h, int w, int size, int stride, int 
                 /* A runtime stride keeps this loop scalar: vector loads of d that overlap
                  * the previous tap's stores stall on store forwarding (1.6x slower). */
                 for (int ox = lo; ox < hi; ox++)
-                    d[ox * stride + off] += s[ox];
+                    d[ox * win.stride_w + off] += s[ox];
             }
         }
     }
