@@ -10,6 +10,9 @@
 #   nets: resnet18_cifar resnet18 fashion cifar_small char_lstm gpt_tiny resnet50
 #         resnet18_cifar_inference resnet18_inference resnet50_inference resnet18_cifar_bf16
 #         resnet50_bf16 densenet121 densenet121_inference inception_v3 inception_v3_inference
+#         and the zoo's efficientnet_b0 mobilenet_v3_small mobilenet_v3_large convnext_tiny
+#         vit_b_16 shufflenet_v2_x1_0 regnet_y_400mf, each also as NAME_inference (PyTorch
+#         runs torchvision's model of the name: scripts/bench_torch.py)
 #         (default: all; _bf16: cdl
 #         --precision bf16 against PyTorch under torch.autocast("cpu", torch.bfloat16));
 #         --quick: 2 steps, 1 warm-up, 1 repeat (a check that everything runs, not a
@@ -25,6 +28,9 @@ all_nets=resnet18_cifar,resnet18,fashion,cifar_small,char_lstm,gpt_tiny,resnet50
 all_nets+=,resnet18_cifar_inference,resnet18_inference,resnet50_inference
 all_nets+=,resnet18_cifar_bf16,resnet50_bf16,densenet121,densenet121_inference
 all_nets+=,inception_v3,inception_v3_inference
+zoo_nets=efficientnet_b0,mobilenet_v3_small,mobilenet_v3_large,convnext_tiny,vit_b_16
+zoo_nets+=,shufflenet_v2_x1_0,regnet_y_400mf
+all_nets+=,$zoo_nets,${zoo_nets//,/_inference,}_inference
 nets=$all_nets
 thread_list=1,2
 repeats=3
@@ -38,7 +44,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2 && shift 2 ;;
     --warmup) warmup=$2 && shift 2 ;;
     --quick) steps=2 warmup=1 repeats=1 quick=1 && shift ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-cpu: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -63,6 +69,11 @@ net_spec() {
     densenet121_inference) echo "cfg/densenet121.cfg 16 inference 10" ;;
     inception_v3) echo "cfg/inception_v3.cfg 8 train 5" ;;
     inception_v3_inference) echo "cfg/inception_v3.cfg 16 inference 10" ;;
+    efficientnet_b0 | mobilenet_v3_small | mobilenet_v3_large | convnext_tiny | vit_b_16 | \
+        shufflenet_v2_x1_0 | regnet_y_400mf) echo "cfg/$1.cfg 8 train 3" ;;
+    efficientnet_b0_inference | mobilenet_v3_small_inference | mobilenet_v3_large_inference | \
+        convnext_tiny_inference | vit_b_16_inference | shufflenet_v2_x1_0_inference | \
+        regnet_y_400mf_inference) echo "cfg/${1%_inference}.cfg 16 inference 5" ;;
     *) return 1 ;;
     esac
 }

@@ -19,9 +19,11 @@
 #         scripts/bench_int8_torch.py), both calibrated on random batches.
 # Usage: scripts/bench-infer.sh [--nets A,B,..] [--batches 1,16] [--threads 1,2]
 #            [--precisions fp32,bf16,int8] [--repeats N] [--images N] [--no-compile] [--quick]
-#   nets: resnet18 resnet50 mobilenetv2 densenet121 inception_v3 (cfg/NAME.cfg; default: all);
+#   nets: resnet18 resnet50 mobilenetv2 densenet121 inception_v3 (cfg/NAME.cfg; default: these),
+#   and the zoo's efficientnet_b0 mobilenet_v3_small mobilenet_v3_large convnext_tiny vit_b_16
+#   shufflenet_v2_x1_0 regnet_y_400mf (PyTorch runs torchvision's model of the name);
 #   batches: any (default 1,16; 64 too for throughput); --images: images per timed run (default
-#   per net: resnet50, densenet121 and inception_v3 8, resnet18 16, mobilenetv2 32; at least
+#   per net: 8, resnet18 16, mobilenetv2 32; at least
 #   one step); --no-compile: no torch.compile column
 #   (its first compilation of a net takes a minute); --quick: resnet18, batch 1, 1 thread,
 #   fp32, 1 repeat of 2 images (a check that everything runs, not a measurement).
@@ -51,7 +53,7 @@ while [ $# -gt 0 ]; do
     --no-compile) compile=0 && shift ;;
     --quick) nets=resnet18 batch_list=1 thread_list=1 precision_list=fp32 repeats=1 images=2 \
         quick=1 && shift ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "bench-infer: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -61,7 +63,8 @@ IFS=, read -r -a thread_counts <<<"$thread_list"
 IFS=, read -r -a precisions <<<"$precision_list"
 default_images() {
     case "$1" in
-    resnet50 | densenet121 | inception_v3) echo 8 ;;
+    resnet50 | densenet121 | inception_v3 | efficientnet_b0 | mobilenet_v3_small | \
+        mobilenet_v3_large | convnext_tiny | vit_b_16 | shufflenet_v2_x1_0 | regnet_y_400mf) echo 8 ;;
     resnet18) echo 16 ;;
     mobilenetv2) echo 32 ;;
     *) return 1 ;;

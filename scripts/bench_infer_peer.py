@@ -39,12 +39,12 @@ def ort_runner(a):
 def torch_runner(a):
     import torch
 
-    from bench_torch import CfgNet, parse_cfg
+    from bench_torch import build_model
 
     torch.set_num_interop_threads(1)
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = CfgNet(parse_cfg(a.cfg)).eval()
+    model = build_model(a.cfg).eval()
     shape = model.input_shape
     net = torch.compile(model) if a.runner == "compile" else model
     if a.runner == "int8":

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """PyTorch peer for `cdl bench`: builds the net a cdl cfg describes (convolutional,
 connected, batchnorm, maxpool, avgpool (global or windowed), upsample, dropout, route, shortcut,
-softmax: the image cfgs of cfg/ they make up) and times the same training steps (SGD with momentum and weight decay, BN in train
+softmax: the image cfgs of cfg/ they make up; the zoo cfgs of TORCHVISION_CFGS, whose other
+layers it does not build, are torchvision's model of the cfg's name, which they equal:
+scripts/zoo_vs_torchvision.py) and times the same training steps (SGD with momentum and weight decay, BN in train
 mode) or, with --inference, forwards without gradients, on random data; --bf16 runs the
 forwards (and so the backwards) under torch.autocast("cpu", torch.bfloat16), cdl's
 --precision bf16; --compile runs the model through torch.compile (PyTorch 2; the warm-up
@@ -14,6 +16,7 @@ torch-venv.sh). Prints one JSON line:
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -104,6 +107,37 @@ def per_axis(value):
     """A convolution key's (height, width): "3" gives (3, 3), "1,7" gives (1, 7)."""
     v = [int(x) for x in str(value).split(",")]
     return (v[0], v[-1])
+
+
+# Zoo cfgs timed as torchvision's model of their name (same layers and parameter count).
+TORCHVISION_CFGS = ("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_large", "convnext_tiny",
+                    "vit_b_16", "shufflenet_v2_x1_0", "regnet_y_400mf")
+
+
+class TorchvisionNet(nn.Module):
+    """torchvision.models.NAME() with CfgNet's attributes: input_shape from the cfg's [net],
+    1000 classes, weight decay on the weights of two or more dimensions."""
+
+    def __init__(self, name, net):
+        super().__init__()
+        import torchvision
+
+        self.model = getattr(torchvision.models, name)()
+        self.input_shape = (int(net["channels"]), int(net["height"]), int(net["width"]))
+        self.classes = 1000
+        self.decayed = [t for t in self.model.parameters() if t.dim() > 1]
+
+    def forward(self, x):
+        return self.model(x)
+
+
+def build_model(cfg):
+    """The PyTorch net of a cdl cfg: TorchvisionNet for TORCHVISION_CFGS, else CfgNet."""
+    sections = parse_cfg(cfg)
+    name = os.path.splitext(os.path.basename(cfg))[0]
+    if name in TORCHVISION_CFGS:
+        return TorchvisionNet(name, sections[0][1])
+    return CfgNet(sections)
 
 
 class CfgNet(nn.Module):
@@ -253,9 +287,8 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(1)
 
-    sections = parse_cfg(args.cfg)
-    net = sections[0][1]
-    model = CfgNet(sections)
+    net = parse_cfg(args.cfg)[0][1]
+    model = build_model(args.cfg)
     if args.params:
         print(sum(t.numel() for t in model.parameters()))
         return
