@@ -130,6 +130,12 @@ typedef struct Layer {
      * inference forwards do nothing. NULL: not fused. */
     struct Layer *sum_into;
     const struct Layer *sum_from;
+    /* int8 activations between int8 layers (LayerKernels.pass_codes, net_resize): in an inference
+     * net, the layer whose output only codes_to reads, as its one input, writes that output as
+     * codes_to's uint8 input codes (in the backend's layout), which codes_to reads as they are
+     * (its codes_from is the writer); NULL: float32. */
+    struct Layer *codes_to;
+    const struct Layer *codes_from;
 } Layer;
 
 #define LAYER_OUT_BIT LAYER_MAX_INPUTS
@@ -290,6 +296,11 @@ typedef struct LayerKernels {
      * input 0: act(l's output + that layer's input 1), all three in nChw8c (Layer.sum_into); act
      * -1 asks for no fused sum. Returns 1 when l will. NULL: never. */
     int (*fuse_sum)(Layer *l, int act);
+    /* Asked by net_resize after the layers' resize (they then resize again with its answer),
+     * whether l's inference forwards can write reader's input, l's output that reader alone reads
+     * as its one input, as reader's uint8 input codes, and reader's take them so (Layer.codes_to;
+     * reader is of l's family). NULL: never. */
+    int (*pass_codes)(const Layer *l, const Layer *reader);
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

@@ -687,6 +687,31 @@ static int plan_sums(Net *net)
     return changed;
 }
 
+/* The int8 chains (LayerKernels.pass_codes) of an inference net: a layer whose output one layer
+ * of its family alone reads, as its one input, writes that layer's codes where both can. Returns 1
+ * when the chains differ from the last ones (Layer.codes_to, codes_from). */
+static int plan_codes(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        Layer *r = l->last_reader >= 0 ? &net->layers[l->last_reader] : NULL;
+        const Layer *was = l->codes_to;
+        l->codes_to = NULL;
+        if (r && !net->want_grads && l->kernels->pass_codes && r->kernels == l->kernels &&
+            readers_of(net, i) == 1 && r->n_inputs == 1 && !l->sum_into &&
+            l->kernels->pass_codes(l, r))
+            l->codes_to = r;
+        changed |= was != l->codes_to;
+    }
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].codes_from = NULL;
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].codes_to)
+            net->layers[i].codes_to->codes_from = &net->layers[i];
+    return changed;
+}
+
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
  * want_grads): the slab the memory plan lays out, the scratch and input floats; with
  * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
@@ -715,10 +740,11 @@ static int measure_batch(Net *net, int batch, int want_grads, int want_input_del
     size_t state_floats, state_bytes;
     int st =
         measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
-    /* The layouts and fused sums the layers' primitives allow, which those then follow. */
+    /* The layouts, fused sums and int8 chains the layers' primitives allow, which those then
+     * follow. */
     if (!st) {
         plan_layouts(net);
-        if (plan_sums(net)) {
+        if (plan_sums(net) | plan_codes(net)) {
             st = measure_state(net, batch, want_grads, want_input_delta, &state_floats,
                                &state_bytes, e);
             plan_layouts(net);

@@ -264,6 +264,94 @@ static void test_residual_block(void)
     net_free(&nets[1]);
 }
 
+/* An int8 chain (Layer.codes_to): each zoo configuration (cases[]) followed by a 3x3 convolution
+ * with batch norm and relu that alone reads it, the second calibrated on the first's outputs (the
+ * reference net's grid given to both), against the own kernels' per-layer path (the first's output
+ * in float32, quantized again by the second). Also checks that the chain is made wherever both
+ * layers run on oneDNN.
+ *
+ * The tolerance. The first layer's outputs y agree within half a unit u_j / 2 of their sums
+ * (test_layer; u_j = |a_j| s_x s_w[j]), so the chain's code of y on the second's grid (s, zp),
+ * round(y / s + zp), can differ from the reference's only where y / s + zp lies within
+ * d = max_j u_j / (2 s) (plus 1e-4 for the float rounding of the scaling) of a rounding tie, and
+ * then by one code. Where no input code in its window differs, an output of the second layer has
+ * the same int32 sum on both paths and agrees within half its unit; each differing code is read
+ * by at most 3 x 3 positions x 16 filters = 144 outputs. So: at most 144 outputs per such
+ * uncertain code lie beyond half a unit, and each within |a_j| s s_w[j] (sum_k |q_jk| + 1/2)
+ * (one code at every tap). */
+static void test_chain(const Int8Case *k)
+{
+    char text[2][768];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
+                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
+                 "batch_normalize=%d\nactivation=%s\n"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=relu\n",
+                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
+                 k->bn, k->activation);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        on_grid_inputs(&nets[e]);
+        calibrate_after_first(&nets[e]);
+    }
+    Error err = {0};
+    nets[1].layers[1].quant->input = nets[0].layers[1].quant->input;
+    CHECK(net_resize(&nets[1], BATCH, 0, &err) == 0);
+    for (int e = 0; e < 2; e++)
+        net_forward(&nets[e]);
+    Layer *first = &nets[1].layers[0], *last = &nets[0].layers[1];
+    const int both = !strcmp(first->engine, "dnnl") && !strcmp(nets[1].layers[1].engine, "dnnl");
+    CHECK(on_dnnl_where_expected(first) && on_dnnl_where_expected(&nets[1].layers[1]));
+    CHECK(first->codes_to == (both ? &nets[1].layers[1] : NULL));
+    CHECK(nets[0].layers[0].codes_to == NULL);
+    /* the uncertain codes of the second layer's input */
+    const Layer *y_ref = &nets[0].layers[0];
+    const QuantParams g = last->quant->input;
+    double u_max = 0;
+    for (int j = 0; j < k->filters; j++) {
+        const double u = fabs((double)channel_scale(&nets[0], (Layer *)y_ref, j)) * grid().scale *
+                         y_ref->quant->scales[j];
+        u_max = u > u_max ? u : u_max;
+    }
+    const double d = u_max / (2 * g.scale) + 1e-4;
+    size_t uncertain = 0;
+    for (size_t i = 0; i < (size_t)BATCH * shape_size(y_ref->out_shape); i++) {
+        const double v = (double)y_ref->out[i] / g.scale + g.zero_point;
+        uncertain += fabs(v - floor(v) - 0.5) <= d;
+    }
+    const LayerQuant *q = last->quant;
+    const size_t plane = (size_t)last->out_shape.h * last->out_shape.w;
+    const size_t n = (size_t)BATCH * shape_size(last->out_shape);
+    const float *yr = last->out, *yd = nets[1].layers[1].out;
+    size_t over = 0, apart = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % 16);
+        double taps = 0;
+        for (int t = 0; t < q->k; t++)
+            taps += abs(q->values[(size_t)j * q->k + t]);
+        const double unit = fabs((double)channel_scale(&nets[0], last, j)) * g.scale * q->scales[j];
+        const double e = fabs((double)yd[i] - yr[i]);
+        over += !(e <= unit * (taps + 0.5));
+        apart += !(e <= unit * 0.5);
+        worst = e / (unit * (taps + 0.5)) > worst ? e / (unit * (taps + 0.5)) : worst;
+    }
+    printf("%-45s then 3x3: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
+           "%.3g of the bound\n",
+           k->from, first->codes_to ? "chained" : "not chained", apart, n, uncertain, worst);
+    CHECK(over == 0);
+    CHECK(apart <= 144 * uncertain);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
 /* A layer whose grid comes from each batch's range (not calibrated) stays on the own kernels. */
 static void test_dynamic_grid_stays_own(void)
 {
@@ -288,6 +376,8 @@ int main(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         test_layer(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        test_chain(&cases[i]);
     test_residual_block();
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");
