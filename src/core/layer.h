@@ -132,8 +132,10 @@ typedef struct Layer {
     const struct Layer *sum_from;
     /* int8 activations between int8 layers (LayerKernels.pass_codes, net_resize): in an inference
      * net, the layer whose output only codes_to reads, as its one input, writes that output as
-     * codes_to's uint8 input codes (in the backend's layout), which codes_to reads as they are
-     * (its codes_from is the writer); NULL: float32. */
+     * uint8 codes (in the backend's layout), which codes_to reads as they are (its codes_from is
+     * the writer): codes of the grid of the chain's last layer's input, the first layer with
+     * int8 weights (l->quant) from here along codes_to, the layers before it passing the codes
+     * on (LayerKernels.passes_codes); NULL: float32. */
     struct Layer *codes_to;
     const struct Layer *codes_from;
 } Layer;
@@ -301,6 +303,10 @@ typedef struct LayerKernels {
      * as its one input, as reader's uint8 input codes, and reader's take them so (Layer.codes_to;
      * reader is of l's family). NULL: never. */
     int (*pass_codes)(const Layer *l, const Layer *reader);
+    /* 1 when l's inference forwards can take its one input as uint8 codes and write its output as
+     * codes of the same grid, in the layout pass_codes writes (a maximum: quantization keeps the
+     * order), so that an int8 chain passes through l (Layer.codes_to). NULL: never. */
+    int (*passes_codes)(const Layer *l);
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

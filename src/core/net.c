@@ -687,28 +687,46 @@ static int plan_sums(Net *net)
     return changed;
 }
 
-/* The int8 chains (LayerKernels.pass_codes) of an inference net: a layer whose output one layer
- * of its family alone reads, as its one input, writes that layer's codes where both can. Returns 1
- * when the chains differ from the last ones (Layer.codes_to, codes_from). */
+/* The one layer that reads layer i's output, as its one input, or NULL. */
+static Layer *sole_reader(Net *net, int i)
+{
+    const int r = net->layers[i].last_reader;
+    return r >= 0 && readers_of(net, i) == 1 && net->layers[r].n_inputs == 1 ? &net->layers[r]
+                                                                             : NULL;
+}
+
+/* The int8 chains (LayerKernels.pass_codes) of an inference net: a layer whose output a layer of
+ * its family alone reads, as its one input, directly or through layers that pass codes on
+ * (LayerKernels.passes_codes; each alone reading the last), writes that layer's codes where both
+ * can. Returns 1 when the chains differ from the last ones (Layer.codes_to, codes_from). */
 static int plan_codes(Net *net)
 {
     int changed = 0;
+    Layer **was = calloc(net->n_layers > 0 ? (size_t)net->n_layers : 1, sizeof *was);
     for (int i = 0; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i];
-        Layer *r = l->last_reader >= 0 ? &net->layers[l->last_reader] : NULL;
-        const Layer *was = l->codes_to;
-        l->codes_to = NULL;
-        if (r && !net->want_grads && l->kernels->pass_codes && r->kernels == l->kernels &&
-            readers_of(net, i) == 1 && r->n_inputs == 1 && !l->sum_into &&
-            l->kernels->pass_codes(l, r))
-            l->codes_to = r;
-        changed |= was != l->codes_to;
+        was[i] = net->layers[i].codes_to;
+        net->layers[i].codes_to = NULL;
     }
-    for (int i = 0; i < net->n_layers; i++)
+    for (int i = 0; i < net->n_layers && !net->want_grads && was; i++) {
+        Layer *l = &net->layers[i], *r = sole_reader(net, i);
+        if (!l->kernels->pass_codes || l->sum_into || l->codes_to)
+            continue;
+        while (r && r->kernels != l->kernels && r->kernels->passes_codes &&
+               r->kernels->passes_codes(r))
+            r = sole_reader(net, r->index);
+        if (!r || r->kernels != l->kernels || !l->kernels->pass_codes(l, r))
+            continue;
+        for (Layer *w = l; w != r; w = sole_reader(net, w->index))
+            w->codes_to = sole_reader(net, w->index);
+    }
+    for (int i = 0; i < net->n_layers; i++) {
         net->layers[i].codes_from = NULL;
+        changed |= !was || was[i] != net->layers[i].codes_to;
+    }
     for (int i = 0; i < net->n_layers; i++)
         if (net->layers[i].codes_to)
             net->layers[i].codes_to->codes_from = &net->layers[i];
+    free(was);
     return changed;
 }
 

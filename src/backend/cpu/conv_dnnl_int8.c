@@ -8,14 +8,15 @@
  * (conv_int8.c) stay the reference: tests/unit/test_conv_int8_dnnl.c compares the two.
  *
  * In an int8 chain (conv_dnnl_int8_pass_codes, Layer.codes_to: a layer whose output only another
- * such layer reads), the writer's primitive requantizes its output straight onto the reader's
- * input grid (the scales, bias and activation bound divided by its scale, then its zero point
- * added, as post-ops) and writes the uint8 codes in nhwc, which the reader's primitive takes as
- * they are: neither reorders, and no float32 tensor is written between them.
+ * such layer reads, directly or through [maxpool]s), the writer's primitive requantizes its output
+ * straight onto the reader's input grid (the scales, bias and activation bound divided by its
+ * scale, then its zero point added, as post-ops) and writes the uint8 codes in nhwc, which the
+ * reader's primitive takes as they are: neither reorders, and no float32 tensor is written
+ * between them.
  *
  *   in [batch][c][h][w] (float32; codes [batch][h][w][c] with codes_from)
  *   -> out [batch][filters][out_h][out_w] (float32; codes [batch][out_h][out_w][filters], uint8 on
- *      codes_to's input grid, with codes_to)
+ *      the chain's grid, with codes_to)
  *   W  [filters][c][size][size] int8 (LayerQuant.values), one group
  */
 #include <string.h>
@@ -23,6 +24,15 @@
 #include "backend/cpu/bias_norm.h"
 #include "backend/cpu/conv.h"
 #include "backend/cpu/layer_quant.h"
+
+/* The grid of the codes l writes (l->codes_to set): the input grid of its chain's last layer. */
+static QuantParams codes_grid(const Layer *l)
+{
+    const Layer *end = l->codes_to;
+    while (!end->quant)
+        end = end->codes_to;
+    return end->quant->input;
+}
 
 int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
@@ -42,8 +52,8 @@ int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e)
     d.x_codes = l->codes_from != NULL;
     if (l->codes_to) {
         d.y_codes = 1;
-        d.y_scale = l->codes_to->quant->input.scale;
-        d.y_zero_point = l->codes_to->quant->input.zero_point;
+        d.y_scale = codes_grid(l).scale;
+        d.y_zero_point = codes_grid(l).zero_point;
     }
     Error ignored = {0};
     if (dnnl_conv_prepare(&dn->dc, &d, &ignored) ||
@@ -114,7 +124,7 @@ void conv_dnnl_int8_forward(Layer *l, const StepContext *ctx)
         }
         if (l->codes_to) { /* the bias in units of the reader's codes */
             const float *b = dn->folded ? dn->b_fold : l->params[cv->stage.first_param].data;
-            const float y_scale = l->codes_to->quant->input.scale;
+            const float y_scale = codes_grid(l).scale;
             for (int j = 0; j < cv->filters; j++)
                 dn->b_fold[j] = b[j] / y_scale;
         }

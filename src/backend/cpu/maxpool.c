@@ -1,5 +1,6 @@
 /* [maxpool]'s CPU kernels (layers/maxpool.c has its meaning): max over size x size windows of
- * plain NCHW or oneDNN's blocked nChw8c input, the argmax of each output kept for backward.
+ * plain NCHW or oneDNN's blocked nChw8c input, the argmax of each output kept for backward; in an
+ * int8 chain, of uint8 codes in nhwc.
  *
  *   in  [batch][c][h][w]
  *   out [batch][c][(h + padding - size)/stride + 1][(w + padding - size)/stride + 1]
@@ -301,6 +302,31 @@ static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float
     }
 }
 
+/* The forward in an int8 chain (Layer.codes_from): the maxima of uint8 codes, in [batch][h][w][c]
+ * (nhwc) as oneDNN's int8 convolutions write and read them, windows clipped as maxpool_plane's.
+ * Quantization keeps the order, so these are the codes of the float maxima. */
+static void maxpool_forward_codes(const Maxpool *m, const uint8_t *in, uint8_t *out, int batch,
+                                  int c, int ih, int iw, int oh, int ow)
+{
+    const int offset = m->padding / 2;
+#pragma omp parallel for schedule(static) if ((double)batch * oh * ow * c * m->size * m->size >    \
+                                              MAXPOOL_PARALLEL_MIN)
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
+                uint8_t *best = out + (((size_t)b * oh + i) * ow + j) * c;
+                memset(best, 0, (size_t)c); /* the smallest code */
+                for (int y = y0 < 0 ? 0 : y0; y < y0 + m->size && y < ih; y++)
+                    for (int x = x0 < 0 ? 0 : x0; x < x0 + m->size && x < iw; x++) {
+                        const uint8_t *v = in + (((size_t)b * ih + y) * iw + x) * c;
+#pragma omp simd
+                        for (int k = 0; k < c; k++)
+                            best[k] = v[k] > best[k] ? v[k] : best[k];
+                    }
+            }
+}
+
 static void maxpool_forward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
@@ -308,6 +334,11 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
+    if (l->codes_from) {
+        maxpool_forward_codes(m, (const uint8_t *)in, (uint8_t *)l->out, ctx->batch, l->in_shape.c,
+                              ih, iw, oh, ow);
+        return;
+    }
     if (layer_blocked(l, ctx) & 1) {
         maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / DNNL_LANES,
                                 ih, iw, oh, ow);
@@ -357,10 +388,18 @@ static int maxpool_layout(const Layer *l, int k)
     return l->in_shape.c % DNNL_LANES ? LAYOUT_PLAIN : LAYOUT_TIED;
 }
 
+/* Maxima of codes are the codes of the maxima (maxpool_forward_codes). */
+static int maxpool_passes_codes(const Layer *l)
+{
+    (void)l;
+    return 1;
+}
+
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
 const LayerKernels cpu_maxpool_kernels = {
     .resize = maxpool_resize,
     .layout = maxpool_layout,
+    .passes_codes = maxpool_passes_codes,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
 };
