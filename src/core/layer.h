@@ -138,6 +138,11 @@ typedef struct Layer {
      * on (LayerKernels.passes_codes); NULL: float32. */
     struct Layer *codes_to;
     const struct Layer *codes_from;
+    /* Where no chain is: in an inference net, the layer whose output only nhwc_to reads, as its
+     * one input, writes it in float32 nhwc, [batch][h][w][c] (LayerKernels.gives_nhwc, net_resize),
+     * which nhwc_to reads so (takes_nhwc; its nhwc_from is the writer); NULL: plain. */
+    struct Layer *nhwc_to;
+    const struct Layer *nhwc_from;
 } Layer;
 
 #define LAYER_OUT_BIT LAYER_MAX_INPUTS
@@ -307,6 +312,11 @@ typedef struct LayerKernels {
      * codes of the same grid, in the layout pass_codes writes (a maximum: quantization keeps the
      * order), so that an int8 chain passes through l (Layer.codes_to). NULL: never. */
     int (*passes_codes)(const Layer *l);
+    /* Asked by net_resize with pass_codes: 1 when l's inference forwards can write their output
+     * in float32 nhwc (gives_nhwc), or take their one input so (takes_nhwc), for a writer and its
+     * sole reader in no int8 chain (Layer.nhwc_to). NULL: never. */
+    int (*gives_nhwc)(const Layer *l);
+    int (*takes_nhwc)(const Layer *l);
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

@@ -695,6 +695,29 @@ static Layer *sole_reader(Net *net, int i)
                                                                              : NULL;
 }
 
+/* The nhwc hand-offs of an inference net (LayerKernels.gives_nhwc, takes_nhwc): a layer in no
+ * int8 chain whose sole reader takes float32 nhwc, which it gives. Returns 1 when they differ from
+ * the last ones (Layer.nhwc_to, nhwc_from). */
+static int plan_nhwc(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].nhwc_from = NULL;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i], *r = sole_reader(net, i);
+        Layer *to = !net->want_grads && r && !l->codes_to && !l->sum_into && !r->codes_from &&
+                            l->kernels->gives_nhwc && r->kernels->takes_nhwc &&
+                            l->kernels->gives_nhwc(l) && r->kernels->takes_nhwc(r)
+                        ? r
+                        : NULL;
+        changed |= to != l->nhwc_to;
+        l->nhwc_to = to;
+        if (to)
+            to->nhwc_from = l;
+    }
+    return changed;
+}
+
 /* The int8 chains (LayerKernels.pass_codes) of an inference net: a layer whose output a layer of
  * its family alone reads, as its one input, directly or through layers that pass codes on
  * (LayerKernels.passes_codes; each alone reading the last), writes that layer's codes where both
@@ -727,7 +750,7 @@ static int plan_codes(Net *net)
         if (net->layers[i].codes_to)
             net->layers[i].codes_to->codes_from = &net->layers[i];
     free(was);
-    return changed;
+    return changed | plan_nhwc(net);
 }
 
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when

@@ -359,6 +359,54 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
     net_free(&nets[1]);
 }
 
+/* An int8 convolution on oneDNN whose sole reader is a [maxpool] (Layer.nhwc_to) writes its
+ * float32 output in nhwc, which the maxpool pools into NCHW: against the own kernels' NCHW path.
+ * The convolution's outputs agree within half a unit u_j / 2 (test_layer) and a maximum moves by
+ * no more than its inputs do, so each pooled output is within u_j / 2 of the reference's. */
+static void test_nhwc_maxpool(const Int8Case *k, const char *maxpool)
+{
+    char text[2][512];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
+                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
+                 "batch_normalize=%d\nactivation=%s\n%s",
+                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
+                 k->bn, k->activation, maxpool);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        on_grid_inputs(&nets[e]);
+        net_forward(&nets[e]);
+    }
+    Layer *conv = &nets[0].layers[0], *ref = &nets[0].layers[1], *pooled = &nets[1].layers[1];
+    const int on = !strcmp(nets[1].layers[0].engine, "dnnl");
+    CHECK(on_dnnl_where_expected(&nets[1].layers[0]));
+    CHECK(nets[1].layers[0].nhwc_to == (on ? pooled : NULL) && pooled->codes_from == NULL);
+    CHECK(conv->nhwc_to == NULL);
+    const size_t plane = (size_t)ref->out_shape.h * ref->out_shape.w;
+    const size_t n = (size_t)BATCH * shape_size(ref->out_shape);
+    double worst = 0;
+    int over = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % (size_t)k->filters);
+        const double unit =
+            fabs((double)channel_scale(&nets[0], conv, j)) * grid().scale * conv->quant->scales[j];
+        const double units = fabs((double)pooled->out[i] - ref->out[i]) / unit;
+        over += !(units <= 0.5);
+        worst = units > worst ? units : worst;
+    }
+    printf("%-45s then maxpool: %s, at most %.3g units apart\n", k->from, on ? "nhwc" : "plain",
+           worst);
+    CHECK(over == 0);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
 /* A layer whose grid comes from each batch's range (not calibrated) stays on the own kernels. */
 static void test_dynamic_grid_stays_own(void)
 {
@@ -390,6 +438,11 @@ int main(void)
     test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4);
     test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1);
     test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1);
+    /* resnet's stem and its 3x3 stride-2 maxpool; fashion's first and second layers with its 2x2
+     * stride-2 maxpool (here the net's output, no convolution after it) */
+    test_nhwc_maxpool(&cases[0], "[maxpool]\nsize=3\nstride=2\n");
+    test_nhwc_maxpool(&cases[5], "[maxpool]\nsize=2\nstride=2\n");
+    test_nhwc_maxpool(&cases[6], "[maxpool]\nsize=2\nstride=2\n");
     test_residual_block();
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");

@@ -292,6 +292,12 @@ static int conv_pass_codes(const Layer *l, const Layer *reader)
     return cv->cpu && l->quant && reader->quant ? conv_dnnl_int8_pass_codes(l, reader) : 0;
 }
 
+static int conv_gives_nhwc(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    return cv->cpu && l->quant ? conv_dnnl_int8_gives_nhwc(l) : 0;
+}
+
 static void conv_forward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -371,6 +377,7 @@ const LayerKernels cpu_convolutional_kernels = {
     .layout = conv_layout,
     .fuse_sum = conv_fuse_sum,
     .pass_codes = conv_pass_codes,
+    .gives_nhwc = conv_gives_nhwc,
     .forward = conv_forward,
     .backward = conv_backward,
 };

@@ -16,7 +16,8 @@
  *
  *   in [batch][c][h][w] (float32; codes [batch][h][w][c] with codes_from)
  *   -> out [batch][filters][out_h][out_w] (float32; codes [batch][out_h][out_w][filters], uint8 on
- *      the chain's grid, with codes_to)
+ *      the chain's grid, with codes_to; float32 [batch][out_h][out_w][filters] with nhwc_to, for a
+ *      reader that takes that, conv_dnnl_int8_gives_nhwc)
  *   W  [filters][c][size][size] int8 (LayerQuant.values), one group
  */
 #include <string.h>
@@ -55,11 +56,12 @@ int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e)
         d.y_scale = codes_grid(l).scale;
         d.y_zero_point = codes_grid(l).zero_point;
     }
+    d.y_nhwc = l->nhwc_to != NULL;
     Error ignored = {0};
     if (dnnl_conv_prepare(&dn->dc, &d, &ignored) ||
         !strncmp(dn->dc.impl[DNNL_CONV_FWD], "ref", 3)) {
         dnnl_conv_release(&dn->dc);
-        if (d.x_codes || d.y_codes) /* pass_codes made the same primitive */
+        if (d.x_codes || d.y_codes || d.y_nhwc) /* pass_codes, gives_nhwc made the same */
             return error_set(e, CDL_ERUNTIME,
                              "layer %d [convolutional]: oneDNN refused its int8 chain's primitive",
                              l->index);
@@ -104,6 +106,23 @@ int conv_dnnl_int8_pass_codes(const Layer *l, const Layer *reader)
              strncmp(trial.impl[DNNL_CONV_FWD], "ref", 3);
         dnnl_conv_release(&trial);
     }
+    return ok;
+}
+
+/* 1 when l's oneDNN int8 primitive can write its float32 output in nhwc, its own layout (made so,
+ * on kernels other than the reference). */
+int conv_dnnl_int8_gives_nhwc(const Layer *l)
+{
+    const ConvDnnl *w = &((const Conv *)l->priv)->cpu->dnnl;
+    if (!w->on || !w->int8)
+        return 0;
+    DnnlConvDesc d = w->dc.desc;
+    d.y_nhwc = 1;
+    DnnlConv trial = {0};
+    Error ignored = {0};
+    const int ok = !dnnl_conv_prepare(&trial, &d, &ignored) &&
+                   strncmp(trial.impl[DNNL_CONV_FWD], "ref", 3);
+    dnnl_conv_release(&trial);
     return ok;
 }
 

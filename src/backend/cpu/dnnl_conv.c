@@ -178,8 +178,9 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
         s = s ? s : dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_u8, dnnl_nhwc);
         m->x_op = m->x;
     }
-    if (c->int8 && c->y_codes) { /* codes out, as they are */
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, dnnl_u8, dnnl_nhwc);
+    if (c->int8 && (c->y_codes || c->y_nhwc)) { /* codes or nhwc floats out, as they are */
+        const dnnl_data_type_t type = c->y_codes ? dnnl_u8 : dnnl_f32;
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, type, dnnl_nhwc);
         m->y_any = m->y;
     }
     if (c->groups > 1) {

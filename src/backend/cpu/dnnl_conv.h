@@ -60,6 +60,9 @@ typedef struct DnnlConvDesc {
     int x_codes, y_codes;
     float y_scale;
     int y_zero_point;
+    /* 1: an int8 desc's y (float32) is written in nhwc, [batch][out_h][out_w][out_c], the
+     * primitive's own layout, for a reader that takes it so (no reorder) */
+    int y_nhwc;
 } DnnlConvDesc;
 
 /* oneDNN's handles (opaque here; dnnl_primitive_t and dnnl_memory_t in dnnl.h). */
@@ -184,7 +187,7 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW
- * float32, or with y_codes nhwc uint8 codes) = the convolution of x (plain NCHW float32
+ * float32, with y_nhwc nhwc float32, with y_codes nhwc uint8 codes) = the convolution of x (plain NCHW float32
  * quantized, or with x_codes nhwc uint8 codes) by w_packed (dnnl_conv_pack_weights' of the int8
  * values), scaled, times a [out_c] (with channel_scale; else ignored), plus b [out_c]. */
 void dnnl_conv_forward_int8(DnnlConv *d, const void *x, const void *w_packed, const float *a,
