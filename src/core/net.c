@@ -725,12 +725,9 @@ static int plan_nhwc(Net *net)
 static int plan_codes(Net *net)
 {
     int changed = 0;
-    Layer **was = calloc(net->n_layers > 0 ? (size_t)net->n_layers : 1, sizeof *was);
-    for (int i = 0; i < net->n_layers; i++) {
-        was[i] = net->layers[i].codes_to;
+    for (int i = 0; i < net->n_layers; i++)
         net->layers[i].codes_to = NULL;
-    }
-    for (int i = 0; i < net->n_layers && !net->want_grads && was; i++) {
+    for (int i = 0; i < net->n_layers && !net->want_grads; i++) {
         Layer *l = &net->layers[i], *r = sole_reader(net, i);
         if (!l->kernels->pass_codes || l->sum_into || l->codes_to)
             continue;
@@ -742,14 +739,17 @@ static int plan_codes(Net *net)
         for (Layer *w = l; w != r; w = sole_reader(net, w->index))
             w->codes_to = sole_reader(net, w->index);
     }
+    /* the last plan's pairs are still in codes_from: a pair in one plan and not the other */
     for (int i = 0; i < net->n_layers; i++) {
-        net->layers[i].codes_from = NULL;
-        changed |= !was || was[i] != net->layers[i].codes_to;
+        const Layer *l = &net->layers[i];
+        changed |= (l->codes_to && l->codes_to->codes_from != l) ||
+                   (l->codes_from && l->codes_from->codes_to != l);
     }
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].codes_from = NULL;
     for (int i = 0; i < net->n_layers; i++)
         if (net->layers[i].codes_to)
             net->layers[i].codes_to->codes_from = &net->layers[i];
-    free(was);
     return changed | plan_nhwc(net);
 }
 
