@@ -130,6 +130,19 @@ typedef struct Layer {
      * inference forwards do nothing. NULL: not fused. */
     struct Layer *sum_into;
     const struct Layer *sum_from;
+    /* int8 activations between int8 layers (LayerKernels.pass_codes, net_resize): in an inference
+     * net, the layer whose output only codes_to reads, as its one input, writes that output as
+     * uint8 codes (in the backend's layout), which codes_to reads as they are (its codes_from is
+     * the writer): codes of the grid of the chain's last layer's input, the first layer with
+     * int8 weights (l->quant) from here along codes_to, the layers before it passing the codes
+     * on (LayerKernels.passes_codes); NULL: float32. */
+    struct Layer *codes_to;
+    const struct Layer *codes_from;
+    /* Where no chain is: in an inference net, the layer whose output only nhwc_to reads, as its
+     * one input, writes it in float32 nhwc, [batch][h][w][c] (LayerKernels.gives_nhwc, net_resize),
+     * which nhwc_to reads so (takes_nhwc; its nhwc_from is the writer); NULL: plain. */
+    struct Layer *nhwc_to;
+    const struct Layer *nhwc_from;
 } Layer;
 
 #define LAYER_OUT_BIT LAYER_MAX_INPUTS
@@ -291,6 +304,20 @@ typedef struct LayerKernels {
      * input 0: act(l's output + that layer's input 1), all three in nChw8c (Layer.sum_into); act
      * -1 asks for no fused sum. Returns 1 when l will. NULL: never. */
     int (*fuse_sum)(Layer *l, int act);
+    /* Asked by net_resize after the layers' resize (they then resize again with its answer),
+     * whether l's inference forwards can write reader's input, l's output that reader alone reads
+     * as its one input, as reader's uint8 input codes, and reader's take them so (Layer.codes_to;
+     * reader is of l's family). NULL: never. */
+    int (*pass_codes)(const Layer *l, const Layer *reader);
+    /* 1 when l's inference forwards can take its one input as uint8 codes and write its output as
+     * codes of the same grid, in the layout pass_codes writes (a maximum: quantization keeps the
+     * order), so that an int8 chain passes through l (Layer.codes_to). NULL: never. */
+    int (*passes_codes)(const Layer *l);
+    /* Asked by net_resize with pass_codes: 1 when l's inference forwards can write their output
+     * in float32 nhwc (gives_nhwc), or take their one input so (takes_nhwc), for a writer and its
+     * sole reader in no int8 chain (Layer.nhwc_to). NULL: never. */
+    int (*gives_nhwc)(const Layer *l);
+    int (*takes_nhwc)(const Layer *l);
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

@@ -690,6 +690,72 @@ static int plan_sums(Net *net)
     return changed;
 }
 
+/* The one layer that reads layer i's output, as its one input, or NULL. */
+static Layer *sole_reader(Net *net, int i)
+{
+    const int r = net->layers[i].last_reader;
+    return r >= 0 && readers_of(net, i) == 1 && net->layers[r].n_inputs == 1 ? &net->layers[r]
+                                                                             : NULL;
+}
+
+/* The nhwc hand-offs of an inference net (LayerKernels.gives_nhwc, takes_nhwc): a layer in no
+ * int8 chain whose sole reader takes float32 nhwc, which it gives. Returns 1 when they differ from
+ * the last ones (Layer.nhwc_to, nhwc_from). */
+static int plan_nhwc(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].nhwc_from = NULL;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i], *r = sole_reader(net, i);
+        Layer *to = !net->want_grads && r && !l->codes_to && !l->sum_into && !r->codes_from &&
+                            l->kernels->gives_nhwc && r->kernels->takes_nhwc &&
+                            l->kernels->gives_nhwc(l) && r->kernels->takes_nhwc(r)
+                        ? r
+                        : NULL;
+        changed |= to != l->nhwc_to;
+        l->nhwc_to = to;
+        if (to)
+            to->nhwc_from = l;
+    }
+    return changed;
+}
+
+/* The int8 chains (LayerKernels.pass_codes) of an inference net: a layer whose output a layer of
+ * its family alone reads, as its one input, directly or through layers that pass codes on
+ * (LayerKernels.passes_codes; each alone reading the last), writes that layer's codes where both
+ * can. Returns 1 when the chains differ from the last ones (Layer.codes_to, codes_from). */
+static int plan_codes(Net *net)
+{
+    int changed = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].codes_to = NULL;
+    for (int i = 0; i < net->n_layers && !net->want_grads; i++) {
+        Layer *l = &net->layers[i], *r = sole_reader(net, i);
+        if (!l->kernels->pass_codes || l->sum_into || l->codes_to)
+            continue;
+        while (r && r->kernels != l->kernels && r->kernels->passes_codes &&
+               r->kernels->passes_codes(r))
+            r = sole_reader(net, r->index);
+        if (!r || r->kernels != l->kernels || !l->kernels->pass_codes(l, r))
+            continue;
+        for (Layer *w = l; w != r; w = sole_reader(net, w->index))
+            w->codes_to = sole_reader(net, w->index);
+    }
+    /* the last plan's pairs are still in codes_from: a pair in one plan and not the other */
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        changed |= (l->codes_to && l->codes_to->codes_from != l) ||
+                   (l->codes_from && l->codes_from->codes_to != l);
+    }
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].codes_from = NULL;
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].codes_to)
+            net->layers[i].codes_to->codes_from = &net->layers[i];
+    return changed | plan_nhwc(net);
+}
+
 /* What net_resize allocates for a mini-batch of batch samples (with delta buffers when
  * want_grads): the slab the memory plan lays out, the scratch and input floats; with
  * check_limits, fails as net_resize does when a mini-batch that large is refused. Measures the
@@ -718,10 +784,11 @@ static int measure_batch(Net *net, int batch, int want_grads, int want_input_del
     size_t state_floats, state_bytes;
     int st =
         measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
-    /* The layouts and fused sums the layers' primitives allow, which those then follow. */
+    /* The layouts, fused sums and int8 chains the layers' primitives allow, which those then
+     * follow. */
     if (!st) {
         plan_layouts(net);
-        if (plan_sums(net)) {
+        if (plan_sums(net) | plan_codes(net)) {
             st = measure_state(net, batch, want_grads, want_input_delta, &state_floats,
                                &state_bytes, e);
             plan_layouts(net);

@@ -94,3 +94,22 @@ load helpers
     q=$("$CDL" eval q.cdl --threads 2 --json | jq .accuracy)
     jq -n --argjson a "$fp" --argjson b "$q" '($a - $b) | fabs <= 0.005' | grep -qx true
 }
+
+@test "a calibrated int8 resnet_fashion evaluates within half a point of float, chained on oneDNN with VNNI" {
+    [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
+        skip "Fashion-MNIST (Debian's dataset-fashion-mnist) is not installed"
+    "$CDL" train "$REPO/cfg/resnet_fashion.cfg" --data "$REPO/cfg/fashion.data" --time-limit 60 \
+        --out rf.cdl --threads 2 --log-every 100000 2>/dev/null
+    run "$CDL" quantize rf.cdl -o q.cdl --calibrate "$REPO/cfg/fashion.data" --threads 2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"7 convolution input grids calibrated"* ]]
+    # with VNNI the seven convolutions run on oneDNN, three of them writing the next one's uint8
+    # input codes (int8 chains: the stem and the two blocks' first convolutions)
+    if "$CDL" doctor | grep -q "DNNL=1" && grep -qw avx512_vnni /proc/cpuinfo; then
+        [ "$("$CDL" info q.cdl | grep -c 'int8 (static input)  engine dnnl')" -eq 7 ]
+    fi
+    fp=$("$CDL" eval rf.cdl --data "$REPO/cfg/fashion.data" --threads 2 --json | jq .accuracy)
+    q=$("$CDL" eval q.cdl --data "$REPO/cfg/fashion.data" --threads 2 --json | jq .accuracy)
+    echo "float $fp int8 $q"
+    jq -n --argjson a "$fp" --argjson b "$q" '($a - $b) | fabs <= 0.005' | grep -qx true
+}

@@ -185,7 +185,7 @@ static void test_layer(const Int8Case *k)
     net_free(&nets[1]);
 }
 
-/* Calibrates the grids of the convolutions after the first on the net's input (their inputs'
+/* Calibrates the grids of the convolutions after the first on on_grid_inputs (their inputs'
  * ranges: the engines differ beyond a grid, where the own kernels clip the codes at
  * QUANT_CODE_MAX and oneDNN's at 255), the first keeping grid(). */
 static void calibrate_after_first(Net *net)
@@ -199,6 +199,7 @@ static void calibrate_after_first(Net *net)
         }
     }
     CHECK(net_resize(net, BATCH, 0, &e) == 0);
+    on_grid_inputs(net); /* each net_resize gives the net a new input buffer */
     net_forward(net);
     for (int i = 1; i < net->n_layers; i++) {
         LayerQuant *q = net->layers[i].quant;
@@ -209,6 +210,7 @@ static void calibrate_after_first(Net *net)
         }
     }
     CHECK(net_resize(net, BATCH, 0, &e) == 0);
+    on_grid_inputs(net);
 }
 
 /* A residual block (stem, 3x3 body with batch norm and relu, 3x3 linear, [shortcut] to the stem
@@ -235,7 +237,6 @@ static void test_residual_block(void)
                 net_free(&nets[0]);
             return;
         }
-        on_grid_inputs(&nets[e]);
         calibrate_after_first(&nets[e]);
         net_forward(&nets[e]);
     }
@@ -259,6 +260,148 @@ static void test_residual_block(void)
         worst = err / bound > worst ? err / bound : worst;
     }
     printf("residual block: at most %.3g of the bound apart\n", worst);
+    CHECK(over == 0);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
+/* An int8 chain (Layer.codes_to): each zoo configuration (cases[]) followed, directly or through
+ * a [maxpool] (between), by a 3x3 convolution with batch norm and relu that alone reads it, the
+ * last calibrated on its input (the reference net's grid given to both), against the own kernels'
+ * per-layer path (the first's output in float32, pooled in float32, quantized again by the last).
+ * Also checks that the chain is made wherever both convolutions run on oneDNN.
+ *
+ * The tolerance. The first layer's outputs y agree within half a unit u_j / 2 of their sums
+ * (test_layer; u_j = |a_j| s_x s_w[j]), so the chain's code of y on the last's grid (s, zp),
+ * round(y / s + zp), can differ from the reference's only where y / s + zp lies within
+ * d = max_j u_j / (2 s) (plus 1e-4 for the float rounding of the scaling) of a rounding tie, and
+ * then by one code; a maximum of codes is the code of the maximum (rounding keeps the order), so
+ * a pooled code differs only where a code of its window does, by one. Where no input code in its
+ * window differs, an output of the last layer has the same int32 sum on both paths and agrees
+ * within half its unit; each differing code of y lies in at most `windows` pooling windows, each
+ * read by at most 3 x 3 positions x 16 filters = 144 outputs. So at most 144 windows outputs per
+ * such uncertain code lie beyond half a unit, and each within |a_j| s s_w[j] (sum_k |q_jk| + 1/2)
+ * (one code at every tap). */
+static void test_chain(const Int8Case *k, const char *between, int windows)
+{
+    char text[2][768];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
+                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
+                 "batch_normalize=%d\nactivation=%s\n%s"
+                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                 "activation=relu\n",
+                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
+                 k->bn, k->activation, between);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        calibrate_after_first(&nets[e]);
+    }
+    Error err = {0};
+    const int n_last = nets[0].n_layers - 1;
+    nets[1].layers[n_last].quant->input = nets[0].layers[n_last].quant->input;
+    CHECK(net_resize(&nets[1], BATCH, 0, &err) == 0);
+    on_grid_inputs(&nets[1]);
+    for (int e = 0; e < 2; e++)
+        net_forward(&nets[e]);
+    Layer *first = &nets[1].layers[0], *last = &nets[0].layers[n_last];
+    const int both =
+        !strcmp(first->engine, "dnnl") && !strcmp(nets[1].layers[n_last].engine, "dnnl");
+    CHECK(on_dnnl_where_expected(first) && on_dnnl_where_expected(&nets[1].layers[n_last]));
+    CHECK(first->codes_to == (both ? &nets[1].layers[1] : NULL));
+    CHECK(nets[1].layers[n_last - 1].codes_to == (both ? &nets[1].layers[n_last] : NULL));
+    CHECK(nets[0].layers[0].codes_to == NULL);
+    /* the uncertain codes of the second layer's input */
+    const Layer *y_ref = &nets[0].layers[0];
+    const QuantParams g = last->quant->input;
+    double u_max = 0;
+    for (int j = 0; j < k->filters; j++) {
+        const double u = fabs((double)channel_scale(&nets[0], (Layer *)y_ref, j)) * grid().scale *
+                         y_ref->quant->scales[j];
+        u_max = u > u_max ? u : u_max;
+    }
+    const double d = u_max / (2 * g.scale) + 1e-4;
+    size_t uncertain = 0;
+    for (size_t i = 0; i < (size_t)BATCH * shape_size(y_ref->out_shape); i++) {
+        const double v = (double)y_ref->out[i] / g.scale + g.zero_point;
+        uncertain += fabs(v - floor(v) - 0.5) <= d;
+    }
+    const LayerQuant *q = last->quant;
+    const size_t plane = (size_t)last->out_shape.h * last->out_shape.w;
+    const size_t n = (size_t)BATCH * shape_size(last->out_shape);
+    const float *yr = last->out, *yd = nets[1].layers[n_last].out;
+    size_t over = 0, apart = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % 16);
+        double taps = 0;
+        for (int t = 0; t < q->k; t++)
+            taps += abs(q->values[(size_t)j * q->k + t]);
+        const double unit = fabs((double)channel_scale(&nets[0], last, j)) * g.scale * q->scales[j];
+        const double e = fabs((double)yd[i] - yr[i]);
+        over += !(e <= unit * (taps + 0.5));
+        apart += !(e <= unit * 0.5);
+        worst = e / (unit * (taps + 0.5)) > worst ? e / (unit * (taps + 0.5)) : worst;
+    }
+    printf("%-45s %s3x3: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
+           "%.3g of the bound\n",
+           k->from, *between ? "maxpool, " : "", first->codes_to ? "chained" : "not chained", apart,
+           n, uncertain, worst);
+    CHECK(over == 0);
+    CHECK(apart <= (size_t)144 * windows * uncertain);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
+/* An int8 convolution on oneDNN whose sole reader is a [maxpool] (Layer.nhwc_to) writes its
+ * float32 output in nhwc, which the maxpool pools into NCHW: against the own kernels' NCHW path.
+ * The convolution's outputs agree within half a unit u_j / 2 (test_layer) and a maximum moves by
+ * no more than its inputs do, so each pooled output is within u_j / 2 of the reference's. */
+static void test_nhwc_maxpool(const Int8Case *k, const char *maxpool)
+{
+    char text[2][512];
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int e = 0; e < 2; e++) {
+        snprintf(text[e], sizeof text[e],
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
+                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
+                 "batch_normalize=%d\nactivation=%s\n%s",
+                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
+                 k->bn, k->activation, maxpool);
+        if (build_int8(text[e], &nets[e])) {
+            if (e)
+                net_free(&nets[0]);
+            return;
+        }
+        on_grid_inputs(&nets[e]);
+        net_forward(&nets[e]);
+    }
+    Layer *conv = &nets[0].layers[0], *ref = &nets[0].layers[1], *pooled = &nets[1].layers[1];
+    const int on = !strcmp(nets[1].layers[0].engine, "dnnl");
+    CHECK(on_dnnl_where_expected(&nets[1].layers[0]));
+    CHECK(nets[1].layers[0].nhwc_to == (on ? pooled : NULL) && pooled->codes_from == NULL);
+    CHECK(conv->nhwc_to == NULL);
+    const size_t plane = (size_t)ref->out_shape.h * ref->out_shape.w;
+    const size_t n = (size_t)BATCH * shape_size(ref->out_shape);
+    double worst = 0;
+    int over = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int j = (int)(i / plane % (size_t)k->filters);
+        const double unit =
+            fabs((double)channel_scale(&nets[0], conv, j)) * grid().scale * conv->quant->scales[j];
+        const double units = fabs((double)pooled->out[i] - ref->out[i]) / unit;
+        over += !(units <= 0.5);
+        worst = units > worst ? units : worst;
+    }
+    printf("%-45s then maxpool: %s, at most %.3g units apart\n", k->from, on ? "nhwc" : "plain",
+           worst);
     CHECK(over == 0);
     net_free(&nets[0]);
     net_free(&nets[1]);
@@ -288,6 +431,18 @@ int main(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         test_layer(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        test_chain(&cases[i], "", 1);
+    /* resnet's stem and its 3x3 stride-2 maxpool (darknet's padding 2: windows from -1), where
+     * an input lies in up to 2 x 2 windows; fashion's 2x2 stride-2 ones */
+    test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4);
+    test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1);
+    test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1);
+    /* resnet's stem and its 3x3 stride-2 maxpool; fashion's first and second layers with its 2x2
+     * stride-2 maxpool (here the net's output, no convolution after it) */
+    test_nhwc_maxpool(&cases[0], "[maxpool]\nsize=3\nstride=2\n");
+    test_nhwc_maxpool(&cases[5], "[maxpool]\nsize=2\nstride=2\n");
+    test_nhwc_maxpool(&cases[6], "[maxpool]\nsize=2\nstride=2\n");
     test_residual_block();
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");

@@ -294,6 +294,18 @@ static int conv_fuse_sum(Layer *l, int act)
     return cv->cpu ? conv_dnnl_fuse_sum(l, act) : 0;
 }
 
+static int conv_pass_codes(const Layer *l, const Layer *reader)
+{
+    const Conv *cv = l->priv;
+    return cv->cpu && l->quant && reader->quant ? conv_dnnl_int8_pass_codes(l, reader) : 0;
+}
+
+static int conv_gives_nhwc(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    return cv->cpu && l->quant ? conv_dnnl_int8_gives_nhwc(l) : 0;
+}
+
 static void conv_forward(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -372,6 +384,8 @@ const LayerKernels cpu_convolutional_kernels = {
     .release = conv_release,
     .layout = conv_layout,
     .fuse_sum = conv_fuse_sum,
+    .pass_codes = conv_pass_codes,
+    .gives_nhwc = conv_gives_nhwc,
     .forward = conv_forward,
     .backward = conv_backward,
 };

@@ -235,6 +235,10 @@ int conv_dnnl_layout(const Layer *l, int k);
  * where oneDNN has only its reference kernel for it (the own int8 kernels run it then). */
 int conv_dnnl_int8_resize(Layer *l, int batch, LayerState *st, Error *e);
 void conv_dnnl_int8_forward(Layer *l, const StepContext *ctx);
+/* LayerKernels.pass_codes of two int8 layers on oneDNN (conv_dnnl_int8.c's int8 chains). */
+int conv_dnnl_int8_pass_codes(const Layer *l, const Layer *reader);
+/* LayerKernels.gives_nhwc of an int8 layer on oneDNN. */
+int conv_dnnl_int8_gives_nhwc(const Layer *l);
 int conv_dnnl_fuse_sum(Layer *l, int act);
 
 #endif

@@ -174,6 +174,15 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_op, 4, x, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_op, 4, y, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x);
+    if (c->int8 && c->x_codes) { /* codes in, as they are */
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_u8, dnnl_nhwc);
+        m->x_op = m->x;
+    }
+    if (c->int8 && (c->y_codes || c->y_nhwc)) { /* codes or nhwc floats out, as they are */
+        const dnnl_data_type_t type = c->y_codes ? dnnl_u8 : dnnl_f32;
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->y, 4, y, type, dnnl_nhwc);
+        m->y_any = m->y;
+    }
     if (c->groups > 1) {
         const dnnl_dims_t w = {c->groups, c->out_c / c->groups, c->in_c / c->groups, c->win.size_h,
                                c->win.size_w};
@@ -387,8 +396,9 @@ static dnnl_status_t int8_attr(const DnnlConvDesc *c, dnnl_primitive_attr_t attr
     float *scales = malloc((size_t)c->out_c * sizeof *scales);
     if (!scales)
         return dnnl_out_of_memory;
+    const float y_scale = c->y_codes ? c->y_scale : 1.0f;
     for (int j = 0; j < c->out_c; j++)
-        scales[j] = c->x_scale * c->w_scales[j];
+        scales[j] = c->x_scale * c->w_scales[j] / y_scale;
     const int32_t runtime = DNNL_RUNTIME_S32_VAL;
     dnnl_status_t s = dnnl_primitive_attr_set_output_scales(attr, c->out_c, 1 << 1, scales);
     s = s ? s : dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime);
@@ -416,10 +426,15 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
                 ? s
                 : dnnl_post_ops_append_binary(ops, dnnl_binary_mul, &m.channel);
         s = s || !c->int8 ? s : dnnl_post_ops_append_binary(ops, dnnl_binary_add, &m.channel);
+        const float bound = c->int8 && c->y_codes ? c->bound / c->y_scale : c->bound;
         s = s || !c->eltwise ? s
             : c->bound > 0
-                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, c->bound)
+                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, bound)
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
+        s = s || !c->int8 || !c->y_codes
+                ? s
+                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f,
+                                               (float)c->y_zero_point);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }
     const dnnl_prop_kind_t prop =
@@ -623,8 +638,8 @@ void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float 
     run(d, DNNL_CONV_FWD, (const void *[]){x, w, y, b}, scratch, blocked, 0);
 }
 
-void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
-                            const float *b, float *y, void *scratch)
+void dnnl_conv_forward_int8(DnnlConv *d, const void *x, const void *w_packed, const float *a,
+                            const float *b, void *y, void *scratch)
 {
     run(d, DNNL_CONV_FWD, (const void *[]){x, w_packed, y, b, a}, scratch, DNNL_CONV_W_PACKED, 0);
 }
@@ -725,8 +740,8 @@ void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed)
     (void)d, (void)w, (void)packed;
 }
 
-void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
-                            const float *b, float *y, void *scratch)
+void dnnl_conv_forward_int8(DnnlConv *d, const void *x, const void *w_packed, const float *a,
+                            const float *b, void *y, void *scratch)
 {
     (void)d, (void)x, (void)w_packed, (void)a, (void)b, (void)y, (void)scratch;
 }

@@ -55,6 +55,17 @@ typedef struct DnnlConvDesc {
     int x_zero_point;
     const float *w_scales;
     int channel_scale;
+    /* int8 chains (an int8 desc's, conv_dnnl_int8.c): with x_codes, x comes as the uint8 codes
+     * of its grid already, [batch][h][w][c] (nhwc), taken as they are; with y_codes, y is written
+     * as the uint8 codes of the next layer's grid (y_scale, y_zero_point), nhwc: round-to-nearest-
+     * even of y / y_scale + y_zero_point, saturated at 0 and 255, where a and b come divided by
+     * y_scale already (the eltwise's bound is divided here) */
+    int x_codes, y_codes;
+    float y_scale;
+    int y_zero_point;
+    /* 1: an int8 desc's y (float32) is written in nhwc, [batch][out_h][out_w][out_c], the
+     * primitive's own layout, for a reader that takes it so (no reorder) */
+    int y_nhwc;
 } DnnlConvDesc;
 
 /* Whether desc's kernel is 3x3 with stride 1 along both axes (Winograd's shape). */
@@ -184,11 +195,12 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
  * and y in nChw8c where its bits say so (dnnl_conv_blocked), else plain NCHW. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
-/* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW) =
- * the convolution of x (plain NCHW) quantized, by w_packed (dnnl_conv_pack_weights' of the int8
+/* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW
+ * float32, with y_nhwc nhwc float32, with y_codes nhwc uint8 codes) = the convolution of x (plain NCHW float32
+ * quantized, or with x_codes nhwc uint8 codes) by w_packed (dnnl_conv_pack_weights' of the int8
  * values), scaled, times a [out_c] (with channel_scale; else ignored), plus b [out_c]. */
-void dnnl_conv_forward_int8(DnnlConv *d, const float *x, const void *w_packed, const float *a,
-                            const float *b, float *y, void *scratch);
+void dnnl_conv_forward_int8(DnnlConv *d, const void *x, const void *w_packed, const float *a,
+                            const float *b, void *y, void *scratch);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
  * the weights (and bias), then, unless dx is NULL, dx += the input's (desc.data_grad), or dx =
  * with dx_fresh (what dx held is ignored: in nChw8c the primitive writes it without the copy).

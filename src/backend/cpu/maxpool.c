@@ -1,5 +1,6 @@
 /* [maxpool]'s CPU kernels (layers/maxpool.c has its meaning): max over size x size windows of
- * plain NCHW or oneDNN's blocked nChw8c input, the argmax of each output kept for backward.
+ * plain NCHW or oneDNN's blocked nChw8c input, the argmax of each output kept for backward; in an
+ * int8 chain, of uint8 codes in nhwc; after an int8 convolution, of its float32 nhwc output.
  *
  *   in  [batch][c][h][w]
  *   out [batch][c][(h + padding - size)/stride + 1][(w + padding - size)/stride + 1]
@@ -7,10 +8,15 @@
 #include "layers/maxpool.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "backend/cpu/dnnl_conv.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 /* Below this many window reads a parallel region costs more than it saves. */
 #define MAXPOOL_PARALLEL_MIN 32768
@@ -20,6 +26,9 @@ static int maxpool_resize(Layer *l, int batch, LayerState *st, Error *e)
     (void)e;
     Maxpool *m = l->priv;
     m->argmax = layer_state_bytes(st, (size_t)batch * shape_size(l->out_shape) * sizeof *m->argmax);
+    /* a row of nhwc maxima per thread (maxpool_forward_nhwc) */
+    m->row_threads = l->nhwc_from ? omp_get_max_threads() : 0;
+    m->rows = layer_work_floats(st, (size_t)m->row_threads * l->out_shape.w * l->out_shape.c);
     return CDL_OK;
 }
 
@@ -301,6 +310,94 @@ static void maxpool_backward_blocked(const Maxpool *m, const float *delta, float
     }
 }
 
+/* The forward in an int8 chain (Layer.codes_from): the maxima of uint8 codes, in [batch][h][w][c]
+ * (nhwc) as oneDNN's int8 convolutions write and read them, windows clipped as maxpool_plane's.
+ * Quantization keeps the order, so these are the codes of the float maxima. */
+static void maxpool_forward_codes(const Maxpool *m, const uint8_t *in, uint8_t *out, int batch,
+                                  int c, int ih, int iw, int oh, int ow)
+{
+    const int offset = m->padding / 2;
+#pragma omp parallel for schedule(static) if ((double)batch * oh * ow * c * m->size * m->size >    \
+                                              MAXPOOL_PARALLEL_MIN)
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                const int y0 = i * m->stride - offset, x0 = j * m->stride - offset;
+                uint8_t *best = out + (((size_t)b * oh + i) * ow + j) * c;
+                memset(best, 0, (size_t)c); /* the smallest code */
+                for (int y = y0 < 0 ? 0 : y0; y < y0 + m->size && y < ih; y++)
+                    for (int x = x0 < 0 ? 0 : x0; x < x0 + m->size && x < iw; x++) {
+                        const uint8_t *v = in + (((size_t)b * ih + y) * iw + x) * c;
+#pragma omp simd
+                        for (int k = 0; k < c; k++)
+                            best[k] = v[k] > best[k] ? v[k] : best[k];
+                    }
+            }
+}
+
+/* The maxima of one window position for channels [0, c) (c a multiple of 16) of the nhwc input
+ * rows: best[k] = max over the window (clipped as maxpool_plane's, a NaN winning), the 16 lanes
+ * of a block in registers while its window is read. */
+static inline void window_max_nhwc(const float *in, int c, int iw, int ys, int ye, int xs, int xe,
+                                   float *best)
+{
+    for (int c0 = 0; c0 < c; c0 += 16) {
+#if defined(__AVX512F__)
+        __m512 b = _mm512_set1_ps(-INFINITY);
+        for (int y = ys; y < ye; y++)
+            for (int x = xs; x < xe; x++) {
+                const __m512 v = _mm512_loadu_ps(in + ((size_t)y * iw + x) * c + c0);
+                const __mmask16 takes = _mm512_cmp_ps_mask(v, b, _CMP_GT_OQ) |
+                                        _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); /* beats */
+                b = _mm512_mask_mov_ps(b, takes, v);
+            }
+        _mm512_storeu_ps(best + c0, b);
+#else
+        float b[16];
+        for (int k = 0; k < 16; k++)
+            b[k] = -INFINITY;
+        for (int y = ys; y < ye; y++)
+            for (int x = xs; x < xe; x++) {
+                const float *v = in + ((size_t)y * iw + x) * c + c0;
+#pragma omp simd
+                for (int k = 0; k < 16; k++)
+                    b[k] = beats(v[k], b[k]) ? v[k] : b[k];
+            }
+        memcpy(best + c0, b, sizeof b);
+#endif
+    }
+}
+
+/* The inference forward of a float32 nhwc input ([batch][h][w][c], c a multiple of 16,
+ * Layer.nhwc_from: an int8 convolution's own layout) into the plain NCHW output, a row of
+ * outputs at a time: their maxima in nhwc (window_max_nhwc) in row [ow][c] of the layer's work,
+ * then transposed into the c planes; as many threads as resize gave rows. */
+static void maxpool_forward_nhwc(const Maxpool *m, const float *in, float *out, float *rows,
+                                 int batch, int c, int ih, int iw, int oh, int ow)
+{
+    const int offset = m->padding / 2;
+    const size_t plane = (size_t)oh * ow;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(                                 \
+    m->row_threads) if ((double)batch * plane * c * m->size * m->size > MAXPOOL_PARALLEL_MIN)
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < oh; i++) {
+            float *row = rows + (size_t)omp_get_thread_num() * ow * c;
+            const int y0 = i * m->stride - offset;
+            const int ys = y0 < 0 ? 0 : y0, ye = y0 + m->size < ih ? y0 + m->size : ih;
+            for (int j = 0; j < ow; j++) {
+                const int x0 = j * m->stride - offset;
+                const int xs = x0 < 0 ? 0 : x0, xe = x0 + m->size < iw ? x0 + m->size : iw;
+                window_max_nhwc(in + (size_t)b * ih * iw * c, c, iw, ys, ye, xs, xe,
+                                row + (size_t)j * c);
+            }
+            for (int k = 0; k < c; k++) {
+                float *o = out + ((size_t)b * c + k) * plane + (size_t)i * ow;
+                for (int j = 0; j < ow; j++)
+                    o[j] = row[(size_t)j * c + k];
+            }
+        }
+}
+
 static void maxpool_forward(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
@@ -308,6 +405,15 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
+    if (l->nhwc_from) {
+        maxpool_forward_nhwc(m, in, l->out, m->rows, ctx->batch, l->in_shape.c, ih, iw, oh, ow);
+        return;
+    }
+    if (l->codes_from) {
+        maxpool_forward_codes(m, (const uint8_t *)in, (uint8_t *)l->out, ctx->batch, l->in_shape.c,
+                              ih, iw, oh, ow);
+        return;
+    }
     if (layer_blocked(l, ctx) & 1) {
         maxpool_forward_blocked(m, in, l->out, ctx->train ? m->argmax : NULL, planes / DNNL_LANES,
                                 ih, iw, oh, ow);
@@ -357,10 +463,25 @@ static int maxpool_layout(const Layer *l, int k)
     return l->in_shape.c % DNNL_LANES ? LAYOUT_PLAIN : LAYOUT_TIED;
 }
 
+/* Maxima of codes are the codes of the maxima (maxpool_forward_codes). */
+static int maxpool_passes_codes(const Layer *l)
+{
+    (void)l;
+    return 1;
+}
+
+/* maxpool_forward_nhwc takes whole blocks of 16 channels. */
+static int maxpool_takes_nhwc(const Layer *l)
+{
+    return l->in_shape.c % 16 == 0;
+}
+
 /* The family's step on the CPU (backend/cpu/cpu_backend.c looks it up by family). */
 const LayerKernels cpu_maxpool_kernels = {
     .resize = maxpool_resize,
     .layout = maxpool_layout,
+    .passes_codes = maxpool_passes_codes,
+    .takes_nhwc = maxpool_takes_nhwc,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
 };
