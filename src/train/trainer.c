@@ -11,6 +11,7 @@
 
 #include "train/ema.h"
 #include "train/eta.h"
+#include "util/profiler.h"
 #include "util/timer.h"
 
 /* 1 when every parameter of l is finite (net_values_finite: an error path). */
@@ -154,7 +155,9 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
 /* A step as CUDA graphs, one per pass: each pass's batch uploaded, its graph (captured at the
  * first step it runs, and again when what it holds changed) replayed with the step's lr, bias
  * corrections and the pass's draw id (dropout's masks), the losses downloaded once the step
- * finished and, with dist, summed over the ranks as step_once sums them. fp16's unscaling decides
+ * finished and, with dist, summed over the ranks as step_once sums them. A profiled step
+ * (net->profiler) records each replay as one event, from the device's clock before its launch to
+ * after it: a graph's layers cannot be timed apart. fp16's unscaling decides
  * on the device whether the update runs; the loss scale's bookkeeping follows here. A non-finite
  * loss is found only after the step, which the replay has applied. */
 static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
@@ -175,9 +178,15 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
             capture = 1;
             *g = now;
         }
+        Profiler *profiler = net->profiler; /* its clock waits: not inside a capture */
+        net->profiler = NULL;
         if (capture)
             st = capture_pass(net, opt, pass, passes, lr, dist, e);
+        net->profiler = profiler;
+        const double start_s = profiler ? profiler_now_s(profiler) : 0;
         st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id, e);
+        if (!st && profiler)
+            profiler_graph(profiler, net->step, pass, start_s, profiler_now_s(profiler));
     }
     net->sample_offset = first_sample;
     net->later_pass = 0;
