@@ -108,7 +108,9 @@ typedef struct StepGraph {
 } StepGraph;
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
- * needs the host inside a step (a download, a draw id, a value that changes from step to step). */
+ * needs the host inside a step (a download, a draw id, a value that changes from step to step).
+ * The loss must be one that sums on the device ([softmax]'s, which [cost] may follow): the
+ * detection families (reads_truth) compute theirs on the host from the downloaded output. */
 static int graph_refusal(const Net *net, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
@@ -116,10 +118,17 @@ static int graph_refusal(const Net *net, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph captures a GPU's training step: it needs --gpu");
     int losses = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        losses += net->layers[i].type->is_loss;
+    for (int i = 0; i < net->n_layers; i++) {
+        const LayerType *type = net->layers[i].type;
+        if (type->reads_truth)
+            return error_set(e, CDL_EUSAGE,
+                             "--cuda-graph does not capture layer %d [%s]'s loss yet: it is "
+                             "computed on the host (train without it)",
+                             i, type->name);
+        losses += type->is_loss;
+    }
     if (losses != 1)
-        return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
+        return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;
 }
 
