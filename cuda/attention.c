@@ -220,29 +220,43 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 }
 
 /* x [batch][block] on the device: sample k's block becomes sample from[k]'s for k < n, through
- * scratch [n][block] in host memory (the caller's; NULL moves nothing). Returns its floats. */
-static size_t gather_device_blocks(float *x, size_t block, const int *from, int n, float *scratch)
+ * scratch [n][block] in device memory (NULL moves nothing): device-to-device copies on exec's
+ * stream, every block that moves read into scratch before any is written back (a parent may
+ * itself be replaced); a sample that keeps its own block is not copied. Returns its floats. */
+static size_t gather_device_blocks(const ExecContext *exec, float *x, size_t block, const int *from,
+                                   int n, float *scratch)
 {
-    if (scratch) {
-        for (int k = 0; k < n; k++)
-            cudaMemcpy(scratch + (size_t)k * block, x + (size_t)from[k] * block, block * sizeof *x,
-                       cudaMemcpyDeviceToHost);
-        cudaMemcpy(x, scratch, (size_t)n * block * sizeof *x, cudaMemcpyHostToDevice);
-    }
+    if (!scratch)
+        return (size_t)n * block;
+    cudaStream_t stream = (cudaStream_t)exec->stream;
+    const size_t bytes = block * sizeof *x;
+    for (int k = 0; k < n; k++)
+        if (from[k] != k)
+            gpu_note_exec(exec,
+                          cudaMemcpyAsync(scratch + (size_t)k * block, x + (size_t)from[k] * block,
+                                          bytes, cudaMemcpyDeviceToDevice, stream),
+                          "attention cache gather");
+    for (int k = 0; k < n; k++)
+        if (from[k] != k)
+            gpu_note_exec(exec,
+                          cudaMemcpyAsync(x + (size_t)k * block, scratch + (size_t)k * block, bytes,
+                                          cudaMemcpyDeviceToDevice, stream),
+                          "attention cache gather");
     return (size_t)n * block;
 }
 
-/* Beam search's reordering of the cache (LayerKernels.gather_samples): each sample's qkv
- * [T][3C], or in cross-attention its q [T][C] and kv [S][2C] (the memory's keys and values move
- * too: a beam's hypotheses share one source). */
-static size_t attention_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+/* Beam search's reordering of the cache (LayerKernels.gather_samples), on the device: each
+ * sample's qkv [T][3C], or in cross-attention its q [T][C] and kv [S][2C] (the memory's keys and
+ * values move too: a beam's hypotheses share one source). */
+static size_t attention_gather_samples(Layer *l, const ExecContext *exec, int batch,
+                                       const int *from, int n, float *scratch)
 {
     Attention *a = l->priv;
     const size_t c = (size_t)a->channels, t = (size_t)a->seq;
     if (!a->mem_seq)
-        return gather_device_blocks(a->qkv, t * 3 * c, from, n, scratch);
-    const size_t q = gather_device_blocks(a->qkv, t * c, from, n, scratch);
-    const size_t kv = gather_device_blocks(a->qkv + (size_t)batch * t * c,
+        return gather_device_blocks(exec, a->qkv, t * 3 * c, from, n, scratch);
+    const size_t q = gather_device_blocks(exec, a->qkv, t * c, from, n, scratch);
+    const size_t kv = gather_device_blocks(exec, a->qkv + (size_t)batch * t * c,
                                            (size_t)a->mem_seq * 2 * c, from, n, scratch);
     return q > kv ? q : kv;
 }
