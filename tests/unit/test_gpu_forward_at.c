@@ -3,7 +3,8 @@
  * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
  * [lstm], [gru] (their state), as
  * test_layers_seq.c and test_attention.c check it on the CPU; and beam search's reordering of
- * [attention]'s cache on the device (gather_samples), as test_seq2seq.c checks it on the CPU.
+ * [attention]'s cache and the recurrent layers' state on the device (gather_samples), as
+ * test_seq2seq.c and test_recurrent.c check it on the CPU.
  * Skipped in a build without the GPU backend (GPU=1 runs it on the device, GPU=sim on the
  * simulator). */
 #include <math.h>
@@ -124,9 +125,10 @@ static void check_forward_at(const char *name, const char *text, int exact)
 
 /* Three samples of other inputs through a whole forward; then their caches move on the device
  * (sample k gets sample from[k]'s, through scratch from the backend's alloc: device memory) with
- * their input rows, and the cached step of row t gives every layer's forward row t of sample
- * from[k], within forward_at's tolerance: the keys and values of rows < t moved with the sample,
- * one sample's cache to two and the first's replaced by the last's. */
+ * their input rows, and the cached step of row t gives the last layer's forward row t of sample
+ * from[k], within forward_at's tolerance: the keys and values (a recurrent layer's outputs and
+ * saved values) of rows < t moved with the sample, one sample's cache to two and the first's
+ * replaced by the last's. */
 static void check_gathered_caches(const char *name, const char *text)
 {
     Net net;
@@ -146,7 +148,7 @@ static void check_gathered_caches(const char *name, const char *text)
     Rng rng;
     rng_seed(&rng, 7, 0);
     for (size_t i = 0; i < 3 * row; i++)
-        x[i] = (float)rng_below(&rng, (uint32_t)net.vocab);
+        x[i] = net.vocab ? (float)rng_below(&rng, (uint32_t)net.vocab) : rng_normal(&rng);
     net.backend->upload(net.input, x, 3 * row * sizeof *x);
     net_forward(&net);
     float *want = download(&net, net.layers[net.n_layers - 1].out, 3 * out);
@@ -211,5 +213,9 @@ int main(void)
     check_gathered_caches("attention heads=2 between the token layers",
                           SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
                                            "[attention]\nheads=2\n[layernorm]\n[linear]\ntie=1\n");
+    check_gathered_caches("char lstm", SEQ(3, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n"
+                                                       "[linear]\n");
+    check_gathered_caches("gru on features", SEQ(3, 6, 5, 0) "[gru]\noutput=9\n");
+    check_gathered_caches("rnn on features", SEQ(3, 6, 5, 0) "[rnn]\noutput=7\nactivation=relu\n");
     return check_report("test_gpu_forward_at");
 }
