@@ -429,12 +429,16 @@ int dist_queue_step(Dist *d, Error *e)
 {
 #ifdef CDL_GPU
     if (d->reducer == &device_reducer) {
+        const double hidden_s = d->hidden_s; /* the capture's host time, not the sums' */
         start_remaining_buckets(d);
+        d->hidden_s = hidden_s;
         d->next = 0;
         if (!d->broken && device_allreduce_join(d->device, &d->fail))
             d->broken = 1;
         return d->broken ? error_set(e, d->fail.code, "%s", d->fail.msg) : CDL_OK;
     }
+#else
+    (void)d;
 #endif
     return error_set(e, CDL_EUSAGE, "a step captured as a graph sums its gradients on a device");
 }

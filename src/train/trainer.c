@@ -166,9 +166,9 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
  * corrections and the pass's draw id (dropout's masks), the losses downloaded once the step
  * finished and, with dist, summed over the ranks as step_once sums them. A profiled step
  * (net->profiler) records each replay as one event, from the device's clock before its launch to
- * after it: a graph's layers cannot be timed apart. fp16's unscaling decides
- * on the device whether the update runs; the loss scale's bookkeeping follows here. A non-finite
- * loss is found only after the step, which the replay has applied. */
+ * after it: a graph's layers cannot be timed apart. fp16's unscaling decides on the device
+ * whether the update runs; the loss scale's bookkeeping follows here. A non-finite loss is found
+ * only after the step, which the replay has applied. */
 static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
                         StepGraph *g, float *loss, Error *e)
 {
