@@ -27,6 +27,7 @@
 #include <math.h>
 
 #include "core/net.h"
+#include "gather_samples.h"
 #include "gpu.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
@@ -219,31 +220,19 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
             l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at, stride);
 }
 
-/* x [batch][block] on the device: sample k's block becomes sample from[k]'s for k < n, through
- * scratch [n][block] in host memory (the caller's; NULL moves nothing). Returns its floats. */
-static size_t gather_device_blocks(float *x, size_t block, const int *from, int n, float *scratch)
-{
-    if (scratch) {
-        for (int k = 0; k < n; k++)
-            cudaMemcpy(scratch + (size_t)k * block, x + (size_t)from[k] * block, block * sizeof *x,
-                       cudaMemcpyDeviceToHost);
-        cudaMemcpy(x, scratch, (size_t)n * block * sizeof *x, cudaMemcpyHostToDevice);
-    }
-    return (size_t)n * block;
-}
-
-/* Beam search's reordering of the cache (LayerKernels.gather_samples): each sample's qkv
- * [T][3C], or in cross-attention its q [T][C] and kv [S][2C] (the memory's keys and values move
- * too: a beam's hypotheses share one source). */
-static size_t attention_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+/* Beam search's reordering of the cache (LayerKernels.gather_samples), on the device: each
+ * sample's qkv [T][3C], or in cross-attention its q [T][C] and kv [S][2C] (the memory's keys and
+ * values move too: a beam's hypotheses share one source). */
+static size_t attention_gather_samples(Layer *l, const ExecContext *exec, int batch,
+                                       const int *from, int n, float *scratch)
 {
     Attention *a = l->priv;
     const size_t c = (size_t)a->channels, t = (size_t)a->seq;
     if (!a->mem_seq)
-        return gather_device_blocks(a->qkv, t * 3 * c, from, n, scratch);
-    const size_t q = gather_device_blocks(a->qkv, t * c, from, n, scratch);
-    const size_t kv = gather_device_blocks(a->qkv + (size_t)batch * t * c,
-                                           (size_t)a->mem_seq * 2 * c, from, n, scratch);
+        return gpu_gather_sample_blocks(exec, a->qkv, t * 3 * c, from, n, scratch);
+    const size_t q = gpu_gather_sample_blocks(exec, a->qkv, t * c, from, n, scratch);
+    const size_t kv = gpu_gather_sample_blocks(exec, a->qkv + (size_t)batch * t * c,
+                                               (size_t)a->mem_seq * 2 * c, from, n, scratch);
     return q > kv ? q : kv;
 }
 

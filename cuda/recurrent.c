@@ -6,7 +6,8 @@
  * step's dL/da_t in place of its gate values, then dL/dx and the weight gradients over all rows
  * (dW_hh from h_{t-1} rows gathered by a shift). [lstm] fused= picks the CPU's path: the GPU
  * computes its values (with its tanh formula, fused_formulas) in the per-step order. forward_at
- * runs step t alone from the state the steps before left in out and saved.
+ * runs step t alone from the state the steps before left in out and saved, which gather_samples
+ * moves between samples for beam search (device copies).
  *
  *   in [batch][T][I]   out [batch][T][H]   gates, dhh [batch][T][G*H]   saved [batch][T][S*H]
  *   hh [batch][G*H]   dh, dh_carry, dc [batch][H]   work: h_{t-1} rows [batch][T][H]
@@ -15,6 +16,7 @@
  */
 #include "layers/recurrent.h"
 
+#include "gather_samples.h"
 #include "gpu.h"
 #include "kernels/layer_activation.h"
 #include "kernels/recurrent.h"
@@ -203,11 +205,26 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
              l->params[P_WEIGHTS_HH].grad, H);
 }
 
+/* Beam search's reordering of the state (LayerKernels.gather_samples): each sample's outputs
+ * h [T][H] and, for [lstm] and [gru], its saved values [T][S*H]. */
+static size_t recurrent_gather_samples(Layer *l, const ExecContext *exec, int batch,
+                                       const int *from, int n, float *scratch)
+{
+    (void)batch;
+    const Recurrent *rc = l->priv;
+    const size_t T = (size_t)rc->steps, H = (size_t)rc->hidden, SH = (size_t)saved_of(rc) * H;
+    const size_t out = gpu_gather_sample_blocks(exec, l->out, T * H, from, n, scratch);
+    const size_t saved =
+        SH ? gpu_gather_sample_blocks(exec, rc->saved, T * SH, from, n, scratch) : 0;
+    return out > saved ? out : saved;
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up for rnn, lstm and gru). */
 const LayerKernels gpu_recurrent_kernels = {
     .resize = recurrent_resize_gpu,
     .forward = recurrent_forward_gpu,
     .backward = recurrent_backward_gpu,
     .forward_at = recurrent_forward_at,
+    .gather_samples = recurrent_gather_samples,
     .keeps_rows = 1,
 };

@@ -2,7 +2,7 @@
  * boxes, the output goes to the host, where the loss and its delta are computed as on the CPU
  * (layers/yolo_loss.c: darknet's rules, sequential over the truths, as darknet's own GPU build
  * does), and the delta comes back: a download and a wait per [yolo] layer and training pass, so
- * a CUDA graph cannot hold it (train --cuda-graph refuses a net without a [softmax] loss).
+ * a CUDA graph cannot hold it (train --cuda-graph refuses it, naming the layer).
  *
  *   in, out, Yolo.delta (device) [batch][n_mask][classes + 5][h][w]
  */

@@ -2,7 +2,8 @@
 // own declarations (nccl.h), over MPI. Device memory is host memory here and a stream runs its
 // work when it is queued, so a collective queued on a stream is MPI's, in place, at once (in the
 // stream's order). A communicator is MPI_COMM_WORLD's ranks, ordered by the rank given to
-// ncclCommInitRank; a stream being captured into a graph is refused (MPI cannot be recorded).
+// ncclCommInitRank. On a stream being captured into a CUDA graph the collective is recorded, as
+// NCCL's kernels are, and runs (MPI's, with the arguments it was queued with) at each replay.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <cuda_runtime_api.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "runtime.h"
 
 struct ncclComm {
     MPI_Comm comm;
@@ -109,22 +112,25 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     const MPI_Op mop = mpi_op(op);
     if (!comm || type == MPI_DATATYPE_NULL || mop == MPI_OP_NULL || (count && !recvbuff))
         return ncclInvalidArgument;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone)
-        return ncclInvalidUsage;
-    int size = 0;
-    MPI_Type_size(type, &size);
-    // MPI counts are ints: a larger buffer goes in pieces of INT_MAX elements.
-    for (size_t at = 0; at < count; at += INT_MAX) {
-        const int n = (int)(count - at < (size_t)INT_MAX ? count - at : (size_t)INT_MAX);
-        char *recv = (char *)recvbuff + at * (size_t)size;
-        const void *send =
-            sendbuff == recvbuff ? MPI_IN_PLACE : (const char *)sendbuff + at * (size_t)size;
-        if (MPI_Allreduce(send, recv, n, type, mop, comm->comm) != MPI_SUCCESS)
-            return ncclSystemError;
-    }
-    return ncclSuccess;
+    const MPI_Comm mpi_comm = comm->comm;
+    // run now, or at each replay of the graph the stream is being captured into
+    const cudaError_t err = cuda_sim::stream_submit(stream, [=]() {
+        int size = 0;
+        MPI_Type_size(type, &size);
+        // MPI counts are ints: a larger buffer goes in pieces of INT_MAX elements.
+        for (size_t at = 0; at < count; at += INT_MAX) {
+            const int n = (int)(count - at < (size_t)INT_MAX ? count - at : (size_t)INT_MAX);
+            char *recv = (char *)recvbuff + at * (size_t)size;
+            const void *send =
+                sendbuff == recvbuff ? MPI_IN_PLACE : (const char *)sendbuff + at * (size_t)size;
+            if (MPI_Allreduce(send, recv, n, type, mop, mpi_comm) != MPI_SUCCESS)
+                return cudaErrorUnknown;
+        }
+        return cudaSuccess;
+    });
+    return err == cudaSuccess                         ? ncclSuccess
+           : err == cudaErrorStreamCaptureInvalidated ? ncclInvalidUsage
+                                                      : ncclSystemError;
 }
 
 const char *ncclGetErrorString(ncclResult_t result)

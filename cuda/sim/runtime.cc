@@ -3,6 +3,10 @@
 // described as an sm_90 part); device memory is host memory; every stream runs its work at once,
 // in order; stream capture records launches, copies and fills into a graph that cudaGraphLaunch
 // replays; the calls that a capture forbids are refused as CUDA refuses them and break the capture.
+// As in CUDA, a stream that waits for an event recorded on a capturing stream joins its capture
+// (the graph forks there), and every stream so joined must be waited for by the capture again
+// before it ends (else cudaErrorStreamCaptureUnjoined). The host queues work in an order every
+// stream's dependencies allow, so the graph here is that order: one list, replayed in it.
 #include "runtime.h"
 
 #include <stdint.h>
@@ -32,11 +36,20 @@ struct CUstream_st {
     cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
     std::thread::id capture_thread;
     CUgraph_st *graph = nullptr;
+    // A capture's streams: origin is the one that began it (itself for that one); joined, on the
+    // origin, those that joined it since. queued counts the work recorded on this stream in the
+    // capture, waited_for how much of it the capture has waited for since (an event after it).
+    CUstream_st *origin = nullptr;
+    std::vector<CUstream_st *> joined;
+    size_t queued = 0, waited_for = 0;
 };
 struct CUevent_st {
     unsigned flags = cudaEventDefault;
     bool recorded = false;
     double ms = 0.0;
+    // Recorded on a capturing stream: that stream and how much of its capture's work came before.
+    CUstream_st *captured_on = nullptr;
+    size_t captured_after = 0;
 };
 
 namespace
@@ -83,12 +96,32 @@ bool break_implicit_captures()
 {
     std::lock_guard<std::mutex> lock(state_mutex);
     bool broke = false;
-    for (CUstream_st *s : capturing_streams)
-        if (!(s->flags & cudaStreamNonBlocking)) {
+    for (CUstream_st *s : capturing_streams) {
+        bool blocking = !(s->flags & cudaStreamNonBlocking);
+        for (const CUstream_st *j : s->joined)
+            blocking = blocking || !(j->flags & cudaStreamNonBlocking);
+        if (blocking) {
             s->capture_broken = true;
             broke = true;
         }
+    }
     return broke;
+}
+
+// Whether the capture stream s takes part in was broken (it is its origin's).
+bool capture_broken(const CUstream_st *s)
+{
+    return s->origin->capture_broken;
+}
+
+// Ends the part of stream s (capturing) in its capture: it runs its work at once again.
+void leave_capture(CUstream_st *s)
+{
+    s->capturing = false;
+    s->graph = nullptr;
+    s->origin = nullptr;
+    s->joined.clear();
+    s->queued = s->waited_for = 0;
 }
 
 bool any_capture()
@@ -141,9 +174,10 @@ cudaError_t stream_submit(cudaStream_t stream, StreamOp op)
 {
     CUstream_st *s = stream_of(stream);
     if (s->capturing) {
-        if (s->capture_broken)
+        if (capture_broken(s))
             return cudaErrorStreamCaptureInvalidated;
         s->graph->ops.push_back(std::move(op));
+        s->queued++;
         return cudaSuccess;
     }
     if (s == &legacy_stream && any_capture() && break_implicit_captures())
@@ -204,6 +238,9 @@ const char *cudaGetErrorName(cudaError_t err)
         NAME(cudaErrorStreamCaptureInvalidated)
         NAME(cudaErrorStreamCaptureWrongThread)
         NAME(cudaErrorStreamCaptureImplicit)
+        NAME(cudaErrorStreamCaptureMerge)
+        NAME(cudaErrorStreamCaptureUnmatched)
+        NAME(cudaErrorStreamCaptureUnjoined)
         NAME(cudaErrorIllegalState)
 #undef NAME
     default:
@@ -239,6 +276,12 @@ const char *cudaGetErrorString(cudaError_t err)
         return "attempt to terminate a thread-local capture sequence from another thread";
     case cudaErrorStreamCaptureImplicit:
         return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureMerge:
+        return "operation would result in a merge of two independent capture sequences";
+    case cudaErrorStreamCaptureUnmatched:
+        return "the capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined:
+        return "capturing stream has unjoined work";
     case cudaErrorIllegalState:
         return "the operation is not permitted in the current state";
     default:
@@ -514,9 +557,13 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     CUstream_st *s = stream_of(stream);
     if (s == &legacy_stream)
         return fail(cudaErrorInvalidResourceHandle);
-    if (s->capturing) { // CUDA ends such a capture; its graph is lost
+    if (s->capturing && s->origin != s) // a joined stream: the capture cannot be joined again
+        s->origin->capture_broken = true;
+    else if (s->capturing) { // CUDA ends such a capture; its graph is lost
         std::lock_guard<std::mutex> lock(state_mutex);
         capturing_streams.erase(std::find(capturing_streams.begin(), capturing_streams.end(), s));
+        for (CUstream_st *j : s->joined)
+            leave_capture(j);
         delete s->graph;
     }
     delete s;
@@ -527,7 +574,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     CUstream_st *s = stream_of(stream);
     if (s->capturing) {
-        s->capture_broken = true;
+        s->origin->capture_broken = true;
         return fail(cudaErrorStreamCaptureUnsupported);
     }
     if (s == &legacy_stream && any_capture() && break_implicit_captures())
@@ -539,7 +586,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
     CUstream_st *s = stream_of(stream);
     if (s->capturing) {
-        s->capture_broken = true;
+        s->origin->capture_broken = true;
         return fail(cudaErrorStreamCaptureUnsupported);
     }
     return cudaSuccess;
@@ -556,11 +603,34 @@ cudaError_t cudaDeviceSynchronize(void)
     return cudaSuccess;
 }
 
+// Streams run in order at once: everything recorded outside a capture has happened. An event
+// recorded in a capture that is under way forks it into stream (which then records its work into
+// the same graph), or, waited for inside that capture, joins the work before it back.
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
 {
-    (void)stream; // streams run in order at once: everything recorded has happened
     if (!event || flags > cudaEventWaitExternal)
         return fail(!event ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
+    CUstream_st *s = stream_of(stream), *from = event->captured_on;
+    if (!from || !from->capturing)
+        return cudaSuccess;
+    if (s->capturing && s->origin != from->origin) {
+        s->origin->capture_broken = from->origin->capture_broken = true;
+        return fail(cudaErrorStreamCaptureMerge);
+    }
+    if (s == &legacy_stream)
+        return fail(cudaErrorStreamCaptureImplicit);
+    if (!s->capturing) {
+        CUstream_st *origin = from->origin;
+        s->capturing = true;
+        s->capture_mode = origin->capture_mode;
+        s->capture_thread = origin->capture_thread;
+        s->graph = origin->graph;
+        s->origin = origin;
+        s->queued = s->waited_for = 0;
+        origin->joined.push_back(s);
+    }
+    if (from != s && event->captured_after > from->waited_for)
+        from->waited_for = event->captured_after;
     return cudaSuccess;
 }
 
@@ -592,11 +662,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     if (!event)
         return fail(cudaErrorInvalidResourceHandle);
-    return fail(cuda_sim::stream_submit(stream, [event]() {
+    CUstream_st *s = stream_of(stream);
+    const cudaError_t err = cuda_sim::stream_submit(stream, [event]() {
         event->recorded = true;
         event->ms = now_ms();
         return cudaSuccess;
-    }));
+    });
+    event->captured_on = s->capturing ? s : nullptr;
+    event->captured_after = s->capturing ? s->queued : 0;
+    return fail(err);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
@@ -634,6 +708,8 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
     s->capture_mode = mode;
     s->capture_thread = std::this_thread::get_id();
     s->graph = new CUgraph_st;
+    s->origin = s;
+    s->queued = s->waited_for = 0;
     std::lock_guard<std::mutex> lock(state_mutex);
     capturing_streams.push_back(s);
     return cudaSuccess;
@@ -646,6 +722,10 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
         return fail(cudaErrorInvalidValue);
     if (!s->capturing)
         return fail(cudaErrorIllegalState);
+    if (s->origin != s) { // a joined stream: CUDA ends a capture on the stream that began it
+        s->origin->capture_broken = true;
+        return fail(cudaErrorStreamCaptureUnmatched);
+    }
     if (s->capture_mode == cudaStreamCaptureModeThreadLocal &&
         s->capture_thread != std::this_thread::get_id())
         return fail(cudaErrorStreamCaptureWrongThread);
@@ -653,15 +733,21 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
         std::lock_guard<std::mutex> lock(state_mutex);
         capturing_streams.erase(std::find(capturing_streams.begin(), capturing_streams.end(), s));
     }
-    s->capturing = false;
-    if (s->capture_broken) {
-        delete s->graph;
-        s->graph = nullptr;
-        *graph = nullptr;
-        return fail(cudaErrorStreamCaptureInvalidated);
+    bool unjoined = false;
+    for (CUstream_st *j : s->joined) {
+        unjoined = unjoined || j->queued > j->waited_for;
+        leave_capture(j);
     }
-    *graph = s->graph;
-    s->graph = nullptr;
+    CUgraph_st *recorded = s->graph;
+    const bool broken = s->capture_broken;
+    leave_capture(s);
+    if (broken || unjoined) {
+        delete recorded;
+        *graph = nullptr;
+        return fail(unjoined && !broken ? cudaErrorStreamCaptureUnjoined
+                                        : cudaErrorStreamCaptureInvalidated);
+    }
+    *graph = recorded;
     return cudaSuccess;
 }
 
@@ -671,7 +757,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *
         return fail(cudaErrorInvalidValue);
     const CUstream_st *s = stream_of(stream);
     *status = !s->capturing       ? cudaStreamCaptureStatusNone
-              : s->capture_broken ? cudaStreamCaptureStatusInvalidated
+              : capture_broken(s) ? cudaStreamCaptureStatusInvalidated
                                   : cudaStreamCaptureStatusActive;
     return cudaSuccess;
 }

@@ -361,9 +361,10 @@ typedef struct cdl_run_options {
      * written. Under mpirun every rank stops when one rank's says so. */
     int (*stop_requested)(void *ctx);
     void *stop_ctx;
-    /* 1: every step after the first runs as one CUDA graph, captured at the second and replayed
-     * (a GPU session): the same losses as without. What it cannot capture yet ([crop], [attention],
-     * subdivisions, EMA, data parallelism, profile_steps) is refused with CDL_EUSAGE. */
+    /* 1: every step after the first runs as CUDA graphs, captured at the second and replayed
+     * (a GPU session): the same losses as without, under mpirun too; profile_steps traces each
+     * replay as one event. What it cannot capture yet (a detection layer's loss, computed on the
+     * host) is refused with CDL_EUSAGE. */
     int cuda_graph;
     /* 1: train even when a step's memory (cdl_check_result.total_bytes, less the parameters
      * already there) is more than the process may still take; 0: such a run is refused before

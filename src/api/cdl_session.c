@@ -667,10 +667,6 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                          : s->net.seq > 0  ? "windows of seq+1 tokens"
                                            : "samples",
                          h->batch, ranks);
-    if (o->cuda_graph && o->profile_steps)
-        return error_set(e, CDL_EUSAGE,
-                         "--cuda-graph does not capture a profiled step yet: --profile-steps "
-                         "times each layer (train without one of them)");
     const int split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
     int st =
         o->skip_memory_check ? CDL_OK : check_step_fits(s, h->batch / h->subdivisions / split, e);

@@ -48,9 +48,8 @@ static const OptSpec train_opts[] = {
      "train on GPU N (needs a GPU=1 build); under mpirun A,B,... gives each rank on a machine its "
      "own: the machine's first rank A, the next B, ..."},
     {"--cuda-graph", 0, 0,
-     "with --gpu: capture the training step once as a CUDA graph and replay it (the same "
-     "losses; refused for what it cannot capture yet: subdivisions, fp16, mpirun, "
-     "--profile-steps)"},
+     "with --gpu: capture the training step once as CUDA graphs and replay them (the same "
+     "losses; refused for what it cannot capture yet: a detection layer's loss)"},
     {"--no-memory-check", 0, 0,
      "train even when a step needs more memory than the process may use (cgroup limit, "
      "MemAvailable, ulimit -v), which is otherwise refused before training"},

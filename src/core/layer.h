@@ -336,9 +336,11 @@ typedef struct LayerKernels {
     int keeps_rows;
     /* Layers that keep rows (NULL where none can be moved): moves sample from[k]'s cache to
      * sample k for k < n (every from[k] < batch, the samples of the last pass), as beam search
-     * keeps hypotheses that extend others. Returns the floats of scratch that needs (scratch NULL:
-     * moves nothing). */
-    size_t (*gather_samples)(Layer *l, int batch, const int *from, int n, float *scratch);
+     * keeps hypotheses that extend others, through scratch, memory of the backend's alloc (the
+     * device's on a GPU, where the moves are device copies queued on exec's stream). Returns the
+     * floats of scratch that needs (scratch NULL: moves nothing). */
+    size_t (*gather_samples)(Layer *l, const ExecContext *exec, int batch, const int *from, int n,
+                             float *scratch);
 } LayerKernels;
 
 /* The order darknet .weights files store a layer's tensors in (io/darknet_weights.c). */

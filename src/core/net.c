@@ -1094,9 +1094,10 @@ size_t net_gather_samples(Net *net, int first, const int *from, int n, float *sc
     size_t most = 0;
     for (int i = first; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        const size_t floats = l->kernels->gather_samples
-                                  ? l->kernels->gather_samples(l, net->batch, from, n, scratch)
-                                  : 0;
+        const size_t floats =
+            l->kernels->gather_samples
+                ? l->kernels->gather_samples(l, &net->exec, net->batch, from, n, scratch)
+                : 0;
         most = floats > most ? floats : most;
     }
     return most;

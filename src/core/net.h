@@ -317,7 +317,8 @@ void net_forward_at(Net *net, int first, int t);
  * (LayerKernels.keeps_rows, gather_samples). */
 int net_can_gather_samples(const Net *net, int first);
 /* The gather_samples of layers [first, n_layers) (LayerKernels.gather_samples): sample from[k]'s
- * caches to sample k, k < n, through scratch; scratch NULL: returns the floats it needs. */
+ * caches to sample k, k < n, through scratch (net->backend->alloc's: the device's memory on a
+ * GPU); scratch NULL: returns the floats it needs. */
 size_t net_gather_samples(Net *net, int first, const int *from, int n, float *scratch);
 
 #endif

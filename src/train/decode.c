@@ -177,12 +177,13 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
     if (from && use_cache) {
         for (int k = 0; k < beam; k++)
             from[k] = k;
-        scratch = malloc(net_gather_samples(net, first, from, beam, NULL) * sizeof *scratch + 1);
+        scratch = net->backend->alloc(net_gather_samples(net, first, from, beam, NULL) + 1,
+                                      sizeof *scratch);
     }
     if (!tokens || !scores || !sources || !n_sources || !lengths || !best || !from ||
         (use_cache && !scratch)) {
         free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
-        free(from), free(scratch);
+        free(from), net->backend->free(scratch);
         return error_set(e, CDL_ERUNTIME, "out of memory");
     }
     int32_t *next_tokens = tokens + (size_t)beam * (size_t)seq;
@@ -257,6 +258,6 @@ int decode_beam(Net *net, int first, const int32_t *source, int n_source, int be
     if (log_prob)
         *log_prob = best_sum;
     free(tokens), free(scores), free(sources), free(n_sources), free(lengths), free(best);
-    free(from), free(scratch);
+    free(from), net->backend->free(scratch);
     return CDL_OK;
 }

@@ -386,7 +386,8 @@ void dist_close(Dist *d, Net *net)
     free(d);
 }
 
-int dist_finish_step(Dist *d, float *loss, Error *e)
+/* Starts the buckets not started yet (after the step's last backward); returns the time. */
+static double start_remaining_buckets(Dist *d)
 {
     while (!d->broken && d->next < d->n_buckets)
         start_bucket(d);
@@ -394,21 +395,62 @@ int dist_finish_step(Dist *d, float *loss, Error *e)
     if (d->first_start_s)
         d->hidden_s += backward_end_s - d->first_start_s;
     d->first_start_s = 0;
-    int st = CDL_OK;
+    return backward_end_s;
+}
+
+/* Starts the sum of the rank's loss over the ranks, into d->loss (request d->reqs[n_buckets]). */
+static void start_loss_sum(Dist *d, float loss)
+{
     if (world_rank)
         beat(d);
     if (!d->broken) {
-        d->loss = *loss;
+        d->loss = loss;
         MPI_Iallreduce(MPI_IN_PLACE, &d->loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                        &d->reqs[d->n_buckets]);
     }
-    st = st ? st : d->reducer->join(d);
+}
+
+int dist_finish_step(Dist *d, float *loss, Error *e)
+{
+    const double backward_end_s = start_remaining_buckets(d);
+    start_loss_sum(d, *loss);
+    int st = d->reducer->join(d);
     d->wait_s += time_now_s() - backward_end_s;
     d->next = 0;
     if (st) {
         error_set(e, d->fail.code, "%s", d->fail.msg);
         return st;
     }
+    *loss = (float)d->loss;
+    return CDL_OK;
+}
+
+int dist_queue_step(Dist *d, Error *e)
+{
+#ifdef CDL_GPU
+    if (d->reducer == &device_reducer) {
+        const double hidden_s = d->hidden_s; /* the capture's host time, not the sums' */
+        start_remaining_buckets(d);
+        d->hidden_s = hidden_s;
+        d->next = 0;
+        if (!d->broken && device_allreduce_join(d->device, &d->fail))
+            d->broken = 1;
+        return d->broken ? error_set(e, d->fail.code, "%s", d->fail.msg) : CDL_OK;
+    }
+#else
+    (void)d;
+#endif
+    return error_set(e, CDL_EUSAGE, "a step captured as a graph sums its gradients on a device");
+}
+
+int dist_sum_loss(Dist *d, float *loss, Error *e)
+{
+    const double start_s = time_now_s();
+    start_loss_sum(d, *loss);
+    const int st = wait_all(d, 1, &d->reqs[d->n_buckets], "the loss's sum");
+    d->wait_s += time_now_s() - start_s;
+    if (st)
+        return error_set(e, d->fail.code, "%s", d->fail.msg);
     *loss = (float)d->loss;
     return CDL_OK;
 }
@@ -477,6 +519,18 @@ void dist_close(Dist *d, Net *net)
 }
 
 int dist_finish_step(Dist *d, float *loss, Error *e)
+{
+    (void)d, (void)loss, (void)e;
+    return CDL_OK;
+}
+
+int dist_queue_step(Dist *d, Error *e)
+{
+    (void)d, (void)e;
+    return CDL_OK;
+}
+
+int dist_sum_loss(Dist *d, float *loss, Error *e)
 {
     (void)d, (void)loss, (void)e;
     return CDL_OK;

@@ -11,6 +11,7 @@
 
 #include "train/ema.h"
 #include "train/eta.h"
+#include "util/profiler.h"
 #include "util/timer.h"
 
 /* 1 when every parameter of l is finite (net_values_finite: an error path). */
@@ -107,35 +108,51 @@ typedef struct StepGraph {
 } StepGraph;
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
- * needs the host inside a step (a download, a draw id, a value that changes from step to step). */
-static int graph_refusal(const Net *net, const TrainPlan *plan, Error *e)
+ * needs the host inside a step (a download, a draw id, a value that changes from step to step).
+ * The loss must be one that sums on the device ([softmax]'s, which [cost] may follow): the
+ * detection families (reads_truth) compute theirs on the host from the downloaded output. */
+static int graph_refusal(const Net *net, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
     if (!net->backend->capture_begin)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph captures a GPU's training step: it needs --gpu");
-    if (plan->dist)
-        return error_set(e, CDL_EUSAGE, not_yet, "a data-parallel run");
     int losses = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        losses += net->layers[i].type->is_loss;
+    for (int i = 0; i < net->n_layers; i++) {
+        const LayerType *type = net->layers[i].type;
+        if (type->reads_truth)
+            return error_set(e, CDL_EUSAGE,
+                             "--cuda-graph does not capture layer %d [%s]'s loss yet: it is "
+                             "computed on the host (train without it)",
+                             i, type->name);
+        losses += type->is_loss;
+    }
     if (losses != 1)
-        return error_set(e, CDL_EUSAGE, not_yet, "a loss other than one [softmax]'s");
+        return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;
 }
 
 /* Records pass `pass` of a step (of passes in all) as its graph: forward and backward, and after
- * the last pass fp16's unscaling and the update, recorded but not applied (the replay applies
+ * the last pass the gradients' sum over the ranks of dist (when not NULL: its collectives are
+ * recorded too), fp16's unscaling and the update, recorded but not applied (the replay applies
  * them). */
-static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr, Error *e)
+static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr, Dist *dist,
+                        Error *e)
 {
     const BackendOps *be = net->backend;
+    const int last = pass == passes - 1;
     int st = be->capture_begin(&net->exec, pass, passes, e);
     if (st)
         return st;
     net_forward(net);
+    net->reduce_grads = dist && last;
     net_backward(net);
-    if (pass == passes - 1) {
+    net->reduce_grads = 0;
+    if (last && dist && (st = dist_queue_step(dist, e))) {
+        be->capture_end(&net->exec, pass, NULL); /* ended: the collective's error is the one */
+        return st;
+    }
+    if (last) {
         if (opt->loss_scale.enabled)
             be->slab->unscale(net->grads, net->n_params, 1.0f / opt->loss_scale.scale, &net->exec);
         optimizer_step(opt, net, lr);
@@ -147,11 +164,13 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
 /* A step as CUDA graphs, one per pass: each pass's batch uploaded, its graph (captured at the
  * first step it runs, and again when what it holds changed) replayed with the step's lr, bias
  * corrections and the pass's draw id (dropout's masks), the losses downloaded once the step
- * finished. fp16's unscaling decides on the device whether the update runs; the loss scale's
- * bookkeeping follows here. A non-finite loss is found only after the step, which the replay
- * has applied. */
-static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, StepGraph *g,
-                        float *loss, Error *e)
+ * finished and, with dist, summed over the ranks as step_once sums them. A profiled step
+ * (net->profiler) records each replay as one event, from the device's clock before its launch to
+ * after it: a graph's layers cannot be timed apart. fp16's unscaling decides on the device
+ * whether the update runs; the loss scale's bookkeeping follows here. A non-finite loss is found
+ * only after the step, which the replay has applied. */
+static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
+                        StepGraph *g, float *loss, Error *e)
 {
     const BackendOps *be = net->backend;
     const int passes = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
@@ -168,9 +187,15 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
             capture = 1;
             *g = now;
         }
+        Profiler *profiler = net->profiler; /* its clock waits: not inside a capture */
+        net->profiler = NULL;
         if (capture)
-            st = capture_pass(net, opt, pass, passes, lr, e);
+            st = capture_pass(net, opt, pass, passes, lr, dist, e);
+        net->profiler = profiler;
+        const double start_s = profiler ? profiler_now_s(profiler) : 0;
         st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id, e);
+        if (!st && profiler)
+            profiler_graph(profiler, net->step, pass, start_s, profiler_now_s(profiler));
     }
     net->sample_offset = first_sample;
     net->later_pass = 0;
@@ -184,6 +209,8 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
         net->loss = (float)(g->pass_losses[pass] / net->loss_divisor);
         *loss += net->loss;
     }
+    if (dist && (st = dist_sum_loss(dist, loss, e)))
+        return st;
     if (!isfinite(*loss))
         return error_set(e, CDL_ERUNTIME,
                          "step %llu: the loss is not finite (the step ran whole as CUDA graphs: "
@@ -372,7 +399,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
      * plan at their first call (cuBLAS's workspace) is done outside the capture */
     int graph_ready = 0;
-    if (plan->cuda_graph && (st = graph_refusal(net, plan, e)))
+    if (plan->cuda_graph && (st = graph_refusal(net, e)))
         return st;
     if (plan->cuda_graph && !(graph.pass_losses = calloc((size_t)passes, sizeof(double))))
         return error_set(e, CDL_ERUNTIME, "out of memory");
@@ -389,8 +416,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
         net->images_seen = meta->samples_seen;
-        st = graph_ready ? step_graphed(net, opt, train->fill, train->ctx, lr, &graph, &loss, e)
-                         : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
+        st = graph_ready
+                 ? step_graphed(net, opt, train->fill, train->ctx, lr, plan->dist, &graph, &loss, e)
+                 : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
         graph_ready = plan->cuda_graph;
         if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);

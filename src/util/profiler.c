@@ -107,6 +107,13 @@ void profiler_layer(Profiler *p, uint64_t step, int layer, ProfilePhase phase, d
     add_event(p, p->labels[layer], forward ? "forward" : "backward", step, layer, start_s, end_s);
 }
 
+void profiler_graph(Profiler *p, uint64_t step, int pass, double start_s, double end_s)
+{
+    char name[TRACE_NAME_MAX];
+    snprintf(name, sizeof name, "graph replay, pass %d", pass + 1);
+    add_event(p, name, "graph", step, -1, start_s, end_s);
+}
+
 void profiler_step(Profiler *p, uint64_t step, double start_s, double end_s)
 {
     time_stat_add(&p->step, end_s - start_s);

@@ -58,6 +58,9 @@ void profiler_reset(Profiler *p);
  * nothing. */
 void profiler_layer(Profiler *p, uint64_t step, int layer, ProfilePhase phase, double start_s,
                     double end_s);
+/* Records the replay of pass `pass` (0-based; named from 1) of step `step`, a CUDA graph: one
+ * launch whose layers cannot be timed apart (category "graph"). Allocates nothing. */
+void profiler_graph(Profiler *p, uint64_t step, int pass, double start_s, double end_s);
 /* Records a whole optimizer step. Allocates nothing. */
 void profiler_step(Profiler *p, uint64_t step, double start_s, double end_s);
 

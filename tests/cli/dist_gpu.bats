@@ -61,3 +61,26 @@ setup() {
     [[ "$output" == *"cdl: --gpu 0,1 names 2 devices for the 3 ranks mpirun started on this machine"* ]]
     [ ! -e no.cdl ]
 }
+
+# A step captured as CUDA graphs under mpirun: the last pass's graph holds the gradient buckets'
+# ncclAllReduce (recorded on the communication stream, which the capture forks into and joins
+# back; the simulator's NCCL records it as NCCL does and replays it), and the loss is summed over
+# the ranks once the replayed step finished. Dropout's masks (each rank's samples) and AdamW's
+# bias corrections come from device memory; two passes a step are two graphs.
+@test "GPU, NCCL: --cuda-graph on 2 ranks gives the eager 2-rank run's losses and weights" {
+    sed '/^\[softmax\]/i [dropout]\nprobability=0.2' mlp.cfg > dropout.cfg
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        run mpirun --allow-run-as-root --oversubscribe -np 2 "$CDL_GPU_MPI" train dropout.cfg \
+            --data digits.data --set net.batch=16 --set net.subdivisions=2 \
+            --set net.optimizer=adamw --set net.learning_rate=0.003 --epochs 2 --log-every 1 \
+            --threads 1 --gpu 0 "${graph[@]}" --log $run.jsonl --out $run.cdl
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    [ "$(jq -c 'select(.type == "step") | .loss' eager.jsonl | wc -l)" -eq 88 ]
+    diff <(jq -c 'select(.type == "step") | .loss' eager.jsonl) \
+        <(jq -c 'select(.type == "step") | .loss' graph.jsonl)
+    cmp eager.cdl graph.cdl
+}

@@ -119,6 +119,42 @@ for l in open("both"):
     cmp eager.cdl graph.cdl
 }
 
+# A profiled step under --cuda-graph replays its graphs as the others do: each pass's replay is one
+# "graph" event of the trace (the device's clock before its launch and after it; a graph's layers
+# cannot be timed apart), the run's first step, eager, has its layers' events. Profiling changes
+# nothing of the run. [cost] after [softmax] passes the probabilities through: the net captures.
+@test "--cuda-graph with --profile-steps traces each pass's replay as one event, and [cost] captures" {
+    sed '$a [cost]' mlp.cfg > cost.cfg
+    local common=(--data digits.data --epochs 2 --log-every 1 --threads 1 --gpu 0
+        --set net.subdivisions=2)
+    "$GPU_CDL" train cost.cfg "${common[@]}" --log eager.jsonl --out eager.cdl
+    run "$GPU_CDL" train cost.cfg "${common[@]}" --cuda-graph --profile-steps 1-3,44-45 \
+        --log graph.jsonl --out graph.cdl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cdl: wrote graph.trace.json"* ]]
+    diff <(step_losses eager.jsonl) <(step_losses graph.jsonl)
+    cmp eager.cdl graph.cdl
+    /usr/bin/python3 - <<'PY'
+import json
+events = json.load(open("graph.trace.json"))["traceEvents"]
+steps = {e["args"]["step"]: e for e in events if e["cat"] == "step"}
+assert sorted(steps) == [1, 2, 3, 44, 45], sorted(steps)
+for s in steps:
+    cats = sorted(e["cat"] for e in events if e["args"]["step"] == s and e["cat"] != "step")
+    if s == 1:  # eager: every layer's forward and backward, two passes
+        assert set(cats) == {"forward", "backward"} and len(cats) == 2 * 2 * 4, cats
+        continue
+    graphs = [e for e in events if e["args"]["step"] == s and e["cat"] == "graph"]
+    assert cats == ["graph", "graph"], (s, cats)
+    assert [g["name"] for g in graphs] == ["graph replay, pass 1", "graph replay, pass 2"]
+    st = steps[s]
+    for g in graphs:
+        assert g["dur"] >= 0 and "layer" not in g["args"]
+        assert st["ts"] <= g["ts"] and g["ts"] + g["dur"] <= st["ts"] + st["dur"] + 1, (st, g)
+PY
+}
+
 @test "a checkpoint trained on the GPU evaluates on the CPU as the GPU did, and resumes on either" {
     "$GPU_CDL" train mlp.cfg --data digits.data --epochs 1 --out gpu.cdl --threads 1 --gpu 0 \
         --log gpu.jsonl

@@ -1,7 +1,8 @@
 /* The CUDA simulator's runtime shim (cuda/sim/runtime.cc): the simulated device, memory and
  * copies, events, the last-error protocol, and stream capture: a replayed graph computes what
  * the same work computed eagerly, and the calls a capture forbids are refused as CUDA refuses
- * them and break the capture. */
+ * them and break the capture; a second stream forked into a capture by an event and joined back
+ * records its work into the same graph, and one left unjoined fails the capture. */
 #include <stdlib.h>
 
 #include "cuda_sim_test.h"
@@ -221,6 +222,80 @@ static void test_capture_refuses_what_cuda_refuses(void)
     cudaGetLastError();
 }
 
+/* Forks side into a capture on s (an event recorded on s, waited for by side), queues a map on
+ * side, and, when join, joins it back (an event recorded on side, waited for by s). */
+static void fork_map(float *x, int n, cudaStream_t s, cudaStream_t side, cudaEvent_t fork,
+                     cudaEvent_t joined, int join)
+{
+    CHECK_CUDA(cudaEventRecord(fork, s));
+    CHECK_CUDA(cudaStreamWaitEvent(side, fork, 0));
+    CUDA_LAUNCH(affine_kernel, (n + 127) / 128, 128, 0, side, x, 2.0f, 0.0f, n);
+    if (join) {
+        CHECK_CUDA(cudaEventRecord(joined, side));
+        CHECK_CUDA(cudaStreamWaitEvent(s, joined, 0));
+    }
+}
+
+static void test_capture_forks_into_a_stream_and_joins_it(void)
+{
+    const int n = 200;
+    cudaStream_t s, side;
+    cudaEvent_t fork, joined;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+    float *x;
+    CHECK_CUDA(cudaMalloc((void **)&x, n * sizeof *x));
+    for (int i = 0; i < n; i++)
+        x[i] = (float)i;
+    cudaGraph_t graph = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CUDA_LAUNCH(affine_kernel, (n + 127) / 128, 128, 0, s, x, 1.0f, 1.0f, n);  /* x + 1 */
+    fork_map(x, n, s, side, fork, joined, 1);                                  /* then * 2 */
+    CUDA_LAUNCH(affine_kernel, (n + 127) / 128, 128, 0, s, x, 1.0f, -3.0f, n); /* then - 3 */
+    cudaStreamCaptureStatus status;
+    CHECK_CUDA(cudaStreamIsCapturing(side, &status));
+    CHECK(status == cudaStreamCaptureStatusActive);
+    CHECK(x[5] == 5.0f); /* recorded, not run: the side stream's work too */
+    CHECK_STATUS(cudaStreamEndCapture(side, &graph), cudaErrorStreamCaptureUnmatched);
+    cudaGetLastError();
+    /* ending it on side broke the capture: begin again */
+    CHECK_STATUS(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+    CHECK_CUDA(cudaStreamIsCapturing(side, &status));
+    CHECK(status == cudaStreamCaptureStatusNone);
+    cudaGetLastError();
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CUDA_LAUNCH(affine_kernel, (n + 127) / 128, 128, 0, s, x, 1.0f, 1.0f, n);
+    fork_map(x, n, s, side, fork, joined, 1);
+    CUDA_LAUNCH(affine_kernel, (n + 127) / 128, 128, 0, s, x, 1.0f, -3.0f, n);
+    CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+    CHECK_CUDA(cudaStreamIsCapturing(side, &status));
+    CHECK(status == cudaStreamCaptureStatusNone);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    for (int i = 0; i < n; i++) /* twice ((x + 1) * 2 - 3) */
+        CHECK(x[i] == 2.0f * (2.0f * ((float)i + 1.0f) - 3.0f + 1.0f) - 3.0f);
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    /* the side stream's work never waited for: CUDA's cudaErrorStreamCaptureUnjoined */
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    fork_map(x, n, s, side, fork, joined, 0);
+    CHECK_STATUS(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureUnjoined);
+    CHECK(graph == nullptr);
+    CHECK_CUDA(cudaStreamIsCapturing(side, &status));
+    CHECK(status == cudaStreamCaptureStatusNone);
+    cudaGetLastError();
+    CHECK_CUDA(cudaEventDestroy(fork));
+    CHECK_CUDA(cudaEventDestroy(joined));
+    CHECK_CUDA(cudaStreamDestroy(side));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    cudaFree(x);
+}
+
 int main(void)
 {
     test_one_simulated_device();
@@ -228,5 +303,6 @@ int main(void)
     test_streams_run_in_order_and_events_time();
     test_graph_replay_equals_eager();
     test_capture_refuses_what_cuda_refuses();
+    test_capture_forks_into_a_stream_and_joins_it();
     return check_report("test_cuda_sim_runtime");
 }

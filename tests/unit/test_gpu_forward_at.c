@@ -2,8 +2,11 @@
  * the rows the GPU's whole-sequence forward gives, layer by layer: [embedding], [positional],
  * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
  * [lstm], [gru] (their state), as
- * test_layers_seq.c and test_attention.c check it on the CPU. Skipped in a build without the GPU
- * backend (GPU=1 runs it on the device, GPU=sim on the simulator). */
+ * test_layers_seq.c and test_attention.c check it on the CPU; and beam search's reordering of
+ * [attention]'s cache and the recurrent layers' state on the device (gather_samples), as
+ * test_seq2seq.c and test_recurrent.c check it on the CPU.
+ * Skipped in a build without the GPU backend (GPU=1 runs it on the device, GPU=sim on the
+ * simulator). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +123,64 @@ static void check_forward_at(const char *name, const char *text, int exact)
     net_free(&net);
 }
 
+/* Three samples of other inputs through a whole forward; then their caches move on the device
+ * (sample k gets sample from[k]'s, through scratch from the backend's alloc: device memory) with
+ * their input rows, and the cached step of row t gives the last layer's forward row t of sample
+ * from[k], within forward_at's tolerance: the keys and values (a recurrent layer's outputs and
+ * saved values) of rows < t moved with the sample, one sample's cache to two and the first's
+ * replaced by the last's. */
+static void check_gathered_caches(const char *name, const char *text)
+{
+    Net net;
+    Error err = {0};
+    if (net_build_from_text_on(&net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err) ||
+        net_resize(&net, net.hyper.batch, 0, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        return;
+    }
+    CHECK(net.batch == 3 && net_can_gather_samples(&net, 0));
+    net.train = 0;
+    const int from[3] = {2, 0, 0}, t = 4;
+    const size_t row = shape_size(net.in_shape),
+                 out = shape_size(net.layers[net.n_layers - 1].out_shape);
+    float *x = malloc(3 * row * sizeof *x), *moved = malloc(3 * row * sizeof *x);
+    Rng rng;
+    rng_seed(&rng, 7, 0);
+    for (size_t i = 0; i < 3 * row; i++)
+        x[i] = net.vocab ? (float)rng_below(&rng, (uint32_t)net.vocab) : rng_normal(&rng);
+    net.backend->upload(net.input, x, 3 * row * sizeof *x);
+    net_forward(&net);
+    float *want = download(&net, net.layers[net.n_layers - 1].out, 3 * out);
+    float *scratch =
+        net.backend->alloc(net_gather_samples(&net, 0, from, 3, NULL), sizeof *scratch);
+    CHECK(scratch != NULL);
+    net_gather_samples(&net, 0, from, 3, scratch);
+    for (int k = 0; k < 3; k++) /* the samples' input rows, moved as their caches were */
+        memcpy(moved + (size_t)k * row, x + (size_t)from[k] * row, row * sizeof *x);
+    net.backend->upload(net.input, moved, 3 * row * sizeof *x);
+    net_forward_at(&net, 0, t);
+    float *got = download(&net, net.layers[net.n_layers - 1].out, 3 * out);
+    const size_t per_row = out / (size_t)net.seq;
+    float *got_rows = malloc(3 * per_row * sizeof *got_rows),
+          *want_rows = malloc(3 * per_row * sizeof *want_rows);
+    for (int k = 0; k < 3; k++) {
+        memcpy(got_rows + k * per_row, got + k * out + t * per_row, per_row * sizeof *got);
+        memcpy(want_rows + k * per_row, want + from[k] * out + t * per_row, per_row * sizeof *want);
+    }
+    const double e = check_rel_error(got_rows, want_rows, 3 * per_row),
+                 tol = forward_at_tolerance(&net);
+    if (!(e <= tol))
+        fprintf(stderr, "FAIL %s: row %d after the gather differs by %.3g > %.3g\n", name, t, e,
+                tol);
+    CHECK(e <= tol);
+    printf("gpu gather_samples, %s: largest relative difference %.3g (tolerance %.3g)\n", name, e,
+           tol);
+    net.backend->free(scratch);
+    free(x), free(moved), free(want), free(got), free(got_rows), free(want_rows);
+    net_free(&net);
+}
+
 int main(void)
 {
     if (!backend_find(CDL_BACKEND_GPU)) {
@@ -149,5 +210,12 @@ int main(void)
     check_forward_at("char lstm: embedding, lstm, linear",
                      SEQ(2, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n", 0);
     check_forward_at("lstm fused=0", SEQ(2, 4, 3, 0) "[lstm]\noutput=5\nfused=0\n", 0);
+    check_gathered_caches("attention heads=2 between the token layers",
+                          SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
+                                           "[attention]\nheads=2\n[layernorm]\n[linear]\ntie=1\n");
+    check_gathered_caches("char lstm", SEQ(3, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n"
+                                                       "[linear]\n");
+    check_gathered_caches("gru on features", SEQ(3, 6, 5, 0) "[gru]\noutput=9\n");
+    check_gathered_caches("rnn on features", SEQ(3, 6, 5, 0) "[rnn]\noutput=7\nactivation=relu\n");
     return check_report("test_gpu_forward_at");
 }

@@ -318,8 +318,10 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 }
 
 /* The key/value cache of each sample: qkv's [T][3C] (cross-attention's q and kv). */
-static size_t attention_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+static size_t attention_gather_samples(Layer *l, const ExecContext *exec, int batch,
+                                       const int *from, int n, float *scratch)
 {
+    (void)exec;
     Attention *a = l->priv;
     if (a->mem_seq)
         return attention_cross_gather_samples(l, batch, from, n, scratch);

@@ -321,8 +321,10 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
 
 /* Each sample's state: its outputs h [T][H] and saved values (T rows of state_row's, a block of
  * the sample's or one row per step). */
-static size_t recurrent_gather_samples(Layer *l, int batch, const int *from, int n, float *scratch)
+static size_t recurrent_gather_samples(Layer *l, const ExecContext *exec, int batch,
+                                       const int *from, int n, float *scratch)
 {
+    (void)exec;
     Recurrent *rc = l->priv;
     const size_t steps = (size_t)rc->steps;
     size_t most = gather_sample_blocks(l->out, steps * (size_t)rc->hidden, from, n, scratch);
