@@ -43,8 +43,8 @@ static void shortcut_forward_at_gpu(Layer *l, const StepContext *ctx, int t)
     for (int b = 0; b < ctx->batch; b++) {
         const size_t at = (size_t)b * sample + (size_t)t * row;
         gpu_note(ctx,
-                 cuda_activation_forward(l->out + at, l->pre + at, row, (int)l->activation,
-                                         gpu_stream(ctx)),
+                 cuda_activation_forward(l->out + at, ELEM_F32, l->pre + at, ELEM_F32, row,
+                                         (int)l->activation, gpu_stream(ctx)),
                  "shortcut forward_at activation");
     }
 }

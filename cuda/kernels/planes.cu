@@ -1,12 +1,14 @@
 // Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
-// each plane by its own value with its gradients.
+// each plane by its own value with its gradients (the pooling templated over its tensors' element
+// types, X: x and dx, Y: pooled and dpooled, summed in float).
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
 //   pooled, scale, dscale: (batch, channels)
 #include "planes.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
@@ -45,23 +47,25 @@ __global__ void bias_grad_kernel(float *dbias, const float *delta, const float *
 }
 
 // One block per plane: pooled[p] = its mean.
-__global__ void plane_mean_kernel(float *pooled, const float *x, int spatial)
+template <typename X, typename Y>
+__global__ void plane_mean_kernel(Y *pooled, const X *x, int spatial)
 {
-    const float *v = x + (size_t)blockIdx.x * spatial;
+    const X *v = x + (size_t)blockIdx.x * spatial;
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-        sum += v[s];
+        sum += to_float(v[s]);
     sum = block_sum(sum);
     if (threadIdx.x == 0)
-        pooled[blockIdx.x] = sum / (float)spatial;
+        pooled[blockIdx.x] = from_float<Y>(sum / (float)spatial);
 }
 
-__global__ void plane_mean_backward_kernel(float *dx, const float *dpooled, int spatial, size_t n)
+template <typename X, typename Y>
+__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int spatial, size_t n)
 {
     const float inv = 1.0f / (float)spatial;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        dx[i] += dpooled[i / spatial] * inv;
+        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[i / spatial]) * inv);
 }
 
 __global__ void plane_scale_kernel(float *y, const float *x, const float *scale, int spatial,
@@ -142,23 +146,35 @@ extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float 
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
+extern "C" cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x,
+                                       ElemType x_type, int planes, int spatial,
                                        cudaStream_t stream)
 {
     if (planes == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(plane_mean_kernel, planes, block_for(spatial), 0, stream, pooled, x, spatial);
-    return cuda_launch_error();
+    return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((plane_mean_kernel<X, Y>), planes, block_for(spatial), 0, stream, (Y *)pooled,
+                    (const X *)x, spatial);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes,
-                                                int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
+                                                ElemType pooled_type, int planes, int spatial,
+                                                cudaStream_t stream)
 {
     const size_t n = (size_t)planes * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(plane_mean_backward_kernel, grid_for(n), 256, 0, stream, dx, dpooled, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((plane_mean_backward_kernel<X, Y>), grid_for(n), 256, 0, stream, (X *)dx,
+                    (const Y *)dpooled, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes,

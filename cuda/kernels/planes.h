@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/precision.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,11 +24,13 @@ cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int
 /* dscale [channels] += dy * x summed over the batch and the plane. */
 cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch, int channels,
                             int spatial, cudaStream_t stream);
-/* pooled [planes] = the mean of each plane of x [planes][spatial]. */
-cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
-                            cudaStream_t stream);
-/* dx [planes][spatial] += dpooled [planes] / spatial. */
-cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes, int spatial,
+/* pooled [planes] = the mean of each plane of x [planes][spatial]; x of x_type and pooled of
+ * pooled_type, each float32 or 16-bit (core/precision.h ElemType), summed in float. */
+cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x, ElemType x_type,
+                            int planes, int spatial, cudaStream_t stream);
+/* dx [planes][spatial] += dpooled [planes] / spatial, in the types as cuda_plane_mean's. */
+cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
+                                     ElemType pooled_type, int planes, int spatial,
                                      cudaStream_t stream);
 
 /* y [planes][spatial] = x times scale [planes], each plane its own value. */

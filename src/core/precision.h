@@ -16,4 +16,22 @@ typedef enum GemmPrecision {
     GEMM_FP16,
 } GemmPrecision;
 
+/* How a layer's output and its gradient are stored between layers (Layer.storage): float32, or,
+ * on a backend whose family kernels take 16-bit tensors (LayerKernels.stores_16bit) under
+ * precision bf16 or fp16, in that format (round to nearest even), as torch.autocast keeps the
+ * outputs of the layers it runs in 16 bits. A 16-bit tensor lives in a float-sized slot of the
+ * memory plan (half of it unused); core/net_storage.h decides each layer's. */
+typedef enum ElemType {
+    ELEM_F32,
+    ELEM_BF16,
+    ELEM_FP16,
+} ElemType;
+
+/* The 16-bit storage precision p keeps activations in (ELEM_BF16, ELEM_FP16), ELEM_F32 for the
+ * others (fp32; tf32, whose values are float32). */
+static inline ElemType precision_storage(GemmPrecision p)
+{
+    return p == GEMM_BF16 ? ELEM_BF16 : p == GEMM_FP16 ? ELEM_FP16 : ELEM_F32;
+}
+
 #endif
