@@ -30,7 +30,8 @@ static void connected_forward_gpu(Layer *l, const StepContext *ctx)
     /* out[batch][outputs] = x[batch][inputs] W^T, then the stage into the activation's input */
     gpu_gemm(ctx, l->precision, 0, 1, batch, fc->outputs, fc->inputs, 1.0f, l->in[0], fc->inputs,
              l->params[CONNECTED_WEIGHTS].data, fc->inputs, 0.0f, l->out, fc->outputs);
-    gpu_bias_norm_forward(&fc->stage, l, ctx, l->out, layer_activation_input(l));
+    gpu_bias_norm_forward(&fc->stage, l, ctx, l->out, ELEM_F32, layer_activation_input(l),
+                          ELEM_F32);
     gpu_layer_activate(l, ctx);
 }
 
@@ -39,7 +40,7 @@ static void connected_backward_gpu(Layer *l, const StepContext *ctx)
     const Connected *fc = l->priv;
     const int batch = ctx->batch;
     gpu_layer_activation_backward(l, ctx);
-    gpu_bias_norm_backward(&fc->stage, l, ctx, l->delta, l->delta, 0.0f);
+    gpu_bias_norm_backward(&fc->stage, l, ctx, l->delta, ELEM_F32, l->delta, ELEM_F32, 0.0f);
     /* dW[outputs][inputs] += delta^T x */
     gpu_gemm(ctx, l->precision, 1, 0, fc->outputs, fc->inputs, batch, 1.0f, l->delta, fc->outputs,
              l->in[0], fc->inputs, 1.0f, l->params[CONNECTED_WEIGHTS].grad, fc->inputs);

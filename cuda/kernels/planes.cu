@@ -1,7 +1,7 @@
 // Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
-// each plane by its own value with its gradients (the pooling templated over its tensors' element
-// types, X: x and dx, Y: pooled and dpooled, summed in float).
+// each plane by its own value with its gradients (the bias, its gradient and the pooling templated
+// over their tensors' element types, X: x and dx, Y: y, pooled and dpooled; summed in float).
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
@@ -12,12 +12,13 @@
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
-__global__ void add_bias_kernel(float *y, const float *x, const float *bias, int channels,
-                                int spatial, size_t n)
+template <typename X, typename Y>
+__global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channels, int spatial,
+                                size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = x[i] + bias[(i / spatial) % channels];
+        y[i] = from_float<Y>(to_float(x[i]) + bias[(i / spatial) % channels]);
 }
 
 // y = x * scale[channel], or y += that with add.
@@ -31,7 +32,8 @@ __global__ void channel_scale_kernel(float *y, const float *x, const float *scal
 
 // One block per channel: dbias[c] += the sum of delta over the batch and the plane, each value
 // times x's (x NULL: times 1).
-__global__ void bias_grad_kernel(float *dbias, const float *delta, const float *x, int batch,
+template <typename D>
+__global__ void bias_grad_kernel(float *dbias, const D *delta, const D *x, int batch,
                                  int channels, int spatial)
 {
     const int c = blockIdx.x;
@@ -39,7 +41,7 @@ __global__ void bias_grad_kernel(float *dbias, const float *delta, const float *
     for (int b = 0; b < batch; b++) {
         const size_t at = ((size_t)b * channels + c) * spatial;
         for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-            sum += x ? delta[at + s] * x[at + s] : delta[at + s];
+            sum += x ? to_float(delta[at + s]) * to_float(x[at + s]) : to_float(delta[at + s]);
     }
     sum = block_sum(sum);
     if (threadIdx.x == 0)
@@ -109,14 +111,20 @@ static int block_for(int spatial)
     return spatial <= 32 ? 32 : spatial <= 128 ? 128 : 256;
 }
 
-extern "C" cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch,
-                                     int channels, int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
+                                     const float *bias, int batch, int channels, int spatial,
+                                     cudaStream_t stream)
 {
     const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(add_bias_kernel, grid_for(n), 256, 0, stream, y, x, bias, channels, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((add_bias_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, (const X *)x,
+                    bias, channels, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch,
@@ -124,15 +132,22 @@ extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const flo
 {
     if (channels == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(bias_grad_kernel, channels, block_for(spatial), 0, stream, dscale, dy, x, batch,
-                channels, spatial);
+    CUDA_LAUNCH(bias_grad_kernel<float>, channels, block_for(spatial), 0, stream, dscale, dy, x,
+                batch, channels, spatial);
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels,
-                                      int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type,
+                                      int batch, int channels, int spatial, cudaStream_t stream)
 {
-    return cuda_scale_grad(dbias, delta, NULL, batch, channels, spatial, stream);
+    if (channels == 0)
+        return cudaSuccess;
+    return with_elem_type(delta_type, [&](auto dt) {
+        using D = typename decltype(dt)::type;
+        CUDA_LAUNCH(bias_grad_kernel<D>, channels, block_for(spatial), 0, stream, dbias,
+                    (const D *)delta, (const D *)NULL, batch, channels, spatial);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,

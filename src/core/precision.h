@@ -3,6 +3,8 @@
 #ifndef CDL_PRECISION_H
 #define CDL_PRECISION_H
 
+#include <stddef.h>
+
 typedef enum GemmPrecision {
     GEMM_FP32, /* float32 operands */
     /* bf16 operands (backend/cpu/bf16.h), float32 accumulation and output, as
@@ -32,6 +34,12 @@ typedef enum ElemType {
 static inline ElemType precision_storage(GemmPrecision p)
 {
     return p == GEMM_BF16 ? ELEM_BF16 : p == GEMM_FP16 ? ELEM_FP16 : ELEM_F32;
+}
+
+/* Where element i of a tensor of type t at p is. */
+static inline void *elem_at(const void *p, ElemType t, size_t i)
+{
+    return (char *)p + i * (t == ELEM_F32 ? 4 : 2);
 }
 
 #endif

@@ -347,6 +347,14 @@ static const OpCase cases[] = {
      "[avgpool]\nsize=3\nstride=1\npadding=1\n[avgpool]\n[connected]\noutput=3\n"
      "activation=linear\n",
      NULL},
+    /* without kinks, so that the gradients are compared too: every output but the loss's input in
+     * 16 bits, the activations' inputs float32 (a buffer of their own) or 16-bit (in place) */
+    {"gpu 16-bit: conv bn tanh, conv bias, [batchnorm] swish, conv bn logistic, avgpools, softmax",
+     IMAGE(3, 3, 7, 6),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 2, 1, 1, 0, linear) "[batchnorm]\nactivation=swish\n"
+         CONV(6, 1, 1, 0, 1, 1, logistic) "[avgpool]\nsize=2\nstride=1\n[avgpool]\n"
+                                           "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
@@ -899,6 +907,7 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
     }
     const double tol = engine_tolerance(e, be, bn, stored_16bit(n), 0);
     const double inference_tol = engine_tolerance(e, be, bn, stored_16bit(n), 1);
+    st->stored += stored_16bit(n) > 0;
     const double out_tol = mode == MODE_INFERENCE ? inference_tol : tol;
     compare(where, "output", r->out, base->out, base->out_n, out_tol, 0, st);
     const int loss = bn->layers[bn->n_layers - 1].type->is_loss ||
@@ -916,7 +925,6 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
     const int gradients =
         (e->precision == be->precision && !kinks_after_16bit(n)) || !has_kinks(bn);
     st->kinked += !gradients;
-    st->stored += stored_16bit(n) > 0;
     if (gradients && !bn->layers[0].type->reads_token_ids)
         compare(where, "input gradient", r->input_delta, base->input_delta, base->in_n, tol, 0, st);
     for (int i = 0; i < bn->n_layers; i++) {
