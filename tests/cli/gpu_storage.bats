@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# 16-bit activations on the GPU under bf16 and fp16 (docs/gpu.md, core/net_storage.h), run on the
+# CUDA simulator (./cdl-gpusim, make GPU=sim; skipped where the CUDA toolkit is not): whole
+# training runs of convolution nets against the CPU's rounding reference in the same precision,
+# and fp16's loss scaling with gradients stored in 16 bits.
+load helpers
+
+GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
+
+setup() {
+    [ -x "$GPU_CDL" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
+    WORK="$(mktemp -d)"
+    cd "$WORK"
+    cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
+}
+
+# The value of key in the records of type in a --log file, one per line.
+log_values() {
+    jq -r "select(.type == \"$2\") | .$3" "$1"
+}
+
+# Trains CFG with the options given on the CPU (cpu.jsonl) and the GPU (gpu.jsonl).
+train_both() {
+    local cfg="$1"
+    shift
+    rm -f cpu.jsonl gpu.jsonl # --log appends
+    "$CDL" train "$cfg" --data digits.data --log-every 1 --log cpu.jsonl --out cpu.cdl \
+        --threads 1 "$@"
+    run "$GPU_CDL" train "$cfg" --data digits.data --log-every 1 --log gpu.jsonl --out gpu.cdl \
+        --threads 1 --gpu 0 "$@"
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+# The first step's losses of cpu.jsonl and gpu.jsonl agree within 2 u S relative: the GPU stores
+# S layer outputs in 16 bits (u = 2^-8 bf16, 2^-11 fp16), each moving the values after it by at
+# most u of their size, and a product that rounds a stored value again by at most another u
+# (test_backend_ops' 16-bit term). The products' rounding is the CPU's.
+first_losses_agree() {
+    python3 -c 'import sys
+cpu, gpu, bound = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+assert abs(cpu - gpu) <= bound * abs(cpu), (cpu, gpu, bound)' \
+        "$(log_values cpu.jsonl step loss | head -1)" "$(log_values gpu.jsonl step loss | head -1)" "$1"
+}
+
+@test "digits.cfg trains in bf16 with 16-bit activations as the CPU's bf16: step 1, an epoch's accuracy" {
+    # conv bn leaky and the max pool after it keep their outputs in bf16 (their readers take
+    # them); the second conv's output goes to [connected], which does not: S = 2, 2 u S = 2^-6
+    train_both "$REPO/cfg/digits.cfg" --epochs 1 --precision bf16
+    first_losses_agree 0.015625
+    python3 -c 'import sys
+cpu, gpu = float(sys.argv[1]), float(sys.argv[2])
+assert abs(cpu - gpu) <= 0.02, (cpu, gpu)' \
+        "$(log_values cpu.jsonl epoch accuracy)" "$(log_values gpu.jsonl epoch accuracy)"
+}
+
+@test "a residual net's first steps in bf16 and fp16 on the GPU follow the CPU's" {
+    write_cfg res.cfg <<'CFG'
+[net]
+batch=16
+width=8
+height=8
+channels=1
+learning_rate=0.05
+momentum=0.9
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=linear
+[shortcut]
+from=-3
+activation=relu
+[convolutional]
+filters=16
+size=3
+stride=2
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=16
+size=3
+pad=1
+batch_normalize=1
+activation=linear
+[route]
+layers=-3
+[convolutional]
+filters=16
+size=1
+stride=2
+batch_normalize=1
+activation=linear
+[shortcut]
+from=-3
+activation=relu
+[avgpool]
+[connected]
+output=10
+activation=linear
+[softmax]
+CFG
+    # every output up to the last shortcut's in 16 bits (the avgpool's is read by [connected],
+    # which takes float32): S = 9. A second of training is a few steps on the simulator.
+    for p in bf16 fp16; do
+        train_both res.cfg --precision $p --epochs 1 --time-limit 1
+        [ "$(log_values gpu.jsonl step loss | wc -l)" -ge 1 ]
+        if [ $p = bf16 ]; then first_losses_agree 0.0703125; else first_losses_agree 0.0087890625; fi
+    done
+}
+
+# fp16's loss scale of 2^16 on a net whose layer scale of 300 before the softmax makes the
+# gradients overflow: the convolutions' output gradients, stored in fp16, become infinite, the
+# step is skipped and the scale halves, until the gradients fit; training then goes on.
+@test "fp16 with 16-bit activations skips the steps whose stored gradients overflow" {
+    sed '/^\[softmax\]/i [layer_scale]\ninit=300' "$REPO/cfg/digits.cfg" > big.cfg
+    run "$GPU_CDL" train big.cfg --data digits.data --epochs 1 --log-every 1 --log gpu.jsonl \
+        --out gpu.cdl --threads 1 --gpu 0 --precision fp16 --set net.learning_rate=0.001
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(jq -s 'map(select(.type == "step")) | last | .skipped_steps' gpu.jsonl)" -ge 1 ]
+    [ "$(jq -s 'map(select(.type == "step")) | last | .loss_scale' gpu.jsonl)" -lt 65536 ]
+    log_values gpu.jsonl step loss | python3 -c 'import math,sys
+assert all(math.isfinite(float(l)) for l in sys.stdin)'
+}
