@@ -19,11 +19,10 @@ static AvgpoolDims window_dims(const Layer *l, int batch)
 static void avgpool_forward_gpu(Layer *l, const StepContext *ctx)
 {
     if (((const Avgpool *)l->priv)->size) {
-        gpu_note(
-            ctx,
-            cuda_avgpool_forward(l->out, l->storage, l->in[0], l->in_storage[0],
-                                 window_dims(l, ctx->batch), gpu_stream(ctx)),
-            "avgpool forward");
+        gpu_note(ctx,
+                 cuda_avgpool_forward(l->out, l->storage, l->in[0], l->in_storage[0],
+                                      window_dims(l, ctx->batch), gpu_stream(ctx)),
+                 "avgpool forward");
         return;
     }
     gpu_note(ctx,

@@ -25,8 +25,8 @@ static void bn_layer_backward_gpu(Layer *l, const StepContext *ctx)
 {
     /* dx += dL/dx in the same pass (the CPU makes it in l->delta first, then adds it) */
     gpu_layer_activation_backward(l, ctx);
-    gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->storage, l->in_delta[0],
-                           l->in_storage[0], 1.0f);
+    gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->storage, l->in_delta[0], l->in_storage[0],
+                           1.0f);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

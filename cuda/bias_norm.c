@@ -39,10 +39,10 @@ void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const
     }
     const float *bias = bias_norm_param(bn, l, BN_BIASES)->data;
     if (!bn->batch_normalize) {
-        gpu_note(ctx,
-                 cuda_add_bias(y, y_type, x, x_type, bias, batch, channels, spatial,
-                               gpu_stream(ctx)),
-                 "bias forward");
+        gpu_note(
+            ctx,
+            cuda_add_bias(y, y_type, x, x_type, bias, batch, channels, spatial, gpu_stream(ctx)),
+            "bias forward");
         return;
     }
     if (refuse_sync_bn(bn, ctx))
@@ -74,10 +74,10 @@ void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx
         return;
     Param *biases = bias_norm_param(bn, l, BN_BIASES);
     if (!bn->batch_normalize) {
-        gpu_note(ctx,
-                 cuda_bias_grad(biases->grad, dy, dy_type, batch, channels, spatial,
-                                gpu_stream(ctx)),
-                 "bias gradient");
+        gpu_note(
+            ctx,
+            cuda_bias_grad(biases->grad, dy, dy_type, batch, channels, spatial, gpu_stream(ctx)),
+            "bias gradient");
         return;
     }
     if (refuse_sync_bn(bn, ctx))

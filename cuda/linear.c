@@ -73,8 +73,7 @@ static void linear_forward_at(Layer *l, const StepContext *ctx, int t)
         const size_t row = (size_t)b * out_sample + at;
         gpu_note(ctx,
                  cuda_activation_forward(l->out + row, ELEM_F32, l->pre + row, ELEM_F32,
-                                         (size_t)li->outputs, (int)l->activation,
-                                         gpu_stream(ctx)),
+                                         (size_t)li->outputs, (int)l->activation, gpu_stream(ctx)),
                  "linear activation forward_at");
     }
 }

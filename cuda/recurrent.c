@@ -152,8 +152,8 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
             for (int b = 0; b < batch; b++) {
                 const size_t row = ((size_t)b * T + (size_t)t) * H;
                 gpu_note(ctx,
-                         cuda_activation_backward(rc->dh + (size_t)b * H, rc->gates + row,
-                                                  ELEM_F32, l->out + row, ELEM_F32, (size_t)H,
+                         cuda_activation_backward(rc->dh + (size_t)b * H, rc->gates + row, ELEM_F32,
+                                                  l->out + row, ELEM_F32, (size_t)H,
                                                   (int)l->activation, stream),
                          "rnn activation backward");
             }

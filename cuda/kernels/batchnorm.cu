@@ -148,13 +148,11 @@ static int grid_for(size_t n)
     return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat,
-                                                    float *mean, float *inv_std, const void *x,
-                                                    ElemType x_type, const float *scale,
-                                                    const float *bias, float *running_mean,
-                                                    float *running_var, int batch, int c,
-                                                    int spatial, float momentum, float eps,
-                                                    cudaStream_t stream)
+extern "C" cudaError_t
+cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean, float *inv_std,
+                             const void *x, ElemType x_type, const float *scale, const float *bias,
+                             float *running_mean, float *running_var, int batch, int c, int spatial,
+                             float momentum, float eps, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -195,10 +193,9 @@ extern "C" cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, con
 
 extern "C" cudaError_t cuda_batchnorm_backward(void *dx, ElemType dx_type, float dx_beta,
                                                float *dscale, float *dbias, double *sums,
-                                               const void *dy, ElemType dy_type,
-                                               const float *x_hat, const float *inv_std,
-                                               const float *scale, int batch, int c, int spatial,
-                                               cudaStream_t stream)
+                                               const void *dy, ElemType dy_type, const float *x_hat,
+                                               const float *inv_std, const float *scale, int batch,
+                                               int c, int spatial, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -206,14 +203,14 @@ extern "C" cudaError_t cuda_batchnorm_backward(void *dx, ElemType dx_type, float
     return with_elem_types(dy_type, dx_type, [&](auto dt, auto gt) {
         using D = typename decltype(dt)::type;
         using G = typename decltype(gt)::type;
-        CUDA_LAUNCH(batchnorm_grad_sums_kernel<D>, c, STATS_THREADS, 0, stream, sums, dscale,
-                    dbias, (const D *)dy, x_hat, batch, c, spatial);
+        CUDA_LAUNCH(batchnorm_grad_sums_kernel<D>, c, STATS_THREADS, 0, stream, sums, dscale, dbias,
+                    (const D *)dy, x_hat, batch, c, spatial);
         cudaError_t err = cuda_launch_error();
         if (err != cudaSuccess || !dx)
             return err;
         CUDA_LAUNCH((batchnorm_dx_kernel<D, G>), grid_for(n), 256, 0, stream, (G *)dx, dx_beta,
-                    sums, (const D *)dy, x_hat, inv_std, scale, (double)batch * spatial, c,
-                    spatial, n);
+                    sums, (const D *)dy, x_hat, inv_std, scale, (double)batch * spatial, c, spatial,
+                    n);
         return cuda_launch_error();
     });
 }

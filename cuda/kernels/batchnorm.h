@@ -1,8 +1,8 @@
 /* Per-channel batch normalisation on the device (batchnorm.cu): C entry points, tensors
  * [batch][c][spatial] each float32 or 16-bit (core/precision.h ElemType; x_hat and the statistics
- * float32, the sums in double), the CPU's formulas (backend/cpu/bn_math.h): training normalises with the
- * biased batch variance, 1/sqrt(var + eps), and moves the running statistics with the unbiased one;
- * inference divides by sqrt(var + eps), or darknet's sqrt(var) + 1e-6. */
+ * float32, the sums in double), the CPU's formulas (backend/cpu/bn_math.h): training normalises
+ * with the biased batch variance, 1/sqrt(var + eps), and moves the running statistics with the
+ * unbiased one; inference divides by sqrt(var + eps), or darknet's sqrt(var) + 1e-6. */
 #ifndef CDL_CUDA_BATCHNORM_H
 #define CDL_CUDA_BATCHNORM_H
 
@@ -20,10 +20,9 @@ extern "C" {
  * NULL (a replayed forward). */
 cudaError_t cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean,
                                          float *inv_std, const void *x, ElemType x_type,
-                                         const float *scale, const float *bias,
-                                         float *running_mean, float *running_var, int batch, int c,
-                                         int spatial, float momentum, float eps,
-                                         cudaStream_t stream);
+                                         const float *scale, const float *bias, float *running_mean,
+                                         float *running_var, int batch, int c, int spatial,
+                                         float momentum, float eps, cudaStream_t stream);
 /* Inference mode: y = (x - running_mean) / std * scale + bias (y may be x). */
 cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, const void *x, ElemType x_type,
                                         const float *scale, const float *bias,

@@ -62,9 +62,8 @@ template <typename F> cudaError_t with_elem_type(ElemType t, F f)
 // launched as kernel<X, Y> from a generic lambda.
 template <typename F> cudaError_t with_elem_types(ElemType x, ElemType y, F f)
 {
-    return with_elem_type(x, [&](auto xt) {
-        return with_elem_type(y, [&](auto yt) { return f(xt, yt); });
-    });
+    return with_elem_type(
+        x, [&](auto xt) { return with_elem_type(y, [&](auto yt) { return f(xt, yt); }); });
 }
 
 #endif

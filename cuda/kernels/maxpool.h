@@ -1,7 +1,7 @@
 /* [maxpool] on the device (maxpool.cu): C entry points, plain NCHW, each tensor float32 or
- * 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage for out and dy). A window of output
- * (i, j) covers input rows i*stride - offset .. + size-1 (columns likewise, offset = darknet's
- * padding/2), clipped to the input. */
+ * 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage for out and dy). A window of
+ * output (i, j) covers input rows i*stride - offset .. + size-1 (columns likewise, offset =
+ * darknet's padding/2), clipped to the input. */
 #ifndef CDL_CUDA_MAXPOOL_H
 #define CDL_CUDA_MAXPOOL_H
 

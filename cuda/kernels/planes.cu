@@ -33,8 +33,8 @@ __global__ void channel_scale_kernel(float *y, const float *x, const float *scal
 // One block per channel: dbias[c] += the sum of delta over the batch and the plane, each value
 // times x's (x NULL: times 1).
 template <typename D>
-__global__ void bias_grad_kernel(float *dbias, const D *delta, const D *x, int batch,
-                                 int channels, int spatial)
+__global__ void bias_grad_kernel(float *dbias, const D *delta, const D *x, int batch, int channels,
+                                 int spatial)
 {
     const int c = blockIdx.x;
     float sum = 0.0f;

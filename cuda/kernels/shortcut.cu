@@ -13,8 +13,7 @@
 #include "launch.h"
 
 template <typename A, typename B, typename Y>
-__global__ void shortcut_sum_kernel(Y *y, const A *a, const B *b, float alpha, float beta,
-                                    size_t n)
+__global__ void shortcut_sum_kernel(Y *y, const A *a, const B *b, float alpha, float beta, size_t n)
 {
     GRID_STRIDE_LOOP(i, n)
     {
@@ -36,8 +35,7 @@ __global__ void shortcut_sum_mapped_kernel(Y *y, const A *prev, const B *from, f
         if (k < m.channels && oy % m.sample_h == 0 && ox % m.sample_w == 0 && j < m.rows &&
             c < m.cols)
             v += beta * to_float(from[b * m.from_sample + k * m.from_plane +
-                                      (size_t)j * m.stride_h * m.from_w +
-                                      (size_t)c * m.stride_w]);
+                                      (size_t)j * m.stride_h * m.from_w + (size_t)c * m.stride_w]);
         y[i] = from_float<Y>(v);
     }
 }

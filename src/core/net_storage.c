@@ -19,10 +19,10 @@ void net_plan_storage(Net *net)
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
         const int is_output = i == net->n_layers - 1;
-        l->storage = half != ELEM_F32 && l->kernels->stores_16bit && !is_output &&
-                             readers_take_16bit(net, i)
-                         ? half
-                         : ELEM_F32;
+        l->storage =
+            half != ELEM_F32 && l->kernels->stores_16bit && !is_output && readers_take_16bit(net, i)
+                ? half
+                : ELEM_F32;
     }
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];

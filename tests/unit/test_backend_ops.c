@@ -342,8 +342,7 @@ static const OpCase cases[] = {
      "[maxpool]\nsize=2\nstride=2\n[maxpool]\nsize=1\nstride=1\n[connected]\noutput=5\n"
      "activation=linear\n",
      NULL},
-    {"gpu 16-bit: avgpool 3x3/1 padding 1 into global avgpool, then connected",
-     IMAGE(2, 4, 6, 5),
+    {"gpu 16-bit: avgpool 3x3/1 padding 1 into global avgpool, then connected", IMAGE(2, 4, 6, 5),
      "[avgpool]\nsize=3\nstride=1\npadding=1\n[avgpool]\n[connected]\noutput=3\n"
      "activation=linear\n",
      NULL},
@@ -351,21 +350,24 @@ static const OpCase cases[] = {
      * 16 bits, the activations' inputs float32 (a buffer of their own) or 16-bit (in place) */
     {"gpu 16-bit: conv bn tanh, conv bias, [batchnorm] swish, conv bn logistic, avgpools, softmax",
      IMAGE(3, 3, 7, 6),
-     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 2, 1, 1, 0, linear) "[batchnorm]\nactivation=swish\n"
-         CONV(6, 1, 1, 0, 1, 1, logistic) "[avgpool]\nsize=2\nstride=1\n[avgpool]\n"
-                                           "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     CONV(8, 3, 1, 1, 1, 1, tanh)
+         CONV(8, 3, 2, 1, 1, 0, linear) "[batchnorm]\nactivation=swish\n" CONV(
+             6, 1, 1, 0, 1, 1, logistic) "[avgpool]\nsize=2\nstride=1\n[avgpool]\n"
+                                         "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
      NULL},
     {"gpu 16-bit: residual blocks (shortcut same shape, then of other sizes, alpha, beta)",
      IMAGE(2, 4, 8, 7),
-     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-2\n"
-         CONV(6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
-                                       "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-2\n" CONV(
+         6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
+                                  "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
     /* [dropout] keeps its input float32: the route's inputs are 16-bit, float32, float32 */
     {"gpu 16-bit: route (groups) of a 16-bit and two float32 inputs, then a conv",
      IMAGE(2, 4, 6, 5),
-     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(6, 3, 1, 1, 1, 1, tanh) "[dropout]\nprobability=0.5\n"
-         "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     CONV(8, 3, 1, 1, 1, 1, tanh)
+         CONV(6, 3, 1, 1, 1, 1,
+              tanh) "[dropout]\nprobability=0.5\n"
+                    "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
