@@ -1,8 +1,9 @@
 // A convolution's column matrices (im2col) and their transpose (col2im), and the move of a chunk
 // of images between NCHW and rows of images side by side, elementwise and grid-strided. col2im
 // gathers: each input pixel sums the entries of the taps that read it, in a fixed order, so no
-// two threads write one value (deterministic, no atomics). Templated over the element type T of
-// x, dx and nchw (float, bf16 or fp16); cols and rows stay float.
+// two threads write one value (deterministic, no atomics). Templated over the element types (float,
+// bf16 or fp16) of x, dx and nchw (T) and of the column matrices and rows a product takes as its
+// operands (C: 16-bit where the product multiplies 16-bit operands); col2im reads float columns.
 //   x, dx: (images, channels, h, w)   cols: (channels * size * size, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
 #include "im2col.h"
@@ -10,8 +11,8 @@
 #include "kernels/dtype.cuh"
 #include "launch.h"
 
-template <typename T>
-__global__ void im2col_kernel(float *cols, const T *x, CudaConvShape s, size_t n)
+template <typename T, typename C>
+__global__ void im2col_kernel(C *cols, const T *x, CudaConvShape s, size_t n)
 {
     const int kk = s.size * s.size, out_hw = s.out_h * s.out_w;
     const size_t columns = (size_t)s.images * out_hw;
@@ -22,9 +23,10 @@ __global__ void im2col_kernel(float *cols, const T *x, CudaConvShape s, size_t n
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
         const int iy = p / s.out_w * s.stride - s.padding + tap / s.size;
         const int ix = p % s.out_w * s.stride - s.padding + tap % s.size;
-        cols[i] = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
-                      ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w + ix])
-                      : 0.0f;
+        cols[i] = from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
+                                    ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w +
+                                                 ix])
+                                    : 0.0f);
     }
 }
 
@@ -56,8 +58,8 @@ __global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShap
     }
 }
 
-template <typename T>
-__global__ void image_rows_kernel(float *rows, T *nchw, int images, int channels, int spatial,
+template <typename T, typename C>
+__global__ void image_rows_kernel(C *rows, T *nchw, int images, int channels, int spatial,
                                   int to_rows, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -66,9 +68,9 @@ __global__ void image_rows_kernel(float *rows, T *nchw, int images, int channels
         const size_t c = plane % channels, b = plane / channels;
         const size_t r = (c * images + b) * spatial + s;
         if (to_rows)
-            rows[r] = to_float(nchw[i]);
+            rows[r] = from_float<C>(to_float(nchw[i]));
         else
-            nchw[i] = from_float<T>(rows[r]);
+            nchw[i] = from_float<T>(to_float(rows[r]));
     }
 }
 
@@ -78,15 +80,17 @@ static int grid_for(size_t n)
     return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_im2col(float *cols, const void *x, ElemType x_type, CudaConvShape s,
-                                   cudaStream_t stream)
+extern "C" cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x, ElemType x_type,
+                                   CudaConvShape s, cudaStream_t stream)
 {
     const size_t n = (size_t)s.channels * s.size * s.size * s.images * s.out_h * s.out_w;
     if (n == 0)
         return cudaSuccess;
-    return with_elem_type(x_type, [&](auto tt) {
+    return with_elem_types(x_type, cols_type, [&](auto tt, auto ct) {
         using T = typename decltype(tt)::type;
-        CUDA_LAUNCH(im2col_kernel<T>, grid_for(n), 256, 0, stream, cols, (const T *)x, s, n);
+        using C = typename decltype(ct)::type;
+        CUDA_LAUNCH((im2col_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)cols, (const T *)x,
+                    s, n);
         return cuda_launch_error();
     });
 }
@@ -104,16 +108,18 @@ extern "C" cudaError_t cuda_col2im(void *dx, ElemType dx_type, float beta, const
     });
 }
 
-extern "C" cudaError_t cuda_image_rows(float *rows, void *nchw, ElemType nchw_type, int images,
-                                       int channels, int spatial, int to_rows, cudaStream_t stream)
+extern "C" cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nchw,
+                                       ElemType nchw_type, int images, int channels, int spatial,
+                                       int to_rows, cudaStream_t stream)
 {
     const size_t n = (size_t)images * channels * spatial;
     if (n == 0)
         return cudaSuccess;
-    return with_elem_type(nchw_type, [&](auto tt) {
+    return with_elem_types(nchw_type, rows_type, [&](auto tt, auto ct) {
         using T = typename decltype(tt)::type;
-        CUDA_LAUNCH(image_rows_kernel<T>, grid_for(n), 256, 0, stream, rows, (T *)nchw, images,
-                    channels, spatial, to_rows, n);
+        using C = typename decltype(ct)::type;
+        CUDA_LAUNCH((image_rows_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)rows, (T *)nchw,
+                    images, channels, spatial, to_rows, n);
         return cuda_launch_error();
     });
 }

@@ -349,7 +349,7 @@ static const OpCase cases[] = {
     /* without kinks, so that the gradients are compared too: every output but the loss's input in
      * 16 bits, the activations' inputs float32 (a buffer of their own) or 16-bit (in place) */
     {"gpu 16-bit: conv bn tanh, conv bias, [batchnorm] swish, conv bn logistic, avgpools, softmax",
-     IMAGE(3, 3, 7, 6),
+     IMAGE(4, 3, 7, 6),
      CONV(8, 3, 1, 1, 1, 1, tanh)
          CONV(8, 3, 2, 1, 1, 0, linear) "[batchnorm]\nactivation=swish\n" CONV(
              6, 1, 1, 0, 1, 1, logistic) "[avgpool]\nsize=2\nstride=1\n[avgpool]\n"
