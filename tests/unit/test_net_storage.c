@@ -5,6 +5,8 @@
 #include "check.h"
 #include "core/net.h"
 
+#include <math.h>
+
 #define CONV(filters, act)                                                                         \
     "[convolutional]\nfilters=" #filters "\nsize=3\npad=1\nbatch_normalize=1\nactivation=" #act "\n"
 
@@ -93,12 +95,38 @@ static void test_gpu_reader_without_16bit_kernels(void)
     net_free(&net);
 }
 
+/* net_first_nonfinite_output reads a 16-bit output as 16-bit values: a NaN weight of the second
+ * conv shows first in its bf16 output, not in the float32 words two bf16 values would make. */
+static void test_gpu_nonfinite_16bit_output_is_found(void)
+{
+    Net net;
+    if (build(&net, digits, CDL_BACKEND_GPU, GEMM_BF16))
+        return;
+    const size_t n = (size_t)net.batch * shape_size(net.in_shape);
+    float *x = net_host_input(&net);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 7) / 7.0f;
+    int *labels = net_host_labels(&net);
+    for (int b = 0; b < net.batch; b++)
+        labels[b] = b % 3;
+    net_commit_batch(&net);
+    net_forward(&net);
+    CHECK(net_first_nonfinite_output(&net) == net.n_layers);
+    const float nan = NAN;
+    net.backend->upload(net.layers[2].params[0].data + 5, &nan, sizeof nan);
+    net_forward(&net);
+    CHECK(net.layers[2].storage == ELEM_BF16);
+    CHECK(net_first_nonfinite_output(&net) == 2);
+    net_free(&net);
+}
+
 int main(void)
 {
     test_cpu_keeps_float32();
     if (backend_find(CDL_BACKEND_GPU)) {
         test_gpu_digits();
         test_gpu_reader_without_16bit_kernels();
+        test_gpu_nonfinite_16bit_output_is_found();
     } else
         printf("test_net_storage: no GPU backend in this build: its cases skipped\n");
     return check_report("test_net_storage");
