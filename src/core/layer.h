@@ -110,7 +110,8 @@ typedef struct Layer {
      * before parse and by net_set_precision). GEMM_BF16, GEMM_TF32 and GEMM_FP16 take their
      * operands rounded to that format (the CPU's gemm_operand, into copies the layer's resize
      * takes from its state; the GPU's gpu_gemm_batched); everything else (bias, normalisation,
-     * activation, softmax, loss) stays float32. The parameters are float32 either way. */
+     * activation, softmax, loss) computes in float32, the GPU storing the tensors between layers
+     * in bf16 or fp16 where storage says. The parameters are float32 either way. */
     GemmPrecision precision;
     /* The element type of out and delta (core/net_storage.h): ELEM_F32 but for a layer whose
      * kernels, and every reader's, take 16-bit tensors (LayerKernels.stores_16bit) under precision
