@@ -335,9 +335,10 @@ static const OpCase cases[] = {
      NULL},
     {"softmax and [cost] after connected", IMAGE(3, 2, 3, 3),
      "[connected]\noutput=6\nactivation=linear\n[softmax]\n[cost]\n", NULL},
-    /* 16-bit activations on the GPU under bf16 and fp16 (core/net_storage.h): a family that
-     * stores them reading float32 and writing 16 bits, and reading 16 bits and writing float32
-     * for a reader that does not (the tolerance's 16-bit term, engine_tolerance) */
+    /* 16-bit activations on the GPU under bf16 and fp16 (core/net_storage.h): each family that
+     * stores them reading float32 (the net input) and 16 bits, and writing 16 bits and float32
+     * (the net's output, or for a reader without 16-bit kernels); the tolerance's 16-bit term is
+     * engine_tolerance's */
     {"gpu 16-bit: maxpool 2x2/2 into maxpool 1x1, then connected", IMAGE(2, 3, 8, 7),
      "[maxpool]\nsize=2\nstride=2\n[maxpool]\nsize=1\nstride=1\n[connected]\noutput=5\n"
      "activation=linear\n",
