@@ -1,5 +1,6 @@
 /* [avgpool]'s GPU kernels (layers/avgpool.c has its meaning): global average pooling, or the
- * windowed average (cuda/kernels/avgpool.h).
+ * windowed average (cuda/kernels/avgpool.h); input and output each float32 or 16-bit
+ * (Layer.in_storage, Layer.storage).
  *
  *   in  [batch][c][h][w]   out [batch][c][1][1], or windowed [batch][c][out_h][out_w]
  */
@@ -18,15 +19,16 @@ static AvgpoolDims window_dims(const Layer *l, int batch)
 static void avgpool_forward_gpu(Layer *l, const StepContext *ctx)
 {
     if (((const Avgpool *)l->priv)->size) {
-        gpu_note(
-            ctx,
-            cuda_avgpool_forward(l->out, l->in[0], window_dims(l, ctx->batch), gpu_stream(ctx)),
-            "avgpool forward");
+        gpu_note(ctx,
+                 cuda_avgpool_forward(l->out, l->storage, l->in[0], l->in_storage[0],
+                                      window_dims(l, ctx->batch), gpu_stream(ctx)),
+                 "avgpool forward");
         return;
     }
     gpu_note(ctx,
-             cuda_plane_mean(l->out, l->in[0], ctx->batch * l->in_shape.c,
-                             l->in_shape.h * l->in_shape.w, gpu_stream(ctx)),
+             cuda_plane_mean(l->out, l->storage, l->in[0], l->in_storage[0],
+                             ctx->batch * l->in_shape.c, l->in_shape.h * l->in_shape.w,
+                             gpu_stream(ctx)),
              "avgpool forward");
 }
 
@@ -36,14 +38,15 @@ static void avgpool_backward_gpu(Layer *l, const StepContext *ctx)
         return;
     if (((const Avgpool *)l->priv)->size) {
         gpu_note(ctx,
-                 cuda_avgpool_backward(l->in_delta[0], l->delta, window_dims(l, ctx->batch),
-                                       gpu_stream(ctx)),
+                 cuda_avgpool_backward(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
+                                       window_dims(l, ctx->batch), gpu_stream(ctx)),
                  "avgpool backward");
         return;
     }
     gpu_note(ctx,
-             cuda_plane_mean_backward(l->in_delta[0], l->delta, ctx->batch * l->in_shape.c,
-                                      l->in_shape.h * l->in_shape.w, gpu_stream(ctx)),
+             cuda_plane_mean_backward(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
+                                      ctx->batch * l->in_shape.c, l->in_shape.h * l->in_shape.w,
+                                      gpu_stream(ctx)),
              "avgpool backward");
 }
 
@@ -51,4 +54,5 @@ static void avgpool_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_avgpool_kernels = {
     .forward = avgpool_forward_gpu,
     .backward = avgpool_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -1,5 +1,6 @@
 /* [batchnorm]'s GPU kernels (layers/batchnorm.c has its meaning): the batch-norm stage
- * (cuda/bias_norm.h) and the layer's activation, its input gradient added into the input's delta.
+ * (cuda/bias_norm.h) and the layer's activation, its input gradient added into the input's delta;
+ * input and output each float32 or 16-bit (Layer.in_storage, Layer.storage).
  *
  *   in, out [batch][c][h][w]
  */
@@ -15,7 +16,8 @@ static int bn_layer_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 
 static void bn_layer_forward_gpu(Layer *l, const StepContext *ctx)
 {
-    gpu_bias_norm_forward(l->priv, l, ctx, l->in[0], layer_activation_input(l));
+    gpu_bias_norm_forward(l->priv, l, ctx, l->in[0], l->in_storage[0], layer_activation_input(l),
+                          layer_pre_storage(l));
     gpu_layer_activate(l, ctx);
 }
 
@@ -23,7 +25,8 @@ static void bn_layer_backward_gpu(Layer *l, const StepContext *ctx)
 {
     /* dx += dL/dx in the same pass (the CPU makes it in l->delta first, then adds it) */
     gpu_layer_activation_backward(l, ctx);
-    gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->in_delta[0], 1.0f);
+    gpu_bias_norm_backward(l->priv, l, ctx, l->delta, l->storage, l->in_delta[0], l->in_storage[0],
+                           1.0f);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -31,4 +34,5 @@ const LayerKernels gpu_batchnorm_kernels = {
     .resize = bn_layer_resize_gpu,
     .forward = bn_layer_forward_gpu,
     .backward = bn_layer_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -13,14 +13,15 @@
  * [spatial], inv_std and mean [channels], and in sync_sums the backward's per-channel sums. */
 void gpu_bias_norm_resize(BiasNorm *bn, int batch, LayerState *st);
 /* y = x + bias, or batch norm in the pass's mode (training: batch statistics, moving the running
- * ones unless ctx->replay). y may equal x. sync_bn (ctx->sync_bn) has no GPU implementation: the
- * pass fails (net_sync reports it). */
-void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const float *x,
-                           float *y);
-/* Adds the parameter gradients of dy = dL/dy; with batch norm, dx = dx_beta * dx + dL/dx (dx may
- * equal dy; NULL: the input's gradient is not wanted); without, dL/dx is dy itself (dx must be dy
- * or NULL). */
-void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, const float *dy,
-                            float *dx, float dx_beta);
+ * ones unless ctx->replay); x of x_type and y of y_type, each float32 or 16-bit (the statistics
+ * float32). y may equal x (of the same type). sync_bn (ctx->sync_bn) has no GPU implementation:
+ * the pass fails (net_sync reports it). */
+void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const void *x,
+                           ElemType x_type, void *y, ElemType y_type);
+/* Adds the parameter gradients of dy = dL/dy (of dy_type); with batch norm, dx = dx_beta * dx +
+ * dL/dx (of dx_type; dx may equal dy; NULL: the input's gradient is not wanted); without, dL/dx
+ * is dy itself (dx must be dy or NULL). */
+void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx, const void *dy,
+                            ElemType dy_type, void *dx, ElemType dx_type, float dx_beta);
 
 #endif

@@ -7,8 +7,12 @@
  * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
  * Every configuration the parse accepts (any size, stride, padding, square or not; groups,
  * depthwise among them) in float32 on both. In precision bf16, tf32 or fp16 the layer runs on the
- * own engine, whose products round their operands (gpu_gemm_batched) as the CPU's do; int8 weights
- * are refused at resize. The CPU's state (Conv.cpu) is not used here.
+ * own engine, whose products round their operands (gpu_gemm_batched_typed) as the CPU's do; there
+ * its input and output are each float32 or 16-bit (Layer.in_storage, Layer.storage), and in bf16
+ * and fp16 im2col writes the column matrices, and the backward the output gradient's rows, in that
+ * 16-bit format, the products' operands as they are (the weights are rounded into their copy; the
+ * forward's rows and the backward's columns, products' outputs, stay float32); int8 weights are
+ * refused at resize. The CPU's state (Conv.cpu) is not used here.
  *
  * The own engine:
  *
@@ -182,19 +186,25 @@ static void conv_forward_ref(Layer *l, const StepContext *ctx)
     const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
     const size_t in_image = shape_size(l->in_shape), out_image = shape_size(l->out_shape);
     const float *w = l->params[CONV_WEIGHTS].data;
+    /* the columns in the products' 16-bit format in bf16 and fp16, else float32 */
+    const ElemType x_type = l->in_storage[0], operand = precision_storage(l->precision);
     cudaStream_t stream = gpu_stream(ctx);
     for (int b0 = 0; b0 < batch; b0 += per_chunk) {
         const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
         const ConvChunk k = chunk_of(l, cv, ctx, images);
-        gpu_note(ctx, cuda_im2col(k.cols, l->in[0] + (size_t)b0 * in_image, k.shape, stream),
+        gpu_note(ctx,
+                 cuda_im2col(k.cols, operand, elem_at(l->in[0], x_type, (size_t)b0 * in_image),
+                             x_type, k.shape, stream),
                  "convolution im2col");
         /* rows_g [fg][columns] = W_g [fg][kdim] cols_g [kdim][columns] */
-        gpu_gemm_batched(ctx, l->precision, 0, 0, k.fg, k.columns, k.kdim, 1.0f, w, k.kdim,
-                         (long long)k.w_stride, k.cols, k.columns, (long long)k.cols_stride, 0.0f,
-                         k.rows, k.columns, (long long)k.rows_stride, k.groups);
+        gpu_gemm_batched_typed(ctx, l->precision, 0, 0, k.fg, k.columns, k.kdim, 1.0f, w, ELEM_F32,
+                               k.kdim, (long long)k.w_stride, k.cols, operand, k.columns,
+                               (long long)k.cols_stride, 0.0f, k.rows, ELEM_F32, k.columns,
+                               (long long)k.rows_stride, k.groups);
         gpu_note(ctx,
-                 cuda_image_rows(k.rows, l->out + (size_t)b0 * out_image, images, cv->filters,
-                                 l->out_shape.h * l->out_shape.w, 0, stream),
+                 cuda_image_rows(k.rows, ELEM_F32,
+                                 elem_at(l->out, l->storage, (size_t)b0 * out_image), l->storage,
+                                 images, cv->filters, l->out_shape.h * l->out_shape.w, 0, stream),
                  "convolution output");
     }
 }
@@ -208,7 +218,8 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
     else
 #endif
         conv_forward_ref(l, ctx);
-    gpu_bias_norm_forward(&cv->stage, l, ctx, l->out, layer_activation_input(l));
+    gpu_bias_norm_forward(&cv->stage, l, ctx, l->out, l->storage, layer_activation_input(l),
+                          layer_pre_storage(l));
     gpu_layer_activate(l, ctx);
 }
 
@@ -221,27 +232,36 @@ static void conv_backward_ref(Layer *l, const StepContext *ctx)
     const Param *w = &l->params[CONV_WEIGHTS];
     float *dx = l->in_delta[0];
     const float dx_beta = layer_input_delta_beta(l, 0);
+    const ElemType x_type = l->in_storage[0], operand = precision_storage(l->precision);
     cudaStream_t stream = gpu_stream(ctx);
     for (int b0 = 0; b0 < batch; b0 += per_chunk) {
         const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
         const ConvChunk k = chunk_of(l, cv, ctx, images);
-        gpu_note(ctx, cuda_im2col(k.cols, l->in[0] + (size_t)b0 * in_image, k.shape, stream),
+        gpu_note(ctx,
+                 cuda_im2col(k.cols, operand, elem_at(l->in[0], x_type, (size_t)b0 * in_image),
+                             x_type, k.shape, stream),
                  "convolution im2col");
         gpu_note(ctx,
-                 cuda_image_rows(k.rows, l->delta + (size_t)b0 * out_image, images, cv->filters,
-                                 l->out_shape.h * l->out_shape.w, 1, stream),
+                 cuda_image_rows(k.rows, operand,
+                                 elem_at(l->delta, l->storage, (size_t)b0 * out_image), l->storage,
+                                 images, cv->filters, l->out_shape.h * l->out_shape.w, 1, stream),
                  "convolution delta rows");
         /* dW_g [fg][kdim] += rows_g [fg][columns] cols_g^T */
-        gpu_gemm_batched(ctx, l->precision, 0, 1, k.fg, k.kdim, k.columns, 1.0f, k.rows, k.columns,
-                         (long long)k.rows_stride, k.cols, k.columns, (long long)k.cols_stride,
-                         1.0f, w->grad, k.kdim, (long long)k.w_stride, k.groups);
+        gpu_gemm_batched_typed(ctx, l->precision, 0, 1, k.fg, k.kdim, k.columns, 1.0f, k.rows,
+                               operand, k.columns, (long long)k.rows_stride, k.cols, operand,
+                               k.columns, (long long)k.cols_stride, 1.0f, w->grad, ELEM_F32, k.kdim,
+                               (long long)k.w_stride, k.groups);
         if (!dx)
             continue;
-        /* cols_g [kdim][columns] = W_g^T rows_g, over the columns the product above read */
-        gpu_gemm_batched(ctx, l->precision, 1, 0, k.kdim, k.columns, k.fg, 1.0f, w->data, k.kdim,
-                         (long long)k.w_stride, k.rows, k.columns, (long long)k.rows_stride, 0.0f,
-                         k.cols, k.columns, (long long)k.cols_stride, k.groups);
-        gpu_note(ctx, cuda_col2im(dx + (size_t)b0 * in_image, dx_beta, k.cols, k.shape, stream),
+        /* cols_g [kdim][columns] = W_g^T rows_g, over the columns the product above read (float32
+         * now, for col2im) */
+        gpu_gemm_batched_typed(ctx, l->precision, 1, 0, k.kdim, k.columns, k.fg, 1.0f, w->data,
+                               ELEM_F32, k.kdim, (long long)k.w_stride, k.rows, operand, k.columns,
+                               (long long)k.rows_stride, 0.0f, k.cols, ELEM_F32, k.columns,
+                               (long long)k.cols_stride, k.groups);
+        gpu_note(ctx,
+                 cuda_col2im(elem_at(dx, x_type, (size_t)b0 * in_image), x_type, dx_beta, k.cols,
+                             k.shape, stream),
                  "convolution col2im");
     }
 }
@@ -250,7 +270,7 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
     gpu_layer_activation_backward(l, ctx);
-    gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->delta, 0.0f);
+    gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->storage, l->delta, l->storage, 0.0f);
 #ifndef CDL_GPU_SIM
     if (on_cudnn(l, ctx->exec)) {
         conv_cudnn_backward(&cv->gpu->cudnn, l, ctx);
@@ -267,4 +287,5 @@ const LayerKernels gpu_convolutional_kernels = {
     .release = conv_release_gpu,
     .forward = conv_forward_gpu,
     .backward = conv_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -90,6 +90,26 @@ void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int 
                       const float *b, int ldb, long long stride_b, float beta, float *c, int ldc,
                       long long stride_c, int count);
 
+/* The same with a, b and c each float32 or stored in p's 16-bit format (core/precision.h
+ * precision_storage; only float32 in fp32 and tf32): a 16-bit operand is multiplied as it is, a
+ * float32 one rounded into its copy; a 16-bit c takes the float32 sums rounded (beta read from
+ * it). */
+void gpu_gemm_batched_typed(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b,
+                            int m, int n, int k, float alpha, const void *a, ElemType a_type,
+                            int lda, long long stride_a, const void *b, ElemType b_type, int ldb,
+                            long long stride_b, float beta, void *c, ElemType c_type, int ldc,
+                            long long stride_c, int count);
+
+/* One product of gpu_gemm_batched_typed. */
+static inline void gpu_gemm_typed(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b,
+                                  int m, int n, int k, float alpha, const void *a, ElemType a_type,
+                                  int lda, const void *b, ElemType b_type, int ldb, float beta,
+                                  void *c, ElemType c_type, int ldc)
+{
+    gpu_gemm_batched_typed(ctx, p, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, 0, b, b_type,
+                           ldb, 0, beta, c, c_type, ldc, 0, 1);
+}
+
 /* One product of gpu_gemm_batched. */
 static inline void gpu_gemm(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b,
                             int m, int n, int k, float alpha, const float *a, int lda,

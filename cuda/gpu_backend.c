@@ -121,16 +121,44 @@ static CudaOperandFormat gpu_operand_format(GemmPrecision p)
 }
 
 /* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. */
-void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b, int m,
-                      int n, int k, float alpha, const float *a, int lda, long long stride_a,
-                      const float *b, int ldb, long long stride_b, float beta, float *c, int ldc,
-                      long long stride_c, int count)
+/* A product's operand as cuBLAS takes it in precision p (not GEMM_FP32) with format's copies:
+ * the tensor itself where it is stored in that 16-bit format already, else its copy rounded into
+ * *next (the workspace), which then moves past it. */
+static const void *operand_of(const StepContext *ctx, const void *x, ElemType type, size_t span,
+                              CudaOperandFormat format, char **next)
+{
+    if (type != ELEM_F32)
+        return x;
+    char *copy = *next;
+    *next += align_up(span * cuda_operand_bytes(format));
+    gpu_note(ctx, cuda_round_operand(copy, x, span, format, gpu_stream(ctx)),
+             "rounding a product's operand");
+    return copy;
+}
+
+/* cuBLAS's data type of a tensor of type t (tf32 copies are float32). */
+static cudaDataType data_type(ElemType t)
+{
+    return t == ELEM_BF16 ? CUDA_R_16BF : t == ELEM_FP16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+void gpu_gemm_batched_typed(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b,
+                            int m, int n, int k, float alpha, const void *a, ElemType a_type,
+                            int lda, long long stride_a, const void *b, ElemType b_type, int ldb,
+                            long long stride_b, float beta, void *c, ElemType c_type, int ldc,
+                            long long stride_c, int count)
 {
     const cublasHandle_t cublas = gpu_handles(ctx)->cublas;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (m <= 0 || n <= 0 || count <= 0)
         return;
+    const ElemType half = precision_storage(p);
+    if ((a_type != ELEM_F32 && a_type != half) || (b_type != ELEM_F32 && b_type != half) ||
+        (c_type != ELEM_F32 && c_type != half)) {
+        gpu_note(ctx, cudaErrorInvalidValue, "a product's 16-bit tensor is not in its precision");
+        return;
+    }
     if (p == GEMM_FP32) {
         gpu_note_cublas(ctx,
                         cublasSgemmStridedBatched(cublas, op_b, op_a, n, m, k, &alpha, b, ldb,
@@ -143,7 +171,8 @@ void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int 
     const size_t bytes = cuda_operand_bytes(format);
     const size_t span_a = operand_span(count, stride_a, trans_a ? k : m, trans_a ? m : k, lda);
     const size_t span_b = operand_span(count, stride_b, trans_b ? n : k, trans_b ? k : n, ldb);
-    const size_t need = align_up(span_a * bytes) + align_up(span_b * bytes);
+    const size_t need = (a_type == ELEM_F32 ? align_up(span_a * bytes) : 0) +
+                        (b_type == ELEM_F32 ? align_up(span_b * bytes) : 0);
     const size_t have = ctx->exec->workspace_floats * sizeof(float);
     if (need > have) {
         gpu_note(ctx, cudaErrorInvalidValue,
@@ -151,23 +180,27 @@ void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int 
         return;
     }
     /* the copies at the workspace's end, where the layer's own use (from its start) stops */
-    char *copy_a = (char *)ctx->exec->workspace + (have - need) / OPERAND_ALIGN * OPERAND_ALIGN;
-    char *copy_b = copy_a + align_up(span_a * bytes);
-    gpu_note(ctx, cuda_round_operand(copy_a, a, span_a, format, gpu_stream(ctx)),
-             "rounding a product's operand");
-    gpu_note(ctx, cuda_round_operand(copy_b, b, span_b, format, gpu_stream(ctx)),
-             "rounding a product's operand");
-    const cudaDataType type = format == CUDA_OPERAND_BF16   ? CUDA_R_16BF
-                              : format == CUDA_OPERAND_FP16 ? CUDA_R_16F
-                                                            : CUDA_R_32F;
+    char *next = (char *)ctx->exec->workspace + (have - need) / OPERAND_ALIGN * OPERAND_ALIGN;
+    const void *op_a_data = operand_of(ctx, a, a_type, span_a, format, &next);
+    const void *op_b_data = operand_of(ctx, b, b_type, span_b, format, &next);
+    const cudaDataType type = data_type(half);
     const cublasComputeType_t compute =
         format == CUDA_OPERAND_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     gpu_note_cublas(ctx,
-                    cublasGemmStridedBatchedEx(cublas, op_b, op_a, n, m, k, &alpha, copy_b, type,
-                                               ldb, stride_b, copy_a, type, lda, stride_a, &beta, c,
-                                               CUDA_R_32F, ldc, stride_c, count, compute,
+                    cublasGemmStridedBatchedEx(cublas, op_b, op_a, n, m, k, &alpha, op_b_data, type,
+                                               ldb, stride_b, op_a_data, type, lda, stride_a, &beta,
+                                               c, data_type(c_type), ldc, stride_c, count, compute,
                                                CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx");
+}
+
+void gpu_gemm_batched(const StepContext *ctx, GemmPrecision p, int trans_a, int trans_b, int m,
+                      int n, int k, float alpha, const float *a, int lda, long long stride_a,
+                      const float *b, int ldb, long long stride_b, float beta, float *c, int ldc,
+                      long long stride_c, int count)
+{
+    gpu_gemm_batched_typed(ctx, p, trans_a, trans_b, m, n, k, alpha, a, ELEM_F32, lda, stride_a, b,
+                           ELEM_F32, ldb, stride_b, beta, c, ELEM_F32, ldc, stride_c, count);
 }
 
 static const char *const gpu_engine_names[] = {"cudnn", "ref"}; /* GpuEngine */

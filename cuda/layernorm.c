@@ -46,7 +46,7 @@ static cudaError_t axis_sums_add(float *grad, const float *x, ChannelAxis a, int
 {
     const int outer = batch * a.groups;
     return a.inner == 1 ? cuda_column_sums_add(grad, x, outer, a.n, stream)
-                        : cuda_bias_grad(grad, x, outer, a.n, a.inner, stream);
+                        : cuda_bias_grad(grad, x, ELEM_F32, outer, a.n, a.inner, stream);
 }
 
 static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)

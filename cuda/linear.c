@@ -1,8 +1,9 @@
 /* [linear]'s GPU kernels (layers/linear.c has its meaning): a dense layer on every row through
  * cuBLAS, the biases added to the rows, then the activation. With tie=1, W is layer 0's
  * [embedding] weights: the forward reads them and the backward adds into their gradient (before
- * the embedding's own backward, which adds after it). int8 weights have no GPU kernels yet and are
- * refused at resize.
+ * the embedding's own backward, which adds after it). Input and output each float32 or 16-bit
+ * (Layer.in_storage, Layer.storage: a 16-bit input is the product's operand as it is). int8
+ * weights have no GPU kernels yet and are refused at resize.
  *
  *   in  [batch][rows][inputs]   out [batch][rows][output]   out[b][r] = act(in[b][r] W^T + biases)
  *   W [output][inputs]   biases [output]
@@ -36,18 +37,20 @@ static int linear_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 }
 
 /* y rows [rows][output] at y_stride = x rows [rows][inputs] at x_stride times W^T, plus the
- * biases. */
-static void linear_rows_gpu(Layer *l, const StepContext *ctx, const float *x, int x_stride,
-                            float *y, int y_stride, int rows)
+ * biases; x of the input's type, y of the activation input's (layer_pre_storage). */
+static void linear_rows_gpu(Layer *l, const StepContext *ctx, const void *x, int x_stride, void *y,
+                            int y_stride, int rows)
 {
     const Linear *li = l->priv;
     const Param *biases = layer_param(l, "biases");
-    gpu_gemm(ctx, l->precision, 0, 1, rows, li->outputs, li->inputs, 1.0f, x, x_stride,
-             weights_of(l)->data, li->inputs, 0.0f, y, y_stride);
+    const ElemType y_type = layer_pre_storage(l);
+    gpu_gemm_typed(ctx, l->precision, 0, 1, rows, li->outputs, li->inputs, 1.0f, x,
+                   l->in_storage[0], x_stride, weights_of(l)->data, ELEM_F32, li->inputs, 0.0f, y,
+                   y_type, y_stride);
     if (biases)
         gpu_note(ctx,
-                 cuda_add_row_vector(y, y, biases->data, rows, li->outputs, (size_t)y_stride,
-                                     gpu_stream(ctx)),
+                 cuda_add_row_vector_typed(y, y_type, y, y_type, biases->data, rows, li->outputs,
+                                           (size_t)y_stride, gpu_stream(ctx)),
                  "linear biases");
 }
 
@@ -65,15 +68,17 @@ static void linear_forward_at(Layer *l, const StepContext *ctx, int t)
     const Linear *li = l->priv;
     const int in_sample = (int)shape_size(l->in_shape), out_sample = (int)shape_size(l->out_shape);
     const size_t at = (size_t)t * li->outputs;
-    linear_rows_gpu(l, ctx, l->in[0] + (size_t)t * li->inputs, in_sample,
-                    layer_activation_input(l) + at, out_sample, ctx->batch);
+    const ElemType pre_type = layer_pre_storage(l);
+    linear_rows_gpu(l, ctx, elem_at(l->in[0], l->in_storage[0], (size_t)t * li->inputs), in_sample,
+                    elem_at(layer_activation_input(l), pre_type, at), out_sample, ctx->batch);
     if (!l->pre || l->activation == CDL_ACT_LINEAR)
         return;
     for (int b = 0; b < ctx->batch; b++) {
         const size_t row = (size_t)b * out_sample + at;
         gpu_note(ctx,
-                 cuda_activation_forward(l->out + row, l->pre + row, (size_t)li->outputs,
-                                         (int)l->activation, gpu_stream(ctx)),
+                 cuda_activation_forward(elem_at(l->out, l->storage, row), l->storage,
+                                         elem_at(l->pre, pre_type, row), pre_type,
+                                         (size_t)li->outputs, (int)l->activation, gpu_stream(ctx)),
                  "linear activation forward_at");
     }
 }
@@ -86,15 +91,19 @@ static void linear_backward_gpu(Layer *l, const StepContext *ctx)
     const Param *biases = layer_param(l, "biases"), *weights = weights_of(l);
     gpu_layer_activation_backward(l, ctx);
     if (biases)
-        gpu_note(ctx, cuda_column_sums_add(biases->grad, l->delta, rows, outputs, gpu_stream(ctx)),
+        gpu_note(ctx,
+                 cuda_column_sums_add_typed(biases->grad, l->delta, l->storage, rows, outputs,
+                                            (size_t)outputs, gpu_stream(ctx)),
                  "linear biases gradient");
     /* dW[outputs][inputs] += delta^T x */
-    gpu_gemm(ctx, l->precision, 1, 0, outputs, inputs, rows, 1.0f, l->delta, outputs, l->in[0],
-             inputs, 1.0f, weights->grad, inputs);
+    gpu_gemm_typed(ctx, l->precision, 1, 0, outputs, inputs, rows, 1.0f, l->delta, l->storage,
+                   outputs, l->in[0], l->in_storage[0], inputs, 1.0f, weights->grad, ELEM_F32,
+                   inputs);
     /* dx[rows][inputs] += delta W, or = where the net left it unzeroed (Layer.in_delta_fresh) */
     if (l->in_delta[0])
-        gpu_gemm(ctx, l->precision, 0, 0, rows, inputs, outputs, 1.0f, l->delta, outputs,
-                 weights->data, inputs, layer_input_delta_beta(l, 0), l->in_delta[0], inputs);
+        gpu_gemm_typed(ctx, l->precision, 0, 0, rows, inputs, outputs, 1.0f, l->delta, l->storage,
+                       outputs, weights->data, ELEM_F32, inputs, layer_input_delta_beta(l, 0),
+                       l->in_delta[0], l->in_storage[0], inputs);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -103,4 +112,5 @@ const LayerKernels gpu_linear_kernels = {
     .forward = linear_forward_gpu,
     .backward = linear_backward_gpu,
     .forward_at = linear_forward_at,
+    .stores_16bit = 1,
 };

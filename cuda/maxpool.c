@@ -1,5 +1,6 @@
 /* [maxpool]'s GPU kernels (layers/maxpool.c has its meaning): the maximum of each window with
- * darknet's padding, the argmax kept in the layer's state for the backward, plain NCHW only.
+ * darknet's padding, the argmax kept in the layer's state for the backward, plain NCHW only;
+ * input and output each float32 or 16-bit (Layer.in_storage, Layer.storage).
  *
  *   in  [batch][c][h][w]
  *   out [batch][c][(h + padding - size)/stride + 1][(w + padding - size)/stride + 1]
@@ -36,7 +37,8 @@ static void maxpool_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Maxpool *m = l->priv;
     gpu_note(ctx,
-             cuda_maxpool_forward(l->out, m->argmax, l->in[0], dims_of(l, ctx), gpu_stream(ctx)),
+             cuda_maxpool_forward(l->out, l->storage, m->argmax, l->in[0], l->in_storage[0],
+                                  dims_of(l, ctx), gpu_stream(ctx)),
              "maxpool forward");
 }
 
@@ -47,8 +49,9 @@ static void maxpool_backward_gpu(Layer *l, const StepContext *ctx)
     if (!l->in_delta[0])
         return;
     gpu_note(ctx,
-             cuda_maxpool_backward(l->in_delta[0], l->delta, m->argmax, dims_of(l, ctx),
-                                   l->in_delta_fresh[0], gpu_stream(ctx)),
+             cuda_maxpool_backward(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
+                                   m->argmax, dims_of(l, ctx), l->in_delta_fresh[0],
+                                   gpu_stream(ctx)),
              "maxpool backward");
 }
 
@@ -57,4 +60,5 @@ const LayerKernels gpu_maxpool_kernels = {
     .resize = maxpool_resize_gpu,
     .forward = maxpool_forward_gpu,
     .backward = maxpool_backward_gpu,
+    .stores_16bit = 1,
 };

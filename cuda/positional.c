@@ -1,18 +1,21 @@
 /* [positional]'s GPU kernels (layers/positional.c has its meaning): a learned positional
- * embedding added to each token (cuda/kernels/sequence.cu).
+ * embedding added to each token (cuda/kernels/sequence.cu); input and output each float32 or
+ * 16-bit (Layer.in_storage, Layer.storage).
  *
  *   in, out [batch][T][C]   out[b][t] = in[b][t] + weights[t]
  *   weights [T][C]
  */
 #include "gpu.h"
+#include "kernels/copy.h"
 #include "kernels/sequence.h"
 
 static void positional_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const size_t sample = shape_size(l->out_shape);
     gpu_note(ctx,
-             cuda_add_row_vector(l->out, l->in[0], l->params[0].data, ctx->batch, (int)sample,
-                                 sample, gpu_stream(ctx)),
+             cuda_add_row_vector_typed(l->out, l->storage, l->in[0], l->in_storage[0],
+                                       l->params[0].data, ctx->batch, (int)sample, sample,
+                                       gpu_stream(ctx)),
              "positional forward");
 }
 
@@ -21,8 +24,10 @@ static void positional_forward_at(Layer *l, const StepContext *ctx, int t)
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
     const size_t at = (size_t)t * row;
     gpu_note(ctx,
-             cuda_add_row_vector(l->out + at, l->in[0] + at, l->params[0].data + at, ctx->batch,
-                                 (int)row, sample, gpu_stream(ctx)),
+             cuda_add_row_vector_typed(elem_at(l->out, l->storage, at), l->storage,
+                                       elem_at(l->in[0], l->in_storage[0], at), l->in_storage[0],
+                                       l->params[0].data + at, ctx->batch, (int)row, sample,
+                                       gpu_stream(ctx)),
              "positional forward_at");
 }
 
@@ -30,15 +35,15 @@ static void positional_forward_at(Layer *l, const StepContext *ctx, int t)
 static void positional_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const size_t sample = shape_size(l->out_shape);
-    gpu_note(
-        ctx,
-        cuda_column_sums_add(l->params[0].grad, l->delta, ctx->batch, (int)sample, gpu_stream(ctx)),
-        "positional weights gradient");
+    gpu_note(ctx,
+             cuda_column_sums_add_typed(l->params[0].grad, l->delta, l->storage, ctx->batch,
+                                        (int)sample, sample, gpu_stream(ctx)),
+             "positional weights gradient");
     if (l->in_delta[0])
-        gpu_note(
-            ctx,
-            cuda_accumulate(l->in_delta[0], l->delta, (size_t)ctx->batch * sample, gpu_stream(ctx)),
-            "positional input gradient");
+        gpu_note(ctx,
+                 cuda_convert_rows(l->in_delta[0], l->in_storage[0], 0, l->delta, l->storage, 0, 1,
+                                   (size_t)ctx->batch * sample, 1, gpu_stream(ctx)),
+                 "positional input gradient");
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -46,4 +51,5 @@ const LayerKernels gpu_positional_kernels = {
     .forward = positional_forward_gpu,
     .backward = positional_backward_gpu,
     .forward_at = positional_forward_at,
+    .stores_16bit = 1,
 };

@@ -107,8 +107,8 @@ static void step_forward(Layer *l, const StepContext *ctx, int t)
     for (int b = 0; b < batch; b++) {
         const size_t row = ((size_t)b * T + (size_t)t) * H;
         gpu_note(ctx,
-                 cuda_activation_forward(l->out + row, rc->gates + row, (size_t)H,
-                                         (int)l->activation, gpu_stream(ctx)),
+                 cuda_activation_forward(l->out + row, ELEM_F32, rc->gates + row, ELEM_F32,
+                                         (size_t)H, (int)l->activation, gpu_stream(ctx)),
                  "rnn activation");
     }
 }
@@ -154,9 +154,9 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
             for (int b = 0; b < batch; b++) {
                 const size_t row = ((size_t)b * T + (size_t)t) * H;
                 gpu_note(ctx,
-                         cuda_activation_backward(rc->dh + (size_t)b * H, rc->gates + row,
-                                                  l->out + row, (size_t)H, (int)l->activation,
-                                                  stream),
+                         cuda_activation_backward(rc->dh + (size_t)b * H, rc->gates + row, ELEM_F32,
+                                                  l->out + row, ELEM_F32, (size_t)H,
+                                                  (int)l->activation, stream),
                          "rnn activation backward");
             }
             gpu_note(ctx, cuda_recurrent_store(rc->gates, rc->dh, batch, T, H, t, stream),

@@ -1,5 +1,5 @@
 /* [route]'s GPU kernels (layers/route.c has its meaning): concatenation along channels, plain NCHW
- * only.
+ * only; each input and the output float32 or 16-bit (Layer.in_storage, Layer.storage).
  *
  *   inputs k [batch][c_k][h][w]   all with the same h and w
  *   out      [batch][sum c_k / groups][h][w]   input k's channel group group_id
@@ -16,8 +16,10 @@ static void route_forward_gpu(Layer *l, const StepContext *ctx)
     for (int k = 0; k < l->n_inputs; k++) {
         const size_t n = route_part(ro, k);
         gpu_note(ctx,
-                 cuda_copy_rows(l->out + offset, out_sample, l->in[k] + ro->group_id * n,
-                                ro->sizes[k], ctx->batch, n, 0, gpu_stream(ctx)),
+                 cuda_convert_rows(elem_at(l->out, l->storage, offset), l->storage, out_sample,
+                                   elem_at(l->in[k], l->in_storage[k], ro->group_id * n),
+                                   l->in_storage[k], ro->sizes[k], ctx->batch, n, 0,
+                                   gpu_stream(ctx)),
                  "route forward");
         offset += n;
     }
@@ -33,9 +35,10 @@ static void route_backward_gpu(Layer *l, const StepContext *ctx)
         const size_t n = route_part(ro, k);
         if (l->in_delta[k])
             gpu_note(ctx,
-                     cuda_copy_rows(l->in_delta[k] + ro->group_id * n, ro->sizes[k],
-                                    l->delta + offset, out_sample, ctx->batch, n, 1,
-                                    gpu_stream(ctx)),
+                     cuda_convert_rows(elem_at(l->in_delta[k], l->in_storage[k], ro->group_id * n),
+                                       l->in_storage[k], ro->sizes[k],
+                                       elem_at(l->delta, l->storage, offset), l->storage,
+                                       out_sample, ctx->batch, n, 1, gpu_stream(ctx)),
                      "route backward");
         offset += n;
     }
@@ -45,4 +48,5 @@ static void route_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_route_kernels = {
     .forward = route_forward_gpu,
     .backward = route_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -1,6 +1,7 @@
 /* [shortcut]'s GPU kernels (layers/shortcut.c has its meaning): out = act(alpha * prev + beta *
  * from), `from` mapped as darknet when the shapes differ (ShortcutMapping), plain NCHW only (no
- * fused sums on the GPU: LayerKernels.plain_sum stays NULL).
+ * fused sums on the GPU: LayerKernels.plain_sum stays NULL); each input and the output float32 or
+ * 16-bit (Layer.in_storage, Layer.storage).
  *
  *   prev [batch][c2][h2][w2]   the previous layer; also the output shape
  *   from [batch][c1][h1][w1]   the layer named by from=
@@ -11,17 +12,29 @@
 #include "kernels/layer_activation.h"
 #include "layer_activation.h"
 
+/* The sum's tensors: into the activation's input. */
+static ShortcutTensors sum_tensors(Layer *l)
+{
+    return (ShortcutTensors){
+        .y = layer_activation_input(l),
+        .prev = l->in[0],
+        .from = l->in[1],
+        .y_type = layer_pre_storage(l),
+        .prev_type = l->in_storage[0],
+        .from_type = l->in_storage[1],
+    };
+}
+
 static void shortcut_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Shortcut *sc = l->priv;
     const Shape fs = shortcut_from_shape(l);
-    float *y = layer_activation_input(l);
     cudaError_t err;
     if (shortcut_same_shape(fs, l->out_shape))
-        err = cuda_shortcut_sum(y, l->in[0], l->in[1], sc->alpha, sc->beta,
+        err = cuda_shortcut_sum(sum_tensors(l), sc->alpha, sc->beta,
                                 (size_t)ctx->batch * shape_size(l->out_shape), gpu_stream(ctx));
     else
-        err = cuda_shortcut_sum_mapped(y, l->in[0], l->in[1], sc->alpha, sc->beta,
+        err = cuda_shortcut_sum_mapped(sum_tensors(l), sc->alpha, sc->beta,
                                        shortcut_mapping(fs, l->out_shape), ctx->batch,
                                        gpu_stream(ctx));
     gpu_note(ctx, err, "shortcut forward");
@@ -34,16 +47,17 @@ static void shortcut_forward_at_gpu(Layer *l, const StepContext *ctx, int t)
     const Shortcut *sc = l->priv;
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
     gpu_note(ctx,
-             cuda_shortcut_sum_rows(layer_activation_input(l), l->in[0], l->in[1], sc->alpha,
-                                    sc->beta, ctx->batch, sample, (size_t)t * row, row,
-                                    gpu_stream(ctx)),
+             cuda_shortcut_sum_rows(sum_tensors(l), sc->alpha, sc->beta, ctx->batch, sample,
+                                    (size_t)t * row, row, gpu_stream(ctx)),
              "shortcut forward_at");
     if (!l->pre || l->activation == CDL_ACT_LINEAR)
         return;
     for (int b = 0; b < ctx->batch; b++) {
         const size_t at = (size_t)b * sample + (size_t)t * row;
         gpu_note(ctx,
-                 cuda_activation_forward(l->out + at, l->pre + at, row, (int)l->activation,
+                 cuda_activation_forward(elem_at(l->out, l->storage, at), l->storage,
+                                         elem_at(l->pre, layer_pre_storage(l), at),
+                                         layer_pre_storage(l), row, (int)l->activation,
                                          gpu_stream(ctx)),
                  "shortcut forward_at activation");
     }
@@ -61,17 +75,20 @@ static void shortcut_backward_gpu(Layer *l, const StepContext *ctx)
     const int fresh0 = prev_delta && l->in_delta_fresh[0];
     const int fresh1 = from_delta && l->in_delta_fresh[1] && from_delta != prev_delta;
     if (prev_delta)
-        gpu_note(ctx, cuda_add_scaled(prev_delta, l->delta, sc->alpha, n, fresh0, gpu_stream(ctx)),
+        gpu_note(ctx,
+                 cuda_add_scaled(prev_delta, l->in_storage[0], l->delta, l->storage, sc->alpha, n,
+                                 fresh0, gpu_stream(ctx)),
                  "shortcut backward");
     if (!from_delta)
         return;
     cudaError_t err;
     if (shortcut_same_shape(fs, l->out_shape))
-        err = cuda_add_scaled(from_delta, l->delta, sc->beta, n, fresh1, gpu_stream(ctx));
+        err = cuda_add_scaled(from_delta, l->in_storage[1], l->delta, l->storage, sc->beta, n,
+                              fresh1, gpu_stream(ctx));
     else
-        err = cuda_shortcut_from_backward(from_delta, l->delta, sc->beta,
-                                          shortcut_mapping(fs, l->out_shape), ctx->batch, fresh1,
-                                          gpu_stream(ctx));
+        err = cuda_shortcut_from_backward(from_delta, l->in_storage[1], l->delta, l->storage,
+                                          sc->beta, shortcut_mapping(fs, l->out_shape), ctx->batch,
+                                          fresh1, gpu_stream(ctx));
     gpu_note(ctx, err, "shortcut backward");
 }
 
@@ -80,4 +97,5 @@ const LayerKernels gpu_shortcut_kernels = {
     .forward = shortcut_forward_gpu,
     .backward = shortcut_backward_gpu,
     .forward_at = shortcut_forward_at_gpu,
+    .stores_16bit = 1,
 };

@@ -1,9 +1,12 @@
 // Windowed average pooling (backend/cpu/avgpool.c's semantics): a thread per output sums its
 // clipped window in the CPU's order; the backward gathers, a thread per input, the gradients of
-// the windows holding it, in output order (the CPU's order of adding them: no atomics).
+// the windows holding it, in output order (the CPU's order of adding them: no atomics). Templated
+// over the input's and the output's element types (X: in and dx, Y: out and dy; float, bf16 or
+// fp16), summed in float.
 //   in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
 #include "avgpool.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "launch.h"
 
@@ -15,7 +18,8 @@ __device__ __forceinline__ void window_span(AvgpoolDims d, int i, int n, int *lo
     *hi = start + d.size < n ? start + d.size : n;
 }
 
-__global__ void avgpool_forward_kernel(float *out, const float *in, AvgpoolDims d)
+template <typename X, typename Y>
+__global__ void avgpool_forward_kernel(Y *out, const X *in, AvgpoolDims d)
 {
     const size_t out_plane = (size_t)d.oh * d.ow, n = (size_t)d.planes * out_plane;
     const float inv = 1.0f / (float)(d.size * d.size);
@@ -26,16 +30,17 @@ __global__ void avgpool_forward_kernel(float *out, const float *in, AvgpoolDims 
         int y0, y1, x0, x1;
         window_span(d, i, d.ih, &y0, &y1);
         window_span(d, j, d.iw, &x0, &x1);
-        const float *plane = in + p * d.ih * d.iw;
+        const X *plane = in + p * d.ih * d.iw;
         float sum = 0.0f;
         for (int y = y0; y < y1; y++)
             for (int x = x0; x < x1; x++)
-                sum += plane[y * d.iw + x];
-        out[o] = sum * inv;
+                sum += to_float(plane[y * d.iw + x]);
+        out[o] = from_float<Y>(sum * inv);
     }
 }
 
-__global__ void avgpool_backward_kernel(float *dx, const float *dy, AvgpoolDims d)
+template <typename X, typename Y>
+__global__ void avgpool_backward_kernel(X *dx, const Y *dy, AvgpoolDims d)
 {
     const size_t in_plane = (size_t)d.ih * d.iw, n = (size_t)d.planes * in_plane;
     const float inv = 1.0f / (float)(d.size * d.size);
@@ -49,31 +54,41 @@ __global__ void avgpool_backward_kernel(float *dx, const float *dy, AvgpoolDims 
         const int j0 = lo_x > 0 ? (lo_x + d.stride - 1) / d.stride : 0;
         const int i1 = (y + d.padding) / d.stride < d.oh ? (y + d.padding) / d.stride : d.oh - 1;
         const int j1 = (x + d.padding) / d.stride < d.ow ? (x + d.padding) / d.stride : d.ow - 1;
-        const float *g = dy + p * d.oh * d.ow;
-        float sum = dx[t];
+        const Y *g = dy + p * d.oh * d.ow;
+        float sum = to_float(dx[t]);
         for (int i = i0; i <= i1; i++)
             for (int j = j0; j <= j1; j++)
-                sum += g[(size_t)i * d.ow + j] * inv;
-        dx[t] = sum;
+                sum += to_float(g[(size_t)i * d.ow + j]) * inv;
+        dx[t] = from_float<X>(sum);
     }
 }
 
-extern "C" cudaError_t cuda_avgpool_forward(float *out, const float *in, AvgpoolDims d,
-                                            cudaStream_t stream)
+extern "C" cudaError_t cuda_avgpool_forward(void *out, ElemType out_type, const void *in,
+                                            ElemType in_type, AvgpoolDims d, cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.oh * d.ow;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(avgpool_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, d);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((avgpool_forward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (Y *)out,
+                    (const X *)in, d);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_avgpool_backward(float *dx, const float *dy, AvgpoolDims d,
-                                             cudaStream_t stream)
+extern "C" cudaError_t cuda_avgpool_backward(void *dx, ElemType in_type, const void *dy,
+                                             ElemType out_type, AvgpoolDims d, cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.ih * d.iw;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(avgpool_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, d);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((avgpool_backward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (X *)dx,
+                    (const Y *)dy, d);
+        return cuda_launch_error();
+    });
 }

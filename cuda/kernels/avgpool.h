@@ -1,10 +1,13 @@
-/* Windowed [avgpool] on the device (avgpool.cu): C entry points, float32, plain NCHW. Output
+/* Windowed [avgpool] on the device (avgpool.cu): C entry points, plain NCHW, each tensor float32
+ * or 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage for out and dy). Output
  * (i, j) averages the input rows i*stride - padding .. + size-1 (columns likewise) that lie in
  * the plane, over size*size (torch's count_include_pad=True). Global pooling is planes.h's. */
 #ifndef CDL_CUDA_AVGPOOL_H
 #define CDL_CUDA_AVGPOOL_H
 
 #include <cuda_runtime_api.h>
+
+#include "core/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,10 +19,12 @@ typedef struct AvgpoolDims {
 } AvgpoolDims;
 
 /* out [planes][oh][ow] = each window's sum of in [planes][ih][iw] over size*size. */
-cudaError_t cuda_avgpool_forward(float *out, const float *in, AvgpoolDims d, cudaStream_t stream);
+cudaError_t cuda_avgpool_forward(void *out, ElemType out_type, const void *in, ElemType in_type,
+                                 AvgpoolDims d, cudaStream_t stream);
 /* dx [planes][ih][iw] += the output gradients dy over size*size of the windows holding each
  * input, added in output order as the CPU adds them. */
-cudaError_t cuda_avgpool_backward(float *dx, const float *dy, AvgpoolDims d, cudaStream_t stream);
+cudaError_t cuda_avgpool_backward(void *dx, ElemType in_type, const void *dy, ElemType out_type,
+                                  AvgpoolDims d, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,15 @@
 // Batch normalisation over (batch, c, spatial) tensors as ops/batchnorm.c computes it: a channel's
 // sums (sum and sum of squares in training, dy and dy * x_hat in the backward) in double, by one
 // block per channel over its planes in a fixed order (the same bits on every run), then the
-// elementwise passes grid-strided over the whole tensor.
+// elementwise passes grid-strided over the whole tensor. x, y, dy and dx each float, bf16 or fp16
+// (templates: X for x, Y for y, D for dy, G for dx), x_hat and the statistics float.
 //   x, y, x_hat, dy, dx: (batch, c, spatial)
 //   scale, bias, running_mean, running_var, mean, inv_std, dscale, dbias: (c)   sums: (2c)
 #include "batchnorm.h"
 
 #include <math.h>
 
+#include "kernels/dtype.cuh"
 #include "launch.h"
 
 #define STATS_THREADS 256
@@ -56,16 +58,17 @@ __device__ inline float xhat_gain(float inv_std, double n, int darknet)
 
 // One block per channel: its batch mean and inv_std, and the running statistics moved (channel
 // _stats in ops/batchnorm.c, the same float and double expressions).
+template <typename X>
 __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *running_mean,
-                                       float *running_var, const float *x, int batch, int c,
+                                       float *running_var, const X *x, int batch, int c,
                                        int spatial, float momentum, float eps, int darknet)
 {
     const int ch = blockIdx.x;
     double sum = 0.0, sum_sq = 0.0;
     for (int b = 0; b < batch; b++) {
-        const float *xs = x + ((size_t)b * c + ch) * spatial;
+        const X *xs = x + ((size_t)b * c + ch) * spatial;
         for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-            const double v = xs[s];
+            const double v = to_float(xs[s]);
             sum += v;
             sum_sq += v * v;
         }
@@ -86,24 +89,24 @@ __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *runni
     running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
 }
 
-__global__ void batchnorm_normalize_kernel(float *y, float *x_hat, const float *x,
-                                           const float *mean, const float *inv_std,
-                                           const float *scale, const float *bias, int c,
-                                           int spatial, size_t n)
+template <typename X, typename Y>
+__global__ void batchnorm_normalize_kernel(Y *y, float *x_hat, const X *x, const float *mean,
+                                           const float *inv_std, const float *scale,
+                                           const float *bias, int c, int spatial, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         const int ch = (int)(i / spatial % c);
-        const float h = (x[i] - mean[ch]) * inv_std[ch];
+        const float h = (to_float(x[i]) - mean[ch]) * inv_std[ch];
         x_hat[i] = h;
-        y[i] = h * scale[ch] + bias[ch];
+        y[i] = from_float<Y>(h * scale[ch] + bias[ch]);
     }
 }
 
-__global__ void batchnorm_eval_kernel(float *y, const float *x, const float *scale,
-                                      const float *bias, const float *running_mean,
-                                      const float *running_var, int c, int spatial, float eps,
-                                      int darknet, size_t n)
+template <typename X, typename Y>
+__global__ void batchnorm_eval_kernel(Y *y, const X *x, const float *scale, const float *bias,
+                                      const float *running_mean, const float *running_var, int c,
+                                      int spatial, float eps, int darknet, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -111,23 +114,24 @@ __global__ void batchnorm_eval_kernel(float *y, const float *x, const float *sca
         const float std =
             darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
         const float a = scale[ch] / std, b = bias[ch] - running_mean[ch] * a;
-        y[i] = x[i] * a + b;
+        y[i] = from_float<Y>(to_float(x[i]) * a + b);
     }
 }
 
 // One block per channel: the sums of dy and dy * x_hat, added into the parameter gradients and
 // kept in sums for the input gradient.
-__global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *dbias,
-                                           const float *dy, const float *x_hat, int batch, int c,
-                                           int spatial)
+template <typename D>
+__global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *dbias, const D *dy,
+                                           const float *x_hat, int batch, int c, int spatial)
 {
     const int ch = blockIdx.x;
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int b = 0; b < batch; b++) {
         const size_t at = ((size_t)b * c + ch) * spatial;
         for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-            sum_dy += dy[at + s];
-            sum_dy_xhat += (double)dy[at + s] * x_hat[at + s];
+            const double d = to_float(dy[at + s]);
+            sum_dy += d;
+            sum_dy_xhat += d * x_hat[at + s];
         }
     }
     block_sum_pair(&sum_dy, &sum_dy_xhat);
@@ -140,7 +144,8 @@ __global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *d
 }
 
 // dx = scale * inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat) * gain), as plane_dx.
-__global__ void batchnorm_dx_kernel(float *dx, float dx_beta, const double *sums, const float *dy,
+template <typename D, typename G>
+__global__ void batchnorm_dx_kernel(G *dx, float dx_beta, const double *sums, const D *dy,
                                     const float *x_hat, const float *inv_std, const float *scale,
                                     double count, int c, int spatial, int darknet, size_t n)
 {
@@ -151,8 +156,8 @@ __global__ void batchnorm_dx_kernel(float *dx, float dx_beta, const double *sums
         const float mean_dy = (float)(sums[2 * ch] / count);
         const float mean_dy_xhat =
             (float)(sums[2 * ch + 1] / count) * xhat_gain(inv_std[ch], count, darknet);
-        const float v = k * (dy[i] - mean_dy - x_hat[i] * mean_dy_xhat);
-        dx[i] = dx_beta != 0.0f ? dx_beta * dx[i] + v : v;
+        const float v = k * (to_float(dy[i]) - mean_dy - x_hat[i] * mean_dy_xhat);
+        dx[i] = from_float<G>(dx_beta != 0.0f ? dx_beta * to_float(dx[i]) + v : v);
     }
 }
 
@@ -162,27 +167,32 @@ static int grid_for(size_t n)
     return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_batchnorm_forward_train(float *y, float *x_hat, float *mean,
-                                                    float *inv_std, const float *x,
-                                                    const float *scale, const float *bias,
-                                                    float *running_mean, float *running_var,
-                                                    int batch, int c, int spatial, float momentum,
-                                                    float eps, int darknet, cudaStream_t stream)
+extern "C" cudaError_t
+cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean, float *inv_std,
+                             const void *x, ElemType x_type, const float *scale, const float *bias,
+                             float *running_mean, float *running_var, int batch, int c, int spatial,
+                             float momentum, float eps, int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(batchnorm_stats_kernel, c, STATS_THREADS, 0, stream, mean, inv_std, running_mean,
-                running_var, x, batch, c, spatial, momentum, eps, darknet);
-    cudaError_t err = cuda_launch_error();
-    if (err != cudaSuccess)
-        return err;
-    CUDA_LAUNCH(batchnorm_normalize_kernel, grid_for(n), 256, 0, stream, y, x_hat, x, mean, inv_std,
-                scale, bias, c, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH(batchnorm_stats_kernel<X>, c, STATS_THREADS, 0, stream, mean, inv_std,
+                    running_mean, running_var, (const X *)x, batch, c, spatial, momentum, eps,
+                    darknet);
+        cudaError_t err = cuda_launch_error();
+        if (err != cudaSuccess)
+            return err;
+        CUDA_LAUNCH((batchnorm_normalize_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, x_hat,
+                    (const X *)x, mean, inv_std, scale, bias, c, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_batchnorm_forward_eval(float *y, const float *x, const float *scale,
+extern "C" cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, const void *x,
+                                                   ElemType x_type, const float *scale,
                                                    const float *bias, const float *running_mean,
                                                    const float *running_var, int batch, int c,
                                                    int spatial, float eps, int darknet,
@@ -191,26 +201,36 @@ extern "C" cudaError_t cuda_batchnorm_forward_eval(float *y, const float *x, con
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(batchnorm_eval_kernel, grid_for(n), 256, 0, stream, y, x, scale, bias, running_mean,
-                running_var, c, spatial, eps, darknet, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((batchnorm_eval_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y,
+                    (const X *)x, scale, bias, running_mean, running_var, c, spatial, eps, darknet,
+                    n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_batchnorm_backward(float *dx, float dx_beta, float *dscale,
-                                               float *dbias, double *sums, const float *dy,
-                                               const float *x_hat, const float *inv_std,
-                                               const float *scale, int batch, int c, int spatial,
-                                               int darknet, cudaStream_t stream)
+extern "C" cudaError_t cuda_batchnorm_backward(void *dx, ElemType dx_type, float dx_beta,
+                                               float *dscale, float *dbias, double *sums,
+                                               const void *dy, ElemType dy_type, const float *x_hat,
+                                               const float *inv_std, const float *scale, int batch,
+                                               int c, int spatial, int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(batchnorm_grad_sums_kernel, c, STATS_THREADS, 0, stream, sums, dscale, dbias, dy,
-                x_hat, batch, c, spatial);
-    cudaError_t err = cuda_launch_error();
-    if (err != cudaSuccess || !dx)
-        return err;
-    CUDA_LAUNCH(batchnorm_dx_kernel, grid_for(n), 256, 0, stream, dx, dx_beta, sums, dy, x_hat,
-                inv_std, scale, (double)batch * spatial, c, spatial, darknet, n);
-    return cuda_launch_error();
+    return with_elem_types(dy_type, dx_type, [&](auto dt, auto gt) {
+        using D = typename decltype(dt)::type;
+        using G = typename decltype(gt)::type;
+        CUDA_LAUNCH(batchnorm_grad_sums_kernel<D>, c, STATS_THREADS, 0, stream, sums, dscale, dbias,
+                    (const D *)dy, x_hat, batch, c, spatial);
+        cudaError_t err = cuda_launch_error();
+        if (err != cudaSuccess || !dx)
+            return err;
+        CUDA_LAUNCH((batchnorm_dx_kernel<D, G>), grid_for(n), 256, 0, stream, (G *)dx, dx_beta,
+                    sums, (const D *)dy, x_hat, inv_std, scale, (double)batch * spatial, c, spatial,
+                    darknet, n);
+        return cuda_launch_error();
+    });
 }

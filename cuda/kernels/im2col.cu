@@ -1,14 +1,18 @@
 // A convolution's column matrices (im2col) and their transpose (col2im), and the move of a chunk
 // of images between NCHW and rows of images side by side, elementwise and grid-strided. col2im
 // gathers: each input pixel sums the entries of the taps that read it, in a fixed order, so no
-// two threads write one value (deterministic, no atomics).
+// two threads write one value (deterministic, no atomics). Templated over the element types (float,
+// bf16 or fp16) of x, dx and nchw (T) and of the column matrices and rows a product takes as its
+// operands (C: 16-bit where the product multiplies 16-bit operands); col2im reads float columns.
 //   x, dx: (images, channels, h, w)   cols: (channels * size_h * size_w, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
 #include "im2col.h"
 
+#include "kernels/dtype.cuh"
 #include "launch.h"
 
-__global__ void im2col_kernel(float *cols, const float *x, CudaConvShape s, size_t n)
+template <typename T, typename C>
+__global__ void im2col_kernel(C *cols, const T *x, CudaConvShape s, size_t n)
 {
     const int kk = s.size_h * s.size_w, out_hw = s.out_h * s.out_w;
     const size_t columns = (size_t)s.images * out_hw;
@@ -19,13 +23,15 @@ __global__ void im2col_kernel(float *cols, const float *x, CudaConvShape s, size
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
         const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
         const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
-        cols[i] = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
-                      ? x[(((size_t)b * s.channels + c) * s.h + iy) * s.w + ix]
-                      : 0.0f;
+        cols[i] = from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
+                                    ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w +
+                                                 ix])
+                                    : 0.0f);
     }
 }
 
-__global__ void col2im_kernel(float *dx, float beta, const float *cols, CudaConvShape s, size_t n)
+template <typename T>
+__global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShape s, size_t n)
 {
     const int out_hw = s.out_h * s.out_w;
     const size_t columns = (size_t)s.images * out_hw;
@@ -48,11 +54,12 @@ __global__ void col2im_kernel(float *dx, float beta, const float *cols, CudaConv
                            tx / s.stride_w];
             }
         }
-        dx[i] = beta != 0.0f ? beta * dx[i] + sum : sum;
+        dx[i] = from_float<T>(beta != 0.0f ? beta * to_float(dx[i]) + sum : sum);
     }
 }
 
-__global__ void image_rows_kernel(float *rows, float *nchw, int images, int channels, int spatial,
+template <typename T, typename C>
+__global__ void image_rows_kernel(C *rows, T *nchw, int images, int channels, int spatial,
                                   int to_rows, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -61,9 +68,9 @@ __global__ void image_rows_kernel(float *rows, float *nchw, int images, int chan
         const size_t c = plane % channels, b = plane / channels;
         const size_t r = (c * images + b) * spatial + s;
         if (to_rows)
-            rows[r] = nchw[i];
+            rows[r] = from_float<C>(to_float(nchw[i]));
         else
-            nchw[i] = rows[r];
+            nchw[i] = from_float<T>(to_float(rows[r]));
     }
 }
 
@@ -73,33 +80,46 @@ static int grid_for(size_t n)
     return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_im2col(float *cols, const float *x, CudaConvShape s,
-                                   cudaStream_t stream)
+extern "C" cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x, ElemType x_type,
+                                   CudaConvShape s, cudaStream_t stream)
 {
     const size_t n = (size_t)s.channels * s.size_h * s.size_w * s.images * s.out_h * s.out_w;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(im2col_kernel, grid_for(n), 256, 0, stream, cols, x, s, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, cols_type, [&](auto tt, auto ct) {
+        using T = typename decltype(tt)::type;
+        using C = typename decltype(ct)::type;
+        CUDA_LAUNCH((im2col_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)cols, (const T *)x,
+                    s, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_col2im(float *dx, float beta, const float *cols, CudaConvShape s,
-                                   cudaStream_t stream)
+extern "C" cudaError_t cuda_col2im(void *dx, ElemType dx_type, float beta, const float *cols,
+                                   CudaConvShape s, cudaStream_t stream)
 {
     const size_t n = (size_t)s.images * s.channels * s.h * s.w;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(col2im_kernel, grid_for(n), 256, 0, stream, dx, beta, cols, s, n);
-    return cuda_launch_error();
+    return with_elem_type(dx_type, [&](auto tt) {
+        using T = typename decltype(tt)::type;
+        CUDA_LAUNCH(col2im_kernel<T>, grid_for(n), 256, 0, stream, (T *)dx, beta, cols, s, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_image_rows(float *rows, float *nchw, int images, int channels,
-                                       int spatial, int to_rows, cudaStream_t stream)
+extern "C" cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nchw,
+                                       ElemType nchw_type, int images, int channels, int spatial,
+                                       int to_rows, cudaStream_t stream)
 {
     const size_t n = (size_t)images * channels * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(image_rows_kernel, grid_for(n), 256, 0, stream, rows, nchw, images, channels,
-                spatial, to_rows, n);
-    return cuda_launch_error();
+    return with_elem_types(nchw_type, rows_type, [&](auto tt, auto ct) {
+        using T = typename decltype(tt)::type;
+        using C = typename decltype(ct)::type;
+        CUDA_LAUNCH((image_rows_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)rows, (T *)nchw,
+                    images, channels, spatial, to_rows, n);
+        return cuda_launch_error();
+    });
 }

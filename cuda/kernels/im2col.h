@@ -1,4 +1,6 @@
-/* A convolution's column matrices on the device (im2col.cu): C entry points, float32. The images of
+/* A convolution's column matrices on the device (im2col.cu): C entry points, x, dx, nchw, the
+ * columns and rows each float32 or 16-bit (core/precision.h ElemType; col2im's columns float32).
+ * The images of
  * a chunk sit side by side in every row, so that one gemm per group takes them all:
  *
  *   x, dx [images][channels][h][w]   cols [channels * size_h * size_w][images * out_h * out_w]
@@ -11,6 +13,8 @@
 #define CDL_CUDA_IM2COL_H
 
 #include <cuda_runtime_api.h>
+
+#include "core/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,15 +29,17 @@ typedef struct CudaConvShape {
 
 /* cols = im2col of x: the tap of input pixel (oy * stride_h - pad_h + ki, ox * stride_w - pad_w +
  * kj) of channel and image, 0 where it falls outside the image. */
-cudaError_t cuda_im2col(float *cols, const float *x, CudaConvShape s, cudaStream_t stream);
+cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x, ElemType x_type,
+                        CudaConvShape s, cudaStream_t stream);
 /* dx = beta * dx + col2im of cols: each input pixel the sum of the column entries of the taps
  * that read it, in a fixed order (ki, then kj); beta 0 writes dx whole (its old values unread). */
-cudaError_t cuda_col2im(float *dx, float beta, const float *cols, CudaConvShape s,
+cudaError_t cuda_col2im(void *dx, ElemType dx_type, float beta, const float *cols, CudaConvShape s,
                         cudaStream_t stream);
 /* rows [channels][images * spatial] = nchw [images][channels][spatial] (to_rows 1), or the
  * reverse (to_rows 0). */
-cudaError_t cuda_image_rows(float *rows, float *nchw, int images, int channels, int spatial,
-                            int to_rows, cudaStream_t stream);
+cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nchw, ElemType nchw_type,
+                            int images, int channels, int spatial, int to_rows,
+                            cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,12 @@
 // The activations of cdl's layers (backend/cpu/activation.h's kinds) and their derivatives on the
 // device, elementwise and grid-strided, float32 as the CPU computes them (libdevice's expf, tanhf,
-// erff and expm1f where the CPU has its own approximations: a few ulp apart).
+// erff and expm1f where the CPU has its own approximations: a few ulp apart). Templated over the
+// element types of x (P) and of y and d (Y): float, bf16 or fp16, computed in float.
 //   x (pre-activation), y (output), d (dL/dy in, dL/dx out): (n)
 #include "layer_activation.h"
 
 #include "core/activation.h"
+#include "kernels/dtype.cuh"
 #include "launch.h"
 
 __device__ __forceinline__ float sigmoid_of(float x)
@@ -89,21 +91,22 @@ __device__ __forceinline__ float derivative(float x, float y, int kind)
     }
 }
 
-__global__ void activation_forward_kernel(float *y, const float *x, size_t n, int kind)
+template <typename P, typename Y>
+__global__ void activation_forward_kernel(Y *y, const P *x, size_t n, int kind)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = activate(x[i], kind);
+        y[i] = from_float<Y>(activate(to_float(x[i]), kind));
 }
 
-__global__ void activation_backward_kernel(float *d, const float *x, const float *y, size_t n,
-                                           int kind)
+template <typename P, typename Y>
+__global__ void activation_backward_kernel(Y *d, const P *x, const Y *y, size_t n, int kind)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         // relu and relu6 pass NaN gradients through as 0, as the CPU's selects do
-        const float g = derivative(x[i], y[i], kind);
-        d[i] = g == 0.0f ? 0.0f : d[i] * g;
+        const float g = derivative(to_float(x[i]), to_float(y[i]), kind);
+        d[i] = from_float<Y>(g == 0.0f ? 0.0f : to_float(d[i]) * g);
     }
 }
 
@@ -114,20 +117,32 @@ static int grid_for(size_t n)
     return blocks > 4096 ? 4096 : (int)blocks;
 }
 
-extern "C" cudaError_t cuda_activation_forward(float *y, const float *x, size_t n, int kind,
+extern "C" cudaError_t cuda_activation_forward(void *y, ElemType y_type, const void *x,
+                                               ElemType x_type, size_t n, int kind,
                                                cudaStream_t stream)
 {
     if (n == 0 || (kind == CDL_ACT_LINEAR && x == y))
         return cudaSuccess;
-    CUDA_LAUNCH(activation_forward_kernel, grid_for(n), 256, 0, stream, y, x, n, kind);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto pt, auto yt) {
+        using P = typename decltype(pt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((activation_forward_kernel<P, Y>), grid_for(n), 256, 0, stream, (Y *)y,
+                    (const P *)x, n, kind);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_activation_backward(float *d, const float *x, const float *y, size_t n,
-                                                int kind, cudaStream_t stream)
+extern "C" cudaError_t cuda_activation_backward(void *d, const void *x, ElemType x_type,
+                                                const void *y, ElemType y_type, size_t n, int kind,
+                                                cudaStream_t stream)
 {
     if (n == 0 || kind == CDL_ACT_LINEAR)
         return cudaSuccess;
-    CUDA_LAUNCH(activation_backward_kernel, grid_for(n), 256, 0, stream, d, x, y, n, kind);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto pt, auto yt) {
+        using P = typename decltype(pt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((activation_backward_kernel<P, Y>), grid_for(n), 256, 0, stream, (Y *)d,
+                    (const P *)x, (const Y *)y, n, kind);
+        return cuda_launch_error();
+    });
 }

@@ -1,12 +1,14 @@
 // Max pooling with darknet's padding (backend/cpu/maxpool.c's semantics): a thread per output
 // scans its clipped window as the CPU does, keeping the argmax; the backward gathers, a thread
 // per input, the gradients of the outputs that took it, in output order (the CPU's order of
-// adding them: the same bits, no atomics).
+// adding them: the same bits, no atomics). Templated over the input's and the output's element
+// types (X: in and dx, Y: out and dy; float, bf16 or fp16), compared and summed in float.
 //   in, dx: (planes, ih, iw)   out, argmax, dy: (planes, oh, ow)
 #include "maxpool.h"
 
 #include <math.h>
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "launch.h"
 
@@ -17,7 +19,8 @@ __device__ __forceinline__ bool beats(float v, float best)
     return v > best || v != v;
 }
 
-__global__ void maxpool_forward_kernel(float *out, int *argmax, const float *in, MaxpoolDims d)
+template <typename X, typename Y>
+__global__ void maxpool_forward_kernel(Y *out, int *argmax, const X *in, MaxpoolDims d)
 {
     const size_t out_plane = (size_t)d.oh * d.ow, n = (size_t)d.planes * out_plane;
     GRID_STRIDE_LOOP(o, n)
@@ -27,24 +30,25 @@ __global__ void maxpool_forward_kernel(float *out, int *argmax, const float *in,
         const int y0 = i * d.stride - d.offset, x0 = j * d.stride - d.offset;
         const int ys = y0 > 0 ? y0 : 0, ye = y0 + d.size < d.ih ? y0 + d.size : d.ih;
         const int xs = x0 > 0 ? x0 : 0, xe = x0 + d.size < d.iw ? x0 + d.size : d.iw;
-        const float *plane = in + p * d.ih * d.iw;
+        const X *plane = in + p * d.ih * d.iw;
         float best = -INFINITY;
         int at = ys * d.iw + xs;
         for (int y = ys; y < ye; y++)
             for (int x = xs; x < xe; x++) {
-                const float v = plane[y * d.iw + x];
+                const float v = to_float(plane[y * d.iw + x]);
                 if (beats(v, best)) {
                     best = v;
                     at = y * d.iw + x;
                 }
             }
-        out[o] = best;
+        out[o] = from_float<Y>(best);
         argmax[o] = at;
     }
 }
 
-__global__ void maxpool_backward_kernel(float *dx, const float *dy, const int *argmax,
-                                        MaxpoolDims d, int fresh)
+template <typename X, typename Y>
+__global__ void maxpool_backward_kernel(X *dx, const Y *dy, const int *argmax, MaxpoolDims d,
+                                        int fresh)
 {
     const size_t in_plane = (size_t)d.ih * d.iw, n = (size_t)d.planes * in_plane;
     GRID_STRIDE_LOOP(t, n)
@@ -58,34 +62,45 @@ __global__ void maxpool_backward_kernel(float *dx, const float *dy, const int *a
         const int i1 = (y + d.offset) / d.stride < d.oh ? (y + d.offset) / d.stride : d.oh - 1;
         const int j1 = (x + d.offset) / d.stride < d.ow ? (x + d.offset) / d.stride : d.ow - 1;
         const size_t base = p * d.oh * d.ow;
-        float sum = fresh ? 0.0f : dx[t];
+        float sum = fresh ? 0.0f : to_float(dx[t]);
         for (int i = i0; i <= i1; i++)
             for (int j = j0; j <= j1; j++) {
                 const size_t o = base + (size_t)i * d.ow + j;
                 if (argmax[o] == at)
-                    sum += dy[o];
+                    sum += to_float(dy[o]);
             }
-        dx[t] = sum;
+        dx[t] = from_float<X>(sum);
     }
 }
 
-extern "C" cudaError_t cuda_maxpool_forward(float *out, int *argmax, const float *in, MaxpoolDims d,
+extern "C" cudaError_t cuda_maxpool_forward(void *out, ElemType out_type, int *argmax,
+                                            const void *in, ElemType in_type, MaxpoolDims d,
                                             cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.oh * d.ow;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(maxpool_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, argmax, in, d);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((maxpool_forward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (Y *)out,
+                    argmax, (const X *)in, d);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_maxpool_backward(float *dx, const float *dy, const int *argmax,
-                                             MaxpoolDims d, int fresh, cudaStream_t stream)
+extern "C" cudaError_t cuda_maxpool_backward(void *dx, ElemType in_type, const void *dy,
+                                             ElemType out_type, const int *argmax, MaxpoolDims d,
+                                             int fresh, cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.ih * d.iw;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(maxpool_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, argmax, d,
-                fresh);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((maxpool_backward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (X *)dx,
+                    (const Y *)dy, argmax, d, fresh);
+        return cuda_launch_error();
+    });
 }

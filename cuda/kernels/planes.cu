@@ -1,21 +1,24 @@
 // Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
-// each plane by its own value with its gradients.
+// each plane by its own value with its gradients (the bias, its gradient and the pooling templated
+// over their tensors' element types, X: x and dx, Y: y, pooled and dpooled; summed in float).
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
 //   pooled, scale, dscale: (batch, channels)
 #include "planes.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
-__global__ void add_bias_kernel(float *y, const float *x, const float *bias, int channels,
-                                int spatial, size_t n)
+template <typename X, typename Y>
+__global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channels, int spatial,
+                                size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = x[i] + bias[(i / spatial) % channels];
+        y[i] = from_float<Y>(to_float(x[i]) + bias[(i / spatial) % channels]);
 }
 
 // y = x * scale[channel], or y += that with add.
@@ -29,15 +32,16 @@ __global__ void channel_scale_kernel(float *y, const float *x, const float *scal
 
 // One block per channel: dbias[c] += the sum of delta over the batch and the plane, each value
 // times x's (x NULL: times 1).
-__global__ void bias_grad_kernel(float *dbias, const float *delta, const float *x, int batch,
-                                 int channels, int spatial)
+template <typename D>
+__global__ void bias_grad_kernel(float *dbias, const D *delta, const D *x, int batch, int channels,
+                                 int spatial)
 {
     const int c = blockIdx.x;
     float sum = 0.0f;
     for (int b = 0; b < batch; b++) {
         const size_t at = ((size_t)b * channels + c) * spatial;
         for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-            sum += x ? delta[at + s] * x[at + s] : delta[at + s];
+            sum += x ? to_float(delta[at + s]) * to_float(x[at + s]) : to_float(delta[at + s]);
     }
     sum = block_sum(sum);
     if (threadIdx.x == 0)
@@ -45,23 +49,25 @@ __global__ void bias_grad_kernel(float *dbias, const float *delta, const float *
 }
 
 // One block per plane: pooled[p] = its mean.
-__global__ void plane_mean_kernel(float *pooled, const float *x, int spatial)
+template <typename X, typename Y>
+__global__ void plane_mean_kernel(Y *pooled, const X *x, int spatial)
 {
-    const float *v = x + (size_t)blockIdx.x * spatial;
+    const X *v = x + (size_t)blockIdx.x * spatial;
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-        sum += v[s];
+        sum += to_float(v[s]);
     sum = block_sum(sum);
     if (threadIdx.x == 0)
-        pooled[blockIdx.x] = sum / (float)spatial;
+        pooled[blockIdx.x] = from_float<Y>(sum / (float)spatial);
 }
 
-__global__ void plane_mean_backward_kernel(float *dx, const float *dpooled, int spatial, size_t n)
+template <typename X, typename Y>
+__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int spatial, size_t n)
 {
     const float inv = 1.0f / (float)spatial;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        dx[i] += dpooled[i / spatial] * inv;
+        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[i / spatial]) * inv);
 }
 
 __global__ void plane_scale_kernel(float *y, const float *x, const float *scale, int spatial,
@@ -105,14 +111,20 @@ static int block_for(int spatial)
     return spatial <= 32 ? 32 : spatial <= 128 ? 128 : 256;
 }
 
-extern "C" cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch,
-                                     int channels, int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
+                                     const float *bias, int batch, int channels, int spatial,
+                                     cudaStream_t stream)
 {
     const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(add_bias_kernel, grid_for(n), 256, 0, stream, y, x, bias, channels, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((add_bias_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, (const X *)x,
+                    bias, channels, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch,
@@ -120,15 +132,22 @@ extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const flo
 {
     if (channels == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(bias_grad_kernel, channels, block_for(spatial), 0, stream, dscale, dy, x, batch,
-                channels, spatial);
+    CUDA_LAUNCH(bias_grad_kernel<float>, channels, block_for(spatial), 0, stream, dscale, dy, x,
+                batch, channels, spatial);
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels,
-                                      int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type,
+                                      int batch, int channels, int spatial, cudaStream_t stream)
 {
-    return cuda_scale_grad(dbias, delta, NULL, batch, channels, spatial, stream);
+    if (channels == 0)
+        return cudaSuccess;
+    return with_elem_type(delta_type, [&](auto dt) {
+        using D = typename decltype(dt)::type;
+        CUDA_LAUNCH(bias_grad_kernel<D>, channels, block_for(spatial), 0, stream, dbias,
+                    (const D *)delta, (const D *)NULL, batch, channels, spatial);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
@@ -142,23 +161,35 @@ extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float 
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
+extern "C" cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x,
+                                       ElemType x_type, int planes, int spatial,
                                        cudaStream_t stream)
 {
     if (planes == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(plane_mean_kernel, planes, block_for(spatial), 0, stream, pooled, x, spatial);
-    return cuda_launch_error();
+    return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((plane_mean_kernel<X, Y>), planes, block_for(spatial), 0, stream, (Y *)pooled,
+                    (const X *)x, spatial);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes,
-                                                int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
+                                                ElemType pooled_type, int planes, int spatial,
+                                                cudaStream_t stream)
 {
     const size_t n = (size_t)planes * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(plane_mean_backward_kernel, grid_for(n), 256, 0, stream, dx, dpooled, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((plane_mean_backward_kernel<X, Y>), grid_for(n), 256, 0, stream, (X *)dx,
+                    (const Y *)dpooled, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes,

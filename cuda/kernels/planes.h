@@ -1,20 +1,23 @@
-/* Per-channel work on the device (planes.cu): C entry points, float32, tensors
- * [batch][channels][spatial]. */
+/* Per-channel work on the device (planes.cu): C entry points, tensors [batch][channels][spatial],
+ * float32 but where an ElemType names a tensor's type (float32 or 16-bit, summed in float). */
 #ifndef CDL_CUDA_PLANES_H
 #define CDL_CUDA_PLANES_H
 
 #include <cuda_runtime_api.h>
 
+#include "core/precision.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* y = x + bias[channel] (y may be x). */
-cudaError_t cuda_add_bias(float *y, const float *x, const float *bias, int batch, int channels,
-                          int spatial, cudaStream_t stream);
-/* dbias [channels] += delta summed over the batch and the plane. */
-cudaError_t cuda_bias_grad(float *dbias, const float *delta, int batch, int channels, int spatial,
-                           cudaStream_t stream);
+/* y = x + bias[channel] (y may be x, of the same type). */
+cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
+                          const float *bias, int batch, int channels, int spatial,
+                          cudaStream_t stream);
+/* dbias [channels] += delta (of delta_type) summed over the batch and the plane. */
+cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type, int batch,
+                           int channels, int spatial, cudaStream_t stream);
 /* y = x * scale[channel] (add 0), or y += x * scale[channel] (add 1): [layer_scale]'s forward
  * and its input gradient; y may be x when add is 0. */
 cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
@@ -22,11 +25,13 @@ cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int
 /* dscale [channels] += dy * x summed over the batch and the plane. */
 cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch, int channels,
                             int spatial, cudaStream_t stream);
-/* pooled [planes] = the mean of each plane of x [planes][spatial]. */
-cudaError_t cuda_plane_mean(float *pooled, const float *x, int planes, int spatial,
-                            cudaStream_t stream);
-/* dx [planes][spatial] += dpooled [planes] / spatial. */
-cudaError_t cuda_plane_mean_backward(float *dx, const float *dpooled, int planes, int spatial,
+/* pooled [planes] = the mean of each plane of x [planes][spatial]; x of x_type and pooled of
+ * pooled_type, each float32 or 16-bit (core/precision.h ElemType), summed in float. */
+cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x, ElemType x_type,
+                            int planes, int spatial, cudaStream_t stream);
+/* dx [planes][spatial] += dpooled [planes] / spatial, in the types as cuda_plane_mean's. */
+cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
+                                     ElemType pooled_type, int planes, int spatial,
                                      cudaStream_t stream);
 
 /* y [planes][spatial] = x times scale [planes], each plane its own value. */

@@ -1,7 +1,8 @@
 // The per-token work of the sequence layers on the device, float32: [embedding]'s lookup and its
 // gradient, a row vector added to strided rows ([positional], the biases of [linear] and
 // [attention], also on the single rows of forward_at), and column sums for the parameter
-// gradients. Every sum runs in an order fixed by the shape (no atomics): the same bits on every
+// gradients (those two templated over x's and y's element types, float, bf16 or fp16, summed in
+// float). Every sum runs in an order fixed by the shape (no atomics): the same bits on every
 // run.
 //   ids: (rows) in runs of run consecutive ids, run k's first at k * run_stride (a sample's rows of
 //        a net input row that holds more than the layer reads, or one row per sample)
@@ -9,6 +10,7 @@
 //   x, y: (rows, n) at stride stride   v: (n)   sum: (n)
 #include "sequence.h"
 
+#include "kernels/dtype.cuh"
 #include "launch.h"
 
 static int grid_for(size_t n)
@@ -57,13 +59,14 @@ __global__ void embedding_grad_kernel(float *grad, const float *delta, const flo
     }
 }
 
-__global__ void add_row_vector_kernel(float *y, const float *x, const float *v, int n,
-                                      size_t stride, size_t total)
+template <typename X, typename Y>
+__global__ void add_row_vector_kernel(Y *y, const X *x, const float *v, int n, size_t stride,
+                                      size_t total)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t at = i / n * stride + i % n;
-        y[at] = x[at] + v[i % n];
+        y[at] = from_float<Y>(to_float(x[at]) + v[i % n]);
     }
 }
 
@@ -79,14 +82,15 @@ __global__ void accumulate_kernel(float *y, const float *x, size_t n)
 
 // A block of 32 columns x 8 lanes: lane y sums rows y, y + 8, ... of its column, then lane 0 adds
 // the 8 partial sums in lane order.
-__global__ void column_sums_add_kernel(float *sum, const float *x, int rows, int n, size_t stride)
+template <typename X>
+__global__ void column_sums_add_kernel(float *sum, const X *x, int rows, int n, size_t stride)
 {
     __shared__ float partial[SUM_LANES][SUM_COLUMNS];
     const int col = threadIdx.x % SUM_COLUMNS, lane = threadIdx.x / SUM_COLUMNS;
     const int j = blockIdx.x * SUM_COLUMNS + col;
     float s = 0.0f;
     for (int r = lane; j < n && r < rows; r += SUM_LANES)
-        s += x[(size_t)r * stride + j];
+        s += to_float(x[(size_t)r * stride + j]);
     partial[lane][col] = s;
     __syncthreads();
     if (lane == 0 && j < n) {
@@ -120,14 +124,26 @@ extern "C" cudaError_t cuda_embedding_grad(float *grad, const float *delta, cons
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows,
-                                           int n, size_t stride, cudaStream_t stream)
+extern "C" cudaError_t cuda_add_row_vector_typed(void *y, ElemType y_type, const void *x,
+                                                 ElemType x_type, const float *v, int rows, int n,
+                                                 size_t stride, cudaStream_t stream)
 {
     const size_t total = (size_t)rows * n;
     if (total == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(add_row_vector_kernel, grid_for(total), 256, 0, stream, y, x, v, n, stride, total);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((add_row_vector_kernel<X, Y>), grid_for(total), 256, 0, stream, (Y *)y,
+                    (const X *)x, v, n, stride, total);
+        return cuda_launch_error();
+    });
+}
+
+extern "C" cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows,
+                                           int n, size_t stride, cudaStream_t stream)
+{
+    return cuda_add_row_vector_typed(y, ELEM_F32, x, ELEM_F32, v, rows, n, stride, stream);
 }
 
 extern "C" cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream)
@@ -138,14 +154,24 @@ extern "C" cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaS
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n,
-                                                    size_t stride, cudaStream_t stream)
+extern "C" cudaError_t cuda_column_sums_add_typed(float *sum, const void *x, ElemType x_type,
+                                                  int rows, int n, size_t stride,
+                                                  cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(column_sums_add_kernel, (n + SUM_COLUMNS - 1) / SUM_COLUMNS,
-                SUM_COLUMNS * SUM_LANES, 0, stream, sum, x, rows, n, stride);
-    return cuda_launch_error();
+    return with_elem_type(x_type, [&](auto xt) {
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH(column_sums_add_kernel<X>, (n + SUM_COLUMNS - 1) / SUM_COLUMNS,
+                    SUM_COLUMNS * SUM_LANES, 0, stream, sum, (const X *)x, rows, n, stride);
+        return cuda_launch_error();
+    });
+}
+
+extern "C" cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n,
+                                                    size_t stride, cudaStream_t stream)
+{
+    return cuda_column_sums_add_typed(sum, x, ELEM_F32, rows, n, stride, stream);
 }
 
 extern "C" cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n,

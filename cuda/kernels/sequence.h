@@ -1,10 +1,13 @@
-/* The per-token work of the sequence layers on the device (sequence.cu): C entry points, float32.
- * Row r of a strided tensor starts at r * stride. */
+/* The per-token work of the sequence layers on the device (sequence.cu): C entry points, float32
+ * but where an ElemType names a tensor's type (float32 or 16-bit, summed in float). Row r of a
+ * strided tensor starts at r * stride. */
 #ifndef CDL_CUDA_SEQUENCE_H
 #define CDL_CUDA_SEQUENCE_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+
+#include "core/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,11 +28,18 @@ cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *id
 /* y[r][j] = x[r][j] + v[j] for rows rows of n values at stride stride (y may be x). */
 cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows, int n,
                                 size_t stride, cudaStream_t stream);
+/* The same with y of y_type and x of x_type (y may be x, of the same type). */
+cudaError_t cuda_add_row_vector_typed(void *y, ElemType y_type, const void *x, ElemType x_type,
+                                      const float *v, int rows, int n, size_t stride,
+                                      cudaStream_t stream);
 /* y[i] += x[i] for n values. */
 cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream);
 /* sum[j] += the sum over the rows of x (rows, n) of column j, in an order fixed by the shape. */
 cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n, cudaStream_t stream);
-/* The same over rows at stride stride (>= n): the first n values of each. */
+/* The same over rows at stride stride (>= n): the first n values of each; with x of x_type. */
+cudaError_t cuda_column_sums_add_typed(float *sum, const void *x, ElemType x_type, int rows, int n,
+                                       size_t stride, cudaStream_t stream);
+/* The same, float32. */
 cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n, size_t stride,
                                          cudaStream_t stream);
 /* [tokens] (layers/tokens.h): out [batch][first + p][c] from in [batch][c][p], row j < first the

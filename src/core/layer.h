@@ -110,8 +110,15 @@ typedef struct Layer {
      * before parse and by net_set_precision). GEMM_BF16, GEMM_TF32 and GEMM_FP16 take their
      * operands rounded to that format (the CPU's gemm_operand, into copies the layer's resize
      * takes from its state; the GPU's gpu_gemm_batched); everything else (bias, normalisation,
-     * activation, softmax, loss) stays float32. The parameters are float32 either way. */
+     * activation, softmax, loss) computes in float32, the GPU storing the tensors between layers
+     * in bf16 or fp16 where storage says. The parameters are float32 either way. */
     GemmPrecision precision;
+    /* The element type of out and delta (core/net_storage.h): ELEM_F32 but for a layer whose
+     * kernels, and every reader's, take 16-bit tensors (LayerKernels.stores_16bit) under precision
+     * bf16 or fp16; in_storage[k] is input k's (its writer's storage; ELEM_F32 for the net input),
+     * of in[k] and in_delta[k]. Set by net_resize before the layers' resize. */
+    ElemType storage;
+    ElemType in_storage[LAYER_MAX_INPUTS];
     /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
      * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
      * NULL in the other families (own kernels only). */
@@ -318,6 +325,11 @@ typedef struct LayerKernels {
      * sole reader in no int8 chain (Layer.nhwc_to). NULL: never. */
     int (*gives_nhwc)(const Layer *l);
     int (*takes_nhwc)(const Layer *l);
+    /* 1 when forward and backward take each input (in[k], in_delta[k]) and the output (out,
+     * delta) in the element types Layer.in_storage[k] and Layer.storage say, float32 or 16-bit
+     * (core/precision.h ElemType), in every combination; 0: float32 only, and the net keeps the
+     * layer's inputs and output in float32 (core/net_storage.h). */
+    int stores_16bit;
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);
@@ -454,6 +466,13 @@ int layer_parse_from(const Layer *l, const Cfg *cfg, CfgSection *s, const char *
 static inline float *layer_activation_input(Layer *l)
 {
     return l->pre ? l->pre : l->out;
+}
+
+/* The element type of layer_activation_input(l): float32 in a buffer of its own (Layer.pre), the
+ * output's (Layer.storage) where it is the output. */
+static inline ElemType layer_pre_storage(const Layer *l)
+{
+    return l->pre && l->pre != l->out ? ELEM_F32 : l->storage;
 }
 
 /* The activation step of the families' CPU kernels: defined by the CPU backend

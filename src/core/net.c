@@ -8,6 +8,7 @@
 
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
+#include "core/net_storage.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
 
@@ -782,6 +783,7 @@ static int measure_batch(Net *net, int batch, int want_grads, int want_input_del
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     size_t state_floats, state_bytes;
+    net_plan_storage(net); /* the layers' resize sees their element types */
     int st =
         measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
     /* The layouts, fused sums and int8 chains the layers' primitives allow, which those then
@@ -1208,23 +1210,36 @@ const float *net_output(const Net *net)
     return net->layers[net->n_layers - 1].out;
 }
 
-int net_values_finite(Net *net, const float *x, size_t n)
+/* 1 when the n values of type t at x (the backend's memory) are all finite. */
+static int values_finite_as(Net *net, const void *x, size_t n, ElemType t)
 {
-    const float *v = x;
-    float *copy = NULL;
+    const void *v = x;
+    void *copy = NULL;
+    const size_t bytes = n * (t == ELEM_F32 ? sizeof(float) : sizeof(uint16_t));
     if (!net->backend->host_visible) {
         Error e = {0}; /* a failed pass shows as values that are not finite, or not at all */
         net_sync(net, &e);
-        if (!(copy = malloc((n ? n : 1) * sizeof *copy)))
+        if (!(copy = malloc(bytes ? bytes : 1)))
             return 1;
-        net->backend->download(copy, x, n * sizeof *copy);
+        net->backend->download(copy, x, bytes);
         v = copy;
     }
+    /* a 16-bit value is not finite when its exponent bits are all ones */
+    const uint16_t inf_bits = t == ELEM_BF16 ? 0x7f80 : 0x7c00;
     size_t i = 0;
-    while (i < n && isfinite(v[i]))
-        i++;
+    if (t == ELEM_F32)
+        while (i < n && isfinite(((const float *)v)[i]))
+            i++;
+    else
+        while (i < n && (((const uint16_t *)v)[i] & inf_bits) != inf_bits)
+            i++;
     free(copy);
     return i == n;
+}
+
+int net_values_finite(Net *net, const float *x, size_t n)
+{
+    return values_finite_as(net, x, n, ELEM_F32);
 }
 
 int net_first_nonfinite_output(Net *net)
@@ -1237,8 +1252,8 @@ int net_first_nonfinite_output(Net *net)
     for (; i < net->n_layers; i++) {
         if (outputs_are_lent(net))
             forward_layer(net, &ctx, i);
-        if (!net_values_finite(net, net->layers[i].out,
-                               batch * shape_size(net->layers[i].out_shape)))
+        if (!values_finite_as(net, net->layers[i].out, batch * shape_size(net->layers[i].out_shape),
+                              net->layers[i].storage))
             break;
     }
     return i;

@@ -3,6 +3,8 @@
 #ifndef CDL_PRECISION_H
 #define CDL_PRECISION_H
 
+#include <stddef.h>
+
 typedef enum GemmPrecision {
     GEMM_FP32, /* float32 operands */
     /* bf16 operands (backend/cpu/bf16.h), float32 accumulation and output, as
@@ -15,5 +17,29 @@ typedef enum GemmPrecision {
      * training scales the loss (train/loss_scale.h) so that small gradients stay in range */
     GEMM_FP16,
 } GemmPrecision;
+
+/* How a layer's output and its gradient are stored between layers (Layer.storage): float32, or,
+ * on a backend whose family kernels take 16-bit tensors (LayerKernels.stores_16bit) under
+ * precision bf16 or fp16, in that format (round to nearest even), as torch.autocast keeps the
+ * outputs of the layers it runs in 16 bits. A 16-bit tensor lives in a float-sized slot of the
+ * memory plan (half of it unused); core/net_storage.h decides each layer's. */
+typedef enum ElemType {
+    ELEM_F32,
+    ELEM_BF16,
+    ELEM_FP16,
+} ElemType;
+
+/* The 16-bit storage precision p keeps activations in (ELEM_BF16, ELEM_FP16), ELEM_F32 for the
+ * others (fp32; tf32, whose values are float32). */
+static inline ElemType precision_storage(GemmPrecision p)
+{
+    return p == GEMM_BF16 ? ELEM_BF16 : p == GEMM_FP16 ? ELEM_FP16 : ELEM_F32;
+}
+
+/* Where element i of a tensor of type t at p is. */
+static inline void *elem_at(const void *p, ElemType t, size_t i)
+{
+    return (char *)p + i * (t == ELEM_F32 ? 4 : 2);
+}
 
 #endif

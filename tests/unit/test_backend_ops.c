@@ -20,6 +20,7 @@
 #include "backend/cpu/dnnl_conv.h"
 #include "check.h"
 #include "core/net.h"
+#include "layers/maxpool.h"
 
 /* ---- the cases ---- */
 
@@ -356,6 +357,41 @@ static const OpCase cases[] = {
      NULL},
     {"softmax and [cost] after connected", IMAGE(3, 2, 3, 3),
      "[connected]\noutput=6\nactivation=linear\n[softmax]\n[cost]\n", NULL},
+    /* 16-bit activations on the GPU under bf16 and fp16 (core/net_storage.h): each family that
+     * stores them reading float32 (the net input) and 16 bits, and writing 16 bits and float32
+     * (the net's output, or for a reader without 16-bit kernels); the tolerance's 16-bit term is
+     * engine_tolerance's */
+    {"gpu 16-bit: maxpool 2x2/2 into maxpool 1x1, then connected", IMAGE(2, 3, 8, 7),
+     "[maxpool]\nsize=2\nstride=2\n[maxpool]\nsize=1\nstride=1\n[connected]\noutput=5\n"
+     "activation=linear\n",
+     NULL},
+    {"gpu 16-bit: avgpool 3x3/1 padding 1 into global avgpool, then connected", IMAGE(2, 4, 6, 5),
+     "[avgpool]\nsize=3\nstride=1\npadding=1\n[avgpool]\n[connected]\noutput=3\n"
+     "activation=linear\n",
+     NULL},
+    /* without kinks, so that the gradients are compared too: every output but the loss's input in
+     * 16 bits, the activations' inputs float32 (a buffer of their own) or 16-bit (in place) */
+    {"gpu 16-bit: conv bn tanh, conv bias, [batchnorm] swish, conv bn logistic, avgpools, softmax",
+     IMAGE(4, 3, 7, 6),
+     CONV(8, 3, 1, 1, 1, 1, tanh)
+         CONV(8, 3, 2, 1, 1, 0, linear) "[batchnorm]\nactivation=swish\n" CONV(
+             6, 1, 1, 0, 1, 1, logistic) "[avgpool]\nsize=2\nstride=1\n[avgpool]\n"
+                                         "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    {"gpu 16-bit: residual blocks (shortcut same shape, then of other sizes, alpha, beta)",
+     IMAGE(2, 4, 8, 7),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-2\n" CONV(
+         6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
+                                  "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     NULL},
+    /* [dropout] keeps its input float32: the route's inputs are 16-bit, float32, float32 */
+    {"gpu 16-bit: route (groups) of a 16-bit and two float32 inputs, then a conv",
+     IMAGE(2, 4, 6, 5),
+     CONV(8, 3, 1, 1, 1, 1, tanh)
+         CONV(6, 3, 1, 1, 1, 1,
+              tanh) "[dropout]\nprobability=0.5\n"
+                    "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
@@ -594,9 +630,27 @@ static const Engine engines[] = {
 #define BACKEND_ULPS 8.0
 #define BF16_LAMBDA 4.0
 
+/* Layers of net whose output (and its gradient) the backend keeps in 16 bits (Layer.storage). */
+static int stored_16bit(const Net *net)
+{
+    int n = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        n += net->layers[i].storage != ELEM_F32;
+    return n;
+}
+
 /* The tolerance of engine e against base on net (as built for the case and mode), for inference
- * outputs (1) or the training pass's tensors (0). */
-static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int inference)
+ * outputs (1) or the training pass's tensors (0); stored the engine's net's 16-bit tensors
+ * (stored_16bit).
+ *
+ * 16-bit storage (a GPU under bf16 or fp16, core/net_storage.h): every value stored between two
+ * layers is rounded to the format, by up to u of itself (u = 2^-8 bf16, 2^-11 fp16), so at most u
+ * of the tensor's largest value, which the layers after it pass on with gains about 1; a product
+ * that rounds such a value again to the same format can land one unit away from the reference's
+ * rounding of the unstored value: 2u a store, added over the stores a tensor passes through (all
+ * of the net's outputs in a forward; their gradients too in a training pass's gradients). */
+static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int stored,
+                               int inference)
 {
     double roundings = 0, products = 0;
     for (int i = 0; i < net->n_layers; i++) {
@@ -616,20 +670,38 @@ static double engine_tolerance(const Engine *e, const Engine *base, const Net *n
     const double rounded = fp32 + BF16_LAMBDA * u * sqrt(fmax(products, 1));
     if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
         return fp32;
-    return e->precision == base->precision && !inference ? fp32 + u : rounded;
+    const double storage = 2.0 * u * stored * (inference ? 1 : 2);
+    return storage + (e->precision == base->precision && !inference ? fp32 + u : rounded);
 }
 
 /* 1 when the net's gradient jumps where a value crosses a point (relu, leaky and relu6 at 0 and
  * 6, max pooling where two values of a window tie): bf16's rounding moves values across such
  * points, and each crossing changes whole terms of the gradient's sums. */
+static int layer_has_kink(const Layer *l)
+{
+    const ActivationKind a = l->activation;
+    /* a window of one value has no ties */
+    const int ties = l->type == layer_type_find("maxpool") && ((const Maxpool *)l->priv)->size > 1;
+    return a == CDL_ACT_RELU || a == CDL_ACT_LEAKY || a == CDL_ACT_RELU6 || ties;
+}
+
 static int has_kinks(const Net *net)
 {
-    const LayerType *maxpool = layer_type_find("maxpool");
-    for (int i = 0; i < net->n_layers; i++) {
-        const ActivationKind a = net->layers[i].activation;
-        if (a == CDL_ACT_RELU || a == CDL_ACT_LEAKY || a == CDL_ACT_RELU6 ||
-            net->layers[i].type == maxpool)
+    for (int i = 0; i < net->n_layers; i++)
+        if (layer_has_kink(&net->layers[i]))
             return 1;
+    return 0;
+}
+
+/* 1 when a layer with a kink comes after a 16-bit tensor in net: its rounding moves values across
+ * the kink as a rounded operand does. */
+static int kinks_after_16bit(const Net *net)
+{
+    int stored = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        if (stored && layer_has_kink(&net->layers[i]))
+            return 1;
+        stored |= net->layers[i].storage != ELEM_F32;
     }
     return 0;
 }
@@ -816,6 +888,7 @@ static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
 typedef struct EngineStats {
     int runs, not_applicable, not_built;
     int kinked;   /* training runs whose gradients were not compared (has_kinks) */
+    int stored;   /* runs that kept a layer's output in 16 bits (stored_16bit) */
     double worst; /* largest error / tolerance seen */
     char worst_at[256];
 } EngineStats;
@@ -876,8 +949,9 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
         check_failures++;
         return;
     }
-    const double tol = engine_tolerance(e, be, bn, 0);
-    const double inference_tol = engine_tolerance(e, be, bn, 1);
+    const double tol = engine_tolerance(e, be, bn, stored_16bit(n), 0);
+    const double inference_tol = engine_tolerance(e, be, bn, stored_16bit(n), 1);
+    st->stored += stored_16bit(n) > 0;
     const double out_tol = mode == MODE_INFERENCE ? inference_tol : tol;
     compare(where, "output", r->out, base->out, base->out_n, out_tol, 0, st);
     const int loss = bn->layers[bn->n_layers - 1].type->is_loss ||
@@ -892,7 +966,8 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
     if (mode != MODE_TRAINING)
         return;
     /* bf16 against float32 across kinks: the statistics only, the gradients against "bf16" */
-    const int gradients = e->precision == be->precision || !has_kinks(bn);
+    const int gradients =
+        (e->precision == be->precision && !kinks_after_16bit(n)) || !has_kinks(bn);
     st->kinked += !gradients;
     if (gradients && !bn->layers[0].type->reads_token_ids)
         compare(where, "input gradient", r->input_delta, base->input_delta, base->in_n, tol, 0, st);
@@ -983,11 +1058,19 @@ int main(void)
         if (s->not_built)
             printf("  %-18s not built\n", engines[ei].name);
         else
-            printf("  %-18s against %-4s %3d runs, %3d not applicable%s; largest error %.3g of its "
-                   "tolerance (%s)\n",
-                   engines[ei].name, engines[engines[ei].base].name, s->runs, s->not_applicable,
+            printf("  %-18s against %-4s %3d runs (%d with 16-bit activations), %3d not "
+                   "applicable%s; largest error %.3g of its tolerance (%s)\n",
+                   engines[ei].name, engines[engines[ei].base].name, s->runs, s->stored,
+                   s->not_applicable,
                    s->kinked ? " (gradients of kinked nets left to the bf16 rows)" : "", s->worst,
                    s->worst_at);
+        /* the GPU keeps some layers' outputs in bf16 or fp16 (core/net_storage.h) */
+        const Engine *e = &engines[ei];
+        if (!s->not_built && e->backend != CDL_BACKEND_CPU &&
+            precision_storage(e->precision) != ELEM_F32 && s->stored == 0) {
+            fprintf(stderr, "FAIL %s: no case keeps an activation in 16 bits\n", e->name);
+            check_failures++;
+        }
         if (!s->not_built && engines[ei].must_apply && s->runs == 0) {
             fprintf(stderr, "FAIL %s: no case runs on it (is its selection broken?)\n",
                     engines[ei].name);

@@ -1,0 +1,133 @@
+/* Which layer outputs a net keeps in 16 bits (core/net_storage.h): on the GPU under bf16 and fp16
+ * where the layer's family and every reader's take them, never the net's output, never on the
+ * CPU; each layer's in_storage its inputs' writers'. The values those tensors hold are
+ * test_backend_ops's. */
+#include "check.h"
+#include "core/net.h"
+
+#include <math.h>
+
+#define CONV(filters, act)                                                                         \
+    "[convolutional]\nfilters=" #filters "\nsize=3\npad=1\nbatch_normalize=1\nactivation=" #act "\n"
+
+/* cfg/digits.cfg's shape: conv, maxpool, conv, connected, softmax. */
+static const char *const digits = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1\n" CONV(
+    4, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(4, leaky) "[connected]\noutput=3\nactivation="
+                                                             "linear\n[softmax]\n";
+
+/* A conv read by [dropout] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
+static const char *const mixed = "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=2\n" CONV(
+    4, tanh) "[dropout]\nprobability=0.5\n[shortcut]\nfrom=0\n" CONV(4, linear);
+
+/* Builds text on backend b in precision p, resized for training; 0 when built. */
+static int build(Net *net, const char *text, Backend b, GemmPrecision p)
+{
+    Error e = {0};
+    if (net_build_from_text_on(net, text, "storage.cfg", 1, 1, (NetPlacement){b, 0}, &e)) {
+        fprintf(stderr, "FAIL: cannot build: %s\n", e.msg);
+        check_failures++;
+        return 1;
+    }
+    net_set_precision(net, p);
+    if (net_resize(net, net->hyper.batch, 1, &e)) {
+        fprintf(stderr, "FAIL: cannot resize: %s\n", e.msg);
+        check_failures++;
+        net_free(net);
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when the layers' storage is want [n_layers] and each in_storage its writer's. */
+static int storage_is(const Net *net, const ElemType *want)
+{
+    int ok = 1;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        ok = ok && l->storage == want[i];
+        for (int k = 0; k < l->n_inputs; k++)
+            ok = ok && l->in_storage[k] ==
+                           (l->inputs[k] < 0 ? ELEM_F32 : net->layers[l->inputs[k]].storage);
+    }
+    return ok;
+}
+
+static void test_cpu_keeps_float32(void)
+{
+    static const ElemType all_f32[5] = {ELEM_F32, ELEM_F32, ELEM_F32, ELEM_F32, ELEM_F32};
+    Net net;
+    if (build(&net, digits, CDL_BACKEND_CPU, GEMM_BF16))
+        return;
+    CHECK(storage_is(&net, all_f32));
+    net_free(&net);
+}
+
+static void test_gpu_digits(void)
+{
+    const GemmPrecision precisions[] = {GEMM_FP32, GEMM_TF32, GEMM_BF16, GEMM_FP16};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        const ElemType h = precision_storage(precisions[i]);
+        /* the loss reads [connected]'s output, and the net's output is float32 */
+        const ElemType want[5] = {h, h, h, ELEM_F32, ELEM_F32};
+        Net net;
+        if (build(&net, digits, CDL_BACKEND_GPU, precisions[i]))
+            return;
+        CHECK(storage_is(&net, want));
+        CHECK(net.layers[0].in_storage[0] == ELEM_F32); /* the net input */
+        net_free(&net);
+    }
+}
+
+static void test_gpu_reader_without_16bit_kernels(void)
+{
+    /* conv 0 is read by [dropout]: float32; the shortcut reads it and dropout's float32 output
+     * and writes bf16 for the last conv, whose output is the net's */
+    static const ElemType want[4] = {ELEM_F32, ELEM_F32, ELEM_BF16, ELEM_F32};
+    Net net;
+    if (build(&net, mixed, CDL_BACKEND_GPU, GEMM_BF16))
+        return;
+    CHECK(storage_is(&net, want));
+    /* back to float32: the next resize plans again */
+    net_set_precision(&net, GEMM_FP32);
+    Error e = {0};
+    CHECK(net_resize(&net, net.hyper.batch, 1, &e) == 0);
+    CHECK(net.layers[2].storage == ELEM_F32);
+    net_free(&net);
+}
+
+/* net_first_nonfinite_output reads a 16-bit output as 16-bit values: a NaN weight of the second
+ * conv shows first in its bf16 output, not in the float32 words two bf16 values would make. */
+static void test_gpu_nonfinite_16bit_output_is_found(void)
+{
+    Net net;
+    if (build(&net, digits, CDL_BACKEND_GPU, GEMM_BF16))
+        return;
+    const size_t n = (size_t)net.batch * shape_size(net.in_shape);
+    float *x = net_host_input(&net);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 7) / 7.0f;
+    int *labels = net_host_labels(&net);
+    for (int b = 0; b < net.batch; b++)
+        labels[b] = b % 3;
+    net_commit_batch(&net);
+    net_forward(&net);
+    CHECK(net_first_nonfinite_output(&net) == net.n_layers);
+    const float nan = NAN;
+    net.backend->upload(net.layers[2].params[0].data + 5, &nan, sizeof nan);
+    net_forward(&net);
+    CHECK(net.layers[2].storage == ELEM_BF16);
+    CHECK(net_first_nonfinite_output(&net) == 2);
+    net_free(&net);
+}
+
+int main(void)
+{
+    test_cpu_keeps_float32();
+    if (backend_find(CDL_BACKEND_GPU)) {
+        test_gpu_digits();
+        test_gpu_reader_without_16bit_kernels();
+        test_gpu_nonfinite_16bit_output_is_found();
+    } else
+        printf("test_net_storage: no GPU backend in this build: its cases skipped\n");
+    return check_report("test_net_storage");
+}
