@@ -153,6 +153,8 @@ int import_slice(Importer *im, const OnnxNode *n)
     st = st ? st : n->n_inputs > 3 && n->inputs[3][0] ? import_int_input(im, n, 3, &axes) : CDL_OK;
     st = st ? st : n->n_inputs > 4 && n->inputs[4][0] ? import_int_input(im, n, 4, &steps) : CDL_OK;
     st = st ? st : import_input_layer(im, n, 0, &x);
+    if (!st && x->flat == VALUE_ROWS4)
+        return import_select_token(im, n, x);
     if (st)
         return st;
     axes = n->n_inputs > 3 && n->inputs[3][0] ? axes : NULL;
