@@ -4,7 +4,7 @@ Usage (Debian's /usr/bin/python3, which has torch and onnx):
     /usr/bin/python3 scripts/ref/make_onnx_import_cases.py [OUTDIR]   # default tests/ref/onnx
 
 Each is a torch module with weights from torch.manual_seed(0), exported by torch.onnx.export
-(opset 13, fixed shapes, constants folded), on a small input:
+(opset 13 unless said, fixed shapes, constants folded), on a small input:
   norm_c11, norm_1c11   (x - mean) / std with constants shaped [3,1,1] and [1,3,1,1], then a
                         convolution and a linear layer: per-channel, imported as [net] mean/std;
   norm_3, norm_13, norm_1113, norm_31
@@ -23,6 +23,7 @@ Each is a torch module with weights from torch.manual_seed(0), exported by torch
   vit                   torchvision's VisionTransformer on 8x8 images, 4x4 patches, one block of 2
                         heads over 8 features, every parameter random (its class token, head,
                         layer norms and attention biases start at zero or the identity);
+  vit11                 the same at opset 11 (Softmax over an axis that flattens the rest);
   vit_masked            patches as vit's and one nn.MultiheadAttention over them with a causal
                         attn_mask: refused (the mask's Add).
 None ends in a softmax: `cdl predict` reports their outputs as logits.
@@ -120,9 +121,9 @@ class MaskedAttention(torch.nn.Module):
         return self.fc(x.mean(1))
 
 
-def export(path, net, shape):
+def export(path, net, shape, opset=13):
     net.eval()
-    torch.onnx.export(net, torch.zeros(*shape), path, opset_version=13, input_names=["input"],
+    torch.onnx.export(net, torch.zeros(*shape), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], do_constant_folding=True)
 
 
@@ -171,10 +172,11 @@ def main():
     path = os.path.join(out, "padded.onnx")
     export(path, Padded(), (1, 3, 6, 6))
     print(f"{path}: {os.path.getsize(path)} bytes")
-    for name, make in (("vit", random_vit), ("vit_masked", MaskedAttention)):
+    for name, make, opset in (("vit", random_vit, 13), ("vit11", random_vit, 11),
+                              ("vit_masked", MaskedAttention, 13)):
         torch.manual_seed(0)
         path = os.path.join(out, name + ".onnx")
-        export(path, make(), (1, 3, 8, 8))
+        export(path, make(), (1, 3, 8, 8), opset)
         print(f"{path}: {os.path.getsize(path)} bytes")
 
 

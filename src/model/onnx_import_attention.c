@@ -11,7 +11,8 @@
  * The nodes between the first Transpose and the Gemm are found as those reading, directly or
  * not, the first Transpose's output; they must be of the operators above (plus the shape
  * arithmetic's), hold exactly the three MatMuls, one Softmax and one Add of a float constant
- * (the bias: any other, a mask, is refused), and end before the last Transpose.
+ * (the bias: any other, a mask, is refused; a Mul by 1, the alpha of torch's masked product,
+ * is the identity), and end before the last Transpose.
  *
  * cdl's own export of [attention] (layers/attention.c) on [N,1,T,C] rows starts as a [linear]
  * of 3C outputs (its MatMul by the Transposed weights and Add of the biases), then Reshapes to
@@ -56,7 +57,7 @@ static int in_region(const char *const *region, int n, const char *value)
     return 0;
 }
 
-/* The float constant input of node k (its only one), or NULL. */
+/* The float constant input of node (its only one), or NULL. */
 static const OnnxTensor *float_constant_input(const Importer *im, const OnnxNode *node)
 {
     for (int i = 0; i < node->n_inputs; i++) {
@@ -104,8 +105,10 @@ static int classify(Importer *im, int k, int c, const char *start, AttentionNode
         return CDL_OK;
     }
     if (is_op(node, "Softmax")) {
-        const int64_t axis = import_attr_int(node, "axis", -1);
-        if (a->softmax >= 0 || !(axis == -1 || (a->own && axis == 3)))
+        /* the last axis of torch's [N*H, T, S] scores or cdl's [N, H, T, S] (before opset 13 an
+           axis flattens the rest into it: the same for the last) */
+        const int64_t axis = import_attr_int(node, "axis", im->m->opset >= 13 ? -1 : 1);
+        if (a->softmax >= 0 || !(axis == -1 || axis == (a->own ? 3 : 2)))
             return import_refuse(im, node, "expected one Softmax over the keys (axis -1)");
         a->softmax = k;
         return CDL_OK;

@@ -405,7 +405,7 @@ np.save(sys.argv[1], np.random.default_rng(len(shape)).random(shape, dtype=np.fl
     onnxruntime_or_skip
     # name and the .npy's shape: without a batch axis, a batch of 1, the fixed batch of 2
     for spec in "norm_c11:3 6 6" "norm_1c11:1 3 6 6" "reduce18:1 3 6 6" "reshape_b2:2 3 6 6" \
-        "pools:1 3 8 8" "padded:1 3 6 6" "vit:1 3 8 8"; do
+        "pools:1 3 8 8" "padded:1 3 6 6" "vit:1 3 8 8" "vit11:1 3 8 8"; do
         name=${spec%%:*}
         random_npy x.npy ${spec#*:}
         "$CDL" import "$CASES/$name.onnx" -o "$name.cfg" --out "$name.cdl" > /dev/null
