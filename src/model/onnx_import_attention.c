@@ -135,7 +135,10 @@ static int classify(Importer *im, int k, int c, const char *start, AttentionNode
 static int find_attention(Importer *im, const OnnxNode *n, int first, int c, AttentionNodes *a)
 {
     const OnnxNode *nodes = im->m->nodes;
-    const char **region = malloc((size_t)im->m->n_nodes * sizeof *region);
+    size_t values = 1; /* n's output, then every output of the nodes after it */
+    for (int k = first + 1; k < im->m->n_nodes; k++)
+        values += (size_t)nodes[k].n_outputs;
+    const char **region = malloc(values * sizeof *region);
     if (!region)
         return import_out_of_memory(im);
     int n_region = 0, st = CDL_OK;

@@ -394,6 +394,8 @@ int import_flatten(Importer *im, const OnnxNode *n, int reshape)
         st = import_input_constant(im, n, 1, 2, &shape);
         if (st)
             return st;
+        if (!shape)
+            return import_refuse(im, n, "has no shape input");
         if (shape->data_type == ONNX_READ_INT64 && shape->count == 5 && import_is_rows(x->flat))
             return import_own_attention(im, n, x, shape);
         if (shape->data_type == ONNX_READ_INT64 && shape->count == 5)

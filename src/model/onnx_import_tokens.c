@@ -90,7 +90,7 @@ static int find_token_chain(const Importer *im, const OnnxNode *n, int c, int pa
             return 0;
         t->expand = import_producer(im, cat->inputs[0]);
         if (t->expand < 0 || strcmp(nodes[t->expand].op_type, "Expand") ||
-            import_readers(im, cat->inputs[0]) != 1 ||
+            nodes[t->expand].n_inputs != 2 || import_readers(im, cat->inputs[0]) != 1 ||
             !(t->class_token = row_constant(im, t->expand, NULL, 1, c)))
             return 0;
         rows = cat->outputs[0];
