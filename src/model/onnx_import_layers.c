@@ -353,6 +353,10 @@ int import_softmax(Importer *im, const OnnxNode *n)
     st = st ? st : import_read_input(im, n, 0, &x, &layer);
     if (!st && x->flat == VALUE_NHWC)
         return import_refuse_channels_last(im, n);
+    if (!st && import_is_rows(x->flat))
+        return import_refuse(im, n,
+                             "a softmax of each token row: cdl's [softmax] in an image "
+                             "net runs over all the features of a sample");
     if (st)
         return st;
     const Shape in = import_layer_shape(im, layer);
