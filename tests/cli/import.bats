@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # cdl import: ONNX models to a cfg and a checkpoint. (a) every image cfg in cfg/ goes through
-# cdl export onnx and back to the same layer table and the same outputs; (b) torchvision's
-# resnet18, mobilenet_v2 and vgg11 with seeded random weights, exported by torch.onnx.export
+# cdl export onnx and back to the same layer table and the same outputs (and a trained ViT);
+# (b) torchvision's resnet18, mobilenet_v2, vgg11, ..., vit_b_16 and vit_b_32 with seeded
+# random weights, exported by torch.onnx.export
 # (scripts/ref/make_torchvision_onnx.py, run here: the files are too large to commit), match
 # onnxruntime to 1e-5 relative (scripts/ref/onnx_import_check.py); (c) truncated, corrupted
 # and unsupported models are refused with one line and exit 1 or 2, leaving no file.
