@@ -4,7 +4,7 @@ Usage (Debian's /usr/bin/python3, which has torch and onnx):
     /usr/bin/python3 scripts/ref/make_onnx_import_cases.py [OUTDIR]   # default tests/ref/onnx
 
 Each is a torch module with weights from torch.manual_seed(0), exported by torch.onnx.export
-(opset 13, fixed shapes, constants folded), on a small input:
+(opset 13 unless said, fixed shapes, constants folded), on a small input:
   norm_c11, norm_1c11   (x - mean) / std with constants shaped [3,1,1] and [1,3,1,1], then a
                         convolution and a linear layer: per-channel, imported as [net] mean/std;
   norm_3, norm_13, norm_1113, norm_31
@@ -19,7 +19,13 @@ Each is a torch module with weights from torch.manual_seed(0), exported by torch
   pools                 a convolution, a 3x3/1 average padded by 1 (counting the padding), a
                         2x2/2 average and a linear layer: AveragePool of windows;
   padded                a convolution, F.pad (left 1, right 2, bottom 3, value 0.5) and a
-                        linear layer: the pads as folded int64 arithmetic, a Pad.
+                        linear layer: the pads as folded int64 arithmetic, a Pad;
+  vit                   torchvision's VisionTransformer on 8x8 images, 4x4 patches, one block of 2
+                        heads over 8 features, every parameter random (its class token, head,
+                        layer norms and attention biases start at zero or the identity);
+  vit11                 the same at opset 11 (Softmax over an axis that flattens the rest);
+  vit_masked            patches as vit's and one nn.MultiheadAttention over them with a causal
+                        attn_mask: refused (the mask's Add).
 None ends in a softmax: `cdl predict` reports their outputs as logits.
 """
 
@@ -85,9 +91,39 @@ class Padded(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
-def export(path, net, shape):
+def random_vit():
+    """torchvision's ViT, small, with every parameter random."""
+    import torchvision
+    net = torchvision.models.VisionTransformer(image_size=8, patch_size=4, num_layers=1,
+                                              num_heads=2, hidden_dim=8, mlp_dim=16,
+                                              num_classes=5)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.uniform_(-0.5, 0.5)
+    return net
+
+
+class MaskedAttention(torch.nn.Module):
+    """Conv 3->8 (4x4 patches of an 8x8 image) to 4 token rows plus a position embedding, causal
+    self-attention over them (2 heads; torch writes the mask as an Add after a Mul by 1), the mean of the rows, linear -> 5."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 4, stride=4)
+        self.position = torch.nn.Parameter(torch.randn(1, 4, 8))
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = self.conv(x).reshape(x.shape[0], 8, 4).permute(0, 2, 1) + self.position
+        mask = torch.triu(torch.full((4, 4), float("-inf")), diagonal=1)
+        x = self.attention(x, x, x, attn_mask=mask, need_weights=False)[0]
+        return self.fc(x.mean(1))
+
+
+def export(path, net, shape, opset=13):
     net.eval()
-    torch.onnx.export(net, torch.zeros(*shape), path, opset_version=13, input_names=["input"],
+    torch.onnx.export(net, torch.zeros(*shape), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], do_constant_folding=True)
 
 
@@ -136,6 +172,12 @@ def main():
     path = os.path.join(out, "padded.onnx")
     export(path, Padded(), (1, 3, 6, 6))
     print(f"{path}: {os.path.getsize(path)} bytes")
+    for name, make, opset in (("vit", random_vit, 13), ("vit11", random_vit, 11),
+                              ("vit_masked", MaskedAttention, 13)):
+        torch.manual_seed(0)
+        path = os.path.join(out, name + ".onnx")
+        export(path, make(), (1, 3, 8, 8), opset)
+        print(f"{path}: {os.path.getsize(path)} bytes")
 
 
 if __name__ == "__main__":

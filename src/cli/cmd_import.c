@@ -36,10 +36,13 @@ int cmd_import(int argc, char **argv)
             "  Pad, AveragePool windows, Transpose to channels last and back around\n"
             "  LayerNormalization (or its ReduceMean...Div chain), MatMul over channels and\n"
             "  GELU's Div/Erf/Add/Mul chain, Mul by per-channel constants ([layer_scale]),\n"
-            "  Softmax, Flatten and Reshape to a vector, Dropout, Identity, Constant, and the\n"
-            "  per-channel Sub/Mul of cdl's own [net] mean/std. Anything else is refused\n"
-            "  naming the node, its operator and the attribute (exit 2); an unreadable or\n"
-            "  malformed file exits 1.",
+            "  a vision transformer's patch rows, class token and position embedding\n"
+            "  ([tokens]), nn.MultiheadAttention's subgraph ([attention]), layer norm, MatMul\n"
+            "  and GELU over token rows ([layernorm], [linear]), Gather of one row\n"
+            "  ([select_token]), Softmax, Flatten and Reshape to a vector, Dropout, Identity,\n"
+            "  Constant, and the per-channel Sub/Mul of cdl's own [net] mean/std. Anything\n"
+            "  else is refused naming the node, its operator and the attribute (exit 2); an\n"
+            "  unreadable or malformed file exits 1.",
             import_opts, N_IMPORT_OPTS);
         return 0;
     }

@@ -261,8 +261,9 @@ static void export_key_padding(OnnxGraph *g, const Layer *l, const char *logits,
  * rows [N][S][C], computed in the graph that reads the memory; in a decoder step, a
  * self-attention's k and v after its past rows, export_cache); P = Softmax(Q K^T * scale (+ the
  * causal mask over a whole sequence, + the source's padding mask)) [N][H][T][S], Y = P V,
- * transposed and reshaped back to [N][T][C], then the output projection. A decoder step's target
- * keys are never padding: key_padding=target masks nothing there. */
+ * transposed and reshaped back to [N][T][C] ([N][1][T][C], token rows in an image net), then the
+ * output projection. A decoder step's target keys are never padding: key_padding=target masks
+ * nothing there. */
 static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net, (void)e;
@@ -316,7 +317,11 @@ static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     onnx_node(g, "MatMul", 2, (const char *[]){v[PROBS], values}, v[Y], 0, NULL);
     const OnnxAttr perm_rows = onnx_attr_ints("perm", to_rows, 4);
     onnx_node(g, "Transpose", 1, (const char *[]){v[Y]}, v[Y_ROWS], 1, &perm_rows);
-    onnx_int64s(g, v[ROWS_SHAPE], 3, (const int64_t[]){0, -1, a->channels});
+    /* back to the input's layout: [N][T][C] in a sequence net, [N][1][T][C] in an image net */
+    if (g->sequence)
+        onnx_int64s(g, v[ROWS_SHAPE], 3, (const int64_t[]){0, -1, a->channels});
+    else
+        onnx_int64s(g, v[ROWS_SHAPE], 4, (const int64_t[]){0, 1, -1, a->channels});
     onnx_node(g, "Reshape", 2, (const char *[]){v[Y_ROWS], v[ROWS_SHAPE]}, v[HEADS], 0, NULL);
     onnx_linear(g, v[HEADS], p[P_OUT_WEIGHTS], p[P_OUT_BIASES], onnx_output(g, l, 0));
     return CDL_OK;

@@ -6,6 +6,7 @@
  *
  * Its kernels are in backend/cpu/select_token.c and cuda/select_token.c. */
 #include "core/net.h"
+#include "core/onnx_graph.h"
 
 static int select_token_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
@@ -26,10 +27,23 @@ static int select_token_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net
     return CDL_OK;
 }
 
+/* A Slice of row index along the rows' axis: [N][1][T][C] to [N][1][1][C] (in a sequence net,
+ * [N][T][C] to [N][1][C]). */
+static int select_token_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
+{
+    (void)net, (void)e;
+    const int index = *(const int *)l->priv;
+    char x[ONNX_NAME_MAX];
+    onnx_input_nchw(g, l, 0, x);
+    onnx_slice(g, x, g->sequence ? 1 : 2, index, index + 1, onnx_output(g, l, 0));
+    return CDL_OK;
+}
+
 const LayerType select_token_layer = {
     .name = "select_token",
     .priv_size = sizeof(int),
     .parse = select_token_parse,
+    .export_onnx = select_token_export_onnx,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .splits_batch = 1,

@@ -15,10 +15,10 @@
 #include "core/onnx_graph.h"
 #include "util/utf8.h"
 
-static const char *const kind_section[] = {"convolutional",  "connected", "batchnorm", "maxpool",
-                                           "avgpool",        "route",     "shortcut",  "softmax",
-                                           "scale_channels", "shuffle",   "pad",       "layernorm",
-                                           "layer_scale"};
+static const char *const kind_section[] = {
+    "convolutional", "connected", "batchnorm",      "maxpool", "avgpool",  "route",
+    "shortcut",      "softmax",   "scale_channels", "shuffle", "pad",      "layernorm",
+    "layer_scale",   "tokens",    "select_token",   "linear",  "attention"};
 
 /* Whether every input of n is an int64 constant (shape arithmetic). */
 static int int64_inputs(const Importer *im, const OnnxNode *n)
@@ -49,8 +49,12 @@ static int import_node(Importer *im, const OnnxNode *n)
         return import_fold_ints(im, n);
     if (!strcmp(op, "Shape"))
         return import_shape(im, n);
-    if (!strcmp(op, "Gather"))
-        return import_gather(im, n);
+    if (!strcmp(op, "Gather")) {
+        const ImportValue *x = import_find_value(im, n->inputs[0]);
+        return x && !x->constant && x->layer >= 0 && x->flat == VALUE_ROWS
+                   ? import_select_token(im, n, x)
+                   : import_gather(im, n);
+    }
     if (!strcmp(op, "Slice"))
         return import_slice(im, n);
     if (!strcmp(op, "Pad"))
@@ -291,9 +295,21 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
     case K_LAYERNORM: {
         char eps[32];
         float_text(l->eps, eps);
-        text_printf(t, "channels=1\neps=%s\n", eps);
+        text_printf(t, "%seps=%s\n", import_is_rows(l->flat) ? "" : "channels=1\n", eps);
         break;
     }
+    case K_TOKENS:
+        text_printf(t, "class_token=%d\npositional=%d\n", l->class_token, l->positional);
+        break;
+    case K_SELECT_TOKEN:
+        text_printf(t, "index=%d\n", l->index);
+        break;
+    case K_LINEAR:
+        text_printf(t, "output=%d\n", l->outputs);
+        break;
+    case K_ATTENTION:
+        text_printf(t, "heads=%d\ncausal=0\n", l->heads);
+        break;
     case K_LAYER_SCALE:
         break;
     case K_PAD: {
@@ -319,8 +335,8 @@ static void write_layer(Text *t, const ImportLayer *l, int index)
         if (l->batch_normalize)
             text_printf(t, "batch_normalize=1\n");
     }
-    if (l->kind == K_CONV || l->kind == K_CONNECTED || l->kind == K_SHORTCUT ||
-        l->kind == K_BATCHNORM)
+    if (l->kind == K_CONV || l->kind == K_CONNECTED || l->kind == K_LINEAR ||
+        l->kind == K_SHORTCUT || l->kind == K_BATCHNORM)
         text_printf(t, "activation=%s\n", activation_name(l->activation));
 }
 

@@ -47,6 +47,15 @@
  *                         activation=gelu, as the activations above
  *   Mul of a map by a per-channel constant
  *                         [layer_scale]
+ *   Reshape of a map to [N,C,H*W], Transpose [0,2,1] (Concat after an Expand of a class token,
+ *   Add of a position embedding, Reshape to [N,1,T,C])
+ *                         [tokens] (onnx_import_tokens.c): token rows [N,T,C] or [N,1,T,C];
+ *                         on them LayerNormalization or its chain [layernorm], MatMul by a
+ *                         constant (+ Add, GELU) [linear], Add [shortcut], Gather or Slice of
+ *                         one row [select_token]
+ *   Transpose [1,0,2] of token rows ... Gemm, Reshape, Transpose (nn.MultiheadAttention), or
+ *   cdl's own Reshape of a fused projection to [N,T,3,H,D] ... MatMul, Add
+ *                         [attention] causal=0 (onnx_import_attention.c)
  *   Softmax (over the features of a vector or a 1x1 map)
  *                         [softmax]
  *   Flatten(axis 1), Reshape to [N, features], Identity, Dropout, Constant

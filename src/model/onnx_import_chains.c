@@ -16,6 +16,8 @@ int import_transpose(Importer *im, const OnnxNode *n)
     static const int64_t to_last[4] = {0, 2, 3, 1}, to_first[4] = {0, 3, 1, 2};
     const ImportValue *x;
     int st = import_check_attrs(im, n, (const char *const[]){"perm", NULL});
+    if (!st && import_transposed_constant(im, n->outputs[0]))
+        return CDL_OK; /* the MatMuls reading it take the constant as it is */
     st = st ? st : import_input_layer(im, n, 0, &x);
     if (st)
         return st;
@@ -23,6 +25,8 @@ int import_transpose(Importer *im, const OnnxNode *n)
     const int n_perm = perm ? perm->n_ints : 0;
     const int last = n_perm == 4 && !memcmp(perm->ints, to_last, sizeof to_last);
     const int first = n_perm == 4 && !memcmp(perm->ints, to_first, sizeof to_first);
+    if (x->layer >= 0 && x->flat == VALUE_ROWS)
+        return import_attention(im, n, x);
     if (x->layer < 0 || !((last && x->flat == VALUE_MAP) || (first && x->flat == VALUE_NHWC))) {
         char buf[128];
         return import_refuse(im, n,
@@ -70,8 +74,15 @@ int import_channel_matmul(Importer *im, const OnnxNode *n, const ImportValue *x,
     return import_bind_output(im, n, im->n_layers - 1, VALUE_NHWC);
 }
 
+/* The values a layer norm of a layer shaped s, laid out as flat, normalises together: a token
+ * row's features (w), else the channels. */
+static int norm_features(Shape s, int flat)
+{
+    return import_is_rows(flat) ? s.w : s.c;
+}
+
 /* Whether the reduction n averages the channels of a value laid out as flat: the last axis
- * of a channels-last map, axis 1 of a [N,C,H,W] one; keepdims 1. */
+ * of a channels-last map or of token rows, axis 1 of a [N,C,H,W] one; keepdims 1. */
 static int over_channels(const Importer *im, const OnnxNode *n, int flat)
 {
     const OnnxAttribute *axes = onnx_node_attr(n, "axes");
@@ -82,6 +93,8 @@ static int over_channels(const Importer *im, const OnnxNode *n, int flat)
     if (!a || count != 1 || import_attr_int(n, "keepdims", 1) != 1 ||
         (input && input->data_type != ONNX_READ_INT64))
         return 0;
+    if (import_is_rows(flat))
+        return a[0] == (flat == VALUE_ROWS ? 2 : 3) || a[0] == -1;
     return flat == VALUE_NHWC ? a[0] == 3 || a[0] == -1
                               : flat == VALUE_MAP && (a[0] == 1 || a[0] == -3);
 }
@@ -137,8 +150,8 @@ static int find_norm_chain(const Importer *im, const OnnxNode *n, const ImportVa
 }
 
 /* The per-channel constant of node k (a Mul or Add of value, laid out as flat, by it): c
- * values along the last axis of a channels-last map ([C]), along axis 1 of a map ([C,1,1]);
- * NULL otherwise. */
+ * values along the last axis of a channels-last map or token rows ([C]), along axis 1 of a map
+ * ([C,1,1]); NULL otherwise. */
 static const OnnxTensor *channel_constant(const Importer *im, int k, const char *value, int c,
                                           int flat)
 {
@@ -147,39 +160,38 @@ static const OnnxTensor *channel_constant(const Importer *im, int k, const char 
     if (!t || t->data_type != ONNX_READ_FLOAT || (int)t->count != c || t->n_dims < 1)
         return NULL;
     const int64_t *d = t->dims + t->n_dims;
-    if (flat == VALUE_NHWC)
+    if (flat == VALUE_NHWC || import_is_rows(flat))
         return d[-1] == c ? t : NULL;
     return t->n_dims >= 3 && d[-3] == c && d[-2] == 1 && d[-1] == 1 ? t : NULL;
 }
 
 /* [layernorm] channels=1 of x with eps, scales and biases (NULL: ones, zeros), the output of
- * node last. */
+ * node last; of token rows, [layernorm] over each row. */
 static int add_channel_norm(Importer *im, const OnnxNode *n, const ImportValue *x, float eps,
                             const OnnxTensor *scales, const OnnxTensor *biases,
                             const OnnxNode *last)
 {
     int layer;
     const Shape in = import_layer_shape(im, x->layer);
-    const int flat = x->flat;
+    const int flat = x->flat, c = norm_features(in, flat);
     int st = import_read_input(im, n, 0, &x, &layer);
     ImportLayer *l = st ? NULL : import_add_layer(im, K_LAYERNORM, n);
     if (!l)
         return st ? st : CDL_ERUNTIME;
     l->out = in;
     l->eps = eps;
-    float *s =
-        import_add_owned_param(im, l, "scales", scales ? scales->floats : NULL, (size_t)in.c);
-    if (!s ||
-        !import_add_owned_param(im, l, "biases", biases ? biases->floats : NULL, (size_t)in.c))
+    l->flat = flat;
+    float *s = import_add_owned_param(im, l, "scales", scales ? scales->floats : NULL, (size_t)c);
+    if (!s || !import_add_owned_param(im, l, "biases", biases ? biases->floats : NULL, (size_t)c))
         return CDL_ERUNTIME;
-    for (int k = 0; !scales && k < in.c; k++)
+    for (int k = 0; !scales && k < c; k++)
         s[k] = 1.0f;
     l->head = last->outputs[0];
     return import_bind_output(im, last, im->n_layers - 1, flat);
 }
 
 /* LayerNormalization (opset 17) over the last axis of a channels-last map: [layernorm]
- * channels=1. */
+ * channels=1; of token rows: [layernorm]. */
 int import_layer_normalization(Importer *im, const OnnxNode *n)
 {
     const ImportValue *x;
@@ -192,13 +204,17 @@ int import_layer_normalization(Importer *im, const OnnxNode *n)
     if (st)
         return st;
     const int64_t axis = import_attr_int(n, "axis", -1);
-    const int c = import_layer_shape(im, x->layer).c;
-    if (x->flat != VALUE_NHWC || (axis != -1 && axis != 3))
+    const int c = norm_features(import_layer_shape(im, x->layer), x->flat);
+    const int rows = import_is_rows(x->flat);
+    if ((x->flat != VALUE_NHWC && !rows) || (axis != -1 && axis != (x->flat == VALUE_ROWS ? 2 : 3)))
         return import_refuse(im, n,
                              "attribute axis=%lld on a %s: cdl normalises the channels of a "
-                             "channels-last map (axis -1 after a Transpose [0,2,3,1])",
+                             "channels-last map (axis -1 after a Transpose [0,2,3,1]) or the "
+                             "features of token rows (axis -1)",
                              (long long)axis,
-                             x->flat == VALUE_NHWC ? "channels-last map" : "[N,C,H,W] value");
+                             x->flat == VALUE_NHWC ? "channels-last map"
+                             : rows                ? "value of token rows"
+                                                   : "[N,C,H,W] value");
     if ((int)scales->count != c || (biases && (int)biases->count != c))
         return import_refuse(im, n, "scale or bias does not hold one value per channel (%d)", c);
     for (int k = 1; k < n->n_outputs; k++)
@@ -217,12 +233,12 @@ int import_channel_norm(Importer *im, const OnnxNode *n, const ImportValue *x)
                              "a mean over the channels imports only as a layer norm: ReduceMean, "
                              "Sub, Pow or Mul, ReduceMean, Add of epsilon, Sqrt, Div (then Mul "
                              "and Add of per-channel constants)");
-    const Shape in = import_layer_shape(im, x->layer);
+    const int features = norm_features(import_layer_shape(im, x->layer), x->flat);
     const OnnxNode *nodes = im->m->nodes;
     const OnnxTensor *scales =
-        channel_constant(im, c.scale, nodes[c.div].outputs[0], in.c, x->flat);
+        channel_constant(im, c.scale, nodes[c.div].outputs[0], features, x->flat);
     const OnnxTensor *biases =
-        scales ? channel_constant(im, c.shift, nodes[c.scale].outputs[0], in.c, x->flat) : NULL;
+        scales ? channel_constant(im, c.shift, nodes[c.scale].outputs[0], features, x->flat) : NULL;
     const int taken[] = {c.sub, c.square, c.variance, c.add_eps, c.sqrt, c.div};
     for (size_t k = 0; k < sizeof taken / sizeof *taken; k++)
         im->consumed[taken[k]] = 1;

@@ -6,15 +6,15 @@
 #include <string.h>
 
 /* The layer an activation of x may join: x's producer, when x is the value it last wrote and
- * has n_readers readers, and the layer is a [convolutional], [connected], [shortcut] or
- * [batchnorm] still without an activation. NULL otherwise. */
+ * has n_readers readers, and the layer is a [convolutional], [connected], [linear], [shortcut]
+ * or [batchnorm] still without an activation. NULL otherwise. */
 static ImportLayer *activation_target(Importer *im, const ImportValue *x, int n_readers)
 {
     if (x->layer < 0 || import_readers(im, x->name) != n_readers)
         return NULL;
     ImportLayer *l = &im->layers[x->layer];
-    const int takes = l->kind == K_CONV || l->kind == K_CONNECTED || l->kind == K_SHORTCUT ||
-                      l->kind == K_BATCHNORM;
+    const int takes = l->kind == K_CONV || l->kind == K_CONNECTED || l->kind == K_LINEAR ||
+                      l->kind == K_SHORTCUT || l->kind == K_BATCHNORM;
     return takes && l->activation == CDL_ACT_LINEAR && !strcmp(l->head, x->name) ? l : NULL;
 }
 

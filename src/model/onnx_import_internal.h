@@ -4,7 +4,9 @@
  * onnx_import_gates.c (activations, and the Mul patterns: x·gate(x) activations,
  * squeeze-excitation's per-channel scale), onnx_import_pools.c (pooling, Pad),
  * onnx_import_shapes.c (shape arithmetic, channel slices and shuffles), onnx_import_fold.c
- * (int64 constants computed), onnx_import_chains.c (layer norm, GELU, channels-last MatMul).
+ * (int64 constants computed), onnx_import_chains.c (layer norm, GELU, channels-last MatMul),
+ * onnx_import_tokens.c (a vision transformer's token rows: [tokens], Linear over the rows,
+ * [select_token]), onnx_import_attention.c (nn.MultiheadAttention's subgraph).
  * Every importer returns CDL_OK or an error naming the node (import_refuse). */
 #ifndef CDL_ONNX_IMPORT_INTERNAL_H
 #define CDL_ONNX_IMPORT_INTERNAL_H
@@ -29,7 +31,11 @@ typedef enum ImportKind {
     K_SHUFFLE,
     K_PAD,
     K_LAYERNORM,
-    K_LAYER_SCALE
+    K_LAYER_SCALE,
+    K_TOKENS,
+    K_SELECT_TOKEN,
+    K_LINEAR,
+    K_ATTENTION
 } ImportKind;
 
 /* A parameter of a layer: cdl's name and its values in cdl's layout, either the ONNX
@@ -50,11 +56,14 @@ typedef struct ImportLayer {
     Shape out;
     int flat; /* its value is [N][features] (a rank-2 ONNX tensor) */
     int filters, size, stride, padding, batch_normalize, outputs; /* size..padding: pools' */
-    Window2d win;         /* [convolutional]'s kernel, stride and padding per axis */
-    int groups, group_id; /* [convolutional] groups; [route] groups, group_id; [shuffle] */
-    int pad[4];           /* [pad] top, left, bottom, right */
-    float pad_value;      /* [pad] value */
-    float eps;            /* [layernorm] */
+    Window2d win;                /* [convolutional]'s kernel, stride and padding per axis */
+    int groups, group_id;        /* [convolutional] groups; [route] groups, group_id; [shuffle] */
+    int pad[4];                  /* [pad] top, left, bottom, right */
+    float pad_value;             /* [pad] value */
+    float eps;                   /* [layernorm] */
+    int class_token, positional; /* [tokens] */
+    int heads;                   /* [attention] */
+    int index;                   /* [select_token] */
     ActivationKind activation;
     int refs[LAYER_MAX_INPUTS]; /* route: the layers read; shortcut: refs[0] = from */
     int n_refs;
@@ -66,15 +75,22 @@ typedef struct ImportLayer {
 } ImportLayer;
 
 /* How a layer's output is laid out in an ONNX value (ImportValue.flat): any layout but
- * VALUE_MAP is refused where a node needs [N,C,H,W]. */
-enum { VALUE_MAP = 0, VALUE_VECTOR = 1, VALUE_NHWC = 2 };
+ * VALUE_MAP is refused where a node needs [N,C,H,W]. VALUE_ROWS is a layer of token rows, shape
+ * {1, T, C}, held as [N,T,C] (torch's export), VALUE_ROWS4 as [N,1,T,C] (cdl's own). */
+enum { VALUE_MAP = 0, VALUE_VECTOR = 1, VALUE_NHWC = 2, VALUE_ROWS = 3, VALUE_ROWS4 = 4 };
+
+static inline int import_is_rows(int flat)
+{
+    return flat == VALUE_ROWS || flat == VALUE_ROWS4;
+}
 
 /* What an ONNX value is: a layer's output (-1: the net input) or a constant tensor. */
 typedef struct ImportValue {
     const char *name;
     int layer;
     const OnnxTensor *constant;
-    int flat; /* VALUE_MAP [N,C,H,W], VALUE_VECTOR [N,features], VALUE_NHWC [N,H,W,C] */
+    int flat; /* VALUE_MAP [N,C,H,W], VALUE_VECTOR [N,features], VALUE_NHWC [N,H,W,C],
+                 VALUE_ROWS [N,T,C], VALUE_ROWS4 [N,1,T,C] */
 } ImportValue;
 
 typedef struct Importer {
@@ -229,6 +245,31 @@ int import_layer_normalization(Importer *im, const OnnxNode *n);
 int import_gelu(Importer *im, const OnnxNode *n, const ImportValue *x);
 /* Mul n of the layer value x by the constant t. */
 int import_layer_scale(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *t);
+
+/* ---- token rows (onnx_import_tokens.c, onnx_import_attention.c) ---- */
+
+/* The index of the node whose output 0 is value; -1 for a graph input or initializer. */
+int import_producer(const Importer *im, const char *value);
+/* Reshape n of the map x by shape, 3 values [N, C, H*W]: the start of [tokens] (Transpose
+ * [0,2,1], a class token Concatenated in front, a position embedding Added), or refused. */
+int import_tokens(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *shape);
+/* The 2-D float constant whose Transpose (perm [1,0]) is value, which MatMuls alone read (cdl's
+ * own export of [linear]: its weights [O][C] transposed); NULL otherwise. */
+const OnnxTensor *import_transposed_constant(const Importer *im, const char *value);
+/* MatMul of token rows x by the constant w [C, O] (transposed: w is [O, C], the Transpose's
+ * input): [linear] output=O (biases from an Add). */
+int import_row_matmul(Importer *im, const OnnxNode *n, const ImportValue *x, const OnnxTensor *w,
+                      int transposed);
+/* Gather n of [N,T,C] token rows x (axis 1, one index), or Slice n of [N,1,T,C] ones (axis 2,
+ * one row): [select_token]. */
+int import_select_token(Importer *im, const OnnxNode *n, const ImportValue *x);
+/* Transpose n of token rows x to [T,N,C], perm [1,0,2]: the start of torch's export of
+ * nn.MultiheadAttention(batch_first=True) on them, [attention] causal=0; or refused. */
+int import_attention(Importer *im, const OnnxNode *n, const ImportValue *x);
+/* Reshape n of the [linear] output=3C that x holds to [N, T, 3, H, D] (shape): the heads of cdl's
+ * own export of [attention], which turns that layer into it; or refused. */
+int import_own_attention(Importer *im, const OnnxNode *n, const ImportValue *x,
+                         const OnnxTensor *shape);
 
 /* ---- int64 constants folded (onnx_import_fold.c) ---- */
 

@@ -133,6 +133,13 @@ int import_matmul(Importer *im, const OnnxNode *n)
     const OnnxTensor *w;
     int layer;
     int st = import_check_attrs(im, n, (const char *const[]){NULL});
+    const OnnxTensor *transposed =
+        n->n_inputs == 2 ? import_transposed_constant(im, n->inputs[1]) : NULL;
+    if (!st && transposed) { /* cdl's own [linear] on token rows */
+        st = import_input_layer(im, n, 0, &x);
+        if (!st && import_is_rows(x->flat))
+            return import_row_matmul(im, n, x, transposed, 1);
+    }
     st = st ? st : import_input_constant(im, n, 1, 0, &w);
     if (st)
         return st;
@@ -141,6 +148,8 @@ int import_matmul(Importer *im, const OnnxNode *n)
     st = import_input_layer(im, n, 0, &x);
     if (!st && x->flat == VALUE_NHWC)
         return import_channel_matmul(im, n, x, w);
+    if (!st && import_is_rows(x->flat))
+        return import_row_matmul(im, n, x, w, 0);
     st = st ? st : import_read_input(im, n, 0, &x, &layer);
     if (!st && !x->flat && import_layer_shape(im, layer).h * import_layer_shape(im, layer).w != 1)
         return import_refuse(im, n, "multiplies a feature map, not a vector");
@@ -199,7 +208,9 @@ int import_add(Importer *im, const OnnxNode *n)
     l->out = sa;
     if ((a->flat == VALUE_NHWC) != (b->flat == VALUE_NHWC))
         return import_refuse(im, n, "adds a channels-last map to a channels-first one");
-    l->flat = a->flat == VALUE_NHWC ? VALUE_NHWC : a->flat && b->flat;
+    if ((import_is_rows(a->flat) || import_is_rows(b->flat)) && a->flat != b->flat)
+        return import_refuse(im, n, "adds token rows to a value of another layout");
+    l->flat = a->flat == VALUE_NHWC || import_is_rows(a->flat) ? a->flat : a->flat && b->flat;
     return import_bind_output(im, n, im->n_layers - 1, l->flat);
 }
 
@@ -341,6 +352,10 @@ int import_softmax(Importer *im, const OnnxNode *n)
     st = st ? st : import_read_input(im, n, 0, &x, &layer);
     if (!st && x->flat == VALUE_NHWC)
         return import_refuse_channels_last(im, n);
+    if (!st && import_is_rows(x->flat))
+        return import_refuse(im, n,
+                             "a softmax of each token row: cdl's [softmax] in an image "
+                             "net runs over all the features of a sample");
     if (st)
         return st;
     const Shape in = import_layer_shape(im, layer);
@@ -382,8 +397,14 @@ int import_flatten(Importer *im, const OnnxNode *n, int reshape)
         st = import_input_constant(im, n, 1, 2, &shape);
         if (st)
             return st;
+        if (!shape)
+            return import_refuse(im, n, "has no shape input");
+        if (shape->data_type == ONNX_READ_INT64 && shape->count == 5 && import_is_rows(x->flat))
+            return import_own_attention(im, n, x, shape);
         if (shape->data_type == ONNX_READ_INT64 && shape->count == 5)
             return import_channel_shuffle(im, n, shape);
+        if (shape->data_type == ONNX_READ_INT64 && shape->count == 3)
+            return import_tokens(im, n, x, shape);
         char buf[128], batch[24] = "N";
         const int64_t *d = shape->ints;
         if (im->batch > 0)

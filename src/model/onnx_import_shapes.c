@@ -77,14 +77,16 @@ int import_shape(Importer *im, const OnnxNode *n)
     if (st)
         return st;
     const Shape s = import_layer_shape(im, x->layer);
-    const int rank = x->flat ? 2 : 4;
+    const int rank = x->flat == VALUE_ROWS ? 3 : x->flat == VALUE_VECTOR ? 2 : 4;
     st = make_constant(im, n, (size_t)rank, 0, &v);
     if (st)
         return st;
     v[0] = im->batch > 0 ? im->batch : SYMBOLIC_BATCH;
-    if (x->flat)
+    if (x->flat == VALUE_VECTOR)
         v[1] = (int64_t)shape_size(s);
-    else
+    else if (x->flat == VALUE_ROWS) /* token rows [N, T, C] */
+        v[1] = s.h, v[2] = s.w;
+    else /* a map, or token rows [N, 1, T, C] */
         v[1] = s.c, v[2] = s.h, v[3] = s.w;
     return CDL_OK;
 }
@@ -153,6 +155,8 @@ int import_slice(Importer *im, const OnnxNode *n)
     st = st ? st : n->n_inputs > 3 && n->inputs[3][0] ? import_int_input(im, n, 3, &axes) : CDL_OK;
     st = st ? st : n->n_inputs > 4 && n->inputs[4][0] ? import_int_input(im, n, 4, &steps) : CDL_OK;
     st = st ? st : import_input_layer(im, n, 0, &x);
+    if (!st && x->flat == VALUE_ROWS4)
+        return import_select_token(im, n, x);
     if (st)
         return st;
     axes = n->n_inputs > 3 && n->inputs[3][0] ? axes : NULL;

@@ -17,7 +17,8 @@ PY
 }
 
 # expect_same_as_predict ONNX MODEL [--seed S]: both onnx checkers pass, and onnxruntime's
-# output on a random image of the net's size is cdl predict's to 1e-4 (figure on fd 3).
+# output on a random image of the net's size is cdl predict's to 1e-4, or to $TOLERANCE where set
+# (figure on fd 3).
 expect_same_as_predict() {
     local onnx=$1 model=$2
     shift 2
@@ -30,7 +31,7 @@ expect_same_as_predict() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"checker passed (onnx 1.12"* ]]
-    run python3 "$REPO/scripts/ref/onnx_check.py" "$onnx" image.png predict.json
+    run python3 "$REPO/scripts/ref/onnx_check.py" "$onnx" image.png predict.json $TOLERANCE
     echo "$output"
     [ "$status" -eq 0 ]
     echo "# $onnx: ${lines[-1]}" >&3
@@ -210,12 +211,6 @@ CFG
     for cfg in "$REPO"/cfg/*.cfg; do
         name=$(basename "$cfg" .cfg)
         grep -q '^seq=' "$cfg" && continue # text models: next test and export_text.bats
-        if grep -q '^\[tokens\]' "$cfg"; then # vit_b_16: [tokens] has no ONNX form yet
-            run "$CDL" export onnx "$cfg" -o "$name.onnx"
-            [ "$status" -eq 2 ]
-            [ "$output" = "cdl: layer 1 [tokens]: not exportable to ONNX" ]
-            continue
-        fi
         if grep -q '^\[yolo\]' "$cfg"; then # detectors: both checkers here, values in export_detector.bats
             for decode in "" --decode; do
                 "$CDL" export onnx "$cfg" $decode -o "$name.onnx" > /dev/null
@@ -276,6 +271,28 @@ CFG
     expect_same_as_predict layers.onnx layers.cdl
     "$CDL" export onnx layers.cdl --opset 17 -o layers17.onnx
     expect_same_as_predict layers17.onnx layers.cdl
+}
+
+@test "a trained vision transformer exports: [tokens], [select_token], image-net attention, to 1e-5" {
+    vit_cfg vit.cfg
+    "$CDL" train vit.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out vit.cdl --threads 1 \
+        --log-every 1000 2>/dev/null
+    TOLERANCE=1e-5
+    "$CDL" export onnx vit.cdl
+    expect_same_as_predict vit.onnx vit.cdl
+    "$CDL" export onnx vit.cdl --opset 17 --batch 1 -o vit17.onnx
+    expect_same_as_predict vit17.onnx vit.cdl
+    # the token rows are [N][1][T][C] values: the class token expanded to the batch, the
+    # position embedding added, the class token's row sliced out
+    python3 -c '
+import onnx
+g = onnx.load("vit.onnx").graph
+ops = [n.op_type for n in g.node if n.output[0].split(".")[0] == "layer1"]
+assert ops == ["Reshape", "Transpose", "Shape", "Slice", "Concat", "Expand", "Concat", "Add",
+               "Reshape"], ops
+shapes = {i.name: list(i.dims) for i in g.initializer}
+assert shapes["layer1.class_token"] == [1, 1, 16] and shapes["layer1.positional"] == [1, 17, 16]
+'
 }
 
 @test "--batch fixes the batch axis; a net without softmax keeps its NCHW output" {

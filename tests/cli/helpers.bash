@@ -183,3 +183,19 @@ write_small_cfg() {
 write_text_cfg() {
     printf '[net]\nbatch=8\nseq=16\ninputs=1\nlearning_rate=0.01\noptimizer=adam\n\n[embedding]\noutput=16\n\n[linear]\n\n[softmax]\n' > text.cfg
 }
+
+# A vision transformer shaped as cfg/vit_b_16.cfg, small enough to train on the digits' 8x8 gray
+# images in seconds: 2x2 patches of 16 features (16 patch tokens after a class token, a position
+# embedding), two pre-norm encoder blocks of 2 heads and an MLP of 32 with GELU, the class token's
+# row, a linear head and softmax: vit_cfg FILE.
+vit_cfg() {
+    local block='[layernorm]\neps=0.000001\n\n[attention]\nheads=2\ncausal=0\n\n[shortcut]\nfrom=-3\n\n[layernorm]\neps=0.000001\n\n[linear]\noutput=32\nactivation=gelu\n\n[linear]\noutput=16\n\n[shortcut]\nfrom=-4\n\n'
+    {
+        printf '[net]\nbatch=32\nwidth=8\nheight=8\nchannels=1\noptimizer=adamw\nlearning_rate=0.003\n\n'
+        printf '[convolutional]\nfilters=16\nsize=2\nstride=2\nactivation=linear\n\n'
+        printf '[tokens]\nclass_token=1\npositional=1\n\n'
+        printf "$block$block"
+        printf '[layernorm]\neps=0.000001\n\n[select_token]\nindex=0\n\n'
+        printf '[connected]\noutput=10\nactivation=linear\n\n[softmax]\n'
+    } > "$1"
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # cdl import: ONNX models to a cfg and a checkpoint. (a) every image cfg in cfg/ goes through
-# cdl export onnx and back to the same layer table and the same outputs; (b) torchvision's
-# resnet18, mobilenet_v2 and vgg11 with seeded random weights, exported by torch.onnx.export
+# cdl export onnx and back to the same layer table and the same outputs (and a trained ViT);
+# (b) torchvision's resnet18, mobilenet_v2, vgg11, ..., vit_b_16 and vit_b_32 with seeded
+# random weights, exported by torch.onnx.export
 # (scripts/ref/make_torchvision_onnx.py, run here: the files are too large to commit), match
 # onnxruntime to 1e-5 relative (scripts/ref/onnx_import_check.py); (c) truncated, corrupted
 # and unsupported models are refused with one line and exit 1 or 2, leaving no file.
@@ -46,7 +47,6 @@ PY
         grep -q "^seq=" "$cfg" && continue # text nets have no ONNX export
         # vgg16's 550 MB adds no layer kind; torchvision's vgg11 below covers the family.
         [ "$name" = vgg16 ] && continue
-        grep -q '^\[tokens\]' "$cfg" && continue # vit_b_16: no ONNX export (export.bats)
         grep -q '^\[yolo\]' "$cfg" && continue # detectors: import refuses them (export_detector.bats)
         "$CDL" export onnx "$cfg" --seed 5 -o "$name.onnx" > /dev/null
         run "$CDL" import "$name.onnx" -o "$name.imp.cfg" --out "$name.imp.cdl"
@@ -63,6 +63,28 @@ PY
         [ "$status" -eq 0 ]
         rm -f "$name.onnx" "$name.imp.cdl"
     done
+}
+
+# cdl's own export of token rows: [tokens] Reshaped to [N,1,T,C], [layernorm] as ReduceMean ...
+# Add, [linear] as MatMul by Transposed weights, [attention] as the fused projection, Reshape to
+# heads, Gather, ..., and [select_token] as a Slice; a trained net, so that no parameter is at
+# its initial value.
+@test "a trained vision transformer exported by cdl imports back to the same layers and outputs" {
+    vit_cfg vit.cfg
+    "$CDL" train vit.cfg --data "$REPO/cfg/digits.data" --epochs 1 --out vit.cdl --threads 1 \
+        --log-every 1000 2>/dev/null
+    "$CDL" export onnx vit.cdl -o vit.onnx > /dev/null
+    run "$CDL" import vit.onnx -o vit.imp.cfg --out vit.imp.cdl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    diff <(layer_rows vit.cdl) <(layer_rows vit.imp.cdl)
+    random_png image.png 8 1
+    "$CDL" predict vit.cdl image.png --top 10 --json --no-crop > a.json
+    "$CDL" predict vit.imp.cdl image.png --top 10 --json --no-crop > b.json
+    run same_outputs a.json b.json
+    echo "# vit: ${lines[-1]}" >&3
+    [ "$status" -eq 0 ]
+    [ "$(grep -A2 '^\[attention\]' vit.imp.cfg | grep -c -x -e 'heads=2' -e 'causal=0')" -eq 4 ]
 }
 
 @test "the imported cfg reads as the original: folded batch norm, activations, routes, mean/std" {
@@ -169,6 +191,25 @@ imports_match_onnxruntime() {
     grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'size=1,7'
     grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'padding=0,3'
     grep -A6 '^# node .*/Mixed_7b/branch3x3_2b/conv/Conv' inception_v3.cfg | grep -qx 'size=3,1'
+# vit: the patch map Reshaped and Transposed into rows, the class token's Expand and Concat and
+# the position embedding's Add ([tokens]); nn.MultiheadAttention's subgraph ([attention]);
+# LayerNormalization at opset 17 and its ReduceMean ... Add chain at 14 over the rows; MatMul by
+# a constant, Add of the bias and GELU ([linear] activation=gelu); Gather of the class token's
+# row ([select_token]). The layer table is cfg/vit_b_16.cfg's.
+@test "torchvision vit_b_16 and vit_b_32 import and match onnxruntime to 1e-5" {
+    local models=(vit_b_16-opset14 vit_b_16-opset17 vit_b_32-opset14)
+    /usr/bin/python3 "$REPO/scripts/ref/make_torchvision_onnx.py" . vit_b_16:224@14 \
+        vit_b_16:224@17 vit_b_32:224@14 2> /dev/null
+    imports_match_onnxruntime "${models[@]}"
+    diff <(layer_rows "$REPO/cfg/vit_b_16.cfg" | awk '$1 != "softmax"') \
+        <(layer_rows vit_b_16-opset17.cfg)
+    diff <(layer_rows vit_b_16-opset14.cfg) <(layer_rows vit_b_16-opset17.cfg)
+    [ "$(grep -A2 -m1 '^\[tokens\]' vit_b_32-opset14.cfg | tr '\n' ' ')" = \
+        "[tokens] class_token=1 positional=1 " ]
+    [ "$(grep -A2 -m1 '^\[attention\]' vit_b_16-opset14.cfg | tr '\n' ' ')" = \
+        "[attention] heads=12 causal=0 " ]
+    grep -A1 '^\[select_token\]' vit_b_16-opset14.cfg | grep -qx 'index=0'
+    grep -A2 -m1 '^\[linear\]' vit_b_16-opset14.cfg | grep -qx 'activation=gelu'
 }
 
 @test "a truncated ONNX file is refused with one line and exit 1 at every cut, leaving no file" {
@@ -377,11 +418,23 @@ np.save(sys.argv[1], np.random.default_rng(len(shape)).random(shape, dtype=np.fl
     [ "$output" = "cdl: $CASES/reshape_b2_1.onnx: node '/Reshape' (Reshape): shape [1,-1]: only a flatten to [2, 18] is supported" ]
 }
 
+@test "torchvision's ViT at opset 13 imports; an attention with a causal mask is refused at the mask" {
+    run "$CDL" import "$CASES/vit.onnx" -o vit.cfg
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^\[attention\]$' vit.cfg)" -eq 1 ]
+    run "$CDL" import "$CASES/vit_masked.onnx" -o masked.cfg
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: $CASES/vit_masked.onnx: node '/attention/Add_2' (Add): adds a constant inside a multi-head attention (a mask?): cdl's attention over an image's tokens lets every token see every token" ]
+    [ ! -e masked.cfg ]
+}
+
 @test "imported models give onnxruntime's outputs on the same .npy tensor, one row per sample" {
     onnxruntime_or_skip
     # name and the .npy's shape: without a batch axis, a batch of 1, the fixed batch of 2
     for spec in "norm_c11:3 6 6" "norm_1c11:1 3 6 6" "reduce18:1 3 6 6" "reshape_b2:2 3 6 6" \
-        "pools:1 3 8 8" "padded:1 3 6 6"; do
+        "pools:1 3 8 8" "padded:1 3 6 6" "vit:1 3 8 8" "vit11:1 3 8 8"; do
         name=${spec%%:*}
         random_npy x.npy ${spec#*:}
         "$CDL" import "$CASES/$name.onnx" -o "$name.cfg" --out "$name.cdl" > /dev/null
