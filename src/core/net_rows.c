@@ -40,7 +40,8 @@ void net_fit_rows(Net *net)
     const float *x = net_host_input(net);
     int source_rows = 1, target_rows = 1;
     for (int b = 0; b < net->batch; b++) {
-        const int sr = used_rows(x + (size_t)b * row, s), tr = used_rows(x + (size_t)b * row + s, t);
+        const int sr = used_rows(x + (size_t)b * row, s),
+                  tr = used_rows(x + (size_t)b * row + s, t);
         source_rows = sr > source_rows ? sr : source_rows;
         target_rows = tr > target_rows ? tr : target_rows;
     }
