@@ -23,7 +23,8 @@ does) until --time-limit seconds passed (or --max-steps), then
 decodes each validation source greedily (the decoder rerun over the rows so far per token, no
 cache) into --hypotheses, one line each (--kept PREFIX writes the validation pairs that were
 kept to PREFIX.sources and PREFIX.targets, a line each, for scoring the two tools alike), and prints one JSON line {"steps", "pairs_per_s"
-(training steps x B over the training time), "train_s", "valid_loss" (per labelled target
+(training steps x B over the training time), "train_s", "train_cpu_s" (the process's CPU
+seconds, all threads, while training), "valid_loss" (per labelled target
 token), "decode_s", "params", "threads", "torch"}. --params prints the parameter count alone.
 """
 import argparse
@@ -182,7 +183,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
     n = len(train_data[0])
     order = bucket_order(train, a)
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         for group in opt.param_groups:
             group["lr"] = a.lr * min(1.0, (steps + 1) / a.warmup) if a.warmup else a.lr
@@ -200,6 +201,7 @@ def main():
         train_s = time.perf_counter() - start
         if train_s >= a.time_limit or steps == a.max_steps:
             break
+    train_cpu_s = time.process_time() - cpu_start
     model.eval()
     if a.kept:
         kept = kept_pairs(valid, a)
@@ -215,7 +217,8 @@ def main():
             for row in hyps:
                 f.write("".join(chars[i] for i in row) + "\n")
     print(json.dumps({"steps": steps, "pairs_per_s": steps * a.batch / train_s,
-                      "train_s": train_s, "valid_loss": vloss, "decode_s": decode_s,
+                      "train_s": train_s, "train_cpu_s": train_cpu_s, "valid_loss": vloss,
+                      "decode_s": decode_s,
                       "params": params, "threads": a.threads, "torch": torch.__version__}))
 
 

@@ -13,7 +13,9 @@
  * The same kernels run self-attention with key_padding= (the input is then its own memory, S = T,
  * and causal= holds): a score whose key is masked (a later row under causal=1, a padded token
  * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
- * whose keys are all masked gets zero weights (PyTorch's would be NaN).
+ * whose keys are all masked gets zero weights (PyTorch's would be NaN). Where a sample's padding
+ * is its last keys (paired text's always is), the products, the softmax and its backward stop at
+ * its last token's key instead (pair_keys): the same weights, the padding's being exact zeros.
  *
  * forward_at computes row t alone from the cache: the memory's keys and values as the forward left
  * them (once per source), and under key padding's self-attention the rows < t's with row t's
@@ -84,6 +86,13 @@ static CrossView cross_view(const Attention *a, int batch, int b, int h)
         q_at,          k_at};
 }
 
+/* Sample b's token ids [S] in the net input under key padding (negative: padding); NULL without. */
+static const float *sample_ids(const Layer *l, int b)
+{
+    const Attention *a = l->priv;
+    return a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+}
+
 /* Row i's scores of sample b [S] with every masked key -inf; 0 when none is left. */
 static int mask_scores(const Attention *a, const float *ids, int i, float *scores)
 {
@@ -96,6 +105,48 @@ static int mask_scores(const Attention *a, const float *ids, int i, float *score
         left += !masked;
     }
     return left;
+}
+
+/* The keys a pair's products need for sample ids' padding (NULL: none): the first n when ids has a
+ * token in each of its first n rows and padding in every later one; -1 when a token follows
+ * padding (all S keys, which mask_scores masks one by one). */
+static int pair_keys(const Attention *a, const float *ids)
+{
+    const int s = a->mem_seq;
+    int n = 0;
+    if (!ids)
+        return s;
+    while (n < s && ids[n] >= 0)
+        n++;
+    for (int j = n; j < s; j++)
+        if (ids[j] >= 0)
+            return -1;
+    return n;
+}
+
+/* The keys of pair_keys' answer: all S for -1. */
+static int keys_computed(const Attention *a, int keys)
+{
+    return keys < 0 ? a->mem_seq : keys;
+}
+
+/* Row i's weights [S] from its scores (the first keys_computed(keys), pair_keys' keys): the softmax
+ * over the keys left to it (the first keys, or under causal=1 up to i), zero past them; padding
+ * before a token (keys -1) is masked key by key. */
+static void row_weights(const Attention *a, const float *ids, int i, int keys, float *row)
+{
+    const int s = a->mem_seq;
+    if (keys < 0) {
+        if (!mask_scores(a, ids, i, row))
+            memset(row, 0, (size_t)s * sizeof *row);
+        else
+            softmax_row_probs(row, row, (size_t)s, 1.0f);
+        return;
+    }
+    const int n = a->causal && i + 1 < keys ? i + 1 : keys;
+    if (n > 0)
+        softmax_row_probs(row, row, (size_t)n, 1.0f);
+    memset(row + n, 0, (size_t)(s - n) * sizeof *row);
 }
 
 /* weights [T][S] = P o M for pair (the pair's index in the step's global mini-batch), drawing M
@@ -130,22 +181,17 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads;
         const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
-        const float *ids =
-            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
-        gemm(0, 1, t, s, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
-        for (int i = 0; i < t; i++) {
-            float *row = v.p + (size_t)i * s;
-            if ((a->causal || ids) && !mask_scores(a, ids, i, row))
-                memset(row, 0, (size_t)s * sizeof *row);
-            else
-                softmax_row_probs(row, row, (size_t)s, 1.0f);
-        }
+        const float *ids = sample_ids(l, b);
+        const int keys = pair_keys(a, ids), n = keys_computed(a, keys);
+        gemm(0, 1, t, n, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
+        for (int i = 0; i < t; i++)
+            row_weights(a, ids, i, keys, v.p + (size_t)i * s);
         float *weights = v.p;
         if (v.mask) {
             weights = a->workspace + (size_t)omp_get_thread_num() * 2 * (size_t)t * s;
             drop_weights(a, &v, key, first_pair + (uint64_t)pair, weights);
         }
-        gemm(0, 0, t, d, s, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
+        gemm(0, 0, t, d, n, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
     }
     attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
                           l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
@@ -174,8 +220,7 @@ void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t)
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads;
         const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
-        const float *ids =
-            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+        const float *ids = sample_ids(l, b);
         const float *q = v.q + at;
         float *row = v.p + (size_t)t * s, *y = a->heads_out + v.q_at + at;
         for (int j = 0; j < keys; j++) {
@@ -218,10 +263,11 @@ size_t attention_cross_gather_samples(Layer *l, int batch, const int *from, int 
 
 /* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)
  * from dheads [batch][T][C]; ws holds [T][S] (dP), and with dropout [T][S] more. */
-static void cross_pair_backward(const Attention *a, int batch, int pair, const float *dheads,
-                                float *dq, float *dkv, float *ws)
+static void cross_pair_backward(const Attention *a, int batch, int pair, const float *ids,
+                                const float *dheads, float *dq, float *dkv, float *ws)
 {
     const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
+    const int keys = keys_computed(a, pair_keys(a, ids));
     const CrossView v = cross_view(a, batch, pair / a->heads, pair % a->heads);
     const float *dy = dheads + v.q_at, *weights = v.p;
     float *dk = dkv + v.k_at, *dp = ws;
@@ -231,13 +277,17 @@ static void cross_pair_backward(const Attention *a, int batch, int pair, const f
             dropped[at] = v.p[at] * v.mask[at];
         weights = dropped;
     }
-    gemm(0, 1, t, s, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
-    gemm(1, 0, s, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
+    gemm(0, 1, t, keys, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
+    gemm(1, 0, keys, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
     for (int i = 0; i < t; i++) /* through the mask (dP *= M), then the softmax */
-        softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, s,
+        softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, keys,
                              1.0f / sqrtf((float)d), dp + (size_t)i * s);
-    gemm(0, 0, t, d, s, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
-    gemm(1, 0, s, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+    gemm(0, 0, t, d, keys, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
+    gemm(1, 0, keys, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+    for (int j = keys; j < s; j++) { /* the padding's keys and values have no gradient */
+        memset(dk + (size_t)j * 2 * c, 0, (size_t)d * sizeof *dk);
+        memset(dk + (size_t)j * 2 * c + c, 0, (size_t)d * sizeof *dk);
+    }
 }
 
 void attention_cross_backward(Layer *l, const StepContext *ctx)
@@ -259,7 +309,7 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        cross_pair_backward(a, ctx->batch, pair, dheads, dq, dkv,
+        cross_pair_backward(a, ctx->batch, pair, sample_ids(l, pair / a->heads), dheads, dq, dkv,
                             a->workspace + (size_t)omp_get_thread_num() * (a->mask ? 2 : 1) *
                                                a->seq * a->mem_seq);
 
