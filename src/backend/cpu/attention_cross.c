@@ -30,6 +30,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/gather_samples.h"
+#include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/softmax_row.h"
 #include "backend/cpu/sum_rows.h"
 #include "core/net.h"
@@ -62,7 +63,11 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
     /* per thread: the backward's dP [T][S], and with dropout the dropped weights P o M [T][S] */
     a->workspace = layer_state_floats(st, (size_t)a->threads * (dropout ? 2 : 1) * ts);
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
-    a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
+    /* Wq^T then Wkv^T, and Wo^T, as gemm_pack packs them (kept from a step's first pass) */
+    a->w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
+                                            gemm_packed_floats((int)c, 2 * (int)c));
+    a->out_w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c));
+    a->w_packed_back = a->out_w_packed_back = NULL;
     return CDL_OK;
 }
 
@@ -172,9 +177,14 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
     const uint64_t first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
     float *kv = a->qkv + (size_t)ctx->batch * t * c;
-    attention_linear_rows(GEMM_FP32, l->in[0], c, ctx->batch * t, c, c, w, bias, a->qkv, c, NULL);
-    attention_linear_rows(GEMM_FP32, l->in[1], c, ctx->batch * s, c, 2 * c, w + (size_t)c * c,
-                          bias + c, kv, 2 * c, NULL);
+    float *wq = a->w_packed, *wkv = wq + gemm_packed_floats(c, c);
+    if (!ctx->same_weights) {
+        gemm_pack(1, c, c, w, c, wq);
+        gemm_pack(1, c, 2 * c, w + (size_t)c * c, c, wkv);
+        gemm_pack(1, c, c, l->params[P_OUT_WEIGHTS].data, c, a->out_w_packed);
+    }
+    gemm_bias_act(ctx->batch * t, c, c, l->in[0], c, wq, bias, CDL_ACT_LINEAR, a->qkv, a->qkv);
+    gemm_bias_act(ctx->batch * s, 2 * c, c, l->in[1], c, wkv, bias + c, CDL_ACT_LINEAR, kv, kv);
     const float scale = 1.0f / sqrtf((float)d);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
@@ -193,9 +203,8 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
         }
         gemm(0, 0, t, d, n, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
     }
-    attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
-                          l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
-                          NULL);
+    gemm_bias_act(ctx->batch * t, c, c, a->heads_out, c, a->out_w_packed,
+                  l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, l->out, l->out);
 }
 
 /* Row t of every sample: its query (and under key padding's self-attention, its key and value,
