@@ -67,7 +67,10 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
     a->w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
                                             gemm_packed_floats((int)c, 2 * (int)c));
     a->out_w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c));
-    a->w_packed_back = a->out_w_packed_back = NULL;
+    /* the backward's Wq, Wkv and Wo as they are (their products give the input gradients) */
+    a->w_packed_back = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
+                                                 gemm_packed_floats(2 * (int)c, (int)c));
+    a->out_w_packed_back = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c));
     return CDL_OK;
 }
 
@@ -308,12 +311,17 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     float *dheads = ctx->exec->workspace;       /* [batch][T][C] */
     float *dq = dheads + (size_t)q_rows * c;    /* [batch][T][C] */
     float *dkv = dq + (size_t)q_rows * c;       /* [batch][S][2C] */
-    const float *wkv = w->data + (size_t)c * c; /* [2C][C] */
+    float *wq_back = a->w_packed_back, *wkv_back = wq_back + gemm_packed_floats(c, c);
+    if (!ctx->same_weights) {
+        gemm_pack(0, c, c, w->data, c, wq_back);
+        gemm_pack(0, 2 * c, c, w->data + (size_t)c * c, c, wkv_back);
+        gemm_pack(0, c, c, out_w->data, c, a->out_w_packed_back);
+    }
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
     sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)q_rows, (size_t)c);
     gemm(1, 0, c, c, q_rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
-    gemm(0, 0, q_rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+    gemm_packed(q_rows, c, c, l->delta, c, a->out_w_packed_back, 0.0f, dheads, c);
 
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
@@ -331,8 +339,8 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     gemm(1, 0, 2 * c, c, m_rows, 1.0f, dkv, 2 * c, l->in[1], c, 1.0f, w->grad + (size_t)c * c, c);
     float *dx = l->in_delta[0], *dm = l->in_delta[1];
     if (dx)
-        gemm(0, 0, q_rows, c, c, 1.0f, dq, c, w->data, c, layer_input_delta_beta(l, 0), dx, c);
+        gemm_packed(q_rows, c, c, dq, c, wq_back, layer_input_delta_beta(l, 0), dx, c);
     if (dm)
-        gemm(0, 0, m_rows, c, 2 * c, 1.0f, dkv, 2 * c, wkv, c,
-             dm == dx ? 1.0f : layer_input_delta_beta(l, 1), dm, c);
+        gemm_packed(m_rows, c, 2 * c, dkv, 2 * c, wkv_back,
+                    dm == dx ? 1.0f : layer_input_delta_beta(l, 1), dm, c);
 }
