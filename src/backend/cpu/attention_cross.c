@@ -310,9 +310,9 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     const int c = a->channels, pairs = ctx->batch * a->heads;
     const int q_rows = ctx->batch * a->seq, m_rows = ctx->batch * a->mem_seq;
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
-    float *dheads = ctx->exec->workspace;       /* [batch][T][C] */
-    float *dq = dheads + (size_t)q_rows * c;    /* [batch][T][C] */
-    float *dkv = dq + (size_t)q_rows * c;       /* [batch][S][2C] */
+    float *dheads = ctx->exec->workspace;    /* [batch][T][C] */
+    float *dq = dheads + (size_t)q_rows * c; /* [batch][T][C] */
+    float *dkv = dq + (size_t)q_rows * c;    /* [batch][S][2C] */
     float *wq_back = a->w_packed_back, *wkv_back = wq_back + gemm_packed_floats(c, c);
     if (!ctx->same_weights) {
         gemm_pack(0, c, c, w->data, c, wq_back);
