@@ -1,9 +1,10 @@
 /* [attention]'s cross-attention on the CPU (source=, Attention.mem_seq; layers/attention.c has its
  * meaning): the queries from the input, the keys and values from the memory, the projections over
  * the whole batch as [linear]'s (backend/cpu/gemm_rows and gemm_packed against the weights packed
- * once a step, the weight gradients through backend/cpu/gemm_tn), the (sample, head) pairs in
- * parallel with OpenBLAS gemms, as staged=1 runs self-attention. The per-sample paths of
- * backend/cpu/attention.c are self-attention's alone; cross-attention runs in fp32.
+ * once a step; the weight gradients OpenBLAS gemms, which the GPU's cuBLAS products match more
+ * closely than backend/cpu/gemm_tn's order), the (sample, head) pairs in parallel with OpenBLAS
+ * gemms, as staged=1 runs self-attention. The per-sample paths of backend/cpu/attention.c are
+ * self-attention's alone; cross-attention runs in fp32.
  *
  *   in, out [batch][T][C]   memory [batch][S][C]   H heads of D = C / H columns
  *   q [batch][T][C] = in Wq^T + bq            Wq, bq: rows [0, C) of weights, biases
@@ -32,7 +33,6 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/gather_samples.h"
 #include "backend/cpu/gemm_rows.h"
-#include "backend/cpu/gemm_tn.h"
 #include "backend/cpu/softmax_row.h"
 #include "backend/cpu/sum_rows.h"
 #include "core/net.h"
@@ -322,7 +322,7 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
     sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)q_rows, (size_t)c);
-    gemm_tn(c, c, q_rows, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
+    gemm(1, 0, c, c, q_rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
     gemm_packed(q_rows, c, c, l->delta, c, a->out_w_packed_back, 0.0f, dheads, c);
 
 #pragma omp parallel for schedule(static)                                                          \
@@ -337,8 +337,8 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     float *bias_grad = l->params[P_BIASES].grad;
     sum_rows_add(bias_grad, dq, (size_t)q_rows, (size_t)c);
     sum_rows_add(bias_grad + c, dkv, (size_t)m_rows, 2 * (size_t)c);
-    gemm_tn(c, c, q_rows, dq, c, l->in[0], c, 1.0f, w->grad, c);
-    gemm_tn(2 * c, c, m_rows, dkv, 2 * c, l->in[1], c, 1.0f, w->grad + (size_t)c * c, c);
+    gemm(1, 0, c, c, q_rows, 1.0f, dq, c, l->in[0], c, 1.0f, w->grad, c);
+    gemm(1, 0, 2 * c, c, m_rows, 1.0f, dkv, 2 * c, l->in[1], c, 1.0f, w->grad + (size_t)c * c, c);
     float *dx = l->in_delta[0], *dm = l->in_delta[1];
     if (dx)
         gemm_packed(q_rows, c, c, dq, c, wq_back, layer_input_delta_beta(l, 0), dx, c);
