@@ -10,7 +10,8 @@
 # and by beam search (--beam 4).
 # The pairs: data/text/kjv-rv1909.tsv (scripts/text-data.sh), every 20th the validation set,
 # the rest the training set; verses longer than the cfg's 128 source / 128 target characters
-# are left out by both. Both run with OMP_WAIT_POLICY=passive (a fair share of a busy machine),
+# are left out by both. Both draw batches from cfg/translate.data's length buckets (bucket=) and
+# compute each padded to its longest source and target. Both run with OMP_WAIT_POLICY=passive (a fair share of a busy machine),
 # PyTorch's OpenBLAS with --threads threads (as scripts/text_torch.py runs Debian's torch).
 # cdl's time includes its validation after each epoch; PyTorch's training has none.
 # Usage: scripts/bench-seq2seq.sh [--time-limit S] [--threads N] [--quick]
@@ -46,7 +47,10 @@ export OMP_WAIT_POLICY=passive
 
 awk 'NR % 20 != 0' "$pairs" >"$tmp/train.tsv"
 awk -v most=$((quick ? 20 : 1000000)) 'NR % 20 == 0 && ++n <= most' "$pairs" >"$tmp/valid.tsv"
-printf 'type=pairs\ntokens=char\ntrain=%s\nvalid=%s\n' "$tmp/train.tsv" "$tmp/valid.tsv" >"$tmp/pairs.data"
+bucket=$(sed -n 's/^bucket=//p' cfg/translate.data | head -1)
+bucket=${bucket:-0}
+printf 'type=pairs\ntokens=char\ntrain=%s\nvalid=%s\nbucket=%s\n' "$tmp/train.tsv" "$tmp/valid.tsv" \
+    "$bucket" >"$tmp/pairs.data"
 json_field() { "$torch_python" -c 'import json, sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
 
 echo "bench-seq2seq: cdl trains $cfg for $time_limit s on $threads threads" >&2
@@ -64,7 +68,7 @@ eval_json=$(./cdl eval "$tmp/cdl.cdl" --data "$tmp/pairs.data" --threads "$threa
 echo "bench-seq2seq: PyTorch trains the same sizes for $time_limit s" >&2
 torch_json=$(OPENBLAS_NUM_THREADS=$threads "$torch_python" scripts/seq2seq_torch.py --train "$tmp/train.tsv" \
     --valid "$tmp/valid.tsv" --source 128 --seq 129 --width 128 --heads 4 --ff 512 --layers 2 \
-    --batch "$batch" --lr 0.001 --warmup 200 --time-limit "$time_limit" --threads "$threads" \
+    --batch "$batch" --lr 0.001 --warmup 200 --time-limit "$time_limit" --threads "$threads" --bucket "$bucket" \
     --hypotheses "$tmp/torch.hyp" --kept "$tmp/kept")
 torch_params=$(json_field params <<<"$torch_json")
 [ "$torch_params" = "$cdl_params" ] ||

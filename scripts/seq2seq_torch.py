@@ -5,7 +5,7 @@ on the same pairs for the same time, then decoding the validation sources greedi
 Run with Debian's /usr/bin/python3 (python3-torch 1.13):
     seq2seq_torch.py --train TRAIN.tsv --valid VALID.tsv --source S --seq T --width C
         --heads H --ff F --layers N [--batch B] [--lr X] [--warmup W] [--time-limit SEC]
-        [--max-steps N] [--threads K] [--seed S] [--hypotheses OUT] [--kept PREFIX]
+        [--max-steps N] [--threads K] [--seed S] [--bucket N] [--hypotheses OUT] [--kept PREFIX]
     seq2seq_torch.py ... --params
 
 As cdl reads a cfg like cfg/translate.cfg with a type=pairs .data: characters as tokens (the
@@ -16,11 +16,15 @@ the head (its own bias), a learned position table per stack (N(0,1)), nn.Transfo
 with N encoder and N decoder layers, ReLU feed-forward of F, no dropout; key padding masks on
 both sides and on the memory. Loss: cross-entropy summed over the labelled target rows / (B*T);
 Adam (betas 0.9, 0.999, eps 1e-8) at lr after W linear warmup steps, constant after. Training
-draws B pairs uniformly per step until --time-limit seconds passed (or --max-steps), then
+draws B pairs uniformly per step (--bucket N: as cdl's bucket=N, the first pair from all, the
+others from its bucket of N pairs ordered by the rows of their longer part, then target length,
+source length and line) and computes the batch padded to its longest source and target (as cdl
+does) until --time-limit seconds passed (or --max-steps), then
 decodes each validation source greedily (the decoder rerun over the rows so far per token, no
 cache) into --hypotheses, one line each (--kept PREFIX writes the validation pairs that were
 kept to PREFIX.sources and PREFIX.targets, a line each, for scoring the two tools alike), and prints one JSON line {"steps", "pairs_per_s"
-(training steps x B over the training time), "train_s", "valid_loss" (per labelled target
+(training steps x B over the training time), "train_s", "train_cpu_s" (the process's CPU
+seconds, all threads, while training), "valid_loss" (per labelled target
 token), "decode_s", "params", "threads", "torch"}. --params prints the parameter count alone.
 """
 import argparse
@@ -64,7 +68,7 @@ class Seq2Seq(nn.Module):
     def forward(self, src, tgt):
         """src [B, S], tgt [B, T'] ids (-1: padding) -> logits [B, T', vocab]."""
         t = tgt.shape[1]
-        x = F.embedding(src.clamp(min=0), self.embedding) + self.source_positions
+        x = F.embedding(src.clamp(min=0), self.embedding) + self.source_positions[:src.shape[1]]
         y = F.embedding(tgt.clamp(min=0), self.embedding) + self.target_positions[:t]
         out = self.transformer(x, y, tgt_mask=self.causal[:t, :t], src_key_padding_mask=src < 0,
                                tgt_key_padding_mask=tgt < 0, memory_key_padding_mask=src < 0)
@@ -73,6 +77,32 @@ class Seq2Seq(nn.Module):
 
 def kept_pairs(pairs, a):
     return [(s, t) for s, t in pairs if len(s) <= a.source and len(t) <= a.seq - 1]
+
+
+def bucket_order(pairs, a):
+    """The kept pairs' indices in cdl's bucket order: the rows of the longer part (the source's,
+    or the target's with BOS), then target length, source length, line."""
+    kept = kept_pairs(pairs, a)
+    key = [(max(len(s), len(t) + 1), len(t), len(s), i) for i, (s, t) in enumerate(kept)]
+    return torch.tensor([k[3] for k in sorted(key)], dtype=torch.long)
+
+
+def draw_batch(n, order, a):
+    """B indices of the n training pairs: uniform, or with buckets from the first one's."""
+    if not a.bucket:
+        return torch.randint(n, (a.batch,))
+    buckets = max(1, n // a.bucket)
+    k = min(int(torch.randint(n, ())) // a.bucket, buckets - 1)
+    first = k * a.bucket
+    size = n - first if k == buckets - 1 else a.bucket
+    return order[first + torch.randint(size, (a.batch,))]
+
+
+def trim(src, tgt, lab):
+    """The batch without the rows that are padding in every pair."""
+    s = max(int((src >= 0).sum(1).max()), 1)
+    t = max(int((tgt >= 0).sum(1).max()), 1)
+    return src[:, :s], tgt[:, :t], lab[:, :t]
 
 
 def encode(pairs, ids, a):
@@ -134,6 +164,7 @@ def main():
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bucket", type=int, default=0)
     p.add_argument("--hypotheses")
     p.add_argument("--kept", metavar="PREFIX")
     p.add_argument("--params", action="store_true")
@@ -151,12 +182,13 @@ def main():
     train_data, valid_data = encode(train, ids, a), encode(valid, ids, a)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
     n = len(train_data[0])
-    steps, start = 0, time.perf_counter()
+    order = bucket_order(train, a)
+    steps, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         for group in opt.param_groups:
             group["lr"] = a.lr * min(1.0, (steps + 1) / a.warmup) if a.warmup else a.lr
-        pick = torch.randint(n, (a.batch,))
-        src, tgt, lab = (t[pick] for t in train_data)
+        pick = draw_batch(n, order, a)
+        src, tgt, lab = trim(*(t[pick] for t in train_data))
         logits = model(src, tgt)
         loss = F.cross_entropy(logits.flatten(0, 1), lab.flatten(), ignore_index=-1,
                                reduction="sum") / (a.batch * a.seq)
@@ -169,6 +201,7 @@ def main():
         train_s = time.perf_counter() - start
         if train_s >= a.time_limit or steps == a.max_steps:
             break
+    train_cpu_s = time.process_time() - cpu_start
     model.eval()
     if a.kept:
         kept = kept_pairs(valid, a)
@@ -184,7 +217,8 @@ def main():
             for row in hyps:
                 f.write("".join(chars[i] for i in row) + "\n")
     print(json.dumps({"steps": steps, "pairs_per_s": steps * a.batch / train_s,
-                      "train_s": train_s, "valid_loss": vloss, "decode_s": decode_s,
+                      "train_s": train_s, "train_cpu_s": train_cpu_s, "valid_loss": vloss,
+                      "decode_s": decode_s,
                       "params": params, "threads": a.threads, "torch": torch.__version__}))
 
 

@@ -302,6 +302,7 @@ static int open_pairs(cdl_session *s, Error *e)
     if (!tp->train.n)
         return error_set(e, CDL_EUSAGE, "%s: no training pair fits source=%d and seq=%d",
                          s->data_path, s->net.source, s->net.seq);
+    text_pairs_bucket(tp, s->dc.bucket);
     s->text_batches = (TextBatches){NULL, s->meta.seed, tp};
     s->samples = (long)tp->train.n;
     s->valid_set.pairs = tp->valid.n ? tp : NULL;

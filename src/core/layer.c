@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "core/net.h"
+
 Param *layer_add_param(Layer *l, const char *name, int trainable, int decay, int n_dims,
                        const int64_t *dims)
 {
@@ -40,6 +42,13 @@ int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key
 {
     return error_set(e, CDL_EUSAGE, "%s: layer %d: [%s] %s=%d: %s",
                      cfg_where(cfg, s, cfg_find(s, key)).text, l->index, s->name, key, value, why);
+}
+
+void layer_rows_follow_input(Layer *l, const Net *net)
+{
+    const int rows = net->layers[l->inputs[0]].out_shape.h;
+    l->in_shape.h = rows;
+    l->out_shape.h = rows;
 }
 
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)

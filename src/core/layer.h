@@ -381,6 +381,14 @@ typedef struct LayerType {
      * cached step (cpu.forward_at) are exported. Returns CDL_EUSAGE with "layer N [type]: ..."
      * for a configuration ONNX cannot express. */
     int (*export_onnx)(const Layer *l, const Net *net, OnnxGraph *g, Error *e);
+    /* Sequence-to-sequence nets computing a mini-batch at its runtime length (core/net.h
+     * net_set_rows): called for every layer in order after the net's rows_source and rows_target
+     * changed, it sets l's shapes' rows (h) from its inputs' (the net's for an [embedding]) and
+     * whatever its configuration derives from them. The rows never exceed those the layer was
+     * sized for: its buffers stay those of net_resize, and its kernels, on every backend, compute
+     * over the shapes as they are at the call, [batch][rows][C] packed. NULL: the family computes
+     * at its sized shapes only. */
+    void (*set_rows)(Layer *l, const Net *net);
     /* int8 inference (backend/cpu/net_quant.h): the index in l->params of the weights this layer
      * can run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
      * convolution, tied weights). Its forward then uses l->quant when set, and its resize takes
@@ -454,6 +462,9 @@ void layer_init_uniform(Layer *l, Rng *rng, float bound);
  * section's when absent, value then being the default the parser used). */
 int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key, int value,
                   const char *why, Error *e);
+/* LayerType.set_rows of the families whose output has the rows of their input 0 and nothing
+ * derived from them: in_shape.h and out_shape.h become input 0's rows. */
+void layer_rows_follow_input(Layer *l, const Net *net);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
 /* Shared parse helper for layers that read an earlier layer named by a required key (`from=` of

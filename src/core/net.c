@@ -60,6 +60,8 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
                            "needs seq=T (the target's tokens) and inputs=1");
     if (!st && net->seq > 0) /* a sequence of `inputs` values per token; no image keys */
         net->in_shape = (Shape){1, net->source + net->seq, inputs};
+    net->rows_source = net->source;
+    net->rows_target = net->seq;
     st = st ? st : cfg_get_int(cfg, s, "width", net->in_shape.w, &net->in_shape.w, e);
     st = st ? st : cfg_get_int(cfg, s, "height", net->in_shape.h, &net->in_shape.h, e);
     st = st ? st : cfg_get_int(cfg, s, "channels", net->in_shape.c, &net->in_shape.c, e);

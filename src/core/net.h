@@ -49,6 +49,10 @@ typedef struct Net {
      * source token ids, then the seq=T target ids; the labels are the T target positions'. 0: a
      * net of one sequence. */
     int source;
+    /* The rows the layers compute at (net_set_rows): a sequence-to-sequence net's mini-batch at
+     * the length of its longest source (rows_source <= source) and target (rows_target <= seq);
+     * source and seq, the sizes its memory is planned for, outside a training pass. */
+    int rows_source, rows_target;
     int vocab; /* [net] vocab=: distinct tokens (training on text sets it; else 256) */
     Layer *layers;
     int n_layers;
@@ -292,6 +296,23 @@ int net_values_finite(Net *net, const float *x, size_t n);
  * net_build calls it before it refuses an unknown [net] key. Defined above core (train/net_keys.c)
  * and found by linking, as layer_type_find is. */
 int net_read_foreign_keys(Cfg *cfg, Shape in, Error *e);
+
+/* A sequence-to-sequence net at a mini-batch's runtime length (core/net_rows.c). */
+
+/* 1 when net_set_rows can shorten the net's rows: a sequence-to-sequence net whose every layer's
+ * family computes at fewer rows than it was sized for (LayerType.set_rows). */
+int net_can_set_rows(const Net *net);
+/* Makes every layer compute source_rows (<= source) rows of the source part and target_rows
+ * (<= seq) of the target part per sample, packed: [batch][rows][C] at the start of buffers sized
+ * for the maximum; the net input keeps its layout, labels are [batch][target_rows]. Allocates
+ * nothing. net_set_rows(net, net->source, net->seq) restores the sized shapes. Only where
+ * net_can_set_rows. */
+void net_set_rows(Net *net, int source_rows, int target_rows);
+/* Fits the rows to the uncommitted mini-batch in net_host_input: the longest source and target
+ * (the last id >= 0 of each part, over the samples; at least 1 row each), then packs
+ * net_host_labels from [batch][seq] to [batch][rows_target]. The same loss and gradients as the
+ * padded batch's, up to rounding. */
+void net_fit_rows(Net *net);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

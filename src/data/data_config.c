@@ -3,6 +3,7 @@
 #include "data/data_config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ enum { MAX_CLASSES = 1 << 16 };
 
 static const char VALID_KEYS[] = "classes, train, train_labels, valid, valid_labels, names, "
                                  "labels, type, tokens, vocab_size, valid_split, train_target, "
-                                 "valid_target, backup, top";
+                                 "valid_target, bucket, backup, top";
 
 static const char *const KIND_NAMES[] = {
     [DATA_ARRAYS] = "IDX or digits CSV", [DATA_CIFAR10] = "CIFAR-10",
@@ -169,7 +170,7 @@ static int default_names(DataConfig *dc, Error *e)
 
 /* Lines of the keys that later checks name. */
 typedef struct KeyLines {
-    int names, labels, type, tokens, vocab_size;
+    int names, labels, type, tokens, vocab_size, bucket;
 } KeyLines;
 
 static int parse_type(const char *value, DataKind *kind)
@@ -283,6 +284,19 @@ static int set_key(DataConfig *dc, const char *key, const char *value, int line,
         }
         dc->vocab_size = (int)v;
         lines->vocab_size = line;
+        return CDL_OK;
+    }
+    if (!strcmp(key, "bucket")) {
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (*end || errno || v < 0 || v > INT_MAX) {
+            return error_set(e, CDL_EUSAGE,
+                             "%s:%d: bucket=%s: expected the pairs of a length bucket, an integer "
+                             ">= 0 (0: none)",
+                             dc->path, line, value);
+        }
+        dc->bucket = (int)v;
+        lines->bucket = line;
         return CDL_OK;
     }
     if (!strcmp(key, "backup") || !strcmp(key, "top")) {
@@ -522,6 +536,10 @@ static int finish(DataConfig *dc, const KeyLines *lines, Error *names_problem, E
                          "%s:%d: tokens=bpe needs vocab_size=N (%d..%d: 256 bytes plus N-256 "
                          "merges)",
                          dc->path, lines->tokens, DATA_BPE_MIN_VOCAB, DATA_BPE_MAX_VOCAB);
+    }
+    if (lines->bucket && !dc->pairs) {
+        return error_set(e, CDL_EUSAGE, "%s:%d: bucket= applies to type=pairs only", dc->path,
+                         lines->bucket);
     }
     if (dc->train_kind == DATA_TEXT) { /* the vocabulary comes from the text (data/text_data.h) */
         return dc->train ? CDL_OK

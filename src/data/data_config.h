@@ -32,6 +32,8 @@
      vocab_size=N         tokens=bpe (required there): the BPE's tokens, 256 bytes plus N-256
                           merges (DATA_BPE_MIN_VOCAB..DATA_BPE_MAX_VOCAB; fewer when the text
                           runs out of pairs to merge)
+     bucket=N             type=pairs: every training batch draws its pairs from one bucket of N
+                          pairs of similar length (data/text_pairs.h) [0: from all the pairs]
      valid_split=F        without valid=, hold out this fraction of train (0 <= F < 1): the tail
                           for in-memory sets (IDX, digits, CIFAR); for image files about F of
                           each class, picked by split_seed (source_files_split)
@@ -89,6 +91,7 @@ typedef struct DataConfig {
     int tokens_bytes; /* type=text: 1 for tokens=byte, 0 for char */
     int tokens_bpe;   /* type=text: 1 for tokens=bpe (vocab_size tokens) */
     int vocab_size;   /* vocab_size=, 0 when absent */
+    int bucket;       /* type=pairs: bucket=, the pairs of a length bucket; 0: none */
     char **names; /* [n_names]; "0".."classes-1" when neither names= nor class folders give them */
     int n_names;  /* == classes */
     char **match_names; /* [n_names] labels= strings when both labels= and names= are given */

@@ -344,6 +344,33 @@ size_t text_pairs_fit(TextPairs *tp, int source, int seq)
     return keep_fitting(&tp->train, source, seq) + keep_fitting(&tp->valid, source, seq);
 }
 
+/* The rows a pair takes in the longer of its parts: its source's, or its target's with BOS. */
+static int longer_part(const TextPair *p)
+{
+    return p->n_source > p->n_target + 1 ? p->n_source : p->n_target + 1;
+}
+
+/* Pairs of a shorter longer part first, then of shorter targets, shorter sources, then the file's
+ * order. */
+static int by_length(const void *a, const void *b)
+{
+    const TextPair *p = a, *q = b;
+    if (longer_part(p) != longer_part(q))
+        return longer_part(p) < longer_part(q) ? -1 : 1;
+    if (p->n_target != q->n_target)
+        return p->n_target < q->n_target ? -1 : 1;
+    if (p->n_source != q->n_source)
+        return p->n_source < q->n_source ? -1 : 1;
+    return p->source < q->source ? -1 : p->source > q->source;
+}
+
+void text_pairs_bucket(TextPairs *tp, int bucket)
+{
+    tp->bucket = bucket;
+    if (bucket > 0)
+        qsort(tp->train.pairs, tp->train.n, sizeof *tp->train.pairs, by_length);
+}
+
 void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,
                           const int32_t *target_ids, int n_target, int source, int seq, float *x)
 {
@@ -374,9 +401,16 @@ void text_pairs_fill_random(const TextPairs *tp, uint64_t seed, uint64_t draw, i
 {
     Rng r;
     rng_seed(&r, seed, 0x9a12500000000000ull ^ draw);
-    const uint32_t n = (uint32_t)tp->train.n;
+    const TextPair *pairs = tp->train.pairs;
+    uint32_t n = (uint32_t)tp->train.n;
+    if (tp->bucket > 0) { /* the bucket of a pair drawn from all; the last takes the rest */
+        const uint32_t size = (uint32_t)tp->bucket, buckets = n / size > 1 ? n / size : 1;
+        const uint32_t k = rng_below(&r, n) / size, bucket = k < buckets ? k : buckets - 1;
+        pairs += (size_t)bucket * size;
+        n = bucket == buckets - 1 ? n - bucket * size : size;
+    }
     for (int b = 0; b < first; b++) /* the pairs of the ranks before this one */
         (void)rng_below(&r, n);
     for (int b = 0; b < batch; b++)
-        text_pairs_fill(tp, &tp->train.pairs[rng_below(&r, n)], b, source, seq, x, y);
+        text_pairs_fill(tp, &pairs[rng_below(&r, n)], b, source, seq, x, y);
 }

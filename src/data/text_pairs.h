@@ -11,7 +11,15 @@
  *
  * BOS and EOS are the tokens of the control characters STX (U+0002) and ETX (U+0003), which the
  * vocabulary always holds and a pair may not contain. A pair fits a net when n <= S and
- * m + 1 <= T. */
+ * m + 1 <= T.
+ *
+ * Length buckets (a .data file's bucket=N): the training pairs are ordered by the rows of their
+ * longer part (max(n, m + 1)), then target length, source length and place in the file, and
+ * cut into buckets of N (the last one also holds the rest). A batch draws one pair uniformly from
+ * all, then the others uniformly from that pair's bucket, by (seed, draw) alone: every pair is
+ * drawn as often as without buckets, a batch's pairs are of similar length, so its padding stays
+ * small (a net computes it at its longest pair's rows: core/net.h net_fit_rows), and a resumed
+ * run draws the same batches. */
 #ifndef CDL_TEXT_PAIRS_H
 #define CDL_TEXT_PAIRS_H
 
@@ -41,6 +49,7 @@ typedef struct TextPairs {
     int32_t *ids; /* every pair's tokens */
     PairSet train, valid;
     int bos, eos; /* the token ids of STX and ETX */
+    int bucket;   /* pairs per length bucket of train (text_pairs_bucket); 0: none */
 } TextPairs;
 
 /* The bytes of one set's pair files: a TSV file, or the sources' file, a newline, then the
@@ -77,6 +86,10 @@ size_t text_pairs_tokens(const PairSet *set);
  * many were dropped. */
 size_t text_pairs_fit(TextPairs *tp, int source, int seq);
 
+/* Orders the training pairs by length and draws batches from buckets of `bucket` pairs (see
+ * above); 0: leaves them as they are, drawn from all. After text_pairs_fit. */
+void text_pairs_bucket(TextPairs *tp, int bucket);
+
 /* One sample's input row x [S + T] (see above): source_ids [n_source], then BOS and target_ids
  * [n_target] (n_target -1: no target row, all padding), each part padded with -1. */
 void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,
@@ -86,7 +99,8 @@ void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,
 void text_pairs_fill(const TextPairs *tp, const TextPair *p, int b, int source, int seq, float *x,
                      int *y);
 /* Fills samples 0 .. batch-1 with pairs of train drawn uniformly by (seed, draw) only, after the
- * `first` draws of the ranks before this one (as text_fill_random). No allocation. */
+ * `first` draws of the ranks before this one (as text_fill_random); with buckets, from the bucket
+ * of the draw's first pair, the same on every rank. No allocation. */
 void text_pairs_fill_random(const TextPairs *tp, uint64_t seed, uint64_t draw, int first, int batch,
                             int source, int seq, float *x, int *y);
 

@@ -327,8 +327,20 @@ static int attention_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     return CDL_OK;
 }
 
+/* T follows the input's rows and S the memory's (cross-attention); key padding keeps reading the
+ * net input as it is laid out (pad_first, pad_stride). */
+static void attention_set_rows(Layer *l, const Net *net)
+{
+    Attention *a = l->priv;
+    layer_rows_follow_input(l, net);
+    a->seq = l->in_shape.h;
+    if (a->mem_seq)
+        a->mem_seq = net->layers[l->inputs[1]].out_shape.h;
+}
+
 const LayerType attention_layer = {
     .name = "attention",
+    .set_rows = attention_set_rows,
     .priv_size = sizeof(Attention),
     .parse = attention_parse,
     .init = attention_init,

@@ -150,8 +150,15 @@ static int embedding_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, E
     return CDL_OK;
 }
 
+/* The rows of its part: the net input keeps its layout (first_row, input_rows). */
+static void embedding_set_rows(Layer *l, const Net *net)
+{
+    l->out_shape.h = ((const Embedding *)l->priv)->first_row ? net->rows_target : net->rows_source;
+}
+
 const LayerType embedding_layer = {
     .name = "embedding",
+    .set_rows = embedding_set_rows,
     .priv_size = sizeof(Embedding),
     .parse = embedding_parse,
     .init = embedding_init,

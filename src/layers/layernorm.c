@@ -90,8 +90,16 @@ int layernorm_resize(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+static void layernorm_set_rows(Layer *l, const Net *net)
+{
+    LayerNorm *ln = l->priv;
+    layer_rows_follow_input(l, net);
+    ln->axis = channel_axis(l->in_shape, !ln->axis.channels);
+}
+
 const LayerType layernorm_layer = {
     .name = "layernorm",
+    .set_rows = layernorm_set_rows,
     .priv_size = sizeof(LayerNorm),
     .parse = layernorm_parse,
     .init = layernorm_init,

@@ -116,6 +116,7 @@ static int linear_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Erro
 
 const LayerType linear_layer = {
     .name = "linear",
+    .set_rows = layer_rows_follow_input,
     .priv_size = sizeof(Linear),
     .parse = linear_parse,
     .init = linear_init,

@@ -46,6 +46,7 @@ static int positional_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, 
 
 const LayerType positional_layer = {
     .name = "positional",
+    .set_rows = layer_rows_follow_input,
     .parse = positional_parse,
     .init = positional_init,
     .export_onnx = positional_export_onnx,

@@ -136,8 +136,15 @@ static int shortcut_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
     return CDL_OK;
 }
 
+static void shortcut_set_rows(Layer *l, const Net *net)
+{
+    layer_rows_follow_input(l, net);
+    ((Shortcut *)l->priv)->from = net->layers[l->inputs[1]].out_shape;
+}
+
 const LayerType shortcut_layer = {
     .name = "shortcut",
+    .set_rows = shortcut_set_rows,
     .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
     .writes_input_delta = 1,

@@ -66,8 +66,16 @@ static int softmax_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
     return CDL_OK;
 }
 
+/* One softmax per row: groups follows the rows. */
+static void softmax_set_rows(Layer *l, const Net *net)
+{
+    layer_rows_follow_input(l, net);
+    ((Softmax *)l->priv)->groups = l->in_shape.h;
+}
+
 const LayerType softmax_layer = {
     .name = "softmax",
+    .set_rows = softmax_set_rows,
     .priv_size = sizeof(Softmax),
     .parse = softmax_parse,
     .export_onnx = softmax_export_onnx,

@@ -47,7 +47,7 @@ static int make_random_pairs(TimingRun *t, Error *e)
     for (size_t i = 0; i < n; i++)
         pairs[i] =
             (TextPair){i * (source + seq), i * (source + seq) + source, (int)source, (int)seq - 1};
-    t->pairs = (TextPairs){t->tokens.ids, {pairs, n}, {NULL, 0}, 0, 1};
+    t->pairs = (TextPairs){t->tokens.ids, {pairs, n}, {NULL, 0}, 0, 1, 0};
     t->text.pairs = &t->pairs;
     return CDL_OK;
 }

@@ -44,14 +44,19 @@ static int nonfinite_loss(Net *net, Error *e)
  * (core/net_split.h). Pass `pass` of a subdivision takes its samples from part * batch on, with
  * the subdivision's draw id and the sample offset moved that far, so that every sample gets the
  * window, crop and dropout mask it gets in an unsplit pass. Sets them up and commits the pass's
- * batch, filled by fill; first_sample: the step's sample offset. */
-static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void *ctx, Error *e)
+ * batch, filled by fill; first_sample: the step's sample offset. fit_rows: a sequence-to-sequence
+ * net computes the pass at the length of its longest pair (net_fit_rows; the step's end restores
+ * the sized rows). */
+static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void *ctx, int fit_rows,
+                      Error *e)
 {
     const int split = net->split;
     net->draw_id = net->step * (uint64_t)net->hyper.subdivisions + (uint64_t)(pass / split);
     net->sample_offset = first_sample + pass % split * net->batch;
     net->later_pass = pass > 0;
     const int st = fill(net, pass, ctx, e);
+    if (!st && fit_rows)
+        net_fit_rows(net);
     if (!st)
         net_commit_batch(net);
     return st;
@@ -61,9 +66,10 @@ static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void
 static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *loss, Error *e)
 {
     const int count = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
+    const int fit_rows = net_can_set_rows(net);
     *loss = 0;
     for (int pass = 0; pass < count; pass++) {
-        const int st = begin_pass(net, pass, first_sample, fill, ctx, e);
+        const int st = begin_pass(net, pass, first_sample, fill, ctx, fit_rows, e);
         if (st)
             return st;
         net_forward(net);
@@ -84,6 +90,7 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     const int first_sample = net->sample_offset;
     net->grad_scale = opt->loss_scale.scale;
     int st = run_passes(net, fill, ctx, dist, loss, e);
+    net_set_rows(net, net->source, net->seq);
     net->sample_offset = first_sample;
     net->later_pass = 0;
     if (st) {
@@ -164,7 +171,8 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
 /* A step as CUDA graphs, one per pass: each pass's batch uploaded, its graph (captured at the
  * first step it runs, and again when what it holds changed) replayed with the step's lr, bias
  * corrections and the pass's draw id (dropout's masks), the losses downloaded once the step
- * finished and, with dist, summed over the ranks as step_once sums them. A profiled step
+ * finished and, with dist, summed over the ranks as step_once sums them (a sequence-to-sequence
+ * net's passes padded to its sized rows: a graph holds one shape). A profiled step
  * (net->profiler) records each replay as one event, from the device's clock before its launch to
  * after it: a graph's layers cannot be timed apart. fp16's unscaling decides on the device
  * whether the update runs; the loss scale's bookkeeping follows here. A non-finite loss is found
@@ -178,7 +186,7 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     const UpdateRule rule = optimizer_next_rule(opt, lr);
     int st = CDL_OK, capture = 0;
     for (int pass = 0; pass < passes && !st; pass++) {
-        if ((st = begin_pass(net, pass, first_sample, fill, ctx, e)))
+        if ((st = begin_pass(net, pass, first_sample, fill, ctx, 0, e)))
             break;
         const StepGraph now = {net->activations,    net->input,     net->labels,
                                net->exec.workspace, net->params,    net->grads,

@@ -33,6 +33,37 @@ write_pairs() {
     jq -e '.chrf == 100 and .bleu == 0' <<< "$output"
 }
 
+@test "bucket=: the reverse task still decodes every validation pair; a resumed run ends as the straight one" {
+    "$REPO/scripts/toy-pairs.sh" reverse 2000 1 reverse.tsv >/dev/null
+    printf 'type=pairs\ntrain=reverse.tsv\nvalid_split=0.1\nbucket=900\n' > bucket.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data bucket.data --out bucket.cdl --threads 1
+    [ "$status" -eq 0 ]
+    run "$CDL" eval bucket.cdl --data bucket.data
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"greedy decoding: 100.00% of 200 pairs exactly their target"* ]]
+    # stopped inside an epoch by the time limit, then resumed: the same batches, the same bytes
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data bucket.data --epochs 20 --out straight.cdl \
+        --threads 1 2>/dev/null
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data bucket.data --epochs 20 --time-limit 1 \
+        --out resumed.cdl --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"(stopped at the time limit)"* ]]
+    "$CDL" train --resume resumed.cdl --epochs 20 --threads 1 2>/dev/null
+    cmp straight.cdl resumed.cdl
+}
+
+@test "bucket= takes an integer >= 0, and type=pairs only" {
+    write_reverse_data
+    printf 'type=pairs\ntrain=reverse.tsv\nbucket=-3\n' > bad.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data bad.data --epochs 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.data:3: bucket=-3: expected the pairs of a length bucket, an integer >= 0 (0: none)"* ]]
+    printf 'type=text\ntrain=reverse.tsv\nbucket=8\n' > text.data
+    run "$CDL" train "$REPO/cfg/reverse.cfg" --data text.data --epochs 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"text.data:3: bucket= applies to type=pairs only"* ]]
+}
+
 @test "predict --source and --sources: the greedy targets of 300 new words are their reversals" {
     write_reverse_data
     "$CDL" train "$REPO/cfg/reverse.cfg" --data reverse.data --out reverse.cdl --threads 1 2>/dev/null

@@ -306,7 +306,8 @@ static void test_text_training_steps_allocate_nothing(GemmPrecision precision)
     check_steps_allocate_nothing(&net, &train, 8, "text");
 }
 
-/* 20 pairs of 1 to 5 source and 1 to 5 target tokens (padded): 10 mini-batches of 2, 5 steps. */
+/* 20 pairs of 1 to 5 source and 1 to 5 target tokens (padded), drawn from buckets of 4 and each
+ * mini-batch computed at its longest pair's rows: 10 mini-batches of 2, 5 steps. */
 static void test_pair_training_steps_allocate_nothing(void)
 {
     Net net;
@@ -318,7 +319,7 @@ static void test_pair_training_steps_allocate_nothing(void)
         ids[i] = (i * 5 + i / 7) % 5;
     for (int i = 0; i < 20; i++)
         pairs[i] = (TextPair){(size_t)i * 10, (size_t)i * 10 + 5, i % 5 + 1, (i + 2) % 5 + 1};
-    const TextPairs tp = {ids, {pairs, 20}, {NULL, 0}, 5, 6};
+    const TextPairs tp = {ids, {pairs, 20}, {NULL, 0}, 5, 6, 4}; /* buckets of 4 pairs */
     TextBatches batches = {NULL, 3, &tp};
     const TrainSource train = train_source_text(&batches, &net);
     check_steps_allocate_nothing(&net, &train, 5, "pairs");

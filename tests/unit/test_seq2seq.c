@@ -120,6 +120,26 @@ static void test_masked_keys_get_no_weight(void)
 
 /* A cross-attention with dropout=0.5: in inference the output of dropout=0's (the same weights),
  * in training another one, whose probabilities still sum to 1 per row. */
+/* Padding before a token (source row 1 of sample 0, row 2 of its target: not the paired text's
+ * trailing padding, which the kernels skip whole) is masked key by key: no weight either. */
+static void test_padding_between_tokens_gets_no_weight(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER(""), &net))
+        return;
+    const int rows = net.in_shape.h;
+    for (int b = 0; b < net.batch; b++)
+        for (int r = 0; r < rows; r++)
+            net.input[b * rows + r] = (float)((b + 3 * r) % 7);
+    net.input[1] = -1;
+    net.input[4 + 2] = -1;
+    net_forward(&net);
+    check_weights(&net, 2, 1);
+    check_weights(&net, 7, 2);
+    check_weights(&net, 10, 1);
+    net_free(&net);
+}
+
 static void test_dropout_only_in_training(void)
 {
 #define DROPOUT_NET(p)                                                                             \
@@ -474,6 +494,7 @@ int main(void)
     test_gradcheck();
     test_shapes();
     test_masked_keys_get_no_weight();
+    test_padding_between_tokens_gets_no_weight();
     test_dropout_only_in_training();
     test_decoding_runs_the_encoder_once();
     test_cached_decoding_matches_uncached();

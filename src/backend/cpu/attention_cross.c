@@ -1,8 +1,10 @@
 /* [attention]'s cross-attention on the CPU (source=, Attention.mem_seq; layers/attention.c has its
- * meaning): the queries from the input, the keys and values from the memory, every product an
- * OpenBLAS gemm, the projections over the whole batch and the (sample, head) pairs in parallel,
- * as staged=1 runs self-attention. The packed and per-sample paths of backend/cpu/attention.c are
- * self-attention's alone; cross-attention runs in fp32, without dropout.
+ * meaning): the queries from the input, the keys and values from the memory, the projections over
+ * the whole batch as [linear]'s (backend/cpu/gemm_rows and gemm_packed against the weights packed
+ * once a step; the weight gradients OpenBLAS gemms, which the GPU's cuBLAS products match more
+ * closely than backend/cpu/gemm_tn's order), the (sample, head) pairs in parallel with OpenBLAS
+ * gemms, as staged=1 runs self-attention. The per-sample paths of backend/cpu/attention.c are
+ * self-attention's alone; cross-attention runs in fp32.
  *
  *   in, out [batch][T][C]   memory [batch][S][C]   H heads of D = C / H columns
  *   q [batch][T][C] = in Wq^T + bq            Wq, bq: rows [0, C) of weights, biases
@@ -13,7 +15,9 @@
  * The same kernels run self-attention with key_padding= (the input is then its own memory, S = T,
  * and causal= holds): a score whose key is masked (a later row under causal=1, a padded token
  * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
- * whose keys are all masked gets zero weights (PyTorch's would be NaN).
+ * whose keys are all masked gets zero weights (PyTorch's would be NaN). Where a sample's padding
+ * is its last keys (paired text's always is), the products, the softmax and its backward stop at
+ * its last token's key instead (pair_keys): the same weights, the padding's being exact zeros.
  *
  * forward_at computes row t alone from the cache: the memory's keys and values as the forward left
  * them (once per source), and under key padding's self-attention the rows < t's with row t's
@@ -28,6 +32,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/gather_samples.h"
+#include "backend/cpu/gemm_rows.h"
 #include "backend/cpu/softmax_row.h"
 #include "backend/cpu/sum_rows.h"
 #include "core/net.h"
@@ -60,7 +65,14 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
     /* per thread: the backward's dP [T][S], and with dropout the dropped weights P o M [T][S] */
     a->workspace = layer_state_floats(st, (size_t)a->threads * (dropout ? 2 : 1) * ts);
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
-    a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
+    /* Wq^T then Wkv^T, and Wo^T, as gemm_pack packs them (kept from a step's first pass) */
+    a->w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
+                                            gemm_packed_floats((int)c, 2 * (int)c));
+    a->out_w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c));
+    /* the backward's Wq, Wkv and Wo as they are (their products give the input gradients) */
+    a->w_packed_back = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
+                                                 gemm_packed_floats(2 * (int)c, (int)c));
+    a->out_w_packed_back = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c));
     return CDL_OK;
 }
 
@@ -84,6 +96,13 @@ static CrossView cross_view(const Attention *a, int batch, int b, int h)
         q_at,          k_at};
 }
 
+/* Sample b's token ids [S] in the net input under key padding (negative: padding); NULL without. */
+static const float *sample_ids(const Layer *l, int b)
+{
+    const Attention *a = l->priv;
+    return a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+}
+
 /* Row i's scores of sample b [S] with every masked key -inf; 0 when none is left. */
 static int mask_scores(const Attention *a, const float *ids, int i, float *scores)
 {
@@ -96,6 +115,48 @@ static int mask_scores(const Attention *a, const float *ids, int i, float *score
         left += !masked;
     }
     return left;
+}
+
+/* The keys a pair's products need for sample ids' padding (NULL: none): the first n when ids has a
+ * token in each of its first n rows and padding in every later one; -1 when a token follows
+ * padding (all S keys, which mask_scores masks one by one). */
+static int pair_keys(const Attention *a, const float *ids)
+{
+    const int s = a->mem_seq;
+    int n = 0;
+    if (!ids)
+        return s;
+    while (n < s && ids[n] >= 0)
+        n++;
+    for (int j = n; j < s; j++)
+        if (ids[j] >= 0)
+            return -1;
+    return n;
+}
+
+/* The keys of pair_keys' answer: all S for -1. */
+static int keys_computed(const Attention *a, int keys)
+{
+    return keys < 0 ? a->mem_seq : keys;
+}
+
+/* Row i's weights [S] from its scores (the first keys_computed(keys), pair_keys' keys): the softmax
+ * over the keys left to it (the first keys, or under causal=1 up to i), zero past them; padding
+ * before a token (keys -1) is masked key by key. */
+static void row_weights(const Attention *a, const float *ids, int i, int keys, float *row)
+{
+    const int s = a->mem_seq;
+    if (keys < 0) {
+        if (!mask_scores(a, ids, i, row))
+            memset(row, 0, (size_t)s * sizeof *row);
+        else
+            softmax_row_probs(row, row, (size_t)s, 1.0f);
+        return;
+    }
+    const int n = a->causal && i + 1 < keys ? i + 1 : keys;
+    if (n > 0)
+        softmax_row_probs(row, row, (size_t)n, 1.0f);
+    memset(row + n, 0, (size_t)(s - n) * sizeof *row);
 }
 
 /* weights [T][S] = P o M for pair (the pair's index in the step's global mini-batch), drawing M
@@ -121,35 +182,34 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
     const uint64_t first_pair = (uint64_t)ctx->sample_offset * (uint64_t)a->heads;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
     float *kv = a->qkv + (size_t)ctx->batch * t * c;
-    attention_linear_rows(GEMM_FP32, l->in[0], c, ctx->batch * t, c, c, w, bias, a->qkv, c, NULL);
-    attention_linear_rows(GEMM_FP32, l->in[1], c, ctx->batch * s, c, 2 * c, w + (size_t)c * c,
-                          bias + c, kv, 2 * c, NULL);
+    float *wq = a->w_packed, *wkv = wq + gemm_packed_floats(c, c);
+    if (!ctx->same_weights) {
+        gemm_pack(1, c, c, w, c, wq);
+        gemm_pack(1, c, 2 * c, w + (size_t)c * c, c, wkv);
+        gemm_pack(1, c, c, l->params[P_OUT_WEIGHTS].data, c, a->out_w_packed);
+    }
+    gemm_bias_act(ctx->batch * t, c, c, l->in[0], c, wq, bias, CDL_ACT_LINEAR, a->qkv, a->qkv);
+    gemm_bias_act(ctx->batch * s, 2 * c, c, l->in[1], c, wkv, bias + c, CDL_ACT_LINEAR, kv, kv);
     const float scale = 1.0f / sqrtf((float)d);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads;
         const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
-        const float *ids =
-            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
-        gemm(0, 1, t, s, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
-        for (int i = 0; i < t; i++) {
-            float *row = v.p + (size_t)i * s;
-            if ((a->causal || ids) && !mask_scores(a, ids, i, row))
-                memset(row, 0, (size_t)s * sizeof *row);
-            else
-                softmax_row_probs(row, row, (size_t)s, 1.0f);
-        }
+        const float *ids = sample_ids(l, b);
+        const int keys = pair_keys(a, ids), n = keys_computed(a, keys);
+        gemm(0, 1, t, n, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
+        for (int i = 0; i < t; i++)
+            row_weights(a, ids, i, keys, v.p + (size_t)i * s);
         float *weights = v.p;
         if (v.mask) {
             weights = a->workspace + (size_t)omp_get_thread_num() * 2 * (size_t)t * s;
             drop_weights(a, &v, key, first_pair + (uint64_t)pair, weights);
         }
-        gemm(0, 0, t, d, s, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
+        gemm(0, 0, t, d, n, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
     }
-    attention_linear_rows(GEMM_FP32, a->heads_out, c, ctx->batch * t, c, c,
-                          l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out, c,
-                          NULL);
+    gemm_bias_act(ctx->batch * t, c, c, a->heads_out, c, a->out_w_packed,
+                  l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, l->out, l->out);
 }
 
 /* Row t of every sample: its query (and under key padding's self-attention, its key and value,
@@ -174,8 +234,7 @@ void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t)
     for (int pair = 0; pair < pairs; pair++) {
         const int b = pair / a->heads;
         const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
-        const float *ids =
-            a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+        const float *ids = sample_ids(l, b);
         const float *q = v.q + at;
         float *row = v.p + (size_t)t * s, *y = a->heads_out + v.q_at + at;
         for (int j = 0; j < keys; j++) {
@@ -218,10 +277,11 @@ size_t attention_cross_gather_samples(Layer *l, int batch, const int *from, int 
 
 /* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)
  * from dheads [batch][T][C]; ws holds [T][S] (dP), and with dropout [T][S] more. */
-static void cross_pair_backward(const Attention *a, int batch, int pair, const float *dheads,
-                                float *dq, float *dkv, float *ws)
+static void cross_pair_backward(const Attention *a, int batch, int pair, const float *ids,
+                                const float *dheads, float *dq, float *dkv, float *ws)
 {
     const int t = a->seq, s = a->mem_seq, c = a->channels, d = a->head_size;
+    const int keys = keys_computed(a, pair_keys(a, ids));
     const CrossView v = cross_view(a, batch, pair / a->heads, pair % a->heads);
     const float *dy = dheads + v.q_at, *weights = v.p;
     float *dk = dkv + v.k_at, *dp = ws;
@@ -231,13 +291,17 @@ static void cross_pair_backward(const Attention *a, int batch, int pair, const f
             dropped[at] = v.p[at] * v.mask[at];
         weights = dropped;
     }
-    gemm(0, 1, t, s, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
-    gemm(1, 0, s, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
+    gemm(0, 1, t, keys, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
+    gemm(1, 0, keys, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
     for (int i = 0; i < t; i++) /* through the mask (dP *= M), then the softmax */
-        softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, s,
+        softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, keys,
                              1.0f / sqrtf((float)d), dp + (size_t)i * s);
-    gemm(0, 0, t, d, s, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
-    gemm(1, 0, s, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+    gemm(0, 0, t, d, keys, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
+    gemm(1, 0, keys, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+    for (int j = keys; j < s; j++) { /* the padding's keys and values have no gradient */
+        memset(dk + (size_t)j * 2 * c, 0, (size_t)d * sizeof *dk);
+        memset(dk + (size_t)j * 2 * c + c, 0, (size_t)d * sizeof *dk);
+    }
 }
 
 void attention_cross_backward(Layer *l, const StepContext *ctx)
@@ -246,20 +310,25 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     const int c = a->channels, pairs = ctx->batch * a->heads;
     const int q_rows = ctx->batch * a->seq, m_rows = ctx->batch * a->mem_seq;
     Param *w = &l->params[P_WEIGHTS], *out_w = &l->params[P_OUT_WEIGHTS];
-    float *dheads = ctx->exec->workspace;       /* [batch][T][C] */
-    float *dq = dheads + (size_t)q_rows * c;    /* [batch][T][C] */
-    float *dkv = dq + (size_t)q_rows * c;       /* [batch][S][2C] */
-    const float *wkv = w->data + (size_t)c * c; /* [2C][C] */
+    float *dheads = ctx->exec->workspace;    /* [batch][T][C] */
+    float *dq = dheads + (size_t)q_rows * c; /* [batch][T][C] */
+    float *dkv = dq + (size_t)q_rows * c;    /* [batch][S][2C] */
+    float *wq_back = a->w_packed_back, *wkv_back = wq_back + gemm_packed_floats(c, c);
+    if (!ctx->same_weights) {
+        gemm_pack(0, c, c, w->data, c, wq_back);
+        gemm_pack(0, 2 * c, c, w->data + (size_t)c * c, c, wkv_back);
+        gemm_pack(0, c, c, out_w->data, c, a->out_w_packed_back);
+    }
 
     /* Output projection: d out_weights += delta^T heads, d heads = delta out_weights. */
     sum_rows_add(l->params[P_OUT_BIASES].grad, l->delta, (size_t)q_rows, (size_t)c);
     gemm(1, 0, c, c, q_rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f, out_w->grad, c);
-    gemm(0, 0, q_rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads, c);
+    gemm_packed(q_rows, c, c, l->delta, c, a->out_w_packed_back, 0.0f, dheads, c);
 
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        cross_pair_backward(a, ctx->batch, pair, dheads, dq, dkv,
+        cross_pair_backward(a, ctx->batch, pair, sample_ids(l, pair / a->heads), dheads, dq, dkv,
                             a->workspace + (size_t)omp_get_thread_num() * (a->mask ? 2 : 1) *
                                                a->seq * a->mem_seq);
 
@@ -272,8 +341,8 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     gemm(1, 0, 2 * c, c, m_rows, 1.0f, dkv, 2 * c, l->in[1], c, 1.0f, w->grad + (size_t)c * c, c);
     float *dx = l->in_delta[0], *dm = l->in_delta[1];
     if (dx)
-        gemm(0, 0, q_rows, c, c, 1.0f, dq, c, w->data, c, layer_input_delta_beta(l, 0), dx, c);
+        gemm_packed(q_rows, c, c, dq, c, wq_back, layer_input_delta_beta(l, 0), dx, c);
     if (dm)
-        gemm(0, 0, m_rows, c, 2 * c, 1.0f, dkv, 2 * c, wkv, c,
-             dm == dx ? 1.0f : layer_input_delta_beta(l, 1), dm, c);
+        gemm_packed(m_rows, c, 2 * c, dkv, 2 * c, wkv_back,
+                    dm == dx ? 1.0f : layer_input_delta_beta(l, 1), dm, c);
 }
