@@ -191,6 +191,8 @@ imports_match_onnxruntime() {
     grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'size=1,7'
     grep -A6 '^# node .*/Mixed_6b/branch7x7_2/conv/Conv' inception_v3.cfg | grep -qx 'padding=0,3'
     grep -A6 '^# node .*/Mixed_7b/branch3x3_2b/conv/Conv' inception_v3.cfg | grep -qx 'size=3,1'
+}
+
 # vit: the patch map Reshaped and Transposed into rows, the class token's Expand and Concat and
 # the position embedding's Add ([tokens]); nn.MultiheadAttention's subgraph ([attention]);
 # LayerNormalization at opset 17 and its ReduceMean ... Add chain at 14 over the rows; MatMul by
