@@ -146,7 +146,7 @@ typedef struct Layer {
     struct Layer *codes_to;
     const struct Layer *codes_from;
     /* Where no chain is: in an inference net, the layer whose output only nhwc_to reads, as its
-     * one input, writes it in float32 nhwc, [batch][h][w][c] (LayerKernels.gives_nhwc, net_resize),
+     * input 0, writes it in float32 nhwc, [batch][h][w][c] (LayerKernels.gives_nhwc, net_resize),
      * which nhwc_to reads so (takes_nhwc; its nhwc_from is the writer); NULL: plain. */
     struct Layer *nhwc_to;
     const struct Layer *nhwc_from;
@@ -321,8 +321,8 @@ typedef struct LayerKernels {
      * order), so that an int8 chain passes through l (Layer.codes_to). NULL: never. */
     int (*passes_codes)(const Layer *l);
     /* Asked by net_resize with pass_codes: 1 when l's inference forwards can write their output
-     * in float32 nhwc (gives_nhwc), or take their one input so (takes_nhwc), for a writer and its
-     * sole reader in no int8 chain (Layer.nhwc_to). NULL: never. */
+     * in float32 nhwc (gives_nhwc), or take their input 0 so (takes_nhwc; the others plain), for
+     * a writer and its sole reader in no int8 chain (Layer.nhwc_to). NULL: never. */
     int (*gives_nhwc)(const Layer *l);
     int (*takes_nhwc)(const Layer *l);
     /* 1 when forward and backward take each input (in[k], in_delta[k]) and the output (out,

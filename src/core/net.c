@@ -701,16 +701,24 @@ static Layer *sole_reader(Net *net, int i)
                                                                              : NULL;
 }
 
+/* The one layer that reads layer i's output, as its input 0 (its only input or not), or NULL. */
+static Layer *sole_reader_first(Net *net, int i)
+{
+    const int r = net->layers[i].last_reader;
+    return r >= 0 && readers_of(net, i) == 1 && net->layers[r].inputs[0] == i ? &net->layers[r]
+                                                                              : NULL;
+}
+
 /* The nhwc hand-offs of an inference net (LayerKernels.gives_nhwc, takes_nhwc): a layer in no
- * int8 chain whose sole reader takes float32 nhwc, which it gives. Returns 1 when they differ from
- * the last ones (Layer.nhwc_to, nhwc_from). */
+ * int8 chain whose sole reader, reading it as its input 0, takes float32 nhwc there, which it
+ * gives. Returns 1 when they differ from the last ones (Layer.nhwc_to, nhwc_from). */
 static int plan_nhwc(Net *net)
 {
     int changed = 0;
     for (int i = 0; i < net->n_layers; i++)
         net->layers[i].nhwc_from = NULL;
     for (int i = 0; i < net->n_layers; i++) {
-        Layer *l = &net->layers[i], *r = sole_reader(net, i);
+        Layer *l = &net->layers[i], *r = sole_reader_first(net, i);
         Layer *to = !net->want_grads && r && !l->codes_to && !l->sum_into && !r->codes_from &&
                             l->kernels->gives_nhwc && r->kernels->takes_nhwc &&
                             l->kernels->gives_nhwc(l) && r->kernels->takes_nhwc(r)

@@ -213,25 +213,24 @@ static void calibrate_after_first(Net *net)
     on_grid_inputs(net);
 }
 
-/* A residual block (stem, 3x3 body with batch norm and relu, 3x3 linear, [shortcut] to the stem
- * with relu) on both engines, the body calibrated. Its inputs are the stem's outputs, not placed
- * on their grid,
- * so an input at a rounding tie may take the next code on one engine: each output is held within
- * one code of every input of the last convolution, |a_j| s_x s_w[j] sum_k |q_jk| (a bound of the
- * block's plumbing, the layers' precision being test_layer's). */
-static void test_residual_block(void)
+/* A residual block (a stem of 16 channels on side x side, then body: convolutions whose last, layer
+ * `last`, is linear, and a [shortcut] to the stem with relu) on both engines, the body calibrated;
+ * on oneDNN the last convolution hands its output to the shortcut in float32 nhwc (Layer.nhwc_to).
+ * The body's inputs are the stem's outputs, not placed on their grid, so an input at a rounding
+ * tie may take the next code on one engine: each output is held within one code of every input
+ * of the last convolution, |a_j| s_x s_w[j] sum_k |q_jk| (s_x its calibrated input scale; a bound
+ * of the block's plumbing, the layers' precision being test_layer's). */
+static void test_residual_block(const char *name, const char *body, int last, int side)
 {
-    char text[2][768];
+    char text[2][1024];
     const char *engines[2] = {"ref", "dnnl"};
     Net nets[2];
     for (int e = 0; e < 2; e++) {
         snprintf(text[e], sizeof text[e],
-                 "[net]\nbatch=%d\nwidth=8\nheight=8\nchannels=3\nengine=%s\n"
+                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=3\nengine=%s\n"
                  "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
-                 "activation=linear\n[shortcut]\nfrom=-3\nactivation=relu\n",
-                 BATCH, engines[e]);
+                 "%s",
+                 BATCH, side, side, engines[e], body);
         if (build_int8(text[e], &nets[e])) {
             if (e)
                 net_free(&nets[0]);
@@ -240,12 +239,16 @@ static void test_residual_block(void)
         calibrate_after_first(&nets[e]);
         net_forward(&nets[e]);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i <= last; i++)
         CHECK(on_dnnl_where_expected(&nets[1].layers[i]));
-    Layer *last = &nets[0].layers[2];
-    const LayerQuant *q = last->quant;
-    const size_t plane = 64, n = (size_t)BATCH * 16 * plane;
-    const float *yr = nets[0].layers[3].out, *yd = nets[1].layers[3].out;
+    Layer *sum = &nets[1].layers[last + 1];
+    const int nhwc = !strcmp(nets[1].layers[last].engine, "dnnl");
+    CHECK(nets[1].layers[last].nhwc_to == (nhwc ? sum : NULL));
+    CHECK(nets[0].layers[last].nhwc_to == NULL);
+    Layer *last_ref = &nets[0].layers[last];
+    const LayerQuant *q = last_ref->quant;
+    const size_t plane = (size_t)side * side, n = (size_t)BATCH * 16 * plane;
+    const float *yr = nets[0].layers[last + 1].out, *yd = sum->out;
     int over = 0;
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
@@ -253,13 +256,14 @@ static void test_residual_block(void)
         double taps = 0;
         for (int t = 0; t < q->k; t++)
             taps += abs(q->values[(size_t)j * q->k + t]);
-        const double bound = fabs((double)channel_scale(&nets[0], last, j)) * grid().scale *
+        const double bound = fabs((double)channel_scale(&nets[0], last_ref, j)) * q->input.scale *
                              q->scales[j] * (taps + 0.5);
         const double err = fabs((double)yd[i] - yr[i]);
         over += !(err <= bound);
         worst = err / bound > worst ? err / bound : worst;
     }
-    printf("residual block: at most %.3g of the bound apart\n", worst);
+    printf("%-45s %s shortcut: at most %.3g of the bound apart\n", name, nhwc ? "nhwc" : "plain",
+           worst);
     CHECK(over == 0);
     net_free(&nets[0]);
     net_free(&nets[1]);
@@ -443,7 +447,21 @@ int main(void)
     test_nhwc_maxpool(&cases[0], "[maxpool]\nsize=3\nstride=2\n");
     test_nhwc_maxpool(&cases[5], "[maxpool]\nsize=2\nstride=2\n");
     test_nhwc_maxpool(&cases[6], "[maxpool]\nsize=2\nstride=2\n");
-    test_residual_block();
+    /* resnet18's basic block; resnet50's bottleneck (1x1, 3x3, 1x1 to the block's width) on
+     * resnet's last maps, 7x7 (a part of a tile of 16 positions: shortcut.c) */
+    test_residual_block("basic block",
+                        "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
+                        "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
+                        "batch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-3\n"
+                        "activation=relu\n",
+                        2, 8);
+    test_residual_block("bottleneck",
+                        "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\n"
+                        "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
+                        "batch_normalize=1\nactivation=relu\n[convolutional]\nfilters=16\n"
+                        "size=1\nbatch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-4\n"
+                        "activation=relu\n",
+                        3, 7);
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");
 }
