@@ -135,6 +135,8 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
         net.labels[b] = (int)rng_below(&rng, (uint32_t)net.classes);
     if (net.source)
         pad_pairs(&net, batch);
+    if (in_n > 1)
+        check_varies(label, net.input, in_n); /* one value would check one path of the layer */
     Layer *last = &net.layers[net.n_layers - 1];
     size_t out_n = (size_t)batch * shape_size(last->out_shape);
     float *r = malloc(out_n * sizeof *r);
