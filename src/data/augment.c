@@ -672,6 +672,16 @@ int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScra
     return augment_train_framed(a, in->c, framed, rng, s, out, &where, placed);
 }
 
+void augment_jitter_hsv(const AugmentConfig *a, float *img, int c, size_t plane, Rng *rng)
+{
+    if (a->hue == 0 && a->saturation == 1 && a->exposure == 1)
+        return;
+    const float dhue = a->hue > 0 ? uniform(rng, -a->hue, a->hue) : 0.0f;
+    const float dsat = a->saturation != 1 ? rand_scale(rng, a->saturation) : 1.0f;
+    const float dexp = a->exposure != 1 ? rand_scale(rng, a->exposure) : 1.0f;
+    augment_distort_hsv(img, c, plane, dhue, dsat, dexp);
+}
+
 float *augment_framed_buffer(const AugmentConfig *a, int c, AugmentScratch *s, float *out)
 {
     /* The steps work in out itself when it has the decoded channels (no copy at the end). */
@@ -712,12 +722,7 @@ int augment_train_framed(const AugmentConfig *a, int c, float *cur, Rng *rng, Au
         augment_brightness(cur, (size_t)c * plane, jitter_factor(rng, a->brightness));
     if (a->contrast > 0)
         augment_contrast(cur, c, plane, jitter_factor(rng, a->contrast));
-    if (a->hue > 0 || a->saturation != 1 || a->exposure != 1) {
-        const float dhue = a->hue > 0 ? uniform(rng, -a->hue, a->hue) : 0.0f;
-        const float dsat = a->saturation != 1 ? rand_scale(rng, a->saturation) : 1.0f;
-        const float dexp = a->exposure != 1 ? rand_scale(rng, a->exposure) : 1.0f;
-        augment_distort_hsv(cur, c, plane, dhue, dsat, dexp);
-    }
+    augment_jitter_hsv(a, cur, c, plane, rng);
     if (c == a->out_c) {
         if (cur != out)
             memcpy(out, cur, (size_t)c * plane * sizeof *out);

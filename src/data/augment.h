@@ -136,6 +136,10 @@ void augment_hsv_to_rgb(float *img, size_t plane);
 /* darknet's distort_image on img [c][plane]: hue + dhue (wrapped), saturation * dsat, value *
  * dexp, clamped to [0,1]. A gray image (c != 3) has no hue or saturation: value * dexp. */
 void augment_distort_hsv(float *img, int c, size_t plane, float dhue, float dsat, float dexp);
+/* The HSV colour jitter of a's hue, saturation and exposure on img [c][plane]: dhue uniform in
+ * [-hue, hue], dsat = rand_scale(saturation), dexp = rand_scale(exposure), drawn from rng in that
+ * order (a key at its neutral value draws nothing), then augment_distort_hsv. */
+void augment_jitter_hsv(const AugmentConfig *a, float *img, int c, size_t plane, Rng *rng);
 /* torchvision adjust_brightness: clamp(img * factor) on n values. */
 void augment_brightness(float *img, size_t n, float factor);
 /* torchvision adjust_contrast: clamp(factor * img + (1 - factor) * m), m the mean luma

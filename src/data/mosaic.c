@@ -12,7 +12,8 @@ static int clamp_int(int v, int lo, int hi)
 }
 
 /* Frames in (augment_frame_train), mirrors the frame left-right with a->flip and a coin (p = 0.5,
- * drawn after the framing), converts it to c channels, and pastes the piece of quadrant q (0
+ * drawn after the framing), converts it to c channels, jitters its colour (augment_jitter_hsv,
+ * drawn after the coin), and pastes the piece of quadrant q (0
  * top-left, 1 top-right, 2 bottom-left, 3 bottom-right of the centre cut_x, cut_y) into dst
  * [c][out_h][out_w]; moves in's boxes truth [max_boxes][TRUTH_FLOATS] (may be NULL) with the
  * piece and clips them to the quadrant. Scratch buffers 2 and 3 hold the frame. */
@@ -45,6 +46,7 @@ static int paste_quadrant(const AugmentConfig *a, const Image *in, int q, int cu
             return CDL_ERUNTIME;
         frame = converted;
     }
+    augment_jitter_hsv(a, frame, c, plane, rng); /* each image its own colour, as AlexeyAB's */
     const int right = q & 1, bottom = q >> 1;
     const int qx0 = right ? cut_x : 0, qx1 = right ? w : cut_x;
     const int qy0 = bottom ? cut_y : 0, qy1 = bottom ? h : cut_y;
@@ -137,7 +139,9 @@ int augment_train_mosaic(const AugmentConfig *a, const SampleSource *src, const 
     }
     const BoxPlacement framed_at = box_placement_identity();
     AugmentConfig rest = *a;
-    rest.flip = 0; /* each piece had its own */
+    rest.flip = 0; /* each piece had its own flip and colour */
+    rest.hue = 0;
+    rest.saturation = rest.exposure = 1;
     return augment_train_framed(&rest, c, mosaic, rng, s, out, &framed_at, placed)
                ? error_set(e, CDL_ERUNTIME, "out of memory for a mosaic")
                : CDL_OK;

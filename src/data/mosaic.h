@@ -23,9 +23,10 @@
  *   AlexeyAB's left/right/top/bot shifts) is pasted into the quadrant; with flip=1 each frame is
  *   first mirrored left-right on a coin of its own (p = 0.5), the piece then taken from the
  *   mirrored frame, as AlexeyAB's; a frame of other channels than first's is converted to
- *   first's;
- * - then the steps after framing but the flip (colour, ...) apply to the whole mosaic, where
- *   darknet draws colour for each image.
+ *   first's; then each frame gets a colour jitter of its own (hue, saturation, exposure:
+ *   augment_jitter_hsv, drawn after its flip coin), as AlexeyAB's draws one per image;
+ * - then the steps after framing but the flip and the HSV jitter (brightness, contrast, ...)
+ *   apply to the whole mosaic.
  *
  * truth receives the mosaic's boxes, quadrant by quadrant, up to max_boxes, placed in the
  * mosaic (each piece's flip included); *placed is box_placement_identity's, as augment_train's

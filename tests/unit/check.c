@@ -23,6 +23,19 @@ void check_fill_normal(float *x, size_t n, Rng *rng)
         x[i] = rng_normal(rng);
 }
 
+void check_varies(const char *what, const float *x, size_t n)
+{
+    size_t i = 1;
+    while (i < n && x[i] == x[0])
+        i++;
+    check_count++;
+    if (i >= n) {
+        check_failures++;
+        fprintf(stderr, "FAIL %s: all %zu values are %g (not written, or replaced after?)\n", what,
+                n, n ? (double)x[0] : 0.0);
+    }
+}
+
 double check_rel_error(const float *got, const float *want, size_t n)
 {
     double diff = 0.0, max = 0.0;

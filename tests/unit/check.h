@@ -48,6 +48,11 @@ void check_fill_uniform(float *x, size_t n, float lo, unsigned *state);
 /* x[0..n) standard normal from *rng. */
 void check_fill_normal(float *x, size_t n, Rng *rng);
 
+/* A check that x[0..n) holds more than one value: a guard for an input a comparison depends on
+ * (a net's input left zero, e.g. written before a net_resize that gives the net a new buffer,
+ * makes two engines agree whatever they compute). what names it in the failure. */
+void check_varies(const char *what, const float *x, size_t n);
+
 /* max |got - want| / max |want| over n values (the absolute difference when want is all 0);
  * infinity where one of got and want is NaN and the other is not. */
 double check_rel_error(const float *got, const float *want, size_t n);

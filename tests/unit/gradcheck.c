@@ -125,14 +125,18 @@ int gradcheck_cfg(const char *label, const char *cfg_text)
     Rng rng;
     rng_seed(&rng, 1234, 1);
     size_t in_n = (size_t)batch * shape_size(net.in_shape);
-    /* An [embedding] first reads token ids: integers, no gradient (none is checked). */
+    /* An [embedding] first reads token ids: integers, no gradient (none is checked), drawn from
+     * its whole table (its own vocab= where [net] has none: all ids 0 would check one row). */
     const int token_ids = net.layers[0].type->reads_token_ids;
+    const uint32_t tokens = token_ids ? (uint32_t)net.layers[0].params[0].dims[0] : 0;
     for (size_t i = 0; i < in_n; i++)
-        net.input[i] = token_ids ? (float)rng_below(&rng, (uint32_t)net.vocab) : rng_normal(&rng);
+        net.input[i] = token_ids ? (float)rng_below(&rng, tokens) : rng_normal(&rng);
     for (int b = 0; b < batch * net_labels_per_sample(&net); b++)
         net.labels[b] = (int)rng_below(&rng, (uint32_t)net.classes);
     if (net.source)
         pad_pairs(&net, batch);
+    if (in_n > 1)
+        check_varies(label, net.input, in_n); /* one value would check one path of the layer */
     Layer *last = &net.layers[net.n_layers - 1];
     size_t out_n = (size_t)batch * shape_size(last->out_shape);
     float *r = malloc(out_n * sizeof *r);

@@ -142,6 +142,14 @@ static int on_dnnl_where_expected(const Layer *l)
     return dnnl_conv_built() ? on || !qgemm_has_vnni() : !on;
 }
 
+/* net_forward, first checking that the net's input [BATCH][in_shape] was placed in its current
+ * buffer (one left zero makes both engines agree whatever they compute). */
+static void forward_placed(Net *net)
+{
+    check_varies("the net's input", net->input, (size_t)BATCH * shape_size(net->in_shape));
+    net_forward(net);
+}
+
 static void test_layer(const Int8Case *k)
 {
     char text[2][512];
@@ -160,7 +168,7 @@ static void test_layer(const Int8Case *k)
             return;
         }
         on_grid_inputs(&nets[e]);
-        net_forward(&nets[e]);
+        forward_placed(&nets[e]);
     }
     Layer *ref = &nets[0].layers[0], *dnnl = &nets[1].layers[0];
     CHECK(!strcmp(ref->engine, "ref"));
@@ -200,7 +208,7 @@ static void calibrate_after_first(Net *net)
     }
     CHECK(net_resize(net, BATCH, 0, &e) == 0);
     on_grid_inputs(net); /* each net_resize gives the net a new input buffer */
-    net_forward(net);
+    forward_placed(net);
     for (int i = 1; i < net->n_layers; i++) {
         LayerQuant *q = net->layers[i].quant;
         if (q) {
@@ -237,7 +245,7 @@ static void test_residual_block(const char *name, const char *body, int last, in
             return;
         }
         calibrate_after_first(&nets[e]);
-        net_forward(&nets[e]);
+        forward_placed(&nets[e]);
     }
     for (int i = 0; i <= last; i++)
         CHECK(on_dnnl_where_expected(&nets[1].layers[i]));
@@ -313,7 +321,7 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
     CHECK(net_resize(&nets[1], BATCH, 0, &err) == 0);
     on_grid_inputs(&nets[1]);
     for (int e = 0; e < 2; e++)
-        net_forward(&nets[e]);
+        forward_placed(&nets[e]);
     Layer *first = &nets[1].layers[0], *last = &nets[0].layers[n_last];
     const int both =
         !strcmp(first->engine, "dnnl") && !strcmp(nets[1].layers[n_last].engine, "dnnl");
@@ -385,7 +393,7 @@ static void test_nhwc_maxpool(const Int8Case *k, const char *maxpool)
             return;
         }
         on_grid_inputs(&nets[e]);
-        net_forward(&nets[e]);
+        forward_placed(&nets[e]);
     }
     Layer *conv = &nets[0].layers[0], *ref = &nets[0].layers[1], *pooled = &nets[1].layers[1];
     const int on = !strcmp(nets[1].layers[0].engine, "dnnl");

@@ -1,6 +1,7 @@
 /* Mosaic augmentation (data/mosaic.h): each placed box lies exactly on the pasted square it
  * belongs to, in plain-resize and jitter framings, each piece flipped or not; half the samples
- * are mosaics; the pieces flip independently; the same seed gives the same mosaic. */
+ * are mosaics; the pieces flip and jitter their colour independently; the same seed gives the
+ * same mosaic. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,11 +223,73 @@ static void test_mosaic_pieces_flip_independently(void)
     }
 }
 
-/* The same seed, epoch and sample give the same picture and boxes. */
+/* Every sample of flats: one orange colour, no boxes. */
+static const float flat_colour[3] = {0.6f, 0.4f, 0.2f};
+static int read_flat(const SampleSource *s, int k, Image *img, int *label, Error *e)
+{
+    (void)s, (void)k, (void)e;
+    *img = (Image){3, SIDE, SIDE, malloc((size_t)3 * SIDE * SIDE * sizeof(float))};
+    for (int c = 0; img->data && c < 3; c++)
+        for (int i = 0; i < SIDE * SIDE; i++)
+            img->data[(size_t)c * SIDE * SIDE + i] = flat_colour[c];
+    *label = 0;
+    return img->data ? CDL_OK : CDL_ERUNTIME;
+}
+
+static const SampleSource flats = {.n = SAMPLES, .read = read_flat, .read_boxes = read_no_box};
+
+/* Mosaics of flats with hue, saturation and exposure jitter: each piece has a colour of its own
+ * (AlexeyAB's draw per image), so the four corners of a mosaic differ (one draw for the whole
+ * picture would give them one colour); with the keys at their neutral values every pixel keeps
+ * the flat colour. */
+static void test_mosaic_pieces_jitter_colour_independently(void)
+{
+    for (int jitter = 0; jitter <= 1; jitter++) {
+        AugmentConfig a = mosaic_config();
+        if (jitter) {
+            a.hue = 0.1f;
+            a.saturation = 1.5f;
+            a.exposure = 1.5f;
+        }
+        AugmentScratch scratch = {0};
+        int four_colours = 0, changed = 0;
+        for (int sample = 0; sample < 32; sample++) {
+            Image first;
+            int label;
+            Error e = {0};
+            float out[3 * OUT * OUT];
+            CHECK(read_flat(&flats, 0, &first, &label, &e) == CDL_OK);
+            Rng rng;
+            augment_seed(&rng, 9, 0, sample);
+            BoxPlacement placed;
+            CHECK(augment_train_mosaic(&a, &flats, &first, NULL, 0, &rng, &scratch, out, &placed,
+                                       &e) == CDL_OK);
+            image_free(&first);
+            float corner[4][3];
+            for (int q = 0; q < 4; q++)
+                for (int c = 0; c < 3; c++)
+                    corner[q][c] = out[((size_t)c * OUT + (q >> 1 ? OUT - 1 : 0)) * OUT +
+                                       (q & 1 ? OUT - 1 : 0)];
+            int distinct = 1;
+            for (int q = 0; q < 4; q++)
+                for (int r = q + 1; r < 4; r++)
+                    distinct &= memcmp(corner[q], corner[r], sizeof corner[q]) != 0;
+            four_colours += distinct;
+            for (size_t i = 0; i < (size_t)3 * OUT * OUT; i++)
+                changed += fabsf(out[i] - flat_colour[i / (OUT * OUT)]) > 1e-6f;
+        }
+        CHECK(jitter ? four_colours >= 8 : changed == 0);
+        augment_scratch_free(&scratch);
+    }
+}
+
+/* The same seed, epoch and sample give the same picture and boxes, the colour jitter included. */
 static void test_mosaic_is_reproducible(void)
 {
     AugmentConfig a = mosaic_config();
     a.box_jitter = 0.3f;
+    a.hue = 0.1f;
+    a.saturation = a.exposure = 1.5f;
     float out[2][3 * OUT * OUT], truth[2][MAX_BOXES][TRUTH_FLOATS];
     AugmentScratch scratch = {0};
     for (int run = 0; run < 2; run++) {
@@ -252,6 +315,7 @@ int main(void)
     test_mosaic_boxes_follow_resized_pieces();
     test_mosaic_boxes_follow_jittered_pieces();
     test_mosaic_pieces_flip_independently();
+    test_mosaic_pieces_jitter_colour_independently();
     test_mosaic_is_reproducible();
     return check_report("test_mosaic");
 }
