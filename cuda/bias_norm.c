@@ -53,11 +53,10 @@ void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const
     if (ctx->train)
         /* a replayed forward (gradient checkpointing) has moved the running statistics once */
         gpu_note(ctx,
-                 cuda_batchnorm_forward_train(y, y_type, bn->x_hat, bn->mean, bn->inv_std, x,
-                                              x_type, scale, bias, ctx->replay ? NULL : mean,
-                                              ctx->replay ? NULL : var, batch, channels, spatial,
-                                              ctx->bn_momentum, ctx->bn_eps, ctx->bn_darknet,
-                                              gpu_stream(ctx)),
+                 cuda_batchnorm_forward_train(
+                     y, y_type, bn->x_hat, bn->mean, bn->inv_std, x, x_type, scale, bias,
+                     ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch, channels, spatial,
+                     ctx->bn_momentum, ctx->bn_eps, ctx->bn_darknet, gpu_stream(ctx)),
                  "batch norm forward");
     else
         gpu_note(ctx,

@@ -23,10 +23,10 @@ __global__ void im2col_kernel(C *cols, const T *x, CudaConvShape s, size_t n)
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
         const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
         const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
-        cols[i] = from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
-                                    ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w +
-                                                 ix])
-                                    : 0.0f);
+        cols[i] =
+            from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
+                              ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w + ix])
+                              : 0.0f);
     }
 }
 
@@ -89,8 +89,8 @@ extern "C" cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x
     return with_elem_types(x_type, cols_type, [&](auto tt, auto ct) {
         using T = typename decltype(tt)::type;
         using C = typename decltype(ct)::type;
-        CUDA_LAUNCH((im2col_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)cols, (const T *)x,
-                    s, n);
+        CUDA_LAUNCH((im2col_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)cols, (const T *)x, s,
+                    n);
         return cuda_launch_error();
     });
 }

@@ -120,8 +120,8 @@ int conv_dnnl_int8_gives_nhwc(const Layer *l)
     d.y_nhwc = 1;
     DnnlConv trial = {0};
     Error ignored = {0};
-    const int ok = !dnnl_conv_prepare(&trial, &d, &ignored) &&
-                   strncmp(trial.impl[DNNL_CONV_FWD], "ref", 3);
+    const int ok =
+        !dnnl_conv_prepare(&trial, &d, &ignored) && strncmp(trial.impl[DNNL_CONV_FWD], "ref", 3);
     dnnl_conv_release(&trial);
     return ok;
 }

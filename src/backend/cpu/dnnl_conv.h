@@ -196,9 +196,9 @@ int dnnl_conv_blocked(const DnnlConv *d, int which);
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW
- * float32, with y_nhwc nhwc float32, with y_codes nhwc uint8 codes) = the convolution of x (plain NCHW float32
- * quantized, or with x_codes nhwc uint8 codes) by w_packed (dnnl_conv_pack_weights' of the int8
- * values), scaled, times a [out_c] (with channel_scale; else ignored), plus b [out_c]. */
+ * float32, with y_nhwc nhwc float32, with y_codes nhwc uint8 codes) = the convolution of x (plain
+ * NCHW float32 quantized, or with x_codes nhwc uint8 codes) by w_packed (dnnl_conv_pack_weights' of
+ * the int8 values), scaled, times a [out_c] (with channel_scale; else ignored), plus b [out_c]. */
 void dnnl_conv_forward_int8(DnnlConv *d, const void *x, const void *w_packed, const float *a,
                             const float *b, void *y, void *scratch);
 /* The backward for x, w and the output's gradient dy: dw (and db with bias) += the gradients of
