@@ -150,23 +150,34 @@ static void forward_placed(Net *net)
     net_forward(net);
 }
 
-static void test_layer(const Int8Case *k)
+/* Builds the int8 net of case k's convolution followed by the cfg text tail on the ref engine
+ * (nets[0]) and on oneDNN (nets[1]); 1 when either failed to build, nothing then left built. */
+static int build_case_pair(const Int8Case *k, const char *tail, Net nets[2])
 {
-    char text[2][512];
     const char *engines[2] = {"ref", "dnnl"};
-    Net nets[2];
     for (int e = 0; e < 2; e++) {
-        snprintf(text[e], sizeof text[e],
+        char text[1024];
+        snprintf(text, sizeof text,
                  "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
                  "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
-                 "batch_normalize=%d\nactivation=%s\n",
+                 "batch_normalize=%d\nactivation=%s\n%s",
                  BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
-                 k->bn, k->activation);
-        if (build_int8(text[e], &nets[e])) {
+                 k->bn, k->activation, tail);
+        if (build_int8(text, &nets[e])) {
             if (e)
                 net_free(&nets[0]);
-            return;
+            return 1;
         }
+    }
+    return 0;
+}
+
+static void test_layer(const Int8Case *k)
+{
+    Net nets[2];
+    if (build_case_pair(k, "", nets))
+        return;
+    for (int e = 0; e < 2; e++) {
         on_grid_inputs(&nets[e]);
         forward_placed(&nets[e]);
     }
@@ -296,25 +307,15 @@ static void test_residual_block(const char *name, const char *body, int last, in
  * (one code at every tap). */
 static void test_chain(const Int8Case *k, const char *between, int windows)
 {
-    char text[2][768];
-    const char *engines[2] = {"ref", "dnnl"};
+    char tail[256];
+    snprintf(tail, sizeof tail,
+             "%s[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n",
+             between);
     Net nets[2];
-    for (int e = 0; e < 2; e++) {
-        snprintf(text[e], sizeof text[e],
-                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
-                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
-                 "batch_normalize=%d\nactivation=%s\n%s"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\n"
-                 "activation=relu\n",
-                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
-                 k->bn, k->activation, between);
-        if (build_int8(text[e], &nets[e])) {
-            if (e)
-                net_free(&nets[0]);
-            return;
-        }
+    if (build_case_pair(k, tail, nets))
+        return;
+    for (int e = 0; e < 2; e++)
         calibrate_after_first(&nets[e]);
-    }
     Error err = {0};
     const int n_last = nets[0].n_layers - 1;
     nets[1].layers[n_last].quant->input = nets[0].layers[n_last].quant->input;
@@ -377,21 +378,10 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
  * no more than its inputs do, so each pooled output is within u_j / 2 of the reference's. */
 static void test_nhwc_maxpool(const Int8Case *k, const char *maxpool)
 {
-    char text[2][512];
-    const char *engines[2] = {"ref", "dnnl"};
     Net nets[2];
+    if (build_case_pair(k, maxpool, nets))
+        return;
     for (int e = 0; e < 2; e++) {
-        snprintf(text[e], sizeof text[e],
-                 "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=%d\nengine=%s\n"
-                 "[convolutional]\nfilters=%d\nsize=%d\nstride=%d\npadding=%d\n"
-                 "batch_normalize=%d\nactivation=%s\n%s",
-                 BATCH, k->w, k->h, k->c, engines[e], k->filters, k->size, k->stride, k->padding,
-                 k->bn, k->activation, maxpool);
-        if (build_int8(text[e], &nets[e])) {
-            if (e)
-                net_free(&nets[0]);
-            return;
-        }
         on_grid_inputs(&nets[e]);
         forward_placed(&nets[e]);
     }
