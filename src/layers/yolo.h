@@ -11,6 +11,14 @@
 /* How a box's position is learned (iou_loss=): darknet's IOU_LOSS. */
 typedef enum { YOLO_MSE, YOLO_IOU, YOLO_GIOU, YOLO_DIOU, YOLO_CIOU } YoloIouLoss;
 
+/* What darknet's cost of a mini-batch adds over its samples (layers/yolo_loss_rules.h): the sums
+ * of the squared deltas, all and those of x, y, w, h, and over the truths given a cell, the sums
+ * of 1 - IoU and 1 - GIoU and their count. */
+typedef struct YoloSampleLoss {
+    double squares, box_squares;
+    double iou_loss, giou_loss, count;
+} YoloSampleLoss;
+
 typedef struct Yolo {
     int classes;
     int n_mask;                          /* anchors this layer predicts (|mask|) */
@@ -34,10 +42,10 @@ typedef struct Yolo {
     /* Per-batch state (resize): darknet's l.delta, the negative gradient of the loss with
      * respect to the layer's input, [batch][out_shape], written by the forward. */
     float *delta;
-    /* On a GPU (cuda/yolo.c): host memory [2][batch][out_shape] holding the output and the delta
-     * while the loss is computed on the host, made by its resize and freed by its release; NULL
-     * on the CPU. */
-    float *host;
+    /* On a GPU (cuda/yolo.c), device memory made by its resize: each sample's sums of the loss
+     * [batch] and the mini-batch's cost; NULL on the CPU. */
+    struct YoloSampleLoss *sample_loss;
+    double *cost;
 } Yolo;
 
 #endif
