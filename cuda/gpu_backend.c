@@ -524,6 +524,9 @@ static int gpu_capture_begin(const ExecContext *exec, int part, int parts, Error
         return error_set(e, CDL_ERUNTIME, "GPU: cudaStreamBeginCapture: %s",
                          cudaGetErrorString(err));
     h->capturing = 1;
+    /* the detection layers add their costs to the slot, which each replay starts from 0 */
+    gpu_note_exec(exec, cudaMemsetAsync(h->loss_slot, 0, sizeof *h->loss_slot, exec->stream),
+                  "loss slot reset");
     return CDL_OK;
 }
 

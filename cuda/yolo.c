@@ -1,36 +1,25 @@
-/* [yolo]'s GPU kernels (layers/yolo.c has its meaning): the outputs on the device; with truth
- * boxes, the output goes to the host, where the loss and its delta are computed as on the CPU
- * (layers/yolo_loss.c: darknet's rules, sequential over the truths, as darknet's own GPU build
- * does), and the delta comes back: a download and a wait per [yolo] layer and training pass, so
- * a CUDA graph cannot hold it (train --cuda-graph refuses it, naming the layer).
+/* [yolo]'s GPU kernels (layers/yolo.c has its meaning): the outputs on the device, and with truth
+ * boxes (StepContext.truth: device memory, uploaded with the mini-batch) the loss and its delta
+ * there too, by the rules the CPU runs (layers/yolo_loss_rules.h). The cost comes back by one
+ * download and wait per forward with truths, as [softmax]'s loss; in a step being captured as a
+ * CUDA graph, which cannot wait, it is added to GpuHandles.loss_slot instead, which the step's
+ * outcome downloads (gpu_backend.c).
  *
  *   in, out, Yolo.delta (device) [batch][n_mask][classes + 5][h][w]
  */
 #include "layers/yolo.h"
 
-#include <stdlib.h>
-
 #include "gpu.h"
 #include "kernels/yolo.h"
-#include "layers/yolo_loss.h"
 
 static int yolo_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Yolo *yo = l->priv;
-    const size_t n = (size_t)batch * shape_size(l->out_shape);
-    yo->delta = layer_state_floats(st, n);
-    if (!yo->delta) /* measuring */
-        return CDL_OK;
-    free(yo->host);
-    yo->host = malloc(2 * n * sizeof *yo->host);
-    return yo->host ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory");
-}
-
-static void yolo_release_gpu(Layer *l)
-{
-    Yolo *yo = l->priv;
-    free(yo->host);
-    yo->host = NULL;
+    yo->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
+    yo->sample_loss = layer_state_bytes(st, (size_t)batch * sizeof *yo->sample_loss);
+    yo->cost = layer_state_bytes(st, sizeof *yo->cost);
+    return CDL_OK;
 }
 
 static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
@@ -45,14 +34,19 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
              "yolo forward");
     if (!ctx->truth)
         return;
-    float *out = yo->host, *delta = yo->host + n;
-    gpu_note(ctx, cudaMemcpyAsync(out, l->out, n * sizeof *out, cudaMemcpyDeviceToHost, stream),
-             "yolo output download");
-    gpu_note(ctx, cudaStreamSynchronize(stream), "yolo output download");
-    const double cost = yolo_loss(yo, out, delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h);
+    GpuHandles *handles = gpu_handles(ctx);
+    const int captured = handles->capturing;
     gpu_note(ctx,
-             cudaMemcpyAsync(yo->delta, delta, n * sizeof *delta, cudaMemcpyHostToDevice, stream),
-             "yolo delta upload");
+             cuda_yolo_loss(yo, l->out, yo->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
+                            yo->sample_loss, captured ? handles->loss_slot : yo->cost, captured,
+                            stream),
+             "yolo loss");
+    if (captured)
+        return;
+    double cost = 0;
+    gpu_note(ctx, cudaMemcpyAsync(&cost, yo->cost, sizeof cost, cudaMemcpyDeviceToHost, stream),
+             "yolo loss download");
+    gpu_note(ctx, cudaStreamSynchronize(stream), "yolo loss download");
     *ctx->loss += (float)(cost / ctx->loss_divisor);
 }
 
@@ -72,7 +66,6 @@ static void yolo_backward_gpu(Layer *l, const StepContext *ctx)
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_yolo_kernels = {
     .resize = yolo_resize_gpu,
-    .release = yolo_release_gpu,
     .forward = yolo_forward_gpu,
     .backward = yolo_backward_gpu,
 };

@@ -1,11 +1,15 @@
-// [yolo]'s elementwise work on the device, grid-strided: its outputs (the logistic of x, y,
-// objectness and classes, layers/yolo.c) and the delta into the input's gradient; the loss itself
-// is computed on the host (layers/yolo_loss.c, cuda/yolo.c).
+// [yolo] on the device, grid-strided: its outputs (the logistic of x, y, objectness and classes,
+// layers/yolo.c), its loss and delta given truth boxes in device memory (the rules of
+// layers/yolo_loss_rules.h, which the CPU's loop calls too: a thread per cell for what a cell
+// decides alone, a thread per sample for its truths in order, which overwrite one another), the
+// cost summed on the device in the CPU's order, and the delta into the input's gradient.
 //   in, out, delta, in_delta: (n) = [batch][n_mask][entries][plane]
+//   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_loss [batch]
 #include "yolo.h"
 
 #include "kernels/grid.cuh"
 #include "launch.h"
+#include "layers/yolo_loss_rules.h"
 
 __global__ void yolo_forward_kernel(float *out, const float *in, size_t n, int entries,
                                     size_t plane, float scale_x_y)
@@ -23,6 +27,63 @@ __global__ void yolo_forward_kernel(float *out, const float *in, size_t n, int e
     }
 }
 
+// One thread per anchor and cell: its entries zeroed, then its predictions' rule.
+__global__ void yolo_predictions_kernel(Yolo yo, const float *out, float *delta, const float *truth,
+                                        int truth_boxes, int n_truth, int batch, int w, int h)
+{
+    const size_t plane = (size_t)w * h, entries = (size_t)(yo.classes + 5) * plane;
+    const size_t sample = (size_t)yo.n_mask * entries;
+    GRID_STRIDE_LOOP(c, (size_t)batch * yo.n_mask * plane)
+    {
+        const size_t b = c / ((size_t)yo.n_mask * plane), p = c % plane;
+        const int n = (int)(c / plane % (size_t)yo.n_mask);
+        float *d = delta + b * sample + n * entries + p;
+        for (int k = 0; k < yo.classes + 5; k++)
+            d[k * plane] = 0;
+        yolo_cell_predictions(&yo, out, delta, truth + b * truth_boxes * TRUTH_FLOATS, n_truth,
+                              b * sample, w, h, n, (int)(p / w), (int)(p % w));
+    }
+}
+
+// One thread per sample: its truths in order, and its IoU sums.
+__global__ void yolo_truths_kernel(Yolo yo, const float *out, float *delta, const float *truth,
+                                   int truth_boxes, int n_truth, int batch, int w, int h,
+                                   YoloSampleLoss *sample_loss)
+{
+    const size_t sample = (size_t)yo.n_mask * (yo.classes + 5) * w * h;
+    GRID_STRIDE_LOOP(b, (size_t)batch)
+    yolo_sample_truths(&yo, out, delta, truth + b * truth_boxes * TRUTH_FLOATS, n_truth,
+                       b * sample, w, h, &sample_loss[b]);
+}
+
+// One thread per anchor and cell (iou_thresh < 1): its box deltas averaged.
+__global__ void yolo_average_kernel(Yolo yo, float *delta, int batch, size_t plane)
+{
+    const size_t entries = (size_t)(yo.classes + 5) * plane;
+    GRID_STRIDE_LOOP(c, (size_t)batch * yo.n_mask * plane)
+    yolo_cell_average(&yo, delta + c / plane * entries + c % plane, plane);
+}
+
+// One thread per sample: its squared deltas summed in index order, as the CPU sums them.
+__global__ void yolo_squares_kernel(Yolo yo, const float *delta, int batch, size_t plane,
+                                    YoloSampleLoss *sample_loss)
+{
+    const size_t sample = (size_t)yo.n_mask * (yo.classes + 5) * plane;
+    GRID_STRIDE_LOOP(b, (size_t)batch)
+    yolo_sample_squares(&yo, delta + b * sample, plane, &sample_loss[b]);
+}
+
+// One thread: the samples' sums in sample order, the cost written to or added to *cost.
+__global__ void yolo_cost_kernel(Yolo yo, const YoloSampleLoss *sample_loss, int batch,
+                                 double *cost, int add)
+{
+    YoloSampleLoss total = {0, 0, 0, 0, 0};
+    for (int b = 0; b < batch; b++)
+        yolo_loss_add(&total, &sample_loss[b]);
+    const double c = yolo_cost(&yo, &total);
+    *cost = add ? *cost + c : c;
+}
+
 __global__ void yolo_backward_kernel(float *in_delta, const float *delta, size_t n, float k)
 {
     GRID_STRIDE_LOOP(i, n)
@@ -36,6 +97,28 @@ extern "C" cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, 
         return cudaSuccess;
     CUDA_LAUNCH(yolo_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, n, entries, plane,
                 scale_x_y);
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta,
+                                      const float *truth, int truth_boxes, int batch, int w, int h,
+                                      YoloSampleLoss *sample_loss, double *cost, int add,
+                                      cudaStream_t stream)
+{
+    if (batch == 0)
+        return cudaSuccess;
+    const size_t plane = (size_t)w * h, cells = (size_t)batch * yo->n_mask * plane;
+    const int n_truth = truth_boxes < yo->max_boxes ? truth_boxes : yo->max_boxes;
+    CUDA_LAUNCH(yolo_predictions_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *yo, out, delta,
+                truth, truth_boxes, n_truth, batch, w, h);
+    CUDA_LAUNCH(yolo_truths_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo, out, delta,
+                truth, truth_boxes, n_truth, batch, w, h, sample_loss);
+    if (yo->iou_thresh < 1.0f)
+        CUDA_LAUNCH(yolo_average_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *yo, delta, batch,
+                    plane);
+    CUDA_LAUNCH(yolo_squares_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo, delta,
+                batch, plane, sample_loss);
+    CUDA_LAUNCH(yolo_cost_kernel, 1, 1, 0, stream, *yo, sample_loss, batch, cost, add);
     return cuda_launch_error();
 }
 

@@ -1,11 +1,14 @@
-/* [yolo]'s elementwise work on the device (yolo.cu): C entry points, float32.
+/* [yolo] on the device (yolo.cu): C entry points, float32.
  *
- *   in, out, delta, in_delta [batch][n_mask][entries][h][w], entries = classes + 5, plane = h w */
+ *   in, out, delta, in_delta [batch][n_mask][entries][h][w], entries = classes + 5, plane = h w
+ *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   sample_loss [batch] (device) */
 #ifndef CDL_CUDA_YOLO_H
 #define CDL_CUDA_YOLO_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+
+#include "layers/yolo.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,6 +18,13 @@ extern "C" {
  * (w, h) as they are, and entries 4.. (objectness, classes) logistic(in); n values in all. */
 cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries, size_t plane,
                               float scale_x_y, cudaStream_t stream);
+/* delta (darknet's l.delta, the negative gradient) of out given truth, as layers/yolo_loss.c
+ * computes it on the host (the same rules, layers/yolo_loss_rules.h), and darknet's cost of the
+ * mini-batch, not yet divided by the loss divisor, into *cost (device), or added to it when add;
+ * sample_loss: the samples' sums. No host sync. */
+cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta, const float *truth,
+                           int truth_boxes, int batch, int w, int h, YoloSampleLoss *sample_loss,
+                           double *cost, int add, cudaStream_t stream);
 /* in_delta += k delta, n values. */
 cudaError_t cuda_yolo_backward(float *in_delta, const float *delta, size_t n, float k,
                                cudaStream_t stream);

@@ -179,7 +179,8 @@ typedef struct StepContext {
     /* [batch][labels per sample] class ids of the loss; NULL: no loss is computed. */
     const int *labels;
     /* Truth boxes of the detection losses (families with reads_truth): [batch][truth_boxes]
-     * [TRUTH_FLOATS] floats, darknet's net.truth (data/boxes.h); NULL: no loss is computed. */
+     * [TRUTH_FLOATS] floats, darknet's net.truth (data/boxes.h), in the backend's memory (on a
+     * GPU, Net.device_truth); NULL: no loss is computed. */
     const float *truth;
     int truth_boxes;
     /* Images trained on, this mini-batch's included (darknet's net.seen during the forward):

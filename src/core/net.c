@@ -9,6 +9,7 @@
 #include "core/darknet_compat.h"
 #include "core/net_memory.h"
 #include "core/net_storage.h"
+#include "data/boxes.h"
 #include "util/cache_lines.h"
 #include "util/profiler.h"
 
@@ -468,6 +469,8 @@ static void free_activations(Net *net)
     net->backend->free(net->input);
     net->backend->free(net->input_delta);
     net->backend->free(net->labels);
+    net->backend->free(net->device_truth);
+    net->device_truth = NULL;
     net->backend->free(net->exec.workspace);
     for (int k = 0; k < 2; k++) {
         if (net->staged_input[k]) /* a copy may still read it */
@@ -475,9 +478,11 @@ static void free_activations(Net *net)
         if (net->backend->free_host) {
             net->backend->free_host(net->staged_input[k]);
             net->backend->free_host(net->staged_labels[k]);
+            net->backend->free_host(net->staged_truth[k]);
         }
         net->staged_input[k] = NULL;
         net->staged_labels[k] = NULL;
+        net->staged_truth[k] = NULL;
     }
     free(net->host_output);
     net->host_input = net->host_output = NULL;
@@ -877,12 +882,21 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
     net->exec.workspace_floats = scratch;
     const size_t n_labels = (size_t)batch * (size_t)net_labels_per_sample(net);
     const size_t n_out = (size_t)batch * shape_size(net->layers[net->n_layers - 1].out_shape);
+    const size_t n_truth = (size_t)batch * (size_t)net_truth_boxes(net) * TRUTH_FLOATS;
     int host_ok = 1;
     if (!be->host_visible) {
         for (int k = 0; k < 2; k++) {
             net->staged_input[k] = be->alloc_host(in_n + 1, sizeof(float));
             net->staged_labels[k] = be->alloc_host(n_labels + 1, sizeof(int));
             host_ok = host_ok && net->staged_input[k] && net->staged_labels[k];
+            if (n_truth) {
+                net->staged_truth[k] = be->alloc_host(n_truth, sizeof(float));
+                host_ok = host_ok && net->staged_truth[k];
+            }
+        }
+        if (n_truth) {
+            net->device_truth = be->alloc(n_truth, sizeof(float));
+            host_ok = host_ok && net->device_truth;
         }
         net->host_input = net->staged_input[0];
         net->host_labels = net->staged_labels[0];
@@ -981,13 +995,22 @@ void net_commit_batch(Net *net)
     if (!net->host_input)
         return;
     const size_t n_labels = (size_t)net->batch * (size_t)net_labels_per_sample(net);
-    const StagedCopy copies[2] = {
+    const size_t truth_bytes =
+        (size_t)net->batch * (size_t)net->truth_boxes * TRUTH_FLOATS * sizeof(float);
+    StagedCopy copies[3] = {
         {net->input, net->host_input,
          (size_t)net->batch * shape_size(net->in_shape) * sizeof(float)},
         {net->labels, net->host_labels, n_labels * sizeof(int)},
+        {net->device_truth, net->staged_truth[net->host_slot], truth_bytes},
     };
     /* labels NULL while a caller runs forwards without a loss (generation) */
-    net->backend->upload_staged(copies, net->labels ? 2 : 1, net->host_slot, &net->exec);
+    int n = net->labels ? 2 : 1;
+    if (net->truth && net->device_truth) { /* the caller's truth into the slot, then up */
+        host_slot_wait(net);
+        memcpy(net->staged_truth[net->host_slot], net->truth, truth_bytes);
+        copies[n++] = copies[2];
+    }
+    net->backend->upload_staged(copies, n, net->host_slot, &net->exec);
     net->host_slot ^= 1;
     net->host_slot_ready = 0;
     net->host_input = net->staged_input[net->host_slot];
@@ -1014,7 +1037,7 @@ static StepContext step_context(Net *net, int train)
         .train = train,
         .exec = &net->exec,
         .labels = net->labels,
-        .truth = net->truth,
+        .truth = net->truth && net->device_truth ? net->device_truth : net->truth,
         .truth_boxes = net->truth_boxes,
         .images_seen =
             net->images_seen +

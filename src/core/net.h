@@ -103,6 +103,12 @@ typedef struct Net {
      * none. */
     float *truth;
     int truth_boxes;
+    /* On a backend that is not host visible, for a net with detection losses: the device's copy
+     * of truth, which the layers read, and two staging slots of pinned host memory beside
+     * staged_input's, into which net_commit_batch copies truth and from which it queues the
+     * upload with the input's (same shape as truth; NULL otherwise). */
+    float *device_truth;
+    float *staged_truth[2];
     /* Where the layers' kernels run (core/backend.h): the shared workspace, and on a GPU the
      * stream and library handles. */
     ExecContext exec;

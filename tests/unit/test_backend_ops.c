@@ -20,6 +20,7 @@
 #include "backend/cpu/dnnl_conv.h"
 #include "check.h"
 #include "core/net.h"
+#include "data/boxes.h"
 #include "layers/maxpool.h"
 
 /* ---- the cases ---- */
@@ -453,6 +454,41 @@ static const OpCase cases[] = {
          CONV(16, 3, 2, 1, 1, 0,
               relu) "[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n",
      NULL},
+    /* the detection losses on truth boxes (fill_truth: 2 to 5 a sample, one of a class out of
+     * range): [yolo] alone on the input (its input gradient is -delta / divisor), every key of
+     * its loss, and a yolov3-tiny-style net of two heads */
+    {"yolo: mse, 2 of 3 anchors, ignore_thresh and truth_thresh", IMAGE(3, 16, 5, 6),
+     "[yolo]\nmask=0,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=3\nignore_thresh=0.1\n"
+     "truth_thresh=0.3\n",
+     NULL},
+    {"yolo: giou, scale_x_y, iou_thresh (several anchors a truth, averaged), max_delta", IMAGE(2, 24, 6, 5),
+     "[yolo]\nmask=0,1,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=3\niou_loss=giou\n"
+     "iou_normalizer=0.07\nscale_x_y=1.05\niou_thresh=0.2\nmax_delta=5\nignore_thresh=0.3\n"
+     "label_smooth_eps=0.9\n",
+     NULL},
+    {"yolo: ciou, focal_loss, label_smooth_eps, iou_thresh_kind=ciou", IMAGE(3, 18, 4, 5),
+     "[yolo]\nmask=1,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=4\niou_loss=ciou\n"
+     "focal_loss=1\nlabel_smooth_eps=0.1\niou_thresh=0.3\niou_thresh_kind=ciou\n"
+     "truth_thresh=0.4\n",
+     NULL},
+    {"yolo: diou, objectness_smooth, obj_normalizer, max=3", IMAGE(2, 16, 5, 5),
+     "[yolo]\nmask=0,1\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\niou_loss=diou\n"
+     "objectness_smooth=1\nobj_normalizer=0.5\nignore_thresh=0.05\ntruth_thresh=0.25\nmax=3\n",
+     NULL},
+    {"yolo: iou_loss=iou, cls_normalizer", IMAGE(2, 8, 4, 4),
+     "[yolo]\nmask=0\nanchors=2,2\nnum=1\nclasses=3\niou_loss=iou\ncls_normalizer=2\n", NULL},
+    {"yolov3-tiny-style: two [yolo] heads, route, upsample", IMAGE(2, 3, 16, 16),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(16, 3, 1, 1, 1, 1, leaky)
+         "[maxpool]\nsize=2\nstride=2\n" CONV(16, 3, 1, 1, 1, 1, leaky)
+             CONV(14, 1, 1, 0, 1, 0, linear) "[yolo]\nmask=2,3\nanchors=2,3, 4,5, 7,6, 10,12\n"
+                                            "num=4\nclasses=2\nignore_thresh=0.2\n"
+                                            "[route]\nlayers=-3\n" CONV(8, 1, 1, 0, 1, 1, leaky)
+                                                "[upsample]\nstride=2\n[route]\nlayers=-1,2\n"
+                                                    CONV(14, 1, 1, 0, 1, 0, linear)
+                                                        "[yolo]\nmask=0,1\nanchors=2,3, 4,5, "
+                                                        "7,6, 10,12\nnum=4\nclasses=2\n"
+                                                        "ignore_thresh=0.2\n",
+     NULL},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])
@@ -530,9 +566,13 @@ static int training_blocked(const Net *net)
     return 0;
 }
 
-/* precision=bf16 rounds the operands of matrix products: nets with a weight matrix. */
+/* precision=bf16 rounds the operands of matrix products: nets with a weight matrix, but those
+ * with a detection loss, whose matching (IoUs against thresholds, the best anchor) is a step that
+ * a rounded operand moves a prediction across, changing whole deltas. */
 static int has_products(const Net *net)
 {
+    if (net_truth_boxes(net))
+        return 0;
     for (int i = 0; i < net->n_layers; i++)
         for (int p = 0; p < net->layers[i].n_params; p++)
             if (net->layers[i].params[p].trainable && net->layers[i].params[p].n_dims >= 2)
@@ -728,12 +768,13 @@ typedef struct Run {
                             inference: the second forward */
     float eval_loss;
     size_t in_n, out_n;
+    float *truth; /* the detection losses' truth boxes (fill_truth), host memory; NULL: none */
 } Run;
 
 static void run_free(Run *r)
 {
     free(r->params0), free(r->state0), free(r->out), free(r->input_delta), free(r->grads);
-    free(r->state_change), free(r->eval_out);
+    free(r->state_change), free(r->eval_out), free(r->truth);
     net_free(&r->net);
 }
 
@@ -802,6 +843,37 @@ static void seed_output_delta(Net *net, size_t n, Rng *rng)
     free(delta);
 }
 
+#define TRUTH_SEED 91
+
+/* A net with detection losses: truth boxes [batch][net_truth_boxes][TRUTH_FLOATS] in host memory,
+ * the same on every engine (their own seed), the net pointed at them (net_set_truth) and, on a
+ * device, their copy uploaded. Sample b has 2 + b % 4 boxes (at most the slots) of centres in
+ * (0.05, 0.95), sizes in (0.05, 0.55) and classes 0 or 1, but its second of a class out of
+ * range (skipped by the loss), then zeros (the end of the list). NULL without such layers. */
+static float *fill_truth(Net *net)
+{
+    const int slots = net_truth_boxes(net);
+    if (!slots)
+        return NULL;
+    const size_t n = (size_t)net->batch * (size_t)slots * TRUTH_FLOATS;
+    float *truth = calloc(n, sizeof *truth);
+    Rng rng;
+    rng_seed(&rng, TRUTH_SEED, 1);
+    for (int b = 0; b < net->batch; b++)
+        for (int t = 0; t < 2 + b % 4 && t < slots; t++) {
+            float *f = truth + ((size_t)b * slots + t) * TRUTH_FLOATS;
+            f[TRUTH_X] = 0.05f + 0.9f * rng_uniform(&rng);
+            f[TRUTH_Y] = 0.05f + 0.9f * rng_uniform(&rng);
+            f[TRUTH_W] = 0.05f + 0.5f * rng_uniform(&rng);
+            f[TRUTH_H] = 0.05f + 0.5f * rng_uniform(&rng);
+            f[TRUTH_CLASS] = t == 1 ? 99.0f : (float)rng_below(&rng, 2);
+        }
+    net_set_truth(net, truth);
+    if (net->device_truth)
+        net->backend->upload(net->device_truth, truth, n * sizeof *truth);
+    return truth;
+}
+
 /* Builds case c on engine e for mode and runs it (Run); 0 when it ran, 1 when the engine does
  * not apply to it (nothing left to free), -1 on a failure (reported). */
 static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
@@ -845,6 +917,7 @@ static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
     Rng rng;
     rng_seed(&rng, DATA_SEED, 1);
     fill_data(net, mode, &rng);
+    r->truth = fill_truth(net);
     float *grads_before = train ? copy_of(net, net->grads, net->n_params) : NULL;
     float *state_before = copy_of(net, net->state, net->n_state);
     const Layer *last = &net->layers[net->n_layers - 1];
@@ -955,7 +1028,8 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
     const double out_tol = mode == MODE_INFERENCE ? inference_tol : tol;
     compare(where, "output", r->out, base->out, base->out_n, out_tol, 0, st);
     const int loss = bn->layers[bn->n_layers - 1].type->is_loss ||
-                     (bn->n_layers > 1 && bn->layers[bn->n_layers - 2].type->is_loss);
+                     (bn->n_layers > 1 && bn->layers[bn->n_layers - 2].type->is_loss) ||
+                     net_truth_boxes(bn) > 0;
     if (loss)
         compare(where, "loss", &r->loss, &base->loss, 1, out_tol, 0, st);
     compare(where, mode == MODE_TRAINING ? "inference output after training" : "second output",
@@ -1014,11 +1088,14 @@ static void check_reference(const OpCase *c, int mode, const Net *net)
     }
 }
 
-int main(void)
+/* test_backend_ops [TEXT]: every case, or those whose name contains TEXT (then no engine need
+ * apply to one). */
+int main(int argc, char **argv)
 {
+    const char *only = argc > 1 ? argv[1] : NULL;
     int runs = 0, not_applicable = 0, not_built = 0;
     for (size_t ci = 0; ci < N_CASES; ci++)
-        for (int mode = 0; mode < 2; mode++) {
+        for (int mode = 0; mode < 2 && (!only || strstr(cases[ci].name, only)); mode++) {
             Run run[N_ENGINES];
             int ran[N_ENGINES] = {0};
             for (size_t ei = 0; ei < N_ENGINES; ei++) {
@@ -1066,12 +1143,12 @@ int main(void)
                    s->worst_at);
         /* the GPU keeps some layers' outputs in bf16 or fp16 (core/net_storage.h) */
         const Engine *e = &engines[ei];
-        if (!s->not_built && e->backend != CDL_BACKEND_CPU &&
+        if (!s->not_built && e->backend != CDL_BACKEND_CPU && !only &&
             precision_storage(e->precision) != ELEM_F32 && s->stored == 0) {
             fprintf(stderr, "FAIL %s: no case keeps an activation in 16 bits\n", e->name);
             check_failures++;
         }
-        if (!s->not_built && engines[ei].must_apply && s->runs == 0) {
+        if (!s->not_built && engines[ei].must_apply && s->runs == 0 && !only) {
             fprintf(stderr, "FAIL %s: no case runs on it (is its selection broken?)\n",
                     engines[ei].name);
             check_failures++;
