@@ -556,7 +556,7 @@ static int gpu_capture_end(const ExecContext *exec, int part, Error *e)
 /* The pass's values go up on the stream, before its graph, from memory that outlives the copy
  * (a copy from pageable memory has read it when it returns). No wait. */
 static int gpu_replay(const ExecContext *exec, int part, const UpdateRule *step, uint64_t draw_id,
-                      Error *e)
+                      uint64_t images_seen, Error *e)
 {
     GpuHandles *h = exec->handles;
     cudaStream_t stream = (cudaStream_t)exec->stream;
@@ -564,6 +564,7 @@ static int gpu_replay(const ExecContext *exec, int part, const UpdateRule *step,
         return error_set(e, CDL_ERUNTIME, "GPU: no graph was captured for pass %d to replay",
                          part + 1);
     h->step_host = (GpuStepValues){.draw_id = draw_id,
+                                   .images_seen = images_seen,
                                    .lr = step->lr,
                                    .step_size = step->step_size,
                                    .bias2_sqrt = step->bias2_sqrt};

@@ -1,35 +1,25 @@
-/* [region]'s GPU kernels (layers/region.c has its meaning): the outputs on the device; with truth
- * boxes, the output goes to the host, where the loss and its delta are computed as on the CPU
- * (layers/region_loss.c, as darknet's own GPU build does), and the delta comes back: a download
- * and a wait per training pass, as [yolo]'s (cuda/yolo.c).
+/* [region]'s GPU kernels (layers/region.c has its meaning): the outputs on the device, and with
+ * truth boxes (StepContext.truth: device memory, uploaded with the mini-batch) the loss and its
+ * delta there too, by the rules the CPU runs (layers/region_loss_rules.h). The cost comes back
+ * as [yolo]'s does (cuda/yolo.c): a download and a wait per forward with truths, or added to
+ * GpuHandles.loss_slot in a step being captured, whose images seen (the anchor prior's) the
+ * kernels then read from GpuStepValues.
  *
  *   in, out, Region.delta (device) [batch][num][classes + 5][h][w]
  */
 #include "layers/region.h"
 
-#include <stdlib.h>
-
 #include "gpu.h"
 #include "kernels/region.h"
-#include "layers/region_loss.h"
 
 static int region_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
+    (void)e;
     Region *r = l->priv;
-    const size_t n = (size_t)batch * shape_size(l->out_shape);
-    r->delta = layer_state_floats(st, n);
-    if (!r->delta) /* measuring */
-        return CDL_OK;
-    free(r->host);
-    r->host = malloc(2 * n * sizeof *r->host);
-    return r->host ? CDL_OK : error_set(e, CDL_ERUNTIME, "out of memory");
-}
-
-static void region_release_gpu(Layer *l)
-{
-    Region *r = l->priv;
-    free(r->host);
-    r->host = NULL;
+    r->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
+    r->sample_squares = layer_state_bytes(st, (size_t)batch * sizeof *r->sample_squares);
+    r->cost = layer_state_bytes(st, sizeof *r->cost);
+    return CDL_OK;
 }
 
 static void region_forward_gpu(Layer *l, const StepContext *ctx)
@@ -44,15 +34,20 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
              "region forward");
     if (!ctx->truth)
         return;
-    float *out = r->host, *delta = r->host + n;
-    gpu_note(ctx, cudaMemcpyAsync(out, l->out, n * sizeof *out, cudaMemcpyDeviceToHost, stream),
-             "region output download");
-    gpu_note(ctx, cudaStreamSynchronize(stream), "region output download");
-    const double cost = region_loss(r, out, delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
-                                    ctx->images_seen);
+    GpuHandles *handles = gpu_handles(ctx);
+    const int captured = handles->capturing;
     gpu_note(ctx,
-             cudaMemcpyAsync(r->delta, delta, n * sizeof *delta, cudaMemcpyHostToDevice, stream),
-             "region delta upload");
+             cuda_region_loss(r, l->out, r->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
+                              captured ? &handles->step->images_seen : NULL, ctx->images_seen,
+                              r->sample_squares, captured ? handles->loss_slot : r->cost,
+                              captured, stream),
+             "region loss");
+    if (captured)
+        return;
+    double cost = 0;
+    gpu_note(ctx, cudaMemcpyAsync(&cost, r->cost, sizeof cost, cudaMemcpyDeviceToHost, stream),
+             "region loss download");
+    gpu_note(ctx, cudaStreamSynchronize(stream), "region loss download");
     *ctx->loss += (float)(cost / ctx->loss_divisor);
 }
 
@@ -73,7 +68,6 @@ static void region_backward_gpu(Layer *l, const StepContext *ctx)
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_region_kernels = {
     .resize = region_resize_gpu,
-    .release = region_release_gpu,
     .forward = region_forward_gpu,
     .backward = region_backward_gpu,
 };

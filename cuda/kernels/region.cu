@@ -1,11 +1,15 @@
-// [region]'s elementwise work on the device, grid-strided: its outputs (logistic x, y and
-// objectness, logistic or softmax classes, layers/region.c) and the gradient into the input; the
-// loss itself is computed on the host (layers/region_loss.c, cuda/region.c).
+// [region] on the device, grid-strided: its outputs (logistic x, y and objectness, logistic or
+// softmax classes, layers/region.c), its loss and delta given truth boxes in device memory (the
+// rules of layers/region_loss_rules.h, which the CPU's loop calls too: a thread per cell for what
+// a cell decides alone, a thread per sample for its truths in order, which overwrite one
+// another), the cost summed on the device in the CPU's order, and the gradient into the input.
 //   in, out, delta, in_delta: (n) = [batch][num][entries][plane]
+//   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_squares [batch]
 #include "region.h"
 
 #include "kernels/grid.cuh"
 #include "launch.h"
+#include "layers/region_loss_rules.h"
 
 // Every value but the classes when softmax (those: region_softmax_kernel).
 __global__ void region_forward_kernel(float *out, const float *in, size_t n, int entries,
@@ -40,6 +44,52 @@ __global__ void region_softmax_kernel(float *out, size_t groups, int entries, si
     }
 }
 
+// One thread per anchor and cell: its entries zeroed, then its predictions' rule; the anchor prior
+// while fewer than REGION_PRIOR_IMAGES images were seen (*seen, device memory, when not NULL:
+// a captured step's; else seen_host).
+__global__ void region_predictions_kernel(Region r, const float *out, float *delta,
+                                          const float *truth, int truth_boxes, int batch, int w,
+                                          int h, const uint64_t *seen, uint64_t seen_host)
+{
+    const size_t plane = (size_t)w * h, entries = (size_t)(r.classes + 5) * plane;
+    const size_t sample = (size_t)r.num * entries;
+    const int prior = (seen ? *seen : seen_host) < REGION_PRIOR_IMAGES;
+    GRID_STRIDE_LOOP(c, (size_t)batch * r.num * plane)
+    {
+        const size_t b = c / ((size_t)r.num * plane), p = c % plane;
+        const int n = (int)(c / plane % (size_t)r.num);
+        float *d = delta + b * sample + n * entries + p;
+        for (int k = 0; k < r.classes + 5; k++)
+            d[k * plane] = 0;
+        region_cell_predictions(&r, out + b * sample, delta + b * sample,
+                                truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h, prior,
+                                n, (int)(p / w), (int)(p % w));
+    }
+}
+
+// One thread per sample: its truths in order, then its squared deltas summed.
+__global__ void region_truths_kernel(Region r, const float *out, float *delta, const float *truth,
+                                     int truth_boxes, int batch, int w, int h,
+                                     double *sample_squares)
+{
+    const size_t sample = (size_t)r.num * (r.classes + 5) * w * h;
+    GRID_STRIDE_LOOP(b, (size_t)batch)
+    {
+        region_sample_truths(&r, out + b * sample, delta + b * sample,
+                             truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h);
+        sample_squares[b] = region_sample_squares(delta + b * sample, sample);
+    }
+}
+
+// One thread: the samples' sums in sample order, the cost written to or added to *cost.
+__global__ void region_cost_kernel(const double *sample_squares, int batch, double *cost, int add)
+{
+    double c = 0;
+    for (int b = 0; b < batch; b++)
+        c += sample_squares[b];
+    *cost = add ? *cost + c : c;
+}
+
 __global__ void region_backward_kernel(float *in_delta, const float *delta, const float *out,
                                        size_t n, int entries, size_t plane, float k)
 {
@@ -63,6 +113,23 @@ extern "C" cudaError_t cuda_region_forward(float *out, const float *in, size_t n
         CUDA_LAUNCH(region_softmax_kernel, grid_for(groups), GRID_BLOCK, 0, stream, out, groups,
                     entries, plane);
     }
+    return cuda_launch_error();
+}
+
+extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta,
+                                        const float *truth, int truth_boxes, int batch, int w,
+                                        int h, const uint64_t *seen, uint64_t seen_host,
+                                        double *sample_squares, double *cost, int add,
+                                        cudaStream_t stream)
+{
+    if (batch == 0)
+        return cudaSuccess;
+    const size_t cells = (size_t)batch * r->num * w * h;
+    CUDA_LAUNCH(region_predictions_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *r, out, delta,
+                truth, truth_boxes, batch, w, h, seen, seen_host);
+    CUDA_LAUNCH(region_truths_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *r, out,
+                delta, truth, truth_boxes, batch, w, h, sample_squares);
+    CUDA_LAUNCH(region_cost_kernel, 1, 1, 0, stream, sample_squares, batch, cost, add);
     return cuda_launch_error();
 }
 

@@ -1,11 +1,15 @@
-/* [region]'s elementwise work on the device (region.cu): C entry points, float32.
+/* [region] on the device (region.cu): C entry points, float32.
  *
- *   in, out, delta, in_delta [batch][num][entries][h][w], entries = classes + 5, plane = h w */
+ *   in, out, delta, in_delta [batch][num][entries][h][w], entries = classes + 5, plane = h w
+ *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   sample_squares [batch] (device) */
 #ifndef CDL_CUDA_REGION_H
 #define CDL_CUDA_REGION_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "layers/region.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +20,15 @@ extern "C" {
  * anchor and cell; n values in all. */
 cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entries, size_t plane,
                                 int softmax, cudaStream_t stream);
+/* delta (darknet's l.delta) of out given truth, as layers/region_loss.c computes it on the host
+ * (the same rules, layers/region_loss_rules.h), with the anchor prior while the images seen,
+ * *seen (device memory) or seen_host where seen is NULL, are fewer than REGION_PRIOR_IMAGES; and
+ * darknet's cost of the mini-batch, not yet divided by the loss divisor, into *cost (device), or
+ * added to it when add. No host sync. */
+cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta, const float *truth,
+                             int truth_boxes, int batch, int w, int h, const uint64_t *seen,
+                             uint64_t seen_host, double *sample_squares, double *cost, int add,
+                             cudaStream_t stream);
 /* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4. */
 cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out, size_t n,
                                  int entries, size_t plane, float k, cudaStream_t stream);

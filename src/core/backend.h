@@ -143,16 +143,18 @@ typedef struct BackendOps {
      * kernels reading what changes from step to step from device memory: the optimizer's lr,
      * step_size and bias2_sqrt, the pass's draw id (StepContext.draw_id) and whether fp16's
      * unscaling found the gradients finite (SlabKernels.unscale); the loss is summed there
-     * instead of downloaded (a capture cannot wait). A single loss layer only. capture_end makes
+     * instead of downloaded (a capture cannot wait): one [softmax] loss, or the detection layers'
+     * losses added up. capture_end makes
      * the recording graph `part` of exec, replacing the last (failing, naming what could not be
-     * captured). replay uploads step's lr, step_size and bias2_sqrt and draw_id and queues graph
-     * `part`, without waiting. step_outcome waits for the replayed step as sync does and sets
+     * captured). replay uploads step's lr, step_size and bias2_sqrt, draw_id and images_seen
+     * (StepContext.images_seen: [region]'s anchor prior) and queues graph `part`, without
+     * waiting. step_outcome waits for the replayed step as sync does and sets
      * pass_losses [parts] to each pass's loss, not yet divided by the loss divisor, and *updated
      * to 0 when fp16's unscaling skipped the update, else 1. */
     int (*capture_begin)(const ExecContext *exec, int part, int parts, Error *e);
     int (*capture_end)(const ExecContext *exec, int part, Error *e);
     int (*replay)(const ExecContext *exec, int part, const UpdateRule *step, uint64_t draw_id,
-                  Error *e);
+                  uint64_t images_seen, Error *e);
     int (*step_outcome)(const ExecContext *exec, double *pass_losses, int *updated, Error *e);
 } BackendOps;
 

@@ -1029,6 +1029,12 @@ const float *net_host_output(Net *net)
     return net->host_output;
 }
 
+uint64_t net_pass_images_seen(const Net *net)
+{
+    return net->images_seen +
+           (uint64_t)net->batch * (net->draw_id % (uint64_t)net->hyper.subdivisions + 1);
+}
+
 /* The context of a pass over the current mini-batch (train: the net's mode). */
 static StepContext step_context(Net *net, int train)
 {
@@ -1039,9 +1045,7 @@ static StepContext step_context(Net *net, int train)
         .labels = net->labels,
         .truth = net->truth && net->device_truth ? net->device_truth : net->truth,
         .truth_boxes = net->truth_boxes,
-        .images_seen =
-            net->images_seen +
-            (uint64_t)net->batch * (net->draw_id % (uint64_t)net->hyper.subdivisions + 1),
+        .images_seen = net_pass_images_seen(net),
         .loss = &net->loss,
         .loss_divisor = net->loss_divisor,
         .grad_scale = net->grad_scale,

@@ -252,6 +252,9 @@ const float *net_host_output(Net *net);
 /* Truth-box slots per sample that the net's detection losses read (Net.truth_boxes): the largest
  * LayerType.truth_boxes of its reads_truth layers; 0 when none reads boxes. */
 int net_truth_boxes(const Net *net);
+/* Images trained on, the current pass's mini-batch included (StepContext.images_seen): those of
+ * the steps before, and the step's passes up to this one (draw_id). */
+uint64_t net_pass_images_seen(const Net *net);
 /* Points the detection losses at truth [batch][net_truth_boxes][TRUTH_FLOATS] (data/boxes.h),
  * host memory that the caller owns and fills before each forward (NULL: no loss); the losses read
  * it on the host on every backend (a GPU's bring their outputs there: cuda/yolo.c). */

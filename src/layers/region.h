@@ -24,10 +24,9 @@ typedef struct Region {
      * the negative gradient of the loss with respect to the outputs (x, y, objectness: before
      * their logistic's derivative) or the inputs (w, h, classes). */
     float *delta;
-    /* On a GPU (cuda/region.c): host memory [2][batch][out_shape] holding the output and the
-     * delta while the loss is computed on the host, made by its resize and freed by its release;
-     * NULL on the CPU. */
-    float *host;
+    /* On a GPU (cuda/region.c), device memory made by its resize: each sample's sum of squared
+     * deltas [batch] and the mini-batch's cost; NULL on the CPU. */
+    double *sample_squares, *cost;
 } Region;
 
 #endif

@@ -109,32 +109,29 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
  * loss layers' and the unscaling's arguments); when one changes, the step is captured again.
  * pass_losses [passes]: the passes' losses of the last replay. */
 typedef struct StepGraph {
-    const void *activations, *input, *labels, *workspace, *params, *grads, *slab;
+    const void *activations, *input, *labels, *truth, *workspace, *params, *grads, *slab;
     double *pass_losses;
     double grad_scale;
 } StepGraph;
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
  * needs the host inside a step (a download, a draw id, a value that changes from step to step).
- * The loss must be one that sums on the device ([softmax]'s, which [cost] may follow): the
- * detection families (reads_truth) compute theirs on the host from the downloaded output. */
+ * The loss must be one that sums on the device: one [softmax]'s (which [cost] may follow), or the
+ * detection layers' (reads_truth: [yolo], [region]), which add theirs up, without a [softmax]. */
 static int graph_refusal(const Net *net, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
     if (!net->backend->capture_begin)
         return error_set(e, CDL_EUSAGE,
                          "--cuda-graph captures a GPU's training step: it needs --gpu");
-    int losses = 0;
+    int losses = 0, detection = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        const LayerType *type = net->layers[i].type;
-        if (type->reads_truth)
-            return error_set(e, CDL_EUSAGE,
-                             "--cuda-graph does not capture layer %d [%s]'s loss yet: it is "
-                             "computed on the host (train without it)",
-                             i, type->name);
-        losses += type->is_loss;
+        losses += net->layers[i].type->is_loss;
+        detection += net->layers[i].type->reads_truth;
     }
-    if (losses != 1)
+    if (detection && losses)
+        return error_set(e, CDL_EUSAGE, not_yet, "a net with a [softmax] loss and detection layers");
+    if (!detection && losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;
 }
@@ -188,9 +185,10 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     for (int pass = 0; pass < passes && !st; pass++) {
         if ((st = begin_pass(net, pass, first_sample, fill, ctx, 0, e)))
             break;
-        const StepGraph now = {net->activations,    net->input,     net->labels,
-                               net->exec.workspace, net->params,    net->grads,
-                               opt->slab,           g->pass_losses, net->grad_scale};
+        const StepGraph now = {net->activations, net->input,          net->labels,
+                               net->device_truth, net->exec.workspace, net->params,
+                               net->grads,        opt->slab,           g->pass_losses,
+                               net->grad_scale};
         if (pass == 0 && memcmp(&now, g, sizeof now)) {
             capture = 1;
             *g = now;
@@ -201,7 +199,8 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
             st = capture_pass(net, opt, pass, passes, lr, dist, e);
         net->profiler = profiler;
         const double start_s = profiler ? profiler_now_s(profiler) : 0;
-        st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id, e);
+        st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id,
+                                        net_pass_images_seen(net), e);
         if (!st && profiler)
             profiler_graph(profiler, net->step, pass, start_s, profiler_now_s(profiler));
     }

@@ -489,6 +489,18 @@ static const OpCase cases[] = {
                                                         "7,6, 10,12\nnum=4\nclasses=2\n"
                                                         "ignore_thresh=0.2\n",
      NULL},
+    /* [region] (the anchor prior applies: fewer images seen than REGION_PRIOR_IMAGES) */
+    {"region: logistic classes, rescore, bias_match, thresh", IMAGE(3, 16, 5, 6),
+     "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\nrescore=1\nbias_match=1\nthresh=0.2\n",
+     NULL},
+    {"region: softmax classes, the four scales, max=3", IMAGE(2, 27, 4, 5),
+     "[region]\nanchors=0.8,1, 1.5,2, 3,2.5\nnum=3\nclasses=4\nsoftmax=1\ncoord_scale=2\n"
+     "object_scale=5\nnoobject_scale=0.5\nclass_scale=1.5\nmax=3\n",
+     NULL},
+    {"yolov2-tiny-style: conv, maxpool, 1x1 conv, [region] softmax", IMAGE(2, 3, 12, 12),
+     CONV(8, 3, 1, 1, 1, 1, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(18, 1, 1, 0, 1, 0, linear)
+         "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=4\nsoftmax=1\nbias_match=1\n",
+     NULL},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])
