@@ -39,8 +39,8 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx,
              cuda_region_loss(r, l->out, r->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
                               captured ? &handles->step->images_seen : NULL, ctx->images_seen,
-                              r->sample_squares, captured ? handles->loss_slot : r->cost,
-                              captured, stream),
+                              r->sample_squares, captured ? handles->loss_slot : r->cost, captured,
+                              stream),
              "region loss");
     if (captured)
         return;

@@ -62,8 +62,8 @@ __global__ void region_predictions_kernel(Region r, const float *out, float *del
         for (int k = 0; k < r.classes + 5; k++)
             d[k * plane] = 0;
         region_cell_predictions(&r, out + b * sample, delta + b * sample,
-                                truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h, prior,
-                                n, (int)(p / w), (int)(p % w));
+                                truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h, prior, n,
+                                (int)(p / w), (int)(p % w));
     }
 }
 

@@ -52,8 +52,8 @@ __global__ void yolo_truths_kernel(Yolo yo, const float *out, float *delta, cons
 {
     const size_t sample = (size_t)yo.n_mask * (yo.classes + 5) * w * h;
     GRID_STRIDE_LOOP(b, (size_t)batch)
-    yolo_sample_truths(&yo, out, delta, truth + b * truth_boxes * TRUTH_FLOATS, n_truth,
-                       b * sample, w, h, &sample_loss[b]);
+    yolo_sample_truths(&yo, out, delta, truth + b * truth_boxes * TRUTH_FLOATS, n_truth, b * sample,
+                       w, h, &sample_loss[b]);
 }
 
 // One thread per anchor and cell (iou_thresh < 1): its box deltas averaged.

@@ -26,9 +26,8 @@ double yolo_loss(const Yolo *yo, const float *out, float *delta, const float *tr
                                           i);
         yolo_sample_truths(yo, out, delta, boxes, n_truth, b * sample, w, h, &s);
         for (size_t c = 0; yo->iou_thresh < 1.0f && c < (size_t)yo->n_mask * stride; c++)
-            yolo_cell_average(yo, delta + b * sample + c / stride * (sample / yo->n_mask) +
-                                      c % stride,
-                              stride);
+            yolo_cell_average(
+                yo, delta + b * sample + c / stride * (sample / yo->n_mask) + c % stride, stride);
         yolo_sample_squares(yo, delta + b * sample, stride, &s);
         yolo_loss_add(&total, &s);
     }

@@ -162,8 +162,8 @@ static inline CDL_HOST_DEVICE float yolo_finite_or_zero(float v)
 
 /* darknet's delta_yolo_box with accumulate=1: adds the box deltas of cell c toward truth. */
 static inline CDL_HOST_DEVICE YoloBoxIous yolo_delta_box(const Yolo *yo, const float *out,
-                                                         float *delta, YoloCell c, Box truth,
-                                                         int w, int h, size_t stride)
+                                                         float *delta, YoloCell c, Box truth, int w,
+                                                         int h, size_t stride)
 {
     Box pred = yolo_predicted_box(yo, out, c, w, h, stride);
     const YoloBoxIous ious = {box_iou(pred, truth), yolo_iou_kind(pred, truth, YOLO_GIOU)};
@@ -300,9 +300,8 @@ static inline CDL_HOST_DEVICE void yolo_cell_predictions(const Yolo *yo, const f
 
 /* Assigns truth tb to cell c: box, objectness 1 (with objectness_smooth only where the cell's
  * objectness delta is still 0) and class deltas, and the tally. */
-static inline CDL_HOST_DEVICE void yolo_assign_truth(const Yolo *yo, const float *out,
-                                                     float *delta, YoloCell c, Box tb,
-                                                     int class_id, int w, int h,
+static inline CDL_HOST_DEVICE void yolo_assign_truth(const Yolo *yo, const float *out, float *delta,
+                                                     YoloCell c, Box tb, int class_id, int w, int h,
                                                      YoloSampleLoss *tally)
 {
     const size_t stride = (size_t)w * h;
@@ -330,8 +329,8 @@ static inline CDL_HOST_DEVICE int yolo_mask_index(const Yolo *yo, int anchor)
  * kind iou_thresh_kind passes it; tally's IoU sums and count start from 0 here. The cell is
  * clamped into the grid: darknet indexes past the row for a centre at exactly 1. */
 static inline CDL_HOST_DEVICE void yolo_sample_truths(const Yolo *yo, const float *out,
-                                                      float *delta, const float *truth,
-                                                      int n_truth, size_t sample, int w, int h,
+                                                      float *delta, const float *truth, int n_truth,
+                                                      size_t sample, int w, int h,
                                                       YoloSampleLoss *tally)
 {
     const size_t stride = (size_t)w * h, entries = (size_t)(yo->classes + 5) * stride;
@@ -349,15 +348,16 @@ static inline CDL_HOST_DEVICE void yolo_sample_truths(const Yolo *yo, const floa
                 best_n = n;
             }
         }
-        const int i = (int)fminf(tb.x * w, (float)(w - 1)), j = (int)fminf(tb.y * h, (float)(h - 1));
+        const int i = (int)fminf(tb.x * w, (float)(w - 1)),
+                  j = (int)fminf(tb.y * h, (float)(h - 1));
         const size_t at = sample + (size_t)j * w + i;
         for (int n = 0; n < yo->total; n++) {
             const int m = yolo_mask_index(yo, n);
             if (m < 0)
                 continue;
-            if (n == best_n || (yo->iou_thresh < 1.0f &&
-                                yolo_iou_kind(yolo_anchor_shape(yo, n), shape,
-                                              yo->iou_thresh_kind) > yo->iou_thresh)) {
+            if (n == best_n ||
+                (yo->iou_thresh < 1.0f && yolo_iou_kind(yolo_anchor_shape(yo, n), shape,
+                                                        yo->iou_thresh_kind) > yo->iou_thresh)) {
                 const YoloCell c = {at + m * entries, i, j, n};
                 yolo_assign_truth(yo, out, delta, c, tb, class_id, w, h, tally);
             }

@@ -130,7 +130,8 @@ static int graph_refusal(const Net *net, Error *e)
         detection += net->layers[i].type->reads_truth;
     }
     if (detection && losses)
-        return error_set(e, CDL_EUSAGE, not_yet, "a net with a [softmax] loss and detection layers");
+        return error_set(e, CDL_EUSAGE, not_yet,
+                         "a net with a [softmax] loss and detection layers");
     if (!detection && losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;
@@ -185,10 +186,9 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     for (int pass = 0; pass < passes && !st; pass++) {
         if ((st = begin_pass(net, pass, first_sample, fill, ctx, 0, e)))
             break;
-        const StepGraph now = {net->activations, net->input,          net->labels,
-                               net->device_truth, net->exec.workspace, net->params,
-                               net->grads,        opt->slab,           g->pass_losses,
-                               net->grad_scale};
+        const StepGraph now = {net->activations,    net->input,     net->labels, net->device_truth,
+                               net->exec.workspace, net->params,    net->grads,  opt->slab,
+                               g->pass_losses,      net->grad_scale};
         if (pass == 0 && memcmp(&now, g, sizeof now)) {
             capture = 1;
             *g = now;
@@ -199,8 +199,8 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
             st = capture_pass(net, opt, pass, passes, lr, dist, e);
         net->profiler = profiler;
         const double start_s = profiler ? profiler_now_s(profiler) : 0;
-        st = st ? st : be->replay(&net->exec, pass, &rule, net->draw_id,
-                                        net_pass_images_seen(net), e);
+        st = st ? st
+                : be->replay(&net->exec, pass, &rule, net->draw_id, net_pass_images_seen(net), e);
         if (!st && profiler)
             profiler_graph(profiler, net->step, pass, start_s, profiler_now_s(profiler));
     }

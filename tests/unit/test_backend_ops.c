@@ -45,6 +45,14 @@ typedef struct OpCase {
     "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
     "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act "\n"
 
+#define MAXPOOL_2 "[maxpool]\nsize=2\nstride=2\n"
+#define UPSAMPLE_2 "[upsample]\nstride=2\n"
+#define ROUTE(layers) "[route]\nlayers=" layers "\n"
+#define REGION_SOFTMAX "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=4\nsoftmax=1\nbias_match=1\n"
+/* a [yolo] head of the yolov3-tiny-style case: anchors mask (a string) of its four, 2 classes */
+#define YOLO_HEAD(mask)                                                                            \
+    "[yolo]\nmask=" mask "\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\nignore_thresh=0.2\n"
+
 /* test_dnnl_conv's single convolutions: [net] and [convolutional] keys, engine "dnnl" required */
 #define DNNL_CONV(c, h, w, filters, size, stride, pad, padding, groups, bn, act)                   \
     IMAGE(3, c, h, w),                                                                             \
@@ -461,7 +469,8 @@ static const OpCase cases[] = {
      "[yolo]\nmask=0,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=3\nignore_thresh=0.1\n"
      "truth_thresh=0.3\n",
      NULL},
-    {"yolo: giou, scale_x_y, iou_thresh (several anchors a truth, averaged), max_delta", IMAGE(2, 24, 6, 5),
+    {"yolo: giou, scale_x_y, iou_thresh (several anchors a truth, averaged), max_delta",
+     IMAGE(2, 24, 6, 5),
      "[yolo]\nmask=0,1,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=3\niou_loss=giou\n"
      "iou_normalizer=0.07\nscale_x_y=1.05\niou_thresh=0.2\nmax_delta=5\nignore_thresh=0.3\n"
      "label_smooth_eps=0.9\n",
@@ -478,16 +487,10 @@ static const OpCase cases[] = {
     {"yolo: iou_loss=iou, cls_normalizer", IMAGE(2, 8, 4, 4),
      "[yolo]\nmask=0\nanchors=2,2\nnum=1\nclasses=3\niou_loss=iou\ncls_normalizer=2\n", NULL},
     {"yolov3-tiny-style: two [yolo] heads, route, upsample", IMAGE(2, 3, 16, 16),
-     CONV(8, 3, 1, 1, 1, 1, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(16, 3, 1, 1, 1, 1, leaky)
-         "[maxpool]\nsize=2\nstride=2\n" CONV(16, 3, 1, 1, 1, 1, leaky)
-             CONV(14, 1, 1, 0, 1, 0, linear) "[yolo]\nmask=2,3\nanchors=2,3, 4,5, 7,6, 10,12\n"
-                                            "num=4\nclasses=2\nignore_thresh=0.2\n"
-                                            "[route]\nlayers=-3\n" CONV(8, 1, 1, 0, 1, 1, leaky)
-                                                "[upsample]\nstride=2\n[route]\nlayers=-1,2\n"
-                                                    CONV(14, 1, 1, 0, 1, 0, linear)
-                                                        "[yolo]\nmask=0,1\nanchors=2,3, 4,5, "
-                                                        "7,6, 10,12\nnum=4\nclasses=2\n"
-                                                        "ignore_thresh=0.2\n",
+     CONV(8, 3, 1, 1, 1, 1, leaky) MAXPOOL_2 CONV(16, 3, 1, 1, 1, 1, leaky)
+         MAXPOOL_2 CONV(16, 3, 1, 1, 1, 1, leaky) CONV(14, 1, 1, 0, 1, 0, linear) YOLO_HEAD("2,3")
+             ROUTE("-3") CONV(8, 1, 1, 0, 1, 1, leaky) UPSAMPLE_2 ROUTE("-1,2")
+                 CONV(14, 1, 1, 0, 1, 0, linear) YOLO_HEAD("0,1"),
      NULL},
     /* [region] (the anchor prior applies: fewer images seen than REGION_PRIOR_IMAGES) */
     {"region: logistic classes, rescore, bias_match, thresh", IMAGE(3, 16, 5, 6),
@@ -498,9 +501,7 @@ static const OpCase cases[] = {
      "object_scale=5\nnoobject_scale=0.5\nclass_scale=1.5\nmax=3\n",
      NULL},
     {"yolov2-tiny-style: conv, maxpool, 1x1 conv, [region] softmax", IMAGE(2, 3, 12, 12),
-     CONV(8, 3, 1, 1, 1, 1, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(18, 1, 1, 0, 1, 0, linear)
-         "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=4\nsoftmax=1\nbias_match=1\n",
-     NULL},
+     CONV(8, 3, 1, 1, 1, 1, leaky) MAXPOOL_2 CONV(18, 1, 1, 0, 1, 0, linear) REGION_SOFTMAX, NULL},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])
