@@ -15,8 +15,8 @@
  * are choices, not functions of the input (rescore's IoU target included). cdl adds darknet's
  * printed cost (the sum of squared deltas) / loss_divisor into the loss and the gradient of that
  * surrogate / loss_divisor into the input's gradient, as darknet's GPU backward does (its CPU
- * backward passes nothing). On a GPU the outputs are computed on the device and the loss on the
- * host (cuda/region.c). */
+ * backward passes nothing). On a GPU the outputs and the loss are computed on the device, by the
+ * same rules (layers/region_loss_rules.h, cuda/region.c). */
 #include "layers/region.h"
 
 #include "core/net.h"

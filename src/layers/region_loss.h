@@ -1,5 +1,6 @@
 /* [region]'s loss, the family's meaning apart from its kernels: darknet's delta and cost of a
- * mini-batch, computed on the host from the layer's outputs. */
+ * mini-batch, computed on the host from the layer's outputs (the CPU's; the GPU runs the same
+ * rules, layers/region_loss_rules.h, as kernels). */
 #ifndef CDL_REGION_LOSS_H
 #define CDL_REGION_LOSS_H
 

@@ -21,7 +21,7 @@
  * truths, plus obj_normalizer times the squared deltas of objectness and classes. cdl adds
  * cost / loss_divisor into the loss (darknet's per-image loss) and -delta / loss_divisor into
  * the input's gradient. The delta is the exact gradient of a loss for some terms only
- * (layers/yolo_loss.c says which); it is not the gradient of the printed cost. */
+ * (layers/yolo_loss_rules.h says which); it is not the gradient of the printed cost. */
 #include "layers/yolo.h"
 
 #include <float.h>

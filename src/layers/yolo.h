@@ -31,7 +31,7 @@ typedef struct Yolo {
     YoloIouLoss iou_loss;
     YoloIouLoss iou_thresh_kind; /* how iou_thresh compares anchors (never YOLO_MSE) */
     float iou_normalizer, cls_normalizer, obj_normalizer, max_delta, scale_x_y;
-    /* AlexeyAB's class and objectness targets (layers/yolo_loss.c): focal_loss=1 the focal
+    /* AlexeyAB's class and objectness targets (layers/yolo_loss_rules.h): focal_loss=1 the focal
      * loss's deltas on the classes, label_smooth_eps=e class targets 1 - e/2 and e/2,
      * objectness_smooth=1 IoU-valued objectness targets. */
     int focal_loss, objectness_smooth;

@@ -1,5 +1,6 @@
 /* [yolo]'s loss, the family's meaning apart from its kernels: darknet's delta and cost of a
- * mini-batch, computed on the host from the layer's outputs (each backend brings them there). */
+ * mini-batch, computed on the host from the layer's outputs (the CPU's; the GPU runs the same
+ * rules, layers/yolo_loss_rules.h, as kernels). */
 #ifndef CDL_YOLO_LOSS_H
 #define CDL_YOLO_LOSS_H
 
