@@ -17,7 +17,8 @@ static int region_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     (void)e;
     Region *r = l->priv;
     r->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
-    r->sample_squares = layer_state_bytes(st, (size_t)batch * sizeof *r->sample_squares);
+    r->plane_squares = layer_state_bytes(st, (size_t)batch * (size_t)r->num *
+                                                 (size_t)(r->classes + 5) * sizeof *r->plane_squares);
     r->cost = layer_state_bytes(st, sizeof *r->cost);
     return CDL_OK;
 }
@@ -39,7 +40,7 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx,
              cuda_region_loss(r, l->out, r->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
                               captured ? &handles->step->images_seen : NULL, ctx->images_seen,
-                              r->sample_squares, captured ? handles->loss_slot : r->cost, captured,
+                              r->plane_squares, captured ? handles->loss_slot : r->cost, captured,
                               stream),
              "region loss");
     if (captured)

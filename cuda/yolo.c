@@ -18,6 +18,9 @@ static int yolo_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     Yolo *yo = l->priv;
     yo->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
     yo->sample_loss = layer_state_bytes(st, (size_t)batch * sizeof *yo->sample_loss);
+    yo->plane_squares = layer_state_bytes(st, (size_t)batch * (size_t)yo->n_mask *
+                                                  (size_t)(yo->classes + 5) *
+                                                  sizeof *yo->plane_squares);
     yo->cost = layer_state_bytes(st, sizeof *yo->cost);
     return CDL_OK;
 }
@@ -38,8 +41,8 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
     const int captured = handles->capturing;
     gpu_note(ctx,
              cuda_yolo_loss(yo, l->out, yo->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
-                            yo->sample_loss, captured ? handles->loss_slot : yo->cost, captured,
-                            stream),
+                            yo->sample_loss, yo->plane_squares,
+                            captured ? handles->loss_slot : yo->cost, captured, stream),
              "yolo loss");
     if (captured)
         return;

@@ -4,10 +4,11 @@
 // a cell decides alone, a thread per sample for its truths in order, which overwrite one
 // another), the cost summed on the device in the CPU's order, and the gradient into the input.
 //   in, out, delta, in_delta: (n) = [batch][num][entries][plane]
-//   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_squares [batch]
+//   truth [batch][truth_boxes][TRUTH_FLOATS]   plane_squares [batch][num][entries]
 #include "region.h"
 
 #include "kernels/grid.cuh"
+#include "kernels/loss_squares.h"
 #include "launch.h"
 #include "layers/region_loss_rules.h"
 
@@ -67,26 +68,28 @@ __global__ void region_predictions_kernel(Region r, const float *out, float *del
     }
 }
 
-// One thread per sample: its truths in order, then its squared deltas summed.
+// One thread per sample: its truths in order.
 __global__ void region_truths_kernel(Region r, const float *out, float *delta, const float *truth,
-                                     int truth_boxes, int batch, int w, int h,
-                                     double *sample_squares)
+                                     int truth_boxes, int batch, int w, int h)
 {
     const size_t sample = (size_t)r.num * (r.classes + 5) * w * h;
     GRID_STRIDE_LOOP(b, (size_t)batch)
-    {
-        region_sample_truths(&r, out + b * sample, delta + b * sample,
-                             truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h);
-        sample_squares[b] = region_sample_squares(delta + b * sample, sample);
-    }
+    region_sample_truths(&r, out + b * sample, delta + b * sample,
+                         truth + b * truth_boxes * TRUTH_FLOATS, truth_boxes, w, h);
 }
 
-// One thread: the samples' sums in sample order, the cost written to or added to *cost.
-__global__ void region_cost_kernel(const double *sample_squares, int batch, double *cost, int add)
+// One thread: each sample's planes' squared deltas added in order, then the samples in order, as
+// the CPU adds them; the cost written to or added to *cost.
+__global__ void region_cost_kernel(const double *plane_squares, int planes, int batch,
+                                   double *cost, int add)
 {
     double c = 0;
-    for (int b = 0; b < batch; b++)
-        c += sample_squares[b];
+    for (int b = 0; b < batch; b++) {
+        double squares = 0;
+        for (int k = 0; k < planes; k++)
+            squares += plane_squares[b * planes + k];
+        c += squares;
+    }
     *cost = add ? *cost + c : c;
 }
 
@@ -119,7 +122,7 @@ extern "C" cudaError_t cuda_region_forward(float *out, const float *in, size_t n
 extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta,
                                         const float *truth, int truth_boxes, int batch, int w,
                                         int h, const uint64_t *seen, uint64_t seen_host,
-                                        double *sample_squares, double *cost, int add,
+                                        double *plane_squares, double *cost, int add,
                                         cudaStream_t stream)
 {
     if (batch == 0)
@@ -128,8 +131,13 @@ extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float
     CUDA_LAUNCH(region_predictions_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *r, out, delta,
                 truth, truth_boxes, batch, w, h, seen, seen_host);
     CUDA_LAUNCH(region_truths_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *r, out,
-                delta, truth, truth_boxes, batch, w, h, sample_squares);
-    CUDA_LAUNCH(region_cost_kernel, 1, 1, 0, stream, sample_squares, batch, cost, add);
+                delta, truth, truth_boxes, batch, w, h);
+    const int planes = r->num * (r->classes + 5);
+    const cudaError_t err =
+        cuda_plane_squares(plane_squares, delta, (size_t)batch * planes, (size_t)w * h, stream);
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(region_cost_kernel, 1, 1, 0, stream, plane_squares, planes, batch, cost, add);
     return cuda_launch_error();
 }
 

@@ -1,7 +1,7 @@
 /* [region] on the device (region.cu): C entry points, float32.
  *
  *   in, out, delta, in_delta [batch][num][entries][h][w], entries = classes + 5, plane = h w
- *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   sample_squares [batch] (device) */
+ *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   plane_squares [batch][num][entries] (device) */
 #ifndef CDL_CUDA_REGION_H
 #define CDL_CUDA_REGION_H
 
@@ -27,7 +27,7 @@ cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entri
  * added to it when add. No host sync. */
 cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta, const float *truth,
                              int truth_boxes, int batch, int w, int h, const uint64_t *seen,
-                             uint64_t seen_host, double *sample_squares, double *cost, int add,
+                             uint64_t seen_host, double *plane_squares, double *cost, int add,
                              cudaStream_t stream);
 /* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4. */
 cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out, size_t n,

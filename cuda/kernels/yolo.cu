@@ -5,9 +5,11 @@
 // cost summed on the device in the CPU's order, and the delta into the input's gradient.
 //   in, out, delta, in_delta: (n) = [batch][n_mask][entries][plane]
 //   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_loss [batch]
+//   plane_squares [batch][n_mask][entries]
 #include "yolo.h"
 
 #include "kernels/grid.cuh"
+#include "kernels/loss_squares.h"
 #include "launch.h"
 #include "layers/yolo_loss_rules.h"
 
@@ -64,13 +66,14 @@ __global__ void yolo_average_kernel(Yolo yo, float *delta, int batch, size_t pla
     yolo_cell_average(&yo, delta + c / plane * entries + c % plane, plane);
 }
 
-// One thread per sample: its squared deltas summed in index order, as the CPU sums them.
-__global__ void yolo_squares_kernel(Yolo yo, const float *delta, int batch, size_t plane,
+// One thread per sample: its planes' squared deltas added in order, as the CPU adds them.
+__global__ void yolo_squares_kernel(Yolo yo, const double *plane_squares, int batch,
                                     YoloSampleLoss *sample_loss)
 {
-    const size_t sample = (size_t)yo.n_mask * (yo.classes + 5) * plane;
+    const int planes = yo.n_mask * (yo.classes + 5);
     GRID_STRIDE_LOOP(b, (size_t)batch)
-    yolo_sample_squares(&yo, delta + b * sample, plane, &sample_loss[b]);
+    for (int k = 0; k < planes; k++)
+        yolo_add_plane(&yo, k, plane_squares[b * planes + k], &sample_loss[b]);
 }
 
 // One thread: the samples' sums in sample order, the cost written to or added to *cost.
@@ -102,8 +105,8 @@ extern "C" cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, 
 
 extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta,
                                       const float *truth, int truth_boxes, int batch, int w, int h,
-                                      YoloSampleLoss *sample_loss, double *cost, int add,
-                                      cudaStream_t stream)
+                                      YoloSampleLoss *sample_loss, double *plane_squares,
+                                      double *cost, int add, cudaStream_t stream)
 {
     if (batch == 0)
         return cudaSuccess;
@@ -116,8 +119,12 @@ extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *d
     if (yo->iou_thresh < 1.0f)
         CUDA_LAUNCH(yolo_average_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *yo, delta, batch,
                     plane);
-    CUDA_LAUNCH(yolo_squares_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo, delta,
-                batch, plane, sample_loss);
+    const cudaError_t err = cuda_plane_squares(plane_squares, delta, cells / plane * (yo->classes + 5),
+                                               plane, stream);
+    if (err != cudaSuccess)
+        return err;
+    CUDA_LAUNCH(yolo_squares_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo,
+                plane_squares, batch, sample_loss);
     CUDA_LAUNCH(yolo_cost_kernel, 1, 1, 0, stream, *yo, sample_loss, batch, cost, add);
     return cuda_launch_error();
 }

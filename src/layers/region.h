@@ -24,9 +24,9 @@ typedef struct Region {
      * the negative gradient of the loss with respect to the outputs (x, y, objectness: before
      * their logistic's derivative) or the inputs (w, h, classes). */
     float *delta;
-    /* On a GPU (cuda/region.c), device memory made by its resize: each sample's sum of squared
-     * deltas [batch] and the mini-batch's cost; NULL on the CPU. */
-    double *sample_squares, *cost;
+    /* On a GPU (cuda/region.c), device memory made by its resize: each plane's squared deltas
+     * [batch][num][classes + 5] and the mini-batch's cost; NULL on the CPU. */
+    double *plane_squares, *cost;
 } Region;
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "layers/loss_squares.h"
 #include "layers/region_loss_rules.h"
 
 double region_loss(const Region *r, const float *out, float *delta, const float *truth,
@@ -24,7 +25,10 @@ double region_loss(const Region *r, const float *out, float *delta, const float 
                     region_cell_predictions(r, x, d, boxes, truth_boxes, w, h,
                                             seen < REGION_PRIOR_IMAGES, n, j, i);
         region_sample_truths(r, x, d, boxes, truth_boxes, w, h);
-        cost += region_sample_squares(d, sample);
+        double squares = 0;
+        for (int k = 0; k < r->num * (r->classes + 5); k++)
+            squares += loss_plane_squares(d + (size_t)k * w * h, (size_t)w * h);
+        cost += squares;
     }
     return cost;
 }

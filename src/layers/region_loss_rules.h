@@ -12,8 +12,8 @@
  * its centre and the anchor whose shape fits it best (bias_match: the anchor's own shape, else
  * the predicted one), which learns the box (coord_scale (2 - w h)), objectness 1 (or the IoU
  * with rescore, object_scale) and the class (class_scale); later writes replace earlier ones, as
- * in darknet (region_sample_truths). The cost: the squared deltas summed per sample, then over the
- * samples in order. The arithmetic follows darknet's types (exp and log in double, the rest
+ * in darknet (region_sample_truths). The cost: the squared deltas summed per plane, then per
+ * sample, then over the samples in order (layers/loss_squares.h). The arithmetic follows darknet's types (exp and log in double, the rest
  * float). */
 #ifndef CDL_REGION_LOSS_RULES_H
 #define CDL_REGION_LOSS_RULES_H
@@ -155,15 +155,6 @@ static inline CDL_HOST_DEVICE void region_sample_truths(const Region *r, const f
         d[at + 4 * stride] = r->object_scale * ((r->rescore ? iou : 1) - x[at + 4 * stride]);
         region_delta_class(r, x + at + 5 * stride, d + at + 5 * stride, class_id, stride);
     }
-}
-
-/* A sample's squared deltas (n of them) summed in index order. */
-static inline CDL_HOST_DEVICE double region_sample_squares(const float *d, size_t n)
-{
-    double sum = 0;
-    for (size_t k = 0; k < n; k++)
-        sum += (double)d[k] * d[k];
-    return sum;
 }
 
 #endif

@@ -43,9 +43,10 @@ typedef struct Yolo {
      * respect to the layer's input, [batch][out_shape], written by the forward. */
     float *delta;
     /* On a GPU (cuda/yolo.c), device memory made by its resize: each sample's sums of the loss
-     * [batch] and the mini-batch's cost; NULL on the CPU. */
+     * [batch], each plane's squared deltas [batch][n_mask][classes + 5] and the mini-batch's
+     * cost; NULL on the CPU. */
     struct YoloSampleLoss *sample_loss;
-    double *cost;
+    double *plane_squares, *cost;
 } Yolo;
 
 #endif

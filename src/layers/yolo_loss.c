@@ -28,7 +28,8 @@ double yolo_loss(const Yolo *yo, const float *out, float *delta, const float *tr
         for (size_t c = 0; yo->iou_thresh < 1.0f && c < (size_t)yo->n_mask * stride; c++)
             yolo_cell_average(
                 yo, delta + b * sample + c / stride * (sample / yo->n_mask) + c % stride, stride);
-        yolo_sample_squares(yo, delta + b * sample, stride, &s);
+        for (int k = 0; k < yo->n_mask * (yo->classes + 5); k++)
+            yolo_add_plane(yo, k, loss_plane_squares(delta + b * sample + k * stride, stride), &s);
         yolo_loss_add(&total, &s);
     }
     return yolo_cost(yo, &total);

@@ -9,7 +9,8 @@
  * (yolo_cell_predictions: each cell only its own entries, so the cells are independent), then the
  * sample's truths in order (yolo_sample_truths: later truths add to or overwrite earlier ones'),
  * then with iou_thresh < 1 each cell's box deltas averaged (yolo_cell_average); the cost from
- * each sample's sums (yolo_sample_squares) added over the samples in order (yolo_cost).
+ * each sample's sums (its planes' squared deltas, layers/loss_squares.h, added by yolo_add_plane)
+ * added over the samples in order (yolo_cost).
  *
  * What the delta is the gradient of (its sign flipped): on objectness and class scores, of the
  * binary cross-entropy of the logistic output against 0 or 1 (σ(z) - t is d BCE / dz); with
@@ -28,6 +29,7 @@
 #include <math.h>
 
 #include "data/box_overlap.h"
+#include "layers/loss_squares.h"
 #include "layers/yolo.h"
 #include "util/host_device.h"
 
@@ -326,7 +328,7 @@ static inline CDL_HOST_DEVICE int yolo_mask_index(const Yolo *yo, int anchor)
 /* The truths of the sample at `sample`, in order, after its cells' predictions: each goes to the
  * cell holding its centre, with the anchor of best IoU by width and height among all num (when
  * this layer has it), and with iou_thresh < 1 also every other anchor of this layer whose IoU of
- * kind iou_thresh_kind passes it; tally's IoU sums and count start from 0 here. The cell is
+ * kind iou_thresh_kind passes it; tally's sums start from 0 here. The cell is
  * clamped into the grid: darknet indexes past the row for a centre at exactly 1. */
 static inline CDL_HOST_DEVICE void yolo_sample_truths(const Yolo *yo, const float *out,
                                                       float *delta, const float *truth, int n_truth,
@@ -337,6 +339,7 @@ static inline CDL_HOST_DEVICE void yolo_sample_truths(const Yolo *yo, const floa
     int class_id;
     Box tb;
     tally->iou_loss = tally->giou_loss = tally->count = 0;
+    tally->squares = tally->box_squares = 0;
     for (int t = 0; yolo_next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
         const Box shape = {0, 0, tb.w, tb.h};
         float best = 0;
@@ -378,20 +381,15 @@ static inline CDL_HOST_DEVICE void yolo_cell_average(const Yolo *yo, float *d, s
         d[k * stride] /= positive;
 }
 
-/* A sample's sums of squared deltas (delta at the sample: [n_mask][classes + 5][stride]), in
- * index order, into s->squares and s->box_squares. */
-static inline CDL_HOST_DEVICE void yolo_sample_squares(const Yolo *yo, const float *delta,
-                                                       size_t stride, YoloSampleLoss *s)
+/* Adds plane k's sum of squared deltas (loss_plane_squares of a sample's [n_mask][classes + 5]
+ * planes, k counting them in order) into s->squares, and into s->box_squares where the plane is
+ * an x, y, w or h. */
+static inline CDL_HOST_DEVICE void yolo_add_plane(const Yolo *yo, int k, double squares,
+                                                  YoloSampleLoss *s)
 {
-    const size_t entries = (size_t)(yo->classes + 5) * stride;
-    double all = 0, box = 0;
-    for (size_t k = 0; k < (size_t)yo->n_mask * entries; k++) {
-        all += (double)delta[k] * delta[k];
-        if (k % entries < 4 * stride)
-            box += (double)delta[k] * delta[k];
-    }
-    s->squares = all;
-    s->box_squares = box;
+    s->squares += squares;
+    if (k % (yo->classes + 5) < 4)
+        s->box_squares += squares;
 }
 
 /* total += s, field by field (the mini-batch's sums, added over the samples in order). */
