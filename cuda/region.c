@@ -17,8 +17,8 @@ static int region_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     (void)e;
     Region *r = l->priv;
     r->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
-    r->plane_squares = layer_state_bytes(st, (size_t)batch * (size_t)r->num *
-                                                 (size_t)(r->classes + 5) * sizeof *r->plane_squares);
+    r->plane_squares = layer_state_bytes(
+        st, (size_t)batch * (size_t)r->num * (size_t)(r->classes + 5) * sizeof *r->plane_squares);
     r->cost = layer_state_bytes(st, sizeof *r->cost);
     return CDL_OK;
 }

@@ -18,9 +18,9 @@ static int yolo_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     Yolo *yo = l->priv;
     yo->delta = layer_state_floats(st, (size_t)batch * shape_size(l->out_shape));
     yo->sample_loss = layer_state_bytes(st, (size_t)batch * sizeof *yo->sample_loss);
-    yo->plane_squares = layer_state_bytes(st, (size_t)batch * (size_t)yo->n_mask *
-                                                  (size_t)(yo->classes + 5) *
-                                                  sizeof *yo->plane_squares);
+    yo->plane_squares =
+        layer_state_bytes(st, (size_t)batch * (size_t)yo->n_mask * (size_t)(yo->classes + 5) *
+                                  sizeof *yo->plane_squares);
     yo->cost = layer_state_bytes(st, sizeof *yo->cost);
     return CDL_OK;
 }

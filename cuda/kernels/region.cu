@@ -80,8 +80,8 @@ __global__ void region_truths_kernel(Region r, const float *out, float *delta, c
 
 // One thread: each sample's planes' squared deltas added in order, then the samples in order, as
 // the CPU adds them; the cost written to or added to *cost.
-__global__ void region_cost_kernel(const double *plane_squares, int planes, int batch,
-                                   double *cost, int add)
+__global__ void region_cost_kernel(const double *plane_squares, int planes, int batch, double *cost,
+                                   int add)
 {
     double c = 0;
     for (int b = 0; b < batch; b++) {

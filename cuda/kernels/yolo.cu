@@ -119,8 +119,8 @@ extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *d
     if (yo->iou_thresh < 1.0f)
         CUDA_LAUNCH(yolo_average_kernel, grid_for(cells), GRID_BLOCK, 0, stream, *yo, delta, batch,
                     plane);
-    const cudaError_t err = cuda_plane_squares(plane_squares, delta, cells / plane * (yo->classes + 5),
-                                               plane, stream);
+    const cudaError_t err =
+        cuda_plane_squares(plane_squares, delta, cells / plane * (yo->classes + 5), plane, stream);
     if (err != cudaSuccess)
         return err;
     CUDA_LAUNCH(yolo_squares_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo,

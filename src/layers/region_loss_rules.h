@@ -13,8 +13,8 @@
  * the predicted one), which learns the box (coord_scale (2 - w h)), objectness 1 (or the IoU
  * with rescore, object_scale) and the class (class_scale); later writes replace earlier ones, as
  * in darknet (region_sample_truths). The cost: the squared deltas summed per plane, then per
- * sample, then over the samples in order (layers/loss_squares.h). The arithmetic follows darknet's types (exp and log in double, the rest
- * float). */
+ * sample, then over the samples in order (layers/loss_squares.h). The arithmetic follows darknet's
+ * types (exp and log in double, the rest float). */
 #ifndef CDL_REGION_LOSS_RULES_H
 #define CDL_REGION_LOSS_RULES_H
 
