@@ -22,6 +22,7 @@
 #include "core/net.h"
 #include "data/boxes.h"
 #include "layers/maxpool.h"
+#include "layers/region.h"
 
 /* ---- the cases ---- */
 
@@ -492,7 +493,7 @@ static const OpCase cases[] = {
              ROUTE("-3") CONV(8, 1, 1, 0, 1, 1, leaky) UPSAMPLE_2 ROUTE("-1,2")
                  CONV(14, 1, 1, 0, 1, 0, linear) YOLO_HEAD("0,1"),
      NULL},
-    /* [region] (the anchor prior applies: fewer images seen than REGION_PRIOR_IMAGES) */
+    /* [region] (its anchor prior in training, not in inference: fill_truth) */
     {"region: logistic classes, rescore, bias_match, thresh", IMAGE(3, 16, 5, 6),
      "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\nrescore=1\nbias_match=1\nthresh=0.2\n",
      NULL},
@@ -862,12 +863,15 @@ static void seed_output_delta(Net *net, size_t n, Rng *rng)
  * the same on every engine (their own seed), the net pointed at them (net_set_truth) and, on a
  * device, their copy uploaded. Sample b has 2 + b % 4 boxes (at most the slots) of centres in
  * (0.05, 0.95), sizes in (0.05, 0.55) and classes 0 or 1, but its second of a class out of
- * range (skipped by the loss), then zeros (the end of the list). NULL without such layers. */
-static float *fill_truth(Net *net)
+ * range (skipped by the loss), then zeros (the end of the list). NULL without such layers. The
+ * inference mode's passes run as after REGION_PRIOR_IMAGES images, the training mode's before:
+ * [region]'s loss without and with its anchor prior. */
+static float *fill_truth(Net *net, int mode)
 {
     const int slots = net_truth_boxes(net);
     if (!slots)
         return NULL;
+    net->images_seen = mode == MODE_INFERENCE ? REGION_PRIOR_IMAGES : 0;
     const size_t n = (size_t)net->batch * (size_t)slots * TRUTH_FLOATS;
     float *truth = calloc(n, sizeof *truth);
     Rng rng;
@@ -930,7 +934,7 @@ static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
     Rng rng;
     rng_seed(&rng, DATA_SEED, 1);
     fill_data(net, mode, &rng);
-    r->truth = fill_truth(net);
+    r->truth = fill_truth(net, mode);
     float *grads_before = train ? copy_of(net, net->grads, net->n_params) : NULL;
     float *state_before = copy_of(net, net->state, net->n_state);
     const Layer *last = &net->layers[net->n_layers - 1];
