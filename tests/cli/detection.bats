@@ -180,6 +180,12 @@ CFG
     same_graph_and_eager "$gpu_cdl" tiny 0
     same_graph_and_eager "$gpu_cdl" region 0
     same_graph_and_eager "$gpu_cdl" two_heads 1e-6
+    # a [softmax] beside detection layers would overwrite their summed losses: refused
+    cp tiny.cfg mixed.cfg
+    printf '\n[softmax]\n' >> mixed.cfg
+    run "$gpu_cdl" train mixed.cfg --data det.data --epochs 1 --out m.cdl --gpu 0 --cuda-graph
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --cuda-graph does not capture a net with a [softmax] loss and detection layers yet (train without it)" ]
 }
 
 # scripts/detection_data.py (what scripts/detection-data.sh runs) on a few images: darknet's
