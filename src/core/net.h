@@ -98,9 +98,9 @@ typedef struct Net {
     float *input;            /* [batch][in_shape] */
     float *input_delta;      /* [batch][in_shape] dL/d(input), only when requested */
     int *labels;             /* [batch][net_labels_per_sample] */
-    /* Truth boxes of the detection losses (StepContext.truth): [batch][truth_boxes][5] floats in
-     * host memory that the caller owns and fills before a forward (net_set_truth); NULL:
-     * none. */
+    /* Truth boxes of the detection losses (StepContext.truth on the CPU): [batch][truth_boxes][5]
+     * floats in host memory that the caller owns and fills before a forward (net_set_truth);
+     * NULL: none. */
     float *truth;
     int truth_boxes;
     /* On a backend that is not host visible, for a net with detection losses: the device's copy
@@ -256,8 +256,9 @@ int net_truth_boxes(const Net *net);
  * the steps before, and the step's passes up to this one (draw_id). */
 uint64_t net_pass_images_seen(const Net *net);
 /* Points the detection losses at truth [batch][net_truth_boxes][TRUTH_FLOATS] (data/boxes.h),
- * host memory that the caller owns and fills before each forward (NULL: no loss); the losses read
- * it on the host on every backend (a GPU's bring their outputs there: cuda/yolo.c). */
+ * host memory that the caller owns and fills with each mini-batch, before net_commit_batch (NULL:
+ * no loss); a CPU's losses read it there, a GPU's the copy net_commit_batch uploads with the
+ * batch (Net.device_truth). */
 void net_set_truth(Net *net, float *truth);
 
 /* Waits for the passes queued on the net's backend (none on the CPU) and returns the first failure
