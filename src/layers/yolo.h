@@ -45,7 +45,7 @@ typedef struct Yolo {
     /* On a GPU (cuda/yolo.c), device memory made by its resize: each sample's sums of the loss
      * [batch], each plane's squared deltas [batch][n_mask][classes + 5] and the mini-batch's
      * cost; NULL on the CPU. */
-    struct YoloSampleLoss *sample_loss;
+    YoloSampleLoss *sample_loss;
     double *plane_squares, *cost;
 } Yolo;
 
