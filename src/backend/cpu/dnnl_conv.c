@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/quantize_nhwc.h"
 
 #ifdef CDL_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -305,6 +306,12 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     if (!a->round && !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
         nchw8c_like(a->user, a->inner, dnnl_bf16))
         a->round = DNNL_ROUND_PACK;
+    if (!s && c->int8 && a->arg == DNNL_ARG_SRC && quantize_nhwc_runs(c->in_c)) {
+        dnnl_memory_desc_t nhwc;
+        const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
+        a->quantize = !dnnl_memory_desc_init_by_tag(&nhwc, 4, x, dnnl_u8, dnnl_nhwc) &&
+                      dnnl_memory_desc_equal(inner, &nhwc);
+    }
     return s;
 }
 
@@ -602,6 +609,11 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
             if (!g->ready)
                 bf16_pack((uint16_t *)(base + g->offset), ptr[i],
                           memory_bytes(g->inner) / sizeof(uint16_t));
+        } else if (g->quantize) {
+            const DnnlConvDesc *c = &d->desc;
+            dnnl_memory_set_data_handle(g->inner, base + g->offset);
+            quantize_nhwc(ptr[i], (uint8_t *)(base + g->offset), c->batch, c->in_c,
+                          (size_t)c->in_h * c->in_w, 1.0f / c->x_scale, c->x_zero_point);
         } else if (g->inner && arg_of(g, blocked) && (!g->add || fresh)) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
