@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/nhwc_to_nchw.h"
 #include "backend/cpu/quantize_nhwc.h"
 
 #ifdef CDL_DNNL
@@ -255,6 +256,14 @@ static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnn
            dnnl_memory_desc_get_size(&f32) == dnnl_memory_desc_get_size(pl);
 }
 
+/* 1 when md is the nhwc layout of a tensor of dims (NCHW order) and type. */
+static int is_nhwc(const dnnl_memory_desc_t *md, const dnnl_dims_t dims, dnnl_data_type_t type)
+{
+    dnnl_memory_desc_t nhwc;
+    return !dnnl_memory_desc_init_by_tag(&nhwc, 4, dims, type, dnnl_nhwc) &&
+           dnnl_memory_desc_equal(md, &nhwc);
+}
+
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
  * one that adds into the plain tensor: a sum post-op); an operand of a bf16 convolution on float32
@@ -307,10 +316,12 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
         nchw8c_like(a->user, a->inner, dnnl_bf16))
         a->round = DNNL_ROUND_PACK;
     if (!s && c->int8 && a->arg == DNNL_ARG_SRC && quantize_nhwc_runs(c->in_c)) {
-        dnnl_memory_desc_t nhwc;
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
-        a->quantize = !dnnl_memory_desc_init_by_tag(&nhwc, 4, x, dnnl_u8, dnnl_nhwc) &&
-                      dnnl_memory_desc_equal(inner, &nhwc);
+        a->quantize = is_nhwc(inner, x, dnnl_u8);
+    }
+    if (!s && c->int8 && a->arg == DNNL_ARG_DST && !a->add && nhwc_to_nchw_runs(c->out_c)) {
+        const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
+        a->transpose = is_nhwc(inner, y, dnnl_f32) && !is_nhwc(user, y, dnnl_f32);
     }
     return s;
 }
@@ -639,6 +650,9 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
         if (g->inner && g->out && arg_of(g, blocked) && g->add && !fresh)
             add_floats((float *)(uintptr_t)ptr[i], (const float *)(base + g->offset),
                        memory_bytes(g->inner));
+        else if (g->transpose)
+            nhwc_to_nchw((const float *)(base + g->offset), (float *)(uintptr_t)ptr[i],
+                         d->desc.batch, d->desc.out_c, (size_t)d->desc.out_h * d->desc.out_w);
         else if (g->inner && g->out && !arg_of(g, blocked))
             reorder(g->reorder, g->inner, g->user);
     }
