@@ -1,6 +1,6 @@
 /* The transpose of a 16 x 16 tile of floats in AVX-512 registers, for kernels that move
- * activations between NCHW and nhwc (the [shortcut]'s nhwc input, int8 convolutions' input codes)
- * as they compute, instead of a separate reorder. Empty in a build without AVX-512. */
+ * activations between NCHW and nhwc as they compute (the [shortcut]'s nhwc input, int8
+ * convolutions' inputs and outputs), instead of a separate reorder. Empty without AVX-512. */
 #ifndef CDL_TRANSPOSE16_H
 #define CDL_TRANSPOSE16_H
 
