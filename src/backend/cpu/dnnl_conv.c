@@ -321,7 +321,7 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     }
     if (!s && c->int8 && a->arg == DNNL_ARG_DST && !a->add && nhwc_to_nchw_runs(c->out_c)) {
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
-        a->transpose = is_nhwc(inner, y, dnnl_f32) && !is_nhwc(user, y, dnnl_f32);
+        a->transpose = is_nhwc(inner, y, dnnl_f32);
     }
     return s;
 }
