@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "backend/cpu/bf16.h"
+#include "backend/cpu/nhwc_to_nchw.h"
+#include "backend/cpu/quantize_nhwc.h"
 
 #ifdef CDL_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -254,6 +256,14 @@ static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnn
            dnnl_memory_desc_get_size(&f32) == dnnl_memory_desc_get_size(pl);
 }
 
+/* 1 when md is the nhwc layout of a tensor of dims (NCHW order) and type. */
+static int is_nhwc(const dnnl_memory_desc_t *md, const dnnl_dims_t dims, dnnl_data_type_t type)
+{
+    dnnl_memory_desc_t nhwc;
+    return !dnnl_memory_desc_init_by_tag(&nhwc, 4, dims, type, dnnl_nhwc) &&
+           dnnl_memory_desc_equal(md, &nhwc);
+}
+
 /* Argument a of pd: its plain memory, and where pd chose another layout or a->add asks for it,
  * that layout's memory at p->bytes in the scratch and the reorder between the two (for a->add
  * one that adds into the plain tensor: a sum post-op); an operand of a bf16 convolution on float32
@@ -305,6 +315,14 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     if (!a->round && !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
         nchw8c_like(a->user, a->inner, dnnl_bf16))
         a->round = DNNL_ROUND_PACK;
+    if (!s && c->int8 && a->arg == DNNL_ARG_SRC && quantize_nhwc_runs(c->in_c)) {
+        const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
+        a->quantize = is_nhwc(inner, x, dnnl_u8);
+    }
+    if (!s && c->int8 && a->arg == DNNL_ARG_DST && !a->add && nhwc_to_nchw_runs(c->out_c)) {
+        const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
+        a->transpose = is_nhwc(inner, y, dnnl_f32);
+    }
     return s;
 }
 
@@ -602,6 +620,11 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
             if (!g->ready)
                 bf16_pack((uint16_t *)(base + g->offset), ptr[i],
                           memory_bytes(g->inner) / sizeof(uint16_t));
+        } else if (g->quantize) {
+            const DnnlConvDesc *c = &d->desc;
+            dnnl_memory_set_data_handle(g->inner, base + g->offset);
+            quantize_nhwc(ptr[i], (uint8_t *)(base + g->offset), c->batch, c->in_c,
+                          (size_t)c->in_h * c->in_w, 1.0f / c->x_scale, c->x_zero_point);
         } else if (g->inner && arg_of(g, blocked) && (!g->add || fresh)) {
             dnnl_memory_set_data_handle(g->inner, (void *)(uintptr_t)ptr[i]);
         } else if (g->inner) {
@@ -627,6 +650,9 @@ static void run(DnnlConv *d, int k, const void *const *ptr, void *scratch, unsig
         if (g->inner && g->out && arg_of(g, blocked) && g->add && !fresh)
             add_floats((float *)(uintptr_t)ptr[i], (const float *)(base + g->offset),
                        memory_bytes(g->inner));
+        else if (g->transpose)
+            nhwc_to_nchw((const float *)(base + g->offset), (float *)(uintptr_t)ptr[i],
+                         d->desc.batch, d->desc.out_c, (size_t)d->desc.out_h * d->desc.out_w);
         else if (g->inner && g->out && !arg_of(g, blocked))
             reorder(g->reorder, g->inner, g->user);
     }

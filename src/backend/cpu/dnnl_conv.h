@@ -101,6 +101,12 @@ typedef struct DnnlConvArg {
      * is always a copy in the scratch, rounded there (bf16_round_floats) after its reorder, or
      * from the caller's tensor where that has inner's layout. */
     int round;
+    /* 1: an int8 forward's x (float32 NCHW) whose inner is uint8 nhwc, quantized into it by
+     * quantize_nhwc (quantize_nhwc_runs) instead of the reorder */
+    int quantize;
+    /* 1: an int8 forward's y whose inner is float32 nhwc and the caller's NCHW, moved into it by
+     * nhwc_to_nchw (nhwc_to_nchw_runs) instead of the reorder */
+    int transpose;
     size_t offset; /* inner's bytes from the scratch buffer's aligned start */
 } DnnlConvArg;
 

@@ -10,55 +10,33 @@
 #include "layers/shortcut.h"
 
 #include <string.h>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+
+#include "backend/cpu/transpose16.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SHORTCUT_PARALLEL_MIN 65536
 
 #if defined(__AVX512F__)
-/* r[s] (lanes k) = r[k] (lanes s) before: the transpose of a 16 x 16 tile of floats, in registers,
- * through 32-bit, 64-bit, then two rounds of 128-bit interleaves. */
-static inline void transpose16(__m512 r[16])
-{
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4)
-        for (int j = 0; j < 2; j++) {
-            const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
-            r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-            r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
-        }
-    for (int h = 0; h < 16; h += 8)
-        for (int i = h; i < h + 4; i++) {
-            t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-            t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-}
-
 /* Positions per block of shortcut_forward_nhwc: a block of prev, [NHWC_BLOCK][c], stays in the
  * L2 cache while its 16-channel slices are transposed, and each channel's plane is written and
  * read NHWC_BLOCK floats at a time (few pages touched per row, unlike whole planes a slice at a
  * time, which ran resnet50's 256-channel shortcuts at twice a plain add's time). */
 #define NHWC_BLOCK 256
 
-/* out = alpha * prev + beta * from of equal shapes, prev [batch][spatial][c] (nhwc; c a multiple
- * of 16) and from, out [batch][c][spatial]: prev transposed 16 x 16 tiles at a time (transpose16)
- * as it is added, instead of a reorder of prev into NCHW before. */
+/* out = alpha * prev + beta * from of equal shapes, then relu where relu is 1, prev
+ * [batch][spatial][c] (nhwc; c a multiple of 16) and from, out [batch][c][spatial]: prev
+ * transposed 16 x 16 tiles at a time (transpose16) as it is added, instead of a reorder of prev
+ * into NCHW before; relu applied as each tile is stored, not in a pass over the output after. */
 static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const float *from,
-                                  float *out, int batch, int c, size_t spatial)
+                                  float *out, int batch, int c, size_t spatial, int relu)
 {
     const size_t blocks = (spatial + NHWC_BLOCK - 1) / NHWC_BLOCK;
     const size_t n = (size_t)batch * (size_t)c * spatial;
     const __m512 alpha = _mm512_set1_ps(sc->alpha), beta = _mm512_set1_ps(sc->beta);
+    /* vmaxps(floor, y) returns its second operand, y, where either is NaN or both are zeros: with
+     * floor -inf it passes y as it is, with floor 0 it is y < 0 ? 0 : y (NaN and -0 kept), the
+     * relu of activation_forward */
+    const __m512 floor = _mm512_set1_ps(relu ? 0.0f : -__builtin_inff());
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
     for (size_t t = 0; t < (size_t)batch * blocks; t++) {
         const size_t b = t / blocks, first = t % blocks * NHWC_BLOCK;
@@ -77,8 +55,8 @@ static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const f
                 transpose16(r);
                 for (size_t k = 0; k < 16; k++) {
                     const __m512 y = _mm512_maskz_loadu_ps(valid, f + k * spatial + s0);
-                    _mm512_mask_storeu_ps(o + k * spatial + s0, valid,
-                                          _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y)));
+                    const __m512 sum = _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y));
+                    _mm512_mask_storeu_ps(o + k * spatial + s0, valid, _mm512_max_ps(floor, sum));
                 }
             }
         }
@@ -94,9 +72,11 @@ static void shortcut_forward(Layer *l, const StepContext *ctx)
 #if defined(__AVX512F__)
     if (l->nhwc_from) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
         const Shape o = l->out_shape;
-        shortcut_forward_nhwc(sc, l->in[0], l->in[1], layer_activation_input(l), ctx->batch, o.c,
-                              (size_t)o.h * o.w);
-        layer_activate(l, ctx->batch);
+        const int fused = l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LINEAR;
+        shortcut_forward_nhwc(sc, l->in[0], l->in[1], fused ? l->out : layer_activation_input(l),
+                              ctx->batch, o.c, (size_t)o.h * o.w, l->activation == CDL_ACT_RELU);
+        if (!fused)
+            layer_activate(l, ctx->batch);
         return;
     }
 #endif
