@@ -124,5 +124,6 @@ const LayerType region_layer = {
     .reads_truth = 1,
     .truth_boxes = region_truth_boxes,
     .export_onnx = region_export_onnx,
+    .set_size = layer_size_follow_input,
     .backward_ignores_inputs = 1,
 };

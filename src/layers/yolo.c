@@ -164,6 +164,15 @@ static int yolo_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
     return CDL_OK;
 }
 
+/* The grid of the input's new size; the anchors, in pixels, are divided by the net's new size. */
+static int yolo_set_size(Layer *l, const Net *net, Error *e)
+{
+    Yolo *yo = l->priv;
+    yo->net_w = net->in_shape.w;
+    yo->net_h = net->in_shape.h;
+    return layer_size_follow_input(l, net, e);
+}
+
 const LayerType yolo_layer = {
     .name = "yolo",
     .priv_size = sizeof(Yolo),
@@ -172,6 +181,7 @@ const LayerType yolo_layer = {
     .truth_boxes = yolo_truth_boxes,
     .box_jitter = yolo_box_jitter,
     .export_onnx = yolo_export_onnx,
+    .set_size = yolo_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };
