@@ -425,6 +425,10 @@ typedef struct LayerType {
     /* reads_truth families: darknet's jitter= of the layer, the random placement of the
      * detection data (AugmentConfig.box_jitter: the net's last such layer's); NULL: none. */
     float (*box_jitter)(const Layer *l);
+    /* reads_truth families: darknet's multi-scale training keys of the layer, *random its
+     * random= (0 off, 1 on, F > 1 on with the factor F) and *resize its resize= (0: not given),
+     * which the net's last such layer sets for the run (train/multi_scale.h); NULL: none. */
+    void (*multi_scale)(const Layer *l, float *random, float *resize);
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
     /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a

@@ -379,6 +379,13 @@ static int stop_asked(const TrainPlan *plan, int *asked, Error *e)
     return plan->dist && plan->stop_requested ? dist_any(plan->dist, asked, e) : CDL_OK;
 }
 
+/* Sets net's input size to w x h (multi-scale training), *resized 1 when that changed it. */
+static int resize_input(Net *net, int w, int h, int *resized, Error *e)
+{
+    *resized = w != net->in_shape.w || h != net->in_shape.h;
+    return net_set_size(net, w, h, e);
+}
+
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {
@@ -389,6 +396,12 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                          batch);
     meta->steps_per_epoch = steps_per_epoch;
     meta->epochs_planned = plan->epochs;
+    MultiScale *ms =
+        plan->multi_scale && plan->multi_scale->rule != MULTI_SCALE_OFF ? plan->multi_scale : NULL;
+    if (ms && plan->cuda_graph)
+        return error_set(e, CDL_EUSAGE,
+                         "random= (multi-scale training) changes the input size, which a captured "
+                         "CUDA graph cannot; drop --cuda-graph or set random=0");
     net->train = 1;
     net->step = meta->step;
     const int ranks = plan->dist ? dist_size() : 1;
@@ -396,6 +409,13 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     meta->global_batch = batch * ranks;
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
+    if (ms) {
+        /* darknet's max_batches, as the schedule's span (train_settings.h), else the run's */
+        ms->total_steps =
+            opt->settings.max_batches > 0 ? (uint64_t)opt->settings.max_batches : total;
+        ms->steps_per_epoch = steps_per_epoch;
+        ms->passes_per_step = passes;
+    }
     const double start = time_now_s();
     double loss_sum = 0, paused_s = 0; /* paused: evaluating and saving between epochs */
     float avg_loss = -1;               /* darknet's running average, from the run's first step */
@@ -423,6 +443,12 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
+        int w, h, resized = 0;
+        if (ms) {
+            multi_scale_size(ms, net->step, &w, &h);
+            if ((st = resize_input(net, w, h, &resized, e)))
+                break;
+        }
         net->images_seen = meta->samples_seen;
         st = graph_ready
                  ? step_graphed(net, opt, train->fill, train->ctx, lr, plan->dist, &graph, &loss, e)
@@ -457,7 +483,10 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             eta_left_s(&eta, total - net->step),
                             elapsed,
                             opt->loss_scale.enabled ? opt->loss_scale.scale : 0.0f,
-                            opt->loss_scale.skipped};
+                            opt->loss_scale.skipped,
+                            ms ? net->in_shape.w : 0,
+                            ms ? net->in_shape.h : 0,
+                            resized};
             cb->on_step(cb->ctx, &r);
         }
         int asked;
@@ -488,6 +517,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
             const double pause_start = time_now_s();
+            if (!st && ms) /* evaluation and the checkpoint at the cfg's size */
+                st = resize_input(net, ms->base_w, ms->base_h, &resized, e);
             st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
             paused_s += time_now_s() - pause_start;
             loss_sum = 0;
@@ -502,5 +533,9 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
     }
     free(graph.pass_losses);
+    int resized;
+    Error unused; /* the cfg's size, which the net was built at, never fails */
+    if (ms)
+        resize_input(net, ms->base_w, ms->base_h, &resized, &unused);
     return st;
 }
