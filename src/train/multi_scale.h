@@ -3,11 +3,13 @@
  * resumed run draws the sizes an uninterrupted one draws. Two rules, as the two darknets draw:
  *
  *   pjreddie's (random=1, no resize=): a square side (10..19) x 32, 320 to 608 pixels, whatever the
- *     cfg's size; the run's last 200 steps at 608.
+ *     cfg's size; 608 for the 10 steps from a step past total_steps - 200.
  *   AlexeyAB's (resize=F, or random=F with F > 1; F 1.4 when random=1 comes with resize=1): a
  *     scale s uniform in [1, F], inverted half the time, and each side round(s side / 32 + 1) x 32
- *     (the cfg's size where s < 1 would give more); the run's first 10 steps and its last 100 at
- *     the largest, round(F side / 32 + 1) x 32.
+ *     (the cfg's size where s < 1 would give more); the largest, round(F side / 32 + 1) x 32, for
+ *     the run's first 10 steps and the 10 from a step past total_steps - 100.
+ * darknet decides at the first of the 10 steps, as here, but draws with rand() and counts the 10
+ * from its own start, so a resumed darknet run draws anew.
  *
  * The memory is planned for the largest size (MultiScale.max_w, max_h; core/net.h net_set_size);
  * evaluation, checkpoints and inference keep the cfg's size. */

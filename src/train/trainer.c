@@ -379,12 +379,6 @@ static int stop_asked(const TrainPlan *plan, int *asked, Error *e)
     return plan->dist && plan->stop_requested ? dist_any(plan->dist, asked, e) : CDL_OK;
 }
 
-/* Sets net's input size to w x h (multi-scale training), *resized 1 when that changed it. */
-static int resize_input(Net *net, int w, int h, int *resized, Error *e)
-{
-    *resized = w != net->in_shape.w || h != net->in_shape.h;
-    return net_set_size(net, w, h, e);
-}
 
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
@@ -423,6 +417,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     Eta eta;
     eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
+    int last_w = 0, last_h = 0; /* the last step's size (multi-scale training) */
     StepGraph graph = {0};
     /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
      * plan at their first call (cuBLAS's workspace) is done outside the capture */
@@ -443,12 +438,16 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
-        int w, h, resized = 0;
+        int w = 0, h = 0;
         if (ms) {
             multi_scale_size(ms, net->step, &w, &h);
-            if ((st = resize_input(net, w, h, &resized, e)))
+            if ((st = net_set_size(net, w, h, e)))
                 break;
         }
+        /* a size other than the last step's (the evaluation between them at the cfg's aside) */
+        const int resized = ms && (w != last_w || h != last_h);
+        last_w = w;
+        last_h = h;
         net->images_seen = meta->samples_seen;
         st = graph_ready
                  ? step_graphed(net, opt, train->fill, train->ctx, lr, plan->dist, &graph, &loss, e)
@@ -518,7 +517,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 started_epoch = epoch + 1;
             const double pause_start = time_now_s();
             if (!st && ms) /* evaluation and the checkpoint at the cfg's size */
-                st = resize_input(net, ms->base_w, ms->base_h, &resized, e);
+                st = net_set_size(net, ms->base_w, ms->base_h, e);
             st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
             paused_s += time_now_s() - pause_start;
             loss_sum = 0;
@@ -533,9 +532,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
     }
     free(graph.pass_losses);
-    int resized;
     Error unused; /* the cfg's size, which the net was built at, never fails */
     if (ms)
-        resize_input(net, ms->base_w, ms->base_h, &resized, &unused);
+        net_set_size(net, ms->base_w, ms->base_h, &unused);
     return st;
 }

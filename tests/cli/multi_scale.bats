@@ -110,6 +110,8 @@ CFG
         --log-every 1
     [ "$status" -eq 0 ]
     [[ "$output" == *"step 1: resizing the input to 128x128"* ]]
+    # said where the size changes, at steps 1, 11, 21, ...: not after each epoch's evaluation
+    [ -z "$(echo "$output" | grep 'resizing the input' | grep -v -E 'step [0-9]*1: ')" ]
     /usr/bin/python3 - <<'PY'
 import json
 rows = [json.loads(l) for l in open("run.jsonl")]
