@@ -379,7 +379,6 @@ static int stop_asked(const TrainPlan *plan, int *asked, Error *e)
     return plan->dist && plan->stop_requested ? dist_any(plan->dist, asked, e) : CDL_OK;
 }
 
-
 int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet *valid,
               const TrainPlan *plan, ModelMeta *meta, const TrainCallbacks *cb, Error *e)
 {

@@ -134,7 +134,8 @@ static const char *train_keys = "random_resized_crop=1\nflip=1\nangle=10\nmean=0
 static Loader *open_loader(const SampleSource *s, const AugmentConfig *a, int batch, int workers,
                            int train, int drop_last, int skip_bad)
 {
-    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0, 0, NULL, NULL};
+    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0, 0,
+                       NULL,  NULL};
     Loader *l = NULL;
     Error e = {0};
     if (loader_open(&l, s, a, &o, &e))
