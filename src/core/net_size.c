@@ -18,7 +18,9 @@ int net_can_set_size(const Net *net, Error *e)
     return 1;
 }
 
-/* Derives every layer's shapes from an input of w x h (LayerType.set_size). */
+/* Derives every layer's shapes from an input of w x h (LayerType.set_size). In a net not resized
+ * yet, it releases what the kernels derived from the old shapes (LayerKernels.release: a memory
+ * estimate's), which the next net_resize then derives from the new ones. */
 static int derive_shapes(Net *net, int w, int h, Error *e)
 {
     net->in_shape.w = w;
@@ -28,6 +30,8 @@ static int derive_shapes(Net *net, int w, int h, Error *e)
         int st = l->type->set_size(l, net, e);
         if (st)
             return st;
+        if (!net->batch && l->kernels->release)
+            l->kernels->release(l);
     }
     return CDL_OK;
 }

@@ -160,6 +160,35 @@ static void test_runtime_size_matches_built(const Setup *s)
     net_free(&net);
 }
 
+/* A net whose kernels were already measured at its built size (what they derive from the shapes
+ * made there, as a memory estimate does), set to a smaller size before its net_resize, computes as
+ * a net built at that size. */
+static void test_size_set_before_resize(void)
+{
+    const Setup s = {"ref", CDL_BACKEND_CPU, "engine=ref\n", always};
+    Net net, ref;
+    Error e = {0};
+    size_t bytes;
+    float truth[BATCH * 256 * TRUTH_FLOATS], truth_ref[BATCH * 256 * TRUTH_FLOATS];
+    if (build(&net, &s, PLANNED, PLANNED, truth, &e) ||
+        net_activation_bytes(&net, BATCH, &bytes, &e) || net_set_size(&net, 32, 32, &e) ||
+        net_resize(&net, BATCH, 0, &e) || build(&ref, &s, 32, 32, truth_ref, &e) ||
+        net_resize(&ref, BATCH, 0, &e)) {
+        fprintf(stderr, "FAIL build: %s\n", e.msg);
+        check_failures++;
+        return;
+    }
+    Pass got, want;
+    train_pass(&net, &got);
+    train_pass(&ref, &want);
+    CHECK_NEAR(got.loss, want.loss, 1e-5 * fabs(want.loss));
+    CHECK(check_rel_error(got.grads, want.grads, net.n_params) < 1e-5);
+    pass_free(&got);
+    pass_free(&want);
+    net_free(&ref);
+    net_free(&net);
+}
+
 /* A size whose route inputs disagree (34: 17 rows pool to 9, which upsample to 18) and one past
  * the plan are refused; the net keeps its size and still trains. */
 static void test_bad_sizes_refused(void)
@@ -219,6 +248,7 @@ int main(void)
     };
     for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++)
         test_runtime_size_matches_built(&setups[k]);
+    test_size_set_before_resize();
     test_bad_sizes_refused();
     test_fixed_size_family_named();
     return check_report("net_size");
