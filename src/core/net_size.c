@@ -2,7 +2,9 @@
  * (random=1): the memory is planned once for the largest size, and a size change derives every
  * layer's shapes again (LayerType.set_size) and resizes its kernels inside that plan
  * (net_resize_state: oneDNN's and cuDNN's primitives, bound to shapes, are made again there, once
- * per change and outside the step; nothing is cached per size, as darknet keeps nothing either).
+ * per change and outside the step). cdl caches nothing per size: oneDNN's own primitive cache,
+ * keyed by the shapes, serves a size seen before (yolov3-tiny at batch 8 on 2 threads: 30-65 ms a
+ * change to a new size, about 1 ms back to one seen, against 1-4 s a forward).
  * Every buffer holds [batch][c][h][w] of the current size packed at its start. */
 #include "core/net.h"
 
