@@ -387,6 +387,9 @@ typedef struct cdl_step_report {
     int logged;          /* 1 every log_every steps and at the last step */
     float loss_scale;    /* precision fp16: the loss scale after the step; 0 in other precisions */
     uint64_t skipped_steps; /* precision fp16: steps skipped for non-finite gradients so far */
+    int width, height;      /* random= (multi-scale training): the input size the step trained
+                               at, which changes every 10 steps; 0 without */
+    int resized;            /* 1: the step is the first at that size */
 } cdl_step_report;
 
 typedef struct cdl_epoch_report {

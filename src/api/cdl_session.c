@@ -550,6 +550,9 @@ static void on_step(void *ctx, const StepReport *t)
         .elapsed_s = t->elapsed_s,
         .loss_scale = t->loss_scale,
         .skipped_steps = t->skipped_steps,
+        .width = t->width,
+        .height = t->height,
+        .resized = t->resized,
         .logged = t->step % (uint64_t)r->log_every == 0 || t->step == t->total_steps};
     if (p.logged) {
         const char *const tags[] = {"train/loss", "train/lr", "train/images_per_s"};
@@ -625,9 +628,17 @@ static int train(cdl_session *s, TrainPlan *plan, const TrainCallbacks *cb, doub
                                    .rank = dist_rank(),
                                    .ranks = dist_size(),
                                    .truth_boxes = truth_boxes};
+        LoaderOptions with = opt;
         AugmentConfig aug;
         st = net_augment(&s->net, &aug, e);
-        st = st ? st : loader_open(&loader, &s->train, &aug, &opt, e);
+        const MultiScale *ms = plan->multi_scale;
+        if (ms && ms->rule != MULTI_SCALE_OFF) { /* the ring holds the largest mini-batches */
+            aug.out_w = ms->max_w;
+            aug.out_h = ms->max_h;
+            with.batch_size = multi_scale_batch_size;
+            with.batch_size_ctx = ms;
+        }
+        st = st ? st : loader_open(&loader, &s->train, &aug, &with, e);
         source = st ? (TrainSource){0} : train_source_loader(loader);
     }
     st = st ? st : train_run(&s->net, &s->opt, &source, &s->valid_set, plan, &s->meta, cb, e);
@@ -652,6 +663,18 @@ static int check_step_fits(cdl_session *s, int pass, Error *e)
     return st ? st : api_check_step_fits(&m, &limit, s->resumed ? s->resume_path : s->cfg_path, e);
 }
 
+/* Sets the net to the largest size ms draws, before net_resize plans its memory; CDL_EUSAGE
+ * naming the cfg and the layer when a layer cannot change size. */
+static int plan_multi_scale(cdl_session *s, const MultiScale *ms, Error *e)
+{
+    const char *path = s->resumed ? s->resume_path : s->cfg_path;
+    int st = net_can_set_size(&s->net, e) ? CDL_OK : CDL_EUSAGE;
+    st = st ? st : net_set_size(&s->net, ms->max_w, ms->max_h, e);
+    if (st)
+        error_prefix(e, st, "%s: random= (multi-scale training): ", path);
+    return st;
+}
+
 static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb, Error *e)
 {
     if (!s->data_path[0])
@@ -669,10 +692,16 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                                            : "samples",
                          h->batch, ranks);
     const int split = ranks == 1 ? net_training_split(&s->net, omp_get_max_threads()) : 1;
-    int st =
-        o->skip_memory_check ? CDL_OK : check_step_fits(s, h->batch / h->subdivisions / split, e);
+    /* Multi-scale training: the memory planned (and checked) for the largest size. */
+    MultiScale ms;
+    multi_scale_init(&ms, &s->net, s->meta.seed);
+    const int multi_scale = ms.rule != MULTI_SCALE_OFF;
+    int st = multi_scale ? plan_multi_scale(s, &ms, e) : CDL_OK;
+    st =
+        st || o->skip_memory_check ? st : check_step_fits(s, h->batch / h->subdivisions / split, e);
     st = st ? st : prepare_output(s->out_path, e);
     st = st ? st : net_resize_split(&s->net, split, e);
+    st = st || !multi_scale ? st : net_set_size(&s->net, ms.base_w, ms.base_h, e);
     Run r = {s, cb ? *cb : (cdl_callbacks){0}, o->log_every, o->time_limit_s, NULL};
     if (r.log_every <= 0)
         r.log_every = steps_per_epoch >= 10 ? steps_per_epoch / 10 : 1;
@@ -697,7 +726,8 @@ static int run(cdl_session *s, const cdl_run_options *o, const cdl_callbacks *cb
                       .stop_step = o->steps ? s->meta.step + o->steps : 0,
                       .stop_requested = o->stop_requested,
                       .stop_ctx = o->stop_ctx,
-                      .cuda_graph = o->cuda_graph};
+                      .cuda_graph = o->cuda_graph,
+                      .multi_scale = &ms};
     st = st ? st : train(s, &plan, &tcb, o->dist_timeout_s > 0 ? o->dist_timeout_s : 300, e);
     size_t events;
     st = step_trace_end(&trace, st, &events, e);

@@ -55,6 +55,12 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
 {
     Progress *p = ctx;
     const int logged = r->logged;
+    if (r->resized) { /* as darknet's "Resizing" */
+        char line[96];
+        snprintf(line, sizeof line, "step %llu: resizing the input to %dx%d",
+                 (unsigned long long)r->step, r->width, r->height);
+        progress_on_message(p, line);
+    }
     if (p->jsonl && logged) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "step");
@@ -68,6 +74,10 @@ void progress_on_step(void *ctx, const cdl_step_report *r)
         if (p->tokens_per_sample)
             cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * p->tokens_per_sample);
         cJSON_AddNumberToObject(o, "elapsed_s", r->elapsed_s);
+        if (r->width > 0) {
+            cJSON_AddNumberToObject(o, "width", r->width);
+            cJSON_AddNumberToObject(o, "height", r->height);
+        }
         if (r->loss_scale > 0) {
             cJSON_AddNumberToObject(o, "loss_scale", r->loss_scale);
             cJSON_AddNumberToObject(o, "skipped_steps", (double)r->skipped_steps);

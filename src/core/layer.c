@@ -51,6 +51,20 @@ void layer_rows_follow_input(Layer *l, const Net *net)
     l->out_shape.h = rows;
 }
 
+Shape layer_input_shape(const Layer *l, const Net *net, int k)
+{
+    return l->inputs[k] < 0 ? net->in_shape : net->layers[l->inputs[k]].out_shape;
+}
+
+int layer_size_follow_input(Layer *l, const Net *net, Error *e)
+{
+    (void)e;
+    const Shape in = layer_input_shape(l, net, 0);
+    l->in_shape.h = l->out_shape.h = in.h;
+    l->in_shape.w = l->out_shape.w = in.w;
+    return CDL_OK;
+}
+
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e)
 {
     const char *name = cfg_get_str(s, "activation", NULL);

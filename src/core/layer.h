@@ -92,6 +92,10 @@ typedef struct Layer {
     /* Floats and bytes of per-batch private state, floats of work and floats kept between passes,
      * the layer took at the last net_resize (LayerKernels.resize), in the net's activation slab. */
     size_t state_floats, state_bytes, work_floats, kept_floats;
+    /* Where net_resize carved that state (LayerState's floats, bytes, work and kept at the
+     * layer's first request): net_set_size carves the state of another spatial size there again. */
+    float *state_at, *work_at, *kept_at;
+    unsigned char *state_bytes_at;
     /* Gradient checkpointing (core/net.h, training nets only): the recomputed segment the layer
      * is in (-1: none). */
     int segment;
@@ -390,6 +394,16 @@ typedef struct LayerType {
      * over the shapes as they are at the call, [batch][rows][C] packed. NULL: the family computes
      * at its sized shapes only. */
     void (*set_rows)(Layer *l, const Net *net);
+    /* Image nets computing a mini-batch at a runtime spatial size (core/net.h net_set_size,
+     * darknet's random=1): called for every layer in order after the net's in_shape height and
+     * width changed, it sets l's in_shape and out_shape height and width from its inputs' (the
+     * net's for input -1) and whatever its configuration derives from them; channels never
+     * change. Returns CDL_EUSAGE with "layer N [type]: ..." when the configuration cannot take
+     * that size (an empty window, inputs of a [route] that no longer agree). The kernels compute
+     * over the shapes as they are, [batch][c][h][w] packed at the start of the buffers sized for
+     * the largest size; net_set_size resizes every layer's kernels again at each change. NULL: the
+     * family computes at its built size only. */
+    int (*set_size)(Layer *l, const Net *net, Error *e);
     /* int8 inference (backend/cpu/net_quant.h): the index in l->params of the weights this layer
      * can run in int8, [channels][k] with channels = dims[0], or -1 when it cannot (a grouped
      * convolution, tied weights). Its forward then uses l->quant when set, and its resize takes
@@ -412,6 +426,10 @@ typedef struct LayerType {
     /* reads_truth families: darknet's jitter= of the layer, the random placement of the
      * detection data (AugmentConfig.box_jitter: the net's last such layer's); NULL: none. */
     float (*box_jitter)(const Layer *l);
+    /* reads_truth families: darknet's multi-scale training keys of the layer, *random its
+     * random= (0 off, 1 on, F > 1 on with the factor F) and *resize its resize= (0: not given),
+     * which the net's last such layer sets for the run (train/multi_scale.h); NULL: none. */
+    void (*multi_scale)(const Layer *l, float *random, float *resize);
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;
     /* 1: the layer maps token ids (floats holding integers) to rows of params[0], a
@@ -466,6 +484,12 @@ int layer_bad_key(const Layer *l, const Cfg *cfg, CfgSection *s, const char *key
 /* LayerType.set_rows of the families whose output has the rows of their input 0 and nothing
  * derived from them: in_shape.h and out_shape.h become input 0's rows. */
 void layer_rows_follow_input(Layer *l, const Net *net);
+/* The spatial size input k of l has now (net_set_size): its writer's out_shape, the net's in_shape
+ * for input -1. */
+Shape layer_input_shape(const Layer *l, const Net *net, int k);
+/* LayerType.set_size of the families whose output has the height and width of their input 0:
+ * in_shape and out_shape take input 0's. Never fails. */
+int layer_size_follow_input(Layer *l, const Net *net, Error *e);
 /* Shared parse helper for layers with an `activation=` key (default def). */
 int layer_parse_activation(Layer *l, const Cfg *cfg, CfgSection *s, ActivationKind def, Error *e);
 /* Shared parse helper for layers that read an earlier layer named by a required key (`from=` of

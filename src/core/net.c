@@ -585,6 +585,10 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
             .work = (float *)(slab + b[NET_BUF_WORK].offset),
             .kept = (float *)(slab + b[NET_BUF_KEPT].offset),
             .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+        l->state_at = carve.floats;
+        l->state_bytes_at = carve.bytes;
+        l->work_at = carve.work;
+        l->kept_at = carve.kept;
         int st = l->kernels->resize ? l->kernels->resize(l, batch, &carve, e) : CDL_OK;
         if (st)
             return st;
@@ -910,9 +914,55 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
         return error_set(e, CDL_ERUNTIME, "out of memory for activations of batch %d", batch);
     }
     net->batch = batch;
+    net->sized_in = net->in_shape;
     st = lay_out_slab(net, batch, plan, e);
     free(plan);
     return st;
+}
+
+/* Measures layer l's state at its shapes as they are now against what net_resize planned for it
+ * (Layer.state_floats, ...; the shared scratch): CDL_ERUNTIME when it needs more. */
+static int measure_within_plan(Net *net, Layer *l, Error *e)
+{
+    LayerState st = {.exec = &net->exec,
+                     .input_grads =
+                         writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+    int rc = l->kernels->resize ? l->kernels->resize(l, net->batch, &st, e) : CDL_OK;
+    if (!rc && (st.n_floats > l->state_floats || st.n_bytes > l->state_bytes ||
+                st.n_work > l->work_floats || st.n_kept > l->kept_floats ||
+                l->scratch_per_sample * (size_t)net->batch > net->exec.workspace_floats))
+        rc = error_set(e, CDL_ERUNTIME,
+                       "layer %d [%s]: its state at %dx%d needs more memory than was planned",
+                       l->index, l->type->name, l->in_shape.h, l->in_shape.w);
+    return rc;
+}
+
+int net_resize_state(Net *net, Error *e)
+{
+    net->weights_kept = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        if (l->kernels->release)
+            l->kernels->release(l); /* primitives bound to the old shapes */
+        int st = measure_within_plan(net, l, e);
+        if (st)
+            return st;
+    }
+    plan_layouts(net);
+    for (int i = 0; i < net->n_layers; i++) {
+        Layer *l = &net->layers[i];
+        LayerState carve = {
+            .exec = &net->exec,
+            .floats = l->state_at,
+            .bytes = l->state_bytes_at,
+            .work = l->work_at,
+            .kept = l->kept_at,
+            .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+        int st = l->kernels->resize ? l->kernels->resize(l, net->batch, &carve, e) : CDL_OK;
+        if (st)
+            return st;
+    }
+    return CDL_OK;
 }
 
 void net_set_precision(Net *net, GemmPrecision precision)

@@ -41,6 +41,9 @@ typedef struct Net {
     int device; /* the backend's device the net runs on (0 on the CPU) */
     Hyper hyper;
     Shape in_shape;
+    /* The in_shape net_resize sized the buffers for: net_set_size takes no larger height or
+     * width. */
+    Shape sized_in;
     /* Sequence nets ([net] seq=T, darknet's time_steps): tokens per sample, 0 for image nets.
      * The input is then [batch][1][T][inputs] (inputs=1: token ids as floats, read by
      * [embedding]) and there is one label per token, the id of the token that follows. */
@@ -323,6 +326,26 @@ void net_set_rows(Net *net, int source_rows, int target_rows);
  * net_host_labels from [batch][seq] to [batch][rows_target]. The same loss and gradients as the
  * padded batch's, up to rounding. */
 void net_fit_rows(Net *net);
+
+/* An image net at a mini-batch's runtime spatial size (core/net_size.c): darknet's multi-scale
+ * training (random=1). */
+
+/* 1 when net_set_size can change the net's height and width: an image net whose every layer's
+ * family has LayerType.set_size; else 0 with "layer N [type] cannot change its input size" in e. */
+int net_can_set_size(const Net *net, Error *e);
+/* Makes every layer compute at an input of width w and height h (the channels kept): each layer's
+ * shapes derived again (LayerType.set_size), and in a resized net every layer's kernels resized at
+ * them inside the memory net_resize planned (net_resize_state), so w and h may not exceed
+ * sized_in's: plan for the largest size by calling net_set_size before net_resize. Tensors are
+ * [batch][c][h][w] packed at the start of their buffers: host code writes the input at the new
+ * size. Not for the training step (oneDNN's and cuDNN's primitives are made again); allocates no
+ * activation memory. On failure (CDL_EUSAGE: a layer cannot take that size; CDL_ERUNTIME) the
+ * net is left at its old size. Only where net_can_set_size. */
+int net_set_size(Net *net, int w, int h, Error *e);
+/* Releases and resizes every layer's kernels at the layers' shapes as they are (LayerKernels.
+ * release, resize), carving their state where net_resize carved it: CDL_ERUNTIME, and nothing
+ * carved, when a layer then needs more state or scratch than net_resize planned. */
+int net_resize_state(Net *net, Error *e);
 
 /* Labels per sample: seq in a sequence net, else 1. */
 static inline int net_labels_per_sample(const Net *net)

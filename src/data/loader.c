@@ -25,6 +25,7 @@ typedef struct Slot {
     float *truth; /* [batch][truth_boxes][TRUTH_FLOATS], or NULL without truth_boxes */
     int index;    /* mini-batch index within the epoch */
     int n, ready, status, skipped;
+    size_t sample_floats; /* out_c * this mini-batch's out_h * out_w (LoaderOptions.batch_size) */
     Error error;
 } Slot;
 
@@ -105,30 +106,35 @@ static int read_sample(Loader *l, int pos, Image *img, int *label, float *truth,
  * changes it, else augment_train (or a mosaic of it, data/mosaic.h) with draws seeded by (seed,
  * epoch, index), or augment_eval; boxes (NULL: none) are the sample's, which a mosaic replaces by
  * its own, and placed says where they go. */
-static int transform_sample(Loader *l, Worker *w, const Image *img, int index, float *boxes,
-                            float *out, BoxPlacement *placed, Error *e)
+static int transform_sample(Loader *l, Worker *w, const AugmentConfig *aug, const Image *img,
+                            int index, float *boxes, float *out, BoxPlacement *placed, Error *e)
 {
-    if (augment_is_identity(&l->aug, img->c, img->h, img->w)) {
-        memcpy(out, img->data, l->sample_floats * sizeof *out);
+    if (augment_is_identity(aug, img->c, img->h, img->w)) {
+        memcpy(out, img->data, (size_t)img->c * img->h * img->w * sizeof *out);
         *placed = box_placement_identity();
         return CDL_OK;
     }
     if (l->opt.train) {
         Rng rng;
         augment_seed(&rng, l->opt.seed, l->epoch, index);
-        return augment_train_mosaic(&l->aug, l->src, img, boxes, boxes ? l->opt.truth_boxes : 0,
-                                    &rng, &w->scratch, out, placed, e);
+        return augment_train_mosaic(aug, l->src, img, boxes, boxes ? l->opt.truth_boxes : 0, &rng,
+                                    &w->scratch, out, placed, e);
     }
-    return augment_eval(&l->aug, img, &w->scratch, out, placed)
+    return augment_eval(aug, img, &w->scratch, out, placed)
                ? error_set(e, CDL_ERUNTIME, "out of memory augmenting a sample")
                : CDL_OK;
 }
 
-/* Fills x [n][...], y [n] and (with truth_boxes) truth [n][...] with mini-batch k, stopping early
- * (its content is then dropped by the caller) when the loader restarts under generation. */
+/* Fills x [n][...], y [n] and (with truth_boxes) truth [n][...] with mini-batch k at its size
+ * (*sample_floats per image), stopping early (its content is then dropped by the caller) when the
+ * loader restarts under generation. */
 static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x, int *y,
-                      float *truth, int *n, int *skipped, Error *e)
+                      float *truth, int *n, size_t *sample_floats, int *skipped, Error *e)
 {
+    AugmentConfig aug = l->aug;
+    if (l->opt.batch_size)
+        l->opt.batch_size(l->opt.batch_size_ctx, l->epoch, k, &aug.out_w, &aug.out_h);
+    *sample_floats = (size_t)aug.out_c * (size_t)aug.out_h * (size_t)aug.out_w;
     const int first = (k * l->ranks + l->opt.rank) * l->opt.batch, left = l->src->n - first;
     *n = left < l->opt.batch ? left : l->opt.batch;
     *skipped = 0;
@@ -145,7 +151,7 @@ static int fill_batch(Loader *l, Worker *w, int k, unsigned generation, float *x
         float *boxes = l->opt.truth_boxes ? truth + (size_t)i * l->sample_truth : NULL;
         int st = read_sample(l, first + i, &img, &y[i], boxes, &index, skipped, e);
         st = st ? st
-                : transform_sample(l, w, &img, index, boxes, x + (size_t)i * l->sample_floats,
+                : transform_sample(l, w, &aug, &img, index, boxes, x + (size_t)i * *sample_floats,
                                    &placed, e);
         image_free(&img);
         if (st)
@@ -177,12 +183,14 @@ static void *worker_main(void *arg)
         l->busy++;
         pthread_mutex_unlock(&l->mutex);
         int n, skipped;
-        int st = fill_batch(l, w, k, generation, slot->x, slot->y, slot->truth, &n, &skipped,
-                            &slot->error);
+        size_t sample_floats;
+        int st = fill_batch(l, w, k, generation, slot->x, slot->y, slot->truth, &n, &sample_floats,
+                            &skipped, &slot->error);
         pthread_mutex_lock(&l->mutex);
         if (atomic_load(&l->generation) == generation) {
             slot->index = k;
             slot->n = n;
+            slot->sample_floats = sample_floats;
             slot->status = st;
             slot->skipped = skipped;
             slot->ready = 1;
@@ -285,7 +293,7 @@ int loader_open(Loader **out, const SampleSource *src, const AugmentConfig *aug,
     l->batches =
         opt->drop_last ? src->n / (opt->batch * l->ranks) : (src->n + opt->batch - 1) / opt->batch;
     const Dataset *d = source_dataset(src);
-    l->direct = d && augment_is_identity(aug, d->c, d->h, d->w) ? d : NULL;
+    l->direct = d && !opt->batch_size && augment_is_identity(aug, d->c, d->h, d->w) ? d : NULL;
     if (l->direct)
         l->opt.workers = 0;
     atomic_init(&l->generation, 0);
@@ -370,10 +378,11 @@ int loader_next(Loader *l, float *x, int *y, float *truth, int *n, Error *e)
                          l->next_take, l->batches);
     if (l->opt.workers == 0) {
         int skipped;
+        size_t sample_floats;
         Error error = {0};
         const unsigned generation = atomic_load(&l->generation);
-        int st = fill_batch(l, &l->workers[0], l->next_take++, generation, x, y, truth, n, &skipped,
-                            &error);
+        int st = fill_batch(l, &l->workers[0], l->next_take++, generation, x, y, truth, n,
+                            &sample_floats, &skipped, &error);
         l->skipped += skipped;
         return st ? error_set(e, st, "%s", error.msg) : CDL_OK;
     }
@@ -388,7 +397,7 @@ int loader_next(Loader *l, float *x, int *y, float *truth, int *n, Error *e)
     if (st && e)
         *e = slot->error;
     else if (!st) {
-        memcpy(x, slot->x, (size_t)slot->n * l->sample_floats * sizeof *x);
+        memcpy(x, slot->x, (size_t)slot->n * slot->sample_floats * sizeof *x);
         memcpy(y, slot->y, (size_t)slot->n * sizeof *y);
         if (l->sample_truth)
             memcpy(truth, slot->truth, (size_t)slot->n * l->sample_truth * sizeof *truth);

@@ -26,6 +26,11 @@ typedef struct LoaderOptions {
     /* Truth-box slots per sample (a detection net's net_truth_boxes), read with each sample
      * (SampleSource.read_boxes) and moved as its image is framed and flipped; 0: no boxes. */
     int truth_boxes;
+    /* Multi-scale training (train/multi_scale.h): the out_w x out_h of mini-batch k of epoch,
+     * at most the AugmentConfig's, which the ring is sized for; loader_next then gives
+     * [n][out_c][*h][*w]. NULL: the AugmentConfig's for every mini-batch. */
+    void (*batch_size)(const void *ctx, int epoch, int k, int *w, int *h);
+    const void *batch_size_ctx;
 } LoaderOptions;
 
 /* The command line's defaults: worker threads (in-memory data without augmentation measured

@@ -40,12 +40,22 @@ static int bn_layer_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
     return CDL_OK;
 }
 
+static int bn_layer_set_size(Layer *l, const Net *net, Error *e)
+{
+    BiasNorm *bn = l->priv;
+    layer_size_follow_input(l, net, e);
+    bn->spatial = l->in_shape.h * l->in_shape.w;
+    l->flops = 2.0 * (double)shape_size(l->in_shape);
+    return CDL_OK;
+}
+
 const LayerType batchnorm_layer = {
     .name = "batchnorm",
     .priv_size = sizeof(BiasNorm),
     .parse = bn_layer_parse,
     .init = bn_layer_init,
     .export_onnx = bn_layer_export_onnx,
+    .set_size = bn_layer_set_size,
     .darknet_weights = DARKNET_BATCHNORM,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,

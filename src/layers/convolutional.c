@@ -112,6 +112,25 @@ static int conv_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     return CDL_OK;
 }
 
+/* The output of the input's new height and width (net_set_size). */
+static int conv_set_size(Layer *l, const Net *net, Error *e)
+{
+    Conv *cv = l->priv;
+    const Shape in = layer_input_shape(l, net, 0);
+    const int out_h = window_out_extent(in.h, cv->win.size_h, cv->win.stride_h, cv->win.pad_h);
+    const int out_w = window_out_extent(in.w, cv->win.size_w, cv->win.stride_w, cv->win.pad_w);
+    if (out_h < 1 || out_w < 1)
+        return error_set(e, CDL_EUSAGE, "layer %d [convolutional]: output would be empty at %dx%d",
+                         l->index, in.h, in.w);
+    l->in_shape = in;
+    l->out_shape.h = out_h;
+    l->out_shape.w = out_w;
+    cv->stage.spatial = out_h * out_w;
+    l->flops = 2.0 * (double)out_h * out_w * cv->filters * (double)(in.c / cv->groups) *
+               window2d_taps(cv->win);
+    return CDL_OK;
+}
+
 static void conv_init(Layer *l, Rng *rng)
 {
     const Conv *cv = l->priv;
@@ -170,6 +189,7 @@ const LayerType convolutional_layer = {
     .parse = conv_parse,
     .init = conv_init,
     .export_onnx = conv_export_onnx,
+    .set_size = conv_set_size,
     .quant_weights = conv_quant_weights,
     .quant_calibrated = 1,
     .gemm_bound = 1,

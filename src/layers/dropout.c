@@ -69,6 +69,7 @@ static int dropout_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 const LayerType dropout_layer = {
     .name = "dropout",
     .set_rows = layer_rows_follow_input,
+    .set_size = layer_size_follow_input,
     .priv_size = sizeof(Dropout),
     .parse = dropout_parse,
     .export_onnx = dropout_export_onnx,

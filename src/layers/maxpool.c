@@ -11,6 +11,13 @@
 #include "core/net.h"
 #include "core/onnx_graph.h"
 
+/* The output of m's windows over in (empty when in plus the padding is smaller than a window). */
+static Shape maxpool_out_shape(const Maxpool *m, Shape in)
+{
+    return (Shape){in.c, (in.h + m->padding - m->size) / m->stride + 1,
+                   (in.w + m->padding - m->size) / m->stride + 1};
+}
+
 static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     (void)net;
@@ -30,14 +37,25 @@ static int maxpool_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net
                          "%s:%d: layer %d [%s]: empty output: the %dx%d input plus padding %d is "
                          "smaller than the window size %d",
                          cfg->path, s->line, l->index, s->name, in.h, in.w, padding, size);
-    l->out_shape.c = in.c;
-    l->out_shape.h = (in.h + padding - size) / stride + 1;
-    l->out_shape.w = (in.w + padding - size) / stride + 1;
-    l->flops = (double)shape_size(l->out_shape) * size * size;
     Maxpool *m = l->priv;
     m->size = size;
     m->stride = stride;
     m->padding = padding;
+    l->out_shape = maxpool_out_shape(m, in);
+    l->flops = (double)shape_size(l->out_shape) * size * size;
+    return CDL_OK;
+}
+
+static int maxpool_set_size(Layer *l, const Net *net, Error *e)
+{
+    const Maxpool *m = l->priv;
+    const Shape in = layer_input_shape(l, net, 0);
+    if (in.h + m->padding < m->size || in.w + m->padding < m->size)
+        return error_set(e, CDL_EUSAGE, "layer %d [maxpool]: empty output at %dx%d", l->index, in.h,
+                         in.w);
+    l->in_shape = in;
+    l->out_shape = maxpool_out_shape(m, in);
+    l->flops = (double)shape_size(l->out_shape) * m->size * m->size;
     return CDL_OK;
 }
 
@@ -66,6 +84,7 @@ const LayerType maxpool_layer = {
     .priv_size = sizeof(Maxpool),
     .parse = maxpool_parse,
     .export_onnx = maxpool_export_onnx,
+    .set_size = maxpool_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
     .writes_input_delta = 1,

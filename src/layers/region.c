@@ -21,6 +21,7 @@
 
 #include "core/net.h"
 #include "layers/detector_onnx.h"
+#include "layers/multi_scale_keys.h"
 
 /* anchors= w, h pairs in grid cells, one per num (darknet's default: 0.5 each). */
 static int parse_anchors(Region *r, const Cfg *cfg, CfgSection *s, Error *e)
@@ -74,6 +75,12 @@ static int check_filters(const Layer *l, const Region *r, const Cfg *cfg, CfgSec
                      prev->line, l->in_shape.c, r->classes, r->num, r->num, want, want);
 }
 
+static void region_multi_scale(const Layer *l, float *random, float *resize)
+{
+    *random = ((const Region *)l->priv)->random;
+    *resize = 0;
+}
+
 static int region_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     Region *r = l->priv;
@@ -91,6 +98,7 @@ static int region_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     st = st ? st : cfg_get_int(cfg, s, "rescore", 0, &r->rescore, e);
     st = st ? st : cfg_get_int_min(cfg, s, "max", 30, 1, &r->max_boxes, e);
     st = st ? st : parse_scales(r, cfg, s, e);
+    st = st ? st : parse_multi_scale(cfg, s, &r->random, NULL, e);
     st = st ? st : check_filters(l, r, cfg, s, net, e);
     if (st)
         return st;
@@ -123,6 +131,8 @@ const LayerType region_layer = {
     .parse = region_parse,
     .reads_truth = 1,
     .truth_boxes = region_truth_boxes,
+    .multi_scale = region_multi_scale,
     .export_onnx = region_export_onnx,
+    .set_size = layer_size_follow_input,
     .backward_ignores_inputs = 1,
 };

@@ -20,6 +20,7 @@ typedef struct Region {
     float thresh; /* a prediction overlapping a truth above it is not pushed to objectness 0 */
     float coord_scale, object_scale, noobject_scale, class_scale;
     float jitter; /* read for darknet's training augmentation, unused by the loss */
+    float random; /* multi-scale training (LayerType.multi_scale) */
     /* Per-batch state (resize): darknet's l.delta, [batch][out_shape], written by the forward:
      * the negative gradient of the loss with respect to the outputs (x, y, objectness: before
      * their logistic's derivative) or the inputs (w, h, classes). */

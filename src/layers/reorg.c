@@ -43,10 +43,26 @@ static int reorg_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error
     return CDL_OK;
 }
 
+/* The input's new height and width (net_set_size), still a multiple of the stride. */
+static int reorg_set_size(Layer *l, const Net *net, Error *e)
+{
+    const int s = reorg_stride(l);
+    const Shape in = layer_input_shape(l, net, 0);
+    if (in.h % s || in.w % s)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [reorg]: the input's %dx%d is not a multiple of %d", l->index,
+                         in.h, in.w, s);
+    l->in_shape = in;
+    l->out_shape.h = in.h / s;
+    l->out_shape.w = in.w / s;
+    return CDL_OK;
+}
+
 const LayerType reorg_layer = {
     .name = "reorg",
     .parse = reorg_parse,
     .export_onnx = reorg_export_onnx,
+    .set_size = reorg_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

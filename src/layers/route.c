@@ -73,6 +73,26 @@ static int route_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, 
     return CDL_OK;
 }
 
+/* The inputs' new height and width (net_set_size), which must still agree. */
+static int route_set_size(Layer *l, const Net *net, Error *e)
+{
+    Route *ro = l->priv;
+    const Shape first = net->layers[l->inputs[0]].out_shape;
+    for (int k = 0; k < l->n_inputs; k++) {
+        const Shape in = net->layers[l->inputs[k]].out_shape;
+        if (in.h != first.h || in.w != first.w)
+            return error_set(e, CDL_EUSAGE,
+                             "layer %d [route]: inputs must have the same height and width: layer "
+                             "%d is %dx%d, layer %d is %dx%d",
+                             l->index, l->inputs[0], first.h, first.w, l->inputs[k], in.h, in.w);
+        ro->sizes[k] = shape_size(in);
+    }
+    l->in_shape = first;
+    l->out_shape.h = first.h;
+    l->out_shape.w = first.w;
+    return CDL_OK;
+}
+
 /* Concat along channels; with groups, each input first goes through a Slice of its group. */
 static int route_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
@@ -102,6 +122,7 @@ const LayerType route_layer = {
     .priv_size = sizeof(Route),
     .parse = route_parse,
     .export_onnx = route_export_onnx,
+    .set_size = route_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

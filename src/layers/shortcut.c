@@ -142,9 +142,16 @@ static void shortcut_set_rows(Layer *l, const Net *net)
     ((Shortcut *)l->priv)->from = net->layers[l->inputs[1]].out_shape;
 }
 
+static int shortcut_set_size(Layer *l, const Net *net, Error *e)
+{
+    ((Shortcut *)l->priv)->from = net->layers[l->inputs[1]].out_shape;
+    return layer_size_follow_input(l, net, e);
+}
+
 const LayerType shortcut_layer = {
     .name = "shortcut",
     .set_rows = shortcut_set_rows,
+    .set_size = shortcut_set_size,
     .priv_size = sizeof(Shortcut),
     .parse = shortcut_parse,
     .writes_input_delta = 1,

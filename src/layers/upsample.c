@@ -84,11 +84,28 @@ static int upsample_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Er
     return CDL_OK;
 }
 
+/* The input's new height and width (net_set_size), a multiple of the stride when downsampling. */
+static int upsample_set_size(Layer *l, const Net *net, Error *e)
+{
+    const Upsample *up = l->priv;
+    const Shape in = layer_input_shape(l, net, 0);
+    if (up->downsample && (in.h % up->stride || in.w % up->stride))
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [upsample]: the input's %dx%d is not a multiple of %d", l->index,
+                         in.h, in.w, up->stride);
+    l->in_shape = in;
+    l->out_shape.h = up->downsample ? in.h / up->stride : in.h * up->stride;
+    l->out_shape.w = up->downsample ? in.w / up->stride : in.w * up->stride;
+    l->flops = (double)shape_size(up->downsample ? in : l->out_shape);
+    return CDL_OK;
+}
+
 const LayerType upsample_layer = {
     .name = "upsample",
     .priv_size = sizeof(Upsample),
     .parse = upsample_parse,
     .export_onnx = upsample_export_onnx,
+    .set_size = upsample_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

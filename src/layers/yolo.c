@@ -28,6 +28,7 @@
 
 #include "core/net.h"
 #include "layers/detector_onnx.h"
+#include "layers/multi_scale_keys.h"
 
 static const char *const iou_loss_names[] = {"mse", "iou", "giou", "diou", "ciou"};
 static const char *const nms_kind_names[] = {"default", "greedynms", "diounms"};
@@ -115,6 +116,13 @@ static int check_filters(const Layer *l, const Yolo *yo, const Cfg *cfg, CfgSect
                      prev->line, l->in_shape.c, yo->classes, yo->n_mask, yo->n_mask, want, want);
 }
 
+static void yolo_multi_scale(const Layer *l, float *random, float *resize)
+{
+    const Yolo *yo = l->priv;
+    *random = yo->random;
+    *resize = yo->resize;
+}
+
 static int yolo_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     Yolo *yo = l->priv;
@@ -130,6 +138,7 @@ static int yolo_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     st = st ? st : parse_thresholds(yo, cfg, s, e);
     st = st ? st : cfg_get_named(cfg, s, "nms_kind", nms_kind_names, 3, &yo->nms_kind, e);
     st = st ? st : cfg_get_float(cfg, s, "beta_nms", 0.6f, &yo->beta_nms, e);
+    st = st ? st : parse_multi_scale(cfg, s, &yo->random, &yo->resize, e);
     st = st ? st : check_filters(l, yo, cfg, s, net, e);
     if (st)
         return st;
@@ -164,6 +173,15 @@ static int yolo_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error 
     return CDL_OK;
 }
 
+/* The grid of the input's new size; the anchors, in pixels, are divided by the net's new size. */
+static int yolo_set_size(Layer *l, const Net *net, Error *e)
+{
+    Yolo *yo = l->priv;
+    yo->net_w = net->in_shape.w;
+    yo->net_h = net->in_shape.h;
+    return layer_size_follow_input(l, net, e);
+}
+
 const LayerType yolo_layer = {
     .name = "yolo",
     .priv_size = sizeof(Yolo),
@@ -171,7 +189,9 @@ const LayerType yolo_layer = {
     .reads_truth = 1,
     .truth_boxes = yolo_truth_boxes,
     .box_jitter = yolo_box_jitter,
+    .multi_scale = yolo_multi_scale,
     .export_onnx = yolo_export_onnx,
+    .set_size = yolo_set_size,
     .backward_ignores_inputs = 1,
     .backward_ignores_output = 1,
 };

@@ -388,6 +388,12 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                          batch);
     meta->steps_per_epoch = steps_per_epoch;
     meta->epochs_planned = plan->epochs;
+    MultiScale *ms =
+        plan->multi_scale && plan->multi_scale->rule != MULTI_SCALE_OFF ? plan->multi_scale : NULL;
+    if (ms && plan->cuda_graph)
+        return error_set(e, CDL_EUSAGE,
+                         "random= (multi-scale training) changes the input size, which a captured "
+                         "CUDA graph cannot; drop --cuda-graph or set random=0");
     net->train = 1;
     net->step = meta->step;
     const int ranks = plan->dist ? dist_size() : 1;
@@ -395,6 +401,13 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     meta->global_batch = batch * ranks;
     const uint64_t total = (uint64_t)plan->epochs * (uint64_t)steps_per_epoch;
     const uint64_t first = net->step;
+    if (ms) {
+        /* darknet's max_batches, as the schedule's span (train_settings.h), else the run's */
+        ms->total_steps =
+            opt->settings.max_batches > 0 ? (uint64_t)opt->settings.max_batches : total;
+        ms->steps_per_epoch = steps_per_epoch;
+        ms->passes_per_step = passes;
+    }
     const double start = time_now_s();
     double loss_sum = 0, paused_s = 0; /* paused: evaluating and saving between epochs */
     float avg_loss = -1;               /* darknet's running average, from the run's first step */
@@ -402,6 +415,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     Eta eta;
     eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
+    int last_w = 0, last_h = 0; /* the last step's size (multi-scale training) */
     StepGraph graph = {0};
     /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
      * plan at their first call (cuBLAS's workspace) is done outside the capture */
@@ -422,6 +436,16 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
         const float lr = train_learning_rate(&opt->settings, net->step, total);
         float loss;
+        int w = 0, h = 0;
+        if (ms) {
+            multi_scale_size(ms, net->step, &w, &h);
+            if ((st = net_set_size(net, w, h, e)))
+                break;
+        }
+        /* a size other than the last step's (the evaluation between them at the cfg's aside) */
+        const int resized = ms && (w != last_w || h != last_h);
+        last_w = w;
+        last_h = h;
         net->images_seen = meta->samples_seen;
         st = graph_ready
                  ? step_graphed(net, opt, train->fill, train->ctx, lr, plan->dist, &graph, &loss, e)
@@ -456,7 +480,10 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                             eta_left_s(&eta, total - net->step),
                             elapsed,
                             opt->loss_scale.enabled ? opt->loss_scale.scale : 0.0f,
-                            opt->loss_scale.skipped};
+                            opt->loss_scale.skipped,
+                            ms ? net->in_shape.w : 0,
+                            ms ? net->in_shape.h : 0,
+                            resized};
             cb->on_step(cb->ctx, &r);
         }
         int asked;
@@ -487,6 +514,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 !(st = train->start_epoch(train->ctx, epoch + 1, 0, e)))
                 started_epoch = epoch + 1;
             const double pause_start = time_now_s();
+            if (!st && ms) /* evaluation and the checkpoint at the cfg's size */
+                st = net_set_size(net, ms->base_w, ms->base_h, e);
             st = st ? st : end_epoch(net, opt, valid, plan, meta, cb, &r, e);
             paused_s += time_now_s() - pause_start;
             loss_sum = 0;
@@ -501,5 +530,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         }
     }
     free(graph.pass_losses);
+    Error unused; /* the cfg's size, which the net was built at, never fails */
+    if (ms)
+        net_set_size(net, ms->base_w, ms->base_h, &unused);
     return st;
 }

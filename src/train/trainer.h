@@ -9,6 +9,7 @@
 #include "train/dist.h"
 #include "train/evaluate.h"
 #include "train/model_meta.h"
+#include "train/multi_scale.h"
 #include "train/optimizer.h"
 
 typedef struct StepReport {
@@ -24,6 +25,8 @@ typedef struct StepReport {
     double elapsed_s;
     float loss_scale;       /* fp16's loss scale after the step (train/loss_scale.h); 0: none */
     uint64_t skipped_steps; /* steps fp16's loss scaling skipped so far */
+    int width, height;      /* multi-scale training: the input size the step trained at; else 0 */
+    int resized;            /* 1: the first step at that size (TrainPlan.multi_scale) */
 } StepReport;
 
 typedef struct EpochReport {
@@ -80,6 +83,12 @@ typedef struct TrainPlan {
      * (BackendOps.capture_begin): the same losses as without. A run it cannot hold yet is
      * refused with CDL_EUSAGE (train_run says which). */
     int cuda_graph;
+    /* Multi-scale training (train/multi_scale.h; NULL or MULTI_SCALE_OFF: the cfg's size): each
+     * step runs at multi_scale_size's size for it, the net resized before (net_set_size: a net
+     * planned for the largest size) and back to the cfg's size for evaluation and checkpoints.
+     * train_run fills its total_steps (max_batches, else the run's steps), steps_per_epoch and
+     * passes_per_step; the loader's batch_size reads them from its first epoch on. */
+    MultiScale *multi_scale;
 } TrainPlan;
 
 /* Fills net->input and net->labels with pass `pass` (0..subdivisions x Net.split - 1) of a step:

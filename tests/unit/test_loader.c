@@ -134,7 +134,8 @@ static const char *train_keys = "random_resized_crop=1\nflip=1\nangle=10\nmean=0
 static Loader *open_loader(const SampleSource *s, const AugmentConfig *a, int batch, int workers,
                            int train, int drop_last, int skip_bad)
 {
-    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0, 0};
+    LoaderOptions o = {batch, workers, workers ? 2 : 0, SEED, train, drop_last, skip_bad, 0, 0, 0,
+                       NULL,  NULL};
     Loader *l = NULL;
     Error e = {0};
     if (loader_open(&l, s, a, &o, &e))
@@ -224,7 +225,7 @@ static void test_rank_shards_make_up_the_one_process_epoch(void)
     Output whole = run_epochs(one, &a, 6, 2);
     const size_t per = (size_t)a.out_c * a.out_h * a.out_w;
     for (int rank = 0; rank < 3; rank++) {
-        LoaderOptions o = {2, 2, 4, SEED, 1, 1, 0, rank, 3, 0};
+        LoaderOptions o = {2, 2, 4, SEED, 1, 1, 0, rank, 3, 0, NULL, NULL};
         Loader *l = NULL;
         Error e = {0};
         CHECK(loader_open(&l, &s, &a, &o, &e) == CDL_OK);
@@ -240,7 +241,7 @@ static void test_rank_shards_make_up_the_one_process_epoch(void)
         output_free(&part);
         loader_close(l);
     }
-    LoaderOptions bad = {2, 0, 0, SEED, 1, 0, 0, 1, 3, 0};
+    LoaderOptions bad = {2, 0, 0, SEED, 1, 0, 0, 1, 3, 0, NULL, NULL};
     Loader *l = NULL;
     Error e = {0};
     CHECK(loader_open(&l, &s, &a, &bad, &e) == CDL_EUSAGE); /* shards need drop_last */
@@ -300,6 +301,53 @@ static void test_batches_do_not_depend_on_the_worker_count(void)
     /* The two epochs differ: a new order and new draws. */
     CHECK(memcmp(ref.x, ref.x + ref.floats / 2, ref.floats / 2 * sizeof *ref.x) != 0);
     output_free(&ref);
+    source_free(&s);
+    folder_remove(&f);
+}
+
+/* LoaderOptions.batch_size: odd mini-batches 8x8, even ones 6 high and 10 wide. */
+static void alternate_sizes(const void *ctx, int epoch, int k, int *w, int *h)
+{
+    (void)ctx, (void)epoch;
+    *w = k % 2 ? 8 : 10;
+    *h = k % 2 ? 8 : 6;
+}
+
+/* Mini-batches at the sizes batch_size gives (multi-scale training), through the ring of workers:
+ * each is the batch a loader made for that size alone gives. */
+static void test_batches_take_the_size_batch_size_gives(void)
+{
+    Folder f;
+    folder_create(&f, 12);
+    SampleSource s;
+    folder_source(&s, &f);
+    const AugmentConfig largest = augment_from_keys(train_keys, 3, 10, 10);
+    const AugmentConfig at[2] = {augment_from_keys(train_keys, 3, 6, 10),
+                                 augment_from_keys(train_keys, 3, 8, 8)};
+    LoaderOptions o = {3, 2, 4, SEED, 1, 1, 0, 0, 0, 0, alternate_sizes, NULL};
+    Loader *l = NULL;
+    Error e = {0};
+    CHECK(loader_open(&l, &s, &largest, &o, &e) == CDL_OK);
+    Output want[2];
+    for (int size = 0; size < 2; size++) {
+        Loader *one = open_loader(&s, &at[size], 3, 0, 1, 1, 0);
+        want[size] = run_epochs(one, &at[size], 3, 1);
+        loader_close(one);
+    }
+    const size_t per[2] = {3 * 6 * 10, 3 * 8 * 8};
+    float x[3 * 3 * 10 * 10];
+    int y[3], n;
+    CHECK(l && loader_start_epoch(l, 0, 0, &e) == CDL_OK);
+    for (int k = 0; l && k < loader_batches_per_epoch(l); k++) {
+        const int size = k % 2;
+        CHECK(loader_next(l, x, y, NULL, &n, &e) == CDL_OK && n == 3);
+        CHECK(!memcmp(x, want[size].x + (size_t)k * 3 * per[size], 3 * per[size] * sizeof *x));
+        CHECK(!memcmp(y, want[size].y + (size_t)k * 3, sizeof y));
+    }
+    check_varies("the mini-batch", x, 3 * per[1]);
+    loader_close(l);
+    output_free(&want[0]);
+    output_free(&want[1]);
     source_free(&s);
     folder_remove(&f);
 }
@@ -474,6 +522,7 @@ int main(void)
     test_rank_shards_make_up_the_one_process_epoch();
     test_batches_do_not_depend_on_the_worker_count();
     test_resumed_epoch_gives_the_same_remaining_batches();
+    test_batches_take_the_size_batch_size_gives();
     test_unreadable_sample_fails_with_its_file_name();
     test_skip_bad_replaces_with_the_next_readable_sample_and_counts();
     test_workers_stay_at_most_prefetch_batches_ahead();

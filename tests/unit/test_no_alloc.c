@@ -204,7 +204,7 @@ static void test_loader_fed_training_steps_allocate_nothing(void)
         SampleSource src;
         source_from_dataset(&src, &data, &e);
         /* In-memory samples without augmentation: copied, whatever the worker count. */
-        LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0, 0, 0, 0};
+        LoaderOptions opt = {4, workers, 2 * workers, 3, 1, 1, 0, 0, 0, 0, NULL, NULL};
         Loader *loader;
         AugmentConfig aug;
         CHECK(net_augment(&net, &aug, &e) == CDL_OK);
