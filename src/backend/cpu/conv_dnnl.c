@@ -142,11 +142,26 @@ int conv_dnnl_layout(const Layer *l, int k)
                : LAYOUT_PLAIN;
 }
 
-/* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked). */
+/* A float32 layer on oneDNN in an inference net gives its output (which: DNNL_CONV_Y_BLOCKED) or
+ * takes its input (DNNL_CONV_X_BLOCKED) in nhwc where its forward's primitive has that layout
+ * (dnnl_conv_nhwc), unless a [shortcut]'s sum is fused into it (LayerKernels.gives_nhwc,
+ * takes_nhwc: a chain of such layers passes nhwc without reorders between them). */
+int conv_dnnl_nhwc(const Layer *l, int which)
+{
+    const ConvDnnl *dn = &((const Conv *)l->priv)->cpu->dnnl;
+    return dn->on && !dn->int8 && !dn->sum_act && !dn->wino.prepared &&
+           dnnl_conv_nhwc(&dn->dc, which);
+}
+
+/* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked), and the nhwc
+ * hand-offs (Layer.nhwc_to, nhwc_from) in inference forwards (a training forward of an inference
+ * net runs a folded layer on the reference, in plain NCHW, so its neighbours pass plain too). */
 static unsigned dnnl_blocked(const Layer *l, const StepContext *ctx)
 {
     const unsigned b = layer_blocked(l, ctx);
-    return (b & 1 ? DNNL_CONV_X_BLOCKED : 0) | (b >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
+    const int nhwc_in = l->nhwc_from && !ctx->train, nhwc_out = l->nhwc_to && !ctx->train;
+    return (b & 1 || nhwc_in ? DNNL_CONV_X_BLOCKED : 0) |
+           (b >> LAYER_OUT_BIT & 1 || nhwc_out ? DNNL_CONV_Y_BLOCKED : 0);
 }
 
 int conv_dnnl_forward_runs(const Layer *l, const StepContext *ctx)

@@ -240,13 +240,19 @@ static int arg_of(const DnnlConvArg *g, unsigned which)
                                         : 0;
 }
 
-/* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
- * (NCHW float32) in float32 the same size as plain (whole blocks). */
-static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type)
+/* nChw8c, or nChw16c with AVX-512 (DNNL_LANES): the blocked layout activations pass in. */
+static dnnl_format_tag_t blocked_tag(void)
+{
+    return DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+}
+
+/* 1 when inner's layout is tag in type, that of plain (NCHW float32) in float32 the same size as
+ * plain (for a blocked tag: whole blocks). */
+static int layout_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type,
+                       dnnl_format_tag_t tag)
 {
     const dnnl_memory_desc_t *in = NULL, *pl = NULL;
     dnnl_memory_desc_t f32, typed;
-    const dnnl_format_tag_t tag = DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
     return !dnnl_memory_get_memory_desc(inner, &in) && !dnnl_memory_get_memory_desc(plain, &pl) &&
            pl->ndims == 4 && !dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32, tag) &&
            !dnnl_memory_desc_init_by_tag(&typed, 4, pl->dims, type, tag) &&
@@ -303,7 +309,7 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     dnnl_primitive_attr_destroy(attr);
     dnnl_post_ops_destroy(sum);
     if (!a->round && !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
-        nchw8c_like(a->user, a->inner, dnnl_bf16))
+        layout_like(a->user, a->inner, dnnl_bf16, blocked_tag()))
         a->round = DNNL_ROUND_PACK;
     return s;
 }
@@ -534,7 +540,16 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
 static int arg_blocked(const DnnlConvArg *a)
 {
     return a && a->inner &&
-           (a->round == DNNL_ROUND_PACK || nchw8c_like(a->user, a->inner, dnnl_f32));
+           (a->round == DNNL_ROUND_PACK || layout_like(a->user, a->inner, dnnl_f32, blocked_tag()));
+}
+
+int dnnl_conv_nhwc(const DnnlConv *d, int which)
+{
+    const DnnlConvDesc *c = &d->desc;
+    const DnnlConvArg *a =
+        forward_arg(d, which == DNNL_CONV_X_BLOCKED ? DNNL_ARG_SRC : DNNL_ARG_DST);
+    return d->prepared && !c->backward && !c->data_grad && !c->int8 && !c->bf16 && a && a->inner &&
+           !a->round && layout_like(a->user, a->inner, dnnl_f32, dnnl_nhwc);
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
@@ -718,6 +733,12 @@ void dnnl_conv_release(DnnlConv *d)
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
+{
+    (void)d, (void)which;
+    return 0;
+}
+
+int dnnl_conv_nhwc(const DnnlConv *d, int which)
 {
     (void)d, (void)which;
     return 0;

@@ -190,9 +190,15 @@ void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed);
  * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)
  * with x and dx, or dy: then it can take those tensors so as they are. */
 int dnnl_conv_blocked(const DnnlConv *d, int which);
+/* 1 when d's forward (prepared) is a float32 inference one (no backward primitives) that reads x
+ * (which: DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED) in nhwc, [batch][h][w][c] (oneDNN
+ * 2.6's brgconv kernels on AVX-512 for channels not in whole blocks of 16): then it can take that
+ * tensor so as it is, named by the same bit in the forward's blocked. */
+int dnnl_conv_nhwc(const DnnlConv *d, int which);
 
 /* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. blocked: x
- * and y in nChw8c where its bits say so (dnnl_conv_blocked), else plain NCHW. */
+ * and y in nChw8c (dnnl_conv_blocked) or nhwc (dnnl_conv_nhwc) where its bits say so, else plain
+ * NCHW. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW
