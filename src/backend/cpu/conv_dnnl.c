@@ -58,8 +58,7 @@ DnnlConvDesc conv_dnnl_desc(const Layer *l, int batch, ActivationKind act, int f
         .win = cv->win,
         .groups = cv->groups,
         .eltwise = fused,
-        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
-        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
+        .act = act,
     };
 }
 
@@ -73,10 +72,13 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     const Shape in = l->in_shape, out = l->out_shape;
     dn->folded = bn && !backward;
     const ActivationKind act = dn->sum_act ? (ActivationKind)(dn->sum_act - 1) : l->activation;
-    /* relu6's derivative reads its input (l->pre), which a fused forward leaves unwritten: fused
-     * in inference only */
-    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
-                                        (act == CDL_ACT_RELU6 && !backward));
+    /* the derivatives of relu6 and the smooth ones read their input (l->pre), which a fused
+     * forward leaves unwritten: fused in inference only (mobilenet_v3's hardswish and
+     * hardsigmoid, efficientnet's and regnet's swish and logistic) */
+    const int smooth = act == CDL_ACT_RELU6 || act == CDL_ACT_LOGISTIC || act == CDL_ACT_SWISH ||
+                       act == CDL_ACT_HARDSWISH || act == CDL_ACT_HARDSIGMOID;
+    dn->fused = (!bn || dn->folded) &&
+                (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY || (smooth && !backward));
     DnnlConvDesc d = conv_dnnl_desc(l, batch, act, dn->fused);
     d.bias = (!bn && cv->stage.has_bias) || dn->folded;
     d.sum = dn->sum_act != 0;

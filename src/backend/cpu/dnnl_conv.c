@@ -412,6 +412,35 @@ static dnnl_status_t int8_attr(const DnnlConvDesc *c, dnnl_primitive_attr_t attr
     return s;
 }
 
+/* c->act as eltwise post-ops: relu (leaky's slope 0.1), relu6 as a clip (its bound divided by
+ * y_scale for y_codes), logistic, swish (alpha 1: x logistic(x)), hardswish (oneDNN 2.6's takes no
+ * parameters: x relu6(x + 3) / 6), hardsigmoid as x / 6 + 1/2 clipped to [0, 1]. */
+static dnnl_status_t append_activation(dnnl_post_ops_t ops, const DnnlConvDesc *c)
+{
+    const float y_scale = c->int8 && c->y_codes ? c->y_scale : 1.0f;
+    switch (c->act) {
+    case CDL_ACT_RELU:
+    case CDL_ACT_LEAKY:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu,
+                                            c->act == CDL_ACT_LEAKY ? 0.1f : 0.0f, 0.0f);
+    case CDL_ACT_RELU6:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f / y_scale);
+    case CDL_ACT_LOGISTIC:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f);
+    case CDL_ACT_SWISH:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+    case CDL_ACT_HARDSWISH:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
+    case CDL_ACT_HARDSIGMOID: {
+        dnnl_status_t s =
+            dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f / 6.0f, 0.5f);
+        return s ? s : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, 1.0f);
+    }
+    default:
+        return dnnl_invalid_arguments;
+    }
+}
+
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
 {
     Mds m;
@@ -432,11 +461,7 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
                 ? s
                 : dnnl_post_ops_append_binary(ops, dnnl_binary_mul, &m.channel);
         s = s || !c->int8 ? s : dnnl_post_ops_append_binary(ops, dnnl_binary_add, &m.channel);
-        const float bound = c->int8 && c->y_codes ? c->bound / c->y_scale : c->bound;
-        s = s || !c->eltwise ? s
-            : c->bound > 0
-                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, bound)
-                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
+        s = s || !c->eltwise ? s : append_activation(ops, c);
         s = s || !c->int8 || !c->y_codes
                 ? s
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f,

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/activation.h"
 #include "core/window2d.h"
 #include "util/error.h"
 
@@ -28,9 +29,8 @@ typedef struct DnnlConvDesc {
     int bias;      /* 1: y += b in the forward, and db in the weights' backward */
     int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
                       y comes holding what to add */
-    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
-    float slope;   /* eltwise's negative slope */
-    float bound;   /* > 0: eltwise is y = min(max(y, 0), bound) instead (relu6: 6) */
+    int eltwise;        /* 1: y = act(y) fused after the bias (and sum) */
+    ActivationKind act; /* eltwise's: relu, leaky, relu6, logistic, swish, hardswish, hardsigmoid */
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
