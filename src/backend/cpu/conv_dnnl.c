@@ -156,12 +156,12 @@ int conv_dnnl_nhwc(const Layer *l, int which)
 }
 
 /* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked), and the nhwc
- * hand-offs (Layer.nhwc_to, nhwc_from) in inference forwards (a training forward of an inference
- * net runs a folded layer on the reference, in plain NCHW, so its neighbours pass plain too). */
+ * hand-offs (Layer.nhwc_to, nhwc_from) that hold in it (layer_nhwc_in). */
 static unsigned dnnl_blocked(const Layer *l, const StepContext *ctx)
 {
     const unsigned b = layer_blocked(l, ctx);
-    const int nhwc_in = l->nhwc_from && !ctx->train, nhwc_out = l->nhwc_to && !ctx->train;
+    const int nhwc_in = layer_nhwc_in(l, ctx),
+              nhwc_out = l->nhwc_to && layer_nhwc_in(l->nhwc_to, ctx);
     return (b & 1 || nhwc_in ? DNNL_CONV_X_BLOCKED : 0) |
            (b >> LAYER_OUT_BIT & 1 || nhwc_out ? DNNL_CONV_Y_BLOCKED : 0);
 }

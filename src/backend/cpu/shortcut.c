@@ -2,8 +2,8 @@
  * from), from mapped as darknet when the shapes differ (ShortcutMapping).
  *
  *   prev [batch][c2][h2][w2]   the previous layer; also the output shape ([batch][h2][w2][c2],
- *                              float32 nhwc, with Layer.nhwc_from: an int8 convolution's own
- *                              layout, a ResNet block's last convolution)
+ *                              float32 nhwc, with Layer.nhwc_from: a convolution's own layout
+ *                              on oneDNN, a ResNet block's last one; layer_nhwc_in)
  *   from [batch][c1][h1][w1]   the layer named by from=
  *   out  [batch][c2][h2][w2]
  */
@@ -92,7 +92,7 @@ static void shortcut_forward(Layer *l, const StepContext *ctx)
         return;
     const Shortcut *sc = l->priv;
 #if defined(__AVX512F__)
-    if (l->nhwc_from) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
+    if (layer_nhwc_in(l, ctx)) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
         const Shape o = l->out_shape;
         shortcut_forward_nhwc(sc, l->in[0], l->in[1], layer_activation_input(l), ctx->batch, o.c,
                               (size_t)o.h * o.w);
