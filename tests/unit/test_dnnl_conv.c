@@ -253,13 +253,29 @@ static void test_chain_through_pool_route(void)
                 "[avgpool]\n");
 }
 
+/* Whether nets[1]'s layer outputs are blocked as want says ('b' blocked, '.' plain, one a layer;
+ * all plain where oneDNN's blocks are not the build's), the reference's all plain. */
+static void check_plan(const char *label, const Net nets[2], const char *want)
+{
+    for (int j = 0; j < nets[1].n_layers; j++) {
+        const int blocked = dnnl_conv_lanes_native() && want[j] == 'b';
+        if (blocked_out(&nets[1].layers[j]) != blocked) {
+            fprintf(stderr, "FAIL %s: layer %d's output is %s\n", label, j,
+                    blocked ? "plain" : "blocked");
+            check_failures++;
+        }
+        CHECK(!blocked_out(&nets[0].layers[j]));
+    }
+}
+
 /* An inference net of body (after a [net] of batch images, 3 channels, 13x11) on both engines:
  * the outputs within 1e-5, and those of a training-mode forward (plain layouts); with want (a
  * char a layer: 'n' its output handed to its reader in nhwc, '.' not, '?' either), the hand-offs
  * (Layer.nhwc_to) as want says in a build for AVX-512 where oneDNN's blocks are the build's
  * (oneDNN 2.6 runs channel counts that are not whole blocks of 16 on nhwc there), none on the
- * reference. */
-static void check_nhwc_chain(const char *label, int batch, const char *want, const char *body)
+ * reference; with want_blocked, the blocked outputs as it says (check_plan). */
+static void check_nhwc_chain(const char *label, int batch, const char *want,
+                             const char *want_blocked, const char *body)
 {
     const char *engines[2] = {"ref", "dnnl"};
     Net nets[2];
@@ -289,6 +305,8 @@ static void check_nhwc_chain(const char *label, int batch, const char *want, con
             check_failures++;
         }
     }
+    if (want_blocked)
+        check_plan(label, nets, want_blocked);
     const Layer *lr = &nets[0].layers[nets[0].n_layers - 1];
     const Layer *ld = &nets[1].layers[nets[1].n_layers - 1];
     const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
@@ -343,23 +361,30 @@ static void test_nhwc_chain(void)
         "activation=linear\n"
         "[convolutional]\nfilters=20\nsize=1\nactivation=relu\n"
         "[avgpool]\n";
-    check_nhwc_chain("nhwc chain", 3, ".nn..n..?...n..?....n..", body);
-    check_nhwc_chain("nhwc chain, batch 1", 1, NULL, body);
+    check_nhwc_chain("nhwc chain", 3, ".nn..n..?...n..?....n..", NULL, body);
+    check_nhwc_chain("nhwc chain, batch 1", 1, NULL, NULL, body);
 }
 
-/* Whether nets[1]'s layer outputs are blocked as want says ('b' blocked, '.' plain, one a layer;
- * all plain where oneDNN's blocks are not the build's), the reference's all plain. */
-static void check_plan(const char *label, const Net nets[2], const char *want)
+/* A squeeze-excitation of whole channel blocks (mobilenet_v3's 480/672/960, efficientnet's
+ * 144-1152): the depthwise convolution's output blocked into both its readers, the [avgpool] and
+ * [scale_channels], whose output stays blocked into the projection; the excitation's 1x1
+ * convolutions on plain 1x1 maps. */
+static void test_squeeze_excite_blocked(void)
 {
-    for (int j = 0; j < nets[1].n_layers; j++) {
-        const int blocked = dnnl_conv_lanes_native() && want[j] == 'b';
-        if (blocked_out(&nets[1].layers[j]) != blocked) {
-            fprintf(stderr, "FAIL %s: layer %d's output is %s\n", label, j,
-                    blocked ? "plain" : "blocked");
-            check_failures++;
-        }
-        CHECK(!blocked_out(&nets[0].layers[j]));
-    }
+    check_nhwc_chain("squeeze-excitation blocked", 3, "....?....", "bbb...bb.",
+                     "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                     "activation=hardswish\n"
+                     "[convolutional]\nfilters=96\nsize=1\nbatch_normalize=1\n"
+                     "activation=hardswish\n"
+                     "[convolutional]\nfilters=96\nsize=5\npad=1\ngroups=96\n"
+                     "batch_normalize=1\nactivation=hardswish\n"
+                     "[avgpool]\n"
+                     "[convolutional]\nfilters=24\nsize=1\nactivation=relu\n"
+                     "[convolutional]\nfilters=96\nsize=1\nactivation=hardsigmoid\n"
+                     "[scale_channels]\nfrom=-4\n"
+                     "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\n"
+                     "activation=linear\n"
+                     "[avgpool]\n");
 }
 
 /* A training net of body (after a [net] of batch 3, 3 channels, w x h) on engines[0] (plain
@@ -636,6 +661,7 @@ int main(void)
     test_inference_chain();
     test_chain_through_pool_route();
     test_nhwc_chain();
+    test_squeeze_excite_blocked();
     test_train_chain();
     test_train_chain_bf16();
     test_fresh_input_delta();
