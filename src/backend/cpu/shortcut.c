@@ -50,9 +50,10 @@ static inline void transpose16(__m512 r[16])
  * time, which ran resnet50's 256-channel shortcuts at twice a plain add's time). */
 #define NHWC_BLOCK 256
 
-/* out = alpha * prev + beta * from of equal shapes, prev [batch][spatial][c] (nhwc; c a multiple
- * of 16) and from, out [batch][c][spatial]: prev transposed 16 x 16 tiles at a time (transpose16)
- * as it is added, instead of a reorder of prev into NCHW before. */
+/* out = alpha * prev + beta * from of equal shapes, prev [batch][spatial][c] (nhwc) and from, out
+ * [batch][c][spatial]: prev transposed 16 x 16 tiles at a time (transpose16) as it is added,
+ * instead of a reorder of prev into NCHW before; a last tile of fewer than 16 channels (24, 40:
+ * mobilenet_v3's, efficientnet's) loaded and stored masked. */
 static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const float *from,
                                   float *out, int batch, int c, size_t spatial)
 {
@@ -67,15 +68,17 @@ static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const f
             const float *p = prev + b * (size_t)c * spatial + c0;
             const float *f = from + (b * (size_t)c + c0) * spatial;
             float *o = out + (b * (size_t)c + c0) * spatial;
+            const size_t lanes = (size_t)c - c0 < 16 ? (size_t)c - c0 : 16;
+            const __mmask16 channels = (__mmask16)((1u << lanes) - 1);
             for (size_t s0 = first; s0 < end; s0 += 16) {
                 const size_t rows = end - s0 < 16 ? end - s0 : 16;
                 const __mmask16 valid = (__mmask16)((1u << rows) - 1);
                 __m512 r[16];
                 for (size_t s = 0; s < 16; s++)
-                    r[s] =
-                        s < rows ? _mm512_loadu_ps(p + (s0 + s) * (size_t)c) : _mm512_setzero_ps();
+                    r[s] = s < rows ? _mm512_maskz_loadu_ps(channels, p + (s0 + s) * (size_t)c)
+                                    : _mm512_setzero_ps();
                 transpose16(r);
-                for (size_t k = 0; k < 16; k++) {
+                for (size_t k = 0; k < lanes; k++) {
                     const __m512 y = _mm512_maskz_loadu_ps(valid, f + k * spatial + s0);
                     _mm512_mask_storeu_ps(o + k * spatial + s0, valid,
                                           _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y)));
@@ -229,11 +232,11 @@ static int shortcut_plain_sum(const Layer *l)
            shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 }
 
-/* Equal shapes of whole tiles of 16 channels, in a build for AVX-512: shortcut_forward_nhwc. */
+/* Equal shapes, in a build for AVX-512: shortcut_forward_nhwc. */
 static int shortcut_takes_nhwc(const Layer *l)
 {
 #if defined(__AVX512F__)
-    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape) && l->out_shape.c % 16 == 0;
+    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 #else
     (void)l;
     return 0;
