@@ -303,7 +303,7 @@ static int conv_pass_codes(const Layer *l, const Layer *reader)
 static int conv_gives_nhwc(const Layer *l)
 {
     const Conv *cv = l->priv;
-    return !cv->cpu ? 0
+    return !cv->cpu   ? 0
            : l->quant ? conv_dnnl_int8_gives_nhwc(l)
                       : conv_dnnl_nhwc(l, DNNL_CONV_Y_BLOCKED);
 }

@@ -26,11 +26,12 @@ typedef struct DnnlConvDesc {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w;
     Window2d win; /* the kernel's extent, stride and padding per axis */
     int groups;
-    int bias;      /* 1: y += b in the forward, and db in the weights' backward */
-    int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
-                      y comes holding what to add */
-    int eltwise;        /* 1: y = act(y) fused after the bias (and sum) */
-    ActivationKind act; /* eltwise's: relu, leaky, relu6, logistic, swish, hardswish, hardsigmoid */
+    int bias;    /* 1: y += b in the forward, and db in the weights' backward */
+    int sum;     /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
+                    y comes holding what to add */
+    int eltwise; /* 1: y = act(y) fused after the bias (and sum) */
+    /* eltwise's activation: relu, leaky, relu6, logistic, swish, hardswish or hardsigmoid */
+    ActivationKind act;
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
