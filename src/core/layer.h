@@ -229,6 +229,15 @@ static inline unsigned layer_blocked(const Layer *l, const StepContext *ctx)
     return !ctx->train || l->blocked >> LAYER_TRAIN_BIT & 1 ? l->blocked : 0;
 }
 
+/* Whether l's input 0 comes in nhwc in a pass of ctx's mode (Layer.nhwc_from): from an int8
+ * writer always, from a float32 one in inference only (an inference net's training forward runs
+ * a folded convolution on the reference, which writes plain NCHW). The writer's side: the same
+ * test on its reader. */
+static inline int layer_nhwc_in(const Layer *l, const StepContext *ctx)
+{
+    return l->nhwc_from && (!ctx->train || l->nhwc_from->quant);
+}
+
 /* The beta of a product into in_delta[k] (a family with writes_input_delta): 0, written whole,
  * when the net left it unzeroed (Layer.in_delta_fresh), else 1, added to. */
 static inline float layer_input_delta_beta(const Layer *l, int k)

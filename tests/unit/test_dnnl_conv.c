@@ -268,6 +268,126 @@ static void check_plan(const char *label, const Net nets[2], const char *want)
     }
 }
 
+/* An inference net of body (after a [net] of batch images, 3 channels, 13x11) on both engines:
+ * the outputs within 1e-5, and those of a training-mode forward (plain layouts); with want (a
+ * char a layer: 'n' its output handed to its reader in nhwc, '.' not, '?' either), the hand-offs
+ * (Layer.nhwc_to) as want says in a build for AVX-512 where oneDNN's blocks are the build's
+ * (oneDNN 2.6 runs channel counts that are not whole blocks of 16 on nhwc there), none on the
+ * reference; with want_blocked, the blocked outputs as it says (check_plan). */
+static void check_nhwc_chain(const char *label, int batch, const char *want,
+                             const char *want_blocked, const char *body)
+{
+    const char *engines[2] = {"ref", "dnnl"};
+    Net nets[2];
+    for (int k = 0; k < 2; k++) {
+        char text[4096];
+        snprintf(text, sizeof text,
+                 "[net]\nbatch=%d\nwidth=13\nheight=11\nchannels=3\nengine=%s\n%s", batch,
+                 engines[k], body);
+        if (run_text(text, label, 0, &nets[k])) {
+            if (k)
+                net_free(&nets[0]);
+            return;
+        }
+    }
+#if defined(__AVX512F__)
+    const int planned = want && dnnl_conv_lanes_native();
+#else
+    const int planned = 0;
+#endif
+    for (int j = 0; j < nets[1].n_layers; j++) {
+        const Layer *l = &nets[1].layers[j];
+        CHECK(!nets[0].layers[j].nhwc_to);
+        CHECK(!l->nhwc_to || l->nhwc_to->nhwc_from == l);
+        if (planned && want[j] != '?' && (l->nhwc_to != NULL) != (want[j] == 'n')) {
+            fprintf(stderr, "FAIL %s: layer %d's output is %s\n", label, j,
+                    l->nhwc_to ? "handed on in nhwc" : "not handed on in nhwc");
+            check_failures++;
+        }
+    }
+    if (want_blocked)
+        check_plan(label, nets, want_blocked);
+    const Layer *lr = &nets[0].layers[nets[0].n_layers - 1];
+    const Layer *ld = &nets[1].layers[nets[1].n_layers - 1];
+    const size_t out_n = (size_t)nets[0].batch * shape_size(lr->out_shape);
+    check_close(label, "output", ld->out, lr->out, out_n);
+    for (int k = 0; k < 2; k++) {
+        nets[k].train = 1;
+        net_forward(&nets[k]);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s, training forward", label);
+    check_close(what, "output", ld->out, lr->out, out_n);
+    net_free(&nets[0]);
+    net_free(&nets[1]);
+}
+
+/* The mobile nets' blocks in channel counts that are not whole blocks of 16 (mobilenet_v3's
+ * 24/72/40/120, efficientnet's swish, shufflenet's linear 3x3/2 depthwise): a 3x3/2 stem with
+ * hardswish; 1x1 expansions, 3x3 and 5x5 depthwise convolutions at stride 1 and 2, linear 1x1
+ * projections, with relu, hardswish and swish; squeeze-excitations with relu and hardsigmoid
+ * (mobilenet_v3) or swish and logistic (efficientnet) on 1x1 maps; [shortcut]s; a 1x1 with a bias
+ * (no batch norm); a global average pooling. Every activation fused into oneDNN's forward. A
+ * convolution read only by the next hands it nhwc, into a [shortcut] too (24 and 40 channels: a
+ * last tile of 8), not into [scale_channels], at batch 3 and 1 (primitives remade); on 1x1 maps
+ * either ('?': nhwc is NCHW there). */
+static void test_nhwc_chain(void)
+{
+    const char *body =
+        "[convolutional]\nfilters=24\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+        "activation=hardswish\n"
+        "[convolutional]\nfilters=72\nsize=1\nbatch_normalize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=72\nsize=3\npad=1\ngroups=72\nbatch_normalize=1\n"
+        "activation=relu\n"
+        "[convolutional]\nfilters=24\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+        "[shortcut]\nfrom=-4\nactivation=linear\n"
+        "[convolutional]\nfilters=72\nsize=1\nbatch_normalize=1\nactivation=hardswish\n"
+        "[convolutional]\nfilters=72\nsize=5\nstride=2\npad=1\ngroups=72\nbatch_normalize=1\n"
+        "activation=hardswish\n"
+        "[avgpool]\n"
+        "[convolutional]\nfilters=24\nsize=1\nactivation=relu\n"
+        "[convolutional]\nfilters=72\nsize=1\nactivation=hardsigmoid\n"
+        "[scale_channels]\nfrom=-4\n"
+        "[convolutional]\nfilters=40\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+        "[convolutional]\nfilters=120\nsize=1\nbatch_normalize=1\nactivation=swish\n"
+        "[convolutional]\nfilters=120\nsize=5\npad=1\ngroups=120\nbatch_normalize=1\n"
+        "activation=swish\n"
+        "[avgpool]\n"
+        "[convolutional]\nfilters=32\nsize=1\nactivation=swish\n"
+        "[convolutional]\nfilters=120\nsize=1\nactivation=logistic\n"
+        "[scale_channels]\nfrom=-4\n"
+        "[convolutional]\nfilters=40\nsize=1\nbatch_normalize=1\nactivation=linear\n"
+        "[shortcut]\nfrom=-8\nactivation=linear\n"
+        "[convolutional]\nfilters=40\nsize=3\nstride=2\npad=1\ngroups=40\nbatch_normalize=1\n"
+        "activation=linear\n"
+        "[convolutional]\nfilters=20\nsize=1\nactivation=relu\n"
+        "[avgpool]\n";
+    check_nhwc_chain("nhwc chain", 3, ".nnn.n..?...n..?..n.n..", NULL, body);
+    check_nhwc_chain("nhwc chain, batch 1", 1, NULL, NULL, body);
+}
+
+/* A squeeze-excitation of whole channel blocks (mobilenet_v3's 480/672/960, efficientnet's
+ * 144-1152): the depthwise convolution's output blocked into both its readers, the [avgpool] and
+ * [scale_channels], whose output stays blocked into the projection; the excitation's 1x1
+ * convolutions on plain 1x1 maps. */
+static void test_squeeze_excite_blocked(void)
+{
+    check_nhwc_chain("squeeze-excitation blocked", 3, "....?....", "bbb...bb.",
+                     "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
+                     "activation=hardswish\n"
+                     "[convolutional]\nfilters=96\nsize=1\nbatch_normalize=1\n"
+                     "activation=hardswish\n"
+                     "[convolutional]\nfilters=96\nsize=5\npad=1\ngroups=96\n"
+                     "batch_normalize=1\nactivation=hardswish\n"
+                     "[avgpool]\n"
+                     "[convolutional]\nfilters=24\nsize=1\nactivation=relu\n"
+                     "[convolutional]\nfilters=96\nsize=1\nactivation=hardsigmoid\n"
+                     "[scale_channels]\nfrom=-4\n"
+                     "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\n"
+                     "activation=linear\n"
+                     "[avgpool]\n");
+}
+
 /* A training net of body (after a [net] of batch 3, 3 channels, w x h) on engines[0] (plain
  * layouts) and engines[1]: the layouts as want (check_plan), the last output, the input gradient
  * and every parameter's gradient within 1e-5, then those of an inference forward; the second
@@ -541,6 +661,8 @@ int main(void)
     test_residual_adds();
     test_inference_chain();
     test_chain_through_pool_route();
+    test_nhwc_chain();
+    test_squeeze_excite_blocked();
     test_train_chain();
     test_train_chain_bf16();
     test_fresh_input_delta();

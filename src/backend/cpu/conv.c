@@ -303,7 +303,15 @@ static int conv_pass_codes(const Layer *l, const Layer *reader)
 static int conv_gives_nhwc(const Layer *l)
 {
     const Conv *cv = l->priv;
-    return cv->cpu && l->quant ? conv_dnnl_int8_gives_nhwc(l) : 0;
+    return !cv->cpu   ? 0
+           : l->quant ? conv_dnnl_int8_gives_nhwc(l)
+                      : conv_dnnl_nhwc(l, DNNL_CONV_Y_BLOCKED);
+}
+
+static int conv_takes_nhwc(const Layer *l)
+{
+    const Conv *cv = l->priv;
+    return cv->cpu && !l->quant && conv_dnnl_nhwc(l, DNNL_CONV_X_BLOCKED);
 }
 
 static void conv_forward(Layer *l, const StepContext *ctx)
@@ -386,6 +394,7 @@ const LayerKernels cpu_convolutional_kernels = {
     .fuse_sum = conv_fuse_sum,
     .pass_codes = conv_pass_codes,
     .gives_nhwc = conv_gives_nhwc,
+    .takes_nhwc = conv_takes_nhwc,
     .forward = conv_forward,
     .backward = conv_backward,
 };

@@ -228,6 +228,9 @@ void conv_dnnl_backward(Layer *l, const StepContext *ctx);
 /* LayerKernels.layout and fuse_sum: a layer on oneDNN may take and give nChw8c, and a folded one
  * may write a [shortcut]'s sum. */
 int conv_dnnl_layout(const Layer *l, int k);
+/* LayerKernels.gives_nhwc (which: DNNL_CONV_Y_BLOCKED) and takes_nhwc (DNNL_CONV_X_BLOCKED) of a
+ * float32 layer on oneDNN in an inference net. */
+int conv_dnnl_nhwc(const Layer *l, int which);
 
 /* ---- int8 on oneDNN (conv_dnnl_int8.c) ---- */
 

@@ -58,8 +58,7 @@ DnnlConvDesc conv_dnnl_desc(const Layer *l, int batch, ActivationKind act, int f
         .win = cv->win,
         .groups = cv->groups,
         .eltwise = fused,
-        .slope = act == CDL_ACT_LEAKY ? 0.1f : 0.0f,
-        .bound = act == CDL_ACT_RELU6 ? 6.0f : 0.0f,
+        .act = act,
     };
 }
 
@@ -73,10 +72,13 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     const Shape in = l->in_shape, out = l->out_shape;
     dn->folded = bn && !backward;
     const ActivationKind act = dn->sum_act ? (ActivationKind)(dn->sum_act - 1) : l->activation;
-    /* relu6's derivative reads its input (l->pre), which a fused forward leaves unwritten: fused
-     * in inference only */
-    dn->fused = (!bn || dn->folded) && (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
-                                        (act == CDL_ACT_RELU6 && !backward));
+    /* the derivatives of relu6 and the smooth ones read their input (l->pre), which a fused
+     * forward leaves unwritten: fused in inference only (mobilenet_v3's hardswish and
+     * hardsigmoid, efficientnet's and regnet's swish and logistic) */
+    const int smooth = act == CDL_ACT_RELU6 || act == CDL_ACT_LOGISTIC || act == CDL_ACT_SWISH ||
+                       act == CDL_ACT_HARDSWISH || act == CDL_ACT_HARDSIGMOID;
+    dn->fused = (!bn || dn->folded) &&
+                (act == CDL_ACT_RELU || act == CDL_ACT_LEAKY || (smooth && !backward));
     DnnlConvDesc d = conv_dnnl_desc(l, batch, act, dn->fused);
     d.bias = (!bn && cv->stage.has_bias) || dn->folded;
     d.sum = dn->sum_act != 0;
@@ -142,11 +144,26 @@ int conv_dnnl_layout(const Layer *l, int k)
                : LAYOUT_PLAIN;
 }
 
-/* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked). */
+/* A float32 layer on oneDNN in an inference net gives its output (which: DNNL_CONV_Y_BLOCKED) or
+ * takes its input (DNNL_CONV_X_BLOCKED) in nhwc where its forward's primitive has that layout
+ * (dnnl_conv_nhwc), unless a [shortcut]'s sum is fused into it (LayerKernels.gives_nhwc,
+ * takes_nhwc: a chain of such layers passes nhwc without reorders between them). */
+int conv_dnnl_nhwc(const Layer *l, int which)
+{
+    const ConvDnnl *dn = &((const Conv *)l->priv)->cpu->dnnl;
+    return dn->on && !dn->int8 && !dn->sum_act && !dn->wino.prepared &&
+           dnnl_conv_nhwc(&dn->dc, which);
+}
+
+/* dnnl_conv_forward's and _backward's blocked for this pass (Layer.blocked), and the nhwc
+ * hand-offs (Layer.nhwc_to, nhwc_from) that hold in it (layer_nhwc_in). */
 static unsigned dnnl_blocked(const Layer *l, const StepContext *ctx)
 {
     const unsigned b = layer_blocked(l, ctx);
-    return (b & 1 ? DNNL_CONV_X_BLOCKED : 0) | (b >> LAYER_OUT_BIT & 1 ? DNNL_CONV_Y_BLOCKED : 0);
+    const int nhwc_in = layer_nhwc_in(l, ctx),
+              nhwc_out = l->nhwc_to && layer_nhwc_in(l->nhwc_to, ctx);
+    return (b & 1 || nhwc_in ? DNNL_CONV_X_BLOCKED : 0) |
+           (b >> LAYER_OUT_BIT & 1 || nhwc_out ? DNNL_CONV_Y_BLOCKED : 0);
 }
 
 int conv_dnnl_forward_runs(const Layer *l, const StepContext *ctx)

@@ -242,13 +242,19 @@ static int arg_of(const DnnlConvArg *g, unsigned which)
                                         : 0;
 }
 
-/* 1 when inner's layout is nChw8c (DNNL_LANES: nChw16c with AVX-512) in type, that of plain
- * (NCHW float32) in float32 the same size as plain (whole blocks). */
-static int nchw8c_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type)
+/* nChw8c, or nChw16c with AVX-512 (DNNL_LANES): the blocked layout activations pass in. */
+static dnnl_format_tag_t blocked_tag(void)
+{
+    return DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+}
+
+/* 1 when inner's layout is tag in type, that of plain (NCHW float32) in float32 the same size as
+ * plain (for a blocked tag: whole blocks). */
+static int layout_like(const_dnnl_memory_t plain, const_dnnl_memory_t inner, dnnl_data_type_t type,
+                       dnnl_format_tag_t tag)
 {
     const dnnl_memory_desc_t *in = NULL, *pl = NULL;
     dnnl_memory_desc_t f32, typed;
-    const dnnl_format_tag_t tag = DNNL_LANES == 16 ? dnnl_nChw16c : dnnl_nChw8c;
     return !dnnl_memory_get_memory_desc(inner, &in) && !dnnl_memory_get_memory_desc(plain, &pl) &&
            pl->ndims == 4 && !dnnl_memory_desc_init_by_tag(&f32, 4, pl->dims, dnnl_f32, tag) &&
            !dnnl_memory_desc_init_by_tag(&typed, 4, pl->dims, type, tag) &&
@@ -313,7 +319,7 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     dnnl_primitive_attr_destroy(attr);
     dnnl_post_ops_destroy(sum);
     if (!a->round && !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
-        nchw8c_like(a->user, a->inner, dnnl_bf16))
+        layout_like(a->user, a->inner, dnnl_bf16, blocked_tag()))
         a->round = DNNL_ROUND_PACK;
     if (!s && c->int8 && a->arg == DNNL_ARG_SRC && quantize_nhwc_runs(c->in_c)) {
         const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
@@ -424,6 +430,35 @@ static dnnl_status_t int8_attr(const DnnlConvDesc *c, dnnl_primitive_attr_t attr
     return s;
 }
 
+/* c->act as eltwise post-ops: relu (leaky's slope 0.1), relu6 as a clip (its bound divided by
+ * y_scale for y_codes), logistic, swish (alpha 1: x logistic(x)), hardswish (oneDNN 2.6's takes no
+ * parameters: x relu6(x + 3) / 6), hardsigmoid as x / 6 + 1/2 clipped to [0, 1]. */
+static dnnl_status_t append_activation(dnnl_post_ops_t ops, const DnnlConvDesc *c)
+{
+    const float y_scale = c->int8 && c->y_codes ? c->y_scale : 1.0f;
+    switch (c->act) {
+    case CDL_ACT_RELU:
+    case CDL_ACT_LEAKY:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu,
+                                            c->act == CDL_ACT_LEAKY ? 0.1f : 0.0f, 0.0f);
+    case CDL_ACT_RELU6:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f / y_scale);
+    case CDL_ACT_LOGISTIC:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f);
+    case CDL_ACT_SWISH:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+    case CDL_ACT_HARDSWISH:
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
+    case CDL_ACT_HARDSIGMOID: {
+        dnnl_status_t s =
+            dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f / 6.0f, 0.5f);
+        return s ? s : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, 1.0f);
+    }
+    default:
+        return dnnl_invalid_arguments;
+    }
+}
+
 static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
 {
     Mds m;
@@ -444,11 +479,7 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
                 ? s
                 : dnnl_post_ops_append_binary(ops, dnnl_binary_mul, &m.channel);
         s = s || !c->int8 ? s : dnnl_post_ops_append_binary(ops, dnnl_binary_add, &m.channel);
-        const float bound = c->int8 && c->y_codes ? c->bound / c->y_scale : c->bound;
-        s = s || !c->eltwise ? s
-            : c->bound > 0
-                ? dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, bound)
-                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, c->slope, 0.0f);
+        s = s || !c->eltwise ? s : append_activation(ops, c);
         s = s || !c->int8 || !c->y_codes
                 ? s
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f,
@@ -552,7 +583,16 @@ static const DnnlConvArg *forward_arg(const DnnlConv *d, int arg)
 static int arg_blocked(const DnnlConvArg *a)
 {
     return a && a->inner &&
-           (a->round == DNNL_ROUND_PACK || nchw8c_like(a->user, a->inner, dnnl_f32));
+           (a->round == DNNL_ROUND_PACK || layout_like(a->user, a->inner, dnnl_f32, blocked_tag()));
+}
+
+int dnnl_conv_nhwc(const DnnlConv *d, int which)
+{
+    const DnnlConvDesc *c = &d->desc;
+    const DnnlConvArg *a =
+        forward_arg(d, which == DNNL_CONV_X_BLOCKED ? DNNL_ARG_SRC : DNNL_ARG_DST);
+    return d->prepared && !c->backward && !c->data_grad && !c->int8 && !c->bf16 && a && a->inner &&
+           !a->round && layout_like(a->user, a->inner, dnnl_f32, dnnl_nhwc);
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
@@ -744,6 +784,12 @@ void dnnl_conv_release(DnnlConv *d)
 }
 
 int dnnl_conv_blocked(const DnnlConv *d, int which)
+{
+    (void)d, (void)which;
+    return 0;
+}
+
+int dnnl_conv_nhwc(const DnnlConv *d, int which)
 {
     (void)d, (void)which;
     return 0;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/activation.h"
 #include "core/window2d.h"
 #include "util/error.h"
 
@@ -25,12 +26,12 @@ typedef struct DnnlConvDesc {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w;
     Window2d win; /* the kernel's extent, stride and padding per axis */
     int groups;
-    int bias;      /* 1: y += b in the forward, and db in the weights' backward */
-    int sum;       /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
-                      y comes holding what to add */
-    int eltwise;   /* 1: y = max(y, slope * y) fused after the bias (and sum) (relu: slope 0) */
-    float slope;   /* eltwise's negative slope */
-    float bound;   /* > 0: eltwise is y = min(max(y, 0), bound) instead (relu6: 6) */
+    int bias;    /* 1: y += b in the forward, and db in the weights' backward */
+    int sum;     /* 1: y += the convolution (oneDNN's sum post-op, after the bias): the forward's
+                    y comes holding what to add */
+    int eltwise; /* 1: y = act(y) fused after the bias (and sum) */
+    /* eltwise's activation: relu, leaky, relu6, logistic, swish, hardswish or hardsigmoid */
+    ActivationKind act;
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
     int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
@@ -196,9 +197,15 @@ void dnnl_conv_pack_weights(DnnlConv *d, const void *w, void *packed);
  * in nChw8c, the same size as plain NCHW, and so do its backward primitives (those prepared)
  * with x and dx, or dy: then it can take those tensors so as they are. */
 int dnnl_conv_blocked(const DnnlConv *d, int which);
+/* 1 when d's forward (prepared) is a float32 inference one (no backward primitives) that reads x
+ * (which: DNNL_CONV_X_BLOCKED) or writes y (DNNL_CONV_Y_BLOCKED) in nhwc, [batch][h][w][c] (oneDNN
+ * 2.6's brgconv kernels on AVX-512 for channels not in whole blocks of 16): then it can take that
+ * tensor so as it is, named by the same bit in the forward's blocked. */
+int dnnl_conv_nhwc(const DnnlConv *d, int which);
 
 /* y = conv(x, w) (+ b) (then the fused eltwise); scratch holds d->scratch_bytes. blocked: x
- * and y in nChw8c where its bits say so (dnnl_conv_blocked), else plain NCHW. */
+ * and y in nChw8c (dnnl_conv_blocked) or nhwc (dnnl_conv_nhwc) where its bits say so, else plain
+ * NCHW. */
 void dnnl_conv_forward(DnnlConv *d, const float *x, const float *w, const float *b, float *y,
                        void *scratch, unsigned blocked);
 /* An int8 desc's forward (see DnnlConvDesc.int8): y [batch][out_c][out_h][out_w] (plain NCHW

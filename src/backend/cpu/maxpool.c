@@ -369,9 +369,9 @@ static inline void window_max_nhwc(const float *in, int c, int iw, int ys, int y
 }
 
 /* The inference forward of a float32 nhwc input ([batch][h][w][c], c a multiple of 16,
- * Layer.nhwc_from: an int8 convolution's own layout) into the plain NCHW output, a row of
- * outputs at a time: their maxima in nhwc (window_max_nhwc) in row [ow][c] of the layer's work,
- * then transposed into the c planes; as many threads as resize gave rows. */
+ * Layer.nhwc_from: a convolution's own layout on oneDNN, layer_nhwc_in) into the plain NCHW output,
+ * a row of outputs at a time: their maxima in nhwc (window_max_nhwc) in row [ow][c] of the layer's
+ * work, then transposed into the c planes; as many threads as resize gave rows. */
 static void maxpool_forward_nhwc(const Maxpool *m, const float *in, float *out, float *rows,
                                  int batch, int c, int ih, int iw, int oh, int ow)
 {
@@ -405,7 +405,7 @@ static void maxpool_forward(Layer *l, const StepContext *ctx)
     int planes = ctx->batch * l->in_shape.c;
     int ih = l->in_shape.h, iw = l->in_shape.w, oh = l->out_shape.h, ow = l->out_shape.w;
     size_t in_plane = (size_t)ih * iw, out_plane = (size_t)oh * ow;
-    if (l->nhwc_from) {
+    if (layer_nhwc_in(l, ctx)) {
         maxpool_forward_nhwc(m, in, l->out, m->rows, ctx->batch, l->in_shape.c, ih, iw, oh, ow);
         return;
     }

@@ -2,8 +2,8 @@
  * from), from mapped as darknet when the shapes differ (ShortcutMapping).
  *
  *   prev [batch][c2][h2][w2]   the previous layer; also the output shape ([batch][h2][w2][c2],
- *                              float32 nhwc, with Layer.nhwc_from: an int8 convolution's own
- *                              layout, a ResNet block's last convolution)
+ *                              float32 nhwc, with Layer.nhwc_from: a convolution's own layout
+ *                              on oneDNN, a ResNet block's last one; layer_nhwc_in)
  *   from [batch][c1][h1][w1]   the layer named by from=
  *   out  [batch][c2][h2][w2]
  */
@@ -24,9 +24,10 @@
 #define NHWC_BLOCK 256
 
 /* out = alpha * prev + beta * from of equal shapes, then relu where relu is 1, prev
- * [batch][spatial][c] (nhwc; c a multiple of 16) and from, out [batch][c][spatial]: prev
- * transposed 16 x 16 tiles at a time (transpose16) as it is added, instead of a reorder of prev
- * into NCHW before; relu applied as each tile is stored, not in a pass over the output after. */
+ * [batch][spatial][c] (nhwc) and from, out [batch][c][spatial]: prev transposed 16 x 16 tiles at
+ * a time (transpose16) as it is added, instead of a reorder of prev into NCHW before; a last tile
+ * of fewer than 16 channels (24, 40: mobilenet_v3's, efficientnet's) loaded and stored masked;
+ * relu applied as each tile is stored, not in a pass over the output after. */
 static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const float *from,
                                   float *out, int batch, int c, size_t spatial, int relu)
 {
@@ -45,15 +46,17 @@ static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const f
             const float *p = prev + b * (size_t)c * spatial + c0;
             const float *f = from + (b * (size_t)c + c0) * spatial;
             float *o = out + (b * (size_t)c + c0) * spatial;
+            const size_t lanes = (size_t)c - c0 < 16 ? (size_t)c - c0 : 16;
+            const __mmask16 channels = (__mmask16)((1u << lanes) - 1);
             for (size_t s0 = first; s0 < end; s0 += 16) {
                 const size_t rows = end - s0 < 16 ? end - s0 : 16;
                 const __mmask16 valid = (__mmask16)((1u << rows) - 1);
                 __m512 r[16];
                 for (size_t s = 0; s < 16; s++)
-                    r[s] =
-                        s < rows ? _mm512_loadu_ps(p + (s0 + s) * (size_t)c) : _mm512_setzero_ps();
+                    r[s] = s < rows ? _mm512_maskz_loadu_ps(channels, p + (s0 + s) * (size_t)c)
+                                    : _mm512_setzero_ps();
                 transpose16(r);
-                for (size_t k = 0; k < 16; k++) {
+                for (size_t k = 0; k < lanes; k++) {
                     const __m512 y = _mm512_maskz_loadu_ps(valid, f + k * spatial + s0);
                     const __m512 sum = _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y));
                     _mm512_mask_storeu_ps(o + k * spatial + s0, valid, _mm512_max_ps(floor, sum));
@@ -70,7 +73,7 @@ static void shortcut_forward(Layer *l, const StepContext *ctx)
         return;
     const Shortcut *sc = l->priv;
 #if defined(__AVX512F__)
-    if (l->nhwc_from) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
+    if (layer_nhwc_in(l, ctx)) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
         const Shape o = l->out_shape;
         const int fused = l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LINEAR;
         shortcut_forward_nhwc(sc, l->in[0], l->in[1], fused ? l->out : layer_activation_input(l),
@@ -209,11 +212,11 @@ static int shortcut_plain_sum(const Layer *l)
            shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 }
 
-/* Equal shapes of whole tiles of 16 channels, in a build for AVX-512: shortcut_forward_nhwc. */
+/* Equal shapes, in a build for AVX-512: shortcut_forward_nhwc. */
 static int shortcut_takes_nhwc(const Layer *l)
 {
 #if defined(__AVX512F__)
-    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape) && l->out_shape.c % 16 == 0;
+    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 #else
     (void)l;
     return 0;
