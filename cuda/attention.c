@@ -100,10 +100,12 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     a->qkv = layer_state_floats(st, qkv);
     a->heads_out = layer_state_floats(st, rows * c);
     a->probs = layer_state_floats(st, probs);
-    /* Dropout acts in training only, which needs gradients. */
-    a->mask = layer_state_floats(st, a->dropout > 0 && grads ? probs : 0);
+    /* Dropout acts in training only, which needs gradients. (Sized by the condition, not by
+     * a->mask: the state's pointers are NULL while the net measures the layer.) */
+    const int drops = a->dropout > 0 && grads;
+    a->mask = layer_state_floats(st, drops ? probs : 0);
     a->mask_is_valid = 0;
-    a->workspace = layer_work_floats(st, ((a->mask ? 1 : 0) + (grads ? 1 : 0)) * probs);
+    a->workspace = layer_work_floats(st, ((size_t)drops + (size_t)grads) * probs);
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     /* the backward's dL/d(heads) and dL/d(qkv) first; the products' operands are at most qkv,
      * P or the input weights */
