@@ -662,7 +662,13 @@ static int stored_16bit(const Net *net)
  * of the tensor's largest value, which the layers after it pass on with gains about 1; a product
  * that rounds such a value again to the same format can land one unit away from the reference's
  * rounding of the unstored value: 2u a store, added over the stores a tensor passes through (all
- * of the net's outputs in a forward; their gradients too in a training pass's gradients). */
+ * of the net's outputs in a forward; their gradients too in a training pass's gradients). The
+ * families whose kernels round something more stay inside the same 2u: [layernorm]'s backward
+ * rounds delta x_hat into its 16-bit delta before the scales' gradient sums it (one u of each
+ * term, where its output gradient's store took the other), [softmax]'s backward reads its stored
+ * probabilities (u of each, in p - target), and [attention] stores only its output and its
+ * input's gradient (q, k, v, the weights and the heads stay float32, the products' operands
+ * rounded as the CPU's). */
 static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int stored,
                                int inference)
 {
