@@ -128,12 +128,6 @@ static Rows f32_rows(float *at, int stride)
     return (Rows){at, ELEM_F32, stride};
 }
 
-/* The rows of x from element i on. */
-static Rows rows_from(Rows x, size_t i)
-{
-    return (Rows){elem_at(x.at, x.type, i), x.type, x.stride};
-}
-
 /* y [rows][n] = x [rows][k] times w^T ([n][k]) + bias. */
 static void project(const StepContext *ctx, GemmPrecision p, Rows x, int rows, int k, int n,
                     const float *w, const float *bias, Rows y)
@@ -150,6 +144,12 @@ static void project(const StepContext *ctx, GemmPrecision p, Rows x, int rows, i
 static Rows input_rows(const Layer *l, int k, size_t i, int stride)
 {
     return (Rows){elem_at(l->in[k], l->in_storage[k], i), l->in_storage[k], stride};
+}
+
+/* The output's rows ([batch][T][C]) from element i on, rows stride apart. */
+static Rows output_rows(const Layer *l, size_t i, int stride)
+{
+    return (Rows){elem_at(l->out, l->storage, i), l->storage, stride};
 }
 
 /* The input projections: self-attention's qkv = in W^T + b; cross-attention's q from the input
@@ -219,8 +219,7 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
                          ts, sample_k(a, v, b) + c, v.kv_stride, d, 0.0f,
                          a->heads_out + (size_t)b * t * c, c, d, h);
     project(ctx, l->precision, f32_rows(a->heads_out, c), ctx->batch * t, c, c,
-            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data,
-            (Rows){l->out, l->storage, c});
+            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, output_rows(l, 0, c));
 }
 
 /* Row t of every sample from the cache: its q (and in self-attention, its k and v; in key
@@ -252,7 +251,7 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
              "attention forward_at");
     project(ctx, l->precision, f32_rows(a->heads_out + at, stride), ctx->batch, c, c,
             l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data,
-            rows_from((Rows){l->out, l->storage, stride}, at));
+            output_rows(l, at, stride));
 }
 
 /* Beam search's reordering of the cache (LayerKernels.gather_samples), on the device: each
