@@ -14,7 +14,9 @@
  * gather_samples moves each sample's cache for beam search. key_padding= runs those kernels as
  * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
  * token id in the net input is negative weight 0 (a row of them all, zero weights), so the
- * backward, through P, gives them no gradient.
+ * backward, through P, gives them no gradient. The input, the output and their gradients are
+ * float32 or 16-bit (Layer.in_storage, Layer.storage: the projections read and write them as they
+ * are); qkv, the scores, P and the heads float32.
  *
  *   in, out [batch][T][C]   memory (source=) [batch][S][C]; S = T in self-attention
  *   self: qkv [batch][T][3C]; cross: q [batch][T][C] then kv [batch][S][2C] in Attention.qkv
@@ -100,10 +102,12 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     a->qkv = layer_state_floats(st, qkv);
     a->heads_out = layer_state_floats(st, rows * c);
     a->probs = layer_state_floats(st, probs);
-    /* Dropout acts in training only, which needs gradients. */
-    a->mask = layer_state_floats(st, a->dropout > 0 && grads ? probs : 0);
+    /* Dropout acts in training only, which needs gradients. (Sized by the condition, not by
+     * a->mask: the state's pointers are NULL while the net measures the layer.) */
+    const int drops = a->dropout > 0 && grads;
+    a->mask = layer_state_floats(st, drops ? probs : 0);
     a->mask_is_valid = 0;
-    a->workspace = layer_work_floats(st, ((a->mask ? 1 : 0) + (grads ? 1 : 0)) * probs);
+    a->workspace = layer_work_floats(st, ((size_t)drops + (size_t)grads) * probs);
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     /* the backward's dL/d(heads) and dL/d(qkv) first; the products' operands are at most qkv,
      * P or the input weights */
@@ -112,13 +116,40 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
-/* y [rows][n] at y_stride = x [rows][k] at x_stride times w^T ([n][k]) + bias. */
-static void project(const StepContext *ctx, GemmPrecision p, const float *x, int x_stride, int rows,
-                    int k, int n, const float *w, const float *bias, float *y, int y_stride)
+/* A tensor of the projections, float32 or 16-bit: a layer's input or output, or qkv. */
+typedef struct Rows {
+    void *at;
+    ElemType type;
+    int stride; /* elements from a row to the next */
+} Rows;
+
+static Rows f32_rows(float *at, int stride)
 {
-    gpu_gemm(ctx, p, 0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 0.0f, y, y_stride);
-    gpu_note(ctx, cuda_add_row_vector(y, y, bias, rows, n, (size_t)y_stride, gpu_stream(ctx)),
+    return (Rows){at, ELEM_F32, stride};
+}
+
+/* y [rows][n] = x [rows][k] times w^T ([n][k]) + bias. */
+static void project(const StepContext *ctx, GemmPrecision p, Rows x, int rows, int k, int n,
+                    const float *w, const float *bias, Rows y)
+{
+    gpu_gemm_typed(ctx, p, 0, 1, rows, n, k, 1.0f, x.at, x.type, x.stride, w, ELEM_F32, k, 0.0f,
+                   y.at, y.type, y.stride);
+    gpu_note(ctx,
+             cuda_add_row_vector_typed(y.at, y.type, y.at, y.type, bias, rows, n, (size_t)y.stride,
+                                       gpu_stream(ctx)),
              "attention biases");
+}
+
+/* Input k's rows ([batch][rows][C]) from element i on, rows stride apart. */
+static Rows input_rows(const Layer *l, int k, size_t i, int stride)
+{
+    return (Rows){elem_at(l->in[k], l->in_storage[k], i), l->in_storage[k], stride};
+}
+
+/* The output's rows ([batch][T][C]) from element i on, rows stride apart. */
+static Rows output_rows(const Layer *l, size_t i, int stride)
+{
+    return (Rows){elem_at(l->out, l->storage, i), l->storage, stride};
 }
 
 /* The input projections: self-attention's qkv = in W^T + b; cross-attention's q from the input
@@ -129,12 +160,14 @@ static void project_inputs(Layer *l, const StepContext *ctx, HeadsView v)
     const int c = a->channels;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
     if (!a->mem_seq) {
-        project(ctx, l->precision, l->in[0], c, ctx->batch * a->seq, c, 3 * c, w, bias, v.q, 3 * c);
+        project(ctx, l->precision, input_rows(l, 0, 0, c), ctx->batch * a->seq, c, 3 * c, w, bias,
+                f32_rows(v.q, 3 * c));
         return;
     }
-    project(ctx, l->precision, l->in[0], c, ctx->batch * a->seq, c, c, w, bias, v.q, c);
-    project(ctx, l->precision, l->in[1], c, ctx->batch * a->mem_seq, c, 2 * c, w + (size_t)c * c,
-            bias + c, v.k, 2 * c);
+    project(ctx, l->precision, input_rows(l, 0, 0, c), ctx->batch * a->seq, c, c, w, bias,
+            f32_rows(v.q, c));
+    project(ctx, l->precision, input_rows(l, 1, 0, c), ctx->batch * a->mem_seq, c, 2 * c,
+            w + (size_t)c * c, bias + c, f32_rows(v.k, 2 * c));
 }
 
 static void attention_forward_gpu(Layer *l, const StepContext *ctx)
@@ -173,7 +206,7 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)ts;
         const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
-                 cuda_dropout_forward(a->workspace, a->mask, a->probs, key,
+                 cuda_dropout_forward(a->workspace, ELEM_F32, a->mask, a->probs, ELEM_F32, key,
                                       gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
                                       l->index, first, a->dropout, 1.0f / (1.0f - a->dropout), 1,
                                       probs, gpu_stream(ctx)),
@@ -185,8 +218,8 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gpu_gemm_batched(ctx, l->precision, 0, 0, t, d, s, 1.0f, weights + (size_t)b * h * ts, s,
                          ts, sample_k(a, v, b) + c, v.kv_stride, d, 0.0f,
                          a->heads_out + (size_t)b * t * c, c, d, h);
-    project(ctx, l->precision, a->heads_out, c, ctx->batch * t, c, c, l->params[P_OUT_WEIGHTS].data,
-            l->params[P_OUT_BIASES].data, l->out, c);
+    project(ctx, l->precision, f32_rows(a->heads_out, c), ctx->batch * t, c, c,
+            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, output_rows(l, 0, c));
 }
 
 /* Row t of every sample from the cache: its q (and in self-attention, its k and v; in key
@@ -200,15 +233,15 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
     const size_t at = (size_t)t * c;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
     const HeadsView v = heads_view(a, a->qkv, ctx->batch);
+    const Rows x = input_rows(l, 0, at, stride);
     if (!a->mem_seq)
-        project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 3 * c, w, bias,
-                v.q + 3 * at, 3 * stride);
+        project(ctx, l->precision, x, ctx->batch, c, 3 * c, w, bias,
+                f32_rows(v.q + 3 * at, 3 * stride));
     else {
-        project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, c, w, bias, v.q + at,
-                stride);
+        project(ctx, l->precision, x, ctx->batch, c, c, w, bias, f32_rows(v.q + at, stride));
         if (l->in[1] == l->in[0])
-            project(ctx, l->precision, l->in[0] + at, stride, ctx->batch, c, 2 * c,
-                    w + (size_t)c * c, bias + c, v.k + 2 * at, 2 * s * c);
+            project(ctx, l->precision, x, ctx->batch, c, 2 * c, w + (size_t)c * c, bias + c,
+                    f32_rows(v.k + 2 * at, 2 * s * c));
     }
     const float *ids = a->key_padding ? l->in[2] + a->pad_first : NULL;
     gpu_note(ctx,
@@ -216,8 +249,9 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
                                 ctx->batch, a->seq, s, c, a->heads, t, a->causal ? t + 1 : s, ids,
                                 a->pad_stride, gpu_stream(ctx)),
              "attention forward_at");
-    project(ctx, l->precision, a->heads_out + at, stride, ctx->batch, c, c,
-            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data, l->out + at, stride);
+    project(ctx, l->precision, f32_rows(a->heads_out + at, stride), ctx->batch, c, c,
+            l->params[P_OUT_WEIGHTS].data, l->params[P_OUT_BIASES].data,
+            output_rows(l, at, stride));
 }
 
 /* Beam search's reordering of the cache (LayerKernels.gather_samples), on the device: each
@@ -236,20 +270,22 @@ static size_t attention_gather_samples(Layer *l, const ExecContext *exec, int ba
     return q > kv ? q : kv;
 }
 
-/* An input projection's backward: d biases[at..at+n) += column sums of dy [rows][n], d weights
- * rows [at, at+n) += dy^T x, and dx [rows][C] = dx beta + dy weights' rows (dx NULL: none). */
-static void project_backward(Layer *l, const StepContext *ctx, const float *x, int rows, int n,
-                             const float *dy, int at, float *dx, float beta)
+/* An input projection's backward over input k: d biases[at..at+n) += column sums of dy
+ * [rows][n], d weights rows [at, at+n) += dy^T x, and dx [rows][C] (in_delta[k]) = dx beta + dy
+ * weights' rows (NULL: none). */
+static void project_backward(Layer *l, const StepContext *ctx, int k, int rows, int n,
+                             const float *dy, int at, float beta)
 {
     const int c = ((const Attention *)l->priv)->channels;
     const Param *w = &l->params[P_WEIGHTS];
     gpu_note(ctx, cuda_column_sums_add(l->params[P_BIASES].grad + at, dy, rows, n, gpu_stream(ctx)),
              "attention biases gradient");
-    gpu_gemm(ctx, l->precision, 1, 0, n, c, rows, 1.0f, dy, n, x, c, 1.0f, w->grad + (size_t)at * c,
-             c);
-    if (dx)
-        gpu_gemm(ctx, l->precision, 0, 0, rows, c, n, 1.0f, dy, n, w->data + (size_t)at * c, c,
-                 beta, dx, c);
+    gpu_gemm_typed(ctx, l->precision, 1, 0, n, c, rows, 1.0f, dy, ELEM_F32, n, l->in[k],
+                   l->in_storage[k], c, 1.0f, w->grad + (size_t)at * c, ELEM_F32, c);
+    if (l->in_delta[k])
+        gpu_gemm_typed(ctx, l->precision, 0, 0, rows, c, n, 1.0f, dy, ELEM_F32, n,
+                       w->data + (size_t)at * c, ELEM_F32, c, beta, l->in_delta[k],
+                       l->in_storage[k], c);
 }
 
 static void attention_backward_gpu(Layer *l, const StepContext *ctx)
@@ -270,12 +306,13 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     /* Output projection: d out_biases += column sums of delta, d out_weights += delta^T heads,
      * d heads = delta out_weights. */
     gpu_note(ctx,
-             cuda_column_sums_add(l->params[P_OUT_BIASES].grad, l->delta, rows, c, gpu_stream(ctx)),
+             cuda_column_sums_add_typed(l->params[P_OUT_BIASES].grad, l->delta, l->storage, rows, c,
+                                        (size_t)c, gpu_stream(ctx)),
              "attention out_biases gradient");
-    gpu_gemm(ctx, l->precision, 1, 0, c, c, rows, 1.0f, l->delta, c, a->heads_out, c, 1.0f,
-             out_w->grad, c);
-    gpu_gemm(ctx, l->precision, 0, 0, rows, c, c, 1.0f, l->delta, c, out_w->data, c, 0.0f, dheads,
-             c);
+    gpu_gemm_typed(ctx, l->precision, 1, 0, c, c, rows, 1.0f, l->delta, l->storage, c, a->heads_out,
+                   ELEM_F32, c, 1.0f, out_w->grad, ELEM_F32, c);
+    gpu_gemm_typed(ctx, l->precision, 0, 0, rows, c, c, 1.0f, l->delta, l->storage, c, out_w->data,
+                   ELEM_F32, c, 0.0f, dheads, ELEM_F32, c);
 
     const float *weights = a->probs;
     if (mask) {
@@ -306,15 +343,13 @@ static void attention_backward_gpu(Layer *l, const StepContext *ctx)
     }
     /* Input projections: self-attention's one over qkv; cross-attention's over q, then over kv
      * into the memory's gradient (which adds where the memory is the input). */
-    float *dx = l->in_delta[0];
     if (!a->mem_seq) {
-        project_backward(l, ctx, l->in[0], rows, 3 * c, dv.q, 0, dx, layer_input_delta_beta(l, 0));
+        project_backward(l, ctx, 0, rows, 3 * c, dv.q, 0, layer_input_delta_beta(l, 0));
         return;
     }
-    float *dm = l->in_delta[1];
-    project_backward(l, ctx, l->in[0], rows, c, dv.q, 0, dx, layer_input_delta_beta(l, 0));
-    project_backward(l, ctx, l->in[1], ctx->batch * a->mem_seq, 2 * c, dv.k, c, dm,
-                     dm == dx ? 1.0f : layer_input_delta_beta(l, 1));
+    project_backward(l, ctx, 0, rows, c, dv.q, 0, layer_input_delta_beta(l, 0));
+    project_backward(l, ctx, 1, ctx->batch * a->mem_seq, 2 * c, dv.k, c,
+                     l->in_delta[1] == l->in_delta[0] ? 1.0f : layer_input_delta_beta(l, 1));
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -325,4 +360,5 @@ const LayerKernels gpu_attention_kernels = {
     .forward_at = attention_forward_at,
     .keeps_rows = 1,
     .gather_samples = attention_gather_samples,
+    .stores_16bit = 1,
 };

@@ -1,7 +1,8 @@
 /* [dropout]'s and [drop_path]'s GPU kernels (layers/dropout.c has their meaning): inverted dropout
  * in training with the CPU's masks (the key rng_key(seed, layer_draw_stream) computed here on the
  * host, each draw's SplitMix64 value on the device: kernels/rng.cuh), a draw per value or per
- * sample, the identity in inference.
+ * sample, the identity in inference. Input and output each float32 or 16-bit (Layer.in_storage,
+ * Layer.storage).
  *
  *   in, out [batch][c][h][w]   mask [batch][c][h][w] or [batch]
  */
@@ -16,7 +17,9 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
     const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     d->mask_is_valid = ctx->train && d->probability > 0;
     if (!d->mask_is_valid) {
-        gpu_note(ctx, cuda_copy_rows(l->out, n, l->in[0], n, 1, n, 0, gpu_stream(ctx)),
+        gpu_note(ctx,
+                 cuda_convert_rows(l->out, l->storage, n, l->in[0], l->in_storage[0], n, 1, n, 0,
+                                   gpu_stream(ctx)),
                  "dropout forward");
         return;
     }
@@ -26,7 +29,7 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
     /* a captured step keys on the draw id each replay uploads */
     const GpuHandles *h = gpu_handles(ctx);
     gpu_note(ctx,
-             cuda_dropout_forward(l->out, d->mask, l->in[0], key,
+             cuda_dropout_forward(l->out, l->storage, d->mask, l->in[0], l->in_storage[0], key,
                                   h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
                                   first, d->probability, d->scale, per_draw, n, gpu_stream(ctx)),
              "dropout forward");
@@ -38,22 +41,25 @@ static void dropout_forward_at_gpu(Layer *l, const StepContext *ctx, int t)
     const size_t row = (size_t)l->out_shape.w, sample = shape_size(l->out_shape);
     const size_t at = (size_t)t * row;
     gpu_note(ctx,
-             cuda_copy_rows(l->out + at, sample, l->in[0] + at, sample, ctx->batch, row, 0,
-                            gpu_stream(ctx)),
+             cuda_convert_rows(elem_at(l->out, l->storage, at), l->storage, sample,
+                               elem_at(l->in[0], l->in_storage[0], at), l->in_storage[0], sample,
+                               ctx->batch, row, 0, gpu_stream(ctx)),
              "dropout forward_at");
 }
 
 static void dropout_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const Dropout *d = l->priv;
-    float *in_delta = l->in_delta[0];
+    void *in_delta = l->in_delta[0];
     if (!in_delta)
         return;
     const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     const cudaError_t err =
-        d->mask_is_valid ? cuda_dropout_backward(in_delta, l->delta, d->mask,
-                                                 dropout_values_per_draw(l), n, gpu_stream(ctx))
-                         : cuda_copy_rows(in_delta, n, l->delta, n, 1, n, 1, gpu_stream(ctx));
+        d->mask_is_valid
+            ? cuda_dropout_backward(in_delta, l->in_storage[0], l->delta, l->storage, d->mask,
+                                    dropout_values_per_draw(l), n, gpu_stream(ctx))
+            : cuda_convert_rows(in_delta, l->in_storage[0], n, l->delta, l->storage, n, 1, n, 1,
+                                gpu_stream(ctx));
     gpu_note(ctx, err, "dropout backward");
 }
 
@@ -64,4 +70,5 @@ const LayerKernels gpu_dropout_kernels = {
     .forward = dropout_forward_gpu,
     .backward = dropout_backward_gpu,
     .forward_at = dropout_forward_at_gpu,
+    .stores_16bit = 1,
 };

@@ -1,5 +1,6 @@
 /* [embedding]'s GPU kernels (layers/embedding.c has its meaning): a row of the weights per token
- * id, and the weights' gradient summed in the CPU's order (cuda/kernels/sequence.cu).
+ * id, and the weights' gradient summed in the CPU's order (cuda/kernels/sequence.cu); the output
+ * and its gradient float32 or 16-bit (Layer.storage).
  *
  *   in  [batch][R] token ids stored as floats (R = Embedding.input_rows)
  *   out [batch][T][C]   out[b][t] = weights[in[b][first_row + t]]
@@ -30,9 +31,9 @@ static void embedding_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const int channels = l->out_shape.w, rows = l->out_shape.h;
     gpu_note(ctx,
-             cuda_embedding_lookup(l->out, (size_t)channels, first_id(l), rows, ids_per_sample(l),
-                                   embedding_weights(l)->data, vocab_of(l), channels,
-                                   ctx->batch * rows, gpu_stream(ctx)),
+             cuda_embedding_lookup(l->out, l->storage, (size_t)channels, first_id(l), rows,
+                                   ids_per_sample(l), embedding_weights(l)->data, vocab_of(l),
+                                   channels, ctx->batch * rows, gpu_stream(ctx)),
              "embedding forward");
 }
 
@@ -40,8 +41,8 @@ static void embedding_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     const size_t tokens = (size_t)l->out_shape.h, channels = (size_t)l->out_shape.w;
     gpu_note(ctx,
-             cuda_embedding_lookup(l->out + (size_t)t * channels, tokens * channels,
-                                   first_id(l) + t, 1, ids_per_sample(l),
+             cuda_embedding_lookup(elem_at(l->out, l->storage, (size_t)t * channels), l->storage,
+                                   tokens * channels, first_id(l) + t, 1, ids_per_sample(l),
                                    embedding_weights(l)->data, vocab_of(l), (int)channels,
                                    ctx->batch, gpu_stream(ctx)),
              "embedding forward_at");
@@ -53,9 +54,9 @@ static void embedding_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const int rows = l->out_shape.h;
     gpu_note(ctx,
-             cuda_embedding_grad(embedding_weights(l)->grad, l->delta, first_id(l), rows,
-                                 ids_per_sample(l), vocab_of(l), l->out_shape.w, ctx->batch * rows,
-                                 gpu_stream(ctx)),
+             cuda_embedding_grad(embedding_weights(l)->grad, l->delta, l->storage, first_id(l),
+                                 rows, ids_per_sample(l), vocab_of(l), l->out_shape.w,
+                                 ctx->batch * rows, gpu_stream(ctx)),
              "embedding backward");
 }
 
@@ -64,4 +65,5 @@ const LayerKernels gpu_embedding_kernels = {
     .forward = embedding_forward_gpu,
     .backward = embedding_backward_gpu,
     .forward_at = embedding_forward_at,
+    .stores_16bit = 1,
 };

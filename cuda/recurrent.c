@@ -183,8 +183,8 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
                  cudaMemsetAsync(rc->token_rows, 0, (size_t)vocab * GH * sizeof(float), stream),
                  "lstm token sums");
         gpu_note(ctx,
-                 cuda_embedding_grad(rc->token_rows, rc->gates, emb->in[0], rows, (size_t)rows,
-                                     vocab, GH, rows, stream),
+                 cuda_embedding_grad(rc->token_rows, rc->gates, ELEM_F32, emb->in[0], rows,
+                                     (size_t)rows, vocab, GH, rows, stream),
                  "lstm token sums");
         gpu_gemm(ctx, l->precision, 1, 0, GH, I, vocab, 1.0f, rc->token_rows, GH, e->data, I, 1.0f,
                  l->params[P_WEIGHTS_IH].grad, I);

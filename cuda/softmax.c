@@ -2,7 +2,9 @@
  * cross-entropy loss and its fused gradient. The rows' losses are summed on the device in row
  * order, as the CPU sums them, and the total comes back to the host: one device-to-host copy (and
  * wait) per forward with labels; in a step being captured as a CUDA graph, which cannot wait, the
- * total stays at GpuHandles.loss_slot, which the step's outcome downloads (gpu_backend.c).
+ * total stays at GpuHandles.loss_slot, which the step's outcome downloads (gpu_backend.c). Input
+ * and output each float32 or 16-bit (Layer.in_storage, Layer.storage: the loss is computed from
+ * the input's values, in float).
  *
  *   in, out [batch][groups][n]   labels [batch][groups]
  */
@@ -30,8 +32,8 @@ static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
     const int n = (int)(shape_size(l->out_shape) / (size_t)sm->groups);
     const int rows = ctx->batch * sm->groups;
     gpu_note(ctx,
-             cuda_softmax_forward(l->out, sm->row_loss, l->in[0], ctx->labels, rows, n,
-                                  smoothing_of(l, ctx), gpu_stream(ctx)),
+             cuda_softmax_forward(l->out, l->storage, sm->row_loss, l->in[0], l->in_storage[0],
+                                  ctx->labels, rows, n, smoothing_of(l, ctx), gpu_stream(ctx)),
              "softmax forward");
     if (!ctx->labels)
         return;
@@ -61,8 +63,9 @@ static void softmax_forward_at(Layer *l, const StepContext *ctx, int t)
     for (int b = 0; b < ctx->batch; b++) {
         const size_t at = ((size_t)b * (size_t)sm->groups + (size_t)t) * n;
         gpu_note(ctx,
-                 cuda_softmax_forward(l->out + at, sm->row_loss, l->in[0] + at, NULL, 1, (int)n,
-                                      0.0f, gpu_stream(ctx)),
+                 cuda_softmax_forward(elem_at(l->out, l->storage, at), l->storage, sm->row_loss,
+                                      elem_at(l->in[0], l->in_storage[0], at), l->in_storage[0],
+                                      NULL, 1, (int)n, 0.0f, gpu_stream(ctx)),
                  "softmax forward_at");
     }
 }
@@ -74,9 +77,10 @@ static void softmax_backward_gpu(Layer *l, const StepContext *ctx)
     const Softmax *sm = l->priv;
     const int n = (int)(shape_size(l->out_shape) / (size_t)sm->groups);
     gpu_note(ctx,
-             cuda_softmax_backward(l->in_delta[0], l->out, l->delta, ctx->labels,
-                                   ctx->batch * sm->groups, n, ctx->grad_scale / ctx->loss_divisor,
-                                   smoothing_of(l, ctx), gpu_stream(ctx)),
+             cuda_softmax_backward(l->in_delta[0], l->in_storage[0], l->out, l->delta, l->storage,
+                                   ctx->labels, ctx->batch * sm->groups, n,
+                                   ctx->grad_scale / ctx->loss_divisor, smoothing_of(l, ctx),
+                                   gpu_stream(ctx)),
              "softmax backward");
 }
 
@@ -86,4 +90,5 @@ const LayerKernels gpu_softmax_kernels = {
     .forward = softmax_forward_gpu,
     .backward = softmax_backward_gpu,
     .forward_at = softmax_forward_at,
+    .stores_16bit = 1,
 };

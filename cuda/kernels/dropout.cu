@@ -1,16 +1,19 @@
 // Inverted dropout (backend/cpu/dropout.c's semantics): value i belongs to draw i / per_draw
 // (per_draw 1: [dropout], a sample's values: [drop_path]), whose value is SplitMix64's output
 // first + i / per_draw of the layer's key (kernels/rng.cuh, util/rng.h's rng_uniform_at), so the
-// device draws the CPU's masks, whatever the grid.
+// device draws the CPU's masks, whatever the grid. Templated over the element types of the input
+// and its gradient (X) and of the output and its gradient (Y), float, bf16 or fp16.
 //   in, out, dx, dy: (n)   mask: (n / per_draw)
 #include "dropout.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "kernels/rng.cuh"
 #include "launch.h"
 
 // draw_id not NULL: the key is layer_draw_stream's of *draw_id and layer, rng_key'd here.
-__global__ void dropout_forward_kernel(float *out, float *mask, const float *in, uint64_t key,
+template <typename X, typename Y>
+__global__ void dropout_forward_kernel(Y *out, float *mask, const X *in, uint64_t key,
                                        const uint64_t *draw_id, uint64_t seed, int layer,
                                        uint64_t first, float p, float scale, size_t per_draw,
                                        size_t n)
@@ -22,37 +25,48 @@ __global__ void dropout_forward_kernel(float *out, float *mask, const float *in,
         const float m = rng_uniform_at_dev(key, first + draw) < p ? 0.0f : scale;
         if (i % per_draw == 0)
             mask[draw] = m;
-        out[i] = in[i] * m;
+        out[i] = from_float<Y>(to_float(in[i]) * m);
     }
 }
 
-__global__ void dropout_backward_kernel(float *dx, const float *dy, const float *mask,
-                                        size_t per_draw, size_t n)
+template <typename X, typename Y>
+__global__ void dropout_backward_kernel(X *dx, const Y *dy, const float *mask, size_t per_draw,
+                                        size_t n)
 {
     GRID_STRIDE_LOOP(i, n)
     {
-        dx[i] += dy[i] * mask[i / per_draw];
+        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dy[i]) * mask[i / per_draw]);
     }
 }
 
-extern "C" cudaError_t cuda_dropout_forward(float *out, float *mask, const float *in, uint64_t key,
+extern "C" cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask,
+                                            const void *in, ElemType in_type, uint64_t key,
                                             const uint64_t *draw_id, uint64_t seed, int layer,
                                             uint64_t first, float p, float scale, size_t per_draw,
                                             size_t n, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(dropout_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, mask, in, key,
-                draw_id, seed, layer, first, p, scale, per_draw, n);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((dropout_forward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (Y *)out,
+                    mask, (const X *)in, key, draw_id, seed, layer, first, p, scale, per_draw, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_dropout_backward(float *dx, const float *dy, const float *mask,
-                                             size_t per_draw, size_t n, cudaStream_t stream)
+extern "C" cudaError_t cuda_dropout_backward(void *dx, ElemType dx_type, const void *dy,
+                                             ElemType dy_type, const float *mask, size_t per_draw,
+                                             size_t n, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(dropout_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, mask, per_draw,
-                n);
-    return cuda_launch_error();
+    return with_elem_types(dx_type, dy_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((dropout_backward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (X *)dx,
+                    (const Y *)dy, mask, per_draw, n);
+        return cuda_launch_error();
+    });
 }

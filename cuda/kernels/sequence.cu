@@ -1,9 +1,9 @@
-// The per-token work of the sequence layers on the device, float32: [embedding]'s lookup and its
+// The per-token work of the sequence layers on the device: [embedding]'s lookup and its
 // gradient, a row vector added to strided rows ([positional], the biases of [linear] and
 // [attention], also on the single rows of forward_at), and column sums for the parameter
-// gradients (those two templated over x's and y's element types, float, bf16 or fp16, summed in
-// float). Every sum runs in an order fixed by the shape (no atomics): the same bits on every
-// run.
+// gradients, each templated over its activations' element types (out, delta, x, y: float, bf16 or
+// fp16; tables, gradients and sums float). Every sum runs in an order fixed by the shape (no
+// atomics): the same bits on every run.
 //   ids: (rows) in runs of run consecutive ids, run k's first at k * run_stride (a sample's rows of
 //        a net input row that holds more than the layer reads, or one row per sample)
 //   table, grad: (vocab, C)   out: (rows, C) at stride out_stride
@@ -32,7 +32,8 @@ __device__ __forceinline__ float id_of_row(const float *ids, size_t r, int run, 
     return ids[r / run * run_stride + r % run];
 }
 
-__global__ void embedding_lookup_kernel(float *out, size_t out_stride, const float *ids, int run,
+template <typename Y>
+__global__ void embedding_lookup_kernel(Y *out, size_t out_stride, const float *ids, int run,
                                         size_t run_stride, const float *table, int vocab, int C,
                                         size_t n)
 {
@@ -40,13 +41,14 @@ __global__ void embedding_lookup_kernel(float *out, size_t out_stride, const flo
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t r = i / C, j = i % C;
         const int id = embedding_row(id_of_row(ids, r, run, run_stride), vocab);
-        out[r * out_stride + j] = id < 0 ? 0.0f : table[(size_t)id * C + j];
+        out[r * out_stride + j] = from_float<Y>(id < 0 ? 0.0f : table[(size_t)id * C + j]);
     }
 }
 
 // A thread per column j: grad[id][j] += delta[r][j] for the rows in order, as the CPU's threads
 // do over their columns, so tokens of the same id never race and each sum has the CPU's order.
-__global__ void embedding_grad_kernel(float *grad, const float *delta, const float *ids, int run,
+template <typename D>
+__global__ void embedding_grad_kernel(float *grad, const D *delta, const float *ids, int run,
                                       size_t run_stride, int vocab, int C, int rows)
 {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -55,7 +57,7 @@ __global__ void embedding_grad_kernel(float *grad, const float *delta, const flo
     for (int r = 0; r < rows; r++) {
         const int id = embedding_row(id_of_row(ids, (size_t)r, run, run_stride), vocab);
         if (id >= 0)
-            grad[(size_t)id * C + j] += delta[(size_t)r * C + j];
+            grad[(size_t)id * C + j] += to_float(delta[(size_t)r * C + j]);
     }
 }
 
@@ -101,27 +103,34 @@ __global__ void column_sums_add_kernel(float *sum, const X *x, int rows, int n, 
     }
 }
 
-extern "C" cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids,
-                                             int run, size_t run_stride, const float *table,
-                                             int vocab, int C, int rows, cudaStream_t stream)
+extern "C" cudaError_t cuda_embedding_lookup(void *out, ElemType out_type, size_t out_stride,
+                                             const float *ids, int run, size_t run_stride,
+                                             const float *table, int vocab, int C, int rows,
+                                             cudaStream_t stream)
 {
     const size_t n = (size_t)rows * C;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(embedding_lookup_kernel, grid_for(n), 256, 0, stream, out, out_stride, ids, run,
-                run_stride, table, vocab, C, n);
-    return cuda_launch_error();
+    return with_elem_type(out_type, [&](auto yt) {
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH(embedding_lookup_kernel<Y>, grid_for(n), 256, 0, stream, (Y *)out, out_stride,
+                    ids, run, run_stride, table, vocab, C, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *ids,
-                                           int run, size_t run_stride, int vocab, int C, int rows,
-                                           cudaStream_t stream)
+extern "C" cudaError_t cuda_embedding_grad(float *grad, const void *delta, ElemType delta_type,
+                                           const float *ids, int run, size_t run_stride, int vocab,
+                                           int C, int rows, cudaStream_t stream)
 {
     if (C == 0 || rows == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(embedding_grad_kernel, (C + 127) / 128, 128, 0, stream, grad, delta, ids, run,
-                run_stride, vocab, C, rows);
-    return cuda_launch_error();
+    return with_elem_type(delta_type, [&](auto dt) {
+        using D = typename decltype(dt)::type;
+        CUDA_LAUNCH(embedding_grad_kernel<D>, (C + 127) / 128, 128, 0, stream, grad,
+                    (const D *)delta, ids, run, run_stride, vocab, C, rows);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_add_row_vector_typed(void *y, ElemType y_type, const void *x,

@@ -17,14 +17,15 @@ extern "C" {
  * (run = rows: one contiguous run; run 1: a row per sample at the sample's stride). */
 
 /* out[r][0..C) = table[id] for the id of each of rows rows, or zeros where the id is outside
- * [0, vocab) ([embedding]'s rule); out's rows at out_stride. */
-cudaError_t cuda_embedding_lookup(float *out, size_t out_stride, const float *ids, int run,
-                                  size_t run_stride, const float *table, int vocab, int C, int rows,
-                                  cudaStream_t stream);
-/* grad[id] += delta[r] for each row r of delta (rows, C) whose id is in [0, vocab), the rows in
- * order for every column (deterministic, the CPU's order). */
-cudaError_t cuda_embedding_grad(float *grad, const float *delta, const float *ids, int run,
-                                size_t run_stride, int vocab, int C, int rows, cudaStream_t stream);
+ * [0, vocab) ([embedding]'s rule); out's rows (of out_type) at out_stride. */
+cudaError_t cuda_embedding_lookup(void *out, ElemType out_type, size_t out_stride, const float *ids,
+                                  int run, size_t run_stride, const float *table, int vocab, int C,
+                                  int rows, cudaStream_t stream);
+/* grad[id] += delta[r] for each row r of delta (rows, C; of delta_type) whose id is in [0, vocab),
+ * the rows in order for every column (deterministic, the CPU's order). */
+cudaError_t cuda_embedding_grad(float *grad, const void *delta, ElemType delta_type,
+                                const float *ids, int run, size_t run_stride, int vocab, int C,
+                                int rows, cudaStream_t stream);
 /* y[r][j] = x[r][j] + v[j] for rows rows of n values at stride stride (y may be x). */
 cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows, int n,
                                 size_t stride, cudaStream_t stream);

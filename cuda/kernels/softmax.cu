@@ -1,47 +1,52 @@
 // Softmax over rows with the cross-entropy loss, and their gradients, as [softmax] computes them
-// (backend/cpu/softmax.c): one block per row.
+// (backend/cpu/softmax.c): one block per row, templated over the element types of the input and
+// its gradient (X) and of the output and its gradient (Y), float, bf16 or fp16; arithmetic in
+// float.
 //   in, out, dx, dy: (rows, n)   labels, row_loss: (rows)
 #include "softmax.h"
 
 #include <float.h>
 
+#include "kernels/dtype.cuh"
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
 // out = softmax(in) per row; with labels, row_loss[r] = (1 - s) (lse - x[label]) +
 // s (lse - mean x), 0 for a label outside [0, n).
-__global__ void softmax_forward_kernel(float *out, float *row_loss, const float *in,
-                                       const int *labels, int n, float smoothing)
+template <typename X, typename Y>
+__global__ void softmax_forward_kernel(Y *out, float *row_loss, const X *in, const int *labels,
+                                       int n, float smoothing)
 {
-    const float *x = in + (size_t)blockIdx.x * n;
-    float *y = out + (size_t)blockIdx.x * n;
+    const X *x = in + (size_t)blockIdx.x * n;
+    Y *y = out + (size_t)blockIdx.x * n;
     float m = -FLT_MAX;
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        m = fmaxf(m, x[i]);
+        m = fmaxf(m, to_float(x[i]));
     m = block_max(m);
     float sum = 0.0f, total = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        sum += expf(x[i] - m);
-        total += x[i];
+        sum += expf(to_float(x[i]) - m);
+        total += to_float(x[i]);
     }
     sum = block_sum(sum);
     total = block_sum(total);
     const float inv = 1.0f / sum;
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        y[i] = expf(x[i] - m) * inv;
+        y[i] = from_float<Y>(expf(to_float(x[i]) - m) * inv);
     if (labels && threadIdx.x == 0) {
         const int label = labels[blockIdx.x];
         const float lse = m + logf(sum);
-        row_loss[blockIdx.x] = label >= 0 && label < n ? (1.0f - smoothing) * (lse - x[label]) +
-                                                             smoothing * (lse - total / (float)n)
-                                                       : 0.0f;
+        row_loss[blockIdx.x] = label >= 0 && label < n
+                                   ? (1.0f - smoothing) * (lse - to_float(x[label])) +
+                                         smoothing * (lse - total / (float)n)
+                                   : 0.0f;
     }
 }
 
 // dx += the loss's gradient (labels) or the softmax's Jacobian times dy (no labels).
-__global__ void softmax_backward_kernel(float *dx, const float *p, const float *dy,
-                                        const int *labels, int n, float inv_divisor,
-                                        float smoothing)
+template <typename X, typename Y>
+__global__ void softmax_backward_kernel(X *dx, const Y *p, const Y *dy, const int *labels, int n,
+                                        float inv_divisor, float smoothing)
 {
     const size_t at = (size_t)blockIdx.x * n;
     if (labels) {
@@ -50,16 +55,18 @@ __global__ void softmax_backward_kernel(float *dx, const float *p, const float *
             return;
         const float all_weight = smoothing / (float)n * inv_divisor;
         for (int i = threadIdx.x; i < n; i += blockDim.x)
-            dx[at + i] += p[at + i] * inv_divisor - all_weight -
-                          (i == label ? (1.0f - smoothing) * inv_divisor : 0.0f);
+            dx[at + i] =
+                from_float<X>(to_float(dx[at + i]) + to_float(p[at + i]) * inv_divisor -
+                              all_weight - (i == label ? (1.0f - smoothing) * inv_divisor : 0.0f));
         return;
     }
     float dot = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        dot += p[at + i] * dy[at + i];
+        dot += to_float(p[at + i]) * to_float(dy[at + i]);
     dot = block_sum(dot);
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        dx[at + i] += p[at + i] * (dy[at + i] - dot);
+        dx[at + i] = from_float<X>(to_float(dx[at + i]) +
+                                   to_float(p[at + i]) * (to_float(dy[at + i]) - dot));
 }
 
 // total = the sum of row_loss in row order, in double (the CPU's order: the same bits from the
@@ -78,26 +85,35 @@ static int block_for(int n)
     return n <= 32 ? 32 : n <= 64 ? 64 : n <= 128 ? 128 : 256;
 }
 
-extern "C" cudaError_t cuda_softmax_forward(float *out, float *row_loss, const float *in,
-                                            const int *labels, int rows, int n, float smoothing,
-                                            cudaStream_t stream)
+extern "C" cudaError_t cuda_softmax_forward(void *out, ElemType out_type, float *row_loss,
+                                            const void *in, ElemType in_type, const int *labels,
+                                            int rows, int n, float smoothing, cudaStream_t stream)
 {
     if (rows == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(softmax_forward_kernel, rows, block_for(n), 0, stream, out, row_loss, in, labels, n,
-                smoothing);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((softmax_forward_kernel<X, Y>), rows, block_for(n), 0, stream, (Y *)out,
+                    row_loss, (const X *)in, labels, n, smoothing);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_softmax_backward(float *dx, const float *p, const float *dy,
-                                             const int *labels, int rows, int n, float inv_divisor,
-                                             float smoothing, cudaStream_t stream)
+extern "C" cudaError_t cuda_softmax_backward(void *dx, ElemType dx_type, const void *p,
+                                             const void *dy, ElemType p_type, const int *labels,
+                                             int rows, int n, float inv_divisor, float smoothing,
+                                             cudaStream_t stream)
 {
     if (rows == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(softmax_backward_kernel, rows, block_for(n), 0, stream, dx, p, dy, labels, n,
-                inv_divisor, smoothing);
-    return cuda_launch_error();
+    return with_elem_types(dx_type, p_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((softmax_backward_kernel<X, Y>), rows, block_for(n), 0, stream, (X *)dx,
+                    (const Y *)p, (const Y *)dy, labels, n, inv_divisor, smoothing);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_loss_total(double *total, const float *row_loss, int rows,

@@ -394,13 +394,27 @@ static const OpCase cases[] = {
          6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
                                   "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
-    /* [dropout] keeps its input float32: the route's inputs are 16-bit, float32, float32 */
+    /* [layer_scale] has no 16-bit kernels: the route's inputs are 16-bit, float32, float32 */
     {"gpu 16-bit: route (groups) of a 16-bit and two float32 inputs, then a conv",
      IMAGE(2, 4, 6, 5),
      CONV(8, 3, 1, 1, 1, 1, tanh)
          CONV(6, 3, 1, 1, 1, 1,
-              tanh) "[dropout]\nprobability=0.5\n"
+              tanh) "[layer_scale]\ninit=0.5\n"
                     "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     NULL},
+    /* [layernorm] over an image's channels (its strided rows), [dropout] and [softmax] reading and
+     * writing 16 bits, [cost] reading them */
+    {"gpu 16-bit: layernorm channels=1, dropout, softmax, cost", IMAGE(2, 3, 5, 4),
+     CONV(6, 3, 1, 1, 1, 0, tanh) "[layernorm]\nchannels=1\n[dropout]\nprobability=0.3\n" CONV(
+         4, 1, 1, 0, 1, 0, linear) "[avgpool]\n[softmax]\n[cost]\n",
+     NULL},
+    /* bidirectional attention with dropout between 16-bit layers: its input, output and their
+     * gradients in 16 bits (and, on every GPU row, attention's dropout after another layer, whose
+     * work the net once sized without the dropped weights) */
+    {"gpu 16-bit: linear, attention causal=0 dropout, layernorm, dropout, linear, softmax",
+     FEATURES(2, 6, 8),
+     "[linear]\noutput=8\nactivation=tanh\n[attention]\nheads=2\ncausal=0\ndropout=0.25\n"
+     "[layernorm]\n[dropout]\nprobability=0.2\n[linear]\noutput=5\n[softmax]\n",
      NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
@@ -702,7 +716,13 @@ static int stored_16bit(const Net *net)
  * of the tensor's largest value, which the layers after it pass on with gains about 1; a product
  * that rounds such a value again to the same format can land one unit away from the reference's
  * rounding of the unstored value: 2u a store, added over the stores a tensor passes through (all
- * of the net's outputs in a forward; their gradients too in a training pass's gradients). */
+ * of the net's outputs in a forward; their gradients too in a training pass's gradients). The
+ * families whose kernels round something more stay inside the same 2u: [layernorm]'s backward
+ * rounds delta x_hat into its 16-bit delta before the scales' gradient sums it (one u of each
+ * term, where its output gradient's store took the other), [softmax]'s backward reads its stored
+ * probabilities (u of each, in p - target), and [attention] stores only its output and its
+ * input's gradient (q, k, v, the weights and the heads stay float32, the products' operands
+ * rounded as the CPU's). */
 static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int stored,
                                int inference)
 {

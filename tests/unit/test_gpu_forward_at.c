@@ -1,5 +1,6 @@
 /* Token-by-token inference (forward_at, the cached step of generation) on the GPU backend gives
- * the rows the GPU's whole-sequence forward gives, layer by layer: [embedding], [positional],
+ * the rows the GPU's whole-sequence forward gives, layer by layer (and with 16-bit activations
+ * under bf16 and fp16, at the output): [embedding], [positional],
  * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
  * [lstm], [gru] (their state), as
  * test_layers_seq.c and test_attention.c check it on the CPU; and beam search's reordering of
@@ -123,6 +124,68 @@ static void check_forward_at(const char *name, const char *text, int exact)
     net_free(&net);
 }
 
+/* The same in precision p (bf16 or fp16), where every layer but the last keeps its output in 16
+ * bits (core/net_storage.h): a row's sums in forward_at differ from the forward's by float32
+ * round-off, and a stored value that falls near a rounding boundary can round to the neighbouring
+ * 16-bit value, 2u of itself (u = 2^-8 bf16, 2^-11 fp16), which the layers after it pass on with
+ * gains about 1: the last layer's rows (float32, the net's output) agree within forward_at's
+ * tolerance plus 2u for each of the S stored tensors (test_backend_ops' 16-bit term), of the
+ * largest value. Every layer's output is set to NaN in every type (all bits set) before the cached
+ * step. */
+static void check_forward_at_16bit(const char *name, const char *text, GemmPrecision p)
+{
+    Net net;
+    Error err = {0};
+    if (net_build_from_text_on(&net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        return;
+    }
+    net_set_precision(&net, p);
+    if (net_resize(&net, net.hyper.batch, 0, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        net_free(&net);
+        return;
+    }
+    int stored = 0;
+    for (int i = 0; i < net.n_layers; i++)
+        stored += net.layers[i].storage != ELEM_F32;
+    CHECK(stored == net.n_layers - 1);
+    net.train = 0;
+    upload_input(&net, 1);
+    net_forward(&net);
+    const Layer *last = &net.layers[net.n_layers - 1];
+    const size_t n = (size_t)net.batch * shape_size(last->out_shape);
+    float *want = download(&net, last->out, n);
+    upload_input(&net, 2);
+    net_forward(&net);
+    for (int i = 0; i < net.n_layers; i++) {
+        const size_t bytes =
+            (size_t)net.batch * shape_size(net.layers[i].out_shape) * sizeof(float);
+        unsigned char *nan = malloc(bytes);
+        memset(nan, 0xff, bytes);
+        net.backend->upload(net.layers[i].out, nan, bytes);
+        free(nan);
+    }
+    upload_input(&net, 1);
+    for (int t = 0; t < net.seq; t++)
+        net_forward_at(&net, 0, t);
+    float *got = download(&net, last->out, n);
+    const double u = p == GEMM_BF16 ? 0x1p-8 : 0x1p-11;
+    const double e = check_rel_error(got, want, n),
+                 tol = forward_at_tolerance(&net) + 2.0 * u * stored;
+    if (!(e <= tol))
+        fprintf(stderr, "FAIL %s: forward_at's output differs from forward's by %.3g > %.3g\n",
+                name, e, tol);
+    CHECK(e <= tol);
+    printf("gpu forward_at, %s: largest relative difference %.3g (tolerance %.3g, %d tensors in 16 "
+           "bits)\n",
+           name, e, tol, stored);
+    free(want), free(got);
+    net_free(&net);
+}
+
 /* Three samples of other inputs through a whole forward; then their caches move on the device
  * (sample k gets sample from[k]'s, through scratch from the backend's alloc: device memory) with
  * their input rows, and the cached step of row t gives the last layer's forward row t of sample
@@ -210,6 +273,16 @@ int main(void)
     check_forward_at("char lstm: embedding, lstm, linear",
                      SEQ(2, 6, 1, 9) "[embedding]\noutput=6\n[lstm]\noutput=8\n[linear]\n", 0);
     check_forward_at("lstm fused=0", SEQ(2, 4, 3, 0) "[lstm]\noutput=5\nfused=0\n", 0);
+    /* A GPT block with dropout (the identity in inference), every output but the softmax's in
+     * 16 bits */
+#define GPT_16BIT                                                                                  \
+    SEQ(3, 9, 1, 13)                                                                               \
+    "[embedding]\noutput=8\n[positional]\n[layernorm]\n[attention]\nheads=2\n"                     \
+    "[shortcut]\nfrom=-3\n[layernorm]\n[linear]\noutput=16\nactivation=gelu\n"                     \
+    "[linear]\noutput=8\n[dropout]\nprobability=0.3\n[shortcut]\nfrom=-5\n"                        \
+    "[layernorm]\n[linear]\ntie=1\n[softmax]\n"
+    check_forward_at_16bit("gpt block, bf16 activations", GPT_16BIT, GEMM_BF16);
+    check_forward_at_16bit("gpt block, fp16 activations", GPT_16BIT, GEMM_FP16);
     check_gathered_caches("attention heads=2 between the token layers",
                           SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
                                            "[attention]\nheads=2\n[layernorm]\n[linear]\ntie=1\n");

@@ -15,9 +15,9 @@ static const char *const digits = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1
     4, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(4, leaky) "[connected]\noutput=3\nactivation="
                                                              "linear\n[softmax]\n";
 
-/* A conv read by [dropout] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
+/* A conv read by [layer_scale] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
 static const char *const mixed = "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=2\n" CONV(
-    4, tanh) "[dropout]\nprobability=0.5\n[shortcut]\nfrom=0\n" CONV(4, linear);
+    4, tanh) "[layer_scale]\ninit=0.5\n[shortcut]\nfrom=0\n" CONV(4, linear);
 
 /* Builds text on backend b in precision p, resized for training; 0 when built. */
 static int build(Net *net, const char *text, Backend b, GemmPrecision p)
@@ -67,8 +67,8 @@ static void test_gpu_digits(void)
     const GemmPrecision precisions[] = {GEMM_FP32, GEMM_TF32, GEMM_BF16, GEMM_FP16};
     for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
         const ElemType h = precision_storage(precisions[i]);
-        /* the loss reads [connected]'s output, and the net's output is float32 */
-        const ElemType want[5] = {h, h, h, ELEM_F32, ELEM_F32};
+        /* the softmax reads [connected]'s output in 16 bits; the net's output is float32 */
+        const ElemType want[5] = {h, h, h, h, ELEM_F32};
         Net net;
         if (build(&net, digits, CDL_BACKEND_GPU, precisions[i]))
             return;
@@ -80,8 +80,8 @@ static void test_gpu_digits(void)
 
 static void test_gpu_reader_without_16bit_kernels(void)
 {
-    /* conv 0 is read by [dropout]: float32; the shortcut reads it and dropout's float32 output
-     * and writes bf16 for the last conv, whose output is the net's */
+    /* conv 0 is read by [layer_scale]: float32; the shortcut reads it and layer_scale's float32
+     * output and writes bf16 for the last conv, whose output is the net's */
     static const ElemType want[4] = {ELEM_F32, ELEM_F32, ELEM_BF16, ELEM_F32};
     Net net;
     if (build(&net, mixed, CDL_BACKEND_GPU, GEMM_BF16))
