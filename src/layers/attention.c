@@ -78,10 +78,10 @@ static int parse_key_padding(Layer *l, const Cfg *cfg, CfgSection *s, const Net 
                              "the keys are %d rows (%s) but the %s has %d tokens", key_rows,
                              a->mem_seq ? "the source= layer's" : "the input's",
                              padding_names[padding], part_rows);
-    if (!a->mem_seq) { /* the reference kernels, the input as its own memory */
+    if (!a->mem_seq) { /* the input as its own memory */
         if (a->packed_key || a->staged)
             return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
-                                 "key_padding= runs the reference kernels only", e);
+                                 "key_padding= runs the default kernels only", e);
         l->inputs[1] = l->inputs[0];
         a->mem_seq = a->seq;
     }
@@ -146,10 +146,11 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
     layer_add_param(l, "out_weights", 1, 1, 2, (int64_t[]){channels, channels});
     layer_add_param(l, "out_biases", 1, 0, 1, (int64_t[]){channels});
     /* backward's dL/d(heads) [T][C], dL/d(qkv) [T][3C] and the sample's bias gradients [4C];
-     * cross-attention's (and key padding's) dL/d(heads) [T][C], dL/dq [T][C] and dL/d(kv) [S][2C]
-     */
-    l->scratch_per_sample =
-        reference ? 2 * (size_t)(a->seq + a->mem_seq) * c : 4 * (size_t)a->seq * c + 4 * c;
+     * cross-attention's dL/d(heads) [T][C], dL/dq [T][C] and dL/d(kv) [S][2C] (key padding's
+     * self-attention runs either: on the CPU self-attention's kernels, on the GPU cross's) */
+    const int own_memory = reference && l->inputs[1] == l->inputs[0];
+    l->scratch_per_sample = reference && !own_memory ? 2 * (size_t)(a->seq + a->mem_seq) * c
+                                                     : 4 * (size_t)a->seq * c + 4 * c;
     const double t = a->seq, s_rows = reference ? a->mem_seq : t;
     const double pairs = causal ? t * (t + 1) / 2 : t * s_rows;
     /* the query and output projections of T rows, the key and value ones of S (T without source=)

@@ -16,7 +16,8 @@ typedef struct Attention {
     /* key_padding=source|target (sequence-to-sequence nets): a key whose token id in the net
      * input l->in[2] [batch][pad_stride] at row pad_first + j is negative (paired text's padding)
      * gets weight 0, as nn.MultiheadAttention's key_padding_mask. Self-attention with it reads its
-     * input as the memory too (l->in[1], mem_seq = T) on cross-attention's reference kernels. */
+     * input as the memory too (l->in[1], mem_seq = T): on the GPU through cross-attention's
+     * kernels, on the CPU through self-attention's (backend/cpu/attention.h runs_cross_kernels). */
     int key_padding;
     int pad_first, pad_stride;
     int staged;     /* 1: the stage-by-stage reference order */

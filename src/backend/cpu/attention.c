@@ -5,10 +5,13 @@
  *   formulas in layers/attention.c
  *
  * Queries go in blocks: with the causal mask a block needs only the keys up to its last row,
- * so the score products skip most of the masked upper triangle. The heads' products are
- * backend/cpu/gemm_strided's on the calling thread over blocks of STRIDED_ROW_BLOCK rows (K^T and
- * V^T transposed once per pair; the backward's dK and dV over all query rows at once, from the
- * transposes that gemm_strided reads through its strides), OpenBLAS gemms over blocks of
+ * so the score products skip most of the masked upper triangle. With key_padding= (the input as
+ * its own memory, Attention.mem_seq = T) a sample's trailing padding cuts its keys the same way
+ * (pair_keys), and padding before a token is masked key by key in the softmax, as
+ * backend/cpu/attention_cross.c masks it: the padded keys get weight 0 and no gradient. The heads'
+ * products are backend/cpu/gemm_strided's on the calling thread over blocks of STRIDED_ROW_BLOCK
+ * rows (K^T and V^T transposed once per pair; the backward's dK and dV over all query rows at once,
+ * from the transposes that gemm_strided reads through its strides), OpenBLAS gemms over blocks of
  * ATTENTION_ROW_BLOCK rows in staged=1's reference; with packed=1 (fp32, not staged) they
  * go through backend/cpu/gemm_packed instead (K^T and V packed once per (sample, head) pair, blocks
  * of one 16-key panel of rows, so a causal row computes less than a panel of masked scores; the
@@ -54,7 +57,7 @@
 static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
-    if (a->mem_seq)
+    if (runs_cross_kernels(l))
         return attention_cross_resize(l, batch, st, e);
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t probs = (size_t)batch * (size_t)a->heads * (size_t)a->seq * (size_t)a->seq;
@@ -97,10 +100,21 @@ static void round_rows(GemmPrecision p, float *x, int n, int width, size_t strid
         gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
 }
 
-/* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys). */
-static void softmax_masked_row(float *row, int n, int width, float scale)
+/* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys); with ids (NULL:
+ * none) the keys j < n whose ids[j] is padding are masked too, and a row with no key left is all
+ * zeros (PyTorch's would be NaN). */
+static void softmax_masked_row(float *row, int n, int width, float scale, const float *ids)
 {
-    softmax_row_probs(row, row, (size_t)n, scale);
+    int left = n;
+    for (int j = 0; ids && j < n; j++)
+        if (ids[j] < 0) {
+            row[j] = -INFINITY;
+            left--;
+        }
+    if (left > 0)
+        softmax_row_probs(row, row, (size_t)n, scale);
+    else
+        memset(row, 0, (size_t)n * sizeof *row);
     memset(row + n, 0, (size_t)(width - n) * sizeof *row);
 }
 
@@ -123,7 +137,7 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
     }
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
-        const int keys = keys_of_block(a, r0 + rows);
+        const int keys = keys_of_block(a, hv, r0 + rows);
         float *p = hv.p + (size_t)r0 * t;
         /* scores[rows][keys] = scale * Q[r0 .. r0+rows) K[0 .. keys)^T */
         if (a->packed)
@@ -131,8 +145,8 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
         else
             head_product(a, 0, rows, keys, d, scale, hv.q + (size_t)r0 * ld, ld, kt, t, 0.0f, p, t);
         for (int i = 0; i < rows; i++)
-            softmax_masked_row(p + (size_t)i * t, a->causal ? r0 + i + 1 : t, keys,
-                               a->packed ? scale : 1.0f);
+            softmax_masked_row(p + (size_t)i * t, keys_of_row(a, hv, r0 + i), keys,
+                               a->packed ? scale : 1.0f, ids_masked_one_by_one(hv));
         const float *weights = p;
         if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
@@ -207,7 +221,7 @@ static void project_out(const Layer *l, const ForwardStep *s, size_t r0, int n)
 static void pair_forward(const Layer *l, const ForwardStep *s, int pair)
 {
     const Attention *a = l->priv;
-    head_forward(a, s->p, head_view(a, pair / a->heads, pair % a->heads),
+    head_forward(a, s->p, head_view(l, pair / a->heads, pair % a->heads),
                  s->first_pair + (uint64_t)pair, s->use_mask, s->key,
                  a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a));
 }
@@ -215,7 +229,7 @@ static void pair_forward(const Layer *l, const ForwardStep *s, int pair)
 static void attention_forward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    if (a->mem_seq) {
+    if (runs_cross_kernels(l)) {
         attention_cross_forward(l, ctx);
         return;
     }
@@ -275,7 +289,7 @@ static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv,
             dot += q[i] * k[i];
         scores[j] = scale * dot;
     }
-    softmax_masked_row(scores, t + 1, t + 1, 1.0f);
+    softmax_masked_row(scores, t + 1, t + 1, 1.0f, hv.ids);
     gemm_operand(prec, scores, (size_t)t + 1, scores);
     float *y = hv.y + (size_t)t * a->channels;
     memset(y, 0, (size_t)d * sizeof *y);
@@ -291,7 +305,7 @@ static void head_forward_at(const Attention *a, GemmPrecision prec, HeadView hv,
 static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
-    if (a->mem_seq) {
+    if (runs_cross_kernels(l)) {
         attention_cross_forward_at(l, ctx, t);
         return;
     }
@@ -309,7 +323,7 @@ static void attention_forward_at(Layer *l, const StepContext *ctx, int t)
 #pragma omp parallel for schedule(static) num_threads(                                             \
     loop_threads(a)) if ((size_t)pairs * (t + 1) * a->head_size > ATTENTION_PARALLEL_MIN)
     for (int pair = 0; pair < pairs; pair++)
-        head_forward_at(a, p, head_view(a, pair / a->heads, pair % a->heads), t,
+        head_forward_at(a, p, head_view(l, pair / a->heads, pair % a->heads), t,
                         a->workspace + (size_t)omp_get_thread_num() * ws_floats);
     round_rows(p, a->heads_out + at, ctx->batch, c, (size_t)stride);
     attention_linear_rows(GEMM_FP32, a->heads_out + at, stride, ctx->batch, c, c,
@@ -323,7 +337,7 @@ static size_t attention_gather_samples(Layer *l, const ExecContext *exec, int ba
 {
     (void)exec;
     Attention *a = l->priv;
-    if (a->mem_seq)
+    if (runs_cross_kernels(l))
         return attention_cross_gather_samples(l, batch, from, n, scratch);
     return gather_sample_blocks(a->qkv, (size_t)a->seq * 3 * (size_t)a->channels, from, n, scratch);
 }

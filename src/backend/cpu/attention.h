@@ -56,29 +56,84 @@ static inline int loop_threads(const Attention *a)
     return nt < a->threads ? nt : a->threads;
 }
 
+/* Self-attention's kernels here run the layer, cross-attention's (attention_cross.c) where the
+ * keys and values come from another layer (source=). Self-attention with key_padding= reads its
+ * input as the memory too (mem_seq = T), and runs here. */
+static inline int runs_cross_kernels(const Layer *l)
+{
+    const Attention *a = l->priv;
+    return a->mem_seq && l->inputs[1] != l->inputs[0];
+}
+
+/* Sample b's token ids [S] in the net input under key padding (negative: padding); NULL without. */
+static inline const float *sample_ids(const Layer *l, int b)
+{
+    const Attention *a = l->priv;
+    return a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
+}
+
+/* The keys a pair's products need for sample ids' padding (NULL: none; S keys, T without a
+ * memory): the first n when ids has a token in each of its first n rows and padding in every
+ * later one; -1 when a token follows padding (all keys, masked one by one). */
+static inline int pair_keys(const Attention *a, const float *ids)
+{
+    const int s = a->mem_seq ? a->mem_seq : a->seq;
+    int n = 0;
+    if (!ids)
+        return s;
+    while (n < s && ids[n] >= 0)
+        n++;
+    for (int j = n; j < s; j++)
+        if (ids[j] >= 0)
+            return -1;
+    return n;
+}
+
 /* Where one (sample, head) pair's tensors start; q, k, v and their gradients have row stride
- * 3C, y and dy C, p and mask T. */
+ * 3C, y and dy C, p and mask T. Under key padding, ids are the sample's [T] and the pair computes
+ * its first `keys` keys (pair_keys: T without padding, -1 for padding before a token). */
 typedef struct HeadView {
     const float *q, *k, *v;
     float *p, *mask, *y;
+    const float *ids;
+    int keys;
 } HeadView;
 
-static inline HeadView head_view(const Attention *a, int b, int h)
+static inline HeadView head_view(const Layer *l, int b, int h)
 {
+    const Attention *a = l->priv;
     const size_t t = (size_t)a->seq, c = (size_t)a->channels, ph = (size_t)b * a->heads + h;
     const float *q = a->qkv + (size_t)b * t * 3 * c + (size_t)h * a->head_size;
+    const float *ids = sample_ids(l, b);
     return (HeadView){q,
                       q + c,
                       q + 2 * c,
                       a->probs + ph * t * t,
                       a->mask ? a->mask + ph * t * t : NULL,
-                      a->heads_out + (size_t)b * t * c + (size_t)h * a->head_size};
+                      a->heads_out + (size_t)b * t * c + (size_t)h * a->head_size,
+                      ids,
+                      pair_keys(a, ids)};
 }
 
-/* The keys a block of queries ending before row `end` attends to. */
-static inline int keys_of_block(const Attention *a, int end)
+/* The ids whose padding a pair masks key by key: only where padding comes before a token (its
+ * trailing padding is cut by the keys it computes). */
+static inline const float *ids_masked_one_by_one(HeadView hv)
 {
-    return a->causal ? end : a->seq;
+    return hv.keys < 0 ? hv.ids : NULL;
+}
+
+/* The keys a block of queries ending before row `end` attends to: with the causal mask those
+ * up to its last row, never past the pair's last token. */
+static inline int keys_of_block(const Attention *a, HeadView hv, int end)
+{
+    const int keys = a->causal ? end : a->seq;
+    return hv.keys >= 0 && hv.keys < keys ? hv.keys : keys;
+}
+
+/* The keys row i attends to (the masked ones among them, padding before a token, aside). */
+static inline int keys_of_row(const Attention *a, HeadView hv, int i)
+{
+    return keys_of_block(a, hv, i + 1);
 }
 
 /* tr[D][T] = x^T for one head's x [T][D] of row stride ld: the right operand of the products

@@ -29,10 +29,10 @@ static void prefetch_head(const Attention *a, HeadView hv)
 
 /* Asks for the rows of a [T][T] matrix in the query block from row r0 on, up to the block's last
  * key: the backward reads P a block at a time, after it left the cache. */
-static void prefetch_block(const Attention *a, const float *x, int r0)
+static void prefetch_block(const Attention *a, HeadView hv, const float *x, int r0)
 {
     const int t = a->seq, end = r0 + a->block < t ? r0 + a->block : t;
-    const int keys = keys_of_block(a, end);
+    const int keys = keys_of_block(a, hv, end);
     for (int i = r0; i < end; i++)
         for (int j = 0; j < keys; j += 16)
             __builtin_prefetch(x + (size_t)i * t + j);
@@ -55,12 +55,12 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
     const int weights_copied = use_mask || prec != GEMM_FP32;
     const float *weights = weights_copied ? dropped : hv.p;
     prefetch_head(a, hv);
-    prefetch_block(a, hv.p, 0);
+    prefetch_block(a, hv, hv.p, 0);
     transpose_head(a, hv.v, ld, vt);
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
-        const int keys = keys_of_block(a, r0 + rows);
-        prefetch_block(a, hv.p, r0 + a->block);
+        const int keys = keys_of_block(a, hv, r0 + rows);
+        prefetch_block(a, hv, hv.p, r0 + a->block);
         for (int i = r0; weights_copied && i < r0 + rows; i++) {
             const size_t row = (size_t)i * t;
             for (size_t at = row; at < row + keys; at++)
@@ -81,8 +81,14 @@ static void head_backward(const Attention *a, GemmPrecision prec, HeadView hv, c
         head_product(a, 0, rows, d, keys, scale, ds + (size_t)r0 * t, t, hv.k, ld, 0.0f,
                      dq + (size_t)r0 * ld, ld);
     }
-    for (int j0 = 0; j0 < t; j0 += a->block) {
-        const int keys = j0 + a->block < t ? a->block : t - j0, i0 = a->causal ? j0 : 0;
+    const int computed = keys_of_block(a, hv, t); /* the keys past them get no gradient */
+    for (int j = computed; j < t; j++) {
+        memset(dk + (size_t)j * ld, 0, (size_t)d * sizeof *dk);
+        memset(dv + (size_t)j * ld, 0, (size_t)d * sizeof *dv);
+    }
+    for (int j0 = 0; j0 < computed; j0 += a->block) {
+        const int keys = j0 + a->block < computed ? a->block : computed - j0;
+        const int i0 = a->causal ? j0 : 0;
         const size_t first = (size_t)i0 * t + (size_t)j0;
         /* dK[j0 .. j0+keys) = scale * dS^T Q; dV[j0 .. j0+keys) = weights^T dY */
         head_product(a, 1, keys, d, t - i0, scale, ds + first, t, hv.q + (size_t)i0 * ld, ld, 0.0f,
@@ -134,7 +140,7 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
     gemm_pack_rows(0, t, d, dy, c, 0, t, yp);
     for (int r0 = 0; r0 < t; r0 += a->block) {
         const int rows = r0 + a->block < t ? a->block : t - r0;
-        const int keys = keys_of_block(a, r0 + rows);
+        const int keys = keys_of_block(a, hv, r0 + rows);
         /* dP[rows][keys] = dY V^T (through the mask: dP *= m) */
         packed_product(rows, keys, d, dy + (size_t)r0 * c, c, vt, d, 0, 0.0f, ds + (size_t)r0 * t,
                        t);
@@ -154,7 +160,7 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
     if (use_mask) {
         /* ds's masked tails stay 0 */
         for (int r0 = 0; r0 < t; r0 += a->block) {
-            const int keys = keys_of_block(a, r0 + a->block < t ? r0 + a->block : t);
+            const int keys = keys_of_block(a, hv, r0 + a->block < t ? r0 + a->block : t);
             for (int i = r0; i < r0 + a->block && i < t; i++)
                 for (size_t at = (size_t)i * t; at < (size_t)i * t + keys; at++)
                     ds[at] = hv.p[at] * hv.mask[at];
@@ -167,12 +173,13 @@ static void head_backward_packed(const Attention *a, HeadView hv, const float *d
 
 /* dL/dQ, dL/dK, dL/dV of pair `pair` written into its columns of dqkv [batch][T][3C] (every
  * element once: the heads cover dqkv, which needs no zeroing) from dheads [batch][T][C]. */
-static void pair_backward(const Attention *a, GemmPrecision p, int pair, const float *dheads,
-                          float *dqkv)
+static void pair_backward(const Layer *l, int pair, const float *dheads, float *dqkv)
 {
+    const Attention *a = l->priv;
+    const GemmPrecision p = l->precision;
     const int b = pair / a->heads, h = pair % a->heads;
     const size_t t = (size_t)a->seq, c = (size_t)a->channels, col = (size_t)h * a->head_size;
-    const HeadView hv = head_view(a, b, h);
+    const HeadView hv = head_view(l, b, h);
     const float *dy = dheads + b * t * c + col;
     float *ws = a->workspace + (size_t)omp_get_thread_num() * workspace_floats(a);
     if (a->packed)
@@ -201,7 +208,7 @@ static void backward_staged(Layer *l, const StepContext *ctx, float *dheads, flo
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
-        pair_backward(a, p, pair, dheads, dqkv);
+        pair_backward(l, pair, dheads, dqkv);
 
     /* Input projection: d weights += dqkv^T x, d x += dqkv weights. */
     const float *x = rounded ? a->x_rounded : l->in[0];
@@ -238,7 +245,7 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
     gemm_operand(p, dh, (size_t)t * c, dh);
 
     for (int h = 0; h < a->heads; h++)
-        pair_backward(a, p, b * a->heads + h, dheads, dqkv);
+        pair_backward(l, b * a->heads + h, dheads, dqkv);
 
     sum_rows_add(bias_grads + c, dq, (size_t)t, 3 * (size_t)c);
     gemm_operand(p, dq, (size_t)t * 3 * c, dq);
@@ -251,10 +258,23 @@ static void sample_backward(Layer *l, int b, float *dheads, float *dqkv, float *
              c, layer_input_delta_beta(l, 0), dx + r0 * c, c);
 }
 
+/* grad[m][n] += A^T B for A [k][m], B [k][n] (row strides lda, ldb): backend/cpu/gemm_tn, or with
+ * key padding OpenBLAS (the staged reference's and cross-attention's gemm): the GPU runs those
+ * layers on cross-attention's kernels, whose cuBLAS products add each sum to the gradient once, as
+ * OpenBLAS does, where gemm_tn adds product by product. */
+static void add_weight_gradient(const Attention *a, int m, int n, int k, const float *x, int lda,
+                                const float *b, int ldb, float *grad)
+{
+    if (a->key_padding)
+        gemm(1, 0, m, n, k, 1.0f, x, lda, b, ldb, 1.0f, grad, n);
+    else
+        gemm_tn(m, n, k, x, lda, b, ldb, 1.0f, grad, n);
+}
+
 void attention_backward(Layer *l, const StepContext *ctx)
 {
     Attention *a = l->priv;
-    if (a->mem_seq) {
+    if (runs_cross_kernels(l)) {
         attention_cross_backward(l, ctx);
         return;
     }
@@ -284,9 +304,8 @@ void attention_backward(Layer *l, const StepContext *ctx)
             in_b[j] += g[c + j];
     }
     /* The weight gradients over all rows: d out_weights += delta^T heads, d weights += dqkv^T x
-     * (delta and dqkv as the samples rounded them; backend/cpu/gemm_tn, the staged reference's are
-     * OpenBLAS gemms). */
+     * (delta and dqkv as the samples rounded them). */
     const float *x = l->precision != GEMM_FP32 ? a->x_rounded : l->in[0];
-    gemm_tn(c, c, rows, l->delta, c, a->heads_out, c, 1.0f, l->params[P_OUT_WEIGHTS].grad, c);
-    gemm_tn(3 * c, c, rows, dqkv, 3 * c, x, c, 1.0f, l->params[P_WEIGHTS].grad, c);
+    add_weight_gradient(a, c, c, rows, l->delta, c, a->heads_out, c, l->params[P_OUT_WEIGHTS].grad);
+    add_weight_gradient(a, 3 * c, c, rows, dqkv, 3 * c, x, c, l->params[P_WEIGHTS].grad);
 }

@@ -12,16 +12,15 @@
  *   per (sample, head): P = softmax(Q K^T / sqrt(D)) [T][S], Y = P V [T][D]
  *   out = heads Wo^T + bo
  *
- * The same kernels run self-attention with key_padding= (the input is then its own memory, S = T,
- * and causal= holds): a score whose key is masked (a later row under causal=1, a padded token
- * under key_padding=) is -inf before the softmax, so it gets weight 0 and no gradient; a row
- * whose keys are all masked gets zero weights (PyTorch's would be NaN). Where a sample's padding
- * is its last keys (paired text's always is), the products, the softmax and its backward stop at
- * its last token's key instead (pair_keys): the same weights, the padding's being exact zeros.
+ * With key_padding= a score whose key is masked (a padded token, or a later row under causal=1) is
+ * -inf before the softmax, so it gets weight 0 and no gradient; a row whose keys are all masked
+ * gets zero weights (PyTorch's would be NaN). Where a sample's padding is its last keys (paired
+ * text's always is), the products, the softmax and its backward stop at its last token's key
+ * instead (pair_keys): the same weights, the padding's being exact zeros. Self-attention with
+ * key_padding= (the input its own memory) runs backend/cpu/attention.c's kernels, which mask alike.
  *
  * forward_at computes row t alone from the cache: the memory's keys and values as the forward left
- * them (once per source), and under key padding's self-attention the rows < t's with row t's
- * appended.
+ * them (once per source).
  *
  * With dropout= in training, Y = (P o M) V with M [T][S] per pair drawn as self-attention's: 0 with
  * probability dropout, else 1 / (1 - dropout), from (net seed, draw_id, layer) at the pair's index
@@ -96,13 +95,6 @@ static CrossView cross_view(const Attention *a, int batch, int b, int h)
         q_at,          k_at};
 }
 
-/* Sample b's token ids [S] in the net input under key padding (negative: padding); NULL without. */
-static const float *sample_ids(const Layer *l, int b)
-{
-    const Attention *a = l->priv;
-    return a->key_padding ? l->in[2] + (size_t)b * a->pad_stride + a->pad_first : NULL;
-}
-
 /* Row i's scores of sample b [S] with every masked key -inf; 0 when none is left. */
 static int mask_scores(const Attention *a, const float *ids, int i, float *scores)
 {
@@ -115,23 +107,6 @@ static int mask_scores(const Attention *a, const float *ids, int i, float *score
         left += !masked;
     }
     return left;
-}
-
-/* The keys a pair's products need for sample ids' padding (NULL: none): the first n when ids has a
- * token in each of its first n rows and padding in every later one; -1 when a token follows
- * padding (all S keys, which mask_scores masks one by one). */
-static int pair_keys(const Attention *a, const float *ids)
-{
-    const int s = a->mem_seq;
-    int n = 0;
-    if (!ids)
-        return s;
-    while (n < s && ids[n] >= 0)
-        n++;
-    for (int j = n; j < s; j++)
-        if (ids[j] >= 0)
-            return -1;
-    return n;
 }
 
 /* The keys of pair_keys' answer: all S for -1. */
@@ -212,9 +187,9 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
                   l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, l->out, l->out);
 }
 
-/* Row t of every sample: its query (and under key padding's self-attention, its key and value,
- * into the cache), its scores over the keys (the rows <= t under causal=1, else the whole memory,
- * whose keys and values the forward computed once), their weights and its output row. */
+/* Row t of every sample: its query, its scores over the keys (the rows <= t under causal=1, else
+ * the whole memory, whose keys and values the forward computed once), their weights and its output
+ * row. */
 void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t)
 {
     Attention *a = l->priv;
@@ -222,12 +197,8 @@ void attention_cross_forward_at(Layer *l, const StepContext *ctx, int t)
     const int pairs = ctx->batch * a->heads, keys = a->causal ? t + 1 : s;
     const size_t at = (size_t)t * c;
     const float *w = l->params[P_WEIGHTS].data, *bias = l->params[P_BIASES].data;
-    float *kv = a->qkv + (size_t)ctx->batch * stride;
     attention_linear_rows(GEMM_FP32, l->in[0] + at, stride, ctx->batch, c, c, w, bias, a->qkv + at,
                           stride, NULL);
-    if (l->in[1] == l->in[0])
-        attention_linear_rows(GEMM_FP32, l->in[0] + at, stride, ctx->batch, c, 2 * c,
-                              w + (size_t)c * c, bias + c, kv + 2 * at, 2 * s * c, NULL);
     const float scale = 1.0f / sqrtf((float)d);
 #pragma omp parallel for schedule(static)                                                          \
     num_threads(loop_threads(a)) if ((size_t)pairs * keys * d > ATTENTION_PARALLEL_MIN)
