@@ -1,6 +1,7 @@
 /* Detection data: darknet label files read into the truth layout, every kind of bad line refused
  * naming FILE:LINE, the label file found by darknet's /images/ -> /labels/ rule, boxes moved with
- * their image through letterbox and flips, and the loader's truth independent of its workers. */
+ * their image through letterbox, flips and the jitter and crop placements, and the loader's truth
+ * independent of its workers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
