@@ -644,7 +644,8 @@ static void jitter_place(const AugmentConfig *a, const Image *in, Rng *rng, floa
  * rescale keeps the aspect); with letterbox, the crop widened or heightened about its centre to
  * the input's aspect. The crop is stretched to the input, the parts outside in grey (0.5). Draws
  * r_near, r_far, then the left, right, top and bottom jitters; placed maps in's normalised
- * coordinates into dst. Unlike AlexeyAB's, the offsets are not rounded to whole pixels. */
+ * coordinates into dst. Unlike AlexeyAB's, the offsets are not rounded to whole pixels and the
+ * crop keeps at least a pixel. */
 static void crop_place(const AugmentConfig *a, const Image *in, Rng *rng, float *dst,
                        BoxPlacement *placed)
 {
@@ -668,6 +669,10 @@ static void crop_place(const AugmentConfig *a, const Image *in, Rng *rng, float 
             right -= grow;
         }
     }
+    /* at least a pixel where jitter and rescale together remove more than the image (AlexeyAB's
+     * crop would be empty or inside out) */
+    right = fminf(right, iw - left - 1);
+    bottom = fminf(bottom, ih - top - 1);
     const float crop_w = iw - left - right, crop_h = ih - top - bottom;
     const float w = (float)a->out_w, h = (float)a->out_h;
     /* output pixel centre x + 0.5 of w is input position left + (x + 0.5) crop_w / w */

@@ -2,6 +2,7 @@
  * naming FILE:LINE, the label file found by darknet's /images/ -> /labels/ rule, boxes moved with
  * their image through letterbox, flips and the jitter and crop placements, and the loader's truth
  * independent of its workers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +399,34 @@ static void test_alexeyab_crop_spans_the_rescale(void)
     image_free(&img);
 }
 
+/* Where jitter and rescale together would remove more than the image (jitter 0.9, resize 4), the
+ * crop keeps at least a pixel: every placement is finite and keeps the image's orientation. */
+static void test_alexeyab_crop_is_never_empty(void)
+{
+    AugmentConfig a = {.out_c = 1,
+                       .out_h = 8,
+                       .out_w = 8,
+                       .saturation = 1,
+                       .exposure = 1,
+                       .std = {1, 1, 1},
+                       .box_jitter = 0.9f,
+                       .box_resize = 4};
+    Image img = square_image(40, 30, 10, 10, 8);
+    img.c = 1;
+    float out[8 * 8];
+    AugmentScratch scratch = {0};
+    for (int sample = 0; sample < 200; sample++) {
+        Rng rng;
+        augment_seed(&rng, 4, 0, sample);
+        BoxPlacement p;
+        CHECK(augment_train(&a, &img, &rng, &scratch, out, &p) == CDL_OK);
+        CHECK(p.scale_x > 0 && p.scale_x <= 40 && p.scale_y > 0 && p.scale_y <= 30);
+        CHECK(isfinite(p.offset_x) && isfinite(p.offset_y));
+    }
+    augment_scratch_free(&scratch);
+    image_free(&img);
+}
+
 /* A box reaching past the frame is clipped to its visible part; one left thinner than 0.001 is
  * dropped and the boxes after it move up. */
 static void test_placement_clips_and_drops(void)
@@ -531,6 +560,7 @@ int main(void)
     test_alexeyab_crop_carries_the_box();
     test_alexeyab_crop_follows_its_draws();
     test_alexeyab_crop_spans_the_rescale();
+    test_alexeyab_crop_is_never_empty();
     test_placement_clips_and_drops();
     test_transforms_that_do_not_carry_boxes_are_refused();
     test_loader_truth_is_the_same_with_any_worker_count();
