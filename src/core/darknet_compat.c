@@ -62,10 +62,6 @@ static const struct {
     {"rnn", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"lstm", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
     {"gru", "batch_normalize", "0", KEY_REFUSE, "cdl's recurrent layers have no batch norm"},
-    {"yolo", "resize", "1", KEY_IGNORE,
-     "AlexeyAB's random rescale of the training crop is not implemented (cdl's jitter placement "
-     "scales the image by 0.25 to 2); with random=1 it is read as multi-scale training's size "
-     "factor"},
     {"yolo", "new_coords", "0", KEY_REFUSE, "YOLOv4-csp's new coordinates are not implemented"},
     {"yolo", "counters_per_class", NULL, KEY_REFUSE, "class multipliers are not implemented"},
     {"yolo", "map", NULL, KEY_REFUSE, "class maps are not implemented"},

@@ -437,7 +437,8 @@ typedef struct LayerType {
     float (*box_jitter)(const Layer *l);
     /* reads_truth families: darknet's multi-scale training keys of the layer, *random its
      * random= (0 off, 1 on, F > 1 on with the factor F) and *resize its resize= (0: not given),
-     * which the net's last such layer sets for the run (train/multi_scale.h); NULL: none. */
+     * which the net's last such layer sets for the run (train/multi_scale.h), or with random 0
+     * for the training crop (AugmentConfig.box_resize, train/net_keys.h); NULL: none. */
     void (*multi_scale)(const Layer *l, float *random, float *resize);
     /* 1: the layer may only come right after the loss, as the last layer (darknet's [cost]). */
     int follows_loss;

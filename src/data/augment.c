@@ -204,7 +204,7 @@ int augment_is_identity(const AugmentConfig *a, int c, int h, int w)
            !a->max_crop && !a->pad && !a->flip && !a->flip_vertical && a->angle == 0 &&
            a->brightness == 0 && a->contrast == 0 && a->hue == 0 && a->saturation == 1 &&
            a->exposure == 1 && !augment_normalises(a) && a->erasing == 0 && !a->center_crop &&
-           a->box_jitter == 0 && !a->mosaic;
+           a->box_jitter == 0 && a->box_resize == 0 && !a->mosaic;
 }
 
 void augment_seed(Rng *r, uint64_t seed, int epoch, int sample_index)
@@ -637,11 +637,61 @@ static void jitter_place(const AugmentConfig *a, const Image *in, Rng *rng, floa
     *placed = (BoxPlacement){nw / w, nh / h, dx / w, dy / h, 0};
 }
 
+/* AlexeyAB's detection placement (load_data_detection) of in into dst [in->c][out_h][out_w]: the
+ * crop [left, w - right) x [top, h - bottom) of in, each offset uniform in [-jitter, jitter] of
+ * its side plus a rescale part uniform in [(1 - resize) / 2, (1 - 1 / resize) / 2] of its side,
+ * drawn with one number r_near for left and top and another r_far for right and bottom (so the
+ * rescale keeps the aspect); with letterbox, the crop widened or heightened about its centre to
+ * the input's aspect. The crop is stretched to the input, the parts outside in grey (0.5). Draws
+ * r_near, r_far, then the left, right, top and bottom jitters; placed maps in's normalised
+ * coordinates into dst. Unlike AlexeyAB's, the offsets are not rounded to whole pixels and the
+ * crop keeps at least a pixel. */
+static void crop_place(const AugmentConfig *a, const Image *in, Rng *rng, float *dst,
+                       BoxPlacement *placed)
+{
+    const float iw = (float)in->w, ih = (float)in->h;
+    const float r_near = rng_uniform(rng), r_far = rng_uniform(rng);
+    const float lo = (1 - a->box_resize) / 2, hi = (1 - 1 / a->box_resize) / 2;
+    const float dw = a->box_jitter * iw, dh = a->box_jitter * ih;
+    float left = uniform(rng, -dw, dw) + iw * (lo + (hi - lo) * r_near);
+    float right = uniform(rng, -dw, dw) + iw * (lo + (hi - lo) * r_far);
+    float top = uniform(rng, -dh, dh) + ih * (lo + (hi - lo) * r_near);
+    float bottom = uniform(rng, -dh, dh) + ih * (lo + (hi - lo) * r_far);
+    if (a->letterbox) { /* AlexeyAB's: the image's aspect against the input's, not the crop's */
+        const float net_aspect = (float)a->out_w / (float)a->out_h;
+        if (iw / ih > net_aspect) {
+            const float grow = (iw / net_aspect - ih) / 2;
+            top -= grow;
+            bottom -= grow;
+        } else {
+            const float grow = (ih * net_aspect - iw) / 2;
+            left -= grow;
+            right -= grow;
+        }
+    }
+    /* at least a pixel where jitter and rescale together remove more than the image (AlexeyAB's
+     * crop would be empty or inside out) */
+    right = fminf(right, iw - left - 1);
+    bottom = fminf(bottom, ih - top - 1);
+    const float crop_w = iw - left - right, crop_h = ih - top - bottom;
+    const float w = (float)a->out_w, h = (float)a->out_h;
+    /* output pixel centre x + 0.5 of w is input position left + (x + 0.5) crop_w / w */
+    const float sx = crop_w / w, sy = crop_h / h;
+    const Affine m = {sx, 0, left + 0.5f * sx - 0.5f, 0, sy, top + 0.5f * sy - 0.5f};
+    Image placed_image = {in->c, a->out_h, a->out_w, dst};
+    augment_warp(in, &m, 0, 0.5f, &placed_image);
+    *placed = (BoxPlacement){iw / crop_w, ih / crop_h, -left / crop_w, -top / crop_h, 0};
+}
+
 int augment_frame_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s,
                         float *dst, BoxPlacement *placed)
 {
     const int c = in->c;
     Image cropped = {c, a->out_h, a->out_w, dst};
+    if (a->box_resize > 1) {
+        crop_place(a, in, rng, dst, placed);
+        return CDL_OK;
+    }
     if (a->box_jitter > 0) {
         jitter_place(a, in, rng, dst, placed);
         return CDL_OK;

@@ -35,6 +35,11 @@ typedef struct AugmentConfig {
      * placement, the image at a random aspect and scale in [0.25, 2] of the input put at a random
      * position on grey, in place of the framing (augment_train); 0: off. */
     float box_jitter;
+    /* Detection (set by the net: its [yolo] layers' resize= with random=0): above 1, AlexeyAB's
+     * placement (load_data_detection) in place of darknet's: a crop of the image, each side moved
+     * by up to box_jitter of the image and the crop rescaled by a factor in [1/box_resize,
+     * box_resize] of the image, stretched (or letterboxed) to the input; 0: off. */
+    float box_resize;
     int mosaic; /* AlexeyAB's mosaic=1: half the training samples are mosaics (data/mosaic.h) */
 } AugmentConfig;
 
@@ -74,8 +79,9 @@ float *augment_scratch_reserve(AugmentScratch *s, int k, size_t floats);
 int augment_train(const AugmentConfig *a, const Image *in, Rng *rng, AugmentScratch *s, float *out,
                   BoxPlacement *placed);
 /* augment_train in its two halves, for a mosaic (data/mosaic.h) that frames four images into one
- * before the rest. augment_frame_train: in's random placement (darknet's jitter, the resized or
- * darknet crop, or the eval framing) into dst [in->c][out_h][out_w], placed as augment_train's.
+ * before the rest. augment_frame_train: in's random placement (AlexeyAB's crop, darknet's jitter,
+ * the resized or darknet crop, or the eval framing) into dst [in->c][out_h][out_w], placed as
+ * augment_train's.
  * augment_framed_buffer: where to frame c channels for augment_train_framed (out itself when c is
  * the net's, else scratch buffer 1; NULL when out of memory). augment_train_framed: the steps
  * after the framing (pad, flips, rotation, colour, channel conversion, normalisation, erasing) of

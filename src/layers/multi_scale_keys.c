@@ -9,9 +9,9 @@ int parse_multi_scale(const Cfg *cfg, CfgSection *s, float *random, float *resiz
                            "expected 0 (off), 1 (multi-scale training) or a size factor above 1");
     if (resize)
         *resize = 0;
-    /* Without random, resize= is AlexeyAB's per-image rescale alone, which cdl leaves unread:
-     * core/darknet_compat.c warns that it is ignored. */
-    if (!st && resize && *random != 0)
+    /* With random, resize= is multi-scale training's size factor (train/multi_scale.h); without,
+     * AlexeyAB's random rescale of the training crop (data/augment.h box_resize). */
+    if (!st && resize)
         st = cfg_get_float(cfg, s, "resize", 0.0f, resize, e);
     if (!st && resize && *resize != 0.0f && !(*resize >= 1.0f))
         st = cfg_bad_value(cfg, s, "resize", e, "expected a size factor of at least 1");

@@ -28,6 +28,11 @@ int net_augment(const Net *net, AugmentConfig *a, Error *e)
         const LayerType *t = net->layers[i].type;
         if (t->reads_truth && t->box_jitter)
             a->box_jitter = t->box_jitter(&net->layers[i]);
+        if (t->reads_truth && t->multi_scale) {
+            float random = 0, resize = 0;
+            t->multi_scale(&net->layers[i], &random, &resize);
+            a->box_resize = random == 0 && resize > 1 ? resize : 0; /* else multi-scale's */
+        }
     }
     return st;
 }

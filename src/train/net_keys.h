@@ -7,7 +7,8 @@
 #include "data/augment.h"
 
 /* *a = the augmentation of net's [net] keys (its input's shape, normalisation, the training
- * draws), with a detector's placement from its last [yolo]'s jitter= (box_jitter); fails only on
+ * draws), with a detector's placement from its last [yolo]'s jitter= (box_jitter) and, with
+ * random=0, resize= (box_resize); fails only on
  * a key changed since the net was built (cfg_apply_override). */
 int net_augment(const Net *net, AugmentConfig *a, Error *e);
 

@@ -360,11 +360,11 @@ JSON
 
 # AlexeyAB's yolov4-tiny (cfg/yolov4_tiny.cfg): darknet prints 6.910 BFLOPs for it, and its
 # 6,056,606 weights are AlexeyAB's count for 80 classes; its [yolo] keys are read (ciou,
-# scale_x_y, nms_kind, beta_nms) or named when ignored (resize); a forward pass finds boxes.
+# scale_x_y, nms_kind, beta_nms, resize) without a warning; a forward pass finds boxes.
 @test "yolov4_tiny.cfg loads with AlexeyAB's parameters and FLOPs and runs forward" {
     "$CDL" info "$REPO/cfg/yolov4_tiny.cfg" --json 2> warnings.txt > info.json
     jq -e '.params == 6056606 and .flops == 6910385664' info.json
-    grep -q "darknet key 'resize' in \[yolo\] is ignored: AlexeyAB's random rescale" warnings.txt
+    [ ! -s warnings.txt ]
     /usr/bin/python3 -c 'from PIL import Image; Image.effect_noise((64, 48), 40).convert("RGB").save("n.png")'
     run "$CDL" detect "$REPO/cfg/yolov4_tiny.cfg" n.png --thresh 0.2 --threads 2
     [ "$status" -eq 0 ]
@@ -387,6 +387,32 @@ losses = [r["loss"] for r in map(json.loads, open("run.jsonl")) if r["type"] == 
 assert len(losses) == 4 and all(math.isfinite(l) and l > 0 for l in losses), losses
 PY
     "$CDL" eval f.cdl --data fdet.data --json | jq -e '.images == 4 and .truths >= 4'
+}
+
+# [yolo] resize=1.5 with random=0 (yolov4-tiny's) trains on AlexeyAB's rescaled crops: no warning,
+# finite losses, the same seed gives the same weights, and other first batches than resize=1.
+@test "yolov4_tiny_fashion.cfg with resize=1.5 and jitter=.3 trains without a warning, repeatably" {
+    /usr/bin/python3 "$REPO/scripts/detection_data.py" fdet --train 8 --valid 4 --seed 3
+    printf 'classes=10\ntrain=fdet/train.txt\nvalid=fdet/valid.txt\nnames=%s\n' \
+        "$REPO/cfg/fashion.names" > fdet.data
+    sed 's/^jitter=0$/jitter=.3\nrandom=0\nresize=1.5/' "$REPO/cfg/yolov4_tiny_fashion.cfg" > r.cfg
+    [ "$(grep -c '^resize=1.5$' r.cfg)" -eq 2 ]
+    for run in 1 2; do
+        "$CDL" train r.cfg --data fdet.data --set net.batch=4 --set net.mosaic=1 --epochs 1 \
+            --out r$run.cdl --threads 2 --log r$run.jsonl --log-every 1 2> err$run.txt
+    done
+    [ -z "$(grep -Ei 'warning|ignored|resize' err1.txt)" ]
+    cmp r1.cdl r2.cdl
+    sed -i 's/^resize=1.5$/resize=1/' r.cfg # darknet's jitter placement: other samples
+    "$CDL" train r.cfg --data fdet.data --set net.batch=4 --set net.mosaic=1 --epochs 1 \
+        --out r3.cdl --threads 2 --log r3.jsonl --log-every 1 2> /dev/null
+    /usr/bin/python3 - <<'PY'
+import json, math
+losses = {k: [r["loss"] for r in map(json.loads, open(f"r{k}.jsonl")) if r["type"] == "step"]
+          for k in (1, 2, 3)}
+assert len(losses[1]) == 2 and all(math.isfinite(l) and l > 0 for l in losses[1]), losses
+assert losses[1] == losses[2] and losses[1][0] != losses[3][0], losses
+PY
 }
 
 @test "check compares the data's classes with the detector's [yolo] classes, not its output width" {

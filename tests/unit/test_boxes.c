@@ -1,6 +1,8 @@
 /* Detection data: darknet label files read into the truth layout, every kind of bad line refused
  * naming FILE:LINE, the label file found by darknet's /images/ -> /labels/ rule, boxes moved with
- * their image through letterbox and flips, and the loader's truth independent of its workers. */
+ * their image through letterbox, flips and the jitter and crop placements, and the loader's truth
+ * independent of its workers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +268,165 @@ static void test_jitter_placement_carries_the_box(void)
     image_free(&img);
 }
 
+/* AlexeyAB's crop placement (AugmentConfig.box_resize), stretched or letterboxed: the placed box
+ * centres on the square the net sees, whatever the draw's crop; some draws shrink the image, some
+ * enlarge it. */
+static void test_alexeyab_crop_carries_the_box(void)
+{
+    for (int letterbox = 0; letterbox < 2; letterbox++) {
+        AugmentConfig a = {.out_c = 3,
+                           .out_h = 32,
+                           .out_w = 32,
+                           .flip = 1,
+                           .saturation = 1,
+                           .exposure = 1,
+                           .std = {1, 1, 1},
+                           .letterbox = letterbox,
+                           .box_jitter = 0.3f,
+                           .box_resize = 1.5f};
+        const int w = 48, h = 36, x0 = 18, y0 = 12, s = 12;
+        Image img = square_image(w, h, x0, y0, s);
+        float out[3 * 32 * 32];
+        AugmentScratch scratch = {0};
+        int larger = 0, smaller = 0, seen = 0;
+        for (int sample = 0; sample < 24; sample++) {
+            float box[2][TRUTH_FLOATS] = {
+                {(x0 + s / 2.0f) / w, (y0 + s / 2.0f) / h, (float)s / w, (float)s / h, 1}};
+            Rng rng;
+            augment_seed(&rng, 7, 0, sample);
+            BoxPlacement placed;
+            CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
+            larger += placed.scale_x > 1;
+            smaller += placed.scale_x < 1;
+            boxes_place(&box[0][0], 2, &placed);
+            float cx, cy;
+            bright_centre(out, 32, 32, &cx, &cy);
+            if (box[0][TRUTH_X] == 0 || box[0][TRUTH_W] * 32 < 2 || box[0][TRUTH_H] * 32 < 2)
+                continue; /* dropped, or a sliver whose pixels blur below the threshold */
+            seen++;
+            CHECK_NEAR(box[0][TRUTH_X] * 32, cx, 1.0);
+            CHECK_NEAR(box[0][TRUTH_Y] * 32, cy, 1.0);
+            CHECK(box[0][TRUTH_CLASS] == 1 && box[1][TRUTH_X] == 0);
+        }
+        CHECK(larger > 0 && smaller > 0 && seen >= 12);
+        augment_scratch_free(&scratch);
+        image_free(&img);
+    }
+}
+
+/* The crop follows load_data_detection's draws exactly: r_near and r_far for the rescale, then
+ * the jitter of left, right, top and bottom; the placement maps the image's corners to the crop's
+ * (x' = (x w - left) / crop_w); letterbox heightens the crop of an image wider than the input by
+ * (w / aspect - h) / 2 each side. */
+static void test_alexeyab_crop_follows_its_draws(void)
+{
+    const float iw = 48, ih = 36, jitter = 0.3f, resize = 1.5f;
+    for (int letterbox = 0; letterbox < 2; letterbox++)
+        for (int sample = 0; sample < 16; sample++) {
+            AugmentConfig a = {.out_c = 3,
+                               .out_h = 16,
+                               .out_w = 8, /* aspect 0.5: letterbox heightens 4:3's crop */
+                               .saturation = 1,
+                               .exposure = 1,
+                               .std = {1, 1, 1},
+                               .letterbox = letterbox,
+                               .box_jitter = jitter,
+                               .box_resize = resize};
+            Image img = square_image((int)iw, (int)ih, 18, 12, 12);
+            float out[3 * 16 * 8];
+            AugmentScratch scratch = {0};
+            Rng rng;
+            augment_seed(&rng, 11, 2, sample);
+            BoxPlacement placed;
+            CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
+            augment_seed(&rng, 11, 2, sample);
+            const double r_near = rng_uniform(&rng), r_far = rng_uniform(&rng);
+            double d[4];
+            for (int k = 0; k < 4; k++)
+                d[k] = (2 * rng_uniform(&rng) - 1) * jitter;
+            const double lo = (1 - resize) / 2, hi = (1 - 1 / resize) / 2;
+            const double near = lo + (hi - lo) * r_near, far = lo + (hi - lo) * r_far;
+            const double grow = letterbox ? (iw / 0.5 - ih) / 2 : 0; /* (96 - 36) / 2 */
+            const double left = iw * (d[0] + near), right = iw * (d[1] + far);
+            const double top = ih * (d[2] + near) - grow, bottom = ih * (d[3] + far) - grow;
+            const double crop_w = iw - left - right, crop_h = ih - top - bottom;
+            CHECK_NEAR(placed.scale_x, iw / crop_w, 1e-4);
+            CHECK_NEAR(placed.scale_y, ih / crop_h, 1e-4);
+            CHECK_NEAR(placed.offset_x, -left / crop_w, 1e-4);
+            CHECK_NEAR(placed.offset_y, -top / crop_h, 1e-4);
+            augment_scratch_free(&scratch);
+            image_free(&img);
+        }
+}
+
+/* Without jitter the crop is the image rescaled, its aspect kept, by a factor that spans
+ * [1 / resize, resize] over many draws; the same seed gives the same sample. */
+static void test_alexeyab_crop_spans_the_rescale(void)
+{
+    AugmentConfig a = {.out_c = 1,
+                       .out_h = 8,
+                       .out_w = 8,
+                       .saturation = 1,
+                       .exposure = 1,
+                       .std = {1, 1, 1},
+                       .box_resize = 1.5f};
+    Image img = square_image(40, 30, 10, 10, 8);
+    img.c = 1;
+    float out[8 * 8], again[8 * 8];
+    AugmentScratch scratch = {0};
+    float least = 10, most = 0;
+    for (int sample = 0; sample < 2000; sample++) {
+        Rng rng;
+        augment_seed(&rng, 1, 0, sample);
+        BoxPlacement placed;
+        CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
+        CHECK_NEAR(placed.scale_x, placed.scale_y, 1e-5);
+        const float crop = 1 / placed.scale_x; /* the crop's side over the image's */
+        CHECK(crop >= 1 / 1.5f - 1e-5f && crop <= 1.5f + 1e-5f);
+        least = crop < least ? crop : least;
+        most = crop > most ? crop : most;
+        if (sample < 4) {
+            BoxPlacement same;
+            augment_seed(&rng, 1, 0, sample);
+            CHECK(augment_train(&a, &img, &rng, &scratch, again, &same) == CDL_OK);
+            CHECK(!memcmp(out, again, sizeof out) && !memcmp(&placed, &same, sizeof same));
+        }
+    }
+    /* the crop's side is 1.5 - (5/12)(r_near + r_far): within 0.05 of an end when r_near + r_far
+     * is within 0.12 of 0 or 2, p = 0.0072 a draw, so 2000 draws miss an end with p < 1e-6 */
+    CHECK(least < 1 / 1.5f + 0.05f && most > 1.5f - 0.05f);
+    augment_scratch_free(&scratch);
+    image_free(&img);
+}
+
+/* Where jitter and rescale together would remove more than the image (jitter 0.9, resize 4), the
+ * crop keeps at least a pixel: every placement is finite and keeps the image's orientation. */
+static void test_alexeyab_crop_is_never_empty(void)
+{
+    AugmentConfig a = {.out_c = 1,
+                       .out_h = 8,
+                       .out_w = 8,
+                       .saturation = 1,
+                       .exposure = 1,
+                       .std = {1, 1, 1},
+                       .box_jitter = 0.9f,
+                       .box_resize = 4};
+    Image img = square_image(40, 30, 10, 10, 8);
+    img.c = 1;
+    float out[8 * 8];
+    AugmentScratch scratch = {0};
+    for (int sample = 0; sample < 200; sample++) {
+        Rng rng;
+        augment_seed(&rng, 4, 0, sample);
+        BoxPlacement p;
+        CHECK(augment_train(&a, &img, &rng, &scratch, out, &p) == CDL_OK);
+        CHECK(p.scale_x > 0 && p.scale_x <= 40 && p.scale_y > 0 && p.scale_y <= 30);
+        CHECK(isfinite(p.offset_x) && isfinite(p.offset_y));
+    }
+    augment_scratch_free(&scratch);
+    image_free(&img);
+}
+
 /* A box reaching past the frame is clipped to its visible part; one left thinner than 0.001 is
  * dropped and the boxes after it move up. */
 static void test_placement_clips_and_drops(void)
@@ -396,6 +557,10 @@ int main(void)
     test_placement_scales_offsets_then_flips();
     test_letterbox_and_flip_carry_the_box();
     test_jitter_placement_carries_the_box();
+    test_alexeyab_crop_carries_the_box();
+    test_alexeyab_crop_follows_its_draws();
+    test_alexeyab_crop_spans_the_rescale();
+    test_alexeyab_crop_is_never_empty();
     test_placement_clips_and_drops();
     test_transforms_that_do_not_carry_boxes_are_refused();
     test_loader_truth_is_the_same_with_any_worker_count();

@@ -158,6 +158,16 @@ static void test_mosaic_boxes_follow_jittered_pieces(void)
     check_boxes_follow_the_pieces(&a);
 }
 
+/* AlexeyAB's crop placement (resize=): pieces cropped from images rescaled by 1/1.5 to 1.5. */
+static void test_mosaic_boxes_follow_cropped_pieces(void)
+{
+    AugmentConfig a = mosaic_config();
+    a.box_jitter = 0.3f;
+    a.box_resize = 1.5f;
+    a.flip = 1;
+    check_boxes_follow_the_pieces(&a);
+}
+
 /* Sample k of ramps: channel 0 rises left to right, channel 1 top to bottom, channel 2 is k / 4;
  * no boxes. */
 static int read_ramp(const SampleSource *s, int k, Image *img, int *label, Error *e)
@@ -314,6 +324,7 @@ int main(void)
 {
     test_mosaic_boxes_follow_resized_pieces();
     test_mosaic_boxes_follow_jittered_pieces();
+    test_mosaic_boxes_follow_cropped_pieces();
     test_mosaic_pieces_flip_independently();
     test_mosaic_pieces_jitter_colour_independently();
     test_mosaic_is_reproducible();

@@ -1,15 +1,16 @@
-/* Multi-scale training's sizes (train/multi_scale.h): which rule a cfg's random= and resize= pick,
- * the sizes each rule draws (darknet's ranges, one size per 10 steps, the largest where darknet
- * takes it), that they depend on the seed and the step alone, and the loader's mini-batches
- * mapped to their steps. */
+/* Multi-scale training's sizes (train/multi_scale.h): which rule a cfg's random= and resize= pick
+ * (or, with random=0, resize= as the training crop's rescale), the sizes each rule draws (darknet's
+ * ranges, one size per 10 steps, the largest where darknet takes it), that they depend on the seed
+ * and the step alone, and the loader's mini-batches mapped to their steps. */
 #include <stdio.h>
 
 #include "check.h"
 #include "core/net.h"
 #include "train/multi_scale.h"
+#include "train/net_keys.h"
 
-/* A 416x416 net with a [yolo] whose keys are yolo_keys. */
-static int build(Net *net, const char *yolo_keys, MultiScale *ms)
+/* A 416x416 net with a [yolo] whose keys are yolo_keys: its multi-scale sizes and augmentation. */
+static int build(Net *net, const char *yolo_keys, MultiScale *ms, AugmentConfig *a)
 {
     char text[1024];
     snprintf(text, sizeof text,
@@ -24,25 +25,44 @@ static int build(Net *net, const char *yolo_keys, MultiScale *ms)
         return 0;
     }
     multi_scale_init(ms, net, 5);
+    const int st = net_augment(net, a, &e);
+    CHECK(st == CDL_OK);
     net_free(net);
-    return 1;
+    return st == CDL_OK;
 }
 
 static void test_rules_from_keys(void)
 {
     Net net;
     MultiScale ms;
-    if (build(&net, "", &ms))
+    AugmentConfig a;
+    if (build(&net, "", &ms, &a))
         CHECK(ms.rule == MULTI_SCALE_OFF && ms.max_w == 416 && ms.max_h == 416);
-    if (build(&net, "random=1\n", &ms))
+    if (build(&net, "random=1\n", &ms, &a))
         CHECK(ms.rule == MULTI_SCALE_PJREDDIE && ms.max_w == 608 && ms.max_h == 608);
     /* AlexeyAB: round(F 416 / 32 + 1) x 32 at most */
-    if (build(&net, "random=1\nresize=1.5\n", &ms))
+    if (build(&net, "random=1\nresize=1.5\n", &ms, &a))
         CHECK(ms.rule == MULTI_SCALE_ALEXEYAB && ms.factor == 1.5f && ms.max_w == 672);
-    if (build(&net, "random=1.2\n", &ms))
+    if (build(&net, "random=1.2\n", &ms, &a))
         CHECK(ms.rule == MULTI_SCALE_ALEXEYAB && ms.factor == 1.2f && ms.max_w == 544);
-    if (build(&net, "random=1\nresize=1\n", &ms))
+    if (build(&net, "random=1\nresize=1\n", &ms, &a))
         CHECK(ms.rule == MULTI_SCALE_ALEXEYAB && ms.factor == 1.4f && ms.max_w == 608);
+}
+
+/* resize= with random=0 (yolov4-tiny's) is AlexeyAB's rescale of the training crop
+ * (AugmentConfig.box_resize) and multi-scale training stays off; with random on it is the size
+ * factor alone; resize=1 rescales nothing. */
+static void test_resize_without_random_rescales_the_crop(void)
+{
+    Net net;
+    MultiScale ms;
+    AugmentConfig a;
+    if (build(&net, "random=0\nresize=1.5\n", &ms, &a))
+        CHECK(ms.rule == MULTI_SCALE_OFF && a.box_resize == 1.5f && a.box_jitter == 0.2f);
+    if (build(&net, "random=1\nresize=1.5\n", &ms, &a))
+        CHECK(ms.rule == MULTI_SCALE_ALEXEYAB && a.box_resize == 0);
+    if (build(&net, "resize=1\n", &ms, &a))
+        CHECK(ms.rule == MULTI_SCALE_OFF && a.box_resize == 0);
 }
 
 /* Sizes of a 416x416 net over 1000 steps: constant over each 10, within the rule's range (320 to
@@ -117,6 +137,7 @@ static void test_batches_map_to_steps(void)
 int main(void)
 {
     test_rules_from_keys();
+    test_resize_without_random_rescales_the_crop();
     test_sizes_drawn(MULTI_SCALE_PJREDDIE, 0);
     test_sizes_drawn(MULTI_SCALE_ALEXEYAB, 1.4f);
     test_sizes_follow_seed_and_step();
