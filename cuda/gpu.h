@@ -16,7 +16,7 @@ typedef enum GpuEngine { GPU_ENGINE_CUDNN, GPU_ENGINE_REF } GpuEngine;
 /* What a step captured as a CUDA graph reads from device memory rather than from its kernels'
  * arguments, which the graph keeps as they were at the capture. */
 typedef struct GpuStepValues {
-    uint64_t draw_id; /* StepContext.draw_id: dropout computes its key from it on the device */
+    uint64_t draw_id;     /* StepContext.draw_id: dropout computes its key from it on the device */
     uint64_t images_seen; /* StepContext.images_seen: [region]'s anchor prior */
     float lr, step_size, bias2_sqrt; /* the optimizer's (UpdateRule), in this order */
     float skip; /* 1 when fp16's gradients were not finite: the update leaves everything (slab.h) */

@@ -1,7 +1,8 @@
 /* [region] on the device (region.cu): C entry points, float32.
  *
  *   in, out, delta, in_delta [batch][num][entries][h][w], entries = classes + 5, plane = h w
- *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   plane_squares [batch][num][entries] (device) */
+ *   truth [batch][truth_boxes][TRUTH_FLOATS] (device)   plane_squares [batch][num][entries]
+ * (device) */
 #ifndef CDL_CUDA_REGION_H
 #define CDL_CUDA_REGION_H
 

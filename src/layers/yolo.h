@@ -39,7 +39,7 @@ typedef struct Yolo {
     /* Read for detection (the data's placement, NMS), unused by the loss: */
     float jitter, beta_nms;
     float random, resize; /* multi-scale training (LayerType.multi_scale); resize 0: not given */
-    int nms_kind; /* 0 default, 1 greedynms, 2 diounms */
+    int nms_kind;         /* 0 default, 1 greedynms, 2 diounms */
     /* Per-batch state (resize): darknet's l.delta, the negative gradient of the loss with
      * respect to the layer's input, [batch][out_shape], written by the forward. */
     float *delta;

@@ -224,19 +224,11 @@ static void test_letterbox_and_flip_carry_the_box(void)
     image_free(&img);
 }
 
-/* darknet's jitter placement (AugmentConfig.box_jitter): the placed box, clipped into the frame,
- * centres on the part of the square the net sees, whatever the draw's scale, aspect and position;
- * some draws shrink the image, some enlarge it past the frame. */
-static void test_jitter_placement_carries_the_box(void)
+/* A detection placement (a's box_jitter, box_resize, letterbox) over 24 draws of seed: the placed
+ * box, clipped into the frame, centres on the part of the square the net sees, whatever the
+ * draw's crop, scale, aspect and position; some draws shrink the image, some enlarge it. */
+static void check_placement_carries_the_box(const AugmentConfig *a, uint64_t seed)
 {
-    AugmentConfig a = {.out_c = 3,
-                       .out_h = 32,
-                       .out_w = 32,
-                       .flip = 1,
-                       .saturation = 1,
-                       .exposure = 1,
-                       .std = {1, 1, 1},
-                       .box_jitter = 0.3f};
     const int w = 48, h = 36, x0 = 18, y0 = 12, s = 12;
     Image img = square_image(w, h, x0, y0, s);
     float out[3 * 32 * 32];
@@ -246,18 +238,17 @@ static void test_jitter_placement_carries_the_box(void)
         float box[2][TRUTH_FLOATS] = {
             {(x0 + s / 2.0f) / w, (y0 + s / 2.0f) / h, (float)s / w, (float)s / h, 1}};
         Rng rng;
-        augment_seed(&rng, 3, 0, sample);
+        augment_seed(&rng, seed, 0, sample);
         BoxPlacement placed;
-        CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
+        CHECK(augment_train(a, &img, &rng, &scratch, out, &placed) == CDL_OK);
         larger += placed.scale_x > 1;
         smaller += placed.scale_x < 1;
         boxes_place(&box[0][0], 2, &placed);
         float cx, cy;
         bright_centre(out, 32, 32, &cx, &cy);
-        /* dropped (the square left the frame), or a sliver whose pixels blur below the
-         * threshold */
         if (box[0][TRUTH_X] == 0 || box[0][TRUTH_W] * 32 < 2 || box[0][TRUTH_H] * 32 < 2)
-            continue;
+            continue; /* dropped (the square left the frame), or a sliver whose pixels blur below
+                         the threshold */
         seen++;
         CHECK_NEAR(box[0][TRUTH_X] * 32, cx, 1.0);
         CHECK_NEAR(box[0][TRUTH_Y] * 32, cy, 1.0);
@@ -268,50 +259,22 @@ static void test_jitter_placement_carries_the_box(void)
     image_free(&img);
 }
 
-/* AlexeyAB's crop placement (AugmentConfig.box_resize), stretched or letterboxed: the placed box
- * centres on the square the net sees, whatever the draw's crop; some draws shrink the image, some
- * enlarge it. */
-static void test_alexeyab_crop_carries_the_box(void)
+/* darknet's jitter placement (AugmentConfig.box_jitter), and AlexeyAB's crop placement
+ * (box_resize), stretched or letterboxed. */
+static void test_placements_carry_the_box(void)
 {
-    for (int letterbox = 0; letterbox < 2; letterbox++) {
-        AugmentConfig a = {.out_c = 3,
-                           .out_h = 32,
-                           .out_w = 32,
-                           .flip = 1,
-                           .saturation = 1,
-                           .exposure = 1,
-                           .std = {1, 1, 1},
-                           .letterbox = letterbox,
-                           .box_jitter = 0.3f,
-                           .box_resize = 1.5f};
-        const int w = 48, h = 36, x0 = 18, y0 = 12, s = 12;
-        Image img = square_image(w, h, x0, y0, s);
-        float out[3 * 32 * 32];
-        AugmentScratch scratch = {0};
-        int larger = 0, smaller = 0, seen = 0;
-        for (int sample = 0; sample < 24; sample++) {
-            float box[2][TRUTH_FLOATS] = {
-                {(x0 + s / 2.0f) / w, (y0 + s / 2.0f) / h, (float)s / w, (float)s / h, 1}};
-            Rng rng;
-            augment_seed(&rng, 7, 0, sample);
-            BoxPlacement placed;
-            CHECK(augment_train(&a, &img, &rng, &scratch, out, &placed) == CDL_OK);
-            larger += placed.scale_x > 1;
-            smaller += placed.scale_x < 1;
-            boxes_place(&box[0][0], 2, &placed);
-            float cx, cy;
-            bright_centre(out, 32, 32, &cx, &cy);
-            if (box[0][TRUTH_X] == 0 || box[0][TRUTH_W] * 32 < 2 || box[0][TRUTH_H] * 32 < 2)
-                continue; /* dropped, or a sliver whose pixels blur below the threshold */
-            seen++;
-            CHECK_NEAR(box[0][TRUTH_X] * 32, cx, 1.0);
-            CHECK_NEAR(box[0][TRUTH_Y] * 32, cy, 1.0);
-            CHECK(box[0][TRUTH_CLASS] == 1 && box[1][TRUTH_X] == 0);
-        }
-        CHECK(larger > 0 && smaller > 0 && seen >= 12);
-        augment_scratch_free(&scratch);
-        image_free(&img);
-    }
+    AugmentConfig a = {.out_c = 3,
+                       .out_h = 32,
+                       .out_w = 32,
+                       .flip = 1,
+                       .saturation = 1,
+                       .exposure = 1,
+                       .std = {1, 1, 1},
+                       .box_jitter = 0.3f};
+    check_placement_carries_the_box(&a, 3);
+    a.box_resize = 1.5f;
+    for (a.letterbox = 0; a.letterbox < 2; a.letterbox++)
+        check_placement_carries_the_box(&a, 7);
 }
 
 /* The crop follows load_data_detection's draws exactly: r_near and r_far for the rescale, then
@@ -556,8 +519,7 @@ int main(void)
     test_label_path_follows_darknet_rule();
     test_placement_scales_offsets_then_flips();
     test_letterbox_and_flip_carry_the_box();
-    test_jitter_placement_carries_the_box();
-    test_alexeyab_crop_carries_the_box();
+    test_placements_carry_the_box();
     test_alexeyab_crop_follows_its_draws();
     test_alexeyab_crop_spans_the_rescale();
     test_alexeyab_crop_is_never_empty();
