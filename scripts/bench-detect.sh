@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Detector inference speed: yolov3-tiny at 416x416, batch 1, cdl (`cdl bench --inference`, fp32,
-# int8 from `cdl quantize` with dynamic input grids, and bf16 where the CPU has avx512_bf16)
+# int8 from `cdl quantize --calibrate` (static input grids, oneDNN's int8 convolutions where the
+# CPU has VNNI), and bf16 where the CPU has avx512_bf16)
 # against Debian's darknet CPU forward and ONNX Runtime
 # (scripts/bench_ort.py on `cdl export onnx --decode`'s model: the heads and the box decode, no
 # NMS), at the same thread count (OMP_NUM_THREADS for darknet and cdl, intra-op threads for ONNX
@@ -54,17 +55,26 @@ ratio() { if [ "$2" = - ] || [ -z "$2" ]; then echo -; else awk -v a="$1" -v b="
 ./cdl export onnx "$cfg" --weights "$tmp/y.weights" --decode -o "$tmp/y.onnx" >/dev/null 2>&1 ||
     fail "cdl export onnx --decode failed"
 grep -qw avx512_bf16 /proc/cpuinfo && bf16=1 || bf16=0
-# int8: `cdl quantize` takes a checkpoint; one training step on one grey image makes one.
+# int8: `cdl quantize` takes a checkpoint; one training pass over 8 random images makes one, and
+# calibrates the convolutions' input grids on them (speed only: the weights are random too).
 mkdir -p "$tmp/one/images" "$tmp/one/labels"
-/usr/bin/python3 -c 'import sys; from PIL import Image; Image.new("RGB", (416, 416), (90, 90, 90)).save(sys.argv[1])' \
-    "$tmp/one/images/0.png"
-echo "0 0.5 0.5 0.3 0.3" >"$tmp/one/labels/0.txt"
-echo "$tmp/one/images/0.png" >"$tmp/one.txt"
+/usr/bin/python3 -c '
+import sys, numpy as np; from PIL import Image
+r = np.random.default_rng(1)
+for i in range(8):
+    Image.fromarray(r.integers(0, 256, (416, 416, 3), dtype=np.uint8)).save(f"{sys.argv[1]}/{i}.png")
+' "$tmp/one/images"
+: >"$tmp/one.txt"
+for i in 0 1 2 3 4 5 6 7; do
+    echo "0 0.5 0.5 0.3 0.3" >"$tmp/one/labels/$i.txt"
+    echo "$tmp/one/images/$i.png" >>"$tmp/one.txt"
+done
 seq 0 79 >"$tmp/names.txt"
 printf 'classes=80\ntrain=%s\nnames=%s\n' "$tmp/one.txt" "$tmp/names.txt" >"$tmp/one.data"
 ./cdl train "$cfg" --data "$tmp/one.data" --epochs 1 --set net.batch=1 --set net.subdivisions=1 \
-    --set net.burn_in=0 --threads 1 --out "$tmp/y.cdl" >/dev/null 2>&1 || fail "cdl train (one step) failed"
-./cdl quantize "$tmp/y.cdl" -o "$tmp/y8.cdl" --threads 1 >/dev/null 2>&1 || fail "cdl quantize failed"
+    --set net.burn_in=0 --threads 1 --out "$tmp/y.cdl" >/dev/null 2>&1 || fail "cdl train (one pass) failed"
+./cdl quantize "$tmp/y.cdl" -o "$tmp/y8.cdl" --calibrate "$tmp/one.data" --batches 8 --threads 1 \
+    >/dev/null 2>&1 || fail "cdl quantize failed"
 
 # cdl_rate MODEL THREADS [--precision P]: images/s of `cdl bench --inference`.
 cdl_rate() {
