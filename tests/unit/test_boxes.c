@@ -322,19 +322,33 @@ static void test_alexeyab_crop_follows_its_draws(void)
         }
 }
 
+/* AlexeyAB's crop placement with jitter and resize, into one channel of 8 x 8. */
+static AugmentConfig small_crop_config(float jitter, float resize)
+{
+    return (AugmentConfig){.out_c = 1,
+                           .out_h = 8,
+                           .out_w = 8,
+                           .saturation = 1,
+                           .exposure = 1,
+                           .std = {1, 1, 1},
+                           .box_jitter = jitter,
+                           .box_resize = resize};
+}
+
+/* One channel of 40 x 30 with an 8 x 8 square at (10, 10). */
+static Image grey_square_image(void)
+{
+    Image img = square_image(40, 30, 10, 10, 8);
+    img.c = 1;
+    return img;
+}
+
 /* Without jitter the crop is the image rescaled, its aspect kept, by a factor that spans
  * [1 / resize, resize] over many draws; the same seed gives the same sample. */
 static void test_alexeyab_crop_spans_the_rescale(void)
 {
-    AugmentConfig a = {.out_c = 1,
-                       .out_h = 8,
-                       .out_w = 8,
-                       .saturation = 1,
-                       .exposure = 1,
-                       .std = {1, 1, 1},
-                       .box_resize = 1.5f};
-    Image img = square_image(40, 30, 10, 10, 8);
-    img.c = 1;
+    const AugmentConfig a = small_crop_config(0, 1.5f);
+    Image img = grey_square_image();
     float out[8 * 8], again[8 * 8];
     AugmentScratch scratch = {0};
     float least = 10, most = 0;
@@ -366,16 +380,8 @@ static void test_alexeyab_crop_spans_the_rescale(void)
  * crop keeps at least a pixel: every placement is finite and keeps the image's orientation. */
 static void test_alexeyab_crop_is_never_empty(void)
 {
-    AugmentConfig a = {.out_c = 1,
-                       .out_h = 8,
-                       .out_w = 8,
-                       .saturation = 1,
-                       .exposure = 1,
-                       .std = {1, 1, 1},
-                       .box_jitter = 0.9f,
-                       .box_resize = 4};
-    Image img = square_image(40, 30, 10, 10, 8);
-    img.c = 1;
+    const AugmentConfig a = small_crop_config(0.9f, 4);
+    Image img = grey_square_image();
     float out[8 * 8];
     AugmentScratch scratch = {0};
     for (int sample = 0; sample < 200; sample++) {
