@@ -536,7 +536,7 @@ typedef struct Engine {
     const char *keys;        /* its [net] keys */
     GemmPrecision precision; /* of its products: which tolerance (engine_tolerance) */
     int base;                /* the row it is compared with (an earlier one) */
-    int (*built)(void);      /* NULL: in every build */
+    int (*built)(void);      /* NULL: in every build; else 1 where it runs (build and CPU) */
     /* 1 when the engine computes the built net (of either mode) otherwise than the reference:
      * a case it leaves on the reference's kernels is skipped as not applicable. */
     int (*applies)(const Net *net);
@@ -577,6 +577,18 @@ static int on_dnnl_or_winograd(const Net *net)
 static int blocked_built(void)
 {
     return dnnl_conv_lanes_native();
+}
+
+/* oneDNN runs bf16 convolutions on its bf16 kernels, or on its float32 ones in a build for
+ * AVX-512; not on an AVX2 CPU, where precision=bf16 leaves them to the rounding reference. */
+static int dnnl_bf16_built(void)
+{
+    return dnnl_conv_built() && dnnl_conv_bf16_runs();
+}
+
+static int dnnl_bf16_blocked_built(void)
+{
+    return blocked_built() && dnnl_conv_bf16_runs();
 }
 
 /* A build with the GPU backend (it runs on a device, or on the simulator of GPU=sim). */
@@ -628,9 +640,9 @@ static const Engine engines[] = {
      "engine=ref\nwinograd=1\nwinograd_min_tiles=0\nprecision=bf16\n", GEMM_BF16, BF16_REF, NULL,
      on_winograd, 0},
     {"bf16 dnnl", CDL_BACKEND_CPU, "engine=dnnl\nprecision=bf16\ndnnl_train_blocked=0\n", GEMM_BF16,
-     BF16_REF, dnnl_conv_built, on_dnnl, 1},
+     BF16_REF, dnnl_bf16_built, on_dnnl, 1},
     {"bf16 dnnl blocked", CDL_BACKEND_CPU, "engine=dnnl\nprecision=bf16\ndnnl_train_blocked=1\n",
-     GEMM_BF16, BF16_REF, blocked_built, training_blocked, 1},
+     GEMM_BF16, BF16_REF, dnnl_bf16_blocked_built, training_blocked, 1},
     /* the rounding references of the GPU's other precisions, compared with float32 */
     {"tf32", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\nprecision=tf32\n", GEMM_TF32, 0, NULL,
      has_products, 1},
@@ -1170,7 +1182,7 @@ int main(int argc, char **argv)
     for (size_t ei = 1; ei < N_ENGINES; ei++) {
         const EngineStats *s = &stats[ei];
         if (s->not_built)
-            printf("  %-18s not built\n", engines[ei].name);
+            printf("  %-18s not built (or not run on this CPU)\n", engines[ei].name);
         else
             printf("  %-18s against %-4s %3d runs (%d with 16-bit activations), %3d not "
                    "applicable%s; largest error %.3g of its tolerance (%s)\n",

@@ -369,10 +369,12 @@ static void test_nhwc_chain(void)
 /* A squeeze-excitation of whole channel blocks (mobilenet_v3's 480/672/960, efficientnet's
  * 144-1152): the depthwise convolution's output blocked into both its readers, the [avgpool] and
  * [scale_channels], whose output stays blocked into the projection; the excitation's 1x1
- * convolutions on plain 1x1 maps. */
+ * convolutions on 1x1 maps, the squeeze's 24 channels blocked into the second where they are
+ * whole blocks (8 lanes, AVX2), plain where they are not (16 lanes, AVX-512). */
 static void test_squeeze_excite_blocked(void)
 {
-    check_nhwc_chain("squeeze-excitation blocked", 3, "....?....", "bbb...bb.",
+    check_nhwc_chain("squeeze-excitation blocked", 3, "....?....",
+                     24 % DNNL_LANES == 0 ? "bbb.b.bb." : "bbb...bb.",
                      "[convolutional]\nfilters=32\nsize=3\nstride=2\npad=1\nbatch_normalize=1\n"
                      "activation=hardswish\n"
                      "[convolutional]\nfilters=96\nsize=1\nbatch_normalize=1\n"
