@@ -696,7 +696,9 @@ static const Engine engines[] = {
  * training both round the same operands to nearest even, so they differ as float32 sums do,
  * plus the format's unit for two things: oneDNN's bias
  * gradient sums dy rounded to bf16 where the reference sums it in float32 (test_bf16), and
- * values that differ by float32 round-off that round to neighbouring bf16 values. Inference on
+ * values that differ by float32 round-off that round to neighbouring bf16 values, which can
+ * happen to the operands of each of the P weight matrices' products independently: u sqrt(P)
+ * (in quadrature; seen on an AVX2 CPU, whose float32 sums differ from AVX-512's). Inference on
  * oneDNN folds batch norm into the weights before rounding them, so its roundings are not the
  * reference's: inference outputs take the tolerance against float32. */
 #define FP32_U 0x1p-24 /* float32's unit roundoff */
@@ -757,7 +759,8 @@ static double engine_tolerance(const Engine *e, const Engine *base, const Net *n
     if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
         return fp32;
     const double storage = 2.0 * u * stored * (inference ? 1 : 2);
-    return storage + (e->precision == base->precision && !inference ? fp32 + u : rounded);
+    const double neighbours = u * sqrt(fmax(products, 1));
+    return storage + (e->precision == base->precision && !inference ? fp32 + neighbours : rounded);
 }
 
 /* 1 when the net's gradient jumps where a value crosses a point (relu, leaky and relu6 at 0 and
