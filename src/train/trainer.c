@@ -66,7 +66,7 @@ static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void
 }
 
 /* Runs the passes of a step, summing their losses into loss; on a backend that keeps them on the
- * device until the step's end (BackendOps.keep_loss), step_losses sums them instead. */
+ * device until the step's end (BackendOps.keep_loss), its step_outcome sums them instead. */
 static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *loss, Error *e)
 {
     const int count = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
