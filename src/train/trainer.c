@@ -115,7 +115,7 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     net->sample_offset = first_sample;
     net->later_pass = 0;
     if (!st && dist)
-        st = kept ? dist_queue_step(dist, e) : dist_finish_step(dist, loss, e);
+        st = kept ? dist_queue_step(dist, 0, e) : dist_finish_step(dist, loss, e);
     if (st) {
         net_zero_grads(net);
         if (kept)
@@ -181,7 +181,7 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
     net->reduce_grads = dist && last;
     net_backward(net);
     net->reduce_grads = 0;
-    if (last && dist && (st = dist_queue_step(dist, e))) {
+    if (last && dist && (st = dist_queue_step(dist, 1, e))) {
         be->capture_end(&net->exec, pass, NULL); /* ended: the collective's error is the one */
         return st;
     }
