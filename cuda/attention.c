@@ -74,18 +74,24 @@ static const float *sample_k(const Attention *a, HeadsView v, int b)
     return v.k + (size_t)b * keys_of(a) * v.kv_stride;
 }
 
+/* What of l runs on cross-attention's kernels (a->mem_seq set), as a refusal names it: a
+ * self-attention with key padding reads its own input as the memory. */
+static const char *cross_kernels_user(const Layer *l)
+{
+    return l->inputs[1] == l->inputs[0] ? "self-attention with key_padding="
+                                        : "cross-attention (source=)";
+}
+
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
     if (a->mem_seq && a->dropout > 0)
         return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention] with dropout in cross-attention (source=) or "
-                         "key_padding= has no GPU implementation",
-                         l->index);
+                         "layer %d [attention] with dropout in %s has no GPU implementation",
+                         l->index, cross_kernels_user(l));
     if (a->mem_seq && l->precision != GEMM_FP32)
-        return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention]: cross-attention (source=) runs in fp32 only",
-                         l->index);
+        return error_set(e, CDL_EUSAGE, "layer %d [attention]: %s runs in fp32 only", l->index,
+                         cross_kernels_user(l));
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t m_rows = (size_t)batch * (size_t)a->mem_seq;
     const size_t probs = probs_floats(a, batch);

@@ -46,15 +46,22 @@ typedef struct GpuHandles {
     cudaStream_t copy_stream;
     cudaEvent_t staged[2], passes_queued;
 
+    /* A training step's losses, read by the host once at its end (BackendOps.keep_loss, eager,
+     * and capture_begin): the loss layers of pass `part` add theirs (divided, in float32, as the
+     * host adds them into StepContext.loss) to loss_slot, pass_losses + part of pass_losses
+     * [loss_parts] (device), instead of downloading them, and step_outcome downloads them all
+     * into host_pass_losses [loss_parts] with one wait and sets loss_slot back to NULL: outside
+     * such a step (evaluation, prediction), a loss layer downloads its loss at once
+     * (gpu_add_loss). */
+    float *pass_losses, *loss_slot, *host_pass_losses;
+    int loss_parts;
     /* A step captured as CUDA graphs, one per pass (BackendOps.capture_begin): capturing is 1
      * while one is recorded, when the kernels take what changes from step to step from step
-     * (device memory), which each replay uploads from step_host first, and softmax leaves its
-     * loss total at loss_slot, the pass's of pass_losses [graph_parts] (device) instead of
-     * downloading it; graphs [graph_parts], NULL where none was captured. */
+     * (device memory), which each replay uploads from step_host first; graphs [graph_parts],
+     * NULL where none was captured. */
     int capturing;
     GpuStepValues *step;
     GpuStepValues step_host;
-    double *pass_losses, *loss_slot;
     cudaGraphExec_t *graphs;
     int graph_parts;
 } GpuHandles;
@@ -78,6 +85,11 @@ static inline void gpu_note(const StepContext *ctx, cudaError_t err, const char 
 }
 /* The same for a cuBLAS status. */
 void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what);
+
+/* A loss layer's total (device, not yet divided by the loss divisor) into its pass's loss: added
+ * to GpuHandles.loss_slot on the device in a training step that keeps its losses there, else
+ * downloaded (a wait) and added to *ctx->loss. */
+void gpu_add_loss(const StepContext *ctx, const double *total, const char *what);
 
 /* count products C_i = alpha op(A_i) op(B_i) + beta C_i in row-major terms, as
  * backend/cpu/gemm.h's gemm: A_i [m][k] (or [k][m] when trans_a) at a + i * stride_a, B_i [k][n]

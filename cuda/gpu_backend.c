@@ -12,6 +12,7 @@
 
 #include "gpu.h"
 #include "kernels/operand.h"
+#include "kernels/pass_loss.h"
 #include "kernels/slab.h"
 #include "layers/families.h"
 #include "util/timer.h"
@@ -87,6 +88,22 @@ void gpu_note_cublas(const StepContext *ctx, cublasStatus_t st, const char *what
 {
     if (st != CUBLAS_STATUS_SUCCESS)
         gpu_note(ctx, cudaErrorUnknown, what);
+}
+
+void gpu_add_loss(const StepContext *ctx, const double *total, const char *what)
+{
+    GpuHandles *h = gpu_handles(ctx);
+    cudaStream_t stream = gpu_stream(ctx);
+    if (h->loss_slot) {
+        gpu_note(ctx, cuda_pass_loss_add(h->loss_slot, total, ctx->loss_divisor, stream), what);
+        return;
+    }
+    double host_total = 0;
+    gpu_note(ctx,
+             cudaMemcpyAsync(&host_total, total, sizeof host_total, cudaMemcpyDeviceToHost, stream),
+             what);
+    gpu_note(ctx, cudaStreamSynchronize(stream), what);
+    *ctx->loss += (float)(host_total / ctx->loss_divisor);
 }
 
 /* The bytes the rounded copies of the two operands of a product may take at the workspace's end
@@ -264,16 +281,14 @@ static void close_cudnn(GpuHandles *h)
 /* The oldest compute capability the kernels are built for (cuda/cuda.mk: sm_80, sm_90, PTX 9.0). */
 #define GPU_MIN_COMPUTE_MAJOR 8
 
-/* Destroys h's captured graphs and their losses' memory. */
+/* Destroys h's captured graphs. */
 static void drop_graphs(GpuHandles *h)
 {
     for (int i = 0; i < h->graph_parts; i++)
         if (h->graphs[i])
             cudaGraphExecDestroy(h->graphs[i]);
     free(h->graphs);
-    cudaFree(h->pass_losses);
     h->graphs = NULL;
-    h->pass_losses = NULL;
     h->graph_parts = 0;
 }
 
@@ -289,6 +304,8 @@ static void destroy_handles(GpuHandles *h)
         cudaStreamDestroy(h->copy_stream);
     close_cudnn(h);
     drop_graphs(h);
+    cudaFree(h->pass_losses);
+    free(h->host_pass_losses);
     if (h->cublas)
         cublasDestroy(h->cublas);
     cudaFree(h->reduce_work);
@@ -500,6 +517,42 @@ static double gpu_clock_s(const ExecContext *exec)
     return now_s;
 }
 
+/* The device's slots of the losses of a step of `parts` passes, made at the first such step (not
+ * inside a capture: allocating is not captured). */
+static int make_loss_slots(GpuHandles *h, int parts, Error *e)
+{
+    if (parts == h->loss_parts)
+        return CDL_OK;
+    cudaFree(h->pass_losses);
+    free(h->host_pass_losses);
+    h->pass_losses = h->host_pass_losses = NULL;
+    h->loss_parts = 0;
+    if (cudaMalloc((void **)&h->pass_losses, (size_t)parts * sizeof *h->pass_losses) !=
+            cudaSuccess ||
+        !(h->host_pass_losses = malloc((size_t)parts * sizeof *h->host_pass_losses)))
+        return error_set(e, CDL_ERUNTIME, "GPU: no memory for the step's losses");
+    h->loss_parts = parts;
+    return CDL_OK;
+}
+
+/* The loss layers add pass part's losses to its slot, zeroed first on the stream (in a capture,
+ * at each replay). */
+static void begin_loss_slot(const ExecContext *exec, int part)
+{
+    GpuHandles *h = exec->handles;
+    h->loss_slot = h->pass_losses + part;
+    gpu_note_exec(exec, cudaMemsetAsync(h->loss_slot, 0, sizeof *h->loss_slot, exec->stream),
+                  "loss slot reset");
+}
+
+static int gpu_keep_loss(const ExecContext *exec, int part, int parts, Error *e)
+{
+    const int st = make_loss_slots(exec->handles, parts, e);
+    if (!st)
+        begin_loss_slot(exec, part);
+    return st;
+}
+
 /* Thread-local capture: the loader's threads never touch CUDA, and a call of this thread that
  * would wait (a download, a sync) breaks the capture, which capture_end then reports. The graphs
  * and the passes' losses are made for a step of `parts` passes at its first (before the capture:
@@ -507,26 +560,22 @@ static double gpu_clock_s(const ExecContext *exec)
 static int gpu_capture_begin(const ExecContext *exec, int part, int parts, Error *e)
 {
     GpuHandles *h = exec->handles;
+    int st = make_loss_slots(h, parts, e);
+    if (st)
+        return st;
     if (parts != h->graph_parts) {
         drop_graphs(h);
-        h->graphs = calloc((size_t)parts, sizeof *h->graphs);
-        if (!h->graphs || cudaMalloc((void **)&h->pass_losses,
-                                     (size_t)parts * sizeof *h->pass_losses) != cudaSuccess) {
-            drop_graphs(h);
+        if (!(h->graphs = calloc((size_t)parts, sizeof *h->graphs)))
             return error_set(e, CDL_ERUNTIME, "GPU: no memory for the step's graphs");
-        }
         h->graph_parts = parts;
     }
-    h->loss_slot = h->pass_losses + part;
     const cudaError_t err =
         cudaStreamBeginCapture((cudaStream_t)exec->stream, cudaStreamCaptureModeThreadLocal);
     if (err != cudaSuccess)
         return error_set(e, CDL_ERUNTIME, "GPU: cudaStreamBeginCapture: %s",
                          cudaGetErrorString(err));
     h->capturing = 1;
-    /* the detection layers add their costs to the slot, which each replay starts from 0 */
-    gpu_note_exec(exec, cudaMemsetAsync(h->loss_slot, 0, sizeof *h->loss_slot, exec->stream),
-                  "loss slot reset");
+    begin_loss_slot(exec, part);
     return CDL_OK;
 }
 
@@ -576,23 +625,30 @@ static int gpu_replay(const ExecContext *exec, int part, const UpdateRule *step,
     return CDL_OK;
 }
 
-/* The replayed step's outcome: one download of the passes' losses, one of the skip flag, one
- * wait. */
-static int gpu_step_outcome(const ExecContext *exec, double *pass_losses, int *updated, Error *e)
+/* The step's outcome: one download of the passes' losses, one of the skip flag (when asked),
+ * one wait; the losses summed in pass order, in float32, as an eager step on the host sums them. */
+static int gpu_step_outcome(const ExecContext *exec, float *loss, int *updated, Error *e)
 {
     GpuHandles *h = exec->handles;
     cudaStream_t stream = (cudaStream_t)exec->stream;
     float skip = 1;
     gpu_note_exec(exec,
-                  cudaMemcpyAsync(pass_losses, h->pass_losses,
-                                  (size_t)h->graph_parts * sizeof *pass_losses,
+                  cudaMemcpyAsync(h->host_pass_losses, h->pass_losses,
+                                  (size_t)h->loss_parts * sizeof *h->host_pass_losses,
                                   cudaMemcpyDeviceToHost, stream),
                   "loss download");
-    gpu_note_exec(
-        exec, cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream),
-        "loss download");
+    if (updated)
+        gpu_note_exec(
+            exec,
+            cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream),
+            "loss download");
+    h->loss_slot = NULL;
     const int st = gpu_sync(exec, e);
-    *updated = skip == 0.0f;
+    *loss = 0;
+    for (int pass = 0; pass < h->loss_parts; pass++)
+        *loss += h->host_pass_losses[pass];
+    if (updated)
+        *updated = skip == 0.0f;
     return st;
 }
 
@@ -615,6 +671,7 @@ const BackendOps gpu_backend = {
     .wait_staged = gpu_wait_staged,
     .sync = gpu_sync,
     .clock_s = gpu_clock_s,
+    .keep_loss = gpu_keep_loss,
     .capture_begin = gpu_capture_begin,
     .capture_end = gpu_capture_end,
     .replay = gpu_replay,

@@ -1,5 +1,6 @@
 /* [layer_scale]'s GPU kernels (layers/layer_scale.c has its meaning): each channel times its
- * scale (kernels/planes.cu).
+ * scale (kernels/planes.cu). The input and its gradient float32 or 16-bit (Layer.in_storage), the
+ * output and its gradient too (Layer.storage): each value read into float, rounded once stored.
  *
  *   in, out [outer][n][inner]: [batch][c][h*w] in an image net, [batch*T][w][1] in a sequence net
  *   scales [n]
@@ -13,8 +14,8 @@ static void layer_scale_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const ChannelAxis a = ((const LayerScale *)l->priv)->axis;
     gpu_note(ctx,
-             cuda_channel_scale(l->out, l->in[0], l->params[0].data, ctx->batch * a.groups, a.n,
-                                a.inner, 0, gpu_stream(ctx)),
+             cuda_channel_scale(l->out, l->storage, l->in[0], l->in_storage[0], l->params[0].data,
+                                ctx->batch * a.groups, a.n, a.inner, 0, gpu_stream(ctx)),
              "layer_scale forward");
 }
 
@@ -24,13 +25,13 @@ static void layer_scale_backward_gpu(Layer *l, const StepContext *ctx)
     const int outer = ctx->batch * a.groups;
     if (l->params[0].grad)
         gpu_note(ctx,
-                 cuda_scale_grad(l->params[0].grad, l->delta, l->in[0], outer, a.n, a.inner,
-                                 gpu_stream(ctx)),
+                 cuda_scale_grad(l->params[0].grad, l->delta, l->storage, l->in[0],
+                                 l->in_storage[0], outer, a.n, a.inner, gpu_stream(ctx)),
                  "layer_scale scales gradient");
     if (l->in_delta[0])
         gpu_note(ctx,
-                 cuda_channel_scale(l->in_delta[0], l->delta, l->params[0].data, outer, a.n,
-                                    a.inner, 1, gpu_stream(ctx)),
+                 cuda_channel_scale(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
+                                    l->params[0].data, outer, a.n, a.inner, 1, gpu_stream(ctx)),
                  "layer_scale backward");
 }
 
@@ -38,4 +39,5 @@ static void layer_scale_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_layer_scale_kernels = {
     .forward = layer_scale_forward_gpu,
     .backward = layer_scale_backward_gpu,
+    .stores_16bit = 1,
 };

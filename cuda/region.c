@@ -1,9 +1,8 @@
 /* [region]'s GPU kernels (layers/region.c has its meaning): the outputs on the device, and with
  * truth boxes (StepContext.truth: device memory, uploaded with the mini-batch) the loss and its
- * delta there too, by the rules the CPU runs (layers/region_loss_rules.h). The cost comes back
- * as [yolo]'s does (cuda/yolo.c): a download and a wait per forward with truths, or added to
- * GpuHandles.loss_slot in a step being captured, whose images seen (the anchor prior's) the
- * kernels then read from GpuStepValues.
+ * delta there too, by the rules the CPU runs (layers/region_loss_rules.h). The cost goes to the
+ * pass's loss as [yolo]'s does (cuda/yolo.c); in a step being captured, the images seen (the
+ * anchor prior's) are read from GpuStepValues.
  *
  *   in, out, Region.delta (device) [batch][num][classes + 5][h][w]
  */
@@ -36,20 +35,12 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
     if (!ctx->truth)
         return;
     GpuHandles *handles = gpu_handles(ctx);
-    const int captured = handles->capturing;
     gpu_note(ctx,
              cuda_region_loss(r, l->out, r->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
-                              captured ? &handles->step->images_seen : NULL, ctx->images_seen,
-                              r->plane_squares, captured ? handles->loss_slot : r->cost, captured,
-                              stream),
+                              handles->capturing ? &handles->step->images_seen : NULL,
+                              ctx->images_seen, r->plane_squares, r->cost, stream),
              "region loss");
-    if (captured)
-        return;
-    double cost = 0;
-    gpu_note(ctx, cudaMemcpyAsync(&cost, r->cost, sizeof cost, cudaMemcpyDeviceToHost, stream),
-             "region loss download");
-    gpu_note(ctx, cudaStreamSynchronize(stream), "region loss download");
-    *ctx->loss += (float)(cost / ctx->loss_divisor);
+    gpu_add_loss(ctx, r->cost, "region loss");
 }
 
 /* dL/d(in) as on the CPU (backend/cpu/region.c). */

@@ -1,8 +1,8 @@
 /* [softmax]'s GPU kernels (layers/softmax.c has its meaning): a softmax per row with the
  * cross-entropy loss and its fused gradient. The rows' losses are summed on the device in row
- * order, as the CPU sums them, and the total comes back to the host: one device-to-host copy (and
- * wait) per forward with labels; in a step being captured as a CUDA graph, which cannot wait, the
- * total stays at GpuHandles.loss_slot, which the step's outcome downloads (gpu_backend.c). Input
+ * order, as the CPU sums them, and the total goes to the pass's loss (gpu_add_loss): kept on the
+ * device in a training step, which the host reads at its end (one wait a step), else downloaded
+ * at once (a copy and a wait per forward with labels). Input
  * and output each float32 or 16-bit (Layer.in_storage, Layer.storage: the loss is computed from
  * the input's values, in float).
  *
@@ -37,21 +37,9 @@ static void softmax_forward_gpu(Layer *l, const StepContext *ctx)
              "softmax forward");
     if (!ctx->labels)
         return;
-    GpuHandles *h = gpu_handles(ctx);
-    if (h->capturing) {
-        gpu_note(ctx, cuda_loss_total(h->loss_slot, sm->row_loss, rows, gpu_stream(ctx)),
-                 "softmax loss");
-        return;
-    }
-    double loss = 0;
     gpu_note(ctx, cuda_loss_total(sm->loss_total, sm->row_loss, rows, gpu_stream(ctx)),
              "softmax loss");
-    gpu_note(ctx,
-             cudaMemcpyAsync(&loss, sm->loss_total, sizeof loss, cudaMemcpyDeviceToHost,
-                             gpu_stream(ctx)),
-             "softmax loss download");
-    gpu_note(ctx, cudaStreamSynchronize(gpu_stream(ctx)), "softmax loss download");
-    *ctx->loss += (float)(loss / ctx->loss_divisor);
+    gpu_add_loss(ctx, sm->loss_total, "softmax loss");
 }
 
 /* Row t of every sample (sequence nets' cached step; no loss): a launch per sample, the rows

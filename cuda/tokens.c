@@ -1,5 +1,7 @@
 /* [tokens]' GPU kernels (layers/tokens.c has its meaning): the map's planes transposed into token
- * rows after the class token (cuda/kernels/sequence.cu), then the position embedding added.
+ * rows after the class token, the position embedding added in the same kernel
+ * (cuda/kernels/sequence.cu). The input and its gradient float32 or 16-bit (Layer.in_storage),
+ * the output and its gradient too (Layer.storage): each value rounded once stored.
  *
  *   in  [batch][C][P]   out [batch][T][C], T = class_token + P
  */
@@ -11,16 +13,12 @@ static void tokens_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Tokens *t = l->priv;
     const float *token = t->token_param >= 0 ? l->params[t->token_param].data : NULL;
+    const float *pos = t->pos_param >= 0 ? l->params[t->pos_param].data : NULL;
     gpu_note(ctx,
-             cuda_tokens_forward(l->out, l->in[0], token, ctx->batch, t->channels, t->patches,
-                                 t->class_token, gpu_stream(ctx)),
+             cuda_tokens_forward(l->out, l->storage, l->in[0], l->in_storage[0], token, pos,
+                                 ctx->batch, t->channels, t->patches, t->class_token,
+                                 gpu_stream(ctx)),
              "tokens forward");
-    const size_t sample = shape_size(l->out_shape);
-    if (t->pos_param >= 0)
-        gpu_note(ctx,
-                 cuda_add_row_vector(l->out, l->out, l->params[t->pos_param].data, ctx->batch,
-                                     (int)sample, sample, gpu_stream(ctx)),
-                 "tokens position embedding");
 }
 
 /* d class_token += the batch's sums of row 0, d positional += the batch's sums of every row, the
@@ -31,18 +29,19 @@ static void tokens_backward_gpu(Layer *l, const StepContext *ctx)
     const size_t sample = shape_size(l->out_shape);
     if (t->token_param >= 0 && l->params[t->token_param].grad)
         gpu_note(ctx,
-                 cuda_strided_column_sums_add(l->params[t->token_param].grad, l->delta, ctx->batch,
-                                              t->channels, sample, gpu_stream(ctx)),
+                 cuda_column_sums_add_typed(l->params[t->token_param].grad, l->delta, l->storage,
+                                            ctx->batch, t->channels, sample, gpu_stream(ctx)),
                  "tokens class token gradient");
     if (t->pos_param >= 0 && l->params[t->pos_param].grad)
         gpu_note(ctx,
-                 cuda_column_sums_add(l->params[t->pos_param].grad, l->delta, ctx->batch,
-                                      (int)sample, gpu_stream(ctx)),
+                 cuda_column_sums_add_typed(l->params[t->pos_param].grad, l->delta, l->storage,
+                                            ctx->batch, (int)sample, sample, gpu_stream(ctx)),
                  "tokens position embedding gradient");
     if (l->in_delta[0])
         gpu_note(ctx,
-                 cuda_tokens_backward(l->in_delta[0], l->delta, ctx->batch, t->channels, t->patches,
-                                      t->class_token, gpu_stream(ctx)),
+                 cuda_tokens_backward(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
+                                      ctx->batch, t->channels, t->patches, t->class_token,
+                                      gpu_stream(ctx)),
                  "tokens input gradient");
 }
 
@@ -50,4 +49,5 @@ static void tokens_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_tokens_kernels = {
     .forward = tokens_forward_gpu,
     .backward = tokens_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -1,9 +1,8 @@
 /* [yolo]'s GPU kernels (layers/yolo.c has its meaning): the outputs on the device, and with truth
  * boxes (StepContext.truth: device memory, uploaded with the mini-batch) the loss and its delta
- * there too, by the rules the CPU runs (layers/yolo_loss_rules.h). The cost comes back by one
- * download and wait per forward with truths, as [softmax]'s loss; in a step being captured as a
- * CUDA graph, which cannot wait, it is added to GpuHandles.loss_slot instead, which the step's
- * outcome downloads (gpu_backend.c).
+ * there too, by the rules the CPU runs (layers/yolo_loss_rules.h). The cost goes to the pass's
+ * loss as [softmax]'s does (gpu_add_loss): kept on the device in a training step, which the
+ * host reads at its end, else downloaded at once.
  *
  *   in, out, Yolo.delta (device) [batch][n_mask][classes + 5][h][w]
  */
@@ -37,20 +36,11 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
              "yolo forward");
     if (!ctx->truth)
         return;
-    GpuHandles *handles = gpu_handles(ctx);
-    const int captured = handles->capturing;
     gpu_note(ctx,
              cuda_yolo_loss(yo, l->out, yo->delta, ctx->truth, ctx->truth_boxes, ctx->batch, w, h,
-                            yo->sample_loss, yo->plane_squares,
-                            captured ? handles->loss_slot : yo->cost, captured, stream),
+                            yo->sample_loss, yo->plane_squares, yo->cost, stream),
              "yolo loss");
-    if (captured)
-        return;
-    double cost = 0;
-    gpu_note(ctx, cudaMemcpyAsync(&cost, yo->cost, sizeof cost, cudaMemcpyDeviceToHost, stream),
-             "yolo loss download");
-    gpu_note(ctx, cudaStreamSynchronize(stream), "yolo loss download");
-    *ctx->loss += (float)(cost / ctx->loss_divisor);
+    gpu_add_loss(ctx, yo->cost, "yolo loss");
 }
 
 /* dL/d(in) = -delta / loss_divisor, as on the CPU (backend/cpu/yolo.c). */

@@ -56,6 +56,7 @@ if [ -n "${SIM_BUILD:-}" ]; then
     check "test_backend_ops (GPU=sim)" "$SIM_BUILD/tests/test_backend_ops"
     check "test_gpu_forward_at (GPU=sim)" "$SIM_BUILD/tests/test_gpu_forward_at"
     check "test_batch_staging (GPU=sim)" "$SIM_BUILD/tests/test_batch_staging"
+    check "test_gpu_step_syncs (GPU=sim)" "$SIM_BUILD/tests/test_gpu_step_syncs"
     export CDL_GPUSIM_BIN="$PWD/${SIM_CDL:-cdl-gpusim}"
 else
     echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"

@@ -1,7 +1,8 @@
 // Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
-// each plane by its own value with its gradients (the bias, its gradient and the pooling templated
-// over their tensors' element types, X: x and dx, Y: y, pooled and dpooled; summed in float).
+// each plane by its own value with its gradients (the bias, the channels' scaling, their gradients
+// and the pooling templated over their tensors' element types, X: x and dx, Y: y, pooled and
+// dpooled, D: delta; summed in float).
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
@@ -22,18 +23,20 @@ __global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channel
 }
 
 // y = x * scale[channel], or y += that with add.
-__global__ void channel_scale_kernel(float *y, const float *x, const float *scale, int channels,
+template <typename X, typename Y>
+__global__ void channel_scale_kernel(Y *y, const X *x, const float *scale, int channels,
                                      int spatial, int add, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = (add ? y[i] : 0.0f) + x[i] * scale[(i / spatial) % channels];
+        y[i] = from_float<Y>((add ? to_float(y[i]) : 0.0f) +
+                             to_float(x[i]) * scale[(i / spatial) % channels]);
 }
 
 // One block per channel: dbias[c] += the sum of delta over the batch and the plane, each value
 // times x's (x NULL: times 1).
-template <typename D>
-__global__ void bias_grad_kernel(float *dbias, const D *delta, const D *x, int batch, int channels,
+template <typename D, typename X>
+__global__ void bias_grad_kernel(float *dbias, const D *delta, const X *x, int batch, int channels,
                                  int spatial)
 {
     const int c = blockIdx.x;
@@ -127,14 +130,19 @@ extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, El
     });
 }
 
-extern "C" cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch,
-                                       int channels, int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_scale_grad(float *dscale, const void *dy, ElemType dy_type,
+                                       const void *x, ElemType x_type, int batch, int channels,
+                                       int spatial, cudaStream_t stream)
 {
     if (channels == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(bias_grad_kernel<float>, channels, block_for(spatial), 0, stream, dscale, dy, x,
-                batch, channels, spatial);
-    return cuda_launch_error();
+    return with_elem_types(dy_type, x_type, [&](auto dt, auto xt) {
+        using D = typename decltype(dt)::type;
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH((bias_grad_kernel<D, X>), channels, block_for(spatial), 0, stream, dscale,
+                    (const D *)dy, (const X *)x, batch, channels, spatial);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type,
@@ -144,21 +152,26 @@ extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType 
         return cudaSuccess;
     return with_elem_type(delta_type, [&](auto dt) {
         using D = typename decltype(dt)::type;
-        CUDA_LAUNCH(bias_grad_kernel<D>, channels, block_for(spatial), 0, stream, dbias,
+        CUDA_LAUNCH((bias_grad_kernel<D, D>), channels, block_for(spatial), 0, stream, dbias,
                     (const D *)delta, (const D *)NULL, batch, channels, spatial);
         return cuda_launch_error();
     });
 }
 
-extern "C" cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
-                                          int channels, int spatial, int add, cudaStream_t stream)
+extern "C" cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *x, ElemType x_type,
+                                          const float *scale, int batch, int channels, int spatial,
+                                          int add, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(channel_scale_kernel, grid_for(n), 256, 0, stream, y, x, scale, channels, spatial,
-                add, n);
-    return cuda_launch_error();
+    return with_elem_types(x_type, y_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((channel_scale_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, (const X *)x,
+                    scale, channels, spatial, add, n);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x,

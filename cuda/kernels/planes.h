@@ -19,12 +19,14 @@ cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_ty
 cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type, int batch,
                            int channels, int spatial, cudaStream_t stream);
 /* y = x * scale[channel] (add 0), or y += x * scale[channel] (add 1): [layer_scale]'s forward
- * and its input gradient; y may be x when add is 0. */
-cudaError_t cuda_channel_scale(float *y, const float *x, const float *scale, int batch,
-                               int channels, int spatial, int add, cudaStream_t stream);
-/* dscale [channels] += dy * x summed over the batch and the plane. */
-cudaError_t cuda_scale_grad(float *dscale, const float *dy, const float *x, int batch, int channels,
-                            int spatial, cudaStream_t stream);
+ * and its input gradient; y (of y_type) may be x (of x_type, the same) when add is 0. */
+cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *x, ElemType x_type,
+                               const float *scale, int batch, int channels, int spatial, int add,
+                               cudaStream_t stream);
+/* dscale [channels] += dy (of dy_type) * x (of x_type) summed over the batch and the plane. */
+cudaError_t cuda_scale_grad(float *dscale, const void *dy, ElemType dy_type, const void *x,
+                            ElemType x_type, int batch, int channels, int spatial,
+                            cudaStream_t stream);
 /* pooled [planes] = the mean of each plane of x [planes][spatial]; x of x_type and pooled of
  * pooled_type, each float32 or 16-bit (core/precision.h ElemType), summed in float. */
 cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x, ElemType x_type,

@@ -79,9 +79,8 @@ __global__ void region_truths_kernel(Region r, const float *out, float *delta, c
 }
 
 // One thread: each sample's planes' squared deltas added in order, then the samples in order, as
-// the CPU adds them; the cost written to or added to *cost.
-__global__ void region_cost_kernel(const double *plane_squares, int planes, int batch, double *cost,
-                                   int add)
+// the CPU adds them; the cost into *cost.
+__global__ void region_cost_kernel(const double *plane_squares, int planes, int batch, double *cost)
 {
     double c = 0;
     for (int b = 0; b < batch; b++) {
@@ -90,7 +89,7 @@ __global__ void region_cost_kernel(const double *plane_squares, int planes, int 
             squares += plane_squares[b * planes + k];
         c += squares;
     }
-    *cost = add ? *cost + c : c;
+    *cost = c;
 }
 
 __global__ void region_backward_kernel(float *in_delta, const float *delta, const float *out,
@@ -122,8 +121,7 @@ extern "C" cudaError_t cuda_region_forward(float *out, const float *in, size_t n
 extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta,
                                         const float *truth, int truth_boxes, int batch, int w,
                                         int h, const uint64_t *seen, uint64_t seen_host,
-                                        double *plane_squares, double *cost, int add,
-                                        cudaStream_t stream)
+                                        double *plane_squares, double *cost, cudaStream_t stream)
 {
     if (batch == 0)
         return cudaSuccess;
@@ -137,7 +135,7 @@ extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float
         cuda_plane_squares(plane_squares, delta, (size_t)batch * planes, (size_t)w * h, stream);
     if (err != cudaSuccess)
         return err;
-    CUDA_LAUNCH(region_cost_kernel, 1, 1, 0, stream, plane_squares, planes, batch, cost, add);
+    CUDA_LAUNCH(region_cost_kernel, 1, 1, 0, stream, plane_squares, planes, batch, cost);
     return cuda_launch_error();
 }
 

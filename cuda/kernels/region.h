@@ -24,11 +24,11 @@ cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entri
 /* delta (darknet's l.delta) of out given truth, as layers/region_loss.c computes it on the host
  * (the same rules, layers/region_loss_rules.h), with the anchor prior while the images seen,
  * *seen (device memory) or seen_host where seen is NULL, are fewer than REGION_PRIOR_IMAGES; and
- * darknet's cost of the mini-batch, not yet divided by the loss divisor, into *cost (device), or
- * added to it when add. No host sync. */
+ * darknet's cost of the mini-batch, not yet divided by the loss divisor, into *cost (device). No
+ * host sync. */
 cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta, const float *truth,
                              int truth_boxes, int batch, int w, int h, const uint64_t *seen,
-                             uint64_t seen_host, double *plane_squares, double *cost, int add,
+                             uint64_t seen_host, double *plane_squares, double *cost,
                              cudaStream_t stream);
 /* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4. */
 cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out, size_t n,

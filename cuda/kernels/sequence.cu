@@ -149,12 +149,6 @@ extern "C" cudaError_t cuda_add_row_vector_typed(void *y, ElemType y_type, const
     });
 }
 
-extern "C" cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows,
-                                           int n, size_t stride, cudaStream_t stream)
-{
-    return cuda_add_row_vector_typed(y, ELEM_F32, x, ELEM_F32, v, rows, n, stride, stream);
-}
-
 extern "C" cudaError_t cuda_accumulate(float *y, const float *x, size_t n, cudaStream_t stream)
 {
     if (n == 0)
@@ -177,59 +171,69 @@ extern "C" cudaError_t cuda_column_sums_add_typed(float *sum, const void *x, Ele
     });
 }
 
-extern "C" cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n,
-                                                    size_t stride, cudaStream_t stream)
-{
-    return cuda_column_sums_add_typed(sum, x, ELEM_F32, rows, n, stride, stream);
-}
-
 extern "C" cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n,
                                             cudaStream_t stream)
 {
-    return cuda_strided_column_sums_add(sum, x, rows, n, (size_t)n, stream);
+    return cuda_column_sums_add_typed(sum, x, ELEM_F32, rows, n, (size_t)n, stream);
 }
 
-// One output value per thread: token row j of sample b, channel k.
-__global__ void tokens_forward_kernel(float *out, const float *in, const float *token, int c, int p,
-                                      int first, size_t total)
+// One output value per thread: token row j of sample b, channel k, plus the position embedding's
+// value there (pos NULL: none), rounded once to Y.
+template <typename X, typename Y>
+__global__ void tokens_forward_kernel(Y *out, const X *in, const float *token, const float *pos,
+                                      int c, int p, int first, size_t total)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t rows = (size_t)(first + p), b = i / (rows * c), j = i / c % rows;
         const int k = (int)(i % c);
-        out[i] = (int)j < first ? token[k] : in[(b * c + k) * p + (j - first)];
+        float v = (int)j < first ? token[k] : to_float(in[(b * c + k) * p + (j - first)]);
+        if (pos)
+            v += pos[i % (rows * c)];
+        out[i] = from_float<Y>(v);
     }
 }
 
 // One input value per thread: channel k of position q of sample b.
-__global__ void tokens_backward_kernel(float *dx, const float *dy, int c, int p, int first,
-                                       size_t total)
+template <typename X, typename Y>
+__global__ void tokens_backward_kernel(X *dx, const Y *dy, int c, int p, int first, size_t total)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (size_t)gridDim.x * blockDim.x) {
         const size_t b = i / ((size_t)c * p), k = i / p % c, q = i % p;
-        dx[i] += dy[(b * (first + p) + first + q) * c + k];
+        dx[i] =
+            from_float<X>(to_float(dx[i]) + to_float(dy[(b * (first + p) + first + q) * c + k]));
     }
 }
 
-extern "C" cudaError_t cuda_tokens_forward(float *out, const float *in, const float *token,
+extern "C" cudaError_t cuda_tokens_forward(void *out, ElemType out_type, const void *in,
+                                           ElemType in_type, const float *token, const float *pos,
                                            int batch, int c, int p, int first, cudaStream_t stream)
 {
     const size_t total = (size_t)batch * (first + p) * c;
     if (total == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(tokens_forward_kernel, grid_for(total), 256, 0, stream, out, in, token, c, p, first,
-                total);
-    return cuda_launch_error();
+    return with_elem_types(in_type, out_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((tokens_forward_kernel<X, Y>), grid_for(total), 256, 0, stream, (Y *)out,
+                    (const X *)in, token, pos, c, p, first, total);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_tokens_backward(float *dx, const float *dy, int batch, int c, int p,
-                                            int first, cudaStream_t stream)
+extern "C" cudaError_t cuda_tokens_backward(void *dx, ElemType dx_type, const void *dy,
+                                            ElemType dy_type, int batch, int c, int p, int first,
+                                            cudaStream_t stream)
 {
     const size_t total = (size_t)batch * c * p;
     if (total == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(tokens_backward_kernel, grid_for(total), 256, 0, stream, dx, dy, c, p, first,
-                total);
-    return cuda_launch_error();
+    return with_elem_types(dx_type, dy_type, [&](auto xt, auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((tokens_backward_kernel<X, Y>), grid_for(total), 256, 0, stream, (X *)dx,
+                    (const Y *)dy, c, p, first, total);
+        return cuda_launch_error();
+    });
 }

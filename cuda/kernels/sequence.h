@@ -26,10 +26,8 @@ cudaError_t cuda_embedding_lookup(void *out, ElemType out_type, size_t out_strid
 cudaError_t cuda_embedding_grad(float *grad, const void *delta, ElemType delta_type,
                                 const float *ids, int run, size_t run_stride, int vocab, int C,
                                 int rows, cudaStream_t stream);
-/* y[r][j] = x[r][j] + v[j] for rows rows of n values at stride stride (y may be x). */
-cudaError_t cuda_add_row_vector(float *y, const float *x, const float *v, int rows, int n,
-                                size_t stride, cudaStream_t stream);
-/* The same with y of y_type and x of x_type (y may be x, of the same type). */
+/* y[r][j] = x[r][j] + v[j] for rows rows of n values at stride stride, y of y_type and x of
+ * x_type (y may be x, of the same type). */
 cudaError_t cuda_add_row_vector_typed(void *y, ElemType y_type, const void *x, ElemType x_type,
                                       const float *v, int rows, int n, size_t stride,
                                       cudaStream_t stream);
@@ -40,16 +38,16 @@ cudaError_t cuda_column_sums_add(float *sum, const float *x, int rows, int n, cu
 /* The same over rows at stride stride (>= n): the first n values of each; with x of x_type. */
 cudaError_t cuda_column_sums_add_typed(float *sum, const void *x, ElemType x_type, int rows, int n,
                                        size_t stride, cudaStream_t stream);
-/* The same, float32. */
-cudaError_t cuda_strided_column_sums_add(float *sum, const float *x, int rows, int n, size_t stride,
-                                         cudaStream_t stream);
-/* [tokens] (layers/tokens.h): out [batch][first + p][c] from in [batch][c][p], row j < first the
- * class token token [c] (first 0 or 1), row first + i position i's channels. */
-cudaError_t cuda_tokens_forward(float *out, const float *in, const float *token, int batch, int c,
-                                int p, int first, cudaStream_t stream);
-/* dx [batch][c][p] += the token rows of dy [batch][first + p][c], transposed back. */
-cudaError_t cuda_tokens_backward(float *dx, const float *dy, int batch, int c, int p, int first,
-                                 cudaStream_t stream);
+/* [tokens] (layers/tokens.h): out [batch][first + p][c] (of out_type) from in [batch][c][p] (of
+ * in_type), row j < first the class token token [c] (first 0 or 1), row first + i position i's
+ * channels, plus pos [first + p][c] when not NULL (the position embedding), rounded once. */
+cudaError_t cuda_tokens_forward(void *out, ElemType out_type, const void *in, ElemType in_type,
+                                const float *token, const float *pos, int batch, int c, int p,
+                                int first, cudaStream_t stream);
+/* dx [batch][c][p] (of dx_type) += the token rows of dy [batch][first + p][c] (of dy_type),
+ * transposed back. */
+cudaError_t cuda_tokens_backward(void *dx, ElemType dx_type, const void *dy, ElemType dy_type,
+                                 int batch, int c, int p, int first, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

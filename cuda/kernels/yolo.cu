@@ -76,15 +76,14 @@ __global__ void yolo_squares_kernel(Yolo yo, const double *plane_squares, int ba
         yolo_add_plane(&yo, k, plane_squares[b * planes + k], &sample_loss[b]);
 }
 
-// One thread: the samples' sums in sample order, the cost written to or added to *cost.
+// One thread: the samples' sums in sample order, the cost into *cost.
 __global__ void yolo_cost_kernel(Yolo yo, const YoloSampleLoss *sample_loss, int batch,
-                                 double *cost, int add)
+                                 double *cost)
 {
     YoloSampleLoss total = {0, 0, 0, 0, 0};
     for (int b = 0; b < batch; b++)
         yolo_loss_add(&total, &sample_loss[b]);
-    const double c = yolo_cost(&yo, &total);
-    *cost = add ? *cost + c : c;
+    *cost = yolo_cost(&yo, &total);
 }
 
 __global__ void yolo_backward_kernel(float *in_delta, const float *delta, size_t n, float k)
@@ -106,7 +105,7 @@ extern "C" cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, 
 extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta,
                                       const float *truth, int truth_boxes, int batch, int w, int h,
                                       YoloSampleLoss *sample_loss, double *plane_squares,
-                                      double *cost, int add, cudaStream_t stream)
+                                      double *cost, cudaStream_t stream)
 {
     if (batch == 0)
         return cudaSuccess;
@@ -125,7 +124,7 @@ extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *d
         return err;
     CUDA_LAUNCH(yolo_squares_kernel, grid_for((size_t)batch), GRID_BLOCK, 0, stream, *yo,
                 plane_squares, batch, sample_loss);
-    CUDA_LAUNCH(yolo_cost_kernel, 1, 1, 0, stream, *yo, sample_loss, batch, cost, add);
+    CUDA_LAUNCH(yolo_cost_kernel, 1, 1, 0, stream, *yo, sample_loss, batch, cost);
     return cuda_launch_error();
 }
 

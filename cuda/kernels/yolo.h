@@ -20,12 +20,12 @@ cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries
                               float scale_x_y, cudaStream_t stream);
 /* delta (darknet's l.delta, the negative gradient) of out given truth, as layers/yolo_loss.c
  * computes it on the host (the same rules, layers/yolo_loss_rules.h), and darknet's cost of the
- * mini-batch, not yet divided by the loss divisor, into *cost (device), or added to it when add;
- * sample_loss [batch] and plane_squares [batch][n_mask][entries] (device): the samples' and the
- * planes' sums. No host sync. */
+ * mini-batch, not yet divided by the loss divisor, into *cost (device); sample_loss [batch] and
+ * plane_squares [batch][n_mask][entries] (device): the samples' and the planes' sums. No host sync.
+ */
 cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta, const float *truth,
                            int truth_boxes, int batch, int w, int h, YoloSampleLoss *sample_loss,
-                           double *plane_squares, double *cost, int add, cudaStream_t stream);
+                           double *plane_squares, double *cost, cudaStream_t stream);
 /* in_delta += k delta, n values. */
 cudaError_t cuda_yolo_backward(float *in_delta, const float *delta, size_t n, float k,
                                cudaStream_t stream);

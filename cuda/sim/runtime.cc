@@ -15,12 +15,14 @@
 #include <string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "counters.h"
 #include "grid.h"
 
 struct CUgraph_st {
@@ -61,6 +63,8 @@ std::map<void *, size_t> device_allocations, host_allocations;
 std::map<const void *, int> kernel_shared_limits;
 std::vector<CUstream_st *> capturing_streams;
 CUstream_st legacy_stream;
+// counters.h's counts (atomic: the loader's threads never call CUDA, but a test's might)
+std::atomic<long long> stream_syncs{0}, event_syncs{0}, device_to_host_copies{0};
 
 cudaError_t fail(cudaError_t err)
 {
@@ -504,9 +508,11 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
         return fail(cudaErrorInvalidMemcpyDirection);
     if (bytes && (!dst || !src))
         return fail(cudaErrorInvalidValue);
-    return fail(cuda_sim::stream_submit(stream, [dst, src, bytes]() {
+    return fail(cuda_sim::stream_submit(stream, [dst, src, bytes, kind]() {
         if (bytes)
             memmove(dst, src, bytes);
+        if (kind == cudaMemcpyDeviceToHost)
+            device_to_host_copies++;
         return cudaSuccess;
     }));
 }
@@ -579,6 +585,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     }
     if (s == &legacy_stream && any_capture() && break_implicit_captures())
         return fail(cudaErrorStreamCaptureImplicit);
+    stream_syncs++;
     return cudaSuccess;
 }
 
@@ -600,6 +607,7 @@ cudaError_t cudaDeviceSynchronize(void)
             s->capture_broken = true;
         return fail(cudaErrorStreamCaptureUnsupported);
     }
+    stream_syncs++;
     return cudaSuccess;
 }
 
@@ -675,7 +683,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-    return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+    if (!event)
+        return fail(cudaErrorInvalidResourceHandle);
+    event_syncs++;
+    return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event)
@@ -800,3 +811,8 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 }
 
 } // extern "C"
+
+CudaSimCounts cuda_sim_counts(void)
+{
+    return CudaSimCounts{stream_syncs.load(), event_syncs.load(), device_to_host_copies.load()};
+}

@@ -136,26 +136,33 @@ typedef struct BackendOps {
      * finishes, waiting for it: the clock profiling times layers with on a device (CUDA events
      * on the stream); NULL (the CPU): time_now_s(). */
     double (*clock_s)(const ExecContext *exec);
+    /* A training step whose losses the host reads once, at its end (NULL on a host-visible
+     * backend, whose loss layers add theirs to *StepContext.loss at once): called before pass
+     * `part` (0 to parts - 1) of an eager step, it makes the pass's loss layers add their losses
+     * to a slot of the device's instead of downloading each (a wait for the device per loss layer
+     * and pass); step_outcome then returns the passes' losses with the step's one wait. */
+    int (*keep_loss)(const ExecContext *exec, int part, int parts, Error *e);
     /* A training step captured once and replayed as CUDA graphs (train --cuda-graph), one graph
      * per pass of the step (`part` 0 to parts - 1; the last also holds the update), each replayed
      * after its pass's batch was committed; NULL on a backend without graphs (the CPU).
      * capture_begin records the work queued on exec from then on instead of running it, the
      * kernels reading what changes from step to step from device memory: the optimizer's lr,
      * step_size and bias2_sqrt, the pass's draw id (StepContext.draw_id) and whether fp16's
-     * unscaling found the gradients finite (SlabKernels.unscale); the loss is summed there
-     * instead of downloaded (a capture cannot wait): one [softmax] loss, or the detection layers'
-     * losses added up. capture_end makes
-     * the recording graph `part` of exec, replacing the last (failing, naming what could not be
-     * captured). replay uploads step's lr, step_size and bias2_sqrt, draw_id and images_seen
+     * unscaling found the gradients finite (SlabKernels.unscale); the pass's loss is kept on
+     * the device as keep_loss keeps it (a capture cannot wait). capture_end makes the recording
+     * graph `part` of exec, replacing the last (failing, naming what could not be captured).
+     * replay uploads step's lr, step_size and bias2_sqrt, draw_id and images_seen
      * (StepContext.images_seen: [region]'s anchor prior) and queues graph `part`, without
-     * waiting. step_outcome waits for the replayed step as sync does and sets
-     * pass_losses [parts] to each pass's loss, not yet divided by the loss divisor, and *updated
-     * to 0 when fp16's unscaling skipped the update, else 1. */
+     * waiting. step_outcome ends a step begun by keep_loss or replay: it waits for it as sync
+     * does, sets *loss to the step's loss (its passes' losses, each as its loss layers add it
+     * into StepContext.loss, summed in pass order in float32, as an eager step on the host sums
+     * them) and, when updated is not NULL, *updated to 0 when fp16's unscaling skipped the
+     * update, else 1; from then on the loss layers download their losses again. */
     int (*capture_begin)(const ExecContext *exec, int part, int parts, Error *e);
     int (*capture_end)(const ExecContext *exec, int part, Error *e);
     int (*replay)(const ExecContext *exec, int part, const UpdateRule *step, uint64_t draw_id,
                   uint64_t images_seen, Error *e);
-    int (*step_outcome)(const ExecContext *exec, double *pass_losses, int *updated, Error *e);
+    int (*step_outcome)(const ExecContext *exec, float *loss, int *updated, Error *e);
 } BackendOps;
 
 /* The backend b of this build; NULL when it was not built in (the GPU without GPU=1). Defined in

@@ -425,22 +425,23 @@ int dist_finish_step(Dist *d, float *loss, Error *e)
     return CDL_OK;
 }
 
-int dist_queue_step(Dist *d, Error *e)
+int dist_queue_step(Dist *d, int captured, Error *e)
 {
 #ifdef CDL_GPU
     if (d->reducer == &device_reducer) {
-        const double hidden_s = d->hidden_s; /* the capture's host time, not the sums' */
+        const double hidden_s = d->hidden_s; /* a capture's host time, not the sums' */
         start_remaining_buckets(d);
-        d->hidden_s = hidden_s;
+        if (captured)
+            d->hidden_s = hidden_s;
         d->next = 0;
         if (!d->broken && device_allreduce_join(d->device, &d->fail))
             d->broken = 1;
         return d->broken ? error_set(e, d->fail.code, "%s", d->fail.msg) : CDL_OK;
     }
 #else
-    (void)d;
+    (void)d, (void)captured;
 #endif
-    return error_set(e, CDL_EUSAGE, "a step captured as a graph sums its gradients on a device");
+    return error_set(e, CDL_EUSAGE, "a step queued whole sums its gradients on a device");
 }
 
 int dist_sum_loss(Dist *d, float *loss, Error *e)
@@ -524,9 +525,9 @@ int dist_finish_step(Dist *d, float *loss, Error *e)
     return CDL_OK;
 }
 
-int dist_queue_step(Dist *d, Error *e)
+int dist_queue_step(Dist *d, int captured, Error *e)
 {
-    (void)d, (void)e;
+    (void)d, (void)captured, (void)e;
     return CDL_OK;
 }
 

@@ -42,12 +42,14 @@ void dist_close(Dist *d, Net *net);
  * CDL_ERUNTIME "step N: rank R did not answer within S s ..." past the deadline; the
  * run cannot continue after it (dist_finalize with the error then stops every rank). */
 int dist_finish_step(Dist *d, float *loss, Error *e);
-/* The same in two halves, for a step captured as a CUDA graph (a GPU net's, whose buckets go
- * through the device's collective library). dist_queue_step, inside the capture after the last
- * backward: starts the buckets not started yet and makes the net's stream wait for their sums,
- * without waiting on the host (the graph holds the sums, and every replay runs them). After the
- * replayed step finished, dist_sum_loss replaces *loss by the ranks' sum (deadline as above). */
-int dist_queue_step(Dist *d, Error *e);
+/* The same in two halves, for a GPU net's step (whose buckets go through the device's collective
+ * library), captured as a CUDA graph or eager, whose loss the host reads at its end.
+ * dist_queue_step, after the last backward (inside the capture when captured, whose host time is
+ * then not counted as overlap): starts the buckets not started yet and makes the net's stream
+ * wait for their sums, without waiting on the host (a graph holds the sums, and every replay runs
+ * them). After the step finished, dist_sum_loss replaces *loss
+ * by the ranks' sum (deadline as above). */
+int dist_queue_step(Dist *d, int captured, Error *e);
 int dist_sum_loss(Dist *d, float *loss, Error *e);
 /* *flag = 1 on every rank when it is 1 on any (deadline as dist_finish_step's). */
 int dist_any(Dist *d, int *flag, Error *e);

@@ -3,7 +3,6 @@
 #include "train/trainer.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +22,10 @@ static int params_finite(Net *net, const Layer *l)
     return 1;
 }
 
-/* The error of a forward whose loss is not finite: which layer's output went first. */
-static int nonfinite_loss(Net *net, Error *e)
+/* The error of a forward whose loss is not finite: which layer's output went first. updated: the
+ * step's update has run since (a backend that reads the losses at the step's end), so the
+ * parameters tell nothing, and the outputs are the step's last pass's. */
+static int nonfinite_loss(Net *net, int updated, Error *e)
 {
     const int i = net_first_nonfinite_output(net);
     char where[160];
@@ -35,7 +36,9 @@ static int nonfinite_loss(Net *net, Error *e)
     else
         snprintf(where, sizeof where, "layer %d [%s] produced the first non-finite output%s", i,
                  net->layers[i].type->name,
-                 params_finite(net, &net->layers[i]) ? "" : " (its parameters are not finite)");
+                 updated || params_finite(net, &net->layers[i])
+                     ? ""
+                     : " (its parameters are not finite)");
     return error_set(e, CDL_ERUNTIME, "step %llu: the loss is not finite; %s",
                      (unsigned long long)net->step + 1, where);
 }
@@ -62,20 +65,24 @@ static int begin_pass(Net *net, int pass, int first_sample, BatchFill fill, void
     return st;
 }
 
-/* Runs the passes of a step, summing their losses into loss. */
+/* Runs the passes of a step, summing their losses into loss; on a backend that keeps them on the
+ * device until the step's end (BackendOps.keep_loss), its step_outcome sums them instead. */
 static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *loss, Error *e)
 {
     const int count = net->hyper.subdivisions * net->split, first_sample = net->sample_offset;
     const int fit_rows = net_can_set_rows(net);
+    const BackendOps *be = net->backend;
     *loss = 0;
     for (int pass = 0; pass < count; pass++) {
-        const int st = begin_pass(net, pass, first_sample, fill, ctx, fit_rows, e);
+        int st = begin_pass(net, pass, first_sample, fill, ctx, fit_rows, e);
+        if (!st && be->keep_loss)
+            st = be->keep_loss(&net->exec, pass, count, e);
         if (st)
             return st;
         net_forward(net);
         *loss += net->loss;
         if (!isfinite(net->loss))
-            return nonfinite_loss(net, e);
+            return nonfinite_loss(net, 0, e);
         net->reduce_grads = dist && pass == count - 1;
         net_backward(net);
         net->reduce_grads = 0;
@@ -83,34 +90,55 @@ static int run_passes(Net *net, BatchFill fill, void *ctx, Dist *dist, float *lo
     return CDL_OK;
 }
 
-/* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). */
+/* Ends a step that failed before its outcome was read: the loss layers download their losses
+ * again (the step's failure is the one reported). */
+static void abandon_kept_losses(Net *net)
+{
+    Error unused;
+    float loss;
+    net->backend->step_outcome(&net->exec, &loss, NULL, &unused);
+}
+
+/* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). On a backend
+ * that keeps the losses on the device (BackendOps.keep_loss), the host waits for the device once,
+ * at the step's end, for the losses (as a step of CUDA graphs does): a loss that is not finite is
+ * then found after the update, and under dist summed over the ranks after it as well; net->loss
+ * is then the step's. */
 static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
                      float *loss, Error *e)
 {
     const int first_sample = net->sample_offset;
+    const int kept = net->backend->keep_loss != NULL;
     net->grad_scale = opt->loss_scale.scale;
     int st = run_passes(net, fill, ctx, dist, loss, e);
     net_set_rows(net, net->source, net->seq);
     net->sample_offset = first_sample;
     net->later_pass = 0;
+    if (!st && dist)
+        st = kept ? dist_queue_step(dist, 0, e) : dist_finish_step(dist, loss, e);
     if (st) {
         net_zero_grads(net);
+        if (kept)
+            abandon_kept_losses(net);
         return st;
     }
-    if (dist && (st = dist_finish_step(dist, loss, e)))
-        return st;
     if (loss_scale_unscale(&opt->loss_scale, net))
         optimizer_step(opt, net, lr);
     net->step++;
-    return net_sync(net, e);
+    if (!kept)
+        return net_sync(net, e);
+    if ((st = net->backend->step_outcome(&net->exec, loss, NULL, e)))
+        return st;
+    net->loss = *loss;
+    if (dist && (st = dist_sum_loss(dist, loss, e)))
+        return st;
+    return isfinite(*loss) ? CDL_OK : nonfinite_loss(net, 1, e);
 }
 
 /* What a captured step's graphs hold: the addresses of the buffers and fp16's loss scale (in the
- * loss layers' and the unscaling's arguments); when one changes, the step is captured again.
- * pass_losses [passes]: the passes' losses of the last replay. */
+ * loss layers' and the unscaling's arguments); when one changes, the step is captured again. */
 typedef struct StepGraph {
     const void *activations, *input, *labels, *truth, *workspace, *params, *grads, *slab;
-    double *pass_losses;
     double grad_scale;
 } StepGraph;
 
@@ -153,7 +181,7 @@ static int capture_pass(Net *net, Optimizer *opt, int pass, int passes, float lr
     net->reduce_grads = dist && last;
     net_backward(net);
     net->reduce_grads = 0;
-    if (last && dist && (st = dist_queue_step(dist, e))) {
+    if (last && dist && (st = dist_queue_step(dist, 1, e))) {
         be->capture_end(&net->exec, pass, NULL); /* ended: the collective's error is the one */
         return st;
     }
@@ -186,9 +214,9 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     for (int pass = 0; pass < passes && !st; pass++) {
         if ((st = begin_pass(net, pass, first_sample, fill, ctx, 0, e)))
             break;
-        const StepGraph now = {net->activations,    net->input,     net->labels, net->device_truth,
-                               net->exec.workspace, net->params,    net->grads,  opt->slab,
-                               g->pass_losses,      net->grad_scale};
+        const StepGraph now = {net->activations,  net->input,          net->labels,
+                               net->device_truth, net->exec.workspace, net->params,
+                               net->grads,        opt->slab,           net->grad_scale};
         if (pass == 0 && memcmp(&now, g, sizeof now)) {
             capture = 1;
             *g = now;
@@ -207,15 +235,13 @@ static int step_graphed(Net *net, Optimizer *opt, BatchFill fill, void *ctx, flo
     net->sample_offset = first_sample;
     net->later_pass = 0;
     int updated = 0;
-    if (st || (st = be->step_outcome(&net->exec, g->pass_losses, &updated, e))) {
-        memset(g, 0, offsetof(StepGraph, pass_losses)); /* captured again at the next step */
+    if (st)
+        abandon_kept_losses(net);
+    if (st || (st = be->step_outcome(&net->exec, loss, &updated, e))) {
+        *g = (StepGraph){0}; /* captured again at the next step */
         return st;
     }
-    *loss = 0;
-    for (int pass = 0; pass < passes; pass++) {
-        net->loss = (float)(g->pass_losses[pass] / net->loss_divisor);
-        *loss += net->loss;
-    }
+    net->loss = *loss;
     if (dist && (st = dist_sum_loss(dist, loss, e)))
         return st;
     if (!isfinite(*loss))
@@ -422,8 +448,6 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     int graph_ready = 0;
     if (plan->cuda_graph && (st = graph_refusal(net, e)))
         return st;
-    if (plan->cuda_graph && !(graph.pass_losses = calloc((size_t)passes, sizeof(double))))
-        return error_set(e, CDL_ERUNTIME, "out of memory");
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
         const int pos = (int)(net->step % (uint64_t)steps_per_epoch);
@@ -529,7 +553,6 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
                 break;
         }
     }
-    free(graph.pass_losses);
     Error unused; /* the cfg's size, which the net was built at, never fails */
     if (ms)
         net_set_size(net, ms->base_w, ms->base_h, &unused);

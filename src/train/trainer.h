@@ -102,7 +102,9 @@ typedef int (*BatchFill)(Net *net, int pass, void *ctx, Error *e);
  * fill fails the step is abandoned before the update (gradients zeroed) with its status.
  * So is it when a mini-batch's loss is not finite (*loss then is not finite either), with
  * CDL_ERUNTIME "step N: the loss is not finite; layer I [TYPE] produced the first non-finite
- * output" (the 1-based step; the layer found by scanning the activations only then). */
+ * output" (the 1-based step; the layer found by scanning the activations only then). On a GPU,
+ * whose step reads its losses once at its end, the error comes after the update instead (the
+ * layer found in the step's last pass). */
 int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, float *loss,
                       Error *e);
 

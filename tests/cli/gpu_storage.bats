@@ -207,3 +207,17 @@ for g, c, f in zip(gpu, cpu, fp32):
     assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
     done
 }
+
+# Cross-attention and key padding run in fp32 only on the GPU (cuda/attention.c): bf16 is refused
+# when the net is built, in one line naming the layer and which of the two it is, a self-attention
+# with key padding (cfg/reverse.cfg's encoder, layer 2) or a cross-attention (its decoder's layer
+# 22, once no layer pads its keys).
+@test "bf16 on the GPU refuses a key-padded self-attention and a cross-attention, naming each" {
+    run "$GPU_CDL" bench "$REPO/cfg/reverse.cfg" --gpu 0 --precision bf16
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: layer 2 [attention]: self-attention with key_padding= runs in fp32 only" ]
+    sed '/^key_padding=/d' "$REPO/cfg/reverse.cfg" > unpadded.cfg
+    run "$GPU_CDL" bench unpadded.cfg --gpu 0 --precision bf16
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: layer 22 [attention]: cross-attention (source=) runs in fp32 only" ]
+}

@@ -394,12 +394,12 @@ static const OpCase cases[] = {
          6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
                                   "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
-    /* [layer_scale] has no 16-bit kernels: the route's inputs are 16-bit, float32, float32 */
+    /* [shuffle] has no 16-bit kernels: the route's inputs are 16-bit, float32, float32 */
     {"gpu 16-bit: route (groups) of a 16-bit and two float32 inputs, then a conv",
      IMAGE(2, 4, 6, 5),
      CONV(8, 3, 1, 1, 1, 1, tanh)
          CONV(6, 3, 1, 1, 1, 1,
-              tanh) "[layer_scale]\ninit=0.5\n"
+              tanh) "[shuffle]\ngroups=2\n"
                     "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
     /* [layernorm] over an image's channels (its strided rows), [dropout] and [softmax] reading and
@@ -415,6 +415,18 @@ static const OpCase cases[] = {
      FEATURES(2, 6, 8),
      "[linear]\noutput=8\nactivation=tanh\n[attention]\nheads=2\ncausal=0\ndropout=0.25\n"
      "[layernorm]\n[dropout]\nprobability=0.2\n[linear]\noutput=5\n[softmax]\n",
+     NULL},
+    /* a vision transformer's token rows: [tokens] reading the float32 net input and writing 16
+     * bits, [layer_scale] 16 bits both sides, [select_token] writing the float32 net output; then
+     * the same after a convolution, every output but the loss's input in 16 bits */
+    {"gpu 16-bit: tokens (class token, positions) of the net input, layer_scale, select_token",
+     IMAGE(2, 3, 2, 3),
+     "[tokens]\nclass_token=1\npositional=1\n[layer_scale]\ninit=0.5\n[select_token]\n", NULL},
+    {"gpu 16-bit: conv, tokens, layer_scale, layernorm, select_token, connected, softmax",
+     IMAGE(2, 3, 8, 12),
+     "[convolutional]\nfilters=8\nsize=4\nstride=4\nactivation=linear\n[tokens]\n"
+     "class_token=1\npositional=1\n[layer_scale]\ninit=0.5\n[layernorm]\n[select_token]\n"
+     "[connected]\noutput=5\nactivation=linear\n[softmax]\n",
      NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */

@@ -15,9 +15,9 @@ static const char *const digits = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1
     4, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(4, leaky) "[connected]\noutput=3\nactivation="
                                                              "linear\n[softmax]\n";
 
-/* A conv read by [layer_scale] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
+/* A conv read by [shuffle] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
 static const char *const mixed = "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=2\n" CONV(
-    4, tanh) "[layer_scale]\ninit=0.5\n[shortcut]\nfrom=0\n" CONV(4, linear);
+    4, tanh) "[shuffle]\ngroups=2\n[shortcut]\nfrom=0\n" CONV(4, linear);
 
 /* Builds text on backend b in precision p, resized for training; 0 when built. */
 static int build(Net *net, const char *text, Backend b, GemmPrecision p)
@@ -80,7 +80,7 @@ static void test_gpu_digits(void)
 
 static void test_gpu_reader_without_16bit_kernels(void)
 {
-    /* conv 0 is read by [layer_scale]: float32; the shortcut reads it and layer_scale's float32
+    /* conv 0 is read by [shuffle]: float32; the shortcut reads it and shuffle's float32
      * output and writes bf16 for the last conv, whose output is the net's */
     static const ElemType want[4] = {ELEM_F32, ELEM_F32, ELEM_BF16, ELEM_F32};
     Net net;
@@ -92,6 +92,23 @@ static void test_gpu_reader_without_16bit_kernels(void)
     Error e = {0};
     CHECK(net_resize(&net, net.hyper.batch, 1, &e) == 0);
     CHECK(net.layers[2].storage == ELEM_F32);
+    net_free(&net);
+}
+
+/* A vision transformer's token rows: [tokens], [layer_scale] and [select_token] keep theirs in 16
+ * bits, as the convolution before them and the head after them do. */
+static void test_gpu_token_rows(void)
+{
+    static const char *const vit =
+        "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n[convolutional]\nfilters=8\nsize=4\n"
+        "stride=4\nactivation=linear\n[tokens]\nclass_token=1\npositional=1\n[layer_scale]\n"
+        "[select_token]\n[connected]\noutput=3\nactivation=linear\n[softmax]\n";
+    static const ElemType want[6] = {ELEM_FP16, ELEM_FP16, ELEM_FP16,
+                                     ELEM_FP16, ELEM_FP16, ELEM_F32};
+    Net net;
+    if (build(&net, vit, CDL_BACKEND_GPU, GEMM_FP16))
+        return;
+    CHECK(storage_is(&net, want));
     net_free(&net);
 }
 
@@ -126,6 +143,7 @@ int main(void)
     if (backend_find(CDL_BACKEND_GPU)) {
         test_gpu_digits();
         test_gpu_reader_without_16bit_kernels();
+        test_gpu_token_rows();
         test_gpu_nonfinite_16bit_output_is_found();
     } else
         printf("test_net_storage: no GPU backend in this build: its cases skipped\n");
