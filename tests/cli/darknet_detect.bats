@@ -186,3 +186,15 @@ one_step_losses() {
     /usr/bin/python3 -c "assert abs($plain - $cdl) > 1e-4 * $cdl, ($plain, $cdl)"
     echo "# darknet $darknet, cdl $cdl (cdl without map=: $plain)" >&3
 }
+
+# background=1's detections: objectness 1 and the classes' own softmax scores, which sit among
+# the background score in the softmax (random weights: most scores pass valid's 0.005).
+@test "yolov2-tiny.cfg with background=1: cdl detect gives darknet detector valid's boxes and scores" {
+    sed 's/^\[region\]/[region]\nbackground=1/' /usr/share/darknet/cfg/yolov2-tiny.cfg > b.cfg
+    grep -q '^background=1' b.cfg
+    random_weights b.cfg b.weights --seed 1 --variances 0.5,2 --score-bias -2
+    run compare_detections b.cfg b.weights "$PHOTO" 80
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "# $output" >&3
+}
