@@ -67,9 +67,10 @@ int class_map_parse(const Cfg *cfg, CfgSection *s, int classes, int *map, int *h
     free(text);
     if (!st && k < classes)
         st = error_set(e, CDL_EUSAGE,
-                       "%s: map file %s has %d lines; classes=%d needs one a class (line k + 1 "
-                       "the class that truth class k is learned as)",
-                       cfg_where(cfg, s, cfg_find(s, "map")).text, path, k, classes);
+                       "%s: map file %s has %d line%s; classes=%d needs %d (line k + 1: the class "
+                       "that truth class k is learned as)",
+                       cfg_where(cfg, s, cfg_find(s, "map")).text, path, k, k == 1 ? "" : "s",
+                       classes, classes);
     return st;
 }
 

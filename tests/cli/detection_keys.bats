@@ -18,6 +18,14 @@ two_class_cfg() {
     done
 }
 
+# two_class_cfg KEY=VALUE, then `cdl info` refuses it in one line, "cdl: two.cfg:37: " WHY (exit 2).
+expect_refused() {
+    two_class_cfg "$1"
+    run "$CDL" info two.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: two.cfg:37: $2" ]
+}
+
 @test "map=: a detector trained on class 0 learned as class 1 detects class 1 (detect --json)" {
     printf '1\n0\n' > swap.map
     printf 'square\nmapped square\n' > two.names
@@ -38,40 +46,19 @@ PY
 }
 
 @test "map=: a missing file, too few lines and a bad class are one line naming the files (exit 2)" {
-    two_class_cfg map=nothing.map
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: key 'map' in [yolo]: nothing.map: cannot open class map: No such file or directory" ]
+    expect_refused map=nothing.map "key 'map' in [yolo]: nothing.map: cannot open class map: No such file or directory"
     echo 1 > short.map
-    two_class_cfg map=short.map
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: map file short.map has 1 lines; classes=2 needs one a class (line k + 1 the class that truth class k is learned as)" ]
+    expect_refused map=short.map "map file short.map has 1 line; classes=2 needs 2 (line k + 1: the class that truth class k is learned as)"
     printf '1\nzero\n' > word.map
-    two_class_cfg map=word.map
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: map file word.map:2: 'zero' is not a class in 0..1 (classes=2)" ]
+    expect_refused map=word.map "map file word.map:2: 'zero' is not a class in 0..1 (classes=2)"
     printf '1\n2\n' > range.map
-    two_class_cfg map=range.map
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: map file range.map:2: '2' is not a class in 0..1 (classes=2)" ]
+    expect_refused map=range.map "map file range.map:2: '2' is not a class in 0..1 (classes=2)"
 }
 
 @test "counters_per_class=: a count per class, each >= 1, else one line (exit 2)" {
-    two_class_cfg counters_per_class=10,20,30
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: bad value '10,20,30' for key 'counters_per_class' in [yolo]: expected 2 counts (one for each of classes=2), got 3" ]
-    two_class_cfg counters_per_class=10,0
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: bad value '10,0' for key 'counters_per_class' in [yolo]: count 0 (class 1) must be >= 1" ]
-    two_class_cfg counters_per_class=10,-3
-    run "$CDL" info two.cfg
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: two.cfg:37: bad value '10,-3' for key 'counters_per_class' in [yolo]: count -3 (class 1) must be >= 1" ]
+    expect_refused counters_per_class=10,20,30 "bad value '10,20,30' for key 'counters_per_class' in [yolo]: expected 2 counts (one for each of classes=2), got 3"
+    expect_refused counters_per_class=10,0 "bad value '10,0' for key 'counters_per_class' in [yolo]: count 0 (class 1) must be >= 1"
+    expect_refused counters_per_class=10,-3 "bad value '10,-3' for key 'counters_per_class' in [yolo]: count -3 (class 1) must be >= 1"
     two_class_cfg counters_per_class=10,40
     run "$CDL" info two.cfg
     [ "$status" -eq 0 ]
