@@ -112,28 +112,7 @@ for l in open("both"):
     local gpu_cdl="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
     [ -x "$gpu_cdl" ] || skip "no GPU=sim build (needs the CUDA toolkit's headers)"
     detection_set
-    sed '/^\[convolutional\]$/,$d' tiny.cfg > two_heads.cfg
-    cat >> two_heads.cfg <<'CFG'
-[convolutional]
-filters=8
-size=3
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=16
-size=3
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
+    write_detector_cfg two_heads.cfg "$TINY_NET" 0 "8 16" <<'CFG'
 [convolutional]
 filters=12
 size=1
