@@ -133,6 +133,9 @@ static void test_yolo_cfg_errors(void)
     expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\ncounters_per_class=5,0\n",
                      "t.cfg:11: bad value '5,0' for key 'counters_per_class' in [yolo]: count 0 "
                      "(class 1) must be >= 1");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=200\nnum=2\ncounters_per_class=1\n",
+                     "t.cfg:11: bad value '1' for key 'counters_per_class' in [yolo]: cdl supports "
+                     "it for at most 128 classes (classes=200)");
     expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nmap=tests/ref/no_such.map\n",
                      "t.cfg:11: key 'map' in [yolo]: tests/ref/no_such.map: cannot open class "
                      "map");
