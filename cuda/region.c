@@ -30,7 +30,7 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
     cudaStream_t stream = gpu_stream(ctx);
     gpu_note(ctx,
              cuda_region_forward(l->out, l->in[0], n, r->classes + 5, (size_t)w * (size_t)h,
-                                 r->softmax, stream),
+                                 r->softmax, r->background, stream),
              "region forward");
     if (!ctx->truth)
         return;
@@ -52,7 +52,7 @@ static void region_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx,
              cuda_region_backward(l->in_delta[0], r->delta, l->out,
                                   (size_t)ctx->batch * shape_size(l->out_shape), r->classes + 5,
-                                  (size_t)l->out_shape.w * (size_t)l->out_shape.h,
+                                  (size_t)l->out_shape.w * (size_t)l->out_shape.h, r->background,
                                   -ctx->grad_scale / ctx->loss_divisor, gpu_stream(ctx)),
              "region backward");
 }

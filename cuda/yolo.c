@@ -32,7 +32,7 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
     cudaStream_t stream = gpu_stream(ctx);
     gpu_note(ctx,
              cuda_yolo_forward(l->out, l->in[0], n, yo->classes + 5, (size_t)w * (size_t)h,
-                               yo->scale_x_y, stream),
+                               yo->scale_x_y, yo->new_coords, stream),
              "yolo forward");
     if (!ctx->truth)
         return;

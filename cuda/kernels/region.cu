@@ -12,35 +12,38 @@
 #include "launch.h"
 #include "layers/region_loss_rules.h"
 
-// Every value but the classes when softmax (those: region_softmax_kernel).
+// Every value but the classes when softmax (those: region_softmax_kernel); entry 4 as it is with
+// background.
 __global__ void region_forward_kernel(float *out, const float *in, size_t n, int entries,
-                                      size_t plane, int softmax)
+                                      size_t plane, int softmax, int background)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
         const float x = in[i];
-        if (entry == 2 || entry == 3 || (entry >= 5 && softmax))
+        if (entry == 2 || entry == 3 || (entry >= 5 && softmax) || (entry == 4 && background))
             out[i] = x;
         else
             out[i] = 1.0f / (1.0f + expf(-x));
     }
 }
 
-// One thread per anchor and cell (groups = n / entries): the softmax of its classes, in place.
-__global__ void region_softmax_kernel(float *out, size_t groups, int entries, size_t plane)
+// One thread per anchor and cell (groups = n / entries): the softmax of its entries from first
+// on (its classes, after the background score with background), in place.
+__global__ void region_softmax_kernel(float *out, size_t groups, int entries, size_t plane,
+                                      int first)
 {
     GRID_STRIDE_LOOP(g, groups)
     {
-        float *x = out + (g / plane * entries + 5) * plane + g % plane;
+        float *x = out + (g / plane * entries + first) * plane + g % plane;
         float largest = x[0], sum = 0;
-        for (int k = 1; k < entries - 5; k++)
+        for (int k = 1; k < entries - first; k++)
             largest = fmaxf(largest, x[k * plane]);
-        for (int k = 0; k < entries - 5; k++) {
+        for (int k = 0; k < entries - first; k++) {
             x[k * plane] = expf(x[k * plane] - largest);
             sum += x[k * plane];
         }
-        for (int k = 0; k < entries - 5; k++)
+        for (int k = 0; k < entries - first; k++)
             x[k * plane] /= sum;
     }
 }
@@ -93,27 +96,29 @@ __global__ void region_cost_kernel(const double *plane_squares, int planes, int 
 }
 
 __global__ void region_backward_kernel(float *in_delta, const float *delta, const float *out,
-                                       size_t n, int entries, size_t plane, float k)
+                                       size_t n, int entries, size_t plane, int background, float k)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
         const float y = out[i];
-        in_delta[i] += k * delta[i] * (entry < 2 || entry == 4 ? y * (1 - y) : 1.0f);
+        const int logistic = entry < 2 || (entry == 4 && !background);
+        in_delta[i] += k * delta[i] * (logistic ? y * (1 - y) : 1.0f);
     }
 }
 
 extern "C" cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entries,
-                                           size_t plane, int softmax, cudaStream_t stream)
+                                           size_t plane, int softmax, int background,
+                                           cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(region_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, n, entries,
-                plane, softmax);
+                plane, softmax, background);
     if (softmax) {
         const size_t groups = n / (size_t)entries;
         CUDA_LAUNCH(region_softmax_kernel, grid_for(groups), GRID_BLOCK, 0, stream, out, groups,
-                    entries, plane);
+                    entries, plane, 5 - background);
     }
     return cuda_launch_error();
 }
@@ -140,12 +145,12 @@ extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float
 }
 
 extern "C" cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out,
-                                            size_t n, int entries, size_t plane, float k,
-                                            cudaStream_t stream)
+                                            size_t n, int entries, size_t plane, int background,
+                                            float k, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(region_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, in_delta, delta, out, n,
-                entries, plane, k);
+                entries, plane, background, k);
     return cuda_launch_error();
 }

@@ -18,9 +18,10 @@ extern "C" {
 
 /* out = in with entries 0, 1, 4 (x, y, objectness) logistic(in), 2, 3 (w, h) as they are, and
  * the classes (entries 5..) logistic each, or with softmax the softmax over the classes of each
- * anchor and cell; n values in all. */
+ * anchor and cell; with background entry 4 as it is, or in the softmax with the classes; n values
+ * in all. */
 cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entries, size_t plane,
-                                int softmax, cudaStream_t stream);
+                                int softmax, int background, cudaStream_t stream);
 /* delta (darknet's l.delta) of out given truth, as layers/region_loss.c computes it on the host
  * (the same rules, layers/region_loss_rules.h), with the anchor prior while the images seen,
  * *seen (device memory) or seen_host where seen is NULL, are fewer than REGION_PRIOR_IMAGES; and
@@ -30,9 +31,11 @@ cudaError_t cuda_region_loss(const Region *r, const float *out, float *delta, co
                              int truth_boxes, int batch, int w, int h, const uint64_t *seen,
                              uint64_t seen_host, double *plane_squares, double *cost,
                              cudaStream_t stream);
-/* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4. */
+/* in_delta += k delta, times out (1 - out) (the logistic's derivative) on entries 0, 1 and 4 (not
+ * 4 with background). */
 cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out, size_t n,
-                                 int entries, size_t plane, float k, cudaStream_t stream);
+                                 int entries, size_t plane, int background, float k,
+                                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }

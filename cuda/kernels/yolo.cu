@@ -1,8 +1,8 @@
 // [yolo] on the device, grid-strided: its outputs (the logistic of x, y, objectness and classes,
-// layers/yolo.c), its loss and delta given truth boxes in device memory (the rules of
-// layers/yolo_loss_rules.h, which the CPU's loop calls too: a thread per cell for what a cell
-// decides alone, a thread per sample for its truths in order, which overwrite one another), the
-// cost summed on the device in the CPU's order, and the delta into the input's gradient.
+// none with new_coords, layers/yolo.c), its loss and delta given truth boxes in device memory (the
+// rules of layers/yolo_loss_rules.h, which the CPU's loop calls too: a thread per cell for what a
+// cell decides alone, a thread per sample for its truths in order, which overwrite one another),
+// the cost summed on the device in the CPU's order, and the delta into the input's gradient.
 //   in, out, delta, in_delta: (n) = [batch][n_mask][entries][plane]
 //   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_loss [batch]
 //   plane_squares [batch][n_mask][entries]
@@ -14,17 +14,17 @@
 #include "layers/yolo_loss_rules.h"
 
 __global__ void yolo_forward_kernel(float *out, const float *in, size_t n, int entries,
-                                    size_t plane, float scale_x_y)
+                                    size_t plane, float scale_x_y, int new_coords)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
         const float x = in[i];
-        if (entry == 2 || entry == 3) {
+        if (entry == 2 || entry == 3 || (entry >= 4 && new_coords)) {
             out[i] = x;
             continue;
         }
-        const float y = 1.0f / (1.0f + expf(-x));
+        const float y = new_coords ? x : 1.0f / (1.0f + expf(-x));
         out[i] = entry < 2 && scale_x_y != 1.0f ? y * scale_x_y - 0.5f * (scale_x_y - 1) : y;
     }
 }
@@ -93,12 +93,13 @@ __global__ void yolo_backward_kernel(float *in_delta, const float *delta, size_t
 }
 
 extern "C" cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries,
-                                         size_t plane, float scale_x_y, cudaStream_t stream)
+                                         size_t plane, float scale_x_y, int new_coords,
+                                         cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(yolo_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, n, entries, plane,
-                scale_x_y);
+                scale_x_y, new_coords);
     return cuda_launch_error();
 }
 

@@ -15,9 +15,10 @@ extern "C" {
 #endif
 
 /* out = in with entries 0, 1 (x, y) scale_x_y logistic(in) - (scale_x_y - 1) / 2, entries 2, 3
- * (w, h) as they are, and entries 4.. (objectness, classes) logistic(in); n values in all. */
+ * (w, h) as they are, and entries 4.. (objectness, classes) logistic(in); n values in all. With
+ * new_coords no logistic: x, y scale_x_y in - (scale_x_y - 1) / 2, the rest as they are. */
 cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries, size_t plane,
-                              float scale_x_y, cudaStream_t stream);
+                              float scale_x_y, int new_coords, cudaStream_t stream);
 /* delta (darknet's l.delta, the negative gradient) of out given truth, as layers/yolo_loss.c
  * computes it on the host (the same rules, layers/yolo_loss_rules.h), and darknet's cost of the
  * mini-batch, not yet divided by the loss divisor, into *cost (device); sample_loss [batch] and

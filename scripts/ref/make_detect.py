@@ -13,7 +13,9 @@ decodes sample 1 as a plain resize.
 
 Stored: input [2][14][3][4]; frames [3][3] (image w, h, letterbox for sample 0, 1, and sample 1
 resized); and per frame F (0, 1, 2) and case C (none: decoding only; default, greedynms,
-diounms: NMS as [yolo] nms_kind= says, beta_nms=0.6 and 0.35 for diounms) the detections in
+diounms: NMS as [yolo] nms_kind= says, beta_nms=0.6 and 0.35 for diounms; newcoords: both
+layers with new_coords=1 decoding newcoords_input, the logistic of input, as the output of a
+[convolutional] with activation=logistic) the detections in
 decoding order: C.F.box [n][4] (x, y, w, h relative to the image), C.F.objectness [n],
 C.F.prob [n][2] (0 where below the threshold or suppressed). Decoding threshold 0.25, NMS 0.45
 (darknet detector test's defaults).
@@ -34,6 +36,7 @@ FRAMES = [(8, 5, 1), (6, 7, 1), (6, 7, 0)]
 THRESH, NMS = 0.25, 0.45
 CASES = {"none": None, "default": ("default", 0.6), "greedynms": ("greedynms", 0.6),
          "diounms": ("diounms", 0.35)}
+NEW_COORDS = "newcoords"  # both layers with new_coords=1, decoding only
 MARGIN = 1e-4
 near_threshold = []
 
@@ -47,17 +50,23 @@ def check_margin(value, thresh, what):
         near_threshold.append((what, value))
 
 
-def forward(z, layer):
-    """[yolo]'s output: logistic x, y (scaled by scale_x_y), objectness and classes."""
+def forward(z, layer, new_coords=False):
+    """[yolo]'s output: logistic x, y (scaled by scale_x_y), objectness and classes; with
+    new_coords no logistic (the input is one already), x, y scaled."""
     out = z.copy()
     s = layer["scale_x_y"]
+    if new_coords:
+        out[:, :, 0:2] = z[:, :, 0:2] * s - (s - 1) / 2
+        return out
     out[:, :, 0:2] = logistic(z[:, :, 0:2]) * s - (s - 1) / 2
     out[:, :, 4:] = logistic(z[:, :, 4:])
     return out
 
 
-def decode(out, layer, b):
-    """get_yolo_detections for sample b: (box, objectness, prob) in darknet's order."""
+def decode(out, layer, b, new_coords=False):
+    """get_yolo_detections for sample b: (box, objectness, prob) in darknet's order; get_yolo_box
+    with new_coords: w, h = (2 out)^2 anchor."""
+    size = (lambda v: 4 * v * v) if new_coords else np.exp
     dets = []
     for cell in range(W * H):
         j, i = divmod(cell, W)
@@ -67,8 +76,8 @@ def decode(out, layer, b):
             check_margin(obj, THRESH, "objectness")
             if obj <= THRESH:
                 continue
-            box = [(i + e[0]) / W, (j + e[1]) / H, np.exp(e[2]) * ANCHORS[2 * anchor] / W,
-                   np.exp(e[3]) * ANCHORS[2 * anchor + 1] / H]
+            box = [(i + e[0]) / W, (j + e[1]) / H, size(e[2]) * ANCHORS[2 * anchor] / W,
+                   size(e[3]) * ANCHORS[2 * anchor + 1] / H]
             prob = []
             for k in range(CLASSES):
                 p = obj * e[5 + k]
@@ -175,6 +184,17 @@ def main():
                 ("%s.%d.prob" % (case, f), torch.tensor([d[2] for d in dets]))]
             kept = sum(p > 0 for d in dets for p in d[2])
             print("frame %d %-9s %d detections, %d class scores kept" % (f, case, len(dets), kept))
+        # new_coords: the input taken as the logistic outputs of the layer before
+        p = logistic(z)
+        decoded = []
+        for layer in LAYERS:
+            decoded += decode(forward(p, layer, True), layer, b, True)
+        dets = correct(decoded, image_w, image_h, letterbox)
+        assert dets, "no detections: pick another seed"
+        tensors += [("%s.%d.box" % (NEW_COORDS, f), torch.tensor([d[0] for d in dets])),
+                    ("%s.%d.objectness" % (NEW_COORDS, f), torch.tensor([d[1] for d in dets])),
+                    ("%s.%d.prob" % (NEW_COORDS, f), torch.tensor([d[2] for d in dets]))]
+    tensors.append(("newcoords_input", torch.tensor(logistic(z).reshape(2, -1, H, W))))
     assert not near_threshold, near_threshold
     write_cfg("detect", cfg_text())
     write_ref(fixture_dir() + "/detect.ref", tensors)

@@ -6,14 +6,20 @@ Usage: /usr/bin/python3 scripts/ref/make_region.py
 (writes tests/ref/region.cfg and tests/ref/region.ref.)
 
 The net: layer 0 an identity ([maxpool] size=1) of the input (batch 2, 16 channels = 2 anchors x
-(3 classes + 5), a 4 x 3 grid), layer 1 the [region] of case "logistic", layer 2 a [route] of
-layer 0, layer 3 the [region] of case "softmax", both given the same truth boxes:
+(3 classes + 5), a 4 x 3 grid), layer 1 the [region] of case "logistic", then per further case a
+[route] of layer 0 and its [region], all given the same truth boxes:
     logistic  logistic classes, rescore=1 (objectness learns the IoU), anchors chosen by the
               predicted shapes (bias_match=0), thresh=0.5; two truths in one cell, so that the
               second sets only its class (darknet checks class 0's delta)
     softmax   softmax classes, bias_match=1, rescore=0, thresh=0.3, object_scale=5,
               coord_scale=2, class_scale=1.5, noobject_scale=0.5; the second truth of a cell
               replaces the first's class targets
+    background  softmax's keys with background=1 (entry 4 a background score in the softmax with
+              the classes, target 1 off the truths and 0 at them) and rescore=1 (which background
+              overrides)
+    background_logistic  logistic's keys with background=1 (entry 4 as it comes in)
+    map       logistic's keys with map= (tests/ref/region_rotate.map: classes 0, 1, 2 learned as
+              2, 0, 1)
 
 Stored: input [2][16][3][4], truth [2][4][5] (x, y, w, h, class; a list ends at x = 0; a class out
 of range is skipped), and per case CASE.out (the outputs), CASE.delta and CASE.cost (darknet's
@@ -22,7 +28,9 @@ CASE.cost_late with 12800 seen (off). For softmax also softmax.grad: the gradien
 of the loss darknet's delta is the negative gradient of, over the layer's input (half squared
 errors of scale s on the logistic x, y and objectness and on the raw w, h; s times the softmax
 cross-entropy on the classes), divided by the batch as cdl's loss is; the script checks it
-against -delta through the logistic's derivative, and against central differences.
+against -delta through the logistic's derivative, and against central differences. For
+background, background.grad: what cdl's backward passes, -delta through the logistic's derivative
+on x, y only, over the batch (darknet's delta on a background score is not a loss's gradient).
 """
 import math
 
@@ -40,7 +48,15 @@ CASES = {
                      noobject_scale=1.0, class_scale=1.0, coord_scale=1.0),
     "softmax": dict(softmax=1, bias_match=1, rescore=0, thresh=0.3, object_scale=5.0,
                     noobject_scale=0.5, class_scale=1.5, coord_scale=2.0),
+    "background": dict(softmax=1, background=1, bias_match=1, rescore=1, thresh=0.3,
+                       object_scale=5.0, noobject_scale=0.5, class_scale=1.5, coord_scale=2.0),
+    "background_logistic": dict(softmax=0, background=1, bias_match=0, rescore=0, thresh=0.5,
+                                object_scale=1.0, noobject_scale=1.0, class_scale=1.0,
+                                coord_scale=1.0),
+    "map": dict(softmax=0, bias_match=0, rescore=1, thresh=0.5, object_scale=1.0,
+                noobject_scale=1.0, class_scale=1.0, coord_scale=1.0, map=[2, 0, 1]),
 }
+MAP_FILE = "tests/ref/region_rotate.map"  # read from the repository root, as the C tests run
 
 
 def logistic(z):
@@ -58,6 +74,7 @@ def iou(a, b):
 
 class Region:
     def __init__(self, case):
+        self.background, self.map = 0, None
         self.__dict__.update(case)
         self.margins = []  # distances of the compared values from their thresholds
 
@@ -65,10 +82,12 @@ class Region:
         """z [batch][NUM][ENTRIES][H][W] -> the layer's output."""
         out = z.copy()
         out[:, :, 0:2] = logistic(z[:, :, 0:2])
-        out[:, :, 4] = logistic(z[:, :, 4])
+        if not self.background:  # background: entry 4 as it is, or in the softmax
+            out[:, :, 4] = logistic(z[:, :, 4])
         if self.softmax:
-            e = np.exp(z[:, :, 5:] - z[:, :, 5:].max(axis=2, keepdims=True))
-            out[:, :, 5:] = e / e.sum(axis=2, keepdims=True)
+            first = 5 - self.background
+            e = np.exp(z[:, :, first:] - z[:, :, first:].max(axis=2, keepdims=True))
+            out[:, :, first:] = e / e.sum(axis=2, keepdims=True)
         else:
             out[:, :, 5:] = logistic(z[:, :, 5:])
         return out
@@ -78,17 +97,18 @@ class Region:
         return (i + e[0]) / W, (j + e[1]) / H, math.exp(e[2]) * ANCHORS[2 * n] / W, \
             math.exp(e[3]) * ANCHORS[2 * n + 1] / H
 
-    @staticmethod
-    def truths(truth, b):
+    def truths(self, truth, b):
+        """x = 0 ends the list, a class out of range is skipped; the class through map=."""
         for t in truth[b]:
             if t[0] == 0:
                 break
             if 0 <= t[4] < CLASSES:
-                yield t[:4], int(t[4])
+                yield t[:4], self.map[int(t[4])] if self.map else int(t[4])
 
     def set(self, table, key, kind, scale, target):
         """Records darknet's write delta = scale (target - value) of one entry (later writes
-        replace earlier ones): kind 'sig' (value the logistic output), 'raw' (the input)."""
+        replace earlier ones): kind 'sig' (value the logistic output), 'raw' (the input), 'out'
+        (the output, its delta passed to the input as it is: background's entry 4)."""
         table[key] = (kind, scale, target)
 
     def delta_box(self, out, table, t, b, n, i, j, scale):
@@ -117,7 +137,8 @@ class Region:
                         best = max([iou(pred, t) for t, _ in self.truths(truth, b)], default=0)
                         self.margins.append(abs(best - self.thresh))
                         if not best > self.thresh:
-                            self.set(table, (b, n, 4, j, i), "sig", self.noobject_scale, 0.0)
+                            self.set(table, (b, n, 4, j, i), self.objectness_kind(),
+                                     self.noobject_scale, float(self.background))
                         else:
                             table.pop((b, n, 4, j, i), None)
                         if seen < PRIOR_IMAGES:
@@ -136,10 +157,13 @@ class Region:
                 self.margins.append(abs(sorted(ious)[-1] - sorted(ious)[-2]))
                 v = self.delta_box(out, table, t, b, n, i, j,
                                    self.coord_scale * (2 - t[2] * t[3]))
-                self.set(table, (b, n, 4, j, i), "sig", self.object_scale,
-                         v if self.rescore else 1.0)
+                self.set(table, (b, n, 4, j, i), self.objectness_kind(), self.object_scale,
+                         0.0 if self.background else v if self.rescore else 1.0)
                 self.delta_class(out, table, b, n, i, j, cls)
         return table
+
+    def objectness_kind(self):
+        return "out" if self.background else "sig"
 
     def loss(self, z, truth, seen):
         out = self.forward(z)
@@ -190,13 +214,25 @@ def check_gradient(z, table, out, delta):
     return grad
 
 
+def backward(out, delta):
+    """What cdl's backward passes into the input, over the batch: -delta, through the logistic's
+    derivative on x, y and (without background) objectness; background's entry 4 as it is
+    (darknet's surrogate, not the gradient of a loss of the softmax)."""
+    through = -delta.copy()
+    for e in (0, 1):
+        through[:, :, e] *= out[:, :, e] * (1 - out[:, :, e])
+    return through / out.shape[0]
+
+
 def cfg_text():
     sections = []
     for k, (name, case) in enumerate(CASES.items()):
         lines = ["# case %s" % name] + (["[route]", "layers=0", ""] if k else []) + [
             "[region]", "anchors=%s" % ",".join("%g" % a for a in ANCHORS),
             "classes=%d" % CLASSES, "coords=4", "num=%d" % NUM]
-        lines += ["%s=%g" % (key, value) for key, value in case.items()]
+        lines += ["%s=%g" % (key, value) for key, value in case.items() if key != "map"]
+        if "map" in case:
+            lines.append("map=%s" % MAP_FILE)
         sections.append("\n".join(lines) + "\n")
     return "[net]\nbatch=2\nwidth=%d\nheight=%d\nchannels=%d\n\n[maxpool]\nsize=1\n\n" % (
         W, H, NUM * ENTRIES) + "\n".join(sections)
@@ -228,6 +264,11 @@ def main():
         if name == "softmax":
             grad = check_gradient(z, table, out, delta)
             tensors.append((name + ".grad", torch.tensor(grad.reshape(2, -1, H, W) / 2)))
+        if name == "background":
+            grad = backward(out, delta)
+            tensors.append((name + ".grad", torch.tensor(grad.reshape(2, -1, H, W))))
+    with open(fixture_dir() + "/" + MAP_FILE.split("/")[-1], "w") as f:
+        f.write("".join("%d\n" % k for k in CASES["map"]["map"]))
     write_cfg("region", cfg_text())
     write_ref(fixture_dir() + "/region.ref", tensors)
 

@@ -55,10 +55,23 @@ CASES = {
                    ignore_thresh=0.2),
     "objsmooth": dict(iou_loss="mse", mask=[0, 1], num=3, objectness_smooth=1, truth_thresh=0.3,
                       ignore_thresh=0.2, obj_normalizer=1.5),
+    "newcoords": dict(iou_loss="mse", mask=[0, 1], num=3, new_coords=1, scale_x_y=2.0),
+    "newcoords_ciou": dict(iou_loss="ciou", mask=[1, 2], num=3, new_coords=1, scale_x_y=1.1,
+                           iou_normalizer=0.07, iou_thresh=0.213, truth_thresh=0.3,
+                           ignore_thresh=0.2),
+    "counters": dict(iou_loss="mse", mask=[0, 1], num=3, counters_per_class=[10, 40], max_delta=3.0,
+                     cls_normalizer=2.0, truth_thresh=0.3, ignore_thresh=0.2),
+    "counters_smooth": dict(iou_loss="giou", mask=[0, 1], num=3, counters_per_class=[30, 12],
+                            objectness_smooth=1, truth_thresh=0.3, ignore_thresh=0.2,
+                            cls_normalizer=0.5),
+    "map": dict(iou_loss="mse", mask=[0, 1], num=3, class_map=[1, 0], truth_thresh=0.3,
+                ignore_thresh=0.2),
 }
+MAP_FILE = "tests/ref/yolo_swap.map"  # read from the repository root, as the C tests run
 DEFAULTS = dict(ignore_thresh=0.5, truth_thresh=1.0, iou_thresh=1.0, iou_thresh_kind="iou",
                 scale_x_y=1.0, iou_normalizer=0.75, obj_normalizer=1.0, max_delta=math.inf,
-                focal_loss=0, label_smooth_eps=0.0, objectness_smooth=0)
+                focal_loss=0, label_smooth_eps=0.0, objectness_smooth=0, new_coords=0,
+                counters_per_class=None, cls_normalizer=1.0, class_map=None)
 FOCAL_ALPHA = 0.5
 
 
@@ -171,10 +184,20 @@ class Layer:
         self.__dict__.update(case)
         self.anchors = np.array(anchors).reshape(-1, 2)
         (self.gw, self.gh), (self.nw, self.nh), self.classes = grid, net, classes
+        self.multipliers = None
+        if self.counters_per_class:  # get_classes_multipliers
+            most = max(self.counters_per_class)
+            self.multipliers = [min(f32(most / c), self.max_delta) for c in self.counters_per_class]
+
+    def weight(self, cls):
+        return self.multipliers[cls] if self.multipliers else 1.0
 
     def forward(self, z):
         out = z.copy()
         for n in range(len(self.mask)):
+            if self.new_coords:  # no logistic: the [convolutional] before has it
+                out[:, n, 0:2] = z[:, n, 0:2] * self.scale_x_y - 0.5 * (self.scale_x_y - 1)
+                continue
             out[:, n, :] = logistic(z[:, n, :])  # entries 2, 3 (w, h) are put back below
             out[:, n, 2:4] = z[:, n, 2:4]
             out[:, n, 0:2] = out[:, n, 0:2] * self.scale_x_y - 0.5 * (self.scale_x_y - 1)
@@ -182,25 +205,33 @@ class Layer:
 
     def pred_box(self, out, b, n, j, i, anchor):
         e = out[b, n, :, j, i]
-        return (i + e[0]) / self.gw, (j + e[1]) / self.gh, math.exp(e[2]) * anchor[0] / self.nw, \
-            math.exp(e[3]) * anchor[1] / self.nh
+        size = (lambda v: 4 * v * v) if self.new_coords else math.exp
+        return (i + e[0]) / self.gw, (j + e[1]) / self.gh, size(e[2]) * anchor[0] / self.nw, \
+            size(e[3]) * anchor[1] / self.nh
 
-    def delta_box(self, out, delta, b, n, j, i, anchor, t):
+    def delta_box(self, out, delta, b, n, j, i, anchor, t, weight=1.0):
+        """delta_yolo_box, iou_normalizer times the class's weight (counters_per_class); with
+        new_coords the mse targets of w, h are sqrt(size / (4 anchor)), the IoU deltas of w, h
+        have no exp factor, and each mse entry's rule is kept for the gradient check."""
         pred = self.pred_box(out, b, n, j, i, anchor)
         ious = (iou(pred, t), iou_kind(pred, t, "giou"))
         e, d = out[b, n, :, j, i], delta[b, n, :, j, i]
         if self.iou_loss == "mse":
-            s = (2 - t[2] * t[3]) * self.iou_normalizer
-            target = [t[0] * self.gw - i, t[1] * self.gh - j, math.log(t[2] * self.nw / anchor[0]),
-                      math.log(t[3] * self.nh / anchor[1])]
+            s = (2 - t[2] * t[3]) * self.iou_normalizer * weight
+            rw, rh = t[2] * self.nw / anchor[0], t[3] * self.nh / anchor[1]
+            size = (lambda r: math.sqrt(r / 4)) if self.new_coords else math.log
+            target = [t[0] * self.gw - i, t[1] * self.gh - j, size(rw), size(rh)]
             for k in range(4):
                 d[k] += s * (target[k] - e[k])
+                idx = (b, n, k, j, i)
+                self.rules[idx] = ("box", target[k], s) if idx not in self.rules else ("twice",)
             return ious
         g = dx_box_iou(pred, t, self.iou_loss)
-        g[2] *= math.exp(e[2])
-        g[3] *= math.exp(e[3])
+        if not self.new_coords:
+            g[2] *= math.exp(e[2])
+            g[3] *= math.exp(e[3])
         for k in range(4):
-            v = g[k] * self.iou_normalizer
+            v = g[k] * self.iou_normalizer * weight
             v = 0.0 if not math.isfinite(v) else v
             d[k] += min(max(v, -self.max_delta), self.max_delta)
         return ious
@@ -215,10 +246,11 @@ class Layer:
         return y * (1 - self.label_smooth_eps) + 0.5 * self.label_smooth_eps
 
     def delta_class(self, out, delta, b, n, j, i, cls):
-        """AlexeyAB's delta_yolo_class without class multipliers."""
+        """AlexeyAB's delta_yolo_class: with counters_per_class the truth class's delta times its
+        multiplier (and cls_normalizer where every class is set; focal_loss: neither)."""
         at = lambda k: (b, n, 5 + k, j, i)
         if delta[at(cls)] != 0:
-            self.target(out, delta, at(cls), self.smoothed(1.0))
+            self.target(out, delta, at(cls), self.smoothed(1.0), self.weight(cls))
             return
         if self.focal_loss:
             pt = out[at(cls)] + 1e-15
@@ -228,16 +260,18 @@ class Layer:
             self.rules[at(cls)] = ("focal",)
             return
         for k in range(self.classes):
-            self.target(out, delta, at(k), self.smoothed(1.0 if k == cls else 0.0))
+            weight = self.weight(cls) * self.cls_normalizer if self.multipliers and k == cls else 1.0
+            self.target(out, delta, at(k), self.smoothed(1.0 if k == cls else 0.0), weight)
 
     def truths(self, truth, b):
         """A sample's truths as darknet reads them: x = 0 ends the list, a class out of range is
-        skipped."""
+        skipped; the class through map=."""
         for t in truth[b]:
             if t[0] == 0:
                 return
             if 0 <= int(t[4]) < self.classes:
-                yield tuple(t[:4]), int(t[4])
+                cls = int(t[4])
+                yield tuple(t[:4]), self.class_map[cls] if self.class_map else cls
 
     def best_anchor(self, t):
         """Of all num anchors, the first of best IoU with t's width and height."""
@@ -279,8 +313,9 @@ class Layer:
                                         else 1.0, self.obj_normalizer)
                             self.delta_class(out, delta, b, n, j, i, cls)
                             if self.objectness_smooth:
-                                self.target(out, delta, (b, n, 5 + cls, j, i), best * best)
-                            self.delta_box(out, delta, b, n, j, i, anchor, t)
+                                self.target(out, delta, (b, n, 5 + cls, j, i), best * best,
+                                            self.weight(cls))
+                            self.delta_box(out, delta, b, n, j, i, anchor, t, self.weight(cls))
             for t, cls in self.truths(truth, b):
                 shape = (0, 0, t[2], t[3])
                 best_n = self.best_anchor(t)
@@ -294,12 +329,14 @@ class Layer:
                     if a != best_n and not extra:
                         continue
                     n = mask.index(a)
-                    v, gv = self.delta_box(out, delta, b, n, j, i, self.anchors[a], t)
+                    v, gv = self.delta_box(out, delta, b, n, j, i, self.anchors[a], t,
+                                           self.weight(cls))
                     tally["iou"] += 1 - v
                     tally["giou"] += 1 - gv
                     tally["count"] += 1
                     if not self.objectness_smooth or delta[b, n, 4, j, i] == 0:
-                        self.target(out, delta, (b, n, 4, j, i), 1.0, self.obj_normalizer)
+                        self.target(out, delta, (b, n, 4, j, i), 1.0,
+                                    self.weight(cls) * self.obj_normalizer)
                     self.delta_class(out, delta, b, n, j, i, cls)
             if self.iou_thresh < 1:
                 for n in range(len(mask)):
@@ -365,6 +402,33 @@ def entry_loss(rule, z):
     return -weight * (target * math.log(p) + (1 - target) * math.log(1 - p))
 
 
+def check_new_coords_gradients(layer, z, delta):
+    """With new_coords the output is the input (x, y scaled): central differences of each entry's
+    loss against -delta, the targets held fixed. Objectness and classes: weight (t - z)^2 / 2;
+    mse w, h: s (t - z)^2 / 2; mse x, y: s (t - out)^2 / (2 scale_x_y), out = scale_x_y z -
+    (scale_x_y - 1) / 2, whose gradient drops scale_x_y as darknet's delta does."""
+    h = 1e-6
+    sxy = layer.scale_x_y
+
+    def entry_loss(idx, rule, v):
+        if rule[0] == "bce":
+            return rule[2] * (rule[1] - v) ** 2 / 2
+        if idx[2] >= 2:
+            return rule[2] * (rule[1] - v) ** 2 / 2
+        return rule[2] * (rule[1] - (v * sxy - 0.5 * (sxy - 1))) ** 2 / (2 * sxy)
+    checked = 0
+    for idx in np.ndindex(delta.shape):
+        rule = layer.rules.get(idx, ("none",))
+        assert rule[0] != "twice", idx
+        if rule[0] == "none":
+            assert delta[idx] == 0, idx
+            continue
+        numeric = (entry_loss(idx, rule, z[idx] + h) - entry_loss(idx, rule, z[idx] - h)) / (2 * h)
+        assert abs(numeric + delta[idx]) <= 1e-6 * max(1.0, abs(numeric)), (idx, numeric, delta[idx])
+        checked += 1
+    return checked
+
+
 def check_smooth_gradients(layer, z, delta):
     """Central differences of each objectness and class entry's loss (layer.rules, the targets and
     weights of the unperturbed outputs) against -delta; entries without a rule have delta 0.
@@ -393,10 +457,10 @@ def cfg_text():
                  "anchors=%s" % ",".join("%g" % a for a in ANCHORS), "classes=%d" % CLASSES,
                  "num=%d" % c["num"], "iou_loss=%s" % c["iou_loss"]]
         for key in ("ignore_thresh", "truth_thresh", "iou_thresh", "scale_x_y", "iou_normalizer",
-                    "obj_normalizer"):
+                    "obj_normalizer", "cls_normalizer"):
             if c[key] != DEFAULTS[key]:
                 lines.append("%s=%g" % (key, c[key]))
-        for key in ("focal_loss", "objectness_smooth"):
+        for key in ("focal_loss", "objectness_smooth", "new_coords"):
             if c[key]:
                 lines.append("%s=%d" % (key, c[key]))
         if c["label_smooth_eps"]:
@@ -405,6 +469,10 @@ def cfg_text():
             lines.append("iou_thresh_kind=%s" % c["iou_thresh_kind"])
         if math.isfinite(c["max_delta"]):
             lines.append("max_delta=%g" % c["max_delta"])
+        if c["counters_per_class"]:
+            lines.append("counters_per_class=%s" % ",".join(map(str, c["counters_per_class"])))
+        if c["class_map"]:
+            lines.append("map=%s" % MAP_FILE)
         sections.append("\n".join(lines) + "\n")
     return "[net]\nbatch=2\nwidth=%d\nheight=%d\nchannels=%d\n\n[maxpool]\nsize=1\n\n" % (
         W, H, NUM_MASK * (CLASSES + 5)) + "\n".join(sections)
@@ -432,8 +500,12 @@ def main():
         if name == "mse":
             grad = mse_potential_grad(layer, z, truth, delta.copy())
             assert np.allclose(grad, -delta, rtol=1e-12, atol=1e-12), np.abs(grad + delta).max()
-        if name in ("focal", "smooth", "objsmooth"):
+        if name in ("focal", "smooth", "objsmooth", "counters", "counters_smooth", "map"):
             print(name, sorted(check_smooth_gradients(layer, z, delta)))
+        if name == "newcoords":
+            print(name, check_new_coords_gradients(layer, z, delta), "entries checked")
+    with open(fixture_dir() + "/" + MAP_FILE.split("/")[-1], "w") as f:
+        f.write("".join("%d\n" % k for k in CASES["map"]["class_map"]))
     write_cfg("yolo", cfg_text())
     write_ref(fixture_dir() + "/yolo.ref", tensors)
 

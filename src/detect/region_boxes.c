@@ -1,4 +1,5 @@
-/* Decoding [region] outputs into boxes, as pjreddie's region_layer.c does after a forward. */
+/* Decoding [region] outputs into boxes, as pjreddie's region_layer.c does after a forward (with
+ * background=1 every box has objectness 1, its classes their own scores). */
 #include "detect/region_boxes.h"
 
 #include <math.h>
@@ -10,7 +11,7 @@ int region_boxes_append(const Region *r, const float *out, int w, int h, float t
     for (int n = 0; n < r->num; n++)
         for (size_t cell = 0; cell < stride; cell++) {
             const float *x = out + n * entries + cell;
-            const float objectness = x[4 * stride];
+            const float objectness = r->background ? 1 : x[4 * stride];
             if (!(objectness > thresh))
                 continue;
             if (detection_list_reserve(list, 1, e))

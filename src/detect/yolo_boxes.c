@@ -1,7 +1,7 @@
 /* Decoding [yolo] outputs into boxes, as darknet's yolo_layer.c does after a forward. */
 #include "detect/yolo_boxes.h"
 
-#include <math.h>
+#include "layers/yolo_loss_rules.h" /* yolo_predicted_box */
 
 int yolo_boxes_append(const Yolo *yo, const float *out, int w, int h, float thresh,
                       DetectionList *list, Error *e)
@@ -15,11 +15,9 @@ int yolo_boxes_append(const Yolo *yo, const float *out, int w, int h, float thre
                 continue;
             if (detection_list_reserve(list, 1, e))
                 return e->code;
-            const int anchor = yo->mask[n];
+            const YoloCell c = {n * entries + cell, (int)(cell % w), (int)(cell / w), yo->mask[n]};
             Detection *d = &list->items[list->n];
-            d->box = (Box){((float)(cell % w) + x[0]) / w, ((float)(cell / w) + x[stride]) / h,
-                           expf(x[2 * stride]) * yo->anchors[2 * anchor] / yo->net_w,
-                           expf(x[3 * stride]) * yo->anchors[2 * anchor + 1] / yo->net_h};
+            d->box = yolo_predicted_box(yo, out, c, w, h, stride);
             d->objectness = objectness;
             d->index = list->n;
             float *prob = list->prob + (size_t)list->n * yo->classes;

@@ -1,5 +1,5 @@
 /* [region]: YOLOv2's detection layer and its loss, as pjreddie's darknet computes them
- * (src/region_layer.c; coords=4, no background class, no softmax tree).
+ * (src/region_layer.c; coords=4, no softmax tree).
  *
  *   in, out [batch][num][classes + 5][h][w]   (darknet's layout: the [convolutional] before,
  *                                             filters = num (classes + 5))
@@ -7,6 +7,9 @@
  *   out: x, y, objectness logistic(in); w, h as they come in (the box is anchor * exp(w) / grid
  *        width: anchors are in grid cells); classes softmax over the classes of the cell and
  *        anchor (softmax=1) or logistic each
+ *   background=1: entry 4 a background score, as it comes in, or with softmax=1 in the softmax
+ *        over entries 4.. (background and classes); its targets are 1 off the truths, 0 at them
+ *        (the delta is then with respect to the input), and detections take objectness 1
  *
  * The loss (layers/region_loss.c) reads StepContext.truth as [yolo] does, its first max= boxes.
  * darknet's delta is the negative gradient of: on x, y and objectness, scale/2 (t - out)^2 of
@@ -94,6 +97,8 @@ static int region_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
     st = st ? st : cfg_require_max(cfg, s, "num", r->num, REGION_MAX_ANCHORS, 1, e);
     st = st ? st : parse_anchors(r, cfg, s, e);
     st = st ? st : cfg_get_int(cfg, s, "softmax", 0, &r->softmax, e);
+    st = st ? st : cfg_get_flag(cfg, s, "background", 0, &r->background, e);
+    st = st ? st : class_map_parse(cfg, s, r->classes, r->class_map, &r->has_class_map, e);
     st = st ? st : cfg_get_int(cfg, s, "bias_match", 0, &r->bias_match, e);
     st = st ? st : cfg_get_int(cfg, s, "rescore", 0, &r->rescore, e);
     st = st ? st : cfg_get_int_min(cfg, s, "max", 30, 1, &r->max_boxes, e);
@@ -118,8 +123,12 @@ static int region_truth_boxes(const Layer *l)
 static int region_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net;
-    (void)e;
     const Region *r = l->priv;
+    if (r->background)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [region]: background=1 is not exported (the ONNX decode reads "
+                         "entry 4 as a logistic objectness)",
+                         l->index);
     const DetectorActivations a = {r->num, r->classes, 1.0f, r->softmax};
     detector_export_onnx(l, g, &a);
     return CDL_OK;

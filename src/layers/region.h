@@ -4,7 +4,8 @@
 #define CDL_REGION_H
 
 #include "core/layer.h"
-#include "data/boxes.h" /* the truth-box layout every detection loss reads (TRUTH_X ..) */
+#include "data/boxes.h"        /* the truth-box layout every detection loss reads (TRUTH_X ..) */
+#include "layers/class_keys.h" /* CLASS_TABLE_MAX */
 
 #define REGION_MAX_ANCHORS 64
 /* darknet's early anchor prior: while fewer images than this have been seen, every prediction is
@@ -19,6 +20,12 @@ typedef struct Region {
     int bias_match, rescore, max_boxes;
     float thresh; /* a prediction overlapping a truth above it is not pushed to objectness 0 */
     float coord_scale, object_scale, noobject_scale, class_scale;
+    /* background=1 (pjreddie's): entry 4 is a background score, not a logistic objectness; with
+     * softmax=1 the softmax runs over it and the classes. Its targets are 1 where no truth is and
+     * 0 at a truth's anchor, and detections take objectness 1. */
+    int background;
+    int has_class_map; /* map=: a truth of class k is learned as class_map[k] */
+    int class_map[CLASS_TABLE_MAX];
     float jitter; /* read for darknet's training augmentation, unused by the loss */
     float random; /* multi-scale training (LayerType.multi_scale) */
     /* Per-batch state (resize): darknet's l.delta, [batch][out_shape], written by the forward:

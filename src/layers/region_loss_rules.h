@@ -1,5 +1,5 @@
 /* [region]'s loss rule by rule (pjreddie's forward_region_layer after the activations, for
- * coords=4 without background or softmax tree), as functions of one cell or one sample that the
+ * coords=4 without softmax tree), as functions of one cell or one sample that the
  * host's loop (layers/region_loss.c) and the GPU's kernels (cuda/kernels/region.cu) both call, so
  * that the two compute the same rules from one source.
  *
@@ -12,7 +12,9 @@
  * its centre and the anchor whose shape fits it best (bias_match: the anchor's own shape, else
  * the predicted one), which learns the box (coord_scale (2 - w h)), objectness 1 (or the IoU
  * with rescore, object_scale) and the class (class_scale); later writes replace earlier ones, as
- * in darknet (region_sample_truths). The cost: the squared deltas summed per plane, then per
+ * in darknet (region_sample_truths). With background=1 the objectness targets swap: 1 where no
+ * truth is (pushed by noobject_scale), 0 at a truth's anchor (object_scale). A truth's class goes
+ * through map= first. The cost: the squared deltas summed per plane, then per
  * sample, then over the samples in order (layers/loss_squares.h). The arithmetic follows darknet's
  * types (exp and log in double, the rest float). */
 #ifndef CDL_REGION_LOSS_RULES_H
@@ -67,7 +69,7 @@ static inline CDL_HOST_DEVICE void region_delta_class(const Region *r, const flo
 
 /* Steps *t to the next truth from there of a sample's truth [n_truth][TRUTH_FLOATS] as darknet
  * reads them: at most max= boxes, a box with x = 0 ends the list, a class out of range is
- * skipped. Returns 0 at the end. */
+ * skipped; its class through map=. Returns 0 at the end. */
 static inline CDL_HOST_DEVICE int region_next_truth(const Region *r, const float *truth,
                                                     int n_truth, int *t, Box *box, int *class_id)
 {
@@ -77,8 +79,10 @@ static inline CDL_HOST_DEVICE int region_next_truth(const Region *r, const float
             return 0;
         box->x = f[TRUTH_X], box->y = f[TRUTH_Y], box->w = f[TRUTH_W], box->h = f[TRUTH_H];
         *class_id = (int)f[TRUTH_CLASS];
-        if (f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < r->classes)
+        if (f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < r->classes) {
+            *class_id = r->has_class_map ? r->class_map[*class_id] : *class_id;
             return 1;
+        }
     }
     return 0;
 }
@@ -102,7 +106,7 @@ static inline CDL_HOST_DEVICE void region_cell_predictions(const Region *r, cons
         best = iou > best ? iou : best;
     }
     const size_t obj = at + 4 * stride;
-    delta[obj] = r->noobject_scale * (0 - out[obj]);
+    delta[obj] = r->noobject_scale * ((float)r->background - out[obj]);
     if (best > r->thresh)
         delta[obj] = 0;
     if (prior) {
@@ -152,7 +156,8 @@ static inline CDL_HOST_DEVICE void region_sample_truths(const Region *r, const f
         const size_t at = n * entries + (size_t)j * w + i;
         const float iou = region_delta_box(r, x + at, d + at, tb, n, i, j, w, h, stride,
                                            r->coord_scale * (2 - tb.w * tb.h));
-        d[at + 4 * stride] = r->object_scale * ((r->rescore ? iou : 1) - x[at + 4 * stride]);
+        const float target = r->background ? 0 : r->rescore ? iou : 1;
+        d[at + 4 * stride] = r->object_scale * (target - x[at + 4 * stride]);
         region_delta_class(r, x + at + 5 * stride, d + at + 5 * stride, class_id, stride);
     }
 }

@@ -7,6 +7,9 @@
  *   entries per anchor and cell: 0 x, 1 y, 2 w, 3 h, 4 objectness, 5.. class scores
  *   out: x, y = scale_x_y logistic(in) - (scale_x_y - 1)/2; objectness and classes
  *        logistic(in); w, h as they come in (the box is anchor * exp(w) / net width)
+ *   new_coords=1 (scaled-YOLOv4, whose [convolutional] before has activation=logistic): no
+ *        logistic here; x, y = scale_x_y in - (scale_x_y - 1)/2, the rest as it comes in, and the
+ *        box is anchor * (2 w)^2 / net width
  *
  * Truth boxes: the loss reads StepContext.truth, [batch][truth_boxes][TRUTH_FLOATS] floats in
  * darknet's net.truth layout (data/boxes.h: x, y, w, h relative to the net input, class), the
@@ -136,6 +139,11 @@ static int yolo_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, E
     st = st ? st : cfg_get_float(cfg, s, "jitter", 0.2f, &yo->jitter, e);
     st = st ? st : cfg_get_named(cfg, s, "iou_loss", iou_loss_names, 5, &loss, e);
     st = st ? st : parse_thresholds(yo, cfg, s, e);
+    st = st ? st : cfg_get_flag(cfg, s, "new_coords", 0, &yo->new_coords, e);
+    st = st ? st : class_map_parse(cfg, s, yo->classes, yo->class_map, &yo->has_class_map, e);
+    st = st ? st
+            : class_multipliers_parse(cfg, s, yo->classes, yo->max_delta, yo->class_multipliers,
+                                      &yo->has_multipliers, e);
     st = st ? st : cfg_get_named(cfg, s, "nms_kind", nms_kind_names, 3, &yo->nms_kind, e);
     st = st ? st : cfg_get_float(cfg, s, "beta_nms", 0.6f, &yo->beta_nms, e);
     st = st ? st : parse_multi_scale(cfg, s, &yo->random, &yo->resize, e);
@@ -166,8 +174,12 @@ static int yolo_truth_boxes(const Layer *l)
 static int yolo_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Error *e)
 {
     (void)net;
-    (void)e;
     const Yolo *yo = l->priv;
+    if (yo->new_coords)
+        return error_set(e, CDL_EUSAGE,
+                         "layer %d [yolo]: new_coords=1 is not exported (the ONNX decode is "
+                         "darknet's exp box of the logistic outputs)",
+                         l->index);
     const DetectorActivations a = {yo->n_mask, yo->classes, yo->scale_x_y, 0};
     detector_export_onnx(l, g, &a);
     return CDL_OK;

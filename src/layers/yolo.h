@@ -4,7 +4,8 @@
 #define CDL_YOLO_H
 
 #include "core/layer.h"
-#include "data/boxes.h" /* the truth-box layout every detection loss reads (TRUTH_X ..) */
+#include "data/boxes.h"        /* the truth-box layout every detection loss reads (TRUTH_X ..) */
+#include "layers/class_keys.h" /* CLASS_TABLE_MAX */
 
 #define YOLO_MAX_ANCHORS 64
 
@@ -36,6 +37,16 @@ typedef struct Yolo {
      * objectness_smooth=1 IoU-valued objectness targets. */
     int focal_loss, objectness_smooth;
     float label_smooth_eps;
+    /* new_coords=1 (scaled-YOLOv4): the input is already logistic (the [convolutional] before has
+     * activation=logistic); out = in but x, y scaled by scale_x_y, and the box's w, h are
+     * (2 w)^2 anchor / net width instead of exp(w) anchor. */
+    int new_coords;
+    /* map=: a truth of class k is learned as class_map[k]; counters_per_class=: the class's
+     * weight class_multipliers[k] on its class, box and objectness deltas (then cls_normalizer
+     * weighs the truth class's delta too). Both for classes <= CLASS_TABLE_MAX only. */
+    int has_class_map, has_multipliers;
+    int class_map[CLASS_TABLE_MAX];
+    float class_multipliers[CLASS_TABLE_MAX];
     /* Read for detection (the data's placement, NMS), unused by the loss: */
     float jitter, beta_nms;
     float random, resize; /* multi-scale training (LayerType.multi_scale); resize 0: not given */

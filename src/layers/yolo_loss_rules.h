@@ -21,7 +21,11 @@
  * anchor a truth goes to, the ignore rule, a second truth in a cell overwriting the first's class
  * target) are steps; scale_x_y != 1 drops its factor; the IoU losses' deltas are darknet's own
  * expressions (dx_box_iou: w, h not halved, no logistic factor on x, y); iou_thresh < 1 divides box
- * deltas by the classes of positive delta. The printed cost is none of these losses either. */
+ * deltas by the classes of positive delta. The printed cost is none of these losses either.
+ * With new_coords the outputs are the input itself (x, y scaled): the objectness and class deltas
+ * are then minus the gradient of half the squared error (t - in)^2, those of mse on w, h of
+ * s (t - in)^2 / 2 and on x, y of s (t - out)^2 / (2 scale_x_y). counters_per_class multiplies a
+ * truth's box and objectness deltas and its class's delta by the class's weight. */
 #ifndef CDL_YOLO_LOSS_RULES_H
 #define CDL_YOLO_LOSS_RULES_H
 
@@ -148,13 +152,23 @@ static inline CDL_HOST_DEVICE YoloBoxGrad yolo_dx_box_iou(Box p, Box t, YoloIouL
     return g;
 }
 
+/* darknet's get_yolo_box: the box of cell c's anchor, relative to the net input (new_coords: w,
+ * h the anchor's times (2 out)^2, else times exp(out)). */
 static inline CDL_HOST_DEVICE Box yolo_predicted_box(const Yolo *yo, const float *out, YoloCell c,
                                                      int w, int h, size_t stride)
 {
-    const Box b = {(c.i + out[c.at]) / w, (c.j + out[c.at + stride]) / h,
-                   expf(out[c.at + 2 * stride]) * yo->anchors[2 * c.anchor] / yo->net_w,
-                   expf(out[c.at + 3 * stride]) * yo->anchors[2 * c.anchor + 1] / yo->net_h};
+    const float tw = out[c.at + 2 * stride], th = out[c.at + 3 * stride];
+    const Box b = {
+        (c.i + out[c.at]) / w, (c.j + out[c.at + stride]) / h,
+        (yo->new_coords ? 4 * tw * tw : expf(tw)) * yo->anchors[2 * c.anchor] / yo->net_w,
+        (yo->new_coords ? 4 * th * th : expf(th)) * yo->anchors[2 * c.anchor + 1] / yo->net_h};
     return b;
+}
+
+/* The weight counters_per_class= gives a truth of class class_id (1 without it). */
+static inline CDL_HOST_DEVICE float yolo_class_weight(const Yolo *yo, int class_id)
+{
+    return yo->has_multipliers ? yo->class_multipliers[class_id] : 1.0f;
 }
 
 static inline CDL_HOST_DEVICE float yolo_finite_or_zero(float v)
@@ -162,31 +176,35 @@ static inline CDL_HOST_DEVICE float yolo_finite_or_zero(float v)
     return isfinite(v) ? v : 0;
 }
 
-/* darknet's delta_yolo_box with accumulate=1: adds the box deltas of cell c toward truth. */
+/* darknet's delta_yolo_box with accumulate=1: adds the box deltas of cell c toward truth, weighed
+ * by normalizer (iou_normalizer times the truth class's weight). With new_coords the w, h targets
+ * of mse are sqrt(truth size / (4 anchor)) and the IoU deltas of w, h have no exp factor. */
 static inline CDL_HOST_DEVICE YoloBoxIous yolo_delta_box(const Yolo *yo, const float *out,
                                                          float *delta, YoloCell c, Box truth, int w,
-                                                         int h, size_t stride)
+                                                         int h, size_t stride, float normalizer)
 {
     Box pred = yolo_predicted_box(yo, out, c, w, h, stride);
     const YoloBoxIous ious = {box_iou(pred, truth), yolo_iou_kind(pred, truth, YOLO_GIOU)};
     const float *x = out + c.at;
     float *d = delta + c.at;
     if (yo->iou_loss == YOLO_MSE) {
-        const float s = (2 - truth.w * truth.h) * yo->iou_normalizer;
+        const float s = (2 - truth.w * truth.h) * normalizer;
+        const float rw = truth.w * yo->net_w / yo->anchors[2 * c.anchor];
+        const float rh = truth.h * yo->net_h / yo->anchors[2 * c.anchor + 1];
         d[0] += s * (truth.x * w - c.i - x[0]);
         d[stride] += s * (truth.y * h - c.j - x[stride]);
-        d[2 * stride] +=
-            s * (logf(truth.w * yo->net_w / yo->anchors[2 * c.anchor]) - x[2 * stride]);
-        d[3 * stride] +=
-            s * (logf(truth.h * yo->net_h / yo->anchors[2 * c.anchor + 1]) - x[3 * stride]);
+        d[2 * stride] += s * ((yo->new_coords ? sqrtf(rw / 4) : logf(rw)) - x[2 * stride]);
+        d[3 * stride] += s * ((yo->new_coords ? sqrtf(rh / 4) : logf(rh)) - x[3 * stride]);
         return ious;
     }
     pred.w = pred.w == 0 ? 1 : pred.w;
     pred.h = pred.h == 0 ? 1 : pred.h;
     const YoloBoxGrad g = yolo_dx_box_iou(pred, truth, yo->iou_loss);
-    float v[4] = {g.x, g.y, g.w * expf(x[2 * stride]), g.h * expf(x[3 * stride])};
+    float v[4] = {g.x, g.y, g.w, g.h};
+    if (!yo->new_coords)
+        v[2] *= expf(x[2 * stride]), v[3] *= expf(x[3 * stride]);
     for (int k = 0; k < 4; k++) {
-        v[k] = yolo_finite_or_zero(v[k] * yo->iou_normalizer);
+        v[k] = yolo_finite_or_zero(v[k] * normalizer);
         if (yo->max_delta != FLT_MAX)
             v[k] = fminf(fmaxf(v[k], -yo->max_delta), yo->max_delta);
         d[k * stride] += v[k];
@@ -201,11 +219,12 @@ static inline CDL_HOST_DEVICE float yolo_smoothed(const Yolo *yo, float y)
                                      : y;
 }
 
-/* darknet's delta_yolo_class (no class multipliers: then cls_normalizer has no effect either):
- * targets 1 for the class and 0 for the others, smoothed by label_smooth_eps; a cell that already
- * has a target class only gets this one's set. With focal_loss (where a cell gets its first
- * class) every class's delta is (target - p) times alpha g(p_t), alpha = 0.5 and g(p) = (1 - p)
- * (1 - p - 2 p log p): the truth class's is minus the gradient of the focal loss
+/* darknet's delta_yolo_class: targets 1 for the class and 0 for the others, smoothed by
+ * label_smooth_eps; a cell that already has a target class only gets this one's set. With
+ * counters_per_class the truth class's delta is weighed by its multiplier, and by cls_normalizer
+ * too where all classes are set (without it cls_normalizer has no effect). With focal_loss (where a
+ * cell gets its first class) every class's delta is (target - p) times alpha g(p_t), alpha = 0.5
+ * and g(p) = (1 - p) (1 - p - 2 p log p): the truth class's is minus the gradient of the focal loss
  * -alpha (1 - p)^2 log p (gamma 2), the others' that of alpha g(p_t) BCE(p, 0), g(p_t) taken as
  * a constant. */
 static inline CDL_HOST_DEVICE void yolo_delta_class(const Yolo *yo, const float *out, float *delta,
@@ -215,6 +234,7 @@ static inline CDL_HOST_DEVICE void yolo_delta_class(const Yolo *yo, const float 
         const float r = yolo_smoothed(yo, 1) - out[at + stride * class_id];
         if (isfinite(r))
             delta[at + stride * class_id] = r;
+        delta[at + stride * class_id] *= yolo_class_weight(yo, class_id);
         return;
     }
     if (yo->focal_loss) {
@@ -229,21 +249,26 @@ static inline CDL_HOST_DEVICE void yolo_delta_class(const Yolo *yo, const float 
         if (isfinite(r))
             delta[at + stride * k] = r;
     }
+    if (yo->has_multipliers)
+        delta[at + stride * class_id] *= yo->class_multipliers[class_id] * yo->cls_normalizer;
 }
 
 /* Steps *t to the next truth from there among the first n_truth of a sample, as darknet reads
- * them: a box with x = 0 ends the list, a class out of range is skipped. Returns 0 at the end. */
-static inline CDL_HOST_DEVICE int yolo_next_truth(const float *truth, int n_truth, int classes,
+ * them: a box with x = 0 ends the list, a class out of range is skipped; its class through map=.
+ * Returns 0 at the end. */
+static inline CDL_HOST_DEVICE int yolo_next_truth(const Yolo *yo, const float *truth, int n_truth,
                                                   int *t, Box *box, int *class_id)
 {
     for (; *t < n_truth; ++*t) {
         const float *f = truth + (size_t)*t * TRUTH_FLOATS;
         box->x = f[TRUTH_X], box->y = f[TRUTH_Y], box->w = f[TRUTH_W], box->h = f[TRUTH_H];
-        *class_id = f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < classes ? (int)f[TRUTH_CLASS] : -1;
+        *class_id = f[TRUTH_CLASS] >= 0 && f[TRUTH_CLASS] < yo->classes ? (int)f[TRUTH_CLASS] : -1;
         if (box->x == 0)
             return 0;
-        if (*class_id >= 0)
+        if (*class_id >= 0) {
+            *class_id = yo->has_class_map ? yo->class_map[*class_id] : *class_id;
             return 1;
+        }
     }
     return 0;
 }
@@ -260,7 +285,8 @@ static inline CDL_HOST_DEVICE Box yolo_anchor_shape(const Yolo *yo, int n)
  * is pushed to 0 unless the best IoU with a truth of a class the cell already scores above 0.25
  * passes ignore_thresh (then, with objectness_smooth, pushed to that IoU where that raises the
  * delta); above truth_thresh the cell learns that truth as if assigned to it, objectness and the
- * truth's class toward the IoU squared with objectness_smooth. */
+ * truth's class toward the IoU squared with objectness_smooth (the class's and the box's deltas
+ * weighed by the class's weight, the objectness's not). */
 static inline CDL_HOST_DEVICE void yolo_cell_predictions(const Yolo *yo, const float *out,
                                                          float *delta, const float *truth,
                                                          int n_truth, size_t sample, int w, int h,
@@ -275,7 +301,7 @@ static inline CDL_HOST_DEVICE void yolo_cell_predictions(const Yolo *yo, const f
     Box tb, best_box = {0, 0, 0, 0};
     for (int k = 0; k < yo->classes; k++)
         scored |= out[cls + stride * k] > 0.25f;
-    for (int t = 0; yolo_next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
+    for (int t = 0; yolo_next_truth(yo, truth, n_truth, &t, &tb, &class_id); t++) {
         const float iou = box_iou(pred, tb);
         if (iou > best_match && scored)
             best_match = iou;
@@ -293,27 +319,31 @@ static inline CDL_HOST_DEVICE void yolo_cell_predictions(const Yolo *yo, const f
     if (best > yo->truth_thresh) {
         const float target = yo->objectness_smooth ? best * best : 1;
         delta[obj] = yo->obj_normalizer * (target - out[obj]);
+        const float weight = yolo_class_weight(yo, best_class);
         yolo_delta_class(yo, out, delta, cls, best_class, stride);
         if (yo->objectness_smooth)
-            delta[cls + stride * best_class] = target - out[cls + stride * best_class];
-        yolo_delta_box(yo, out, delta, c, best_box, w, h, stride);
+            delta[cls + stride * best_class] = weight * (target - out[cls + stride * best_class]);
+        yolo_delta_box(yo, out, delta, c, best_box, w, h, stride, yo->iou_normalizer * weight);
     }
 }
 
 /* Assigns truth tb to cell c: box, objectness 1 (with objectness_smooth only where the cell's
- * objectness delta is still 0) and class deltas, and the tally. */
+ * objectness delta is still 0) and class deltas, the box and objectness weighed by the class's
+ * weight, and the tally. */
 static inline CDL_HOST_DEVICE void yolo_assign_truth(const Yolo *yo, const float *out, float *delta,
                                                      YoloCell c, Box tb, int class_id, int w, int h,
                                                      YoloSampleLoss *tally)
 {
     const size_t stride = (size_t)w * h;
-    const YoloBoxIous ious = yolo_delta_box(yo, out, delta, c, tb, w, h, stride);
+    const float weight = yolo_class_weight(yo, class_id);
+    const YoloBoxIous ious =
+        yolo_delta_box(yo, out, delta, c, tb, w, h, stride, yo->iou_normalizer * weight);
     tally->iou_loss += 1 - ious.iou;
     tally->giou_loss += 1 - ious.giou;
     tally->count++;
     float *obj = &delta[c.at + 4 * stride];
     if (!yo->objectness_smooth || *obj == 0)
-        *obj = yo->obj_normalizer * (1 - out[c.at + 4 * stride]);
+        *obj = weight * yo->obj_normalizer * (1 - out[c.at + 4 * stride]);
     yolo_delta_class(yo, out, delta, c.at + 5 * stride, class_id, stride);
 }
 
@@ -340,7 +370,7 @@ static inline CDL_HOST_DEVICE void yolo_sample_truths(const Yolo *yo, const floa
     Box tb;
     tally->iou_loss = tally->giou_loss = tally->count = 0;
     tally->squares = tally->box_squares = 0;
-    for (int t = 0; yolo_next_truth(truth, n_truth, yo->classes, &t, &tb, &class_id); t++) {
+    for (int t = 0; yolo_next_truth(yo, truth, n_truth, &t, &tb, &class_id); t++) {
         const Box shape = {0, 0, tb.w, tb.h};
         float best = 0;
         int best_n = 0;

@@ -142,3 +142,49 @@ one_step_losses() {
     echo "$output"
     [ "$status" -eq 0 ]
 }
+
+# region_keys_step EDIT KEYS SEED EFFECT: yolov2-tiny without batch norm, one training step
+# (one_step_cfg, then the sed script EDIT), with random .weights of SEED; the first step's loss
+# with KEYS (lines, \n apart) added to its [region] is darknet's to 1e-5, and differs by more
+# than EFFECT (relative) from cdl's without them. shift.map: class k learned as k + 1, 79 as 0.
+region_keys_step() {
+    symmetric_set
+    seq 1 79 > shift.map
+    echo 0 >> shift.map
+    one_step_cfg /usr/share/darknet/cfg/yolov2-tiny.cfg |
+        sed "s/^batch_normalize=1/batch_normalize=0/${1:+; $1}" > plain.cfg
+    sed "s/^\[region\]/[region]\n$2/" plain.cfg > v.cfg
+    ! cmp -s plain.cfg v.cfg
+    random_weights v.cfg v.weights --seed "$3"
+    read -r darknet cdl < <(one_step_losses v.cfg v.weights)
+    rm run.jsonl
+    read -r _ plain < <(one_step_losses plain.cfg v.weights)
+    echo "darknet $darknet cdl $cdl, cdl without the keys $plain"
+    /usr/bin/python3 -c "assert abs($cdl - $darknet) <= 1e-5 * $darknet, ($darknet, $cdl)"
+    /usr/bin/python3 -c "assert abs($plain - $cdl) > $4 * $cdl, ($plain, $cdl)"
+    echo "# darknet $darknet, cdl $cdl (cdl without the keys: $plain)" >&3
+}
+
+# [region] background=1 (entry 4 a background score in the softmax with the classes, its targets
+# swapped) and map=, which darknet's region loss reads.
+@test "yolov2-tiny.cfg with background=1 and map=: one training step's loss is darknet's to 1e-5" {
+    region_keys_step "" 'background=1\nmap=shift.map' 1 1e-2
+}
+
+# map= alone, with logistic classes (where the class a truth is learned as moves the loss more than
+# among 80 near-uniform softmax scores).
+@test "yolov2-tiny.cfg with softmax=0 and map=: one training step's loss is darknet's to 1e-5" {
+    region_keys_step 's/^softmax=1/softmax=0/' 'map=shift.map' 2 1e-4
+}
+
+# background=1's detections: objectness 1 and the classes' own softmax scores, which sit among
+# the background score in the softmax (random weights: most scores pass valid's 0.005).
+@test "yolov2-tiny.cfg with background=1: cdl detect gives darknet detector valid's boxes and scores" {
+    sed 's/^\[region\]/[region]\nbackground=1/' /usr/share/darknet/cfg/yolov2-tiny.cfg > b.cfg
+    grep -q '^background=1' b.cfg
+    random_weights b.cfg b.weights --seed 1 --variances 0.5,2 --score-bias -2
+    run compare_detections b.cfg b.weights "$PHOTO" 80
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "# $output" >&3
+}

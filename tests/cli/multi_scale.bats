@@ -3,6 +3,7 @@
 # data/detection/fashion-det changes its input size every 10 steps, says so, resumes to the
 # checkpoint an uninterrupted run writes, and its loss still falls; bad values are refused.
 load helpers
+load detection_helpers
 
 # ms.cfg: 64x64, two [yolo] heads (strides 16 and 8) with random=$1 (AlexeyAB's rule at factor 1.4:
 # sizes 64, 96 and 128); ms.data: the first 64 training and 16 validation images of fashion-det.
@@ -20,52 +21,14 @@ num=6
 max=8
 jitter=0
 random=$1"
-    write_cfg ms.cfg <<CFG
-[net]
-batch=8
+    write_detector_cfg ms.cfg 'batch=8
 width=64
 height=64
 channels=3
 optimizer=adam
 learning_rate=0.002
 max_batches=1000
-flip=1
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-pad=1
-activation=leaky
-[maxpool]
-size=2
-stride=2
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-pad=1
-activation=leaky
-[maxpool]
-size=2
-stride=2
-[convolutional]
-batch_normalize=1
-filters=32
-size=3
-pad=1
-activation=leaky
-[maxpool]
-size=2
-stride=2
-[convolutional]
-batch_normalize=1
-filters=32
-size=3
-pad=1
-activation=leaky
-[maxpool]
-size=2
-stride=2
+flip=1' 1 "8 16 32 32" <<CFG
 [convolutional]
 batch_normalize=1
 filters=64

@@ -513,6 +513,17 @@ static const OpCase cases[] = {
      NULL},
     {"yolo: iou_loss=iou, cls_normalizer", IMAGE(2, 8, 4, 4),
      "[yolo]\nmask=0\nanchors=2,2\nnum=1\nclasses=3\niou_loss=iou\ncls_normalizer=2\n", NULL},
+    {"yolo: new_coords, scale_x_y 2, ciou, counters_per_class, map", IMAGE(3, 16, 5, 6),
+     "[yolo]\nmask=0,2\nanchors=1,1.5, 2.5,2, 4,3.5\nnum=3\nclasses=3\nnew_coords=1\n"
+     "scale_x_y=2\niou_loss=ciou\nignore_thresh=0.1\ntruth_thresh=0.3\n"
+     "counters_per_class=5,20,10\nmap=tests/ref/region_rotate.map\n",
+     NULL},
+    {"yolo: new_coords mse, counters_per_class, objectness_smooth, cls_normalizer",
+     IMAGE(2, 16, 5, 5),
+     "[yolo]\nmask=0,1\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\nnew_coords=1\n"
+     "objectness_smooth=1\ncounters_per_class=8,2,4\ncls_normalizer=0.5\ntruth_thresh=0.25\n"
+     "ignore_thresh=0.05\n",
+     NULL},
     {"yolov3-tiny-style: two [yolo] heads, route, upsample", IMAGE(2, 3, 16, 16),
      CONV(8, 3, 1, 1, 1, 1, leaky) MAXPOOL_2 CONV(16, 3, 1, 1, 1, 1, leaky)
          MAXPOOL_2 CONV(16, 3, 1, 1, 1, 1, leaky) CONV(14, 1, 1, 0, 1, 0, linear) YOLO_HEAD("2,3")
@@ -527,6 +538,12 @@ static const OpCase cases[] = {
      "[region]\nanchors=0.8,1, 1.5,2, 3,2.5\nnum=3\nclasses=4\nsoftmax=1\ncoord_scale=2\n"
      "object_scale=5\nnoobject_scale=0.5\nclass_scale=1.5\nmax=3\n",
      NULL},
+    {"region: background in the softmax, rescore, map", IMAGE(3, 16, 5, 6),
+     "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\nsoftmax=1\nbackground=1\nrescore=1\n"
+     "map=tests/ref/region_rotate.map\n",
+     NULL},
+    {"region: background with logistic classes", IMAGE(2, 16, 4, 5),
+     "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=3\nbackground=1\nthresh=0.2\n", NULL},
     {"yolov2-tiny-style: conv, maxpool, 1x1 conv, [region] softmax", IMAGE(2, 3, 12, 12),
      CONV(8, 3, 1, 1, 1, 1, leaky) MAXPOOL_2 CONV(18, 1, 1, 0, 1, 0, linear) REGION_SOFTMAX, NULL},
 };

@@ -1,8 +1,8 @@
 /* Detection decoding and NMS against scripts/ref/make_detect.py (darknet's get_yolo_detections,
  * correct_yolo_boxes, do_nms_sort and diounms_sort written from their definitions in float64):
  * two [yolo] layers (one with scale_x_y) on the same input, boxes mapped onto letterboxed and
- * resized images, then NMS of each kind; NMS's order among equal scores; and a net without [yolo]
- * refused.
+ * resized images, then NMS of each kind; the same with new_coords=1 (decoding only); NMS's order
+ * among equal scores; and a net without [yolo] refused.
  *
  * Tolerance: REF_TOLERANCE (1e-4 relative) on boxes and scores, computed in float32 from logistic
  * and exp (~1e-7 relative); the script checked that no score or overlap is within 1e-4 of a
@@ -17,19 +17,22 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 
-/* One case: the fixture's prefix, the NMS kind set on the last [yolo], and NMS's threshold. */
+/* One case: the fixture's prefix, the keys set on the [yolo] layers (the NMS kind on the last),
+ * NMS's threshold, and the fixture's input tensor for it when not "input". */
 typedef struct Case {
     const char *name;
     const char *overrides[2];
     int n_overrides;
     float nms;
+    const char *input;
 } Case;
 
 static const Case cases[] = {
-    {"none", {NULL}, 0, 0},
-    {"default", {NULL}, 0, 0.45f},
-    {"greedynms", {"3.nms_kind=greedynms"}, 1, 0.45f},
-    {"diounms", {"3.nms_kind=diounms", "3.beta_nms=0.35"}, 2, 0.45f},
+    {"none", {NULL}, 0, 0, NULL},
+    {"default", {NULL}, 0, 0.45f, NULL},
+    {"greedynms", {"3.nms_kind=greedynms"}, 1, 0.45f, NULL},
+    {"diounms", {"3.nms_kind=diounms", "3.beta_nms=0.35"}, 2, 0.45f, NULL},
+    {"newcoords", {"1.new_coords=1", "3.new_coords=1"}, 2, 0, "newcoords_input"},
 };
 
 /* The detections of frame f (sample min(f, 1)) match the fixture's C.f.* tensors. */
@@ -77,6 +80,11 @@ static void test_detections_match_darknet_reference(void)
             CHECK(!"the fixture's net builds");
             continue;
         }
+        const RefTensor *input = cases[k].input ? ref_fixture_get(&f, cases[k].input) : NULL;
+        CHECK(!cases[k].input ||
+              (input && input->count == (size_t)net.batch * shape_size(net.in_shape)));
+        if (input)
+            memcpy(net.input, input->data, input->count * sizeof *net.input);
         net_forward(&net);
         for (int frame = 0; frame < 3; frame++)
             expect_frame(&f, &net, &cases[k], frame);

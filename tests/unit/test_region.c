@@ -1,9 +1,11 @@
 /* [region] against scripts/ref/make_region.py (pjreddie's darknet's outputs, delta and cost
- * written from its definitions in float64): two [region] layers (logistic classes with rescore
- * and the predicted shapes choosing the anchor; softmax classes with bias_match and the scales)
- * on the same input and truth boxes, with the anchor prior (few images seen) and without it; the
- * gradient the backward passes into the input against autograd's of the loss darknet's delta
- * comes from; and the cfg checks.
+ * written from its definitions in float64): five [region] layers (logistic classes with rescore
+ * and the predicted shapes choosing the anchor; softmax classes with bias_match and the scales;
+ * background=1 with softmax over the background score and the classes, and with logistic classes;
+ * map=) on the same input and truth boxes, with the anchor prior (few images seen) and without
+ * it; the gradient the backward passes into the input against autograd's of the loss darknet's
+ * delta comes from (softmax) and against the script's -delta through the logistic's derivative
+ * (background); and the cfg checks.
  *
  * Tolerance: REF_TOLERANCE (1e-4 relative, ref_fixture.h's measure). cdl computes in float32
  * (logistic, softmax and exp lose ~1e-7 relative); the script checks that every IoU it compares
@@ -18,8 +20,9 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 
-static const char *const cases[] = {"logistic", "softmax"};
-#define N_CASES 2
+static const char *const cases[] = {"logistic", "softmax", "background", "background_logistic",
+                                    "map"};
+#define N_CASES 5
 
 /* The fixture and its net (layer 1 + 2k the [region] of cases[k]); -1 after a message. */
 static int load_region_net(RefFixture *f, Net *net)
@@ -76,11 +79,10 @@ static void test_region_matches_darknet_reference(void)
     ref_fixture_free(&f);
 }
 
-/* The softmax case's layer passes into the input (through the [route] and the identity) the
- * gradient, over the batch, of the loss whose negative gradient darknet's delta is (its targets
- * fixed): the script took it by autograd and checked it by central differences. The logistic
- * case's delta is zeroed after the forward, so that its layer adds nothing. */
-static void test_region_backward_is_the_gradient_of_its_loss(void)
+/* What the layer of cases[k] passes into the input (through the [route] and the identity), the
+ * other layers' deltas zeroed after the forward so that they add nothing: the fixture's
+ * CASE.grad. */
+static void check_backward(int k)
 {
     RefFixture f;
     Net net;
@@ -89,14 +91,32 @@ static void test_region_backward_is_the_gradient_of_its_loss(void)
     net.images_seen = 0;
     net_forward(&net);
     const size_t n = (size_t)net.batch * shape_size(net.in_shape);
-    float *logistic_delta = ((Region *)net.layers[1].priv)->delta;
-    for (size_t i = 0; i < n; i++)
-        logistic_delta[i] = 0;
+    for (int other = 0; other < N_CASES; other++) {
+        float *delta = ((Region *)net.layers[1 + 2 * other].priv)->delta;
+        for (size_t i = 0; other != k && i < n; i++)
+            delta[i] = 0;
+    }
     net_zero_grads(&net);
     net_backward(&net);
-    ref_expect_close(&f, "softmax.grad", net.input_delta, n);
+    char name[64];
+    snprintf(name, sizeof name, "%s.grad", cases[k]);
+    ref_expect_close(&f, name, net.input_delta, n);
     net_free(&net);
     ref_fixture_free(&f);
+}
+
+/* The softmax case's gradient is that of the loss whose negative gradient darknet's delta is (its
+ * targets fixed): the script took it by autograd and checked it by central differences. */
+static void test_region_backward_is_the_gradient_of_its_loss(void)
+{
+    check_backward(1);
+}
+
+/* background=1 passes its entry 4's delta to the input as it is (no logistic's derivative): a
+ * surrogate, not the gradient of a loss of the softmax it is in. */
+static void test_region_background_backward_passes_its_delta(void)
+{
+    check_backward(2);
 }
 
 /* Without truth boxes the layer only computes its outputs: no loss, no gradient. */
@@ -133,8 +153,8 @@ static void test_region_cfg_errors(void)
                      "values");
     expect_cfg_error(REGION_HEAD "[region]\nclasses=2\nnum=2\ncoords=8\n",
                      "t.cfg:11: bad value '8' for key 'coords' in [region]: only 4");
-    expect_cfg_error(REGION_HEAD "[region]\nclasses=2\nnum=2\nbackground=1\n",
-                     "t.cfg:11: unsupported value '1' for key 'background' in [region]");
+    expect_cfg_error(REGION_HEAD "[region]\nclasses=2\nnum=2\nbackground=2\n",
+                     "t.cfg:11: bad value '2' for key 'background' in [region]: expected 0 or 1");
     expect_cfg_error(REGION_HEAD "[region]\nclasses=2\nnum=2\ntree=9k.tree\n",
                      "t.cfg:11: unsupported value '9k.tree' for key 'tree' in [region]");
 }
@@ -143,6 +163,7 @@ int main(void)
 {
     test_region_matches_darknet_reference();
     test_region_backward_is_the_gradient_of_its_loss();
+    test_region_background_backward_passes_its_delta();
     test_region_without_truth_adds_no_loss();
     test_region_cfg_errors();
     return check_report("test_region");

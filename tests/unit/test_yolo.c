@@ -1,9 +1,10 @@
 /* [yolo] against scripts/ref/make_yolo.py (darknet's delta and cost written from its definitions
- * in float64): seven [yolo] layers (mse; giou with iou_thresh, scale_x_y and max_delta; diou with
+ * in float64): twelve [yolo] layers (mse; giou with iou_thresh, scale_x_y and max_delta; diou with
  * truth_thresh; ciou with iou_thresh of kind giou; focal_loss; label_smooth_eps;
- * objectness_smooth, whose deltas the script checked against central differences of the losses
- * they are the gradients of) on the same input and truth boxes, then the gradient their backward
- * passes into the input; and the cfg checks.
+ * objectness_smooth; new_coords with scale_x_y 2, and with ciou; counters_per_class with mse and
+ * with giou and objectness_smooth; map=, whose deltas the script checked against central
+ * differences of the losses they are the gradients of where they are) on the same input and truth
+ * boxes, then the gradient their backward passes into the input; and the cfg checks.
  *
  * Tolerance: REF_TOLERANCE (1e-4 relative, ref_fixture.h's measure). cdl computes in float32:
  * logistic and exp lose ~1e-7 relative, and the IoU gradients divide differences of box sides
@@ -19,8 +20,10 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 
-static const char *const cases[] = {"mse", "giou", "diou", "ciou", "focal", "smooth", "objsmooth"};
-#define N_CASES 7
+static const char *const cases[] = {
+    "mse",       "giou",      "diou",           "ciou",     "focal",           "smooth",
+    "objsmooth", "newcoords", "newcoords_ciou", "counters", "counters_smooth", "map"};
+#define N_CASES 12
 
 /* The fixture and its net (layer 2k + 1 the [yolo] of cases[k]); -1 after a message. */
 static int load_yolo_net(RefFixture *f, Net *net)
@@ -122,8 +125,20 @@ static void test_yolo_cfg_errors(void)
     expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\niou_loss=l1\n",
                      "t.cfg:11: bad value 'l1' for key 'iou_loss' in [yolo]: expected one of mse, "
                      "iou, giou, diou, ciou");
-    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nnew_coords=1\n",
-                     "t.cfg:11: unsupported value '1' for key 'new_coords' in [yolo]");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nnew_coords=2\n",
+                     "t.cfg:11: bad value '2' for key 'new_coords' in [yolo]: expected 0 or 1");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\ncounters_per_class=5,6,7\n",
+                     "t.cfg:11: bad value '5,6,7' for key 'counters_per_class' in [yolo]: "
+                     "expected 2 counts (one for each of classes=2), got 3");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\ncounters_per_class=5,0\n",
+                     "t.cfg:11: bad value '5,0' for key 'counters_per_class' in [yolo]: count 0 "
+                     "(class 1) must be >= 1");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=200\nnum=2\ncounters_per_class=1\n",
+                     "t.cfg:11: bad value '1' for key 'counters_per_class' in [yolo]: cdl supports "
+                     "it for at most 128 classes (classes=200)");
+    expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nmap=tests/ref/no_such.map\n",
+                     "t.cfg:11: key 'map' in [yolo]: tests/ref/no_such.map: cannot open class "
+                     "map");
     expect_cfg_error(YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nfocal_loss=2\n",
                      "t.cfg:11: bad value '2' for key 'focal_loss' in [yolo]: expected 0 or 1");
     expect_cfg_error(

@@ -37,13 +37,15 @@ static void region_forward(Layer *l, const StepContext *ctx)
         for (int n = 0; n < r->num; n++) {
             float *x = l->out + b * sample + n * entries;
             activation_forward(x, x, 2 * stride, CDL_ACT_LOGISTIC);
-            activation_forward(x + 4 * stride, x + 4 * stride, stride, CDL_ACT_LOGISTIC);
+            if (!r->background)
+                activation_forward(x + 4 * stride, x + 4 * stride, stride, CDL_ACT_LOGISTIC);
             if (!r->softmax)
                 activation_forward(x + 5 * stride, x + 5 * stride, entries - 5 * stride,
                                    CDL_ACT_LOGISTIC);
-            else
+            else /* over the classes, and the background score before them with background=1 */
                 for (size_t p = 0; p < stride; p++)
-                    softmax_strided(x + 5 * stride + p, r->classes, stride);
+                    softmax_strided(x + (5 - r->background) * stride + p,
+                                    r->classes + r->background, stride);
         }
     if (ctx->truth)
         *ctx->loss += (float)(region_loss(r, l->out, r->delta, ctx->truth, ctx->truth_boxes,
@@ -52,7 +54,8 @@ static void region_forward(Layer *l, const StepContext *ctx)
 }
 
 /* dL/d(in) = -delta / loss_divisor, through the logistic's derivative on x, y and objectness (as
- * darknet's GPU backward; w, h and the classes' deltas are already with respect to the input). */
+ * darknet's GPU backward; w, h, the classes' and background=1's entry 4 deltas are already with
+ * respect to the input). */
 static void region_backward(Layer *l, const StepContext *ctx)
 {
     const Region *r = l->priv;
@@ -66,7 +69,7 @@ static void region_backward(Layer *l, const StepContext *ctx)
     for (size_t i = 0; i < n; i++) {
         const size_t entry = i % entries / stride;
         const float y = l->out[i];
-        const float logistic = entry < 2 || entry == 4 ? y * (1 - y) : 1;
+        const float logistic = entry < 2 || (entry == 4 && !r->background) ? y * (1 - y) : 1;
         in_delta[i] += k * r->delta[i] * logistic;
     }
 }

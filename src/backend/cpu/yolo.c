@@ -1,5 +1,6 @@
 /* [yolo]'s CPU kernels (layers/yolo.c has its meaning, layers/yolo_loss.c its loss): the
- * logistic outputs, the loss on them, and the delta into the input's gradient.
+ * logistic outputs (none with new_coords), the loss on them, and the delta into the input's
+ * gradient.
  *
  *   in, out, Yolo.delta [batch][n_mask][classes + 5][h][w] */
 #include "layers/yolo.h"
@@ -19,9 +20,11 @@ static void yolo_forward(Layer *l, const StepContext *ctx)
     for (int b = 0; b < ctx->batch; b++)
         for (int n = 0; n < yo->n_mask; n++) {
             float *x = l->out + b * sample + n * entries;
-            activation_forward(x, x, 2 * stride, CDL_ACT_LOGISTIC);
-            activation_forward(x + 4 * stride, x + 4 * stride, entries - 4 * stride,
-                               CDL_ACT_LOGISTIC);
+            if (!yo->new_coords) {
+                activation_forward(x, x, 2 * stride, CDL_ACT_LOGISTIC);
+                activation_forward(x + 4 * stride, x + 4 * stride, entries - 4 * stride,
+                                   CDL_ACT_LOGISTIC);
+            }
             for (size_t k = 0; yo->scale_x_y != 1.0f && k < 2 * stride; k++)
                 x[k] = x[k] * yo->scale_x_y - 0.5f * (yo->scale_x_y - 1);
         }
