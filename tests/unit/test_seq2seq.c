@@ -3,6 +3,7 @@
  * zero weights on masked keys, cfg errors, and the PyTorch nn.Transformer fixtures
  * tests/ref/seq2seq and seq2seq_norm_first (scripts/ref/make_seq2seq.py). */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,105 @@ static void test_cfg_errors(void)
                      "padding mask needs the source and target of a sequence-to-sequence net");
 }
 
+/* ---- cross-attention's strided products against staged=1's OpenBLAS gemms ---- */
+
+/* Sample b's token ids into the net input: the source's first 3b + 1 rows padded away (sample 0
+ * a whole source) from its end, and the target's 2b from its end; sample 2's source padded between
+ * tokens too (row 1), sample 3's source all padding (no key left: zero weights). */
+static void fill_padded_pairs(Net *net)
+{
+    const int rows = net->in_shape.h, s = net->source, t = net->seq;
+    for (int b = 0; b < net->batch; b++) {
+        float *ids = net->input + (size_t)b * rows;
+        for (int r = 0; r < rows; r++)
+            ids[r] = (float)((b + 3 * r) % 11);
+        for (int r = s - 3 * b; r < s; r++)
+            ids[r] = -1;
+        for (int r = s + t - 2 * b; r < s + t; r++)
+            ids[r] = -1;
+    }
+    net->input[2 * rows + 1] = -1;
+    for (int r = 0; r < s; r++)
+        net->input[3 * rows + r] = -1;
+}
+
+/* A training pass at `threads` threads of a batch of 4 pairs of S source and T target tokens
+ * (fill_padded_pairs) through the encoder's and the decoder's key-padded self-attention, a
+ * cross-attention with `keys` (layer 6) and a head, width `width`: forward, then backward from a
+ * fixed output gradient. The net is left built for its caller to read and free; 0, or -1. */
+static int cross_training_pass(int width, int s, int t, const char *keys, int threads, Net *net)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=4\nsource=%d\nseq=%d\ninputs=1\nvocab=11\n"
+             "[embedding]\noutput=%d\npart=source\n[positional]\n"
+             "[attention]\nheads=2\ncausal=0\nkey_padding=source\n"
+             "[embedding]\noutput=%d\npart=target\n[positional]\n"
+             "[attention]\nheads=2\nkey_padding=target\n"
+             "[attention]\nsource=2\nkey_padding=source\n%s[linear]\noutput=11\n",
+             s, t, width, width, keys);
+    omp_set_num_threads(threads);
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 1, 5, &e) || net_resize(net, 4, 1, &e)) {
+        fprintf(stderr, "FAIL build %s: %s\n", keys, e.msg);
+        check_failures++;
+        return -1;
+    }
+    fill_padded_pairs(net);
+    net->train = 1;
+    net->draw_id = 3;
+    net_forward(net);
+    net_zero_grads(net);
+    Layer *last = &net->layers[net->n_layers - 1];
+    Rng rng;
+    rng_seed(&rng, 77, 8);
+    check_fill_normal(last->delta, (size_t)net->batch * shape_size(last->out_shape), &rng);
+    net_backward(net);
+    return 0;
+}
+
+/* The output and every parameter gradient of the net whose cross-attention runs the strided
+ * products against the same net's with staged=1 (OpenBLAS gemms), within 1e-5 relative, at 1 and
+ * 2 threads; and two runs give the same bytes. */
+static void check_cross_against_staged(int width, int s, int t, const char *keys)
+{
+    char staged[128];
+    snprintf(staged, sizeof staged, "%sstaged=1\n", keys);
+    for (int threads = 1; threads <= 2; threads++) {
+        Net got, again, want;
+        if (cross_training_pass(width, s, t, keys, threads, &got))
+            return;
+        if (cross_training_pass(width, s, t, keys, threads, &again) ||
+            cross_training_pass(width, s, t, staged, threads, &want)) {
+            net_free(&got);
+            return;
+        }
+        const Layer *last = &got.layers[got.n_layers - 1];
+        const size_t out_n = (size_t)got.batch * shape_size(last->out_shape);
+        const double worst =
+            fmax(check_rel_error(last->out, want.layers[got.n_layers - 1].out, out_n),
+                 check_rel_error(got.grads, want.grads, got.n_params));
+        if (!(worst <= 1e-5))
+            fprintf(stderr,
+                    "FAIL cross-attention %s C=%d S=%d T=%d %d threads: %.3g relative "
+                    "from staged=1\n",
+                    keys, width, s, t, threads, worst);
+        CHECK(worst <= 1e-5);
+        CHECK(!memcmp(last->out, again.layers[got.n_layers - 1].out, out_n * sizeof(float)));
+        CHECK(!memcmp(got.grads, again.grads, got.n_params * sizeof(float)));
+        net_free(&got);
+        net_free(&again);
+        net_free(&want);
+    }
+}
+
+static void test_cross_attention_matches_staged(void)
+{
+    check_cross_against_staged(64, 37, 21, "heads=4\n"); /* D = 16, fewer queries than keys */
+    check_cross_against_staged(64, 9, 30, "heads=2\n");  /* D = 32 (translate.cfg's), more */
+    check_cross_against_staged(32, 20, 20, "heads=4\ndropout=0.2\n");
+}
+
 /* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
  * post-norm, seq2seq_norm_first norm_first=True) between embeddings with positions and a tied
  * head, padded on both sides: the memory, the logits, the probabilities, the loss and every
@@ -500,6 +600,7 @@ int main(void)
     test_cached_decoding_matches_uncached();
     test_sampled_decoding_is_seeded();
     test_cfg_errors();
+    test_cross_attention_matches_staged();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
     return check_report("test_seq2seq");
