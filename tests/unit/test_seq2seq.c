@@ -17,6 +17,7 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 #include "train/decode.h"
+#include "train/evaluate.h"
 
 /* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
 #define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
@@ -555,6 +556,70 @@ static void test_cross_attention_matches_staged(void)
     check_cross_against_staged(32, 20, 20, "heads=4\ndropout=0.2\n");
 }
 
+/* ---- evaluation at each mini-batch's rows ---- */
+
+/* The padded path that evaluate_pairs' packed one must equal: the pairs in file order, every
+ * mini-batch at the net's full rows; the summed loss, and the target tokens, top-1 and top-5 hits
+ * into counts [3]. */
+static double padded_eval(Net *net, const TextPairs *tp, long counts[3])
+{
+    double loss = 0;
+    net->loss_divisor = 1;
+    for (size_t first = 0; first < tp->valid.n; first += (size_t)net->batch) {
+        for (int b = 0; b < net->batch; b++) {
+            const size_t i = first + (size_t)b;
+            text_pairs_fill(tp, i < tp->valid.n ? &tp->valid.pairs[i] : NULL, b, net->source,
+                            net->seq, net_host_input(net), net_host_labels(net));
+        }
+        net_commit_batch(net);
+        net_forward(net);
+        loss += net->loss;
+        const float *out = net_host_output(net);
+        const int *labels = net_batch_labels(net);
+        for (int i = 0; i < net->batch * net->seq; i++) {
+            if (labels[i] < 0)
+                continue;
+            const float *p = out + (size_t)i * (size_t)net->classes;
+            int rank = 0;
+            for (int k = 0; k < net->classes; k++)
+                rank += p[k] > p[labels[i]] || (p[k] == p[labels[i]] && k < labels[i]);
+            counts[0]++;
+            counts[1] += rank == 0;
+            counts[2] += rank < 5;
+        }
+    }
+    return loss;
+}
+
+/* 11 validation pairs of 1 to 4 source and 0 to 4 target tokens in no order of length (the last
+ * mini-batch of 3 holds 2): evaluate_pairs, whose mini-batches are pairs of similar length computed
+ * at their longest pair's rows, gives the padded path's loss (to 1e-6 relative) and the same
+ * token, top-1 and top-5 counts, and leaves the net at its full rows. */
+static void test_eval_at_runtime_rows_matches_padded(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER("share=0\n"), &net))
+        return;
+    int32_t ids[110];
+    TextPair pairs[11];
+    for (int i = 0; i < 110; i++)
+        ids[i] = (i * 5 + i / 7) % 5;
+    for (int i = 0; i < 11; i++)
+        pairs[i] = (TextPair){(size_t)i * 10, (size_t)i * 10 + 5, (i * 3) % 4 + 1, (i * 7) % 5};
+    const TextPairs tp = {ids, {NULL, 0}, {pairs, 11}, 5, 6, 0};
+    long want[3] = {0};
+    const double want_loss = padded_eval(&net, &tp, want);
+    EvalResult r;
+    Error e = {0};
+    CHECK(evaluate_pairs(&net, &tp, NULL, &r, &e) == CDL_OK);
+    CHECK(r.samples == want[0]);
+    CHECK_NEAR(r.loss, want_loss / (double)want[0], 1e-6 * fabs(r.loss));
+    CHECK_NEAR(r.top1, (double)want[1] / (double)want[0], 1e-12);
+    CHECK_NEAR(r.top5, (double)want[2] / (double)want[0], 1e-12);
+    CHECK(net.rows_source == net.source && net.rows_target == net.seq);
+    net_free(&net);
+}
+
 /* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
  * post-norm, seq2seq_norm_first norm_first=True) between embeddings with positions and a tied
  * head, padded on both sides: the memory, the logits, the probabilities, the loss and every
@@ -601,6 +666,7 @@ int main(void)
     test_sampled_decoding_is_seeded();
     test_cfg_errors();
     test_cross_attention_matches_staged();
+    test_eval_at_runtime_rows_matches_padded();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
     return check_report("test_seq2seq");
