@@ -47,13 +47,13 @@ static size_t cross_workspace_floats(const Attention *a, int dropout)
     return (dropout ? 2 : 1) * ts + (size_t)a->head_size * a->mem_seq;
 }
 
-/* This thread's workspace (cross_workspace_floats; a->mask is set where dropout is), and the
- * transpose [D][S] at its end. */
+/* This thread's workspace (cross_workspace_floats; a->mask is set where dropout is). */
 static float *thread_workspace(const Attention *a)
 {
     return a->workspace + (size_t)omp_get_thread_num() * cross_workspace_floats(a, a->mask != NULL);
 }
 
+/* The transpose K^T or V^T [D][S] at the end of a thread's workspace ws. */
 static float *workspace_transpose(const Attention *a, float *ws)
 {
     return ws + cross_workspace_floats(a, a->mask != NULL) - (size_t)a->head_size * a->mem_seq;
