@@ -364,11 +364,16 @@ static int by_length(const void *a, const void *b)
     return p->source < q->source ? -1 : p->source > q->source;
 }
 
+void text_pairs_sort_by_length(TextPair *pairs, size_t n)
+{
+    qsort(pairs, n, sizeof *pairs, by_length);
+}
+
 void text_pairs_bucket(TextPairs *tp, int bucket)
 {
     tp->bucket = bucket;
     if (bucket > 0)
-        qsort(tp->train.pairs, tp->train.n, sizeof *tp->train.pairs, by_length);
+        text_pairs_sort_by_length(tp->train.pairs, tp->train.n);
 }
 
 void text_pairs_input_row(const int32_t *source_ids, int n_source, int bos,

@@ -89,6 +89,9 @@ size_t text_pairs_fit(TextPairs *tp, int source, int seq);
 /* Orders the training pairs by length and draws batches from buckets of `bucket` pairs (see
  * above); 0: leaves them as they are, drawn from all. After text_pairs_fit. */
 void text_pairs_bucket(TextPairs *tp, int bucket);
+/* Orders pairs [n] as the buckets' (see above): by the rows of their longer part, then target
+ * length, source length and place in the file. */
+void text_pairs_sort_by_length(TextPair *pairs, size_t n);
 
 /* One sample's input row x [S + T] (see above): source_ids [n_source], then BOS and target_ids
  * [n_target] (n_target -1: no target row, all padding), each part padded with -1. */

@@ -27,8 +27,8 @@
 #include "core/onnx_graph.h"
 
 /* source=: the memory layer into l->inputs[1] and its rows into a->mem_seq, after the checks
- * that cross-attention needs (an earlier layer of C features per row, bidirectional, the
- * reference kernels). */
+ * that cross-attention needs (an earlier layer of C features per row, bidirectional, not
+ * packed). */
 static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net, Error *e)
 {
     Attention *a = l->priv;
@@ -47,9 +47,9 @@ static int parse_source(Layer *l, const Cfg *cfg, CfgSection *s, const Net *net,
         return layer_bad_key(
             l, cfg, s, "causal", 1,
             "cross-attention (source=) attends to every memory row: expected causal=0", e);
-    if (a->packed_key || a->staged)
-        return layer_bad_key(l, cfg, s, a->packed_key ? "packed" : "staged", 1,
-                             "cross-attention (source=) runs the reference kernels only", e);
+    if (a->packed_key)
+        return layer_bad_key(l, cfg, s, "packed", 1,
+                             "cross-attention (source=) has no packed kernels", e);
     l->inputs[1] = index;
     l->n_inputs = 2;
     a->mem_seq = m.h;

@@ -100,24 +100,29 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
 typedef void (*TokenBatchFill)(const void *set, size_t first, Net *net);
 
 /* A sequence net over `samples` samples of set in mini-batches (fill): the summed loss into *loss
- * and the next-token figures into r. */
+ * and the next-token figures into r. A sequence-to-sequence net computes each mini-batch at its
+ * longest pair's rows, as training does (net_fit_rows: the output and labels [batch][rows]). */
 static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const void *set,
                             double *loss, EvalResult *r)
 {
     const int saved_train = net->train;
     const float saved_divisor = net->loss_divisor;
+    const int fit_rows = net_can_set_rows(net);
     net->train = 0;
     net->loss_divisor = 1;
     *loss = 0;
     long tokens = 0, top1 = 0, top5 = 0;
     for (size_t first = 0; first < samples; first += (size_t)net->batch) {
         fill(set, first, net);
+        if (fit_rows)
+            net_fit_rows(net);
         net_commit_batch(net);
         net_forward(net);
         *loss += net->loss;
         const float *out = net_host_output(net);
         const int *labels = net_batch_labels(net);
-        for (int i = 0; i < net->batch * net->seq; i++) {
+        const int rows = fit_rows ? net->rows_target : net->seq;
+        for (int i = 0; i < net->batch * rows; i++) {
             const int truth = labels[i];
             if (truth < 0 || truth >= net->classes)
                 continue;
@@ -127,6 +132,8 @@ static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const
             top5 += rank < 5;
         }
     }
+    if (fit_rows)
+        net_set_rows(net, net->source, net->seq);
     net->train = saved_train;
     net->loss_divisor = saved_divisor;
     r->per_token = 1;
@@ -157,12 +164,20 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
     return CDL_OK;
 }
 
+/* The validation pairs of tp in the order of their length (text_pairs_sort_by_length), so that a
+ * mini-batch's pairs are of similar length and few of its rows are padding. */
+typedef struct SortedPairs {
+    const TextPairs *tp;
+    TextPair *pairs; /* [tp->valid.n] */
+} SortedPairs;
+
 static void fill_pairs(const void *set, size_t first, Net *net)
 {
-    const TextPairs *tp = set;
+    const SortedPairs *sorted = set;
+    const size_t n = sorted->tp->valid.n;
     for (int b = 0; b < net->batch; b++) {
         const size_t i = first + (size_t)b;
-        text_pairs_fill(tp, i < tp->valid.n ? &tp->valid.pairs[i] : NULL, b, net->source, net->seq,
+        text_pairs_fill(sorted->tp, i < n ? &sorted->pairs[i] : NULL, b, net->source, net->seq,
                         net_host_input(net), net_host_labels(net));
     }
 }
@@ -230,8 +245,15 @@ int evaluate_pairs(Net *net, const TextPairs *pairs, const TextVocab *vocab, Eva
     memset(r, 0, sizeof *r);
     if (!pairs->valid.n)
         return error_set(e, CDL_EUSAGE, "no validation pairs fit the net");
+    const size_t n = pairs->valid.n;
+    const SortedPairs sorted = {pairs, malloc(n * sizeof *sorted.pairs)};
+    if (!sorted.pairs)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    memcpy(sorted.pairs, pairs->valid.pairs, n * sizeof *sorted.pairs);
+    text_pairs_sort_by_length(sorted.pairs, n);
     double loss;
-    evaluate_tokens(net, pairs->valid.n, fill_pairs, pairs, &loss, r);
+    evaluate_tokens(net, n, fill_pairs, &sorted, &loss, r);
+    free(sorted.pairs);
     return vocab ? decode_pairs(net, pairs, vocab, r, e) : CDL_OK;
 }
 

@@ -39,12 +39,13 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
  * mini-batches of net->batch: the mean cross-entropy per predicted token and the next-token
  * top-1/top-5 accuracy; no confusion matrix. Restores net->train. */
 int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e);
-/* A sequence-to-sequence net over the pairs of pairs->valid in order (text_pairs.h), as
- * evaluate_text: the mean cross-entropy per target token (EOS included, padding not) and the
- * top-1/top-5 accuracy of each next target token given the true ones before it; given the
- * vocabulary (NULL: not), also every pair's greedy target (train/decode.h, net->batch at a time)
- * against its own: r->decoded, r->exact_match, and the BLEU and chrF of their text (a net whose
- * decoder cannot run alone is refused). */
+/* A sequence-to-sequence net over the pairs of pairs->valid (text_pairs.h), as evaluate_text, in
+ * mini-batches of pairs of similar length, each computed at its longest pair's rows: the mean
+ * cross-entropy per target token (EOS included, padding not) and the top-1/top-5 accuracy of each
+ * next target token given the true ones before it; given the vocabulary (NULL: not), also every
+ * pair's greedy target (train/decode.h, net->batch at a time) against its own: r->decoded,
+ * r->exact_match, and the BLEU and chrF of their text (a net whose decoder cannot run alone is
+ * refused). */
 int evaluate_pairs(Net *net, const TextPairs *pairs, const TextVocab *vocab, EvalResult *r,
                    Error *e);
 void eval_result_free(EvalResult *r);

@@ -33,14 +33,18 @@ write_pairs() {
     jq -e '.chrf == 100 and .bleu == 0' <<< "$output"
 }
 
-@test "bucket=: the reverse task still decodes every validation pair; a resumed run ends as the straight one" {
+@test "bucket=: the reverse task still decodes all but at most one validation pair; a resumed run ends as the straight one" {
     "$REPO/scripts/toy-pairs.sh" reverse 2000 1 reverse.tsv >/dev/null
     printf 'type=pairs\ntrain=reverse.tsv\nvalid_split=0.1\nbucket=900\n' > bucket.data
     run "$CDL" train "$REPO/cfg/reverse.cfg" --data bucket.data --out bucket.cdl --threads 1
     [ "$status" -eq 0 ]
     run "$CDL" eval bucket.cdl --data bucket.data
     [ "$status" -eq 0 ]
-    [[ "$output" == *"greedy decoding: 100.00% of 200 pairs exactly their target"* ]]
+    # at most one of the 200 pairs missed: which seed and which rounding of the products reach
+    # all 200 is chance (seeds 1 to 3 gave 100%, 100%, 99.5% with OpenBLAS's cross-attention
+    # products, 99.5%, 100%, 99.5% with backend/cpu/gemm_strided's; docs/text.md: bucket=200, 99.0%)
+    [[ "$output" =~ "greedy decoding: "([0-9.]+)"% of 200 pairs exactly their target" ]]
+    awk -v got="${BASH_REMATCH[1]}" 'BEGIN { exit !(got >= 99.5) }'
     # stopped inside an epoch by the time limit, then resumed: the same batches, the same bytes
     "$CDL" train "$REPO/cfg/reverse.cfg" --data bucket.data --epochs 20 --out straight.cdl \
         --threads 1 2>/dev/null

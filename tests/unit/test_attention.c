@@ -332,9 +332,10 @@ static void test_cfg_errors(void)
     expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\ncausal=1\n",
                      "t.cfg:9: layer 1: [attention] causal=1: cross-attention (source=) attends to "
                      "every memory row: expected causal=0");
-    expect_cfg_error(ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\npacked=1\n",
-                     "t.cfg:9: layer 1: [attention] packed=1: cross-attention (source=) runs the "
-                     "reference kernels only");
+    expect_cfg_error(
+        ATTENTION_NET(4, 8, "heads=1\n") "[attention]\nsource=-1\npacked=1\n",
+        "t.cfg:9: layer 1: [attention] packed=1: cross-attention (source=) has no packed "
+        "kernels");
 }
 
 /* ---- the per-sample order against the staged reference ---- */

@@ -3,6 +3,7 @@
  * zero weights on masked keys, cfg errors, and the PyTorch nn.Transformer fixtures
  * tests/ref/seq2seq and seq2seq_norm_first (scripts/ref/make_seq2seq.py). */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "ref_fixture.h"
 #include "ref_net.h"
 #include "train/decode.h"
+#include "train/evaluate.h"
 
 /* [net] of batch 3, 4 source and 5 target tokens of a 7-token vocabulary, then `layers`. */
 #define PAIR_NET(layers) "[net]\nbatch=3\nsource=4\nseq=5\ninputs=1\nvocab=7\n" layers
@@ -455,6 +457,169 @@ static void test_cfg_errors(void)
                      "padding mask needs the source and target of a sequence-to-sequence net");
 }
 
+/* ---- cross-attention's strided products against staged=1's OpenBLAS gemms ---- */
+
+/* Sample b's token ids into the net input: the source's first 3b + 1 rows padded away (sample 0
+ * a whole source) from its end, and the target's 2b from its end; sample 2's source padded between
+ * tokens too (row 1), sample 3's source all padding (no key left: zero weights). */
+static void fill_padded_pairs(Net *net)
+{
+    const int rows = net->in_shape.h, s = net->source, t = net->seq;
+    for (int b = 0; b < net->batch; b++) {
+        float *ids = net->input + (size_t)b * rows;
+        for (int r = 0; r < rows; r++)
+            ids[r] = (float)((b + 3 * r) % 11);
+        for (int r = s - 3 * b; r < s; r++)
+            ids[r] = -1;
+        for (int r = s + t - 2 * b; r < s + t; r++)
+            ids[r] = -1;
+    }
+    net->input[2 * rows + 1] = -1;
+    for (int r = 0; r < s; r++)
+        net->input[3 * rows + r] = -1;
+}
+
+/* A training pass at `threads` threads of a batch of 4 pairs of S source and T target tokens
+ * (fill_padded_pairs) through the encoder's and the decoder's key-padded self-attention, a
+ * cross-attention with `keys` (layer 6) and a head, width `width`: forward, then backward from a
+ * fixed output gradient. The net is left built for its caller to read and free; 0, or -1. */
+static int cross_training_pass(int width, int s, int t, const char *keys, int threads, Net *net)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=4\nsource=%d\nseq=%d\ninputs=1\nvocab=11\n"
+             "[embedding]\noutput=%d\npart=source\n[positional]\n"
+             "[attention]\nheads=2\ncausal=0\nkey_padding=source\n"
+             "[embedding]\noutput=%d\npart=target\n[positional]\n"
+             "[attention]\nheads=2\nkey_padding=target\n"
+             "[attention]\nsource=2\nkey_padding=source\n%s[linear]\noutput=11\n",
+             s, t, width, width, keys);
+    omp_set_num_threads(threads);
+    Error e = {0};
+    if (net_build_from_text(net, text, "t.cfg", 1, 5, &e) || net_resize(net, 4, 1, &e)) {
+        fprintf(stderr, "FAIL build %s: %s\n", keys, e.msg);
+        check_failures++;
+        return -1;
+    }
+    fill_padded_pairs(net);
+    net->train = 1;
+    net->draw_id = 3;
+    net_forward(net);
+    net_zero_grads(net);
+    Layer *last = &net->layers[net->n_layers - 1];
+    Rng rng;
+    rng_seed(&rng, 77, 8);
+    check_fill_normal(last->delta, (size_t)net->batch * shape_size(last->out_shape), &rng);
+    net_backward(net);
+    return 0;
+}
+
+/* The output and every parameter gradient of the net whose cross-attention runs the strided
+ * products against the same net's with staged=1 (OpenBLAS gemms), within 1e-5 relative, at 1 and
+ * 2 threads; and two runs give the same bytes. */
+static void check_cross_against_staged(int width, int s, int t, const char *keys)
+{
+    char staged[128];
+    snprintf(staged, sizeof staged, "%sstaged=1\n", keys);
+    for (int threads = 1; threads <= 2; threads++) {
+        Net got, again, want;
+        if (cross_training_pass(width, s, t, keys, threads, &got))
+            return;
+        if (cross_training_pass(width, s, t, keys, threads, &again) ||
+            cross_training_pass(width, s, t, staged, threads, &want)) {
+            net_free(&got);
+            return;
+        }
+        const Layer *last = &got.layers[got.n_layers - 1];
+        const size_t out_n = (size_t)got.batch * shape_size(last->out_shape);
+        const double worst =
+            fmax(check_rel_error(last->out, want.layers[got.n_layers - 1].out, out_n),
+                 check_rel_error(got.grads, want.grads, got.n_params));
+        if (!(worst <= 1e-5))
+            fprintf(stderr,
+                    "FAIL cross-attention %s C=%d S=%d T=%d %d threads: %.3g relative "
+                    "from staged=1\n",
+                    keys, width, s, t, threads, worst);
+        CHECK(worst <= 1e-5);
+        CHECK(!memcmp(last->out, again.layers[got.n_layers - 1].out, out_n * sizeof(float)));
+        CHECK(!memcmp(got.grads, again.grads, got.n_params * sizeof(float)));
+        net_free(&got);
+        net_free(&again);
+        net_free(&want);
+    }
+}
+
+static void test_cross_attention_matches_staged(void)
+{
+    check_cross_against_staged(64, 37, 21, "heads=4\n"); /* D = 16, fewer queries than keys */
+    check_cross_against_staged(64, 9, 30, "heads=2\n");  /* D = 32 (translate.cfg's), more */
+    check_cross_against_staged(32, 20, 20, "heads=4\ndropout=0.2\n");
+}
+
+/* ---- evaluation at each mini-batch's rows ---- */
+
+/* The padded path that evaluate_pairs' packed one must equal: the pairs in file order, every
+ * mini-batch at the net's full rows; the summed loss, and the target tokens, top-1 and top-5 hits
+ * into counts [3]. */
+static double padded_eval(Net *net, const TextPairs *tp, long counts[3])
+{
+    double loss = 0;
+    net->loss_divisor = 1;
+    for (size_t first = 0; first < tp->valid.n; first += (size_t)net->batch) {
+        for (int b = 0; b < net->batch; b++) {
+            const size_t i = first + (size_t)b;
+            text_pairs_fill(tp, i < tp->valid.n ? &tp->valid.pairs[i] : NULL, b, net->source,
+                            net->seq, net_host_input(net), net_host_labels(net));
+        }
+        net_commit_batch(net);
+        net_forward(net);
+        loss += net->loss;
+        const float *out = net_host_output(net);
+        const int *labels = net_batch_labels(net);
+        for (int i = 0; i < net->batch * net->seq; i++) {
+            if (labels[i] < 0)
+                continue;
+            const float *p = out + (size_t)i * (size_t)net->classes;
+            int rank = 0;
+            for (int k = 0; k < net->classes; k++)
+                rank += p[k] > p[labels[i]] || (p[k] == p[labels[i]] && k < labels[i]);
+            counts[0]++;
+            counts[1] += rank == 0;
+            counts[2] += rank < 5;
+        }
+    }
+    return loss;
+}
+
+/* 11 validation pairs of 1 to 4 source and 0 to 4 target tokens in no order of length (the last
+ * mini-batch of 3 holds 2): evaluate_pairs, whose mini-batches are pairs of similar length computed
+ * at their longest pair's rows, gives the padded path's loss (to 1e-6 relative) and the same
+ * token, top-1 and top-5 counts, and leaves the net at its full rows. */
+static void test_eval_at_runtime_rows_matches_padded(void)
+{
+    Net net;
+    if (build(ENCODER_DECODER("share=0\n"), &net))
+        return;
+    int32_t ids[110];
+    TextPair pairs[11];
+    for (int i = 0; i < 110; i++)
+        ids[i] = (i * 5 + i / 7) % 5;
+    for (int i = 0; i < 11; i++)
+        pairs[i] = (TextPair){(size_t)i * 10, (size_t)i * 10 + 5, (i * 3) % 4 + 1, (i * 7) % 5};
+    const TextPairs tp = {ids, {NULL, 0}, {pairs, 11}, 5, 6, 0};
+    long want[3] = {0};
+    const double want_loss = padded_eval(&net, &tp, want);
+    EvalResult r;
+    Error e = {0};
+    CHECK(evaluate_pairs(&net, &tp, NULL, &r, &e) == CDL_OK);
+    CHECK(r.samples == want[0]);
+    CHECK_NEAR(r.loss, want_loss / (double)want[0], 1e-6 * fabs(r.loss));
+    CHECK_NEAR(r.top1, (double)want[1] / (double)want[0], 1e-12);
+    CHECK_NEAR(r.top5, (double)want[2] / (double)want[0], 1e-12);
+    CHECK(net.rows_source == net.source && net.rows_target == net.seq);
+    net_free(&net);
+}
+
 /* nn.Transformer (one encoder and decoder layer, d_model 16, 2 heads; tests/ref/NAME: seq2seq
  * post-norm, seq2seq_norm_first norm_first=True) between embeddings with positions and a tied
  * head, padded on both sides: the memory, the logits, the probabilities, the loss and every
@@ -500,6 +665,8 @@ int main(void)
     test_cached_decoding_matches_uncached();
     test_sampled_decoding_is_seeded();
     test_cfg_errors();
+    test_cross_attention_matches_staged();
+    test_eval_at_runtime_rows_matches_padded();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");
     return check_report("test_seq2seq");

@@ -2,9 +2,11 @@
  * meaning): the queries from the input, the keys and values from the memory, the projections over
  * the whole batch as [linear]'s (backend/cpu/gemm_rows and gemm_packed against the weights packed
  * once a step; the weight gradients OpenBLAS gemms, which the GPU's cuBLAS products match more
- * closely than backend/cpu/gemm_tn's order), the (sample, head) pairs in parallel with OpenBLAS
- * gemms, as staged=1 runs self-attention. The per-sample paths of backend/cpu/attention.c are
- * self-attention's alone; cross-attention runs in fp32.
+ * closely than backend/cpu/gemm_tn's order), the (sample, head) pairs in parallel, their products
+ * on backend/cpu/gemm_strided over all T query rows at once (K^T and V^T transposed once per pair,
+ * the transposed operands of dV and dK read through its strides), as self-attention's; staged=1
+ * keeps OpenBLAS gemms there, the reference the tests compare with. The per-sample paths of
+ * backend/cpu/attention.c are self-attention's alone; cross-attention runs in fp32.
  *
  *   in, out [batch][T][C]   memory [batch][S][C]   H heads of D = C / H columns
  *   q [batch][T][C] = in Wq^T + bq            Wq, bq: rows [0, C) of weights, biases
@@ -37,6 +39,41 @@
 #include "core/net.h"
 #include "util/rng.h"
 
+/* The workspace of one thread: the forward's dropped weights P o M or the backward's dP [T][S],
+ * with dropout the backward's P o M [T][S], then K^T or V^T [D][S]. */
+static size_t cross_workspace_floats(const Attention *a, int dropout)
+{
+    const size_t ts = (size_t)a->seq * a->mem_seq;
+    return (dropout ? 2 : 1) * ts + (size_t)a->head_size * a->mem_seq;
+}
+
+/* This thread's workspace (cross_workspace_floats; a->mask is set where dropout is). */
+static float *thread_workspace(const Attention *a)
+{
+    return a->workspace + (size_t)omp_get_thread_num() * cross_workspace_floats(a, a->mask != NULL);
+}
+
+/* The transpose K^T or V^T [D][S] at the end of a thread's workspace ws. */
+static float *workspace_transpose(const Attention *a, float *ws)
+{
+    return ws + cross_workspace_floats(a, a->mask != NULL) - (size_t)a->head_size * a->mem_seq;
+}
+
+/* c[m][n] = alpha x y^T for x [m][k], y [n][k] (row strides ldx, ldy, ldc): OpenBLAS when staged,
+ * else y^T into tr [k][n] and backend/cpu/gemm_strided (the scores Q K^T, the backward's dY V^T).
+ */
+static void product_by_transpose(const Attention *a, int m, int n, int k, float alpha,
+                                 const float *x, int ldx, const float *y, int ldy, float *tr,
+                                 float *c, int ldc)
+{
+    if (a->staged) {
+        gemm(0, 1, m, n, k, alpha, x, ldx, y, ldy, 0.0f, c, ldc);
+        return;
+    }
+    gemm_strided_transpose(n, k, y, (size_t)ldy, tr, (size_t)n);
+    gemm_strided(m, n, k, alpha, x, (size_t)ldx, 1, tr, (size_t)n, 0.0f, c, (size_t)ldc);
+}
+
 int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
@@ -61,8 +98,7 @@ int attention_cross_resize(Layer *l, int batch, LayerState *st, Error *e)
     const int dropout = a->dropout > 0 && l->params[P_WEIGHTS].grad;
     a->mask = layer_state_floats(st, dropout ? probs : 0);
     a->mask_is_valid = 0;
-    /* per thread: the backward's dP [T][S], and with dropout the dropped weights P o M [T][S] */
-    a->workspace = layer_state_floats(st, (size_t)a->threads * (dropout ? 2 : 1) * ts);
+    a->workspace = layer_state_floats(st, (size_t)a->threads * cross_workspace_floats(a, dropout));
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     /* Wq^T then Wkv^T, and Wo^T, as gemm_pack packs them (kept from a step's first pass) */
     a->w_packed = layer_kept_floats(st, gemm_packed_floats((int)c, (int)c) +
@@ -173,15 +209,20 @@ void attention_cross_forward(Layer *l, const StepContext *ctx)
         const CrossView v = cross_view(a, ctx->batch, b, pair % a->heads);
         const float *ids = sample_ids(l, b);
         const int keys = pair_keys(a, ids), n = keys_computed(a, keys);
-        gemm(0, 1, t, n, d, scale, v.q, c, v.k, 2 * c, 0.0f, v.p, s);
+        float *ws = thread_workspace(a);
+        /* P [T][n] = scale Q K^T, then row by row the softmax */
+        product_by_transpose(a, t, n, d, scale, v.q, c, v.k, 2 * c, workspace_transpose(a, ws), v.p,
+                             s);
         for (int i = 0; i < t; i++)
             row_weights(a, ids, i, keys, v.p + (size_t)i * s);
         float *weights = v.p;
         if (v.mask) {
-            weights = a->workspace + (size_t)omp_get_thread_num() * 2 * (size_t)t * s;
+            weights = ws;
             drop_weights(a, &v, key, first_pair + (uint64_t)pair, weights);
         }
-        gemm(0, 0, t, d, n, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at, c);
+        /* Y = (P o M) V over the first n keys */
+        head_product(a, 0, t, d, n, 1.0f, weights, s, v.k + c, 2 * c, 0.0f, a->heads_out + v.q_at,
+                     c);
     }
     gemm_bias_act(ctx->batch * t, c, c, a->heads_out, c, a->out_w_packed,
                   l->params[P_OUT_BIASES].data, CDL_ACT_LINEAR, l->out, l->out);
@@ -247,7 +288,7 @@ size_t attention_cross_gather_samples(Layer *l, int batch, const int *from, int 
 }
 
 /* Pair (b, h)'s dQ into dq [batch][T][C] and dK, dV into dkv [batch][S][2C] (each element once)
- * from dheads [batch][T][C]; ws holds [T][S] (dP), and with dropout [T][S] more. */
+ * from dheads [batch][T][C]; ws holds cross_workspace_floats(a). */
 static void cross_pair_backward(const Attention *a, int batch, int pair, const float *ids,
                                 const float *dheads, float *dq, float *dkv, float *ws)
 {
@@ -262,13 +303,15 @@ static void cross_pair_backward(const Attention *a, int batch, int pair, const f
             dropped[at] = v.p[at] * v.mask[at];
         weights = dropped;
     }
-    gemm(0, 1, t, keys, d, 1.0f, dy, c, v.k + c, 2 * c, 0.0f, dp, s);     /* dP = dY V^T */
-    gemm(1, 0, keys, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c); /* dV = (P o M)^T dY */
+    /* dP = dY V^T; dV = (P o M)^T dY */
+    product_by_transpose(a, t, keys, d, 1.0f, dy, c, v.k + c, 2 * c, workspace_transpose(a, ws), dp,
+                         s);
+    head_product(a, 1, keys, d, t, 1.0f, weights, s, dy, c, 0.0f, dk + c, 2 * c);
     for (int i = 0; i < t; i++) /* through the mask (dP *= M), then the softmax */
         softmax_row_backward(v.p + (size_t)i * s, v.mask ? v.mask + (size_t)i * s : NULL, keys,
                              1.0f / sqrtf((float)d), dp + (size_t)i * s);
-    gemm(0, 0, t, d, keys, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
-    gemm(1, 0, keys, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c);          /* dK = dS'^T Q */
+    head_product(a, 0, t, d, keys, 1.0f, dp, s, v.k, 2 * c, 0.0f, dq + v.q_at, c); /* dQ = dS' K */
+    head_product(a, 1, keys, d, t, 1.0f, dp, s, v.q, c, 0.0f, dk, 2 * c); /* dK = dS'^T Q */
     for (int j = keys; j < s; j++) { /* the padding's keys and values have no gradient */
         memset(dk + (size_t)j * 2 * c, 0, (size_t)d * sizeof *dk);
         memset(dk + (size_t)j * 2 * c + c, 0, (size_t)d * sizeof *dk);
@@ -300,8 +343,7 @@ void attention_cross_backward(Layer *l, const StepContext *ctx)
     num_threads(loop_threads(a)) if (pairs_in_parallel(a, pairs))
     for (int pair = 0; pair < pairs; pair++)
         cross_pair_backward(a, ctx->batch, pair, sample_ids(l, pair / a->heads), dheads, dq, dkv,
-                            a->workspace + (size_t)omp_get_thread_num() * (a->mask ? 2 : 1) *
-                                               a->seq * a->mem_seq);
+                            thread_workspace(a));
 
     /* Input projections: d weights += [dq^T in; dkv^T memory], d in += dq Wq, d memory += dkv
      * Wkv. Where the memory is the input, both deltas are one buffer: the second adds. */
