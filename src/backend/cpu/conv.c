@@ -96,13 +96,15 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
 
 /* An int8 layer runs on oneDNN's int8 kernels (conv_dnnl_int8.c) where its input grid is
  * calibrated (oneDNN's int8 convolutions take their scales when made, so a grid from each
- * batch's range stays on the own kernels) and [net] engine=dnnl, or auto on a CPU with AVX-512
- * VNNI, where it was measured (docs/engines.md). */
+ * batch's range stays on the own kernels) and [net] engine=dnnl, or auto on a CPU with AVX2
+ * (AVX-512 VNNI's CPUs have it), where oneDNN was measured faster than the own kernels: its
+ * jit_uni_int8:avx2 kernels read the codes in nhwc and chain layers, where the own kernels copy
+ * columns and scale back to float32 at every layer (docs/precision.md). */
 static int conv_int8_on_dnnl(const Layer *l, const CpuOptions *o)
 {
     const CpuEngine engine = conv_engine_setting(l, o);
     return l->quant && l->quant->static_input && dnnl_conv_built() &&
-           (engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && qgemm_has_vnni()));
+           (engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && qgemm_has_avx2()));
 }
 
 /* A bf16 layer's products run on oneDNN unless the reference engine is asked for by name, where
