@@ -163,6 +163,13 @@ static int check_sections(const Cfg *cfg, Error *e)
     return CDL_OK;
 }
 
+/* The engine the backend expects to run l on, for `cdl info` and profiles (LayerKernels.engine);
+ * NULL where the family has one. */
+static const char *expected_engine(const Layer *l, const ExecContext *exec)
+{
+    return l->kernels->engine ? l->kernels->engine(l, exec) : NULL;
+}
+
 /* n rounded up to LAYER_STATE_ALIGN (which suits every type a priv or a state holds). */
 static size_t aligned(size_t n)
 {
@@ -208,7 +215,7 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         st = st ? st : parse_common_keys(net, cfg, s, i, e);
         if (st)
             return st;
-        l->engine = l->kernels->engine ? l->kernels->engine(l, &net->exec) : NULL;
+        l->engine = expected_engine(l, &net->exec);
         st = darknet_check_keys(cfg, s, e);
         st = st ? st : cfg_check_unused(cfg, s, e);
         if (st)
@@ -963,6 +970,12 @@ int net_resize_state(Net *net, Error *e)
             return st;
     }
     return CDL_OK;
+}
+
+void net_name_engines(Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        net->layers[i].engine = expected_engine(&net->layers[i], &net->exec);
 }
 
 void net_set_precision(Net *net, GemmPrecision precision)

@@ -220,6 +220,9 @@ int net_activation_bytes(Net *net, int batch, size_t *bytes, Error *e);
 int net_batch_bytes(Net *net, int batch, int want_grads, size_t *bytes, size_t *scratch_bytes,
                     Error *e);
 
+/* Names each layer's expected engine again (Layer.engine, as after parse), where what chooses it
+ * changed since: int8 weights and their input grids read from a checkpoint. */
+void net_name_engines(Net *net);
 /* Sets the precision of the net and of every layer (Layer.precision); a net_resize must follow
  * before the next pass (layers in bf16, tf32 or fp16 take rounded copies of their operands at
  * resize). */

@@ -521,6 +521,8 @@ static int read_quantized(const char *path, const cJSON *record, Net *net, Error
             st = error_set(e, CDL_ERUNTIME, "%s: layer %g's input grid is not valid", path,
                            json_number(t, "layer", -1));
     }
+    if (!st)
+        net_name_engines(net); /* int8 layers with calibrated grids may run on another engine */
     return st;
 }
 

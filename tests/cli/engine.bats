@@ -93,25 +93,33 @@ CFG
     cmp 1.cdl 2.cdl
 }
 
-@test "engine=auto runs every convolution on oneDNN with AVX-512, else resnet18_cifar's stride-1 3x3 ones from 64 channels, 8x8" {
+@test "engine=auto runs every convolution on oneDNN in inference or with AVX-512, else resnet18_cifar's stride-1 3x3 ones from 64 channels, 8x8" {
+    # info opens the model for inference, profile's steps train
     conv_engines() {
-        "$CDL" info "$REPO/cfg/resnet18_cifar.cfg" --json --set net.engine=auto "$@" |
+        "$@" --json --set net.engine=auto |
             jq -r '[.layers[] | select(.type == "convolutional") | .engine] | join(" ")'
     }
-    plain=$(conv_engines --set net.winograd=0)
-    wino=$(conv_engines)
+    inference=$(conv_engines "$CDL" info "$REPO/cfg/resnet18_cifar.cfg")
+    training() {
+        conv_engines "$CDL" profile "$REPO/cfg/resnet18_cifar.cfg" --batch 2 --iters 1 --warmup 0 \
+            --threads 1 "$@"
+    }
+    plain=$(training --set net.winograd=0)
+    wino=$(training)
+    all="dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl"
     if [[ "$("$CDL" doctor)" == *"ISA avx512"* ]]; then
         # -march=native builds for this CPU: oneDNN's avx512_core kernels on nChw16c
-        all="dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl dnnl"
+        [ "$inference" = "$all" ]
         [ "$plain" = "$all" ]
         [ "$wino" = "$all" ]
     elif [[ "$("$CDL" --version)" == *DNNL=1* ]]; then
-        # the first layer, stride 2, 1x1 projections and the 4x4 maps stay on the reference,
-        # or the 4x4 maps' 3x3 layers go to Winograd when it is on (the default)
+        [ "$inference" = "$all" ]
+        # training: the first layer, stride 2, 1x1 projections and the 4x4 maps stay on the
+        # reference, or the 4x4 maps' 3x3 layers go to Winograd when it is on (the default)
         [ "$plain" = "ref dnnl dnnl dnnl dnnl ref dnnl ref dnnl dnnl ref dnnl ref dnnl dnnl ref ref ref ref ref" ]
         [ "$wino" = "ref dnnl dnnl dnnl dnnl ref dnnl ref dnnl dnnl ref dnnl ref dnnl dnnl ref wino ref wino wino" ]
     else
-        [[ "$plain $wino" != *dnnl* ]]
+        [[ "$inference $plain $wino" != *dnnl* ]]
     fi
 }
 

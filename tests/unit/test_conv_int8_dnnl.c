@@ -133,13 +133,13 @@ static float channel_scale(const Net *net, Layer *l, int j)
     return a;
 }
 
-/* engine=dnnl puts an int8 layer on oneDNN in a build with it; with VNNI (where this was
- * measured) it must take every shape here, elsewhere oneDNN may lack int8 kernels with zero
- * points for some (then the own kernels run it); without oneDNN it never does. */
+/* engine=dnnl puts an int8 layer on oneDNN in a build with it; with AVX2 (VNNI's CPUs have it;
+ * where this was measured) it must take every shape here, elsewhere oneDNN may lack int8
+ * kernels with zero points for some (then the own kernels run it); without oneDNN it never does. */
 static int on_dnnl_where_expected(const Layer *l)
 {
     const int on = !strcmp(l->engine, "dnnl");
-    return dnnl_conv_built() ? on || !qgemm_has_vnni() : !on;
+    return dnnl_conv_built() ? on || !qgemm_has_avx2() : !on;
 }
 
 /* net_forward, first checking that the net's input [BATCH][in_shape] was placed in its current

@@ -327,7 +327,7 @@ static void test_pair_training_steps_allocate_nothing(void)
 /* int8 inference (backend/cpu/net_quant.h): every quantizable layer of an inference net gets int8
  * weights; forwards with inputs quantized dynamically allocate nothing, for a batch spread over
  * the threads by images (4) and one run image by image with threaded products (3); nor do those
- * of calibrated convolutions (on oneDNN's int8 kernels where the CPU has VNNI). */
+ * of calibrated convolutions (on oneDNN's int8 kernels where the CPU has AVX2). */
 static void test_int8_inference_allocates_nothing(int calibrated)
 {
     static const char *text =
@@ -372,7 +372,7 @@ static void test_int8_inference_allocates_nothing(int calibrated)
     CHECK(net.layers[0].quant && net.layers[1].quant && net.layers[3].quant && net.layers[4].quant);
     if (calibrated && !st)
         CHECK((strcmp(net.layers[0].engine, "dnnl") == 0) ==
-              (dnnl_conv_built() && qgemm_has_vnni()));
+              (dnnl_conv_built() && qgemm_has_avx2()));
     net_free(&net);
 }
 

@@ -80,29 +80,37 @@ static CpuEngine conv_engine_setting(const Layer *l, const CpuOptions *o)
     return o->engine_given || !inference ? o->engine : CPU_ENGINE_AUTO;
 }
 
-/* The engine Conv.ask asks for: oneDNN (engine=dnnl, or auto where dnnl_conv_preferred says so
- * for the shape), else Winograd (winograd_asked), else the reference. */
+/* The engine Conv.ask asks for: oneDNN (engine=dnnl; auto in an inference net, or in a training
+ * net where dnnl_conv_preferred says so for the shape), else Winograd (winograd_asked), else the
+ * reference. dnnl_conv_preferred's rule for AVX2 builds was measured on training steps; in an
+ * inference net oneDNN's forward (batch norm folded, activation fused, nChw8c kept between
+ * layers) took 0.26-0.48x the reference's CPU time on mobilenetv2 (its 1x1 and depthwise layers)
+ * 0.42-1.05x on resnet18, 0.6x on resnet50 on an AVX2 Zen 3 (docs/engines.md): there every layer.
+ */
 static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
 {
     const Conv *cv = l->priv;
     const int wino = winograd_asked(l, cv, o);
     const CpuEngine engine = conv_engine_setting(l, o);
+    const int inference = l->params[CONV_WEIGHTS].grad == NULL;
     DnnlConvDesc desc = conv_dnnl_desc(l, 0, CDL_ACT_LINEAR, 0);
     desc.winograd = wino;
-    const int dnnl =
-        engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && dnnl_conv_preferred(&desc));
+    const int dnnl = engine == CPU_ENGINE_DNNL ||
+                     (engine == CPU_ENGINE_AUTO && (inference || dnnl_conv_preferred(&desc)));
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 
 /* An int8 layer runs on oneDNN's int8 kernels (conv_dnnl_int8.c) where its input grid is
  * calibrated (oneDNN's int8 convolutions take their scales when made, so a grid from each
- * batch's range stays on the own kernels) and [net] engine=dnnl, or auto on a CPU with AVX-512
- * VNNI, where it was measured (docs/engines.md). */
+ * batch's range stays on the own kernels) and [net] engine=dnnl, or auto on a CPU with AVX2
+ * (AVX-512 VNNI's CPUs have it), where oneDNN was measured faster than the own kernels: its
+ * jit_uni_int8:avx2 kernels read the codes in nhwc and chain layers, where the own kernels copy
+ * columns and scale back to float32 at every layer (docs/precision.md). */
 static int conv_int8_on_dnnl(const Layer *l, const CpuOptions *o)
 {
     const CpuEngine engine = conv_engine_setting(l, o);
     return l->quant && l->quant->static_input && dnnl_conv_built() &&
-           (engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && qgemm_has_vnni()));
+           (engine == CPU_ENGINE_DNNL || (engine == CPU_ENGINE_AUTO && qgemm_has_avx2()));
 }
 
 /* A bf16 layer's products run on oneDNN unless the reference engine is asked for by name, where
