@@ -49,12 +49,14 @@ darknet_valid() {
 }
 
 # compare_detections CFG WEIGHTS IMAGE CLASSES: darknet detector valid's boxes and scores against
-# cdl detect's with the same threshold (.005) and NMS (.45); prints the largest differences.
+# cdl detect's with the same threshold (.005) and NMS (.45), near ties of NMS in darknet's order
+# (scripts/ref/compare_darknet_detections.py); prints the largest differences.
 # Tolerances: scores 1e-5 (darknet prints 6 decimals; float sums in another order move the
 # sixth), box edges 0.01 px (a box's exp(tw) amplifies the last bits of its output).
 compare_detections() {
     darknet_valid "$@"
     "$CDL" detect "$1" --weights "$2" "$3" --thresh 0.005 --nms 0.45 --json > cdl.json 2>/dev/null
-    /usr/bin/python3 "$REPO/scripts/ref/compare_darknet_detections.py" results cdl.json 0.005 \
-        1e-5 0.01
+    "$CDL" detect "$1" --weights "$2" "$3" --thresh 0.005 --nms 0 --json > all.json 2>/dev/null
+    /usr/bin/python3 "$REPO/scripts/ref/compare_darknet_detections.py" results cdl.json all.json \
+        0.005 0.45 1e-5 0.01
 }
