@@ -14,8 +14,8 @@ the last layer's output (predict lists at most 100000: yolov3-tiny's 26x26 head 
 2. The decoded boxes and scores equal cdl detect's: each of cdl's boxes (the same x, y, w, h
    repeated once per class) is matched to the ONNX box nearest to it; the matching must be one to
    one, and boxes (as fractions of the input size; relative to the box where it is larger than
-   the input, as random weights make boxes: exp in two float32 libraries differs by ulps) and
-   scores must agree to 1e-5.
+   the input, as random weights make boxes: exp in two float32 libraries differs by ulps) to
+   3e-5 (BOX_TOLERANCE) and scores to 1e-5.
 3. The heads agree with the decoded outputs: scores = objectness x classes, centres =
    (x, y + cell) x input size / grid size, and size / exp(w, h) the same anchor over every cell
    of a head's anchor (to 1e-5, relative for the anchor).
@@ -32,6 +32,11 @@ import onnxruntime
 from PIL import Image
 
 TOLERANCE = 1e-5
+# A box's size is exp(t) x anchor, so its relative error is t's absolute error: float32 sums in
+# another order (onnxruntime's kernels against oneDNN's AVX2 or AVX-512 ones) differ by about
+# u sqrt(K), K the terms summed along the net (yolov3-tiny: about 13,000, so 2^-24 x 114 = 7e-6
+# at one standard deviation), and the largest of thousands of boxes lies about 4 of them out.
+BOX_TOLERANCE = 3e-5
 
 
 def fail(message):
@@ -75,8 +80,9 @@ def check_decoded(boxes, scores, detect, net_w, net_h):
         score_diff = max(score_diff, float(np.max(np.abs(scores[match[i]] - expected))))
     print(f"decoded: {len(boxes)} boxes, max box diff {box_diff:.3g} (of the input size or box), "
           f"max score diff {score_diff:.3g}")
-    if not (box_diff <= TOLERANCE and score_diff <= TOLERANCE):
-        fail(f"the decoded outputs differ from cdl detect by more than {TOLERANCE}")
+    if not (box_diff <= BOX_TOLERANCE and score_diff <= TOLERANCE):
+        fail(f"the decoded outputs differ from cdl detect by more than {BOX_TOLERANCE} (boxes) "
+             f"or {TOLERANCE} (scores)")
 
 
 def check_heads(heads, boxes, scores, net_w, net_h):
