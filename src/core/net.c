@@ -210,14 +210,16 @@ static int parse_layers(Net *net, Cfg *cfg, Error *e)
         l->precision = net->precision;
         l->priv = l->type->priv_size ? priv : NULL;
         priv += aligned(l->type->priv_size);
-        /* The family's keys first: they lead the valid-key list of an unknown key. */
-        int st = l->type->parse(l, cfg, s, net, e);
+        /* darknet's features cdl refuses before the keys of the rest (yolo9000's tree softmax
+         * before its class map); the family's keys then lead the valid-key list of an unknown
+         * key. */
+        int st = darknet_check_keys(cfg, s, e);
+        st = st ? st : l->type->parse(l, cfg, s, net, e);
         st = st ? st : parse_common_keys(net, cfg, s, i, e);
         if (st)
             return st;
         l->engine = expected_engine(l, &net->exec);
-        st = darknet_check_keys(cfg, s, e);
-        st = st ? st : cfg_check_unused(cfg, s, e);
+        st = cfg_check_unused(cfg, s, e);
         if (st)
             return st;
         if (l->out_shape.c < 1 || l->out_shape.h < 1 || l->out_shape.w < 1)
