@@ -67,16 +67,16 @@ def close(t, c, score_tol, box_tol):
     return edge if edge <= box_tol else None
 
 
-def greedy_nms(dets, nms, first):
+def greedy_nms(dets, nms, tie=0.0, first=lambda d: False):
     """darknet's do_nms_sort over one image's detections, class by class: the highest remaining
-    score kept, the boxes overlapping it beyond nms dropped; among remaining scores within a near
-    tie of the highest, first(d) (a bool) chooses which goes first. Returns the kept detections
-    and how many near ties first changed."""
+    score kept, the boxes overlapping it beyond nms dropped; among remaining scores within tie of
+    the highest, first(d) (a bool) chooses which goes first. Returns the kept detections and how
+    many near ties first changed."""
     kept, reordered = [], 0
     for k in sorted({d[0] for d in dets}):
         left = sorted((d for d in dets if d[0] == k), key=lambda d: -d[1])
         while left:
-            top = next((d for d in left if d[1] >= left[0][1] - first.tie and first(d)), left[0])
+            top = next((d for d in left if d[1] >= left[0][1] - tie and first(d)), left[0])
             reordered += top is not left[0]
             kept.append(top)
             left = [d for d in left if d is not top and iou(top, d) <= nms]
@@ -89,11 +89,7 @@ def main():
     darknet = darknet_lines(results)
     own, w, h = cdl_detections(cdl_json)
     every, _, _ = cdl_detections(cdl_all_json)
-
-    def plain(d):
-        return False
-    plain.tie = 0.0
-    by_score, _ = greedy_nms(every, nms, plain)
+    by_score, _ = greedy_nms(every, nms)
     if sorted(by_score) != sorted(own):
         print("cdl's NMS differs from darknet's greedy NMS over its own detections")
         sys.exit(1)
@@ -101,8 +97,7 @@ def main():
     def kept_by_darknet(d):
         p = as_printed(d, w, h)
         return any(close(t, p, score_tol, box_tol) is not None for t in darknet)
-    kept_by_darknet.tie = score_tol
-    as_darknet, reordered = greedy_nms(every, nms, kept_by_darknet)
+    as_darknet, reordered = greedy_nms(every, nms, score_tol, kept_by_darknet)
     cdl = [as_printed(d, w, h) for d in as_darknet]
     used = [False] * len(cdl)
     worst_score = worst_box = 0.0
