@@ -44,6 +44,10 @@ torch_python=/usr/bin/python3 # Debian's, with python3-torch
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_WAIT_POLICY=passive
+# the table's header (date, load average) is read now, before either tool runs
+# shellcheck source=scripts/lib/speed-table.sh
+source scripts/lib/speed-table.sh
+[ $quick = 1 ] || speed_table_begin bench-seq2seq "${args[@]}"
 
 awk 'NR % 20 != 0' "$pairs" >"$tmp/train.tsv"
 awk -v most=$((quick ? 20 : 1000000)) 'NR % 20 == 0 && ++n <= most' "$pairs" >"$tmp/valid.tsv"
@@ -90,9 +94,6 @@ read -r cdl_sacre_bleu cdl_sacre_chrf <<<"$(sacre "$tmp/cdl.hyp")"
 read -r torch_sacre_bleu torch_sacre_chrf <<<"$(sacre "$tmp/torch.hyp")"
 round2() { awk -v x="$1" 'BEGIN { printf "%.2f", x }'; }
 
-# shellcheck source=scripts/lib/speed-table.sh
-source scripts/lib/speed-table.sh
-[ $quick = 1 ] || speed_table_begin bench-seq2seq "${args[@]}"
 speed_table_meta threads "$threads"
 speed_table_meta "time limit" "$time_limit s each"
 speed_table_meta "pairs" "$(wc -l <"$tmp/train.tsv") training, $(wc -l <"$tmp/kept.targets") validation decoded ($(wc -l <"$tmp/valid.tsv") held out)"
