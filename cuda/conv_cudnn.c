@@ -131,10 +131,19 @@ static int no_algorithm(const Layer *l, const char *pass, Error *e)
                      l->index, pass);
 }
 
+/* 1 when cuDNN multiplies a tensor of type t_type from a rounded copy: a float32 tensor in a
+ * precision other than fp32 (a 16-bit one is already in c's type). */
+static int rounds(const ConvCudnn *c, ElemType t_type)
+{
+    return c->precision != GEMM_FP32 && t_type == ELEM_F32;
+}
+
 /* Where a pass's operands lie in the net's workspace, bytes from its start, each 256-aligned:
- * cuDNN's own workspace first (workspace_bytes), then in precisions other than fp32 the rounded
- * copies of x and w, the slot of y (the forward's 16-bit output for a float32 l->out, or the
- * backward's rounded dy) and the 16-bit result a float32 gradient takes (dw or dx) first. */
+ * cuDNN's own workspace first (workspace_bytes), then those of the layer's tensors (by their
+ * types, Layer.in_storage and Layer.storage, planned before the resize) that need one: the
+ * rounded copies of x and w, the slot of y (the rounded dy of the backward, and in bf16 and fp16
+ * the forward's 16-bit output for a float32 l->out) and the 16-bit result of a float32 gradient
+ * (dw, then dx). Empty in fp32. */
 typedef struct CudnnSlots {
     size_t x, w, y, result, end;
 } CudnnSlots;
@@ -146,19 +155,16 @@ static size_t align_256(size_t bytes)
 
 static CudnnSlots slots_of(const ConvCudnn *c, const Layer *l)
 {
-    CudnnSlots s = {.x = align_256(c->workspace_bytes)};
-    if (c->precision == GEMM_FP32) {
-        s.end = c->workspace_bytes;
-        return s;
-    }
     const size_t bytes = c->type == ELEM_F32 ? 4 : 2;
     const size_t x = (size_t)c->batch * shape_size(l->in_shape);
     const size_t y = (size_t)c->batch * shape_size(l->out_shape);
-    const size_t w = l->params[CONV_WEIGHTS].count;
-    s.w = s.x + align_256(x * bytes);
+    const size_t w = c->precision == GEMM_FP32 ? 0 : l->params[CONV_WEIGHTS].count;
+    const size_t dw = c->type != ELEM_F32 ? w : 0, dx = l->in_storage[0] != c->type ? x : 0;
+    CudnnSlots s = {.x = align_256(c->workspace_bytes)};
+    s.w = s.x + (rounds(c, l->in_storage[0]) ? align_256(x * bytes) : 0);
     s.y = s.w + align_256(w * bytes);
-    s.result = s.y + align_256(y * bytes);
-    s.end = s.result + align_256((x > w ? x : w) * bytes);
+    s.result = s.y + (rounds(c, l->storage) ? align_256(y * bytes) : 0);
+    s.end = s.result + align_256((dx > dw ? dx : dw) * bytes);
     return s;
 }
 
@@ -259,7 +265,7 @@ static int batch_described(const ConvCudnn *c, const StepContext *ctx)
 static const void *operand(const ConvCudnn *c, const StepContext *ctx, const void *t,
                            ElemType t_type, size_t n, void *copy)
 {
-    if (c->precision == GEMM_FP32 || t_type != ELEM_F32)
+    if (!rounds(c, t_type))
         return t;
     gpu_note(ctx, cuda_round_operand(copy, t, n, gpu_operand_format(c->precision), gpu_stream(ctx)),
              "convolution on cuDNN: rounding an operand");
