@@ -222,8 +222,12 @@ int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error 
     c->workspace_bytes = bytes[0];
     for (int i = 1; i < 3; i++)
         c->workspace_bytes = bytes[i] > c->workspace_bytes ? bytes[i] : c->workspace_bytes;
-    c->scratch_bytes = slots_of(c, l).end;
     return CDL_OK;
+}
+
+size_t conv_cudnn_scratch_bytes(const ConvCudnn *c, const Layer *l)
+{
+    return slots_of(c, l).end;
 }
 
 void conv_cudnn_release(ConvCudnn *c)
@@ -251,9 +255,10 @@ static void note_cudnn(const StepContext *ctx, cudnnStatus_t st, const char *wha
 
 /* The pass's batch must be the one the descriptors and workspace were sized for: net_resize
  * resizes every layer before a pass of another batch. */
-static int batch_described(const ConvCudnn *c, const StepContext *ctx)
+static int batch_described(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (ctx->batch == c->batch && c->scratch_bytes <= ctx->exec->workspace_floats * sizeof(float))
+    if (ctx->batch == c->batch &&
+        conv_cudnn_scratch_bytes(c, l) <= ctx->exec->workspace_floats * sizeof(float))
         return 1;
     gpu_note(ctx, cudaErrorInvalidValue,
              "convolution on cuDNN: a pass the layer was not sized for");
@@ -293,7 +298,7 @@ static void result_store(const ConvCudnn *c, const StepContext *ctx, void *t, El
 
 void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (!batch_described(c, ctx))
+    if (!batch_described(c, l, ctx))
         return;
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = gpu_handles(ctx)->cudnn;
@@ -314,7 +319,7 @@ void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *c
 
 void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (!batch_described(c, ctx))
+    if (!batch_described(c, l, ctx))
         return;
     const float one = 1.0f, zero = 0.0f, dx_beta = layer_input_delta_beta(l, 0);
     const Param *w = &l->params[CONV_WEIGHTS];

@@ -43,9 +43,6 @@ typedef struct ConvCudnn {
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
     size_t workspace_bytes;
-    /* The bytes of the net's workspace the passes use: cuDNN's workspace, then (precisions other
-     * than fp32) the rounded copies and 16-bit results (conv_cudnn.c's CudnnSlots) */
-    size_t scratch_bytes;
 } ConvCudnn;
 
 /* Creates c's descriptors if they are not yet and sets them to layer l ([convolutional], its
@@ -54,9 +51,14 @@ typedef struct ConvCudnn {
 int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e);
 
 /* Picks the fastest deterministic direct algorithm of each pass by cuDNN's heuristics
- * (cudnnGet*Algorithm_v7, which runs nothing) for c's descriptors (FMA math only in fp32), their
- * workspace, and the scratch the passes need (scratch_bytes). */
+ * (cudnnGet*Algorithm_v7, which runs nothing) for c's descriptors (FMA math only in fp32), and
+ * their workspace. */
 int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error *e);
+
+/* The bytes of the net's workspace the passes of l (with c chosen) use: cuDNN's workspace, then
+ * in precisions other than fp32 the rounded copies and 16-bit results that l's tensor types
+ * (Layer.in_storage, Layer.storage) need. */
+size_t conv_cudnn_scratch_bytes(const ConvCudnn *c, const Layer *l);
 
 /* Destroys the descriptors (none created: nothing). */
 void conv_cudnn_release(ConvCudnn *c);

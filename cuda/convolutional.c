@@ -82,11 +82,12 @@ struct ConvGpu {
     ConvCudnn cudnn;
 };
 
-/* cuDNN's support matrix: bf16 (PSEUDO_BFLOAT16) and TF32 tensor-op convolutions need compute
- * capability 8.0 (Ampere) or newer; fp16 and float32 run on every GPU CUDA 13 supports. */
+/* cuDNN's support matrix: bf16 convolutions (PSEUDO_BFLOAT16) need compute capability 8.0
+ * (Ampere) or newer. fp16 and float32 run on every GPU CUDA 13 supports, and so does tf32: an
+ * older GPU multiplies the operands, already rounded to tf32, on FMA kernels, the same numbers. */
 static int cudnn_runs_precision(const Layer *l, Error *e)
 {
-    if (l->precision != GEMM_BF16 && l->precision != GEMM_TF32)
+    if (l->precision != GEMM_BF16)
         return CDL_OK;
     int device = 0, major = 0, minor = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
@@ -97,10 +98,10 @@ static int cudnn_runs_precision(const Layer *l, Error *e)
     if (major >= 8)
         return CDL_OK;
     return error_set(e, CDL_EUSAGE,
-                     "layer %d [convolutional]: cuDNN runs %s convolutions on compute capability "
-                     "8.0 and newer, this GPU is %d.%d (gpu_engine=ref runs it on cdl's own "
-                     "kernels)",
-                     l->index, l->precision == GEMM_BF16 ? "bf16" : "tf32", major, minor);
+                     "layer %d [convolutional]: cuDNN runs bf16 convolutions on compute "
+                     "capability 8.0 and newer, this GPU is %d.%d (gpu_engine=ref runs it on "
+                     "cdl's own kernels)",
+                     l->index, major, minor);
 }
 
 /* cuDNN's descriptors and algorithms for batch (once a batch and precision: net_resize calls
@@ -122,7 +123,7 @@ static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
             return st;
         }
     }
-    const size_t floats = (c->scratch_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t floats = (conv_cudnn_scratch_bytes(c, l) + sizeof(float) - 1) / sizeof(float);
     l->scratch_per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     return CDL_OK;
 }

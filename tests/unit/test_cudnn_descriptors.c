@@ -52,6 +52,30 @@ static cudnnDataType_t expected_type(GemmPrecision p)
                             : CUDNN_DATA_FLOAT;
 }
 
+/* n values of bytes each, as conv_cudnn places them in the workspace: 256-aligned. */
+static size_t padded(size_t n, size_t bytes)
+{
+    return (n * bytes + 255) / 256 * 256;
+}
+
+/* The workspace a convolution l in precision p needs beyond cuDNN's own (conv_cudnn.h): none in
+ * fp32; else the rounded copy of w, of a float32 x and of a float32 dy (y's slot, which also
+ * takes a 16-bit y meant for a float32 output), and in bf16 and fp16 the 16-bit result of a
+ * float32 gradient, dw always and dx where the input is float32. */
+static size_t expected_scratch(const Layer *l, GemmPrecision p)
+{
+    if (p == GEMM_FP32)
+        return 0;
+    const size_t bytes = p == GEMM_TF32 ? 4 : 2;
+    const size_t x = (size_t)BATCH * shape_size(l->in_shape);
+    const size_t y = (size_t)BATCH * shape_size(l->out_shape);
+    const size_t w = l->params[CONV_WEIGHTS].count;
+    const int x_f32 = l->in_storage[0] == ELEM_F32, y_f32 = l->storage == ELEM_F32;
+    const size_t result = p == GEMM_TF32 ? 0 : x_f32 && x > w ? x : w;
+    return padded(w, bytes) + (x_f32 ? padded(x, bytes) : 0) + (y_f32 ? padded(y, bytes) : 0) +
+           padded(result, bytes);
+}
+
 /* Every convolution of net in each precision: cuDNN's output dimensions and the descriptors'
  * shapes, types and math are cdl's. Returns the convolutions checked (times the precisions). */
 static int check_net_convolutions(const Net *net, const char *name)
@@ -126,6 +150,16 @@ static int check_net_convolutions(const Net *net, const char *name)
               stride_w == cv->win.stride_w && dilation_h == 1 && dilation_w == 1 &&
               mode == CUDNN_CROSS_CORRELATION && compute == CUDNN_DATA_FLOAT);
         CHECK(c.precision == p && c.type == precision_storage(p));
+        /* the workspace beyond cuDNN's (none chosen here), with the net's float32 tensors and,
+         * in bf16 and fp16, with 16-bit stored ones */
+        CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
+        if (c.type != ELEM_F32) {
+            layer.in_storage[0] = layer.storage = c.type;
+            CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
+            CHECK(expected_scratch(l, p) == 2 * padded(cv->win.size_h * cv->win.size_w *
+                                                           (size_t)cv->filters * in.c / cv->groups,
+                                                       2));
+        }
         conv_cudnn_release(&c);
         checked++;
     }
