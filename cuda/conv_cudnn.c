@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "gpu.h"
+#include "kernels/copy.h"
 #include "layers/convolutional.h"
 
 /* Status st of cuDNN's call what on layer l as the net's error (CDL_OK when it succeeded). */
@@ -37,19 +38,25 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e)
             return st;
     }
     c->batch = 0;
-    st = cudnn_check(cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch,
-                                                in.c, in.h, in.w),
-                     l, "cudnnSetTensor4dDescriptor (input)", e);
+    c->precision = l->precision;
+    c->type = precision_storage(l->precision);
+    const cudnnDataType_t data = c->type == ELEM_BF16   ? CUDNN_DATA_BFLOAT16
+                                 : c->type == ELEM_FP16 ? CUDNN_DATA_HALF
+                                                        : CUDNN_DATA_FLOAT;
+    st = cudnn_check(
+        cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, data, batch, in.c, in.h, in.w), l,
+        "cudnnSetTensor4dDescriptor (input)", e);
     st = st ? st
-            : cudnn_check(cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                     batch, out.c, out.h, out.w),
+            : cudnn_check(cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, data, batch, out.c,
+                                                     out.h, out.w),
                           l, "cudnnSetTensor4dDescriptor (output)", e);
     st = st ? st
-            : cudnn_check(cudnnSetFilter4dDescriptor(c->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                     cv->filters, in.c / cv->groups, cv->win.size_h,
+            : cudnn_check(cudnnSetFilter4dDescriptor(c->w, data, CUDNN_TENSOR_NCHW, cv->filters,
+                                                     in.c / cv->groups, cv->win.size_h,
                                                      cv->win.size_w),
                           l, "cudnnSetFilter4dDescriptor", e);
-    /* cross-correlation, as every framework's "convolution" and cdl's im2col */
+    /* cross-correlation, as every framework's "convolution" and cdl's im2col; float32 sums in
+     * every precision (the PSEUDO configurations of cuDNN's support matrix) */
     st = st ? st
             : cudnn_check(cudnnSetConvolution2dDescriptor(
                               c->conv, cv->win.pad_h, cv->win.pad_w, cv->win.stride_h,
@@ -59,8 +66,10 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e)
             : cudnn_check(cudnnSetConvolutionGroupCount(c->conv, cv->groups), l,
                           "cudnnSetConvolutionGroupCount", e);
     st = st ? st
-            : cudnn_check(cudnnSetConvolutionMathType(c->conv, CUDNN_FMA_MATH), l,
-                          "cudnnSetConvolutionMathType", e);
+            : cudnn_check(cudnnSetConvolutionMathType(c->conv, c->precision == GEMM_FP32
+                                                                   ? CUDNN_FMA_MATH
+                                                                   : CUDNN_TENSOR_OP_MATH),
+                          l, "cudnnSetConvolutionMathType", e);
     if (!st)
         c->batch = batch;
     return st;
@@ -91,26 +100,72 @@ static int direct_filter(cudnnConvolutionBwdFilterAlgo_t a)
            a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
+/* 1 when an algorithm of math type m computes c's precision as the CPU does: not on tensor cores
+ * in fp32 (TF32 would round the operands), and never converting float32 operands to fp16
+ * (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). */
+static int math_usable(const ConvCudnn *c, cudnnMathType_t m)
+{
+    if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        return 0;
+    return c->precision != GEMM_FP32 || m != CUDNN_TENSOR_OP_MATH;
+}
+
 /* found = the first of cuDNN's n ranked results perf (fastest first) that succeeded, is
- * deterministic, computes in float32 FMA and is direct (the predicate), -1: none. The three
+ * deterministic, has a usable math type and is direct (the predicate), -1: none. The three
  * kinds of result have the same fields. */
-#define FIND_USABLE(found, perf, n, direct)                                                        \
+#define FIND_USABLE(found, c, perf, n, direct)                                                     \
     do {                                                                                           \
         (found) = -1;                                                                              \
         for (int i_ = 0; i_ < (n) && (found) < 0; i_++)                                            \
             if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && direct((perf)[i_].algo) &&            \
                 (perf)[i_].determinism == CUDNN_DETERMINISTIC &&                                   \
-                (perf)[i_].mathType != CUDNN_TENSOR_OP_MATH &&                                     \
-                (perf)[i_].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)                      \
+                math_usable((c), (perf)[i_].mathType))                                             \
                 (found) = i_;                                                                      \
     } while (0)
 
 static int no_algorithm(const Layer *l, const char *pass, Error *e)
 {
     return error_set(e, CDL_ERUNTIME,
-                     "layer %d [convolutional]: cuDNN offers no deterministic float32 algorithm "
-                     "for its %s (gpu_engine=ref runs it on cdl's own kernels)",
+                     "layer %d [convolutional]: cuDNN offers no deterministic direct algorithm "
+                     "for its %s in its precision (gpu_engine=ref runs it on cdl's own kernels)",
                      l->index, pass);
+}
+
+/* 1 when cuDNN multiplies a tensor of type t_type from a rounded copy: a float32 tensor in a
+ * precision other than fp32 (a 16-bit one is already in c's type). */
+static int rounds(const ConvCudnn *c, ElemType t_type)
+{
+    return c->precision != GEMM_FP32 && t_type == ELEM_F32;
+}
+
+/* Where a pass's operands lie in the net's workspace, bytes from its start, each 256-aligned:
+ * cuDNN's own workspace first (workspace_bytes), then those of the layer's tensors (by their
+ * types, Layer.in_storage and Layer.storage, planned before the resize) that need one: the
+ * rounded copies of x and w, the slot of y (the rounded dy of the backward, and in bf16 and fp16
+ * the forward's 16-bit output for a float32 l->out) and the 16-bit result of a float32 gradient
+ * (dw, then dx). Empty in fp32. */
+typedef struct CudnnSlots {
+    size_t x, w, y, result, end;
+} CudnnSlots;
+
+static size_t align_256(size_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+static CudnnSlots slots_of(const ConvCudnn *c, const Layer *l)
+{
+    const size_t bytes = c->type == ELEM_F32 ? 4 : 2;
+    const size_t x = (size_t)c->batch * shape_size(l->in_shape);
+    const size_t y = (size_t)c->batch * shape_size(l->out_shape);
+    const size_t w = c->precision == GEMM_FP32 ? 0 : l->params[CONV_WEIGHTS].count;
+    const size_t dw = c->type != ELEM_F32 ? w : 0, dx = l->in_storage[0] != c->type ? x : 0;
+    CudnnSlots s = {.x = align_256(c->workspace_bytes)};
+    s.w = s.x + (rounds(c, l->in_storage[0]) ? align_256(x * bytes) : 0);
+    s.y = s.w + align_256(w * bytes);
+    s.result = s.y + (rounds(c, l->storage) ? align_256(y * bytes) : 0);
+    s.end = s.result + align_256((dx > dw ? dx : dw) * bytes);
+    return s;
 }
 
 int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error *e)
@@ -136,9 +191,9 @@ int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error 
     if (st)
         return st;
     int i_fwd, i_data, i_filter;
-    FIND_USABLE(i_fwd, fwd, n_fwd, direct_forward);
-    FIND_USABLE(i_data, data, n_data, direct_data);
-    FIND_USABLE(i_filter, filter, n_filter, direct_filter);
+    FIND_USABLE(i_fwd, c, fwd, n_fwd, direct_forward);
+    FIND_USABLE(i_data, c, data, n_data, direct_data);
+    FIND_USABLE(i_filter, c, filter, n_filter, direct_filter);
     if (i_fwd < 0)
         return no_algorithm(l, "forward", e);
     if (i_data < 0)
@@ -170,6 +225,11 @@ int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error 
     return CDL_OK;
 }
 
+size_t conv_cudnn_scratch_bytes(const ConvCudnn *c, const Layer *l)
+{
+    return slots_of(c, l).end;
+}
+
 void conv_cudnn_release(ConvCudnn *c)
 {
     if (c->x)
@@ -195,45 +255,98 @@ static void note_cudnn(const StepContext *ctx, cudnnStatus_t st, const char *wha
 
 /* The pass's batch must be the one the descriptors and workspace were sized for: net_resize
  * resizes every layer before a pass of another batch. */
-static int batch_described(const ConvCudnn *c, const StepContext *ctx)
+static int batch_described(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (ctx->batch == c->batch && c->workspace_bytes <= ctx->exec->workspace_floats * sizeof(float))
+    if (ctx->batch == c->batch &&
+        conv_cudnn_scratch_bytes(c, l) <= ctx->exec->workspace_floats * sizeof(float))
         return 1;
     gpu_note(ctx, cudaErrorInvalidValue,
              "convolution on cuDNN: a pass the layer was not sized for");
     return 0;
 }
 
+/* The n values of tensor t (of type t_type) as cuDNN multiplies them in c's precision: t itself
+ * in fp32 or where it is stored in c's 16-bit type, else t (float32) rounded into copy. */
+static const void *operand(const ConvCudnn *c, const StepContext *ctx, const void *t,
+                           ElemType t_type, size_t n, void *copy)
+{
+    if (!rounds(c, t_type))
+        return t;
+    gpu_note(ctx, cuda_round_operand(copy, t, n, gpu_operand_format(c->precision), gpu_stream(ctx)),
+             "convolution on cuDNN: rounding an operand");
+    return copy;
+}
+
+/* Where cuDNN writes a result for tensor t of type t_type: t where it has cuDNN's type, else the
+ * 16-bit slot (then moved into t by result_store). */
+static void *result_at(const ConvCudnn *c, void *t, ElemType t_type, void *slot)
+{
+    return t_type == c->type ? t : slot;
+}
+
+/* The n values cuDNN wrote at at into t (of type t_type), added to t with accumulate; nothing
+ * where cuDNN wrote t itself. */
+static void result_store(const ConvCudnn *c, const StepContext *ctx, void *t, ElemType t_type,
+                         const void *at, size_t n, int accumulate)
+{
+    if (at == t)
+        return;
+    gpu_note(ctx,
+             cuda_convert_rows(t, t_type, n, at, c->type, n, 1, n, accumulate, gpu_stream(ctx)),
+             "convolution on cuDNN: a 16-bit result into float32");
+}
+
 void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (!batch_described(c, ctx))
+    if (!batch_described(c, l, ctx))
         return;
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = gpu_handles(ctx)->cudnn;
+    char *ws = (char *)ctx->exec->workspace;
+    const CudnnSlots s = slots_of(c, l);
+    const size_t n_x = (size_t)c->batch * shape_size(l->in_shape);
+    const size_t n_y = (size_t)c->batch * shape_size(l->out_shape);
+    const Param *w = &l->params[CONV_WEIGHTS];
+    const void *x = operand(c, ctx, l->in[0], l->in_storage[0], n_x, ws + s.x);
+    const void *wt = operand(c, ctx, w->data, ELEM_F32, w->count, ws + s.w);
+    void *y = result_at(c, l->out, l->storage, ws + s.y);
     note_cudnn(ctx,
-               cudnnConvolutionForward(h, &one, c->x, l->in[0], c->w, l->params[CONV_WEIGHTS].data,
-                                       c->conv, c->fwd, ctx->exec->workspace, c->workspace_bytes,
-                                       &zero, c->y, l->out),
+               cudnnConvolutionForward(h, &one, c->x, x, c->w, wt, c->conv, c->fwd, ws,
+                                       c->workspace_bytes, &zero, c->y, y),
                "cudnnConvolutionForward");
+    result_store(c, ctx, l->out, l->storage, y, n_y, 0);
 }
 
 void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
 {
-    if (!batch_described(c, ctx))
+    if (!batch_described(c, l, ctx))
         return;
-    const float one = 1.0f, dx_beta = layer_input_delta_beta(l, 0);
+    const float one = 1.0f, zero = 0.0f, dx_beta = layer_input_delta_beta(l, 0);
     const Param *w = &l->params[CONV_WEIGHTS];
     cudnnHandle_t h = gpu_handles(ctx)->cudnn;
+    char *ws = (char *)ctx->exec->workspace;
+    const CudnnSlots s = slots_of(c, l);
+    const size_t n_x = (size_t)c->batch * shape_size(l->in_shape);
+    const size_t n_y = (size_t)c->batch * shape_size(l->out_shape);
+    const void *x = operand(c, ctx, l->in[0], l->in_storage[0], n_x, ws + s.x);
+    const void *dy = operand(c, ctx, l->delta, l->storage, n_y, ws + s.y);
+    /* dw added by cuDNN (beta 1) where it is written in place, else summed from the slot */
+    void *dw = result_at(c, w->grad, ELEM_F32, ws + s.result);
     note_cudnn(ctx,
-               cudnnConvolutionBackwardFilter(h, &one, c->x, l->in[0], c->y, l->delta, c->conv,
-                                              c->bwd_filter, ctx->exec->workspace,
-                                              c->workspace_bytes, &one, c->w, w->grad),
+               cudnnConvolutionBackwardFilter(h, &one, c->x, x, c->y, dy, c->conv, c->bwd_filter,
+                                              ws, c->workspace_bytes, dw == w->grad ? &one : &zero,
+                                              c->w, dw),
                "cudnnConvolutionBackwardFilter");
-    if (l->in_delta[0])
-        note_cudnn(ctx,
-                   cudnnConvolutionBackwardData(h, &one, c->w, w->data, c->y, l->delta, c->conv,
-                                                c->bwd_data, ctx->exec->workspace,
-                                                c->workspace_bytes, &dx_beta, c->x, l->in_delta[0]),
-                   "cudnnConvolutionBackwardData");
+    result_store(c, ctx, w->grad, ELEM_F32, dw, w->count, 1);
+    if (!l->in_delta[0])
+        return;
+    const void *wt = operand(c, ctx, w->data, ELEM_F32, w->count, ws + s.w);
+    void *dx = result_at(c, l->in_delta[0], l->in_storage[0], ws + s.result);
+    note_cudnn(ctx,
+               cudnnConvolutionBackwardData(h, &one, c->w, wt, c->y, dy, c->conv, c->bwd_data, ws,
+                                            c->workspace_bytes,
+                                            dx == l->in_delta[0] ? &dx_beta : &zero, c->x, dx),
+               "cudnnConvolutionBackwardData");
+    result_store(c, ctx, l->in_delta[0], l->in_storage[0], dx, n_x, dx_beta != 0.0f);
 }
 #endif

@@ -6,9 +6,11 @@
  *   raised to what the algorithms need);
  * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
  * Every configuration the parse accepts (any size, stride, padding, square or not; groups,
- * depthwise among them) in float32 on both. In precision bf16, tf32 or fp16 the layer runs on the
- * own engine, whose products round their operands (gpu_gemm_batched_typed) as the CPU's do; there
- * its input and output are each float32 or 16-bit (Layer.in_storage, Layer.storage), and in bf16
+ * depthwise among them) in every precision on both. In precision bf16, tf32 or fp16 both
+ * multiply operands rounded as the CPU's are (cuDNN on tensor cores: conv_cudnn.h says where it
+ * rounds once more); the layer's input and output are each float32 or 16-bit (Layer.in_storage,
+ * Layer.storage). On the own engine, whose products round their operands
+ * (gpu_gemm_batched_typed), in bf16
  * and fp16 im2col writes the column matrices, and the backward the output gradient's rows, in that
  * 16-bit format, the products' operands as they are (the weights are rounded into their copy; the
  * forward's rows and the backward's columns, products' outputs, stay float32); int8 weights are
@@ -62,12 +64,11 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
     return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
 }
 
-/* 1 when the layer runs on cuDNN: gpu_engine=cudnn in float32 (its other precisions run on the
- * own engine, whose products round their operands as the CPU's do). */
+/* 1 when the layer runs on cuDNN: gpu_engine=cudnn, in every precision. */
 static int on_cudnn(const Layer *l, const ExecContext *exec)
 {
-    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN &&
-           l->precision == GEMM_FP32;
+    (void)l;
+    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
@@ -81,15 +82,40 @@ struct ConvGpu {
     ConvCudnn cudnn;
 };
 
-/* cuDNN's descriptors and algorithms for batch (once a batch: net_resize calls resize twice for
- * each), and the scratch they need. */
+/* cuDNN's support matrix: bf16 convolutions (PSEUDO_BFLOAT16) need compute capability 8.0
+ * (Ampere) or newer. fp16 and float32 run on every GPU CUDA 13 supports, and so does tf32: an
+ * older GPU multiplies the operands, already rounded to tf32, on FMA kernels, the same numbers. */
+static int cudnn_runs_precision(const Layer *l, Error *e)
+{
+    if (l->precision != GEMM_BF16)
+        return CDL_OK;
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+        return error_set(e, CDL_ERUNTIME, "layer %d [convolutional]: no CUDA device to ask",
+                         l->index);
+    if (major >= 8)
+        return CDL_OK;
+    return error_set(e, CDL_EUSAGE,
+                     "layer %d [convolutional]: cuDNN runs bf16 convolutions on compute "
+                     "capability 8.0 and newer, this GPU is %d.%d (gpu_engine=ref runs it on "
+                     "cdl's own kernels)",
+                     l->index, major, minor);
+}
+
+/* cuDNN's descriptors and algorithms for batch (once a batch and precision: net_resize calls
+ * resize twice for each), and the scratch they need. */
 static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
 {
     Conv *cv = l->priv;
     if (!cv->gpu && !(cv->gpu = calloc(1, sizeof *cv->gpu)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     ConvCudnn *c = &cv->gpu->cudnn;
-    if (c->batch != batch) {
+    if (c->batch != batch || c->precision != l->precision) {
+        const int runs = cudnn_runs_precision(l, e);
+        if (runs)
+            return runs;
         int st = conv_cudnn_describe(c, l, batch, e);
         st = st ? st : conv_cudnn_choose(c, h->cudnn, l, e);
         if (st) {
@@ -97,7 +123,7 @@ static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
             return st;
         }
     }
-    const size_t floats = (c->workspace_bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t floats = (conv_cudnn_scratch_bytes(c, l) + sizeof(float) - 1) / sizeof(float);
     l->scratch_per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     return CDL_OK;
 }

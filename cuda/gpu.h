@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/layer.h"
+#include "kernels/operand.h"
 
 /* [net] gpu_engine=: what the GPU's convolutions run on: cuDNN (conv_cudnn.h; the default of a
  * GPU=1 build) or the own im2col + cuBLAS kernels (the only one of a GPU=sim build). */
@@ -130,6 +131,14 @@ static inline void gpu_gemm(const StepContext *ctx, GemmPrecision p, int trans_a
 {
     gpu_gemm_batched(ctx, p, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc,
                      0, 1);
+}
+
+/* The copies precision p multiplies from (p is not GEMM_FP32). */
+static inline CudaOperandFormat gpu_operand_format(GemmPrecision p)
+{
+    return p == GEMM_BF16   ? CUDA_OPERAND_BF16
+           : p == GEMM_FP16 ? CUDA_OPERAND_FP16
+                            : CUDA_OPERAND_TF32;
 }
 
 /* The larger of a and b: the largest of a family's operands for gpu_reserve_scratch. */

@@ -129,14 +129,6 @@ static size_t align_up(size_t bytes)
     return (bytes + OPERAND_ALIGN - 1) / OPERAND_ALIGN * OPERAND_ALIGN;
 }
 
-/* The copies precision p multiplies from (p is not GEMM_FP32). */
-static CudaOperandFormat gpu_operand_format(GemmPrecision p)
-{
-    return p == GEMM_BF16   ? CUDA_OPERAND_BF16
-           : p == GEMM_FP16 ? CUDA_OPERAND_FP16
-                            : CUDA_OPERAND_TF32;
-}
-
 /* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. */
 /* A product's operand as cuBLAS takes it in precision p (not GEMM_FP32) with format's copies:
  * the tensor itself where it is stored in that 16-bit format already, else its copy rounded into

@@ -12,7 +12,8 @@
 #       build (./cdl-gpusim and build/gpusim-rel/tests/, make GPU=sim), with fewer training
 #       steps: a test of this script on a machine without a GPU.
 # Steps: libraries, gpu (nvidia-smi), doctor (cdl doctor, printed), test_gpu_forward_at,
-# test_backend_ops (every family against the CPU reference; on a GPU, the GPU row runs there),
+# test_backend_ops (every family against the CPU reference; on a GPU, the GPU rows run there,
+# the own engine's and cuDNN's in each precision),
 # curves (cfg/digits.cfg on the CPU and on the GPU from one seed, 308 steps, 88 under --sim:
 # the largest loss difference, and the plot curves.png), precisions (cfg/digits.cfg one epoch in
 # bf16, tf32 and fp16 on both: the losses against the CPU's), time_resnet18_cifar and time_gpt_tiny (cdl train --gpu 0 on
@@ -242,8 +243,10 @@ run_test() {
     local rc=$?
     summary="$(tail -n 1 "$step_log")"
     [ $rc = 0 ] || { summary="$(why $rc): $summary" && return 1; }
+    # the GPU's float32 row, and cuDNN's rows in each precision (GPU=1 only)
     local gpu_row
-    gpu_row=$(grep -m 1 '^ *gpu  *against' "$step_log" | sed 's/^ *//;s/  */ /g')
+    gpu_row=$(grep -E '^ *gpu( cudnn)?( bf16| tf32| fp16)? +against' "$step_log" |
+        grep -E '^ *gpu +against|cudnn' | sed 's/^ *//;s/  */ /g' | paste -sd ';' -)
     [ -z "$gpu_row" ] || summary="$summary; $gpu_row"
 }
 check_test_gpu_forward_at() { run_test test_gpu_forward_at; }
@@ -534,7 +537,7 @@ if [ $mode = device ]; then
 fi
 step doctor 30 check_doctor
 step test_gpu_forward_at 60 check_test_gpu_forward_at
-step test_backend_ops 150 check_test_backend_ops
+step test_backend_ops 240 check_test_backend_ops
 step curves 90 check_curves
 step precisions 60 check_precisions
 step graphs 40 check_graphs
@@ -544,7 +547,7 @@ step memcheck 75 check_memcheck
 step racecheck 75 check_racecheck
 step torch_compile 160 check_torch_compile
 
-not_yet=("bf16 and fp16 activations between layers, channels-last, cuDNN in bf16 or fp16"
+not_yet=("the speed of bf16 and fp16 activations between layers and of cuDNN in bf16, tf32 and fp16 (their numbers: test_backend_ops, precisions), channels-last"
     "--cuda-graph's speed (its equality with eager steps: the graphs step)"
     "several GPUs (NCCL)")
 echo "not yet on the GPU, so not checked or timed:"

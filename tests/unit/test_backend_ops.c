@@ -649,6 +649,26 @@ static int has_products(const Net *net)
     return 0;
 }
 
+/* A build whose GPU backend has cuDNN (GPU=1; not the simulator of GPU=sim). */
+static int cudnn_built(void)
+{
+#if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
+    return gpu_built();
+#else
+    return 0;
+#endif
+}
+
+static int on_cudnn(const Net *net)
+{
+    return any_engine(net, "cudnn");
+}
+
+static int on_cudnn_with_products(const Net *net)
+{
+    return on_cudnn(net) && has_products(net);
+}
+
 static const Engine engines[] = {
     {"ref", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, NULL, always, 1},
     {"winograd", CDL_BACKEND_CPU, "engine=ref\nwinograd=1\nwinograd_min_tiles=0\n", GEMM_FP32, 0,
@@ -678,13 +698,27 @@ static const Engine engines[] = {
     {"fp16", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\nprecision=fp16\n", GEMM_FP16, 0, NULL,
      has_products, 1},
     /* the GPU backend (GPU=1 or GPU=sim builds) against the CPU's reference in each precision */
-    {"gpu", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, gpu_built, always, 1},
-    {"gpu bf16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=bf16\n", GEMM_BF16, BF16_REF,
-     gpu_built, has_products, 1},
-    {"gpu tf32", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=tf32\n", GEMM_TF32, TF32_REF,
-     gpu_built, has_products, 1},
-    {"gpu fp16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\nprecision=fp16\n", GEMM_FP16, FP16_REF,
-     gpu_built, has_products, 1},
+    {"gpu", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\n", GEMM_FP32, 0, gpu_built,
+     always, 1},
+    {"gpu bf16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nprecision=bf16\n",
+     GEMM_BF16, BF16_REF, gpu_built, has_products, 1},
+    {"gpu tf32", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nprecision=tf32\n",
+     GEMM_TF32, TF32_REF, gpu_built, has_products, 1},
+    {"gpu fp16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nprecision=fp16\n",
+     GEMM_FP16, FP16_REF, gpu_built, has_products, 1},
+    /* the GPU's convolutions on cuDNN (GPU=1 only: the simulator has no cuDNN), the rest as above
+     */
+    {"gpu cudnn", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=cudnn\n", GEMM_FP32, 0,
+     cudnn_built, on_cudnn, 1},
+    {"gpu cudnn bf16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nprecision=bf16\n", GEMM_BF16, BF16_REF, cudnn_built,
+     on_cudnn_with_products, 1},
+    {"gpu cudnn tf32", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nprecision=tf32\n", GEMM_TF32, TF32_REF, cudnn_built,
+     on_cudnn_with_products, 1},
+    {"gpu cudnn fp16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nprecision=fp16\n", GEMM_FP16, FP16_REF, cudnn_built,
+     on_cudnn_with_products, 1},
 };
 
 #define N_ENGINES (sizeof engines / sizeof engines[0])
@@ -750,9 +784,22 @@ static int stored_16bit(const Net *net)
     return n;
 }
 
+/* Convolutions of net that run on cuDNN in bf16 or fp16 (cuda/conv_cudnn.h), whose outputs cuDNN
+ * writes in 16 bits. */
+static int cudnn_16bit(const Net *net)
+{
+    int n = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        n +=
+            l->engine && !strcmp(l->engine, "cudnn") && precision_storage(l->precision) != ELEM_F32;
+    }
+    return n;
+}
+
 /* The tolerance of engine e against base on net (as built for the case and mode), for inference
  * outputs (1) or the training pass's tensors (0); stored the engine's net's 16-bit tensors
- * (stored_16bit).
+ * (stored_16bit), cudnn its convolutions on cuDNN in 16 bits (cudnn_16bit).
  *
  * 16-bit storage (a GPU under bf16 or fp16, core/net_storage.h): every value stored between two
  * layers is rounded to the format, by up to u of itself (u = 2^-8 bf16, 2^-11 fp16), so at most u
@@ -765,9 +812,18 @@ static int stored_16bit(const Net *net)
  * term, where its output gradient's store took the other), [softmax]'s backward reads its stored
  * probabilities (u of each, in p - target), and [attention] stores only its output and its
  * input's gradient (q, k, v, the weights and the heads stay float32, the products' operands
- * rounded as the CPU's). */
+ * rounded as the CPU's).
+ *
+ * cuDNN in bf16 and fp16 (the "gpu cudnn" rows) multiplies the reference's rounded operands with
+ * float32 sums, but its results are 16-bit tensors: a convolution's output is rounded before its
+ * bias or batch norm even where the layer stores it in float32, its input gradient likewise, and
+ * its weight gradient always (conv_cudnn.h). The first two are roundings of a value the
+ * reference keeps in float32, as a store's: 2u each, added as the stores are (the output in a
+ * forward, both in a training pass); the weight gradient's is u of that tensor, passed on to
+ * nothing. In tf32 cuDNN multiplies operands rounded to tf32 as the reference's and writes
+ * float32: the own engine's tolerance. */
 static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int stored,
-                               int inference)
+                               int cudnn, int inference)
 {
     double roundings = 0, products = 0;
     for (int i = 0; i < net->n_layers; i++) {
@@ -787,7 +843,8 @@ static double engine_tolerance(const Engine *e, const Engine *base, const Net *n
     const double rounded = fp32 + BF16_LAMBDA * u * sqrt(fmax(products, 1));
     if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
         return fp32;
-    const double storage = 2.0 * u * stored * (inference ? 1 : 2);
+    const double storage =
+        2.0 * u * (stored + cudnn) * (inference ? 1 : 2) + (inference || !cudnn ? 0.0 : u);
     const double neighbours = u * sqrt(fmax(products, 1));
     return storage + (e->precision == base->precision && !inference ? fp32 + neighbours : rounded);
 }
@@ -1103,8 +1160,8 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
         check_failures++;
         return;
     }
-    const double tol = engine_tolerance(e, be, bn, stored_16bit(n), 0);
-    const double inference_tol = engine_tolerance(e, be, bn, stored_16bit(n), 1);
+    const double tol = engine_tolerance(e, be, bn, stored_16bit(n), cudnn_16bit(n), 0);
+    const double inference_tol = engine_tolerance(e, be, bn, stored_16bit(n), cudnn_16bit(n), 1);
     st->stored += stored_16bit(n) > 0;
     const double out_tol = mode == MODE_INFERENCE ? inference_tol : tol;
     compare(where, "output", r->out, base->out, base->out_n, out_tol, 0, st);

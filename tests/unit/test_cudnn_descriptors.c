@@ -1,13 +1,16 @@
 /* cuDNN's view of every [convolutional] is cdl's (cuda/conv_cudnn.h): for each convolution of
  * the zoo's cfgs (sizes 1, 3, 5, 7; strides 1 and 2; padded or not; depthwise) and of a few
  * shapes the zoo lacks (grouped but not depthwise, odd sizes, padding wider than the kernel
- * reaches), the descriptors conv_cudnn_describe sets give cuDNN's output dimensions
- * (cudnnGetConvolution2dForwardOutputDim) equal to the layer's out_shape, and the tensor and
- * filter descriptors read back as the layer's shapes. cuDNN's descriptor calls need no driver:
- * this runs against the real libcudnn in a GPU=1 build, on any machine. The passes themselves
- * (cudnnCreate on) need a device: scripts/gpu-check.sh's test_backend_ops compares them with the
- * CPU. Skipped in other builds, after checking there that [net] gpu_engine= is a known key of
- * every build. */
+ * reaches), in each precision (fp32, bf16, tf32, fp16), the descriptors conv_cudnn_describe sets
+ * give cuDNN's output dimensions (cudnnGetConvolution2dForwardOutputDim) equal to the layer's
+ * out_shape, the tensor and filter descriptors read back as the layer's shapes in the
+ * precision's data type (float32; BFLOAT16, HALF in bf16, fp16), and the convolution descriptor
+ * as cross-correlation with cdl's padding and strides, no dilation, the group count, float32
+ * compute type and the precision's math type (FMA in fp32, tensor ops in the others). cuDNN's
+ * descriptor calls need no driver: this runs against the real libcudnn in a GPU=1 build, on any
+ * machine. The passes themselves (cudnnCreate on) need a device: scripts/gpu-check.sh's
+ * test_backend_ops compares them with the CPU. Skipped in other builds, after checking there that
+ * [net] gpu_engine= is a known key of every build. */
 #include <glob.h>
 #include <stdio.h>
 
@@ -38,15 +41,53 @@ static void test_gpu_engine_is_a_known_key(void)
 }
 
 #if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
-/* Every convolution of net: cuDNN's output dimensions and the descriptors' shapes are cdl's.
- * Returns the convolutions checked. */
+static const GemmPrecision precisions[] = {GEMM_FP32, GEMM_BF16, GEMM_TF32, GEMM_FP16};
+static const char *const precision_names[] = {"fp32", "bf16", "tf32", "fp16"}; /* GemmPrecision */
+
+/* cuDNN's data type of x, y and w in precision p (conv_cudnn.h). */
+static cudnnDataType_t expected_type(GemmPrecision p)
+{
+    return p == GEMM_BF16   ? CUDNN_DATA_BFLOAT16
+           : p == GEMM_FP16 ? CUDNN_DATA_HALF
+                            : CUDNN_DATA_FLOAT;
+}
+
+/* n values of bytes each, as conv_cudnn places them in the workspace: 256-aligned. */
+static size_t padded(size_t n, size_t bytes)
+{
+    return (n * bytes + 255) / 256 * 256;
+}
+
+/* The workspace a convolution l in precision p needs beyond cuDNN's own (conv_cudnn.h): none in
+ * fp32; else the rounded copy of w, of a float32 x and of a float32 dy (y's slot, which also
+ * takes a 16-bit y meant for a float32 output), and in bf16 and fp16 the 16-bit result of a
+ * float32 gradient, dw always and dx where the input is float32. */
+static size_t expected_scratch(const Layer *l, GemmPrecision p)
+{
+    if (p == GEMM_FP32)
+        return 0;
+    const size_t bytes = p == GEMM_TF32 ? 4 : 2;
+    const size_t x = (size_t)BATCH * shape_size(l->in_shape);
+    const size_t y = (size_t)BATCH * shape_size(l->out_shape);
+    const size_t w = l->params[CONV_WEIGHTS].count;
+    const int x_f32 = l->in_storage[0] == ELEM_F32, y_f32 = l->storage == ELEM_F32;
+    const size_t result = p == GEMM_TF32 ? 0 : x_f32 && x > w ? x : w;
+    return padded(w, bytes) + (x_f32 ? padded(x, bytes) : 0) + (y_f32 ? padded(y, bytes) : 0) +
+           padded(result, bytes);
+}
+
+/* Every convolution of net in each precision: cuDNN's output dimensions and the descriptors'
+ * shapes, types and math are cdl's. Returns the convolutions checked (times the precisions). */
 static int check_net_convolutions(const Net *net, const char *name)
 {
     int checked = 0;
-    for (int i = 0; i < net->n_layers; i++) {
-        const Layer *l = &net->layers[i];
+    for (int i = 0; i < net->n_layers * 4; i++) {
+        const GemmPrecision p = precisions[i % 4];
+        Layer layer = net->layers[i / 4];
+        const Layer *l = &layer;
         if (l->type != &convolutional_layer)
             continue;
+        layer.precision = p;
         const Conv *cv = l->priv;
         ConvCudnn c = {0};
         Error e = {0};
@@ -65,29 +106,30 @@ static int check_net_convolutions(const Net *net, const char *name)
         CHECK(same);
         if (!same)
             fprintf(stderr,
-                    "%s layer %d (size %dx%d stride %d,%d padding %d,%d groups %d, in %dx%dx%d): "
-                    "cuDNN %dx%dx%dx%d, cdl %dx%dx%dx%d\n",
-                    name, l->index, cv->win.size_h, cv->win.size_w, cv->win.stride_h,
-                    cv->win.stride_w, cv->win.pad_h, cv->win.pad_w, cv->groups, in.c, in.h, in.w, n,
-                    ch, h, w, BATCH, out.c, out.h, out.w);
+                    "%s layer %d %s (size %dx%d stride %d,%d padding %d,%d groups %d, in "
+                    "%dx%dx%d): cuDNN %dx%dx%dx%d, cdl %dx%dx%dx%d\n",
+                    name, l->index, precision_names[p], cv->win.size_h, cv->win.size_w,
+                    cv->win.stride_h, cv->win.stride_w, cv->win.pad_h, cv->win.pad_w, cv->groups,
+                    in.c, in.h, in.w, n, ch, h, w, BATCH, out.c, out.h, out.w);
 
         cudnnDataType_t type;
         int ns, cs, hs, ws;
         CHECK(cudnnGetTensor4dDescriptor(c.y, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
               CUDNN_STATUS_SUCCESS);
-        CHECK(type == CUDNN_DATA_FLOAT && n == BATCH && ch == out.c && h == out.h && w == out.w);
+        CHECK(type == expected_type(p) && n == BATCH && ch == out.c && h == out.h && w == out.w);
         /* packed NCHW, as cdl's tensors */
         CHECK(ws == 1 && hs == out.w && cs == out.h * out.w && ns == out.c * out.h * out.w);
         CHECK(cudnnGetTensor4dDescriptor(c.x, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
               CUDNN_STATUS_SUCCESS);
-        CHECK(n == BATCH && ch == in.c && h == in.h && w == in.w && ns == in.c * in.h * in.w);
+        CHECK(type == expected_type(p) && n == BATCH && ch == in.c && h == in.h && w == in.w &&
+              ns == in.c * in.h * in.w);
 
         cudnnTensorFormat_t format;
         int k = 0, c_per_group = 0, r = 0, s = 0;
         CHECK(cudnnGetFilter4dDescriptor(c.w, &type, &format, &k, &c_per_group, &r, &s) ==
               CUDNN_STATUS_SUCCESS);
-        CHECK(format == CUDNN_TENSOR_NCHW && k == cv->filters && c_per_group == in.c / cv->groups &&
-              r == cv->win.size_h && s == cv->win.size_w);
+        CHECK(type == expected_type(p) && format == CUDNN_TENSOR_NCHW && k == cv->filters &&
+              c_per_group == in.c / cv->groups && r == cv->win.size_h && s == cv->win.size_w);
         /* the weights cuDNN reads are the layer's, all of them */
         CHECK((size_t)k * c_per_group * r * s == l->params[CONV_WEIGHTS].count);
 
@@ -96,7 +138,28 @@ static int check_net_convolutions(const Net *net, const char *name)
         CHECK(cudnnGetConvolutionGroupCount(c.conv, &groups) == CUDNN_STATUS_SUCCESS);
         CHECK(groups == cv->groups);
         CHECK(cudnnGetConvolutionMathType(c.conv, &math) == CUDNN_STATUS_SUCCESS);
-        CHECK(math == CUDNN_FMA_MATH);
+        CHECK(math == (p == GEMM_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+        /* cross-correlation over cdl's window, float32 sums in every precision */
+        int pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w;
+        cudnnConvolutionMode_t mode;
+        cudnnDataType_t compute;
+        CHECK(cudnnGetConvolution2dDescriptor(c.conv, &pad_h, &pad_w, &stride_h, &stride_w,
+                                              &dilation_h, &dilation_w, &mode,
+                                              &compute) == CUDNN_STATUS_SUCCESS);
+        CHECK(pad_h == cv->win.pad_h && pad_w == cv->win.pad_w && stride_h == cv->win.stride_h &&
+              stride_w == cv->win.stride_w && dilation_h == 1 && dilation_w == 1 &&
+              mode == CUDNN_CROSS_CORRELATION && compute == CUDNN_DATA_FLOAT);
+        CHECK(c.precision == p && c.type == precision_storage(p));
+        /* the workspace beyond cuDNN's (none chosen here), with the net's float32 tensors and,
+         * in bf16 and fp16, with 16-bit stored ones */
+        CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
+        if (c.type != ELEM_F32) {
+            layer.in_storage[0] = layer.storage = c.type;
+            CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
+            CHECK(expected_scratch(l, p) == 2 * padded(cv->win.size_h * cv->win.size_w *
+                                                           (size_t)cv->filters * in.c / cv->groups,
+                                                       2));
+        }
         conv_cudnn_release(&c);
         checked++;
     }
@@ -122,9 +185,9 @@ static void test_zoo_convolutions_match_cudnn(void)
         net_free(&net);
     }
     globfree(&g);
-    /* the zoo holds hundreds (resnet50 alone 53) */
-    CHECK(checked > 200);
-    printf("test_cudnn_descriptors: %d zoo convolutions\n", checked);
+    /* the zoo holds hundreds (resnet50 alone 53), each in four precisions */
+    CHECK(checked > 4 * 200);
+    printf("test_cudnn_descriptors: %d zoo convolutions x 4 precisions\n", checked / 4);
 }
 
 /* Shapes the zoo lacks, each a net of one convolution over an odd-sized input. */
@@ -151,7 +214,7 @@ static void test_other_shapes_match_cudnn(void)
             fprintf(stderr, "%s: %s\n", layers[i], e.msg);
             continue;
         }
-        CHECK(check_net_convolutions(&net, layers[i]) == 1);
+        CHECK(check_net_convolutions(&net, layers[i]) == 4);
         net_free(&net);
     }
 }
