@@ -208,16 +208,32 @@ for g, c, f in zip(gpu, cpu, fp32):
     done
 }
 
-# Cross-attention and key padding run in fp32 only on the GPU (cuda/attention.c): bf16 is refused
-# when the net is built, in one line naming the layer and which of the two it is, a self-attention
-# with key padding (cfg/reverse.cfg's encoder, layer 2) or a cross-attention (its decoder's layer
-# 22, once no layer pads its keys).
-@test "bf16 on the GPU refuses a key-padded self-attention and a cross-attention, naming each" {
-    run "$GPU_CDL" bench "$REPO/cfg/reverse.cfg" --gpu 0 --precision bf16
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: layer 2 [attention]: self-attention with key_padding= runs in fp32 only" ]
-    sed '/^key_padding=/d' "$REPO/cfg/reverse.cfg" > unpadded.cfg
-    run "$GPU_CDL" bench unpadded.cfg --gpu 0 --precision bf16
-    [ "$status" -eq 2 ]
-    [ "$output" = "cdl: layer 22 [attention]: cross-attention (source=) runs in fp32 only" ]
+# cfg/translate.cfg (key-padded self-attention, cross-attention) in bf16 and fp16 on the GPU, 3
+# steps of batch 4 on 12 toy pairs: each step's loss within 2 u S of the CPU's in the same
+# precision (its S <= 41 layers stored in 16 bits, test_backend_ops' term: 0.32 bf16, 0.04 fp16)
+# and, warmup=200 keeping the updates small, within the products' 4 u sqrt(P) of float32's besides
+# (P = 23 weight matrices: 0.075 bf16, 0.0094 fp16).
+@test "cfg/translate.cfg trains in bf16 and fp16 on the GPU close to the CPU's and to fp32" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    local size=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
+    "$CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --log fp32.jsonl --out fp32.cdl
+    for p in bf16 fp16; do
+        "$CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --precision $p --log cpu_$p.jsonl \
+            --out cpu_$p.cdl
+        run "$GPU_CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --precision $p \
+            --log gpu_$p.jsonl --out gpu_$p.cdl --gpu 0
+        echo "$output"
+        [ "$status" -eq 0 ]
+        if [ $p = bf16 ]; then bounds="0.32 0.075"; else bounds="0.04 0.0094"; fi
+        python3 -c 'import json,sys
+def losses(f):
+    return [r["loss"] for r in map(json.loads, open(f)) if r["type"] == "step"]
+gpu, cpu, fp32 = losses(sys.argv[1]), losses(sys.argv[2]), losses(sys.argv[3])
+same, to_fp32 = float(sys.argv[4]), float(sys.argv[5])
+assert len(gpu) == len(cpu) == len(fp32) == 3, (gpu, cpu, fp32)
+for g, c, f in zip(gpu, cpu, fp32):
+    assert abs(g - c) <= same * abs(c), (gpu, cpu)
+    assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
+    done
 }
