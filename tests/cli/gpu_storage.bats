@@ -43,6 +43,22 @@ assert abs(cpu - gpu) <= bound * abs(cpu), (cpu, gpu, bound)' \
         "$(log_values cpu.jsonl step loss | head -1)" "$(log_values gpu.jsonl step loss | head -1)" "$1"
 }
 
+# The losses of three --log files, GPU, CPU and float32 (the steps', then each epoch's validation
+# loss): three of each, the GPU's within SAME of the CPU's and within TO_FP32 of float32's,
+# relative.
+losses_close() {
+    python3 -c 'import json,sys
+def losses(f):
+    r = [json.loads(l) for l in open(f)]
+    return [x["loss"] for x in r if x["type"] == "step"] + [x["valid_loss"] for x in r if x["type"] == "epoch" and "valid_loss" in x]
+gpu, cpu, fp32 = losses(sys.argv[1]), losses(sys.argv[2]), losses(sys.argv[3])
+same, to_fp32 = float(sys.argv[4]), float(sys.argv[5])
+assert len(gpu) == len(cpu) == len(fp32) == 3, (gpu, cpu, fp32)
+for g, c, f in zip(gpu, cpu, fp32):
+    assert abs(g - c) <= same * abs(c), (gpu, cpu)
+    assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' "$@"
+}
+
 @test "digits.cfg trains in bf16 with 16-bit activations as the CPU's bf16: step 1, an epoch's accuracy" {
     # both convolutions, the max pool and [connected] (read by the softmax, which takes 16 bits
     # and computes the loss from them in float) keep their outputs in bf16: S = 4, 2 u S = 4 * 2^-7
@@ -195,16 +211,7 @@ assert p[chosen] >= (1 - 4 * 11 * 2 ** -8) * max(p), (sys.argv[3], chosen, p)' \
         echo "$output"
         [ "$status" -eq 0 ]
         if [ $p = bf16 ]; then bounds="0.25 0.317"; else bounds="0.03125 0.0395"; fi
-        python3 -c 'import json,sys
-def losses(f):
-    r = [json.loads(l) for l in open(f)]
-    return [x["loss"] for x in r if x["type"] == "step"] + [x["valid_loss"] for x in r if x["type"] == "epoch"]
-gpu, cpu, fp32 = losses(sys.argv[1]), losses(sys.argv[2]), losses(sys.argv[3])
-same, to_fp32 = float(sys.argv[4]), float(sys.argv[5])
-assert len(gpu) == len(cpu) == len(fp32) == 3, (gpu, cpu, fp32)
-for g, c, f in zip(gpu, cpu, fp32):
-    assert abs(g - c) <= same * abs(c), (gpu, cpu)
-    assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
+        losses_close gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
     done
 }
 
@@ -226,14 +233,6 @@ for g, c, f in zip(gpu, cpu, fp32):
         echo "$output"
         [ "$status" -eq 0 ]
         if [ $p = bf16 ]; then bounds="0.32 0.075"; else bounds="0.04 0.0094"; fi
-        python3 -c 'import json,sys
-def losses(f):
-    return [r["loss"] for r in map(json.loads, open(f)) if r["type"] == "step"]
-gpu, cpu, fp32 = losses(sys.argv[1]), losses(sys.argv[2]), losses(sys.argv[3])
-same, to_fp32 = float(sys.argv[4]), float(sys.argv[5])
-assert len(gpu) == len(cpu) == len(fp32) == 3, (gpu, cpu, fp32)
-for g, c, f in zip(gpu, cpu, fp32):
-    assert abs(g - c) <= same * abs(c), (gpu, cpu)
-    assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
+        losses_close gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
     done
 }
