@@ -221,14 +221,11 @@ assert p[chosen] >= (1 - 4 * 11 * 2 ** -8) * max(p), (sys.argv[3], chosen, p)' \
 # and, warmup=200 keeping the updates small, within the products' 4 u sqrt(P) of float32's besides
 # (P = 23 weight matrices: 0.075 bf16, 0.0094 fp16).
 @test "cfg/translate.cfg trains in bf16 and fp16 on the GPU close to the CPU's and to fp32" {
-    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
-    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    local size=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
-    "$CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --log fp32.jsonl --out fp32.cdl
+    translate_fp32_steps
     for p in bf16 fp16; do
-        "$CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --precision $p --log cpu_$p.jsonl \
-            --out cpu_$p.cdl
-        run "$GPU_CDL" train "$REPO/cfg/translate.cfg" "${size[@]}" --precision $p \
+        "$CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --precision $p \
+            --log cpu_$p.jsonl --out cpu_$p.cdl
+        run "$GPU_CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --precision $p \
             --log gpu_$p.jsonl --out gpu_$p.cdl --gpu 0
         echo "$output"
         [ "$status" -eq 0 ]

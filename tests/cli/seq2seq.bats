@@ -389,13 +389,10 @@ for l in open("both"):
 # rounding of float32's: 4 u sqrt(P) relative (test_backend_ops' bound; u = 2^-8 bf16, 2^-11 fp16)
 # for its P = 23 weight matrices: 0.075 and 0.0094.
 @test "cfg/translate.cfg trains in bf16 and fp16 (loss scaling) with float32's losses" {
-    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
-    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    local run=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
-    "$CDL" train "$REPO/cfg/translate.cfg" "${run[@]}" --log fp32.jsonl --out fp32.cdl
+    translate_fp32_steps
     for p in bf16 fp16; do
-        run "$CDL" train "$REPO/cfg/translate.cfg" "${run[@]}" --precision $p --log $p.jsonl \
-            --out $p.cdl
+        run "$CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --precision $p \
+            --log $p.jsonl --out $p.cdl
         echo "$output"
         [ "$status" -eq 0 ]
     done
