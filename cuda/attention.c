@@ -9,7 +9,7 @@
  * values either way. forward_at keeps qkv as the key/value cache, as the CPU does: row t of
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
  * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
- * (backend/cpu/attention_cross.c), in fp32 and without dropout as there; its forward_at computes
+ * (backend/cpu/attention_cross.c), without dropout; its forward_at computes
  * query row t against the memory's keys and values that the forward left (once per source), and
  * gather_samples moves each sample's cache for beam search. key_padding= runs those kernels as
  * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
@@ -89,9 +89,6 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
         return error_set(e, CDL_EUSAGE,
                          "layer %d [attention] with dropout in %s has no GPU implementation",
                          l->index, cross_kernels_user(l));
-    if (a->mem_seq && l->precision != GEMM_FP32)
-        return error_set(e, CDL_EUSAGE, "layer %d [attention]: %s runs in fp32 only", l->index,
-                         cross_kernels_user(l));
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t m_rows = (size_t)batch * (size_t)a->mem_seq;
     const size_t probs = probs_floats(a, batch);

@@ -199,3 +199,13 @@ vit_cfg() {
         printf '[connected]\noutput=10\nactivation=linear\n\n[softmax]\n'
     } > "$1"
 }
+
+# 12 toy pairs (pairs.tsv, pairs.data) and 3 float32 training steps of cfg/translate.cfg on them at
+# batch 4 (fp32.jsonl), the reference of the 16-bit precisions' steps; TRANSLATE_STEPS holds the
+# options those runs share.
+translate_fp32_steps() {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    TRANSLATE_STEPS=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
+    "$CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --log fp32.jsonl --out fp32.cdl
+}

@@ -383,3 +383,26 @@ for l in open("both"):
     a, b = map(float, l.split())
     assert abs(a - b) <= 1e-5 * abs(b), (a, b)'
 }
+
+# cfg/translate.cfg in bf16 and in fp16 (with loss scaling) on 12 toy pairs, 3 steps of batch 4:
+# warmup=200 keeps the first steps' updates small, so each step's loss stays within the products'
+# rounding of float32's: 4 u sqrt(P) relative (test_backend_ops' bound; u = 2^-8 bf16, 2^-11 fp16)
+# for its P = 23 weight matrices: 0.075 and 0.0094.
+@test "cfg/translate.cfg trains in bf16 and fp16 (loss scaling) with float32's losses" {
+    translate_fp32_steps
+    for p in bf16 fp16; do
+        run "$CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --precision $p \
+            --log $p.jsonl --out $p.cdl
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    [ "$(jq -r 'select(.type == "step") | .loss_scale' fp16.jsonl | sort -u)" = 65536 ]
+    /usr/bin/python3 -c 'import json
+def losses(f):
+    return [r["loss"] for r in map(json.loads, open(f)) if r["type"] == "step"]
+fp32 = losses("fp32.jsonl")
+assert len(fp32) == 3, fp32
+for p, bound in (("bf16", 0.075), ("fp16", 0.0094)):
+    got = losses(p + ".jsonl")
+    assert len(got) == 3 and all(abs(g - f) <= bound * f for g, f in zip(got, fp32)), (p, got, fp32)'
+}

@@ -34,6 +34,12 @@
              "[attention]\nheads=2\nsource=4\nkey_padding=source\n[shortcut]\nfrom=-2\n"           \
              "[layernorm]\n[linear]\ntie=1\n[softmax]\n")
 
+/* The unit roundoff of precision p's operands: bf16's 8 significant bits, tf32's and fp16's 11. */
+static double operand_unit(GemmPrecision p)
+{
+    return p == GEMM_FP32 ? 0x1p-24 : p == GEMM_BF16 ? 0x1p-8 : 0x1p-11;
+}
+
 /* Builds text as "t.cfg" for its batch, without gradients; prints the message on failure. */
 static int build(const char *text, Net *net)
 {
@@ -329,9 +335,9 @@ static void fill_distinct_sample(const Net *net, float *x, int k)
 
 /* Three samples of other sources and targets through a whole forward; then their caches move
  * (sample k gets sample from[k]'s) with their input rows, and the cached step of row t of each
- * gives the forward's row t of sample from[k] to 1e-5: self-attention's keys and values and the
+ * gives the forward's row t of sample from[k] to tol: self-attention's keys and values and the
  * memory's moved with the sample. */
-static void check_gathered_caches(const char *name, Net *net)
+static void check_gathered_caches(const char *name, Net *net, double tol)
 {
     int first;
     Error e = {0};
@@ -359,9 +365,10 @@ static void check_gathered_caches(const char *name, Net *net)
                 fabs(net_output(net)[k * per_sample + at] - want[from[k] * per_sample + at]);
             worst = d > worst ? d : worst;
         }
-    CHECK(worst < 1e-5);
-    if (worst >= 1e-5)
-        fprintf(stderr, "  %s: moved caches' row %d off by %g\n", name, t, worst);
+    CHECK(worst < tol);
+    if (worst >= tol)
+        fprintf(stderr, "  %s: moved caches' row %d off by %g (tolerance %g)\n", name, t, worst,
+                tol);
     free(scratch);
     free(want);
 }
@@ -371,7 +378,7 @@ static void test_cached_decoding_matches_uncached(void)
     Net net;
     if (!build(ENCODER_DECODER(""), &net)) {
         check_cache_matches_uncached("post-norm", &net);
-        check_gathered_caches("post-norm", &net);
+        check_gathered_caches("post-norm", &net, 1e-5);
         net_free(&net);
     }
     Error e = {0};
@@ -382,8 +389,32 @@ static void test_cached_decoding_matches_uncached(void)
         return;
     }
     check_cache_matches_uncached("norm_first", &net);
-    check_gathered_caches("norm_first", &net);
+    check_gathered_caches("norm_first", &net, 1e-5);
     net_free(&net);
+}
+
+/* The cached step in 16-bit precisions (forward_at rounds what the forward rounds): the moved
+ * caches' row against the forward's. Its dot products sum in another order than the forward's
+ * gemms, so an operand rounded from values a float32 round-off apart may land on the neighbouring
+ * 16-bit value, moving a sum by at most u of one term: for the P = 8 weight matrices' and heads'
+ * products in quadrature, u sqrt(8) of the output probabilities (at most 1). */
+static void test_cached_step_in_16_bits(void)
+{
+    static const GemmPrecision precisions[] = {GEMM_BF16, GEMM_TF32, GEMM_FP16};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        Net net;
+        Error e = {0};
+        if (build(ENCODER_DECODER(""), &net))
+            return;
+        net_set_precision(&net, precisions[i]);
+        if (net_resize(&net, net.hyper.batch, 0, &e)) {
+            fprintf(stderr, "FAIL resize: %s\n", e.msg);
+            check_failures++;
+        } else {
+            check_gathered_caches("16-bit", &net, 1e-5 + operand_unit(precisions[i]) * sqrt(8.0));
+        }
+        net_free(&net);
+    }
 }
 
 /* Sampled decoding (temperature 1, top_k 4): the draws come from (seed, source, row), so a
@@ -479,11 +510,13 @@ static void fill_padded_pairs(Net *net)
         net->input[3 * rows + r] = -1;
 }
 
-/* A training pass at `threads` threads of a batch of 4 pairs of S source and T target tokens
- * (fill_padded_pairs) through the encoder's and the decoder's key-padded self-attention, a
- * cross-attention with `keys` (layer 6) and a head, width `width`: forward, then backward from a
- * fixed output gradient. The net is left built for its caller to read and free; 0, or -1. */
-static int cross_training_pass(int width, int s, int t, const char *keys, int threads, Net *net)
+/* A training pass in precision prec at `threads` threads of a batch of 4 pairs of S source and T
+ * target tokens (fill_padded_pairs) through the encoder's and the decoder's key-padded
+ * self-attention, a cross-attention with `keys` (layer 6) and a head, width `width`: forward, then
+ * backward from a fixed output gradient. The net is left built for its caller to read and free;
+ * 0, or -1. */
+static int cross_training_pass(int width, int s, int t, const char *keys, GemmPrecision prec,
+                               int threads, Net *net)
 {
     char text[1024];
     snprintf(text, sizeof text,
@@ -496,7 +529,8 @@ static int cross_training_pass(int width, int s, int t, const char *keys, int th
              s, t, width, width, keys);
     omp_set_num_threads(threads);
     Error e = {0};
-    if (net_build_from_text(net, text, "t.cfg", 1, 5, &e) || net_resize(net, 4, 1, &e)) {
+    if (net_build_from_text(net, text, "t.cfg", 1, 5, &e) ||
+        (net_set_precision(net, prec), net_resize(net, 4, 1, &e))) {
         fprintf(stderr, "FAIL build %s: %s\n", keys, e.msg);
         check_failures++;
         return -1;
@@ -514,33 +548,46 @@ static int cross_training_pass(int width, int s, int t, const char *keys, int th
     return 0;
 }
 
+/* The largest relative error (check_rel_error) of got's output and parameter gradients from
+ * want's. */
+static double worst_error(const Net *got, const Net *want)
+{
+    const int last = got->n_layers - 1;
+    const size_t out_n = (size_t)got->batch * shape_size(got->layers[last].out_shape);
+    return fmax(check_rel_error(got->layers[last].out, want->layers[last].out, out_n),
+                check_rel_error(got->grads, want->grads, got->n_params));
+}
+
 /* The output and every parameter gradient of the net whose cross-attention runs the strided
- * products against the same net's with staged=1 (OpenBLAS gemms), within 1e-5 relative, at 1 and
- * 2 threads; and two runs give the same bytes. */
-static void check_cross_against_staged(int width, int s, int t, const char *keys)
+ * products against the same net's with staged=1 (OpenBLAS gemms), in precision prec, at 1 and 2
+ * threads; and two runs give the same bytes. Within 1e-5 relative in fp32 (float32 sums in
+ * other orders); in a 16-bit precision the operands that both round from values a float32
+ * round-off apart can round to neighbours, each moving a sum by at most u of one of its terms:
+ * u of the largest value besides (u = operand_unit). */
+static void check_cross_against_staged(int width, int s, int t, const char *keys,
+                                       GemmPrecision prec)
 {
     char staged[128];
     snprintf(staged, sizeof staged, "%sstaged=1\n", keys);
+    const double tol = 1e-5 + (prec == GEMM_FP32 ? 0 : operand_unit(prec));
     for (int threads = 1; threads <= 2; threads++) {
         Net got, again, want;
-        if (cross_training_pass(width, s, t, keys, threads, &got))
+        if (cross_training_pass(width, s, t, keys, prec, threads, &got))
             return;
-        if (cross_training_pass(width, s, t, keys, threads, &again) ||
-            cross_training_pass(width, s, t, staged, threads, &want)) {
+        if (cross_training_pass(width, s, t, keys, prec, threads, &again) ||
+            cross_training_pass(width, s, t, staged, prec, threads, &want)) {
             net_free(&got);
             return;
         }
         const Layer *last = &got.layers[got.n_layers - 1];
         const size_t out_n = (size_t)got.batch * shape_size(last->out_shape);
-        const double worst =
-            fmax(check_rel_error(last->out, want.layers[got.n_layers - 1].out, out_n),
-                 check_rel_error(got.grads, want.grads, got.n_params));
-        if (!(worst <= 1e-5))
+        const double worst = worst_error(&got, &want);
+        if (!(worst <= tol))
             fprintf(stderr,
-                    "FAIL cross-attention %s C=%d S=%d T=%d %d threads: %.3g relative "
-                    "from staged=1\n",
-                    keys, width, s, t, threads, worst);
-        CHECK(worst <= 1e-5);
+                    "FAIL cross-attention %s C=%d S=%d T=%d precision %d, %d threads: %.3g "
+                    "relative from staged=1 (tolerance %.3g)\n",
+                    keys, width, s, t, (int)prec, threads, worst, tol);
+        CHECK(worst <= tol);
         CHECK(!memcmp(last->out, again.layers[got.n_layers - 1].out, out_n * sizeof(float)));
         CHECK(!memcmp(got.grads, again.grads, got.n_params * sizeof(float)));
         net_free(&got);
@@ -551,9 +598,48 @@ static void check_cross_against_staged(int width, int s, int t, const char *keys
 
 static void test_cross_attention_matches_staged(void)
 {
-    check_cross_against_staged(64, 37, 21, "heads=4\n"); /* D = 16, fewer queries than keys */
-    check_cross_against_staged(64, 9, 30, "heads=2\n");  /* D = 32 (translate.cfg's), more */
-    check_cross_against_staged(32, 20, 20, "heads=4\ndropout=0.2\n");
+    static const GemmPrecision precisions[] = {GEMM_FP32, GEMM_BF16, GEMM_TF32, GEMM_FP16};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        const GemmPrecision p = precisions[i];
+        check_cross_against_staged(64, 37, 21, "heads=4\n", p); /* D = 16, fewer queries */
+        check_cross_against_staged(64, 9, 30, "heads=2\n", p);  /* D = 32 (translate.cfg's) */
+        check_cross_against_staged(32, 20, 20, "heads=4\ndropout=0.2\n", p);
+    }
+}
+
+/* The net of cross_training_pass in a 16-bit precision p against float32: its output and parameter
+ * gradients within test_backend_ops' bound, 4 u sqrt(P) of the largest value for the P = 7 weight
+ * matrices whose products round (three attention layers' two, the head's), 4 for the operands
+ * rounded from values that carry earlier roundings and for attention's products of activations:
+ * a sum of k products of operands rounded by up to u errs like a random walk, about u/4 of its
+ * largest value at one standard deviation. */
+static void check_cross_precision_near_fp32(const char *keys, GemmPrecision p)
+{
+    const double tol = 4.0 * operand_unit(p) * sqrt(7.0);
+    Net got, want;
+    if (cross_training_pass(64, 9, 30, keys, p, 2, &got))
+        return;
+    if (cross_training_pass(64, 9, 30, keys, GEMM_FP32, 2, &want)) {
+        net_free(&got);
+        return;
+    }
+    const double worst = worst_error(&got, &want);
+    if (!(worst <= tol))
+        fprintf(stderr, "FAIL %s precision %d: %.3g relative from fp32 (tolerance %.3g)\n", keys,
+                (int)p, worst, tol);
+    CHECK(worst <= tol);
+    net_free(&got);
+    net_free(&want);
+}
+
+static void test_cross_attention_precisions_near_fp32(void)
+{
+    static const GemmPrecision precisions[] = {GEMM_BF16, GEMM_TF32, GEMM_FP16};
+    for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+        check_cross_precision_near_fp32("heads=2\n", precisions[i]);
+        check_cross_precision_near_fp32("heads=2\nstaged=1\n", precisions[i]);
+        check_cross_precision_near_fp32("heads=2\ndropout=0.2\n", precisions[i]);
+    }
 }
 
 /* ---- evaluation at each mini-batch's rows ---- */
@@ -663,9 +749,11 @@ int main(void)
     test_dropout_only_in_training();
     test_decoding_runs_the_encoder_once();
     test_cached_decoding_matches_uncached();
+    test_cached_step_in_16_bits();
     test_sampled_decoding_is_seeded();
     test_cfg_errors();
     test_cross_attention_matches_staged();
+    test_cross_attention_precisions_near_fp32();
     test_eval_at_runtime_rows_matches_padded();
     check_nn_transformer("seq2seq");
     check_nn_transformer("seq2seq_norm_first");

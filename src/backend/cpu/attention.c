@@ -92,14 +92,6 @@ static int attention_resize(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
-/* Rounds rows[0..n) of a [n][stride] matrix to bf16 in place, width values each, in precision
- * p (a product's output that autocast would hold in bf16 and that feeds further products). */
-static void round_rows(GemmPrecision p, float *x, int n, int width, size_t stride)
-{
-    for (int r = 0; p != GEMM_FP32 && r < n; r++)
-        gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
-}
-
 /* row[0..n) = softmax(scale * row[0..n)), row[n..width) = 0 (the masked keys); with ids (NULL:
  * none) the keys j < n whose ids[j] is padding are masked too, and a row with no key left is all
  * zeros (PyTorch's would be NaN). */

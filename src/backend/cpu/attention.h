@@ -187,6 +187,14 @@ static inline void attention_linear_rows(GemmPrecision p, const float *x, int x_
     gemm(0, 1, rows, n, k, 1.0f, x, x_stride, w, k, 1.0f, y, y_stride);
 }
 
+/* Rounds rows[0..n) of a [n][stride] matrix to bf16 in place, width values each, in precision
+ * p (a product's output that autocast would hold in bf16 and that feeds further products). */
+static inline void round_rows(GemmPrecision p, float *x, int n, int width, size_t stride)
+{
+    for (int r = 0; p != GEMM_FP32 && r < n; r++)
+        gemm_operand(p, x + (size_t)r * stride, (size_t)width, x + (size_t)r * stride);
+}
+
 /* One row of softmax's backward: dp[keys] = scale * p (dp - sum_j p_j dp_j), dp first taken
  * through the dropout mask row (mask NULL: none). */
 static inline void softmax_row_backward(const float *p, const float *mask, int keys, float scale,
