@@ -55,6 +55,20 @@ PY
     expect_refused map=range.map "map file range.map:2: '2' is not a class in 0..1 (classes=2)"
 }
 
+@test "class_map=: the table map= reads, as a checkpoint keeps it; refusals in one line (exit 2)" {
+    expect_refused class_map=1,0,1 "bad value '1,0,1' for key 'class_map' in [yolo]: expected 2 classes (one for each of classes=2), got 3"
+    expect_refused class_map=1,2 "bad value '1,2' for key 'class_map' in [yolo]: class 2 (truth class 1's) is not in 0..1"
+    expect_refused class_map=1,x "bad value '1,x' for key 'class_map' in [yolo]: expected a comma-separated list of integers in -16777216..16777216"
+    printf '1\n0\n' > swap.map
+    two_class_cfg map=swap.map class_map=1,0
+    run "$CDL" info two.cfg
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: two.cfg:37: bad value '1,0' for key 'class_map' in [yolo]: give map=FILE or class_map=, not both" ]
+    two_class_cfg class_map=1,0
+    run "$CDL" info two.cfg
+    [ "$status" -eq 0 ]
+}
+
 @test "counters_per_class=: a count per class, each >= 1, else one line (exit 2)" {
     expect_refused counters_per_class=10,20,30 "bad value '10,20,30' for key 'counters_per_class' in [yolo]: expected 2 counts (one for each of classes=2), got 3"
     expect_refused counters_per_class=10,0 "bad value '10,0' for key 'counters_per_class' in [yolo]: count 0 (class 1) must be >= 1"
