@@ -561,7 +561,7 @@ static void warn_map_files(const char *path, const char *text, const char *label
 {
     Cfg old;
     Error ignored;
-    if (!strstr(text, "map=") || cfg_parse_text(text, label, &old, &ignored))
+    if (!strstr(text, "\nmap=") || cfg_parse_text(text, label, &old, &ignored))
         return;
     for (int i = 0; i < old.n_sections; i++) {
         CfgEntry *en = cfg_find(&old.sections[i], "map");
