@@ -114,6 +114,8 @@ static int create(cdl_session *s, const cdl_session_options *o, Error *e)
         int st = model_load_on(o->resume_path, s->where, &s->net, 1, &s->opt, &s->meta, e);
         s->built = 1; /* model_load frees what it built when it fails */
         s->resumed = 1;
+        if (!st)
+            note_lines(s, s->net.cfg.warnings);
         return st;
     }
     if (!o->cfg_path)

@@ -371,6 +371,21 @@ CfgEntry *cfg_find(CfgSection *s, const char *key)
     return NULL;
 }
 
+int cfg_rewrite_entry(CfgEntry *en, const char *key, const char *value)
+{
+    char *new_key = strdup(key), *new_value = strdup(value);
+    if (!new_key || !new_value) {
+        free(new_key);
+        free(new_value);
+        return -1;
+    }
+    free(en->key);
+    free(en->value);
+    en->key = new_key;
+    en->value = new_value;
+    return 0;
+}
+
 /* Records that the section's parser reads key, and returns its entry marked used. */
 static CfgEntry *ask(CfgSection *s, const char *key)
 {

@@ -117,5 +117,9 @@ void cfg_warn(Cfg *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3
 int cfg_check_unused(Cfg *cfg, const CfgSection *s, Error *e);
 /* The entry for key, or NULL (marks nothing). */
 CfgEntry *cfg_find(CfgSection *s, const char *key);
+/* Gives en a new key and value (copied), keeping its line and --set origin: what a key that names
+ * a side file is replaced by once the file is read, so that the cfg's text holds the file's
+ * contents. -1 (en unchanged) when out of memory. */
+int cfg_rewrite_entry(CfgEntry *en, const char *key, const char *value);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,20 +38,13 @@ static int map_line(const Cfg *cfg, CfgSection *s, const char *path, int line, c
                      classes - 1, classes);
 }
 
-int class_map_parse(const Cfg *cfg, CfgSection *s, int classes, int *map, int *has_map, Error *e)
+/* Reads map=FILE (path) into map[0..classes). */
+static int map_file_read(const Cfg *cfg, CfgSection *s, const char *path, int classes, int *map,
+                         Error *e)
 {
-    for (int k = 0; k < classes && k < CLASS_TABLE_MAX; k++)
-        map[k] = k;
-    const char *path = cfg_get_str(s, "map", NULL);
-    *has_map = path != NULL;
-    if (!path)
-        return CDL_OK;
-    int st = check_table_size(cfg, s, "map", classes, e);
-    if (st)
-        return st;
     char *text;
     size_t bytes;
-    st = file_read_path(path, FILE_MAX_CFG_BYTES, "class map", &text, &bytes, e);
+    int st = file_read_path(path, FILE_MAX_CFG_BYTES, "class map", &text, &bytes, e);
     if (st)
         return error_prefix(e, CDL_EUSAGE,
                             "%s: key 'map' in [%s]: ", cfg_where(cfg, s, cfg_find(s, "map")).text,
@@ -72,6 +66,58 @@ int class_map_parse(const Cfg *cfg, CfgSection *s, int classes, int *map, int *h
                        cfg_where(cfg, s, cfg_find(s, "map")).text, path, k, k == 1 ? "" : "s",
                        classes, classes);
     return st;
+}
+
+/* class_map=C0,..: the table itself, one class in [0, classes) for each truth class. */
+static int map_table_parse(const Cfg *cfg, CfgSection *s, int classes, int *map, Error *e)
+{
+    int n;
+    int st = cfg_get_int_list(cfg, s, CLASS_MAP_KEY, map, CLASS_TABLE_MAX, &n, e);
+    if (st)
+        return st;
+    if (n != classes)
+        return cfg_bad_value(cfg, s, CLASS_MAP_KEY, e,
+                             "expected %d classes (one for each of classes=%d), got %d", classes,
+                             classes, n);
+    for (int k = 0; k < n; k++)
+        if (map[k] < 0 || map[k] >= classes)
+            return cfg_bad_value(cfg, s, CLASS_MAP_KEY, e,
+                                 "class %d (truth class %d's) is not in 0..%d", map[k], k,
+                                 classes - 1);
+    return CDL_OK;
+}
+
+/* Replaces s's map=FILE by class_map= of map[0..classes), the table the file held. */
+static int keep_map_table(CfgSection *s, const int *map, int classes, Error *e)
+{
+    char text[CLASS_TABLE_MAX * 12];
+    int at = 0;
+    for (int k = 0; k < classes; k++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "%s%d", k ? "," : "", map[k]);
+    if (cfg_rewrite_entry(cfg_find(s, "map"), CLASS_MAP_KEY, text))
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    return CDL_OK;
+}
+
+int class_map_parse(const Cfg *cfg, CfgSection *s, int classes, int *map, int *has_map, Error *e)
+{
+    for (int k = 0; k < classes && k < CLASS_TABLE_MAX; k++)
+        map[k] = k;
+    const char *path = cfg_get_str(s, "map", NULL);
+    const int has_table = cfg_get_str(s, CLASS_MAP_KEY, NULL) != NULL;
+    *has_map = path || has_table;
+    if (!*has_map)
+        return CDL_OK;
+    if (path && has_table)
+        return cfg_bad_value(cfg, s, CLASS_MAP_KEY, e, "give map=FILE or %s=, not both",
+                             CLASS_MAP_KEY);
+    int st = check_table_size(cfg, s, path ? "map" : CLASS_MAP_KEY, classes, e);
+    if (st)
+        return st;
+    if (has_table)
+        return map_table_parse(cfg, s, classes, map, e);
+    st = map_file_read(cfg, s, path, classes, map, e);
+    return st ? st : keep_map_table(s, map, classes, e);
 }
 
 int class_multipliers_parse(const Cfg *cfg, CfgSection *s, int classes, float max_delta,

@@ -264,8 +264,12 @@ int model_load_on(const char *path, NetPlacement where, Net *net, int want_grads
     st =
         st ? st : net_build_from_text_on(net, text, host.cfg.path, want_grads, host.seed, where, e);
     st = st ? st : net_copy_weights(net, &host, e);
-    if (!st)
+    if (!st) {
         net->step = host.step;
+        free(net->cfg.warnings); /* the checkpoint's, not those of its cfg written out again */
+        net->cfg.warnings = host.cfg.warnings;
+        host.cfg.warnings = NULL;
+    }
     if (!st && opt)
         st = optimizer_alloc(opt, net, e);
     if (!st && opt) {
@@ -551,6 +555,25 @@ static int restore_quantized(const char *path, CheckpointReader *r, Net *net, Er
     return st;
 }
 
+/* A warning on net for each map=FILE in a checkpoint's cfg text: one written before checkpoints
+ * kept the class map's table (class_keys.h), whose table is the file's as it is now. */
+static void warn_map_files(const char *path, const char *text, const char *label, Net *net)
+{
+    Cfg old;
+    Error ignored;
+    if (!strstr(text, "\nmap=") || cfg_parse_text(text, label, &old, &ignored))
+        return;
+    for (int i = 0; i < old.n_sections; i++) {
+        CfgEntry *en = cfg_find(&old.sections[i], "map");
+        if (en)
+            cfg_warn(&net->cfg,
+                     "%s: warning: map=%s is read from the working directory: %s was written "
+                     "before checkpoints kept class maps (one saved from it keeps the table)",
+                     cfg_where(&old, &old.sections[i], en).text, en->value, path);
+    }
+    cfg_free(&old);
+}
+
 int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, ModelMeta *meta,
                Error *e)
 {
@@ -585,6 +608,7 @@ int model_load(const char *path, Net *net, int want_grads, Optimizer *opt, Model
                                            json_u64(h, "seed"), e);
     if (st)
         goto done;
+    warn_map_files(path, cfg_text->valuestring, label, net);
     SavedTraining saved;
     st = check_tensor_table(path, h, net, e);
     if (!st && quantized) {

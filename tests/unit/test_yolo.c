@@ -12,6 +12,7 @@
  * choices depend on is further than that from its value, so the choices are the same. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cfg_errors.h"
 #include "check.h"
@@ -150,10 +151,32 @@ static void test_yolo_cfg_errors(void)
         "1");
 }
 
+/* map=FILE becomes class_map= of the file's table in the net's cfg (what a checkpoint keeps), and
+ * a net built from that text has the same table without reading the file. */
+static void test_yolo_map_file_kept_in_cfg(void)
+{
+    Net from_file, from_text;
+    Error e;
+    CHECK(net_build_from_text(&from_file,
+                              YOLO_HEAD "[yolo]\nclasses=2\nnum=2\nmap=tests/ref/yolo_swap.map\n",
+                              "t.cfg", 0, 1, &e) == CDL_OK);
+    char *text = cfg_to_text(&from_file.cfg);
+    CHECK(text && strstr(text, "\nclass_map=1,0\n") && !strstr(text, "\nmap="));
+    CHECK(text && net_build_from_text(&from_text, text, "saved", 0, 1, &e) == CDL_OK);
+    const Yolo *a = from_file.layers[1].priv, *b = from_text.layers[1].priv;
+    CHECK(a->has_class_map && b->has_class_map);
+    CHECK(a->class_map[0] == 1 && a->class_map[1] == 0);
+    CHECK(b->class_map[0] == 1 && b->class_map[1] == 0);
+    free(text);
+    net_free(&from_text);
+    net_free(&from_file);
+}
+
 int main(void)
 {
     test_yolo_matches_darknet_reference();
     test_yolo_without_truth_adds_no_loss();
     test_yolo_cfg_errors();
+    test_yolo_map_file_kept_in_cfg();
     return check_report("test_yolo");
 }
