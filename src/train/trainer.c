@@ -101,9 +101,9 @@ static void abandon_kept_losses(Net *net)
 
 /* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). On a backend
  * that keeps the losses on the device (BackendOps.keep_loss), the host waits for the device once,
- * at the step's end, for the losses (as a step of CUDA graphs does): a loss that is not finite is
- * then found after the update, and under dist summed over the ranks after it as well; net->loss
- * is then the step's. */
+ * at the step's end, for the losses and fp16's unscaling outcome (as a step of CUDA graphs does):
+ * a loss that is not finite is then found after the update, and under dist summed over the ranks
+ * after it as well; net->loss is then the step's. */
 static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
                      float *loss, Error *e)
 {
@@ -122,13 +122,19 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
             abandon_kept_losses(net);
         return st;
     }
-    if (loss_scale_unscale(&opt->loss_scale, net))
-        optimizer_step(opt, net, lr);
+    const int finite = loss_scale_unscale(&opt->loss_scale, net);
+    if (finite)
+        optimizer_step(opt, net, lr); /* finite < 0: it reads the outcome on the device */
     net->step++;
     if (!kept)
         return net_sync(net, e);
-    if ((st = net->backend->step_outcome(&net->exec, loss, NULL, e)))
+    int updated = 1;
+    if ((st = net->backend->step_outcome(&net->exec, loss, finite < 0 ? &updated : NULL, e)))
         return st;
+    if (finite < 0) {
+        loss_scale_record(&opt->loss_scale, updated);
+        opt->steps -= !updated;
+    }
     net->loss = *loss;
     if (dist && (st = dist_sum_loss(dist, loss, e)))
         return st;
