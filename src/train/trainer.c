@@ -150,8 +150,9 @@ typedef struct StepGraph {
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
  * needs the host inside a step (a download, a draw id, a value that changes from step to step).
- * The loss must be one that sums on the device: one [softmax]'s (which [cost] may follow), or the
- * detection layers' (reads_truth: [yolo], [region]), which add theirs up, without a [softmax]. */
+ * The loss must be one that sums on the device: a [softmax]'s (which [cost] may follow), or the
+ * detection layers' (reads_truth: [yolo], [region]), with or without a [softmax] beside them:
+ * each adds its loss into the pass's slot (gpu_add_loss), in layer order as the eager step does. */
 static int graph_refusal(const Net *net, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
@@ -163,9 +164,6 @@ static int graph_refusal(const Net *net, Error *e)
         losses += net->layers[i].type->is_loss;
         detection += net->layers[i].type->reads_truth;
     }
-    if (detection && losses)
-        return error_set(e, CDL_EUSAGE, not_yet,
-                         "a net with a [softmax] loss and detection layers");
     if (!detection && losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;

@@ -58,7 +58,8 @@ typedef struct StepLog {
     uint64_t skipped[STEPS];
     CudaSimCounts last;
     int steps;
-    float *weights;
+    float *weights; /* [n_weights] */
+    size_t n_weights;
     LossScale scale;
     uint64_t updates;
 } StepLog;
@@ -158,29 +159,51 @@ static float first_step_loss_downloaded(void)
     return loss;
 }
 
-/* What the run leaves: the weights downloaded, the loss scale and the updates run. */
-static void log_end(StepLog *log, Net *net, const Optimizer *opt)
-{
-    log->weights = malloc(net->n_params * sizeof *log->weights);
-    net->backend->download(log->weights, net->params, net->n_params * sizeof *log->weights);
-    log->scale = opt->loss_scale;
-    log->updates = opt->steps;
-}
-
-/* STEPS steps of train_run from the seed's weights of cfg text, eagerly or as CUDA graphs;
- * loss_scale: fp16's first loss scale (0: the optimizer's). */
-static void train_steps(const char *text, int cuda_graph, float loss_scale, StepLog *log)
-{
+/* A run of the steps: the net of cfg text on the GPU, its truth buffer and its optimizer. */
+typedef struct Run {
     Net net;
     float *truth;
+    Optimizer opt;
+} Run;
+
+/* Starts a run of cfg text from the seed's weights, log cleared; loss_scale: fp16's first loss
+ * scale (0: the optimizer's). 1 on failure (reported). */
+static int run_start(Run *r, const char *text, float loss_scale, StepLog *log)
+{
     memset(log, 0, sizeof *log);
-    if (build_gpu_net(&net, text, &truth))
+    if (build_gpu_net(&r->net, text, &r->truth))
+        return 1;
+    Error e = {0};
+    CHECK(optimizer_init(&r->opt, &r->net, &e) == CDL_OK);
+    if (loss_scale > 0)
+        r->opt.loss_scale.scale = loss_scale;
+    log->last = cuda_sim_counts();
+    return 0;
+}
+
+/* Ends a run, keeping what it leaves in log: the weights downloaded, the loss scale and the
+ * updates run. */
+static void run_end(Run *r, StepLog *log)
+{
+    Net *net = &r->net;
+    log->n_weights = net->n_params;
+    log->weights = malloc(net->n_params * sizeof *log->weights);
+    net->backend->download(log->weights, net->params, net->n_params * sizeof *log->weights);
+    log->scale = r->opt.loss_scale;
+    log->updates = r->opt.steps;
+    optimizer_free(&r->opt);
+    net_set_truth(net, NULL);
+    net_free(net);
+    free(r->truth);
+}
+
+/* STEPS steps of train_run from the seed's weights of cfg text, eagerly or as CUDA graphs. */
+static void train_steps(const char *text, int cuda_graph, float loss_scale, StepLog *log)
+{
+    Run r;
+    if (run_start(&r, text, loss_scale, log))
         return;
     Error e = {0};
-    Optimizer opt;
-    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
-    if (loss_scale > 0)
-        opt.loss_scale.scale = loss_scale;
     ModelMeta meta = {.seed = SEED};
     const TrainSource source = {STEPS * PASSES, NULL, fill_pass, NULL, NULL};
     const TrainPlan plan = {.epochs = 1,
@@ -188,17 +211,12 @@ static void train_steps(const char *text, int cuda_graph, float loss_scale, Step
                             .save_checkpoint = save_nothing,
                             .cuda_graph = cuda_graph};
     const TrainCallbacks cb = {log_step, NULL, log};
-    log->last = cuda_sim_counts();
-    const int st = train_run(&net, &opt, &source, NULL, &plan, &meta, &cb, &e);
+    const int st = train_run(&r.net, &r.opt, &source, NULL, &plan, &meta, &cb, &e);
     CHECK(st == CDL_OK);
     if (st)
         fprintf(stderr, "FAIL: %s\n", e.msg);
     CHECK(log->steps == STEPS);
-    log_end(log, &net, &opt);
-    optimizer_free(&opt);
-    net_set_truth(&net, NULL);
-    net_free(&net);
-    free(truth);
+    run_end(&r, log);
 }
 
 /* The same steps of cfg text as the eager step ran them before the losses stayed on the device:
@@ -206,62 +224,41 @@ static void train_steps(const char *text, int cuda_graph, float loss_scale, Step
  * step_once otherwise. */
 static void train_steps_waiting(const char *text, float loss_scale, StepLog *log)
 {
-    Net net;
-    float *truth;
-    memset(log, 0, sizeof *log);
-    if (build_gpu_net(&net, text, &truth))
+    Run r;
+    if (run_start(&r, text, loss_scale, log))
         return;
+    Net *net = &r.net;
     Error e = {0};
-    Optimizer opt;
-    CHECK(optimizer_init(&opt, &net, &e) == CDL_OK);
-    if (loss_scale > 0)
-        opt.loss_scale.scale = loss_scale;
-    net.train = 1;
-    net.loss_divisor = (float)net.hyper.batch * (float)net_labels_per_sample(&net);
-    log->last = cuda_sim_counts();
+    net->train = 1;
+    net->loss_divisor = (float)net->hyper.batch * (float)net_labels_per_sample(net);
     for (int step = 0; step < STEPS; step++) {
-        const float lr = train_learning_rate(&opt.settings, net.step, STEPS);
-        net.grad_scale = opt.loss_scale.scale;
+        const float lr = train_learning_rate(&r.opt.settings, net->step, STEPS);
+        net->grad_scale = r.opt.loss_scale.scale;
         float loss = 0;
         for (int pass = 0; pass < PASSES; pass++) {
-            net.draw_id = net.step * (uint64_t)PASSES + (uint64_t)pass;
-            net.sample_offset = 0;
-            net.later_pass = pass > 0;
-            fill_pass(&net, pass, NULL, &e);
-            net_commit_batch(&net);
-            net_forward(&net);
-            loss += net.loss;
-            net_backward(&net);
+            net->draw_id = net->step * (uint64_t)PASSES + (uint64_t)pass;
+            net->sample_offset = 0;
+            net->later_pass = pass > 0;
+            fill_pass(net, pass, NULL, &e);
+            net_commit_batch(net);
+            net_forward(net);
+            loss += net->loss;
+            net_backward(net);
         }
-        net.later_pass = 0;
-        if (loss_scale_unscale(&opt.loss_scale, &net))
-            optimizer_step(&opt, &net, lr);
-        net.step++;
-        CHECK(net_sync(&net, &e) == CDL_OK);
-        log_step(log, &(StepReport){.loss = loss, .skipped_steps = opt.loss_scale.skipped});
+        net->later_pass = 0;
+        if (loss_scale_unscale(&r.opt.loss_scale, net))
+            optimizer_step(&r.opt, net, lr);
+        net->step++;
+        CHECK(net_sync(net, &e) == CDL_OK);
+        log_step(log, &(StepReport){.loss = loss, .skipped_steps = r.opt.loss_scale.skipped});
     }
-    log_end(log, &net, &opt);
-    optimizer_free(&opt);
-    net_set_truth(&net, NULL);
-    net_free(&net);
-    free(truth);
+    run_end(&r, log);
 }
 
-static int same_weights(const StepLog *a, const StepLog *b, size_t n)
+static int same_weights(const StepLog *a, const StepLog *b)
 {
-    return a->weights && b->weights && !memcmp(a->weights, b->weights, n * sizeof *a->weights);
-}
-
-static size_t params_of(const char *text)
-{
-    Net net;
-    Error e = {0};
-    if (net_build_from_text_on(&net, text, "tiny.cfg", 1, SEED, (NetPlacement){CDL_BACKEND_GPU, 0},
-                               &e))
-        return 0;
-    const size_t n = net.n_params;
-    net_free(&net);
-    return n;
+    return a->weights && b->weights && a->n_weights == b->n_weights &&
+           !memcmp(a->weights, b->weights, a->n_weights * sizeof *a->weights);
 }
 
 /* float32: every step waits for the net's stream once and copies its losses back once; a step of
@@ -283,7 +280,7 @@ static void test_fp32_steps_wait_once(void)
         CHECK(eager.loss[s] > 0);
     }
     CHECK(eager.loss[0] == before);
-    CHECK(same_weights(&eager, &graphed, params_of(NET_TEXT)));
+    CHECK(same_weights(&eager, &graphed));
     printf("float32, per step: %lld wait, %lld copy back, %lld staging waits; step 1's loss %.9g "
            "as downloaded per head (%.9g)\n",
            eager.since[1].stream_syncs, eager.since[1].device_to_host_copies,
@@ -316,8 +313,7 @@ static void test_fp16_steps_wait_once(void)
     CHECK(eager.scale.scale == waiting.scale.scale && eager.scale.scale == graphed.scale.scale);
     CHECK(eager.scale.skipped == waiting.scale.skipped);
     CHECK(eager.updates == waiting.updates && eager.updates == graphed.updates);
-    const size_t n = params_of(NET_TEXT_FP16);
-    CHECK(same_weights(&eager, &waiting, n) && same_weights(&eager, &graphed, n));
+    CHECK(same_weights(&eager, &waiting) && same_weights(&eager, &graphed));
     printf("fp16, per step: %lld wait, %lld copies back (before: %lld waits); %llu of %d steps "
            "skipped, loss scale %g\n",
            eager.since[1].stream_syncs, eager.since[1].device_to_host_copies,
