@@ -1232,7 +1232,8 @@ size_t net_gather_samples(Net *net, int first, const int *from, int n, float *sc
 
 static void zero_delta(Net *net, Layer *l)
 {
-    net->backend->zero(l->delta, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta,
+    net->backend->zero(l->delta,
+                       (size_t)net->batch * shape_size(l->out_shape) * elem_bytes(l->storage),
                        &net->exec);
 }
 
