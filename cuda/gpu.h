@@ -55,7 +55,12 @@ typedef struct GpuHandles {
      * such a step (evaluation, prediction), a loss layer downloads its loss at once
      * (gpu_add_loss). */
     float *pass_losses, *loss_slot, *host_pass_losses;
-    int loss_parts;
+    int loss_parts, loss_slots_made; /* slots in use, and made (at least loss_parts) */
+    /* 1 from an eager step's unscaling (fp16) that kept its outcome on the device, in step->skip,
+     * without waiting for it (a step that keeps its losses there) to the step's step_outcome,
+     * which downloads it with the losses: the updates meanwhile read it there, as a captured
+     * step's do (slab_kernels.c). */
+    int skip_on_device;
     /* A step captured as CUDA graphs, one per pass (BackendOps.capture_begin): capturing is 1
      * while one is recorded, when the kernels take what changes from step to step from step
      * (device memory), which each replay uploads from step_host first; graphs [graph_parts],

@@ -509,21 +509,25 @@ static double gpu_clock_s(const ExecContext *exec)
     return now_s;
 }
 
-/* The device's slots of the losses of a step of `parts` passes, made at the first such step (not
- * inside a capture: allocating is not captured). */
+/* The device's slots of the losses of a step of `parts` passes, made at the first step of more
+ * passes than any before (not inside a capture: allocating is not captured), and kept when fewer
+ * are asked (an evaluation's one pass between training steps): a captured step's graphs hold
+ * their address. */
 static int make_loss_slots(GpuHandles *h, int parts, Error *e)
 {
-    if (parts == h->loss_parts)
+    if (parts <= h->loss_slots_made) {
+        h->loss_parts = parts;
         return CDL_OK;
+    }
     cudaFree(h->pass_losses);
     free(h->host_pass_losses);
     h->pass_losses = h->host_pass_losses = NULL;
-    h->loss_parts = 0;
+    h->loss_parts = h->loss_slots_made = 0;
     if (cudaMalloc((void **)&h->pass_losses, (size_t)parts * sizeof *h->pass_losses) !=
             cudaSuccess ||
         !(h->host_pass_losses = malloc((size_t)parts * sizeof *h->host_pass_losses)))
         return error_set(e, CDL_ERUNTIME, "GPU: no memory for the step's losses");
-    h->loss_parts = parts;
+    h->loss_parts = h->loss_slots_made = parts;
     return CDL_OK;
 }
 
@@ -604,6 +608,7 @@ static int gpu_replay(const ExecContext *exec, int part, const UpdateRule *step,
     if (part >= h->graph_parts || !h->graphs[part])
         return error_set(e, CDL_ERUNTIME, "GPU: no graph was captured for pass %d to replay",
                          part + 1);
+    h->loss_parts = h->graph_parts; /* an evaluation since the capture used one slot */
     h->step_host = (GpuStepValues){.draw_id = draw_id,
                                    .images_seen = images_seen,
                                    .lr = step->lr,
@@ -635,6 +640,7 @@ static int gpu_step_outcome(const ExecContext *exec, float *loss, int *updated, 
             cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost, stream),
             "loss download");
     h->loss_slot = NULL;
+    h->skip_on_device = 0;
     const int st = gpu_sync(exec, e);
     *loss = 0;
     for (int pass = 0; pass < h->loss_parts; pass++)

@@ -8,11 +8,19 @@ static cudaStream_t stream_of(const ExecContext *exec)
     return (cudaStream_t)exec->stream;
 }
 
-/* The device's copy of the step's lr, step_size, bias2_sqrt and skip while a step is captured. */
+/* The device's copy of the step's lr, step_size and bias2_sqrt while a step is captured. */
 static const float *step_values_of(const ExecContext *exec)
 {
     const GpuHandles *h = exec->handles;
     return h->capturing ? &h->step->lr : NULL;
+}
+
+/* The unscaling's outcome on the device while the update decides there whether it runs: in a
+ * captured step, and in an eager one that did not wait for it (gpu_unscale). */
+static const float *skip_of(const ExecContext *exec)
+{
+    const GpuHandles *h = exec->handles;
+    return h->capturing || h->skip_on_device ? &h->step->skip : NULL;
 }
 
 static void gpu_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs,
@@ -20,7 +28,7 @@ static void gpu_sgd(float *w, float *v, const float *g, const SlabRun *runs, int
 {
     gpu_note_exec(exec,
                   cuda_sgd(w, v, g, runs, n_runs, values, r->lr, r->momentum, r->nesterov,
-                           step_values_of(exec), stream_of(exec)),
+                           step_values_of(exec), skip_of(exec), stream_of(exec)),
                   "sgd");
 }
 
@@ -30,7 +38,7 @@ static void gpu_adam(float *w, float *m, float *v, const float *g, const SlabRun
     gpu_note_exec(exec,
                   cuda_adam(w, m, v, g, runs, n_runs, values, r->lr, r->beta1, r->beta2, r->eps,
                             r->step_size, r->bias2_sqrt, r->decoupled, step_values_of(exec),
-                            stream_of(exec)),
+                            skip_of(exec), stream_of(exec)),
                   "adam");
 }
 
@@ -53,14 +61,20 @@ static void gpu_scale(float *x, size_t n, float s, const ExecContext *exec)
     gpu_note_exec(exec, cuda_scale(x, n, s, stream_of(exec)), "gradient scale");
 }
 
-/* The outcome on the device, for a captured step's update; downloaded (a wait) unless capturing. */
+/* The outcome on the device, where the update reads it; downloaded (a wait) only outside a step
+ * that reads its losses at its end (captured, or eager with keep_loss), whose step_outcome
+ * downloads it with them: -1 then. */
 static int gpu_unscale(float *g, size_t n, float s, const ExecContext *exec)
 {
     GpuHandles *h = exec->handles;
     gpu_note_exec(exec, cuda_unscale(g, n, s, &h->step->skip, h->reduce_work, stream_of(exec)),
                   "gradient unscaling");
     if (h->capturing)
-        return 1;
+        return -1;
+    if (h->loss_slot) {
+        h->skip_on_device = 1;
+        return -1;
+    }
     float skip = 1;
     gpu_note_exec(exec,
                   cudaMemcpyAsync(&skip, &h->step->skip, sizeof skip, cudaMemcpyDeviceToHost,
@@ -81,8 +95,7 @@ static void gpu_clip_norm(float *x, size_t n, float max_norm, const ExecContext 
 static void gpu_average(float *shadow, const float *w, size_t n, float decay,
                         const ExecContext *exec)
 {
-    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, step_values_of(exec), stream_of(exec)),
-                  "ema");
+    gpu_note_exec(exec, cuda_average(shadow, w, n, decay, skip_of(exec), stream_of(exec)), "ema");
 }
 
 static void gpu_swap(float *a, float *b, size_t n, const ExecContext *exec)

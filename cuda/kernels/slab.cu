@@ -9,9 +9,10 @@
 #define SLAB_BLOCKS 1024
 #define SLAB_THREADS 256
 
-// values (device, in this order: lr, step_size, bias2_sqrt, skip) replaces the host's lr,
-// step_size and bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from
-// there; skip not 0 (unscale_kernel's: fp16's gradients were not finite) leaves w and the state.
+// values (device, in this order: lr, step_size, bias2_sqrt) replaces the host's lr, step_size and
+// bias2_sqrt when not NULL: a captured step (CUDA graph) reads each replay's from there; *skip
+// (device, when not NULL) not 0 (unscale_kernel's: fp16's gradients were not finite) leaves w and
+// the state.
 // The run that holds value p of the runs' values counted in order (runs sorted by first, the
 // first at 0): a binary search, the same run for the neighbouring threads of a warp but at a
 // tensor's edge.
@@ -30,13 +31,12 @@ __device__ __forceinline__ const SlabRun *run_of(const SlabRun *runs, int n_runs
 
 __global__ void sgd_kernel(float *w, float *v, const float *grad, const SlabRun *runs, int n_runs,
                            size_t n, float lr, float momentum, float g_weight, float v_weight,
-                           const float *values)
+                           const float *values, const float *skip)
 {
-    if (values) {
-        if (values[3] != 0.0f)
-            return;
+    if (skip && *skip != 0.0f)
+        return;
+    if (values)
         lr = values[0];
-    }
     for (size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x; p < n;
          p += (size_t)gridDim.x * blockDim.x) {
         const SlabRun *run = run_of(runs, n_runs, p);
@@ -52,11 +52,12 @@ __global__ void sgd_kernel(float *w, float *v, const float *grad, const SlabRun 
 // more than the host's compiler does (backend/cpu/slab_kernels.c).
 __global__ void adam_kernel(float *w, float *m, float *v, const float *grad, const SlabRun *runs,
                             int n_runs, size_t n, float lr, int decoupled, float b1, float b2,
-                            float eps, float step_size, float bias2_sqrt, const float *values)
+                            float eps, float step_size, float bias2_sqrt, const float *values,
+                            const float *skip)
 {
+    if (skip && *skip != 0.0f)
+        return;
     if (values) {
-        if (values[3] != 0.0f)
-            return;
         lr = values[0];
         step_size = values[1];
         bias2_sqrt = values[2];
@@ -123,9 +124,9 @@ __global__ void clip_kernel(float *x, size_t n, const double *sum, float max_nor
 }
 
 __global__ void average_kernel(float *shadow, const float *w, size_t n, float keep, float take,
-                               const float *values)
+                               const float *skip)
 {
-    if (values && values[3] != 0.0f)
+    if (skip && *skip != 0.0f)
         return;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
@@ -161,24 +162,24 @@ static int grid_for(size_t n)
 
 extern "C" cudaError_t cuda_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs,
                                 size_t n, float lr, float momentum, int nesterov,
-                                const float *values, cudaStream_t stream)
+                                const float *values, const float *skip, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(sgd_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, v, g, runs, n_runs, n, lr,
-                momentum, nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f, values);
+                momentum, nesterov ? 1.0f : 0.0f, nesterov ? momentum : 1.0f, values, skip);
     return cuda_launch_error();
 }
 
 extern "C" cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs,
                                  int n_runs, size_t n, float lr, float b1, float b2, float eps,
                                  float step_size, float bias2_sqrt, int decoupled,
-                                 const float *values, cudaStream_t stream)
+                                 const float *values, const float *skip, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(adam_kernel, grid_for(n), SLAB_THREADS, 0, stream, w, m, v, g, runs, n_runs, n, lr,
-                decoupled, b1, b2, eps, step_size, bias2_sqrt, values);
+                decoupled, b1, b2, eps, step_size, bias2_sqrt, values, skip);
     return cuda_launch_error();
 }
 
@@ -227,12 +228,12 @@ extern "C" cudaError_t cuda_unscale(float *x, size_t n, float s, float *skip, do
 }
 
 extern "C" cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay,
-                                    const float *values, cudaStream_t stream)
+                                    const float *skip, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     CUDA_LAUNCH(average_kernel, grid_for(n), SLAB_THREADS, 0, stream, shadow, w, n, decay,
-                1.0f - decay, values);
+                1.0f - decay, skip);
     return cuda_launch_error();
 }
 

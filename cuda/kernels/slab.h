@@ -12,20 +12,22 @@
 extern "C" {
 #endif
 
-/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt, skip} that the kernels read
+/* values: NULL, or device memory holding {lr, step_size, bias2_sqrt} that the kernels read
  * instead of the host's arguments (a captured step, whose graph keeps its arguments:
- * gpu_backend.c); skip not 0 (cuda_unscale's) makes the updates and the average leave everything
- * as it was. */
+ * gpu_backend.c); skip: NULL, or device memory whose value not 0 (cuda_unscale's) makes the
+ * updates and the average leave everything as it was (a step that decides on the device whether
+ * it updates: captured, or eager without waiting for the unscaling). */
 /* The updates below cover the values of runs [n_runs] (device memory; n values in all) of slabs
  * that share the parameter slab's layout, in one launch, each run with its own weight decay. */
 /* SGD with momentum (and nesterov) and weight decay, as train/optimizer.h. */
 cudaError_t cuda_sgd(float *w, float *v, const float *g, const SlabRun *runs, int n_runs, size_t n,
-                     float lr, float momentum, int nesterov, const float *values,
+                     float lr, float momentum, int nesterov, const float *values, const float *skip,
                      cudaStream_t stream);
 /* Adam, or AdamW when decoupled; step_size = lr / (1 - b1^t), bias2_sqrt = sqrt(1 - b2^t). */
 cudaError_t cuda_adam(float *w, float *m, float *v, const float *g, const SlabRun *runs, int n_runs,
                       size_t n, float lr, float b1, float b2, float eps, float step_size,
-                      float bias2_sqrt, int decoupled, const float *values, cudaStream_t stream);
+                      float bias2_sqrt, int decoupled, const float *values, const float *skip,
+                      cudaStream_t stream);
 /* Bytes of device work cuda_sum_squares needs. */
 size_t cuda_sum_squares_work(void);
 /* *total (device) = sum of x[i]^2 in double, in an order fixed by n. */
@@ -41,7 +43,7 @@ cudaError_t cuda_clip_norm(float *x, size_t n, float max_norm, double *work, cud
 cudaError_t cuda_unscale(float *x, size_t n, float s, float *skip, double *work,
                          cudaStream_t stream);
 /* shadow = decay shadow + (1 - decay) w */
-cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, const float *values,
+cudaError_t cuda_average(float *shadow, const float *w, size_t n, float decay, const float *skip,
                          cudaStream_t stream);
 cudaError_t cuda_swap(float *a, float *b, size_t n, cudaStream_t stream);
 

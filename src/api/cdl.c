@@ -331,8 +331,10 @@ int cdl_model_predict_file(cdl_model *model, const char *image_path, float *prob
         return st;
     net->batch = 1;
     net_commit_batch(net);
-    net_forward(net);
-    memcpy(probs, net_host_output(net), (size_t)net->classes * sizeof *probs);
+    const float *out = net_forward_to_host(net, &e);
+    if (!out)
+        return api_report(&e, err, err_size);
+    memcpy(probs, out, (size_t)net->classes * sizeof *probs);
     return CDL_OK;
 }
 
@@ -349,8 +351,10 @@ int cdl_model_predict_batch(cdl_model *model, const float *inputs, int n, float 
     net->batch = n;
     memcpy(net_host_input(net), inputs, (size_t)n * shape_size(net->in_shape) * sizeof *inputs);
     net_commit_batch(net);
-    net_forward(net);
-    memcpy(probs, net_host_output(net), (size_t)n * (size_t)net->classes * sizeof *probs);
+    const float *out = net_forward_to_host(net, &e);
+    if (!out)
+        return api_report(&e, err, err_size);
+    memcpy(probs, out, (size_t)n * (size_t)net->classes * sizeof *probs);
     return CDL_OK;
 }
 

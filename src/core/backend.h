@@ -64,9 +64,11 @@ typedef struct SlabKernels {
     /* x *= s */
     void (*scale)(float *x, size_t n, float s, const ExecContext *exec);
     /* fp16's unscaling of the gradients g [n] (train/loss_scale.h): g *= s when every value is
-     * finite, else g = 0; returns 1 when they were finite. A device also keeps the outcome where
-     * a captured step's update reads it (sgd, adam and average then leave everything as it was
-     * when they were not), and while a step is captured, which cannot wait, returns 1. */
+     * finite, else g = 0; returns 1 when they were finite, 0 when not. A device also keeps the
+     * outcome where a captured step's update reads it (sgd, adam and average then leave
+     * everything as it was when they were not), and in a step that reads its losses at its end
+     * (captured, which cannot wait, or begun by keep_loss) returns -1 without waiting for it:
+     * the update then runs and reads it there, and step_outcome's *updated gives it. */
     int (*unscale)(float *g, size_t n, float s, const ExecContext *exec);
     /* x *= max_norm / (sqrt(sum_squares(x)) + 1e-6) when that is below 1, the coefficient in
      * double, computed where x is (a device does not wait for it); NULL: the optimizer computes

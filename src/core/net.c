@@ -1082,16 +1082,39 @@ void net_commit_batch(Net *net)
     net->host_labels = net->staged_labels[net->host_slot];
 }
 
+/* The last layer's output into host_output, once the passes have finished. */
+static const float *download_output(Net *net)
+{
+    net->backend->download(
+        net->host_output, net_output(net),
+        (size_t)net->batch * shape_size(net->layers[net->n_layers - 1].out_shape) * sizeof(float));
+    return net->host_output;
+}
+
 const float *net_host_output(Net *net)
 {
     if (!net->host_output)
         return net_output(net);
     Error e = {0}; /* a failure of the passes is the caller's net_sync's to report */
     net_sync(net, &e);
-    net->backend->download(
-        net->host_output, net_output(net),
-        (size_t)net->batch * shape_size(net->layers[net->n_layers - 1].out_shape) * sizeof(float));
-    return net->host_output;
+    return download_output(net);
+}
+
+const float *net_forward_to_host(Net *net, Error *e)
+{
+    const BackendOps *be = net->backend;
+    if (!be->keep_loss) {
+        net_forward(net);
+        return net_host_output(net);
+    }
+    if (be->keep_loss(&net->exec, 0, 1, e))
+        return NULL;
+    net_forward(net);
+    float loss;
+    if (be->step_outcome(&net->exec, &loss, NULL, e))
+        return NULL;
+    net->loss = loss;
+    return download_output(net);
 }
 
 uint64_t net_pass_images_seen(const Net *net)
@@ -1209,7 +1232,8 @@ size_t net_gather_samples(Net *net, int first, const int *from, int n, float *sc
 
 static void zero_delta(Net *net, Layer *l)
 {
-    net->backend->zero(l->delta, (size_t)net->batch * shape_size(l->out_shape) * sizeof *l->delta,
+    net->backend->zero(l->delta,
+                       (size_t)net->batch * shape_size(l->out_shape) * elem_bytes(l->storage),
                        &net->exec);
 }
 

@@ -255,6 +255,11 @@ void net_commit_batch(Net *net);
  * (the CPU: the net's labels). */
 const int *net_batch_labels(const Net *net);
 const float *net_host_output(Net *net);
+/* net_forward of the committed batch, then net_host_output, with one wait for the device: the loss
+ * layers keep their losses on the device (BackendOps.keep_loss) and the one wait brings them into
+ * net->loss (as each loss layer's download did: the same value) before the output comes down.
+ * NULL on a failure of the passes (CDL_ERUNTIME in e). Evaluation's and prediction's pass. */
+const float *net_forward_to_host(Net *net, Error *e);
 /* Truth-box slots per sample that the net's detection losses read (Net.truth_boxes): the largest
  * LayerType.truth_boxes of its reads_truth layers; 0 when none reads boxes. */
 int net_truth_boxes(const Net *net);

@@ -71,10 +71,11 @@ static void whole_pass(LiveBuffer *b, const Timeline *t)
 static void plan_layer(const Net *net, int i, int batch, const Timeline *t, LiveBuffer *b)
 {
     const Layer *l = &net->layers[i];
-    const size_t n = (size_t)batch * shape_size(l->out_shape) * sizeof(float);
+    const size_t count = (size_t)batch * shape_size(l->out_shape), n = count * sizeof(float);
+    const size_t stored = count * elem_bytes(l->storage); /* the output and its gradient */
     const int has_delta = net->want_grads && i >= net->train_from;
     const int bwd = t->backward[i];
-    written_by(&b[NET_BUF_OUT], t, i, n);
+    written_by(&b[NET_BUF_OUT], t, i, stored);
     if (l->sum_from) /* written by that layer's forward (a fused residual sum) */
         b[NET_BUF_OUT].spans[0].first = t->forward[l->sum_from->index];
     written_by(&b[NET_BUF_PRE], t, i,
@@ -108,7 +109,7 @@ static void plan_layer(const Net *net, int i, int batch, const Timeline *t, Live
         for (int k = NET_BUF_OUT; k <= NET_BUF_STATE_BYTES; k++)
             if (k != NET_BUF_DELTA)
                 read_at(&b[k], t->end);
-    b[NET_BUF_DELTA].bytes = has_delta ? n : 0;
+    b[NET_BUF_DELTA].bytes = has_delta ? stored : 0;
     b[NET_BUF_DELTA].n_spans = 1;
     if (has_delta && last)
         b[NET_BUF_DELTA].spans[0] = (LiveSpan){0, t->end};

@@ -21,8 +21,8 @@ typedef enum GemmPrecision {
 /* How a layer's output and its gradient are stored between layers (Layer.storage): float32, or,
  * on a backend whose family kernels take 16-bit tensors (LayerKernels.stores_16bit) under
  * precision bf16 or fp16, in that format (round to nearest even), as torch.autocast keeps the
- * outputs of the layers it runs in 16 bits. A 16-bit tensor lives in a float-sized slot of the
- * memory plan (half of it unused); core/net_storage.h decides each layer's. */
+ * outputs of the layers it runs in 16 bits. The memory plan gives a 16-bit tensor a slot of 2
+ * bytes an element (core/net_memory.c); core/net_storage.h decides each layer's. */
 typedef enum ElemType {
     ELEM_F32,
     ELEM_BF16,
@@ -36,10 +36,16 @@ static inline ElemType precision_storage(GemmPrecision p)
     return p == GEMM_BF16 ? ELEM_BF16 : p == GEMM_FP16 ? ELEM_FP16 : ELEM_F32;
 }
 
+/* The bytes of one element of type t. */
+static inline size_t elem_bytes(ElemType t)
+{
+    return t == ELEM_F32 ? 4 : 2;
+}
+
 /* Where element i of a tensor of type t at p is. */
 static inline void *elem_at(const void *p, ElemType t, size_t i)
 {
-    return (char *)p + i * (t == ELEM_F32 ? 4 : 2);
+    return (char *)p + i * elem_bytes(t);
 }
 
 #endif

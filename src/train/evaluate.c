@@ -20,10 +20,10 @@ static int rank_of(const float *p, int classes, int truth)
     return rank;
 }
 
-/* Adds the mini-batch of n samples whose outputs the net just computed into r's counts. */
-static void tally(Net *net, int n, EvalResult *r, int *top1, int *top5)
+/* Adds the mini-batch of n samples whose outputs out [n][classes] the net just computed into r's
+ * counts. */
+static void tally(Net *net, const float *out, int n, EvalResult *r, int *top1, int *top5)
 {
-    const float *out = net_host_output(net);
     const int *labels = net_batch_labels(net);
     for (int i = 0; i < n; i++) {
         const float *p = out + (size_t)i * (size_t)net->classes;
@@ -76,9 +76,13 @@ int evaluate(Net *net, const SampleSource *src, const EvalOptions *opt, EvalResu
             break;
         net->batch = n;
         net_commit_batch(net);
-        net_forward(net);
+        const float *out = net_forward_to_host(net, e);
+        if (!out) {
+            st = CDL_ERUNTIME;
+            break;
+        }
         loss += net->loss;
-        tally(net, n, r, &top1, &top5);
+        tally(net, out, n, r, &top1, &top5);
     }
     r->skipped = loader_skipped(loader);
     loader_close(loader);
@@ -101,9 +105,10 @@ typedef void (*TokenBatchFill)(const void *set, size_t first, Net *net);
 
 /* A sequence net over `samples` samples of set in mini-batches (fill): the summed loss into *loss
  * and the next-token figures into r. A sequence-to-sequence net computes each mini-batch at its
- * longest pair's rows, as training does (net_fit_rows: the output and labels [batch][rows]). */
-static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const void *set,
-                            double *loss, EvalResult *r)
+ * longest pair's rows, as training does (net_fit_rows: the output and labels [batch][rows]).
+ * Fails only where the device's passes do. */
+static int evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const void *set,
+                           double *loss, EvalResult *r, Error *e)
 {
     const int saved_train = net->train;
     const float saved_divisor = net->loss_divisor;
@@ -112,14 +117,15 @@ static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const
     net->loss_divisor = 1;
     *loss = 0;
     long tokens = 0, top1 = 0, top5 = 0;
+    const float *out = NULL;
     for (size_t first = 0; first < samples; first += (size_t)net->batch) {
         fill(set, first, net);
         if (fit_rows)
             net_fit_rows(net);
         net_commit_batch(net);
-        net_forward(net);
+        if (!(out = net_forward_to_host(net, e)))
+            break;
         *loss += net->loss;
-        const float *out = net_host_output(net);
         const int *labels = net_batch_labels(net);
         const int rows = fit_rows ? net->rows_target : net->seq;
         for (int i = 0; i < net->batch * rows; i++) {
@@ -136,12 +142,15 @@ static void evaluate_tokens(Net *net, size_t samples, TokenBatchFill fill, const
         net_set_rows(net, net->source, net->seq);
     net->train = saved_train;
     net->loss_divisor = saved_divisor;
+    if (!out)
+        return CDL_ERUNTIME;
     r->per_token = 1;
     r->classes = net->classes;
     r->samples = (int)tokens;
     r->loss = *loss / (double)tokens;
     r->top1 = (double)top1 / (double)tokens;
     r->top5 = (double)top5 / (double)tokens;
+    return CDL_OK;
 }
 
 static void fill_windows(const void *set, size_t first, Net *net)
@@ -158,7 +167,9 @@ int evaluate_text(Net *net, const TokenStream *valid, EvalResult *r, Error *e)
         return error_set(e, CDL_EUSAGE, "the validation text holds %zu tokens, fewer than seq=%d+1",
                          valid->n, net->seq);
     double loss;
-    evaluate_tokens(net, windows, fill_windows, valid, &loss, r);
+    const int st = evaluate_tokens(net, windows, fill_windows, valid, &loss, r, e);
+    if (st)
+        return st;
     const size_t bytes = valid->token_bytes ? text_predicted_bytes(valid, 0, windows, net->seq) : 0;
     r->bits_per_byte = bytes ? loss / M_LN2 / (double)bytes : 0;
     return CDL_OK;
@@ -252,9 +263,9 @@ int evaluate_pairs(Net *net, const TextPairs *pairs, const TextVocab *vocab, Eva
     memcpy(sorted.pairs, pairs->valid.pairs, n * sizeof *sorted.pairs);
     text_pairs_sort_by_length(sorted.pairs, n);
     double loss;
-    evaluate_tokens(net, n, fill_pairs, &sorted, &loss, r);
+    const int st = evaluate_tokens(net, n, fill_pairs, &sorted, &loss, r, e);
     free(sorted.pairs);
-    return vocab ? decode_pairs(net, pairs, vocab, r, e) : CDL_OK;
+    return st ? st : vocab ? decode_pairs(net, pairs, vocab, r, e) : CDL_OK;
 }
 
 double eval_class_accuracy(const EvalResult *r, int c)

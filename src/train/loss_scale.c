@@ -15,7 +15,8 @@ int loss_scale_unscale(LossScale *s, Net *net)
         return 1;
     const int finite =
         net->backend->slab->unscale(net->grads, net->n_params, 1.0f / s->scale, &net->exec);
-    loss_scale_record(s, finite);
+    if (finite >= 0)
+        loss_scale_record(s, finite);
     return finite;
 }
 

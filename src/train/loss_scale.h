@@ -28,10 +28,12 @@ LossScale loss_scale_start(GemmPrecision p);
 /* After the backward passes of a step (gradients summed over the ranks): when net's gradients are
  * finite, divides them by the scale, counts the step, doubles the scale after
  * LOSS_SCALE_GROWTH_INTERVAL of them, and returns 1 (update); otherwise zeroes them, halves the
- * scale, counts the step skipped and returns 0 (no update). Not enabled: returns 1 at once. */
+ * scale, counts the step skipped and returns 0 (no update). Not enabled: returns 1 at once. -1:
+ * the backend decides on the device without waiting (SlabKernels.unscale), where the update
+ * reads the outcome; the bookkeeping then waits for the step's outcome (loss_scale_record). */
 int loss_scale_unscale(LossScale *s, Net *net);
 /* loss_scale_unscale's bookkeeping of a step whose gradients were finite or not, for a step whose
- * unscaling ran on a device inside a captured step (the outcome known after its replay). */
+ * unscaling decided on a device (the outcome known with the step's losses). */
 void loss_scale_record(LossScale *s, int finite);
 
 #endif

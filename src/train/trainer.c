@@ -101,9 +101,9 @@ static void abandon_kept_losses(Net *net)
 
 /* trainer_step_with, its gradients summed over the ranks of dist (NULL: one process). On a backend
  * that keeps the losses on the device (BackendOps.keep_loss), the host waits for the device once,
- * at the step's end, for the losses (as a step of CUDA graphs does): a loss that is not finite is
- * then found after the update, and under dist summed over the ranks after it as well; net->loss
- * is then the step's. */
+ * at the step's end, for the losses and fp16's unscaling outcome (as a step of CUDA graphs does):
+ * a loss that is not finite is then found after the update, and under dist summed over the ranks
+ * after it as well; net->loss is then the step's. */
 static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr, Dist *dist,
                      float *loss, Error *e)
 {
@@ -122,13 +122,19 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
             abandon_kept_losses(net);
         return st;
     }
-    if (loss_scale_unscale(&opt->loss_scale, net))
-        optimizer_step(opt, net, lr);
+    const int finite = loss_scale_unscale(&opt->loss_scale, net);
+    if (finite)
+        optimizer_step(opt, net, lr); /* finite < 0: it reads the outcome on the device */
     net->step++;
     if (!kept)
         return net_sync(net, e);
-    if ((st = net->backend->step_outcome(&net->exec, loss, NULL, e)))
+    int updated = 1;
+    if ((st = net->backend->step_outcome(&net->exec, loss, finite < 0 ? &updated : NULL, e)))
         return st;
+    if (finite < 0) {
+        loss_scale_record(&opt->loss_scale, updated);
+        opt->steps -= !updated;
+    }
     net->loss = *loss;
     if (dist && (st = dist_sum_loss(dist, loss, e)))
         return st;
@@ -144,8 +150,9 @@ typedef struct StepGraph {
 
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
  * needs the host inside a step (a download, a draw id, a value that changes from step to step).
- * The loss must be one that sums on the device: one [softmax]'s (which [cost] may follow), or the
- * detection layers' (reads_truth: [yolo], [region]), which add theirs up, without a [softmax]. */
+ * The loss must be one that sums on the device: a [softmax]'s (which [cost] may follow), or the
+ * detection layers' (reads_truth: [yolo], [region]), with or without a [softmax] beside them:
+ * each adds its loss into the pass's slot (gpu_add_loss), in layer order as the eager step does. */
 static int graph_refusal(const Net *net, Error *e)
 {
     const char *not_yet = "--cuda-graph does not capture %s yet (train without it)";
@@ -157,9 +164,6 @@ static int graph_refusal(const Net *net, Error *e)
         losses += net->layers[i].type->is_loss;
         detection += net->layers[i].type->reads_truth;
     }
-    if (detection && losses)
-        return error_set(e, CDL_EUSAGE, not_yet,
-                         "a net with a [softmax] loss and detection layers");
     if (!detection && losses != 1)
         return error_set(e, CDL_EUSAGE, not_yet, "a net without a [softmax] loss");
     return CDL_OK;

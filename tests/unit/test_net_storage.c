@@ -4,8 +4,11 @@
  * test_backend_ops's. */
 #include "check.h"
 #include "core/net.h"
+#include "core/net_memory.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #define CONV(filters, act)                                                                         \
     "[convolutional]\nfilters=" #filters "\nsize=3\npad=1\nbatch_normalize=1\nactivation=" #act "\n"
@@ -137,6 +140,52 @@ static void test_gpu_nonfinite_16bit_output_is_found(void)
     net_free(&net);
 }
 
+/* Bytes a buffer of `bytes` takes in the slab: from a line to a line (NET_BUFFER_ALIGN). */
+static size_t on_lines(size_t bytes)
+{
+    return (bytes + NET_BUFFER_ALIGN - 1) / NET_BUFFER_ALIGN * NET_BUFFER_ALIGN;
+}
+
+/* The memory plan gives a 16-bit output and its gradient 2 bytes an element: with memory_plan=0,
+ * where every buffer has its own memory, digits' slab in bf16 and fp16 is float32's less what its
+ * 16-bit tensors save, line by line; planned, it shrinks too. */
+static void test_gpu_16bit_slots_are_half_sized(void)
+{
+    static const char *const texts[] = {"memory_plan=0\n", ""};
+    for (int planned = 0; planned < 2; planned++) {
+        char text[1024];
+        snprintf(text, sizeof text, "[net]\n%s%s", texts[planned], digits + strlen("[net]\n"));
+        Net net;
+        if (build(&net, text, CDL_BACKEND_GPU, GEMM_FP32))
+            return;
+        const size_t float32_slab = net.activation_bytes;
+        net_free(&net);
+        const GemmPrecision halves[] = {GEMM_BF16, GEMM_FP16};
+        for (int h = 0; h < 2; h++) {
+            if (build(&net, text, CDL_BACKEND_GPU, halves[h]))
+                return;
+            size_t saved = 0;
+            for (int i = 0; i < net.n_layers; i++) {
+                const Layer *l = &net.layers[i];
+                const size_t count = (size_t)net.batch * shape_size(l->out_shape);
+                const int buffers = 1 + (net.want_grads && i >= net.train_from);
+                if (l->storage != ELEM_F32)
+                    saved += (size_t)buffers * (on_lines(count * 4) - on_lines(count * 2));
+            }
+            CHECK(saved > 0);
+            if (planned)
+                CHECK(net.activation_bytes < float32_slab);
+            else
+                CHECK(net.activation_bytes == float32_slab - saved);
+            printf("digits at batch %d, %s, memory_plan=%d: slab %zu bytes, float32's %zu (16-bit "
+                   "tensors save %zu unplanned)\n",
+                   net.batch, h ? "fp16" : "bf16", planned, net.activation_bytes, float32_slab,
+                   saved);
+            net_free(&net);
+        }
+    }
+}
+
 int main(void)
 {
     test_cpu_keeps_float32();
@@ -145,6 +194,7 @@ int main(void)
         test_gpu_reader_without_16bit_kernels();
         test_gpu_token_rows();
         test_gpu_nonfinite_16bit_output_is_found();
+        test_gpu_16bit_slots_are_half_sized();
     } else
         printf("test_net_storage: no GPU backend in this build: its cases skipped\n");
     return check_report("test_net_storage");
