@@ -1,7 +1,7 @@
 /* quantize_nhwc (an int8 convolution's float32 NCHW input into oneDNN's nhwc uint8 codes) against
  * its definition written out per value: round-half-even of clamp(x * inv_scale + zero_point, 0,
- * 255), NaN 0, at [b][s][c] from x's [b][c][s]; partial tiles of 16 positions and blocks of 256,
- * values beyond the grid both ways, infinities, NaN and exact ties. */
+ * 255), NaN 0, at [b][s][c] from x's [b][c][s]; partial tiles of 16 (AVX-512) or 8 (AVX2) positions
+ * and blocks of 256, values beyond the grid both ways, infinities, NaN and exact ties. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,13 +55,21 @@ int main(void)
 {
     if (!quantize_nhwc_runs(16)) {
         CHECK(!quantize_nhwc_runs(64));
-        printf("test_quantize_nhwc: no kernel in this build (AVX-512 only); skipped\n");
+        printf("test_quantize_nhwc: no kernel in this build (AVX2 and AVX-512 only); skipped\n");
         return check_report("test_quantize_nhwc");
     }
-    CHECK(!quantize_nhwc_runs(3) && !quantize_nhwc_runs(24) && quantize_nhwc_runs(64));
+    /* tiles of 16 channels with AVX-512, of 8 with AVX2 only */
+    const int tile = quantize_nhwc_runs(8) ? 8 : 16;
+    CHECK(!quantize_nhwc_runs(3) && quantize_nhwc_runs(24) == (tile == 8) &&
+          quantize_nhwc_runs(2048));
     test_shape(1, 16, 16, 1);   /* one tile */
     test_shape(2, 32, 49, 2);   /* resnet's 7x7 maps: partial tiles */
     test_shape(3, 48, 300, 3);  /* past a block of 256 positions */
     test_shape(2, 64, 3136, 4); /* resnet50's 56x56 */
+    if (tile == 8) {
+        test_shape(1, 8, 5, 5);     /* one partial tile of 8 */
+        test_shape(2, 24, 3136, 6); /* mobilenetv2's 24 channels at 56x56 */
+        test_shape(1, 40, 260, 7);  /* 5 tiles, a block and a partial tile */
+    }
     return check_report("test_quantize_nhwc");
 }
