@@ -105,17 +105,27 @@ static int build_int8(const char *text, Net *net)
     return st;
 }
 
-/* Inputs within 0.3 of a code of the grid. */
-static void on_grid_inputs(Net *net)
+/* Inputs within 0.3 of a code of the grid: codes 0..QUANT_CODE_MAX, or with beyond, -64 to
+ * 2 QUANT_CODE_MAX + 64 (a third beyond the grid, which both engines clip to 0..QUANT_CODE_MAX;
+ * oneDNN's u8 would hold codes to 255, whose pairs of products can saturate AVX2's vpmaddubsw). */
+static void inputs_on_codes(Net *net, int beyond)
 {
     const QuantParams q = grid();
+    const int low = beyond ? -64 : 0,
+              count = beyond ? 2 * QUANT_CODE_MAX + 129 : QUANT_CODE_MAX + 1;
     Rng rng;
     rng_seed(&rng, 23, 0);
     const size_t n = (size_t)BATCH * shape_size(net->in_shape);
     for (size_t i = 0; i < n; i++) {
-        const int code = (int)(rng_uniform(&rng) * (QUANT_CODE_MAX + 1)) % (QUANT_CODE_MAX + 1);
+        const int code = low + (int)(rng_uniform(&rng) * count) % count;
         net->input[i] = q.scale * ((float)(code - q.zero_point) + 0.6f * rng_uniform(&rng) - 0.3f);
     }
+}
+
+/* Inputs within 0.3 of a code of the grid, on the grid. */
+static void on_grid_inputs(Net *net)
+{
+    inputs_on_codes(net, 0);
 }
 
 /* a_j of layer l (its batch norm's folded scale, or 1). */
@@ -172,13 +182,14 @@ static int build_case_pair(const Int8Case *k, const char *tail, Net nets[2])
     return 0;
 }
 
-static void test_layer(const Int8Case *k)
+/* Case k's layer on both engines, its inputs on the grid or, with beyond, a third beyond it. */
+static void test_layer(const Int8Case *k, int beyond)
 {
     Net nets[2];
     if (build_case_pair(k, "", nets))
         return;
     for (int e = 0; e < 2; e++) {
-        on_grid_inputs(&nets[e]);
+        inputs_on_codes(&nets[e], beyond);
         forward_placed(&nets[e]);
     }
     Layer *ref = &nets[0].layers[0], *dnnl = &nets[1].layers[0];
@@ -197,16 +208,15 @@ static void test_layer(const Int8Case *k)
         over += !(units <= 0.5);
         worst_units = units > worst_units ? units : worst_units;
     }
-    printf("%-45s engine %-4s (%s): at most %.3g units of a sum apart\n", k->from, dnnl->engine,
-           nets[1].layers[0].quant ? "int8" : "?", worst_units);
+    printf("%-45s engine %-4s (%s)%s: at most %.3g units of a sum apart\n", k->from, dnnl->engine,
+           nets[1].layers[0].quant ? "int8" : "?", beyond ? ", beyond the grid" : "", worst_units);
     CHECK(over == 0);
     net_free(&nets[0]);
     net_free(&nets[1]);
 }
 
 /* Calibrates the grids of the convolutions after the first on on_grid_inputs (their inputs'
- * ranges: the engines differ beyond a grid, where the own kernels clip the codes at
- * QUANT_CODE_MAX and oneDNN's at 255), the first keeping grid(). */
+ * ranges), the first keeping grid(). */
 static void calibrate_after_first(Net *net)
 {
     Error e = {0};
@@ -306,8 +316,10 @@ static void test_residual_block(const char *name, const char *body, int last, in
  * within half its unit; each differing code of y lies in at most `windows` pooling windows, each
  * read by at most 3 x 3 positions x 16 filters = 144 outputs. So at most 144 windows outputs per
  * such uncertain code lie beyond half a unit, and each within |a_j| s s_w[j] (sum_k |q_jk| + 1/2)
- * (one code at every tap). */
-static void test_chain(const Int8Case *k, const char *between, int windows)
+ * (one code at every tap). With narrow, the last layer's grid has half its calibrated scale, so
+ * that the first's outputs beyond it make codes the chain clips at QUANT_CODE_MAX before rounding
+ * (an eltwise clip; oneDNN's u8 would keep them up to 255), as the reference's quantize_code. */
+static void test_chain(const Int8Case *k, const char *between, int windows, int narrow)
 {
     char tail[256];
     snprintf(tail, sizeof tail,
@@ -320,9 +332,13 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
         calibrate_after_first(&nets[e]);
     Error err = {0};
     const int n_last = nets[0].n_layers - 1;
+    if (narrow)
+        nets[0].layers[n_last].quant->input.scale /= 2;
     nets[1].layers[n_last].quant->input = nets[0].layers[n_last].quant->input;
-    CHECK(net_resize(&nets[1], BATCH, 0, &err) == 0);
-    on_grid_inputs(&nets[1]);
+    for (int e = 0; e < 2; e++) {
+        CHECK(net_resize(&nets[e], BATCH, 0, &err) == 0);
+        on_grid_inputs(&nets[e]);
+    }
     for (int e = 0; e < 2; e++)
         forward_placed(&nets[e]);
     Layer *first = &nets[1].layers[0], *last = &nets[0].layers[n_last];
@@ -364,10 +380,10 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
         apart += !(e <= unit * 0.5);
         worst = e / (unit * (taps + 0.5)) > worst ? e / (unit * (taps + 0.5)) : worst;
     }
-    printf("%-45s %s3x3: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
+    printf("%-45s %s3x3%s: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
            "%.3g of the bound\n",
-           k->from, *between ? "maxpool, " : "", first->codes_to ? "chained" : "not chained", apart,
-           n, uncertain, worst);
+           k->from, *between ? "maxpool, " : "", narrow ? " on half its grid" : "",
+           first->codes_to ? "chained" : "not chained", apart, n, uncertain, worst);
     CHECK(over == 0);
     CHECK(apart <= (size_t)144 * windows * uncertain);
     net_free(&nets[0]);
@@ -433,15 +449,19 @@ static void test_dynamic_grid_stays_own(void)
 
 int main(void)
 {
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        test_layer(&cases[i]);
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        test_chain(&cases[i], "", 1);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_layer(&cases[i], 0);
+        test_layer(&cases[i], 1);
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_chain(&cases[i], "", 1, 0);
+        test_chain(&cases[i], "", 1, 1);
+    }
     /* resnet's stem and its 3x3 stride-2 maxpool (darknet's padding 2: windows from -1), where
      * an input lies in up to 2 x 2 windows; fashion's 2x2 stride-2 ones */
-    test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4);
-    test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1);
-    test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1);
+    test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4, 0);
+    test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1, 0);
+    test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1, 0);
     /* resnet's stem and its 3x3 stride-2 maxpool; fashion's first and second layers with its 2x2
      * stride-2 maxpool (here the net's output, no convolution after it) */
     test_nhwc_maxpool(&cases[0], "[maxpool]\nsize=3\nstride=2\n");

@@ -5,7 +5,8 @@
  *
  *   x     [batch][c][spatial]   float32 (NCHW, spatial = h * w)
  *   codes [batch][spatial][c]   uint8 (nhwc): round-half-even(x * inv_scale + zero_point)
- *                               saturated at 0 and 255 (NaN: 0), as oneDNN's reorder
+ *                               clamped to 0..QUANT_CODE_MAX before the rounding (NaN: 0):
+ *                               quantize_code's, the own int8 kernels' codes
  */
 #ifndef CDL_QUANTIZE_NHWC_H
 #define CDL_QUANTIZE_NHWC_H
@@ -13,11 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 1 when quantize_nhwc runs in this build for c channels: AVX-512 with c a multiple of 16, or AVX2
- * (8 x 8 tiles) with c a multiple of 8; no kernel otherwise. */
-int quantize_nhwc_runs(int c);
-
-/* codes = the quantization of x (see the top), for c with quantize_nhwc_runs. */
+/* codes = the quantization of x (see the top), for any c: tiles of 16 channels with AVX-512, of 8
+ * with AVX2, the rest one value at a time. */
 void quantize_nhwc(const float *x, uint8_t *codes, int batch, int c, size_t spatial,
                    float inv_scale, int zero_point);
 
