@@ -242,15 +242,17 @@ static void calibrate_after_first(Net *net)
     on_grid_inputs(net);
 }
 
-/* A residual block (a stem of 16 channels on side x side, then body: convolutions whose last, layer
- * `last`, is linear, and a [shortcut] to the stem with relu) on both engines, the body calibrated;
- * on oneDNN the last convolution hands its output to the shortcut in float32 nhwc (Layer.nhwc_to)
- * where the shortcut takes it (an AVX-512 build).
+/* A residual block (a stem of `channels` channels on side x side, then body: convolutions whose
+ * last, layer `last`, is linear with as many filters, and a [shortcut] to the stem with relu) on
+ * both engines, the body calibrated; on oneDNN the last convolution hands its output to the
+ * shortcut in float32 nhwc (Layer.nhwc_to) where the shortcut takes it (a build for AVX-512, or
+ * AVX2 and FMA).
  * The body's inputs are the stem's outputs, not placed on their grid, so an input at a rounding
  * tie may take the next code on one engine: each output is held within one code of every input
  * of the last convolution, |a_j| s_x s_w[j] sum_k |q_jk| (s_x its calibrated input scale; a bound
  * of the block's plumbing, the layers' precision being test_layer's). */
-static void test_residual_block(const char *name, const char *body, int last, int side)
+static void test_residual_block(const char *name, const char *body, int last, int side,
+                                int channels)
 {
     char text[2][1024];
     const char *engines[2] = {"ref", "dnnl"};
@@ -258,9 +260,9 @@ static void test_residual_block(const char *name, const char *body, int last, in
     for (int e = 0; e < 2; e++) {
         snprintf(text[e], sizeof text[e],
                  "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=3\nengine=%s\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=%d\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
                  "%s",
-                 BATCH, side, side, engines[e], body);
+                 BATCH, side, side, engines[e], channels, body);
         if (build_int8(text[e], &nets[e])) {
             if (e)
                 net_free(&nets[0]);
@@ -272,18 +274,18 @@ static void test_residual_block(const char *name, const char *body, int last, in
     for (int i = 0; i <= last; i++)
         CHECK(on_dnnl_where_expected(&nets[1].layers[i]));
     Layer *sum = &nets[1].layers[last + 1];
-    /* shortcut_takes_nhwc: only in a build for AVX-512 (not the sanitizer's) */
+    /* shortcut_takes_nhwc: only in a build for AVX-512, or AVX2 and FMA (not the sanitizer's) */
     const int nhwc = !strcmp(nets[1].layers[last].engine, "dnnl") && sum->kernels->takes_nhwc(sum);
     CHECK(nets[1].layers[last].nhwc_to == (nhwc ? sum : NULL));
     CHECK(nets[0].layers[last].nhwc_to == NULL);
     Layer *last_ref = &nets[0].layers[last];
     const LayerQuant *q = last_ref->quant;
-    const size_t plane = (size_t)side * side, n = (size_t)BATCH * 16 * plane;
+    const size_t plane = (size_t)side * side, n = (size_t)BATCH * channels * plane;
     const float *yr = nets[0].layers[last + 1].out, *yd = sum->out;
     int over = 0;
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
-        const int j = (int)(i / plane % 16);
+        const int j = (int)(i / plane % (size_t)channels);
         double taps = 0;
         for (int t = 0; t < q->k; t++)
             taps += abs(q->values[(size_t)j * q->k + t]);
@@ -474,14 +476,21 @@ int main(void)
                         "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
                         "batch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-3\n"
                         "activation=relu\n",
-                        2, 8);
+                        2, 8, 16);
+    /* 20 channels: a last tile of 4 (AVX-512: 16 + 4; AVX2: 8 + 8 + 4) in the nhwc shortcut */
+    test_residual_block("basic block, 20 channels",
+                        "[convolutional]\nfilters=20\nsize=3\npad=1\nbatch_normalize=1\n"
+                        "activation=relu\n[convolutional]\nfilters=20\nsize=3\npad=1\n"
+                        "batch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-3\n"
+                        "activation=relu\n",
+                        2, 7, 20);
     test_residual_block("bottleneck",
                         "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\n"
                         "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
                         "batch_normalize=1\nactivation=relu\n[convolutional]\nfilters=16\n"
                         "size=1\nbatch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-4\n"
                         "activation=relu\n",
-                        3, 7);
+                        3, 7, 16);
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");
 }
