@@ -297,9 +297,9 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     a->offset = p->bytes;
     p->bytes += align64(dnnl_memory_desc_get_size(inner));
     if (s || (a->round && same))
-        return s;                            /* rounded straight from the caller's tensor */
-    if (c->int8 && a->arg == DNNL_ARG_SRC) { /* x_op's nhwc codes, from quantize_nhwc */
-        a->quantize = 1;
+        return s; /* rounded straight from the caller's tensor */
+    if (c->int8 && a->arg == DNNL_ARG_SRC) {
+        a->quantize = 1; /* x_op's nhwc codes, made by quantize_nhwc */
         return s;
     }
     dnnl_primitive_attr_t attr = NULL;
