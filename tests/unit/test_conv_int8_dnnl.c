@@ -105,17 +105,27 @@ static int build_int8(const char *text, Net *net)
     return st;
 }
 
-/* Inputs within 0.3 of a code of the grid. */
-static void on_grid_inputs(Net *net)
+/* Inputs within 0.3 of a code of the grid: codes 0..QUANT_CODE_MAX, or with beyond, -64 to
+ * 2 QUANT_CODE_MAX + 64 (a third beyond the grid, which both engines clip to 0..QUANT_CODE_MAX;
+ * oneDNN's u8 would hold codes to 255, whose pairs of products can saturate AVX2's vpmaddubsw). */
+static void inputs_on_codes(Net *net, int beyond)
 {
     const QuantParams q = grid();
+    const int low = beyond ? -64 : 0,
+              count = beyond ? 2 * QUANT_CODE_MAX + 129 : QUANT_CODE_MAX + 1;
     Rng rng;
     rng_seed(&rng, 23, 0);
     const size_t n = (size_t)BATCH * shape_size(net->in_shape);
     for (size_t i = 0; i < n; i++) {
-        const int code = (int)(rng_uniform(&rng) * (QUANT_CODE_MAX + 1)) % (QUANT_CODE_MAX + 1);
+        const int code = low + (int)(rng_uniform(&rng) * count) % count;
         net->input[i] = q.scale * ((float)(code - q.zero_point) + 0.6f * rng_uniform(&rng) - 0.3f);
     }
+}
+
+/* Inputs within 0.3 of a code of the grid, on the grid. */
+static void on_grid_inputs(Net *net)
+{
+    inputs_on_codes(net, 0);
 }
 
 /* a_j of layer l (its batch norm's folded scale, or 1). */
@@ -172,13 +182,14 @@ static int build_case_pair(const Int8Case *k, const char *tail, Net nets[2])
     return 0;
 }
 
-static void test_layer(const Int8Case *k)
+/* Case k's layer on both engines, its inputs on the grid or, with beyond, a third beyond it. */
+static void test_layer(const Int8Case *k, int beyond)
 {
     Net nets[2];
     if (build_case_pair(k, "", nets))
         return;
     for (int e = 0; e < 2; e++) {
-        on_grid_inputs(&nets[e]);
+        inputs_on_codes(&nets[e], beyond);
         forward_placed(&nets[e]);
     }
     Layer *ref = &nets[0].layers[0], *dnnl = &nets[1].layers[0];
@@ -197,16 +208,15 @@ static void test_layer(const Int8Case *k)
         over += !(units <= 0.5);
         worst_units = units > worst_units ? units : worst_units;
     }
-    printf("%-45s engine %-4s (%s): at most %.3g units of a sum apart\n", k->from, dnnl->engine,
-           nets[1].layers[0].quant ? "int8" : "?", worst_units);
+    printf("%-45s engine %-4s (%s)%s: at most %.3g units of a sum apart\n", k->from, dnnl->engine,
+           nets[1].layers[0].quant ? "int8" : "?", beyond ? ", beyond the grid" : "", worst_units);
     CHECK(over == 0);
     net_free(&nets[0]);
     net_free(&nets[1]);
 }
 
 /* Calibrates the grids of the convolutions after the first on on_grid_inputs (their inputs'
- * ranges: the engines differ beyond a grid, where the own kernels clip the codes at
- * QUANT_CODE_MAX and oneDNN's at 255), the first keeping grid(). */
+ * ranges), the first keeping grid(). */
 static void calibrate_after_first(Net *net)
 {
     Error e = {0};
@@ -232,15 +242,17 @@ static void calibrate_after_first(Net *net)
     on_grid_inputs(net);
 }
 
-/* A residual block (a stem of 16 channels on side x side, then body: convolutions whose last, layer
- * `last`, is linear, and a [shortcut] to the stem with relu) on both engines, the body calibrated;
- * on oneDNN the last convolution hands its output to the shortcut in float32 nhwc (Layer.nhwc_to)
- * where the shortcut takes it (an AVX-512 build).
+/* A residual block (a stem of `channels` channels on side x side, then body: convolutions whose
+ * last, layer `last`, is linear with as many filters, and a [shortcut] to the stem with relu) on
+ * both engines, the body calibrated; on oneDNN the last convolution hands its output to the
+ * shortcut in float32 nhwc (Layer.nhwc_to) where the shortcut takes it (a build for AVX-512, or
+ * AVX2 and FMA).
  * The body's inputs are the stem's outputs, not placed on their grid, so an input at a rounding
  * tie may take the next code on one engine: each output is held within one code of every input
  * of the last convolution, |a_j| s_x s_w[j] sum_k |q_jk| (s_x its calibrated input scale; a bound
  * of the block's plumbing, the layers' precision being test_layer's). */
-static void test_residual_block(const char *name, const char *body, int last, int side)
+static void test_residual_block(const char *name, const char *body, int last, int side,
+                                int channels)
 {
     char text[2][1024];
     const char *engines[2] = {"ref", "dnnl"};
@@ -248,9 +260,9 @@ static void test_residual_block(const char *name, const char *body, int last, in
     for (int e = 0; e < 2; e++) {
         snprintf(text[e], sizeof text[e],
                  "[net]\nbatch=%d\nwidth=%d\nheight=%d\nchannels=3\nengine=%s\n"
-                 "[convolutional]\nfilters=16\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+                 "[convolutional]\nfilters=%d\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
                  "%s",
-                 BATCH, side, side, engines[e], body);
+                 BATCH, side, side, engines[e], channels, body);
         if (build_int8(text[e], &nets[e])) {
             if (e)
                 net_free(&nets[0]);
@@ -262,18 +274,18 @@ static void test_residual_block(const char *name, const char *body, int last, in
     for (int i = 0; i <= last; i++)
         CHECK(on_dnnl_where_expected(&nets[1].layers[i]));
     Layer *sum = &nets[1].layers[last + 1];
-    /* shortcut_takes_nhwc: only in a build for AVX-512 (not the sanitizer's) */
+    /* shortcut_takes_nhwc: only in a build for AVX-512, or AVX2 and FMA (not the sanitizer's) */
     const int nhwc = !strcmp(nets[1].layers[last].engine, "dnnl") && sum->kernels->takes_nhwc(sum);
     CHECK(nets[1].layers[last].nhwc_to == (nhwc ? sum : NULL));
     CHECK(nets[0].layers[last].nhwc_to == NULL);
     Layer *last_ref = &nets[0].layers[last];
     const LayerQuant *q = last_ref->quant;
-    const size_t plane = (size_t)side * side, n = (size_t)BATCH * 16 * plane;
+    const size_t plane = (size_t)side * side, n = (size_t)BATCH * channels * plane;
     const float *yr = nets[0].layers[last + 1].out, *yd = sum->out;
     int over = 0;
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
-        const int j = (int)(i / plane % 16);
+        const int j = (int)(i / plane % (size_t)channels);
         double taps = 0;
         for (int t = 0; t < q->k; t++)
             taps += abs(q->values[(size_t)j * q->k + t]);
@@ -306,8 +318,10 @@ static void test_residual_block(const char *name, const char *body, int last, in
  * within half its unit; each differing code of y lies in at most `windows` pooling windows, each
  * read by at most 3 x 3 positions x 16 filters = 144 outputs. So at most 144 windows outputs per
  * such uncertain code lie beyond half a unit, and each within |a_j| s s_w[j] (sum_k |q_jk| + 1/2)
- * (one code at every tap). */
-static void test_chain(const Int8Case *k, const char *between, int windows)
+ * (one code at every tap). With narrow, the last layer's grid has half its calibrated scale, so
+ * that the first's outputs beyond it make codes the chain clips at QUANT_CODE_MAX before rounding
+ * (an eltwise clip; oneDNN's u8 would keep them up to 255), as the reference's quantize_code. */
+static void test_chain(const Int8Case *k, const char *between, int windows, int narrow)
 {
     char tail[256];
     snprintf(tail, sizeof tail,
@@ -320,9 +334,13 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
         calibrate_after_first(&nets[e]);
     Error err = {0};
     const int n_last = nets[0].n_layers - 1;
+    if (narrow)
+        nets[0].layers[n_last].quant->input.scale /= 2;
     nets[1].layers[n_last].quant->input = nets[0].layers[n_last].quant->input;
-    CHECK(net_resize(&nets[1], BATCH, 0, &err) == 0);
-    on_grid_inputs(&nets[1]);
+    for (int e = 0; e < 2; e++) {
+        CHECK(net_resize(&nets[e], BATCH, 0, &err) == 0);
+        on_grid_inputs(&nets[e]);
+    }
     for (int e = 0; e < 2; e++)
         forward_placed(&nets[e]);
     Layer *first = &nets[1].layers[0], *last = &nets[0].layers[n_last];
@@ -364,10 +382,10 @@ static void test_chain(const Int8Case *k, const char *between, int windows)
         apart += !(e <= unit * 0.5);
         worst = e / (unit * (taps + 0.5)) > worst ? e / (unit * (taps + 0.5)) : worst;
     }
-    printf("%-45s %s3x3: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
+    printf("%-45s %s3x3%s: %s, %zu of %zu beyond half a unit (%zu uncertain codes), at most "
            "%.3g of the bound\n",
-           k->from, *between ? "maxpool, " : "", first->codes_to ? "chained" : "not chained", apart,
-           n, uncertain, worst);
+           k->from, *between ? "maxpool, " : "", narrow ? " on half its grid" : "",
+           first->codes_to ? "chained" : "not chained", apart, n, uncertain, worst);
     CHECK(over == 0);
     CHECK(apart <= (size_t)144 * windows * uncertain);
     net_free(&nets[0]);
@@ -433,15 +451,19 @@ static void test_dynamic_grid_stays_own(void)
 
 int main(void)
 {
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        test_layer(&cases[i]);
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        test_chain(&cases[i], "", 1);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_layer(&cases[i], 0);
+        test_layer(&cases[i], 1);
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_chain(&cases[i], "", 1, 0);
+        test_chain(&cases[i], "", 1, 1);
+    }
     /* resnet's stem and its 3x3 stride-2 maxpool (darknet's padding 2: windows from -1), where
      * an input lies in up to 2 x 2 windows; fashion's 2x2 stride-2 ones */
-    test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4);
-    test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1);
-    test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1);
+    test_chain(&cases[0], "[maxpool]\nsize=3\nstride=2\n", 4, 0);
+    test_chain(&cases[5], "[maxpool]\nsize=2\nstride=2\n", 1, 0);
+    test_chain(&cases[6], "[maxpool]\nsize=2\nstride=2\n", 1, 0);
     /* resnet's stem and its 3x3 stride-2 maxpool; fashion's first and second layers with its 2x2
      * stride-2 maxpool (here the net's output, no convolution after it) */
     test_nhwc_maxpool(&cases[0], "[maxpool]\nsize=3\nstride=2\n");
@@ -454,14 +476,21 @@ int main(void)
                         "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
                         "batch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-3\n"
                         "activation=relu\n",
-                        2, 8);
+                        2, 8, 16);
+    /* 20 channels: a last tile of 4 (AVX-512: 16 + 4; AVX2: 8 + 8 + 4) in the nhwc shortcut */
+    test_residual_block("basic block, 20 channels",
+                        "[convolutional]\nfilters=20\nsize=3\npad=1\nbatch_normalize=1\n"
+                        "activation=relu\n[convolutional]\nfilters=20\nsize=3\npad=1\n"
+                        "batch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-3\n"
+                        "activation=relu\n",
+                        2, 7, 20);
     test_residual_block("bottleneck",
                         "[convolutional]\nfilters=16\nsize=1\nbatch_normalize=1\n"
                         "activation=relu\n[convolutional]\nfilters=16\nsize=3\npad=1\n"
                         "batch_normalize=1\nactivation=relu\n[convolutional]\nfilters=16\n"
                         "size=1\nbatch_normalize=1\nactivation=linear\n[shortcut]\nfrom=-4\n"
                         "activation=relu\n",
-                        3, 7);
+                        3, 7, 16);
     test_dynamic_grid_stays_own();
     return check_report("test_conv_int8_dnnl");
 }

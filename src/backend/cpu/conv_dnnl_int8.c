@@ -1,10 +1,11 @@
 /* [convolutional] with int8 weights (l->quant) on oneDNN's int8 kernels (AVX-512 VNNI's brgconv
  * and jit_int8 on Zen 4): conv.c sends a layer here where its input grid is calibrated (static)
- * and the engine says oneDNN. The input is quantized to uint8 on the layer's grid by oneDNN's
- * reorder into the primitive's layout (nhwc), the int8 weights are reordered once (with the sums
- * the zero point's correction takes), and the primitive scales the int32 sums per channel and
- * applies the bias, a batch norm folded into a scale and a bias per channel, and relu, leaky or
- * relu6, as post-ops, writing float32 that its reorder returns to NCHW. The own int8 kernels
+ * and the engine says oneDNN. The input is quantized to uint8 on the layer's grid into the
+ * primitive's layout (nhwc) by quantize_nhwc, with the own kernels' codes (0..QUANT_CODE_MAX), the
+ * int8 weights are reordered once (with the sums the zero point's correction takes), and the
+ * primitive scales the int32 sums per channel and applies the bias, a batch norm folded into a
+ * scale and a bias per channel, and relu, leaky or relu6, as post-ops, writing float32 nhwc that
+ * nhwc_to_nchw (or a reorder) returns to NCHW. The own int8 kernels
  * (conv_int8.c) stay the reference: tests/unit/test_conv_int8_dnnl.c compares the two.
  *
  * In an int8 chain (conv_dnnl_int8_pass_codes, Layer.codes_to: a layer whose output only another

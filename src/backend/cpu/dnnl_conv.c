@@ -11,6 +11,7 @@
 
 #include "backend/cpu/bf16.h"
 #include "backend/cpu/nhwc_to_nchw.h"
+#include "backend/cpu/quantize.h"
 #include "backend/cpu/quantize_nhwc.h"
 
 #ifdef CDL_DNNL
@@ -177,9 +178,10 @@ static dnnl_status_t make_mds(const DnnlConvDesc *c, Mds *m)
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_op, 4, x, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->y_op, 4, y, op, any);
     s = s ? s : dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x);
-    if (c->int8 && c->x_codes) { /* codes in, as they are */
-        s = s ? s : dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_u8, dnnl_nhwc);
-        m->x_op = m->x;
+    if (c->int8) { /* codes in nhwc: as they are (x_codes), or made by quantize_nhwc */
+        s = s ? s : dnnl_memory_desc_init_by_tag(&m->x_op, 4, x, dnnl_u8, dnnl_nhwc);
+        if (c->x_codes)
+            m->x = m->x_op;
     }
     if (c->int8 && (c->y_codes || c->y_nhwc)) { /* codes or nhwc floats out, as they are */
         const dnnl_data_type_t type = c->y_codes ? dnnl_u8 : dnnl_f32;
@@ -296,6 +298,10 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     p->bytes += align64(dnnl_memory_desc_get_size(inner));
     if (s || (a->round && same))
         return s; /* rounded straight from the caller's tensor */
+    if (c->int8 && a->arg == DNNL_ARG_SRC) {
+        a->quantize = 1; /* x_op's nhwc codes, made by quantize_nhwc */
+        return s;
+    }
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t sum = NULL;
     if (!s && a->add) {
@@ -303,13 +309,6 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
         s = s ? s : dnnl_post_ops_append_sum(sum, 1.0f);
         s = s ? s : dnnl_primitive_attr_create(&attr);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, sum);
-    }
-    if (!s && c->int8 && a->arg == DNNL_ARG_SRC) { /* quantizes: x / x_scale + zero point */
-        const float inverse = 1.0f / c->x_scale;
-        const int32_t zero_point = c->x_zero_point;
-        s = dnnl_primitive_attr_create(&attr);
-        s = s ? s : dnnl_primitive_attr_set_output_scales(attr, 1, 0, &inverse);
-        s = s ? s : dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &zero_point);
     }
     dnnl_primitive_desc_t rpd = NULL;
     s = s        ? s
@@ -322,10 +321,6 @@ static dnnl_status_t make_arg(DnnlConvPrim *p, DnnlConvArg *a, const Mds *m,
     if (!a->round && !s && !a->out && arg_of(a, DNNL_CONV_X_BLOCKED | DNNL_CONV_Y_BLOCKED) &&
         layout_like(a->user, a->inner, dnnl_bf16, blocked_tag()))
         a->round = DNNL_ROUND_PACK;
-    if (!s && c->int8 && a->arg == DNNL_ARG_SRC && quantize_nhwc_runs(c->in_c)) {
-        const dnnl_dims_t x = {c->batch, c->in_c, c->in_h, c->in_w};
-        a->quantize = is_nhwc(inner, x, dnnl_u8);
-    }
     if (!s && c->int8 && a->arg == DNNL_ARG_DST && !a->add && nhwc_to_nchw_runs(c->out_c)) {
         const dnnl_dims_t y = {c->batch, c->out_c, c->out_h, c->out_w};
         a->transpose = is_nhwc(inner, y, dnnl_f32);
@@ -485,6 +480,14 @@ static dnnl_status_t build(DnnlConv *d, const DnnlConvDesc *c)
                 ? s
                 : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, 1.0f,
                                                (float)c->y_zero_point);
+        /* the codes clamped to the own kernels' 0..QUANT_CODE_MAX (not the u8's 255) before
+         * the rounding, as quantize_code: no pair of products saturates vpmaddubsw's int16.
+         * clip_v2, not clip: with relu6's clip before it, oneDNN 2.6's jit_uni_int8:avx2 gave
+         * wrong codes (test_conv_int8_dnnl's chain on half its grid) */
+        s = s || !c->int8 || !c->y_codes
+                ? s
+                : dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip_v2, 0.0f,
+                                               (float)QUANT_CODE_MAX);
         s = s ? s : dnnl_primitive_attr_set_post_ops(attr, ops);
     }
     const dnnl_prop_kind_t prop =

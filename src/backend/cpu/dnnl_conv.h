@@ -45,11 +45,12 @@ typedef struct DnnlConvDesc {
      * few times the direct ones'), where it has them */
     int winograd_inference;
     /* 1: an int8 inference forward (cdl quantize's calibrated layers): x (float32) quantized to
-     * uint8 codes round(x / x_scale) + x_zero_point by the reorder into the primitive's layout
-     * (saturating at 0 and 255), w the int8 values [out_c][in_c/groups][size_h][size_w] of
-     * per-channel scales w_scales [out_c] (read by dnnl_conv_prepare only), int32 sums of (code -
-     * zero point) * w; y = x_scale * w_scales[j] * sum, then times a[j] with channel_scale (a
-     * folded batch norm), plus b[j], then the eltwise: dnnl_conv_forward_int8. No bias or sum here.
+     * uint8 codes nhwc, round(x / x_scale + x_zero_point) clamped to 0..QUANT_CODE_MAX as the own
+     * kernels' (quantize_nhwc; so AVX2's vpmaddubsw pairs cannot saturate), w the int8 values
+     * [out_c][in_c/groups][size_h][size_w] of per-channel scales w_scales [out_c] (read by
+     * dnnl_conv_prepare only), int32 sums of (code - zero point) * w; y = x_scale * w_scales[j] *
+     * sum, then times a[j] with channel_scale (a folded batch norm), plus b[j], then the eltwise:
+     * dnnl_conv_forward_int8. No bias or sum here.
      */
     int int8;
     float x_scale;
@@ -59,8 +60,8 @@ typedef struct DnnlConvDesc {
     /* int8 chains (an int8 desc's, conv_dnnl_int8.c): with x_codes, x comes as the uint8 codes
      * of its grid already, [batch][h][w][c] (nhwc), taken as they are; with y_codes, y is written
      * as the uint8 codes of the next layer's grid (y_scale, y_zero_point), nhwc: round-to-nearest-
-     * even of y / y_scale + y_zero_point, saturated at 0 and 255, where a and b come divided by
-     * y_scale already (the eltwise's bound is divided here) */
+     * even of y / y_scale + y_zero_point clamped to 0..QUANT_CODE_MAX, where a and b come divided
+     * by y_scale already (the eltwise's bound is divided here) */
     int x_codes, y_codes;
     float y_scale;
     int y_zero_point;
@@ -102,8 +103,8 @@ typedef struct DnnlConvArg {
      * is always a copy in the scratch, rounded there (bf16_round_floats) after its reorder, or
      * from the caller's tensor where that has inner's layout. */
     int round;
-    /* 1: an int8 forward's x (float32 NCHW) whose inner is uint8 nhwc, quantized into it by
-     * quantize_nhwc (quantize_nhwc_runs) instead of the reorder */
+    /* 1: an int8 forward's x (float32 NCHW), quantized into its inner uint8 nhwc by
+     * quantize_nhwc (no reorder) */
     int quantize;
     /* 1: an int8 forward's y whose inner is float32 nhwc and the caller's NCHW, moved into it by
      * nhwc_to_nchw (nhwc_to_nchw_runs) instead of the reorder */

@@ -11,56 +11,98 @@
 
 #include <string.h>
 
+#include "backend/cpu/lanes16.h"
 #include "backend/cpu/transpose16.h"
+#include "backend/cpu/transpose8.h"
 
 /* Below this many values a parallel region costs more than it saves. */
 #define SHORTCUT_PARALLEL_MIN 65536
 
+/* Channels per tile of shortcut_forward_nhwc: 16 with AVX-512, 8 with AVX2 and FMA; no nhwc
+ * kernel otherwise. */
 #if defined(__AVX512F__)
+#define SHORTCUT_TILE 16
+#elif defined(__AVX2__) && defined(__FMA__)
+#define SHORTCUT_TILE 8
+#else
+#define SHORTCUT_TILE 0
+#endif
+
+#if SHORTCUT_TILE
 /* Positions per block of shortcut_forward_nhwc: a block of prev, [NHWC_BLOCK][c], stays in the
- * L2 cache while its 16-channel slices are transposed, and each channel's plane is written and
+ * L2 cache while its TILE-channel slices are transposed, and each channel's plane is written and
  * read NHWC_BLOCK floats at a time (few pages touched per row, unlike whole planes a slice at a
  * time, which ran resnet50's 256-channel shortcuts at twice a plain add's time). */
 #define NHWC_BLOCK 256
 
+/* One tile: `lanes` channels (<= TILE) at positions s0..s0+rows (rows <= TILE), p at prev's
+ * [s0][first channel] (rows c apart), f and o at from's and out's [first channel][s0] (planes
+ * spatial apart). vmaxps(floor, y) returns its second operand, y, where either is NaN or both are
+ * zeros: with floor -inf it passes y as it is, with floor 0 it is y < 0 ? 0 : y (NaN and -0
+ * kept), the relu of activation_forward. */
+static inline void shortcut_tile(const Shortcut *sc, const float *p, size_t c, const float *f,
+                                 float *o, size_t spatial, size_t lanes, size_t rows, int relu)
+{
+#if defined(__AVX512F__)
+    const __m512 alpha = _mm512_set1_ps(sc->alpha), beta = _mm512_set1_ps(sc->beta);
+    const __m512 floor = _mm512_set1_ps(relu ? 0.0f : -__builtin_inff());
+    const __mmask16 channels = lanes16((long)lanes), valid = lanes16((long)rows);
+    __m512 r[16];
+    for (size_t s = 0; s < 16; s++)
+        r[s] = s < rows ? _mm512_maskz_loadu_ps(channels, p + s * c) : _mm512_setzero_ps();
+    transpose16(r);
+    for (size_t k = 0; k < lanes; k++) {
+        const __m512 y = _mm512_maskz_loadu_ps(valid, f + k * spatial);
+        const __m512 sum = _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y));
+        _mm512_mask_storeu_ps(o + k * spatial, valid, _mm512_max_ps(floor, sum));
+    }
+#else
+    const __m256 alpha = _mm256_set1_ps(sc->alpha), beta = _mm256_set1_ps(sc->beta);
+    const __m256 floor = _mm256_set1_ps(relu ? 0.0f : -__builtin_inff());
+    const __m256i channels = lanes8((long)lanes), valid = lanes8((long)rows);
+    __m256 r[8];
+    /* plain loads where whole (a masked one costs more on Zen 3) */
+    for (size_t s = 0; s < 8; s++)
+        r[s] = s >= rows    ? _mm256_setzero_ps()
+               : lanes == 8 ? _mm256_loadu_ps(p + s * c)
+                            : _mm256_maskload_ps(p + s * c, channels);
+    transpose8(r);
+    for (size_t k = 0; k < lanes; k++) {
+        const __m256 y = rows == 8 ? _mm256_loadu_ps(f + k * spatial)
+                                   : _mm256_maskload_ps(f + k * spatial, valid);
+        const __m256 sum =
+            _mm256_max_ps(floor, _mm256_fmadd_ps(alpha, r[k], _mm256_mul_ps(beta, y)));
+        if (rows == 8)
+            _mm256_storeu_ps(o + k * spatial, sum);
+        else
+            store_first8(o + k * spatial, sum, (long)rows);
+    }
+#endif
+}
+
 /* out = alpha * prev + beta * from of equal shapes, then relu where relu is 1, prev
- * [batch][spatial][c] (nhwc) and from, out [batch][c][spatial]: prev transposed 16 x 16 tiles at
- * a time (transpose16) as it is added, instead of a reorder of prev into NCHW before; a last tile
- * of fewer than 16 channels (24, 40: mobilenet_v3's, efficientnet's) loaded and stored masked;
+ * [batch][spatial][c] (nhwc) and from, out [batch][c][spatial]: prev transposed a tile at a time
+ * (transpose16, transpose8) as it is added, instead of a reorder of prev into NCHW before; a last
+ * tile of fewer channels (24, 40: mobilenet_v3's, efficientnet's, with AVX-512) loaded masked;
  * relu applied as each tile is stored, not in a pass over the output after. */
 static void shortcut_forward_nhwc(const Shortcut *sc, const float *prev, const float *from,
                                   float *out, int batch, int c, size_t spatial, int relu)
 {
     const size_t blocks = (spatial + NHWC_BLOCK - 1) / NHWC_BLOCK;
     const size_t n = (size_t)batch * (size_t)c * spatial;
-    const __m512 alpha = _mm512_set1_ps(sc->alpha), beta = _mm512_set1_ps(sc->beta);
-    /* vmaxps(floor, y) returns its second operand, y, where either is NaN or both are zeros: with
-     * floor -inf it passes y as it is, with floor 0 it is y < 0 ? 0 : y (NaN and -0 kept), the
-     * relu of activation_forward */
-    const __m512 floor = _mm512_set1_ps(relu ? 0.0f : -__builtin_inff());
 #pragma omp parallel for schedule(static) if (n > SHORTCUT_PARALLEL_MIN)
     for (size_t t = 0; t < (size_t)batch * blocks; t++) {
         const size_t b = t / blocks, first = t % blocks * NHWC_BLOCK;
         const size_t end = first + NHWC_BLOCK < spatial ? first + NHWC_BLOCK : spatial;
-        for (size_t c0 = 0; c0 < (size_t)c; c0 += 16) {
+        for (size_t c0 = 0; c0 < (size_t)c; c0 += SHORTCUT_TILE) {
             const float *p = prev + b * (size_t)c * spatial + c0;
             const float *f = from + (b * (size_t)c + c0) * spatial;
             float *o = out + (b * (size_t)c + c0) * spatial;
-            const size_t lanes = (size_t)c - c0 < 16 ? (size_t)c - c0 : 16;
-            const __mmask16 channels = (__mmask16)((1u << lanes) - 1);
-            for (size_t s0 = first; s0 < end; s0 += 16) {
-                const size_t rows = end - s0 < 16 ? end - s0 : 16;
-                const __mmask16 valid = (__mmask16)((1u << rows) - 1);
-                __m512 r[16];
-                for (size_t s = 0; s < 16; s++)
-                    r[s] = s < rows ? _mm512_maskz_loadu_ps(channels, p + (s0 + s) * (size_t)c)
-                                    : _mm512_setzero_ps();
-                transpose16(r);
-                for (size_t k = 0; k < lanes; k++) {
-                    const __m512 y = _mm512_maskz_loadu_ps(valid, f + k * spatial + s0);
-                    const __m512 sum = _mm512_fmadd_ps(alpha, r[k], _mm512_mul_ps(beta, y));
-                    _mm512_mask_storeu_ps(o + k * spatial + s0, valid, _mm512_max_ps(floor, sum));
-                }
+            const size_t lanes = (size_t)c - c0 < SHORTCUT_TILE ? (size_t)c - c0 : SHORTCUT_TILE;
+            for (size_t s0 = first; s0 < end; s0 += SHORTCUT_TILE) {
+                const size_t rows = end - s0 < SHORTCUT_TILE ? end - s0 : SHORTCUT_TILE;
+                shortcut_tile(sc, p + s0 * (size_t)c, (size_t)c, f + s0, o + s0, spatial, lanes,
+                              rows, relu);
             }
         }
     }
@@ -72,7 +114,7 @@ static void shortcut_forward(Layer *l, const StepContext *ctx)
     if (l->sum_from && !ctx->train) /* its input 0's forward wrote the output */
         return;
     const Shortcut *sc = l->priv;
-#if defined(__AVX512F__)
+#if SHORTCUT_TILE
     if (layer_nhwc_in(l, ctx)) { /* an inference forward of equal shapes (shortcut_takes_nhwc) */
         const Shape o = l->out_shape;
         const int fused = l->activation == CDL_ACT_RELU || l->activation == CDL_ACT_LINEAR;
@@ -212,10 +254,10 @@ static int shortcut_plain_sum(const Layer *l)
            shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 }
 
-/* Equal shapes, in a build for AVX-512: shortcut_forward_nhwc. */
+/* Equal shapes, in a build for AVX-512 or AVX2 and FMA: shortcut_forward_nhwc. */
 static int shortcut_takes_nhwc(const Layer *l)
 {
-#if defined(__AVX512F__)
+#if SHORTCUT_TILE
     return shortcut_same_shape(shortcut_from_shape(l), l->out_shape);
 #else
     (void)l;
