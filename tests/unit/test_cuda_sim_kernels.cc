@@ -269,16 +269,16 @@ static void test_unscale_skips_the_update(void)
         zeroed &= got[i] == 0.0f;
     CHECK(zeroed && flags[3] == 1.0f);
     /* skipped: every slab as it was, although the weights' decay would move them */
-    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, 0));
+    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, d_values + 3, 0));
     CHECK_CUDA(cuda_adam(d_w, d_m, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 1,
-                         d_values, 0));
-    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values, 0));
+                         d_values, d_values + 3, 0));
+    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values + 3, 0));
     CHECK(host_copy(d_w, n) == w && host_copy(d_m, n) == state && host_copy(d_v, n) == state);
     const float update[4] = {0.1f, 0.1f, 1.0f, 0.0f};
     cudaMemcpy(d_values, update, sizeof update, cudaMemcpyHostToDevice);
-    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, 0));
+    CHECK_CUDA(cuda_sgd(d_w, d_v, d_g, d_run, 1, n, 0.1f, 0.9f, 0, d_values, d_values + 3, 0));
     CHECK(host_copy(d_w, n) != w);
-    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values, 0));
+    CHECK_CUDA(cuda_average(d_m, d_w, n, 0.5f, d_values + 3, 0));
     CHECK(host_copy(d_m, n) != state);
     for (float *d : {d_g, d_w, d_m, d_v, d_values})
         cudaFree(d);
