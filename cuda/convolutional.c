@@ -65,15 +65,15 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
 }
 
 /* 1 when the layer runs on cuDNN: gpu_engine=cudnn, in every precision. */
-static int on_cudnn(const Layer *l, const ExecContext *exec)
+static int on_cudnn(const ExecContext *exec)
 {
-    (void)l;
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
-    return on_cudnn(l, exec) ? "cudnn" : "ref";
+    (void)l; /* every layer of the net runs on the net's engine */
+    return on_cudnn(exec) ? "cudnn" : "ref";
 }
 
 #ifndef CDL_GPU_SIM
@@ -137,7 +137,7 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
                          "layer %d [convolutional] with int8 weights has no GPU implementation",
                          l->index);
     l->engine = conv_engine_gpu(l, st->exec);
-    if (on_cudnn(l, st->exec)) {
+    if (on_cudnn(st->exec)) {
 #ifndef CDL_GPU_SIM
         const int status = conv_resize_cudnn(l, batch, st->exec->handles, e);
         if (status)
@@ -239,7 +239,7 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
 #ifndef CDL_GPU_SIM
-    if (on_cudnn(l, ctx->exec))
+    if (on_cudnn(ctx->exec))
         conv_cudnn_forward(&cv->gpu->cudnn, l, ctx);
     else
 #endif
@@ -298,7 +298,7 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_layer_activation_backward(l, ctx);
     gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->storage, l->delta, l->storage, 0.0f);
 #ifndef CDL_GPU_SIM
-    if (on_cudnn(l, ctx->exec)) {
+    if (on_cudnn(ctx->exec)) {
         conv_cudnn_backward(&cv->gpu->cudnn, l, ctx);
         return;
     }
