@@ -8,7 +8,7 @@
  */
 #include "layers/crop.h"
 #include "gpu.h"
-#include "kernels/spatial.h"
+#include "spatial_maps.h"
 
 /* The windows as the CPU's resize takes them ([batch][3] ints, device memory here). */
 static int crop_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
@@ -43,7 +43,7 @@ static void crop_forward_gpu(Layer *l, const StepContext *ctx)
              "crop windows");
     gpu_note(
         ctx,
-        cuda_crop_forward(l->out, l->in[0], cr->windows, d, cr->scale, cr->shift, gpu_stream(ctx)),
+        cuda_crop_forward(forward_map(l), cr->windows, d, cr->scale, cr->shift, gpu_stream(ctx)),
         "crop forward");
 }
 
@@ -53,7 +53,7 @@ static void crop_backward_gpu(Layer *l, const StepContext *ctx)
     if (!l->in_delta[0])
         return;
     gpu_note(ctx,
-             cuda_crop_backward(l->in_delta[0], l->delta, cr->windows, dims_of(l, ctx), cr->scale,
+             cuda_crop_backward(backward_map(l), cr->windows, dims_of(l, ctx), cr->scale,
                                 gpu_stream(ctx)),
              "crop backward");
 }
@@ -63,4 +63,5 @@ const LayerKernels gpu_crop_kernels = {
     .resize = crop_resize_gpu,
     .forward = crop_forward_gpu,
     .backward = crop_backward_gpu,
+    .stores_16bit = 1,
 };

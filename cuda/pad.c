@@ -6,7 +6,7 @@
  */
 #include "layers/pad.h"
 #include "gpu.h"
-#include "kernels/spatial.h"
+#include "spatial_maps.h"
 
 /* The planes of l's mini-batch and where its input sits in the output's. */
 static PadDims pad_dims(const Layer *l, const StepContext *ctx)
@@ -19,7 +19,7 @@ static PadDims pad_dims(const Layer *l, const StepContext *ctx)
 static void pad_forward_gpu(Layer *l, const StepContext *ctx)
 {
     gpu_note(ctx,
-             cuda_pad_forward(l->out, l->in[0], pad_dims(l, ctx), ((const Pad *)l->priv)->value,
+             cuda_pad_forward(forward_map(l), pad_dims(l, ctx), ((const Pad *)l->priv)->value,
                               gpu_stream(ctx)),
              "pad forward");
 }
@@ -28,7 +28,7 @@ static void pad_backward_gpu(Layer *l, const StepContext *ctx)
 {
     if (!l->in_delta[0])
         return;
-    gpu_note(ctx, cuda_pad_backward(l->in_delta[0], l->delta, pad_dims(l, ctx), gpu_stream(ctx)),
+    gpu_note(ctx, cuda_pad_backward(backward_map(l), pad_dims(l, ctx), gpu_stream(ctx)),
              "pad backward");
 }
 
@@ -36,4 +36,5 @@ static void pad_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_pad_kernels = {
     .forward = pad_forward_gpu,
     .backward = pad_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -4,7 +4,8 @@
  * pass's loss as [yolo]'s does (cuda/yolo.c); in a step being captured, the images seen (the
  * anchor prior's) are read from GpuStepValues.
  *
- *   in, out, Region.delta (device) [batch][num][classes + 5][h][w]
+ *   in, out, Region.delta (device) [batch][num][classes + 5][h][w]; the input and its gradient
+ *   float32 or 16-bit (Layer.in_storage[0]), the output float32 (LayerKernels.reads_16bit)
  */
 #include "layers/region.h"
 
@@ -29,8 +30,8 @@ static void region_forward_gpu(Layer *l, const StepContext *ctx)
     const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     cudaStream_t stream = gpu_stream(ctx);
     gpu_note(ctx,
-             cuda_region_forward(l->out, l->in[0], n, r->classes + 5, (size_t)w * (size_t)h,
-                                 r->softmax, r->background, stream),
+             cuda_region_forward(l->out, l->in[0], l->in_storage[0], n, r->classes + 5,
+                                 (size_t)w * (size_t)h, r->softmax, r->background, stream),
              "region forward");
     if (!ctx->truth)
         return;
@@ -50,7 +51,7 @@ static void region_backward_gpu(Layer *l, const StepContext *ctx)
     if (!l->in_delta[0] || !ctx->truth)
         return;
     gpu_note(ctx,
-             cuda_region_backward(l->in_delta[0], r->delta, l->out,
+             cuda_region_backward(l->in_delta[0], l->in_storage[0], r->delta, l->out,
                                   (size_t)ctx->batch * shape_size(l->out_shape), r->classes + 5,
                                   (size_t)l->out_shape.w * (size_t)l->out_shape.h, r->background,
                                   -ctx->grad_scale / ctx->loss_divisor, gpu_stream(ctx)),
@@ -62,4 +63,5 @@ const LayerKernels gpu_region_kernels = {
     .resize = region_resize_gpu,
     .forward = region_forward_gpu,
     .backward = region_backward_gpu,
+    .reads_16bit = 1,
 };

@@ -6,13 +6,13 @@
  */
 #include "layers/reorg.h"
 #include "gpu.h"
-#include "kernels/spatial.h"
+#include "spatial_maps.h"
 
 static void reorg_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Shape is = l->in_shape;
     gpu_note(ctx,
-             cuda_reorg_forward(l->out, l->in[0], ctx->batch, is.c, is.h, is.w, reorg_stride(l),
+             cuda_reorg_forward(forward_map(l), ctx->batch, is.c, is.h, is.w, reorg_stride(l),
                                 gpu_stream(ctx)),
              "reorg forward");
 }
@@ -23,8 +23,8 @@ static void reorg_backward_gpu(Layer *l, const StepContext *ctx)
         return;
     const Shape is = l->in_shape;
     gpu_note(ctx,
-             cuda_reorg_backward(l->in_delta[0], l->delta, ctx->batch, is.c, is.h, is.w,
-                                 reorg_stride(l), gpu_stream(ctx)),
+             cuda_reorg_backward(backward_map(l), ctx->batch, is.c, is.h, is.w, reorg_stride(l),
+                                 gpu_stream(ctx)),
              "reorg backward");
 }
 
@@ -32,4 +32,5 @@ static void reorg_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_reorg_kernels = {
     .forward = reorg_forward_gpu,
     .backward = reorg_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -1,5 +1,6 @@
 /* [scale_channels]'s GPU kernels (layers/scale_channels.c has its meaning): each plane of `from`
- * times its channel's scale, then the activation.
+ * times its channel's scale, then the activation; each input and the output float32 or 16-bit
+ * (Layer.in_storage, Layer.storage).
  *
  *   scale [batch][c][1][1]   input 0
  *   from  [batch][c][h][w]   input 1; also the output shape
@@ -9,12 +10,17 @@
 #include "kernels/planes.h"
 #include "layer_activation.h"
 
+static PlaneScaleInputs inputs_of(const Layer *l)
+{
+    return (PlaneScaleInputs){l->in[1], l->in[0], l->in_storage[1], l->in_storage[0]};
+}
+
 static void scale_channels_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Shape o = l->out_shape;
     gpu_note(ctx,
-             cuda_plane_scale(layer_activation_input(l), l->in[1], l->in[0], ctx->batch * o.c,
-                              o.h * o.w, gpu_stream(ctx)),
+             cuda_plane_scale(layer_activation_input(l), layer_pre_storage(l), inputs_of(l),
+                              ctx->batch * o.c, o.h * o.w, gpu_stream(ctx)),
              "scale_channels forward");
     gpu_layer_activate(l, ctx);
 }
@@ -24,8 +30,8 @@ static void scale_channels_backward_gpu(Layer *l, const StepContext *ctx)
     const Shape o = l->out_shape;
     gpu_layer_activation_backward(l, ctx);
     gpu_note(ctx,
-             cuda_plane_scale_backward(l->in_delta[1], l->in_delta[0], l->delta, l->in[1], l->in[0],
-                                       ctx->batch * o.c, o.h * o.w, gpu_stream(ctx)),
+             cuda_plane_scale_backward(l->in_delta[1], l->in_delta[0], l->delta, l->storage,
+                                       inputs_of(l), ctx->batch * o.c, o.h * o.w, gpu_stream(ctx)),
              "scale_channels backward");
 }
 
@@ -33,4 +39,5 @@ static void scale_channels_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_scale_channels_kernels = {
     .forward = scale_channels_forward_gpu,
     .backward = scale_channels_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -5,13 +5,13 @@
  */
 #include "layers/shuffle.h"
 #include "gpu.h"
-#include "kernels/spatial.h"
+#include "spatial_maps.h"
 
 static void shuffle_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Shape s = l->in_shape;
     gpu_note(ctx,
-             cuda_shuffle_forward(l->out, l->in[0], ctx->batch, s.c, s.h * s.w,
+             cuda_shuffle_forward(forward_map(l), ctx->batch, s.c, s.h * s.w,
                                   ((const Shuffle *)l->priv)->groups, gpu_stream(ctx)),
              "shuffle forward");
 }
@@ -22,7 +22,7 @@ static void shuffle_backward_gpu(Layer *l, const StepContext *ctx)
         return;
     const Shape s = l->in_shape;
     gpu_note(ctx,
-             cuda_shuffle_backward(l->in_delta[0], l->delta, ctx->batch, s.c, s.h * s.w,
+             cuda_shuffle_backward(backward_map(l), ctx->batch, s.c, s.h * s.w,
                                    ((const Shuffle *)l->priv)->groups, gpu_stream(ctx)),
              "shuffle backward");
 }
@@ -31,4 +31,5 @@ static void shuffle_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_shuffle_kernels = {
     .forward = shuffle_forward_gpu,
     .backward = shuffle_backward_gpu,
+    .stores_16bit = 1,
 };

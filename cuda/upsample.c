@@ -7,7 +7,7 @@
  */
 #include "layers/upsample.h"
 #include "gpu.h"
-#include "kernels/spatial.h"
+#include "spatial_maps.h"
 
 static void upsample_forward_gpu(Layer *l, const StepContext *ctx)
 {
@@ -15,10 +15,10 @@ static void upsample_forward_gpu(Layer *l, const StepContext *ctx)
     const int planes = ctx->batch * l->out_shape.c;
     const cudaError_t err =
         up->downsample
-            ? cuda_upsample_gather(l->out, l->in[0], planes, l->out_shape.h, l->out_shape.w,
+            ? cuda_upsample_gather(forward_map(l), planes, l->out_shape.h, l->out_shape.w,
                                    up->stride, up->scale, 0, gpu_stream(ctx))
-            : cuda_upsample_spread(l->out, l->in[0], planes, l->in_shape.h, l->in_shape.w,
-                                   up->stride, up->scale, 0, gpu_stream(ctx));
+            : cuda_upsample_spread(forward_map(l), planes, l->in_shape.h, l->in_shape.w, up->stride,
+                                   up->scale, 0, gpu_stream(ctx));
     gpu_note(ctx, err, "upsample forward");
 }
 
@@ -30,9 +30,9 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
     const int planes = ctx->batch * l->out_shape.c;
     const cudaError_t err =
         up->downsample
-            ? cuda_upsample_spread(l->in_delta[0], l->delta, planes, l->out_shape.h, l->out_shape.w,
+            ? cuda_upsample_spread(backward_map(l), planes, l->out_shape.h, l->out_shape.w,
                                    up->stride, up->scale, 1, gpu_stream(ctx))
-            : cuda_upsample_gather(l->in_delta[0], l->delta, planes, l->in_shape.h, l->in_shape.w,
+            : cuda_upsample_gather(backward_map(l), planes, l->in_shape.h, l->in_shape.w,
                                    up->stride, up->scale, 1, gpu_stream(ctx));
     gpu_note(ctx, err, "upsample backward");
 }
@@ -41,4 +41,5 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
 const LayerKernels gpu_upsample_kernels = {
     .forward = upsample_forward_gpu,
     .backward = upsample_backward_gpu,
+    .stores_16bit = 1,
 };

@@ -4,7 +4,8 @@
  * loss as [softmax]'s does (gpu_add_loss): kept on the device in a training step, which the
  * host reads at its end, else downloaded at once.
  *
- *   in, out, Yolo.delta (device) [batch][n_mask][classes + 5][h][w]
+ *   in, out, Yolo.delta (device) [batch][n_mask][classes + 5][h][w]; the input and its gradient
+ *   float32 or 16-bit (Layer.in_storage[0]), the output float32 (LayerKernels.reads_16bit)
  */
 #include "layers/yolo.h"
 
@@ -31,8 +32,8 @@ static void yolo_forward_gpu(Layer *l, const StepContext *ctx)
     const size_t n = (size_t)ctx->batch * shape_size(l->out_shape);
     cudaStream_t stream = gpu_stream(ctx);
     gpu_note(ctx,
-             cuda_yolo_forward(l->out, l->in[0], n, yo->classes + 5, (size_t)w * (size_t)h,
-                               yo->scale_x_y, yo->new_coords, stream),
+             cuda_yolo_forward(l->out, l->in[0], l->in_storage[0], n, yo->classes + 5,
+                               (size_t)w * (size_t)h, yo->scale_x_y, yo->new_coords, stream),
              "yolo forward");
     if (!ctx->truth)
         return;
@@ -50,7 +51,7 @@ static void yolo_backward_gpu(Layer *l, const StepContext *ctx)
     if (!l->in_delta[0] || !ctx->truth)
         return;
     gpu_note(ctx,
-             cuda_yolo_backward(l->in_delta[0], yo->delta,
+             cuda_yolo_backward(l->in_delta[0], l->in_storage[0], yo->delta,
                                 (size_t)ctx->batch * shape_size(l->out_shape),
                                 -ctx->grad_scale / ctx->loss_divisor, gpu_stream(ctx)),
              "yolo backward");
@@ -61,4 +62,5 @@ const LayerKernels gpu_yolo_kernels = {
     .resize = yolo_resize_gpu,
     .forward = yolo_forward_gpu,
     .backward = yolo_backward_gpu,
+    .reads_16bit = 1,
 };

@@ -66,4 +66,12 @@ template <typename F> cudaError_t with_elem_types(ElemType x, ElemType y, F f)
         x, [&](auto xt) { return with_elem_type(y, [&](auto yt) { return f(xt, yt); }); });
 }
 
+// The same for a kernel of three tensors: f(ElemTag<X>(), ElemTag<Y>(), ElemTag<Z>()).
+template <typename F> cudaError_t with_elem_types(ElemType x, ElemType y, ElemType z, F f)
+{
+    return with_elem_types(x, y, [&](auto xt, auto yt) {
+        return with_elem_type(z, [&](auto zt) { return f(xt, yt, zt); });
+    });
+}
+
 #endif

@@ -1,8 +1,8 @@
 // Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
-// each plane by its own value with its gradients (the bias, the channels' scaling, their gradients
-// and the pooling templated over their tensors' element types, X: x and dx, Y: y, pooled and
-// dpooled, D: delta; summed in float).
+// each plane by its own value with its gradients (all templated over their tensors' element types,
+// X: x and dx, Y: y, pooled and dpooled, D: delta, S: a plane's scales and their gradient; summed
+// in float).
 // Sums over a plane or over a channel's planes run in one block each (fixed order for a given
 // shape: the same bits on every run).
 //   x, y, delta: (batch, channels, spatial)   bias, dbias: (channels)
@@ -73,34 +73,35 @@ __global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int spatial,
         dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[i / spatial]) * inv);
 }
 
-__global__ void plane_scale_kernel(float *y, const float *x, const float *scale, int spatial,
-                                   size_t n)
+template <typename S, typename X, typename Y>
+__global__ void plane_scale_kernel(Y *y, const X *x, const S *scale, int spatial, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = scale[i / spatial] * x[i];
+        y[i] = from_float<Y>(to_float(scale[i / spatial]) * to_float(x[i]));
 }
 
 // One block per plane: dscale[p] += its sum of dy * x, and dx += dy * scale[p]. dx and dscale may
 // be one buffer (the two inputs of [scale_channels] one layer, of 1x1 planes): thread 0 then adds
 // both, one after the other.
-__global__ void plane_scale_backward_kernel(float *dx, float *dscale, const float *dy,
-                                            const float *x, const float *scale, int spatial)
+template <typename S, typename X, typename D>
+__global__ void plane_scale_backward_kernel(X *dx, S *dscale, const D *dy, const X *x,
+                                            const S *scale, int spatial)
 {
     const size_t at = (size_t)blockIdx.x * spatial;
-    const float k = scale[blockIdx.x];
+    const float k = to_float(scale[blockIdx.x]);
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-        const float d = dy[at + s];
-        sum += d * x[at + s];
+        const float d = to_float(dy[at + s]);
+        sum += d * to_float(x[at + s]);
         if (dx)
-            dx[at + s] += d * k;
+            dx[at + s] = from_float<X>(to_float(dx[at + s]) + d * k);
     }
     if (!dscale)
         return;
     sum = block_sum(sum);
     if (threadIdx.x == 0)
-        dscale[blockIdx.x] += sum;
+        dscale[blockIdx.x] = from_float<S>(to_float(dscale[blockIdx.x]) + sum);
 }
 
 static int grid_for(size_t n)
@@ -205,23 +206,35 @@ extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const
     });
 }
 
-extern "C" cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes,
+extern "C" cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int planes,
                                         int spatial, cudaStream_t stream)
 {
     const size_t n = (size_t)planes * spatial;
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(plane_scale_kernel, grid_for(n), 256, 0, stream, y, x, scale, spatial, n);
-    return cuda_launch_error();
+    return with_elem_types(in.scale_type, in.x_type, y_type, [&](auto st, auto xt, auto yt) {
+        using S = typename decltype(st)::type;
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
+        CUDA_LAUNCH((plane_scale_kernel<S, X, Y>), grid_for(n), 256, 0, stream, (Y *)y,
+                    (const X *)in.x, (const S *)in.scale, spatial, n);
+        return cuda_launch_error();
+    });
 }
 
-extern "C" cudaError_t cuda_plane_scale_backward(float *dx, float *dscale, const float *dy,
-                                                 const float *x, const float *scale, int planes,
+extern "C" cudaError_t cuda_plane_scale_backward(void *dx, void *dscale, const void *dy,
+                                                 ElemType dy_type, PlaneScaleInputs in, int planes,
                                                  int spatial, cudaStream_t stream)
 {
     if (planes == 0 || (!dx && !dscale))
         return cudaSuccess;
-    CUDA_LAUNCH(plane_scale_backward_kernel, planes, block_for(spatial), 0, stream, dx, dscale, dy,
-                x, scale, spatial);
-    return cuda_launch_error();
+    return with_elem_types(in.scale_type, in.x_type, dy_type, [&](auto st, auto xt, auto dt) {
+        using S = typename decltype(st)::type;
+        using X = typename decltype(xt)::type;
+        using D = typename decltype(dt)::type;
+        CUDA_LAUNCH((plane_scale_backward_kernel<S, X, D>), planes, block_for(spatial), 0, stream,
+                    (X *)dx, (S *)dscale, (const D *)dy, (const X *)in.x, (const S *)in.scale,
+                    spatial);
+        return cuda_launch_error();
+    });
 }

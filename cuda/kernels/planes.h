@@ -36,13 +36,19 @@ cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpoo
                                      ElemType pooled_type, int planes, int spatial,
                                      cudaStream_t stream);
 
-/* y [planes][spatial] = x times scale [planes], each plane its own value. */
-cudaError_t cuda_plane_scale(float *y, const float *x, const float *scale, int planes, int spatial,
+/* The inputs of a scaling of planes: x [planes][spatial] and scale [planes], each float32 or
+ * 16-bit. */
+typedef struct PlaneScaleInputs {
+    const void *x, *scale;
+    ElemType x_type, scale_type;
+} PlaneScaleInputs;
+/* y [planes][spatial] (of y_type) = x times scale, each plane its own value. */
+cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int planes, int spatial,
                              cudaStream_t stream);
-/* Its gradients from dy [planes][spatial]: dx += dy * scale, dscale [planes] += the plane's sum of
- * dy * x; either may be NULL (not needed). */
-cudaError_t cuda_plane_scale_backward(float *dx, float *dscale, const float *dy, const float *x,
-                                      const float *scale, int planes, int spatial,
+/* Its gradients from dy [planes][spatial] (of dy_type): dx (of x's type) += dy * scale, dscale
+ * [planes] (of scale's type) += the plane's sum of dy * x; either may be NULL (not needed). */
+cudaError_t cuda_plane_scale_backward(void *dx, void *dscale, const void *dy, ElemType dy_type,
+                                      PlaneScaleInputs in, int planes, int spatial,
                                       cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -2,11 +2,13 @@
 // softmax classes, layers/region.c), its loss and delta given truth boxes in device memory (the
 // rules of layers/region_loss_rules.h, which the CPU's loop calls too: a thread per cell for what
 // a cell decides alone, a thread per sample for its truths in order, which overwrite one
-// another), the cost summed on the device in the CPU's order, and the gradient into the input.
+// another), the cost summed on the device in the CPU's order, and the gradient into the input. The
+// input and its gradient are float, bf16 or fp16 (template X), the rest float.
 //   in, out, delta, in_delta: (n) = [batch][num][entries][plane]
 //   truth [batch][truth_boxes][TRUTH_FLOATS]   plane_squares [batch][num][entries]
 #include "region.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "kernels/loss_squares.h"
 #include "launch.h"
@@ -14,13 +16,14 @@
 
 // Every value but the classes when softmax (those: region_softmax_kernel); entry 4 as it is with
 // background.
-__global__ void region_forward_kernel(float *out, const float *in, size_t n, int entries,
-                                      size_t plane, int softmax, int background)
+template <typename X>
+__global__ void region_forward_kernel(float *out, const X *in, size_t n, int entries, size_t plane,
+                                      int softmax, int background)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
-        const float x = in[i];
+        const float x = to_float(in[i]);
         if (entry == 2 || entry == 3 || (entry >= 5 && softmax) || (entry == 4 && background))
             out[i] = x;
         else
@@ -95,26 +98,34 @@ __global__ void region_cost_kernel(const double *plane_squares, int planes, int 
     *cost = c;
 }
 
-__global__ void region_backward_kernel(float *in_delta, const float *delta, const float *out,
-                                       size_t n, int entries, size_t plane, int background, float k)
+template <typename X>
+__global__ void region_backward_kernel(X *in_delta, const float *delta, const float *out, size_t n,
+                                       int entries, size_t plane, int background, float k)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
         const float y = out[i];
         const int logistic = entry < 2 || (entry == 4 && !background);
-        in_delta[i] += k * delta[i] * (logistic ? y * (1 - y) : 1.0f);
+        in_delta[i] =
+            from_float<X>(to_float(in_delta[i]) + k * delta[i] * (logistic ? y * (1 - y) : 1.0f));
     }
 }
 
-extern "C" cudaError_t cuda_region_forward(float *out, const float *in, size_t n, int entries,
-                                           size_t plane, int softmax, int background,
+extern "C" cudaError_t cuda_region_forward(float *out, const void *in, ElemType in_type, size_t n,
+                                           int entries, size_t plane, int softmax, int background,
                                            cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(region_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, n, entries,
-                plane, softmax, background);
+    const cudaError_t err = with_elem_type(in_type, [&](auto xt) {
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH((region_forward_kernel<X>), grid_for(n), GRID_BLOCK, 0, stream, out,
+                    (const X *)in, n, entries, plane, softmax, background);
+        return cuda_launch_error();
+    });
+    if (err != cudaSuccess)
+        return err;
     if (softmax) {
         const size_t groups = n / (size_t)entries;
         CUDA_LAUNCH(region_softmax_kernel, grid_for(groups), GRID_BLOCK, 0, stream, out, groups,
@@ -144,13 +155,16 @@ extern "C" cudaError_t cuda_region_loss(const Region *r, const float *out, float
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_region_backward(float *in_delta, const float *delta, const float *out,
-                                            size_t n, int entries, size_t plane, int background,
-                                            float k, cudaStream_t stream)
+extern "C" cudaError_t cuda_region_backward(void *in_delta, ElemType in_type, const float *delta,
+                                            const float *out, size_t n, int entries, size_t plane,
+                                            int background, float k, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(region_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, in_delta, delta, out, n,
-                entries, plane, background, k);
-    return cuda_launch_error();
+    return with_elem_type(in_type, [&](auto xt) {
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH((region_backward_kernel<X>), grid_for(n), GRID_BLOCK, 0, stream, (X *)in_delta,
+                    delta, out, n, entries, plane, background, k);
+        return cuda_launch_error();
+    });
 }

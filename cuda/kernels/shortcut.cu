@@ -82,9 +82,7 @@ __global__ void shortcut_sum_rows_kernel(Y *y, const A *a, const B *b, float alp
 // Returns f(ElemTag<A>(), ElemTag<B>(), ElemTag<Y>()) for the types of a sum's three tensors.
 template <typename F> static cudaError_t with_sum_types(ShortcutTensors t, F f)
 {
-    return with_elem_types(t.prev_type, t.from_type, [&](auto at, auto bt) {
-        return with_elem_type(t.y_type, [&](auto yt) { return f(at, bt, yt); });
-    });
+    return with_elem_types(t.prev_type, t.from_type, t.y_type, f);
 }
 
 extern "C" cudaError_t cuda_shortcut_sum(ShortcutTensors t, float alpha, float beta, size_t n,

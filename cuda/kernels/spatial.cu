@@ -7,39 +7,44 @@
 //   crop in, dx: (batch, c, ih, iw)   out, dy: (batch, c, oh, ow)   windows: (batch, 3)
 //   shuffle in, out, dx, dy: (batch, c, spatial)
 //   pad in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
+// Every tensor a map reads or writes is float, bf16 or fp16 (templates: R for the one read, W for
+// the one written; a gradient added to is read and written as W), in float between.
 #include "spatial.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "kernels/rng.cuh"
 #include "launch.h"
 
-__global__ void upsample_spread_kernel(float *big, const float *small, int sh, int sw, int s,
-                                       float scale, int add, size_t n)
+template <typename R, typename W>
+__global__ void upsample_spread_kernel(W *big, const R *small, int sh, int sw, int s, float scale,
+                                       int add, size_t n)
 {
     const int bh = sh * s, bw = sw * s;
     GRID_STRIDE_LOOP(o, n)
     {
         const size_t p = o / ((size_t)bh * bw);
         const int y = (int)(o / bw % bh), x = (int)(o % bw);
-        const float v = scale * small[(p * sh + y / s) * sw + x / s];
-        big[o] = add ? big[o] + v : v;
+        const float v = scale * to_float(small[(p * sh + y / s) * sw + x / s]);
+        big[o] = from_float<W>(add ? to_float(big[o]) + v : v);
     }
 }
 
-__global__ void upsample_gather_kernel(float *small, const float *big, int sh, int sw, int s,
-                                       float scale, int add, size_t n)
+template <typename R, typename W>
+__global__ void upsample_gather_kernel(W *small, const R *big, int sh, int sw, int s, float scale,
+                                       int add, size_t n)
 {
     const int bw = sw * s;
     GRID_STRIDE_LOOP(i, n)
     {
         const size_t p = i / ((size_t)sh * sw);
         const int y = (int)(i / sw % sh), x = (int)(i % sw);
-        const float *window = big + (p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
-        float sum = add ? small[i] : 0.0f;
+        const R *window = big + (p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
+        float sum = add ? to_float(small[i]) : 0.0f;
         for (int wy = 0; wy < s; wy++)
             for (int wx = 0; wx < s; wx++)
-                sum += scale * window[(size_t)wy * bw + wx];
-        small[i] = sum;
+                sum += scale * to_float(window[(size_t)wy * bw + wx]);
+        small[i] = from_float<W>(sum);
     }
 }
 
@@ -52,26 +57,28 @@ __device__ __forceinline__ size_t reorg_source(int c, int h, int w, int s, int i
     return w2 + (size_t)w * s * (h2 + (size_t)h * s * c2);
 }
 
-__global__ void reorg_forward_kernel(float *out, const float *in, int c, int h, int w, int s,
-                                     size_t n)
+template <typename R, typename W>
+__global__ void reorg_forward_kernel(W *out, const R *in, int c, int h, int w, int s, size_t n)
 {
     const size_t sample = (size_t)c * h * w;
     GRID_STRIDE_LOOP(o, n)
     {
         const int k = (int)(o / ((size_t)h * w) % c), j = (int)(o / w % h), i = (int)(o % w);
-        out[o] = in[o / sample * sample + reorg_source(c, h, w, s, i, j, k)];
+        out[o] =
+            from_float<W>(to_float(in[o / sample * sample + reorg_source(c, h, w, s, i, j, k)]));
     }
 }
 
 // A permutation: every input's gradient receives exactly one output's.
-__global__ void reorg_backward_kernel(float *dx, const float *dy, int c, int h, int w, int s,
-                                      size_t n)
+template <typename R, typename W>
+__global__ void reorg_backward_kernel(W *dx, const R *dy, int c, int h, int w, int s, size_t n)
 {
     const size_t sample = (size_t)c * h * w;
     GRID_STRIDE_LOOP(o, n)
     {
         const int k = (int)(o / ((size_t)h * w) % c), j = (int)(o / w % h), i = (int)(o % w);
-        dx[o / sample * sample + reorg_source(c, h, w, s, i, j, k)] += dy[o];
+        W *d = dx + o / sample * sample + reorg_source(c, h, w, s, i, j, k);
+        *d = from_float<W>(to_float(*d) + to_float(dy[o]));
     }
 }
 
@@ -84,38 +91,48 @@ __device__ __forceinline__ size_t shuffle_input(size_t o, int c, int spatial, in
     return (p - k + (size_t)(k % groups * (c / groups) + k / groups)) * spatial + o % spatial;
 }
 
-__global__ void shuffle_forward_kernel(float *out, const float *in, int c, int spatial, int groups,
+template <typename R, typename W>
+__global__ void shuffle_forward_kernel(W *out, const R *in, int c, int spatial, int groups,
                                        size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
-    out[o] = in[shuffle_input(o, c, spatial, groups)];
+    out[o] = from_float<W>(to_float(in[shuffle_input(o, c, spatial, groups)]));
 }
 
-__global__ void shuffle_backward_kernel(float *dx, const float *dy, int c, int spatial, int groups,
+template <typename R, typename W>
+__global__ void shuffle_backward_kernel(W *dx, const R *dy, int c, int spatial, int groups,
                                         size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
-    dx[shuffle_input(o, c, spatial, groups)] += dy[o];
+    {
+        W *d = dx + shuffle_input(o, c, spatial, groups);
+        *d = from_float<W>(to_float(*d) + to_float(dy[o]));
+    }
 }
 
-__global__ void pad_forward_kernel(float *out, const float *in, PadDims d, float value, size_t n)
+template <typename R, typename W>
+__global__ void pad_forward_kernel(W *out, const R *in, PadDims d, float value, size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
     {
         const size_t p = o / ((size_t)d.oh * d.ow);
         const int y = (int)(o / d.ow % d.oh) - d.top, x = (int)(o % d.ow) - d.left;
-        out[o] = y >= 0 && y < d.ih && x >= 0 && x < d.iw ? in[(p * d.ih + y) * d.iw + x] : value;
+        out[o] = from_float<W>(y >= 0 && y < d.ih && x >= 0 && x < d.iw
+                                   ? to_float(in[(p * d.ih + y) * d.iw + x])
+                                   : value);
     }
 }
 
 // A thread per input value: the one output gradient it receives.
-__global__ void pad_backward_kernel(float *dx, const float *dy, PadDims d, size_t n)
+template <typename R, typename W>
+__global__ void pad_backward_kernel(W *dx, const R *dy, PadDims d, size_t n)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const size_t p = i / ((size_t)d.ih * d.iw);
         const int y = (int)(i / d.iw % d.ih), x = (int)(i % d.iw);
-        dx[i] += dy[(p * d.oh + y + d.top) * d.ow + x + d.left];
+        dx[i] = from_float<W>(to_float(dx[i]) +
+                              to_float(dy[(p * d.oh + y + d.top) * d.ow + x + d.left]));
     }
 }
 
@@ -146,70 +163,72 @@ __device__ __forceinline__ size_t crop_source(CropDims d, const int *win, size_t
     return (p * d.ih + win[0] + y) * d.iw + col;
 }
 
-__global__ void crop_forward_kernel(float *out, const float *in, const int *windows, CropDims d,
+template <typename R, typename W>
+__global__ void crop_forward_kernel(W *out, const R *in, const int *windows, CropDims d,
                                     float scale, float shift, size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
     {
         const size_t p = o / ((size_t)d.oh * d.ow);
         const int y = (int)(o / d.ow % d.oh), x = (int)(o % d.ow);
-        out[o] = in[crop_source(d, windows + 3 * (p / d.c), p, y, x)] * scale + shift;
+        out[o] = from_float<W>(
+            to_float(in[crop_source(d, windows + 3 * (p / d.c), p, y, x)]) * scale + shift);
     }
 }
 
-__global__ void crop_backward_kernel(float *dx, const float *dy, const int *windows, CropDims d,
+template <typename R, typename W>
+__global__ void crop_backward_kernel(W *dx, const R *dy, const int *windows, CropDims d,
                                      float scale, size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
     {
         const size_t p = o / ((size_t)d.oh * d.ow);
         const int y = (int)(o / d.ow % d.oh), x = (int)(o % d.ow);
-        dx[crop_source(d, windows + 3 * (p / d.c), p, y, x)] += dy[o] * scale;
+        W *t = dx + crop_source(d, windows + 3 * (p / d.c), p, y, x);
+        *t = from_float<W>(to_float(*t) + to_float(dy[o]) * scale);
     }
 }
 
-extern "C" cudaError_t cuda_upsample_spread(float *big, const float *small, int planes, int sh,
-                                            int sw, int s, float scale, int add,
-                                            cudaStream_t stream)
+// Launches kernel<R, W> over n threads for a map that reads r (of r_type) and writes w (of
+// w_type), with the kernel's other arguments after them.
+#define LAUNCH_MAP(kernel, n, stream, w, w_type, r, r_type, ...)                                   \
+    ((n) == 0 ? cudaSuccess : with_elem_types((r_type), (w_type), [&](auto rt, auto wt) {          \
+        using R = typename decltype(rt)::type;                                                     \
+        using W = typename decltype(wt)::type;                                                     \
+        CUDA_LAUNCH((kernel<R, W>), grid_for(n), GRID_BLOCK, 0, (stream), (W *)(w),                \
+                    (const R *)(r), __VA_ARGS__);                                                  \
+        return cuda_launch_error();                                                                \
+    }))
+
+extern "C" cudaError_t cuda_upsample_spread(SpatialTensors t, int planes, int sh, int sw, int s,
+                                            float scale, int add, cudaStream_t stream)
 {
     const size_t n = (size_t)planes * sh * s * sw * s;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(upsample_spread_kernel, grid_for(n), GRID_BLOCK, 0, stream, big, small, sh, sw, s,
-                scale, add, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(upsample_spread_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, sh, sw, s,
+                      scale, add, n);
 }
 
-extern "C" cudaError_t cuda_upsample_gather(float *small, const float *big, int planes, int sh,
-                                            int sw, int s, float scale, int add,
-                                            cudaStream_t stream)
+extern "C" cudaError_t cuda_upsample_gather(SpatialTensors t, int planes, int sh, int sw, int s,
+                                            float scale, int add, cudaStream_t stream)
 {
     const size_t n = (size_t)planes * sh * sw;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(upsample_gather_kernel, grid_for(n), GRID_BLOCK, 0, stream, small, big, sh, sw, s,
-                scale, add, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(upsample_gather_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, sh, sw, s,
+                      scale, add, n);
 }
 
-extern "C" cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, int h,
-                                          int w, int s, cudaStream_t stream)
+extern "C" cudaError_t cuda_reorg_forward(SpatialTensors t, int batch, int c, int h, int w, int s,
+                                          cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * h * w;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(reorg_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, c, h, w, s, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(reorg_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, h, w, s, n);
 }
 
-extern "C" cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, int h,
-                                           int w, int s, cudaStream_t stream)
+extern "C" cudaError_t cuda_reorg_backward(SpatialTensors t, int batch, int c, int h, int w, int s,
+                                           cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * h * w;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(reorg_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, c, h, w, s, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(reorg_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, h, w, s,
+                      n);
 }
 
 extern "C" cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, int spare_w,
@@ -224,65 +243,47 @@ extern "C" cudaError_t cuda_crop_windows(int *windows, int batch, int spare_h, i
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_crop_forward(float *out, const float *in, const int *windows,
-                                         CropDims d, float scale, float shift, cudaStream_t stream)
+extern "C" cudaError_t cuda_crop_forward(SpatialTensors t, const int *windows, CropDims d,
+                                         float scale, float shift, cudaStream_t stream)
 {
     const size_t n = (size_t)d.batch * d.c * d.oh * d.ow;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(crop_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, windows, d, scale,
-                shift, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(crop_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, windows, d,
+                      scale, shift, n);
 }
 
-extern "C" cudaError_t cuda_crop_backward(float *dx, const float *dy, const int *windows,
-                                          CropDims d, float scale, cudaStream_t stream)
+extern "C" cudaError_t cuda_crop_backward(SpatialTensors t, const int *windows, CropDims d,
+                                          float scale, cudaStream_t stream)
 {
     const size_t n = (size_t)d.batch * d.c * d.oh * d.ow;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(crop_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, windows, d, scale,
-                n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(crop_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, windows, d,
+                      scale, n);
 }
 
-extern "C" cudaError_t cuda_shuffle_forward(float *out, const float *in, int batch, int c,
-                                            int spatial, int groups, cudaStream_t stream)
+extern "C" cudaError_t cuda_shuffle_forward(SpatialTensors t, int batch, int c, int spatial,
+                                            int groups, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(shuffle_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, c, spatial,
-                groups, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(shuffle_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, spatial,
+                      groups, n);
 }
 
-extern "C" cudaError_t cuda_shuffle_backward(float *dx, const float *dy, int batch, int c,
-                                             int spatial, int groups, cudaStream_t stream)
+extern "C" cudaError_t cuda_shuffle_backward(SpatialTensors t, int batch, int c, int spatial,
+                                             int groups, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(shuffle_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, c, spatial,
-                groups, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(shuffle_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, spatial,
+                      groups, n);
 }
 
-extern "C" cudaError_t cuda_pad_forward(float *out, const float *in, PadDims d, float value,
+extern "C" cudaError_t cuda_pad_forward(SpatialTensors t, PadDims d, float value,
                                         cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.oh * d.ow;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(pad_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, d, value, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(pad_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, d, value, n);
 }
 
-extern "C" cudaError_t cuda_pad_backward(float *dx, const float *dy, PadDims d, cudaStream_t stream)
+extern "C" cudaError_t cuda_pad_backward(SpatialTensors t, PadDims d, cudaStream_t stream)
 {
     const size_t n = (size_t)d.planes * d.ih * d.iw;
-    if (n == 0)
-        return cudaSuccess;
-    CUDA_LAUNCH(pad_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, dx, dy, d, n);
-    return cuda_launch_error();
+    return LAUNCH_MAP(pad_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, d, n);
 }

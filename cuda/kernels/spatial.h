@@ -1,43 +1,52 @@
 /* Index maps over planes on the device (spatial.cu): [upsample], [reorg], [crop], [shuffle], [pad],
- * float32, plain NCHW; C entry points. */
+ * plain NCHW, each tensor float32 or 16-bit (core/precision.h ElemType); C entry points. */
 #ifndef CDL_CUDA_SPATIAL_H
 #define CDL_CUDA_SPATIAL_H
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "core/precision.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* A map's two tensors: w, written (or added to), and r, read; each float32 or 16-bit. In a forward
+ * w is the output and r the input; in a backward w the input's gradient and r the output's. */
+typedef struct SpatialTensors {
+    void *w;
+    const void *r;
+    ElemType w_type, r_type;
+} SpatialTensors;
+
 /* [upsample]'s two maps (backend/cpu/upsample.c): spread, big [planes][sh*s][sw*s] (=, or += with
  * add) scale * small [planes][sh][sw] at (y/s, x/s); gather, small (=, or += with add) the sum of
  * scale * its s x s window of big, in the CPU's order. */
-cudaError_t cuda_upsample_spread(float *big, const float *small, int planes, int sh, int sw, int s,
+cudaError_t cuda_upsample_spread(SpatialTensors big_small, int planes, int sh, int sw, int s,
                                  float scale, int add, cudaStream_t stream);
-cudaError_t cuda_upsample_gather(float *small, const float *big, int planes, int sh, int sw, int s,
+cudaError_t cuda_upsample_gather(SpatialTensors small_big, int planes, int sh, int sw, int s,
                                  float scale, int add, cudaStream_t stream);
 /* darknet's reorg (layers/reorg.c) of in [batch][c][h][w] with stride s, out taken with the
  * input's dims; backward: dx += the permuted dy. */
-cudaError_t cuda_reorg_forward(float *out, const float *in, int batch, int c, int h, int w, int s,
+cudaError_t cuda_reorg_forward(SpatialTensors out_in, int batch, int c, int h, int w, int s,
                                cudaStream_t stream);
-cudaError_t cuda_reorg_backward(float *dx, const float *dy, int batch, int c, int h, int w, int s,
+cudaError_t cuda_reorg_backward(SpatialTensors dx_dy, int batch, int c, int h, int w, int s,
                                 cudaStream_t stream);
 /* [shuffle] of in [batch][c][spatial] in groups (layers/shuffle.h's shuffle_source); backward:
  * dx += the permuted dy. */
-cudaError_t cuda_shuffle_forward(float *out, const float *in, int batch, int c, int spatial,
-                                 int groups, cudaStream_t stream);
-cudaError_t cuda_shuffle_backward(float *dx, const float *dy, int batch, int c, int spatial,
-                                  int groups, cudaStream_t stream);
+cudaError_t cuda_shuffle_forward(SpatialTensors out_in, int batch, int c, int spatial, int groups,
+                                 cudaStream_t stream);
+cudaError_t cuda_shuffle_backward(SpatialTensors dx_dy, int batch, int c, int spatial, int groups,
+                                  cudaStream_t stream);
 /* [pad]'s planes: in [planes][ih][iw] at row top, column left of out [planes][oh][ow]. */
 typedef struct PadDims {
     int planes, ih, iw, oh, ow, top, left;
 } PadDims;
 /* out = in where it lies, value elsewhere. */
-cudaError_t cuda_pad_forward(float *out, const float *in, PadDims d, float value,
-                             cudaStream_t stream);
+cudaError_t cuda_pad_forward(SpatialTensors out_in, PadDims d, float value, cudaStream_t stream);
 /* dx += dy's window of the input. */
-cudaError_t cuda_pad_backward(float *dx, const float *dy, PadDims d, cudaStream_t stream);
+cudaError_t cuda_pad_backward(SpatialTensors dx_dy, PadDims d, cudaStream_t stream);
 /* [crop]'s windows [batch][3] (row offset, column offset, mirrored): with train, sample b's drawn
  * by PCG32 seeded (key, first + b) as the CPU draws them (rng_below of spare_h + 1, of spare_w + 1,
  * then of 2 when flip); else the centre (spare_h / 2, spare_w / 2, 0). With draw_id not NULL (a
@@ -51,11 +60,11 @@ typedef struct CropDims {
     int batch, c, ih, iw, oh, ow;
 } CropDims;
 /* out = in's window * scale + shift. */
-cudaError_t cuda_crop_forward(float *out, const float *in, const int *windows, CropDims d,
-                              float scale, float shift, cudaStream_t stream);
+cudaError_t cuda_crop_forward(SpatialTensors out_in, const int *windows, CropDims d, float scale,
+                              float shift, cudaStream_t stream);
 /* dx's window += dy * scale. */
-cudaError_t cuda_crop_backward(float *dx, const float *dy, const int *windows, CropDims d,
-                               float scale, cudaStream_t stream);
+cudaError_t cuda_crop_backward(SpatialTensors dx_dy, const int *windows, CropDims d, float scale,
+                               cudaStream_t stream);
 
 #ifdef __cplusplus
 }

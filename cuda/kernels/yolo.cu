@@ -2,24 +2,27 @@
 // none with new_coords, layers/yolo.c), its loss and delta given truth boxes in device memory (the
 // rules of layers/yolo_loss_rules.h, which the CPU's loop calls too: a thread per cell for what a
 // cell decides alone, a thread per sample for its truths in order, which overwrite one another),
-// the cost summed on the device in the CPU's order, and the delta into the input's gradient.
+// the cost summed on the device in the CPU's order, and the delta into the input's gradient. The
+// input and its gradient are float, bf16 or fp16 (template X), the rest float.
 //   in, out, delta, in_delta: (n) = [batch][n_mask][entries][plane]
 //   truth [batch][truth_boxes][TRUTH_FLOATS]   sample_loss [batch]
 //   plane_squares [batch][n_mask][entries]
 #include "yolo.h"
 
+#include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
 #include "kernels/loss_squares.h"
 #include "launch.h"
 #include "layers/yolo_loss_rules.h"
 
-__global__ void yolo_forward_kernel(float *out, const float *in, size_t n, int entries,
-                                    size_t plane, float scale_x_y, int new_coords)
+template <typename X>
+__global__ void yolo_forward_kernel(float *out, const X *in, size_t n, int entries, size_t plane,
+                                    float scale_x_y, int new_coords)
 {
     GRID_STRIDE_LOOP(i, n)
     {
         const int entry = (int)(i / plane % (size_t)entries);
-        const float x = in[i];
+        const float x = to_float(in[i]);
         if (entry == 2 || entry == 3 || (entry >= 4 && new_coords)) {
             out[i] = x;
             continue;
@@ -86,21 +89,25 @@ __global__ void yolo_cost_kernel(Yolo yo, const YoloSampleLoss *sample_loss, int
     *cost = yolo_cost(&yo, &total);
 }
 
-__global__ void yolo_backward_kernel(float *in_delta, const float *delta, size_t n, float k)
+template <typename X>
+__global__ void yolo_backward_kernel(X *in_delta, const float *delta, size_t n, float k)
 {
     GRID_STRIDE_LOOP(i, n)
-    in_delta[i] += k * delta[i];
+    in_delta[i] = from_float<X>(to_float(in_delta[i]) + k * delta[i]);
 }
 
-extern "C" cudaError_t cuda_yolo_forward(float *out, const float *in, size_t n, int entries,
-                                         size_t plane, float scale_x_y, int new_coords,
+extern "C" cudaError_t cuda_yolo_forward(float *out, const void *in, ElemType in_type, size_t n,
+                                         int entries, size_t plane, float scale_x_y, int new_coords,
                                          cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(yolo_forward_kernel, grid_for(n), GRID_BLOCK, 0, stream, out, in, n, entries, plane,
-                scale_x_y, new_coords);
-    return cuda_launch_error();
+    return with_elem_type(in_type, [&](auto xt) {
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH((yolo_forward_kernel<X>), grid_for(n), GRID_BLOCK, 0, stream, out,
+                    (const X *)in, n, entries, plane, scale_x_y, new_coords);
+        return cuda_launch_error();
+    });
 }
 
 extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *delta,
@@ -129,11 +136,15 @@ extern "C" cudaError_t cuda_yolo_loss(const Yolo *yo, const float *out, float *d
     return cuda_launch_error();
 }
 
-extern "C" cudaError_t cuda_yolo_backward(float *in_delta, const float *delta, size_t n, float k,
-                                          cudaStream_t stream)
+extern "C" cudaError_t cuda_yolo_backward(void *in_delta, ElemType in_type, const float *delta,
+                                          size_t n, float k, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
-    CUDA_LAUNCH(yolo_backward_kernel, grid_for(n), GRID_BLOCK, 0, stream, in_delta, delta, n, k);
-    return cuda_launch_error();
+    return with_elem_type(in_type, [&](auto xt) {
+        using X = typename decltype(xt)::type;
+        CUDA_LAUNCH((yolo_backward_kernel<X>), grid_for(n), GRID_BLOCK, 0, stream, (X *)in_delta,
+                    delta, n, k);
+        return cuda_launch_error();
+    });
 }

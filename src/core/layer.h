@@ -344,6 +344,10 @@ typedef struct LayerKernels {
      * (core/precision.h ElemType), in every combination; 0: float32 only, and the net keeps the
      * layer's inputs and output in float32 (core/net_storage.h). */
     int stores_16bit;
+    /* 1 for a family whose output stays float32 (the detection heads: their losses and the host
+     * read it) but whose forward and backward take each input (in[k], in_delta[k]) in the element
+     * type Layer.in_storage[k] says, float32 or 16-bit: its writer may store in 16 bits. */
+    int reads_16bit;
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

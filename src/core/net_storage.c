@@ -1,15 +1,15 @@
 /* Which layer outputs a net keeps in 16 bits: the rule of net_storage.h. */
 #include "core/net_storage.h"
 
-/* 1 when every layer that reads layer i's output takes 16-bit tensors of format half (its
+/* 1 when every layer that reads layer i's output takes 16-bit inputs of format half (its
  * precision's). */
 static int readers_take(const Net *net, int i, ElemType half)
 {
     for (int j = i + 1; j < net->n_layers; j++) {
         const Layer *r = &net->layers[j];
         for (int k = 0; k < r->n_inputs; k++)
-            if (r->inputs[k] == i &&
-                !(r->kernels->stores_16bit && precision_storage(r->precision) == half))
+            if (r->inputs[k] == i && !((r->kernels->stores_16bit || r->kernels->reads_16bit) &&
+                                       precision_storage(r->precision) == half))
                 return 0;
     }
     return 1;
