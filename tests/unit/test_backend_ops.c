@@ -23,6 +23,7 @@
 #include "data/boxes.h"
 #include "layers/maxpool.h"
 #include "layers/region.h"
+#include "layers/yolo.h"
 
 /* ---- the cases ---- */
 
@@ -53,6 +54,10 @@ typedef struct OpCase {
 /* a [yolo] head of the yolov3-tiny-style case: anchors mask (a string) of its four, 2 classes */
 #define YOLO_HEAD(mask)                                                                            \
     "[yolo]\nmask=" mask "\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\nignore_thresh=0.2\n"
+/* the same whose loss never compares a predicted box's IoU (matching_reads_predictions) */
+#define YOLO_HEAD_ANCHORED(mask)                                                                   \
+    "[yolo]\nmask=" mask "\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\nignore_thresh=1\n"     \
+    "truth_thresh=1\n"
 
 /* test_dnnl_conv's single convolutions: [net] and [convolutional] keys, engine "dnnl" required */
 #define DNNL_CONV(c, h, w, filters, size, stride, pad, padding, groups, bn, act)                   \
@@ -394,13 +399,55 @@ static const OpCase cases[] = {
          6, 3, 2, 1, 1, 1, swish) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\n"
                                   "activation=logistic\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
-    /* [shuffle] has no 16-bit kernels: the route's inputs are 16-bit, float32, float32 */
-    {"gpu 16-bit: route (groups) of a 16-bit and two float32 inputs, then a conv",
+    /* a [yolo] head's output is float32 (the loss reads it): the route's inputs are 16-bit,
+     * 16-bit, float32 (the head's loss matches on anchors alone: thresholds of 1) */
+    {"gpu 16-bit: route (groups) of two 16-bit inputs and a [yolo] head's float32 output",
      IMAGE(2, 4, 6, 5),
-     CONV(8, 3, 1, 1, 1, 1, tanh)
-         CONV(6, 3, 1, 1, 1, 1,
-              tanh) "[shuffle]\ngroups=2\n"
-                    "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(14, 3, 1, 1, 1, 1, tanh) YOLO_HEAD_ANCHORED(
+         "0,1") "[route]\nlayers=0,1,2\ngroups=2\ngroup_id=1\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     NULL},
+    /* the index maps and [scale_channels] between 16-bit layers, each reading and writing 16 bits:
+     * a squeeze-excitation's scaling, a shuffle, a pad, a random crop, darknet's summing downsample
+     * and a reorg (a net without kinks, so that the gradients are compared too) */
+    {"gpu 16-bit: shuffle, pad, crop, scale_channels, upsample -2, upsample 2, reorg, conv",
+     IMAGE(2, 4, 8, 7),
+     CONV(8, 3, 1, 1, 1, 1, tanh) "[shuffle]\ngroups=4\n[pad]\ntop=1\nleft=2\nvalue=-0.5\n"
+                                  "[crop]\ncrop_height=8\ncrop_width=8\nflip=1\n[avgpool]\n"
+                                  "[scale_channels]\nfrom=-2\nactivation=tanh\n"
+                                  "[upsample]\nstride=-2\nscale=0.25\n[upsample]\nstride=2\n"
+                                  "[reorg]\nstride=2\n" CONV(4, 1, 1, 0, 1, 0, linear),
+     NULL},
+    /* each of those reading 16 bits and writing the float32 net output */
+    {"gpu 16-bit: conv, shuffle as the output", IMAGE(2, 4, 4, 3),
+     CONV(8, 3, 1, 1, 1, 1, tanh) "[shuffle]\ngroups=2\n", NULL},
+    {"gpu 16-bit: conv, pad as the output", IMAGE(2, 4, 4, 3),
+     CONV(5, 3, 1, 1, 1, 1, tanh) "[pad]\nbottom=2\nright=1\nvalue=0.25\n", NULL},
+    {"gpu 16-bit: conv, crop as the output", IMAGE(3, 4, 7, 6),
+     CONV(5, 3, 1, 1, 1, 1, tanh) "[crop]\ncrop_height=4\ncrop_width=5\nflip=1\n", NULL},
+    {"gpu 16-bit: conv, reorg as the output", IMAGE(2, 4, 4, 6),
+     CONV(8, 3, 1, 1, 1, 1, tanh) "[reorg]\nstride=2\n", NULL},
+    {"gpu 16-bit: conv, upsample stride 3 scale 0.5 as the output", IMAGE(2, 4, 3, 2),
+     CONV(5, 3, 1, 1, 1, 1, tanh) "[upsample]\nstride=3\nscale=0.5\n", NULL},
+    {"gpu 16-bit: conv, avgpool, scale_channels logistic as the output", IMAGE(2, 4, 4, 3),
+     CONV(5, 3, 1, 1, 1, 1, tanh) "[avgpool]\n[scale_channels]\nfrom=-2\nactivation=logistic\n",
+     NULL},
+    /* the detection heads reading 16 bits and writing their input gradients in 16 bits, their
+     * losses matching on anchors and truths alone (matching_reads_predictions), every layer
+     * before them 16-bit: a yolov3-tiny of two heads, its route and upsample; a yolov2's
+     * passthrough (reorg, route) into [region] */
+    {"gpu 16-bit: yolov3-tiny-style (conv tanh, two [yolo] heads, route, upsample)",
+     IMAGE(2, 3, 8, 8),
+     CONV(6, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 2, 1, 1, 1, tanh) CONV(14, 1, 1, 0, 1, 0, linear)
+         YOLO_HEAD_ANCHORED("2,3") ROUTE("-3") UPSAMPLE_2 ROUTE("-1,0")
+             CONV(14, 1, 1, 0, 1, 0, linear) YOLO_HEAD_ANCHORED("0,1"),
+     NULL},
+    {"gpu 16-bit: yolov2-style (conv tanh, reorg, route, [region] softmax bias_match thresh=1)",
+     IMAGE(2, 3, 8, 8),
+     CONV(4, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 2, 1, 1, 1,
+                                       tanh) ROUTE("-2") "[reorg]\nstride=2\n" ROUTE("-1,-3")
+         CONV(18, 1, 1, 0, 1, 0,
+              linear) "[region]\nanchors=1,1.5, 2.5,2\nnum=2\nclasses=4\nsoftmax=1\nbias_match=1\n"
+                      "thresh=1\n",
      NULL},
     /* [layernorm] over an image's channels (its strided rows), [dropout] and [softmax] reading and
      * writing 16 bits, [cost] reading them */
@@ -635,12 +682,34 @@ static int training_blocked(const Net *net)
     return 0;
 }
 
+/* 1 when a detection loss of net decides something from its predictions: [yolo]'s
+ * ignore_thresh and truth_thresh and [region]'s thresh compare a predicted box's IoU, and
+ * [region] without bias_match picks a truth's anchor by its predicted shape (thresholds of 1 or
+ * more, which no IoU passes, and bias_match decide from the anchors and truths alone). */
+static int matching_reads_predictions(const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        if (l->type == layer_type_find("yolo")) {
+            const Yolo *yo = l->priv;
+            if (yo->ignore_thresh < 1.0f || yo->truth_thresh < 1.0f)
+                return 1;
+        }
+        if (l->type == layer_type_find("region")) {
+            const Region *r = l->priv;
+            if (!r->bias_match || r->thresh < 1.0f)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* precision=bf16 rounds the operands of matrix products: nets with a weight matrix, but those
- * with a detection loss, whose matching (IoUs against thresholds, the best anchor) is a step that
- * a rounded operand moves a prediction across, changing whole deltas. */
+ * with a detection loss whose matching reads the predictions (matching_reads_predictions): a
+ * step that a rounded operand moves a prediction across, changing whole deltas. */
 static int has_products(const Net *net)
 {
-    if (net_truth_boxes(net))
+    if (net_truth_boxes(net) && matching_reads_predictions(net))
         return 0;
     for (int i = 0; i < net->n_layers; i++)
         for (int p = 0; p < net->layers[i].n_params; p++)
