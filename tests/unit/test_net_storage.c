@@ -18,9 +18,20 @@ static const char *const digits = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1
     4, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(4, leaky) "[connected]\noutput=3\nactivation="
                                                              "linear\n[softmax]\n";
 
-/* A conv read by [shuffle] (no 16-bit kernels) and a [shortcut]; the net ends with a conv. */
-static const char *const mixed = "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=2\n" CONV(
-    4, tanh) "[shuffle]\ngroups=2\n[shortcut]\nfrom=0\n" CONV(4, linear);
+/* A [linear] read by [rnn] (no 16-bit kernels) and a [shortcut]; the net ends with a [linear]. */
+static const char *const mixed = "[net]\nbatch=2\nseq=4\ninputs=3\n[linear]\noutput=6\n"
+                                 "activation=tanh\n[rnn]\noutput=6\n[shortcut]\nfrom=0\n"
+                                 "[linear]\noutput=4\n";
+
+/* yolov3-tiny's shape: two [yolo] heads, the second after a [route], an [upsample] and a [route]
+ * of two layers. */
+static const char *const two_heads = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n" CONV(
+    6,
+    leaky) "[maxpool]\nsize=2\n"
+           "stride=2\n[convolutional]\nfilters=14\nsize=1\nactivation=linear\n"
+           "[yolo]\nmask=2,3\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\n[route]\nlayers=-3\n"
+           "[upsample]\nstride=2\n[route]\nlayers=-1,0\n[convolutional]\nfilters=14\nsize=1\n"
+           "activation=linear\n[yolo]\nmask=0,1\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\n";
 
 /* Builds text on backend b in precision p, resized for training; 0 when built. */
 static int build(Net *net, const char *text, Backend b, GemmPrecision p)
@@ -83,8 +94,8 @@ static void test_gpu_digits(void)
 
 static void test_gpu_reader_without_16bit_kernels(void)
 {
-    /* conv 0 is read by [shuffle]: float32; the shortcut reads it and shuffle's float32
-     * output and writes bf16 for the last conv, whose output is the net's */
+    /* linear 0 is read by [rnn]: float32; the shortcut reads it and the rnn's float32
+     * output and writes bf16 for the last linear, whose output is the net's */
     static const ElemType want[4] = {ELEM_F32, ELEM_F32, ELEM_BF16, ELEM_F32};
     Net net;
     if (build(&net, mixed, CDL_BACKEND_GPU, GEMM_BF16))
@@ -95,6 +106,21 @@ static void test_gpu_reader_without_16bit_kernels(void)
     Error e = {0};
     CHECK(net_resize(&net, net.hyper.batch, 1, &e) == 0);
     CHECK(net.layers[2].storage == ELEM_F32);
+    net_free(&net);
+}
+
+/* The detection heads read 16 bits (LayerKernels.reads_16bit) and keep their outputs in float32
+ * (their losses read them): every other layer of a yolov3-tiny, [route] and [upsample] among
+ * them, stores 16 bits. */
+static void test_gpu_detection_heads_read_16bit(void)
+{
+    const ElemType h = ELEM_BF16, f = ELEM_F32;
+    const ElemType want[9] = {h, h, h, f, h, h, h, h, f};
+    Net net;
+    if (build(&net, two_heads, CDL_BACKEND_GPU, GEMM_BF16))
+        return;
+    CHECK(net.n_layers == 9);
+    CHECK(storage_is(&net, want));
     net_free(&net);
 }
 
@@ -193,6 +219,7 @@ int main(void)
         test_gpu_digits();
         test_gpu_reader_without_16bit_kernels();
         test_gpu_token_rows();
+        test_gpu_detection_heads_read_16bit();
         test_gpu_nonfinite_16bit_output_is_found();
         test_gpu_16bit_slots_are_half_sized();
     } else
