@@ -154,6 +154,27 @@ CFG
 assert all(math.isfinite(float(l)) for l in sys.stdin)'
 }
 
+# cfg/yolo_fashion.cfg (a yolov3-tiny: two [yolo] heads, the second after a [route], an
+# [upsample] and a [route] of two layers) at batch 4 on fashion-det: every layer's output but the
+# two heads' in 16 bits (the heads read 16 bits and keep their outputs float32 for their losses:
+# test_net_storage), S = 18, so the first step's loss follows the CPU's bf16 within 2uS = 36 * 2^-8
+# relative. The heads' ignore_thresh is set to 1 so that their matching decides from the anchors
+# and truths alone (test_backend_ops' matching_reads_predictions), as the bound assumes.
+@test "yolo_fashion.cfg's first step in bf16 with 16-bit tensors through upsample, route and yolo" {
+    /usr/bin/python3 "$REPO/scripts/detection_data.py" fdet --train 8 --valid 4 --seed 3
+    printf 'classes=10\ntrain=fdet/train.txt\nvalid=fdet/valid.txt\nnames=%s\n' \
+        "$REPO/cfg/fashion.names" > fdet.data
+    local opts=(--data fdet.data --set net.batch=4 --set 12.ignore_thresh=1
+        --set 19.ignore_thresh=1 --epochs 1 --threads 1 --workers 0 --log-every 1
+        --precision bf16)
+    "$CDL" train "$REPO/cfg/yolo_fashion.cfg" "${opts[@]}" --log cpu.jsonl --out cpu.cdl
+    run "$GPU_CDL" train "$REPO/cfg/yolo_fashion.cfg" "${opts[@]}" --log gpu.jsonl --out gpu.cdl \
+        --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    first_losses_agree 0.140625
+}
+
 # The tiny transformer keeps every layer's output but the softmax's (the net's output) in 16 bits:
 # the embedding, positions, layernorms, attention, shortcuts and linears, S = 11. Evaluation's
 # loss follows the CPU's in bf16 within 2uS = 11 * 2^-7 relative. Greedy generation with the cache
