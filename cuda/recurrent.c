@@ -7,7 +7,10 @@
  * (dW_hh from h_{t-1} rows gathered by a shift). [lstm] fused= picks the CPU's path: the GPU
  * computes its values (with its tanh formula, fused_formulas) in the per-step order. forward_at
  * runs step t alone from the state the steps before left in out and saved, which gather_samples
- * moves between samples for beam search (device copies).
+ * moves between samples for beam search (device copies). The input and its gradient, and the
+ * output and its gradient, are float32 or 16-bit (Layer.in_storage[0], Layer.storage); the
+ * recurrence itself stays float32: with a 16-bit output the steps carry h in a float32 copy
+ * (Recurrent.h_rows) that out takes rounded, and backward reads the delta into float32.
  *
  *   in [batch][T][I]   out [batch][T][H]   gates, dhh [batch][T][G*H]   saved [batch][T][S*H]
  *   hh [batch][G*H]   dh, dh_carry, dc [batch][H]   work: h_{t-1} rows [batch][T][H]
@@ -18,6 +21,7 @@
 
 #include "gather_samples.h"
 #include "gpu.h"
+#include "kernels/copy.h"
 #include "kernels/layer_activation.h"
 #include "kernels/recurrent.h"
 #include "kernels/sequence.h"
@@ -70,7 +74,9 @@ static int recurrent_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     rc->dh = layer_state_floats(st, B * H);
     rc->dh_carry = layer_state_floats(st, B * H);
     rc->dc = layer_state_floats(st, B * H);
-    const int grads = l->params[P_WEIGHTS_IH].grad != NULL;
+    const int grads = l->params[P_WEIGHTS_IH].grad != NULL, half = l->storage != ELEM_F32;
+    rc->h_rows = layer_state_floats(st, half ? B * T * H : 0);
+    rc->dy_rows = layer_work_floats(st, half && grads ? B * T * H : 0);
     rc->xh = layer_work_floats(st, grads ? B * T * H : 0);
     const Layer *emb = token_input(l);
     rc->token_rows = layer_work_floats(st, grads && emb ? (size_t)emb->params[0].dims[0] * GH : 0);
@@ -87,28 +93,49 @@ static int recurrent_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
+/* The outputs h [batch][T][H] in float32, as the steps write and read them: out, or its float32
+ * copy where out is 16-bit. */
+static float *h_rows(const Layer *l)
+{
+    const Recurrent *rc = l->priv;
+    return rc->h_rows ? rc->h_rows : l->out;
+}
+
+/* Rounds rows [t, t + steps) of every sample's float32 h into the 16-bit out (nothing where out is
+ * float32: the steps wrote it). */
+static cudaError_t store_outputs(Layer *l, int batch, int t, int steps, cudaStream_t stream)
+{
+    const Recurrent *rc = l->priv;
+    const size_t TH = (size_t)rc->steps * rc->hidden, at = (size_t)t * rc->hidden;
+    if (!rc->h_rows)
+        return cudaSuccess;
+    return cuda_convert_rows(elem_at(l->out, l->storage, at), l->storage, TH, rc->h_rows + at,
+                             ELEM_F32, TH, batch, (size_t)steps * rc->hidden, 0, stream);
+}
+
 /* Step t of every sample from gates row t (W_ih x_t) and the state of step t - 1. */
 static void step_forward(Layer *l, const StepContext *ctx, int t)
 {
     Recurrent *rc = l->priv;
     const int batch = ctx->batch, T = rc->steps, H = rc->hidden, G = rc->cell->gates;
+    float *h = h_rows(l);
     /* hh[batch][G*H] = h_{t-1} W_hh^T, the rows h_{t-1} of the batch T*H apart */
     if (t > 0)
-        gpu_gemm(ctx, l->precision, 0, 1, batch, G * H, H, 1.0f, l->out + (size_t)(t - 1) * H,
-                 T * H, l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, G * H);
+        gpu_gemm(ctx, l->precision, 0, 1, batch, G * H, H, 1.0f, h + (size_t)(t - 1) * H, T * H,
+                 l->params[P_WEIGHTS_HH].data, H, 0.0f, rc->hh, G * H);
     gpu_note(ctx,
              cuda_recurrent_step_forward(kind_of(rc), fused_formulas(rc), rc->gates,
                                          t > 0 ? rc->hh : NULL, l->params[P_BIASES_IH].data,
-                                         l->params[P_BIASES_HH].data, rc->saved, l->out, batch, T,
-                                         H, G, saved_of(rc), t, gpu_stream(ctx)),
+                                         l->params[P_BIASES_HH].data, rc->saved, h, batch, T, H, G,
+                                         saved_of(rc), t, gpu_stream(ctx)),
              "recurrent step");
     if (rc->cell->kind != CELL_RNN)
         return;
     for (int b = 0; b < batch; b++) {
         const size_t row = ((size_t)b * T + (size_t)t) * H;
         gpu_note(ctx,
-                 cuda_activation_forward(l->out + row, ELEM_F32, rc->gates + row, ELEM_F32,
-                                         (size_t)H, (int)l->activation, gpu_stream(ctx)),
+                 cuda_activation_forward(h + row, ELEM_F32, rc->gates + row, ELEM_F32, (size_t)H,
+                                         (int)l->activation, gpu_stream(ctx)),
                  "rnn activation");
     }
 }
@@ -118,10 +145,11 @@ static void recurrent_forward_gpu(Layer *l, const StepContext *ctx)
     Recurrent *rc = l->priv;
     const int rows = ctx->batch * rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
     /* gates[batch*T][G*H] = x[batch*T][I] W_ih^T */
-    gpu_gemm(ctx, l->precision, 0, 1, rows, GH, I, 1.0f, l->in[0], I, l->params[P_WEIGHTS_IH].data,
-             I, 0.0f, rc->gates, GH);
+    gpu_gemm_typed(ctx, l->precision, 0, 1, rows, GH, I, 1.0f, l->in[0], l->in_storage[0], I,
+                   l->params[P_WEIGHTS_IH].data, ELEM_F32, I, 0.0f, rc->gates, ELEM_F32, GH);
     for (int t = 0; t < rc->steps; t++)
         step_forward(l, ctx, t);
+    gpu_note(ctx, store_outputs(l, ctx->batch, 0, rc->steps, gpu_stream(ctx)), "recurrent output");
 }
 
 static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
@@ -129,9 +157,12 @@ static void recurrent_forward_at(Layer *l, const StepContext *ctx, int t)
     Recurrent *rc = l->priv;
     const int T = rc->steps, I = rc->inputs, GH = rc->cell->gates * rc->hidden;
     /* gates row t of every sample = x_t W_ih^T */
-    gpu_gemm(ctx, l->precision, 0, 1, ctx->batch, GH, I, 1.0f, l->in[0] + (size_t)t * I, T * I,
-             l->params[P_WEIGHTS_IH].data, I, 0.0f, rc->gates + (size_t)t * GH, T * GH);
+    gpu_gemm_typed(ctx, l->precision, 0, 1, ctx->batch, GH, I, 1.0f,
+                   elem_at(l->in[0], l->in_storage[0], (size_t)t * I), l->in_storage[0], T * I,
+                   l->params[P_WEIGHTS_IH].data, ELEM_F32, I, 0.0f, rc->gates + (size_t)t * GH,
+                   ELEM_F32, T * GH);
     step_forward(l, ctx, t);
+    gpu_note(ctx, store_outputs(l, ctx->batch, t, 1, gpu_stream(ctx)), "recurrent output");
 }
 
 /* Backpropagation through time, then the gradients over all batch*T rows. */
@@ -144,19 +175,25 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
     const size_t state_bytes = (size_t)batch * H * sizeof(float);
     gpu_note(ctx, cudaMemsetAsync(rc->dh_carry, 0, state_bytes, stream), "recurrent backward");
     gpu_note(ctx, cudaMemsetAsync(rc->dc, 0, state_bytes, stream), "recurrent backward");
+    float *h = h_rows(l), *dy = rc->dy_rows ? rc->dy_rows : l->delta;
+    if (rc->dy_rows)
+        gpu_note(ctx,
+                 cuda_convert_rows(dy, ELEM_F32, 0, l->delta, l->storage, 0, 1, (size_t)rows * H, 0,
+                                   stream),
+                 "recurrent delta");
     for (int t = T - 1; t >= 0; t--) {
         gpu_note(ctx,
-                 cuda_recurrent_step_backward(kind_of(rc), rc->gates, rc->dhh, rc->saved, l->out,
-                                              l->delta, rc->dh, rc->dh_carry, rc->dc, batch, T, H,
-                                              G, saved_of(rc), t, stream),
+                 cuda_recurrent_step_backward(kind_of(rc), rc->gates, rc->dhh, rc->saved, h, dy,
+                                              rc->dh, rc->dh_carry, rc->dc, batch, T, H, G,
+                                              saved_of(rc), t, stream),
                  "recurrent step backward");
         if (rc->cell->kind == CELL_RNN) {
             for (int b = 0; b < batch; b++) {
                 const size_t row = ((size_t)b * T + (size_t)t) * H;
                 gpu_note(ctx,
                          cuda_activation_backward(rc->dh + (size_t)b * H, rc->gates + row, ELEM_F32,
-                                                  l->out + row, ELEM_F32, (size_t)H,
-                                                  (int)l->activation, stream),
+                                                  h + row, ELEM_F32, (size_t)H, (int)l->activation,
+                                                  stream),
                          "rnn activation backward");
             }
             gpu_note(ctx, cuda_recurrent_store(rc->gates, rc->dh, batch, T, H, t, stream),
@@ -194,26 +231,32 @@ static void recurrent_backward_gpu(Layer *l, const StepContext *ctx)
     } else {
         /* dx[batch*T][I] += da W_ih, dW_ih += da^T x */
         if (l->in_delta[0])
-            gpu_gemm(ctx, l->precision, 0, 0, rows, I, GH, 1.0f, rc->gates, GH,
-                     l->params[P_WEIGHTS_IH].data, I, 1.0f, l->in_delta[0], I);
-        gpu_gemm(ctx, l->precision, 1, 0, GH, I, rows, 1.0f, rc->gates, GH, l->in[0], I, 1.0f,
-                 l->params[P_WEIGHTS_IH].grad, I);
+            gpu_gemm_typed(ctx, l->precision, 0, 0, rows, I, GH, 1.0f, rc->gates, ELEM_F32, GH,
+                           l->params[P_WEIGHTS_IH].data, ELEM_F32, I, 1.0f, l->in_delta[0],
+                           l->in_storage[0], I);
+        gpu_gemm_typed(ctx, l->precision, 1, 0, GH, I, rows, 1.0f, rc->gates, ELEM_F32, GH,
+                       l->in[0], l->in_storage[0], I, 1.0f, l->params[P_WEIGHTS_IH].grad, ELEM_F32,
+                       I);
     }
     /* dW_hh += dhh^T h_prev */
-    gpu_note(ctx, cuda_recurrent_shift(rc->xh, l->out, batch, T, H, stream), "recurrent h_prev");
+    gpu_note(ctx, cuda_recurrent_shift(rc->xh, h, batch, T, H, stream), "recurrent h_prev");
     gpu_gemm(ctx, l->precision, 1, 0, GH, H, rows, 1.0f, rc->dhh, GH, rc->xh, H, 1.0f,
              l->params[P_WEIGHTS_HH].grad, H);
 }
 
 /* Beam search's reordering of the state (LayerKernels.gather_samples): each sample's outputs
- * h [T][H] and, for [lstm] and [gru], its saved values [T][S*H]. */
+ * h [T][H] (the float32 ones, then rounded again into a 16-bit out) and, for [lstm] and [gru], its
+ * saved values [T][S*H]. */
 static size_t recurrent_gather_samples(Layer *l, const ExecContext *exec, int batch,
                                        const int *from, int n, float *scratch)
 {
     (void)batch;
     const Recurrent *rc = l->priv;
     const size_t T = (size_t)rc->steps, H = (size_t)rc->hidden, SH = (size_t)saved_of(rc) * H;
-    const size_t out = gpu_gather_sample_blocks(exec, l->out, T * H, from, n, scratch);
+    const size_t out = gpu_gather_sample_blocks(exec, h_rows(l), T * H, from, n, scratch);
+    if (scratch)
+        gpu_note_exec(exec, store_outputs(l, n, 0, rc->steps, (cudaStream_t)exec->stream),
+                      "beam search's cache gather");
     const size_t saved =
         SH ? gpu_gather_sample_blocks(exec, rc->saved, T * SH, from, n, scratch) : 0;
     return out > saved ? out : saved;
@@ -227,4 +270,5 @@ const LayerKernels gpu_recurrent_kernels = {
     .forward_at = recurrent_forward_at,
     .gather_samples = recurrent_gather_samples,
     .keeps_rows = 1,
+    .stores_16bit = 1,
 };

@@ -32,7 +32,11 @@ typedef struct Recurrent {
     float *dh;       /* [batch][H] dL/dh_t of one step */
     float *dh_carry; /* [batch][H] dL/dh_t that step t+1 sends back */
     float *dc;       /* [batch][H] lstm: dL/dc_t that step t+1 sends back */
-    float *zeros;    /* [G*H] the state before the first step */
+    /* The GPU's, where the layer stores its output in 16 bits (Layer.storage; else NULL): the
+     * outputs h [batch][T][H] in float32, which the recurrence reads (out holds them rounded),
+     * and backward's dL/dh [batch][T][H] read from delta into float32. */
+    float *h_rows, *dy_rows;
+    float *zeros; /* [G*H] the state before the first step */
     /* precision=bf16: the weights as the last forward rounded them, the input [batch][T][I] and
      * one step's h_{t-1} [batch][H] */
     float *w_ih_rounded, *w_hh_rounded, *x_rounded, *h_rounded;

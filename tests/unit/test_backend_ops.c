@@ -463,6 +463,16 @@ static const OpCase cases[] = {
      "[linear]\noutput=8\nactivation=tanh\n[attention]\nheads=2\ncausal=0\ndropout=0.25\n"
      "[layernorm]\n[dropout]\nprobability=0.2\n[linear]\noutput=5\n[softmax]\n",
      NULL},
+    /* the recurrent layers reading and writing 16 bits (their recurrence float32 inside), [lstm]
+     * on the per-step path and on the fused one ("char lstm": the fused one reading the
+     * [embedding]'s table) */
+    {"gpu 16-bit: linear tanh, rnn tanh, lstm, gru, linear, softmax", FEATURES(2, 5, 6),
+     "[linear]\noutput=6\nactivation=tanh\n[rnn]\noutput=7\nactivation=tanh\n[lstm]\noutput=7\n"
+     "[gru]\noutput=5\n[linear]\noutput=4\n[softmax]\n",
+     NULL},
+    {"gpu 16-bit: embedding, lstm fused=0, lstm, linear, softmax", TOKENS(2, 6, 9),
+     "[embedding]\noutput=6\n[lstm]\noutput=8\nfused=0\n[lstm]\noutput=6\n[linear]\n[softmax]\n",
+     NULL},
     /* a vision transformer's token rows: [tokens] reading the float32 net input and writing 16
      * bits, [layer_scale] 16 bits both sides, [select_token] writing the float32 net output; then
      * the same after a convolution, every output but the loss's input in 16 bits */

@@ -1,7 +1,7 @@
 /* Which layer outputs a net keeps in 16 bits (core/net_storage.h): on the GPU under bf16 and fp16
- * where the layer's family and every reader's take them, never the net's output, never on the
- * CPU; each layer's in_storage its inputs' writers'. The values those tensors hold are
- * test_backend_ops's. */
+ * where the layer's family and every reader's take them (the detection heads only read them), never
+ * the net's output, never on the CPU; each layer's in_storage its inputs' writers'. The values
+ * those tensors hold are test_backend_ops's. */
 #include "check.h"
 #include "core/net.h"
 #include "core/net_memory.h"
@@ -18,10 +18,11 @@ static const char *const digits = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1
     4, leaky) "[maxpool]\nsize=2\nstride=2\n" CONV(4, leaky) "[connected]\noutput=3\nactivation="
                                                              "linear\n[softmax]\n";
 
-/* A [linear] read by [rnn] (no 16-bit kernels) and a [shortcut]; the net ends with a [linear]. */
-static const char *const mixed = "[net]\nbatch=2\nseq=4\ninputs=3\n[linear]\noutput=6\n"
-                                 "activation=tanh\n[rnn]\noutput=6\n[shortcut]\nfrom=0\n"
-                                 "[linear]\noutput=4\n";
+/* A conv read by a [yolo] head, whose output stays float32, and a [shortcut] that adds the two;
+ * the net ends with a conv. */
+static const char *const mixed = "[net]\nbatch=2\nwidth=6\nheight=5\nchannels=2\n" CONV(
+    7, tanh) "[yolo]\nmask=0\nanchors=2,3\n"
+             "num=1\nclasses=2\n[shortcut]\nfrom=0\n" CONV(4, linear);
 
 /* yolov3-tiny's shape: two [yolo] heads, the second after a [route], an [upsample] and a [route]
  * of two layers. */
@@ -92,11 +93,12 @@ static void test_gpu_digits(void)
     }
 }
 
-static void test_gpu_reader_without_16bit_kernels(void)
+static void test_gpu_float32_beside_16bit_input(void)
 {
-    /* linear 0 is read by [rnn]: float32; the shortcut reads it and the rnn's float32
-     * output and writes bf16 for the last linear, whose output is the net's */
-    static const ElemType want[4] = {ELEM_F32, ELEM_F32, ELEM_BF16, ELEM_F32};
+    /* conv 0 is read by [yolo] (which reads 16 bits) and the shortcut: bf16; the shortcut reads
+     * it and the head's float32 output and writes bf16 for the last conv, whose output is the
+     * net's */
+    static const ElemType want[4] = {ELEM_BF16, ELEM_F32, ELEM_BF16, ELEM_F32};
     Net net;
     if (build(&net, mixed, CDL_BACKEND_GPU, GEMM_BF16))
         return;
@@ -217,7 +219,7 @@ int main(void)
     test_cpu_keeps_float32();
     if (backend_find(CDL_BACKEND_GPU)) {
         test_gpu_digits();
-        test_gpu_reader_without_16bit_kernels();
+        test_gpu_float32_beside_16bit_input();
         test_gpu_token_rows();
         test_gpu_detection_heads_read_16bit();
         test_gpu_nonfinite_16bit_output_is_found();
