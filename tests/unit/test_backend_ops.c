@@ -59,6 +59,13 @@ typedef struct OpCase {
     "[yolo]\nmask=" mask "\nanchors=2,3, 4,5, 7,6, 10,12\nnum=4\nclasses=2\nignore_thresh=1\n"     \
     "truth_thresh=1\n"
 
+/* A case of a 3x3 tanh conv of filters outputs, then layers (named what) as the net's output. */
+#define AS_OUTPUT(what, image, filters, layers)                                                    \
+    {                                                                                              \
+        "gpu 16-bit: conv, " what " as the output", image,                                         \
+            CONV(filters, 3, 1, 1, 1, 1, tanh) layers, NULL                                        \
+    }
+
 /* test_dnnl_conv's single convolutions: [net] and [convolutional] keys, engine "dnnl" required */
 #define DNNL_CONV(c, h, w, filters, size, stride, pad, padding, groups, bn, act)                   \
     IMAGE(3, c, h, w),                                                                             \
@@ -418,19 +425,14 @@ static const OpCase cases[] = {
                                   "[reorg]\nstride=2\n" CONV(4, 1, 1, 0, 1, 0, linear),
      NULL},
     /* each of those reading 16 bits and writing the float32 net output */
-    {"gpu 16-bit: conv, shuffle as the output", IMAGE(2, 4, 4, 3),
-     CONV(8, 3, 1, 1, 1, 1, tanh) "[shuffle]\ngroups=2\n", NULL},
-    {"gpu 16-bit: conv, pad as the output", IMAGE(2, 4, 4, 3),
-     CONV(5, 3, 1, 1, 1, 1, tanh) "[pad]\nbottom=2\nright=1\nvalue=0.25\n", NULL},
-    {"gpu 16-bit: conv, crop as the output", IMAGE(3, 4, 7, 6),
-     CONV(5, 3, 1, 1, 1, 1, tanh) "[crop]\ncrop_height=4\ncrop_width=5\nflip=1\n", NULL},
-    {"gpu 16-bit: conv, reorg as the output", IMAGE(2, 4, 4, 6),
-     CONV(8, 3, 1, 1, 1, 1, tanh) "[reorg]\nstride=2\n", NULL},
-    {"gpu 16-bit: conv, upsample stride 3 scale 0.5 as the output", IMAGE(2, 4, 3, 2),
-     CONV(5, 3, 1, 1, 1, 1, tanh) "[upsample]\nstride=3\nscale=0.5\n", NULL},
-    {"gpu 16-bit: conv, avgpool, scale_channels logistic as the output", IMAGE(2, 4, 4, 3),
-     CONV(5, 3, 1, 1, 1, 1, tanh) "[avgpool]\n[scale_channels]\nfrom=-2\nactivation=logistic\n",
-     NULL},
+    AS_OUTPUT("shuffle", IMAGE(2, 4, 4, 3), 8, "[shuffle]\ngroups=2\n"),
+    AS_OUTPUT("pad", IMAGE(2, 4, 4, 3), 5, "[pad]\nbottom=2\nright=1\nvalue=0.25\n"),
+    AS_OUTPUT("crop", IMAGE(3, 4, 7, 6), 5, "[crop]\ncrop_height=4\ncrop_width=5\nflip=1\n"),
+    AS_OUTPUT("reorg", IMAGE(2, 4, 4, 6), 8, "[reorg]\nstride=2\n"),
+    AS_OUTPUT("upsample stride 3 scale 0.5", IMAGE(2, 4, 3, 2), 5,
+              "[upsample]\nstride=3\nscale=0.5\n"),
+    AS_OUTPUT("avgpool, scale_channels logistic", IMAGE(2, 4, 4, 3), 5,
+              "[avgpool]\n[scale_channels]\nfrom=-2\nactivation=logistic\n"),
     /* the detection heads reading 16 bits and writing their input gradients in 16 bits, their
      * losses matching on anchors and truths alone (matching_reads_predictions), every layer
      * before them 16-bit: a yolov3-tiny of two heads, its route and upsample; a yolov2's

@@ -2,7 +2,7 @@
  * the rows the GPU's whole-sequence forward gives, layer by layer (and with 16-bit activations
  * under bf16 and fp16, at the output): [embedding], [positional],
  * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
- * [lstm], [gru] (their state), as
+ * [lstm], [gru] (their state; under bf16 and fp16 too, their outputs 16-bit), as
  * test_layers_seq.c and test_attention.c check it on the CPU; and beam search's reordering of
  * [attention]'s cache and the recurrent layers' state on the device (gather_samples), as
  * test_seq2seq.c and test_recurrent.c check it on the CPU.
@@ -161,8 +161,8 @@ static void check_forward_at_16bit(const char *name, const char *text, GemmPreci
     upload_input(&net, 2);
     net_forward(&net);
     for (int i = 0; i < net.n_layers; i++) {
-        const size_t bytes =
-            (size_t)net.batch * shape_size(net.layers[i].out_shape) * sizeof(float);
+        const size_t bytes = (size_t)net.batch * shape_size(net.layers[i].out_shape) *
+                             elem_bytes(net.layers[i].storage);
         unsigned char *nan = malloc(bytes);
         memset(nan, 0xff, bytes);
         net.backend->upload(net.layers[i].out, nan, bytes);
@@ -283,6 +283,15 @@ int main(void)
     "[layernorm]\n[linear]\ntie=1\n[softmax]\n"
     check_forward_at_16bit("gpt block, bf16 activations", GPT_16BIT, GEMM_BF16);
     check_forward_at_16bit("gpt block, fp16 activations", GPT_16BIT, GEMM_FP16);
+    /* the recurrent layers' state float32 inside, their outputs 16-bit */
+#define RECURRENT_16BIT                                                                            \
+    SEQ(2, 6, 1, 9)                                                                                \
+    "[embedding]\noutput=6\n[lstm]\noutput=8\n[gru]\noutput=6\n[rnn]\noutput=5\n"                  \
+    "activation=tanh\n[linear]\n"
+    check_forward_at_16bit("embedding, lstm, gru, rnn, bf16 activations", RECURRENT_16BIT,
+                           GEMM_BF16);
+    check_forward_at_16bit("embedding, lstm, gru, rnn, fp16 activations", RECURRENT_16BIT,
+                           GEMM_FP16);
     check_gathered_caches("attention heads=2 between the token layers",
                           SEQ(3, 9, 1, 13) "[embedding]\noutput=8\n[positional]\n[layernorm]\n"
                                            "[attention]\nheads=2\n[layernorm]\n[linear]\ntie=1\n");
