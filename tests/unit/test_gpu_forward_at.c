@@ -124,6 +124,26 @@ static void check_forward_at(const char *name, const char *text, int exact)
     net_free(&net);
 }
 
+/* Builds text on the GPU for inference in precision p (its storage planned for p); 0 when built,
+ * else a failure reported. */
+static int build_in_precision(Net *net, const char *name, const char *text, GemmPrecision p)
+{
+    Error err = {0};
+    if (net_build_from_text_on(net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        return 1;
+    }
+    net_set_precision(net, p);
+    if (net_resize(net, net->hyper.batch, 0, &err)) {
+        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
+        check_failures++;
+        net_free(net);
+        return 1;
+    }
+    return 0;
+}
+
 /* The same in precision p (bf16 or fp16), where every layer but the last keeps its output in 16
  * bits (core/net_storage.h): a row's sums in forward_at differ from the forward's by float32
  * round-off, and a stored value that falls near a rounding boundary can round to the neighbouring
@@ -135,19 +155,8 @@ static void check_forward_at(const char *name, const char *text, int exact)
 static void check_forward_at_16bit(const char *name, const char *text, GemmPrecision p)
 {
     Net net;
-    Error err = {0};
-    if (net_build_from_text_on(&net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err)) {
-        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
-        check_failures++;
+    if (build_in_precision(&net, name, text, p))
         return;
-    }
-    net_set_precision(&net, p);
-    if (net_resize(&net, net.hyper.batch, 0, &err)) {
-        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
-        check_failures++;
-        net_free(&net);
-        return;
-    }
     int stored = 0;
     for (int i = 0; i < net.n_layers; i++)
         stored += net.layers[i].storage != ELEM_F32;
@@ -195,19 +204,8 @@ static void check_forward_at_16bit(const char *name, const char *text, GemmPreci
 static void check_gathered_caches(const char *name, const char *text, GemmPrecision p)
 {
     Net net;
-    Error err = {0};
-    if (net_build_from_text_on(&net, text, name, 0, 5, (NetPlacement){CDL_BACKEND_GPU, 0}, &err)) {
-        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
-        check_failures++;
+    if (build_in_precision(&net, name, text, p))
         return;
-    }
-    net_set_precision(&net, p);
-    if (net_resize(&net, net.hyper.batch, 0, &err)) {
-        fprintf(stderr, "FAIL %s: %s\n", name, err.msg);
-        check_failures++;
-        net_free(&net);
-        return;
-    }
     int stored = 0;
     for (int i = 0; i < net.n_layers; i++)
         stored += net.layers[i].storage != ELEM_F32;
