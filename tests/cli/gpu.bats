@@ -385,6 +385,31 @@ for l in open("both"):
     printf '%s\n' "$output" | diff - cpu.txt
 }
 
+# cfg/translate.cfg has no dropout: with dropout=0.1 set in its encoder's first self-attention
+# (key_padding=source: the GPU's cross-attention kernels) and its decoder's two cross-attentions
+# (layers 2, 22 and 32), 3 steps of batch 4 on 12 toy pairs on the GPU have the CPU's losses (its
+# masks, drawn on the device at the CPU's indices), and the first differs from dropout=0's.
+@test "cfg/translate.cfg with cross-attention dropout trains on the GPU with the CPU's losses" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    local steps=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
+    local drop=(--set 2.dropout=0.1 --set 22.dropout=0.1 --set 32.dropout=0.1)
+    "$CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" --log plain.jsonl --out plain.cdl
+    "$CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" "${drop[@]}" --log cpu.jsonl \
+        --out cpu.cdl
+    run "$GPU_CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" "${drop[@]}" --log gpu.jsonl \
+        --out gpu.cdl --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(step_losses plain.jsonl | head -1)" != "$(step_losses cpu.jsonl | head -1)" ]
+    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
+    [ "$(wc -l < both)" -eq 3 ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+}
+
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's
 # from greedy's on some), decoded on the GPU: the cached decoder (cross-attention's query row
 # against the memory's keys and values, computed once per source; beam search reordering the
