@@ -835,6 +835,9 @@ typedef struct cdl_check_options {
      * (shapes, sizes) and a loaded head's classes checked against the data's, as train does */
     const char *weights_path;
     int new_head; /* as cdl_session_options.new_head */
+    /* 1: the step's memory as on GPU gpu_device (train --gpu; the net is built there too), whose
+     * plan keeps 16-bit slots under bf16 and fp16; 0: on the CPU */
+    int on_gpu, gpu_device;
 } cdl_check_options;
 
 typedef struct cdl_check_result {
