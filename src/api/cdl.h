@@ -100,7 +100,8 @@ int cdl_model_classes(const cdl_model *model);
 const char *cdl_model_class_name(const cdl_model *model, int index);
 
 /* probs [classes] = the model's output for one input [c][h][w], preprocessed as
- * cdl_model_load_image does (the model needs activations: opened with batch >= 1). */
+ * cdl_model_load_image does: cdl_model_predict_batch's of a batch of one, NaN where that fails
+ * (its error is cdl_model_predict_batch's to report). */
 void cdl_model_predict(cdl_model *model, const float *input, float *probs);
 /* Decodes a PNG or JPEG file into input [c][h][w] with the model's eval-time preprocessing:
  * channel conversion, resize (center crop or letterbox when its cfg says so) and
