@@ -23,6 +23,17 @@ for l in open(sys.argv[1]):
     if r["type"] == "step": print(r["loss"])' "$1"
 }
 
+# cpu.jsonl's and gpu.jsonl's step losses: n of each, agreeing within LOSS_BOUND (default 1e-4)
+# relative.
+cpu_gpu_losses_agree() {
+    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
+    [ "$(wc -l < both)" -eq "$1" ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= float(sys.argv[1]) * abs(c), (c, g)' "${LOSS_BOUND:-1e-4}"
+}
+
 # Trains mlp.cfg one epoch on the CPU (cpu.cdl, cpu.jsonl) and on the GPU (gpu.cdl, gpu.jsonl)
 # with the extra options given, and compares their 44 step losses: float32 round-off of the
 # products and of libdevice's exp grows over 44 steps of SGD, so the curves agree to 1e-4
@@ -38,12 +49,7 @@ same_losses_as_cpu() {
         --out gpu.cdl --threads 1 --gpu 0 "$@"
     echo "$output"
     [ "$status" -eq 0 ]
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq 44 ]
-    python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= float(sys.argv[1]) * abs(c), (c, g)' "${LOSS_BOUND:-1e-4}"
+    cpu_gpu_losses_agree 44
 }
 
 @test "a net trains on the GPU with the CPU's losses" {
@@ -367,12 +373,7 @@ for s in steps:
     echo "$output"
     [ "$status" -eq 0 ]
     # the source and target embeddings (part=, one table through share=0 and the tied head)
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq 12 ]
-    python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    cpu_gpu_losses_agree 12
     # greedy decoding, cached on the GPU as on the CPU and uncached (--no-cache): the same targets
     cut -f1 pairs.tsv | head -8 > few.src
     "$CDL" predict cpu.cdl --sources few.src > cpu.txt
@@ -402,12 +403,7 @@ for l in open("both"):
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(step_losses plain.jsonl | head -1)" != "$(step_losses cpu.jsonl | head -1)" ]
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq 3 ]
-    python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    cpu_gpu_losses_agree 3
 }
 
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's
