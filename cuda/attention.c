@@ -10,7 +10,8 @@
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
  * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
  * (backend/cpu/attention_cross.c), its dropout mask [T][S] per pair drawn at the CPU's indices
- * (pair T S + i S + j: the same kernels over S keys); its forward_at computes
+ * (attention_draw_index, pair T' S' + i S' + j with the cfg's T' and S': the same kernels over S
+ * keys); its forward_at computes
  * query row t against the memory's keys and values that the forward left (once per source), and
  * gather_samples moves each sample's cache for beam search. key_padding= runs those kernels as
  * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
@@ -191,17 +192,19 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
             "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
-        /* [dropout]'s kernel: weight e of the batch's (pairs, T, S) is draw first + e of the
-         * layer's key, the CPU's index ((pair + first_pair) T + i) S + j with first =
-         * first_pair T S (S = T in self-attention); a captured step keys on the draw id each
-         * replay uploads */
+        /* [dropout]'s kernel: weight (pair, i, j) of the batch's (pairs, T, S) draws at the
+         * CPU's attention_draw_index, ((pair + first_pair) T' + i) S' + j with the cfg's T' and
+         * S' (S = T in self-attention), first = first_pair T' S'; a captured step keys on the
+         * draw id each replay uploads */
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-        const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)ts;
+        const uint64_t first_pair = (uint64_t)ctx->sample_offset * (uint64_t)h;
+        const DropoutDraws draws = {attention_draw_index(a, first_pair, 0, 0), (uint64_t)t,
+                                    (uint64_t)s, (uint64_t)a->draw_seq, (uint64_t)a->draw_keys};
         const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
                  cuda_dropout_forward(a->workspace, ELEM_F32, a->mask, a->probs, ELEM_F32, key,
                                       gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
-                                      l->index, first, a->dropout, 1.0f / (1.0f - a->dropout), 1,
+                                      l->index, draws, a->dropout, 1.0f / (1.0f - a->dropout), 1,
                                       probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;

@@ -23,15 +23,20 @@ for l in open(sys.argv[1]):
     if r["type"] == "step": print(r["loss"])' "$1"
 }
 
-# cpu.jsonl's and gpu.jsonl's step losses: n of each, agreeing within LOSS_BOUND (default 1e-4)
-# relative.
-cpu_gpu_losses_agree() {
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq "$1" ]
+# The step losses of two --log files ($1, $2): $3 of each, agreeing within LOSS_BOUND (default
+# 1e-4) relative.
+losses_agree() {
+    paste <(step_losses "$1") <(step_losses "$2") > both
+    [ "$(wc -l < both)" -eq "$3" ]
     python3 -c 'import sys
 for l in open("both"):
     c, g = map(float, l.split())
     assert abs(c - g) <= float(sys.argv[1]) * abs(c), (c, g)' "${LOSS_BOUND:-1e-4}"
+}
+
+# cpu.jsonl's and gpu.jsonl's step losses: n of each, agreeing within LOSS_BOUND.
+cpu_gpu_losses_agree() {
+    losses_agree cpu.jsonl gpu.jsonl "$1"
 }
 
 # Trains mlp.cfg one epoch on the CPU (cpu.cdl, cpu.jsonl) and on the GPU (gpu.cdl, gpu.jsonl)
@@ -404,6 +409,30 @@ for s in steps:
     [ "$status" -eq 0 ]
     [ "$(step_losses plain.jsonl | head -1)" != "$(step_losses cpu.jsonl | head -1)" ]
     cpu_gpu_losses_agree 3
+}
+
+# A graphed step of a sequence-to-sequence net runs its passes padded to the cfg's rows (source=
+# 128, seq= 129), an eager one cut to the batch's: attention dropout draws weight (pair, i, j) at
+# the cfg's strides, so both draw the same masks. With dropout=0.1 in an encoder self-attention
+# (layer 2), a decoder causal self-attention (19) and both cross-attentions (22, 32), 3 steps of
+# batch 4 have the eager run's losses within 1e-5 relative: the padded rows change the order of
+# some float32 sums (without dropout the losses differ in the 7th digit, 2 units of float32's
+# 6e-8 over 3 Adam steps), while drawing the masks at the cut strides moved step 2's loss by 5e-3.
+@test "cfg/translate.cfg with attention dropout: --cuda-graph's losses are the eager step's" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    local drop=(--set 2.dropout=0.1 --set 19.dropout=0.1 --set 22.dropout=0.1
+        --set 32.dropout=0.1)
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        run "$GPU_CDL" train "$REPO/cfg/translate.cfg" --data pairs.data --set net.batch=4 \
+            --epochs 1 --log-every 1 --threads 1 --gpu 0 "${drop[@]}" "${graph[@]}" \
+            --log $run.jsonl --out $run.cdl
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    LOSS_BOUND=1e-5 losses_agree eager.jsonl graph.jsonl 3
 }
 
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's
