@@ -9,7 +9,9 @@
  * values either way. forward_at keeps qkv as the key/value cache, as the CPU does: row t of
  * every sample gets its q, k and v, then one block per (sample, head) attends to the rows <= t.
  * Cross-attention (source=, S memory rows) keeps q and kv as the CPU does
- * (backend/cpu/attention_cross.c), without dropout; its forward_at computes
+ * (backend/cpu/attention_cross.c), its dropout mask [T][S] per pair drawn at the CPU's indices
+ * (attention_draw_index, pair T' S' + i S' + j with the cfg's T' and S': the same kernels over S
+ * keys); its forward_at computes
  * query row t against the memory's keys and values that the forward left (once per source), and
  * gather_samples moves each sample's cache for beam search. key_padding= runs those kernels as
  * the CPU does (self-attention reading its input as the memory): the softmax gives the keys whose
@@ -74,21 +76,9 @@ static const float *sample_k(const Attention *a, HeadsView v, int b)
     return v.k + (size_t)b * keys_of(a) * v.kv_stride;
 }
 
-/* What of l runs on cross-attention's kernels (a->mem_seq set), as a refusal names it: a
- * self-attention with key padding reads its own input as the memory. */
-static const char *cross_kernels_user(const Layer *l)
-{
-    return l->inputs[1] == l->inputs[0] ? "self-attention with key_padding="
-                                        : "cross-attention (source=)";
-}
-
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
 {
     Attention *a = l->priv;
-    if (a->mem_seq && a->dropout > 0)
-        return error_set(e, CDL_EUSAGE,
-                         "layer %d [attention] with dropout in %s has no GPU implementation",
-                         l->index, cross_kernels_user(l));
     const size_t rows = (size_t)batch * (size_t)a->seq, c = (size_t)a->channels;
     const size_t m_rows = (size_t)batch * (size_t)a->mem_seq;
     const size_t probs = probs_floats(a, batch);
@@ -202,16 +192,19 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
             "attention softmax");
     const float *weights = a->probs;
     if (a->mask_is_valid) {
-        /* [dropout]'s kernel: weight e of the batch's (pairs, T, T) is draw first + e of the
-         * layer's key, the CPU's index ((pair + first_pair) T + i) T + j with first =
-         * first_pair T T; a captured step keys on the draw id each replay uploads */
+        /* [dropout]'s kernel: weight (pair, i, j) of the batch's (pairs, T, S) draws at the
+         * CPU's attention_draw_index, ((pair + first_pair) T' + i) S' + j with the cfg's T' and
+         * S' (S = T in self-attention), first = first_pair T' S'; a captured step keys on the
+         * draw id each replay uploads */
         const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-        const uint64_t first = (uint64_t)ctx->sample_offset * (uint64_t)h * (uint64_t)ts;
+        const uint64_t first_pair = (uint64_t)ctx->sample_offset * (uint64_t)h;
+        const DropoutDraws draws = {attention_draw_index(a, first_pair, 0, 0), (uint64_t)t,
+                                    (uint64_t)s, (uint64_t)a->draw_seq, (uint64_t)a->draw_keys};
         const GpuHandles *gh = gpu_handles(ctx);
         gpu_note(ctx,
                  cuda_dropout_forward(a->workspace, ELEM_F32, a->mask, a->probs, ELEM_F32, key,
                                       gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
-                                      l->index, first, a->dropout, 1.0f / (1.0f - a->dropout), 1,
+                                      l->index, draws, a->dropout, 1.0f / (1.0f - a->dropout), 1,
                                       probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = a->workspace;

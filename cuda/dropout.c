@@ -31,7 +31,8 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx,
              cuda_dropout_forward(l->out, l->storage, d->mask, l->in[0], l->in_storage[0], key,
                                   h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
-                                  first, d->probability, d->scale, per_draw, n, gpu_stream(ctx)),
+                                  dropout_draws_dense(first), d->probability, d->scale, per_draw, n,
+                                  gpu_stream(ctx)),
              "dropout forward");
 }
 

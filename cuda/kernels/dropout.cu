@@ -1,8 +1,10 @@
 // Inverted dropout (backend/cpu/dropout.c's semantics): value i belongs to draw i / per_draw
 // (per_draw 1: [dropout], a sample's values: [drop_path]), whose value is SplitMix64's output
-// first + i / per_draw of the layer's key (kernels/rng.cuh, util/rng.h's rng_uniform_at), so the
-// device draws the CPU's masks, whatever the grid. Templated over the element types of the input
-// and its gradient (X) and of the output and its gradient (Y), float, bf16 or fp16.
+// at the draw's place in DropoutDraws (first + i / per_draw for a dense mask; [attention]'s
+// weights at their uncut (pair, i, j)) of the layer's key (kernels/rng.cuh, util/rng.h's
+// rng_uniform_at), so the device draws the CPU's masks, whatever the grid. Templated over the
+// element types of the input and its gradient (X) and of the output and its gradient (Y), float,
+// bf16 or fp16.
 //   in, out, dx, dy: (n)   mask: (n / per_draw)
 #include "dropout.h"
 
@@ -11,18 +13,27 @@
 #include "kernels/rng.cuh"
 #include "launch.h"
 
+// Draw d's place in the key's sequence (DropoutDraws); a dense mask's without the divisions.
+__device__ inline uint64_t draw_value_index(const DropoutDraws &w, uint64_t d)
+{
+    if (w.rows == 1 && w.cols == 1 && w.rows_max == 1 && w.cols_max == 1)
+        return w.first + d;
+    const uint64_t block = d / (w.rows * w.cols), row = d / w.cols % w.rows, col = d % w.cols;
+    return w.first + (block * w.rows_max + row) * w.cols_max + col;
+}
+
 // draw_id not NULL: the key is layer_draw_stream's of *draw_id and layer, rng_key'd here.
 template <typename X, typename Y>
 __global__ void dropout_forward_kernel(Y *out, float *mask, const X *in, uint64_t key,
                                        const uint64_t *draw_id, uint64_t seed, int layer,
-                                       uint64_t first, float p, float scale, size_t per_draw,
+                                       DropoutDraws draws, float p, float scale, size_t per_draw,
                                        size_t n)
 {
     key = layer_key_dev(key, draw_id, seed, layer);
     GRID_STRIDE_LOOP(i, n)
     {
         const size_t draw = i / per_draw;
-        const float m = rng_uniform_at_dev(key, first + draw) < p ? 0.0f : scale;
+        const float m = rng_uniform_at_dev(key, draw_value_index(draws, draw)) < p ? 0.0f : scale;
         if (i % per_draw == 0)
             mask[draw] = m;
         out[i] = from_float<Y>(to_float(in[i]) * m);
@@ -42,8 +53,8 @@ __global__ void dropout_backward_kernel(X *dx, const Y *dy, const float *mask, s
 extern "C" cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask,
                                             const void *in, ElemType in_type, uint64_t key,
                                             const uint64_t *draw_id, uint64_t seed, int layer,
-                                            uint64_t first, float p, float scale, size_t per_draw,
-                                            size_t n, cudaStream_t stream)
+                                            DropoutDraws draws, float p, float scale,
+                                            size_t per_draw, size_t n, cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
@@ -51,7 +62,7 @@ extern "C" cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float 
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((dropout_forward_kernel<X, Y>), grid_for(n), GRID_BLOCK, 0, stream, (Y *)out,
-                    mask, (const X *)in, key, draw_id, seed, layer, first, p, scale, per_draw, n);
+                    mask, (const X *)in, key, draw_id, seed, layer, draws, p, scale, per_draw, n);
         return cuda_launch_error();
     });
 }

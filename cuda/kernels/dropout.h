@@ -13,14 +13,32 @@
 extern "C" {
 #endif
 
+/* Where a mask's draws lie in its key's sequence: draw d, element (d / (rows cols), d / cols %
+ * rows, d % cols) of a [blocks][rows][cols] mask, takes value first + ((d / (rows cols)) rows_max +
+ * d / cols % rows) cols_max + d % cols, its place in a [blocks][rows_max][cols_max] one: rows and
+ * cols all 1 (dropout_draws_dense), value first + d; [attention]'s (pairs, T, S) cut from the
+ * cfg's (T, S), the draws of the uncut pass. */
+typedef struct DropoutDraws {
+    uint64_t first;
+    uint64_t rows, cols, rows_max, cols_max;
+} DropoutDraws;
+
+/* Draw d at value first + d. */
+static inline DropoutDraws dropout_draws_dense(uint64_t first)
+{
+    const DropoutDraws dense = {first, 1, 1, 1, 1};
+    return dense;
+}
+
 /* For i < n, with d = i / per_draw (per_draw 1: a draw per value; a sample's size: per sample):
- * mask[d] = rng_uniform_at(key, first + d) < p ? 0 : scale, out[i] = in[i] * mask[d] (out of
- * out_type, in of in_type, mask float32): the CPU's draws (util/rng.h) bit for bit. */
+ * mask[d] = rng_uniform_at(key, v) < p ? 0 : scale with v draw d's value in draws, out[i] = in[i]
+ * mask[d] (out of out_type, in of in_type, mask float32): the CPU's draws (util/rng.h) bit for
+ * bit. */
 /* draw_id: NULL, or device memory whose value replaces key by rng_key(seed, (*draw_id << 16) ^
  * layer), computed on the device (a step captured as a CUDA graph, whose draw id changes). */
 cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask, const void *in,
                                  ElemType in_type, uint64_t key, const uint64_t *draw_id,
-                                 uint64_t seed, int layer, uint64_t first, float p, float scale,
+                                 uint64_t seed, int layer, DropoutDraws draws, float p, float scale,
                                  size_t per_draw, size_t n, cudaStream_t stream);
 /* dx[i] += dy[i] * mask[i / per_draw] for i < n (dx of dx_type, dy of dy_type). */
 cudaError_t cuda_dropout_backward(void *dx, ElemType dx_type, const void *dy, ElemType dy_type,

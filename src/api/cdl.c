@@ -1,6 +1,7 @@
 /* The public API (cdl.h) over the internal net, checkpoint and trainer modules. */
 #include "cdl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,14 +176,12 @@ const char *cdl_model_class_name(const cdl_model *model, int index)
     return index >= 0 && index < model->meta.n_names ? model->meta.names[index] : NULL;
 }
 
+/* A batch of one: its pass waits for the device once (net_forward_to_host). */
 void cdl_model_predict(cdl_model *model, const float *input, float *probs)
 {
-    Net *net = &model->net;
-    net->batch = 1; /* activations always hold at least one sample */
-    memcpy(net_host_input(net), input, shape_size(net->in_shape) * sizeof *input);
-    net_commit_batch(net);
-    net_forward(net);
-    memcpy(probs, net_host_output(net), (size_t)net->classes * sizeof *probs);
+    if (cdl_model_predict_batch(model, input, 1, probs, NULL, 0))
+        for (int k = 0; k < model->net.classes; k++)
+            probs[k] = NAN;
 }
 
 void cdl_model_skip_crop(cdl_model *model)

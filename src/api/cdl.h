@@ -100,7 +100,8 @@ int cdl_model_classes(const cdl_model *model);
 const char *cdl_model_class_name(const cdl_model *model, int index);
 
 /* probs [classes] = the model's output for one input [c][h][w], preprocessed as
- * cdl_model_load_image does (the model needs activations: opened with batch >= 1). */
+ * cdl_model_load_image does: cdl_model_predict_batch's of a batch of one, NaN where that fails
+ * (its error is cdl_model_predict_batch's to report). */
 void cdl_model_predict(cdl_model *model, const float *input, float *probs);
 /* Decodes a PNG or JPEG file into input [c][h][w] with the model's eval-time preprocessing:
  * channel conversion, resize (center crop or letterbox when its cfg says so) and
@@ -835,6 +836,9 @@ typedef struct cdl_check_options {
      * (shapes, sizes) and a loaded head's classes checked against the data's, as train does */
     const char *weights_path;
     int new_head; /* as cdl_session_options.new_head */
+    /* 1: the step's memory as on GPU gpu_device (train --gpu; the net is built there too), whose
+     * plan keeps 16-bit slots under bf16 and fp16; 0: on the CPU */
+    int on_gpu, gpu_device;
 } cdl_check_options;
 
 typedef struct cdl_check_result {

@@ -187,14 +187,25 @@ static void check_net_data(Check *c, const Net *net, const DataConfig *dc, const
 
 /* The bytes a training step holds, as train allocates them: a sequence net's activations for a
  * pass of the mini-batch as train splits it at the default thread count (core/net_split.h); and
- * what the process may use, which a larger step is a problem against. */
-static void check_memory(Check *c, Net *net)
+ * what the process may use, which a larger step is a problem against. With o->on_gpu, the step
+ * of a copy of net built on that device (its plan, its layers' state there). */
+static void check_memory(Check *c, Net *net, const cdl_check_options *o)
 {
     Error e = {0};
     cdl_check_result *r = c->r;
     ApiStepMemory m;
-    r->train_pass = net_training_pass(net, omp_get_max_threads());
-    if (api_step_memory(net, r->train_pass, &m, &e)) {
+    Net on_gpu;
+    if (o->on_gpu &&
+        api_net_copy_on(net, (NetPlacement){CDL_BACKEND_GPU, o->gpu_device}, 1, &on_gpu, &e)) {
+        problem(c, "%s", e.msg);
+        return;
+    }
+    Net *measured = o->on_gpu ? &on_gpu : net;
+    r->train_pass = net_training_pass(measured, omp_get_max_threads());
+    const int st = api_step_memory(measured, r->train_pass, &m, &e);
+    if (o->on_gpu)
+        net_free(&on_gpu);
+    if (st) {
         problem(c, "%s", e.msg);
         return;
     }
@@ -327,7 +338,7 @@ static void check_net(Check *c, Cfg *cfg, const cdl_check_options *o, const Data
         check_net_data(c, &net, dc, td);
     if (o->weights_path)
         check_weights(c, &net, o, dc);
-    check_memory(c, &net);
+    check_memory(c, &net, o);
     net_free(&net);
 }
 

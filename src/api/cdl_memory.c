@@ -2,6 +2,7 @@
  * (util/mem_limit.h): `cdl check` reports both, a training session refuses a step that does
  * not fit before it allocates, rather than being killed by the kernel without a word. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cdl_model.h"
 #include "train/ema.h"
@@ -16,6 +17,32 @@ const char *cdl_format_bytes(uint64_t bytes, char text[16])
         v /= 1024;
     snprintf(text, 16, u ? "%.1f %s" : "%.0f %s", v, units[u]);
     return text;
+}
+
+int api_net_copy_on(const Net *net, NetPlacement where, int want_grads, Net *copy, Error *e)
+{
+    char *text = cfg_to_text(&net->cfg);
+    if (!text)
+        return error_set(e, CDL_ERUNTIME, "out of memory");
+    Cfg cfg;
+    char vocab[64];
+    snprintf(vocab, sizeof vocab, "net.vocab=%d", net->vocab);
+    int st = cfg_parse_text(text, net->cfg.path ? net->cfg.path : "model", &cfg, e);
+    free(text);
+    if (st)
+        return st;
+    if (net->seq > 0 && (st = cfg_apply_override(&cfg, vocab, e))) {
+        cfg_free(&cfg);
+        return st;
+    }
+    if ((st = net_build_on(copy, &cfg, want_grads, 1, where, e))) {
+        cfg_free(&cfg);
+        return st;
+    }
+    copy->precision = net->precision;
+    for (int i = 0; i < net->n_layers; i++)
+        copy->layers[i].precision = net->layers[i].precision;
+    return CDL_OK;
 }
 
 int api_step_memory(Net *net, int pass, ApiStepMemory *m, Error *e)

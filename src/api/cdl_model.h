@@ -60,6 +60,11 @@ void api_default_data_path(const char *cfg_path, char *out, size_t size);
 int api_check_text_net(const Net *net, const char *data_path, const DataConfig *dc, int vocab_n,
                        Error *e);
 
+/* *copy = net built again from its cfg (with its vocabulary) at where, with gradients when
+ * want_grads and each layer in net's layer's precision, not resized: the net whose plan a step
+ * there allocates (the GPU's keeps 16-bit slots under bf16 and fp16, core/net_storage.h). */
+int api_net_copy_on(const Net *net, NetPlacement where, int want_grads, Net *copy, Error *e);
+
 /* What a training step holds, in bytes, as train allocates it (cdl_check_result's figures). */
 typedef struct ApiStepMemory {
     size_t params, grads, optimizer, activations, total;

@@ -67,29 +67,15 @@ void cdl_model_layer_setting(const cdl_model *model, int index, int k, const cha
     *value = entry->value;
 }
 
-/* Builds a copy of net (its cfg with its vocabulary), for training when want_grads, and
- * measures its slab. */
+/* Builds a copy of net where it runs (its cfg with its vocabulary and precision), for training
+ * when want_grads, and measures its slab. */
 static int activation_bytes(const Net *net, int want_grads, size_t *bytes, Error *e)
 {
-    char *text = cfg_to_text(&net->cfg);
-    if (!text)
-        return error_set(e, CDL_ERUNTIME, "out of memory");
-    Cfg cfg;
-    char vocab[64];
-    snprintf(vocab, sizeof vocab, "net.vocab=%d", net->vocab);
-    int st = cfg_parse_text(text, net->cfg.path ? net->cfg.path : "model", &cfg, e);
-    free(text);
+    Net copy;
+    int st =
+        api_net_copy_on(net, (NetPlacement){net->backend->kind, net->device}, want_grads, &copy, e);
     if (st)
         return st;
-    if (net->seq > 0 && (st = cfg_apply_override(&cfg, vocab, e))) {
-        cfg_free(&cfg);
-        return st;
-    }
-    Net copy;
-    if ((st = net_build(&copy, &cfg, want_grads, 1, e))) {
-        cfg_free(&cfg);
-        return st;
-    }
     const int pass = want_grads ? net_training_pass(&copy, omp_get_max_threads())
                                 : copy.hyper.batch / copy.hyper.subdivisions;
     st = net_activation_bytes(&copy, pass, bytes, e);

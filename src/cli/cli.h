@@ -59,7 +59,7 @@ struct cJSON;
  * (src/cli/json_text.c): every string in o made valid UTF-8 first. */
 char *cli_json_text(struct cJSON *o);
 /* The --precision option of the commands that run a model (train, eval, predict, bench,
- * profile). */
+ * profile) or measure one (info, check). */
 #define CLI_PRECISION_OPT                                                                          \
     {                                                                                              \
         "--precision", 1, 0,                                                                       \
@@ -70,9 +70,15 @@ char *cli_json_text(struct cJSON *o);
 /* *name = --precision's value, NULL when absent; a usage error naming the option when it is no
  * precision cdl has. */
 int cli_get_precision(const Args *a, const char **name, Error *e);
+/* overrides = a's --set ones, then for --precision P the override net.precision=P (written into
+ * text), as train and check build a cfg; *n their count. A usage error as cli_get_precision's. */
+#define CLI_PRECISION_SET_SIZE 64
+int cli_precision_overrides(const Args *a, const char *overrides[ARGS_MAX + 1],
+                            char text[CLI_PRECISION_SET_SIZE], int *n, Error *e);
 /* Runs an opened model in --precision's precision when given (checked by cli_get_precision). */
 int cli_apply_precision(const Args *a, cdl_model *model, Error *e);
-/* The --gpu option of the commands that run a model (train, eval, predict, bench, profile). */
+/* The --gpu option of the commands that run a model (train, eval, predict, bench, profile) or
+ * measure one (info, check). */
 #define CLI_GPU_OPT                                                                                \
     {                                                                                              \
         "--gpu", 1, 0, "run on CUDA device N (needs a GPU=1 build; int8 models run on the CPU)"    \

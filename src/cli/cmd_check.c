@@ -15,6 +15,8 @@ static const OptSpec check_opts[] = {
      "the initial weights train --weights would load: loaded into the net and a loaded head's "
      "classes checked against the data"},
     {"--new-head", 0, 0, "with --weights: as train --new-head (the head is not loaded)"},
+    CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--json", 0, 0, "print one JSON object instead of text"},
     {"--help", 0, 0, "show this help"},
 };
@@ -140,7 +142,9 @@ int cmd_check(int argc, char **argv)
         return cli_fail(&e);
     if (args_get(&a, "--help")) {
         args_print_help(
-            "check", "CFG [--data D] [--set K=V]... [--weights W [--new-head]] [--json]",
+            "check",
+            "CFG [--data D] [--set K=V]... [--weights W [--new-head]] [--precision P] [--gpu N] "
+            "[--json]",
             "Checks a cfg and its .data file as train would, without training or "
             "reading the samples:\nlists every problem (duplicate and unknown keys "
             "with FILE:LINE, bad values, the data against\nthe net, the initial weights "
@@ -153,12 +157,20 @@ int cmd_check(int argc, char **argv)
         return error_set(&e, CDL_EUSAGE, "check takes one CFG; see --help"), cli_fail(&e);
     if (args_get(&a, "--new-head") && !args_get(&a, "--weights"))
         return error_set(&e, CDL_EUSAGE, "--new-head goes with --weights"), cli_fail(&e);
+    char precision_set[CLI_PRECISION_SET_SIZE];
+    const char *overrides[ARGS_MAX + 1];
+    int n_overrides, device;
+    if (cli_precision_overrides(&a, overrides, precision_set, &n_overrides, &e) ||
+        cli_get_gpu(&a, &device, &e))
+        return cli_fail(&e);
     const cdl_check_options o = {.cfg_path = a.positional[0],
                                  .data_path = args_get(&a, "--data"),
-                                 .overrides = a.repeats,
-                                 .n_overrides = a.n_repeats,
+                                 .overrides = overrides,
+                                 .n_overrides = n_overrides,
                                  .weights_path = args_get(&a, "--weights"),
-                                 .new_head = args_get(&a, "--new-head") != NULL};
+                                 .new_head = args_get(&a, "--new-head") != NULL,
+                                 .on_gpu = device >= 0,
+                                 .gpu_device = device < 0 ? 0 : device};
     cdl_check_result r;
     const int st = cdl_check(&o, &r, e.msg, sizeof e.msg);
     if (st == CDL_ERUNTIME) {

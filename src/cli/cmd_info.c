@@ -1,5 +1,6 @@
 /* cdl info: the layer table of a cfg or checkpoint: type, output shape, parameters, FLOPs, and
- * the planned activation memory of a training and of an inference pass. */
+ * the planned activation memory of a training and of an inference pass (in --precision, on
+ * --gpu's device: the GPU's plan keeps 16-bit slots under bf16 and fp16). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 
 static const OptSpec info_opts[] = {
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
+    CLI_PRECISION_OPT,
+    CLI_GPU_OPT,
     {"--json", 0, 0, "print one JSON object instead of a table"},
     {"--help", 0, 0, "show this help"},
 };

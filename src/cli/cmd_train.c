@@ -131,20 +131,17 @@ static int report_interrupted(const TrainWatch *w, const cdl_session_info *info,
  * P is the override net.precision=P after the --set ones (so the checkpoint's cfg keeps it). */
 static int open_session(const Args *a, Progress *progress, cdl_session **s, Error *e)
 {
-    const char *resume = args_get(a, "--resume"), *precision;
-    if (cli_get_precision(a, &precision, e))
+    const char *resume = args_get(a, "--resume");
+    char precision_set[CLI_PRECISION_SET_SIZE];
+    const char *overrides[ARGS_MAX + 1];
+    int n_overrides;
+    if (cli_precision_overrides(a, overrides, precision_set, &n_overrides, e))
         return e->code;
-    if (resume && precision)
+    if (resume && args_get(a, "--precision"))
         return error_set(e, CDL_EUSAGE,
                          "--resume continues a run in its precision: it takes no --precision");
-    char precision_set[64];
-    const char *overrides[ARGS_MAX + 1];
-    memcpy(overrides, a->repeats, (size_t)a->n_repeats * sizeof *overrides);
-    if (precision)
-        snprintf(precision_set, sizeof precision_set, "net.precision=%s", precision);
-    overrides[a->n_repeats] = precision_set;
     cdl_session_options o = {.overrides = overrides,
-                             .n_overrides = a->n_repeats + (precision != NULL),
+                             .n_overrides = n_overrides,
                              .resume_path = resume,
                              .out_path = args_get(a, "--out"),
                              .on_message = cdl_dist_rank() == 0 ? progress_on_message : NULL,

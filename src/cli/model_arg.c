@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/cdl.h"
 #include "cli/cli.h"
@@ -48,6 +49,21 @@ int cli_get_precision(const Args *a, const char **name, Error *e)
     *name = args_get(a, "--precision");
     if (*name && (e->code = cdl_precision_check(*name, e->msg, sizeof e->msg)))
         return error_prefix(e, e->code, "--precision: ");
+    return CDL_OK;
+}
+
+int cli_precision_overrides(const Args *a, const char *overrides[ARGS_MAX + 1],
+                            char text[CLI_PRECISION_SET_SIZE], int *n, Error *e)
+{
+    const char *precision;
+    if (cli_get_precision(a, &precision, e))
+        return e->code;
+    memcpy(overrides, a->repeats, (size_t)a->n_repeats * sizeof *overrides);
+    *n = a->n_repeats;
+    if (precision) {
+        snprintf(text, CLI_PRECISION_SET_SIZE, "net.precision=%s", precision);
+        overrides[(*n)++] = text;
+    }
     return CDL_OK;
 }
 

@@ -136,6 +136,8 @@ static int attention_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
         return st;
     if (padding != PAD_NONE && (st = parse_key_padding(l, cfg, s, net, padding, e)))
         return st;
+    a->draw_seq = a->seq;
+    a->draw_keys = a->mem_seq ? a->mem_seq : a->seq;
     const int reference = a->mem_seq > 0; /* cross-attention's kernels */
 
     const size_t c = (size_t)channels;

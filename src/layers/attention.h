@@ -3,6 +3,8 @@
 #ifndef CDL_ATTENTION_H
 #define CDL_ATTENTION_H
 
+#include <stdint.h>
+
 /* Positions in l->params, in the order parse declares them. */
 enum { P_WEIGHTS, P_BIASES, P_OUT_WEIGHTS, P_OUT_BIASES };
 
@@ -20,8 +22,12 @@ typedef struct Attention {
      * kernels, on the CPU through self-attention's (backend/cpu/attention.h runs_cross_kernels). */
     int key_padding;
     int pad_first, pad_stride;
-    int staged;     /* 1: the stage-by-stage reference order */
-    float dropout;  /* probability of dropping an attention weight in training */
+    int staged;    /* 1: the stage-by-stage reference order */
+    float dropout; /* probability of dropping an attention weight in training */
+    /* The cfg's T and S (S = T without a memory), which set_rows never cuts: weight (pair, i, j)
+     * draws its dropout at pair draw_seq draw_keys + i draw_keys + j, so a pass cut to the batch's
+     * rows and one padded to the cfg's draw the same mask on the rows they share */
+    int draw_seq, draw_keys;
     int packed_key; /* packed=1: the heads' products through backend/cpu/gemm_packed when fp32 */
     int packed;     /* the heads' products through backend/cpu/gemm_packed (fp32, not staged) */
     int block;   /* query rows per block: min(STRIDED_ROW_BLOCK, ATTENTION_ROW_BLOCK when staged or
@@ -51,5 +57,12 @@ typedef struct Attention {
      * backward's input gradients */
     float *w_packed, *out_w_packed, *w_packed_back, *out_w_packed_back;
 } Attention;
+
+/* Where weight (pair, i, j) of a pass draws its dropout: pair the (sample, head) pair's index in
+ * the step's global mini-batch, i the query row, j the key; the cfg's rows are the strides. */
+static inline uint64_t attention_draw_index(const Attention *a, uint64_t pair, int i, int j)
+{
+    return (pair * (uint64_t)a->draw_seq + (uint64_t)i) * (uint64_t)a->draw_keys + (uint64_t)j;
+}
 
 #endif

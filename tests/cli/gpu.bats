@@ -23,6 +23,22 @@ for l in open(sys.argv[1]):
     if r["type"] == "step": print(r["loss"])' "$1"
 }
 
+# The step losses of two --log files ($1, $2): $3 of each, agreeing within LOSS_BOUND (default
+# 1e-4) relative.
+losses_agree() {
+    paste <(step_losses "$1") <(step_losses "$2") > both
+    [ "$(wc -l < both)" -eq "$3" ]
+    python3 -c 'import sys
+for l in open("both"):
+    c, g = map(float, l.split())
+    assert abs(c - g) <= float(sys.argv[1]) * abs(c), (c, g)' "${LOSS_BOUND:-1e-4}"
+}
+
+# cpu.jsonl's and gpu.jsonl's step losses: n of each, agreeing within LOSS_BOUND.
+cpu_gpu_losses_agree() {
+    losses_agree cpu.jsonl gpu.jsonl "$1"
+}
+
 # Trains mlp.cfg one epoch on the CPU (cpu.cdl, cpu.jsonl) and on the GPU (gpu.cdl, gpu.jsonl)
 # with the extra options given, and compares their 44 step losses: float32 round-off of the
 # products and of libdevice's exp grows over 44 steps of SGD, so the curves agree to 1e-4
@@ -38,12 +54,7 @@ same_losses_as_cpu() {
         --out gpu.cdl --threads 1 --gpu 0 "$@"
     echo "$output"
     [ "$status" -eq 0 ]
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq 44 ]
-    python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= float(sys.argv[1]) * abs(c), (c, g)' "${LOSS_BOUND:-1e-4}"
+    cpu_gpu_losses_agree 44
 }
 
 @test "a net trains on the GPU with the CPU's losses" {
@@ -367,12 +378,7 @@ for s in steps:
     echo "$output"
     [ "$status" -eq 0 ]
     # the source and target embeddings (part=, one table through share=0 and the tied head)
-    paste <(step_losses cpu.jsonl) <(step_losses gpu.jsonl) > both
-    [ "$(wc -l < both)" -eq 12 ]
-    python3 -c 'import sys
-for l in open("both"):
-    c, g = map(float, l.split())
-    assert abs(c - g) <= 1e-4 * abs(c), (c, g)'
+    cpu_gpu_losses_agree 12
     # greedy decoding, cached on the GPU as on the CPU and uncached (--no-cache): the same targets
     cut -f1 pairs.tsv | head -8 > few.src
     "$CDL" predict cpu.cdl --sources few.src > cpu.txt
@@ -383,6 +389,50 @@ for l in open("both"):
     run "$GPU_CDL" predict gpu.cdl --sources few.src --gpu 0 --no-cache
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | diff - cpu.txt
+}
+
+# cfg/translate.cfg has no dropout: with dropout=0.1 set in its encoder's first self-attention
+# (key_padding=source: the GPU's cross-attention kernels) and its decoder's two cross-attentions
+# (layers 2, 22 and 32), 3 steps of batch 4 on 12 toy pairs on the GPU have the CPU's losses (its
+# masks, drawn on the device at the CPU's indices), and the first differs from dropout=0's.
+@test "cfg/translate.cfg with cross-attention dropout trains on the GPU with the CPU's losses" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    local steps=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
+    local drop=(--set 2.dropout=0.1 --set 22.dropout=0.1 --set 32.dropout=0.1)
+    "$CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" --log plain.jsonl --out plain.cdl
+    "$CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" "${drop[@]}" --log cpu.jsonl \
+        --out cpu.cdl
+    run "$GPU_CDL" train "$REPO/cfg/translate.cfg" "${steps[@]}" "${drop[@]}" --log gpu.jsonl \
+        --out gpu.cdl --gpu 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(step_losses plain.jsonl | head -1)" != "$(step_losses cpu.jsonl | head -1)" ]
+    cpu_gpu_losses_agree 3
+}
+
+# A graphed step of a sequence-to-sequence net runs its passes padded to the cfg's rows (source=
+# 128, seq= 129), an eager one cut to the batch's: attention dropout draws weight (pair, i, j) at
+# the cfg's strides, so both draw the same masks. With dropout=0.1 in an encoder self-attention
+# (layer 2), a decoder causal self-attention (19) and both cross-attentions (22, 32), 3 steps of
+# batch 4 have the eager run's losses within 1e-5 relative: the padded rows change the order of
+# some float32 sums (without dropout the losses differ in the 7th digit, 2 units of float32's
+# 6e-8 over 3 Adam steps), while drawing the masks at the cut strides moved step 2's loss by 5e-3.
+@test "cfg/translate.cfg with attention dropout: --cuda-graph's losses are the eager step's" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    local drop=(--set 2.dropout=0.1 --set 19.dropout=0.1 --set 22.dropout=0.1
+        --set 32.dropout=0.1)
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        run "$GPU_CDL" train "$REPO/cfg/translate.cfg" --data pairs.data --set net.batch=4 \
+            --epochs 1 --log-every 1 --threads 1 --gpu 0 "${drop[@]}" "${graph[@]}" \
+            --log $run.jsonl --out $run.cdl
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    LOSS_BOUND=1e-5 losses_agree eager.jsonl graph.jsonl 3
 }
 
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's

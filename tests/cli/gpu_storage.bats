@@ -59,6 +59,36 @@ for g, c, f in zip(gpu, cpu, fp32):
     assert abs(g - f) <= to_fp32 * abs(f), (gpu, fp32)' "$@"
 }
 
+# info and check figure the slab the GPU's plan allocates: digits.cfg at batch 32 with
+# memory_plan=0 (every buffer its own, 64-byte aligned: the layers' element counts times 32 are
+# multiples of 32) keeps every layer's output but the last (the softmax, the net's output) in 16
+# bits under bf16 and fp16, and in training its gradient too: 2 bytes an element less than
+# float32's, counted here from info's output shapes. The CPU stores float32: a GPU build without
+# --gpu figures the plain build's bytes.
+@test "info and check --gpu figure the 16-bit slots the GPU's plan allocates in bf16 and fp16" {
+    local set=(--set net.batch=32 --set net.subdivisions=1 --set net.memory_plan=0)
+    "$GPU_CDL" info "$REPO/cfg/digits.cfg" "${set[@]}" --gpu 0 --json > fp32.json
+    local halves
+    halves=$(jq '[.layers[:-1][] | .output | .[0] * .[1] * .[2]] | add * 32 * 2' fp32.json)
+    [ "$halves" -eq 115328 ] # (1024 + 256 + 512 + 10) x 32 elements, 2 bytes each
+    "$GPU_CDL" check "$REPO/cfg/digits.cfg" "${set[@]}" --data digits.data --gpu 0 --json \
+        > fp32_check.json
+    for p in bf16 fp16; do
+        "$GPU_CDL" info "$REPO/cfg/digits.cfg" "${set[@]}" --gpu 0 --precision $p --json > $p.json
+        [ $(($(jq .inference_activation_bytes fp32.json) - $(jq .inference_activation_bytes $p.json))) -eq "$halves" ]
+        [ $(($(jq .train_activation_bytes fp32.json) - $(jq .train_activation_bytes $p.json))) -eq $((2 * halves)) ]
+        # check's activations hold the slab, the scratch (larger with rounded operands), the input
+        # and the labels
+        "$GPU_CDL" check "$REPO/cfg/digits.cfg" "${set[@]}" --data digits.data --gpu 0 \
+            --precision $p --json > ${p}_check.json
+        local slab='.memory_bytes.activations - .memory_bytes.scratch'
+        [ $(($(jq "$slab" fp32_check.json) - $(jq "$slab" ${p}_check.json))) -eq $((2 * halves)) ]
+    done
+    "$GPU_CDL" info "$REPO/cfg/digits.cfg" "${set[@]}" --precision bf16 --json > gpu_build_cpu.json
+    "$CDL" info "$REPO/cfg/digits.cfg" "${set[@]}" --precision bf16 --json > cpu.json
+    diff <(jq -c 'del(.layers)' gpu_build_cpu.json) <(jq -c 'del(.layers)' cpu.json)
+}
+
 @test "digits.cfg trains in bf16 with 16-bit activations as the CPU's bf16: step 1, an epoch's accuracy" {
     # both convolutions, the max pool and [connected] (read by the softmax, which takes 16 bits
     # and computes the loss from them in float) keep their outputs in bf16: S = 4, 2 u S = 4 * 2^-7

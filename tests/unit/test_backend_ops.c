@@ -274,6 +274,11 @@ static const OpCase cases[] = {
      "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n[route]\nlayers=0\n[linear]\noutput=8\n"
      "[attention]\nheads=2\nsource=1\n",
      NULL},
+    /* cross-attention's dropout: a mask [T][S] per (sample, head), the CPU's draws on the GPU */
+    {"attention source= (cross-attention) dropout", FEATURES(2, 6, 16),
+     "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n[route]\nlayers=0\n[linear]\noutput=8\n"
+     "[attention]\nheads=2\nsource=1\ndropout=0.25\n",
+     NULL},
     /* key_padding= in a sequence-to-sequence net of 4 source and 4 target rows, through a linear
      * and a pool to 4 rows of 8 (layer 1): the input's N(0,1) values are the ids, the negative
      * ones padding (some rows all of it); self-attention bidirectional over the source's keys,
@@ -286,6 +291,14 @@ static const OpCase cases[] = {
      "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n"
      "[attention]\nheads=2\nkey_padding=target\n"
      "[attention]\nheads=2\nsource=1\nkey_padding=source\n",
+     NULL},
+    /* the same with dropout in both: the key-padded self-attention on the GPU's cross-attention
+     * kernels, and the cross-attention */
+    {"attention key_padding=target causal dropout, cross-attention key_padding=source dropout",
+     PAIRS(3, 4, 4),
+     "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n"
+     "[attention]\nheads=2\nkey_padding=target\ndropout=0.2\n"
+     "[attention]\nheads=2\nsource=1\nkey_padding=source\ndropout=0.25\n",
      NULL},
     /* an encoder-decoder's embeddings: the source's 4 ids, then the target's 5 through the
      * source's table (share=0), a cross-attention over the source, the head tied to the table */
@@ -474,6 +487,13 @@ static const OpCase cases[] = {
      NULL},
     {"gpu 16-bit: embedding, lstm fused=0, lstm, linear, softmax", TOKENS(2, 6, 9),
      "[embedding]\noutput=6\n[lstm]\noutput=8\nfused=0\n[lstm]\noutput=6\n[linear]\n[softmax]\n",
+     NULL},
+    /* cross-attention with dropout between 16-bit layers: its input, the memory, its output and
+     * their gradients in 16 bits */
+    {"gpu 16-bit: linear, cross-attention dropout, layernorm, linear, softmax", FEATURES(2, 6, 16),
+     "[linear]\noutput=16\nactivation=tanh\n[maxpool]\nsize=1\nstride=2\n[route]\nlayers=0\n"
+     "[linear]\noutput=8\nactivation=tanh\n[attention]\nheads=2\nsource=1\ndropout=0.25\n"
+     "[layernorm]\n[linear]\noutput=5\n[softmax]\n",
      NULL},
     /* a vision transformer's token rows: [tokens] reading the float32 net input and writing 16
      * bits, [layer_scale] 16 bits both sides, [select_token] writing the float32 net output; then

@@ -6,7 +6,8 @@
  * step's, bit for bit. In precision=fp16 the eager step's unscaling keeps its finite flag on the
  * device too, read with the losses, where it once waited for it: the losses, weights, loss scale
  * and skipped steps are those of the steps that waited, bit for bit. An evaluation's or a
- * prediction's pass waits once too, for its loss and output together. The waits and copies are
+ * prediction's pass waits once too, for its loss and output together, the library's
+ * cdl_model_predict's among them. The waits and copies are
  * counted by the CUDA simulator's runtime (cuda/sim/counters.h): skipped in other builds. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,10 @@
 #include "check.h"
 
 #ifdef CDL_GPU_SIM
+#include <math.h>
+#include <unistd.h>
+
+#include "api/cdl.h"
 #include "core/net.h"
 #include "data/boxes.h"
 #include "sim/counters.h"
@@ -385,9 +390,53 @@ static void test_inference_pass_waits_once(void)
     net_free(&net);
 }
 
+/* The library's cdl_model_predict of one input on the GPU waits for the device once too, and gives
+ * the CPU's probabilities (float32 round-off apart). */
+static void test_api_predict_waits_once(void)
+{
+    char path[] = "/tmp/cdl_predict_syncs_XXXXXX";
+    const int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(CLASSIFIER_TEXT, f);
+    fclose(f);
+    const cdl_open_options how = {.seed = SEED, .batch = 1};
+    cdl_model *cpu = NULL, *gpu = NULL;
+    char err[512] = "";
+    const int opened = !cdl_model_open(path, &how, &cpu, err, sizeof err) &&
+                       !cdl_model_open(path, &how, &gpu, err, sizeof err) &&
+                       !cdl_model_use_gpu(gpu, 0, err, sizeof err);
+    remove(path);
+    if (!opened)
+        fprintf(stderr, "FAIL: %s\n", err);
+    CHECK(opened);
+    float input[3 * 8 * 8], on_cpu[CLASSES], on_gpu[CLASSES];
+    Rng rng;
+    rng_seed(&rng, SEED, 1);
+    for (size_t i = 0; i < sizeof input / sizeof *input; i++)
+        input[i] = rng_uniform(&rng);
+    if (opened) {
+        cdl_model_predict(cpu, input, on_cpu);
+        cdl_model_predict(gpu, input, on_gpu); /* the first, where cuBLAS sets itself up */
+        const CudaSimCounts start = cuda_sim_counts();
+        cdl_model_predict(gpu, input, on_gpu);
+        const CudaSimCounts spent = counts_since(cuda_sim_counts(), start);
+        CHECK(spent.stream_syncs == 1);
+        for (int k = 0; k < CLASSES; k++)
+            CHECK(fabsf(on_gpu[k] - on_cpu[k]) <= 1e-6f);
+        printf("cdl_model_predict on the GPU: %lld wait, %lld copies back\n", spent.stream_syncs,
+               spent.device_to_host_copies);
+    }
+    cdl_model_free(cpu);
+    cdl_model_free(gpu);
+}
+
 int main(void)
 {
     test_inference_pass_waits_once();
+    test_api_predict_waits_once();
     test_fp32_steps_wait_once();
     test_fp16_steps_wait_once();
     return check_report("test_gpu_step_syncs");

@@ -13,18 +13,20 @@
 /* An encoder and decoder layer each (nn.Transformer's post-norm layout) over 6 source and 7
  * target rows of a 9-token vocabulary, with every family that can take a runtime length:
  * embedding part=, positional, self- and cross-attention with key padding, shortcut, layernorm,
- * linear (a feed-forward with relu, the tied head), dropout (probability 0: the same masks are
- * not drawn over a different layout) and the softmax loss. */
-static const char *const NET_CFG =
-    "[net]\nbatch=4\nsource=6\nseq=7\ninputs=1\nvocab=9\n"
-    "[embedding]\noutput=8\npart=source\n[positional]\n"
-    "[attention]\nheads=2\ncausal=0\nkey_padding=source\n[shortcut]\nfrom=-2\n[layernorm]\n"
-    "[linear]\noutput=16\nactivation=relu\n[linear]\noutput=8\n[shortcut]\nfrom=-3\n"
-    "[layernorm]\n"
-    "[embedding]\noutput=8\npart=target\nshare=0\n[positional]\n[dropout]\nprobability=0\n"
-    "[attention]\nheads=2\nkey_padding=target\n[shortcut]\nfrom=-2\n[layernorm]\n"
-    "[attention]\nheads=2\nsource=8\nkey_padding=source\n[shortcut]\nfrom=-2\n[layernorm]\n"
-    "[linear]\ntie=1\n[softmax]\n";
+ * linear (a feed-forward with relu, the tied head), dropout (probability 0: [dropout]'s draws
+ * follow the cut layout) and the softmax loss. ATTENTION_DROPOUT goes into each [attention]: their
+ * masks are drawn at the cfg's (pair, row, key), so a cut pass draws the padded pass's. */
+#define NET_CFG(ATTENTION_DROPOUT)                                                                 \
+    "[net]\nbatch=4\nsource=6\nseq=7\ninputs=1\nvocab=9\n"                                         \
+    "[embedding]\noutput=8\npart=source\n[positional]\n"                                           \
+    "[attention]\nheads=2\ncausal=0\nkey_padding=source\n" ATTENTION_DROPOUT                       \
+    "[shortcut]\nfrom=-2\n[layernorm]\n"                                                           \
+    "[linear]\noutput=16\nactivation=relu\n[linear]\noutput=8\n[shortcut]\nfrom=-3\n"              \
+    "[layernorm]\n"                                                                                \
+    "[embedding]\noutput=8\npart=target\nshare=0\n[positional]\n[dropout]\nprobability=0\n"        \
+    "[attention]\nheads=2\nkey_padding=target\n" ATTENTION_DROPOUT "[shortcut]\nfrom=-2\n"         \
+    "[layernorm]\n[attention]\nheads=2\nsource=8\nkey_padding=source\n" ATTENTION_DROPOUT          \
+    "[shortcut]\nfrom=-2\n[layernorm]\n[linear]\ntie=1\n[softmax]\n"
 
 /* Sample b's source has lengths[b][0] tokens, its target lengths[b][1] (then BOS, the target,
  * EOS as data/text_pairs.h lays them out), the rest padding: the longest source is 4 of 6 and
@@ -64,12 +66,12 @@ static float train_pass(Net *net, int fit, float *grads)
     return net->loss;
 }
 
-/* On backend (the CPU, and the GPU in builds that have it: the simulator's). */
-static void test_runtime_rows_match_padded(Backend backend)
+/* The net of cfg on backend (the CPU, and the GPU in builds that have it: the simulator's). */
+static void test_runtime_rows_match_padded(const char *cfg, Backend backend)
 {
     Net net;
     Error e = {0};
-    if (net_build_from_text_on(&net, NET_CFG, "t.cfg", 1, 3, (NetPlacement){backend, 0}, &e) ||
+    if (net_build_from_text_on(&net, cfg, "t.cfg", 1, 3, (NetPlacement){backend, 0}, &e) ||
         net_resize(&net, 4, 0, &e)) {
         fprintf(stderr, "FAIL build: %s\n", e.msg);
         check_failures++;
@@ -123,9 +125,12 @@ static void test_other_families_refuse(void)
 
 int main(void)
 {
-    test_runtime_rows_match_padded(CDL_BACKEND_CPU);
-    if (backend_find(CDL_BACKEND_GPU))
-        test_runtime_rows_match_padded(CDL_BACKEND_GPU);
+    const char *const cfgs[] = {NET_CFG(""), NET_CFG("dropout=0.3\n")};
+    for (int i = 0; i < 2; i++) {
+        test_runtime_rows_match_padded(cfgs[i], CDL_BACKEND_CPU);
+        if (backend_find(CDL_BACKEND_GPU))
+            test_runtime_rows_match_padded(cfgs[i], CDL_BACKEND_GPU);
+    }
     test_other_families_refuse();
     return check_report("net_rows");
 }

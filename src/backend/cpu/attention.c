@@ -29,7 +29,9 @@
  * not depend on which thread ran what. staged=1 keeps the reference: stage by stage over the whole
  * batch (the projections as multi-threaded gemms, the (sample, head) pairs in parallel), the heads'
  * products as OpenBLAS gemms; the tests compare the default against it. The dropout mask is drawn
- * from (net seed, draw_id, layer index) as [dropout] draws its own.
+ * from (net seed, draw_id, layer index) as [dropout] draws its own, weight (pair, i, j) at
+ * attention_draw_index (the cfg's rows as strides, so a pass cut to a batch's rows draws the
+ * padded pass's mask on the rows it keeps).
  *
  * forward_at keeps qkv as the key/value cache: row t of each sample gets its q, k and v, then
  * attends to the cached keys and values of rows <= t, O(t C) per call (gather_samples moves
@@ -111,7 +113,8 @@ static void softmax_masked_row(float *row, int n, int width, float scale, const 
 }
 
 /* One (sample, head) pair: P and Y from its q, k, v; with use_mask, draws the dropout mask from
- * dropout_key at the pair's index in the step's global mini-batch and applies it. ws holds
+ * dropout_key at the pair's index in the step's global mini-batch (attention_draw_index) and
+ * applies it. ws holds
  * workspace_floats(a). Packed, K^T and V are packed once for the pair's blocks and the scale
  * goes into the softmax; else the products are OpenBLAS gemms. */
 static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, uint64_t pair,
@@ -142,12 +145,11 @@ static void head_forward(const Attention *a, GemmPrecision prec, HeadView hv, ui
         const float *weights = p;
         if (use_mask) {
             float *m = hv.mask + (size_t)r0 * t;
-            const uint64_t first = (pair * (uint64_t)t + (uint64_t)r0) * (uint64_t)t;
             for (int i = 0; i < rows; i++)
                 for (int j = 0; j < keys; j++) {
                     const size_t at = (size_t)i * t + j;
-                    m[at] =
-                        rng_uniform_at(dropout_key, first + at) < a->dropout ? 0.0f : keep_scale;
+                    const uint64_t draw = attention_draw_index(a, pair, r0 + i, j);
+                    m[at] = rng_uniform_at(dropout_key, draw) < a->dropout ? 0.0f : keep_scale;
                     ws[at] = p[at] * m[at];
                 }
             weights = ws;

@@ -33,8 +33,9 @@
  * float32; 1/sqrt(D) scales the products of dS, not dS itself, so dS rounds as the GPU's does.
  *
  * With dropout= in training, Y = (P o M) V with M [T][S] per pair drawn as self-attention's: 0 with
- * probability dropout, else 1 / (1 - dropout), from (net seed, draw_id, layer) at the pair's index
- * in the step's global mini-batch; P stays undropped for the softmax's backward.
+ * probability dropout, else 1 / (1 - dropout), from (net seed, draw_id, layer), weight (i, j) at
+ * attention_draw_index of the pair's index in the step's global mini-batch (the cfg's T and S as
+ * strides, whatever rows the pass is cut to); P stays undropped for the softmax's backward.
  */
 #include <math.h>
 #include <string.h>
@@ -192,16 +193,19 @@ static void row_weights(const Attention *a, const float *ids, int i, int keys, f
 }
 
 /* weights [T][S] = P o M for pair (the pair's index in the step's global mini-batch), drawing M
- * into v's mask. */
+ * into v's mask at attention_draw_index. */
 static void drop_weights(const Attention *a, const CrossView *v, uint64_t key, uint64_t pair,
                          float *weights)
 {
-    const size_t n = (size_t)a->seq * (size_t)a->mem_seq;
+    const int s = a->mem_seq;
     const float keep_scale = 1.0f / (1.0f - a->dropout);
-    for (size_t at = 0; at < n; at++) {
-        v->mask[at] = rng_uniform_at(key, pair * n + at) < a->dropout ? 0.0f : keep_scale;
-        weights[at] = v->p[at] * v->mask[at];
-    }
+    for (int i = 0; i < a->seq; i++)
+        for (int j = 0; j < s; j++) {
+            const size_t at = (size_t)i * s + j;
+            const uint64_t draw = attention_draw_index(a, pair, i, j);
+            v->mask[at] = rng_uniform_at(key, draw) < a->dropout ? 0.0f : keep_scale;
+            weights[at] = v->p[at] * v->mask[at];
+        }
 }
 
 /* Weights (P_WEIGHTS or P_OUT_WEIGHTS) as the products take them: rounded as the last forward
