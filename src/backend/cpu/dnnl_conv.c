@@ -77,10 +77,11 @@ int dnnl_conv_preferred(const DnnlConvDesc *desc)
            desc->in_h >= 8 && desc->in_w >= 8;
 }
 
-/* With AVX2 measured on an AVX2-only Zen 3, resnet18 batch 1, 1 thread: oneDNN's direct jit:avx2
- * kernels took 2.8-3.0 ms on the 64-channel 56x56, 128 at 28x28 and 256 at 14x14 layers, cdl's
- * Winograd F(2x2, 3x3) 1.8-2.4 ms (with its batch norm pass and the reorders around), but 3.8-4.1
- * ms against 3.6 on the 512-channel 7x7 ones. */
+/* With AVX2 measured on an AVX2-only Zen 3 under other engineers' load, resnet18 and resnet50
+ * batch 1, 1 thread, per-layer minima: oneDNN's direct jit:avx2 kernels took 2.6-2.8 ms on the
+ * 64-channel 56x56, 128 at 28x28 and 256 at 14x14 layers, cdl's Winograd F(2x2, 3x3) 1.6-2.4 ms
+ * (with its batch norm pass), but 3.8-4.1 ms against 3.6-3.8 on the 512-channel 7x7 ones
+ * (docs/engines.md, "Inference on oneDNN"). */
 #define WINOGRAD_INFERENCE_MIN_MAP 14
 int dnnl_conv_inference_preferred(const DnnlConvDesc *desc)
 {
