@@ -173,6 +173,15 @@ static const OpCase cases[] = {
          CONV(16, 3, 1, 1, 1, 1,
               linear) "[shortcut]\nfrom=-3\nactivation=relu\n" CONV(8, 1, 1, 0, 1, 0, linear),
      NULL},
+    /* engine=auto's inference on AVX2: the stride-1 3x3 layers on 14x14 maps on Winograd, the
+     * 1x1 and stride-2 ones on oneDNN (dnnl_conv_inference_preferred), the layouts changing
+     * between them, the shortcut not fused; a stride-1 3x3 layer on the 7x7 map on oneDNN (64
+     * channels: training's rule puts the 3x3 layers on oneDNN too) */
+    {"resnet blocks on 14x14 then 7x7 maps, engines mixed in inference", IMAGE(2, 16, 14, 14),
+     CONV(64, 1, 1, 0, 1, 1, relu) CONV(64, 3, 1, 1, 1, 1, relu)
+         CONV(64, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-3\nactivation=relu\n" CONV(
+             24, 3, 2, 1, 1, 1, relu) CONV(24, 3, 1, 1, 1, 1, linear) "[shortcut]\nfrom=-2\n",
+     "auto"},
     {"shortcut of other sizes, alpha, beta", IMAGE(2, 4, 8, 8),
      CONV(8, 3, 1, 1, 1, 1, leaky)
          CONV(6, 3, 2, 1, 1, 1, leaky) "[shortcut]\nfrom=-2\nalpha=0.5\nbeta=2\nactivation=leaky\n",

@@ -295,8 +295,9 @@ static void test_winograd_training_tiles(void)
 
 /* The outputs of an inference net (no gradients) built from text at batch on threads, seed 3,
  * input rng_normal(9): after its first forward, a second one (must be the same bits), then after
- * new weights in its first layer (backend/cpu/winograd.h's kept transformed weights must follow),
- * then at batch + 1 after a resize; [4][batch + 1][outputs], NULL on failure. */
+ * new weights in its first layer and net_weights_changed (backend/cpu/winograd.h's kept
+ * transformed weights must follow), then at batch + 1 after a resize; [4][batch + 1][outputs],
+ * NULL on failure. */
 static float *inference_outputs(const char *text, int batch, int threads, size_t *n)
 {
     Net net;
@@ -314,10 +315,11 @@ static float *inference_outputs(const char *text, int batch, int threads, size_t
     Rng rng;
     rng_seed(&rng, 9, 0);
     for (int pass = 0; pass < 4; pass++) {
-        if (pass == 2) { /* new weights, as a load writes them */
+        if (pass == 2) { /* new weights, as a load writes them (and says so) */
             Param *w = layer_param(&net.layers[0], "weights");
             for (size_t i = 0; i < w->count; i++)
                 w->data[i] = rng_normal(&rng);
+            net_weights_changed(&net);
         }
         const int b = pass == 3 ? batch + 1 : batch;
         if (pass == 3 && net_resize(&net, b, 0, &e)) {

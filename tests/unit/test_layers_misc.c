@@ -296,23 +296,25 @@ static void test_maxpool_size3_stride2(void)
     net_free(&net);
 }
 
-/* 2x2 stride 2 (padding 0 or darknet's default 1), whose inside windows take their own
- * vectorised loop, against a direct window scan on even and odd maps, with ties (small integer
- * values; the first maximum in row order wins) and with nans every 7th value NaN (a NaN wins, the
- * last one in row order): the outputs and where the backward sends each delta, exactly. */
-static void check_maxpool_2x2(int h, int w, int padding, int nans)
+/* size x size (2 or 3) stride 2 (padding 0, darknet's default size - 1, or more), whose inside
+ * windows take their own vectorised loop, against a direct window scan on even and odd maps,
+ * with ties (small integer values; the first maximum in row order wins) and with nans every 7th
+ * value NaN (a NaN wins, the last one in row order): the outputs and where the backward sends
+ * each delta, exactly. */
+static void check_maxpool_stride2(int size, int h, int w, int padding, int nans)
 {
     char cfg[160];
     snprintf(cfg, sizeof cfg,
-             "[net]\nwidth=%d\nheight=%d\nchannels=3\n[maxpool]\nsize=2\nstride=2\npadding=%d\n", w,
-             h, padding);
+             "[net]\nwidth=%d\nheight=%d\nchannels=3\n[maxpool]\nsize=%d\nstride=2\npadding=%d\n",
+             w, h, size, padding);
     Net net;
     if (build_sized(cfg, 2, &net))
         return;
-    const int oh = (h + padding - 2) / 2 + 1, ow = (w + padding - 2) / 2 + 1, planes = 6;
+    const int oh = (h + padding - size) / 2 + 1, ow = (w + padding - size) / 2 + 1, planes = 6;
+    const int offset = padding / 2;
     CHECK(same_shape(net.layers[0].out_shape, 3, oh, ow));
     Rng r;
-    rng_seed(&r, 9, (uint64_t)(h * 100 + w));
+    rng_seed(&r, 9, (uint64_t)(size * 10000 + h * 100 + w));
     for (int i = 0; i < planes * h * w; i++)
         net.input[i] = nans && i % 7 == 3 ? NAN : (float)(int)(4.0f * rng_normal(&r));
     net_forward(&net);
@@ -323,13 +325,16 @@ static void check_maxpool_2x2(int h, int w, int padding, int nans)
             for (int j = 0; j < ow; j++) {
                 float best = -INFINITY;
                 int at = -1;
-                for (int y = 2 * i; y < 2 * i + 2 && y < h; y++)
-                    for (int x = 2 * j; x < 2 * j + 2 && x < w; x++)
-                        if (at < 0 || net.input[(p * h + y) * w + x] > best ||
-                            isnan(net.input[(p * h + y) * w + x])) {
-                            best = net.input[(p * h + y) * w + x];
+                for (int y = 2 * i - offset; y < 2 * i - offset + size && y < h; y++)
+                    for (int x = 2 * j - offset; x < 2 * j - offset + size && x < w; x++) {
+                        if (y < 0 || x < 0)
+                            continue;
+                        const float v = net.input[(p * h + y) * w + x];
+                        if (at < 0 || v > best || isnan(v)) {
+                            best = v;
                             at = y * w + x;
                         }
+                    }
                 const int o = (p * oh + i) * ow + j;
                 bad += isnan(best) ? !isnan(net.layers[0].out[o]) : net.layers[0].out[o] != best;
                 net.layers[0].delta[o] = (float)(o + 1);
@@ -345,18 +350,26 @@ static void check_maxpool_2x2(int h, int w, int padding, int nans)
     net_free(&net);
 }
 
-static void test_maxpool_2x2_stride2(void)
+static void test_maxpool_stride2(void)
 {
-    check_maxpool_2x2(28, 28, 1, 0); /* fashion's */
-    check_maxpool_2x2(7, 9, 1, 0);   /* a last row and column that cross the border */
-    check_maxpool_2x2(6, 8, 0, 0);
-    check_maxpool_2x2(5, 33, 0, 0);  /* odd maps without padding: the last row and column dropped */
-    check_maxpool_2x2(14, 14, 1, 0); /* fashion's second: 7 columns, under a vector */
-    check_maxpool_2x2(32, 32, 1, 0); /* cifar_small's first: 16 columns, two vectors */
-    check_maxpool_2x2(4, 42, 1, 0);  /* 21 columns: two vectors and a part */
+    check_maxpool_stride2(2, 28, 28, 1, 0); /* fashion's */
+    check_maxpool_stride2(2, 7, 9, 1, 0);   /* a last row and column that cross the border */
+    check_maxpool_stride2(2, 6, 8, 0, 0);
+    check_maxpool_stride2(2, 5, 33, 0, 0);  /* odd maps without padding: last row, column dropped */
+    check_maxpool_stride2(2, 14, 14, 1, 0); /* fashion's second: 7 columns, under a vector */
+    check_maxpool_stride2(2, 32, 32, 1, 0); /* cifar_small's first: 16 columns, two vectors */
+    check_maxpool_stride2(2, 4, 42, 1, 0);  /* 21 columns: two vectors and a part */
+    /* 3x3: the first row and column of windows, and an odd map's last, cross the border */
+    check_maxpool_stride2(3, 112, 112, 2, 0); /* resnet's stem (56 x 56 out) */
+    check_maxpool_stride2(3, 13, 35, 2, 0);   /* 17 columns inside: two vectors and a part */
+    check_maxpool_stride2(3, 9, 10, 0, 0);    /* no padding: every window inside */
+    check_maxpool_stride2(3, 3, 3, 2, 0);     /* one window inside */
+    check_maxpool_stride2(3, 2, 2, 2, 0);     /* none inside */
+    check_maxpool_stride2(3, 17, 19, 4, 0);   /* offset 2 */
     /* a window with a NaN gives NaN, its delta to the last NaN, as torch's max_pool2d */
-    check_maxpool_2x2(32, 32, 1, 1);
-    check_maxpool_2x2(7, 9, 1, 1);
+    check_maxpool_stride2(2, 32, 32, 1, 1);
+    check_maxpool_stride2(2, 7, 9, 1, 1);
+    check_maxpool_stride2(3, 30, 31, 2, 1);
 }
 
 /* The input gradient of a net whose layers' backward writes their input's delta whole
@@ -969,7 +982,7 @@ int main(void)
     test_activation_large_arrays_match_elementwise();
     test_maxpool_default_padding_edges();
     test_maxpool_size3_stride2();
-    test_maxpool_2x2_stride2();
+    test_maxpool_stride2();
     test_maxpool_shapes_and_errors();
     test_fresh_input_delta_ignores_old_contents();
     test_shortcut_fresh_input_deltas();

@@ -80,12 +80,13 @@ static CpuEngine conv_engine_setting(const Layer *l, const CpuOptions *o)
     return o->engine_given || !inference ? o->engine : CPU_ENGINE_AUTO;
 }
 
-/* The engine Conv.ask asks for: oneDNN (engine=dnnl; auto in an inference net, or in a training
- * net where dnnl_conv_preferred says so for the shape), else Winograd (winograd_asked), else the
- * reference. dnnl_conv_preferred's rule for AVX2 builds was measured on training steps; in an
- * inference net oneDNN's forward (batch norm folded, activation fused, nChw8c kept between
- * layers) took 0.26-0.48x the reference's CPU time on mobilenetv2 (its 1x1 and depthwise layers)
- * 0.42-1.05x on resnet18, 0.6x on resnet50 on an AVX2 Zen 3 (docs/engines.md): there every layer.
+/* The engine Conv.ask asks for: oneDNN (engine=dnnl; auto where dnnl_conv_inference_preferred
+ * says so in an inference net, dnnl_conv_preferred in a training net), else Winograd
+ * (winograd_asked), else the reference. dnnl_conv_preferred's rule for AVX2 builds was measured
+ * on training steps; in an inference net oneDNN's forward (batch norm folded, activation fused,
+ * nChw8c kept between layers) took 0.26-0.48x the reference's CPU time on mobilenetv2 (its 1x1
+ * and depthwise layers) 0.42-1.05x on resnet18, 0.6x on resnet50 on an AVX2 Zen 3
+ * (docs/engines.md): there every layer but the stride-1 3x3 ones that Winograd runs faster.
  */
 static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
 {
@@ -96,7 +97,8 @@ static ConvEngine conv_engine_wanted(const Layer *l, const CpuOptions *o)
     DnnlConvDesc desc = conv_dnnl_desc(l, 0, CDL_ACT_LINEAR, 0);
     desc.winograd = wino;
     const int dnnl = engine == CPU_ENGINE_DNNL ||
-                     (engine == CPU_ENGINE_AUTO && (inference || dnnl_conv_preferred(&desc)));
+                     (engine == CPU_ENGINE_AUTO && (inference ? dnnl_conv_inference_preferred(&desc)
+                                                              : dnnl_conv_preferred(&desc)));
     return dnnl ? CONV_ENGINE_DNNL : wino ? CONV_ENGINE_WINO : CONV_ENGINE_REF;
 }
 

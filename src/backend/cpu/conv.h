@@ -109,7 +109,8 @@ typedef struct ConvWinograd {
     /* An inference net's (no gradients) transformed weights, kept from one forward to the next
      * outside the slabs (resize allocates them, release frees them): kept [16][k][c] of the
      * weights seen holds a copy of, valid when fresh; a forward whose weights differ from seen (a
-     * load, an update) transforms them again. NULL: every forward transforms them into u. */
+     * load, an update) transforms them again, compared only where the net does not know them
+     * unchanged (StepContext.same_weights). NULL: every forward transforms them into u. */
     float *kept, *seen;
     size_t kept_floats;
     int fresh;

@@ -77,6 +77,19 @@ int dnnl_conv_preferred(const DnnlConvDesc *desc)
            desc->in_h >= 8 && desc->in_w >= 8;
 }
 
+/* With AVX2 measured on an AVX2-only Zen 3 under other engineers' load, resnet18 and resnet50
+ * batch 1, 1 thread, per-layer minima: oneDNN's direct jit:avx2 kernels took 2.6-2.8 ms on the
+ * 64-channel 56x56, 128 at 28x28 and 256 at 14x14 layers, cdl's Winograd F(2x2, 3x3) 1.6-2.4 ms
+ * (with its batch norm pass), but 3.8-4.1 ms against 3.6-3.8 on the 512-channel 7x7 ones
+ * (docs/engines.md, "Inference on oneDNN"). */
+#define WINOGRAD_INFERENCE_MIN_MAP 14
+int dnnl_conv_inference_preferred(const DnnlConvDesc *desc)
+{
+    if (DNNL_LANES == 16 || !desc->winograd)
+        return 1;
+    return desc->in_h < WINOGRAD_INFERENCE_MIN_MAP || desc->in_w < WINOGRAD_INFERENCE_MIN_MAP;
+}
+
 /* 1 when oneDNN dispatches to want or a later ISA (the ISA bits nest: amx holds bf16's). */
 static int isa_at_least(dnnl_cpu_isa_t want)
 {
@@ -777,6 +790,12 @@ int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e)
 }
 
 int dnnl_conv_preferred(const DnnlConvDesc *desc)
+{
+    (void)desc;
+    return 0;
+}
+
+int dnnl_conv_inference_preferred(const DnnlConvDesc *desc)
 {
     (void)desc;
     return 0;

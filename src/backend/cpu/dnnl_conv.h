@@ -34,7 +34,8 @@ typedef struct DnnlConvDesc {
     ActivationKind act;
     int backward;  /* 1: also the weights' backward (and the bias's, with bias) */
     int data_grad; /* 1: also the input's backward */
-    int winograd;  /* dnnl_conv_preferred only: 1 when the reference would run it on Winograd */
+    int winograd;  /* dnnl_conv_preferred and dnnl_conv_inference_preferred only: 1 when the
+                    * reference would run it on Winograd */
     int bf16;      /* 1: x, w and dy taken in bf16 (rounded to nearest even), float32 sums, y,
                       dx, dw and db float32: the numerics of torch.autocast("cpu",
                       torch.bfloat16). On oneDNN's bf16 kernels (its reorders round) where they
@@ -158,6 +159,13 @@ int dnnl_conv_bf16_runs(void);
  * (docs/engines.md): every convolution with AVX-512, stride-1 3x3 ones from 64 channels on maps
  * from 8x8 with AVX2. 0 in a build without oneDNN. */
 int dnnl_conv_preferred(const DnnlConvDesc *desc);
+
+/* 1 when an inference forward of desc's shape runs faster on oneDNN (batch norm folded, the
+ * activation and residual sum fused, nChw8c kept between layers) than on cdl's Winograd (desc's
+ * winograd): every convolution with AVX-512 (oneDNN's own Winograd there); with AVX2, where
+ * oneDNN 2.6 has only direct kernels, all but stride-1 3x3 ones on Winograd with maps from 14x14
+ * (docs/engines.md, "Inference on oneDNN"). 0 in a build without oneDNN. */
+int dnnl_conv_inference_preferred(const DnnlConvDesc *desc);
 /* Makes d's primitives for desc, unless d already holds them (then nothing is done). Releases
  * any others first. Returns CDL_ERUNTIME when oneDNN has no implementation for it. */
 int dnnl_conv_prepare(DnnlConv *d, const DnnlConvDesc *desc, Error *e);

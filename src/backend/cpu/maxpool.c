@@ -106,10 +106,10 @@ static inline __m256i lanes_below(int n)
     return _mm256_loadu_si256((const __m256i *)(bits + 8 - n));
 }
 
-/* The even (*even) and odd (*odd) floats of row[0 .. 2n), n <= 8; the lanes from n on hold
- * -infinity, or with whole (row[0 .. 16) readable, as masked loads are slow on AMD) whatever
- * follows. */
-static inline void deinterleave(const float *row, int n, int whole, __m256 *even, __m256 *odd)
+/* The even (*even) and odd (*odd) floats of row[0 .. m), m <= 16 (lane i of *even row[2i], of
+ * *odd row[2i + 1]); the lanes from m on hold -infinity, or with whole (row[0 .. 16) readable, as
+ * masked loads are slow on AMD) whatever follows. */
+static inline void deinterleave(const float *row, int m, int whole, __m256 *even, __m256 *odd)
 {
     __m256 lo, hi;
     if (whole) {
@@ -117,7 +117,7 @@ static inline void deinterleave(const float *row, int n, int whole, __m256 *even
         hi = _mm256_loadu_ps(row + 8);
     } else {
         const __m256 ninf = _mm256_set1_ps(-INFINITY);
-        const int lo_n = 2 * n < 8 ? 2 * n : 8, hi_n = 2 * n - lo_n;
+        const int lo_n = m < 8 ? m : 8, hi_n = m - lo_n;
         lo = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row, lanes_below(lo_n)),
                               _mm256_castsi256_ps(lanes_below(lo_n)));
         hi = _mm256_blendv_ps(ninf, _mm256_maskload_ps(row + 8, lanes_below(hi_n)),
@@ -131,40 +131,49 @@ static inline void deinterleave(const float *row, int n, int whole, __m256 *even
                               _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
- * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
- * same order as maxpool_plane_sized (a, b of the first row, then c, d of the second; a later value
- * wins only when it beats the maximum so far), 8 columns a vector, the row pair's floats loaded
- * whole and split into even and odd columns. */
-static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
-                              int ow, int oh2, int ow2)
+/* v (at input index v_at, per lane) becomes *best (at *at) in the lanes where it beats it. */
+static inline void keep_max_lanes(__m256 v, __m256i v_at, __m256 *best, __m256i *at)
+{
+    const __m256 gt = _mm256_or_ps(_mm256_cmp_ps(v, *best, _CMP_GT_OQ),
+                                   _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); /* beats */
+    *at = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(*at), _mm256_castsi256_ps(v_at), gt));
+    *best = _mm256_blendv_ps(*best, v, gt);
+}
+
+/* The size x size (2 or 3) stride-2 windows that start at (2i - offset, 2j - offset) and lie
+ * inside the input, output rows [i0, i1) and columns [j0, j1) of the oh x ow output plane (input
+ * ih x iw): the same comparisons in the same order as maxpool_plane_sized (row by row, each row
+ * left to right; a later value wins only when it beats the maximum so far), 8 columns a vector,
+ * each window row's floats loaded whole and split into even and odd columns. */
+static void maxpool_plane_stride2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                                  int ow, int size, int offset, int i0, int i1, int j0, int j1)
 {
     const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(iw);
-    for (int i = 0; i < oh2; i++) {
-        const float *r0 = in + (size_t)2 * i * iw, *r1 = r0 + iw;
-        for (int j = 0; j < ow2; j += 8) {
-            const int n = ow2 - j < 8 ? ow2 - j : 8;
-            __m256 a, b, c, d;
-            const int whole = (size_t)(2 * i + 1) * iw + 2 * j + 16 <= (size_t)ih * iw;
-            deinterleave(r0 + 2 * j, n, whole, &a, &b);
-            deinterleave(r1 + 2 * j, n, whole, &c, &d);
-            const __m256i base = _mm256_add_epi32(_mm256_set1_epi32(2 * i * iw + 2 * j), lane2);
+    const size_t plane = (size_t)ih * iw;
+    for (int i = i0; i < i1; i++) {
+        const int y0 = 2 * i - offset;
+        for (int j = j0; j < j1; j += 8) {
+            const int n = j1 - j < 8 ? j1 - j : 8, x0 = 2 * j - offset;
             __m256 best = _mm256_set1_ps(-INFINITY);
-            __m256i at = base;
-            const __m256 va[4] = {a, b, c, d};
-            const __m256i vat[4] = {base, _mm256_add_epi32(base, one), _mm256_add_epi32(base, down),
-                                    _mm256_add_epi32(_mm256_add_epi32(base, down), one)};
-            for (int k = 0; k < 4; k++) {
-                const __m256 gt =
-                    _mm256_or_ps(_mm256_cmp_ps(va[k], best, _CMP_GT_OQ),
-                                 _mm256_cmp_ps(va[k], va[k], _CMP_UNORD_Q)); /* beats */
-                at = _mm256_castps_si256(
-                    _mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(vat[k]), gt));
-                best = _mm256_blendv_ps(best, va[k], gt);
-            }
+            __m256i at = _mm256_add_epi32(_mm256_set1_epi32(y0 * iw + x0), lane2);
+            for (int dy = 0; dy < size; dy++)
+                for (int dx = 0; dx < size; dx += 2) {
+                    /* columns x0 + dx + 2k (even) and + 1 (odd) of the n windows: 2n floats,
+                     * 2n - 1 where the odd ones lie beyond the window */
+                    const size_t first = (size_t)(y0 + dy) * iw + x0 + dx;
+                    const int m = dx + 1 < size ? 2 * n : 2 * n - 1;
+                    __m256 even, odd;
+                    deinterleave(in + first, m, first + 16 <= plane, &even, &odd);
+                    const __m256i even_at = _mm256_add_epi32(_mm256_set1_epi32((int)first), lane2);
+                    keep_max_lanes(even, even_at, &best, &at);
+                    if (dx + 1 < size)
+                        keep_max_lanes(odd, _mm256_add_epi32(even_at, _mm256_set1_epi32(1)), &best,
+                                       &at);
+                }
             /* Whole vectors (masked stores are slow on AMD) while they end inside the plane:
-             * the lanes beyond n fall on outputs written after this one. */
+             * the lanes beyond n fall on outputs written after this one (the border windows
+             * after all of these). */
             float *o = out + (size_t)i * ow + j;
             int *o_at = argmax + (size_t)i * ow + j;
             if ((size_t)i * ow + j + 8 <= (size_t)oh * ow) {
@@ -182,27 +191,27 @@ static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *
     }
 }
 #else
-/* The 2x2 stride-2 windows that start at (2i, 2j) and lie inside the input, output rows [0, oh2)
- * and columns [0, ow2) of the oh x ow output plane (input ih x iw): the same comparisons in the
- * same order as maxpool_plane_sized, written so that the compiler vectorises the columns. */
-static void maxpool_plane_2x2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
-                              int ow, int oh2, int ow2)
+/* The size x size stride-2 windows that start at (2i - offset, 2j - offset) and lie inside the
+ * input, output rows [i0, i1) and columns [j0, j1) of the oh x ow output plane (input ih x iw):
+ * the same comparisons in the same order as maxpool_plane_sized, written so that the compiler
+ * vectorises the columns. */
+static void maxpool_plane_stride2(const float *in, int ih, int iw, float *out, int *argmax, int oh,
+                                  int ow, int size, int offset, int i0, int i1, int j0, int j1)
 {
     (void)ih, (void)oh;
-    for (int i = 0; i < oh2; i++) {
-        const float *restrict r0 = in + (size_t)2 * i * iw, *restrict r1 = r0 + iw;
+    for (int i = i0; i < i1; i++) {
+        const int y0 = 2 * i - offset;
         float *restrict o = out + (size_t)i * ow;
         int *restrict at = argmax + (size_t)i * ow;
 #pragma omp simd
-        for (int j = 0; j < ow2; j++) {
-            const int base = 2 * i * iw + 2 * j;
-            const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        for (int j = j0; j < j1; j++) {
+            const int x0 = 2 * j - offset;
             float best = -INFINITY;
-            int best_at = base;
-            keep_max(a, base, &best, &best_at);
-            keep_max(b, base + 1, &best, &best_at);
-            keep_max(c, base + iw, &best, &best_at);
-            keep_max(d, base + iw + 1, &best, &best_at);
+            int best_at = y0 * iw + x0;
+            for (int dy = 0; dy < size; dy++)
+                for (int dx = 0; dx < size; dx++)
+                    keep_max(in[(y0 + dy) * iw + x0 + dx], (y0 + dy) * iw + x0 + dx, &best,
+                             &best_at);
             o[j] = best;
             at[j] = best_at;
         }
@@ -220,6 +229,24 @@ static int any_nan(const float *x, size_t n)
     return nan;
 }
 
+/* 1 when maxpool_plane_stride2 takes m's windows (2x2 or 3x3, stride 2) and some lie wholly
+ * inside the ih x iw input: output rows [*i0, *i1) and columns [*j0, *j1) (oh x ow in all). */
+static int stride2_inside(const Maxpool *m, int ih, int iw, int oh, int ow, int *i0, int *i1,
+                          int *j0, int *j1)
+{
+    const int offset = m->padding / 2;
+    if ((m->size != 2 && m->size != 3) || m->stride != 2 || ih + offset < m->size ||
+        iw + offset < m->size)
+        return 0;
+    /* the first window from the input's first row (column), the last that ends inside it */
+    *i0 = *j0 = (offset + 1) / 2;
+    *i1 = (ih + offset - m->size) / 2 + 1;
+    *j1 = (iw + offset - m->size) / 2 + 1;
+    *i1 = *i1 < oh ? *i1 : oh;
+    *j1 = *j1 < ow ? *j1 : ow;
+    return *i1 > *i0 && *j1 > *j0;
+}
+
 /* One input plane's output plane; nan_aware (a constant at each call) as scan_window's. */
 static inline __attribute__((always_inline)) void maxpool_plane_as(const Maxpool *m,
                                                                    const float *in, int ih, int iw,
@@ -227,13 +254,19 @@ static inline __attribute__((always_inline)) void maxpool_plane_as(const Maxpool
                                                                    int ow, int nan_aware)
 {
     int offset = m->padding / 2;
-    if (m->size == 2 && m->stride == 2 && offset == 0) {
+    int i0, i1, j0, j1;
+    if (stride2_inside(m, ih, iw, oh, ow, &i0, &i1, &j0, &j1)) {
         /* the windows inside (NaN-aware always: their vector compares cost nothing more), then
-         * those of a last row or column that cross the border */
-        const int oh2 = oh < ih / 2 ? oh : ih / 2, ow2 = ow < iw / 2 ? ow : iw / 2;
-        maxpool_plane_2x2(in, ih, iw, out, argmax, oh, ow, oh2, ow2);
-        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh2, ow2, ow, 2, 2, 0, nan_aware);
-        maxpool_plane_sized(in, ih, iw, out, argmax, ow, oh2, oh, 0, ow, 2, 2, 0, nan_aware);
+         * those that cross the border: the rows above and below, the columns left and right */
+        maxpool_plane_stride2(in, ih, iw, out, argmax, oh, ow, m->size, offset, i0, i1, j0, j1);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, i0, 0, ow, m->size, 2, offset,
+                            nan_aware);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, i0, i1, 0, j0, m->size, 2, offset,
+                            nan_aware);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, i0, i1, j1, ow, m->size, 2, offset,
+                            nan_aware);
+        maxpool_plane_sized(in, ih, iw, out, argmax, ow, i1, oh, 0, ow, m->size, 2, offset,
+                            nan_aware);
     } else if (m->size == 2) {
         maxpool_plane_sized(in, ih, iw, out, argmax, ow, 0, oh, 0, ow, 2, m->stride, offset,
                             nan_aware);
