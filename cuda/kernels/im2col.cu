@@ -6,9 +6,12 @@
 // operands (C: 16-bit where the product multiplies 16-bit operands); col2im reads float columns.
 //   x, dx: (images, channels, h, w)   cols: (channels * size_h * size_w, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
+// and their channels-last twins (im2col_nhwc, col2im_nhwc; x and dx NCHW or, x_nhwc, NHWC):
+//   x, dx: (images, h, w, channels)   cols: (images * out_h * out_w, size_h * size_w * channels)
 #include "im2col.h"
 
 #include "kernels/dtype.cuh"
+#include "kernels/layout.cuh"
 #include "launch.h"
 
 template <typename T, typename C>
@@ -74,6 +77,57 @@ __global__ void image_rows_kernel(C *rows, T *nchw, int images, int channels, in
     }
 }
 
+// The channels-last columns: row (image, oy, ox), column (ki, kj, channel), the KRSC weights' order.
+template <typename T, typename C>
+__global__ void im2col_nhwc_kernel(C *cols, const T *x, int x_nhwc, CudaConvShape s, size_t n)
+{
+    const int out_hw = s.out_h * s.out_w;
+    const size_t kdim = (size_t)s.size_h * s.size_w * s.channels;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t column = i / kdim, r = i % kdim;
+        const int c = (int)(r % s.channels), tap = (int)(r / s.channels);
+        const int b = (int)(column / out_hw), p = (int)(column % out_hw);
+        const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
+        const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
+        cols[i] =
+            from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
+                              ? to_float(x[index_of(b, c, iy * s.w + ix, s.channels, s.h * s.w,
+                                                    x_nhwc)])
+                              : 0.0f);
+    }
+}
+
+// col2im of the channels-last columns, the taps summed in col2im_kernel's order.
+template <typename T>
+__global__ void col2im_nhwc_kernel(T *dx, float beta, const float *cols, int x_nhwc,
+                                   CudaConvShape s, size_t n)
+{
+    const size_t kdim = (size_t)s.size_h * s.size_w * s.channels, hw = (size_t)s.h * s.w;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int c = channel_of(i, s.channels, (int)hw, x_nhwc);
+        const size_t pixel = x_nhwc ? i / s.channels % hw : i % hw;
+        const int ix = (int)(pixel % s.w), iy = (int)(pixel / s.w);
+        const int b = (int)(i / (hw * s.channels));
+        const float *col = cols + (size_t)b * s.out_h * s.out_w * kdim + c;
+        float sum = 0.0f;
+        for (int ki = 0; ki < s.size_h; ki++) {
+            const int ty = iy + s.pad_h - ki;
+            if (ty < 0 || ty % s.stride_h || ty / s.stride_h >= s.out_h)
+                continue;
+            for (int kj = 0; kj < s.size_w; kj++) {
+                const int tx = ix + s.pad_w - kj;
+                if (tx < 0 || tx % s.stride_w || tx / s.stride_w >= s.out_w)
+                    continue;
+                const size_t row = (size_t)(ty / s.stride_h) * s.out_w + tx / s.stride_w;
+                sum += col[row * kdim + (size_t)(ki * s.size_w + kj) * s.channels];
+            }
+        }
+        dx[i] = from_float<T>(beta != 0.0f ? beta * to_float(dx[i]) + sum : sum);
+    }
+}
+
 static int grid_for(size_t n)
 {
     const size_t blocks = (n + 255) / 256;
@@ -120,6 +174,36 @@ extern "C" cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nch
         using C = typename decltype(ct)::type;
         CUDA_LAUNCH((image_rows_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)rows, (T *)nchw,
                     images, channels, spatial, to_rows, n);
+        return cuda_launch_error();
+    });
+}
+
+extern "C" cudaError_t cuda_im2col_nhwc(void *cols, ElemType cols_type, const void *x,
+                                        ElemType x_type, int x_nhwc, CudaConvShape s,
+                                        cudaStream_t stream)
+{
+    const size_t n = (size_t)s.channels * s.size_h * s.size_w * s.images * s.out_h * s.out_w;
+    if (n == 0)
+        return cudaSuccess;
+    return with_elem_types(x_type, cols_type, [&](auto tt, auto ct) {
+        using T = typename decltype(tt)::type;
+        using C = typename decltype(ct)::type;
+        CUDA_LAUNCH((im2col_nhwc_kernel<T, C>), grid_for(n), 256, 0, stream, (C *)cols,
+                    (const T *)x, x_nhwc, s, n);
+        return cuda_launch_error();
+    });
+}
+
+extern "C" cudaError_t cuda_col2im_nhwc(void *dx, ElemType dx_type, float beta, const float *cols,
+                                        int x_nhwc, CudaConvShape s, cudaStream_t stream)
+{
+    const size_t n = (size_t)s.images * s.channels * s.h * s.w;
+    if (n == 0)
+        return cudaSuccess;
+    return with_elem_type(dx_type, [&](auto tt) {
+        using T = typename decltype(tt)::type;
+        CUDA_LAUNCH(col2im_nhwc_kernel<T>, grid_for(n), 256, 0, stream, (T *)dx, beta, cols, x_nhwc,
+                    s, n);
         return cuda_launch_error();
     });
 }

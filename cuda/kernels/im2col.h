@@ -35,6 +35,14 @@ cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x, ElemType 
  * that read it, in a fixed order (ki, then kj); beta 0 writes dx whole (its old values unread). */
 cudaError_t cuda_col2im(void *dx, ElemType dx_type, float beta, const float *cols, CudaConvShape s,
                         cudaStream_t stream);
+/* The channels-last twins (groups 1): cols [images * out_h * out_w][size_h * size_w * channels]
+ * (row (image, oy, ox), column (ki, kj, channel): the order of KRSC weights
+ * [filters][size_h][size_w][channels]), x and dx [images][h][w][channels] where x_nhwc is 1,
+ * else as above; col2im sums in cuda_col2im's order. */
+cudaError_t cuda_im2col_nhwc(void *cols, ElemType cols_type, const void *x, ElemType x_type,
+                             int x_nhwc, CudaConvShape s, cudaStream_t stream);
+cudaError_t cuda_col2im_nhwc(void *dx, ElemType dx_type, float beta, const float *cols, int x_nhwc,
+                             CudaConvShape s, cudaStream_t stream);
 /* rows [channels][images * spatial] = nchw [images][channels][spatial] (to_rows 1), or the
  * reverse (to_rows 0). */
 cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nchw, ElemType nchw_type,

@@ -1,4 +1,5 @@
-// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
+// Per-channel work over [batch][channels][spatial] tensors (the bias and its gradient also over
+// [batch][spatial][channels] ones, channels_last 1): adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
 // each plane by its own value with its gradients (the bias, the channels' scaling, their gradients
 // and the pooling templated over their tensors' element types, X: x and dx, Y: y, pooled and
@@ -10,16 +11,17 @@
 #include "planes.h"
 
 #include "kernels/dtype.cuh"
+#include "kernels/layout.cuh"
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
 template <typename X, typename Y>
 __global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channels, int spatial,
-                                size_t n)
+                                int channels_last, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = from_float<Y>(to_float(x[i]) + bias[(i / spatial) % channels]);
+        y[i] = from_float<Y>(to_float(x[i]) + bias[channel_of(i, channels, spatial, channels_last)]);
 }
 
 // y = x * scale[channel], or y += that with add.
@@ -37,15 +39,15 @@ __global__ void channel_scale_kernel(Y *y, const X *x, const float *scale, int c
 // times x's (x NULL: times 1).
 template <typename D, typename X>
 __global__ void bias_grad_kernel(float *dbias, const D *delta, const X *x, int batch, int channels,
-                                 int spatial)
+                                 int spatial, int channels_last)
 {
     const int c = blockIdx.x;
     float sum = 0.0f;
-    for (int b = 0; b < batch; b++) {
-        const size_t at = ((size_t)b * channels + c) * spatial;
-        for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-            sum += x ? to_float(delta[at + s]) * to_float(x[at + s]) : to_float(delta[at + s]);
-    }
+    for (int b = 0; b < batch; b++)
+        for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
+            const size_t at = index_of(b, c, s, channels, spatial, channels_last);
+            sum += x ? to_float(delta[at]) * to_float(x[at]) : to_float(delta[at]);
+        }
     sum = block_sum(sum);
     if (threadIdx.x == 0)
         dbias[c] += sum;
@@ -116,7 +118,7 @@ static int block_for(int spatial)
 
 extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
                                      const float *bias, int batch, int channels, int spatial,
-                                     cudaStream_t stream)
+                                     int channels_last, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
@@ -125,7 +127,7 @@ extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, El
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((add_bias_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, (const X *)x,
-                    bias, channels, spatial, n);
+                    bias, channels, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }
@@ -140,20 +142,21 @@ extern "C" cudaError_t cuda_scale_grad(float *dscale, const void *dy, ElemType d
         using D = typename decltype(dt)::type;
         using X = typename decltype(xt)::type;
         CUDA_LAUNCH((bias_grad_kernel<D, X>), channels, block_for(spatial), 0, stream, dscale,
-                    (const D *)dy, (const X *)x, batch, channels, spatial);
+                    (const D *)dy, (const X *)x, batch, channels, spatial, 0);
         return cuda_launch_error();
     });
 }
 
 extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type,
-                                      int batch, int channels, int spatial, cudaStream_t stream)
+                                      int batch, int channels, int spatial, int channels_last,
+                                      cudaStream_t stream)
 {
     if (channels == 0)
         return cudaSuccess;
     return with_elem_type(delta_type, [&](auto dt) {
         using D = typename decltype(dt)::type;
         CUDA_LAUNCH((bias_grad_kernel<D, D>), channels, block_for(spatial), 0, stream, dbias,
-                    (const D *)delta, (const D *)NULL, batch, channels, spatial);
+                    (const D *)delta, (const D *)NULL, batch, channels, spatial, channels_last);
         return cuda_launch_error();
     });
 }

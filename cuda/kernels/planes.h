@@ -11,13 +11,15 @@
 extern "C" {
 #endif
 
-/* y = x + bias[channel] (y may be x, of the same type). */
+/* y = x + bias[channel] (y may be x, of the same type); x and y [batch][spatial][channels] where
+ * channels_last is 1. */
 cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
                           const float *bias, int batch, int channels, int spatial,
-                          cudaStream_t stream);
-/* dbias [channels] += delta (of delta_type) summed over the batch and the plane. */
+                          int channels_last, cudaStream_t stream);
+/* dbias [channels] += delta (of delta_type) summed over the batch and the plane (delta
+ * [batch][spatial][channels] where channels_last is 1). */
 cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type, int batch,
-                           int channels, int spatial, cudaStream_t stream);
+                           int channels, int spatial, int channels_last, cudaStream_t stream);
 /* y = x * scale[channel] (add 0), or y += x * scale[channel] (add 1): [layer_scale]'s forward
  * and its input gradient; y (of y_type) may be x (of x_type, the same) when add is 0. */
 cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *x, ElemType x_type,

@@ -428,6 +428,14 @@ static const OpCase cases[] = {
      "class_token=1\npositional=1\n[layer_scale]\ninit=0.5\n[layernorm]\n[select_token]\n"
      "[connected]\noutput=5\nactivation=linear\n[softmax]\n",
      NULL},
+    /* channels-last chains (the "gpu nhwc" rows): a convolution reading the NCHW net input into
+     * NHWC, NHWC to NHWC (a 1x1 one taking its input as its columns), NHWC into NCHW for a
+     * reader without NHWC kernels */
+    {"gpu nhwc: conv 3x3 bn relu, conv 1x1 bn, conv 3x3 stride 2 bias, connected",
+     IMAGE(3, 3, 7, 6),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(6, 1, 1, 0, 1, 1, swish)
+         CONV(5, 3, 2, 1, 1, 0, logistic) "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
@@ -664,6 +672,15 @@ static int on_cudnn(const Net *net)
     return any_engine(net, "cudnn");
 }
 
+/* 1 when some layer of net keeps its output channels-last (core/net_channels_last.h). */
+static int on_channels_last(const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].channels_last)
+            return 1;
+    return 0;
+}
+
 static int on_cudnn_with_products(const Net *net)
 {
     return on_cudnn(net) && has_products(net);
@@ -706,6 +723,16 @@ static const Engine engines[] = {
      GEMM_TF32, TF32_REF, gpu_built, has_products, 1},
     {"gpu fp16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nprecision=fp16\n",
      GEMM_FP16, FP16_REF, gpu_built, has_products, 1},
+    /* the GPU's own engine with channels_last=1 (core/net_channels_last.h): the cases where some
+     * layer keeps NHWC activations, in float32 and with 16-bit storage */
+    {"gpu nhwc", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\n",
+     GEMM_FP32, 0, gpu_built, on_channels_last, 1},
+    {"gpu nhwc bf16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\nprecision=bf16\n", GEMM_BF16,
+     BF16_REF, gpu_built, on_channels_last, 1},
+    {"gpu nhwc fp16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\nprecision=fp16\n", GEMM_FP16,
+     FP16_REF, gpu_built, on_channels_last, 1},
     /* the GPU's convolutions on cuDNN (GPU=1 only: the simulator has no cuDNN), the rest as above
      */
     {"gpu cudnn", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=cudnn\n", GEMM_FP32, 0,
