@@ -40,14 +40,13 @@
  * 1 only: a grouped layer declines NHWC), the products run over pixel rows instead, against the
  * weights copied KRSC (in the products' operand format) into the workspace:
  *
- *   cols [images * out_hw][size_h * size_w * c]   (im2col_nhwc; a 1x1 stride-1 unpadded layer's
- *                                                  NHWC input is its own cols: no im2col)
- *   rows [images * out_hw][filters]               (the output itself where it is NHWC)
- *   wk, dwk [filters][size_h][size_w][c]
+ *   cols [images * out_hw][size_h * size_w * c]   (im2col's pixel rows; a 1x1 stride-1 unpadded
+ * layer's NHWC input is its own cols: no im2col) rows [images * out_hw][filters]               (the
+ * output itself where it is NHWC) wk, dwk [filters][size_h][size_w][c]
  *
  * forward:  rows = cols wk^T; an NCHW output the transpose of rows
  * backward: rows = delta (itself, or transposed from NCHW); dwk = rows^T cols over the chunks,
- *           added transposed into the OIHW gradient; cols = rows wk; dx = col2im_nhwc(cols) */
+ *           added transposed into the OIHW gradient; cols = rows wk; dx = col2im(cols) */
 #include "layers/convolutional.h"
 
 #include <stdlib.h>
@@ -84,12 +83,6 @@ static int on_cudnn(const ExecContext *exec)
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
-/* 1 when the layer computes over pixel rows (channels-last, see the top comment). */
-static int runs_channels_last(const Layer *l)
-{
-    return l->channels_last || l->in_channels_last[0];
-}
-
 static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
     const Conv *cv = l->priv;
@@ -101,6 +94,12 @@ static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
     (void)l; /* every layer of the net runs on the net's engine */
     return on_cudnn(exec) ? "cudnn" : "ref";
+}
+
+/* 1 when the layer computes over pixel rows (channels-last, see the top comment). */
+static int runs_channels_last(const Layer *l)
+{
+    return l->channels_last || l->in_channels_last[0];
 }
 
 #ifndef CDL_GPU_SIM
@@ -209,6 +208,8 @@ static CudaConvShape chunk_shape(const Layer *l, const Conv *cv, int images)
         .stride_w = cv->win.stride_w,
         .pad_h = cv->win.pad_h,
         .pad_w = cv->win.pad_w,
+        .x_nhwc = l->in_channels_last[0],
+        .pixel_rows = runs_channels_last(l),
     };
 }
 
@@ -303,9 +304,7 @@ static void chunk_cols(const Layer *l, const Conv *cv, const StepContext *ctx, C
         r->x_type = x_type;
         return;
     }
-    gpu_note(ctx,
-             cuda_im2col_nhwc(r->k.cols, operand, x, x_type, l->in_channels_last[0], r->k.shape,
-                              gpu_stream(ctx)),
+    gpu_note(ctx, cuda_im2col(r->k.cols, operand, x, x_type, r->k.shape, gpu_stream(ctx)),
              "convolution im2col (channels-last)");
     r->x = r->k.cols;
     r->x_type = operand;
@@ -389,8 +388,8 @@ static void conv_backward_rows(Layer *l, const StepContext *ctx)
                        delta_type, cv->filters, r.wk, operand, r.k.kdim, 0.0f, r.k.cols, ELEM_F32,
                        r.k.kdim);
         gpu_note(ctx,
-                 cuda_col2im_nhwc(elem_at(dx, x_type, (size_t)b0 * shape_size(l->in_shape)), x_type,
-                                  dx_beta, r.k.cols, l->in_channels_last[0], r.k.shape, stream),
+                 cuda_col2im(elem_at(dx, x_type, (size_t)b0 * shape_size(l->in_shape)), x_type,
+                             dx_beta, r.k.cols, r.k.shape, stream),
                  "convolution col2im (channels-last)");
     }
     /* the OIHW gradient [filters][c][taps] += dwk [filters][taps][c] */

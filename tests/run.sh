@@ -59,6 +59,7 @@ if [ -n "${SIM_BUILD:-}" ]; then
     check "test_gpu_step_syncs (GPU=sim)" "$SIM_BUILD/tests/test_gpu_step_syncs"
     # the 16-bit storage decision and the memory plan's 2-byte slots (GPU nets: simulator only)
     check "test_net_storage (GPU=sim)" "$SIM_BUILD/tests/test_net_storage"
+    check "test_net_channels_last (GPU=sim)" "$SIM_BUILD/tests/test_net_channels_last"
     export CDL_GPUSIM_BIN="$PWD/${SIM_CDL:-cdl-gpusim}"
 else
     echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"

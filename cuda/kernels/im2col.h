@@ -21,10 +21,14 @@ extern "C" {
 #endif
 
 /* The shape of the convolution the column matrices are made for: a kernel of size_h x size_w, its
- * stride and padding per axis. */
+ * stride and padding per axis. x_nhwc: x and dx are [images][h][w][channels] (channels-last,
+ * core/net_channels_last.h). pixel_rows (groups 1): cols is the transpose, a row per output
+ * pixel, [images * out_h * out_w][size_h * size_w * channels], its columns (ki, kj, channel) in
+ * the order of KRSC weights [filters][size_h][size_w][channels]. */
 typedef struct CudaConvShape {
     int images, channels, h, w, out_h, out_w;
     int size_h, size_w, stride_h, stride_w, pad_h, pad_w;
+    int x_nhwc, pixel_rows;
 } CudaConvShape;
 
 /* cols = im2col of x: the tap of input pixel (oy * stride_h - pad_h + ki, ox * stride_w - pad_w +
@@ -35,14 +39,6 @@ cudaError_t cuda_im2col(void *cols, ElemType cols_type, const void *x, ElemType 
  * that read it, in a fixed order (ki, then kj); beta 0 writes dx whole (its old values unread). */
 cudaError_t cuda_col2im(void *dx, ElemType dx_type, float beta, const float *cols, CudaConvShape s,
                         cudaStream_t stream);
-/* The channels-last twins (groups 1): cols [images * out_h * out_w][size_h * size_w * channels]
- * (row (image, oy, ox), column (ki, kj, channel): the order of KRSC weights
- * [filters][size_h][size_w][channels]), x and dx [images][h][w][channels] where x_nhwc is 1,
- * else as above; col2im sums in cuda_col2im's order. */
-cudaError_t cuda_im2col_nhwc(void *cols, ElemType cols_type, const void *x, ElemType x_type,
-                             int x_nhwc, CudaConvShape s, cudaStream_t stream);
-cudaError_t cuda_col2im_nhwc(void *dx, ElemType dx_type, float beta, const float *cols, int x_nhwc,
-                             CudaConvShape s, cudaStream_t stream);
 /* rows [channels][images * spatial] = nchw [images][channels][spatial] (to_rows 1), or the
  * reverse (to_rows 0). */
 cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nchw, ElemType nchw_type,

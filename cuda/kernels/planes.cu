@@ -53,26 +53,31 @@ __global__ void bias_grad_kernel(float *dbias, const D *delta, const X *x, int b
         dbias[c] += sum;
 }
 
-// One block per plane: pooled[p] = its mean.
+// One block per plane (b, c): pooled[p] = its mean, from x NCHW or NHWC (channels_last).
 template <typename X, typename Y>
-__global__ void plane_mean_kernel(Y *pooled, const X *x, int spatial)
+__global__ void plane_mean_kernel(Y *pooled, const X *x, int channels, int spatial,
+                                  int channels_last)
 {
-    const X *v = x + (size_t)blockIdx.x * spatial;
+    const int b = blockIdx.x / channels, c = blockIdx.x % channels;
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-        sum += to_float(v[s]);
+        sum += to_float(x[index_of(b, c, s, channels, spatial, channels_last)]);
     sum = block_sum(sum);
     if (threadIdx.x == 0)
         pooled[blockIdx.x] = from_float<Y>(sum / (float)spatial);
 }
 
 template <typename X, typename Y>
-__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int spatial, size_t n)
+__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int channels, int spatial,
+                                           int channels_last, size_t n)
 {
     const float inv = 1.0f / (float)spatial;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[i / spatial]) * inv);
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t plane = i / ((size_t)channels * spatial) * channels +
+                             channel_of(i, channels, spatial, channels_last);
+        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[plane]) * inv);
+    }
 }
 
 __global__ void plane_scale_kernel(float *y, const float *x, const float *scale, int spatial,
@@ -178,32 +183,33 @@ extern "C" cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *
 }
 
 extern "C" cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x,
-                                       ElemType x_type, int planes, int spatial,
-                                       cudaStream_t stream)
+                                       ElemType x_type, int batch, int channels, int spatial,
+                                       int channels_last, cudaStream_t stream)
 {
+    const int planes = batch * channels;
     if (planes == 0)
         return cudaSuccess;
     return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((plane_mean_kernel<X, Y>), planes, block_for(spatial), 0, stream, (Y *)pooled,
-                    (const X *)x, spatial);
+                    (const X *)x, channels, spatial, channels_last);
         return cuda_launch_error();
     });
 }
 
 extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
-                                                ElemType pooled_type, int planes, int spatial,
-                                                cudaStream_t stream)
+                                                ElemType pooled_type, int batch, int channels,
+                                                int spatial, int channels_last, cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * spatial;
+    const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
     return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((plane_mean_backward_kernel<X, Y>), grid_for(n), 256, 0, stream, (X *)dx,
-                    (const Y *)dpooled, spatial, n);
+                    (const Y *)dpooled, channels, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }

@@ -122,10 +122,12 @@ for c, g in zip(cpu, gpu):
     run "$GPU_CDL" info res.cfg --set net.channels_last=1 --gpu 0
     echo "$output"
     [ "$status" -eq 0 ]
-    # the convolutions read only by convolutions: 0, 4 (1, 5 and 7 are read by a shortcut or
-    # the net's output path, which keep NCHW in this first stage)
-    [[ "$output" == *"channels_last=1: 2 layer outputs NHWC"* ]]
-    [ "$(grep -c ' nhwc$' <<<"$output")" -eq 2 ]
+    # 1 and 4 (read by a convolution), the second block's 5 and 7 with their shortcut 8 (read by
+    # the global avgpool); the first block stays NCHW: its shortcut 3 is read by the [route],
+    # which has no NHWC kernels in this first stage, so its inputs 0 and 2 are NCHW too
+    [[ "$output" == *"channels_last=1: 5 layer outputs NHWC"* ]]
+    [ "$(grep -c ' nhwc$' <<<"$output")" -eq 5 ]
+    for layer in 1 4 5 7 8; do grep -qE "^ +$layer .* nhwc$" <<<"$output"; done
     run "$CDL" info res.cfg --set net.channels_last=1
     [ "$status" -eq 0 ]
     [[ "$output" == *"channels_last=1: 0 layer outputs NHWC"* ]]

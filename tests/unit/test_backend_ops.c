@@ -42,6 +42,11 @@ typedef struct OpCase {
 /* A sequence-to-sequence net's input row: source then seq values (token ids where read so). */
 #define PAIRS(batch, source, seq) "batch=" #batch "\nsource=" #source "\nseq=" #seq "\ninputs=1\n"
 
+/* The "gpu nhwc" residual case's layers after its two convolutions. */
+#define RESIDUAL_BN_HEAD                                                                           \
+    "[shortcut]\nfrom=-2\nactivation=tanh\n[batchnorm]\nactivation=linear\n"                       \
+    "[convolutional]\nfilters=5\nsize=1\nactivation=logistic\n[avgpool]\n"                         \
+    "[connected]\noutput=4\nactivation=linear\n[softmax]\n"
 #define CONV(filters, size, stride, pad, groups, bn, act)                                          \
     "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
     "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act "\n"
@@ -435,6 +440,17 @@ static const OpCase cases[] = {
      IMAGE(3, 3, 7, 6),
      CONV(8, 3, 1, 1, 1, 1, tanh) CONV(6, 1, 1, 0, 1, 1, swish)
          CONV(5, 3, 2, 1, 1, 0, logistic) "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    /* a residual block all NHWC: the same-shape [shortcut] and [batchnorm] (NHWC where all their
+     * inputs and readers are), a global [avgpool] reading NHWC */
+    {"gpu nhwc: conv, conv, shortcut, batchnorm, conv, global avgpool, connected",
+     IMAGE(3, 3, 6, 7),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 1, 1, 1, 1, linear) RESIDUAL_BN_HEAD, NULL},
+    /* [maxpool] NHWC to NHWC between convolutions, then NHWC to NCHW for [connected] */
+    {"gpu nhwc: conv, maxpool 2x2/2, conv, maxpool 3x3/1, connected", IMAGE(2, 3, 8, 9),
+     CONV(6, 3, 1, 1, 1, 1, tanh) "[maxpool]\nsize=2\nstride=2\n" CONV(
+         5, 3, 1, 1, 1, 0, logistic) "[maxpool]\nsize=3\nstride=1\n[connected]\noutput=4\n"
+                                     "activation=linear\n[softmax]\n",
      NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
