@@ -2,7 +2,8 @@
 # Channels-last (NHWC) activations on the GPU ([net] channels_last=1, train --channels-last;
 # docs/gpu.md, core/net_channels_last.h), run on the CUDA simulator (./cdl-gpusim, make GPU=sim;
 # skipped where the CUDA toolkit is not): a residual net trains with the losses of the NCHW run,
-# its checkpoint predicts on the CPU as the GPU's, and cdl info names the NHWC layers.
+# its checkpoint predicts on the CPU as the GPU's, --cuda-graph replays its bf16 steps, and cdl
+# info names the NHWC layers.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
@@ -116,6 +117,21 @@ for c, g in zip(cpu, gpu):
     assert [t["index"] for t in c["top"]] == [t["index"] for t in g["top"]], (c, g)
     for a, b in zip(c["top"], g["top"]):
         assert abs(a["probability"] - b["probability"]) <= 1e-5, (c, g)' "$output"
+}
+
+@test "--channels-last with bf16 storage: --cuda-graph replays the eager steps bit for bit" {
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        "$GPU_CDL" train res.cfg --data digits.data --log-every 1 --log $run.jsonl --out $run.cdl \
+            --threads 1 --gpu 0 --channels-last --precision bf16 --epochs 1 --time-limit 2 \
+            "${graph[@]}"
+    done
+    # the steps both made: the simulator runs the same kernels in the same order either way
+    local n
+    n=$(($(step_losses eager.jsonl | wc -l) < $(step_losses graph.jsonl | wc -l) ? $(step_losses eager.jsonl | wc -l) : $(step_losses graph.jsonl | wc -l)))
+    [ "$n" -ge 2 ]
+    diff <(step_losses eager.jsonl | head -"$n") <(step_losses graph.jsonl | head -"$n")
 }
 
 @test "cdl info --gpu names the layers whose outputs are channels-last; the CPU keeps none" {
