@@ -265,8 +265,8 @@ static void conv_forward_ref(Layer *l, const StepContext *ctx)
     }
 }
 
-/* The channels-last products' buffers: a chunk's (ConvChunk's cols and rows, cols then [columns]
- * [kdim]), and the KRSC weights and their gradient after the largest chunk's. */
+/* The channels-last products' buffers: a chunk's (ConvChunk's cols and rows, here [columns][kdim]
+ * and [columns][filters]), and the KRSC weights and their gradient after the largest chunk's. */
 typedef struct ConvRows {
     ConvChunk k;
     void *wk;
@@ -280,7 +280,6 @@ static ConvRows rows_of(const Layer *l, const Conv *cv, const StepContext *ctx, 
     const size_t chunk = (size_t)chunk_images(l, cv, ctx->batch) * image_floats(l, cv);
     const size_t weights = l->params[CONV_WEIGHTS].count;
     ConvRows r = {.k = chunk_of(l, cv, ctx, images)};
-    r.k.rows = r.k.cols + (size_t)r.k.kdim * r.k.columns;
     r.wk = ctx->exec->workspace + chunk;
     r.dwk = ctx->exec->workspace + chunk + weights;
     return r;
