@@ -95,14 +95,19 @@ step_losses() {
     echo "$output"
     [ "$status" -eq 0 ]
     # the first steps both made (two seconds of each on the simulator): the same products over
-    # other shapes (pixel rows against KRSC weights), float32 round-off far below 1e-5
+    # other shapes (pixel rows against KRSC weights), summed in other orders. The first step's
+    # loss, a forward of the same weights, within float32 round-off (1e-6); the steps after
+    # within gpu.bats' bound for float32 round-off grown over SGD steps, 1e-4 relative (this
+    # net's batch norm over 16 samples and relus carry a last-bit difference in a gradient to
+    # 1.3e-5 in the second step's loss: the NCHW GPU run differs so from the CPU's there too)
     python3 -c 'import sys
 a = [float(x) for x in open(sys.argv[1]).read().split()]
 b = [float(x) for x in open(sys.argv[2]).read().split()]
 n = min(len(a), len(b), 8)
 assert n >= 2, (a, b)
+assert abs(a[0] - b[0]) <= 1e-6 * abs(a[0]), (a, b)
 for x, y in zip(a[:n], b[:n]):
-    assert abs(x - y) <= 1e-5 * abs(x), (a, b)' <(step_losses nchw.jsonl) <(step_losses nhwc.jsonl)
+    assert abs(x - y) <= 1e-4 * abs(x), (a, b)' <(step_losses nchw.jsonl) <(step_losses nhwc.jsonl)
     # the checkpoint keeps OIHW weights and per-channel statistics: the CPU predicts with it
     # what the GPU (NHWC again, from the checkpoint's cfg) does
     for row in 1790 1791 1792; do gray_png "d$row.png" digit "$row" >/dev/null; done
@@ -138,12 +143,11 @@ for c, g in zip(cpu, gpu):
     run "$GPU_CDL" info res.cfg --set net.channels_last=1 --gpu 0
     echo "$output"
     [ "$status" -eq 0 ]
-    # 1 and 4 (read by a convolution), the second block's 5 and 7 with their shortcut 8 (read by
-    # the global avgpool); the first block stays NCHW: its shortcut 3 is read by the [route],
-    # which has no NHWC kernels in this first stage, so its inputs 0 and 2 are NCHW too
-    [[ "$output" == *"channels_last=1: 5 layer outputs NHWC"* ]]
-    [ "$(grep -c ' nhwc$' <<<"$output")" -eq 5 ]
-    for layer in 1 4 5 7 8; do grep -qE "^ +$layer .* nhwc$" <<<"$output"; done
+    # every layer up to the second shortcut (read by the global avgpool, whose [batch][c] output
+    # is the same in both layouts); the route (the projection's input) is NHWC as its input is
+    [[ "$output" == *"channels_last=1: 9 layer outputs NHWC"* ]]
+    [ "$(grep -c ' nhwc$' <<<"$output")" -eq 9 ]
+    for layer in 0 1 2 3 4 5 6 7 8; do grep -qE "^ +$layer .* nhwc$" <<<"$output"; done
     run "$CDL" info res.cfg --set net.channels_last=1
     [ "$status" -eq 0 ]
     [[ "$output" == *"channels_last=1: 0 layer outputs NHWC"* ]]

@@ -14,7 +14,7 @@
     "\nbatch_normalize=1\nactivation=relu\n"
 
 /* tests/cli/gpu_channels_last.bats' residual net: blocks of resnet18_cifar, the first one's
- * shortcut read by a [route] (no NHWC kernels), the second's by a global [avgpool]. */
+ * shortcut read by a [route] (the projection's input), the second's by a global [avgpool]. */
 static const char *const residual = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=1\n" CONV(8, 1, 1)
     CONV(8, 1, 1) CONV(8, 1, 1) "[shortcut]\nfrom=-3\n" CONV(16, 2, 1) CONV(
         16, 1,
@@ -27,6 +27,13 @@ static const char *const residual = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels
 static const char *const declining = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=4\n" CONV(8, 1, 1)
     CONV(8, 1, 2) CONV(8, 1, 1) "[maxpool]\nsize=2\nstride=2\n" CONV(
         8, 1, 1) "[avgpool]\nsize=2\nstride=1\n" CONV(4, 1, 1);
+
+/* A [shortcut] (CHANNELS_LAST_SAME) one of whose inputs, 0, is read by [upsample] (no NHWC
+ * kernels): 0 stays NCHW, so the shortcut does, and so does its other input 2, though a
+ * convolution; the convolution after it is NHWC, read by the last one (the net's output). */
+static const char *const broken_chain =
+    "[net]\nbatch=2\nwidth=6\nheight=6\nchannels=2\n" CONV(4, 1, 1) "[upsample]\nstride=1\n" CONV(
+        4, 1, 1) "[shortcut]\nfrom=0\n" CONV(4, 1, 1) CONV(3, 1, 1);
 
 /* Builds "[net]\n" extra text on backend b, resized for training; 0 when built. */
 static int build(Net *net, const char *text, const char *extra, Backend b)
@@ -78,9 +85,9 @@ static void test_cpu_and_default_keep_nchw(void)
 
 static void test_gpu_residual(void)
 {
-    /* 1 and 4 read by a convolution; 5 and 7 by the second shortcut, which the global avgpool
-     * reads; the first shortcut is read by the route, so it and its inputs 0 and 2 stay NCHW */
-    static const int want[12] = {0, 1, 0, 0, 1, 1, 0, 1, 1, 0, 0, 0};
+    /* every layer up to the second shortcut, which the global avgpool reads: its output, the
+     * same in both layouts, goes to [connected] (NCHW only) */
+    static const int want[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
     Net net;
     if (build(&net, residual, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
         return;
@@ -97,6 +104,11 @@ static void test_gpu_grouped_and_windowed_decline(void)
     if (build(&net, declining, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
         return;
     CHECK(layouts_are(&net, want));
+    net_free(&net);
+    static const int chain[6] = {0, 0, 0, 0, 1, 0};
+    if (build(&net, broken_chain, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
+        return;
+    CHECK(layouts_are(&net, chain));
     net_free(&net);
 }
 
