@@ -13,67 +13,7 @@ setup() {
     WORK="$(mktemp -d)"
     cd "$WORK"
     cp "$REPO/cfg/digits.data" . && sed -i "s#\.\./data#$REPO/data#" digits.data
-    # resnet18_cifar's blocks, small: two residual blocks (the second with a strided 1x1
-    # projection), global average pooling, a classifier
-    write_cfg res.cfg <<'CFG'
-[net]
-batch=16
-width=8
-height=8
-channels=1
-learning_rate=0.05
-momentum=0.9
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=linear
-[shortcut]
-from=-3
-activation=relu
-[convolutional]
-filters=16
-size=3
-stride=2
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=16
-size=3
-pad=1
-batch_normalize=1
-activation=linear
-[route]
-layers=-3
-[convolutional]
-filters=16
-size=1
-stride=2
-batch_normalize=1
-activation=linear
-[shortcut]
-from=-3
-activation=relu
-[avgpool]
-[connected]
-output=10
-activation=linear
-[softmax]
-CFG
+    write_residual_cfg res.cfg
 }
 
 teardown() {
