@@ -2,7 +2,8 @@
  * windowed average (cuda/kernels/avgpool.h); input and output each float32 or 16-bit
  * (Layer.in_storage, Layer.storage).
  *
- *   in  [batch][c][h][w]   out [batch][c][1][1], or windowed [batch][c][out_h][out_w]
+ *   in  [batch][c][h][w] (global: or [batch][h][w][c], Layer.in_channels_last)
+ *   out [batch][c][1][1], or windowed [batch][c][out_h][out_w]
  */
 #include "kernels/avgpool.h"
 #include "gpu.h"
@@ -26,8 +27,8 @@ static void avgpool_forward_gpu(Layer *l, const StepContext *ctx)
         return;
     }
     gpu_note(ctx,
-             cuda_plane_mean(l->out, l->storage, l->in[0], l->in_storage[0],
-                             ctx->batch * l->in_shape.c, l->in_shape.h * l->in_shape.w,
+             cuda_plane_mean(l->out, l->storage, l->in[0], l->in_storage[0], ctx->batch,
+                             l->in_shape.c, l->in_shape.h * l->in_shape.w, l->in_channels_last[0],
                              gpu_stream(ctx)),
              "avgpool forward");
 }
@@ -45,9 +46,17 @@ static void avgpool_backward_gpu(Layer *l, const StepContext *ctx)
     }
     gpu_note(ctx,
              cuda_plane_mean_backward(l->in_delta[0], l->in_storage[0], l->delta, l->storage,
-                                      ctx->batch * l->in_shape.c, l->in_shape.h * l->in_shape.w,
-                                      gpu_stream(ctx)),
+                                      ctx->batch, l->in_shape.c, l->in_shape.h * l->in_shape.w,
+                                      l->in_channels_last[0], gpu_stream(ctx)),
              "avgpool backward");
+}
+
+/* Global pooling reads either layout (its output [batch][c] is the same in both); the windowed
+ * one is NCHW only. */
+static ChannelsLastUse avgpool_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)exec;
+    return ((const Avgpool *)l->priv)->size ? CHANNELS_LAST_NEVER : CHANNELS_LAST_EITHER;
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -55,4 +64,5 @@ const LayerKernels gpu_avgpool_kernels = {
     .forward = avgpool_forward_gpu,
     .backward = avgpool_backward_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = avgpool_takes_channels_last,
 };

@@ -2,7 +2,7 @@
  * (cuda/bias_norm.h) and the layer's activation, its input gradient added into the input's delta;
  * input and output each float32 or 16-bit (Layer.in_storage, Layer.storage).
  *
- *   in, out [batch][c][h][w]
+ *   in, out [batch][c][h][w], or both [batch][h][w][c] (Layer.channels_last)
  */
 #include "bias_norm.h"
 #include "layer_activation.h"
@@ -29,10 +29,18 @@ static void bn_layer_backward_gpu(Layer *l, const StepContext *ctx)
                            1.0f);
 }
 
+/* Per-channel statistics index either layout; the input's is the output's. */
+static ChannelsLastUse bn_layer_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)l, (void)exec;
+    return CHANNELS_LAST_SAME;
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_batchnorm_kernels = {
     .resize = bn_layer_resize_gpu,
     .forward = bn_layer_forward_gpu,
     .backward = bn_layer_backward_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = bn_layer_takes_channels_last,
 };

@@ -39,10 +39,10 @@ void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const
     }
     const float *bias = bias_norm_param(bn, l, BN_BIASES)->data;
     if (!bn->batch_normalize) {
-        gpu_note(
-            ctx,
-            cuda_add_bias(y, y_type, x, x_type, bias, batch, channels, spatial, gpu_stream(ctx)),
-            "bias forward");
+        gpu_note(ctx,
+                 cuda_add_bias(y, y_type, x, x_type, bias, batch, channels, spatial,
+                               l->channels_last, gpu_stream(ctx)),
+                 "bias forward");
         return;
     }
     if (refuse_sync_bn(bn, ctx))
@@ -53,16 +53,17 @@ void gpu_bias_norm_forward(BiasNorm *bn, Layer *l, const StepContext *ctx, const
     if (ctx->train)
         /* a replayed forward (gradient checkpointing) has moved the running statistics once */
         gpu_note(ctx,
-                 cuda_batchnorm_forward_train(
-                     y, y_type, bn->x_hat, bn->mean, bn->inv_std, x, x_type, scale, bias,
-                     ctx->replay ? NULL : mean, ctx->replay ? NULL : var, batch, channels, spatial,
-                     ctx->bn_momentum, ctx->bn_eps, ctx->bn_darknet, gpu_stream(ctx)),
+                 cuda_batchnorm_forward_train(y, y_type, bn->x_hat, bn->mean, bn->inv_std, x,
+                                              x_type, scale, bias, ctx->replay ? NULL : mean,
+                                              ctx->replay ? NULL : var, batch, channels, spatial,
+                                              l->channels_last, ctx->bn_momentum, ctx->bn_eps,
+                                              ctx->bn_darknet, gpu_stream(ctx)),
                  "batch norm forward");
     else
         gpu_note(ctx,
                  cuda_batchnorm_forward_eval(y, y_type, x, x_type, scale, bias, mean, var, batch,
-                                             channels, spatial, ctx->bn_eps, ctx->bn_darknet,
-                                             gpu_stream(ctx)),
+                                             channels, spatial, l->channels_last, ctx->bn_eps,
+                                             ctx->bn_darknet, gpu_stream(ctx)),
                  "batch norm inference forward");
 }
 
@@ -74,10 +75,10 @@ void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx
         return;
     Param *biases = bias_norm_param(bn, l, BN_BIASES);
     if (!bn->batch_normalize) {
-        gpu_note(
-            ctx,
-            cuda_bias_grad(biases->grad, dy, dy_type, batch, channels, spatial, gpu_stream(ctx)),
-            "bias gradient");
+        gpu_note(ctx,
+                 cuda_bias_grad(biases->grad, dy, dy_type, batch, channels, spatial,
+                                l->channels_last, gpu_stream(ctx)),
+                 "bias gradient");
         return;
     }
     if (refuse_sync_bn(bn, ctx))
@@ -86,7 +87,7 @@ void gpu_bias_norm_backward(const BiasNorm *bn, Layer *l, const StepContext *ctx
     gpu_note(ctx,
              cuda_batchnorm_backward(dx, dx_type, dx_beta, scales->grad, biases->grad,
                                      bn->sync_sums, dy, dy_type, bn->x_hat, bn->inv_std,
-                                     scales->data, batch, channels, spatial, ctx->bn_darknet,
-                                     gpu_stream(ctx)),
+                                     scales->data, batch, channels, spatial, l->channels_last,
+                                     ctx->bn_darknet, gpu_stream(ctx)),
              "batch norm backward");
 }

@@ -1,5 +1,7 @@
 /* The bias or batch-norm stage on the GPU (layers/bias_norm.h has its meaning and state; the
- * device twin of backend/cpu/bias_norm.h): tensors [batch][channels][spatial] in device memory.
+ * device twin of backend/cpu/bias_norm.h): tensors [batch][channels][spatial] in device memory,
+ * or [batch][spatial][channels] where the layer's output is channels-last (Layer.channels_last:
+ * x, y, dy and dx all in that layout).
  * Batch norm computes what the CPU's unfused passes compute (backend/cpu/bn_math.h); where the CPU
  * fuses a leaky or relu into them, the GPU runs the stage and then the activation, which gives the
  * same values (the activation's sign is that of the same float y). */

@@ -34,7 +34,19 @@
  *           (layer_input_delta_beta)
  *
  * The groups' products of a chunk are one strided-batched cuBLAS call (a depthwise layer's too:
- * channels products of fg x 9 x columns), so a chunk takes five launches forward, six backward. */
+ * channels products of fg x 9 x columns), so a chunk takes five launches forward, six backward.
+ *
+ * Channels-last (Layer.channels_last or in_channels_last[0] set, core/net_channels_last.h; groups
+ * 1 only: a grouped layer declines NHWC), the products run over pixel rows instead, against the
+ * weights copied KRSC (in the products' operand format) into the workspace:
+ *
+ *   cols [images * out_hw][size_h * size_w * c]   (im2col's pixel rows; a 1x1 stride-1 unpadded
+ * layer's NHWC input is its own cols: no im2col) rows [images * out_hw][filters]               (the
+ * output itself where it is NHWC) wk, dwk [filters][size_h][size_w][c]
+ *
+ * forward:  rows = cols wk^T; an NCHW output the transpose of rows
+ * backward: rows = delta (itself, or transposed from NCHW); dwk = rows^T cols over the chunks,
+ *           added transposed into the OIHW gradient; cols = rows wk; dx = col2im(cols) */
 #include "layers/convolutional.h"
 
 #include <stdlib.h>
@@ -42,6 +54,7 @@
 #include "bias_norm.h"
 #include "conv_cudnn.h"
 #include "gpu.h"
+#include "kernels/copy.h"
 #include "kernels/im2col.h"
 #include "layer_activation.h"
 
@@ -70,10 +83,23 @@ static int on_cudnn(const ExecContext *exec)
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
+static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    const Conv *cv = l->priv;
+    return exec->handles && !on_cudnn(exec) && cv->groups == 1 && !l->quant ? CHANNELS_LAST_EITHER
+                                                                            : CHANNELS_LAST_NEVER;
+}
+
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
     (void)l; /* every layer of the net runs on the net's engine */
     return on_cudnn(exec) ? "cudnn" : "ref";
+}
+
+/* 1 when the layer computes over pixel rows (channels-last, see the top comment). */
+static int runs_channels_last(const Layer *l)
+{
+    return l->channels_last || l->in_channels_last[0];
 }
 
 #ifndef CDL_GPU_SIM
@@ -147,7 +173,9 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
         /* the chunk's cols and rows, and the products' operands: weights, cols or rows */
         const size_t chunk = (size_t)chunk_images(l, cv, batch) * image_floats(l, cv);
         const size_t weights = l->params[CONV_WEIGHTS].count;
-        gpu_reserve_scratch(l, batch, chunk, chunk > weights ? chunk : weights);
+        /* channels-last: wk and dwk after them */
+        const size_t own = chunk + (runs_channels_last(l) ? 2 * weights : 0);
+        gpu_reserve_scratch(l, batch, own, chunk > weights ? chunk : weights);
     }
     gpu_bias_norm_resize(&cv->stage, batch, st);
     return CDL_OK;
@@ -180,6 +208,8 @@ static CudaConvShape chunk_shape(const Layer *l, const Conv *cv, int images)
         .stride_w = cv->win.stride_w,
         .pad_h = cv->win.pad_h,
         .pad_w = cv->win.pad_w,
+        .x_nhwc = l->in_channels_last[0],
+        .pixel_rows = runs_channels_last(l),
     };
 }
 
@@ -235,6 +265,139 @@ static void conv_forward_ref(Layer *l, const StepContext *ctx)
     }
 }
 
+/* The channels-last products' buffers: a chunk's (ConvChunk's cols and rows, here [columns][kdim]
+ * and [columns][filters]), and the KRSC weights and their gradient after the largest chunk's. */
+typedef struct ConvRows {
+    ConvChunk k;
+    void *wk;
+    float *dwk;
+    const void *x;   /* the chunk's input: its cols (or the NHWC input itself, 1x1) */
+    ElemType x_type; /* of x */
+} ConvRows;
+
+static ConvRows rows_of(const Layer *l, const Conv *cv, const StepContext *ctx, int images)
+{
+    const size_t chunk = (size_t)chunk_images(l, cv, ctx->batch) * image_floats(l, cv);
+    const size_t weights = l->params[CONV_WEIGHTS].count;
+    ConvRows r = {.k = chunk_of(l, cv, ctx, images)};
+    r.wk = ctx->exec->workspace + chunk;
+    r.dwk = ctx->exec->workspace + chunk + weights;
+    return r;
+}
+
+/* 1 when the layer's NHWC input is its own column matrix (a 1x1 stride-1 unpadded layer). */
+static int input_is_cols(const Layer *l, const Conv *cv)
+{
+    const Window2d w = cv->win;
+    return l->in_channels_last[0] && w.size_h == 1 && w.size_w == 1 && w.stride_h == 1 &&
+           w.stride_w == 1 && w.pad_h == 0 && w.pad_w == 0;
+}
+
+/* r's x: the chunk from image b0 made into pixel rows (cols), or the input itself. */
+static void chunk_cols(const Layer *l, const Conv *cv, const StepContext *ctx, ConvRows *r, int b0)
+{
+    const ElemType x_type = l->in_storage[0], operand = precision_storage(l->precision);
+    const void *x = elem_at(l->in[0], x_type, (size_t)b0 * shape_size(l->in_shape));
+    if (input_is_cols(l, cv)) {
+        r->x = x;
+        r->x_type = x_type;
+        return;
+    }
+    gpu_note(ctx, cuda_im2col(r->k.cols, operand, x, x_type, r->k.shape, gpu_stream(ctx)),
+             "convolution im2col (channels-last)");
+    r->x = r->k.cols;
+    r->x_type = operand;
+}
+
+/* wk = the OIHW weights as KRSC, in the products' operand format. */
+static void weights_krsc(const Layer *l, const Conv *cv, const StepContext *ctx, void *wk)
+{
+    gpu_note(ctx,
+             cuda_transpose(wk, precision_storage(l->precision), l->params[CONV_WEIGHTS].data,
+                            ELEM_F32, cv->filters, l->in_shape.c, window2d_taps(cv->win), 0,
+                            gpu_stream(ctx)),
+             "convolution weights to KRSC");
+}
+
+/* The own engine's channels-last forward. */
+static void conv_forward_rows(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
+    const int out_hw = l->out_shape.h * l->out_shape.w;
+    const ElemType operand = precision_storage(l->precision);
+    cudaStream_t stream = gpu_stream(ctx);
+    for (int b0 = 0; b0 < batch; b0 += per_chunk) {
+        const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
+        ConvRows r = rows_of(l, cv, ctx, images);
+        if (b0 == 0)
+            weights_krsc(l, cv, ctx, r.wk);
+        chunk_cols(l, cv, ctx, &r, b0);
+        void *out = elem_at(l->out, l->storage, (size_t)b0 * shape_size(l->out_shape));
+        /* rows [columns][filters] = cols [columns][kdim] wk^T, into an NHWC output directly */
+        gpu_gemm_typed(ctx, l->precision, 0, 1, r.k.columns, cv->filters, r.k.kdim, 1.0f, r.x,
+                       r.x_type, r.k.kdim, r.wk, operand, r.k.kdim, 0.0f,
+                       l->channels_last ? out : r.k.rows, l->channels_last ? l->storage : ELEM_F32,
+                       cv->filters);
+        if (!l->channels_last)
+            gpu_note(ctx,
+                     cuda_transpose(out, l->storage, r.k.rows, ELEM_F32, images, out_hw,
+                                    cv->filters, 0, stream),
+                     "convolution output to NCHW");
+    }
+}
+
+/* The own engine's channels-last backward from l->delta. */
+static void conv_backward_rows(Layer *l, const StepContext *ctx)
+{
+    Conv *cv = l->priv;
+    const int batch = ctx->batch, per_chunk = chunk_images(l, cv, batch);
+    const int out_hw = l->out_shape.h * l->out_shape.w;
+    const Param *w = &l->params[CONV_WEIGHTS];
+    const ElemType x_type = l->in_storage[0], operand = precision_storage(l->precision);
+    float *dx = l->in_delta[0];
+    const float dx_beta = layer_input_delta_beta(l, 0);
+    cudaStream_t stream = gpu_stream(ctx);
+    ConvRows r = rows_of(l, cv, ctx, per_chunk);
+    weights_krsc(l, cv, ctx, r.wk);
+    gpu_note(ctx, cudaMemsetAsync(r.dwk, 0, w->count * sizeof(float), stream),
+             "convolution weight gradient (channels-last)");
+    for (int b0 = 0; b0 < batch; b0 += per_chunk) {
+        const int images = batch - b0 < per_chunk ? batch - b0 : per_chunk;
+        r = rows_of(l, cv, ctx, images);
+        chunk_cols(l, cv, ctx, &r, b0);
+        const void *delta = elem_at(l->delta, l->storage, (size_t)b0 * shape_size(l->out_shape));
+        ElemType delta_type = l->storage;
+        if (!l->channels_last) {
+            gpu_note(ctx,
+                     cuda_transpose(r.k.rows, operand, delta, l->storage, images, cv->filters,
+                                    out_hw, 0, stream),
+                     "convolution delta rows (channels-last)");
+            delta = r.k.rows;
+            delta_type = operand;
+        }
+        /* dwk [filters][kdim] += rows^T cols */
+        gpu_gemm_typed(ctx, l->precision, 1, 0, cv->filters, r.k.kdim, r.k.columns, 1.0f, delta,
+                       delta_type, cv->filters, r.x, r.x_type, r.k.kdim, 1.0f, r.dwk, ELEM_F32,
+                       r.k.kdim);
+        if (!dx)
+            continue;
+        /* cols [columns][kdim] = rows wk (float32 now, for col2im) */
+        gpu_gemm_typed(ctx, l->precision, 0, 0, r.k.columns, r.k.kdim, cv->filters, 1.0f, delta,
+                       delta_type, cv->filters, r.wk, operand, r.k.kdim, 0.0f, r.k.cols, ELEM_F32,
+                       r.k.kdim);
+        gpu_note(ctx,
+                 cuda_col2im(elem_at(dx, x_type, (size_t)b0 * shape_size(l->in_shape)), x_type,
+                             dx_beta, r.k.cols, r.k.shape, stream),
+                 "convolution col2im (channels-last)");
+    }
+    /* the OIHW gradient [filters][c][taps] += dwk [filters][taps][c] */
+    gpu_note(ctx,
+             cuda_transpose(w->grad, ELEM_F32, r.dwk, ELEM_F32, cv->filters, window2d_taps(cv->win),
+                            l->in_shape.c, 1, stream),
+             "convolution weight gradient to OIHW");
+}
+
 static void conv_forward_gpu(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
@@ -243,6 +406,9 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
         conv_cudnn_forward(&cv->gpu->cudnn, l, ctx);
     else
 #endif
+        if (runs_channels_last(l))
+        conv_forward_rows(l, ctx);
+    else
         conv_forward_ref(l, ctx);
     gpu_bias_norm_forward(&cv->stage, l, ctx, l->out, l->storage, layer_activation_input(l),
                           layer_pre_storage(l));
@@ -303,7 +469,10 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
         return;
     }
 #endif
-    conv_backward_ref(l, ctx);
+    if (runs_channels_last(l))
+        conv_backward_rows(l, ctx);
+    else
+        conv_backward_ref(l, ctx);
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
@@ -314,4 +483,5 @@ const LayerKernels gpu_convolutional_kernels = {
     .forward = conv_forward_gpu,
     .backward = conv_backward_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = conv_takes_channels_last,
 };

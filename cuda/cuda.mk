@@ -37,7 +37,8 @@ gpusim-tests: $(LIB) $(CLI_OBJ)
 	@$(MAKE) --no-print-directory GPU=sim SAN=$(SAN) gpusim-targets
 gpusim-targets: $(CDL) $(BUILD)/tests/test_backend_ops $(BUILD)/tests/test_gpu_forward_at \
                 $(BUILD)/tests/test_batch_staging $(BUILD)/tests/test_gpu_step_syncs \
-                $(BUILD)/tests/test_net_storage $(BUILD)/tests/test_net_rows
+                $(BUILD)/tests/test_net_storage $(BUILD)/tests/test_net_rows \
+                $(BUILD)/tests/test_net_channels_last
 
 # make test's GPU=1 part (where nvcc and cuDNN are; Makefile's HAVE_GPU1): ./cdl-gpu compiled and
 # linked, the kernels by nvcc for sm_80, sm_90 and PTX (a register spill an error), and

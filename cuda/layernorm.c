@@ -49,7 +49,7 @@ static cudaError_t axis_sums_add(float *grad, const void *x, ElemType x_type, Ch
     const int outer = batch * a.groups;
     return a.inner == 1
                ? cuda_column_sums_add_typed(grad, x, x_type, outer, a.n, (size_t)a.n, stream)
-               : cuda_bias_grad(grad, x, x_type, outer, a.n, a.inner, stream);
+               : cuda_bias_grad(grad, x, x_type, outer, a.n, a.inner, 0, stream);
 }
 
 static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)

@@ -1,5 +1,6 @@
 /* [maxpool]'s GPU kernels (layers/maxpool.c has its meaning): the maximum of each window with
- * darknet's padding, the argmax kept in the layer's state for the backward, plain NCHW only;
+ * darknet's padding, the argmax kept in the layer's state for the backward, its input and output
+ * each NCHW or NHWC (Layer.in_channels_last, Layer.channels_last);
  * input and output each float32 or 16-bit (Layer.in_storage, Layer.storage).
  *
  *   in  [batch][c][h][w]
@@ -23,6 +24,7 @@ static MaxpoolDims dims_of(const Layer *l, const StepContext *ctx)
     const Maxpool *m = l->priv;
     return (MaxpoolDims){
         .planes = ctx->batch * l->in_shape.c,
+        .channels = l->in_shape.c,
         .ih = l->in_shape.h,
         .iw = l->in_shape.w,
         .oh = l->out_shape.h,
@@ -30,6 +32,8 @@ static MaxpoolDims dims_of(const Layer *l, const StepContext *ctx)
         .size = m->size,
         .stride = m->stride,
         .offset = m->padding / 2,
+        .in_nhwc = l->in_channels_last[0],
+        .out_nhwc = l->channels_last,
     };
 }
 
@@ -55,10 +59,17 @@ static void maxpool_backward_gpu(Layer *l, const StepContext *ctx)
              "maxpool backward");
 }
 
+static ChannelsLastUse maxpool_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)l, (void)exec;
+    return CHANNELS_LAST_EITHER;
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_maxpool_kernels = {
     .resize = maxpool_resize_gpu,
     .forward = maxpool_forward_gpu,
     .backward = maxpool_backward_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = maxpool_takes_channels_last,
 };

@@ -92,10 +92,20 @@ static void shortcut_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx, err, "shortcut backward");
 }
 
+/* The same-shape sum is elementwise: any one layout of its inputs and output; a mapped one is
+ * NCHW only. */
+static ChannelsLastUse shortcut_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)exec;
+    return shortcut_same_shape(shortcut_from_shape(l), l->out_shape) ? CHANNELS_LAST_SAME
+                                                                     : CHANNELS_LAST_NEVER;
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_shortcut_kernels = {
     .forward = shortcut_forward_gpu,
     .backward = shortcut_backward_gpu,
     .forward_at = shortcut_forward_at_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = shortcut_takes_channels_last,
 };

@@ -61,6 +61,7 @@ if [ -n "${SIM_BUILD:-}" ]; then
     check "test_net_storage (GPU=sim)" "$SIM_BUILD/tests/test_net_storage"
     # a batch cut to its rows against the padded batch (attention dropout's masks too), on the GPU
     check "test_net_rows (GPU=sim)" "$SIM_BUILD/tests/test_net_rows"
+    check "test_net_channels_last (GPU=sim)" "$SIM_BUILD/tests/test_net_channels_last"
     export CDL_GPUSIM_BIN="$PWD/${SIM_CDL:-cdl-gpusim}"
 else
     echo "# the CUDA simulator's tests need the CUDA toolkit's headers (CUDA_DIR): not run"

@@ -1,4 +1,5 @@
-// Batch normalisation over (batch, c, spatial) tensors as ops/batchnorm.c computes it: a channel's
+// Batch normalisation over (batch, c, spatial) tensors, or (batch, spatial, c) ones with
+// channels_last (each sum in the same order either way), as ops/batchnorm.c computes it: a channel's
 // sums (sum and sum of squares in training, dy and dy * x_hat in the backward) in double, by one
 // block per channel over its planes in a fixed order (the same bits on every run), then the
 // elementwise passes grid-strided over the whole tensor. x, y, dy and dx each float, bf16 or fp16
@@ -10,6 +11,7 @@
 #include <math.h>
 
 #include "kernels/dtype.cuh"
+#include "kernels/layout.cuh"
 #include "launch.h"
 
 #define STATS_THREADS 256
@@ -61,18 +63,17 @@ __device__ inline float xhat_gain(float inv_std, double n, int darknet)
 template <typename X>
 __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *running_mean,
                                        float *running_var, const X *x, int batch, int c,
-                                       int spatial, float momentum, float eps, int darknet)
+                                       int spatial, int channels_last, float momentum, float eps,
+                                       int darknet)
 {
     const int ch = blockIdx.x;
     double sum = 0.0, sum_sq = 0.0;
-    for (int b = 0; b < batch; b++) {
-        const X *xs = x + ((size_t)b * c + ch) * spatial;
+    for (int b = 0; b < batch; b++)
         for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-            const double v = to_float(xs[s]);
+            const double v = to_float(x[index_of(b, ch, s, c, spatial, channels_last)]);
             sum += v;
             sum_sq += v * v;
         }
-    }
     block_sum_pair(&sum, &sum_sq);
     if (threadIdx.x != 0)
         return;
@@ -92,11 +93,12 @@ __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *runni
 template <typename X, typename Y>
 __global__ void batchnorm_normalize_kernel(Y *y, float *x_hat, const X *x, const float *mean,
                                            const float *inv_std, const float *scale,
-                                           const float *bias, int c, int spatial, size_t n)
+                                           const float *bias, int c, int spatial,
+                                           int channels_last, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const int ch = (int)(i / spatial % c);
+        const int ch = channel_of(i, c, spatial, channels_last);
         const float h = (to_float(x[i]) - mean[ch]) * inv_std[ch];
         x_hat[i] = h;
         y[i] = from_float<Y>(h * scale[ch] + bias[ch]);
@@ -106,11 +108,12 @@ __global__ void batchnorm_normalize_kernel(Y *y, float *x_hat, const X *x, const
 template <typename X, typename Y>
 __global__ void batchnorm_eval_kernel(Y *y, const X *x, const float *scale, const float *bias,
                                       const float *running_mean, const float *running_var, int c,
-                                      int spatial, float eps, int darknet, size_t n)
+                                      int spatial, int channels_last, float eps, int darknet,
+                                      size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const int ch = (int)(i / spatial % c);
+        const int ch = channel_of(i, c, spatial, channels_last);
         const float std =
             darknet ? sqrtf(running_var[ch]) + 0.000001f : sqrtf(running_var[ch] + eps);
         const float a = scale[ch] / std, b = bias[ch] - running_mean[ch] * a;
@@ -122,18 +125,18 @@ __global__ void batchnorm_eval_kernel(Y *y, const X *x, const float *scale, cons
 // kept in sums for the input gradient.
 template <typename D>
 __global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *dbias, const D *dy,
-                                           const float *x_hat, int batch, int c, int spatial)
+                                           const float *x_hat, int batch, int c, int spatial,
+                                           int channels_last)
 {
     const int ch = blockIdx.x;
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int b = 0; b < batch; b++) {
-        const size_t at = ((size_t)b * c + ch) * spatial;
+    for (int b = 0; b < batch; b++)
         for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-            const double d = to_float(dy[at + s]);
+            const size_t at = index_of(b, ch, s, c, spatial, channels_last);
+            const double d = to_float(dy[at]);
             sum_dy += d;
-            sum_dy_xhat += d * x_hat[at + s];
+            sum_dy_xhat += d * x_hat[at];
         }
-    }
     block_sum_pair(&sum_dy, &sum_dy_xhat);
     if (threadIdx.x != 0)
         return;
@@ -147,11 +150,12 @@ __global__ void batchnorm_grad_sums_kernel(double *sums, float *dscale, float *d
 template <typename D, typename G>
 __global__ void batchnorm_dx_kernel(G *dx, float dx_beta, const double *sums, const D *dy,
                                     const float *x_hat, const float *inv_std, const float *scale,
-                                    double count, int c, int spatial, int darknet, size_t n)
+                                    double count, int c, int spatial, int channels_last,
+                                    int darknet, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const int ch = (int)(i / spatial % c);
+        const int ch = channel_of(i, c, spatial, channels_last);
         const float k = scale[ch] * inv_std[ch];
         const float mean_dy = (float)(sums[2 * ch] / count);
         const float mean_dy_xhat =
@@ -171,7 +175,8 @@ extern "C" cudaError_t
 cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean, float *inv_std,
                              const void *x, ElemType x_type, const float *scale, const float *bias,
                              float *running_mean, float *running_var, int batch, int c, int spatial,
-                             float momentum, float eps, int darknet, cudaStream_t stream)
+                             int channels_last, float momentum, float eps, int darknet,
+                             cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -180,13 +185,13 @@ cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH(batchnorm_stats_kernel<X>, c, STATS_THREADS, 0, stream, mean, inv_std,
-                    running_mean, running_var, (const X *)x, batch, c, spatial, momentum, eps,
-                    darknet);
+                    running_mean, running_var, (const X *)x, batch, c, spatial, channels_last,
+                    momentum, eps, darknet);
         cudaError_t err = cuda_launch_error();
         if (err != cudaSuccess)
             return err;
         CUDA_LAUNCH((batchnorm_normalize_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, x_hat,
-                    (const X *)x, mean, inv_std, scale, bias, c, spatial, n);
+                    (const X *)x, mean, inv_std, scale, bias, c, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }
@@ -195,8 +200,8 @@ extern "C" cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, con
                                                    ElemType x_type, const float *scale,
                                                    const float *bias, const float *running_mean,
                                                    const float *running_var, int batch, int c,
-                                                   int spatial, float eps, int darknet,
-                                                   cudaStream_t stream)
+                                                   int spatial, int channels_last, float eps,
+                                                   int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -205,8 +210,8 @@ extern "C" cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, con
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((batchnorm_eval_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y,
-                    (const X *)x, scale, bias, running_mean, running_var, c, spatial, eps, darknet,
-                    n);
+                    (const X *)x, scale, bias, running_mean, running_var, c, spatial,
+                    channels_last, eps, darknet, n);
         return cuda_launch_error();
     });
 }
@@ -215,7 +220,8 @@ extern "C" cudaError_t cuda_batchnorm_backward(void *dx, ElemType dx_type, float
                                                float *dscale, float *dbias, double *sums,
                                                const void *dy, ElemType dy_type, const float *x_hat,
                                                const float *inv_std, const float *scale, int batch,
-                                               int c, int spatial, int darknet, cudaStream_t stream)
+                                               int c, int spatial, int channels_last, int darknet,
+                                               cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -224,13 +230,13 @@ extern "C" cudaError_t cuda_batchnorm_backward(void *dx, ElemType dx_type, float
         using D = typename decltype(dt)::type;
         using G = typename decltype(gt)::type;
         CUDA_LAUNCH(batchnorm_grad_sums_kernel<D>, c, STATS_THREADS, 0, stream, sums, dscale, dbias,
-                    (const D *)dy, x_hat, batch, c, spatial);
+                    (const D *)dy, x_hat, batch, c, spatial, channels_last);
         cudaError_t err = cuda_launch_error();
         if (err != cudaSuccess || !dx)
             return err;
         CUDA_LAUNCH((batchnorm_dx_kernel<D, G>), grid_for(n), 256, 0, stream, (G *)dx, dx_beta,
                     sums, (const D *)dy, x_hat, inv_std, scale, (double)batch * spatial, c, spatial,
-                    darknet, n);
+                    channels_last, darknet, n);
         return cuda_launch_error();
     });
 }

@@ -2,6 +2,9 @@
 // each input's sample into its place in the output's), its gradients back, identities; templated
 // over the element types of src (S) and dst (D), float, bf16 or fp16, added in float.
 //   dst: (rows, dst_stride)   src: (rows, src_stride), the first n values of each row moved
+// and the transpose of matrices: NCHW to NHWC and back, a convolution's weights OIHW to KRSC and
+// their gradient back (core/net_channels_last.h).
+//   src: (outer, rows, columns)   dst: (outer, columns, rows)
 #include "copy.h"
 
 #include "kernels/dtype.cuh"
@@ -43,4 +46,34 @@ extern "C" cudaError_t cuda_copy_rows(float *dst, size_t dst_stride, const float
 {
     return cuda_convert_rows(dst, ELEM_F32, dst_stride, src, ELEM_F32, src_stride, rows, n,
                              accumulate, stream);
+}
+
+template <typename S, typename D>
+__global__ void transpose_kernel(D *dst, const S *src, int rows, int columns, size_t n,
+                                 int accumulate)
+{
+    GRID_STRIDE_LOOP(t, n)
+    {
+        // t indexes dst: (o, c, r)
+        const size_t matrix = (size_t)rows * columns, o = t / matrix, in = t % matrix;
+        const size_t c = in / rows, r = in % rows;
+        const float v = to_float(src[o * matrix + r * columns + c]);
+        dst[t] = from_float<D>(accumulate ? to_float(dst[t]) + v : v);
+    }
+}
+
+extern "C" cudaError_t cuda_transpose(void *dst, ElemType dst_type, const void *src,
+                                      ElemType src_type, int outer, int rows, int columns,
+                                      int accumulate, cudaStream_t stream)
+{
+    const size_t total = (size_t)outer * rows * columns;
+    if (total == 0)
+        return cudaSuccess;
+    return with_elem_types(src_type, dst_type, [&](auto st, auto dt) {
+        using S = typename decltype(st)::type;
+        using D = typename decltype(dt)::type;
+        CUDA_LAUNCH((transpose_kernel<S, D>), grid_for(total), GRID_BLOCK, 0, stream, (D *)dst,
+                    (const S *)src, rows, columns, total, accumulate);
+        return cuda_launch_error();
+    });
 }

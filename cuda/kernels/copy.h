@@ -1,6 +1,6 @@
 /* Copies and sums of row blocks on the device (copy.cu): C entry points, float32 or 16-bit. What
  * [route],
- * [cost] and [dropout]'s identity move. */
+ * [cost] and [dropout]'s identity move; transposes between NCHW and NHWC. */
 #ifndef CDL_CUDA_COPY_H
 #define CDL_CUDA_COPY_H
 
@@ -21,6 +21,11 @@ cudaError_t cuda_copy_rows(float *dst, size_t dst_stride, const float *src, size
 cudaError_t cuda_convert_rows(void *dst, ElemType dst_type, size_t dst_stride, const void *src,
                               ElemType src_type, size_t src_stride, int rows, size_t n,
                               int accumulate, cudaStream_t stream);
+/* dst [outer][columns][rows] = the transpose of each of src's [outer][rows][columns] matrices (+=
+ * with accumulate), each float32 or 16-bit: NCHW to NHWC (rows channels, columns the plane) and
+ * back, OIHW weights to KRSC (rows the input channels, columns the taps) and back. */
+cudaError_t cuda_transpose(void *dst, ElemType dst_type, const void *src, ElemType src_type,
+                           int outer, int rows, int columns, int accumulate, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -6,41 +6,53 @@
 // operands (C: 16-bit where the product multiplies 16-bit operands); col2im reads float columns.
 //   x, dx: (images, channels, h, w)   cols: (channels * size_h * size_w, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
+// or, as CudaConvShape says, x and dx (images, h, w, channels) and the pixel rows
+//   cols: (images * out_h * out_w, size_h * size_w * channels)
 #include "im2col.h"
 
 #include "kernels/dtype.cuh"
+#include "kernels/layout.cuh"
 #include "launch.h"
 
 template <typename T, typename C>
 __global__ void im2col_kernel(C *cols, const T *x, CudaConvShape s, size_t n)
 {
     const int kk = s.size_h * s.size_w, out_hw = s.out_h * s.out_w;
-    const size_t columns = (size_t)s.images * out_hw;
+    const size_t columns = (size_t)s.images * out_hw, kdim = (size_t)kk * s.channels;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const size_t row = i / columns, column = i % columns;
-        const int c = (int)(row / kk), tap = (int)(row % kk);
+        // cols[row][column] with row (channel, tap), or cols[column][(tap, channel)]
+        const size_t row = s.pixel_rows ? i % kdim : i / columns;
+        const size_t column = s.pixel_rows ? i / kdim : i % columns;
+        const int c = (int)(s.pixel_rows ? row % s.channels : row / kk);
+        const int tap = (int)(s.pixel_rows ? row / s.channels : row % kk);
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
         const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
         const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
-        cols[i] =
-            from_float<C>(iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
-                              ? to_float(x[(((size_t)b * s.channels + c) * s.h + iy) * s.w + ix])
-                              : 0.0f);
+        cols[i] = from_float<C>(
+            iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
+                ? to_float(x[index_of(b, c, iy * s.w + ix, s.channels, s.h * s.w, s.x_nhwc)])
+                : 0.0f);
     }
 }
 
 template <typename T>
 __global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShape s, size_t n)
 {
-    const int out_hw = s.out_h * s.out_w;
-    const size_t columns = (size_t)s.images * out_hw;
+    const int kk = s.size_h * s.size_w, out_hw = s.out_h * s.out_w, hw = s.h * s.w;
+    const size_t columns = (size_t)s.images * out_hw, kdim = (size_t)kk * s.channels;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const int ix = (int)(i % s.w), iy = (int)(i / s.w % s.h);
-        const size_t plane = i / ((size_t)s.w * s.h);
-        const int c = (int)(plane % s.channels), b = (int)(plane / s.channels);
-        const float *col = cols + (size_t)c * s.size_h * s.size_w * columns + (size_t)b * out_hw;
+        const int c = channel_of(i, s.channels, hw, s.x_nhwc);
+        const int b = (int)(i / ((size_t)hw * s.channels));
+        const int pixel = (int)(s.x_nhwc ? i / s.channels % hw : i % hw);
+        const int ix = pixel % s.w, iy = pixel / s.w;
+        // the entry of tap 0 at output pixel 0 of this image and channel, and the steps to the
+        // next tap and output pixel
+        const size_t first = s.pixel_rows ? (size_t)b * out_hw * kdim + c
+                                          : (size_t)c * kk * columns + (size_t)b * out_hw;
+        const size_t tap_step = s.pixel_rows ? (size_t)s.channels : columns;
+        const size_t pixel_step = s.pixel_rows ? kdim : 1;
         float sum = 0.0f;
         for (int ki = 0; ki < s.size_h; ki++) {
             const int ty = iy + s.pad_h - ki;
@@ -50,8 +62,9 @@ __global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShap
                 const int tx = ix + s.pad_w - kj;
                 if (tx < 0 || tx % s.stride_w || tx / s.stride_w >= s.out_w)
                     continue;
-                sum += col[(size_t)(ki * s.size_w + kj) * columns + ty / s.stride_h * s.out_w +
-                           tx / s.stride_w];
+                const size_t out_pixel = (size_t)(ty / s.stride_h) * s.out_w + tx / s.stride_w;
+                sum += cols[first + (size_t)(ki * s.size_w + kj) * tap_step +
+                            out_pixel * pixel_step];
             }
         }
         dx[i] = from_float<T>(beta != 0.0f ? beta * to_float(dx[i]) + sum : sum);
@@ -123,3 +136,4 @@ extern "C" cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nch
         return cuda_launch_error();
     });
 }
+

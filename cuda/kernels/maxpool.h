@@ -1,4 +1,4 @@
-/* [maxpool] on the device (maxpool.cu): C entry points, plain NCHW, each tensor float32 or
+/* [maxpool] on the device (maxpool.cu): C entry points, NCHW or NHWC, each tensor float32 or
  * 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage for out and dy). A window of
  * output (i, j) covers input rows i*stride - offset .. + size-1 (columns likewise, offset =
  * darknet's padding/2), clipped to the input. */
@@ -13,9 +13,11 @@
 extern "C" {
 #endif
 
-/* The window shapes of a layer: planes = batch * channels. */
+/* The window shapes of a layer: planes = batch * channels; in_nhwc and out_nhwc: the input (and
+ * dx) and the output (out, argmax, dy) [batch][h][w][channels] instead of [planes][h][w]. */
 typedef struct MaxpoolDims {
-    int planes, ih, iw, oh, ow, size, stride, offset;
+    int planes, channels, ih, iw, oh, ow, size, stride, offset;
+    int in_nhwc, out_nhwc;
 } MaxpoolDims;
 
 /* out [planes][oh][ow] = each window's maximum of in [planes][ih][iw], argmax its index into the

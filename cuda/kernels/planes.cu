@@ -1,4 +1,5 @@
-// Per-channel work over [batch][channels][spatial] tensors: adding a bias and its gradient, scaling
+// Per-channel work over [batch][channels][spatial] tensors (the bias and its gradient also over
+// [batch][spatial][channels] ones, channels_last 1): adding a bias and its gradient, scaling
 // by a value per channel and its gradient, global average pooling with its gradient, and scaling
 // each plane by its own value with its gradients (all templated over their tensors' element types,
 // X: x and dx, Y: y, pooled and dpooled, D: delta, S: a plane's scales and their gradient; summed
@@ -10,16 +11,17 @@
 #include "planes.h"
 
 #include "kernels/dtype.cuh"
+#include "kernels/layout.cuh"
 #include "kernels/reduce.cuh"
 #include "launch.h"
 
 template <typename X, typename Y>
 __global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channels, int spatial,
-                                size_t n)
+                                int channels_last, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = from_float<Y>(to_float(x[i]) + bias[(i / spatial) % channels]);
+        y[i] = from_float<Y>(to_float(x[i]) + bias[channel_of(i, channels, spatial, channels_last)]);
 }
 
 // y = x * scale[channel], or y += that with add.
@@ -37,40 +39,45 @@ __global__ void channel_scale_kernel(Y *y, const X *x, const float *scale, int c
 // times x's (x NULL: times 1).
 template <typename D, typename X>
 __global__ void bias_grad_kernel(float *dbias, const D *delta, const X *x, int batch, int channels,
-                                 int spatial)
+                                 int spatial, int channels_last)
 {
     const int c = blockIdx.x;
     float sum = 0.0f;
-    for (int b = 0; b < batch; b++) {
-        const size_t at = ((size_t)b * channels + c) * spatial;
-        for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-            sum += x ? to_float(delta[at + s]) * to_float(x[at + s]) : to_float(delta[at + s]);
-    }
+    for (int b = 0; b < batch; b++)
+        for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
+            const size_t at = index_of(b, c, s, channels, spatial, channels_last);
+            sum += x ? to_float(delta[at]) * to_float(x[at]) : to_float(delta[at]);
+        }
     sum = block_sum(sum);
     if (threadIdx.x == 0)
         dbias[c] += sum;
 }
 
-// One block per plane: pooled[p] = its mean.
+// One block per plane (b, c): pooled[p] = its mean, from x NCHW or NHWC (channels_last).
 template <typename X, typename Y>
-__global__ void plane_mean_kernel(Y *pooled, const X *x, int spatial)
+__global__ void plane_mean_kernel(Y *pooled, const X *x, int channels, int spatial,
+                                  int channels_last)
 {
-    const X *v = x + (size_t)blockIdx.x * spatial;
+    const int b = blockIdx.x / channels, c = blockIdx.x % channels;
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x)
-        sum += to_float(v[s]);
+        sum += to_float(x[index_of(b, c, s, channels, spatial, channels_last)]);
     sum = block_sum(sum);
     if (threadIdx.x == 0)
         pooled[blockIdx.x] = from_float<Y>(sum / (float)spatial);
 }
 
 template <typename X, typename Y>
-__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int spatial, size_t n)
+__global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int channels, int spatial,
+                                           int channels_last, size_t n)
 {
     const float inv = 1.0f / (float)spatial;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[i / spatial]) * inv);
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t plane = i / ((size_t)channels * spatial) * channels +
+                             channel_of(i, channels, spatial, channels_last);
+        dx[i] = from_float<X>(to_float(dx[i]) + to_float(dpooled[plane]) * inv);
+    }
 }
 
 template <typename S, typename X, typename Y>
@@ -117,7 +124,7 @@ static int block_for(int spatial)
 
 extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
                                      const float *bias, int batch, int channels, int spatial,
-                                     cudaStream_t stream)
+                                     int channels_last, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
@@ -126,7 +133,7 @@ extern "C" cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, El
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((add_bias_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y, (const X *)x,
-                    bias, channels, spatial, n);
+                    bias, channels, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }
@@ -141,20 +148,21 @@ extern "C" cudaError_t cuda_scale_grad(float *dscale, const void *dy, ElemType d
         using D = typename decltype(dt)::type;
         using X = typename decltype(xt)::type;
         CUDA_LAUNCH((bias_grad_kernel<D, X>), channels, block_for(spatial), 0, stream, dscale,
-                    (const D *)dy, (const X *)x, batch, channels, spatial);
+                    (const D *)dy, (const X *)x, batch, channels, spatial, 0);
         return cuda_launch_error();
     });
 }
 
 extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type,
-                                      int batch, int channels, int spatial, cudaStream_t stream)
+                                      int batch, int channels, int spatial, int channels_last,
+                                      cudaStream_t stream)
 {
     if (channels == 0)
         return cudaSuccess;
     return with_elem_type(delta_type, [&](auto dt) {
         using D = typename decltype(dt)::type;
         CUDA_LAUNCH((bias_grad_kernel<D, D>), channels, block_for(spatial), 0, stream, dbias,
-                    (const D *)delta, (const D *)NULL, batch, channels, spatial);
+                    (const D *)delta, (const D *)NULL, batch, channels, spatial, channels_last);
         return cuda_launch_error();
     });
 }
@@ -176,32 +184,33 @@ extern "C" cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *
 }
 
 extern "C" cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x,
-                                       ElemType x_type, int planes, int spatial,
-                                       cudaStream_t stream)
+                                       ElemType x_type, int batch, int channels, int spatial,
+                                       int channels_last, cudaStream_t stream)
 {
+    const int planes = batch * channels;
     if (planes == 0)
         return cudaSuccess;
     return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((plane_mean_kernel<X, Y>), planes, block_for(spatial), 0, stream, (Y *)pooled,
-                    (const X *)x, spatial);
+                    (const X *)x, channels, spatial, channels_last);
         return cuda_launch_error();
     });
 }
 
 extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
-                                                ElemType pooled_type, int planes, int spatial,
-                                                cudaStream_t stream)
+                                                ElemType pooled_type, int batch, int channels,
+                                                int spatial, int channels_last, cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * spatial;
+    const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
     return with_elem_types(x_type, pooled_type, [&](auto xt, auto yt) {
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((plane_mean_backward_kernel<X, Y>), grid_for(n), 256, 0, stream, (X *)dx,
-                    (const Y *)dpooled, spatial, n);
+                    (const Y *)dpooled, channels, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }

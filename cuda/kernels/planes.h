@@ -11,13 +11,15 @@
 extern "C" {
 #endif
 
-/* y = x + bias[channel] (y may be x, of the same type). */
+/* y = x + bias[channel] (y may be x, of the same type); x and y [batch][spatial][channels] where
+ * channels_last is 1. */
 cudaError_t cuda_add_bias(void *y, ElemType y_type, const void *x, ElemType x_type,
                           const float *bias, int batch, int channels, int spatial,
-                          cudaStream_t stream);
-/* dbias [channels] += delta (of delta_type) summed over the batch and the plane. */
+                          int channels_last, cudaStream_t stream);
+/* dbias [channels] += delta (of delta_type) summed over the batch and the plane (delta
+ * [batch][spatial][channels] where channels_last is 1). */
 cudaError_t cuda_bias_grad(float *dbias, const void *delta, ElemType delta_type, int batch,
-                           int channels, int spatial, cudaStream_t stream);
+                           int channels, int spatial, int channels_last, cudaStream_t stream);
 /* y = x * scale[channel] (add 0), or y += x * scale[channel] (add 1): [layer_scale]'s forward
  * and its input gradient; y (of y_type) may be x (of x_type, the same) when add is 0. */
 cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *x, ElemType x_type,
@@ -27,14 +29,17 @@ cudaError_t cuda_channel_scale(void *y, ElemType y_type, const void *x, ElemType
 cudaError_t cuda_scale_grad(float *dscale, const void *dy, ElemType dy_type, const void *x,
                             ElemType x_type, int batch, int channels, int spatial,
                             cudaStream_t stream);
-/* pooled [planes] = the mean of each plane of x [planes][spatial]; x of x_type and pooled of
- * pooled_type, each float32 or 16-bit (core/precision.h ElemType), summed in float. */
+/* pooled [batch][channels] = the mean of each plane of x [batch][channels][spatial] (or
+ * [batch][spatial][channels] where channels_last is 1); x of x_type and pooled of pooled_type,
+ * each float32 or 16-bit (core/precision.h ElemType), summed in float in the same order. */
 cudaError_t cuda_plane_mean(void *pooled, ElemType pooled_type, const void *x, ElemType x_type,
-                            int planes, int spatial, cudaStream_t stream);
-/* dx [planes][spatial] += dpooled [planes] / spatial, in the types as cuda_plane_mean's. */
+                            int batch, int channels, int spatial, int channels_last,
+                            cudaStream_t stream);
+/* dx += dpooled [batch][channels] / spatial over each plane, dx laid out as cuda_plane_mean's x,
+ * in the types as cuda_plane_mean's. */
 cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpooled,
-                                     ElemType pooled_type, int planes, int spatial,
-                                     cudaStream_t stream);
+                                     ElemType pooled_type, int batch, int channels, int spatial,
+                                     int channels_last, cudaStream_t stream);
 
 /* The inputs of a scaling of planes: x [planes][spatial] and scale [planes], each float32 or
  * 16-bit. */

@@ -643,6 +643,8 @@ typedef struct cdl_model_summary {
     int train_pass;
     /* a sequence-to-sequence net's source tokens before its seq target rows; 0 else (last too) */
     int source;
+    /* [net] channels_last (docs/gpu.md): 1 where the cfg asks for NHWC activations (last too) */
+    int channels_last;
 } cdl_model_summary;
 
 typedef struct cdl_layer_info {
@@ -658,6 +660,9 @@ typedef struct cdl_layer_info {
     /* Convolutions: "dnnl" (through oneDNN, [net] engine=dnnl) or "ref" (cdl's im2col + BLAS);
      * NULL in layers without that choice */
     const char *engine;
+    /* 1 where the layer's output is NHWC on the model's device ([net] channels_last=1 on a GPU:
+     * docs/gpu.md); 0 NCHW (always on the CPU) */
+    int channels_last;
 } cdl_layer_info;
 
 void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary);

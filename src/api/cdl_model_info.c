@@ -33,6 +33,7 @@ void cdl_model_get_summary(const cdl_model *model, cdl_model_summary *summary)
         .flops = flops,
         .step = model->meta.step,
         .train_pass = net_training_pass(net, omp_get_max_threads()),
+        .channels_last = net->channels_last,
     };
 }
 
@@ -54,6 +55,7 @@ void cdl_model_layer_info(const cdl_model *model, int index, cdl_layer_info *inf
         .n_settings = model->net.cfg.sections[index + 1].n_entries,
         .int8 = l->quant ? 1 + l->quant->static_input : 0,
         .engine = l->engine,
+        .channels_last = l->channels_last,
     };
     for (int k = 0; k < l->n_inputs; k++)
         info->inputs[k] = l->inputs[k];

@@ -47,8 +47,12 @@ static void print_json(const cdl_model *m, const char *path)
             cJSON_AddStringToObject(j, "weights", l.int8 == 2 ? "int8 static" : "int8 dynamic");
         if (l.engine)
             cJSON_AddStringToObject(j, "engine", l.engine);
+        if (l.channels_last)
+            cJSON_AddBoolToObject(j, "channels_last", 1);
         cJSON_AddItemToArray(layers, j);
     }
+    if (sum.channels_last)
+        cJSON_AddBoolToObject(o, "channels_last", 1);
     cJSON_AddNumberToObject(o, "params", (double)sum.params);
     cJSON_AddNumberToObject(o, "state", (double)sum.state);
     cJSON_AddNumberToObject(o, "flops", sum.flops);
@@ -78,22 +82,27 @@ static void print_table(const cdl_model *m, const char *path)
         printf("sequence net: %d tokens per sample, a vocabulary of %d\n", sum.seq, sum.vocab);
     printf("%4s  %-14s %-16s %-10s %12s %12s\n", "#", "type", "output CxHxW", "activation",
            "params", "MFLOPs");
-    int int8 = 0;
+    int int8 = 0, nhwc = 0;
     for (int i = 0; i < sum.n_layers; i++) {
         cdl_layer_info l;
         cdl_model_layer_info(m, i, &l);
         char shape[48];
         snprintf(shape, sizeof shape, "%dx%dx%d", l.c, l.h, l.w);
         /* int8 layers (cdl quantize) say so, with how their input is quantized; convolutions
-         * say which engine runs them. */
-        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s%s%s\n", i, l.type, shape, l.activation,
+         * say which engine runs them; channels-last outputs say nhwc. */
+        printf("%4d  %-14s %-16s %-10s %12zu %12.3f%s%s%s%s\n", i, l.type, shape, l.activation,
                l.params, l.flops / 1e6,
                l.int8 == 2   ? "  int8 (static input)"
                : l.int8 == 1 ? "  int8 (dynamic input)"
                              : "",
-               l.engine ? "  engine " : "", l.engine ? l.engine : "");
+               l.engine ? "  engine " : "", l.engine ? l.engine : "",
+               l.channels_last ? "  nhwc" : "");
         int8 += l.int8 != 0;
+        nhwc += l.channels_last;
     }
+    if (sum.channels_last)
+        printf("channels_last=1: %d layer outputs NHWC%s\n", nhwc,
+               nhwc ? "" : " (only a GPU keeps any: --gpu N plans for one)");
     if (int8)
         printf("int8: %d quantized layers (per-channel int8 weights, uint8 inputs)\n", int8);
     printf("total: %zu parameters (+%zu running statistics), %.3f MFLOPs per image\n", sum.params,

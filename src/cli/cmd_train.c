@@ -50,6 +50,9 @@ static const OptSpec train_opts[] = {
     {"--cuda-graph", 0, 0,
      "with --gpu: capture the training step once as CUDA graphs and replay them (the same "
      "losses; refused for what it cannot capture yet: a detection layer's loss)"},
+    {"--channels-last", 0, 0,
+     "keep activations NHWC where the GPU's kernels take them (net.channels_last=1; the same "
+     "numbers, on the CPU the same computation)"},
     {"--no-memory-check", 0, 0,
      "train even when a step needs more memory than the process may use (cgroup limit, "
      "MemAvailable, ulimit -v), which is otherwise refused before training"},
@@ -128,18 +131,25 @@ static int report_interrupted(const TrainWatch *w, const cdl_session_info *info,
 }
 
 /* Creates the session of a new run (CFG) or of --resume CKPT, and attaches its data. --precision
- * P is the override net.precision=P after the --set ones (so the checkpoint's cfg keeps it). */
+ * P is the override net.precision=P after the --set ones, --channels-last net.channels_last=1 (so
+ * the checkpoint's cfg keeps them). */
 static int open_session(const Args *a, Progress *progress, cdl_session **s, Error *e)
 {
     const char *resume = args_get(a, "--resume");
     char precision_set[CLI_PRECISION_SET_SIZE];
-    const char *overrides[ARGS_MAX + 1];
+    const char *overrides[ARGS_MAX + 2];
     int n_overrides;
     if (cli_precision_overrides(a, overrides, precision_set, &n_overrides, e))
         return e->code;
     if (resume && args_get(a, "--precision"))
         return error_set(e, CDL_EUSAGE,
                          "--resume continues a run in its precision: it takes no --precision");
+    const int channels_last = args_get(a, "--channels-last") != NULL;
+    if (resume && channels_last)
+        return error_set(e, CDL_EUSAGE,
+                         "--resume continues a run in its layout: it takes no --channels-last");
+    if (channels_last)
+        overrides[n_overrides++] = "net.channels_last=1";
     cdl_session_options o = {.overrides = overrides,
                              .n_overrides = n_overrides,
                              .resume_path = resume,

@@ -11,9 +11,12 @@
 
 int cli_open_model(const Args *a, const char *path, int for_training, cdl_model **model, Error *e)
 {
+    /* with --gpu, activations for one sample: the device's plan (cdl info's channels-last
+     * layers) is made when the net is sized there */
     const cdl_open_options how = {.overrides = a->repeats,
                                   .n_overrides = a->n_repeats,
                                   .seed = 1,
+                                  .batch = args_get(a, "--gpu") ? 1 : 0,
                                   .for_training = for_training};
     int st = cdl_model_open(path, &how, model, e->msg, sizeof e->msg);
     if (st)

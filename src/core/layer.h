@@ -123,6 +123,12 @@ typedef struct Layer {
      * of in[k] and in_delta[k]. Set by net_resize before the layers' resize. */
     ElemType storage;
     ElemType in_storage[LAYER_MAX_INPUTS];
+    /* The layout of out and delta (core/net_channels_last.h): 1 NHWC [batch][h][w][c], where
+     * [net] channels_last=1 and the layer's kernels and every reader's take it
+     * (LayerKernels.takes_channels_last); 0 NCHW. in_channels_last[k]: input k's (its writer's;
+     * 0 for the net input). Set by net_resize before the layers' resize. */
+    int channels_last;
+    int in_channels_last[LAYER_MAX_INPUTS];
     /* Layers that may run on oneDNN ([net] engine=, core/net.h: convolutions): the kernels their
      * step runs on, "dnnl" or "ref" (the own ones), as parse expects and resize then decides;
      * NULL in the other families (own kernels only). */
@@ -296,6 +302,13 @@ float *layer_kept_floats(LayerState *st, size_t n);
  * the backend's hooks (layouts, fused sums). A family's meaning (LayerType) is the same on every
  * backend; each backend holds one table per family it runs (backend/cpu/cpu_backend.c), which the
  * net picks once when it builds (Layer.kernels). Every table fills forward and backward. */
+/* LayerKernels.takes_channels_last's answer. */
+typedef enum ChannelsLastUse {
+    CHANNELS_LAST_NEVER,
+    CHANNELS_LAST_EITHER,
+    CHANNELS_LAST_SAME,
+} ChannelsLastUse;
+
 typedef struct LayerKernels {
     /* The engine the backend expects to run l on ("ref", "dnnl", "wino"), named after parse for
      * `cdl info` and profiles (Layer.engine; resize may name another). NULL: the family has one. */
@@ -348,6 +361,12 @@ typedef struct LayerKernels {
      * read it) but whose forward and backward take each input (in[k], in_delta[k]) in the element
      * type Layer.in_storage[k] says, float32 or 16-bit: its writer may store in 16 bits. */
     int reads_16bit;
+    /* Which layouts forward and backward take (Layer.channels_last, in_channels_last): NULL or
+     * CHANNELS_LAST_NEVER: NCHW only; CHANNELS_LAST_EITHER: each input and the output NCHW or
+     * NHWC, in every combination; CHANNELS_LAST_SAME: NHWC where the inputs and the output all
+     * are (an elementwise family). Asked per layer (a configuration may decline) with the net's
+     * execution context (the engine its convolutions run on). */
+    ChannelsLastUse (*takes_channels_last)(const Layer *l, const ExecContext *exec);
     /* Computes l->out [batch][out_shape] from l->in[] (and l->pre when the activation is not
      * linear); a loss layer adds its loss into *ctx->loss when ctx->labels is set. */
     void (*forward)(Layer *l, const StepContext *ctx);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/darknet_compat.h"
+#include "core/net_channels_last.h"
 #include "core/net_memory.h"
 #include "core/net_storage.h"
 #include "data/boxes.h"
@@ -83,6 +84,7 @@ static int parse_net_section(Net *net, Cfg *cfg, CfgSection *s, Error *e)
                             &precision, e);
     net->precision = (GemmPrecision)precision;
     st = st ? st : cfg_get_flag(cfg, s, "memory_plan", 1, &net->memory_plan, e);
+    st = st ? st : cfg_get_flag(cfg, s, "channels_last", 0, &net->channels_last, e);
     st = st ? st : net_read_foreign_keys(cfg, net->in_shape, e);
     st = st ? st : darknet_check_keys(cfg, s, e);
     st = st ? st : cfg_check_unused(cfg, s, e);
@@ -811,7 +813,8 @@ static int measure_batch(Net *net, int batch, int want_grads, int want_input_del
                          "lower batch or raise subdivisions",
                          net->cfg.path ? net->cfg.path : "net", batch, NET_MAX_BATCH_FLOATS);
     size_t state_floats, state_bytes;
-    net_plan_storage(net); /* the layers' resize sees their element types */
+    net_plan_storage(net); /* the layers' resize sees their element types and layouts */
+    net_plan_channels_last(net);
     int st =
         measure_state(net, batch, want_grads, want_input_delta, &state_floats, &state_bytes, e);
     /* The layouts, fused sums and int8 chains the layers' primitives allow, which those then

@@ -91,6 +91,10 @@ typedef struct Net {
     /* [net] memory_plan: 1 (the default) lays the slab out by liveness (core/net_memory.h), 0
      * gives every buffer its own memory. */
     int memory_plan;
+    /* [net] channels_last=1 (the CLI's --channels-last): keep activations NHWC where the backend's
+     * kernels take them so (Layer.channels_last, core/net_channels_last.h); 0, the default, and
+     * on the CPU, whose kernels take none: all NCHW. */
+    int channels_last;
     /* 1: net_backward ran since the last net_forward (which sets it to 0). */
     int backward_ran;
     /* Slab holding the layers' out/delta/pre and private per-batch state (Layer.state_floats

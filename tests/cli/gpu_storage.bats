@@ -101,65 +101,7 @@ assert abs(cpu - gpu) <= 0.02, (cpu, gpu)' \
 }
 
 @test "a residual net's first steps in bf16 and fp16 on the GPU follow the CPU's" {
-    write_cfg res.cfg <<'CFG'
-[net]
-batch=16
-width=8
-height=8
-channels=1
-learning_rate=0.05
-momentum=0.9
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=linear
-[shortcut]
-from=-3
-activation=relu
-[convolutional]
-filters=16
-size=3
-stride=2
-pad=1
-batch_normalize=1
-activation=relu
-[convolutional]
-filters=16
-size=3
-pad=1
-batch_normalize=1
-activation=linear
-[route]
-layers=-3
-[convolutional]
-filters=16
-size=1
-stride=2
-batch_normalize=1
-activation=linear
-[shortcut]
-from=-3
-activation=relu
-[avgpool]
-[connected]
-output=10
-activation=linear
-[softmax]
-CFG
+    write_residual_cfg res.cfg
     # every output but the softmax's (the net's output) in 16 bits: S = 11.
     # A second of training is a few steps on the simulator.
     for p in bf16 fp16; do

@@ -209,3 +209,68 @@ translate_fp32_steps() {
     TRANSLATE_STEPS=(--data pairs.data --set net.batch=4 --epochs 1 --log-every 1 --threads 1)
     "$CDL" train "$REPO/cfg/translate.cfg" "${TRANSLATE_STEPS[@]}" --log fp32.jsonl --out fp32.cdl
 }
+
+# A small residual net on digits' 8x8 images (res.cfg of gpu_storage.bats and
+# gpu_channels_last.bats): resnet18_cifar's blocks, two of them (the second with a strided 1x1
+# projection through a [route]), a global [avgpool] and a classifier.
+write_residual_cfg() {
+    cat >"$1" <<'CFG'
+[net]
+batch=16
+width=8
+height=8
+channels=1
+learning_rate=0.05
+momentum=0.9
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=8
+size=3
+pad=1
+batch_normalize=1
+activation=linear
+[shortcut]
+from=-3
+activation=relu
+[convolutional]
+filters=16
+size=3
+stride=2
+pad=1
+batch_normalize=1
+activation=relu
+[convolutional]
+filters=16
+size=3
+pad=1
+batch_normalize=1
+activation=linear
+[route]
+layers=-3
+[convolutional]
+filters=16
+size=1
+stride=2
+batch_normalize=1
+activation=linear
+[shortcut]
+from=-3
+activation=relu
+[avgpool]
+[connected]
+output=10
+activation=linear
+[softmax]
+CFG
+}

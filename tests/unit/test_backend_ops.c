@@ -43,6 +43,11 @@ typedef struct OpCase {
 /* A sequence-to-sequence net's input row: source then seq values (token ids where read so). */
 #define PAIRS(batch, source, seq) "batch=" #batch "\nsource=" #source "\nseq=" #seq "\ninputs=1\n"
 
+/* The "gpu nhwc" residual case's layers after its two convolutions. */
+#define RESIDUAL_BN_HEAD                                                                           \
+    "[shortcut]\nfrom=-2\nactivation=tanh\n[batchnorm]\nactivation=linear\n"                       \
+    "[convolutional]\nfilters=5\nsize=1\nactivation=logistic\n[avgpool]\n"                         \
+    "[connected]\noutput=4\nactivation=linear\n[softmax]\n"
 #define CONV(filters, size, stride, pad, groups, bn, act)                                          \
     "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
     "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act "\n"
@@ -516,6 +521,25 @@ static const OpCase cases[] = {
      "class_token=1\npositional=1\n[layer_scale]\ninit=0.5\n[layernorm]\n[select_token]\n"
      "[connected]\noutput=5\nactivation=linear\n[softmax]\n",
      NULL},
+    /* channels-last chains (the "gpu nhwc" rows): a convolution reading the NCHW net input into
+     * NHWC, NHWC to NHWC (a 1x1 one taking its input as its columns), NHWC into NCHW for a
+     * reader without NHWC kernels */
+    {"gpu nhwc: conv 3x3 bn relu, conv 1x1 bn, conv 3x3 stride 2 bias, connected",
+     IMAGE(3, 3, 7, 6),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(6, 1, 1, 0, 1, 1, swish)
+         CONV(5, 3, 2, 1, 1, 0, logistic) "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    /* a residual block all NHWC: the same-shape [shortcut] and [batchnorm] (NHWC where all their
+     * inputs and readers are), a global [avgpool] reading NHWC */
+    {"gpu nhwc: conv, conv, shortcut, batchnorm, conv, global avgpool, connected",
+     IMAGE(3, 3, 6, 7),
+     CONV(8, 3, 1, 1, 1, 1, tanh) CONV(8, 3, 1, 1, 1, 1, linear) RESIDUAL_BN_HEAD, NULL},
+    /* [maxpool] NHWC to NHWC between convolutions, then NHWC to NCHW for [connected] */
+    {"gpu nhwc: conv, maxpool 2x2/2, conv, maxpool 3x3/1, connected", IMAGE(2, 3, 8, 9),
+     CONV(6, 3, 1, 1, 1, 1, tanh) "[maxpool]\nsize=2\nstride=2\n" CONV(
+         5, 3, 1, 1, 1, 0, logistic) "[maxpool]\nsize=3\nstride=1\n[connected]\noutput=4\n"
+                                     "activation=linear\n[softmax]\n",
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
@@ -774,6 +798,15 @@ static int on_cudnn(const Net *net)
     return any_engine(net, "cudnn");
 }
 
+/* 1 when some layer of net keeps its output channels-last (core/net_channels_last.h). */
+static int on_channels_last(const Net *net)
+{
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].channels_last)
+            return 1;
+    return 0;
+}
+
 static int on_cudnn_with_products(const Net *net)
 {
     return on_cudnn(net) && has_products(net);
@@ -816,6 +849,16 @@ static const Engine engines[] = {
      GEMM_TF32, TF32_REF, gpu_built, has_products, 1},
     {"gpu fp16", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nprecision=fp16\n",
      GEMM_FP16, FP16_REF, gpu_built, has_products, 1},
+    /* the GPU's own engine with channels_last=1 (core/net_channels_last.h): the cases where some
+     * layer keeps NHWC activations, in float32 and with 16-bit storage */
+    {"gpu nhwc", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\n",
+     GEMM_FP32, 0, gpu_built, on_channels_last, 1},
+    {"gpu nhwc bf16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\nprecision=bf16\n", GEMM_BF16,
+     BF16_REF, gpu_built, on_channels_last, 1},
+    {"gpu nhwc fp16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=ref\nchannels_last=1\nprecision=fp16\n", GEMM_FP16,
+     FP16_REF, gpu_built, on_channels_last, 1},
     /* the GPU's convolutions on cuDNN (GPU=1 only: the simulator has no cuDNN), the rest as above
      */
     {"gpu cudnn", CDL_BACKEND_GPU, "engine=ref\nwinograd=0\ngpu_engine=cudnn\n", GEMM_FP32, 0,
