@@ -22,6 +22,7 @@
 #include "core/net.h"
 #include "data/boxes.h"
 #include "layers/maxpool.h"
+#include "layers/recurrent.h"
 #include "layers/region.h"
 #include "layers/yolo.h"
 
@@ -950,6 +951,18 @@ static int cudnn_16bit(const Net *net)
     return n;
 }
 
+/* How many layers l counts as in the tolerance: a recurrent layer ([rnn], [lstm], [gru]) runs its
+ * cell T times in sequence, each step's products and activations (its G gates') adding their own
+ * roundings to the state the next step reads, as T G layers would; any other layer is one. */
+static double sequential_steps(const Layer *l)
+{
+    if (l->type != layer_type_find("rnn") && l->type != layer_type_find("lstm") &&
+        l->type != layer_type_find("gru"))
+        return 1;
+    const Recurrent *r = l->priv;
+    return (double)r->steps * r->cell->gates;
+}
+
 /* The tolerance of engine e against base on net (as built for the case and mode), for inference
  * outputs (1) or the training pass's tensors (0); stored the engine's net's 16-bit tensors
  * (stored_16bit), cudnn its convolutions on cuDNN in 16 bits (cudnn_16bit).
@@ -978,20 +991,22 @@ static int cudnn_16bit(const Net *net)
 static double engine_tolerance(const Engine *e, const Engine *base, const Net *net, int stored,
                                int cudnn, int inference)
 {
-    double roundings = 0, products = 0;
+    double roundings = 0, products = 0, evaluations = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
         const double batch = net->batch;
         double k = fmax((double)shape_size(l->in_shape), (double)shape_size(l->out_shape));
         k = fmax(k, batch * l->in_shape.h * l->in_shape.w);
         k = fmax(k, batch * l->out_shape.h * l->out_shape.w);
-        roundings += k;
+        const double steps = sequential_steps(l);
+        roundings += k * steps;
+        evaluations += steps;
         for (int p = 0; p < l->n_params; p++)
             products += l->params[p].trainable && l->params[p].n_dims >= 2;
     }
     double fp32 = FP32_LAMBDA * FP32_U * sqrt(roundings);
     if (e->backend != base->backend) /* another backend's transcendental functions */
-        fp32 += BACKEND_ULPS * FP32_U * sqrt((double)net->n_layers);
+        fp32 += BACKEND_ULPS * FP32_U * sqrt(evaluations);
     const double u = e->precision == GEMM_BF16 ? BF16_U : HALF_U;
     const double rounded = fp32 + BF16_LAMBDA * u * sqrt(fmax(products, 1));
     if (e->precision == GEMM_FP32 && base->precision == GEMM_FP32)
