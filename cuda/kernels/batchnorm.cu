@@ -1,7 +1,7 @@
 // Batch normalisation over (batch, c, spatial) tensors, or (batch, spatial, c) ones with
-// channels_last (each sum in the same order either way), as ops/batchnorm.c computes it: a channel's
-// sums (sum and sum of squares in training, dy and dy * x_hat in the backward) in double, by one
-// block per channel over its planes in a fixed order (the same bits on every run), then the
+// channels_last (each sum in the same order either way), as backend/cpu/batchnorm.c computes it: a
+// channel's sums (sum and sum of squares in training, dy and dy * x_hat in the backward) in double,
+// by one block per channel over its planes in a fixed order (the same bits on every run), then the
 // elementwise passes grid-strided over the whole tensor. x, y, dy and dx each float, bf16 or fp16
 // (templates: X for x, Y for y, D for dy, G for dx), x_hat and the statistics float.
 //   x, y, x_hat, dy, dx: (batch, c, spatial)
@@ -59,7 +59,7 @@ __device__ inline float xhat_gain(float inv_std, double n, int darknet)
 }
 
 // One block per channel: its batch mean and inv_std, and the running statistics moved (channel
-// _stats in ops/batchnorm.c, the same float and double expressions).
+// _stats in backend/cpu/batchnorm.c, the same float and double expressions).
 template <typename X>
 __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *running_mean,
                                        float *running_var, const X *x, int batch, int c,
@@ -93,8 +93,8 @@ __global__ void batchnorm_stats_kernel(float *mean, float *inv_std, float *runni
 template <typename X, typename Y>
 __global__ void batchnorm_normalize_kernel(Y *y, float *x_hat, const X *x, const float *mean,
                                            const float *inv_std, const float *scale,
-                                           const float *bias, int c, int spatial,
-                                           int channels_last, size_t n)
+                                           const float *bias, int c, int spatial, int channels_last,
+                                           size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -171,12 +171,13 @@ static int grid_for(size_t n)
     return blocks > 65536 ? 65536 : blocks < 1 ? 1 : (int)blocks;
 }
 
-extern "C" cudaError_t
-cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat, float *mean, float *inv_std,
-                             const void *x, ElemType x_type, const float *scale, const float *bias,
-                             float *running_mean, float *running_var, int batch, int c, int spatial,
-                             int channels_last, float momentum, float eps, int darknet,
-                             cudaStream_t stream)
+extern "C" cudaError_t cuda_batchnorm_forward_train(void *y, ElemType y_type, float *x_hat,
+                                                    float *mean, float *inv_std, const void *x,
+                                                    ElemType x_type, const float *scale,
+                                                    const float *bias, float *running_mean,
+                                                    float *running_var, int batch, int c,
+                                                    int spatial, int channels_last, float momentum,
+                                                    float eps, int darknet, cudaStream_t stream)
 {
     const size_t n = (size_t)batch * c * spatial;
     if (n == 0)
@@ -210,8 +211,8 @@ extern "C" cudaError_t cuda_batchnorm_forward_eval(void *y, ElemType y_type, con
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((batchnorm_eval_kernel<X, Y>), grid_for(n), 256, 0, stream, (Y *)y,
-                    (const X *)x, scale, bias, running_mean, running_var, c, spatial,
-                    channels_last, eps, darknet, n);
+                    (const X *)x, scale, bias, running_mean, running_var, c, spatial, channels_last,
+                    eps, darknet, n);
         return cuda_launch_error();
     });
 }

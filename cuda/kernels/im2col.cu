@@ -63,8 +63,8 @@ __global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShap
                 if (tx < 0 || tx % s.stride_w || tx / s.stride_w >= s.out_w)
                     continue;
                 const size_t out_pixel = (size_t)(ty / s.stride_h) * s.out_w + tx / s.stride_w;
-                sum += cols[first + (size_t)(ki * s.size_w + kj) * tap_step +
-                            out_pixel * pixel_step];
+                sum +=
+                    cols[first + (size_t)(ki * s.size_w + kj) * tap_step + out_pixel * pixel_step];
             }
         }
         dx[i] = from_float<T>(beta != 0.0f ? beta * to_float(dx[i]) + sum : sum);
@@ -136,4 +136,3 @@ extern "C" cudaError_t cuda_image_rows(void *rows, ElemType rows_type, void *nch
         return cuda_launch_error();
     });
 }
-

@@ -21,7 +21,8 @@ __global__ void add_bias_kernel(Y *y, const X *x, const float *bias, int channel
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = from_float<Y>(to_float(x[i]) + bias[channel_of(i, channels, spatial, channels_last)]);
+        y[i] =
+            from_float<Y>(to_float(x[i]) + bias[channel_of(i, channels, spatial, channels_last)]);
 }
 
 // y = x * scale[channel], or y += that with add.
