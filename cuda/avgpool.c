@@ -1,8 +1,9 @@
 /* [avgpool]'s GPU kernels (layers/avgpool.c has its meaning): global average pooling, or the
  * windowed average (cuda/kernels/avgpool.h); input and output each float32 or 16-bit
- * (Layer.in_storage, Layer.storage).
+ * (Layer.in_storage, Layer.storage) and NCHW or NHWC (Layer.in_channels_last,
+ * Layer.channels_last).
  *
- *   in  [batch][c][h][w] (global: or [batch][h][w][c], Layer.in_channels_last)
+ *   in  [batch][c][h][w]
  *   out [batch][c][1][1], or windowed [batch][c][out_h][out_w]
  */
 #include "kernels/avgpool.h"
@@ -13,8 +14,19 @@
 static AvgpoolDims window_dims(const Layer *l, int batch)
 {
     const Avgpool *a = l->priv;
-    return (AvgpoolDims){batch * l->in_shape.c, l->in_shape.h, l->in_shape.w, l->out_shape.h,
-                         l->out_shape.w,        a->size,       a->stride,     a->padding};
+    return (AvgpoolDims){
+        .planes = batch * l->in_shape.c,
+        .channels = l->in_shape.c,
+        .ih = l->in_shape.h,
+        .iw = l->in_shape.w,
+        .oh = l->out_shape.h,
+        .ow = l->out_shape.w,
+        .size = a->size,
+        .stride = a->stride,
+        .padding = a->padding,
+        .in_nhwc = l->in_channels_last[0],
+        .out_nhwc = l->channels_last,
+    };
 }
 
 static void avgpool_forward_gpu(Layer *l, const StepContext *ctx)
@@ -52,11 +64,11 @@ static void avgpool_backward_gpu(Layer *l, const StepContext *ctx)
 }
 
 /* Global pooling reads either layout (its output [batch][c] is the same in both); the windowed
- * one is NCHW only. */
+ * one reads and writes either. */
 static ChannelsLastUse avgpool_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
-    (void)exec;
-    return ((const Avgpool *)l->priv)->size ? CHANNELS_LAST_NEVER : CHANNELS_LAST_EITHER;
+    (void)l, (void)exec;
+    return CHANNELS_LAST_EITHER;
 }
 
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */

@@ -36,17 +36,25 @@
  * The groups' products of a chunk are one strided-batched cuBLAS call (a depthwise layer's too:
  * channels products of fg x 9 x columns), so a chunk takes five launches forward, six backward.
  *
- * Channels-last (Layer.channels_last or in_channels_last[0] set, core/net_channels_last.h; groups
- * 1 only: a grouped layer declines NHWC), the products run over pixel rows instead, against the
- * weights copied KRSC (in the products' operand format) into the workspace:
+ * Channels-last (Layer.channels_last or in_channels_last[0] set, core/net_channels_last.h; any
+ * groups, depthwise among them), the products run over pixel rows instead, against the weights
+ * copied KRSC per group (in the products' operand format) into the workspace; with cg = c / groups
+ * and fg = filters / groups:
  *
- *   cols [images * out_hw][size_h * size_w * c]   (im2col's pixel rows; a 1x1 stride-1 unpadded
- * layer's NHWC input is its own cols: no im2col) rows [images * out_hw][filters]               (the
- * output itself where it is NHWC) wk, dwk [filters][size_h][size_w][c]
+ *   cols [images * out_hw][groups][size_h * size_w * cg]   im2col's pixel rows (a 1x1 stride-1
+ *                                      unpadded layer's NHWC input is its own cols: no im2col)
+ *   rows [images * out_hw][filters]    the output itself where it is NHWC; group g's columns
+ *                                      [g * fg, (g + 1) * fg)
+ *   wk, dwk [filters][size_h][size_w][cg]
  *
- * forward:  rows = cols wk^T; an NCHW output the transpose of rows
- * backward: rows = delta (itself, or transposed from NCHW); dwk = rows^T cols over the chunks,
- *           added transposed into the OIHW gradient; cols = rows wk; dx = col2im(cols) */
+ * forward:  rows_g = cols_g wk_g^T (one strided-batched product over the groups); an NCHW output
+ *           the transpose of rows
+ * backward: rows = delta (itself, or transposed from NCHW); dwk_g = rows_g^T cols_g over the
+ *           chunks, added transposed into the OIHW gradient; cols_g = rows_g wk_g;
+ *           dx = col2im(cols)
+ *
+ * The sums are those of the NCHW path in another order: cuBLAS's over the same kdim (a group's
+ * channels, taps), col2im's over the same taps in the same order. */
 #include "layers/convolutional.h"
 
 #include <stdlib.h>
@@ -85,9 +93,8 @@ static int on_cudnn(const ExecContext *exec)
 
 static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
-    const Conv *cv = l->priv;
-    return exec->handles && !on_cudnn(exec) && cv->groups == 1 && !l->quant ? CHANNELS_LAST_EITHER
-                                                                            : CHANNELS_LAST_NEVER;
+    return exec->handles && !on_cudnn(exec) && !l->quant ? CHANNELS_LAST_EITHER
+                                                         : CHANNELS_LAST_NEVER;
 }
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
@@ -208,6 +215,7 @@ static CudaConvShape chunk_shape(const Layer *l, const Conv *cv, int images)
         .stride_w = cv->win.stride_w,
         .pad_h = cv->win.pad_h,
         .pad_w = cv->win.pad_w,
+        .groups = cv->groups,
         .x_nhwc = l->in_channels_last[0],
         .pixel_rows = runs_channels_last(l),
     };
@@ -285,6 +293,12 @@ static ConvRows rows_of(const Layer *l, const Conv *cv, const StepContext *ctx, 
     return r;
 }
 
+/* The entries of a pixel row of cols, every group's: channels * size_h * size_w. */
+static int pixel_row_length(const ConvChunk *k)
+{
+    return k->groups * k->kdim;
+}
+
 /* 1 when the layer's NHWC input is its own column matrix (a 1x1 stride-1 unpadded layer). */
 static int input_is_cols(const Layer *l, const Conv *cv)
 {
@@ -309,13 +323,14 @@ static void chunk_cols(const Layer *l, const Conv *cv, const StepContext *ctx, C
     r->x_type = operand;
 }
 
-/* wk = the OIHW weights as KRSC, in the products' operand format. */
+/* wk [filters][size_h][size_w][c / groups] = the OIHW weights as KRSC (each group's block of
+ * filters KRSC over the group's channels), in the products' operand format. */
 static void weights_krsc(const Layer *l, const Conv *cv, const StepContext *ctx, void *wk)
 {
     gpu_note(ctx,
              cuda_transpose(wk, precision_storage(l->precision), l->params[CONV_WEIGHTS].data,
-                            ELEM_F32, cv->filters, l->in_shape.c, window2d_taps(cv->win), 0,
-                            gpu_stream(ctx)),
+                            ELEM_F32, cv->filters, l->in_shape.c / cv->groups,
+                            window2d_taps(cv->win), 0, gpu_stream(ctx)),
              "convolution weights to KRSC");
 }
 
@@ -334,11 +349,13 @@ static void conv_forward_rows(Layer *l, const StepContext *ctx)
             weights_krsc(l, cv, ctx, r.wk);
         chunk_cols(l, cv, ctx, &r, b0);
         void *out = elem_at(l->out, l->storage, (size_t)b0 * shape_size(l->out_shape));
-        /* rows [columns][filters] = cols [columns][kdim] wk^T, into an NHWC output directly */
-        gpu_gemm_typed(ctx, l->precision, 0, 1, r.k.columns, cv->filters, r.k.kdim, 1.0f, r.x,
-                       r.x_type, r.k.kdim, r.wk, operand, r.k.kdim, 0.0f,
-                       l->channels_last ? out : r.k.rows, l->channels_last ? l->storage : ELEM_F32,
-                       cv->filters);
+        /* rows_g [columns][fg] = cols_g [columns][kdim] wk_g^T for each group (its block of
+         * columns of rows, [columns][filters], and of cols), into an NHWC output directly */
+        gpu_gemm_batched_typed(ctx, l->precision, 0, 1, r.k.columns, r.k.fg, r.k.kdim, 1.0f, r.x,
+                               r.x_type, pixel_row_length(&r.k), r.k.kdim, r.wk, operand, r.k.kdim,
+                               (long long)r.k.w_stride, 0.0f, l->channels_last ? out : r.k.rows,
+                               l->channels_last ? l->storage : ELEM_F32, cv->filters, r.k.fg,
+                               r.k.groups);
         if (!l->channels_last)
             gpu_note(ctx,
                      cuda_transpose(out, l->storage, r.k.rows, ELEM_F32, images, out_hw,
@@ -376,25 +393,27 @@ static void conv_backward_rows(Layer *l, const StepContext *ctx)
             delta = r.k.rows;
             delta_type = operand;
         }
-        /* dwk [filters][kdim] += rows^T cols */
-        gpu_gemm_typed(ctx, l->precision, 1, 0, cv->filters, r.k.kdim, r.k.columns, 1.0f, delta,
-                       delta_type, cv->filters, r.x, r.x_type, r.k.kdim, 1.0f, r.dwk, ELEM_F32,
-                       r.k.kdim);
+        /* dwk_g [fg][kdim] += rows_g^T cols_g for each group */
+        gpu_gemm_batched_typed(ctx, l->precision, 1, 0, r.k.fg, r.k.kdim, r.k.columns, 1.0f, delta,
+                               delta_type, cv->filters, r.k.fg, r.x, r.x_type,
+                               pixel_row_length(&r.k), r.k.kdim, 1.0f, r.dwk, ELEM_F32, r.k.kdim,
+                               (long long)r.k.w_stride, r.k.groups);
         if (!dx)
             continue;
-        /* cols [columns][kdim] = rows wk (float32 now, for col2im) */
-        gpu_gemm_typed(ctx, l->precision, 0, 0, r.k.columns, r.k.kdim, cv->filters, 1.0f, delta,
-                       delta_type, cv->filters, r.wk, operand, r.k.kdim, 0.0f, r.k.cols, ELEM_F32,
-                       r.k.kdim);
+        /* cols_g [columns][kdim] = rows_g wk_g (float32 now, for col2im) */
+        gpu_gemm_batched_typed(ctx, l->precision, 0, 0, r.k.columns, r.k.kdim, r.k.fg, 1.0f, delta,
+                               delta_type, cv->filters, r.k.fg, r.wk, operand, r.k.kdim,
+                               (long long)r.k.w_stride, 0.0f, r.k.cols, ELEM_F32,
+                               pixel_row_length(&r.k), r.k.kdim, r.k.groups);
         gpu_note(ctx,
                  cuda_col2im(elem_at(dx, x_type, (size_t)b0 * shape_size(l->in_shape)), x_type,
                              dx_beta, r.k.cols, r.k.shape, stream),
                  "convolution col2im (channels-last)");
     }
-    /* the OIHW gradient [filters][c][taps] += dwk [filters][taps][c] */
+    /* the OIHW gradient [filters][c / groups][taps] += dwk [filters][taps][c / groups] */
     gpu_note(ctx,
              cuda_transpose(w->grad, ELEM_F32, r.dwk, ELEM_F32, cv->filters, window2d_taps(cv->win),
-                            l->in_shape.c, 1, stream),
+                            l->in_shape.c / cv->groups, 1, stream),
              "convolution weight gradient to OIHW");
 }
 

@@ -1,6 +1,7 @@
 /* [upsample]'s GPU kernels (layers/upsample.c has its meaning): nearest-neighbour upsampling by
  * an integer stride, times scale, or with a negative stride the sum of each window, times scale;
- * the same spread and gather maps as backend/cpu/upsample.c.
+ * the same spread and gather maps as backend/cpu/upsample.c, the input and the output each NCHW
+ * or NHWC (Layer.in_channels_last, Layer.channels_last).
  *
  *   upsampling    in [batch][c][h][w]   out [batch][c][h*stride][w*stride]
  *   downsampling  in [batch][c][h][w]   out [batch][c][h/stride][w/stride]
@@ -12,7 +13,7 @@
 static void upsample_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const Upsample *up = l->priv;
-    const int planes = ctx->batch * l->out_shape.c;
+    const SpatialPlanes planes = forward_planes(l, ctx->batch);
     const cudaError_t err =
         up->downsample
             ? cuda_upsample_gather(forward_map(l), planes, l->out_shape.h, l->out_shape.w,
@@ -27,7 +28,7 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
     const Upsample *up = l->priv;
     if (!l->in_delta[0])
         return;
-    const int planes = ctx->batch * l->out_shape.c;
+    const SpatialPlanes planes = backward_planes(l, ctx->batch);
     const cudaError_t err =
         up->downsample
             ? cuda_upsample_spread(backward_map(l), planes, l->out_shape.h, l->out_shape.w,
@@ -37,9 +38,16 @@ static void upsample_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_note(ctx, err, "upsample backward");
 }
 
+static ChannelsLastUse upsample_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)l, (void)exec;
+    return CHANNELS_LAST_EITHER;
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_upsample_kernels = {
     .forward = upsample_forward_gpu,
     .backward = upsample_backward_gpu,
     .stores_16bit = 1,
+    .takes_channels_last = upsample_takes_channels_last,
 };

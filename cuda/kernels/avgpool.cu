@@ -2,12 +2,14 @@
 // clipped window in the CPU's order; the backward gathers, a thread per input, the gradients of
 // the windows holding it, in output order (the CPU's order of adding them: no atomics). Templated
 // over the input's and the output's element types (X: in and dx, Y: out and dy; float, bf16 or
-// fp16), summed in float.
-//   in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
+// fp16), summed in float, and over the layouts (a thread per value of the tensor it writes, in
+// that tensor's layout).
+//   in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow), or either (batch, h, w, channels)
 #include "avgpool.h"
 
 #include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
+#include "kernels/layout.cuh"
 #include "launch.h"
 
 // [*lo, *hi): the rows (or columns) of window i along an axis of extent n inside the plane.
@@ -21,20 +23,21 @@ __device__ __forceinline__ void window_span(AvgpoolDims d, int i, int n, int *lo
 template <typename X, typename Y>
 __global__ void avgpool_forward_kernel(Y *out, const X *in, AvgpoolDims d)
 {
-    const size_t out_plane = (size_t)d.oh * d.ow, n = (size_t)d.planes * out_plane;
+    const int out_plane = d.oh * d.ow, in_plane = d.ih * d.iw;
+    const size_t n = (size_t)d.planes * out_plane;
     const float inv = 1.0f / (float)(d.size * d.size);
     GRID_STRIDE_LOOP(o, n)
     {
-        const size_t p = o / out_plane;
-        const int i = (int)(o % out_plane / d.ow), j = (int)(o % d.ow);
+        const int b = image_of(o, d.channels, out_plane);
+        const int c = channel_of(o, d.channels, out_plane, d.out_nhwc);
+        const int at = pixel_of(o, d.channels, out_plane, d.out_nhwc), i = at / d.ow, j = at % d.ow;
         int y0, y1, x0, x1;
         window_span(d, i, d.ih, &y0, &y1);
         window_span(d, j, d.iw, &x0, &x1);
-        const X *plane = in + p * d.ih * d.iw;
         float sum = 0.0f;
         for (int y = y0; y < y1; y++)
             for (int x = x0; x < x1; x++)
-                sum += to_float(plane[y * d.iw + x]);
+                sum += to_float(in[index_of(b, c, y * d.iw + x, d.channels, in_plane, d.in_nhwc)]);
         out[o] = from_float<Y>(sum * inv);
     }
 }
@@ -42,23 +45,26 @@ __global__ void avgpool_forward_kernel(Y *out, const X *in, AvgpoolDims d)
 template <typename X, typename Y>
 __global__ void avgpool_backward_kernel(X *dx, const Y *dy, AvgpoolDims d)
 {
-    const size_t in_plane = (size_t)d.ih * d.iw, n = (size_t)d.planes * in_plane;
+    const int in_plane = d.ih * d.iw, out_plane = d.oh * d.ow;
+    const size_t n = (size_t)d.planes * in_plane;
     const float inv = 1.0f / (float)(d.size * d.size);
     GRID_STRIDE_LOOP(t, n)
     {
-        const size_t p = t / in_plane;
-        const int at = (int)(t % in_plane), y = at / d.iw, x = at % d.iw;
+        const int b = image_of(t, d.channels, in_plane);
+        const int c = channel_of(t, d.channels, in_plane, d.in_nhwc);
+        const int at = pixel_of(t, d.channels, in_plane, d.in_nhwc), y = at / d.iw, x = at % d.iw;
         // the windows holding (y, x): i * stride - padding <= y <= i * stride - padding + size - 1
         const int lo_y = y + d.padding - d.size + 1, lo_x = x + d.padding - d.size + 1;
         const int i0 = lo_y > 0 ? (lo_y + d.stride - 1) / d.stride : 0;
         const int j0 = lo_x > 0 ? (lo_x + d.stride - 1) / d.stride : 0;
         const int i1 = (y + d.padding) / d.stride < d.oh ? (y + d.padding) / d.stride : d.oh - 1;
         const int j1 = (x + d.padding) / d.stride < d.ow ? (x + d.padding) / d.stride : d.ow - 1;
-        const Y *g = dy + p * d.oh * d.ow;
         float sum = to_float(dx[t]);
         for (int i = i0; i <= i1; i++)
             for (int j = j0; j <= j1; j++)
-                sum += to_float(g[(size_t)i * d.ow + j]) * inv;
+                sum +=
+                    to_float(dy[index_of(b, c, i * d.ow + j, d.channels, out_plane, d.out_nhwc)]) *
+                    inv;
         dx[t] = from_float<X>(sum);
     }
 }

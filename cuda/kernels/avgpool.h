@@ -1,7 +1,8 @@
-/* Windowed [avgpool] on the device (avgpool.cu): C entry points, plain NCHW, each tensor float32
- * or 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage for out and dy). Output
- * (i, j) averages the input rows i*stride - padding .. + size-1 (columns likewise) that lie in
- * the plane, over size*size (torch's count_include_pad=True). Global pooling is planes.h's. */
+/* Windowed [avgpool] on the device (avgpool.cu): C entry points, each tensor NCHW or NHWC
+ * (AvgpoolDims) and float32 or 16-bit (ElemType: the layer's in_storage[0] for in and dx, storage
+ * for out and dy). Output (i, j) averages the input rows i*stride - padding .. + size-1 (columns
+ * likewise) that lie in the plane, over size*size (torch's count_include_pad=True). Global pooling
+ * is planes.h's. */
 #ifndef CDL_CUDA_AVGPOOL_H
 #define CDL_CUDA_AVGPOOL_H
 
@@ -13,9 +14,11 @@
 extern "C" {
 #endif
 
-/* The window shapes of a layer: planes = batch * channels. */
+/* The window shapes of a layer: planes = batch * channels; in_nhwc, out_nhwc: in and dx, out and
+ * dy [batch][h][w][channels] (channels-last, core/net_channels_last.h). */
 typedef struct AvgpoolDims {
-    int planes, ih, iw, oh, ow, size, stride, padding;
+    int planes, channels, ih, iw, oh, ow, size, stride, padding;
+    int in_nhwc, out_nhwc;
 } AvgpoolDims;
 
 /* out [planes][oh][ow] = each window's sum of in [planes][ih][iw] over size*size. */

@@ -7,7 +7,7 @@
 //   x, dx: (images, channels, h, w)   cols: (channels * size_h * size_w, images * out_h * out_w)
 //   rows: (channels, images * spatial)   nchw: (images, channels, spatial)
 // or, as CudaConvShape says, x and dx (images, h, w, channels) and the pixel rows
-//   cols: (images * out_h * out_w, size_h * size_w * channels)
+//   cols: (images * out_h * out_w, groups * size_h * size_w * channels / groups)
 #include "im2col.h"
 
 #include "kernels/dtype.cuh"
@@ -24,8 +24,11 @@ __global__ void im2col_kernel(C *cols, const T *x, CudaConvShape s, size_t n)
         // cols[row][column] with row (channel, tap), or cols[column][(tap, channel)]
         const size_t row = s.pixel_rows ? i % kdim : i / columns;
         const size_t column = s.pixel_rows ? i / kdim : i % columns;
-        const int c = (int)(s.pixel_rows ? row % s.channels : row / kk);
-        const int tap = (int)(s.pixel_rows ? row / s.channels : row % kk);
+        // a pixel row's entries (group, tap, channel of the group), KRSC per group
+        const int cg = s.channels / s.groups, group_kdim = kk * cg;
+        const int within = (int)(row % group_kdim);
+        const int c = (int)(s.pixel_rows ? row / group_kdim * cg + within % cg : row / kk);
+        const int tap = (int)(s.pixel_rows ? within / cg : row % kk);
         const int b = (int)(column / out_hw), p = (int)(column % out_hw);
         const int iy = p / s.out_w * s.stride_h - s.pad_h + tap / s.size_w;
         const int ix = p % s.out_w * s.stride_w - s.pad_w + tap % s.size_w;
@@ -49,9 +52,11 @@ __global__ void col2im_kernel(T *dx, float beta, const float *cols, CudaConvShap
         const int ix = pixel % s.w, iy = pixel / s.w;
         // the entry of tap 0 at output pixel 0 of this image and channel, and the steps to the
         // next tap and output pixel
-        const size_t first = s.pixel_rows ? (size_t)b * out_hw * kdim + c
-                                          : (size_t)c * kk * columns + (size_t)b * out_hw;
-        const size_t tap_step = s.pixel_rows ? (size_t)s.channels : columns;
+        const int cg = s.channels / s.groups;
+        const size_t first = s.pixel_rows
+                                 ? (size_t)b * out_hw * kdim + (size_t)(c / cg) * kk * cg + c % cg
+                                 : (size_t)c * kk * columns + (size_t)b * out_hw;
+        const size_t tap_step = s.pixel_rows ? (size_t)cg : columns;
         const size_t pixel_step = s.pixel_rows ? kdim : 1;
         float sum = 0.0f;
         for (int ki = 0; ki < s.size_h; ki++) {

@@ -21,14 +21,16 @@ extern "C" {
 #endif
 
 /* The shape of the convolution the column matrices are made for: a kernel of size_h x size_w, its
- * stride and padding per axis. x_nhwc: x and dx are [images][h][w][channels] (channels-last,
- * core/net_channels_last.h). pixel_rows (groups 1): cols is the transpose, a row per output
- * pixel, [images * out_h * out_w][size_h * size_w * channels], its columns (ki, kj, channel) in
- * the order of KRSC weights [filters][size_h][size_w][channels]. */
+ * stride and padding per axis, its channels in groups. x_nhwc: x and dx are
+ * [images][h][w][channels] (channels-last, core/net_channels_last.h). pixel_rows: cols is the
+ * transpose, a row per output pixel, [images * out_h * out_w][groups][size_h * size_w * cg] with
+ * cg = channels / groups: group g's block of a row, its columns (ki, kj, channel of the group),
+ * in the order of the group's KRSC weights [filters / groups][size_h][size_w][cg]. Column
+ * matrices of rows per channel (pixel_rows 0) take groups as blocks of rows whatever groups is. */
 typedef struct CudaConvShape {
     int images, channels, h, w, out_h, out_w;
     int size_h, size_w, stride_h, stride_w, pad_h, pad_w;
-    int x_nhwc, pixel_rows;
+    int groups, x_nhwc, pixel_rows;
 } CudaConvShape;
 
 /* cols = im2col of x: the tap of input pixel (oy * stride_h - pad_h + ki, ox * stride_w - pad_w +

@@ -19,4 +19,16 @@ __host__ __device__ inline size_t index_of(int b, int ch, int s, int c, int spat
     return channels_last ? ((size_t)b * spatial + s) * c + ch : ((size_t)b * c + ch) * spatial + s;
 }
 
+// The image of element i.
+__host__ __device__ inline int image_of(size_t i, int c, int spatial)
+{
+    return (int)(i / ((size_t)c * spatial));
+}
+
+// The pixel (index within the plane) of element i.
+__host__ __device__ inline int pixel_of(size_t i, int c, int spatial, int channels_last)
+{
+    return (int)(channels_last ? i / (size_t)c % (size_t)spatial : i % (size_t)spatial);
+}
+
 #endif

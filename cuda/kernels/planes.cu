@@ -82,11 +82,15 @@ __global__ void plane_mean_backward_kernel(X *dx, const Y *dpooled, int channels
 }
 
 template <typename S, typename X, typename Y>
-__global__ void plane_scale_kernel(Y *y, const X *x, const S *scale, int spatial, size_t n)
+__global__ void plane_scale_kernel(Y *y, const X *x, const S *scale, int channels, int spatial,
+                                   int channels_last, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        y[i] = from_float<Y>(to_float(scale[i / spatial]) * to_float(x[i]));
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t plane = (size_t)image_of(i, channels, spatial) * channels +
+                             channel_of(i, channels, spatial, channels_last);
+        y[i] = from_float<Y>(to_float(scale[plane]) * to_float(x[i]));
+    }
 }
 
 // One block per plane: dscale[p] += its sum of dy * x, and dx += dy * scale[p]. dx and dscale may
@@ -94,16 +98,18 @@ __global__ void plane_scale_kernel(Y *y, const X *x, const S *scale, int spatial
 // both, one after the other.
 template <typename S, typename X, typename D>
 __global__ void plane_scale_backward_kernel(X *dx, S *dscale, const D *dy, const X *x,
-                                            const S *scale, int spatial)
+                                            const S *scale, int channels, int spatial,
+                                            int channels_last)
 {
-    const size_t at = (size_t)blockIdx.x * spatial;
+    const int b = blockIdx.x / channels, c = blockIdx.x % channels;
     const float k = to_float(scale[blockIdx.x]);
     float sum = 0.0f;
     for (int s = threadIdx.x; s < spatial; s += blockDim.x) {
-        const float d = to_float(dy[at + s]);
-        sum += d * to_float(x[at + s]);
+        const size_t at = index_of(b, c, s, channels, spatial, channels_last);
+        const float d = to_float(dy[at]);
+        sum += d * to_float(x[at]);
         if (dx)
-            dx[at + s] = from_float<X>(to_float(dx[at + s]) + d * k);
+            dx[at] = from_float<X>(to_float(dx[at]) + d * k);
     }
     if (!dscale)
         return;
@@ -216,10 +222,11 @@ extern "C" cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const
     });
 }
 
-extern "C" cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int planes,
-                                        int spatial, cudaStream_t stream)
+extern "C" cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int batch,
+                                        int channels, int spatial, int channels_last,
+                                        cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * spatial;
+    const size_t n = (size_t)batch * channels * spatial;
     if (n == 0)
         return cudaSuccess;
     return with_elem_types(in.scale_type, in.x_type, y_type, [&](auto st, auto xt, auto yt) {
@@ -227,15 +234,17 @@ extern "C" cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInpu
         using X = typename decltype(xt)::type;
         using Y = typename decltype(yt)::type;
         CUDA_LAUNCH((plane_scale_kernel<S, X, Y>), grid_for(n), 256, 0, stream, (Y *)y,
-                    (const X *)in.x, (const S *)in.scale, spatial, n);
+                    (const X *)in.x, (const S *)in.scale, channels, spatial, channels_last, n);
         return cuda_launch_error();
     });
 }
 
 extern "C" cudaError_t cuda_plane_scale_backward(void *dx, void *dscale, const void *dy,
-                                                 ElemType dy_type, PlaneScaleInputs in, int planes,
-                                                 int spatial, cudaStream_t stream)
+                                                 ElemType dy_type, PlaneScaleInputs in, int batch,
+                                                 int channels, int spatial, int channels_last,
+                                                 cudaStream_t stream)
 {
+    const int planes = batch * channels;
     if (planes == 0 || (!dx && !dscale))
         return cudaSuccess;
     return with_elem_types(in.scale_type, in.x_type, dy_type, [&](auto st, auto xt, auto dt) {
@@ -244,7 +253,7 @@ extern "C" cudaError_t cuda_plane_scale_backward(void *dx, void *dscale, const v
         using D = typename decltype(dt)::type;
         CUDA_LAUNCH((plane_scale_backward_kernel<S, X, D>), planes, block_for(spatial), 0, stream,
                     (X *)dx, (S *)dscale, (const D *)dy, (const X *)in.x, (const S *)in.scale,
-                    spatial);
+                    channels, spatial, channels_last);
         return cuda_launch_error();
     });
 }

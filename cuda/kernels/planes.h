@@ -41,20 +41,21 @@ cudaError_t cuda_plane_mean_backward(void *dx, ElemType x_type, const void *dpoo
                                      ElemType pooled_type, int batch, int channels, int spatial,
                                      int channels_last, cudaStream_t stream);
 
-/* The inputs of a scaling of planes: x [planes][spatial] and scale [planes], each float32 or
- * 16-bit. */
+/* The inputs of a scaling of planes: x [batch][channels][spatial] (or [batch][spatial][channels]
+ * where channels_last is 1) and scale [batch][channels], each float32 or 16-bit. */
 typedef struct PlaneScaleInputs {
     const void *x, *scale;
     ElemType x_type, scale_type;
 } PlaneScaleInputs;
-/* y [planes][spatial] (of y_type) = x times scale, each plane its own value. */
-cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int planes, int spatial,
-                             cudaStream_t stream);
-/* Its gradients from dy [planes][spatial] (of dy_type): dx (of x's type) += dy * scale, dscale
- * [planes] (of scale's type) += the plane's sum of dy * x; either may be NULL (not needed). */
+/* y (of y_type, laid out as x) = x times scale, each plane its own value. */
+cudaError_t cuda_plane_scale(void *y, ElemType y_type, PlaneScaleInputs in, int batch, int channels,
+                             int spatial, int channels_last, cudaStream_t stream);
+/* Its gradients from dy (of dy_type, laid out as x): dx (of x's type) += dy * scale, dscale
+ * [batch][channels] (of scale's type) += the plane's sum of dy * x; either may be NULL (not
+ * needed). */
 cudaError_t cuda_plane_scale_backward(void *dx, void *dscale, const void *dy, ElemType dy_type,
-                                      PlaneScaleInputs in, int planes, int spatial,
-                                      cudaStream_t stream);
+                                      PlaneScaleInputs in, int batch, int channels, int spatial,
+                                      int channels_last, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,10 @@
 // per value, grid-strided. Where several values feed one (upsample's gather) a thread per
 // target sums them in the CPU's order; where the map is one to one (reorg, a crop's window) a
 // thread per output adds into its input's gradient, no two threads into the same value.
-//   upsample small: (planes, sh, sw)   big: (planes, sh*s, sw*s)
+//   upsample small: (planes, sh, sw)   big: (planes, sh*s, sw*s), or either NHWC (SpatialPlanes)
 //   reorg in, out, dx, dy: (batch, c, h, w)
 //   crop in, dx: (batch, c, ih, iw)   out, dy: (batch, c, oh, ow)   windows: (batch, 3)
-//   shuffle in, out, dx, dy: (batch, c, spatial)
+//   shuffle in, out, dx, dy: (batch, c, spatial), or either NHWC (SpatialPlanes)
 //   pad in, dx: (planes, ih, iw)   out, dy: (planes, oh, ow)
 // Every tensor a map reads or writes is float, bf16 or fp16 (templates: R for the one read, W for
 // the one written; a gradient added to is read and written as W), in float between.
@@ -13,37 +13,43 @@
 
 #include "kernels/dtype.cuh"
 #include "kernels/grid.cuh"
+#include "kernels/layout.cuh"
 #include "kernels/rng.cuh"
 #include "launch.h"
 
+// A thread per value of the written tensor, in its layout; the read one indexed in its own.
 template <typename R, typename W>
-__global__ void upsample_spread_kernel(W *big, const R *small, int sh, int sw, int s, float scale,
-                                       int add, size_t n)
+__global__ void upsample_spread_kernel(W *big, const R *small, SpatialPlanes q, int sh, int sw,
+                                       int s, float scale, int add, size_t n)
 {
-    const int bh = sh * s, bw = sw * s;
+    const int bw = sw * s, big_plane = sh * s * bw;
     GRID_STRIDE_LOOP(o, n)
     {
-        const size_t p = o / ((size_t)bh * bw);
-        const int y = (int)(o / bw % bh), x = (int)(o % bw);
-        const float v = scale * to_float(small[(p * sh + y / s) * sw + x / s]);
+        const int b = image_of(o, q.channels, big_plane);
+        const int c = channel_of(o, q.channels, big_plane, q.w_nhwc);
+        const int at = pixel_of(o, q.channels, big_plane, q.w_nhwc), y = at / bw, x = at % bw;
+        const size_t from = index_of(b, c, y / s * sw + x / s, q.channels, sh * sw, q.r_nhwc);
+        const float v = scale * to_float(small[from]);
         big[o] = from_float<W>(add ? to_float(big[o]) + v : v);
     }
 }
 
 template <typename R, typename W>
-__global__ void upsample_gather_kernel(W *small, const R *big, int sh, int sw, int s, float scale,
-                                       int add, size_t n)
+__global__ void upsample_gather_kernel(W *small, const R *big, SpatialPlanes q, int sh, int sw,
+                                       int s, float scale, int add, size_t n)
 {
-    const int bw = sw * s;
+    const int bw = sw * s, big_plane = sh * s * bw;
     GRID_STRIDE_LOOP(i, n)
     {
-        const size_t p = i / ((size_t)sh * sw);
-        const int y = (int)(i / sw % sh), x = (int)(i % sw);
-        const R *window = big + (p * sh * s + (size_t)y * s) * bw + (size_t)x * s;
+        const int b = image_of(i, q.channels, sh * sw);
+        const int c = channel_of(i, q.channels, sh * sw, q.w_nhwc);
+        const int at = pixel_of(i, q.channels, sh * sw, q.w_nhwc), y = at / sw, x = at % sw;
+        const int corner = y * s * bw + x * s;
         float sum = add ? to_float(small[i]) : 0.0f;
         for (int wy = 0; wy < s; wy++)
             for (int wx = 0; wx < s; wx++)
-                sum += scale * to_float(window[(size_t)wy * bw + wx]);
+                sum += scale * to_float(big[index_of(b, c, corner + wy * bw + wx, q.channels,
+                                                     big_plane, q.r_nhwc)]);
         small[i] = from_float<W>(sum);
     }
 }
@@ -82,30 +88,33 @@ __global__ void reorg_backward_kernel(W *dx, const R *dy, int c, int h, int w, i
     }
 }
 
-// The input index of output o of a shuffle, its channel k reading channel
-// layers/shuffle.h's shuffle_source (a permutation: backward adds each dy into one dx).
-__device__ __forceinline__ size_t shuffle_input(size_t o, int c, int spatial, int groups)
+// The input index, in layout in_nhwc, of output o, in layout out_nhwc, of a shuffle: its channel k
+// reads channel layers/shuffle.h's shuffle_source (a permutation: backward adds each dy into one
+// dx).
+__device__ __forceinline__ size_t shuffle_input(size_t o, int c, int spatial, int groups,
+                                                int out_nhwc, int in_nhwc)
 {
-    const size_t p = o / spatial;
-    const int k = (int)(p % c);
-    return (p - k + (size_t)(k % groups * (c / groups) + k / groups)) * spatial + o % spatial;
+    const int k = channel_of(o, c, spatial, out_nhwc);
+    return index_of(image_of(o, c, spatial), k % groups * (c / groups) + k / groups,
+                    pixel_of(o, c, spatial, out_nhwc), c, spatial, in_nhwc);
 }
 
 template <typename R, typename W>
-__global__ void shuffle_forward_kernel(W *out, const R *in, int c, int spatial, int groups,
-                                       size_t n)
+__global__ void shuffle_forward_kernel(W *out, const R *in, SpatialPlanes q, int spatial,
+                                       int groups, size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
-    out[o] = from_float<W>(to_float(in[shuffle_input(o, c, spatial, groups)]));
+    out[o] = from_float<W>(
+        to_float(in[shuffle_input(o, q.channels, spatial, groups, q.w_nhwc, q.r_nhwc)]));
 }
 
 template <typename R, typename W>
-__global__ void shuffle_backward_kernel(W *dx, const R *dy, int c, int spatial, int groups,
-                                        size_t n)
+__global__ void shuffle_backward_kernel(W *dx, const R *dy, SpatialPlanes q, int spatial,
+                                        int groups, size_t n)
 {
     GRID_STRIDE_LOOP(o, n)
     {
-        W *d = dx + shuffle_input(o, c, spatial, groups);
+        W *d = dx + shuffle_input(o, q.channels, spatial, groups, q.r_nhwc, q.w_nhwc);
         *d = from_float<W>(to_float(*d) + to_float(dy[o]));
     }
 }
@@ -200,19 +209,19 @@ __global__ void crop_backward_kernel(W *dx, const R *dy, const int *windows, Cro
         return cuda_launch_error();                                                                \
     }))
 
-extern "C" cudaError_t cuda_upsample_spread(SpatialTensors t, int planes, int sh, int sw, int s,
-                                            float scale, int add, cudaStream_t stream)
+extern "C" cudaError_t cuda_upsample_spread(SpatialTensors t, SpatialPlanes p, int sh, int sw,
+                                            int s, float scale, int add, cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * sh * s * sw * s;
-    return LAUNCH_MAP(upsample_spread_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, sh, sw, s,
+    const size_t n = (size_t)p.batch * p.channels * sh * s * sw * s;
+    return LAUNCH_MAP(upsample_spread_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, p, sh, sw, s,
                       scale, add, n);
 }
 
-extern "C" cudaError_t cuda_upsample_gather(SpatialTensors t, int planes, int sh, int sw, int s,
-                                            float scale, int add, cudaStream_t stream)
+extern "C" cudaError_t cuda_upsample_gather(SpatialTensors t, SpatialPlanes p, int sh, int sw,
+                                            int s, float scale, int add, cudaStream_t stream)
 {
-    const size_t n = (size_t)planes * sh * sw;
-    return LAUNCH_MAP(upsample_gather_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, sh, sw, s,
+    const size_t n = (size_t)p.batch * p.channels * sh * sw;
+    return LAUNCH_MAP(upsample_gather_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, p, sh, sw, s,
                       scale, add, n);
 }
 
@@ -259,19 +268,19 @@ extern "C" cudaError_t cuda_crop_backward(SpatialTensors t, const int *windows, 
                       scale, n);
 }
 
-extern "C" cudaError_t cuda_shuffle_forward(SpatialTensors t, int batch, int c, int spatial,
+extern "C" cudaError_t cuda_shuffle_forward(SpatialTensors t, SpatialPlanes p, int spatial,
                                             int groups, cudaStream_t stream)
 {
-    const size_t n = (size_t)batch * c * spatial;
-    return LAUNCH_MAP(shuffle_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, spatial,
+    const size_t n = (size_t)p.batch * p.channels * spatial;
+    return LAUNCH_MAP(shuffle_forward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, p, spatial,
                       groups, n);
 }
 
-extern "C" cudaError_t cuda_shuffle_backward(SpatialTensors t, int batch, int c, int spatial,
+extern "C" cudaError_t cuda_shuffle_backward(SpatialTensors t, SpatialPlanes p, int spatial,
                                              int groups, cudaStream_t stream)
 {
-    const size_t n = (size_t)batch * c * spatial;
-    return LAUNCH_MAP(shuffle_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, c, spatial,
+    const size_t n = (size_t)p.batch * p.channels * spatial;
+    return LAUNCH_MAP(shuffle_backward_kernel, n, stream, t.w, t.w_type, t.r, t.r_type, p, spatial,
                       groups, n);
 }
 

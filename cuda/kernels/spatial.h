@@ -1,5 +1,6 @@
-/* Index maps over planes on the device (spatial.cu): [upsample], [reorg], [crop], [shuffle], [pad],
- * plain NCHW, each tensor float32 or 16-bit (core/precision.h ElemType); C entry points. */
+/* Index maps over planes on the device (spatial.cu): [upsample] and [shuffle] (NCHW or NHWC),
+ * [reorg], [crop], [pad] (plain NCHW), each tensor float32 or 16-bit (core/precision.h ElemType); C
+ * entry points. */
 #ifndef CDL_CUDA_SPATIAL_H
 #define CDL_CUDA_SPATIAL_H
 
@@ -20,12 +21,18 @@ typedef struct SpatialTensors {
     ElemType w_type, r_type;
 } SpatialTensors;
 
+/* The planes of a map's two tensors: batch * channels of them, w's and r's each NCHW (0) or NHWC
+ * (1: [batch][h][w][channels], core/net_channels_last.h). */
+typedef struct SpatialPlanes {
+    int batch, channels, w_nhwc, r_nhwc;
+} SpatialPlanes;
+
 /* [upsample]'s two maps (backend/cpu/upsample.c): spread, big [planes][sh*s][sw*s] (=, or += with
  * add) scale * small [planes][sh][sw] at (y/s, x/s); gather, small (=, or += with add) the sum of
- * scale * its s x s window of big, in the CPU's order. */
-cudaError_t cuda_upsample_spread(SpatialTensors big_small, int planes, int sh, int sw, int s,
+ * scale * its s x s window of big, in the CPU's order; each tensor in its layout (p). */
+cudaError_t cuda_upsample_spread(SpatialTensors big_small, SpatialPlanes p, int sh, int sw, int s,
                                  float scale, int add, cudaStream_t stream);
-cudaError_t cuda_upsample_gather(SpatialTensors small_big, int planes, int sh, int sw, int s,
+cudaError_t cuda_upsample_gather(SpatialTensors small_big, SpatialPlanes p, int sh, int sw, int s,
                                  float scale, int add, cudaStream_t stream);
 /* darknet's reorg (layers/reorg.c) of in [batch][c][h][w] with stride s, out taken with the
  * input's dims; backward: dx += the permuted dy. */
@@ -33,11 +40,11 @@ cudaError_t cuda_reorg_forward(SpatialTensors out_in, int batch, int c, int h, i
                                cudaStream_t stream);
 cudaError_t cuda_reorg_backward(SpatialTensors dx_dy, int batch, int c, int h, int w, int s,
                                 cudaStream_t stream);
-/* [shuffle] of in [batch][c][spatial] in groups (layers/shuffle.h's shuffle_source); backward:
- * dx += the permuted dy. */
-cudaError_t cuda_shuffle_forward(SpatialTensors out_in, int batch, int c, int spatial, int groups,
+/* [shuffle] of in [batch][c][spatial] in groups (layers/shuffle.h's shuffle_source), each tensor
+ * in its layout (p); backward: dx += the permuted dy. */
+cudaError_t cuda_shuffle_forward(SpatialTensors out_in, SpatialPlanes p, int spatial, int groups,
                                  cudaStream_t stream);
-cudaError_t cuda_shuffle_backward(SpatialTensors dx_dy, int batch, int c, int spatial, int groups,
+cudaError_t cuda_shuffle_backward(SpatialTensors dx_dy, SpatialPlanes p, int spatial, int groups,
                                   cudaStream_t stream);
 /* [pad]'s planes: in [planes][ih][iw] at row top, column left of out [planes][oh][ow]. */
 typedef struct PadDims {

@@ -541,6 +541,52 @@ static const OpCase cases[] = {
          5, 3, 1, 1, 1, 0, logistic) "[maxpool]\nsize=3\nstride=1\n[connected]\noutput=4\n"
                                      "activation=linear\n[softmax]\n",
      NULL},
+    /* chains through the grouped families: a depthwise convolution (two filters a channel) of the
+     * NCHW net input into NHWC, a depthwise 3x3 bn, a pointwise 1x1 and a same-shape shortcut
+     * (mobilenetv2's inverted residual), a grouped stride-2 convolution into NCHW */
+    {"gpu nhwc: depthwise of the input, depthwise bn, pointwise, shortcut, grouped, connected",
+     IMAGE(2, 3, 7, 6),
+     CONV(6, 3, 1, 1, 3, 1, tanh) CONV(6, 3, 1, 1, 6, 1, swish)
+         CONV(6, 1, 1, 0, 1, 1, linear) "[shortcut]\nfrom=-3\n" CONV(
+             4, 3, 2, 1, 2, 0, logistic) "[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+     NULL},
+    /* a squeeze-excitation block (efficientnet, mobilenet_v3): global [avgpool], two 1x1
+     * convolutions, [scale_channels] of the NHWC map, then a grouped 1x1 */
+    {"gpu nhwc: conv, depthwise, SE (avgpool, conv, conv, scale_channels), grouped 1x1",
+     IMAGE(2, 4, 6, 5),
+     CONV(8, 3, 1, 1, 1, 1, tanh)
+         CONV(8, 3, 1, 1, 8, 1, swish) "[avgpool]\n" CONV(4, 1, 1, 0, 1, 0, swish)
+             CONV(8, 1, 1, 0, 1, 0, logistic) "[scale_channels]\nfrom=-4\n" CONV(
+                 6, 1, 1, 0, 2, 1, tanh) "[connected]\noutput=3\nactivation=linear\n",
+     NULL},
+    /* yolov3-tiny's neck: [upsample] NHWC to NHWC into a [route] with an earlier NHWC map; a
+     * summing downsample (stride -2) reading NHWC and writing NCHW for [connected] */
+    {"gpu nhwc: conv, maxpool, conv, upsample 2, route, conv, upsample -2, connected",
+     IMAGE(2, 3, 8, 6),
+     CONV(6, 3, 1, 1, 1, 1, tanh) MAXPOOL_2 CONV(5, 3, 1, 1, 1, 1, tanh) UPSAMPLE_2 ROUTE("-1,0")
+         CONV(4, 1, 1, 0, 1, 0, tanh) "[upsample]\nstride=-2\nscale=0.5\n"
+                                      "[connected]\noutput=3\nactivation=linear\n",
+     NULL},
+    /* the windowed [avgpool] NHWC to NHWC (padded, stride 1), then NHWC to NCHW (2x2/2); a
+     * [shuffle] NHWC to NHWC and a [route] of a channel group (shufflenet's split) */
+    {"gpu nhwc: conv, avgpool 3x3/1 pad 1, conv, shuffle, route group, avgpool 2x2/2, connected",
+     IMAGE(2, 3, 7, 8),
+     CONV(8, 3, 1, 1, 1, 1, tanh) "[avgpool]\nsize=3\nstride=1\npadding=1\n" CONV(
+         8, 1, 1, 0, 1, 1,
+         swish) "[shuffle]\ngroups=2\n"
+                "[route]\nlayers=-1\ngroups=2\n"
+                "group_id=1\n" CONV(6, 3, 1, 1, 2, 0,
+                                    tanh) "[avgpool]\nsize=2\nstride=2\n[connected]\noutput=3\n"
+                                          "activation=linear\n",
+     NULL},
+    /* the same families reading NCHW and writing NHWC: a [shuffle] of the net input, an
+     * [upsample] of a [pad]'s output (no NHWC kernels) */
+    {"gpu nhwc: shuffle of the input, avgpool 2x2/1 pad 1, conv, pad, upsample 2, grouped conv",
+     IMAGE(2, 4, 5, 4),
+     "[shuffle]\ngroups=2\n[avgpool]\nsize=2\nstride=1\npadding=1\n" CONV(
+         6, 3, 1, 1, 1, 1, tanh) "[pad]\nbottom=1\nright=2\n" UPSAMPLE_2
+         CONV(4, 3, 2, 1, 2, 0, tanh) "[connected]\noutput=3\nactivation=linear\n",
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
