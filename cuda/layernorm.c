@@ -6,7 +6,8 @@
  * or 16-bit (Layer.in_storage, Layer.storage); statistics float32.
  *
  *   in, out [batch * groups][n][inner] (layers/channel_axis.h: [batch*c*h][w][1] or
- *   [batch][c][h*w])   scales, biases [n]   mean, inv_std [batch * groups][inner]
+ *   [batch][c][h*w], or channels-last [batch*h*w][c][1], Layer.channels_last)
+ *   scales, biases [n]   mean, inv_std [batch * groups][inner]
  */
 #include "layers/layernorm.h"
 
@@ -18,7 +19,7 @@
 static void layernorm_forward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const ChannelAxis a = ln->axis;
+    const ChannelAxis a = channel_axis_in_layout(ln->axis, l->channels_last);
     const int groups = ctx->batch * a.groups * a.inner;
     gpu_note(ctx,
              cuda_layernorm_forward_rows(l->out, l->storage, ln->mean, ln->inv_std, l->in[0],
@@ -55,7 +56,7 @@ static cudaError_t axis_sums_add(float *grad, const void *x, ElemType x_type, Ch
 static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)
 {
     const LayerNorm *ln = l->priv;
-    const ChannelAxis a = ln->axis;
+    const ChannelAxis a = channel_axis_in_layout(ln->axis, l->channels_last);
     const int groups = ctx->batch * a.groups * a.inner;
     gpu_note(ctx,
              axis_sums_add(l->params[P_BIASES].grad, l->delta, l->storage, a, ctx->batch,
@@ -72,6 +73,12 @@ static void layernorm_backward_gpu(Layer *l, const StepContext *ctx)
              "layernorm scales gradient");
 }
 
+static ChannelsLastUse layernorm_takes_channels_last(const Layer *l, const ExecContext *exec)
+{
+    (void)exec;
+    return channel_axis_takes_channels_last(((const LayerNorm *)l->priv)->axis);
+}
+
 /* The family's step on the GPU (cuda/gpu_backend.c looks it up by family). */
 const LayerKernels gpu_layernorm_kernels = {
     .resize = layernorm_resize,
@@ -79,4 +86,5 @@ const LayerKernels gpu_layernorm_kernels = {
     .backward = layernorm_backward_gpu,
     .forward_at = layernorm_forward_at,
     .stores_16bit = 1,
+    .takes_channels_last = layernorm_takes_channels_last,
 };

@@ -587,6 +587,18 @@ static const OpCase cases[] = {
          6, 3, 1, 1, 1, 1, tanh) "[pad]\nbottom=1\nright=2\n" UPSAMPLE_2
          CONV(4, 3, 2, 1, 2, 0, tanh) "[connected]\noutput=3\nactivation=linear\n",
      NULL},
+    /* a ConvNeXt block: [layernorm] channels=1 and [layer_scale] along an NHWC image's channels
+     * (each pixel's channels adjacent), a depthwise 5x5, the inverted bottleneck, the shortcut */
+    {"gpu nhwc: conv, layernorm channels=1, depthwise 5x5, layernorm, 1x1s, layer_scale, shortcut",
+     IMAGE(2, 3, 8, 8),
+     "[convolutional]\nfilters=8\nsize=2\nstride=2\nactivation=linear\n[layernorm]\n"
+     "channels=1\n" CONV(8, 5, 1, 1, 8, 0, linear) "[layernorm]\nchannels=1\n" CONV(16, 1, 1, 0, 1,
+                                                                                    0, gelu)
+         CONV(8, 1, 1, 0, 1, 0, linear) "[layer_scale]\ninit=0.5\n"
+                                        "[shortcut]\nfrom=-6\n" CONV(4, 1, 1, 0, 1, 0,
+                                                                     tanh) "[connected]\noutput=3\n"
+                                                                           "activation=linear\n",
+     NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */
     {"gpu: conv 3x3 stride 2 bn leaky, odd map", IMAGE(3, 5, 9, 8), CONV(6, 3, 2, 1, 1, 1, leaky),
