@@ -25,6 +25,19 @@ step_losses() {
     jq -r 'select(.type == "step") | .loss' "$1"
 }
 
+# The first steps two --log files both made, up to 4: the first step's loss within 1e-6 relative,
+# the next ones within 1e-4 (the bounds the tests below derive).
+same_first_losses() {
+    python3 -c 'import sys
+a = [float(x) for x in open(sys.argv[1]).read().split()]
+b = [float(x) for x in open(sys.argv[2]).read().split()]
+n = min(len(a), len(b), 4)
+assert n >= 2, (a, b)
+assert abs(a[0] - b[0]) <= 1e-6 * abs(a[0]), (a, b)
+for x, y in zip(a[:n], b[:n]):
+    assert abs(x - y) <= 1e-4 * abs(x), (a, b)' <(step_losses "$1") <(step_losses "$2")
+}
+
 @test "--channels-last trains a residual net on the GPU with the NCHW run's losses, and its checkpoint predicts on the CPU as on the GPU" {
     run "$GPU_CDL" train res.cfg --data digits.data --log-every 1 --log nchw.jsonl --out nchw.cdl \
         --threads 1 --gpu 0 --epochs 1 --time-limit 3
@@ -41,14 +54,7 @@ step_losses() {
     # within gpu.bats' bound for float32 round-off grown over SGD steps, 1e-4 relative (this
     # net's batch norm over 16 samples and relus carry a last-bit difference in a gradient to
     # 1.3e-5 in the second step's loss: the NCHW GPU run differs so from the CPU's there too)
-    python3 -c 'import sys
-a = [float(x) for x in open(sys.argv[1]).read().split()]
-b = [float(x) for x in open(sys.argv[2]).read().split()]
-n = min(len(a), len(b), 4)
-assert n >= 2, (a, b)
-assert abs(a[0] - b[0]) <= 1e-6 * abs(a[0]), (a, b)
-for x, y in zip(a[:n], b[:n]):
-    assert abs(x - y) <= 1e-4 * abs(x), (a, b)' <(step_losses nchw.jsonl) <(step_losses nhwc.jsonl)
+    same_first_losses nchw.jsonl nhwc.jsonl
     # the checkpoint keeps OIHW weights and per-channel statistics: the CPU predicts with it
     # what the GPU (NHWC again, from the checkpoint's cfg) does
     for row in 1790 1791 1792; do gray_png "d$row.png" digit "$row" >/dev/null; done
@@ -200,14 +206,7 @@ PY
     # SE's planes over strided NHWC rows): the bounds of the residual test above, float32
     # round-off in the first step's loss, grown over SGD steps after (the simulator's products
     # happen to agree to the bit here; a GPU's cuBLAS picks kernels, and orders, by shape)
-    python3 -c 'import sys
-a = [float(x) for x in open(sys.argv[1]).read().split()]
-b = [float(x) for x in open(sys.argv[2]).read().split()]
-n = min(len(a), len(b), 4)
-assert n >= 2, (a, b)
-assert abs(a[0] - b[0]) <= 1e-6 * abs(a[0]), (a, b)
-for x, y in zip(a[:n], b[:n]):
-    assert abs(x - y) <= 1e-4 * abs(x), (a, b)' <(step_losses nchw.jsonl) <(step_losses nhwc.jsonl)
+    same_first_losses nchw.jsonl nhwc.jsonl
 }
 
 @test "cdl info --gpu: the mobile zoo cfgs keep their depthwise, grouped and SE layers NHWC" {
