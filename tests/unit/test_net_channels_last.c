@@ -22,18 +22,27 @@ static const char *const residual = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels
            "[convolutional]\nfilters=16\nsize=1\nstride=2\nactivation=linear\n[shortcut]\nfrom=-3\n"
            "[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n";
 
-/* A grouped convolution (declines NHWC) between two plain ones, a max pool, a windowed average
- * pool (NCHW only) and a convolution that is the net's output. */
-static const char *const declining = "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=4\n" CONV(8, 1, 1)
-    CONV(8, 1, 2) CONV(8, 1, 1) "[maxpool]\nsize=2\nstride=2\n" CONV(
-        8, 1, 1) "[avgpool]\nsize=2\nstride=1\n" CONV(4, 1, 1);
+/* A [layernorm] along the rows (declines NHWC) after a convolution, a grouped convolution, a max
+ * pool, a convolution, another row [layernorm] and a convolution that is the net's output. */
+static const char *const declining =
+    "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=4\n" CONV(8, 1, 1) "[layernorm]\n" CONV(
+        8, 1, 2) "[maxpool]\nsize=2\nstride=2\n" CONV(8, 1, 1) "[layernorm]\n" CONV(4, 1, 1);
 
-/* A [shortcut] (CHANNELS_LAST_SAME) one of whose inputs, 0, is read by [upsample] (no NHWC
- * kernels): 0 stays NCHW, so the shortcut does, and so does its other input 2, though a
+/* A [shortcut] (CHANNELS_LAST_SAME) one of whose inputs, 0, is read by a row [layernorm] (no
+ * NHWC kernels): 0 stays NCHW, so the shortcut does, and so does its other input 2, though a
  * convolution; the convolution after it is NHWC, read by the last one (the net's output). */
-static const char *const broken_chain =
-    "[net]\nbatch=2\nwidth=6\nheight=6\nchannels=2\n" CONV(4, 1, 1) "[upsample]\nstride=1\n" CONV(
-        4, 1, 1) "[shortcut]\nfrom=0\n" CONV(4, 1, 1) CONV(3, 1, 1);
+static const char *const broken_chain = "[net]\nbatch=2\nwidth=6\nheight=6\nchannels=2\n" CONV(
+    4, 1, 1) "[layernorm]\n" CONV(4, 1, 1) "[shortcut]\nfrom=0\n" CONV(4, 1, 1) CONV(3, 1, 1);
+
+/* The families that take NHWC besides the convolution and the pools of the residual net: a
+ * depthwise (two filters a channel) and a grouped convolution, a windowed [avgpool], [upsample],
+ * [shuffle], [layernorm] channels=1, [layer_scale], a squeeze-excitation's [scale_channels], then
+ * the net's output. */
+static const char *const taking = "[net]\nbatch=2\nwidth=6\nheight=6\nchannels=4\n" CONV(8, 1, 4)
+    CONV(8, 1, 2) "[avgpool]\nsize=3\nstride=1\npadding=1\n[upsample]\nstride=2\n[shuffle]\n"
+                  "groups=2\n[layernorm]\nchannels=1\n[layer_scale]\n[avgpool]\n[convolutional]"
+                  "\nfilters=8\n"
+                  "size=1\nactivation=logistic\n[scale_channels]\nfrom=-3\n" CONV(4, 1, 1);
 
 /* Builds "[net]\n" extra text on backend b, resized for training; 0 when built. */
 static int build(Net *net, const char *text, const char *extra, Backend b)
@@ -95,10 +104,10 @@ static void test_gpu_residual(void)
     net_free(&net);
 }
 
-static void test_gpu_grouped_and_windowed_decline(void)
+static void test_gpu_declining_families_end_chains(void)
 {
-    /* 0 is read by the grouped 1 (NCHW only), 1 is grouped; 2 and the max pool 3 are read by
-     * NHWC readers; 4 by the windowed avgpool; 6 is the net's output */
+    /* 0 is read by the row layernorm 1 (NCHW only); the grouped 2 and the max pool 3 are read by
+     * NHWC readers; 4 by the row layernorm 5; 6 is the net's output */
     static const int want[7] = {0, 0, 1, 1, 0, 0, 0};
     Net net;
     if (build(&net, declining, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
@@ -109,6 +118,17 @@ static void test_gpu_grouped_and_windowed_decline(void)
     if (build(&net, broken_chain, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
         return;
     CHECK(layouts_are(&net, chain));
+    net_free(&net);
+}
+
+static void test_gpu_families_taking_nhwc(void)
+{
+    /* every layer but the net's output */
+    static const int want[11] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    Net net;
+    if (build(&net, taking, "gpu_engine=ref\nchannels_last=1\n", CDL_BACKEND_GPU))
+        return;
+    CHECK(layouts_are(&net, want));
     net_free(&net);
 }
 
@@ -136,7 +156,8 @@ int main(void)
     test_cpu_and_default_keep_nchw();
     if (backend_find(CDL_BACKEND_GPU)) {
         test_gpu_residual();
-        test_gpu_grouped_and_windowed_decline();
+        test_gpu_declining_families_end_chains();
+        test_gpu_families_taking_nhwc();
         test_gpu_memory_plan_unchanged();
     } else
         printf("test_net_channels_last: no GPU backend in this build: its GPU cases skipped\n");
