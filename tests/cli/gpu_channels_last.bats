@@ -3,7 +3,9 @@
 # docs/gpu.md, core/net_channels_last.h), run on the CUDA simulator (./cdl-gpusim, make GPU=sim;
 # skipped where the CUDA toolkit is not): a residual net trains with the losses of the NCHW run,
 # its checkpoint predicts on the CPU as the GPU's, --cuda-graph replays its bf16 steps, and cdl
-# info names the NHWC layers.
+# info names the NHWC layers; a mobilenetv2-like net (depthwise, grouped, squeeze-excitation)
+# trains with the NCHW run's losses, and the mobile zoo cfgs' NHWC counts are those of a planner
+# of this file's own.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
