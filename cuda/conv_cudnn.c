@@ -40,18 +40,20 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e)
     c->batch = 0;
     c->precision = l->precision;
     c->type = precision_storage(l->precision);
+    c->nhwc = l->channels_last || l->in_channels_last[0];
     const cudnnDataType_t data = c->type == ELEM_BF16   ? CUDNN_DATA_BFLOAT16
                                  : c->type == ELEM_FP16 ? CUDNN_DATA_HALF
                                                         : CUDNN_DATA_FLOAT;
-    st = cudnn_check(
-        cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, data, batch, in.c, in.h, in.w), l,
-        "cudnnSetTensor4dDescriptor (input)", e);
+    /* NHWC tensors and a KRSC filter, or NCHW and KCRS: one layout for all three */
+    const cudnnTensorFormat_t format = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    st = cudnn_check(cudnnSetTensor4dDescriptor(c->x, format, data, batch, in.c, in.h, in.w), l,
+                     "cudnnSetTensor4dDescriptor (input)", e);
+    st =
+        st ? st
+           : cudnn_check(cudnnSetTensor4dDescriptor(c->y, format, data, batch, out.c, out.h, out.w),
+                         l, "cudnnSetTensor4dDescriptor (output)", e);
     st = st ? st
-            : cudnn_check(cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, data, batch, out.c,
-                                                     out.h, out.w),
-                          l, "cudnnSetTensor4dDescriptor (output)", e);
-    st = st ? st
-            : cudnn_check(cudnnSetFilter4dDescriptor(c->w, data, CUDNN_TENSOR_NCHW, cv->filters,
+            : cudnn_check(cudnnSetFilter4dDescriptor(c->w, data, format, cv->filters,
                                                      in.c / cv->groups, cv->win.size_h,
                                                      cv->win.size_w),
                           l, "cudnnSetFilter4dDescriptor", e);
@@ -138,12 +140,51 @@ static int rounds(const ConvCudnn *c, ElemType t_type)
     return c->precision != GEMM_FP32 && t_type == ELEM_F32;
 }
 
+/* A tensor's layout change between the layer and cuDNN: each of the [outer][rows][columns]
+ * matrices transposed (cuda_transpose); outer 0: the layer's layout is cuDNN's. */
+typedef struct Reorder {
+    int outer, rows, columns;
+} Reorder;
+
+/* A tensor of outer blocks of channels x plane, stored channels-first (NCHW, OIHW) where
+ * channels_first, as cuDNN's NHWC / KRSC layout wants it (c->nhwc): to cuDNN (to_cudnn) or back
+ * from it; none where cuDNN's layout is NCHW or the tensor is channels-last already. */
+static Reorder reorder_of(const ConvCudnn *c, int channels_first, int outer, int channels,
+                          int plane, int to_cudnn)
+{
+    if (!c->nhwc || !channels_first)
+        return (Reorder){0};
+    return to_cudnn ? (Reorder){outer, channels, plane} : (Reorder){outer, plane, channels};
+}
+
+/* x's and dx's: NCHW [batch][c][h * w] where the layer's input is. */
+static Reorder input_reorder(const ConvCudnn *c, const Layer *l, int to_cudnn)
+{
+    const Shape in = l->in_shape;
+    return reorder_of(c, !l->in_channels_last[0], c->batch, in.c, in.h * in.w, to_cudnn);
+}
+
+/* y's and dy's: NCHW [batch][filters][out_h * out_w] where the layer's output is. */
+static Reorder output_reorder(const ConvCudnn *c, const Layer *l, int to_cudnn)
+{
+    const Shape out = l->out_shape;
+    return reorder_of(c, !l->channels_last, c->batch, out.c, out.h * out.w, to_cudnn);
+}
+
+/* w's and dw's: OIHW [filters][c / groups][size_h * size_w] always. */
+static Reorder weights_reorder(const ConvCudnn *c, const Layer *l, int to_cudnn)
+{
+    const Conv *cv = l->priv;
+    return reorder_of(c, 1, cv->filters, l->in_shape.c / cv->groups, window2d_taps(cv->win),
+                      to_cudnn);
+}
+
 /* Where a pass's operands lie in the net's workspace, bytes from its start, each 256-aligned:
  * cuDNN's own workspace first (workspace_bytes), then those of the layer's tensors (by their
- * types, Layer.in_storage and Layer.storage, planned before the resize) that need one: the
- * rounded copies of x and w, the slot of y (the rounded dy of the backward, and in bf16 and fp16
- * the forward's 16-bit output for a float32 l->out) and the 16-bit result of a float32 gradient
- * (dw, then dx). Empty in fp32. */
+ * types, Layer.in_storage and Layer.storage, and layouts, planned before the resize) that need
+ * one: the rounded or reordered copies of x and w, the slot of y (the rounded or reordered dy of
+ * the backward, and the forward's output where cuDNN's type or layout is not l->out's) and the
+ * result of a gradient in another type or layout (dw, then dx). Empty in fp32 NCHW. */
 typedef struct CudnnSlots {
     size_t x, w, y, result, end;
 } CudnnSlots;
@@ -158,12 +199,15 @@ static CudnnSlots slots_of(const ConvCudnn *c, const Layer *l)
     const size_t bytes = c->type == ELEM_F32 ? 4 : 2;
     const size_t x = (size_t)c->batch * shape_size(l->in_shape);
     const size_t y = (size_t)c->batch * shape_size(l->out_shape);
-    const size_t w = c->precision == GEMM_FP32 ? 0 : l->params[CONV_WEIGHTS].count;
-    const size_t dw = c->type != ELEM_F32 ? w : 0, dx = l->in_storage[0] != c->type ? x : 0;
+    const size_t count = l->params[CONV_WEIGHTS].count;
+    const int x_moved = input_reorder(c, l, 1).outer, y_moved = output_reorder(c, l, 1).outer;
+    const size_t w = c->precision != GEMM_FP32 || c->nhwc ? count : 0;
+    const size_t dw = c->type != ELEM_F32 || c->nhwc ? count : 0;
+    const size_t dx = l->in_storage[0] != c->type || x_moved ? x : 0;
     CudnnSlots s = {.x = align_256(c->workspace_bytes)};
-    s.w = s.x + (rounds(c, l->in_storage[0]) ? align_256(x * bytes) : 0);
+    s.w = s.x + (rounds(c, l->in_storage[0]) || x_moved ? align_256(x * bytes) : 0);
     s.y = s.w + align_256(w * bytes);
-    s.result = s.y + (rounds(c, l->storage) ? align_256(y * bytes) : 0);
+    s.result = s.y + (rounds(c, l->storage) || y_moved ? align_256(y * bytes) : 0);
     s.end = s.result + align_256((dx > dw ? dx : dw) * bytes);
     return s;
 }
@@ -265,35 +309,51 @@ static int batch_described(const ConvCudnn *c, const Layer *l, const StepContext
     return 0;
 }
 
-/* The n values of tensor t (of type t_type) as cuDNN multiplies them in c's precision: t itself
- * in fp32 or where it is stored in c's 16-bit type, else t (float32) rounded into copy. */
+/* The n values of tensor t (of type t_type, in the layer's layout) as cuDNN multiplies them in
+ * c's precision and layout: t itself where it has both, else a copy: t transposed into copy in
+ * c's type (which rounds it to 16 bits) where r says so, and a float32 t rounded (in place after
+ * the transpose: tf32). */
 static const void *operand(const ConvCudnn *c, const StepContext *ctx, const void *t,
-                           ElemType t_type, size_t n, void *copy)
+                           ElemType t_type, Reorder r, size_t n, void *copy)
 {
+    if (r.outer) {
+        gpu_note(ctx,
+                 cuda_transpose(copy, c->type, t, t_type, r.outer, r.rows, r.columns, 0,
+                                gpu_stream(ctx)),
+                 "convolution on cuDNN: an operand into NHWC");
+        if (c->type != ELEM_F32)
+            return copy;
+        t = copy;
+    }
     if (!rounds(c, t_type))
         return t;
-    gpu_note(ctx, cuda_round_operand(copy, t, n, gpu_operand_format(c->precision), gpu_stream(ctx)),
+    gpu_note(ctx,
+             cuda_round_operand(copy, (const float *)t, n, gpu_operand_format(c->precision),
+                                gpu_stream(ctx)),
              "convolution on cuDNN: rounding an operand");
     return copy;
 }
 
-/* Where cuDNN writes a result for tensor t of type t_type: t where it has cuDNN's type, else the
- * 16-bit slot (then moved into t by result_store). */
-static void *result_at(const ConvCudnn *c, void *t, ElemType t_type, void *slot)
+/* Where cuDNN writes a result for tensor t of type t_type: t where it has cuDNN's type and
+ * layout (r none), else the slot (then moved into t by result_store). */
+static void *result_at(const ConvCudnn *c, void *t, ElemType t_type, Reorder r, void *slot)
 {
-    return t_type == c->type ? t : slot;
+    return t_type == c->type && !r.outer ? t : slot;
 }
 
-/* The n values cuDNN wrote at at into t (of type t_type), added to t with accumulate; nothing
- * where cuDNN wrote t itself. */
+/* The n values cuDNN wrote at at into t (of type t_type; transposed back as r says), added to t
+ * with accumulate; nothing where cuDNN wrote t itself. */
 static void result_store(const ConvCudnn *c, const StepContext *ctx, void *t, ElemType t_type,
-                         const void *at, size_t n, int accumulate)
+                         Reorder r, const void *at, size_t n, int accumulate)
 {
     if (at == t)
         return;
     gpu_note(ctx,
-             cuda_convert_rows(t, t_type, n, at, c->type, n, 1, n, accumulate, gpu_stream(ctx)),
-             "convolution on cuDNN: a 16-bit result into float32");
+             r.outer ? cuda_transpose(t, t_type, at, c->type, r.outer, r.rows, r.columns,
+                                      accumulate, gpu_stream(ctx))
+                     : cuda_convert_rows(t, t_type, n, at, c->type, n, 1, n, accumulate,
+                                         gpu_stream(ctx)),
+             "convolution on cuDNN: a result into the layer's type and layout");
 }
 
 void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
@@ -307,14 +367,17 @@ void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *c
     const size_t n_x = (size_t)c->batch * shape_size(l->in_shape);
     const size_t n_y = (size_t)c->batch * shape_size(l->out_shape);
     const Param *w = &l->params[CONV_WEIGHTS];
-    const void *x = operand(c, ctx, l->in[0], l->in_storage[0], n_x, ws + s.x);
-    const void *wt = operand(c, ctx, w->data, ELEM_F32, w->count, ws + s.w);
-    void *y = result_at(c, l->out, l->storage, ws + s.y);
+    const void *x =
+        operand(c, ctx, l->in[0], l->in_storage[0], input_reorder(c, l, 1), n_x, ws + s.x);
+    const void *wt =
+        operand(c, ctx, w->data, ELEM_F32, weights_reorder(c, l, 1), w->count, ws + s.w);
+    const Reorder y_back = output_reorder(c, l, 0);
+    void *y = result_at(c, l->out, l->storage, y_back, ws + s.y);
     note_cudnn(ctx,
                cudnnConvolutionForward(h, &one, c->x, x, c->w, wt, c->conv, c->fwd, ws,
                                        c->workspace_bytes, &zero, c->y, y),
                "cudnnConvolutionForward");
-    result_store(c, ctx, l->out, l->storage, y, n_y, 0);
+    result_store(c, ctx, l->out, l->storage, y_back, y, n_y, 0);
 }
 
 void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
@@ -328,25 +391,28 @@ void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *
     const CudnnSlots s = slots_of(c, l);
     const size_t n_x = (size_t)c->batch * shape_size(l->in_shape);
     const size_t n_y = (size_t)c->batch * shape_size(l->out_shape);
-    const void *x = operand(c, ctx, l->in[0], l->in_storage[0], n_x, ws + s.x);
-    const void *dy = operand(c, ctx, l->delta, l->storage, n_y, ws + s.y);
+    const void *x =
+        operand(c, ctx, l->in[0], l->in_storage[0], input_reorder(c, l, 1), n_x, ws + s.x);
+    const void *dy = operand(c, ctx, l->delta, l->storage, output_reorder(c, l, 1), n_y, ws + s.y);
     /* dw added by cuDNN (beta 1) where it is written in place, else summed from the slot */
-    void *dw = result_at(c, w->grad, ELEM_F32, ws + s.result);
+    const Reorder dw_back = weights_reorder(c, l, 0), dx_back = input_reorder(c, l, 0);
+    void *dw = result_at(c, w->grad, ELEM_F32, dw_back, ws + s.result);
     note_cudnn(ctx,
                cudnnConvolutionBackwardFilter(h, &one, c->x, x, c->y, dy, c->conv, c->bwd_filter,
                                               ws, c->workspace_bytes, dw == w->grad ? &one : &zero,
                                               c->w, dw),
                "cudnnConvolutionBackwardFilter");
-    result_store(c, ctx, w->grad, ELEM_F32, dw, w->count, 1);
+    result_store(c, ctx, w->grad, ELEM_F32, dw_back, dw, w->count, 1);
     if (!l->in_delta[0])
         return;
-    const void *wt = operand(c, ctx, w->data, ELEM_F32, w->count, ws + s.w);
-    void *dx = result_at(c, l->in_delta[0], l->in_storage[0], ws + s.result);
+    const void *wt =
+        operand(c, ctx, w->data, ELEM_F32, weights_reorder(c, l, 1), w->count, ws + s.w);
+    void *dx = result_at(c, l->in_delta[0], l->in_storage[0], dx_back, ws + s.result);
     note_cudnn(ctx,
                cudnnConvolutionBackwardData(h, &one, c->w, wt, c->y, dy, c->conv, c->bwd_data, ws,
                                             c->workspace_bytes,
                                             dx == l->in_delta[0] ? &dx_beta : &zero, c->x, dx),
                "cudnnConvolutionBackwardData");
-    result_store(c, ctx, l->in_delta[0], l->in_storage[0], dx, n_x, dx_beta != 0.0f);
+    result_store(c, ctx, l->in_delta[0], l->in_storage[0], dx_back, dx, n_x, dx_beta != 0.0f);
 }
 #endif

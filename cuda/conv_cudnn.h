@@ -8,6 +8,16 @@
  *   y  [batch][filters][oh][ow]    NCHW, l->out before the bias/batch norm
  *   w  [filters][c/groups][size][size]  KCRS, the group count on the convolution descriptor
  *
+ * Channels-last (Layer.channels_last or in_channels_last[0], core/net_channels_last.h), every
+ * descriptor is NHWC, grouped and depthwise layers too: x [batch][h][w][c], y
+ * [batch][oh][ow][filters], w KRSC [filters][size][size][c/groups], a copy of the OIHW weights
+ * transposed into the workspace (the weight gradient transposed back, added to the OIHW one).
+ * One layout for all three, as PyTorch gives cuDNN (its convolution makes input and weight
+ * contiguous in one memory format): where the layer's input or output is the other, NCHW one
+ * (the net's first convolution reads the NCHW net input; the last before a reader without NHWC
+ * kernels writes NCHW), that tensor and its gradient are transposed in the workspace
+ * (cuda_transpose) on their way to or from cuDNN.
+ *
  * In precision fp32 the math is float32 on FMA kernels only (CUDNN_FMA_MATH: CUDNN_DEFAULT_MATH
  * lets cuDNN pick TF32 tensor cores on Ampere and newer, which rounds the operands to 10 mantissa
  * bits, far from the CPU's numbers). In bf16 and fp16 x, w and y are 16-bit tensors (cuDNN's
@@ -38,6 +48,7 @@ typedef struct ConvCudnn {
     int batch;               /* the batch the descriptors describe, 0 before conv_cudnn_describe */
     GemmPrecision precision; /* the layer's, which the descriptors describe */
     ElemType type;           /* of x, y, w in cuDNN's view: precision_storage(precision) */
+    int nhwc;                /* 1: the descriptors are NHWC (KRSC), 0: NCHW (KCRS) */
     /* Chosen by conv_cudnn_choose for that batch, with the workspace the three need (the most) */
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
@@ -46,8 +57,9 @@ typedef struct ConvCudnn {
 } ConvCudnn;
 
 /* Creates c's descriptors if they are not yet and sets them to layer l ([convolutional], its
- * in_shape and out_shape set by parse) over batch samples in l->precision; no handle, no
- * device. Returns CDL_OK, or CDL_ERUNTIME naming the layer and cuDNN's status. */
+ * in_shape and out_shape set by parse) over batch samples in l->precision, NHWC where l's input
+ * or output is (Layer.in_channels_last, Layer.channels_last); no handle, no device. Returns CDL_OK,
+ * or CDL_ERUNTIME naming the layer and cuDNN's status. */
 int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e);
 
 /* Picks the fastest deterministic direct algorithm of each pass by cuDNN's heuristics
@@ -56,8 +68,9 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, Error *e);
 int conv_cudnn_choose(ConvCudnn *c, cudnnHandle_t handle, const Layer *l, Error *e);
 
 /* The bytes of the net's workspace the passes of l (with c chosen) use: cuDNN's workspace, then
- * in precisions other than fp32 the rounded copies and 16-bit results that l's tensor types
- * (Layer.in_storage, Layer.storage) need. */
+ * the rounded copies and 16-bit results that l's tensor types (Layer.in_storage, Layer.storage)
+ * need in precisions other than fp32, and channels-last the KRSC weights and their gradient and
+ * the transposed copies of an NCHW input or output and of their gradients. */
 size_t conv_cudnn_scratch_bytes(const ConvCudnn *c, const Layer *l);
 
 /* Destroys the descriptors (none created: nothing). */

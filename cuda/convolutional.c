@@ -83,11 +83,13 @@ static int on_cudnn(const ExecContext *exec)
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
+/* cuDNN takes NHWC for every layer it runs (conv_cudnn.h), the own engine for groups 1; int8
+ * layers run on neither. */
 static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
     const Conv *cv = l->priv;
-    return exec->handles && !on_cudnn(exec) && cv->groups == 1 && !l->quant ? CHANNELS_LAST_EITHER
-                                                                            : CHANNELS_LAST_NEVER;
+    return exec->handles && (on_cudnn(exec) || cv->groups == 1) && !l->quant ? CHANNELS_LAST_EITHER
+                                                                             : CHANNELS_LAST_NEVER;
 }
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
@@ -130,15 +132,15 @@ static int cudnn_runs_precision(const Layer *l, Error *e)
                      l->index, major, minor);
 }
 
-/* cuDNN's descriptors and algorithms for batch (once a batch and precision: net_resize calls
- * resize twice for each), and the scratch they need. */
+/* cuDNN's descriptors and algorithms for batch (once a batch, precision and layout: net_resize
+ * calls resize twice for each), and the scratch they need. */
 static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
 {
     Conv *cv = l->priv;
     if (!cv->gpu && !(cv->gpu = calloc(1, sizeof *cv->gpu)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     ConvCudnn *c = &cv->gpu->cudnn;
-    if (c->batch != batch || c->precision != l->precision) {
+    if (c->batch != batch || c->precision != l->precision || c->nhwc != runs_channels_last(l)) {
         const int runs = cudnn_runs_precision(l, e);
         if (runs)
             return runs;

@@ -813,6 +813,11 @@ static int on_cudnn_with_products(const Net *net)
     return on_cudnn(net) && has_products(net);
 }
 
+static int on_cudnn_channels_last(const Net *net)
+{
+    return on_cudnn(net) && on_channels_last(net);
+}
+
 static const Engine engines[] = {
     {"ref", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, NULL, always, 1},
     {"winograd", CDL_BACKEND_CPU, "engine=ref\nwinograd=1\nwinograd_min_tiles=0\n", GEMM_FP32, 0,
@@ -873,6 +878,17 @@ static const Engine engines[] = {
     {"gpu cudnn fp16", CDL_BACKEND_GPU,
      "engine=ref\nwinograd=0\ngpu_engine=cudnn\nprecision=fp16\n", GEMM_FP16, FP16_REF, cudnn_built,
      on_cudnn_with_products, 1},
+    /* cuDNN's convolutions with channels_last=1: NHWC descriptors (cuda/conv_cudnn.h), in float32
+     * and with 16-bit storage */
+    {"gpu cudnn nhwc", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\n", GEMM_FP32, 0, cudnn_built,
+     on_cudnn_channels_last, 1},
+    {"gpu cudnn nhwc bf16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\nprecision=bf16\n", GEMM_BF16,
+     BF16_REF, cudnn_built, on_cudnn_channels_last, 1},
+    {"gpu cudnn nhwc fp16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\nprecision=fp16\n", GEMM_FP16,
+     FP16_REF, cudnn_built, on_cudnn_channels_last, 1},
 };
 
 #define N_ENGINES (sizeof engines / sizeof engines[0])

@@ -6,7 +6,10 @@
  * out_shape, the tensor and filter descriptors read back as the layer's shapes in the
  * precision's data type (float32; BFLOAT16, HALF in bf16, fp16), and the convolution descriptor
  * as cross-correlation with cdl's padding and strides, no dilation, the group count, float32
- * compute type and the precision's math type (FMA in fp32, tensor ops in the others). cuDNN's
+ * compute type and the precision's math type (FMA in fp32, tensor ops in the others); in each
+ * layout of input and output (NCHW, NHWC, and either NHWC with the other NCHW): every descriptor
+ * NCHW, or NHWC (packed NHWC strides, the filter KRSC) wherever one side is, and the workspace
+ * the rounded, KRSC and transposed copies take. cuDNN's
  * descriptor calls need no driver: this runs against the real libcudnn in a GPU=1 build, on any
  * machine. The passes themselves (cudnnCreate on) need a device: scripts/gpu-check.sh's
  * test_backend_ops compares them with the CPU. Skipped in other builds, after checking there that
@@ -58,36 +61,66 @@ static size_t padded(size_t n, size_t bytes)
     return (n * bytes + 255) / 256 * 256;
 }
 
-/* The workspace a convolution l in precision p needs beyond cuDNN's own (conv_cudnn.h): none in
- * fp32; else the rounded copy of w, of a float32 x and of a float32 dy (y's slot, which also
+/* The workspace a convolution l in precision p needs beyond cuDNN's own (conv_cudnn.h): the
+ * rounded copy of w (in fp32 none), of a float32 x and of a float32 dy (y's slot, which also
  * takes a 16-bit y meant for a float32 output), and in bf16 and fp16 the 16-bit result of a
- * float32 gradient, dw always and dx where the input is float32. */
-static size_t expected_scratch(const Layer *l, GemmPrecision p)
+ * float32 gradient, dw always and dx where the input is float32. With NHWC descriptors (nhwc)
+ * the KRSC copy of w and dw always, and the NHWC copies of an NCHW x, y and dx. */
+static size_t expected_scratch(const Layer *l, GemmPrecision p, int nhwc)
 {
-    if (p == GEMM_FP32)
-        return 0;
-    const size_t bytes = p == GEMM_TF32 ? 4 : 2;
+    const size_t bytes = p == GEMM_FP32 || p == GEMM_TF32 ? 4 : 2;
     const size_t x = (size_t)BATCH * shape_size(l->in_shape);
     const size_t y = (size_t)BATCH * shape_size(l->out_shape);
     const size_t w = l->params[CONV_WEIGHTS].count;
+    const int rounding = p != GEMM_FP32, in_16bit = p == GEMM_BF16 || p == GEMM_FP16;
     const int x_f32 = l->in_storage[0] == ELEM_F32, y_f32 = l->storage == ELEM_F32;
-    const size_t result = p == GEMM_TF32 ? 0 : x_f32 && x > w ? x : w;
-    return padded(w, bytes) + (x_f32 ? padded(x, bytes) : 0) + (y_f32 ? padded(y, bytes) : 0) +
-           padded(result, bytes);
+    const int x_moved = nhwc && !l->in_channels_last[0], y_moved = nhwc && !l->channels_last;
+    const size_t dw = in_16bit || nhwc ? w : 0;
+    const size_t dx = (in_16bit && x_f32) || x_moved ? x : 0;
+    return padded(rounding || nhwc ? w : 0, bytes) +
+           padded((rounding && x_f32) || x_moved ? x : 0, bytes) +
+           padded((rounding && y_f32) || y_moved ? y : 0, bytes) + padded(dx > dw ? dx : dw, bytes);
 }
 
-/* Every convolution of net in each precision: cuDNN's output dimensions and the descriptors'
- * shapes, types and math are cdl's. Returns the convolutions checked (times the precisions). */
+/* Tensor descriptor t read back: shape n x ch x h x w of type, packed in layout nhwc
+ * (NHWC strides) or NCHW. */
+static int tensor_is(cudnnTensorDescriptor_t t, cudnnDataType_t type, int n, Shape s, int nhwc)
+{
+    cudnnDataType_t got;
+    int gn, gc, gh, gw, ns, cs, hs, ws;
+    if (cudnnGetTensor4dDescriptor(t, &got, &gn, &gc, &gh, &gw, &ns, &cs, &hs, &ws) !=
+        CUDNN_STATUS_SUCCESS)
+        return 0;
+    const int packed =
+        nhwc ? cs == 1 && ws == s.c && hs == s.w * s.c : ws == 1 && hs == s.w && cs == s.h * s.w;
+    return got == type && gn == n && gc == s.c && gh == s.h && gw == s.w && packed &&
+           ns == s.c * s.h * s.w;
+}
+
+/* The layouts a convolution's input and output are checked in: NCHW both, NHWC both, and the
+ * mixed ones (the net's first convolution: NCHW input; the last before a reader without NHWC
+ * kernels: NCHW output), which cuDNN gets NHWC with the NCHW tensor transposed (conv_cudnn.h). */
+static const int layouts[][2] = {{0, 0}, {1, 1}, {0, 1}, {1, 0}}; /* input, output NHWC */
+#define N_LAYOUTS (int)(sizeof layouts / sizeof layouts[0])
+
+/* Every convolution of net in each precision and layout: cuDNN's output dimensions and the
+ * descriptors' shapes, types, layouts and math are cdl's. Returns the convolutions checked (times
+ * the precisions and layouts). */
 static int check_net_convolutions(const Net *net, const char *name)
 {
     int checked = 0;
-    for (int i = 0; i < net->n_layers * 4; i++) {
+    for (int i = 0; i < net->n_layers * 4 * N_LAYOUTS; i++) {
         const GemmPrecision p = precisions[i % 4];
-        Layer layer = net->layers[i / 4];
+        const int *layout = layouts[i / 4 % N_LAYOUTS];
+        Layer layer = net->layers[i / 4 / N_LAYOUTS];
         const Layer *l = &layer;
         if (l->type != &convolutional_layer)
             continue;
         layer.precision = p;
+        layer.in_channels_last[0] = layout[0];
+        layer.channels_last = layout[1];
+        /* cuDNN's layout: NHWC wherever the input or output is */
+        const int nhwc = layout[0] || layout[1];
         const Conv *cv = l->priv;
         ConvCudnn c = {0};
         Error e = {0};
@@ -112,26 +145,25 @@ static int check_net_convolutions(const Net *net, const char *name)
                     cv->win.stride_h, cv->win.stride_w, cv->win.pad_h, cv->win.pad_w, cv->groups,
                     in.c, in.h, in.w, n, ch, h, w, BATCH, out.c, out.h, out.w);
 
-        cudnnDataType_t type;
-        int ns, cs, hs, ws;
-        CHECK(cudnnGetTensor4dDescriptor(c.y, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
-              CUDNN_STATUS_SUCCESS);
-        CHECK(type == expected_type(p) && n == BATCH && ch == out.c && h == out.h && w == out.w);
-        /* packed NCHW, as cdl's tensors */
-        CHECK(ws == 1 && hs == out.w && cs == out.h * out.w && ns == out.c * out.h * out.w);
-        CHECK(cudnnGetTensor4dDescriptor(c.x, &type, &n, &ch, &h, &w, &ns, &cs, &hs, &ws) ==
-              CUDNN_STATUS_SUCCESS);
-        CHECK(type == expected_type(p) && n == BATCH && ch == in.c && h == in.h && w == in.w &&
-              ns == in.c * in.h * in.w);
+        CHECK(tensor_is(c.y, expected_type(p), BATCH, out, nhwc));
+        CHECK(tensor_is(c.x, expected_type(p), BATCH, in, nhwc));
+        CHECK(c.nhwc == nhwc);
 
+        cudnnDataType_t type;
         cudnnTensorFormat_t format;
         int k = 0, c_per_group = 0, r = 0, s = 0;
         CHECK(cudnnGetFilter4dDescriptor(c.w, &type, &format, &k, &c_per_group, &r, &s) ==
               CUDNN_STATUS_SUCCESS);
-        CHECK(type == expected_type(p) && format == CUDNN_TENSOR_NCHW && k == cv->filters &&
+        CHECK(type == expected_type(p) &&
+              format == (nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW) && k == cv->filters &&
               c_per_group == in.c / cv->groups && r == cv->win.size_h && s == cv->win.size_w);
-        /* the weights cuDNN reads are the layer's, all of them */
+        /* the weights cuDNN reads are the layer's, all of them (KRSC: the Nd variant agrees) */
         CHECK((size_t)k * c_per_group * r * s == l->params[CONV_WEIGHTS].count);
+        int nd = 0, dims[4] = {0};
+        CHECK(cudnnGetFilterNdDescriptor(c.w, 4, &type, &format, &nd, dims) ==
+                  CUDNN_STATUS_SUCCESS &&
+              nd == 4 && format == (nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW) && dims[0] == k &&
+              dims[1] == c_per_group && dims[2] == r && dims[3] == s);
 
         int groups = 0;
         cudnnMathType_t math;
@@ -152,14 +184,17 @@ static int check_net_convolutions(const Net *net, const char *name)
         CHECK(c.precision == p && c.type == precision_storage(p));
         /* the workspace beyond cuDNN's (none chosen here), with the net's float32 tensors and,
          * in bf16 and fp16, with 16-bit stored ones */
-        CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
+        CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p, nhwc));
         if (c.type != ELEM_F32) {
             layer.in_storage[0] = layer.storage = c.type;
-            CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p));
-            CHECK(expected_scratch(l, p) == 2 * padded(cv->win.size_h * cv->win.size_w *
-                                                           (size_t)cv->filters * in.c / cv->groups,
-                                                       2));
+            CHECK(conv_cudnn_scratch_bytes(&c, l) == expected_scratch(l, p, nhwc));
         }
+        /* 16-bit tensors in cuDNN's layout: the weights' copy and their gradient, nothing else */
+        if (c.type != ELEM_F32 && layout[0] == layout[1])
+            CHECK(expected_scratch(l, p, nhwc) ==
+                  2 * padded(cv->win.size_h * cv->win.size_w * (size_t)cv->filters * in.c /
+                                 cv->groups,
+                             2));
         conv_cudnn_release(&c);
         checked++;
     }
@@ -185,9 +220,10 @@ static void test_zoo_convolutions_match_cudnn(void)
         net_free(&net);
     }
     globfree(&g);
-    /* the zoo holds hundreds (resnet50 alone 53), each in four precisions */
-    CHECK(checked > 4 * 200);
-    printf("test_cudnn_descriptors: %d zoo convolutions x 4 precisions\n", checked / 4);
+    /* the zoo holds hundreds (resnet50 alone 53), each in four precisions and the layouts */
+    CHECK(checked > 4 * N_LAYOUTS * 200);
+    printf("test_cudnn_descriptors: %d zoo convolutions x 4 precisions x %d layouts\n",
+           checked / 4 / N_LAYOUTS, N_LAYOUTS);
 }
 
 /* Shapes the zoo lacks, each a net of one convolution over an odd-sized input. */
@@ -214,7 +250,7 @@ static void test_other_shapes_match_cudnn(void)
             fprintf(stderr, "%s: %s\n", layers[i], e.msg);
             continue;
         }
-        CHECK(check_net_convolutions(&net, layers[i]) == 4);
+        CHECK(check_net_convolutions(&net, layers[i]) == 4 * N_LAYOUTS);
         net_free(&net);
     }
 }
