@@ -1452,9 +1452,9 @@ int main(int argc, char **argv)
     for (size_t ei = 1; ei < N_ENGINES; ei++) {
         const EngineStats *s = &stats[ei];
         if (s->not_built)
-            printf("  %-18s not built (or not run on this CPU)\n", engines[ei].name);
+            printf("  %-19s not built (or not run on this CPU)\n", engines[ei].name);
         else
-            printf("  %-18s against %-4s %3d runs (%d with 16-bit activations), %3d not "
+            printf("  %-19s against %-4s %3d runs (%d with 16-bit activations), %3d not "
                    "applicable%s; largest error %.3g of its tolerance (%s)\n",
                    engines[ei].name, engines[engines[ei].base].name, s->runs, s->stored,
                    s->not_applicable,
