@@ -685,10 +685,19 @@ typedef struct Engine {
     int must_apply; /* some case must apply, else the engine's selection is broken */
 } Engine;
 
+/* 1 when l runs on engine or a variant of it, "engine-..." (cuDNN's "cudnn-nchw": NCHW
+ * descriptors for channels-last tensors, cuda/conv_cudnn.h). */
+static int engine_is(const Layer *l, const char *engine)
+{
+    const size_t n = strlen(engine);
+    return l->engine && !strncmp(l->engine, engine, n) &&
+           (l->engine[n] == '\0' || l->engine[n] == '-');
+}
+
 static int any_engine(const Net *net, const char *engine)
 {
     for (int i = 0; i < net->n_layers; i++)
-        if (net->layers[i].engine && !strcmp(net->layers[i].engine, engine))
+        if (engine_is(&net->layers[i], engine))
             return 1;
     return 0;
 }
@@ -961,8 +970,7 @@ static int cudnn_16bit(const Net *net)
     int n = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        n +=
-            l->engine && !strcmp(l->engine, "cudnn") && precision_storage(l->precision) != ELEM_F32;
+        n += engine_is(l, "cudnn") && precision_storage(l->precision) != ELEM_F32;
     }
     return n;
 }
