@@ -467,15 +467,18 @@ EOF
 }
 
 # cdl info with channels_last=1 on cuDNN (GPU=1's default engine): the convolutions that keep
-# their outputs NHWC say "engine cudnn ... nhwc" (docs/gpu.md, Channels-last).
+# their outputs NHWC say "engine cudnn ... nhwc", "engine cudnn-nchw ... nhwc" where cuDNN has
+# no NHWC algorithm for them and runs NCHW descriptors (docs/gpu.md, Channels-last).
 check_info_channels_last() {
     [ $mode = sim ] && { summary="cuDNN is in GPU=1 builds only" && return 3; }
     limited "$cdl" info "$repo/cfg/resnet50.cfg" --set net.channels_last=1 --gpu 0
     local rc=$?
     [ $rc = 0 ] || { summary="cdl info: $(why $rc)" && return 1; }
-    local marked
+    local marked nchw
     marked=$(grep -c 'engine cudnn.*nhwc' "$step_log")
+    nchw=$(grep -c 'engine cudnn-nchw' "$step_log")
     summary="$(grep -m 1 '^channels_last=1:' "$step_log"); $marked of them cuDNN convolutions"
+    summary+=" ($nchw on NCHW descriptors: no NHWC algorithm)"
     [ "$marked" -gt 0 ]
 }
 
