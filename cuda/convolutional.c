@@ -83,8 +83,9 @@ static int on_cudnn(const ExecContext *exec)
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
-/* cuDNN takes NHWC for every layer it runs (conv_cudnn.h), the own engine for groups 1; int8
- * layers run on neither. */
+/* cuDNN takes NHWC for every layer it runs (conv_cudnn.h: NHWC descriptors, or NCHW ones with the
+ * tensors transposed where it has no NHWC algorithm), the own engine for groups 1; int8 layers
+ * run on neither. */
 static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
     const Conv *cv = l->priv;
