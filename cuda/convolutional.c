@@ -91,10 +91,12 @@ static int on_cudnn(const ExecContext *exec)
     return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
 }
 
+/* Both engines take NHWC for every layer they run, any groups (cuDNN: conv_cudnn.h's NHWC
+ * descriptors, or NCHW ones with the tensors transposed where it has no NHWC algorithm); int8
+ * layers run on neither. */
 static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContext *exec)
 {
-    return exec->handles && !on_cudnn(exec) && !l->quant ? CHANNELS_LAST_EITHER
-                                                         : CHANNELS_LAST_NEVER;
+    return exec->handles && !l->quant ? CHANNELS_LAST_EITHER : CHANNELS_LAST_NEVER;
 }
 
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
@@ -137,25 +139,25 @@ static int cudnn_runs_precision(const Layer *l, Error *e)
                      l->index, major, minor);
 }
 
-/* cuDNN's descriptors and algorithms for batch (once a batch and precision: net_resize calls
- * resize twice for each), and the scratch they need. */
-static int conv_resize_cudnn(Layer *l, int batch, const GpuHandles *h, Error *e)
+/* cuDNN's layout, descriptors and algorithms for batch (once a batch, precision, layout and set
+ * of passes: net_resize calls resize twice for each), and the scratch they need. */
+static int conv_resize_cudnn(Layer *l, int batch, const LayerState *st, Error *e)
 {
     Conv *cv = l->priv;
     if (!cv->gpu && !(cv->gpu = calloc(1, sizeof *cv->gpu)))
         return error_set(e, CDL_ERUNTIME, "out of memory");
     ConvCudnn *c = &cv->gpu->cudnn;
-    if (c->batch != batch || c->precision != l->precision) {
+    const CudnnPasses needs = conv_cudnn_needs(l, st->input_grads);
+    if (!conv_cudnn_planned(c, l, batch, needs)) {
         const int runs = cudnn_runs_precision(l, e);
         if (runs)
             return runs;
-        int st = conv_cudnn_describe(c, l, batch, e);
-        st = st ? st : conv_cudnn_choose(c, h->cudnn, l, e);
-        if (st) {
-            c->batch = 0;
-            return st;
-        }
+        const GpuHandles *h = st->exec->handles;
+        const int chosen = conv_cudnn_choose(c, h->cudnn, l, batch, needs, e);
+        if (chosen)
+            return chosen;
     }
+    l->engine = conv_cudnn_engine(c, l);
     const size_t floats = (conv_cudnn_scratch_bytes(c, l) + sizeof(float) - 1) / sizeof(float);
     l->scratch_per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     return CDL_OK;
@@ -172,7 +174,7 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     l->engine = conv_engine_gpu(l, st->exec);
     if (on_cudnn(st->exec)) {
 #ifndef CDL_GPU_SIM
-        const int status = conv_resize_cudnn(l, batch, st->exec->handles, e);
+        const int status = conv_resize_cudnn(l, batch, st, e);
         if (status)
             return status;
 #endif

@@ -743,10 +743,19 @@ typedef struct Engine {
     int must_apply; /* some case must apply, else the engine's selection is broken */
 } Engine;
 
+/* 1 when l runs on engine or a variant of it, "engine-..." (cuDNN's "cudnn-nchw": NCHW
+ * descriptors for channels-last tensors, cuda/conv_cudnn.h). */
+static int engine_is(const Layer *l, const char *engine)
+{
+    const size_t n = strlen(engine);
+    return l->engine && !strncmp(l->engine, engine, n) &&
+           (l->engine[n] == '\0' || l->engine[n] == '-');
+}
+
 static int any_engine(const Net *net, const char *engine)
 {
     for (int i = 0; i < net->n_layers; i++)
-        if (net->layers[i].engine && !strcmp(net->layers[i].engine, engine))
+        if (engine_is(&net->layers[i], engine))
             return 1;
     return 0;
 }
@@ -871,6 +880,11 @@ static int on_cudnn_with_products(const Net *net)
     return on_cudnn(net) && has_products(net);
 }
 
+static int on_cudnn_channels_last(const Net *net)
+{
+    return on_cudnn(net) && on_channels_last(net);
+}
+
 static const Engine engines[] = {
     {"ref", CDL_BACKEND_CPU, "engine=ref\nwinograd=0\n", GEMM_FP32, 0, NULL, always, 1},
     {"winograd", CDL_BACKEND_CPU, "engine=ref\nwinograd=1\nwinograd_min_tiles=0\n", GEMM_FP32, 0,
@@ -931,6 +945,17 @@ static const Engine engines[] = {
     {"gpu cudnn fp16", CDL_BACKEND_GPU,
      "engine=ref\nwinograd=0\ngpu_engine=cudnn\nprecision=fp16\n", GEMM_FP16, FP16_REF, cudnn_built,
      on_cudnn_with_products, 1},
+    /* cuDNN's convolutions with channels_last=1: NHWC descriptors (cuda/conv_cudnn.h), in float32
+     * and with 16-bit storage */
+    {"gpu cudnn nhwc", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\n", GEMM_FP32, 0, cudnn_built,
+     on_cudnn_channels_last, 1},
+    {"gpu cudnn nhwc bf16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\nprecision=bf16\n", GEMM_BF16,
+     BF16_REF, cudnn_built, on_cudnn_channels_last, 1},
+    {"gpu cudnn nhwc fp16", CDL_BACKEND_GPU,
+     "engine=ref\nwinograd=0\ngpu_engine=cudnn\nchannels_last=1\nprecision=fp16\n", GEMM_FP16,
+     FP16_REF, cudnn_built, on_cudnn_channels_last, 1},
 };
 
 #define N_ENGINES (sizeof engines / sizeof engines[0])
@@ -1003,8 +1028,7 @@ static int cudnn_16bit(const Net *net)
     int n = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        n +=
-            l->engine && !strcmp(l->engine, "cudnn") && precision_storage(l->precision) != ELEM_F32;
+        n += engine_is(l, "cudnn") && precision_storage(l->precision) != ELEM_F32;
     }
     return n;
 }
@@ -1494,9 +1518,9 @@ int main(int argc, char **argv)
     for (size_t ei = 1; ei < N_ENGINES; ei++) {
         const EngineStats *s = &stats[ei];
         if (s->not_built)
-            printf("  %-18s not built (or not run on this CPU)\n", engines[ei].name);
+            printf("  %-19s not built (or not run on this CPU)\n", engines[ei].name);
         else
-            printf("  %-18s against %-4s %3d runs (%d with 16-bit activations), %3d not "
+            printf("  %-19s against %-4s %3d runs (%d with 16-bit activations), %3d not "
                    "applicable%s; largest error %.3g of its tolerance (%s)\n",
                    engines[ei].name, engines[engines[ei].base].name, s->runs, s->stored,
                    s->not_applicable,
