@@ -48,7 +48,7 @@ cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask, cons
                                  ElemType in_type, uint64_t key, const uint64_t *draw_id,
                                  uint64_t seed, int layer, DropoutDraws draws, float p, float scale,
                                  size_t per_draw, size_t n, cudaStream_t stream);
-/* The same over a mask laid out as layout says (per_draw 1). */
+/* The same over a mask laid out as layout says (NHWC: per_draw 1). */
 cudaError_t cuda_dropout_forward_laid(void *out, ElemType out_type, float *mask, const void *in,
                                       ElemType in_type, uint64_t key, const uint64_t *draw_id,
                                       uint64_t seed, int layer, DropoutDraws draws,

@@ -34,14 +34,13 @@ static void dropout_forward(Layer *l, const StepContext *ctx)
         return;
     }
     const uint64_t key = rng_key(ctx->seed, layer_draw_stream(ctx, l));
-    const uint64_t stride = dropout_sample_draws(l);
+    const uint64_t stride = dropout_sample_draws(l), first = (uint64_t)ctx->sample_offset * stride;
     float *mask = d->mask, *out = l->out;
     float p = d->probability, scale = d->scale;
     if (d->per_sample) {
         /* [drop_path]: a draw per sample, then each sample times its own */
         for (int b = 0; b < ctx->batch; b++)
-            mask[b] =
-                rng_uniform_at(key, (uint64_t)ctx->sample_offset + (uint64_t)b) < p ? 0.0f : scale;
+            mask[b] = rng_uniform_at(key, first + (uint64_t)b) < p ? 0.0f : scale;
 #pragma omp parallel for schedule(static) if (n > DROPOUT_PARALLEL_MIN)
         for (int b = 0; b < ctx->batch; b++)
             for (size_t i = (size_t)b * sample; i < (size_t)(b + 1) * sample; i++)
@@ -52,8 +51,7 @@ static void dropout_forward(Layer *l, const StepContext *ctx)
      * sample (rows cut, dropout_sample_draws) */
     const size_t run = stride == sample ? n : sample;
     for (size_t at = 0; at < n; at += run)
-        drop_run(out + at, mask + at, in + at, run, key,
-                 ((uint64_t)ctx->sample_offset + at / sample) * stride, p, scale);
+        drop_run(out + at, mask + at, in + at, run, key, first + at / sample * stride, p, scale);
 }
 
 /* Inference: row t passes through (sequence nets). */
