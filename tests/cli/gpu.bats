@@ -439,8 +439,8 @@ for s in steps:
 # the first residual) and after its final norm (before the head), probability 0.1: value (sample,
 # row t, column j) draws at the cfg's rows as the stride (layers/dropout.h dropout_sample_draws),
 # so the eager step's passes cut to the batch's rows draw the graphed step's padded masks; 3 steps
-# of batch 4 within the 1e-5 relative of the test above.
-@test "translate.cfg with [dropout] layers in the decoder: --cuda-graph's losses are the eager step's" {
+# of batch 4 within the 1e-5 relative of the test above, and the CPU's (cut too) within 1e-4.
+@test "translate.cfg with [dropout] layers in the decoder: --cuda-graph's losses are the eager step's and the CPU's" {
     "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
     printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
     python3 - "$REPO/cfg/translate.cfg" > drop.cfg <<'PY'
@@ -460,6 +460,9 @@ PY
         [ "$status" -eq 0 ]
     done
     LOSS_BOUND=1e-5 losses_agree eager.jsonl graph.jsonl 3
+    "$CDL" train drop.cfg --data pairs.data --set net.batch=4 --epochs 1 --log-every 1 \
+        --threads 1 --log cpu.jsonl --out cpu.cdl
+    losses_agree cpu.jsonl eager.jsonl 3
 }
 
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's
