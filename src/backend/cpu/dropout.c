@@ -48,10 +48,13 @@ static void dropout_forward(Layer *l, const StepContext *ctx)
         return;
     }
     /* The pass's values draw in one run where each sample spans its stride, else a run per
-     * sample (rows cut, dropout_sample_draws) */
-    const size_t run = stride == sample ? n : sample;
-    for (size_t at = 0; at < n; at += run)
-        drop_run(out + at, mask + at, in + at, run, key, first + at / sample * stride, p, scale);
+     * sample (rows cut, dropout_sample_draws), the runs then split across threads (a run's own
+     * loop splits only where it is alone: nested regions run on one thread) */
+    const size_t run = stride == sample ? n : sample, runs = n / run;
+#pragma omp parallel for schedule(static) if (runs > 1 && n > DROPOUT_PARALLEL_MIN)
+    for (size_t r = 0; r < runs; r++)
+        drop_run(out + r * run, mask + r * run, in + r * run, run, key,
+                 first + r * run / sample * stride, p, scale);
 }
 
 /* Inference: row t passes through (sequence nets). */
