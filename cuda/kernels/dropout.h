@@ -17,11 +17,19 @@ extern "C" {
  * rows, d % cols) of a [blocks][rows][cols] mask, takes value first + ((d / (rows cols)) rows_max +
  * d / cols % rows) cols_max + d % cols, its place in a [blocks][rows_max][cols_max] one: rows and
  * cols all 1 (dropout_draws_dense), value first + d; [attention]'s (pairs, T, S) cut from the
- * cfg's (T, S), the draws of the uncut pass. */
+ * cfg's (T, S), [dropout]'s samples [1][values] cut from [1][c T' w] (layers/dropout.h
+ * dropout_sample_draws), the draws of the uncut pass. */
 typedef struct DropoutDraws {
     uint64_t first;
     uint64_t rows, cols, rows_max, cols_max;
 } DropoutDraws;
+
+/* The layout of a mask: channels 0, as its draws count (NCHW); else NHWC,
+ * [samples][pixels][channels], whose draw (b, p, c) takes what NCHW draw (b, c, p) takes in
+ * DropoutDraws: the mask is stored in its tensor's layout and equals the NCHW one's. */
+typedef struct DropoutLayout {
+    uint64_t channels, pixels;
+} DropoutLayout;
 
 /* Draw d at value first + d. */
 static inline DropoutDraws dropout_draws_dense(uint64_t first)
@@ -40,6 +48,12 @@ cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask, cons
                                  ElemType in_type, uint64_t key, const uint64_t *draw_id,
                                  uint64_t seed, int layer, DropoutDraws draws, float p, float scale,
                                  size_t per_draw, size_t n, cudaStream_t stream);
+/* The same over a mask laid out as layout says (NHWC: per_draw 1). */
+cudaError_t cuda_dropout_forward_laid(void *out, ElemType out_type, float *mask, const void *in,
+                                      ElemType in_type, uint64_t key, const uint64_t *draw_id,
+                                      uint64_t seed, int layer, DropoutDraws draws,
+                                      DropoutLayout layout, float p, float scale, size_t per_draw,
+                                      size_t n, cudaStream_t stream);
 /* dx[i] += dy[i] * mask[i / per_draw] for i < n (dx of dx_type, dy of dy_type). */
 cudaError_t cuda_dropout_backward(void *dx, ElemType dx_type, const void *dy, ElemType dy_type,
                                   const float *mask, size_t per_draw, size_t n,

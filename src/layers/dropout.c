@@ -6,9 +6,11 @@
  *
  *   in, out [batch][c][h][w]
  *
- * The mask is drawn from (net seed, draw_id, layer index) at every training forward, draw i of
- * the mini-batch (a value, or a sample) from position sample_offset * draws per sample + i: the
- * same pass id redraws the same mask, whatever the thread count or the rank holding the sample. */
+ * The mask is drawn from (net seed, draw_id, layer index) at every training forward: sample b of
+ * the step's global mini-batch draws at b dropout_sample_draws + its draw (a value's place in
+ * the sample as sized, or 0 for the sample), so the same pass id redraws the same mask whatever
+ * the thread count, the rank holding the sample or the rows a sequence-to-sequence pass is cut
+ * to (an eager step's cut passes draw what a graphed step's padded ones do). */
 #include "layers/dropout.h"
 
 #include "core/net.h"
@@ -30,6 +32,7 @@ static int parse_probability(Layer *l, const Cfg *cfg, CfgSection *s, float defa
     d->probability = p;
     d->scale = 1.0f / (1.0f - p);
     d->per_sample = per_sample;
+    d->sized_rows = l->out_shape.h;
     return CDL_OK;
 }
 
@@ -43,6 +46,15 @@ static int drop_path_parse(Layer *l, const Cfg *cfg, CfgSection *s, const Net *n
 {
     (void)net;
     return parse_probability(l, cfg, s, 0.1f, 1, e);
+}
+
+/* An image net's new size (net_set_size) is the one its samples draw across: their draws stay
+ * first + i over the pass. */
+static int dropout_set_size(Layer *l, const Net *net, Error *e)
+{
+    int st = layer_size_follow_input(l, net, e);
+    ((Dropout *)l->priv)->sized_rows = l->out_shape.h;
+    return st;
 }
 
 int dropout_resize(Layer *l, int batch, LayerState *st, Error *e)
@@ -69,7 +81,7 @@ static int dropout_export_onnx(const Layer *l, const Net *net, OnnxGraph *g, Err
 const LayerType dropout_layer = {
     .name = "dropout",
     .set_rows = layer_rows_follow_input,
-    .set_size = layer_size_follow_input,
+    .set_size = dropout_set_size,
     .priv_size = sizeof(Dropout),
     .parse = dropout_parse,
     .export_onnx = dropout_export_onnx,

@@ -435,6 +435,36 @@ for s in steps:
     LOSS_BOUND=1e-5 losses_agree eager.jsonl graph.jsonl 3
 }
 
+# The same for [dropout] layers in the decoder, after its positional encoding (its input, before
+# the first residual) and after its final norm (before the head), probability 0.1: value (sample,
+# row t, column j) draws at the cfg's rows as the stride (layers/dropout.h dropout_sample_draws),
+# so the eager step's passes cut to the batch's rows draw the graphed step's padded masks; 3 steps
+# of batch 4 within the 1e-5 relative of the test above, and the CPU's (cut too) within 1e-4.
+@test "translate.cfg with [dropout] layers in the decoder: --cuda-graph's losses are the eager step's and the CPU's" {
+    "$REPO/scripts/toy-pairs.sh" reverse 12 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    python3 - "$REPO/cfg/translate.cfg" > drop.cfg <<'PY'
+import sys
+cfg = open(sys.argv[1]).read()
+for after in ("# 18\n[positional]\n", "# 39: the decoder's final norm\n[layernorm]\n"):
+    assert cfg.count(after) == 1, after
+    cfg = cfg.replace(after, after + "\n[dropout]\nprobability=0.1\n")
+print(cfg, end="")
+PY
+    for run in eager graph; do
+        local graph=()
+        [ "$run" = graph ] && graph=(--cuda-graph)
+        run "$GPU_CDL" train drop.cfg --data pairs.data --set net.batch=4 --epochs 1 \
+            --log-every 1 --threads 1 --gpu 0 "${graph[@]}" --log $run.jsonl --out $run.cdl
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    LOSS_BOUND=1e-5 losses_agree eager.jsonl graph.jsonl 3
+    "$CDL" train drop.cfg --data pairs.data --set net.batch=4 --epochs 1 --log-every 1 \
+        --threads 1 --log cpu.jsonl --out cpu.cdl
+    losses_agree cpu.jsonl eager.jsonl 3
+}
+
 # A model trained on the CPU long enough that its targets differ word to word (and beam search's
 # from greedy's on some), decoded on the GPU: the cached decoder (cross-attention's query row
 # against the memory's keys and values, computed once per source; beam search reordering the

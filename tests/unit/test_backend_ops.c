@@ -44,11 +44,14 @@ typedef struct OpCase {
 /* A sequence-to-sequence net's input row: source then seq values (token ids where read so). */
 #define PAIRS(batch, source, seq) "batch=" #batch "\nsource=" #source "\nseq=" #seq "\ninputs=1\n"
 
-/* The "gpu nhwc" residual case's layers after its two convolutions. */
-#define RESIDUAL_BN_HEAD                                                                           \
-    "[shortcut]\nfrom=-2\nactivation=tanh\n[batchnorm]\nactivation=linear\n"                       \
+/* The "gpu nhwc" residual cases' head: a 1x1 convolution, the global [avgpool] reading NHWC, a
+ * classifier. */
+#define NHWC_HEAD                                                                                  \
     "[convolutional]\nfilters=5\nsize=1\nactivation=logistic\n[avgpool]\n"                         \
     "[connected]\noutput=4\nactivation=linear\n[softmax]\n"
+/* The "gpu nhwc" residual case's layers after its two convolutions. */
+#define RESIDUAL_BN_HEAD                                                                           \
+    "[shortcut]\nfrom=-2\nactivation=tanh\n[batchnorm]\nactivation=linear\n" NHWC_HEAD
 #define CONV(filters, size, stride, pad, groups, bn, act)                                          \
     "[convolutional]\nfilters=" #filters "\nsize=" #size "\nstride=" #stride "\npad=" #pad         \
     "\ngroups=" #groups "\nbatch_normalize=" #bn "\nactivation=" #act "\n"
@@ -598,6 +601,19 @@ static const OpCase cases[] = {
                                         "[shortcut]\nfrom=-6\n" CONV(4, 1, 1, 0, 1, 0,
                                                                      tanh) "[connected]\noutput=3\n"
                                                                            "activation=linear\n",
+     NULL},
+    /* [dropout] NHWC to NHWC between convolutions, in training: its mask in the NHWC layout, each
+     * value (b, h, w, c) drawn at its NCHW index (b, c, h, w), so the forward and the gradients are
+     * the CPU's (c, h and w all differ, so a transposed draw would show) */
+    {"gpu nhwc: conv, dropout, conv", IMAGE(2, 3, 6, 7),
+     CONV(8, 3, 1, 1, 1, 1, tanh) "[dropout]\nprobability=0.4\n" CONV(5, 3, 1, 1, 1, 0, linear),
+     NULL},
+    /* EfficientNet's residual (cfg/efficientnet_b0.cfg): a 1x1 bn projection, [drop_path] (a draw
+     * per sample, either layout) and the same-shape [shortcut], all NHWC */
+    {"gpu nhwc: conv, conv 1x1 bn, drop_path, shortcut, conv, global avgpool, connected",
+     IMAGE(3, 3, 6, 7),
+     CONV(8, 3, 1, 1, 1, 1, swish) CONV(
+         8, 1, 1, 0, 1, 1, linear) "[drop_path]\nprobability=0.5\n[shortcut]\nfrom=-3\n" NHWC_HEAD,
      NULL},
     /* the GPU's convolution family (cuda/convolutional.c, cuda/bias_norm.c): shapes, stages and
      * settings the cases above leave out, in nets of families the GPU runs */

@@ -13,17 +13,18 @@
 /* An encoder and decoder layer each (nn.Transformer's post-norm layout) over 6 source and 7
  * target rows of a 9-token vocabulary, with every family that can take a runtime length:
  * embedding part=, positional, self- and cross-attention with key padding, shortcut, layernorm,
- * linear (a feed-forward with relu, the tied head), dropout (probability 0: [dropout]'s draws
- * follow the cut layout) and the softmax loss. ATTENTION_DROPOUT goes into each [attention]: their
- * masks are drawn at the cfg's (pair, row, key), so a cut pass draws the padded pass's. */
-#define NET_CFG(ATTENTION_DROPOUT)                                                                 \
+ * linear (a feed-forward with relu, the tied head), [dropout] of probability DROPOUT and the
+ * softmax loss. ATTENTION_DROPOUT goes into each [attention]. Both draw their masks at the cfg's
+ * rows as strides (attention's (pair, row, key), [dropout]'s (sample, row, column)), so a cut
+ * pass draws the padded pass's. */
+#define NET_CFG(ATTENTION_DROPOUT, DROPOUT)                                                        \
     "[net]\nbatch=4\nsource=6\nseq=7\ninputs=1\nvocab=9\n"                                         \
     "[embedding]\noutput=8\npart=source\n[positional]\n"                                           \
     "[attention]\nheads=2\ncausal=0\nkey_padding=source\n" ATTENTION_DROPOUT                       \
     "[shortcut]\nfrom=-2\n[layernorm]\n"                                                           \
     "[linear]\noutput=16\nactivation=relu\n[linear]\noutput=8\n[shortcut]\nfrom=-3\n"              \
     "[layernorm]\n"                                                                                \
-    "[embedding]\noutput=8\npart=target\nshare=0\n[positional]\n[dropout]\nprobability=0\n"        \
+    "[embedding]\noutput=8\npart=target\nshare=0\n[positional]\n[dropout]\nprobability=" DROPOUT   \
     "[attention]\nheads=2\nkey_padding=target\n" ATTENTION_DROPOUT "[shortcut]\nfrom=-2\n"         \
     "[layernorm]\n[attention]\nheads=2\nsource=8\nkey_padding=source\n" ATTENTION_DROPOUT          \
     "[shortcut]\nfrom=-2\n[layernorm]\n[linear]\ntie=1\n[softmax]\n"
@@ -125,7 +126,7 @@ static void test_other_families_refuse(void)
 
 int main(void)
 {
-    const char *const cfgs[] = {NET_CFG(""), NET_CFG("dropout=0.3\n")};
+    const char *const cfgs[] = {NET_CFG("", "0\n"), NET_CFG("dropout=0.3\n", "0.3\n")};
     for (int i = 0; i < 2; i++) {
         test_runtime_rows_match_padded(cfgs[i], CDL_BACKEND_CPU);
         if (backend_find(CDL_BACKEND_GPU))
