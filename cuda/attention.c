@@ -18,15 +18,23 @@
  * token id in the net input is negative weight 0 (a row of them all, zero weights), so the
  * backward, through P, gives them no gradient. The input, the output and their gradients are
  * float32 or 16-bit (Layer.in_storage, Layer.storage: the projections read and write them as they
- * are); qkv, the scores, P and the heads float32.
+ * are). Inside, qkv, P, the dropped weights, the heads and the gradients of the heads and of qkv
+ * are of the inner type (inner_type: 16-bit under bf16 and fp16, float32 in fp32 and tf32): the
+ * values the CPU's reference rounds as the products' operands, which cuBLAS reads as they are.
+ * The scores before the softmax and dP, dS stay float32 (the softmax's exponentials and its
+ * backward's difference dP - sum P dP need float32's digits; the products round dS into their
+ * copies as the CPU does), as the dropout mask. forward_at's cache is of the inner type, its row
+ * weights float32.
  *
  *   in, out [batch][T][C]   memory (source=) [batch][S][C]; S = T in self-attention
  *   self: qkv [batch][T][3C]; cross: q [batch][T][C] then kv [batch][S][2C] in Attention.qkv
- *   P, mask [batch][H][T][S]   heads [batch][T][C]
- *   Attention.workspace on the GPU: work of one pass, [batch][H][T][S] for the dropped weights P m
- *   (dropout in training) then [batch][H][T][S] for dS (nets with gradients)
+ *   P [batch][H][T][S] (forward_at: [batch][H][S] float32 weights in its memory)   heads
+ *   [batch][T][C], all of the inner type; mask [batch][H][T][S] float32
+ *   Attention.workspace on the GPU: work of one pass, [batch][H][T][S] float32 for the scores
+ *   (16-bit inner type; float32 P takes its scores in place) or dS (nets with gradients), then
+ *   [batch][H][T][S] of the inner type for the dropped weights P m (dropout in training)
  *   the backward's dL/d(heads) [batch][T][C], then dL/d(qkv) [batch][T][3C] (self) or dL/dq
- *   [batch][T][C] and dL/d(kv) [batch][S][2C] (cross), in the net's workspace
+ *   [batch][T][C] and dL/d(kv) [batch][S][2C] (cross), of the inner type, in the net's workspace
  */
 #include <math.h>
 
