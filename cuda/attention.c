@@ -107,20 +107,24 @@ static void *sample_v(const Attention *a, HeadsView v, int b)
 }
 
 /* The forward's float32 scores: P itself in float32 (the softmax in place); in 16 bits the start
- * of Attention.workspace (the backward's dS takes it after them). */
+ * of Attention.workspace (where the backward's dS goes). */
 static float *scores_of(const Layer *l)
 {
     const Attention *a = l->priv;
     return inner_type(l) == ELEM_F32 ? a->probs : a->workspace;
 }
 
-/* The dropped weights P m in Attention.workspace, after the float32 scores or dS (probs floats
- * where there are some). */
+/* 1 when Attention.workspace starts with probs floats: the scores (16 bits) or dS (gradients). */
+static int works_in_float(const Layer *l)
+{
+    return inner_type(l) != ELEM_F32 || l->params[P_WEIGHTS].grad;
+}
+
+/* The dropped weights P m in Attention.workspace, after the float32 scores or dS if any. */
 static void *dropped_of(const Layer *l, size_t probs)
 {
     const Attention *a = l->priv;
-    const int floats = inner_type(l) != ELEM_F32 || l->params[P_WEIGHTS].grad;
-    return a->workspace + (floats ? probs : 0);
+    return a->workspace + (works_in_float(l) ? probs : 0);
 }
 
 static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
@@ -152,7 +156,7 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     a->mask = layer_state_floats(st, drops ? probs : 0);
     a->mask_is_valid = 0;
     /* the float32 scores (16 bits) or dS (with gradients), then the dropped weights */
-    const size_t floats = inner != ELEM_F32 || grads ? probs : 0;
+    const size_t floats = works_in_float(l) ? probs : 0;
     a->workspace = layer_work_floats(st, floats + (drops ? floats_for(probs, inner) : 0));
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
     /* the backward's dL/d(heads) and dL/d(qkv) first; the products' float32 operands are at most
