@@ -159,10 +159,12 @@ static int attention_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     const size_t floats = works_in_float(l) ? probs : 0;
     a->workspace = layer_work_floats(st, floats + (drops ? floats_for(probs, inner) : 0));
     a->w_rounded = a->out_w_rounded = a->x_rounded = NULL;
-    /* the backward's dL/d(heads) and dL/d(qkv) first; the products' float32 operands are at most
-     * qkv (float32), the inputs or the output's gradient (16 bits), dS or the input weights */
+    /* the backward's dL/d(heads) and dL/d(qkv) first, or the forward's float32 sums of a 16-bit
+     * projection (at most qkv's rows: project); the products' float32 operands are at most qkv
+     * (float32), the inputs or the output's gradient (16 bits), dS or the input weights */
     const size_t rounded = inner == ELEM_F32 ? qkv : (rows + m_rows) * c;
-    gpu_reserve_scratch(l, batch, floats_for(rows * c + qkv, inner),
+    const size_t sums = inner == ELEM_F32 && l->storage == ELEM_F32 ? 0 : qkv;
+    gpu_reserve_scratch(l, batch, size_max(floats_for(rows * c + qkv, inner), sums),
                         size_max(size_max(rounded, probs), 3 * c * c));
     a->w_packed = a->out_w_packed = a->w_packed_back = a->out_w_packed_back = NULL;
     return CDL_OK;
@@ -175,15 +177,18 @@ typedef struct Rows {
     int stride; /* elements from a row to the next */
 } Rows;
 
-/* y [rows][n] = x [rows][k] times w^T ([n][k]) + bias. */
+/* y [rows][n] = x [rows][k] times w^T ([n][k]) + bias. A 16-bit y is rounded once, from the
+ * float32 sums plus the bias (the CPU's reference rounds qkv so), the sums in float32 rows at y's
+ * stride from the start of the net's workspace (free in the forward: gpu_reserve_scratch). */
 static void project(const StepContext *ctx, GemmPrecision p, Rows x, int rows, int k, int n,
                     const float *w, const float *bias, Rows y)
 {
+    const Rows sums = y.type == ELEM_F32 ? y : (Rows){ctx->exec->workspace, ELEM_F32, y.stride};
     gpu_gemm_typed(ctx, p, 0, 1, rows, n, k, 1.0f, x.at, x.type, x.stride, w, ELEM_F32, k, 0.0f,
-                   y.at, y.type, y.stride);
+                   sums.at, sums.type, sums.stride);
     gpu_note(ctx,
-             cuda_add_row_vector_typed(y.at, y.type, y.at, y.type, bias, rows, n, (size_t)y.stride,
-                                       gpu_stream(ctx)),
+             cuda_add_row_vector_typed(y.at, y.type, sums.at, sums.type, bias, rows, n,
+                                       (size_t)y.stride, gpu_stream(ctx)),
              "attention biases");
 }
 
