@@ -2,7 +2,8 @@
 # 16-bit activations on the GPU under bf16 and fp16 (docs/gpu.md, core/net_storage.h), run on the
 # CUDA simulator (./cdl-gpusim, make GPU=sim; skipped where the CUDA toolkit is not): whole
 # training runs of convolution nets and transformers against the CPU's rounding reference in the
-# same precision, and fp16's loss scaling with gradients stored in 16 bits.
+# same precision, fp16's loss scaling with gradients stored in 16 bits, and decoding from 16-bit
+# key/value caches.
 load helpers
 
 GPU_CDL="${CDL_GPUSIM_BIN:-$REPO/cdl-gpusim}"
@@ -245,5 +246,35 @@ assert p[chosen] >= (1 - 4 * 14 * 2 ** -8) * max(p), (sys.argv[3], chosen, p)' \
         [ "$status" -eq 0 ]
         if [ $p = bf16 ]; then bounds="0.461 0.075"; else bounds="0.0577 0.0094"; fi
         losses_close gpu_$p.jsonl cpu_$p.jsonl fp32.jsonl $bounds
+    done
+}
+
+# cfg/reverse.cfg's cached decoder in bf16 and fp16: its attentions' key/value caches are 16-bit
+# (q, k and v rounded as the whole forward rounds them, a row's weights rounded before they
+# multiply v as the forward's P), and beam search moves those 16-bit rows between hypotheses. On
+# the simulator a cached row is the uncached forward's row bit for bit (test_gpu_forward_at), so
+# greedy and beam decoding give --no-cache's targets and log-probabilities.
+@test "the GPU's 16-bit key/value caches decode as --no-cache in bf16 and fp16, greedy and beam" {
+    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
+        --threads 1 2>/dev/null
+    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+    for p in bf16 fp16; do
+        for how in "--batch 16" "--beam 3"; do
+            "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 --precision $p \
+                > cached.json
+            "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 --precision $p \
+                --no-cache > uncached.json
+            /usr/bin/python3 - cached.json uncached.json <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert len(a) == len(b) == 12
+for x, y in zip(a, b):
+    assert x["target"] == y["target"] and x["ids"] == y["ids"], (x, y)
+    assert abs(x["log_prob"] - y["log_prob"]) < 1e-5, (x, y)
+PY
+        done
     done
 }
