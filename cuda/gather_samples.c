@@ -3,24 +3,26 @@
 
 #include "gpu.h"
 
-size_t gpu_gather_sample_blocks(const ExecContext *exec, float *x, size_t block, const int *from,
+size_t gpu_gather_sample_blocks(const ExecContext *exec, void *x, size_t bytes, const int *from,
                                 int n, float *scratch)
 {
+    const size_t floats = ((size_t)n * bytes + sizeof *scratch - 1) / sizeof *scratch;
     if (!scratch)
-        return (size_t)n * block;
+        return floats;
     cudaStream_t stream = (cudaStream_t)exec->stream;
-    const size_t bytes = block * sizeof *x;
+    char *blocks = x, *moved = (char *)scratch;
     for (int k = 0; k < n; k++)
         if (from[k] != k)
             gpu_note_exec(exec,
-                          cudaMemcpyAsync(scratch + (size_t)k * block, x + (size_t)from[k] * block,
-                                          bytes, cudaMemcpyDeviceToDevice, stream),
-                          "beam search's cache gather");
-    for (int k = 0; k < n; k++)
-        if (from[k] != k)
-            gpu_note_exec(exec,
-                          cudaMemcpyAsync(x + (size_t)k * block, scratch + (size_t)k * block, bytes,
+                          cudaMemcpyAsync(moved + (size_t)k * bytes,
+                                          blocks + (size_t)from[k] * bytes, bytes,
                                           cudaMemcpyDeviceToDevice, stream),
                           "beam search's cache gather");
-    return (size_t)n * block;
+    for (int k = 0; k < n; k++)
+        if (from[k] != k)
+            gpu_note_exec(exec,
+                          cudaMemcpyAsync(blocks + (size_t)k * bytes, moved + (size_t)k * bytes,
+                                          bytes, cudaMemcpyDeviceToDevice, stream),
+                          "beam search's cache gather");
+    return floats;
 }

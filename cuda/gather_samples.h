@@ -8,12 +8,12 @@
 
 #include "core/backend.h"
 
-/* x [batch][block] on the device: sample k's block becomes sample from[k]'s for k < n, through
- * scratch [n][block] in device memory (NULL moves nothing): device-to-device copies queued on
- * exec's stream, every block that moves read into scratch before any is written back (a parent
- * may itself be replaced); a sample that keeps its own block is not copied. Returns the floats
- * scratch needs. */
-size_t gpu_gather_sample_blocks(const ExecContext *exec, float *x, size_t block, const int *from,
+/* x [batch][block] on the device, blocks of bytes bytes (float32 or 16-bit elements): sample k's
+ * block becomes sample from[k]'s for k < n, through scratch (n blocks) in device memory (NULL moves
+ * nothing): device-to-device copies queued on exec's stream, every block that moves read into
+ * scratch before any is written back (a parent may itself be replaced); a sample that keeps its own
+ * block is not copied. Returns the floats scratch needs. */
+size_t gpu_gather_sample_blocks(const ExecContext *exec, void *x, size_t bytes, const int *from,
                                 int n, float *scratch);
 
 #endif

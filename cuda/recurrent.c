@@ -253,12 +253,14 @@ static size_t recurrent_gather_samples(Layer *l, const ExecContext *exec, int ba
     (void)batch;
     const Recurrent *rc = l->priv;
     const size_t T = (size_t)rc->steps, H = (size_t)rc->hidden, SH = (size_t)saved_of(rc) * H;
-    const size_t out = gpu_gather_sample_blocks(exec, h_rows(l), T * H, from, n, scratch);
+    const size_t out =
+        gpu_gather_sample_blocks(exec, h_rows(l), T * H * sizeof(float), from, n, scratch);
     if (scratch)
         gpu_note_exec(exec, store_outputs(l, n, 0, rc->steps, (cudaStream_t)exec->stream),
                       "beam search's cache gather");
     const size_t saved =
-        SH ? gpu_gather_sample_blocks(exec, rc->saved, T * SH, from, n, scratch) : 0;
+        SH ? gpu_gather_sample_blocks(exec, rc->saved, T * SH * sizeof(float), from, n, scratch)
+           : 0;
     return out > saved ? out : saved;
 }
 

@@ -36,7 +36,8 @@ typedef struct Attention {
     /* The projections' products but their weight gradients through backend/cpu/gemm_rows and
      * backend/cpu/gemm_packed (fp32, not staged) */
     int packed_proj;
-    /* The per-batch state, in the net's slab (attention_resize): */
+    /* The per-batch state, in the net's slab (attention_resize). float32 on the CPU; on the GPU
+     * qkv, heads_out and probs hold 16-bit elements under bf16 and fp16 (cuda/attention.c): */
     /* [batch][T][3C]; forward_at's key/value cache. Cross-attention: q [batch][T][C], then kv
      * [batch][S][2C] */
     float *qkv;

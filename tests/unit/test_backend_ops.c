@@ -513,6 +513,17 @@ static const OpCase cases[] = {
      "[linear]\noutput=8\nactivation=tanh\n[attention]\nheads=2\nsource=1\ndropout=0.25\n"
      "[layernorm]\n[linear]\noutput=5\n[softmax]\n",
      NULL},
+    /* causal self-attention with key padding and dropout, then a key-padded cross-attention,
+     * between 16-bit layers (the rows of "attention key_padding=target causal, ..."): inputs,
+     * outputs and gradients in 16 bits, as qkv, P and the heads inside */
+    {"gpu 16-bit: linear, attention causal key_padding dropout, cross-attention key_padding, "
+     "layernorm, linear, softmax",
+     PAIRS(3, 4, 4),
+     "[linear]\noutput=16\n[maxpool]\nsize=1\nstride=2\n[linear]\noutput=8\nactivation=tanh\n"
+     "[attention]\nheads=2\nkey_padding=target\ndropout=0.2\n"
+     "[attention]\nheads=2\nsource=1\nkey_padding=source\n[layernorm]\n[linear]\noutput=5\n"
+     "[softmax]\n",
+     NULL},
     /* a vision transformer's token rows: [tokens] reading the float32 net input and writing 16
      * bits, [layer_scale] 16 bits both sides, [select_token] writing the float32 net output; then
      * the same after a convolution, every output but the loss's input in 16 bits */
@@ -1028,12 +1039,19 @@ static const Engine engines[] = {
 #define BACKEND_ULPS 8.0
 #define BF16_LAMBDA 4.0
 
-/* Layers of net whose output (and its gradient) the backend keeps in 16 bits (Layer.storage). */
+/* The tensors of net that the backend keeps in 16 bits: layers' outputs (and their gradients,
+ * Layer.storage), and on the GPU under bf16 and fp16 each [attention]'s qkv, P and heads (and
+ * their gradients: engine_tolerance's 16-bit term). */
 static int stored_16bit(const Net *net)
 {
     int n = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        n += net->layers[i].storage != ELEM_F32;
+    for (int i = 0; i < net->n_layers; i++) {
+        const Layer *l = &net->layers[i];
+        n += l->storage != ELEM_F32;
+        if (net->backend->kind == CDL_BACKEND_GPU && l->type == layer_type_find("attention") &&
+            precision_storage(l->precision) != ELEM_F32)
+            n += 3;
+    }
     return n;
 }
 
@@ -1074,9 +1092,13 @@ static double sequential_steps(const Layer *l)
  * families whose kernels round something more stay inside the same 2u: [layernorm]'s backward
  * rounds delta x_hat into its 16-bit delta before the scales' gradient sums it (one u of each
  * term, where its output gradient's store took the other), [softmax]'s backward reads its stored
- * probabilities (u of each, in p - target), and [attention] stores only its output and its
- * input's gradient (q, k, v, the weights and the heads stay float32, the products' operands
- * rounded as the CPU's).
+ * probabilities (u of each, in p - target). [attention] on the GPU keeps qkv, P (and the dropped
+ * weights P m) and the heads in 16 bits, and the gradients of the heads and of qkv: each is a
+ * value the reference rounds as a product's operand, so a store of it is the reference's rounding
+ * up to one unit (the sums' order), and its gradient's likewise; three stores (2u each, both
+ * passes) also cover what the GPU rounds where the reference does not: P m rounded from the
+ * rounded P (one unit of a weight), the softmax's backward reading the rounded P (u of each term,
+ * as [softmax]'s) and the input biases' gradient summing the rounded d(qkv) (u of each term).
  *
  * cuDNN in bf16 and fp16 (the "gpu cudnn" rows) multiplies the reference's rounded operands with
  * float32 sums, but its results are 16-bit tensors: a convolution's output is rounded before its

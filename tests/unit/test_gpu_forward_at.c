@@ -1,7 +1,7 @@
 /* Token-by-token inference (forward_at, the cached step of generation) on the GPU backend gives
  * the rows the GPU's whole-sequence forward gives, layer by layer (and with 16-bit activations
- * under bf16 and fp16, at the output): [embedding], [positional],
- * [layernorm], [linear] (tie=1 included), [softmax], [attention] (its key/value cache) and [rnn],
+ * under bf16 and fp16, at the output): [embedding], [positional], [layernorm], [linear] (tie=1
+ * included), [softmax], [attention] (its key/value cache, 16-bit under bf16 and fp16) and [rnn],
  * [lstm], [gru] (their state; under bf16 and fp16 too, their outputs 16-bit), as
  * test_layers_seq.c and test_attention.c check it on the CPU; and beam search's reordering of
  * [attention]'s cache and the recurrent layers' state on the device (gather_samples), as
@@ -252,6 +252,24 @@ static void check_gathered_caches(const char *name, const char *text, GemmPrecis
     net_free(&net);
 }
 
+/* The key/value cache of [attention] (layer index of text) in precision p is 16-bit: its state
+ * (qkv, the heads, P) half the bytes of the same net's in fp32. */
+static void check_cache_bytes(const char *name, const char *text, int index, GemmPrecision p)
+{
+    Net fp32, half;
+    if (build_in_precision(&fp32, name, text, GEMM_FP32))
+        return;
+    if (build_in_precision(&half, name, text, p)) {
+        net_free(&fp32);
+        return;
+    }
+    const size_t full = fp32.layers[index].state_bytes, got = half.layers[index].state_bytes;
+    CHECK(full > 0 && 2 * got == full);
+    printf("gpu attention cache, %s: %zu bytes of state (fp32: %zu)\n", name, got, full);
+    net_free(&half);
+    net_free(&fp32);
+}
+
 int main(void)
 {
     if (!backend_find(CDL_BACKEND_GPU)) {
@@ -291,6 +309,12 @@ int main(void)
     "[layernorm]\n[linear]\ntie=1\n[softmax]\n"
     check_forward_at_16bit("gpt block, bf16 activations", GPT_16BIT, GEMM_BF16);
     check_forward_at_16bit("gpt block, fp16 activations", GPT_16BIT, GEMM_FP16);
+    /* the attention's cache (qkv) 16-bit, as its P and heads: half the bytes; beam search moves
+     * its 16-bit rows */
+    check_cache_bytes("gpt block, bf16", GPT_16BIT, 3, GEMM_BF16);
+    check_cache_bytes("gpt block, fp16", GPT_16BIT, 3, GEMM_FP16);
+    check_gathered_caches("gpt block, bf16 activations", GPT_16BIT, GEMM_BF16);
+    check_gathered_caches("gpt block, fp16 activations", GPT_16BIT, GEMM_FP16);
     /* the recurrent layers' state float32 inside, their outputs 16-bit */
 #define RECURRENT_16BIT                                                                            \
     SEQ(2, 6, 1, 9)                                                                                \
