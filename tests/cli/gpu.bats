@@ -471,12 +471,7 @@ PY
 # caches with gather_samples) gives --no-cache's targets and log-probabilities within 1e-5, and
 # the CPU's targets.
 @test "the GPU's cached decoder gives --no-cache's and the CPU's targets, greedy and beam" {
-    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
-    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
-        --threads 1 2>/dev/null
-    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
-    cut -f1 new.tsv > new.src
+    train_reverse_early
     for how in "--batch 16" "--beam 3"; do
         "$CDL" predict early.cdl --sources new.src $how --json > cpu.json
         "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 > cached.json

@@ -255,12 +255,7 @@ assert p[chosen] >= (1 - 4 * 14 * 2 ** -8) * max(p), (sys.argv[3], chosen, p)' \
 # the simulator a cached row is the uncached forward's row bit for bit (test_gpu_forward_at), so
 # greedy and beam decoding give --no-cache's targets and log-probabilities.
 @test "the GPU's 16-bit key/value caches decode as --no-cache in bf16 and fp16, greedy and beam" {
-    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
-    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
-    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
-        --threads 1 2>/dev/null
-    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
-    cut -f1 new.tsv > new.src
+    train_reverse_early
     for p in bf16 fp16; do
         for how in "--batch 16" "--beam 3"; do
             "$GPU_CDL" predict early.cdl --sources new.src $how --json --gpu 0 --precision $p \

@@ -274,3 +274,14 @@ activation=linear
 [softmax]
 CFG
 }
+
+# early.cdl: cfg/reverse.cfg trained on the CPU long enough (12 epochs of 1000 toy pairs) that
+# its decoded targets differ word to word; new.src: 12 unseen sources to decode.
+train_reverse_early() {
+    "$REPO/scripts/toy-pairs.sh" reverse 1000 1 pairs.tsv >/dev/null
+    printf 'type=pairs\ntrain=pairs.tsv\n' > pairs.data
+    "$CDL" train "$REPO/cfg/reverse.cfg" --data pairs.data --epochs 12 --out early.cdl \
+        --threads 1 2>/dev/null
+    "$REPO/scripts/toy-pairs.sh" reverse 12 7 new.tsv >/dev/null
+    cut -f1 new.tsv > new.src
+}
