@@ -18,17 +18,18 @@ setup() {
     [ -f out/gpu-check.log ] && [ -f out/logs.tar.gz ]
     [ "$(head -c 4 out/curves.png | tail -c 3)" = PNG ]
     # the summary: every step in order; what needs a GPU (or a compiler of PyTorch's) is
-    # skipped, the rest passed, and the curves compared 2 epochs of 44 steps
+    # skipped (cuDNN's channels-last marks too: cuDNN is in GPU=1 builds only), the rest passed,
+    # and the curves compared 2 epochs of 44 steps
     python3 - out/summary.json "${lines[-1]}" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 names = [x["name"] for x in s["steps"]]
 assert names == ["libraries", "gpu", "doctor", "test_gpu_forward_at", "test_backend_ops",
-                 "curves", "precisions", "graphs", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
-                 "racecheck", "torch_compile"], names
+                 "info_channels_last", "curves", "precisions", "graphs", "time_resnet18_cifar",
+                 "time_gpt_tiny", "memcheck", "racecheck", "torch_compile"], names
 status = {x["name"]: x["status"] for x in s["steps"]}
-for name in ("gpu", "time_resnet18_cifar", "time_gpt_tiny", "memcheck", "racecheck",
-             "torch_compile"):
+for name in ("gpu", "info_channels_last", "time_resnet18_cifar", "time_gpt_tiny", "memcheck",
+             "racecheck", "torch_compile"):
     assert status[name] == "skip", (name, status[name])
 for name in ("libraries", "doctor", "curves", "precisions", "graphs"):
     assert status[name] == "ok", (name, status[name])
