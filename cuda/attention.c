@@ -266,8 +266,8 @@ static void attention_forward_gpu(Layer *l, const StepContext *ctx)
         gpu_note(ctx,
                  cuda_dropout_forward(dropped, inner, a->mask, a->probs, inner, key,
                                       gh->capturing ? &gh->step->draw_id : NULL, ctx->seed,
-                                      l->index, draws, a->dropout, 1.0f / (1.0f - a->dropout), 1,
-                                      probs, gpu_stream(ctx)),
+                                      l->index, draws, dropout_layout_nchw(), a->dropout,
+                                      1.0f / (1.0f - a->dropout), 1, probs, gpu_stream(ctx)),
                  "attention dropout");
         weights = dropped;
     }

@@ -28,8 +28,9 @@ static DropoutDraws dropout_draws(const Layer *l, const StepContext *ctx)
 static DropoutLayout dropout_layout(const Layer *l)
 {
     const Shape s = l->out_shape;
-    const DropoutLayout nhwc = {(uint64_t)s.c, (uint64_t)s.h * (uint64_t)s.w}, nchw = {0, 0};
-    return l->channels_last && !((const Dropout *)l->priv)->per_sample ? nhwc : nchw;
+    const DropoutLayout nhwc = {(uint64_t)s.c, (uint64_t)s.h * (uint64_t)s.w};
+    return l->channels_last && !((const Dropout *)l->priv)->per_sample ? nhwc
+                                                                       : dropout_layout_nchw();
 }
 
 static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
@@ -49,10 +50,10 @@ static void dropout_forward_gpu(Layer *l, const StepContext *ctx)
     const GpuHandles *h = gpu_handles(ctx);
     /* a captured step keys on the draw id each replay uploads */
     gpu_note(ctx,
-             cuda_dropout_forward_laid(l->out, l->storage, d->mask, l->in[0], l->in_storage[0], key,
-                                       h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
-                                       dropout_draws(l, ctx), dropout_layout(l), d->probability,
-                                       d->scale, per_draw, n, gpu_stream(ctx)),
+             cuda_dropout_forward(l->out, l->storage, d->mask, l->in[0], l->in_storage[0], key,
+                                  h->capturing ? &h->step->draw_id : NULL, ctx->seed, l->index,
+                                  dropout_draws(l, ctx), dropout_layout(l), d->probability,
+                                  d->scale, per_draw, n, gpu_stream(ctx)),
              "dropout forward");
 }
 

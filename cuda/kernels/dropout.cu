@@ -58,12 +58,12 @@ __global__ void dropout_backward_kernel(X *dx, const Y *dy, const float *mask, s
     }
 }
 
-extern "C" cudaError_t cuda_dropout_forward_laid(void *out, ElemType out_type, float *mask,
-                                                 const void *in, ElemType in_type, uint64_t key,
-                                                 const uint64_t *draw_id, uint64_t seed, int layer,
-                                                 DropoutDraws draws, DropoutLayout layout, float p,
-                                                 float scale, size_t per_draw, size_t n,
-                                                 cudaStream_t stream)
+extern "C" cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask,
+                                            const void *in, ElemType in_type, uint64_t key,
+                                            const uint64_t *draw_id, uint64_t seed, int layer,
+                                            DropoutDraws draws, DropoutLayout layout, float p,
+                                            float scale, size_t per_draw, size_t n,
+                                            cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
@@ -75,17 +75,6 @@ extern "C" cudaError_t cuda_dropout_forward_laid(void *out, ElemType out_type, f
                     per_draw, n);
         return cuda_launch_error();
     });
-}
-
-extern "C" cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask,
-                                            const void *in, ElemType in_type, uint64_t key,
-                                            const uint64_t *draw_id, uint64_t seed, int layer,
-                                            DropoutDraws draws, float p, float scale,
-                                            size_t per_draw, size_t n, cudaStream_t stream)
-{
-    const DropoutLayout nchw = {0, 0};
-    return cuda_dropout_forward_laid(out, out_type, mask, in, in_type, key, draw_id, seed, layer,
-                                     draws, nchw, p, scale, per_draw, n, stream);
 }
 
 extern "C" cudaError_t cuda_dropout_backward(void *dx, ElemType dx_type, const void *dy,

@@ -31,6 +31,13 @@ typedef struct DropoutLayout {
     uint64_t channels, pixels;
 } DropoutLayout;
 
+/* The NCHW layout: the mask's draws in their own order. */
+static inline DropoutLayout dropout_layout_nchw(void)
+{
+    const DropoutLayout nchw = {0, 0};
+    return nchw;
+}
+
 /* Draw d at value first + d. */
 static inline DropoutDraws dropout_draws_dense(uint64_t first)
 {
@@ -39,21 +46,16 @@ static inline DropoutDraws dropout_draws_dense(uint64_t first)
 }
 
 /* For i < n, with d = i / per_draw (per_draw 1: a draw per value; a sample's size: per sample):
- * mask[d] = rng_uniform_at(key, v) < p ? 0 : scale with v draw d's value in draws, out[i] = in[i]
- * mask[d] (out of out_type, in of in_type, mask float32): the CPU's draws (util/rng.h) bit for
- * bit. */
-/* draw_id: NULL, or device memory whose value replaces key by rng_key(seed, (*draw_id << 16) ^
+ * mask[d] = rng_uniform_at(key, v) < p ? 0 : scale with v draw d's value in draws, the mask laid
+ * out as layout says (NHWC: per_draw 1), out[i] = in[i] mask[d] (out of out_type, in of in_type,
+ * mask float32): the CPU's draws (util/rng.h) bit for bit.
+ * draw_id: NULL, or device memory whose value replaces key by rng_key(seed, (*draw_id << 16) ^
  * layer), computed on the device (a step captured as a CUDA graph, whose draw id changes). */
 cudaError_t cuda_dropout_forward(void *out, ElemType out_type, float *mask, const void *in,
                                  ElemType in_type, uint64_t key, const uint64_t *draw_id,
-                                 uint64_t seed, int layer, DropoutDraws draws, float p, float scale,
-                                 size_t per_draw, size_t n, cudaStream_t stream);
-/* The same over a mask laid out as layout says (NHWC: per_draw 1). */
-cudaError_t cuda_dropout_forward_laid(void *out, ElemType out_type, float *mask, const void *in,
-                                      ElemType in_type, uint64_t key, const uint64_t *draw_id,
-                                      uint64_t seed, int layer, DropoutDraws draws,
-                                      DropoutLayout layout, float p, float scale, size_t per_draw,
-                                      size_t n, cudaStream_t stream);
+                                 uint64_t seed, int layer, DropoutDraws draws, DropoutLayout layout,
+                                 float p, float scale, size_t per_draw, size_t n,
+                                 cudaStream_t stream);
 /* dx[i] += dy[i] * mask[i / per_draw] for i < n (dx of dx_type, dy of dy_type). */
 cudaError_t cuda_dropout_backward(void *dx, ElemType dx_type, const void *dy, ElemType dy_type,
                                   const float *mask, size_t per_draw, size_t n,
