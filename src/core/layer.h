@@ -280,6 +280,10 @@ typedef struct LayerState {
     size_t n_kept;           /* kept floats taken so far */
     const ExecContext *exec; /* the backend's context of the net (its options, on the CPU) */
     int input_grads;         /* the backward writes a gradient of an input (Layer.in_delta) */
+    /* The [net] batch-norm settings the passes run with (StepContext.bn_eps, bn_darknet), which
+     * decide where a backend runs a batch norm (the GPU's on cuDNN or on its own kernels). */
+    float bn_eps;
+    int bn_darknet;
 } LayerState;
 
 #define LAYER_STATE_ALIGN 16

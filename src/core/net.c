@@ -550,6 +550,16 @@ static int writes_input_grads(const Net *net, const Layer *l, int want_grads, in
     return 0;
 }
 
+/* What layer l's resize is given before any memory: the net's context and batch-norm settings,
+ * and whether its backward writes an input's gradient. */
+static LayerState layer_state(const Net *net, const Layer *l, int want_grads, int want_input_delta)
+{
+    return (LayerState){.exec = &net->exec,
+                        .input_grads = writes_input_grads(net, l, want_grads, want_input_delta),
+                        .bn_eps = net->hyper.bn_eps,
+                        .bn_darknet = net->hyper.bn_darknet};
+}
+
 /* Measures every layer's private state for batch into l->state_floats, state_bytes, work_floats
  * and kept_floats (LayerState); the totals of state and kept floats go to *floats, of bytes to
  * *bytes. */
@@ -559,8 +569,7 @@ static int measure_state(Net *net, int batch, int want_grads, int want_input_del
     *floats = *bytes = 0;
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        LayerState st = {.exec = &net->exec,
-                         .input_grads = writes_input_grads(net, l, want_grads, want_input_delta)};
+        LayerState st = layer_state(net, l, want_grads, want_input_delta);
         int rc = l->kernels->resize ? l->kernels->resize(l, batch, &st, e) : CDL_OK;
         if (rc)
             return rc;
@@ -589,13 +598,11 @@ static int lay_out_slab(Net *net, int batch, const LiveBuffer *buffers, Error *e
                  : net_pre_in_place(net, l)      ? l->out
                                                  : (float *)(slab + b[NET_BUF_PRE].offset);
         bind_inputs(net, l);
-        LayerState carve = {
-            .exec = &net->exec,
-            .floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset),
-            .bytes = slab + b[NET_BUF_STATE_BYTES].offset,
-            .work = (float *)(slab + b[NET_BUF_WORK].offset),
-            .kept = (float *)(slab + b[NET_BUF_KEPT].offset),
-            .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+        LayerState carve = layer_state(net, l, net->want_grads, net->input_delta != NULL);
+        carve.floats = (float *)(slab + b[NET_BUF_STATE_FLOATS].offset);
+        carve.bytes = slab + b[NET_BUF_STATE_BYTES].offset;
+        carve.work = (float *)(slab + b[NET_BUF_WORK].offset);
+        carve.kept = (float *)(slab + b[NET_BUF_KEPT].offset);
         l->state_at = carve.floats;
         l->state_bytes_at = carve.bytes;
         l->work_at = carve.work;
@@ -936,9 +943,7 @@ int net_resize(Net *net, int batch, int want_input_delta, Error *e)
  * (Layer.state_floats, ...; the shared scratch): CDL_ERUNTIME when it needs more. */
 static int measure_within_plan(Net *net, Layer *l, Error *e)
 {
-    LayerState st = {.exec = &net->exec,
-                     .input_grads =
-                         writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+    LayerState st = layer_state(net, l, net->want_grads, net->input_delta != NULL);
     int rc = l->kernels->resize ? l->kernels->resize(l, net->batch, &st, e) : CDL_OK;
     if (!rc && (st.n_floats > l->state_floats || st.n_bytes > l->state_bytes ||
                 st.n_work > l->work_floats || st.n_kept > l->kept_floats ||
@@ -963,13 +968,11 @@ int net_resize_state(Net *net, Error *e)
     plan_layouts(net);
     for (int i = 0; i < net->n_layers; i++) {
         Layer *l = &net->layers[i];
-        LayerState carve = {
-            .exec = &net->exec,
-            .floats = l->state_at,
-            .bytes = l->state_bytes_at,
-            .work = l->work_at,
-            .kept = l->kept_at,
-            .input_grads = writes_input_grads(net, l, net->want_grads, net->input_delta != NULL)};
+        LayerState carve = layer_state(net, l, net->want_grads, net->input_delta != NULL);
+        carve.floats = l->state_at;
+        carve.bytes = l->state_bytes_at;
+        carve.work = l->work_at;
+        carve.kept = l->kept_at;
         int st = l->kernels->resize ? l->kernels->resize(l, net->batch, &carve, e) : CDL_OK;
         if (st)
             return st;
