@@ -20,8 +20,8 @@ static int connected_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
     const size_t in = (size_t)batch * fc->inputs, out = (size_t)batch * fc->outputs;
     const size_t weights = (size_t)fc->outputs * fc->inputs;
     gpu_reserve_scratch(l, batch, 0, size_max(size_max(in, out), weights));
-    gpu_bias_norm_resize(&fc->stage, batch, st);
-    return CDL_OK;
+    /* its batch norm (over the batch alone) on cdl's kernels whatever the engine */
+    return gpu_bias_norm_resize(&fc->stage, l, batch, st, l->storage, 0, e);
 }
 
 static void connected_forward_gpu(Layer *l, const StepContext *ctx)

@@ -3,20 +3,10 @@
 #ifndef CDL_GPU_SIM
 #include "conv_cudnn.h"
 
-#include <stdio.h>
-
+#include "cudnn_shared.h"
 #include "gpu.h"
 #include "kernels/copy.h"
 #include "layers/convolutional.h"
-
-/* Status st of cuDNN's call what on layer l as the net's error (CDL_OK when it succeeded). */
-static int cudnn_check(cudnnStatus_t st, const Layer *l, const char *what, Error *e)
-{
-    if (st == CUDNN_STATUS_SUCCESS)
-        return CDL_OK;
-    return error_set(e, CDL_ERUNTIME, "layer %d [convolutional] on cuDNN: %s: %s", l->index, what,
-                     cudnnGetErrorString(st));
-}
 
 int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, int nhwc, Error *e)
 {
@@ -24,16 +14,17 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, int nhwc, Error
     const Shape in = l->in_shape, out = l->out_shape;
     int st = CDL_OK;
     if (!c->conv) {
-        st = cudnn_check(cudnnCreateTensorDescriptor(&c->x), l, "cudnnCreateTensorDescriptor", e);
+        st = cudnn_layer_check(cudnnCreateTensorDescriptor(&c->x), l, "cudnnCreateTensorDescriptor",
+                               e);
         st = st ? st
-                : cudnn_check(cudnnCreateTensorDescriptor(&c->y), l, "cudnnCreateTensorDescriptor",
-                              e);
+                : cudnn_layer_check(cudnnCreateTensorDescriptor(&c->y), l,
+                                    "cudnnCreateTensorDescriptor", e);
         st = st ? st
-                : cudnn_check(cudnnCreateFilterDescriptor(&c->w), l, "cudnnCreateFilterDescriptor",
-                              e);
+                : cudnn_layer_check(cudnnCreateFilterDescriptor(&c->w), l,
+                                    "cudnnCreateFilterDescriptor", e);
         st = st ? st
-                : cudnn_check(cudnnCreateConvolutionDescriptor(&c->conv), l,
-                              "cudnnCreateConvolutionDescriptor", e);
+                : cudnn_layer_check(cudnnCreateConvolutionDescriptor(&c->conv), l,
+                                    "cudnnCreateConvolutionDescriptor", e);
         if (st)
             return st;
     }
@@ -41,37 +32,36 @@ int conv_cudnn_describe(ConvCudnn *c, const Layer *l, int batch, int nhwc, Error
     c->precision = l->precision;
     c->type = precision_storage(l->precision);
     c->nhwc = nhwc;
-    const cudnnDataType_t data = c->type == ELEM_BF16   ? CUDNN_DATA_BFLOAT16
-                                 : c->type == ELEM_FP16 ? CUDNN_DATA_HALF
-                                                        : CUDNN_DATA_FLOAT;
+    const cudnnDataType_t data = cudnn_data_type(c->type);
     /* NHWC tensors and a KRSC filter, or NCHW and KCRS: one layout for all three */
     const cudnnTensorFormat_t format = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    st = cudnn_check(cudnnSetTensor4dDescriptor(c->x, format, data, batch, in.c, in.h, in.w), l,
-                     "cudnnSetTensor4dDescriptor (input)", e);
-    st =
-        st ? st
-           : cudnn_check(cudnnSetTensor4dDescriptor(c->y, format, data, batch, out.c, out.h, out.w),
-                         l, "cudnnSetTensor4dDescriptor (output)", e);
+    st = cudnn_layer_check(cudnnSetTensor4dDescriptor(c->x, format, data, batch, in.c, in.h, in.w),
+                           l, "cudnnSetTensor4dDescriptor (input)", e);
     st = st ? st
-            : cudnn_check(cudnnSetFilter4dDescriptor(c->w, data, format, cv->filters,
-                                                     in.c / cv->groups, cv->win.size_h,
-                                                     cv->win.size_w),
-                          l, "cudnnSetFilter4dDescriptor", e);
+            : cudnn_layer_check(
+                  cudnnSetTensor4dDescriptor(c->y, format, data, batch, out.c, out.h, out.w), l,
+                  "cudnnSetTensor4dDescriptor (output)", e);
+    st = st ? st
+            : cudnn_layer_check(cudnnSetFilter4dDescriptor(c->w, data, format, cv->filters,
+                                                           in.c / cv->groups, cv->win.size_h,
+                                                           cv->win.size_w),
+                                l, "cudnnSetFilter4dDescriptor", e);
     /* cross-correlation, as every framework's "convolution" and cdl's im2col; float32 sums in
      * every precision (the PSEUDO configurations of cuDNN's support matrix) */
     st = st ? st
-            : cudnn_check(cudnnSetConvolution2dDescriptor(
-                              c->conv, cv->win.pad_h, cv->win.pad_w, cv->win.stride_h,
-                              cv->win.stride_w, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                          l, "cudnnSetConvolution2dDescriptor", e);
+            : cudnn_layer_check(
+                  cudnnSetConvolution2dDescriptor(c->conv, cv->win.pad_h, cv->win.pad_w,
+                                                  cv->win.stride_h, cv->win.stride_w, 1, 1,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                  l, "cudnnSetConvolution2dDescriptor", e);
     st = st ? st
-            : cudnn_check(cudnnSetConvolutionGroupCount(c->conv, cv->groups), l,
-                          "cudnnSetConvolutionGroupCount", e);
+            : cudnn_layer_check(cudnnSetConvolutionGroupCount(c->conv, cv->groups), l,
+                                "cudnnSetConvolutionGroupCount", e);
     st = st ? st
-            : cudnn_check(cudnnSetConvolutionMathType(c->conv, c->precision == GEMM_FP32
-                                                                   ? CUDNN_FMA_MATH
-                                                                   : CUDNN_TENSOR_OP_MATH),
-                          l, "cudnnSetConvolutionMathType", e);
+            : cudnn_layer_check(cudnnSetConvolutionMathType(c->conv, c->precision == GEMM_FP32
+                                                                         ? CUDNN_FMA_MATH
+                                                                         : CUDNN_TENSOR_OP_MATH),
+                                l, "cudnnSetConvolutionMathType", e);
     if (!st)
         c->batch = batch;
     return st;
@@ -183,9 +173,11 @@ int conv_cudnn_moves(const ConvCudnn *c, const Layer *l)
     return moves;
 }
 
-const char *conv_cudnn_engine(const ConvCudnn *c, const Layer *l)
+const char *conv_cudnn_engine(const ConvCudnn *c, const Layer *l, int bn_on_own)
 {
-    return !c->nhwc && (l->in_channels_last[0] || l->channels_last) ? "cudnn-nchw" : "cudnn";
+    static const char *const names[2][2] = {{"cudnn", "cudnn-bn-ref"},
+                                            {"cudnn-nchw", "cudnn-nchw-bn-ref"}};
+    return names[!c->nhwc && (l->in_channels_last[0] || l->channels_last)][bn_on_own != 0];
 }
 
 /* Where a pass's operands lie in the net's workspace, bytes from its start, each 256-aligned:
@@ -228,7 +220,7 @@ static CudnnSlots slots_of(const ConvCudnn *c, const Layer *l)
 static int cudnn_query(cudnnStatus_t st, int *supported, const Layer *l, const char *what, Error *e)
 {
     *supported = st != CUDNN_STATUS_NOT_SUPPORTED;
-    return *supported ? cudnn_check(st, l, what, e) : CDL_OK;
+    return *supported ? cudnn_layer_check(st, l, what, e) : CDL_OK;
 }
 
 /* conv_cudnn_choose's CudnnAsk (arg: the cudnnHandle_t): cuDNN's ranked heuristics of each pass,
@@ -358,16 +350,6 @@ void conv_cudnn_release(ConvCudnn *c)
     *c = (ConvCudnn){0};
 }
 
-/* Keeps a failed call's status as the pass's failure (gpu_note), naming the call and status. */
-static void note_cudnn(const StepContext *ctx, cudnnStatus_t st, const char *what)
-{
-    if (st == CUDNN_STATUS_SUCCESS)
-        return;
-    char text[96];
-    snprintf(text, sizeof text, "%s (%s)", what, cudnnGetErrorString(st));
-    gpu_note(ctx, cudaErrorUnknown, text);
-}
-
 /* The pass's batch must be the one the descriptors and workspace were sized for: net_resize
  * resizes every layer before a pass of another batch. */
 static int batch_described(const ConvCudnn *c, const Layer *l, const StepContext *ctx)
@@ -444,7 +426,7 @@ void conv_cudnn_forward(const ConvCudnn *c, const Layer *l, const StepContext *c
                              w->count, ws + s.w);
     const CudnnTranspose y_back = conv_cudnn_transpose(c, l, CUDNN_Y, 0);
     void *y = result_at(c, l->out, l->storage, y_back, ws + s.y);
-    note_cudnn(ctx,
+    cudnn_note(ctx,
                cudnnConvolutionForward(h, &one, c->x, x, c->w, wt, c->conv, c->fwd, ws,
                                        c->workspace_bytes, &zero, c->y, y),
                "cudnnConvolutionForward");
@@ -470,7 +452,7 @@ void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *
     const CudnnTranspose dw_back = conv_cudnn_transpose(c, l, CUDNN_W, 0),
                          dx_back = conv_cudnn_transpose(c, l, CUDNN_X, 0);
     void *dw = result_at(c, w->grad, ELEM_F32, dw_back, ws + s.result);
-    note_cudnn(ctx,
+    cudnn_note(ctx,
                cudnnConvolutionBackwardFilter(h, &one, c->x, x, c->y, dy, c->conv, c->bwd_filter,
                                               ws, c->workspace_bytes, dw == w->grad ? &one : &zero,
                                               c->w, dw),
@@ -481,7 +463,7 @@ void conv_cudnn_backward(const ConvCudnn *c, const Layer *l, const StepContext *
     const void *wt = operand(c, ctx, w->data, ELEM_F32, conv_cudnn_transpose(c, l, CUDNN_W, 1),
                              w->count, ws + s.w);
     void *dx = result_at(c, l->in_delta[0], l->in_storage[0], dx_back, ws + s.result);
-    note_cudnn(ctx,
+    cudnn_note(ctx,
                cudnnConvolutionBackwardData(h, &one, c->w, wt, c->y, dy, c->conv, c->bwd_data, ws,
                                             c->workspace_bytes,
                                             dx == l->in_delta[0] ? &dx_beta : &zero, c->x, dx),

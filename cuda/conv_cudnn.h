@@ -121,8 +121,9 @@ CudnnTranspose conv_cudnn_transpose(const ConvCudnn *c, const Layer *l, CudnnTen
 int conv_cudnn_moves(const ConvCudnn *c, const Layer *l);
 
 /* l's engine as `cdl info` and profiles name it: "cudnn", or "cudnn-nchw" where l's input or
- * output is NHWC but cuDNN runs c's descriptors NCHW (no NHWC algorithm for a pass needed). */
-const char *conv_cudnn_engine(const ConvCudnn *c, const Layer *l);
+ * output is NHWC but cuDNN runs c's descriptors NCHW (no NHWC algorithm for a pass needed); with
+ * "-bn-ref" after it where bn_on_own (its batch norm runs on cdl's kernels, cuda/bn_cudnn.h). */
+const char *conv_cudnn_engine(const ConvCudnn *c, const Layer *l, int bn_on_own);
 
 /* The bytes of the net's workspace the passes of l (with c chosen) use: cuDNN's workspace, then
  * the rounded copies and 16-bit results that l's tensor types (Layer.in_storage, Layer.storage)

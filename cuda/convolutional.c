@@ -1,9 +1,10 @@
 /* [convolutional]'s GPU kernels (layers/convolutional.c has its meaning): the convolution on one
  * of two engines, [net] gpu_engine= (gpu.h), then the bias or batch norm (cuda/bias_norm.h) and
- * the activation on cdl's kernels whatever the engine:
+ * the activation:
  * - "cudnn" (the default of a GPU=1 build): cuDNN's convolutions (conv_cudnn.h), descriptors and
  *   algorithms made at resize and kept in Conv.gpu, the workspace the net's (scratch_per_sample
- *   raised to what the algorithms need);
+ *   raised to what the algorithms need), and the batch norm on cuDNN where it computes cdl's
+ *   (cuda/bn_cudnn.h; "cudnn-bn-ref" where it stays on cdl's kernels);
  * - "ref" (the only one of a GPU=sim build): the own kernels below, im2col + cuBLAS products.
  * Every configuration the parse accepts (any size, stride, padding, square or not; groups,
  * depthwise among them) in every precision on both. In precision bf16, tf32 or fp16 both
@@ -85,12 +86,6 @@ static int chunk_images(const Layer *l, const Conv *cv, int batch)
     return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
 }
 
-/* 1 when the layer runs on cuDNN: gpu_engine=cudnn, in every precision. */
-static int on_cudnn(const ExecContext *exec)
-{
-    return ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
-}
-
 /* Both engines take NHWC for every layer they run, any groups (cuDNN: conv_cudnn.h's NHWC
  * descriptors, or NCHW ones with the tensors transposed where it has no NHWC algorithm); int8
  * layers run on neither. */
@@ -102,7 +97,7 @@ static ChannelsLastUse conv_takes_channels_last(const Layer *l, const ExecContex
 static const char *conv_engine_gpu(const Layer *l, const ExecContext *exec)
 {
     (void)l; /* every layer of the net runs on the net's engine */
-    return on_cudnn(exec) ? "cudnn" : "ref";
+    return gpu_on_cudnn(exec) ? "cudnn" : "ref";
 }
 
 /* 1 when the layer computes over pixel rows (channels-last, see the top comment). */
@@ -157,7 +152,6 @@ static int conv_resize_cudnn(Layer *l, int batch, const LayerState *st, Error *e
         if (chosen)
             return chosen;
     }
-    l->engine = conv_cudnn_engine(c, l);
     const size_t floats = (conv_cudnn_scratch_bytes(c, l) + sizeof(float) - 1) / sizeof(float);
     l->scratch_per_sample = (floats + (size_t)batch - 1) / (size_t)batch;
     return CDL_OK;
@@ -172,7 +166,7 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
                          "layer %d [convolutional] with int8 weights has no GPU implementation",
                          l->index);
     l->engine = conv_engine_gpu(l, st->exec);
-    if (on_cudnn(st->exec)) {
+    if (gpu_on_cudnn(st->exec)) {
 #ifndef CDL_GPU_SIM
         const int status = conv_resize_cudnn(l, batch, st, e);
         if (status)
@@ -186,8 +180,16 @@ static int conv_resize_gpu(Layer *l, int batch, LayerState *st, Error *e)
         const size_t own = chunk + (runs_channels_last(l) ? 2 * weights : 0);
         gpu_reserve_scratch(l, batch, own, chunk > weights ? chunk : weights);
     }
-    gpu_bias_norm_resize(&cv->stage, batch, st);
-    return CDL_OK;
+    /* the batch norm on cuDNN too where it computes cdl's (cuda/bn_cudnn.h), after the
+     * convolution's passes in the same workspace */
+    const int status =
+        gpu_bias_norm_resize(&cv->stage, l, batch, st, l->storage, gpu_on_cudnn(st->exec), e);
+#ifndef CDL_GPU_SIM
+    if (!status && gpu_on_cudnn(st->exec))
+        l->engine = conv_cudnn_engine(
+            &cv->gpu->cudnn, l, cv->stage.batch_normalize && !gpu_bias_norm_on_cudnn(&cv->stage));
+#endif
+    return status;
 }
 
 static void conv_release_gpu(Layer *l)
@@ -199,6 +201,7 @@ static void conv_release_gpu(Layer *l)
 #endif
     free(cv->gpu);
     cv->gpu = NULL;
+    gpu_bias_norm_release(&cv->stage);
 }
 
 /* The shape of a chunk of images for the column kernels. */
@@ -423,7 +426,7 @@ static void conv_forward_gpu(Layer *l, const StepContext *ctx)
 {
     Conv *cv = l->priv;
 #ifndef CDL_GPU_SIM
-    if (on_cudnn(ctx->exec))
+    if (gpu_on_cudnn(ctx->exec))
         conv_cudnn_forward(&cv->gpu->cudnn, l, ctx);
     else
 #endif
@@ -485,7 +488,7 @@ static void conv_backward_gpu(Layer *l, const StepContext *ctx)
     gpu_layer_activation_backward(l, ctx);
     gpu_bias_norm_backward(&cv->stage, l, ctx, l->delta, l->storage, l->delta, l->storage, 0.0f);
 #ifndef CDL_GPU_SIM
-    if (on_cudnn(ctx->exec)) {
+    if (gpu_on_cudnn(ctx->exec)) {
         conv_cudnn_backward(&cv->gpu->cudnn, l, ctx);
         return;
     }

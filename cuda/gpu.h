@@ -72,6 +72,12 @@ typedef struct GpuHandles {
     int graph_parts;
 } GpuHandles;
 
+/* 1 when exec's net runs gpu_engine=cudnn. */
+static inline int gpu_on_cudnn(const ExecContext *exec)
+{
+    return exec->handles && ((const GpuHandles *)exec->handles)->engine == GPU_ENGINE_CUDNN;
+}
+
 static inline cudaStream_t gpu_stream(const StepContext *ctx)
 {
     return (cudaStream_t)ctx->exec->stream;

@@ -16,12 +16,17 @@ typedef struct BiasNorm {
     int first_param;       /* index of "biases" in l->params; with batch norm "scales",
                               "rolling_mean" and "rolling_variance" follow it */
     int channels, spatial; /* per sample */
-    float *x_hat;          /* [batch][channels][spatial], batch norm only (net's slab) */
+    float *x_hat;          /* [batch][channels][spatial], batch norm only (net's slab); on
+                              cuDNN the stage's input x itself, in its type (cuda/bn_cudnn.h) */
     float *inv_std;        /* [channels], batch norm only (net's slab) */
     double *sync_sums;     /* [2 * channels + 1], batch norm only: sync_bn's BnSync.buf */
     float *mean;           /* [channels], batch norm only: the batch mean, with keeps_input */
     int keeps_input;       /* this step's fused forward normalised x_hat's own floats (the
                               product's output, bias_norm_product_output) and kept them there */
+    /* The GPU's cuDNN state of the batch norm (cuda/bn_cudnn.h: its descriptors), made by the
+     * GPU's resize of a family that runs it on cuDNN, freed by its release; NULL before and
+     * elsewhere (the stage then runs on the backend's own kernels). */
+    struct BnCudnn *cudnn;
 } BiasNorm;
 
 /* Offsets from BiasNorm.first_param of the stage's parameters (the last three with batch norm). */

@@ -1003,6 +1003,14 @@ static const Engine engines[] = {
  * normalises them) and add their own, independent ones: in quadrature. So tol = lambda u
  * sqrt(sum_l k_l), lambda = 8: the largest of many elements (4 standard deviations), two engines'
  * errors (sqrt 2), and Winograd's transforms, whose coefficients scale roundings by up to 2.
+ * cuDNN's batch norm ("gpu cudnn" rows, cuda/bn_cudnn.h) sums its statistics and its backward's
+ * sums in float32 in its own order where the reference sums in double: a sum of the batch's k =
+ * batch * h * w values then errs by about u sqrt(k) of itself, the k_l term above (for the
+ * all-positive sum of squares too: the partial sums grow as j, their roundings add to u k^1.5 /
+ * sqrt 3 against a sum of k). A variance taken as E[x^2] - mean^2 (cuDNN does not document its
+ * order) scales that by 1 + mean^2/var, which reaches x_hat halved (through 1/sqrt): within
+ * lambda's margin over 4 sqrt(2) while a channel's mean stays within about one standard
+ * deviation of 0, as the cases' outputs of weights of both signs do.
  *
  * bf16 against float32: rounding to bf16 (8 significant bits) moves an operand by up to 2^-8 of
  * itself, uniformly at random (standard deviation 2^-8 / sqrt 3). A sum of k products of two
@@ -1056,13 +1064,15 @@ static int stored_16bit(const Net *net)
 }
 
 /* Convolutions of net that run on cuDNN in bf16 or fp16 (cuda/conv_cudnn.h), whose outputs cuDNN
- * writes in 16 bits. */
+ * writes in 16 bits. ([batchnorm] on cuDNN reads and writes the layer's own types: no rounding
+ * beyond its storage's.) */
 static int cudnn_16bit(const Net *net)
 {
     int n = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const Layer *l = &net->layers[i];
-        n += engine_is(l, "cudnn") && precision_storage(l->precision) != ELEM_F32;
+        n += l->type == layer_type_find("convolutional") && engine_is(l, "cudnn") &&
+             precision_storage(l->precision) != ELEM_F32;
     }
     return n;
 }

@@ -14,7 +14,11 @@
  * choice of cuDNN's layout (conv_cudnn_plan), driven by a fake answer to "which passes have an
  * algorithm", for every combination of tensor layouts, passes needed and passes found in each
  * layout: NHWC where a tensor is and it offers every pass needed, else NCHW where that does, else
- * the error; c described, chosen, sized and named for the layout taken. cuDNN's
+ * the error; c described, chosen, sized and named for the layout taken. Every batch norm of the
+ * zoo (a convolution's or a [batchnorm]) described for cuDNN's spatial batch norm
+ * (cuda/bn_cudnn.h) in float32, bf16 and fp16, NCHW and NHWC: the tensor descriptor over the
+ * layer's output, cudnnDeriveBNTensorDescriptor's float32 [channels] parameters; and the rule of
+ * where it runs there (bn_cudnn_refusal) over its inputs. cuDNN's
  * descriptor calls need no driver: this runs against the real libcudnn in a GPU=1 build, on any
  * machine. The passes themselves (cudnnCreate on) need a device: scripts/gpu-check.sh's
  * test_backend_ops compares them with the CPU. Skipped in other builds, after checking there that
@@ -28,6 +32,7 @@
 #include "layers/convolutional.h"
 #include "layers/families.h"
 #if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
+#include "bn_cudnn.h"
 #include "conv_cudnn.h"
 #endif
 
@@ -258,8 +263,9 @@ static int check_net_convolutions(const Net *net, const char *name)
     return checked;
 }
 
-/* Every zoo cfg's convolutions. */
-static void test_zoo_convolutions_match_cudnn(void)
+/* check (a net, its cfg's path) over every zoo cfg's net, built on the CPU: the sum of what it
+ * returns. */
+static int check_zoo(int (*check)(const Net *net, const char *name))
 {
     glob_t g = {0};
     int checked = 0;
@@ -273,10 +279,17 @@ static void test_zoo_convolutions_match_cudnn(void)
             fprintf(stderr, "%s\n", e.msg);
             continue;
         }
-        checked += check_net_convolutions(&net, g.gl_pathv[i]);
+        checked += check(&net, g.gl_pathv[i]);
         net_free(&net);
     }
     globfree(&g);
+    return checked;
+}
+
+/* Every zoo cfg's convolutions. */
+static void test_zoo_convolutions_match_cudnn(void)
+{
+    const int checked = check_zoo(check_net_convolutions);
     /* the zoo holds hundreds (resnet50 alone 53), each in four precisions and the layouts
      * (seven pairs of tensor layouts and cuDNN's) */
     CHECK(checked > 4 * (2 * N_LAYOUTS - 1) * 200);
@@ -378,8 +391,11 @@ static void check_plans(const Layer *l0, const char *name)
                                  : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM));
             CHECK(conv_cudnn_scratch_bytes(&c, l) ==
                   expected_scratch(l, layer.precision, nhwc, fake_bytes[nhwc]));
-            CHECK(
-                !strcmp(conv_cudnn_engine(&c, l), tensors_nhwc && !nhwc ? "cudnn-nchw" : "cudnn"));
+            const char *engine = tensors_nhwc && !nhwc ? "cudnn-nchw" : "cudnn";
+            CHECK(!strcmp(conv_cudnn_engine(&c, l, 0), engine));
+            /* its batch norm on cdl's kernels: the same name with "-bn-ref" */
+            CHECK(!strncmp(conv_cudnn_engine(&c, l, 1), engine, strlen(engine)) &&
+                  !strcmp(conv_cudnn_engine(&c, l, 1) + strlen(engine), "-bn-ref"));
             /* planned for this batch, these passes and layouts only */
             CHECK(conv_cudnn_planned(&c, l, BATCH, needs));
             CHECK(!conv_cudnn_planned(&c, l, BATCH + 1, needs));
@@ -392,6 +408,122 @@ static void check_plans(const Layer *l0, const char *name)
     /* every outcome reached in every precision */
     CHECK(plans > 0 && fallbacks > 0 && refusals > 0);
     CHECK(plans + refusals == 4 * N_LAYOUTS * 4 * 8 * 8);
+}
+
+/* The batch norm of l (a convolution's stage or a [batchnorm]), NULL where it has none. */
+static const BiasNorm *batch_norm_of(const Layer *l)
+{
+    const BiasNorm *bn = l->type == &convolutional_layer ? &((const Conv *)l->priv)->stage
+                         : l->type == &batchnorm_layer   ? l->priv
+                                                         : NULL;
+    return bn && bn->batch_normalize ? bn : NULL;
+}
+
+/* Descriptor t read back is cuDNN's batch-norm parameters of channels values: float32 (the
+ * statistics' type whatever x's), 1 x channels x 1 x 1, the channels contiguous. */
+static int bn_params_are(cudnnTensorDescriptor_t t, int channels)
+{
+    cudnnDataType_t got;
+    int n, c, h, w, ns, cs, hs, ws;
+    return cudnnGetTensor4dDescriptor(t, &got, &n, &c, &h, &w, &ns, &cs, &hs, &ws) ==
+               CUDNN_STATUS_SUCCESS &&
+           got == CUDNN_DATA_FLOAT && n == 1 && c == channels && h == 1 && w == 1 && cs == 1;
+}
+
+/* Every batch norm of net (its convolutions' and its [batchnorm]s') described for cuDNN in each
+ * precision's tensor type (Layer.storage's 16-bit one in bf16 and fp16) and each layout: x as
+ * BATCH x channels x spatial x 1 of that type, packed in that layout, over the layer's whole
+ * output; the parameters' descriptor cudnnDeriveBNTensorDescriptor derives from it cdl's
+ * [channels] float32 vectors; the scratch one tensor of the type. Returns the batch norms checked
+ * (times the precisions and layouts). */
+static int check_net_batch_norms(const Net *net, const char *name)
+{
+    int checked = 0;
+    for (int i = 0; i < net->n_layers * 4 * 2; i++) {
+        const Layer *l = &net->layers[i / 8];
+        const BiasNorm *bn = batch_norm_of(l);
+        const GemmPrecision p = precisions[i / 2 % 4];
+        const ElemType type = precision_storage(p);
+        const int nhwc = i % 2;
+        if (!bn)
+            continue;
+        CHECK(bn->channels == l->out_shape.c && bn->spatial == l->out_shape.h * l->out_shape.w);
+        BnCudnn c = {0};
+        Error e = {0};
+        const int st = bn_cudnn_describe(&c, l, BATCH, bn->channels, bn->spatial, type, nhwc, &e);
+        CHECK(st == CDL_OK);
+        if (st) {
+            fprintf(stderr, "%s layer %d: %s\n", name, l->index, e.msg);
+            bn_cudnn_release(&c);
+            continue;
+        }
+        CHECK(tensor_is(c.x, expected_type(p), BATCH, (Shape){bn->channels, bn->spatial, 1}, nhwc));
+        CHECK(bn_params_are(c.params, bn->channels));
+        CHECK(c.batch == BATCH && c.type == type && c.nhwc == nhwc);
+        CHECK(bn_cudnn_scratch_bytes(BATCH, bn->channels, bn->spatial, type) ==
+              (size_t)BATCH * shape_size(l->out_shape) * (type == ELEM_F32 ? 4 : 2));
+        bn_cudnn_release(&c);
+        CHECK(c.x == NULL && c.params == NULL && c.batch == 0);
+        checked++;
+    }
+    return checked;
+}
+
+/* Every zoo cfg's batch norms. */
+static void test_zoo_batch_norms_match_cudnn(void)
+{
+    const int checked = check_zoo(check_net_batch_norms);
+    /* resnet50 alone has 53 */
+    CHECK(checked > 4 * 2 * 200);
+    printf("test_cudnn_descriptors: %d zoo batch norms x 4 precisions x 2 layouts\n", checked / 8);
+}
+
+/* bn_cudnn_refusal over its inputs: cuDNN for cdl's default meaning over one type of float32 or
+ * fp16 tensors with at least two values a channel, a batch up to 65535 and fewer than 2^31
+ * values; each other input refused with its reason. */
+static void test_bn_fallback_rule(void)
+{
+    const float min_eps = (float)CUDNN_BN_MIN_EPSILON;
+    const ElemType F = ELEM_F32, B = ELEM_BF16, H = ELEM_FP16;
+    /* darknet, eps, batch, channels, spatial, x, y, dy: NULL (cuDNN) or a word of the reason */
+    const struct {
+        BnCudnnCase k;
+        const char *why;
+    } cases[] = {
+        {{0, 1e-5f, BATCH, 16, 49, F, F, F}, NULL},
+        {{0, 1e-5f, BATCH, 16, 49, H, H, H}, NULL},
+        {{1, 1e-5f, BATCH, 16, 49, F, F, F}, "bn_darknet=1"},
+        {{0, min_eps, BATCH, 16, 49, F, F, F}, NULL},
+        {{0, min_eps - 1e-6f, BATCH, 16, 49, F, F, F}, "CUDNN_BN_MIN_EPSILON"},
+        {{0, 1e-5f, BATCH, 16, 49, B, B, B}, "bf16"},
+        /* fp16 storage with an activation: the stage writes a float32 pre-activation */
+        {{0, 1e-5f, BATCH, 16, 49, H, F, H}, "different types"},
+        {{0, 1e-5f, BATCH, 16, 49, F, F, H}, "different types"},
+        {{0, 1e-5f, 1, 16, 1, F, F, F}, "one value per channel"},
+        {{0, 1e-5f, 1, 16, 2, F, F, F}, NULL},
+        {{0, 1e-5f, 2, 16, 1, F, F, F}, NULL},
+        {{0, 1e-5f, 65535, 1, 1, F, F, F}, NULL},
+        {{0, 1e-5f, 65536, 1, 1, F, F, F}, "65535"},
+        {{0, 1e-5f, 65535, 1024, 64, F, F, F}, "2^31 - 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = bn_cudnn_refusal(&cases[i].k);
+        const char *why = cases[i].why;
+        const int ok = why ? got && strstr(got, why) : !got;
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "bn_cudnn_refusal case %zu: %s, expected %s%s\n", i,
+                    got ? got : "cuDNN", why ? "a reason with " : "cuDNN", why ? why : "");
+    }
+    /* every triple of types: cuDNN exactly where x, y and dy are one type, float32 or fp16 */
+    const ElemType types[] = {F, B, H};
+    for (int i = 0; i < 27; i++) {
+        BnCudnnCase t = cases[0].k;
+        t.x = types[i % 3];
+        t.y = types[i / 3 % 3];
+        t.dy = types[i / 9];
+        CHECK((bn_cudnn_refusal(&t) == NULL) == (t.x == t.y && t.x == t.dy && t.x != ELEM_BF16));
+    }
 }
 
 /* Shapes the zoo lacks, each a net of one convolution over an odd-sized input. */
@@ -431,6 +563,8 @@ int main(void)
 #if defined(CDL_GPU) && !defined(CDL_GPU_SIM)
     test_zoo_convolutions_match_cudnn();
     test_other_shapes_match_cudnn();
+    test_zoo_batch_norms_match_cudnn();
+    test_bn_fallback_rule();
 #else
     printf("test_cudnn_descriptors: descriptors skipped (cuDNN is in GPU=1 builds only)\n");
 #endif
