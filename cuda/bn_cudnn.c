@@ -141,8 +141,7 @@ void bn_cudnn_backward(const BnCudnn *c, const StepContext *ctx, const void *x_k
                        void *dx, float dx_beta, const float *scale, float *dscale, float *dbias,
                        const float *mean, const float *inv_std)
 {
-    if (bn_cudnn_scratch_bytes(c->batch, c->channels, c->spatial, c->type) >
-        ctx->exec->workspace_floats * sizeof(float)) {
+    if (tensor_bytes(c) > ctx->exec->workspace_floats * sizeof(float)) {
         gpu_note(ctx, cudaErrorInvalidValue, "batch norm on cuDNN: a pass it was not sized for");
         return;
     }
