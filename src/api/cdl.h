@@ -549,6 +549,10 @@ typedef struct cdl_timing_options {
     int steps;  /* timed training steps */
     int warmup; /* untimed steps before them (cdl_model_profile: after one more untimed step) */
     const char *trace_path; /* cdl_model_profile: NULL, or a Chrome trace of the timed steps */
+    /* 1: every step after the first warm-up step runs as CUDA graphs, captured at the second
+     * (cdl_run_options.cuda_graph; a GPU model, CDL_EUSAGE otherwise): with warmup >= 2 only
+     * replays are timed. cdl_model_profile then times each replay as one event. */
+    int cuda_graph;
 } cdl_timing_options;
 
 typedef struct cdl_bench_result {

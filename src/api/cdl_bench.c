@@ -17,7 +17,15 @@ static int setup(cdl_model *m, const cdl_timing_options *o, TimingRun *t, Error 
     if (!m->net.want_grads)
         return error_set(e, CDL_EUSAGE, "timing training steps needs a model opened for training");
     m->capacity = 0; /* timing_run_setup resizes the activations */
-    return timing_run_setup(t, &m->net, &m->opt, o->batch, e);
+    return timing_run_setup(t, &m->net, &m->opt, o->batch, o->cuda_graph, e);
+}
+
+/* The first failure of t's steps (TimingRun.status) into e, else CDL_OK. */
+static int step_failure(const TimingRun *t, Error *e)
+{
+    if (t->status)
+        *e = t->error;
+    return t->status;
 }
 
 static int bench(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r, Error *e)
@@ -33,6 +41,7 @@ static int bench(cdl_model *m, const cdl_timing_options *o, cdl_bench_result *r,
             timing_run_step(&t);
         st = st ? st : net_sync(&m->net, e); /* and stops when they are done */
         const double elapsed_s = time_now_s() - start;
+        st = st ? st : step_failure(&t, e);
         const Net *net = &m->net;
         *r = (cdl_bench_result){.batch = net->hyper.batch,
                                 .seq = net->seq > 0 ? net->seq : 0,
@@ -173,6 +182,7 @@ static int profile(cdl_model *m, const cdl_timing_options *o, cdl_profile_result
         TimingRun t;
         st = setup(m, o, &t, e);
         st = st ? st : profile_steps(m, o, training_step, &t, &prof, r, e);
+        st = st ? st : step_failure(&t, e);
         timing_run_free(&t);
     }
     profiler_free(&prof);

@@ -20,6 +20,9 @@ static const OptSpec bench_opts[] = {
      "CPU threads (default: OMP_NUM_THREADS, else the cores no other process is running on)"},
     CLI_PRECISION_OPT,
     CLI_GPU_OPT,
+    {"--cuda-graph", 0, 0,
+     "with --gpu: time the steps as CUDA graphs (the first warm-up step eager, the second "
+     "captures; at least 2 warm-up steps)"},
     {"--inference", 0, 0,
      "time inference forwards instead (a cfg or a checkpoint, int8 ones included)"},
     {"--set", 1, 1, "override a cfg key: net.KEY=V or LAYER.KEY=V (repeatable)"},
@@ -33,7 +36,8 @@ typedef struct BenchSettings {
     long batch; /* 0: the cfg's */
     long steps, warmup, threads;
     int json;
-    int inference; /* forwards without gradients */
+    int inference;  /* forwards without gradients */
+    int cuda_graph; /* training steps replayed as CUDA graphs */
 } BenchSettings;
 
 static int read_settings(const Args *a, BenchSettings *b, Error *e)
@@ -51,6 +55,15 @@ static int read_settings(const Args *a, BenchSettings *b, Error *e)
     int gpu;
     st = st ? st : cli_get_precision(a, &precision, e);
     st = st ? st : cli_get_gpu(a, &gpu, e);
+    b->cuda_graph = args_get(a, "--cuda-graph") != NULL;
+    if (!st && b->cuda_graph && (gpu < 0 || b->inference))
+        return error_set(e, CDL_EUSAGE,
+                         "--cuda-graph captures a GPU's training steps: it needs --gpu N and no "
+                         "--inference");
+    if (!st && b->cuda_graph && b->warmup < 2)
+        return error_set(e, CDL_EUSAGE,
+                         "--cuda-graph needs --warmup 2 or more: the first step runs eagerly and "
+                         "the second captures the graphs");
     return st;
 }
 
@@ -90,6 +103,8 @@ static void print_result(const BenchSettings *b, int threads, const cdl_bench_re
         cJSON_AddNumberToObject(o, "tokens_per_s", r->images_per_s * r->seq);
     }
     cJSON_AddNumberToObject(o, "ms_per_step", r->ms_per_step);
+    cJSON_AddBoolToObject(o, "cuda_graph", b->cuda_graph);
+    cJSON_AddNumberToObject(o, "loss", r->loss);
     cJSON_AddNumberToObject(o, "activation_bytes", (double)r->activation_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", peak_rss_bytes());
     char *text = cli_json_text(o);
@@ -110,8 +125,10 @@ static int run_bench(const Args *a, Error *e)
     cdl_model *m;
     if ((st = cli_open_model(a, b.cfg_path, !b.inference, &m, e)))
         return st;
-    const cdl_timing_options o = {
-        .batch = (int)b.batch, .steps = (int)b.steps, .warmup = (int)b.warmup};
+    const cdl_timing_options o = {.batch = (int)b.batch,
+                                  .steps = (int)b.steps,
+                                  .warmup = (int)b.warmup,
+                                  .cuda_graph = b.cuda_graph};
     cdl_bench_result r;
     e->code = b.inference ? cdl_model_bench_inference(m, &o, &r, e->msg, sizeof e->msg)
                           : cdl_model_bench(m, &o, &r, e->msg, sizeof e->msg);

@@ -1,6 +1,7 @@
 /* Timing runs: a net and a batch of random data that bench and profile time steps on. */
 #include "train/timing_run.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,11 +71,12 @@ static int make_random_tokens(TimingRun *t, Error *e)
     return CDL_OK;
 }
 
-int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *e)
+int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, int cuda_graph, Error *e)
 {
     memset(t, 0, sizeof *t);
     t->net = net;
     t->opt = opt;
+    t->runner.cuda_graph = cuda_graph;
     Hyper *h = &t->net->hyper;
     if (batch > 0) {
         h->batch = (int)batch;
@@ -83,6 +85,7 @@ int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *
     t->net->train = 1;
     t->net->loss_divisor = (float)h->batch * (float)net_labels_per_sample(t->net);
     int st = net_resize_split(t->net, net_training_split(t->net, omp_get_max_threads()), e);
+    st = st ? st : step_runner_check(&t->runner, t->net, e);
     if (t->net->seq > 0)
         return st ? st : make_random_tokens(t, e);
     st = st ? st : make_random_dataset(t->net, &t->data, e);
@@ -90,19 +93,24 @@ int timing_run_setup(TimingRun *t, Net *net, Optimizer *opt, long batch, Error *
         st = error_set(e, CDL_ERUNTIME, "out of memory");
     for (int i = 0; !st && i < t->data.n; i++)
         t->order[i] = i;
+    t->images = (DatasetBatches){&t->data, t->order};
     return st;
 }
 
 float timing_run_step(TimingRun *t)
 {
-    if (t->net->seq > 0) {
-        float loss;
-        trainer_step_with(t->net, t->opt, t->text_source.fill, t->text_source.ctx,
-                          train_learning_rate(&t->opt->settings, t->net->step, 0), &loss, NULL);
-        return loss;
+    const int text = t->net->seq > 0;
+    float loss = 0;
+    Error e = {0};
+    const int st = step_runner_step(
+        &t->runner, t->net, t->opt, text ? t->text_source.fill : trainer_fill_from_dataset,
+        text ? t->text_source.ctx : &t->images,
+        train_learning_rate(&t->opt->settings, t->net->step, 0), NULL, &loss, &e);
+    if (st && isfinite(loss) && !t->status) {
+        t->status = st;
+        t->error = e;
     }
-    return trainer_step(t->net, t->opt, &t->data, t->order,
-                        train_learning_rate(&t->opt->settings, t->net->step, 0));
+    return loss;
 }
 
 void timing_run_free(TimingRun *t)

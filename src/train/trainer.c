@@ -141,13 +141,6 @@ static int step_once(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float 
     return isfinite(*loss) ? CDL_OK : nonfinite_loss(net, 1, e);
 }
 
-/* What a captured step's graphs hold: the addresses of the buffers and fp16's loss scale (in the
- * loss layers' and the unscaling's arguments); when one changes, the step is captured again. */
-typedef struct StepGraph {
-    const void *activations, *input, *labels, *truth, *workspace, *params, *grads, *slab;
-    double grad_scale;
-} StepGraph;
-
 /* CDL_EUSAGE naming what of the run a step captured as a CUDA graph cannot hold yet: whatever
  * needs the host inside a step (a download, a draw id, a value that changes from step to step).
  * The loss must be one that sums on the device: a [softmax]'s (which [cost] may follow), or the
@@ -266,12 +259,21 @@ int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float
     return step_once(net, opt, fill, ctx, lr, NULL, loss, e);
 }
 
-typedef struct DatasetBatches {
-    const Dataset *data;
-    const int *order;
-} DatasetBatches;
+int step_runner_check(const StepRunner *r, const Net *net, Error *e)
+{
+    return r->cuda_graph ? graph_refusal(net, e) : CDL_OK;
+}
 
-static int fill_from_dataset(Net *net, int sub, void *ctx, Error *e)
+int step_runner_step(StepRunner *r, Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr,
+                     Dist *dist, float *loss, Error *e)
+{
+    const int st = r->ready ? step_graphed(net, opt, fill, ctx, lr, dist, &r->graph, loss, e)
+                            : step_once(net, opt, fill, ctx, lr, dist, loss, e);
+    r->ready = r->cuda_graph;
+    return st;
+}
+
+int trainer_fill_from_dataset(Net *net, int sub, void *ctx, Error *e)
 {
     (void)e;
     const DatasetBatches *b = ctx;
@@ -284,7 +286,7 @@ float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *pe
 {
     DatasetBatches batches = {train, perm};
     float loss;
-    trainer_step_with(net, opt, fill_from_dataset, &batches, lr, &loss, NULL);
+    trainer_step_with(net, opt, trainer_fill_from_dataset, &batches, lr, &loss, NULL);
     return loss;
 }
 
@@ -446,11 +448,8 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
     eta_init(&eta);
     int loss_steps = 0, st = CDL_OK, started_epoch = -1;
     int last_w = 0, last_h = 0; /* the last step's size (multi-scale training) */
-    StepGraph graph = {0};
-    /* --cuda-graph: the run's first step runs eagerly, so that what the libraries allocate or
-     * plan at their first call (cuBLAS's workspace) is done outside the capture */
-    int graph_ready = 0;
-    if (plan->cuda_graph && (st = graph_refusal(net, e)))
+    StepRunner runner = {.cuda_graph = plan->cuda_graph};
+    if ((st = step_runner_check(&runner, net, e)))
         return st;
     while (net->step < total && !st) {
         const int epoch = (int)(net->step / (uint64_t)steps_per_epoch);
@@ -475,10 +474,7 @@ int train_run(Net *net, Optimizer *opt, const TrainSource *train, const ValidSet
         last_w = w;
         last_h = h;
         net->images_seen = meta->samples_seen;
-        st = graph_ready
-                 ? step_graphed(net, opt, train->fill, train->ctx, lr, plan->dist, &graph, &loss, e)
-                 : step_once(net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
-        graph_ready = plan->cuda_graph;
+        st = step_runner_step(&runner, net, opt, train->fill, train->ctx, lr, plan->dist, &loss, e);
         if (st && (!isfinite(loss) || plan->dist)) /* a rank's failure stops the whole run */
             say_checkpoint_kept(plan->out_path, e);
         if (st)

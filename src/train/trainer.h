@@ -113,6 +113,38 @@ int trainer_step_with(Net *net, Optimizer *opt, BatchFill fill, void *ctx, float
  * batch's mean loss. Allocates nothing. */
 float trainer_step(Net *net, Optimizer *opt, const Dataset *train, const int *perm, float lr);
 
+/* What a captured step's graphs hold: the addresses of the buffers and fp16's loss scale (in the
+ * loss layers' and the unscaling's arguments); when one changes, the step is captured again. */
+typedef struct StepGraph {
+    const void *activations, *input, *labels, *truth, *workspace, *params, *grads, *slab;
+    double grad_scale;
+} StepGraph;
+
+/* Training steps that may run as CUDA graphs (TrainPlan.cuda_graph, cdl bench --cuda-graph):
+ * the first eagerly, so that what the libraries allocate or plan at their first call (cuBLAS's
+ * workspace) is done outside a capture; every later one captured at the first it runs (and again
+ * should the net's buffers move) and replayed. Zeroed, with cuda_graph set, before the first. */
+typedef struct StepRunner {
+    int cuda_graph; /* 1: the steps after the first are graphs; 0: every step eager */
+    int ready;      /* a step ran: the next one is a graph */
+    StepGraph graph;
+} StepRunner;
+
+/* CDL_EUSAGE when r asks for graphs that net's steps cannot be yet (naming what), else CDL_OK. */
+int step_runner_check(const StepRunner *r, const Net *net, Error *e);
+/* One step as trainer_step_with's, its gradients summed over the ranks of dist (NULL: one
+ * process), eager or as graphs (r). */
+int step_runner_step(StepRunner *r, Net *net, Optimizer *opt, BatchFill fill, void *ctx, float lr,
+                     Dist *dist, float *loss, Error *e);
+
+/* The samples order[pass * net->batch ...] of data, as trainer_step fills them (ctx of
+ * trainer_fill_from_dataset). */
+typedef struct DatasetBatches {
+    const Dataset *data;
+    const int *order;
+} DatasetBatches;
+int trainer_fill_from_dataset(Net *net, int pass, void *ctx, Error *e);
+
 /* Where the training mini-batches of an epoch come from. */
 typedef struct TrainSource {
     int batches_per_epoch; /* mini-batches of net->batch samples */

@@ -149,6 +149,13 @@ expect_error() {
         train "$REPO/cfg/digits.cfg" --cuda-graph
 }
 
+@test "bench --cuda-graph without --gpu, or with fewer than 2 warm-up steps, is a usage error" {
+    expect_error 2 "--cuda-graph captures a GPU's training steps: it needs --gpu N and no --inference" \
+        bench "$REPO/cfg/digits.cfg" --cuda-graph
+    expect_error 2 "--cuda-graph needs --warmup 2 or more" \
+        bench "$REPO/cfg/digits.cfg" --cuda-graph --gpu 0 --warmup 1
+}
+
 @test "--gpu on a CPU build is the same one-line usage error in every command that runs a model" {
     train_digits 1
     gray_png x.png 8 "16 * x"

@@ -279,6 +279,23 @@ assert r["batch"] == 32 and r["images_per_s"] > 0 and r["ms_per_step"] > 0, r' "
     [[ "$output" == "mlp.cfg: batch 32, threads "*" images/s ("*" ms/step)"* ]]
 }
 
+# The steps bench times as CUDA graphs are the eager ones: after the same steps on the same
+# random batch, the last loss is the eager run's, bit for bit.
+@test "bench --gpu --cuda-graph times replayed steps with the eager steps' losses" {
+    eager=$("$GPU_CDL" bench mlp.cfg --steps 3 --warmup 2 --gpu 0 --json)
+    run "$GPU_CDL" bench mlp.cfg --steps 3 --warmup 2 --gpu 0 --json --cuda-graph
+    echo "$eager"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys
+eager, graph = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert graph["cuda_graph"] is True and eager["cuda_graph"] is False, (eager, graph)
+assert graph["loss"] == eager["loss"] and graph["images_per_s"] > 0, (eager, graph)' "$eager" "$output"
+    run "$GPU_CDL" bench mlp.cfg --steps 1 --gpu 0 --cuda-graph --inference
+    [ "$status" -eq 2 ]
+    [ "$output" = "cdl: --cuda-graph captures a GPU's training steps: it needs --gpu N and no --inference" ]
+}
+
 @test "profile --gpu times every layer with CUDA events, in the table, the JSON and the trace" {
     run "$GPU_CDL" profile mlp.cfg --iters 2 --gpu 0 --trace trace.json
     echo "$output"
