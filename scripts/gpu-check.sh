@@ -16,9 +16,11 @@
 # the own engine's and cuDNN's in each precision),
 # curves (cfg/digits.cfg on the CPU and on the GPU from one seed, 308 steps, 88 under --sim:
 # the largest loss difference, and the plot curves.png), precisions (cfg/digits.cfg one epoch in
-# bf16, tf32 and fp16 on both: the losses against the CPU's), time_resnet18_cifar and time_gpt_tiny (cdl train --gpu 0 on
-# synthetic data against PyTorch eager, float32), memcheck and racecheck (compute-sanitizer on
-# a 5-step run), torch_compile (PyTorch's torch.compile on the same nets, reported beside).
+# bf16, tf32 and fp16 on both: the losses against the CPU's), graphs (--cuda-graph against eager
+# steps), time_resnet18_cifar, time_gpt_tiny (float32) and time_resnet50 (224, batch 128, bf16)
+# (cdl bench --gpu 0, eager and --cuda-graph, against PyTorch eager; image nets channels-last),
+# memcheck and racecheck (compute-sanitizer on a 5-step run), torch_compile (PyTorch's
+# torch.compile on the same nets, reported beside).
 # --skip names steps to leave out; --budget bounds the whole run in seconds (default 330): each
 # step's timeout is its own budget or what is left, whichever is less.
 # Writes into --out (default $OUT when set, else build/gpu-check-device or build/gpu-check-sim),
@@ -41,7 +43,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2 && shift 2 ;;
     --budget) budget_s=$2 && shift 2 ;;
     --skip) skip_list=",$2," && shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2 && exit 2 ;;
     esac
 done
@@ -394,70 +396,71 @@ EOF
     )
 }
 
-# Synthetic data for the timings (no dataset on a machine without a network): seeded random
-# CIFAR-10 records, and random text over 63 characters (KJV's vocabulary size).
-make_synthetic() { # RECORDS CHARS
-    python3 - "$work" "$1" "$2" <<'EOF'
-import random, string, sys
-work, records, chars = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rng = random.Random(1)
-data = bytearray(rng.randbytes(records * 3073))
-data[0::3073] = bytes(b % 10 for b in data[0::3073])
-open(f"{work}/data_batch_1.bin", "wb").write(data)
-alphabet = string.ascii_letters + string.digits + " "
-open(f"{work}/synthetic.txt", "w").write("".join(rng.choices(alphabet, k=chars)))
-EOF
-    printf 'classes=10\ntrain=%s\nvalid_split=0.02\n' "$work/data_batch_1.bin" >"$work/cifar.data"
-    printf 'type=text\ntokens=char\ntrain=%s\nvalid_split=0.05\n' "$work/synthetic.txt" >"$work/text.data"
+# The timings: cdl bench --gpu 0 (random data on the device side as the peer's, no dataset),
+# time_warmup untimed steps (with --cuda-graph the first eager, the second the capture) then
+# time_steps timed, eagerly and as CUDA graphs; PyTorch (scripts/gpu_peers.py) on the same net,
+# batch and precision: eager, cuDNN benchmark on, image nets channels-last, bf16 as autocast.
+time_warmup=5
+time_steps=30
+timed_nets=(resnet18_cifar gpt_tiny resnet50)
+declare -A cdl_rate cdl_graph_rate torch_eager torch_compiled net_unit net_batch net_precision \
+    net_peer_args
+# cdl_bench NAME MODE PRECISION BATCH [--set ...]: one cdl bench run's JSON line into $bench_json.
+cdl_bench() {
+    local name=$1 mode=$2 precision=$3 batch=$4
+    shift 4
+    local graph=()
+    [ "$mode" = graph ] && graph=(--cuda-graph)
+    limited "$cdl" bench "$repo/cfg/$name.cfg" --gpu 0 --precision "$precision" --batch "$batch"         --warmup $time_warmup --steps $time_steps --threads "$threads" --json "${graph[@]}" "$@"
+    local rc=$?
+    bench_json=$(grep '^{"cfg"' "$step_log" | tail -n 1)
+    return $rc
 }
 
-# The steps cdl times: 60 of the cfg's batch, the rate from step 10 to step 60 (the first
-# steps create the handles and the workspaces).
-time_steps=60
-time_from=10
-declare -A cdl_rate torch_eager torch_compiled net_unit net_batch
-time_net() { # NAME CFG DATA UNIT [--set ...]
-    local name=$1 cfg=$2 data=$3 unit=$4
-    shift 4
-    local info params peer_params seq
+# The rate (img/s, or tok/s of a sequence net) of a cdl bench JSON line.
+bench_rate() {
+    python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+print(round(r.get("tokens_per_s", r["images_per_s"]), 1))' "$1" 2>/dev/null || echo -
+}
+
+time_net() { # NAME PRECISION BATCH [--set ...]
+    local name=$1 precision=$2 batch=$3
+    shift 3
+    local cfg=cfg/$name.cfg info params peer_params vocab unit rc peer_args
     info=$("$cdl" info "$cfg" "$@" --json 2>>"$step_log") || { summary="cdl info $cfg failed" && return 1; }
     params=$(field "$info" params)
-    seq=$(field "$info" seq)
-    [ "$seq" = - ] && seq=1
-    (cd "$work" && limited "$cdl" train "$repo/$cfg" --data "$data" --epochs 1 "$@" --gpu 0 \
-        --threads "$threads" --workers 4 --log-every 5 --log "$logs/$name.jsonl" --out "$name.cdl")
-    local rc=$?
-    [ $rc = 0 ] || { summary="cdl train --gpu 0: $(why $rc)" && return 1; }
-    local rate
-    rate=$(python3 - "$logs/$name.jsonl" "$time_from" "$seq" <<'EOF'
-import json, sys
-steps = [json.loads(l) for l in open(sys.argv[1])]
-steps = [r for r in steps if r["type"] == "step" and r["step"] >= int(sys.argv[2])]
-a, b = steps[0], steps[-1]
-batch_items = b["images_per_s"] * b["elapsed_s"] / b["step"]  # images per step, from the log
-print(round((b["step"] - a["step"]) * round(batch_items) * int(sys.argv[3]) / (b["elapsed_s"] - a["elapsed_s"]), 1))
-EOF
-    ) || { summary="no rate in $name.jsonl" && return 1; }
-    cdl_rate[$name]=$rate
-    net_unit[$name]=$unit
-    metric "$name.cdl_rate" "$rate"
+    vocab=$(field "$info" vocab)
+    unit=img/s peer_args=(--cfg "$cfg" --batch "$batch")
+    [ "$vocab" != - ] && unit=tok/s peer_args+=(--vocab "$vocab")
+    [ "$precision" = bf16 ] && peer_args+=(--bf16)
+    net_unit[$name]=$unit net_batch[$name]=$batch net_precision[$name]=$precision
+    net_peer_args[$name]="${peer_args[*]}"
     metric "$name.unit" "$unit"
-    local vocab=()
-    [ "$unit" = tok/s ] && vocab=(--vocab 63)
-    (cd "$repo" && limited python3 scripts/gpu_peers.py --cfg "$cfg" "${vocab[@]}" --params)
+    metric "$name.precision" "$precision"
+    cdl_bench "$name" eager "$precision" "$batch" "$@" || {
+        summary="cdl bench --gpu 0: $(why $?)" && return 1
+    }
+    cdl_rate[$name]=$(bench_rate "$bench_json")
+    metric "$name.cdl" "$bench_json"
+    cdl_bench "$name" graph "$precision" "$batch" "$@" || {
+        summary="cdl bench --gpu 0 --cuda-graph: $(why $?)" && return 1
+    }
+    cdl_graph_rate[$name]=$(bench_rate "$bench_json")
+    metric "$name.cdl_graph" "$bench_json"
+    (cd "$repo" && limited python3 scripts/gpu_peers.py "${peer_args[@]}" --params)
     peer_params=$(tail -n 1 "$step_log")
-    (cd "$repo" && limited python3 scripts/gpu_peers.py --cfg "$cfg" "${vocab[@]}" --steps 20 \
+    (cd "$repo" && limited python3 scripts/gpu_peers.py "${peer_args[@]}" --steps 20 \
         --warmup 5 --repeats 3 --modes eager)
     rc=$?
     local peer
     peer=$(grep '"mode": "eager"' "$step_log" | tail -n 1)
     torch_eager[$name]=$(field "$peer" rate)
-    net_batch[$name]=$(field "$peer" batch)
-    metric "$name.torch_eager_rate" "${torch_eager[$name]}"
     [ -n "$peer" ] && metric "$name.torch_eager" "$peer"
-    summary="cdl ${cdl_rate[$name]} $unit, PyTorch eager ${torch_eager[$name]} $unit"
+    summary="$precision, batch $batch: cdl ${cdl_rate[$name]} $unit, with --cuda-graph"
+    summary+=" ${cdl_graph_rate[$name]}, PyTorch eager ${torch_eager[$name]}"
     if [ "${torch_eager[$name]}" != - ]; then
-        summary+=" (cdl/torch $(awk -v a="$rate" -v b="${torch_eager[$name]}" 'BEGIN { printf "%.2f", a / b }'))"
+        summary+=" (cdl/torch $(awk -v a="${cdl_rate[$name]}" -v b="${torch_eager[$name]}" 'BEGIN { printf "%.2f", a / b }'))"
     fi
     if [ "$peer_params" != "$params" ]; then
         summary+="; PyTorch's net has $peer_params parameters, cdl's $params: not the same net"
@@ -484,16 +487,17 @@ check_info_channels_last() {
 
 check_time_resnet18_cifar() {
     [ $mode = sim ] && { summary="no timings on the simulator" && return 3; }
-    # the net alone: no augmentation (the PyTorch peer's data is a fixed random batch);
-    # channels-last as the peer (train --channels-last's key, which cdl info takes too: the
-    # layers its kernels keep NHWC, the info_channels_last step, docs/gpu.md)
-    time_net resnet18_cifar cfg/resnet18_cifar.cfg "$work/cifar.data" img/s \
-        --set net.pad=0 --set net.flip=0 --set net.channels_last=1
+    time_net resnet18_cifar fp32 128 --set net.channels_last=1
 }
 
 check_time_gpt_tiny() {
     [ $mode = sim ] && { summary="no timings on the simulator" && return 3; }
-    time_net gpt_tiny cfg/gpt_tiny.cfg "$work/text.data" tok/s
+    time_net gpt_tiny fp32 32
+}
+
+check_time_resnet50() {
+    [ $mode = sim ] && { summary="no timings on the simulator" && return 3; }
+    time_net resnet50 bf16 128 --set net.channels_last=1
 }
 
 # sanitize TOOL: compute-sanitizer on a 5-step digits run (200 samples, batch 32).
@@ -523,12 +527,11 @@ check_racecheck() { sanitize racecheck; }
 
 check_torch_compile() {
     [ $mode = sim ] && { summary="no timings on the simulator" && return 3; }
-    local name cfg vocab done_any=0 said=
-    for name in resnet18_cifar gpt_tiny; do
+    local name peer_args done_any=0 said=
+    for name in "${timed_nets[@]}"; do
         [ -n "${cdl_rate[$name]:-}" ] || continue
-        cfg=cfg/$name.cfg vocab=()
-        [ $name = gpt_tiny ] && vocab=(--vocab 63)
-        (cd "$repo" && limited python3 scripts/gpu_peers.py --cfg "$cfg" "${vocab[@]}" --steps 20 \
+        read -ra peer_args <<<"${net_peer_args[$name]}"
+        (cd "$repo" && limited python3 scripts/gpu_peers.py "${peer_args[@]}" --steps 20 \
             --warmup 5 --repeats 3 --modes compiled)
         local peer
         peer=$(grep '"mode": "compiled"' "$step_log" | tail -n 1)
@@ -542,9 +545,6 @@ check_torch_compile() {
     # PyTorch's compiler is reported beside, not held against cdl: a failure is a skip
     [ $done_any = 1 ] || return 3
 }
-
-[ $mode = sim ] || make_synthetic $((time_steps * 128 * 100 / 98 + 128)) $((time_steps * 32 * 128 * 100 / 95 + 4096)) ||
-    echo "gpu-check: could not write the synthetic data" >&2
 
 step libraries 30 check_libraries
 step gpu 20 check_gpu
@@ -560,38 +560,41 @@ step info_channels_last 30 check_info_channels_last
 step curves 90 check_curves
 step precisions 60 check_precisions
 step graphs 40 check_graphs
-step time_resnet18_cifar 100 check_time_resnet18_cifar
-step time_gpt_tiny 100 check_time_gpt_tiny
+step time_resnet18_cifar 60 check_time_resnet18_cifar
+step time_gpt_tiny 60 check_time_gpt_tiny
+step time_resnet50 100 check_time_resnet50
 step memcheck 75 check_memcheck
 step racecheck 75 check_racecheck
-step torch_compile 160 check_torch_compile
+step torch_compile 120 check_torch_compile
 
-not_yet=("the speed of bf16 and fp16 activations between layers and of cuDNN in bf16, tf32 and fp16 (their numbers: test_backend_ops, precisions)"
-    "--cuda-graph's speed (its equality with eager steps: the graphs step)"
-    "several GPUs (NCCL)")
+not_yet=("several GPUs (NCCL)")
 echo "not yet on the GPU, so not checked or timed:"
 printf '  %s\n' "${not_yet[@]}"
 
 if [ $mode = device ] && [ -n "${cdl_rate[*]:-}" ]; then
     echo
-    echo "training speed on ${gpu_name:-the GPU}, float32 (cdl's GPU kernels are float32; PyTorch" \
-        "with TF32 off, cuDNN benchmark on, channels-last); cdl: cdl train --gpu 0, steps" \
-        "$time_from-$time_steps; PyTorch: median of 3 x 20 steps after 5"
-    printf '%-16s %5s %-6s %10s %12s %12s %8s\n' net batch unit cdl "torch eager" "torch comp." cdl/eager
+    echo "training speed on ${gpu_name:-the GPU}: cdl bench --gpu 0, $time_steps steps after" \
+        "$time_warmup, eager and --cuda-graph; PyTorch (TF32 off, cuDNN benchmark on, image nets" \
+        "channels-last, bf16 as autocast): median of 3 x 20 steps after 5"
+    printf '%-16s %-5s %5s %-6s %10s %10s %12s %12s %8s %8s\n' net prec batch unit cdl "cdl graph" \
+        "torch eager" "torch comp." cdl/eager graph/eager
     speed_table_meta GPU "${gpu_name:-unknown}"
     speed_table_meta cdl "$("$cdl" --version 2>/dev/null)"
-    speed_table_meta precision "float32: cdl's GPU kernels; PyTorch with TF32 off"
-    speed_table_meta method "cdl train --gpu 0 on synthetic data, steps $time_from-$time_steps; scripts/gpu_peers.py: eager (cuDNN benchmark, channels-last) and torch.compile, median of 3 x 20 steps"
-    speed_table_columns net batch unit cdl "PyTorch eager" "PyTorch compiled" "cdl / eager"
-    for name in resnet18_cifar gpt_tiny; do
+    speed_table_meta precision "fp32: TF32 off on both sides; bf16: cdl --precision bf16 (16-bit activations, float32 sums), PyTorch autocast"
+    speed_table_meta method "cdl bench --gpu 0 on random data, $time_steps steps after $time_warmup, eager and --cuda-graph; scripts/gpu_peers.py: eager (cuDNN benchmark, image nets channels-last) and torch.compile, median of 3 x 20 steps"
+    speed_table_columns net precision batch unit cdl "cdl, CUDA graphs" "PyTorch eager" \
+        "PyTorch compiled" "cdl / eager" "cdl graphs / eager"
+    for name in "${timed_nets[@]}"; do
         [ -n "${cdl_rate[$name]:-}" ] || continue
         ratio=$(awk -v a="${cdl_rate[$name]}" -v b="${torch_eager[$name]:--}" \
             'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-        printf '%-16s %5s %-6s %10s %12s %12s %8s\n' "$name" "${net_batch[$name]:--}" \
-            "${net_unit[$name]}" "${cdl_rate[$name]}" "${torch_eager[$name]:--}" \
-            "${torch_compiled[$name]:--}" "$ratio"
-        speed_table_row "$name" "${net_batch[$name]:--}" "${net_unit[$name]}" "${cdl_rate[$name]}" \
-            "${torch_eager[$name]:--}" "${torch_compiled[$name]:--}" "$ratio"
+        graph_ratio=$(awk -v a="${cdl_graph_rate[$name]:--}" -v b="${torch_eager[$name]:--}" \
+            'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "-" }')
+        row=("$name" "${net_precision[$name]}" "${net_batch[$name]}" "${net_unit[$name]}"
+            "${cdl_rate[$name]}" "${cdl_graph_rate[$name]:--}" "${torch_eager[$name]:--}"
+            "${torch_compiled[$name]:--}" "$ratio" "$graph_ratio")
+        printf '%-16s %-5s %5s %-6s %10s %10s %12s %12s %8s %8s\n' "${row[@]}"
+        speed_table_row "${row[@]}"
     done
 fi
 [ $mode = device ] && speed_table_end 2>/dev/null

@@ -8,10 +8,9 @@ random data that stays on the GPU, timed as training steps per second.
 How PyTorch runs, so the numbers say what they compare:
 - eager, cuDNN with benchmark=True (it times the convolution algorithms at the first step),
   image nets in channels-last memory layout;
-- float32 with TF32 off (cuDNN's convolutions and cuBLAS's products in full float32), because
-  cdl's GPU kernels are float32 today; --bf16 runs under torch.autocast("cuda",
-  torch.bfloat16) instead (image nets: the forward; text nets: text_torch's whole step), for
-  when cdl has bf16 kernels;
+- float32 with TF32 off (cuDNN's convolutions and cuBLAS's products in full float32), the
+  peer of cdl's fp32; --bf16 runs under torch.autocast("cuda", torch.bfloat16) instead (image
+  nets: the forward; text nets: text_torch's whole step), the peer of cdl's --precision bf16;
 - attention through F.scaled_dot_product_attention (is_causal), as nanoGPT's
   CausalSelfAttention does on a GPU: text_torch.py's explicit mask is built on the CPU;
 - --modes eager,compiled adds a torch.compile run of the same step (its compile time, the
