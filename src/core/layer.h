@@ -339,8 +339,9 @@ typedef struct LayerKernels {
     int (*plain_sum)(const Layer *l);
     /* Asked by net_resize, before it sizes the layers (their resize then follows it), whether l's
      * inference forwards can write the output of the plain_sum layer that alone reads l, as its
-     * input 0: act(l's output + that layer's input 1), all three in nChw8c (Layer.sum_into); act
-     * -1 asks for no fused sum. Returns 1 when l will. NULL: never. */
+     * input 0: act(l's output + that layer's input 1), all three in the layout of l's output
+     * (Layer.blocked: nChw8c or plain NCHW; Layer.sum_into); act -1 asks for no fused sum.
+     * Returns 1 when l will. NULL: never. */
     int (*fuse_sum)(Layer *l, int act);
     /* Asked by net_resize after the layers' resize (they then resize again with its answer),
      * whether l's inference forwards can write reader's input, l's output that reader alone reads

@@ -690,8 +690,9 @@ static int readers_of(const Net *net, int i)
 }
 
 /* The residual sums fused into their input 0's writer (LayerKernels.fuse_sum): a plain_sum layer s
- * whose input 0, written after its input 1, only s reads, all in nChw8c. Returns 1 when the
- * fusions differ from the last ones (Layer.sum_into, sum_from). */
+ * whose input 0, written after its input 1, only s reads, its tensors all in nChw8c or all plain
+ * (s ties them, LAYOUT_TIED: the writer answers for its output's layout, Layer.blocked). Returns 1
+ * when the fusions differ from the last ones (Layer.sum_into, sum_from). */
 static int plan_sums(Net *net)
 {
     int changed = 0;
@@ -702,7 +703,8 @@ static int plan_sums(Net *net)
         const Layer *was = s->sum_from;
         s->sum_from = NULL;
         if (w && readers_of(net, w->index) == 1 && w->kernels->fuse_sum && s->kernels->plain_sum &&
-            s->kernels->plain_sum(s) && out_blocked(net, i) &&
+            s->kernels->plain_sum(s) && out_blocked(net, i) == out_blocked(net, w->index) &&
+            out_blocked(net, i) == out_blocked(net, s->inputs[1]) &&
             w->kernels->fuse_sum(w, s->activation))
             s->sum_from = w;
         changed |= was != s->sum_from;

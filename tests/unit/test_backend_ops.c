@@ -1,7 +1,9 @@
 /* Every engine and backend against the CPU reference, as ggml's test-backend-ops: one table of
  * cases (a cfg snippet of one layer family or a block of the zoo's cfgs, with the [net] shape and
  * batch), each run in training (forward, backward onto gradients that are not zero, then the
- * training net's inference forward) and in inference (a net without gradients), on every engine
+ * training net's inference forward) and in inference (a net without gradients: a forward, a
+ * second of the same weights, one after new running statistics, one after new weights), on every
+ * engine
  * of the engine table that is built and changes how the case computes, against the same net on
  * its base engine: the reference (engine=ref winograd=0, float32), or for the bf16 engines the
  * rounding reference (engine=ref precision=bf16), itself compared with the float32 reference.
@@ -148,6 +150,37 @@ static const OpCase cases[] = {
      "winograd"},
     {"conv 3x3 same stack 16->24->16 (Winograd's input gradients)", IMAGE(3, 16, 8, 12),
      CONV(24, 3, 1, 1, 1, 1, leaky) CONV(16, 3, 1, 1, 1, 0, relu), "winograd"},
+    /* an inference net's Winograd layers fold the batch norm into their weights and apply the
+     * bias and activation in the output transform (the others after it), a residual sum too
+     * where the shortcut is fused into them; batch 1 and more, odd and even maps */
+    {"conv 3x3 same 16->16 bn relu, 15x15, batch 1", IMAGE(1, 16, 15, 15),
+     CONV(16, 3, 1, 1, 1, 1, relu), "winograd"},
+    {"conv 3x3 same 16->16 bn relu6, 14x14", IMAGE(2, 16, 14, 14), CONV(16, 3, 1, 1, 1, 1, relu6),
+     "winograd"},
+    {"conv 3x3 same 16->24 bn linear, 7x9", IMAGE(3, 16, 7, 9), CONV(24, 3, 1, 1, 1, 1, linear),
+     "winograd"},
+    {"conv 3x3 same 16->16 bn logistic (activation after)", IMAGE(2, 16, 6, 5),
+     CONV(16, 3, 1, 1, 1, 1, logistic), "winograd"},
+    {"conv 3x3 same 16->16 bias leaky, 15x15, batch 1", IMAGE(1, 16, 15, 15),
+     CONV(16, 3, 1, 1, 1, 0, leaky), "winograd"},
+    {"conv 3x3 same 16->16 bias-free linear", IMAGE(2, 16, 5, 6),
+     "[convolutional]\nfilters=16\nsize=3\npad=1\nbias=0\nactivation=linear\n", "winograd"},
+    {"winograd residual block, shortcut relu fused, 15x15", IMAGE(2, 16, 15, 15),
+     CONV(16, 3, 1, 1, 1, 1, relu) CONV(16, 3, 1, 1, 1, 1, relu)
+         CONV(16, 3, 1, 1, 1, 1,
+              linear) "[shortcut]\nfrom=-3\nactivation=relu\n" CONV(8, 1, 1, 0, 1, 0, linear),
+     "winograd"},
+    {"winograd residual block, shortcut leaky fused, 14x14, batch 1", IMAGE(1, 16, 14, 14),
+     CONV(16, 3, 1, 1, 1, 1, relu) CONV(16, 3, 1, 1, 1, 0, linear) "[shortcut]\nfrom=-2\n"
+                                                                   "activation=leaky\n",
+     "winograd"},
+    {"winograd residual blocks, shortcuts relu6 and linear fused", IMAGE(3, 16, 8, 7),
+     CONV(16, 3, 1, 1, 1, 1, relu)
+         CONV(16, 3, 1, 1, 1, 1,
+              linear) "[shortcut]\nfrom=-2\n"
+                      "activation=relu6\n" CONV(16, 3, 1, 1, 1, 1,
+                                                linear) "[shortcut]\nfrom=-2\nactivation=linear\n",
+     "winograd"},
     {"conv 5->7 3x3 bn tanh (odd channels)", IMAGE(3, 5, 6, 5), CONV(7, 3, 1, 1, 1, 1, tanh), NULL},
     {"conv 3x3 on 1x1 maps 8->8 bn elu", IMAGE(3, 8, 1, 1), CONV(8, 3, 1, 1, 1, 1, elu), NULL},
     {"conv 3x3 bn gelu", IMAGE(2, 4, 6, 5), CONV(8, 3, 1, 1, 1, 1, gelu), NULL},
@@ -1199,6 +1232,8 @@ typedef struct Run {
     float *state_change; /* training: the statistics slab less what it held before */
     float *eval_out;     /* training: the training net's inference forward after it;
                             inference: the second forward */
+    /* inference: the forwards after new running statistics, then new weights too (renew) */
+    float *new_stats_out, *new_weights_out;
     float eval_loss;
     size_t in_n, out_n;
     float *truth; /* the detection losses' truth boxes (fill_truth), host memory; NULL: none */
@@ -1208,11 +1243,27 @@ static void run_free(Run *r)
 {
     free(r->params0), free(r->state0), free(r->out), free(r->input_delta), free(r->grads);
     free(r->state_change), free(r->eval_out), free(r->truth);
+    free(r->new_stats_out), free(r->new_weights_out);
     net_free(&r->net);
 }
 
 /* n floats of the net's memory at x (on its backend) in a malloc'd host copy; the net's passes
  * are synced first (net_sync). */
+static float *copy_of(const Net *net, const float *x, size_t n);
+
+/* Scales the n floats of a slab by scale (variances stay positive), as a load of other weights or
+ * statistics would change them, and tells the net (net_weights_changed): what the layers derived
+ * from the old ones (folded, transformed, packed) must be made again. */
+static void renew(Net *net, float *slab, size_t n, float scale)
+{
+    float *v = copy_of(net, slab, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] *= scale;
+    net->backend->upload(slab, v, n * sizeof *v);
+    free(v);
+    net_weights_changed(net);
+}
+
 static float *copy_of(const Net *net, const float *x, size_t n)
 {
     float *c = malloc((n ? n : 1) * sizeof *c);
@@ -1383,6 +1434,12 @@ static int run_engine(const OpCase *c, const Engine *e, int mode, Run *r)
         net_forward(net);
         r->eval_out = copy_of(net, last->out, r->out_n);
         r->eval_loss = net->loss;
+        renew(net, net->state, net->n_state, 0.75f);
+        net_forward(net);
+        r->new_stats_out = copy_of(net, last->out, r->out_n);
+        renew(net, net->params, net->n_params, 0.8f);
+        net_forward(net);
+        r->new_weights_out = copy_of(net, last->out, r->out_n);
     }
     free(grads_before);
     free(state_before);
@@ -1470,8 +1527,13 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
     if (loss)
         compare(where, mode == MODE_TRAINING ? "inference loss after training" : "second loss",
                 &r->eval_loss, &base->eval_loss, 1, inference_tol, 0, st);
-    if (mode != MODE_TRAINING)
+    if (mode != MODE_TRAINING) {
+        compare(where, "output after new statistics", r->new_stats_out, base->new_stats_out,
+                base->out_n, inference_tol, 0, st);
+        compare(where, "output after new weights", r->new_weights_out, base->new_weights_out,
+                base->out_n, inference_tol, 0, st);
         return;
+    }
     /* bf16 against float32 across kinks: the statistics only, the gradients against "bf16" */
     const int gradients =
         (e->precision == be->precision && !kinks_after_16bit(n)) || !has_kinks(bn);
@@ -1504,6 +1566,21 @@ static void compare_runs(const OpCase *c, const Engine *e, int mode, const Run *
                     pa->trainable ? layer_scale : 0, st);
         }
     }
+}
+
+/* A "winograd residual" case's inference net on Winograd fuses its shortcuts into the
+ * convolutions before them (Layer.sum_from), as the case's name says. */
+static void check_winograd_sums(const OpCase *c, const Engine *e, int mode, const Net *net)
+{
+    if (mode != MODE_INFERENCE || strcmp(e->name, "winograd") ||
+        !strstr(c->name, "winograd residual"))
+        return;
+    for (int i = 0; i < net->n_layers; i++)
+        if (net->layers[i].kernels->plain_sum && !net->layers[i].sum_from) {
+            fprintf(stderr, "FAIL %s (inference): the shortcut (layer %d) is not fused\n", c->name,
+                    i);
+            check_failures++;
+        }
 }
 
 /* The reference's own run: every convolution on the reference kernels, every layer plain. */
@@ -1557,6 +1634,7 @@ int main(int argc, char **argv)
                     continue;
                 }
                 compare_runs(&cases[ci], e, mode, &run[ei], &run[e->base], &stats[ei]);
+                check_winograd_sums(&cases[ci], e, mode, &run[ei].net);
                 stats[ei].runs++, runs++;
             }
             for (size_t ei = 0; ei < N_ENGINES; ei++)

@@ -2,12 +2,15 @@
  * gradients of every 3x3 stride-1 convolution of the cfg/ files (channels, filters, map), batch 1
  * and 3 (and 2 on some, with the plans that split the filters over the threads), within 1e-5
  * relative (max abs difference / max abs value) on 1 and 2 threads; odd maps whose tiles overhang;
- * identical results run twice on the same threads. */
+ * identical results run twice on the same threads; the forward with a bias, an added tensor and
+ * each activation the output transform applies (an inference forward's folded batch norm and
+ * fused residual sum). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/winograd.h"
@@ -51,12 +54,50 @@ static void run_winograd(Case *t, int threads, const float *dx0)
     CHECK(winograd_scratch_floats(&bwd) == winograd_scratch_floats(&fwd));
     omp_set_num_threads(threads);
     winograd_weights(t->wt, t->k, t->c, t->u);
-    winograd_conv(&fwd, t->u, t->x, t->y, 0, t->scratch);
+    winograd_conv(&fwd, t->u, t->x, t->y, NULL, t->scratch);
     memcpy(t->dx, dx0, in * sizeof *t->dx);
     winograd_weights(t->wf, t->c, t->k, t->u);
-    winograd_conv(&bwd, t->u, t->delta, t->dx, 1, t->scratch);
+    winograd_conv(&bwd, t->u, t->delta, t->dx, &(WinogradOutput){.add = t->dx}, t->scratch);
     memcpy(t->dw, t->wt, (size_t)t->k * t->c * 9 * sizeof *t->dw);
     winograd_weight_grads(&fwd, t->x, t->delta, t->dw, t->scratch);
+}
+
+/* The forward with what an inference forward's output transform applies (WinogradOutput): a bias
+ * per filter, an added tensor (delta's values as a residual input) and each activation it
+ * takes, against activation_forward of y_ref + bias + that tensor. */
+static void check_output(Case *t, int threads)
+{
+    const size_t hw = (size_t)t->h * t->w, out = (size_t)t->batch * t->k * hw;
+    float *bias = malloc(((size_t)t->k + out) * sizeof *bias), *want = bias + t->k;
+    unsigned state = (unsigned)(t->k * 31 + t->c);
+    check_fill_uniform(bias, (size_t)t->k, -1.0f, &state);
+    const WinogradPlan plan = winograd_plan(t->batch, t->c, t->k, t->h, t->w, threads);
+    omp_set_num_threads(threads);
+    winograd_weights(t->wt, t->k, t->c, t->u);
+    static const ActivationKind acts[] = {CDL_ACT_LINEAR, CDL_ACT_RELU, CDL_ACT_LEAKY,
+                                          CDL_ACT_RELU6};
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        CHECK(winograd_fuses_activation(acts[a]));
+        /* the activations change no value by more than its input changes: the error relative to
+         * the largest input */
+        double largest = 0, worst = 0;
+        for (size_t i = 0; i < out; i++) {
+            want[i] = t->y_ref[i] + bias[i / hw % t->k] + t->delta[i];
+            largest = fmax(largest, fabs(want[i]));
+        }
+        activation_forward(want, want, out, acts[a]);
+        winograd_conv(&plan, t->u, t->x, t->y, &(WinogradOutput){bias, t->delta, acts[a]},
+                      t->scratch);
+        for (size_t i = 0; i < out; i++)
+            worst = fmax(worst, fabs((double)t->y[i] - want[i]));
+        const double e = worst / largest;
+        if (e > REL_TOL)
+            fprintf(stderr, "batch %d c %d k %d %dx%d: output with %s %.3g\n", t->batch, t->c, t->k,
+                    t->h, t->w, activation_name(acts[a]), e);
+        CHECK(e <= REL_TOL);
+    }
+    CHECK(!winograd_fuses_activation(CDL_ACT_LOGISTIC));
+    free(bias);
 }
 
 static void check_case(int batch, int c, int k, int h, int w)
@@ -100,6 +141,7 @@ static void check_case(int batch, int c, int k, int h, int w)
     /* dx_ref holds dx0 + the gradient; the tolerance is relative to the gradient alone. */
     for (size_t i = 0; i < in; i++)
         t.dx_ref[i] -= dx0[i];
+    check_output(&t, 2);
 
     for (int threads = 1; threads <= 2; threads++) {
         run_winograd(&t, threads, dx0);

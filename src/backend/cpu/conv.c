@@ -298,10 +298,14 @@ static int conv_layout(const Layer *l, int k)
     return cv->cpu ? conv_dnnl_layout(l, k) : LAYOUT_PLAIN;
 }
 
+/* Either engine's fused sum (each forgets its last one when it declines). */
 static int conv_fuse_sum(Layer *l, int act)
 {
     Conv *cv = l->priv;
-    return cv->cpu ? conv_dnnl_fuse_sum(l, act) : 0;
+    if (!cv->cpu)
+        return 0;
+    const int dnnl = conv_dnnl_fuse_sum(l, act), wino = conv_winograd_fuse_sum(l, act);
+    return dnnl || wino;
 }
 
 static int conv_pass_codes(const Layer *l, const Layer *reader)
@@ -341,9 +345,10 @@ static void conv_forward(Layer *l, const StepContext *ctx)
             : l->in[0];
     /* the batch norm's input buffer, when its fused pass keeps it (else l->out) */
     float *y = bias_norm_product_output(&cv->stage, l, ctx);
-    if (conv_winograd_runs(l, ctx))
-        conv_winograd_forward(l, ctx, x, y);
-    else if (cpu->depthwise)
+    if (conv_winograd_runs(l, ctx)) {
+        if (conv_winograd_forward(l, ctx, x, y))
+            return; /* the stage and activation came with its output transform */
+    } else if (cpu->depthwise)
         conv_depthwise_forward(l, x, y, batch);
     else
         conv_im2col_forward(l, ctx, x, y);

@@ -107,13 +107,21 @@ typedef struct ConvWinograd {
     WinogradPlan plan;
     float *u;
     /* An inference net's (no gradients) transformed weights, kept from one forward to the next
-     * outside the slabs (resize allocates them, release frees them): kept [16][k][c] of the
-     * weights seen holds a copy of, valid when fresh; a forward whose weights differ from seen (a
-     * load, an update) transforms them again, compared only where the net does not know them
-     * unchanged (StepContext.same_weights). NULL: every forward transforms them into u. */
-    float *kept, *seen;
+     * outside the slabs (resize allocates them, release frees them): kept [16][k][c] and kept_bias
+     * [k] made from the parameters (weights, then the stage's) seen holds a copy of, valid when
+     * fresh; a forward whose parameters differ from seen (a load, an update, new running
+     * statistics) makes them again, compared only where the net does not know them unchanged
+     * (StepContext.same_weights). NULL: every forward makes them, into u and b_fold. */
+    float *kept, *kept_bias, *seen;
     size_t kept_floats;
     int fresh;
+    /* the layer is in an inference net (resize): its inference forwards fold the batch norm into
+     * the weights (w_fold [k][c][3][3] and b_fold [k], work, with batch norm) before the
+     * transform, and apply the bias and activation in the output transform; sum_act: 1 + the
+     * activation of the [shortcut] whose sum they write too (conv_winograd_fuse_sum), 0: none */
+    int fold;
+    float *w_fold, *b_fold;
+    int sum_act;
 } ConvWinograd;
 
 /* The layer's CPU state, Conv.cpu: made by its first resize, freed by its release; the buffers
@@ -199,7 +207,15 @@ void conv_winograd_resize(Layer *l, int batch, int threads, LayerState *st);
 /* The pass runs on Winograd: planned so by resize, still float32 (net_set_precision may have
  * changed it since), and in inference mode or of a mini-batch with tiles enough. */
 int conv_winograd_runs(const Layer *l, const StepContext *ctx);
-void conv_winograd_forward(Layer *l, const StepContext *ctx, const float *x, float *y);
+/* y = the convolution of x, returning 0 (the caller applies the bias or batch norm and the
+ * activation); or, for a folding layer's inference forward (ConvWinograd.fold), l->out (or the
+ * [shortcut]'s output, Layer.sum_into) with the folded batch norm or bias and the activation
+ * applied, returning 1 (y unused). */
+int conv_winograd_forward(Layer *l, const StepContext *ctx, const float *x, float *y);
+/* LayerKernels.fuse_sum of a folding layer with a linear activation: its inference forwards add
+ * the [shortcut]'s other input and apply act (winograd_fuses_activation) in the output transform,
+ * all three tensors plain NCHW (the layer's output is never blocked, the shortcut ties its own). */
+int conv_winograd_fuse_sum(Layer *l, int act);
 /* dW += the weight gradient in the transformed domain. */
 void conv_winograd_weight_grads(Layer *l, const StepContext *ctx);
 /* dx = (fresh) or += the input gradient, a Winograd convolution of delta with the flipped

@@ -116,13 +116,15 @@ int conv_dnnl_resize(Layer *l, int batch, LayerState *st, Error *e)
     return CDL_OK;
 }
 
-/* A folded layer on oneDNN with a linear activation adds the shortcut's other input and
- * applies relu, leaky, relu6 or nothing after it as post-ops (LayerKernels.fuse_sum). */
+/* A folded layer on oneDNN with a linear activation, whose output is nChw8c, adds the shortcut's
+ * other input and applies relu, leaky, relu6 or nothing after it as post-ops
+ * (LayerKernels.fuse_sum). */
 int conv_dnnl_fuse_sum(Layer *l, int act)
 {
     ConvDnnl *dn = &((Conv *)l->priv)->cpu->dnnl;
     dn->sum_act = 0;
     if (act < 0 || !dn->on || !dn->folded || dn->int8 || l->activation != CDL_ACT_LINEAR ||
+        !(l->blocked >> LAYER_OUT_BIT & 1) ||
         (act != CDL_ACT_LINEAR && act != CDL_ACT_RELU && act != CDL_ACT_LEAKY &&
          act != CDL_ACT_RELU6))
         return 0;

@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/lanes16.h"
 
@@ -581,6 +582,106 @@ static void product_any(int blocks, int vecs, int add, int c, const float *up, s
 #undef WINO_CASE
 }
 
+int winograd_fuses_activation(ActivationKind act)
+{
+    return act == CDL_ACT_LINEAR || act == CDL_ACT_RELU || act == CDL_ACT_LEAKY ||
+           act == CDL_ACT_RELU6;
+}
+
+#ifdef WINO_AVX512
+/* act of each lane, as activate8 below. */
+static inline __m512 activate16(__m512 v, ActivationKind act)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    switch (act) {
+    case CDL_ACT_RELU:
+        return _mm512_max_ps(zero, v);
+    case CDL_ACT_LEAKY:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ),
+                                    _mm512_mul_ps(_mm512_set1_ps(0.1f), v), v);
+    case CDL_ACT_RELU6:
+        return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(zero, v));
+    default:
+        return v;
+    }
+}
+
+/* to[0..n) = act(from + *bias + add) (WinogradOutput; bias, add NULL: none; add may be to): a
+ * masked vector of 16 at a time. */
+static inline __attribute__((always_inline)) void finish_row(const float *bias, const float *add,
+                                                             ActivationKind act, int n,
+                                                             const float *from, float *to)
+{
+    for (int b = 0; b < n; b += 16) {
+        const __mmask16 lanes = lanes16(n - b);
+        __m512 v = _mm512_maskz_loadu_ps(lanes, from + b);
+        if (bias)
+            v = _mm512_add_ps(v, _mm512_set1_ps(*bias));
+        if (add)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, add + b));
+        _mm512_mask_storeu_ps(to + b, lanes, activate16(v, act));
+    }
+}
+#elif defined(WINO_AVX2)
+/* act of each lane, as activation_forward computes it: vmaxps(0, v) is v < 0 ? 0 : v (NaN and -0
+ * kept, its second operand passed), vminps(6, v) is v > 6 ? 6 : v. */
+static inline __m256 activate8(__m256 v, ActivationKind act)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    switch (act) {
+    case CDL_ACT_RELU:
+        return _mm256_max_ps(zero, v);
+    case CDL_ACT_LEAKY:
+        return _mm256_blendv_ps(_mm256_mul_ps(_mm256_set1_ps(0.1f), v), v,
+                                _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
+    case CDL_ACT_RELU6:
+        return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(zero, v));
+    default:
+        return v;
+    }
+}
+
+/* to[0..n) = act(from + *bias + add) (WinogradOutput; bias, add NULL: none; add may be to):
+ * whole vectors, then the rest by store_first8; no loop gcc would make a call to memcpy of (it
+ * did of a plain copy loop, 5% of fashion's step at 1 thread). */
+static inline __attribute__((always_inline)) void finish_row(const float *bias, const float *add,
+                                                             ActivationKind act, int n,
+                                                             const float *from, float *to)
+{
+    int b = 0;
+    for (; b + 8 <= n; b += 8) {
+        __m256 v = _mm256_loadu_ps(from + b);
+        if (bias)
+            v = _mm256_add_ps(v, _mm256_broadcast_ss(bias));
+        if (add)
+            v = _mm256_add_ps(v, _mm256_loadu_ps(add + b));
+        _mm256_storeu_ps(to + b, activate8(v, act));
+    }
+    if (b < n) {
+        const __m256i rest = lanes8(n - b);
+        __m256 v = _mm256_maskload_ps(from + b, rest);
+        if (bias)
+            v = _mm256_add_ps(v, _mm256_broadcast_ss(bias));
+        if (add)
+            v = _mm256_add_ps(v, _mm256_maskload_ps(add + b, rest));
+        store_first8(to + b, activate8(v, act), n - b);
+    }
+}
+#else
+/* The same by plain loops, the activation by activation_forward on the row written. */
+static void finish_row(const float *bias, const float *add, ActivationKind act, int n,
+                       const float *from, float *to)
+{
+    const float b = bias ? *bias : 0.0f;
+    for (int j = 0; j < n; j++) {
+        const float v = bias ? from[j] + b : from[j];
+        to[j] = add ? v + add[j] : v;
+    }
+    if (act != CDL_ACT_LINEAR)
+        activation_forward(to, to, (size_t)n, act);
+}
+#endif
+
 /* rows[a][2i + b] = (A^T m_i A)[a][b] of m_i[e] = m[e * stride + i] for the lanes i,
  * A^T = [1 1 1 0; 0 1 -1 -1]. */
 #ifdef WINO_AVX2
@@ -629,11 +730,10 @@ static void output_tiles(const float *m, size_t stride, float *rows, size_t ld)
 }
 #endif
 
-/* y's 2x2 tiles of the chunk's filters f0..f1 (written, or added to with accumulate) from m
- * [16][k][ld], through
- * the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
+/* y's 2x2 tiles of the chunk's filters f0..f1 (as out says: winograd_conv) from m [16][k][ld],
+ * through the padded output rows of a run (2 * run_row_floats), dropping what lies past the map. */
 static void output_transform(const WinogradPlan *p, const float *m, int t0, int n, int f0, int f1,
-                             float *y, int accumulate, float *rows)
+                             float *y, const WinogradOutput *out, float *rows)
 {
     const size_t hw = (size_t)p->h * p->w, stride = matrix_stride((int)rows_padded(p->k), n),
                  ld = run_row_floats(p->w);
@@ -645,17 +745,12 @@ static void output_transform(const WinogradPlan *p, const float *m, int t0, int 
         for (int f = f0; f < f1; f++) {
             for (int i = 0; i < r.len; i += WINO_LANES)
                 output_tiles(m + (size_t)f * chunk_ld(n) + t + i, stride, rows + 2 * i, ld);
-            float *plane = y + ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
+            const size_t at = ((size_t)r.b * p->k + f) * hw + (size_t)y0 * p->w + x0;
             for (int a = 0; a < n_rows; a++) {
-                float *restrict dst = plane + (size_t)a * p->w;
-                const float *restrict src = rows + a * ld;
-                if (accumulate) {
-#pragma omp simd
-                    for (int j = 0; j < cols; j++)
-                        dst[j] += src[j];
-                } else {
-                    memcpy(dst, src, (size_t)cols * sizeof *dst);
-                }
+                const size_t row = at + (size_t)a * p->w;
+                finish_row(out && out->bias ? out->bias + f : NULL,
+                           out && out->add ? out->add + row : NULL, out ? out->act : CDL_ACT_LINEAR,
+                           cols, rows + a * ld, y + row);
             }
         }
         t += r.len;
@@ -682,13 +777,14 @@ static void product(int f0, int f1, int c, int n, const float *up, const float *
 /* y's filters f0..f1 from v through M apart: the 16 products of the whole chunk, then the
  * output transform of each tile row's run; m the room for M, rows for a run's output rows. */
 static void product_apart(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
-                          int f0, int f1, float *y, int accumulate, float *m, float *rows)
+                          int f0, int f1, float *y, const WinogradOutput *out, float *m,
+                          float *rows)
 {
     const size_t kc = rows_padded(p->k) * p->c, vs = matrix_stride(p->c, n),
                  ms = matrix_stride((int)rows_padded(p->k), n);
     for (int e = 0; e < WINO_E; e++)
         product(f0, f1, p->c, n, u + e * kc, v + e * vs, chunk_ld(n), m + e * ms, chunk_ld(n));
-    output_transform(p, m, t0, n, f0, f1, y, accumulate, rows);
+    output_transform(p, m, t0, n, f0, f1, y, out, rows);
 }
 
 /* Where a run of a chunk's tiles side by side on the map goes: the first one's top-left pixel's
@@ -723,57 +819,21 @@ static void tile_spans(const WinogradPlan *p, int t0, int n, TileSpan *span, int
     first[(n + WINO_LANES - 1) / WINO_LANES] = count;
 }
 
-#if defined(WINO_AVX2) && !defined(WINO_AVX512)
-/* to[0..n) = from[0..n) (add 0) or += it (add 1), n <= 2 * WINO_LANES: whole vectors (at most
- * two), then the rest by store_first8; no loop gcc would make a call to memcpy of (it did of the
- * plain loop and of one by vectors, 5% of fashion's step at 1 thread). */
-static inline __attribute__((always_inline)) void span_row(int add, int n, const float *from,
-                                                           float *to)
+/* The spans of one group of o (2 rows of 2 * WINO_LANES: tile i at column 2i) put in their places
+ * of y, filter f's plane, as out says (winograd_conv). */
+static void put_spans(const WinogradOutput *out, int f, size_t hw, int w, const TileSpan *span,
+                      int count, const float *o, float *y)
 {
-    int b = 0;
-    for (int twice = 0; twice < 2 && b + 8 <= n; twice++, b += 8) {
-        __m256 v = _mm256_loadu_ps(from + b);
-        if (add)
-            v = _mm256_add_ps(_mm256_loadu_ps(to + b), v);
-        _mm256_storeu_ps(to + b, v);
-    }
-    if (b < n) {
-        const __m256i rest = lanes8(n - b);
-        __m256 v = _mm256_maskload_ps(from + b, rest);
-        if (add)
-            v = _mm256_add_ps(_mm256_maskload_ps(to + b, rest), v);
-        store_first8(to + b, v, n - b);
-    }
-}
-#endif
-
-/* The spans of one group of o (2 rows of 2 * WINO_LANES: tile i at column 2i) written to (add 0)
- * or added to (add 1, constant at each call) their places from y: with AVX-512 a masked vector
- * of each span's row, with AVX2 its whole vectors then the rest. */
-static inline __attribute__((always_inline)) void put_spans(int add, int w, const TileSpan *span,
-                                                            int count, const float *o, float *y)
-{
-    for (int s = 0; s < count; s++) {
-        float *dst = y + span[s].at;
-        const float *src = o + 2 * span[s].lane0;
-#ifdef WINO_AVX512
-        const __mmask16 cols = (__mmask16)((1u << span[s].cols) - 1);
+    const float *bias = out && out->bias ? out->bias + f : NULL;
+    const float *add = out && out->add ? out->add + (size_t)f * hw : NULL;
+    const ActivationKind act = out ? out->act : CDL_ACT_LINEAR;
+    y += (size_t)f * hw;
+    for (int s = 0; s < count; s++)
         for (int a = 0; a < span[s].rows; a++) {
-            __m512 v = _mm512_maskz_loadu_ps(cols, src + a * 2 * WINO_LANES);
-            if (add)
-                v = _mm512_add_ps(_mm512_maskz_loadu_ps(cols, dst + (size_t)a * w), v);
-            _mm512_mask_storeu_ps(dst + (size_t)a * w, cols, v);
+            const size_t at = span[s].at + (size_t)a * w;
+            finish_row(bias, add ? add + at : NULL, act, span[s].cols,
+                       o + 2 * span[s].lane0 + a * 2 * WINO_LANES, y + at);
         }
-#elif defined(WINO_AVX2)
-        for (int a = 0; a < span[s].rows; a++)
-            span_row(add, span[s].cols, src + a * 2 * WINO_LANES, dst + (size_t)a * w);
-#else
-        for (int a = 0; a < span[s].rows; a++)
-            for (int b = 0; b < span[s].cols; b++)
-                dst[a * w + b] = add ? dst[a * w + b] + src[a * 2 * WINO_LANES + b]
-                                     : src[a * 2 * WINO_LANES + b];
-#endif
-    }
 }
 
 /* m[e][r][j] for the 16 e, the blocks (1 or 2) of WINO_ROWS filters from up on and the
@@ -787,12 +847,11 @@ static void products(int blocks, int vecs, int c, const float *up, size_t kc, co
 }
 
 /* y's 2x2 tiles of the chunk's n tiles from t0 on, filters f0..f1 (f0 a multiple of WINO_ROWS;
- * written, or added to with accumulate), from
- * v [16][c][ld] and the packed weights u: for each two blocks of WINO_ROWS filters and
- * 8 * WINO_VECS tiles, the 16 products into a block of M that stays in L1, then its output
- * transform, dropping what lies past the map. */
+ * as out says: winograd_conv), from v [16][c][ld] and the packed weights u: for each two blocks of
+ * WINO_ROWS filters and 8 * WINO_VECS tiles, the 16 products into a block of M that stays in L1,
+ * then its output transform, dropping what lies past the map. */
 static void product_output(const WinogradPlan *p, const float *u, const float *v, int t0, int n,
-                           int f0, int f1, float *y, int accumulate)
+                           int f0, int f1, float *y, const WinogradOutput *out)
 {
     enum { BLOCK = 8 * WINO_VECS };
     TileSpan span[WINO_FUSED_MAX];
@@ -813,18 +872,16 @@ static void product_output(const WinogradPlan *p, const float *u, const float *v
                 for (int q = 0; q < vecs; q++) {
                     output_tiles(m + r * BLOCK + 8 * q, 2 * WINO_ROWS * BLOCK, o[0],
                                  2 * WINO_LANES);
-                    const int g = j + q, count = first[g + 1] - first[g];
-                    if (accumulate)
-                        put_spans(1, p->w, span + first[g], count, o[0], y + (size_t)(f + r) * hw);
-                    else
-                        put_spans(0, p->w, span + first[g], count, o[0], y + (size_t)(f + r) * hw);
+                    const int g = j + q;
+                    put_spans(out, f + r, hw, p->w, span + first[g], first[g + 1] - first[g], o[0],
+                              y);
                 }
         }
     }
 }
 
-void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
-                   float *scratch)
+void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y,
+                   const WinogradOutput *out, float *scratch)
 {
     const int chunks = (p->tiles + p->chunk - 1) / p->chunk,
               blocks = (int)rows_padded(p->k) / WINO_ROWS;
@@ -844,10 +901,10 @@ void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float 
         float *rows = padded - 2 * run_row_floats(p->w);
         input_transform(p, x, t0, n, v, padded_n ? padded : NULL);
         if (p->fused)
-            product_output(p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate);
+            product_output(p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, out);
         else
             product_apart(
-                p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, accumulate,
+                p, u, v, t0, n, f0, f1 < p->k ? f1 : p->k, y, out,
                 v + WINO_E * matrix_stride((int)rows_padded(p->c > p->k ? p->c : p->k), p->chunk),
                 rows);
     }

@@ -25,6 +25,8 @@
 
 #include <stddef.h>
 
+#include "core/activation.h"
+
 /* The geometry of one winograd_conv call and its chunks, made by winograd_plan. */
 typedef struct WinogradPlan {
     int batch, c, k, h, w;
@@ -57,10 +59,24 @@ size_t winograd_scratch_floats(const WinogradPlan *p);
 /* u [16][k][c] = the transform G g G^T of each 3x3 filter g of w [k][c][3][3]. */
 void winograd_weights(const float *w, int k, int c, float *u);
 
-/* y = conv(x, weights) (accumulate 0) or y += conv(x, weights) (accumulate 1), with u the
- * weights transformed by winograd_weights; scratch holds winograd_scratch_floats(p) floats. */
-void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y, int accumulate,
-                   float *scratch);
+/* What the output transform makes of each value v it computes for filter f at position i of y
+ * [batch][k][h][w]: act(v + bias[f] + add[i]), bias [k] and add [batch][k][h][w] each optional
+ * (NULL: none; add may be y itself, for y += conv), act one that winograd_fuses_activation. An
+ * inference forward's folded batch norm, its activation and a residual sum, in the pass that
+ * writes y. */
+typedef struct WinogradOutput {
+    const float *bias;
+    const float *add;
+    ActivationKind act;
+} WinogradOutput;
+
+/* Whether the output transform applies act (linear, relu, leaky, relu6). */
+int winograd_fuses_activation(ActivationKind act);
+
+/* y = conv(x, weights) (out NULL), or as out says, with u the weights transformed by
+ * winograd_weights; scratch holds winograd_scratch_floats(p) floats. */
+void winograd_conv(const WinogradPlan *p, const float *u, const float *x, float *y,
+                   const WinogradOutput *out, float *scratch);
 
 /* Whether the weight gradient of such a convolution is worth its transforms against im2col +
  * gemm (docs/engines.md, "Winograd convolutions"): with AVX-512 maps up to 64 a side, at most 256 x
