@@ -141,6 +141,19 @@ CFG
     awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5) bad++ } END { exit bad }' both
 }
 
+@test "cdl predict on Winograd (batch norm folded, shortcuts fused) gives the reference's probabilities" {
+    for wino in 0 1; do
+        run "$CDL" predict "$REPO/cfg/resnet18_cifar.cfg" "$REPO/data/bf16_fashion.png" --json \
+            --top 3 --threads 2 --set net.engine=ref --set net.winograd=$wino
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" | jq -r '.[0].top[] | "\(.index) \(.probability)"' > $wino.txt
+    done
+    paste 0.txt 1.txt > both
+    [ "$(wc -l < both)" -eq 3 ]
+    # the same classes, probabilities within 1e-5 of the largest
+    awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5) bad++ } END { exit bad }' both
+}
+
 @test "dnnl_train_blocked=1 (nChw8c through the max pooling) trains digits to the reference's losses, twice to the same bytes" {
     run "$CDL" train "$REPO/cfg/digits.cfg" --epochs 1 --threads 1 --log-every 4 \
         --log ref.jsonl --out ref.cdl --set net.engine=ref
